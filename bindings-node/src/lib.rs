@@ -1,0 +1,1 @@
+//! Node bindings (in progress).

@@ -1,0 +1,152 @@
+//! Sliding-window log: the exact count of units admitted in the trailing `windowMs`.
+//!
+//! Every admitted unit is kept as a stamp (runs of equal stamps are stored once with a count),
+//! so memory is O(distinct stamps) per key: use it for low limits ("5 password resets an
+//! hour"). A stamp at `t` stops counting at exactly `t + windowMs`. Stamps later than `now`,
+//! left behind by a backward clock jump, stay live and count.
+
+use std::collections::VecDeque;
+
+use crate::decision::Decision;
+use crate::error::Result;
+use crate::spec::WindowOptions;
+use crate::state::{State, Step};
+use crate::validate;
+
+/// A validated sliding-window-log configuration.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SlidingWindowLog {
+    pub(crate) limit: u64,
+    pub(crate) window_ms: i64,
+}
+
+/// The live part of a log at one instant.
+struct View<'a> {
+    live: &'a [(i64, u64)],
+    live_tail: &'a [(i64, u64)],
+    dead_runs: usize,
+    count: u64,
+}
+
+impl<'a> View<'a> {
+    fn runs(&self) -> impl Iterator<Item = &'a (i64, u64)> {
+        self.live.iter().chain(self.live_tail.iter())
+    }
+
+    fn oldest(&self) -> Option<i64> {
+        self.runs().next().map(|r| r.0)
+    }
+
+    /// The stamp of the `rank`-th oldest live unit (1-based, `1 <= rank <= count`).
+    fn stamp_of_rank(&self, rank: u64) -> i64 {
+        let mut seen = 0u64;
+        for &(stamp, n) in self.runs() {
+            seen += n;
+            if seen >= rank {
+                return stamp;
+            }
+        }
+        unreachable!("rank is clamped to the live count")
+    }
+}
+
+impl SlidingWindowLog {
+    /// Validates `options`: `limit` and `windowMs` integers >= 1.
+    pub fn new(options: &WindowOptions) -> Result<SlidingWindowLog> {
+        let limit = validate::integer_at_least("slidingWindowLog.limit", options.limit, 1.0)?;
+        let window_ms = validate::integer_at_least("slidingWindowLog.windowMs", options.window_ms, 1.0)?;
+        Ok(SlidingWindowLog { limit: limit as u64, window_ms: window_ms as i64 })
+    }
+
+    /// The reported ceiling: the limit.
+    pub fn limit(&self) -> i64 {
+        self.limit as i64
+    }
+
+    fn view<'a>(&self, state: Option<&'a State>, now: i64) -> View<'a> {
+        let Some(State::Log(log)) = state else {
+            return View { live: &[], live_tail: &[], dead_runs: 0, count: 0 };
+        };
+        let horizon = now.saturating_sub(self.window_ms);
+        let dead_runs = log.partition_point(|&(stamp, _)| stamp <= horizon);
+        let (front, back) = log.as_slices();
+        let (live, live_tail) = if dead_runs <= front.len() {
+            (&front[dead_runs..], back)
+        } else {
+            (&back[dead_runs - front.len()..], &[][..])
+        };
+        let count = live.iter().chain(live_tail.iter()).fold(0u64, |acc, r| acc.saturating_add(r.1));
+        View { live, live_tail, dead_runs, count }
+    }
+
+    fn retry_after(&self, view: &View<'_>, now: i64, cost: u64) -> i64 {
+        if view.count == 0 {
+            return self.window_ms.max(1);
+        }
+        let rank = (view.count.saturating_add(cost).saturating_sub(self.limit)).clamp(1, view.count);
+        (view.stamp_of_rank(rank) + self.window_ms - now).max(1)
+    }
+
+    fn reset_at(&self, view: &View<'_>, now: i64) -> i64 {
+        view.oldest().unwrap_or(now) + self.window_ms
+    }
+
+    /// One request of `cost` at `now`.
+    pub fn check(&self, slot: &mut Option<State>, now: i64, cost: u64, commit: bool) -> Step<Decision> {
+        let view = self.view(slot.as_ref(), now);
+        let new_count = view.count.saturating_add(cost);
+        if new_count > self.limit {
+            return Step {
+                reply: Decision {
+                    allowed: false,
+                    limit: self.limit(),
+                    remaining: self.limit.saturating_sub(view.count) as i64,
+                    reset_at: self.reset_at(&view, now),
+                    retry_after_ms: self.retry_after(&view, now, cost),
+                    fallback: false,
+                },
+                ttl_ms: None,
+            };
+        }
+        let oldest = view.oldest().map_or(now, |o| o.min(now));
+        let dead_runs = view.dead_runs;
+        if commit {
+            match slot {
+                Some(State::Log(log)) => {
+                    log.drain(..dead_runs);
+                    let at = log.partition_point(|&(stamp, _)| stamp < now);
+                    match log.get_mut(at) {
+                        Some(run) if run.0 == now => run.1 += cost,
+                        _ => log.insert(at, (now, cost)),
+                    }
+                }
+                _ => *slot = Some(State::Log(VecDeque::from([(now, cost)]))),
+            }
+        }
+        Step {
+            reply: Decision {
+                allowed: true,
+                limit: self.limit(),
+                remaining: (self.limit - new_count) as i64,
+                reset_at: oldest + self.window_ms,
+                retry_after_ms: 0,
+                fallback: false,
+            },
+            ttl_ms: Some(self.window_ms),
+        }
+    }
+
+    /// Current capacity without consuming.
+    pub fn peek(&self, state: Option<&State>, now: i64) -> Decision {
+        let view = self.view(state, now);
+        let allowed = view.count < self.limit;
+        Decision {
+            allowed,
+            limit: self.limit(),
+            remaining: self.limit.saturating_sub(view.count) as i64,
+            reset_at: self.reset_at(&view, now),
+            retry_after_ms: if allowed { 0 } else { self.retry_after(&view, now, 1) },
+            fallback: false,
+        }
+    }
+}

@@ -1,0 +1,1 @@
+//! Conformance vectors (in progress).

@@ -1,0 +1,55 @@
+//! # throttlekit
+//!
+//! One rate-limiting core — GCRA (the default), token bucket, fixed window, sub-bucketed
+//! sliding window, sliding-window log, calendar quota, a leaky-bucket shaper, and atomic
+//! multi-dimensional `all`/`any` — that decides the same way in process (the [`MemoryStore`])
+//! and atomically across a fleet (the Redis store, whose Lua scripts compute the identical
+//! decision in one round trip).
+//!
+//! ```
+//! use throttlekit::{Limiter, Strategy};
+//!
+//! // 100 requests a minute, bursts of 10.
+//! let limiter = Limiter::new(Strategy::gcra(100, 60_000, Some(10))?);
+//! let d = limiter.check_sync("user:42", 1)?;
+//! assert!(d.allowed);
+//! assert_eq!(d.limit, 10);
+//! assert_eq!(d.remaining, 9);
+//! # Ok::<(), throttlekit::Error>(())
+//! ```
+//!
+//! The moving parts are small and separate: an algorithm is a pure transition over a key's
+//! [`State`]; a [`Store`] applies one transition atomically; a [`Clock`] is injected; a
+//! [`Limiter`] wires the three together with a key prefix. A denied request never consumes.
+#![warn(missing_docs)]
+
+pub mod algorithms;
+mod clock;
+pub mod conformance;
+mod decision;
+mod error;
+pub mod key;
+mod limiter;
+pub mod multi;
+#[cfg(feature = "redis")]
+pub mod redis;
+pub mod shaper;
+pub mod spec;
+mod state;
+pub mod store;
+mod strategy;
+pub mod validate;
+
+pub use clock::{Clock, ManualClock, SystemClock};
+pub use decision::{Decision, Reservation};
+pub use error::{Error, ErrorCode, Result};
+pub use limiter::{FAIL_CLOSED_RETRY_MS, FailPolicy, Limiter, LimiterBuilder};
+pub use multi::{Dimension, MultiDecision, MultiLimiter};
+pub use shaper::Shaper;
+pub use spec::{LeakyBucketOptions, StrategySpec};
+pub use state::{Slot, State, Step};
+pub use store::{MemoryStore, Rule, Store};
+pub use strategy::Strategy;
+
+/// The crate version (bindings report it as their own).
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -1,0 +1,352 @@
+//! [`Limiter`]: a strategy bound to a store, a clock and a key prefix.
+
+use std::cell::RefCell;
+use std::sync::Arc;
+
+use crate::clock::{Clock, SystemClock};
+use crate::decision::Decision;
+use crate::error::{Error, ErrorCode, Result};
+use crate::key;
+use crate::store::{MemoryStore, Now, Store, Transform};
+use crate::strategy::Strategy;
+use crate::validate;
+
+/// What a limiter answers when its store is unavailable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailPolicy {
+    /// Deny, with `fallback: true` on the decision (the default for quotas: never over-spend).
+    FailClosed,
+    /// Allow, with `fallback: true` on the decision (availability over accuracy).
+    FailOpen,
+    /// Return the `store_unavailable` error (the default otherwise).
+    Raise,
+}
+
+/// How long a fail-closed decision tells the caller to wait.
+pub const FAIL_CLOSED_RETRY_MS: i64 = 1000;
+
+impl FailPolicy {
+    /// Parses `"fail_closed"`, `"fail_open"` or `"raise"`.
+    pub fn parse(s: &str) -> Result<FailPolicy> {
+        match s {
+            "fail_closed" => Ok(FailPolicy::FailClosed),
+            "fail_open" => Ok(FailPolicy::FailOpen),
+            "raise" => Ok(FailPolicy::Raise),
+            _ => Err(Error::config("failPolicy", "must be fail_closed, fail_open or raise")),
+        }
+    }
+
+    /// Turns a store error into the policy's decision; errors other than `store_unavailable`
+    /// always pass through.
+    pub fn fallback(self, err: Error, limit: i64, now: i64) -> Result<Decision> {
+        if err.code() != ErrorCode::StoreUnavailable {
+            return Err(err);
+        }
+        match self {
+            FailPolicy::Raise => Err(err),
+            FailPolicy::FailOpen => {
+                Ok(Decision { allowed: true, limit, remaining: 0, reset_at: now, retry_after_ms: 0, fallback: true })
+            }
+            FailPolicy::FailClosed => Ok(Decision {
+                allowed: false,
+                limit,
+                remaining: 0,
+                reset_at: now.saturating_add(FAIL_CLOSED_RETRY_MS),
+                retry_after_ms: FAIL_CLOSED_RETRY_MS,
+                fallback: true,
+            }),
+        }
+    }
+}
+
+thread_local! {
+    /// Reused buffer for `prefix:key`, so the sync hot path allocates nothing.
+    static KEY_BUF: RefCell<String> = const { RefCell::new(String::new()) };
+}
+
+/// A strategy bound to a store, a clock and a key prefix.
+///
+/// ```
+/// use throttlekit::{Limiter, ManualClock, Strategy};
+/// use std::sync::Arc;
+///
+/// let clock = ManualClock::new(1_000);
+/// let limiter = Limiter::builder(Strategy::gcra(10, 1_000, Some(2))?)
+///     .clock(Arc::new(clock.clone()))
+///     .prefix("api")
+///     .build();
+/// assert!(limiter.check_sync("user:1", 1)?.allowed);
+/// assert!(limiter.check_sync("user:1", 1)?.allowed);
+/// let third = limiter.check_sync("user:1", 1)?;
+/// assert!(!third.allowed);
+/// assert_eq!(third.retry_after_ms, 100);
+/// clock.advance(100)?;
+/// assert!(limiter.check_sync("user:1", 1)?.allowed);
+/// # Ok::<(), throttlekit::Error>(())
+/// ```
+pub struct Limiter {
+    strategy: Strategy,
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+    prefix: String,
+    server_clock: bool,
+    fail_policy: FailPolicy,
+}
+
+impl std::fmt::Debug for Limiter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Limiter")
+            .field("strategy", self.strategy.spec())
+            .field("prefix", &self.prefix)
+            .field("server_clock", &self.server_clock)
+            .field("fail_policy", &self.fail_policy)
+            .finish()
+    }
+}
+
+/// Configures a [`Limiter`]; defaults: a fresh [`MemoryStore`], [`SystemClock`], no prefix,
+/// the caller's clock, and fail-closed for quotas / raise otherwise.
+pub struct LimiterBuilder {
+    strategy: Strategy,
+    store: Option<Arc<dyn Store>>,
+    clock: Option<Arc<dyn Clock>>,
+    prefix: String,
+    server_clock: bool,
+    fail_policy: Option<FailPolicy>,
+}
+
+impl LimiterBuilder {
+    /// The store (shared stores are fine: keys are namespaced by the prefix).
+    pub fn store(mut self, store: Arc<dyn Store>) -> Self {
+        self.store = Some(store);
+        self
+    }
+
+    /// The clock.
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = Some(clock);
+        self
+    }
+
+    /// The key prefix (`prefix:key`).
+    pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.prefix = prefix.into();
+        self
+    }
+
+    /// Whether async calls use the store's clock (Redis `TIME`) instead of the limiter's.
+    pub fn server_clock(mut self, on: bool) -> Self {
+        self.server_clock = on;
+        self
+    }
+
+    /// The policy for `store_unavailable`.
+    pub fn fail_policy(mut self, policy: FailPolicy) -> Self {
+        self.fail_policy = Some(policy);
+        self
+    }
+
+    /// Builds the limiter.
+    pub fn build(self) -> Limiter {
+        let default_policy = if self.strategy.is_quota() { FailPolicy::FailClosed } else { FailPolicy::Raise };
+        Limiter {
+            store: self.store.unwrap_or_else(|| Arc::new(MemoryStore::new())),
+            clock: self.clock.unwrap_or_else(|| Arc::new(SystemClock)),
+            prefix: self.prefix,
+            server_clock: self.server_clock,
+            fail_policy: self.fail_policy.unwrap_or(default_policy),
+            strategy: self.strategy,
+        }
+    }
+}
+
+impl Limiter {
+    /// Starts configuring a limiter for `strategy`.
+    pub fn builder(strategy: Strategy) -> LimiterBuilder {
+        LimiterBuilder { strategy, store: None, clock: None, prefix: String::new(), server_clock: false, fail_policy: None }
+    }
+
+    /// A limiter for `strategy` on a fresh memory store and the system clock.
+    pub fn new(strategy: Strategy) -> Limiter {
+        Limiter::builder(strategy).build()
+    }
+
+    /// The strategy.
+    pub fn strategy(&self) -> &Strategy {
+        &self.strategy
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.store
+    }
+
+    /// The clock.
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.clock
+    }
+
+    /// The key prefix.
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    /// The fail policy.
+    pub fn fail_policy(&self) -> FailPolicy {
+        self.fail_policy
+    }
+
+    /// The full store key for `key`.
+    pub fn full_key(&self, key: &str) -> String {
+        key::join(&self.prefix, key)
+    }
+
+    fn sync_apply(&self, key: &str, now: i64, transform: Transform<'_>) -> Result<Decision> {
+        KEY_BUF.with(|buf| {
+            let mut buf = buf.borrow_mut();
+            key::join_into(&mut buf, &self.prefix, key);
+            self.store.apply_sync(&buf, now, transform)?.decision()
+        })
+    }
+
+    async fn async_apply(&self, key: &str, now: Now, transform: Transform<'_>) -> Result<Decision> {
+        let full = self.full_key(key);
+        match self.store.apply(&full, now, transform).await.and_then(|r| r.decision()) {
+            Ok(d) => Ok(d),
+            Err(e) => {
+                let t = match now {
+                    Now::At(t) => t,
+                    Now::Server => self.clock.now_ms(),
+                };
+                self.fail_policy.fallback(e, self.strategy.limit(), t)
+            }
+        }
+    }
+
+    fn now(&self) -> Now {
+        if self.server_clock { Now::Server } else { Now::At(self.clock.now_ms()) }
+    }
+
+    /// Checks a request of `cost` for `key` on a sync store (the allocation-free fast path).
+    #[inline]
+    pub fn check_sync(&self, key: &str, cost: u64) -> Result<Decision> {
+        self.check_sync_at(key, cost, self.clock.now_ms())
+    }
+
+    /// [`Limiter::check_sync`] at an explicit `now` (epoch ms).
+    #[inline]
+    pub fn check_sync_at(&self, key: &str, cost: u64, now: i64) -> Result<Decision> {
+        validate::cost(cost)?;
+        self.sync_apply(key, now, Transform::Check { strategy: &self.strategy, cost })
+    }
+
+    /// Checks a request of `cost` for `key` through the store (Redis: one round trip).
+    pub async fn check(&self, key: &str, cost: u64) -> Result<Decision> {
+        self.check_at(key, cost, self.now()).await
+    }
+
+    /// [`Limiter::check`] at an explicit time.
+    pub async fn check_at(&self, key: &str, cost: u64, now: Now) -> Result<Decision> {
+        validate::cost(cost)?;
+        self.async_apply(key, now, Transform::Check { strategy: &self.strategy, cost }).await
+    }
+
+    /// Checks one request of `cost` per key, all at one clock read (not atomic together).
+    pub fn check_many_sync(&self, keys: &[&str], cost: u64) -> Result<Vec<Decision>> {
+        let now = self.clock.now_ms();
+        keys.iter().map(|k| self.check_sync_at(k, cost, now)).collect()
+    }
+
+    /// Async [`Limiter::check_many_sync`]; the checks are sent together (pipelined on Redis).
+    pub async fn check_many(&self, keys: &[&str], cost: u64) -> Result<Vec<Decision>> {
+        validate::cost(cost)?;
+        let now = self.now();
+        let checks = keys.iter().map(|k| self.async_apply(k, now, Transform::Check { strategy: &self.strategy, cost }));
+        let mut out = Vec::with_capacity(keys.len());
+        for d in join_all(checks).await {
+            out.push(d?);
+        }
+        Ok(out)
+    }
+
+    /// Current capacity of `key`, without consuming.
+    pub fn peek_sync(&self, key: &str) -> Result<Decision> {
+        self.sync_apply(key, self.clock.now_ms(), Transform::Peek { strategy: &self.strategy })
+    }
+
+    /// [`Limiter::peek_sync`] at an explicit `now`.
+    pub fn peek_sync_at(&self, key: &str, now: i64) -> Result<Decision> {
+        self.sync_apply(key, now, Transform::Peek { strategy: &self.strategy })
+    }
+
+    /// Async [`Limiter::peek_sync`].
+    pub async fn peek(&self, key: &str) -> Result<Decision> {
+        self.async_apply(key, self.now(), Transform::Peek { strategy: &self.strategy }).await
+    }
+
+    /// [`Limiter::peek`] at an explicit time.
+    pub async fn peek_at(&self, key: &str, now: Now) -> Result<Decision> {
+        self.async_apply(key, now, Transform::Peek { strategy: &self.strategy }).await
+    }
+
+    /// The decision a request of `cost` would get now, without consuming.
+    pub fn forecast_sync(&self, key: &str, cost: u64) -> Result<Decision> {
+        self.forecast_sync_at(key, cost, self.clock.now_ms())
+    }
+
+    /// [`Limiter::forecast_sync`] at an explicit `now`.
+    pub fn forecast_sync_at(&self, key: &str, cost: u64, now: i64) -> Result<Decision> {
+        validate::cost(cost)?;
+        self.sync_apply(key, now, Transform::Forecast { strategy: &self.strategy, cost })
+    }
+
+    /// Async [`Limiter::forecast_sync`].
+    pub async fn forecast(&self, key: &str, cost: u64) -> Result<Decision> {
+        self.forecast_at(key, cost, self.now()).await
+    }
+
+    /// [`Limiter::forecast`] at an explicit time.
+    pub async fn forecast_at(&self, key: &str, cost: u64, now: Now) -> Result<Decision> {
+        validate::cost(cost)?;
+        self.async_apply(key, now, Transform::Forecast { strategy: &self.strategy, cost }).await
+    }
+
+    /// Forgets `key`'s state.
+    pub fn reset_sync(&self, key: &str) -> Result<()> {
+        self.store.reset_sync(&self.full_key(key))
+    }
+
+    /// Async [`Limiter::reset_sync`].
+    pub async fn reset(&self, key: &str) -> Result<()> {
+        self.store.reset(&self.full_key(key)).await
+    }
+
+    /// Closes the store's connections.
+    pub async fn close(&self) -> Result<()> {
+        self.store.close().await
+    }
+}
+
+/// Polls every future to completion concurrently; outputs in input order.
+pub(crate) async fn join_all<F: std::future::Future>(futures: impl IntoIterator<Item = F>) -> Vec<F::Output> {
+    let mut set: Vec<_> = futures.into_iter().map(|f| Some(Box::pin(f))).collect();
+    let mut out: Vec<Option<F::Output>> = (0..set.len()).map(|_| None).collect();
+    std::future::poll_fn(|cx| {
+        let mut pending = false;
+        for (i, slot) in set.iter_mut().enumerate() {
+            if let Some(f) = slot {
+                match f.as_mut().poll(cx) {
+                    std::task::Poll::Ready(v) => {
+                        out[i] = Some(v);
+                        *slot = None;
+                    }
+                    std::task::Poll::Pending => pending = true,
+                }
+            }
+        }
+        if pending { std::task::Poll::Pending } else { std::task::Poll::Ready(()) }
+    })
+    .await;
+    out.into_iter().map(|o| o.expect("every future completed")).collect()
+}

@@ -1,0 +1,301 @@
+//! Multi-dimensional limits: several named dimensions (per IP, per user, per route), each with
+//! its own strategy, decided together under [`Rule::All`] or [`Rule::Any`].
+//!
+//! Every dimension is evaluated at the same instant first; only then does the rule decide what
+//! commits, so no budget leaks when one dimension denies (`all`), and only the dimensions that
+//! allowed pay (`any`). The returned decision is the binding dimension's, so headers and logs
+//! name the real limit.
+
+use std::sync::Arc;
+
+use crate::clock::{Clock, SystemClock};
+use crate::decision::Decision;
+use crate::error::{Error, Result};
+use crate::key;
+use crate::limiter::FailPolicy;
+use crate::store::{DimensionCall, MemoryStore, MultiReply, Now, Rule, Store};
+use crate::strategy::Strategy;
+use crate::validate;
+
+/// Which dimensions commit under `rule`, given every dimension's decision: `(admitted, mask)`.
+///
+/// `all`: admitted iff every dimension allows; then every dimension commits, else none.
+/// `any`: admitted iff one allows; only the allowing dimensions commit.
+pub fn commit_set(rule: Rule, decisions: &[Decision]) -> (bool, Vec<bool>) {
+    match rule {
+        Rule::All => {
+            let admitted = decisions.iter().all(|d| d.allowed);
+            (admitted, vec![admitted; decisions.len()])
+        }
+        Rule::Any => (decisions.iter().any(|d| d.allowed), decisions.iter().map(|d| d.allowed).collect()),
+    }
+}
+
+/// The index of the binding dimension. Ties go to the first in declaration order.
+///
+/// `all` allowed → smallest `remaining`; `all` denied → the denier with the largest
+/// `retryAfterMs`. `any` allowed → the allower with the largest `remaining`; `any` denied →
+/// smallest `retryAfterMs`.
+pub fn binding(rule: Rule, admitted: bool, decisions: &[Decision]) -> usize {
+    let mut best: Option<usize> = None;
+    for (i, d) in decisions.iter().enumerate() {
+        let better = match best.map(|b| &decisions[b]) {
+            None => match (rule, admitted) {
+                (Rule::All, false) | (Rule::Any, true) => d.allowed == admitted,
+                _ => true,
+            },
+            Some(b) => match (rule, admitted) {
+                (Rule::All, true) => d.remaining < b.remaining,
+                (Rule::All, false) => !d.allowed && d.retry_after_ms > b.retry_after_ms,
+                (Rule::Any, true) => d.allowed && d.remaining > b.remaining,
+                (Rule::Any, false) => d.retry_after_ms < b.retry_after_ms,
+            },
+        };
+        if better {
+            best = Some(i);
+        }
+    }
+    best.unwrap_or(0)
+}
+
+/// The representative decision of a multi apply: the binding dimension's, with
+/// `retry_after_ms = 0` when admitted.
+pub fn representative(rule: Rule, reply: &MultiReply) -> (usize, Decision) {
+    let i = binding(rule, reply.allowed, &reply.decisions);
+    let mut d = reply.decisions[i];
+    d.allowed = reply.allowed;
+    if reply.allowed {
+        d.retry_after_ms = 0;
+    }
+    (i, d)
+}
+
+/// One named dimension of a [`MultiLimiter`].
+#[derive(Clone, Debug)]
+pub struct Dimension {
+    /// The dimension's name (part of its keys).
+    pub name: String,
+    /// Its algorithm.
+    pub strategy: Strategy,
+    /// Its cost per unit of request cost (integer >= 1, default 1).
+    pub cost_multiplier: u64,
+}
+
+impl Dimension {
+    /// A dimension named `name` with cost multiplier 1.
+    pub fn new(name: impl Into<String>, strategy: Strategy) -> Dimension {
+        Dimension { name: name.into(), strategy, cost_multiplier: 1 }
+    }
+
+    /// Sets the cost multiplier.
+    pub fn cost_multiplier(mut self, m: u64) -> Dimension {
+        self.cost_multiplier = m;
+        self
+    }
+}
+
+/// The result of a multi-dimensional check.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MultiDecision {
+    /// The binding dimension's decision.
+    pub decision: Decision,
+    /// The binding dimension's name.
+    pub binding: String,
+    /// Every dimension's own decision, in declaration order.
+    pub dimensions: Vec<Decision>,
+}
+
+/// Several dimensions decided atomically together.
+pub struct MultiLimiter {
+    rule: Rule,
+    dimensions: Vec<Dimension>,
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+    prefix: String,
+    server_clock: bool,
+    fail_policy: FailPolicy,
+    hash_tag: Option<String>,
+}
+
+impl std::fmt::Debug for MultiLimiter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MultiLimiter").field("rule", &self.rule).field("dimensions", &self.dimensions).finish()
+    }
+}
+
+impl MultiLimiter {
+    /// A multi limiter over `dimensions` (names unique and non-empty), on a fresh memory store
+    /// and the system clock, with the empty prefix.
+    pub fn new(rule: Rule, dimensions: Vec<Dimension>) -> Result<MultiLimiter> {
+        if dimensions.is_empty() {
+            return Err(Error::config("dimensions", "must not be empty"));
+        }
+        for (i, d) in dimensions.iter().enumerate() {
+            if d.name.is_empty() {
+                return Err(Error::config("dimensions.name", "must not be empty"));
+            }
+            if dimensions[..i].iter().any(|o| o.name == d.name) {
+                return Err(Error::config("dimensions.name", &format!("{:?} is declared twice", d.name)));
+            }
+            if d.cost_multiplier == 0 {
+                return Err(Error::config("dimensions.costMultiplier", "must be an integer >= 1"));
+            }
+        }
+        Ok(MultiLimiter {
+            rule,
+            dimensions,
+            store: Arc::new(MemoryStore::new()),
+            clock: Arc::new(SystemClock),
+            prefix: String::new(),
+            server_clock: false,
+            fail_policy: FailPolicy::Raise,
+            hash_tag: None,
+        })
+    }
+
+    /// Uses `store`.
+    pub fn with_store(mut self, store: Arc<dyn Store>) -> MultiLimiter {
+        self.store = store;
+        self
+    }
+
+    /// Uses `clock`.
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> MultiLimiter {
+        self.clock = clock;
+        self
+    }
+
+    /// Namespaces every key under `prefix`.
+    pub fn with_prefix(mut self, prefix: impl Into<String>) -> MultiLimiter {
+        self.prefix = prefix.into();
+        self
+    }
+
+    /// Reads time from the store's clock (Redis `TIME`) instead of the limiter's.
+    pub fn with_server_clock(mut self, on: bool) -> MultiLimiter {
+        self.server_clock = on;
+        self
+    }
+
+    /// What a `store_unavailable` error turns into.
+    pub fn with_fail_policy(mut self, policy: FailPolicy) -> MultiLimiter {
+        self.fail_policy = policy;
+        self
+    }
+
+    /// Sets the Redis Cluster hash tag shared by every key of this limiter (default: the
+    /// prefix, or `tk` without one). All keys of one request must live in one hash slot for
+    /// the fused script to run on a cluster; one tag per limiter means one slot per limiter.
+    pub fn with_hash_tag(mut self, tag: impl Into<String>) -> Result<MultiLimiter> {
+        let tag = tag.into();
+        if tag.is_empty() || tag.contains(['{', '}']) {
+            return Err(Error::config("hashTag", "must be non-empty and contain no braces"));
+        }
+        self.hash_tag = Some(tag);
+        Ok(self)
+    }
+
+    /// The rule.
+    pub fn rule(&self) -> Rule {
+        self.rule
+    }
+
+    /// The dimensions, in declaration order.
+    pub fn dimensions(&self) -> &[Dimension] {
+        &self.dimensions
+    }
+
+    /// The full store key of dimension `name` for the caller's `key`: `prefix:{tag}:name:key`.
+    /// The `{tag}` keeps every key of one request in one Redis Cluster hash slot.
+    pub fn dimension_key(&self, name: &str, key: &str) -> String {
+        let tag = match (&self.hash_tag, self.prefix.as_str()) {
+            (Some(t), _) => t.as_str(),
+            (None, "") => "tk",
+            (None, p) => p,
+        };
+        key::join(&self.prefix, &format!("{{{tag}}}:{name}:{key}"))
+    }
+
+    fn keys(&self, keys: &[&str]) -> Result<Vec<String>> {
+        if keys.len() != self.dimensions.len() {
+            return Err(Error::config(
+                "keys",
+                &format!("must give one key per dimension ({} expected, {} given)", self.dimensions.len(), keys.len()),
+            ));
+        }
+        Ok(self.dimensions.iter().zip(keys).map(|(d, k)| self.dimension_key(&d.name, k)).collect())
+    }
+
+    fn calls<'a>(&'a self, full_keys: &'a [String], cost: u64) -> Result<Vec<DimensionCall<'a>>> {
+        validate::cost(cost)?;
+        self.dimensions
+            .iter()
+            .zip(full_keys)
+            .map(|(d, k)| {
+                let c = cost
+                    .checked_mul(d.cost_multiplier)
+                    .filter(|c| *c as f64 <= validate::MAX_SAFE_INTEGER)
+                    .ok_or_else(|| Error::config("cost", "times the dimension's multiplier must be <= 2^53"))?;
+                Ok(DimensionCall { key: k, strategy: &d.strategy, cost: c })
+            })
+            .collect()
+    }
+
+    fn finish(&self, reply: MultiReply) -> MultiDecision {
+        let (i, decision) = representative(self.rule, &reply);
+        MultiDecision { decision, binding: self.dimensions[i].name.clone(), dimensions: reply.decisions }
+    }
+
+    fn fallback(&self, err: Error, now: i64) -> Result<MultiDecision> {
+        let limit = self.dimensions[0].strategy.limit();
+        let d = self.fail_policy.fallback(err, limit, now)?;
+        Ok(MultiDecision { decision: d, binding: self.dimensions[0].name.clone(), dimensions: vec![d; self.dimensions.len()] })
+    }
+
+    /// Checks one request: `keys` holds one key per dimension, in declaration order.
+    pub fn check_sync(&self, keys: &[&str], cost: u64) -> Result<MultiDecision> {
+        self.check_sync_at(keys, cost, self.clock.now_ms())
+    }
+
+    /// [`MultiLimiter::check_sync`] at an explicit `now`.
+    pub fn check_sync_at(&self, keys: &[&str], cost: u64, now: i64) -> Result<MultiDecision> {
+        let full = self.keys(keys)?;
+        let calls = self.calls(&full, cost)?;
+        Ok(self.finish(self.store.apply_multi_sync(self.rule, &calls, now)?))
+    }
+
+    /// Checks one request through the store's async path (Redis: one round trip).
+    pub async fn check(&self, keys: &[&str], cost: u64) -> Result<MultiDecision> {
+        let now = self.clock.now_ms();
+        self.check_at(keys, cost, if self.server_clock { Now::Server } else { Now::At(now) }).await
+    }
+
+    /// [`MultiLimiter::check`] at an explicit time.
+    pub async fn check_at(&self, keys: &[&str], cost: u64, now: Now) -> Result<MultiDecision> {
+        let full = self.keys(keys)?;
+        let calls = self.calls(&full, cost)?;
+        match self.store.apply_multi(self.rule, &calls, now).await {
+            Ok(reply) => Ok(self.finish(reply)),
+            Err(e) => self.fallback(e, match now {
+                Now::At(t) => t,
+                Now::Server => self.clock.now_ms(),
+            }),
+        }
+    }
+
+    /// Deletes every dimension's state for `keys`.
+    pub async fn reset(&self, keys: &[&str]) -> Result<()> {
+        for k in self.keys(keys)? {
+            self.store.reset(&k).await?;
+        }
+        Ok(())
+    }
+
+    /// [`MultiLimiter::reset`] without I/O.
+    pub fn reset_sync(&self, keys: &[&str]) -> Result<()> {
+        for k in self.keys(keys)? {
+            self.store.reset_sync(&k)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,1 @@
+//! The Redis store: see the module docs once it lands.

@@ -1,0 +1,185 @@
+//! The [`Store`] contract: one atomic read-modify-write of a key, plus housekeeping.
+//!
+//! A store does not know any algorithm. It is handed a [`Transform`] — a pure transition plus
+//! the data a Lua-capable store needs to run the same transition as a script — and applies it
+//! atomically with respect to every other apply on the same key, keeping the new state under
+//! the TTL the transition asks for. [`MemoryStore`] runs the Rust transition under a shard lock;
+//! the Redis store runs the transform's script in one round trip.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use crate::algorithms::leaky_bucket::LeakyBucket;
+use crate::decision::{Decision, Reservation};
+use crate::error::{Error, Result};
+use crate::state::{State, Step};
+use crate::strategy::Strategy;
+
+pub mod memory;
+
+pub use memory::MemoryStore;
+
+/// A boxed, sendable future: the return type of the async store methods (object-safe).
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// The time an apply is evaluated at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Now {
+    /// The caller's clock, epoch ms.
+    At(i64),
+    /// The store's own clock (Redis `TIME`), for fleets whose hosts' clocks disagree.
+    Server,
+}
+
+/// What one atomic apply does to one key.
+#[derive(Clone, Copy, Debug)]
+pub enum Transform<'a> {
+    /// Decide a request of `cost`, consuming it when allowed.
+    Check {
+        /// The algorithm.
+        strategy: &'a Strategy,
+        /// Units requested.
+        cost: u64,
+    },
+    /// Decide a request of `cost` without consuming.
+    Forecast {
+        /// The algorithm.
+        strategy: &'a Strategy,
+        /// Units requested.
+        cost: u64,
+    },
+    /// Current capacity, without consuming.
+    Peek {
+        /// The algorithm.
+        strategy: &'a Strategy,
+    },
+    /// Reserve a shaper departure for `cost` units.
+    Reserve {
+        /// The shaper.
+        shaper: &'a LeakyBucket,
+        /// Units requested.
+        cost: u64,
+    },
+}
+
+/// What a [`Transform`] returns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reply {
+    /// From `Check`, `Forecast` and `Peek`.
+    Decision(Decision),
+    /// From `Reserve`.
+    Reservation(Reservation),
+}
+
+impl Reply {
+    /// The decision, or `not_implemented` if this was a reservation.
+    pub fn decision(self) -> Result<Decision> {
+        match self {
+            Reply::Decision(d) => Ok(d),
+            Reply::Reservation(_) => Err(Error::not_implemented("a decision from a reservation")),
+        }
+    }
+
+    /// The reservation, or `not_implemented` if this was a decision.
+    pub fn reservation(self) -> Result<Reservation> {
+        match self {
+            Reply::Reservation(r) => Ok(r),
+            Reply::Decision(_) => Err(Error::not_implemented("a reservation from a decision")),
+        }
+    }
+}
+
+impl Transform<'_> {
+    /// The pure transition: runs against `slot` at `now`; the TTL is `Some` iff the store must
+    /// write the new state (an allowed check, an accepted reservation).
+    #[inline]
+    pub fn run(&self, slot: &mut Option<State>, now: i64) -> Step<Reply> {
+        match *self {
+            Transform::Check { strategy, cost } => {
+                let step = strategy.check(slot, now, cost, true);
+                Step { reply: Reply::Decision(step.reply), ttl_ms: step.ttl_ms }
+            }
+            Transform::Forecast { strategy, cost } => {
+                let step = strategy.check(slot, now, cost, false);
+                Step { reply: Reply::Decision(step.reply), ttl_ms: None }
+            }
+            Transform::Peek { strategy } => Step { reply: Reply::Decision(strategy.peek(slot.as_ref(), now)), ttl_ms: None },
+            Transform::Reserve { shaper, cost } => {
+                let step = shaper.reserve(slot, now, cost);
+                Step { reply: Reply::Reservation(step.reply), ttl_ms: step.ttl_ms }
+            }
+        }
+    }
+}
+
+/// How a multi-dimensional limit admits a request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Rule {
+    /// Every dimension must allow; then all commit, else none does.
+    All,
+    /// One allowing dimension suffices; only the allowing ones commit.
+    Any,
+}
+
+/// One dimension of a multi-dimensional apply: its full key, algorithm and cost.
+#[derive(Clone, Copy, Debug)]
+pub struct DimensionCall<'a> {
+    /// The dimension's full store key.
+    pub key: &'a str,
+    /// The dimension's algorithm.
+    pub strategy: &'a Strategy,
+    /// The dimension's cost (multiplier × request cost).
+    pub cost: u64,
+}
+
+/// The outcome of a multi-dimensional apply: every dimension's decision at the same instant
+/// (as a check would report it), and whether the rule admitted the request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MultiReply {
+    /// One decision per dimension, in declaration order.
+    pub decisions: Vec<Decision>,
+    /// Whether the request was admitted under the rule.
+    pub allowed: bool,
+}
+
+/// A backend that applies transforms atomically per key.
+///
+/// Implement [`Store::apply`] (and [`Store::apply_multi`] for multi-dimensional limits) to add
+/// a backend; nothing about any algorithm needs to change. Sync methods exist for stores that
+/// can answer without I/O; the default implementations return `not_implemented`.
+pub trait Store: Send + Sync + 'static {
+    /// Atomically applies `transform` to `key` at `now`.
+    fn apply<'a>(&'a self, key: &'a str, now: Now, transform: Transform<'a>) -> BoxFuture<'a, Result<Reply>>;
+
+    /// [`Store::apply`] without I/O, for in-process stores.
+    fn apply_sync(&self, _key: &str, _now: i64, _transform: Transform<'_>) -> Result<Reply> {
+        Err(Error::not_implemented("a synchronous apply on this store (use the async methods)"))
+    }
+
+    /// Atomically evaluates every dimension at `now` and commits the ones `rule` admits.
+    fn apply_multi<'a>(&'a self, rule: Rule, dims: &'a [DimensionCall<'a>], now: Now) -> BoxFuture<'a, Result<MultiReply>>;
+
+    /// [`Store::apply_multi`] without I/O, for in-process stores.
+    fn apply_multi_sync(&self, _rule: Rule, _dims: &[DimensionCall<'_>], _now: i64) -> Result<MultiReply> {
+        Err(Error::not_implemented("a synchronous multi apply on this store (use the async methods)"))
+    }
+
+    /// Deletes `key`'s state.
+    fn reset<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<()>>;
+
+    /// [`Store::reset`] without I/O.
+    fn reset_sync(&self, _key: &str) -> Result<()> {
+        Err(Error::not_implemented("a synchronous reset on this store (use the async methods)"))
+    }
+
+    /// Whether the sync methods are available.
+    fn is_sync(&self) -> bool {
+        false
+    }
+
+    /// Releases connections. Applies after `close` may fail with `store_unavailable`.
+    fn close(&self) -> BoxFuture<'_, Result<()>> {
+        Box::pin(std::future::ready(Ok(())))
+    }
+}

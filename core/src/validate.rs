@@ -1,0 +1,111 @@
+//! Argument checks shared by every constructor, so that `config_invalid` says the same thing
+//! for the same mistake in every language.
+
+use crate::error::{Error, Result};
+
+/// Largest integer every path (Rust, Lua, JavaScript, Python floats) represents exactly: 2^53.
+pub const MAX_SAFE_INTEGER: f64 = 9_007_199_254_740_992.0;
+
+/// A finite number `> 0`.
+pub fn positive(field: &str, v: f64) -> Result<f64> {
+    if !v.is_finite() {
+        return Err(Error::config(field, "must be a finite number"));
+    }
+    if v <= 0.0 {
+        return Err(Error::config(field, "must be > 0"));
+    }
+    if v > MAX_SAFE_INTEGER {
+        return Err(Error::config(field, "must be <= 2^53"));
+    }
+    Ok(v)
+}
+
+/// A finite number `>= 0`.
+pub fn non_negative(field: &str, v: f64) -> Result<f64> {
+    if !v.is_finite() {
+        return Err(Error::config(field, "must be a finite number"));
+    }
+    if v < 0.0 {
+        return Err(Error::config(field, "must be >= 0"));
+    }
+    if v > MAX_SAFE_INTEGER {
+        return Err(Error::config(field, "must be <= 2^53"));
+    }
+    Ok(v)
+}
+
+/// A whole number in `[min, 2^53]`.
+pub fn integer_at_least(field: &str, v: f64, min: f64) -> Result<f64> {
+    if !v.is_finite() {
+        return Err(Error::config(field, "must be a finite number"));
+    }
+    if v.fract() != 0.0 {
+        return Err(Error::config(field, "must be an integer"));
+    }
+    if v < min {
+        return Err(Error::config(field, &format!("must be >= {min}")));
+    }
+    if v > MAX_SAFE_INTEGER {
+        return Err(Error::config(field, "must be <= 2^53"));
+    }
+    Ok(v)
+}
+
+/// A whole number in `[min, max]` (both within ±2^53).
+pub fn integer_in(field: &str, v: f64, min: f64, max: f64) -> Result<f64> {
+    if !v.is_finite() || v.fract() != 0.0 {
+        return Err(Error::config(field, "must be an integer"));
+    }
+    if v < min || v > max {
+        return Err(Error::config(field, &format!("must be between {min} and {max}")));
+    }
+    Ok(v)
+}
+
+/// The cost of one request: a positive integer up to 2^53.
+pub fn cost(v: u64) -> Result<u64> {
+    if v == 0 {
+        return Err(Error::config("cost", "must be a positive integer"));
+    }
+    if v as f64 > MAX_SAFE_INTEGER {
+        return Err(Error::config("cost", "must be <= 2^53"));
+    }
+    Ok(v)
+}
+
+/// A cost that arrived as a float (JavaScript numbers, JSON, Python floats): it must be a
+/// positive whole number. Bindings call this rather than casting, so `1.5` or `NaN` is refused.
+pub fn cost_from_f64(v: f64) -> Result<u64> {
+    if !v.is_finite() || v.fract() != 0.0 || v <= 0.0 {
+        return Err(Error::config("cost", "must be a positive integer"));
+    }
+    if v > MAX_SAFE_INTEGER {
+        return Err(Error::config("cost", "must be <= 2^53"));
+    }
+    Ok(v as u64)
+}
+
+/// An epoch-millisecond timestamp that arrived as a float: a whole number within ±2^53.
+pub fn now_from_f64(v: f64) -> Result<i64> {
+    if !v.is_finite() || v.fract() != 0.0 || v.abs() > MAX_SAFE_INTEGER {
+        return Err(Error::config("now", "must be an integer number of epoch milliseconds"));
+    }
+    Ok(v as i64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ErrorCode;
+
+    #[test]
+    fn costs_must_be_positive_whole_numbers() {
+        for bad in [0.0, -1.0, 1.5, f64::NAN, f64::INFINITY, 1e300] {
+            let e = cost_from_f64(bad).unwrap_err();
+            assert_eq!(e.code(), ErrorCode::ConfigInvalid, "{bad}");
+            assert!(e.message().contains("cost"));
+        }
+        assert_eq!(cost_from_f64(3.0).unwrap(), 3);
+        assert!(cost(0).is_err());
+    }
+}
