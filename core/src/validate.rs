@@ -67,7 +67,8 @@ pub fn cost(v: u64) -> Result<u64> {
     if v == 0 {
         return Err(Error::config("cost", "must be a positive integer"));
     }
-    if v as f64 > MAX_SAFE_INTEGER {
+    // Compared as integers: `v as f64` rounds 2^53 + 1 down to 2^53, which would let it pass.
+    if v > MAX_SAFE_INTEGER as u64 {
         return Err(Error::config("cost", "must be <= 2^53"));
     }
     Ok(v)
