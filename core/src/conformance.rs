@@ -117,9 +117,6 @@ pub struct Suite {
     /// The timeline.
     #[serde(default)]
     pub ops: Vec<Op>,
-    /// Upstream marker.
-    #[serde(default)]
-    pub primitive_version: Option<String>,
 }
 
 /// What an op does.
@@ -379,28 +376,41 @@ fn run_op(subject: &Subject, op: &Op, clock: &ManualClock) -> Result<Got> {
     }
 }
 
+/// Runs one suite on `store`: what each op returned, in order. `Err` when the limiter could
+/// not be built (which an `expectError` suite expects).
+pub fn run_suite(suite: &Suite, store: Arc<dyn Store>) -> Result<Vec<Got>> {
+    let clock = ManualClock::new(0);
+    let subject = build(suite, store, &clock)?;
+    Ok(suite
+        .ops
+        .iter()
+        .map(|op| run_op(&subject, op, &clock).unwrap_or_else(|e| Got::Error(e.code(), e.message().to_string())))
+        .collect())
+}
+
+fn op_passes(op: &Op, got: &Got) -> bool {
+    match (&op.expect_error, &op.expect, got) {
+        (Some(want), _, Got::Error(code, _)) => code.as_str() == want,
+        (Some(_), _, _) => false,
+        (None, Some(expect), got) => expect.matches(got),
+        (None, None, got) => !matches!(got, Got::Error(..)),
+    }
+}
+
 /// Replays every suite of `file`, each on a fresh store from `new_store`.
 pub fn replay(file: &VectorFile, new_store: &mut dyn FnMut() -> Result<Arc<dyn Store>>) -> Report {
     let mut report = Report::default();
     for (index, suite) in file.suites.iter().enumerate() {
         let label = suite.label(index);
-        let clock = ManualClock::new(0);
-        let store = match new_store() {
-            Ok(s) => s,
-            Err(e) => {
-                report.failed += suite.ops.len().max(1);
-                report.failures.push(format!("{label}: could not open a store: {e}"));
-                continue;
-            }
-        };
-        let subject = match (build(suite, store, &clock), &suite.expect_error) {
+        let outcome = new_store().and_then(|store| run_suite(suite, store));
+        let gots = match (outcome, &suite.expect_error) {
             (Err(e), Some(want)) if e.code().as_str() == want => {
                 report.passed += 1;
                 continue;
             }
-            (Err(e), _) => {
+            (Err(e), want) => {
                 report.failed += suite.ops.len().max(1);
-                let want = suite.expect_error.as_deref().unwrap_or("a limiter");
+                let want = want.as_deref().unwrap_or("a limiter");
                 report.failures.push(format!("{label}: setup: expected {want}, got error {e}"));
                 continue;
             }
@@ -409,32 +419,22 @@ pub fn replay(file: &VectorFile, new_store: &mut dyn FnMut() -> Result<Arc<dyn S
                 report.failures.push(format!("{label}: setup: expected error {want}, got a limiter"));
                 continue;
             }
-            (Ok(s), None) => s,
+            (Ok(gots), None) => gots,
         };
-        for (i, op) in suite.ops.iter().enumerate() {
-            let got = match run_op(&subject, op, &clock) {
-                Ok(g) => g,
-                Err(e) => Got::Error(e.code(), e.message().to_string()),
-            };
-            let ok = match (&op.expect_error, &op.expect, &got) {
-                (Some(want), _, Got::Error(code, _)) => code.as_str() == want,
-                (Some(_), _, _) => false,
-                (None, Some(expect), got) => expect.matches(got),
-                (None, None, got) => matches!(got, Got::Done) || !matches!(got, Got::Error(..)),
-            };
-            if ok {
+        for (i, (op, got)) in suite.ops.iter().zip(&gots).enumerate() {
+            if op_passes(op, got) {
                 report.passed += 1;
-            } else {
-                report.failed += 1;
-                let mut line = format!("{label}: op {i} (now {}): expected ", op.now);
-                match (&op.expect_error, &op.expect) {
-                    (Some(code), _) => write!(line, "error {code}").ok(),
-                    (None, Some(e)) => write!(line, "{e:?}").ok(),
-                    (None, None) => write!(line, "no error").ok(),
-                };
-                write!(line, ", got {got}").ok();
-                report.failures.push(line);
+                continue;
             }
+            report.failed += 1;
+            let mut line = format!("{label}: op {i} (now {}): expected ", op.now);
+            match (&op.expect_error, &op.expect) {
+                (Some(code), _) => write!(line, "error {code}").ok(),
+                (None, Some(e)) => write!(line, "{e:?}").ok(),
+                (None, None) => write!(line, "no error").ok(),
+            };
+            write!(line, ", got {got}").ok();
+            report.failures.push(line);
         }
     }
     report
