@@ -1,0 +1,162 @@
+//! The Lua scripts, embedded from `lua/` and assembled once.
+//!
+//! `lua/` is the single source: each strategy file is a complete script whose `-- #include x.lua`
+//! lines stand for shared fragments (helpers, the period counter, the calendar). The fused multi
+//! script includes every strategy file the same way, minus each file's `-- #main` section, so the
+//! multi path runs the very functions the single-key scripts run. Assembly is plain text
+//! splicing, done once per process; the SHA1 Redis caches each script under is computed from the
+//! assembled text.
+
+use std::collections::HashSet;
+use std::sync::LazyLock;
+
+/// Every file in `lua/`, by name.
+const SOURCES: &[(&str, &str)] = &[
+    ("lib.lua", include_str!("../../../lua/lib.lua")),
+    ("gcra.lua", include_str!("../../../lua/gcra.lua")),
+    ("token_bucket.lua", include_str!("../../../lua/token_bucket.lua")),
+    ("period_counter.lua", include_str!("../../../lua/period_counter.lua")),
+    ("fixed_window.lua", include_str!("../../../lua/fixed_window.lua")),
+    ("sliding_window.lua", include_str!("../../../lua/sliding_window.lua")),
+    ("sliding_window_log.lua", include_str!("../../../lua/sliding_window_log.lua")),
+    ("calendar.lua", include_str!("../../../lua/calendar.lua")),
+    ("quota.lua", include_str!("../../../lua/quota.lua")),
+    ("leaky_bucket.lua", include_str!("../../../lua/leaky_bucket.lua")),
+    ("multi.lua", include_str!("../../../lua/multi.lua")),
+];
+
+const INCLUDE: &str = "-- #include ";
+const MAIN: &str = "-- #main";
+
+/// One assembled script: its source and the SHA1 that `EVALSHA` names it by.
+#[derive(Debug)]
+pub struct LoadedScript {
+    /// The file it was assembled from.
+    pub name: &'static str,
+    /// The assembled Lua source.
+    pub source: String,
+    /// Hex SHA1 of `source`.
+    pub sha: String,
+}
+
+impl LoadedScript {
+    fn new(name: &'static str) -> LoadedScript {
+        let source = assemble(name);
+        let sha = redis::Script::new(&source).get_hash().to_string();
+        LoadedScript { name, source, sha }
+    }
+}
+
+fn source(name: &str) -> &'static str {
+    SOURCES
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, s)| *s)
+        .unwrap_or_else(|| panic!("lua/{name} is not embedded (scripts.rs SOURCES)"))
+}
+
+/// `name` with its includes spliced in (each fragment once).
+pub fn assemble(name: &str) -> String {
+    let mut out = String::new();
+    let mut seen = HashSet::new();
+    seen.insert(name.to_string());
+    splice(source(name), true, &mut seen, &mut out);
+    out
+}
+
+/// Appends `text` to `out`, expanding includes; a fragment (`whole == false`) loses its leading
+/// comment header and its `-- #main` section.
+fn splice(text: &str, whole: bool, seen: &mut HashSet<String>, out: &mut String) {
+    let mut in_header = !whole;
+    for line in text.lines() {
+        if let Some(name) = line.strip_prefix(INCLUDE) {
+            let name = name.trim();
+            if seen.insert(name.to_string()) {
+                splice(source(name), false, seen, out);
+            }
+            in_header = false;
+            continue;
+        }
+        if !whole && line.trim_end() == MAIN {
+            break;
+        }
+        if in_header && line.starts_with("--") {
+            continue;
+        }
+        in_header = false;
+        out.push_str(line);
+        out.push('\n');
+    }
+}
+
+/// Every script the store runs.
+#[derive(Debug)]
+pub struct Scripts {
+    /// GCRA.
+    pub gcra: LoadedScript,
+    /// Token bucket.
+    pub token_bucket: LoadedScript,
+    /// Fixed window.
+    pub fixed_window: LoadedScript,
+    /// Sliding window (and the rolling quota).
+    pub sliding_window: LoadedScript,
+    /// Sliding-window log.
+    pub sliding_window_log: LoadedScript,
+    /// Calendar and fixed quotas.
+    pub quota: LoadedScript,
+    /// The shaper's reservation.
+    pub leaky_bucket: LoadedScript,
+    /// The fused all/any check.
+    pub multi: LoadedScript,
+}
+
+/// The scripts, assembled on first use.
+pub static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
+    gcra: LoadedScript::new("gcra.lua"),
+    token_bucket: LoadedScript::new("token_bucket.lua"),
+    fixed_window: LoadedScript::new("fixed_window.lua"),
+    sliding_window: LoadedScript::new("sliding_window.lua"),
+    sliding_window_log: LoadedScript::new("sliding_window_log.lua"),
+    quota: LoadedScript::new("quota.lua"),
+    leaky_bucket: LoadedScript::new("leaky_bucket.lua"),
+    multi: LoadedScript::new("multi.lua"),
+});
+
+impl Scripts {
+    /// Every script, for `SCRIPT LOAD` and for tests.
+    pub fn all(&self) -> [&LoadedScript; 8] {
+        [
+            &self.gcra,
+            &self.token_bucket,
+            &self.fixed_window,
+            &self.sliding_window,
+            &self.sliding_window_log,
+            &self.quota,
+            &self.leaky_bucket,
+            &self.multi,
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_script_opens_with_its_header_and_has_no_include_left() {
+        for s in SCRIPTS.all() {
+            assert!(s.source.starts_with(&format!("-- {} ", s.name)), "{} header", s.name);
+            assert!(!s.source.contains(INCLUDE), "{} still has an include", s.name);
+            assert_eq!(s.sha.len(), 40);
+        }
+    }
+
+    #[test]
+    fn the_fused_script_holds_each_fragment_once_and_one_main() {
+        let multi = &SCRIPTS.multi.source;
+        assert_eq!(multi.matches("local function read_now").count(), 1);
+        assert_eq!(multi.matches("local gcra = {}").count(), 1);
+        assert_eq!(multi.matches("local period_counter = {}").count(), 1);
+        assert!(!multi.contains("return run_single("));
+    }
+}

@@ -1,0 +1,44 @@
+-- calendar.lua — proleptic-Gregorian civil dates from day numbers and back (a fragment, mirrors
+-- core/src/algorithms/calendar.rs; Howard Hinnant's algorithms). Integer-only: every division
+-- below is floor division of whole numbers well inside 2^53, so it is exact in Lua's doubles.
+-- Day 0 is 1970-01-01, a Thursday.
+
+local calendar = {}
+
+calendar.DAY_MS = 86400000
+
+local function div(a, b)
+  return math.floor(a / b)
+end
+
+-- Days since 1970-01-01 of the civil date y-m-d.
+function calendar.days_from_civil(y, m, d)
+  if m <= 2 then y = y - 1 end
+  local era = div(y, 400)
+  local yoe = y - era * 400
+  local mp = (m + 9) % 12
+  local doy = div(153 * mp + 2, 5) + d - 1
+  local doe = yoe * 365 + div(yoe, 4) - div(yoe, 100) + doy
+  return era * 146097 + doe - 719468
+end
+
+-- The civil date (y, m, d) of day number z.
+function calendar.civil_from_days(z)
+  z = z + 719468
+  local era = div(z, 146097)
+  local doe = z - era * 146097
+  local yoe = div(doe - div(doe, 1460) + div(doe, 36524) - div(doe, 146096), 365)
+  local y = yoe + era * 400
+  local doy = doe - (365 * yoe + div(yoe, 4) - div(yoe, 100))
+  local mp = div(5 * doy + 2, 153)
+  local d = doy - div(153 * mp + 2, 5) + 1
+  local m
+  if mp < 10 then m = mp + 3 else m = mp - 9 end
+  if m <= 2 then y = y + 1 end
+  return y, m, d
+end
+
+-- Day of the week of day number z: 0 = Sunday ... 6 = Saturday.
+function calendar.weekday(z)
+  return (z + 4) % 7
+end
