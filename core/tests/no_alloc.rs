@@ -1,0 +1,54 @@
+//! The hot path allocates nothing for an existing key: a counting global allocator watches
+//! `check_sync` after the key exists.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use throttlekit::{Limiter, ManualClock, Strategy};
+
+struct Counting;
+
+static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::SeqCst);
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+fn allocations_during(f: impl FnOnce()) -> usize {
+    let before = ALLOCATIONS.load(Ordering::SeqCst);
+    f();
+    ALLOCATIONS.load(Ordering::SeqCst) - before
+}
+
+#[test]
+fn check_sync_on_an_existing_key_does_not_allocate() {
+    let strategies = [
+        Strategy::gcra(1_000_000, 1000, None).unwrap(),
+        Strategy::token_bucket(1_000_000, 1000.0).unwrap(),
+        Strategy::fixed_window(1_000_000, 1000).unwrap(),
+        Strategy::sliding_window(1_000_000, 1000, None).unwrap(),
+    ];
+    for strategy in strategies {
+        let kind = strategy.kind();
+        let clock = ManualClock::new(1_700_000_000_000);
+        let limiter = Limiter::builder(strategy).clock(std::sync::Arc::new(clock.clone())).prefix("api").build();
+        // Warm up: create the key and grow the thread's key buffer.
+        limiter.check_sync("user:12345", 1).unwrap();
+        let n = allocations_during(|| {
+            for _ in 0..1000 {
+                clock.advance(1).unwrap();
+                assert!(limiter.check_sync("user:12345", 1).unwrap().allowed);
+            }
+        });
+        assert_eq!(n, 0, "{kind}: check_sync allocated {n} times for an existing key");
+    }
+}
