@@ -1,0 +1,288 @@
+//! [`tk_multi_limiter`]: several named dimensions decided atomically under `all` or `any`
+//! (core's `MultiLimiter`).
+
+use std::ffi::{CString, c_char};
+use std::sync::Arc;
+
+use throttlekit::{Clock, Dimension, Error, FailPolicy, MultiDecision, MultiLimiter, Rule, SystemClock};
+
+use crate::args::{borrow, free_handle, into_handle, optional_string, out, slice, string, strings, try_arg, try_core};
+use crate::clock::tk_clock;
+use crate::config::{common, fail_policy};
+use crate::decision::tk_decision;
+use crate::panic::{guard, guard_void};
+use crate::result::{set_last_error, tk_result, write_out};
+use crate::store::tk_store;
+use crate::strategy::tk_strategy;
+
+/// How a multi limiter admits a request (`rule` argument, a `uint32_t`; 0 is not a rule, so a
+/// forgotten field is an error rather than a silent `all`).
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum tk_rule {
+    /// Every dimension must allow; then all commit, else none does.
+    All = 1,
+    /// One allowing dimension suffices; only the allowing ones commit.
+    Any = 2,
+}
+
+/// One dimension of a multi limiter.
+///
+/// Ownership: caller-owned; read only during `tk_multi_limiter_new`, which copies the name and
+/// the strategy.
+#[repr(C)]
+pub struct tk_dimension {
+    /// Unique, non-empty name; part of the dimension's keys (`prefix:{tag}:name:key`).
+    pub name: *const c_char,
+    /// The dimension's algorithm.
+    pub strategy: *const tk_strategy,
+    /// Units charged per unit of request cost (integer >= 1; 0 is `TK_RESULT_CONFIG_INVALID`).
+    pub cost_multiplier: u64,
+}
+
+/// Optional settings of a multi limiter (zeroed or NULL: core's defaults).
+///
+/// Ownership: caller-owned; read only during `tk_multi_limiter_new`.
+#[repr(C)]
+pub struct tk_multi_limiter_config {
+    /// The store (NULL: a fresh private memory store).
+    pub store: *const tk_store,
+    /// The clock of the clock-reading calls (NULL: the system clock).
+    pub clock: *const tk_clock,
+    /// The key prefix (NULL or "": none).
+    pub prefix: *const c_char,
+    /// A `tk_fail_policy` number (0: core's default, raise).
+    pub fail_policy: u32,
+    /// The Redis Cluster hash tag shared by every key (NULL: the prefix, or `tk`).
+    pub hash_tag: *const c_char,
+}
+
+/// A multi-dimensional limiter.
+///
+/// Ownership: created by `tk_multi_limiter_new`, released with `tk_multi_limiter_free`.
+///
+/// Thread safety: every function except `tk_multi_limiter_free` may be called concurrently.
+pub struct tk_multi_limiter {
+    inner: MultiLimiter,
+    /// The clock the clock-reading calls read (core does not lend its own).
+    clock: Arc<dyn Clock>,
+    /// The fail policy, applied here to the sync path (core applies it on its async path only).
+    policy: FailPolicy,
+    /// The dimension names as C strings, so `tk_multi_limiter_dimension_name` can lend them.
+    names: Vec<CString>,
+}
+
+/// Creates a multi limiter with `rule` (a `tk_rule`) over `dimensions_len` dimensions.
+/// Duplicate or empty names, a zero multiplier or an unknown rule are
+/// `TK_RESULT_CONFIG_INVALID`.
+///
+/// # Safety
+/// `dimensions` must point to `dimensions_len` initialised structs whose pointers are valid;
+/// `config` must be NULL or valid; `out_multi` must be valid for writes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tk_multi_limiter_new(
+    rule: u32,
+    dimensions: *const tk_dimension,
+    dimensions_len: usize,
+    config: *const tk_multi_limiter_config,
+    out_multi: *mut *mut tk_multi_limiter,
+) -> tk_result {
+    guard(|| {
+        let rule = match rule {
+            x if x == tk_rule::All as u32 => Rule::All,
+            x if x == tk_rule::Any as u32 => Rule::Any,
+            _ => {
+                set_last_error(&format!("config_invalid: rule {rule} is not a tk_rule"));
+                return tk_result::ConfigInvalid;
+            }
+        };
+        let dims_in = try_arg!(unsafe { slice(dimensions, dimensions_len, "dimensions") });
+        let o = try_arg!(unsafe { out(out_multi, "out_multi") });
+        let mut dims = Vec::with_capacity(dims_in.len());
+        let mut names = Vec::with_capacity(dims_in.len());
+        for d in dims_in {
+            let name = try_arg!(unsafe { string(d.name, "dimensions[].name") });
+            let strategy = try_arg!(unsafe { borrow(d.strategy, "dimensions[].strategy") });
+            dims.push(Dimension::new(name, strategy.inner.clone()).cost_multiplier(d.cost_multiplier));
+            names.push(CString::new(name).expect("came from a C string"));
+        }
+        let mut multi = try_core!(MultiLimiter::new(rule, dims));
+        let mut clock: Arc<dyn Clock> = Arc::new(SystemClock);
+        let mut policy = FailPolicy::Raise;
+        if let Some(c) = unsafe { config.as_ref() } {
+            let shared = try_arg!(unsafe { common(c.store, c.clock, c.prefix) });
+            if let Some(s) = shared.store {
+                multi = multi.with_store(s);
+            }
+            if let Some(k) = shared.clock {
+                clock = k;
+            }
+            multi = multi.with_clock(clock.clone()).with_prefix(shared.prefix);
+            if let Some(p) = try_arg!(fail_policy(c.fail_policy)) {
+                policy = p;
+                multi = multi.with_fail_policy(p);
+            }
+            if let Some(tag) = try_arg!(unsafe { optional_string(c.hash_tag, "hash_tag") }) {
+                multi = try_core!(multi.with_hash_tag(tag));
+            }
+        }
+        into_handle(tk_multi_limiter { inner: multi, clock, policy, names }, o)
+    })
+}
+
+/// Shared body of the two check exports.
+///
+/// # Safety
+/// Pointers as documented on `tk_multi_limiter_check`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn check(
+    multi: *const tk_multi_limiter,
+    keys: *const *const c_char,
+    keys_len: usize,
+    cost: u64,
+    now: Option<i64>,
+    out_decision: *mut tk_decision,
+    out_binding: *mut usize,
+    out_dimensions: *mut tk_decision,
+) -> tk_result {
+    guard(|| {
+        let m = try_arg!(unsafe { borrow(multi, "multi") });
+        let keys = try_arg!(unsafe { strings(keys, keys_len, "keys") });
+        let o = try_arg!(unsafe { out(out_decision, "out_decision") });
+        let now = now.unwrap_or_else(|| m.clock.now_ms());
+        let decided = try_core!(m.inner.check_sync_at(&keys, cost, now).or_else(|e| m.fallback(e, now)));
+        let binding = m.inner.dimensions().iter().position(|d| d.name == decided.binding).unwrap_or(0);
+        *o = decided.decision.into();
+        if let Some(b) = unsafe { out_binding.as_mut() } {
+            *b = binding;
+        }
+        if !out_dimensions.is_null() {
+            for (i, d) in decided.dimensions.iter().enumerate() {
+                // SAFETY: the caller provides `keys_len` slots, and core returned exactly one
+                // decision per key (it rejects a key count that differs from the dimensions).
+                unsafe { *out_dimensions.add(i) = (*d).into() };
+            }
+        }
+        tk_result::Ok
+    })
+}
+
+impl tk_multi_limiter {
+    /// The fail policy's answer for a store error, shaped as core's async path shapes it (the
+    /// first dimension stands for all). Errors other than `store_unavailable` pass through.
+    fn fallback(&self, err: Error, now: i64) -> throttlekit::Result<MultiDecision> {
+        let first = &self.inner.dimensions()[0];
+        let d = self.policy.fallback(err, first.strategy.limit(), now)?;
+        Ok(MultiDecision { decision: d, binding: first.name.clone(), dimensions: vec![d; self.names.len()] })
+    }
+}
+
+/// Checks one request of `cost` against every dimension at the limiter clock's time.
+/// `keys` holds one key per dimension, in declaration order (`keys_len` must equal the number
+/// of dimensions, else `TK_RESULT_CONFIG_INVALID`). `out_decision` receives the binding
+/// dimension's decision; `out_binding` (nullable) its index in declaration order; and
+/// `out_dimensions` (nullable) every dimension's own decision, in `keys_len` slots.
+///
+/// # Safety
+/// `multi` must be a live handle; `keys` must point to `keys_len` NUL-terminated strings;
+/// `out_decision` must be valid for writes; `out_binding` NULL or valid; `out_dimensions` NULL
+/// or valid for `keys_len` writes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tk_multi_limiter_check(
+    multi: *const tk_multi_limiter,
+    keys: *const *const c_char,
+    keys_len: usize,
+    cost: u64,
+    out_decision: *mut tk_decision,
+    out_binding: *mut usize,
+    out_dimensions: *mut tk_decision,
+) -> tk_result {
+    unsafe { check(multi, keys, keys_len, cost, None, out_decision, out_binding, out_dimensions) }
+}
+
+/// `tk_multi_limiter_check` at an explicit `now` (epoch ms).
+///
+/// # Safety
+/// As for `tk_multi_limiter_check`.
+#[unsafe(no_mangle)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn tk_multi_limiter_check_at(
+    multi: *const tk_multi_limiter,
+    keys: *const *const c_char,
+    keys_len: usize,
+    cost: u64,
+    now_ms: i64,
+    out_decision: *mut tk_decision,
+    out_binding: *mut usize,
+    out_dimensions: *mut tk_decision,
+) -> tk_result {
+    unsafe { check(multi, keys, keys_len, cost, Some(now_ms), out_decision, out_binding, out_dimensions) }
+}
+
+/// Forgets every dimension's state for `keys` (one key per dimension).
+///
+/// # Safety
+/// `multi` must be a live handle; `keys` must point to `keys_len` NUL-terminated strings.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tk_multi_limiter_reset(
+    multi: *const tk_multi_limiter,
+    keys: *const *const c_char,
+    keys_len: usize,
+) -> tk_result {
+    guard(|| {
+        let m = try_arg!(unsafe { borrow(multi, "multi") });
+        let keys = try_arg!(unsafe { strings(keys, keys_len, "keys") });
+        write_out(m.inner.reset_sync(&keys), &mut ())
+    })
+}
+
+/// The number of dimensions.
+///
+/// # Safety
+/// `multi` must be a live handle; `out_len` must be valid for writes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tk_multi_limiter_dimensions_len(multi: *const tk_multi_limiter, out_len: *mut usize) -> tk_result {
+    guard(|| {
+        let m = try_arg!(unsafe { borrow(multi, "multi") });
+        let o = try_arg!(unsafe { out(out_len, "out_len") });
+        *o = m.names.len();
+        tk_result::Ok
+    })
+}
+
+/// The name of dimension `index` (declaration order; e.g. the binding index of a check).
+/// The string is borrowed from the limiter: valid until `tk_multi_limiter_free`, never freed
+/// by the caller. An index out of range is `TK_RESULT_CONFIG_INVALID`.
+///
+/// # Safety
+/// `multi` must be a live handle; `out_name` must be valid for writes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tk_multi_limiter_dimension_name(
+    multi: *const tk_multi_limiter,
+    index: usize,
+    out_name: *mut *const c_char,
+) -> tk_result {
+    guard(|| {
+        let m = try_arg!(unsafe { borrow(multi, "multi") });
+        let o = try_arg!(unsafe { out(out_name, "out_name") });
+        match m.names.get(index) {
+            Some(n) => {
+                *o = n.as_ptr();
+                tk_result::Ok
+            }
+            None => {
+                set_last_error(&format!("config_invalid: dimension index {index} is out of range"));
+                tk_result::ConfigInvalid
+            }
+        }
+    })
+}
+
+/// Releases a multi limiter; NULL is a no-op.
+///
+/// # Safety
+/// `multi` must be NULL or a live handle from `tk_multi_limiter_new`, not in use elsewhere.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tk_multi_limiter_free(multi: *mut tk_multi_limiter) {
+    guard_void(|| unsafe { free_handle(multi) })
+}
