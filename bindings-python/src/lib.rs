@@ -1,1 +1,40 @@
-//! Python bindings (in progress).
+//! Python bindings of throttlekit: the native module `throttlekit._throttlekit`, re-exported by
+//! the pure-Python package `throttlekit`.
+//!
+//! One file per core module, each a thin adapter: convert the arguments (`validate`), call the
+//! core method of the same name, convert the result (`decision`) or the error (`error`). No
+//! arithmetic and no time math live here; every decision is core's.
+
+use pyo3::prelude::*;
+
+mod clock;
+mod decision;
+mod error;
+mod limiter;
+mod multi;
+mod shaper;
+mod spec;
+mod store;
+mod strategy;
+mod validate;
+
+#[pymodule]
+fn _throttlekit(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", throttlekit::VERSION)?;
+    m.add("ERROR_CODES", error::codes())?;
+    error::register(m)?;
+    m.add_class::<decision::Decision>()?;
+    m.add_class::<decision::Reservation>()?;
+    m.add_class::<decision::MultiDecision>()?;
+    m.add_class::<strategy::Strategy>()?;
+    m.add_class::<clock::ManualClock>()?;
+    m.add_class::<clock::SystemClock>()?;
+    m.add_class::<store::MemoryStore>()?;
+    #[cfg(feature = "redis")]
+    m.add_class::<store::RedisStore>()?;
+    m.add_class::<limiter::Limiter>()?;
+    m.add_class::<multi::Dimension>()?;
+    m.add_class::<multi::MultiLimiter>()?;
+    m.add_class::<shaper::Shaper>()?;
+    Ok(())
+}

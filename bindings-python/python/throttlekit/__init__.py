@@ -1,0 +1,58 @@
+"""throttlekit: the Rust rate-limiting core's exact decisions, in-process or atomically over Redis.
+
+Every class here comes from the native module ``throttlekit._throttlekit``; this package only
+re-exports it, so ``throttlekit.Limiter`` *is* the core's limiter. Methods ending in ``_sync``
+block; their counterparts without the suffix return awaitables (asyncio).
+"""
+
+from throttlekit._throttlekit import (
+    ERROR_CODES,
+    ConfigInvalidError,
+    ConfigTypeError,
+    Decision,
+    Dimension,
+    Limiter,
+    ManualClock,
+    MemoryStore,
+    MultiDecision,
+    MultiLimiter,
+    OperationNotImplementedError,
+    QueueFullError,
+    RateLimitExceededError,
+    Reservation,
+    Shaper,
+    StoreUnavailableError,
+    Strategy,
+    SystemClock,
+    ThrottleKitError,
+    __version__,
+)
+
+try:  # The Redis store is a build option of the native module (on by default).
+    from throttlekit._throttlekit import RedisStore
+except ImportError:  # pragma: no cover - only in builds without the `redis` feature
+    pass
+
+__all__ = [
+    "ERROR_CODES",
+    "ConfigInvalidError",
+    "ConfigTypeError",
+    "Decision",
+    "Dimension",
+    "Limiter",
+    "ManualClock",
+    "MemoryStore",
+    "MultiDecision",
+    "MultiLimiter",
+    "OperationNotImplementedError",
+    "QueueFullError",
+    "RateLimitExceededError",
+    "RedisStore",
+    "Reservation",
+    "Shaper",
+    "StoreUnavailableError",
+    "Strategy",
+    "SystemClock",
+    "ThrottleKitError",
+    "__version__",
+]

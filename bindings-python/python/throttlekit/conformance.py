@@ -1,0 +1,301 @@
+"""Replays conformance-vector files through the public Python API.
+
+    python -m throttlekit.conformance [--store memory|redis] [--redis-url URL] [--api sync|async] FILE...
+
+The format is ``conformance-vectors/FORMAT.md``. Each suite gets a fresh limiter (or multi
+limiter, or shaper) on a fresh store, driven by a ``ManualClock`` set to every op's ``now``.
+Everything goes through the same classes and methods an application uses, so a pass proves
+what a Python caller gets, including how bad costs are refused. On Redis the store runs in
+deterministic-replay mode (expiry follows ``now``), and each suite gets its own key prefix,
+which stands in for a fresh store without flushing anybody's database.
+
+Prints one line per mismatch (suite id, op index, expected, got) and ends with
+``N passed, M failed``; the exit status is 0 only when M is 0 (2 when a file is malformed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import uuid
+from collections.abc import Awaitable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Callable, Union
+
+from throttlekit import (
+    Decision,
+    Dimension,
+    Limiter,
+    ManualClock,
+    MemoryStore,
+    MultiDecision,
+    MultiLimiter,
+    Reservation,
+    Shaper,
+    Strategy,
+    ThrottleKitError,
+)
+
+_FILE_FIELDS = {"contractVersion", "generatedFrom", "frozen", "decisionFields", "note", "description", "suites"}
+_SUITE_FIELDS = {
+    "id", "name", "comment", "primitive", "strategy", "shaper", "rule", "dimensions",
+    "key", "keys", "prefix", "expectError", "ops",
+}
+_DIMENSION_FIELDS = {"name", "strategy", "costMultiplier"}
+_SHAPER_FIELDS = {"ratePerSec", "maxQueueMs"}
+_OP_FIELDS = {"now", "op", "cost", "key", "keys", "expect", "expectError", "comment"}
+_DECISION_FIELDS = {"allowed", "limit", "remaining", "resetAt", "retryAfterMs"}
+_EXPECT_FIELDS = {
+    "rateLimit": _DECISION_FIELDS,
+    "multi": _DECISION_FIELDS | {"binding"},
+    "shaper": {"accepted", "delayMs"},
+}
+_OPS = {
+    "rateLimit": {"check", "peek", "forecast", "reset"},
+    "multi": {"check", "reset"},
+    "shaper": {"reserve", "reset"},
+}
+_DEFAULT_OP = {"rateLimit": "check", "multi": "check", "shaper": "reserve"}
+
+Target = Union[Limiter, MultiLimiter, Shaper]
+Result = Union[Decision, MultiDecision, Reservation, None]
+
+
+class VectorFormatError(ValueError):
+    """A vectors file does not follow FORMAT.md (an unknown field, a missing one, a bad value)."""
+
+
+def _check_fields(obj: Any, allowed: set[str], where: str) -> dict[str, Any]:
+    if not isinstance(obj, dict):
+        raise VectorFormatError(f"{where}: expected an object, got {type(obj).__name__}")
+    unknown = set(obj) - allowed
+    if unknown:
+        raise VectorFormatError(f"{where}: unknown field(s) {sorted(unknown)}")
+    return obj
+
+
+def _as_dict(result: Result) -> dict[str, Any]:
+    """The fields `expect` may name, in the vectors' spelling."""
+    if isinstance(result, Decision):
+        return result.to_dict()
+    if isinstance(result, MultiDecision):
+        return {**result.decision.to_dict(), "binding": result.binding}
+    if isinstance(result, Reservation):
+        return {"accepted": result.accepted, "delayMs": result.delay_ms}
+    return {}
+
+
+@dataclass
+class Report:
+    """Counts per op (plus one per expectError suite) and the mismatch lines."""
+
+    passed: int = 0
+    failed: int = 0
+    failures: list[str] = field(default_factory=list)
+
+    def ok(self) -> None:
+        self.passed += 1
+
+    def fail(self, line: str) -> None:
+        self.failed += 1
+        self.failures.append(line)
+
+    def merge(self, other: Report) -> None:
+        self.passed += other.passed
+        self.failed += other.failed
+        self.failures.extend(other.failures)
+
+
+class StoreFactory:
+    """Fresh stores for suites: a new MemoryStore each, or one Redis store under fresh prefixes."""
+
+    def __init__(self, kind: str = "memory", redis_url: str | None = None) -> None:
+        if kind not in ("memory", "redis"):
+            raise ValueError(f"store must be memory or redis, not {kind!r}")
+        self.kind = kind
+        self._redis: Any = None
+        self._run = uuid.uuid4().hex[:12]
+        self._suites = 0
+        if kind == "redis":
+            from throttlekit import RedisStore
+
+            url = redis_url or os.environ.get("THROTTLEKIT_REDIS_URL", "redis://127.0.0.1:6379")
+            self._redis = RedisStore(url, deterministic_replay=True)
+
+    def new(self, prefix: str) -> tuple[Any, str]:
+        """A store for one suite and the prefix to use on it."""
+        if self._redis is None:
+            return MemoryStore(), prefix
+        self._suites += 1
+        isolated = f"tkconf:{self._run}:{self._suites}"
+        return self._redis, f"{isolated}:{prefix}" if prefix else isolated
+
+
+def _build(suite: dict[str, Any], primitive: str, store: Any, prefix: str, clock: ManualClock) -> Target:
+    if primitive == "rateLimit":
+        return Limiter(Strategy.from_dict(suite["strategy"]), store=store, clock=clock, prefix=prefix)
+    if primitive == "shaper":
+        options = _check_fields(suite.get("shaper"), _SHAPER_FIELDS, "shaper")
+        return Shaper(options["ratePerSec"], options["maxQueueMs"], store=store, clock=clock, prefix=prefix)
+    dims = []
+    for i, d in enumerate(suite.get("dimensions") or []):
+        d = _check_fields(d, _DIMENSION_FIELDS, f"dimensions[{i}]")
+        dims.append(Dimension(d["name"], Strategy.from_dict(d["strategy"]), cost_multiplier=d.get("costMultiplier", 1)))
+    return MultiLimiter(suite["rule"], dims, store=store, clock=clock, prefix=prefix)
+
+
+def _call(target: Target, op: str, key: Any, cost: Any, use_async: bool) -> Callable[[], Any]:
+    """The API call an op stands for, as a thunk (sync result, or an awaitable to run)."""
+    suffix = "" if use_async else "_sync"
+    if op == "reset":
+        return lambda: getattr(target, "reset" + suffix)(key)
+    if op == "peek":
+        return lambda: getattr(target, "peek" + suffix)(key)
+    name = {"check": "check", "forecast": "forecast", "reserve": "reserve"}[op]
+    return lambda: getattr(target, name + suffix)(key, cost)
+
+
+def _run(thunk: Callable[[], Any], use_async: bool, loop: asyncio.AbstractEventLoop | None) -> Any:
+    if not use_async:
+        return thunk()
+    assert loop is not None
+    return loop.run_until_complete(_invoke(thunk))
+
+
+async def _invoke(thunk: Callable[[], Awaitable[Any]]) -> Any:
+    # Called inside the loop: the awaitables need a running event loop when they are created.
+    return await thunk()
+
+
+def replay_suite(
+    suite: Any,
+    index: int,
+    stores: StoreFactory,
+    use_async: bool = False,
+    loop: asyncio.AbstractEventLoop | None = None,
+) -> Report:
+    """Replays one suite; raises VectorFormatError when it is malformed."""
+    report = Report()
+    suite = _check_fields(suite, _SUITE_FIELDS, f"suites[{index}]")
+    sid = suite.get("id") or suite.get("name") or f"suites[{index}]"
+    primitive = suite.get("primitive", "rateLimit")
+    if primitive not in _OPS:
+        raise VectorFormatError(f"{sid}: unknown primitive {primitive!r}")
+    ops = suite.get("ops")
+    if not isinstance(ops, list):
+        raise VectorFormatError(f"{sid}: ops must be a list")
+    for i, op in enumerate(ops):
+        op = _check_fields(op, _OP_FIELDS, f"{sid} op {i}")
+        name = op.get("op", _DEFAULT_OP[primitive])
+        if name not in _OPS[primitive]:
+            raise VectorFormatError(f"{sid} op {i}: op {name!r} does not apply to {primitive}")
+        if "now" not in op:
+            raise VectorFormatError(f"{sid} op {i}: now is required")
+        if "expect" in op:
+            _check_fields(op["expect"], _EXPECT_FIELDS[primitive], f"{sid} op {i} expect")
+
+    clock = ManualClock(0)
+    store, prefix = stores.new(suite.get("prefix", ""))
+    try:
+        target = _build(suite, primitive, store, prefix, clock)
+    except ThrottleKitError as e:
+        if suite.get("expectError") == e.code:
+            report.ok()
+        else:
+            for i in range(max(1, len(ops))):
+                report.fail(f"{sid} op {i}: building failed: {type(e).__name__}: {e}")
+        return report
+    if "expectError" in suite:
+        report.fail(f"{sid}: building should fail with {suite['expectError']}, but succeeded")
+        return report
+
+    key_field = "keys" if primitive == "multi" else "key"
+    used_keys = []
+    for i, op in enumerate(ops):
+        clock.set(op["now"])
+        name = op.get("op", _DEFAULT_OP[primitive])
+        key = op.get(key_field, suite.get(key_field))
+        used_keys.append(key)
+        thunk = _call(target, name, key, op.get("cost", 1), use_async)
+        try:
+            got = _run(thunk, use_async, loop)
+        except ThrottleKitError as e:
+            if op.get("expectError") == e.code:
+                report.ok()
+            else:
+                report.fail(f"{sid} op {i}: expected {op.get('expect')}, got {type(e).__name__}: {e}")
+            continue
+        if "expectError" in op:
+            report.fail(f"{sid} op {i}: expected error {op['expectError']}, got {_as_dict(got)}")
+            continue
+        expect = op.get("expect") or {}
+        fields = _as_dict(got)
+        mismatched = {k: fields.get(k) for k, v in expect.items() if fields.get(k) != v}
+        if mismatched:
+            report.fail(f"{sid} op {i} ({name} at {op['now']}): expected {expect}, got {fields}")
+        else:
+            report.ok()
+    if stores.kind == "redis":  # leave nothing behind on a shared server
+        for key in {json.dumps(k) for k in used_keys}:
+            target.reset_sync(json.loads(key))
+    return report
+
+
+def replay(
+    data: Any,
+    stores: StoreFactory | None = None,
+    use_async: bool = False,
+) -> Report:
+    """Replays a parsed vectors file (a dict) and returns the report."""
+    stores = stores or StoreFactory()
+    data = _check_fields(data, _FILE_FIELDS, "file")
+    suites = data.get("suites")
+    if not isinstance(suites, list):
+        raise VectorFormatError("file: suites must be a list")
+    report = Report()
+    loop = asyncio.new_event_loop() if use_async else None
+    try:
+        for index, suite in enumerate(suites):
+            report.merge(replay_suite(suite, index, stores, use_async, loop))
+    finally:
+        if loop is not None:
+            loop.close()
+    return report
+
+
+def replay_files(paths: Iterable[str], stores: StoreFactory, use_async: bool = False) -> Report:
+    """Replays every file in `paths`."""
+    report = Report()
+    for path in paths:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+        try:
+            report.merge(replay(data, stores, use_async))
+        except VectorFormatError as e:
+            raise VectorFormatError(f"{path}: {e}") from None
+    return report
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m throttlekit.conformance", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--store", choices=("memory", "redis"), default="memory")
+    parser.add_argument("--redis-url", default=None, help="default: $THROTTLEKIT_REDIS_URL or redis://127.0.0.1:6379")
+    parser.add_argument("--api", choices=("sync", "async"), default="sync", help="the *_sync methods or the awaitables")
+    parser.add_argument("files", nargs="+", metavar="FILE")
+    args = parser.parse_args(argv)
+    try:
+        report = replay_files(args.files, StoreFactory(args.store, args.redis_url), args.api == "async")
+    except (VectorFormatError, OSError, json.JSONDecodeError, ThrottleKitError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    for line in report.failures:
+        print(line)
+    print(f"{report.passed} passed, {report.failed} failed")
+    return 0 if report.failed == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

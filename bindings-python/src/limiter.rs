@@ -1,0 +1,181 @@
+//! `Limiter`: a strategy bound to a store, a clock and a key prefix.
+//!
+//! Each method converts its arguments, calls the core method of the same name and converts the
+//! result. `*_sync` methods block; the others return awaitables driven by the tokio runtime, so
+//! a Redis round trip never blocks the event loop. A blocking call on a store that does I/O
+//! (Redis) releases the GIL while it waits; on the memory store it does not, because the call
+//! is shorter than the release would be.
+
+use std::sync::Arc;
+
+use pyo3::prelude::*;
+use pyo3_async_runtimes::tokio::future_into_py;
+
+use crate::clock;
+use crate::decision::Decision;
+use crate::error::IntoPyResult;
+use crate::store;
+use crate::strategy::{self, Strategy};
+use crate::validate::{self, Cost, string, strings};
+
+/// A strategy bound to a store, a clock and a key prefix (`prefix:key`).
+#[pyclass(frozen, module = "throttlekit")]
+pub struct Limiter {
+    inner: Arc<throttlekit::Limiter>,
+    /// Whether blocking calls do I/O (and so release the GIL).
+    io: bool,
+}
+
+impl Limiter {
+    /// Runs `f` with the GIL released when the store does I/O.
+    #[inline]
+    fn blocking<T: Send>(&self, py: Python<'_>, f: impl FnOnce() -> T + Send) -> T {
+        if self.io { py.detach(f) } else { f() }
+    }
+}
+
+#[pymethods]
+impl Limiter {
+    /// A limiter for `strategy` (a `Strategy` or a dict spec). Defaults: a fresh `MemoryStore`,
+    /// the system clock, no prefix, the store's `server_clock` and `fail_policy` (without
+    /// either: the caller's clock, and fail-closed for quotas / raise otherwise).
+    #[new]
+    #[pyo3(signature = (strategy, *, store = None, clock = None, prefix = None, server_clock = None, fail_policy = None))]
+    #[pyo3(text_signature = "(strategy, *, store=None, clock=None, prefix='', server_clock=None, fail_policy=None)")]
+    fn new(
+        strategy: &Bound<'_, PyAny>,
+        store: Option<&Bound<'_, PyAny>>,
+        clock: Option<&Bound<'_, PyAny>>,
+        prefix: Option<&Bound<'_, PyAny>>,
+        server_clock: Option<&Bound<'_, PyAny>>,
+        fail_policy: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let strategy = strategy::from_any(strategy, "strategy")?;
+        let store = store::from_arg(store)?;
+        let (server_clock, fail_policy) = store.settings(server_clock, fail_policy)?;
+        let io = !store.store.is_sync();
+        let mut builder = throttlekit::Limiter::builder(strategy)
+            .store(store.store)
+            .clock(clock::from_arg(clock)?)
+            .server_clock(server_clock);
+        if let Some(p) = prefix.filter(|p| !p.is_none()) {
+            builder = builder.prefix(string(p, "prefix")?.into_owned());
+        }
+        if let Some(policy) = fail_policy {
+            builder = builder.fail_policy(policy);
+        }
+        Ok(Limiter { inner: Arc::new(builder.build()), io })
+    }
+
+    /// Checks a request of `cost` units for `key`, consuming them when allowed.
+    #[pyo3(signature = (key, cost = Cost(1)))]
+    #[pyo3(text_signature = "(self, key, cost=1)")]
+    fn check_sync(&self, py: Python<'_>, key: &Bound<'_, PyAny>, cost: Cost) -> PyResult<Decision> {
+        let key = string(key, "key")?;
+        let cost = cost.0;
+        Ok(self.blocking(py, || self.inner.check_sync(&key, cost)).py()?.into())
+    }
+
+    /// Awaitable `check_sync` (Redis: one round trip, off the event loop).
+    #[pyo3(signature = (key, cost = Cost(1)))]
+    #[pyo3(text_signature = "(self, key, cost=1)")]
+    fn check<'py>(&self, py: Python<'py>, key: &Bound<'_, PyAny>, cost: Cost) -> PyResult<Bound<'py, PyAny>> {
+        let key = string(key, "key")?.into_owned();
+        let cost = cost.0;
+        let limiter = self.inner.clone();
+        future_into_py(py, async move { limiter.check(&key, cost).await.py().map(Decision::from) })
+    }
+
+    /// Checks one request of `cost` per key, all at one clock reading (not atomic together).
+    #[pyo3(signature = (keys, cost = Cost(1)))]
+    #[pyo3(text_signature = "(self, keys, cost=1)")]
+    fn check_many_sync(&self, py: Python<'_>, keys: &Bound<'_, PyAny>, cost: Cost) -> PyResult<Vec<Decision>> {
+        let keys = strings(keys, "keys")?;
+        let cost = cost.0;
+        let refs: Vec<&str> = keys.iter().map(String::as_str).collect();
+        let decisions = self.blocking(py, || self.inner.check_many_sync(&refs, cost)).py()?;
+        Ok(decisions.into_iter().map(Decision::from).collect())
+    }
+
+    /// Awaitable `check_many_sync`; on Redis the checks are pipelined.
+    #[pyo3(signature = (keys, cost = Cost(1)))]
+    #[pyo3(text_signature = "(self, keys, cost=1)")]
+    fn check_many<'py>(&self, py: Python<'py>, keys: &Bound<'_, PyAny>, cost: Cost) -> PyResult<Bound<'py, PyAny>> {
+        let keys = strings(keys, "keys")?;
+        let cost = cost.0;
+        let limiter = self.inner.clone();
+        future_into_py(py, async move {
+            let refs: Vec<&str> = keys.iter().map(String::as_str).collect();
+            let decisions = limiter.check_many(&refs, cost).await.py()?;
+            Ok(decisions.into_iter().map(Decision::from).collect::<Vec<_>>())
+        })
+    }
+
+    /// The key's current capacity, consuming nothing: `allowed` says whether a cost-1 request
+    /// would pass, `remaining` how many units would.
+    fn peek_sync(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Decision> {
+        let key = string(key, "key")?;
+        Ok(self.blocking(py, || self.inner.peek_sync(&key)).py()?.into())
+    }
+
+    /// Awaitable `peek_sync`.
+    fn peek<'py>(&self, py: Python<'py>, key: &Bound<'_, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        let key = string(key, "key")?.into_owned();
+        let limiter = self.inner.clone();
+        future_into_py(py, async move { limiter.peek(&key).await.py().map(Decision::from) })
+    }
+
+    /// The decision a check of `cost` would get now, consuming nothing.
+    #[pyo3(signature = (key, cost = Cost(1)))]
+    #[pyo3(text_signature = "(self, key, cost=1)")]
+    fn forecast_sync(&self, py: Python<'_>, key: &Bound<'_, PyAny>, cost: Cost) -> PyResult<Decision> {
+        let key = string(key, "key")?;
+        let cost = cost.0;
+        Ok(self.blocking(py, || self.inner.forecast_sync(&key, cost)).py()?.into())
+    }
+
+    /// Awaitable `forecast_sync`.
+    #[pyo3(signature = (key, cost = Cost(1)))]
+    #[pyo3(text_signature = "(self, key, cost=1)")]
+    fn forecast<'py>(&self, py: Python<'py>, key: &Bound<'_, PyAny>, cost: Cost) -> PyResult<Bound<'py, PyAny>> {
+        let key = string(key, "key")?.into_owned();
+        let cost = cost.0;
+        let limiter = self.inner.clone();
+        future_into_py(py, async move { limiter.forecast(&key, cost).await.py().map(Decision::from) })
+    }
+
+    /// Forgets `key`'s state.
+    fn reset_sync(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<()> {
+        let key = string(key, "key")?;
+        self.blocking(py, || self.inner.reset_sync(&key)).py()
+    }
+
+    /// Awaitable `reset_sync`.
+    fn reset<'py>(&self, py: Python<'py>, key: &Bound<'_, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        let key = string(key, "key")?.into_owned();
+        let limiter = self.inner.clone();
+        future_into_py(py, async move { limiter.reset(&key).await.py() })
+    }
+
+    /// The strategy.
+    #[getter]
+    fn strategy(&self) -> Strategy {
+        Strategy { inner: self.inner.strategy().clone() }
+    }
+
+    /// The key prefix (`""` for none).
+    #[getter]
+    fn prefix(&self) -> &str {
+        self.inner.prefix()
+    }
+
+    /// `"fail_closed"`, `"fail_open"` or `"raise"`.
+    #[getter]
+    fn fail_policy(&self) -> &'static str {
+        validate::fail_policy_name(self.inner.fail_policy())
+    }
+
+    fn __repr__(&self) -> PyResult<String> {
+        Ok(format!("Limiter(kind={:?}, prefix={:?})", self.inner.strategy().kind(), self.inner.prefix()))
+    }
+}

@@ -1,0 +1,176 @@
+//! Stores: `MemoryStore` (in process) and `RedisStore` (atomic across a fleet).
+//!
+//! A store object is shared by every limiter, multi limiter and shaper it is handed to (keys are
+//! namespaced by their prefixes). `RedisStore` also carries the per-deployment defaults that
+//! belong with the connection — whether to read time from the Redis server and what to answer
+//! when Redis is unreachable — which a limiter may override.
+
+use std::sync::Arc;
+
+use pyo3::prelude::*;
+use throttlekit::{FailPolicy, Store};
+
+use crate::error::{self, IntoPyResult};
+use crate::validate;
+
+/// An in-process store: sharded, expiring on the limiter's clock, optionally bounded.
+#[pyclass(frozen, module = "throttlekit")]
+pub struct MemoryStore {
+    inner: Arc<throttlekit::MemoryStore>,
+}
+
+#[pymethods]
+impl MemoryStore {
+    /// An unbounded store, or one holding about `max_keys` keys at most (least recently used
+    /// keys are evicted beyond that).
+    #[new]
+    #[pyo3(signature = (*, max_keys = None))]
+    fn new(max_keys: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+        let inner = match max_keys {
+            Some(m) if !m.is_none() => {
+                let n = validate::count(m, "max_keys")?;
+                throttlekit::MemoryStore::with_max_keys(usize::try_from(n).unwrap_or(usize::MAX)).py()?
+            }
+            _ => throttlekit::MemoryStore::new(),
+        };
+        Ok(MemoryStore { inner: Arc::new(inner) })
+    }
+
+    /// The number of keys held (expired keys not yet swept included).
+    fn __len__(&self) -> usize {
+        self.inner.len()
+    }
+
+    fn __repr__(&self) -> String {
+        format!("MemoryStore(len={})", self.inner.len())
+    }
+}
+
+/// What a limiter takes from its `store=` argument.
+pub struct StoreArg {
+    /// The store itself.
+    pub store: Arc<dyn Store>,
+    /// The store's default for `server_clock`.
+    pub server_clock: bool,
+    /// The store's default fail policy, if it sets one.
+    pub fail_policy: Option<FailPolicy>,
+}
+
+impl StoreArg {
+    /// Applies a limiter's overrides to the store's defaults.
+    pub fn settings(
+        &self,
+        server_clock: Option<&Bound<'_, PyAny>>,
+        fail_policy: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<(bool, Option<FailPolicy>)> {
+        let server_clock = match server_clock {
+            Some(v) if !v.is_none() => validate::flag(v, "server_clock")?,
+            _ => self.server_clock,
+        };
+        let fail_policy = match fail_policy {
+            Some(v) if !v.is_none() => Some(validate::fail_policy(v)?),
+            _ => self.fail_policy,
+        };
+        Ok((server_clock, fail_policy))
+    }
+}
+
+/// The `store=` argument: `None` (a fresh `MemoryStore`), a `MemoryStore` or a `RedisStore`.
+pub fn from_arg(obj: Option<&Bound<'_, PyAny>>) -> PyResult<StoreArg> {
+    let fresh = || StoreArg { store: Arc::new(throttlekit::MemoryStore::new()), server_clock: false, fail_policy: None };
+    let Some(obj) = obj.filter(|o| !o.is_none()) else { return Ok(fresh()) };
+    if let Ok(m) = obj.cast::<MemoryStore>() {
+        return Ok(StoreArg { store: m.get().inner.clone(), server_clock: false, fail_policy: None });
+    }
+    #[cfg(feature = "redis")]
+    if let Ok(r) = obj.cast::<redis::RedisStore>() {
+        return Ok(r.get().arg());
+    }
+    Err(error::wrong_type("store", "a MemoryStore, a RedisStore or None", obj))
+}
+
+#[cfg(feature = "redis")]
+pub use redis::RedisStore;
+
+#[cfg(feature = "redis")]
+mod redis {
+    use super::*;
+    use throttlekit::redis::RedisOptions;
+
+    /// A Redis store: every decision is one atomic script call on the server, so a fleet of
+    /// processes shares each limit exactly.
+    #[pyclass(frozen, module = "throttlekit")]
+    pub struct RedisStore {
+        inner: Arc<throttlekit::redis::RedisStore>,
+        url: String,
+        server_clock: bool,
+        fail_policy: Option<FailPolicy>,
+    }
+
+    impl RedisStore {
+        pub(super) fn arg(&self) -> StoreArg {
+            StoreArg { store: self.inner.clone(), server_clock: self.server_clock, fail_policy: self.fail_policy }
+        }
+    }
+
+    #[pymethods]
+    impl RedisStore {
+        /// Connects to `url` (`redis://host:port/db`). `timeout_ms` bounds every call (a call
+        /// that times out is never retried: it may have counted). `server_clock` makes limiters
+        /// read time from Redis (`TIME`) instead of this host; `fail_policy` (`"fail_closed"`,
+        /// `"fail_open"` or `"raise"`) is what limiters answer when Redis is unreachable.
+        /// `deterministic_replay` makes expiry follow the callers' `now` (conformance replays).
+        #[new]
+        #[pyo3(signature = (url, *, timeout_ms = None, server_clock = None, fail_policy = None, deterministic_replay = None))]
+        #[pyo3(text_signature = "(url, *, timeout_ms=1000, server_clock=False, fail_policy=None, deterministic_replay=False)")]
+        fn new(
+            py: Python<'_>,
+            url: &Bound<'_, PyAny>,
+            timeout_ms: Option<&Bound<'_, PyAny>>,
+            server_clock: Option<&Bound<'_, PyAny>>,
+            fail_policy: Option<&Bound<'_, PyAny>>,
+            deterministic_replay: Option<&Bound<'_, PyAny>>,
+        ) -> PyResult<Self> {
+            let mut options = RedisOptions { url: validate::string(url, "url")?.into_owned(), ..RedisOptions::default() };
+            if let Some(t) = timeout_ms.filter(|t| !t.is_none()) {
+                options.timeout_ms = validate::count(t, "timeout_ms")?;
+            }
+            if let Some(d) = deterministic_replay.filter(|d| !d.is_none()) {
+                options.deterministic_replay = validate::flag(d, "deterministic_replay")?;
+            }
+            let server_clock = match server_clock.filter(|s| !s.is_none()) {
+                Some(s) => validate::flag(s, "server_clock")?,
+                None => false,
+            };
+            let fail_policy = match fail_policy.filter(|f| !f.is_none()) {
+                Some(f) => Some(validate::fail_policy(f)?),
+                None => None,
+            };
+            let url = options.url.clone();
+            let store = py.detach(|| throttlekit::redis::RedisStore::connect_blocking(options)).py()?;
+            Ok(RedisStore { inner: Arc::new(store), url, server_clock, fail_policy })
+        }
+
+        /// The URL it was opened with.
+        #[getter]
+        fn url(&self) -> &str {
+            &self.url
+        }
+
+        /// Closes the connections (awaitable). Later calls fail with `store_unavailable`.
+        fn close<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+            let store = self.inner.clone();
+            pyo3_async_runtimes::tokio::future_into_py(py, async move { store.close().await.py() })
+        }
+
+        /// Closes the connections, blocking.
+        fn close_sync(&self, py: Python<'_>) -> PyResult<()> {
+            let store = self.inner.clone();
+            py.detach(|| pyo3_async_runtimes::tokio::get_runtime().block_on(store.close())).py()
+        }
+
+        fn __repr__(&self) -> String {
+            format!("RedisStore({:?})", self.url)
+        }
+    }
+}
