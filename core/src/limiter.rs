@@ -206,7 +206,11 @@ impl Limiter {
         KEY_BUF.with(|buf| {
             let mut buf = buf.borrow_mut();
             key::join_into(&mut buf, &self.prefix, key);
-            self.store.apply_sync(&buf, now, transform)?.decision()
+            match self.store.apply_sync(&buf, now, transform).and_then(|r| r.decision()) {
+                Ok(d) => Ok(d),
+                // A blocking store (Redis) can be unavailable on the sync path too.
+                Err(e) => self.fail_policy.fallback(e, self.strategy.limit(), now),
+            }
         })
     }
 

@@ -261,7 +261,10 @@ impl MultiLimiter {
     pub fn check_sync_at(&self, keys: &[&str], cost: u64, now: i64) -> Result<MultiDecision> {
         let full = self.keys(keys)?;
         let calls = self.calls(&full, cost)?;
-        Ok(self.finish(self.store.apply_multi_sync(self.rule, &calls, now)?))
+        match self.store.apply_multi_sync(self.rule, &calls, now) {
+            Ok(reply) => Ok(self.finish(reply)),
+            Err(e) => self.fallback(e, now),
+        }
     }
 
     /// Checks one request through the store's async path (Redis: one round trip).
