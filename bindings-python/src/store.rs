@@ -170,7 +170,8 @@ mod redis {
         }
 
         fn __repr__(&self) -> String {
-            format!("RedisStore({:?})", self.url)
+            // The URL may carry a password: keep it out of logs.
+            "RedisStore(...)".to_owned()
         }
     }
 }
