@@ -231,7 +231,7 @@ impl Inner {
     async fn bounded<T>(&self, fut: impl Future<Output = Result<T>>) -> Result<T> {
         match tokio::time::timeout(self.timeout, fut).await {
             Ok(r) => r,
-            Err(_) => Err(Error::store(format!("Redis did not answer within {} ms", self.timeout.as_millis()))),
+            Err(_) => Err(Error::store(format!("timed out: Redis did not answer within {} ms", self.timeout.as_millis()))),
         }
     }
 
@@ -258,11 +258,20 @@ impl Inner {
     async fn eval(&self, call: &ScriptCall) -> Result<Value> {
         let mut conn = self.conn.clone();
         let sha = eval_cmd("EVALSHA", &call.script.sha, call);
-        match conn.send_packed_command(&sha).await {
-            Err(e) if e.code() == Some("NOSCRIPT") => {
-                let full = eval_cmd("EVAL", &call.script.source, call);
-                conn.send_packed_command(&full).await.map_err(Error::store)
-            }
+        let first = conn.send_packed_command(&sha).await;
+        let missing = match &first {
+            Ok(Value::ServerError(e)) => e.code() == "NOSCRIPT",
+            Err(e) => e.code() == Some("NOSCRIPT"),
+            Ok(_) => false,
+        };
+        let reply = if missing {
+            let full = eval_cmd("EVAL", &call.script.source, call);
+            conn.send_packed_command(&full).await
+        } else {
+            first
+        };
+        match reply {
+            Ok(Value::ServerError(e)) => Err(Error::store(format!("{} failed: {e}", call.script.name))),
             r => r.map_err(Error::store),
         }
     }

@@ -1,0 +1,216 @@
+//! Redis down, slow, restarted, or with its script cache flushed: every call answers within its
+//! timeout, errors are `store_unavailable` carrying the cause, each fail policy does what it
+//! says, and the store recovers by itself.
+
+#[path = "support/redis_server.rs"]
+mod redis_server;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use redis_server::RedisServer;
+use throttlekit::redis::{RedisOptions, RedisStore};
+use throttlekit::store::Now;
+use throttlekit::{Dimension, ErrorCode, FailPolicy, Limiter, MultiLimiter, Rule, Store, Strategy};
+
+const TIMEOUT_MS: u64 = 300;
+
+fn store(server: &RedisServer) -> Arc<RedisStore> {
+    let options = RedisOptions { url: server.url(), timeout_ms: TIMEOUT_MS, deterministic_replay: false };
+    Arc::new(RedisStore::connect_blocking(options).expect("connect"))
+}
+
+fn limiter(store: &Arc<RedisStore>, policy: FailPolicy) -> Limiter {
+    Limiter::builder(Strategy::gcra(1_000_000, 1000, None).unwrap())
+        .store(store.clone())
+        .fail_policy(policy)
+        .prefix("faults")
+        .build()
+}
+
+/// Calls must come back within the timeout plus scheduling slack.
+fn bounded<T>(what: &str, f: impl FnOnce() -> T) -> T {
+    let start = Instant::now();
+    let out = f();
+    let took = start.elapsed();
+    assert!(took < Duration::from_millis(TIMEOUT_MS * 3 + 500), "{what} took {took:?}");
+    out
+}
+
+#[test]
+fn a_dead_server_gives_store_unavailable_with_the_cause_and_each_policy_applies() {
+    let mut server = RedisServer::start();
+    let store = store(&server);
+    assert!(limiter(&store, FailPolicy::Raise).check_sync("k", 1).unwrap().allowed);
+    server.stop();
+
+    let err = bounded("raise", || limiter(&store, FailPolicy::Raise).check_sync("k", 1)).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::StoreUnavailable);
+    assert!(err.message().len() > "store unavailable: ".len(), "no cause in {err}");
+
+    let open = bounded("fail_open", || limiter(&store, FailPolicy::FailOpen).check_sync("k", 1)).unwrap();
+    assert!(open.allowed && open.fallback);
+
+    let closed = bounded("fail_closed", || limiter(&store, FailPolicy::FailClosed).check_sync("k", 1)).unwrap();
+    assert!(!closed.allowed && closed.fallback && closed.retry_after_ms >= 1);
+
+    // The async path and the multi path follow the same policies.
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let d = rt.block_on(limiter(&store, FailPolicy::FailOpen).check("k", 1)).unwrap();
+    assert!(d.allowed && d.fallback);
+    let multi = MultiLimiter::new(Rule::All, vec![Dimension::new("a", Strategy::fixed_window(5, 1000).unwrap())])
+        .unwrap()
+        .with_store(store.clone())
+        .with_fail_policy(FailPolicy::FailClosed);
+    let m = bounded("multi", || multi.check_sync(&["x"], 1)).unwrap();
+    assert!(!m.decision.allowed && m.decision.fallback);
+    let e = rt.block_on(store.apply(
+        "k",
+        Now::At(1),
+        throttlekit::store::Transform::Peek { strategy: &Strategy::gcra(1, 1000, None).unwrap() },
+    ));
+    assert_eq!(e.unwrap_err().code(), ErrorCode::StoreUnavailable);
+}
+
+#[test]
+fn killing_the_server_mid_load_then_restarting_it_recovers_without_intervention() {
+    let mut server = RedisServer::start();
+    let port = server.port;
+    let store = store(&server);
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let workers: Vec<_> = (0..4)
+        .map(|i| {
+            let l = limiter(&store, FailPolicy::Raise);
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let (mut ok, mut unavailable, mut slowest) = (0, 0, Duration::ZERO);
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let start = Instant::now();
+                    match l.check_sync(&format!("w{i}"), 1) {
+                        Ok(_) => ok += 1,
+                        Err(e) => {
+                            assert_eq!(e.code(), ErrorCode::StoreUnavailable, "{e}");
+                            unavailable += 1;
+                            std::thread::sleep(Duration::from_millis(5));
+                        }
+                    }
+                    slowest = slowest.max(start.elapsed());
+                }
+                (ok, unavailable, slowest)
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    server.stop(); // SIGKILL mid-load
+    std::thread::sleep(Duration::from_millis(500));
+    let server = RedisServer::start_on(port);
+    std::thread::sleep(Duration::from_millis(300));
+    let recovered = (0..100).any(|_| {
+        std::thread::sleep(Duration::from_millis(20));
+        limiter(&store, FailPolicy::Raise).check_sync("after", 1).is_ok()
+    });
+    std::thread::sleep(Duration::from_millis(200));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for w in workers {
+        let (ok, unavailable, slowest) = w.join().unwrap();
+        assert!(ok > 0 && unavailable > 0, "ok {ok}, unavailable {unavailable}");
+        assert!(slowest < Duration::from_millis(TIMEOUT_MS * 3 + 500), "a call took {slowest:?}");
+    }
+    assert!(recovered, "the store did not reconnect after the restart");
+    drop(server);
+}
+
+#[test]
+fn a_script_flush_mid_load_never_reaches_the_caller() {
+    let server = RedisServer::start();
+    let store = store(&server);
+    let l = limiter(&store, FailPolicy::Raise);
+    for i in 0..2000 {
+        if i % 100 == 50 {
+            redis_server::raw_command(server.port, "SCRIPT FLUSH").unwrap();
+        }
+        l.check_sync("flush", 1).unwrap_or_else(|e| panic!("call {i}: {e}"));
+    }
+    // Concurrent callers across a flush, async this time.
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    rt.block_on(async {
+        let l = Arc::new(l);
+        let tasks: Vec<_> = (0..50)
+            .map(|i| {
+                let l = l.clone();
+                tokio::spawn(async move {
+                    for _ in 0..40 {
+                        l.check(&format!("a{i}"), 1).await.unwrap();
+                    }
+                })
+            })
+            .collect();
+        redis_server::raw_command(server.port, "SCRIPT FLUSH").unwrap();
+        for t in tasks {
+            t.await.unwrap();
+        }
+    });
+}
+
+#[test]
+fn a_server_that_stops_answering_times_out_instead_of_hanging() {
+    let server = RedisServer::start();
+    let store = store(&server);
+    let l = limiter(&store, FailPolicy::Raise);
+    l.check_sync("k", 1).unwrap();
+    server.signal("STOP");
+    for _ in 0..3 {
+        let err = bounded("a call to a stopped server", || l.check_sync("k", 1)).unwrap_err();
+        assert_eq!(err.code(), ErrorCode::StoreUnavailable);
+        assert!(err.message().contains("timed out"), "{err}");
+    }
+    let closed = limiter(&store, FailPolicy::FailClosed);
+    assert!(bounded("fail closed", || closed.check_sync("k", 1)).unwrap().fallback);
+    server.signal("CONT");
+    // Once it answers again, so does the store.
+    let back = (0..50).any(|_| {
+        std::thread::sleep(Duration::from_millis(20));
+        l.check_sync("k", 1).is_ok()
+    });
+    assert!(back, "no answer after SIGCONT");
+}
+
+#[test]
+fn a_slow_script_times_out_and_is_not_replayed() {
+    let server = RedisServer::start();
+    let store = store(&server);
+    let l = Limiter::builder(Strategy::fixed_window(1000, 3_600_000).unwrap()).store(store.clone()).build();
+    let now = 1_800_000_000_000;
+    l.check_sync_at("once", 1, now).unwrap();
+    // DEBUG SLEEP blocks the server past the timeout; the check queued behind it times out.
+    let port = server.port;
+    let sleeper = std::thread::spawn(move || redis_server::raw_command(port, "DEBUG SLEEP 1"));
+    std::thread::sleep(Duration::from_millis(50));
+    let err = bounded("a call behind DEBUG SLEEP", || l.check_sync_at("once", 1, now)).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::StoreUnavailable);
+    let _ = sleeper.join();
+    std::thread::sleep(Duration::from_millis(100));
+    // The timed-out call reached Redis and counted once; it was never sent a second time.
+    let d = l.peek_sync_at("once", now).unwrap();
+    assert_eq!(d.remaining, 1000 - 2);
+}
+
+#[test]
+fn connecting_to_nothing_fails_fast_with_store_unavailable() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let options = RedisOptions { url: format!("redis://127.0.0.1:{port}"), timeout_ms: TIMEOUT_MS, deterministic_replay: false };
+    let err = bounded("connect", || RedisStore::connect_blocking(options)).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::StoreUnavailable);
+    let bad = RedisOptions { url: "not a url".into(), ..RedisOptions::default() };
+    assert_eq!(RedisStore::connect_blocking(bad).unwrap_err().code(), ErrorCode::ConfigInvalid);
+}
+
+#[test]
+fn a_closed_store_refuses_calls() {
+    let server = RedisServer::start();
+    let store = store(&server);
+    let l = limiter(&store, FailPolicy::Raise);
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(l.close()).unwrap();
+    assert_eq!(l.check_sync("k", 1).unwrap_err().code(), ErrorCode::StoreUnavailable);
+}
