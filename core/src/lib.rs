@@ -51,5 +51,10 @@ pub use state::{Slot, State, Step};
 pub use store::{MemoryStore, Rule, Store};
 pub use strategy::Strategy;
 
+/// The README's code blocks compile and run as doctests, so the quick start cannot rot.
+#[doc = include_str!("../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
+
 /// The crate version (bindings report it as their own).
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -1,0 +1,25 @@
+# One task runner for the whole project; CI calls `make test`.
+.PHONY: demo test lint bench fmt vectors
+
+# The main job: every algorithm on the same bursty traffic, on the embedded memory store.
+demo:
+	cargo run --release -p throttlekit -- demo
+
+# Installs what is missing and runs every test suite.
+test:
+	scripts/test.sh
+
+lint:
+	scripts/lint.sh
+
+fmt:
+	cargo fmt --all
+
+# Peer benchmarks (not part of `make test`).
+bench:
+	bench/run.sh
+
+# Regenerates the vectors files that are generated (hand-checked layout, recorded timelines).
+vectors:
+	python3 conformance-vectors/src/hand_checked.py
+	cargo run -q -p throttlekit --example record_vectors > conformance-vectors/recorded-timelines.json

@@ -1,0 +1,6 @@
+#!/usr/bin/env bash
+# Formatting and clippy (warnings are errors) over the whole workspace.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cargo fmt --all --check
+cargo clippy -p throttlekit --all-targets --locked -- -D warnings

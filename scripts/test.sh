@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# The README's test command: installs what is missing, then runs every test suite — the Rust
+# core, the Redis path, Python, Node, C and Go — and the lints. Each suite runs even if an
+# earlier one failed; the script exits non-zero if any failed and ends with one summary line.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TERM_COLOR=never
+
+passed=0
+failed=0
+failures=()
+
+suite() {
+  local name=$1
+  shift
+  echo
+  echo "=== $name: $*"
+  local start=$SECONDS
+  if "$@"; then
+    passed=$((passed + 1))
+    echo "=== $name: ok ($((SECONDS - start)) s)"
+  else
+    failed=$((failed + 1))
+    failures+=("$name")
+    echo "=== $name: FAILED ($((SECONDS - start)) s)"
+  fi
+}
+
+scripts/install-deps.sh || { echo "could not install system packages"; exit 1; }
+
+suite "core" cargo test -p throttlekit --locked
+suite "vectors (CLI, memory)" bash -c 'cargo run -q -p throttlekit --locked -- conformance conformance-vectors/*.json | tail -n 4'
+suite "redis" tests/redis.sh
+suite "python" bindings-python/test.sh
+suite "node" bindings-node/test.sh
+suite "c and go" bindings-c/test.sh
+suite "lint" scripts/lint.sh
+
+echo
+[ ${#failures[@]} -eq 0 ] || echo "failed suites: ${failures[*]}"
+echo "suites: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
