@@ -1,0 +1,96 @@
+"""Shared fixtures: the vectors files and a throwaway Redis server.
+
+Redis tests need `redis-server` on PATH (test.sh installs it). Set THROTTLEKIT_REDIS_URL to
+use a running server instead; the tests only touch keys under their own prefixes.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import throttlekit as tk
+
+PACKAGE = Path(__file__).resolve().parents[1]
+ROOT = PACKAGE.parent
+VECTORS = sorted((ROOT / "conformance-vectors").glob("*.json"))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class RedisServer:
+    """A private redis-server (no persistence) stopped by PID."""
+
+    def __init__(self) -> None:
+        exe = shutil.which("redis-server")
+        if exe is None:
+            pytest.fail("redis-server is not installed (bindings-python/test.sh installs it), "
+                        "or set THROTTLEKIT_REDIS_URL")
+        self.port = free_port()
+        self.proc = subprocess.Popen(
+            [exe, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
+                return
+            except OSError:
+                time.sleep(0.05)
+        self.stop()
+        pytest.fail("redis-server did not start")
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}"
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> Iterator[str]:
+    url = os.environ.get("THROTTLEKIT_REDIS_URL")
+    if url:
+        yield url
+        return
+    server = RedisServer()
+    try:
+        yield server.url
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def redis_store(redis_url: str) -> tk.RedisStore:
+    return tk.RedisStore(redis_url, timeout_ms=2000)
+
+
+@pytest.fixture
+def prefix() -> str:
+    """A prefix no other test uses, so tests sharing one Redis never meet."""
+    return f"pytest:{uuid.uuid4().hex[:10]}"
+
+
+@pytest.fixture(params=["memory", "redis"])
+def store(request: pytest.FixtureRequest) -> object:
+    """Each store in turn (Redis through the `redis_store` fixture)."""
+    if request.param == "memory":
+        return tk.MemoryStore()
+    return request.getfixturevalue("redis_store")
