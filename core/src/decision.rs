@@ -27,6 +27,20 @@ pub struct Decision {
 }
 
 impl Decision {
+    /// `Ok(self)` when allowed; otherwise a `rate_limit_exceeded` error carrying the retry
+    /// hint, for callers who prefer `?` to an `if` (e.g. in a request handler).
+    pub fn or_exceeded(self) -> crate::Result<Decision> {
+        if self.allowed {
+            Ok(self)
+        } else {
+            Err(crate::Error::new(
+                crate::ErrorCode::RateLimitExceeded,
+                format!("rate limit exceeded: retry in {} ms", self.retry_after_ms),
+            )
+            .with_retry_after(self.retry_after_ms))
+        }
+    }
+
     /// The five ThrottleKit 1.x fields, for comparing decisions field for field.
     pub fn fields(&self) -> (bool, i64, i64, i64, i64) {
         (self.allowed, self.limit, self.remaining, self.reset_at, self.retry_after_ms)

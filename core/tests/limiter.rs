@@ -249,3 +249,12 @@ fn manual_clock_advances_only_forward_and_sets_anywhere() {
     shared.set(9);
     assert_eq!(c.now_ms(), 9, "clones share one time");
 }
+
+#[test]
+fn a_denied_decision_can_become_a_rate_limit_exceeded_error() {
+    let l = Limiter::new(Strategy::fixed_window(1, 60_000).unwrap());
+    assert!(l.check_sync("k", 1).unwrap().or_exceeded().is_ok());
+    let e = l.check_sync("k", 1).unwrap().or_exceeded().unwrap_err();
+    assert_eq!(e.code(), ErrorCode::RateLimitExceeded);
+    assert!(e.retry_after_ms().is_some_and(|ms| ms >= 1));
+}
