@@ -1,0 +1,3 @@
+module example.invalid/throttlekit/go
+
+go 1.19

@@ -1,0 +1,175 @@
+package throttlekit
+
+// #include <stdlib.h>
+// #include <throttlekit.h>
+import "C"
+
+import "runtime"
+
+// Store is where limiter state lives: in process (NewMemoryStore) or on Redis (ConnectRedis).
+// Share one among many limiters; each keeps its own reference, so Close on the Store only
+// releases this handle.
+type Store struct{ p *C.tk_store }
+
+// NewMemoryStore returns an unbounded in-process store.
+func NewMemoryStore() (*Store, error) {
+	var p *C.tk_store
+	if err := call(func() C.tk_result { return C.tk_store_memory_new(&p) }); err != nil {
+		return nil, err
+	}
+	return newStore(p), nil
+}
+
+// RedisOptions configures ConnectRedis.
+type RedisOptions struct {
+	// TimeoutMs bounds connecting and every call (0: the default, 1000 ms).
+	TimeoutMs uint64
+	// DeterministicReplay expires keys on each call's `now` instead of Redis's clock: for
+	// replaying recorded timelines (conformance tests), never for production.
+	DeterministicReplay bool
+}
+
+// ConnectRedis connects to Redis at url (e.g. "redis://127.0.0.1:6379/0").
+func ConnectRedis(url string, opts RedisOptions) (*Store, error) {
+	curl := cString(url)
+	defer free(curl)
+	var p *C.tk_store
+	err := call(func() C.tk_result {
+		return C.tk_store_redis_connect(curl, C.uint64_t(opts.TimeoutMs), C.bool(opts.DeterministicReplay), &p)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return newStore(p), nil
+}
+
+func newStore(p *C.tk_store) *Store {
+	s := &Store{p}
+	runtime.SetFinalizer(s, (*Store).Close)
+	return s
+}
+
+// Close releases the handle (idempotent). Limiters built on the store keep working.
+func (s *Store) Close() error {
+	if s.p != nil {
+		C.tk_store_free(s.p)
+		s.p = nil
+		runtime.SetFinalizer(s, nil)
+	}
+	return nil
+}
+
+// Clock is a manual clock for tests and simulations: it moves only when told to, and every
+// limiter built on it reads it. Without a Clock, limiters read the system clock.
+type Clock struct{ p *C.tk_clock }
+
+// NewManualClock returns a clock showing nowMs (epoch ms).
+func NewManualClock(nowMs int64) (*Clock, error) {
+	var p *C.tk_clock
+	if err := call(func() C.tk_result { return C.tk_clock_new_manual(C.int64_t(nowMs), &p) }); err != nil {
+		return nil, err
+	}
+	c := &Clock{p}
+	runtime.SetFinalizer(c, (*Clock).Close)
+	return c, nil
+}
+
+// Set moves the clock to nowMs (backwards allowed).
+func (c *Clock) Set(nowMs int64) error {
+	defer runtime.KeepAlive(c)
+	return call(func() C.tk_result { return C.tk_clock_set(c.p, C.int64_t(nowMs)) })
+}
+
+// Advance moves the clock forward by ms and returns the new time.
+func (c *Clock) Advance(ms int64) (int64, error) {
+	defer runtime.KeepAlive(c)
+	var now C.int64_t
+	err := call(func() C.tk_result { return C.tk_clock_advance(c.p, C.int64_t(ms), &now) })
+	return int64(now), err
+}
+
+// Now reads the clock.
+func (c *Clock) Now() (int64, error) {
+	defer runtime.KeepAlive(c)
+	var now C.int64_t
+	err := call(func() C.tk_result { return C.tk_clock_now(c.p, &now) })
+	return int64(now), err
+}
+
+// Close releases the handle (idempotent).
+func (c *Clock) Close() error {
+	if c.p != nil {
+		C.tk_clock_free(c.p)
+		c.p = nil
+		runtime.SetFinalizer(c, nil)
+	}
+	return nil
+}
+
+// Strategy is a validated algorithm. Limiters copy it, so one Strategy can serve many.
+type Strategy struct{ p *C.tk_strategy }
+
+func newStrategy(f func(**C.tk_strategy) C.tk_result) (*Strategy, error) {
+	var p *C.tk_strategy
+	if err := call(func() C.tk_result { return f(&p) }); err != nil {
+		return nil, err
+	}
+	s := &Strategy{p}
+	runtime.SetFinalizer(s, (*Strategy).Close)
+	return s, nil
+}
+
+// ParseStrategy parses a JSON strategy spec, e.g.
+// {"kind":"gcra","options":{"limit":10,"periodMs":1000,"burst":5}} (every kind and option of
+// the conformance vectors, quota included).
+func ParseStrategy(json string) (*Strategy, error) {
+	cjson := cString(json)
+	defer free(cjson)
+	return newStrategy(func(out **C.tk_strategy) C.tk_result { return C.tk_strategy_from_json(cjson, out) })
+}
+
+// GCRA allows limit requests per periodMs, burst at once (0: burst = limit).
+func GCRA(limit, periodMs, burst uint64) (*Strategy, error) {
+	return newStrategy(func(out **C.tk_strategy) C.tk_result {
+		return C.tk_strategy_gcra(C.uint64_t(limit), C.uint64_t(periodMs), C.uint64_t(burst), out)
+	})
+}
+
+// TokenBucket holds capacity tokens, refilled at refillPerSec a second; it starts full.
+func TokenBucket(capacity uint64, refillPerSec float64) (*Strategy, error) {
+	return newStrategy(func(out **C.tk_strategy) C.tk_result {
+		return C.tk_strategy_token_bucket(C.uint64_t(capacity), C.double(refillPerSec), out)
+	})
+}
+
+// FixedWindow allows limit units per epoch-aligned window of windowMs.
+func FixedWindow(limit, windowMs uint64) (*Strategy, error) {
+	return newStrategy(func(out **C.tk_strategy) C.tk_result {
+		return C.tk_strategy_fixed_window(C.uint64_t(limit), C.uint64_t(windowMs), out)
+	})
+}
+
+// SlidingWindow allows limit units per rolling windowMs, estimated over buckets sub-buckets
+// (0: 10).
+func SlidingWindow(limit, windowMs, buckets uint64) (*Strategy, error) {
+	return newStrategy(func(out **C.tk_strategy) C.tk_result {
+		return C.tk_strategy_sliding_window(C.uint64_t(limit), C.uint64_t(windowMs), C.uint64_t(buckets), out)
+	})
+}
+
+// SlidingWindowLog allows exactly limit units per trailing windowMs.
+func SlidingWindowLog(limit, windowMs uint64) (*Strategy, error) {
+	return newStrategy(func(out **C.tk_strategy) C.tk_result {
+		return C.tk_strategy_sliding_window_log(C.uint64_t(limit), C.uint64_t(windowMs), out)
+	})
+}
+
+// Close releases the strategy (idempotent); limiters built from it are unaffected.
+func (s *Strategy) Close() error {
+	if s.p != nil {
+		C.tk_strategy_free(s.p)
+		s.p = nil
+		runtime.SetFinalizer(s, nil)
+	}
+	return nil
+}

@@ -1,0 +1,136 @@
+package throttlekit
+
+// #include <stdlib.h>
+// #include <throttlekit.h>
+import "C"
+
+import "runtime"
+
+// FailPolicy decides what a limiter answers when its store is unavailable.
+type FailPolicy uint32
+
+// Fail policies.
+const (
+	FailPolicyDefault FailPolicy = C.TK_FAIL_POLICY_DEFAULT     // closed for quotas, raise otherwise
+	FailClosed        FailPolicy = C.TK_FAIL_POLICY_FAIL_CLOSED // deny, Fallback = true
+	FailOpen          FailPolicy = C.TK_FAIL_POLICY_FAIL_OPEN   // allow, Fallback = true
+	Raise             FailPolicy = C.TK_FAIL_POLICY_RAISE       // return ErrStoreUnavailable
+)
+
+// Options are the optional settings of a Limiter, MultiLimiter or Shaper; the zero value
+// means a private memory store, the system clock, no prefix and the default fail policy.
+type Options struct {
+	Store      *Store // nil: a fresh private memory store
+	Clock      *Clock // nil: the system clock (only the calls without an explicit now read it)
+	Prefix     string // keys are stored as "prefix:key"
+	FailPolicy FailPolicy
+	HashTag    string // MultiLimiter only: the Redis Cluster hash tag ("": the prefix, or "tk")
+}
+
+func (o *Options) handles() (*C.tk_store, *C.tk_clock) {
+	var s *C.tk_store
+	var c *C.tk_clock
+	if o.Store != nil {
+		s = o.Store.p
+	}
+	if o.Clock != nil {
+		c = o.Clock.p
+	}
+	return s, c
+}
+
+// Limiter is a strategy bound to a store, a clock and a key prefix. Safe for concurrent use.
+type Limiter struct{ p *C.tk_limiter }
+
+// NewLimiter builds a limiter for strategy (copied); opts may be nil.
+func NewLimiter(strategy *Strategy, opts *Options) (*Limiter, error) {
+	if opts == nil {
+		opts = &Options{}
+	}
+	store, clock := opts.handles()
+	prefix := optString(opts.Prefix)
+	defer free(prefix)
+	cfg := C.tk_limiter_config{store: store, clock: clock, prefix: prefix, fail_policy: C.uint32_t(opts.FailPolicy)}
+	var p *C.tk_limiter
+	err := call(func() C.tk_result { return C.tk_limiter_new(strategy.p, &cfg, &p) })
+	runtime.KeepAlive(strategy)
+	runtime.KeepAlive(opts)
+	if err != nil {
+		return nil, err
+	}
+	l := &Limiter{p}
+	runtime.SetFinalizer(l, (*Limiter).Close)
+	return l, nil
+}
+
+func (l *Limiter) decide(key string, f func(*C.char, *C.tk_decision) C.tk_result) (Decision, error) {
+	ckey := cString(key)
+	defer free(ckey)
+	var d C.tk_decision
+	err := call(func() C.tk_result { return f(ckey, &d) })
+	runtime.KeepAlive(l)
+	if err != nil {
+		return Decision{}, err
+	}
+	return decisionFrom(&d), nil
+}
+
+// Check decides a request of cost units for key now (the limiter's clock), consuming them
+// when allowed. A denial is a Decision with Allowed == false, not an error.
+func (l *Limiter) Check(key string, cost uint64) (Decision, error) {
+	return l.decide(key, func(k *C.char, d *C.tk_decision) C.tk_result {
+		return C.tk_limiter_check(l.p, k, C.uint64_t(cost), d)
+	})
+}
+
+// CheckAt is Check at an explicit time (epoch ms).
+func (l *Limiter) CheckAt(key string, cost uint64, nowMs int64) (Decision, error) {
+	return l.decide(key, func(k *C.char, d *C.tk_decision) C.tk_result {
+		return C.tk_limiter_check_at(l.p, k, C.uint64_t(cost), C.int64_t(nowMs), d)
+	})
+}
+
+// Peek reports key's current capacity without consuming.
+func (l *Limiter) Peek(key string) (Decision, error) {
+	return l.decide(key, func(k *C.char, d *C.tk_decision) C.tk_result { return C.tk_limiter_peek(l.p, k, d) })
+}
+
+// PeekAt is Peek at an explicit time.
+func (l *Limiter) PeekAt(key string, nowMs int64) (Decision, error) {
+	return l.decide(key, func(k *C.char, d *C.tk_decision) C.tk_result {
+		return C.tk_limiter_peek_at(l.p, k, C.int64_t(nowMs), d)
+	})
+}
+
+// Forecast is the decision a Check of cost would get, consuming nothing.
+func (l *Limiter) Forecast(key string, cost uint64) (Decision, error) {
+	return l.decide(key, func(k *C.char, d *C.tk_decision) C.tk_result {
+		return C.tk_limiter_forecast(l.p, k, C.uint64_t(cost), d)
+	})
+}
+
+// ForecastAt is Forecast at an explicit time.
+func (l *Limiter) ForecastAt(key string, cost uint64, nowMs int64) (Decision, error) {
+	return l.decide(key, func(k *C.char, d *C.tk_decision) C.tk_result {
+		return C.tk_limiter_forecast_at(l.p, k, C.uint64_t(cost), C.int64_t(nowMs), d)
+	})
+}
+
+// Reset forgets key's state.
+func (l *Limiter) Reset(key string) error {
+	ckey := cString(key)
+	defer free(ckey)
+	err := call(func() C.tk_result { return C.tk_limiter_reset(l.p, ckey) })
+	runtime.KeepAlive(l)
+	return err
+}
+
+// Close releases the limiter (idempotent; not concurrently with other calls on it).
+func (l *Limiter) Close() error {
+	if l.p != nil {
+		C.tk_limiter_free(l.p)
+		l.p = nil
+		runtime.SetFinalizer(l, nil)
+	}
+	return nil
+}

@@ -1,0 +1,156 @@
+package throttlekit
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestErrorsCarryCodeAndDetail(t *testing.T) {
+	_, err := ParseStrategy(`{"kind":"gcra","options":{"limit":10,"periodMs":1000,"burst":0}}`)
+	var e *Error
+	if !errors.As(err, &e) || e.Code != CodeConfigInvalid || !strings.Contains(e.Message, "burst") {
+		t.Fatalf("want config_invalid naming burst, got %#v", err)
+	}
+	if !errors.Is(err, ErrConfigInvalid) || errors.Is(err, ErrStoreUnavailable) {
+		t.Fatal("errors.Is must match on the code only")
+	}
+	if _, err := CostFromFloat(1.5); !errors.Is(err, ErrConfigInvalid) {
+		t.Fatalf("a fractional cost must be config_invalid, got %v", err)
+	}
+	if _, err := NewMultiLimiter(Rule(9), nil, nil); !errors.Is(err, ErrConfigInvalid) {
+		t.Fatalf("an unknown rule must be config_invalid, got %v", err)
+	}
+	if Version() == "" {
+		t.Fatal("empty version")
+	}
+}
+
+func TestClockReadingCallsFollowTheManualClock(t *testing.T) {
+	clock, _ := NewManualClock(1000)
+	s, _ := FixedWindow(1, 1000)
+	l, err := NewLimiter(s, &Options{Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := l.Check("k", 1); !d.Allowed || d.ResetAt != 2000 {
+		t.Fatalf("first check: %+v", d)
+	}
+	if d, _ := l.Check("k", 1); d.Allowed || d.RetryAfterMs != 1000 {
+		t.Fatalf("second check: %+v", d)
+	}
+	if now, _ := clock.Advance(1000); now != 2000 {
+		t.Fatalf("advance: %d", now)
+	}
+	if d, _ := l.Peek("k"); !d.Allowed || d.Remaining != 1 {
+		t.Fatalf("peek in the next window: %+v", d)
+	}
+}
+
+func TestMultiReportsTheBindingDimension(t *testing.T) {
+	ip, _ := FixedWindow(1, 1000)
+	user, _ := FixedWindow(5, 1000)
+	m, err := NewMultiLimiter(All, []Dimension{{"ip", ip, 1}, {"user", user, 1}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.CheckAt([]string{"1.2.3.4", "bob"}, 1, 0)
+	d, err := m.CheckAt([]string{"1.2.3.4", "bob"}, 1, 0)
+	if err != nil || d.Allowed || d.Binding != "ip" || d.Dimensions[1].Remaining != 3 {
+		t.Fatalf("got %+v, %v", d, err)
+	}
+	if _, err := m.CheckAt([]string{"only-one"}, 1, 0); !errors.Is(err, ErrConfigInvalid) {
+		t.Fatalf("a wrong key count must be config_invalid, got %v", err)
+	}
+}
+
+// Decisions on one key stay atomic across goroutines (which cgo runs on many OS threads).
+func TestConcurrentChecksAdmitExactlyTheLimit(t *testing.T) {
+	s, _ := FixedWindow(250, 60000)
+	l, _ := NewLimiter(s, nil)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	allowed := 0
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 100; i++ {
+				d, err := l.CheckAt("shared", 1, 1)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if d.Allowed {
+					mu.Lock()
+					allowed++
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if allowed != 250 {
+		t.Fatalf("allowed %d, want 250", allowed)
+	}
+}
+
+func freePort(t *testing.T) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// When Redis goes away, each fail policy answers as documented.
+func TestFailPoliciesWhenRedisGoesAway(t *testing.T) {
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		// Reason: needs a redis-server binary to start and kill; bindings-c/test.sh installs it.
+		t.Skip("redis-server is not installed")
+	}
+	port := freePort(t)
+	cmd := exec.Command(bin, "--port", fmt.Sprint(port), "--save", "", "--appendonly", "no")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	url := fmt.Sprintf("redis://127.0.0.1:%d/0", port)
+	var store *Store
+	for i := 0; i < 50; i++ {
+		if store, err = ConnectRedis(url, RedisOptions{TimeoutMs: 300}); err == nil {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err != nil {
+		cmd.Process.Kill()
+		t.Fatal(err)
+	}
+	s, _ := GCRA(10, 1000, 2)
+	open, _ := NewLimiter(s, &Options{Store: store, FailPolicy: FailOpen})
+	closed, _ := NewLimiter(s, &Options{Store: store, FailPolicy: FailClosed})
+	raise, _ := NewLimiter(s, &Options{Store: store, FailPolicy: Raise})
+	if d, err := raise.Check("k", 1); err != nil || !d.Allowed || d.Fallback {
+		t.Fatalf("with Redis up: %+v %v", d, err)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	if d, err := open.Check("k", 1); err != nil || !d.Allowed || !d.Fallback {
+		t.Fatalf("fail open: %+v %v", d, err)
+	}
+	if d, err := closed.Check("k", 1); err != nil || d.Allowed || !d.Fallback {
+		t.Fatalf("fail closed: %+v %v", d, err)
+	}
+	if _, err := raise.Check("k", 1); !errors.Is(err, ErrStoreUnavailable) {
+		t.Fatalf("raise: %v", err)
+	}
+	_ = os.Stderr
+}

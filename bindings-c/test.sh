@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# Everything CI runs for the C ABI and the Go package, from a fresh machine (run as root from
+# anywhere; paths are relative to this file):
+#   1. apt-installs what is missing (gcc assumed): libcjson-dev pkg-config golang-go valgrind redis-server
+#   2. builds libthrottlekit (debug) and regenerates include/throttlekit.h, failing on a diff
+#   3. `make install PREFIX=$tmp`, then builds everything below ONLY from the installed header,
+#      .so and throttlekit.pc (pkg-config), as a downstream user would
+#   4. C unit tests under valgrind (no leaks, no errors), on memory and on a disposable Redis
+#   5. tk-conformance on every conformance-vectors/*.json, memory and Redis
+#   6. go test (vectors on both stores, Example, unit tests)
+# Environment: CARGO_TARGET_DIR (default $ROOT/target), PROFILE (debug|release, default debug).
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/.." && pwd)
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
+PROFILE=${PROFILE:-debug}
+step() { printf '\n== %s\n' "$*"; }
+
+step "system packages"
+need=()
+[ -f /usr/include/cjson/cJSON.h ] || need+=(libcjson-dev)
+command -v pkg-config >/dev/null || need+=(pkg-config)
+command -v go >/dev/null || need+=(golang-go)
+command -v valgrind >/dev/null || need+=(valgrind)
+command -v redis-server >/dev/null || need+=(redis-server)
+if [ ${#need[@]} -gt 0 ]; then
+    echo "installing: ${need[*]}"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+
+step "build libthrottlekit ($PROFILE) and regenerate the header"
+make -s -C "$HERE" header PROFILE="$PROFILE"
+if ! git -C "$ROOT" diff --exit-code -- bindings-c/include/throttlekit.h; then
+    echo "include/throttlekit.h is out of date: commit the regenerated header" >&2
+    exit 1
+fi
+
+WORK=$(mktemp -d)
+REDIS_PID=
+cleanup() {
+    if [ -n "$REDIS_PID" ]; then kill "$REDIS_PID" 2>/dev/null || true; fi
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+step "make install PREFIX=$WORK/prefix"
+make -s -C "$HERE" install PROFILE="$PROFILE" PREFIX="$WORK/prefix"
+export PKG_CONFIG_PATH="$WORK/prefix/lib/pkgconfig"
+LIBDIR=$(pkg-config --variable=libdir throttlekit)
+echo "pkg-config: throttlekit $(pkg-config --modversion throttlekit), $(pkg-config --cflags --libs throttlekit)"
+
+step "build the C tests from the installed artifacts"
+CFLAGS="-std=c11 -O1 -g -Wall -Wextra -Werror"
+# shellcheck disable=SC2046
+gcc $CFLAGS $(pkg-config --cflags throttlekit) "$HERE/tests/test_throttlekit.c" \
+    $(pkg-config --libs throttlekit) -lpthread -Wl,-rpath,"$LIBDIR" -o "$WORK/test_throttlekit"
+# shellcheck disable=SC2046
+gcc $CFLAGS $(pkg-config --cflags throttlekit) "$HERE/tests/tk_conformance.c" \
+    $(pkg-config --libs throttlekit) $(pkg-config --libs libcjson) -Wl,-rpath,"$LIBDIR" -o "$WORK/tk-conformance"
+# The static library links too (Libs.private carries Rust's native dependencies).
+# shellcheck disable=SC2046
+gcc $CFLAGS $(pkg-config --cflags throttlekit) "$HERE/tests/test_throttlekit.c" \
+    "$LIBDIR/libthrottlekit.a" $(pkg-config --libs-only-l --static throttlekit | sed 's/-lthrottlekit//') \
+    -o "$WORK/test_throttlekit_static"
+readelf -d "$WORK/test_throttlekit" | grep -q 'NEEDED.*libthrottlekit.so.0' \
+    || { echo "the test binary does not link the versioned soname" >&2; exit 1; }
+
+step "start a disposable redis-server"
+PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])' 2>/dev/null || echo 16399)
+redis-server --port "$PORT" --bind 127.0.0.1 --save '' --appendonly no --logfile "$WORK/redis.log" &
+REDIS_PID=$!
+for _ in $(seq 50); do
+    redis-cli -p "$PORT" ping >/dev/null 2>&1 && break
+    sleep 0.1
+done
+redis-cli -p "$PORT" ping >/dev/null
+URL_C="redis://127.0.0.1:$PORT/0"
+URL_GO="redis://127.0.0.1:$PORT/1"
+
+step "C unit tests under valgrind"
+VALGRIND=(valgrind -q --error-exitcode=99 --leak-check=full --show-possibly-lost=no
+          --errors-for-leak-kinds=definite,indirect)
+TK_REDIS_URL="$URL_C" "${VALGRIND[@]}" "$WORK/test_throttlekit"
+"$WORK/test_throttlekit_static" | tail -1
+
+step "C conformance runner: memory (under valgrind) and Redis"
+VECTORS=("$ROOT"/conformance-vectors/*.json)
+"${VALGRIND[@]}" "$WORK/tk-conformance" --store memory "${VECTORS[@]}" | tail -20
+"$WORK/tk-conformance" --store redis --redis-url "$URL_C" "${VECTORS[@]}" | tail -20
+
+step "go test (vectors on memory and Redis, Example, unit tests)"
+(cd "$HERE/go" && CGO_LDFLAGS="-Wl,-rpath,$LIBDIR" TK_REDIS_URL="$URL_GO" go test -count=1 -v ./... 2>&1 \
+    | grep -E '^(---|ok|FAIL|PASS|go conformance|panic)|conformance_test|_test.go' )
+(cd "$HERE/go" && go vet ./... && test -z "$(gofmt -l .)")
+echo
+echo "bindings-c: all passed"

@@ -1,0 +1,449 @@
+/*
+ * tk-conformance: replays conformance-vector files (conformance-vectors/FORMAT.md) through the
+ * public C API of libthrottlekit, and prints one line per mismatch and then "N passed, M failed".
+ *
+ *   tk-conformance [--store memory|redis] [--redis-url URL] FILE...
+ *
+ * Parsing is strict, like every runner's: an unknown field is an error (exit 2), so a typo
+ * cannot turn an assertion off. Each suite runs on a fresh limiter with a manual clock set to
+ * each op's `now`. Memory: a fresh store per suite. Redis: one deterministic-replay connection
+ * per file, and every key a suite touches is reset before the suite, which is what a fresh
+ * store means there. Numbers from JSON go through tk_cost_from_double / tk_now_from_double, so
+ * bad costs are refused by the library, not by this program.
+ */
+#include <cjson/cJSON.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <throttlekit.h>
+
+static long passed, failed;
+
+static void die(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "tk-conformance: ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+    exit(2);
+}
+
+/* Fails unless every member of `obj` is one of the NULL-terminated `allowed` names. */
+static void strict(const cJSON *obj, const char *what, const char *const *allowed) {
+    if (!cJSON_IsObject(obj)) die("%s must be an object", what);
+    for (const cJSON *m = obj->child; m; m = m->next) {
+        const char *const *a = allowed;
+        while (*a && strcmp(*a, m->string) != 0) a++;
+        if (!*a) die("unknown field \"%s\" in %s", m->string, what);
+    }
+}
+
+static const char *opt_string(const cJSON *obj, const char *name, const char *fallback) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
+    if (!v) return fallback;
+    if (!cJSON_IsString(v)) die("\"%s\" must be a string", name);
+    return v->valuestring;
+}
+
+static const cJSON *opt_number(const cJSON *obj, const char *name) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
+    if (v && !cJSON_IsNumber(v)) die("\"%s\" must be a number", name);
+    return v;
+}
+
+/* A JSON array of strings as a malloc'd array of borrowed pointers. */
+static const char **string_array(const cJSON *arr, size_t *len) {
+    if (!cJSON_IsArray(arr)) die("keys must be an array of strings");
+    *len = (size_t)cJSON_GetArraySize(arr);
+    const char **out = calloc(*len ? *len : 1, sizeof *out);
+    size_t i = 0;
+    for (const cJSON *k = arr->child; k; k = k->next, i++) {
+        if (!cJSON_IsString(k)) die("keys must be an array of strings");
+        out[i] = k->valuestring;
+    }
+    return out;
+}
+
+enum primitive { RATE_LIMIT, MULTI, SHAPER };
+
+/* What a suite runs against: one of three handles, plus the default key(s). */
+struct subject {
+    enum primitive kind;
+    tk_limiter *limiter;
+    tk_multi_limiter *multi;
+    tk_shaper *shaper;
+    const char *key;
+    const cJSON *keys;
+};
+
+/* What an op produced. */
+struct got {
+    enum { GOT_DECISION, GOT_RESERVATION, GOT_DONE, GOT_ERROR } kind;
+    tk_decision decision;
+    const char *binding; /* multi only; borrowed from the multi limiter */
+    tk_reservation reservation;
+    tk_result error;
+    char message[256];
+};
+
+static void got_error(struct got *g, tk_result r) {
+    g->kind = GOT_ERROR;
+    g->error = r;
+    tk_last_error_message(g->message, sizeof g->message, NULL);
+}
+
+static tk_result json_strategy(const cJSON *spec, tk_strategy **out) {
+    char *text = cJSON_PrintUnformatted(spec);
+    tk_result r = tk_strategy_from_json(text, out);
+    cJSON_free(text);
+    return r;
+}
+
+static void free_subject(struct subject *s) {
+    tk_limiter_free(s->limiter);
+    tk_multi_limiter_free(s->multi);
+    tk_shaper_free(s->shaper);
+    memset(s, 0, sizeof *s);
+}
+
+/* Builds the suite's subject; any library failure is returned (an expectError suite wants it). */
+static tk_result build(const cJSON *suite, enum primitive kind, tk_store *store, tk_clock *clock, struct subject *s) {
+    const char *prefix = opt_string(suite, "prefix", NULL);
+    s->kind = kind;
+    s->key = opt_string(suite, "key", "");
+    s->keys = cJSON_GetObjectItemCaseSensitive(suite, "keys");
+    tk_result r;
+    if (kind == RATE_LIMIT) {
+        const cJSON *spec = cJSON_GetObjectItemCaseSensitive(suite, "strategy");
+        if (!spec) die("a rateLimit suite needs \"strategy\"");
+        tk_strategy *strategy = NULL;
+        if ((r = json_strategy(spec, &strategy)) != TK_RESULT_OK) return r;
+        tk_limiter_config cfg = {store, clock, prefix, TK_FAIL_POLICY_DEFAULT};
+        r = tk_limiter_new(strategy, &cfg, &s->limiter);
+        tk_strategy_free(strategy);
+        return r;
+    }
+    if (kind == SHAPER) {
+        const cJSON *options = cJSON_GetObjectItemCaseSensitive(suite, "shaper");
+        if (!options) die("a shaper suite needs \"shaper\"");
+        char *text = cJSON_PrintUnformatted(options);
+        tk_shaper_config cfg = {store, clock, prefix};
+        r = tk_shaper_new_json(text, &cfg, &s->shaper);
+        cJSON_free(text);
+        return r;
+    }
+    const char *rule_name = opt_string(suite, "rule", NULL);
+    uint32_t rule;
+    if (!rule_name) die("a multi suite needs \"rule\"");
+    if (strcmp(rule_name, "all") == 0) rule = TK_RULE_ALL;
+    else if (strcmp(rule_name, "any") == 0) rule = TK_RULE_ANY;
+    else die("unknown rule \"%s\"", rule_name);
+    const cJSON *dims = cJSON_GetObjectItemCaseSensitive(suite, "dimensions");
+    if (!cJSON_IsArray(dims)) die("a multi suite needs a \"dimensions\" array");
+    size_t n = (size_t)cJSON_GetArraySize(dims), i = 0;
+    tk_dimension *d = calloc(n ? n : 1, sizeof *d);
+    static const char *const dim_fields[] = {"name", "strategy", "costMultiplier", NULL};
+    r = TK_RESULT_OK;
+    for (const cJSON *dim = dims->child; dim; dim = dim->next, i++) {
+        strict(dim, "a dimension", dim_fields);
+        d[i].name = opt_string(dim, "name", NULL);
+        if (!d[i].name) die("a dimension needs \"name\"");
+        const cJSON *mult = opt_number(dim, "costMultiplier");
+        d[i].cost_multiplier = 1;
+        if (r == TK_RESULT_OK && mult) r = tk_cost_from_double(mult->valuedouble, &d[i].cost_multiplier);
+        const cJSON *spec = cJSON_GetObjectItemCaseSensitive(dim, "strategy");
+        if (!spec) die("a dimension needs \"strategy\"");
+        tk_strategy *strategy = NULL;
+        if (r == TK_RESULT_OK) r = json_strategy(spec, &strategy);
+        d[i].strategy = strategy;
+    }
+    if (r == TK_RESULT_OK) {
+        tk_multi_limiter_config cfg = {store, clock, prefix, TK_FAIL_POLICY_DEFAULT, NULL};
+        r = tk_multi_limiter_new(rule, d, n, &cfg, &s->multi);
+    }
+    for (i = 0; i < n; i++) tk_strategy_free((tk_strategy *)d[i].strategy);
+    free(d);
+    return r;
+}
+
+/* Resets every key the suite touches, so a shared Redis starts the suite as a fresh store. */
+static void reset_keys(const cJSON *suite, const struct subject *s) {
+    const cJSON *ops = cJSON_GetObjectItemCaseSensitive(suite, "ops");
+    if (s->kind == MULTI) {
+        const cJSON *lists[2] = {s->keys, NULL};
+        size_t len;
+        if (lists[0]) {
+            const char **k = string_array(lists[0], &len);
+            tk_multi_limiter_reset(s->multi, k, len);
+            free(k);
+        }
+        for (const cJSON *op = ops ? ops->child : NULL; op; op = op->next) {
+            const cJSON *keys = cJSON_GetObjectItemCaseSensitive(op, "keys");
+            if (!keys) continue;
+            const char **k = string_array(keys, &len);
+            tk_multi_limiter_reset(s->multi, k, len); /* a wrong count fails here and in the op */
+            free(k);
+        }
+        return;
+    }
+    const char *keys[1] = {s->key};
+    for (const cJSON *op = ops ? ops->child : NULL;; op = op->next) {
+        if (s->kind == RATE_LIMIT) tk_limiter_reset(s->limiter, keys[0]);
+        else tk_shaper_reset(s->shaper, keys[0]);
+        if (!op) break;
+        keys[0] = opt_string(op, "key", s->key);
+    }
+}
+
+static void run_op(const struct subject *s, const cJSON *op, tk_clock *clock, struct got *g) {
+    static const char *const op_fields[] = {"now", "op", "cost", "key", "keys", "expect", "expectError", "comment", NULL};
+    strict(op, "an op", op_fields);
+    memset(g, 0, sizeof *g);
+    const cJSON *now_v = opt_number(op, "now");
+    if (!now_v) die("every op needs \"now\"");
+    int64_t now;
+    tk_result r = tk_now_from_double(now_v->valuedouble, &now);
+    if (r != TK_RESULT_OK) return got_error(g, r);
+    if ((r = tk_clock_set(clock, now)) != TK_RESULT_OK) return got_error(g, r);
+    const char *kind = opt_string(op, "op", s->kind == SHAPER ? "reserve" : "check");
+    const cJSON *cost_v = opt_number(op, "cost");
+    uint64_t cost = 1;
+    int needs_cost = strcmp(kind, "check") == 0 || strcmp(kind, "forecast") == 0 || strcmp(kind, "reserve") == 0;
+    if (needs_cost && cost_v && (r = tk_cost_from_double(cost_v->valuedouble, &cost)) != TK_RESULT_OK)
+        return got_error(g, r);
+    int is_reset = strcmp(kind, "reset") == 0;
+    if (s->kind == MULTI) {
+        const cJSON *keys_v = cJSON_GetObjectItemCaseSensitive(op, "keys");
+        if (!keys_v) keys_v = s->keys;
+        size_t len = 0;
+        const char **keys = keys_v ? string_array(keys_v, &len) : calloc(1, sizeof *keys);
+        size_t binding = 0;
+        if (strcmp(kind, "check") == 0) {
+            r = tk_multi_limiter_check(s->multi, keys, len, cost, &g->decision, &binding, NULL);
+            if (r == TK_RESULT_OK) {
+                g->kind = GOT_DECISION;
+                r = tk_multi_limiter_dimension_name(s->multi, binding, &g->binding);
+            }
+        } else if (is_reset) {
+            r = tk_multi_limiter_reset(s->multi, keys, len);
+            g->kind = GOT_DONE;
+        } else {
+            r = TK_RESULT_NOT_IMPLEMENTED; /* peek/forecast/reserve do not exist on a multi limiter */
+        }
+        free(keys);
+    } else {
+        const char *key = opt_string(op, "key", s->key);
+        if (s->kind == RATE_LIMIT) {
+            g->kind = GOT_DECISION;
+            if (strcmp(kind, "check") == 0) r = tk_limiter_check(s->limiter, key, cost, &g->decision);
+            else if (strcmp(kind, "peek") == 0) r = tk_limiter_peek(s->limiter, key, &g->decision);
+            else if (strcmp(kind, "forecast") == 0) r = tk_limiter_forecast(s->limiter, key, cost, &g->decision);
+            else if (is_reset) r = tk_limiter_reset(s->limiter, key), g->kind = GOT_DONE;
+            else if (strcmp(kind, "reserve") == 0) r = TK_RESULT_NOT_IMPLEMENTED;
+            else die("unknown op \"%s\"", kind);
+        } else {
+            g->kind = GOT_RESERVATION;
+            if (strcmp(kind, "reserve") == 0) r = tk_shaper_reserve(s->shaper, key, cost, &g->reservation);
+            else if (is_reset) r = tk_shaper_reset(s->shaper, key), g->kind = GOT_DONE;
+            else if (strcmp(kind, "check") == 0 || strcmp(kind, "peek") == 0 || strcmp(kind, "forecast") == 0)
+                r = TK_RESULT_NOT_IMPLEMENTED;
+            else die("unknown op \"%s\"", kind);
+        }
+    }
+    if (r != TK_RESULT_OK) got_error(g, r);
+}
+
+/* Compares one expected integer/bool field if present. */
+static int field_ok(const cJSON *expect, const char *name, long long got) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(expect, name);
+    if (!v) return 1;
+    if (cJSON_IsBool(v)) return cJSON_IsTrue(v) == (got != 0);
+    if (cJSON_IsNumber(v)) return v->valuedouble == (double)got;
+    die("expect.%s has the wrong type", name);
+    return 0;
+}
+
+static int expect_matches(const cJSON *expect, const struct got *g) {
+    static const char *const fields[] = {"allowed", "limit", "remaining", "resetAt", "retryAfterMs",
+                                         "binding", "accepted", "delayMs", NULL};
+    strict(expect, "expect", fields);
+    const tk_decision *d = &g->decision;
+    switch (g->kind) {
+    case GOT_DECISION: {
+        const char *binding = opt_string(expect, "binding", NULL);
+        return !cJSON_GetObjectItemCaseSensitive(expect, "accepted") &&
+               !cJSON_GetObjectItemCaseSensitive(expect, "delayMs") && field_ok(expect, "allowed", d->allowed) &&
+               field_ok(expect, "limit", d->limit) && field_ok(expect, "remaining", d->remaining) &&
+               field_ok(expect, "resetAt", d->reset_at) && field_ok(expect, "retryAfterMs", d->retry_after_ms) &&
+               (!binding || (g->binding && strcmp(binding, g->binding) == 0));
+    }
+    case GOT_RESERVATION:
+        for (const cJSON *m = expect->child; m; m = m->next)
+            if (strcmp(m->string, "accepted") != 0 && strcmp(m->string, "delayMs") != 0) return 0;
+        return field_ok(expect, "accepted", g->reservation.accepted) &&
+               field_ok(expect, "delayMs", g->reservation.delay_ms);
+    default:
+        return 0;
+    }
+}
+
+static void describe(const struct got *g, char *buf, size_t len) {
+    const tk_decision *d = &g->decision;
+    switch (g->kind) {
+    case GOT_DECISION:
+        snprintf(buf, len, "{allowed: %s, limit: %lld, remaining: %lld, resetAt: %lld, retryAfterMs: %lld%s%s%s}",
+                 d->allowed ? "true" : "false", (long long)d->limit, (long long)d->remaining,
+                 (long long)d->reset_at, (long long)d->retry_after_ms, g->binding ? ", binding: \"" : "",
+                 g->binding ? g->binding : "", g->binding ? "\"" : "");
+        break;
+    case GOT_RESERVATION:
+        snprintf(buf, len, "{accepted: %s, delayMs: %lld}", g->reservation.accepted ? "true" : "false",
+                 (long long)g->reservation.delay_ms);
+        break;
+    case GOT_DONE:
+        snprintf(buf, len, "done");
+        break;
+    case GOT_ERROR:
+        snprintf(buf, len, "error %s (%s)", tk_result_code(g->error), g->message);
+        break;
+    }
+}
+
+static void run_suite(const cJSON *suite, int index, tk_store *shared_store) {
+    static const char *const suite_fields[] = {"id", "name", "comment", "primitive", "strategy", "shaper", "rule",
+                                               "dimensions", "key", "keys", "prefix", "expectError", "ops", NULL};
+    strict(suite, "a suite", suite_fields);
+    char label[512];
+    const char *id = opt_string(suite, "id", opt_string(suite, "name", NULL));
+    if (id) snprintf(label, sizeof label, "%s", id);
+    else snprintf(label, sizeof label, "#%d", index);
+    const char *prim = opt_string(suite, "primitive", "rateLimit");
+    enum primitive kind;
+    if (strcmp(prim, "rateLimit") == 0) kind = RATE_LIMIT;
+    else if (strcmp(prim, "multi") == 0) kind = MULTI;
+    else if (strcmp(prim, "shaper") == 0) kind = SHAPER;
+    else die("unknown primitive \"%s\"", prim);
+    const char *expect_error = opt_string(suite, "expectError", NULL);
+    const cJSON *ops = cJSON_GetObjectItemCaseSensitive(suite, "ops");
+    if (ops && !cJSON_IsArray(ops)) die("\"ops\" must be an array");
+    int n_ops = ops ? cJSON_GetArraySize(ops) : 0;
+
+    tk_store *store = shared_store;
+    if (!store && tk_store_memory_new(&store) != TK_RESULT_OK) die("cannot create a memory store");
+    tk_clock *clock = NULL;
+    if (tk_clock_new_manual(0, &clock) != TK_RESULT_OK) die("cannot create a clock");
+    struct subject s = {0};
+    tk_result r = build(suite, kind, store, clock, &s);
+    char msg[256] = "";
+    if (r != TK_RESULT_OK) tk_last_error_message(msg, sizeof msg, NULL);
+    if (r != TK_RESULT_OK && expect_error && strcmp(tk_result_code(r), expect_error) == 0) {
+        passed++;
+    } else if (r != TK_RESULT_OK) {
+        failed += n_ops > 1 ? n_ops : 1;
+        printf("%s: setup: expected %s, got error %s (%s)\n", label, expect_error ? expect_error : "a limiter",
+               tk_result_code(r), msg);
+    } else if (expect_error) {
+        failed++;
+        printf("%s: setup: expected error %s, got a limiter\n", label, expect_error);
+    } else {
+        if (shared_store) reset_keys(suite, &s);
+        int i = 0;
+        for (const cJSON *op = ops ? ops->child : NULL; op; op = op->next, i++) {
+            struct got g;
+            run_op(&s, op, clock, &g);
+            const char *want_error = opt_string(op, "expectError", NULL);
+            const cJSON *expect = cJSON_GetObjectItemCaseSensitive(op, "expect");
+            int ok;
+            if (want_error) ok = g.kind == GOT_ERROR && strcmp(tk_result_code(g.error), want_error) == 0;
+            else if (expect) ok = expect_matches(expect, &g);
+            else ok = g.kind != GOT_ERROR;
+            if (ok) {
+                passed++;
+                continue;
+            }
+            failed++;
+            char want[512], got[512];
+            if (want_error) snprintf(want, sizeof want, "error %s", want_error);
+            else if (expect) {
+                char *text = cJSON_PrintUnformatted(expect);
+                snprintf(want, sizeof want, "%s", text);
+                cJSON_free(text);
+            } else snprintf(want, sizeof want, "no error");
+            describe(&g, got, sizeof got);
+            printf("%s: op %d (now %.17g): expected %s, got %s\n", label, i,
+                   cJSON_GetObjectItemCaseSensitive(op, "now")->valuedouble, want, got);
+        }
+    }
+    free_subject(&s);
+    tk_clock_free(clock);
+    if (!shared_store) tk_store_free(store);
+}
+
+static char *read_file(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) die("cannot open %s", path);
+    fseek(f, 0, SEEK_END);
+    long len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc((size_t)len + 1);
+    if (fread(buf, 1, (size_t)len, f) != (size_t)len) die("cannot read %s", path);
+    buf[len] = 0;
+    fclose(f);
+    return buf;
+}
+
+static void run_file(const char *path, int redis, const char *redis_url) {
+    char *text = read_file(path);
+    cJSON *root = cJSON_Parse(text);
+    free(text);
+    if (!root) die("%s is not valid JSON", path);
+    static const char *const top_fields[] = {"contractVersion", "generatedFrom", "frozen", "decisionFields",
+                                             "note", "description", "suites", NULL};
+    strict(root, "the file", top_fields);
+    const cJSON *suites = cJSON_GetObjectItemCaseSensitive(root, "suites");
+    if (!cJSON_IsArray(suites)) die("%s has no \"suites\" array", path);
+    tk_store *store = NULL;
+    if (redis) {
+        tk_result r = tk_store_redis_connect(redis_url, 0, true, &store);
+        if (r != TK_RESULT_OK) {
+            char msg[256];
+            tk_last_error_message(msg, sizeof msg, NULL);
+            die("cannot connect to %s: %s", redis_url, msg);
+        }
+    }
+    int i = 0;
+    for (const cJSON *suite = suites->child; suite; suite = suite->next, i++) run_suite(suite, i, store);
+    tk_store_free(store);
+    cJSON_Delete(root);
+}
+
+int main(int argc, char **argv) {
+    int redis = 0, files = 0;
+    const char *url = "redis://127.0.0.1:6379";
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--store") == 0 && i + 1 < argc) {
+            const char *s = argv[++i];
+            if (strcmp(s, "redis") == 0) redis = 1;
+            else if (strcmp(s, "memory") == 0) redis = 0;
+            else die("unknown store \"%s\" (memory or redis)", s);
+        } else if (strcmp(argv[i], "--redis-url") == 0 && i + 1 < argc) {
+            url = argv[++i];
+        } else if (argv[i][0] == '-') {
+            die("usage: tk-conformance [--store memory|redis] [--redis-url URL] FILE...");
+        }
+    }
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--store") == 0 || strcmp(argv[i], "--redis-url") == 0) {
+            i++;
+            continue;
+        }
+        run_file(argv[i], redis, url);
+        files++;
+    }
+    if (!files) die("usage: tk-conformance [--store memory|redis] [--redis-url URL] FILE...");
+    printf("%ld passed, %ld failed\n", passed, failed);
+    return failed ? 1 : 0;
+}
