@@ -18,6 +18,11 @@ mod store;
 mod strategy;
 mod validate;
 
+/// Python's `None`, for awaitables with nothing to return (a Rust `()` would become `()`).
+pub(crate) fn none() -> Py<PyAny> {
+    Python::attach(|py| py.None())
+}
+
 #[pymodule]
 fn _throttlekit(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", throttlekit::VERSION)?;

@@ -154,7 +154,7 @@ impl Limiter {
     fn reset<'py>(&self, py: Python<'py>, key: &Bound<'_, PyAny>) -> PyResult<Bound<'py, PyAny>> {
         let key = string(key, "key")?.into_owned();
         let limiter = self.inner.clone();
-        future_into_py(py, async move { limiter.reset(&key).await.py() })
+        future_into_py(py, async move { limiter.reset(&key).await.py().map(|()| crate::none()) })
     }
 
     /// The strategy.

@@ -167,7 +167,7 @@ impl MultiLimiter {
         let limiter = self.inner.clone();
         future_into_py(py, async move {
             let refs: Vec<&str> = keys.iter().map(String::as_str).collect();
-            limiter.reset(&refs).await.py()
+            limiter.reset(&refs).await.py().map(|()| crate::none())
         })
     }
 

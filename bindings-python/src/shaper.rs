@@ -102,7 +102,7 @@ impl Shaper {
     fn reset<'py>(&self, py: Python<'py>, key: &Bound<'_, PyAny>) -> PyResult<Bound<'py, PyAny>> {
         let key = string(key, "key")?.into_owned();
         let shaper = self.inner.clone();
-        future_into_py(py, async move { shaper.reset(&key).await.py() })
+        future_into_py(py, async move { shaper.reset(&key).await.py().map(|()| crate::none()) })
     }
 
     /// Departures per second.
