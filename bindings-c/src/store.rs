@@ -80,7 +80,6 @@ fn redis_store(url: &str, timeout_ms: u64, deterministic_replay: bool) -> thrott
         url: url.to_string(),
         timeout_ms: if timeout_ms == 0 { defaults.timeout_ms } else { timeout_ms },
         deterministic_replay,
-        ..defaults
     };
     Ok(Arc::new(RedisStore::connect_blocking(options)?))
 }
