@@ -47,6 +47,8 @@ impl Decision {
     }
 
     /// The fields as a dict with the vectors' camelCase keys (`resetAt`, `retryAfterMs`).
+    // PyO3 methods take `&self`, even on `Copy` types.
+    #[allow(clippy::wrong_self_convention)]
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
         let d = pyo3::types::PyDict::new(py);
         d.set_item("allowed", self.allowed)?;

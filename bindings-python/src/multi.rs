@@ -26,8 +26,13 @@ impl Dimension {
     #[new]
     #[pyo3(signature = (name, strategy, *, cost_multiplier = None))]
     #[pyo3(text_signature = "(name, strategy, *, cost_multiplier=1)")]
-    fn new(name: &Bound<'_, PyAny>, strategy: &Bound<'_, PyAny>, cost_multiplier: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
-        let mut inner = throttlekit::Dimension::new(string(name, "name")?.into_owned(), strategy::from_any(strategy, "strategy")?);
+    fn new(
+        name: &Bound<'_, PyAny>,
+        strategy: &Bound<'_, PyAny>,
+        cost_multiplier: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let mut inner =
+            throttlekit::Dimension::new(string(name, "name")?.into_owned(), strategy::from_any(strategy, "strategy")?);
         if let Some(m) = cost_multiplier.filter(|m| !m.is_none()) {
             inner = inner.cost_multiplier(validate::count(m, "cost_multiplier")?);
         }
@@ -53,7 +58,12 @@ impl Dimension {
     }
 
     fn __repr__(&self) -> String {
-        format!("Dimension({:?}, kind={:?}, cost_multiplier={})", self.inner.name, self.inner.strategy.kind(), self.inner.cost_multiplier)
+        format!(
+            "Dimension({:?}, kind={:?}, cost_multiplier={})",
+            self.inner.name,
+            self.inner.strategy.kind(),
+            self.inner.cost_multiplier
+        )
     }
 }
 
@@ -89,7 +99,9 @@ impl MultiLimiter {
     /// prefix, or `tk`); the fused script needs one slot per request.
     #[new]
     #[pyo3(signature = (rule, dimensions, *, store = None, clock = None, prefix = None, server_clock = None, fail_policy = None, hash_tag = None))]
-    #[pyo3(text_signature = "(rule, dimensions, *, store=None, clock=None, prefix='', server_clock=None, fail_policy=None, hash_tag=None)")]
+    #[pyo3(
+        text_signature = "(rule, dimensions, *, store=None, clock=None, prefix='', server_clock=None, fail_policy=None, hash_tag=None)"
+    )]
     #[allow(clippy::too_many_arguments)]
     fn new(
         rule: &Bound<'_, PyAny>,
@@ -102,7 +114,8 @@ impl MultiLimiter {
         hash_tag: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let rule = parse_rule(rule)?;
-        let iter = dimensions.try_iter().map_err(|_| error::wrong_type("dimensions", "a list of Dimension", dimensions))?;
+        let iter =
+            dimensions.try_iter().map_err(|_| error::wrong_type("dimensions", "a list of Dimension", dimensions))?;
         let mut dims = Vec::new();
         for d in iter {
             let d = d?;

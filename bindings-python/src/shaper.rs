@@ -59,7 +59,11 @@ impl Shaper {
     fn reserve_sync(&self, py: Python<'_>, key: &Bound<'_, PyAny>, cost: Cost) -> PyResult<Reservation> {
         let key = string(key, "key")?;
         let cost = cost.0;
-        let r = if self.io { py.detach(|| self.inner.reserve_sync(&key, cost)) } else { self.inner.reserve_sync(&key, cost) };
+        let r = if self.io {
+            py.detach(|| self.inner.reserve_sync(&key, cost))
+        } else {
+            self.inner.reserve_sync(&key, cost)
+        };
         Ok(r.py()?.into())
     }
 

@@ -77,7 +77,8 @@ impl StoreArg {
 
 /// The `store=` argument: `None` (a fresh `MemoryStore`), a `MemoryStore` or a `RedisStore`.
 pub fn from_arg(obj: Option<&Bound<'_, PyAny>>) -> PyResult<StoreArg> {
-    let fresh = || StoreArg { store: Arc::new(throttlekit::MemoryStore::new()), server_clock: false, fail_policy: None };
+    let fresh =
+        || StoreArg { store: Arc::new(throttlekit::MemoryStore::new()), server_clock: false, fail_policy: None };
     let Some(obj) = obj.filter(|o| !o.is_none()) else { return Ok(fresh()) };
     if let Ok(m) = obj.cast::<MemoryStore>() {
         return Ok(StoreArg { store: m.get().inner.clone(), server_clock: false, fail_policy: None });
@@ -122,7 +123,9 @@ mod redis {
         /// `deterministic_replay` makes expiry follow the callers' `now` (conformance replays).
         #[new]
         #[pyo3(signature = (url, *, timeout_ms = None, server_clock = None, fail_policy = None, deterministic_replay = None))]
-        #[pyo3(text_signature = "(url, *, timeout_ms=1000, server_clock=False, fail_policy=None, deterministic_replay=False)")]
+        #[pyo3(
+            text_signature = "(url, *, timeout_ms=1000, server_clock=False, fail_policy=None, deterministic_replay=False)"
+        )]
         fn new(
             py: Python<'_>,
             url: &Bound<'_, PyAny>,
@@ -131,7 +134,8 @@ mod redis {
             fail_policy: Option<&Bound<'_, PyAny>>,
             deterministic_replay: Option<&Bound<'_, PyAny>>,
         ) -> PyResult<Self> {
-            let mut options = RedisOptions { url: validate::string(url, "url")?.into_owned(), ..RedisOptions::default() };
+            let mut options =
+                RedisOptions { url: validate::string(url, "url")?.into_owned(), ..RedisOptions::default() };
             if let Some(t) = timeout_ms.filter(|t| !t.is_none()) {
                 options.timeout_ms = validate::count(t, "timeout_ms")?;
             }
@@ -160,7 +164,10 @@ mod redis {
         /// Closes the connections (awaitable). Later calls fail with `store_unavailable`.
         fn close<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
             let store = self.inner.clone();
-            pyo3_async_runtimes::tokio::future_into_py(py, async move { store.close().await.py().map(|()| crate::none()) })
+            pyo3_async_runtimes::tokio::future_into_py(
+                py,
+                async move { store.close().await.py().map(|()| crate::none()) },
+            )
         }
 
         /// Closes the connections, blocking.

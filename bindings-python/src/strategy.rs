@@ -50,7 +50,11 @@ impl Strategy {
     /// (default `limit`). Decisions report `limit = burst`.
     #[staticmethod]
     #[pyo3(signature = (limit, period_ms, *, burst = None))]
-    fn gcra(limit: &Bound<'_, PyAny>, period_ms: &Bound<'_, PyAny>, burst: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+    fn gcra(
+        limit: &Bound<'_, PyAny>,
+        period_ms: &Bound<'_, PyAny>,
+        burst: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
         build(StrategySpec::Gcra(GcraOptions {
             limit: option(limit, "limit")?,
             period_ms: option(period_ms, "period_ms")?,

@@ -12,8 +12,8 @@ use std::borrow::Cow;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyFloat, PyInt, PyString};
-use throttlekit::validate::{self as core, MAX_SAFE_INTEGER};
 use throttlekit::FailPolicy;
+use throttlekit::validate::{self as core, MAX_SAFE_INTEGER};
 
 use crate::error::{self, IntoPyResult};
 
@@ -24,7 +24,9 @@ const MAX_SAFE: i64 = MAX_SAFE_INTEGER as i64;
 enum Number {
     Int(i64),
     /// An int beyond ±2^63 (only its sign matters: it is out of every range).
-    Huge { negative: bool },
+    Huge {
+        negative: bool,
+    },
     Float(f64),
 }
 

@@ -1,10 +1,8 @@
-# Stubs of the native module (src/*.rs). Maintained by hand; tests/test_stubs.py runs
+# Stubs of the native module (src/*.rs). Maintained by hand; tests/test_package.py runs
 # mypy.stubtest against the built module, so any drift fails the test suite.
 
 from collections.abc import Awaitable, Iterable, Sequence
-from typing import Any, ClassVar, Literal, Optional, Union
-
-from typing_extensions import final
+from typing import Any, ClassVar, Literal, Optional, Union, final
 
 __all__ = [
     "ERROR_CODES",

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Builds and tests the Python package from a fresh machine or a warm checkout (idempotent).
+# Run from anywhere; paths are resolved from the repository root.
+#
+#   bindings-python/test.sh            # venv + tools + redis-server + maturin develop + pytest
+#   PYTEST_ARGS="-k redis" bindings-python/test.sh
+#
+# Environment: CARGO_TARGET_DIR (default: the workspace target/), VENV (default: .venv),
+# THROTTLEKIT_REDIS_URL (use a running Redis instead of a private redis-server per test session).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
+VENV=${VENV:-$ROOT/.venv}
+PY=${PYTHON:-python3}
+
+step() { printf '\n== %s\n' "$*"; }
+
+step "venv $VENV"
+[ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
+"$VENV/bin/python" -m pip install -q --disable-pip-version-check \
+    "maturin>=1.9,<2" "pytest>=8" "pytest-asyncio>=0.23" "mypy>=1.10"
+
+if ! command -v redis-server >/dev/null; then
+    step "installing redis-server"
+    SUDO=$([ "$(id -u)" = 0 ] || echo sudo)
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq redis-server >/dev/null
+fi
+
+step "maturin develop (debug) -> $CARGO_TARGET_DIR"
+(cd "$ROOT/bindings-python" && VIRTUAL_ENV=$VENV "$VENV/bin/maturin" develop --quiet)
+
+step "pytest"
+cd "$ROOT/bindings-python"
+# shellcheck disable=SC2086
+"$VENV/bin/python" -m pytest -q ${PYTEST_ARGS:-}
