@@ -76,11 +76,10 @@ pub unsafe extern "C" fn tk_limiter_new(
     })
 }
 
-/// Runs one synchronous operation at `now` and lets the fail policy answer for an unavailable
-/// store (core applies the policy on its async path; the sync path leaves it to the caller).
+/// Runs one synchronous operation at `now` (core applies the fail policy to an unavailable
+/// store on the sync path too).
 fn decide(l: &Limiter, now: i64, op: impl FnOnce(&Limiter, i64) -> throttlekit::Result<Decision>, o: &mut tk_decision) -> tk_result {
-    let res = op(l, now).or_else(|e| l.fail_policy().fallback(e, l.strategy().limit(), now));
-    write_out(res.map(tk_decision::from), o)
+    write_out(op(l, now).map(tk_decision::from), o)
 }
 
 /// Shared body of every decision-returning export.

@@ -4,7 +4,7 @@
 use std::ffi::{CString, c_char};
 use std::sync::Arc;
 
-use throttlekit::{Clock, Dimension, Error, FailPolicy, MultiDecision, MultiLimiter, Rule, SystemClock};
+use throttlekit::{Clock, Dimension, MultiLimiter, Rule, SystemClock};
 
 use crate::args::{borrow, free_handle, into_handle, optional_string, out, slice, string, strings, try_arg, try_core};
 use crate::clock::tk_clock;
@@ -66,8 +66,6 @@ pub struct tk_multi_limiter {
     inner: MultiLimiter,
     /// The clock the clock-reading calls read (core does not lend its own).
     clock: Arc<dyn Clock>,
-    /// The fail policy, applied here to the sync path (core applies it on its async path only).
-    policy: FailPolicy,
     /// The dimension names as C strings, so `tk_multi_limiter_dimension_name` can lend them.
     names: Vec<CString>,
 }
@@ -108,7 +106,6 @@ pub unsafe extern "C" fn tk_multi_limiter_new(
         }
         let mut multi = try_core!(MultiLimiter::new(rule, dims));
         let mut clock: Arc<dyn Clock> = Arc::new(SystemClock);
-        let mut policy = FailPolicy::Raise;
         if let Some(c) = unsafe { config.as_ref() } {
             let shared = try_arg!(unsafe { common(c.store, c.clock, c.prefix) });
             if let Some(s) = shared.store {
@@ -119,14 +116,13 @@ pub unsafe extern "C" fn tk_multi_limiter_new(
             }
             multi = multi.with_clock(clock.clone()).with_prefix(shared.prefix);
             if let Some(p) = try_arg!(fail_policy(c.fail_policy)) {
-                policy = p;
                 multi = multi.with_fail_policy(p);
             }
             if let Some(tag) = try_arg!(unsafe { optional_string(c.hash_tag, "hash_tag") }) {
                 multi = try_core!(multi.with_hash_tag(tag));
             }
         }
-        into_handle(tk_multi_limiter { inner: multi, clock, policy, names }, o)
+        into_handle(tk_multi_limiter { inner: multi, clock, names }, o)
     })
 }
 
@@ -150,7 +146,8 @@ unsafe fn check(
         let keys = try_arg!(unsafe { strings(keys, keys_len, "keys") });
         let o = try_arg!(unsafe { out(out_decision, "out_decision") });
         let now = now.unwrap_or_else(|| m.clock.now_ms());
-        let decided = try_core!(m.inner.check_sync_at(&keys, cost, now).or_else(|e| m.fallback(e, now)));
+        // Core applies the fail policy to an unavailable store.
+        let decided = try_core!(m.inner.check_sync_at(&keys, cost, now));
         let binding = m.inner.dimensions().iter().position(|d| d.name == decided.binding).unwrap_or(0);
         *o = decided.decision.into();
         if let Some(b) = unsafe { out_binding.as_mut() } {
@@ -165,16 +162,6 @@ unsafe fn check(
         }
         tk_result::Ok
     })
-}
-
-impl tk_multi_limiter {
-    /// The fail policy's answer for a store error, shaped as core's async path shapes it (the
-    /// first dimension stands for all). Errors other than `store_unavailable` pass through.
-    fn fallback(&self, err: Error, now: i64) -> throttlekit::Result<MultiDecision> {
-        let first = &self.inner.dimensions()[0];
-        let d = self.policy.fallback(err, first.strategy.limit(), now)?;
-        Ok(MultiDecision { decision: d, binding: first.name.clone(), dimensions: vec![d; self.names.len()] })
-    }
 }
 
 /// Checks one request of `cost` against every dimension at the limiter clock's time.
