@@ -1,1 +1,84 @@
-//! Node bindings (in progress).
+//! Node bindings of throttlekit (napi-rs): `@throttlekit/core`.
+//!
+//! An adapter and nothing more: every module converts JavaScript arguments, calls the core's
+//! public API and converts the result back. Modules mirror the core's (`limiter`, `multi`,
+//! `shaper`, `strategy`, `clock`, `store`, `redis`, `decision`); `convert` turns JS values into
+//! core values and `error` turns core errors into JS errors with a stable `code`. Nothing here
+//! computes a decision, a time or a delay.
+//!
+//! Panics cannot cross into Node: napi-rs catches unwinding at every entry point, and nothing
+//! here `unwrap`s on input.
+#![deny(clippy::unwrap_used)]
+
+use napi::Env;
+use napi::bindgen_prelude::{JavaScriptClassExt, TypeTag, Unknown, validate_type_tag};
+use napi_derive::napi;
+
+mod clock;
+mod convert;
+mod decision;
+mod error;
+mod fast;
+mod limiter;
+mod multi;
+#[cfg(feature = "redis")]
+mod redis;
+mod shaper;
+mod store;
+mod strategy;
+
+use error::{CoreResult, config};
+
+/// The version of the native core (the package version, too).
+#[napi]
+pub fn version() -> &'static str {
+    throttlekit::VERSION
+}
+
+/// Every stable error `code`, in the core's order. Codes are only ever added, never renamed.
+#[napi(ts_return_type = "ErrorCode[]")]
+pub fn error_codes() -> Vec<&'static str> {
+    throttlekit::ErrorCode::ALL.iter().map(|c| c.as_str()).collect()
+}
+
+/// The stable `code` of every error this package throws.
+#[napi(string_enum)]
+pub enum ErrorCode {
+    #[napi(value = "config_invalid")]
+    ConfigInvalid,
+    #[napi(value = "store_unavailable")]
+    StoreUnavailable,
+    #[napi(value = "rate_limit_exceeded")]
+    RateLimitExceeded,
+    #[napi(value = "queue_full")]
+    QueueFull,
+    #[napi(value = "not_implemented")]
+    NotImplemented,
+}
+
+/// `v` as an instance of the class `T`, `None` when it is not one.
+///
+/// Checked twice before the pointer is trusted: `instanceof` (cheap, and the usual answer),
+/// then napi's type tag, so an object that merely has `T.prototype` in its chain
+/// (`Object.create(Limiter.prototype)`) or wraps another class is `config_invalid`, never a
+/// wrong cast. The reference is used only within the current call, while `v` is alive.
+pub(crate) fn instance<'a, T: JavaScriptClassExt + TypeTag + 'static>(
+    env: &Env,
+    v: &Unknown<'a>,
+    field: &str,
+) -> CoreResult<Option<&'a T>> {
+    if convert::type_of(v) != napi::sys::ValueType::napi_object || !T::instance_of(env, v).unwrap_or(false) {
+        return Ok(None);
+    }
+    let raw = napi::JsValue::value(v).value;
+    let mut ptr = std::ptr::null_mut();
+    // SAFETY: `raw` is a live object of the current call.
+    let unwrapped = unsafe { napi::sys::napi_unwrap(env.raw(), raw, &mut ptr) } == napi::sys::Status::napi_ok;
+    // SAFETY: as above.
+    let tagged = unwrapped && unsafe { validate_type_tag(env.raw(), raw, &T::type_tag(), "") }.is_ok();
+    if !tagged || ptr.is_null() {
+        return Err(config(field, "is not a constructed instance"));
+    }
+    // SAFETY: the type tag proves napi-rs wrapped a `T` at `ptr`; it lives as long as `v`.
+    Ok(Some(unsafe { &*ptr.cast::<T>() }))
+}

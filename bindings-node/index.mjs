@@ -1,0 +1,18 @@
+// @throttlekit/core — the ES module entry point: the same native exports as index.js.
+import { createRequire } from 'node:module'
+
+const binding = createRequire(import.meta.url)('./index.js')
+
+export const {
+  Limiter,
+  MultiLimiter,
+  Shaper,
+  Strategy,
+  MemoryStore,
+  RedisStore,
+  ManualClock,
+  ErrorCode,
+  errorCodes,
+  version,
+} = binding
+export default binding

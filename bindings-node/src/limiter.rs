@@ -1,0 +1,247 @@
+//! [`Limiter`]: a strategy bound to a store, a clock and a key prefix — the core's `Limiter`.
+//!
+//! Sync methods (`checkSync`, ...) run in the calling thread and need an in-process store; the
+//! Promise methods run on napi's Tokio runtime, so Redis I/O never blocks the event loop.
+//! Invalid arguments to a Promise method reject (they never throw synchronously).
+
+use std::sync::Arc;
+
+use napi::Env;
+use napi::bindgen_prelude::{PromiseRaw, Unknown};
+use napi_derive::napi;
+
+use crate::convert::{self, Options};
+use crate::decision::Decision;
+use crate::error::{CoreResult, OrThrow, Settled};
+use crate::store;
+use crate::strategy::{self, Strategy};
+
+/// What a limiter does when its store cannot answer (`store_unavailable`): deny with
+/// `fallback: true` (the default for quotas), allow with `fallback: true`, or throw.
+#[napi(string_enum)]
+pub enum FailPolicy {
+    #[napi(value = "fail_closed")]
+    FailClosed,
+    #[napi(value = "fail_open")]
+    FailOpen,
+    #[napi(value = "raise")]
+    Raise,
+}
+
+/// Options of `new Limiter()`.
+#[napi(object, object_to_js = false)]
+#[allow(dead_code)] // Declares the TypeScript shape; `convert::Options` reads the values.
+pub struct LimiterOptions {
+    /// The algorithm: a `Strategy`, or a spec object such as
+    /// `{kind: 'gcra', options: {limit: 100, periodMs: 60000}}`.
+    #[napi(ts_type = "Strategy | StrategySpec")]
+    pub strategy: serde_json::Value,
+    /// Where state lives (default: a new `MemoryStore`).
+    #[napi(ts_type = "MemoryStore | RedisStore")]
+    pub store: Option<serde_json::Value>,
+    /// The clock (default: the system clock).
+    #[napi(ts_type = "ManualClock")]
+    pub clock: Option<serde_json::Value>,
+    /// Namespaces every key as `prefix:key` (default: none).
+    pub prefix: Option<String>,
+    /// Promise methods read Redis's clock (`TIME`) instead of this process's (default: the
+    /// store's setting, else false).
+    pub server_clock: Option<bool>,
+    /// What `store_unavailable` turns into (default: the store's setting, else
+    /// `'fail_closed'` for quotas and `'raise'` otherwise).
+    #[napi(ts_type = "FailPolicy")]
+    pub fail_policy: Option<String>,
+}
+
+pub(crate) const WIRING: [&str; 5] = ["store", "clock", "prefix", "serverClock", "failPolicy"];
+
+/// A rate limiter: one strategy applied per key.
+#[napi]
+pub struct Limiter {
+    pub(crate) inner: Arc<throttlekit::Limiter>,
+}
+
+fn build(env: &Env, options: &Unknown) -> CoreResult<throttlekit::Limiter> {
+    let mut allowed = vec!["strategy"];
+    allowed.extend(WIRING);
+    let o = Options::read(options, "limiter", &allowed, false)?;
+    let strategy = strategy::from_js(env, o.require("strategy")?, &o.path("strategy"))?;
+    let chosen = store::from_options(env, &o)?;
+    let mut b = throttlekit::Limiter::builder(strategy).store(chosen.store);
+    if let Some(clock) = store::clock_from_options(env, &o)? {
+        b = b.clock(clock);
+    }
+    if let Some(prefix) = o.string("prefix")? {
+        b = b.prefix(prefix);
+    }
+    if let Some(on) = o.boolean("serverClock")?.or(chosen.server_clock) {
+        b = b.server_clock(on);
+    }
+    if let Some(p) = store::fail_policy_from_options(&o)?.or(chosen.fail_policy) {
+        b = b.fail_policy(p);
+    }
+    Ok(b.build())
+}
+
+/// Key and cost of a Promise method, owned so the future can outlive the JS values.
+fn key_and_cost(key: &Unknown, cost: &Unknown) -> CoreResult<(String, u64)> {
+    let cost = convert::cost(cost)?;
+    Ok((convert::string(key, "key")?, cost))
+}
+
+#[napi]
+impl Limiter {
+    /// A limiter; see `LimiterOptions`. Bad options throw `config_invalid`.
+    #[napi(constructor, ts_args_type = "options: LimiterOptions")]
+    pub fn new(env: &Env, options: Unknown) -> napi::Result<Limiter> {
+        Ok(Limiter { inner: Arc::new(build(env, &options).or_throw(env)?) })
+    }
+
+    /// Checks (and, when allowed, consumes) `cost` units (default 1) for `key`, synchronously.
+    /// The fast path of the in-process store; on a `RedisStore` it throws `not_implemented`.
+    #[napi(ts_args_type = "key: string, cost?: number")]
+    pub fn check_sync(&self, env: &Env, key: Unknown, cost: Unknown) -> napi::Result<Decision> {
+        convert::cost(&cost)
+            .and_then(|c| convert::with_str(&key, "key", |k| self.inner.check_sync(k, c)))
+            .map(Decision::from)
+            .or_throw(env)
+    }
+
+    /// `checkSync` through the store's asynchronous path (Redis: one round trip).
+    #[napi(ts_args_type = "key: string, cost?: number", ts_return_type = "Promise<Decision>")]
+    pub fn check<'e>(&self, env: &'e Env, key: Unknown, cost: Unknown) -> napi::Result<PromiseRaw<'e, Settled<Decision>>> {
+        let args = key_and_cost(&key, &cost);
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            let result = match args {
+                Ok((key, cost)) => inner.check(&key, cost).await.map(Decision::from),
+                Err(e) => Err(e),
+            };
+            Ok(Settled(result))
+        })
+    }
+
+    /// Checks one request of `cost` per key, all at one clock reading (each key on its own,
+    /// not atomically together).
+    #[napi(ts_args_type = "keys: string[], cost?: number")]
+    pub fn check_many_sync(&self, env: &Env, keys: Unknown, cost: Unknown) -> napi::Result<Vec<Decision>> {
+        (|| {
+            let cost = convert::cost(&cost)?;
+            let keys = convert::strings(&keys, "keys")?;
+            let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+            self.inner.check_many_sync(&keys, cost)
+        })()
+        .map(|ds| ds.into_iter().map(Decision::from).collect())
+        .or_throw(env)
+    }
+
+    /// `checkManySync` through the store (Redis: sent together, pipelined).
+    #[napi(ts_args_type = "keys: string[], cost?: number", ts_return_type = "Promise<Decision[]>")]
+    pub fn check_many<'e>(&self, env: &'e Env, keys: Unknown, cost: Unknown) -> napi::Result<PromiseRaw<'e, Settled<Vec<Decision>>>> {
+        let args = convert::cost(&cost).and_then(|c| Ok((convert::strings(&keys, "keys")?, c)));
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            let result = match args {
+                Ok((keys, cost)) => {
+                    let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+                    inner.check_many(&keys, cost).await.map(|ds| ds.into_iter().map(Decision::from).collect())
+                }
+                Err(e) => Err(e),
+            };
+            Ok(Settled(result))
+        })
+    }
+
+    /// Current capacity of `key`, consuming nothing: `allowed` says whether a cost-1 request
+    /// would pass, `remaining` how many units would.
+    #[napi(ts_args_type = "key: string")]
+    pub fn peek_sync(&self, env: &Env, key: Unknown) -> napi::Result<Decision> {
+        convert::with_str(&key, "key", |k| self.inner.peek_sync(k)).map(Decision::from).or_throw(env)
+    }
+
+    /// `peekSync` through the store.
+    #[napi(ts_args_type = "key: string", ts_return_type = "Promise<Decision>")]
+    pub fn peek<'e>(&self, env: &'e Env, key: Unknown) -> napi::Result<PromiseRaw<'e, Settled<Decision>>> {
+        let key = convert::string(&key, "key");
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            let result = match key {
+                Ok(key) => inner.peek(&key).await.map(Decision::from),
+                Err(e) => Err(e),
+            };
+            Ok(Settled(result))
+        })
+    }
+
+    /// The decision a check of `cost` would get now, consuming nothing.
+    #[napi(ts_args_type = "key: string, cost?: number")]
+    pub fn forecast_sync(&self, env: &Env, key: Unknown, cost: Unknown) -> napi::Result<Decision> {
+        convert::cost(&cost)
+            .and_then(|c| convert::with_str(&key, "key", |k| self.inner.forecast_sync(k, c)))
+            .map(Decision::from)
+            .or_throw(env)
+    }
+
+    /// `forecastSync` through the store.
+    #[napi(ts_args_type = "key: string, cost?: number", ts_return_type = "Promise<Decision>")]
+    pub fn forecast<'e>(&self, env: &'e Env, key: Unknown, cost: Unknown) -> napi::Result<PromiseRaw<'e, Settled<Decision>>> {
+        let args = key_and_cost(&key, &cost);
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            let result = match args {
+                Ok((key, cost)) => inner.forecast(&key, cost).await.map(Decision::from),
+                Err(e) => Err(e),
+            };
+            Ok(Settled(result))
+        })
+    }
+
+    /// Forgets `key`'s state.
+    #[napi(ts_args_type = "key: string")]
+    pub fn reset_sync(&self, env: &Env, key: Unknown) -> napi::Result<()> {
+        convert::with_str(&key, "key", |k| self.inner.reset_sync(k)).or_throw(env)
+    }
+
+    /// `resetSync` through the store.
+    #[napi(ts_args_type = "key: string", ts_return_type = "Promise<void>")]
+    pub fn reset<'e>(&self, env: &'e Env, key: Unknown) -> napi::Result<PromiseRaw<'e, Settled<()>>> {
+        let key = convert::string(&key, "key");
+        let inner = self.inner.clone();
+        env.spawn_future(async move {
+            let result = match key {
+                Ok(key) => inner.reset(&key).await,
+                Err(e) => Err(e),
+            };
+            Ok(Settled(result))
+        })
+    }
+
+    /// Closes the store's connections (a shared store is closed for every limiter using it).
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn close<'e>(&self, env: &'e Env) -> napi::Result<PromiseRaw<'e, Settled<()>>> {
+        let inner = self.inner.clone();
+        env.spawn_future(async move { Ok(Settled(inner.close().await)) })
+    }
+
+    /// The strategy.
+    #[napi(getter)]
+    pub fn strategy(&self) -> Strategy {
+        Strategy { inner: self.inner.strategy().clone() }
+    }
+
+    /// The key prefix (`''` for none).
+    #[napi(getter)]
+    pub fn prefix(&self) -> String {
+        self.inner.prefix().to_owned()
+    }
+
+    /// The fail policy in effect.
+    #[napi(getter)]
+    pub fn fail_policy(&self) -> FailPolicy {
+        match self.inner.fail_policy() {
+            throttlekit::FailPolicy::FailClosed => FailPolicy::FailClosed,
+            throttlekit::FailPolicy::FailOpen => FailPolicy::FailOpen,
+            throttlekit::FailPolicy::Raise => FailPolicy::Raise,
+        }
+    }
+}

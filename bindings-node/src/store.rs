@@ -1,0 +1,95 @@
+//! [`MemoryStore`], and reading a limiter's `store` option (a `MemoryStore` or a `RedisStore`).
+
+use std::sync::Arc;
+
+use napi::Env;
+use napi::bindgen_prelude::Unknown;
+use napi_derive::napi;
+use throttlekit::{FailPolicy, Store};
+
+use crate::convert::Options;
+use crate::error::{CoreResult, OrThrow, config};
+
+/// An in-process store: sharded, bounded if asked, expiring on the limiter's clock. Share one
+/// between limiters (keys are namespaced by each limiter's `prefix`).
+#[napi]
+pub struct MemoryStore {
+    pub(crate) inner: Arc<throttlekit::MemoryStore>,
+}
+
+/// Options of `new MemoryStore()`.
+#[napi(object, object_to_js = false)]
+#[allow(dead_code)] // Declares the TypeScript shape; `convert::Options` reads the values.
+pub struct MemoryStoreOptions {
+    /// Keep at most about this many keys, evicting the least recently used (integer >= 1;
+    /// default: unbounded, expired keys are still swept).
+    pub max_keys: Option<f64>,
+}
+
+#[napi]
+impl MemoryStore {
+    /// A new, empty store.
+    #[napi(constructor, ts_args_type = "options?: MemoryStoreOptions")]
+    pub fn new(env: &Env, options: Unknown) -> napi::Result<MemoryStore> {
+        let inner = (|| {
+            let o = Options::read(&options, "memoryStore", &["maxKeys"], true)?;
+            match o.number("maxKeys")? {
+                None => Ok(throttlekit::MemoryStore::new()),
+                Some(n) => {
+                    let n = throttlekit::validate::integer_at_least("memoryStore.maxKeys", n, 1.0)?;
+                    throttlekit::MemoryStore::with_max_keys(n as usize)
+                }
+            }
+        })()
+        .or_throw(env)?;
+        Ok(MemoryStore { inner: Arc::new(inner) })
+    }
+
+    /// How many keys the store holds (expired ones included until swept).
+    #[napi(getter)]
+    pub fn size(&self) -> u32 {
+        u32::try_from(self.inner.len()).unwrap_or(u32::MAX)
+    }
+}
+
+/// A store chosen by a limiter's options, with the defaults the store suggests for the
+/// limiter (a `RedisStore` may carry `serverClock` and `failPolicy`).
+pub(crate) struct Chosen {
+    pub store: Arc<dyn Store>,
+    pub server_clock: Option<bool>,
+    pub fail_policy: Option<FailPolicy>,
+}
+
+/// Reads a `store` option: absent means a fresh `MemoryStore`.
+pub(crate) fn from_options(env: &Env, o: &Options) -> CoreResult<Chosen> {
+    let Some(v) = o.get("store") else {
+        return Ok(Chosen { store: Arc::new(throttlekit::MemoryStore::new()), server_clock: None, fail_policy: None });
+    };
+    let path = o.path("store");
+    if let Some(m) = crate::instance::<MemoryStore>(env, v, &path)? {
+        return Ok(Chosen { store: m.inner.clone(), server_clock: None, fail_policy: None });
+    }
+    #[cfg(feature = "redis")]
+    if let Some(r) = crate::instance::<crate::redis::RedisStore>(env, v, &path)? {
+        return Ok(r.chosen());
+    }
+    Err(config(&path, "must be a MemoryStore or a RedisStore"))
+}
+
+/// Reads a `clock` option: a `ManualClock`, or absent for the system clock.
+pub(crate) fn clock_from_options(env: &Env, o: &Options) -> CoreResult<Option<Arc<dyn throttlekit::Clock>>> {
+    let Some(v) = o.get("clock") else { return Ok(None) };
+    let path = o.path("clock");
+    match crate::instance::<crate::clock::ManualClock>(env, v, &path)? {
+        Some(c) => Ok(Some(Arc::new(c.inner.clone()))),
+        None => Err(config(&path, "must be a ManualClock (omit it for the system clock)")),
+    }
+}
+
+/// Reads a `failPolicy` option (`'fail_closed'`, `'fail_open'` or `'raise'`).
+pub(crate) fn fail_policy_from_options(o: &Options) -> CoreResult<Option<FailPolicy>> {
+    o.string("failPolicy")?
+        .map(|s| FailPolicy::parse(&s).map_err(|_| config(&o.path("failPolicy"), "must be 'fail_closed', 'fail_open' or 'raise'")))
+        .transpose()
+}
+
