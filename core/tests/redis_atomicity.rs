@@ -20,7 +20,14 @@ const CLIENTS: usize = 8;
 const CALLS_PER_CLIENT: usize = 20;
 
 fn connect(url: &str) -> Arc<RedisStore> {
-    Arc::new(RedisStore::connect_blocking(RedisOptions { url: url.to_string(), timeout_ms: 5000, deterministic_replay: false }).unwrap())
+    Arc::new(
+        RedisStore::connect_blocking(RedisOptions {
+            url: url.to_string(),
+            timeout_ms: 5000,
+            deterministic_replay: false,
+        })
+        .unwrap(),
+    )
 }
 
 /// A fixed window of an hour: nothing refills during a round, so admissions must equal LIMIT.
@@ -144,7 +151,10 @@ fn separate_processes_admit_exactly_the_limit() {
             let out = c.wait_with_output().unwrap();
             assert!(out.status.success());
             let text = String::from_utf8_lossy(&out.stdout);
-            let n = text.lines().find_map(|l| l.split_once("ADMITTED=").map(|x| x.1)).unwrap_or_else(|| panic!("no count in {text}"));
+            let n = text
+                .lines()
+                .find_map(|l| l.split_once("ADMITTED=").map(|x| x.1))
+                .unwrap_or_else(|| panic!("no count in {text}"));
             admitted += n.trim().parse::<u64>().unwrap();
         }
         assert_eq!(admitted, LIMIT, "round {round}");

@@ -14,7 +14,9 @@ use std::sync::Arc;
 
 use throttlekit::redis::{RedisOptions, RedisStore};
 use throttlekit::spec::{QuotaOptions, ResetCadence};
-use throttlekit::{Dimension, LeakyBucketOptions, Limiter, ManualClock, MemoryStore, MultiLimiter, Rule, Shaper, Store, Strategy};
+use throttlekit::{
+    Dimension, LeakyBucketOptions, Limiter, ManualClock, MemoryStore, MultiLimiter, Rule, Shaper, Store, Strategy,
+};
 
 /// Timelines per worker thread; four workers share the server.
 const TIMELINES_PER_WORKER: u64 = 750;
@@ -60,8 +62,13 @@ fn strategy(rng: &mut Rng) -> (Strategy, i64) {
         5 => Strategy::sliding_window(limit, period, Some([1, 2, 3, 10][rng.below(4) as usize])),
         6 => Strategy::sliding_window_log(limit, period),
         _ => {
-            let cadence = [ResetCadence::CalendarDay, ResetCadence::CalendarWeek, ResetCadence::CalendarMonth, ResetCadence::Fixed, ResetCadence::Rolling]
-                [rng.below(5) as usize];
+            let cadence = [
+                ResetCadence::CalendarDay,
+                ResetCadence::CalendarWeek,
+                ResetCadence::CalendarMonth,
+                ResetCadence::Fixed,
+                ResetCadence::Rolling,
+            ][rng.below(5) as usize];
             let periodic = matches!(cadence, ResetCadence::Fixed | ResetCadence::Rolling);
             Strategy::quota(QuotaOptions {
                 limit: limit as f64,
@@ -141,7 +148,11 @@ fn run_timeline(seed: u64, store: Arc<dyn Store>) -> String {
             }
             let rule = if rng.chance(50) { Rule::All } else { Rule::Any };
             writeln!(out, "multi {rule:?} {dims:?}").ok();
-            let multi = MultiLimiter::new(rule, dims).unwrap().with_store(store).with_clock(Arc::new(clock.clone())).with_prefix(key.as_str());
+            let multi = MultiLimiter::new(rule, dims)
+                .unwrap()
+                .with_store(store)
+                .with_clock(Arc::new(clock.clone()))
+                .with_prefix(key.as_str());
             let keys: Vec<String> = (0..n).map(|i| format!("k{}", i % 2)).collect();
             let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
             for _ in 0..ops {
@@ -194,9 +205,7 @@ fn memory_and_redis_decide_byte_for_byte_alike_on_generated_timelines() {
                     let on_redis = run_timeline(seed, redis.clone());
                     if memory != on_redis {
                         let first = memory.lines().zip(on_redis.lines()).position(|(a, b)| a != b).unwrap_or(0);
-                        panic!(
-                            "timeline {seed} diverges at line {first}\n--- memory\n{memory}\n--- redis\n{on_redis}"
-                        );
+                        panic!("timeline {seed} diverges at line {first}\n--- memory\n{memory}\n--- redis\n{on_redis}");
                     }
                     assert!(!memory.contains("Err("), "timeline {seed} hit an error:\n{memory}");
                     ops += memory.lines().count() - 1;
@@ -218,7 +227,21 @@ fn the_generator_covers_every_kind_and_backward_jumps() {
     for seed in 0..WORKERS * TIMELINES_PER_WORKER {
         let text = run_timeline(seed, Arc::new(MemoryStore::new()));
         let head = text.lines().next().unwrap_or("");
-        for kind in ["shaper", "multi All", "multi Any", "Gcra", "TokenBucket", "FixedWindow", "SlidingWindow(", "SlidingWindowLog", "CalendarDay", "CalendarWeek", "CalendarMonth", "Fixed,", "Rolling"] {
+        for kind in [
+            "shaper",
+            "multi All",
+            "multi Any",
+            "Gcra",
+            "TokenBucket",
+            "FixedWindow",
+            "SlidingWindow(",
+            "SlidingWindowLog",
+            "CalendarDay",
+            "CalendarWeek",
+            "CalendarMonth",
+            "Fixed,",
+            "Rolling",
+        ] {
             if head.contains(kind) {
                 seen.insert(kind);
             }

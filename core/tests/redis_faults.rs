@@ -198,7 +198,8 @@ fn a_slow_script_times_out_and_is_not_replayed() {
 #[test]
 fn connecting_to_nothing_fails_fast_with_store_unavailable() {
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let options = RedisOptions { url: format!("redis://127.0.0.1:{port}"), timeout_ms: TIMEOUT_MS, deterministic_replay: false };
+    let options =
+        RedisOptions { url: format!("redis://127.0.0.1:{port}"), timeout_ms: TIMEOUT_MS, deterministic_replay: false };
     let err = bounded("connect", || RedisStore::connect_blocking(options)).unwrap_err();
     assert_eq!(err.code(), ErrorCode::StoreUnavailable);
     let bad = RedisOptions { url: "not a url".into(), ..RedisOptions::default() };

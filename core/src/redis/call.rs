@@ -93,7 +93,9 @@ pub fn strategy_args(strategy: &Strategy) -> (&'static LoadedScript, &'static st
     let s = &*SCRIPTS;
     let buckets = |b: Option<f64>| num(b.unwrap_or(crate::algorithms::sliding_window::DEFAULT_BUCKETS as f64));
     match strategy.spec() {
-        StrategySpec::Gcra(o) => (&s.gcra, "gcra", vec![num(o.limit), num(o.period_ms), num(o.burst.unwrap_or(o.limit))]),
+        StrategySpec::Gcra(o) => {
+            (&s.gcra, "gcra", vec![num(o.limit), num(o.period_ms), num(o.burst.unwrap_or(o.limit))])
+        }
         StrategySpec::TokenBucket(o) => (&s.token_bucket, "tokenBucket", vec![num(o.capacity), num(o.refill_per_sec)]),
         StrategySpec::FixedWindow(o) => (&s.fixed_window, "fixedWindow", vec![num(o.limit), num(o.window_ms)]),
         StrategySpec::SlidingWindow(o) => {
@@ -158,7 +160,12 @@ pub fn multi(rule: Rule, dims: &[DimensionCall<'_>], now: Now) -> ScriptCall {
         args.push(options.len().to_string());
         args.extend(options);
     }
-    ScriptCall { script: &SCRIPTS.multi, keys: dims.iter().map(|d| d.key.to_string()).collect(), args, shape: Shape::Multi }
+    ScriptCall {
+        script: &SCRIPTS.multi,
+        keys: dims.iter().map(|d| d.key.to_string()).collect(),
+        args,
+        shape: Shape::Multi,
+    }
 }
 
 fn bad(script: &LoadedScript, value: &Value) -> Error {

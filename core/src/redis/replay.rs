@@ -121,5 +121,8 @@ pub async fn run(book: &mut Book, conn: &mut ConnectionManager, call: &ScriptCal
         }
         restore.query_async::<()>(conn).await.map_err(Error::store)?;
     }
-    Err(Error::store(format!("replay: Redis kept expiring a fresh key of {} (clock ticking too fast?)", call.script.name)))
+    Err(Error::store(format!(
+        "replay: Redis kept expiring a fresh key of {} (clock ticking too fast?)",
+        call.script.name
+    )))
 }

@@ -38,17 +38,24 @@ impl Store for ScopedStore {
         self.store.apply_sync(&self.key(key), now, transform)
     }
 
-    fn apply_multi<'a>(&'a self, rule: Rule, dims: &'a [DimensionCall<'a>], now: Now) -> BoxFuture<'a, Result<MultiReply>> {
+    fn apply_multi<'a>(
+        &'a self,
+        rule: Rule,
+        dims: &'a [DimensionCall<'a>],
+        now: Now,
+    ) -> BoxFuture<'a, Result<MultiReply>> {
         Box::pin(async move {
             let keys: Vec<String> = dims.iter().map(|d| self.key(d.key)).collect();
-            let scoped: Vec<DimensionCall<'_>> = dims.iter().zip(&keys).map(|(d, k)| DimensionCall { key: k, ..*d }).collect();
+            let scoped: Vec<DimensionCall<'_>> =
+                dims.iter().zip(&keys).map(|(d, k)| DimensionCall { key: k, ..*d }).collect();
             self.store.apply_multi(rule, &scoped, now).await
         })
     }
 
     fn apply_multi_sync(&self, rule: Rule, dims: &[DimensionCall<'_>], now: i64) -> Result<MultiReply> {
         let keys: Vec<String> = dims.iter().map(|d| self.key(d.key)).collect();
-        let scoped: Vec<DimensionCall<'_>> = dims.iter().zip(&keys).map(|(d, k)| DimensionCall { key: k, ..*d }).collect();
+        let scoped: Vec<DimensionCall<'_>> =
+            dims.iter().zip(&keys).map(|(d, k)| DimensionCall { key: k, ..*d }).collect();
         self.store.apply_multi_sync(rule, &scoped, now)
     }
 

@@ -212,10 +212,10 @@ impl Store for MemoryStore {
                 let map = &mut guards[guard_of(shard)];
                 // An expired key is gone for good, whether or not this dimension commits: a later
                 // backward clock jump must not bring it back (the Redis path deletes it too).
-                if let RawEntryMut::Occupied(o) = map.raw_entry_mut().from_key_hashed_nocheck(hash, d.key) {
-                    if now > o.get().deadline {
-                        o.remove();
-                    }
+                if let RawEntryMut::Occupied(o) = map.raw_entry_mut().from_key_hashed_nocheck(hash, d.key)
+                    && now > o.get().deadline
+                {
+                    o.remove();
                 }
                 let state = map.raw_entry().from_key_hashed_nocheck(hash, d.key).and_then(|(_, e)| e.state.as_ref());
                 d.strategy.forecast(state, now, d.cost)

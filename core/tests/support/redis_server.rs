@@ -59,7 +59,14 @@ impl RedisServer {
         for attempt in 0.. {
             let child = Command::new(&bin)
                 .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
-                .args(["--dir", dir.to_str().unwrap_or("."), "--protected-mode", "no", "--enable-debug-command", "local"])
+                .args([
+                    "--dir",
+                    dir.to_str().unwrap_or("."),
+                    "--protected-mode",
+                    "no",
+                    "--enable-debug-command",
+                    "local",
+                ])
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
                 .spawn()
