@@ -9,6 +9,9 @@ use throttlekit::{MemoryStore, Store};
 
 mod demo;
 
+/// Makes a fresh store for each suite.
+type StoreFactory = Box<dyn FnMut() -> throttlekit::Result<Arc<dyn Store>>>;
+
 const USAGE: &str = "usage:
   throttlekit demo [--out FILE.svg]
   throttlekit conformance [--store memory|redis] [--redis-url URL] FILE...";
@@ -50,7 +53,7 @@ fn conformance_cmd(args: &[String]) -> Result<bool, String> {
     if files.is_empty() {
         return Err(format!("no vectors file given\n{USAGE}"));
     }
-    let mut new_store: Box<dyn FnMut() -> throttlekit::Result<Arc<dyn Store>>> = match store.as_str() {
+    let mut new_store: StoreFactory = match store.as_str() {
         "memory" => Box::new(|| Ok(Arc::new(MemoryStore::new()) as Arc<dyn Store>)),
         "redis" => redis_factory(&redis_url)?,
         other => return Err(format!("unknown store {other:?} (memory or redis)")),
@@ -69,13 +72,13 @@ fn conformance_cmd(args: &[String]) -> Result<bool, String> {
 }
 
 #[cfg(feature = "redis")]
-fn redis_factory(url: &str) -> Result<Box<dyn FnMut() -> throttlekit::Result<Arc<dyn Store>>>, String> {
+fn redis_factory(url: &str) -> Result<StoreFactory, String> {
     // Deterministic replay (expiry on the vectors' clock), one key namespace per suite.
     let factory = throttlekit::redis::conformance_stores(url).map_err(|e| e.to_string())?;
     Ok(Box::new(factory))
 }
 
 #[cfg(not(feature = "redis"))]
-fn redis_factory(_url: &str) -> Result<Box<dyn FnMut() -> throttlekit::Result<Arc<dyn Store>>>, String> {
+fn redis_factory(_url: &str) -> Result<StoreFactory, String> {
     Err("this build has no redis support (build with the `redis` feature)".into())
 }
