@@ -7,6 +7,7 @@
 
 use pyo3::prelude::*;
 
+mod aio;
 mod clock;
 mod decision;
 mod error;

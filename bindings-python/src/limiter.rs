@@ -9,7 +9,7 @@
 use std::sync::Arc;
 
 use pyo3::prelude::*;
-use pyo3_async_runtimes::tokio::future_into_py;
+use crate::aio::awaitable;
 
 use crate::clock;
 use crate::decision::Decision;
@@ -83,7 +83,7 @@ impl Limiter {
         let key = string(key, "key")?.into_owned();
         let cost = cost.0;
         let limiter = self.inner.clone();
-        future_into_py(py, async move { limiter.check(&key, cost).await.py().map(Decision::from) })
+        awaitable(py, async move { limiter.check(&key, cost).await.py().map(Decision::from) })
     }
 
     /// Checks one request of `cost` per key, all at one clock reading (not atomic together).
@@ -104,7 +104,7 @@ impl Limiter {
         let keys = strings(keys, "keys")?;
         let cost = cost.0;
         let limiter = self.inner.clone();
-        future_into_py(py, async move {
+        awaitable(py, async move {
             let refs: Vec<&str> = keys.iter().map(String::as_str).collect();
             let decisions = limiter.check_many(&refs, cost).await.py()?;
             Ok(decisions.into_iter().map(Decision::from).collect::<Vec<_>>())
@@ -122,7 +122,7 @@ impl Limiter {
     fn peek<'py>(&self, py: Python<'py>, key: &Bound<'_, PyAny>) -> PyResult<Bound<'py, PyAny>> {
         let key = string(key, "key")?.into_owned();
         let limiter = self.inner.clone();
-        future_into_py(py, async move { limiter.peek(&key).await.py().map(Decision::from) })
+        awaitable(py, async move { limiter.peek(&key).await.py().map(Decision::from) })
     }
 
     /// The decision a check of `cost` would get now, consuming nothing.
@@ -141,7 +141,7 @@ impl Limiter {
         let key = string(key, "key")?.into_owned();
         let cost = cost.0;
         let limiter = self.inner.clone();
-        future_into_py(py, async move { limiter.forecast(&key, cost).await.py().map(Decision::from) })
+        awaitable(py, async move { limiter.forecast(&key, cost).await.py().map(Decision::from) })
     }
 
     /// Forgets `key`'s state.
@@ -154,7 +154,7 @@ impl Limiter {
     fn reset<'py>(&self, py: Python<'py>, key: &Bound<'_, PyAny>) -> PyResult<Bound<'py, PyAny>> {
         let key = string(key, "key")?.into_owned();
         let limiter = self.inner.clone();
-        future_into_py(py, async move { limiter.reset(&key).await.py().map(|()| crate::none()) })
+        awaitable(py, async move { limiter.reset(&key).await.py().map(|()| crate::none()) })
     }
 
     /// The strategy.

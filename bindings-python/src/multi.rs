@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use pyo3::prelude::*;
-use pyo3_async_runtimes::tokio::future_into_py;
+use crate::aio::awaitable;
 use throttlekit::Rule;
 
 use crate::clock;
@@ -161,7 +161,7 @@ impl MultiLimiter {
         let keys = strings(keys, "keys")?;
         let cost = cost.0;
         let limiter = self.inner.clone();
-        future_into_py(py, async move {
+        awaitable(py, async move {
             let refs: Vec<&str> = keys.iter().map(String::as_str).collect();
             limiter.check(&refs, cost).await.py().map(MultiDecision::from)
         })
@@ -178,7 +178,7 @@ impl MultiLimiter {
     fn reset<'py>(&self, py: Python<'py>, keys: &Bound<'_, PyAny>) -> PyResult<Bound<'py, PyAny>> {
         let keys = strings(keys, "keys")?;
         let limiter = self.inner.clone();
-        future_into_py(py, async move {
+        awaitable(py, async move {
             let refs: Vec<&str> = keys.iter().map(String::as_str).collect();
             limiter.reset(&refs).await.py().map(|()| crate::none())
         })

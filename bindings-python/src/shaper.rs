@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use pyo3::prelude::*;
-use pyo3_async_runtimes::tokio::future_into_py;
+use crate::aio::awaitable;
 use throttlekit::LeakyBucketOptions;
 
 use crate::clock;
@@ -74,7 +74,7 @@ impl Shaper {
         let key = string(key, "key")?.into_owned();
         let cost = cost.0;
         let shaper = self.inner.clone();
-        future_into_py(py, async move { shaper.reserve(&key, cost).await.py().map(Reservation::from) })
+        awaitable(py, async move { shaper.reserve(&key, cost).await.py().map(Reservation::from) })
     }
 
     /// Books a departure and sleeps until it (the GIL is released while sleeping).
@@ -93,7 +93,7 @@ impl Shaper {
         let key = string(key, "key")?.into_owned();
         let cost = cost.0;
         let shaper = self.inner.clone();
-        future_into_py(py, async move { shaper.schedule(&key, cost).await.py().map(Reservation::from) })
+        awaitable(py, async move { shaper.schedule(&key, cost).await.py().map(Reservation::from) })
     }
 
     /// Forgets `key`'s queue.
@@ -106,7 +106,7 @@ impl Shaper {
     fn reset<'py>(&self, py: Python<'py>, key: &Bound<'_, PyAny>) -> PyResult<Bound<'py, PyAny>> {
         let key = string(key, "key")?.into_owned();
         let shaper = self.inner.clone();
-        future_into_py(py, async move { shaper.reset(&key).await.py().map(|()| crate::none()) })
+        awaitable(py, async move { shaper.reset(&key).await.py().map(|()| crate::none()) })
     }
 
     /// Departures per second.

@@ -164,10 +164,7 @@ mod redis {
         /// Closes the connections (awaitable). Later calls fail with `store_unavailable`.
         fn close<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
             let store = self.inner.clone();
-            pyo3_async_runtimes::tokio::future_into_py(
-                py,
-                async move { store.close().await.py().map(|()| crate::none()) },
-            )
+            crate::aio::awaitable(py, async move { store.close().await.py().map(|()| crate::none()) })
         }
 
         /// Closes the connections, blocking.
