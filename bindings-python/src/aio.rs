@@ -97,10 +97,10 @@ const BRIDGE_ATTR: &str = "_throttlekit_bridge";
 /// The bridge of `event_loop`, created and registered with `add_reader` on first use.
 fn bridge<'py>(event_loop: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Bridge>> {
     let py = event_loop.py();
-    if let Ok(existing) = event_loop.getattr(BRIDGE_ATTR) {
-        if let Ok(b) = existing.cast_into::<Bridge>() {
-            return Ok(b);
-        }
+    if let Ok(existing) = event_loop.getattr(BRIDGE_ATTR)
+        && let Ok(b) = existing.cast_into::<Bridge>()
+    {
+        return Ok(b);
     }
     let (wake, wakeup) = UnixStream::pair()?;
     wake.set_nonblocking(true)?;
@@ -126,9 +126,8 @@ where
     F: Future<Output = PyResult<T>> + Send + 'static,
     T: for<'a> IntoPyObject<'a> + Send + 'static,
 {
-    let get_loop = GET_RUNNING_LOOP.get_or_try_init(py, || {
-        py.import("asyncio")?.getattr("get_running_loop").map(Bound::unbind)
-    })?;
+    let get_loop = GET_RUNNING_LOOP
+        .get_or_try_init(py, || py.import("asyncio")?.getattr("get_running_loop").map(Bound::unbind))?;
     let event_loop = get_loop.bind(py).call0()?;
     let future = event_loop.call_method0(pyo3::intern!(py, "create_future"))?;
 

@@ -8,8 +8,8 @@
 
 use std::sync::Arc;
 
-use pyo3::prelude::*;
 use crate::aio::awaitable;
+use pyo3::prelude::*;
 
 use crate::clock;
 use crate::decision::Decision;

@@ -2,8 +2,8 @@
 
 use std::sync::Arc;
 
-use pyo3::prelude::*;
 use crate::aio::awaitable;
+use pyo3::prelude::*;
 use throttlekit::Rule;
 
 use crate::clock;
