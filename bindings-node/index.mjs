@@ -12,6 +12,7 @@ export const {
   RedisStore,
   ManualClock,
   ErrorCode,
+  FailPolicy,
   errorCodes,
   version,
 } = binding

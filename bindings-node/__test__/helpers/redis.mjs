@@ -1,0 +1,44 @@
+// A throwaway redis-server for the tests: $THROTTLEKIT_REDIS_URL if set, else one started with
+// the repository's tests/redis-server.sh (or redis-server directly) and stopped by PID.
+import { execFileSync, spawn } from 'node:child_process'
+import { existsSync, mkdtempSync } from 'node:fs'
+import { createServer } from 'node:net'
+import { tmpdir } from 'node:os'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+const here = dirname(fileURLToPath(import.meta.url))
+const script = join(here, '..', '..', 'tests', 'redis-server.sh')
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = createServer()
+    s.once('error', reject)
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address()
+      s.close(() => resolve(port))
+    })
+  })
+}
+
+/** Starts Redis; resolves to {url, stop()}. Fails (never skips) when no server can be had. */
+export async function startRedis() {
+  if (process.env.THROTTLEKIT_REDIS_URL) return { url: process.env.THROTTLEKIT_REDIS_URL, stop: async () => {} }
+  const dir = mkdtempSync(join(tmpdir(), 'tk-node-redis-'))
+  if (existsSync(script)) {
+    const pidfile = join(dir, 'redis.pid')
+    const url = execFileSync('bash', [script, 'start', pidfile], { encoding: 'utf8' }).trim()
+    return { url, stop: async () => execFileSync('bash', [script, 'stop', pidfile]) }
+  }
+  const port = await freePort()
+  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: 'ignore' })
+  for (let i = 0; i < 200; i++) {
+    try {
+      execFileSync('redis-cli', ['-p', String(port), 'ping'], { stdio: 'ignore' })
+      break
+    } catch {
+      await new Promise((r) => setTimeout(r, 50))
+    }
+  }
+  return { url: `redis://127.0.0.1:${port}`, stop: async () => child.kill() }
+}

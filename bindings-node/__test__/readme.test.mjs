@@ -1,0 +1,45 @@
+// The README's JavaScript examples run as written, against the package as installed by name.
+import assert from 'node:assert/strict'
+import { execFile } from 'node:child_process'
+import { mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { dirname, join } from 'node:path'
+import { after, before, test } from 'node:test'
+import { fileURLToPath } from 'node:url'
+import { promisify } from 'node:util'
+
+import { startRedis } from './helpers/redis.mjs'
+
+const here = dirname(fileURLToPath(import.meta.url))
+const pkg = join(here, '..')
+const run = promisify(execFile)
+const blocks = [...readFileSync(join(pkg, 'README.md'), 'utf8').matchAll(/```js\n([\s\S]*?)```/g)].map((m) => m[1])
+
+// A project directory where `require('@throttlekit/core')` resolves to this package.
+const project = mkdtempSync(join(tmpdir(), 'tk-readme-'))
+mkdirSync(join(project, 'node_modules', '@throttlekit'), { recursive: true })
+symlinkSync(pkg, join(project, 'node_modules', '@throttlekit', 'core'), 'dir')
+
+let redis
+before(async () => {
+  redis = await startRedis()
+})
+after(async () => {
+  await redis?.stop()
+})
+
+test('the README has the quick start and the Redis example', () => {
+  assert.equal(blocks.length, 2)
+})
+
+test('quick start', async () => {
+  writeFileSync(join(project, 'quick.js'), blocks[0])
+  const { stdout } = await run(process.execPath, ['quick.js'], { cwd: project })
+  assert.match(stdout, /^ok, 9 of 10 left until \d{4}-/)
+})
+
+test('Redis example', async () => {
+  writeFileSync(join(project, 'redis.js'), `${blocks[1]}\nmain(${JSON.stringify(redis.url)}).catch((e) => { console.error(e); process.exit(1) })\n`)
+  const { stdout } = await run(process.execPath, ['redis.js'], { cwd: project })
+  assert.equal(stdout.trim(), 'true 18')
+})
