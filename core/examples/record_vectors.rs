@@ -36,11 +36,26 @@ fn specs() -> Vec<(&'static str, Value)> {
         ("slidingWindow", json!({"kind": "slidingWindow", "options": {"limit": 6, "windowMs": 1000, "buckets": 3}})),
         ("slidingWindow-default", json!({"kind": "slidingWindow", "options": {"limit": 9, "windowMs": 999}})),
         ("slidingWindowLog", json!({"kind": "slidingWindowLog", "options": {"limit": 4, "windowMs": 800}})),
-        ("quota-day", json!({"kind": "quota", "options": {"limit": 5, "resetCadence": "calendar-day", "offsetMinutes": 330}})),
-        ("quota-week", json!({"kind": "quota", "options": {"limit": 5, "resetCadence": "calendar-week", "weekStartsOn": 3}})),
-        ("quota-month", json!({"kind": "quota", "options": {"limit": 5, "resetCadence": "calendar-month", "offsetMinutes": -840}})),
-        ("quota-fixed", json!({"kind": "quota", "options": {"limit": 3, "resetCadence": "fixed", "periodMs": 900, "anchor": 123}})),
-        ("quota-rolling", json!({"kind": "quota", "options": {"limit": 5, "resetCadence": "rolling", "periodMs": 1200, "buckets": 4}})),
+        (
+            "quota-day",
+            json!({"kind": "quota", "options": {"limit": 5, "resetCadence": "calendar-day", "offsetMinutes": 330}}),
+        ),
+        (
+            "quota-week",
+            json!({"kind": "quota", "options": {"limit": 5, "resetCadence": "calendar-week", "weekStartsOn": 3}}),
+        ),
+        (
+            "quota-month",
+            json!({"kind": "quota", "options": {"limit": 5, "resetCadence": "calendar-month", "offsetMinutes": -840}}),
+        ),
+        (
+            "quota-fixed",
+            json!({"kind": "quota", "options": {"limit": 3, "resetCadence": "fixed", "periodMs": 900, "anchor": 123}}),
+        ),
+        (
+            "quota-rolling",
+            json!({"kind": "quota", "options": {"limit": 5, "resetCadence": "rolling", "periodMs": 1200, "buckets": 4}}),
+        ),
     ]
 }
 

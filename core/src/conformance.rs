@@ -261,8 +261,8 @@ pub fn parse(text: &str) -> Result<VectorFile> {
 
 /// Builds a strategy from a raw spec value, mapping every problem to `config_invalid`.
 pub fn strategy_from_value(v: &Value) -> Result<Strategy> {
-    let spec: StrategySpec =
-        serde_json::from_value(v.clone()).map_err(|e| Error::config("strategy", &format!("is not a valid spec: {e}")))?;
+    let spec: StrategySpec = serde_json::from_value(v.clone())
+        .map_err(|e| Error::config("strategy", &format!("is not a valid spec: {e}")))?;
     spec.build()
 }
 
@@ -320,7 +320,8 @@ fn build(suite: &Suite, store: Arc<dyn Store>, clock: &ManualClock) -> Result<Su
             let dims = dims
                 .iter()
                 .map(|d| {
-                    let m = validate::integer_at_least("dimensions.costMultiplier", d.cost_multiplier.unwrap_or(1.0), 1.0)?;
+                    let m =
+                        validate::integer_at_least("dimensions.costMultiplier", d.cost_multiplier.unwrap_or(1.0), 1.0)?;
                     Ok(Dimension::new(d.name.clone(), strategy_from_value(&d.strategy)?).cost_multiplier(m as u64))
                 })
                 .collect::<Result<Vec<_>>>()?;

@@ -249,7 +249,11 @@ impl MultiLimiter {
     fn fallback(&self, err: Error, now: i64) -> Result<MultiDecision> {
         let limit = self.dimensions[0].strategy.limit();
         let d = self.fail_policy.fallback(err, limit, now)?;
-        Ok(MultiDecision { decision: d, binding: self.dimensions[0].name.clone(), dimensions: vec![d; self.dimensions.len()] })
+        Ok(MultiDecision {
+            decision: d,
+            binding: self.dimensions[0].name.clone(),
+            dimensions: vec![d; self.dimensions.len()],
+        })
     }
 
     /// Checks one request: `keys` holds one key per dimension, in declaration order.
@@ -279,10 +283,13 @@ impl MultiLimiter {
         let calls = self.calls(&full, cost)?;
         match self.store.apply_multi(self.rule, &calls, now).await {
             Ok(reply) => Ok(self.finish(reply)),
-            Err(e) => self.fallback(e, match now {
-                Now::At(t) => t,
-                Now::Server => self.clock.now_ms(),
-            }),
+            Err(e) => self.fallback(
+                e,
+                match now {
+                    Now::At(t) => t,
+                    Now::Server => self.clock.now_ms(),
+                },
+            ),
         }
     }
 

@@ -8,9 +8,7 @@ use crate::algorithms::sliding_window_log::SlidingWindowLog;
 use crate::algorithms::token_bucket::TokenBucket;
 use crate::decision::Decision;
 use crate::error::Result;
-use crate::spec::{
-    GcraOptions, QuotaOptions, SlidingWindowOptions, StrategySpec, TokenBucketOptions, WindowOptions,
-};
+use crate::spec::{GcraOptions, QuotaOptions, SlidingWindowOptions, StrategySpec, TokenBucketOptions, WindowOptions};
 use crate::state::{State, Step};
 
 /// A validated rate-limiting algorithm. Build one from a [`StrategySpec`] or with the typed
@@ -75,12 +73,18 @@ impl Strategy {
 
     /// Token bucket of `capacity`, refilling `refill_per_sec` tokens a second.
     pub fn token_bucket(capacity: u64, refill_per_sec: f64) -> Result<Strategy> {
-        Strategy::from_spec(&StrategySpec::TokenBucket(TokenBucketOptions { capacity: capacity as f64, refill_per_sec }))
+        Strategy::from_spec(&StrategySpec::TokenBucket(TokenBucketOptions {
+            capacity: capacity as f64,
+            refill_per_sec,
+        }))
     }
 
     /// Fixed window: `limit` per epoch-aligned `window_ms`.
     pub fn fixed_window(limit: u64, window_ms: u64) -> Result<Strategy> {
-        Strategy::from_spec(&StrategySpec::FixedWindow(WindowOptions { limit: limit as f64, window_ms: window_ms as f64 }))
+        Strategy::from_spec(&StrategySpec::FixedWindow(WindowOptions {
+            limit: limit as f64,
+            window_ms: window_ms as f64,
+        }))
     }
 
     /// Sliding window: `limit` per rolling `window_ms`, `buckets` sub-buckets (default 10).
@@ -94,7 +98,10 @@ impl Strategy {
 
     /// Sliding-window log: exactly `limit` per trailing `window_ms`.
     pub fn sliding_window_log(limit: u64, window_ms: u64) -> Result<Strategy> {
-        Strategy::from_spec(&StrategySpec::SlidingWindowLog(WindowOptions { limit: limit as f64, window_ms: window_ms as f64 }))
+        Strategy::from_spec(&StrategySpec::SlidingWindowLog(WindowOptions {
+            limit: limit as f64,
+            window_ms: window_ms as f64,
+        }))
     }
 
     /// Quota with the given options.

@@ -265,12 +265,9 @@ mod quota {
 
     #[test]
     fn rolling_equals_the_sliding_window() {
-        let rolling = Strategy::quota(QuotaOptions {
-            period_ms: Some(1000.0),
-            buckets: Some(4.0),
-            ..q(ResetCadence::Rolling)
-        })
-        .unwrap();
+        let rolling =
+            Strategy::quota(QuotaOptions { period_ms: Some(1000.0), buckets: Some(4.0), ..q(ResetCadence::Rolling) })
+                .unwrap();
         let sliding = Strategy::sliding_window(3, 1000, Some(4)).unwrap();
         let (a, ca) = limiter(rolling, 0);
         let (b, cb) = limiter(sliding, 0);

@@ -84,7 +84,12 @@ impl Store for AsyncOnly {
     fn apply<'a>(&'a self, key: &'a str, now: Now, t: Transform<'a>) -> BoxFuture<'a, throttlekit::Result<Reply>> {
         self.0.apply(key, now, t)
     }
-    fn apply_multi<'a>(&'a self, r: Rule, d: &'a [DimensionCall<'a>], now: Now) -> BoxFuture<'a, throttlekit::Result<MultiReply>> {
+    fn apply_multi<'a>(
+        &'a self,
+        r: Rule,
+        d: &'a [DimensionCall<'a>],
+        now: Now,
+    ) -> BoxFuture<'a, throttlekit::Result<MultiReply>> {
         self.0.apply_multi(r, d, now)
     }
     fn reset<'a>(&'a self, key: &'a str) -> BoxFuture<'a, throttlekit::Result<()>> {
@@ -94,7 +99,8 @@ impl Store for AsyncOnly {
 
 #[test]
 fn check_sync_on_an_async_only_store_is_not_implemented() {
-    let l = Limiter::builder(Strategy::gcra(1, 1000, None).unwrap()).store(Arc::new(AsyncOnly(MemoryStore::new()))).build();
+    let l =
+        Limiter::builder(Strategy::gcra(1, 1000, None).unwrap()).store(Arc::new(AsyncOnly(MemoryStore::new()))).build();
     assert_eq!(l.check_sync("k", 1).unwrap_err().code(), ErrorCode::NotImplemented);
     assert!(block_on(l.check("k", 1)).unwrap().allowed);
 }
@@ -106,7 +112,12 @@ impl Store for Down {
     fn apply<'a>(&'a self, _: &'a str, _: Now, _: Transform<'a>) -> BoxFuture<'a, throttlekit::Result<Reply>> {
         Box::pin(async { Err(throttlekit::Error::store("connection refused")) })
     }
-    fn apply_multi<'a>(&'a self, _: Rule, _: &'a [DimensionCall<'a>], _: Now) -> BoxFuture<'a, throttlekit::Result<MultiReply>> {
+    fn apply_multi<'a>(
+        &'a self,
+        _: Rule,
+        _: &'a [DimensionCall<'a>],
+        _: Now,
+    ) -> BoxFuture<'a, throttlekit::Result<MultiReply>> {
         Box::pin(async { Err(throttlekit::Error::store("connection refused")) })
     }
     fn reset<'a>(&'a self, _: &'a str) -> BoxFuture<'a, throttlekit::Result<()>> {
@@ -118,7 +129,8 @@ impl Store for Down {
 fn the_fail_policy_decides_what_an_unavailable_store_means() {
     let s = Strategy::gcra(10, 1000, None).unwrap();
     let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(50));
-    let with = |p: FailPolicy| Limiter::builder(s.clone()).store(Arc::new(Down)).clock(clock.clone()).fail_policy(p).build();
+    let with =
+        |p: FailPolicy| Limiter::builder(s.clone()).store(Arc::new(Down)).clock(clock.clone()).fail_policy(p).build();
 
     let open = block_on(with(FailPolicy::FailOpen).check("k", 1)).unwrap();
     assert!(open.allowed && open.fallback);
@@ -142,7 +154,10 @@ fn quotas_fail_closed_by_default_and_rate_limits_raise() {
 fn the_memory_store_expires_on_the_injected_clock() {
     let clock = ManualClock::new(0);
     let store = Arc::new(MemoryStore::new());
-    let l = Limiter::builder(Strategy::fixed_window(1, 1000).unwrap()).store(store.clone()).clock(Arc::new(clock.clone())).build();
+    let l = Limiter::builder(Strategy::fixed_window(1, 1000).unwrap())
+        .store(store.clone())
+        .clock(Arc::new(clock.clone()))
+        .build();
     l.check_sync("k", 1).unwrap();
     assert_eq!(store.len(), 1);
     clock.set(1000); // deadline = 0 + ttl 1000: not yet expired (expired only when now > deadline)

@@ -4,7 +4,9 @@
 use std::sync::Arc;
 
 use proptest::prelude::*;
-use throttlekit::spec::{GcraOptions, QuotaOptions, ResetCadence, SlidingWindowOptions, TokenBucketOptions, WindowOptions};
+use throttlekit::spec::{
+    GcraOptions, QuotaOptions, ResetCadence, SlidingWindowOptions, TokenBucketOptions, WindowOptions,
+};
 use throttlekit::{ErrorCode, LeakyBucketOptions, Limiter, ManualClock, Shaper, StrategySpec};
 
 fn limiter(s: throttlekit::Strategy, clock: &ManualClock) -> Limiter {
@@ -17,7 +19,8 @@ fn any_strategy() -> impl Strategy<Value = throttlekit::Strategy> {
         (1u64..20, 1u64..5000, 1u64..10).prop_map(|(l, p, b)| throttlekit::Strategy::gcra(l, p, Some(b)).unwrap()),
         (1u64..10, 1u64..50).prop_map(|(c, r)| throttlekit::Strategy::token_bucket(c, r as f64 / 3.0).unwrap()),
         (1u64..10, 1u64..3000).prop_map(|(l, w)| throttlekit::Strategy::fixed_window(l, w).unwrap()),
-        (1u64..10, 1u64..3000, 1u64..12).prop_map(|(l, w, b)| throttlekit::Strategy::sliding_window(l, w, Some(b)).unwrap()),
+        (1u64..10, 1u64..3000, 1u64..12)
+            .prop_map(|(l, w, b)| throttlekit::Strategy::sliding_window(l, w, Some(b)).unwrap()),
         (1u64..10, 1u64..3000).prop_map(|(l, w)| throttlekit::Strategy::sliding_window_log(l, w).unwrap()),
         (1u64..10, 0usize..3, -840i64..=840, 0u64..7).prop_map(|(l, c, off, wk)| {
             let cadence = [ResetCadence::CalendarDay, ResetCadence::CalendarWeek, ResetCadence::CalendarMonth][c];

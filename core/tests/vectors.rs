@@ -12,7 +12,8 @@ fn vectors_dir() -> PathBuf {
 }
 
 fn replay(path: &std::path::Path) -> Report {
-    conformance::replay_path(path, &mut || Ok(Arc::new(MemoryStore::new()) as Arc<dyn Store>)).expect("readable vectors")
+    conformance::replay_path(path, &mut || Ok(Arc::new(MemoryStore::new()) as Arc<dyn Store>))
+        .expect("readable vectors")
 }
 
 #[test]

@@ -49,6 +49,9 @@ impl LeakyBucket {
         }
         let next = departure + inc;
         *slot = Some(State::Tat(next));
-        Step { reply: Reservation { accepted: true, delay_ms: ceil_i(delay) }, ttl_ms: Some(ceil_i(next - now_f).max(1)) }
+        Step {
+            reply: Reservation { accepted: true, delay_ms: ceil_i(delay) },
+            ttl_ms: Some(ceil_i(next - now_f).max(1)),
+        }
     }
 }

@@ -43,8 +43,10 @@ impl Quota {
     /// Validates `options` (see [`QuotaOptions`]).
     pub fn new(options: &QuotaOptions) -> Result<Quota> {
         let limit = validate::integer_at_least("quota.limit", options.limit, 1.0)?;
-        let offset_min = validate::integer_in("quota.offsetMinutes", options.offset_minutes.unwrap_or(0.0), -840.0, 840.0)?;
-        let week_starts_on = validate::integer_in("quota.weekStartsOn", options.week_starts_on.unwrap_or(1.0), 0.0, 6.0)?;
+        let offset_min =
+            validate::integer_in("quota.offsetMinutes", options.offset_minutes.unwrap_or(0.0), -840.0, 840.0)?;
+        let week_starts_on =
+            validate::integer_in("quota.weekStartsOn", options.week_starts_on.unwrap_or(1.0), 0.0, 6.0)?;
         if let Some(b) = options.buckets {
             validate::integer_at_least("quota.buckets", b, 1.0)?;
             if options.reset_cadence != ResetCadence::Rolling {
@@ -133,7 +135,9 @@ impl Quota {
     /// Current capacity without consuming.
     pub fn peek(&self, state: Option<&State>, now: i64) -> Decision {
         match self {
-            Quota::Periodic { limit, cadence, .. } => period_counter::peek(*limit, Quota::period(cadence, now), state, now),
+            Quota::Periodic { limit, cadence, .. } => {
+                period_counter::peek(*limit, Quota::period(cadence, now), state, now)
+            }
             Quota::Rolling(w) => w.peek(state, now),
         }
     }

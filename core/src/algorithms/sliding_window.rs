@@ -50,11 +50,8 @@ impl SlidingWindow {
         let limit = validate::integer_at_least(&format!("{prefix}.limit"), limit, 1.0)?;
         let field = if prefix == "quota" { "periodMs" } else { "windowMs" };
         let window_ms = validate::integer_at_least(&format!("{prefix}.{field}"), window_ms, 1.0)?;
-        let buckets = validate::integer_at_least(
-            &format!("{prefix}.buckets"),
-            buckets.unwrap_or(DEFAULT_BUCKETS as f64),
-            1.0,
-        )?;
+        let buckets =
+            validate::integer_at_least(&format!("{prefix}.buckets"), buckets.unwrap_or(DEFAULT_BUCKETS as f64), 1.0)?;
         if buckets > 1_000_000.0 {
             return Err(crate::Error::config(&format!("{prefix}.buckets"), "must be <= 1000000"));
         }

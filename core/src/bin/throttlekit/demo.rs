@@ -95,9 +95,18 @@ fn svg(times: &[i64], rows: &[Row]) -> String {
     for sec in 0..=(DURATION_MS / 1000) {
         let xs = x(sec * 1000);
         if sec % 2 == 0 && sec < DURATION_MS / 1000 {
-            let _ = writeln!(s, r##"<rect x="{xs}" y="{top}" width="{}" height="{}" fill="#f3f3f3"/>"##, x(1000) - left, lane * rows.len() as f64);
+            let _ = writeln!(
+                s,
+                r##"<rect x="{xs}" y="{top}" width="{}" height="{}" fill="#f3f3f3"/>"##,
+                x(1000) - left,
+                lane * rows.len() as f64
+            );
         }
-        let _ = writeln!(s, r##"<text x="{xs}" y="{}" text-anchor="middle" fill="#555">{sec}s</text>"##, top + lane * rows.len() as f64 + 18.0);
+        let _ = writeln!(
+            s,
+            r##"<text x="{xs}" y="{}" text-anchor="middle" fill="#555">{sec}s</text>"##,
+            top + lane * rows.len() as f64 + 18.0
+        );
     }
     for (i, row) in rows.iter().enumerate() {
         let y = top + lane * i as f64;
@@ -110,8 +119,16 @@ fn svg(times: &[i64], rows: &[Row]) -> String {
             row.max_per_second(times)
         );
         for (t, ok) in times.iter().zip(&row.allowed) {
-            let (colour, y0, y1) = if *ok { ("#1a9850", y + 8.0, y + lane / 2.0) } else { ("#d73027", y + lane / 2.0 + 2.0, y + lane - 8.0) };
-            let _ = writeln!(s, r##"<line x1="{0:.1}" x2="{0:.1}" y1="{y0}" y2="{y1}" stroke="{colour}" stroke-width="1.5"/>"##, x(*t));
+            let (colour, y0, y1) = if *ok {
+                ("#1a9850", y + 8.0, y + lane / 2.0)
+            } else {
+                ("#d73027", y + lane / 2.0 + 2.0, y + lane - 8.0)
+            };
+            let _ = writeln!(
+                s,
+                r##"<line x1="{0:.1}" x2="{0:.1}" y1="{y0}" y2="{y1}" stroke="{colour}" stroke-width="1.5"/>"##,
+                x(*t)
+            );
         }
     }
     s.push_str("</svg>\n");
@@ -133,7 +150,13 @@ pub fn run(args: &[String]) -> Result<bool, String> {
     println!();
     println!("{:<22} {:>9} {:>7} {:>15}", "algorithm", "admitted", "denied", "max in any 1 s");
     for row in &rows {
-        println!("{:<22} {:>9} {:>7} {:>15}", row.name, row.admitted(), times.len() - row.admitted(), row.max_per_second(&times));
+        println!(
+            "{:<22} {:>9} {:>7} {:>15}",
+            row.name,
+            row.admitted(),
+            times.len() - row.admitted(),
+            row.max_per_second(&times)
+        );
     }
     println!();
     println!("The fixed window lets two full limits through across a boundary; the others hold the rate.");
