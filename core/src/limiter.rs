@@ -7,7 +7,7 @@ use crate::clock::{Clock, SystemClock};
 use crate::decision::Decision;
 use crate::error::{Error, ErrorCode, Result};
 use crate::key;
-use crate::store::{MemoryStore, Now, Store, Transform};
+use crate::store::{MemoryStore, Now, Reply, Store, Transform};
 use crate::strategy::Strategy;
 use crate::validate;
 
@@ -164,7 +164,14 @@ impl LimiterBuilder {
 impl Limiter {
     /// Starts configuring a limiter for `strategy`.
     pub fn builder(strategy: Strategy) -> LimiterBuilder {
-        LimiterBuilder { strategy, store: None, clock: None, prefix: String::new(), server_clock: false, fail_policy: None }
+        LimiterBuilder {
+            strategy,
+            store: None,
+            clock: None,
+            prefix: String::new(),
+            server_clock: false,
+            fail_policy: None,
+        }
     }
 
     /// A limiter for `strategy` on a fresh memory store and the system clock.
@@ -202,16 +209,27 @@ impl Limiter {
         key::join(&self.prefix, key)
     }
 
+    #[inline]
     fn sync_apply(&self, key: &str, now: i64, transform: Transform<'_>) -> Result<Decision> {
+        if self.prefix.is_empty() {
+            // The full key is the key itself (`key::join`): no copy.
+            return self.sync_finish(self.store.apply_sync(key, now, transform), now);
+        }
         KEY_BUF.with(|buf| {
             let mut buf = buf.borrow_mut();
             key::join_into(&mut buf, &self.prefix, key);
-            match self.store.apply_sync(&buf, now, transform).and_then(|r| r.decision()) {
-                Ok(d) => Ok(d),
-                // A blocking store (Redis) can be unavailable on the sync path too.
-                Err(e) => self.fail_policy.fallback(e, self.strategy.limit(), now),
-            }
+            self.sync_finish(self.store.apply_sync(&buf, now, transform), now)
         })
+    }
+
+    #[inline]
+    fn sync_finish(&self, reply: Result<Reply>, now: i64) -> Result<Decision> {
+        match reply {
+            Ok(Reply::Decision(d)) => Ok(d),
+            Ok(other) => other.decision(),
+            // A blocking store (Redis) can be unavailable on the sync path too.
+            Err(e) => self.fail_policy.fallback(e, self.strategy.limit(), now),
+        }
     }
 
     async fn async_apply(&self, key: &str, now: Now, transform: Transform<'_>) -> Result<Decision> {
@@ -241,7 +259,10 @@ impl Limiter {
     /// [`Limiter::check_sync`] at an explicit `now` (epoch ms).
     #[inline]
     pub fn check_sync_at(&self, key: &str, cost: u64, now: i64) -> Result<Decision> {
-        validate::cost(cost)?;
+        if cost.wrapping_sub(1) >= validate::MAX_SAFE_INTEGER as u64 {
+            // Out of 1..=2^53: the validator builds the error (kept off the hot path).
+            validate::cost(cost)?;
+        }
         self.sync_apply(key, now, Transform::Check { strategy: &self.strategy, cost })
     }
 

@@ -1,47 +1,342 @@
 //! [`MemoryStore`]: sharded, bounded, expiring on the limiter's clock.
 //!
-//! Keys are spread over `2^k` shards, each a mutex around an insertion-ordered hash map kept in
-//! least-recently-used order. An apply locks one shard, so threads working on different keys
-//! rarely meet. Expiry is judged by each apply against its own `now` (the injected clock, so a
-//! `ManualClock` drives it): a key is expired when `now > deadline`, Redis's rule. Expired keys
-//! that nobody touches again are swept lazily when new keys arrive, and an optional bound on
-//! the number of keys evicts the least recently used, so a flood of new keys cannot exhaust
-//! memory. Applying to an existing key allocates nothing.
+//! Keys are spread over `2^k` shards, each a mutex around one flat open-addressing hash table
+//! (hashbrown's SwissTable) of 48-byte entries. An entry holds the key inline when it is at most
+//! 22 bytes long (longer keys live in one boxed slice), the expiry deadline, and the key's
+//! state packed into two words (a GCRA TAT, a bucket, a counter; the sliding window's ring and
+//! the log stay boxed). So a lookup of an existing short key touches the table's control bytes
+//! and one entry, nothing else, and no pointer is chased.
+//!
+//! An apply locks one shard, so threads working on different keys rarely meet. Expiry is judged
+//! by each apply against its own `now` (the injected clock, so a `ManualClock` drives it): a
+//! key is expired when `now > deadline`, Redis's rule, and an expired key starts fresh. Expired
+//! keys that nobody touches again are swept lazily when new keys arrive (before a shard's table
+//! would grow, at most once per quarter of its capacity in inserts), and an optional bound on the number of keys evicts with the
+//! CLOCK policy, an approximation of least-recently-used: every apply marks its entry
+//! referenced, and the hand evicts the first entry that is expired or was not referenced since
+//! the hand last passed it. Applying to an existing key allocates nothing.
 
+use std::collections::VecDeque;
 use std::hash::BuildHasher;
+use std::ptr;
 
 use foldhash::fast::FixedState;
-use hashlink::LinkedHashMap;
-use hashlink::linked_hash_map::RawEntryMut;
+use hashbrown::HashTable;
 use parking_lot::{Mutex, MutexGuard};
 
 use crate::clock::{Clock, SystemClock};
 use crate::error::Result;
 use crate::multi;
-use crate::state::State;
+use crate::state::{Slot as RingSlot, State, Step};
 use crate::store::{BoxFuture, DimensionCall, MultiReply, Now, Reply, Rule, Store, Transform};
 
-/// How many expired entries an insert sweeps from the least recently used end, at most.
-const SWEEP_PER_INSERT: usize = 2;
+// ---------------------------------------------------------------------------------------------
+// One entry: key, deadline and state in 48 bytes.
 
+/// Longest key stored inline.
+const INLINE: usize = 22;
+/// Byte 22 of the key area: the inline length, or this for a boxed key.
+const HEAP: u8 = 0xFF;
+/// Byte 23 of the key area: the state's tag (low bits) and the CLOCK reference bit.
+const META: usize = 23;
+const TAG_MASK: u8 = 0x07;
+const REFERENCED: u8 = 0x80;
+
+const T_NONE: u8 = 0;
+const T_TAT: u8 = 1;
+const T_BUCKET: u8 = 2;
+const T_COUNTER: u8 = 3;
+const T_RING: u8 = 4;
+const T_LOG: u8 = 5;
+
+type Log = VecDeque<(i64, u64)>;
+
+/// The word mask that ignores the meta byte (byte 23, the last byte of word 2).
+const NO_META: u64 = u64::from_ne_bytes([0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0]);
+
+/// A stored key and its state.
+///
+/// `key` is 24 bytes: bytes 0..22 hold an inline key zero-padded, byte 22 its length; or, for a
+/// key longer than 22 bytes, words 0 and 1 hold the pointer and length of a boxed `[u8]` and
+/// byte 22 is [`HEAP`]. Byte 23 is the meta byte. The state lives in `a`/`b` by tag: TAT bits;
+/// bucket tokens bits and last; counter start and count; ring pointer and length (a leaked
+/// `Box<[RingSlot]>`); log pointer (a leaked `Box<Log>`, kept while the key lives so rewriting
+/// the log never reallocates its holder).
+#[repr(C)]
 struct Entry {
-    state: Option<State>,
+    key: [u64; 3],
     /// Epoch ms after which the state is gone (`now > deadline`).
     deadline: i64,
+    a: u64,
+    b: u64,
 }
 
-type Map = LinkedHashMap<Box<str>, Entry, FixedState>;
+// SAFETY: the raw pointers an entry holds (boxed key, ring, log) are owned by it alone.
+unsafe impl Send for Entry {}
+
+/// A key prepared for comparison against entries.
+enum Probe<'k> {
+    /// The inline encoding, meta byte zero.
+    Inline([u64; 3]),
+    /// A key too long to be inline.
+    Heap(&'k [u8]),
+}
+
+impl<'k> Probe<'k> {
+    #[inline]
+    fn new(key: &'k [u8]) -> Probe<'k> {
+        let len = key.len();
+        if len <= INLINE {
+            #[cfg(target_endian = "little")]
+            if len >= 8 {
+                // Overlapping 8-byte loads, shifted so the bytes past the key read as zero.
+                let load = |at: usize| u64::from_le_bytes(key[at..at + 8].try_into().expect("8 bytes"));
+                let w0 = load(0);
+                let (w1, w2) = if len >= 16 {
+                    (load(8), if len == 16 { 0 } else { load(len - 8) >> (8 * (24 - len)) })
+                } else {
+                    (if len == 8 { 0 } else { load(len - 8) >> (8 * (16 - len)) }, 0)
+                };
+                return Probe::Inline([w0, w1, w2 | (len as u64) << (8 * (INLINE - 16))]);
+            }
+            #[cfg(target_endian = "little")]
+            {
+                // Overlapping loads again; the overlap holds the same bytes, so OR joins them.
+                let w0 = if len >= 4 {
+                    let load = |at: usize| u32::from_le_bytes(key[at..at + 4].try_into().expect("4 bytes")) as u64;
+                    load(0) | load(len - 4) << (8 * (len - 4))
+                } else if len > 0 {
+                    key[0] as u64 | (key[len / 2] as u64) << (8 * (len / 2)) | (key[len - 1] as u64) << (8 * (len - 1))
+                } else {
+                    0
+                };
+                Probe::Inline([w0, 0, (len as u64) << (8 * (INLINE - 16))])
+            }
+            #[cfg(not(target_endian = "little"))]
+            {
+                let mut bytes = [0u8; 24];
+                bytes[..len].copy_from_slice(key);
+                bytes[INLINE] = len as u8;
+                Probe::Inline(words(bytes))
+            }
+        } else {
+            Probe::Heap(key)
+        }
+    }
+}
+
+#[inline]
+fn words(b: [u8; 24]) -> [u64; 3] {
+    let w = |i: usize| u64::from_ne_bytes(b[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
+    [w(0), w(1), w(2)]
+}
+
+impl Entry {
+    fn new(probe: &Probe<'_>, deadline: i64, state: Option<State>) -> Entry {
+        let key = match *probe {
+            Probe::Inline(w) => w,
+            Probe::Heap(k) => {
+                let raw = Box::into_raw(Box::<[u8]>::from(k));
+                let mut bytes = [0u8; 24];
+                bytes[..8].copy_from_slice(&(raw as *mut u8 as u64).to_ne_bytes());
+                bytes[8..16].copy_from_slice(&(k.len() as u64).to_ne_bytes());
+                bytes[INLINE] = HEAP;
+                words(bytes)
+            }
+        };
+        let mut e = Entry { key, deadline, a: 0, b: 0 };
+        e.put_state(state);
+        e.touch();
+        e
+    }
+
+    #[inline]
+    fn bytes(&self) -> &[u8; 24] {
+        // SAFETY: [u64; 3] and [u8; 24] have the same size, and u8 has no alignment.
+        unsafe { &*(self.key.as_ptr() as *const [u8; 24]) }
+    }
+
+    #[inline]
+    fn meta_mut(&mut self) -> &mut u8 {
+        // SAFETY: as in `bytes`.
+        unsafe { &mut (*(self.key.as_mut_ptr() as *mut [u8; 24]))[META] }
+    }
+
+    #[inline]
+    fn is_heap(&self) -> bool {
+        self.bytes()[INLINE] == HEAP
+    }
+
+    /// The key's bytes.
+    #[inline]
+    fn key(&self) -> &[u8] {
+        if self.is_heap() {
+            // SAFETY: a boxed key's pointer and length, owned by this entry.
+            unsafe { std::slice::from_raw_parts(self.key[0] as usize as *const u8, self.key[1] as usize) }
+        } else {
+            &self.bytes()[..self.bytes()[INLINE] as usize]
+        }
+    }
+
+    #[inline]
+    fn matches(&self, probe: &Probe<'_>) -> bool {
+        match probe {
+            Probe::Inline(w) => self.key[0] == w[0] && self.key[1] == w[1] && self.key[2] & NO_META == w[2],
+            Probe::Heap(k) => self.is_heap() && self.key() == *k,
+        }
+    }
+
+    #[inline]
+    fn tag(&self) -> u8 {
+        self.bytes()[META] & TAG_MASK
+    }
+
+    #[inline]
+    fn set_tag(&mut self, tag: u8) {
+        let m = self.meta_mut();
+        *m = (*m & !TAG_MASK) | tag;
+    }
+
+    /// Marks the entry used since the CLOCK hand last passed.
+    #[inline]
+    fn touch(&mut self) {
+        *self.meta_mut() |= REFERENCED;
+    }
+
+    /// Clears the reference mark; returns whether it was set.
+    #[inline]
+    fn untouch(&mut self) -> bool {
+        let m = self.meta_mut();
+        let was = *m & REFERENCED != 0;
+        *m &= !REFERENCED;
+        was
+    }
+
+    /// Moves the state out, leaving the entry hollow: tag none, or for a log the holder box
+    /// with an empty log in it (so putting a log back reuses it).
+    #[inline]
+    fn take_state(&mut self) -> Option<State> {
+        let state = match self.tag() {
+            T_NONE => return None,
+            T_TAT => State::Tat(f64::from_bits(self.a)),
+            T_BUCKET => State::Bucket { tokens: f64::from_bits(self.a), last: self.b as i64 },
+            T_COUNTER => State::Counter { start: self.a as i64, count: self.b },
+            _ => return Some(self.take_boxed()),
+        };
+        self.set_tag(T_NONE);
+        Some(state)
+    }
+
+    /// [`Entry::take_state`] for the shapes that live on the heap.
+    #[cold]
+    #[inline(never)]
+    fn take_boxed(&mut self) -> State {
+        if self.tag() == T_RING {
+            let raw = ptr::slice_from_raw_parts_mut(self.a as usize as *mut RingSlot, self.b as usize);
+            self.set_tag(T_NONE);
+            // SAFETY: a `Box<[RingSlot]>` leaked by `put_state`; the tag is cleared above.
+            State::Ring(unsafe { Box::from_raw(raw) })
+        } else {
+            // SAFETY: a `Box<Log>` leaked by `put_state`; it keeps a valid (empty) log.
+            State::Log(unsafe { ptr::replace(self.a as usize as *mut Log, Log::new()) })
+        }
+    }
+
+    /// Stores `state` into a hollow entry (see [`Entry::take_state`]).
+    #[inline]
+    fn put_state(&mut self, state: Option<State>) {
+        let (tag, a, b) = match state {
+            None => (T_NONE, 0, 0),
+            Some(State::Tat(t)) => (T_TAT, t.to_bits(), 0),
+            Some(State::Bucket { tokens, last }) => (T_BUCKET, tokens.to_bits(), last as u64),
+            Some(State::Counter { start, count }) => (T_COUNTER, start as u64, count),
+            Some(boxed) => return self.put_boxed(boxed),
+        };
+        if self.tag() == T_LOG {
+            self.free_log_holder();
+        }
+        self.a = a;
+        self.b = b;
+        self.set_tag(tag);
+    }
+
+    /// [`Entry::put_state`] for the shapes that live on the heap.
+    #[cold]
+    #[inline(never)]
+    fn put_boxed(&mut self, state: State) {
+        let (tag, a, b) = match state {
+            State::Ring(ring) => {
+                let len = ring.len();
+                (T_RING, Box::into_raw(ring) as *mut RingSlot as usize as u64, len as u64)
+            }
+            State::Log(log) => {
+                if self.tag() == T_LOG {
+                    // SAFETY: this entry's own holder box.
+                    unsafe { *(self.a as usize as *mut Log) = log };
+                    return;
+                }
+                (T_LOG, Box::into_raw(Box::new(log)) as usize as u64, 0)
+            }
+            other => return self.put_state(Some(other)),
+        };
+        self.free_log_holder();
+        self.a = a;
+        self.b = b;
+        self.set_tag(tag);
+    }
+
+    /// Frees a hollow entry's log holder, if any.
+    #[cold]
+    fn free_log_holder(&mut self) {
+        if self.tag() == T_LOG {
+            // SAFETY: the `Box<Log>` leaked by `put_state`; the tag is cleared right after.
+            drop(unsafe { Box::from_raw(self.a as usize as *mut Log) });
+            self.set_tag(T_NONE);
+        }
+    }
+
+    /// Forgets the state (an expired key starts fresh).
+    #[inline]
+    fn clear_state(&mut self) {
+        if self.tag() != T_NONE {
+            drop(self.take_state());
+            self.free_log_holder();
+        }
+    }
+}
+
+impl Drop for Entry {
+    fn drop(&mut self) {
+        self.clear_state();
+        if self.is_heap() {
+            let raw = ptr::slice_from_raw_parts_mut(self.key[0] as usize as *mut u8, self.key[1] as usize);
+            // SAFETY: the boxed key leaked by `Entry::new`, dropped once.
+            drop(unsafe { Box::from_raw(raw) });
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Shards and the store.
+
+struct ShardData {
+    table: HashTable<Entry>,
+    /// The CLOCK hand: the bucket the eviction looks at next.
+    hand: usize,
+    /// Inserts since the last sweep of expired keys.
+    inserts_since_sweep: usize,
+}
 
 #[repr(align(128))]
 struct Shard {
-    map: Mutex<Map>,
+    map: Mutex<ShardData>,
 }
 
 /// An in-process store. Cheap to share: wrap it in an `Arc` and hand it to many limiters.
 pub struct MemoryStore {
     shards: Box<[Shard]>,
     hasher: FixedState,
-    shard_bits: u32,
+    shard_mask: usize,
     /// Maximum keys per shard (`usize::MAX` when unbounded).
     shard_capacity: usize,
 }
@@ -58,14 +353,22 @@ impl std::fmt::Debug for MemoryStore {
     }
 }
 
+/// Where a key lives: its hash, shard and comparison form.
+struct Located<'k> {
+    hash: u64,
+    shard: usize,
+    probe: Probe<'k>,
+}
+
 impl MemoryStore {
     /// An unbounded store with one shard per 1/4 core (at least 16, a power of two).
     pub fn new() -> MemoryStore {
         MemoryStore::build(None)
     }
 
-    /// A store holding at most about `max_keys` keys; beyond that the least recently used key
-    /// of the shard being written is evicted. `max_keys == 0` is `config_invalid`.
+    /// A store holding at most about `max_keys` keys; beyond that the shard being written
+    /// evicts an approximately least recently used key (CLOCK). `max_keys == 0` is
+    /// `config_invalid`.
     pub fn with_max_keys(max_keys: usize) -> Result<MemoryStore> {
         if max_keys == 0 {
             return Err(crate::Error::config("maxKeys", "must be >= 1"));
@@ -85,16 +388,20 @@ impl MemoryStore {
         let hasher = FixedState::with_seed(0x7468_726f_7474_6c65);
         let shard_capacity = max_keys.map_or(usize::MAX, |m| m.div_ceil(shards).max(1));
         MemoryStore {
-            shards: (0..shards).map(|_| Shard { map: Mutex::new(LinkedHashMap::with_hasher(hasher)) }).collect(),
+            shards: (0..shards)
+                .map(|_| Shard {
+                    map: Mutex::new(ShardData { table: HashTable::new(), hand: 0, inserts_since_sweep: 0 }),
+                })
+                .collect(),
             hasher,
-            shard_bits: shards.trailing_zeros(),
+            shard_mask: shards - 1,
             shard_capacity,
         }
     }
 
     /// Number of keys held, expired ones not yet swept included.
     pub fn len(&self) -> usize {
-        self.shards.iter().map(|s| s.map.lock().len()).sum()
+        self.shards.iter().map(|s| s.map.lock().table.len()).sum()
     }
 
     /// Whether the store holds no key.
@@ -106,69 +413,94 @@ impl MemoryStore {
     pub fn purge_expired(&self, now: i64) -> usize {
         let mut removed = 0;
         for shard in self.shards.iter() {
-            let mut map = shard.map.lock();
-            let before = map.len();
-            map.retain(|_, e| now <= e.deadline);
-            removed += before - map.len();
+            let mut shard = shard.map.lock();
+            let before = shard.table.len();
+            shard.table.retain(|e| now <= e.deadline);
+            removed += before - shard.table.len();
         }
         removed
     }
 
     #[inline]
-    fn locate(&self, key: &str) -> (u64, usize) {
-        let hash = self.hasher.hash_one(key);
-        // The top bits pick the shard; hashbrown uses the low bits for buckets.
-        let shard = if self.shard_bits == 0 { 0 } else { (hash >> (64 - self.shard_bits)) as usize };
-        (hash, shard)
+    fn hash(&self, key: &[u8]) -> u64 {
+        self.hasher.hash_one(key)
     }
 
-    /// Applies `transform` to `key` inside an already locked shard.
     #[inline]
-    fn apply_locked(&self, map: &mut Map, hash: u64, key: &str, now: i64, transform: &Transform<'_>) -> Reply {
-        match map.raw_entry_mut().from_key_hashed_nocheck(hash, key) {
-            RawEntryMut::Occupied(mut occupied) => {
+    fn locate<'k>(&self, key: &'k str) -> Located<'k> {
+        let hash = self.hash(key.as_bytes());
+        // Neither the low bits (bucket index) nor the top 7 (hashbrown's tag byte) pick the
+        // shard, so every bit the table uses stays random within a shard.
+        Located { hash, shard: (hash >> 40) as usize & self.shard_mask, probe: Probe::new(key.as_bytes()) }
+    }
+
+    /// Applies `transform` to the located key inside its already locked shard.
+    #[inline]
+    fn apply_locked(&self, shard: &mut ShardData, at: &Located<'_>, now: i64, transform: &Transform<'_>) -> Reply {
+        match shard.table.find_entry(at.hash, |e| e.matches(&at.probe)) {
+            Ok(mut occupied) => {
                 let entry = occupied.get_mut();
                 if now > entry.deadline {
                     // Expired: the old state is gone for good, whatever this op decides.
-                    entry.state = None;
+                    entry.clear_state();
                 }
-                let step = transform.run(&mut entry.state, now);
+                let mut state = entry.take_state();
+                let step = run(transform, &mut state, now);
                 match step.ttl_ms {
                     Some(ttl) => {
+                        entry.put_state(state);
                         entry.deadline = now.saturating_add(ttl);
-                        occupied.to_back();
+                        entry.touch();
                     }
-                    None if entry.state.is_none() => {
-                        occupied.remove();
+                    None if state.is_none() => {
+                        entry.put_state(None);
+                        drop(occupied.remove());
                     }
-                    None => occupied.to_back(),
+                    None => {
+                        entry.put_state(state);
+                        entry.touch();
+                    }
                 }
                 step.reply
             }
-            RawEntryMut::Vacant(vacant) => {
-                let mut slot = None;
-                let step = transform.run(&mut slot, now);
+            Err(absent) => {
+                let mut state = None;
+                let step = run(transform, &mut state, now);
                 if let Some(ttl) = step.ttl_ms {
-                    vacant.insert_hashed_nocheck(hash, key.into(), Entry { state: slot, deadline: now.saturating_add(ttl) });
-                    self.make_room(map, now);
+                    let entry = Entry::new(&at.probe, now.saturating_add(ttl), state);
+                    drop(absent);
+                    self.make_room(shard, now);
+                    shard.table.insert_unique(at.hash, entry, |e| self.hash(e.key()));
                 }
                 step.reply
             }
         }
     }
 
-    /// After an insert: sweep a few expired keys and enforce the bound.
-    fn make_room(&self, map: &mut Map, now: i64) {
-        for _ in 0..SWEEP_PER_INSERT {
-            match map.front() {
-                Some((_, e)) if now > e.deadline && map.len() > 1 => {
-                    map.pop_front();
-                }
-                _ => break,
-            }
+    /// Before an insert: sweep expired keys when the table is about to grow, and enforce the
+    /// bound.
+    fn make_room(&self, shard: &mut ShardData, now: i64) {
+        let table = &mut shard.table;
+        if table.len() == table.capacity() && shard.inserts_since_sweep >= table.capacity() / 4 {
+            // This insert would double the table: drop what has expired first, so keys nobody
+            // touches again never make the table grow. Sweeping at most once per capacity/4
+            // inserts keeps the cost amortized O(1) per insert.
+            table.retain(|e| now <= e.deadline);
+            shard.inserts_since_sweep = 0;
         }
-        while map.len() > self.shard_capacity {
-            map.pop_front();
+        shard.inserts_since_sweep += 1;
+        let buckets = table.num_buckets();
+        let mask = buckets.wrapping_sub(1);
+        // CLOCK: evict the first entry that is expired or unreferenced since the hand last
+        // passed, clearing marks on the way. Terminates within two turns of the hand.
+        while shard.table.len() >= self.shard_capacity {
+            shard.hand = (shard.hand + 1) & mask;
+            if let Ok(mut o) = shard.table.get_bucket_entry(shard.hand) {
+                let e = o.get_mut();
+                if now > e.deadline || !e.untouch() {
+                    drop(o.remove());
+                }
+            }
         }
     }
 
@@ -180,6 +512,18 @@ impl MemoryStore {
     }
 }
 
+/// [`Transform::run`], with the check (the hot path) inlined here.
+#[inline(always)]
+fn run(transform: &Transform<'_>, slot: &mut Option<State>, now: i64) -> Step<Reply> {
+    match *transform {
+        Transform::Check { strategy, cost } => {
+            let step = strategy.check(slot, now, cost, true);
+            Step { reply: Reply::Decision(step.reply), ttl_ms: step.ttl_ms }
+        }
+        _ => transform.run(slot, now),
+    }
+}
+
 impl Store for MemoryStore {
     fn apply<'a>(&'a self, key: &'a str, now: Now, transform: Transform<'a>) -> BoxFuture<'a, Result<Reply>> {
         Box::pin(std::future::ready(self.apply_sync(key, MemoryStore::resolve(now), transform)))
@@ -187,45 +531,58 @@ impl Store for MemoryStore {
 
     #[inline]
     fn apply_sync(&self, key: &str, now: i64, transform: Transform<'_>) -> Result<Reply> {
-        let (hash, shard) = self.locate(key);
-        let mut map = self.shards[shard].map.lock();
-        Ok(self.apply_locked(&mut map, hash, key, now, &transform))
+        let at = self.locate(key);
+        let mut shard = self.shards[at.shard].map.lock();
+        Ok(self.apply_locked(&mut shard, &at, now, &transform))
     }
 
-    fn apply_multi<'a>(&'a self, rule: Rule, dims: &'a [DimensionCall<'a>], now: Now) -> BoxFuture<'a, Result<MultiReply>> {
+    fn apply_multi<'a>(
+        &'a self,
+        rule: Rule,
+        dims: &'a [DimensionCall<'a>],
+        now: Now,
+    ) -> BoxFuture<'a, Result<MultiReply>> {
         Box::pin(std::future::ready(self.apply_multi_sync(rule, dims, MemoryStore::resolve(now))))
     }
 
     fn apply_multi_sync(&self, rule: Rule, dims: &[DimensionCall<'_>], now: i64) -> Result<MultiReply> {
-        let located: Vec<(u64, usize)> = dims.iter().map(|d| self.locate(d.key)).collect();
+        let located: Vec<Located<'_>> = dims.iter().map(|d| self.locate(d.key)).collect();
         // Lock every shard involved once, in ascending order, so two multi applies cannot deadlock.
-        let mut order: Vec<usize> = located.iter().map(|l| l.1).collect();
+        let mut order: Vec<usize> = located.iter().map(|l| l.shard).collect();
         order.sort_unstable();
         order.dedup();
-        let mut guards: Vec<MutexGuard<'_, Map>> = order.iter().map(|&s| self.shards[s].map.lock()).collect();
+        let mut guards: Vec<MutexGuard<'_, ShardData>> = order.iter().map(|&s| self.shards[s].map.lock()).collect();
         let guard_of = |shard: usize| order.binary_search(&shard).unwrap_or_default();
 
         let decisions: Vec<_> = dims
             .iter()
             .zip(&located)
-            .map(|(d, &(hash, shard))| {
-                let map = &mut guards[guard_of(shard)];
-                // An expired key is gone for good, whether or not this dimension commits: a later
-                // backward clock jump must not bring it back (the Redis path deletes it too).
-                if let RawEntryMut::Occupied(o) = map.raw_entry_mut().from_key_hashed_nocheck(hash, d.key)
-                    && now > o.get().deadline
-                {
-                    o.remove();
+            .map(|(d, at)| {
+                let table = &mut guards[guard_of(at.shard)].table;
+                match table.find_entry(at.hash, |e| e.matches(&at.probe)) {
+                    Ok(mut o) => {
+                        // An expired key is gone for good, whether or not this dimension
+                        // commits: a later backward clock jump must not bring it back (the Redis
+                        // path deletes it too).
+                        if now > o.get().deadline {
+                            drop(o.remove());
+                            return d.strategy.forecast(None, now, d.cost);
+                        }
+                        let entry = o.get_mut();
+                        let state = entry.take_state();
+                        let decision = d.strategy.forecast(state.as_ref(), now, d.cost);
+                        entry.put_state(state);
+                        decision
+                    }
+                    Err(_) => d.strategy.forecast(None, now, d.cost),
                 }
-                let state = map.raw_entry().from_key_hashed_nocheck(hash, d.key).and_then(|(_, e)| e.state.as_ref());
-                d.strategy.forecast(state, now, d.cost)
             })
             .collect();
         let (allowed, commit) = multi::commit_set(rule, &decisions);
-        for ((d, &(hash, shard)), &go) in dims.iter().zip(&located).zip(&commit) {
+        for ((d, at), &go) in dims.iter().zip(&located).zip(&commit) {
             if go {
-                let map = &mut guards[guard_of(shard)];
-                self.apply_locked(map, hash, d.key, now, &Transform::Check { strategy: d.strategy, cost: d.cost });
+                let shard = &mut guards[guard_of(at.shard)];
+                self.apply_locked(shard, at, now, &Transform::Check { strategy: d.strategy, cost: d.cost });
             }
         }
         Ok(MultiReply { decisions, allowed })
@@ -236,15 +593,92 @@ impl Store for MemoryStore {
     }
 
     fn reset_sync(&self, key: &str) -> Result<()> {
-        let (hash, shard) = self.locate(key);
-        let mut map = self.shards[shard].map.lock();
-        if let RawEntryMut::Occupied(o) = map.raw_entry_mut().from_key_hashed_nocheck(hash, key) {
-            o.remove();
+        let at = self.locate(key);
+        let mut shard = self.shards[at.shard].map.lock();
+        if let Ok(o) = shard.table.find_entry(at.hash, |e| e.matches(&at.probe)) {
+            drop(o.remove());
         }
         Ok(())
     }
 
     fn is_sync(&self) -> bool {
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::state::Slot;
+
+    fn roundtrip(state: Option<State>) {
+        for key in ["k", "exactly-twenty-two-by", "a key longer than twenty-two bytes, boxed"] {
+            let probe = Probe::new(key.as_bytes());
+            let mut e = Entry::new(&probe, 7, state.clone());
+            assert!(e.matches(&probe), "{key}");
+            assert_eq!(e.key(), key.as_bytes());
+            assert!(!e.matches(&Probe::new(b"other")));
+            assert_eq!(e.take_state(), state);
+            e.put_state(state.clone());
+            assert_eq!(e.take_state(), state);
+            e.put_state(state.clone());
+            assert!(e.untouch());
+            assert!(!e.untouch());
+            assert!(e.matches(&probe), "the meta byte is not part of the key");
+        }
+    }
+
+    #[test]
+    fn the_fast_probe_encodes_like_the_byte_copy() {
+        let text = b"0123456789abcdefghijklmnopqrstuvwxyz";
+        for len in 0..=INLINE {
+            let key = &text[..len];
+            let mut bytes = [0u8; 24];
+            bytes[..len].copy_from_slice(key);
+            bytes[INLINE] = len as u8;
+            match Probe::new(key) {
+                Probe::Inline(w) => assert_eq!(w, words(bytes), "len {len}"),
+                Probe::Heap(_) => panic!("len {len} is inline"),
+            }
+        }
+    }
+
+    #[test]
+    fn every_state_shape_survives_an_entry() {
+        roundtrip(None);
+        roundtrip(Some(State::Tat(1.5e12 + 0.25)));
+        roundtrip(Some(State::Bucket { tokens: -0.0, last: i64::MIN }));
+        roundtrip(Some(State::Counter { start: -5, count: u64::MAX }));
+        roundtrip(Some(State::Ring(vec![Slot { tick: 3, count: 4 }, Slot::EMPTY].into_boxed_slice())));
+        roundtrip(Some(State::Log(VecDeque::from([(1, 2), (3, 4)]))));
+    }
+
+    #[test]
+    fn an_entry_changes_shape_without_leaking() {
+        let probe = Probe::new(b"k");
+        let mut e = Entry::new(&probe, 0, Some(State::Log(VecDeque::from([(1, 1)]))));
+        let s = e.take_state();
+        assert_eq!(s, Some(State::Log(VecDeque::from([(1, 1)]))));
+        e.put_state(Some(State::Ring(vec![Slot::EMPTY; 3].into_boxed_slice())));
+        let s = e.take_state();
+        e.put_state(s);
+        e.clear_state();
+        assert_eq!(e.take_state(), None);
+        assert_eq!(std::mem::size_of::<Entry>(), 48);
+    }
+
+    #[test]
+    fn keys_of_every_length_are_found_and_distinct() {
+        let store = MemoryStore::new();
+        let s = crate::Strategy::fixed_window(5, 1000).unwrap();
+        let keys: Vec<String> = (0..60).map(|n| "x".repeat(n)).collect();
+        for k in &keys {
+            store.apply_sync(k, 0, Transform::Check { strategy: &s, cost: 2 }).unwrap();
+        }
+        for k in &keys {
+            let d = store.apply_sync(k, 0, Transform::Peek { strategy: &s }).unwrap().decision().unwrap();
+            assert_eq!(d.remaining, 3, "{k:?}");
+        }
+        assert_eq!(store.len(), keys.len());
     }
 }

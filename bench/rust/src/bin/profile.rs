@@ -1,0 +1,41 @@
+//! One scenario, ours only, for a profiler: `profile <one|many|denied> [ops]`
+//! (e.g. `valgrind --tool=callgrind target/release/profile many 200000`).
+
+use std::hint::black_box;
+use std::sync::Arc;
+
+use throttlekit::{Limiter, MemoryStore, Strategy};
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let what = args.get(1).map_or("one", String::as_str);
+    let ops: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(1_000_000);
+    let strategy = if what == "denied" {
+        Strategy::gcra(1, 3_600_000, Some(1))
+    } else {
+        Strategy::gcra(3600, 3_600_000, Some(1_000_000_000))
+    };
+    let l = Limiter::builder(strategy.unwrap()).store(Arc::new(MemoryStore::new())).build();
+    let keys: Vec<String> = (0..100_000u64)
+        .map(|i| format!("user:{:016x}", i.wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(17)))
+        .collect();
+    for k in &keys {
+        l.check_sync(k, 1).unwrap();
+    }
+    let start = std::time::Instant::now();
+    match what {
+        "one" => {
+            for _ in 0..ops {
+                black_box(l.check_sync(black_box("user:1"), 1).unwrap());
+            }
+        }
+        _ => {
+            let mut i = 0usize;
+            for _ in 0..ops {
+                i = (i + 7919) % keys.len();
+                black_box(l.check_sync(black_box(&keys[i]), 1).unwrap());
+            }
+        }
+    }
+    eprintln!("{what}: {:.1} ns/op", start.elapsed().as_nanos() as f64 / ops as f64);
+}

@@ -1,0 +1,347 @@
+//! Rust in-memory peer benchmarks: throttlekit's `MemoryStore` against governor 0.10, in one
+//! process, same machine, same workload, same kind of clock (each library's default real clock).
+//!
+//! Usage: `throttlekit-bench [--quick]`. Prints human-readable lines and, for bench/run.sh, one
+//! `ROW<TAB>scenario<TAB>peer<TAB>ratio<TAB>target<TAB>detail` line per scenario, where ratio is
+//! peer cost / our cost (> 1: we are faster / smaller).
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::hint::black_box;
+use std::num::NonZeroU32;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicIsize, Ordering};
+use std::time::Instant;
+
+use governor::{Quota, RateLimiter};
+use throttlekit::{Limiter, MemoryStore, Strategy};
+
+// ---------------------------------------------------------------------------------------------
+// A counting allocator: live bytes requested, and live bytes as glibc malloc really spends them
+// (a chunk is the request plus an 8-byte header, rounded up to 16, at least 32 bytes).
+
+struct Counting;
+static REQUESTED: AtomicIsize = AtomicIsize::new(0);
+static CHUNKS: AtomicIsize = AtomicIsize::new(0);
+
+fn chunk(size: usize) -> isize {
+    ((size + 8).div_ceil(16) * 16).max(32) as isize
+}
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        REQUESTED.fetch_add(layout.size() as isize, Ordering::Relaxed);
+        CHUNKS.fetch_add(chunk(layout.size()), Ordering::Relaxed);
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        REQUESTED.fetch_sub(layout.size() as isize, Ordering::Relaxed);
+        CHUNKS.fetch_sub(chunk(layout.size()), Ordering::Relaxed);
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        REQUESTED.fetch_add(new_size as isize - layout.size() as isize, Ordering::Relaxed);
+        CHUNKS.fetch_add(chunk(new_size) - chunk(layout.size()), Ordering::Relaxed);
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+fn live() -> (isize, isize) {
+    (REQUESTED.load(Ordering::SeqCst), CHUNKS.load(Ordering::SeqCst))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Workload.
+
+const KEYS: usize = 100_000;
+/// Generous, and slow enough that a key's state outlives the benchmark: 3600 an hour (a TAT
+/// step of 1 s per check) with a burst of 10^9, so every check is allowed, reads the key's live
+/// state and writes it back; no key ever expires or is denied during a run.
+const PER_HOUR: u32 = 3600;
+const BURST: u32 = 1_000_000_000;
+
+/// A small deterministic PRNG (splitmix64), so every run visits the keys in the same order.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+}
+
+/// `user:<16 hex digits>` (21 bytes), distinct.
+fn key(i: usize) -> String {
+    format!("user:{:016x}", (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15))
+}
+
+/// The keys in a random visiting order, allocated in that order (a caller's key is usually hot
+/// in its cache; the table lookup is what should miss, not the benchmark's own key array).
+fn visit_order(seed: u64) -> Vec<String> {
+    let mut idx: Vec<usize> = (0..KEYS).collect();
+    let mut rng = Rng(seed);
+    for i in (1..idx.len()).rev() {
+        idx.swap(i, (rng.next() % (i as u64 + 1)) as usize);
+    }
+    idx.into_iter().map(key).collect()
+}
+
+fn ours_generous() -> Limiter {
+    Limiter::builder(Strategy::gcra(PER_HOUR as u64, 3_600_000, Some(BURST as u64)).unwrap())
+        .store(Arc::new(MemoryStore::new()))
+        .build()
+}
+
+fn generous_quota() -> Quota {
+    Quota::per_hour(NonZeroU32::new(PER_HOUR).unwrap()).allow_burst(NonZeroU32::new(BURST).unwrap())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Measurement: several repetitions, ours and the peer's interleaved, median and spread.
+
+struct Stats {
+    median: f64,
+    min: f64,
+    max: f64,
+}
+
+fn stats(mut v: Vec<f64>) -> Stats {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    let median = if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 };
+    Stats { median, min: v[0], max: v[n - 1] }
+}
+
+impl std::fmt::Display for Stats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:7.1} ns/op (min {:.1}, max {:.1})", self.median, self.min, self.max)
+    }
+}
+
+/// Runs `ours` and `peer` (each returns ns/op for one repetition) `reps` times, interleaved.
+fn duel(reps: usize, mut ours: impl FnMut() -> f64, mut peer: impl FnMut() -> f64) -> (Stats, Stats) {
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    for r in 0..reps {
+        // Alternate who goes first, so a noisy neighbour does not always hit the same side.
+        if r % 2 == 0 {
+            a.push(ours());
+            b.push(peer());
+        } else {
+            b.push(peer());
+            a.push(ours());
+        }
+    }
+    (stats(a), stats(b))
+}
+
+fn time_per_op(ops: usize, f: impl FnOnce()) -> f64 {
+    let start = Instant::now();
+    f();
+    start.elapsed().as_nanos() as f64 / ops as f64
+}
+
+/// Aggregate ns per op over `threads` threads, each running `work(thread)` on `ops` ops.
+fn time_threads(threads: usize, ops: usize, work: &(impl Fn(usize) + Sync)) -> f64 {
+    let barrier = std::sync::Barrier::new(threads + 1);
+    std::thread::scope(|s| {
+        for t in 0..threads {
+            let barrier = &barrier;
+            s.spawn(move || {
+                barrier.wait();
+                work(t);
+                barrier.wait();
+            });
+        }
+        barrier.wait();
+        let start = Instant::now();
+        barrier.wait();
+        start.elapsed().as_nanos() as f64 / (threads * ops) as f64
+    })
+}
+
+fn row(scenario: &str, peer: &str, ratio: f64, target: &str, detail: &str) {
+    println!("ROW\t{scenario}\t{peer}\t{ratio:.2}\t{target}\t{detail}");
+}
+
+fn main() {
+    let quick = std::env::args().any(|a| a == "--quick");
+    let reps = if quick { 3 } else { 9 };
+    let passes = if quick { 2 } else { 5 };
+    let one_key_ops = if quick { 1_000_000 } else { 5_000_000 };
+
+    println!("throttlekit {} vs governor 0.10.4; {reps} repetitions, medians (min, max)", throttlekit::VERSION);
+
+    // --- memory per key (counted before anything else runs, so nothing else is live) ---
+    let keys = visit_order(1);
+    let (req0, chk0) = live();
+    let ours = ours_generous();
+    for k in &keys {
+        assert!(ours.check_sync(k, 1).unwrap().allowed);
+    }
+    let (req1, chk1) = live();
+    let peer = RateLimiter::keyed(generous_quota());
+    for k in &keys {
+        assert!(peer.check_key(k).is_ok());
+    }
+    let (req2, chk2) = live();
+    let per_key = |b: isize| b as f64 / KEYS as f64;
+    let (ours_req, ours_chk) = (per_key(req1 - req0), per_key(chk1 - chk0));
+    let (peer_req, peer_chk) = (per_key(req2 - req1), per_key(chk2 - chk1));
+    println!(
+        "memory per key, {KEYS} keys of 21 bytes: throttlekit {ours_chk:.1} B ({ours_req:.1} B requested), governor keyed {peer_chk:.1} B ({peer_req:.1} B requested)"
+    );
+    row(
+        "Memory per key, in-memory store (100k keys, malloc chunks)",
+        "governor keyed",
+        peer_chk / ours_chk,
+        "mem",
+        &format!("{ours_chk:.1} B vs {peer_chk:.1} B ({ours_req:.1} vs {peer_req:.1} B requested)"),
+    );
+
+    // --- 100k keys, random order, 1 thread ---
+    let order = visit_order(2);
+    let ops = passes * KEYS;
+    let (a, b) = duel(
+        reps,
+        || {
+            time_per_op(ops, || {
+                for _ in 0..passes {
+                    for k in &order {
+                        black_box(ours.check_sync(black_box(k), 1).unwrap());
+                    }
+                }
+            })
+        },
+        || {
+            time_per_op(ops, || {
+                for _ in 0..passes {
+                    for k in &order {
+                        black_box(peer.check_key(black_box(k)).is_ok());
+                    }
+                }
+            })
+        },
+    );
+    println!("100k keys, 1 thread:   throttlekit {a}   governor keyed {b}   ratio {:.2}x", b.median / a.median);
+    row(
+        "Rust check_sync, GCRA, 100k string keys, 1 thread",
+        "governor 0.10 keyed",
+        b.median / a.median,
+        ">=3",
+        &format!("{:.1} vs {:.1} ns/op", a.median, b.median),
+    );
+    let ours_1t = a.median;
+
+    // --- 1 key ---
+    let direct = RateLimiter::direct(generous_quota());
+    let (a, b) = duel(
+        reps,
+        || {
+            time_per_op(one_key_ops, || {
+                for _ in 0..one_key_ops {
+                    black_box(ours.check_sync(black_box("user:1"), 1).unwrap());
+                }
+            })
+        },
+        || {
+            time_per_op(one_key_ops, || {
+                for _ in 0..one_key_ops {
+                    black_box(direct.check().is_ok());
+                }
+            })
+        },
+    );
+    println!("1 key:                 throttlekit {a}   governor direct {b}   ratio {:.2}x", b.median / a.median);
+    row(
+        "Rust check_sync, GCRA, 1 key",
+        "governor direct",
+        b.median / a.median,
+        ">=0.8",
+        &format!("{:.1} vs {:.1} ns/op", a.median, b.median),
+    );
+
+    // --- 100k keys, 2 threads, aggregate ---
+    let orders = [visit_order(3), visit_order(4)];
+    let (a, b) = duel(
+        reps,
+        || {
+            time_threads(2, ops, &|t| {
+                for _ in 0..passes {
+                    for k in &orders[t] {
+                        black_box(ours.check_sync(black_box(k), 1).unwrap());
+                    }
+                }
+            })
+        },
+        || {
+            time_threads(2, ops, &|t| {
+                for _ in 0..passes {
+                    for k in &orders[t] {
+                        black_box(peer.check_key(black_box(k)).is_ok());
+                    }
+                }
+            })
+        },
+    );
+    println!(
+        "100k keys, 2 threads:  throttlekit {a}   governor keyed {b}   ratio {:.2}x (aggregate time per op); ours vs our 1 thread {:.2}x",
+        b.median / a.median,
+        ours_1t / a.median
+    );
+    row(
+        "Rust check_sync, GCRA, 100k keys, 2 threads (aggregate)",
+        "governor keyed, 2 threads",
+        b.median / a.median,
+        ">=3",
+        &format!("{:.1} vs {:.1} ns/op", a.median, b.median),
+    );
+    row(
+        "  same, 2 threads vs our own 1 thread",
+        "throttlekit, 1 thread",
+        ours_1t / a.median,
+        ">=1.5",
+        &format!("{:.1} vs {:.1} ns/op", a.median, ours_1t),
+    );
+
+    // --- denied path: 100k keys, every check denied ---
+    let strict =
+        Limiter::builder(Strategy::gcra(1, 3_600_000, Some(1)).unwrap()).store(Arc::new(MemoryStore::new())).build();
+    let strict_peer = RateLimiter::keyed(Quota::per_hour(NonZeroU32::new(1).unwrap()));
+    for k in &keys {
+        strict.check_sync(k, 1).unwrap();
+        let _ = strict_peer.check_key(k);
+    }
+    let (a, b) = duel(
+        reps,
+        || {
+            time_per_op(ops, || {
+                for _ in 0..passes {
+                    for k in &order {
+                        assert!(!black_box(strict.check_sync(black_box(k), 1).unwrap()).allowed);
+                    }
+                }
+            })
+        },
+        || {
+            time_per_op(ops, || {
+                for _ in 0..passes {
+                    for k in &order {
+                        assert!(black_box(strict_peer.check_key(black_box(k))).is_err());
+                    }
+                }
+            })
+        },
+    );
+    println!("denied, 100k keys:     throttlekit {a}   governor keyed {b}   ratio {:.2}x", b.median / a.median);
+    row(
+        "Rust check_sync, GCRA, 100k keys, denied path",
+        "governor 0.10 keyed",
+        b.median / a.median,
+        "-",
+        &format!("{:.1} vs {:.1} ns/op", a.median, b.median),
+    );
+}
