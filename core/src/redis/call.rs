@@ -2,7 +2,7 @@
 //! [`Reply`]. No decision logic lives here: options go to the scripts exactly as the spec holds
 //! them, and the scripts derive everything the way the Rust algorithms do.
 
-use redis::Value;
+use redis::{Arg, Cmd, Value};
 
 use crate::decision::{Decision, Reservation};
 use crate::error::{Error, Result};
@@ -29,8 +29,9 @@ pub struct ScriptCall {
     pub script: &'static LoadedScript,
     /// `KEYS`.
     pub keys: Vec<String>,
-    /// `ARGV`.
-    pub args: Vec<String>,
+    /// `ARGV`, already encoded (integers written straight into one buffer, no string per
+    /// argument).
+    pub args: Cmd,
     /// The reply's shape.
     pub shape: Shape,
 }
@@ -53,17 +54,36 @@ pub enum Outcome {
     Multi(MultiReply),
 }
 
-/// A number as the scripts read it (`tonumber` parses Rust's shortest round-trip form exactly).
-fn num(v: f64) -> String {
-    format!("{v}")
+/// The largest magnitude below which every integral `f64` is an exact integer.
+const EXACT_INT: f64 = 9_007_199_254_740_992.0;
+
+/// Appends a number as the scripts read it: Rust's shortest round-trip form (`{v}`), which
+/// `tonumber` parses exactly. Integral values (nearly every option) take the integer formatter,
+/// which prints the same digits without allocating.
+fn num(args: &mut Cmd, v: f64) {
+    if v.fract() == 0.0 && v.abs() < EXACT_INT && !(v == 0.0 && v.is_sign_negative()) {
+        args.arg(v as i64);
+    } else {
+        args.arg(format!("{v}"));
+    }
 }
 
-/// `now` for ARGV[1]: "0" asks the script to read `TIME`, so an explicit 0 is sent as "0.0".
-pub fn now_arg(now: Now) -> String {
+/// Appends `now` for ARGV[1]: "0" asks the script to read `TIME`, so an explicit 0 is sent as
+/// "0.0".
+pub fn now_arg(args: &mut Cmd, now: Now) {
     match now {
-        Now::Server => "0".to_string(),
-        Now::At(0) => "0.0".to_string(),
-        Now::At(t) => t.to_string(),
+        Now::Server => args.arg("0"),
+        Now::At(0) => args.arg("0.0"),
+        Now::At(t) => args.arg(t),
+    };
+}
+
+/// Appends each of `args` (an ARGV list) to `cmd`.
+pub fn append_args(cmd: &mut Cmd, args: &Cmd) {
+    for a in args.args_iter() {
+        if let Arg::Simple(bytes) = a {
+            cmd.arg(bytes);
+        }
     }
 }
 
@@ -77,40 +97,74 @@ fn cadence(c: ResetCadence) -> &'static str {
     }
 }
 
-fn quota_args(o: &QuotaOptions) -> Vec<String> {
-    vec![
-        num(o.limit),
-        cadence(o.reset_cadence).to_string(),
-        num(o.period_ms.unwrap_or(0.0)),
-        num(o.anchor.unwrap_or(0.0)),
-        num(o.offset_minutes.unwrap_or(0.0)),
-        num(o.week_starts_on.unwrap_or(1.0)),
-    ]
-}
-
-/// The script, the fused script's kind name, and the options of `strategy`.
-pub fn strategy_args(strategy: &Strategy) -> (&'static LoadedScript, &'static str, Vec<String>) {
+/// The script, the fused script's kind name, and the options of `strategy` as numbers (the
+/// quota's cadence name aside).
+fn strategy_options(strategy: &Strategy) -> (&'static LoadedScript, &'static str, Options) {
     let s = &*SCRIPTS;
-    let buckets = |b: Option<f64>| num(b.unwrap_or(crate::algorithms::sliding_window::DEFAULT_BUCKETS as f64));
+    let buckets = |b: Option<f64>| b.unwrap_or(crate::algorithms::sliding_window::DEFAULT_BUCKETS as f64);
     match strategy.spec() {
-        StrategySpec::Gcra(o) => {
-            (&s.gcra, "gcra", vec![num(o.limit), num(o.period_ms), num(o.burst.unwrap_or(o.limit))])
+        StrategySpec::Gcra(o) => (&s.gcra, "gcra", Options::nums(&[o.limit, o.period_ms, o.burst.unwrap_or(o.limit)])),
+        StrategySpec::TokenBucket(o) => {
+            (&s.token_bucket, "tokenBucket", Options::nums(&[o.capacity, o.refill_per_sec]))
         }
-        StrategySpec::TokenBucket(o) => (&s.token_bucket, "tokenBucket", vec![num(o.capacity), num(o.refill_per_sec)]),
-        StrategySpec::FixedWindow(o) => (&s.fixed_window, "fixedWindow", vec![num(o.limit), num(o.window_ms)]),
+        StrategySpec::FixedWindow(o) => (&s.fixed_window, "fixedWindow", Options::nums(&[o.limit, o.window_ms])),
         StrategySpec::SlidingWindow(o) => {
-            (&s.sliding_window, "slidingWindow", vec![num(o.limit), num(o.window_ms), buckets(o.buckets)])
+            (&s.sliding_window, "slidingWindow", Options::nums(&[o.limit, o.window_ms, buckets(o.buckets)]))
         }
         StrategySpec::SlidingWindowLog(o) => {
-            (&s.sliding_window_log, "slidingWindowLog", vec![num(o.limit), num(o.window_ms)])
+            (&s.sliding_window_log, "slidingWindowLog", Options::nums(&[o.limit, o.window_ms]))
         }
         // A rolling quota is the sliding window with windowMs = periodMs (same decisions, same state).
         StrategySpec::Quota(o) if o.reset_cadence == ResetCadence::Rolling => (
             &s.sliding_window,
             "slidingWindow",
-            vec![num(o.limit), num(o.period_ms.unwrap_or(0.0)), buckets(o.buckets)],
+            Options::nums(&[o.limit, o.period_ms.unwrap_or(0.0), buckets(o.buckets)]),
         ),
-        StrategySpec::Quota(o) => (&s.quota, "quota", quota_args(o)),
+        StrategySpec::Quota(o) => (&s.quota, "quota", quota_options(o)),
+    }
+}
+
+fn quota_options(o: &QuotaOptions) -> Options {
+    Options {
+        cadence: Some(cadence(o.reset_cadence)),
+        nums: [
+            o.limit,
+            o.period_ms.unwrap_or(0.0),
+            o.anchor.unwrap_or(0.0),
+            o.offset_minutes.unwrap_or(0.0),
+            o.week_starts_on.unwrap_or(1.0),
+        ],
+        len: 5,
+    }
+}
+
+/// A strategy's options, on the stack: its numbers, and for the quota the cadence name sent
+/// after the first number.
+struct Options {
+    cadence: Option<&'static str>,
+    nums: [f64; 5],
+    len: usize,
+}
+
+impl Options {
+    fn nums(v: &[f64]) -> Options {
+        let mut nums = [0.0; 5];
+        nums[..v.len()].copy_from_slice(v);
+        Options { cadence: None, nums, len: v.len() }
+    }
+
+    /// How many ARGV entries they take.
+    fn count(&self) -> usize {
+        self.len + usize::from(self.cadence.is_some())
+    }
+
+    fn append(&self, args: &mut Cmd) {
+        for (i, &v) in self.nums[..self.len].iter().enumerate() {
+            num(args, v);
+            if let (0, Some(c)) = (i, self.cadence) {
+                args.arg(c);
+            }
+        }
     }
 }
 
@@ -118,47 +172,48 @@ pub fn strategy_args(strategy: &Strategy) -> (&'static LoadedScript, &'static st
 pub fn single(key: &str, now: Now, transform: &Transform<'_>) -> ScriptCall {
     let (script, mode, cost, options, shape) = match *transform {
         Transform::Check { strategy, cost } => {
-            let (script, _, o) = strategy_args(strategy);
+            let (script, _, o) = strategy_options(strategy);
             (script, "check", cost, o, Shape::Decision)
         }
         Transform::Forecast { strategy, cost } => {
-            let (script, _, o) = strategy_args(strategy);
+            let (script, _, o) = strategy_options(strategy);
             (script, "forecast", cost, o, Shape::Decision)
         }
         Transform::Peek { strategy } => {
-            let (script, _, o) = strategy_args(strategy);
+            let (script, _, o) = strategy_options(strategy);
             (script, "peek", 1, o, Shape::Decision)
         }
         Transform::Reserve { shaper, cost } => {
             let o = shaper.options();
-            (&SCRIPTS.leaky_bucket, "reserve", cost, vec![num(o.rate_per_sec), num(o.max_queue_ms)], Shape::Reservation)
+            (
+                &SCRIPTS.leaky_bucket,
+                "reserve",
+                cost,
+                Options::nums(&[o.rate_per_sec, o.max_queue_ms]),
+                Shape::Reservation,
+            )
         }
     };
-    let mut args = Vec::with_capacity(3 + options.len());
-    args.push(now_arg(now));
-    args.push(mode.to_string());
-    args.push(cost.to_string());
-    args.extend(options);
+    let mut args = Cmd::with_capacity(3 + options.count(), 64);
+    now_arg(&mut args, now);
+    args.arg(mode).arg(cost);
+    options.append(&mut args);
     ScriptCall { script, keys: vec![key.to_string()], args, shape }
 }
 
 /// The fused call for a multi-dimensional check.
 pub fn multi(rule: Rule, dims: &[DimensionCall<'_>], now: Now) -> ScriptCall {
-    let mut args = vec![
-        now_arg(now),
-        match rule {
-            Rule::All => "all",
-            Rule::Any => "any",
-        }
-        .to_string(),
-        dims.len().to_string(),
-    ];
+    let mut args = Cmd::with_capacity(3 + dims.len() * 8, 32 + dims.len() * 48);
+    now_arg(&mut args, now);
+    args.arg(match rule {
+        Rule::All => "all",
+        Rule::Any => "any",
+    })
+    .arg(dims.len());
     for d in dims {
-        let (_, kind, options) = strategy_args(d.strategy);
-        args.push(kind.to_string());
-        args.push(d.cost.to_string());
-        args.push(options.len().to_string());
-        args.extend(options);
+        let (_, kind, options) = strategy_options(d.strategy);
+        args.arg(kind).arg(d.cost).arg(options.count());
+        options.append(&mut args);
     }
     ScriptCall {
         script: &SCRIPTS.multi,
@@ -175,6 +230,31 @@ fn bad(script: &LoadedScript, value: &Value) -> Error {
 fn ints(call: &ScriptCall, value: &Value) -> Result<Vec<i64>> {
     let Value::Array(items) = value else { return Err(bad(call.script, value)) };
     items.iter().map(|v| if let Value::Int(i) = v { Ok(*i) } else { Err(bad(call.script, value)) }).collect()
+}
+
+/// The first `N` integers of a reply of exactly `N`, without allocating.
+fn fixed<const N: usize>(call: &ScriptCall, value: &Value) -> Result<[i64; N]> {
+    let bad = || bad(call.script, value);
+    let Value::Array(items) = value else { return Err(bad()) };
+    if items.len() != N {
+        return Err(bad());
+    }
+    let mut out = [0; N];
+    for (o, v) in out.iter_mut().zip(items) {
+        let Value::Int(i) = v else { return Err(bad()) };
+        *o = *i;
+    }
+    Ok(out)
+}
+
+/// Decodes the script's reply to `call`, for the caller only (the TTLs are the replay mode's).
+pub fn decode_reply(call: &ScriptCall, value: &Value) -> Result<Outcome> {
+    match call.shape {
+        Shape::Decision => fixed::<6>(call, value).map(|f| Outcome::Single(Reply::Decision(decision(&f)))),
+        Shape::Reservation => fixed::<3>(call, value)
+            .map(|f| Outcome::Single(Reply::Reservation(Reservation { accepted: f[0] == 1, delay_ms: f[1] }))),
+        Shape::Multi => decode(call, value).map(|d| d.reply),
+    }
 }
 
 fn ttl(v: i64) -> Option<i64> {

@@ -7,9 +7,15 @@
 //! - **A bounded wait**: every call answers within `timeout_ms` or fails with
 //!   `store_unavailable` carrying the cause; the limiter's [`crate::FailPolicy`] then decides.
 //!   The connection re-establishes itself in the background after Redis comes back.
-//! - **Its own runtime**: the store drives its multiplexed connection on a private tokio runtime,
-//!   so its futures can be awaited from any executor (Python's and Node's bindings bring their
-//!   own), and its sync methods work from plain threads.
+//! - **Its own runtime**: the store drives its multiplexed connections on a private tokio
+//!   runtime, so its futures can be awaited from any executor (Python's and Node's bindings bring
+//!   their own), and its sync methods work from plain threads.
+//! - **No hop on the async path**: an async call runs on the caller's task: it pushes its request
+//!   into the direct connection's channel (whose driver task lives on the store's runtime) and
+//!   awaits the reply under a timer of the store's runtime. Nothing is spawned per call. Only
+//!   while that connection is down (and in deterministic-replay mode) does a call hop to the
+//!   store's runtime, through the self-reconnecting `ConnectionManager`; the first such call
+//!   that succeeds reconnects the direct connection in the background.
 //! - **Clock**: `Now::Server` sends `now = "0"` and the script reads Redis's `TIME`.
 //! - **Deterministic replay** (for conformance vectors and the dual-path proof): Redis expires
 //!   keys on its wall clock, not the caller's; in this mode the store persists every key and
@@ -27,10 +33,10 @@ pub mod scripts;
 pub use scoped::{ScopedStore, conformance_stores};
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::aio::{ConnectionManager, ConnectionManagerConfig, MultiplexedConnection};
 use redis::{Cmd, Value};
 use tokio::runtime::Runtime;
 
@@ -64,7 +70,18 @@ thread_local! {
 
 /// The connection and everything a call needs, shared with the tasks on the store's runtime.
 struct Inner {
+    /// The hop path's connection (used on the store's runtime only: its reconnection spawns
+    /// tasks on whatever runtime polls it).
     conn: ConnectionManager,
+    /// The direct path's multiplexed connection, `None` while it is (re)connecting. Its driver
+    /// task was spawned on the store's runtime and stays there; a caller only pushes a request
+    /// into its channel and awaits the reply, from whatever executor it runs on.
+    direct: parking_lot::RwLock<Option<Direct>>,
+    /// Numbers each direct connection, so a failure retires the connection that failed and
+    /// never its replacement.
+    direct_ids: AtomicU64,
+    /// A task is (re)connecting the direct connection.
+    refreshing: AtomicBool,
     /// Blocking connections for the sync methods: a sync call does its own write and read on
     /// the calling thread, with no hop through the runtime (that hop costs ~40% of a
     /// sequential round trip). A connection that failed or timed out is dropped, never reused,
@@ -74,6 +91,12 @@ struct Inner {
     timeout: Duration,
     replay: Option<tokio::sync::Mutex<replay::Book>>,
     closed: AtomicBool,
+}
+
+/// The direct path's connection and its number.
+struct Direct {
+    conn: MultiplexedConnection,
+    id: u64,
 }
 
 /// Owns the runtime; shuts it down without blocking, so the store may be dropped anywhere
@@ -153,6 +176,96 @@ impl RedisStore {
     /// The options the store was built with.
     pub fn options(&self) -> &RedisOptions {
         &self.options
+    }
+
+    /// Runs `call`: directly on the caller's task when the direct connection is up (the
+    /// common case), else through a hop to the store's runtime.
+    async fn call(&self, call: ScriptCall, now: Now) -> Result<Outcome> {
+        if self.inner.replay.is_none() {
+            let direct = self.inner.direct.read().as_ref().map(|d| (d.conn.clone(), d.id));
+            if let Some((conn, id)) = direct {
+                return self.run_direct(conn, id, &call).await;
+            }
+        }
+        let outcome = self.spawn_call(call, now).await;
+        if outcome.is_ok() && self.inner.replay.is_none() {
+            // Redis answers again: bring the direct connection back.
+            self.refresh_direct();
+        }
+        outcome
+    }
+
+    /// The direct path: `EVALSHA` (and `EVAL` on `NOSCRIPT` only) through the multiplexed
+    /// connection's channel, awaited on the caller's task under the call timeout. Nothing is
+    /// spawned; the request crosses to the connection's driver on the store's runtime and the
+    /// reply wakes the caller directly.
+    async fn run_direct(&self, mut conn: MultiplexedConnection, id: u64, call: &ScriptCall) -> Result<Outcome> {
+        if self.inner.closed.load(Ordering::Acquire) {
+            return Err(Error::store("the Redis store is closed"));
+        }
+        let deadline = self.deadline();
+        let work = async {
+            let first = conn.send_packed_command(&eval_cmd("EVALSHA", &call.script.sha, call)).await;
+            let reply = if is_noscript(&first) {
+                conn.send_packed_command(&eval_cmd("EVAL", &call.script.source, call)).await
+            } else {
+                first
+            };
+            match reply {
+                Ok(Value::ServerError(e)) => Err(Error::store(format!("{} failed: {e}", call.script.name))),
+                Ok(v) => call::decode_reply(call, &v),
+                Err(e) => {
+                    if e.is_io_error() || e.is_connection_dropped() || e.is_unrecoverable_error() {
+                        // The connection is gone: retire it; the hop path (whose connection
+                        // reconnects by itself) serves until Redis answers again.
+                        self.retire_direct(id);
+                    }
+                    Err(Error::store(e))
+                }
+            }
+        };
+        tokio::select! {
+            biased;
+            r = work => r,
+            () = deadline => Err(self.inner.timed_out()),
+        }
+    }
+
+    /// The call timeout, on the store runtime's timer. The caller's own timer would do inside a
+    /// tokio runtime built with `enable_time`, but tokio (1.x) offers no way to ask whether the
+    /// current runtime has one: `tokio::time::sleep` panics without it. The store's timer works
+    /// under any executor and costs the same here: its driver wakes the store's thread, which is
+    /// awake for every call anyway (it drives the connection).
+    fn deadline(&self) -> tokio::time::Sleep {
+        let _store_context = self.runtime.get().enter();
+        tokio::time::sleep(self.inner.timeout)
+    }
+
+    /// Drops the direct connection numbered `id` (a newer one stays).
+    fn retire_direct(&self, id: u64) {
+        let mut slot = self.inner.direct.write();
+        if slot.as_ref().is_some_and(|d| d.id == id) {
+            *slot = None;
+        }
+    }
+
+    /// Connects a new direct connection in the background, on the store's runtime (so that its
+    /// driver task lives there), unless one is up or already connecting.
+    fn refresh_direct(&self) {
+        if self.inner.direct.read().is_some() || self.inner.refreshing.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let inner = self.inner.clone();
+        self.runtime.get().spawn(async move {
+            if let Some(conn) = connect_direct(&inner.client, inner.timeout).await {
+                let id = inner.direct_ids.fetch_add(1, Ordering::Relaxed) + 1;
+                let mut slot = inner.direct.write();
+                if slot.is_none() && !inner.closed.load(Ordering::Acquire) {
+                    *slot = Some(Direct { conn, id });
+                }
+            }
+            inner.refreshing.store(false, Ordering::Release);
+        });
     }
 
     /// Runs `call` on the store's runtime; the returned future may be awaited anywhere.
@@ -235,8 +348,12 @@ impl Inner {
                 Error::store(format!("connecting to {} timed out after {} ms", options.url, timeout.as_millis()))
             })?
             .map_err(|e| Error::store(format!("cannot connect to {}: {e}", options.url)))?;
+        let direct = connect_direct(&client_for_sync, timeout).await.map(|conn| Direct { conn, id: 1 });
         Ok(Inner {
             conn,
+            direct: parking_lot::RwLock::new(direct),
+            direct_ids: AtomicU64::new(1),
+            refreshing: AtomicBool::new(false),
             client: client_for_sync,
             idle: parking_lot::Mutex::new(Vec::new()),
             timeout,
@@ -249,10 +366,12 @@ impl Inner {
     async fn bounded<T>(&self, fut: impl Future<Output = Result<T>>) -> Result<T> {
         match tokio::time::timeout(self.timeout, fut).await {
             Ok(r) => r,
-            Err(_) => {
-                Err(Error::store(format!("timed out: Redis did not answer within {} ms", self.timeout.as_millis())))
-            }
+            Err(_) => Err(self.timed_out()),
         }
+    }
+
+    fn timed_out(&self) -> Error {
+        Error::store(format!("timed out: Redis did not answer within {} ms", self.timeout.as_millis()))
     }
 
     async fn run(&self, call: ScriptCall, now: Now) -> Result<Outcome> {
@@ -260,7 +379,7 @@ impl Inner {
             return Err(Error::store("the Redis store is closed"));
         }
         match &self.replay {
-            None => self.bounded(async { call::decode(&call, &self.eval(&call).await?).map(|d| d.reply) }).await,
+            None => self.bounded(async { call::decode_reply(&call, &self.eval(&call).await?) }).await,
             Some(book) => {
                 let Now::At(t) = now else {
                     return Err(Error::not_implemented("the server clock in deterministic replay mode"));
@@ -299,12 +418,8 @@ impl Inner {
             }
         };
         let first = conn.req_command(&eval_cmd("EVALSHA", &call.script.sha, call));
-        let missing = match &first {
-            Ok(Value::ServerError(e)) => e.code() == "NOSCRIPT",
-            Err(e) => e.code() == Some("NOSCRIPT"),
-            Ok(_) => false,
-        };
-        let reply = if missing { conn.req_command(&eval_cmd("EVAL", &call.script.source, call)) } else { first };
+        let reply =
+            if is_noscript(&first) { conn.req_command(&eval_cmd("EVAL", &call.script.source, call)) } else { first };
         let value = match reply {
             Ok(Value::ServerError(e)) => {
                 self.idle.lock().push(conn);
@@ -315,7 +430,7 @@ impl Inner {
             Err(e) => return Err(timed_out(e)),
         };
         self.idle.lock().push(conn);
-        call::decode(call, &value).map(|d| d.reply)
+        call::decode_reply(call, &value)
     }
 
     /// `EVALSHA`; on `NOSCRIPT` only, `EVAL` (which also caches the script again).
@@ -323,12 +438,7 @@ impl Inner {
         let mut conn = self.conn.clone();
         let sha = eval_cmd("EVALSHA", &call.script.sha, call);
         let first = conn.send_packed_command(&sha).await;
-        let missing = match &first {
-            Ok(Value::ServerError(e)) => e.code() == "NOSCRIPT",
-            Err(e) => e.code() == Some("NOSCRIPT"),
-            Ok(_) => false,
-        };
-        let reply = if missing {
+        let reply = if is_noscript(&first) {
             let full = eval_cmd("EVAL", &call.script.source, call);
             conn.send_packed_command(&full).await
         } else {
@@ -360,17 +470,39 @@ impl Inner {
     }
 }
 
+/// Redis answered `NOSCRIPT`: its script cache lost the script (restart, `SCRIPT FLUSH`).
+fn is_noscript(reply: &redis::RedisResult<Value>) -> bool {
+    match reply {
+        Ok(Value::ServerError(e)) => e.code() == "NOSCRIPT",
+        Err(e) => e.code() == Some("NOSCRIPT"),
+        Ok(_) => false,
+    }
+}
+
+/// A multiplexed connection for the direct path, connected from the store's runtime (its driver
+/// task is spawned on the runtime that connects it). No response timeout of its own: the caller
+/// bounds each call, and the redis crate's timeout would need a timer on the caller's executor.
+async fn connect_direct(client: &redis::Client, timeout: Duration) -> Option<MultiplexedConnection> {
+    let config = redis::AsyncConnectionConfig::new().set_connection_timeout(Some(timeout)).set_response_timeout(None);
+    tokio::time::timeout(timeout, client.get_multiplexed_async_connection_with_config(&config)).await.ok()?.ok()
+}
+
 /// `EVAL`/`EVALSHA` `script` with the call's keys and arguments.
 fn eval_cmd(verb: &str, script: &str, call: &ScriptCall) -> Cmd {
-    let mut c = redis::cmd(verb);
-    c.arg(script).arg(call.keys.len()).arg(&call.keys).arg(&call.args);
+    let keys: usize = call.keys.iter().map(String::len).sum();
+    let args = call.args.args_iter();
+    let (count, bytes) =
+        (args.len(), args.map(|a| if let redis::Arg::Simple(b) = a { b.len() } else { 0 }).sum::<usize>());
+    let mut c = Cmd::with_capacity(3 + call.keys.len() + count, verb.len() + script.len() + 8 + keys + bytes);
+    c.arg(verb).arg(script).arg(call.keys.len()).arg(&call.keys);
+    call::append_args(&mut c, &call.args);
     c
 }
 
 impl Store for RedisStore {
     fn apply<'a>(&'a self, key: &'a str, now: Now, transform: Transform<'a>) -> BoxFuture<'a, Result<Reply>> {
-        let fut = self.spawn_call(call::single(key, now, &transform), now);
-        Box::pin(async move { single(fut.await?) })
+        let call = call::single(key, now, &transform);
+        Box::pin(async move { single(self.call(call, now).await?) })
     }
 
     fn apply_sync(&self, key: &str, now: i64, transform: Transform<'_>) -> Result<Reply> {
@@ -384,8 +516,8 @@ impl Store for RedisStore {
         dims: &'a [DimensionCall<'a>],
         now: Now,
     ) -> BoxFuture<'a, Result<MultiReply>> {
-        let fut = self.spawn_call(call::multi(rule, dims, now), now);
-        Box::pin(async move { multi(fut.await?) })
+        let call = call::multi(rule, dims, now);
+        Box::pin(async move { multi(self.call(call, now).await?) })
     }
 
     fn apply_multi_sync(&self, rule: Rule, dims: &[DimensionCall<'_>], now: i64) -> Result<MultiReply> {
@@ -414,6 +546,7 @@ impl Store for RedisStore {
     fn close(&self) -> BoxFuture<'_, Result<()>> {
         self.inner.closed.store(true, Ordering::Release);
         self.inner.idle.lock().clear();
+        *self.inner.direct.write() = None;
         Box::pin(std::future::ready(Ok(())))
     }
 }

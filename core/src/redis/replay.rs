@@ -72,7 +72,8 @@ pub async fn run(book: &mut Book, conn: &mut ConnectionManager, call: &ScriptCal
         }
         p.cmd("MULTI");
         let mut eval = redis::cmd("EVAL");
-        eval.arg(&call.script.source).arg(keys.len()).arg(keys).arg(&call.args);
+        eval.arg(&call.script.source).arg(keys.len()).arg(keys);
+        call::append_args(&mut eval, &call.args);
         p.add_command(eval);
         for k in keys {
             p.cmd("PEXPIRETIME").arg(k);

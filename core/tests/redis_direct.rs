@@ -1,0 +1,179 @@
+//! The async path without a hop: a call awaited inside a tokio runtime (or any executor) runs on
+//! the caller's task through the direct connection, whose driver lives on the store's runtime.
+//! It keeps every guarantee of the hop path: bounded by the timeout, EVAL only after NOSCRIPT,
+//! a timed-out call never sent again, reconnection after a restart, no panic on drop.
+
+#[path = "support/redis_server.rs"]
+mod redis_server;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use redis_server::RedisServer;
+use throttlekit::redis::{RedisOptions, RedisStore};
+use throttlekit::{ErrorCode, FailPolicy, Limiter, Strategy};
+
+const TIMEOUT_MS: u64 = 300;
+
+fn store(server: &RedisServer) -> Arc<RedisStore> {
+    let options = RedisOptions { url: server.url(), timeout_ms: TIMEOUT_MS, deterministic_replay: false };
+    Arc::new(RedisStore::connect_blocking(options).expect("connect"))
+}
+
+fn limiter(store: &Arc<RedisStore>) -> Limiter {
+    Limiter::builder(Strategy::gcra(1_000_000, 1000, None).unwrap())
+        .store(store.clone())
+        .fail_policy(FailPolicy::Raise)
+        .prefix("direct")
+        .build()
+}
+
+fn current_thread() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap()
+}
+
+#[test]
+fn async_calls_to_a_stopped_server_time_out_inside_a_runtime_then_recover() {
+    let server = RedisServer::start();
+    let store = store(&server);
+    let l = limiter(&store);
+    let rt = current_thread();
+    rt.block_on(async {
+        l.check("k", 1).await.unwrap();
+        server.signal("STOP");
+        for _ in 0..3 {
+            let start = Instant::now();
+            let err = l.check("k", 1).await.unwrap_err();
+            let took = start.elapsed();
+            assert_eq!(err.code(), ErrorCode::StoreUnavailable);
+            assert!(err.message().contains("timed out"), "{err}");
+            assert!(took >= Duration::from_millis(TIMEOUT_MS - 20), "gave up early: {took:?}");
+            assert!(took < Duration::from_millis(TIMEOUT_MS * 3 + 500), "took {took:?}");
+        }
+        server.signal("CONT");
+        let mut back = false;
+        for _ in 0..50 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            if l.check("k", 1).await.is_ok() {
+                back = true;
+                break;
+            }
+        }
+        assert!(back, "no answer after SIGCONT");
+    });
+    // A runtime without a timer works too: the timeout runs on the store's timer.
+    let no_timer = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    assert!(no_timer.block_on(l.check("k", 1)).unwrap().allowed);
+    server.signal("STOP");
+    let err = no_timer.block_on(l.check("k", 1)).unwrap_err();
+    assert!(err.message().contains("timed out"), "{err}");
+    server.signal("CONT");
+}
+
+#[test]
+fn a_script_flush_is_answered_with_eval_on_the_direct_path() {
+    let server = RedisServer::start();
+    let store = store(&server);
+    let l = Limiter::builder(Strategy::fixed_window(1000, 3_600_000).unwrap()).store(store.clone()).build();
+    let now = 1_800_000_000_000;
+    current_thread().block_on(async {
+        for i in 0..500 {
+            if i % 50 == 25 {
+                redis_server::raw_command(server.port, "SCRIPT FLUSH").unwrap();
+            }
+            l.check_at("flush", 1, throttlekit::store::Now::At(now)).await.unwrap_or_else(|e| panic!("call {i}: {e}"));
+        }
+    });
+    // Each call counted exactly once: NOSCRIPT runs nothing, the EVAL runs once.
+    assert_eq!(l.peek_sync_at("flush", now).unwrap().remaining, 1000 - 500);
+}
+
+#[test]
+fn a_timed_out_async_call_is_not_sent_again() {
+    let server = RedisServer::start();
+    let store = store(&server);
+    let l = Limiter::builder(Strategy::fixed_window(1000, 3_600_000).unwrap()).store(store.clone()).build();
+    let now = 1_800_000_000_000;
+    let rt = current_thread();
+    rt.block_on(l.check_at("once", 1, throttlekit::store::Now::At(now))).unwrap();
+    let port = server.port;
+    let sleeper = std::thread::spawn(move || redis_server::raw_command(port, "DEBUG SLEEP 1"));
+    std::thread::sleep(Duration::from_millis(50));
+    let err = rt.block_on(l.check_at("once", 1, throttlekit::store::Now::At(now))).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::StoreUnavailable);
+    let _ = sleeper.join();
+    std::thread::sleep(Duration::from_millis(100));
+    // The late reply was discarded, and the connection still serves the next call.
+    let d = rt.block_on(l.peek_at("once", throttlekit::store::Now::At(now))).unwrap();
+    assert_eq!(d.remaining, 1000 - 2);
+}
+
+#[test]
+fn async_calls_reconnect_after_a_restart_from_any_executor() {
+    let mut server = RedisServer::start();
+    let port = server.port;
+    let store = store(&server);
+    let l = limiter(&store);
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    rt.block_on(l.check("k", 1)).unwrap();
+    server.stop();
+    for _ in 0..3 {
+        let start = Instant::now();
+        let err = rt.block_on(l.check("k", 1)).unwrap_err();
+        assert_eq!(err.code(), ErrorCode::StoreUnavailable, "{err}");
+        assert!(start.elapsed() < Duration::from_millis(TIMEOUT_MS * 3 + 500));
+    }
+    let server = RedisServer::start_on(port);
+    let recovered = (0..100).any(|_| {
+        std::thread::sleep(Duration::from_millis(20));
+        rt.block_on(l.check("after", 1)).is_ok()
+    });
+    assert!(recovered, "the store did not reconnect after the restart");
+    // Direct again: many calls from a runtime and from an executor that is not tokio.
+    rt.block_on(async {
+        for _ in 0..200 {
+            l.check("after", 1).await.unwrap();
+        }
+    });
+    for _ in 0..200 {
+        block_on(l.check("after", 1)).unwrap();
+    }
+    drop(server);
+}
+
+#[test]
+fn dropping_the_store_inside_a_runtime_does_not_panic() {
+    let server = RedisServer::start();
+    current_thread().block_on(async {
+        let store = store(&server);
+        let l = limiter(&store);
+        l.check("k", 1).await.unwrap();
+        drop(l);
+        drop(store);
+    });
+    tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap().block_on(async {
+        let store = RedisStore::connect(RedisOptions { url: server.url(), ..RedisOptions::default() }).await.unwrap();
+        let store = Arc::new(store);
+        limiter(&store).check("k", 1).await.unwrap();
+        tokio::spawn(async move { drop(store) }).await.unwrap();
+    });
+}
+
+/// A minimal executor that is not tokio: polls on this thread, parks between wake-ups.
+fn block_on<F: std::future::Future>(fut: F) -> F::Output {
+    struct Unpark(std::thread::Thread);
+    impl std::task::Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let waker = std::task::Waker::from(Arc::new(Unpark(std::thread::current())));
+    let mut cx = std::task::Context::from_waker(&waker);
+    let mut fut = std::pin::pin!(fut);
+    loop {
+        if let std::task::Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
+            return v;
+        }
+        std::thread::park();
+    }
+}
