@@ -9,6 +9,10 @@
 //! The semantics are the napi-rs method's (`Limiter::check_sync` in limiter.rs): a test replays
 //! random timelines through both and compares every field.
 
+// napi-derive leaves out export registration under cfg(test), so the unit-test build sees
+// these functions as unused.
+#![cfg_attr(test, allow(dead_code))]
+
 use std::cell::Cell;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::ptr;

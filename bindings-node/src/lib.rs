@@ -82,3 +82,13 @@ pub(crate) fn instance<'a, T: JavaScriptClassExt + TypeTag + 'static>(
     // SAFETY: the type tag proves napi-rs wrapped a `T` at `ptr`; it lives as long as `v`.
     Ok(Some(unsafe { &*ptr.cast::<T>() }))
 }
+
+/// napi's Tokio runtime, which drives every Promise method: one worker. The futures it runs
+/// only wait (on Redis replies, which the Redis store's own runtime reads, or on timers), so
+/// more workers add nothing but wake-ups and contention for the event loop's core.
+#[napi_derive::module_init]
+fn init() {
+    if let Ok(rt) = tokio::runtime::Builder::new_multi_thread().worker_threads(1).thread_name("throttlekit-node").enable_all().build() {
+        napi::bindgen_prelude::create_custom_tokio_runtime(rt);
+    }
+}
