@@ -7,7 +7,8 @@ export declare class Limiter {
   constructor(options: LimiterOptions)
   /**
    * Checks (and, when allowed, consumes) `cost` units (default 1) for `key`, synchronously.
-   * The fast path of the in-process store; on a `RedisStore` it throws `not_implemented`.
+   * The fast path of the in-process store. On a `RedisStore` it works but holds the event
+   * loop for a whole round trip: use `check` there.
    */
   checkSync(key: string, cost?: number): Decision
   /** `checkSync` through the store's asynchronous path (Redis: one round trip). */

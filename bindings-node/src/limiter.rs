@@ -1,7 +1,7 @@
 //! [`Limiter`]: a strategy bound to a store, a clock and a key prefix — the core's `Limiter`.
 //!
-//! Sync methods (`checkSync`, ...) run in the calling thread and need an in-process store; the
-//! Promise methods run on napi's Tokio runtime, so Redis I/O never blocks the event loop.
+//! Sync methods (`checkSync`, ...) run in the calling thread and are meant for the in-process
+//! store (on Redis they block the event loop for a round trip); the Promise methods run on napi's Tokio runtime, so Redis I/O never blocks the event loop.
 //! Invalid arguments to a Promise method reject (they never throw synchronously).
 
 use std::sync::Arc;
@@ -98,7 +98,8 @@ impl Limiter {
     }
 
     /// Checks (and, when allowed, consumes) `cost` units (default 1) for `key`, synchronously.
-    /// The fast path of the in-process store; on a `RedisStore` it throws `not_implemented`.
+    /// The fast path of the in-process store. On a `RedisStore` it works but holds the event
+    /// loop for a whole round trip: use `check` there.
     #[napi(ts_args_type = "key: string, cost?: number")]
     pub fn check_sync(&self, env: &Env, key: Unknown, cost: Unknown) -> napi::Result<Decision> {
         convert::cost(&cost)
