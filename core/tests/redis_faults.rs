@@ -207,6 +207,18 @@ fn connecting_to_nothing_fails_fast_with_store_unavailable() {
 }
 
 #[test]
+fn a_failed_async_connect_inside_a_runtime_is_an_error_not_a_panic() {
+    // The store's own runtime is dropped inside the caller's async context when connecting
+    // fails; that must shut it down in the background instead of panicking.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let options =
+        RedisOptions { url: format!("redis://127.0.0.1:{port}"), timeout_ms: TIMEOUT_MS, deterministic_replay: false };
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let err = rt.block_on(RedisStore::connect(options)).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::StoreUnavailable);
+}
+
+#[test]
 fn a_closed_store_refuses_calls() {
     let server = RedisServer::start();
     let store = store(&server);

@@ -159,11 +159,13 @@ fn block_on<T: Send + 'static>(runtime: &Runtime, fut: impl Future<Output = Resu
 impl RedisStore {
     /// Connects (within `timeout_ms`) and returns the store.
     pub async fn connect(options: RedisOptions) -> Result<RedisStore> {
-        let runtime = build_runtime()?;
+        // Owned before the first await: if connecting fails, the runtime is dropped inside the
+        // caller's async context, which only `OwnedRuntime`'s background shutdown allows.
+        let runtime = OwnedRuntime(Some(build_runtime()?));
         let opts = options.clone();
-        let inner = runtime.spawn(Inner::connect(opts));
+        let inner = runtime.get().spawn(Inner::connect(opts));
         let inner = inner.await.map_err(|e| Error::store(format!("connecting failed: {e}")))??;
-        Ok(RedisStore { inner: Arc::new(inner), options, runtime: OwnedRuntime(Some(runtime)) })
+        Ok(RedisStore { inner: Arc::new(inner), options, runtime })
     }
 
     /// [`RedisStore::connect`] for callers without an async runtime.
