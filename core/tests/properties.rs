@@ -91,13 +91,15 @@ proptest! {
     }
 
     /// GCRA's hint is exact: allowed at `now + retry`, denied 1 ms before. The token bucket's
-    /// hint is never early, but SEMANTICS.md fixes its float arithmetic (`ceil((cost - tokens) /
-    /// refillPerMs)`, as ThrottleKit 1.5.2 computes it), which can round a whole-millisecond wait
-    /// up by one (e.g. capacity 5, 1/s, cost 3 after 17 ms: 984 where 983 would do). So for the
-    /// bucket the property is "never early, at most 1 ms late".
+    /// float arithmetic is fixed by SEMANTICS.md (as ThrottleKit 1.5.2 computes it: the hint is
+    /// `ceil((cost - tokens) / refillPerMs)`, while a later check refills `elapsed * refillPerMs`
+    /// from the last *allowed* op), so the two can disagree by a rounding error either way:
+    /// capacity 5, 1/s, cost 3 after 17 ms hints 984 where 983 would do; capacity 7, 2/s, cost 2
+    /// hints 705 and at +705 finds 1.9999999999999998 tokens. For the bucket the property is
+    /// "within 1 ms of the hint". Both cases are pinned in `properties.proptest-regressions`.
     #[test]
-    fn retry_hints_are_never_early_and_gcra_is_exact(
-        limit in 1u64..50, period in 1u64..10_000, burst in 1u64..10, cost in 1u64..10,
+    fn retry_hints_are_exact_for_gcra_and_within_a_millisecond_for_the_bucket(
+        limit in 1u64..50, period in 1u64..10_000, burst in 1u64..10, cost_seed in 0u64..1000,
         gaps in prop::collection::vec(0i64..500, 1..40), bucket in any::<bool>(),
     ) {
         let s = if bucket {
@@ -105,7 +107,7 @@ proptest! {
         } else {
             throttlekit::Strategy::gcra(limit, period, Some(burst)).unwrap()
         };
-        prop_assume!(cost <= burst);
+        let cost = 1 + cost_seed % burst;
         let slack = if bucket { 1 } else { 0 };
         let clock = ManualClock::new(1_000_000);
         let l = limiter(s, &clock);
@@ -120,8 +122,8 @@ proptest! {
                 prop_assert!(!l.forecast_sync_at("k", cost, now + d.retry_after_ms - 1 - slack).unwrap().allowed,
                     "allowed {} ms before the retry hint {:?}", 1 + slack, d);
             }
-            prop_assert!(l.forecast_sync_at("k", cost, now + d.retry_after_ms).unwrap().allowed,
-                "denied at the retry hint {:?}", d);
+            prop_assert!(l.forecast_sync_at("k", cost, now + d.retry_after_ms + slack).unwrap().allowed,
+                "denied {} ms after the retry hint {:?}", slack, d);
         }
     }
 
