@@ -1,4 +1,5 @@
-//! One scenario, ours only, for a profiler: `profile <one|many|denied> [ops]`
+//! One scenario for a profiler: `profile <one|many|denied|gov-one|gov-many> [ops]` (the `gov-`
+//! ones run governor on the same workload)
 //! (e.g. `valgrind --tool=callgrind target/release/profile many 200000`).
 
 use std::hint::black_box;
@@ -22,8 +23,29 @@ fn main() {
     for k in &keys {
         l.check_sync(k, 1).unwrap();
     }
+    let quota = governor::Quota::per_hour(std::num::NonZeroU32::new(3600).unwrap())
+        .allow_burst(std::num::NonZeroU32::new(1_000_000_000).unwrap());
+    let gov_keyed = governor::RateLimiter::keyed(quota);
+    let gov_direct = governor::RateLimiter::direct(quota);
+    if what == "gov-many" {
+        for k in &keys {
+            let _ = gov_keyed.check_key(k);
+        }
+    }
     let start = std::time::Instant::now();
     match what {
+        "gov-one" => {
+            for _ in 0..ops {
+                black_box(gov_direct.check().is_ok());
+            }
+        }
+        "gov-many" => {
+            let mut i = 0usize;
+            for _ in 0..ops {
+                i = (i + 7919) % keys.len();
+                black_box(gov_keyed.check_key(black_box(&keys[i])).is_ok());
+            }
+        }
         "one" => {
             for _ in 0..ops {
                 black_box(l.check_sync(black_box("user:1"), 1).unwrap());
