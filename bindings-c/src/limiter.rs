@@ -9,8 +9,8 @@ use std::ffi::c_char;
 use throttlekit::{Decision, Limiter};
 
 use crate::args::{borrow, free_handle, into_handle, out, string, try_arg};
-use crate::config::{common, fail_policy};
 use crate::clock::tk_clock;
+use crate::config::{common, fail_policy};
 use crate::decision::tk_decision;
 use crate::panic::{guard, guard_void};
 use crate::result::{tk_result, write_out};
@@ -78,7 +78,12 @@ pub unsafe extern "C" fn tk_limiter_new(
 
 /// Runs one synchronous operation at `now` (core applies the fail policy to an unavailable
 /// store on the sync path too).
-fn decide(l: &Limiter, now: i64, op: impl FnOnce(&Limiter, i64) -> throttlekit::Result<Decision>, o: &mut tk_decision) -> tk_result {
+fn decide(
+    l: &Limiter,
+    now: i64,
+    op: impl FnOnce(&Limiter, i64) -> throttlekit::Result<Decision>,
+    o: &mut tk_decision,
+) -> tk_result {
     write_out(op(l, now).map(tk_decision::from), o)
 }
 

@@ -228,7 +228,10 @@ pub unsafe extern "C" fn tk_multi_limiter_reset(
 /// # Safety
 /// `multi` must be a live handle; `out_len` must be valid for writes.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn tk_multi_limiter_dimensions_len(multi: *const tk_multi_limiter, out_len: *mut usize) -> tk_result {
+pub unsafe extern "C" fn tk_multi_limiter_dimensions_len(
+    multi: *const tk_multi_limiter,
+    out_len: *mut usize,
+) -> tk_result {
     guard(|| {
         let m = try_arg!(unsafe { borrow(multi, "multi") });
         let o = try_arg!(unsafe { out(out_len, "out_len") });

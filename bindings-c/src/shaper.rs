@@ -87,9 +87,10 @@ pub unsafe extern "C" fn tk_shaper_new_json(
     guard(|| {
         let json = try_arg!(unsafe { string(json, "json") });
         let o = try_arg!(unsafe { out(out_shaper, "out_shaper") });
-        let options: LeakyBucketOptions = try_core!(serde_json::from_str(json).map_err(|e| {
-            throttlekit::Error::config("shaper", &format!("is not valid leaky-bucket options: {e}"))
-        }));
+        let options: LeakyBucketOptions =
+            try_core!(serde_json::from_str(json).map_err(|e| {
+                throttlekit::Error::config("shaper", &format!("is not valid leaky-bucket options: {e}"))
+            }));
         unsafe { build(&options, config, o) }
     })
 }

@@ -103,7 +103,9 @@ impl Transform<'_> {
                 let step = strategy.check(slot, now, cost, false);
                 Step { reply: Reply::Decision(step.reply), ttl_ms: None }
             }
-            Transform::Peek { strategy } => Step { reply: Reply::Decision(strategy.peek(slot.as_ref(), now)), ttl_ms: None },
+            Transform::Peek { strategy } => {
+                Step { reply: Reply::Decision(strategy.peek(slot.as_ref(), now)), ttl_ms: None }
+            }
             Transform::Reserve { shaper, cost } => {
                 let step = shaper.reserve(slot, now, cost);
                 Step { reply: Reply::Reservation(step.reply), ttl_ms: step.ttl_ms }
@@ -158,7 +160,12 @@ pub trait Store: Send + Sync + 'static {
     }
 
     /// Atomically evaluates every dimension at `now` and commits the ones `rule` admits.
-    fn apply_multi<'a>(&'a self, rule: Rule, dims: &'a [DimensionCall<'a>], now: Now) -> BoxFuture<'a, Result<MultiReply>>;
+    fn apply_multi<'a>(
+        &'a self,
+        rule: Rule,
+        dims: &'a [DimensionCall<'a>],
+        now: Now,
+    ) -> BoxFuture<'a, Result<MultiReply>>;
 
     /// [`Store::apply_multi`] without I/O, for in-process stores.
     fn apply_multi_sync(&self, _rule: Rule, _dims: &[DimensionCall<'_>], _now: i64) -> Result<MultiReply> {
