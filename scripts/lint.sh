@@ -3,4 +3,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo fmt --all --check
-cargo clippy -p throttlekit --all-targets --locked -- -D warnings
+cargo clippy --workspace --all-targets --locked -- -D warnings

@@ -25,7 +25,7 @@ fn the_system_clock_stays_within_a_millisecond_of_the_wall_clock() {
                     assert!(ours >= last.saturating_sub(1), "went backwards: {last} -> {ours}");
                     last = ours;
                     reads += 1;
-                    if reads % 1000 == 0 {
+                    if reads.is_multiple_of(1000) {
                         // Let anchors age and renew between bursts of reads.
                         std::thread::sleep(Duration::from_millis(7));
                     }

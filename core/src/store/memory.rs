@@ -463,12 +463,11 @@ impl MemoryStore {
                 }
                 step.reply
             }
-            Err(absent) => {
+            Err(_) => {
                 let mut state = None;
                 let step = run(transform, &mut state, now);
                 if let Some(ttl) = step.ttl_ms {
                     let entry = Entry::new(&at.probe, now.saturating_add(ttl), state);
-                    drop(absent);
                     self.make_room(shard, now);
                     shard.table.insert_unique(at.hash, entry, |e| self.hash(e.key()));
                 }
