@@ -84,8 +84,9 @@ pub(crate) fn instance<'a, T: JavaScriptClassExt + TypeTag + 'static>(
 }
 
 /// napi's Tokio runtime, which drives every Promise method: one worker. The futures it runs
-/// only wait (on Redis replies, which the Redis store's own runtime reads, or on timers), so
-/// more workers add nothing but wake-ups and contention for the event loop's core.
+/// only wait (on Redis replies, which this runtime reads itself once a `RedisStore` is bound to
+/// it, or on timers), so more workers add nothing but wake-ups and contention for the event
+/// loop's core. IO and timers are enabled: `RedisStore.connect` binds the store to it.
 #[napi_derive::module_init]
 fn init() {
     if let Ok(rt) = tokio::runtime::Builder::new_multi_thread().worker_threads(1).thread_name("throttlekit-node").enable_all().build() {

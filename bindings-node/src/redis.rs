@@ -1,6 +1,6 @@
 //! [`RedisStore`]: the core's Redis store — every decision one atomic Lua script, one round
-//! trip — for limiters shared by a fleet. Its I/O runs on the store's own Tokio runtime and is
-//! awaited from napi's, so the event loop never blocks on Redis (use the Promise methods).
+//! trip — for limiters shared by a fleet. Its I/O runs on napi's Tokio runtime (bound to the
+//! store), so the event loop never blocks on Redis (use the Promise methods).
 
 use std::sync::Arc;
 
@@ -87,7 +87,14 @@ impl RedisStore {
                     })
                 })
                 .await
-                .unwrap_or_else(|e| Err(throttlekit::Error::store(format!("connecting failed: {e}")))),
+                .unwrap_or_else(|e| Err(throttlekit::Error::store(format!("connecting failed: {e}"))))
+                .inspect(|store| {
+                    // Back on napi's runtime (built with IO and timers, `lib.rs`), which polls
+                    // every Promise method's future: give it a connection driven on it, so a
+                    // check no longer crosses to the store's own runtime and back. Best effort:
+                    // the store's own connections serve until (and unless) it is up.
+                    let _ = store.inner.bind_current_runtime();
+                }),
                 Err(e) => Err(e),
             };
             Ok(Settled(result))

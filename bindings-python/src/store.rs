@@ -152,6 +152,14 @@ mod redis {
             };
             let url = options.url.clone();
             let store = py.detach(|| throttlekit::redis::RedisStore::connect_blocking(options)).py()?;
+            {
+                // The runtime that drives the awaitables (`aio.rs`; multi-threaded, IO and timers
+                // enabled) gets a connection driven on it: an awaited call then never crosses to
+                // the store's own runtime. Best effort: the store's connections serve until it
+                // is up (and the sync methods never use it).
+                let _context = pyo3_async_runtimes::tokio::get_runtime().enter();
+                let _ = store.bind_current_runtime();
+            }
             Ok(RedisStore { inner: Arc::new(store), url, server_clock, fail_policy })
         }
 

@@ -9,7 +9,9 @@
 //! 50 clients gives the ceiling; the ratios are what this bench is for. The measurements run in
 //! interleaved rounds, each next to its ceiling, so a noisy neighbour skews a round's rate and its
 //! ceiling alike; the report is the median over rounds. `TK_BENCH_N` sets the checks per
-//! measurement (default 50000), `TK_BENCH_ROUNDS` the rounds (default 5).
+//! measurement (default 50000), `TK_BENCH_ROUNDS` the rounds (default 5). The async rows run
+//! twice: on a runtime using the store's connections, and on one bound to the store
+//! (`RedisStore::bind_current_runtime`, whose calls never cross to the store's thread).
 
 #[path = "../tests/support/redis_server.rs"]
 mod redis_server;
@@ -60,16 +62,25 @@ fn main() {
     let rounds: usize = std::env::var("TK_BENCH_ROUNDS").ok().and_then(|v| v.parse().ok()).unwrap_or(5);
     let per = (n / rounds).max(IN_FLIGHT);
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    let mut rows: [Vec<(f64, f64)>; 4] = Default::default();
+    // A second runtime bound to the store (`bind_current_runtime`): its calls use a connection
+    // driven on it, never crossing to the store's thread.
+    let bound = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    bound.block_on(async {
+        store.bind_current_runtime().unwrap();
+        while !store.bound_connection_ready() {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+    });
+    let mut rows: [Vec<(f64, f64)>; 6] = Default::default();
     // `TK_BENCH_ONLY=async` runs only the sequential async loop (for `perf stat` and the like).
-    if std::env::var("TK_BENCH_ONLY").is_ok_and(|v| v == "async") {
+    if let Ok(only @ ("async" | "bound")) = std::env::var("TK_BENCH_ONLY").as_deref() {
         let start = Instant::now();
-        rt.block_on(async {
+        if only == "bound" { &bound } else { &rt }.block_on(async {
             for _ in 0..n {
                 limiter.check_at("k", 1, Now::At(NOW)).await.unwrap();
             }
         });
-        println!("async sequential: {:.0} checks/s", n as f64 / start.elapsed().as_secs_f64());
+        println!("{only} sequential: {:.0} checks/s", n as f64 / start.elapsed().as_secs_f64());
         return;
     }
     for _ in 0..rounds {
@@ -88,23 +99,34 @@ fn main() {
             per as f64 / start.elapsed().as_secs_f64()
         });
 
-        let in_flight = rt.block_on(async {
+        let bound_seq = bound.block_on(async {
             let start = Instant::now();
-            let tasks: Vec<_> = (0..IN_FLIGHT)
-                .map(|_| {
-                    let l = limiter.clone();
-                    tokio::spawn(async move {
-                        for _ in 0..per / IN_FLIGHT {
-                            l.check_at("k", 1, Now::At(NOW)).await.unwrap();
-                        }
-                    })
-                })
-                .collect();
-            for t in tasks {
-                t.await.unwrap();
+            for _ in 0..per {
+                limiter.check_at("k", 1, Now::At(NOW)).await.unwrap();
             }
-            (per / IN_FLIGHT * IN_FLIGHT) as f64 / start.elapsed().as_secs_f64()
+            per as f64 / start.elapsed().as_secs_f64()
         });
+        let in_flight_on = |rt: &tokio::runtime::Runtime| {
+            rt.block_on(async {
+                let start = Instant::now();
+                let tasks: Vec<_> = (0..IN_FLIGHT)
+                    .map(|_| {
+                        let l = limiter.clone();
+                        tokio::spawn(async move {
+                            for _ in 0..per / IN_FLIGHT {
+                                l.check_at("k", 1, Now::At(NOW)).await.unwrap();
+                            }
+                        })
+                    })
+                    .collect();
+                for t in tasks {
+                    t.await.unwrap();
+                }
+                (per / IN_FLIGHT * IN_FLIGHT) as f64 / start.elapsed().as_secs_f64()
+            })
+        };
+        let in_flight = in_flight_on(&rt);
+        let bound_in_flight = in_flight_on(&bound);
         let raw = rt.block_on(async {
             let client = redis::Client::open(server.url()).unwrap();
             let mut c = client.get_multiplexed_async_connection().await.unwrap();
@@ -129,6 +151,8 @@ fn main() {
         rows[0].push((sync_seq, ceiling_seq));
         rows[1].push((async_seq, ceiling_seq));
         rows[2].push((in_flight, ceiling_50));
+        rows[4].push((bound_seq, ceiling_seq));
+        rows[5].push((bound_in_flight, ceiling_50));
     }
     println!(
         "redis-server {}",
@@ -143,6 +167,8 @@ fn main() {
         ("sequential, one connection (async check)", 0.9),
         ("50 in flight, one multiplexed connection", 0.7),
         ("reference: redis-rs on the caller's runtime", 0.9),
+        ("sequential async, bound runtime", 0.9),
+        ("50 in flight, bound runtime", 0.7),
     ]
     .into_iter()
     .zip(rows)

@@ -16,6 +16,11 @@
 //!   while that connection is down (and in deterministic-replay mode) does a call hop to the
 //!   store's runtime, through the self-reconnecting `ConnectionManager`; the first such call
 //!   that succeeds reconnects the direct connection in the background.
+//! - **No hop at all, opt-in**: [`RedisStore::bind_current_runtime`] gives the calling tokio
+//!   runtime (one that has IO and timers, and drives its own futures: the Node and Python
+//!   bindings', core's tests) a connection of its own, whose driver task runs on that runtime.
+//!   A call awaited on it then writes and reads on the caller's runtime, without crossing to the
+//!   store's thread (two wake-ups fewer per call). Calls from anywhere else take the paths above.
 //! - **Clock**: `Now::Server` sends `now = "0"` and the script reads Redis's `TIME`.
 //! - **Deterministic replay** (for conformance vectors and the dual-path proof): Redis expires
 //!   keys on its wall clock, not the caller's; in this mode the store persists every key and
@@ -82,6 +87,11 @@ struct Inner {
     direct_ids: AtomicU64,
     /// A task is (re)connecting the direct connection.
     refreshing: AtomicBool,
+    /// Runtimes bound with [`RedisStore::bind_current_runtime`], each with its own connection
+    /// (driven on that runtime). Few: one per binding's runtime.
+    bound: parking_lot::RwLock<Vec<Bound>>,
+    /// Some runtime is bound (spares unbound stores the runtime lookup).
+    any_bound: AtomicBool,
     /// Blocking connections for the sync methods: a sync call does its own write and read on
     /// the calling thread, with no hop through the runtime (that hop costs ~40% of a
     /// sequential round trip). A connection that failed or timed out is dropped, never reused,
@@ -97,6 +107,21 @@ struct Inner {
 struct Direct {
     conn: MultiplexedConnection,
     id: u64,
+}
+
+/// A runtime bound to the store, and its connection (`None` while (re)connecting).
+struct Bound {
+    runtime: tokio::runtime::Id,
+    handle: tokio::runtime::Handle,
+    conn: Option<Direct>,
+    refreshing: bool,
+}
+
+/// The connection a direct call went through, so that a failure retires that one only.
+#[derive(Clone, Copy)]
+enum Via {
+    Shared(u64),
+    Bound(tokio::runtime::Id, u64),
 }
 
 /// Owns the runtime; shuts it down without blocking, so the store may be dropped anywhere
@@ -180,19 +205,89 @@ impl RedisStore {
         &self.options
     }
 
-    /// Runs `call`: directly on the caller's task when the direct connection is up (the
-    /// common case), else through a hop to the store's runtime.
+    /// Gives the current tokio runtime a connection of its own, driven on that runtime: async
+    /// calls awaited on it then never cross to the store's thread. Calls from other runtimes
+    /// and executors keep working through the store's own connections; every guarantee holds on
+    /// both (bounded wait, `EVAL` on `NOSCRIPT` only, no resend, reconnection).
+    ///
+    /// Bind only a runtime built with IO and timers enabled (`enable_all`) that polls the
+    /// futures awaited on it itself (`block_on` or its tasks), such as a binding's own runtime.
+    /// The connection is made in the background (on that runtime's next turn); until it is up,
+    /// and whenever it is down, calls take the store's connections. If it cannot be made there
+    /// (no IO driver, or the runtime shut down), the binding is dropped. Binding again, or the
+    /// store's own runtime, does nothing; so does deterministic-replay mode (it serialises every
+    /// call on the store's runtime). Fails outside a tokio runtime.
+    pub fn bind_current_runtime(&self) -> Result<()> {
+        let handle = tokio::runtime::Handle::try_current()
+            .map_err(|_| Error::not_implemented("bind_current_runtime outside a tokio runtime"))?;
+        let id = handle.id();
+        if self.inner.replay.is_some() || id == self.runtime.get().handle().id() {
+            return Ok(());
+        }
+        {
+            let mut slots = self.inner.bound.write();
+            if slots.iter().any(|b| b.runtime == id) {
+                return Ok(());
+            }
+            slots.push(Bound { runtime: id, handle, conn: None, refreshing: false });
+        }
+        self.inner.any_bound.store(true, Ordering::Release);
+        self.refresh_bound(id);
+        Ok(())
+    }
+
+    /// Whether the current runtime is bound and its own connection is up (tests, tools).
+    #[doc(hidden)]
+    pub fn bound_connection_ready(&self) -> bool {
+        let Ok(handle) = tokio::runtime::Handle::try_current() else { return false };
+        let id = handle.id();
+        self.inner.bound.read().iter().any(|b| b.runtime == id && b.conn.is_some())
+    }
+
+    /// The current runtime's own connection if it is bound: `Ok(conn)` when it is up,
+    /// `Err(Some(id))` when bound but (re)connecting, `Err(None)` when unbound.
+    fn bound_conn(&self) -> std::result::Result<(MultiplexedConnection, Via), Option<tokio::runtime::Id>> {
+        if !self.inner.any_bound.load(Ordering::Acquire) {
+            return Err(None);
+        }
+        let Ok(handle) = tokio::runtime::Handle::try_current() else { return Err(None) };
+        let id = handle.id();
+        let slots = self.inner.bound.read();
+        match slots.iter().find(|b| b.runtime == id) {
+            Some(Bound { conn: Some(d), .. }) => Ok((d.conn.clone(), Via::Bound(id, d.id))),
+            Some(_) => Err(Some(id)),
+            None => Err(None),
+        }
+    }
+
+    /// Runs `call`: on the caller's own connection when its runtime is bound, else directly on
+    /// the caller's task when the direct connection is up (the common case), else through a
+    /// hop to the store's runtime.
     async fn call(&self, call: ScriptCall, now: Now) -> Result<Outcome> {
+        let mut rebind = None;
         if self.inner.replay.is_none() {
+            match self.bound_conn() {
+                Ok((conn, via)) => return self.run_direct(conn, via, &call).await,
+                Err(id) => rebind = id,
+            }
             let direct = self.inner.direct.read().as_ref().map(|d| (d.conn.clone(), d.id));
             if let Some((conn, id)) = direct {
-                return self.run_direct(conn, id, &call).await;
+                let outcome = self.run_direct(conn, Via::Shared(id), &call).await;
+                if outcome.is_ok()
+                    && let Some(rt) = rebind
+                {
+                    self.refresh_bound(rt);
+                }
+                return outcome;
             }
         }
         let outcome = self.spawn_call(call, now).await;
         if outcome.is_ok() && self.inner.replay.is_none() {
-            // Redis answers again: bring the direct connection back.
+            // Redis answers again: bring the direct connections back.
             self.refresh_direct();
+            if let Some(rt) = rebind {
+                self.refresh_bound(rt);
+            }
         }
         outcome
     }
@@ -201,7 +296,7 @@ impl RedisStore {
     /// connection's channel, awaited on the caller's task under the call timeout. Nothing is
     /// spawned; the request crosses to the connection's driver on the store's runtime and the
     /// reply wakes the caller directly.
-    async fn run_direct(&self, mut conn: MultiplexedConnection, id: u64, call: &ScriptCall) -> Result<Outcome> {
+    async fn run_direct(&self, mut conn: MultiplexedConnection, via: Via, call: &ScriptCall) -> Result<Outcome> {
         if self.inner.closed.load(Ordering::Acquire) {
             return Err(Error::store("the Redis store is closed"));
         }
@@ -220,7 +315,10 @@ impl RedisStore {
                     if e.is_io_error() || e.is_connection_dropped() || e.is_unrecoverable_error() {
                         // The connection is gone: retire it; the hop path (whose connection
                         // reconnects by itself) serves until Redis answers again.
-                        self.retire_direct(id);
+                        match via {
+                            Via::Shared(id) => self.retire_direct(id),
+                            Via::Bound(rt, id) => self.retire_bound(rt, id),
+                        }
                     }
                     Err(Error::store(e))
                 }
@@ -249,6 +347,54 @@ impl RedisStore {
         if slot.as_ref().is_some_and(|d| d.id == id) {
             *slot = None;
         }
+    }
+
+    /// Drops the bound runtime `rt`'s connection numbered `id` (a newer one stays).
+    fn retire_bound(&self, rt: tokio::runtime::Id, id: u64) {
+        let mut slots = self.inner.bound.write();
+        if let Some(b) = slots.iter_mut().find(|b| b.runtime == rt)
+            && b.conn.as_ref().is_some_and(|d| d.id == id)
+        {
+            b.conn = None;
+        }
+    }
+
+    /// Connects the bound runtime `rt`'s own connection in the background, on that runtime (so
+    /// that its driver task lives there), unless it is up or already connecting. Should the
+    /// task fail (a runtime without IO or timers panics it; a runtime shut down cancels it),
+    /// the binding is dropped and the store's connections serve that runtime.
+    fn refresh_bound(&self, rt: tokio::runtime::Id) {
+        let handle = {
+            let mut slots = self.inner.bound.write();
+            let Some(b) = slots.iter_mut().find(|b| b.runtime == rt) else { return };
+            if b.conn.is_some() || b.refreshing || self.inner.closed.load(Ordering::Acquire) {
+                return;
+            }
+            b.refreshing = true;
+            b.handle.clone()
+        };
+        let inner = self.inner.clone();
+        let task = handle.spawn(async move {
+            // The bound runtime's timer bounds the connect (the store's may be gone by then).
+            let conn = connect_direct(&inner.client, inner.timeout).await;
+            let id = inner.direct_ids.fetch_add(1, Ordering::Relaxed) + 1;
+            let mut slots = inner.bound.write();
+            if let Some(b) = slots.iter_mut().find(|b| b.runtime == rt) {
+                b.refreshing = false;
+                if let Some(conn) = conn
+                    && b.conn.is_none()
+                    && !inner.closed.load(Ordering::Acquire)
+                {
+                    b.conn = Some(Direct { conn, id });
+                }
+            }
+        });
+        let inner = self.inner.clone();
+        self.runtime.get().spawn(async move {
+            if task.await.is_err() {
+                inner.bound.write().retain(|b| b.runtime != rt);
+            }
+        });
     }
 
     /// Connects a new direct connection in the background, on the store's runtime (so that its
@@ -356,6 +502,8 @@ impl Inner {
             direct: parking_lot::RwLock::new(direct),
             direct_ids: AtomicU64::new(1),
             refreshing: AtomicBool::new(false),
+            bound: parking_lot::RwLock::new(Vec::new()),
+            any_bound: AtomicBool::new(false),
             client: client_for_sync,
             idle: parking_lot::Mutex::new(Vec::new()),
             timeout,
@@ -481,8 +629,9 @@ fn is_noscript(reply: &redis::RedisResult<Value>) -> bool {
     }
 }
 
-/// A multiplexed connection for the direct path, connected from the store's runtime (its driver
-/// task is spawned on the runtime that connects it). No response timeout of its own: the caller
+/// A multiplexed connection for the direct path, connected from the store's runtime, or for a
+/// bound runtime, from that runtime (its driver task is spawned on the runtime that connects it,
+/// and that runtime's timer bounds the connect). No response timeout of its own: the caller
 /// bounds each call, and the redis crate's timeout would need a timer on the caller's executor.
 async fn connect_direct(client: &redis::Client, timeout: Duration) -> Option<MultiplexedConnection> {
     let config = redis::AsyncConnectionConfig::new().set_connection_timeout(Some(timeout)).set_response_timeout(None);
@@ -549,6 +698,9 @@ impl Store for RedisStore {
         self.inner.closed.store(true, Ordering::Release);
         self.inner.idle.lock().clear();
         *self.inner.direct.write() = None;
+        for b in self.inner.bound.write().iter_mut() {
+            b.conn = None;
+        }
         Box::pin(std::future::ready(Ok(())))
     }
 }

@@ -1,0 +1,302 @@
+//! The bound path: `RedisStore::bind_current_runtime` gives a runtime its own connection, driven
+//! on that runtime. It keeps every guarantee of the other paths: bounded by the timeout, EVAL only
+//! after NOSCRIPT, a timed-out call never sent again, reconnection after a restart, calls from
+//! other executors unaffected, no panic on drop.
+
+#[path = "support/redis_server.rs"]
+mod redis_server;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use redis_server::RedisServer;
+use throttlekit::redis::{RedisOptions, RedisStore};
+use throttlekit::store::Now;
+use throttlekit::{ErrorCode, FailPolicy, Limiter, Strategy};
+
+const TIMEOUT_MS: u64 = 300;
+const NOW: i64 = 1_800_000_000_000;
+
+fn store(server: &RedisServer) -> Arc<RedisStore> {
+    let options = RedisOptions { url: server.url(), timeout_ms: TIMEOUT_MS, deterministic_replay: false };
+    Arc::new(RedisStore::connect_blocking(options).expect("connect"))
+}
+
+fn counter(store: &Arc<RedisStore>) -> Limiter {
+    Limiter::builder(Strategy::fixed_window(1_000_000, 3_600_000).unwrap())
+        .store(store.clone())
+        .fail_policy(FailPolicy::Raise)
+        .prefix("bound")
+        .build()
+}
+
+fn current_thread() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap()
+}
+
+/// Binds `rt` and waits (driving it) until its own connection is up.
+fn bind(store: &RedisStore, rt: &tokio::runtime::Runtime) {
+    rt.block_on(async {
+        store.bind_current_runtime().unwrap();
+        for _ in 0..200 {
+            if store.bound_connection_ready() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        panic!("the bound connection did not come up");
+    });
+}
+
+fn remaining(l: &Limiter) -> i64 {
+    l.peek_sync_at("k", NOW).unwrap().remaining
+}
+
+#[test]
+fn bound_calls_count_once_and_answer_script_flushes_with_eval() {
+    let server = RedisServer::start();
+    let store = store(&server);
+    let l = counter(&store);
+    let rt = current_thread();
+    assert!(!rt.block_on(async { store.bound_connection_ready() }));
+    bind(&store, &rt);
+    rt.block_on(async {
+        for i in 0..500 {
+            if i % 50 == 25 {
+                redis_server::raw_command(server.port, "SCRIPT FLUSH").unwrap();
+            }
+            l.check_at("k", 1, Now::At(NOW)).await.unwrap_or_else(|e| panic!("call {i}: {e}"));
+        }
+        assert!(store.bound_connection_ready());
+    });
+    // Each call counted exactly once: NOSCRIPT runs nothing, the EVAL runs once.
+    assert_eq!(remaining(&l), 1_000_000 - 500);
+    // Binding again is harmless.
+    bind(&store, &rt);
+}
+
+#[test]
+fn bound_calls_to_a_stopped_server_time_out_then_recover() {
+    let server = RedisServer::start();
+    let store = store(&server);
+    let l = counter(&store);
+    let rt = current_thread();
+    bind(&store, &rt);
+    rt.block_on(async {
+        l.check_at("k", 1, Now::At(NOW)).await.unwrap();
+        server.signal("STOP");
+        for _ in 0..3 {
+            let start = Instant::now();
+            let err = l.check_at("k", 1, Now::At(NOW)).await.unwrap_err();
+            let took = start.elapsed();
+            assert_eq!(err.code(), ErrorCode::StoreUnavailable);
+            assert!(err.message().contains("timed out"), "{err}");
+            assert!(took >= Duration::from_millis(TIMEOUT_MS - 20), "gave up early: {took:?}");
+            assert!(took < Duration::from_millis(TIMEOUT_MS * 3 + 500), "took {took:?}");
+        }
+        server.signal("CONT");
+        let mut back = false;
+        for _ in 0..50 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            if l.check_at("k", 1, Now::At(NOW)).await.is_ok() {
+                back = true;
+                break;
+            }
+        }
+        assert!(back, "no answer after SIGCONT");
+        assert!(store.bound_connection_ready());
+    });
+}
+
+#[test]
+fn a_timed_out_bound_call_is_not_sent_again() {
+    let server = RedisServer::start();
+    let store = store(&server);
+    let l = counter(&store);
+    let rt = current_thread();
+    bind(&store, &rt);
+    rt.block_on(l.check_at("k", 1, Now::At(NOW))).unwrap();
+    let port = server.port;
+    let sleeper = std::thread::spawn(move || redis_server::raw_command(port, "DEBUG SLEEP 1"));
+    std::thread::sleep(Duration::from_millis(50));
+    let err = rt.block_on(l.check_at("k", 1, Now::At(NOW))).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::StoreUnavailable);
+    assert!(err.message().contains("timed out"), "{err}");
+    let _ = sleeper.join();
+    std::thread::sleep(Duration::from_millis(100));
+    // The late reply was discarded, and the connection still serves the next call.
+    let d = rt.block_on(l.peek_at("k", Now::At(NOW))).unwrap();
+    assert_eq!(d.remaining, 1_000_000 - 2);
+    assert!(rt.block_on(async { store.bound_connection_ready() }));
+}
+
+#[test]
+fn bound_calls_reconnect_after_a_restart() {
+    let mut server = RedisServer::start();
+    let port = server.port;
+    let store = store(&server);
+    let l = counter(&store);
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    bind(&store, &rt);
+    rt.block_on(l.check_at("k", 1, Now::At(NOW))).unwrap();
+    server.stop();
+    for _ in 0..3 {
+        let start = Instant::now();
+        let err = rt.block_on(l.check_at("k", 1, Now::At(NOW))).unwrap_err();
+        assert_eq!(err.code(), ErrorCode::StoreUnavailable, "{err}");
+        assert!(start.elapsed() < Duration::from_millis(TIMEOUT_MS * 3 + 500));
+    }
+    let server = RedisServer::start_on(port);
+    let recovered = (0..100).any(|_| {
+        std::thread::sleep(Duration::from_millis(20));
+        rt.block_on(l.check_at("after", 1, Now::At(NOW))).is_ok()
+    });
+    assert!(recovered, "the store did not reconnect after the restart");
+    // The runtime's own connection comes back too.
+    let rebound = (0..100).any(|_| {
+        std::thread::sleep(Duration::from_millis(20));
+        rt.block_on(async { l.check_at("after", 1, Now::At(NOW)).await.is_ok() && store.bound_connection_ready() })
+    });
+    assert!(rebound, "the bound connection did not come back");
+    drop(server);
+}
+
+#[test]
+fn calls_from_other_executors_still_work_while_a_runtime_is_bound() {
+    let server = RedisServer::start();
+    let store = store(&server);
+    let l = Arc::new(counter(&store));
+    let bound = current_thread();
+    bind(&store, &bound);
+    bound.block_on(l.check_at("k", 1, Now::At(NOW))).unwrap();
+    // Another tokio runtime, unbound (its calls take the store's connections).
+    let other = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    other.block_on(async {
+        assert!(!store.bound_connection_ready());
+        let tasks: Vec<_> = (0..8)
+            .map(|_| {
+                let l = l.clone();
+                tokio::spawn(async move {
+                    for _ in 0..25 {
+                        l.check_at("k", 1, Now::At(NOW)).await.unwrap();
+                    }
+                })
+            })
+            .collect();
+        for t in tasks {
+            t.await.unwrap();
+        }
+    });
+    // An executor that is not tokio, and plain threads.
+    for _ in 0..50 {
+        block_on(l.check_at("k", 1, Now::At(NOW))).unwrap();
+    }
+    l.check_sync_at("k", 1, NOW).unwrap();
+    // A runtime without a timer (the store's timer bounds its calls).
+    let no_timer = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    no_timer.block_on(l.check_at("k", 1, Now::At(NOW))).unwrap();
+    assert_eq!(remaining(&l), 1_000_000 - (1 + 200 + 50 + 1 + 1));
+    // Dropping the bound runtime leaves everyone else served.
+    drop(bound);
+    block_on(l.check_at("k", 1, Now::At(NOW))).unwrap();
+    other.block_on(l.check_at("k", 1, Now::At(NOW))).unwrap();
+}
+
+#[test]
+fn a_runtime_without_io_or_timers_is_not_bound() {
+    let server = RedisServer::start();
+    let store = store(&server);
+    let l = counter(&store);
+    for rt in [
+        tokio::runtime::Builder::new_current_thread().build().unwrap(),
+        tokio::runtime::Builder::new_current_thread().enable_io().build().unwrap(),
+    ] {
+        rt.block_on(async {
+            store.bind_current_runtime().unwrap();
+            for _ in 0..20 {
+                tokio::task::yield_now().await;
+                l.check_at("k", 1, Now::At(NOW)).await.unwrap();
+            }
+            assert!(!store.bound_connection_ready());
+        });
+    }
+    assert!(store.bind_current_runtime().is_err(), "outside a runtime");
+}
+
+#[test]
+fn binding_does_nothing_in_replay_mode() {
+    let server = RedisServer::start();
+    let options = RedisOptions { url: server.url(), timeout_ms: TIMEOUT_MS, deterministic_replay: true };
+    let store = Arc::new(RedisStore::connect_blocking(options).unwrap());
+    let l = counter(&store);
+    let rt = current_thread();
+    rt.block_on(async {
+        store.bind_current_runtime().unwrap();
+        for _ in 0..10 {
+            l.check_at("k", 1, Now::At(NOW)).await.unwrap();
+            tokio::task::yield_now().await;
+        }
+        assert!(!store.bound_connection_ready());
+    });
+    assert_eq!(remaining(&l), 1_000_000 - 10);
+    store.clear_replayed_blocking().unwrap();
+}
+
+#[test]
+fn dropping_a_bound_store_anywhere_does_not_panic() {
+    let server = RedisServer::start();
+    // Inside the bound runtime, right after binding (the connect may still be pending).
+    current_thread().block_on(async {
+        let store = store(&server);
+        store.bind_current_runtime().unwrap();
+        drop(store);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    });
+    // Inside the bound runtime, after calls on the bound connection.
+    let rt = current_thread();
+    let s = store(&server);
+    bind(&s, &rt);
+    rt.block_on(async move {
+        let l = counter(&s);
+        l.check_at("k", 1, Now::At(NOW)).await.unwrap();
+        drop(l);
+        drop(s);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    });
+    // In a task of a multi-threaded bound runtime; then the runtime itself.
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let s = store(&server);
+    bind(&s, &rt);
+    rt.block_on(async move {
+        counter(&s).check_at("k", 1, Now::At(NOW)).await.unwrap();
+        tokio::spawn(async move { drop(s) }).await.unwrap();
+    });
+    drop(rt);
+    // The bound runtime dropped first, then the store on a plain thread.
+    let rt = current_thread();
+    let s = store(&server);
+    bind(&s, &rt);
+    drop(rt);
+    counter(&s).check_sync_at("k", 1, NOW).unwrap();
+    block_on(counter(&s).check_at("k", 1, Now::At(NOW))).unwrap();
+    drop(s);
+}
+
+/// A minimal executor that is not tokio: polls on this thread, parks between wake-ups.
+fn block_on<F: std::future::Future>(fut: F) -> F::Output {
+    struct Unpark(std::thread::Thread);
+    impl std::task::Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let waker = std::task::Waker::from(Arc::new(Unpark(std::thread::current())));
+    let mut cx = std::task::Context::from_waker(&waker);
+    let mut fut = std::pin::pin!(fut);
+    loop {
+        if let std::task::Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
+            return v;
+        }
+        std::thread::park();
+    }
+}
