@@ -189,7 +189,10 @@ impl<'a> Options<'a> {
                 continue;
             }
             if !allowed.contains(&name.as_str()) {
-                return Err(config(&format!("{field}.{name}"), &format!("is not an option (expected one of: {})", allowed.join(", "))));
+                return Err(config(
+                    &format!("{field}.{name}"),
+                    &format!("is not an option (expected one of: {})", allowed.join(", ")),
+                ));
             }
             entries.push((name, item));
         }

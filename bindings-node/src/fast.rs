@@ -39,12 +39,17 @@ thread_local! {
 #[napi(module_exports)]
 pub fn register(exports: Object, env: Env) -> napi::Result<()> {
     for (name, cb) in [
-        (c"__bindOutput", bind_output as unsafe extern "C" fn(sys::napi_env, sys::napi_callback_info) -> sys::napi_value),
+        (
+            c"__bindOutput",
+            bind_output as unsafe extern "C" fn(sys::napi_env, sys::napi_callback_info) -> sys::napi_value,
+        ),
         (c"__checkSyncInto", check_sync_into),
     ] {
         let mut f = ptr::null_mut();
         // SAFETY: a valid env during module init; `name` is NUL-terminated.
-        let status = unsafe { sys::napi_create_function(env.raw(), name.as_ptr(), usize::MAX as isize, Some(cb), ptr::null_mut(), &mut f) };
+        let status = unsafe {
+            sys::napi_create_function(env.raw(), name.as_ptr(), usize::MAX as isize, Some(cb), ptr::null_mut(), &mut f)
+        };
         if status != sys::Status::napi_ok {
             return Err(napi::Error::from_status(napi::Status::from(status)));
         }
@@ -59,13 +64,18 @@ pub fn register(exports: Object, env: Env) -> napi::Result<()> {
 
 /// Runs `f` as a napi callback body: errors become our JS errors, a panic becomes a thrown
 /// `Error` (code `panic`) instead of unwinding into Node.
-fn guard(env: sys::napi_env, info: sys::napi_callback_info, f: fn(sys::napi_env, &[sys::napi_value; 3]) -> CoreResult<()>) -> sys::napi_value {
+fn guard(
+    env: sys::napi_env,
+    info: sys::napi_callback_info,
+    f: fn(sys::napi_env, &[sys::napi_value; 3]) -> CoreResult<()>,
+) -> sys::napi_value {
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         let mut argc = 3usize;
         let mut argv = [ptr::null_mut(); 3];
         // SAFETY: `info` is the current callback's; `argv` has room for `argc` values, and napi
         // fills missing arguments with `undefined`.
-        let status = unsafe { sys::napi_get_cb_info(env, info, &mut argc, argv.as_mut_ptr(), ptr::null_mut(), ptr::null_mut()) };
+        let status =
+            unsafe { sys::napi_get_cb_info(env, info, &mut argc, argv.as_mut_ptr(), ptr::null_mut(), ptr::null_mut()) };
         if status != sys::Status::napi_ok {
             return Err(config("arguments", "could not be read"));
         }
@@ -81,7 +91,9 @@ fn guard(env: sys::napi_env, info: sys::napi_callback_info, f: fn(sys::napi_env,
         }
         Err(_) => {
             // SAFETY: as above.
-            unsafe { sys::napi_throw_error(env, c"panic".as_ptr(), c"throttlekit: internal panic (please report)".as_ptr()) };
+            unsafe {
+                sys::napi_throw_error(env, c"panic".as_ptr(), c"throttlekit: internal panic (please report)".as_ptr())
+            };
             ptr::null_mut()
         }
     }
@@ -94,9 +106,21 @@ unsafe extern "C" fn bind_output(env: sys::napi_env, info: sys::napi_callback_in
         let mut data = ptr::null_mut();
         // SAFETY: a live value of the current call; non-typed-arrays fail with a status.
         let status = unsafe {
-            sys::napi_get_typedarray_info(env, argv[0], &mut kind, &mut len, &mut data, ptr::null_mut(), ptr::null_mut())
+            sys::napi_get_typedarray_info(
+                env,
+                argv[0],
+                &mut kind,
+                &mut len,
+                &mut data,
+                ptr::null_mut(),
+                ptr::null_mut(),
+            )
         };
-        if status != sys::Status::napi_ok || kind != sys::TypedarrayType::float64_array || len < OUT_LEN || data.is_null() {
+        if status != sys::Status::napi_ok
+            || kind != sys::TypedarrayType::float64_array
+            || len < OUT_LEN
+            || data.is_null()
+        {
             return Err(config("output", &format!("must be a Float64Array of length >= {OUT_LEN}")));
         }
         let mut keep = ptr::null_mut();
@@ -115,7 +139,8 @@ unsafe extern "C" fn check_sync_into(env: sys::napi_env, info: sys::napi_callbac
         }
         let limiter = limiter(env, argv[0])?;
         // SAFETY: live values of the current call.
-        let (key, cost) = unsafe { (Unknown::from_raw_unchecked(env, argv[1]), Unknown::from_raw_unchecked(env, argv[2])) };
+        let (key, cost) =
+            unsafe { (Unknown::from_raw_unchecked(env, argv[1]), Unknown::from_raw_unchecked(env, argv[2])) };
         let cost = convert::cost(&cost)?;
         let d = convert::with_str(&key, "key", |k| limiter.inner.check_sync(k, cost))?;
         // SAFETY: `out` points at OUT_LEN f64s (checked by `bind_output`), on this thread only.
@@ -144,4 +169,3 @@ fn limiter<'a>(env: sys::napi_env, value: sys::napi_value) -> CoreResult<&'a Lim
     // the duration of this call.
     Ok(unsafe { &*p.cast::<Limiter>() })
 }
-

@@ -89,7 +89,12 @@ pub(crate) fn instance<'a, T: JavaScriptClassExt + TypeTag + 'static>(
 /// loop's core. IO and timers are enabled: `RedisStore.connect` binds the store to it.
 #[napi_derive::module_init]
 fn init() {
-    if let Ok(rt) = tokio::runtime::Builder::new_multi_thread().worker_threads(1).thread_name("throttlekit-node").enable_all().build() {
+    if let Ok(rt) = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name("throttlekit-node")
+        .enable_all()
+        .build()
+    {
         napi::bindgen_prelude::create_custom_tokio_runtime(rt);
     }
 }

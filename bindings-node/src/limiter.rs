@@ -110,7 +110,12 @@ impl Limiter {
 
     /// `checkSync` through the store's asynchronous path (Redis: one round trip).
     #[napi(ts_args_type = "key: string, cost?: number", ts_return_type = "Promise<Decision>")]
-    pub fn check<'e>(&self, env: &'e Env, key: Unknown, cost: Unknown) -> napi::Result<PromiseRaw<'e, Settled<Decision>>> {
+    pub fn check<'e>(
+        &self,
+        env: &'e Env,
+        key: Unknown,
+        cost: Unknown,
+    ) -> napi::Result<PromiseRaw<'e, Settled<Decision>>> {
         let args = key_and_cost(&key, &cost);
         let inner = self.inner.clone();
         env.spawn_future(async move {
@@ -138,7 +143,12 @@ impl Limiter {
 
     /// `checkManySync` through the store (Redis: sent together, pipelined).
     #[napi(ts_args_type = "keys: string[], cost?: number", ts_return_type = "Promise<Decision[]>")]
-    pub fn check_many<'e>(&self, env: &'e Env, keys: Unknown, cost: Unknown) -> napi::Result<PromiseRaw<'e, Settled<Vec<Decision>>>> {
+    pub fn check_many<'e>(
+        &self,
+        env: &'e Env,
+        keys: Unknown,
+        cost: Unknown,
+    ) -> napi::Result<PromiseRaw<'e, Settled<Vec<Decision>>>> {
         let args = convert::cost(&cost).and_then(|c| Ok((convert::strings(&keys, "keys")?, c)));
         let inner = self.inner.clone();
         env.spawn_future(async move {
@@ -185,7 +195,12 @@ impl Limiter {
 
     /// `forecastSync` through the store.
     #[napi(ts_args_type = "key: string, cost?: number", ts_return_type = "Promise<Decision>")]
-    pub fn forecast<'e>(&self, env: &'e Env, key: Unknown, cost: Unknown) -> napi::Result<PromiseRaw<'e, Settled<Decision>>> {
+    pub fn forecast<'e>(
+        &self,
+        env: &'e Env,
+        key: Unknown,
+        cost: Unknown,
+    ) -> napi::Result<PromiseRaw<'e, Settled<Decision>>> {
         let args = key_and_cost(&key, &cost);
         let inner = self.inner.clone();
         env.spawn_future(async move {

@@ -132,7 +132,12 @@ impl MultiLimiter {
 
     /// `checkSync` through the store (Redis: one atomic script, one round trip).
     #[napi(ts_args_type = "keys: string[], cost?: number", ts_return_type = "Promise<MultiDecision>")]
-    pub fn check<'e>(&self, env: &'e Env, keys: Unknown, cost: Unknown) -> napi::Result<PromiseRaw<'e, Settled<MultiDecision>>> {
+    pub fn check<'e>(
+        &self,
+        env: &'e Env,
+        keys: Unknown,
+        cost: Unknown,
+    ) -> napi::Result<PromiseRaw<'e, Settled<MultiDecision>>> {
         let args = convert::cost(&cost).and_then(|c| Ok((convert::strings(&keys, "keys")?, c)));
         let inner = self.inner.clone();
         env.spawn_future(async move {

@@ -49,8 +49,16 @@ struct Parsed {
 }
 
 fn parse(options: &Unknown) -> CoreResult<Parsed> {
-    let o = Options::read(options, "redisStore", &["url", "timeoutMs", "deterministicReplay", "serverClock", "failPolicy"], false)?;
-    let mut r = RedisOptions { url: o.string("url")?.ok_or_else(|| config(&o.path("url"), "is required"))?, ..RedisOptions::default() };
+    let o = Options::read(
+        options,
+        "redisStore",
+        &["url", "timeoutMs", "deterministicReplay", "serverClock", "failPolicy"],
+        false,
+    )?;
+    let mut r = RedisOptions {
+        url: o.string("url")?.ok_or_else(|| config(&o.path("url"), "is required"))?,
+        ..RedisOptions::default()
+    };
     if let Some(ms) = o.number("timeoutMs")? {
         r.timeout_ms = throttlekit::validate::integer_at_least(&o.path("timeoutMs"), ms, 1.0)? as u64;
     }
@@ -129,4 +137,3 @@ impl RedisStore {
         })
     }
 }
-

@@ -40,7 +40,12 @@ pub struct Shaper {
 }
 
 fn build(env: &Env, options: &Unknown) -> CoreResult<throttlekit::Shaper> {
-    let o = Options::read(options, "shaper", &["ratePerSec", "maxQueueMs", "store", "clock", "prefix", "serverClock"], false)?;
+    let o = Options::read(
+        options,
+        "shaper",
+        &["ratePerSec", "maxQueueMs", "store", "clock", "prefix", "serverClock"],
+        false,
+    )?;
     let rate = o.number("ratePerSec")?.ok_or_else(|| config(&o.path("ratePerSec"), "is required"))?;
     let max_queue = o.number("maxQueueMs")?.ok_or_else(|| config(&o.path("maxQueueMs"), "is required"))?;
     // NaN and infinities have no JSON form; the core's validator gives them their message.
@@ -90,7 +95,12 @@ impl Shaper {
 
     /// `reserveSync` through the store (Redis: one round trip).
     #[napi(ts_args_type = "key: string, cost?: number", ts_return_type = "Promise<Reservation>")]
-    pub fn reserve<'e>(&self, env: &'e Env, key: Unknown, cost: Unknown) -> napi::Result<PromiseRaw<'e, Settled<Reservation>>> {
+    pub fn reserve<'e>(
+        &self,
+        env: &'e Env,
+        key: Unknown,
+        cost: Unknown,
+    ) -> napi::Result<PromiseRaw<'e, Settled<Reservation>>> {
         let args = key_and_cost(&key, &cost);
         let inner = self.inner.clone();
         env.spawn_future(async move {
@@ -106,7 +116,12 @@ impl Shaper {
     /// ms timer ceiling, so even very long delays are honoured). A refused reservation rejects
     /// with `queue_full`, carrying `retryAfterMs`.
     #[napi(ts_args_type = "key: string, cost?: number", ts_return_type = "Promise<Reservation>")]
-    pub fn schedule<'e>(&self, env: &'e Env, key: Unknown, cost: Unknown) -> napi::Result<PromiseRaw<'e, Settled<Reservation>>> {
+    pub fn schedule<'e>(
+        &self,
+        env: &'e Env,
+        key: Unknown,
+        cost: Unknown,
+    ) -> napi::Result<PromiseRaw<'e, Settled<Reservation>>> {
         let args = key_and_cost(&key, &cost);
         let inner = self.inner.clone();
         env.spawn_future(async move {

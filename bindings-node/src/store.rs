@@ -89,7 +89,9 @@ pub(crate) fn clock_from_options(env: &Env, o: &Options) -> CoreResult<Option<Ar
 /// Reads a `failPolicy` option (`'fail_closed'`, `'fail_open'` or `'raise'`).
 pub(crate) fn fail_policy_from_options(o: &Options) -> CoreResult<Option<FailPolicy>> {
     o.string("failPolicy")?
-        .map(|s| FailPolicy::parse(&s).map_err(|_| config(&o.path("failPolicy"), "must be 'fail_closed', 'fail_open' or 'raise'")))
+        .map(|s| {
+            FailPolicy::parse(&s)
+                .map_err(|_| config(&o.path("failPolicy"), "must be 'fail_closed', 'fail_open' or 'raise'"))
+        })
         .transpose()
 }
-

@@ -5,8 +5,8 @@
 //! (and every `config_invalid` message) is the core's. The option interfaces below exist to
 //! give TypeScript users the exact shapes; values are read by hand in `convert`.
 
-use napi::bindgen_prelude::{Either6, Unknown};
 use napi::Env;
+use napi::bindgen_prelude::{Either6, Unknown};
 use napi_derive::napi;
 use serde_json::{Value, json};
 
@@ -135,7 +135,8 @@ pub struct QuotaSpec {
 /// A strategy as data, exactly the conformance vectors' format.
 #[napi]
 #[allow(dead_code)] // Declares the TypeScript union; the core's serde parses the values.
-pub type StrategySpec = Either6<GcraSpec, TokenBucketSpec, FixedWindowSpec, SlidingWindowSpec, SlidingWindowLogSpec, QuotaSpec>;
+pub type StrategySpec =
+    Either6<GcraSpec, TokenBucketSpec, FixedWindowSpec, SlidingWindowSpec, SlidingWindowLogSpec, QuotaSpec>;
 
 /// A validated rate-limiting algorithm. Build one with the static constructors or
 /// `Strategy.fromSpec`; pass it (or a spec object) as a limiter's `strategy`.
