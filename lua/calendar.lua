@@ -3,35 +3,31 @@
 -- below is floor division of whole numbers well inside 2^53, so it is exact in Lua's doubles.
 -- Day 0 is 1970-01-01, a Thursday.
 
-local calendar = {}
-
-calendar.DAY_MS = 86400000
-
-local function div(a, b)
-  return math.floor(a / b)
-end
+local CALENDAR_DAY_MS = 86400000
 
 -- Days since 1970-01-01 of the civil date y-m-d.
-function calendar.days_from_civil(y, m, d)
+local function calendar_days_from_civil(y, m, d)
+  local floor = math.floor
   if m <= 2 then y = y - 1 end
-  local era = div(y, 400)
+  local era = floor(y / 400)
   local yoe = y - era * 400
   local mp = (m + 9) % 12
-  local doy = div(153 * mp + 2, 5) + d - 1
-  local doe = yoe * 365 + div(yoe, 4) - div(yoe, 100) + doy
+  local doy = floor((153 * mp + 2) / 5) + d - 1
+  local doe = yoe * 365 + floor(yoe / 4) - floor(yoe / 100) + doy
   return era * 146097 + doe - 719468
 end
 
 -- The civil date (y, m, d) of day number z.
-function calendar.civil_from_days(z)
+local function calendar_civil_from_days(z)
+  local floor = math.floor
   z = z + 719468
-  local era = div(z, 146097)
+  local era = floor(z / 146097)
   local doe = z - era * 146097
-  local yoe = div(doe - div(doe, 1460) + div(doe, 36524) - div(doe, 146096), 365)
+  local yoe = floor((doe - floor(doe / 1460) + floor(doe / 36524) - floor(doe / 146096)) / 365)
   local y = yoe + era * 400
-  local doy = doe - (365 * yoe + div(yoe, 4) - div(yoe, 100))
-  local mp = div(5 * doy + 2, 153)
-  local d = doy - div(153 * mp + 2, 5) + 1
+  local doy = doe - (365 * yoe + floor(yoe / 4) - floor(yoe / 100))
+  local mp = floor((5 * doy + 2) / 153)
+  local d = doy - floor((153 * mp + 2) / 5) + 1
   local m
   if mp < 10 then m = mp + 3 else m = mp - 9 end
   if m <= 2 then y = y + 1 end
@@ -39,6 +35,6 @@ function calendar.civil_from_days(z)
 end
 
 -- Day of the week of day number z: 0 = Sunday ... 6 = Saturday.
-function calendar.weekday(z)
+local function calendar_weekday(z)
   return (z + 4) % 7
 end

@@ -11,26 +11,25 @@
 -- #include lib.lua
 -- #include period_counter.lua
 
-local fixed_window = {}
-
-function fixed_window.options(a, i)
-  return { limit = tonumber(a[i]), window_ms = tonumber(a[i + 1]) }
-end
-
-local function period(o, now)
-  local start = math.floor(now / o.window_ms) * o.window_ms
-  return start, start + o.window_ms
-end
-
-function fixed_window.decide(key, now, cost, o)
-  local start, finish = period(o, now)
-  return period_counter.decide(o.limit, start, finish, key, now, cost)
-end
-
-function fixed_window.peek(key, now, o)
-  local start, finish = period(o, now)
-  return period_counter.peek(o.limit, start, finish, key, now)
+-- The decision for `cost` units (options from a[i]: limit, windowMs), as period_counter_decide.
+local function fixed_window_decide(key, now, cost, a, i)
+  local window_ms = tonumber(a[i + 1])
+  local start = math.floor(now / window_ms) * window_ms
+  return period_counter_decide(tonumber(a[i]), start, start + window_ms, key, now, cost)
 end
 
 -- #main
-return run_single(fixed_window)
+local key, now, mode = KEYS[1], read_now(ARGV[1]), ARGV[2]
+if mode == 'peek' then
+  local window_ms = tonumber(ARGV[5])
+  local start = math.floor(now / window_ms) * window_ms
+  local allowed, limit, remaining, reset_at, retry = period_counter_peek(tonumber(ARGV[4]), start, start + window_ms, key, now)
+  return { allowed, limit, remaining, reset_at, retry, -1 }
+end
+local allowed, limit, remaining, reset_at, retry, start, new_count, ttl = fixed_window_decide(key, now, tonumber(ARGV[3]), ARGV, 4)
+if allowed == 1 and mode == 'check' then
+  ttl = period_counter_commit(key, start, new_count, ttl)
+else
+  ttl = -1
+end
+return { allowed, limit, remaining, reset_at, retry, ttl }

@@ -11,43 +11,49 @@
 -- T = periodMs / limit, tau = T * burst, inc = T * cost, newTat = tat + inc, allowAt = newTat - tau.
 -- #include lib.lua
 
-local gcra = {}
-
-function gcra.options(a, i)
-  local limit, period_ms, burst = tonumber(a[i]), tonumber(a[i + 1]), tonumber(a[i + 2])
-  local t = period_ms / limit
-  return { burst = burst, t = t, tau = t * burst }
-end
-
-function gcra.decide(key, now, cost, o)
-  local inc = o.t * cost
-  local stored = tonumber(get_string(key)) or now
+-- The decision for `cost` units (options from a[i]: limit, periodMs, burst); when allowed, then
+-- also what gcra_commit writes: newTat and its TTL.
+local function gcra_decide(key, now, cost, a, i)
+  local burst = tonumber(a[i + 2])
+  local t = tonumber(a[i + 1]) / tonumber(a[i])
+  local tau = t * burst
+  local inc = t * cost
+  -- SET replaces a key of any type, so a value of another type only has to read as absent.
+  local stored = tonumber(redis.pcall('GET', key)) or now
   local tat = stored
   if not (stored > now) then tat = now end
   local new_tat = tat + inc
-  local allow_at = new_tat - o.tau
+  local allow_at = new_tat - tau
   if now < allow_at then
-    local remaining = math.max(math.floor((o.tau - (tat - now)) / o.t), 0)
-    return { 0, o.burst, remaining, math.ceil(tat), math.ceil(allow_at - now) }, nil
+    return 0, burst, math.max(math.floor((tau - (tat - now)) / t), 0), math.ceil(tat), math.ceil(allow_at - now)
   end
-  local remaining = math.max(math.floor((o.tau - (new_tat - now)) / o.t), 0)
-  local ttl = math.max(math.ceil(new_tat - now), 1)
-  return { 1, o.burst, remaining, math.ceil(new_tat), 0 }, function()
-    redis.call('SET', key, fmt_float(new_tat), 'PX', ttl)
-    return ttl
-  end
+  return 1, burst, math.max(math.floor((tau - (new_tat - now)) / t), 0), math.ceil(new_tat), 0,
+    new_tat, math.max(math.ceil(new_tat - now), 1)
 end
 
-function gcra.peek(key, now, o)
-  local stored = tonumber(get_string(key)) or now
-  local tat = stored
-  if not (stored > now) then tat = now end
-  local remaining = math.max(math.floor((o.tau - (tat - now)) / o.t), 0)
-  local allowed = remaining >= 1
-  local retry = 0
-  if not allowed then retry = math.max(math.ceil(tat + o.t - o.tau - now), 1) end
-  return { allowed and 1 or 0, o.burst, remaining, math.ceil(tat), retry }
+local function gcra_commit(key, new_tat, ttl)
+  redis.call('SET', key, string.format('%.17g', new_tat), 'PX', ttl)
+  return ttl
 end
 
 -- #main
-return run_single(gcra)
+local key, now, mode = KEYS[1], read_now(ARGV[1]), ARGV[2]
+if mode == 'peek' then
+  local burst = tonumber(ARGV[6])
+  local t = tonumber(ARGV[5]) / tonumber(ARGV[4])
+  local tau = t * burst
+  local stored = tonumber(redis.pcall('GET', key)) or now
+  local tat = stored
+  if not (stored > now) then tat = now end
+  local remaining = math.max(math.floor((tau - (tat - now)) / t), 0)
+  local allowed, retry = 1, 0
+  if not (remaining >= 1) then allowed, retry = 0, math.max(math.ceil(tat + t - tau - now), 1) end
+  return { allowed, burst, remaining, math.ceil(tat), retry, -1 }
+end
+local allowed, limit, remaining, reset_at, retry, new_tat, ttl = gcra_decide(key, now, tonumber(ARGV[3]), ARGV, 4)
+if allowed == 1 and mode == 'check' then
+  ttl = gcra_commit(key, new_tat, ttl)
+else
+  ttl = -1
+end
+return { allowed, limit, remaining, reset_at, retry, ttl }

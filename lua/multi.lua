@@ -26,26 +26,29 @@
 -- #include calendar.lua
 -- #include quota.lua
 
+-- #main
+-- Per kind: the decide function (key, now, cost, ARGV, i) and the commit function it feeds.
 local kinds = {
-  gcra = gcra,
-  tokenBucket = token_bucket,
-  fixedWindow = fixed_window,
-  slidingWindow = sliding_window,
-  slidingWindowLog = sliding_window_log,
-  quota = quota,
+  gcra = { gcra_decide, gcra_commit },
+  tokenBucket = { token_bucket_decide, token_bucket_commit },
+  fixedWindow = { fixed_window_decide, period_counter_commit },
+  slidingWindow = { sliding_window_decide, sliding_window_commit },
+  slidingWindowLog = { sliding_window_log_decide, sliding_window_log_commit },
+  quota = { quota_decide, period_counter_commit },
 }
 
--- #main
 local now = read_now(ARGV[1])
 local rule = ARGV[2]
 local n = tonumber(ARGV[3])
+-- decisions[k] = { allowed, limit, remaining, resetAt, retryAfterMs, what the commit writes... }
 local decisions, commits = {}, {}
 local i = 4
 for k = 1, n do
-  local algo = kinds[ARGV[i]]
-  if not algo then return redis.error_reply('throttlekit: unknown strategy kind ' .. tostring(ARGV[i])) end
+  local kind = kinds[ARGV[i]]
+  if not kind then return redis.error_reply('throttlekit: unknown strategy kind ' .. tostring(ARGV[i])) end
   local cost, m = tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
-  decisions[k], commits[k] = algo.decide(KEYS[k], now, cost, algo.options(ARGV, i + 3))
+  decisions[k] = { kind[1](KEYS[k], now, cost, ARGV, i + 3) }
+  commits[k] = kind[2]
   i = i + 3 + m
 end
 
@@ -62,7 +65,7 @@ local reply = { admitted and 1 or 0 }
 for k = 1, n do
   local d = decisions[k]
   local ttl = -1
-  if admitted and d[1] == 1 then ttl = commits[k]() end
+  if admitted and d[1] == 1 then ttl = commits[k](KEYS[k], d[6], d[7], d[8], d[9]) end
   for j = 1, 5 do reply[#reply + 1] = d[j] end
   reply[#reply + 1] = ttl
 end

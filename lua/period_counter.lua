@@ -2,36 +2,41 @@
 -- core/src/algorithms/period_counter.rs): the shared core of fixed_window.lua and quota.lua.
 --
 -- State: a hash  s = period start (epoch ms),  c = units admitted in that period.
--- A count stored for another period reads as 0.
+-- A count stored for another period, or under a key of another type, reads as 0.
 -- #include lib.lua
 
-local period_counter = {}
-
-local function count_in(key, start)
-  local f = get_fields(key, 's', 'c')
-  if f and f[1] and f[2] and tonumber(f[1]) == start then return tonumber(f[2]) end
-  return 0
-end
-
-function period_counter.decide(limit, start, finish, key, now, cost)
-  local count = count_in(key, start)
+-- The decision for `cost` units; when allowed, then also what period_counter_commit writes: the
+-- start, the new count, and the TTL (to the period's end).
+local function period_counter_decide(limit, start, finish, key, now, cost)
+  -- The stored count when it is for this period: a key of another type answers HMGET with an
+  -- error table, whose fields read as absent.
+  local f = redis.pcall('HMGET', key, 's', 'c')
+  local count = 0
+  if f[1] and f[2] and tonumber(f[1]) == start then count = tonumber(f[2]) end
   local to_end = math.max(finish - now, 1)
   local new_count = count + cost
   if new_count <= limit then
-    return { 1, limit, limit - new_count, finish, 0 }, function()
-      claim(key, 'hash')
-      redis.call('HSET', key, 's', fmt_int(start), 'c', fmt_int(new_count))
-      redis.call('PEXPIRE', key, to_end)
-      return to_end
-    end
+    return 1, limit, limit - new_count, finish, 0, start, new_count, to_end
   end
-  return { 0, limit, math.max(limit - count, 0), finish, to_end }, nil
+  return 0, limit, math.max(limit - count, 0), finish, to_end
 end
 
-function period_counter.peek(limit, start, finish, key, now)
-  local count = count_in(key, start)
-  local allowed = count < limit
-  local retry = 0
-  if not allowed then retry = math.max(finish - now, 1) end
-  return { allowed and 1 or 0, limit, math.max(limit - count, 0), finish, retry }
+local function period_counter_commit(key, start, new_count, to_end)
+  local s, c = string.format('%d', start), string.format('%d', new_count)
+  if type(redis.pcall('HSET', key, 's', s, 'c', c)) == 'table' then
+    redis.call('DEL', key) -- WRONGTYPE: replace the key of another type
+    redis.call('HSET', key, 's', s, 'c', c)
+  end
+  redis.call('PEXPIRE', key, to_end)
+  return to_end
+end
+
+-- Current capacity: allowed (0/1), limit, remaining, resetAt, retryAfterMs.
+local function period_counter_peek(limit, start, finish, key, now)
+  local f = redis.pcall('HMGET', key, 's', 'c')
+  local count = 0
+  if f[1] and f[2] and tonumber(f[1]) == start then count = tonumber(f[2]) end
+  local allowed, retry = 1, 0
+  if not (count < limit) then allowed, retry = 0, math.max(finish - now, 1) end
+  return allowed, limit, math.max(limit - count, 0), finish, retry
 end

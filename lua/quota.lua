@@ -16,50 +16,49 @@
 -- #include period_counter.lua
 -- #include calendar.lua
 
-local quota = {}
-
-function quota.options(a, i)
-  return {
-    limit = tonumber(a[i]),
-    cadence = a[i + 1],
-    period_ms = tonumber(a[i + 2]),
-    anchor = tonumber(a[i + 3]),
-    offset_ms = tonumber(a[i + 4]) * 60000,
-    week_starts_on = tonumber(a[i + 5]),
-  }
-end
-
--- The period [start, finish) that contains `now`.
-local function period(o, now)
-  if o.cadence == 'fixed' then
-    local start = o.anchor + math.floor((now - o.anchor) / o.period_ms) * o.period_ms
-    return start, start + o.period_ms
+-- The limit and the period [start, finish) that contains `now` (options from a[i]: limit,
+-- cadence, periodMs, anchor, offsetMinutes, weekStartsOn).
+local function quota_period(now, a, i)
+  local limit, cadence = tonumber(a[i]), a[i + 1]
+  if cadence == 'fixed' then
+    local period_ms, anchor = tonumber(a[i + 2]), tonumber(a[i + 3])
+    local start = anchor + math.floor((now - anchor) / period_ms) * period_ms
+    return limit, start, start + period_ms
   end
-  local day = math.floor((now + o.offset_ms) / calendar.DAY_MS)
+  local offset_ms = tonumber(a[i + 4]) * 60000
+  local day = math.floor((now + offset_ms) / CALENDAR_DAY_MS)
   local start_day, end_day
-  if o.cadence == 'calendar-day' then
+  if cadence == 'calendar-day' then
     start_day, end_day = day, day + 1
-  elseif o.cadence == 'calendar-week' then
-    start_day = day - (calendar.weekday(day) - o.week_starts_on) % 7
+  elseif cadence == 'calendar-week' then
+    start_day = day - (calendar_weekday(day) - tonumber(a[i + 5])) % 7
     end_day = start_day + 7
   else -- calendar-month
-    local y, m = calendar.civil_from_days(day)
+    local y, m = calendar_civil_from_days(day)
     local ny, nm = y, m + 1
     if m == 12 then ny, nm = y + 1, 1 end
-    start_day, end_day = calendar.days_from_civil(y, m, 1), calendar.days_from_civil(ny, nm, 1)
+    start_day, end_day = calendar_days_from_civil(y, m, 1), calendar_days_from_civil(ny, nm, 1)
   end
-  return start_day * calendar.DAY_MS - o.offset_ms, end_day * calendar.DAY_MS - o.offset_ms
+  return limit, start_day * CALENDAR_DAY_MS - offset_ms, end_day * CALENDAR_DAY_MS - offset_ms
 end
 
-function quota.decide(key, now, cost, o)
-  local start, finish = period(o, now)
-  return period_counter.decide(o.limit, start, finish, key, now, cost)
-end
-
-function quota.peek(key, now, o)
-  local start, finish = period(o, now)
-  return period_counter.peek(o.limit, start, finish, key, now)
+-- The decision for `cost` units, as period_counter_decide.
+local function quota_decide(key, now, cost, a, i)
+  local limit, start, finish = quota_period(now, a, i)
+  return period_counter_decide(limit, start, finish, key, now, cost)
 end
 
 -- #main
-return run_single(quota)
+local key, now, mode = KEYS[1], read_now(ARGV[1]), ARGV[2]
+if mode == 'peek' then
+  local limit, start, finish = quota_period(now, ARGV, 4)
+  local allowed, limit, remaining, reset_at, retry = period_counter_peek(limit, start, finish, key, now)
+  return { allowed, limit, remaining, reset_at, retry, -1 }
+end
+local allowed, limit, remaining, reset_at, retry, start, new_count, ttl = quota_decide(key, now, tonumber(ARGV[3]), ARGV, 4)
+if allowed == 1 and mode == 'check' then
+  ttl = period_counter_commit(key, start, new_count, ttl)
+else
+  ttl = -1
+end
+return { allowed, limit, remaining, reset_at, retry, ttl }

@@ -12,90 +12,96 @@
 -- oldest is weighted by (w - (now - c * w)) / w, clamped to [0, 1]. A rolling quota is this script.
 -- #include lib.lua
 
-local sliding_window = {}
-
-function sliding_window.options(a, i)
-  local limit, window_ms, buckets = tonumber(a[i]), tonumber(a[i + 1]), tonumber(a[i + 2])
-  return { limit = limit, window_ms = window_ms, buckets = buckets, w = window_ms / buckets, len = buckets + 1 }
+-- A slot's count for tick `t`: 0 unless the slot (a "tick:count" string or nil) is tagged `t`.
+local function sliding_window_slot(v, t)
+  if not v then return 0 end
+  local tag, count = string.match(v, '^(-?%d+):(%d+)$')
+  if tag and tonumber(tag) == t then return tonumber(count) end
+  return 0
 end
 
--- Reads the ring: a function tick -> count (0 unless the slot is tagged with that tick).
-local function ring_reader(key, o, tick)
-  local slots = {}
-  if o.len <= 64 then
+-- The window as seen at `now`: tick c, the oldest tick's weight, the oldest tick's count, the
+-- current tick's count, and the estimate sum + oldest * weight.
+local function sliding_window_view(key, now, w, buckets)
+  local c = math.floor(now / w)
+  local elapsed = now - c * w
+  local weight = math.min(math.max((w - elapsed) / w, 0), 1)
+  local len = buckets + 1
+  local oldest, current, sum = 0, 0, 0
+  if len <= 64 then
+    -- One HMGET of the window's slots, oldest tick first; a key of another type answers with an
+    -- error table, which reads as empty.
     local fields = {}
-    for t = tick - o.buckets, tick do fields[#fields + 1] = fmt_int(t % o.len) end
-    local values = get_fields(key, unpack(fields))
-    if values then
-      for j = 1, #fields do
-        if values[j] then slots[fields[j]] = values[j] end
-      end
-    end
+    for t = c - buckets, c do fields[#fields + 1] = t % len end
+    local values = redis.pcall('HMGET', key, unpack(fields))
+    oldest = sliding_window_slot(values[1], c - buckets)
+    for j = 2, len do sum = sum + sliding_window_slot(values[j], c - buckets + j - 1) end
+    current = sliding_window_slot(values[len], c)
   else
-    local ok, all = pcall(redis.call, 'HGETALL', key)
-    if ok then
-      for j = 1, #all, 2 do slots[all[j]] = all[j + 1] end
-    end
+    local all = redis.pcall('HGETALL', key)
+    local slots = {}
+    for j = 1, #all, 2 do slots[all[j]] = all[j + 1] end
+    oldest = sliding_window_slot(slots[string.format('%d', (c - buckets) % len)], c - buckets)
+    for t = c - buckets + 1, c do sum = sum + sliding_window_slot(slots[string.format('%d', t % len)], t) end
+    current = sliding_window_slot(slots[string.format('%d', c % len)], c)
   end
-  return function(t)
-    local v = slots[fmt_int(t % o.len)]
-    if not v then return 0 end
-    local tag, count = string.match(v, '^(-?%d+):(%d+)$')
-    if tag and tonumber(tag) == t then return tonumber(count) end
-    return 0
-  end
+  return c, weight, oldest, current, sum + oldest * weight
 end
 
--- The window as seen at `now`.
-local function view(key, o, now)
-  local c = math.floor(now / o.w)
-  local elapsed = now - c * o.w
-  local weight = math.min(math.max((o.w - elapsed) / o.w, 0), 1)
-  local count = ring_reader(key, o, c)
-  local sum = 0
-  for t = c - o.buckets + 1, c do sum = sum + count(t) end
-  local oldest = count(c - o.buckets)
-  return { tick = c, weight = weight, oldest = oldest, current = count(c), estimate = sum + oldest * weight }
-end
-
-local function reset_at(o, tick)
-  return math.ceil((tick + 1) * o.w + o.window_ms)
-end
-
-local function retry_after(o, v, now, cost)
-  local d = v.estimate + cost - o.limit
+local function sliding_window_retry(limit, w, tick, weight, oldest, estimate, now, cost)
+  local d = estimate + cost - limit
   local retry
-  if v.oldest > 0 and d <= v.oldest * v.weight then
-    retry = math.ceil(d * o.w / v.oldest)
+  if oldest > 0 and d <= oldest * weight then
+    retry = math.ceil(d * w / oldest)
   else
-    retry = math.ceil((v.tick + 1) * o.w - now)
+    retry = math.ceil((tick + 1) * w - now)
   end
   return math.max(retry, 1)
 end
 
-function sliding_window.decide(key, now, cost, o)
-  local v = view(key, o, now)
-  local after = v.estimate + cost
-  if after <= o.limit then
-    local ttl = math.max(math.ceil(o.window_ms + o.w), 1)
-    return { 1, o.limit, math.max(math.floor(o.limit - after), 0), reset_at(o, v.tick), 0 }, function()
-      claim(key, 'hash')
-      redis.call('HSET', key, fmt_int(v.tick % o.len), fmt_int(v.tick) .. ':' .. fmt_int(v.current + cost))
-      redis.call('PEXPIRE', key, ttl)
-      return ttl
-    end
+-- The decision for `cost` units (options from a[i]: limit, windowMs, buckets); when allowed, then
+-- also what sliding_window_commit writes: the tick, its new count, the ring length, the TTL.
+local function sliding_window_decide(key, now, cost, a, i)
+  local limit, window_ms, buckets = tonumber(a[i]), tonumber(a[i + 1]), tonumber(a[i + 2])
+  local w = window_ms / buckets
+  local tick, weight, oldest, current, estimate = sliding_window_view(key, now, w, buckets)
+  local reset_at = math.ceil((tick + 1) * w + window_ms)
+  local after = estimate + cost
+  if after <= limit then
+    return 1, limit, math.max(math.floor(limit - after), 0), reset_at, 0,
+      tick, current + cost, buckets + 1, math.max(math.ceil(window_ms + w), 1)
   end
-  local remaining = math.max(math.floor(o.limit - v.estimate), 0)
-  return { 0, o.limit, remaining, reset_at(o, v.tick), retry_after(o, v, now, cost) }, nil
+  return 0, limit, math.max(math.floor(limit - estimate), 0), reset_at,
+    sliding_window_retry(limit, w, tick, weight, oldest, estimate, now, cost)
 end
 
-function sliding_window.peek(key, now, o)
-  local v = view(key, o, now)
-  local allowed = v.estimate + 1 <= o.limit
-  local retry = 0
-  if not allowed then retry = retry_after(o, v, now, 1) end
-  return { allowed and 1 or 0, o.limit, math.max(math.floor(o.limit - v.estimate), 0), reset_at(o, v.tick), retry }
+local function sliding_window_commit(key, tick, count, len, ttl)
+  local field, value = tick % len, string.format('%d', tick) .. ':' .. string.format('%d', count)
+  if type(redis.pcall('HSET', key, field, value)) == 'table' then
+    redis.call('DEL', key) -- WRONGTYPE: replace the key of another type
+    redis.call('HSET', key, field, value)
+  end
+  redis.call('PEXPIRE', key, ttl)
+  return ttl
 end
 
 -- #main
-return run_single(sliding_window)
+local key, now, mode = KEYS[1], read_now(ARGV[1]), ARGV[2]
+if mode == 'peek' then
+  local limit, window_ms, buckets = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+  local w = window_ms / buckets
+  local tick, weight, oldest, _, estimate = sliding_window_view(key, now, w, buckets)
+  local allowed, retry = 1, 0
+  if not (estimate + 1 <= limit) then
+    allowed, retry = 0, sliding_window_retry(limit, w, tick, weight, oldest, estimate, now, 1)
+  end
+  return { allowed, limit, math.max(math.floor(limit - estimate), 0), math.ceil((tick + 1) * w + window_ms), retry, -1 }
+end
+local allowed, limit, remaining, reset_at, retry, tick, count, len, ttl =
+  sliding_window_decide(key, now, tonumber(ARGV[3]), ARGV, 4)
+if allowed == 1 and mode == 'check' then
+  ttl = sliding_window_commit(key, tick, count, len, ttl)
+else
+  ttl = -1
+end
+return { allowed, limit, remaining, reset_at, retry, ttl }

@@ -14,79 +14,92 @@
 -- a peek at a late `now` never destroys what an earlier `now` would still count.
 -- #include lib.lua
 
-local sliding_window_log = {}
-
-function sliding_window_log.options(a, i)
-  return { limit = tonumber(a[i]), window_ms = tonumber(a[i + 1]) }
+-- The live entries at `now`: how many dead ones (stamp <= now - windowMs) rank before them, and
+-- their count. ZCARD (O(1)) minus the dead (O(dead)) is the live count, where a ZCOUNT of the
+-- live range would cost O(live) on a small (listpack) set. A key of another type answers ZCARD
+-- with an error table: an empty log.
+local function sliding_window_log_live(key, now, window_ms)
+  local total = redis.pcall('ZCARD', key)
+  if type(total) ~= 'number' or total == 0 then return 0, 0 end
+  local dead = redis.call('ZCOUNT', key, '-inf', string.format('%d', now - window_ms))
+  return dead, total - dead
 end
 
--- The live part of the log at `now`: its count, and a function rank -> stamp.
-local function view(key, o, now)
-  local horizon = now - o.window_ms
-  local live = '(' .. fmt_int(horizon)
-  local ok, count = pcall(redis.call, 'ZCOUNT', key, live, '+inf')
-  if not ok then count = 0 end
-  local function stamp_of_rank(rank)
-    local r = redis.call('ZRANGEBYSCORE', key, live, '+inf', 'WITHSCORES', 'LIMIT', rank - 1, 1)
-    return tonumber(r[2])
+-- The stamp of the live entry of rank `rank` (1 = oldest), `dead` entries ranking before it.
+local function sliding_window_log_stamp(key, dead, rank)
+  local r = redis.call('ZRANGE', key, dead + rank - 1, dead + rank - 1, 'WITHSCORES')
+  return tonumber(r[2])
+end
+
+-- A denial's resetAt and retryAfterMs for `cost` units: until the (count + cost - limit)-th
+-- oldest live stamp ages out (rank clamped to [1, count]); windowMs when the log is empty.
+local function sliding_window_log_denied(key, dead, count, limit, window_ms, now, cost)
+  if count == 0 then return now + window_ms, math.max(window_ms, 1) end
+  local oldest = sliding_window_log_stamp(key, dead, 1)
+  local rank = math.min(math.max(count + cost - limit, 1), count)
+  local stamp = oldest
+  if rank ~= 1 then stamp = sliding_window_log_stamp(key, dead, rank) end
+  return oldest + window_ms, math.max(stamp + window_ms - now, 1)
+end
+
+-- The decision for `cost` units (options from a[i]: limit, windowMs); when allowed, then also
+-- what sliding_window_log_commit takes: now, cost, windowMs and the live count.
+local function sliding_window_log_decide(key, now, cost, a, i)
+  local limit, window_ms = tonumber(a[i]), tonumber(a[i + 1])
+  local dead, count = sliding_window_log_live(key, now, window_ms)
+  local new_count = count + cost
+  if new_count > limit then
+    local reset_at, retry = sliding_window_log_denied(key, dead, count, limit, window_ms, now, cost)
+    return 0, limit, math.max(limit - count, 0), reset_at, retry
   end
-  return { horizon = horizon, count = count, stamp_of_rank = stamp_of_rank }
+  local first = now
+  if count > 0 then first = math.min(sliding_window_log_stamp(key, dead, 1), now) end
+  return 1, limit, limit - new_count, first + window_ms, 0, now, cost, window_ms, count
 end
 
-local function oldest(v)
-  if v.count == 0 then return nil end
-  return v.stamp_of_rank(1)
-end
-
-local function retry_after(o, v, now, cost)
-  if v.count == 0 then return math.max(o.window_ms, 1) end
-  local rank = math.min(math.max(v.count + cost - o.limit, 1), v.count)
-  return math.max(v.stamp_of_rank(rank) + o.window_ms - now, 1)
-end
-
-local function reset_at(o, v, now)
-  return (oldest(v) or now) + o.window_ms
-end
-
--- Adds `cost` members scored `now`, named "now:seq" with seq unused so far.
-local function add_units(key, now, cost)
-  local stamp = fmt_int(now)
-  local seq = redis.call('ZCOUNT', key, stamp, stamp)
-  local added = 0
+-- Prunes what is dead at `now`, adds `cost` members scored `now` named "now:seq" with seq unused
+-- so far, and sets the TTL. seq starts at the live count, which no unit admitted at this stamp
+-- has taken yet unless the clock jumped back; ZADD NX skips a taken one all the same.
+local function sliding_window_log_commit(key, now, cost, window_ms, count)
+  local dead = string.format('%d', now - window_ms)
+  if type(redis.pcall('ZREMRANGEBYSCORE', key, '-inf', dead)) == 'table' then
+    redis.call('DEL', key) -- WRONGTYPE: replace the key of another type
+  end
+  local stamp = string.format('%d', now)
+  local seq, added = count, 0
   while added < cost do
-    local batch = {}
-    for _ = 1, math.min(cost - added, 1000) do
-      batch[#batch + 1] = stamp
-      batch[#batch + 1] = stamp .. ':' .. fmt_int(seq)
+    local n = math.min(cost - added, 1000)
+    if n == 1 then
+      added = added + redis.call('ZADD', key, 'NX', stamp, stamp .. ':' .. string.format('%d', seq))
       seq = seq + 1
+    else
+      local batch = {}
+      for j = 1, 2 * n, 2 do
+        batch[j], batch[j + 1] = stamp, stamp .. ':' .. string.format('%d', seq)
+        seq = seq + 1
+      end
+      added = added + redis.call('ZADD', key, 'NX', unpack(batch))
     end
-    added = added + redis.call('ZADD', key, 'NX', unpack(batch))
   end
-end
-
-function sliding_window_log.decide(key, now, cost, o)
-  local v = view(key, o, now)
-  local new_count = v.count + cost
-  if new_count > o.limit then
-    return { 0, o.limit, math.max(o.limit - v.count, 0), reset_at(o, v, now), retry_after(o, v, now, cost) }, nil
-  end
-  local first = math.min(oldest(v) or now, now)
-  return { 1, o.limit, o.limit - new_count, first + o.window_ms, 0 }, function()
-    claim(key, 'zset')
-    redis.call('ZREMRANGEBYSCORE', key, '-inf', fmt_int(v.horizon))
-    add_units(key, now, cost)
-    redis.call('PEXPIRE', key, o.window_ms)
-    return o.window_ms
-  end
-end
-
-function sliding_window_log.peek(key, now, o)
-  local v = view(key, o, now)
-  local allowed = v.count < o.limit
-  local retry = 0
-  if not allowed then retry = retry_after(o, v, now, 1) end
-  return { allowed and 1 or 0, o.limit, math.max(o.limit - v.count, 0), reset_at(o, v, now), retry }
+  redis.call('PEXPIRE', key, window_ms)
+  return window_ms
 end
 
 -- #main
-return run_single(sliding_window_log)
+local key, now, mode = KEYS[1], read_now(ARGV[1]), ARGV[2]
+if mode == 'peek' then
+  local limit, window_ms = tonumber(ARGV[4]), tonumber(ARGV[5])
+  local dead, count = sliding_window_log_live(key, now, window_ms)
+  if not (count < limit) then
+    local reset_at, retry = sliding_window_log_denied(key, dead, count, limit, window_ms, now, 1)
+    return { 0, limit, math.max(limit - count, 0), reset_at, retry, -1 }
+  end
+  local reset_at = now + window_ms
+  if count > 0 then reset_at = sliding_window_log_stamp(key, dead, 1) + window_ms end
+  return { 1, limit, limit - count, reset_at, 0, -1 }
+end
+local allowed, limit, remaining, reset_at, retry, at, cost, window_ms, count =
+  sliding_window_log_decide(key, now, tonumber(ARGV[3]), ARGV, 4)
+local ttl = -1
+if allowed == 1 and mode == 'check' then ttl = sliding_window_log_commit(key, at, cost, window_ms, count) end
+return { allowed, limit, remaining, reset_at, retry, ttl }

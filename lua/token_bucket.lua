@@ -10,49 +10,55 @@
 -- A new bucket starts full. Every tokens-to-ms conversion divides by refillPerMs.
 -- #include lib.lua
 
-local token_bucket = {}
-
-function token_bucket.options(a, i)
-  local capacity, refill_per_sec = tonumber(a[i]), tonumber(a[i + 1])
-  return { capacity = capacity, refill_per_ms = refill_per_sec / 1000 }
+-- Tokens present at `now`: lazily refilled, never for negative elapsed time. A key of another
+-- type answers HMGET with an error table, whose fields read as absent: a full bucket.
+local function token_bucket_tokens(key, now, capacity, refill_per_ms)
+  local f = redis.pcall('HMGET', key, 't', 'l')
+  local tokens, last = f[1], f[2]
+  if not tokens or not last then return capacity end
+  local elapsed = math.max(now - tonumber(last), 0)
+  return math.min(capacity, tonumber(tokens) + elapsed * refill_per_ms)
 end
 
--- Tokens present at `now`: lazily refilled, never for negative elapsed time.
-local function tokens_at(key, now, o)
-  local f = get_fields(key, 't', 'l')
-  if not f or not f[1] or not f[2] then return o.capacity end
-  local tokens, last = tonumber(f[1]), tonumber(f[2])
-  local elapsed = math.max(now - last, 0)
-  return math.min(o.capacity, tokens + elapsed * o.refill_per_ms)
-end
-
-local function reset_at(now, tokens, o)
-  return now + math.ceil((o.capacity - tokens) / o.refill_per_ms)
-end
-
-function token_bucket.decide(key, now, cost, o)
-  local tokens = tokens_at(key, now, o)
+-- The decision for `cost` units (options from a[i]: capacity, refillPerSec); when allowed, then
+-- also what token_bucket_commit writes: the tokens left, now, and the TTL.
+local function token_bucket_decide(key, now, cost, a, i)
+  local capacity = tonumber(a[i])
+  local refill_per_ms = tonumber(a[i + 1]) / 1000
+  local tokens = token_bucket_tokens(key, now, capacity, refill_per_ms)
   if tokens >= cost then
     local left = tokens - cost
-    local ttl = math.max(math.ceil(o.capacity / o.refill_per_ms), 1)
-    return { 1, o.capacity, math.max(math.floor(left), 0), reset_at(now, left, o), 0 }, function()
-      claim(key, 'hash')
-      redis.call('HSET', key, 't', fmt_float(left), 'l', fmt_int(now))
-      redis.call('PEXPIRE', key, ttl)
-      return ttl
-    end
+    return 1, capacity, math.max(math.floor(left), 0), now + math.ceil((capacity - left) / refill_per_ms), 0,
+      left, now, math.max(math.ceil(capacity / refill_per_ms), 1)
   end
-  local retry = math.max(math.ceil((cost - tokens) / o.refill_per_ms), 1)
-  return { 0, o.capacity, math.max(math.floor(tokens), 0), reset_at(now, tokens, o), retry }, nil
+  return 0, capacity, math.max(math.floor(tokens), 0), now + math.ceil((capacity - tokens) / refill_per_ms),
+    math.max(math.ceil((cost - tokens) / refill_per_ms), 1)
 end
 
-function token_bucket.peek(key, now, o)
-  local tokens = tokens_at(key, now, o)
-  local allowed = tokens >= 1
-  local retry = 0
-  if not allowed then retry = math.max(math.ceil((1 - tokens) / o.refill_per_ms), 1) end
-  return { allowed and 1 or 0, o.capacity, math.max(math.floor(tokens), 0), reset_at(now, tokens, o), retry }
+local function token_bucket_commit(key, left, now, ttl)
+  local t, l = string.format('%.17g', left), string.format('%d', now)
+  if type(redis.pcall('HSET', key, 't', t, 'l', l)) == 'table' then
+    redis.call('DEL', key) -- WRONGTYPE: replace the key of another type
+    redis.call('HSET', key, 't', t, 'l', l)
+  end
+  redis.call('PEXPIRE', key, ttl)
+  return ttl
 end
 
 -- #main
-return run_single(token_bucket)
+local key, now, mode = KEYS[1], read_now(ARGV[1]), ARGV[2]
+if mode == 'peek' then
+  local capacity = tonumber(ARGV[4])
+  local refill_per_ms = tonumber(ARGV[5]) / 1000
+  local tokens = token_bucket_tokens(key, now, capacity, refill_per_ms)
+  local allowed, retry = 1, 0
+  if not (tokens >= 1) then allowed, retry = 0, math.max(math.ceil((1 - tokens) / refill_per_ms), 1) end
+  return { allowed, capacity, math.max(math.floor(tokens), 0), now + math.ceil((capacity - tokens) / refill_per_ms), retry, -1 }
+end
+local allowed, limit, remaining, reset_at, retry, left, at, ttl = token_bucket_decide(key, now, tonumber(ARGV[3]), ARGV, 4)
+if allowed == 1 and mode == 'check' then
+  ttl = token_bucket_commit(key, left, at, ttl)
+else
+  ttl = -1
+end
+return { allowed, limit, remaining, reset_at, retry, ttl }

@@ -155,8 +155,8 @@ mod tests {
     fn the_fused_script_holds_each_fragment_once_and_one_main() {
         let multi = &SCRIPTS.multi.source;
         assert_eq!(multi.matches("local function read_now").count(), 1);
-        assert_eq!(multi.matches("local gcra = {}").count(), 1);
-        assert_eq!(multi.matches("local period_counter = {}").count(), 1);
-        assert!(!multi.contains("return run_single("));
+        assert_eq!(multi.matches("local function gcra_decide(").count(), 1);
+        assert_eq!(multi.matches("local function period_counter_decide(").count(), 1);
+        assert!(!multi.contains("local key, now, mode = KEYS[1]"), "a single-key main leaked into multi.lua");
     }
 }
