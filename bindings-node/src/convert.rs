@@ -159,6 +159,12 @@ pub fn array<'a>(v: &Unknown<'a>, field: &str) -> CoreResult<Vec<Unknown<'a>>> {
         .collect()
 }
 
+/// Key and cost of a Promise method, owned so the future can outlive the JS values.
+pub fn key_and_cost(key: &Unknown<'_>, cost: &Unknown<'_>) -> CoreResult<(String, u64)> {
+    let cost = self::cost(cost)?;
+    Ok((string(key, "key")?, cost))
+}
+
 /// An array of strings (multi-dimensional keys, `checkMany` keys).
 pub fn strings(v: &Unknown<'_>, field: &str) -> CoreResult<Vec<String>> {
     array(v, field)?.iter().map(|item| string(item, &format!("{field}[]"))).collect()

@@ -83,12 +83,6 @@ fn build(env: &Env, options: &Unknown) -> CoreResult<throttlekit::Limiter> {
     Ok(b.build())
 }
 
-/// Key and cost of a Promise method, owned so the future can outlive the JS values.
-fn key_and_cost(key: &Unknown, cost: &Unknown) -> CoreResult<(String, u64)> {
-    let cost = convert::cost(cost)?;
-    Ok((convert::string(key, "key")?, cost))
-}
-
 #[napi]
 impl Limiter {
     /// A limiter; see `LimiterOptions`. Bad options throw `config_invalid`.
@@ -116,7 +110,7 @@ impl Limiter {
         key: Unknown,
         cost: Unknown,
     ) -> napi::Result<PromiseRaw<'e, Settled<Decision>>> {
-        let args = key_and_cost(&key, &cost);
+        let args = convert::key_and_cost(&key, &cost);
         let inner = self.inner.clone();
         env.spawn_future(async move {
             let result = match args {
@@ -201,7 +195,7 @@ impl Limiter {
         key: Unknown,
         cost: Unknown,
     ) -> napi::Result<PromiseRaw<'e, Settled<Decision>>> {
-        let args = key_and_cost(&key, &cost);
+        let args = convert::key_and_cost(&key, &cost);
         let inner = self.inner.clone();
         env.spawn_future(async move {
             let result = match args {

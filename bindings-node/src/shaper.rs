@@ -71,11 +71,6 @@ fn finite(v: f64) -> f64 {
     if v.is_finite() { v } else { -1.0 }
 }
 
-fn key_and_cost(key: &Unknown, cost: &Unknown) -> CoreResult<(String, u64)> {
-    let cost = convert::cost(cost)?;
-    Ok((convert::string(key, "key")?, cost))
-}
-
 #[napi]
 impl Shaper {
     /// A shaper; see `ShaperOptions`.
@@ -101,7 +96,7 @@ impl Shaper {
         key: Unknown,
         cost: Unknown,
     ) -> napi::Result<PromiseRaw<'e, Settled<Reservation>>> {
-        let args = key_and_cost(&key, &cost);
+        let args = convert::key_and_cost(&key, &cost);
         let inner = self.inner.clone();
         env.spawn_future(async move {
             let result = match args {
@@ -122,7 +117,7 @@ impl Shaper {
         key: Unknown,
         cost: Unknown,
     ) -> napi::Result<PromiseRaw<'e, Settled<Reservation>>> {
-        let args = key_and_cost(&key, &cost);
+        let args = convert::key_and_cost(&key, &cost);
         let inner = self.inner.clone();
         env.spawn_future(async move {
             let result = match args {
