@@ -3,8 +3,12 @@
 //! K requests are admitted, round after round. Plus the paths that make this usable from any
 //! caller: the server clock, and awaiting the store from an executor that is not tokio.
 
+#[path = "support/executor.rs"]
+mod executor;
 #[path = "support/redis_server.rs"]
 mod redis_server;
+
+use executor::block_on;
 
 use std::process::Command;
 use std::sync::Arc;
@@ -176,25 +180,6 @@ fn the_server_clock_is_redis_time() {
     // An explicit clock at 0 is not the server-clock sentinel.
     let zero = rt.block_on(l.check_at("z", 1, Now::At(0))).unwrap();
     assert_eq!(zero.reset_at, 60_000);
-}
-
-/// A minimal executor that is not tokio: polls on this thread, parks between wake-ups.
-fn block_on<F: std::future::Future>(fut: F) -> F::Output {
-    struct Unpark(std::thread::Thread);
-    impl std::task::Wake for Unpark {
-        fn wake(self: Arc<Self>) {
-            self.0.unpark();
-        }
-    }
-    let waker = Arc::new(Unpark(std::thread::current())).into();
-    let mut cx = std::task::Context::from_waker(&waker);
-    let mut fut = std::pin::pin!(fut);
-    loop {
-        if let std::task::Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
-            return v;
-        }
-        std::thread::park();
-    }
 }
 
 #[test]

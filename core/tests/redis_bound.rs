@@ -3,8 +3,12 @@
 //! after NOSCRIPT, a timed-out call never sent again, reconnection after a restart, calls from
 //! other executors unaffected, no panic on drop.
 
+#[path = "support/executor.rs"]
+mod executor;
 #[path = "support/redis_server.rs"]
 mod redis_server;
+
+use executor::block_on;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -280,23 +284,4 @@ fn dropping_a_bound_store_anywhere_does_not_panic() {
     counter(&s).check_sync_at("k", 1, NOW).unwrap();
     block_on(counter(&s).check_at("k", 1, Now::At(NOW))).unwrap();
     drop(s);
-}
-
-/// A minimal executor that is not tokio: polls on this thread, parks between wake-ups.
-fn block_on<F: std::future::Future>(fut: F) -> F::Output {
-    struct Unpark(std::thread::Thread);
-    impl std::task::Wake for Unpark {
-        fn wake(self: Arc<Self>) {
-            self.0.unpark();
-        }
-    }
-    let waker = std::task::Waker::from(Arc::new(Unpark(std::thread::current())));
-    let mut cx = std::task::Context::from_waker(&waker);
-    let mut fut = std::pin::pin!(fut);
-    loop {
-        if let std::task::Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
-            return v;
-        }
-        std::thread::park();
-    }
 }

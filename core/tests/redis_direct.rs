@@ -3,8 +3,12 @@
 //! It keeps every guarantee of the hop path: bounded by the timeout, EVAL only after NOSCRIPT,
 //! a timed-out call never sent again, reconnection after a restart, no panic on drop.
 
+#[path = "support/executor.rs"]
+mod executor;
 #[path = "support/redis_server.rs"]
 mod redis_server;
+
+use executor::block_on;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -157,23 +161,4 @@ fn dropping_the_store_inside_a_runtime_does_not_panic() {
         limiter(&store).check("k", 1).await.unwrap();
         tokio::spawn(async move { drop(store) }).await.unwrap();
     });
-}
-
-/// A minimal executor that is not tokio: polls on this thread, parks between wake-ups.
-fn block_on<F: std::future::Future>(fut: F) -> F::Output {
-    struct Unpark(std::thread::Thread);
-    impl std::task::Wake for Unpark {
-        fn wake(self: Arc<Self>) {
-            self.0.unpark();
-        }
-    }
-    let waker = std::task::Waker::from(Arc::new(Unpark(std::thread::current())));
-    let mut cx = std::task::Context::from_waker(&waker);
-    let mut fut = std::pin::pin!(fut);
-    loop {
-        if let std::task::Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
-            return v;
-        }
-        std::thread::park();
-    }
 }
