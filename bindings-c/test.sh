@@ -39,8 +39,13 @@ fi
 WORK=$(mktemp -d)
 REDIS_PID=
 cleanup() {
-    if [ -n "$REDIS_PID" ]; then kill "$REDIS_PID" 2>/dev/null || true; fi
-    rm -rf "$WORK"
+    # Wait for the server to exit: it writes its log into $WORK while shutting down, and an
+    # rm racing that write fails with "Directory not empty".
+    if [ -n "$REDIS_PID" ]; then
+        kill "$REDIS_PID" 2>/dev/null || true
+        wait "$REDIS_PID" 2>/dev/null || true
+    fi
+    rm -rf "$WORK" || true
 }
 trap cleanup EXIT
 
