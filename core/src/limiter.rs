@@ -209,17 +209,23 @@ impl Limiter {
         key::join(&self.prefix, key)
     }
 
+    /// Runs `f` on the full store key for `key`, built without allocating.
     #[inline]
-    fn sync_apply(&self, key: &str, now: i64, transform: Transform<'_>) -> Result<Decision> {
+    fn with_full_key<R>(&self, key: &str, f: impl FnOnce(&str) -> R) -> R {
         if self.prefix.is_empty() {
             // The full key is the key itself (`key::join`): no copy.
-            return self.sync_finish(self.store.apply_sync(key, now, transform), now);
+            return f(key);
         }
         KEY_BUF.with(|buf| {
             let mut buf = buf.borrow_mut();
             key::join_into(&mut buf, &self.prefix, key);
-            self.sync_finish(self.store.apply_sync(&buf, now, transform), now)
+            f(&buf)
         })
+    }
+
+    #[inline]
+    fn sync_apply(&self, key: &str, now: i64, transform: Transform<'_>) -> Result<Decision> {
+        self.with_full_key(key, |full| self.sync_finish(self.store.apply_sync(full, now, transform), now))
     }
 
     #[inline]
@@ -262,6 +268,10 @@ impl Limiter {
         if cost.wrapping_sub(1) >= validate::MAX_SAFE_INTEGER as u64 {
             // Out of 1..=2^53: the validator builds the error (kept off the hot path).
             validate::cost(cost)?;
+        }
+        if let (Some(memory), Some(gcra)) = (self.store.as_memory(), self.strategy.as_gcra()) {
+            // The hot path: GCRA on the memory store, inlined, the decision returned as is.
+            return Ok(self.with_full_key(key, |full| memory.check_gcra_sync(full, now, gcra, cost)));
         }
         self.sync_apply(key, now, Transform::Check { strategy: &self.strategy, cost })
     }

@@ -129,6 +129,15 @@ impl Strategy {
         matches!(self.algorithm, Algorithm::Quota(_))
     }
 
+    /// The GCRA configuration, when this is GCRA (stores with a GCRA fast path use it).
+    #[inline]
+    pub(crate) fn as_gcra(&self) -> Option<&Gcra> {
+        match &self.algorithm {
+            Algorithm::Gcra(g) => Some(g),
+            _ => None,
+        }
+    }
+
     /// The pure transition: decides a request of `cost` at `now` against the key's state in
     /// `slot`, and writes the new state there iff the request is allowed and `commit` is true.
     #[inline]

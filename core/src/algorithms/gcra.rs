@@ -9,6 +9,13 @@ use crate::spec::GcraOptions;
 use crate::state::{State, Step, ceil_i, floor_i};
 use crate::validate;
 
+/// What an allowed GCRA check writes: the new TAT, kept for `ttl_ms`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Write {
+    pub(crate) tat: f64,
+    pub(crate) ttl_ms: i64,
+}
+
 /// A validated GCRA configuration.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Gcra {
@@ -46,41 +53,51 @@ impl Gcra {
     /// One request of `cost` at `now`; writes the new TAT into `slot` when allowed and `commit`.
     #[inline]
     pub fn check(&self, slot: &mut Option<State>, now: i64, cost: u64, commit: bool) -> Step<Decision> {
+        let (reply, write) = self.check_tat(Gcra::stored(slot.as_ref()), now, cost);
+        match write {
+            Some(Write { tat, ttl_ms }) => {
+                if commit {
+                    *slot = Some(State::Tat(tat));
+                }
+                Step { reply, ttl_ms: Some(ttl_ms) }
+            }
+            None => Step { reply, ttl_ms: None },
+        }
+    }
+
+    /// [`Gcra::check`] on the bare TAT (`None` for a fresh key): the decision, and the TAT to
+    /// store with its TTL when the request is allowed. Stores that keep the TAT as a plain
+    /// float call this directly, so the hot path builds no [`State`].
+    #[inline]
+    pub(crate) fn check_tat(&self, stored: Option<f64>, now: i64, cost: u64) -> (Decision, Option<Write>) {
         let now_f = now as f64;
         let inc = self.t * cost as f64;
-        let stored = Gcra::stored(slot.as_ref()).unwrap_or(now_f);
+        let stored = stored.unwrap_or(now_f);
         let tat = if stored > now_f { stored } else { now_f };
         let new_tat = tat + inc;
         let allow_at = new_tat - self.tau;
         if now_f < allow_at {
             let remaining = floor_i((self.tau - (tat - now_f)) / self.t).max(0);
-            return Step {
-                reply: Decision {
-                    allowed: false,
-                    limit: self.limit(),
-                    remaining,
-                    reset_at: ceil_i(tat),
-                    retry_after_ms: ceil_i(allow_at - now_f),
-                    fallback: false,
-                },
-                ttl_ms: None,
-            };
-        }
-        let remaining = floor_i((self.tau - (new_tat - now_f)) / self.t).max(0);
-        if commit {
-            *slot = Some(State::Tat(new_tat));
-        }
-        Step {
-            reply: Decision {
-                allowed: true,
+            let reply = Decision {
+                allowed: false,
                 limit: self.limit(),
                 remaining,
-                reset_at: ceil_i(new_tat),
-                retry_after_ms: 0,
+                reset_at: ceil_i(tat),
+                retry_after_ms: ceil_i(allow_at - now_f),
                 fallback: false,
-            },
-            ttl_ms: Some(ceil_i(new_tat - now_f).max(1)),
+            };
+            return (reply, None);
         }
+        let remaining = floor_i((self.tau - (new_tat - now_f)) / self.t).max(0);
+        let reply = Decision {
+            allowed: true,
+            limit: self.limit(),
+            remaining,
+            reset_at: ceil_i(new_tat),
+            retry_after_ms: 0,
+            fallback: false,
+        };
+        (reply, Some(Write { tat: new_tat, ttl_ms: ceil_i(new_tat - now_f).max(1) }))
     }
 
     /// Current capacity without consuming: would a cost-1 request pass, and how many would.

@@ -24,7 +24,9 @@ use foldhash::fast::FixedState;
 use hashbrown::HashTable;
 use parking_lot::{Mutex, MutexGuard};
 
+use crate::algorithms::gcra::Gcra;
 use crate::clock::{Clock, SystemClock};
+use crate::decision::Decision;
 use crate::error::Result;
 use crate::multi;
 use crate::state::{Slot as RingSlot, State, Step};
@@ -123,6 +125,21 @@ impl<'k> Probe<'k> {
             Probe::Heap(key)
         }
     }
+}
+
+/// The 128-bit product of `a` and `b`, its halves xored: the mixing step of foldhash.
+#[inline]
+fn folded_multiply(a: u64, b: u64) -> u64 {
+    let p = (a as u128) * (b as u128);
+    (p as u64) ^ ((p >> 64) as u64)
+}
+
+/// Hash of an inline key's words (meta byte zero). Every bit of the result depends on every
+/// key bit, which the table (low bits, top 7) and the shard choice (bits 40 and up) need.
+#[inline]
+fn hash_words(w: &[u64; 3]) -> u64 {
+    const K: [u64; 3] = [0x243f_6a88_85a3_08d3, 0x1319_8a2e_0370_7344, 0xa409_3822_299f_31d0];
+    folded_multiply(folded_multiply(w[0] ^ K[0], w[1] ^ K[1]) ^ w[2], K[2])
 }
 
 #[inline]
@@ -421,17 +438,30 @@ impl MemoryStore {
         removed
     }
 
+    /// The hash of a probe. An inline key is hashed from the three words the probe already
+    /// holds (two folded multiplies), so a short key is read once and never walked byte by
+    /// byte; a long key goes through foldhash.
     #[inline]
-    fn hash(&self, key: &[u8]) -> u64 {
-        self.hasher.hash_one(key)
+    fn hash(&self, probe: &Probe<'_>) -> u64 {
+        match probe {
+            Probe::Inline(w) => hash_words(w),
+            Probe::Heap(k) => self.hasher.hash_one(k),
+        }
+    }
+
+    /// The hash of a stored entry, equal to the hash of its key's probe (for table growth).
+    #[inline]
+    fn hash_entry(&self, e: &Entry) -> u64 {
+        if e.is_heap() { self.hasher.hash_one(e.key()) } else { hash_words(&[e.key[0], e.key[1], e.key[2] & NO_META]) }
     }
 
     #[inline]
     fn locate<'k>(&self, key: &'k str) -> Located<'k> {
-        let hash = self.hash(key.as_bytes());
+        let probe = Probe::new(key.as_bytes());
+        let hash = self.hash(&probe);
         // Neither the low bits (bucket index) nor the top 7 (hashbrown's tag byte) pick the
         // shard, so every bit the table uses stays random within a shard.
-        Located { hash, shard: (hash >> 40) as usize & self.shard_mask, probe: Probe::new(key.as_bytes()) }
+        Located { hash, shard: (hash >> 40) as usize & self.shard_mask, probe }
     }
 
     /// Applies `transform` to the located key inside its already locked shard.
@@ -469,11 +499,61 @@ impl MemoryStore {
                 if let Some(ttl) = step.ttl_ms {
                     let entry = Entry::new(&at.probe, now.saturating_add(ttl), state);
                     self.make_room(shard, now);
-                    shard.table.insert_unique(at.hash, entry, |e| self.hash(e.key()));
+                    shard.table.insert_unique(at.hash, entry, |e| self.hash_entry(e));
                 }
                 step.reply
             }
         }
+    }
+
+    /// A GCRA check of `key` at `now`: [`Store::apply_sync`] with [`Transform::Check`], for
+    /// callers that know the strategy is GCRA.
+    #[inline]
+    pub(crate) fn check_gcra_sync(&self, key: &str, now: i64, gcra: &Gcra, cost: u64) -> Decision {
+        self.check_gcra(&self.locate(key), now, gcra, cost)
+    }
+
+    /// A GCRA check, the hot path: the same transition as [`MemoryStore::apply_locked`] with
+    /// [`Transform::Check`], but the TAT is read from and written to the entry's word in place,
+    /// with no [`State`] built, taken or put back.
+    #[inline]
+    fn check_gcra(&self, at: &Located<'_>, now: i64, gcra: &Gcra, cost: u64) -> Decision {
+        let mut guard = self.shards[at.shard].map.lock();
+        let shard = &mut *guard;
+        let Ok(mut occupied) = shard.table.find_entry(at.hash, |e| e.matches(&at.probe)) else {
+            let (decision, write) = gcra.check_tat(None, now, cost);
+            if let Some(w) = write {
+                let entry = Entry::new(&at.probe, now.saturating_add(w.ttl_ms), Some(State::Tat(w.tat)));
+                self.make_room(shard, now);
+                shard.table.insert_unique(at.hash, entry, |e| self.hash_entry(e));
+            }
+            return decision;
+        };
+        let entry = occupied.get_mut();
+        if now > entry.deadline {
+            // Expired: the old state is gone for good, whatever this op decides.
+            entry.clear_state();
+        }
+        let tag = entry.tag();
+        // A state of another shape reads as a fresh key (and is replaced if this op writes).
+        let stored = if tag == T_TAT { Some(f64::from_bits(entry.a)) } else { None };
+        let (decision, write) = gcra.check_tat(stored, now, cost);
+        match write {
+            Some(w) => {
+                if tag != T_TAT {
+                    entry.clear_state();
+                }
+                entry.a = w.tat.to_bits();
+                entry.b = 0;
+                entry.set_tag(T_TAT);
+                entry.deadline = now.saturating_add(w.ttl_ms);
+                entry.touch();
+            }
+            // A deny leaves a stateless entry nothing to keep.
+            None if tag == T_NONE => drop(occupied.remove()),
+            None => entry.touch(),
+        }
+        decision
     }
 
     /// Before an insert: sweep expired keys when the table is about to grow, and enforce the
@@ -531,6 +611,11 @@ impl Store for MemoryStore {
     #[inline]
     fn apply_sync(&self, key: &str, now: i64, transform: Transform<'_>) -> Result<Reply> {
         let at = self.locate(key);
+        if let Transform::Check { strategy, cost } = transform
+            && let Some(gcra) = strategy.as_gcra()
+        {
+            return Ok(Reply::Decision(self.check_gcra(&at, now, gcra, cost)));
+        }
         let mut shard = self.shards[at.shard].map.lock();
         Ok(self.apply_locked(&mut shard, &at, now, &transform))
     }
@@ -602,6 +687,10 @@ impl Store for MemoryStore {
 
     fn is_sync(&self) -> bool {
         true
+    }
+
+    fn as_memory(&self) -> Option<&MemoryStore> {
+        Some(self)
     }
 }
 

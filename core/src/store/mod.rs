@@ -185,6 +185,13 @@ pub trait Store: Send + Sync + 'static {
         false
     }
 
+    /// This store as a [`MemoryStore`], if it is one: lets a [`crate::Limiter`] call the memory
+    /// store's GCRA check directly (inlined, the decision returned as is) instead of through
+    /// [`Store::apply_sync`]'s dynamic call and [`Reply`].
+    fn as_memory(&self) -> Option<&MemoryStore> {
+        None
+    }
+
     /// Releases connections. Applies after `close` may fail with `store_unavailable`.
     fn close(&self) -> BoxFuture<'_, Result<()>> {
         Box::pin(std::future::ready(Ok(())))
