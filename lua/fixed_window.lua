@@ -18,18 +18,44 @@ local function fixed_window_decide(key, now, cost, a, i)
   return period_counter_decide(tonumber(a[i]), start, start + window_ms, key, now, cost)
 end
 
--- #main
-local key, now, mode = KEYS[1], read_now(ARGV[1]), ARGV[2]
-if mode == 'peek' then
-  local window_ms = tonumber(ARGV[5])
-  local start = math.floor(now / window_ms) * window_ms
-  local allowed, limit, remaining, reset_at, retry = period_counter_peek(tonumber(ARGV[4]), start, start + window_ms, key, now)
-  return { allowed, limit, remaining, reset_at, retry, -1 }
-end
-local allowed, limit, remaining, reset_at, retry, start, new_count, ttl = fixed_window_decide(key, now, tonumber(ARGV[3]), ARGV, 4)
-if allowed == 1 and mode == 'check' then
-  ttl = period_counter_commit(key, start, new_count, ttl)
+-- #main standalone
+-- The single-key entry point, straight-line on purpose: the single-key script is this header and
+-- this section only (see lib.lua, "Standalone mains"), the same arithmetic as fixed_window_decide
+-- and the period counter's decide, peek and commit, which the fused multi.lua runs.
+local key, now, mode = KEYS[1], ARGV[1], ARGV[2]
+if now == '0' then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 else
-  ttl = -1
+  now = now * 1
 end
-return { allowed, limit, remaining, reset_at, retry, ttl }
+local limit, window_ms = ARGV[4] * 1, ARGV[5] * 1
+local start = math.floor(now / window_ms) * window_ms
+local finish = start + window_ms
+local f = redis.pcall('HMGET', key, 's', 'c')
+local count = 0
+if f[1] and f[2] and tonumber(f[1]) == start then count = tonumber(f[2]) end
+local to_end = finish - now
+if to_end < 1 then to_end = 1 end
+local remaining = limit - count
+if mode == 'peek' then
+  if remaining < 0 then remaining = 0 end
+  if not (count < limit) then return { 0, limit, remaining, finish, to_end, -1 } end
+  return { 1, limit, remaining, finish, 0, -1 }
+end
+local new_count = count + ARGV[3]
+if not (new_count <= limit) then
+  if remaining < 0 then remaining = 0 end
+  return { 0, limit, remaining, finish, to_end, -1 }
+end
+local ttl = -1
+if mode == 'check' then
+  ttl = to_end
+  local s, c = string.format('%d', start), string.format('%d', new_count)
+  if type(redis.pcall('HSET', key, 's', s, 'c', c)) == 'table' then
+    redis.call('DEL', key) -- WRONGTYPE: replace the key of another type
+    redis.call('HSET', key, 's', s, 'c', c)
+  end
+  redis.call('PEXPIRE', key, to_end)
+end
+return { 1, limit, limit - new_count, finish, 0, ttl }

@@ -36,24 +36,45 @@ local function gcra_commit(key, new_tat, ttl)
   return ttl
 end
 
--- #main
-local key, now, mode = KEYS[1], read_now(ARGV[1]), ARGV[2]
+-- #main standalone
+-- The single-key entry point, straight-line on purpose: the single-key script is this header and
+-- this section only (see lib.lua, "Standalone mains"), the same arithmetic as gcra_decide and
+-- gcra_commit above, which the fused multi.lua runs.
+local key, now, mode = KEYS[1], ARGV[1], ARGV[2]
+if now == '0' then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+else
+  now = now * 1
+end
+local burst = ARGV[6] * 1
+local t = ARGV[5] / ARGV[4]
+local tau = t * burst
+local tat = tonumber(redis.pcall('GET', key)) or now
+if not (tat > now) then tat = now end
 if mode == 'peek' then
-  local burst = tonumber(ARGV[6])
-  local t = tonumber(ARGV[5]) / tonumber(ARGV[4])
-  local tau = t * burst
-  local stored = tonumber(redis.pcall('GET', key)) or now
-  local tat = stored
-  if not (stored > now) then tat = now end
-  local remaining = math.max(math.floor((tau - (tat - now)) / t), 0)
+  local remaining = math.floor((tau - (tat - now)) / t)
+  if remaining < 0 then remaining = 0 end
   local allowed, retry = 1, 0
-  if not (remaining >= 1) then allowed, retry = 0, math.max(math.ceil(tat + t - tau - now), 1) end
+  if not (remaining >= 1) then
+    allowed, retry = 0, math.ceil(tat + t - tau - now)
+    if retry < 1 then retry = 1 end
+  end
   return { allowed, burst, remaining, math.ceil(tat), retry, -1 }
 end
-local allowed, limit, remaining, reset_at, retry, new_tat, ttl = gcra_decide(key, now, tonumber(ARGV[3]), ARGV, 4)
-if allowed == 1 and mode == 'check' then
-  ttl = gcra_commit(key, new_tat, ttl)
-else
-  ttl = -1
+local new_tat = tat + t * ARGV[3]
+local allow_at = new_tat - tau
+if now < allow_at then
+  local remaining = math.floor((tau - (tat - now)) / t)
+  if remaining < 0 then remaining = 0 end
+  return { 0, burst, remaining, math.ceil(tat), math.ceil(allow_at - now), -1 }
 end
-return { allowed, limit, remaining, reset_at, retry, ttl }
+local remaining = math.floor((tau - (new_tat - now)) / t)
+if remaining < 0 then remaining = 0 end
+local ttl = -1
+if mode == 'check' then
+  ttl = math.ceil(new_tat - now)
+  if ttl < 1 then ttl = 1 end
+  redis.call('SET', key, string.format('%.17g', new_tat), 'PX', ttl)
+end
+return { 1, burst, remaining, math.ceil(new_tat), 0, ttl }

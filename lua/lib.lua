@@ -24,6 +24,22 @@
 --
 -- Hot path: these scripts run on every check, so they create no tables but the reply and no
 -- closures but their top-level functions, and they return several values instead of tables.
+--
+-- Standalone mains (gcra, token_bucket, fixed_window, sliding_window_log): Redis runs a script's
+-- whole body on every EVALSHA, so each `local function` in it is a closure built per call. A
+-- file whose main section opens with `-- #main standalone` has a straight-line main that calls
+-- none of the file's functions; its single-key script is its header and that section only (the
+-- functions stay for multi.lua). Such a main repeats its functions' arithmetic operation for
+-- operation, so the two paths decide alike (core/tests/redis_dual_path.rs checks both against
+-- the in-memory store). In it, for speed, and each exactly equal to what it replaces:
+--   * numeric ARGV are coerced by arithmetic (`ARGV[5] / ARGV[4]`, `ARGV[4] * 1`) instead of
+--     tonumber(): both convert with the same luaO_str2d, and x * 1 == x for every double
+--     (-0, inf and NaN included); tonumber() of a string parses it twice. A value compared or
+--     returned is made a number with `* 1`. (Only for ARGV, which the crate writes: stored
+--     values still go through tonumber(), which answers nil for garbage.)
+--   * math.max(x, k) is `if x < k then x = k end` and math.min(a, b) is
+--     `if not (b < a) then ... end` written to match Lua 5.1's loop (the first argument wins a
+--     tie or a NaN comparison), so even a NaN or -0 comes out the same.
 
 local function read_now(s)
   if s == '0' then

@@ -85,21 +85,79 @@ local function sliding_window_log_commit(key, now, cost, window_ms, count)
   return window_ms
 end
 
--- #main
-local key, now, mode = KEYS[1], read_now(ARGV[1]), ARGV[2]
-if mode == 'peek' then
-  local limit, window_ms = tonumber(ARGV[4]), tonumber(ARGV[5])
-  local dead, count = sliding_window_log_live(key, now, window_ms)
-  if not (count < limit) then
-    local reset_at, retry = sliding_window_log_denied(key, dead, count, limit, window_ms, now, 1)
-    return { 0, limit, math.max(limit - count, 0), reset_at, retry, -1 }
+-- #main standalone
+-- The single-key entry point, straight-line on purpose: the single-key script is this header and
+-- this section only (see lib.lua, "Standalone mains"), the same steps as the functions above,
+-- which the fused multi.lua runs.
+local key, now, mode = KEYS[1], ARGV[1], ARGV[2]
+if now == '0' then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+else
+  now = now * 1
+end
+local limit, window_ms = ARGV[4] * 1, ARGV[5] * 1
+-- The live entries, as sliding_window_log_live.
+local dead, count, bound = 0, 0, string.format('%d', now - window_ms)
+local total = redis.pcall('ZCARD', key)
+if type(total) == 'number' and total ~= 0 then
+  dead = redis.call('ZCOUNT', key, '-inf', bound)
+  count = total - dead
+end
+local cost = 1 -- peek: the capacity for one unit
+if mode ~= 'peek' then cost = ARGV[3] * 1 end
+local denied
+if mode == 'peek' then denied = not (count < limit) else denied = count + cost > limit end
+if denied then
+  -- As sliding_window_log_denied.
+  local remaining, reset_at, retry = limit - count, now + window_ms, window_ms
+  if remaining < 0 then remaining = 0 end
+  if count ~= 0 then
+    local oldest = tonumber(redis.call('ZRANGE', key, dead, dead, 'WITHSCORES')[2])
+    local rank = count + cost - limit
+    if rank < 1 then rank = 1 end
+    if count < rank then rank = count end
+    local stamp = oldest
+    if rank ~= 1 then stamp = tonumber(redis.call('ZRANGE', key, dead + rank - 1, dead + rank - 1, 'WITHSCORES')[2]) end
+    reset_at, retry = oldest + window_ms, stamp + window_ms - now
   end
+  if retry < 1 then retry = 1 end
+  return { 0, limit, remaining, reset_at, retry, -1 }
+end
+if mode == 'peek' then
   local reset_at = now + window_ms
-  if count > 0 then reset_at = sliding_window_log_stamp(key, dead, 1) + window_ms end
+  if count > 0 then reset_at = tonumber(redis.call('ZRANGE', key, dead, dead, 'WITHSCORES')[2]) + window_ms end
   return { 1, limit, limit - count, reset_at, 0, -1 }
 end
-local allowed, limit, remaining, reset_at, retry, at, cost, window_ms, count =
-  sliding_window_log_decide(key, now, tonumber(ARGV[3]), ARGV, 4)
+local first = now
+if count > 0 then
+  local oldest = tonumber(redis.call('ZRANGE', key, dead, dead, 'WITHSCORES')[2])
+  if not (now < oldest) then first = oldest end -- math.min(oldest, now)
+end
 local ttl = -1
-if allowed == 1 and mode == 'check' then ttl = sliding_window_log_commit(key, at, cost, window_ms, count) end
-return { allowed, limit, remaining, reset_at, retry, ttl }
+if mode == 'check' then
+  -- As sliding_window_log_commit.
+  if type(redis.pcall('ZREMRANGEBYSCORE', key, '-inf', bound)) == 'table' then
+    redis.call('DEL', key) -- WRONGTYPE: replace the key of another type
+  end
+  local stamp = string.format('%d', now)
+  local seq, added = count, 0
+  while added < cost do
+    local n = cost - added
+    if 1000 < n then n = 1000 end -- math.min(cost - added, 1000)
+    if n == 1 then
+      added = added + redis.call('ZADD', key, 'NX', stamp, stamp .. ':' .. string.format('%d', seq))
+      seq = seq + 1
+    else
+      local batch = {}
+      for j = 1, 2 * n, 2 do
+        batch[j], batch[j + 1] = stamp, stamp .. ':' .. string.format('%d', seq)
+        seq = seq + 1
+      end
+      added = added + redis.call('ZADD', key, 'NX', unpack(batch))
+    end
+  end
+  redis.call('PEXPIRE', key, window_ms)
+  ttl = window_ms
+end
+return { 1, limit, limit - (count + cost), first + window_ms, 0, ttl }

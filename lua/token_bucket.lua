@@ -45,20 +45,53 @@ local function token_bucket_commit(key, left, now, ttl)
   return ttl
 end
 
--- #main
-local key, now, mode = KEYS[1], read_now(ARGV[1]), ARGV[2]
-if mode == 'peek' then
-  local capacity = tonumber(ARGV[4])
-  local refill_per_ms = tonumber(ARGV[5]) / 1000
-  local tokens = token_bucket_tokens(key, now, capacity, refill_per_ms)
-  local allowed, retry = 1, 0
-  if not (tokens >= 1) then allowed, retry = 0, math.max(math.ceil((1 - tokens) / refill_per_ms), 1) end
-  return { allowed, capacity, math.max(math.floor(tokens), 0), now + math.ceil((capacity - tokens) / refill_per_ms), retry, -1 }
-end
-local allowed, limit, remaining, reset_at, retry, left, at, ttl = token_bucket_decide(key, now, tonumber(ARGV[3]), ARGV, 4)
-if allowed == 1 and mode == 'check' then
-  ttl = token_bucket_commit(key, left, at, ttl)
+-- #main standalone
+-- The single-key entry point, straight-line on purpose: the single-key script is this header and
+-- this section only (see lib.lua, "Standalone mains"), the same arithmetic as token_bucket_tokens,
+-- token_bucket_decide and token_bucket_commit above, which the fused multi.lua runs.
+local key, now, mode = KEYS[1], ARGV[1], ARGV[2]
+if now == '0' then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 else
-  ttl = -1
+  now = now * 1
 end
-return { allowed, limit, remaining, reset_at, retry, ttl }
+local capacity = ARGV[4] * 1
+local refill_per_ms = ARGV[5] / 1000
+local f = redis.pcall('HMGET', key, 't', 'l')
+local tokens, last = f[1], f[2]
+if not tokens or not last then
+  tokens = capacity
+else
+  local elapsed = now - tonumber(last)
+  if elapsed < 0 then elapsed = 0 end
+  local refilled = tonumber(tokens) + elapsed * refill_per_ms
+  tokens = capacity
+  if refilled < capacity then tokens = refilled end
+end
+local cost = 1 -- peek: the capacity for one unit
+if mode ~= 'peek' then cost = ARGV[3] * 1 end
+if not (tokens >= cost) or mode == 'peek' then
+  local allowed, retry, remaining = 1, 0, math.floor(tokens)
+  if not (tokens >= cost) then
+    allowed, retry = 0, math.ceil((cost - tokens) / refill_per_ms)
+    if retry < 1 then retry = 1 end
+  end
+  if remaining < 0 then remaining = 0 end
+  return { allowed, capacity, remaining, now + math.ceil((capacity - tokens) / refill_per_ms), retry, -1 }
+end
+local left = tokens - cost
+local remaining = math.floor(left)
+if remaining < 0 then remaining = 0 end
+local ttl = -1
+if mode == 'check' then
+  ttl = math.ceil(capacity / refill_per_ms)
+  if ttl < 1 then ttl = 1 end
+  local t, l = string.format('%.17g', left), string.format('%d', now)
+  if type(redis.pcall('HSET', key, 't', t, 'l', l)) == 'table' then
+    redis.call('DEL', key) -- WRONGTYPE: replace the key of another type
+    redis.call('HSET', key, 't', t, 'l', l)
+  end
+  redis.call('PEXPIRE', key, ttl)
+end
+return { 1, capacity, remaining, now + math.ceil((capacity - left) / refill_per_ms), 0, ttl }

@@ -6,6 +6,11 @@
 //! multi path runs the very functions the single-key scripts run. Assembly is plain text
 //! splicing, done once per process; the SHA1 Redis caches each script under is computed from the
 //! assembled text.
+//!
+//! A file whose main section opens with `-- #main standalone` has a straight-line single-key
+//! entry point that calls none of the file's functions: its single-key script is the file's
+//! header and that section only, so Redis does not re-create functions it would never call on
+//! every `EVALSHA` (see lua/lib.lua, "Standalone mains").
 
 use std::collections::HashSet;
 use std::sync::LazyLock;
@@ -27,6 +32,7 @@ const SOURCES: &[(&str, &str)] = &[
 
 const INCLUDE: &str = "-- #include ";
 const MAIN: &str = "-- #main";
+const STANDALONE: &str = "-- #main standalone";
 
 /// One assembled script: its source and the SHA1 that `EVALSHA` names it by.
 #[derive(Debug)]
@@ -60,7 +66,17 @@ pub fn assemble(name: &str) -> String {
     let mut out = String::new();
     let mut seen = HashSet::new();
     seen.insert(name.to_string());
-    splice(source(name), true, &mut seen, &mut out);
+    let text = source(name);
+    match text.lines().position(|l| l.trim_end() == STANDALONE) {
+        // The header (the leading comment block up to the first include), then the standalone
+        // main alone.
+        Some(at) => {
+            let header = text.lines().take_while(|l| l.starts_with("--") && !l.starts_with(INCLUDE));
+            let kept: Vec<&str> = header.chain(text.lines().skip(at)).collect();
+            splice(&(kept.join("\n") + "\n"), true, &mut seen, &mut out);
+        }
+        None => splice(text, true, &mut seen, &mut out),
+    }
     out
 }
 
@@ -77,7 +93,7 @@ fn splice(text: &str, whole: bool, seen: &mut HashSet<String>, out: &mut String)
             in_header = false;
             continue;
         }
-        if !whole && line.trim_end() == MAIN {
+        if !whole && line.trim_end().starts_with(MAIN) {
             break;
         }
         if in_header && line.starts_with("--") {
@@ -158,5 +174,20 @@ mod tests {
         assert_eq!(multi.matches("local function gcra_decide(").count(), 1);
         assert_eq!(multi.matches("local function period_counter_decide(").count(), 1);
         assert!(!multi.contains("local key, now, mode = KEYS[1]"), "a single-key main leaked into multi.lua");
+    }
+
+    #[test]
+    fn standalone_scripts_are_their_header_and_main_only() {
+        let s = &*SCRIPTS;
+        for script in [&s.gcra, &s.token_bucket, &s.fixed_window, &s.sliding_window_log] {
+            let src = &script.source;
+            assert!(!src.contains("local function"), "{} defines a function", script.name);
+            assert_eq!(src.matches(STANDALONE).count(), 1, "{}", script.name);
+            assert_eq!(src.matches("local key, now, mode = KEYS[1]").count(), 1, "{}", script.name);
+        }
+        // The fused script still has every strategy's functions.
+        for f in ["gcra_decide(", "token_bucket_commit(", "fixed_window_decide(", "sliding_window_log_commit("] {
+            assert_eq!(s.multi.source.matches(&format!("local function {f}")).count(), 1, "{f}");
+        }
     }
 }
