@@ -6,7 +6,7 @@
 //! which are not part of our contract, so every fallible entry point converts here — also the
 //! asynchronous ones, whose errors are built on the JS thread by [`Settled`].
 
-use napi::bindgen_prelude::{ToNapiValue, TypeName, Unknown};
+use napi::bindgen_prelude::{PromiseRaw, ToNapiValue, TypeName, Unknown};
 use napi::{Env, Status, ValueType, sys};
 use throttlekit::Error as CoreError;
 
@@ -86,6 +86,26 @@ impl<T: TypeName> TypeName for Settled<T> {
     fn value_type() -> ValueType {
         T::value_type()
     }
+}
+
+/// The Promise of every asynchronous method: it settles with `call(args)`, or rejects with the
+/// argument error without starting any I/O when converting the arguments already failed.
+pub fn settle<'e, A, T, Fut>(
+    env: &'e Env,
+    args: CoreResult<A>,
+    call: impl FnOnce(A) -> Fut + Send + 'static,
+) -> napi::Result<PromiseRaw<'e, Settled<T>>>
+where
+    A: Send + 'static,
+    T: ToNapiValue + Send + 'static,
+    Fut: std::future::Future<Output = CoreResult<T>> + Send + 'static,
+{
+    env.spawn_future(async move {
+        Ok(Settled(match args {
+            Ok(a) => call(a).await,
+            Err(e) => Err(e),
+        }))
+    })
 }
 
 /// `config_invalid` for `field` (the core's constructor, so messages read the same everywhere).

@@ -12,7 +12,7 @@ use napi_derive::napi;
 
 use crate::convert::{self, Options};
 use crate::decision::Decision;
-use crate::error::{CoreResult, OrThrow, Settled};
+use crate::error::{CoreResult, OrThrow, Settled, settle};
 use crate::store;
 use crate::strategy::{self, Strategy};
 
@@ -112,13 +112,7 @@ impl Limiter {
     ) -> napi::Result<PromiseRaw<'e, Settled<Decision>>> {
         let args = convert::key_and_cost(&key, &cost);
         let inner = self.inner.clone();
-        env.spawn_future(async move {
-            let result = match args {
-                Ok((key, cost)) => inner.check(&key, cost).await.map(Decision::from),
-                Err(e) => Err(e),
-            };
-            Ok(Settled(result))
-        })
+        settle(env, args, move |(key, cost)| async move { inner.check(&key, cost).await.map(Decision::from) })
     }
 
     /// Checks one request of `cost` per key, all at one clock reading (each key on its own,
@@ -145,15 +139,9 @@ impl Limiter {
     ) -> napi::Result<PromiseRaw<'e, Settled<Vec<Decision>>>> {
         let args = convert::cost(&cost).and_then(|c| Ok((convert::strings(&keys, "keys")?, c)));
         let inner = self.inner.clone();
-        env.spawn_future(async move {
-            let result = match args {
-                Ok((keys, cost)) => {
-                    let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
-                    inner.check_many(&keys, cost).await.map(|ds| ds.into_iter().map(Decision::from).collect())
-                }
-                Err(e) => Err(e),
-            };
-            Ok(Settled(result))
+        settle(env, args, move |(keys, cost)| async move {
+            let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+            inner.check_many(&keys, cost).await.map(|ds| ds.into_iter().map(Decision::from).collect())
         })
     }
 
@@ -169,13 +157,7 @@ impl Limiter {
     pub fn peek<'e>(&self, env: &'e Env, key: Unknown) -> napi::Result<PromiseRaw<'e, Settled<Decision>>> {
         let key = convert::string(&key, "key");
         let inner = self.inner.clone();
-        env.spawn_future(async move {
-            let result = match key {
-                Ok(key) => inner.peek(&key).await.map(Decision::from),
-                Err(e) => Err(e),
-            };
-            Ok(Settled(result))
-        })
+        settle(env, key, move |key| async move { inner.peek(&key).await.map(Decision::from) })
     }
 
     /// The decision a check of `cost` would get now, consuming nothing.
@@ -197,13 +179,7 @@ impl Limiter {
     ) -> napi::Result<PromiseRaw<'e, Settled<Decision>>> {
         let args = convert::key_and_cost(&key, &cost);
         let inner = self.inner.clone();
-        env.spawn_future(async move {
-            let result = match args {
-                Ok((key, cost)) => inner.forecast(&key, cost).await.map(Decision::from),
-                Err(e) => Err(e),
-            };
-            Ok(Settled(result))
-        })
+        settle(env, args, move |(key, cost)| async move { inner.forecast(&key, cost).await.map(Decision::from) })
     }
 
     /// Forgets `key`'s state.
@@ -217,13 +193,7 @@ impl Limiter {
     pub fn reset<'e>(&self, env: &'e Env, key: Unknown) -> napi::Result<PromiseRaw<'e, Settled<()>>> {
         let key = convert::string(&key, "key");
         let inner = self.inner.clone();
-        env.spawn_future(async move {
-            let result = match key {
-                Ok(key) => inner.reset(&key).await,
-                Err(e) => Err(e),
-            };
-            Ok(Settled(result))
-        })
+        settle(env, key, move |key| async move { inner.reset(&key).await })
     }
 
     /// Closes the store's connections (a shared store is closed for every limiter using it).

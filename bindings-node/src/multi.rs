@@ -10,7 +10,7 @@ use throttlekit::Rule;
 
 use crate::convert::{self, Options};
 use crate::decision::MultiDecision;
-use crate::error::{CoreResult, OrThrow, Settled, config};
+use crate::error::{CoreResult, OrThrow, Settled, config, settle};
 use crate::limiter::WIRING;
 use crate::store;
 use crate::strategy;
@@ -140,15 +140,9 @@ impl MultiLimiter {
     ) -> napi::Result<PromiseRaw<'e, Settled<MultiDecision>>> {
         let args = convert::cost(&cost).and_then(|c| Ok((convert::strings(&keys, "keys")?, c)));
         let inner = self.inner.clone();
-        env.spawn_future(async move {
-            let result = match args {
-                Ok((keys, cost)) => {
-                    let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
-                    inner.check(&keys, cost).await.map(MultiDecision::from)
-                }
-                Err(e) => Err(e),
-            };
-            Ok(Settled(result))
+        settle(env, args, move |(keys, cost)| async move {
+            let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+            inner.check(&keys, cost).await.map(MultiDecision::from)
         })
     }
 
@@ -168,15 +162,9 @@ impl MultiLimiter {
     pub fn reset<'e>(&self, env: &'e Env, keys: Unknown) -> napi::Result<PromiseRaw<'e, Settled<()>>> {
         let keys = convert::strings(&keys, "keys");
         let inner = self.inner.clone();
-        env.spawn_future(async move {
-            let result = match keys {
-                Ok(keys) => {
-                    let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
-                    inner.reset(&keys).await
-                }
-                Err(e) => Err(e),
-            };
-            Ok(Settled(result))
+        settle(env, keys, move |keys| async move {
+            let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+            inner.reset(&keys).await
         })
     }
 

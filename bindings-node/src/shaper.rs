@@ -10,7 +10,7 @@ use serde_json::json;
 
 use crate::convert::{self, Options};
 use crate::decision::Reservation;
-use crate::error::{CoreResult, OrThrow, Settled, config};
+use crate::error::{CoreResult, OrThrow, Settled, config, settle};
 use crate::store;
 
 /// Options of `new Shaper()`.
@@ -98,13 +98,7 @@ impl Shaper {
     ) -> napi::Result<PromiseRaw<'e, Settled<Reservation>>> {
         let args = convert::key_and_cost(&key, &cost);
         let inner = self.inner.clone();
-        env.spawn_future(async move {
-            let result = match args {
-                Ok((key, cost)) => inner.reserve(&key, cost).await.map(Reservation::from),
-                Err(e) => Err(e),
-            };
-            Ok(Settled(result))
-        })
+        settle(env, args, move |(key, cost)| async move { inner.reserve(&key, cost).await.map(Reservation::from) })
     }
 
     /// Reserves, then resolves once the delay has passed (waiting in chunks below the 2^31 − 1
@@ -119,13 +113,7 @@ impl Shaper {
     ) -> napi::Result<PromiseRaw<'e, Settled<Reservation>>> {
         let args = convert::key_and_cost(&key, &cost);
         let inner = self.inner.clone();
-        env.spawn_future(async move {
-            let result = match args {
-                Ok((key, cost)) => inner.schedule(&key, cost).await.map(Reservation::from),
-                Err(e) => Err(e),
-            };
-            Ok(Settled(result))
-        })
+        settle(env, args, move |(key, cost)| async move { inner.schedule(&key, cost).await.map(Reservation::from) })
     }
 
     /// Forgets `key`'s queue.
@@ -139,12 +127,6 @@ impl Shaper {
     pub fn reset<'e>(&self, env: &'e Env, key: Unknown) -> napi::Result<PromiseRaw<'e, Settled<()>>> {
         let key = convert::string(&key, "key");
         let inner = self.inner.clone();
-        env.spawn_future(async move {
-            let result = match key {
-                Ok(key) => inner.reset(&key).await,
-                Err(e) => Err(e),
-            };
-            Ok(Settled(result))
-        })
+        settle(env, key, move |key| async move { inner.reset(&key).await })
     }
 }
