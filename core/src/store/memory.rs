@@ -8,7 +8,9 @@
 //! and one entry, nothing else, and no pointer is chased.
 //!
 //! An apply locks one shard, so threads working on different keys rarely meet (and when they
-//! do, the waiter spins for the few nanoseconds the holder needs; see `ShardLock`). Expiry is judged
+//! do, the waiter spins for the few nanoseconds the holder needs; see `ShardLock`). Before it
+//! locks, an apply prefetches the cache lines where its key most likely sits (see `Hint`), so
+//! the lock's transfer and the entry's cache miss overlap. Expiry is judged
 //! by each apply against its own `now` (the injected clock, so a `ManualClock` drives it): a
 //! key is expired when `now > deadline`, Redis's rule, and an expired key starts fresh. Expired
 //! keys that nobody touches again are swept lazily when new keys arrive (before a shard's table
@@ -22,7 +24,7 @@ use std::collections::VecDeque;
 use std::hash::BuildHasher;
 use std::ops::{Deref, DerefMut};
 use std::ptr;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use foldhash::fast::FixedState;
 use hashbrown::HashTable;
@@ -439,9 +441,65 @@ struct Shard {
     map: ShardLock<ShardData>,
 }
 
+/// Where a shard's table lay at its last insert, so a check can prefetch the key's home slot
+/// before it takes the lock.
+///
+/// Why: with two threads, a shard's lock line is usually in the other core's cache, and
+/// taking it costs a cross-core transfer; the key's entry, somewhere in several megabytes of
+/// table, costs a cache miss. Locking first and probing after pays the two one after the other.
+/// The table's position is hashbrown's business, so this is only a hint, written under the lock
+/// after each insert (the only time the table moves) and read without it: a stale hint
+/// prefetches a wrong address, which costs nothing (a prefetch never faults and is never
+/// dereferenced), and the probe itself always runs under the lock.
+#[derive(Default)]
+struct Hint {
+    /// The end of the bucket array, where hashbrown's control bytes begin; 0 before any insert.
+    data_end: AtomicUsize,
+    bucket_mask: AtomicUsize,
+}
+
+impl Hint {
+    fn set(&self, data_end: usize, bucket_mask: usize) {
+        if self.data_end.load(Ordering::Relaxed) != data_end {
+            self.data_end.store(data_end, Ordering::Relaxed);
+        }
+        if self.bucket_mask.load(Ordering::Relaxed) != bucket_mask {
+            self.bucket_mask.store(bucket_mask, Ordering::Relaxed);
+        }
+    }
+
+    /// Prefetches the control group and the entry where a probe for `hash` starts (hashbrown
+    /// probes from bucket `hash & bucket_mask`; bucket `i`'s entry ends `i * 48` bytes below
+    /// the control bytes).
+    #[inline]
+    fn prefetch(&self, hash: u64) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+            let data_end = self.data_end.load(Ordering::Relaxed);
+            if data_end == 0 {
+                return;
+            }
+            let pos = hash as usize & self.bucket_mask.load(Ordering::Relaxed);
+            let entry = data_end.wrapping_sub((pos + 1) * size_of::<Entry>());
+            // SAFETY: a prefetch reads nothing into the program and never faults, whatever the
+            // address; these are plain integers turned into addresses only for the hint.
+            unsafe {
+                _mm_prefetch::<_MM_HINT_T0>(data_end.wrapping_add(pos) as *const i8);
+                _mm_prefetch::<_MM_HINT_T0>(entry as *const i8);
+                _mm_prefetch::<_MM_HINT_T0>(entry.wrapping_add(size_of::<Entry>() - 1) as *const i8);
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = hash;
+    }
+}
+
 /// An in-process store. Cheap to share: wrap it in an `Arc` and hand it to many limiters.
 pub struct MemoryStore {
     shards: Box<[Shard]>,
+    /// One per shard, outside the locks' cache lines (see [`Hint`]).
+    hints: Box<[Hint]>,
     hasher: FixedState,
     shard_mask: usize,
     /// Maximum keys per shard (`usize::MAX` when unbounded).
@@ -468,7 +526,13 @@ struct Located<'k> {
 }
 
 impl MemoryStore {
-    /// An unbounded store with one shard per 1/4 core (at least 16, a power of two).
+    /// An unbounded store with 16 shards per core (at least 128, a power of two).
+    ///
+    /// Why that many: a check writes its shard's lock, and two threads on random keys both
+    /// wait for each other and pass the lock's cache line back and forth less often the more
+    /// shards there are; past a few hundred, the locks and hints themselves stop fitting in
+    /// the cache. Measured on 2 cores, 100k keys, two threads: 16 shards 56 ns a check
+    /// (aggregate), 128 shards 42 ns, 1024 shards 43 ns with the one-thread figure 15% worse.
     pub fn new() -> MemoryStore {
         MemoryStore::build(None)
     }
@@ -485,7 +549,7 @@ impl MemoryStore {
 
     fn build(max_keys: Option<usize>) -> MemoryStore {
         let cores = std::thread::available_parallelism().map_or(4, |n| n.get());
-        let mut shards = (cores * 4).max(16).next_power_of_two();
+        let mut shards = (cores * 16).max(128).next_power_of_two();
         if let Some(max) = max_keys {
             // Small bounds get few shards, so the bound stays close to exact.
             while shards > 1 && max / shards < 64 {
@@ -500,6 +564,7 @@ impl MemoryStore {
                     map: ShardLock::new(ShardData { table: HashTable::new(), hand: 0, inserts_since_sweep: 0 }),
                 })
                 .collect(),
+            hints: (0..shards).map(|_| Hint::default()).collect(),
             hasher,
             shard_mask: shards - 1,
             shard_capacity,
@@ -587,9 +652,7 @@ impl MemoryStore {
                 let mut state = None;
                 let step = run(transform, &mut state, now);
                 if let Some(ttl) = step.ttl_ms {
-                    let entry = Entry::new(&at.probe, now.saturating_add(ttl), state);
-                    self.make_room(shard, now);
-                    shard.table.insert_unique(at.hash, entry, |e| self.hash_entry(e));
+                    self.insert(shard, at, Entry::new(&at.probe, now.saturating_add(ttl), state), now);
                 }
                 step.reply
             }
@@ -608,14 +671,14 @@ impl MemoryStore {
     /// with no [`State`] built, taken or put back.
     #[inline]
     fn check_gcra(&self, at: &Located<'_>, now: i64, gcra: &Gcra, cost: u64) -> Decision {
+        self.hints[at.shard].prefetch(at.hash);
         let mut guard = self.shards[at.shard].map.lock();
         let shard = &mut *guard;
         let Ok(mut occupied) = shard.table.find_entry(at.hash, |e| e.matches(&at.probe)) else {
             let (decision, write) = gcra.check_tat(None, now, cost);
             if let Some(w) = write {
                 let entry = Entry::new(&at.probe, now.saturating_add(w.ttl_ms), Some(State::Tat(w.tat)));
-                self.make_room(shard, now);
-                shard.table.insert_unique(at.hash, entry, |e| self.hash_entry(e));
+                self.insert(shard, at, entry, now);
             }
             return decision;
         };
@@ -644,6 +707,15 @@ impl MemoryStore {
             None => entry.touch(),
         }
         decision
+    }
+
+    /// Inserts a new key's entry into its locked shard, making room first, and refreshes the
+    /// shard's [`Hint`] (an insert may have moved the table).
+    fn insert(&self, shard: &mut ShardData, at: &Located<'_>, entry: Entry, now: i64) {
+        self.make_room(shard, now);
+        let occupied = shard.table.insert_unique(at.hash, entry, |e| self.hash_entry(e));
+        let data_end = occupied.get() as *const Entry as usize + (occupied.bucket_index() + 1) * size_of::<Entry>();
+        self.hints[at.shard].set(data_end, shard.table.num_buckets() - 1);
     }
 
     /// Before an insert: sweep expired keys when the table is about to grow, and enforce the
@@ -706,6 +778,7 @@ impl Store for MemoryStore {
         {
             return Ok(Reply::Decision(self.check_gcra(&at, now, gcra, cost)));
         }
+        self.hints[at.shard].prefetch(at.hash);
         let mut shard = self.shards[at.shard].map.lock();
         Ok(self.apply_locked(&mut shard, &at, now, &transform))
     }
