@@ -661,7 +661,7 @@ impl MemoryStore {
 
     /// A GCRA check of `key` at `now`: [`Store::apply_sync`] with [`Transform::Check`], for
     /// callers that know the strategy is GCRA.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn check_gcra_sync(&self, key: &str, now: i64, gcra: &Gcra, cost: u64) -> Decision {
         self.check_gcra(&self.locate(key), now, gcra, cost)
     }
@@ -669,7 +669,7 @@ impl MemoryStore {
     /// A GCRA check, the hot path: the same transition as [`MemoryStore::apply_locked`] with
     /// [`Transform::Check`], but the TAT is read from and written to the entry's word in place,
     /// with no [`State`] built, taken or put back.
-    #[inline]
+    #[inline(always)]
     fn check_gcra(&self, at: &Located<'_>, now: i64, gcra: &Gcra, cost: u64) -> Decision {
         self.hints[at.shard].prefetch(at.hash);
         let mut guard = self.shards[at.shard].map.lock();
