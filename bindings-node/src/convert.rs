@@ -47,41 +47,53 @@ pub fn is_undefined(v: &Unknown<'_>) -> bool {
 /// Runs `f` on the string `v` without allocating; a non-string is `config_invalid` for `field`.
 pub fn with_str<R>(v: &Unknown<'_>, field: &str, f: impl FnOnce(&str) -> CoreResult<R>) -> CoreResult<R> {
     let (env, value) = raw(v);
-    KEY_BUF.with(|buf| {
-        // A re-entrant call (impossible today: `f` never calls back into JS) gets its own buffer.
-        let mut guard = buf.try_borrow_mut().ok();
-        let mut local = Vec::new();
-        let buf: &mut Vec<u8> = match guard.as_deref_mut() {
-            Some(b) => b,
-            None => &mut local,
-        };
-        let mut len = 0usize;
-        loop {
-            // SAFETY: `buf` is writable for `buf.len()` bytes; napi writes at most that many,
-            // NUL included, and reports the bytes written (excluding the NUL) in `len`.
-            let status =
-                unsafe { sys::napi_get_value_string_utf8(env, value, buf.as_mut_ptr().cast(), buf.len(), &mut len) };
-            if status != sys::Status::napi_ok {
-                return Err(config(field, "must be a string"));
-            }
-            // V8 never writes part of a UTF-8 sequence, so a truncated copy stops up to 3 bytes
-            // short of the buffer's end: only a copy ending that close can be incomplete.
-            if len + 4 < buf.len() {
-                break;
-            }
-            let mut full = 0usize;
-            // SAFETY: a NULL buffer asks napi for the length only.
-            unsafe { sys::napi_get_value_string_utf8(env, value, std::ptr::null_mut(), 0, &mut full) };
-            if full == len {
-                break;
-            }
-            buf.resize(full + 8, 0);
+    KEY_BUF.with(|buf| with_str_in(buf, env, value, field, f))
+}
+
+/// [`with_str`] with the caller's reusable buffer (the fast path keeps one per environment
+/// instead of paying for a thread-local lookup per call).
+#[inline]
+pub fn with_str_in<R>(
+    buf: &RefCell<Vec<u8>>,
+    env: sys::napi_env,
+    value: sys::napi_value,
+    field: &str,
+    f: impl FnOnce(&str) -> CoreResult<R>,
+) -> CoreResult<R> {
+    // A re-entrant call (impossible today: `f` never calls back into JS) gets its own buffer.
+    let mut guard = buf.try_borrow_mut().ok();
+    let mut local = Vec::new();
+    let buf: &mut Vec<u8> = match guard.as_deref_mut() {
+        Some(b) => b,
+        None => &mut local,
+    };
+    let mut len = 0usize;
+    loop {
+        // SAFETY: `value` is a live value of the current call; `buf` is writable for
+        // `buf.len()` bytes; napi writes at most that many, NUL included, and reports the
+        // bytes written (excluding the NUL) in `len`.
+        let status =
+            unsafe { sys::napi_get_value_string_utf8(env, value, buf.as_mut_ptr().cast(), buf.len(), &mut len) };
+        if status != sys::Status::napi_ok {
+            return Err(config(field, "must be a string"));
         }
-        // napi writes whole UTF-8 sequences, so the prefix is valid UTF-8; lone surrogates in
-        // the JS string arrive as U+FFFD.
-        let s = std::str::from_utf8(&buf[..len]).map_err(|_| config(field, "must be valid UTF-16"))?;
-        f(s)
-    })
+        // V8 never writes part of a UTF-8 sequence, so a truncated copy stops up to 3 bytes
+        // short of the buffer's end: only a copy ending that close can be incomplete.
+        if len + 4 < buf.len() {
+            break;
+        }
+        let mut full = 0usize;
+        // SAFETY: a NULL buffer asks napi for the length only.
+        unsafe { sys::napi_get_value_string_utf8(env, value, std::ptr::null_mut(), 0, &mut full) };
+        if full == len {
+            break;
+        }
+        buf.resize(full + 8, 0);
+    }
+    // napi writes whole UTF-8 sequences, so the prefix is valid UTF-8; lone surrogates in
+    // the JS string arrive as U+FFFD.
+    let s = std::str::from_utf8(&buf[..len]).map_err(|_| config(field, "must be valid UTF-16"))?;
+    f(s)
 }
 
 /// The string `v` as an owned `String` (for async calls, which outlive the JS values).

@@ -19,6 +19,7 @@ mod convert;
 mod decision;
 mod error;
 mod fast;
+mod handles;
 mod limiter;
 mod multi;
 #[cfg(feature = "redis")]

@@ -4,6 +4,7 @@
 //! store (on Redis they block the event loop for a round trip); the Promise methods run on napi's Tokio runtime, so Redis I/O never blocks the event loop.
 //! Invalid arguments to a Promise method reject (they never throw synchronously).
 
+use std::cell::OnceCell;
 use std::sync::Arc;
 
 use napi::Env;
@@ -12,7 +13,8 @@ use napi_derive::napi;
 
 use crate::convert::{self, Options};
 use crate::decision::Decision;
-use crate::error::{CoreResult, OrThrow, Settled, settle};
+use crate::error::{CoreResult, OrThrow, Settled, config, settle};
+use crate::handles::{self, Registration};
 use crate::store;
 use crate::strategy::{self, Strategy};
 
@@ -59,6 +61,24 @@ pub(crate) const WIRING: [&str; 5] = ["store", "clock", "prefix", "serverClock",
 #[napi]
 pub struct Limiter {
     pub(crate) inner: Arc<throttlekit::Limiter>,
+    /// This limiter's entry in its environment's handle table, made by the first `checkSync`
+    /// (see handles.rs); dropping the `Limiter` frees it.
+    handle: OnceCell<Registration>,
+}
+
+impl Limiter {
+    /// The handle of this limiter in `table`, registering it on first use.
+    pub(crate) fn handle(&self, table: &handles::Shared) -> CoreResult<f64> {
+        if self.handle.get().is_none() {
+            let r = Registration::new(table, self.inner.clone())?;
+            // Cannot fail: the cell was empty and nothing in between touched it.
+            let _ = self.handle.set(r);
+        }
+        match self.handle.get() {
+            Some(r) if r.is_in(table) => Ok(r.handle()),
+            _ => Err(config("this", "belongs to another thread's environment")),
+        }
+    }
 }
 
 fn build(env: &Env, options: &Unknown) -> CoreResult<throttlekit::Limiter> {
@@ -88,7 +108,7 @@ impl Limiter {
     /// A limiter; see `LimiterOptions`. Bad options throw `config_invalid`.
     #[napi(constructor, ts_args_type = "options: LimiterOptions")]
     pub fn new(env: &Env, options: Unknown) -> napi::Result<Limiter> {
-        Ok(Limiter { inner: Arc::new(build(env, &options).or_throw(env)?) })
+        Ok(Limiter { inner: Arc::new(build(env, &options).or_throw(env)?), handle: OnceCell::new() })
     }
 
     /// Checks (and, when allowed, consumes) `cost` units (default 1) for `key`, synchronously.

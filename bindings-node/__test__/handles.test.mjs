@@ -1,0 +1,134 @@
+// The checkSync fast path finds its limiter by a numeric handle (src/handles.rs, index.js).
+// These tests hold it to its promises: a forged, stale or foreign handle is `config_invalid`
+// (never another object's memory), finalizing a Limiter frees its slot, and worker threads
+// have tables of their own.
+import assert from 'node:assert/strict'
+import { createRequire } from 'node:module'
+import path from 'node:path'
+import { describe, test } from 'node:test'
+import { setImmediate as tick } from 'node:timers/promises'
+import { fileURLToPath } from 'node:url'
+import v8 from 'node:v8'
+import vm from 'node:vm'
+import { Worker } from 'node:worker_threads'
+
+import { Limiter, ManualClock, Strategy } from '../index.mjs'
+
+const require = createRequire(import.meta.url)
+const pkgDir = path.join(path.dirname(fileURLToPath(import.meta.url)), '..')
+const { bindingFile } = require('../lib/platform.js')
+// The raw addon: the same module instance index.js loaded, so the same handle table.
+const raw = require(path.join(pkgDir, bindingFile()))
+const liveHandles = require('../index.js')[Symbol.for('throttlekit.liveHandles')]
+
+v8.setFlagsFromString('--expose-gc')
+const gc = vm.runInNewContext('gc')
+
+function throwsCode(fn, what) {
+  assert.throws(fn, (e) => {
+    assert.ok(e instanceof Error, `${what}: not an Error: ${e}`)
+    assert.equal(e.code, 'config_invalid', `${what}: ${e.code}: ${e.message}`)
+    return true
+  })
+}
+
+const gcra = () => Strategy.gcra({ limit: 2, periodMs: 1000 })
+
+/** Collects garbage until `done()` holds (napi finalizers run on a later turn of the loop). */
+async function collectUntil(done) {
+  for (let i = 0; i < 100 && !done(); i++) {
+    gc()
+    await tick()
+  }
+  return done()
+}
+
+describe('handles', () => {
+  test('a forged handle is config_invalid', () => {
+    const keep = new Limiter({ strategy: gcra() })
+    const h = raw.__handle(keep)
+    assert.equal(typeof h, 'number')
+    assert.equal(raw.__handle(keep), h, 'one handle per limiter')
+    raw.__checkSync(h, 'k', 1) // a real handle works through the raw binding too
+    for (const forged of [0, -0, 1, -1, h + 1, h - 1, h + 0.5, h + 2 ** 32, 2 ** 53, NaN, Infinity, undefined, null, '0', `${h}`, {}, [h], 1n]) {
+      throwsCode(() => raw.__checkSync(forged, 'k', 1), `handle ${String(forged)}`)
+    }
+  })
+
+  test('only a constructed Limiter gets a handle', () => {
+    const l = new Limiter({ strategy: gcra() })
+    for (const [what, o] of Object.entries({
+      'plain object': {},
+      'a strategy': gcra(),
+      'Object.create(Limiter.prototype)': Object.create(Limiter.prototype),
+      'Object.create(limiter)': Object.create(l),
+      'a Proxy of a limiter': new Proxy(l, {}),
+      undefined,
+      null: null,
+      number: 1,
+    })) {
+      throwsCode(() => raw.__handle(o), `__handle(${what})`)
+      throwsCode(() => Limiter.prototype.checkSync.call(o, 'k'), `checkSync.call(${what})`)
+    }
+    assert.equal(l.checkSync('k').allowed, true, 'the limiter itself still works')
+  })
+
+  test('an object inheriting from a limiter does not borrow its handle', () => {
+    const l = new Limiter({ strategy: gcra() })
+    l.checkSync('k') // the limiter now carries its handle
+    throwsCode(() => Limiter.prototype.checkSync.call(Object.create(l), 'k'), 'inherited')
+    assert.deepEqual(Object.getOwnPropertySymbols(l), [], 'nothing visible to reflection')
+  })
+
+  test('finalizing limiters frees their slots, and their handles go stale', async () => {
+    assert.ok(await collectUntil(() => true))
+    const before = liveHandles()
+    let handle
+    ;(() => {
+      const clock = new ManualClock(0)
+      for (let i = 0; i < 2000; i++) new Limiter({ strategy: gcra(), clock }).checkSync('k')
+      handle = raw.__handle(new Limiter({ strategy: gcra(), clock }))
+    })()
+    assert.ok(liveHandles() >= before + 2001, `${liveHandles()} live after registering 2001`)
+    assert.ok(await collectUntil(() => liveHandles() <= before), `${liveHandles()} still live (was ${before})`)
+    throwsCode(() => raw.__checkSync(handle, 'k', 1), 'stale handle')
+  })
+
+  test('cost undefined means 1; null is not a cost', () => {
+    const clock = new ManualClock(0)
+    const a = new Limiter({ strategy: gcra(), clock })
+    const b = new Limiter({ strategy: gcra(), clock })
+    assert.deepEqual(a.checkSync('k'), b.checkSync('k', 1))
+    assert.deepEqual(a.checkSync('k', undefined), b.checkSync('k', 1))
+    throwsCode(() => a.checkSync('k', null), 'null cost')
+  })
+
+  test('worker threads have their own table and limiters', async () => {
+    const script = `
+      const { parentPort } = require('node:worker_threads')
+      const tk = require(${JSON.stringify(path.join(pkgDir, 'index.js'))})
+      const live = tk[Symbol.for('throttlekit.liveHandles')]
+      const clock = new tk.ManualClock(0)
+      const ls = Array.from({ length: 3 }, () => new tk.Limiter({ strategy: tk.Strategy.gcra({ limit: 2, periodMs: 1000 }), clock }))
+      const allowed = ls.map((l) => [0, 1, 2].map(() => l.checkSync('k').allowed))
+      parentPort.postMessage({ allowed, live: live() })`
+    const l = new Limiter({ strategy: gcra(), clock: new ManualClock(0) })
+    const mainBefore = liveHandles()
+    const runs = await Promise.all(
+      [0, 1].map(
+        () =>
+          new Promise((resolve, reject) => {
+            const w = new Worker(script, { eval: true })
+            w.once('message', resolve)
+            w.once('error', reject)
+          }),
+      ),
+    )
+    for (const r of runs) {
+      assert.deepEqual(r.allowed, [[true, true, false], [true, true, false], [true, true, false]])
+      assert.equal(r.live, 3, "a worker's table lists only its own limiters")
+    }
+    assert.deepEqual([0, 1, 2].map(() => l.checkSync('k').allowed), [true, true, false])
+    assert.equal(liveHandles(), mainBefore + 1, 'the workers registered nothing here')
+  })
+})
