@@ -1,12 +1,19 @@
 //! What checks return: `Decision`, the shaper's `Reservation`, and `MultiDecision`.
 //!
 //! All three are immutable value objects (frozen, hashable, comparable), built from core's
-//! structs field by field; nothing is computed here.
+//! structs field by field; nothing is computed here. `Decision` and `Reservation` are made once
+//! per call on the hot paths, so they are plain non-GC types (`value_type`) rather than
+//! `#[pyclass]`es; `MultiDecision` holds a string and a list and stays a pyclass.
 
+use std::ptr;
+
+use pyo3::ffi;
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use crate::value_type::{self, Field, Keywords, Method, Scalar, Statics, ValueType};
 
 /// The result of one check. A denied request is a Decision with `allowed == False`, not an error.
-#[pyclass(frozen, eq, hash, get_all, module = "throttlekit")]
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Decision {
     /// Whether the request was admitted (and, for a check, consumed).
@@ -37,20 +44,77 @@ impl From<throttlekit::Decision> for Decision {
     }
 }
 
-#[pymethods]
-impl Decision {
-    /// A decision with the given fields (useful for test doubles).
-    #[new]
-    #[pyo3(signature = (*, allowed, limit, remaining, reset_at, retry_after_ms, fallback = false))]
-    fn new(allowed: bool, limit: i64, remaining: i64, reset_at: i64, retry_after_ms: i64, fallback: bool) -> Self {
-        Decision { allowed, limit, remaining, reset_at, retry_after_ms, fallback }
+static DECISION: Statics = Statics::new();
+
+impl ValueType for Decision {
+    const NAME: &'static std::ffi::CStr = c"throttlekit.Decision";
+    const DOC: &'static str =
+        "The result of one check. A denied request is a Decision with `allowed == False`, not an error.";
+    const FIELDS: &'static [Field<Self>] = &[
+        Field {
+            name: c"allowed",
+            doc: c"Whether the request was admitted (and, for a check, consumed).",
+            get: |d| Scalar::Bool(d.allowed),
+            default: None,
+        },
+        Field {
+            name: c"limit",
+            doc: c"The effective ceiling: GCRA's burst, a token bucket's capacity, a window's limit.",
+            get: |d| Scalar::Int(d.limit),
+            default: None,
+        },
+        Field {
+            name: c"remaining",
+            doc: c"Whole units still admissible; never negative.",
+            get: |d| Scalar::Int(d.remaining),
+            default: None,
+        },
+        Field {
+            name: c"reset_at",
+            doc: c"Epoch milliseconds at which the limit is fully replenished.",
+            get: |d| Scalar::Int(d.reset_at),
+            default: None,
+        },
+        Field {
+            name: c"retry_after_ms",
+            doc: c"0 when allowed; otherwise at least 1.",
+            get: |d| Scalar::Int(d.retry_after_ms),
+            default: None,
+        },
+        Field {
+            name: c"fallback",
+            doc: c"True when the store was unavailable and the fail policy decided without any state.",
+            get: |d| Scalar::Bool(d.fallback),
+            default: Some("False"),
+        },
+    ];
+    const METHODS: &'static [Method] = &[Method {
+        name: c"to_dict",
+        doc:
+            c"to_dict($self)\n--\n\nThe fields as a dict with the vectors' camelCase keys (`resetAt`, `retryAfterMs`).",
+        function: decision_to_dict,
+    }];
+
+    fn statics() -> &'static Statics {
+        &DECISION
     }
 
+    fn from_keywords(kw: &Keywords<'_>) -> PyResult<Self> {
+        Ok(Decision {
+            allowed: kw.required(0)?,
+            limit: kw.required(1)?,
+            remaining: kw.required(2)?,
+            reset_at: kw.required(3)?,
+            retry_after_ms: kw.required(4)?,
+            fallback: kw.get(5)?.unwrap_or(false),
+        })
+    }
+}
+
+impl Decision {
     /// The fields as a dict with the vectors' camelCase keys (`resetAt`, `retryAfterMs`).
-    // PyO3 methods take `&self`, even on `Copy` types.
-    #[allow(clippy::wrong_self_convention)]
-    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyDict>> {
-        let d = pyo3::types::PyDict::new(py);
+    fn to_dict<'py>(self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
         d.set_item("allowed", self.allowed)?;
         d.set_item("limit", self.limit)?;
         d.set_item("remaining", self.remaining)?;
@@ -61,24 +125,43 @@ impl Decision {
         }
         Ok(d)
     }
+}
 
-    fn __repr__(&self) -> String {
-        let py_bool = |b: bool| if b { "True" } else { "False" };
-        format!(
-            "Decision(allowed={}, limit={}, remaining={}, reset_at={}, retry_after_ms={}, fallback={})",
-            py_bool(self.allowed),
-            self.limit,
-            self.remaining,
-            self.reset_at,
-            self.retry_after_ms,
-            py_bool(self.fallback)
-        )
+/// `Decision.to_dict` as a `METH_NOARGS` method.
+unsafe extern "C" fn decision_to_dict(object: *mut ffi::PyObject, _: *mut ffi::PyObject) -> *mut ffi::PyObject {
+    // SAFETY: the method descriptor checked that `object` is a Decision; CPython calls methods
+    // on an attached thread.
+    unsafe {
+        value_type::boundary(ptr::null_mut(), |py| {
+            Ok(value_type::value_of::<Decision>(object).to_dict(py)?.into_any().into_ptr())
+        })
+    }
+}
+
+impl<'py> IntoPyObject<'py> for Decision {
+    type Target = PyAny;
+    type Output = Bound<'py, PyAny>;
+    type Error = PyErr;
+
+    #[inline]
+    fn into_pyobject(self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        value_type::to_object(py, self)
+    }
+}
+
+impl<'py> IntoPyObject<'py> for &Decision {
+    type Target = PyAny;
+    type Output = Bound<'py, PyAny>;
+    type Error = PyErr;
+
+    #[inline]
+    fn into_pyobject(self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        value_type::to_object(py, *self)
     }
 }
 
 /// The shaper's answer. Accepted: wait `delay_ms` before departing. Rejected: the wait would
 /// exceed `max_queue_ms` by `delay_ms`.
-#[pyclass(frozen, eq, hash, get_all, module = "throttlekit")]
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Reservation {
     /// Whether the request got a departure slot.
@@ -93,17 +176,43 @@ impl From<throttlekit::Reservation> for Reservation {
     }
 }
 
-#[pymethods]
-impl Reservation {
-    /// A reservation with the given fields (useful for test doubles).
-    #[new]
-    #[pyo3(signature = (*, accepted, delay_ms))]
-    fn new(accepted: bool, delay_ms: i64) -> Self {
-        Reservation { accepted, delay_ms }
+static RESERVATION: Statics = Statics::new();
+
+impl ValueType for Reservation {
+    const NAME: &'static std::ffi::CStr = c"throttlekit.Reservation";
+    const DOC: &'static str = "The shaper's answer. Accepted: wait `delay_ms` before departing. Rejected: the wait would\nexceed `max_queue_ms` by `delay_ms`.";
+    const FIELDS: &'static [Field<Self>] = &[
+        Field {
+            name: c"accepted",
+            doc: c"Whether the request got a departure slot.",
+            get: |r| Scalar::Bool(r.accepted),
+            default: None,
+        },
+        Field {
+            name: c"delay_ms",
+            doc: c"Accepted: how long to wait. Rejected: by how much the queue is too long.",
+            get: |r| Scalar::Int(r.delay_ms),
+            default: None,
+        },
+    ];
+
+    fn statics() -> &'static Statics {
+        &RESERVATION
     }
 
-    fn __repr__(&self) -> String {
-        format!("Reservation(accepted={}, delay_ms={})", if self.accepted { "True" } else { "False" }, self.delay_ms)
+    fn from_keywords(kw: &Keywords<'_>) -> PyResult<Self> {
+        Ok(Reservation { accepted: kw.required(0)?, delay_ms: kw.required(1)? })
+    }
+}
+
+impl<'py> IntoPyObject<'py> for Reservation {
+    type Target = PyAny;
+    type Output = Bound<'py, PyAny>;
+    type Error = PyErr;
+
+    #[inline]
+    fn into_pyobject(self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        value_type::to_object(py, self)
     }
 }
 
@@ -165,6 +274,6 @@ impl MultiDecision {
     }
 
     fn __repr__(&self) -> String {
-        format!("MultiDecision(binding={:?}, decision={})", self.binding, self.decision.__repr__())
+        format!("MultiDecision(binding={:?}, decision={})", self.binding, value_type::repr_text(&self.decision))
     }
 }

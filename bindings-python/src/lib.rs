@@ -18,6 +18,7 @@ mod spec;
 mod store;
 mod strategy;
 mod validate;
+mod value_type;
 
 /// Python's `None`, for awaitables with nothing to return (a Rust `()` would become `()`).
 pub(crate) fn none() -> Py<PyAny> {
@@ -29,8 +30,8 @@ fn _throttlekit(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", throttlekit::VERSION)?;
     m.add("ERROR_CODES", error::codes())?;
     error::register(m)?;
-    m.add_class::<decision::Decision>()?;
-    m.add_class::<decision::Reservation>()?;
+    m.add("Decision", value_type::type_object::<decision::Decision>(m.py())?)?;
+    m.add("Reservation", value_type::type_object::<decision::Reservation>(m.py())?)?;
     m.add_class::<decision::MultiDecision>()?;
     m.add_class::<strategy::Strategy>()?;
     m.add_class::<clock::ManualClock>()?;
