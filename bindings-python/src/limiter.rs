@@ -26,6 +26,17 @@ pub struct Limiter {
     io: bool,
 }
 
+/// A core result as the Python object the `*_sync` methods return. Matching on the core result
+/// directly, rather than `result.py()?.into()`, builds the object from core's fields where they
+/// are: the detour through `PyResult<Decision>` copied them twice, with store-forwarding stalls.
+#[inline]
+fn decision(py: Python<'_>, result: throttlekit::Result<throttlekit::Decision>) -> PyResult<Bound<'_, PyAny>> {
+    match result {
+        Ok(d) => Decision::from(d).into_pyobject(py),
+        Err(err) => Err(crate::error::to_py(err)),
+    }
+}
+
 impl Limiter {
     /// Runs `f` with the GIL released when the store does I/O.
     #[inline]
@@ -59,7 +70,7 @@ impl Limiter {
             .clock(clock::from_arg(clock)?)
             .server_clock(server_clock);
         if let Some(p) = prefix.filter(|p| !p.is_none()) {
-            builder = builder.prefix(string(p, "prefix")?.into_owned());
+            builder = builder.prefix(string(p, "prefix")?.to_owned());
         }
         if let Some(policy) = fail_policy {
             builder = builder.fail_policy(policy);
@@ -70,17 +81,17 @@ impl Limiter {
     /// Checks a request of `cost` units for `key`, consuming them when allowed.
     #[pyo3(signature = (key, cost = Cost(1)))]
     #[pyo3(text_signature = "(self, key, cost=1)")]
-    fn check_sync(&self, py: Python<'_>, key: &Bound<'_, PyAny>, cost: Cost) -> PyResult<Decision> {
+    fn check_sync<'py>(&self, py: Python<'py>, key: &Bound<'py, PyAny>, cost: Cost) -> PyResult<Bound<'py, PyAny>> {
         let key = string(key, "key")?;
         let cost = cost.0;
-        Ok(self.blocking(py, || self.inner.check_sync(&key, cost)).py()?.into())
+        decision(py, self.blocking(py, || self.inner.check_sync(key, cost)))
     }
 
     /// Awaitable `check_sync` (Redis: one round trip, off the event loop).
     #[pyo3(signature = (key, cost = Cost(1)))]
     #[pyo3(text_signature = "(self, key, cost=1)")]
     fn check<'py>(&self, py: Python<'py>, key: &Bound<'_, PyAny>, cost: Cost) -> PyResult<Bound<'py, PyAny>> {
-        let key = string(key, "key")?.into_owned();
+        let key = string(key, "key")?.to_owned();
         let cost = cost.0;
         let limiter = self.inner.clone();
         awaitable(py, async move { limiter.check(&key, cost).await.py().map(Decision::from) })
@@ -113,14 +124,14 @@ impl Limiter {
 
     /// The key's current capacity, consuming nothing: `allowed` says whether a cost-1 request
     /// would pass, `remaining` how many units would.
-    fn peek_sync(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Decision> {
+    fn peek_sync<'py>(&self, py: Python<'py>, key: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
         let key = string(key, "key")?;
-        Ok(self.blocking(py, || self.inner.peek_sync(&key)).py()?.into())
+        decision(py, self.blocking(py, || self.inner.peek_sync(key)))
     }
 
     /// Awaitable `peek_sync`.
     fn peek<'py>(&self, py: Python<'py>, key: &Bound<'_, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-        let key = string(key, "key")?.into_owned();
+        let key = string(key, "key")?.to_owned();
         let limiter = self.inner.clone();
         awaitable(py, async move { limiter.peek(&key).await.py().map(Decision::from) })
     }
@@ -128,17 +139,17 @@ impl Limiter {
     /// The decision a check of `cost` would get now, consuming nothing.
     #[pyo3(signature = (key, cost = Cost(1)))]
     #[pyo3(text_signature = "(self, key, cost=1)")]
-    fn forecast_sync(&self, py: Python<'_>, key: &Bound<'_, PyAny>, cost: Cost) -> PyResult<Decision> {
+    fn forecast_sync<'py>(&self, py: Python<'py>, key: &Bound<'py, PyAny>, cost: Cost) -> PyResult<Bound<'py, PyAny>> {
         let key = string(key, "key")?;
         let cost = cost.0;
-        Ok(self.blocking(py, || self.inner.forecast_sync(&key, cost)).py()?.into())
+        decision(py, self.blocking(py, || self.inner.forecast_sync(key, cost)))
     }
 
     /// Awaitable `forecast_sync`.
     #[pyo3(signature = (key, cost = Cost(1)))]
     #[pyo3(text_signature = "(self, key, cost=1)")]
     fn forecast<'py>(&self, py: Python<'py>, key: &Bound<'_, PyAny>, cost: Cost) -> PyResult<Bound<'py, PyAny>> {
-        let key = string(key, "key")?.into_owned();
+        let key = string(key, "key")?.to_owned();
         let cost = cost.0;
         let limiter = self.inner.clone();
         awaitable(py, async move { limiter.forecast(&key, cost).await.py().map(Decision::from) })
@@ -147,12 +158,12 @@ impl Limiter {
     /// Forgets `key`'s state.
     fn reset_sync(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<()> {
         let key = string(key, "key")?;
-        self.blocking(py, || self.inner.reset_sync(&key)).py()
+        self.blocking(py, || self.inner.reset_sync(key)).py()
     }
 
     /// Awaitable `reset_sync`.
     fn reset<'py>(&self, py: Python<'py>, key: &Bound<'_, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-        let key = string(key, "key")?.into_owned();
+        let key = string(key, "key")?.to_owned();
         let limiter = self.inner.clone();
         awaitable(py, async move { limiter.reset(&key).await.py().map(|()| crate::none()) })
     }

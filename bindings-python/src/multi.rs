@@ -32,7 +32,7 @@ impl Dimension {
         cost_multiplier: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let mut inner =
-            throttlekit::Dimension::new(string(name, "name")?.into_owned(), strategy::from_any(strategy, "strategy")?);
+            throttlekit::Dimension::new(string(name, "name")?.to_owned(), strategy::from_any(strategy, "strategy")?);
         if let Some(m) = cost_multiplier.filter(|m| !m.is_none()) {
             inner = inner.cost_multiplier(validate::count(m, "cost_multiplier")?);
         }
@@ -68,7 +68,7 @@ impl Dimension {
 }
 
 fn parse_rule(obj: &Bound<'_, PyAny>) -> PyResult<Rule> {
-    match &*string(obj, "rule")? {
+    match string(obj, "rule")? {
         "all" => Ok(Rule::All),
         "any" => Ok(Rule::Any),
         _ => Err(error::config("rule", "must be \"all\" or \"any\"")),
@@ -133,13 +133,13 @@ impl MultiLimiter {
             .with_clock(clock::from_arg(clock)?)
             .with_server_clock(server_clock);
         if let Some(p) = prefix.filter(|p| !p.is_none()) {
-            inner = inner.with_prefix(string(p, "prefix")?.into_owned());
+            inner = inner.with_prefix(string(p, "prefix")?.to_owned());
         }
         if let Some(policy) = fail_policy {
             inner = inner.with_fail_policy(policy);
         }
         if let Some(t) = hash_tag.filter(|t| !t.is_none()) {
-            inner = inner.with_hash_tag(string(t, "hash_tag")?.into_owned()).py()?;
+            inner = inner.with_hash_tag(string(t, "hash_tag")?.to_owned()).py()?;
         }
         Ok(MultiLimiter { inner: Arc::new(inner), io })
     }

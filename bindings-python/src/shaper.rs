@@ -48,7 +48,7 @@ impl Shaper {
             .with_clock(clock::from_arg(clock)?)
             .with_server_clock(server_clock);
         if let Some(p) = prefix.filter(|p| !p.is_none()) {
-            inner = inner.with_prefix(string(p, "prefix")?.into_owned());
+            inner = inner.with_prefix(string(p, "prefix")?.to_owned());
         }
         Ok(Shaper { inner: Arc::new(inner), io })
     }
@@ -56,22 +56,23 @@ impl Shaper {
     /// Books a departure for `cost` units of `key` now, without waiting.
     #[pyo3(signature = (key, cost = Cost(1)))]
     #[pyo3(text_signature = "(self, key, cost=1)")]
-    fn reserve_sync(&self, py: Python<'_>, key: &Bound<'_, PyAny>, cost: Cost) -> PyResult<Reservation> {
+    fn reserve_sync<'py>(&self, py: Python<'py>, key: &Bound<'py, PyAny>, cost: Cost) -> PyResult<Bound<'py, PyAny>> {
         let key = string(key, "key")?;
         let cost = cost.0;
-        let r = if self.io {
-            py.detach(|| self.inner.reserve_sync(&key, cost))
-        } else {
-            self.inner.reserve_sync(&key, cost)
-        };
-        Ok(r.py()?.into())
+        let r =
+            if self.io { py.detach(|| self.inner.reserve_sync(key, cost)) } else { self.inner.reserve_sync(key, cost) };
+        // Matched in place rather than `r.py()?.into()`, as `Limiter`'s `*_sync` methods do.
+        match r {
+            Ok(r) => Reservation::from(r).into_pyobject(py),
+            Err(err) => Err(crate::error::to_py(err)),
+        }
     }
 
     /// Awaitable `reserve_sync`.
     #[pyo3(signature = (key, cost = Cost(1)))]
     #[pyo3(text_signature = "(self, key, cost=1)")]
     fn reserve<'py>(&self, py: Python<'py>, key: &Bound<'_, PyAny>, cost: Cost) -> PyResult<Bound<'py, PyAny>> {
-        let key = string(key, "key")?.into_owned();
+        let key = string(key, "key")?.to_owned();
         let cost = cost.0;
         let shaper = self.inner.clone();
         awaitable(py, async move { shaper.reserve(&key, cost).await.py().map(Reservation::from) })
@@ -83,14 +84,14 @@ impl Shaper {
     fn schedule_sync(&self, py: Python<'_>, key: &Bound<'_, PyAny>, cost: Cost) -> PyResult<Reservation> {
         let key = string(key, "key")?;
         let cost = cost.0;
-        Ok(py.detach(|| self.inner.schedule_blocking(&key, cost)).py()?.into())
+        Ok(py.detach(|| self.inner.schedule_blocking(key, cost)).py()?.into())
     }
 
     /// Awaitable `schedule_sync`: the wait is a timer, not a blocked thread.
     #[pyo3(signature = (key, cost = Cost(1)))]
     #[pyo3(text_signature = "(self, key, cost=1)")]
     fn schedule<'py>(&self, py: Python<'py>, key: &Bound<'_, PyAny>, cost: Cost) -> PyResult<Bound<'py, PyAny>> {
-        let key = string(key, "key")?.into_owned();
+        let key = string(key, "key")?.to_owned();
         let cost = cost.0;
         let shaper = self.inner.clone();
         awaitable(py, async move { shaper.schedule(&key, cost).await.py().map(Reservation::from) })
@@ -99,12 +100,12 @@ impl Shaper {
     /// Forgets `key`'s queue.
     fn reset_sync(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<()> {
         let key = string(key, "key")?;
-        if self.io { py.detach(|| self.inner.reset_sync(&key)) } else { self.inner.reset_sync(&key) }.py()
+        if self.io { py.detach(|| self.inner.reset_sync(key)) } else { self.inner.reset_sync(key) }.py()
     }
 
     /// Awaitable `reset_sync`.
     fn reset<'py>(&self, py: Python<'py>, key: &Bound<'_, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-        let key = string(key, "key")?.into_owned();
+        let key = string(key, "key")?.to_owned();
         let shaper = self.inner.clone();
         awaitable(py, async move { shaper.reset(&key).await.py().map(|()| crate::none()) })
     }

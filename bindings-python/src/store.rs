@@ -134,8 +134,7 @@ mod redis {
             fail_policy: Option<&Bound<'_, PyAny>>,
             deterministic_replay: Option<&Bound<'_, PyAny>>,
         ) -> PyResult<Self> {
-            let mut options =
-                RedisOptions { url: validate::string(url, "url")?.into_owned(), ..RedisOptions::default() };
+            let mut options = RedisOptions { url: validate::string(url, "url")?.to_owned(), ..RedisOptions::default() };
             if let Some(t) = timeout_ms.filter(|t| !t.is_none()) {
                 options.timeout_ms = validate::count(t, "timeout_ms")?;
             }

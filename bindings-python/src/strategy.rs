@@ -28,7 +28,7 @@ fn build(spec: StrategySpec) -> PyResult<Strategy> {
 /// The reset cadence's JSON name (`"calendar-month"`, ...) into core's enum.
 fn cadence(obj: &Bound<'_, PyAny>) -> PyResult<ResetCadence> {
     let name = string(obj, "reset_cadence")?;
-    serde_json::from_value(serde_json::Value::String(name.into_owned())).map_err(|_| {
+    serde_json::from_value(serde_json::Value::String(name.to_owned())).map_err(|_| {
         error::config("reset_cadence", "must be calendar-month, calendar-week, calendar-day, fixed or rolling")
     })
 }
@@ -144,7 +144,7 @@ impl Strategy {
     /// From JSON text in the same format as [`Strategy::from_dict`].
     #[staticmethod]
     fn from_json(text: &Bound<'_, PyAny>) -> PyResult<Self> {
-        Ok(Strategy { inner: throttlekit::Strategy::from_json(&string(text, "text")?).py()? })
+        Ok(Strategy { inner: throttlekit::Strategy::from_json(string(text, "text")?).py()? })
     }
 
     /// The spec's kind: `"gcra"`, `"tokenBucket"`, `"fixedWindow"`, `"slidingWindow"`,
