@@ -18,13 +18,32 @@ try {
   throw err
 }
 
-const { __bindOutput, __handle, __checkSync, __liveHandles, ...api } = binding
+const { __bindIo, __handle, __checkSync, __liveHandles, ...api } = binding
 
-// The fast path of Limiter#checkSync (see src/fast.rs): the native side decides and writes the
-// decision into `out`; V8 builds the object here, which is several times cheaper than creating
-// it through napi. Same arguments, result and errors as the native method it replaces.
-const out = new Float64Array(6)
-__bindOutput(out)
+// The fast path of Limiter#checkSync (see src/fast.rs): `io` carries the limiter's handle, the
+// cost and the key's length in (slots 6-8), and the decision out (slots 0-5); `keyBytes`, in the
+// same buffer, a short ASCII key. That is several times cheaper than passing them as napi
+// values and building the object through napi. Same arguments, result and errors as the native
+// method it replaces. The buffer is made natively and never leaves this module: the native side
+// keeps a pointer into it, so nobody else may hold (and detach) it. Only element accesses touch
+// it here (a typed-array method could be replaced by user code and be handed the array).
+const { io, keyBytes } = __bindIo()
+const KEY_BYTES = keyBytes.length
+// Captured now, so that replacing String.prototype.charCodeAt later cannot run user code (and
+// so a nested checkSync) halfway through copying a key.
+const charCodeAt = Function.prototype.call.bind(String.prototype.charCodeAt)
+
+/** Copies `key` into keyBytes when it is a short ASCII string; its length, else -1. */
+function copyKey(key) {
+  if (typeof key !== 'string' || key.length > KEY_BYTES) return -1
+  let any = 0
+  for (let i = 0; i < key.length; i++) {
+    const c = charCodeAt(key, i)
+    any |= c
+    keyBytes[i] = c
+  }
+  return any < 0x80 ? key.length : -1
+}
 
 // A limiter's handle (src/handles.rs) lives in a private field of its JS object, stamped on by
 // the constructor-return trick: private fields are own-only (an object whose prototype is a
@@ -53,9 +72,18 @@ class Handle extends Receiver {
 const nativeCheckSync = api.Limiter.prototype.checkSync
 Object.defineProperty(api.Limiter.prototype, 'checkSync', {
   value: function checkSync(key, cost) {
-    __checkSync(Handle.of(this), key, cost === undefined ? 1 : cost)
-    const d = { allowed: out[0] === 1, limit: out[1], remaining: out[2], resetAt: out[3], retryAfterMs: out[4] }
-    if (out[5] === 1) d.fallback = true
+    const n = copyKey(key)
+    io[6] = Handle.of(this)
+    io[8] = n
+    if (cost === undefined || typeof cost === 'number') {
+      io[7] = cost === undefined ? 1 : cost
+      if (n < 0) __checkSync(key)
+      else __checkSync()
+    } else {
+      __checkSync(key, cost) // not a number: throws config_invalid
+    }
+    const d = { allowed: io[0] === 1, limit: io[1], remaining: io[2], resetAt: io[3], retryAfterMs: io[4] }
+    if (io[5] === 1) d.fallback = true
     return d
   },
   writable: true,
@@ -63,7 +91,20 @@ Object.defineProperty(api.Limiter.prototype, 'checkSync', {
 })
 
 module.exports = api
-// For tests only: the napi-rs method the fast path replaces, and how many limiters this
-// thread's handle table lists.
+// For tests only: the napi-rs method the fast path replaces, and the fast path's internals
+// (never the shared buffer itself). `call` writes a raw handle and cost, as checkSync would.
 Object.defineProperty(module.exports, Symbol.for('throttlekit.nativeCheckSync'), { value: nativeCheckSync })
-Object.defineProperty(module.exports, Symbol.for('throttlekit.liveHandles'), { value: __liveHandles })
+Object.defineProperty(module.exports, Symbol.for('throttlekit.fastPath'), {
+  value: Object.freeze({
+    handle: __handle,
+    liveHandles: __liveHandles,
+    call(handle, key, cost) {
+      for (let i = 0; i < 6; i++) io[i] = -1
+      io[8] = copyKey(key)
+      io[6] = handle
+      io[7] = cost
+      __checkSync(key)
+      return [io[0], io[1], io[2], io[3], io[4], io[5]]
+    },
+  }),
+})

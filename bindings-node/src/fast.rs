@@ -1,14 +1,18 @@
-//! The fast path of `Limiter#checkSync`: a raw napi callback that writes the decision into a
-//! `Float64Array` shared with index.js, which builds the returned object in JavaScript.
+//! The fast path of `Limiter#checkSync`: a raw napi callback that talks to index.js through a
+//! buffer they share. index.js writes the limiter's handle, the cost and (for a short ASCII
+//! key) the key's bytes into it and calls `__checkSync()` with no arguments; the callback writes
+//! the decision back, and index.js builds the returned object in JavaScript.
 //!
 //! Why: napi-rs's generated glue for a method (receiver unwrap, borrow tracking) plus building
 //! a five-property object through napi (one `napi_set_named_property`, with its key string, per
-//! field) costs about a microsecond, several times the decision itself. Here a call does
-//! `napi_get_cb_info`, reads the limiter's handle (a number; see handles.rs), the cost and the
-//! key (into a reused buffer), and runs the core's `check_sync`; V8 then allocates the object
-//! literal on the JS side. index.js passes `cost === undefined` as 1, which is what it means.
+//! field) costs about a microsecond, several times the decision itself. Even through raw napi,
+//! each value read costs ~10-15 ns here (a number: `IsNumber` + `Value`; a string: V8's UTF-8
+//! writer alone ~30 ns for `user:123`), while a JIT-compiled typed-array store costs ~1 ns. So a
+//! call is `napi_get_cb_info`, a handle lookup (see handles.rs) and the core's `check_sync`.
+//! Keys that are long or not ASCII, and costs that are not numbers, are passed as arguments
+//! and read as before, so they mean (and fail) exactly as everywhere else.
 //!
-//! Everything a call needs (the output array, the key buffer, the handle table) is a
+//! Everything a call needs (the shared array, the key buffer, the handle table) is a
 //! [`Context`] per JS environment (main thread or worker), reached through the data pointer
 //! napi hands every callback: no thread-locals, and workers get their own for free.
 //!
@@ -35,18 +39,29 @@ use crate::error::{CoreResult, config};
 use crate::handles;
 use crate::limiter::Limiter;
 
-/// Slots of the output array: allowed (0/1), limit, remaining, resetAt, retryAfterMs, fallback.
-const OUT_LEN: usize = 6;
+/// Slots of the shared `Float64Array`. Written here: allowed (0/1), limit, remaining, resetAt,
+/// retryAfterMs, fallback (0/1). Written by index.js before each call: the handle, the cost,
+/// and the key's length when it put the key's bytes in the buffer after the slots (else -1).
+const IO_LEN: usize = 9;
+/// Where index.js puts the limiter's handle.
+const IO_HANDLE: usize = 6;
+/// Where index.js puts the cost when it is a number (1 for `undefined`).
+const IO_COST: usize = 7;
+/// Where index.js puts the length of an ASCII key it copied (-1: the key is an argument).
+const IO_KEY_LEN: usize = 8;
+/// Room for key bytes after the slots, in the same `ArrayBuffer`.
+const KEY_BYTES: usize = 64;
 
 /// What the callbacks of one JS environment share. Each function holds an `Rc` of it as its
 /// napi data, released by the function's finalizer, so the pointer napi passes back is valid
 /// for as long as the function can be called.
 #[derive(Default)]
 struct Context {
-    /// The output array's data, bound once by index.js. The array is kept alive by a napi
-    /// reference that is never released (the environment frees it at teardown), and V8 never
-    /// moves an ArrayBuffer's backing store, so the pointer stays valid.
-    out: Cell<*mut f64>,
+    /// The shared buffer's data (IO_LEN slots, then KEY_BYTES bytes), made once by `bind_io`
+    /// for index.js. It is kept alive by a napi reference that is never released (the
+    /// environment frees it at teardown), V8 never moves an ArrayBuffer's backing store, and
+    /// only index.js ever holds the buffer (so nobody can detach it): the pointer stays valid.
+    io: Cell<*mut f64>,
     /// Reused UTF-8 buffer for keys, so a call allocates nothing.
     key: RefCell<Vec<u8>>,
     handles: handles::Shared,
@@ -58,12 +73,8 @@ type Callback = unsafe extern "C" fn(sys::napi_env, sys::napi_callback_info) -> 
 #[napi(module_exports)]
 pub fn register(exports: Object, env: Env) -> napi::Result<()> {
     let context = Rc::new(Context { key: RefCell::new(vec![0; 256]), ..Context::default() });
-    let functions: [(&CStr, Callback); 4] = [
-        (c"__bindOutput", bind_output),
-        (c"__handle", handle),
-        (c"__checkSync", check_sync),
-        (c"__liveHandles", live_handles),
-    ];
+    let functions: [(&CStr, Callback); 4] =
+        [(c"__bindIo", bind_io), (c"__handle", handle), (c"__checkSync", check_sync), (c"__liveHandles", live_handles)];
     for (name, cb) in functions {
         let data = Box::into_raw(Box::new(context.clone()));
         let mut f = ptr::null_mut();
@@ -101,11 +112,12 @@ unsafe extern "C" fn release(_env: sys::napi_env, data: *mut c_void, _hint: *mut
 }
 
 /// Runs `f` as a napi callback body: errors become our JS errors, a panic becomes a thrown
-/// `Error` (code `panic`) instead of unwinding into Node.
+/// `Error` (code `panic`) instead of unwinding into Node. `f` gets the first three arguments
+/// (`undefined` where missing) and how many were passed.
 fn guard(
     env: sys::napi_env,
     info: sys::napi_callback_info,
-    f: fn(sys::napi_env, &Context, &[sys::napi_value; 3]) -> CoreResult<sys::napi_value>,
+    f: fn(sys::napi_env, &Context, &[sys::napi_value; 3], usize) -> CoreResult<sys::napi_value>,
 ) -> sys::napi_value {
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         let mut argc = 3usize;
@@ -121,7 +133,7 @@ fn guard(
         // SAFETY: every function made in `register` has a `Box<Rc<Context>>` as its data, which
         // lives until the function's finalizer, so at least for this call.
         let context = unsafe { &**data.cast::<Rc<Context>>() };
-        f(env, context, &argv)
+        f(env, context, &argv, argc)
     }));
     match outcome {
         Ok(Ok(value)) => value,
@@ -141,78 +153,125 @@ fn guard(
     }
 }
 
-unsafe extern "C" fn bind_output(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
-    guard(env, info, |env, context, argv| {
-        let mut kind = sys::TypedarrayType::int8_array;
-        let mut len = 0usize;
+/// `__bindIo()`: makes this environment's shared buffer, once, and returns `{io, keyBytes}`: a
+/// `Float64Array` of IO_LEN slots and a `Uint8Array` of the KEY_BYTES after them.
+///
+/// Made here rather than in JavaScript, so that no JS global (`ArrayBuffer`, a typed array
+/// constructor or getter, a setter on `Object.prototype`) that user code may have replaced ever
+/// sees it: the native side keeps a pointer into it, so nobody but index.js may hold it (and,
+/// say, detach it). A second call is refused.
+unsafe extern "C" fn bind_io(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
+    guard(env, info, |env, context, _, _| {
+        if !context.io.get().is_null() {
+            return Err(config("io", "is already bound"));
+        }
+        let failed = |_| config("io", "could not be created");
         let mut data = ptr::null_mut();
-        // SAFETY: a live value of the current call; non-typed-arrays fail with a status.
-        let status = unsafe {
-            sys::napi_get_typedarray_info(
-                env,
-                argv[0],
-                &mut kind,
-                &mut len,
-                &mut data,
-                ptr::null_mut(),
-                ptr::null_mut(),
-            )
-        };
-        if status != sys::Status::napi_ok
-            || kind != sys::TypedarrayType::float64_array
-            || len < OUT_LEN
-            || data.is_null()
-        {
-            return Err(config("output", &format!("must be a Float64Array of length >= {OUT_LEN}")));
-        }
+        let mut buffer = ptr::null_mut();
+        let mut io = ptr::null_mut();
+        let mut key_bytes = ptr::null_mut();
+        let mut result = ptr::null_mut();
         let mut keep = ptr::null_mut();
-        // SAFETY: as above. The reference is deliberately never released (see `Context::out`).
-        if unsafe { sys::napi_create_reference(env, argv[0], 1, &mut keep) } != sys::Status::napi_ok {
-            return Err(config("output", "could not be kept alive"));
+        // SAFETY: on the JS thread, inside a callback; every out-pointer is a local. The
+        // reference is deliberately never released (see `Context::io`).
+        unsafe {
+            status(sys::napi_create_arraybuffer(env, IO_LEN * 8 + KEY_BYTES, &mut data, &mut buffer))
+                .map_err(failed)?;
+            status(sys::napi_create_typedarray(env, sys::TypedarrayType::float64_array, IO_LEN, buffer, 0, &mut io))
+                .map_err(failed)?;
+            status(sys::napi_create_typedarray(
+                env,
+                sys::TypedarrayType::uint8_array,
+                KEY_BYTES,
+                buffer,
+                IO_LEN * 8,
+                &mut key_bytes,
+            ))
+            .map_err(failed)?;
+            status(sys::napi_create_reference(env, buffer, 1, &mut keep)).map_err(failed)?;
+            status(sys::napi_create_object(env, &mut result)).map_err(failed)?;
+            // Defined, not assigned: no setter of `Object.prototype` runs.
+            let properties = [property(c"io", io), property(c"keyBytes", key_bytes)];
+            status(sys::napi_define_properties(env, result, properties.len(), properties.as_ptr())).map_err(failed)?;
         }
-        context.out.set(data.cast());
-        Ok(ptr::null_mut())
+        if data.is_null() {
+            return Err(config("io", "could not be created"));
+        }
+        context.io.set(data.cast());
+        Ok(result)
     })
+}
+
+fn property(name: &'static CStr, value: sys::napi_value) -> sys::napi_property_descriptor {
+    sys::napi_property_descriptor {
+        utf8name: name.as_ptr(),
+        name: ptr::null_mut(),
+        method: None,
+        getter: None,
+        setter: None,
+        value,
+        attributes: sys::PropertyAttributes::default,
+        data: ptr::null_mut(),
+    }
+}
+
+fn status(s: sys::napi_status) -> Result<(), sys::napi_status> {
+    if s == sys::Status::napi_ok { Ok(()) } else { Err(s) }
 }
 
 /// `__handle(limiter)`: the limiter's handle (a number), registering it on first use.
 /// index.js calls it once per `Limiter` object and keeps the answer in a private field.
 unsafe extern "C" fn handle(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
-    guard(env, info, |env, context, argv| {
+    guard(env, info, |env, context, argv, _| {
         let h = limiter(env, argv[0])?.handle(&context.handles)?;
         number(env, h)
     })
 }
 
-/// `__checkSync(handle, key, cost)`: decides and writes the decision into the output array.
+/// `__checkSync([key[, cost]])`: decides for the limiter whose handle is in the shared array
+/// and writes the decision there. The key is the buffer's when its length is there (index.js
+/// copies short ASCII keys: a JIT-compiled loop beats napi's string read), else the argument;
+/// the cost is the array's unless passed (index.js passes a cost that is not a number, for its
+/// error).
 unsafe extern "C" fn check_sync(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
-    guard(env, info, |env, context, argv| {
-        let out = context.out.get();
-        if out.is_null() {
-            return Err(config("output", "is not bound (load the package through index.js)"));
+    guard(env, info, |env, context, argv, argc| {
+        let io = context.io.get();
+        if io.is_null() {
+            return Err(config("io", "is not bound (load the package through index.js)"));
         }
-        let mut handle = f64::NAN;
-        let mut cost = f64::NAN;
-        // SAFETY: live values of the current call; a non-number fails with a status, which
-        // leaves NaN behind (not a handle, not a cost).
-        unsafe {
-            sys::napi_get_value_double(env, argv[0], &mut handle);
-            if sys::napi_get_value_double(env, argv[2], &mut cost) != sys::Status::napi_ok {
+        // SAFETY: `io` points at IO_LEN f64s (checked by `bind_io`), used on this thread only,
+        // and no JS runs while this slice lives.
+        let io = unsafe { std::slice::from_raw_parts_mut(io, IO_LEN) };
+        let cost = if argc < 2 {
+            io[IO_COST]
+        } else {
+            let mut cost = f64::NAN;
+            // SAFETY: a live value of the current call; a non-number fails with a status.
+            if unsafe { sys::napi_get_value_double(env, argv[1], &mut cost) } != sys::Status::napi_ok {
                 return Err(config("cost", "must be a positive integer"));
             }
-        }
+            cost
+        };
         let cost = validate::cost_from_f64(cost)?;
         let table = context.handles.try_borrow().map_err(|_| config("this", "is busy"))?;
-        let limiter = table.get(handle).ok_or_else(|| config("this", "must be a Limiter"))?;
-        let d = convert::with_str_in(&context.key, env, argv[1], "key", |k| limiter.check_sync(k, cost))?;
-        // SAFETY: `out` points at OUT_LEN f64s (checked by `bind_output`), on this thread only.
-        let out = unsafe { std::slice::from_raw_parts_mut(out, OUT_LEN) };
-        out[0] = if d.allowed { 1.0 } else { 0.0 };
-        out[1] = d.limit as f64;
-        out[2] = d.remaining as f64;
-        out[3] = d.reset_at as f64;
-        out[4] = d.retry_after_ms as f64;
-        out[5] = if d.fallback { 1.0 } else { 0.0 };
+        let limiter = table.get(io[IO_HANDLE]).ok_or_else(|| config("this", "must be a Limiter"))?;
+        let key_len = io[IO_KEY_LEN];
+        let d = if (0.0..=KEY_BYTES as f64).contains(&key_len) {
+            // SAFETY: the KEY_BYTES bytes after the slots are in the same buffer (checked by
+            // `bind_io`); `key_len` is at most KEY_BYTES.
+            let bytes = unsafe { std::slice::from_raw_parts(io.as_ptr().add(IO_LEN).cast::<u8>(), key_len as usize) };
+            // index.js copies only ASCII; anything else is refused, never misread.
+            let key = std::str::from_utf8(bytes).map_err(|_| config("key", "must be valid UTF-16"))?;
+            limiter.check_sync(key, cost)?
+        } else {
+            convert::with_str_in(&context.key, env, argv[0], "key", |k| limiter.check_sync(k, cost))?
+        };
+        io[0] = if d.allowed { 1.0 } else { 0.0 };
+        io[1] = d.limit as f64;
+        io[2] = d.remaining as f64;
+        io[3] = d.reset_at as f64;
+        io[4] = d.retry_after_ms as f64;
+        io[5] = if d.fallback { 1.0 } else { 0.0 };
         Ok(ptr::null_mut())
     })
 }
@@ -220,7 +279,7 @@ unsafe extern "C" fn check_sync(env: sys::napi_env, info: sys::napi_callback_inf
 /// `__liveHandles()`: how many limiters this environment's table lists (for the test that
 /// finalizing a `Limiter` frees its slot).
 unsafe extern "C" fn live_handles(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
-    guard(env, info, |env, context, _| {
+    guard(env, info, |env, context, _, _| {
         let live = context.handles.try_borrow().map_err(|_| config("handles", "are busy"))?.live();
         number(env, live as f64)
     })
