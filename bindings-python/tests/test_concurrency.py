@@ -13,8 +13,12 @@ THREADS, CALLS_PER_THREAD, BURST = 8, 50, 37
 
 
 def contended_limiter(store: object, prefix: str) -> tk.Limiter:
-    # A large period so nothing replenishes during the test: exactly BURST admissions.
-    return tk.Limiter(tk.Strategy.gcra(BURST, 3_600_000), store=store, prefix=prefix)
+    # Exactly BURST admissions: an emission interval of 100 s, so nothing replenishes during the
+    # test, and a whole number of ms, so the TAT's float sums are exact. (With 3_600_000 / 37 the
+    # 37th sum rounds just past the burst tolerance, as in the original's float arithmetic, and
+    # the 37th call is admitted only if the clock has ticked since the first: a timing-dependent
+    # 36 or 37.)
+    return tk.Limiter(tk.Strategy.gcra(BURST, BURST * 100_000), store=store, prefix=prefix)
 
 
 def test_threads_against_one_key_admit_exactly_the_burst(store: object, prefix: str) -> None:
