@@ -90,6 +90,7 @@ impl<T: TypeName> TypeName for Settled<T> {
 
 /// The Promise of every asynchronous method: it settles with `call(args)`, or rejects with the
 /// argument error without starting any I/O when converting the arguments already failed.
+/// Settled through the environment's one threadsafe function (see promise.rs).
 pub fn settle<'e, A, T, Fut>(
     env: &'e Env,
     args: CoreResult<A>,
@@ -100,11 +101,11 @@ where
     T: ToNapiValue + Send + 'static,
     Fut: std::future::Future<Output = CoreResult<T>> + Send + 'static,
 {
-    env.spawn_future(async move {
-        Ok(Settled(match args {
+    crate::promise::spawn(env, async move {
+        Settled(match args {
             Ok(a) => call(a).await,
             Err(e) => Err(e),
-        }))
+        })
     })
 }
 

@@ -22,6 +22,7 @@ mod fast;
 mod handles;
 mod limiter;
 mod multi;
+mod promise;
 #[cfg(feature = "redis")]
 mod redis;
 mod shaper;
