@@ -3,11 +3,13 @@
 //! An adapter and nothing more: every module converts JavaScript arguments, calls the core's
 //! public API and converts the result back. Modules mirror the core's (`limiter`, `multi`,
 //! `shaper`, `strategy`, `clock`, `store`, `redis`, `decision`); `convert` turns JS values into
-//! core values and `error` turns core errors into JS errors with a stable `code`. Nothing here
-//! computes a decision, a time or a delay.
+//! core values and `error` turns core errors into JS errors with a stable `code`. Three modules
+//! are plumbing for speed only: `fast` (raw-napi `checkSync`, with index.js) and `handles` (how
+//! it finds its limiter), and `promise` (how Promise methods get back to the event loop).
+//! Nothing here computes a decision, a time or a delay.
 //!
-//! Panics cannot cross into Node: napi-rs catches unwinding at every entry point, and nothing
-//! here `unwrap`s on input.
+//! Panics cannot cross into Node: napi-rs catches unwinding at every entry point, the raw
+//! callbacks in `fast` and `promise` catch it themselves, and nothing here `unwrap`s on input.
 #![deny(clippy::unwrap_used)]
 
 use napi::Env;
