@@ -72,10 +72,15 @@ where
     check(unsafe { sys::napi_create_promise(raw_env, &mut deferred, &mut promise) })?;
     started(raw_env)?;
     let completion = Completion { deferred: Deferred(deferred), slot: Some(slot) };
-    napi::bindgen_prelude::spawn(async move {
-        let value = fut.await;
-        completion.send(value);
-    });
+    // napi-rs panics when its runtime is gone (teardown); the future, dropped with its
+    // `Completion`, has then queued the rejection, so the caller still gets a Promise that
+    // settles (instead of one that rejects with nobody holding it).
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        napi::bindgen_prelude::spawn(async move {
+            let value = fut.await;
+            completion.send(value);
+        })
+    }));
     Ok(PromiseRaw::new(raw_env, promise))
 }
 
@@ -150,6 +155,9 @@ fn channel(env: sys::napi_env) -> napi::Result<Option<Arc<Slot>>> {
         if let Some(l) = local.as_ref() {
             return Ok((l.env == env).then(|| l.slot.clone()));
         }
+        // Tokio threads will run this image's code after this environment is gone; keep the
+        // image mapped even if the package was loaded only in a worker that exits.
+        napi::bindgen_prelude::retain_current_module_for_unload_safety();
         let mut name = ptr::null_mut();
         let mut tsfn = ptr::null_mut();
         // SAFETY: on the JS thread of `env`. No JS function: `call_js` does the work.
