@@ -1,6 +1,5 @@
 //! [`Limiter`]: a strategy bound to a store, a clock and a key prefix.
 
-use std::cell::RefCell;
 use std::sync::Arc;
 
 use crate::clock::{Clock, SystemClock};
@@ -58,11 +57,6 @@ impl FailPolicy {
             }),
         }
     }
-}
-
-thread_local! {
-    /// Reused buffer for `prefix:key`, so the sync hot path allocates nothing.
-    static KEY_BUF: RefCell<String> = const { RefCell::new(String::new()) };
 }
 
 /// A strategy bound to a store, a clock and a key prefix.
@@ -212,15 +206,7 @@ impl Limiter {
     /// Runs `f` on the full store key for `key`, built without allocating.
     #[inline]
     fn with_full_key<R>(&self, key: &str, f: impl FnOnce(&str) -> R) -> R {
-        if self.prefix.is_empty() {
-            // The full key is the key itself (`key::join`): no copy.
-            return f(key);
-        }
-        KEY_BUF.with(|buf| {
-            let mut buf = buf.borrow_mut();
-            key::join_into(&mut buf, &self.prefix, key);
-            f(&buf)
-        })
+        key::with_joined(&self.prefix, key, f)
     }
 
     #[inline]
@@ -271,7 +257,7 @@ impl Limiter {
         }
         if let (Some(memory), Some(gcra)) = (self.store.as_memory(), self.strategy.as_gcra()) {
             // The hot path: GCRA on the memory store, inlined, the decision returned as is.
-            return Ok(self.with_full_key(key, |full| memory.check_gcra_sync(full, now, gcra, cost)));
+            return Ok(memory.check_gcra_joined(&self.prefix, key, now, gcra, cost));
         }
         self.sync_apply(key, now, Transform::Check { strategy: &self.strategy, cost })
     }
