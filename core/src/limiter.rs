@@ -83,6 +83,8 @@ pub struct Limiter {
     strategy: Strategy,
     store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,
+    /// `clock.is_system_clock()`, asked once: `check_sync` then reads it without a virtual call.
+    system_clock: bool,
     prefix: String,
     server_clock: bool,
     fail_policy: FailPolicy,
@@ -144,9 +146,11 @@ impl LimiterBuilder {
     /// Builds the limiter.
     pub fn build(self) -> Limiter {
         let default_policy = if self.strategy.is_quota() { FailPolicy::FailClosed } else { FailPolicy::Raise };
+        let clock = self.clock.unwrap_or_else(|| Arc::new(SystemClock));
         Limiter {
             store: self.store.unwrap_or_else(|| Arc::new(MemoryStore::new())),
-            clock: self.clock.unwrap_or_else(|| Arc::new(SystemClock)),
+            system_clock: clock.is_system_clock(),
+            clock,
             prefix: self.prefix,
             server_clock: self.server_clock,
             fail_policy: self.fail_policy.unwrap_or(default_policy),
@@ -245,7 +249,8 @@ impl Limiter {
     /// Checks a request of `cost` for `key` on a sync store (the allocation-free fast path).
     #[inline]
     pub fn check_sync(&self, key: &str, cost: u64) -> Result<Decision> {
-        self.check_sync_at(key, cost, self.clock.now_ms())
+        let now = if self.system_clock { SystemClock.now_ms() } else { self.clock.now_ms() };
+        self.check_sync_at(key, cost, now)
     }
 
     /// [`Limiter::check_sync`] at an explicit `now` (epoch ms).

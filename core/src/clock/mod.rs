@@ -12,6 +12,14 @@ mod ticker;
 pub trait Clock: Send + Sync + 'static {
     /// The current time in epoch milliseconds.
     fn now_ms(&self) -> i64;
+
+    /// Whether this is [`SystemClock`]. A limiter asks once, when it is built, and then reads
+    /// the system clock with a direct call instead of a virtual one on its hot path. Leave the
+    /// default.
+    #[doc(hidden)]
+    fn is_system_clock(&self) -> bool {
+        false
+    }
 }
 
 /// The wall clock, in epoch milliseconds.
@@ -34,6 +42,10 @@ impl Clock for SystemClock {
             Some(ms) => ms,
             None => read_and_start_ticker(),
         }
+    }
+
+    fn is_system_clock(&self) -> bool {
+        true
     }
 }
 
@@ -86,5 +98,21 @@ impl ManualClock {
 impl Clock for ManualClock {
     fn now_ms(&self) -> i64 {
         self.now.load(Ordering::SeqCst)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_system_clock_says_it_is_one() {
+        // A limiter trusts this to read the system clock directly: a false yes would ignore an
+        // injected clock.
+        assert!(SystemClock.is_system_clock());
+        assert!(!ManualClock::new(0).is_system_clock());
+        let injected: Arc<dyn Clock> = Arc::new(ManualClock::new(5));
+        let limiter = crate::Limiter::builder(crate::Strategy::fixed_window(1, 1000).unwrap()).clock(injected).build();
+        assert_eq!(limiter.check_sync("k", 1).unwrap().reset_at, 1000, "the injected clock's time, not the wall's");
     }
 }
