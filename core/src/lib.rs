@@ -47,7 +47,7 @@ pub use limiter::{FAIL_CLOSED_RETRY_MS, FailPolicy, Limiter, LimiterBuilder};
 pub use multi::{Dimension, MultiDecision, MultiLimiter};
 pub use shaper::Shaper;
 pub use spec::{LeakyBucketOptions, StrategySpec};
-pub use state::{Slot, State, Step};
+pub use state::{Log, Slot, State, Step};
 pub use store::{MemoryStore, Rule, Store};
 pub use strategy::Strategy;
 

@@ -26,8 +26,69 @@ pub enum State {
     },
     /// The sliding window's ring of `buckets + 1` slots.
     Ring(Box<[Slot]>),
-    /// The sliding-window log: ascending `(stamp, units)` runs.
-    Log(VecDeque<(i64, u64)>),
+    /// The sliding-window log: ascending `(stamp, units)` runs and their total.
+    Log(Log),
+}
+
+/// The sliding-window log's ascending `(stamp, units)` runs, with the sum of their units.
+///
+/// Why the sum is kept: a check needs the live count, and summing every run made a check cost
+/// O(limit) and read the whole log (a cold log of 60 runs is a dozen cache lines); with the sum,
+/// a check reads the front (to drop expired runs) and the back (to append), nothing between.
+/// The fields are private so the sum always matches the runs.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Log {
+    runs: VecDeque<(i64, u64)>,
+    total: u64,
+}
+
+impl Log {
+    /// An empty log.
+    pub fn new() -> Log {
+        Log::default()
+    }
+
+    /// The runs, oldest first.
+    pub fn runs(&self) -> &VecDeque<(i64, u64)> {
+        &self.runs
+    }
+
+    /// The units of every run, expired ones not yet dropped included (saturating).
+    pub fn total(&self) -> u64 {
+        self.total
+    }
+
+    /// Drops the oldest `n` runs, which hold `units` units together.
+    pub(crate) fn drop_oldest(&mut self, n: usize, units: u64) {
+        self.runs.drain(..n);
+        self.total = self.total.saturating_sub(units);
+    }
+
+    /// Adds `units` at `stamp`, keeping the runs ascending and one run per stamp. Appending at
+    /// the newest end is the common case and costs O(1); a stamp older than the newest (after
+    /// a backward clock jump) is placed by binary search.
+    pub(crate) fn add(&mut self, stamp: i64, units: u64) {
+        self.total = self.total.saturating_add(units);
+        match self.runs.back_mut() {
+            Some(last) if last.0 == stamp => last.1 = last.1.saturating_add(units),
+            Some(last) if last.0 > stamp => {
+                let at = self.runs.partition_point(|&(s, _)| s < stamp);
+                match self.runs.get_mut(at) {
+                    Some(run) if run.0 == stamp => run.1 = run.1.saturating_add(units),
+                    _ => self.runs.insert(at, (stamp, units)),
+                }
+            }
+            _ => self.runs.push_back((stamp, units)),
+        }
+    }
+}
+
+impl From<VecDeque<(i64, u64)>> for Log {
+    /// A log of these runs (which must be ascending by stamp).
+    fn from(runs: VecDeque<(i64, u64)>) -> Log {
+        let total = runs.iter().fold(0u64, |acc, r| acc.saturating_add(r.1));
+        Log { runs, total }
+    }
 }
 
 /// One slot of the sliding window's ring: the units admitted during `tick`.
@@ -117,6 +178,31 @@ mod tests {
         for v in samples {
             assert_eq!(ceil_i(v), v.ceil() as i64, "ceil {v:e}");
             assert_eq!(floor_i(v), v.floor() as i64, "floor {v:e}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod log_tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Whatever the order of stamps (a clock may jump back), the runs stay ascending with
+        /// one run per stamp, and the kept total is their sum.
+        #[test]
+        fn the_total_is_the_sum_of_the_runs(ops in proptest::collection::vec((0i64..50, 1u64..5, 0usize..3), 0..60)) {
+            let mut log = Log::new();
+            for (stamp, units, drop) in ops {
+                log.add(stamp, units);
+                let n = drop.min(log.runs().len());
+                let units: u64 = log.runs().iter().take(n).map(|r| r.1).sum();
+                log.drop_oldest(n, units);
+                let runs: Vec<_> = log.runs().iter().copied().collect();
+                prop_assert!(runs.windows(2).all(|w| w[0].0 < w[1].0), "{runs:?}");
+                prop_assert_eq!(log.total(), runs.iter().map(|r| r.1).sum::<u64>());
+                prop_assert_eq!(Log::from(log.runs().clone()), log.clone());
+            }
         }
     }
 }

@@ -5,12 +5,10 @@
 //! hour"). A stamp at `t` stops counting at exactly `t + windowMs`. Stamps later than `now`,
 //! left behind by a backward clock jump, stay live and count.
 
-use std::collections::VecDeque;
-
 use crate::decision::Decision;
 use crate::error::Result;
 use crate::spec::WindowOptions;
-use crate::state::{State, Step};
+use crate::state::{Log, State, Step};
 use crate::validate;
 
 /// A validated sliding-window-log configuration.
@@ -25,6 +23,8 @@ struct View<'a> {
     live: &'a [(i64, u64)],
     live_tail: &'a [(i64, u64)],
     dead_runs: usize,
+    /// Units in the expired runs.
+    dead_units: u64,
     count: u64,
 }
 
@@ -65,18 +65,33 @@ impl SlidingWindowLog {
 
     fn view<'a>(&self, state: Option<&'a State>, now: i64) -> View<'a> {
         let Some(State::Log(log)) = state else {
-            return View { live: &[], live_tail: &[], dead_runs: 0, count: 0 };
+            return View { live: &[], live_tail: &[], dead_runs: 0, dead_units: 0, count: 0 };
         };
         let horizon = now.saturating_sub(self.window_ms);
-        let dead_runs = log.partition_point(|&(stamp, _)| stamp <= horizon);
-        let (front, back) = log.as_slices();
-        let (live, live_tail) = if dead_runs <= front.len() {
-            (&front[dead_runs..], back)
-        } else {
-            (&back[dead_runs - front.len()..], &[][..])
+        let runs = log.runs();
+        // Expired runs sit at the front, and each commit drops them: usually there are none,
+        // which one look at the oldest run shows without searching.
+        let dead_runs = match runs.front() {
+            Some(&(oldest, _)) if oldest <= horizon => runs.partition_point(|&(stamp, _)| stamp <= horizon),
+            _ => 0,
         };
-        let count = live.iter().chain(live_tail.iter()).fold(0u64, |acc, r| acc.saturating_add(r.1));
-        View { live, live_tail, dead_runs, count }
+        let (front, back) = runs.as_slices();
+        let (dead, dead_tail, live, live_tail) = if dead_runs <= front.len() {
+            (&front[..dead_runs], &[][..], &front[dead_runs..], back)
+        } else {
+            let split = dead_runs - front.len();
+            (front, &back[..split], &back[split..], &[][..])
+        };
+        let sum = |a: &[(i64, u64)], b: &[(i64, u64)]| a.iter().chain(b).fold(0u64, |acc, r| acc.saturating_add(r.1));
+        // Sum whichever part is shorter; the log's total gives the other.
+        let (dead_units, count) = if dead_runs <= runs.len() - dead_runs {
+            let dead_units = sum(dead, dead_tail);
+            (dead_units, log.total().saturating_sub(dead_units))
+        } else {
+            let count = sum(live, live_tail);
+            (log.total().saturating_sub(count), count)
+        };
+        View { live, live_tail, dead_runs, dead_units, count }
     }
 
     fn retry_after(&self, view: &View<'_>, now: i64, cost: u64) -> i64 {
@@ -109,18 +124,18 @@ impl SlidingWindowLog {
             };
         }
         let oldest = view.oldest().map_or(now, |o| o.min(now));
-        let dead_runs = view.dead_runs;
+        let (dead_runs, dead_units) = (view.dead_runs, view.dead_units);
         if commit {
             match slot {
                 Some(State::Log(log)) => {
-                    log.drain(..dead_runs);
-                    let at = log.partition_point(|&(stamp, _)| stamp < now);
-                    match log.get_mut(at) {
-                        Some(run) if run.0 == now => run.1 += cost,
-                        _ => log.insert(at, (now, cost)),
-                    }
+                    log.drop_oldest(dead_runs, dead_units);
+                    log.add(now, cost);
                 }
-                _ => *slot = Some(State::Log(VecDeque::from([(now, cost)]))),
+                _ => {
+                    let mut log = Log::new();
+                    log.add(now, cost);
+                    *slot = Some(State::Log(log));
+                }
             }
         }
         Step {

@@ -20,7 +20,6 @@
 //! the hand last passed it. Applying to an existing key allocates nothing.
 
 use std::cell::UnsafeCell;
-use std::collections::VecDeque;
 use std::hash::BuildHasher;
 use std::ops::{Deref, DerefMut};
 use std::ptr;
@@ -34,7 +33,7 @@ use crate::clock::{Clock, SystemClock};
 use crate::decision::Decision;
 use crate::error::Result;
 use crate::multi;
-use crate::state::{Slot as RingSlot, State, Step};
+use crate::state::{Log, Slot as RingSlot, State, Step};
 use crate::store::{BoxFuture, DimensionCall, MultiReply, Now, Reply, Rule, Store, Transform};
 
 // ---------------------------------------------------------------------------------------------
@@ -55,8 +54,6 @@ const T_BUCKET: u8 = 2;
 const T_COUNTER: u8 = 3;
 const T_RING: u8 = 4;
 const T_LOG: u8 = 5;
-
-type Log = VecDeque<(i64, u64)>;
 
 /// The word mask that ignores the meta byte (byte 23, the last byte of word 2).
 const NO_META: u64 = u64::from_ne_bytes([0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0]);
@@ -928,6 +925,8 @@ impl Store for MemoryStore {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::VecDeque;
+
     use super::*;
     use crate::state::Slot;
 
@@ -986,15 +985,15 @@ mod tests {
         roundtrip(Some(State::Bucket { tokens: -0.0, last: i64::MIN }));
         roundtrip(Some(State::Counter { start: -5, count: u64::MAX }));
         roundtrip(Some(State::Ring(vec![Slot { tick: 3, count: 4 }, Slot::EMPTY].into_boxed_slice())));
-        roundtrip(Some(State::Log(VecDeque::from([(1, 2), (3, 4)]))));
+        roundtrip(Some(State::Log(Log::from(VecDeque::from([(1, 2), (3, 4)])))));
     }
 
     #[test]
     fn an_entry_changes_shape_without_leaking() {
         let probe = Probe::new(b"k");
-        let mut e = Entry::new(&probe, 0, Some(State::Log(VecDeque::from([(1, 1)]))));
+        let mut e = Entry::new(&probe, 0, Some(State::Log(Log::from(VecDeque::from([(1, 1)])))));
         let s = e.take_state();
-        assert_eq!(s, Some(State::Log(VecDeque::from([(1, 1)]))));
+        assert_eq!(s, Some(State::Log(Log::from(VecDeque::from([(1, 1)])))));
         e.put_state(Some(State::Ring(vec![Slot::EMPTY; 3].into_boxed_slice())));
         let s = e.take_state();
         e.put_state(s);
