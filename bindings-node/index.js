@@ -32,6 +32,10 @@ const {
   __redisFinish,
   __redisDel,
   __redisFinishDel,
+  __redisMultiPrepare,
+  __redisMultiBytes,
+  __redisMultiFinish,
+  __redisMultiDel,
   ...api
 } = binding
 
@@ -105,10 +109,10 @@ Object.defineProperty(api.Limiter.prototype, 'checkSync', {
   configurable: true,
 })
 
-// The Promise methods of a Limiter on a RedisStore travel on one socket per store, driven by
-// this event loop (lib/redis-transport.js); the core prepares every call and reads every reply
-// (src/transport.rs). Anything else (a MemoryStore, a deterministic-replay store, a closed
-// store, a receiver that is not a Limiter) takes the native method, as before.
+// The Promise methods of a Limiter or a MultiLimiter on a RedisStore travel on one socket per
+// store, driven by this event loop (lib/redis-transport.js); the core prepares every call and
+// reads every reply (src/transport.rs). Anything else (a MemoryStore, a deterministic-replay
+// store, a closed store, a receiver of the wrong class, a Shaper) takes the native method.
 const { Transport } = require('./lib/redis-transport.js')
 const transports = new Map() // store number -> Transport
 const limiterTransports = new WeakMap() // Limiter -> Transport | null
@@ -118,7 +122,7 @@ const limiterTransports = new WeakMap() // Limiter -> Transport | null
 let scratch = Buffer.allocUnsafe(16384)
 const decided = new Float64Array(6)
 
-/** The socket `limiter`'s Promise calls take, or null for the native path. */
+/** The socket the Promise calls of `limiter` (or a MultiLimiter) take, or null for the native path. */
 function transportOf(limiter) {
   if (typeof limiter !== 'object' || limiter === null) return null
   let t = limiterTransports.get(limiter)
@@ -177,6 +181,23 @@ class DelRequest {
 
   finish(reply, error, timedOut) {
     __redisFinishDel(reply, error, timedOut ? this.t.timeoutMs : undefined)
+  }
+}
+
+/** A multi limiter's fused call on the wire. */
+class MultiRequest {
+  constructor(t, multi, call) {
+    this.t = t
+    this.multi = multi
+    this.call = call
+  }
+
+  eval() {
+    return __redisMultiBytes(this.call, true)
+  }
+
+  finish(reply, error, timedOut) {
+    return __redisMultiFinish(this.multi, this.call, reply, error, timedOut ? this.t.timeoutMs : undefined)
   }
 }
 
@@ -253,6 +274,40 @@ Object.defineProperty(L, 'close', {
   value: function close() {
     transportOf(this)?.close()
     return native.close.apply(this, arguments)
+  },
+  writable: true,
+  configurable: true,
+})
+const M = api.MultiLimiter.prototype
+const nativeMulti = { check: M.check, reset: M.reset }
+Object.defineProperty(M, 'check', {
+  value: function check(keys, cost) {
+    const t = transportOf(this)
+    if (t === null) return nativeMulti.check.apply(this, arguments)
+    let call
+    try {
+      call = __redisMultiPrepare(this, keys, cost)
+    } catch (e) {
+      return Promise.reject(e)
+    }
+    if (call === null) return nativeMulti.check.apply(this, arguments) // closed: the native method answers
+    return t.request(new MultiRequest(t, this, call), __redisMultiBytes(call, false))
+  },
+  writable: true,
+  configurable: true,
+})
+Object.defineProperty(M, 'reset', {
+  value: function reset(keys) {
+    const t = transportOf(this)
+    if (t === null) return nativeMulti.reset.apply(this, arguments)
+    let dels
+    try {
+      dels = __redisMultiDel(this, keys)
+    } catch (e) {
+      return Promise.reject(e)
+    }
+    if (dels === null) return nativeMulti.reset.apply(this, arguments)
+    return Promise.all(dels.map((bytes) => t.request(new DelRequest(t), bytes))).then(() => undefined)
   },
   writable: true,
   configurable: true,

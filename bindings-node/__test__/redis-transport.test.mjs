@@ -12,7 +12,7 @@ import { describe, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 
-import { Limiter, RedisStore, Strategy } from '../index.mjs'
+import { Limiter, MultiLimiter, RedisStore, Strategy } from '../index.mjs'
 import { spawnRedis } from './helpers/redis.mjs'
 
 const run = promisify(execFile)
@@ -150,6 +150,37 @@ describe('the Promise methods on their own socket', () => {
       assert.equal(out[9].allowed, false)
       assert.deepEqual(out[10].map((d) => [d.allowed, d.remaining]), [[true, 2], [true, 0]])
       await store.close()
+    })
+  })
+
+  test('a multi limiter shares the socket: in order with limiters, NOSCRIPT, time-outs, reset', async () => {
+    await withRedis([], async (redis) => {
+      const store = await RedisStore.connect({ url: redis.url, timeoutMs: 200 })
+      const strategy = Strategy.fixedWindow({ limit: 3, windowMs: 600000 })
+      const m = new MultiLimiter({ rule: 'all', dimensions: [{ name: 'a', strategy }, { name: 'b', strategy }], store, prefix: 'mt' })
+      const l = new Limiter({ strategy, store, prefix: 'mt' })
+      const mOpen = new MultiLimiter({ rule: 'all', dimensions: [{ name: 'a', strategy }], store, prefix: 'mt', failPolicy: 'fail_open' })
+      // Un-awaited: multi, multi, reset, multi run in that order.
+      const out = await Promise.all([m.check(['x', 'y']), m.check(['x', 'y']), m.reset(['x', 'y']), m.check(['x', 'y']), l.check('k')])
+      assert.deepEqual([out[0].dimensions[0].remaining, out[1].dimensions[0].remaining, out[3].dimensions[0].remaining], [2, 1, 2])
+      assert.equal(out[2], undefined)
+      assert.equal(out[3].binding, 'a')
+      assert.equal(redis.cli('script', 'flush'), 'OK')
+      assert.equal((await m.check(['x', 'y'])).dimensions[1].remaining, 1)
+      await assert.rejects(m.check(['x']), (e) => e.code === 'config_invalid')
+      process.kill(redis.pid, 'SIGSTOP')
+      try {
+        await assert.rejects(m.check(['x', 'y']), (e) => e.code === 'store_unavailable' && /timed out/.test(e.message))
+        const d = await mOpen.check(['z'])
+        assert.equal(d.allowed, true)
+        assert.equal(d.fallback, true)
+      } finally {
+        process.kill(redis.pid, 'SIGCONT')
+      }
+      // The timed-out check ran once on Redis (late), and was not sent again.
+      assert.equal((await m.check(['x', 'y'])).dimensions[0].remaining, 0)
+      await store.close()
+      await assert.rejects(m.check(['x', 'y']), (e) => e.code === 'store_unavailable')
     })
   })
 

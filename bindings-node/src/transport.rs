@@ -1,5 +1,5 @@
 //! The native half of index.js's own Redis transport (lib/redis-transport.js): the Promise
-//! methods of a `Limiter` on a `RedisStore` write the core's bytes on a Node socket instead of
+//! methods of a `Limiter` or a `MultiLimiter` on a `RedisStore` write the core's bytes on a Node socket instead of
 //! hopping to a Tokio thread and back (two thread switches cost more than the round trip).
 //!
 //! Every function here is a one-line forward to the core's transport API
@@ -16,14 +16,16 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use napi::Env;
-use napi::bindgen_prelude::{Buffer, BufferSlice, Float64ArraySlice, Unknown};
+use napi::bindgen_prelude::{Buffer, BufferSlice, External, Float64ArraySlice, Unknown};
 use napi_derive::napi;
-use throttlekit::redis::transport::{self, Op};
+use throttlekit::redis::transport::{self, Op, PreparedCall};
 use throttlekit::store::Now;
 
 use crate::convert;
+use crate::decision::MultiDecision;
 use crate::error::{CoreResult, OrThrow, config};
 use crate::limiter::Limiter;
+use crate::multi::MultiLimiter;
 
 /// A limiter's `RedisStore`, and the number index.js keeps its socket under.
 #[derive(Clone)]
@@ -48,13 +50,25 @@ fn open_store(l: &Limiter) -> Option<&RedisRef> {
     l.redis.as_ref().filter(|r| !r.store.is_closed())
 }
 
-/// `__redisOf(limiter)`: `null` unless the limiter's Promise calls go over index.js's socket;
+fn multi<'a>(env: &Env, v: &Unknown<'a>) -> CoreResult<&'a MultiLimiter> {
+    crate::instance::<MultiLimiter>(env, v, "this")?.ok_or_else(|| config("this", "is not a MultiLimiter"))
+}
+
+/// The store of a `Limiter` or a `MultiLimiter` when index.js carries its Promise calls.
+fn redis_ref<'a>(env: &Env, v: &Unknown<'a>) -> CoreResult<Option<&'a RedisRef>> {
+    if let Some(l) = crate::instance::<Limiter>(env, v, "this")? {
+        return Ok(l.redis.as_ref());
+    }
+    Ok(multi(env, v)?.redis.as_ref())
+}
+
+/// `__redisOf(limiterOrMulti)`: `null` unless its Promise calls go over index.js's socket;
 /// else, as JSON, the store's number, where to connect (parsed from its URL by the core, as its
 /// own connections parse it), the call timeout and how many handshake replies to expect.
 #[napi(js_name = "__redisOf", skip_typescript)]
 pub fn redis_of(env: &Env, limiter: Unknown) -> napi::Result<Option<String>> {
-    let l = self::limiter(env, &limiter).or_throw(env)?;
-    Ok(l.redis.as_ref().map(|r| {
+    let r = redis_ref(env, &limiter).or_throw(env)?;
+    Ok(r.map(|r| {
         let e = r.store.endpoint();
         serde_json::json!({
             "id": r.id,
@@ -74,8 +88,8 @@ pub fn redis_of(env: &Env, limiter: Unknown) -> napi::Result<Option<String>> {
 /// failure drops the connection), then `SCRIPT LOAD` of every script (whose failure does not).
 #[napi(js_name = "__redisHandshake", skip_typescript)]
 pub fn redis_handshake(env: &Env, limiter: Unknown) -> napi::Result<Buffer> {
-    let l = self::limiter(env, &limiter).or_throw(env)?;
-    let bytes = match &l.redis {
+    let r = redis_ref(env, &limiter).or_throw(env)?;
+    let bytes = match r {
         Some(r) => [r.store.endpoint().handshake(), transport::preload()].concat().concat(),
         None => Vec::new(),
     };
@@ -251,4 +265,58 @@ pub fn redis_finish_del(
     timeout_ms: Option<f64>,
 ) -> napi::Result<()> {
     transport::finish_del(outcome(reply.as_deref(), error, timeout_ms)).or_throw(env)
+}
+
+/// `__redisMultiPrepare(multi, keys, cost)`: the multi limiter's fused call (its `EVALSHA`
+/// from `__redisMultiBytes`); `null` on a closed store. Bad arguments throw the native
+/// method's error.
+#[napi(js_name = "__redisMultiPrepare", skip_typescript)]
+pub fn redis_multi_prepare(
+    env: &Env,
+    multi: Unknown,
+    keys: Unknown,
+    cost: Unknown,
+) -> napi::Result<Option<External<PreparedCall>>> {
+    let m = self::multi(env, &multi).or_throw(env)?;
+    let (keys, cost) = convert::cost(&cost).and_then(|c| Ok((convert::strings(&keys, "keys")?, c))).or_throw(env)?;
+    if m.redis.as_ref().is_none_or(|r| r.store.is_closed()) {
+        return Ok(None);
+    }
+    let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+    m.inner.prepare(&keys, cost).map(|c| Some(External::new(c))).or_throw(env)
+}
+
+/// `__redisMultiBytes(call, eval)`: its `EVALSHA`, or its `EVAL` (after `NOSCRIPT`).
+#[napi(js_name = "__redisMultiBytes", skip_typescript)]
+pub fn redis_multi_bytes(call: &External<PreparedCall>, eval: bool) -> Buffer {
+    if eval { call.eval() } else { call.evalsha() }.into()
+}
+
+/// `__redisMultiFinish(multi, call, reply, error, timeoutMs)`: the multi decision, through the
+/// fail policy when there is no usable reply; throws what the Promise rejects with.
+#[napi(js_name = "__redisMultiFinish", skip_typescript)]
+pub fn redis_multi_finish(
+    env: &Env,
+    multi: Unknown,
+    call: &External<PreparedCall>,
+    reply: Option<BufferSlice>,
+    error: Option<String>,
+    timeout_ms: Option<f64>,
+) -> napi::Result<MultiDecision> {
+    let m = self::multi(env, &multi).or_throw(env)?;
+    m.inner.finish(call, outcome(reply.as_deref(), error, timeout_ms)).map(MultiDecision::from).or_throw(env)
+}
+
+/// `__redisMultiDel(multi, keys)`: `reset`'s `DEL` of every dimension's key, in order; `null`
+/// on a closed store.
+#[napi(js_name = "__redisMultiDel", skip_typescript)]
+pub fn redis_multi_del(env: &Env, multi: Unknown, keys: Unknown) -> napi::Result<Option<Vec<Buffer>>> {
+    let m = self::multi(env, &multi).or_throw(env)?;
+    let keys = convert::strings(&keys, "keys").or_throw(env)?;
+    let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+    let full = m.inner.full_keys(&keys).or_throw(env)?;
+    if m.redis.as_ref().is_none_or(|r| r.store.is_closed()) {
+        return Ok(None);
+    }
+    Ok(Some(full.iter().map(|k| transport::del(k).into()).collect()))
 }

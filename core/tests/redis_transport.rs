@@ -15,7 +15,7 @@ use redis_server::{RedisServer, raw_command};
 use throttlekit::redis::transport::{self, Op};
 use throttlekit::redis::{RedisOptions, RedisStore};
 use throttlekit::store::Now;
-use throttlekit::{Decision, ErrorCode, FailPolicy, Limiter, ManualClock, Strategy};
+use throttlekit::{Decision, Dimension, ErrorCode, FailPolicy, Limiter, ManualClock, MultiLimiter, Rule, Strategy};
 
 fn store(url: String) -> Arc<RedisStore> {
     let options = RedisOptions { url, timeout_ms: 2000, deterministic_replay: false };
@@ -105,6 +105,38 @@ fn prepared_bytes_and_replies_decide_as_the_store_path() {
         let call = ours.prepare(Op::Peek, "a", 1).unwrap();
         assert_eq!(ours.finish(&call, Ok(&send(&mut wire, &call))).unwrap(), theirs.peek_sync("a").unwrap());
     }
+}
+
+#[test]
+fn a_prepared_multi_check_decides_as_the_store_path() {
+    let server = RedisServer::start();
+    let store = store(server.url());
+    let mut wire = Wire::open(server.port);
+    let clock = ManualClock::new(1_700_000_000_000);
+    let multi = |prefix: &str| {
+        let dims = vec![
+            Dimension::new("ip", Strategy::gcra(3, 1000, None).unwrap()),
+            Dimension::new("user", Strategy::fixed_window(4, 1000).unwrap()).cost_multiplier(2),
+        ];
+        MultiLimiter::new(Rule::All, dims)
+            .unwrap()
+            .with_store(store.clone())
+            .with_clock(Arc::new(clock.clone()))
+            .with_prefix(prefix)
+    };
+    let (ours, theirs) = (multi("own"), multi("store"));
+    for step in 0..6 {
+        let call = ours.prepare(&["1.2.3.4", "u"], 1).unwrap();
+        let got = ours.finish(&call, Ok(&send(&mut wire, &call))).unwrap();
+        assert_eq!(got, theirs.check_sync(&["1.2.3.4", "u"], 1).unwrap(), "step {step}");
+        clock.advance(100).unwrap();
+    }
+    assert_eq!(ours.prepare(&["only one"], 1).unwrap_err().code(), ErrorCode::ConfigInvalid);
+    let open = multi("own").with_fail_policy(FailPolicy::FailOpen);
+    let call = open.prepare(&["1.2.3.4", "u"], 1).unwrap();
+    let d = open.finish(&call, Err(transport::timed_out(200))).unwrap();
+    assert!(d.decision.allowed && d.decision.fallback);
+    assert_eq!(ours.full_keys(&["1.2.3.4", "u"]).unwrap().len(), 2);
 }
 
 #[test]

@@ -72,6 +72,17 @@ impl PreparedCall {
         self.op
     }
 
+    /// The fused call of a multi-dimensional check ([`crate::MultiLimiter::prepare`]).
+    pub(crate) fn multi(rule: crate::store::Rule, dims: &[crate::store::DimensionCall<'_>], now: Now) -> PreparedCall {
+        PreparedCall { call: call::multi(rule, dims, now), op: Op::Check, now }
+    }
+
+    /// A multi call's reply, decoded (`store_unavailable` for a transport error, a server
+    /// error or a malformed reply).
+    pub(crate) fn multi_reply(&self, reply: Result<&[u8]>) -> Result<crate::store::MultiReply> {
+        outcome(&self.call, reply).and_then(super::multi)
+    }
+
     /// `EVALSHA` appended to `out` (a transport's reusable buffer).
     pub fn write_evalsha(&self, out: &mut Vec<u8>) {
         eval_cmd("EVALSHA", &self.call.script.sha, &self.call).write_packed_command(out);
