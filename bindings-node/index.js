@@ -36,6 +36,9 @@ const {
   __redisMultiBytes,
   __redisMultiFinish,
   __redisMultiDel,
+  __redisShaperPrepare,
+  __redisShaperFinish,
+  __redisShaperDel,
   ...api
 } = binding
 
@@ -109,10 +112,11 @@ Object.defineProperty(api.Limiter.prototype, 'checkSync', {
   configurable: true,
 })
 
-// The Promise methods of a Limiter or a MultiLimiter on a RedisStore travel on one socket per
-// store, driven by this event loop (lib/redis-transport.js); the core prepares every call and
-// reads every reply (src/transport.rs). Anything else (a MemoryStore, a deterministic-replay
-// store, a closed store, a receiver of the wrong class, a Shaper) takes the native method.
+// The Promise methods of a Limiter, a MultiLimiter or a Shaper on a RedisStore travel on one
+// socket per store, driven by this event loop (lib/redis-transport.js); the core prepares every
+// call and reads every reply (src/transport.rs). Anything else (a MemoryStore, a
+// deterministic-replay store, a closed store, a receiver of the wrong class) takes the native
+// method.
 const { Transport } = require('./lib/redis-transport.js')
 const transports = new Map() // store number -> Transport
 const limiterTransports = new WeakMap() // Limiter -> Transport | null
@@ -122,7 +126,7 @@ const limiterTransports = new WeakMap() // Limiter -> Transport | null
 let scratch = Buffer.allocUnsafe(16384)
 const decided = new Float64Array(6)
 
-/** The socket the Promise calls of `limiter` (or a MultiLimiter) take, or null for the native path. */
+/** The socket the Promise calls of `limiter` (a Limiter, MultiLimiter or Shaper) take, or null. */
 function transportOf(limiter) {
   if (typeof limiter !== 'object' || limiter === null) return null
   let t = limiterTransports.get(limiter)
@@ -199,6 +203,41 @@ class MultiRequest {
   finish(reply, error, timedOut) {
     return __redisMultiFinish(this.multi, this.call, reply, error, timedOut ? this.t.timeoutMs : undefined)
   }
+}
+
+/** A shaper's reservation on the wire; for `schedule`, a refusal throws `queue_full`. */
+class ReserveRequest {
+  constructor(t, shaper, call, schedule) {
+    this.t = t
+    this.shaper = shaper
+    this.call = call
+    this.schedule = schedule
+  }
+
+  eval() {
+    return __redisMultiBytes(this.call, true)
+  }
+
+  finish(reply, error, timedOut) {
+    return __redisShaperFinish(this.shaper, this.call, reply, error, timedOut ? this.t.timeoutMs : undefined, this.schedule)
+  }
+}
+
+// Node's timers, like the core's (`throttlekit::shaper::timer_chunks`), wait at most 2^31 - 1 ms.
+const MAX_TIMER_MS = 2147483647
+
+/** Resolves with `r` once `r.delayMs` has passed, waiting in chunks below the timer ceiling. */
+function waitOut(r) {
+  return new Promise((resolve) => {
+    let left = r.delayMs
+    const step = () => {
+      if (left <= 0) return resolve(r)
+      const chunk = Math.min(left, MAX_TIMER_MS)
+      left -= chunk
+      setTimeout(step, chunk)
+    }
+    step()
+  })
 }
 
 /** Prepares a call into `scratch` (growing it if needed): its EVALSHA length, or -1 if closed. */
@@ -308,6 +347,47 @@ Object.defineProperty(M, 'reset', {
     }
     if (dels === null) return nativeMulti.reset.apply(this, arguments)
     return Promise.all(dels.map((bytes) => t.request(new DelRequest(t), bytes))).then(() => undefined)
+  },
+  writable: true,
+  configurable: true,
+})
+const S = api.Shaper.prototype
+const nativeShaper = { reserve: S.reserve, schedule: S.schedule, reset: S.reset }
+for (const name of ['reserve', 'schedule']) {
+  const schedule = name === 'schedule'
+  const fallback = nativeShaper[name]
+  Object.defineProperty(S, name, {
+    value: {
+      [name](key, cost) {
+        const t = transportOf(this)
+        if (t === null) return fallback.apply(this, arguments)
+        let call
+        try {
+          call = __redisShaperPrepare(this, key, cost)
+        } catch (e) {
+          return Promise.reject(e)
+        }
+        if (call === null) return fallback.apply(this, arguments) // closed: the native method answers
+        const reserved = t.request(new ReserveRequest(t, this, call, schedule), __redisMultiBytes(call, false))
+        return schedule ? reserved.then(waitOut) : reserved
+      },
+    }[name],
+    writable: true,
+    configurable: true,
+  })
+}
+Object.defineProperty(S, 'reset', {
+  value: function reset(key) {
+    const t = transportOf(this)
+    if (t === null) return nativeShaper.reset.apply(this, arguments)
+    let bytes
+    try {
+      bytes = __redisShaperDel(this, key)
+    } catch (e) {
+      return Promise.reject(e)
+    }
+    if (bytes === null) return nativeShaper.reset.apply(this, arguments)
+    return t.request(new DelRequest(t), bytes)
   },
   writable: true,
   configurable: true,

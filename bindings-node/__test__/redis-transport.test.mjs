@@ -12,7 +12,7 @@ import { describe, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 
-import { Limiter, MultiLimiter, RedisStore, Strategy } from '../index.mjs'
+import { Limiter, MultiLimiter, RedisStore, Shaper, Strategy } from '../index.mjs'
 import { spawnRedis } from './helpers/redis.mjs'
 
 const run = promisify(execFile)
@@ -181,6 +181,33 @@ describe('the Promise methods on their own socket', () => {
       assert.equal((await m.check(['x', 'y'])).dimensions[0].remaining, 0)
       await store.close()
       await assert.rejects(m.check(['x', 'y']), (e) => e.code === 'store_unavailable')
+    })
+  })
+
+  test('a shaper shares the socket: reserve, schedule, queue_full, reset, time-outs', async () => {
+    await withRedis([], async (redis) => {
+      const store = await RedisStore.connect({ url: redis.url, timeoutMs: 200 })
+      const s = new Shaper({ ratePerSec: 10, maxQueueMs: 250, store, prefix: 'sh' })
+      // Un-awaited reservations queue up in call order: 0, 100, 200 ms; then the queue is full.
+      const rs = await Promise.all([s.reserve('q'), s.reserve('q'), s.reserve('q'), s.reserve('q')])
+      assert.deepEqual(rs.map((r) => r.accepted), [true, true, true, false])
+      assert.ok(rs[0].delayMs <= rs[1].delayMs && rs[1].delayMs <= rs[2].delayMs, JSON.stringify(rs))
+      await assert.rejects(s.schedule('q'), (e) => e.code === 'queue_full' && e.retryAfterMs > 0)
+      await s.reset('q')
+      assert.equal((await s.reserve('q')).delayMs, 0)
+      const t = Date.now()
+      const r = await s.schedule('q')
+      assert.equal(r.accepted, true)
+      assert.ok(r.delayMs > 0 && Date.now() - t >= r.delayMs - 5, `resolved after ${Date.now() - t} ms for ${r.delayMs}`)
+      await assert.rejects(s.reserve('q', 0), (e) => e.code === 'config_invalid')
+      process.kill(redis.pid, 'SIGSTOP')
+      try {
+        await assert.rejects(s.reserve('other'), (e) => e.code === 'store_unavailable' && /timed out/.test(e.message))
+      } finally {
+        process.kill(redis.pid, 'SIGCONT')
+      }
+      await store.close()
+      await assert.rejects(s.reserve('q'), (e) => e.code === 'store_unavailable')
     })
   })
 

@@ -1,6 +1,6 @@
 //! [`RedisStore`]: the core's Redis store — every decision one atomic Lua script, one round
-//! trip — for limiters shared by a fleet. The Promise methods of limiters and multi limiters
-//! travel on index.js's own socket for the store (transport.rs); the rest (shaper, sync methods,
+//! trip — for limiters shared by a fleet. The Promise methods of limiters, multi limiters and
+//! shapers travel on index.js's own socket for the store (transport.rs); the rest (sync methods,
 //! deterministic replay) on the store's connections, driven on napi's Tokio runtime (bound to the
 //! store). Either way the event loop never blocks on Redis (use the Promise methods).
 

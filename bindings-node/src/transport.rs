@@ -1,5 +1,5 @@
 //! The native half of index.js's own Redis transport (lib/redis-transport.js): the Promise
-//! methods of a `Limiter` or a `MultiLimiter` on a `RedisStore` write the core's bytes on a Node socket instead of
+//! methods of a `Limiter`, `MultiLimiter` or `Shaper` on a `RedisStore` write the core's bytes on a Node socket instead of
 //! hopping to a Tokio thread and back (two thread switches cost more than the round trip).
 //!
 //! Every function here is a one-line forward to the core's transport API
@@ -23,9 +23,11 @@ use throttlekit::store::Now;
 
 use crate::convert;
 use crate::decision::MultiDecision;
+use crate::decision::Reservation;
 use crate::error::{CoreResult, OrThrow, config};
 use crate::limiter::Limiter;
 use crate::multi::MultiLimiter;
+use crate::shaper::Shaper;
 
 /// A limiter's `RedisStore`, and the number index.js keeps its socket under.
 #[derive(Clone)]
@@ -59,7 +61,14 @@ fn redis_ref<'a>(env: &Env, v: &Unknown<'a>) -> CoreResult<Option<&'a RedisRef>>
     if let Some(l) = crate::instance::<Limiter>(env, v, "this")? {
         return Ok(l.redis.as_ref());
     }
+    if let Some(s) = crate::instance::<Shaper>(env, v, "this")? {
+        return Ok(s.redis.as_ref());
+    }
     Ok(multi(env, v)?.redis.as_ref())
+}
+
+fn shaper<'a>(env: &Env, v: &Unknown<'a>) -> CoreResult<&'a Shaper> {
+    crate::instance::<Shaper>(env, v, "this")?.ok_or_else(|| config("this", "is not a Shaper"))
 }
 
 /// `__redisOf(limiterOrMulti)`: `null` unless its Promise calls go over index.js's socket;
@@ -286,7 +295,8 @@ pub fn redis_multi_prepare(
     m.inner.prepare(&keys, cost).map(|c| Some(External::new(c))).or_throw(env)
 }
 
-/// `__redisMultiBytes(call, eval)`: its `EVALSHA`, or its `EVAL` (after `NOSCRIPT`).
+/// `__redisMultiBytes(call, eval)`: a prepared call's (multi limiter's or shaper's) `EVALSHA`,
+/// or its `EVAL` (after `NOSCRIPT`).
 #[napi(js_name = "__redisMultiBytes", skip_typescript)]
 pub fn redis_multi_bytes(call: &External<PreparedCall>, eval: bool) -> Buffer {
     if eval { call.eval() } else { call.evalsha() }.into()
@@ -319,4 +329,51 @@ pub fn redis_multi_del(env: &Env, multi: Unknown, keys: Unknown) -> napi::Result
         return Ok(None);
     }
     Ok(Some(full.iter().map(|k| transport::del(k).into()).collect()))
+}
+
+/// `__redisShaperPrepare(shaper, key, cost)`: the shaper's reservation call (bytes from
+/// `__redisMultiBytes`); `null` on a closed store. Bad arguments throw the native method's
+/// error.
+#[napi(js_name = "__redisShaperPrepare", skip_typescript)]
+pub fn redis_shaper_prepare(
+    env: &Env,
+    shaper: Unknown,
+    key: Unknown,
+    cost: Unknown,
+) -> napi::Result<Option<External<PreparedCall>>> {
+    let s = self::shaper(env, &shaper).or_throw(env)?;
+    let (key, cost) = convert::key_and_cost(&key, &cost).or_throw(env)?;
+    if s.redis.as_ref().is_none_or(|r| r.store.is_closed()) {
+        return Ok(None);
+    }
+    s.inner.prepare(&key, cost).map(|c| Some(External::new(c))).or_throw(env)
+}
+
+/// `__redisShaperFinish(shaper, call, reply, error, timeoutMs, schedule)`: the reservation;
+/// for `schedule`, a refused one throws `queue_full` (index.js then waits `delayMs`).
+#[napi(js_name = "__redisShaperFinish", skip_typescript)]
+pub fn redis_shaper_finish(
+    env: &Env,
+    shaper: Unknown,
+    call: &External<PreparedCall>,
+    reply: Option<BufferSlice>,
+    error: Option<String>,
+    timeout_ms: Option<f64>,
+    schedule: bool,
+) -> napi::Result<Reservation> {
+    let s = self::shaper(env, &shaper).or_throw(env)?;
+    let r = s.inner.finish(call, outcome(reply.as_deref(), error, timeout_ms));
+    let r = if schedule { r.and_then(throttlekit::shaper::accepted) } else { r };
+    r.map(Reservation::from).or_throw(env)
+}
+
+/// `__redisShaperDel(shaper, key)`: `reset`'s `DEL`; `null` on a closed store.
+#[napi(js_name = "__redisShaperDel", skip_typescript)]
+pub fn redis_shaper_del(env: &Env, shaper: Unknown, key: Unknown) -> napi::Result<Option<Buffer>> {
+    let s = self::shaper(env, &shaper).or_throw(env)?;
+    let key = convert::string(&key, "key").or_throw(env)?;
+    if s.redis.as_ref().is_none_or(|r| r.store.is_closed()) {
+        return Ok(None);
+    }
+    Ok(Some(transport::del(&s.inner.full_key(&key)).into()))
 }

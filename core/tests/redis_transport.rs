@@ -15,7 +15,9 @@ use redis_server::{RedisServer, raw_command};
 use throttlekit::redis::transport::{self, Op};
 use throttlekit::redis::{RedisOptions, RedisStore};
 use throttlekit::store::Now;
-use throttlekit::{Decision, Dimension, ErrorCode, FailPolicy, Limiter, ManualClock, MultiLimiter, Rule, Strategy};
+use throttlekit::{
+    Decision, Dimension, ErrorCode, FailPolicy, Limiter, ManualClock, MultiLimiter, Rule, Shaper, Strategy,
+};
 
 fn store(url: String) -> Arc<RedisStore> {
     let options = RedisOptions { url, timeout_ms: 2000, deterministic_replay: false };
@@ -137,6 +139,31 @@ fn a_prepared_multi_check_decides_as_the_store_path() {
     let d = open.finish(&call, Err(transport::timed_out(200))).unwrap();
     assert!(d.decision.allowed && d.decision.fallback);
     assert_eq!(ours.full_keys(&["1.2.3.4", "u"]).unwrap().len(), 2);
+}
+
+#[test]
+fn a_prepared_reservation_decides_as_the_store_path() {
+    let server = RedisServer::start();
+    let store = store(server.url());
+    let mut wire = Wire::open(server.port);
+    let clock = ManualClock::new(1_700_000_000_000);
+    let spec = throttlekit::LeakyBucketOptions { rate_per_sec: 10.0, max_queue_ms: 250.0 };
+    let shaper = |prefix: &str| {
+        Shaper::new(&spec).unwrap().with_store(store.clone()).with_clock(Arc::new(clock.clone())).with_prefix(prefix)
+    };
+    let (ours, theirs) = (shaper("own"), shaper("store"));
+    for step in 0..6 {
+        let call = ours.prepare("q", 1).unwrap();
+        let got = ours.finish(&call, Ok(&send(&mut wire, &call))).unwrap();
+        assert_eq!(got, theirs.reserve_sync("q", 1).unwrap(), "step {step}");
+        clock.advance(30).unwrap();
+    }
+    let reply = wire.roundtrip(&transport::del(&ours.full_key("q")));
+    transport::finish_del(Ok(&reply)).unwrap();
+    let call = ours.prepare("q", 1).unwrap();
+    assert_eq!(ours.finish(&call, Ok(&send(&mut wire, &call))).unwrap().delay_ms, 0);
+    // No fail policy: the transport's error is the caller's.
+    assert_eq!(ours.finish(&call, Err(transport::timed_out(200))).unwrap_err().code(), ErrorCode::StoreUnavailable);
 }
 
 #[test]

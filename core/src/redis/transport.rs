@@ -67,9 +67,20 @@ impl PreparedCall {
         self.now
     }
 
-    /// What the call does.
+    /// What the call does (a multi limiter's or a shaper's call says `Check`).
     pub fn op(&self) -> Op {
         self.op
+    }
+
+    /// A single-key call of any transform ([`crate::Shaper::prepare`]).
+    pub(crate) fn single(full_key: &str, now: Now, transform: Transform<'_>) -> PreparedCall {
+        PreparedCall { call: call::single(full_key, now, &transform), op: Op::Check, now }
+    }
+
+    /// A single-key call's reply, decoded (`store_unavailable` for a transport error, a server
+    /// error or a malformed reply).
+    pub(crate) fn single_reply(&self, reply: Result<&[u8]>) -> Result<crate::store::Reply> {
+        outcome(&self.call, reply).and_then(single)
     }
 
     /// The fused call of a multi-dimensional check ([`crate::MultiLimiter::prepare`]).
