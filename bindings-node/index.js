@@ -18,7 +18,29 @@ try {
   throw err
 }
 
-const { __bindIo, __handle, __checkSync, __liveHandles, ...api } = binding
+const {
+  __bindIo,
+  __handle,
+  __checkSync,
+  __liveHandles,
+  __redisOf,
+  __redisHandshake,
+  __redisStoreId,
+  __redisPrepare,
+  __redisPrepareMany,
+  __redisEval,
+  __redisFinish,
+  __redisDel,
+  __redisFinishDel,
+  __redisMultiPrepare,
+  __redisMultiBytes,
+  __redisMultiFinish,
+  __redisMultiDel,
+  __redisShaperPrepare,
+  __redisShaperFinish,
+  __redisShaperDel,
+  ...api
+} = binding
 
 // The fast path of Limiter#checkSync (see src/fast.rs): `io` carries the limiter's handle, the
 // cost and the key's length in (slots 6-8), and the decision out (slots 0-5); `keyBytes`, in the
@@ -89,6 +111,302 @@ Object.defineProperty(api.Limiter.prototype, 'checkSync', {
   writable: true,
   configurable: true,
 })
+
+// The Promise methods of a Limiter, a MultiLimiter or a Shaper on a RedisStore travel on one
+// socket per store, driven by this event loop (lib/redis-transport.js); the core prepares every
+// call and reads every reply (src/transport.rs). Anything else (a MemoryStore, a
+// deterministic-replay store, a closed store, a receiver of the wrong class) takes the native
+// method.
+const { Transport } = require('./lib/redis-transport.js')
+const transports = new Map() // store number -> Transport
+const limiterTransports = new WeakMap() // Limiter -> Transport | null
+// Where __redisPrepare writes a call (its time, then its EVALSHA) and __redisFinish a decision:
+// reused, because a buffer or object made natively per call costs more than the call. Never
+// handed out (each call's bytes are copied out before anything else can run).
+let scratch = Buffer.allocUnsafe(16384)
+const decided = new Float64Array(6)
+
+/** The socket the Promise calls of `limiter` (a Limiter, MultiLimiter or Shaper) take, or null. */
+function transportOf(limiter) {
+  if (typeof limiter !== 'object' || limiter === null) return null
+  let t = limiterTransports.get(limiter)
+  if (t !== undefined) return t
+  let json
+  try {
+    json = __redisOf(limiter)
+  } catch {
+    return null // not a Limiter: the native method throws its own error
+  }
+  t = null
+  if (json !== null) {
+    const endpoint = JSON.parse(json)
+    t = transports.get(endpoint.id)
+    if (t === undefined) {
+      t = new Transport(endpoint, __redisHandshake(limiter))
+      transports.set(endpoint.id, t)
+    }
+  }
+  limiterTransports.set(limiter, t)
+  return t
+}
+
+/** One script call of a limiter on the wire (see lib/redis-transport.js for the protocol). */
+class ScriptRequest {
+  constructor(t, limiter, op, key, cost, now) {
+    this.t = t
+    this.limiter = limiter
+    this.op = op
+    this.key = key
+    this.cost = cost
+    this.now = now
+  }
+
+  eval() {
+    return __redisEval(this.limiter, this.op, this.key, this.cost, this.now)
+  }
+
+  finish(reply, error, timedOut) {
+    __redisFinish(this.limiter, this.op, this.now, reply, error, timedOut ? this.t.timeoutMs : undefined, decided)
+    const d = { allowed: decided[0] === 1, limit: decided[1], remaining: decided[2], resetAt: decided[3], retryAfterMs: decided[4] }
+    if (decided[5] === 1) d.fallback = true
+    return d
+  }
+}
+
+/** `reset`'s DEL on the wire. */
+class DelRequest {
+  constructor(t) {
+    this.t = t
+  }
+
+  eval() {
+    return null
+  }
+
+  finish(reply, error, timedOut) {
+    __redisFinishDel(reply, error, timedOut ? this.t.timeoutMs : undefined)
+  }
+}
+
+/** A multi limiter's fused call on the wire. */
+class MultiRequest {
+  constructor(t, multi, call) {
+    this.t = t
+    this.multi = multi
+    this.call = call
+  }
+
+  eval() {
+    return __redisMultiBytes(this.call, true)
+  }
+
+  finish(reply, error, timedOut) {
+    return __redisMultiFinish(this.multi, this.call, reply, error, timedOut ? this.t.timeoutMs : undefined)
+  }
+}
+
+/** A shaper's reservation on the wire; for `schedule`, a refusal throws `queue_full`. */
+class ReserveRequest {
+  constructor(t, shaper, call, schedule) {
+    this.t = t
+    this.shaper = shaper
+    this.call = call
+    this.schedule = schedule
+  }
+
+  eval() {
+    return __redisMultiBytes(this.call, true)
+  }
+
+  finish(reply, error, timedOut) {
+    return __redisShaperFinish(this.shaper, this.call, reply, error, timedOut ? this.t.timeoutMs : undefined, this.schedule)
+  }
+}
+
+// Node's timers, like the core's (`throttlekit::shaper::timer_chunks`), wait at most 2^31 - 1 ms.
+const MAX_TIMER_MS = 2147483647
+
+/** Resolves with `r` once `r.delayMs` has passed, waiting in chunks below the timer ceiling. */
+function waitOut(r) {
+  return new Promise((resolve) => {
+    let left = r.delayMs
+    const step = () => {
+      if (left <= 0) return resolve(r)
+      const chunk = Math.min(left, MAX_TIMER_MS)
+      left -= chunk
+      setTimeout(step, chunk)
+    }
+    step()
+  })
+}
+
+/** Prepares a call into `scratch` (growing it if needed): its EVALSHA length, or -1 if closed. */
+function prepare(limiter, op, key, cost) {
+  for (;;) {
+    const n = __redisPrepare(limiter, op, key, cost, scratch)
+    if (n >= -1) return n
+    scratch = Buffer.allocUnsafe(-n * 2)
+  }
+}
+
+const L = api.Limiter.prototype
+const native = { check: L.check, peek: L.peek, forecast: L.forecast, checkMany: L.checkMany, reset: L.reset, close: L.close }
+const OP = { check: 0, peek: 1, forecast: 2 }
+for (const name of ['check', 'peek', 'forecast']) {
+  const op = OP[name]
+  const fallback = native[name]
+  Object.defineProperty(L, name, {
+    value: {
+      [name](key, cost) {
+        const t = transportOf(this)
+        if (t === null) return fallback.apply(this, arguments)
+        let n
+        try {
+          n = prepare(this, op, key, cost)
+        } catch (e) {
+          return Promise.reject(e)
+        }
+        if (n < 0) return fallback.apply(this, arguments) // closed: the native method answers
+        const bytes = Buffer.allocUnsafe(n)
+        scratch.copy(bytes, 0, 8, 8 + n)
+        return t.request(new ScriptRequest(t, this, op, key, cost, scratch.readDoubleLE(0)), bytes)
+      },
+    }[name],
+    writable: true,
+    configurable: true,
+  })
+}
+Object.defineProperty(L, 'checkMany', {
+  value: function checkMany(keys, cost) {
+    const t = transportOf(this)
+    if (t === null) return native.checkMany.apply(this, arguments)
+    let calls
+    try {
+      calls = __redisPrepareMany(this, keys, cost, scratch)
+    } catch (e) {
+      return Promise.reject(e)
+    }
+    if (calls === null) return native.checkMany.apply(this, arguments)
+    const now = scratch.readDoubleLE(0)
+    return Promise.all(calls.map((bytes, i) => t.request(new ScriptRequest(t, this, OP.check, keys[i], cost, now), bytes)))
+  },
+  writable: true,
+  configurable: true,
+})
+Object.defineProperty(L, 'reset', {
+  value: function reset(key) {
+    const t = transportOf(this)
+    if (t === null) return native.reset.apply(this, arguments)
+    let bytes
+    try {
+      bytes = __redisDel(this, key)
+    } catch (e) {
+      return Promise.reject(e)
+    }
+    if (bytes === null) return native.reset.apply(this, arguments)
+    return t.request(new DelRequest(t), bytes)
+  },
+  writable: true,
+  configurable: true,
+})
+Object.defineProperty(L, 'close', {
+  value: function close() {
+    transportOf(this)?.close()
+    return native.close.apply(this, arguments)
+  },
+  writable: true,
+  configurable: true,
+})
+const M = api.MultiLimiter.prototype
+const nativeMulti = { check: M.check, reset: M.reset }
+Object.defineProperty(M, 'check', {
+  value: function check(keys, cost) {
+    const t = transportOf(this)
+    if (t === null) return nativeMulti.check.apply(this, arguments)
+    let call
+    try {
+      call = __redisMultiPrepare(this, keys, cost)
+    } catch (e) {
+      return Promise.reject(e)
+    }
+    if (call === null) return nativeMulti.check.apply(this, arguments) // closed: the native method answers
+    return t.request(new MultiRequest(t, this, call), __redisMultiBytes(call, false))
+  },
+  writable: true,
+  configurable: true,
+})
+Object.defineProperty(M, 'reset', {
+  value: function reset(keys) {
+    const t = transportOf(this)
+    if (t === null) return nativeMulti.reset.apply(this, arguments)
+    let dels
+    try {
+      dels = __redisMultiDel(this, keys)
+    } catch (e) {
+      return Promise.reject(e)
+    }
+    if (dels === null) return nativeMulti.reset.apply(this, arguments)
+    return Promise.all(dels.map((bytes) => t.request(new DelRequest(t), bytes))).then(() => undefined)
+  },
+  writable: true,
+  configurable: true,
+})
+const S = api.Shaper.prototype
+const nativeShaper = { reserve: S.reserve, schedule: S.schedule, reset: S.reset }
+for (const name of ['reserve', 'schedule']) {
+  const schedule = name === 'schedule'
+  const fallback = nativeShaper[name]
+  Object.defineProperty(S, name, {
+    value: {
+      [name](key, cost) {
+        const t = transportOf(this)
+        if (t === null) return fallback.apply(this, arguments)
+        let call
+        try {
+          call = __redisShaperPrepare(this, key, cost)
+        } catch (e) {
+          return Promise.reject(e)
+        }
+        if (call === null) return fallback.apply(this, arguments) // closed: the native method answers
+        const reserved = t.request(new ReserveRequest(t, this, call, schedule), __redisMultiBytes(call, false))
+        return schedule ? reserved.then(waitOut) : reserved
+      },
+    }[name],
+    writable: true,
+    configurable: true,
+  })
+}
+Object.defineProperty(S, 'reset', {
+  value: function reset(key) {
+    const t = transportOf(this)
+    if (t === null) return nativeShaper.reset.apply(this, arguments)
+    let bytes
+    try {
+      bytes = __redisShaperDel(this, key)
+    } catch (e) {
+      return Promise.reject(e)
+    }
+    if (bytes === null) return nativeShaper.reset.apply(this, arguments)
+    return t.request(new DelRequest(t), bytes)
+  },
+  writable: true,
+  configurable: true,
+})
+const nativeStoreClose = api.RedisStore?.prototype.close
+if (nativeStoreClose !== undefined) {
+  Object.defineProperty(api.RedisStore.prototype, 'close', {
+    value: function close() {
+      let id = null
+      try {
+        id = __redisStoreId(this)
+      } catch {}
+      if (id !== null) transports.get(id)?.close()
+      return nativeStoreClose.apply(this, arguments)
+    },
+    writable: true,
+    configurable: true,
+  })
+}
 
 module.exports = api
 // For tests only: the napi-rs method the fast path replaces, and the fast path's internals

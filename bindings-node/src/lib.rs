@@ -3,9 +3,10 @@
 //! An adapter and nothing more: every module converts JavaScript arguments, calls the core's
 //! public API and converts the result back. Modules mirror the core's (`limiter`, `multi`,
 //! `shaper`, `strategy`, `clock`, `store`, `redis`, `decision`); `convert` turns JS values into
-//! core values and `error` turns core errors into JS errors with a stable `code`. Three modules
+//! core values and `error` turns core errors into JS errors with a stable `code`. Four modules
 //! are plumbing for speed only: `fast` (raw-napi `checkSync`, with index.js) and `handles` (how
-//! it finds its limiter), and `promise` (how Promise methods get back to the event loop).
+//! it finds its limiter), `promise` (how Promise methods get back to the event loop), and
+//! `transport` (the core's Redis calls for index.js's own socket, lib/redis-transport.js).
 //! Nothing here computes a decision, a time or a delay.
 //!
 //! Panics cannot cross into Node: napi-rs catches unwinding at every entry point, the raw
@@ -30,6 +31,8 @@ mod redis;
 mod shaper;
 mod store;
 mod strategy;
+#[cfg(feature = "redis")]
+mod transport;
 
 use error::{CoreResult, config};
 

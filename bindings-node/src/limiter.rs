@@ -1,7 +1,9 @@
 //! [`Limiter`]: a strategy bound to a store, a clock and a key prefix — the core's `Limiter`.
 //!
 //! Sync methods (`checkSync`, ...) run in the calling thread and are meant for the in-process
-//! store (on Redis they block the event loop for a round trip); the Promise methods run on napi's Tokio runtime, so Redis I/O never blocks the event loop.
+//! store (on Redis they block the event loop for a round trip). The Promise methods run on napi's
+//! Tokio runtime; on a `RedisStore`, index.js replaces them with the same calls written on its
+//! own socket (transport.rs), so Redis I/O never blocks the event loop either way.
 //! Invalid arguments to a Promise method reject (they never throw synchronously).
 
 use std::cell::OnceCell;
@@ -61,6 +63,9 @@ pub(crate) const WIRING: [&str; 5] = ["store", "clock", "prefix", "serverClock",
 #[napi]
 pub struct Limiter {
     pub(crate) inner: Arc<throttlekit::Limiter>,
+    /// Its store when index.js carries its Promise calls (transport.rs).
+    #[cfg_attr(test, allow(dead_code))] // Read by transport.rs's exports only (see there).
+    pub(crate) redis: store::RedisSlot,
     /// This limiter's entry in its environment's handle table, made by the first `checkSync`
     /// (see handles.rs); dropping the `Limiter` frees it.
     handle: OnceCell<Registration>,
@@ -81,12 +86,16 @@ impl Limiter {
     }
 }
 
-fn build(env: &Env, options: &Unknown) -> CoreResult<throttlekit::Limiter> {
+/// The limiter, and its store when index.js carries its Promise calls.
+type Built = (throttlekit::Limiter, store::RedisSlot);
+
+fn build(env: &Env, options: &Unknown) -> CoreResult<Built> {
     let mut allowed = vec!["strategy"];
     allowed.extend(WIRING);
     let o = Options::read(options, "limiter", &allowed, false)?;
     let strategy = strategy::from_js(env, o.require("strategy")?, &o.path("strategy"))?;
     let chosen = store::from_options(env, &o)?;
+    let redis = chosen.redis;
     let mut b = throttlekit::Limiter::builder(strategy).store(chosen.store);
     if let Some(clock) = store::clock_from_options(env, &o)? {
         b = b.clock(clock);
@@ -100,7 +109,7 @@ fn build(env: &Env, options: &Unknown) -> CoreResult<throttlekit::Limiter> {
     if let Some(p) = store::fail_policy_from_options(&o)?.or(chosen.fail_policy) {
         b = b.fail_policy(p);
     }
-    Ok(b.build())
+    Ok((b.build(), redis))
 }
 
 #[napi]
@@ -108,7 +117,8 @@ impl Limiter {
     /// A limiter; see `LimiterOptions`. Bad options throw `config_invalid`.
     #[napi(constructor, ts_args_type = "options: LimiterOptions")]
     pub fn new(env: &Env, options: Unknown) -> napi::Result<Limiter> {
-        Ok(Limiter { inner: Arc::new(build(env, &options).or_throw(env)?), handle: OnceCell::new() })
+        let (inner, redis) = build(env, &options).or_throw(env)?;
+        Ok(Limiter { inner: Arc::new(inner), redis, handle: OnceCell::new() })
     }
 
     /// Checks (and, when allowed, consumes) `cost` units (default 1) for `key`, synchronously.

@@ -58,7 +58,10 @@ pub struct MultiLimiterOptions {
 /// Several dimensions (per IP, per user, ...) decided together in one atomic step.
 #[napi]
 pub struct MultiLimiter {
-    inner: Arc<throttlekit::MultiLimiter>,
+    pub(crate) inner: Arc<throttlekit::MultiLimiter>,
+    /// Its store when index.js carries its Promise calls (transport.rs).
+    #[cfg_attr(test, allow(dead_code))] // Read by transport.rs's exports only (see there).
+    pub(crate) redis: store::RedisSlot,
 }
 
 fn dimension(env: &Env, v: &Unknown, field: &str) -> CoreResult<throttlekit::Dimension> {
@@ -73,7 +76,7 @@ fn dimension(env: &Env, v: &Unknown, field: &str) -> CoreResult<throttlekit::Dim
     Ok(d)
 }
 
-fn build(env: &Env, options: &Unknown) -> CoreResult<throttlekit::MultiLimiter> {
+fn build(env: &Env, options: &Unknown) -> CoreResult<(throttlekit::MultiLimiter, store::RedisSlot)> {
     let mut allowed = vec!["rule", "dimensions", "hashTag"];
     allowed.extend(WIRING);
     let o = Options::read(options, "multiLimiter", &allowed, false)?;
@@ -89,6 +92,7 @@ fn build(env: &Env, options: &Unknown) -> CoreResult<throttlekit::MultiLimiter> 
         .map(|(i, d)| dimension(env, d, &format!("{dims_path}[{i}]")))
         .collect::<CoreResult<Vec<_>>>()?;
     let chosen = store::from_options(env, &o)?;
+    let redis = chosen.redis;
     let mut m = throttlekit::MultiLimiter::new(rule, dims)?.with_store(chosen.store);
     if let Some(clock) = store::clock_from_options(env, &o)? {
         m = m.with_clock(clock);
@@ -105,7 +109,7 @@ fn build(env: &Env, options: &Unknown) -> CoreResult<throttlekit::MultiLimiter> 
     if let Some(tag) = o.string("hashTag")? {
         m = m.with_hash_tag(tag)?;
     }
-    Ok(m)
+    Ok((m, redis))
 }
 
 #[napi]
@@ -113,7 +117,8 @@ impl MultiLimiter {
     /// A multi-dimensional limiter; see `MultiLimiterOptions`.
     #[napi(constructor, ts_args_type = "options: MultiLimiterOptions")]
     pub fn new(env: &Env, options: Unknown) -> napi::Result<MultiLimiter> {
-        Ok(MultiLimiter { inner: Arc::new(build(env, &options).or_throw(env)?) })
+        let (inner, redis) = build(env, &options).or_throw(env)?;
+        Ok(MultiLimiter { inner: Arc::new(inner), redis })
     }
 
     /// Checks one request of `cost` (default 1): `keys` holds one key per dimension, in

@@ -1,6 +1,8 @@
 //! [`RedisStore`]: the core's Redis store — every decision one atomic Lua script, one round
-//! trip — for limiters shared by a fleet. Its I/O runs on napi's Tokio runtime (bound to the
-//! store), so the event loop never blocks on Redis (use the Promise methods).
+//! trip — for limiters shared by a fleet. The Promise methods of limiters, multi limiters and
+//! shapers travel on index.js's own socket for the store (transport.rs); the rest (sync methods,
+//! deterministic replay) on the store's connections, driven on napi's Tokio runtime (bound to the
+//! store). Either way the event loop never blocks on Redis (use the Promise methods).
 
 use std::sync::Arc;
 
@@ -38,6 +40,8 @@ pub struct RedisStoreOptions {
 #[napi]
 pub struct RedisStore {
     inner: Arc<throttlekit::redis::RedisStore>,
+    /// Names this store to index.js, which keeps one socket per store (transport.rs).
+    id: u32,
     server_clock: Option<bool>,
     fail_policy: Option<FailPolicy>,
 }
@@ -71,7 +75,13 @@ fn parse(options: &Unknown) -> CoreResult<Parsed> {
 impl RedisStore {
     /// The store and its limiter defaults, for `store::from_options`.
     pub(crate) fn chosen(&self) -> Chosen {
-        Chosen { store: self.inner.clone(), server_clock: self.server_clock, fail_policy: self.fail_policy }
+        let own_transport = !self.inner.options().deterministic_replay;
+        Chosen {
+            store: self.inner.clone(),
+            redis: own_transport.then(|| crate::transport::RedisRef { id: self.id, store: self.inner.clone() }),
+            server_clock: self.server_clock,
+            fail_policy: self.fail_policy,
+        }
     }
 }
 
@@ -90,6 +100,7 @@ impl RedisStore {
                 Ok(p) => tokio::task::spawn_blocking(move || {
                     throttlekit::redis::RedisStore::connect_blocking(p.options).map(|store| RedisStore {
                         inner: Arc::new(store),
+                        id: crate::transport::next_id(),
                         server_clock: p.server_clock,
                         fail_policy: p.fail_policy,
                     })
@@ -107,6 +118,12 @@ impl RedisStore {
             };
             Ok(Settled(result))
         })
+    }
+
+    /// The number index.js knows this store's socket by (transport.rs).
+    #[cfg_attr(test, allow(dead_code))] // Read by transport.rs's exports only (see there).
+    pub(crate) fn id(&self) -> u32 {
+        self.id
     }
 
     /// The URL it was connected with.

@@ -36,10 +36,13 @@ pub struct ShaperOptions {
 /// A leaky-bucket shaper: spaces requests out at `ratePerSec` per key.
 #[napi]
 pub struct Shaper {
-    inner: Arc<throttlekit::Shaper>,
+    pub(crate) inner: Arc<throttlekit::Shaper>,
+    /// Its store when index.js carries its Promise calls (transport.rs).
+    #[cfg_attr(test, allow(dead_code))] // Read by transport.rs's exports only (see there).
+    pub(crate) redis: store::RedisSlot,
 }
 
-fn build(env: &Env, options: &Unknown) -> CoreResult<throttlekit::Shaper> {
+fn build(env: &Env, options: &Unknown) -> CoreResult<(throttlekit::Shaper, store::RedisSlot)> {
     let o = Options::read(
         options,
         "shaper",
@@ -52,6 +55,7 @@ fn build(env: &Env, options: &Unknown) -> CoreResult<throttlekit::Shaper> {
     let spec = serde_json::from_value(json!({ "ratePerSec": finite(rate), "maxQueueMs": finite(max_queue) }))
         .map_err(|e| config("shaper", &format!("is not valid: {e}")))?;
     let chosen = store::from_options(env, &o)?;
+    let redis = chosen.redis;
     let mut s = throttlekit::Shaper::new(&spec)?.with_store(chosen.store);
     if let Some(clock) = store::clock_from_options(env, &o)? {
         s = s.with_clock(clock);
@@ -62,7 +66,7 @@ fn build(env: &Env, options: &Unknown) -> CoreResult<throttlekit::Shaper> {
     if let Some(on) = o.boolean("serverClock")?.or(chosen.server_clock) {
         s = s.with_server_clock(on);
     }
-    Ok(s)
+    Ok((s, redis))
 }
 
 /// A non-finite number mapped to one the core rejects with the same words (`-1` is `> 0`'s
@@ -76,7 +80,8 @@ impl Shaper {
     /// A shaper; see `ShaperOptions`.
     #[napi(constructor, ts_args_type = "options: ShaperOptions")]
     pub fn new(env: &Env, options: Unknown) -> napi::Result<Shaper> {
-        Ok(Shaper { inner: Arc::new(build(env, &options).or_throw(env)?) })
+        let (inner, redis) = build(env, &options).or_throw(env)?;
+        Ok(Shaper { inner: Arc::new(inner), redis })
     }
 
     /// Reserves a departure for `cost` units (default 1) of `key` now; in-process stores only.

@@ -52,10 +52,20 @@ impl MemoryStore {
     }
 }
 
+/// A `RedisStore` whose Promise calls index.js carries on its own socket (transport.rs).
+#[cfg(feature = "redis")]
+pub(crate) type RedisSlot = Option<crate::transport::RedisRef>;
+/// Without Redis there is none.
+#[cfg(not(feature = "redis"))]
+pub(crate) type RedisSlot = Option<std::convert::Infallible>;
+
 /// A store chosen by a limiter's options, with the defaults the store suggests for the
 /// limiter (a `RedisStore` may carry `serverClock` and `failPolicy`).
 pub(crate) struct Chosen {
     pub store: Arc<dyn Store>,
+    /// The same store when it is a `RedisStore` whose Promise calls index.js carries on its own
+    /// socket (not in deterministic-replay mode), with the store's number (see transport.rs).
+    pub redis: RedisSlot,
     pub server_clock: Option<bool>,
     pub fail_policy: Option<FailPolicy>,
 }
@@ -63,11 +73,16 @@ pub(crate) struct Chosen {
 /// Reads a `store` option: absent means a fresh `MemoryStore`.
 pub(crate) fn from_options(env: &Env, o: &Options) -> CoreResult<Chosen> {
     let Some(v) = o.get("store") else {
-        return Ok(Chosen { store: Arc::new(throttlekit::MemoryStore::new()), server_clock: None, fail_policy: None });
+        return Ok(Chosen {
+            store: Arc::new(throttlekit::MemoryStore::new()),
+            redis: None,
+            server_clock: None,
+            fail_policy: None,
+        });
     };
     let path = o.path("store");
     if let Some(m) = crate::instance::<MemoryStore>(env, v, &path)? {
-        return Ok(Chosen { store: m.inner.clone(), server_clock: None, fail_policy: None });
+        return Ok(Chosen { store: m.inner.clone(), redis: None, server_clock: None, fail_policy: None });
     }
     #[cfg(feature = "redis")]
     if let Some(r) = crate::instance::<crate::redis::RedisStore>(env, v, &path)? {

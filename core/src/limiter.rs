@@ -242,7 +242,8 @@ impl Limiter {
         }
     }
 
-    fn now(&self) -> Now {
+    /// The time an async call sends: the limiter's clock, or `Now::Server` for the store's.
+    pub(crate) fn now(&self) -> Now {
         if self.server_clock { Now::Server } else { Now::At(self.clock.now_ms()) }
     }
 

@@ -241,7 +241,7 @@ impl MultiLimiter {
             .collect()
     }
 
-    fn finish(&self, reply: MultiReply) -> MultiDecision {
+    fn finish_reply(&self, reply: MultiReply) -> MultiDecision {
         let (i, decision) = representative(self.rule, &reply);
         MultiDecision { decision, binding: self.dimensions[i].name.clone(), dimensions: reply.decisions }
     }
@@ -266,7 +266,7 @@ impl MultiLimiter {
         let full = self.keys(keys)?;
         let calls = self.calls(&full, cost)?;
         match self.store.apply_multi_sync(self.rule, &calls, now) {
-            Ok(reply) => Ok(self.finish(reply)),
+            Ok(reply) => Ok(self.finish_reply(reply)),
             Err(e) => self.fallback(e, now),
         }
     }
@@ -282,7 +282,7 @@ impl MultiLimiter {
         let full = self.keys(keys)?;
         let calls = self.calls(&full, cost)?;
         match self.store.apply_multi(self.rule, &calls, now).await {
-            Ok(reply) => Ok(self.finish(reply)),
+            Ok(reply) => Ok(self.finish_reply(reply)),
             Err(e) => self.fallback(
                 e,
                 match now {
@@ -291,6 +291,38 @@ impl MultiLimiter {
                 },
             ),
         }
+    }
+
+    /// Prepares [`MultiLimiter::check`] for a binding's own transport
+    /// ([`crate::redis::transport`]): the fused script call on every dimension's key, at one
+    /// clock read (or Redis's `TIME` on a server-clock limiter).
+    #[cfg(feature = "redis")]
+    pub fn prepare(&self, keys: &[&str], cost: u64) -> Result<crate::redis::transport::PreparedCall> {
+        let full = self.keys(keys)?;
+        let calls = self.calls(&full, cost)?;
+        let now = if self.server_clock { Now::Server } else { Now::At(self.clock.now_ms()) };
+        Ok(crate::redis::transport::PreparedCall::multi(self.rule, &calls, now))
+    }
+
+    /// The decision for a call from [`MultiLimiter::prepare`], from its reply frame or its
+    /// transport's error, through the fail policy as [`MultiLimiter::check`] applies it.
+    #[cfg(feature = "redis")]
+    pub fn finish(&self, call: &crate::redis::transport::PreparedCall, reply: Result<&[u8]>) -> Result<MultiDecision> {
+        match call.multi_reply(reply) {
+            Ok(r) => Ok(self.finish_reply(r)),
+            Err(e) => self.fallback(
+                e,
+                match call.now() {
+                    Now::At(t) => t,
+                    Now::Server => self.clock.now_ms(),
+                },
+            ),
+        }
+    }
+
+    /// Every dimension's full store key for `keys` (what [`MultiLimiter::reset`] deletes).
+    pub fn full_keys(&self, keys: &[&str]) -> Result<Vec<String>> {
+        self.keys(keys)
     }
 
     /// Deletes every dimension's state for `keys`.

@@ -112,6 +112,29 @@ impl Shaper {
         self.store.apply(&full, now, Transform::Reserve { shaper: &self.bucket, cost }).await?.reservation()
     }
 
+    /// Prepares [`Shaper::reserve`] for a binding's own transport ([`crate::redis::transport`]):
+    /// the script call on the prefixed key, at one clock read (or Redis's `TIME`).
+    #[cfg(feature = "redis")]
+    pub fn prepare(&self, key: &str, cost: u64) -> Result<crate::redis::transport::PreparedCall> {
+        validate::cost(cost)?;
+        let now = if self.server_clock { Now::Server } else { Now::At(self.clock.now_ms()) };
+        let full = key::join(&self.prefix, key);
+        Ok(crate::redis::transport::PreparedCall::single(&full, now, Transform::Reserve { shaper: &self.bucket, cost }))
+    }
+
+    /// The reservation for a call from [`Shaper::prepare`], from its reply frame or its
+    /// transport's error (passed through: a shaper has no fail policy). For `schedule`, refuse
+    /// it with [`accepted`] and wait its `delay_ms` in [`timer_chunks`].
+    #[cfg(feature = "redis")]
+    pub fn finish(&self, call: &crate::redis::transport::PreparedCall, reply: Result<&[u8]>) -> Result<Reservation> {
+        call.single_reply(reply)?.reservation()
+    }
+
+    /// The full store key for `key` (what [`Shaper::reset`] deletes).
+    pub fn full_key(&self, key: &str) -> String {
+        key::join(&self.prefix, key)
+    }
+
     /// Reserves, then waits out the delay (in timer-sized chunks). A rejected reservation is a
     /// `queue_full` error carrying the retry hint.
     pub async fn schedule(&self, key: &str, cost: u64) -> Result<Reservation> {

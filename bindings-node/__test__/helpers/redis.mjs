@@ -42,3 +42,36 @@ export async function startRedis() {
   }
   return { url: `redis://127.0.0.1:${port}`, stop: async () => child.kill() }
 }
+
+/**
+ * Starts a redis-server of the test's own (extra `args`, e.g. `--requirepass pw`), on `port` or a
+ * free one, for tests that stop, freeze or restart it: {url, port, pid, cli(...args), stop()}.
+ * Stopped (and continued first, if frozen) by PID.
+ */
+export async function spawnRedis(args = [], port = undefined) {
+  port ??= await freePort()
+  const dir = mkdtempSync(join(tmpdir(), 'tk-node-redis-own-'))
+  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, ...args], { stdio: 'ignore' })
+  const auth = args.includes('--requirepass') ? ['-a', args[args.indexOf('--requirepass') + 1], '--no-auth-warning'] : []
+  const cli = (...cmd) => execFileSync('redis-cli', ['-p', String(port), ...auth, ...cmd], { encoding: 'utf8' }).trim()
+  for (let i = 0; ; i++) {
+    try {
+      if (cli('ping') === 'PONG') break
+    } catch {}
+    if (i > 200) throw new Error(`redis-server on port ${port} did not answer PING`)
+    await new Promise((r) => setTimeout(r, 25))
+  }
+  const exited = new Promise((r) => child.once('exit', r))
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    port,
+    pid: child.pid,
+    cli,
+    stop: async () => {
+      if (child.exitCode !== null || child.signalCode !== null) return
+      process.kill(child.pid, 'SIGCONT')
+      process.kill(child.pid, 'SIGKILL')
+      await exited
+    },
+  }
+}

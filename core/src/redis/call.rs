@@ -168,6 +168,12 @@ impl Options {
     }
 }
 
+/// The script a single-key check, peek or forecast of `strategy` runs, as an empty call of
+/// [`Shape::Decision`]: enough to decode its reply without keeping the call it answers.
+pub fn decision_call(strategy: &Strategy) -> ScriptCall {
+    ScriptCall { script: strategy_options(strategy).0, keys: Vec::new(), args: Cmd::new(), shape: Shape::Decision }
+}
+
 /// The call for a single-key transform.
 pub fn single(key: &str, now: Now, transform: &Transform<'_>) -> ScriptCall {
     let (script, mode, cost, options, shape) = match *transform {

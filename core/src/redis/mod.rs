@@ -21,6 +21,8 @@
 //!   bindings', core's tests) a connection of its own, whose driver task runs on that runtime.
 //!   A call awaited on it then writes and reads on the caller's runtime, without crossing to the
 //!   store's thread (two wake-ups fewer per call). Calls from anywhere else take the paths above.
+//! - **Or the binding's own transport**: [`transport`] prepares the same calls as bytes and
+//!   decides from the reply bytes, for a binding whose event loop does its own I/O (Node).
 //! - **Clock**: `Now::Server` sends `now = "0"` and the script reads Redis's `TIME`.
 //! - **Deterministic replay** (for conformance vectors and the dual-path proof): Redis expires
 //!   keys on its wall clock, not the caller's; in this mode the store persists every key and
@@ -34,6 +36,7 @@ mod call;
 mod replay;
 mod scoped;
 pub mod scripts;
+pub mod transport;
 
 pub use scoped::{ScopedStore, conformance_stores};
 
@@ -203,6 +206,19 @@ impl RedisStore {
     /// The options the store was built with.
     pub fn options(&self) -> &RedisOptions {
         &self.options
+    }
+
+    /// Where the store connects and how it logs in, parsed from its URL exactly as its own
+    /// connections parse it: for a binding that brings its own transport
+    /// ([`transport`]).
+    pub fn endpoint(&self) -> transport::Endpoint {
+        transport::Endpoint::of(self.inner.client.get_connection_info())
+    }
+
+    /// Whether [`Store::close`] was called: a binding's own transport answers every later call
+    /// with the same `store_unavailable` as the store's.
+    pub fn is_closed(&self) -> bool {
+        self.inner.closed.load(Ordering::Acquire)
     }
 
     /// Gives the current tokio runtime a connection of its own, driven on that runtime: async

@@ -1,0 +1,253 @@
+// The Promise methods' own socket (lib/redis-transport.js): AUTH and database selection from
+// the URL, NOSCRIPT recovery, time-outs through the fail policy (a call timed out is never
+// sent again, and its late reply is not mistaken for the next call's), reconnection after a
+// restart, the order of un-awaited calls, closing, and an idle socket not holding the process.
+// Each test runs its own redis-server, frozen and stopped by PID.
+import assert from 'node:assert/strict'
+import { execFile } from 'node:child_process'
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import { describe, test } from 'node:test'
+import { fileURLToPath } from 'node:url'
+import { promisify } from 'node:util'
+
+import { Limiter, MultiLimiter, RedisStore, Shaper, Strategy } from '../index.mjs'
+import { spawnRedis } from './helpers/redis.mjs'
+
+const run = promisify(execFile)
+const entry = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'index.js')
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
+
+async function withRedis(args, fn) {
+  const redis = await spawnRedis(args)
+  try {
+    await fn(redis)
+  } finally {
+    await redis.stop()
+  }
+}
+
+describe('the Promise methods on their own socket', () => {
+  test('AUTH and the database come from the URL', async () => {
+    await withRedis(['--requirepass', 'pw'], async (redis) => {
+      for (const [url, db] of [
+        [`redis://:pw@127.0.0.1:${redis.port}/3`, '3'],
+        [`redis://default:pw@127.0.0.1:${redis.port}/5`, '5'],
+      ]) {
+        const store = await RedisStore.connect({ url })
+        const l = new Limiter({ strategy: Strategy.gcra({ limit: 10, periodMs: 1000 }), store, prefix: `auth${db}` })
+        assert.equal((await l.check('k')).remaining, 9)
+        assert.equal((await l.peek('k')).remaining, 9)
+        assert.equal(redis.cli('-n', db, 'exists', `auth${db}:k`), '1')
+        assert.equal(redis.cli('-n', '0', 'exists', `auth${db}:k`), '0')
+        // The sync path (the store's own connection) sees the same state.
+        assert.equal(l.peekSync('k').remaining, 9)
+        await store.close()
+      }
+    })
+  })
+
+  test('a Unix socket URL, with its database', async () => {
+    const sock = path.join(mkdtempSync(path.join(tmpdir(), 'tk-node-sock-')), 'redis.sock')
+    await withRedis(['--unixsocket', sock, '--unixsocketperm', '700'], async (redis) => {
+      const store = await RedisStore.connect({ url: `redis+unix://${sock}?db=4` })
+      const l = new Limiter({ strategy: Strategy.gcra({ limit: 10, periodMs: 1000 }), store, prefix: 'unix' })
+      assert.equal((await l.check('k')).remaining, 9)
+      assert.equal(redis.cli('-n', '4', 'exists', 'unix:k'), '1')
+      await store.close()
+    })
+  })
+
+  test('NOSCRIPT after SCRIPT FLUSH is answered by EVAL, once', async () => {
+    await withRedis([], async (redis) => {
+      const store = await RedisStore.connect({ url: redis.url })
+      const l = new Limiter({ strategy: Strategy.gcra({ limit: 10, periodMs: 60000 }), store, prefix: 'ns' })
+      assert.equal((await l.check('k')).remaining, 9)
+      assert.equal(redis.cli('script', 'flush'), 'OK')
+      // Several in flight: each gets NOSCRIPT and is sent again as EVAL, exactly once.
+      const ds = await Promise.all([l.check('k'), l.check('k'), l.check('k')])
+      assert.deepEqual(ds.map((d) => d.remaining).sort(), [6, 7, 8])
+      assert.equal((await l.check('k')).remaining, 5)
+      await store.close()
+    })
+  })
+
+  test('a time-out goes through the fail policy; the call is not resent, its late reply not misread', async () => {
+    await withRedis([], async (redis) => {
+      const store = await RedisStore.connect({ url: redis.url, timeoutMs: 200 })
+      const strategy = Strategy.gcra({ limit: 10, periodMs: 600000 })
+      const raise = new Limiter({ strategy, store, prefix: 'to', failPolicy: 'raise' })
+      const open = new Limiter({ strategy, store, prefix: 'to', failPolicy: 'fail_open' })
+      const closed = new Limiter({ strategy, store, prefix: 'to', failPolicy: 'fail_closed' })
+      assert.equal((await raise.check('once')).remaining, 9)
+      process.kill(redis.pid, 'SIGSTOP')
+      try {
+        const t = Date.now()
+        await assert.rejects(raise.check('once'), (e) => e.code === 'store_unavailable' && /timed out/.test(e.message))
+        assert.ok(Date.now() - t >= 190, `gave up after ${Date.now() - t} ms`)
+        const o = await open.check('other')
+        assert.equal(o.allowed, true)
+        assert.equal(o.fallback, true)
+        const c = await closed.check('other')
+        assert.equal(c.allowed, false)
+        assert.equal(c.fallback, true)
+      } finally {
+        process.kill(redis.pid, 'SIGCONT')
+      }
+      // Redis now runs what was already sent (once each) and answers late: those replies are
+      // swallowed, and the next call reads its own.
+      const fresh = await raise.check('fresh')
+      assert.equal(fresh.remaining, 9)
+      assert.equal((await raise.peek('once')).remaining, 8, 'the timed-out check ran once, and only once')
+      assert.equal((await raise.peek('other')).remaining, 8)
+      await store.close()
+    })
+  })
+
+  test('after a restart, waiting calls fail and the next one reconnects', async () => {
+    const first = await spawnRedis([])
+    const port = first.port
+    let second
+    try {
+      const store = await RedisStore.connect({ url: first.url, timeoutMs: 500 })
+      const l = new Limiter({ strategy: Strategy.gcra({ limit: 10, periodMs: 60000 }), store, prefix: 'rc', failPolicy: 'raise' })
+      const fo = new Limiter({ strategy: Strategy.gcra({ limit: 10, periodMs: 60000 }), store, prefix: 'rc', failPolicy: 'fail_open' })
+      assert.equal((await l.check('k')).remaining, 9)
+      await first.stop()
+      await assert.rejects(l.check('k'), (e) => e.code === 'store_unavailable')
+      assert.equal((await fo.check('k')).fallback, true)
+      second = await spawnRedis([], port)
+      let d
+      for (let i = 0; i < 20 && d === undefined; i++) {
+        d = await l.check('k').catch(() => undefined)
+        if (d === undefined) await sleep(50)
+      }
+      // A fresh server: empty state, and an empty script cache (NOSCRIPT, then EVAL).
+      assert.equal(d?.remaining, 9)
+      assert.equal((await l.check('k')).remaining, 8)
+      await store.close()
+    } finally {
+      await first.stop()
+      await second?.stop()
+    }
+  })
+
+  test('un-awaited calls run in the order they were made', async () => {
+    await withRedis([], async (redis) => {
+      const store = await RedisStore.connect({ url: redis.url })
+      const l = new Limiter({ strategy: Strategy.fixedWindow({ limit: 5, windowMs: 600000 }), store, prefix: 'ord' })
+      const calls = []
+      for (let i = 0; i < 7; i++) calls.push(l.check('k'))
+      calls.push(l.reset('k'))
+      calls.push(l.check('k'))
+      calls.push(l.forecast('k', 5))
+      calls.push(l.checkMany(['k', 'k'], 2))
+      const out = await Promise.all(calls)
+      assert.deepEqual(out.slice(0, 7).map((d) => [d.allowed, d.remaining]), [[true, 4], [true, 3], [true, 2], [true, 1], [true, 0], [false, 0], [false, 0]])
+      assert.equal(out[7], undefined)
+      assert.deepEqual([out[8].allowed, out[8].remaining], [true, 4])
+      assert.equal(out[9].allowed, false)
+      assert.deepEqual(out[10].map((d) => [d.allowed, d.remaining]), [[true, 2], [true, 0]])
+      await store.close()
+    })
+  })
+
+  test('a multi limiter shares the socket: in order with limiters, NOSCRIPT, time-outs, reset', async () => {
+    await withRedis([], async (redis) => {
+      const store = await RedisStore.connect({ url: redis.url, timeoutMs: 200 })
+      const strategy = Strategy.fixedWindow({ limit: 3, windowMs: 600000 })
+      const m = new MultiLimiter({ rule: 'all', dimensions: [{ name: 'a', strategy }, { name: 'b', strategy }], store, prefix: 'mt' })
+      const l = new Limiter({ strategy, store, prefix: 'mt' })
+      const mOpen = new MultiLimiter({ rule: 'all', dimensions: [{ name: 'a', strategy }], store, prefix: 'mt', failPolicy: 'fail_open' })
+      // Un-awaited: multi, multi, reset, multi run in that order.
+      const out = await Promise.all([m.check(['x', 'y']), m.check(['x', 'y']), m.reset(['x', 'y']), m.check(['x', 'y']), l.check('k')])
+      assert.deepEqual([out[0].dimensions[0].remaining, out[1].dimensions[0].remaining, out[3].dimensions[0].remaining], [2, 1, 2])
+      assert.equal(out[2], undefined)
+      assert.equal(out[3].binding, 'a')
+      assert.equal(redis.cli('script', 'flush'), 'OK')
+      assert.equal((await m.check(['x', 'y'])).dimensions[1].remaining, 1)
+      await assert.rejects(m.check(['x']), (e) => e.code === 'config_invalid')
+      process.kill(redis.pid, 'SIGSTOP')
+      try {
+        await assert.rejects(m.check(['x', 'y']), (e) => e.code === 'store_unavailable' && /timed out/.test(e.message))
+        const d = await mOpen.check(['z'])
+        assert.equal(d.allowed, true)
+        assert.equal(d.fallback, true)
+      } finally {
+        process.kill(redis.pid, 'SIGCONT')
+      }
+      // The timed-out check ran once on Redis (late), and was not sent again.
+      assert.equal((await m.check(['x', 'y'])).dimensions[0].remaining, 0)
+      await store.close()
+      await assert.rejects(m.check(['x', 'y']), (e) => e.code === 'store_unavailable')
+    })
+  })
+
+  test('a shaper shares the socket: reserve, schedule, queue_full, reset, time-outs', async () => {
+    await withRedis([], async (redis) => {
+      const store = await RedisStore.connect({ url: redis.url, timeoutMs: 200 })
+      const s = new Shaper({ ratePerSec: 10, maxQueueMs: 250, store, prefix: 'sh' })
+      // Un-awaited reservations queue up in call order: 0, 100, 200 ms; then the queue is full.
+      const rs = await Promise.all([s.reserve('q'), s.reserve('q'), s.reserve('q'), s.reserve('q')])
+      assert.deepEqual(rs.map((r) => r.accepted), [true, true, true, false])
+      assert.ok(rs[0].delayMs <= rs[1].delayMs && rs[1].delayMs <= rs[2].delayMs, JSON.stringify(rs))
+      await assert.rejects(s.schedule('q'), (e) => e.code === 'queue_full' && e.retryAfterMs > 0)
+      await s.reset('q')
+      assert.equal((await s.reserve('q')).delayMs, 0)
+      const t = Date.now()
+      const r = await s.schedule('q')
+      assert.equal(r.accepted, true)
+      assert.ok(r.delayMs > 0 && Date.now() - t >= r.delayMs - 5, `resolved after ${Date.now() - t} ms for ${r.delayMs}`)
+      await assert.rejects(s.reserve('q', 0), (e) => e.code === 'config_invalid')
+      process.kill(redis.pid, 'SIGSTOP')
+      try {
+        await assert.rejects(s.reserve('other'), (e) => e.code === 'store_unavailable' && /timed out/.test(e.message))
+      } finally {
+        process.kill(redis.pid, 'SIGCONT')
+      }
+      await store.close()
+      await assert.rejects(s.reserve('q'), (e) => e.code === 'store_unavailable')
+    })
+  })
+
+  test('closing: later calls are store_unavailable, through the fail policy', async () => {
+    await withRedis([], async (redis) => {
+      const store = await RedisStore.connect({ url: redis.url })
+      const strategy = Strategy.gcra({ limit: 10, periodMs: 1000 })
+      const l = new Limiter({ strategy, store, failPolicy: 'raise' })
+      const open = new Limiter({ strategy, store, failPolicy: 'fail_open' })
+      const inFlight = l.check('k')
+      await store.close()
+      assert.equal((await inFlight).allowed, true, 'a call made before close() is answered')
+      await assert.rejects(l.check('k'), (e) => e.code === 'store_unavailable')
+      await assert.rejects(l.reset('k'), (e) => e.code === 'store_unavailable')
+      assert.equal((await open.check('k')).fallback, true)
+      // Closing through a limiter closes the store for every limiter on it.
+      const s2 = await RedisStore.connect({ url: redis.url })
+      const a = new Limiter({ strategy, store: s2, failPolicy: 'raise' })
+      const b = new Limiter({ strategy, store: s2, failPolicy: 'raise' })
+      await b.check('k')
+      await a.close()
+      await assert.rejects(b.check('k'), (e) => e.code === 'store_unavailable')
+      await assert.rejects(b.checkMany(['k']), (e) => e.code === 'store_unavailable')
+      await assert.rejects(b.peek('k'), (e) => e.code === 'store_unavailable')
+
+    })
+  })
+
+  test('an idle socket does not keep the process alive; a pending call does', async () => {
+    await withRedis([], async (redis) => {
+      const script = `
+        const tk = require(${JSON.stringify(entry)})
+        tk.RedisStore.connect({ url: ${JSON.stringify(redis.url)} }).then((store) => {
+          const l = new tk.Limiter({ strategy: tk.Strategy.gcra({ limit: 5, periodMs: 1000 }), store, prefix: 'life' })
+          l.check('k').then((d) => { console.log('checked', d.remaining); l.check('k').then((d) => console.log('again', d.remaining)) })
+        })`
+      const t = Date.now()
+      const { stdout } = await run(process.execPath, ['-e', script], { timeout: 10000 })
+      assert.deepEqual(stdout.trim().split('\n'), ['checked 4', 'again 3'])
+      assert.ok(Date.now() - t < 8000)
+    })
+  })
+})

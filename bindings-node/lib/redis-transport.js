@@ -1,0 +1,275 @@
+'use strict'
+// The socket a RedisStore's Promise calls travel on: one `net` (or `tls`) connection per store,
+// driven by the event loop, as ioredis drives its own. Why: when the Rust store does the I/O,
+// every call hops from the event loop to a Tokio thread and back, and those two thread switches
+// cost more than the Redis round trip itself.
+//
+// This module only moves bytes. What is sent, and what a reply means, is the core's
+// (`throttlekit::redis::transport`, through src/transport.rs): each request brings its bytes,
+// the bytes to send once after NOSCRIPT (if any), and a `finish(reply, error, timedOut)` that
+// turns the outcome into the Promise's value or throws what it rejects with. The wire rules are
+// the Rust store's:
+//
+// - Pipelining: requests are written as they come (coalesced per tick) and answered in order,
+//   so un-awaited calls run on Redis in the order they were made.
+// - A bounded wait: each request has a deadline `timeoutMs` after it was made (one timer serves
+//   them all, armed for the earliest); past it the request is finished as timed out (the limiter's fail policy decides), but its slot stays in the FIFO to
+//   swallow the late reply. A request is never sent again after a time-out, nor after a lost
+//   connection: it may already have counted. Only NOSCRIPT (the script cache was emptied) is
+//   answered by sending the EVAL form, once.
+// - Lazy reconnection: when the connection goes away, every request waiting on it fails as
+//   `store_unavailable`; the next request opens a new connection (AUTH and SELECT first).
+// - Idle means unref'd: the socket keeps the process alive only while a request is pending,
+//   and its one timer is unref'd.
+const net = require('node:net')
+const tls = require('node:tls')
+
+const CR = 13
+
+/** The end (exclusive) of the RESP2 frame starting at `i` in `b`, -1 if incomplete, -2 if not RESP2. */
+function frameEnd(b, i) {
+  if (i >= b.length) return -1
+  const type = b[i]
+  const cr = b.indexOf(CR, i + 1)
+  if (cr < 0 || cr + 1 >= b.length) return -1
+  const next = cr + 2
+  switch (type) {
+    case 0x2b: // + simple string
+    case 0x2d: // - error
+    case 0x3a: // : integer
+      return next
+    case 0x24: {
+      // $ bulk string
+      const n = int(b, i + 1, cr)
+      if (n < 0) return next
+      const end = next + n + 2
+      return end <= b.length ? end : -1
+    }
+    case 0x2a: {
+      // * array
+      const n = int(b, i + 1, cr)
+      let k = next
+      for (let j = 0; j < n; j++) {
+        k = frameEnd(b, k)
+        if (k < 0) return k
+      }
+      return k
+    }
+    default:
+      return -2
+  }
+}
+
+function int(b, from, to) {
+  let neg = false
+  let n = 0
+  for (let i = from; i < to; i++) {
+    const c = b[i]
+    if (c === 0x2d) neg = true
+    else n = n * 10 + (c - 0x30)
+  }
+  return neg ? -n : n
+}
+
+/** The slot of a handshake command (AUTH, SELECT): an error reply drops the connection. */
+const HANDSHAKE = { handshake: true }
+/** The slot of a SCRIPT LOAD sent after the handshake: its reply is dropped, errors too. */
+const PRELOAD = { handshake: true }
+
+class Transport {
+  /**
+   * @param endpoint {host, port, path, tls, timeoutMs, handshakeReplies} (from the core)
+   * @param handshake the AUTH/SELECT bytes a new connection sends first
+   */
+  constructor(endpoint, handshake) {
+    this.endpoint = endpoint
+    this.handshake = handshake
+    this.timeoutMs = endpoint.timeoutMs
+    this.socket = null
+    this.fifo = [] // one slot per command on the wire, in order: a Request or HANDSHAKE
+    this.head = 0
+    this.buf = null
+    this.off = 0
+    this.pending = 0
+    this.corked = false
+    this.closed = false
+    this.timer = null
+    this.onTimer = () => this.expire()
+  }
+
+  /**
+   * Sends `bytes` for the request `r` ({eval(), finish(reply, error, timedOut)}); the Promise
+   * settles with what `r.finish` returns (or rejects with what it throws).
+   */
+  request(r, bytes) {
+    return new Promise((resolve, reject) => {
+      r.resolve = resolve
+      r.reject = reject
+      r.done = false
+      r.retried = false
+      this.pending++
+      if (this.closed) {
+        this.settle(r, null, 'the Redis store is closed', false)
+        return
+      }
+      r.deadline = Date.now() + this.timeoutMs
+      if (this.timer === null) this.arm(this.timeoutMs)
+      if (this.pending === 1 && this.socket !== null) this.socket.ref()
+      this.write(bytes, r)
+    })
+  }
+
+  /**
+   * Arms the one timer. It is unref'd (the socket, ref'd while a request is pending, keeps the
+   * process alive) and not cleared when the last request settles: clearing and re-arming it
+   * for every sequential call costs more than letting it fire once with nothing to do.
+   */
+  arm(ms) {
+    this.timer = setTimeout(this.onTimer, ms)
+    this.timer.unref()
+  }
+
+  /** Finishes every request past its deadline as timed out (its slot stays, for the late reply). */
+  expire() {
+    this.timer = null
+    const now = Date.now()
+    let next = Infinity
+    for (let i = this.head; i < this.fifo.length; i++) {
+      const r = this.fifo[i]
+      if (r === undefined || r === HANDSHAKE || r === PRELOAD || r.done) continue
+      if (r.deadline <= now) this.settle(r, null, null, true)
+      else if (r.deadline < next) next = r.deadline
+    }
+    if (this.pending > 0 && next !== Infinity) this.arm(Math.max(1, next - now))
+  }
+
+  write(bytes, slot) {
+    const s = this.socket ?? this.connect()
+    this.fifo.push(slot)
+    s.write(bytes)
+  }
+
+  connect() {
+    const ep = this.endpoint
+    let s
+    if (ep.path !== null) s = net.createConnection({ path: ep.path })
+    else if (ep.tls) s = tls.connect({ host: ep.host, port: ep.port, servername: net.isIP(ep.host) ? undefined : ep.host })
+    else s = net.createConnection({ host: ep.host, port: ep.port })
+    s.setNoDelay(true)
+    this.socket = s
+    this.fifo = []
+    this.head = 0
+    this.buf = null
+    let failure = null
+    s.on('data', (chunk) => this.onData(s, chunk))
+    s.on('error', (e) => {
+      failure = e
+    })
+    s.on('close', () => this.lost(s, failure ? `the Redis connection failed: ${failure.message}` : 'the Redis connection closed'))
+    // AUTH, SELECT, then every script loaded, so that calls pipelined on a fresh connection
+    // never meet NOSCRIPT (whose EVAL resend would run them after calls made later).
+    s.write(this.handshake)
+    for (let i = 0; i < ep.handshakeReplies; i++) this.fifo.push(HANDSHAKE)
+    for (let i = 0; i < ep.preloadReplies; i++) this.fifo.push(PRELOAD)
+    if (this.pending === 0) s.unref()
+    return s
+  }
+
+  onData(s, chunk) {
+    if (s !== this.socket) return
+    if (this.buf === null) {
+      this.buf = chunk
+      this.off = 0
+    } else {
+      this.buf = Buffer.concat([this.buf.subarray(this.off), chunk])
+      this.off = 0
+    }
+    const b = this.buf
+    for (;;) {
+      const end = frameEnd(b, this.off)
+      if (end === -1) break
+      if (end === -2 || this.head >= this.fifo.length) {
+        s.destroy(new Error('Redis sent a reply nobody asked for'))
+        return
+      }
+      const frame = b.subarray(this.off, end)
+      this.off = end
+      const slot = this.fifo[this.head]
+      this.fifo[this.head++] = undefined
+      if (this.head > 1024 && this.head * 2 > this.fifo.length) {
+        this.fifo = this.fifo.slice(this.head)
+        this.head = 0
+      }
+      this.reply(s, slot, frame)
+      if (s !== this.socket) return
+    }
+    if (this.off === b.length) this.buf = null
+  }
+
+  reply(s, slot, frame) {
+    if (slot === PRELOAD) return
+    if (slot === HANDSHAKE) {
+      if (frame[0] === 0x2d) s.destroy(new Error(`Redis refused the handshake: ${frame.toString('latin1', 1).trim()}`))
+      return
+    }
+    if (slot.done) return // timed out: the late reply is swallowed
+    // NOSCRIPT: Redis's script cache was emptied; send the EVAL form, once.
+    if (!slot.retried && frame.length > 9 && frame.toString('latin1', 0, 9) === '-NOSCRIPT') {
+      slot.retried = true
+      let bytes
+      try {
+        bytes = slot.eval()
+      } catch (e) {
+        bytes = null
+      }
+      if (bytes !== null) {
+        this.write(bytes, slot)
+        return
+      }
+    }
+    this.settle(slot, frame, null, false)
+  }
+
+  /** Finishes `r` (once): with its reply, a transport error, or as timed out. */
+  settle(r, frame, error, timedOut) {
+    if (r.done) return
+    r.done = true
+    if (--this.pending === 0) {
+      if (this.socket !== null) {
+        if (this.closed) this.socket.destroy()
+        else this.socket.unref()
+      }
+    }
+    let value
+    try {
+      value = r.finish(frame, error, timedOut)
+    } catch (e) {
+      r.reject(e)
+      return
+    }
+    r.resolve(value)
+  }
+
+  /** The connection `s` is gone: every request on it fails; the next request reconnects. */
+  lost(s, message) {
+    if (s !== this.socket) return
+    this.socket = null
+    const slots = this.fifo
+    const head = this.head
+    this.fifo = []
+    this.head = 0
+    this.buf = null
+    for (let i = head; i < slots.length; i++) {
+      const slot = slots[i]
+      if (slot !== undefined && slot !== HANDSHAKE && slot !== PRELOAD) this.settle(slot, null, message, false)
+    }
+  }
+
+  /** Closes the connection once the requests in flight are answered (or timed out). */
+  close() {
+    this.closed = true
+    if (this.socket !== null && this.pending === 0) this.socket.destroy()
+  }
+}
+
+module.exports = { Transport, frameEnd }

@@ -1,0 +1,379 @@
+//! The native half of index.js's own Redis transport (lib/redis-transport.js): the Promise
+//! methods of a `Limiter`, `MultiLimiter` or `Shaper` on a `RedisStore` write the core's bytes on a Node socket instead of
+//! hopping to a Tokio thread and back (two thread switches cost more than the round trip).
+//!
+//! Every function here is a one-line forward to the core's transport API
+//! (`throttlekit::redis::transport`): the core prepares the call (clock, prefix, script,
+//! arguments, RESP bytes) and finishes it from the reply frame or the transport's error (reply
+//! decoding, fail policy). JavaScript only moves bytes, frames replies and keeps time-outs. None
+//! of these functions is part of the public API (`skip_typescript`; index.js hides them).
+
+// napi-derive leaves out export registration under cfg(test), so the unit-test build sees
+// these functions (and what only they read) as unused.
+#![cfg_attr(test, allow(dead_code))]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use napi::Env;
+use napi::bindgen_prelude::{Buffer, BufferSlice, External, Float64ArraySlice, Unknown};
+use napi_derive::napi;
+use throttlekit::redis::transport::{self, Op, PreparedCall};
+use throttlekit::store::Now;
+
+use crate::convert;
+use crate::decision::MultiDecision;
+use crate::decision::Reservation;
+use crate::error::{CoreResult, OrThrow, config};
+use crate::limiter::Limiter;
+use crate::multi::MultiLimiter;
+use crate::shaper::Shaper;
+
+/// A limiter's `RedisStore`, and the number index.js keeps its socket under.
+#[derive(Clone)]
+pub(crate) struct RedisRef {
+    pub id: u32,
+    pub store: Arc<throttlekit::redis::RedisStore>,
+}
+
+static IDS: AtomicU32 = AtomicU32::new(0);
+
+/// A fresh store number (never 0).
+pub(crate) fn next_id() -> u32 {
+    IDS.fetch_add(1, Ordering::Relaxed) + 1
+}
+
+fn limiter<'a>(env: &Env, v: &Unknown<'a>) -> CoreResult<&'a Limiter> {
+    crate::instance::<Limiter>(env, v, "this")?.ok_or_else(|| config("this", "is not a Limiter"))
+}
+
+/// The limiter's store if index.js carries its calls and the store is open.
+fn open_store(l: &Limiter) -> Option<&RedisRef> {
+    l.redis.as_ref().filter(|r| !r.store.is_closed())
+}
+
+fn multi<'a>(env: &Env, v: &Unknown<'a>) -> CoreResult<&'a MultiLimiter> {
+    crate::instance::<MultiLimiter>(env, v, "this")?.ok_or_else(|| config("this", "is not a MultiLimiter"))
+}
+
+/// The store of a `Limiter` or a `MultiLimiter` when index.js carries its Promise calls.
+fn redis_ref<'a>(env: &Env, v: &Unknown<'a>) -> CoreResult<Option<&'a RedisRef>> {
+    if let Some(l) = crate::instance::<Limiter>(env, v, "this")? {
+        return Ok(l.redis.as_ref());
+    }
+    if let Some(s) = crate::instance::<Shaper>(env, v, "this")? {
+        return Ok(s.redis.as_ref());
+    }
+    Ok(multi(env, v)?.redis.as_ref())
+}
+
+fn shaper<'a>(env: &Env, v: &Unknown<'a>) -> CoreResult<&'a Shaper> {
+    crate::instance::<Shaper>(env, v, "this")?.ok_or_else(|| config("this", "is not a Shaper"))
+}
+
+/// `__redisOf(limiterOrMulti)`: `null` unless its Promise calls go over index.js's socket;
+/// else, as JSON, the store's number, where to connect (parsed from its URL by the core, as its
+/// own connections parse it), the call timeout and how many handshake replies to expect.
+#[napi(js_name = "__redisOf", skip_typescript)]
+pub fn redis_of(env: &Env, limiter: Unknown) -> napi::Result<Option<String>> {
+    let r = redis_ref(env, &limiter).or_throw(env)?;
+    Ok(r.map(|r| {
+        let e = r.store.endpoint();
+        serde_json::json!({
+            "id": r.id,
+            "host": e.host,
+            "port": e.port,
+            "path": e.path,
+            "tls": e.tls,
+            "timeoutMs": r.store.options().timeout_ms,
+            "handshakeReplies": e.handshake().len(),
+            "preloadReplies": transport::preload().len(),
+        })
+        .to_string()
+    }))
+}
+
+/// `__redisHandshake(limiter)`: what a new connection sends first: `AUTH` and `SELECT` (whose
+/// failure drops the connection), then `SCRIPT LOAD` of every script (whose failure does not).
+#[napi(js_name = "__redisHandshake", skip_typescript)]
+pub fn redis_handshake(env: &Env, limiter: Unknown) -> napi::Result<Buffer> {
+    let r = redis_ref(env, &limiter).or_throw(env)?;
+    let bytes = match r {
+        Some(r) => [r.store.endpoint().handshake(), transport::preload()].concat().concat(),
+        None => Vec::new(),
+    };
+    Ok(bytes.into())
+}
+
+/// `__redisStoreId(store)`: the number of a `RedisStore` (to close its socket), else `null`.
+#[napi(js_name = "__redisStoreId", skip_typescript)]
+pub fn redis_store_id(env: &Env, store: Unknown) -> napi::Result<Option<u32>> {
+    Ok(crate::instance::<crate::redis::RedisStore>(env, &store, "this").or_throw(env)?.map(|s| s.id()))
+}
+
+fn op(code: u32) -> Op {
+    match code {
+        0 => Op::Check,
+        1 => Op::Peek,
+        _ => Op::Forecast,
+    }
+}
+
+/// Key and cost as the native method of `op` reads them (peek takes no cost).
+fn key_and_cost(op: Op, key: &Unknown, cost: &Unknown) -> CoreResult<(String, u64)> {
+    match op {
+        Op::Peek => convert::string(key, "key").map(|k| (k, 1)),
+        _ => convert::key_and_cost(key, cost),
+    }
+}
+
+/// `now` for JavaScript: epoch ms, or NaN for Redis's clock (`serverClock`).
+fn now_to_js(now: Now) -> f64 {
+    match now {
+        Now::At(t) => t as f64,
+        Now::Server => f64::NAN,
+    }
+}
+
+fn now_from_js(now: f64) -> Now {
+    if now.is_nan() { Now::Server } else { Now::At(now as i64) }
+}
+
+thread_local! {
+    /// Where a call's bytes are encoded before they are copied into the caller's scratch buffer.
+    static ENCODED: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// `__redisPrepare(limiter, op, key, cost, scratch)`: op 0 check, 1 peek, 2 forecast. Writes
+/// the call's time (f64 LE, NaN: Redis's clock) at `scratch[0..8]` and its `EVALSHA` after it,
+/// and returns how many bytes of `EVALSHA`; -1 when the store is closed (the native method
+/// answers), or `-(8 + length)` when `scratch` is too small. Written into a buffer the caller
+/// keeps, because a buffer or object made here per call costs more than the rest of the call.
+/// Bad arguments throw the native method's error.
+#[napi(js_name = "__redisPrepare", skip_typescript)]
+pub fn redis_prepare(
+    env: &Env,
+    limiter: Unknown,
+    op: u32,
+    key: Unknown,
+    cost: Unknown,
+    mut scratch: BufferSlice,
+) -> napi::Result<i64> {
+    let l = self::limiter(env, &limiter).or_throw(env)?;
+    let op = self::op(op);
+    let (key, cost) = key_and_cost(op, &key, &cost).or_throw(env)?;
+    if open_store(l).is_none() {
+        return Ok(-1);
+    }
+    let call = l.inner.prepare(op, &key, cost).or_throw(env)?;
+    Ok(ENCODED.with_borrow_mut(|buf| {
+        buf.clear();
+        buf.extend_from_slice(&now_to_js(call.now()).to_le_bytes());
+        call.write_evalsha(buf);
+        if buf.len() > scratch.len() {
+            return -(buf.len() as i64);
+        }
+        scratch[..buf.len()].copy_from_slice(buf);
+        (buf.len() - 8) as i64
+    }))
+}
+
+/// `__redisEval(limiter, op, key, cost, now)`: the `EVAL` form of the call prepared with these
+/// arguments at `now`, sent once after `NOSCRIPT` (rare: a buffer per call is fine here).
+#[napi(js_name = "__redisEval", skip_typescript)]
+pub fn redis_eval(env: &Env, limiter: Unknown, op: u32, key: Unknown, cost: Unknown, now: f64) -> napi::Result<Buffer> {
+    let l = self::limiter(env, &limiter).or_throw(env)?;
+    let op = self::op(op);
+    let (key, cost) = key_and_cost(op, &key, &cost).or_throw(env)?;
+    l.inner.prepare_at(op, &key, cost, now_from_js(now)).map(|c| c.eval().into()).or_throw(env)
+}
+
+/// `__redisPrepareMany(limiter, keys, cost, scratch)`: `checkMany`'s calls, one check per key
+/// at one clock read (written at `scratch[0..8]` as by `__redisPrepare`): their `EVALSHA`s;
+/// `null` on a closed store.
+#[napi(js_name = "__redisPrepareMany", skip_typescript)]
+pub fn redis_prepare_many(
+    env: &Env,
+    limiter: Unknown,
+    keys: Unknown,
+    cost: Unknown,
+    mut scratch: BufferSlice,
+) -> napi::Result<Option<Vec<Buffer>>> {
+    let l = self::limiter(env, &limiter).or_throw(env)?;
+    let (keys, cost) = convert::cost(&cost).and_then(|c| Ok((convert::strings(&keys, "keys")?, c))).or_throw(env)?;
+    if open_store(l).is_none() {
+        return Ok(None);
+    }
+    let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+    let calls = l.inner.prepare_many(&keys, cost).or_throw(env)?;
+    let now = calls.first().map_or(f64::NAN, |c| now_to_js(c.now()));
+    scratch[..8].copy_from_slice(&now.to_le_bytes());
+    Ok(Some(calls.iter().map(|c| c.evalsha().into()).collect()))
+}
+
+/// The transport's outcome: the reply frame, or the transport's error (`timeoutMs` set: the
+/// call timed out; else `error` says what failed).
+fn outcome(reply: Option<&[u8]>, error: Option<String>, timeout_ms: Option<f64>) -> CoreResult<&[u8]> {
+    match (reply, timeout_ms) {
+        (Some(r), _) => Ok(r),
+        (None, Some(ms)) => Err(transport::timed_out(ms as u64)),
+        (None, None) => Err(transport::transport_error(error.as_deref().unwrap_or("the Redis connection failed"))),
+    }
+}
+
+/// `__redisFinish(limiter, op, now, reply, error, timeoutMs, out)`: the decision for the call
+/// of `op` prepared at `now`, through the limiter's fail policy when there is no usable reply,
+/// written to `out` as `[allowed, limit, remaining, resetAt, retryAfterMs, fallback]` (index.js
+/// builds the object, as the `checkSync` fast path does); throws what the Promise rejects with.
+#[napi(js_name = "__redisFinish", skip_typescript)]
+#[allow(clippy::too_many_arguments)] // One flat call: an options object would cost more than the call.
+pub fn redis_finish(
+    env: &Env,
+    limiter: Unknown,
+    op: u32,
+    now: f64,
+    reply: Option<BufferSlice>,
+    error: Option<String>,
+    timeout_ms: Option<f64>,
+    mut out: Float64ArraySlice,
+) -> napi::Result<()> {
+    let l = self::limiter(env, &limiter).or_throw(env)?;
+    let reply = reply.as_deref();
+    let d = l.inner.finish_op(self::op(op), now_from_js(now), outcome(reply, error, timeout_ms)).or_throw(env)?;
+    let values = [
+        f64::from(u8::from(d.allowed)),
+        d.limit as f64,
+        d.remaining as f64,
+        d.reset_at as f64,
+        d.retry_after_ms as f64,
+        f64::from(u8::from(d.fallback)),
+    ];
+    // SAFETY: `out` is a Float64Array index.js made for this and never hands out; nothing else
+    // views its memory during this call, which is the only time the slice lives.
+    let out = unsafe { out.as_mut() };
+    if out.len() >= values.len() {
+        out[..values.len()].copy_from_slice(&values);
+    }
+    Ok(())
+}
+
+/// `__redisDel(limiter, key)`: `reset`'s `DEL` on the prefixed key; `null` on a closed store.
+#[napi(js_name = "__redisDel", skip_typescript)]
+pub fn redis_del(env: &Env, limiter: Unknown, key: Unknown) -> napi::Result<Option<Buffer>> {
+    let l = self::limiter(env, &limiter).or_throw(env)?;
+    let key = convert::string(&key, "key").or_throw(env)?;
+    Ok(open_store(l).map(|_| transport::del(&l.inner.full_key(&key)).into()))
+}
+
+/// `__redisFinishDel(reply, error, timeoutMs)`: `reset`'s outcome (no fail policy, as natively).
+#[napi(js_name = "__redisFinishDel", skip_typescript)]
+pub fn redis_finish_del(
+    env: &Env,
+    reply: Option<BufferSlice>,
+    error: Option<String>,
+    timeout_ms: Option<f64>,
+) -> napi::Result<()> {
+    transport::finish_del(outcome(reply.as_deref(), error, timeout_ms)).or_throw(env)
+}
+
+/// `__redisMultiPrepare(multi, keys, cost)`: the multi limiter's fused call (its `EVALSHA`
+/// from `__redisMultiBytes`); `null` on a closed store. Bad arguments throw the native
+/// method's error.
+#[napi(js_name = "__redisMultiPrepare", skip_typescript)]
+pub fn redis_multi_prepare(
+    env: &Env,
+    multi: Unknown,
+    keys: Unknown,
+    cost: Unknown,
+) -> napi::Result<Option<External<PreparedCall>>> {
+    let m = self::multi(env, &multi).or_throw(env)?;
+    let (keys, cost) = convert::cost(&cost).and_then(|c| Ok((convert::strings(&keys, "keys")?, c))).or_throw(env)?;
+    if m.redis.as_ref().is_none_or(|r| r.store.is_closed()) {
+        return Ok(None);
+    }
+    let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+    m.inner.prepare(&keys, cost).map(|c| Some(External::new(c))).or_throw(env)
+}
+
+/// `__redisMultiBytes(call, eval)`: a prepared call's (multi limiter's or shaper's) `EVALSHA`,
+/// or its `EVAL` (after `NOSCRIPT`).
+#[napi(js_name = "__redisMultiBytes", skip_typescript)]
+pub fn redis_multi_bytes(call: &External<PreparedCall>, eval: bool) -> Buffer {
+    if eval { call.eval() } else { call.evalsha() }.into()
+}
+
+/// `__redisMultiFinish(multi, call, reply, error, timeoutMs)`: the multi decision, through the
+/// fail policy when there is no usable reply; throws what the Promise rejects with.
+#[napi(js_name = "__redisMultiFinish", skip_typescript)]
+pub fn redis_multi_finish(
+    env: &Env,
+    multi: Unknown,
+    call: &External<PreparedCall>,
+    reply: Option<BufferSlice>,
+    error: Option<String>,
+    timeout_ms: Option<f64>,
+) -> napi::Result<MultiDecision> {
+    let m = self::multi(env, &multi).or_throw(env)?;
+    m.inner.finish(call, outcome(reply.as_deref(), error, timeout_ms)).map(MultiDecision::from).or_throw(env)
+}
+
+/// `__redisMultiDel(multi, keys)`: `reset`'s `DEL` of every dimension's key, in order; `null`
+/// on a closed store.
+#[napi(js_name = "__redisMultiDel", skip_typescript)]
+pub fn redis_multi_del(env: &Env, multi: Unknown, keys: Unknown) -> napi::Result<Option<Vec<Buffer>>> {
+    let m = self::multi(env, &multi).or_throw(env)?;
+    let keys = convert::strings(&keys, "keys").or_throw(env)?;
+    let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+    let full = m.inner.full_keys(&keys).or_throw(env)?;
+    if m.redis.as_ref().is_none_or(|r| r.store.is_closed()) {
+        return Ok(None);
+    }
+    Ok(Some(full.iter().map(|k| transport::del(k).into()).collect()))
+}
+
+/// `__redisShaperPrepare(shaper, key, cost)`: the shaper's reservation call (bytes from
+/// `__redisMultiBytes`); `null` on a closed store. Bad arguments throw the native method's
+/// error.
+#[napi(js_name = "__redisShaperPrepare", skip_typescript)]
+pub fn redis_shaper_prepare(
+    env: &Env,
+    shaper: Unknown,
+    key: Unknown,
+    cost: Unknown,
+) -> napi::Result<Option<External<PreparedCall>>> {
+    let s = self::shaper(env, &shaper).or_throw(env)?;
+    let (key, cost) = convert::key_and_cost(&key, &cost).or_throw(env)?;
+    if s.redis.as_ref().is_none_or(|r| r.store.is_closed()) {
+        return Ok(None);
+    }
+    s.inner.prepare(&key, cost).map(|c| Some(External::new(c))).or_throw(env)
+}
+
+/// `__redisShaperFinish(shaper, call, reply, error, timeoutMs, schedule)`: the reservation;
+/// for `schedule`, a refused one throws `queue_full` (index.js then waits `delayMs`).
+#[napi(js_name = "__redisShaperFinish", skip_typescript)]
+pub fn redis_shaper_finish(
+    env: &Env,
+    shaper: Unknown,
+    call: &External<PreparedCall>,
+    reply: Option<BufferSlice>,
+    error: Option<String>,
+    timeout_ms: Option<f64>,
+    schedule: bool,
+) -> napi::Result<Reservation> {
+    let s = self::shaper(env, &shaper).or_throw(env)?;
+    let r = s.inner.finish(call, outcome(reply.as_deref(), error, timeout_ms));
+    let r = if schedule { r.and_then(throttlekit::shaper::accepted) } else { r };
+    r.map(Reservation::from).or_throw(env)
+}
+
+/// `__redisShaperDel(shaper, key)`: `reset`'s `DEL`; `null` on a closed store.
+#[napi(js_name = "__redisShaperDel", skip_typescript)]
+pub fn redis_shaper_del(env: &Env, shaper: Unknown, key: Unknown) -> napi::Result<Option<Buffer>> {
+    let s = self::shaper(env, &shaper).or_throw(env)?;
+    let key = convert::string(&key, "key").or_throw(env)?;
+    if s.redis.as_ref().is_none_or(|r| r.store.is_closed()) {
+        return Ok(None);
+    }
+    Ok(Some(transport::del(&s.inner.full_key(&key)).into()))
+}

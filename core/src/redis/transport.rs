@@ -1,0 +1,275 @@
+//! Calls for a binding that brings its own transport.
+//!
+//! Why: a binding whose runtime is an event loop (Node) pays two thread hops per call when the
+//! Rust store does the I/O (the request crosses to a Tokio thread, the reply crosses back),
+//! which costs more than the Redis round trip itself. Such a binding can instead write the
+//! bytes on its own socket and hand the reply back here. Everything that decides stays in the
+//! core: the script, its keys and arguments, the clock read, the key prefix, the reply's
+//! decoding and the fail policy. The transport only moves bytes and owns the wire rules that
+//! [`super::RedisStore`] follows too:
+//!
+//! 1. Write [`PreparedCall::evalsha`]. Pipelining is fine; replies come back in order.
+//! 2. If the reply [`is_noscript`], write [`PreparedCall::eval`] once (it also caches the
+//!    script again). No other reply is ever answered by a resend.
+//! 3. Hand the one reply frame (complete RESP bytes) to [`crate::Limiter::finish`] (or, keeping
+//!    only the call's [`Op`] and [`PreparedCall::now`], [`crate::Limiter::finish_op`]). If no reply
+//!    came within the store's `timeout_ms`, or the connection failed, hand it an error made
+//!    with [`transport_error`] (or [`timed_out`]) instead: the limiter's fail policy decides,
+//!    exactly as on the store's own path. A timed-out call must never be sent again (it may
+//!    already have counted), and its late reply must be read and dropped.
+//!
+//! Nothing here does I/O or reads a clock other than the limiter's own (once, in
+//! [`crate::Limiter::prepare`]).
+
+use redis::ConnectionAddr;
+
+use super::call::{self, Outcome, ScriptCall};
+use super::{eval_cmd, single};
+use crate::decision::Decision;
+use crate::error::{Error, Result};
+use crate::limiter::Limiter;
+use crate::store::{Now, Transform};
+use crate::validate;
+
+/// What a prepared single-key call does (the async methods of [`Limiter`] of the same name).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op {
+    /// [`Limiter::check`]: consumes when allowed.
+    Check,
+    /// [`Limiter::peek`]: current capacity; the cost is ignored.
+    Peek,
+    /// [`Limiter::forecast`]: the decision a check would get, consuming nothing.
+    Forecast,
+}
+
+/// One script call, ready for the wire: its bytes come from [`PreparedCall::evalsha`] (and
+/// [`PreparedCall::eval`] after `NOSCRIPT`), its reply goes to [`Limiter::finish`].
+#[derive(Clone, Debug)]
+pub struct PreparedCall {
+    call: ScriptCall,
+    op: Op,
+    now: Now,
+}
+
+impl PreparedCall {
+    /// `EVALSHA sha numkeys keys... args...`, RESP-encoded: the first (and usually only) send.
+    pub fn evalsha(&self) -> Vec<u8> {
+        eval_cmd("EVALSHA", &self.call.script.sha, &self.call).get_packed_command()
+    }
+
+    /// `EVAL source numkeys keys... args...`, RESP-encoded: sent only after a `NOSCRIPT` reply.
+    pub fn eval(&self) -> Vec<u8> {
+        eval_cmd("EVAL", &self.call.script.source, &self.call).get_packed_command()
+    }
+
+    /// The time the call was prepared at (`Now::Server`: the script reads Redis's `TIME`).
+    pub fn now(&self) -> Now {
+        self.now
+    }
+
+    /// What the call does (a multi limiter's or a shaper's call says `Check`).
+    pub fn op(&self) -> Op {
+        self.op
+    }
+
+    /// A single-key call of any transform ([`crate::Shaper::prepare`]).
+    pub(crate) fn single(full_key: &str, now: Now, transform: Transform<'_>) -> PreparedCall {
+        PreparedCall { call: call::single(full_key, now, &transform), op: Op::Check, now }
+    }
+
+    /// A single-key call's reply, decoded (`store_unavailable` for a transport error, a server
+    /// error or a malformed reply).
+    pub(crate) fn single_reply(&self, reply: Result<&[u8]>) -> Result<crate::store::Reply> {
+        outcome(&self.call, reply).and_then(single)
+    }
+
+    /// The fused call of a multi-dimensional check ([`crate::MultiLimiter::prepare`]).
+    pub(crate) fn multi(rule: crate::store::Rule, dims: &[crate::store::DimensionCall<'_>], now: Now) -> PreparedCall {
+        PreparedCall { call: call::multi(rule, dims, now), op: Op::Check, now }
+    }
+
+    /// A multi call's reply, decoded (`store_unavailable` for a transport error, a server
+    /// error or a malformed reply).
+    pub(crate) fn multi_reply(&self, reply: Result<&[u8]>) -> Result<crate::store::MultiReply> {
+        outcome(&self.call, reply).and_then(super::multi)
+    }
+
+    /// `EVALSHA` appended to `out` (a transport's reusable buffer).
+    pub fn write_evalsha(&self, out: &mut Vec<u8>) {
+        eval_cmd("EVALSHA", &self.call.script.sha, &self.call).write_packed_command(out);
+    }
+}
+
+/// The reply decoded as [`super::RedisStore`]'s direct path decodes it: a server error is
+/// `store_unavailable` naming the script, anything malformed too.
+fn outcome(call: &ScriptCall, reply: Result<&[u8]>) -> Result<Outcome> {
+    let value = redis::parse_redis_value(reply?)
+        .map_err(|e| Error::store(format!("unreadable reply from {}: {e}", call.script.name)))?;
+    match value {
+        redis::Value::ServerError(e) => Err(Error::store(format!("{} failed: {e}", call.script.name))),
+        v => call::decode_reply(call, &v),
+    }
+}
+
+/// Whether a reply frame is Redis's `NOSCRIPT` error: its script cache lost the script
+/// (restart, `SCRIPT FLUSH`), and the call should be sent once more with [`PreparedCall::eval`].
+pub fn is_noscript(reply: &[u8]) -> bool {
+    reply.starts_with(b"-NOSCRIPT")
+}
+
+/// The `store_unavailable` error for a transport failure (connection refused or lost, ...).
+pub fn transport_error(message: &str) -> Error {
+    Error::store(message)
+}
+
+/// The `store_unavailable` error for a call that got no reply within `timeout_ms`: the same
+/// words as the store's own timeout.
+pub fn timed_out(timeout_ms: u64) -> Error {
+    Error::store(format!("timed out: Redis did not answer within {timeout_ms} ms"))
+}
+
+/// `DEL key`, RESP-encoded: [`Limiter::reset`] on the wire (its reply is `:n`, or an error).
+pub fn del(full_key: &str) -> Vec<u8> {
+    redis::cmd("DEL").arg(full_key).get_packed_command()
+}
+
+/// The outcome of a `DEL` sent for a reset: any integer reply is success.
+pub fn finish_del(reply: Result<&[u8]>) -> Result<()> {
+    match redis::parse_redis_value(reply?) {
+        Ok(redis::Value::Int(_)) => Ok(()),
+        Ok(redis::Value::ServerError(e)) => Err(Error::store(e.to_string())),
+        Ok(v) => Err(Error::store(format!("unexpected reply to DEL: {v:?}"))),
+        Err(e) => Err(Error::store(format!("unreadable reply to DEL: {e}"))),
+    }
+}
+
+/// `SCRIPT LOAD` of every script, RESP-encoded, for a new connection to send after its
+/// handshake: calls pipelined on a fresh connection (a restarted server's too) then never meet
+/// `NOSCRIPT`, whose `EVAL` resend would run them after calls made later. (Only a
+/// `SCRIPT FLUSH` while connected can still reorder a pipeline that way.) A failed load is
+/// harmless: the call meets `NOSCRIPT` and is sent as `EVAL`.
+pub fn preload() -> Vec<Vec<u8>> {
+    super::scripts::SCRIPTS
+        .all()
+        .iter()
+        .map(|s| redis::cmd("SCRIPT").arg("LOAD").arg(&s.source).get_packed_command())
+        .collect()
+}
+
+/// Where a store connects and how it logs in ([`super::RedisStore::endpoint`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Endpoint {
+    /// Host name or address (TCP and TLS); empty for a Unix socket.
+    pub host: String,
+    /// Port (TCP and TLS); 0 for a Unix socket.
+    pub port: u16,
+    /// Unix socket path (`redis+unix://`), else `None`.
+    pub path: Option<String>,
+    /// Whether to speak TLS (`rediss://`).
+    pub tls: bool,
+    /// Database to `SELECT` (0: none needed).
+    pub db: i64,
+    /// `AUTH` user name, if any.
+    pub username: Option<String>,
+    /// `AUTH` password, if any.
+    pub password: Option<String>,
+}
+
+impl Endpoint {
+    pub(super) fn of(info: &redis::ConnectionInfo) -> Endpoint {
+        let r = info.redis_settings();
+        let (host, port, path, tls) = match info.addr() {
+            ConnectionAddr::Tcp(h, p) => (h.clone(), *p, None, false),
+            ConnectionAddr::TcpTls { host, port, .. } => (host.clone(), *port, None, true),
+            ConnectionAddr::Unix(p) => (String::new(), 0, Some(p.to_string_lossy().into_owned()), false),
+            // A future address kind: say so through a path nobody can connect to.
+            _ => (String::new(), 0, Some(String::new()), false),
+        };
+        Endpoint {
+            host,
+            port,
+            path,
+            tls,
+            db: r.db(),
+            username: r.username().map(str::to_string),
+            password: r.password().map(str::to_string),
+        }
+    }
+
+    /// The commands to send first on a new connection (`AUTH`, `SELECT`), RESP-encoded, in
+    /// order; each must be answered `+OK`.
+    pub fn handshake(&self) -> Vec<Vec<u8>> {
+        let mut out = Vec::new();
+        match (&self.username, &self.password) {
+            (Some(u), Some(p)) => out.push(redis::cmd("AUTH").arg(u).arg(p).get_packed_command()),
+            (None, Some(p)) => out.push(redis::cmd("AUTH").arg(p).get_packed_command()),
+            _ => {}
+        }
+        if self.db != 0 {
+            out.push(redis::cmd("SELECT").arg(self.db).get_packed_command());
+        }
+        out
+    }
+}
+
+impl Limiter {
+    /// Prepares `op` on `key` for a binding's own transport (see [`self`]): validates the cost,
+    /// reads the clock once (or asks for Redis's `TIME` on a server-clock limiter) and builds
+    /// the script call on the prefixed key, as [`Limiter::check`] would.
+    pub fn prepare(&self, op: Op, key: &str, cost: u64) -> Result<PreparedCall> {
+        self.prepare_at(op, key, cost, self.now())
+    }
+
+    /// [`Limiter::prepare`] at an explicit time (several calls at one clock read, as
+    /// [`Limiter::check_many`] makes them).
+    pub fn prepare_at(&self, op: Op, key: &str, cost: u64, now: Now) -> Result<PreparedCall> {
+        let strategy = self.strategy();
+        let transform = match op {
+            Op::Check => {
+                validate::cost(cost)?;
+                Transform::Check { strategy, cost }
+            }
+            Op::Forecast => {
+                validate::cost(cost)?;
+                Transform::Forecast { strategy, cost }
+            }
+            Op::Peek => Transform::Peek { strategy },
+        };
+        Ok(PreparedCall { call: call::single(&self.full_key(key), now, &transform), op, now })
+    }
+
+    /// One check per key, all at one clock read, as [`Limiter::check_many`] sends them.
+    pub fn prepare_many(&self, keys: &[&str], cost: u64) -> Result<Vec<PreparedCall>> {
+        validate::cost(cost)?;
+        let now = self.now();
+        keys.iter().map(|k| self.prepare_at(Op::Check, k, cost, now)).collect()
+    }
+
+    /// The decision for a prepared call from its transport's outcome: the reply frame, or the
+    /// transport's error. A `store_unavailable` (the transport's, a server error, a malformed
+    /// reply) goes through the fail policy, as on the store's own path.
+    pub fn finish(&self, call: &PreparedCall, reply: Result<&[u8]>) -> Result<Decision> {
+        self.decide(&call.call, call.now, reply)
+    }
+
+    /// [`Limiter::finish`] for a call of `op` prepared at `now` by this limiter, so that a
+    /// transport need not keep the prepared call while its reply is on the way.
+    pub fn finish_op(&self, op: Op, now: Now, reply: Result<&[u8]>) -> Result<Decision> {
+        // Every single-key op runs the strategy's script and answers a decision.
+        let _ = op;
+        self.decide(&call::decision_call(self.strategy()), now, reply)
+    }
+
+    fn decide(&self, call: &ScriptCall, now: Now, reply: Result<&[u8]>) -> Result<Decision> {
+        match outcome(call, reply).and_then(single).and_then(|r| r.decision()) {
+            Ok(d) => Ok(d),
+            Err(e) => {
+                let t = match now {
+                    Now::At(t) => t,
+                    Now::Server => self.clock().now_ms(),
+                };
+                self.fail_policy().fallback(e, self.strategy().limit(), t)
+            }
+        }
+    }
+}

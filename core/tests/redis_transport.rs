@@ -1,0 +1,251 @@
+//! The API for a binding that brings its own transport (`throttlekit::redis::transport`): the
+//! prepared bytes written on a plain socket, and the reply handed back, give exactly the
+//! decisions of the `RedisStore` path, on a real redis-server; NOSCRIPT is answered by the EVAL
+//! form; a transport error or time-out goes through the fail policy as on the store's path.
+
+#[path = "support/redis_server.rs"]
+mod redis_server;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::sync::Arc;
+use std::time::Duration;
+
+use redis_server::{RedisServer, raw_command};
+use throttlekit::redis::transport::{self, Op};
+use throttlekit::redis::{RedisOptions, RedisStore};
+use throttlekit::store::Now;
+use throttlekit::{
+    Decision, Dimension, ErrorCode, FailPolicy, Limiter, ManualClock, MultiLimiter, Rule, Shaper, Strategy,
+};
+
+fn store(url: String) -> Arc<RedisStore> {
+    let options = RedisOptions { url, timeout_ms: 2000, deterministic_replay: false };
+    Arc::new(RedisStore::connect_blocking(options).expect("connect"))
+}
+
+fn limiter(store: &Arc<RedisStore>, clock: &ManualClock, strategy: Strategy, prefix: &str, p: FailPolicy) -> Limiter {
+    Limiter::builder(strategy).store(store.clone()).clock(Arc::new(clock.clone())).prefix(prefix).fail_policy(p).build()
+}
+
+/// A socket that writes bytes and reads back exactly one RESP reply frame.
+struct Wire(TcpStream);
+
+impl Wire {
+    fn open(port: u16) -> Wire {
+        let s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        Wire(s)
+    }
+
+    fn roundtrip(&mut self, bytes: &[u8]) -> Vec<u8> {
+        self.0.write_all(bytes).unwrap();
+        let mut got = Vec::new();
+        let mut buf = [0u8; 4096];
+        loop {
+            let n = self.0.read(&mut buf).unwrap();
+            assert!(n > 0, "the server closed the connection");
+            got.extend_from_slice(&buf[..n]);
+            // Complete once the parser accepts it (every reply here is small).
+            if redis::parse_redis_value(&got).is_ok() {
+                return got;
+            }
+        }
+    }
+}
+
+/// One call by the transport rules: `EVALSHA`, and `EVAL` once after `NOSCRIPT`.
+fn send(wire: &mut Wire, call: &transport::PreparedCall) -> Vec<u8> {
+    let reply = wire.roundtrip(&call.evalsha());
+    if transport::is_noscript(&reply) { wire.roundtrip(&call.eval()) } else { reply }
+}
+
+fn strategies() -> Vec<Strategy> {
+    vec![
+        Strategy::gcra(5, 1000, Some(3)).unwrap(),
+        Strategy::token_bucket(4, 2.0).unwrap(),
+        Strategy::fixed_window(3, 1000).unwrap(),
+        Strategy::sliding_window(3, 1000, None).unwrap(),
+    ]
+}
+
+#[test]
+fn prepared_bytes_and_replies_decide_as_the_store_path() {
+    let server = RedisServer::start();
+    let store = store(server.url());
+    let mut wire = Wire::open(server.port);
+    for (i, strategy) in strategies().into_iter().enumerate() {
+        let clock = ManualClock::new(1_700_000_000_000);
+        let ours = limiter(&store, &clock, strategy.clone(), &format!("own:{i}"), FailPolicy::Raise);
+        let theirs = limiter(&store, &clock, strategy, &format!("store:{i}"), FailPolicy::Raise);
+        for step in 0..8 {
+            let op = [Op::Check, Op::Check, Op::Peek, Op::Forecast][step % 4];
+            let call = ours.prepare(op, "k", 1).unwrap();
+            let reply = send(&mut wire, &call);
+            // Half the steps through `finish_op`, which keeps only the op and the time.
+            let got = if step % 2 == 0 {
+                ours.finish(&call, Ok(&reply)).unwrap()
+            } else {
+                ours.finish_op(call.op(), call.now(), Ok(&reply)).unwrap()
+            };
+            let want = match op {
+                Op::Check => theirs.check_sync("k", 1),
+                Op::Peek => theirs.peek_sync("k"),
+                Op::Forecast => theirs.forecast_sync("k", 1),
+            }
+            .unwrap();
+            assert_eq!(got, want, "strategy {i}, step {step} ({op:?})");
+            clock.advance(150).unwrap();
+        }
+        let many = ours.prepare_many(&["a", "b", "a"], 2).unwrap();
+        let got: Vec<Decision> = many.iter().map(|c| ours.finish(c, Ok(&send(&mut wire, c))).unwrap()).collect();
+        assert_eq!(got, theirs.check_many_sync(&["a", "b", "a"], 2).unwrap(), "strategy {i}: many");
+        // Reset on the wire forgets the key as the store's reset does.
+        let reply = wire.roundtrip(&transport::del(&ours.full_key("a")));
+        transport::finish_del(Ok(&reply)).unwrap();
+        theirs.reset_sync("a").unwrap();
+        let call = ours.prepare(Op::Peek, "a", 1).unwrap();
+        assert_eq!(ours.finish(&call, Ok(&send(&mut wire, &call))).unwrap(), theirs.peek_sync("a").unwrap());
+    }
+}
+
+#[test]
+fn a_prepared_multi_check_decides_as_the_store_path() {
+    let server = RedisServer::start();
+    let store = store(server.url());
+    let mut wire = Wire::open(server.port);
+    let clock = ManualClock::new(1_700_000_000_000);
+    let multi = |prefix: &str| {
+        let dims = vec![
+            Dimension::new("ip", Strategy::gcra(3, 1000, None).unwrap()),
+            Dimension::new("user", Strategy::fixed_window(4, 1000).unwrap()).cost_multiplier(2),
+        ];
+        MultiLimiter::new(Rule::All, dims)
+            .unwrap()
+            .with_store(store.clone())
+            .with_clock(Arc::new(clock.clone()))
+            .with_prefix(prefix)
+    };
+    let (ours, theirs) = (multi("own"), multi("store"));
+    for step in 0..6 {
+        let call = ours.prepare(&["1.2.3.4", "u"], 1).unwrap();
+        let got = ours.finish(&call, Ok(&send(&mut wire, &call))).unwrap();
+        assert_eq!(got, theirs.check_sync(&["1.2.3.4", "u"], 1).unwrap(), "step {step}");
+        clock.advance(100).unwrap();
+    }
+    assert_eq!(ours.prepare(&["only one"], 1).unwrap_err().code(), ErrorCode::ConfigInvalid);
+    let open = multi("own").with_fail_policy(FailPolicy::FailOpen);
+    let call = open.prepare(&["1.2.3.4", "u"], 1).unwrap();
+    let d = open.finish(&call, Err(transport::timed_out(200))).unwrap();
+    assert!(d.decision.allowed && d.decision.fallback);
+    assert_eq!(ours.full_keys(&["1.2.3.4", "u"]).unwrap().len(), 2);
+}
+
+#[test]
+fn a_prepared_reservation_decides_as_the_store_path() {
+    let server = RedisServer::start();
+    let store = store(server.url());
+    let mut wire = Wire::open(server.port);
+    let clock = ManualClock::new(1_700_000_000_000);
+    let spec = throttlekit::LeakyBucketOptions { rate_per_sec: 10.0, max_queue_ms: 250.0 };
+    let shaper = |prefix: &str| {
+        Shaper::new(&spec).unwrap().with_store(store.clone()).with_clock(Arc::new(clock.clone())).with_prefix(prefix)
+    };
+    let (ours, theirs) = (shaper("own"), shaper("store"));
+    for step in 0..6 {
+        let call = ours.prepare("q", 1).unwrap();
+        let got = ours.finish(&call, Ok(&send(&mut wire, &call))).unwrap();
+        assert_eq!(got, theirs.reserve_sync("q", 1).unwrap(), "step {step}");
+        clock.advance(30).unwrap();
+    }
+    let reply = wire.roundtrip(&transport::del(&ours.full_key("q")));
+    transport::finish_del(Ok(&reply)).unwrap();
+    let call = ours.prepare("q", 1).unwrap();
+    assert_eq!(ours.finish(&call, Ok(&send(&mut wire, &call))).unwrap().delay_ms, 0);
+    // No fail policy: the transport's error is the caller's.
+    assert_eq!(ours.finish(&call, Err(transport::timed_out(200))).unwrap_err().code(), ErrorCode::StoreUnavailable);
+}
+
+#[test]
+fn noscript_is_answered_by_the_eval_form() {
+    let server = RedisServer::start();
+    let store = store(server.url());
+    let mut wire = Wire::open(server.port);
+    let clock = ManualClock::new(1_000_000);
+    let l = limiter(&store, &clock, Strategy::gcra(2, 1000, None).unwrap(), "noscript", FailPolicy::Raise);
+    assert!(raw_command(server.port, "SCRIPT FLUSH").unwrap().starts_with("+OK"));
+    let call = l.prepare(Op::Check, "k", 1).unwrap();
+    let first = wire.roundtrip(&call.evalsha());
+    assert!(transport::is_noscript(&first), "{}", String::from_utf8_lossy(&first));
+    let d = l.finish(&call, Ok(&wire.roundtrip(&call.eval()))).unwrap();
+    assert!(d.allowed);
+    assert_eq!(d.remaining, 1);
+    // EVAL cached the script again: the next EVALSHA runs.
+    let call = l.prepare(Op::Check, "k", 1).unwrap();
+    assert_eq!(l.finish(&call, Ok(&wire.roundtrip(&call.evalsha()))).unwrap().remaining, 0);
+    // What a new connection sends first loads every script: no NOSCRIPT after a flush.
+    assert!(raw_command(server.port, "SCRIPT FLUSH").unwrap().starts_with("+OK"));
+    for cmd in transport::preload() {
+        assert_eq!(wire.roundtrip(&cmd)[0], b'$');
+    }
+    let call = l.prepare(Op::Peek, "k", 1).unwrap();
+    let reply = wire.roundtrip(&call.evalsha());
+    assert!(!transport::is_noscript(&reply));
+    assert_eq!(l.finish(&call, Ok(&reply)).unwrap().remaining, 0);
+}
+
+#[test]
+fn transport_errors_go_through_the_fail_policy() {
+    let server = RedisServer::start();
+    let store = store(server.url());
+    let clock = ManualClock::new(5_000);
+    let strategy = Strategy::gcra(10, 1000, None).unwrap();
+    let raise = limiter(&store, &clock, strategy.clone(), "f", FailPolicy::Raise);
+    let open = limiter(&store, &clock, strategy.clone(), "f", FailPolicy::FailOpen);
+    let closed = limiter(&store, &clock, strategy, "f", FailPolicy::FailClosed);
+
+    let call = raise.prepare(Op::Check, "k", 1).unwrap();
+    let err = raise.finish(&call, Err(transport::timed_out(300))).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::StoreUnavailable);
+    assert!(err.message().contains("timed out"), "{err}");
+    // A server error, or a malformed reply, is store_unavailable too.
+    let err = raise.finish(&call, Ok(b"-ERR boom\r\n")).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::StoreUnavailable);
+    assert!(err.message().contains("boom"), "{err}");
+    assert_eq!(raise.finish(&call, Ok(b":1\r\n")).unwrap_err().code(), ErrorCode::StoreUnavailable);
+
+    let call = open.prepare(Op::Check, "k", 1).unwrap();
+    let d = open.finish(&call, Err(transport::transport_error("connection refused"))).unwrap();
+    assert!(d.allowed && d.fallback);
+    let call = closed.prepare(Op::Check, "k", 1).unwrap();
+    let d = closed.finish(&call, Err(transport::transport_error("connection refused"))).unwrap();
+    assert!(!d.allowed && d.fallback);
+    assert_eq!(d.reset_at, 5_000 + throttlekit::FAIL_CLOSED_RETRY_MS);
+    assert_eq!(call.now(), Now::At(5_000));
+
+    // Bad costs are refused before anything is prepared.
+    assert_eq!(raise.prepare(Op::Check, "k", 0).unwrap_err().code(), ErrorCode::ConfigInvalid);
+    assert_eq!(raise.prepare_many(&["k"], 0).unwrap_err().code(), ErrorCode::ConfigInvalid);
+}
+
+#[test]
+fn the_endpoint_is_the_urls_with_its_handshake() {
+    let server = RedisServer::start();
+    assert!(raw_command(server.port, "CONFIG SET requirepass s3cret").unwrap().starts_with("+OK"));
+    let store = store(format!("redis://:s3cret@127.0.0.1:{}/2", server.port));
+    let e = store.endpoint();
+    assert_eq!((e.host.as_str(), e.port, e.path.as_deref(), e.tls, e.db), ("127.0.0.1", server.port, None, false, 2));
+    assert_eq!(e.password.as_deref(), Some("s3cret"));
+    let handshake = e.handshake();
+    assert_eq!(handshake.len(), 2);
+    let mut wire = Wire::open(server.port);
+    for cmd in &handshake {
+        assert_eq!(wire.roundtrip(cmd), b"+OK\r\n");
+    }
+    // The prepared call then lands in database 2, where the store's own calls land.
+    let clock = ManualClock::new(1_000);
+    let l = limiter(&store, &clock, Strategy::gcra(3, 1000, None).unwrap(), "db", FailPolicy::Raise);
+    let call = l.prepare(Op::Check, "k", 1).unwrap();
+    l.finish(&call, Ok(&send(&mut wire, &call))).unwrap();
+    assert_eq!(l.peek_sync("k").unwrap().remaining, 2);
+}
