@@ -166,7 +166,7 @@ class ScriptRequest {
   }
 
   finish(reply, error, timedOut) {
-    __redisFinish(this.limiter, this.op, this.now, reply, error, timedOut ? this.t.timeoutMs : undefined, decided)
+    __redisFinish(this.limiter, this.now, reply, error, timedOut ? this.t.timeoutMs : undefined, decided)
     const d = { allowed: decided[0] === 1, limit: decided[1], remaining: decided[2], resetAt: decided[3], retryAfterMs: decided[4] }
     if (decided[5] === 1) d.fallback = true
     return d

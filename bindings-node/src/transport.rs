@@ -221,16 +221,14 @@ fn outcome(reply: Option<&[u8]>, error: Option<String>, timeout_ms: Option<f64>)
     }
 }
 
-/// `__redisFinish(limiter, op, now, reply, error, timeoutMs, out)`: the decision for the call
-/// of `op` prepared at `now`, through the limiter's fail policy when there is no usable reply,
+/// `__redisFinish(limiter, now, reply, error, timeoutMs, out)`: the decision for a check, peek
+/// or forecast prepared at `now`, through the limiter's fail policy when there is no usable reply,
 /// written to `out` as `[allowed, limit, remaining, resetAt, retryAfterMs, fallback]` (index.js
 /// builds the object, as the `checkSync` fast path does); throws what the Promise rejects with.
 #[napi(js_name = "__redisFinish", skip_typescript)]
-#[allow(clippy::too_many_arguments)] // One flat call: an options object would cost more than the call.
 pub fn redis_finish(
     env: &Env,
     limiter: Unknown,
-    op: u32,
     now: f64,
     reply: Option<BufferSlice>,
     error: Option<String>,
@@ -239,7 +237,7 @@ pub fn redis_finish(
 ) -> napi::Result<()> {
     let l = self::limiter(env, &limiter).or_throw(env)?;
     let reply = reply.as_deref();
-    let d = l.inner.finish_op(self::op(op), now_from_js(now), outcome(reply, error, timeout_ms)).or_throw(env)?;
+    let d = l.inner.finish_at(now_from_js(now), outcome(reply, error, timeout_ms)).or_throw(env)?;
     let values = [
         f64::from(u8::from(d.allowed)),
         d.limit as f64,

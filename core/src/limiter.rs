@@ -232,19 +232,13 @@ impl Limiter {
         let full = self.full_key(key);
         match self.store.apply(&full, now, transform).await.and_then(|r| r.decision()) {
             Ok(d) => Ok(d),
-            Err(e) => {
-                let t = match now {
-                    Now::At(t) => t,
-                    Now::Server => self.clock.now_ms(),
-                };
-                self.fail_policy.fallback(e, self.strategy.limit(), t)
-            }
+            Err(e) => self.fail_policy.fallback(e, self.strategy.limit(), now.fallback_ms(&*self.clock)),
         }
     }
 
     /// The time an async call sends: the limiter's clock, or `Now::Server` for the store's.
     pub(crate) fn now(&self) -> Now {
-        if self.server_clock { Now::Server } else { Now::At(self.clock.now_ms()) }
+        Now::reading(self.server_clock, &*self.clock)
     }
 
     /// Checks a request of `cost` for `key` on a sync store (the allocation-free fast path).

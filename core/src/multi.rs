@@ -216,7 +216,9 @@ impl MultiLimiter {
         key::join(&self.prefix, &format!("{{{tag}}}:{name}:{key}"))
     }
 
-    fn keys(&self, keys: &[&str]) -> Result<Vec<String>> {
+    /// Every dimension's full store key for `keys`, one key per dimension in order (what
+    /// [`MultiLimiter::reset`] deletes); a wrong count is `config_invalid`.
+    pub fn full_keys(&self, keys: &[&str]) -> Result<Vec<String>> {
         if keys.len() != self.dimensions.len() {
             return Err(Error::config(
                 "keys",
@@ -263,7 +265,7 @@ impl MultiLimiter {
 
     /// [`MultiLimiter::check_sync`] at an explicit `now`.
     pub fn check_sync_at(&self, keys: &[&str], cost: u64, now: i64) -> Result<MultiDecision> {
-        let full = self.keys(keys)?;
+        let full = self.full_keys(keys)?;
         let calls = self.calls(&full, cost)?;
         match self.store.apply_multi_sync(self.rule, &calls, now) {
             Ok(reply) => Ok(self.finish_reply(reply)),
@@ -279,17 +281,11 @@ impl MultiLimiter {
 
     /// [`MultiLimiter::check`] at an explicit time.
     pub async fn check_at(&self, keys: &[&str], cost: u64, now: Now) -> Result<MultiDecision> {
-        let full = self.keys(keys)?;
+        let full = self.full_keys(keys)?;
         let calls = self.calls(&full, cost)?;
         match self.store.apply_multi(self.rule, &calls, now).await {
             Ok(reply) => Ok(self.finish_reply(reply)),
-            Err(e) => self.fallback(
-                e,
-                match now {
-                    Now::At(t) => t,
-                    Now::Server => self.clock.now_ms(),
-                },
-            ),
+            Err(e) => self.fallback(e, now.fallback_ms(&*self.clock)),
         }
     }
 
@@ -298,10 +294,13 @@ impl MultiLimiter {
     /// clock read (or Redis's `TIME` on a server-clock limiter).
     #[cfg(feature = "redis")]
     pub fn prepare(&self, keys: &[&str], cost: u64) -> Result<crate::redis::transport::PreparedCall> {
-        let full = self.keys(keys)?;
+        let full = self.full_keys(keys)?;
         let calls = self.calls(&full, cost)?;
-        let now = if self.server_clock { Now::Server } else { Now::At(self.clock.now_ms()) };
-        Ok(crate::redis::transport::PreparedCall::multi(self.rule, &calls, now))
+        Ok(crate::redis::transport::PreparedCall::multi(
+            self.rule,
+            &calls,
+            Now::reading(self.server_clock, &*self.clock),
+        ))
     }
 
     /// The decision for a call from [`MultiLimiter::prepare`], from its reply frame or its
@@ -310,24 +309,13 @@ impl MultiLimiter {
     pub fn finish(&self, call: &crate::redis::transport::PreparedCall, reply: Result<&[u8]>) -> Result<MultiDecision> {
         match call.multi_reply(reply) {
             Ok(r) => Ok(self.finish_reply(r)),
-            Err(e) => self.fallback(
-                e,
-                match call.now() {
-                    Now::At(t) => t,
-                    Now::Server => self.clock.now_ms(),
-                },
-            ),
+            Err(e) => self.fallback(e, call.now().fallback_ms(&*self.clock)),
         }
-    }
-
-    /// Every dimension's full store key for `keys` (what [`MultiLimiter::reset`] deletes).
-    pub fn full_keys(&self, keys: &[&str]) -> Result<Vec<String>> {
-        self.keys(keys)
     }
 
     /// Deletes every dimension's state for `keys`.
     pub async fn reset(&self, keys: &[&str]) -> Result<()> {
-        for k in self.keys(keys)? {
+        for k in self.full_keys(keys)? {
             self.store.reset(&k).await?;
         }
         Ok(())
@@ -335,7 +323,7 @@ impl MultiLimiter {
 
     /// [`MultiLimiter::reset`] without I/O.
     pub fn reset_sync(&self, keys: &[&str]) -> Result<()> {
-        for k in self.keys(keys)? {
+        for k in self.full_keys(keys)? {
             self.store.reset_sync(&k)?;
         }
         Ok(())

@@ -95,21 +95,23 @@ impl Shaper {
     /// [`Shaper::reserve_sync`] at an explicit `now`.
     pub fn reserve_sync_at(&self, key: &str, cost: u64, now: i64) -> Result<Reservation> {
         validate::cost(cost)?;
-        let full = key::join(&self.prefix, key);
-        self.store.apply_sync(&full, now, Transform::Reserve { shaper: &self.bucket, cost })?.reservation()
+        self.store
+            .apply_sync(&self.full_key(key), now, Transform::Reserve { shaper: &self.bucket, cost })?
+            .reservation()
     }
 
     /// Async [`Shaper::reserve_sync`] (Redis: one round trip).
     pub async fn reserve(&self, key: &str, cost: u64) -> Result<Reservation> {
-        let now = if self.server_clock { Now::Server } else { Now::At(self.clock.now_ms()) };
-        self.reserve_at(key, cost, now).await
+        self.reserve_at(key, cost, Now::reading(self.server_clock, &*self.clock)).await
     }
 
     /// [`Shaper::reserve`] at an explicit time.
     pub async fn reserve_at(&self, key: &str, cost: u64, now: Now) -> Result<Reservation> {
         validate::cost(cost)?;
-        let full = key::join(&self.prefix, key);
-        self.store.apply(&full, now, Transform::Reserve { shaper: &self.bucket, cost }).await?.reservation()
+        self.store
+            .apply(&self.full_key(key), now, Transform::Reserve { shaper: &self.bucket, cost })
+            .await?
+            .reservation()
     }
 
     /// Prepares [`Shaper::reserve`] for a binding's own transport ([`crate::redis::transport`]):
@@ -117,9 +119,9 @@ impl Shaper {
     #[cfg(feature = "redis")]
     pub fn prepare(&self, key: &str, cost: u64) -> Result<crate::redis::transport::PreparedCall> {
         validate::cost(cost)?;
-        let now = if self.server_clock { Now::Server } else { Now::At(self.clock.now_ms()) };
-        let full = key::join(&self.prefix, key);
-        Ok(crate::redis::transport::PreparedCall::single(&full, now, Transform::Reserve { shaper: &self.bucket, cost }))
+        let now = Now::reading(self.server_clock, &*self.clock);
+        let transform = Transform::Reserve { shaper: &self.bucket, cost };
+        Ok(crate::redis::transport::PreparedCall::single(&self.full_key(key), now, transform))
     }
 
     /// The reservation for a call from [`Shaper::prepare`], from its reply frame or its
@@ -156,12 +158,12 @@ impl Shaper {
 
     /// Forgets `key`'s queue.
     pub fn reset_sync(&self, key: &str) -> Result<()> {
-        self.store.reset_sync(&key::join(&self.prefix, key))
+        self.store.reset_sync(&self.full_key(key))
     }
 
     /// Async [`Shaper::reset_sync`].
     pub async fn reset(&self, key: &str) -> Result<()> {
-        self.store.reset(&key::join(&self.prefix, key)).await
+        self.store.reset(&self.full_key(key)).await
     }
 }
 

@@ -82,11 +82,11 @@ fn prepared_bytes_and_replies_decide_as_the_store_path() {
             let op = [Op::Check, Op::Check, Op::Peek, Op::Forecast][step % 4];
             let call = ours.prepare(op, "k", 1).unwrap();
             let reply = send(&mut wire, &call);
-            // Half the steps through `finish_op`, which keeps only the op and the time.
+            // Half the steps through `finish_at`, which keeps only the time.
             let got = if step % 2 == 0 {
                 ours.finish(&call, Ok(&reply)).unwrap()
             } else {
-                ours.finish_op(call.op(), call.now(), Ok(&reply)).unwrap()
+                ours.finish_at(call.now(), Ok(&reply)).unwrap()
             };
             let want = match op {
                 Op::Check => theirs.check_sync("k", 1),

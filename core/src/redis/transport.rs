@@ -12,7 +12,7 @@
 //! 2. If the reply [`is_noscript`], write [`PreparedCall::eval`] once (it also caches the
 //!    script again). No other reply is ever answered by a resend.
 //! 3. Hand the one reply frame (complete RESP bytes) to [`crate::Limiter::finish`] (or, keeping
-//!    only the call's [`Op`] and [`PreparedCall::now`], [`crate::Limiter::finish_op`]). If no reply
+//!    only the call's [`PreparedCall::now`], [`crate::Limiter::finish_at`]). If no reply
 //!    came within the store's `timeout_ms`, or the connection failed, hand it an error made
 //!    with [`transport_error`] (or [`timed_out`]) instead: the limiter's fail policy decides,
 //!    exactly as on the store's own path. A timed-out call must never be sent again (it may
@@ -252,24 +252,17 @@ impl Limiter {
         self.decide(&call.call, call.now, reply)
     }
 
-    /// [`Limiter::finish`] for a call of `op` prepared at `now` by this limiter, so that a
+    /// [`Limiter::finish`] for a single-key call (check, peek or forecast: each runs the
+    /// strategy's script and answers a decision) prepared at `now` by this limiter, so that a
     /// transport need not keep the prepared call while its reply is on the way.
-    pub fn finish_op(&self, op: Op, now: Now, reply: Result<&[u8]>) -> Result<Decision> {
-        // Every single-key op runs the strategy's script and answers a decision.
-        let _ = op;
+    pub fn finish_at(&self, now: Now, reply: Result<&[u8]>) -> Result<Decision> {
         self.decide(&call::decision_call(self.strategy()), now, reply)
     }
 
     fn decide(&self, call: &ScriptCall, now: Now, reply: Result<&[u8]>) -> Result<Decision> {
         match outcome(call, reply).and_then(single).and_then(|r| r.decision()) {
             Ok(d) => Ok(d),
-            Err(e) => {
-                let t = match now {
-                    Now::At(t) => t,
-                    Now::Server => self.clock().now_ms(),
-                };
-                self.fail_policy().fallback(e, self.strategy().limit(), t)
-            }
+            Err(e) => self.fail_policy().fallback(e, self.strategy().limit(), now.fallback_ms(&**self.clock())),
         }
     }
 }

@@ -10,6 +10,7 @@ use std::future::Future;
 use std::pin::Pin;
 
 use crate::algorithms::leaky_bucket::LeakyBucket;
+use crate::clock::Clock;
 use crate::decision::{Decision, Reservation};
 use crate::error::{Error, Result};
 use crate::state::{State, Step};
@@ -29,6 +30,23 @@ pub enum Now {
     At(i64),
     /// The store's own clock (Redis `TIME`), for fleets whose hosts' clocks disagree.
     Server,
+}
+
+impl Now {
+    /// The time a call of a limiter (or shaper) sends: `Server` when it uses the store's clock,
+    /// else one reading of its own.
+    pub fn reading(server_clock: bool, clock: &dyn Clock) -> Now {
+        if server_clock { Now::Server } else { Now::At(clock.now_ms()) }
+    }
+
+    /// The epoch ms a fail policy stamps its fallback with when a call at this time failed: the
+    /// call's own time, or `clock`'s when the store's clock was to decide.
+    pub fn fallback_ms(self, clock: &dyn Clock) -> i64 {
+        match self {
+            Now::At(t) => t,
+            Now::Server => clock.now_ms(),
+        }
+    }
 }
 
 /// What one atomic apply does to one key.
