@@ -72,14 +72,10 @@ readelf -d "$WORK/test_throttlekit" | grep -q 'NEEDED.*libthrottlekit.so.0' \
     || { echo "the test binary does not link the versioned soname" >&2; exit 1; }
 
 step "start a disposable redis-server"
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])' 2>/dev/null || echo 16399)
-redis-server --port "$PORT" --bind 127.0.0.1 --save '' --appendonly no --logfile "$WORK/redis.log" &
-REDIS_PID=$!
-for _ in $(seq 50); do
-    redis-cli -p "$PORT" ping >/dev/null 2>&1 && break
-    sleep 0.1
-done
-redis-cli -p "$PORT" ping >/dev/null
+# tests/redis-server.sh picks a fresh port on every attempt and checks that our PID answers.
+REDIS_URL=$("$ROOT/tests/redis-server.sh" start "$WORK/redis.pid")
+REDIS_PID=$(cat "$WORK/redis.pid")
+PORT=${REDIS_URL##*:}
 URL_C="redis://127.0.0.1:$PORT/0"
 URL_GO="redis://127.0.0.1:$PORT/1"
 

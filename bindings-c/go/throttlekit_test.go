@@ -110,6 +110,46 @@ func freePort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
+// startRedis starts a private redis-server, connects to it, and returns the store and a
+// function that kills the server and waits until it is gone. A port free when asked may be
+// taken before the server binds it (other suites start servers too), so each attempt takes a
+// fresh port, and a connection only counts while our own process is still running.
+func startRedis(t *testing.T, bin string) (*Store, func()) {
+	for attempt := 0; attempt < 6; attempt++ {
+		port := freePort(t)
+		cmd := exec.Command(bin, "--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		exited := make(chan struct{})
+		go func() { cmd.Wait(); close(exited) }()
+		kill := func() { cmd.Process.Kill(); <-exited }
+		url := fmt.Sprintf("redis://127.0.0.1:%d/0", port)
+		for i := 0; i < 100 && !isClosed(exited); i++ {
+			if store, err := ConnectRedis(url, RedisOptions{TimeoutMs: 300}); err == nil {
+				if !isClosed(exited) {
+					return store, kill
+				}
+				store.Close()
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		kill()
+	}
+	t.Fatal("redis-server did not start on any of 6 fresh ports")
+	return nil, nil
+}
+
+// isClosed reports whether ch is closed, without blocking.
+func isClosed(ch chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
 // When Redis goes away, each fail policy answers as documented.
 func TestFailPoliciesWhenRedisGoesAway(t *testing.T) {
 	bin, err := exec.LookPath("redis-server")
@@ -117,23 +157,7 @@ func TestFailPoliciesWhenRedisGoesAway(t *testing.T) {
 		// Reason: needs a redis-server binary to start and kill; bindings-c/test.sh installs it.
 		t.Skip("redis-server is not installed")
 	}
-	port := freePort(t)
-	cmd := exec.Command(bin, "--port", fmt.Sprint(port), "--save", "", "--appendonly", "no")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	url := fmt.Sprintf("redis://127.0.0.1:%d/0", port)
-	var store *Store
-	for i := 0; i < 50; i++ {
-		if store, err = ConnectRedis(url, RedisOptions{TimeoutMs: 300}); err == nil {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if err != nil {
-		cmd.Process.Kill()
-		t.Fatal(err)
-	}
+	store, killRedis := startRedis(t, bin)
 	s, _ := GCRA(10, 1000, 2)
 	open, _ := NewLimiter(s, &Options{Store: store, FailPolicy: FailOpen})
 	closed, _ := NewLimiter(s, &Options{Store: store, FailPolicy: FailClosed})
@@ -141,8 +165,7 @@ func TestFailPoliciesWhenRedisGoesAway(t *testing.T) {
 	if d, err := raise.Check("k", 1); err != nil || !d.Allowed || d.Fallback {
 		t.Fatalf("with Redis up: %+v %v", d, err)
 	}
-	cmd.Process.Kill()
-	cmd.Wait()
+	killRedis()
 	if d, err := open.Check("k", 1); err != nil || !d.Allowed || !d.Fallback {
 		t.Fatalf("fail open: %+v %v", d, err)
 	}

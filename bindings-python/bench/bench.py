@@ -33,14 +33,15 @@ import argparse
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
+REDIS_HELPER = BENCH.parents[1] / "tests" / "redis-server.sh"
 PACKAGE = BENCH.parent
 KEYS = 1000
 
@@ -176,12 +177,6 @@ def measure(python: Path, snippet: str, mode: str, url: str, seconds: float) -> 
     return float(json.loads(out.stdout.strip().splitlines()[-1])["calls_per_sec"])
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=textwrap.dedent(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=2.0, help="measuring time per contender")
@@ -199,16 +194,11 @@ def main() -> int:
     server = None
     url = args.redis_url
     if url is None:
-        port = free_port()
-        server = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                                   "--appendonly", "no"], stdout=subprocess.DEVNULL)
-        url = f"redis://127.0.0.1:{port}"
-        for _ in range(100):
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                time.sleep(0.05)
+        # The repository's helper: a fresh port per attempt, and our own PID answering.
+        pidfile = Path(tempfile.mkdtemp()) / "redis.pid"
+        url = subprocess.run([str(REDIS_HELPER), "start", str(pidfile)], check=True, capture_output=True,
+                             text=True).stdout.strip()
+        server = pidfile
     try:
         s = args.seconds
         rows = []
@@ -226,8 +216,7 @@ def main() -> int:
         rows.append(("Redis, GCRA, asyncio x64", "await check", a, "throttlekit-py AsyncRedisBackend.check", b, 2.5))
     finally:
         if server is not None:
-            server.terminate()
-            server.wait(timeout=10)
+            subprocess.run([str(REDIS_HELPER), "stop", str(server)], check=False)
 
     print(f"\n{'workload':<32}{'throttlekit':>26}{'peer':>46}{'ratio':>9}  target")
     for workload, ours_name, a, peer_name, b, target in rows:

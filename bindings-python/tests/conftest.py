@@ -30,6 +30,24 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def serving_pid(port: int) -> int | None:
+    """The PID of the redis-server answering on `port`, from `INFO server` (None if none answers)."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5) as s:
+            s.sendall(b"INFO server\r\n")
+            reply = b""
+            while True:
+                _, found, rest = reply.partition(b"process_id:")
+                if found and b"\r\n" in rest:
+                    return int(rest.split(b"\r\n", 1)[0])
+                chunk = s.recv(4096)
+                if not chunk:
+                    return None
+                reply += chunk
+    except (OSError, ValueError):
+        return None
+
+
 class RedisServer:
     """A private redis-server (no persistence) stopped by PID."""
 
@@ -38,21 +56,22 @@ class RedisServer:
         if exe is None:
             pytest.fail("redis-server is not installed (bindings-python/test.sh installs it), "
                         "or set THROTTLEKIT_REDIS_URL")
-        self.port = free_port()
-        self.proc = subprocess.Popen(
-            [exe, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
-                return
-            except OSError:
+        # A port free when we asked may be taken before the server binds it (other suites start
+        # servers too): each attempt takes a fresh port, and only our own PID answering counts.
+        for _attempt in range(6):
+            self.port = free_port()
+            self.proc = subprocess.Popen(
+                [exe, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline and self.proc.poll() is None:
+                if serving_pid(self.port) == self.proc.pid:
+                    return
                 time.sleep(0.05)
-        self.stop()
-        pytest.fail("redis-server did not start")
+            self.stop()
+        pytest.fail("redis-server did not start on any of 6 fresh ports")
 
     @property
     def url(self) -> str:

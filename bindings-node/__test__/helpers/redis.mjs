@@ -1,14 +1,14 @@
 // A throwaway redis-server for the tests: $THROTTLEKIT_REDIS_URL if set, else one started with
 // the repository's tests/redis-server.sh (or redis-server directly) and stopped by PID.
 import { execFileSync, spawn } from 'node:child_process'
-import { existsSync, mkdtempSync } from 'node:fs'
+import { mkdtempSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 const here = dirname(fileURLToPath(import.meta.url))
-const script = join(here, '..', '..', 'tests', 'redis-server.sh')
+const script = join(here, '..', '..', '..', 'tests', 'redis-server.sh') // the repository's helper
 
 function freePort() {
   return new Promise((resolve, reject) => {
@@ -25,22 +25,9 @@ function freePort() {
 export async function startRedis() {
   if (process.env.THROTTLEKIT_REDIS_URL) return { url: process.env.THROTTLEKIT_REDIS_URL, stop: async () => {} }
   const dir = mkdtempSync(join(tmpdir(), 'tk-node-redis-'))
-  if (existsSync(script)) {
-    const pidfile = join(dir, 'redis.pid')
-    const url = execFileSync('bash', [script, 'start', pidfile], { encoding: 'utf8' }).trim()
-    return { url, stop: async () => execFileSync('bash', [script, 'stop', pidfile]) }
-  }
-  const port = await freePort()
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: 'ignore' })
-  for (let i = 0; i < 200; i++) {
-    try {
-      execFileSync('redis-cli', ['-p', String(port), 'ping'], { stdio: 'ignore' })
-      break
-    } catch {
-      await new Promise((r) => setTimeout(r, 50))
-    }
-  }
-  return { url: `redis://127.0.0.1:${port}`, stop: async () => child.kill() }
+  const pidfile = join(dir, 'redis.pid')
+  const url = execFileSync('bash', [script, 'start', pidfile], { encoding: 'utf8' }).trim()
+  return { url, stop: async () => execFileSync('bash', [script, 'stop', pidfile]) }
 }
 
 /**
@@ -49,19 +36,35 @@ export async function startRedis() {
  * Stopped (and continued first, if frozen) by PID.
  */
 export async function spawnRedis(args = [], port = undefined) {
-  port ??= await freePort()
+  // A port free when asked may be taken before the server binds it (other suites start servers
+  // too): without a fixed port, each attempt takes a fresh one.
+  for (let attempt = 0; ; attempt++) {
+    const server = await trySpawnRedis(args, port ?? (await freePort()))
+    if (server) return server
+    if (attempt >= 5) throw new Error(`redis-server did not start (port ${port ?? 'any of 6 fresh ones'})`)
+    if (port !== undefined) await new Promise((r) => setTimeout(r, 200))
+  }
+}
+
+/** One attempt: resolves to the server once *our* PID answers on `port`, or null if it exited. */
+async function trySpawnRedis(args, port) {
   const dir = mkdtempSync(join(tmpdir(), 'tk-node-redis-own-'))
   const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, ...args], { stdio: 'ignore' })
   const auth = args.includes('--requirepass') ? ['-a', args[args.indexOf('--requirepass') + 1], '--no-auth-warning'] : []
   const cli = (...cmd) => execFileSync('redis-cli', ['-p', String(port), ...auth, ...cmd], { encoding: 'utf8' }).trim()
+  const exited = new Promise((r) => child.once('exit', r))
   for (let i = 0; ; i++) {
+    if (child.exitCode !== null || child.signalCode !== null) return null
     try {
-      if (cli('ping') === 'PONG') break
+      if (/^process_id:(\d+)/m.exec(cli('info', 'server'))?.[1] === String(child.pid)) break
     } catch {}
-    if (i > 200) throw new Error(`redis-server on port ${port} did not answer PING`)
+    if (i > 400) {
+      process.kill(child.pid, 'SIGKILL')
+      await exited
+      return null
+    }
     await new Promise((r) => setTimeout(r, 25))
   }
-  const exited = new Promise((r) => child.once('exit', r))
   return {
     url: `redis://127.0.0.1:${port}`,
     port,

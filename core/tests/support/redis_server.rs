@@ -45,48 +45,87 @@ pub fn raw_command(port: u16, line: &str) -> std::io::Result<String> {
     Ok(String::from_utf8_lossy(&buf[..n]).into_owned())
 }
 
+/// The PID of whichever server answers on `port` (from `INFO server`), read until that line
+/// arrives: the reply is longer than one read may return.
+pub fn server_pid(port: u16) -> std::io::Result<u32> {
+    let mut s = TcpStream::connect(("127.0.0.1", port))?;
+    s.set_read_timeout(Some(Duration::from_secs(2)))?;
+    s.write_all(b"INFO server\r\n")?;
+    let mut reply = Vec::new();
+    let mut buf = [0u8; 4096];
+    while reply.len() < 64 * 1024 {
+        let n = s.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        reply.extend_from_slice(&buf[..n]);
+        let text = String::from_utf8_lossy(&reply);
+        if let Some(rest) = text.split("process_id:").nth(1)
+            && let Some((pid, _)) = rest.split_once("\r\n")
+        {
+            return pid.trim().parse().map_err(|_| std::io::Error::other("a malformed process_id"));
+        }
+    }
+    Err(std::io::Error::other("no process_id in INFO server"))
+}
+
 impl RedisServer {
     /// Starts a server on a free port and waits (up to 10 s) until it answers `PING`.
+    ///
+    /// A port that was free when we asked can be taken by another process before our server binds
+    /// it (other tests start servers too). So each attempt asks for a fresh port: retrying the same
+    /// port would fail every time once someone else holds it.
     pub fn start() -> RedisServer {
-        RedisServer::start_on(free_port())
+        for attempt in 0..6 {
+            let port = free_port();
+            if let Some(server) = RedisServer::try_start_on(port) {
+                return server;
+            }
+            eprintln!("redis-server could not serve port {port} (attempt {attempt}); trying another port");
+        }
+        panic!("redis-server did not start on any of 6 fresh ports");
     }
 
-    /// Starts a server on `port` (to restart one where clients expect it).
+    /// Starts a server on `port` (to restart one where clients expect it). The port was ours a
+    /// moment ago, so a failure is retried on the same port for a while (the kernel may still hold
+    /// it briefly after the old server's exit).
     pub fn start_on(port: u16) -> RedisServer {
+        for _ in 0..6 {
+            if let Some(server) = RedisServer::try_start_on(port) {
+                return server;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        panic!("redis-server on port {port} did not answer PING");
+    }
+
+    /// One attempt: spawns the server and waits until *it* (checked by its PID, not just anyone
+    /// on the port) answers. `None` if it exited or never answered; the child is reaped.
+    fn try_start_on(port: u16) -> Option<RedisServer> {
         let bin = binary();
         let dir = std::env::temp_dir().join(format!("throttlekit-redis-{}-{port}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("a temp dir for redis-server");
-        for attempt in 0.. {
-            let child = Command::new(&bin)
-                .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
-                .args([
-                    "--dir",
-                    dir.to_str().unwrap_or("."),
-                    "--protected-mode",
-                    "no",
-                    "--enable-debug-command",
-                    "local",
-                ])
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .unwrap_or_else(|e| panic!("cannot start {bin}: {e}"));
-            let mut server = RedisServer { child: Some(child), port, dir: dir.clone() };
-            let deadline = Instant::now() + Duration::from_secs(10);
-            while Instant::now() < deadline {
-                if raw_command(port, "PING").is_ok_and(|r| r.starts_with("+PONG")) {
-                    return server;
-                }
-                if let Some(Ok(Some(_))) = server.child.as_mut().map(|c| c.try_wait()) {
-                    break; // exited: the port was taken after all
-                }
-                std::thread::sleep(Duration::from_millis(20));
+        let child = Command::new(&bin)
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+            .args(["--dir", dir.to_str().unwrap_or("."), "--protected-mode", "no", "--enable-debug-command", "local"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {bin}: {e}"));
+        let pid = child.id();
+        let mut server = RedisServer { child: Some(child), port, dir };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Some(Ok(Some(_))) = server.child.as_mut().map(|c| c.try_wait()) {
+                break; // exited: the port was taken after all
             }
-            server.stop();
-            assert!(attempt < 5, "redis-server on port {port} did not answer PING");
-            std::thread::sleep(Duration::from_millis(200));
+            if server_pid(port).is_ok_and(|p| p == pid) {
+                return Some(server);
+            }
+            std::thread::sleep(Duration::from_millis(20));
         }
-        unreachable!()
+        server.stop();
+        None
     }
 
     /// `redis://127.0.0.1:<port>`.
