@@ -82,7 +82,9 @@ impl Cidr {
         let max = if ip.is_ipv4() { 32 } else { 128 };
         let len = match len {
             // Only plain decimal digits: `u8::from_str` would also take a leading `+`.
-            Some(l) if !l.is_empty() && l.len() <= 3 && l.bytes().all(|b| b.is_ascii_digit()) => l.parse::<u8>().ok()?,
+            Some(l) if !l.is_empty() && l.len() <= 3 && l.bytes().all(|b| b.is_ascii_digit()) => {
+                l.parse::<u8>().ok()?
+            }
             Some(_) => return None,
             None => max,
         };
@@ -201,7 +203,10 @@ impl ClientIdentity {
             .enumerate()
             .map(|(i, t)| {
                 Cidr::parse(t).ok_or_else(|| {
-                    Error::config(&format!("http.trustedProxies[{i}]"), "must be an IP address or CIDR (e.g. 10.0.0.0/8)")
+                    Error::config(
+                        &format!("http.trustedProxies[{i}]"),
+                        "must be an IP address or CIDR (e.g. 10.0.0.0/8)",
+                    )
                 })
             })
             .collect::<Result<Vec<_>>>()?;

@@ -74,8 +74,8 @@ impl Default for HeaderOptions {
 impl HeaderOptions {
     /// Parses and validates the JSON form; errors are `config_invalid`.
     pub fn from_json(text: &str) -> Result<HeaderOptions> {
-        let options: HeaderOptions =
-            serde_json::from_str(text).map_err(|e| Error::config("http.headerOptions", &format!("are invalid: {e}")))?;
+        let options: HeaderOptions = serde_json::from_str(text)
+            .map_err(|e| Error::config("http.headerOptions", &format!("are invalid: {e}")))?;
         options.validate()?;
         Ok(options)
     }
@@ -128,7 +128,10 @@ impl LimitStatus {
         if let Some(&d) = decision.dimensions.get(binding) {
             // The binding dimension reports the request's outcome (an `any` limiter admits even
             // when this dimension alone would not have).
-            out.push(status(binding, Decision { allowed: decision.decision.allowed, retry_after_ms: decision.decision.retry_after_ms, ..d }));
+            out.push(status(
+                binding,
+                Decision { allowed: decision.decision.allowed, retry_after_ms: decision.decision.retry_after_ms, ..d },
+            ));
         }
         for (i, &d) in decision.dimensions.iter().enumerate() {
             if i != binding && i < dims.len() {
@@ -259,7 +262,10 @@ pub fn rate_limit_headers(
             }
             Family::Draft7 => {
                 lines.push(("RateLimit-Policy", integer_policy_list(&rendered)));
-                lines.push(("RateLimit", format!("limit={}, remaining={}, reset={}", b.quota, b.remaining, b.reset_delta)));
+                lines.push((
+                    "RateLimit",
+                    format!("limit={}, remaining={}, reset={}", b.quota, b.remaining, b.reset_delta),
+                ));
             }
             Family::Draft6 => {
                 lines.push(("RateLimit-Policy", integer_policy_list(&rendered)));

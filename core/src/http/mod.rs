@@ -18,6 +18,7 @@ mod fields;
 mod headers;
 pub mod json;
 mod policy;
+pub mod vectors;
 
 pub use client_ip::{ClientIdentity, ClientKeyOptions, ForwardedHeader};
 pub use fields::{MAX_SF_INTEGER, sf_byte_sequence, sf_integer, sf_string};
