@@ -22,10 +22,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let layer = RateLimitLayer::new(limiter)
         .header_options(HeaderOptions { family: Family::Draft10, policy_name: "default".into(), ..Default::default() })?
         .skip(|parts| parts.uri.path() == "/healthz");
-    let app = Router::new()
-        .route("/healthz", get(|| async { "ok" }))
-        .route("/limited", get(|| async { "ok" }))
-        .layer(layer);
+    let app =
+        Router::new().route("/healthz", get(|| async { "ok" })).route("/limited", get(|| async { "ok" })).layer(layer);
 
     let listener = tokio::net::TcpListener::bind((host.as_str(), port)).await?;
     println!("rust-axum listening on http://{}", listener.local_addr()?);
