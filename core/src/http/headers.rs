@@ -130,7 +130,12 @@ impl LimitStatus {
             // when this dimension alone would not have).
             out.push(status(
                 binding,
-                Decision { allowed: decision.decision.allowed, retry_after_ms: decision.decision.retry_after_ms, ..d },
+                Decision {
+                    allowed: decision.decision.allowed,
+                    retry_after_ms: decision.decision.retry_after_ms,
+                    fallback: decision.decision.fallback,
+                    ..d
+                },
             ));
         }
         for (i, &d) in decision.dimensions.iter().enumerate() {
