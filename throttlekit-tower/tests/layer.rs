@@ -257,3 +257,32 @@ fn bad_options_are_config_invalid() {
     let bad_name = HeaderOptions { policy_name: String::new(), ..HeaderOptions::default() };
     assert_eq!(layer().header_options(bad_name).err().unwrap().code().as_str(), "config_invalid");
 }
+
+#[tokio::test]
+async fn keys_fn_gives_each_dimension_its_own_key_and_pk_hides_it() {
+    let clock = ManualClock::new(NOW);
+    let multi = MultiLimiter::new(
+        Rule::All,
+        vec![
+            Dimension::new("ip", Strategy::fixed_window(10, 60_000).unwrap()),
+            Dimension::new("user", Strategy::fixed_window(1, 60_000).unwrap()),
+        ],
+    )
+    .unwrap()
+    .with_clock(Arc::new(clock.clone()));
+    let layer = RateLimitLayer::multi(multi)
+        .keys_fn(|parts| {
+            let user = parts.headers.get("x-user").and_then(|v| v.to_str().ok()).unwrap_or("anonymous");
+            Ok(vec!["shared-ip".to_owned(), user.to_owned()])
+        })
+        .header_options(HeaderOptions { partition_key_secret: Some("s3cret".into()), ..HeaderOptions::default() })
+        .unwrap();
+    let addr = serve(layer).await;
+    let alice = get_with(addr, "/limited", &[("x-user", "alice")]).await;
+    assert_eq!(alice.status, 200);
+    // pk = base64(HMAC-SHA256("s3cret", "alice")), computed independently with Python's hmac.
+    assert!(alice.header("ratelimit").unwrap().contains("pk=:dlVCrx8dWHvGDCGNylMqJY9WucIaQnzIGd4qH/bT4UY=:"));
+    assert!(!alice.header("ratelimit").unwrap().contains("alice"));
+    assert_eq!(get_with(addr, "/limited", &[("x-user", "alice")]).await.status, 429, "alice's own bucket is empty");
+    assert_eq!(get_with(addr, "/limited", &[("x-user", "bob")]).await.status, 200, "bob has his own");
+}
