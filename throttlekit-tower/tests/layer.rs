@@ -286,3 +286,18 @@ async fn keys_fn_gives_each_dimension_its_own_key_and_pk_hides_it() {
     assert_eq!(get_with(addr, "/limited", &[("x-user", "alice")]).await.status, 429, "alice's own bucket is empty");
     assert_eq!(get_with(addr, "/limited", &[("x-user", "bob")]).await.status, 200, "bob has his own");
 }
+
+#[tokio::test]
+async fn options_set_on_a_clone_leave_the_original_alone() {
+    let clock = ManualClock::new(NOW);
+    let limiter = Limiter::builder(Strategy::fixed_window(1, 60_000).unwrap()).clock(Arc::new(clock.clone())).build();
+    let enforcing = RateLimitLayer::new(limiter);
+    let shadow = enforcing.clone().shadow(true);
+    let (enforcing, shadow) = (serve(enforcing).await, serve(shadow).await);
+    assert_eq!(get(enforcing, "/limited").await.status, 200);
+    assert_eq!(get(enforcing, "/limited").await.status, 429);
+    // The same limiter (one bucket), but this copy only reports.
+    let reported = get(shadow, "/limited").await;
+    assert_eq!(reported.status, 200);
+    assert_eq!(reported.header("retry-after"), Some("40"));
+}
