@@ -22,4 +22,5 @@ bench:
 # Regenerates the vectors files that are generated (hand-checked layout, recorded timelines).
 vectors:
 	python3 conformance-vectors/src/hand_checked.py
+	python3 conformance-vectors/src/http_vectors.py
 	cargo run -q -p throttlekit --example record_vectors > conformance-vectors/recorded-timelines.json

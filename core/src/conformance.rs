@@ -441,9 +441,14 @@ pub fn replay(file: &VectorFile, new_store: &mut dyn FnMut() -> Result<Arc<dyn S
     report
 }
 
-/// Reads, parses and replays the file at `path`.
+/// Reads, parses and replays the file at `path`: a decisions file, or an HTTP vectors file
+/// (recognised by its `"format": "throttlekit-http/1"`).
 pub fn replay_path(path: &std::path::Path, new_store: &mut dyn FnMut() -> Result<Arc<dyn Store>>) -> Result<Report> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| Error::config("vectors", &format!("file {} could not be read: {e}", path.display())))?;
+    if crate::http::vectors::is_http_vectors(&text) {
+        // HTTP vectors (header lines, client keys) need no store.
+        return Ok(crate::http::vectors::replay(&crate::http::vectors::parse(&text)?));
+    }
     Ok(replay(&parse(&text)?, new_store))
 }

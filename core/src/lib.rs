@@ -28,6 +28,7 @@ mod clock;
 pub mod conformance;
 mod decision;
 mod error;
+pub mod http;
 pub mod key;
 mod limiter;
 pub mod multi;
