@@ -77,9 +77,10 @@ fn redis_store(url: &str, timeout_ms: u64, deterministic_replay: bool) -> thrott
     use throttlekit::redis::{RedisOptions, RedisStore};
     let defaults = RedisOptions::default();
     let options = RedisOptions {
-        url: url.to_string(),
+        urls: vec![url.to_string()],
         timeout_ms: if timeout_ms == 0 { defaults.timeout_ms } else { timeout_ms },
         deterministic_replay,
+        ..defaults
     };
     Ok(Arc::new(RedisStore::connect_blocking(options)?))
 }

@@ -60,7 +60,7 @@ fn parse(options: &Unknown) -> CoreResult<Parsed> {
         false,
     )?;
     let mut r = RedisOptions {
-        url: o.string("url")?.ok_or_else(|| config(&o.path("url"), "is required"))?,
+        urls: vec![o.string("url")?.ok_or_else(|| config(&o.path("url"), "is required"))?],
         ..RedisOptions::default()
     };
     if let Some(ms) = o.number("timeoutMs")? {
@@ -126,10 +126,10 @@ impl RedisStore {
         self.id
     }
 
-    /// The URL it was connected with.
+    /// The URL it was connected with (URLs, comma-separated, when there are several).
     #[napi(getter)]
     pub fn url(&self) -> String {
-        self.inner.options().url.clone()
+        self.inner.options().urls.join(",")
     }
 
     /// The call timeout, ms.

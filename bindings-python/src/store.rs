@@ -134,7 +134,8 @@ mod redis {
             fail_policy: Option<&Bound<'_, PyAny>>,
             deterministic_replay: Option<&Bound<'_, PyAny>>,
         ) -> PyResult<Self> {
-            let mut options = RedisOptions { url: validate::string(url, "url")?.to_owned(), ..RedisOptions::default() };
+            let mut options =
+                RedisOptions { urls: vec![validate::string(url, "url")?.to_owned()], ..RedisOptions::default() };
             if let Some(t) = timeout_ms.filter(|t| !t.is_none()) {
                 options.timeout_ms = validate::count(t, "timeout_ms")?;
             }
@@ -149,7 +150,7 @@ mod redis {
                 Some(f) => Some(validate::fail_policy(f)?),
                 None => None,
             };
-            let url = options.url.clone();
+            let url = options.urls.join(",");
             let store = py.detach(|| throttlekit::redis::RedisStore::connect_blocking(options)).py()?;
             {
                 // The runtime that drives the awaitables (`aio.rs`; multi-threaded, IO and timers

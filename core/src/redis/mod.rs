@@ -33,43 +33,28 @@
 //! [`crate::MultiLimiter`] builds them as `prefix:{tag}:name:key`.
 
 mod call;
+mod connect;
+mod options;
 mod replay;
 mod scoped;
 pub mod scripts;
+mod sentinel;
 pub mod transport;
 
-pub use scoped::{ScopedStore, conformance_stores};
+pub use options::{RedisMode, RedisOptions, Scripting, split_urls};
+pub use scoped::{ScopedStore, conformance_stores, conformance_stores_with};
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
-use redis::aio::{ConnectionManager, ConnectionManagerConfig, MultiplexedConnection};
+use redis::aio::{ConnectionLike, MultiplexedConnection};
 use redis::{Cmd, Value};
 use tokio::runtime::Runtime;
 
 use crate::error::{Error, Result};
 use crate::store::{BoxFuture, DimensionCall, MultiReply, Now, Reply, Rule, Store, Transform};
 use call::{Outcome, ScriptCall};
-
-/// How to reach Redis and how to behave.
-#[derive(Clone, Debug)]
-pub struct RedisOptions {
-    /// `redis://host:port/db` (or `rediss://`, `redis+unix://`).
-    pub url: String,
-    /// Longest wait for any one call (connecting included), in ms; past it the call fails with
-    /// `store_unavailable`. Default 1000.
-    pub timeout_ms: u64,
-    /// Expire keys on the caller's clock instead of Redis's (conformance replay and tests only:
-    /// it serialises every call and costs extra commands).
-    pub deterministic_replay: bool,
-}
-
-impl Default for RedisOptions {
-    fn default() -> Self {
-        RedisOptions { url: "redis://127.0.0.1:6379".to_string(), timeout_ms: 1000, deterministic_replay: false }
-    }
-}
 
 thread_local! {
     /// Set on the store runtime's own threads, where blocking on the runtime would deadlock.
@@ -79,8 +64,12 @@ thread_local! {
 /// The connection and everything a call needs, shared with the tasks on the store's runtime.
 struct Inner {
     /// The hop path's connection (used on the store's runtime only: its reconnection spawns
-    /// tasks on whatever runtime polls it).
-    conn: ConnectionManager,
+    /// tasks on whatever runtime polls it), routing by slot on a cluster and following the
+    /// master in sentinel mode.
+    conn: connect::Conn,
+    /// Cluster or sentinel: every call takes `conn` (the hop path); the direct, bound and
+    /// blocking paths, which talk to one fixed address, stay off.
+    routed: bool,
     /// The direct path's multiplexed connection, `None` while it is (re)connecting. Its driver
     /// task was spawned on the store's runtime and stays there; a caller only pushes a request
     /// into its channel and awaits the reply, from whatever executor it runs on.
@@ -237,7 +226,7 @@ impl RedisStore {
         let handle = tokio::runtime::Handle::try_current()
             .map_err(|_| Error::not_implemented("bind_current_runtime outside a tokio runtime"))?;
         let id = handle.id();
-        if self.inner.replay.is_some() || id == self.runtime.get().handle().id() {
+        if self.inner.replay.is_some() || self.inner.routed || id == self.runtime.get().handle().id() {
             return Ok(());
         }
         {
@@ -416,7 +405,8 @@ impl RedisStore {
     /// Connects a new direct connection in the background, on the store's runtime (so that its
     /// driver task lives there), unless one is up or already connecting.
     fn refresh_direct(&self) {
-        if self.inner.direct.read().is_some() || self.inner.refreshing.swap(true, Ordering::AcqRel) {
+        if self.inner.routed || self.inner.direct.read().is_some() || self.inner.refreshing.swap(true, Ordering::AcqRel)
+        {
             return;
         }
         let inner = self.inner.clone();
@@ -440,7 +430,7 @@ impl RedisStore {
     }
 
     fn block_call(&self, call: ScriptCall, now: Now) -> Result<Outcome> {
-        if self.inner.replay.is_none() {
+        if self.inner.replay.is_none() && !self.inner.routed {
             return self.inner.run_blocking(&call);
         }
         let inner = self.inner.clone();
@@ -460,7 +450,7 @@ impl RedisStore {
             let mut conn = inner.conn.clone();
             inner
                 .bounded(
-                    async move { conn.send_packed_command(redis::cmd("DEL").arg(keys)).await.map_err(Error::store) },
+                    async move { conn.req_packed_command(redis::cmd("DEL").arg(keys)).await.map_err(Error::store) },
                 )
                 .await?;
             Ok(())
@@ -473,7 +463,7 @@ impl RedisStore {
         let inner = self.inner.clone();
         block_on(self.runtime.get(), async move {
             let mut conn = inner.conn.clone();
-            inner.bounded(async move { conn.send_packed_command(&cmd).await.map_err(Error::store) }).await
+            inner.bounded(async move { conn.req_packed_command(&cmd).await.map_err(Error::store) }).await
         })
     }
 }
@@ -495,26 +485,16 @@ fn multi(outcome: Outcome) -> Result<MultiReply> {
 impl Inner {
     async fn connect(options: RedisOptions) -> Result<Inner> {
         let timeout = Duration::from_millis(options.timeout_ms.max(1));
-        let client = redis::Client::open(options.url.as_str())
-            .map_err(|e| Error::config("redis.url", &format!("is not a valid Redis URL: {e}")))?;
-        let client_for_sync = client.clone();
-        let config = ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(timeout))
-            .set_response_timeout(Some(timeout))
-            // Reconnection happens in the background, one quick attempt per failed call, so a
-            // call while Redis is down fails fast instead of waiting out a backoff schedule.
-            .set_number_of_retries(1)
-            .set_min_delay(Duration::from_millis(10))
-            .set_max_delay(Duration::from_millis(100));
-        let conn = tokio::time::timeout(timeout, ConnectionManager::new_with_config(client, config))
-            .await
-            .map_err(|_| {
-                Error::store(format!("connecting to {} timed out after {} ms", options.url, timeout.as_millis()))
-            })?
-            .map_err(|e| Error::store(format!("cannot connect to {}: {e}", options.url)))?;
-        let direct = connect_direct(&client_for_sync, timeout).await.map(|conn| Direct { conn, id: 1 });
+        let plan = options.plan()?;
+        let connect::Connected { conn, client: client_for_sync, routed } = connect::connect(&plan, timeout).await?;
+        let direct = if routed {
+            None
+        } else {
+            connect_direct(&client_for_sync, timeout).await.map(|conn| Direct { conn, id: 1 })
+        };
         Ok(Inner {
             conn,
+            routed,
             direct: parking_lot::RwLock::new(direct),
             direct_ids: AtomicU64::new(1),
             refreshing: AtomicBool::new(false),
@@ -603,10 +583,10 @@ impl Inner {
     async fn eval(&self, call: &ScriptCall) -> Result<Value> {
         let mut conn = self.conn.clone();
         let sha = eval_cmd("EVALSHA", &call.script.sha, call);
-        let first = conn.send_packed_command(&sha).await;
+        let first = conn.req_packed_command(&sha).await;
         let reply = if is_noscript(&first) {
             let full = eval_cmd("EVAL", &call.script.source, call);
-            conn.send_packed_command(&full).await
+            conn.req_packed_command(&full).await
         } else {
             first
         };
@@ -626,7 +606,7 @@ impl Inner {
                 None => None,
             };
             let mut conn = self.conn.clone();
-            conn.send_packed_command(redis::cmd("DEL").arg(&key)).await.map_err(Error::store)?;
+            conn.req_packed_command(redis::cmd("DEL").arg(&key)).await.map_err(Error::store)?;
             if let Some(book) = book.as_mut() {
                 book.forget(&key);
             }
