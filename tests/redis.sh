@@ -14,7 +14,7 @@ redis-server --version
 version=$(redis-server --version | sed -n 's/.*v=\([0-9]*\)\..*/\1/p')
 [ "${version:-0}" -ge 7 ] || { echo "redis-server 7.0+ is needed (PEXPIRETIME)" >&2; exit 1; }
 
-tests=(redis_vectors redis_dual_path redis_faults redis_atomicity redis_transport)
+tests=(redis_vectors redis_dual_path redis_faults redis_atomicity redis_transport redis_cluster)
 args=()
 for t in "${tests[@]}"; do args+=(--test "$t"); done
 cargo test --locked -p throttlekit "${args[@]}"
@@ -23,5 +23,10 @@ cargo build --locked -q -p throttlekit --bin throttlekit
 bin=${CARGO_TARGET_DIR:-target}/debug/throttlekit
 pidfile=$(mktemp -u)
 url=$(tests/redis-server.sh start "$pidfile")
-trap 'tests/redis-server.sh stop "$pidfile"' EXIT
+cluster_pids=$(mktemp -u)
+trap 'tests/redis-server.sh stop "$pidfile"; tests/redis-cluster.sh stop "$cluster_pids"' EXIT
 "$bin" conformance --store redis --redis-url "$url" conformance-vectors/*.json
+
+# The same files on a 3-master cluster, from its seed nodes.
+seeds=$(tests/redis-cluster.sh start "$cluster_pids")
+"$bin" conformance --store redis-cluster --redis-url "$seeds" conformance-vectors/*.json
