@@ -108,7 +108,7 @@ pub(crate) async fn connect(plan: &Plan, timeout: Duration) -> Result<Connected>
 
 /// The options' URLs, passwords hidden, for error messages.
 pub(crate) fn describe(plan: &Plan) -> String {
-    plan.nodes.iter().map(|n| redact(&n.addr().to_string())).collect::<Vec<_>>().join(",")
+    plan.urls.iter().map(|u| redact(u)).collect::<Vec<_>>().join(",")
 }
 
 /// A client for one node, with the options' TLS material when the URL is `rediss://`.

@@ -33,7 +33,8 @@ pub fn binary() -> String {
     }
 }
 
-fn free_port() -> u16 {
+/// A loopback port nobody holds right now.
+pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free loopback port")
 }
 
