@@ -69,7 +69,8 @@ pub unsafe extern "C" fn tk_store_redis_connect(
     guard(|| {
         let url = try_arg!(unsafe { crate::args::string(url, "url") });
         let o = try_arg!(unsafe { out(out_store, "out_store") });
-        let store = try_core!(crate::redis::connect(crate::redis::Fields::url_only(url, timeout_ms, deterministic_replay)));
+        let store =
+            try_core!(crate::redis::connect(crate::redis::Fields::url_only(url, timeout_ms, deterministic_replay)));
         into_handle(tk_store { inner: store }, o)
     })
 }
