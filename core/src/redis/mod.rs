@@ -37,6 +37,7 @@
 //! limits. Multi-dimensional checks need all their keys in one hash slot on a cluster:
 //! [`crate::MultiLimiter`] builds them as `prefix:{tag}:name:key`.
 
+pub mod acl;
 mod call;
 mod connect;
 mod invoke;
