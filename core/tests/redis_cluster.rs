@@ -214,3 +214,30 @@ fn a_node_that_lost_its_scripts_answers_on_that_node() {
         }
     }
 }
+
+#[test]
+fn the_documented_acl_with_cluster_slots_is_enough_on_a_cluster() {
+    use throttlekit::redis::Scripting;
+    use throttlekit::redis::acl::acl_rules;
+    let cluster = RedisCluster::start(3, 0);
+    let rules = acl_rules("cl", Scripting::Auto, RedisMode::Cluster);
+    for n in &cluster.nodes {
+        let mut args = vec!["acl", "setuser", "tk", ">pw"];
+        args.extend(rules.iter().map(String::as_str));
+        cli(n.port, &args).expect("ACL SETUSER");
+    }
+    let urls = cluster.nodes.iter().map(|n| format!("redis://tk:pw@127.0.0.1:{}", n.port)).collect();
+    let store = RedisStore::connect_blocking(RedisOptions { urls, ..options(&cluster) }).expect("connect as tk");
+    assert!(store.uses_functions());
+    let l = Limiter::builder(Strategy::fixed_window(LIMIT, 3_600_000).unwrap())
+        .store(Arc::new(store))
+        .prefix("cl")
+        .fail_policy(throttlekit::FailPolicy::Raise)
+        .build();
+    for i in 0..30 {
+        assert!(l.check_sync(&format!("acl:{i}"), 1).expect("allowed by the ACL on every master").allowed);
+    }
+    for port in cluster.master_ports() {
+        assert!(dbsize(port) > 0, "no key on {port}");
+    }
+}

@@ -1,9 +1,14 @@
 //! [`RedisStore`]: the distributed [`Store`]. Every decision is one Lua script run atomically on
 //! Redis (`lua/`, embedded), so a fleet of processes shares one limit.
 //!
-//! - **One round trip per decision**: `EVALSHA`, and `EVAL` only when Redis answers `NOSCRIPT`
-//!   (a restart or `SCRIPT FLUSH` emptied its cache). A call that timed out is never sent again:
-//!   it may already have counted.
+//! - **One round trip per decision**: `FCALL` on Redis >= 7 (the scripts loaded once as a
+//!   function library, which persists and replicates), else `EVALSHA`; the one fallback when a
+//!   node lacks them is in [`invoke`] (`scripting` in [`RedisOptions`] forces either way). A
+//!   call that timed out is never sent again: it may already have counted.
+//! - **Any topology**: one node, a Redis Cluster (routed by slot, following `MOVED`/`ASK`), or
+//!   the master of a Sentinel service; over TLS (rustls) or not ([`RedisOptions`],
+//!   `docs/redis.md`). On a cluster and under Sentinel every call takes the hop path below,
+//!   whose connection knows where each key lives now.
 //! - **A bounded wait**: every call answers within `timeout_ms` or fails with
 //!   `store_unavailable` carrying the cause; the limiter's [`crate::FailPolicy`] then decides.
 //!   The connection re-establishes itself in the background after Redis comes back.
@@ -32,8 +37,10 @@
 //! limits. Multi-dimensional checks need all their keys in one hash slot on a cluster:
 //! [`crate::MultiLimiter`] builds them as `prefix:{tag}:name:key`.
 
+pub mod acl;
 mod call;
 mod connect;
+mod invoke;
 mod options;
 mod replay;
 mod scoped;
@@ -70,6 +77,8 @@ struct Inner {
     /// Cluster or sentinel: every call takes `conn` (the hop path); the direct, bound and
     /// blocking paths, which talk to one fixed address, stay off.
     routed: bool,
+    /// `FCALL` or `EVALSHA`, chosen at connect from [`RedisOptions::scripting`].
+    invoke: invoke::Invoke,
     /// The direct path's multiplexed connection, `None` while it is (re)connecting. Its driver
     /// task was spawned on the store's runtime and stays there; a caller only pushes a request
     /// into its channel and awaits the reply, from whatever executor it runs on.
@@ -204,6 +213,17 @@ impl RedisStore {
         transport::Endpoint::of(self.inner.client.get_connection_info())
     }
 
+    /// Whether the store is on a cluster or under Sentinel: its calls are routed to wherever
+    /// the key lives now, so a binding's own transport (one fixed address) must not be used.
+    pub fn is_routed(&self) -> bool {
+        self.inner.routed
+    }
+
+    /// Whether the store runs its scripts as functions (`FCALL`) rather than `EVALSHA`.
+    pub fn uses_functions(&self) -> bool {
+        self.inner.invoke == invoke::Invoke::Functions
+    }
+
     /// Whether [`Store::close`] was called: a binding's own transport answers every later call
     /// with the same `store_unavailable` as the store's.
     pub fn is_closed(&self) -> bool {
@@ -307,13 +327,7 @@ impl RedisStore {
         }
         let deadline = self.deadline();
         let work = async {
-            let first = conn.send_packed_command(&eval_cmd("EVALSHA", &call.script.sha, call)).await;
-            let reply = if is_noscript(&first) {
-                conn.send_packed_command(&eval_cmd("EVAL", &call.script.source, call)).await
-            } else {
-                first
-            };
-            match reply {
+            match invoke::run_async(&mut conn, self.inner.invoke, call).await {
                 Ok(Value::ServerError(e)) => Err(Error::store(format!("{} failed: {e}", call.script.name))),
                 Ok(v) => call::decode_reply(call, &v),
                 Err(e) => {
@@ -487,6 +501,7 @@ impl Inner {
         let timeout = Duration::from_millis(options.timeout_ms.max(1));
         let plan = options.plan()?;
         let connect::Connected { conn, client: client_for_sync, routed } = connect::connect(&plan, timeout).await?;
+        let invoke = choose_invoke(&conn, options.scripting, timeout).await?;
         let direct = if routed {
             None
         } else {
@@ -495,6 +510,7 @@ impl Inner {
         Ok(Inner {
             conn,
             routed,
+            invoke,
             direct: parking_lot::RwLock::new(direct),
             direct_ids: AtomicU64::new(1),
             refreshing: AtomicBool::new(false),
@@ -541,7 +557,6 @@ impl Inner {
 
     /// A sync call on a pooled blocking connection: `EVALSHA`, `EVAL` on `NOSCRIPT` only.
     fn run_blocking(&self, call: &ScriptCall) -> Result<Outcome> {
-        use redis::ConnectionLike;
         if self.closed.load(Ordering::Acquire) {
             return Err(Error::store("the Redis store is closed"));
         }
@@ -563,10 +578,7 @@ impl Inner {
                 c
             }
         };
-        let first = conn.req_command(&eval_cmd("EVALSHA", &call.script.sha, call));
-        let reply =
-            if is_noscript(&first) { conn.req_command(&eval_cmd("EVAL", &call.script.source, call)) } else { first };
-        let value = match reply {
+        let value = match invoke::run_sync(&mut conn, self.invoke, call) {
             Ok(Value::ServerError(e)) => {
                 self.idle.lock().push(conn);
                 return Err(Error::store(format!("{} failed: {e}", call.script.name)));
@@ -579,18 +591,11 @@ impl Inner {
         call::decode_reply(call, &value)
     }
 
-    /// `EVALSHA`; on `NOSCRIPT` only, `EVAL` (which also caches the script again).
+    /// `call` on the shared connection ([`invoke`]: `FCALL` or `EVALSHA`, and the one
+    /// fallback).
     async fn eval(&self, call: &ScriptCall) -> Result<Value> {
         let mut conn = self.conn.clone();
-        let sha = eval_cmd("EVALSHA", &call.script.sha, call);
-        let first = conn.req_packed_command(&sha).await;
-        let reply = if is_noscript(&first) {
-            let full = eval_cmd("EVAL", &call.script.source, call);
-            conn.req_packed_command(&full).await
-        } else {
-            first
-        };
-        match reply {
+        match invoke::run_async(&mut conn, self.invoke, call).await {
             Ok(Value::ServerError(e)) => Err(Error::store(format!("{} failed: {e}", call.script.name))),
             r => r.map_err(Error::store),
         }
@@ -616,12 +621,25 @@ impl Inner {
     }
 }
 
-/// Redis answered `NOSCRIPT`: its script cache lost the script (restart, `SCRIPT FLUSH`).
-fn is_noscript(reply: &redis::RedisResult<Value>) -> bool {
-    match reply {
-        Ok(Value::ServerError(e)) => e.code() == "NOSCRIPT",
-        Err(e) => e.code() == Some("NOSCRIPT"),
-        Ok(_) => false,
+/// Functions or scripts: `eval` as asked; otherwise `FUNCTION LOAD` the library (on every
+/// master of a cluster), and use functions if the server took it. A server that refuses
+/// (Redis < 7, or an ACL without `function|load`) means scripts under `auto`, and a
+/// `store_unavailable` naming the refusal under `functions`.
+async fn choose_invoke(conn: &connect::Conn, scripting: Scripting, timeout: Duration) -> Result<invoke::Invoke> {
+    if scripting == Scripting::Eval {
+        return Ok(invoke::Invoke::Scripts);
+    }
+    let mut conn = conn.clone();
+    let loaded = match tokio::time::timeout(timeout, conn.req_packed_command(&invoke::load_library())).await {
+        Ok(Ok(Value::ServerError(e))) => Err(e.to_string()),
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(_) => Err(format!("no answer within {} ms", timeout.as_millis())),
+    };
+    match (loaded, scripting) {
+        (Ok(()), _) => Ok(invoke::Invoke::Functions),
+        (Err(_), Scripting::Auto) => Ok(invoke::Invoke::Scripts),
+        (Err(e), _) => Err(Error::store(format!("the server refused FUNCTION LOAD (scripting = functions): {e}"))),
     }
 }
 

@@ -8,26 +8,15 @@
 //! `#[path = "support/redis_cluster.rs"] mod redis_cluster;`.
 #![allow(dead_code)]
 
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::redis_server::{RedisServer, free_port_with_bus};
+pub use crate::redis_server::{cli, field};
 
 /// A running cluster owned by the test.
 pub struct RedisCluster {
     /// Every node, masters first as created (a failover may change who is master).
     pub nodes: Vec<RedisServer>,
-}
-
-/// `redis-cli` arguments, output as text (`None` if it could not run or failed).
-pub fn cli(port: u16, args: &[&str]) -> Option<String> {
-    let out = Command::new("redis-cli").args(["-h", "127.0.0.1", "-p", &port.to_string()]).args(args).output().ok()?;
-    out.status.success().then(|| String::from_utf8_lossy(&out.stdout).replace('\r', ""))
-}
-
-/// The value of `field` in an `INFO`-style reply.
-pub fn field(text: &str, field: &str) -> Option<String> {
-    text.lines().find_map(|l| l.strip_prefix(&format!("{field}:")).map(|v| v.trim().to_string()))
 }
 
 impl RedisCluster {
@@ -105,12 +94,8 @@ impl RedisCluster {
             .collect()
     }
 
-    /// How many times the node on `port` ran `cmd` (`INFO commandstats`, `cmdstat_<cmd>`'s
-    /// `calls=`).
+    /// How many times the node on `port` ran `cmd` ([`crate::redis_server::calls`]).
     pub fn calls(&self, port: u16, cmd: &str) -> u64 {
-        let stats = cli(port, &["info", "commandstats"]).unwrap_or_default();
-        field(&stats, &format!("cmdstat_{cmd}"))
-            .and_then(|v| v.split(',').find_map(|kv| kv.strip_prefix("calls=").and_then(|n| n.parse().ok())))
-            .unwrap_or(0)
+        crate::redis_server::calls(port, cmd)
     }
 }

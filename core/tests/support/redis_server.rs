@@ -48,6 +48,26 @@ pub fn free_port_with_bus() -> u16 {
     }
 }
 
+/// `redis-cli` arguments, output as text (`None` if it could not run or failed).
+pub fn cli(port: u16, args: &[&str]) -> Option<String> {
+    let out = Command::new("redis-cli").args(["-h", "127.0.0.1", "-p", &port.to_string()]).args(args).output().ok()?;
+    out.status.success().then(|| String::from_utf8_lossy(&out.stdout).replace('\r', ""))
+}
+
+/// The value of `field` in an `INFO`-style reply.
+pub fn field(text: &str, field: &str) -> Option<String> {
+    text.lines().find_map(|l| l.strip_prefix(&format!("{field}:")).map(|v| v.trim().to_string()))
+}
+
+/// How many times the server on `port` ran `cmd` (`INFO commandstats`: `cmdstat_<cmd>`'s
+/// `calls=`; 0 when the line is absent).
+pub fn calls(port: u16, cmd: &str) -> u64 {
+    let stats = cli(port, &["info", "commandstats"]).unwrap_or_default();
+    field(&stats, &format!("cmdstat_{cmd}"))
+        .and_then(|v| v.split(',').find_map(|kv| kv.strip_prefix("calls=").and_then(|n| n.parse().ok())))
+        .unwrap_or(0)
+}
+
 /// Sends one inline command and returns the raw reply (enough for PING and DEBUG).
 pub fn raw_command(port: u16, line: &str) -> std::io::Result<String> {
     let mut s = TcpStream::connect(("127.0.0.1", port))?;
