@@ -113,3 +113,33 @@ def store(request: pytest.FixtureRequest) -> object:
     if request.param == "memory":
         return tk.MemoryStore()
     return request.getfixturevalue("redis_store")
+
+
+def _helper(script: str, *args: str) -> str:
+    """Runs tests/<script> (the repository's server launchers) and returns its stdout line."""
+    out = subprocess.run([str(ROOT / "tests" / script), *args], capture_output=True, text=True, timeout=180)
+    if out.returncode != 0:
+        pytest.fail(f"tests/{script} {' '.join(args)} failed: {out.stderr}")
+    return out.stdout.strip()
+
+
+@pytest.fixture(scope="session")
+def redis_cluster_urls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Seed URLs (comma-separated) of a private 3-master cluster, one per test session, stopped by PID."""
+    pidfile = str(tmp_path_factory.mktemp("cluster") / "pids")
+    seeds = _helper("redis-cluster.sh", "start", pidfile)
+    try:
+        yield seeds
+    finally:
+        _helper("redis-cluster.sh", "stop", pidfile)
+
+
+@pytest.fixture(scope="session")
+def redis_tls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    """A private TLS redis-server: its rediss:// URL and the folder with ca.crt and other-ca.crt."""
+    folder = tmp_path_factory.mktemp("tls") / "pki"
+    url = _helper("redis-tls.sh", "start", str(folder))
+    try:
+        yield url, folder
+    finally:
+        _helper("redis-tls.sh", "stop", str(folder))
