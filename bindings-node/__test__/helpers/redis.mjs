@@ -78,3 +78,31 @@ async function trySpawnRedis(args, port) {
     },
   }
 }
+
+const repoTests = join(here, '..', '..', '..', 'tests')
+
+/**
+ * A 3-master cluster: $THROTTLEKIT_REDIS_CLUSTER_URLS if set (test.sh starts one for the whole
+ * suite), else one started with tests/redis-cluster.sh and stopped by PID. {urls, stop()}.
+ */
+export async function startRedisCluster() {
+  const given = process.env.THROTTLEKIT_REDIS_CLUSTER_URLS
+  if (given) return { urls: given, stop: async () => {} }
+  const pidfile = join(mkdtempSync(join(tmpdir(), 'tk-node-cluster-')), 'pids')
+  const script = join(repoTests, 'redis-cluster.sh')
+  const urls = execFileSync('bash', [script, 'start', pidfile], { encoding: 'utf8' }).trim()
+  return { urls, stop: async () => execFileSync('bash', [script, 'stop', pidfile]) }
+}
+
+/**
+ * A TLS redis-server with a throwaway CA: $THROTTLEKIT_REDIS_TLS_URL and _DIR if set (test.sh),
+ * else one started with tests/redis-tls.sh and stopped by PID. {url, dir (ca.crt, other-ca.crt), stop()}.
+ */
+export async function startRedisTls() {
+  const { THROTTLEKIT_REDIS_TLS_URL: url, THROTTLEKIT_REDIS_TLS_DIR: dir } = process.env
+  if (url && dir) return { url, dir, stop: async () => {} }
+  const own = join(mkdtempSync(join(tmpdir(), 'tk-node-tls-')), 'pki')
+  const script = join(repoTests, 'redis-tls.sh')
+  const started = execFileSync('bash', [script, 'start', own], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim()
+  return { url: started, dir: own, stop: async () => execFileSync('bash', [script, 'stop', own]) }
+}

@@ -1,0 +1,132 @@
+// Connecting: Redis Cluster from seed nodes and TLS with a throwaway CA, through the Promise and
+// sync APIs and the conformance runner, and every bad option refused with config_invalid.
+// One cluster and one TLS server serve the whole suite (test.sh starts them; see helpers).
+import assert from 'node:assert/strict'
+import { spawnSync } from 'node:child_process'
+import { readdirSync } from 'node:fs'
+import { dirname, join } from 'node:path'
+import { after, before, describe, test } from 'node:test'
+import { fileURLToPath } from 'node:url'
+
+import { Limiter, MultiLimiter, RedisStore, Strategy } from '../index.mjs'
+import { startRedis, startRedisCluster, startRedisTls } from './helpers/redis.mjs'
+
+const here = dirname(fileURLToPath(import.meta.url))
+const vectorsDir = join(here, '..', '..', 'conformance-vectors')
+const vectors = readdirSync(vectorsDir).filter((f) => f.endsWith('.json')).map((f) => join(vectorsDir, f))
+const runner = join(here, '..', 'bin', 'throttlekit-conformance.js')
+const ns = `tk-node-connect:${process.pid}:${Date.now()}`
+
+let cluster
+let tls
+let plain
+
+before(async () => {
+  ;[cluster, tls, plain] = await Promise.all([startRedisCluster(), startRedisTls(), startRedis()])
+})
+after(async () => {
+  await cluster?.stop()
+  await tls?.stop()
+  await plain?.stop()
+})
+
+/** Runs the runner on every vectors file: {status, passed, failed, stderr}. */
+function run(...args) {
+  const r = spawnSync(process.execPath, [runner, ...args, ...vectors], { encoding: 'utf8', timeout: 300_000 })
+  const m = /(\d+) passed, (\d+) failed\s*$/.exec(r.stdout)
+  return { status: r.status, passed: m && Number(m[1]), failed: m && Number(m[2]), out: r.stdout.slice(-3000) + r.stderr }
+}
+
+describe('the runner', () => {
+  test('replays every vectors file on a cluster and over TLS with no mismatch', () => {
+    const memory = run('--store', 'memory')
+    assert.equal(memory.status, 0, memory.out)
+    assert.ok(memory.passed > 0)
+    const onCluster = run('--store', 'redis-cluster', '--redis-url', cluster.urls)
+    assert.deepEqual([onCluster.status, onCluster.passed, onCluster.failed], [0, memory.passed, 0], onCluster.out)
+    const overTls = run('--store', 'redis', '--redis-url', tls.url, '--redis-tls-ca', join(tls.dir, 'ca.crt'))
+    assert.deepEqual([overTls.status, overTls.passed, overTls.failed], [0, memory.passed, 0], overTls.out)
+  })
+
+  test('exits 2 with config_invalid on a bad flag combination', () => {
+    const r = run('--store', 'redis', '--redis-url', plain.url, '--redis-tls-ca', join(tls.dir, 'ca.crt'))
+    assert.equal(r.status, 2, r.out)
+    assert.match(r.out, /config_invalid: redis\.tls_ca_file/)
+  })
+})
+
+describe('RedisStore.connect', () => {
+  test('a cluster store shares each limit over every master, on the Promise and sync paths', async () => {
+    const store = await RedisStore.connect({ urls: cluster.urls.split(','), mode: 'cluster', timeoutMs: 5000 })
+    assert.equal(store.mode, 'cluster')
+    assert.equal(store.url, cluster.urls)
+    assert.equal(store.eventLoopTransport, false) // routed by slot on the core's connections
+    const l = new Limiter({ strategy: Strategy.fixedWindow({ limit: 3, windowMs: 60_000 }), store, prefix: `${ns}:c` })
+    const keys = Array.from({ length: 30 }, (_, i) => `user:${i}`) // slots of all three masters
+    const ds = await Promise.all(keys.flatMap((k) => Array.from({ length: 5 }, () => l.check(k))))
+    assert.equal(ds.filter((d) => d.allowed).length, 3 * keys.length)
+    assert.equal(l.checkSync('user:0').allowed, false)
+    assert.equal(l.checkSync('other').allowed, true)
+    const m = new MultiLimiter({
+      rule: 'all',
+      dimensions: [
+        { name: 'a', strategy: Strategy.fixedWindow({ limit: 2, windowMs: 60_000 }) },
+        { name: 'b', strategy: Strategy.fixedWindow({ limit: 5, windowMs: 60_000 }) },
+      ],
+      store,
+      prefix: `${ns}:m`,
+    })
+    const md = []
+    for (let i = 0; i < 3; i++) md.push((await m.check(['x', 'y'])).allowed)
+    assert.deepEqual(md, [true, true, false])
+    await store.close()
+  })
+
+  test('TLS verifies against tlsCaFile; another CA is store_unavailable naming the certificate', async () => {
+    const store = await RedisStore.connect({ url: tls.url, tlsCaFile: join(tls.dir, 'ca.crt'), timeoutMs: 5000 })
+    assert.equal(store.eventLoopTransport, false) // verified by the core's rustls
+    const l = new Limiter({ strategy: Strategy.fixedWindow({ limit: 1, windowMs: 60_000 }), store, prefix: `${ns}:t` })
+    assert.equal((await l.check('k')).allowed, true)
+    assert.equal((await l.check('k')).allowed, false)
+    await store.close()
+    await assert.rejects(
+      RedisStore.connect({ url: tls.url, tlsCaFile: join(tls.dir, 'other-ca.crt'), timeoutMs: 5000 }),
+      (e) => e.code === 'store_unavailable' && /certificate/.test(e.message),
+    )
+    await assert.rejects(RedisStore.connect({ url: tls.url, timeoutMs: 5000 }), { code: 'store_unavailable' })
+  })
+
+  test('a standalone plaintext store keeps the event-loop transport', async () => {
+    const store = await RedisStore.connect({ urls: plain.url })
+    assert.equal(store.mode, 'standalone')
+    assert.equal(store.eventLoopTransport, true)
+    await store.close()
+  })
+
+  for (const [options, named] of [
+    [{ url: 'redis://127.0.0.1:1', mode: 'Cluster' }, 'redis.mode'],
+    [{ url: 'redis://127.0.0.1:1', scripting: 'lua' }, 'redis.scripting'],
+    [{ url: 'redis://127.0.0.1:1', tlsCaFile: '/etc/hostname' }, 'redis.tls_ca_file'],
+    [{ url: 'rediss://127.0.0.1:1', tlsCaFile: '/nonexistent.pem' }, 'redis.tls_ca_file'],
+    [{ url: 'rediss://127.0.0.1:1', tlsCertFile: '/etc/hostname' }, 'redis.tls_key_file'],
+    [{ url: 'redis://127.0.0.1:1', mode: 'sentinel' }, 'redis.service_name'],
+    [{ url: 'redis://127.0.0.1:1', serviceName: 'main' }, 'redis.service_name'],
+    [{ urls: ['redis://u:secret@127.0.0.1:1', 'redis://127.0.0.1:2'] }, 'redis.urls'],
+    [{ urls: [], mode: 'cluster' }, 'redis.urls'],
+    [{ url: 'http://127.0.0.1:1' }, 'redis.urls'],
+    [{ url: 'redis://127.0.0.1:1', urls: 'redis://127.0.0.1:1' }, 'redisStore.urls'],
+    [{}, 'redisStore.urls'],
+    [{ urls: 5 }, 'redisStore.urls'],
+    [{ url: 'redis://127.0.0.1:1', mode: 1 }, 'redisStore.mode'],
+    [{ url: 'redis://127.0.0.1:1', tlsCa: 'x' }, 'redisStore.tlsCa'],
+  ]) {
+    test(`refuses ${JSON.stringify(options)} with config_invalid naming ${named}`, async () => {
+      await assert.rejects(RedisStore.connect(options), (e) => {
+        assert.equal(e.code, 'config_invalid', e.message)
+        assert.ok(e.message.includes(named), `${e.message} should name ${named}`)
+        assert.ok(!e.message.includes('secret'), e.message)
+        return true
+      })
+    })
+  }
+})
