@@ -34,7 +34,7 @@ fn killing_a_master_under_load_recovers_by_itself() {
     assert_eq!(masters.len(), 3);
     let victim = cluster.nodes.iter().position(|n| n.port == masters[0]).unwrap();
     let pid = cluster.nodes[victim].pid();
-    let report = failover::run(store, 30, Duration::from_millis(500), Duration::from_secs(60), move || {
+    let report = failover::run(store, 4, 30, Duration::from_millis(500), Duration::from_secs(60), || {
         let status = std::process::Command::new("kill").args(["-KILL", &pid.to_string()]).status().expect("kill");
         assert!(status.success());
     });
@@ -47,4 +47,28 @@ fn killing_a_master_under_load_recovers_by_itself() {
         "a call took {} ms with a {TIMEOUT_MS} ms timeout",
         report.max_call_ms
     );
+}
+
+#[test]
+fn the_measurement_counts_writes_the_server_lost() {
+    // The failover harness itself, on one server whose "failover" deletes two keys: exactly
+    // the admissions those keys had counted are lost, and the harness must say so.
+    let server = redis_server::RedisServer::start();
+    let options = RedisOptions { urls: vec![server.url()], timeout_ms: TIMEOUT_MS, ..RedisOptions::default() };
+    let store = Arc::new(RedisStore::connect_blocking(options).expect("connect"));
+    let port = server.port;
+    let deleted = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let seen = deleted.clone();
+    let report = failover::run(store, 2, 5, Duration::from_millis(300), Duration::from_secs(30), move || {
+        // Each key's count (the fixed window's hash field `c`), read and deleted atomically.
+        let take = "local c = redis.call('HGET', KEYS[1], 'c'); redis.call('DEL', KEYS[1]); return c";
+        for key in ["failover:t0k1", "failover:t1k3"] {
+            let v = redis_server::cli(port, &["eval", take, "1", key]).expect("EVAL");
+            seen.fetch_add(v.trim().parse::<u64>().expect("a counter"), std::sync::atomic::Ordering::Relaxed);
+        }
+    });
+    let lost = deleted.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(lost > 0, "the keys had counted nothing before the kill");
+    assert_eq!(report.failed, 0);
+    assert_eq!(report.lost_admissions, lost, "{report:?}");
 }

@@ -45,7 +45,7 @@ fn the_store_finds_the_master_through_the_sentinels_and_follows_a_failover() {
     assert!(store.is_routed());
     let old = setup.master.port;
     let pid = setup.master.pid();
-    let report = failover::run(store, 20, Duration::from_millis(500), Duration::from_secs(60), move || {
+    let report = failover::run(store, 4, 20, Duration::from_millis(500), Duration::from_secs(60), || {
         let status = std::process::Command::new("kill").args(["-KILL", &pid.to_string()]).status().expect("kill");
         assert!(status.success());
     });
