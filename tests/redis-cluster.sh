@@ -43,7 +43,8 @@ start_node() {
     dir=$(mktemp -d)
     redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$dir" \
       --protected-mode no --daemonize no --cluster-enabled yes --cluster-config-file nodes.conf \
-      --cluster-node-timeout 1000 --cluster-require-full-coverage no >"$dir/redis.log" 2>&1 &
+      --cluster-node-timeout 1000 --cluster-require-full-coverage no --repl-diskless-sync-delay 0 \
+      >"$dir/redis.log" 2>&1 &
     pid=$!
     for _ in $(seq 1 200); do
       kill -0 "$pid" 2>/dev/null || break
@@ -75,6 +76,9 @@ cluster_ok() {
     info=$(redis-cli -p "$p" cluster info 2>/dev/null | tr -d '\r') || return 1
     grep -q '^cluster_state:ok' <<<"$info" || return 1
     grep -q '^cluster_slots_ok:16384' <<<"$info" || return 1
+    # A replica must have finished its first sync (or it could not win an election later).
+    repl=$(redis-cli -p "$p" info replication 2>/dev/null | tr -d '\r') || return 1
+    grep -q '^role:master' <<<"$repl" || grep -q '^master_link_status:up' <<<"$repl" || return 1
   done
 }
 

@@ -69,12 +69,16 @@ impl RedisCluster {
     }
 
     fn is_ok(&self) -> bool {
-        // A node that does not answer (killed by a failover test) has no say.
+        // A node that does not answer (killed by a failover test) has no say. A replica must
+        // have finished its first sync, or it could not win an election later.
         self.nodes.iter().all(|n| {
             let Some(info) = cli(n.port, &["cluster", "info"]) else { return true };
+            let Some(repl) = cli(n.port, &["info", "replication"]) else { return true };
             field(&info, "cluster_state").as_deref() == Some("ok")
                 && field(&info, "cluster_slots_ok").as_deref() == Some("16384")
                 && field(&info, "cluster_slots_pfail").as_deref() == Some("0")
+                && (field(&repl, "role").as_deref() == Some("master")
+                    || field(&repl, "master_link_status").as_deref() == Some("up"))
         })
     }
 

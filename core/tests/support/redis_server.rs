@@ -157,6 +157,9 @@ impl RedisServer {
         let child = Command::new(&bin)
             .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
             .args(["--dir", &dir_s, "--protected-mode", "no", "--enable-debug-command", "local"])
+            // A replica's first sync starts at once (default: 5 s later), so failover tests
+            // need not wait for it.
+            .args(["--repl-diskless-sync-delay", "0"])
             .args(extra)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
