@@ -9,12 +9,13 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 import pytest
 
 import throttlekit as tk
-from conftest import PACKAGE, VECTORS
+from conftest import PACKAGE, ROOT, VECTORS
 from throttlekit.conformance import StoreFactory, replay_files
 
 
@@ -120,3 +121,36 @@ def test_bad_options_are_config_invalid_naming_the_option(urls: object, options:
 def test_options_of_the_wrong_type_are_config_type_errors(urls: object, options: dict) -> None:
     with pytest.raises(tk.ConfigTypeError):
         tk.RedisStore(urls, **options)  # type: ignore[arg-type]
+
+
+def documented_acl_rules(prefix: str, password: str) -> list[str]:
+    """The smallest ACL of docs/redis.md (scripting auto), for `prefix` and `password`."""
+    text = (ROOT / "docs" / "redis.md").read_text()
+    line = next(x for x in text.splitlines() if x.startswith("ACL SETUSER throttlekit >PASSWORD "))
+    rules = line.split()[3:]
+    assert "~api:*" in rules, line
+    return [f">{password}"] + [f"~{prefix}:*" if r == "~api:*" else r for r in rules]
+
+
+def test_an_acl_user_with_the_documented_rules_is_enough(redis_url: str, prefix: str) -> None:
+    port = redis_url.rsplit(":", 1)[1].split("/")[0]
+    user, password = f"tk-py-{uuid.uuid4().hex[:8]}", uuid.uuid4().hex
+    subprocess.run(["redis-cli", "-p", port, "ACL", "SETUSER", user, *documented_acl_rules(prefix, password)],
+                   check=True, capture_output=True, timeout=30)
+    try:
+        store = tk.RedisStore(f"redis://{user}:{password}@127.0.0.1:{port}", timeout_ms=5000)
+        limiter = tk.Limiter(tk.Strategy.fixed_window(2, 60_000), store=store, prefix=prefix)
+        assert [limiter.check_sync("k").allowed for _ in range(3)] == [True, True, False]
+
+        async def awaited() -> bool:
+            return (await limiter.check("k")).allowed
+
+        assert asyncio.run(awaited()) is False
+        limiter.reset_sync("k")
+        outside = tk.Limiter(tk.Strategy.fixed_window(2, 60_000), store=store, prefix="not-granted")
+        with pytest.raises(tk.StoreUnavailableError):  # NOPERM: the key is outside the pattern
+            outside.check_sync("k")
+        with pytest.raises(tk.StoreUnavailableError):
+            tk.RedisStore(f"redis://{user}:wrong@127.0.0.1:{port}", timeout_ms=5000)
+    finally:
+        subprocess.run(["redis-cli", "-p", port, "ACL", "DELUSER", user], capture_output=True, timeout=30)
