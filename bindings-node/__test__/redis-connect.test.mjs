@@ -2,8 +2,8 @@
 // sync APIs and the conformance runner, and every bad option refused with config_invalid.
 // One cluster and one TLS server serve the whole suite (test.sh starts them; see helpers).
 import assert from 'node:assert/strict'
-import { spawnSync } from 'node:child_process'
-import { readdirSync } from 'node:fs'
+import { execFileSync, spawnSync } from 'node:child_process'
+import { readdirSync, readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
@@ -129,4 +129,39 @@ describe('RedisStore.connect', () => {
       })
     })
   }
+})
+
+/** The smallest ACL of docs/redis.md (scripting auto), for `prefix` and `password`. */
+function documentedAclRules(prefix, password) {
+  const text = readFileSync(join(here, '..', '..', 'docs', 'redis.md'), 'utf8')
+  const line = text.split('\n').find((l) => l.startsWith('ACL SETUSER throttlekit >PASSWORD '))
+  const rules = line.split(/\s+/).slice(3)
+  assert.ok(rules.includes('~api:*'), line)
+  return [`>${password}`, ...rules.map((r) => (r === '~api:*' ? `~${prefix}:*` : r))]
+}
+
+describe('an ACL user', () => {
+  test('with exactly the documented rules runs limiters on both Promise paths and sync', async () => {
+    const port = new URL(plain.url).port
+    const user = `tk-node-${process.pid}`
+    const password = `pw${Date.now()}`
+    const prefix = `${ns}:acl`
+    execFileSync('redis-cli', ['-p', port, 'ACL', 'SETUSER', user, ...documentedAclRules(prefix, password)])
+    try {
+      const url = `redis://${user}:${password}@127.0.0.1:${port}`
+      const store = await RedisStore.connect({ url, timeoutMs: 5000 })
+      assert.equal(store.eventLoopTransport, true) // AUTH in the event-loop socket's handshake
+      const strategy = Strategy.fixedWindow({ limit: 2, windowMs: 60_000 })
+      const l = new Limiter({ strategy, store, prefix })
+      const ds = await Promise.all([l.check('k'), l.check('k'), l.check('k')])
+      assert.deepEqual(ds.map((d) => d.allowed).sort(), [false, true, true])
+      assert.equal(l.checkSync('k').allowed, false)
+      const outside = new Limiter({ strategy, store, prefix: 'not-granted' })
+      await assert.rejects(outside.check('k'), { code: 'store_unavailable' }) // NOPERM
+      await store.close()
+      await assert.rejects(RedisStore.connect({ url: `redis://${user}:wrong@127.0.0.1:${port}`, timeoutMs: 5000 }), { code: 'store_unavailable' })
+    } finally {
+      execFileSync('redis-cli', ['-p', port, 'ACL', 'DELUSER', user])
+    }
+  })
 })
