@@ -101,6 +101,16 @@ VALGRIND=(valgrind -q --error-exitcode=99 --leak-check=full --show-possibly-lost
 env -u TK_REDIS_TLS_URL TK_REDIS_URL="$URL_C" "${VALGRIND[@]}" "$WORK/test_throttlekit"
 TK_REDIS_URL="$URL_C" "$WORK/test_throttlekit_static" | tail -1
 
+step "the README's connecting example, against the cluster and the TLS server"
+awk '/^<!-- test.sh compiles and runs this program/{grab=1; next} grab && /^```c$/{on=1; next} on && /^```$/{exit} on' \
+    "$HERE/README.md" >"$WORK/connect.c"
+grep -q tk_store_redis_connect_with "$WORK/connect.c" || { echo "README.md lost its connecting example" >&2; exit 1; }
+# shellcheck disable=SC2046
+gcc $CFLAGS $(pkg-config --cflags throttlekit) "$WORK/connect.c" $(pkg-config --libs throttlekit) \
+    -Wl,-rpath,"$LIBDIR" -o "$WORK/connect"
+GOT=$("$WORK/connect" "$CLUSTER_URLS" "$TLS_URL" "$TLS_DIR/ca.crt")
+[ "$GOT" = $'cluster allowed\ntls allowed' ] || { echo "the connecting example printed: $GOT" >&2; exit 1; }
+
 step "C conformance runner: memory (under valgrind), Redis, cluster and TLS"
 VECTORS=("$ROOT"/conformance-vectors/*.json)
 C_MEM=$("${VALGRIND[@]}" "$WORK/tk-conformance" --store memory "${VECTORS[@]}" | tail -20)
