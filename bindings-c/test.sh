@@ -6,8 +6,8 @@
 #   3. `make install PREFIX=$tmp`, then builds everything below ONLY from the installed header,
 #      .so and throttlekit.pc (pkg-config), as a downstream user would
 #   4. C unit tests under valgrind (no leaks, no errors), on memory and on a disposable Redis,
-#      a 3-master cluster and a TLS server (one of each for the whole script)
-#   5. tk-conformance on every conformance-vectors/*.json: memory, Redis, cluster, TLS
+#      a 3-master cluster and a TLS server (one of each for the whole script, and a Sentinel setup)
+#   5. tk-conformance on every conformance-vectors/*.json: memory, Redis, cluster, Sentinel, TLS
 #   6. go test (vectors on every store, Example, unit tests)
 # Environment: CARGO_TARGET_DIR (default $ROOT/target), PROFILE (debug|release, default debug).
 set -euo pipefail
@@ -42,9 +42,11 @@ fi
 WORK=$(mktemp -d)
 REDIS_PID=
 CLUSTER_PIDS=$WORK/cluster.pids
+SENTINEL_DIR=$WORK/sentinel
 TLS_DIR=$WORK/tls
 cleanup() {
     "$ROOT/tests/redis-cluster.sh" stop "$CLUSTER_PIDS" || true
+    "$ROOT/tests/redis-sentinels.sh" stop "$SENTINEL_DIR" || true
     "$ROOT/tests/redis-tls.sh" stop "$TLS_DIR" || true
     # Wait for the server to exit: it writes its log into $WORK while shutting down, and an
     # rm racing that write fails with "Directory not empty".
@@ -86,10 +88,11 @@ PORT=${REDIS_URL##*:}
 URL_C="redis://127.0.0.1:$PORT/0"
 URL_GO="redis://127.0.0.1:$PORT/1"
 
-step "start a disposable 3-master cluster and a TLS redis-server (throwaway CA)"
+step "start a disposable 3-master cluster, a Sentinel setup and a TLS redis-server (throwaway CA)"
 CLUSTER_URLS=$("$ROOT/tests/redis-cluster.sh" start "$CLUSTER_PIDS")
+SENTINEL_URLS=$("$ROOT/tests/redis-sentinels.sh" start "$SENTINEL_DIR")
 TLS_URL=$("$ROOT/tests/redis-tls.sh" start "$TLS_DIR" 2>/dev/null)
-echo "cluster seeds $CLUSTER_URLS; TLS $TLS_URL"
+echo "cluster seeds $CLUSTER_URLS; sentinels $SENTINEL_URLS; TLS $TLS_URL"
 export TK_REDIS_CLUSTER_URLS=$CLUSTER_URLS TK_REDIS_TLS_URL=$TLS_URL TK_REDIS_TLS_DIR=$TLS_DIR
 
 step "C unit tests under valgrind"
@@ -111,7 +114,7 @@ gcc $CFLAGS $(pkg-config --cflags throttlekit) "$WORK/connect.c" $(pkg-config --
 GOT=$("$WORK/connect" "$CLUSTER_URLS" "$TLS_URL" "$TLS_DIR/ca.crt")
 [ "$GOT" = $'cluster allowed\ntls allowed' ] || { echo "the connecting example printed: $GOT" >&2; exit 1; }
 
-step "C conformance runner: memory (under valgrind), Redis, cluster and TLS"
+step "C conformance runner: memory (under valgrind), Redis, cluster, Sentinel and TLS"
 VECTORS=("$ROOT"/conformance-vectors/*.json)
 C_MEM=$("${VALGRIND[@]}" "$WORK/tk-conformance" --store memory "${VECTORS[@]}" | tail -20)
 echo "$C_MEM"
@@ -119,6 +122,8 @@ C_REDIS=$("$WORK/tk-conformance" --store redis --redis-url "$URL_C" "${VECTORS[@
 echo "$C_REDIS"
 C_CLUSTER=$("$WORK/tk-conformance" --store redis-cluster --redis-url "$CLUSTER_URLS" "${VECTORS[@]}" | tail -20)
 echo "cluster: $C_CLUSTER"
+C_SENTINEL=$("$WORK/tk-conformance" --store redis-sentinel --redis-url "$SENTINEL_URLS" --redis-service-name tkmain "${VECTORS[@]}" | tail -20)
+echo "sentinel: $C_SENTINEL"
 C_TLS=$("$WORK/tk-conformance" --store redis --redis-url "$TLS_URL" --redis-tls-ca "$TLS_DIR/ca.crt" "${VECTORS[@]}" | tail -20)
 echo "tls: $C_TLS"
 # A bad flag combination is the library's config_invalid, exit status 2.
@@ -134,7 +139,7 @@ step "the Rust CLI on the same files: C must report the same totals"
 # same decisions op for op.
 RUST=$(cd "$ROOT" && cargo run -q -p throttlekit --bin throttlekit -- conformance "${VECTORS[@]}" | tail -1)
 echo "rust: $RUST"
-for got in "$(tail -1 <<<"$C_MEM")" "$(tail -1 <<<"$C_REDIS")" "$(tail -1 <<<"$C_CLUSTER")" "$(tail -1 <<<"$C_TLS")"; do
+for got in "$(tail -1 <<<"$C_MEM")" "$(tail -1 <<<"$C_REDIS")" "$(tail -1 <<<"$C_CLUSTER")" "$(tail -1 <<<"$C_SENTINEL")" "$(tail -1 <<<"$C_TLS")"; do
     [ "$got" = "$RUST" ] || { echo "C runner reported '$got', the Rust CLI '$RUST'" >&2; exit 1; }
 done
 
@@ -148,6 +153,7 @@ for store in memory redis redis-cluster redis-tls; do
 done
 # The Go runner takes the Rust CLI's flags.
 for args in "--store redis-cluster --redis-url $CLUSTER_URLS" \
+            "--store redis-sentinel --redis-url $SENTINEL_URLS --redis-service-name tkmain" \
             "--store redis --redis-url $TLS_URL --redis-tls-ca $TLS_DIR/ca.crt"; do
     # shellcheck disable=SC2086
     OUT=$(cd "$HERE/go" && CGO_LDFLAGS="-Wl,-rpath,$LIBDIR" go test -count=1 -run '^TestConformanceRunner$' -v . -args $args 2>&1) \

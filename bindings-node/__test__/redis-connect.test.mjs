@@ -1,6 +1,7 @@
-// Connecting: Redis Cluster from seed nodes and TLS with a throwaway CA, through the Promise and
-// sync APIs and the conformance runner, and every bad option refused with config_invalid.
-// One cluster and one TLS server serve the whole suite (test.sh starts them; see helpers).
+// Connecting: Redis Cluster from seed nodes, Sentinel, TLS with a throwaway CA and an ACL user,
+// through the Promise and sync APIs and the conformance runner, and every bad option refused
+// with config_invalid. One cluster, one Sentinel setup and one TLS server serve the whole suite
+// (test.sh starts them; see helpers).
 import assert from 'node:assert/strict'
 import { execFileSync, spawnSync } from 'node:child_process'
 import { readdirSync, readFileSync } from 'node:fs'
@@ -9,7 +10,7 @@ import { after, before, describe, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 
 import { Limiter, MultiLimiter, RedisStore, Strategy } from '../index.mjs'
-import { startRedis, startRedisCluster, startRedisTls } from './helpers/redis.mjs'
+import { startRedis, startRedisCluster, startRedisSentinels, startRedisTls } from './helpers/redis.mjs'
 
 const here = dirname(fileURLToPath(import.meta.url))
 const vectorsDir = join(here, '..', '..', 'conformance-vectors')
@@ -18,14 +19,16 @@ const runner = join(here, '..', 'bin', 'throttlekit-conformance.js')
 const ns = `tk-node-connect:${process.pid}:${Date.now()}`
 
 let cluster
+let sentinels
 let tls
 let plain
 
 before(async () => {
-  ;[cluster, tls, plain] = await Promise.all([startRedisCluster(), startRedisTls(), startRedis()])
+  ;[cluster, sentinels, tls, plain] = await Promise.all([startRedisCluster(), startRedisSentinels(), startRedisTls(), startRedis()])
 })
 after(async () => {
   await cluster?.stop()
+  await sentinels?.stop()
   await tls?.stop()
   await plain?.stop()
 })
@@ -46,6 +49,12 @@ describe('the runner', () => {
     assert.deepEqual([onCluster.status, onCluster.passed, onCluster.failed], [0, memory.passed, 0], onCluster.out)
     const overTls = run('--store', 'redis', '--redis-url', tls.url, '--redis-tls-ca', join(tls.dir, 'ca.crt'))
     assert.deepEqual([overTls.status, overTls.passed, overTls.failed], [0, memory.passed, 0], overTls.out)
+  })
+
+  test('replays every vectors file through sentinels with no mismatch', () => {
+    const memory = run('--store', 'memory')
+    const r = run('--store', 'redis-sentinel', '--redis-url', sentinels.urls, '--redis-service-name', 'tkmain')
+    assert.deepEqual([r.status, r.passed, r.failed], [0, memory.passed, 0], r.out)
   })
 
   test('exits 2 with config_invalid on a bad flag combination', () => {
@@ -94,6 +103,16 @@ describe('RedisStore.connect', () => {
       (e) => e.code === 'store_unavailable' && /certificate/.test(e.message),
     )
     await assert.rejects(RedisStore.connect({ url: tls.url, timeoutMs: 5000 }), { code: 'store_unavailable' })
+  })
+
+  test('a Sentinel store finds the master, on the core\'s connections', async () => {
+    const store = await RedisStore.connect({ urls: sentinels.urls, mode: 'sentinel', serviceName: 'tkmain', timeoutMs: 5000 })
+    assert.equal(store.mode, 'sentinel')
+    assert.equal(store.eventLoopTransport, false)
+    const l = new Limiter({ strategy: Strategy.fixedWindow({ limit: 2, windowMs: 60_000 }), store, prefix: `${ns}:s` })
+    const ds = await Promise.all([l.check('k'), l.check('k'), l.check('k')])
+    assert.deepEqual(ds.map((d) => d.allowed).sort(), [false, true, true])
+    await store.close()
   })
 
   test('a standalone plaintext store keeps the event-loop transport', async () => {

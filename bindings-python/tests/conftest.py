@@ -143,3 +143,15 @@ def redis_tls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, P
         yield url, folder
     finally:
         _helper("redis-tls.sh", "stop", str(folder))
+
+
+@pytest.fixture(scope="session")
+def redis_sentinel_urls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The sentinels' URLs (comma-separated) of a private master + replica + 3 sentinels
+    watching service "tkmain", one per test session, stopped by PID."""
+    folder = str(tmp_path_factory.mktemp("sentinel") / "servers")
+    urls = _helper("redis-sentinels.sh", "start", folder)
+    try:
+        yield urls
+    finally:
+        _helper("redis-sentinels.sh", "stop", folder)

@@ -1,7 +1,9 @@
-"""Connecting: Redis Cluster from seed nodes, TLS with a throwaway CA, and bad options.
+"""Connecting: Redis Cluster from seed nodes, Sentinel, TLS with a throwaway CA, an ACL user,
+and bad options.
 
-One cluster and one TLS server serve the whole session (conftest's `redis_cluster_urls` and
-`redis_tls`, started by the repository's tests/redis-cluster.sh and tests/redis-tls.sh).
+One cluster, one Sentinel setup and one TLS server serve the whole session (conftest's
+`redis_cluster_urls`, `redis_sentinel_urls` and `redis_tls`, started by the repository's
+tests/redis-cluster.sh, tests/redis-sentinels.sh and tests/redis-tls.sh).
 """
 
 from __future__ import annotations
@@ -48,6 +50,20 @@ def test_the_runner_replays_every_vectors_file_over_tls(redis_tls: tuple[str, Pa
     url, pki = redis_tls
     passed, failed = cli("--store", "redis", "--redis-url", url, "--redis-tls-ca", str(pki / "ca.crt"))
     assert (passed, failed) == memory_totals() and failed == 0
+
+
+def test_the_runner_replays_every_vectors_file_through_sentinels(redis_sentinel_urls: str) -> None:
+    passed, failed = cli("--store", "redis-sentinel", "--redis-url", redis_sentinel_urls, "--redis-service-name", "tkmain")
+    assert (passed, failed) == memory_totals() and failed == 0
+
+
+def test_a_sentinel_store_finds_the_master(redis_sentinel_urls: str, prefix: str) -> None:
+    store = tk.RedisStore(redis_sentinel_urls, mode="sentinel", service_name="tkmain", timeout_ms=5000)
+    assert store.mode == "sentinel"
+    limiter = tk.Limiter(tk.Strategy.fixed_window(2, 60_000), store=store, prefix=prefix)
+    assert [limiter.check_sync("k").allowed for _ in range(3)] == [True, True, False]
+    with pytest.raises(tk.StoreUnavailableError):  # no such service: the sentinels know no master
+        tk.RedisStore(redis_sentinel_urls, mode="sentinel", service_name="nosuch", timeout_ms=2000)
 
 
 def test_a_cluster_store_shares_each_limit_over_every_master(redis_cluster_urls: str, prefix: str) -> None:

@@ -106,3 +106,16 @@ export async function startRedisTls() {
   const started = execFileSync('bash', [script, 'start', own], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim()
   return { url: started, dir: own, stop: async () => execFileSync('bash', [script, 'stop', own]) }
 }
+
+/**
+ * A master, a replica and 3 sentinels watching service "tkmain": $THROTTLEKIT_REDIS_SENTINEL_URLS
+ * if set (test.sh), else started with tests/redis-sentinels.sh and stopped by PID. {urls, stop()}.
+ */
+export async function startRedisSentinels() {
+  const given = process.env.THROTTLEKIT_REDIS_SENTINEL_URLS
+  if (given) return { urls: given, stop: async () => {} }
+  const own = join(mkdtempSync(join(tmpdir(), 'tk-node-sentinel-')), 'servers')
+  const script = join(repoTests, 'redis-sentinels.sh')
+  const urls = execFileSync('bash', [script, 'start', own], { encoding: 'utf8' }).trim()
+  return { urls, stop: async () => execFileSync('bash', [script, 'stop', own]) }
+}
