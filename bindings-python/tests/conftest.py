@@ -115,9 +115,10 @@ def store(request: pytest.FixtureRequest) -> object:
     return request.getfixturevalue("redis_store")
 
 
-def _helper(script: str, *args: str) -> str:
+def _helper(script: str, *args: str, env: dict[str, str] | None = None) -> str:
     """Runs tests/<script> (the repository's server launchers) and returns its stdout line."""
-    out = subprocess.run([str(ROOT / "tests" / script), *args], capture_output=True, text=True, timeout=180)
+    out = subprocess.run([str(ROOT / "tests" / script), *args], capture_output=True, text=True, timeout=180,
+                         env={**os.environ, **(env or {})})
     if out.returncode != 0:
         pytest.fail(f"tests/{script} {' '.join(args)} failed: {out.stderr}")
     return out.stdout.strip()
@@ -139,6 +140,18 @@ def redis_tls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, P
     """A private TLS redis-server: its rediss:// URL and the folder with ca.crt and other-ca.crt."""
     folder = tmp_path_factory.mktemp("tls") / "pki"
     url = _helper("redis-tls.sh", "start", str(folder))
+    try:
+        yield url, folder
+    finally:
+        _helper("redis-tls.sh", "stop", str(folder))
+
+
+@pytest.fixture(scope="session")
+def redis_mutual_tls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    """A private TLS redis-server that requires a client certificate: its URL and the folder with
+    ca.crt, client.crt and client.key."""
+    folder = tmp_path_factory.mktemp("mtls") / "pki"
+    url = _helper("redis-tls.sh", "start", str(folder), env={"MUTUAL": "1"})
     try:
         yield url, folder
     finally:

@@ -107,6 +107,17 @@ def test_a_wrong_ca_is_store_unavailable_naming_the_certificate(redis_tls: tuple
         tk.RedisStore(url, timeout_ms=5000)
 
 
+def test_mutual_tls_needs_the_client_certificate(redis_mutual_tls: tuple[str, Path], prefix: str) -> None:
+    url, pki = redis_mutual_tls
+    store = tk.RedisStore(url, tls_ca_file=pki / "ca.crt", tls_cert_file=pki / "client.crt",
+                          tls_key_file=pki / "client.key", timeout_ms=5000)
+    limiter = tk.Limiter(tk.Strategy.fixed_window(1, 60_000), store=store, prefix=prefix)
+    assert limiter.check_sync("k").allowed and not limiter.check_sync("k").allowed
+    with pytest.raises(tk.StoreUnavailableError):  # the server refuses a client without one
+        tk.Limiter(tk.Strategy.fixed_window(1, 60_000), prefix=prefix,
+                   store=tk.RedisStore(url, tls_ca_file=pki / "ca.crt", timeout_ms=5000)).check_sync("k")
+
+
 @pytest.mark.parametrize(
     ("urls", "options", "named"),
     [
