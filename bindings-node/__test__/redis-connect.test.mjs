@@ -115,6 +115,24 @@ describe('RedisStore.connect', () => {
     await store.close()
   })
 
+  test('mutual TLS: tlsCertFile and tlsKeyFile are presented; without them the server refuses', async () => {
+    const mtls = await startRedisTls({ mutual: true })
+    try {
+      const files = { tlsCaFile: join(mtls.dir, 'ca.crt'), tlsCertFile: join(mtls.dir, 'client.crt'), tlsKeyFile: join(mtls.dir, 'client.key') }
+      const store = await RedisStore.connect({ url: mtls.url, ...files, timeoutMs: 5000 })
+      const strategy = Strategy.fixedWindow({ limit: 1, windowMs: 60_000 })
+      const l = new Limiter({ strategy, store, prefix: `${ns}:mtls` })
+      assert.deepEqual([(await l.check('k')).allowed, (await l.check('k')).allowed], [true, false])
+      await store.close()
+      await assert.rejects(async () => {
+        const bare = await RedisStore.connect({ url: mtls.url, tlsCaFile: files.tlsCaFile, timeoutMs: 5000 })
+        await new Limiter({ strategy, store: bare, prefix: `${ns}:mtls` }).check('k')
+      }, { code: 'store_unavailable' })
+    } finally {
+      await mtls.stop()
+    }
+  })
+
   test('a standalone plaintext store keeps the event-loop transport', async () => {
     const store = await RedisStore.connect({ urls: plain.url })
     assert.equal(store.mode, 'standalone')

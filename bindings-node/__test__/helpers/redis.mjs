@@ -96,14 +96,16 @@ export async function startRedisCluster() {
 
 /**
  * A TLS redis-server with a throwaway CA: $THROTTLEKIT_REDIS_TLS_URL and _DIR if set (test.sh),
- * else one started with tests/redis-tls.sh and stopped by PID. {url, dir (ca.crt, other-ca.crt), stop()}.
+ * else one started with tests/redis-tls.sh and stopped by PID. {url, dir (ca.crt, other-ca.crt,
+ * client.crt, client.key), stop()}. `mutual`: a server of its own that requires a client certificate.
  */
-export async function startRedisTls() {
+export async function startRedisTls({ mutual = false } = {}) {
   const { THROTTLEKIT_REDIS_TLS_URL: url, THROTTLEKIT_REDIS_TLS_DIR: dir } = process.env
-  if (url && dir) return { url, dir, stop: async () => {} }
+  if (url && dir && !mutual) return { url, dir, stop: async () => {} }
   const own = join(mkdtempSync(join(tmpdir(), 'tk-node-tls-')), 'pki')
   const script = join(repoTests, 'redis-tls.sh')
-  const started = execFileSync('bash', [script, 'start', own], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim()
+  const env = { ...process.env, MUTUAL: mutual ? '1' : '0' } // MUTUAL=1: client certificates required
+  const started = execFileSync('bash', [script, 'start', own], { encoding: 'utf8', env, stdio: ['ignore', 'pipe', 'ignore'] }).trim()
   return { url: started, dir: own, stop: async () => execFileSync('bash', [script, 'stop', own]) }
 }
 
