@@ -44,7 +44,9 @@ REDIS_PID=
 CLUSTER_PIDS=$WORK/cluster.pids
 SENTINEL_DIR=$WORK/sentinel
 TLS_DIR=$WORK/tls
+MTLS_DIR=$WORK/mtls
 cleanup() {
+    "$ROOT/tests/redis-tls.sh" stop "$MTLS_DIR" || true
     "$ROOT/tests/redis-cluster.sh" stop "$CLUSTER_PIDS" || true
     "$ROOT/tests/redis-sentinels.sh" stop "$SENTINEL_DIR" || true
     "$ROOT/tests/redis-tls.sh" stop "$TLS_DIR" || true
@@ -93,7 +95,10 @@ CLUSTER_URLS=$("$ROOT/tests/redis-cluster.sh" start "$CLUSTER_PIDS")
 SENTINEL_URLS=$("$ROOT/tests/redis-sentinels.sh" start "$SENTINEL_DIR")
 TLS_URL=$("$ROOT/tests/redis-tls.sh" start "$TLS_DIR" 2>/dev/null)
 echo "cluster seeds $CLUSTER_URLS; sentinels $SENTINEL_URLS; TLS $TLS_URL"
+# And one that requires client certificates (mutual TLS), for the Go test of those options.
+MTLS_URL=$(MUTUAL=1 "$ROOT/tests/redis-tls.sh" start "$MTLS_DIR" 2>/dev/null)
 export TK_REDIS_CLUSTER_URLS=$CLUSTER_URLS TK_REDIS_TLS_URL=$TLS_URL TK_REDIS_TLS_DIR=$TLS_DIR
+export TK_REDIS_MTLS_URL=$MTLS_URL TK_REDIS_MTLS_DIR=$MTLS_DIR
 
 step "C unit tests under valgrind"
 VALGRIND=(valgrind -q --error-exitcode=99 --leak-check=full --show-possibly-lost=no

@@ -219,3 +219,40 @@ func TestWrongTLSCAIsStoreUnavailable(t *testing.T) {
 	}
 	store.Close()
 }
+
+// Mutual TLS: the client certificate and key are presented; without them the server refuses.
+func TestMutualTLS(t *testing.T) {
+	url, dir := os.Getenv("TK_REDIS_MTLS_URL"), os.Getenv("TK_REDIS_MTLS_DIR")
+	if url == "" || dir == "" {
+		// Reason: needs a disposable server requiring client certificates; bindings-c/test.sh starts one.
+		t.Skip("TK_REDIS_MTLS_URL/TK_REDIS_MTLS_DIR are not set (bindings-c/test.sh sets them)")
+	}
+	strategy, err := FixedWindow(1, 60000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer strategy.Close()
+	check := func(opts RedisOptions) (Decision, error) {
+		store, err := ConnectRedis(url, opts)
+		if err != nil {
+			return Decision{}, err
+		}
+		defer store.Close()
+		l, err := NewLimiter(strategy, &Options{Store: store, Prefix: "go-mtls"})
+		if err != nil {
+			return Decision{}, err
+		}
+		defer l.Close()
+		return l.Check("k", 1)
+	}
+	full := RedisOptions{TLSCAFile: dir + "/ca.crt", TLSCertFile: dir + "/client.crt", TLSKeyFile: dir + "/client.key", TimeoutMs: 5000}
+	if d, err := check(full); err != nil || !d.Allowed {
+		t.Fatalf("with the client certificate: %+v %v", d, err)
+	}
+	if d, err := check(full); err != nil || d.Allowed {
+		t.Fatalf("the limit holds: %+v %v", d, err)
+	}
+	if _, err := check(RedisOptions{TLSCAFile: dir + "/ca.crt", TimeoutMs: 5000}); !errors.Is(err, ErrStoreUnavailable) {
+		t.Fatalf("without a client certificate: want store_unavailable, got %v", err)
+	}
+}
