@@ -100,8 +100,8 @@ export declare class RedisStore {
   get mode(): 'standalone' | 'cluster' | 'sentinel'
   /**
    * Whether the Promise methods of limiters on this store write on the event loop's own
-   * socket (standalone plaintext; not in deterministic replay) rather than on the core's
-   * connections (cluster, Sentinel, TLS).
+   * socket (standalone plaintext, scripting auto or eval, not deterministic replay) rather
+   * than on the core's connections (cluster, Sentinel, TLS, `scripting: 'functions'`).
    */
   get eventLoopTransport(): boolean
   /** The call timeout, ms. */

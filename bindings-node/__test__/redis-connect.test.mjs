@@ -177,6 +177,13 @@ function documentedAclRules(prefix, password) {
   return [`>${password}`, ...rules.map((r) => (r === '~api:*' ? `~${prefix}:*` : r))]
 }
 
+/** The same for `scripting: 'functions'`: the page says to drop `+evalsha +eval`. */
+function documentedFunctionsOnlyAclRules(prefix, password) {
+  const rules = documentedAclRules(prefix, password)
+  assert.ok(rules.includes('+evalsha') && rules.includes('+eval'))
+  return rules.filter((r) => r !== '+evalsha' && r !== '+eval')
+}
+
 describe('an ACL user', () => {
   test('with exactly the documented rules runs limiters on both Promise paths and sync', async () => {
     const port = new URL(plain.url).port
@@ -197,6 +204,25 @@ describe('an ACL user', () => {
       await assert.rejects(outside.check('k'), { code: 'store_unavailable' }) // NOPERM
       await store.close()
       await assert.rejects(RedisStore.connect({ url: `redis://${user}:wrong@127.0.0.1:${port}`, timeoutMs: 5000 }), { code: 'store_unavailable' })
+    } finally {
+      execFileSync('redis-cli', ['-p', port, 'ACL', 'DELUSER', user])
+    }
+  })
+
+  test("allowed functions only, with scripting: 'functions' the Promise methods send FCALL", async () => {
+    const port = new URL(plain.url).port
+    const user = `tk-node-fn-${process.pid}`
+    const password = `pw${Date.now()}`
+    const prefix = `${ns}:aclfn`
+    execFileSync('redis-cli', ['-p', port, 'ACL', 'SETUSER', user, ...documentedFunctionsOnlyAclRules(prefix, password)])
+    try {
+      const store = await RedisStore.connect({ url: `redis://${user}:${password}@127.0.0.1:${port}`, scripting: 'functions', timeoutMs: 5000 })
+      assert.equal(store.eventLoopTransport, false) // the event-loop socket would send EVALSHA
+      const l = new Limiter({ strategy: Strategy.fixedWindow({ limit: 2, windowMs: 60_000 }), store, prefix })
+      const ds = await Promise.all([l.check('k'), l.check('k'), l.check('k')])
+      assert.deepEqual(ds.map((d) => d.allowed).sort(), [false, true, true])
+      await l.reset('k')
+      await store.close()
     } finally {
       execFileSync('redis-cli', ['-p', port, 'ACL', 'DELUSER', user])
     }

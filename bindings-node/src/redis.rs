@@ -130,12 +130,16 @@ fn parse(options: &Unknown) -> CoreResult<Parsed> {
 impl RedisStore {
     /// The store and its limiter defaults, for `store::from_options`.
     pub(crate) fn chosen(&self) -> Chosen {
-        // index.js's socket talks to one fixed address in plaintext: a standalone server only.
-        // Cluster and Sentinel route every call to wherever its key lives now, and TLS is
-        // verified by the core's rustls (the same roots, CA file and client certificate in
-        // every language), so those stores keep their calls on the core's connections.
+        // index.js's socket talks to one fixed address in plaintext, with EVALSHA: a standalone
+        // server only. Cluster and Sentinel route every call to wherever its key lives now, TLS
+        // is verified by the core's rustls (the same roots, CA file and client certificate in
+        // every language), and `scripting: 'functions'` asks for FCALL (an ACL may allow only
+        // that), so those stores keep their calls on the core's connections.
         let options = self.inner.options();
-        let own_transport = !options.deterministic_replay && !self.inner.is_routed() && !self.inner.endpoint().tls;
+        let own_transport = !options.deterministic_replay
+            && options.scripting != throttlekit::redis::Scripting::Functions
+            && !self.inner.is_routed()
+            && !self.inner.endpoint().tls;
         Chosen {
             store: self.inner.clone(),
             redis: own_transport.then(|| crate::transport::RedisRef { id: self.id, store: self.inner.clone() }),
@@ -199,8 +203,8 @@ impl RedisStore {
     }
 
     /// Whether the Promise methods of limiters on this store write on the event loop's own
-    /// socket (standalone plaintext; not in deterministic replay) rather than on the core's
-    /// connections (cluster, Sentinel, TLS).
+    /// socket (standalone plaintext, scripting auto or eval, not deterministic replay) rather
+    /// than on the core's connections (cluster, Sentinel, TLS, `scripting: 'functions'`).
     #[napi(getter)]
     pub fn event_loop_transport(&self) -> bool {
         self.chosen().redis.is_some()
