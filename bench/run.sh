@@ -11,6 +11,8 @@
 #               vs the original ThrottleKit's (from the throttlekit-py 0.5.1 wheel), and
 #               check_many of 16 vs redis-benchmark -P 16
 #   redis-core  core/benches/redis.rs (the Redis store's own bench vs redis-benchmark)
+#   redis-topology  core/benches/redis_topology.rs: FCALL vs EVALSHA server time per call, and
+#               cluster (3 masters) throughput next to one standalone server
 #   python      bindings-python/bench/bench.py (vs limits 5.x and throttlekit-py 0.5.1)
 #   node        bindings-node/bench/run.sh (vs rate-limiter-flexible 11)
 # Peers are pinned: governor in bench/rust/Cargo.lock, throttlekit-py==0.5.1 below, the Python
@@ -73,6 +75,14 @@ else
     not_measured redis-core "core/benches/redis.rs is missing (or redis-server is)"
 fi
 
+section "redis-topology: core/benches/redis_topology.rs"
+if command -v redis-server >/dev/null && command -v redis-cli >/dev/null; then
+    (cd "$ROOT" && TK_BENCH_N=${TK_BENCH_N:-$([ -n "$QUICK" ] && echo 5000 || echo 20000)} \
+        cargo bench -q -p throttlekit --bench redis_topology 2>&1) | tee "$OUT/redis-topology.log"
+else
+    not_measured redis-topology "redis-server / redis-cli not installed (apt-get install redis-server)"
+fi
+
 section "python: bindings-python/bench/bench.py"
 if [ -f "$ROOT/bindings-python/bench/bench.py" ]; then
     # bench.py builds our wheel with maturin: take it from the project venv when there is one.
@@ -92,4 +102,5 @@ fi
 
 section "summary ($(nproc) cores: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'))"
 python3 "$HERE/summarize.py" rust="$OUT/rust.log" redis="$OUT/redis.log" redis-core="$OUT/redis-core.log" \
+    redis-topology="$OUT/redis-topology.log" \
     python="$OUT/python.log" node="$OUT/node.log"

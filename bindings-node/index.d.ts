@@ -94,8 +94,16 @@ export declare class RedisStore {
    * reached, `config_invalid` for bad options.
    */
   static connect(options: RedisStoreOptions): Promise<RedisStore>
-  /** The URL it was connected with. */
+  /** The URL it was connected with (URLs, comma-separated, when there are several). */
   get url(): string
+  /** `'standalone'`, `'cluster'` or `'sentinel'`. */
+  get mode(): 'standalone' | 'cluster' | 'sentinel'
+  /**
+   * Whether the Promise methods of limiters on this store write on the event loop's own
+   * socket (standalone plaintext, scripting auto or eval, not deterministic replay) rather
+   * than on the core's connections (cluster, Sentinel, TLS, `scripting: 'functions'`).
+   */
+  get eventLoopTransport(): boolean
   /** The call timeout, ms. */
   get timeoutMs(): number
   /** Whether keys expire on the limiter's clock (conformance replay). */
@@ -320,10 +328,42 @@ export interface QuotaSpec {
   options: QuotaOptions
 }
 
-/** Options of `RedisStore.connect()`. */
+/**
+ * Options of `RedisStore.connect()`: core's connection options (`docs/redis.md`), one each,
+ * plus the defaults of the limiters on the store.
+ */
 export interface RedisStoreOptions {
-  /** `redis://host:port/db` (also `rediss://`, `redis+unix://`). */
-  url: string
+  /**
+   * One URL, `redis://[user:password@]host:port[/db]` (`rediss://` for TLS,
+   * `redis+unix:///path`): the same as `urls: [url]`. Give `url` or `urls`, not both.
+   */
+  url?: string
+  /**
+   * The URLs: one (standalone), the seed nodes of a cluster, or the sentinels; an array, or
+   * one comma-separated string.
+   */
+  urls?: string | string[]
+  /**
+   * `'standalone'` (default: one server), `'cluster'` (the URLs are seed nodes) or
+   * `'sentinel'` (the URLs are sentinels, `serviceName` the master they follow).
+   */
+  mode?: 'standalone' | 'cluster' | 'sentinel'
+  /** Sentinel mode only, and required there: the name in `sentinel monitor NAME ...`. */
+  serviceName?: string
+  /**
+   * PEM file of the CA certificates to trust instead of the system's roots (`rediss://`
+   * only). The certificate chain and host name are always verified.
+   */
+  tlsCaFile?: string
+  /** PEM client certificate for mutual TLS; needs `tlsKeyFile`. */
+  tlsCertFile?: string
+  /** PEM private key of `tlsCertFile`. */
+  tlsKeyFile?: string
+  /**
+   * `'auto'` (default: functions on servers that accept `FUNCTION LOAD`, else scripts),
+   * `'functions'` or `'eval'`.
+   */
+  scripting?: 'auto' | 'functions' | 'eval'
   /**
    * Longest wait for any one call, connecting included, in ms (integer >= 1, default 1000);
    * past it the call fails with `store_unavailable` and the limiter's fail policy decides.

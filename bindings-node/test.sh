@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the Node package needs, builds the addon (debug) and runs every Node test:
-# the API, every bad input, the conformance vectors on the memory store and on Redis, Redis
+# the API, every bad input, the conformance vectors on the memory store, on Redis, on a
+# 3-master cluster, through sentinels and over TLS, connection options, Redis
 # concurrency and fail policies, the index.d.ts drift check, the README examples and a fresh
 # `npm install`. Run from anywhere; exits non-zero on any failure. Idempotent.
 #
@@ -17,7 +18,8 @@ apt_install() {
 }
 
 command -v node >/dev/null && command -v npm >/dev/null || apt_install nodejs npm
-command -v redis-server >/dev/null && command -v redis-cli >/dev/null || apt_install redis-server
+command -v redis-server >/dev/null && command -v redis-cli >/dev/null || apt_install redis-server redis-tools
+command -v openssl >/dev/null || apt_install openssl
 command -v cargo >/dev/null || { echo "cargo is required (https://rustup.rs)" >&2; exit 1; }
 
 cd "$PKG"
@@ -26,4 +28,13 @@ cd "$PKG"
 npm install --no-audit --no-fund --loglevel=error --ignore-scripts
 
 node scripts/build.js
+
+# One 3-master cluster, one Sentinel setup and one TLS server (throwaway CA) for the whole suite, stopped by PID on
+# exit; the tests find them through these variables (__test__/helpers/redis.mjs).
+work=$(mktemp -d)
+trap '"$ROOT/tests/redis-cluster.sh" stop "$work/cluster.pids"; "$ROOT/tests/redis-sentinels.sh" stop "$work/sentinel"; "$ROOT/tests/redis-tls.sh" stop "$work/tls"; rm -rf "$work"' EXIT
+THROTTLEKIT_REDIS_CLUSTER_URLS=$("$ROOT/tests/redis-cluster.sh" start "$work/cluster.pids")
+THROTTLEKIT_REDIS_SENTINEL_URLS=$("$ROOT/tests/redis-sentinels.sh" start "$work/sentinel")
+THROTTLEKIT_REDIS_TLS_URL=$("$ROOT/tests/redis-tls.sh" start "$work/tls" 2>/dev/null)
+export THROTTLEKIT_REDIS_CLUSTER_URLS THROTTLEKIT_REDIS_SENTINEL_URLS THROTTLEKIT_REDIS_TLS_URL THROTTLEKIT_REDIS_TLS_DIR=$work/tls
 node --test __test__/

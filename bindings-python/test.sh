@@ -21,11 +21,12 @@ step "venv $VENV"
 "$VENV/bin/python" -m pip install -q --disable-pip-version-check \
     "maturin>=1.9,<2" "pytest>=8" "pytest-asyncio>=0.23" "mypy>=1.10"
 
-if ! command -v redis-server >/dev/null; then
-    step "installing redis-server"
+# redis-cli forms the test cluster (tests/redis-cluster.sh); openssl makes the TLS test's CA.
+if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null || ! command -v openssl >/dev/null; then
+    step "installing redis-server, redis-tools, openssl"
     SUDO=$([ "$(id -u)" = 0 ] || echo sudo)
     $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq redis-server >/dev/null
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq redis-server redis-tools openssl >/dev/null
 fi
 
 step "maturin develop (debug) -> $CARGO_TARGET_DIR"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the system packages the test suites need, when they are missing: a Redis server
 # (the tests start their own on a free loopback port), Go (the cgo package), cJSON and
-# pkg-config (the C conformance runner), valgrind (the C tests), Node.js and npm.
+# pkg-config (the C conformance runner), valgrind (the C tests), Node.js and npm, openssl (the
+# TLS tests make a throwaway CA).
 # Idempotent: a machine that has everything installs nothing.
 set -euo pipefail
 
@@ -13,6 +14,7 @@ command -v go >/dev/null || need+=(golang-go)
 command -v pkg-config >/dev/null || need+=(pkg-config)
 [ -e /usr/include/cjson/cJSON.h ] || need+=(libcjson-dev)
 command -v valgrind >/dev/null || need+=(valgrind)
+command -v openssl >/dev/null || need+=(openssl)
 command -v node >/dev/null || need+=(nodejs)
 command -v npm >/dev/null || need+=(npm)
 command -v cc >/dev/null || need+=(gcc)

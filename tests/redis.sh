@@ -1,20 +1,20 @@
 #!/usr/bin/env bash
 # The Redis path's integration suite, runnable on a fresh CI machine from the repo root:
-# installs redis-server (and redis-tools) when missing, runs the Rust Redis integration tests
+# installs redis-server (and redis-tools, openssl) when missing, runs the Rust Redis integration tests
 # (each starts its own redis-server), then replays every conformance-vectors/*.json through the
 # CLI on a throwaway Redis in deterministic-replay mode.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null; then
+if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null || ! command -v openssl >/dev/null; then
   SUDO=$([ "$(id -u)" = 0 ] || echo sudo)
   $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq redis-server redis-tools >/dev/null
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq redis-server redis-tools openssl >/dev/null
 fi
 redis-server --version
 version=$(redis-server --version | sed -n 's/.*v=\([0-9]*\)\..*/\1/p')
 [ "${version:-0}" -ge 7 ] || { echo "redis-server 7.0+ is needed (PEXPIRETIME)" >&2; exit 1; }
 
-tests=(redis_vectors redis_dual_path redis_faults redis_atomicity redis_transport)
+tests=(redis_vectors redis_dual_path redis_faults redis_atomicity redis_transport redis_cluster redis_tls redis_functions redis_acl redis_sentinel redis_cluster_failover)
 args=()
 for t in "${tests[@]}"; do args+=(--test "$t"); done
 cargo test --locked -p throttlekit "${args[@]}"
@@ -23,5 +23,15 @@ cargo build --locked -q -p throttlekit --bin throttlekit
 bin=${CARGO_TARGET_DIR:-target}/debug/throttlekit
 pidfile=$(mktemp -u)
 url=$(tests/redis-server.sh start "$pidfile")
-trap 'tests/redis-server.sh stop "$pidfile"' EXIT
+cluster_pids=$(mktemp -u)
+tls_dir=$(mktemp -d)
+trap 'tests/redis-server.sh stop "$pidfile"; tests/redis-cluster.sh stop "$cluster_pids"; tests/redis-tls.sh stop "$tls_dir"' EXIT
 "$bin" conformance --store redis --redis-url "$url" conformance-vectors/*.json
+
+# The same files on a 3-master cluster, from its seed nodes.
+seeds=$(tests/redis-cluster.sh start "$cluster_pids")
+"$bin" conformance --store redis-cluster --redis-url "$seeds" conformance-vectors/*.json
+
+# And over TLS, verified against the throwaway CA.
+tls_url=$(tests/redis-tls.sh start "$tls_dir" 2>/dev/null)
+"$bin" conformance --store redis --redis-url "$tls_url" --redis-tls-ca "$tls_dir/ca.crt" conformance-vectors/*.json

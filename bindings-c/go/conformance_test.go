@@ -393,15 +393,13 @@ func TestConformanceMemory(t *testing.T) {
 	fmt.Printf("go conformance (memory): %d passed, %d failed\n", passed, failed)
 }
 
-func TestConformanceRedis(t *testing.T) {
-	url := os.Getenv("TK_REDIS_URL")
-	if url == "" {
-		// Reason: needs a disposable Redis; bindings-c/test.sh starts one and sets TK_REDIS_URL.
-		t.Skip("TK_REDIS_URL is not set (bindings-c/test.sh sets it)")
-	}
+// replayRedis replays every vectors file on one deterministic-replay store per file, connected
+// with urls and opts, and prints the runner's summary line for label.
+func replayRedis(t *testing.T, label, urls string, opts RedisOptions) {
+	opts.DeterministicReplay = true
 	passed, failed := 0, 0
 	for _, f := range vectorFiles(t) {
-		store, err := ConnectRedis(url, RedisOptions{DeterministicReplay: true})
+		store, err := ConnectRedis(urls, opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -409,6 +407,51 @@ func TestConformanceRedis(t *testing.T) {
 		store.Close()
 		passed, failed = passed+p, failed+fl
 	}
-	t.Logf("redis: %d passed, %d failed", passed, failed)
-	fmt.Printf("go conformance (redis): %d passed, %d failed\n", passed, failed)
+	t.Logf("%s: %d passed, %d failed", label, passed, failed)
+	fmt.Printf("go conformance (%s): %d passed, %d failed\n", label, passed, failed)
+}
+
+func TestConformanceRedis(t *testing.T) {
+	url := os.Getenv("TK_REDIS_URL")
+	if url == "" {
+		// Reason: needs a disposable Redis; bindings-c/test.sh starts one and sets TK_REDIS_URL.
+		t.Skip("TK_REDIS_URL is not set (bindings-c/test.sh sets it)")
+	}
+	replayRedis(t, "redis", url, RedisOptions{})
+}
+
+func TestConformanceRedisCluster(t *testing.T) {
+	seeds := os.Getenv("TK_REDIS_CLUSTER_URLS")
+	if seeds == "" {
+		// Reason: needs a disposable 3-master cluster; bindings-c/test.sh starts one.
+		t.Skip("TK_REDIS_CLUSTER_URLS is not set (bindings-c/test.sh sets it)")
+	}
+	replayRedis(t, "redis-cluster", seeds, RedisOptions{Mode: RedisCluster, TimeoutMs: 5000})
+}
+
+func TestConformanceRedisTLS(t *testing.T) {
+	url, dir := os.Getenv("TK_REDIS_TLS_URL"), os.Getenv("TK_REDIS_TLS_DIR")
+	if url == "" || dir == "" {
+		// Reason: needs a disposable TLS server and its CA; bindings-c/test.sh starts one.
+		t.Skip("TK_REDIS_TLS_URL/TK_REDIS_TLS_DIR are not set (bindings-c/test.sh sets them)")
+	}
+	replayRedis(t, "redis-tls", url, RedisOptions{TLSCAFile: filepath.Join(dir, "ca.crt"), TimeoutMs: 5000})
+}
+
+// The runner: `go test -run TestConformanceRunner -args --store redis-cluster --redis-url
+// URL[,URL...] [--redis-tls-ca FILE] ...` takes the Rust CLI's flags (runner_flags_test.go).
+func TestConformanceRunner(t *testing.T) {
+	if *runnerStore == "" {
+		// Reason: runs only when given --store (the other tests cover the default stores).
+		t.Skip("no --store flag: the runner replays only when asked")
+	}
+	if *runnerStore == "memory" {
+		TestConformanceMemory(t)
+		return
+	}
+	urls, opts, err := runnerRedisOptions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	replayRedis(t, "runner "+*runnerStore, urls, opts)
 }

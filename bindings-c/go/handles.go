@@ -20,8 +20,46 @@ func NewMemoryStore() (*Store, error) {
 	return newStore(p), nil
 }
 
-// RedisOptions configures ConnectRedis.
+// RedisMode says how the servers behind ConnectRedis's URLs are organised.
+type RedisMode uint32
+
+const (
+	// RedisStandalone is one server: exactly one URL (the default).
+	RedisStandalone RedisMode = C.TK_REDIS_MODE_STANDALONE
+	// RedisCluster is a Redis Cluster: the URLs are seed nodes (any one that answers is enough).
+	RedisCluster RedisMode = C.TK_REDIS_MODE_CLUSTER
+	// RedisSentinel is Sentinel: the URLs are sentinels, ServiceName the master they follow.
+	RedisSentinel RedisMode = C.TK_REDIS_MODE_SENTINEL
+)
+
+// RedisScripting says how the Lua scripts reach the server.
+type RedisScripting uint32
+
+const (
+	// ScriptingAuto uses functions when the server accepts FUNCTION LOAD, else scripts (the default).
+	ScriptingAuto RedisScripting = C.TK_REDIS_SCRIPTING_AUTO
+	// ScriptingFunctions loads a function library once and calls FCALL.
+	ScriptingFunctions RedisScripting = C.TK_REDIS_SCRIPTING_FUNCTIONS
+	// ScriptingEval calls EVALSHA, and EVAL only after NOSCRIPT.
+	ScriptingEval RedisScripting = C.TK_REDIS_SCRIPTING_EVAL
+)
+
+// RedisOptions configures ConnectRedis: core's Redis options (docs/redis.md), one field each.
+// The zero value is a standalone, plaintext store with core's defaults. Every check is
+// core's: a bad value or combination is ErrConfigInvalid naming the option.
 type RedisOptions struct {
+	// Mode: standalone (default), cluster (the URLs are seed nodes) or sentinel.
+	Mode RedisMode
+	// ServiceName is the Sentinel service (sentinel mode only, and required there).
+	ServiceName string
+	// TLSCAFile is a PEM file of CA certificates to trust instead of the system's roots
+	// (rediss:// only). The certificate chain and host name are always verified.
+	TLSCAFile string
+	// TLSCertFile and TLSKeyFile are the PEM client certificate and key for mutual TLS.
+	TLSCertFile string
+	TLSKeyFile  string
+	// Scripting: auto (default), functions or eval.
+	Scripting RedisScripting
 	// TimeoutMs bounds connecting and every call (0: the default, 1000 ms).
 	TimeoutMs uint64
 	// DeterministicReplay expires keys on each call's `now` instead of Redis's clock: for
@@ -29,15 +67,27 @@ type RedisOptions struct {
 	DeterministicReplay bool
 }
 
-// ConnectRedis connects to Redis at url (e.g. "redis://127.0.0.1:6379/0").
-func ConnectRedis(url string, opts RedisOptions) (*Store, error) {
-	curl := cString(url)
-	defer free(curl)
+// ConnectRedis connects to Redis at urls: one URL (e.g. "redis://127.0.0.1:6379/0",
+// "rediss://user:password@host:6380"), or several separated by commas (cluster seed nodes,
+// sentinels). Unreachable servers and failed certificate checks are ErrStoreUnavailable.
+func ConnectRedis(urls string, opts RedisOptions) (*Store, error) {
+	var o C.tk_redis_options
+	o.urls = cString(urls)
+	o.service_name = optString(opts.ServiceName)
+	o.tls_ca_file = optString(opts.TLSCAFile)
+	o.tls_cert_file = optString(opts.TLSCertFile)
+	o.tls_key_file = optString(opts.TLSKeyFile)
+	defer func() {
+		for _, c := range []*C.char{o.urls, o.service_name, o.tls_ca_file, o.tls_cert_file, o.tls_key_file} {
+			free(c)
+		}
+	}()
+	o.mode = C.uint32_t(opts.Mode)
+	o.scripting = C.uint32_t(opts.Scripting)
+	o.timeout_ms = C.uint64_t(opts.TimeoutMs)
+	o.deterministic_replay = C.bool(opts.DeterministicReplay)
 	var p *C.tk_store
-	err := call(func() C.tk_result {
-		return C.tk_store_redis_connect(curl, C.uint64_t(opts.TimeoutMs), C.bool(opts.DeterministicReplay), &p)
-	})
-	if err != nil {
+	if err := call(func() C.tk_result { return C.tk_store_redis_connect_with(&o, &p) }); err != nil {
 		return nil, err
 	}
 	return newStore(p), nil

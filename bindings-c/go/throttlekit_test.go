@@ -177,3 +177,82 @@ func TestFailPoliciesWhenRedisGoesAway(t *testing.T) {
 	}
 	_ = os.Stderr
 }
+
+// Bad Redis options are config_invalid naming the option, before any socket opens.
+func TestBadRedisOptionsAreConfigInvalid(t *testing.T) {
+	cases := []struct {
+		urls string
+		opts RedisOptions
+		name string
+	}{
+		{"redis://127.0.0.1:1", RedisOptions{Mode: RedisMode(7)}, "redis.mode"},
+		{"redis://127.0.0.1:1", RedisOptions{Scripting: RedisScripting(9)}, "redis.scripting"},
+		{"redis://127.0.0.1:1", RedisOptions{TLSCAFile: "/etc/hostname"}, "redis.tls_ca_file"},
+		{"redis://127.0.0.1:1", RedisOptions{Mode: RedisSentinel}, "redis.service_name"},
+		{"redis://127.0.0.1:1,redis://127.0.0.1:2", RedisOptions{}, "redis.urls"},
+		{"http://127.0.0.1:1", RedisOptions{}, "redis.urls"},
+	}
+	for _, c := range cases {
+		_, err := ConnectRedis(c.urls, c.opts)
+		var e *Error
+		if !errors.As(err, &e) || e.Code != CodeConfigInvalid || !strings.Contains(e.Message, c.name) {
+			t.Errorf("%s %+v: want config_invalid naming %s, got %v", c.urls, c.opts, c.name, err)
+		}
+	}
+}
+
+// A CA that did not sign the server's certificate is store_unavailable, never a plaintext fallback.
+func TestWrongTLSCAIsStoreUnavailable(t *testing.T) {
+	url, dir := os.Getenv("TK_REDIS_TLS_URL"), os.Getenv("TK_REDIS_TLS_DIR")
+	if url == "" || dir == "" {
+		// Reason: needs a disposable TLS server and its CAs; bindings-c/test.sh starts one.
+		t.Skip("TK_REDIS_TLS_URL/TK_REDIS_TLS_DIR are not set (bindings-c/test.sh sets them)")
+	}
+	_, err := ConnectRedis(url, RedisOptions{TLSCAFile: dir + "/other-ca.crt", TimeoutMs: 5000})
+	var e *Error
+	if !errors.As(err, &e) || e.Code != CodeStoreUnavailable || !strings.Contains(e.Message, "certificate") {
+		t.Fatalf("want store_unavailable naming the certificate, got %v", err)
+	}
+	store, err := ConnectRedis(url, RedisOptions{TLSCAFile: dir + "/ca.crt", TimeoutMs: 5000})
+	if err != nil {
+		t.Fatalf("the right CA must connect: %v", err)
+	}
+	store.Close()
+}
+
+// Mutual TLS: the client certificate and key are presented; without them the server refuses.
+func TestMutualTLS(t *testing.T) {
+	url, dir := os.Getenv("TK_REDIS_MTLS_URL"), os.Getenv("TK_REDIS_MTLS_DIR")
+	if url == "" || dir == "" {
+		// Reason: needs a disposable server requiring client certificates; bindings-c/test.sh starts one.
+		t.Skip("TK_REDIS_MTLS_URL/TK_REDIS_MTLS_DIR are not set (bindings-c/test.sh sets them)")
+	}
+	strategy, err := FixedWindow(1, 60000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer strategy.Close()
+	check := func(opts RedisOptions) (Decision, error) {
+		store, err := ConnectRedis(url, opts)
+		if err != nil {
+			return Decision{}, err
+		}
+		defer store.Close()
+		l, err := NewLimiter(strategy, &Options{Store: store, Prefix: "go-mtls"})
+		if err != nil {
+			return Decision{}, err
+		}
+		defer l.Close()
+		return l.Check("k", 1)
+	}
+	full := RedisOptions{TLSCAFile: dir + "/ca.crt", TLSCertFile: dir + "/client.crt", TLSKeyFile: dir + "/client.key", TimeoutMs: 5000}
+	if d, err := check(full); err != nil || !d.Allowed {
+		t.Fatalf("with the client certificate: %+v %v", d, err)
+	}
+	if d, err := check(full); err != nil || d.Allowed {
+		t.Fatalf("the limit holds: %+v %v", d, err)
+	}
+	if _, err := check(RedisOptions{TLSCAFile: dir + "/ca.crt", TimeoutMs: 5000}); !errors.Is(err, ErrStoreUnavailable) {
+		t.Fatalf("without a client certificate: want store_unavailable, got %v", err)
+	}
+}

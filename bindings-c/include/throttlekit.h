@@ -127,6 +127,65 @@ typedef uint32_t tk_rule;
 #endif // __cplusplus
 
 /**
+ * How the servers behind `tk_redis_options.urls` are organised (passed as a `uint32_t`, so an
+ * out-of-range number is `TK_RESULT_CONFIG_INVALID`, not undefined behaviour).
+ */
+enum tk_redis_mode
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * One server; `urls` holds exactly one URL (the default).
+   */
+  TK_REDIS_MODE_STANDALONE = 0,
+  /**
+   * A Redis Cluster; `urls` are seed nodes (any one that answers is enough).
+   */
+  TK_REDIS_MODE_CLUSTER = 1,
+  /**
+   * Sentinel; `urls` are sentinels and `service_name` names the master to follow.
+   */
+  TK_REDIS_MODE_SENTINEL = 2,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum tk_redis_mode tk_redis_mode;
+#else
+typedef uint32_t tk_redis_mode;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * How the Lua scripts reach the server (a `uint32_t` in `tk_redis_options`).
+ */
+enum tk_redis_scripting
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * Functions on servers that accept `FUNCTION LOAD` (Redis >= 7), else scripts (default).
+   */
+  TK_REDIS_SCRIPTING_AUTO = 0,
+  /**
+   * `FUNCTION LOAD` once, then `FCALL`; connecting fails if the server refuses functions.
+   */
+  TK_REDIS_SCRIPTING_FUNCTIONS = 1,
+  /**
+   * `EVALSHA`, and `EVAL` only after `NOSCRIPT`.
+   */
+  TK_REDIS_SCRIPTING_EVAL = 2,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum tk_redis_scripting tk_redis_scripting;
+#else
+typedef uint32_t tk_redis_scripting;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
  * A clock: the system's wall clock, or a manual clock that moves only when told to (for tests
  * and simulations).
  *
@@ -169,7 +228,7 @@ typedef struct tk_shaper tk_shaper;
 /**
  * A state store, shared by any number of limiters, multi limiters and shapers.
  *
- * Ownership: created by `tk_store_memory_new*` or `tk_store_redis_connect`, released with
+ * Ownership: created by `tk_store_memory_new*` or `tk_store_redis_connect*`, released with
  * `tk_store_free`. Every object built on a store keeps its own reference, so the store handle
  * may be freed as soon as the last object that needs it has been *created*; the state lives
  * until the last of them is freed.
@@ -298,6 +357,57 @@ typedef struct {
    */
   const char *hash_tag;
 } tk_multi_limiter_config;
+
+/**
+ * How a Redis store connects. A zero-initialised struct plus `urls` is a standalone,
+ * plaintext store with core's defaults; every NULL string and 0 number keeps the default.
+ *
+ * Ownership: caller-owned, read only during `tk_store_redis_connect_with` (the store copies
+ * what it keeps; the TLS files are read then, not later).
+ */
+typedef struct {
+  /**
+   * One URL, or several separated by commas (cluster seed nodes, sentinels):
+   * `redis://[user:password@]host:port[/db]`, `rediss://` for TLS, `redis+unix:///path`.
+   * Required.
+   */
+  const char *urls;
+  /**
+   * A `tk_redis_mode` number (0: standalone).
+   */
+  uint32_t mode;
+  /**
+   * Sentinel mode only, and required there: the name in `sentinel monitor NAME ...`.
+   */
+  const char *service_name;
+  /**
+   * PEM file of the CA certificates to trust instead of the system's roots (`rediss://`
+   * only). The server's certificate and host name are always verified.
+   */
+  const char *tls_ca_file;
+  /**
+   * PEM client certificate for mutual TLS; needs `tls_key_file`.
+   */
+  const char *tls_cert_file;
+  /**
+   * PEM private key of `tls_cert_file`.
+   */
+  const char *tls_key_file;
+  /**
+   * A `tk_redis_scripting` number (0: auto).
+   */
+  uint32_t scripting;
+  /**
+   * The longest wait for any one call, connecting included, in ms (0: 1000). Past it the
+   * call fails with `TK_RESULT_STORE_UNAVAILABLE` and the limiter's fail policy decides.
+   */
+  uint64_t timeout_ms;
+  /**
+   * Expire keys on each operation's `now` instead of the server's clock: for replaying
+   * recorded timelines (the conformance runners), never for production.
+   */
+  bool deterministic_replay;
+} tk_redis_options;
 
 /**
  * Optional settings of a shaper (zeroed or NULL: a fresh memory store, the system clock, no
@@ -614,6 +724,19 @@ tk_result tk_multi_limiter_dimension_name(const tk_multi_limiter *multi,
 void tk_multi_limiter_free(tk_multi_limiter *multi);
 
 /**
+ * Connects a Redis store as `options` say, blocking until connected or `timeout_ms` passed.
+ * A bad option or combination is `TK_RESULT_CONFIG_INVALID` (the last error names the
+ * option); a server that cannot be reached, or whose TLS certificate fails verification, is
+ * `TK_RESULT_STORE_UNAVAILABLE` (the last error names the cause). A library built without
+ * Redis support returns `TK_RESULT_NOT_IMPLEMENTED`.
+ *
+ * # Safety
+ * `options` must point to a valid `tk_redis_options` whose strings are NULL or
+ * NUL-terminated; `out_store` must be valid for writes.
+ */
+tk_result tk_store_redis_connect_with(const tk_redis_options *options, tk_store **out_store);
+
+/**
  * A fixed, human-readable sentence for `result`: a static NUL-terminated string that the
  * caller must not free. Unknown numbers give "unknown result". Never fails.
  */
@@ -734,7 +857,9 @@ tk_result tk_store_memory_new(tk_store **out_store);
 tk_result tk_store_memory_new_bounded(size_t max_keys, tk_store **out_store);
 
 /**
- * Connects to Redis at `url` (e.g. `"redis://127.0.0.1:6379/0"`), blocking until connected
+ * Connects to the one standalone Redis at `url` (e.g. `"redis://127.0.0.1:6379/0"`): the
+ * short form of `tk_store_redis_connect_with` (cluster, Sentinel, TLS files, scripting),
+ * whose zero-initialised options with `urls = url` it equals. It blocks until connected
  * or `timeout_ms` passed (`0` selects the default, 1000 ms; the same timeout bounds each
  * command later). `deterministic_replay` makes expiry follow each operation's `now` instead of
  * the server's clock: for replaying recorded timelines (the conformance runners), never for

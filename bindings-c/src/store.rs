@@ -11,7 +11,7 @@ use crate::result::tk_result;
 
 /// A state store, shared by any number of limiters, multi limiters and shapers.
 ///
-/// Ownership: created by `tk_store_memory_new*` or `tk_store_redis_connect`, released with
+/// Ownership: created by `tk_store_memory_new*` or `tk_store_redis_connect*`, released with
 /// `tk_store_free`. Every object built on a store keeps its own reference, so the store handle
 /// may be freed as soon as the last object that needs it has been *created*; the state lives
 /// until the last of them is freed.
@@ -48,7 +48,9 @@ pub unsafe extern "C" fn tk_store_memory_new_bounded(max_keys: usize, out_store:
     })
 }
 
-/// Connects to Redis at `url` (e.g. `"redis://127.0.0.1:6379/0"`), blocking until connected
+/// Connects to the one standalone Redis at `url` (e.g. `"redis://127.0.0.1:6379/0"`): the
+/// short form of `tk_store_redis_connect_with` (cluster, Sentinel, TLS files, scripting),
+/// whose zero-initialised options with `urls = url` it equals. It blocks until connected
 /// or `timeout_ms` passed (`0` selects the default, 1000 ms; the same timeout bounds each
 /// command later). `deterministic_replay` makes expiry follow each operation's `now` instead of
 /// the server's clock: for replaying recorded timelines (the conformance runners), never for
@@ -67,26 +69,10 @@ pub unsafe extern "C" fn tk_store_redis_connect(
     guard(|| {
         let url = try_arg!(unsafe { crate::args::string(url, "url") });
         let o = try_arg!(unsafe { out(out_store, "out_store") });
-        let store = try_core!(redis_store(url, timeout_ms, deterministic_replay));
+        let store =
+            try_core!(crate::redis::connect(crate::redis::Fields::url_only(url, timeout_ms, deterministic_replay)));
         into_handle(tk_store { inner: store }, o)
     })
-}
-
-#[cfg(feature = "redis")]
-fn redis_store(url: &str, timeout_ms: u64, deterministic_replay: bool) -> throttlekit::Result<Arc<dyn Store>> {
-    use throttlekit::redis::{RedisOptions, RedisStore};
-    let defaults = RedisOptions::default();
-    let options = RedisOptions {
-        url: url.to_string(),
-        timeout_ms: if timeout_ms == 0 { defaults.timeout_ms } else { timeout_ms },
-        deterministic_replay,
-    };
-    Ok(Arc::new(RedisStore::connect_blocking(options)?))
-}
-
-#[cfg(not(feature = "redis"))]
-fn redis_store(_url: &str, _timeout_ms: u64, _deterministic_replay: bool) -> throttlekit::Result<Arc<dyn Store>> {
-    Err(throttlekit::Error::not_implemented("the Redis store (built without the `redis` feature)"))
 }
 
 /// Releases a store handle; NULL is a no-op. Objects created on the store keep working.

@@ -411,6 +411,110 @@ static void test_redis_unreachable(void) {
     CHECK(tk_store_redis_connect("not a url", 300, false, &store) != TK_RESULT_OK);
 }
 
+/* The last error's text, for checks on what it names. */
+static const char *last_error_text(void) {
+    static char msg[512];
+    tk_last_error_message(msg, sizeof msg, NULL);
+    return msg;
+}
+
+/* Bad options are refused before any socket opens, naming the option. */
+static void test_redis_options_invalid(void) {
+    current = "redis_options_invalid";
+    tk_store *store = NULL;
+    tk_redis_options o = {0};
+    CHECK(tk_store_redis_connect_with(NULL, &store) == TK_RESULT_NULL_PARAMETER);
+    CHECK(tk_store_redis_connect_with(&o, &store) == TK_RESULT_NULL_PARAMETER); /* urls is required */
+    o.urls = "redis://127.0.0.1:1";
+    CHECK(tk_store_redis_connect_with(&o, NULL) == TK_RESULT_NULL_PARAMETER);
+    o.mode = 7;
+    CHECK(tk_store_redis_connect_with(&o, &store) == TK_RESULT_CONFIG_INVALID);
+    CHECK(strstr(last_error_text(), "redis.mode") != NULL);
+    o.mode = TK_REDIS_MODE_STANDALONE;
+    o.scripting = 9;
+    CHECK(tk_store_redis_connect_with(&o, &store) == TK_RESULT_CONFIG_INVALID);
+    CHECK(strstr(last_error_text(), "redis.scripting") != NULL);
+    o.scripting = TK_REDIS_SCRIPTING_AUTO;
+    o.tls_ca_file = "/etc/hostname"; /* TLS files on a plaintext URL would be ignored: refused */
+    CHECK(tk_store_redis_connect_with(&o, &store) == TK_RESULT_CONFIG_INVALID);
+    CHECK(strstr(last_error_text(), "redis.tls_ca_file") != NULL);
+    o.tls_ca_file = NULL;
+    o.mode = TK_REDIS_MODE_SENTINEL; /* without service_name */
+    CHECK(tk_store_redis_connect_with(&o, &store) == TK_RESULT_CONFIG_INVALID);
+    CHECK(strstr(last_error_text(), "redis.service_name") != NULL);
+    o.mode = TK_REDIS_MODE_STANDALONE;
+    o.urls = "redis://u:secret@127.0.0.1:1,redis://127.0.0.1:2"; /* two URLs, standalone */
+    CHECK(tk_store_redis_connect_with(&o, &store) == TK_RESULT_CONFIG_INVALID);
+    CHECK(strstr(last_error_text(), "redis.urls") != NULL && strstr(last_error_text(), "secret") == NULL);
+    CHECK(store == NULL);
+}
+
+/* One limit on a 3-master cluster, through the seed nodes: 2 admitted of 3 on each of many keys. */
+static void test_redis_cluster(const char *seeds) {
+    current = "redis_cluster";
+    tk_redis_options o = {0};
+    o.urls = seeds;
+    o.mode = TK_REDIS_MODE_CLUSTER;
+    o.timeout_ms = 5000;
+    tk_store *store = NULL;
+    CHECK_OK(tk_store_redis_connect_with(&o, &store));
+    if (!store) return;
+    tk_strategy *s = gcra(1, 60000, 2);
+    tk_limiter_config cfg = {0};
+    cfg.store = store;
+    cfg.prefix = "c-cluster";
+    tk_limiter *l = NULL;
+    CHECK_OK(tk_limiter_new(s, &cfg, &l));
+    int admitted = 0;
+    for (int k = 0; k < 20; k++) { /* 20 keys land on every master's slots */
+        char key[16];
+        snprintf(key, sizeof key, "k%d", k);
+        CHECK_OK(tk_limiter_reset(l, key));
+        for (int i = 0; i < 3; i++) {
+            tk_decision d;
+            CHECK_OK(tk_limiter_check(l, key, 1, &d));
+            admitted += d.allowed;
+        }
+    }
+    CHECK(admitted == 40);
+    tk_limiter_free(l);
+    tk_strategy_free(s);
+    tk_store_free(store);
+}
+
+/* TLS: the throwaway CA verifies; another CA is store_unavailable naming the certificate. */
+static void test_redis_tls(const char *url, const char *ca, const char *other_ca) {
+    current = "redis_tls";
+    tk_redis_options o = {0};
+    o.urls = url;
+    o.tls_ca_file = ca;
+    o.timeout_ms = 5000;
+    tk_store *store = NULL;
+    CHECK_OK(tk_store_redis_connect_with(&o, &store));
+    if (store) {
+        tk_strategy *s = gcra(1, 60000, 1);
+        tk_limiter_config cfg = {0};
+        cfg.store = store;
+        cfg.prefix = "c-tls";
+        tk_limiter *l = NULL;
+        CHECK_OK(tk_limiter_new(s, &cfg, &l));
+        tk_decision d;
+        CHECK_OK(tk_limiter_reset(l, "k"));
+        CHECK_OK(tk_limiter_check(l, "k", 1, &d));
+        CHECK(d.allowed);
+        CHECK_OK(tk_limiter_check(l, "k", 1, &d));
+        CHECK(!d.allowed);
+        tk_limiter_free(l);
+        tk_strategy_free(s);
+        tk_store_free(store);
+    }
+    store = NULL;
+    o.tls_ca_file = other_ca;
+    CHECK(tk_store_redis_connect_with(&o, &store) == TK_RESULT_STORE_UNAVAILABLE);
+    CHECK(strstr(last_error_text(), "certificate") != NULL);
+    CHECK(store == NULL);
+}
+
 static void test_redis(const char *url) {
     current = "redis";
     tk_store *store = NULL;
@@ -454,6 +558,22 @@ int main(void) {
         test_redis(url);
     } else {
         printf("note: TK_REDIS_URL is not set; the Redis-store unit test did not run\n");
+    }
+    test_redis_options_invalid();
+    const char *seeds = getenv("TK_REDIS_CLUSTER_URLS");
+    if (seeds && *seeds) {
+        test_redis_cluster(seeds);
+    } else {
+        printf("note: TK_REDIS_CLUSTER_URLS is not set; the cluster unit test did not run\n");
+    }
+    const char *tls_url = getenv("TK_REDIS_TLS_URL"), *tls_dir = getenv("TK_REDIS_TLS_DIR");
+    if (tls_url && *tls_url && tls_dir && *tls_dir) {
+        char ca[1024], other[1024];
+        snprintf(ca, sizeof ca, "%s/ca.crt", tls_dir);
+        snprintf(other, sizeof other, "%s/other-ca.crt", tls_dir);
+        test_redis_tls(tls_url, ca, other);
+    } else {
+        printf("note: TK_REDIS_TLS_URL/TK_REDIS_TLS_DIR are not set; the TLS unit test did not run\n");
     }
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;

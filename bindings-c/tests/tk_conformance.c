@@ -2,7 +2,14 @@
  * tk-conformance: replays conformance-vector files (conformance-vectors/FORMAT.md) through the
  * public C API of libthrottlekit, and prints one line per mismatch and then "N passed, M failed".
  *
- *   tk-conformance [--store memory|redis] [--redis-url URL] FILE...
+ *   tk-conformance [--store memory|redis|redis-cluster|redis-sentinel] [--redis-url URL[,URL...]]
+ *                  [--redis-service-name NAME] [--redis-tls-ca FILE] [--redis-tls-cert FILE]
+ *                  [--redis-tls-key FILE] [--redis-scripting auto|functions|eval] FILE...
+ *
+ * The flags are the Rust CLI's: --redis-url takes one URL (redis), seed nodes (redis-cluster)
+ * or sentinels (redis-sentinel, with --redis-service-name); rediss:// for TLS, with
+ * --redis-tls-ca naming the CA to trust instead of the system's. Each fills one field of
+ * tk_redis_options; the library checks them (a bad combination exits 2 with its message).
  *
  * Parsing is strict, like every runner's: an unknown field is an error (exit 2), so a typo
  * cannot turn an assertion off. Each suite runs on a fresh limiter with a manual clock set to
@@ -466,7 +473,7 @@ static void run_http_file(const cJSON *root) {
     for (const cJSON *c = k ? k->child : NULL; c; c = c->next) run_http_case(c, 0);
 }
 
-static void run_file(const char *path, int redis, const char *redis_url) {
+static void run_file(const char *path, const tk_redis_options *redis) {
     char *text = read_file(path);
     cJSON *root = cJSON_Parse(text);
     free(text);
@@ -484,11 +491,11 @@ static void run_file(const char *path, int redis, const char *redis_url) {
     if (!cJSON_IsArray(suites)) die("%s has no \"suites\" array", path);
     tk_store *store = NULL;
     if (redis) {
-        tk_result r = tk_store_redis_connect(redis_url, 0, true, &store);
+        tk_result r = tk_store_redis_connect_with(redis, &store);
         if (r != TK_RESULT_OK) {
-            char msg[256];
+            char msg[512];
             tk_last_error_message(msg, sizeof msg, NULL);
-            die("cannot connect to %s: %s", redis_url, msg);
+            die("cannot connect to %s: %s", redis->urls, msg);
         }
     }
     int i = 0;
@@ -497,30 +504,57 @@ static void run_file(const char *path, int redis, const char *redis_url) {
     cJSON_Delete(root);
 }
 
+#define USAGE                                                                                                  \
+    "usage: tk-conformance [--store memory|redis|redis-cluster|redis-sentinel] [--redis-url URL[,URL...]]\n" \
+    "       [--redis-service-name NAME] [--redis-tls-ca FILE] [--redis-tls-cert FILE] [--redis-tls-key FILE]\n" \
+    "       [--redis-scripting auto|functions|eval] FILE..."
+
+/* The value of the flag at argv[*i] (advancing *i), or NULL when argv[*i] is not `name`. */
+static const char *flag(int argc, char **argv, int *i, const char *name) {
+    if (strcmp(argv[*i], name) != 0) return NULL;
+    if (*i + 1 >= argc) die("%s needs a value\n%s", name, USAGE);
+    return argv[++*i];
+}
+
 int main(int argc, char **argv) {
-    int redis = 0, files = 0;
-    const char *url = "redis://127.0.0.1:6379";
+    int redis = 0;
+    tk_redis_options options = {0};
+    options.urls = "redis://127.0.0.1:6379";
+    options.deterministic_replay = true;
+    const char **files = calloc((size_t)argc, sizeof *files);
+    int nfiles = 0;
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--store") == 0 && i + 1 < argc) {
-            const char *s = argv[++i];
-            if (strcmp(s, "redis") == 0) redis = 1;
-            else if (strcmp(s, "memory") == 0) redis = 0;
-            else die("unknown store \"%s\" (memory or redis)", s);
-        } else if (strcmp(argv[i], "--redis-url") == 0 && i + 1 < argc) {
-            url = argv[++i];
+        const char *v;
+        if ((v = flag(argc, argv, &i, "--store"))) {
+            if (strcmp(v, "memory") == 0) redis = 0;
+            else if (strcmp(v, "redis") == 0) redis = 1, options.mode = TK_REDIS_MODE_STANDALONE;
+            else if (strcmp(v, "redis-cluster") == 0) redis = 1, options.mode = TK_REDIS_MODE_CLUSTER;
+            else if (strcmp(v, "redis-sentinel") == 0) redis = 1, options.mode = TK_REDIS_MODE_SENTINEL;
+            else die("unknown store \"%s\" (memory, redis, redis-cluster or redis-sentinel)", v);
+        } else if ((v = flag(argc, argv, &i, "--redis-url"))) {
+            options.urls = v;
+        } else if ((v = flag(argc, argv, &i, "--redis-service-name"))) {
+            options.service_name = v;
+        } else if ((v = flag(argc, argv, &i, "--redis-tls-ca"))) {
+            options.tls_ca_file = v;
+        } else if ((v = flag(argc, argv, &i, "--redis-tls-cert"))) {
+            options.tls_cert_file = v;
+        } else if ((v = flag(argc, argv, &i, "--redis-tls-key"))) {
+            options.tls_key_file = v;
+        } else if ((v = flag(argc, argv, &i, "--redis-scripting"))) {
+            if (strcmp(v, "auto") == 0) options.scripting = TK_REDIS_SCRIPTING_AUTO;
+            else if (strcmp(v, "functions") == 0) options.scripting = TK_REDIS_SCRIPTING_FUNCTIONS;
+            else if (strcmp(v, "eval") == 0) options.scripting = TK_REDIS_SCRIPTING_EVAL;
+            else die("unknown scripting \"%s\" (auto, functions or eval)", v);
         } else if (argv[i][0] == '-') {
-            die("usage: tk-conformance [--store memory|redis] [--redis-url URL] FILE...");
+            die("unknown flag %s\n%s", argv[i], USAGE);
+        } else {
+            files[nfiles++] = argv[i];
         }
     }
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--store") == 0 || strcmp(argv[i], "--redis-url") == 0) {
-            i++;
-            continue;
-        }
-        run_file(argv[i], redis, url);
-        files++;
-    }
-    if (!files) die("usage: tk-conformance [--store memory|redis] [--redis-url URL] FILE...");
+    if (!nfiles) die(USAGE);
+    for (int i = 0; i < nfiles; i++) run_file(files[i], redis ? &options : NULL);
+    free(files);
     printf("%ld passed, %ld failed\n", passed, failed);
     return failed ? 1 : 0;
 }

@@ -8,7 +8,7 @@ import { after, before, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 
-import { startRedis } from './helpers/redis.mjs'
+import { startRedis, startRedisCluster, startRedisTls } from './helpers/redis.mjs'
 
 const here = dirname(fileURLToPath(import.meta.url))
 const pkg = join(here, '..')
@@ -21,15 +21,19 @@ mkdirSync(join(project, 'node_modules', '@throttlekit'), { recursive: true })
 symlinkSync(pkg, join(project, 'node_modules', '@throttlekit', 'core'), 'dir')
 
 let redis
+let cluster
+let tls
 before(async () => {
-  redis = await startRedis()
+  ;[redis, cluster, tls] = await Promise.all([startRedis(), startRedisCluster(), startRedisTls()])
 })
 after(async () => {
   await redis?.stop()
+  await cluster?.stop()
+  await tls?.stop()
 })
 
-test('the README has the quick start and the Redis example', () => {
-  assert.equal(blocks.length, 2)
+test('the README has the quick start, the Redis example and the connecting example', () => {
+  assert.equal(blocks.length, 3)
 })
 
 test('quick start', async () => {
@@ -42,4 +46,11 @@ test('Redis example', async () => {
   writeFileSync(join(project, 'redis.js'), `${blocks[1]}\nmain(${JSON.stringify(redis.url)}).catch((e) => { console.error(e); process.exit(1) })\n`)
   const { stdout } = await run(process.execPath, ['redis.js'], { cwd: project })
   assert.equal(stdout.trim(), 'true 18')
+})
+
+test('connecting example: a cluster and a TLS server', async () => {
+  const args = [cluster.urls, tls.url, join(tls.dir, 'ca.crt')].map((a) => JSON.stringify(a)).join(', ')
+  writeFileSync(join(project, 'connect.js'), `${blocks[2]}\nmain(${args}).catch((e) => { console.error(e); process.exit(1) })\n`)
+  const { stdout } = await run(process.execPath, ['connect.js'], { cwd: project })
+  assert.equal(stdout.trim(), 'cluster true false\nstandalone true false')
 })

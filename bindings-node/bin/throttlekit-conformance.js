@@ -1,10 +1,16 @@
 #!/usr/bin/env node
 'use strict'
-// throttlekit-conformance [--store memory|redis] [--redis-url URL] FILE...
+// throttlekit-conformance [--store memory|redis|redis-cluster|redis-sentinel] [--redis-url URL[,URL...]]
+//                         [--redis-service-name NAME] [--redis-tls-ca FILE] [--redis-tls-cert FILE]
+//                         [--redis-tls-key FILE] [--redis-scripting auto|functions|eval] FILE...
 //
 // Replays conformance vectors through @throttlekit/core's public API and ends with
 // "N passed, M failed"; the exit status is 0 only when M is 0. On Redis (default URL
 // $THROTTLEKIT_REDIS_URL or redis://127.0.0.1:6379) the store runs in deterministic-replay mode.
+// The --redis-* flags are the Rust CLI's: --redis-url takes one URL (redis), seed nodes
+// (redis-cluster) or sentinels (redis-sentinel, with --redis-service-name); rediss:// for TLS,
+// with --redis-tls-ca naming the CA to trust instead of the system's. Each is one option of
+// RedisStore.connect, which checks them (a bad combination exits 2 with config_invalid).
 const fs = require('node:fs')
 const path = require('node:path')
 const { parse, replay } = require('../lib/conformance.js')
@@ -12,29 +18,46 @@ const { RedisStore } = require('../index.js')
 
 function usage(message) {
   if (message) console.error(message)
-  console.error('usage: throttlekit-conformance [--store memory|redis] [--redis-url URL] FILE...')
+  console.error(
+    'usage: throttlekit-conformance [--store memory|redis|redis-cluster|redis-sentinel] [--redis-url URL[,URL...]]\n' +
+      '       [--redis-service-name NAME] [--redis-tls-ca FILE] [--redis-tls-cert FILE] [--redis-tls-key FILE]\n' +
+      '       [--redis-scripting auto|functions|eval] FILE...',
+  )
   process.exit(2)
 }
 
 async function main(argv) {
   let store = 'memory'
   let url = process.env.THROTTLEKIT_REDIS_URL || 'redis://127.0.0.1:6379'
+  const options = {} // RedisStore.connect options named by --redis-* flags
+  const flags = {
+    '--redis-service-name': 'serviceName',
+    '--redis-tls-ca': 'tlsCaFile',
+    '--redis-tls-cert': 'tlsCertFile',
+    '--redis-tls-key': 'tlsKeyFile',
+    '--redis-scripting': 'scripting',
+  }
   const files = []
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]
-    if (a === '--store') store = argv[++i]
-    else if (a.startsWith('--store=')) store = a.slice(8)
-    else if (a === '--redis-url') url = argv[++i]
-    else if (a.startsWith('--redis-url=')) url = a.slice(12)
+    const [name, inline] = a.startsWith('--') && a.includes('=') ? [a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)] : [a, undefined]
+    const value = () => {
+      const v = inline ?? argv[++i]
+      if (v === undefined) usage(`${name} needs a value`)
+      return v
+    }
+    if (name === '--store') store = value()
+    else if (name === '--redis-url') url = value()
+    else if (name in flags) options[flags[name]] = value()
     else if (a === '-h' || a === '--help') usage()
     else if (a.startsWith('-')) usage(`unknown option ${a}`)
     else files.push(a)
   }
-  if (store !== 'memory' && store !== 'redis') usage(`--store must be memory or redis, not ${store}`)
-  if (url === undefined) usage('--redis-url needs a URL')
+  const modes = { memory: null, redis: 'standalone', 'redis-cluster': 'cluster', 'redis-sentinel': 'sentinel' }
+  if (!(store in modes)) usage(`--store must be memory, redis, redis-cluster or redis-sentinel, not ${store}`)
   if (files.length === 0) usage('no vectors files given')
 
-  const redis = store === 'redis' ? await RedisStore.connect({ url, deterministicReplay: true }) : undefined
+  const redis = modes[store] ? await RedisStore.connect({ urls: url, mode: modes[store], deterministicReplay: true, ...options }) : undefined
   let passed = 0
   let failed = 0
   try {

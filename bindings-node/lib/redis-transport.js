@@ -1,6 +1,9 @@
 'use strict'
-// The socket a RedisStore's Promise calls travel on: one `net` (or `tls`) connection per store,
-// driven by the event loop, as ioredis drives its own. Why: when the Rust store does the I/O,
+// The socket a RedisStore's Promise calls travel on: one `net` connection per store, driven by
+// the event loop, as ioredis drives its own. Only a standalone plaintext store (TCP or a Unix
+// socket) gets one: cluster and Sentinel stores route each call by key to a node that may
+// change, and TLS stores verify with the core's rustls, so their calls stay on the core's
+// connections (src/redis.rs, `RedisStore::chosen`). Why: when the Rust store does the I/O,
 // every call hops from the event loop to a Tokio thread and back, and those two thread switches
 // cost more than the Redis round trip itself.
 //
@@ -22,7 +25,6 @@
 // - Idle means unref'd: the socket keeps the process alive only while a request is pending,
 //   and its one timer is unref'd.
 const net = require('node:net')
-const tls = require('node:tls')
 
 const CR = 13
 
@@ -78,7 +80,7 @@ const PRELOAD = { handshake: true }
 
 class Transport {
   /**
-   * @param endpoint {host, port, path, tls, timeoutMs, handshakeReplies} (from the core)
+   * @param endpoint {host, port, path, timeoutMs, handshakeReplies} (from the core)
    * @param handshake the AUTH/SELECT bytes a new connection sends first
    */
   constructor(endpoint, handshake) {
@@ -153,7 +155,6 @@ class Transport {
     const ep = this.endpoint
     let s
     if (ep.path !== null) s = net.createConnection({ path: ep.path })
-    else if (ep.tls) s = tls.connect({ host: ep.host, port: ep.port, servername: net.isIP(ep.host) ? undefined : ep.host })
     else s = net.createConnection({ host: ep.host, port: ep.port })
     s.setNoDelay(true)
     this.socket = s

@@ -12,16 +12,39 @@ use napi_derive::napi;
 use throttlekit::FailPolicy;
 use throttlekit::redis::RedisOptions;
 
-use crate::convert::Options;
+use crate::convert::{self, Options};
 use crate::error::{CoreResult, Settled, config};
 use crate::store::{Chosen, fail_policy_from_options};
 
-/// Options of `RedisStore.connect()`.
+/// Options of `RedisStore.connect()`: core's connection options (`docs/redis.md`), one each,
+/// plus the defaults of the limiters on the store.
 #[napi(object, object_to_js = false)]
 #[allow(dead_code)] // Declares the TypeScript shape; `convert::Options` reads the values.
 pub struct RedisStoreOptions {
-    /// `redis://host:port/db` (also `rediss://`, `redis+unix://`).
-    pub url: String,
+    /// One URL, `redis://[user:password@]host:port[/db]` (`rediss://` for TLS,
+    /// `redis+unix:///path`): the same as `urls: [url]`. Give `url` or `urls`, not both.
+    pub url: Option<String>,
+    /// The URLs: one (standalone), the seed nodes of a cluster, or the sentinels; an array, or
+    /// one comma-separated string.
+    #[napi(ts_type = "string | string[]")]
+    pub urls: Option<Vec<String>>,
+    /// `'standalone'` (default: one server), `'cluster'` (the URLs are seed nodes) or
+    /// `'sentinel'` (the URLs are sentinels, `serviceName` the master they follow).
+    #[napi(ts_type = "'standalone' | 'cluster' | 'sentinel'")]
+    pub mode: Option<String>,
+    /// Sentinel mode only, and required there: the name in `sentinel monitor NAME ...`.
+    pub service_name: Option<String>,
+    /// PEM file of the CA certificates to trust instead of the system's roots (`rediss://`
+    /// only). The certificate chain and host name are always verified.
+    pub tls_ca_file: Option<String>,
+    /// PEM client certificate for mutual TLS; needs `tlsKeyFile`.
+    pub tls_cert_file: Option<String>,
+    /// PEM private key of `tlsCertFile`.
+    pub tls_key_file: Option<String>,
+    /// `'auto'` (default: functions on servers that accept `FUNCTION LOAD`, else scripts),
+    /// `'functions'` or `'eval'`.
+    #[napi(ts_type = "'auto' | 'functions' | 'eval'")]
+    pub scripting: Option<String>,
     /// Longest wait for any one call, connecting included, in ms (integer >= 1, default 1000);
     /// past it the call fails with `store_unavailable` and the limiter's fail policy decides.
     pub timeout_ms: Option<f64>,
@@ -52,17 +75,49 @@ struct Parsed {
     fail_policy: Option<FailPolicy>,
 }
 
+/// The one place `RedisStore.connect()`'s options become core's `RedisOptions`: same names in
+/// camelCase, types checked here, every value and combination checked by core.
 fn parse(options: &Unknown) -> CoreResult<Parsed> {
+    use throttlekit::redis::{RedisMode, Scripting, split_urls};
     let o = Options::read(
         options,
         "redisStore",
-        &["url", "timeoutMs", "deterministicReplay", "serverClock", "failPolicy"],
+        &[
+            "url",
+            "urls",
+            "mode",
+            "serviceName",
+            "tlsCaFile",
+            "tlsCertFile",
+            "tlsKeyFile",
+            "scripting",
+            "timeoutMs",
+            "deterministicReplay",
+            "serverClock",
+            "failPolicy",
+        ],
         false,
     )?;
-    let mut r = RedisOptions {
-        url: o.string("url")?.ok_or_else(|| config(&o.path("url"), "is required"))?,
-        ..RedisOptions::default()
+    let urls = match (o.string("url")?, o.get("urls")) {
+        (Some(url), None) => vec![url],
+        (None, Some(v)) if convert::type_of(v) == napi::sys::ValueType::napi_string => {
+            split_urls(&convert::string(v, &o.path("urls"))?)
+        }
+        (None, Some(v)) => convert::strings(v, &o.path("urls"))?,
+        (Some(_), Some(_)) => return Err(config(&o.path("urls"), "and url are the same option: give one")),
+        (None, None) => return Err(config(&o.path("urls"), "is required (or url)")),
     };
+    let mut r = RedisOptions { urls, ..RedisOptions::default() };
+    if let Some(m) = o.string("mode")? {
+        r.mode = RedisMode::parse(&m)?;
+    }
+    r.service_name = o.string("serviceName")?;
+    r.tls_ca_file = o.string("tlsCaFile")?.map(Into::into);
+    r.tls_cert_file = o.string("tlsCertFile")?.map(Into::into);
+    r.tls_key_file = o.string("tlsKeyFile")?.map(Into::into);
+    if let Some(s) = o.string("scripting")? {
+        r.scripting = Scripting::parse(&s)?;
+    }
     if let Some(ms) = o.number("timeoutMs")? {
         r.timeout_ms = throttlekit::validate::integer_at_least(&o.path("timeoutMs"), ms, 1.0)? as u64;
     }
@@ -75,7 +130,16 @@ fn parse(options: &Unknown) -> CoreResult<Parsed> {
 impl RedisStore {
     /// The store and its limiter defaults, for `store::from_options`.
     pub(crate) fn chosen(&self) -> Chosen {
-        let own_transport = !self.inner.options().deterministic_replay;
+        // index.js's socket talks to one fixed address in plaintext, with EVALSHA: a standalone
+        // server only. Cluster and Sentinel route every call to wherever its key lives now, TLS
+        // is verified by the core's rustls (the same roots, CA file and client certificate in
+        // every language), and `scripting: 'functions'` asks for FCALL (an ACL may allow only
+        // that), so those stores keep their calls on the core's connections.
+        let options = self.inner.options();
+        let own_transport = !options.deterministic_replay
+            && options.scripting != throttlekit::redis::Scripting::Functions
+            && !self.inner.is_routed()
+            && !self.inner.endpoint().tls;
         Chosen {
             store: self.inner.clone(),
             redis: own_transport.then(|| crate::transport::RedisRef { id: self.id, store: self.inner.clone() }),
@@ -126,10 +190,24 @@ impl RedisStore {
         self.id
     }
 
-    /// The URL it was connected with.
+    /// The URL it was connected with (URLs, comma-separated, when there are several).
     #[napi(getter)]
     pub fn url(&self) -> String {
-        self.inner.options().url.clone()
+        self.inner.options().urls.join(",")
+    }
+
+    /// `'standalone'`, `'cluster'` or `'sentinel'`.
+    #[napi(getter, ts_return_type = "'standalone' | 'cluster' | 'sentinel'")]
+    pub fn mode(&self) -> &'static str {
+        self.inner.options().mode.as_str()
+    }
+
+    /// Whether the Promise methods of limiters on this store write on the event loop's own
+    /// socket (standalone plaintext, scripting auto or eval, not deterministic replay) rather
+    /// than on the core's connections (cluster, Sentinel, TLS, `scripting: 'functions'`).
+    #[napi(getter)]
+    pub fn event_loop_transport(&self) -> bool {
+        self.chosen().redis.is_some()
     }
 
     /// The call timeout, ms.

@@ -84,7 +84,6 @@ pub fn redis_of(env: &Env, limiter: Unknown) -> napi::Result<Option<String>> {
             "host": e.host,
             "port": e.port,
             "path": e.path,
-            "tls": e.tls,
             "timeoutMs": r.store.options().timeout_ms,
             "handshakeReplies": e.handshake().len(),
             "preloadReplies": transport::preload().len(),

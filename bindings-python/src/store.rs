@@ -114,33 +114,121 @@ mod redis {
         }
     }
 
+    /// The keyword arguments of `RedisStore(...)` that are core's connection options.
+    struct Connection<'a, 'py> {
+        urls: &'a Bound<'py, PyAny>,
+        mode: Option<&'a Bound<'py, PyAny>>,
+        service_name: Option<&'a Bound<'py, PyAny>>,
+        tls_ca_file: Option<&'a Bound<'py, PyAny>>,
+        tls_cert_file: Option<&'a Bound<'py, PyAny>>,
+        tls_key_file: Option<&'a Bound<'py, PyAny>>,
+        scripting: Option<&'a Bound<'py, PyAny>>,
+        timeout_ms: Option<&'a Bound<'py, PyAny>>,
+        deterministic_replay: Option<&'a Bound<'py, PyAny>>,
+    }
+
+    /// A `str` or an `os.PathLike` (a TLS file option).
+    fn path(obj: &Bound<'_, PyAny>, arg: &str) -> PyResult<std::path::PathBuf> {
+        obj.extract::<std::path::PathBuf>().map_err(|_| error::wrong_type(arg, "a str or an os.PathLike", obj))
+    }
+
+    /// An optional argument that was given (absent and `None` both mean the default).
+    fn given<'a, 'py>(o: Option<&'a Bound<'py, PyAny>>) -> Option<&'a Bound<'py, PyAny>> {
+        o.filter(|v| !v.is_none())
+    }
+
+    impl Connection<'_, '_> {
+        /// The one place Python's arguments become core's `RedisOptions` (`docs/redis.md`):
+        /// same names, types checked here, every value and combination checked by core.
+        fn options(&self) -> PyResult<RedisOptions> {
+            use throttlekit::redis::{RedisMode, Scripting, split_urls};
+            let urls = match self.urls.cast::<pyo3::types::PyString>() {
+                Ok(s) => split_urls(s.to_str()?),
+                Err(_) if self.urls.try_iter().is_err() || self.urls.is_instance_of::<pyo3::types::PyBytes>() => {
+                    return Err(error::wrong_type("urls", "a str or a list of str", self.urls));
+                }
+                Err(_) => validate::strings(self.urls, "urls")?,
+            };
+            let mut o = RedisOptions { urls, ..RedisOptions::default() };
+            if let Some(m) = given(self.mode) {
+                o.mode = RedisMode::parse(validate::string(m, "mode")?).py()?;
+            }
+            if let Some(n) = given(self.service_name) {
+                o.service_name = Some(validate::string(n, "service_name")?.to_owned());
+            }
+            if let Some(f) = given(self.tls_ca_file) {
+                o.tls_ca_file = Some(path(f, "tls_ca_file")?);
+            }
+            if let Some(f) = given(self.tls_cert_file) {
+                o.tls_cert_file = Some(path(f, "tls_cert_file")?);
+            }
+            if let Some(f) = given(self.tls_key_file) {
+                o.tls_key_file = Some(path(f, "tls_key_file")?);
+            }
+            if let Some(s) = given(self.scripting) {
+                o.scripting = Scripting::parse(validate::string(s, "scripting")?).py()?;
+            }
+            if let Some(t) = given(self.timeout_ms) {
+                o.timeout_ms = validate::count(t, "timeout_ms")?;
+            }
+            if let Some(d) = given(self.deterministic_replay) {
+                o.deterministic_replay = validate::flag(d, "deterministic_replay")?;
+            }
+            Ok(o)
+        }
+    }
+
     #[pymethods]
     impl RedisStore {
-        /// Connects to `url` (`redis://host:port/db`). `timeout_ms` bounds every call (a call
-        /// that times out is never retried: it may have counted). `server_clock` makes limiters
-        /// read time from Redis (`TIME`) instead of this host; `fail_policy` (`"fail_closed"`,
-        /// `"fail_open"` or `"raise"`) is what limiters answer when Redis is unreachable.
-        /// `deterministic_replay` makes expiry follow the callers' `now` (conformance replays).
+        /// Connects to `urls`: one URL (`redis://[user:password@]host:port/db`, `rediss://` for
+        /// TLS, `redis+unix:///path`), or several (a list, or one comma-separated str) for the
+        /// seed nodes of a cluster (`mode="cluster"`) or the sentinels (`mode="sentinel"`,
+        /// with `service_name`). `tls_ca_file` trusts that CA instead of the system's roots;
+        /// `tls_cert_file`/`tls_key_file` are a client certificate (mutual TLS); certificates
+        /// and host names are always verified. `scripting` is `"auto"`, `"functions"` or
+        /// `"eval"`. `timeout_ms` bounds every call (a call that times out is never retried:
+        /// it may have counted). `server_clock` makes limiters read time from Redis (`TIME`)
+        /// instead of this host; `fail_policy` (`"fail_closed"`, `"fail_open"` or `"raise"`)
+        /// is what limiters answer when Redis is unreachable. `deterministic_replay` makes
+        /// expiry follow the callers' `now` (conformance replays). Bad options raise
+        /// `ConfigInvalidError` naming the option; an unreachable server or a certificate that
+        /// fails verification raises `StoreUnavailableError`.
         #[new]
-        #[pyo3(signature = (url, *, timeout_ms = None, server_clock = None, fail_policy = None, deterministic_replay = None))]
+        #[pyo3(signature = (
+            urls, *, mode = None, service_name = None, tls_ca_file = None, tls_cert_file = None,
+            tls_key_file = None, scripting = None, timeout_ms = None, server_clock = None,
+            fail_policy = None, deterministic_replay = None
+        ))]
         #[pyo3(
-            text_signature = "(url, *, timeout_ms=1000, server_clock=False, fail_policy=None, deterministic_replay=False)"
+            text_signature = "(urls, *, mode='standalone', service_name=None, tls_ca_file=None, tls_cert_file=None, tls_key_file=None, scripting='auto', timeout_ms=1000, server_clock=False, fail_policy=None, deterministic_replay=False)"
         )]
+        #[allow(clippy::too_many_arguments)] // Python keyword arguments, one per option.
         fn new(
             py: Python<'_>,
-            url: &Bound<'_, PyAny>,
+            urls: &Bound<'_, PyAny>,
+            mode: Option<&Bound<'_, PyAny>>,
+            service_name: Option<&Bound<'_, PyAny>>,
+            tls_ca_file: Option<&Bound<'_, PyAny>>,
+            tls_cert_file: Option<&Bound<'_, PyAny>>,
+            tls_key_file: Option<&Bound<'_, PyAny>>,
+            scripting: Option<&Bound<'_, PyAny>>,
             timeout_ms: Option<&Bound<'_, PyAny>>,
             server_clock: Option<&Bound<'_, PyAny>>,
             fail_policy: Option<&Bound<'_, PyAny>>,
             deterministic_replay: Option<&Bound<'_, PyAny>>,
         ) -> PyResult<Self> {
-            let mut options = RedisOptions { url: validate::string(url, "url")?.to_owned(), ..RedisOptions::default() };
-            if let Some(t) = timeout_ms.filter(|t| !t.is_none()) {
-                options.timeout_ms = validate::count(t, "timeout_ms")?;
+            let options = Connection {
+                urls,
+                mode,
+                service_name,
+                tls_ca_file,
+                tls_cert_file,
+                tls_key_file,
+                scripting,
+                timeout_ms,
+                deterministic_replay,
             }
-            if let Some(d) = deterministic_replay.filter(|d| !d.is_none()) {
-                options.deterministic_replay = validate::flag(d, "deterministic_replay")?;
-            }
+            .options()?;
             let server_clock = match server_clock.filter(|s| !s.is_none()) {
                 Some(s) => validate::flag(s, "server_clock")?,
                 None => false,
@@ -149,20 +237,27 @@ mod redis {
                 Some(f) => Some(validate::fail_policy(f)?),
                 None => None,
             };
-            let url = options.url.clone();
+            let url = options.urls.join(",");
             let store = py.detach(|| throttlekit::redis::RedisStore::connect_blocking(options)).py()?;
             {
                 // The runtime that drives the awaitables (`aio.rs`; multi-threaded, IO and timers
                 // enabled) gets a connection driven on it: an awaited call then never crosses to
                 // the store's own runtime. Best effort: the store's connections serve until it
-                // is up (and the sync methods never use it).
+                // is up (and the sync methods never use it). A cluster or Sentinel store routes
+                // every call itself, and ignores this.
                 let _context = pyo3_async_runtimes::tokio::get_runtime().enter();
                 let _ = store.bind_current_runtime();
             }
             Ok(RedisStore { inner: Arc::new(store), url, server_clock, fail_policy })
         }
 
-        /// The URL it was opened with.
+        /// `"standalone"`, `"cluster"` or `"sentinel"`.
+        #[getter]
+        fn mode(&self) -> &'static str {
+            self.inner.options().mode.as_str()
+        }
+
+        /// The URL it was opened with (the URLs, comma-separated, when there are several).
         #[getter]
         fn url(&self) -> &str {
             &self.url

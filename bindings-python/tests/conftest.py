@@ -113,3 +113,58 @@ def store(request: pytest.FixtureRequest) -> object:
     if request.param == "memory":
         return tk.MemoryStore()
     return request.getfixturevalue("redis_store")
+
+
+def _helper(script: str, *args: str, env: dict[str, str] | None = None) -> str:
+    """Runs tests/<script> (the repository's server launchers) and returns its stdout line."""
+    out = subprocess.run([str(ROOT / "tests" / script), *args], capture_output=True, text=True, timeout=180,
+                         env={**os.environ, **(env or {})})
+    if out.returncode != 0:
+        pytest.fail(f"tests/{script} {' '.join(args)} failed: {out.stderr}")
+    return out.stdout.strip()
+
+
+@pytest.fixture(scope="session")
+def redis_cluster_urls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Seed URLs (comma-separated) of a private 3-master cluster, one per test session, stopped by PID."""
+    pidfile = str(tmp_path_factory.mktemp("cluster") / "pids")
+    seeds = _helper("redis-cluster.sh", "start", pidfile)
+    try:
+        yield seeds
+    finally:
+        _helper("redis-cluster.sh", "stop", pidfile)
+
+
+@pytest.fixture(scope="session")
+def redis_tls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    """A private TLS redis-server: its rediss:// URL and the folder with ca.crt and other-ca.crt."""
+    folder = tmp_path_factory.mktemp("tls") / "pki"
+    url = _helper("redis-tls.sh", "start", str(folder))
+    try:
+        yield url, folder
+    finally:
+        _helper("redis-tls.sh", "stop", str(folder))
+
+
+@pytest.fixture(scope="session")
+def redis_mutual_tls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    """A private TLS redis-server that requires a client certificate: its URL and the folder with
+    ca.crt, client.crt and client.key."""
+    folder = tmp_path_factory.mktemp("mtls") / "pki"
+    url = _helper("redis-tls.sh", "start", str(folder), env={"MUTUAL": "1"})
+    try:
+        yield url, folder
+    finally:
+        _helper("redis-tls.sh", "stop", str(folder))
+
+
+@pytest.fixture(scope="session")
+def redis_sentinel_urls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The sentinels' URLs (comma-separated) of a private master + replica + 3 sentinels
+    watching service "tkmain", one per test session, stopped by PID."""
+    folder = str(tmp_path_factory.mktemp("sentinel") / "servers")
+    urls = _helper("redis-sentinels.sh", "start", folder)
+    try:
+        yield urls
+    finally:
+        _helper("redis-sentinels.sh", "stop", folder)

@@ -186,10 +186,10 @@ BAD_ARGUMENTS: list[tuple[Callable[[], object], type[Exception], str]] = [
     (lambda: tk.Shaper(NAN, 100), tk.ConfigInvalidError, "leakyBucket.ratePerSec must be a finite number"),
     (lambda: tk.Shaper(1, -1), tk.ConfigInvalidError, "leakyBucket.maxQueueMs must be >= 0"),
     (lambda: tk.Shaper(1, None), tk.ConfigTypeError, "max_queue_ms must be an int or a float"),  # type: ignore[arg-type]
-    (lambda: tk.RedisStore(5), tk.ConfigTypeError, "url must be a str, not int"),  # type: ignore[arg-type]
+    (lambda: tk.RedisStore(5), tk.ConfigTypeError, "urls must be a str or a list of str, not int"),  # type: ignore[arg-type]
     (lambda: tk.RedisStore("redis://127.0.0.1:1", timeout_ms=-5), tk.ConfigInvalidError, "timeout_ms must be an integer"),
     (lambda: tk.RedisStore("redis://127.0.0.1:1", deterministic_replay="yes"), tk.ConfigTypeError, "deterministic_replay must be a bool"),  # type: ignore[arg-type]
-    (lambda: tk.RedisStore("not a url"), tk.ConfigInvalidError, "redis.url is not a valid Redis URL"),
+    (lambda: tk.RedisStore("not a url"), tk.ConfigInvalidError, "redis.urls .* is not a Redis URL"),
 ]
 
 

@@ -42,10 +42,12 @@ def python_blocks(markdown: str) -> list[str]:
     return re.findall(r"```python\n(.*?)```", markdown, re.S)
 
 
-def test_the_readme_examples_run(redis_url: str) -> None:
+def test_the_readme_examples_run(redis_url: str, redis_cluster_urls: str, redis_tls: tuple[str, Path]) -> None:
     blocks = python_blocks((PACKAGE / "README.md").read_text())
-    assert len(blocks) >= 2, "README.md lost its python examples"
-    env = {**os.environ, "REDIS_URL": redis_url}
+    assert len(blocks) >= 3, "README.md lost its python examples"
+    tls_url, pki = redis_tls
+    env = {**os.environ, "REDIS_URL": redis_url, "REDIS_CLUSTER_URLS": redis_cluster_urls,
+           "REDIS_TLS_URL": tls_url, "REDIS_TLS_CA": str(pki / "ca.crt")}
     for block in blocks:
         out = subprocess.run([sys.executable, "-c", block], capture_output=True, text=True, timeout=60, env=env)
         assert out.returncode == 0, f"{block}\n---\n{out.stdout}{out.stderr}"

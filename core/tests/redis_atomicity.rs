@@ -26,9 +26,10 @@ const CALLS_PER_CLIENT: usize = 20;
 fn connect(url: &str) -> Arc<RedisStore> {
     Arc::new(
         RedisStore::connect_blocking(RedisOptions {
-            url: url.to_string(),
+            urls: vec![url.to_string()],
             timeout_ms: 5000,
             deterministic_replay: false,
+            ..RedisOptions::default()
         })
         .unwrap(),
     )
@@ -185,7 +186,8 @@ fn the_server_clock_is_redis_time() {
 #[test]
 fn the_async_methods_work_from_an_executor_that_is_not_tokio() {
     let server = RedisServer::start();
-    let store = block_on(RedisStore::connect(RedisOptions { url: server.url(), ..RedisOptions::default() })).unwrap();
+    let store =
+        block_on(RedisStore::connect(RedisOptions { urls: vec![server.url()], ..RedisOptions::default() })).unwrap();
     let l = limiter(Arc::new(store));
     let d = block_on(l.check_at("foreign", 1, Now::At(NOW))).unwrap();
     assert!(d.allowed);

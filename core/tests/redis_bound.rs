@@ -22,7 +22,12 @@ const TIMEOUT_MS: u64 = 300;
 const NOW: i64 = 1_800_000_000_000;
 
 fn store(server: &RedisServer) -> Arc<RedisStore> {
-    let options = RedisOptions { url: server.url(), timeout_ms: TIMEOUT_MS, deterministic_replay: false };
+    let options = RedisOptions {
+        urls: vec![server.url()],
+        timeout_ms: TIMEOUT_MS,
+        deterministic_replay: false,
+        ..RedisOptions::default()
+    };
     Arc::new(RedisStore::connect_blocking(options).expect("connect"))
 }
 
@@ -230,7 +235,12 @@ fn a_runtime_without_io_or_timers_is_not_bound() {
 #[test]
 fn binding_does_nothing_in_replay_mode() {
     let server = RedisServer::start();
-    let options = RedisOptions { url: server.url(), timeout_ms: TIMEOUT_MS, deterministic_replay: true };
+    let options = RedisOptions {
+        urls: vec![server.url()],
+        timeout_ms: TIMEOUT_MS,
+        deterministic_replay: true,
+        ..RedisOptions::default()
+    };
     let store = Arc::new(RedisStore::connect_blocking(options).unwrap());
     let l = counter(&store);
     let rt = current_thread();

@@ -20,7 +20,12 @@ use throttlekit::{ErrorCode, FailPolicy, Limiter, Strategy};
 const TIMEOUT_MS: u64 = 300;
 
 fn store(server: &RedisServer) -> Arc<RedisStore> {
-    let options = RedisOptions { url: server.url(), timeout_ms: TIMEOUT_MS, deterministic_replay: false };
+    let options = RedisOptions {
+        urls: vec![server.url()],
+        timeout_ms: TIMEOUT_MS,
+        deterministic_replay: false,
+        ..RedisOptions::default()
+    };
     Arc::new(RedisStore::connect_blocking(options).expect("connect"))
 }
 
@@ -156,7 +161,8 @@ fn dropping_the_store_inside_a_runtime_does_not_panic() {
         drop(store);
     });
     tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap().block_on(async {
-        let store = RedisStore::connect(RedisOptions { url: server.url(), ..RedisOptions::default() }).await.unwrap();
+        let store =
+            RedisStore::connect(RedisOptions { urls: vec![server.url()], ..RedisOptions::default() }).await.unwrap();
         let store = Arc::new(store);
         limiter(&store).check("k", 1).await.unwrap();
         tokio::spawn(async move { drop(store) }).await.unwrap();

@@ -196,7 +196,12 @@ fn memory_and_redis_decide_byte_for_byte_alike_on_generated_timelines() {
         .map(|w| {
             let url = url.clone();
             std::thread::spawn(move || {
-                let options = RedisOptions { url, timeout_ms: 5000, deterministic_replay: true };
+                let options = RedisOptions {
+                    urls: vec![url],
+                    timeout_ms: 5000,
+                    deterministic_replay: true,
+                    ..RedisOptions::default()
+                };
                 let redis: Arc<dyn Store> = Arc::new(RedisStore::connect_blocking(options).expect("connect"));
                 let mut ops = 0usize;
                 for i in 0..TIMELINES_PER_WORKER {

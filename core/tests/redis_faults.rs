@@ -16,7 +16,12 @@ use throttlekit::{Dimension, ErrorCode, FailPolicy, Limiter, MultiLimiter, Rule,
 const TIMEOUT_MS: u64 = 300;
 
 fn store(server: &RedisServer) -> Arc<RedisStore> {
-    let options = RedisOptions { url: server.url(), timeout_ms: TIMEOUT_MS, deterministic_replay: false };
+    let options = RedisOptions {
+        urls: vec![server.url()],
+        timeout_ms: TIMEOUT_MS,
+        deterministic_replay: false,
+        ..RedisOptions::default()
+    };
     Arc::new(RedisStore::connect_blocking(options).expect("connect"))
 }
 
@@ -198,11 +203,15 @@ fn a_slow_script_times_out_and_is_not_replayed() {
 #[test]
 fn connecting_to_nothing_fails_fast_with_store_unavailable() {
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let options =
-        RedisOptions { url: format!("redis://127.0.0.1:{port}"), timeout_ms: TIMEOUT_MS, deterministic_replay: false };
+    let options = RedisOptions {
+        urls: vec![format!("redis://127.0.0.1:{port}")],
+        timeout_ms: TIMEOUT_MS,
+        deterministic_replay: false,
+        ..RedisOptions::default()
+    };
     let err = bounded("connect", || RedisStore::connect_blocking(options)).unwrap_err();
     assert_eq!(err.code(), ErrorCode::StoreUnavailable);
-    let bad = RedisOptions { url: "not a url".into(), ..RedisOptions::default() };
+    let bad = RedisOptions { urls: vec!["not a url".into()], ..RedisOptions::default() };
     assert_eq!(RedisStore::connect_blocking(bad).unwrap_err().code(), ErrorCode::ConfigInvalid);
 }
 
@@ -211,8 +220,12 @@ fn a_failed_async_connect_inside_a_runtime_is_an_error_not_a_panic() {
     // The store's own runtime is dropped inside the caller's async context when connecting
     // fails; that must shut it down in the background instead of panicking.
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let options =
-        RedisOptions { url: format!("redis://127.0.0.1:{port}"), timeout_ms: TIMEOUT_MS, deterministic_replay: false };
+    let options = RedisOptions {
+        urls: vec![format!("redis://127.0.0.1:{port}")],
+        timeout_ms: TIMEOUT_MS,
+        deterministic_replay: false,
+        ..RedisOptions::default()
+    };
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
     let err = rt.block_on(RedisStore::connect(options)).unwrap_err();
     assert_eq!(err.code(), ErrorCode::StoreUnavailable);

@@ -20,7 +20,8 @@ use throttlekit::{
 };
 
 fn store(url: String) -> Arc<RedisStore> {
-    let options = RedisOptions { url, timeout_ms: 2000, deterministic_replay: false };
+    let options =
+        RedisOptions { urls: vec![url], timeout_ms: 2000, deterministic_replay: false, ..RedisOptions::default() };
     Arc::new(RedisStore::connect_blocking(options).expect("connect"))
 }
 

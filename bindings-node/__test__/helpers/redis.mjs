@@ -78,3 +78,46 @@ async function trySpawnRedis(args, port) {
     },
   }
 }
+
+const repoTests = join(here, '..', '..', '..', 'tests')
+
+/**
+ * A 3-master cluster: $THROTTLEKIT_REDIS_CLUSTER_URLS if set (test.sh starts one for the whole
+ * suite), else one started with tests/redis-cluster.sh and stopped by PID. {urls, stop()}.
+ */
+export async function startRedisCluster() {
+  const given = process.env.THROTTLEKIT_REDIS_CLUSTER_URLS
+  if (given) return { urls: given, stop: async () => {} }
+  const pidfile = join(mkdtempSync(join(tmpdir(), 'tk-node-cluster-')), 'pids')
+  const script = join(repoTests, 'redis-cluster.sh')
+  const urls = execFileSync('bash', [script, 'start', pidfile], { encoding: 'utf8' }).trim()
+  return { urls, stop: async () => execFileSync('bash', [script, 'stop', pidfile]) }
+}
+
+/**
+ * A TLS redis-server with a throwaway CA: $THROTTLEKIT_REDIS_TLS_URL and _DIR if set (test.sh),
+ * else one started with tests/redis-tls.sh and stopped by PID. {url, dir (ca.crt, other-ca.crt,
+ * client.crt, client.key), stop()}. `mutual`: a server of its own that requires a client certificate.
+ */
+export async function startRedisTls({ mutual = false } = {}) {
+  const { THROTTLEKIT_REDIS_TLS_URL: url, THROTTLEKIT_REDIS_TLS_DIR: dir } = process.env
+  if (url && dir && !mutual) return { url, dir, stop: async () => {} }
+  const own = join(mkdtempSync(join(tmpdir(), 'tk-node-tls-')), 'pki')
+  const script = join(repoTests, 'redis-tls.sh')
+  const env = { ...process.env, MUTUAL: mutual ? '1' : '0' } // MUTUAL=1: client certificates required
+  const started = execFileSync('bash', [script, 'start', own], { encoding: 'utf8', env, stdio: ['ignore', 'pipe', 'ignore'] }).trim()
+  return { url: started, dir: own, stop: async () => execFileSync('bash', [script, 'stop', own]) }
+}
+
+/**
+ * A master, a replica and 3 sentinels watching service "tkmain": $THROTTLEKIT_REDIS_SENTINEL_URLS
+ * if set (test.sh), else started with tests/redis-sentinels.sh and stopped by PID. {urls, stop()}.
+ */
+export async function startRedisSentinels() {
+  const given = process.env.THROTTLEKIT_REDIS_SENTINEL_URLS
+  if (given) return { urls: given, stop: async () => {} }
+  const own = join(mkdtempSync(join(tmpdir(), 'tk-node-sentinel-')), 'servers')
+  const script = join(repoTests, 'redis-sentinels.sh')
+  const urls = execFileSync('bash', [script, 'start', own], { encoding: 'utf8' }).trim()
+  return { urls, stop: async () => execFileSync('bash', [script, 'stop', own]) }
+}

@@ -1,6 +1,7 @@
 # Stubs of the native module (src/*.rs). Maintained by hand; tests/test_package.py runs
 # mypy.stubtest against the built module, so any drift fails the test suite.
 
+import os
 from collections.abc import Awaitable, Iterable, Sequence
 from typing import Any, ClassVar, Literal, Optional, Union, final
 
@@ -33,6 +34,9 @@ ERROR_CODES: list[str]
 
 _Number = Union[int, float]
 _FailPolicy = Literal["fail_closed", "fail_open", "raise"]
+_RedisMode = Literal["standalone", "cluster", "sentinel"]
+_Scripting = Literal["auto", "functions", "eval"]
+_Path = Union[str, "os.PathLike[str]"]
 _Clock = Union[ManualClock, SystemClock, None]
 _Store = Union[MemoryStore, RedisStore, None]
 _StrategyLike = Union[Strategy, dict[str, Any]]
@@ -163,8 +167,14 @@ class MemoryStore:
 class RedisStore:
     def __new__(
         cls,
-        url: str,
+        urls: Union[str, Sequence[str]],
         *,
+        mode: _RedisMode = "standalone",
+        service_name: Optional[str] = None,
+        tls_ca_file: Optional[_Path] = None,
+        tls_cert_file: Optional[_Path] = None,
+        tls_key_file: Optional[_Path] = None,
+        scripting: _Scripting = "auto",
         timeout_ms: int = 1000,
         server_clock: bool = False,
         fail_policy: Optional[_FailPolicy] = None,
@@ -172,6 +182,8 @@ class RedisStore:
     ) -> RedisStore: ...
     @property
     def url(self) -> str: ...
+    @property
+    def mode(self) -> _RedisMode: ...
     def close(self) -> Awaitable[None]: ...
     def close_sync(self) -> None: ...
 

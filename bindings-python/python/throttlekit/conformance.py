@@ -1,6 +1,13 @@
 """Replays conformance-vector files through the public Python API.
 
-    python -m throttlekit.conformance [--store memory|redis] [--redis-url URL] [--api sync|async] FILE...
+    python -m throttlekit.conformance [--store memory|redis|redis-cluster|redis-sentinel]
+        [--redis-url URL[,URL...]] [--redis-service-name NAME] [--redis-tls-ca FILE]
+        [--redis-tls-cert FILE] [--redis-tls-key FILE] [--redis-scripting auto|functions|eval]
+        [--api sync|async] FILE...
+
+The ``--redis-*`` flags are the Rust CLI's: ``--redis-url`` takes one URL (redis), seed nodes
+(redis-cluster) or sentinels (redis-sentinel, with ``--redis-service-name``); ``rediss://`` for
+TLS, with ``--redis-tls-ca`` naming the CA to trust instead of the system's.
 
 The format is ``conformance-vectors/FORMAT.md``. Each suite gets a fresh limiter (or multi
 limiter, or shaper) on a fresh store, driven by a ``ManualClock`` set to every op's ``now``.
@@ -109,21 +116,27 @@ class Report:
         self.failures.extend(other.failures)
 
 
+# The runner's --store names and the RedisStore mode each stands for.
+_STORE_MODES = {"memory": None, "redis": "standalone", "redis-cluster": "cluster", "redis-sentinel": "sentinel"}
+
+
 class StoreFactory:
     """Fresh stores for suites: a new MemoryStore each, or one Redis store under fresh prefixes."""
 
-    def __init__(self, kind: str = "memory", redis_url: str | None = None) -> None:
-        if kind not in ("memory", "redis"):
-            raise ValueError(f"store must be memory or redis, not {kind!r}")
-        self.kind = kind
+    def __init__(self, kind: str = "memory", redis_url: str | None = None, **redis_options: Any) -> None:
+        """`kind` is memory, or a Redis store: redis, redis-cluster or redis-sentinel. The
+        keyword arguments are `RedisStore`'s connection options (`tls_ca_file=...`)."""
+        if kind not in _STORE_MODES:
+            raise ValueError(f"store must be one of {', '.join(_STORE_MODES)}, not {kind!r}")
+        self.kind = "memory" if kind == "memory" else "redis"
         self._redis: Any = None
         self._run = uuid.uuid4().hex[:12]
         self._suites = 0
-        if kind == "redis":
+        if self.kind == "redis":
             from throttlekit import RedisStore
 
             url = redis_url or os.environ.get("THROTTLEKIT_REDIS_URL", "redis://127.0.0.1:6379")
-            self._redis = RedisStore(url, deterministic_replay=True)
+            self._redis = RedisStore(url, mode=_STORE_MODES[kind], deterministic_replay=True, **redis_options)
 
     def new(self, prefix: str) -> tuple[Any, str]:
         """A store for one suite and the prefix to use on it."""
@@ -281,13 +294,36 @@ def replay_files(paths: Iterable[str], stores: StoreFactory, use_async: bool = F
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m throttlekit.conformance", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--store", choices=("memory", "redis"), default="memory")
-    parser.add_argument("--redis-url", default=None, help="default: $THROTTLEKIT_REDIS_URL or redis://127.0.0.1:6379")
+    parser.add_argument("--store", choices=tuple(_STORE_MODES), default="memory")
+    parser.add_argument(
+        "--redis-url", default=None,
+        help="one URL, or comma-separated seed nodes / sentinels (default: $THROTTLEKIT_REDIS_URL or redis://127.0.0.1:6379)",
+    )
+    parser.add_argument("--redis-service-name", default=None, help="the Sentinel service (redis-sentinel)")
+    parser.add_argument("--redis-tls-ca", default=None, help="PEM CA file to trust (rediss:// URLs)")
+    parser.add_argument("--redis-tls-cert", default=None, help="PEM client certificate (mutual TLS)")
+    parser.add_argument("--redis-tls-key", default=None, help="PEM client key (mutual TLS)")
+    parser.add_argument("--redis-scripting", choices=("auto", "functions", "eval"), default=None)
     parser.add_argument("--api", choices=("sync", "async"), default="sync", help="the *_sync methods or the awaitables")
     parser.add_argument("files", nargs="+", metavar="FILE")
     args = parser.parse_args(argv)
     try:
-        report = replay_files(args.files, StoreFactory(args.store, args.redis_url), args.api == "async")
+        stores = StoreFactory(
+            args.store,
+            args.redis_url,
+            **{
+                name: value
+                for name, value in (
+                    ("service_name", args.redis_service_name),
+                    ("tls_ca_file", args.redis_tls_ca),
+                    ("tls_cert_file", args.redis_tls_cert),
+                    ("tls_key_file", args.redis_tls_key),
+                    ("scripting", args.redis_scripting),
+                )
+                if value is not None
+            },
+        )
+        report = replay_files(args.files, stores, args.api == "async")
     except (VectorFormatError, OSError, json.JSONDecodeError, ThrottleKitError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -1,9 +1,14 @@
 //! [`RedisStore`]: the distributed [`Store`]. Every decision is one Lua script run atomically on
 //! Redis (`lua/`, embedded), so a fleet of processes shares one limit.
 //!
-//! - **One round trip per decision**: `EVALSHA`, and `EVAL` only when Redis answers `NOSCRIPT`
-//!   (a restart or `SCRIPT FLUSH` emptied its cache). A call that timed out is never sent again:
-//!   it may already have counted.
+//! - **One round trip per decision**: `FCALL` on Redis >= 7 (the scripts loaded once as a
+//!   function library, which persists and replicates), else `EVALSHA`; the one fallback when a
+//!   node lacks them is in [`invoke`] (`scripting` in [`RedisOptions`] forces either way). A
+//!   call that timed out is never sent again: it may already have counted.
+//! - **Any topology**: one node, a Redis Cluster (routed by slot, following `MOVED`/`ASK`), or
+//!   the master of a Sentinel service; over TLS (rustls) or not ([`RedisOptions`],
+//!   `docs/redis.md`). On a cluster and under Sentinel every call takes the hop path below,
+//!   whose connection knows where each key lives now.
 //! - **A bounded wait**: every call answers within `timeout_ms` or fails with
 //!   `store_unavailable` carrying the cause; the limiter's [`crate::FailPolicy`] then decides.
 //!   The connection re-establishes itself in the background after Redis comes back.
@@ -32,44 +37,31 @@
 //! limits. Multi-dimensional checks need all their keys in one hash slot on a cluster:
 //! [`crate::MultiLimiter`] builds them as `prefix:{tag}:name:key`.
 
+pub mod acl;
 mod call;
+mod connect;
+mod invoke;
+mod options;
 mod replay;
 mod scoped;
 pub mod scripts;
+mod sentinel;
 pub mod transport;
 
-pub use scoped::{ScopedStore, conformance_stores};
+pub use options::{RedisMode, RedisOptions, Scripting, split_urls};
+pub use scoped::{ScopedStore, conformance_stores, conformance_stores_with};
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
-use redis::aio::{ConnectionManager, ConnectionManagerConfig, MultiplexedConnection};
+use redis::aio::{ConnectionLike, MultiplexedConnection};
 use redis::{Cmd, Value};
 use tokio::runtime::Runtime;
 
 use crate::error::{Error, Result};
 use crate::store::{BoxFuture, DimensionCall, MultiReply, Now, Reply, Rule, Store, Transform};
 use call::{Outcome, ScriptCall};
-
-/// How to reach Redis and how to behave.
-#[derive(Clone, Debug)]
-pub struct RedisOptions {
-    /// `redis://host:port/db` (or `rediss://`, `redis+unix://`).
-    pub url: String,
-    /// Longest wait for any one call (connecting included), in ms; past it the call fails with
-    /// `store_unavailable`. Default 1000.
-    pub timeout_ms: u64,
-    /// Expire keys on the caller's clock instead of Redis's (conformance replay and tests only:
-    /// it serialises every call and costs extra commands).
-    pub deterministic_replay: bool,
-}
-
-impl Default for RedisOptions {
-    fn default() -> Self {
-        RedisOptions { url: "redis://127.0.0.1:6379".to_string(), timeout_ms: 1000, deterministic_replay: false }
-    }
-}
 
 thread_local! {
     /// Set on the store runtime's own threads, where blocking on the runtime would deadlock.
@@ -79,8 +71,14 @@ thread_local! {
 /// The connection and everything a call needs, shared with the tasks on the store's runtime.
 struct Inner {
     /// The hop path's connection (used on the store's runtime only: its reconnection spawns
-    /// tasks on whatever runtime polls it).
-    conn: ConnectionManager,
+    /// tasks on whatever runtime polls it), routing by slot on a cluster and following the
+    /// master in sentinel mode.
+    conn: connect::Conn,
+    /// Cluster or sentinel: every call takes `conn` (the hop path); the direct, bound and
+    /// blocking paths, which talk to one fixed address, stay off.
+    routed: bool,
+    /// `FCALL` or `EVALSHA`, chosen at connect from [`RedisOptions::scripting`].
+    invoke: invoke::Invoke,
     /// The direct path's multiplexed connection, `None` while it is (re)connecting. Its driver
     /// task was spawned on the store's runtime and stays there; a caller only pushes a request
     /// into its channel and awaits the reply, from whatever executor it runs on.
@@ -215,6 +213,17 @@ impl RedisStore {
         transport::Endpoint::of(self.inner.client.get_connection_info())
     }
 
+    /// Whether the store is on a cluster or under Sentinel: its calls are routed to wherever
+    /// the key lives now, so a binding's own transport (one fixed address) must not be used.
+    pub fn is_routed(&self) -> bool {
+        self.inner.routed
+    }
+
+    /// Whether the store runs its scripts as functions (`FCALL`) rather than `EVALSHA`.
+    pub fn uses_functions(&self) -> bool {
+        self.inner.invoke == invoke::Invoke::Functions
+    }
+
     /// Whether [`Store::close`] was called: a binding's own transport answers every later call
     /// with the same `store_unavailable` as the store's.
     pub fn is_closed(&self) -> bool {
@@ -237,7 +246,7 @@ impl RedisStore {
         let handle = tokio::runtime::Handle::try_current()
             .map_err(|_| Error::not_implemented("bind_current_runtime outside a tokio runtime"))?;
         let id = handle.id();
-        if self.inner.replay.is_some() || id == self.runtime.get().handle().id() {
+        if self.inner.replay.is_some() || self.inner.routed || id == self.runtime.get().handle().id() {
             return Ok(());
         }
         {
@@ -318,13 +327,7 @@ impl RedisStore {
         }
         let deadline = self.deadline();
         let work = async {
-            let first = conn.send_packed_command(&eval_cmd("EVALSHA", &call.script.sha, call)).await;
-            let reply = if is_noscript(&first) {
-                conn.send_packed_command(&eval_cmd("EVAL", &call.script.source, call)).await
-            } else {
-                first
-            };
-            match reply {
+            match invoke::run_async(&mut conn, self.inner.invoke, call).await {
                 Ok(Value::ServerError(e)) => Err(Error::store(format!("{} failed: {e}", call.script.name))),
                 Ok(v) => call::decode_reply(call, &v),
                 Err(e) => {
@@ -416,7 +419,8 @@ impl RedisStore {
     /// Connects a new direct connection in the background, on the store's runtime (so that its
     /// driver task lives there), unless one is up or already connecting.
     fn refresh_direct(&self) {
-        if self.inner.direct.read().is_some() || self.inner.refreshing.swap(true, Ordering::AcqRel) {
+        if self.inner.routed || self.inner.direct.read().is_some() || self.inner.refreshing.swap(true, Ordering::AcqRel)
+        {
             return;
         }
         let inner = self.inner.clone();
@@ -440,7 +444,7 @@ impl RedisStore {
     }
 
     fn block_call(&self, call: ScriptCall, now: Now) -> Result<Outcome> {
-        if self.inner.replay.is_none() {
+        if self.inner.replay.is_none() && !self.inner.routed {
             return self.inner.run_blocking(&call);
         }
         let inner = self.inner.clone();
@@ -460,7 +464,7 @@ impl RedisStore {
             let mut conn = inner.conn.clone();
             inner
                 .bounded(
-                    async move { conn.send_packed_command(redis::cmd("DEL").arg(keys)).await.map_err(Error::store) },
+                    async move { conn.req_packed_command(redis::cmd("DEL").arg(keys)).await.map_err(Error::store) },
                 )
                 .await?;
             Ok(())
@@ -473,7 +477,7 @@ impl RedisStore {
         let inner = self.inner.clone();
         block_on(self.runtime.get(), async move {
             let mut conn = inner.conn.clone();
-            inner.bounded(async move { conn.send_packed_command(&cmd).await.map_err(Error::store) }).await
+            inner.bounded(async move { conn.req_packed_command(&cmd).await.map_err(Error::store) }).await
         })
     }
 }
@@ -495,26 +499,18 @@ fn multi(outcome: Outcome) -> Result<MultiReply> {
 impl Inner {
     async fn connect(options: RedisOptions) -> Result<Inner> {
         let timeout = Duration::from_millis(options.timeout_ms.max(1));
-        let client = redis::Client::open(options.url.as_str())
-            .map_err(|e| Error::config("redis.url", &format!("is not a valid Redis URL: {e}")))?;
-        let client_for_sync = client.clone();
-        let config = ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(timeout))
-            .set_response_timeout(Some(timeout))
-            // Reconnection happens in the background, one quick attempt per failed call, so a
-            // call while Redis is down fails fast instead of waiting out a backoff schedule.
-            .set_number_of_retries(1)
-            .set_min_delay(Duration::from_millis(10))
-            .set_max_delay(Duration::from_millis(100));
-        let conn = tokio::time::timeout(timeout, ConnectionManager::new_with_config(client, config))
-            .await
-            .map_err(|_| {
-                Error::store(format!("connecting to {} timed out after {} ms", options.url, timeout.as_millis()))
-            })?
-            .map_err(|e| Error::store(format!("cannot connect to {}: {e}", options.url)))?;
-        let direct = connect_direct(&client_for_sync, timeout).await.map(|conn| Direct { conn, id: 1 });
+        let plan = options.plan()?;
+        let connect::Connected { conn, client: client_for_sync, routed } = connect::connect(&plan, timeout).await?;
+        let invoke = choose_invoke(&conn, options.scripting, timeout).await?;
+        let direct = if routed {
+            None
+        } else {
+            connect_direct(&client_for_sync, timeout).await.map(|conn| Direct { conn, id: 1 })
+        };
         Ok(Inner {
             conn,
+            routed,
+            invoke,
             direct: parking_lot::RwLock::new(direct),
             direct_ids: AtomicU64::new(1),
             refreshing: AtomicBool::new(false),
@@ -561,7 +557,6 @@ impl Inner {
 
     /// A sync call on a pooled blocking connection: `EVALSHA`, `EVAL` on `NOSCRIPT` only.
     fn run_blocking(&self, call: &ScriptCall) -> Result<Outcome> {
-        use redis::ConnectionLike;
         if self.closed.load(Ordering::Acquire) {
             return Err(Error::store("the Redis store is closed"));
         }
@@ -583,10 +578,7 @@ impl Inner {
                 c
             }
         };
-        let first = conn.req_command(&eval_cmd("EVALSHA", &call.script.sha, call));
-        let reply =
-            if is_noscript(&first) { conn.req_command(&eval_cmd("EVAL", &call.script.source, call)) } else { first };
-        let value = match reply {
+        let value = match invoke::run_sync(&mut conn, self.invoke, call) {
             Ok(Value::ServerError(e)) => {
                 self.idle.lock().push(conn);
                 return Err(Error::store(format!("{} failed: {e}", call.script.name)));
@@ -599,18 +591,11 @@ impl Inner {
         call::decode_reply(call, &value)
     }
 
-    /// `EVALSHA`; on `NOSCRIPT` only, `EVAL` (which also caches the script again).
+    /// `call` on the shared connection ([`invoke`]: `FCALL` or `EVALSHA`, and the one
+    /// fallback).
     async fn eval(&self, call: &ScriptCall) -> Result<Value> {
         let mut conn = self.conn.clone();
-        let sha = eval_cmd("EVALSHA", &call.script.sha, call);
-        let first = conn.send_packed_command(&sha).await;
-        let reply = if is_noscript(&first) {
-            let full = eval_cmd("EVAL", &call.script.source, call);
-            conn.send_packed_command(&full).await
-        } else {
-            first
-        };
-        match reply {
+        match invoke::run_async(&mut conn, self.invoke, call).await {
             Ok(Value::ServerError(e)) => Err(Error::store(format!("{} failed: {e}", call.script.name))),
             r => r.map_err(Error::store),
         }
@@ -626,7 +611,7 @@ impl Inner {
                 None => None,
             };
             let mut conn = self.conn.clone();
-            conn.send_packed_command(redis::cmd("DEL").arg(&key)).await.map_err(Error::store)?;
+            conn.req_packed_command(redis::cmd("DEL").arg(&key)).await.map_err(Error::store)?;
             if let Some(book) = book.as_mut() {
                 book.forget(&key);
             }
@@ -636,12 +621,25 @@ impl Inner {
     }
 }
 
-/// Redis answered `NOSCRIPT`: its script cache lost the script (restart, `SCRIPT FLUSH`).
-fn is_noscript(reply: &redis::RedisResult<Value>) -> bool {
-    match reply {
-        Ok(Value::ServerError(e)) => e.code() == "NOSCRIPT",
-        Err(e) => e.code() == Some("NOSCRIPT"),
-        Ok(_) => false,
+/// Functions or scripts: `eval` as asked; otherwise `FUNCTION LOAD` the library (on every
+/// master of a cluster), and use functions if the server took it. A server that refuses
+/// (Redis < 7, or an ACL without `function|load`) means scripts under `auto`, and a
+/// `store_unavailable` naming the refusal under `functions`.
+async fn choose_invoke(conn: &connect::Conn, scripting: Scripting, timeout: Duration) -> Result<invoke::Invoke> {
+    if scripting == Scripting::Eval {
+        return Ok(invoke::Invoke::Scripts);
+    }
+    let mut conn = conn.clone();
+    let loaded = match tokio::time::timeout(timeout, conn.req_packed_command(&invoke::load_library())).await {
+        Ok(Ok(Value::ServerError(e))) => Err(e.to_string()),
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(_) => Err(format!("no answer within {} ms", timeout.as_millis())),
+    };
+    match (loaded, scripting) {
+        (Ok(()), _) => Ok(invoke::Invoke::Functions),
+        (Err(_), Scripting::Auto) => Ok(invoke::Invoke::Scripts),
+        (Err(e), _) => Err(Error::store(format!("the server refused FUNCTION LOAD (scripting = functions): {e}"))),
     }
 }
 

@@ -20,7 +20,7 @@
 use std::collections::HashMap;
 
 use redis::Value;
-use redis::aio::ConnectionManager;
+use redis::aio::ConnectionLike;
 
 use crate::error::{Error, Result};
 use crate::redis::call::{self, Outcome, ScriptCall};
@@ -58,7 +58,7 @@ fn int(v: &Value) -> Result<i64> {
 }
 
 /// Runs `call` at `now` with expiry on the caller's clock.
-pub async fn run(book: &mut Book, conn: &mut ConnectionManager, call: &ScriptCall, now: i64) -> Result<Outcome> {
+pub async fn run(book: &mut Book, conn: &mut impl ConnectionLike, call: &ScriptCall, now: i64) -> Result<Outcome> {
     let keys = &call.keys;
     let mut expired: Vec<&String> = keys.iter().filter(|k| book.expired(k, now)).collect();
     let mut snapshot: Vec<Value> = Vec::new();
@@ -80,7 +80,7 @@ pub async fn run(book: &mut Book, conn: &mut ConnectionManager, call: &ScriptCal
             p.cmd("PERSIST").arg(k);
         }
         p.cmd("EXEC");
-        let replies = conn.send_packed_commands(&p, 0, p.len()).await.map_err(Error::store)?;
+        let replies = conn.req_packed_commands(&p, 0, p.len()).await.map_err(Error::store)?;
         for k in expired.drain(..) {
             book.forget(k);
         }

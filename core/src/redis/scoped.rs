@@ -76,7 +76,13 @@ impl Store for ScopedStore {
 /// A factory of fresh deterministic-replay stores on the Redis at `url`, one connection for
 /// all: what `throttlekit conformance --store redis` hands the runner.
 pub fn conformance_stores(url: &str) -> Result<impl FnMut() -> Result<Arc<dyn Store>> + use<>> {
-    let options = RedisOptions { url: url.to_string(), deterministic_replay: true, ..RedisOptions::default() };
+    conformance_stores_with(RedisOptions::from_urls(url))
+}
+
+/// [`conformance_stores`] reaching Redis as `options` say (a cluster, TLS, ...); deterministic
+/// replay is switched on whatever `options` hold.
+pub fn conformance_stores_with(options: RedisOptions) -> Result<impl FnMut() -> Result<Arc<dyn Store>> + use<>> {
+    let options = RedisOptions { deterministic_replay: true, ..options };
     let store = Arc::new(RedisStore::connect_blocking(options)?);
     let run = format!("throttlekit-conformance:{}-{}", std::process::id(), crate::SystemClock.now_ms());
     let counter = AtomicU64::new(0);

@@ -34,7 +34,8 @@ const INCLUDE: &str = "-- #include ";
 const MAIN: &str = "-- #main";
 const STANDALONE: &str = "-- #main standalone";
 
-/// One assembled script: its source and the SHA1 that `EVALSHA` names it by.
+/// One assembled script: its source, the SHA1 that `EVALSHA` names it by, and the name `FCALL`
+/// calls it by once [`LIBRARY`] is loaded.
 #[derive(Debug)]
 pub struct LoadedScript {
     /// The file it was assembled from.
@@ -43,14 +44,51 @@ pub struct LoadedScript {
     pub source: String,
     /// Hex SHA1 of `source`.
     pub sha: String,
+    /// Its function in [`LIBRARY`]: `tk_<file stem>_<library version>`.
+    pub function: String,
 }
 
 impl LoadedScript {
     fn new(name: &'static str) -> LoadedScript {
         let source = assemble(name);
         let sha = redis::Script::new(&source).get_hash().to_string();
-        LoadedScript { name, source, sha }
+        LoadedScript { name, source, sha, function: String::new() }
     }
+}
+
+/// Every script as one Redis Functions library (Redis >= 7: `FUNCTION LOAD`, then `FCALL`).
+///
+/// Generated from the very text `EVAL` sends, so `lua/` stays the single source: each script
+/// becomes `redis.register_function('tk_<stem>_<version>', function(KEYS, ARGV) <script> end)`.
+/// A script body runs unchanged as that function's body, since `EVAL` too runs a script as the
+/// body of a function whose `KEYS` and `ARGV` are the call's. Function names are global on a
+/// server, so they carry the library's version (a hash of every script): two throttlekit
+/// versions in one fleet each load their own library and never replace the other's.
+#[derive(Debug)]
+pub struct Library {
+    /// `throttlekit_<version>`.
+    pub name: String,
+    /// The `FUNCTION LOAD` payload, `#!lua name=...` first.
+    pub source: String,
+}
+
+/// The library, generated on first use.
+pub static LIBRARY: LazyLock<Library> = LazyLock::new(|| {
+    let version = library_version(&SCRIPTS);
+    let name = format!("throttlekit_{version}");
+    let mut source = format!("#!lua name={name}\n");
+    for s in SCRIPTS.all() {
+        source.push_str(&format!("redis.register_function('{}', function(KEYS, ARGV)\n", s.function));
+        source.push_str(&s.source);
+        source.push_str("end)\n");
+    }
+    Library { name, source }
+});
+
+/// 12 hex digits of the SHA1 over every script's SHA1, in order.
+fn library_version(scripts: &Scripts) -> String {
+    let all: String = scripts.all().iter().map(|s| s.sha.as_str()).collect();
+    redis::Script::new(&all).get_hash()[..12].to_string()
 }
 
 fn source(name: &str) -> &'static str {
@@ -127,18 +165,38 @@ pub struct Scripts {
 }
 
 /// The scripts, assembled on first use.
-pub static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
-    gcra: LoadedScript::new("gcra.lua"),
-    token_bucket: LoadedScript::new("token_bucket.lua"),
-    fixed_window: LoadedScript::new("fixed_window.lua"),
-    sliding_window: LoadedScript::new("sliding_window.lua"),
-    sliding_window_log: LoadedScript::new("sliding_window_log.lua"),
-    quota: LoadedScript::new("quota.lua"),
-    leaky_bucket: LoadedScript::new("leaky_bucket.lua"),
-    multi: LoadedScript::new("multi.lua"),
+pub static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| {
+    let mut s = Scripts {
+        gcra: LoadedScript::new("gcra.lua"),
+        token_bucket: LoadedScript::new("token_bucket.lua"),
+        fixed_window: LoadedScript::new("fixed_window.lua"),
+        sliding_window: LoadedScript::new("sliding_window.lua"),
+        sliding_window_log: LoadedScript::new("sliding_window_log.lua"),
+        quota: LoadedScript::new("quota.lua"),
+        leaky_bucket: LoadedScript::new("leaky_bucket.lua"),
+        multi: LoadedScript::new("multi.lua"),
+    };
+    let version = library_version(&s);
+    for script in s.all_mut() {
+        script.function = format!("tk_{}_{version}", script.name.trim_end_matches(".lua"));
+    }
+    s
 });
 
 impl Scripts {
+    fn all_mut(&mut self) -> [&mut LoadedScript; 8] {
+        [
+            &mut self.gcra,
+            &mut self.token_bucket,
+            &mut self.fixed_window,
+            &mut self.sliding_window,
+            &mut self.sliding_window_log,
+            &mut self.quota,
+            &mut self.leaky_bucket,
+            &mut self.multi,
+        ]
+    }
+
     /// Every script, for `SCRIPT LOAD` and for tests.
     pub fn all(&self) -> [&LoadedScript; 8] {
         [
@@ -165,6 +223,19 @@ mod tests {
             assert!(!s.source.contains(INCLUDE), "{} still has an include", s.name);
             assert_eq!(s.sha.len(), 40);
         }
+    }
+
+    #[test]
+    fn the_library_registers_every_script_verbatim_under_a_versioned_name() {
+        let lib = &*LIBRARY;
+        assert!(lib.source.starts_with(&format!("#!lua name={}\n", lib.name)));
+        for s in SCRIPTS.all() {
+            assert!(s.function.starts_with("tk_") && s.function.ends_with(&lib.name["throttlekit_".len()..]));
+            let registered =
+                format!("redis.register_function('{}', function(KEYS, ARGV)\n{}end)\n", s.function, s.source);
+            assert!(lib.source.contains(&registered), "{} is not registered verbatim", s.name);
+        }
+        assert_eq!(lib.source.matches("redis.register_function(").count(), SCRIPTS.all().len());
     }
 
     #[test]

@@ -18,6 +18,11 @@
 //!    exactly as on the store's own path. A timed-out call must never be sent again (it may
 //!    already have counted), and its late reply must be read and dropped.
 //!
+//! This transport speaks `EVALSHA`/`EVAL` on one standalone node even when the store itself uses
+//! `FCALL` (both run the same `lua/` text, so they decide identically), and it does not route
+//! by slot: a binding on a cluster or under Sentinel uses the store's own calls instead
+//! ([`super::RedisStore::is_routed`]).
+//!
 //! Nothing here does I/O or reads a clock other than the limiter's own (once, in
 //! [`crate::Limiter::prepare`]).
 

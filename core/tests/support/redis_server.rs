@@ -16,6 +16,8 @@ pub struct RedisServer {
     child: Option<Child>,
     /// Its TCP port on 127.0.0.1.
     pub port: u16,
+    /// The TLS port, when the arguments asked for one with `{tls_port}`.
+    pub tls_port: Option<u16>,
     dir: std::path::PathBuf,
 }
 
@@ -31,8 +33,39 @@ pub fn binary() -> String {
     }
 }
 
-fn free_port() -> u16 {
+/// A loopback port nobody holds right now.
+pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free loopback port")
+}
+
+/// A free loopback port below 55536 whose cluster bus port (port + 10000) is free too.
+pub fn free_port_with_bus() -> u16 {
+    loop {
+        let port = free_port();
+        if port < 55536 && TcpListener::bind(("127.0.0.1", port + 10000)).is_ok() {
+            return port;
+        }
+    }
+}
+
+/// `redis-cli` arguments, output as text (`None` if it could not run or failed).
+pub fn cli(port: u16, args: &[&str]) -> Option<String> {
+    let out = Command::new("redis-cli").args(["-h", "127.0.0.1", "-p", &port.to_string()]).args(args).output().ok()?;
+    out.status.success().then(|| String::from_utf8_lossy(&out.stdout).replace('\r', ""))
+}
+
+/// The value of `field` in an `INFO`-style reply.
+pub fn field(text: &str, field: &str) -> Option<String> {
+    text.lines().find_map(|l| l.strip_prefix(&format!("{field}:")).map(|v| v.trim().to_string()))
+}
+
+/// How many times the server on `port` ran `cmd` (`INFO commandstats`: `cmdstat_<cmd>`'s
+/// `calls=`; 0 when the line is absent).
+pub fn calls(port: u16, cmd: &str) -> u64 {
+    let stats = cli(port, &["info", "commandstats"]).unwrap_or_default();
+    field(&stats, &format!("cmdstat_{cmd}"))
+        .and_then(|v| v.split(',').find_map(|kv| kv.strip_prefix("calls=").and_then(|n| n.parse().ok())))
+        .unwrap_or(0)
 }
 
 /// Sends one inline command and returns the raw reply (enough for PING and DEBUG).
@@ -76,9 +109,17 @@ impl RedisServer {
     /// it (other tests start servers too). So each attempt asks for a fresh port: retrying the same
     /// port would fail every time once someone else holds it.
     pub fn start() -> RedisServer {
+        RedisServer::start_with(&[], free_port)
+    }
+
+    /// [`RedisServer::start`] with `extra` arguments appended to the command line (TLS, cluster
+    /// and ACL settings), on ports from `port` (a fresh one per attempt). `{port}` and `{dir}`
+    /// in an argument stand for the attempt's port and the server's own directory; `{tls_port}`
+    /// for a second fresh port (then in [`RedisServer::tls_port`]).
+    pub fn start_with(extra: &[String], port: fn() -> u16) -> RedisServer {
         for attempt in 0..6 {
-            let port = free_port();
-            if let Some(server) = RedisServer::try_start_on(port) {
+            let port = port();
+            if let Some(server) = RedisServer::try_start(port, extra) {
                 return server;
             }
             eprintln!("redis-server could not serve port {port} (attempt {attempt}); trying another port");
@@ -91,7 +132,7 @@ impl RedisServer {
     /// it briefly after the old server's exit).
     pub fn start_on(port: u16) -> RedisServer {
         for _ in 0..6 {
-            if let Some(server) = RedisServer::try_start_on(port) {
+            if let Some(server) = RedisServer::try_start(port, &[]) {
                 return server;
             }
             std::thread::sleep(Duration::from_millis(200));
@@ -101,19 +142,31 @@ impl RedisServer {
 
     /// One attempt: spawns the server and waits until *it* (checked by its PID, not just anyone
     /// on the port) answers. `None` if it exited or never answered; the child is reaped.
-    fn try_start_on(port: u16) -> Option<RedisServer> {
+    fn try_start(port: u16, extra: &[String]) -> Option<RedisServer> {
         let bin = binary();
         let dir = std::env::temp_dir().join(format!("throttlekit-redis-{}-{port}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("a temp dir for redis-server");
+        let dir_s = dir.to_str().expect("a UTF-8 temp dir").to_string();
+        let tls_port = extra.iter().any(|a| a.contains("{tls_port}")).then(free_port);
+        let extra = extra.iter().map(|a| {
+            a.replace("{port}", &port.to_string())
+                .replace("{dir}", &dir_s)
+                .replace("{tls_port}", &tls_port.unwrap_or(0).to_string())
+        });
         let child = Command::new(&bin)
             .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
-            .args(["--dir", dir.to_str().unwrap_or("."), "--protected-mode", "no", "--enable-debug-command", "local"])
+            .args(["--dir", &dir_s, "--protected-mode", "no", "--enable-debug-command", "local"])
+            // A replica's first sync starts at once (default: 5 s later), so failover tests
+            // need not wait for it.
+            .args(["--repl-diskless-sync-delay", "0"])
+            .args(extra)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .unwrap_or_else(|e| panic!("cannot start {bin}: {e}"));
         let pid = child.id();
-        let mut server = RedisServer { child: Some(child), port, dir };
+        let mut server = RedisServer { child: Some(child), port, tls_port, dir };
         let deadline = Instant::now() + Duration::from_secs(10);
         while Instant::now() < deadline {
             if let Some(Ok(Some(_))) = server.child.as_mut().map(|c| c.try_wait()) {
@@ -131,6 +184,16 @@ impl RedisServer {
     /// `redis://127.0.0.1:<port>`.
     pub fn url(&self) -> String {
         format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// The server's own directory (its `--dir`).
+    pub fn dir(&self) -> &std::path::Path {
+        &self.dir
+    }
+
+    /// Whether the server process is still running (not killed, not exited).
+    pub fn is_running(&mut self) -> bool {
+        self.child.as_mut().is_some_and(|c| matches!(c.try_wait(), Ok(None)))
     }
 
     /// The server's PID.

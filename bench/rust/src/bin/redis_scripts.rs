@@ -304,7 +304,7 @@ fn main() {
 
     // check_many of 16 against redis-benchmark -P 16 of the same EVALSHA.
     let store = RedisStore::connect_blocking(RedisOptions {
-        url: format!("redis://127.0.0.1:{}", server.port),
+        urls: vec![format!("redis://127.0.0.1:{}", server.port)],
         ..RedisOptions::default()
     })
     .expect("connect");

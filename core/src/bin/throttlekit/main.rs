@@ -14,7 +14,12 @@ type StoreFactory = Box<dyn FnMut() -> throttlekit::Result<Arc<dyn Store>>>;
 
 const USAGE: &str = "usage:
   throttlekit demo [--out FILE.svg]
-  throttlekit conformance [--store memory|redis] [--redis-url URL] FILE...";
+  throttlekit conformance [--store memory|redis|redis-cluster|redis-sentinel] [--redis-url URL[,URL...]]
+                          [--redis-service-name NAME] [--redis-tls-ca FILE] [--redis-tls-cert FILE]
+                          [--redis-tls-key FILE] [--redis-scripting auto|functions|eval] FILE...
+
+  --redis-url takes one URL (redis, the default redis://127.0.0.1:6379), seed nodes
+  (redis-cluster) or sentinels (redis-sentinel, with --redis-service-name); rediss:// for TLS.";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -39,13 +44,19 @@ fn main() -> ExitCode {
 
 fn conformance_cmd(args: &[String]) -> Result<bool, String> {
     let mut store = "memory".to_string();
-    let mut redis_url = "redis://127.0.0.1:6379".to_string();
+    let mut redis = RedisArgs::default();
     let mut files = Vec::new();
     let mut it = args.iter();
     while let Some(a) = it.next() {
+        let mut value = |name: &str| it.next().cloned().ok_or(format!("{name} needs a value"));
         match a.as_str() {
-            "--store" => store = it.next().ok_or("--store needs a value")?.clone(),
-            "--redis-url" => redis_url = it.next().ok_or("--redis-url needs a value")?.clone(),
+            "--store" => store = value(a)?,
+            "--redis-url" => redis.url = Some(value(a)?),
+            "--redis-service-name" => redis.service_name = Some(value(a)?),
+            "--redis-tls-ca" => redis.tls_ca = Some(value(a)?),
+            "--redis-tls-cert" => redis.tls_cert = Some(value(a)?),
+            "--redis-tls-key" => redis.tls_key = Some(value(a)?),
+            "--redis-scripting" => redis.scripting = Some(value(a)?),
             f if f.starts_with("--") => return Err(format!("unknown option {f}\n{USAGE}")),
             f => files.push(f.to_string()),
         }
@@ -55,8 +66,8 @@ fn conformance_cmd(args: &[String]) -> Result<bool, String> {
     }
     let mut new_store: StoreFactory = match store.as_str() {
         "memory" => Box::new(|| Ok(Arc::new(MemoryStore::new()) as Arc<dyn Store>)),
-        "redis" => redis_factory(&redis_url)?,
-        other => return Err(format!("unknown store {other:?} (memory or redis)")),
+        "redis" | "redis-cluster" | "redis-sentinel" => redis_factory(&store, &redis)?,
+        other => return Err(format!("unknown store {other:?} (memory, redis, redis-cluster or redis-sentinel)")),
     };
     let mut total = Report::default();
     for f in &files {
@@ -71,14 +82,43 @@ fn conformance_cmd(args: &[String]) -> Result<bool, String> {
     Ok(total.failed == 0)
 }
 
+/// The `--redis-*` flags, as given.
+#[derive(Default)]
+#[cfg_attr(not(feature = "redis"), allow(dead_code))]
+struct RedisArgs {
+    url: Option<String>,
+    service_name: Option<String>,
+    tls_ca: Option<String>,
+    tls_cert: Option<String>,
+    tls_key: Option<String>,
+    scripting: Option<String>,
+}
+
 #[cfg(feature = "redis")]
-fn redis_factory(url: &str) -> Result<StoreFactory, String> {
+fn redis_factory(store: &str, a: &RedisArgs) -> Result<StoreFactory, String> {
+    use throttlekit::redis::{RedisMode, RedisOptions, Scripting};
+    let mut options = match &a.url {
+        Some(url) => RedisOptions::from_urls(url),
+        None => RedisOptions::default(),
+    };
+    options.mode = match store {
+        "redis-cluster" => RedisMode::Cluster,
+        "redis-sentinel" => RedisMode::Sentinel,
+        _ => RedisMode::Standalone,
+    };
+    options.service_name = a.service_name.clone();
+    options.tls_ca_file = a.tls_ca.as_ref().map(Into::into);
+    options.tls_cert_file = a.tls_cert.as_ref().map(Into::into);
+    options.tls_key_file = a.tls_key.as_ref().map(Into::into);
+    if let Some(s) = &a.scripting {
+        options.scripting = Scripting::parse(s).map_err(|e| e.to_string())?;
+    }
     // Deterministic replay (expiry on the vectors' clock), one key namespace per suite.
-    let factory = throttlekit::redis::conformance_stores(url).map_err(|e| e.to_string())?;
+    let factory = throttlekit::redis::conformance_stores_with(options).map_err(|e| e.to_string())?;
     Ok(Box::new(factory))
 }
 
 #[cfg(not(feature = "redis"))]
-fn redis_factory(_url: &str) -> Result<StoreFactory, String> {
+fn redis_factory(_store: &str, _args: &RedisArgs) -> Result<StoreFactory, String> {
     Err("this build has no redis support (build with the `redis` feature)".into())
 }

@@ -1,0 +1,138 @@
+//! Where the Redis store runs, measured (not part of the test suite; `bench/run.sh` runs it):
+//!
+//!     cargo bench -p throttlekit --bench redis_topology
+//!
+//! - **Functions vs scripts**: server time per call (`INFO commandstats` `usec_per_call`) of
+//!   `FCALL` and of `EVALSHA` running the same `lua/` text, for GCRA and for the fused multi
+//!   check, on one throwaway redis-server. The ratio is FCALL's time over EVALSHA's.
+//! - **Cluster throughput**: GCRA checks/s on a throwaway 3-master cluster, sequential
+//!   (`check_sync`) and with 50 in flight (async tasks on one store), each next to the same
+//!   measurement on one standalone server (ratio: cluster over standalone). On a cluster every
+//!   call takes the store's hop path (see `RedisStore` docs), and the 50 in flight are spread over
+//!   50 keys, so they spread over the three masters.
+//!
+//! Prints `ROW` lines for `bench/summarize.py`. `TK_BENCH_N` sets the calls per measurement
+//! (default 20000).
+
+#[path = "../tests/support/redis_cluster.rs"]
+mod redis_cluster;
+#[path = "../tests/support/redis_server.rs"]
+mod redis_server;
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use redis_server::{RedisServer, cli, field};
+use throttlekit::redis::{RedisMode, RedisOptions, RedisStore, Scripting};
+use throttlekit::store::Now;
+use throttlekit::{Dimension, Limiter, MultiLimiter, Rule, Strategy};
+
+const NOW: i64 = 1_800_000_000_000;
+const IN_FLIGHT: usize = 50;
+
+/// `usec_per_call` of `cmd` on the server at `port`.
+fn usec_per_call(port: u16, cmd: &str) -> f64 {
+    let stats = cli(port, &["info", "commandstats"]).expect("INFO commandstats");
+    field(&stats, &format!("cmdstat_{cmd}"))
+        .and_then(|v| v.split(',').find_map(|kv| kv.strip_prefix("usec_per_call=").and_then(|n| n.parse().ok())))
+        .unwrap_or_else(|| panic!("no cmdstat_{cmd} in\n{stats}"))
+}
+
+fn store(options: RedisOptions) -> Arc<RedisStore> {
+    Arc::new(RedisStore::connect_blocking(RedisOptions { timeout_ms: 5000, ..options }).expect("connect"))
+}
+
+fn gcra(store: Arc<RedisStore>) -> Arc<Limiter> {
+    Arc::new(Limiter::builder(Strategy::gcra(1_000_000_000, 1000, None).unwrap()).store(store).prefix("bench").build())
+}
+
+/// Server time per call, FCALL and EVALSHA, for GCRA and for the fused multi check.
+fn functions_vs_scripts(n: usize) {
+    for (what, multi) in [("gcra", false), ("multi all (2 dims)", true)] {
+        let server = RedisServer::start();
+        let mut usec = Vec::new();
+        for (scripting, cmd) in [(Scripting::Functions, "fcall"), (Scripting::Eval, "evalsha")] {
+            let s = store(RedisOptions { urls: vec![server.url()], scripting, ..RedisOptions::default() });
+            if multi {
+                let m = MultiLimiter::new(
+                    Rule::All,
+                    vec![
+                        Dimension::new("user", Strategy::gcra(1_000_000_000, 1000, None).unwrap()),
+                        Dimension::new("ip", Strategy::fixed_window(1_000_000_000, 1000).unwrap()),
+                    ],
+                )
+                .unwrap()
+                .with_store(s);
+                for _ in 0..n {
+                    m.check_sync(&["u", "ip"], 1).unwrap();
+                }
+            } else {
+                let l = gcra(s);
+                for _ in 0..n {
+                    l.check_sync_at("k", 1, NOW).unwrap();
+                }
+            }
+            usec.push(usec_per_call(server.port, cmd));
+        }
+        let (fcall, evalsha) = (usec[0], usec[1]);
+        println!(
+            "ROW\tredis server time per call, FCALL vs EVALSHA ({what})\tEVALSHA, same lua/ text\t{:.2}\t<= 1.1x\tFCALL {fcall:.2} us, EVALSHA {evalsha:.2} us per call ({n} calls each)",
+            fcall / evalsha
+        );
+    }
+}
+
+/// (sequential check_sync/s, 50-in-flight async checks/s) on `store`.
+fn throughput(store: Arc<RedisStore>, n: usize) -> (f64, f64) {
+    let l = gcra(store);
+    for i in 0..IN_FLIGHT {
+        l.check_sync_at(&format!("k{i}"), 1, NOW).unwrap(); // warm up every node
+    }
+    let start = Instant::now();
+    for i in 0..n {
+        l.check_sync_at(&format!("k{}", i % IN_FLIGHT), 1, NOW).unwrap();
+    }
+    let seq = n as f64 / start.elapsed().as_secs_f64();
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let par = rt.block_on(async {
+        let start = Instant::now();
+        let tasks: Vec<_> = (0..IN_FLIGHT)
+            .map(|t| {
+                let l = l.clone();
+                tokio::spawn(async move {
+                    for _ in 0..n / IN_FLIGHT {
+                        l.check_at(&format!("k{t}"), 1, Now::At(NOW)).await.unwrap();
+                    }
+                })
+            })
+            .collect();
+        for t in tasks {
+            t.await.unwrap();
+        }
+        (n / IN_FLIGHT * IN_FLIGHT) as f64 / start.elapsed().as_secs_f64()
+    });
+    (seq, par)
+}
+
+fn cluster_throughput(n: usize) {
+    let server = RedisServer::start();
+    let (s_seq, s_par) = throughput(store(RedisOptions { urls: vec![server.url()], ..RedisOptions::default() }), n);
+    drop(server);
+    let cluster = redis_cluster::RedisCluster::start(3, 0);
+    let options = RedisOptions { urls: cluster.urls(), mode: RedisMode::Cluster, ..RedisOptions::default() };
+    let (c_seq, c_par) = throughput(store(options), n);
+    println!(
+        "ROW\tredis cluster (3 masters), sequential check_sync\tone standalone server, same\t{:.2}\t-\t{c_seq:.0} vs {s_seq:.0} checks/s",
+        c_seq / s_seq
+    );
+    println!(
+        "ROW\tredis cluster (3 masters), {IN_FLIGHT} in flight\tone standalone server, same\t{:.2}\t-\t{c_par:.0} vs {s_par:.0} checks/s",
+        c_par / s_par
+    );
+}
+
+fn main() {
+    let n: usize = std::env::var("TK_BENCH_N").ok().and_then(|v| v.parse().ok()).unwrap_or(20_000);
+    functions_vs_scripts(n);
+    cluster_throughput(n);
+}

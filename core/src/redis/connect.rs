@@ -1,0 +1,148 @@
+//! Opening the connection that matches [`RedisOptions::mode`](super::RedisOptions): one node,
+//! a cluster, or the master that sentinels name. [`Conn`] hides which: every path that is not
+//! the standalone fast path (the hop path, deterministic replay, `reset`, raw commands) sends
+//! through it, so routing by slot, following `MOVED`/`ASK` and following a failover happen in
+//! one place.
+
+use std::time::Duration;
+
+use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
+use redis::cluster_async::ClusterConnection;
+use redis::{Cmd, Pipeline, RedisFuture, Value};
+
+use super::options::{Plan, RedisMode, TlsFiles, redact};
+use super::sentinel::Follower;
+use crate::error::{Error, Result};
+
+/// The store's shared async connection, whatever the topology. Cheap to clone (each variant is
+/// a handle onto one multiplexed connection, or one per node).
+#[derive(Clone)]
+pub(crate) enum Conn {
+    /// One node, reconnecting itself in the background.
+    Single(ConnectionManager),
+    /// Every master of a cluster: routes each command by its first key's slot, follows
+    /// `MOVED`/`ASK`, and refreshes the slot map when a node moves or fails.
+    Cluster(ClusterConnection),
+    /// The master of a Sentinel service, looked up again when it stops answering.
+    Sentinel(Follower),
+}
+
+impl ConnectionLike for Conn {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        match self {
+            Conn::Single(c) => c.req_packed_command(cmd),
+            Conn::Cluster(c) => c.req_packed_command(cmd),
+            Conn::Sentinel(c) => c.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        match self {
+            Conn::Single(c) => c.req_packed_commands(pipeline, offset, count),
+            Conn::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
+            Conn::Sentinel(c) => c.req_packed_commands(pipeline, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            Conn::Single(c) => c.get_db(),
+            Conn::Cluster(c) => c.get_db(),
+            Conn::Sentinel(c) => c.get_db(),
+        }
+    }
+}
+
+/// What connecting produced.
+pub(crate) struct Connected {
+    pub conn: Conn,
+    /// A client for the node the standalone fast paths (blocking, direct, bound, a binding's
+    /// own transport) talk to: the server itself in standalone mode; the master found at
+    /// connect time in sentinel mode, and the first seed in cluster mode, where those fast
+    /// paths are off (see [`Connected::routed`]).
+    pub client: redis::Client,
+    /// Cluster and sentinel: every call goes through [`Conn`], which knows where the key lives
+    /// now; the standalone fast paths, bound to one address, are not used.
+    pub routed: bool,
+}
+
+/// Connects within `timeout` as `plan` says.
+pub(crate) async fn connect(plan: &Plan, timeout: Duration) -> Result<Connected> {
+    if plan.tls.is_some() {
+        install_crypto_provider();
+    }
+    match plan.mode {
+        RedisMode::Standalone => {
+            let client = client_for(plan.nodes[0].clone(), plan.tls.as_ref())?;
+            let conn = manager(client.clone(), timeout, &describe(plan)).await?;
+            Ok(Connected { conn: Conn::Single(conn), client, routed: false })
+        }
+        RedisMode::Cluster => {
+            let mut builder = redis::cluster::ClusterClientBuilder::new(plan.nodes.clone())
+                .connection_timeout(timeout)
+                .response_timeout(timeout);
+            if let Some(tls) = plan.tls.as_ref() {
+                builder = builder.certs(tls.certificates());
+            }
+            let cluster = builder.build().map_err(|e| Error::config("redis.urls", &format!("{e}")))?;
+            let conn = tokio::time::timeout(timeout, cluster.get_async_connection())
+                .await
+                .map_err(|_| {
+                    Error::store(format!("connecting to {} timed out after {} ms", describe(plan), timeout.as_millis()))
+                })?
+                .map_err(|e| Error::store(format!("cannot connect to {}: {e}", describe(plan))))?;
+            let client = client_for(plan.nodes[0].clone(), plan.tls.as_ref())?;
+            Ok(Connected { conn: Conn::Cluster(conn), client, routed: true })
+        }
+        RedisMode::Sentinel => {
+            let (follower, client) = Follower::connect(plan, timeout).await?;
+            Ok(Connected { conn: Conn::Sentinel(follower), client, routed: true })
+        }
+    }
+}
+
+/// The options' URLs, passwords hidden, for error messages.
+pub(crate) fn describe(plan: &Plan) -> String {
+    plan.urls.iter().map(|u| redact(u)).collect::<Vec<_>>().join(",")
+}
+
+/// A client for one node, with the options' TLS material when the URL is `rediss://`.
+pub(crate) fn client_for(info: redis::ConnectionInfo, tls: Option<&TlsFiles>) -> Result<redis::Client> {
+    let client = match tls {
+        Some(files) => redis::Client::build_with_tls(info, files.certificates()),
+        None => redis::Client::open(info),
+    };
+    client.map_err(|e| Error::config("redis.urls", &format!("cannot build a client: {e}")))
+}
+
+/// A self-reconnecting connection to `client`'s node, connected within `timeout`.
+pub(crate) async fn manager(client: redis::Client, timeout: Duration, what: &str) -> Result<ConnectionManager> {
+    let config = ConnectionManagerConfig::new()
+        .set_connection_timeout(Some(timeout))
+        .set_response_timeout(Some(timeout))
+        // Reconnection happens in the background, one quick attempt per failed call, so a
+        // call while Redis is down fails fast instead of waiting out a backoff schedule.
+        .set_number_of_retries(1)
+        .set_min_delay(Duration::from_millis(10))
+        .set_max_delay(Duration::from_millis(100));
+    tokio::time::timeout(timeout, ConnectionManager::new_with_config(client, config))
+        .await
+        .map_err(|_| Error::store(format!("connecting to {what} timed out after {} ms", timeout.as_millis())))?
+        .map_err(|e| Error::store(format!("cannot connect to {what}: {e}")))
+}
+
+/// rustls needs one process-wide crypto provider; the redis crate asks for the default. Ring
+/// is the only one compiled in by core, but another crate in the process could enable a
+/// second, after which rustls refuses to guess: installing ring first (if nobody installed one)
+/// keeps that from ever failing a connect.
+fn install_crypto_provider() {
+    if rustls::crypto::CryptoProvider::get_default().is_none() {
+        // Losing the race to another installer is fine: a provider is then in place.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    }
+}

@@ -1,0 +1,185 @@
+//! Sentinel mode: the master of a named service, found by asking the sentinels, and found
+//! again when it stops answering.
+//!
+//! Connecting asks each sentinel in turn `SENTINEL GET-MASTER-ADDR-BY-NAME service` until one
+//! answers, then connects to that address with the URL's credentials, database and TLS
+//! settings. Afterwards, a call that fails at the connection level (refused, reset, timed out)
+//! or that the old master refuses with `READONLY` (it was demoted to a replica) fails as usual
+//! (the fail policy decides; a call that may have counted is never resent), and starts one
+//! background lookup; when the sentinels name a different address, the next calls go there.
+//! Sentinels are reached without the URL's credentials (they are the master's).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use redis::aio::{ConnectionLike, ConnectionManager};
+use redis::{Cmd, IntoConnectionInfo, Pipeline, RedisFuture, Value};
+
+use super::connect::{client_for, manager};
+use super::options::{Plan, TlsFiles, redact};
+use crate::error::{Error, Result};
+
+/// The current master's connection, and how to find the next one. Clones share all of it.
+#[derive(Clone)]
+pub(crate) struct Follower {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    /// The URLs as given (sentinel addresses; user, password and db for the master).
+    urls: Vec<url::Url>,
+    service: String,
+    tls: Option<TlsFiles>,
+    timeout: Duration,
+    current: parking_lot::RwLock<Master>,
+    /// A lookup is running: failures meanwhile do not start another.
+    looking: std::sync::atomic::AtomicBool,
+}
+
+#[derive(Clone)]
+struct Master {
+    addr: (String, u16),
+    conn: ConnectionManager,
+}
+
+impl Follower {
+    /// Finds the master and connects to it; also returns a client for that master.
+    pub async fn connect(plan: &Plan, timeout: Duration) -> Result<(Follower, redis::Client)> {
+        let urls = plan
+            .urls
+            .iter()
+            .map(|u| url::Url::parse(u).map_err(|e| Error::config("redis.urls", &format!("{:?}: {e}", redact(u)))))
+            .collect::<Result<Vec<_>>>()?;
+        let service = plan.service_name.clone().unwrap_or_default();
+        let addr = lookup(&urls, &service, plan.tls.as_ref(), timeout).await?;
+        let client = master_client(&urls[0], &addr, plan.tls.as_ref())?;
+        let conn =
+            manager(client.clone(), timeout, &format!("the master of {service:?} at {}:{}", addr.0, addr.1)).await?;
+        let shared = Shared {
+            urls,
+            service,
+            tls: plan.tls.clone(),
+            timeout,
+            current: parking_lot::RwLock::new(Master { addr, conn }),
+            looking: std::sync::atomic::AtomicBool::new(false),
+        };
+        Ok((Follower { shared: Arc::new(shared) }, client))
+    }
+
+    fn conn(&self) -> ConnectionManager {
+        self.shared.current.read().conn.clone()
+    }
+
+    /// Looks the master up again in the background, unless a lookup is running; switches the
+    /// connection if the sentinels name another address.
+    fn relocate(&self) {
+        use std::sync::atomic::Ordering;
+        if self.shared.looking.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let shared = self.shared.clone();
+        tokio::spawn(async move {
+            let _ = shared.relocate().await;
+            shared.looking.store(false, Ordering::Release);
+        });
+    }
+
+    /// Runs `fut` (a request on the current master's connection); on a failure that says the
+    /// master is gone or demoted, starts a lookup. The failure is returned as is.
+    async fn watch<T>(&self, fut: impl Future<Output = redis::RedisResult<T>>) -> redis::RedisResult<T> {
+        let r = fut.await;
+        if let Err(e) = &r
+            && (e.is_io_error()
+                || e.is_connection_dropped()
+                || e.is_connection_refusal()
+                || e.is_timeout()
+                || e.code() == Some("READONLY"))
+        {
+            self.relocate();
+        }
+        r
+    }
+}
+
+impl Shared {
+    async fn relocate(&self) -> Result<()> {
+        let addr = lookup(&self.urls, &self.service, self.tls.as_ref(), self.timeout).await?;
+        if self.current.read().addr == addr {
+            return Ok(());
+        }
+        let client = master_client(&self.urls[0], &addr, self.tls.as_ref())?;
+        let conn = manager(client, self.timeout, &format!("{}:{}", addr.0, addr.1)).await?;
+        *self.current.write() = Master { addr, conn };
+        Ok(())
+    }
+}
+
+/// Asks each sentinel in turn for the master's address; the first answer wins.
+async fn lookup(urls: &[url::Url], service: &str, tls: Option<&TlsFiles>, timeout: Duration) -> Result<(String, u16)> {
+    let mut causes = Vec::new();
+    for url in urls {
+        let mut plain = url.clone();
+        let _ = plain.set_username("");
+        let _ = plain.set_password(None);
+        plain.set_path("");
+        let ask = async {
+            let info = plain.as_str().into_connection_info().map_err(Error::store)?;
+            let client = client_for(info, tls)?;
+            let mut conn = client.get_multiplexed_async_connection().await.map_err(Error::store)?;
+            let reply: Option<(String, u16)> = redis::cmd("SENTINEL")
+                .arg("GET-MASTER-ADDR-BY-NAME")
+                .arg(service)
+                .query_async(&mut conn)
+                .await
+                .map_err(Error::store)?;
+            reply.ok_or_else(|| Error::store(format!("it monitors no service named {service:?}")))
+        };
+        match tokio::time::timeout(timeout, ask).await {
+            Ok(Ok(addr)) => return Ok(addr),
+            Ok(Err(e)) => causes.push(format!("{}: {}", plain, e.message())),
+            Err(_) => causes.push(format!("{plain}: no answer within {} ms", timeout.as_millis())),
+        }
+    }
+    Err(Error::store(format!("no sentinel named the master of {service:?} ({})", causes.join("; "))))
+}
+
+/// A client for the master at `addr`, with `url`'s scheme, credentials and database.
+fn master_client(url: &url::Url, addr: &(String, u16), tls: Option<&TlsFiles>) -> Result<redis::Client> {
+    let mut u = url.clone();
+    u.set_host(Some(&addr.0)).map_err(|e| Error::store(format!("the sentinels named a bad host {:?}: {e}", addr.0)))?;
+    let _ = u.set_port(Some(addr.1));
+    let info = u.as_str().into_connection_info().map_err(Error::store)?;
+    client_for(info, tls)
+}
+
+impl ConnectionLike for Follower {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        Box::pin(async move {
+            let mut conn = self.conn();
+            let r = self.watch(conn.req_packed_command(cmd)).await;
+            // A demoted master answers scripts that write with a READONLY server error value.
+            if let Ok(Value::ServerError(e)) = &r
+                && e.code() == "READONLY"
+            {
+                self.relocate();
+            }
+            r
+        })
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        Box::pin(async move {
+            let mut conn = self.conn();
+            self.watch(conn.req_packed_commands(pipeline, offset, count)).await
+        })
+    }
+
+    fn get_db(&self) -> i64 {
+        self.conn().get_db()
+    }
+}

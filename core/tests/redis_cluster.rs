@@ -1,0 +1,243 @@
+//! The store on a real 3-master Redis Cluster (started by the test, `support/redis_cluster.rs`):
+//! every vectors file replays with no mismatch; single keys spread over every master and each
+//! admits exactly its limit under concurrent clients; `check_many` spans slots; multi limiters
+//! keep their keys in one slot per tag, and different tags reach every master; a node that lost
+//! its script cache answers on that node.
+
+#[path = "support/redis_cluster.rs"]
+mod redis_cluster;
+#[path = "support/redis_server.rs"]
+mod redis_server;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use redis_cluster::{RedisCluster, cli};
+use throttlekit::conformance;
+use throttlekit::redis::{RedisMode, RedisOptions, RedisStore};
+use throttlekit::store::Now;
+use throttlekit::{Dimension, Limiter, MultiLimiter, Rule, Strategy};
+
+const LIMIT: u64 = 7;
+const NOW: i64 = 1_800_000_000_000;
+
+fn options(cluster: &RedisCluster) -> RedisOptions {
+    RedisOptions { urls: cluster.urls(), mode: RedisMode::Cluster, timeout_ms: 5000, ..RedisOptions::default() }
+}
+
+fn connect(cluster: &RedisCluster) -> Arc<RedisStore> {
+    Arc::new(RedisStore::connect_blocking(options(cluster)).expect("connect to the cluster"))
+}
+
+/// A fixed window of an hour: nothing refills during a test.
+fn limiter(store: Arc<RedisStore>) -> Limiter {
+    Limiter::builder(Strategy::fixed_window(LIMIT, 3_600_000).unwrap()).store(store).prefix("cl").build()
+}
+
+fn dbsize(port: u16) -> u64 {
+    cli(port, &["dbsize"]).and_then(|s| s.trim().parse().ok()).expect("DBSIZE")
+}
+
+fn vector_files() -> Vec<PathBuf> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../conformance-vectors");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("conformance-vectors/")
+        .map(|e| e.expect("a directory entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    assert!(!files.is_empty());
+    files
+}
+
+#[test]
+fn every_vectors_file_replays_on_a_cluster_with_no_mismatch() {
+    let cluster = RedisCluster::start(3, 0);
+    let mut stores = throttlekit::redis::conformance_stores_with(options(&cluster)).expect("connect");
+    let mut total = 0;
+    for file in vector_files() {
+        let report = conformance::replay_path(&file, &mut stores).expect("a readable vectors file");
+        assert!(
+            report.failed == 0,
+            "{}: {} on a cluster\n{}",
+            file.display(),
+            report.summary(),
+            report.failures.iter().take(20).cloned().collect::<Vec<_>>().join("\n")
+        );
+        total += report.passed;
+    }
+    assert!(total > 100, "only {total} ops replayed");
+    // The replayed keys were spread over the slots, so every master held some.
+    drop(stores);
+}
+
+#[test]
+fn single_keys_spread_over_every_master_and_each_admits_exactly_its_limit() {
+    let cluster = RedisCluster::start(3, 0);
+    let shared = connect(&cluster);
+    let keys: Vec<String> = (0..50).map(|i| format!("user:{i}")).collect();
+    let admitted: Arc<Vec<AtomicU64>> = Arc::new(keys.iter().map(|_| AtomicU64::new(0)).collect());
+    // Four threads, half on the shared store and half on their own connections, each asking
+    // LIMIT + 3 times for every key: exactly LIMIT per key may pass.
+    let threads: Vec<_> = (0..4)
+        .map(|t| {
+            let store = if t % 2 == 0 { shared.clone() } else { connect(&cluster) };
+            let (keys, admitted) = (keys.clone(), admitted.clone());
+            std::thread::spawn(move || {
+                let l = limiter(store);
+                for _ in 0..LIMIT + 3 {
+                    for (i, k) in keys.iter().enumerate() {
+                        if l.check_sync_at(k, 1, NOW).expect("no MOVED, no error").allowed {
+                            admitted[i].fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    for (k, n) in keys.iter().zip(admitted.iter()) {
+        assert_eq!(n.load(Ordering::Relaxed), LIMIT, "{k}");
+    }
+    let masters = cluster.master_ports();
+    assert_eq!(masters.len(), 3);
+    for port in masters {
+        assert!(dbsize(port) > 0, "the master on {port} holds none of the 50 keys");
+    }
+}
+
+#[test]
+fn async_checks_and_check_many_span_slots() {
+    let cluster = RedisCluster::start(3, 0);
+    let store = connect(&cluster);
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    rt.block_on(async {
+        let l = Arc::new(limiter(store.clone()));
+        let keys: Vec<String> = (0..30).map(|i| format!("many:{i}")).collect();
+        let refs: Vec<&str> = keys.iter().map(String::as_str).collect();
+        for round in 0..LIMIT + 2 {
+            let ds = l.check_many(&refs, 1).await.expect("check_many over many slots");
+            assert_eq!(ds.len(), keys.len());
+            for d in ds {
+                assert_eq!(d.allowed, round < LIMIT, "round {round}: {d:?}");
+            }
+        }
+        // Concurrent async tasks on one key: exactly the limit.
+        let tasks: Vec<_> = (0..40)
+            .map(|_| {
+                let l = l.clone();
+                tokio::spawn(async move { l.check_at("hot", 1, Now::At(NOW)).await.unwrap().allowed as u64 })
+            })
+            .collect();
+        let mut n = 0;
+        for t in tasks {
+            n += t.await.unwrap();
+        }
+        assert_eq!(n, LIMIT);
+    });
+}
+
+#[test]
+fn multi_limiters_keep_one_slot_per_tag_and_their_tags_reach_every_master() {
+    let cluster = RedisCluster::start(3, 0);
+    let store = connect(&cluster);
+    let masters = cluster.master_ports();
+    let before: Vec<u64> = masters.iter().map(|&p| dbsize(p)).collect();
+    for tag in 0..12 {
+        let m = Arc::new(
+            MultiLimiter::new(
+                Rule::All,
+                vec![
+                    Dimension::new("user", Strategy::fixed_window(LIMIT, 3_600_000).unwrap()),
+                    Dimension::new("ip", Strategy::sliding_window_log(LIMIT + 2, 3_600_000).unwrap()),
+                ],
+            )
+            .unwrap()
+            .with_store(store.clone())
+            .with_hash_tag(format!("tenant-{tag}"))
+            .unwrap(),
+        );
+        let admitted = Arc::new(AtomicU64::new(0));
+        let threads: Vec<_> = (0..3)
+            .map(|_| {
+                let (m, admitted) = (m.clone(), admitted.clone());
+                std::thread::spawn(move || {
+                    for _ in 0..LIMIT {
+                        if m.check_sync(&["u1", "10.0.0.1"], 1).expect("a fused call in one slot").decision.allowed {
+                            admitted.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        assert_eq!(admitted.load(Ordering::Relaxed), LIMIT, "tag tenant-{tag}");
+    }
+    // Slots of tenant-0..11 fall in all three of redis-cli's even slot ranges.
+    for (i, &p) in masters.iter().enumerate() {
+        assert!(dbsize(p) > before[i], "no multi key reached the master on {p}");
+    }
+}
+
+#[test]
+fn a_node_that_lost_its_scripts_answers_on_that_node() {
+    let cluster = RedisCluster::start(3, 0);
+    let store = connect(&cluster);
+    let l = limiter(store.clone());
+    let keys: Vec<String> = (0..30).map(|i| format!("flush:{i}")).collect();
+    for k in &keys {
+        assert!(l.check_sync_at(k, 1, NOW).unwrap().allowed);
+    }
+    let masters = cluster.master_ports();
+    let flushed = masters[1];
+    // What each node has had to (re)load so far: EVAL after NOSCRIPT, or FUNCTION LOAD.
+    let loads = |p: u16| cluster.calls(p, "eval") + cluster.calls(p, "function|load");
+    let before: Vec<u64> = masters.iter().map(|&p| loads(p)).collect();
+    cli(flushed, &["script", "flush"]).expect("SCRIPT FLUSH");
+    cli(flushed, &["function", "flush"]).expect("FUNCTION FLUSH");
+    for k in &keys {
+        let d = l.check_sync_at(k, 1, NOW).expect("answered after the flush");
+        assert!(d.allowed);
+        assert_eq!(d.remaining, LIMIT as i64 - 2, "{k}");
+    }
+    // The flushed node reloaded what it lost (on that node); the others needed nothing.
+    for (i, &p) in masters.iter().enumerate() {
+        if p == flushed {
+            assert!(loads(p) > before[i], "the flushed node {p} never reloaded");
+        } else {
+            assert_eq!(loads(p), before[i], "node {p} reloaded without losing anything");
+        }
+    }
+}
+
+#[test]
+fn the_documented_acl_with_cluster_slots_is_enough_on_a_cluster() {
+    use throttlekit::redis::Scripting;
+    use throttlekit::redis::acl::acl_rules;
+    let cluster = RedisCluster::start(3, 0);
+    let rules = acl_rules("cl", Scripting::Auto, RedisMode::Cluster);
+    for n in &cluster.nodes {
+        let mut args = vec!["acl", "setuser", "tk", ">pw"];
+        args.extend(rules.iter().map(String::as_str));
+        cli(n.port, &args).expect("ACL SETUSER");
+    }
+    let urls = cluster.nodes.iter().map(|n| format!("redis://tk:pw@127.0.0.1:{}", n.port)).collect();
+    let store = RedisStore::connect_blocking(RedisOptions { urls, ..options(&cluster) }).expect("connect as tk");
+    assert!(store.uses_functions());
+    let l = Limiter::builder(Strategy::fixed_window(LIMIT, 3_600_000).unwrap())
+        .store(Arc::new(store))
+        .prefix("cl")
+        .fail_policy(throttlekit::FailPolicy::Raise)
+        .build();
+    for i in 0..30 {
+        assert!(l.check_sync(&format!("acl:{i}"), 1).expect("allowed by the ACL on every master").allowed);
+    }
+    for port in cluster.master_ports() {
+        assert!(dbsize(port) > 0, "no key on {port}");
+    }
+}

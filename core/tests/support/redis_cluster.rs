@@ -1,0 +1,105 @@
+//! A throwaway Redis Cluster for integration tests: `masters * (1 + replicas)` nodes started with
+//! [`RedisServer::start_with`] (a fresh port per attempt whose bus port, port + 10000, is free
+//! too), joined with `redis-cli --cluster create`, and waited on until every node reports
+//! `cluster_state:ok` and knows every other node. Dropping it kills every node by PID.
+//!
+//! Include it beside `redis_server.rs`:
+//! `#[path = "support/redis_server.rs"] mod redis_server;` and
+//! `#[path = "support/redis_cluster.rs"] mod redis_cluster;`.
+#![allow(dead_code)]
+
+use std::time::{Duration, Instant};
+
+use crate::redis_server::{RedisServer, free_port_with_bus};
+pub use crate::redis_server::{cli, field};
+
+/// A running cluster owned by the test.
+pub struct RedisCluster {
+    /// Every node, masters first as created (a failover may change who is master).
+    pub nodes: Vec<RedisServer>,
+}
+
+impl RedisCluster {
+    /// Starts `masters` masters with `replicas` replicas each. Node timeout 1 s, so a killed
+    /// master's replica is promoted within a few seconds.
+    pub fn start(masters: usize, replicas: usize) -> RedisCluster {
+        for attempt in 0..3 {
+            let args: Vec<String> = [
+                "--cluster-enabled",
+                "yes",
+                "--cluster-config-file",
+                "nodes.conf",
+                "--cluster-node-timeout",
+                "1000",
+                // A replica promoted after its master died serves at once, and the cluster
+                // keeps answering the slots it still covers.
+                "--cluster-require-full-coverage",
+                "no",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+            let nodes: Vec<RedisServer> =
+                (0..masters * (1 + replicas)).map(|_| RedisServer::start_with(&args, free_port_with_bus)).collect();
+            let addrs: Vec<String> = nodes.iter().map(|n| format!("127.0.0.1:{}", n.port)).collect();
+            let mut create = vec!["--cluster", "create"];
+            create.extend(addrs.iter().map(String::as_str));
+            let r = replicas.to_string();
+            create.extend(["--cluster-replicas", &r, "--cluster-yes"]);
+            let cluster = RedisCluster { nodes };
+            if cli(cluster.nodes[0].port, &create).is_some() && cluster.wait_ok(Duration::from_secs(30)) {
+                return cluster;
+            }
+            eprintln!("the cluster did not form (attempt {attempt}); starting over on fresh ports");
+        }
+        panic!("a {masters}-master Redis Cluster did not form in 3 attempts");
+    }
+
+    /// Waits until every node that answers says `cluster_state:ok`, with all 16384 slots served
+    /// and none suspected failing; `false` past `limit`.
+    pub fn wait_ok(&self, limit: Duration) -> bool {
+        let deadline = Instant::now() + limit;
+        while Instant::now() < deadline {
+            if self.is_ok() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        false
+    }
+
+    fn is_ok(&self) -> bool {
+        // A node that does not answer (killed by a failover test) has no say. A replica must
+        // have finished its first sync, or it could not win an election later.
+        self.nodes.iter().all(|n| {
+            let Some(info) = cli(n.port, &["cluster", "info"]) else { return true };
+            let Some(repl) = cli(n.port, &["info", "replication"]) else { return true };
+            field(&info, "cluster_state").as_deref() == Some("ok")
+                && field(&info, "cluster_slots_ok").as_deref() == Some("16384")
+                && field(&info, "cluster_slots_pfail").as_deref() == Some("0")
+                && (field(&repl, "role").as_deref() == Some("master")
+                    || field(&repl, "master_link_status").as_deref() == Some("up"))
+        })
+    }
+
+    /// The seed URLs: every node.
+    pub fn urls(&self) -> Vec<String> {
+        self.nodes.iter().map(RedisServer::url).collect()
+    }
+
+    /// The ports of the nodes that are masters now.
+    pub fn master_ports(&self) -> Vec<u16> {
+        self.nodes
+            .iter()
+            .filter(|n| {
+                cli(n.port, &["info", "replication"]).is_some_and(|i| field(&i, "role").as_deref() == Some("master"))
+            })
+            .map(|n| n.port)
+            .collect()
+    }
+
+    /// How many times the node on `port` ran `cmd` ([`crate::redis_server::calls`]).
+    pub fn calls(&self, port: u16, cmd: &str) -> u64 {
+        crate::redis_server::calls(port, cmd)
+    }
+}

@@ -1,0 +1,123 @@
+//! A throwaway Sentinel setup for integration tests: one master, one replica and three
+//! sentinels monitoring service [`SERVICE`] (quorum 2, down after 1 s), each sentinel on a fresh
+//! port per attempt with its own rewritable config file, checked by PID like every server here.
+//! Waits until every sentinel knows the replica and the other two sentinels, so a failover can
+//! happen. Include it beside `redis_server.rs`.
+#![allow(dead_code)]
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::redis_server::{RedisServer, cli, free_port, server_pid};
+
+/// The monitored service's name.
+pub const SERVICE: &str = "tkmain";
+
+/// A sentinel process owned by the test.
+pub struct Sentinel {
+    child: Child,
+    pub port: u16,
+    dir: std::path::PathBuf,
+}
+
+impl Drop for Sentinel {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// The whole setup.
+pub struct SentinelSetup {
+    pub master: RedisServer,
+    pub replica: RedisServer,
+    pub sentinels: Vec<Sentinel>,
+}
+
+fn start_sentinel(master_port: u16) -> Sentinel {
+    for attempt in 0..6 {
+        let port = free_port();
+        let dir = std::env::temp_dir().join(format!("throttlekit-sentinel-{}-{port}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("a sentinel dir");
+        let conf = dir.join("sentinel.conf");
+        std::fs::write(
+            &conf,
+            format!(
+                "port {port}\nbind 127.0.0.1\ndir {}\nsentinel monitor {SERVICE} 127.0.0.1 {master_port} 2\n\
+                 sentinel down-after-milliseconds {SERVICE} 1000\nsentinel failover-timeout {SERVICE} 3000\n\
+                 sentinel parallel-syncs {SERVICE} 1\n",
+                dir.display()
+            ),
+        )
+        .expect("write sentinel.conf");
+        let mut child = Command::new(crate::redis_server::binary())
+            .arg(&conf)
+            .arg("--sentinel")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start a sentinel");
+        let pid = child.id();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = child.try_wait() {
+                break;
+            }
+            if server_pid(port).is_ok_and(|p| p == pid) {
+                return Sentinel { child, port, dir };
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        eprintln!("sentinel could not serve port {port} (attempt {attempt}); trying another port");
+    }
+    panic!("a sentinel did not start on any of 6 fresh ports");
+}
+
+/// `SENTINEL MASTER <service>` field `name` as seen by the sentinel on `port`.
+fn master_field(port: u16, name: &str) -> Option<String> {
+    let text = cli(port, &["sentinel", "master", SERVICE])?;
+    let lines: Vec<&str> = text.lines().collect();
+    lines.chunks(2).find(|kv| kv[0] == name).and_then(|kv| kv.get(1).map(|v| v.to_string()))
+}
+
+impl SentinelSetup {
+    pub fn start() -> SentinelSetup {
+        let master = RedisServer::start();
+        let replica = RedisServer::start_with(
+            &["--replicaof".to_string(), "127.0.0.1".to_string(), master.port.to_string()],
+            free_port,
+        );
+        let setup = SentinelSetup { sentinels: (0..3).map(|_| start_sentinel(master.port)).collect(), master, replica };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            let ready = setup.sentinels.iter().all(|s| {
+                master_field(s.port, "num-slaves").as_deref() == Some("1")
+                    && master_field(s.port, "num-other-sentinels").as_deref() == Some("2")
+            });
+            let linked = cli(setup.replica.port, &["info", "replication"])
+                .is_some_and(|i| crate::redis_server::field(&i, "master_link_status").as_deref() == Some("up"));
+            if ready && linked {
+                return setup;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        panic!("the sentinels did not discover the replica and each other within 30 s");
+    }
+
+    /// `redis://127.0.0.1:<port>` of every sentinel.
+    pub fn urls(&self) -> Vec<String> {
+        self.sentinels.iter().map(|s| format!("redis://127.0.0.1:{}", s.port)).collect()
+    }
+
+    /// The master's port as the first sentinel that answers says now.
+    pub fn master_port(&self) -> Option<u16> {
+        self.sentinels.iter().find_map(|s| {
+            let text = cli(s.port, &["sentinel", "get-master-addr-by-name", SERVICE])?;
+            text.lines().nth(1)?.trim().parse().ok()
+        })
+    }
+}
