@@ -15,7 +15,7 @@ use throttlekit::{FailPolicy, Limiter, Strategy};
 use throttlekit_tower::RateLimitLayer;
 
 async fn limiter_on(server: &RedisServer) -> Limiter {
-    let options = RedisOptions { url: server.url(), timeout_ms: 300, ..RedisOptions::default() };
+    let options = RedisOptions { urls: vec![server.url()], timeout_ms: 300, ..RedisOptions::default() };
     let store = RedisStore::connect(options).await.expect("connect to the test's redis-server");
     Limiter::builder(Strategy::gcra(5, 60_000, Some(5)).unwrap()).store(Arc::new(store)).prefix("tower-test").build()
 }
