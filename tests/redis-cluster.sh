@@ -96,7 +96,7 @@ start)
     done
     addrs=()
     for p in "${ports[@]}"; do addrs+=("127.0.0.1:$p"); done
-    if redis-cli --cluster create "${addrs[@]}" --cluster-replicas "$replicas" --cluster-yes >/dev/null 2>&1; then
+    if timeout 60 redis-cli --cluster create "${addrs[@]}" --cluster-replicas "$replicas" --cluster-yes >/dev/null 2>&1; then
       for _ in $(seq 1 300); do
         if cluster_ok "${ports[@]}"; then
           urls=()

@@ -40,7 +40,7 @@ start)
   (
     cd "$dir"
     ca ca && ca other-ca
-    leaf server 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\nbasicConstraints=CA:FALSE\n'
+    leaf server 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth,clientAuth\nbasicConstraints=CA:FALSE\n'
     leaf client 'extendedKeyUsage=clientAuth\nbasicConstraints=CA:FALSE\n'
   ) >/dev/null 2>&1 || { echo "openssl failed to make the test certificates" >&2; exit 1; }
   auth=$([ "${MUTUAL:-0}" = 1 ] && echo yes || echo no)

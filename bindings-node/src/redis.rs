@@ -190,7 +190,7 @@ impl RedisStore {
         self.id
     }
 
-    /// The URL it was connected with (URLs, comma-separated, when there are several).
+    /// The URL it was connected with.
     #[napi(getter)]
     pub fn url(&self) -> String {
         self.inner.options().urls.join(",")

@@ -76,7 +76,7 @@ fn functions_vs_scripts(n: usize) {
         }
         let (fcall, evalsha) = (usec[0], usec[1]);
         println!(
-            "ROW\tredis server time per call, FCALL vs EVALSHA ({what})\tEVALSHA, same lua/ text\t{:.2}\t<= 1.1x\tFCALL {fcall:.2} us, EVALSHA {evalsha:.2} us per call ({n} calls each)",
+            "ROW\tredis server time per call, FCALL vs EVALSHA ({what})\tEVALSHA, same lua/ text\t{:.2}\t-\tFCALL {fcall:.2} us, EVALSHA {evalsha:.2} us per call ({n} calls each)",
             fcall / evalsha
         );
     }

@@ -5,6 +5,8 @@
 //! `store_unavailable` naming the cause; mutual TLS works with a client certificate and fails
 //! without one; and a `rediss://` URL never falls back to plaintext.
 
+#[path = "support/redis_cluster.rs"]
+mod redis_cluster;
 #[path = "support/redis_server.rs"]
 mod redis_server;
 #[path = "support/redis_tls.rs"]
@@ -14,7 +16,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use redis_tls::Pki;
-use throttlekit::redis::{RedisOptions, RedisStore};
+use throttlekit::redis::{RedisMode, RedisOptions, RedisStore};
 use throttlekit::{ErrorCode, Limiter, Strategy, conformance};
 
 fn tls_options(url: String, pki: &Pki) -> RedisOptions {
@@ -92,4 +94,31 @@ fn rediss_never_falls_back_to_plaintext() {
     // TLS options beside a plaintext URL are refused up front rather than ignored.
     let mixed = tls_options(format!("redis://127.0.0.1:{}", server.port), &pki);
     assert_eq!(RedisStore::connect_blocking(mixed).unwrap_err().code(), ErrorCode::ConfigInvalid);
+}
+
+#[test]
+fn a_cluster_over_tls_replays_the_golden_file() {
+    let pki = Pki::generate();
+    // The nodes talk TLS to each other too (bus and replication); clients reach them on their
+    // TLS ports, which CLUSTER SLOTS announces to a TLS client.
+    let mut args = pki.server_args(false);
+    args.extend(["--tls-cluster", "yes", "--tls-replication", "yes"].map(String::from));
+    let ca = pki.path("ca.crt").to_str().unwrap().to_string();
+    let cluster = redis_cluster::RedisCluster::start_with(3, 0, &args, Some(&ca));
+    let urls = cluster.nodes.iter().map(|n| format!("rediss://127.0.0.1:{}", n.tls_port.unwrap())).collect();
+    let options = RedisOptions { urls, mode: RedisMode::Cluster, ..tls_options(String::new(), &pki) };
+    let mut stores = throttlekit::redis::conformance_stores_with(options.clone()).expect("connect over TLS");
+    let golden = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../conformance-vectors/upstream-golden-1.5.2.json");
+    let report = conformance::replay_path(&golden, &mut stores).expect("the golden file");
+    assert_eq!((report.passed, report.failed), (54, 0), "{:?}", report.failures);
+    // Keys on every master, reached over TLS.
+    let store = Arc::new(RedisStore::connect_blocking(options).unwrap());
+    let l = Limiter::builder(Strategy::fixed_window(1, 60_000).unwrap()).store(store).prefix("tls").build();
+    for i in 0..30 {
+        assert!(l.check_sync(&format!("k{i}"), 1).unwrap().allowed);
+    }
+    for port in cluster.master_ports() {
+        let n: u64 = redis_server::cli(port, &["dbsize"]).unwrap().trim().parse().unwrap();
+        assert!(n > 0, "no key on the master {port}");
+    }
 }

@@ -280,7 +280,7 @@ fn parse_url(url: &str) -> Result<(&'static str, redis::ConnectionInfo)> {
         _ => {
             return Err(Error::config(
                 "redis.urls",
-                &format!("{:?} is not a Redis URL (redis://, rediss:// or redis+unix://)", redact(url)),
+                &format!("{:?} is not a valid Redis URL (redis://, rediss:// or redis+unix://)", redact(url)),
             ));
         }
     };

@@ -23,8 +23,16 @@ impl RedisCluster {
     /// Starts `masters` masters with `replicas` replicas each. Node timeout 1 s, so a killed
     /// master's replica is promoted within a few seconds.
     pub fn start(masters: usize, replicas: usize) -> RedisCluster {
+        RedisCluster::start_with(masters, replicas, &[], None)
+    }
+
+    /// [`RedisCluster::start`] with `extra` arguments for every node (see
+    /// [`RedisServer::start_with`]). With `tls_ca`, the nodes' bus runs on TLS
+    /// (`--tls-cluster yes` in `extra`): the cluster is then created over TLS, on the nodes'
+    /// TLS ports, trusting that CA.
+    pub fn start_with(masters: usize, replicas: usize, extra: &[String], tls_ca: Option<&str>) -> RedisCluster {
         for attempt in 0..3 {
-            let args: Vec<String> = [
+            let mut args: Vec<String> = [
                 "--cluster-enabled",
                 "yes",
                 "--cluster-config-file",
@@ -39,15 +47,20 @@ impl RedisCluster {
             .iter()
             .map(|s| s.to_string())
             .collect();
+            args.extend_from_slice(extra);
             let nodes: Vec<RedisServer> =
                 (0..masters * (1 + replicas)).map(|_| RedisServer::start_with(&args, free_port_with_bus)).collect();
-            let addrs: Vec<String> = nodes.iter().map(|n| format!("127.0.0.1:{}", n.port)).collect();
-            let mut create = vec!["--cluster", "create"];
+            let port = |n: &RedisServer| if tls_ca.is_some() { n.tls_port.expect("a TLS port") } else { n.port };
+            let addrs: Vec<String> = nodes.iter().map(|n| format!("127.0.0.1:{}", port(n))).collect();
+            let mut create = match tls_ca {
+                Some(ca) => vec!["--tls", "--cacert", ca, "--cluster", "create"],
+                None => vec!["--cluster", "create"],
+            };
             create.extend(addrs.iter().map(String::as_str));
             let r = replicas.to_string();
             create.extend(["--cluster-replicas", &r, "--cluster-yes"]);
             let cluster = RedisCluster { nodes };
-            if cli(cluster.nodes[0].port, &create).is_some() && cluster.wait_ok(Duration::from_secs(30)) {
+            if cli(port(&cluster.nodes[0]), &create).is_some() && cluster.wait_ok(Duration::from_secs(30)) {
                 return cluster;
             }
             eprintln!("the cluster did not form (attempt {attempt}); starting over on fresh ports");

@@ -85,12 +85,12 @@ fn master_field(port: u16, name: &str) -> Option<String> {
 }
 
 impl SentinelSetup {
-    pub fn start() -> SentinelSetup {
-        let master = RedisServer::start();
-        let replica = RedisServer::start_with(
-            &["--replicaof".to_string(), "127.0.0.1".to_string(), master.port.to_string()],
-            free_port,
-        );
+    /// The setup, with `extra` arguments for the master and the replica (an ACL user, say).
+    pub fn start_with(extra: &[String]) -> SentinelSetup {
+        let master = RedisServer::start_with(extra, free_port);
+        let mut replica_args = vec!["--replicaof".to_string(), "127.0.0.1".to_string(), master.port.to_string()];
+        replica_args.extend_from_slice(extra);
+        let replica = RedisServer::start_with(&replica_args, free_port);
         let setup = SentinelSetup { sentinels: (0..3).map(|_| start_sentinel(master.port)).collect(), master, replica };
         let deadline = Instant::now() + Duration::from_secs(30);
         while Instant::now() < deadline {

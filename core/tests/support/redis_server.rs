@@ -49,8 +49,15 @@ pub fn free_port_with_bus() -> u16 {
 }
 
 /// `redis-cli` arguments, output as text (`None` if it could not run or failed).
+///
+/// Bounded by coreutils' `timeout` (20 s), so a server that hangs fails the test instead of
+/// hanging it.
 pub fn cli(port: u16, args: &[&str]) -> Option<String> {
-    let out = Command::new("redis-cli").args(["-h", "127.0.0.1", "-p", &port.to_string()]).args(args).output().ok()?;
+    let out = Command::new("timeout")
+        .args(["20", "redis-cli", "-h", "127.0.0.1", "-p", &port.to_string()])
+        .args(args)
+        .output()
+        .ok()?;
     out.status.success().then(|| String::from_utf8_lossy(&out.stdout).replace('\r', ""))
 }
 
@@ -148,7 +155,8 @@ impl RedisServer {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("a temp dir for redis-server");
         let dir_s = dir.to_str().expect("a UTF-8 temp dir").to_string();
-        let tls_port = extra.iter().any(|a| a.contains("{tls_port}")).then(free_port);
+        // Its bus port (+10000) is free too, for a cluster whose bus runs on TLS.
+        let tls_port = extra.iter().any(|a| a.contains("{tls_port}")).then(free_port_with_bus);
         let extra = extra.iter().map(|a| {
             a.replace("{port}", &port.to_string())
                 .replace("{dir}", &dir_s)

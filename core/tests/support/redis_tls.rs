@@ -2,7 +2,8 @@
 //! with it. Include it beside `redis_server.rs`.
 //!
 //! [`Pki::generate`] makes, in a fresh directory: a CA (`ca.crt`), a server certificate for
-//! `127.0.0.1` only (IP SAN; so `localhost` is a wrong host name), a client certificate for
+//! `127.0.0.1` only (IP SAN; so `localhost` is a wrong host name; also good for client auth,
+//! which cluster nodes present to each other on a TLS bus), a client certificate for
 //! mutual TLS, and a second, unrelated CA (`other-ca.crt`) for the wrong-CA case.
 #![allow(dead_code)]
 
@@ -86,7 +87,7 @@ impl Pki {
             &dir,
             "server",
             "ca",
-            "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\nbasicConstraints=CA:FALSE\n",
+            "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth,clientAuth\nbasicConstraints=CA:FALSE\n",
         );
         leaf(&dir, "client", "ca", "extendedKeyUsage=clientAuth\nbasicConstraints=CA:FALSE\n");
         Pki { dir }
@@ -96,11 +97,10 @@ impl Pki {
         self.dir.join(file)
     }
 
-    /// A server with a plaintext port (for the test's own checks) and a TLS port; it asks
-    /// clients for a certificate (signed by `ca.crt`) when `mutual`.
-    pub fn server(&self, mutual: bool) -> RedisServer {
+    /// The arguments that make a server serve TLS on `{tls_port}` with the server certificate.
+    pub fn server_args(&self, mutual: bool) -> Vec<String> {
         let p = |f: &str| self.path(f).to_str().expect("a UTF-8 path").to_string();
-        let args = [
+        vec![
             "--tls-port".to_string(),
             "{tls_port}".to_string(),
             "--tls-cert-file".to_string(),
@@ -111,8 +111,13 @@ impl Pki {
             p("ca.crt"),
             "--tls-auth-clients".to_string(),
             if mutual { "yes" } else { "no" }.to_string(),
-        ];
-        RedisServer::start_with(&args, crate::redis_server::free_port)
+        ]
+    }
+
+    /// A server with a plaintext port (for the test's own checks) and a TLS port; it asks
+    /// clients for a certificate (signed by `ca.crt`) when `mutual`.
+    pub fn server(&self, mutual: bool) -> RedisServer {
+        RedisServer::start_with(&self.server_args(mutual), crate::redis_server::free_port)
     }
 }
 
