@@ -1,5 +1,5 @@
 //! [`RedisStore`]: the distributed [`Store`]. Every decision is one Lua script run atomically on
-//! Redis (`lua/`, embedded), so a fleet of processes shares one limit.
+//! Redis (`core/lua/`, embedded), so a fleet of processes shares one limit.
 //!
 //! - **One round trip per decision**: `EVALSHA`, and `EVAL` only when Redis answers `NOSCRIPT`
 //!   (a restart or `SCRIPT FLUSH` emptied its cache). A call that timed out is never sent again:
