@@ -120,7 +120,7 @@ def check_artifacts(dist: Path, v: str) -> None:
     for platform in NODE_PLATFORM_PACKAGES:
         flat = platform.lstrip("@").replace("/", "-")
         expected[f"{flat}-{v}.tgz"] = lambda p, v, n=platform: check_npm(p, v, n)
-    wheel = re.compile(rf"throttlekit_core-{re.escape(v)}-cp310-abi3-manylinux_2_(\d+)_x86_64(\.manylinux2014_x86_64)?\.whl")
+    wheel = re.compile(rf"throttlekit_core-{re.escape(v)}-cp310-abi3-(manylinux2014_x86_64\.)?manylinux_2_(\d+)_x86_64\.whl")
     seen = set()
     for path in sorted(dist.iterdir()):
         if path.name in expected:
