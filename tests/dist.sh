@@ -53,6 +53,23 @@ glibc_floor() {
     [ "$(printf '%s\n2.17\n' "$newest" | sort -V | tail -1)" = 2.17 ] || fail "$1 needs glibc $newest > 2.17"
 }
 
+step "the version check catches an artifact that disagrees, and a stray file"
+bad=$WORK/dist-bad
+cp -r "$DIST" "$bad"
+plat_tgz=throttlekit-core-linux-x64-gnu-$VERSION.tgz
+mkdir "$WORK/repack"
+tar -xzf "$bad/$plat_tgz" -C "$WORK/repack"
+sed -i "s/\"version\": \"$VERSION\"/\"version\": \"9.9.9\"/" "$WORK/repack/package/package.json"
+tar -czf "$bad/$plat_tgz" -C "$WORK/repack" package
+touch "$bad/throttlekit-0.0.1.crate"
+if python3 scripts/dist/check_versions.py "$bad" >"$WORK/bad.log" 2>&1; then
+    fail "check_versions.py accepted a package of version 9.9.9"
+fi
+grep -q "$plat_tgz: version: '9.9.9', expected '$VERSION'" "$WORK/bad.log" \
+    && grep -q "throttlekit-0.0.1.crate: not an artifact of version $VERSION" "$WORK/bad.log" \
+    || { cat "$WORK/bad.log"; fail "check_versions.py did not name both disagreements"; }
+cat "$WORK/bad.log"
+
 step "the .crate, unpacked outside the workspace: build its CLI (cargo) and replay the vectors"
 mkdir "$WORK/crate"
 tar -xzf "$DIST/throttlekit-$VERSION.crate" -C "$WORK/crate"
