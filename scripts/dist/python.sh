@@ -9,7 +9,11 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 cd "$ROOT/bindings-python"
 
-maturin build --locked --profile dist --zig --compatibility manylinux2014 --target "$TRIPLE" -o "$DIST"
+# A target dir of its own: maturin's zig wrapper and cargo-zigbuild's (build.sh) set different
+# environments, and in one target dir each build would invalidate the other's whole dependency
+# tree (the wheel's features differ anyway, so they share no compiled crate).
+CARGO_TARGET_DIR=$CARGO_TARGET_DIR/dist-python \
+    maturin build --locked --profile dist --zig --compatibility manylinux2014 --target "$TRIPLE" -o "$DIST"
 maturin sdist -o "$DIST"
 
 wheel=$(ls "$DIST"/throttlekit_core-"$VERSION"-cp310-abi3-*.whl)
