@@ -27,9 +27,9 @@ if [ "${DIST_REUSE:-0}" != 1 ] || [ ! -d "$DIST" ]; then
     step "make dist"
     DIST_ALLOW_DIRTY=1 scripts/dist/build.sh
 else
-    dist_tools
     python3 scripts/dist/check_versions.py "$DIST"
 fi
+dist_tools # auditwheel and cargo-zigbuild's PATH, here too
 
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
@@ -107,6 +107,10 @@ done
 notool() { env PATH="$notool_path" CARGO_HOME="$WORK/empty-cargo-home" RUSTUP_HOME="$WORK/empty-rustup-home" "$@"; }
 notool bash -c '! command -v cargo && ! command -v rustc && ! command -v zig' >/dev/null \
     || fail "cargo, rustc or zig is still reachable"
+for tool in python3 node npm cc pkg-config go tar; do
+    # A cargo installed next to them (say, Debian's in /usr/bin) would have dropped their directory.
+    notool bash -c "command -v $tool" >/dev/null || fail "$tool is not reachable once cargo's directories are left out of the PATH"
+done
 echo "PATH without cargo/rustc: $notool_path"
 
 step "wheel: pip install --no-index into a fresh venv, replay the vectors"

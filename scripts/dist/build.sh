@@ -18,7 +18,7 @@ dist_tools
 rm -rf "$DIST" "$STAGE"
 mkdir -p "$DIST" "$STAGE"
 
-step "crate: cargo publish --dry-run (packages and builds it), then copy the .crate"
+step "crate: cargo package (builds it from the package) and cargo publish --dry-run"
 scripts/dist/crate.sh
 
 step "native libraries (C and Node), dist profile, glibc $GLIBC_FLOOR"

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# The Rust crate: `cargo publish --dry-run` for every workspace crate meant for the registry (only
-# `throttlekit`; the bindings say `publish = false`), then dist/throttlekit-V.crate.
+# The Rust crate: `cargo package` and `cargo publish --dry-run` for every workspace crate meant
+# for the registry (only `throttlekit`; the bindings say `publish = false`), then
+# dist/throttlekit-V.crate.
 #
-# The dry run packages the crate and builds it from the packaged sources, so it proves the Lua
-# is inside. Its only accepted warnings are the deliberate ones: tests, benches and examples
-# stay out of the package (they read files only a checkout has: ../conformance-vectors, ../README.md).
+# Packaging builds the crate from the packaged sources, so it proves the Lua is inside. The only
+# accepted warnings are the deliberate ones: tests, benches and examples stay out of the package
+# (they read files only a checkout has: ../conformance-vectors, ../README.md).
 # DIST_ALLOW_DIRTY=1 packages a worktree with uncommitted changes (the test suite's case).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
@@ -20,7 +21,12 @@ dirty=()
 [ "${DIST_ALLOW_DIRTY:-0}" = 1 ] && dirty=(--allow-dirty)
 log=$STAGE/cargo-publish.log
 mkdir -p "$STAGE" "$DIST"
-cargo publish -p throttlekit --locked --dry-run "${dirty[@]}" 2>&1 | tee "$log"
+# `cargo package` writes the .crate (a dry-run publish does not leave one behind) and builds it
+# from the packaged sources; the dry-run publish then checks what the registry would be sent.
+{
+    cargo package -p throttlekit --locked "${dirty[@]}"
+    cargo publish -p throttlekit --locked --dry-run --no-verify "${dirty[@]}"
+} 2>&1 | tee "$log"
 unexpected=$(grep '^warning:' "$log" \
     | grep -v -E '^warning: ignoring (test|benchmark|example) `[a-z_]+` as `(tests|benches|examples)/[a-z_]+\.rs` is not included in the published package$' \
     | grep -v '^warning: aborting upload due to dry run$' || true)
