@@ -1,5 +1,5 @@
 # One task runner for the whole project; CI calls `make test`.
-.PHONY: demo test lint bench fmt vectors
+.PHONY: demo test lint bench fmt vectors dist
 
 # The main job: every algorithm on the same bursty traffic, on the embedded memory store.
 demo:
@@ -24,3 +24,8 @@ vectors:
 	python3 conformance-vectors/src/hand_checked.py
 	python3 conformance-vectors/src/http_vectors.py
 	cargo run -q -p throttlekit --example record_vectors > conformance-vectors/recorded-timelines.json
+
+# Release artifacts into dist/: the .crate, the C tarball, the wheel and sdist, the npm tarballs
+# (scripts/dist/build.sh; docs/release.md).
+dist:
+	scripts/dist/build.sh

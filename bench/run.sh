@@ -3,6 +3,7 @@
 # on this machine, then ONE table of ratios (scenario | peer | ratio | target | met?).
 #
 #   bench/run.sh [--quick]
+#   BENCH_SETUP_ONLY=1 bench/run.sh      # only install what the bench needs, measure nothing
 #
 # Parts (each logs to $OUT/<part>.log; a part that cannot run becomes a "not measured" row):
 #   rust        bench/rust: check_sync on the memory store vs governor 0.10.4 (1 key, 100k keys,
@@ -30,6 +31,17 @@ rm -f "$OUT"/*.log
 
 section() { printf '\n==== %s ====\n' "$*"; }
 not_measured() { echo "NOT MEASURED: $2" >>"$OUT/$1.log"; echo "not measured: $2"; }
+
+section "setup: system packages and the Python build tools"
+# Like `make test`, on a fresh checkout: redis-server, redis-benchmark, node and npm from apt when
+# missing, and a venv of our own for maturin (bench.py builds our wheel with it), so nothing here
+# depends on the .venv that `make test` creates.
+"$ROOT/scripts/install-deps.sh" || not_measured setup "could not install the system packages"
+TOOLS_VENV=$PEERS/venv-tools
+[ -x "$TOOLS_VENV/bin/python" ] || python3 -m venv "$TOOLS_VENV"
+"$TOOLS_VENV/bin/python" -m pip install -q --disable-pip-version-check "maturin>=1.9,<2" \
+    || not_measured python "could not install maturin into $TOOLS_VENV"
+[ "${BENCH_SETUP_ONLY:-0}" = 1 ] && { echo "setup done ($TOOLS_VENV/bin/maturin)"; exit 0; }
 
 section "machine"
 {
@@ -85,8 +97,8 @@ fi
 
 section "python: bindings-python/bench/bench.py"
 if [ -f "$ROOT/bindings-python/bench/bench.py" ]; then
-    # bench.py builds our wheel with maturin: take it from the project venv when there is one.
-    PATH="$ROOT/.venv/bin:$PATH" python3 "$ROOT/bindings-python/bench/bench.py" $([ -n "$QUICK" ] && echo --seconds 0.5) 2>&1 | tee "$OUT/python.log" | tail -8
+    # bench.py builds our wheel with the maturin next to its interpreter (the setup's venv).
+    PATH="$TOOLS_VENV/bin:$PATH" "$TOOLS_VENV/bin/python" "$ROOT/bindings-python/bench/bench.py" $([ -n "$QUICK" ] && echo --seconds 0.5) 2>&1 | tee "$OUT/python.log" | tail -8
 else
     not_measured python "bindings-python/bench/bench.py does not exist yet"
 fi

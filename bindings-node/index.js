@@ -1,17 +1,21 @@
 'use strict'
 // @throttlekit/core — the CommonJS entry point. Every export is native (see src/); types are
 // in index.d.ts (generated from the Rust sources; do not edit by hand).
-const path = require('node:path')
-const { bindingFile } = require('./lib/platform.js')
+const { findBinding, missingAddonMessage } = require('./lib/platform.js')
 
-const file = path.join(__dirname, bindingFile())
+const file = findBinding()
+if (file === null) {
+  const err = new Error(missingAddonMessage())
+  err.code = 'not_implemented'
+  throw err
+}
 let binding
 try {
   binding = require(file)
 } catch (e) {
   const err = new Error(
     `@throttlekit/core: could not load the native addon ${file} (${e.message}). ` +
-      'Build it with `npm run build` in the package directory (needs a Rust toolchain).',
+      'Rebuild it with `npm run build` in a source checkout (needs a Rust toolchain).',
     { cause: e },
   )
   err.code = 'not_implemented'

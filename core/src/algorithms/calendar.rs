@@ -1,5 +1,5 @@
 //! Proleptic-Gregorian civil dates from day numbers and back (Howard Hinnant's algorithms),
-//! integer-only so `lua/quota.lua` reproduces them exactly.
+//! integer-only so `core/lua/quota.lua` reproduces them exactly.
 //!
 //! Day 0 is 1970-01-01, a Thursday.
 

@@ -1,7 +1,7 @@
 //! GCRA, the generic cell rate algorithm: one float per key, smooth pacing, a burst allowance.
 //!
 //! The order of floating-point operations follows `shared/SEMANTICS.md` exactly (and
-//! `lua/gcra.lua` line for line), so the Rust and Redis paths agree to the last bit.
+//! `core/lua/gcra.lua` line for line), so the Rust and Redis paths agree to the last bit.
 
 use crate::decision::Decision;
 use crate::error::Result;

@@ -1,5 +1,5 @@
 //! [`RedisStore`]: the distributed [`Store`]. Every decision is one Lua script run atomically on
-//! Redis (`lua/`, embedded), so a fleet of processes shares one limit.
+//! Redis (`core/lua/`, embedded), so a fleet of processes shares one limit.
 //!
 //! - **One round trip per decision**: `FCALL` on Redis >= 7 (the scripts loaded once as a
 //!   function library, which persists and replicates), else `EVALSHA`; the one fallback when a

@@ -1,6 +1,6 @@
-//! The Lua scripts, embedded from `lua/` and assembled once.
+//! The Lua scripts, embedded from `core/lua/` (inside the crate, so it packages) and assembled once.
 //!
-//! `lua/` is the single source: each strategy file is a complete script whose `-- #include x.lua`
+//! `core/lua/` is the single source: each strategy file is a complete script whose `-- #include x.lua`
 //! lines stand for shared fragments (helpers, the period counter, the calendar). The fused multi
 //! script includes every strategy file the same way, minus each file's `-- #main` section, so the
 //! multi path runs the very functions the single-key scripts run. Assembly is plain text
@@ -10,24 +10,24 @@
 //! A file whose main section opens with `-- #main standalone` has a straight-line single-key
 //! entry point that calls none of the file's functions: its single-key script is the file's
 //! header and that section only, so Redis does not re-create functions it would never call on
-//! every `EVALSHA` (see lua/lib.lua, "Standalone mains").
+//! every `EVALSHA` (see core/lua/lib.lua, "Standalone mains").
 
 use std::collections::HashSet;
 use std::sync::LazyLock;
 
-/// Every file in `lua/`, by name.
+/// Every file in `core/lua/`, by name.
 const SOURCES: &[(&str, &str)] = &[
-    ("lib.lua", include_str!("../../../lua/lib.lua")),
-    ("gcra.lua", include_str!("../../../lua/gcra.lua")),
-    ("token_bucket.lua", include_str!("../../../lua/token_bucket.lua")),
-    ("period_counter.lua", include_str!("../../../lua/period_counter.lua")),
-    ("fixed_window.lua", include_str!("../../../lua/fixed_window.lua")),
-    ("sliding_window.lua", include_str!("../../../lua/sliding_window.lua")),
-    ("sliding_window_log.lua", include_str!("../../../lua/sliding_window_log.lua")),
-    ("calendar.lua", include_str!("../../../lua/calendar.lua")),
-    ("quota.lua", include_str!("../../../lua/quota.lua")),
-    ("leaky_bucket.lua", include_str!("../../../lua/leaky_bucket.lua")),
-    ("multi.lua", include_str!("../../../lua/multi.lua")),
+    ("lib.lua", include_str!("../../lua/lib.lua")),
+    ("gcra.lua", include_str!("../../lua/gcra.lua")),
+    ("token_bucket.lua", include_str!("../../lua/token_bucket.lua")),
+    ("period_counter.lua", include_str!("../../lua/period_counter.lua")),
+    ("fixed_window.lua", include_str!("../../lua/fixed_window.lua")),
+    ("sliding_window.lua", include_str!("../../lua/sliding_window.lua")),
+    ("sliding_window_log.lua", include_str!("../../lua/sliding_window_log.lua")),
+    ("calendar.lua", include_str!("../../lua/calendar.lua")),
+    ("quota.lua", include_str!("../../lua/quota.lua")),
+    ("leaky_bucket.lua", include_str!("../../lua/leaky_bucket.lua")),
+    ("multi.lua", include_str!("../../lua/multi.lua")),
 ];
 
 const INCLUDE: &str = "-- #include ";
@@ -96,7 +96,7 @@ fn source(name: &str) -> &'static str {
         .iter()
         .find(|(n, _)| *n == name)
         .map(|(_, s)| *s)
-        .unwrap_or_else(|| panic!("lua/{name} is not embedded (scripts.rs SOURCES)"))
+        .unwrap_or_else(|| panic!("core/lua/{name} is not embedded (scripts.rs SOURCES)"))
 }
 
 /// `name` with its includes spliced in (each fragment once).
