@@ -1,0 +1,2 @@
+package dev.throttlekit.bench
+fun main() {}

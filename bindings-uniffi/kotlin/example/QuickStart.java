@@ -1,0 +1,1 @@
+public class QuickStart { public static void main(String[] a) {} }
