@@ -34,6 +34,7 @@ suite "redis" tests/redis.sh
 suite "python" bindings-python/test.sh
 suite "node" bindings-node/test.sh
 suite "c and go" bindings-c/test.sh
+suite "uniffi (kotlin, ruby)" bindings-uniffi/test.sh
 suite "lint" scripts/lint.sh
 
 echo
