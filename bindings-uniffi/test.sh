@@ -95,6 +95,21 @@ for path in sys.argv[2:]:
     if open(path).read().strip() not in readme:
         sys.exit(f"README.md does not show {path} verbatim")
 PY
+# The root README's short Kotlin and Ruby snippets are excerpts of the same files.
+python3 - "$ROOT/README.md" "$HERE/kotlin/example/QuickStart.kt" "$HERE/ruby/example/quickstart.rb" <<'PY'
+import re, sys
+readme = open(sys.argv[1]).read()
+section = readme[readme.index("### Kotlin/JVM and Ruby"):]
+section = section[: section.index("\n## ")]
+for lang, path in (("kotlin", sys.argv[2]), ("ruby", sys.argv[3])):
+    blocks = re.findall(r"```" + lang + r"\n(.*?)```", section, re.S)
+    if not blocks:
+        sys.exit(f"README.md has no {lang} snippet in its Kotlin/JVM and Ruby section")
+    body = "\n".join(l.strip() for l in open(path).read().splitlines())
+    for block in blocks:
+        if "\n".join(l.strip() for l in block.strip().splitlines()) not in body:
+            sys.exit(f"README.md's {lang} snippet is not an excerpt of {path}")
+PY
 expected_quickstart() {
     grep -qx "memory: allowed=true remaining=9" <<<"$1" && grep -q "^redis: allowed=true remaining=" <<<"$1" \
         && grep -qx "error code: config_invalid" <<<"$1"
