@@ -69,6 +69,7 @@ run_runner "kotlin redis (suspend)" "$HERE/kotlin/tk-conformance" --store redis 
 run_runner "ruby memory" "$HERE/ruby/tk-conformance" --store memory
 run_runner "ruby memory (async)" "$HERE/ruby/tk-conformance" --store memory --api async
 run_runner "ruby redis" "$HERE/ruby/tk-conformance" --store redis --redis-url "$URL"
+run_runner "ruby redis (async)" "$HERE/ruby/tk-conformance" --store redis --redis-url "$URL" --api async
 # A malformed file is exit status 2 with a message, in both runners.
 echo '{"suites": [{"id": "x", "ops": [], "bogus": 1}]}' >"$WORK/bad.json"
 for runner in "$HERE/kotlin/tk-conformance" "$HERE/ruby/tk-conformance"; do

@@ -15,6 +15,31 @@
 # The generated async helper waits on a pipe with IO#wait_readable, which Ruby 3.1 defines
 # only once io/wait is loaded; the generated file does not load it.
 require "io/wait"
+require "ffi"
+
+module Throttlekit
+  # uniffi's Ruby generator attaches every native function without `blocking: true`, so a call
+  # holds the GVL for its whole duration: a `check_blocking` waiting on Redis, or a
+  # `schedule_blocking` sleeping until its departure, would stop every other Ruby thread.
+  # Prepended before the generated module attaches its functions, this marks the ones that
+  # may wait (the `*_blocking` methods and RedisStore.connect) as blocking, so Ruby-FFI
+  # releases the GVL around them. (A test checks that other threads run meanwhile.)
+  module ReleaseGvlWhileWaiting
+    def attach_function(name, *rest)
+      if name.to_s.end_with?("_blocking") || name.to_s.end_with?("_redisstore_connect")
+        rest << {} if rest.length == 2 # (args, returns) without options
+        rest[-1] = rest[-1].merge(blocking: true) if rest[-1].is_a?(Hash)
+      end
+      super(name, *rest)
+    end
+  end
+
+  module UniFFILib
+    extend FFI::Library
+    singleton_class.prepend(ReleaseGvlWhileWaiting)
+  end
+end
+
 require_relative "throttlekit/uniffi"
 
 module Throttlekit

@@ -131,6 +131,23 @@ test "MultiLimiter and Shaper" do
   assert e.retry_after_ms.to_i.positive?, e.inspect
 end
 
+test "a thread waiting in schedule_blocking lets other Ruby threads run (the GVL is released)" do
+  clock = TK::ManualClock.new(0)
+  # One departure a second: the first reservation leaves now, the second waits 1000 ms of real
+  # sleep (the shaper sleeps for real; the manual clock only dates the reservations).
+  sh = TK::Shaper.new(1.0, 5_000.0, TK::ShaperOptions.new(clock: clock))
+  assert sh.reserve_blocking("q").delay_ms.zero?
+  started = Queue.new
+  waiter = Thread.new do
+    started << true
+    sh.schedule_blocking("q")
+  end
+  started.pop
+  5.times { sleep 0.01 } # needs the GVL between sleeps: impossible while the waiter holds it
+  assert waiter.alive?, "the other thread could not run until schedule_blocking returned"
+  assert waiter.value.delay_ms == 1_000, waiter.value.inspect
+end
+
 if (url = ARGV[0])
   test "Redis: blocking and async share one limit; 4 threads admit exactly K" do
     store = TK::RedisStore.connect(url, TK::RedisStoreOptions.new(timeout_ms: 2000))
