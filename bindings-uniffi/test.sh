@@ -27,6 +27,9 @@ if ! git -C "$ROOT" diff --exit-code -- bindings-uniffi/kotlin/src bindings-unif
     exit 1
 fi
 
+step "KDoc on every public declaration of the generated Kotlin"
+python3 "$HERE/kotlin/check-kdoc.py" "$HERE/kotlin/src/dev/throttlekit/throttlekit.kt"
+
 step "build the jar and the gem's library"
 make -s -C "$HERE" kotlin ruby PROFILE="$PROFILE"
 

@@ -65,9 +65,10 @@ impl MemoryStore {
         Ok(Arc::new(MemoryStore { inner: Arc::new(inner) }))
     }
 
-    /// The number of keys held (expired keys not yet swept included).
-    pub fn len(&self) -> u64 {
-        self.inner.len() as u64
+    /// The number of keys held (expired keys not yet swept included). A `Long`, not an
+    /// unsigned type, so Java can call it.
+    pub fn len(&self) -> i64 {
+        i64::try_from(self.inner.len()).unwrap_or(i64::MAX)
     }
 
     /// Whether it holds no key.

@@ -131,6 +131,15 @@ private fun behaviour() {
         check(l.peekBlocking("u").remaining == 3L) { "reset kept state" }
         check(l.checkManyBlocking(listOf("a", "b"), 3).all { it.allowed && it.remaining == 0L }) { "checkMany" }
     }
+    test("a MemoryStore is shared by the limiters it is handed to") {
+        val store = MemoryStore(null)
+        check(store.isEmpty()) { "a new store holds keys" }
+        val options = LimiterOptions(store = store.asStore(), clock = ManualClock(0), prefix = "p")
+        val a = Limiter(Strategy.fixedWindow(1, 60_000), options)
+        val b = Limiter(Strategy.fixedWindow(1, 60_000), options)
+        check(a.checkBlocking("k").allowed && !b.checkBlocking("k").allowed) { "the second limiter did not see the first's use" }
+        check(store.len() == 1L) { "len ${store.len()}" }
+    }
     test("8 threads on one limiter admit exactly K") {
         val l = Limiter(Strategy.fixedWindow(500, 60_000), memory())
         val admitted = admittedByThreads(l, 8, 200)

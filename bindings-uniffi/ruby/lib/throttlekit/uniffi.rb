@@ -709,10 +709,6 @@ class RustBufferStream
     data
   end
 
-  def read_u64
-    unpack_from 8, 'Q>'
-  end
-
   def read_i64
     unpack_from 8, 'q>'
   end
@@ -1170,11 +1166,6 @@ class RustBufferBuilder
     reserve(value.bytes.size) do
       @rust_buf.data.put_array_of_char @rust_buf.len, value.bytes
     end
-  end
-
-  def write_u64(v)
-    v = ::Throttlekit::uniffi_in_range(v, "u64", 0, 2**64)
-    pack_into(8, 'Q>', v)
   end
 
   def write_i64(v)
@@ -2071,7 +2062,7 @@ module UniFFILib
   
   attach_function :uniffi_throttlekit_uniffi_fn_method_memorystore_len,
     [:uint64, RustCallStatus.by_ref],
-    :uint64
+    :int64
   
   attach_function :uniffi_throttlekit_uniffi_fn_clone_redisstore,
     [:uint64, RustCallStatus.by_ref],

@@ -1170,7 +1170,7 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_throttlekit_uniffi_checksum_method_memorystore_is_empty() and 0xFFFF) != 6139) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_throttlekit_uniffi_checksum_method_memorystore_len() and 0xFFFF) != 38161) {
+    if ((lib.uniffi_throttlekit_uniffi_checksum_method_memorystore_len() and 0xFFFF) != 46526) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_throttlekit_uniffi_checksum_method_redisstore_disconnect() and 0xFFFF) != 38849) {
@@ -1422,29 +1422,6 @@ private class JavaLangRefCleanable(
     val cleanable: java.lang.ref.Cleaner.Cleanable
 ) : UniffiCleaner.Cleanable {
     override fun clean() = cleanable.clean()
-}
-
-/**
- * @suppress
- */
-public object FfiConverterULong: FfiConverter<ULong, Long> {
-    override fun lift(value: Long): ULong {
-        return value.toULong()
-    }
-
-    override fun read(buf: ByteBuffer): ULong {
-        return lift(buf.getLong())
-    }
-
-    override fun lower(value: ULong): Long {
-        return value.toLong()
-    }
-
-    override fun allocationSize(value: ULong) = 8UL
-
-    override fun write(value: ULong, buf: ByteBuffer) {
-        buf.putLong(value.toLong())
-    }
 }
 
 /**
@@ -2606,9 +2583,10 @@ public interface MemoryStoreInterface {
     fun `isEmpty`(): kotlin.Boolean
     
     /**
-     * The number of keys held (expired keys not yet swept included).
+     * The number of keys held (expired keys not yet swept included). A `Long`, not an
+     * unsigned type, so Java can call it.
      */
-    fun `len`(): kotlin.ULong
+    fun `len`(): kotlin.Long
     
     companion object
 }
@@ -2748,9 +2726,10 @@ open class MemoryStore: Disposable, AutoCloseable, MemoryStoreInterface
 
     
     /**
-     * The number of keys held (expired keys not yet swept included).
-     */override fun `len`(): kotlin.ULong {
-            return FfiConverterULong.lift(
+     * The number of keys held (expired keys not yet swept included). A `Long`, not an
+     * unsigned type, so Java can call it.
+     */override fun `len`(): kotlin.Long {
+            return FfiConverterLong.lift(
     callWithHandle {
     uniffiRustCall() { _status ->
     UniffiLib.uniffi_throttlekit_uniffi_fn_method_memorystore_len(
