@@ -8,7 +8,8 @@
 #   5. both runners replay every conformance-vectors/*.json on memory and on Redis (Kotlin also
 #      through the suspend API, Ruby through the async one) and must report the Rust CLI's totals
 #   6. the Kotlin and Ruby tests, with Redis
-#   7. the quick starts in README.md are the files run here, and they run: Kotlin, Java, Ruby
+#   7. the quick starts in README.md are the files run here, and they run: Kotlin, Java, and Ruby
+#      against the gem built and installed from ruby/throttlekit.gemspec
 # Environment: PROFILE (debug|release, default debug), CARGO_TARGET_DIR.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -118,7 +119,15 @@ expected_quickstart() {
     grep -qx "memory: allowed=true remaining=9" <<<"$1" && grep -q "^redis: allowed=true remaining=" <<<"$1" \
         && grep -qx "error code: config_invalid" <<<"$1"
 }
-for cmd in "jvm QuickStartKt $URL" "jvm QuickStart $URL" "ruby -I$HERE/ruby/lib $HERE/ruby/example/quickstart.rb $URL"; do
+# The Ruby quick start runs against the gem as a user installs it (gem build + gem install,
+# offline: ffi is Debian's ruby-ffi), which loads the library it carries in lib/.
+mkdir -p "$WORK/gem"
+cp -r "$HERE/ruby/throttlekit.gemspec" "$HERE/ruby/lib" "$WORK/gem/"
+(cd "$WORK/gem" && gem build -q throttlekit.gemspec >/dev/null \
+    && gem install -q --local --ignore-dependencies --no-document -i "$WORK/gems" throttlekit-0.1.0.gem >/dev/null)
+[ -f "$WORK/gems/gems/throttlekit-0.1.0/lib/libthrottlekit_uniffi.so" ] || { echo "the gem does not carry the library" >&2; exit 1; }
+GEM_PATH_RUN="$WORK/gems:$(gem env gempath)"
+for cmd in "jvm QuickStartKt $URL" "jvm QuickStart $URL" "env -u THROTTLEKIT_LIB GEM_PATH=$GEM_PATH_RUN ruby $HERE/ruby/example/quickstart.rb $URL"; do
     out=$($cmd)
     echo "$out" | sed "s/^/  /"
     expected_quickstart "$out" || { echo "quick start '$cmd' printed something else" >&2; exit 1; }

@@ -20,14 +20,20 @@ import kotlinx.coroutines.runBlocking
 /** Keeps results alive so the JIT cannot drop the calls. */
 @Volatile private var sink = 0L
 
-/** ns per call of `op(i)` over `n` calls. */
-private inline fun timeNs(n: Int, op: (Int) -> Boolean): Double {
+/** ns per call of `op(i)`, called in batches of 1000 until `millis` have passed. */
+private inline fun timeNs(millis: Long, op: (Int) -> Boolean): Double {
     var admitted = 0L
+    var calls = 0
     val start = System.nanoTime()
-    for (i in 0 until n) if (op(i)) admitted++
-    val ns = (System.nanoTime() - start).toDouble() / n
+    val end = start + millis * 1_000_000
+    var now = start
+    while (now < end) {
+        for (j in 0 until 1000) if (op(calls + j)) admitted++
+        calls += 1000
+        now = System.nanoTime()
+    }
     sink += admitted
-    return ns
+    return (now - start).toDouble() / calls
 }
 
 private fun median(xs: List<Double>) = xs.sorted()[xs.size / 2]
@@ -36,7 +42,7 @@ private class Scenario(val name: String, val ours: (Int) -> Boolean, val guava: 
 
 fun main(args: Array<String>) {
     val quick = "--quick" in args
-    val n = if (quick) 200_000 else 1_000_000
+    val millis = if (quick) 300L else 1_000L
     val rounds = if (quick) 3 else 5
     val keys = Array(100_000) { "user:$it" }
     val rate = 1e9 // per second: never the binding constraint
@@ -58,15 +64,15 @@ fun main(args: Array<String>) {
             { i -> manyGuava.computeIfAbsent(keys[i % keys.size]) { RateLimiter.create(rate) }.tryAcquire() },
         ),
     )
-    println("kotlin: throttlekit checkBlocking vs Guava RateLimiter.tryAcquire, memory, 1 thread, $rounds rounds of $n calls")
+    println("kotlin: throttlekit checkBlocking vs Guava RateLimiter.tryAcquire, memory, 1 thread, median of $rounds rounds of $millis ms")
     for (s in scenarios) {
-        timeNs(n, s.ours)
-        timeNs(n, s.guava) // warm-up: JIT, and every key of the map created
+        timeNs(2 * millis, s.ours)
+        timeNs(2 * millis, s.guava) // warm-up: JIT, and (100k keys) every key of the map created
         val ours = ArrayList<Double>()
         val theirs = ArrayList<Double>()
         repeat(rounds) {
-            ours += timeNs(n, s.ours)
-            theirs += timeNs(n, s.guava)
+            ours += timeNs(millis, s.ours)
+            theirs += timeNs(millis, s.guava)
         }
         val o = median(ours)
         val g = median(theirs)
@@ -77,7 +83,7 @@ fun main(args: Array<String>) {
 
     // The suspend `check`, called one at a time from a coroutine: what a coroutine pays over
     // the blocking call (uniffi polls the Rust future through a continuation callback).
-    val m = n / 10
+    val m = 20_000
     val suspendNs = runBlocking {
         var admitted = 0L
         repeat(m / 10) { if (one.check("user:1", 1).allowed) admitted++ } // warm-up
@@ -86,7 +92,7 @@ fun main(args: Array<String>) {
         sink += admitted
         (System.nanoTime() - start).toDouble() / m
     }
-    val blockingNs = timeNs(m) { one.checkBlocking("user:1", 1).allowed }
+    val blockingNs = timeNs(millis) { one.checkBlocking("user:1", 1).allowed }
     println("kotlin suspend check, 1 key: %.0f ns a call (checkBlocking: %.0f ns)".format(suspendNs, blockingNs))
     println("ROW\tKotlin suspend `check`, memory, 1 key\tthrottlekit `checkBlocking`\t%.4f\t-\t%.0f vs %.0f ns".format(blockingNs / suspendNs, suspendNs, blockingNs))
     if (sink == 42L) println()
