@@ -17,6 +17,15 @@ import dev.throttlekit.*
 import java.util.concurrent.ConcurrentHashMap
 import kotlinx.coroutines.runBlocking
 
+/** libc through JNA direct mapping: the cheapest native call JNA offers, for the reference row. */
+private object Libc {
+    init {
+        com.sun.jna.Native.register(Libc::class.java, "c")
+    }
+
+    @JvmStatic external fun strnlen(s: ByteArray, max: Long): Int
+}
+
 /** Keeps results alive so the JIT cannot drop the calls. */
 @Volatile private var sink = 0L
 
@@ -102,5 +111,8 @@ fun main(args: Array<String>) {
     // reference. This row times that one allocation alone, for comparison.
     val memoryNs = timeNs(millis) { com.sun.jna.Memory(16).size() > 0 }
     println("reference: one JNA Memory(16) allocation alone: %.0f ns".format(memoryNs))
+    val key = "user:12345\u0000".toByteArray()
+    val directNs = timeNs(millis) { Libc.strnlen(key, 64) > 0 }
+    println("reference: one JNA direct-mapped call taking a byte[] (libc strnlen): %.0f ns".format(directNs))
     if (sink == 42L) println()
 }

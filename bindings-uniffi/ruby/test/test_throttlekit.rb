@@ -133,9 +133,10 @@ end
 
 test "a thread waiting in schedule_blocking lets other Ruby threads run (the GVL is released)" do
   clock = TK::ManualClock.new(0)
-  # One departure a second: the first reservation leaves now, the second waits 1000 ms of real
-  # sleep (the shaper sleeps for real; the manual clock only dates the reservations).
-  sh = TK::Shaper.new(1.0, 5_000.0, TK::ShaperOptions.new(clock: clock))
+  # One departure every 2 s: the first reservation leaves now, the second waits 2000 ms of real
+  # sleep (the shaper sleeps for real; the manual clock only dates the reservations). The main
+  # thread's 50 ms of sleeps leave a wide margin on a loaded machine.
+  sh = TK::Shaper.new(0.5, 5_000.0, TK::ShaperOptions.new(clock: clock))
   assert sh.reserve_blocking("q").delay_ms.zero?
   started = Queue.new
   waiter = Thread.new do
@@ -145,7 +146,7 @@ test "a thread waiting in schedule_blocking lets other Ruby threads run (the GVL
   started.pop
   5.times { sleep 0.01 } # needs the GVL between sleeps: impossible while the waiter holds it
   assert waiter.alive?, "the other thread could not run until schedule_blocking returned"
-  assert waiter.value.delay_ms == 1_000, waiter.value.inspect
+  assert waiter.value.delay_ms == 2_000, waiter.value.inspect
 end
 
 if (url = ARGV[0])
