@@ -2,7 +2,7 @@
 # Everything CI runs for the uniffi bindings (Kotlin/JVM and Ruby), from a fresh machine:
 #   1. installs what is missing (install-tools.sh: ruby, ruby-ffi, JNA, Guava, kotlin-compiler)
 #   2. builds the library and the generator, regenerates the Kotlin and Ruby sources and fails
-#      on a diff (the committed sources must match the library)
+#      on a diff (the committed sources must match the library); the crate's unit tests; KDoc
 #   3. builds the jar (make kotlin) and the gem's library (make ruby)
 #   4. starts a disposable redis-server (tests/redis-server.sh), stops it by PID on exit
 #   5. both runners replay every conformance-vectors/*.json on memory and on Redis (Kotlin also
@@ -27,6 +27,11 @@ if ! git -C "$ROOT" diff --exit-code -- bindings-uniffi/kotlin/src bindings-unif
     echo "the generated sources are out of date: commit the regenerated files" >&2
     exit 1
 fi
+
+step "the crate's unit tests (argument conversions, error codes)"
+UNIT=$(cd "$ROOT" && cargo test -q --locked -p throttlekit-uniffi --features bindgen 2>&1) \
+    || { echo "$UNIT"; echo "cargo test -p throttlekit-uniffi failed" >&2; exit 1; }
+grep "test result" <<<"$UNIT"
 
 step "KDoc on every public declaration of the generated Kotlin"
 python3 "$HERE/kotlin/check-kdoc.py" "$HERE/kotlin/src/dev/throttlekit/throttlekit.kt"

@@ -10,10 +10,11 @@ Gem::Specification.new do |spec|
                      "windows, log, quota, shaper and multi-dimensional limits, in memory or on Redis."
   spec.authors = ["throttlekit"]
   spec.license = "MIT"
+  spec.homepage = "https://example.invalid/throttlekit"
   spec.required_ruby_version = ">= 3.1"
   spec.files = Dir["lib/**/*.rb"] + Dir["lib/*.so"]
   spec.bindir = "."
   spec.executables = []
   spec.require_paths = ["lib"]
-  spec.add_dependency "ffi", ">= 1.15"
+  spec.add_dependency "ffi", "~> 1.15"
 end
