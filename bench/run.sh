@@ -16,6 +16,8 @@
 #               cluster (3 masters) throughput next to one standalone server
 #   python      bindings-python/bench/bench.py (vs limits 5.x and throttlekit-py 0.5.1)
 #   node        bindings-node/bench/run.sh (vs rate-limiter-flexible 11)
+#   kotlin      bindings-uniffi/bench.sh: Kotlin checkBlocking vs Guava's RateLimiter (Debian
+#               libguava-java), 1 key and 100k keys
 # Peers are pinned: governor in bench/rust/Cargo.lock, throttlekit-py==0.5.1 below, the Python
 # and Node peers by their benches. Downloads go to bench/.peers (git-ignored).
 set -uo pipefail
@@ -112,7 +114,14 @@ else
     not_measured node "bindings-node/bench has no run.sh or bench.js yet"
 fi
 
+section "kotlin: bindings-uniffi/bench.sh"
+if [ -x "$ROOT/bindings-uniffi/bench.sh" ]; then
+    "$ROOT/bindings-uniffi/bench.sh" $QUICK 2>&1 | tee "$OUT/kotlin.log" | grep -v '^ROW' | tail -5
+else
+    not_measured kotlin "bindings-uniffi/bench.sh is missing"
+fi
+
 section "summary ($(nproc) cores: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'))"
 python3 "$HERE/summarize.py" rust="$OUT/rust.log" redis="$OUT/redis.log" redis-core="$OUT/redis-core.log" \
     redis-topology="$OUT/redis-topology.log" \
-    python="$OUT/python.log" node="$OUT/node.log"
+    python="$OUT/python.log" node="$OUT/node.log" kotlin="$OUT/kotlin.log"

@@ -37,6 +37,7 @@ suite "redis" tests/redis.sh
 suite "python" bindings-python/test.sh
 suite "node" bindings-node/test.sh
 suite "c and go" bindings-c/test.sh
+suite "uniffi (kotlin, ruby)" bindings-uniffi/test.sh
 suite "dist (release artifacts, installed without a Rust toolchain)" tests/dist.sh
 suite "lint" scripts/lint.sh
 

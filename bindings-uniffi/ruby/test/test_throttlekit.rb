@@ -1,0 +1,178 @@
+# frozen_string_literal: true
+
+# The Ruby binding's tests, as a plain script (no test framework needed): each check prints on
+# failure, and the run ends with `N passed, M failed`. With a Redis URL as the first argument,
+# the Redis tests run too.
+#
+#   ruby bindings-uniffi/ruby/test/test_throttlekit.rb [REDIS_URL]
+
+require "socket"
+require_relative "../lib/throttlekit"
+
+TK = Throttlekit
+$passed = 0
+$failed = 0
+
+def test(name)
+  yield
+  $passed += 1
+rescue StandardError, ScriptError => e
+  $failed += 1
+  puts "FAIL #{name}: #{e.class}: #{e}"
+end
+
+def assert(cond, what = "assertion failed")
+  raise what unless cond
+end
+
+# Runs the block, which must raise a ThrottleKitError of `code`; returns it.
+def expect_code(code)
+  yield
+rescue TK::ThrottleKitError => e
+  raise "expected #{code}, got #{e.code}: #{e}" unless e.code == code
+
+  e
+else
+  raise "expected #{code}, nothing was raised"
+end
+
+def memory_options
+  TK::LimiterOptions.new(store: TK::Store::MEMORY.new(store: TK::MemoryStore.new(nil)), clock: TK::ManualClock.new(0))
+end
+
+test "strategy options out of their domain are config_invalid" do
+  expect_code("config_invalid") { TK::Strategy.gcra(0, 1000.0, nil) }
+  expect_code("config_invalid") { TK::Strategy.gcra(10, Float::NAN, nil) }
+  expect_code("config_invalid") { TK::Strategy.token_bucket(5, 0.0) }
+  expect_code("config_invalid") { TK::Strategy.fixed_window(10, 0) }
+  expect_code("config_invalid") { TK::Strategy.quota(10, "fortnightly", nil, nil, nil, nil, nil) }
+  expect_code("config_invalid") { TK::Strategy.from_json("{") }
+  expect_code("config_invalid") { TK::Strategy.from_json('{"kind":"gcra","options":{"limit":1,"periodMs":1,"x":1}}') }
+  # Integers must be Integers: uniffi's converter would truncate 2.5 to 2.
+  expect_code("config_invalid") { TK::Strategy.fixed_window(2.5, 1000) }
+  expect_code("config_invalid") { TK::Strategy.fixed_window(2**70, 1000) }
+end
+
+test "bad costs are config_invalid (never truncated), and change nothing" do
+  l = TK::Limiter.new(TK::Strategy.fixed_window(2, 1000), memory_options)
+  [0, -1, 2**53 + 1, 1.5, 1.0, "1", nil].each do |bad|
+    expect_code("config_invalid") { l.check_blocking("k", bad) }
+  end
+  expect_code("config_invalid") { l.check("k", 0) }
+  [1.5, 0.0, -1.0, Float::NAN].each { |bad| expect_code("config_invalid") { TK.cost_from_double(bad) } }
+  assert l.peek_blocking("k").remaining == 2, "a refused cost consumed"
+end
+
+test "other bad arguments are config_invalid or a TypeError, never a crash" do
+  expect_code("config_invalid") { TK::MemoryStore.new(0) }
+  expect_code("config_invalid") { TK::ManualClock.new(0).advance(-1) }
+  expect_code("config_invalid") { TK::Shaper.new(0.0, 100.0, TK::ShaperOptions.new) }
+  expect_code("config_invalid") { TK::MultiLimiter.new(TK::Rule::ALL, [], TK::MultiLimiterOptions.new) }
+  begin
+    TK::Limiter.new(nil, TK::LimiterOptions.new)
+    raise "a nil strategy was accepted"
+  rescue TypeError
+    nil
+  end
+  begin
+    TK::Limiter.new(TK::Strategy.fixed_window(1, 1000), TK::LimiterOptions.new).check_blocking(42, 1)
+    raise "an Integer key was accepted"
+  rescue TypeError
+    nil
+  end
+end
+
+test "every error case is a ThrottleKitError with its stable code" do
+  assert TK.error_codes == %w[config_invalid store_unavailable rate_limit_exceeded queue_full not_implemented]
+  e = expect_code("config_invalid") { TK::Strategy.gcra(0, 1.0, nil) }
+  assert e.is_a?(TK::ThrottleKitError::ConfigInvalid) && e.is_a?(StandardError)
+  assert e.detail.include?("limit"), e.detail
+end
+
+test "a Redis URL nobody serves is store_unavailable" do
+  port = TCPServer.open("127.0.0.1", 0) { |s| s.addr[1] } # closed again: nobody listens
+  expect_code("store_unavailable") do
+    TK::RedisStore.connect("redis://127.0.0.1:#{port}", TK::RedisStoreOptions.new(timeout_ms: 300))
+  end
+end
+
+test "blocking and async checks decide the same; retry_after_ms on denial" do
+  clock = TK::ManualClock.new(1_000)
+  l = TK::Limiter.new(TK::Strategy.fixed_window(3, 1_000), TK::LimiterOptions.new(clock: clock, prefix: "api"))
+  got = [l.check_blocking("u").allowed, l.check_blocking("u", 1).allowed, l.check("u").allowed, l.check("u").allowed]
+  assert got == [true, true, true, false], got.inspect
+  d = l.check_blocking("u")
+  assert !d.allowed && d.retry_after_ms == 1_000 && d.limit == 3, d.inspect
+  clock.advance(1_000)
+  assert l.check_blocking("u").allowed
+end
+
+test "8 threads on one limiter admit exactly K" do
+  l = TK::Limiter.new(TK::Strategy.fixed_window(300, 60_000), memory_options)
+  admitted = Queue.new
+  8.times.map { Thread.new { 100.times { admitted << 1 if l.check_blocking("shared").allowed } } }.each(&:join)
+  assert admitted.size == 300, "admitted #{admitted.size}"
+end
+
+test "MultiLimiter and Shaper" do
+  clock = TK::ManualClock.new(0)
+  s5 = TK::Strategy.fixed_window(5, 1000)
+  s2 = TK::Strategy.fixed_window(2, 1000)
+  m = TK::MultiLimiter.new(TK::Rule::ALL,
+                           [TK::Dimension.new(name: "ip", strategy: s5), TK::Dimension.new(name: "user", strategy: s2)],
+                           TK::MultiLimiterOptions.new(clock: clock))
+  2.times { assert m.check_blocking(%w[1.2.3.4 bob]).decision.allowed }
+  d = m.check_blocking(%w[1.2.3.4 bob])
+  assert !d.decision.allowed && d.binding == "user", d.inspect
+  sh = TK::Shaper.new(10.0, 150.0, TK::ShaperOptions.new(clock: clock))
+  delays = 3.times.map { sh.reserve_blocking("q") }
+  assert delays.map(&:accepted) == [true, true, false] && delays[0].delay_ms.zero? && delays[1].delay_ms == 100, delays.inspect
+  e = expect_code("queue_full") { sh.schedule_blocking("q", 5) }
+  assert e.retry_after_ms.to_i.positive?, e.inspect
+end
+
+test "a thread waiting in schedule_blocking lets other Ruby threads run (the GVL is released)" do
+  clock = TK::ManualClock.new(0)
+  # One departure every 2 s: the first reservation leaves now, the second waits 2000 ms of real
+  # sleep (the shaper sleeps for real; the manual clock only dates the reservations). The main
+  # thread's 50 ms of sleeps leave a wide margin on a loaded machine.
+  sh = TK::Shaper.new(0.5, 5_000.0, TK::ShaperOptions.new(clock: clock))
+  assert sh.reserve_blocking("q").delay_ms.zero?
+  started = Queue.new
+  waiter = Thread.new do
+    started << true
+    sh.schedule_blocking("q")
+  end
+  started.pop
+  5.times { sleep 0.01 } # needs the GVL between sleeps: impossible while the waiter holds it
+  assert waiter.alive?, "the other thread could not run until schedule_blocking returned"
+  assert waiter.value.delay_ms == 2_000, waiter.value.inspect
+end
+
+if (url = ARGV[0])
+  test "Redis: blocking and async share one limit; 4 threads admit exactly K" do
+    store = TK::RedisStore.connect(url, TK::RedisStoreOptions.new(timeout_ms: 2000))
+    l = TK::Limiter.new(TK::Strategy.fixed_window(100, 600_000),
+                        TK::LimiterOptions.new(store: TK::Store::REDIS.new(store: store), prefix: "tk-ruby-test:#{Process.pid}"))
+    assert l.check_blocking("a", 60).allowed && l.check("a", 40).allowed
+    assert !l.check_blocking("a").allowed
+    admitted = Queue.new
+    4.times.map { Thread.new { 50.times { admitted << 1 if l.check_blocking("shared").allowed } } }.each(&:join)
+    assert admitted.size == 100, "admitted #{admitted.size}"
+    %w[a shared].each { |k| l.reset_blocking(k) }
+  end
+
+  test "Redis: a closed store is store_unavailable under raise, a fallback under fail_open" do
+    store = TK::RedisStore.connect(url, TK::RedisStoreOptions.new(timeout_ms: 500))
+    redis = TK::Store::REDIS.new(store: store)
+    raise_l = TK::Limiter.new(TK::Strategy.gcra(5, 1000.0, nil), TK::LimiterOptions.new(store: redis, fail_policy: TK::FailPolicy::RAISE))
+    open_l = TK::Limiter.new(TK::Strategy.gcra(5, 1000.0, nil), TK::LimiterOptions.new(store: redis, fail_policy: TK::FailPolicy::FAIL_OPEN))
+    store.disconnect_blocking
+    expect_code("store_unavailable") { raise_l.check_blocking("k") }
+    d = open_l.check_blocking("k")
+    assert d.allowed && d.fallback, d.inspect
+  end
+end
+
+puts "#{$passed} passed, #{$failed} failed"
+exit($failed.zero? ? 0 : 1)

@@ -1,0 +1,137 @@
+//! Multi-dimensional limits: `Dimension`, `Rule` and `MultiLimiter`.
+
+use std::sync::Arc;
+
+use crate::clock::{self, ManualClock};
+use crate::convert::refs;
+use crate::error::{Result, ThrottleKitError};
+use crate::records::MultiDecision;
+use crate::store::{FailPolicy, Resolved, Store};
+use crate::strategy::Strategy;
+
+/// How a multi limiter combines its dimensions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, uniffi::Enum)]
+pub enum Rule {
+    /// Admitted only if every dimension allows; then all commit, else none does.
+    All,
+    /// Admitted if one dimension allows; only the allowing dimensions commit.
+    Any,
+}
+
+impl From<Rule> for throttlekit::Rule {
+    fn from(r: Rule) -> Self {
+        match r {
+            Rule::All => throttlekit::Rule::All,
+            Rule::Any => throttlekit::Rule::Any,
+        }
+    }
+}
+
+/// One named dimension of a `MultiLimiter`: its strategy and how many of its units one unit of
+/// request cost spends.
+#[derive(uniffi::Record)]
+pub struct Dimension {
+    /// The name (part of the dimension's keys).
+    pub name: String,
+    /// The strategy.
+    pub strategy: Arc<Strategy>,
+    /// Units of this dimension per unit of request cost (>= 1).
+    #[uniffi(default = 1)]
+    pub cost_multiplier: i64,
+}
+
+/// How a multi limiter is built. Every field is optional.
+#[derive(uniffi::Record)]
+pub struct MultiLimiterOptions {
+    /// The store (`null`: a fresh `MemoryStore` of its own).
+    #[uniffi(default = None)]
+    pub store: Option<Store>,
+    /// A manual clock (`null`: the system clock).
+    #[uniffi(default = None)]
+    pub clock: Option<Arc<ManualClock>>,
+    /// Keys are stored under this prefix (`""`: none).
+    #[uniffi(default = "")]
+    pub prefix: String,
+    /// Read time from Redis instead of this host (`null`: the store's default).
+    #[uniffi(default = None)]
+    pub server_clock: Option<bool>,
+    /// What to answer when the store cannot (`null`: the store's default).
+    #[uniffi(default = None)]
+    pub fail_policy: Option<FailPolicy>,
+    /// Puts every key of this limiter in one Redis Cluster hash slot (`null`: the prefix, or
+    /// `tk`); the fused script needs one slot per request.
+    #[uniffi(default = None)]
+    pub hash_tag: Option<String>,
+}
+
+/// Several dimensions (per IP, per user, per route...) decided atomically together. The
+/// returned decision is the binding dimension's (`MultiDecision.binding`).
+#[derive(uniffi::Object)]
+pub struct MultiLimiter {
+    inner: Arc<throttlekit::MultiLimiter>,
+}
+
+#[uniffi::export(async_runtime = "tokio")]
+impl MultiLimiter {
+    /// A multi limiter combining `dimensions` by `rule`.
+    #[uniffi::constructor]
+    pub fn new(rule: Rule, dimensions: Vec<Dimension>, options: MultiLimiterOptions) -> Result<Arc<Self>> {
+        let mut dims = Vec::with_capacity(dimensions.len());
+        for d in dimensions {
+            let m = u64::try_from(d.cost_multiplier)
+                .map_err(|_| ThrottleKitError::config("cost_multiplier", "must be a positive integer"))?;
+            dims.push(throttlekit::Dimension::new(d.name, d.strategy.inner.clone()).cost_multiplier(m));
+        }
+        let store = Resolved::from_option(options.store.as_ref());
+        let (server_clock, fail_policy) = store.settings(options.server_clock, options.fail_policy);
+        let mut inner = throttlekit::MultiLimiter::new(rule.into(), dims)?
+            .with_store(store.store)
+            .with_clock(clock::from_option(options.clock.as_ref()))
+            .with_server_clock(server_clock)
+            .with_prefix(options.prefix);
+        if let Some(policy) = fail_policy {
+            inner = inner.with_fail_policy(policy);
+        }
+        if let Some(tag) = options.hash_tag {
+            inner = inner.with_hash_tag(tag)?;
+        }
+        Ok(Arc::new(MultiLimiter { inner: Arc::new(inner) }))
+    }
+
+    /// Checks one request: `keys` holds one key per dimension, in declaration order; blocks.
+    #[uniffi::method(default(cost = 1))]
+    pub fn check_blocking(&self, keys: Vec<String>, cost: i64) -> Result<MultiDecision> {
+        let cost = crate::convert::cost(cost)?;
+        Ok(self.inner.check_sync(&refs(&keys), cost)?.into())
+    }
+
+    /// Checks one request (on Redis: one fused script call).
+    #[uniffi::method(default(cost = 1))]
+    pub async fn check(&self, keys: Vec<String>, cost: i64) -> Result<MultiDecision> {
+        let cost = crate::convert::cost(cost)?;
+        Ok(self.inner.check(&refs(&keys), cost).await?.into())
+    }
+
+    /// Forgets every dimension's state for `keys`; blocks.
+    pub fn reset_blocking(&self, keys: Vec<String>) -> Result<()> {
+        Ok(self.inner.reset_sync(&refs(&keys))?)
+    }
+
+    /// Forgets every dimension's state for `keys`.
+    pub async fn reset(&self, keys: Vec<String>) -> Result<()> {
+        Ok(self.inner.reset(&refs(&keys)).await?)
+    }
+
+    /// The rule.
+    pub fn rule(&self) -> Rule {
+        match self.inner.rule() {
+            throttlekit::Rule::All => Rule::All,
+            throttlekit::Rule::Any => Rule::Any,
+        }
+    }
+
+    /// The dimensions' names, in declaration order.
+    pub fn dimension_names(&self) -> Vec<String> {
+        self.inner.dimensions().iter().map(|d| d.name.clone()).collect()
+    }
+}

@@ -1,0 +1,71 @@
+//! What calls return: `Decision`, `Reservation` and `MultiDecision`, as uniffi records (Kotlin
+//! data classes, Ruby structs), copied from core's structs field by field; nothing is computed.
+
+/// The result of one check. A denied request is a `Decision` with `allowed == false`, not an
+/// error.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, uniffi::Record)]
+pub struct Decision {
+    /// Whether the request was admitted (and, for a check, consumed).
+    pub allowed: bool,
+    /// The effective ceiling: GCRA's burst, a token bucket's capacity, a window's limit.
+    pub limit: i64,
+    /// Whole units still admissible; never negative.
+    pub remaining: i64,
+    /// Epoch milliseconds at which the limit is fully replenished.
+    pub reset_at: i64,
+    /// 0 when allowed; otherwise at least 1: how long until the same request could succeed.
+    pub retry_after_ms: i64,
+    /// True when the store was unavailable and the fail policy decided without any state.
+    pub fallback: bool,
+}
+
+impl From<throttlekit::Decision> for Decision {
+    fn from(d: throttlekit::Decision) -> Self {
+        Decision {
+            allowed: d.allowed,
+            limit: d.limit,
+            remaining: d.remaining,
+            reset_at: d.reset_at,
+            retry_after_ms: d.retry_after_ms,
+            fallback: d.fallback,
+        }
+    }
+}
+
+/// A shaper's answer: a departure slot and how long to wait for it, or a refusal.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, uniffi::Record)]
+pub struct Reservation {
+    /// Whether the request got a departure slot.
+    pub accepted: bool,
+    /// Accepted: how long to wait before departing, ms. Refused: by how much the queue is too
+    /// long.
+    pub delay_ms: i64,
+}
+
+impl From<throttlekit::Reservation> for Reservation {
+    fn from(r: throttlekit::Reservation) -> Self {
+        Reservation { accepted: r.accepted, delay_ms: r.delay_ms }
+    }
+}
+
+/// A multi limiter's answer: the binding dimension's decision and name, and every dimension's
+/// own decision in declaration order.
+#[derive(Clone, Debug, PartialEq, Eq, uniffi::Record)]
+pub struct MultiDecision {
+    /// The binding dimension's decision (the one to report to the caller).
+    pub decision: Decision,
+    /// The binding dimension's name.
+    pub binding: String,
+    /// Every dimension's decision, in declaration order.
+    pub dimensions: Vec<Decision>,
+}
+
+impl From<throttlekit::MultiDecision> for MultiDecision {
+    fn from(m: throttlekit::MultiDecision) -> Self {
+        MultiDecision {
+            decision: m.decision.into(),
+            binding: m.binding,
+            dimensions: m.dimensions.into_iter().map(Decision::from).collect(),
+        }
+    }
+}

@@ -1,0 +1,190 @@
+//! Stores: `MemoryStore` (in process) and `RedisStore` (atomic across a fleet), and `Store`,
+//! the one argument type that names either.
+//!
+//! A store object is shared by every limiter, multi limiter and shaper it is handed to (keys are
+//! namespaced by their prefixes). `RedisStore` also carries the per-deployment defaults that
+//! belong with the connection — whether to read time from the Redis server and what to answer
+//! when Redis is unreachable — which a limiter may override.
+
+use std::sync::Arc;
+
+use throttlekit::redis::RedisOptions;
+
+use crate::error::Result;
+
+/// What a limiter answers when its store cannot (connection refused, timeout).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, uniffi::Enum)]
+pub enum FailPolicy {
+    /// Deny, with `fallback = true` on the decision (the default for quotas).
+    FailClosed,
+    /// Allow, with `fallback = true` on the decision (availability over accuracy).
+    FailOpen,
+    /// Fail with `store_unavailable` (the default for other strategies).
+    Raise,
+}
+
+impl From<FailPolicy> for throttlekit::FailPolicy {
+    fn from(p: FailPolicy) -> Self {
+        match p {
+            FailPolicy::FailClosed => throttlekit::FailPolicy::FailClosed,
+            FailPolicy::FailOpen => throttlekit::FailPolicy::FailOpen,
+            FailPolicy::Raise => throttlekit::FailPolicy::Raise,
+        }
+    }
+}
+
+impl From<throttlekit::FailPolicy> for FailPolicy {
+    fn from(p: throttlekit::FailPolicy) -> Self {
+        match p {
+            throttlekit::FailPolicy::FailClosed => FailPolicy::FailClosed,
+            throttlekit::FailPolicy::FailOpen => FailPolicy::FailOpen,
+            throttlekit::FailPolicy::Raise => FailPolicy::Raise,
+        }
+    }
+}
+
+/// An in-process store: sharded, expiring on the limiter's clock, optionally bounded.
+#[derive(uniffi::Object)]
+pub struct MemoryStore {
+    inner: Arc<throttlekit::MemoryStore>,
+}
+
+#[uniffi::export]
+impl MemoryStore {
+    /// An unbounded store (`max_keys` null), or one holding about `max_keys` keys at most
+    /// (least recently used keys are evicted beyond that; `max_keys` >= 1).
+    #[uniffi::constructor]
+    pub fn new(max_keys: Option<i64>) -> Result<Arc<Self>> {
+        let inner = match max_keys {
+            None => throttlekit::MemoryStore::new(),
+            Some(n) => {
+                let n = usize::try_from(n).map_err(|_| crate::ThrottleKitError::config("max_keys", "must be >= 1"))?;
+                throttlekit::MemoryStore::with_max_keys(n)?
+            }
+        };
+        Ok(Arc::new(MemoryStore { inner: Arc::new(inner) }))
+    }
+
+    /// The number of keys held (expired keys not yet swept included). A `Long`, not an
+    /// unsigned type, so Java can call it.
+    pub fn len(&self) -> i64 {
+        i64::try_from(self.inner.len()).unwrap_or(i64::MAX)
+    }
+
+    /// Whether it holds no key.
+    pub fn is_empty(&self) -> bool {
+        self.inner.is_empty()
+    }
+}
+
+/// How to reach Redis and the defaults limiters on this store take.
+#[derive(Clone, Debug, uniffi::Record)]
+pub struct RedisStoreOptions {
+    /// Longest wait for any one call (connecting included), ms; past it the call fails with
+    /// `store_unavailable` and is never retried (it may have counted). `null`: 1000.
+    #[uniffi(default = None)]
+    pub timeout_ms: Option<i64>,
+    /// Limiters read time from Redis (`TIME`) instead of this host.
+    #[uniffi(default = false)]
+    pub server_clock: bool,
+    /// What limiters answer when Redis is unreachable (`null`: fail-closed for quotas, raise
+    /// otherwise).
+    #[uniffi(default = None)]
+    pub fail_policy: Option<FailPolicy>,
+    /// Expire keys on the callers' clock instead of Redis's (conformance replays and tests
+    /// only: it serialises every call).
+    #[uniffi(default = false)]
+    pub deterministic_replay: bool,
+}
+
+/// A Redis store: every decision is one atomic script call on the server, so a fleet of
+/// processes shares each limit exactly.
+#[derive(uniffi::Object)]
+pub struct RedisStore {
+    inner: Arc<throttlekit::redis::RedisStore>,
+    server_clock: bool,
+    fail_policy: Option<throttlekit::FailPolicy>,
+}
+
+#[uniffi::export(async_runtime = "tokio")]
+impl RedisStore {
+    /// Connects to `url` (`redis://host:port/db`), blocking until connected or
+    /// `store_unavailable`.
+    #[uniffi::constructor]
+    pub fn connect(url: String, options: RedisStoreOptions) -> Result<Arc<Self>> {
+        let mut core = RedisOptions { url, ..RedisOptions::default() };
+        if let Some(t) = options.timeout_ms {
+            core.timeout_ms =
+                u64::try_from(t).map_err(|_| crate::ThrottleKitError::config("timeout_ms", "must be >= 0"))?;
+        }
+        core.deterministic_replay = options.deterministic_replay;
+        let store = throttlekit::redis::RedisStore::connect_blocking(core)?;
+        Ok(Arc::new(RedisStore {
+            inner: Arc::new(store),
+            server_clock: options.server_clock,
+            fail_policy: options.fail_policy.map(Into::into),
+        }))
+    }
+
+    /// Closes the connections, blocking. Later calls fail with `store_unavailable`. (Not
+    /// `close`: Kotlin objects are `AutoCloseable`, whose `close()` frees the handle.)
+    pub fn disconnect_blocking(&self) -> Result<()> {
+        // Core's close is async only; a private current-thread runtime drives it (the store's
+        // own runtime must not be blocked on from outside).
+        let runtime =
+            tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(throttlekit::Error::store)?;
+        Ok(runtime.block_on(throttlekit::Store::close(&*self.inner))?)
+    }
+
+    /// Closes the connections. Later calls fail with `store_unavailable`.
+    pub async fn disconnect(&self) -> Result<()> {
+        Ok(throttlekit::Store::close(&*self.inner).await?)
+    }
+}
+
+/// Which store a limiter, multi limiter or shaper uses.
+#[derive(uniffi::Enum)]
+pub enum Store {
+    /// An in-process store.
+    Memory { store: Arc<MemoryStore> },
+    /// A Redis store (its `server_clock` and `fail_policy` are the limiter's defaults).
+    Redis { store: Arc<RedisStore> },
+}
+
+/// A store as core takes it, with the defaults it carries.
+pub struct Resolved {
+    /// The store itself.
+    pub store: Arc<dyn throttlekit::Store>,
+    /// The store's default for `server_clock`.
+    pub server_clock: bool,
+    /// The store's default fail policy, if it sets one.
+    pub fail_policy: Option<throttlekit::FailPolicy>,
+}
+
+impl Resolved {
+    /// The `store` option: the named store, or a fresh memory store when `null`.
+    pub fn from_option(store: Option<&Store>) -> Resolved {
+        match store {
+            None => {
+                Resolved { store: Arc::new(throttlekit::MemoryStore::new()), server_clock: false, fail_policy: None }
+            }
+            Some(Store::Memory { store }) => {
+                Resolved { store: store.inner.clone(), server_clock: false, fail_policy: None }
+            }
+            Some(Store::Redis { store }) => Resolved {
+                store: store.inner.clone(),
+                server_clock: store.server_clock,
+                fail_policy: store.fail_policy,
+            },
+        }
+    }
+
+    /// Applies a limiter's overrides to the store's defaults.
+    pub fn settings(
+        &self,
+        server_clock: Option<bool>,
+        fail_policy: Option<FailPolicy>,
+    ) -> (bool, Option<throttlekit::FailPolicy>) {
+        (server_clock.unwrap_or(self.server_clock), fail_policy.map(Into::into).or(self.fail_policy))
+    }
+}
