@@ -77,9 +77,30 @@ impl MemoryStore {
     }
 }
 
-/// How to reach Redis and the defaults limiters on this store take.
+/// How to reach Redis and the defaults limiters on this store take. The connection options are
+/// core's `RedisOptions` under the same names (`docs/redis.md`); core validates them.
 #[derive(Clone, Debug, uniffi::Record)]
 pub struct RedisStoreOptions {
+    /// `"standalone"` (one node), `"cluster"` (the URLs are seed nodes) or `"sentinel"` (the
+    /// URLs are sentinels; set `service_name`). `null`: standalone.
+    #[uniffi(default = None)]
+    pub mode: Option<String>,
+    /// The Sentinel service whose master to use (sentinel mode only).
+    #[uniffi(default = None)]
+    pub service_name: Option<String>,
+    /// A PEM file of CAs to trust for `rediss://` instead of the system roots.
+    #[uniffi(default = None)]
+    pub tls_ca_file: Option<String>,
+    /// A PEM client certificate for mutual TLS (with `tls_key_file`).
+    #[uniffi(default = None)]
+    pub tls_cert_file: Option<String>,
+    /// The PEM private key of `tls_cert_file`.
+    #[uniffi(default = None)]
+    pub tls_key_file: Option<String>,
+    /// `"auto"` (Redis Functions where the server allows them, else scripts), `"functions"` or
+    /// `"eval"`. `null`: auto.
+    #[uniffi(default = None)]
+    pub scripting: Option<String>,
     /// Longest wait for any one call (connecting included), ms; past it the call fails with
     /// `store_unavailable` and is never retried (it may have counted). `null`: 1000.
     #[uniffi(default = None)]
@@ -108,11 +129,22 @@ pub struct RedisStore {
 
 #[uniffi::export(async_runtime = "tokio")]
 impl RedisStore {
-    /// Connects to `url` (`redis://host:port/db`), blocking until connected or
-    /// `store_unavailable`.
+    /// Connects to `urls` (`redis://host:port/db`, `rediss://…`, `redis://user:password@host`;
+    /// several comma-separated for a cluster's seed nodes or a list of sentinels), blocking until
+    /// connected or `store_unavailable`.
     #[uniffi::constructor]
-    pub fn connect(url: String, options: RedisStoreOptions) -> Result<Arc<Self>> {
-        let mut core = RedisOptions { url, ..RedisOptions::default() };
+    pub fn connect(urls: String, options: RedisStoreOptions) -> Result<Arc<Self>> {
+        let mut core = RedisOptions::from_urls(&urls);
+        if let Some(mode) = &options.mode {
+            core.mode = throttlekit::redis::RedisMode::parse(mode)?;
+        }
+        if let Some(scripting) = &options.scripting {
+            core.scripting = throttlekit::redis::Scripting::parse(scripting)?;
+        }
+        core.service_name = options.service_name.clone();
+        core.tls_ca_file = options.tls_ca_file.clone().map(Into::into);
+        core.tls_cert_file = options.tls_cert_file.clone().map(Into::into);
+        core.tls_key_file = options.tls_key_file.clone().map(Into::into);
         if let Some(t) = options.timeout_ms {
             core.timeout_ms =
                 u64::try_from(t).map_err(|_| crate::ThrottleKitError::config("timeout_ms", "must be >= 0"))?;

@@ -114,6 +114,13 @@ private fun badInputs() {
         expectCode("store_unavailable") { RedisStore.connect("redis://127.0.0.1:$port", RedisStoreOptions(timeoutMs = 300)) }
         expectCode("config_invalid") { RedisStore.connect("redis://127.0.0.1:1", RedisStoreOptions(timeoutMs = -1)) }
     }
+    test("core's connection options are checked by core: bad mode, scripting, sentinel without a service") {
+        val url = "redis://127.0.0.1:1"
+        expectCode("config_invalid") { RedisStore.connect(url, RedisStoreOptions(mode = "ring")) }
+        expectCode("config_invalid") { RedisStore.connect(url, RedisStoreOptions(scripting = "lua")) }
+        expectCode("config_invalid") { RedisStore.connect(url, RedisStoreOptions(mode = "sentinel")) }
+        expectCode("config_invalid") { RedisStore.connect(url, RedisStoreOptions(tlsCertFile = "/nonexistent.pem")) }
+    }
 }
 
 private fun behaviour() {

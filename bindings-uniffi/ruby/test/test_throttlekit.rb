@@ -96,6 +96,11 @@ test "a Redis URL nobody serves is store_unavailable" do
   end
 end
 
+test "core's connection options are checked by core: bad mode, scripting" do
+  expect_code("config_invalid") { TK::RedisStore.connect("redis://127.0.0.1:1", TK::RedisStoreOptions.new(mode: "ring")) }
+  expect_code("config_invalid") { TK::RedisStore.connect("redis://127.0.0.1:1", TK::RedisStoreOptions.new(scripting: "lua")) }
+end
+
 test "blocking and async checks decide the same; retry_after_ms on denial" do
   clock = TK::ManualClock.new(1_000)
   l = TK::Limiter.new(TK::Strategy.fixed_window(3, 1_000), TK::LimiterOptions.new(clock: clock, prefix: "api"))

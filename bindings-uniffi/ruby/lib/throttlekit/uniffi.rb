@@ -332,6 +332,12 @@ private_constant :UniffiHandleMap
   # The Record type RedisStoreOptions.
 
   def self.check_lower_TypeRedisStoreOptions(v)
+    RustBuffer.check_lower_Optionalstring(v.mode)
+    RustBuffer.check_lower_Optionalstring(v.service_name)
+    RustBuffer.check_lower_Optionalstring(v.tls_ca_file)
+    RustBuffer.check_lower_Optionalstring(v.tls_cert_file)
+    RustBuffer.check_lower_Optionalstring(v.tls_key_file)
+    RustBuffer.check_lower_Optionalstring(v.scripting)
     RustBuffer.check_lower_Optionali64(v.timeout_ms)
     
     RustBuffer.check_lower_OptionalTypeFailPolicy(v.fail_policy)
@@ -845,6 +851,12 @@ class RustBufferStream
 
   def read_TypeRedisStoreOptions
     RedisStoreOptions.new(
+      mode: read_Optionalstring,
+      service_name: read_Optionalstring,
+      tls_ca_file: read_Optionalstring,
+      tls_cert_file: read_Optionalstring,
+      tls_key_file: read_Optionalstring,
+      scripting: read_Optionalstring,
       timeout_ms: read_Optionali64,
       server_clock: read_bool,
       fail_policy: read_OptionalTypeFailPolicy,
@@ -1287,6 +1299,12 @@ class RustBufferBuilder
   # The Record type RedisStoreOptions.
 
   def write_TypeRedisStoreOptions(v)
+    self.write_Optionalstring(v.mode)
+    self.write_Optionalstring(v.service_name)
+    self.write_Optionalstring(v.tls_ca_file)
+    self.write_Optionalstring(v.tls_cert_file)
+    self.write_Optionalstring(v.tls_key_file)
+    self.write_Optionalstring(v.scripting)
     self.write_Optionali64(v.timeout_ms)
     self.write_bool(v.server_clock)
     self.write_OptionalTypeFailPolicy(v.fail_policy)
@@ -2992,9 +3010,15 @@ end
   
   # Record type RedisStoreOptions
 class RedisStoreOptions
-  attr_reader :timeout_ms, :server_clock, :fail_policy, :deterministic_replay
+  attr_reader :mode, :service_name, :tls_ca_file, :tls_cert_file, :tls_key_file, :scripting, :timeout_ms, :server_clock, :fail_policy, :deterministic_replay
 
-  def initialize(timeout_ms: nil, server_clock: false, fail_policy: nil, deterministic_replay: false)
+  def initialize(mode: nil, service_name: nil, tls_ca_file: nil, tls_cert_file: nil, tls_key_file: nil, scripting: nil, timeout_ms: nil, server_clock: false, fail_policy: nil, deterministic_replay: false)
+    @mode = mode
+    @service_name = service_name
+    @tls_ca_file = tls_ca_file
+    @tls_cert_file = tls_cert_file
+    @tls_key_file = tls_key_file
+    @scripting = scripting
     @timeout_ms = timeout_ms
     @server_clock = server_clock
     @fail_policy = fail_policy
@@ -3002,6 +3026,24 @@ class RedisStoreOptions
   end
 
   def ==(other)
+    if @mode != other.mode
+      return false
+    end
+    if @service_name != other.service_name
+      return false
+    end
+    if @tls_ca_file != other.tls_ca_file
+      return false
+    end
+    if @tls_cert_file != other.tls_cert_file
+      return false
+    end
+    if @tls_key_file != other.tls_key_file
+      return false
+    end
+    if @scripting != other.scripting
+      return false
+    end
     if @timeout_ms != other.timeout_ms
       return false
     end
@@ -3689,15 +3731,15 @@ end
   end
 
   
-  def self.connect(url, options)
-        url = ::Throttlekit::uniffi_utf8(url)
+  def self.connect(urls, options)
+        urls = ::Throttlekit::uniffi_utf8(urls)
         
         options = options
         RustBuffer.check_lower_TypeRedisStoreOptions(options)
     # Call the (fallible) function before creating any half-baked object instances.
     # Lightly yucky way to bypass the usual "initialize" logic
     # and just create a new instance with the required handle.
-    return uniffi_allocate(::Throttlekit.rust_call_with_error(ThrottleKitError,:uniffi_throttlekit_uniffi_fn_constructor_redisstore_connect,RustBuffer.alloc_from_string(url),RustBuffer.alloc_from_TypeRedisStoreOptions(options)))
+    return uniffi_allocate(::Throttlekit.rust_call_with_error(ThrottleKitError,:uniffi_throttlekit_uniffi_fn_constructor_redisstore_connect,RustBuffer.alloc_from_string(urls),RustBuffer.alloc_from_TypeRedisStoreOptions(options)))
   end
   
 

@@ -908,7 +908,7 @@ internal object UniffiLib {
     ): Long
     external fun uniffi_throttlekit_uniffi_fn_free_redisstore(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Unit
-    external fun uniffi_throttlekit_uniffi_fn_constructor_redisstore_connect(`url`: RustBuffer.ByValue,`options`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    external fun uniffi_throttlekit_uniffi_fn_constructor_redisstore_connect(`urls`: RustBuffer.ByValue,`options`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): Long
     external fun uniffi_throttlekit_uniffi_fn_method_redisstore_disconnect(`ptr`: Long,
     ): Long
@@ -1203,7 +1203,7 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_throttlekit_uniffi_checksum_constructor_memorystore_new() and 0xFFFF) != 29134) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_throttlekit_uniffi_checksum_constructor_redisstore_connect() and 0xFFFF) != 59730) {
+    if ((lib.uniffi_throttlekit_uniffi_checksum_constructor_redisstore_connect() and 0xFFFF) != 19546) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_throttlekit_uniffi_checksum_constructor_strategy_fixed_window() and 0xFFFF) != 44805) {
@@ -3463,16 +3463,17 @@ open class RedisStore: Disposable, AutoCloseable, RedisStoreInterface
     companion object {
         
     /**
-     * Connects to `url` (`redis://host:port/db`), blocking until connected or
-     * `store_unavailable`.
+     * Connects to `urls` (`redis://host:port/db`, `rediss://…`, `redis://user:password@host`;
+     * several comma-separated for a cluster's seed nodes or a list of sentinels), blocking until
+     * connected or `store_unavailable`.
      */
-    @Throws(ThrottleKitException::class) fun `connect`(`url`: kotlin.String, `options`: RedisStoreOptions): RedisStore {
+    @Throws(ThrottleKitException::class) fun `connect`(`urls`: kotlin.String, `options`: RedisStoreOptions): RedisStore {
             return FfiConverterTypeRedisStore.lift(
     uniffiRustCallWithError(ThrottleKitException) { _status ->
     UniffiLib.uniffi_throttlekit_uniffi_fn_constructor_redisstore_connect(
     
         
-        FfiConverterString.lower(`url`),
+        FfiConverterString.lower(`urls`),
         FfiConverterTypeRedisStoreOptions.lower(`options`),_status)
 }
     )
@@ -4804,9 +4805,42 @@ public object FfiConverterTypeMultiLimiterOptions: FfiConverterRustBuffer<MultiL
 
 
 /**
- * How to reach Redis and the defaults limiters on this store take.
+ * How to reach Redis and the defaults limiters on this store take. The connection options are
+ * core's `RedisOptions` under the same names (`docs/redis.md`); core validates them.
  */
 data class RedisStoreOptions (
+    /**
+     * `"standalone"` (one node), `"cluster"` (the URLs are seed nodes) or `"sentinel"` (the
+     * URLs are sentinels; set `service_name`). `null`: standalone.
+     */
+    var `mode`: kotlin.String? = null 
+    , 
+    /**
+     * The Sentinel service whose master to use (sentinel mode only).
+     */
+    var `serviceName`: kotlin.String? = null 
+    , 
+    /**
+     * A PEM file of CAs to trust for `rediss://` instead of the system roots.
+     */
+    var `tlsCaFile`: kotlin.String? = null 
+    , 
+    /**
+     * A PEM client certificate for mutual TLS (with `tls_key_file`).
+     */
+    var `tlsCertFile`: kotlin.String? = null 
+    , 
+    /**
+     * The PEM private key of `tls_cert_file`.
+     */
+    var `tlsKeyFile`: kotlin.String? = null 
+    , 
+    /**
+     * `"auto"` (Redis Functions where the server allows them, else scripts), `"functions"` or
+     * `"eval"`. `null`: auto.
+     */
+    var `scripting`: kotlin.String? = null 
+    , 
     /**
      * Longest wait for any one call (connecting included), ms; past it the call fails with
      * `store_unavailable` and is never retried (it may have counted). `null`: 1000.
@@ -4845,6 +4879,12 @@ data class RedisStoreOptions (
 public object FfiConverterTypeRedisStoreOptions: FfiConverterRustBuffer<RedisStoreOptions> {
     override fun read(buf: ByteBuffer): RedisStoreOptions {
         return RedisStoreOptions(
+            FfiConverterOptionalString.read(buf),
+            FfiConverterOptionalString.read(buf),
+            FfiConverterOptionalString.read(buf),
+            FfiConverterOptionalString.read(buf),
+            FfiConverterOptionalString.read(buf),
+            FfiConverterOptionalString.read(buf),
             FfiConverterOptionalLong.read(buf),
             FfiConverterBoolean.read(buf),
             FfiConverterOptionalTypeFailPolicy.read(buf),
@@ -4853,6 +4893,12 @@ public object FfiConverterTypeRedisStoreOptions: FfiConverterRustBuffer<RedisSto
     }
 
     override fun allocationSize(value: RedisStoreOptions) = (
+            FfiConverterOptionalString.allocationSize(value.`mode`) +
+            FfiConverterOptionalString.allocationSize(value.`serviceName`) +
+            FfiConverterOptionalString.allocationSize(value.`tlsCaFile`) +
+            FfiConverterOptionalString.allocationSize(value.`tlsCertFile`) +
+            FfiConverterOptionalString.allocationSize(value.`tlsKeyFile`) +
+            FfiConverterOptionalString.allocationSize(value.`scripting`) +
             FfiConverterOptionalLong.allocationSize(value.`timeoutMs`) +
             FfiConverterBoolean.allocationSize(value.`serverClock`) +
             FfiConverterOptionalTypeFailPolicy.allocationSize(value.`failPolicy`) +
@@ -4860,6 +4906,12 @@ public object FfiConverterTypeRedisStoreOptions: FfiConverterRustBuffer<RedisSto
     )
 
     override fun write(value: RedisStoreOptions, buf: ByteBuffer) {
+            FfiConverterOptionalString.write(value.`mode`, buf)
+            FfiConverterOptionalString.write(value.`serviceName`, buf)
+            FfiConverterOptionalString.write(value.`tlsCaFile`, buf)
+            FfiConverterOptionalString.write(value.`tlsCertFile`, buf)
+            FfiConverterOptionalString.write(value.`tlsKeyFile`, buf)
+            FfiConverterOptionalString.write(value.`scripting`, buf)
             FfiConverterOptionalLong.write(value.`timeoutMs`, buf)
             FfiConverterBoolean.write(value.`serverClock`, buf)
             FfiConverterOptionalTypeFailPolicy.write(value.`failPolicy`, buf)
