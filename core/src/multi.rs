@@ -159,6 +159,11 @@ impl MultiLimiter {
         self
     }
 
+    /// The clock its calls read (a caller that needs the decision's instant reads it too).
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.clock
+    }
+
     /// Uses `clock`.
     pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> MultiLimiter {
         self.clock = clock;
