@@ -6,7 +6,8 @@
 #   3. `make install PREFIX=$tmp`, then builds everything below ONLY from the installed header,
 #      .so and throttlekit.pc (pkg-config), as a downstream user would
 #   4. C unit tests under valgrind (no leaks, no errors), on memory and on a disposable Redis
-#   5. tk-conformance on every conformance-vectors/*.json, memory and Redis
+#   5. tk-conformance on every conformance-vectors/*.json, memory and Redis, and on the HTTP
+#      vectors (conformance-vectors/http/*.json, no store)
 #   6. go test (vectors on both stores, Example, unit tests)
 # Environment: CARGO_TARGET_DIR (default $ROOT/target), PROFILE (debug|release, default debug).
 set -euo pipefail
@@ -100,6 +101,14 @@ echo "rust: $RUST"
 for got in "$(tail -1 <<<"$C_MEM")" "$(tail -1 <<<"$C_REDIS")"; do
     [ "$got" = "$RUST" ] || { echo "C runner reported '$got', the Rust CLI '$RUST'" >&2; exit 1; }
 done
+
+step "C conformance runner on the HTTP vectors (under valgrind), against the Rust CLI"
+HTTP_VECTORS=("$ROOT"/conformance-vectors/http/*.json)
+C_HTTP=$("${VALGRIND[@]}" "$WORK/tk-conformance" "${HTTP_VECTORS[@]}" | tail -20)
+echo "$C_HTTP"
+RUST_HTTP=$(cd "$ROOT" && cargo run -q -p throttlekit --bin throttlekit -- conformance "${HTTP_VECTORS[@]}" | tail -1)
+[ "$(tail -1 <<<"$C_HTTP")" = "$RUST_HTTP" ] \
+    || { echo "C runner reported '$(tail -1 <<<"$C_HTTP")' on the HTTP vectors, the Rust CLI '$RUST_HTTP'" >&2; exit 1; }
 
 step "go test (vectors on memory and Redis, Example, unit tests)"
 GO_OUT=$(cd "$HERE/go" && CGO_LDFLAGS="-Wl,-rpath,$LIBDIR" TK_REDIS_URL="$URL_GO" go test -count=1 -v ./... 2>&1) \

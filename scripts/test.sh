@@ -31,6 +31,8 @@ scripts/install-deps.sh || { echo "could not install system packages"; exit 1; }
 suite "core" cargo test -p throttlekit --locked
 suite "vectors (CLI, memory)" bash -c 'cargo run -q -p throttlekit --locked -- conformance conformance-vectors/*.json | tail -n 4'
 suite "http vectors (CLI)" bash -c 'set -o pipefail; cargo run -q -p throttlekit --locked -- conformance conformance-vectors/http/*.json | tail -n 2'
+suite "tower layer" cargo test -p throttlekit-tower --locked
+suite "http black-box (rust-axum)" tests/http-blackbox.sh rust-axum
 suite "redis" tests/redis.sh
 suite "python" bindings-python/test.sh
 suite "node" bindings-node/test.sh

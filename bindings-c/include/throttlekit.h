@@ -402,6 +402,36 @@ tk_result tk_clock_advance(const tk_clock *clock, int64_t ms, int64_t *out_now);
 void tk_clock_free(tk_clock *clock);
 
 /**
+ * The response header lines for a request's limiting decision(s), as a JSON array of
+ * `[name, value]` pairs, e.g. `[["RateLimit-Policy","\"default\";q=5;w=60"],["RateLimit",
+ * "\"default\";r=4;t=12"]]`. `request_json` is
+ * `{"options": {"family", "policyName", "partitionKeySecret"}, "nowMs": N, "limits":
+ * [{"name"?, "key"?, "strategy": spec, "decision": {allowed, limit, remaining, resetAt,
+ * retryAfterMs, fallback?}}]}` with the binding limit first. Bad JSON or values are
+ * `TK_RESULT_CONFIG_INVALID`. The answer is copied into `buf` (truncated to `len - 1` bytes,
+ * NUL-terminated); `*out_n` receives its full length, so `*out_n >= len` means "retry with
+ * `*out_n + 1` bytes". `buf` may be NULL when `len == 0` (to ask for the length).
+ *
+ * # Safety
+ * `request_json` must be a NUL-terminated string; `buf` must be valid for writes of `len`
+ * bytes; `out_n` must be valid for writes.
+ */
+tk_result tk_http_headers(const char *request_json, char *buf, size_t len, size_t *out_n);
+
+/**
+ * The key a request counts against: the socket peer, or the rightmost untrusted hop of the
+ * forwarding header behind trusted proxies, IPv6 grouped by prefix (e.g. `"203.0.113.7"`,
+ * `"2001:db8::/64"`). `request_json` is `{"peer": "10.0.0.1", "headers": [["X-Forwarded-For",
+ * "..."]], "options": {"trustedProxies": [...], "ipv6Prefix": 64, "forwardedHeader":
+ * "x-forwarded-for"}}`. A peer that is not an IP address, bad options or bad JSON are
+ * `TK_RESULT_CONFIG_INVALID`. The key is copied into `buf` as for `tk_http_headers`.
+ *
+ * # Safety
+ * As for `tk_http_headers`.
+ */
+tk_result tk_http_client_key(const char *request_json, char *buf, size_t len, size_t *out_n);
+
+/**
  * Creates a limiter for `strategy` (copied) with `config` (NULL: all defaults).
  *
  * # Safety

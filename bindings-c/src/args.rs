@@ -78,7 +78,7 @@ pub(crate) unsafe fn slice<'a, T>(p: *const T, len: usize, name: &str) -> Result
     Ok(unsafe { std::slice::from_raw_parts(p, len) })
 }
 
-fn null(name: &str) -> tk_result {
+pub(crate) fn null(name: &str) -> tk_result {
     set_last_error(&format!("null_parameter: {name} must not be NULL"));
     tk_result::NullParameter
 }

@@ -20,6 +20,7 @@ mod args;
 pub mod clock;
 mod config;
 pub mod decision;
+pub mod http;
 pub mod limiter;
 pub mod multi;
 mod panic;

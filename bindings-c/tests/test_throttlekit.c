@@ -219,6 +219,43 @@ static void test_last_error_truncates(void) {
     CHECK_OK(tk_last_error_message(NULL, 0, &n)); /* just the length */
 }
 
+static void test_http(void) {
+    current = "http";
+    const char *req = "{\"nowMs\":0,\"limits\":[{\"strategy\":{\"kind\":\"gcra\",\"options\":"
+                      "{\"limit\":5,\"periodMs\":60000}},\"decision\":{\"allowed\":false,\"limit\":5,"
+                      "\"remaining\":0,\"resetAt\":60000,\"retryAfterMs\":12000}}]}";
+    const char *want = "[[\"RateLimit-Policy\",\"\\\"default\\\";q=5;w=60\"],"
+                       "[\"RateLimit\",\"\\\"default\\\";r=0;t=12\"],[\"Retry-After\",\"12\"]]";
+    size_t n = 0;
+    CHECK_OK(tk_http_headers(req, NULL, 0, &n)); /* just the length */
+    CHECK(n == strlen(want));
+    char small[10];
+    CHECK_OK(tk_http_headers(req, small, sizeof small, &n));
+    CHECK(n == strlen(want) && strlen(small) == sizeof small - 1 && strncmp(small, want, sizeof small - 1) == 0);
+    char *buf = malloc(n + 1);
+    CHECK_OK(tk_http_headers(req, buf, n + 1, &n));
+    CHECK(strcmp(buf, want) == 0);
+    free(buf);
+
+    char key[64];
+    CHECK_OK(tk_http_client_key("{\"peer\":\"10.0.0.1\",\"headers\":[[\"X-Forwarded-For\",\"6.6.6.6, 203.0.113.7\"]],"
+                                "\"options\":{\"trustedProxies\":[\"10.0.0.0/8\"]}}",
+                                key, sizeof key, &n));
+    CHECK(strcmp(key, "203.0.113.7") == 0 && n == 11);
+
+    char msg[128];
+    CHECK(tk_http_headers("{\"nowMs\":0,\"limits\":[]}", key, sizeof key, &n) == TK_RESULT_CONFIG_INVALID);
+    last_error(msg, sizeof msg);
+    CHECK(strncmp(msg, "config_invalid", 14) == 0);
+    CHECK(tk_http_client_key("not json", key, sizeof key, &n) == TK_RESULT_CONFIG_INVALID);
+    CHECK(tk_http_client_key("{\"peer\":\"unix:/x\"}", key, sizeof key, &n) == TK_RESULT_CONFIG_INVALID);
+    CHECK(tk_http_headers(NULL, key, sizeof key, &n) == TK_RESULT_NULL_PARAMETER);
+    CHECK(tk_http_headers(req, NULL, 10, &n) == TK_RESULT_NULL_PARAMETER);
+    CHECK(tk_http_headers(req, key, sizeof key, NULL) == TK_RESULT_NULL_PARAMETER);
+    CHECK(tk_http_client_key("{\"peer\":\"\\u00ff\\ud800\"}", key, sizeof key, &n) == TK_RESULT_CONFIG_INVALID);
+    CHECK(tk_http_client_key("\xff", key, sizeof key, &n) == TK_RESULT_INVALID_UTF8);
+}
+
 static void test_shared_store_and_prefixes(void) {
     current = "shared_store_and_prefixes";
     tk_store *store = NULL;
@@ -406,6 +443,7 @@ int main(void) {
     test_bad_input_is_a_result();
     test_null_pointers();
     test_last_error_truncates();
+    test_http();
     test_shared_store_and_prefixes();
     test_multi();
     test_shaper();

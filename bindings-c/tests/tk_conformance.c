@@ -9,7 +9,8 @@
  * each op's `now`. Memory: a fresh store per suite. Redis: one deterministic-replay connection
  * per file, and every key a suite touches is reset before the suite, which is what a fresh
  * store means there. Numbers from JSON go through tk_cost_from_double / tk_now_from_double, so
- * bad costs are refused by the library, not by this program.
+ * bad costs are refused by the library, not by this program. HTTP vectors files
+ * ("format": "throttlekit-http/1") go through tk_http_headers / tk_http_client_key.
  */
 #include <cjson/cJSON.h>
 #include <stdarg.h>
@@ -395,11 +396,87 @@ static char *read_file(const char *path) {
     return buf;
 }
 
+/* Calls tk_http_headers / tk_http_client_key with a buffer that grows until the answer fits.
+ * Returns the result; on success *out is a malloc'd NUL-terminated string. */
+static tk_result http_call(tk_result (*f)(const char *, char *, size_t, size_t *), const char *request, char **out) {
+    size_t len = 256, need = 0;
+    for (;;) {
+        char *buf = malloc(len);
+        tk_result r = f(request, buf, len, &need);
+        if (r != TK_RESULT_OK) {
+            free(buf);
+            return r;
+        }
+        if (need < len) {
+            *out = buf;
+            return r;
+        }
+        free(buf);
+        len = need + 1;
+    }
+}
+
+/* One HTTP case: the request goes to the library as JSON text, the answer is compared exactly. */
+static void run_http_case(const cJSON *c, int headers) {
+    static const char *const case_fields[] = {"id", "comment", "request", "expect", "expectError", NULL};
+    strict(c, "an http case", case_fields);
+    const char *id = opt_string(c, "id", "?");
+    const cJSON *expect = cJSON_GetObjectItemCaseSensitive(c, "expect");
+    const char *want_error = opt_string(c, "expectError", NULL);
+    if (!expect == !want_error) die("http case %s needs exactly one of expect, expectError", id);
+    char *request = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(c, "request"));
+    char *answer = NULL;
+    tk_result r = http_call(headers ? tk_http_headers : tk_http_client_key, request, &answer);
+    int ok;
+    char got[1024];
+    if (r != TK_RESULT_OK) {
+        char msg[512];
+        tk_last_error_message(msg, sizeof msg, NULL);
+        snprintf(got, sizeof got, "error %s (%s)", tk_result_code(r), msg);
+        ok = want_error && strcmp(tk_result_code(r), want_error) == 0;
+    } else if (headers) {
+        cJSON *lines = cJSON_Parse(answer);
+        ok = expect && lines && cJSON_Compare(expect, lines, 1);
+        snprintf(got, sizeof got, "%s", answer);
+        cJSON_Delete(lines);
+    } else {
+        ok = expect && cJSON_IsString(expect) && strcmp(expect->valuestring, answer) == 0;
+        snprintf(got, sizeof got, "\"%s\"", answer);
+    }
+    if (ok) {
+        passed++;
+    } else {
+        failed++;
+        char *want = expect ? cJSON_PrintUnformatted(expect) : NULL;
+        printf("FAIL %s case %s: expected %s, got %s\n", headers ? "header" : "client key", id,
+               want ? want : want_error, got);
+        free(want);
+    }
+    free(answer);
+    free(request);
+}
+
+/* An HTTP vectors file ("format": "throttlekit-http/1"): header lines and client keys. */
+static void run_http_file(const cJSON *root) {
+    static const char *const top_fields[] = {"format", "description", "headerCases", "clientKeyCases", NULL};
+    strict(root, "the http file", top_fields);
+    const cJSON *h = cJSON_GetObjectItemCaseSensitive(root, "headerCases");
+    const cJSON *k = cJSON_GetObjectItemCaseSensitive(root, "clientKeyCases");
+    for (const cJSON *c = h ? h->child : NULL; c; c = c->next) run_http_case(c, 1);
+    for (const cJSON *c = k ? k->child : NULL; c; c = c->next) run_http_case(c, 0);
+}
+
 static void run_file(const char *path, int redis, const char *redis_url) {
     char *text = read_file(path);
     cJSON *root = cJSON_Parse(text);
     free(text);
     if (!root) die("%s is not valid JSON", path);
+    const cJSON *format = cJSON_GetObjectItemCaseSensitive(root, "format");
+    if (cJSON_IsString(format) && strcmp(format->valuestring, "throttlekit-http/1") == 0) {
+        run_http_file(root); /* needs no store */
+        cJSON_Delete(root);
+        return;
+    }
     static const char *const top_fields[] = {"contractVersion", "generatedFrom", "frozen", "decisionFields",
                                              "note", "description", "suites", NULL};
     strict(root, "the file", top_fields);

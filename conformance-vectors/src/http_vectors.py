@@ -261,6 +261,11 @@ headers = [
           options={"policyName": ""}, err="config_invalid"),
     hcase("error/bad-strategy", "The strategy is validated like everywhere else: gcra.limit 0.",
           [lim(gcra(0, 60_000), D(True, 5, 4, N + 12_000, 0))], err="config_invalid"),
+    hcase("error/fractional-decision", "Decision numbers are read as JSON numbers and must be whole: remaining 1.5 "
+          "is refused.", [lim(G5, D(True, 5, 1.5, N + 12_000, 0))], err="config_invalid"),
+    hcase("input/whole-float-accepted", "A whole number written as a float (4.0, as cJSON and JavaScript may print "
+          "it) is the integer 4: the same lines as draft10/gcra-first.",
+          [lim(G5, D(True, 5.0, 4.0, float(N + 12_000), 0.0))], [POLICY5, ("RateLimit", '"default";r=4;t=12')]),
     hcase("error/unknown-option", "Options are parsed strictly.", [lim(G5, D(True, 5, 4, N + 12_000, 0))],
           options={"family": "draft-10", "colour": "red"}, err="config_invalid"),
 ]

@@ -171,3 +171,22 @@ fn forwarded_hops_count_only_behind_a_trusted_proxy() {
     assert_eq!(id.key_for_peer("::ffff:192.0.2.44", &[]).unwrap(), "192.0.2.44");
     assert_eq!(id.key_for_peer("not an ip", &[]).unwrap_err().code().as_str(), "config_invalid");
 }
+
+#[test]
+fn the_problem_body_is_rfc9457_and_names_the_retry_after() {
+    let d = throttlekit::Decision {
+        allowed: false,
+        limit: 5,
+        remaining: 0,
+        reset_at: 0,
+        retry_after_ms: 1,
+        fallback: false,
+    };
+    let body: serde_json::Value = serde_json::from_str(&throttlekit::http::quota_exceeded_body(&d)).unwrap();
+    assert_eq!(body["type"], throttlekit::http::QUOTA_EXCEEDED_TYPE);
+    assert_eq!(body["title"], "Too Many Requests");
+    assert_eq!(body["status"], 429);
+    assert_eq!(body["detail"], "Rate limit exceeded; retry in 1 second.");
+    let body: serde_json::Value = serde_json::from_str(&throttlekit::http::unavailable_body()).unwrap();
+    assert_eq!(body["status"], 503);
+}

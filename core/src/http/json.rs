@@ -28,7 +28,52 @@ pub struct LimitInput {
     /// The limit's strategy.
     pub strategy: StrategySpec,
     /// Its decision.
-    pub decision: Decision,
+    pub decision: DecisionInput,
+}
+
+/// A [`Decision`] as JSON numbers. Like strategy specs, the numbers are read as `f64` (what
+/// JavaScript, cJSON and Lua carry: cJSON prints `9007199254740990.0` for a large integer) and
+/// must then be whole and within `i64`; anything else is `config_invalid`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DecisionInput {
+    /// See [`Decision::allowed`].
+    pub allowed: bool,
+    /// See [`Decision::limit`].
+    pub limit: f64,
+    /// See [`Decision::remaining`].
+    pub remaining: f64,
+    /// See [`Decision::reset_at`].
+    pub reset_at: f64,
+    /// See [`Decision::retry_after_ms`].
+    pub retry_after_ms: f64,
+    /// See [`Decision::fallback`].
+    #[serde(default)]
+    pub fallback: bool,
+}
+
+fn whole(field: &str, v: f64) -> Result<i64> {
+    // 2^63 is exactly representable; every f64 below it converts without saturating. NaN and
+    // the infinities fail the range (and `fract`) test.
+    if v.fract() == 0.0 && (-9_223_372_036_854_775_808.0..9_223_372_036_854_775_808.0).contains(&v) {
+        Ok(v as i64)
+    } else {
+        Err(Error::config(field, "must be a whole number within 64-bit range"))
+    }
+}
+
+impl DecisionInput {
+    /// The decision, or `config_invalid` naming the first number that is not a whole `i64`.
+    pub fn to_decision(&self) -> Result<Decision> {
+        Ok(Decision {
+            allowed: self.allowed,
+            limit: whole("decision.limit", self.limit)?,
+            remaining: whole("decision.remaining", self.remaining)?,
+            reset_at: whole("decision.resetAt", self.reset_at)?,
+            retry_after_ms: whole("decision.retryAfterMs", self.retry_after_ms)?,
+            fallback: self.fallback,
+        })
+    }
 }
 
 /// The input of [`headers_json`].
@@ -69,7 +114,7 @@ impl HeadersRequest {
                     name: l.name.clone(),
                     key: l.key.clone(),
                     policy: l.strategy.build()?.http_policy(),
-                    decision: l.decision,
+                    decision: l.decision.to_decision()?,
                 })
             })
             .collect::<Result<Vec<_>>>()?;

@@ -1,0 +1,98 @@
+//! The HTTP edge (core's `throttlekit::http`) through the C ABI: JSON in, text out.
+//!
+//! Both functions take the JSON request objects of `conformance-vectors/FORMAT.md` ("HTTP
+//! vectors") and copy their answer into the caller's buffer, like [`crate::tk_last_error_message`]:
+//! truncated to `len - 1` bytes and NUL-terminated, with the full length in `*out_n`, so a
+//! caller whose buffer was too small (`*out_n >= len`) retries with `*out_n + 1` bytes.
+
+use std::ffi::c_char;
+
+use throttlekit::http::json::{client_key_json, headers_json};
+
+use crate::args::{string, try_arg};
+use crate::panic::guard;
+use crate::result::{from_error, tk_result};
+
+/// Copies `text` into `buf` (see the module doc).
+///
+/// # Safety
+/// `buf` must be valid for writes of `len` bytes; `out_n` must be valid for writes.
+unsafe fn copy_out(text: &str, buf: *mut c_char, len: usize, out_n: &mut usize) -> tk_result {
+    let bytes = text.as_bytes();
+    if len > 0 {
+        let n = bytes.len().min(len - 1);
+        // SAFETY: the caller guarantees `len` writable bytes at `buf`; n + 1 <= len.
+        unsafe {
+            std::ptr::copy_nonoverlapping(bytes.as_ptr(), buf.cast::<u8>(), n);
+            *buf.add(n) = 0;
+        }
+    }
+    *out_n = bytes.len();
+    tk_result::Ok
+}
+
+/// Shared body of the two exports.
+///
+/// # Safety
+/// As for the exports.
+unsafe fn answer(
+    request_json: *const c_char,
+    buf: *mut c_char,
+    len: usize,
+    out_n: *mut usize,
+    f: fn(&str) -> throttlekit::Result<String>,
+) -> tk_result {
+    guard(|| {
+        let request = try_arg!(unsafe { string(request_json, "request_json") });
+        if buf.is_null() && len > 0 {
+            return crate::args::null("buf");
+        }
+        let n = try_arg!(unsafe { crate::args::out(out_n, "out_n") });
+        match f(request) {
+            Ok(text) => unsafe { copy_out(&text, buf, len, n) },
+            Err(e) => from_error(&e),
+        }
+    })
+}
+
+/// The response header lines for a request's limiting decision(s), as a JSON array of
+/// `[name, value]` pairs, e.g. `[["RateLimit-Policy","\"default\";q=5;w=60"],["RateLimit",
+/// "\"default\";r=4;t=12"]]`. `request_json` is
+/// `{"options": {"family", "policyName", "partitionKeySecret"}, "nowMs": N, "limits":
+/// [{"name"?, "key"?, "strategy": spec, "decision": {allowed, limit, remaining, resetAt,
+/// retryAfterMs, fallback?}}]}` with the binding limit first. Bad JSON or values are
+/// `TK_RESULT_CONFIG_INVALID`. The answer is copied into `buf` (truncated to `len - 1` bytes,
+/// NUL-terminated); `*out_n` receives its full length, so `*out_n >= len` means "retry with
+/// `*out_n + 1` bytes". `buf` may be NULL when `len == 0` (to ask for the length).
+///
+/// # Safety
+/// `request_json` must be a NUL-terminated string; `buf` must be valid for writes of `len`
+/// bytes; `out_n` must be valid for writes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tk_http_headers(
+    request_json: *const c_char,
+    buf: *mut c_char,
+    len: usize,
+    out_n: *mut usize,
+) -> tk_result {
+    unsafe { answer(request_json, buf, len, out_n, headers_json) }
+}
+
+/// The key a request counts against: the socket peer, or the rightmost untrusted hop of the
+/// forwarding header behind trusted proxies, IPv6 grouped by prefix (e.g. `"203.0.113.7"`,
+/// `"2001:db8::/64"`). `request_json` is `{"peer": "10.0.0.1", "headers": [["X-Forwarded-For",
+/// "..."]], "options": {"trustedProxies": [...], "ipv6Prefix": 64, "forwardedHeader":
+/// "x-forwarded-for"}}`. A peer that is not an IP address, bad options or bad JSON are
+/// `TK_RESULT_CONFIG_INVALID`. The key is copied into `buf` as for `tk_http_headers`.
+///
+/// # Safety
+/// As for `tk_http_headers`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tk_http_client_key(
+    request_json: *const c_char,
+    buf: *mut c_char,
+    len: usize,
+    out_n: *mut usize,
+) -> tk_result {
+    unsafe { answer(request_json, buf, len, out_n, client_key_json) }
+}

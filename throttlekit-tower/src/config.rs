@@ -1,0 +1,295 @@
+//! The layer's options, and the one decision path every request takes.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::request::Parts;
+use http::{HeaderValue, Method, Response, StatusCode, header};
+use throttlekit::http::{
+    ClientIdentity, ClientKeyOptions, HeaderOptions, LimitStatus, PROBLEM_CONTENT_TYPE, quota_exceeded_body,
+    rate_limit_headers,
+};
+use throttlekit::store::Now;
+use throttlekit::{Decision, Error, ErrorCode, FailPolicy, Limiter, MultiLimiter, Result};
+
+use crate::peer::peer_addr;
+
+type KeyFn = dyn Fn(&Parts) -> Result<String> + Send + Sync;
+type KeysFn = dyn Fn(&Parts) -> Result<Vec<String>> + Send + Sync;
+type CostFn = dyn Fn(&Parts) -> u64 + Send + Sync;
+type SkipFn = dyn Fn(&Parts) -> bool + Send + Sync;
+type HookFn = dyn Fn(&LimitedEvent) + Send + Sync;
+type DenyFn = dyn Fn(&Decision) -> Response<Bytes> + Send + Sync;
+
+/// What the `on_limited` hook is told about each denied request (in shadow mode too).
+#[derive(Clone, Debug)]
+pub struct LimitedEvent {
+    /// The key the request counted against (the first dimension's for a multi limiter).
+    pub key: String,
+    /// The decision (for a multi limiter, the binding dimension's).
+    pub decision: Decision,
+    /// The binding dimension's name, for a multi limiter.
+    pub binding: Option<String>,
+    /// True when shadow mode let the request through anyway.
+    pub shadow: bool,
+    /// The request's method.
+    pub method: Method,
+    /// The request's path.
+    pub path: String,
+}
+
+#[derive(Clone)]
+pub(crate) enum Limit {
+    Single(Arc<Limiter>),
+    Multi(Arc<MultiLimiter>),
+}
+
+/// Options shared by every clone of the service.
+pub(crate) struct Config {
+    pub(crate) limit: Limit,
+    identity: ClientIdentity,
+    header_options: HeaderOptions,
+    key_fn: Option<Arc<KeyFn>>,
+    keys_fn: Option<Arc<KeysFn>>,
+    cost_fn: Option<Arc<CostFn>>,
+    skip_fn: Option<Arc<SkipFn>>,
+    on_limited: Option<Arc<HookFn>>,
+    deny: Option<Arc<DenyFn>>,
+    fail_policy: FailPolicy,
+    pub(crate) shadow: bool,
+}
+
+/// A tower layer that rate-limits every request through a throttlekit limiter.
+///
+/// Defaults: the key is the client IP from the socket peer (no trusted proxies, IPv6 grouped
+/// by /64), cost 1, nothing skipped, `draft-10` fields with policy name `default`, fail policy
+/// `raise` (a store that cannot answer gives `503` with a problem body), shadow mode off, and
+/// core's RFC 9457 body on a 429.
+#[derive(Clone)]
+pub struct RateLimitLayer {
+    pub(crate) config: Arc<Config>,
+}
+
+impl RateLimitLayer {
+    /// Limits with a single limiter.
+    pub fn new(limiter: impl Into<Arc<Limiter>>) -> RateLimitLayer {
+        RateLimitLayer::with_limit(Limit::Single(limiter.into()))
+    }
+
+    /// Limits with a multi limiter: every dimension gets the request's key, unless
+    /// [`RateLimitLayer::keys_fn`] gives one key per dimension.
+    pub fn multi(limiter: impl Into<Arc<MultiLimiter>>) -> RateLimitLayer {
+        RateLimitLayer::with_limit(Limit::Multi(limiter.into()))
+    }
+
+    fn with_limit(limit: Limit) -> RateLimitLayer {
+        RateLimitLayer {
+            config: Arc::new(Config {
+                limit,
+                identity: ClientIdentity::new(&ClientKeyOptions::default()).expect("the default options are valid"),
+                header_options: HeaderOptions::default(),
+                key_fn: None,
+                keys_fn: None,
+                cost_fn: None,
+                skip_fn: None,
+                on_limited: None,
+                deny: None,
+                fail_policy: FailPolicy::Raise,
+                shadow: false,
+            }),
+        }
+    }
+
+    fn edit(mut self, f: impl FnOnce(&mut Config)) -> RateLimitLayer {
+        // The layer is only shared once it wraps a service, so this never copies in practice.
+        match Arc::get_mut(&mut self.config) {
+            Some(config) => f(config),
+            None => panic!("RateLimitLayer options must be set before the layer is cloned"),
+        }
+        self
+    }
+
+    /// Which proxies' `X-Forwarded-For`/`Forwarded` to believe, and the IPv6 grouping, for the
+    /// default key. Invalid options are `config_invalid`.
+    pub fn client_key_options(self, options: &ClientKeyOptions) -> Result<RateLimitLayer> {
+        let identity = ClientIdentity::new(options)?;
+        Ok(self.edit(|c| c.identity = identity))
+    }
+
+    /// The header family, policy name and partition-key secret. Invalid options are
+    /// `config_invalid`.
+    pub fn header_options(self, options: HeaderOptions) -> Result<RateLimitLayer> {
+        options.validate()?;
+        Ok(self.edit(|c| c.header_options = options))
+    }
+
+    /// Replaces the default key (the client IP). An error fails the request with a 500.
+    pub fn key_fn(self, f: impl Fn(&Parts) -> Result<String> + Send + Sync + 'static) -> RateLimitLayer {
+        self.edit(|c| c.key_fn = Some(Arc::new(f)))
+    }
+
+    /// For a multi limiter: one key per dimension, in declaration order.
+    pub fn keys_fn(self, f: impl Fn(&Parts) -> Result<Vec<String>> + Send + Sync + 'static) -> RateLimitLayer {
+        self.edit(|c| c.keys_fn = Some(Arc::new(f)))
+    }
+
+    /// The cost of a request (default 1).
+    pub fn cost_fn(self, f: impl Fn(&Parts) -> u64 + Send + Sync + 'static) -> RateLimitLayer {
+        self.edit(|c| c.cost_fn = Some(Arc::new(f)))
+    }
+
+    /// Requests for which this returns true are neither counted nor given headers.
+    pub fn skip(self, f: impl Fn(&Parts) -> bool + Send + Sync + 'static) -> RateLimitLayer {
+        self.edit(|c| c.skip_fn = Some(Arc::new(f)))
+    }
+
+    /// What to do when the limiter's store cannot answer: `FailOpen` forwards the request
+    /// (no rate-limit fields), `FailClosed` denies it (429, `Retry-After: 1`), `Raise` (the
+    /// default) answers 503 with a `temporary-reduced-capacity` problem body.
+    pub fn fail_policy(self, policy: FailPolicy) -> RateLimitLayer {
+        self.edit(|c| c.fail_policy = policy)
+    }
+
+    /// Shadow mode: decide, send the fields, call the hook, but never block.
+    pub fn shadow(self, on: bool) -> RateLimitLayer {
+        self.edit(|c| c.shadow = on)
+    }
+
+    /// Called for every denied request (also in shadow mode, with `shadow: true`).
+    pub fn on_limited(self, f: impl Fn(&LimitedEvent) + Send + Sync + 'static) -> RateLimitLayer {
+        self.edit(|c| c.on_limited = Some(Arc::new(f)))
+    }
+
+    /// Replaces the 429 response (status, headers, body); the rate-limit fields are added to it.
+    pub fn deny_response(self, f: impl Fn(&Decision) -> Response<Bytes> + Send + Sync + 'static) -> RateLimitLayer {
+        self.edit(|c| c.deny = Some(Arc::new(f)))
+    }
+}
+
+/// What the layer decided for one request.
+pub(crate) enum Verdict {
+    /// Forward the request and add these header lines to the response.
+    Forward(Vec<(&'static str, String)>),
+    /// Answer with this response (a 429, 500 or 503) instead.
+    Answer(Response<Bytes>),
+}
+
+fn problem(status: StatusCode, body: String) -> Response<Bytes> {
+    let mut response = Response::new(Bytes::from(body));
+    *response.status_mut() = status;
+    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(PROBLEM_CONTENT_TYPE));
+    response
+}
+
+fn internal_error(err: &Error) -> Response<Bytes> {
+    let body = format!(
+        r#"{{"type":"about:blank","title":"Internal Server Error","status":500,"detail":"rate limiter: {}"}}"#,
+        err.code()
+    );
+    problem(StatusCode::INTERNAL_SERVER_ERROR, body)
+}
+
+impl Config {
+    pub(crate) fn skips(&self, parts: &Parts) -> bool {
+        self.skip_fn.as_ref().is_some_and(|f| f(parts))
+    }
+
+    fn key(&self, parts: &Parts) -> Result<String> {
+        if let Some(f) = &self.key_fn {
+            return f(parts);
+        }
+        let peer = peer_addr(&parts.extensions).ok_or_else(|| {
+            Error::config(
+                "http.peer",
+                "is unknown: serve with into_make_service_with_connect_info::<SocketAddr>(), insert a SocketAddr \
+                 extension, or set a key function",
+            )
+        })?;
+        let headers: Vec<(&str, &str)> =
+            parts.headers.iter().filter_map(|(n, v)| v.to_str().ok().map(|v| (n.as_str(), v))).collect();
+        Ok(self.identity.key(peer.ip(), &headers))
+    }
+
+    /// Decides one request: the async check, the fail policy, the header lines, the hook.
+    pub(crate) async fn decide(&self, parts: &Parts) -> Verdict {
+        match self.try_decide(parts).await {
+            Ok(verdict) => verdict,
+            Err(e) if e.code() == ErrorCode::StoreUnavailable => {
+                problem(StatusCode::SERVICE_UNAVAILABLE, throttlekit::http::unavailable_body()).into()
+            }
+            Err(e) => internal_error(&e).into(),
+        }
+    }
+
+    async fn try_decide(&self, parts: &Parts) -> Result<Verdict> {
+        let cost = self.cost_fn.as_ref().map_or(1, |f| f(parts));
+        let key = self.key(parts)?;
+        let (limits, binding, now) = match &self.limit {
+            Limit::Single(limiter) => {
+                // One clock reading for the decision and for its header lines.
+                let now = limiter.clock().now_ms();
+                let decision = match limiter.check_at(&key, cost, Now::At(now)).await {
+                    Ok(d) => d,
+                    Err(e) => self.fail_policy.fallback(e, limiter.strategy().limit(), now)?,
+                };
+                (vec![LimitStatus::single(limiter.strategy(), decision, Some(&key))], None, now)
+            }
+            Limit::Multi(multi) => {
+                let keys = match &self.keys_fn {
+                    Some(f) => f(parts)?,
+                    None => vec![key.clone(); multi.dimensions().len()],
+                };
+                let refs: Vec<&str> = keys.iter().map(String::as_str).collect();
+                let now = multi.clock().now_ms();
+                match multi.check_at(&refs, cost, Now::At(now)).await {
+                    Ok(d) => (LimitStatus::multi(multi, &d, &refs), Some(d.binding.clone()), now),
+                    Err(e) => {
+                        let first = &multi.dimensions()[0].strategy;
+                        let decision = self.fail_policy.fallback(e, first.limit(), now)?;
+                        (vec![LimitStatus::single(first, decision, Some(&key))], None, now)
+                    }
+                }
+            }
+        };
+        let lines = rate_limit_headers(&limits, &self.header_options, now)?;
+        let decision = limits[0].decision;
+        if decision.allowed {
+            return Ok(Verdict::Forward(lines));
+        }
+        if let Some(hook) = &self.on_limited {
+            hook(&LimitedEvent {
+                key,
+                decision,
+                binding,
+                shadow: self.shadow,
+                method: parts.method.clone(),
+                path: parts.uri.path().to_owned(),
+            });
+        }
+        if self.shadow {
+            return Ok(Verdict::Forward(lines));
+        }
+        let mut response = match &self.deny {
+            Some(f) => f(&decision),
+            None => problem(StatusCode::TOO_MANY_REQUESTS, quota_exceeded_body(&decision)),
+        };
+        add_lines(response.headers_mut(), &lines);
+        Ok(Verdict::Answer(response))
+    }
+}
+
+impl From<Response<Bytes>> for Verdict {
+    fn from(r: Response<Bytes>) -> Verdict {
+        Verdict::Answer(r)
+    }
+}
+
+/// Adds the lines to `headers`. Core's values are printable ASCII by construction, so the
+/// conversion cannot fail; a line that somehow did would be dropped rather than panic.
+pub(crate) fn add_lines(headers: &mut http::HeaderMap, lines: &[(&'static str, String)]) {
+    for (name, value) in lines {
+        if let (Ok(n), Ok(v)) = (http::HeaderName::from_bytes(name.as_bytes()), HeaderValue::from_str(value)) {
+            headers.append(n, v);
+        }
+    }
+}

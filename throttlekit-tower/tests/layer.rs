@@ -1,0 +1,259 @@
+//! The layer on a real axum server, driven by a real hyper client over loopback TCP.
+
+mod support;
+
+use std::sync::{Arc, Mutex};
+
+use serde_json::Value;
+use sfv::{BareItem, ListEntry, Parser};
+use support::{get, get_with, serve, serve_router};
+use throttlekit::http::{ClientKeyOptions, Family, HeaderOptions};
+use throttlekit::{Dimension, Limiter, ManualClock, MultiLimiter, Rule, Strategy};
+use throttlekit_tower::RateLimitLayer;
+
+const NOW: i64 = 1_700_000_000_000;
+// Fixed windows are epoch-aligned: NOW / 60000 = 28333333.33, so a 60 s window ends at
+// 28333334 * 60000 = NOW + 40000, and its fields say t = 40, Retry-After 40.
+
+/// The examples' limiter (GCRA 5 per 60 s, burst 5) on a manual clock, so `t` is exact.
+fn gcra5(clock: &ManualClock) -> Limiter {
+    Limiter::builder(Strategy::gcra(5, 60_000, Some(5)).unwrap()).clock(Arc::new(clock.clone())).build()
+}
+
+fn family(f: Family) -> HeaderOptions {
+    HeaderOptions { family: f, ..HeaderOptions::default() }
+}
+
+fn sf_params(value: &str) -> Vec<(String, Vec<(String, BareItem)>)> {
+    Parser::parse_list(value.as_bytes())
+        .unwrap()
+        .into_iter()
+        .map(|m| match m {
+            ListEntry::Item(i) => {
+                let BareItem::String(name) = i.bare_item else { panic!("not an sf-string") };
+                (name, i.params.into_iter().collect())
+            }
+            ListEntry::InnerList(_) => panic!("inner list"),
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn five_admitted_with_r_counting_down_then_a_problem_429() {
+    let clock = ManualClock::new(NOW);
+    let addr = serve(RateLimitLayer::new(gcra5(&clock))).await;
+    for r in (0..5).rev() {
+        let reply = get(addr, "/limited").await;
+        assert_eq!(reply.status, 200);
+        assert_eq!(reply.body, "ok");
+        assert_eq!(reply.header("ratelimit-policy"), Some("\"default\";q=5;w=60"));
+        assert_eq!(reply.header("ratelimit"), Some(format!("\"default\";r={r};t=12").as_str()));
+        assert_eq!(reply.header("retry-after"), None);
+        // An independent parser reads the same numbers.
+        let parsed = sf_params(reply.header("ratelimit").unwrap());
+        assert_eq!(parsed[0].0, "default");
+        assert_eq!(parsed[0].1[0], ("r".to_owned(), BareItem::Integer(r)));
+    }
+    let denied = get(addr, "/limited").await;
+    assert_eq!(denied.status, 429);
+    assert_eq!(denied.header("retry-after"), Some("12"));
+    assert_eq!(denied.header("ratelimit"), Some("\"default\";r=0;t=12"));
+    assert_eq!(denied.header("content-type"), Some("application/problem+json"));
+    let body: Value = serde_json::from_str(&denied.body).unwrap();
+    assert_eq!(body["type"], "https://iana.org/assignments/http-problem-types#quota-exceeded");
+    assert_eq!(body["title"], "Too Many Requests");
+    assert_eq!(body["status"], 429);
+    assert_eq!(body["detail"], "Rate limit exceeded; retry in 12 seconds.");
+    // The health check is skipped: never limited, no fields.
+    let health = get(addr, "/healthz").await;
+    assert_eq!(health.status, 200);
+    assert!(health.rate_lines().is_empty());
+    // 12 s later one unit is back.
+    clock.advance(12_000).unwrap();
+    assert_eq!(get(addr, "/limited").await.status, 200);
+}
+
+#[tokio::test]
+async fn every_family_on_the_wire() {
+    let expectations = [
+        (
+            Family::Draft6,
+            vec![
+                "ratelimit-policy: 5;w=60",
+                "ratelimit-limit: 5",
+                "ratelimit-remaining: 0",
+                "ratelimit-reset: 60",
+                "retry-after: 12",
+            ],
+        ),
+        (
+            Family::Draft7,
+            vec!["ratelimit-policy: 5;w=60", "ratelimit: limit=5, remaining=0, reset=60", "retry-after: 12"],
+        ),
+        (
+            Family::Legacy,
+            vec![
+                "x-ratelimit-limit: 5",
+                "x-ratelimit-remaining: 0",
+                "x-ratelimit-reset: 1700000060",
+                "retry-after: 12",
+            ],
+        ),
+        (
+            Family::Draft10,
+            vec!["ratelimit-policy: \"default\";q=5;w=60", "ratelimit: \"default\";r=0;t=12", "retry-after: 12"],
+        ),
+    ];
+    for (f, want) in expectations {
+        let clock = ManualClock::new(NOW);
+        let addr = serve(RateLimitLayer::new(gcra5(&clock)).header_options(family(f)).unwrap()).await;
+        for _ in 0..5 {
+            assert_eq!(get(addr, "/limited").await.status, 200);
+        }
+        let denied = get(addr, "/limited").await;
+        assert_eq!(denied.status, 429, "{f:?}");
+        assert_eq!(denied.rate_lines(), want, "{f:?}");
+    }
+}
+
+#[tokio::test]
+async fn shadow_mode_reports_and_sends_fields_but_never_blocks() {
+    let clock = ManualClock::new(NOW);
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let seen = events.clone();
+    let limiter = Limiter::builder(Strategy::fixed_window(1, 60_000).unwrap()).clock(Arc::new(clock.clone())).build();
+    let layer = RateLimitLayer::new(limiter).shadow(true).on_limited(move |e| seen.lock().unwrap().push(e.clone()));
+    let addr = serve(layer).await;
+    assert_eq!(get(addr, "/limited").await.status, 200);
+    let over = get(addr, "/limited").await;
+    assert_eq!(over.status, 200);
+    assert_eq!(over.body, "ok");
+    assert_eq!(over.header("ratelimit"), Some("\"default\";r=0;t=40"));
+    assert_eq!(over.header("retry-after"), Some("40"));
+    let events = events.lock().unwrap();
+    assert_eq!(events.len(), 1);
+    assert!(events[0].shadow && !events[0].decision.allowed);
+    assert_eq!(events[0].key, "127.0.0.1");
+    assert_eq!(events[0].path, "/limited");
+}
+
+#[tokio::test]
+async fn on_limited_hook_and_a_replaced_deny_response() {
+    let clock = ManualClock::new(NOW);
+    let hits = Arc::new(Mutex::new(0));
+    let counted = hits.clone();
+    let layer = RateLimitLayer::new(
+        Limiter::builder(Strategy::fixed_window(1, 60_000).unwrap()).clock(Arc::new(clock.clone())).build(),
+    )
+    .on_limited(move |e| {
+        assert!(!e.shadow);
+        *counted.lock().unwrap() += 1;
+    })
+    .deny_response(|d| {
+        let mut r = http::Response::new(bytes::Bytes::from(format!("slow down ({} ms)", d.retry_after_ms)));
+        *r.status_mut() = http::StatusCode::TOO_MANY_REQUESTS;
+        r
+    });
+    let addr = serve(layer).await;
+    get(addr, "/limited").await;
+    let denied = get(addr, "/limited").await;
+    assert_eq!(denied.status, 429);
+    assert_eq!(denied.body, "slow down (40000 ms)");
+    assert_eq!(denied.header("retry-after"), Some("40"), "the fields are added to a replaced response too");
+    assert_eq!(*hits.lock().unwrap(), 1);
+}
+
+#[tokio::test]
+async fn cost_function_charges_more_than_one() {
+    let clock = ManualClock::new(NOW);
+    let layer =
+        RateLimitLayer::new(gcra5(&clock)).cost_fn(|parts| if parts.uri.query() == Some("big") { 3 } else { 1 });
+    let addr = serve(layer).await;
+    assert_eq!(get(addr, "/limited?big").await.header("ratelimit"), Some("\"default\";r=2;t=12"));
+    assert_eq!(get(addr, "/limited?big").await.status, 429);
+    assert_eq!(get(addr, "/limited").await.status, 200);
+}
+
+#[tokio::test]
+async fn untrusted_forwarding_is_ignored_so_spoofing_gets_no_fresh_bucket() {
+    let clock = ManualClock::new(NOW);
+    let limiter = Limiter::builder(Strategy::fixed_window(1, 60_000).unwrap()).clock(Arc::new(clock.clone())).build();
+    let addr = serve(RateLimitLayer::new(limiter)).await;
+    assert_eq!(get_with(addr, "/limited", &[("x-forwarded-for", "1.1.1.1")]).await.status, 200);
+    assert_eq!(get_with(addr, "/limited", &[("x-forwarded-for", "2.2.2.2")]).await.status, 429);
+    assert_eq!(get_with(addr, "/limited", &[("forwarded", "for=3.3.3.3")]).await.status, 429);
+}
+
+#[tokio::test]
+async fn trusted_forwarding_takes_the_rightmost_untrusted_hop() {
+    let clock = ManualClock::new(NOW);
+    let limiter = Limiter::builder(Strategy::fixed_window(1, 60_000).unwrap()).clock(Arc::new(clock.clone())).build();
+    let trust = ClientKeyOptions { trusted_proxies: vec!["127.0.0.1".into()], ..ClientKeyOptions::default() };
+    let addr = serve(RateLimitLayer::new(limiter).client_key_options(&trust).unwrap()).await;
+    let xff = |v: &'static str| [("x-forwarded-for", v)];
+    assert_eq!(get_with(addr, "/limited", &xff("1.1.1.1")).await.status, 200);
+    assert_eq!(get_with(addr, "/limited", &xff("2.2.2.2")).await.status, 200);
+    assert_eq!(get_with(addr, "/limited", &xff("1.1.1.1")).await.status, 429);
+    // A client prepending a made-up hop still lands on its own (rightmost untrusted) address.
+    assert_eq!(get_with(addr, "/limited", &xff("9.9.9.9, 1.1.1.1")).await.status, 429);
+}
+
+#[tokio::test]
+async fn ipv6_clients_are_grouped_by_their_64() {
+    let clock = ManualClock::new(NOW);
+    let limiter = Limiter::builder(Strategy::fixed_window(1, 60_000).unwrap()).clock(Arc::new(clock.clone())).build();
+    let trust = ClientKeyOptions { trusted_proxies: vec!["127.0.0.0/8".into()], ..ClientKeyOptions::default() };
+    let addr = serve(RateLimitLayer::new(limiter).client_key_options(&trust).unwrap()).await;
+    let xff = |v: &'static str| [("x-forwarded-for", v)];
+    assert_eq!(get_with(addr, "/limited", &xff("2001:db8::1")).await.status, 200);
+    assert_eq!(get_with(addr, "/limited", &xff("2001:db8::ffff:2")).await.status, 429, "same /64");
+    assert_eq!(get_with(addr, "/limited", &xff("2001:db8:0:1::1")).await.status, 200, "next /64");
+}
+
+#[tokio::test]
+async fn a_multi_limiter_lists_every_dimension_binding_first() {
+    let clock = ManualClock::new(NOW);
+    let multi = MultiLimiter::new(
+        Rule::All,
+        vec![
+            Dimension::new("burst", Strategy::gcra(5, 60_000, Some(5)).unwrap()),
+            Dimension::new("minute", Strategy::fixed_window(2, 60_000).unwrap()),
+        ],
+    )
+    .unwrap()
+    .with_clock(Arc::new(clock.clone()));
+    let addr = serve(RateLimitLayer::multi(multi)).await;
+    let first = get(addr, "/limited").await;
+    assert_eq!(first.header("ratelimit-policy"), Some("\"minute\";q=2;w=60, \"burst\";q=5;w=60"));
+    assert_eq!(first.header("ratelimit"), Some("\"minute\";r=1;t=40, \"burst\";r=4;t=12"));
+    get(addr, "/limited").await;
+    let denied = get(addr, "/limited").await;
+    assert_eq!(denied.status, 429);
+    assert_eq!(denied.header("retry-after"), Some("40"));
+    assert_eq!(denied.header("ratelimit"), Some("\"minute\";r=0;t=40, \"burst\";r=2;t=12"));
+}
+
+#[tokio::test]
+async fn without_a_peer_address_the_request_fails_with_a_500_problem() {
+    let limiter = Limiter::new(Strategy::gcra(5, 60_000, None).unwrap());
+    let addr = serve_router(support::app(RateLimitLayer::new(limiter)), false).await;
+    let reply = get(addr, "/limited").await;
+    assert_eq!(reply.status, 500);
+    assert_eq!(reply.header("content-type"), Some("application/problem+json"));
+    let body: Value = serde_json::from_str(&reply.body).unwrap();
+    assert_eq!(body["status"], 500);
+    // A key function removes the need for the peer.
+    let limiter = Limiter::new(Strategy::gcra(5, 60_000, None).unwrap());
+    let layer = RateLimitLayer::new(limiter).key_fn(|_| Ok("everyone".into()));
+    let addr = serve_router(support::app(layer), false).await;
+    assert_eq!(get(addr, "/limited").await.status, 200);
+}
+
+#[test]
+fn bad_options_are_config_invalid() {
+    let layer = || RateLimitLayer::new(Limiter::new(Strategy::gcra(5, 60_000, None).unwrap()));
+    let bad_trust = ClientKeyOptions { trusted_proxies: vec!["10.0.0.0/99".into()], ..ClientKeyOptions::default() };
+    assert_eq!(layer().client_key_options(&bad_trust).err().unwrap().code().as_str(), "config_invalid");
+    let bad_name = HeaderOptions { policy_name: String::new(), ..HeaderOptions::default() };
+    assert_eq!(layer().header_options(bad_name).err().unwrap().code().as_str(), "config_invalid");
+}
