@@ -26,4 +26,6 @@ cd "$PKG"
 npm install --no-audit --no-fund --loglevel=error --ignore-scripts
 
 node scripts/build.js
+# The conformance runner on every vectors file, the HTTP vectors included: "N passed, 0 failed".
+node bin/throttlekit-conformance.js "$ROOT"/conformance-vectors/*.json "$ROOT"/conformance-vectors/http/*.json 2>/dev/null
 node --test __test__/
