@@ -327,3 +327,33 @@ describe('fail policy with Redis down (a private redis-server, killed by PID)', 
     }
   })
 })
+
+describe('the fetch wrapper on its own', () => {
+  test('it finds the client address where Deno, Bun and Node adapters put it, and refuses to guess', async () => {
+    const { withRateLimit } = await import('@throttlekit/core/fetch')
+    const keys = []
+    const limited = withRateLimit(() => new Response('ok'), { limiter: limiterAt(gcra(1)), onLimited: (e) => keys.push(e.key) })
+    const req = () => new Request('http://localhost/limited')
+    const deno = { remoteAddr: { transport: 'tcp', hostname: '192.0.2.7', port: 5555 } }
+    const bun = { requestIP: () => ({ address: '2001:db8::1', family: 'IPv6', port: 5555 }) }
+    const node = { incoming: { socket: { remoteAddress: '::ffff:198.51.100.4' } } }
+    for (const ctx of [deno, bun, node]) {
+      assert.equal((await limited(req(), ctx)).status, 200)
+      assert.equal((await limited(req(), ctx)).status, 429)
+    }
+    assert.deepEqual(keys, ['192.0.2.7', '2001:db8::/64', '198.51.100.4'])
+    await assert.rejects(limited(req()), { code: 'config_invalid', message: /no client address/ })
+    await assert.rejects(limited(req(), { something: 'else' }), { code: 'config_invalid' })
+    const withPeer = withRateLimit(() => new Response('ok'), { limiter: limiterAt(), peer: () => '203.0.113.5' })
+    assert.equal((await withPeer(req())).headers.get('ratelimit'), '"default";r=4;t=12')
+  })
+
+  test('fields reach a response whose headers are immutable', async () => {
+    const { withRateLimit } = await import('@throttlekit/core/fetch')
+    const limited = withRateLimit(() => Response.redirect('http://localhost/elsewhere', 302), { limiter: limiterAt(), peer: () => '203.0.113.5' })
+    const res = await limited(new Request('http://localhost/limited'))
+    assert.equal(res.status, 302)
+    assert.equal(res.headers.get('location'), 'http://localhost/elsewhere')
+    assert.equal(res.headers.get('ratelimit'), '"default";r=4;t=12')
+  })
+})

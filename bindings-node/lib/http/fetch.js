@@ -42,7 +42,13 @@ function withRateLimit(handler, options) {
   return async function rateLimited(request, ...rest) {
     const ctx = rest[0]
     const path = new URL(request.url).pathname
-    let verdict = core.decide(request, ctx, peerOf(request, ctx), request.headers.get(header), request.method, path)
+    const peer = peerOf(request, ctx)
+    if (peer === undefined && core.keyFn === undefined) {
+      const e = new Error('withRateLimit found no client address for this request: pass a `peer` or a `key` function')
+      e.code = 'config_invalid'
+      throw e
+    }
+    let verdict = core.decide(request, ctx, peer, request.headers.get(header), request.method, path)
     if (pending(verdict)) verdict = await verdict
     if (verdict.kind === 'unavailable') return problem(503, unavailableBody(), [])
     if (verdict.kind === 'deny') {
