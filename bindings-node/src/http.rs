@@ -21,7 +21,6 @@ use std::sync::Arc;
 use napi::Env;
 use napi::bindgen_prelude::Unknown;
 use napi_derive::napi;
-use serde_json::Value;
 use throttlekit::http::{self as core_http, HeaderOptions as CoreHeaderOptions, LimitStatus};
 
 use crate::convert::{self, Options};
@@ -79,26 +78,51 @@ enum Source {
     Multi(Arc<throttlekit::MultiLimiter>),
 }
 
-/// A decision as core's struct. Read as plain data, so a `MultiDecision` (which has the same
-/// five fields, plus `binding` and `dimensions`) reads as its binding decision.
-fn decision_of(v: &Value, field: &str) -> CoreResult<throttlekit::Decision> {
-    serde_json::from_value(v.clone()).map_err(|e| config(field, &format!("is not a decision: {e}")))
+/// Property `name` of the object `v` (`undefined` when absent); `v` must be an object.
+fn property<'a>(v: &Unknown<'a>, name: &std::ffi::CStr, field: &str) -> CoreResult<Unknown<'a>> {
+    if convert::type_of(v) != napi::sys::ValueType::napi_object {
+        return Err(config(field, "must be a decision object"));
+    }
+    let value = napi::JsValue::value(v);
+    let mut out = std::ptr::null_mut();
+    // SAFETY: `value` is a live object of the current call and `name` is NUL-terminated; a
+    // throwing getter fails the call here (its exception is reported by napi-rs on return).
+    if unsafe { napi::sys::napi_get_named_property(value.env, value.value, name.as_ptr(), &mut out) }
+        != napi::sys::Status::napi_ok
+    {
+        return Err(config(field, "could not be read"));
+    }
+    // SAFETY: `out` is a live value in the same env.
+    Ok(unsafe { Unknown::from_raw_unchecked(value.env, out) })
 }
 
-fn multi_decision_of(v: &Value) -> CoreResult<throttlekit::MultiDecision> {
+/// A decision object (`Decision`, or a `MultiDecision`, which has the same five fields) as
+/// core's struct, read field by field: what the middleware passes on every request, so it
+/// avoids turning the whole object into JSON. The numbers must be whole (core's integers).
+fn decision_of(v: &Unknown, field: &str) -> CoreResult<throttlekit::Decision> {
+    let whole = |name: &std::ffi::CStr, key: &str| -> CoreResult<i64> {
+        let path = format!("{field}.{key}");
+        convert::epoch_ms(&property(v, name, field)?, &path)
+    };
+    let fallback = property(v, c"fallback", field)?;
+    Ok(throttlekit::Decision {
+        allowed: convert::boolean(&property(v, c"allowed", field)?, &format!("{field}.allowed"))?,
+        limit: whole(c"limit", "limit")?,
+        remaining: whole(c"remaining", "remaining")?,
+        reset_at: whole(c"resetAt", "resetAt")?,
+        retry_after_ms: whole(c"retryAfterMs", "retryAfterMs")?,
+        fallback: !convert::is_undefined(&fallback) && convert::boolean(&fallback, &format!("{field}.fallback"))?,
+    })
+}
+
+fn multi_decision_of(v: &Unknown) -> CoreResult<throttlekit::MultiDecision> {
     let decision = decision_of(v, "decision")?;
-    let binding = match v.get("binding") {
-        Some(Value::String(s)) => s.clone(),
-        _ => return Err(config("decision.binding", "must be the binding dimension's name (a MultiDecision)")),
-    };
-    let dimensions = match v.get("dimensions") {
-        Some(Value::Array(ds)) => ds
-            .iter()
-            .enumerate()
-            .map(|(i, d)| decision_of(d, &format!("decision.dimensions[{i}]")))
-            .collect::<CoreResult<Vec<_>>>()?,
-        _ => return Err(config("decision.dimensions", "must be an array of decisions (a MultiDecision)")),
-    };
+    let binding = convert::string(&property(v, c"binding", "decision")?, "decision.binding")?;
+    let dimensions = convert::array(&property(v, c"dimensions", "decision")?, "decision.dimensions")?
+        .iter()
+        .enumerate()
+        .map(|(i, d)| decision_of(d, &format!("decision.dimensions[{i}]")))
+        .collect::<CoreResult<Vec<_>>>()?;
     Ok(throttlekit::MultiDecision { decision, binding, dimensions })
 }
 
@@ -155,7 +179,6 @@ impl RateLimitFields {
             } else {
                 convert::epoch_ms(&now_ms, "nowMs")?
             };
-            let decision = convert::json(&decision, "decision")?;
             let limits = match &self.source {
                 Source::Single(l) => {
                     let key = if convert::is_undefined(&key) { None } else { Some(convert::string(&key, "key")?) };
@@ -258,7 +281,7 @@ fn client_key_options(options: &Unknown) -> CoreResult<core_http::ClientKeyOptio
             map.insert(name.to_owned(), convert::json(v, &o.path(name))?);
         }
     }
-    serde_json::from_value(Value::Object(map))
+    serde_json::from_value(serde_json::Value::Object(map))
         .map_err(|e| config("clientIdentity", &format!("options are invalid: {e}")))
 }
 
@@ -379,8 +402,7 @@ pub const PROBLEM_CONTENT_TYPE: &str = core_http::PROBLEM_CONTENT_TYPE;
 /// `status`, and a `detail` naming the same wait as `Retry-After`), as JSON text.
 #[napi(ts_args_type = "decision: Decision | MultiDecision")]
 pub fn problem_body(env: &Env, decision: Unknown) -> napi::Result<String> {
-    (|| Ok(core_http::quota_exceeded_body(&decision_of(&convert::json(&decision, "decision")?, "decision")?)))()
-        .or_throw(env)
+    (|| Ok(core_http::quota_exceeded_body(&decision_of(&decision, "decision")?)))().or_throw(env)
 }
 
 /// The RFC 9457 body of the 503 sent when the store could not answer and the fail policy is
