@@ -45,6 +45,7 @@ pub(crate) enum Limit {
 }
 
 /// Options shared by every clone of the service.
+#[derive(Clone)]
 pub(crate) struct Config {
     pub(crate) limit: Limit,
     identity: ClientIdentity,
@@ -86,7 +87,7 @@ impl RateLimitLayer {
         RateLimitLayer {
             config: Arc::new(Config {
                 limit,
-                identity: ClientIdentity::new(&ClientKeyOptions::default()).expect("the default options are valid"),
+                identity: ClientIdentity::default(),
                 header_options: HeaderOptions::default(),
                 key_fn: None,
                 keys_fn: None,
@@ -101,11 +102,9 @@ impl RateLimitLayer {
     }
 
     fn edit(mut self, f: impl FnOnce(&mut Config)) -> RateLimitLayer {
-        // The layer is only shared once it wraps a service, so this never copies in practice.
-        match Arc::get_mut(&mut self.config) {
-            Some(config) => f(config),
-            None => panic!("RateLimitLayer options must be set before the layer is cloned"),
-        }
+        // Copies the options only if this layer was cloned before (services built from the
+        // clone keep the options they had).
+        f(Arc::make_mut(&mut self.config));
         self
     }
 

@@ -37,3 +37,8 @@ mod service;
 pub use body::ResponseBody;
 pub use config::{LimitedEvent, RateLimitLayer};
 pub use service::RateLimitService;
+
+/// `docs/http.md`'s Rust code blocks compile and run as doctests, so the documentation cannot rot.
+#[doc = include_str!("../../docs/http.md")]
+#[cfg(doctest)]
+pub struct HttpDocDoctests;
