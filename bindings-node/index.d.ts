@@ -126,6 +126,18 @@ export declare class RateLimitFields {
    */
   lines(decision: Decision | MultiDecision, key?: string | string[], nowMs?: number): Array<string>
   /**
+   * Checks `key` (a multi limiter: one key per dimension) for `cost` units (default 1)
+   * synchronously, and renders the header lines at the instant of the decision. Only for a
+   * limiter on a `MemoryStore` (see `inProcess`): anything else would block the event loop,
+   * and throws `config_invalid`.
+   */
+  checkSync(key: string | string[], cost?: number): Checked
+  /**
+   * `checkSync` for any store: the limiter's async check (Redis: one round trip, never
+   * blocking the event loop) at one reading of its clock, and the lines at that instant.
+   */
+  check(key: string | string[], cost?: number): Promise<Checked>
+  /**
    * The decision core's fail policy gives when the store could not answer
    * (`store_unavailable`): `'fail_open'` admits with `fallback: true` (its `lines` are
    * empty), `'fail_closed'` denies with `fallback: true` (its `lines` are `Retry-After`
@@ -213,6 +225,17 @@ export declare class Strategy {
   toSpec(): StrategySpec
   /** `toJSON` for `JSON.stringify`: the spec. */
   toJSON(): StrategySpec
+}
+
+/**
+ * A check's decision and its response header lines (`[name, value, ...]`), made at one
+ * reading of the limiter's clock.
+ */
+export interface Checked {
+  /** The decision: a `MultiDecision` for a multi limiter. */
+  decision: Decision | MultiDecision
+  /** The header lines for it, as `lines` gives them. */
+  lines: Array<string>
 }
 
 /** Options of `new ClientIdentity()`. */

@@ -19,13 +19,13 @@
 use std::sync::Arc;
 
 use napi::Env;
-use napi::bindgen_prelude::Unknown;
+use napi::bindgen_prelude::{Either, PromiseRaw, Unknown};
 use napi_derive::napi;
 use throttlekit::http::{self as core_http, HeaderOptions as CoreHeaderOptions, LimitStatus};
 
 use crate::convert::{self, Options};
-use crate::decision::Decision;
-use crate::error::{CoreResult, OrThrow, config};
+use crate::decision::{Decision, MultiDecision};
+use crate::error::{CoreResult, OrThrow, Settled, config, settle};
 use crate::limiter::Limiter;
 use crate::multi::MultiLimiter;
 
@@ -73,6 +73,7 @@ fn header_options(options: &Unknown) -> CoreResult<CoreHeaderOptions> {
 }
 
 /// What a `RateLimitFields` reports on: one limiter, or every dimension of a multi limiter.
+#[derive(Clone)]
 enum Source {
     Single(Arc<throttlekit::Limiter>),
     Multi(Arc<throttlekit::MultiLimiter>),
@@ -137,6 +138,62 @@ fn flat(lines: Vec<(&'static str, String)>) -> Vec<String> {
     out
 }
 
+/// A check's decision and its response header lines (`[name, value, ...]`), made at one
+/// reading of the limiter's clock.
+#[napi(object, object_from_js = false)]
+pub struct Checked {
+    /// The decision: a `MultiDecision` for a multi limiter.
+    pub decision: Either<Decision, MultiDecision>,
+    /// The header lines for it, as `lines` gives them.
+    pub lines: Vec<String>,
+}
+
+/// The keys a check takes: one string for a limiter, one per dimension for a multi limiter.
+enum Keys {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl Source {
+    fn keys(&self, key: &Unknown) -> CoreResult<Keys> {
+        Ok(match self {
+            Source::Single(_) => Keys::One(convert::string(key, "key")?),
+            Source::Multi(_) => Keys::Many(convert::strings(key, "key")?),
+        })
+    }
+
+    fn now(&self) -> i64 {
+        match self {
+            Source::Single(l) => l.clock().now_ms(),
+            Source::Multi(m) => m.clock().now_ms(),
+        }
+    }
+
+    /// Checks at `now` (on the store's own connections when it has any) and renders the lines
+    /// at that same instant.
+    async fn check(&self, keys: &Keys, cost: u64, now: i64, options: &CoreHeaderOptions) -> CoreResult<Checked> {
+        match (self, keys) {
+            (Source::Single(l), Keys::One(key)) => {
+                let d = if l.store().as_memory().is_some() {
+                    l.check_sync_at(key, cost, now)?
+                } else {
+                    l.check_at(key, cost, throttlekit::store::Now::At(now)).await?
+                };
+                let lines =
+                    core_http::rate_limit_headers(&[LimitStatus::single(l.strategy(), d, Some(key))], options, now)?;
+                Ok(Checked { decision: Either::A(Decision::from(d)), lines: flat(lines) })
+            }
+            (Source::Multi(m), Keys::Many(keys)) => {
+                let refs: Vec<&str> = keys.iter().map(String::as_str).collect();
+                let d = m.check_at(&refs, cost, throttlekit::store::Now::At(now)).await?;
+                let lines = core_http::rate_limit_headers(&LimitStatus::multi(m, &d, &refs), options, now)?;
+                Ok(Checked { decision: Either::B(MultiDecision::from(d)), lines: flat(lines) })
+            }
+            _ => Err(config("key", "does not fit the limiter")),
+        }
+    }
+}
+
 /// The rate-limit response fields of one limiter (or multi limiter), in one header family.
 /// Build it once, next to the limiter; call `lines` per request.
 #[napi]
@@ -171,14 +228,8 @@ impl RateLimitFields {
     #[napi(ts_args_type = "decision: Decision | MultiDecision, key?: string | string[], nowMs?: number")]
     pub fn lines(&self, env: &Env, decision: Unknown, key: Unknown, now_ms: Unknown) -> napi::Result<Vec<String>> {
         (|| {
-            let now = if convert::is_undefined(&now_ms) {
-                match &self.source {
-                    Source::Single(l) => l.clock().now_ms(),
-                    Source::Multi(m) => m.clock().now_ms(),
-                }
-            } else {
-                convert::epoch_ms(&now_ms, "nowMs")?
-            };
+            let now =
+                if convert::is_undefined(&now_ms) { self.source.now() } else { convert::epoch_ms(&now_ms, "nowMs")? };
             let limits = match &self.source {
                 Source::Single(l) => {
                     let key = if convert::is_undefined(&key) { None } else { Some(convert::string(&key, "key")?) };
@@ -195,6 +246,47 @@ impl RateLimitFields {
         .or_throw(env)
     }
 
+    /// Checks `key` (a multi limiter: one key per dimension) for `cost` units (default 1)
+    /// synchronously, and renders the header lines at the instant of the decision. Only for a
+    /// limiter on a `MemoryStore` (see `inProcess`): anything else would block the event loop,
+    /// and throws `config_invalid`.
+    #[napi(ts_args_type = "key: string | string[], cost?: number")]
+    pub fn check_sync(&self, env: &Env, key: Unknown, cost: Unknown) -> napi::Result<Checked> {
+        (|| {
+            if !self.in_process() {
+                return Err(config("checkSync", "is only for a limiter on a MemoryStore: use check"));
+            }
+            let (Source::Single(l), Keys::One(key)) = (&self.source, self.source.keys(&key)?) else {
+                return Err(config("key", "must be a string"));
+            };
+            let cost = convert::cost(&cost)?;
+            let now = l.clock().now_ms();
+            let d = l.check_sync_at(&key, cost, now)?;
+            let lines =
+                core_http::rate_limit_headers(&[LimitStatus::single(l.strategy(), d, Some(&key))], &self.options, now)?;
+            Ok(Checked { decision: Either::A(Decision::from(d)), lines: flat(lines) })
+        })()
+        .or_throw(env)
+    }
+
+    /// `checkSync` for any store: the limiter's async check (Redis: one round trip, never
+    /// blocking the event loop) at one reading of its clock, and the lines at that instant.
+    #[napi(ts_args_type = "key: string | string[], cost?: number", ts_return_type = "Promise<Checked>")]
+    pub fn check<'e>(
+        &self,
+        env: &'e Env,
+        key: Unknown,
+        cost: Unknown,
+    ) -> napi::Result<PromiseRaw<'e, Settled<Checked>>> {
+        let args = (|| Ok((self.source.keys(&key)?, convert::cost(&cost)?)))();
+        let source = self.source.clone();
+        let options = self.options.clone();
+        settle(env, args, move |(keys, cost)| async move {
+            let now = source.now();
+            source.check(&keys, cost, now, &options).await
+        })
+    }
+
     /// The decision core's fail policy gives when the store could not answer
     /// (`store_unavailable`): `'fail_open'` admits with `fallback: true` (its `lines` are
     /// empty), `'fail_closed'` denies with `fallback: true` (its `lines` are `Retry-After`
@@ -204,10 +296,11 @@ impl RateLimitFields {
     pub fn fallback(&self, env: &Env, fail_policy: Unknown) -> napi::Result<Decision> {
         (|| {
             let policy = convert::with_str(&fail_policy, "failPolicy", throttlekit::FailPolicy::parse)?;
-            let (limit, now) = match &self.source {
-                Source::Single(l) => (l.strategy().limit(), l.clock().now_ms()),
-                Source::Multi(m) => (m.dimensions()[0].strategy.limit(), m.clock().now_ms()),
+            let limit = match &self.source {
+                Source::Single(l) => l.strategy().limit(),
+                Source::Multi(m) => m.dimensions()[0].strategy.limit(),
             };
+            let now = self.source.now();
             let unavailable = throttlekit::Error::new(
                 throttlekit::ErrorCode::StoreUnavailable,
                 "the rate limiter's store did not answer",

@@ -3,7 +3,7 @@
 // so the three adapters differ only in how they read a request and write a response.
 //
 // It holds no arithmetic and formats nothing: the client key comes from core's ClientIdentity,
-// the decision from the limiter, the header lines from core's RateLimitFields, the fail-policy
+// the decision and its header lines from core through RateLimitFields#check, the fail-policy
 // decision from core (RateLimitFields#fallback), and the problem bodies from core. What lives
 // here is the order of the steps, which mirrors the Rust tower layer (throttlekit-tower):
 // skip → key → cost → check → lines → hook → forward or deny.
@@ -61,7 +61,6 @@ class RateLimitCore {
     if (!(limiter instanceof tk.Limiter) && !(limiter instanceof tk.MultiLimiter)) {
       throw invalid(`${where}.limiter`, 'must be a Limiter or a MultiLimiter')
     }
-    this.limiter = limiter
     this.fields = new tk.RateLimitFields(limiter, {
       family: options.family,
       policyName: options.policyName,
@@ -103,19 +102,21 @@ class RateLimitCore {
     if (this.skipFn !== undefined && this.skipFn(req, ctx)) return SKIPPED
     const key = this.keyFn === undefined ? this.identity.key(peer, forwarded) : this.keyFn(req, ctx)
     const cost = this.costFn === undefined ? 1 : this.costFn(req, ctx)
+    // One native call checks and renders the lines at the same reading of the limiter's
+    // clock, as the Rust layer does.
     if (this.sync) {
-      let d
+      let checked
       try {
-        d = this.limiter.checkSync(key, cost)
+        checked = this.fields.checkSync(key, cost)
       } catch (e) {
         return this.failed(e, key, method, path)
       }
-      return this.finish(d, key, method, path)
+      return this.finish(checked.decision, checked.lines, key, method, path)
     }
-    const checked = this.dimensions === null ? key : Array.isArray(key) ? key : this.dimensions.map(() => key)
-    return this.limiter.check(checked, cost).then(
-      (d) => this.finish(d, checked, method, path),
-      (e) => this.failed(e, checked, method, path),
+    const keys = this.dimensions === null || Array.isArray(key) ? key : this.dimensions.map(() => key)
+    return this.fields.check(keys, cost).then(
+      (checked) => this.finish(checked.decision, checked.lines, keys, method, path),
+      (e) => this.failed(e, keys, method, path),
     )
   }
 
@@ -123,11 +124,11 @@ class RateLimitCore {
   failed(e, key, method, path) {
     if (e?.code !== 'store_unavailable') throw e
     if (this.failPolicy === 'raise') return { kind: 'unavailable', lines: [], decision: undefined }
-    return this.finish(this.fields.fallback(this.failPolicy), key, method, path)
+    const decision = this.fields.fallback(this.failPolicy)
+    return this.finish(decision, this.fields.lines(decision, key), key, method, path)
   }
 
-  finish(decision, key, method, path) {
-    const lines = this.fields.lines(decision, key)
+  finish(decision, lines, key, method, path) {
     if (decision.allowed) return { kind: 'forward', lines, decision }
     if (this.onLimited !== undefined) {
       this.onLimited({
