@@ -357,3 +357,30 @@ describe('the fetch wrapper on its own', () => {
     assert.equal(res.headers.get('ratelimit'), '"default";r=4;t=12')
   })
 })
+
+describe('the Express middleware without Express', () => {
+  test('it runs as Connect-style middleware on a bare node:http server', async () => {
+    const { createServer } = await import('node:http')
+    const { rateLimit } = await import('@throttlekit/core/express')
+    const mw = rateLimit({ limiter: limiterAt(gcra(1)) })
+    const server = createServer((req, res) =>
+      mw(req, res, (err) => {
+        res.statusCode = err ? 500 : 200
+        res.end('ok')
+      }),
+    )
+    await new Promise((r) => server.listen(0, '127.0.0.1', r))
+    try {
+      const url = `http://127.0.0.1:${server.address().port}/`
+      const ok = await get(url)
+      assert.equal(ok.status, 200)
+      assert.equal(ok.headers.get('ratelimit'), '"default";r=0;t=60')
+      const denied = await get(url)
+      assert.equal(denied.status, 429)
+      assert.equal(denied.headers.get('retry-after'), '60')
+      assert.equal((await denied.json()).status, 429)
+    } finally {
+      await new Promise((r) => server.close(r))
+    }
+  })
+})
