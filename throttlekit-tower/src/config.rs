@@ -204,8 +204,11 @@ impl Config {
                  extension, or set a key function",
             )
         })?;
-        let headers: Vec<(&str, &str)> =
-            parts.headers.iter().filter_map(|(n, v)| v.to_str().ok().map(|v| (n.as_str(), v))).collect();
+        // A value that is not text is kept (lossily), not dropped: a hop that does not parse
+        // must stop the walk, as it does in every other language.
+        let values: Vec<(&str, std::borrow::Cow<'_, str>)> =
+            parts.headers.iter().map(|(n, v)| (n.as_str(), String::from_utf8_lossy(v.as_bytes()))).collect();
+        let headers: Vec<(&str, &str)> = values.iter().map(|(n, v)| (*n, v.as_ref())).collect();
         Ok(self.identity.key(peer.ip(), &headers))
     }
 

@@ -2,7 +2,7 @@
 //!
 //! A tower [`Layer`](tower_layer::Layer) that rate-limits HTTP requests with a throttlekit
 //! [`Limiter`](throttlekit::Limiter) or [`MultiLimiter`](throttlekit::MultiLimiter): it works
-//! with axum, hyper and tonic.
+//! with axum and bare hyper (both tested), and any other tower stack such as tonic.
 //!
 //! Every decision, header line, client key and problem body comes from core's `throttlekit::http`,
 //! so this crate is a thin adapter: it extracts the request's key, awaits the async check (no

@@ -301,3 +301,30 @@ async fn options_set_on_a_clone_leave_the_original_alone() {
     assert_eq!(reported.status, 200);
     assert_eq!(reported.header("retry-after"), Some("40"));
 }
+
+#[tokio::test]
+async fn a_forwarding_line_that_is_not_text_stops_the_walk_instead_of_vanishing() {
+    let clock = ManualClock::new(NOW);
+    let limiter = Limiter::builder(Strategy::fixed_window(1, 60_000).unwrap()).clock(Arc::new(clock.clone())).build();
+    let trust = ClientKeyOptions { trusted_proxies: vec!["127.0.0.1".into()], ..ClientKeyOptions::default() };
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let keys = seen.clone();
+    let layer = RateLimitLayer::new(limiter)
+        .client_key_options(&trust)
+        .unwrap()
+        .on_limited(move |e| keys.lock().unwrap().push(e.key.clone()));
+    let app = support::app(layer);
+    // Driven in process (the hyper client refuses to send such a value): two X-Forwarded-For
+    // lines, the second not UTF-8. Read as one list, the walk meets garbage first and stops at
+    // the trusted peer, so the key is 127.0.0.1, not 1.1.1.1.
+    use tower_service::Service as _;
+    let mut svc = app.into_service::<axum::body::Body>();
+    for _ in 0..2 {
+        let mut req = http::Request::get("/limited").body(axum::body::Body::empty()).unwrap();
+        req.extensions_mut().insert(axum::extract::ConnectInfo(std::net::SocketAddr::from(([127, 0, 0, 1], 4000))));
+        req.headers_mut().append("x-forwarded-for", http::HeaderValue::from_static("1.1.1.1"));
+        req.headers_mut().append("x-forwarded-for", http::HeaderValue::from_bytes(b"\xff\xfe").unwrap());
+        let _ = svc.call(req).await.unwrap();
+    }
+    assert_eq!(*seen.lock().unwrap(), vec!["127.0.0.1".to_owned()]);
+}
