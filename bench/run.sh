@@ -18,6 +18,7 @@
 #   node        bindings-node/bench/run.sh (vs rate-limiter-flexible 11)
 #   kotlin      bindings-uniffi/bench.sh: Kotlin checkBlocking vs Guava's RateLimiter (Debian
 #               libguava-java), 1 key and 100k keys
+#   node-http   bindings-node/bench/http.js (the Express middleware vs express-rate-limit 8)
 # Peers are pinned: governor in bench/rust/Cargo.lock, throttlekit-py==0.5.1 below, the Python
 # and Node peers by their benches. Downloads go to bench/.peers (git-ignored).
 set -uo pipefail
@@ -121,7 +122,16 @@ else
     not_measured kotlin "bindings-uniffi/bench.sh is missing"
 fi
 
+section "node-http: bindings-node/bench/http.js (Express middleware vs express-rate-limit)"
+if [ -f "$ROOT/bindings-node/bench/http.js" ]; then
+    # bindings-node/bench/run.sh (above) installed the pinned peers and built the release addon.
+    (cd "$ROOT/bindings-node/bench" && npm install --no-audit --no-fund --loglevel=error --ignore-scripts >/dev/null 2>&1;
+        ROUNDS=$([ -n "$QUICK" ] && echo 2 || echo 5) node http.js) 2>&1 | tee "$OUT/node-http.log" | grep -v '^ROW'
+else
+    not_measured node-http "bindings-node/bench/http.js does not exist"
+fi
+
 section "summary ($(nproc) cores: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'))"
 python3 "$HERE/summarize.py" rust="$OUT/rust.log" redis="$OUT/redis.log" redis-core="$OUT/redis-core.log" \
     redis-topology="$OUT/redis-topology.log" \
-    python="$OUT/python.log" node="$OUT/node.log" kotlin="$OUT/kotlin.log"
+    python="$OUT/python.log" node="$OUT/node.log" kotlin="$OUT/kotlin.log" node-http="$OUT/node-http.log"

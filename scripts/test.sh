@@ -36,6 +36,10 @@ suite "http black-box (rust-axum)" tests/http-blackbox.sh rust-axum
 suite "redis" tests/redis.sh
 suite "python" bindings-python/test.sh
 suite "node" bindings-node/test.sh
+suite "http black-box (node-express)" tests/http-blackbox.sh node-express
+suite "http black-box (node-fastify)" tests/http-blackbox.sh node-fastify
+suite "http black-box (node-fetch)" tests/http-blackbox.sh node-fetch
+suite "http same bytes (rust-axum vs node)" tests/http-same-bytes.sh rust-axum node-express node-fastify node-fetch
 suite "c and go" bindings-c/test.sh
 suite "uniffi (kotlin, ruby)" bindings-uniffi/test.sh
 suite "dist (release artifacts, installed without a Rust toolchain)" tests/dist.sh

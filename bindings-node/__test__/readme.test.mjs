@@ -1,6 +1,6 @@
 // The README's JavaScript examples run as written, against the package as installed by name.
 import assert from 'node:assert/strict'
-import { execFile } from 'node:child_process'
+import { execFile, spawn } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
@@ -32,8 +32,8 @@ after(async () => {
   await tls?.stop()
 })
 
-test('the README has the quick start, the Redis example and the connecting example', () => {
-  assert.equal(blocks.length, 3)
+test('the README has the quick start, the Redis example, the connecting example and three HTTP quick starts', () => {
+  assert.equal(blocks.length, 6)
 })
 
 test('quick start', async () => {
@@ -54,3 +54,53 @@ test('connecting example: a cluster and a TLS server', async () => {
   const { stdout } = await run(process.execPath, ['connect.js'], { cwd: project })
   assert.equal(stdout.trim(), 'cluster true false\nstandalone true false')
 })
+
+/**
+ * Runs an HTTP quick start as written (PORT=0: the kernel picks a free port), waits for its
+ * "listening on URL" line, runs `body(base)`, and stops it by PID.
+ */
+async function serveBlock(file, code, body) {
+  writeFileSync(join(project, file), code)
+  // The quick starts require express, fastify and @hono/node-server: the package's devDependencies.
+  const env = { ...process.env, PORT: '0', NODE_PATH: join(pkg, 'node_modules') }
+  const child = spawn(process.execPath, [file], { cwd: project, env, stdio: ['ignore', 'pipe', 'inherit'] })
+  const exited = new Promise((r) => child.once('exit', r))
+  try {
+    const base = await new Promise((resolve, reject) => {
+      let out = ''
+      child.stdout.on('data', (d) => {
+        out += d
+        const m = /listening on (http:\/\/[^\s]+)/.exec(out)
+        if (m) resolve(m[1].replace(/\/$/, ''))
+      })
+      child.once('exit', (code) => reject(new Error(`${file} exited (${code}) before listening: ${out}`)))
+    })
+    await body(base)
+  } finally {
+    child.kill('SIGTERM')
+    await exited
+  }
+}
+
+for (const [i, name] of [[3, 'express'], [4, 'fastify'], [5, 'fetch']]) {
+  test(`HTTP quick start: ${name}`, async () => {
+    await serveBlock(`http-${name}.js`, blocks[i], async (base) => {
+      const statuses = []
+      for (let n = 0; n < 6; n++) {
+        const res = await fetch(`${base}/limited`)
+        statuses.push(res.status)
+        if (n === 0) assert.equal(res.headers.get('ratelimit'), '"default";r=4;t=12')
+        if (n === 5) {
+          assert.ok(Number(res.headers.get('retry-after')) >= 1)
+          assert.match(res.headers.get('content-type'), /^application\/problem\+json/)
+        }
+      }
+      assert.deepEqual(statuses, [200, 200, 200, 200, 200, 429])
+      for (let n = 0; n < 3; n++) {
+        const res = await fetch(`${base}/healthz`)
+        assert.equal(res.status, 200)
+        assert.equal(res.headers.get('ratelimit'), null)
+      }
+    })
+  })
+}

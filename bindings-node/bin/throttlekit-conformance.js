@@ -4,7 +4,8 @@
 //                         [--redis-service-name NAME] [--redis-tls-ca FILE] [--redis-tls-cert FILE]
 //                         [--redis-tls-key FILE] [--redis-scripting auto|functions|eval] FILE...
 //
-// Replays conformance vectors through @throttlekit/core's public API and ends with
+// Replays conformance vectors (decision vectors, and the HTTP vectors of conformance-vectors/http/)
+// through @throttlekit/core's public API and ends with
 // "N passed, M failed"; the exit status is 0 only when M is 0. On Redis (default URL
 // $THROTTLEKIT_REDIS_URL or redis://127.0.0.1:6379) the store runs in deterministic-replay mode.
 // The --redis-* flags are the Rust CLI's: --redis-url takes one URL (redis), seed nodes
@@ -14,6 +15,7 @@
 const fs = require('node:fs')
 const path = require('node:path')
 const { parse, replay } = require('../lib/conformance.js')
+const { isHttpVectors, parseHttp, replayHttp } = require('../lib/http-conformance.js')
 const { RedisStore } = require('../index.js')
 
 function usage(message) {
@@ -64,7 +66,11 @@ async function main(argv) {
     for (const file of files) {
       let report
       try {
-        report = await replay(parse(fs.readFileSync(file, 'utf8'), path.basename(file)), { redis })
+        const text = fs.readFileSync(file, 'utf8')
+        // HTTP vectors (format throttlekit-http/1) involve no store: the same on either.
+        report = isHttpVectors(text)
+          ? await replayHttp(parseHttp(text, path.basename(file)))
+          : await replay(parse(text, path.basename(file)), { redis })
       } catch (e) {
         console.error(`${file}: ${e.message}`)
         failed += 1

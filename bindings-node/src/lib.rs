@@ -23,6 +23,7 @@ mod decision;
 mod error;
 mod fast;
 mod handles;
+mod http;
 mod limiter;
 mod multi;
 mod promise;

@@ -1,0 +1,79 @@
+// Real servers for the middleware tests: the same app (every path answers 200 "ok") behind
+// Express, Fastify, or a fetch handler served by a small node:http adapter, listening on a free
+// loopback port (port 0: the kernel picks a fresh one per server).
+import { createServer } from 'node:http'
+import { createRequire } from 'node:module'
+
+const require = createRequire(import.meta.url)
+const express = require('express')
+const Fastify = require('fastify')
+const { rateLimit } = require('@throttlekit/core/express')
+const { rateLimitPlugin } = require('@throttlekit/core/fastify')
+const { withRateLimit } = require('@throttlekit/core/fetch')
+
+export const FRAMEWORKS = ['express', 'fastify', 'fetch']
+
+function urlOf(host, port) {
+  return host.includes(':') ? `http://[${host}]:${port}` : `http://${host}:${port}`
+}
+
+/** Serves a fetch handler `(request, {incoming}) => Response` on node:http. */
+export function serveFetch(handler, host = '127.0.0.1') {
+  const server = createServer(async (incoming, res) => {
+    try {
+      const headers = new Headers()
+      for (let i = 0; i < incoming.rawHeaders.length; i += 2) headers.append(incoming.rawHeaders[i], incoming.rawHeaders[i + 1])
+      const request = new Request(new URL(incoming.url, 'http://localhost'), { method: incoming.method, headers })
+      const response = await handler(request, { incoming })
+      res.statusCode = response.status
+      for (const [name, value] of response.headers) res.setHeader(name, value)
+      res.end(Buffer.from(await response.arrayBuffer()))
+    } catch (e) {
+      res.statusCode = 500
+      res.end(String(e?.code ?? e))
+    }
+  })
+  return listen(server, host)
+}
+
+function listen(server, host) {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject)
+    server.listen(0, host, () => {
+      const base = urlOf(host, server.address().port)
+      resolve({ base, url: (path = '/limited') => base + path, close: () => new Promise((r) => server.close(r)) })
+    })
+  })
+}
+
+/**
+ * Starts `framework` with the rate-limit middleware given `options`, on `host`.
+ * Resolves to {url(path), close()}.
+ */
+export async function serve(framework, options, host = '127.0.0.1') {
+  if (framework === 'express') {
+    const app = express()
+    app.use(rateLimit(options))
+    app.get('/{*any}', (_req, res) => res.type('text/plain').send('ok'))
+    app.use((err, _req, res, _next) => res.status(500).type('text/plain').send(String(err.code ?? err)))
+    return listen(createServer(app), host)
+  }
+  if (framework === 'fastify') {
+    const app = Fastify()
+    await app.register(rateLimitPlugin, options)
+    app.get('/*', async () => 'ok')
+    await app.listen({ port: 0, host })
+    return { base: urlOf(host, app.server.address().port), url: (path = '/limited') => urlOf(host, app.server.address().port) + path, close: () => app.close() }
+  }
+  if (framework === 'fetch') {
+    return serveFetch(withRateLimit(() => new Response('ok', { headers: { 'content-type': 'text/plain' } }), options), host)
+  }
+  throw new Error(`unknown framework ${framework}`)
+}
+
+const FIELD_NAMES = ['ratelimit', 'ratelimit-policy', 'ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset', 'x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'retry-after']
+
+/** The rate-limit fields of a response, as [lower-case name, value] pairs in a fixed order. */
+export function fieldsOf(response) {
+  return FIELD_NAMES.filter((n) => response.headers.has(n)).map((n) => [n, response.headers.get(n)])
+}

@@ -1,0 +1,163 @@
+// Core's HTTP functions through napi: the HTTP vectors (both entry points), the CLI on them,
+// the two entry points against each other on random input, and every bad input.
+import assert from 'node:assert/strict'
+import { execFile } from 'node:child_process'
+import { readFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { dirname, join } from 'node:path'
+import { test } from 'node:test'
+import { fileURLToPath } from 'node:url'
+import { promisify } from 'node:util'
+
+import { ClientIdentity, Limiter, ManualClock, RateLimitFields, Strategy, clientKey, problemBody, rateLimitHeaders, unavailableBody } from '@throttlekit/core'
+
+const require = createRequire(import.meta.url)
+const { parseHttp, replayHttp } = require('../lib/http-conformance.js')
+const here = dirname(fileURLToPath(import.meta.url))
+const vectors = join(here, '..', '..', 'conformance-vectors', 'http', 'headers.json')
+const text = readFileSync(vectors, 'utf8')
+const run = promisify(execFile)
+
+test('every HTTP vector passes through both entry points', async () => {
+  const file = parseHttp(text, 'headers.json')
+  const report = await replayHttp(file)
+  assert.deepEqual(report.failures, [])
+  assert.equal(report.passed, file.headerCases.length + file.clientKeyCases.length)
+  assert.ok(file.headerCases.length >= 40 && file.clientKeyCases.length >= 30)
+})
+
+test('a changed expectation fails the replay (the runner can fail)', async () => {
+  const file = parseHttp(text, 'headers.json')
+  const h = file.headerCases.find((c) => c.expect !== undefined && c.expect.length > 0)
+  h.expect[0][1] += ' '
+  const k = file.clientKeyCases.find((c) => typeof c.expect === 'string')
+  k.expect = '192.0.2.255'
+  const e = file.clientKeyCases.find((c) => c.expectError !== undefined)
+  e.expectError = 'store_unavailable'
+  const report = await replayHttp(file)
+  assert.equal(report.failed, 3, report.failures.join('\n'))
+})
+
+test('throttlekit-conformance replays the HTTP vectors beside the decision vectors', async () => {
+  const bin = join(here, '..', 'bin', 'throttlekit-conformance.js')
+  const { stdout } = await run(process.execPath, [bin, vectors, join(here, '..', '..', 'conformance-vectors', 'hand-checked.json')])
+  assert.match(stdout, /^\d+ passed, 0 failed$/m)
+})
+
+/** A small deterministic PRNG (mulberry32). */
+function rng(seed) {
+  return () => {
+    seed = (seed + 0x6d2b79f5) | 0
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed)
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+  }
+}
+
+test('RateLimitFields gives what rateLimitHeaders gives, on random strategies, costs and times', () => {
+  const next = rng(12)
+  const int = (lo, hi) => lo + Math.floor(next() * (hi - lo + 1))
+  const specs = [
+    () => ({ kind: 'gcra', options: { limit: int(1, 50), periodMs: int(1, 120) * 1000, burst: int(1, 20) } }),
+    () => ({ kind: 'tokenBucket', options: { capacity: int(1, 30), refillPerSec: int(1, 10) } }),
+    () => ({ kind: 'fixedWindow', options: { limit: int(1, 30), windowMs: int(1, 3600) * 1000 } }),
+    () => ({ kind: 'slidingWindowLog', options: { limit: int(1, 30), windowMs: int(1, 600) * 1000 } }),
+  ]
+  const families = ['draft-6', 'draft-7', 'draft-10', 'legacy']
+  let compared = 0
+  for (let i = 0; i < 200; i++) {
+    const strategy = specs[int(0, specs.length - 1)]()
+    const clock = new ManualClock(1_700_000_000_000 + int(0, 1e9))
+    const limiter = new Limiter({ strategy, clock })
+    const options = { family: families[int(0, 3)], policyName: `p${i}`, partitionKeySecret: next() < 0.5 ? 'k' : undefined }
+    const fields = new RateLimitFields(limiter, options)
+    for (let j = 0; j < 8; j++) {
+      clock.advance(int(0, 5000))
+      const d = limiter.checkSync('client', int(1, 3))
+      const flat = fields.lines(d, 'client')
+      const pairs = []
+      for (let k = 0; k < flat.length; k += 2) pairs.push([flat[k], flat[k + 1]])
+      const data = rateLimitHeaders({ options, nowMs: clock.now(), limits: [{ key: 'client', strategy, decision: d }] })
+      assert.deepEqual(pairs, data)
+      assert.equal(d.allowed, !pairs.some(([n]) => n === 'Retry-After'))
+      compared++
+    }
+  }
+  assert.equal(compared, 1600)
+})
+
+test('fallback decisions come from core, by fail policy', () => {
+  const clock = new ManualClock(5_000)
+  const fields = new RateLimitFields(new Limiter({ strategy: Strategy.gcra({ limit: 5, periodMs: 60_000 }), clock }))
+  const open = fields.fallback('fail_open')
+  assert.equal(open.allowed, true)
+  assert.equal(open.fallback, true)
+  assert.deepEqual(fields.lines(open), [])
+  const closed = fields.fallback('fail_closed')
+  assert.equal(closed.allowed, false)
+  assert.deepEqual(fields.lines(closed), ['Retry-After', '1'])
+  assert.throws(() => fields.fallback('raise'), { code: 'store_unavailable' })
+  assert.throws(() => fields.fallback('sometimes'), { code: 'config_invalid' })
+})
+
+test('problem bodies are RFC 9457 JSON from core', () => {
+  const body = JSON.parse(problemBody({ allowed: false, limit: 5, remaining: 0, resetAt: 0, retryAfterMs: 1 }))
+  assert.deepEqual(body, { type: 'https://iana.org/assignments/http-problem-types#quota-exceeded', title: 'Too Many Requests', status: 429, detail: 'Rate limit exceeded; retry in 1 second.' })
+  assert.equal(JSON.parse(unavailableBody()).status, 503)
+})
+
+test('bad input is config_invalid, never a crash', () => {
+  const limiter = new Limiter({ strategy: Strategy.fixedWindow({ limit: 1, windowMs: 1000 }) })
+  const fields = new RateLimitFields(limiter)
+  const d = limiter.checkSync('k')
+  const bad = [
+    () => new RateLimitFields({}),
+    () => new RateLimitFields(Object.create(Limiter.prototype)),
+    () => new RateLimitFields(limiter, { family: 'draft-10', colour: 'red' }),
+    () => new RateLimitFields(limiter, { partitionKeySecret: '' }),
+    () => new RateLimitFields(limiter, { policyName: 'x'.repeat(257) }),
+    () => fields.lines(null),
+    () => fields.lines({ allowed: 'yes' }),
+    () => fields.lines(d, 42),
+    () => fields.lines(d, 'k', Number.NaN),
+    () => new ClientIdentity({ trustedProxies: ['nope'] }),
+    () => new ClientIdentity({ ipv6Prefix: 129 }),
+    () => new ClientIdentity({ trustedProxies: '10.0.0.0/8' }),
+    () => new ClientIdentity({ via: 'x' }),
+    () => new ClientIdentity().key('not an ip'),
+    () => new ClientIdentity().key(undefined),
+    () => new ClientIdentity().key('127.0.0.1', 42),
+    () => rateLimitHeaders({ nowMs: 0, limits: [] }),
+    () => rateLimitHeaders('{}'),
+    () => clientKey({ peer: '1.2.3.4', options: { ipv6Prefix: 0 } }),
+    () => problemBody(undefined),
+  ]
+  for (const f of bad) assert.throws(f, (e) => e.code === 'config_invalid', f.toString())
+})
+
+test('check and checkSync decide and render at one instant; checkSync is for the memory store only', async () => {
+  const { MultiLimiter } = await import('@throttlekit/core')
+  const clock = new ManualClock(1_700_000_000_000)
+  const limiter = new Limiter({ strategy: Strategy.gcra({ limit: 5, periodMs: 60_000 }), clock })
+  const fields = new RateLimitFields(limiter, { partitionKeySecret: 's' })
+  assert.equal(fields.inProcess, true)
+  const a = fields.checkSync('k', 2)
+  assert.equal(a.decision.remaining, 3)
+  assert.deepEqual(a.lines, fields.lines(a.decision, 'k', clock.now()))
+  const b = await fields.check('k')
+  assert.equal(b.decision.remaining, 2)
+  assert.deepEqual(b.lines, fields.lines(b.decision, 'k', clock.now()))
+  assert.throws(() => fields.checkSync(['k']), { code: 'config_invalid' })
+  assert.throws(() => fields.checkSync('k', 0), { code: 'config_invalid' })
+
+  const multi = new MultiLimiter({ rule: 'all', clock, dimensions: [{ name: 'a', strategy: Strategy.fixedWindow({ limit: 2, windowMs: 1000 }) }, { name: 'b', strategy: Strategy.fixedWindow({ limit: 9, windowMs: 1000 }) }] })
+  const mf = new RateLimitFields(multi)
+  assert.equal(mf.inProcess, false)
+  assert.deepEqual(mf.dimensions, ['a', 'b'])
+  assert.throws(() => mf.checkSync(['x', 'y']), { code: 'config_invalid' })
+  const m = await mf.check(['x', 'y'])
+  assert.equal(m.decision.binding, 'a')
+  assert.deepEqual(m.lines, ['RateLimit-Policy', '"a";q=2;w=1, "b";q=9;w=1', 'RateLimit', '"a";r=1;t=1, "b";r=8;t=1'])
+  await assert.rejects(mf.check(['x']), { code: 'config_invalid' })
+  await assert.rejects(mf.check('x'), { code: 'config_invalid' })
+})

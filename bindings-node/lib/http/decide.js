@@ -1,0 +1,160 @@
+'use strict'
+// The one decision path of every Node middleware (Express/Connect, Fastify, fetch handlers),
+// so the three adapters differ only in how they read a request and write a response.
+//
+// It holds no arithmetic and formats nothing: the client key comes from core's ClientIdentity,
+// the decision and its header lines from core through RateLimitFields#check, the fail-policy
+// decision from core (RateLimitFields#fallback), and the problem bodies from core. What lives
+// here is the order of the steps, which mirrors the Rust tower layer (throttlekit-tower):
+// skip → key → cost → check → lines → hook → forward or deny.
+const tk = require('../../index.js')
+
+const OPTIONS = [
+  'limiter',
+  'key',
+  'cost',
+  'skip',
+  'family',
+  'policyName',
+  'partitionKeySecret',
+  'trustedProxies',
+  'ipv6Prefix',
+  'forwardedHeader',
+  'failPolicy',
+  'shadow',
+  'onLimited',
+  'denyResponse',
+]
+const FAIL_POLICIES = ['raise', 'fail_open', 'fail_closed']
+
+/** A `config_invalid` error, as the native code throws them. */
+function invalid(field, problem) {
+  const e = new Error(`${field} ${problem}`)
+  e.code = 'config_invalid'
+  return e
+}
+
+function optionalFunction(options, name, where) {
+  const f = options[name]
+  if (f !== undefined && typeof f !== 'function') throw invalid(`${where}.${name}`, 'must be a function')
+  return f
+}
+
+/** The verdict for a request that is not limited at all (skipped). */
+const SKIPPED = Object.freeze({ kind: 'forward', lines: Object.freeze([]), decision: undefined })
+
+class RateLimitCore {
+  /**
+   * Validates `options` (see OPTIONS; `extra` names the adapter's own options) once, at
+   * construction: a bad option throws `config_invalid` naming it, never at request time.
+   */
+  constructor(options, where, extra = []) {
+    if (options === null || typeof options !== 'object' || Array.isArray(options)) {
+      throw invalid(where, 'options must be an object with at least `limiter`')
+    }
+    for (const name of Object.keys(options)) {
+      if (options[name] !== undefined && !OPTIONS.includes(name) && !extra.includes(name)) {
+        throw invalid(`${where}.${name}`, `is not an option (expected one of: ${OPTIONS.concat(extra).join(', ')})`)
+      }
+    }
+    const { limiter } = options
+    if (!(limiter instanceof tk.Limiter) && !(limiter instanceof tk.MultiLimiter)) {
+      throw invalid(`${where}.limiter`, 'must be a Limiter or a MultiLimiter')
+    }
+    this.fields = new tk.RateLimitFields(limiter, {
+      family: options.family,
+      policyName: options.policyName,
+      partitionKeySecret: options.partitionKeySecret,
+    })
+    this.identity = new tk.ClientIdentity({
+      trustedProxies: options.trustedProxies,
+      ipv6Prefix: options.ipv6Prefix,
+      forwardedHeader: options.forwardedHeader,
+    })
+    this.forwardedHeader = this.identity.forwardedHeader
+    this.dimensions = this.fields.dimensions
+    this.sync = this.fields.inProcess
+    this.keyFn = optionalFunction(options, 'key', where)
+    this.costFn = optionalFunction(options, 'cost', where)
+    this.skipFn = optionalFunction(options, 'skip', where)
+    this.onLimited = optionalFunction(options, 'onLimited', where)
+    this.denyResponse = optionalFunction(options, 'denyResponse', where)
+    this.failPolicy = options.failPolicy ?? 'raise'
+    if (!FAIL_POLICIES.includes(this.failPolicy)) {
+      throw invalid(`${where}.failPolicy`, `must be one of ${FAIL_POLICIES.join(', ')}`)
+    }
+    if (options.shadow !== undefined && typeof options.shadow !== 'boolean') {
+      throw invalid(`${where}.shadow`, 'must be a boolean')
+    }
+    this.shadow = options.shadow === true
+  }
+
+  /**
+   * Decides one request. `req` is what the user's functions receive, with `ctx` (the fetch
+   * handler's second argument); `peer` is the socket's remote address and `forwarded` the
+   * value of the configured forwarding header (read by the adapter, parsed by core).
+   *
+   * Returns a verdict, or a Promise of one when the limiter is not in-process (Redis, multi):
+   * `{kind: 'forward', lines}`, `{kind: 'deny', lines, decision}` or `{kind: 'unavailable'}`.
+   * `lines` is `[name, value, ...]`. Errors (a key function's, a bad cost) throw or reject.
+   */
+  decide(req, ctx, peer, forwarded, method, path) {
+    if (this.skipFn !== undefined && this.skipFn(req, ctx)) return SKIPPED
+    const key = this.keyFn === undefined ? this.identity.key(peer, forwarded) : this.keyFn(req, ctx)
+    const cost = this.costFn === undefined ? 1 : this.costFn(req, ctx)
+    // One native call checks and renders the lines at the same reading of the limiter's
+    // clock, as the Rust layer does.
+    if (this.sync) {
+      let checked
+      try {
+        checked = this.fields.checkSync(key, cost)
+      } catch (e) {
+        return this.failed(e, key, method, path)
+      }
+      return this.finish(checked.decision, checked.lines, key, method, path)
+    }
+    const keys = this.dimensions === null || Array.isArray(key) ? key : this.dimensions.map(() => key)
+    return this.fields.check(keys, cost).then(
+      (checked) => this.finish(checked.decision, checked.lines, keys, method, path),
+      (e) => this.failed(e, keys, method, path),
+    )
+  }
+
+  /** The store did not answer: the fail policy's verdict (core decides the fallback). */
+  failed(e, key, method, path) {
+    if (e?.code !== 'store_unavailable') throw e
+    if (this.failPolicy === 'raise') return { kind: 'unavailable', lines: [], decision: undefined }
+    const decision = this.fields.fallback(this.failPolicy)
+    return this.finish(decision, this.fields.lines(decision, key), key, method, path)
+  }
+
+  finish(decision, lines, key, method, path) {
+    if (decision.allowed) return { kind: 'forward', lines, decision }
+    if (this.onLimited !== undefined) {
+      this.onLimited({
+        key: Array.isArray(key) ? key[0] : key,
+        keys: Array.isArray(key) ? key : undefined,
+        decision,
+        binding: decision.binding,
+        shadow: this.shadow,
+        method,
+        path,
+      })
+    }
+    if (this.shadow) return { kind: 'forward', lines, decision }
+    return { kind: 'deny', lines, decision }
+  }
+}
+
+/** Whether `v` is a Promise-like verdict (the limiter is not in-process). */
+function pending(v) {
+  return typeof v.then === 'function'
+}
+
+module.exports = {
+  RateLimitCore,
+  pending,
+  PROBLEM_CONTENT_TYPE: tk.PROBLEM_CONTENT_TYPE,
+  problemBody: tk.problemBody,
+  unavailableBody: tk.unavailableBody,
+}
