@@ -81,6 +81,21 @@ impl MemoryStore {
 /// core's `RedisOptions` under the same names (`docs/redis.md`); core validates them.
 #[derive(Clone, Debug, uniffi::Record)]
 pub struct RedisStoreOptions {
+    /// Longest wait for any one call (connecting included), ms; past it the call fails with
+    /// `store_unavailable` and is never retried (it may have counted). `null`: 1000.
+    #[uniffi(default = None)]
+    pub timeout_ms: Option<i64>,
+    /// Limiters read time from Redis (`TIME`) instead of this host.
+    #[uniffi(default = false)]
+    pub server_clock: bool,
+    /// What limiters answer when Redis is unreachable (`null`: fail-closed for quotas, raise
+    /// otherwise).
+    #[uniffi(default = None)]
+    pub fail_policy: Option<FailPolicy>,
+    /// Expire keys on the callers' clock instead of Redis's (conformance replays and tests
+    /// only: it serialises every call).
+    #[uniffi(default = false)]
+    pub deterministic_replay: bool,
     /// `"standalone"` (one node), `"cluster"` (the URLs are seed nodes) or `"sentinel"` (the
     /// URLs are sentinels; set `service_name`). `null`: standalone.
     #[uniffi(default = None)]
@@ -101,21 +116,6 @@ pub struct RedisStoreOptions {
     /// `"eval"`. `null`: auto.
     #[uniffi(default = None)]
     pub scripting: Option<String>,
-    /// Longest wait for any one call (connecting included), ms; past it the call fails with
-    /// `store_unavailable` and is never retried (it may have counted). `null`: 1000.
-    #[uniffi(default = None)]
-    pub timeout_ms: Option<i64>,
-    /// Limiters read time from Redis (`TIME`) instead of this host.
-    #[uniffi(default = false)]
-    pub server_clock: bool,
-    /// What limiters answer when Redis is unreachable (`null`: fail-closed for quotas, raise
-    /// otherwise).
-    #[uniffi(default = None)]
-    pub fail_policy: Option<FailPolicy>,
-    /// Expire keys on the callers' clock instead of Redis's (conformance replays and tests
-    /// only: it serialises every call).
-    #[uniffi(default = false)]
-    pub deterministic_replay: bool,
 }
 
 /// A Redis store: every decision is one atomic script call on the server, so a fleet of

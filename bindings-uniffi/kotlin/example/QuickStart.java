@@ -11,7 +11,10 @@ public class QuickStart {
 
         // On Redis, shared by a fleet: one atomic script call per decision.
         String url = args.length > 0 ? args[0] : "redis://127.0.0.1:6379";
-        RedisStore redis = RedisStore.Companion.connect(url, new RedisStoreOptions(500L, false, FailPolicy.FAIL_OPEN, false));
+        // Java spells every option: timeoutMs, serverClock, failPolicy, deterministicReplay, then the
+        // connection options (mode, serviceName, tlsCaFile, tlsCertFile, tlsKeyFile, scripting).
+        RedisStore redis = RedisStore.Companion.connect(url, new RedisStoreOptions(500L, false, FailPolicy.FAIL_OPEN, false,
+                null, null, null, null, null, null));
         Limiter shared = new Limiter(Strategy.Companion.tokenBucket(20L, 5.0),
                 new LimiterOptions(new Store.Redis(redis), null, "quickstart", null, null));
         Decision r = shared.checkBlocking("user:42", 2L);

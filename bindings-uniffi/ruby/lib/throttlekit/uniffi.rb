@@ -332,16 +332,16 @@ private_constant :UniffiHandleMap
   # The Record type RedisStoreOptions.
 
   def self.check_lower_TypeRedisStoreOptions(v)
+    RustBuffer.check_lower_Optionali64(v.timeout_ms)
+    
+    RustBuffer.check_lower_OptionalTypeFailPolicy(v.fail_policy)
+    
     RustBuffer.check_lower_Optionalstring(v.mode)
     RustBuffer.check_lower_Optionalstring(v.service_name)
     RustBuffer.check_lower_Optionalstring(v.tls_ca_file)
     RustBuffer.check_lower_Optionalstring(v.tls_cert_file)
     RustBuffer.check_lower_Optionalstring(v.tls_key_file)
     RustBuffer.check_lower_Optionalstring(v.scripting)
-    RustBuffer.check_lower_Optionali64(v.timeout_ms)
-    
-    RustBuffer.check_lower_OptionalTypeFailPolicy(v.fail_policy)
-    
   end
 
   def self.alloc_from_TypeRedisStoreOptions(v)
@@ -851,16 +851,16 @@ class RustBufferStream
 
   def read_TypeRedisStoreOptions
     RedisStoreOptions.new(
+      timeout_ms: read_Optionali64,
+      server_clock: read_bool,
+      fail_policy: read_OptionalTypeFailPolicy,
+      deterministic_replay: read_bool,
       mode: read_Optionalstring,
       service_name: read_Optionalstring,
       tls_ca_file: read_Optionalstring,
       tls_cert_file: read_Optionalstring,
       tls_key_file: read_Optionalstring,
-      scripting: read_Optionalstring,
-      timeout_ms: read_Optionali64,
-      server_clock: read_bool,
-      fail_policy: read_OptionalTypeFailPolicy,
-      deterministic_replay: read_bool
+      scripting: read_Optionalstring
     )
   end
 
@@ -1299,16 +1299,16 @@ class RustBufferBuilder
   # The Record type RedisStoreOptions.
 
   def write_TypeRedisStoreOptions(v)
+    self.write_Optionali64(v.timeout_ms)
+    self.write_bool(v.server_clock)
+    self.write_OptionalTypeFailPolicy(v.fail_policy)
+    self.write_bool(v.deterministic_replay)
     self.write_Optionalstring(v.mode)
     self.write_Optionalstring(v.service_name)
     self.write_Optionalstring(v.tls_ca_file)
     self.write_Optionalstring(v.tls_cert_file)
     self.write_Optionalstring(v.tls_key_file)
     self.write_Optionalstring(v.scripting)
-    self.write_Optionali64(v.timeout_ms)
-    self.write_bool(v.server_clock)
-    self.write_OptionalTypeFailPolicy(v.fail_policy)
-    self.write_bool(v.deterministic_replay)
   end
 
   # The Record type Reservation.
@@ -3010,22 +3010,34 @@ end
   
   # Record type RedisStoreOptions
 class RedisStoreOptions
-  attr_reader :mode, :service_name, :tls_ca_file, :tls_cert_file, :tls_key_file, :scripting, :timeout_ms, :server_clock, :fail_policy, :deterministic_replay
+  attr_reader :timeout_ms, :server_clock, :fail_policy, :deterministic_replay, :mode, :service_name, :tls_ca_file, :tls_cert_file, :tls_key_file, :scripting
 
-  def initialize(mode: nil, service_name: nil, tls_ca_file: nil, tls_cert_file: nil, tls_key_file: nil, scripting: nil, timeout_ms: nil, server_clock: false, fail_policy: nil, deterministic_replay: false)
+  def initialize(timeout_ms: nil, server_clock: false, fail_policy: nil, deterministic_replay: false, mode: nil, service_name: nil, tls_ca_file: nil, tls_cert_file: nil, tls_key_file: nil, scripting: nil)
+    @timeout_ms = timeout_ms
+    @server_clock = server_clock
+    @fail_policy = fail_policy
+    @deterministic_replay = deterministic_replay
     @mode = mode
     @service_name = service_name
     @tls_ca_file = tls_ca_file
     @tls_cert_file = tls_cert_file
     @tls_key_file = tls_key_file
     @scripting = scripting
-    @timeout_ms = timeout_ms
-    @server_clock = server_clock
-    @fail_policy = fail_policy
-    @deterministic_replay = deterministic_replay
   end
 
   def ==(other)
+    if @timeout_ms != other.timeout_ms
+      return false
+    end
+    if @server_clock != other.server_clock
+      return false
+    end
+    if @fail_policy != other.fail_policy
+      return false
+    end
+    if @deterministic_replay != other.deterministic_replay
+      return false
+    end
     if @mode != other.mode
       return false
     end
@@ -3042,18 +3054,6 @@ class RedisStoreOptions
       return false
     end
     if @scripting != other.scripting
-      return false
-    end
-    if @timeout_ms != other.timeout_ms
-      return false
-    end
-    if @server_clock != other.server_clock
-      return false
-    end
-    if @fail_policy != other.fail_policy
-      return false
-    end
-    if @deterministic_replay != other.deterministic_replay
       return false
     end
 

@@ -4810,6 +4810,29 @@ public object FfiConverterTypeMultiLimiterOptions: FfiConverterRustBuffer<MultiL
  */
 data class RedisStoreOptions (
     /**
+     * Longest wait for any one call (connecting included), ms; past it the call fails with
+     * `store_unavailable` and is never retried (it may have counted). `null`: 1000.
+     */
+    var `timeoutMs`: kotlin.Long? = null 
+    , 
+    /**
+     * Limiters read time from Redis (`TIME`) instead of this host.
+     */
+    var `serverClock`: kotlin.Boolean = false 
+    , 
+    /**
+     * What limiters answer when Redis is unreachable (`null`: fail-closed for quotas, raise
+     * otherwise).
+     */
+    var `failPolicy`: FailPolicy? = null 
+    , 
+    /**
+     * Expire keys on the callers' clock instead of Redis's (conformance replays and tests
+     * only: it serialises every call).
+     */
+    var `deterministicReplay`: kotlin.Boolean = false 
+    , 
+    /**
      * `"standalone"` (one node), `"cluster"` (the URLs are seed nodes) or `"sentinel"` (the
      * URLs are sentinels; set `service_name`). `null`: standalone.
      */
@@ -4840,29 +4863,6 @@ data class RedisStoreOptions (
      * `"eval"`. `null`: auto.
      */
     var `scripting`: kotlin.String? = null 
-    , 
-    /**
-     * Longest wait for any one call (connecting included), ms; past it the call fails with
-     * `store_unavailable` and is never retried (it may have counted). `null`: 1000.
-     */
-    var `timeoutMs`: kotlin.Long? = null 
-    , 
-    /**
-     * Limiters read time from Redis (`TIME`) instead of this host.
-     */
-    var `serverClock`: kotlin.Boolean = false 
-    , 
-    /**
-     * What limiters answer when Redis is unreachable (`null`: fail-closed for quotas, raise
-     * otherwise).
-     */
-    var `failPolicy`: FailPolicy? = null 
-    , 
-    /**
-     * Expire keys on the callers' clock instead of Redis's (conformance replays and tests
-     * only: it serialises every call).
-     */
-    var `deterministicReplay`: kotlin.Boolean = false 
     
 ){
     
@@ -4879,43 +4879,43 @@ data class RedisStoreOptions (
 public object FfiConverterTypeRedisStoreOptions: FfiConverterRustBuffer<RedisStoreOptions> {
     override fun read(buf: ByteBuffer): RedisStoreOptions {
         return RedisStoreOptions(
-            FfiConverterOptionalString.read(buf),
-            FfiConverterOptionalString.read(buf),
-            FfiConverterOptionalString.read(buf),
-            FfiConverterOptionalString.read(buf),
-            FfiConverterOptionalString.read(buf),
-            FfiConverterOptionalString.read(buf),
             FfiConverterOptionalLong.read(buf),
             FfiConverterBoolean.read(buf),
             FfiConverterOptionalTypeFailPolicy.read(buf),
             FfiConverterBoolean.read(buf),
+            FfiConverterOptionalString.read(buf),
+            FfiConverterOptionalString.read(buf),
+            FfiConverterOptionalString.read(buf),
+            FfiConverterOptionalString.read(buf),
+            FfiConverterOptionalString.read(buf),
+            FfiConverterOptionalString.read(buf),
         )
     }
 
     override fun allocationSize(value: RedisStoreOptions) = (
+            FfiConverterOptionalLong.allocationSize(value.`timeoutMs`) +
+            FfiConverterBoolean.allocationSize(value.`serverClock`) +
+            FfiConverterOptionalTypeFailPolicy.allocationSize(value.`failPolicy`) +
+            FfiConverterBoolean.allocationSize(value.`deterministicReplay`) +
             FfiConverterOptionalString.allocationSize(value.`mode`) +
             FfiConverterOptionalString.allocationSize(value.`serviceName`) +
             FfiConverterOptionalString.allocationSize(value.`tlsCaFile`) +
             FfiConverterOptionalString.allocationSize(value.`tlsCertFile`) +
             FfiConverterOptionalString.allocationSize(value.`tlsKeyFile`) +
-            FfiConverterOptionalString.allocationSize(value.`scripting`) +
-            FfiConverterOptionalLong.allocationSize(value.`timeoutMs`) +
-            FfiConverterBoolean.allocationSize(value.`serverClock`) +
-            FfiConverterOptionalTypeFailPolicy.allocationSize(value.`failPolicy`) +
-            FfiConverterBoolean.allocationSize(value.`deterministicReplay`)
+            FfiConverterOptionalString.allocationSize(value.`scripting`)
     )
 
     override fun write(value: RedisStoreOptions, buf: ByteBuffer) {
+            FfiConverterOptionalLong.write(value.`timeoutMs`, buf)
+            FfiConverterBoolean.write(value.`serverClock`, buf)
+            FfiConverterOptionalTypeFailPolicy.write(value.`failPolicy`, buf)
+            FfiConverterBoolean.write(value.`deterministicReplay`, buf)
             FfiConverterOptionalString.write(value.`mode`, buf)
             FfiConverterOptionalString.write(value.`serviceName`, buf)
             FfiConverterOptionalString.write(value.`tlsCaFile`, buf)
             FfiConverterOptionalString.write(value.`tlsCertFile`, buf)
             FfiConverterOptionalString.write(value.`tlsKeyFile`, buf)
             FfiConverterOptionalString.write(value.`scripting`, buf)
-            FfiConverterOptionalLong.write(value.`timeoutMs`, buf)
-            FfiConverterBoolean.write(value.`serverClock`, buf)
-            FfiConverterOptionalTypeFailPolicy.write(value.`failPolicy`, buf)
-            FfiConverterBoolean.write(value.`deterministicReplay`, buf)
     }
 }
 
