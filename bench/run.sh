@@ -13,6 +13,8 @@
 #   redis-core  core/benches/redis.rs (the Redis store's own bench vs redis-benchmark)
 #   python      bindings-python/bench/bench.py (vs limits 5.x and throttlekit-py 0.5.1)
 #   node        bindings-node/bench/run.sh (vs rate-limiter-flexible 11)
+#   go-http     bench/go-http/run.sh: tkhttp's cost per request vs a golang.org/x/time/rate
+#               per-IP middleware (Debian's golang-golang-x-time-dev) and a plain handler
 # Peers are pinned: governor in bench/rust/Cargo.lock, throttlekit-py==0.5.1 below, the Python
 # and Node peers by their benches. Downloads go to bench/.peers (git-ignored).
 set -uo pipefail
@@ -90,6 +92,13 @@ else
     not_measured node "bindings-node/bench has no run.sh or bench.js yet"
 fi
 
+section "go-http: bench/go-http/run.sh (tkhttp vs x/time/rate middleware)"
+if [ -x "$HERE/go-http/run.sh" ]; then
+    "$HERE/go-http/run.sh" $QUICK 2>&1 | tee "$OUT/go-http.log" | tail -5
+else
+    not_measured go-http "bench/go-http/run.sh is missing"
+fi
+
 section "summary ($(nproc) cores: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'))"
 python3 "$HERE/summarize.py" rust="$OUT/rust.log" redis="$OUT/redis.log" redis-core="$OUT/redis-core.log" \
-    python="$OUT/python.log" node="$OUT/node.log"
+    python="$OUT/python.log" node="$OUT/node.log" go-http="$OUT/go-http.log"
