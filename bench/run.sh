@@ -19,6 +19,8 @@
 #   kotlin      bindings-uniffi/bench.sh: Kotlin checkBlocking vs Guava's RateLimiter (Debian
 #               libguava-java), 1 key and 100k keys
 #   node-http   bindings-node/bench/http.js (the Express middleware vs express-rate-limit 8)
+#   go-http     bench/go-http/run.sh: tkhttp's cost per request vs a golang.org/x/time/rate
+#               per-IP middleware (Debian's golang-golang-x-time-dev) and a plain handler
 # Peers are pinned: governor in bench/rust/Cargo.lock, throttlekit-py==0.5.1 below, the Python
 # and Node peers by their benches. Downloads go to bench/.peers (git-ignored).
 set -uo pipefail
@@ -131,7 +133,15 @@ else
     not_measured node-http "bindings-node/bench/http.js does not exist"
 fi
 
+section "go-http: bench/go-http/run.sh (tkhttp vs x/time/rate middleware)"
+if [ -x "$HERE/go-http/run.sh" ]; then
+    "$HERE/go-http/run.sh" $QUICK 2>&1 | tee "$OUT/go-http.log" | tail -5
+else
+    not_measured go-http "bench/go-http/run.sh is missing"
+fi
+
 section "summary ($(nproc) cores: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'))"
 python3 "$HERE/summarize.py" rust="$OUT/rust.log" redis="$OUT/redis.log" redis-core="$OUT/redis-core.log" \
     redis-topology="$OUT/redis-topology.log" \
-    python="$OUT/python.log" node="$OUT/node.log" kotlin="$OUT/kotlin.log" node-http="$OUT/node-http.log"
+    python="$OUT/python.log" node="$OUT/node.log" kotlin="$OUT/kotlin.log" node-http="$OUT/node-http.log" \
+    go-http="$OUT/go-http.log"

@@ -33,6 +33,7 @@ PEERS = {
     "redis-core": "redis-benchmark, same EVALSHA",
     "node": "rate-limiter-flexible (pinned in its bench)",
     "python": "limits 5.x / throttlekit-py 0.5.1",
+    "go-http": "golang.org/x/time/rate per-IP middleware (Debian golang-golang-x-time-dev 0.3.0)",
 }
 
 

@@ -33,6 +33,8 @@ suite "vectors (CLI, memory)" bash -c 'cargo run -q -p throttlekit --locked -- c
 suite "http vectors (CLI)" bash -c 'set -o pipefail; cargo run -q -p throttlekit --locked -- conformance conformance-vectors/http/*.json | tail -n 2'
 suite "tower layer" cargo test -p throttlekit-tower --locked
 suite "http black-box (rust-axum)" tests/http-blackbox.sh rust-axum
+suite "http black-box (go-nethttp)" tests/http-blackbox.sh go-nethttp
+suite "http cross-language (go-nethttp vs rust-axum)" tests/http-crosslang.sh go-nethttp
 suite "redis" tests/redis.sh
 suite "python" bindings-python/test.sh
 suite "node" bindings-node/test.sh

@@ -22,15 +22,21 @@ type HeaderLine struct {
 // answer fits (the library reports the full length), on one OS thread so that a failure's
 // detail message is read from the thread that made the call.
 func textCall(f func(req *C.char, buf *C.char, n C.size_t, need *C.size_t) C.tk_result, request string) (string, error) {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
 	req := cString(request)
 	defer free(req)
+	return textOut(func(buf *C.char, n C.size_t, need *C.size_t) C.tk_result { return f(req, buf, n, need) })
+}
+
+// textOut runs a C function that copies a text answer into a caller's buffer, growing the
+// buffer until the answer fits, on one OS thread (see textCall).
+func textOut(f func(buf *C.char, n C.size_t, need *C.size_t) C.tk_result) (string, error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	size := 256
 	for {
 		buf := make([]byte, size)
 		var need C.size_t
-		if r := f(req, (*C.char)(unsafe.Pointer(&buf[0])), C.size_t(size), &need); r != C.TK_RESULT_OK {
+		if r := f((*C.char)(unsafe.Pointer(&buf[0])), C.size_t(size), &need); r != C.TK_RESULT_OK {
 			return "", lastError(r)
 		}
 		if int(need) < size {
@@ -71,4 +77,36 @@ func HTTPClientKey(requestJSON string) (string, error) {
 	return textCall(func(req, buf *C.char, n C.size_t, need *C.size_t) C.tk_result {
 		return C.tk_http_client_key(req, buf, n, need)
 	}, requestJSON)
+}
+
+// HTTPProblemBody is core's RFC 9457 application/problem+json body: for a denied decision the
+// 429 "quota-exceeded" body, whose detail names the same wait as Retry-After; for nil the 503
+// "temporary-reduced-capacity" body a middleware sends when the store could not decide.
+func HTTPProblemBody(denied *Decision) (string, error) {
+	if denied == nil {
+		return textOut(func(buf *C.char, n C.size_t, need *C.size_t) C.tk_result {
+			return C.tk_http_problem_body(nil, buf, n, need)
+		})
+	}
+	d := C.tk_decision{
+		allowed:        C.bool(denied.Allowed),
+		limit:          C.int64_t(denied.Limit),
+		remaining:      C.int64_t(denied.Remaining),
+		reset_at:       C.int64_t(denied.ResetAt),
+		retry_after_ms: C.int64_t(denied.RetryAfterMs),
+		fallback:       C.bool(denied.Fallback),
+	}
+	return textOut(func(buf *C.char, n C.size_t, need *C.size_t) C.tk_result {
+		return C.tk_http_problem_body(&d, buf, n, need)
+	})
+}
+
+// SpecJSON is the strategy's JSON spec (the vectors' format), which ParseStrategy reads back to
+// the same strategy and HTTPHeaders takes as a limit's "strategy".
+func (s *Strategy) SpecJSON() (string, error) {
+	out, err := textOut(func(buf *C.char, n C.size_t, need *C.size_t) C.tk_result {
+		return C.tk_strategy_to_json(s.p, buf, n, need)
+	})
+	runtime.KeepAlive(s)
+	return out, err
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -110,5 +111,44 @@ func TestHTTPErrorsAreTyped(t *testing.T) {
 	key, err := HTTPClientKey(`{"peer": "::ffff:192.0.2.44"}`)
 	if err != nil || key != "192.0.2.44" {
 		t.Fatalf("got %q, %v", key, err)
+	}
+}
+
+// SpecJSON reads back to the same strategy, and the limiters keep it for the middleware.
+func TestStrategySpecRoundTrips(t *testing.T) {
+	s, err := TokenBucket(10, 2.5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := s.SpecJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := ParseStrategy(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spec2, _ := again.SpecJSON(); spec2 != spec || !strings.Contains(spec, `"refillPerSec":2.5`) {
+		t.Fatalf("%q then %q", spec, spec2)
+	}
+	l, err := NewLimiter(s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if l.StrategySpec() != spec {
+		t.Fatalf("limiter spec %q", l.StrategySpec())
+	}
+}
+
+func TestHTTPProblemBody(t *testing.T) {
+	body, err := HTTPProblemBody(&Decision{Limit: 5, ResetAt: 60_000, RetryAfterMs: 1_500})
+	if err != nil || body != `{"detail":"Rate limit exceeded; retry in 2 seconds.","status":429,"title":"Too Many Requests",`+
+		`"type":"https://iana.org/assignments/http-problem-types#quota-exceeded"}` {
+		t.Fatalf("%q, %v", body, err)
+	}
+	body, err = HTTPProblemBody(nil)
+	if err != nil || !strings.Contains(body, `"status":503`) {
+		t.Fatalf("%q, %v", body, err)
 	}
 }

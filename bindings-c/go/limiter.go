@@ -40,25 +40,32 @@ func (o *Options) handles() (*C.tk_store, *C.tk_clock) {
 }
 
 // Limiter is a strategy bound to a store, a clock and a key prefix. Safe for concurrent use.
-type Limiter struct{ p *C.tk_limiter }
+type Limiter struct {
+	p    *C.tk_limiter
+	spec string // the strategy's JSON spec, for HTTP header requests
+}
 
 // NewLimiter builds a limiter for strategy (copied); opts may be nil.
 func NewLimiter(strategy *Strategy, opts *Options) (*Limiter, error) {
 	if opts == nil {
 		opts = &Options{}
 	}
+	spec, err := strategy.SpecJSON()
+	if err != nil {
+		return nil, err
+	}
 	store, clock := opts.handles()
 	prefix := optString(opts.Prefix)
 	defer free(prefix)
 	cfg := C.tk_limiter_config{store: store, clock: clock, prefix: prefix, fail_policy: C.uint32_t(opts.FailPolicy)}
 	var p *C.tk_limiter
-	err := call(func() C.tk_result { return C.tk_limiter_new(strategy.p, &cfg, &p) })
+	err = call(func() C.tk_result { return C.tk_limiter_new(strategy.p, &cfg, &p) })
 	runtime.KeepAlive(strategy)
 	runtime.KeepAlive(opts)
 	if err != nil {
 		return nil, err
 	}
-	l := &Limiter{p}
+	l := &Limiter{p: p, spec: spec}
 	runtime.SetFinalizer(l, (*Limiter).Close)
 	return l, nil
 }
@@ -134,3 +141,7 @@ func (l *Limiter) Close() error {
 	}
 	return nil
 }
+
+// StrategySpec is the JSON spec of the limiter's strategy (Strategy.SpecJSON), which the HTTP
+// middleware hands to HTTPHeaders.
+func (l *Limiter) StrategySpec() string { return l.spec }

@@ -36,6 +36,7 @@ type MultiDecision struct {
 type MultiLimiter struct {
 	p     *C.tk_multi_limiter
 	names []string
+	specs []string // each dimension's strategy spec, for HTTP header requests
 }
 
 // NewMultiLimiter builds a multi limiter; opts may be nil.
@@ -49,7 +50,15 @@ func NewMultiLimiter(rule Rule, dims []Dimension, opts *Options) (*MultiLimiter,
 	defer C.free(unsafe.Pointer(cdims))
 	arr := (*[1 << 20]C.tk_dimension)(unsafe.Pointer(cdims))[:n:n]
 	names := make([]string, n)
+	specs := make([]string, n)
 	for i, d := range dims {
+		if d.Strategy != nil {
+			spec, err := d.Strategy.SpecJSON()
+			if err != nil {
+				return nil, err
+			}
+			specs[i] = spec
+		}
 		arr[i].name = cString(d.Name)
 		defer free(arr[i].name)
 		if d.Strategy != nil {
@@ -71,7 +80,7 @@ func NewMultiLimiter(rule Rule, dims []Dimension, opts *Options) (*MultiLimiter,
 	if err != nil {
 		return nil, err
 	}
-	m := &MultiLimiter{p, names}
+	m := &MultiLimiter{p, names, specs}
 	runtime.SetFinalizer(m, (*MultiLimiter).Close)
 	return m, nil
 }
@@ -130,3 +139,10 @@ func (m *MultiLimiter) Close() error {
 	}
 	return nil
 }
+
+// Names are the dimensions' names, in declaration order.
+func (m *MultiLimiter) Names() []string { return append([]string(nil), m.names...) }
+
+// StrategySpecs are the dimensions' strategy specs (Strategy.SpecJSON), in declaration order,
+// which the HTTP middleware hands to HTTPHeaders.
+func (m *MultiLimiter) StrategySpecs() []string { return append([]string(nil), m.specs...) }

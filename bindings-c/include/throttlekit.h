@@ -250,33 +250,6 @@ typedef struct tk_store tk_store;
 typedef struct tk_strategy tk_strategy;
 
 /**
- * Optional settings of a limiter. A zero-initialised struct (or a NULL config pointer) gives
- * core's defaults: a fresh private memory store, the system clock, no prefix, and the default
- * fail policy.
- *
- * Ownership: caller-owned; read only during `tk_limiter_new`, which takes its own references
- * to the store and clock and copies the prefix.
- */
-typedef struct {
-  /**
-   * The store (NULL: a fresh memory store private to this limiter).
-   */
-  const tk_store *store;
-  /**
-   * The clock of the clock-reading calls (NULL: the system clock).
-   */
-  const tk_clock *clock;
-  /**
-   * The key prefix: keys are stored as `prefix:key` (NULL or "": the bare key).
-   */
-  const char *prefix;
-  /**
-   * A `tk_fail_policy` number (0: core's default).
-   */
-  uint32_t fail_policy;
-} tk_limiter_config;
-
-/**
  * The result of a check, peek or forecast (core's `Decision`, field for field).
  *
  * Ownership: a plain struct the caller allocates (usually on the stack) and passes by pointer;
@@ -308,6 +281,33 @@ typedef struct {
    */
   bool fallback;
 } tk_decision;
+
+/**
+ * Optional settings of a limiter. A zero-initialised struct (or a NULL config pointer) gives
+ * core's defaults: a fresh private memory store, the system clock, no prefix, and the default
+ * fail policy.
+ *
+ * Ownership: caller-owned; read only during `tk_limiter_new`, which takes its own references
+ * to the store and clock and copies the prefix.
+ */
+typedef struct {
+  /**
+   * The store (NULL: a fresh memory store private to this limiter).
+   */
+  const tk_store *store;
+  /**
+   * The clock of the clock-reading calls (NULL: the system clock).
+   */
+  const tk_clock *clock;
+  /**
+   * The key prefix: keys are stored as `prefix:key` (NULL or "": the bare key).
+   */
+  const char *prefix;
+  /**
+   * A `tk_fail_policy` number (0: core's default).
+   */
+  uint32_t fail_policy;
+} tk_limiter_config;
 
 /**
  * One dimension of a multi limiter.
@@ -540,6 +540,31 @@ tk_result tk_http_headers(const char *request_json, char *buf, size_t len, size_
  * As for `tk_http_headers`.
  */
 tk_result tk_http_client_key(const char *request_json, char *buf, size_t len, size_t *out_n);
+
+/**
+ * The strategy's JSON spec (the vectors' format, e.g.
+ * `{"kind":"gcra","options":{"limit":5.0,"periodMs":60000.0,"burst":5.0}}`), which
+ * `tk_strategy_from_json` reads back to the same strategy. Bindings put it in the `strategy`
+ * field of a `tk_http_headers` request, so a strategy built with a typed constructor needs no
+ * second description. Copied into `buf` as for `tk_http_headers`.
+ *
+ * # Safety
+ * `strategy` must be NULL or a live strategy; `buf` must be valid for writes of `len` bytes;
+ * `out_n` must be valid for writes.
+ */
+tk_result tk_strategy_to_json(const tk_strategy *strategy, char *buf, size_t len, size_t *out_n);
+
+/**
+ * The RFC 9457 `application/problem+json` body of a `429` for the denied `decision`
+ * (`quota-exceeded`, with a `detail` naming the same wait as `Retry-After`), or, when
+ * `decision` is NULL, the body of the `503` a middleware sends when the store could not decide
+ * (`temporary-reduced-capacity`). Copied into `buf` as for `tk_http_headers`.
+ *
+ * # Safety
+ * `decision` must be NULL or point to a `tk_decision`; `buf` must be valid for writes of `len`
+ * bytes; `out_n` must be valid for writes.
+ */
+tk_result tk_http_problem_body(const tk_decision *decision, char *buf, size_t len, size_t *out_n);
 
 /**
  * Creates a limiter for `strategy` (copied) with `config` (NULL: all defaults).

@@ -7,11 +7,15 @@
 
 use std::ffi::c_char;
 
+use throttlekit::Decision;
 use throttlekit::http::json::{client_key_json, headers_json};
+use throttlekit::http::{quota_exceeded_body, unavailable_body};
 
-use crate::args::{string, try_arg};
+use crate::args::{borrow, string, try_arg};
+use crate::decision::tk_decision;
 use crate::panic::guard;
 use crate::result::{from_error, tk_result};
+use crate::strategy::tk_strategy;
 
 /// Copies `text` into `buf` (see the module doc).
 ///
@@ -31,7 +35,19 @@ unsafe fn copy_out(text: &str, buf: *mut c_char, len: usize, out_n: &mut usize) 
     tk_result::Ok
 }
 
-/// Shared body of the two exports.
+/// Checks the output arguments of a text export and copies `text` out (see the module doc).
+///
+/// # Safety
+/// As for the exports: `buf` valid for `len` bytes (or NULL with `len == 0`), `out_n` writable.
+unsafe fn answer_text(text: &str, buf: *mut c_char, len: usize, out_n: *mut usize) -> tk_result {
+    if buf.is_null() && len > 0 {
+        return crate::args::null("buf");
+    }
+    let n = try_arg!(unsafe { crate::args::out(out_n, "out_n") });
+    unsafe { copy_out(text, buf, len, n) }
+}
+
+/// Shared body of the two JSON exports.
 ///
 /// # Safety
 /// As for the exports.
@@ -44,12 +60,8 @@ unsafe fn answer(
 ) -> tk_result {
     guard(|| {
         let request = try_arg!(unsafe { string(request_json, "request_json") });
-        if buf.is_null() && len > 0 {
-            return crate::args::null("buf");
-        }
-        let n = try_arg!(unsafe { crate::args::out(out_n, "out_n") });
         match f(request) {
-            Ok(text) => unsafe { copy_out(&text, buf, len, n) },
+            Ok(text) => unsafe { answer_text(&text, buf, len, out_n) },
             Err(e) => from_error(&e),
         }
     })
@@ -95,4 +107,63 @@ pub unsafe extern "C" fn tk_http_client_key(
     out_n: *mut usize,
 ) -> tk_result {
     unsafe { answer(request_json, buf, len, out_n, client_key_json) }
+}
+
+/// The strategy's JSON spec (the vectors' format, e.g.
+/// `{"kind":"gcra","options":{"limit":5.0,"periodMs":60000.0,"burst":5.0}}`), which
+/// `tk_strategy_from_json` reads back to the same strategy. Bindings put it in the `strategy`
+/// field of a `tk_http_headers` request, so a strategy built with a typed constructor needs no
+/// second description. Copied into `buf` as for `tk_http_headers`.
+///
+/// # Safety
+/// `strategy` must be NULL or a live strategy; `buf` must be valid for writes of `len` bytes;
+/// `out_n` must be valid for writes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tk_strategy_to_json(
+    strategy: *const tk_strategy,
+    buf: *mut c_char,
+    len: usize,
+    out_n: *mut usize,
+) -> tk_result {
+    guard(|| {
+        let strategy = try_arg!(unsafe { borrow(strategy, "strategy") });
+        match serde_json::to_string(strategy.inner.spec()) {
+            Ok(text) => unsafe { answer_text(&text, buf, len, out_n) },
+            Err(e) => from_error(&throttlekit::Error::config("strategy", &e.to_string())),
+        }
+    })
+}
+
+/// The RFC 9457 `application/problem+json` body of a `429` for the denied `decision`
+/// (`quota-exceeded`, with a `detail` naming the same wait as `Retry-After`), or, when
+/// `decision` is NULL, the body of the `503` a middleware sends when the store could not decide
+/// (`temporary-reduced-capacity`). Copied into `buf` as for `tk_http_headers`.
+///
+/// # Safety
+/// `decision` must be NULL or point to a `tk_decision`; `buf` must be valid for writes of `len`
+/// bytes; `out_n` must be valid for writes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tk_http_problem_body(
+    decision: *const tk_decision,
+    buf: *mut c_char,
+    len: usize,
+    out_n: *mut usize,
+) -> tk_result {
+    guard(|| {
+        let body = if decision.is_null() {
+            unavailable_body()
+        } else {
+            // SAFETY: non-NULL, and the caller's contract makes it a readable tk_decision.
+            let d = unsafe { *decision };
+            quota_exceeded_body(&Decision {
+                allowed: d.allowed,
+                limit: d.limit,
+                remaining: d.remaining,
+                reset_at: d.reset_at,
+                retry_after_ms: d.retry_after_ms,
+                fallback: d.fallback,
+            })
+        };
+        unsafe { answer_text(&body, buf, len, out_n) }
+    })
 }

@@ -256,6 +256,39 @@ static void test_http(void) {
     CHECK(tk_http_client_key("\xff", key, sizeof key, &n) == TK_RESULT_INVALID_UTF8);
 }
 
+/* tk_strategy_to_json reads back to the same strategy; tk_http_problem_body is core's body. */
+static void test_http_spec_and_problem(void) {
+    current = "http_spec_and_problem";
+    tk_strategy *s = NULL, *again = NULL;
+    CHECK_OK(tk_strategy_gcra(5, 60000, 5, &s));
+    char spec[256], spec2[256];
+    size_t n = 0;
+    CHECK_OK(tk_strategy_to_json(s, spec, sizeof spec, &n));
+    CHECK(n == strlen(spec) && strstr(spec, "\"kind\":\"gcra\"") != NULL);
+    CHECK_OK(tk_strategy_from_json(spec, &again));
+    CHECK_OK(tk_strategy_to_json(again, spec2, sizeof spec2, &n));
+    CHECK(strcmp(spec, spec2) == 0);
+    CHECK(tk_strategy_to_json(NULL, spec, sizeof spec, &n) == TK_RESULT_NULL_PARAMETER);
+    CHECK(tk_strategy_to_json(s, NULL, 4, &n) == TK_RESULT_NULL_PARAMETER);
+    CHECK(tk_strategy_to_json(s, spec, sizeof spec, NULL) == TK_RESULT_NULL_PARAMETER);
+    tk_strategy_free(again);
+    tk_strategy_free(s);
+
+    tk_decision denied = {false, 5, 0, 60000, 12000, false};
+    char body[512];
+    CHECK_OK(tk_http_problem_body(&denied, body, sizeof body, &n));
+    CHECK(strcmp(body, "{\"detail\":\"Rate limit exceeded; retry in 12 seconds.\",\"status\":429,"
+                       "\"title\":\"Too Many Requests\",\"type\":"
+                       "\"https://iana.org/assignments/http-problem-types#quota-exceeded\"}") == 0);
+    denied.retry_after_ms = 1; /* rounds up to one second, singular */
+    CHECK_OK(tk_http_problem_body(&denied, body, sizeof body, &n));
+    CHECK(strstr(body, "retry in 1 second.") != NULL);
+    CHECK_OK(tk_http_problem_body(NULL, body, sizeof body, &n));
+    CHECK(strstr(body, "\"status\":503") != NULL && strstr(body, "temporary-reduced-capacity") != NULL);
+    CHECK_OK(tk_http_problem_body(NULL, NULL, 0, &n)); /* just the length */
+    CHECK(n == strlen(body));
+}
+
 static void test_shared_store_and_prefixes(void) {
     current = "shared_store_and_prefixes";
     tk_store *store = NULL;
@@ -548,6 +581,7 @@ int main(void) {
     test_null_pointers();
     test_last_error_truncates();
     test_http();
+    test_http_spec_and_problem();
     test_shared_store_and_prefixes();
     test_multi();
     test_shaper();

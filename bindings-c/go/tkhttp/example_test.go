@@ -1,0 +1,88 @@
+package tkhttp_test
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+
+	throttlekit "example.invalid/throttlekit/go"
+	"example.invalid/throttlekit/go/tkhttp"
+)
+
+// The quick start of docs/http.md ("Go: net/http middleware") and bindings-c/README.md, run
+// against a real server: TestDocsShowThisExample keeps the docs' copy identical.
+func Example() {
+	// quick start begins
+	strategy, _ := throttlekit.GCRA(5, 60_000, 5) // 5 per minute, burst 5
+	limiter, _ := throttlekit.NewLimiter(strategy, &throttlekit.Options{FailPolicy: throttlekit.FailOpen})
+	limit, err := tkhttp.Limit(limiter,
+		tkhttp.WithHeaderOptions(tkhttp.HeaderOptions{Family: tkhttp.FamilyDraft10, PolicyName: "default"}),
+		tkhttp.WithClientKeyOptions(tkhttp.ClientKeyOptions{TrustedProxies: []string{"10.0.0.0/8"}}),
+		tkhttp.WithSkip(func(r *http.Request) bool { return r.URL.Path == "/healthz" }),
+		tkhttp.WithOnLimited(func(e tkhttp.LimitedEvent) { fmt.Println("limited", e.Key) }))
+	if err != nil {
+		panic(err) // a *throttlekit.Error with Code config_invalid
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/limited", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+	handler := limit(mux) // http.ListenAndServe(":8080", handler)
+	// quick start ends
+
+	srv := httptest.NewServer(handler)
+	defer srv.Close()
+	for i := 0; i < 6; i++ {
+		resp, err := http.Get(srv.URL + "/limited")
+		if err != nil {
+			panic(err)
+		}
+		resp.Body.Close()
+		fmt.Println(resp.StatusCode, resp.Header.Get("RateLimit-Policy"), resp.Header.Get("RateLimit")[:13],
+			resp.Header.Get("Retry-After") != "")
+	}
+	// Output:
+	// 200 "default";q=5;w=60 "default";r=4 false
+	// 200 "default";q=5;w=60 "default";r=3 false
+	// 200 "default";q=5;w=60 "default";r=2 false
+	// 200 "default";q=5;w=60 "default";r=1 false
+	// 200 "default";q=5;w=60 "default";r=0 false
+	// limited 127.0.0.1
+	// 429 "default";q=5;w=60 "default";r=0 true
+}
+
+// quickStart is the code between the markers above, unindented.
+func quickStart(t *testing.T) string {
+	t.Helper()
+	src, err := os.ReadFile("example_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(src)
+	begin := strings.Index(text, "// quick start begins\n")
+	end := strings.Index(text, "\t// quick start ends")
+	if begin < 0 || end < begin {
+		t.Fatal("quick start markers not found")
+	}
+	var lines []string
+	for _, l := range strings.Split(text[begin+len("// quick start begins\n"):end], "\n") {
+		lines = append(lines, strings.TrimPrefix(l, "\t"))
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Every doc that shows the Go middleware's quick start shows this example's code verbatim.
+func TestDocsShowThisExample(t *testing.T) {
+	code := quickStart(t)
+	for _, doc := range []string{"../../../docs/http.md", "../../README.md"} {
+		text, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(text), "```go\n"+code+"```") {
+			t.Errorf("%s does not show the quick start of tkhttp/example_test.go verbatim:\n%s", doc, code)
+		}
+	}
+}

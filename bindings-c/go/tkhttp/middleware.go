@@ -1,0 +1,275 @@
+package tkhttp
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	throttlekit "example.invalid/throttlekit/go"
+)
+
+// Middleware rate-limits every request through a throttlekit limiter. Safe for concurrent use.
+//
+// Defaults: the key is the client IP from the socket peer (r.RemoteAddr; no trusted proxies,
+// IPv6 grouped by /64), cost 1, nothing skipped, draft-10 fields with policy name "default",
+// shadow mode off, and core's RFC 9457 body on a 429.
+//
+// The fail policy is the limiter's own (throttlekit.Options.FailPolicy), so there is one place
+// that says what a store error means: Raise (the default for non-quota strategies) answers 503
+// with core's temporary-reduced-capacity problem body; FailOpen forwards the request with no
+// rate-limit fields; FailClosed answers 429 with Retry-After: 1.
+type Middleware struct {
+	single *throttlekit.Limiter
+	multi  *throttlekit.MultiLimiter
+	names  []string          // multi: dimension names
+	specs  []json.RawMessage // the strategy spec of the limiter, or of each dimension
+	cfg    config
+}
+
+// New builds the middleware for a single limiter. Invalid header or client-key options are a
+// *throttlekit.Error with code config_invalid.
+func New(limiter *throttlekit.Limiter, opts ...Option) (*Middleware, error) {
+	if limiter == nil {
+		return nil, &throttlekit.Error{Code: throttlekit.CodeConfigInvalid, Message: "config_invalid: tkhttp: limiter is nil"}
+	}
+	m := &Middleware{single: limiter, specs: []json.RawMessage{json.RawMessage(limiter.StrategySpec())}}
+	return m.configure(opts)
+}
+
+// NewMulti builds the middleware for a multi limiter: one RateLimit list member per dimension,
+// the binding one first. Every dimension gets the request's key unless WithKeysFunc is set.
+func NewMulti(limiter *throttlekit.MultiLimiter, opts ...Option) (*Middleware, error) {
+	if limiter == nil {
+		return nil, &throttlekit.Error{Code: throttlekit.CodeConfigInvalid, Message: "config_invalid: tkhttp: limiter is nil"}
+	}
+	m := &Middleware{multi: limiter, names: limiter.Names()}
+	for _, s := range limiter.StrategySpecs() {
+		m.specs = append(m.specs, json.RawMessage(s))
+	}
+	return m.configure(opts)
+}
+
+// configure applies the options and lets core validate them once, up front.
+func (m *Middleware) configure(opts []Option) (*Middleware, error) {
+	m.cfg = defaults()
+	for _, o := range opts {
+		o(&m.cfg)
+	}
+	if _, err := m.clientKey("127.0.0.1", nil); err != nil {
+		return nil, err
+	}
+	probe := []limitInput{{Strategy: m.specs[0], Decision: decisionInput(throttlekit.Decision{Allowed: true, Limit: 1, Remaining: 1})}}
+	if _, err := m.headers(probe, 0); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// Handler wraps next: func(http.Handler) http.Handler.
+func (m *Middleware) Handler(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if m.cfg.skip != nil && m.cfg.skip(r) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		m.serve(w, r, next)
+	})
+}
+
+// Limit is New followed by Handler, for the common case:
+//
+//	limit, err := tkhttp.Limit(limiter, tkhttp.WithSkip(isHealthz))
+//	http.ListenAndServe(addr, limit(mux))
+func Limit(limiter *throttlekit.Limiter, opts ...Option) (func(http.Handler) http.Handler, error) {
+	m, err := New(limiter, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return m.Handler, nil
+}
+
+// serve decides one request: the check, the header lines, the hook, then forward or deny.
+func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Handler) {
+	key, err := m.key(r)
+	if err != nil {
+		internalError(w, err)
+		return
+	}
+	cost := uint64(1)
+	if m.cfg.costFunc != nil {
+		cost = m.cfg.costFunc(r)
+	}
+	// One clock reading for the decision and for its header lines.
+	now := m.cfg.now()
+	limits, binding, err := m.check(r, key, cost, now)
+	if err != nil {
+		var tkErr *throttlekit.Error
+		if errors.As(err, &tkErr) && tkErr.Code == throttlekit.CodeStoreUnavailable {
+			body, _ := throttlekit.HTTPProblemBody(nil)
+			problem(w, http.StatusServiceUnavailable, body)
+			return
+		}
+		internalError(w, err)
+		return
+	}
+	lines, err := m.headers(limits, now)
+	if err != nil {
+		internalError(w, err)
+		return
+	}
+	h := w.Header()
+	for _, l := range lines {
+		// Set the name exactly as core spells it (not canonicalised to "Ratelimit").
+		h[l.Name] = append(h[l.Name], l.Value)
+	}
+	decision := limits[0].decision
+	if decision.Allowed {
+		next.ServeHTTP(w, r)
+		return
+	}
+	if m.cfg.onLimited != nil {
+		m.cfg.onLimited(LimitedEvent{Key: key, Decision: decision, Binding: binding, Shadow: m.cfg.shadow, Request: r})
+	}
+	if m.cfg.shadow {
+		next.ServeHTTP(w, r)
+		return
+	}
+	if m.cfg.deny != nil {
+		m.cfg.deny(w, r, decision)
+		return
+	}
+	body, err := throttlekit.HTTPProblemBody(&decision)
+	if err != nil {
+		internalError(w, err)
+		return
+	}
+	problem(w, http.StatusTooManyRequests, body)
+}
+
+// check runs the limiter and returns the limits for HTTPHeaders, binding dimension first.
+func (m *Middleware) check(r *http.Request, key string, cost uint64, now int64) ([]limitInput, string, error) {
+	if m.single != nil {
+		d, err := m.single.CheckAt(key, cost, now)
+		if err != nil {
+			return nil, "", err
+		}
+		return []limitInput{{Key: key, Strategy: m.specs[0], Decision: decisionInput(d), decision: d}}, "", nil
+	}
+	keys := make([]string, len(m.names))
+	if m.cfg.keysFunc != nil {
+		var err error
+		if keys, err = m.cfg.keysFunc(r); err != nil {
+			return nil, "", err
+		}
+		if len(keys) != len(m.names) {
+			return nil, "", fmt.Errorf("tkhttp: keys function gave %d keys for %d dimensions", len(keys), len(m.names))
+		}
+	} else {
+		for i := range keys {
+			keys[i] = key
+		}
+	}
+	d, err := m.multi.CheckAt(keys, cost, now)
+	if err != nil {
+		return nil, "", err
+	}
+	// The binding dimension first, then the others in declaration order (docs/http.md).
+	limits := make([]limitInput, 0, len(m.names))
+	var rest []limitInput
+	for i, name := range m.names {
+		l := limitInput{Name: name, Key: keys[i], Strategy: m.specs[i], Decision: decisionInput(d.Dimensions[i]), decision: d.Dimensions[i]}
+		if name == d.Binding && len(limits) == 0 {
+			l.decision = d.Decision
+			l.Decision = decisionInput(d.Decision)
+			limits = append(limits, l)
+		} else {
+			rest = append(rest, l)
+		}
+	}
+	return append(limits, rest...), d.Binding, nil
+}
+
+// key is the key function's key, or core's client key from the peer and forwarding headers.
+func (m *Middleware) key(r *http.Request) (string, error) {
+	if m.cfg.keyFunc != nil {
+		return m.cfg.keyFunc(r)
+	}
+	// Only the two forwarding headers can matter; repeated lines are passed in order.
+	// encoding/json writes bytes that are not UTF-8 as U+FFFD: lossy, never dropped.
+	var headers [][2]string
+	for _, name := range [...]string{"X-Forwarded-For", "Forwarded"} {
+		for _, v := range r.Header.Values(name) {
+			headers = append(headers, [2]string{name, v})
+		}
+	}
+	return m.clientKey(r.RemoteAddr, headers)
+}
+
+func (m *Middleware) clientKey(peer string, headers [][2]string) (string, error) {
+	req, err := json.Marshal(struct {
+		Peer    string          `json:"peer"`
+		Headers [][2]string     `json:"headers,omitempty"`
+		Options json.RawMessage `json:"options"`
+	}{peer, headers, m.cfg.clientOptions})
+	if err != nil {
+		return "", err
+	}
+	return throttlekit.HTTPClientKey(string(req))
+}
+
+// limitInput is one limit of a HeadersRequest (conformance-vectors/FORMAT.md).
+type limitInput struct {
+	Name     string               `json:"name,omitempty"`
+	Key      string               `json:"key,omitempty"`
+	Strategy json.RawMessage      `json:"strategy"`
+	Decision decisionJSON         `json:"decision"`
+	decision throttlekit.Decision // the same decision, for the hook and the problem body
+}
+
+type decisionJSON struct {
+	Allowed      bool  `json:"allowed"`
+	Limit        int64 `json:"limit"`
+	Remaining    int64 `json:"remaining"`
+	ResetAt      int64 `json:"resetAt"`
+	RetryAfterMs int64 `json:"retryAfterMs"`
+	Fallback     bool  `json:"fallback"`
+}
+
+func decisionInput(d throttlekit.Decision) decisionJSON {
+	return decisionJSON{d.Allowed, d.Limit, d.Remaining, d.ResetAt, d.RetryAfterMs, d.Fallback}
+}
+
+func (m *Middleware) headers(limits []limitInput, now int64) ([]throttlekit.HeaderLine, error) {
+	req, err := json.Marshal(struct {
+		Options json.RawMessage `json:"options"`
+		NowMs   int64           `json:"nowMs"`
+		Limits  []limitInput    `json:"limits"`
+	}{m.cfg.headerOptions, now, limits})
+	if err != nil {
+		return nil, err
+	}
+	return throttlekit.HTTPHeaders(string(req))
+}
+
+func problem(w http.ResponseWriter, status int, body string) {
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	_, _ = w.Write([]byte(body))
+}
+
+// internalError answers 500 for a key function's error or a bad peer: a server
+// misconfiguration, not the client's fault.
+func internalError(w http.ResponseWriter, err error) {
+	code := "internal"
+	var tkErr *throttlekit.Error
+	if errors.As(err, &tkErr) {
+		code = string(tkErr.Code)
+	}
+	body, _ := json.Marshal(map[string]any{
+		"type": "about:blank", "title": "Internal Server Error", "status": 500, "detail": "rate limiter: " + code,
+	})
+	problem(w, http.StatusInternalServerError, string(body))
+}
