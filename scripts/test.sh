@@ -34,14 +34,13 @@ suite "http vectors (CLI)" bash -c 'set -o pipefail; cargo run -q -p throttlekit
 suite "tower layer" cargo test -p throttlekit-tower --locked
 suite "http black-box (rust-axum)" tests/http-blackbox.sh rust-axum
 suite "http black-box (go-nethttp)" tests/http-blackbox.sh go-nethttp
-suite "http cross-language (go-nethttp vs rust-axum)" tests/http-crosslang.sh go-nethttp
 suite "redis" tests/redis.sh
 suite "python" bindings-python/test.sh
 suite "node" bindings-node/test.sh
 suite "http black-box (node-express)" tests/http-blackbox.sh node-express
 suite "http black-box (node-fastify)" tests/http-blackbox.sh node-fastify
 suite "http black-box (node-fetch)" tests/http-blackbox.sh node-fetch
-suite "http same bytes (rust-axum vs node)" tests/http-same-bytes.sh rust-axum node-express node-fastify node-fetch
+suite "http same bytes (every example vs rust-axum)" tests/http-same-bytes.sh rust-axum go-nethttp node-express node-fastify node-fetch
 suite "c and go" bindings-c/test.sh
 suite "uniffi (kotlin, ruby)" bindings-uniffi/test.sh
 suite "dist (release artifacts, installed without a Rust toolchain)" tests/dist.sh
