@@ -37,6 +37,20 @@ impl From<Decision> for tk_decision {
     }
 }
 
+/// A decision a caller hands back (to render its HTTP problem body).
+impl From<tk_decision> for Decision {
+    fn from(d: tk_decision) -> Decision {
+        Decision {
+            allowed: d.allowed,
+            limit: d.limit,
+            remaining: d.remaining,
+            reset_at: d.reset_at,
+            retry_after_ms: d.retry_after_ms,
+            fallback: d.fallback,
+        }
+    }
+}
+
 /// The shaper's answer (core's `Reservation`).
 ///
 /// Ownership: caller-allocated plain data, written only on `TK_RESULT_OK`.

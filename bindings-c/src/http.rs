@@ -154,15 +154,7 @@ pub unsafe extern "C" fn tk_http_problem_body(
             unavailable_body()
         } else {
             // SAFETY: non-NULL, and the caller's contract makes it a readable tk_decision.
-            let d = unsafe { *decision };
-            quota_exceeded_body(&Decision {
-                allowed: d.allowed,
-                limit: d.limit,
-                remaining: d.remaining,
-                reset_at: d.reset_at,
-                retry_after_ms: d.retry_after_ms,
-                fallback: d.fallback,
-            })
+            quota_exceeded_body(&Decision::from(unsafe { *decision }))
         };
         unsafe { answer_text(&body, buf, len, out_n) }
     })
