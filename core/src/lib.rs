@@ -48,7 +48,7 @@ pub use multi::{Dimension, MultiDecision, MultiLimiter};
 pub use shaper::Shaper;
 pub use spec::{LeakyBucketOptions, StrategySpec};
 pub use state::{Log, Slot, State, Step};
-pub use store::{MemoryStore, Rule, Store};
+pub use store::{MemoryLimits, MemoryStore, Rule, Store};
 pub use strategy::Strategy;
 
 /// The README's code blocks compile and run as doctests, so the quick start cannot rot.

@@ -257,7 +257,7 @@ impl Limiter {
         }
         if let (Some(memory), Some(gcra)) = (self.store.as_memory(), self.strategy.as_gcra()) {
             // The hot path: GCRA on the memory store, inlined, the decision returned as is.
-            return Ok(memory.check_gcra_joined(&self.prefix, key, now, gcra, cost));
+            return memory.check_gcra_joined(&self.prefix, key, now, gcra, cost);
         }
         self.sync_apply(key, now, Transform::Check { strategy: &self.strategy, cost })
     }
