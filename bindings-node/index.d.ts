@@ -58,14 +58,19 @@ export declare class ManualClock {
 }
 
 /**
- * An in-process store: sharded, bounded if asked, expiring on the limiter's clock. Share one
- * between limiters (keys are namespaced by each limiter's `prefix`).
+ * An in-process store: sharded, bounded by default, expiring on the limiter's clock. Share
+ * one between limiters (keys are namespaced by each limiter's `prefix`).
  */
 export declare class MemoryStore {
   /** A new, empty store. */
   constructor(options?: MemoryStoreOptions)
   /** How many keys the store holds (expired ones included until swept). */
   get size(): number
+  /**
+   * Live keys evicted to stay within `maxKeys` since the store was made: when it climbs,
+   * the bound is too small for the traffic.
+   */
+  get evictions(): number
 }
 
 /** Several dimensions (per IP, per user, ...) decided together in one atomic step. */
@@ -244,10 +249,15 @@ export interface LimiterOptions {
 /** Options of `new MemoryStore()`. */
 export interface MemoryStoreOptions {
   /**
-   * Keep at most about this many keys, evicting the least recently used (integer >= 1;
-   * default: unbounded, expired keys are still swept).
+   * Keep at most about this many keys, evicting the least recently used (integer >= 1, or
+   * `Infinity` for no bound; default 917504, about 110 MB). Expired keys are swept either way.
    */
   maxKeys?: number
+  /**
+   * Refuse full keys (`prefix:key`) longer than this many bytes with `config_invalid`
+   * (integer >= 1, or `Infinity`; default 256).
+   */
+  maxKeyLength?: number
 }
 
 /**

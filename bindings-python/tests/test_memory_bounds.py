@@ -9,7 +9,8 @@ import pytest
 import throttlekit as tk
 
 DEFAULT_MAX_KEYS = 917_504
-# The documented resident ceiling of a full default store (~110 MB), plus the interpreter.
+# The documented resident memory of a full default store (105-125 MB: the allocator keeps some
+# of the tables the shards outgrew), above the process's own.
 CEILING_KIB = 130 * 1024
 
 FLOOD = r"""
@@ -21,6 +22,7 @@ def rss_kib():
             return int(line.split()[1])
 
 keys, settled_at = int(sys.argv[1]), int(sys.argv[2])
+baseline = rss_kib()
 store = tk.MemoryStore()
 check = tk.Limiter(tk.Strategy.gcra(10, 60_000, burst=5), store=store, clock=tk.ManualClock(1_000_000)).check_sync
 settled = 0
@@ -28,7 +30,7 @@ for i in range(keys):
     check(f"user:{i}")
     if i + 1 == settled_at:
         settled = rss_kib()
-print(settled, rss_kib(), len(store), store.evictions)
+print(baseline, settled, rss_kib(), len(store), store.evictions)
 """
 
 
@@ -39,10 +41,10 @@ def test_a_flood_of_distinct_keys_keeps_a_default_store_flat_at_its_bound() -> N
         [sys.executable, "-c", FLOOD, str(keys), str(2 * DEFAULT_MAX_KEYS)],
         capture_output=True, text=True, timeout=600, check=True,
     )
-    settled, end, held, evictions = map(int, out.stdout.split())
+    baseline, settled, end, held, evictions = map(int, out.stdout.split())
     assert held <= DEFAULT_MAX_KEYS
     assert evictions >= keys - DEFAULT_MAX_KEYS
-    assert end <= CEILING_KIB, f"{end} KiB resident"
+    assert end - baseline <= CEILING_KIB, f"{end - baseline} KiB resident above the baseline"
     assert end <= settled * 1.02, f"grew from {settled} to {end} KiB"
 
 
