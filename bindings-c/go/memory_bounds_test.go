@@ -53,7 +53,10 @@ func TestAFloodOfDistinctKeysKeepsADefaultStoreFlatAtItsBound(t *testing.T) {
 		fmt.Printf("FLOOD %d %d %d %d\n", baseline, settled, rssKiB(t), ev)
 		return
 	}
-	const keys = 3000000
+	keys := uint64(3000000)
+	if n := os.Getenv("TK_FLOOD_TOTAL"); n != "" {
+		fmt.Sscan(n, &keys)
+	}
 	cmd := exec.Command(os.Args[0], "-test.run", "^TestAFloodOfDistinctKeysKeepsADefaultStoreFlatAtItsBound$", "-test.count=1")
 	cmd.Env = append(os.Environ(), fmt.Sprintf("TK_FLOOD_KEYS=%d", keys))
 	out, err := cmd.CombinedOutput()
@@ -67,6 +70,7 @@ func TestAFloodOfDistinctKeysKeepsADefaultStoreFlatAtItsBound(t *testing.T) {
 		t.Fatalf("no result line in %s", out)
 	}
 	fmt.Sscan(string(out[i+6:]), &base, &settled, &end, &ev)
+	fmt.Printf("go flood of %d keys: baseline %d KiB, settled %d KiB, end %d KiB, %d evictions\n", keys, base, settled, end, ev)
 	t.Logf("baseline %d KiB, settled %d KiB, end %d KiB, %d evictions", base, settled, end, ev)
 	// The documented share of a full default store is 105-125 MB; Go's own heap adds a little.
 	if end-base > 130*1024 {

@@ -215,6 +215,7 @@ impl Limiter {
 
     #[inline]
     fn sync_apply(&self, key: &str, now: i64, transform: Transform<'_>) -> Result<Decision> {
+        validate::now(now)?;
         self.with_full_key(key, |full| self.sync_finish(self.store.apply_sync(full, now, transform), now))
     }
 
@@ -229,6 +230,7 @@ impl Limiter {
     }
 
     async fn async_apply(&self, key: &str, now: Now, transform: Transform<'_>) -> Result<Decision> {
+        validate::now_at(now)?;
         let full = self.full_key(key);
         match self.store.apply(&full, now, transform).await.and_then(|r| r.decision()) {
             Ok(d) => Ok(d),
@@ -251,9 +253,12 @@ impl Limiter {
     /// [`Limiter::check_sync`] at an explicit `now` (epoch ms).
     #[inline]
     pub fn check_sync_at(&self, key: &str, cost: u64, now: i64) -> Result<Decision> {
-        if cost.wrapping_sub(1) >= validate::MAX_SAFE_INTEGER as u64 {
-            // Out of 1..=2^53: the validator builds the error (kept off the hot path).
+        if cost.wrapping_sub(1) >= validate::MAX_SAFE_INTEGER as u64
+            || now.unsigned_abs() > validate::MAX_SAFE_INTEGER as u64
+        {
+            // Out of 1..=2^53 or ±2^53: the validators build the error (kept off the hot path).
             validate::cost(cost)?;
+            validate::now(now)?;
         }
         if let (Some(memory), Some(gcra)) = (self.store.as_memory(), self.strategy.as_gcra()) {
             // The hot path: GCRA on the memory store, inlined, the decision returned as is.
