@@ -29,6 +29,9 @@ pub mod store;
 pub mod strategy;
 pub mod validate;
 
+#[cfg(test)]
+mod ffi_properties;
+
 pub use clock::tk_clock;
 pub use config::tk_fail_policy;
 pub use decision::{tk_decision, tk_reservation};
