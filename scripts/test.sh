@@ -29,6 +29,7 @@ suite() {
 scripts/install-deps.sh || { echo "could not install system packages"; exit 1; }
 
 suite "core" cargo test -p throttlekit --locked
+suite "core metrics facade" cargo test -p throttlekit --locked --features metrics --test metrics
 suite "vectors (CLI, memory)" bash -c 'cargo run -q -p throttlekit --locked -- conformance conformance-vectors/*.json | tail -n 4'
 suite "redis" tests/redis.sh
 suite "python" bindings-python/test.sh

@@ -30,6 +30,7 @@ mod decision;
 mod error;
 pub mod key;
 mod limiter;
+pub mod metrics;
 pub mod multi;
 #[cfg(feature = "redis")]
 pub mod redis;
