@@ -39,7 +39,12 @@ export declare class Limiter {
   close(): Promise<void>
   /** The strategy. */
   get strategy(): Strategy
-  /** The key prefix (`''` for none). */
+  /**
+   * The key prefix (`''` for none).
+   * The counters (see `LimiterMetrics`), or `null` unless made with `metrics: true`.
+   * Checks through `check` on a `RedisStore` (the event-loop socket) are not counted yet.
+   */
+  metrics(): LimiterMetrics | null
   get prefix(): string
   /** The fail policy in effect. */
   get failPolicy(): FailPolicy
@@ -221,6 +226,32 @@ export interface GcraSpec {
   options: GcraOptions
 }
 
+/**
+ * An explicit-bucket histogram: `counts[i]` calls took at most `boundsUs[i]` µs (and more than
+ * the bound before); the last count is the rest.
+ */
+export interface LatencyHistogram {
+  boundsUs: Array<number>
+  counts: Array<number>
+  count: number
+  sumUs: number
+}
+
+/**
+ * A limiter's counters (all cumulative since it was made): checks allowed and denied by the
+ * store, fail-policy fallbacks, errors by code, and the latency of calls to a store outside
+ * the process. Feed them to OpenTelemetry observable counters and a histogram.
+ */
+export interface LimiterMetrics {
+  allowed: number
+  denied: number
+  fallbackAllowed: number
+  fallbackDenied: number
+  /** Failed checks by error code (`config_invalid`, `store_unavailable`, ...). */
+  errors: Record<string, number>
+  storeLatency: LatencyHistogram
+}
+
 /** Options of `new Limiter()`. */
 export interface LimiterOptions {
   /**
@@ -244,6 +275,11 @@ export interface LimiterOptions {
    * `'fail_closed'` for quotas and `'raise'` otherwise).
    */
   failPolicy?: FailPolicy
+  /**
+   * Keep counters of this limiter's checks, read with `metrics()` (default: false, and then
+   * they cost nothing but a branch).
+   */
+  metrics?: boolean
 }
 
 /** Options of `new MemoryStore()`. */
