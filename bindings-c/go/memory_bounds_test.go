@@ -118,3 +118,30 @@ func TestMemoryLimitsAndEvictions(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestMetricsCountChecksByOutcome(t *testing.T) {
+	s, _ := FixedWindow(2, 1000)
+	off, _ := NewLimiter(s, nil)
+	if m, err := off.Metrics(); err != nil || m.Enabled {
+		t.Fatalf("metrics must be off unless asked: %+v %v", m, err)
+	}
+	l, _ := NewLimiter(s, &Options{Metrics: true})
+	for i := 0; i < 5; i++ {
+		if _, err := l.CheckAt("k", 1, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := l.CheckAt(strings.Repeat("k", 300), 1, 0); !errors.Is(err, ErrConfigInvalid) {
+		t.Fatalf("want config_invalid, got %v", err)
+	}
+	m, err := l.Metrics()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !m.Enabled || m.Allowed != 2 || m.Denied != 3 || m.Errors["config_invalid"] != 1 || m.Errors["store_unavailable"] != 0 {
+		t.Fatalf("unexpected metrics %+v", m)
+	}
+	if len(m.LatencyCounts) != len(m.LatencyBoundsUs)+1 || m.LatencyCount != 0 {
+		t.Fatalf("unexpected histogram %+v", m)
+	}
+}

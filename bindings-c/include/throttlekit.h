@@ -226,6 +226,11 @@ typedef struct {
    * A `tk_fail_policy` number (0: core's default).
    */
   uint32_t fail_policy;
+  /**
+   * Keep counters of this limiter's checks, read with `tk_limiter_metrics` (false: none,
+   * and then they cost nothing but a branch).
+   */
+  bool metrics;
 } tk_limiter_config;
 
 /**
@@ -260,6 +265,55 @@ typedef struct {
    */
   bool fallback;
 } tk_decision;
+
+/**
+ * A limiter's counters, all cumulative since it was made (for OpenTelemetry observable
+ * counters and an explicit-bucket histogram). Caller-owned; filled by `tk_limiter_metrics`.
+ */
+typedef struct {
+  /**
+   * Whether the limiter keeps metrics (`tk_limiter_config.metrics`); all zeros when not.
+   */
+  bool enabled;
+  /**
+   * Checks the store allowed.
+   */
+  uint64_t allowed;
+  /**
+   * Checks the store denied.
+   */
+  uint64_t denied;
+  /**
+   * Checks the fail policy allowed because the store was unavailable.
+   */
+  uint64_t fallback_allowed;
+  /**
+   * Checks the fail policy denied because the store was unavailable.
+   */
+  uint64_t fallback_denied;
+  /**
+   * Failed checks by error code: `errors[TK_RESULT_CONFIG_INVALID]` and so on (index 0 and
+   * codes not yet defined stay 0).
+   */
+  uint64_t errors[8];
+  /**
+   * Upper bounds (inclusive, µs) of the latency buckets of calls to a store outside the
+   * process; the last of `latency_counts` counts the calls above the last bound.
+   */
+  uint64_t latency_bounds_us[14];
+  /**
+   * Calls per latency bucket.
+   */
+  uint64_t latency_counts[15];
+  /**
+   * Calls timed.
+   */
+  uint64_t latency_count;
+  /**
+   * Sum of their latencies, µs.
+   */
+  uint64_t latency_sum_us;
+} tk_metrics;
 
 /**
  * One dimension of a multi limiter.
@@ -505,6 +559,15 @@ tk_result tk_limiter_reset(const tk_limiter *limiter, const char *key);
  * `limiter` must be NULL or a live handle from `tk_limiter_new`, not in use by another thread.
  */
 void tk_limiter_free(tk_limiter *limiter);
+
+/**
+ * Copies `limiter`'s counters into `out_metrics` (`enabled == false` and zeros when it was made
+ * without `metrics`).
+ *
+ * # Safety
+ * `limiter` must be a live handle; `out_metrics` valid for writes.
+ */
+tk_result tk_limiter_metrics(const tk_limiter *limiter, tk_metrics *out_metrics);
 
 /**
  * Creates a multi limiter with `rule` (a `tk_rule`) over `dimensions_len` dimensions.

@@ -96,6 +96,7 @@ proptest! {
             clock,
             prefix: prefix.as_ref().map_or(ptr::null(), |p| p.as_ptr()),
             fail_policy: policy,
+            metrics: policy % 2 == 0,
         };
         let mut l = ptr::null_mut();
         let r = documented(unsafe { tk_limiter_new(s, &cfg, &mut l) })?;
@@ -128,6 +129,8 @@ proptest! {
             let mut n = 0usize;
             prop_assert_eq!(unsafe { tk_last_error_message(buf.as_mut_ptr(), buf.len(), &mut n) }, tk_result::Ok);
         }
+        let mut m = crate::metrics::tk_metrics::default();
+        prop_assert_eq!(documented(unsafe { crate::metrics::tk_limiter_metrics(l, &mut m) })? == tk_result::Ok, !l.is_null());
         let mut ev = 0u64;
         if !store.is_null() {
             prop_assert_eq!(unsafe { tk_store_memory_evictions(store, &mut ev) }, tk_result::Ok);

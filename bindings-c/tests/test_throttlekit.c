@@ -449,6 +449,38 @@ static void test_memory_bounds(void) {
     tk_strategy_free(s);
 }
 
+/* Metrics: off by default; checks counted by outcome and errors by code. */
+static void test_metrics(void) {
+    current = "metrics";
+    tk_strategy *s = NULL;
+    CHECK_OK(tk_strategy_fixed_window(2, 1000, &s));
+    tk_limiter *off = NULL, *on = NULL;
+    CHECK_OK(tk_limiter_new(s, NULL, &off));
+    tk_limiter_config cfg = {0};
+    cfg.metrics = true;
+    CHECK_OK(tk_limiter_new(s, &cfg, &on));
+    tk_decision d;
+    tk_metrics m;
+    CHECK_OK(tk_limiter_check_at(off, "k", 1, 0, &d));
+    CHECK_OK(tk_limiter_metrics(off, &m));
+    CHECK(!m.enabled && m.allowed == 0);
+    for (int i = 0; i < 5; i++) CHECK_OK(tk_limiter_check_at(on, "k", 1, 0, &d));
+    char long_key[300];
+    memset(long_key, 'k', sizeof long_key - 1);
+    long_key[sizeof long_key - 1] = 0;
+    CHECK(tk_limiter_check_at(on, long_key, 1, 0, &d) == TK_RESULT_CONFIG_INVALID);
+    CHECK_OK(tk_limiter_peek_at(on, "k", 0, &d)); /* not a check */
+    CHECK_OK(tk_limiter_metrics(on, &m));
+    CHECK(m.enabled && m.allowed == 2 && m.denied == 3 && m.fallback_allowed == 0 && m.fallback_denied == 0);
+    CHECK(m.errors[TK_RESULT_CONFIG_INVALID] == 1 && m.errors[TK_RESULT_STORE_UNAVAILABLE] == 0);
+    CHECK(m.latency_count == 0 && m.latency_bounds_us[0] == 50); /* memory: counted, not timed */
+    CHECK(tk_limiter_metrics(NULL, &m) == TK_RESULT_NULL_PARAMETER);
+    CHECK(tk_limiter_metrics(on, NULL) == TK_RESULT_NULL_PARAMETER);
+    tk_limiter_free(off);
+    tk_limiter_free(on);
+    tk_strategy_free(s);
+}
+
 int main(void) {
     test_version_and_results();
     test_gcra_on_a_manual_clock();
@@ -458,6 +490,7 @@ int main(void) {
     test_last_error_truncates();
     test_shared_store_and_prefixes();
     test_memory_bounds();
+    test_metrics();
     test_multi();
     test_shaper();
     test_threads();

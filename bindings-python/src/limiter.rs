@@ -53,7 +53,9 @@ impl Limiter {
     /// either: the caller's clock, and fail-closed for quotas / raise otherwise).
     #[new]
     #[pyo3(signature = (strategy, *, store = None, clock = None, prefix = None, server_clock = None, fail_policy = None, metrics = None))]
-    #[pyo3(text_signature = "(strategy, *, store=None, clock=None, prefix='', server_clock=None, fail_policy=None, metrics=False)")]
+    #[pyo3(
+        text_signature = "(strategy, *, store=None, clock=None, prefix='', server_clock=None, fail_policy=None, metrics=False)"
+    )]
     #[allow(clippy::too_many_arguments)]
     fn new(
         strategy: &Bound<'_, PyAny>,
