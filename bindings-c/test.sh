@@ -7,7 +7,7 @@
 #      .so and throttlekit.pc (pkg-config), as a downstream user would
 #   4. C unit tests under valgrind (no leaks, no errors), on memory and on a disposable Redis
 #   5. tk-conformance on every conformance-vectors/*.json, memory and Redis
-#   6. go test (vectors on both stores, Example, unit tests)
+#   6. go test (vectors on both stores, Example, unit tests), the Go shutdown-hygiene check
 # Environment: CARGO_TARGET_DIR (default $ROOT/target), PROFILE (debug|release, default debug).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -122,6 +122,9 @@ for store in memory redis; do
     got=$(sed -n "s/^go conformance ($store): //p" <<<"$GO_OUT")
     [ "$got" = "$RUST" ] || { echo "Go runner ($store) reported '$got', the Rust CLI '$RUST'" >&2; exit 1; }
 done
+step "Go shutdown hygiene: a child closes its Redis store and exits with nothing left"
+(cd "$HERE/go" && CGO_LDFLAGS="-Wl,-rpath,$LIBDIR" go build -o "$WORK/shutdownchild" ./internal/shutdownchild)
+python3 "$ROOT/tests/shutdown_check.py" "$URL_GO" -- "$WORK/shutdownchild"
 (cd "$HERE/go" && go vet ./... && test -z "$(gofmt -l .)")
 echo
 echo "bindings-c: all passed"

@@ -35,6 +35,7 @@ suite "redis" tests/redis.sh
 suite "python" bindings-python/test.sh
 suite "node" bindings-node/test.sh
 suite "c and go" bindings-c/test.sh
+suite "shutdown hygiene (rust, python, node)" tests/shutdown.sh
 suite "asan (memory store, C ABI)" scripts/asan.sh
 suite "lint" scripts/lint.sh
 
