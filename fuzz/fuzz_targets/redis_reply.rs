@@ -3,11 +3,13 @@
 //! that keeps its invariants, a fail-policy fallback, or `store_unavailable`; never a panic.
 #![no_main]
 
+use std::sync::Arc;
+
 use libfuzzer_sys::fuzz_target;
 use throttlekit::multi::Dimension;
 use throttlekit::redis::transport::{self, Op};
 use throttlekit::store::Now;
-use throttlekit::{ErrorCode, FailPolicy, Limiter, MultiLimiter, Rule, Shaper, Strategy};
+use throttlekit::{ErrorCode, FailPolicy, Limiter, MemoryStore, MultiLimiter, Rule, Shaper, Strategy};
 use throttlekit::LeakyBucketOptions;
 
 fn strategy(selector: u8) -> Strategy {
@@ -34,7 +36,9 @@ fn only_store_errors(e: &throttlekit::Error) {
 fuzz_target!(|data: &[u8]| {
     let Some((&selector, reply)) = data.split_first() else { return };
     let policy = [FailPolicy::Raise, FailPolicy::FailOpen, FailPolicy::FailClosed][(selector as usize / 6) % 3];
-    let l = Limiter::builder(strategy(selector)).prefix("p").fail_policy(policy).build();
+    // A one-shard store: the calls never reach it, and a default one costs 128 shards a run.
+    let store = Arc::new(MemoryStore::with_max_keys(64).expect("valid"));
+    let l = Limiter::builder(strategy(selector)).store(store.clone()).prefix("p").fail_policy(policy).build();
     let _ = transport::is_noscript(reply);
     for op in [Op::Check, Op::Peek, Op::Forecast] {
         let call = l.prepare_at(op, "key", 1, Now::At(1_700_000_000_000)).expect("valid");
@@ -53,13 +57,14 @@ fuzz_target!(|data: &[u8]| {
     }
     let rule = if selector & 1 == 0 { Rule::All } else { Rule::Any };
     let m = MultiLimiter::new(rule, vec![Dimension::new("a", strategy(selector)), Dimension::new("b", strategy(selector / 2))])
-        .expect("valid");
+        .expect("valid")
+        .with_store(store.clone());
     let call = m.prepare(&["x", "y"], 1).expect("valid");
     match m.finish(&call, Ok(reply)) {
         Ok(md) => sane(&md.decision),
         Err(e) => only_store_errors(&e),
     }
-    let s = Shaper::new(&LeakyBucketOptions { rate_per_sec: 10.0, max_queue_ms: 1000.0 }).expect("valid");
+    let s = Shaper::new(&LeakyBucketOptions { rate_per_sec: 10.0, max_queue_ms: 1000.0 }).expect("valid").with_store(store);
     let call = s.prepare("k", 1).expect("valid");
     match s.finish(&call, Ok(reply)) {
         Ok(r) => assert!(r.delay_ms >= 0, "{r:?}"),
