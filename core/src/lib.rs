@@ -57,5 +57,10 @@ pub use strategy::Strategy;
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
 
+/// docs/hardening.md's Rust examples run as doctests too.
+#[doc = include_str!("../../docs/hardening.md")]
+#[cfg(doctest)]
+pub struct HardeningDoctests;
+
 /// The crate version (bindings report it as their own).
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
