@@ -159,13 +159,18 @@ impl LimiterBuilder {
     pub fn build(self) -> Limiter {
         let default_policy = if self.strategy.is_quota() { FailPolicy::FailClosed } else { FailPolicy::Raise };
         let clock = self.clock.unwrap_or_else(|| Arc::new(SystemClock));
+        let store = self.store.unwrap_or_else(|| Arc::new(MemoryStore::new()));
+        let metrics = self.metrics.then(|| {
+            let stripes = store.as_memory().map_or(0, MemoryStore::shard_count);
+            Arc::new(LimiterMetrics::striped(&self.prefix, stripes))
+        });
         Limiter {
-            store: self.store.unwrap_or_else(|| Arc::new(MemoryStore::new())),
             system_clock: clock.is_system_clock(),
             clock,
+            store,
             server_clock: self.server_clock,
             fail_policy: self.fail_policy.unwrap_or(default_policy),
-            metrics: self.metrics.then(|| Arc::new(LimiterMetrics::new(&self.prefix))),
+            metrics,
             prefix: self.prefix,
             strategy: self.strategy,
         }
@@ -298,23 +303,21 @@ impl Limiter {
     /// [`Limiter::check_sync`] at an explicit `now` (epoch ms).
     #[inline]
     pub fn check_sync_at(&self, key: &str, cost: u64, now: i64) -> Result<Decision> {
-        self.observe(self.check_sync_inner(key, cost, now))
-    }
-
-    #[inline(always)]
-    fn check_sync_inner(&self, key: &str, cost: u64, now: i64) -> Result<Decision> {
         if cost.wrapping_sub(1) >= validate::MAX_SAFE_INTEGER as u64
             || now.unsigned_abs() > validate::MAX_SAFE_INTEGER as u64
         {
             // Out of 1..=2^53 or ±2^53: the validators build the error (kept off the hot path).
-            validate::cost(cost)?;
-            validate::now(now)?;
+            return self.observe(validate::cost(cost).and_then(|_| validate::now(now)).map(|_| Decision::default()));
         }
         if let (Some(memory), Some(gcra)) = (self.store.as_memory(), self.strategy.as_gcra()) {
-            // The hot path: GCRA on the memory store, inlined, the decision returned as is.
-            return memory.check_gcra_joined(&self.prefix, key, now, gcra, cost);
+            // The hot path: GCRA on the memory store, inlined, the decision returned as is
+            // (and counted inside the store, under its shard lock, when metrics are on).
+            return match memory.check_gcra_joined(&self.prefix, key, now, gcra, cost, self.metrics.as_deref()) {
+                Ok(d) => Ok(d),
+                Err(e) => self.observe(Err(e)),
+            };
         }
-        self.sync_apply(key, now, Transform::Check { strategy: &self.strategy, cost })
+        self.observe(self.sync_apply(key, now, Transform::Check { strategy: &self.strategy, cost }))
     }
 
     /// Checks a request of `cost` for `key` through the store (Redis: one round trip).

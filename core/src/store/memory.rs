@@ -31,6 +31,7 @@ use crate::algorithms::gcra::Gcra;
 use crate::clock::{Clock, SystemClock};
 use crate::decision::Decision;
 use crate::error::Result;
+use crate::metrics::LimiterMetrics;
 use crate::multi;
 use crate::state::{Log, Slot as RingSlot, State, Step};
 use crate::store::shard_lock::{ShardGuard, ShardLock};
@@ -615,6 +616,11 @@ impl MemoryStore {
         }
     }
 
+    /// The number of shards (what a limiter's metrics stripe their counters by).
+    pub(crate) fn shard_count(&self) -> usize {
+        self.shards.len()
+    }
+
     /// Number of keys held, expired ones not yet swept included.
     pub fn len(&self) -> usize {
         self.shards.iter().map(|s| s.map.lock().table.len()).sum()
@@ -710,9 +716,16 @@ impl MemoryStore {
     /// A GCRA check of `key` at `now`: [`Store::apply_sync`] with [`Transform::Check`], for
     /// callers that know the strategy is GCRA.
     #[inline(always)]
-    pub(crate) fn check_gcra_sync(&self, key: &str, now: i64, gcra: &Gcra, cost: u64) -> Decision {
+    pub(crate) fn check_gcra_sync(
+        &self,
+        key: &str,
+        now: i64,
+        gcra: &Gcra,
+        cost: u64,
+        metrics: Option<&LimiterMetrics>,
+    ) -> Decision {
         let probe = Probe::new(key.as_bytes());
-        self.check_gcra(&self.locate(&probe), now, gcra, cost)
+        self.check_gcra(&self.locate(&probe), now, gcra, cost, metrics)
     }
 
     /// [`MemoryStore::check_gcra_sync`] of `prefix:key` (the `key::join` format; the bare key
@@ -725,26 +738,46 @@ impl MemoryStore {
         now: i64,
         gcra: &Gcra,
         cost: u64,
+        metrics: Option<&LimiterMetrics>,
     ) -> Result<Decision> {
         if prefix.is_empty() {
             self.check_key_length(key.len())?;
-            return Ok(self.check_gcra_sync(key, now, gcra, cost));
+            return Ok(self.check_gcra_sync(key, now, gcra, cost, metrics));
         }
         self.check_key_length(prefix.len() + 1 + key.len())?;
         Ok(match Probe::joined(prefix.as_bytes(), key.as_bytes()) {
-            Some(probe) => self.check_gcra(&self.locate(&probe), now, gcra, cost),
-            None => crate::key::with_joined(prefix, key, |full| self.check_gcra_sync(full, now, gcra, cost)),
+            Some(probe) => self.check_gcra(&self.locate(&probe), now, gcra, cost, metrics),
+            None => crate::key::with_joined(prefix, key, |full| self.check_gcra_sync(full, now, gcra, cost, metrics)),
         })
     }
 
     /// A GCRA check, the hot path: the same transition as [`MemoryStore::apply_locked`] with
     /// [`Transform::Check`], but the TAT is read from and written to the entry's word in place,
     /// with no [`State`] built, taken or put back.
+    ///
+    /// With `metrics`, the decision is counted while the shard is still locked, in the
+    /// metrics' stripe for this shard (see [`LimiterMetrics::record_locked`]).
     #[inline(always)]
-    fn check_gcra(&self, at: &Located<'_>, now: i64, gcra: &Gcra, cost: u64) -> Decision {
+    fn check_gcra(
+        &self,
+        at: &Located<'_>,
+        now: i64,
+        gcra: &Gcra,
+        cost: u64,
+        metrics: Option<&LimiterMetrics>,
+    ) -> Decision {
         self.hints[at.shard].prefetch(at.hash);
         let mut guard = self.shards[at.shard].map.lock();
-        let shard = &mut *guard;
+        let decision = self.check_gcra_locked(&mut guard, at, now, gcra, cost);
+        if let Some(m) = metrics {
+            m.record_locked(at.shard, decision.allowed);
+        }
+        decision
+    }
+
+    /// [`MemoryStore::check_gcra`]'s work inside the locked shard.
+    #[inline(always)]
+    fn check_gcra_locked(&self, shard: &mut ShardData, at: &Located<'_>, now: i64, gcra: &Gcra, cost: u64) -> Decision {
         let Ok(mut occupied) = shard.table.find_entry(at.hash, |e| e.matches(at.probe)) else {
             let (decision, write) = gcra.check_tat(None, now, cost);
             if let Some(w) = write {
@@ -851,7 +884,7 @@ impl Store for MemoryStore {
         if let Transform::Check { strategy, cost } = transform
             && let Some(gcra) = strategy.as_gcra()
         {
-            return Ok(Reply::Decision(self.check_gcra(&at, now, gcra, cost)));
+            return Ok(Reply::Decision(self.check_gcra(&at, now, gcra, cost, None)));
         }
         self.hints[at.shard].prefetch(at.hash);
         let mut shard = self.shards[at.shard].map.lock();
