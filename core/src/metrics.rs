@@ -2,7 +2,7 @@
 //! and a latency histogram of calls to a remote store. Off unless asked
 //! ([`crate::LimiterBuilder::metrics`]); when off, a call pays one branch on a `None`. On the
 //! memory store's fast path a decision is counted under the shard lock the check holds anyway
-//! ([`LimiterMetrics::record_locked`]), so counting costs no locked instruction.
+//! (`LimiterMetrics::record_locked`), so counting costs no locked instruction.
 //!
 //! Readable two ways: [`LimiterMetrics::snapshot`] (cumulative counters and an explicit-bucket
 //! histogram, the shape OpenTelemetry's asynchronous instruments and Prometheus take, which
