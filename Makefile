@@ -1,5 +1,5 @@
 # One task runner for the whole project; CI calls `make test`.
-.PHONY: demo test lint bench fmt vectors dist
+.PHONY: demo test lint bench fmt vectors dist fuzz
 
 # The main job: every algorithm on the same bursty traffic, on the embedded memory store.
 demo:
@@ -14,6 +14,10 @@ lint:
 
 fmt:
 	cargo fmt --all
+
+# Every cargo-fuzz target for FUZZ_SECONDS (default 60) each (not part of `make test`).
+fuzz:
+	scripts/fuzz.sh
 
 # Peer benchmarks (not part of `make test`).
 bench:

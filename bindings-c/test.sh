@@ -9,7 +9,8 @@
 #      a 3-master cluster and a TLS server (one of each for the whole script, and a Sentinel setup)
 #   5. tk-conformance on every conformance-vectors/*.json: memory, Redis, cluster, Sentinel, TLS;
 #      and on the HTTP vectors (conformance-vectors/http/*.json, no store)
-#   6. go test (vectors on every store, the HTTP vectors, Example, unit tests)
+#   6. go test (vectors on every store, the HTTP vectors, Example, unit tests), the Go
+#      shutdown-hygiene check; and a C key flood against a default memory store
 # Environment: CARGO_TARGET_DIR (default $ROOT/target), PROFILE (debug|release, default debug).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -80,6 +81,9 @@ gcc $CFLAGS $(pkg-config --cflags throttlekit) "$HERE/tests/tk_conformance.c" \
 gcc $CFLAGS $(pkg-config --cflags throttlekit) "$HERE/tests/test_throttlekit.c" \
     "$LIBDIR/libthrottlekit.a" $(pkg-config --libs-only-l --static throttlekit | sed 's/-lthrottlekit//') \
     -o "$WORK/test_throttlekit_static"
+# shellcheck disable=SC2046
+gcc $CFLAGS $(pkg-config --cflags throttlekit) "$HERE/tests/key_flood.c" \
+    $(pkg-config --libs throttlekit) -Wl,-rpath,"$LIBDIR" -o "$WORK/key_flood"
 readelf -d "$WORK/test_throttlekit" | grep -q 'NEEDED.*libthrottlekit.so.0' \
     || { echo "the test binary does not link the versioned soname" >&2; exit 1; }
 
@@ -119,6 +123,16 @@ gcc $CFLAGS $(pkg-config --cflags throttlekit) "$WORK/connect.c" $(pkg-config --
     -Wl,-rpath,"$LIBDIR" -o "$WORK/connect"
 GOT=$("$WORK/connect" "$CLUSTER_URLS" "$TLS_URL" "$TLS_DIR/ca.crt")
 [ "$GOT" = $'cluster allowed\ntls allowed' ] || { echo "the connecting example printed: $GOT" >&2; exit 1; }
+
+step "C key flood: 3M (TK_FLOOD_TOTAL) distinct keys against a default store stay flat at its bound"
+# (scripts/key-flood.sh floods 10M.) The store's share of resident memory is documented as
+# 105-125 MB at the bound; allow 130 MB above the baseline, and 2 % growth past 2x the bound.
+FLOOD=${TK_FLOOD_TOTAL:-3000000}
+read -r base settled end evictions < <("$WORK/key_flood" "$FLOOD")
+echo "c flood of $FLOOD keys: baseline ${base} KiB, settled ${settled} KiB, end ${end} KiB, ${evictions} evictions"
+[ $((end - base)) -le $((130 * 1024)) ] || { echo "resident memory above the documented bound" >&2; exit 1; }
+[ $((end * 50)) -le $((settled * 51)) ] || { echo "resident memory kept growing past the bound" >&2; exit 1; }
+[ "$evictions" -ge $((FLOOD - 917504)) ] || { echo "too few evictions" >&2; exit 1; }
 
 step "C conformance runner: memory (under valgrind), Redis, cluster, Sentinel and TLS"
 VECTORS=("$ROOT"/conformance-vectors/*.json)
@@ -160,7 +174,7 @@ RUST_HTTP=$(cd "$ROOT" && cargo run -q -p throttlekit --bin throttlekit -- confo
 step "go test (vectors on memory, Redis, cluster and TLS, the HTTP vectors, Example, unit tests)"
 GO_OUT=$(cd "$HERE/go" && CGO_LDFLAGS="-Wl,-rpath,$LIBDIR" TK_REDIS_URL="$URL_GO" go test -count=1 -v ./... 2>&1) \
     || { echo "$GO_OUT"; exit 1; }
-grep -E '^(---|ok|go conformance|go http conformance)' <<<"$GO_OUT"
+grep -E '^(---|ok|go conformance|go http conformance|go flood)' <<<"$GO_OUT"
 got=$(sed -n "s/^go http conformance: //p" <<<"$GO_OUT")
 [ "$got" = "$RUST_HTTP" ] || { echo "Go HTTP runner reported '$got', the Rust CLI '$RUST_HTTP'" >&2; exit 1; }
 for store in memory redis redis-cluster redis-tls; do
@@ -178,6 +192,9 @@ for args in "--store redis-cluster --redis-url $CLUSTER_URLS" \
     echo "go runner $args: $got"
     [ "$got" = "$RUST" ] || { echo "Go runner ($args) reported '$got', the Rust CLI '$RUST'" >&2; exit 1; }
 done
+step "Go shutdown hygiene: a child closes its Redis store and exits with nothing left"
+(cd "$HERE/go" && CGO_LDFLAGS="-Wl,-rpath,$LIBDIR" go build -o "$WORK/shutdownchild" ./internal/shutdownchild)
+python3 "$ROOT/tests/shutdown_check.py" "$URL_GO" -- "$WORK/shutdownchild"
 (cd "$HERE/go" && go vet ./... && test -z "$(gofmt -l .)")
 echo
 echo "bindings-c: all passed"

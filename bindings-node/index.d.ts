@@ -60,7 +60,12 @@ export declare class Limiter {
   close(): Promise<void>
   /** The strategy. */
   get strategy(): Strategy
-  /** The key prefix (`''` for none). */
+  /**
+   * The key prefix (`''` for none).
+   * The counters (see `LimiterMetrics`), or `null` unless made with `metrics: true`.
+   * Checks through `check` on a `RedisStore` (the event-loop socket) are not counted yet.
+   */
+  metrics(): LimiterMetrics | null
   get prefix(): string
   /** The fail policy in effect. */
   get failPolicy(): FailPolicy
@@ -79,14 +84,19 @@ export declare class ManualClock {
 }
 
 /**
- * An in-process store: sharded, bounded if asked, expiring on the limiter's clock. Share one
- * between limiters (keys are namespaced by each limiter's `prefix`).
+ * An in-process store: sharded, bounded by default, expiring on the limiter's clock. Share
+ * one between limiters (keys are namespaced by each limiter's `prefix`).
  */
 export declare class MemoryStore {
   /** A new, empty store. */
   constructor(options?: MemoryStoreOptions)
   /** How many keys the store holds (expired ones included until swept). */
   get size(): number
+  /**
+   * Live keys evicted to stay within `maxKeys` since the store was made: when it climbs,
+   * the bound is too small for the traffic.
+   */
+  get evictions(): number
 }
 
 /** Several dimensions (per IP, per user, ...) decided together in one atomic step. */
@@ -380,6 +390,32 @@ export interface HeadersRequest {
   limits: Array<HeadersLimit>
 }
 
+/**
+ * An explicit-bucket histogram: `counts[i]` calls took at most `boundsUs[i]` µs (and more than
+ * the bound before); the last count is the rest.
+ */
+export interface LatencyHistogram {
+  boundsUs: Array<number>
+  counts: Array<number>
+  count: number
+  sumUs: number
+}
+
+/**
+ * A limiter's counters (all cumulative since it was made): checks allowed and denied by the
+ * store, fail-policy fallbacks, errors by code, and the latency of calls to a store outside
+ * the process. Feed them to OpenTelemetry observable counters and a histogram.
+ */
+export interface LimiterMetrics {
+  allowed: number
+  denied: number
+  fallbackAllowed: number
+  fallbackDenied: number
+  /** Failed checks by error code (`config_invalid`, `store_unavailable`, ...). */
+  errors: Record<string, number>
+  storeLatency: LatencyHistogram
+}
+
 /** Options of `new Limiter()`. */
 export interface LimiterOptions {
   /**
@@ -403,15 +439,25 @@ export interface LimiterOptions {
    * `'fail_closed'` for quotas and `'raise'` otherwise).
    */
   failPolicy?: FailPolicy
+  /**
+   * Keep counters of this limiter's checks, read with `metrics()` (default: false, and then
+   * they cost nothing but a branch).
+   */
+  metrics?: boolean
 }
 
 /** Options of `new MemoryStore()`. */
 export interface MemoryStoreOptions {
   /**
-   * Keep at most about this many keys, evicting the least recently used (integer >= 1;
-   * default: unbounded, expired keys are still swept).
+   * Keep at most about this many keys, evicting the least recently used (integer >= 1, or
+   * `Infinity` for no bound; default 917504, about 110 MB). Expired keys are swept either way.
    */
   maxKeys?: number
+  /**
+   * Refuse full keys (`prefix:key`) longer than this many bytes with `config_invalid`
+   * (integer >= 1, or `Infinity`; default 256).
+   */
+  maxKeyLength?: number
 }
 
 /**

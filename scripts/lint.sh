@@ -4,3 +4,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo fmt --all --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
+# The loom model checks (bounded, a few seconds once built).
+scripts/loom.sh

@@ -29,6 +29,7 @@ suite() {
 scripts/install-deps.sh || { echo "could not install system packages"; exit 1; }
 
 suite "core" cargo test -p throttlekit --locked
+suite "core metrics facade" cargo test -p throttlekit --locked --features metrics --test metrics
 suite "vectors (CLI, memory)" bash -c 'cargo run -q -p throttlekit --locked -- conformance conformance-vectors/*.json | tail -n 4'
 suite "http vectors (CLI)" bash -c 'set -o pipefail; cargo run -q -p throttlekit --locked -- conformance conformance-vectors/http/*.json | tail -n 2'
 suite "tower layer" cargo test -p throttlekit-tower --locked
@@ -44,6 +45,8 @@ suite "http same bytes (every example vs rust-axum)" tests/http-same-bytes.sh ru
 suite "c and go" bindings-c/test.sh
 suite "uniffi (kotlin, ruby)" bindings-uniffi/test.sh
 suite "dist (release artifacts, installed without a Rust toolchain)" tests/dist.sh
+suite "shutdown hygiene (rust, python, node)" tests/shutdown.sh
+suite "asan (memory store, C ABI)" scripts/asan.sh
 suite "lint" scripts/lint.sh
 
 echo

@@ -1,5 +1,6 @@
 package throttlekit
 
+// #include <stdint.h>
 // #include <stdlib.h>
 // #include <throttlekit.h>
 import "C"
@@ -11,7 +12,9 @@ import "runtime"
 // releases this handle.
 type Store struct{ p *C.tk_store }
 
-// NewMemoryStore returns an unbounded in-process store.
+// NewMemoryStore returns an in-process store with the default bounds: about
+// DefaultMaxKeys keys (least recently used evicted first) and full keys ("prefix:key") of at
+// most DefaultMaxKeyLength bytes (longer is ErrConfigInvalid).
 func NewMemoryStore() (*Store, error) {
 	var p *C.tk_store
 	if err := call(func() C.tk_result { return C.tk_store_memory_new(&p) }); err != nil {
@@ -19,6 +22,54 @@ func NewMemoryStore() (*Store, error) {
 	}
 	return newStore(p), nil
 }
+
+// The default bounds of NewMemoryStore (about 110 MB resident at the key bound).
+const (
+	DefaultMaxKeys      = int(C.TK_MEMORY_DEFAULT_MAX_KEYS)
+	DefaultMaxKeyLength = int(C.TK_MEMORY_DEFAULT_MAX_KEY_LENGTH)
+)
+
+// NoLimit lifts a bound in MemoryLimits.
+const NoLimit = -1
+
+// MemoryLimits bounds a memory store. A zero field takes the default; NoLimit lifts it.
+type MemoryLimits struct {
+	MaxKeys      int // keys held at most (about); beyond, the least recently used is evicted
+	MaxKeyLength int // longest full key in bytes; longer is ErrConfigInvalid
+}
+
+func limit(v, def int) C.size_t {
+	switch {
+	case v == 0:
+		return C.size_t(def)
+	case v < 0:
+		return C.SIZE_MAX
+	default:
+		return C.size_t(v)
+	}
+}
+
+// NewMemoryStoreWithLimits returns an in-process store with the given bounds.
+func NewMemoryStoreWithLimits(limits MemoryLimits) (*Store, error) {
+	var p *C.tk_store
+	maxKeys, maxLen := limit(limits.MaxKeys, DefaultMaxKeys), limit(limits.MaxKeyLength, DefaultMaxKeyLength)
+	if err := call(func() C.tk_result { return C.tk_store_memory_new_with_limits(maxKeys, maxLen, &p) }); err != nil {
+		return nil, err
+	}
+	return newStore(p), nil
+}
+
+// Evictions is how many live keys a memory store has evicted to stay within its bound since
+// it was made: when it climbs, the bound is too small for the traffic. ErrNotImplemented on Redis.
+func (s *Store) Evictions() (uint64, error) {
+	var n C.uint64_t
+	if err := call(func() C.tk_result { return C.tk_store_memory_evictions(s.p, &n) }); err != nil {
+		return 0, err
+	}
+	runtime.KeepAlive(s)
+	return uint64(n), nil
+}
+
 
 // RedisMode says how the servers behind ConnectRedis's URLs are organised.
 type RedisMode uint32

@@ -25,6 +25,7 @@ type Options struct {
 	Prefix     string // keys are stored as "prefix:key"
 	FailPolicy FailPolicy
 	HashTag    string // MultiLimiter only: the Redis Cluster hash tag ("": the prefix, or "tk")
+	Metrics    bool   // Limiter only: keep counters, read with Limiter.Metrics
 }
 
 func (o *Options) handles() (*C.tk_store, *C.tk_clock) {
@@ -57,7 +58,7 @@ func NewLimiter(strategy *Strategy, opts *Options) (*Limiter, error) {
 	store, clock := opts.handles()
 	prefix := optString(opts.Prefix)
 	defer free(prefix)
-	cfg := C.tk_limiter_config{store: store, clock: clock, prefix: prefix, fail_policy: C.uint32_t(opts.FailPolicy)}
+	cfg := C.tk_limiter_config{store: store, clock: clock, prefix: prefix, fail_policy: C.uint32_t(opts.FailPolicy), metrics: C.bool(opts.Metrics)}
 	var p *C.tk_limiter
 	err = call(func() C.tk_result { return C.tk_limiter_new(strategy.p, &cfg, &p) })
 	runtime.KeepAlive(strategy)
@@ -145,3 +146,47 @@ func (l *Limiter) Close() error {
 // StrategySpec is the JSON spec of the limiter's strategy (Strategy.SpecJSON), which the HTTP
 // middleware hands to HTTPHeaders.
 func (l *Limiter) StrategySpec() string { return l.spec }
+
+// Metrics are a limiter's counters, all cumulative since it was made: feed them to
+// OpenTelemetry observable counters and an explicit-bucket histogram.
+type Metrics struct {
+	Enabled         bool              // false (and all zero) unless made with Options.Metrics
+	Allowed         uint64            // checks the store allowed
+	Denied          uint64            // checks the store denied
+	FallbackAllowed uint64            // checks the fail policy allowed (store unavailable)
+	FallbackDenied  uint64            // checks the fail policy denied (store unavailable)
+	Errors          map[string]uint64 // failed checks by error code ("config_invalid", ...)
+	// Latency of calls to a store outside the process: LatencyCounts[i] calls took at most
+	// LatencyBoundsUs[i] µs (and more than the bound before); the last count is the rest.
+	LatencyBoundsUs []uint64
+	LatencyCounts   []uint64
+	LatencyCount    uint64
+	LatencySumUs    uint64
+}
+
+// Metrics returns the limiter's counters.
+func (l *Limiter) Metrics() (Metrics, error) {
+	var m C.tk_metrics
+	err := call(func() C.tk_result { return C.tk_limiter_metrics(l.p, &m) })
+	runtime.KeepAlive(l)
+	if err != nil {
+		return Metrics{}, err
+	}
+	out := Metrics{
+		Enabled: bool(m.enabled), Allowed: uint64(m.allowed), Denied: uint64(m.denied),
+		FallbackAllowed: uint64(m.fallback_allowed), FallbackDenied: uint64(m.fallback_denied),
+		Errors: map[string]uint64{}, LatencyCount: uint64(m.latency_count), LatencySumUs: uint64(m.latency_sum_us),
+	}
+	for code := 1; code < len(m.errors); code++ {
+		if name := C.GoString(C.tk_result_code(C.uint32_t(code))); name != "unknown result" {
+			out.Errors[name] = uint64(m.errors[code])
+		}
+	}
+	for _, b := range m.latency_bounds_us {
+		out.LatencyBoundsUs = append(out.LatencyBoundsUs, uint64(b))
+	}
+	for _, n := range m.latency_counts {
+		out.LatencyCounts = append(out.LatencyCounts, uint64(n))
+	}
+	return out, nil
+}

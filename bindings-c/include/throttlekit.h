@@ -12,6 +12,17 @@
 
 
 /**
+ * The default key bound of `tk_store_memory_new` (about 110 MB resident at the bound; why this
+ * number: core's `MemoryLimits::DEFAULT_MAX_KEYS`).
+ */
+#define TK_MEMORY_DEFAULT_MAX_KEYS 917504
+
+/**
+ * The default longest full key (`prefix:key`), in bytes, of `tk_store_memory_new`.
+ */
+#define TK_MEMORY_DEFAULT_MAX_KEY_LENGTH 256
+
+/**
  * The status of every call. `TK_RESULT_OK` (0) is success; everything else is a failure and
  * leaves every out-parameter untouched. A denied request is *not* a failure: it is an OK
  * result with `allowed == false` in the decision.
@@ -307,7 +318,61 @@ typedef struct {
    * A `tk_fail_policy` number (0: core's default).
    */
   uint32_t fail_policy;
+  /**
+   * Keep counters of this limiter's checks, read with `tk_limiter_metrics` (false: none,
+   * and then they cost nothing but a branch).
+   */
+  bool metrics;
 } tk_limiter_config;
+
+/**
+ * A limiter's counters, all cumulative since it was made (for OpenTelemetry observable
+ * counters and an explicit-bucket histogram). Caller-owned; filled by `tk_limiter_metrics`.
+ */
+typedef struct {
+  /**
+   * Whether the limiter keeps metrics (`tk_limiter_config.metrics`); all zeros when not.
+   */
+  bool enabled;
+  /**
+   * Checks the store allowed.
+   */
+  uint64_t allowed;
+  /**
+   * Checks the store denied.
+   */
+  uint64_t denied;
+  /**
+   * Checks the fail policy allowed because the store was unavailable.
+   */
+  uint64_t fallback_allowed;
+  /**
+   * Checks the fail policy denied because the store was unavailable.
+   */
+  uint64_t fallback_denied;
+  /**
+   * Failed checks by error code: `errors[TK_RESULT_CONFIG_INVALID]` and so on (index 0 and
+   * codes not yet defined stay 0).
+   */
+  uint64_t errors[8];
+  /**
+   * Upper bounds (inclusive, µs) of the latency buckets of calls to a store outside the
+   * process; the last of `latency_counts` counts the calls above the last bound.
+   */
+  uint64_t latency_bounds_us[14];
+  /**
+   * Calls per latency bucket.
+   */
+  uint64_t latency_counts[15];
+  /**
+   * Calls timed.
+   */
+  uint64_t latency_count;
+  /**
+   * Sum of their latencies, µs.
+   */
+  uint64_t latency_sum_us;
+} tk_metrics;
 
 /**
  * One dimension of a multi limiter.
@@ -661,6 +726,15 @@ tk_result tk_limiter_reset(const tk_limiter *limiter, const char *key);
 void tk_limiter_free(tk_limiter *limiter);
 
 /**
+ * Copies `limiter`'s counters into `out_metrics` (`enabled == false` and zeros when it was made
+ * without `metrics`).
+ *
+ * # Safety
+ * `limiter` must be a live handle; `out_metrics` valid for writes.
+ */
+tk_result tk_limiter_metrics(const tk_limiter *limiter, tk_metrics *out_metrics);
+
+/**
  * Creates a multi limiter with `rule` (a `tk_rule`) over `dimensions_len` dimensions.
  * Duplicate or empty names, a zero multiplier or an unknown rule are
  * `TK_RESULT_CONFIG_INVALID`.
@@ -865,7 +939,10 @@ tk_result tk_shaper_reset(const tk_shaper *shaper, const char *key);
 void tk_shaper_free(tk_shaper *shaper);
 
 /**
- * A new, unbounded in-memory store. Its state expires on each operation's own `now`.
+ * A new in-memory store with the default bounds: at most about
+ * `TK_MEMORY_DEFAULT_MAX_KEYS` keys (the least recently used key is evicted first) and full
+ * keys of at most `TK_MEMORY_DEFAULT_MAX_KEY_LENGTH` bytes (longer is
+ * `TK_RESULT_CONFIG_INVALID` on every call). Its state expires on each operation's own `now`.
  *
  * # Safety
  * `out_store` must be valid for writes.
@@ -874,12 +951,34 @@ tk_result tk_store_memory_new(tk_store **out_store);
 
 /**
  * A new in-memory store holding at most `max_keys` keys (the least recently used key is
- * evicted first). `max_keys == 0` is `TK_RESULT_CONFIG_INVALID`.
+ * evicted first), with the default key length limit. `max_keys == 0` is
+ * `TK_RESULT_CONFIG_INVALID`; `SIZE_MAX` is no bound.
  *
  * # Safety
  * `out_store` must be valid for writes.
  */
 tk_result tk_store_memory_new_bounded(size_t max_keys, tk_store **out_store);
+
+/**
+ * A new in-memory store with both bounds chosen: at most `max_keys` keys and full keys of at
+ * most `max_key_length` bytes. `SIZE_MAX` lifts a bound; 0 is `TK_RESULT_CONFIG_INVALID`.
+ *
+ * # Safety
+ * `out_store` must be valid for writes.
+ */
+tk_result tk_store_memory_new_with_limits(size_t max_keys,
+                                          size_t max_key_length,
+                                          tk_store **out_store);
+
+/**
+ * Writes how many live keys a memory store has evicted to stay within its bound since it was
+ * made (when it climbs, the bound is too small for the traffic). A Redis store is
+ * `TK_RESULT_NOT_IMPLEMENTED`.
+ *
+ * # Safety
+ * `store` must be a live handle; `out_evictions` must be valid for writes.
+ */
+tk_result tk_store_memory_evictions(const tk_store *store, uint64_t *out_evictions);
 
 /**
  * Connects to the one standalone Redis at `url` (e.g. `"redis://127.0.0.1:6379/0"`): the

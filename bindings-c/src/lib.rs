@@ -22,6 +22,7 @@ mod config;
 pub mod decision;
 pub mod http;
 pub mod limiter;
+pub mod metrics;
 pub mod multi;
 mod panic;
 pub mod redis;
@@ -31,10 +32,14 @@ pub mod store;
 pub mod strategy;
 pub mod validate;
 
+#[cfg(test)]
+mod ffi_properties;
+
 pub use clock::tk_clock;
 pub use config::tk_fail_policy;
 pub use decision::{tk_decision, tk_reservation};
 pub use limiter::{tk_limiter, tk_limiter_config};
+pub use metrics::tk_metrics;
 pub use multi::{tk_dimension, tk_multi_limiter, tk_multi_limiter_config, tk_rule};
 pub use redis::{tk_redis_mode, tk_redis_options, tk_redis_scripting};
 pub use result::{tk_last_error_message, tk_result, tk_result_message};

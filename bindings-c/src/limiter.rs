@@ -33,6 +33,9 @@ pub struct tk_limiter_config {
     pub prefix: *const c_char,
     /// A `tk_fail_policy` number (0: core's default).
     pub fail_policy: u32,
+    /// Keep counters of this limiter's checks, read with `tk_limiter_metrics` (false: none,
+    /// and then they cost nothing but a branch).
+    pub metrics: bool,
 }
 
 /// A rate limiter.
@@ -42,7 +45,7 @@ pub struct tk_limiter_config {
 /// Thread safety: every function except `tk_limiter_free` may be called concurrently from any
 /// thread; decisions on one key are atomic.
 pub struct tk_limiter {
-    inner: Limiter,
+    pub(crate) inner: Limiter,
 }
 
 /// Creates a limiter for `strategy` (copied) with `config` (NULL: all defaults).
@@ -71,6 +74,7 @@ pub unsafe extern "C" fn tk_limiter_new(
             if let Some(p) = try_arg!(fail_policy(c.fail_policy)) {
                 builder = builder.fail_policy(p);
             }
+            builder = builder.metrics(c.metrics);
         }
         into_handle(tk_limiter { inner: builder.build() }, o)
     })

@@ -3,9 +3,9 @@
 use std::ffi::c_char;
 use std::sync::Arc;
 
-use throttlekit::{MemoryStore, Store};
+use throttlekit::{MemoryLimits, MemoryStore, Store};
 
-use crate::args::{free_handle, into_handle, out, try_arg, try_core};
+use crate::args::{borrow, free_handle, into_handle, out, try_arg, try_core};
 use crate::panic::{guard, guard_void};
 use crate::result::tk_result;
 
@@ -22,7 +22,21 @@ pub struct tk_store {
     pub(crate) inner: Arc<dyn Store>,
 }
 
-/// A new, unbounded in-memory store. Its state expires on each operation's own `now`.
+/// The default key bound of `tk_store_memory_new` (about 110 MB resident at the bound; why this
+/// number: core's `MemoryLimits::DEFAULT_MAX_KEYS`).
+pub const TK_MEMORY_DEFAULT_MAX_KEYS: usize = 917_504;
+
+/// The default longest full key (`prefix:key`), in bytes, of `tk_store_memory_new`.
+pub const TK_MEMORY_DEFAULT_MAX_KEY_LENGTH: usize = 256;
+
+// Literals above because cbindgen writes only literal constants to the header; they must be core's.
+const _: () = assert!(TK_MEMORY_DEFAULT_MAX_KEYS == MemoryLimits::DEFAULT_MAX_KEYS);
+const _: () = assert!(TK_MEMORY_DEFAULT_MAX_KEY_LENGTH == MemoryLimits::DEFAULT_MAX_KEY_LENGTH);
+
+/// A new in-memory store with the default bounds: at most about
+/// `TK_MEMORY_DEFAULT_MAX_KEYS` keys (the least recently used key is evicted first) and full
+/// keys of at most `TK_MEMORY_DEFAULT_MAX_KEY_LENGTH` bytes (longer is
+/// `TK_RESULT_CONFIG_INVALID` on every call). Its state expires on each operation's own `now`.
 ///
 /// # Safety
 /// `out_store` must be valid for writes.
@@ -35,7 +49,8 @@ pub unsafe extern "C" fn tk_store_memory_new(out_store: *mut *mut tk_store) -> t
 }
 
 /// A new in-memory store holding at most `max_keys` keys (the least recently used key is
-/// evicted first). `max_keys == 0` is `TK_RESULT_CONFIG_INVALID`.
+/// evicted first), with the default key length limit. `max_keys == 0` is
+/// `TK_RESULT_CONFIG_INVALID`; `SIZE_MAX` is no bound.
 ///
 /// # Safety
 /// `out_store` must be valid for writes.
@@ -45,6 +60,43 @@ pub unsafe extern "C" fn tk_store_memory_new_bounded(max_keys: usize, out_store:
         let o = try_arg!(unsafe { out(out_store, "out_store") });
         let store = try_core!(MemoryStore::with_max_keys(max_keys));
         into_handle(tk_store { inner: Arc::new(store) }, o)
+    })
+}
+
+/// A new in-memory store with both bounds chosen: at most `max_keys` keys and full keys of at
+/// most `max_key_length` bytes. `SIZE_MAX` lifts a bound; 0 is `TK_RESULT_CONFIG_INVALID`.
+///
+/// # Safety
+/// `out_store` must be valid for writes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tk_store_memory_new_with_limits(
+    max_keys: usize,
+    max_key_length: usize,
+    out_store: *mut *mut tk_store,
+) -> tk_result {
+    guard(|| {
+        let o = try_arg!(unsafe { out(out_store, "out_store") });
+        let store = try_core!(MemoryStore::with_limits(MemoryLimits { max_keys, max_key_length }));
+        into_handle(tk_store { inner: Arc::new(store) }, o)
+    })
+}
+
+/// Writes how many live keys a memory store has evicted to stay within its bound since it was
+/// made (when it climbs, the bound is too small for the traffic). A Redis store is
+/// `TK_RESULT_NOT_IMPLEMENTED`.
+///
+/// # Safety
+/// `store` must be a live handle; `out_evictions` must be valid for writes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tk_store_memory_evictions(store: *const tk_store, out_evictions: *mut u64) -> tk_result {
+    guard(|| {
+        let s = try_arg!(unsafe { borrow(store, "store") });
+        let o = try_arg!(unsafe { out(out_evictions, "out_evictions") });
+        let memory = try_core!(
+            s.inner.as_memory().ok_or_else(|| throttlekit::Error::not_implemented("evictions on a Redis store"))
+        );
+        *o = memory.evictions();
+        tk_result::Ok
     })
 }
 

@@ -4,6 +4,7 @@
  * Prints "N passed, M failed" and exits non-zero on any failure.
  */
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -573,6 +574,87 @@ static void test_redis(const char *url) {
     tk_store_free(store);
 }
 
+/* The memory store's bounds: evictions are counted, long keys refused, SIZE_MAX lifts a bound. */
+static void test_memory_bounds(void) {
+    current = "memory_bounds";
+    tk_store *store = NULL;
+    CHECK_OK(tk_store_memory_new_with_limits(64, 8, &store));
+    tk_strategy *s = gcra(10, 60000, 10);
+    tk_limiter_config cfg = {0};
+    cfg.store = store;
+    cfg.prefix = "p";
+    tk_limiter *l = NULL;
+    CHECK_OK(tk_limiter_new(s, &cfg, &l));
+    tk_decision d;
+    char key[32];
+    for (int i = 0; i < 164; i++) {
+        snprintf(key, sizeof key, "%d", i); /* "p:" + at most 3 digits: within 8 bytes */
+        CHECK_OK(tk_limiter_check_at(l, key, 1, 0, &d));
+    }
+    uint64_t evictions = 0;
+    CHECK_OK(tk_store_memory_evictions(store, &evictions));
+    CHECK(evictions == 100);
+    CHECK(tk_limiter_check_at(l, "1234567", 1, 0, &d) == TK_RESULT_CONFIG_INVALID); /* 9 bytes */
+    char msg[256];
+    last_error(msg, sizeof msg);
+    CHECK(strstr(msg, "maxKeyLength") != NULL);
+    CHECK(tk_limiter_reset(l, "1234567") == TK_RESULT_CONFIG_INVALID);
+    CHECK(tk_store_memory_evictions(NULL, &evictions) == TK_RESULT_NULL_PARAMETER);
+    CHECK(tk_store_memory_evictions(store, NULL) == TK_RESULT_NULL_PARAMETER);
+    tk_limiter_free(l);
+    tk_store_free(store);
+
+    tk_store *bad = NULL;
+    CHECK(tk_store_memory_new_with_limits(0, 8, &bad) == TK_RESULT_CONFIG_INVALID && bad == NULL);
+    CHECK(tk_store_memory_new_with_limits(8, 0, &bad) == TK_RESULT_CONFIG_INVALID && bad == NULL);
+    /* The default store takes TK_MEMORY_DEFAULT_MAX_KEY_LENGTH bytes and refuses one more. */
+    tk_limiter *def = NULL;
+    CHECK_OK(tk_limiter_new(s, NULL, &def));
+    char long_key[TK_MEMORY_DEFAULT_MAX_KEY_LENGTH + 2];
+    memset(long_key, 'k', sizeof long_key - 1);
+    long_key[sizeof long_key - 1] = 0;
+    CHECK(tk_limiter_check_at(def, long_key, 1, 0, &d) == TK_RESULT_CONFIG_INVALID);
+    long_key[sizeof long_key - 2] = 0;
+    CHECK_OK(tk_limiter_check_at(def, long_key, 1, 0, &d));
+    tk_limiter_free(def);
+    tk_store *unbounded = NULL;
+    CHECK_OK(tk_store_memory_new_with_limits(SIZE_MAX, SIZE_MAX, &unbounded));
+    tk_store_free(unbounded);
+    tk_strategy_free(s);
+}
+
+/* Metrics: off by default; checks counted by outcome and errors by code. */
+static void test_metrics(void) {
+    current = "metrics";
+    tk_strategy *s = NULL;
+    CHECK_OK(tk_strategy_fixed_window(2, 1000, &s));
+    tk_limiter *off = NULL, *on = NULL;
+    CHECK_OK(tk_limiter_new(s, NULL, &off));
+    tk_limiter_config cfg = {0};
+    cfg.metrics = true;
+    CHECK_OK(tk_limiter_new(s, &cfg, &on));
+    tk_decision d;
+    tk_metrics m;
+    CHECK_OK(tk_limiter_check_at(off, "k", 1, 0, &d));
+    CHECK_OK(tk_limiter_metrics(off, &m));
+    CHECK(!m.enabled && m.allowed == 0);
+    for (int i = 0; i < 5; i++) CHECK_OK(tk_limiter_check_at(on, "k", 1, 0, &d));
+    char long_key[300];
+    memset(long_key, 'k', sizeof long_key - 1);
+    long_key[sizeof long_key - 1] = 0;
+    CHECK(tk_limiter_check_at(on, long_key, 1, 0, &d) == TK_RESULT_CONFIG_INVALID);
+    CHECK_OK(tk_limiter_peek_at(on, "k", 0, &d)); /* not a check */
+    CHECK_OK(tk_limiter_metrics(on, &m));
+    CHECK(m.enabled && m.allowed == 2 && m.denied == 3 && m.fallback_allowed == 0 && m.fallback_denied == 0);
+    CHECK(m.errors[TK_RESULT_CONFIG_INVALID] == 1 && m.errors[TK_RESULT_STORE_UNAVAILABLE] == 0);
+    CHECK(m.latency_count == 0 && m.latency_bounds_us[0] == 50); /* memory: counted, not timed */
+    CHECK(tk_limiter_metrics(NULL, &m) == TK_RESULT_NULL_PARAMETER);
+    CHECK(tk_limiter_metrics(on, NULL) == TK_RESULT_NULL_PARAMETER);
+    tk_limiter_free(off);
+    tk_limiter_free(on);
+    tk_strategy_free(s);
+}
+
 int main(void) {
     test_version_and_results();
     test_gcra_on_a_manual_clock();
@@ -583,6 +665,8 @@ int main(void) {
     test_http();
     test_http_spec_and_problem();
     test_shared_store_and_prefixes();
+    test_memory_bounds();
+    test_metrics();
     test_multi();
     test_shaper();
     test_threads();

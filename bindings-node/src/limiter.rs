@@ -7,6 +7,7 @@
 //! Invalid arguments to a Promise method reject (they never throw synchronously).
 
 use std::cell::OnceCell;
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use napi::Env;
@@ -55,6 +56,33 @@ pub struct LimiterOptions {
     /// `'fail_closed'` for quotas and `'raise'` otherwise).
     #[napi(ts_type = "FailPolicy")]
     pub fail_policy: Option<String>,
+    /// Keep counters of this limiter's checks, read with `metrics()` (default: false, and then
+    /// they cost nothing but a branch).
+    pub metrics: Option<bool>,
+}
+
+/// A limiter's counters (all cumulative since it was made): checks allowed and denied by the
+/// store, fail-policy fallbacks, errors by code, and the latency of calls to a store outside
+/// the process. Feed them to OpenTelemetry observable counters and a histogram.
+#[napi(object)]
+pub struct LimiterMetrics {
+    pub allowed: f64,
+    pub denied: f64,
+    pub fallback_allowed: f64,
+    pub fallback_denied: f64,
+    /// Failed checks by error code (`config_invalid`, `store_unavailable`, ...).
+    pub errors: HashMap<String, f64>,
+    pub store_latency: LatencyHistogram,
+}
+
+/// An explicit-bucket histogram: `counts[i]` calls took at most `boundsUs[i]` µs (and more than
+/// the bound before); the last count is the rest.
+#[napi(object)]
+pub struct LatencyHistogram {
+    pub bounds_us: Vec<f64>,
+    pub counts: Vec<f64>,
+    pub count: f64,
+    pub sum_us: f64,
 }
 
 pub(crate) const WIRING: [&str; 5] = ["store", "clock", "prefix", "serverClock", "failPolicy"];
@@ -92,6 +120,7 @@ type Built = (throttlekit::Limiter, store::RedisSlot);
 fn build(env: &Env, options: &Unknown) -> CoreResult<Built> {
     let mut allowed = vec!["strategy"];
     allowed.extend(WIRING);
+    allowed.push("metrics");
     let o = Options::read(options, "limiter", &allowed, false)?;
     let strategy = strategy::from_js(env, o.require("strategy")?, &o.path("strategy"))?;
     let chosen = store::from_options(env, &o)?;
@@ -108,6 +137,9 @@ fn build(env: &Env, options: &Unknown) -> CoreResult<Built> {
     }
     if let Some(p) = store::fail_policy_from_options(&o)?.or(chosen.fail_policy) {
         b = b.fail_policy(p);
+    }
+    if let Some(on) = o.boolean("metrics")? {
+        b = b.metrics(on);
     }
     Ok((b.build(), redis))
 }
@@ -240,6 +272,26 @@ impl Limiter {
     }
 
     /// The key prefix (`''` for none).
+    /// The counters (see `LimiterMetrics`), or `null` unless made with `metrics: true`.
+    /// Checks through `check` on a `RedisStore` (the event-loop socket) are not counted yet.
+    #[napi]
+    pub fn metrics(&self) -> Option<LimiterMetrics> {
+        let s = self.inner.metrics()?.snapshot();
+        Some(LimiterMetrics {
+            allowed: s.allowed as f64,
+            denied: s.denied as f64,
+            fallback_allowed: s.fallback_allowed as f64,
+            fallback_denied: s.fallback_denied as f64,
+            errors: s.errors.iter().map(|(c, n)| (c.as_str().to_owned(), *n as f64)).collect(),
+            store_latency: LatencyHistogram {
+                bounds_us: throttlekit::metrics::LATENCY_BOUNDS_US.iter().map(|&b| b as f64).collect(),
+                count: s.latency_count() as f64,
+                counts: s.latency_counts.iter().map(|&n| n as f64).collect(),
+                sum_us: s.latency_sum_us as f64,
+            },
+        })
+    }
+
     #[napi(getter)]
     pub fn prefix(&self) -> String {
         self.inner.prefix().to_owned()

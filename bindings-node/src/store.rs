@@ -5,13 +5,13 @@ use std::sync::Arc;
 use napi::Env;
 use napi::bindgen_prelude::Unknown;
 use napi_derive::napi;
-use throttlekit::{FailPolicy, Store};
+use throttlekit::{FailPolicy, MemoryLimits, Store};
 
 use crate::convert::Options;
 use crate::error::{CoreResult, OrThrow, config};
 
-/// An in-process store: sharded, bounded if asked, expiring on the limiter's clock. Share one
-/// between limiters (keys are namespaced by each limiter's `prefix`).
+/// An in-process store: sharded, bounded by default, expiring on the limiter's clock. Share
+/// one between limiters (keys are namespaced by each limiter's `prefix`).
 #[napi]
 pub struct MemoryStore {
     pub(crate) inner: Arc<throttlekit::MemoryStore>,
@@ -21,9 +21,21 @@ pub struct MemoryStore {
 #[napi(object, object_to_js = false)]
 #[allow(dead_code)] // Declares the TypeScript shape; `convert::Options` reads the values.
 pub struct MemoryStoreOptions {
-    /// Keep at most about this many keys, evicting the least recently used (integer >= 1;
-    /// default: unbounded, expired keys are still swept).
+    /// Keep at most about this many keys, evicting the least recently used (integer >= 1, or
+    /// `Infinity` for no bound; default 917504, about 110 MB). Expired keys are swept either way.
     pub max_keys: Option<f64>,
+    /// Refuse full keys (`prefix:key`) longer than this many bytes with `config_invalid`
+    /// (integer >= 1, or `Infinity`; default 256).
+    pub max_key_length: Option<f64>,
+}
+
+/// A bound option: `undefined` is core's default, `Infinity` no bound, else an integer >= 1.
+fn bound(o: &Options<'_>, name: &str, default: usize) -> throttlekit::Result<usize> {
+    match o.number(name)? {
+        None => Ok(default),
+        Some(n) if n == f64::INFINITY => Ok(usize::MAX),
+        Some(n) => Ok(throttlekit::validate::integer_at_least(&format!("memoryStore.{name}"), n, 1.0)? as usize),
+    }
 }
 
 #[napi]
@@ -32,14 +44,11 @@ impl MemoryStore {
     #[napi(constructor, ts_args_type = "options?: MemoryStoreOptions")]
     pub fn new(env: &Env, options: Unknown) -> napi::Result<MemoryStore> {
         let inner = (|| {
-            let o = Options::read(&options, "memoryStore", &["maxKeys"], true)?;
-            match o.number("maxKeys")? {
-                None => Ok(throttlekit::MemoryStore::new()),
-                Some(n) => {
-                    let n = throttlekit::validate::integer_at_least("memoryStore.maxKeys", n, 1.0)?;
-                    throttlekit::MemoryStore::with_max_keys(n as usize)
-                }
-            }
+            let o = Options::read(&options, "memoryStore", &["maxKeys", "maxKeyLength"], true)?;
+            throttlekit::MemoryStore::with_limits(MemoryLimits {
+                max_keys: bound(&o, "maxKeys", MemoryLimits::DEFAULT_MAX_KEYS)?,
+                max_key_length: bound(&o, "maxKeyLength", MemoryLimits::DEFAULT_MAX_KEY_LENGTH)?,
+            })
         })()
         .or_throw(env)?;
         Ok(MemoryStore { inner: Arc::new(inner) })
@@ -49,6 +58,13 @@ impl MemoryStore {
     #[napi(getter)]
     pub fn size(&self) -> u32 {
         u32::try_from(self.inner.len()).unwrap_or(u32::MAX)
+    }
+
+    /// Live keys evicted to stay within `maxKeys` since the store was made: when it climbs,
+    /// the bound is too small for the traffic.
+    #[napi(getter)]
+    pub fn evictions(&self) -> f64 {
+        self.inner.evictions() as f64
     }
 }
 

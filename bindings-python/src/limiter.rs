@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use crate::aio::awaitable;
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
 
 use crate::clock;
 use crate::decision::Decision;
@@ -51,8 +52,11 @@ impl Limiter {
     /// the system clock, no prefix, the store's `server_clock` and `fail_policy` (without
     /// either: the caller's clock, and fail-closed for quotas / raise otherwise).
     #[new]
-    #[pyo3(signature = (strategy, *, store = None, clock = None, prefix = None, server_clock = None, fail_policy = None))]
-    #[pyo3(text_signature = "(strategy, *, store=None, clock=None, prefix='', server_clock=None, fail_policy=None)")]
+    #[pyo3(signature = (strategy, *, store = None, clock = None, prefix = None, server_clock = None, fail_policy = None, metrics = None))]
+    #[pyo3(
+        text_signature = "(strategy, *, store=None, clock=None, prefix='', server_clock=None, fail_policy=None, metrics=False)"
+    )]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         strategy: &Bound<'_, PyAny>,
         store: Option<&Bound<'_, PyAny>>,
@@ -60,6 +64,7 @@ impl Limiter {
         prefix: Option<&Bound<'_, PyAny>>,
         server_clock: Option<&Bound<'_, PyAny>>,
         fail_policy: Option<&Bound<'_, PyAny>>,
+        metrics: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let strategy = strategy::from_any(strategy, "strategy")?;
         let store = store::from_arg(store)?;
@@ -68,7 +73,8 @@ impl Limiter {
         let mut builder = throttlekit::Limiter::builder(strategy)
             .store(store.store)
             .clock(clock::from_arg(clock)?)
-            .server_clock(server_clock);
+            .server_clock(server_clock)
+            .metrics(metrics.map(|m| validate::flag(m, "metrics")).transpose()?.unwrap_or(false));
         if let Some(p) = prefix.filter(|p| !p.is_none()) {
             builder = builder.prefix(string(p, "prefix")?.to_owned());
         }
@@ -178,6 +184,32 @@ impl Limiter {
     #[getter]
     fn prefix(&self) -> &str {
         self.inner.prefix()
+    }
+
+    /// The limiter's counters as a dict (`None` unless built with `metrics=True`): checks
+    /// `allowed` / `denied`, `fallback_allowed` / `fallback_denied`, `errors` by code, and
+    /// `store_latency` (`bounds_us`, `counts`, `sum_us`, `count`) of calls to a store outside
+    /// the process. All cumulative: feed them to OpenTelemetry observable counters.
+    fn metrics<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let Some(m) = self.inner.metrics() else { return Ok(None) };
+        let s = m.snapshot();
+        let d = PyDict::new(py);
+        d.set_item("allowed", s.allowed)?;
+        d.set_item("denied", s.denied)?;
+        d.set_item("fallback_allowed", s.fallback_allowed)?;
+        d.set_item("fallback_denied", s.fallback_denied)?;
+        let errors = PyDict::new(py);
+        for (code, n) in &s.errors {
+            errors.set_item(code.as_str(), n)?;
+        }
+        d.set_item("errors", errors)?;
+        let latency = PyDict::new(py);
+        latency.set_item("bounds_us", throttlekit::metrics::LATENCY_BOUNDS_US.to_vec())?;
+        latency.set_item("count", s.latency_count())?;
+        latency.set_item("counts", s.latency_counts)?;
+        latency.set_item("sum_us", s.latency_sum_us)?;
+        d.set_item("store_latency", latency)?;
+        Ok(Some(d))
     }
 
     /// `"fail_closed"`, `"fail_open"` or `"raise"`.

@@ -8,12 +8,12 @@
 use std::sync::Arc;
 
 use pyo3::prelude::*;
-use throttlekit::{FailPolicy, Store};
+use throttlekit::{FailPolicy, MemoryLimits, Store};
 
 use crate::error::{self, IntoPyResult};
-use crate::validate;
+use crate::validate::{self, MaxKeyLength, MaxKeys};
 
-/// An in-process store: sharded, expiring on the limiter's clock, optionally bounded.
+/// An in-process store: sharded, expiring on the limiter's clock, bounded by default.
 #[pyclass(frozen, module = "throttlekit")]
 pub struct MemoryStore {
     inner: Arc<throttlekit::MemoryStore>,
@@ -21,24 +21,27 @@ pub struct MemoryStore {
 
 #[pymethods]
 impl MemoryStore {
-    /// An unbounded store, or one holding about `max_keys` keys at most (least recently used
-    /// keys are evicted beyond that).
+    /// A store holding about `max_keys` keys at most (least recently used keys are evicted
+    /// beyond that; `None`: no bound) and refusing full keys longer than `max_key_length`
+    /// bytes with `ConfigInvalidError`. The defaults are core's `MemoryLimits`.
     #[new]
-    #[pyo3(signature = (*, max_keys = None))]
-    fn new(max_keys: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
-        let inner = match max_keys {
-            Some(m) if !m.is_none() => {
-                let n = validate::count(m, "max_keys")?;
-                throttlekit::MemoryStore::with_max_keys(usize::try_from(n).unwrap_or(usize::MAX)).py()?
-            }
-            _ => throttlekit::MemoryStore::new(),
-        };
-        Ok(MemoryStore { inner: Arc::new(inner) })
+    #[pyo3(signature = (*, max_keys = MaxKeys(MemoryLimits::DEFAULT_MAX_KEYS), max_key_length = MaxKeyLength(MemoryLimits::DEFAULT_MAX_KEY_LENGTH)))]
+    #[pyo3(text_signature = "(*, max_keys=917504, max_key_length=256)")]
+    fn new(max_keys: MaxKeys, max_key_length: MaxKeyLength) -> PyResult<Self> {
+        let limits = MemoryLimits { max_keys: max_keys.0, max_key_length: max_key_length.0 };
+        Ok(MemoryStore { inner: Arc::new(throttlekit::MemoryStore::with_limits(limits).py()?) })
     }
 
     /// The number of keys held (expired keys not yet swept included).
     fn __len__(&self) -> usize {
         self.inner.len()
+    }
+
+    /// Live keys evicted to stay within `max_keys` since the store was made: when it climbs,
+    /// the bound is too small for the traffic.
+    #[getter]
+    fn evictions(&self) -> u64 {
+        self.inner.evictions()
     }
 
     fn __repr__(&self) -> String {

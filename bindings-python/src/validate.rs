@@ -105,6 +105,38 @@ impl<'a, 'py> FromPyObject<'a, 'py> for Cost {
     }
 }
 
+/// `max_keys` of a memory store: a count as [`count`] reads it, or `None` for no bound. As an
+/// argument type it lets the signature show core's default.
+#[derive(Clone, Copy, Debug)]
+pub struct MaxKeys(pub usize);
+
+/// `max_key_length` of a memory store, read as [`MaxKeys`].
+#[derive(Clone, Copy, Debug)]
+pub struct MaxKeyLength(pub usize);
+
+fn bound_arg(obj: &Bound<'_, PyAny>, arg: &str) -> PyResult<usize> {
+    if obj.is_none() {
+        return Ok(usize::MAX);
+    }
+    count(obj, arg).map(|n| usize::try_from(n).unwrap_or(usize::MAX))
+}
+
+impl<'a, 'py> FromPyObject<'a, 'py> for MaxKeys {
+    type Error = PyErr;
+
+    fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        bound_arg(&obj, "max_keys").map(MaxKeys)
+    }
+}
+
+impl<'a, 'py> FromPyObject<'a, 'py> for MaxKeyLength {
+    type Error = PyErr;
+
+    fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        bound_arg(&obj, "max_key_length").map(MaxKeyLength)
+    }
+}
+
 /// A strategy option (`limit`, `period_ms`, ...) as the `f64` a spec holds. Ints must survive
 /// the conversion exactly; core then checks the domain (and that integers are whole).
 pub fn option(obj: &Bound<'_, PyAny>, arg: &str) -> PyResult<f64> {

@@ -31,6 +31,7 @@ mod error;
 pub mod http;
 pub mod key;
 mod limiter;
+pub mod metrics;
 pub mod multi;
 #[cfg(feature = "redis")]
 pub mod redis;
@@ -49,13 +50,18 @@ pub use multi::{Dimension, MultiDecision, MultiLimiter};
 pub use shaper::Shaper;
 pub use spec::{LeakyBucketOptions, StrategySpec};
 pub use state::{Log, Slot, State, Step};
-pub use store::{MemoryStore, Rule, Store};
+pub use store::{MemoryLimits, MemoryStore, Rule, Store};
 pub use strategy::Strategy;
 
 /// The README's code blocks compile and run as doctests, so the quick start cannot rot.
 #[doc = include_str!("../../README.md")]
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
+
+/// docs/hardening.md's Rust examples run as doctests too.
+#[doc = include_str!("../../docs/hardening.md")]
+#[cfg(doctest)]
+pub struct HardeningDoctests;
 
 /// The crate version (bindings report it as their own).
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -1,11 +1,13 @@
 //! [`Limiter`]: a strategy bound to a store, a clock and a key prefix.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use crate::clock::{Clock, SystemClock};
 use crate::decision::Decision;
 use crate::error::{Error, ErrorCode, Result};
 use crate::key;
+use crate::metrics::LimiterMetrics;
 use crate::store::{MemoryStore, Now, Reply, Store, Transform};
 use crate::strategy::Strategy;
 use crate::validate;
@@ -88,6 +90,8 @@ pub struct Limiter {
     prefix: String,
     server_clock: bool,
     fail_policy: FailPolicy,
+    /// `None` unless asked for (see [`LimiterBuilder::metrics`]).
+    metrics: Option<Arc<LimiterMetrics>>,
 }
 
 impl std::fmt::Debug for Limiter {
@@ -110,6 +114,7 @@ pub struct LimiterBuilder {
     prefix: String,
     server_clock: bool,
     fail_policy: Option<FailPolicy>,
+    metrics: bool,
 }
 
 impl LimiterBuilder {
@@ -143,17 +148,30 @@ impl LimiterBuilder {
         self
     }
 
+    /// Whether the limiter keeps [`LimiterMetrics`] (default: no, and then they cost one
+    /// branch a call). Read them with [`Limiter::metrics`].
+    pub fn metrics(mut self, on: bool) -> Self {
+        self.metrics = on;
+        self
+    }
+
     /// Builds the limiter.
     pub fn build(self) -> Limiter {
         let default_policy = if self.strategy.is_quota() { FailPolicy::FailClosed } else { FailPolicy::Raise };
         let clock = self.clock.unwrap_or_else(|| Arc::new(SystemClock));
+        let store = self.store.unwrap_or_else(|| Arc::new(MemoryStore::new()));
+        let metrics = self.metrics.then(|| {
+            let stripes = store.as_memory().map_or(0, MemoryStore::shard_count);
+            Arc::new(LimiterMetrics::striped(&self.prefix, stripes))
+        });
         Limiter {
-            store: self.store.unwrap_or_else(|| Arc::new(MemoryStore::new())),
             system_clock: clock.is_system_clock(),
             clock,
-            prefix: self.prefix,
+            store,
             server_clock: self.server_clock,
             fail_policy: self.fail_policy.unwrap_or(default_policy),
+            metrics,
+            prefix: self.prefix,
             strategy: self.strategy,
         }
     }
@@ -169,6 +187,7 @@ impl Limiter {
             prefix: String::new(),
             server_clock: false,
             fail_policy: None,
+            metrics: false,
         }
     }
 
@@ -202,6 +221,20 @@ impl Limiter {
         self.fail_policy
     }
 
+    /// The limiter's metrics, when it was built with them.
+    pub fn metrics(&self) -> Option<&Arc<LimiterMetrics>> {
+        self.metrics.as_ref()
+    }
+
+    /// Counts a check's outcome when metrics are on.
+    #[inline(always)]
+    pub(crate) fn observe(&self, result: Result<Decision>) -> Result<Decision> {
+        if let Some(m) = &self.metrics {
+            m.record_check(&result);
+        }
+        result
+    }
+
     /// The full store key for `key`.
     pub fn full_key(&self, key: &str) -> String {
         key::join(&self.prefix, key)
@@ -215,7 +248,20 @@ impl Limiter {
 
     #[inline]
     fn sync_apply(&self, key: &str, now: i64, transform: Transform<'_>) -> Result<Decision> {
-        self.with_full_key(key, |full| self.sync_finish(self.store.apply_sync(full, now, transform), now))
+        validate::now(now)?;
+        self.with_full_key(key, |full| {
+            let reply = match &self.metrics {
+                // Only a store that leaves the process is timed (see `metrics`).
+                Some(m) if self.store.as_memory().is_none() => {
+                    let started = Instant::now();
+                    let reply = self.store.apply_sync(full, now, transform);
+                    m.record_latency(started.elapsed());
+                    reply
+                }
+                _ => self.store.apply_sync(full, now, transform),
+            };
+            self.sync_finish(reply, now)
+        })
     }
 
     #[inline]
@@ -229,8 +275,14 @@ impl Limiter {
     }
 
     async fn async_apply(&self, key: &str, now: Now, transform: Transform<'_>) -> Result<Decision> {
+        validate::now_at(now)?;
         let full = self.full_key(key);
-        match self.store.apply(&full, now, transform).await.and_then(|r| r.decision()) {
+        let started = self.metrics.as_ref().filter(|_| self.store.as_memory().is_none()).map(|_| Instant::now());
+        let reply = self.store.apply(&full, now, transform).await;
+        if let (Some(m), Some(t)) = (&self.metrics, started) {
+            m.record_latency(t.elapsed());
+        }
+        match reply.and_then(|r| r.decision()) {
             Ok(d) => Ok(d),
             Err(e) => self.fail_policy.fallback(e, self.strategy.limit(), now.fallback_ms(&*self.clock)),
         }
@@ -251,15 +303,21 @@ impl Limiter {
     /// [`Limiter::check_sync`] at an explicit `now` (epoch ms).
     #[inline]
     pub fn check_sync_at(&self, key: &str, cost: u64, now: i64) -> Result<Decision> {
-        if cost.wrapping_sub(1) >= validate::MAX_SAFE_INTEGER as u64 {
-            // Out of 1..=2^53: the validator builds the error (kept off the hot path).
-            validate::cost(cost)?;
+        if cost.wrapping_sub(1) >= validate::MAX_SAFE_INTEGER as u64
+            || now.unsigned_abs() > validate::MAX_SAFE_INTEGER as u64
+        {
+            // Out of 1..=2^53 or ±2^53: the validators build the error (kept off the hot path).
+            return self.observe(validate::cost(cost).and_then(|_| validate::now(now)).map(|_| Decision::default()));
         }
         if let (Some(memory), Some(gcra)) = (self.store.as_memory(), self.strategy.as_gcra()) {
-            // The hot path: GCRA on the memory store, inlined, the decision returned as is.
-            return Ok(memory.check_gcra_joined(&self.prefix, key, now, gcra, cost));
+            // The hot path: GCRA on the memory store, inlined, the decision returned as is
+            // (and counted inside the store, under its shard lock, when metrics are on).
+            return match memory.check_gcra_joined(&self.prefix, key, now, gcra, cost, self.metrics.as_deref()) {
+                Ok(d) => Ok(d),
+                Err(e) => self.observe(Err(e)),
+            };
         }
-        self.sync_apply(key, now, Transform::Check { strategy: &self.strategy, cost })
+        self.observe(self.sync_apply(key, now, Transform::Check { strategy: &self.strategy, cost }))
     }
 
     /// Checks a request of `cost` for `key` through the store (Redis: one round trip).
@@ -269,8 +327,11 @@ impl Limiter {
 
     /// [`Limiter::check`] at an explicit time.
     pub async fn check_at(&self, key: &str, cost: u64, now: Now) -> Result<Decision> {
-        validate::cost(cost)?;
-        self.async_apply(key, now, Transform::Check { strategy: &self.strategy, cost }).await
+        let result = match validate::cost(cost) {
+            Ok(_) => self.async_apply(key, now, Transform::Check { strategy: &self.strategy, cost }).await,
+            Err(e) => Err(e),
+        };
+        self.observe(result)
     }
 
     /// Checks one request of `cost` per key, all at one clock read (not atomic together).
@@ -281,12 +342,14 @@ impl Limiter {
 
     /// Async [`Limiter::check_many_sync`]; the checks are sent together (pipelined on Redis).
     pub async fn check_many(&self, keys: &[&str], cost: u64) -> Result<Vec<Decision>> {
-        validate::cost(cost)?;
+        if let Err(e) = validate::cost(cost) {
+            return Err(self.observe(Err(e)).unwrap_err());
+        }
         let now = self.now();
         let checks = keys.iter().map(|k| self.async_apply(k, now, Transform::Check { strategy: &self.strategy, cost }));
         let mut out = Vec::with_capacity(keys.len());
         for d in join_all(checks).await {
-            out.push(d?);
+            out.push(self.observe(d)?);
         }
         Ok(out)
     }

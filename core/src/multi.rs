@@ -270,6 +270,7 @@ impl MultiLimiter {
 
     /// [`MultiLimiter::check_sync`] at an explicit `now`.
     pub fn check_sync_at(&self, keys: &[&str], cost: u64, now: i64) -> Result<MultiDecision> {
+        crate::validate::now(now)?;
         let full = self.full_keys(keys)?;
         let calls = self.calls(&full, cost)?;
         match self.store.apply_multi_sync(self.rule, &calls, now) {
@@ -286,6 +287,7 @@ impl MultiLimiter {
 
     /// [`MultiLimiter::check`] at an explicit time.
     pub async fn check_at(&self, keys: &[&str], cost: u64, now: Now) -> Result<MultiDecision> {
+        crate::validate::now_at(now)?;
         let full = self.full_keys(keys)?;
         let calls = self.calls(&full, cost)?;
         match self.store.apply_multi(self.rule, &calls, now).await {

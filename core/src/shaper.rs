@@ -95,6 +95,7 @@ impl Shaper {
     /// [`Shaper::reserve_sync`] at an explicit `now`.
     pub fn reserve_sync_at(&self, key: &str, cost: u64, now: i64) -> Result<Reservation> {
         validate::cost(cost)?;
+        validate::now(now)?;
         self.store
             .apply_sync(&self.full_key(key), now, Transform::Reserve { shaper: &self.bucket, cost })?
             .reservation()
@@ -108,6 +109,7 @@ impl Shaper {
     /// [`Shaper::reserve`] at an explicit time.
     pub async fn reserve_at(&self, key: &str, cost: u64, now: Now) -> Result<Reservation> {
         validate::cost(cost)?;
+        validate::now_at(now)?;
         self.store
             .apply(&self.full_key(key), now, Transform::Reserve { shaper: &self.bucket, cost })
             .await?

@@ -255,10 +255,14 @@ fn fixed<const N: usize>(call: &ScriptCall, value: &Value) -> Result<[i64; N]> {
 
 /// Decodes the script's reply to `call`, for the caller only (the TTLs are the replay mode's).
 pub fn decode_reply(call: &ScriptCall, value: &Value) -> Result<Outcome> {
+    let bad = || bad(call.script, value);
     match call.shape {
-        Shape::Decision => fixed::<6>(call, value).map(|f| Outcome::Single(Reply::Decision(decision(&f)))),
+        Shape::Decision => fixed::<6>(call, value)
+            .and_then(|f| decision(&f).ok_or_else(bad))
+            .map(|d| Outcome::Single(Reply::Decision(d))),
         Shape::Reservation => fixed::<3>(call, value)
-            .map(|f| Outcome::Single(Reply::Reservation(Reservation { accepted: f[0] == 1, delay_ms: f[1] }))),
+            .and_then(|f| reservation(&f).ok_or_else(bad))
+            .map(|r| Outcome::Single(Reply::Reservation(r))),
         Shape::Multi => decode(call, value).map(|d| d.reply),
     }
 }
@@ -267,28 +271,54 @@ fn ttl(v: i64) -> Option<i64> {
     (v >= 0).then_some(v)
 }
 
-fn decision(f: &[i64]) -> Decision {
-    Decision { allowed: f[0] == 1, limit: f[1], remaining: f[2], reset_at: f[3], retry_after_ms: f[4], fallback: false }
+/// A decision from a script's integers, or `None` when they break a decision's invariants
+/// (`0 <= remaining <= limit`, `limit >= 1`, retry 0 exactly when allowed): a reply that is
+/// not what our scripts send is the store's failure, never a decision. Found by the
+/// `redis_reply` fuzz target (`fuzz/regressions/redis_reply/`): `*6 :2 :0 :2 :0 :0 :50` used to
+/// decode into a denial with a limit of 0, two remaining and no retry hint.
+fn decision(f: &[i64]) -> Option<Decision> {
+    let d = Decision {
+        allowed: f[0] == 1,
+        limit: f[1],
+        remaining: f[2],
+        reset_at: f[3],
+        retry_after_ms: f[4],
+        fallback: false,
+    };
+    let sane = matches!(f[0], 0 | 1)
+        && d.limit >= 1
+        && (0..=d.limit).contains(&d.remaining)
+        && d.retry_after_ms >= 0
+        && d.allowed == (d.retry_after_ms == 0);
+    sane.then_some(d)
+}
+
+/// A reservation from a script's integers, or `None` when they are not one.
+fn reservation(f: &[i64]) -> Option<Reservation> {
+    (matches!(f[0], 0 | 1) && f[1] >= 0).then_some(Reservation { accepted: f[0] == 1, delay_ms: f[1] })
 }
 
 /// Decodes the script's reply to `call`.
 pub fn decode(call: &ScriptCall, value: &Value) -> Result<Decoded> {
     let f = ints(call, value)?;
+    let bad = || bad(call.script, value);
     match call.shape {
-        Shape::Decision if f.len() == 6 => {
-            Ok(Decoded { reply: Outcome::Single(Reply::Decision(decision(&f))), ttls: vec![ttl(f[5])] })
-        }
+        Shape::Decision if f.len() == 6 => Ok(Decoded {
+            reply: Outcome::Single(Reply::Decision(decision(&f).ok_or_else(bad)?)),
+            ttls: vec![ttl(f[5])],
+        }),
         Shape::Reservation if f.len() == 3 => Ok(Decoded {
-            reply: Outcome::Single(Reply::Reservation(Reservation { accepted: f[0] == 1, delay_ms: f[1] })),
+            reply: Outcome::Single(Reply::Reservation(reservation(&f).ok_or_else(bad)?)),
             ttls: vec![ttl(f[2])],
         }),
-        Shape::Multi if f.len() == 1 + 6 * call.keys.len() => {
+        Shape::Multi if f.len() == 1 + 6 * call.keys.len() && matches!(f[0], 0 | 1) => {
             let dims = f[1..].chunks(6);
+            let decisions = dims.clone().map(decision).collect::<Option<Vec<_>>>().ok_or_else(bad)?;
             Ok(Decoded {
-                ttls: dims.clone().map(|c| ttl(c[5])).collect(),
-                reply: Outcome::Multi(MultiReply { allowed: f[0] == 1, decisions: dims.map(decision).collect() }),
+                ttls: dims.map(|c| ttl(c[5])).collect(),
+                reply: Outcome::Multi(MultiReply { allowed: f[0] == 1, decisions }),
             })
         }
-        _ => Err(bad(call.script, value)),
+        _ => Err(bad()),
     }
 }

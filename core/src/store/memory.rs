@@ -14,16 +14,15 @@
 //! by each apply against its own `now` (the injected clock, so a `ManualClock` drives it): a
 //! key is expired when `now > deadline`, Redis's rule, and an expired key starts fresh. Expired
 //! keys that nobody touches again are swept lazily when new keys arrive (before a shard's table
-//! would grow, at most once per quarter of its capacity in inserts), and an optional bound on the number of keys evicts with the
+//! would grow, at most once per quarter of its capacity in inserts), and a bound on the number of keys (on by
+//! default, see [`MemoryLimits`]) evicts with the
 //! CLOCK policy, an approximation of least-recently-used: every apply marks its entry
 //! referenced, and the hand evicts the first entry that is expired or was not referenced since
 //! the hand last passed it. Applying to an existing key allocates nothing.
 
-use std::cell::UnsafeCell;
 use std::hash::BuildHasher;
-use std::ops::{Deref, DerefMut};
 use std::ptr;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use foldhash::fast::FixedState;
 use hashbrown::HashTable;
@@ -32,8 +31,10 @@ use crate::algorithms::gcra::Gcra;
 use crate::clock::{Clock, SystemClock};
 use crate::decision::Decision;
 use crate::error::Result;
+use crate::metrics::LimiterMetrics;
 use crate::multi;
 use crate::state::{Log, Slot as RingSlot, State, Step};
+use crate::store::shard_lock::{ShardGuard, ShardLock};
 use crate::store::{BoxFuture, DimensionCall, MultiReply, Now, Reply, Rule, Store, Transform};
 
 // ---------------------------------------------------------------------------------------------
@@ -380,93 +381,6 @@ impl Drop for Entry {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The shard lock.
-
-/// A spin lock around one shard's data.
-///
-/// Why not a parking mutex: a shard is held for one probe and a few flops, tens of
-/// nanoseconds, so a waiter does better spinning than sleeping. A parking mutex puts a waiter
-/// to sleep on a futex after a short spin, and the sleep and the wake-up cost microseconds:
-/// with two threads on random keys they meet on a shard a few percent of the time, and those
-/// meetings dominated the two-thread profile. Releasing is a plain release store (no locked
-/// instruction on x86), one atomic fewer per apply than a mutex. A waiter that spins long
-/// (the holder was preempted, or is growing its table) yields its time slice.
-struct ShardLock<T> {
-    locked: AtomicBool,
-    data: UnsafeCell<T>,
-}
-
-// SAFETY: the data is only reached through a guard, and `locked` admits one guard at a time.
-unsafe impl<T: Send> Sync for ShardLock<T> {}
-
-/// Spins a waiter makes before it starts yielding its time slice.
-const SPINS_BEFORE_YIELD: u32 = 100;
-
-impl<T> ShardLock<T> {
-    fn new(data: T) -> ShardLock<T> {
-        ShardLock { locked: AtomicBool::new(false), data: UnsafeCell::new(data) }
-    }
-
-    #[inline]
-    fn lock(&self) -> ShardGuard<'_, T> {
-        if self.locked.compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
-            self.lock_contended();
-        }
-        ShardGuard { lock: self }
-    }
-
-    /// Waits for the lock while reading it only (so the waiter does not steal the holder's cache
-    /// line), then tries to take it.
-    #[cold]
-    #[inline(never)]
-    fn lock_contended(&self) {
-        let mut spins = 0;
-        loop {
-            while self.locked.load(Ordering::Relaxed) {
-                if spins < SPINS_BEFORE_YIELD {
-                    spins += 1;
-                    std::hint::spin_loop();
-                } else {
-                    std::thread::yield_now();
-                }
-            }
-            if self.locked.compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed).is_ok() {
-                return;
-            }
-        }
-    }
-}
-
-/// Access to a locked shard; dropping it unlocks.
-struct ShardGuard<'a, T> {
-    lock: &'a ShardLock<T>,
-}
-
-impl<T> Deref for ShardGuard<'_, T> {
-    type Target = T;
-    #[inline]
-    fn deref(&self) -> &T {
-        // SAFETY: this guard holds the lock.
-        unsafe { &*self.lock.data.get() }
-    }
-}
-
-impl<T> DerefMut for ShardGuard<'_, T> {
-    #[inline]
-    fn deref_mut(&mut self) -> &mut T {
-        // SAFETY: this guard holds the lock, and `&mut self` makes this the only reference.
-        unsafe { &mut *self.lock.data.get() }
-    }
-}
-
-impl<T> Drop for ShardGuard<'_, T> {
-    #[inline]
-    fn drop(&mut self) {
-        self.lock.locked.store(false, Ordering::Release);
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
 // Shards and the store.
 
 struct ShardData {
@@ -475,6 +389,8 @@ struct ShardData {
     hand: usize,
     /// Inserts since the last sweep of expired keys.
     inserts_since_sweep: usize,
+    /// Live (unexpired) keys the bound has evicted from this shard.
+    evictions: u64,
 }
 
 #[repr(align(128))]
@@ -545,6 +461,46 @@ pub struct MemoryStore {
     shard_mask: usize,
     /// Maximum keys per shard (`usize::MAX` when unbounded).
     shard_capacity: usize,
+    /// The bounds it was built with.
+    limits: MemoryLimits,
+}
+
+/// The bounds of a [`MemoryStore`]. [`MemoryLimits::default`] is what [`MemoryStore::new`]
+/// uses; `usize::MAX` lifts a bound.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MemoryLimits {
+    /// Keys held at most (about: the bound is split evenly over the shards); beyond it the
+    /// shard being written evicts an approximately least recently used key (CLOCK).
+    pub max_keys: usize,
+    /// Longest full key (`prefix:key`) accepted, in bytes; longer is `config_invalid`.
+    pub max_key_length: usize,
+}
+
+impl MemoryLimits {
+    /// The default key bound: 917,504 keys (7 x 2^17), about 110 MB resident at the bound for
+    /// keys of up to 22 bytes.
+    ///
+    /// Why this number: at the bound, every insert evicts, and hashbrown's deletions leave
+    /// tombstones that use up the table's growth room; it then rehashes in place only while
+    /// the table is at most half full (7/16 of its buckets), and otherwise doubles. So a
+    /// shard's table settles at the smallest power of two whose 7/16 holds the shard's share,
+    /// 49 bytes (a 48-byte entry and a control byte) a bucket: 112 bytes a key at best, and
+    /// twice that just past such a step (measured with 10M distinct keys: a bound of 1,000,000
+    /// settled at 207 MB, this one at 106 MB, 524,288 at 106 MB too). This bound sits exactly
+    /// on a step for every power-of-two shard count up to 2^17: it is the largest bound of that
+    /// table size. Keys longer than 22 bytes add their own heap copy.
+    pub const DEFAULT_MAX_KEYS: usize = 917_504;
+
+    /// The default longest key: 256 bytes, prefix included. Rate-limit keys are ids, addresses
+    /// and routes; a longer one is most likely a caller passing a body or a URL with its query
+    /// string. With the default bound it caps what keys can hold at about 250 MB more.
+    pub const DEFAULT_MAX_KEY_LENGTH: usize = 256;
+}
+
+impl Default for MemoryLimits {
+    fn default() -> Self {
+        MemoryLimits { max_keys: MemoryLimits::DEFAULT_MAX_KEYS, max_key_length: MemoryLimits::DEFAULT_MAX_KEY_LENGTH }
+    }
 }
 
 impl Default for MemoryStore {
@@ -571,49 +527,98 @@ struct Located<'a> {
 }
 
 impl MemoryStore {
-    /// An unbounded store with 16 shards per core (at least 128, a power of two).
+    /// A store with the default [`MemoryLimits`] and 16 shards per core (at least 128, a power
+    /// of two).
     ///
-    /// Why that many: a check writes its shard's lock, and two threads on random keys both
-    /// wait for each other and pass the lock's cache line back and forth less often the more
-    /// shards there are; past a few hundred, the locks and hints themselves stop fitting in
-    /// the cache. Measured on 2 cores, 100k keys, two threads: 16 shards 56 ns a check
+    /// Why that many shards: a check writes its shard's lock, and two threads on random keys
+    /// both wait for each other and pass the lock's cache line back and forth less often the
+    /// more shards there are; past a few hundred, the locks and hints themselves stop fitting
+    /// in the cache. Measured on 2 cores, 100k keys, two threads: 16 shards 56 ns a check
     /// (aggregate), 128 shards 42 ns, 1024 shards 43 ns with the one-thread figure 15% worse.
     pub fn new() -> MemoryStore {
-        MemoryStore::build(None)
+        MemoryStore::build(MemoryLimits::default())
     }
 
-    /// A store holding at most about `max_keys` keys; beyond that the shard being written
-    /// evicts an approximately least recently used key (CLOCK). `max_keys == 0` is
-    /// `config_invalid`.
+    /// A store holding at most about `max_keys` keys (`usize::MAX`: no bound), with the
+    /// default key length limit. `max_keys == 0` is `config_invalid`.
     pub fn with_max_keys(max_keys: usize) -> Result<MemoryStore> {
-        if max_keys == 0 {
+        MemoryStore::with_limits(MemoryLimits { max_keys, ..MemoryLimits::default() })
+    }
+
+    /// A store with these bounds; a bound of 0 is `config_invalid`.
+    pub fn with_limits(limits: MemoryLimits) -> Result<MemoryStore> {
+        if limits.max_keys == 0 {
             return Err(crate::Error::config("maxKeys", "must be >= 1"));
         }
-        Ok(MemoryStore::build(Some(max_keys)))
+        if limits.max_key_length == 0 {
+            return Err(crate::Error::config("maxKeyLength", "must be >= 1"));
+        }
+        Ok(MemoryStore::build(limits))
     }
 
-    fn build(max_keys: Option<usize>) -> MemoryStore {
+    /// The bounds this store was built with.
+    pub fn limits(&self) -> MemoryLimits {
+        self.limits
+    }
+
+    /// Live keys evicted to keep the store within its bound, since it was built. An operator
+    /// watching this climb knows the bound is too small for the traffic (every eviction forgets
+    /// a key's state, which lets that key start afresh).
+    pub fn evictions(&self) -> u64 {
+        self.shards.iter().map(|s| s.map.lock().evictions).sum()
+    }
+
+    /// `config_invalid` when a full key is longer than the store accepts. Checked before
+    /// anything is locked or stored, so an oversized key costs nothing but the error.
+    #[inline(always)]
+    fn check_key_length(&self, key_len: usize) -> Result<()> {
+        if key_len > self.limits.max_key_length { Err(self.key_too_long(key_len)) } else { Ok(()) }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn key_too_long(&self, key_len: usize) -> crate::Error {
+        crate::Error::config(
+            "key",
+            &format!(
+                "must be at most {} bytes (the store's maxKeyLength, prefix included), got {key_len}",
+                self.limits.max_key_length
+            ),
+        )
+    }
+
+    fn build(limits: MemoryLimits) -> MemoryStore {
+        let max = limits.max_keys;
         let cores = std::thread::available_parallelism().map_or(4, |n| n.get());
         let mut shards = (cores * 16).max(128).next_power_of_two();
-        if let Some(max) = max_keys {
-            // Small bounds get few shards, so the bound stays close to exact.
-            while shards > 1 && max / shards < 64 {
-                shards /= 2;
-            }
+        // Small bounds get few shards, so the bound stays close to exact.
+        while shards > 1 && max / shards < 64 {
+            shards /= 2;
         }
         let hasher = FixedState::with_seed(0x7468_726f_7474_6c65);
-        let shard_capacity = max_keys.map_or(usize::MAX, |m| m.div_ceil(shards).max(1));
+        let shard_capacity = max.div_ceil(shards).max(1);
         MemoryStore {
             shards: (0..shards)
                 .map(|_| Shard {
-                    map: ShardLock::new(ShardData { table: HashTable::new(), hand: 0, inserts_since_sweep: 0 }),
+                    map: ShardLock::new(ShardData {
+                        table: HashTable::new(),
+                        hand: 0,
+                        inserts_since_sweep: 0,
+                        evictions: 0,
+                    }),
                 })
                 .collect(),
             hints: (0..shards).map(|_| Hint::default()).collect(),
             hasher,
             shard_mask: shards - 1,
             shard_capacity,
+            limits,
         }
+    }
+
+    /// The number of shards (what a limiter's metrics stripe their counters by).
+    pub(crate) fn shard_count(&self) -> usize {
+        self.shards.len()
     }
 
     /// Number of keys held, expired ones not yet swept included.
@@ -711,32 +716,68 @@ impl MemoryStore {
     /// A GCRA check of `key` at `now`: [`Store::apply_sync`] with [`Transform::Check`], for
     /// callers that know the strategy is GCRA.
     #[inline(always)]
-    pub(crate) fn check_gcra_sync(&self, key: &str, now: i64, gcra: &Gcra, cost: u64) -> Decision {
+    pub(crate) fn check_gcra_sync(
+        &self,
+        key: &str,
+        now: i64,
+        gcra: &Gcra,
+        cost: u64,
+        metrics: Option<&LimiterMetrics>,
+    ) -> Decision {
         let probe = Probe::new(key.as_bytes());
-        self.check_gcra(&self.locate(&probe), now, gcra, cost)
+        self.check_gcra(&self.locate(&probe), now, gcra, cost, metrics)
     }
 
     /// [`MemoryStore::check_gcra_sync`] of `prefix:key` (the `key::join` format; the bare key
     /// when `prefix` is empty), joining the two only when the result is too long to be inline.
     #[inline(always)]
-    pub(crate) fn check_gcra_joined(&self, prefix: &str, key: &str, now: i64, gcra: &Gcra, cost: u64) -> Decision {
+    pub(crate) fn check_gcra_joined(
+        &self,
+        prefix: &str,
+        key: &str,
+        now: i64,
+        gcra: &Gcra,
+        cost: u64,
+        metrics: Option<&LimiterMetrics>,
+    ) -> Result<Decision> {
         if prefix.is_empty() {
-            return self.check_gcra_sync(key, now, gcra, cost);
+            self.check_key_length(key.len())?;
+            return Ok(self.check_gcra_sync(key, now, gcra, cost, metrics));
         }
-        match Probe::joined(prefix.as_bytes(), key.as_bytes()) {
-            Some(probe) => self.check_gcra(&self.locate(&probe), now, gcra, cost),
-            None => crate::key::with_joined(prefix, key, |full| self.check_gcra_sync(full, now, gcra, cost)),
-        }
+        self.check_key_length(prefix.len() + 1 + key.len())?;
+        Ok(match Probe::joined(prefix.as_bytes(), key.as_bytes()) {
+            Some(probe) => self.check_gcra(&self.locate(&probe), now, gcra, cost, metrics),
+            None => crate::key::with_joined(prefix, key, |full| self.check_gcra_sync(full, now, gcra, cost, metrics)),
+        })
     }
 
     /// A GCRA check, the hot path: the same transition as [`MemoryStore::apply_locked`] with
     /// [`Transform::Check`], but the TAT is read from and written to the entry's word in place,
     /// with no [`State`] built, taken or put back.
+    ///
+    /// With `metrics`, the decision is counted while the shard is still locked, in the
+    /// metrics' stripe for this shard (see [`LimiterMetrics::record_locked`]).
     #[inline(always)]
-    fn check_gcra(&self, at: &Located<'_>, now: i64, gcra: &Gcra, cost: u64) -> Decision {
+    fn check_gcra(
+        &self,
+        at: &Located<'_>,
+        now: i64,
+        gcra: &Gcra,
+        cost: u64,
+        metrics: Option<&LimiterMetrics>,
+    ) -> Decision {
         self.hints[at.shard].prefetch(at.hash);
         let mut guard = self.shards[at.shard].map.lock();
-        let shard = &mut *guard;
+        let decision = self.check_gcra_locked(&mut guard, at, now, gcra, cost);
+        if let Some(m) = metrics {
+            m.record_locked(at.shard, decision.allowed);
+        }
+        decision
+    }
+
+    /// [`MemoryStore::check_gcra`]'s work inside the locked shard.
+    #[inline(always)]
+    fn check_gcra_locked(&self, shard: &mut ShardData, at: &Located<'_>, now: i64, gcra: &Gcra, cost: u64) -> Decision {
         let Ok(mut occupied) = shard.table.find_entry(at.hash, |e| e.matches(at.probe)) else {
             let (decision, write) = gcra.check_tat(None, now, cost);
             if let Some(w) = write {
@@ -801,7 +842,9 @@ impl MemoryStore {
             shard.hand = (shard.hand + 1) & mask;
             if let Ok(mut o) = shard.table.get_bucket_entry(shard.hand) {
                 let e = o.get_mut();
-                if now > e.deadline || !e.untouch() {
+                let expired = now > e.deadline;
+                if expired || !e.untouch() {
+                    shard.evictions += u64::from(!expired);
                     drop(o.remove());
                 }
             }
@@ -835,12 +878,13 @@ impl Store for MemoryStore {
 
     #[inline]
     fn apply_sync(&self, key: &str, now: i64, transform: Transform<'_>) -> Result<Reply> {
+        self.check_key_length(key.len())?;
         let probe = Probe::new(key.as_bytes());
         let at = self.locate(&probe);
         if let Transform::Check { strategy, cost } = transform
             && let Some(gcra) = strategy.as_gcra()
         {
-            return Ok(Reply::Decision(self.check_gcra(&at, now, gcra, cost)));
+            return Ok(Reply::Decision(self.check_gcra(&at, now, gcra, cost, None)));
         }
         self.hints[at.shard].prefetch(at.hash);
         let mut shard = self.shards[at.shard].map.lock();
@@ -857,6 +901,9 @@ impl Store for MemoryStore {
     }
 
     fn apply_multi_sync(&self, rule: Rule, dims: &[DimensionCall<'_>], now: i64) -> Result<MultiReply> {
+        for d in dims {
+            self.check_key_length(d.key.len())?;
+        }
         let probes: Vec<Probe<'_>> = dims.iter().map(|d| Probe::new(d.key.as_bytes())).collect();
         let located: Vec<Located<'_>> = probes.iter().map(|p| self.locate(p)).collect();
         // Lock every shard involved once, in ascending order, so two multi applies cannot deadlock.
@@ -905,6 +952,7 @@ impl Store for MemoryStore {
     }
 
     fn reset_sync(&self, key: &str) -> Result<()> {
+        self.check_key_length(key.len())?;
         let probe = Probe::new(key.as_bytes());
         let at = self.locate(&probe);
         let mut shard = self.shards[at.shard].map.lock();

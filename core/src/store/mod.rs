@@ -17,8 +17,9 @@ use crate::state::{State, Step};
 use crate::strategy::Strategy;
 
 pub mod memory;
+mod shard_lock;
 
-pub use memory::MemoryStore;
+pub use memory::{MemoryLimits, MemoryStore};
 
 /// A boxed, sendable future: the return type of the async store methods (object-safe).
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;

@@ -1,0 +1,61 @@
+"""Per-limiter metrics: off unless asked; checks counted by outcome, errors by code, fallbacks,
+and the latency histogram of calls to a store outside the process (Redis)."""
+
+from collections.abc import Iterator
+
+import pytest
+import throttlekit as tk
+from conftest import RedisServer
+
+
+@pytest.fixture
+def doomed() -> Iterator[RedisServer]:
+    """A private Redis server the test may stop."""
+    server = RedisServer()
+    yield server
+    server.stop()
+
+
+def test_metrics_are_off_unless_asked() -> None:
+    assert tk.Limiter(tk.Strategy.gcra(1, 1000)).metrics() is None
+
+
+def test_checks_are_counted_by_outcome_and_errors_by_code() -> None:
+    limiter = tk.Limiter(tk.Strategy.fixed_window(2, 1000), clock=tk.ManualClock(0), metrics=True)
+    for _ in range(5):
+        limiter.check_sync("k")
+    with pytest.raises(tk.ConfigInvalidError):
+        limiter.check_sync("k" * 300)  # longer than the store takes: core's error, counted
+    limiter.peek_sync("k")  # not a check
+    m = limiter.metrics()
+    assert m is not None
+    assert (m["allowed"], m["denied"], m["fallback_allowed"], m["fallback_denied"]) == (2, 3, 0, 0)
+    assert m["errors"] == {"config_invalid": 1, "store_unavailable": 0, "rate_limit_exceeded": 0,
+                           "queue_full": 0, "not_implemented": 0}
+    latency = m["store_latency"]
+    assert len(latency["counts"]) == len(latency["bounds_us"]) + 1
+    assert latency["count"] == 0  # the memory store is in process: counted, not timed
+
+
+def test_metrics_must_be_a_bool() -> None:
+    with pytest.raises(tk.ConfigInvalidError, match="metrics"):
+        tk.Limiter(tk.Strategy.gcra(1, 1000), metrics=1)  # type: ignore[arg-type]
+
+
+async def test_redis_calls_are_timed_and_fallbacks_counted(doomed: RedisServer) -> None:
+    store = tk.RedisStore(doomed.url, timeout_ms=300)
+    opened = tk.Limiter(tk.Strategy.gcra(10, 1000), store=store, fail_policy="fail_open", metrics=True)
+    raising = tk.Limiter(tk.Strategy.gcra(10, 1000), store=store, metrics=True)
+    await opened.check("k")
+    opened.check_sync("k")
+    m = opened.metrics()
+    assert m is not None and m["allowed"] == 2
+    assert m["store_latency"]["count"] == 2 and m["store_latency"]["sum_us"] > 0
+    doomed.stop()
+    assert (await opened.check("k")).fallback
+    with pytest.raises(tk.StoreUnavailableError):
+        raising.check_sync("k")
+    m = opened.metrics()
+    assert m is not None and (m["allowed"], m["fallback_allowed"]) == (2, 1)
+    r = raising.metrics()
+    assert r is not None and r["errors"]["store_unavailable"] == 1

@@ -1,0 +1,173 @@
+//! Per-limiter metrics: off by default; when on, every check is counted as allowed, denied,
+//! a fallback admission or denial, or an error by code, and calls to a store outside the
+//! process are timed into the latency histogram. With the `metrics` feature, the same events
+//! reach the `metrics` crate facade.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use throttlekit::metrics::LATENCY_BOUNDS_US;
+use throttlekit::store::{BoxFuture, DimensionCall, MultiReply, Now, Reply, Transform};
+use throttlekit::{ErrorCode, FailPolicy, Limiter, ManualClock, MemoryStore, Rule, Store, Strategy};
+
+fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(f)
+}
+
+/// A store outside the process, as far as the limiter can tell: a memory store behind the
+/// trait, which goes down on request.
+struct Remote {
+    inner: MemoryStore,
+    down: AtomicBool,
+}
+
+impl Remote {
+    fn new() -> Arc<Remote> {
+        Arc::new(Remote { inner: MemoryStore::new(), down: AtomicBool::new(false) })
+    }
+    fn check_up(&self) -> throttlekit::Result<()> {
+        if self.down.load(Ordering::SeqCst) { Err(throttlekit::Error::store("connection refused")) } else { Ok(()) }
+    }
+}
+
+impl Store for Remote {
+    fn apply<'a>(&'a self, key: &'a str, now: Now, t: Transform<'a>) -> BoxFuture<'a, throttlekit::Result<Reply>> {
+        match self.check_up() {
+            Ok(()) => self.inner.apply(key, now, t),
+            Err(e) => Box::pin(async { Err(e) }),
+        }
+    }
+    fn apply_sync(&self, key: &str, now: i64, t: Transform<'_>) -> throttlekit::Result<Reply> {
+        self.check_up()?;
+        self.inner.apply_sync(key, now, t)
+    }
+    fn apply_multi<'a>(
+        &'a self,
+        r: Rule,
+        d: &'a [DimensionCall<'a>],
+        now: Now,
+    ) -> BoxFuture<'a, throttlekit::Result<MultiReply>> {
+        self.inner.apply_multi(r, d, now)
+    }
+    fn reset<'a>(&'a self, key: &'a str) -> BoxFuture<'a, throttlekit::Result<()>> {
+        self.inner.reset(key)
+    }
+    fn is_sync(&self) -> bool {
+        true
+    }
+}
+
+#[test]
+fn metrics_are_off_unless_asked() {
+    let l = Limiter::new(Strategy::gcra(1, 1000, None).unwrap());
+    l.check_sync("k", 1).unwrap();
+    assert!(l.metrics().is_none());
+}
+
+#[test]
+fn every_check_is_counted_by_outcome() {
+    let clock = ManualClock::new(0);
+    let l =
+        Limiter::builder(Strategy::fixed_window(2, 1000).unwrap()).clock(Arc::new(clock.clone())).metrics(true).build();
+    for _ in 0..5 {
+        l.check_sync("k", 1).unwrap();
+    }
+    assert_eq!(l.check_sync("k", 0).unwrap_err().code(), ErrorCode::ConfigInvalid);
+    assert!(block_on(l.check("other", 1)).unwrap().allowed);
+    l.check_many_sync(&["a", "b"], 1).unwrap();
+    // Peeks and forecasts are not checks.
+    l.peek_sync("k").unwrap();
+    l.forecast_sync("k", 1).unwrap();
+    let m = l.metrics().unwrap().snapshot();
+    assert_eq!((m.allowed, m.denied), (5, 3));
+    assert_eq!(m.errors_of(ErrorCode::ConfigInvalid), 1);
+    assert_eq!(m.errors.len(), ErrorCode::ALL.len());
+    assert_eq!((m.fallback_allowed, m.fallback_denied), (0, 0));
+    // The memory store is in process: counted, not timed.
+    assert_eq!(m.latency_count(), 0);
+    assert_eq!(m.latency_counts.len(), LATENCY_BOUNDS_US.len() + 1);
+}
+
+#[test]
+fn fallbacks_and_store_errors_are_counted_and_remote_calls_timed() {
+    let store = Remote::new();
+    let build = |policy| {
+        Limiter::builder(Strategy::gcra(10, 1000, None).unwrap())
+            .store(store.clone())
+            .fail_policy(policy)
+            .metrics(true)
+            .build()
+    };
+    let (open, closed, raise) = (build(FailPolicy::FailOpen), build(FailPolicy::FailClosed), build(FailPolicy::Raise));
+    assert!(open.check_sync("k", 1).unwrap().allowed);
+    store.down.store(true, Ordering::SeqCst);
+    assert!(open.check_sync("k", 1).unwrap().fallback);
+    assert!(block_on(open.check("k", 1)).unwrap().fallback);
+    assert!(!closed.check_sync("k", 1).unwrap().allowed);
+    assert_eq!(raise.check_sync("k", 1).unwrap_err().code(), ErrorCode::StoreUnavailable);
+    assert_eq!(block_on(raise.check("k", 1)).unwrap_err().code(), ErrorCode::StoreUnavailable);
+
+    let o = open.metrics().unwrap().snapshot();
+    assert_eq!((o.allowed, o.fallback_allowed, o.fallback_denied), (1, 2, 0));
+    assert_eq!(o.latency_count(), 3, "every call to a store outside the process is timed");
+    let c = closed.metrics().unwrap().snapshot();
+    assert_eq!((c.allowed, c.denied, c.fallback_denied), (0, 0, 1));
+    let r = raise.metrics().unwrap().snapshot();
+    assert_eq!(r.errors_of(ErrorCode::StoreUnavailable), 2);
+    assert_eq!(r.allowed + r.denied + r.fallback_allowed + r.fallback_denied, 0);
+}
+
+/// The `metrics` facade receives the same events, through handles registered at build.
+#[cfg(feature = "metrics")]
+mod facade {
+    use std::collections::HashMap;
+    use std::sync::atomic::AtomicU64;
+    use std::sync::{Arc, Mutex};
+
+    use metrics::{Counter, Gauge, Histogram, Key, KeyName, Metadata, Recorder, SharedString, Unit};
+
+    use super::*;
+
+    #[derive(Default)]
+    struct Recorded {
+        counters: Mutex<HashMap<String, Arc<AtomicU64>>>,
+    }
+
+    fn render(key: &Key) -> String {
+        let mut labels: Vec<String> = key.labels().map(|l| format!("{}={}", l.key(), l.value())).collect();
+        labels.sort();
+        format!("{}{{{}}}", key.name(), labels.join(","))
+    }
+
+    impl Recorder for Recorded {
+        fn describe_counter(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+        fn describe_gauge(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+        fn describe_histogram(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+        fn register_counter(&self, key: &Key, _: &Metadata<'_>) -> Counter {
+            let c = self.counters.lock().unwrap().entry(render(key)).or_default().clone();
+            Counter::from_arc(c)
+        }
+        fn register_gauge(&self, _: &Key, _: &Metadata<'_>) -> Gauge {
+            Gauge::noop()
+        }
+        fn register_histogram(&self, _: &Key, _: &Metadata<'_>) -> Histogram {
+            Histogram::noop()
+        }
+    }
+
+    #[test]
+    fn the_metrics_facade_sees_every_check() {
+        let recorder = Recorded::default();
+        let l = metrics::with_local_recorder(&recorder, || {
+            Limiter::builder(Strategy::fixed_window(1, 1000).unwrap()).prefix("api").metrics(true).build()
+        });
+        l.check_sync("k", 1).unwrap();
+        l.check_sync("k", 1).unwrap();
+        l.check_sync("k", 1).unwrap();
+        let _ = l.check_sync("k", 0);
+        let get = |k: &str| recorder.counters.lock().unwrap()[k].load(Ordering::Relaxed);
+        assert_eq!(get("throttlekit_decisions_total{fallback=false,limiter=api,outcome=allowed}"), 1);
+        assert_eq!(get("throttlekit_decisions_total{fallback=false,limiter=api,outcome=denied}"), 2);
+        assert_eq!(get("throttlekit_errors_total{code=config_invalid,limiter=api}"), 1);
+    }
+}
