@@ -21,9 +21,13 @@ use crate::validate::{self, Cost, string, strings};
 /// A strategy bound to a store, a clock and a key prefix (`prefix:key`).
 #[pyclass(frozen, module = "throttlekit")]
 pub struct Limiter {
-    inner: Arc<throttlekit::Limiter>,
+    pub(crate) inner: Arc<throttlekit::Limiter>,
     /// Whether blocking calls do I/O (and so release the GIL).
-    io: bool,
+    pub(crate) io: bool,
+    /// The clock, and whether the store's clock decides instead (`HttpLimiter` renders the
+    /// fields at the decision's own reading).
+    pub(crate) clock: Arc<dyn throttlekit::Clock>,
+    pub(crate) server_clock: bool,
 }
 
 /// A core result as the Python object the `*_sync` methods return. Matching on the core result
@@ -65,17 +69,16 @@ impl Limiter {
         let store = store::from_arg(store)?;
         let (server_clock, fail_policy) = store.settings(server_clock, fail_policy)?;
         let io = !store.store.is_sync();
-        let mut builder = throttlekit::Limiter::builder(strategy)
-            .store(store.store)
-            .clock(clock::from_arg(clock)?)
-            .server_clock(server_clock);
+        let clock = clock::from_arg(clock)?;
+        let mut builder =
+            throttlekit::Limiter::builder(strategy).store(store.store).clock(clock.clone()).server_clock(server_clock);
         if let Some(p) = prefix.filter(|p| !p.is_none()) {
             builder = builder.prefix(string(p, "prefix")?.to_owned());
         }
         if let Some(policy) = fail_policy {
             builder = builder.fail_policy(policy);
         }
-        Ok(Limiter { inner: Arc::new(builder.build()), io })
+        Ok(Limiter { inner: Arc::new(builder.build()), io, clock, server_clock })
     }
 
     /// Checks a request of `cost` units for `key`, consuming them when allowed.
