@@ -35,6 +35,9 @@ suite "tower layer" cargo test -p throttlekit-tower --locked
 suite "http black-box (rust-axum)" tests/http-blackbox.sh rust-axum
 suite "redis" tests/redis.sh
 suite "python" bindings-python/test.sh
+suite "http black-box (python-fastapi)" tests/http-blackbox.sh python-fastapi
+suite "http black-box (python-flask)" tests/http-blackbox.sh python-flask
+suite "http cross-language (python vs rust-axum)" tests/http-cross-language.sh python-fastapi python-flask
 suite "node" bindings-node/test.sh
 suite "c and go" bindings-c/test.sh
 suite "lint" scripts/lint.sh
