@@ -365,3 +365,74 @@ def test_req_view_is_what_the_callables_get() -> None:
         client.get("/limited", headers={"X-User": "z"})
     assert seen and seen[0].path == "/limited" and seen[0].headers["x-user"] == "z"
 
+
+
+def test_fastapi_does_not_copy_the_fields_onto_a_response_the_route_returns() -> None:
+    # The README says so; a route that returns a Response object loses the dependency's headers.
+    from fastapi import Depends, FastAPI
+    from fastapi.responses import PlainTextResponse
+
+    from throttlekit.fastapi import RateLimit
+
+    app = FastAPI()
+    limit = RateLimit(gcra())
+
+    @app.get("/own", dependencies=[Depends(limit)])
+    async def own() -> PlainTextResponse:
+        return PlainTextResponse("ok")
+
+    with serve("asgi", app) as client:
+        r = client.get("/own")
+    assert r.status_code == 200 and fields(r) == []
+
+
+def test_an_asgi_scope_without_a_peer_is_a_500_problem() -> None:
+    import asyncio
+
+    from throttlekit.asgi import RateLimitMiddleware
+
+    async def inner(scope: Any, receive: Any, send: Any) -> None:
+        raise AssertionError("the app must not run")
+
+    sent: list[dict[str, Any]] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request"}
+
+    scope = {"type": "http", "method": "GET", "path": "/", "headers": [], "client": None}
+    asyncio.run(RateLimitMiddleware(inner, gcra())(scope, receive, send))
+    assert sent[0]["status"] == 500
+    assert json.loads(sent[1]["body"])["detail"] == "rate limiter: config_invalid"
+
+
+def test_uvicorns_own_proxy_headers_would_let_a_local_client_pick_its_bucket() -> None:
+    # The README's warning: with uvicorn's default proxy_headers=True, X-Forwarded-For from
+    # 127.0.0.1 replaces the peer before the middleware runs, so a spoofed header is a new key.
+    import asyncio
+    import socket
+    import time
+
+    import uvicorn
+
+    app = build("asgi", tk.Limiter(tk.Strategy.fixed_window(1, 60_000), clock=tk.ManualClock(NOW)))
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(16)
+    server = uvicorn.Server(uvicorn.Config(app, lifespan="off", log_level="warning"))
+    thread = threading.Thread(target=lambda: asyncio.run(server.serve(sockets=[sock])), daemon=True)
+    thread.start()
+    while not server.started:
+        assert thread.is_alive()
+        time.sleep(0.01)
+    try:
+        with httpx.Client(base_url=f"http://127.0.0.1:{sock.getsockname()[1]}") as client:
+            statuses = [client.get("/limited", headers={"X-Forwarded-For": f"203.0.113.{i}"}).status_code
+                        for i in range(3)]
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+        sock.close()
+    assert statuses == [200, 200, 200]
