@@ -12,6 +12,8 @@
 #               check_many of 16 vs redis-benchmark -P 16
 #   redis-core  core/benches/redis.rs (the Redis store's own bench vs redis-benchmark)
 #   python      bindings-python/bench/bench.py (vs limits 5.x and throttlekit-py 0.5.1)
+#   python-http bindings-python/bench/http_bench.py: HTTP middleware overhead per request on one
+#               FastAPI app, vs slowapi 0.1.10 (decorator and ASGI middleware)
 #   node        bindings-node/bench/run.sh (vs rate-limiter-flexible 11)
 # Peers are pinned: governor in bench/rust/Cargo.lock, throttlekit-py==0.5.1 below, the Python
 # and Node peers by their benches. Downloads go to bench/.peers (git-ignored).
@@ -81,6 +83,14 @@ else
     not_measured python "bindings-python/bench/bench.py does not exist yet"
 fi
 
+section "python-http: bindings-python/bench/http_bench.py"
+if [ -f "$ROOT/bindings-python/bench/http_bench.py" ]; then
+    PATH="$ROOT/.venv/bin:$PATH" python3 "$ROOT/bindings-python/bench/http_bench.py" \
+        $([ -n "$QUICK" ] && echo --rounds 3) 2>&1 | tee "$OUT/python-http.log" | tail -4
+else
+    not_measured python-http "bindings-python/bench/http_bench.py does not exist yet"
+fi
+
 section "node: bindings-node/bench/run.sh"
 if [ -x "$ROOT/bindings-node/bench/run.sh" ]; then
     "$ROOT/bindings-node/bench/run.sh" 2>&1 | tee "$OUT/node.log" | tail -5
@@ -92,4 +102,4 @@ fi
 
 section "summary ($(nproc) cores: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'))"
 python3 "$HERE/summarize.py" rust="$OUT/rust.log" redis="$OUT/redis.log" redis-core="$OUT/redis-core.log" \
-    python="$OUT/python.log" node="$OUT/node.log"
+    python="$OUT/python.log" python-http="$OUT/python-http.log" node="$OUT/node.log"

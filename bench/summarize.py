@@ -33,6 +33,7 @@ PEERS = {
     "redis-core": "redis-benchmark, same EVALSHA",
     "node": "rate-limiter-flexible (pinned in its bench)",
     "python": "limits 5.x / throttlekit-py 0.5.1",
+    "python-http": "slowapi 0.1.10 (same FastAPI app)",
 }
 
 

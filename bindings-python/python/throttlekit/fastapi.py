@@ -74,7 +74,8 @@ class RateLimit:
             result = await o.limiter.check(key, cost)
         except ThrottleKitError as err:
             raise RateLimited(_response(o.failed(err))) from err
-        verdict = o.verdict(result, key, request.method, request.url.path)
+        # The scope's path, not `request.url`, which builds a URL object for each request.
+        verdict = o.verdict(result, key, request.method, request.scope.get("path", ""))
         if verdict.forward:
             for name, value in verdict.headers:
                 response.headers.append(name, value)

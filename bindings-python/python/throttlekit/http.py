@@ -63,19 +63,23 @@ class LimitedEvent:
     path: str
 
 
-@dataclass(frozen=True)
 class Verdict:
     """What the middleware does with one request.
 
     ``status`` 0: forward it and add ``headers`` to the response. Otherwise answer with
     ``status``, ``headers`` and ``body`` (a 429 denial, a 503 when the store cannot answer, a 500
     when the key or cost could not be had). ``result`` is the check's, when there was one.
+    (A plain slotted class: one is made per request, and a frozen dataclass costs more.)
     """
 
-    status: int
-    headers: list[tuple[str, str]]
-    body: bytes = b""
-    result: Optional[HttpDecision] = None
+    __slots__ = ("status", "headers", "body", "result")
+
+    def __init__(self, status: int, headers: list[tuple[str, str]], body: bytes = b"",
+                 result: Optional[HttpDecision] = None) -> None:
+        self.status = status
+        self.headers = headers
+        self.body = body
+        self.result = result
 
     @property
     def forward(self) -> bool:
