@@ -8,7 +8,7 @@
 #   4. C unit tests under valgrind (no leaks, no errors), on memory and on a disposable Redis
 #   5. tk-conformance on every conformance-vectors/*.json, memory and Redis, and on the HTTP
 #      vectors (conformance-vectors/http/*.json, no store)
-#   6. go test (vectors on both stores, Example, unit tests)
+#   6. go test (vectors on both stores, the HTTP vectors, Example, unit tests)
 # Environment: CARGO_TARGET_DIR (default $ROOT/target), PROFILE (debug|release, default debug).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -113,7 +113,9 @@ RUST_HTTP=$(cd "$ROOT" && cargo run -q -p throttlekit --bin throttlekit -- confo
 step "go test (vectors on memory and Redis, Example, unit tests)"
 GO_OUT=$(cd "$HERE/go" && CGO_LDFLAGS="-Wl,-rpath,$LIBDIR" TK_REDIS_URL="$URL_GO" go test -count=1 -v ./... 2>&1) \
     || { echo "$GO_OUT"; exit 1; }
-grep -E '^(---|ok|go conformance)' <<<"$GO_OUT"
+grep -E '^(---|ok|go conformance|go http conformance)' <<<"$GO_OUT"
+got=$(sed -n "s/^go http conformance: //p" <<<"$GO_OUT")
+[ "$got" = "$RUST_HTTP" ] || { echo "Go HTTP runner reported '$got', the Rust CLI '$RUST_HTTP'" >&2; exit 1; }
 for store in memory redis; do
     got=$(sed -n "s/^go conformance ($store): //p" <<<"$GO_OUT")
     [ "$got" = "$RUST" ] || { echo "Go runner ($store) reported '$got', the Rust CLI '$RUST'" >&2; exit 1; }

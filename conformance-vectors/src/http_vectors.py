@@ -294,6 +294,9 @@ keys = [
     kcase("xff/repeated-lines-in-order", "Two header lines are one list in order (6.6.6.6, 203.0.113.7); names "
           "are case-insensitive.",
           "10.0.0.1", [(XFF, "6.6.6.6"), ("x-forwarded-for", "203.0.113.7")], T10, expect="203.0.113.7"),
+    kcase("xff/non-text-line-stops", "Two lines, the second not text (a binding passes it lossily, as U+FFFD, and "
+          "never drops it): the list 1.1.1.1, \ufffd\ufffd meets garbage first, so the walk stops at the trusted peer.",
+          "10.0.0.1", [(XFF, "1.1.1.1"), (XFF, "\ufffd\ufffd")], T10, expect="10.0.0.1"),
     kcase("xff/port-suffix", "203.0.113.7:5555 is the address 203.0.113.7.",
           "10.0.0.1", [(XFF, "203.0.113.7:5555")], T10, expect="203.0.113.7"),
     kcase("xff/bracketed-v6-port", "[2001:db8::1]:443 is 2001:db8::1, grouped by /64: 2001:db8::/64.",

@@ -126,9 +126,11 @@ fn pk_is_an_hmac_never_the_key() {
 
 #[test]
 fn bad_options_are_config_invalid() {
+    let long_name = format!(r#"{{"policyName": "{}"}}"#, "x".repeat(257));
     for bad in [
         r#"{"family": "draft-8"}"#,
         r#"{"policyName": ""}"#,
+        long_name.as_str(),
         r#"{"partitionKeySecret": ""}"#,
         r#"{"colour": "red"}"#,
         "not json",
@@ -142,6 +144,12 @@ fn bad_options_are_config_invalid() {
     }
     let err = json::headers_json(r#"{"nowMs": 0, "limits": []}"#).unwrap_err();
     assert_eq!(err.code().as_str(), "config_invalid");
+    // The message names the offending field.
+    let err = ClientIdentity::new(&ClientKeyOptions::from_json(r#"{"trustedProxies": ["::1", "nope"]}"#).unwrap())
+        .unwrap_err();
+    assert!(err.message().starts_with("http.trustedProxies[1]"), "{}", err.message());
+    let ok = format!(r#"{{"policyName": "{}"}}"#, "x".repeat(256));
+    assert!(HeaderOptions::from_json(&ok).is_ok(), "256 bytes is the longest name");
 }
 
 fn identity(trusted: &[&str], header: ForwardedHeader) -> ClientIdentity {

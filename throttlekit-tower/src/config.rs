@@ -45,6 +45,7 @@ pub(crate) enum Limit {
 }
 
 /// Options shared by every clone of the service.
+#[derive(Clone)]
 pub(crate) struct Config {
     pub(crate) limit: Limit,
     identity: ClientIdentity,
@@ -86,7 +87,7 @@ impl RateLimitLayer {
         RateLimitLayer {
             config: Arc::new(Config {
                 limit,
-                identity: ClientIdentity::new(&ClientKeyOptions::default()).expect("the default options are valid"),
+                identity: ClientIdentity::default(),
                 header_options: HeaderOptions::default(),
                 key_fn: None,
                 keys_fn: None,
@@ -101,11 +102,9 @@ impl RateLimitLayer {
     }
 
     fn edit(mut self, f: impl FnOnce(&mut Config)) -> RateLimitLayer {
-        // The layer is only shared once it wraps a service, so this never copies in practice.
-        match Arc::get_mut(&mut self.config) {
-            Some(config) => f(config),
-            None => panic!("RateLimitLayer options must be set before the layer is cloned"),
-        }
+        // Copies the options only if this layer was cloned before (services built from the
+        // clone keep the options they had).
+        f(Arc::make_mut(&mut self.config));
         self
     }
 
@@ -205,8 +204,11 @@ impl Config {
                  extension, or set a key function",
             )
         })?;
-        let headers: Vec<(&str, &str)> =
-            parts.headers.iter().filter_map(|(n, v)| v.to_str().ok().map(|v| (n.as_str(), v))).collect();
+        // A value that is not text is kept (lossily), not dropped: a hop that does not parse
+        // must stop the walk, as it does in every other language.
+        let values: Vec<(&str, std::borrow::Cow<'_, str>)> =
+            parts.headers.iter().map(|(n, v)| (n.as_str(), String::from_utf8_lossy(v.as_bytes()))).collect();
+        let headers: Vec<(&str, &str)> = values.iter().map(|(n, v)| (*n, v.as_ref())).collect();
         Ok(self.identity.key(peer.ip(), &headers))
     }
 

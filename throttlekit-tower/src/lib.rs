@@ -2,7 +2,7 @@
 //!
 //! A tower [`Layer`](tower_layer::Layer) that rate-limits HTTP requests with a throttlekit
 //! [`Limiter`](throttlekit::Limiter) or [`MultiLimiter`](throttlekit::MultiLimiter): it works
-//! with axum, hyper and tonic.
+//! with axum and bare hyper (both tested), and any other tower stack such as tonic.
 //!
 //! Every decision, header line, client key and problem body comes from core's `throttlekit::http`,
 //! so this crate is a thin adapter: it extracts the request's key, awaits the async check (no
@@ -37,3 +37,8 @@ mod service;
 pub use body::ResponseBody;
 pub use config::{LimitedEvent, RateLimitLayer};
 pub use service::RateLimitService;
+
+/// `docs/http.md`'s Rust code blocks compile and run as doctests, so the documentation cannot rot.
+#[doc = include_str!("../../docs/http.md")]
+#[cfg(doctest)]
+pub struct HttpDocDoctests;

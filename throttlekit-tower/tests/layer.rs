@@ -257,3 +257,74 @@ fn bad_options_are_config_invalid() {
     let bad_name = HeaderOptions { policy_name: String::new(), ..HeaderOptions::default() };
     assert_eq!(layer().header_options(bad_name).err().unwrap().code().as_str(), "config_invalid");
 }
+
+#[tokio::test]
+async fn keys_fn_gives_each_dimension_its_own_key_and_pk_hides_it() {
+    let clock = ManualClock::new(NOW);
+    let multi = MultiLimiter::new(
+        Rule::All,
+        vec![
+            Dimension::new("ip", Strategy::fixed_window(10, 60_000).unwrap()),
+            Dimension::new("user", Strategy::fixed_window(1, 60_000).unwrap()),
+        ],
+    )
+    .unwrap()
+    .with_clock(Arc::new(clock.clone()));
+    let layer = RateLimitLayer::multi(multi)
+        .keys_fn(|parts| {
+            let user = parts.headers.get("x-user").and_then(|v| v.to_str().ok()).unwrap_or("anonymous");
+            Ok(vec!["shared-ip".to_owned(), user.to_owned()])
+        })
+        .header_options(HeaderOptions { partition_key_secret: Some("s3cret".into()), ..HeaderOptions::default() })
+        .unwrap();
+    let addr = serve(layer).await;
+    let alice = get_with(addr, "/limited", &[("x-user", "alice")]).await;
+    assert_eq!(alice.status, 200);
+    // pk = base64(HMAC-SHA256("s3cret", "alice")), computed independently with Python's hmac.
+    assert!(alice.header("ratelimit").unwrap().contains("pk=:dlVCrx8dWHvGDCGNylMqJY9WucIaQnzIGd4qH/bT4UY=:"));
+    assert!(!alice.header("ratelimit").unwrap().contains("alice"));
+    assert_eq!(get_with(addr, "/limited", &[("x-user", "alice")]).await.status, 429, "alice's own bucket is empty");
+    assert_eq!(get_with(addr, "/limited", &[("x-user", "bob")]).await.status, 200, "bob has his own");
+}
+
+#[tokio::test]
+async fn options_set_on_a_clone_leave_the_original_alone() {
+    let clock = ManualClock::new(NOW);
+    let limiter = Limiter::builder(Strategy::fixed_window(1, 60_000).unwrap()).clock(Arc::new(clock.clone())).build();
+    let enforcing = RateLimitLayer::new(limiter);
+    let shadow = enforcing.clone().shadow(true);
+    let (enforcing, shadow) = (serve(enforcing).await, serve(shadow).await);
+    assert_eq!(get(enforcing, "/limited").await.status, 200);
+    assert_eq!(get(enforcing, "/limited").await.status, 429);
+    // The same limiter (one bucket), but this copy only reports.
+    let reported = get(shadow, "/limited").await;
+    assert_eq!(reported.status, 200);
+    assert_eq!(reported.header("retry-after"), Some("40"));
+}
+
+#[tokio::test]
+async fn a_forwarding_line_that_is_not_text_stops_the_walk_instead_of_vanishing() {
+    let clock = ManualClock::new(NOW);
+    let limiter = Limiter::builder(Strategy::fixed_window(1, 60_000).unwrap()).clock(Arc::new(clock.clone())).build();
+    let trust = ClientKeyOptions { trusted_proxies: vec!["127.0.0.1".into()], ..ClientKeyOptions::default() };
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let keys = seen.clone();
+    let layer = RateLimitLayer::new(limiter)
+        .client_key_options(&trust)
+        .unwrap()
+        .on_limited(move |e| keys.lock().unwrap().push(e.key.clone()));
+    let app = support::app(layer);
+    // Driven in process (the hyper client refuses to send such a value): two X-Forwarded-For
+    // lines, the second not UTF-8. Read as one list, the walk meets garbage first and stops at
+    // the trusted peer, so the key is 127.0.0.1, not 1.1.1.1.
+    use tower_service::Service as _;
+    let mut svc = app.into_service::<axum::body::Body>();
+    for _ in 0..2 {
+        let mut req = http::Request::get("/limited").body(axum::body::Body::empty()).unwrap();
+        req.extensions_mut().insert(axum::extract::ConnectInfo(std::net::SocketAddr::from(([127, 0, 0, 1], 4000))));
+        req.headers_mut().append("x-forwarded-for", http::HeaderValue::from_static("1.1.1.1"));
+        req.headers_mut().append("x-forwarded-for", http::HeaderValue::from_bytes(b"\xff\xfe").unwrap());
+        let _ = svc.call(req).await.unwrap();
+    }
+    assert_eq!(*seen.lock().unwrap(), vec!["127.0.0.1".to_owned()]);
+}

@@ -191,6 +191,13 @@ pub struct ClientIdentity {
     header: ForwardedHeader,
 }
 
+impl Default for ClientIdentity {
+    /// No trusted proxies (the peer is the client), IPv6 grouped by /64.
+    fn default() -> ClientIdentity {
+        ClientIdentity { trusted: Vec::new(), ipv6_prefix: 64, header: ForwardedHeader::XForwardedFor }
+    }
+}
+
 impl ClientIdentity {
     /// Validates `options`: every trusted proxy a CIDR or an address, the IPv6 prefix in 1..=128.
     pub fn new(options: &ClientKeyOptions) -> Result<ClientIdentity> {

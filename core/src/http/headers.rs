@@ -130,7 +130,12 @@ impl LimitStatus {
             // when this dimension alone would not have).
             out.push(status(
                 binding,
-                Decision { allowed: decision.decision.allowed, retry_after_ms: decision.decision.retry_after_ms, ..d },
+                Decision {
+                    allowed: decision.decision.allowed,
+                    retry_after_ms: decision.decision.retry_after_ms,
+                    fallback: decision.decision.fallback,
+                    ..d
+                },
             ));
         }
         for (i, &d) in decision.dimensions.iter().enumerate() {
@@ -154,13 +159,12 @@ fn seconds_up(ms: i64) -> i64 {
     ms / 1000 + i64::from(ms % 1000 != 0)
 }
 
-fn partition_key(secret: &str, key: &str) -> String {
-    // HMAC accepts keys of any length, so `new_from_slice` cannot fail; fall back to an empty
-    // key rather than panic if that ever changed.
-    let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes())
-        .unwrap_or_else(|_| Hmac::<Sha256>::new_from_slice(&[0u8; 32]).expect("32-byte HMAC key"));
+fn partition_key(secret: &str, key: &str) -> Option<String> {
+    // HMAC takes keys of any length, so this never fails; were it to, the field would go
+    // without `pk` rather than panic.
+    let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes()).ok()?;
     mac.update(key.as_bytes());
-    sf_byte_sequence(&mac.finalize().into_bytes())
+    Some(sf_byte_sequence(&mac.finalize().into_bytes()))
 }
 
 /// The per-limit numbers every family draws from.
@@ -195,7 +199,7 @@ fn render(status: &LimitStatus, options: &HeaderOptions, now_ms: i64) -> Rendere
         reset_delta: sf_integer(seconds_up(d.reset_at.saturating_sub(now_ms))),
         reset_epoch: sf_integer(seconds_up(d.reset_at)),
         pk: match (&options.partition_key_secret, &status.key) {
-            (Some(secret), Some(key)) => Some(partition_key(secret, key)),
+            (Some(secret), Some(key)) => partition_key(secret, key),
             _ => None,
         },
     }

@@ -53,8 +53,9 @@ pub struct DecisionInput {
 }
 
 fn whole(field: &str, v: f64) -> Result<i64> {
-    // 2^63 is exactly representable; every f64 below it converts without saturating.
-    if v.is_finite() && v.fract() == 0.0 && v >= -9_223_372_036_854_775_808.0 && v < 9_223_372_036_854_775_808.0 {
+    // 2^63 is exactly representable; every f64 below it converts without saturating. NaN and
+    // the infinities fail the range (and `fract`) test.
+    if v.fract() == 0.0 && (-9_223_372_036_854_775_808.0..9_223_372_036_854_775_808.0).contains(&v) {
         Ok(v as i64)
     } else {
         Err(Error::config(field, "must be a whole number within 64-bit range"))
