@@ -9,6 +9,10 @@ what a Python caller gets, including how bad costs are refused. On Redis the sto
 deterministic-replay mode (expiry follows ``now``), and each suite gets its own key prefix,
 which stands in for a fresh store without flushing anybody's database.
 
+HTTP vectors files (``conformance-vectors/http/*.json``, recognised by their top-level
+``"format": "throttlekit-http/1"``) are replayed too: header cases through core's JSON entry
+point, client key cases through it and through ``ClientIdentity``.
+
 Prints one line per mismatch (suite id, op index, expected, got) and ends with
 ``N passed, M failed``; the exit status is 0 only when M is 0 (2 when a file is malformed).
 """
