@@ -35,7 +35,7 @@ class RateLimited(HTTPException):
     """Raised by ``RateLimit`` instead of running the route: ``response`` is what to send."""
 
     def __init__(self, response: Response) -> None:
-        super().__init__(response.status_code, detail=response.body.decode("utf-8", "replace"),
+        super().__init__(response.status_code, detail=bytes(response.body).decode("utf-8", "replace"),
                          headers={k: v for k, v in response.headers.items() if k != "content-length"})
         self.response = response
 

@@ -15,7 +15,7 @@ import inspect
 import json
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Generic, Optional, TypeVar, Union
+from typing import Any, Callable, Generic, Literal, Optional, TypeVar, Union
 
 from throttlekit._throttlekit import (
     ClientIdentity,
@@ -45,6 +45,9 @@ Req = TypeVar("Req")
 """What the callables receive: the ASGI scope, the WSGI environ, or a Starlette ``Request``."""
 
 MaybeAwaitable = Union[Any, Awaitable[Any]]
+Family = Literal["draft-10", "draft-7", "draft-6", "legacy"]
+FailPolicy = Literal["raise", "fail_open", "fail_closed"]
+ForwardedHeader = Literal["x-forwarded-for", "forwarded"]
 
 
 @dataclass(frozen=True)
@@ -117,13 +120,13 @@ class RateLimitOptions(Generic[Req]):
         key_func: Optional[Callable[[Req], MaybeAwaitable]] = None,
         cost_func: Optional[Callable[[Req], MaybeAwaitable]] = None,
         skip: Optional[Callable[[Req], MaybeAwaitable]] = None,
-        family: str = "draft-10",
+        family: Family = "draft-10",
         policy_name: str = "default",
         partition_key_secret: Optional[str] = None,
         trusted_proxies: Sequence[str] = (),
         ipv6_prefix: int = 64,
-        forwarded_header: str = "x-forwarded-for",
-        fail_policy: str = "raise",
+        forwarded_header: ForwardedHeader = "x-forwarded-for",
+        fail_policy: FailPolicy = "raise",
         shadow: bool = False,
         on_limited: Optional[Callable[[LimitedEvent], Any]] = None,
         deny_response: Optional[Callable[[Union[Decision, MultiDecision]], Any]] = None,

@@ -46,13 +46,14 @@ class RateLimitMiddleware:
         o = self.options
         if o.skip is not None and o.skip(environ):
             return self.app(environ, start_response)
+        key: Any  # what key_func returns: a str, or a list of str for a multi limiter
         try:
             if o.key_func is not None:
                 key = o.key_func(environ)
             else:
                 headers = [(name, environ[var]) for var, name in _FORWARDING if var in environ]
                 key = o.identity.key(environ.get("REMOTE_ADDR", ""), headers)
-            cost = 1 if o.cost_func is None else o.cost_func(environ)
+            cost: Any = 1 if o.cost_func is None else o.cost_func(environ)
             result = o.limiter.check_sync(key, cost)
         except ThrottleKitError as err:
             return _answer(start_response, o.failed(err))
