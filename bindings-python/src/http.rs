@@ -119,7 +119,7 @@ enum Checker {
 pub struct HttpDecision {
     /// Whether the request is admitted.
     pub allowed: bool,
-    /// The `Decision` (a `MultiDecision` for a multi limiter, unless the fail policy decided).
+    /// The `Decision`, or the `MultiDecision` of a multi limiter.
     pub decision: Py<PyAny>,
     /// The response header lines, in order: the rate-limit fields, then `Retry-After` on a denial.
     pub headers: Py<PyList>,
