@@ -292,10 +292,10 @@ impl HttpLimiter {
     ) -> PyResult<Self> {
         let (checker, clock, server_clock, io) = if let Ok(l) = limiter.cast::<crate::limiter::Limiter>() {
             let l = l.get();
-            (Checker::Single(l.inner.clone()), l.clock.clone(), l.server_clock, l.io)
+            (Checker::Single(l.inner.clone()), l.inner.clock().clone(), l.server_clock, l.io)
         } else if let Ok(m) = limiter.cast::<crate::multi::MultiLimiter>() {
             let m = m.get();
-            (Checker::Multi(m.inner.clone()), m.clock.clone(), m.server_clock, m.io)
+            (Checker::Multi(m.inner.clone()), m.inner.clock().clone(), m.server_clock, m.io)
         } else {
             return Err(error::wrong_type("limiter", "a Limiter or a MultiLimiter", limiter));
         };

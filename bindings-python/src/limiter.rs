@@ -24,9 +24,8 @@ pub struct Limiter {
     pub(crate) inner: Arc<throttlekit::Limiter>,
     /// Whether blocking calls do I/O (and so release the GIL).
     pub(crate) io: bool,
-    /// The clock, and whether the store's clock decides instead (`HttpLimiter` renders the
-    /// fields at the decision's own reading).
-    pub(crate) clock: Arc<dyn throttlekit::Clock>,
+    /// Whether the store's clock decides (`HttpLimiter` then cannot render the fields at the
+    /// decision's own clock reading; core has no getter for it).
     pub(crate) server_clock: bool,
 }
 
@@ -69,16 +68,17 @@ impl Limiter {
         let store = store::from_arg(store)?;
         let (server_clock, fail_policy) = store.settings(server_clock, fail_policy)?;
         let io = !store.store.is_sync();
-        let clock = clock::from_arg(clock)?;
-        let mut builder =
-            throttlekit::Limiter::builder(strategy).store(store.store).clock(clock.clone()).server_clock(server_clock);
+        let mut builder = throttlekit::Limiter::builder(strategy)
+            .store(store.store)
+            .clock(clock::from_arg(clock)?)
+            .server_clock(server_clock);
         if let Some(p) = prefix.filter(|p| !p.is_none()) {
             builder = builder.prefix(string(p, "prefix")?.to_owned());
         }
         if let Some(policy) = fail_policy {
             builder = builder.fail_policy(policy);
         }
-        Ok(Limiter { inner: Arc::new(builder.build()), io, clock, server_clock })
+        Ok(Limiter { inner: Arc::new(builder.build()), io, server_clock })
     }
 
     /// Checks a request of `cost` units for `key`, consuming them when allowed.

@@ -85,7 +85,6 @@ pub struct MultiLimiter {
     pub(crate) inner: Arc<throttlekit::MultiLimiter>,
     pub(crate) io: bool,
     /// As `Limiter`'s: for `HttpLimiter`.
-    pub(crate) clock: Arc<dyn throttlekit::Clock>,
     pub(crate) server_clock: bool,
 }
 
@@ -130,11 +129,10 @@ impl MultiLimiter {
         let store = store::from_arg(store)?;
         let (server_clock, fail_policy) = store.settings(server_clock, fail_policy)?;
         let io = !store.store.is_sync();
-        let clock = clock::from_arg(clock)?;
         let mut inner = throttlekit::MultiLimiter::new(rule, dims)
             .py()?
             .with_store(store.store)
-            .with_clock(clock.clone())
+            .with_clock(clock::from_arg(clock)?)
             .with_server_clock(server_clock);
         if let Some(p) = prefix.filter(|p| !p.is_none()) {
             inner = inner.with_prefix(string(p, "prefix")?.to_owned());
@@ -145,7 +143,7 @@ impl MultiLimiter {
         if let Some(t) = hash_tag.filter(|t| !t.is_none()) {
             inner = inner.with_hash_tag(string(t, "hash_tag")?.to_owned()).py()?;
         }
-        Ok(MultiLimiter { inner: Arc::new(inner), io, clock, server_clock })
+        Ok(MultiLimiter { inner: Arc::new(inner), io, server_clock })
     }
 
     /// Checks one request: `keys` holds one key per dimension, in declaration order.
