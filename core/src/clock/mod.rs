@@ -53,8 +53,9 @@ impl Clock for SystemClock {
 #[cold]
 #[inline(never)]
 fn read_and_start_ticker() -> i64 {
-    ticker::start();
-    wall_ns().div_euclid(1_000_000)
+    let ms = wall_ns().div_euclid(1_000_000);
+    ticker::start(ms);
+    ms
 }
 
 /// `SystemTime::now()` in epoch nanoseconds (negative before 1970).

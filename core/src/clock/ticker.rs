@@ -15,8 +15,12 @@
 //! buckets stricter, never looser.
 //!
 //! Lifecycle: the first read starts the thread; after [`IDLE_TICKS`] ticks without a read it
-//! withdraws the published value and exits, and the next read starts a new one. Until the
-//! first tick, and if a thread cannot be spawned, reads go to the wall clock directly. A forked
+//! withdraws the published value and exits, and the next read starts a new one, publishing the
+//! millisecond it read before the thread runs. If a thread cannot be spawned, reads go to the
+//! wall clock directly. Readings follow the wall clock, so they step back only when it does,
+//! with one exception: a read that finds nothing published while another thread is starting the
+//! ticker reads the wall clock itself and may be a millisecond ahead of what that thread then
+//! publishes. The algorithms treat a step back as any clock jump (`shared/SEMANTICS.md`). A forked
 //! child has no ticker (threads do not survive `fork`): a handler run in the child withdraws
 //! the value, so the child reads the wall clock and starts its own.
 
@@ -64,15 +68,22 @@ pub(super) fn recent_ms() -> Option<i64> {
     Some(ms)
 }
 
-/// Starts the ticker unless one runs (or none can).
+/// Starts the ticker unless one runs (or none can). `now_ms` is the wall-clock millisecond the
+/// caller read and is about to return: the starter publishes it before the thread exists, so the
+/// thread's first tick (read later) cannot publish a millisecond older than one a reader was
+/// already given. Without this, a read between the thread's wall read and its store could see
+/// the clock step back by a millisecond.
 #[cold]
-pub(super) fn start() {
+pub(super) fn start(now_ms: i64) {
     if STATE.compare_exchange(STOPPED, RUNNING, Ordering::AcqRel, Ordering::Relaxed).is_err() {
         return;
     }
     fork::register_child_handler();
     USED.0.store(true, Ordering::Relaxed);
+    PUBLISHED.0.store(now_ms, Ordering::Relaxed);
     if std::thread::Builder::new().name("throttlekit-clk".into()).spawn(run).is_err() {
+        // Never leave a value that no thread will advance.
+        PUBLISHED.0.store(NONE, Ordering::Relaxed);
         STATE.store(UNAVAILABLE, Ordering::Release);
     }
 }
