@@ -336,6 +336,10 @@ impl HttpLimiter {
     }
 
     /// Awaitable `check_sync`: on Redis one round trip that never blocks the event loop.
+    ///
+    /// A limiter on the store's clock (`server_clock`) is decided at Redis's `TIME`, and its
+    /// fields are rendered at this host's clock reading after the reply; where the two clocks
+    /// differ, the fields' seconds (`t`, `reset`) can differ by that much, rounded up.
     #[pyo3(signature = (key, cost = Cost(1)))]
     #[pyo3(text_signature = "(self, key, cost=1)")]
     fn check<'py>(&self, py: Python<'py>, key: &Bound<'_, PyAny>, cost: Cost) -> PyResult<Bound<'py, PyAny>> {

@@ -93,8 +93,11 @@ def test_a_server_clock_limiter_renders_at_this_hosts_reading() -> None:
     finally:
         server.stop()
     assert [r.allowed for r in results] == [True] * 5 + [False]
+    # Redis decided at its own clock and the fields were rendered at this host's, which may lag
+    # it by a few ms (the SystemClock is never ahead of the wall clock): `t` is then one second
+    # more than the server's view would give, never less than 1 and never more than 13.
     for want_r, r in zip((4, 3, 2, 1, 0), results):
         parsed = http_sfv.List()
         parsed.parse(dict(r.headers)["RateLimit"].encode())
-        assert parsed[0].params["r"] == want_r and 1 <= parsed[0].params["t"] <= 12
+        assert parsed[0].params["r"] == want_r and 1 <= parsed[0].params["t"] <= 13
     assert 1 <= int(dict(results[5].headers)["Retry-After"]) <= 12
