@@ -7,11 +7,12 @@ Each server is started with examples/http/run.sh on a fresh loopback port and st
 (tests/http_blackbox.py's start/stop). The sequence: six GET /limited (five admitted, one
 denied), one with a spoofed X-Forwarded-For, one GET /healthz. For each response the status and
 the RateLimit, RateLimit-Policy and Retry-After values must equal the reference's, byte for byte.
-The requests of one sequence take far less than a second, and every value here is a whole
-number of seconds rounded up from at least 12 s away, so the servers' clocks cannot make two
-correct servers differ.
+Every value here is a whole number of seconds rounded up from about 12 s away, so two correct
+servers agree as long as each sequence takes less than a second; one that took longer is run
+again on a fresh server.
 """
 import sys
+import time
 
 from http_blackbox import request, start, stop
 
@@ -19,16 +20,29 @@ FIELDS = ("ratelimit", "ratelimit-policy", "retry-after")
 SEQUENCE = [("/limited", {})] * 6 + [("/limited", {"X-Forwarded-For": "203.0.113.99"}), ("/healthz", {})]
 
 
-def run(name):
+def run_once(name):
+    """The responses to SEQUENCE from a fresh server, and how long the sequence took."""
     proc, port = start(name)
     try:
         out = []
+        began = time.monotonic()
         for path, headers in SEQUENCE:
             status, got, _ = request(port, path, headers)
             out.append((status, tuple((f, got.get(f)) for f in FIELDS)))
-        return out
+        return out, time.monotonic() - began
     finally:
         stop(proc)
+
+
+def run(name):
+    """As run_once, on a fresh server again when the sequence took a second or more (a loaded
+    machine): only then may a correct `t` fall from 12 to 11, so such a run proves nothing."""
+    for _ in range(3):
+        out, took = run_once(name)
+        if took < 0.9:
+            return out
+        print(f"{name}: the sequence took {took:.2f} s; running it again on a fresh server", file=sys.stderr)
+    raise SystemExit(f"{name}: every sequence took a second or more; the machine is too loaded to compare")
 
 
 def main():

@@ -258,7 +258,9 @@ def test_a_key_function_error_is_a_500_problem(stack: str) -> None:
 def redis_down_limiter() -> Any:
     """A limiter on a private redis-server, and a function that kills that server by PID."""
     server = RedisServer()
-    store = tk.RedisStore(server.url, timeout_ms=300)
+    # A generous timeout: a loaded machine may take a while to answer the request made while
+    # Redis is up, and a dead server refuses at once (no waiting for the timeout).
+    store = tk.RedisStore(server.url, timeout_ms=2000)
     try:
         yield lambda: (gcra(tk.ManualClock(NOW), store=store, prefix="http-fail"), server.stop)
     finally:

@@ -66,7 +66,7 @@ def test_sync_and_async_checks_render_the_same_lines() -> None:
 
 def test_a_multi_limiter_with_a_dead_store_falls_back_by_the_middlewares_policy() -> None:
     server = RedisServer()
-    store = tk.RedisStore(server.url, timeout_ms=200)
+    store = tk.RedisStore(server.url, timeout_ms=2000)
     server.stop()  # by PID: the store now has nothing to talk to
     multi = tk.MultiLimiter("all", [tk.Dimension("ip", tk.Strategy.gcra(5, 60_000)),
                                     tk.Dimension("user", tk.Strategy.fixed_window(2, 1000))], store=store)
