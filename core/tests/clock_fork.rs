@@ -29,8 +29,12 @@ fn a_forked_child_reads_a_live_clock() {
         for _ in 0..30 {
             std::thread::sleep(Duration::from_millis(5));
             let (ours, wall) = (SystemClock.now_ms(), wall_ms());
-            ok &= ours <= wall && wall - ours <= 20;
+            // Never ahead; and a frozen value would fall behind by the whole 150 ms. The lag
+            // itself is not bounded tighter: a loaded machine can hold the child's new ticker
+            // off the CPU for tens of milliseconds.
+            ok &= ours <= wall && wall - ours < 1000;
         }
+        // It moved with time: 30 sleeps of at least 5 ms each.
         ok &= SystemClock.now_ms() - start >= 100;
         // SAFETY: leaves the child at once, without running the parent's exit handlers.
         unsafe { libc::_exit(if ok { 0 } else { 1 }) };
