@@ -15,6 +15,8 @@
 #   redis-topology  core/benches/redis_topology.rs: FCALL vs EVALSHA server time per call, and
 #               cluster (3 masters) throughput next to one standalone server
 #   python      bindings-python/bench/bench.py (vs limits 5.x and throttlekit-py 0.5.1)
+#   python-http bindings-python/bench/http_bench.py: HTTP middleware overhead per request on one
+#               FastAPI app, vs slowapi 0.1.10 (decorator and ASGI middleware)
 #   node        bindings-node/bench/run.sh (vs rate-limiter-flexible 11)
 #   kotlin      bindings-uniffi/bench.sh: Kotlin checkBlocking vs Guava's RateLimiter (Debian
 #               libguava-java), 1 key and 100k keys
@@ -108,6 +110,14 @@ else
     not_measured python "bindings-python/bench/bench.py does not exist yet"
 fi
 
+section "python-http: bindings-python/bench/http_bench.py"
+if [ -f "$ROOT/bindings-python/bench/http_bench.py" ]; then
+    PATH="$ROOT/.venv/bin:$PATH" python3 "$ROOT/bindings-python/bench/http_bench.py" \
+        $([ -n "$QUICK" ] && echo --rounds 3) 2>&1 | tee "$OUT/python-http.log" | tail -4
+else
+    not_measured python-http "bindings-python/bench/http_bench.py does not exist yet"
+fi
+
 section "node: bindings-node/bench/run.sh"
 if [ -x "$ROOT/bindings-node/bench/run.sh" ]; then
     "$ROOT/bindings-node/bench/run.sh" 2>&1 | tee "$OUT/node.log" | tail -5
@@ -143,5 +153,5 @@ fi
 section "summary ($(nproc) cores: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'))"
 python3 "$HERE/summarize.py" rust="$OUT/rust.log" redis="$OUT/redis.log" redis-core="$OUT/redis-core.log" \
     redis-topology="$OUT/redis-topology.log" \
-    python="$OUT/python.log" node="$OUT/node.log" kotlin="$OUT/kotlin.log" node-http="$OUT/node-http.log" \
-    go-http="$OUT/go-http.log"
+    python="$OUT/python.log" python-http="$OUT/python-http.log" node="$OUT/node.log" kotlin="$OUT/kotlin.log" \
+    node-http="$OUT/node-http.log" go-http="$OUT/go-http.log"

@@ -34,6 +34,7 @@ PEERS = {
     "node": "rate-limiter-flexible (pinned in its bench)",
     "python": "limits 5.x / throttlekit-py 0.5.1",
     "go-http": "golang.org/x/time/rate per-IP middleware (Debian golang-golang-x-time-dev 0.3.0)",
+    "python-http": "slowapi 0.1.10 (same FastAPI app)",
 }
 
 

@@ -37,11 +37,13 @@ suite "http black-box (rust-axum)" tests/http-blackbox.sh rust-axum
 suite "http black-box (go-nethttp)" tests/http-blackbox.sh go-nethttp
 suite "redis" tests/redis.sh
 suite "python" bindings-python/test.sh
+suite "http black-box (python-fastapi)" tests/http-blackbox.sh python-fastapi
+suite "http black-box (python-flask)" tests/http-blackbox.sh python-flask
 suite "node" bindings-node/test.sh
 suite "http black-box (node-express)" tests/http-blackbox.sh node-express
 suite "http black-box (node-fastify)" tests/http-blackbox.sh node-fastify
 suite "http black-box (node-fetch)" tests/http-blackbox.sh node-fetch
-suite "http same bytes (every example vs rust-axum)" tests/http-same-bytes.sh rust-axum go-nethttp node-express node-fastify node-fetch
+suite "http same bytes (every example vs rust-axum)" tests/http-same-bytes.sh rust-axum go-nethttp python-fastapi python-flask node-express node-fastify node-fetch
 suite "c and go" bindings-c/test.sh
 suite "uniffi (kotlin, ruby)" bindings-uniffi/test.sh
 suite "dist (release artifacts, installed without a Rust toolchain)" tests/dist.sh

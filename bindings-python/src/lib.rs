@@ -11,6 +11,7 @@ mod aio;
 mod clock;
 mod decision;
 mod error;
+mod http;
 mod limiter;
 mod multi;
 mod shaper;
@@ -43,5 +44,11 @@ fn _throttlekit(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<multi::Dimension>()?;
     m.add_class::<multi::MultiLimiter>()?;
     m.add_class::<shaper::Shaper>()?;
+    m.add_class::<http::ClientIdentity>()?;
+    m.add_class::<http::HttpLimiter>()?;
+    m.add_class::<http::HttpDecision>()?;
+    m.add_function(wrap_pyfunction!(http::http_headers_json, m)?)?;
+    m.add_function(wrap_pyfunction!(http::http_client_key_json, m)?)?;
+    m.add_function(wrap_pyfunction!(http::http_unavailable_body, m)?)?;
     Ok(())
 }

@@ -22,9 +22,12 @@ use crate::validate::{self, Cost, string, strings};
 /// A strategy bound to a store, a clock and a key prefix (`prefix:key`).
 #[pyclass(frozen, module = "throttlekit")]
 pub struct Limiter {
-    inner: Arc<throttlekit::Limiter>,
+    pub(crate) inner: Arc<throttlekit::Limiter>,
     /// Whether blocking calls do I/O (and so release the GIL).
-    io: bool,
+    pub(crate) io: bool,
+    /// Whether the store's clock decides (`HttpLimiter` then cannot render the fields at the
+    /// decision's own clock reading; core has no getter for it).
+    pub(crate) server_clock: bool,
 }
 
 /// A core result as the Python object the `*_sync` methods return. Matching on the core result
@@ -81,7 +84,7 @@ impl Limiter {
         if let Some(policy) = fail_policy {
             builder = builder.fail_policy(policy);
         }
-        Ok(Limiter { inner: Arc::new(builder.build()), io })
+        Ok(Limiter { inner: Arc::new(builder.build()), io, server_clock })
     }
 
     /// Checks a request of `cost` units for `key`, consuming them when allowed.

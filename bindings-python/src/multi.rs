@@ -82,8 +82,10 @@ fn parse_rule(obj: &Bound<'_, PyAny>) -> PyResult<Rule> {
 /// is the binding dimension's (see `MultiDecision.binding`).
 #[pyclass(frozen, module = "throttlekit")]
 pub struct MultiLimiter {
-    inner: Arc<throttlekit::MultiLimiter>,
-    io: bool,
+    pub(crate) inner: Arc<throttlekit::MultiLimiter>,
+    pub(crate) io: bool,
+    /// As `Limiter`'s: for `HttpLimiter`.
+    pub(crate) server_clock: bool,
 }
 
 impl MultiLimiter {
@@ -141,7 +143,7 @@ impl MultiLimiter {
         if let Some(t) = hash_tag.filter(|t| !t.is_none()) {
             inner = inner.with_hash_tag(string(t, "hash_tag")?.to_owned()).py()?;
         }
-        Ok(MultiLimiter { inner: Arc::new(inner), io })
+        Ok(MultiLimiter { inner: Arc::new(inner), io, server_clock })
     }
 
     /// Checks one request: `keys` holds one key per dimension, in declaration order.

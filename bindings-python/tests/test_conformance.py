@@ -110,3 +110,33 @@ def test_cli_exits_1_on_a_mismatch_and_2_on_a_malformed_file(tmp_path: Path) -> 
     out = run_cli(str(malformed))
     assert out.returncode == 2
     assert "bogus" in out.stderr
+
+
+HTTP_VECTORS = sorted((Path(__file__).resolve().parents[2] / "conformance-vectors" / "http").glob("*.json"))
+
+
+@pytest.mark.parametrize("path", HTTP_VECTORS, ids=lambda p: p.name)
+def test_http_vectors_replay_with_no_failure(path: Path) -> None:
+    data = json.loads(path.read_text())
+    report = replay_files([str(path)], StoreFactory("memory"))
+    assert report.failed == 0, "\n".join(report.failures[:20])
+    assert report.passed == len(data.get("headerCases", [])) + len(data.get("clientKeyCases", [])) > 0
+
+
+def test_a_wrong_http_expectation_is_reported(tmp_path: Path) -> None:
+    data = json.loads(HTTP_VECTORS[0].read_text())
+    data["headerCases"][0]["expect"][0][1] += " "
+    data["clientKeyCases"][0]["expect"] = "192.0.2.250"
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(data))
+    report = replay_files([str(bad)], StoreFactory("memory"))
+    assert report.failed == 2
+    assert any(data["headerCases"][0]["id"] in line for line in report.failures)
+    assert any("192.0.2.250" in line for line in report.failures)
+
+
+def test_the_cli_replays_the_http_vectors() -> None:
+    out = subprocess.run([sys.executable, "-m", "throttlekit.conformance", *map(str, HTTP_VECTORS)],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert out.stdout.strip().endswith(" passed, 0 failed")

@@ -3,14 +3,21 @@
 Every class here comes from the native module ``throttlekit._throttlekit``; this package only
 re-exports it, so ``throttlekit.Limiter`` *is* the core's limiter. Methods ending in ``_sync``
 block; their counterparts without the suffix return awaitables (asyncio).
+
+The HTTP middleware lives in submodules, imported on demand so the frameworks stay optional:
+``throttlekit.asgi`` (ASGI), ``throttlekit.fastapi`` (a per-route dependency) and
+``throttlekit.wsgi`` (Flask, Django); ``throttlekit.http`` holds what they share.
 """
 
 from throttlekit._throttlekit import (
     ERROR_CODES,
+    ClientIdentity,
     ConfigInvalidError,
     ConfigTypeError,
     Decision,
     Dimension,
+    HttpDecision,
+    HttpLimiter,
     Limiter,
     ManualClock,
     MemoryStore,
@@ -35,10 +42,13 @@ except ImportError:  # pragma: no cover - only in builds without the `redis` fea
 
 __all__ = [
     "ERROR_CODES",
+    "ClientIdentity",
     "ConfigInvalidError",
     "ConfigTypeError",
     "Decision",
     "Dimension",
+    "HttpDecision",
+    "HttpLimiter",
     "Limiter",
     "ManualClock",
     "MemoryStore",

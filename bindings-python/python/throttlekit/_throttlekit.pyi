@@ -7,10 +7,13 @@ from typing import Any, ClassVar, Literal, Optional, Union, final
 
 __all__ = [
     "ERROR_CODES",
+    "ClientIdentity",
     "ConfigInvalidError",
     "ConfigTypeError",
     "Decision",
     "Dimension",
+    "HttpDecision",
+    "HttpLimiter",
     "Limiter",
     "ManualClock",
     "MemoryStore",
@@ -27,6 +30,9 @@ __all__ = [
     "SystemClock",
     "ThrottleKitError",
     "__version__",
+    "http_client_key_json",
+    "http_headers_json",
+    "http_unavailable_body",
 ]
 
 __version__: str
@@ -275,3 +281,52 @@ class Shaper:
     def rate_per_sec(self) -> float: ...
     @property
     def max_queue_ms(self) -> float: ...
+
+_Family = Literal["draft-10", "draft-7", "draft-6", "legacy"]
+_HeaderPart = Union[str, bytes]
+
+@final
+class ClientIdentity:
+    def __new__(
+        cls,
+        *,
+        trusted_proxies: Iterable[str] = (),
+        ipv6_prefix: int = 64,
+        forwarded_header: Literal["x-forwarded-for", "forwarded"] = "x-forwarded-for",
+    ) -> ClientIdentity: ...
+    def key(self, peer: str, headers: Optional[Iterable[tuple[_HeaderPart, _HeaderPart]]] = ()) -> str: ...
+
+@final
+class HttpDecision:
+    @property
+    def allowed(self) -> bool: ...
+    @property
+    def decision(self) -> Union[Decision, MultiDecision]: ...
+    @property
+    def headers(self) -> list[tuple[str, str]]: ...
+    @property
+    def problem(self) -> Optional[str]: ...
+
+@final
+class HttpLimiter:
+    def __new__(
+        cls,
+        limiter: Union[Limiter, MultiLimiter],
+        *,
+        family: _Family = "draft-10",
+        policy_name: str = "default",
+        partition_key_secret: Optional[str] = None,
+        fail_policy: Optional[_FailPolicy] = None,
+    ) -> HttpLimiter: ...
+    def check_sync(self, key: Union[str, Sequence[str]], cost: int = 1) -> HttpDecision: ...
+    def check(self, key: Union[str, Sequence[str]], cost: int = 1) -> Awaitable[HttpDecision]: ...
+    @property
+    def family(self) -> _Family: ...
+    @property
+    def policy_name(self) -> str: ...
+    @property
+    def fail_policy(self) -> Optional[_FailPolicy]: ...
+
+def http_headers_json(request: str) -> str: ...
+def http_client_key_json(request: str) -> str: ...
+def http_unavailable_body() -> str: ...

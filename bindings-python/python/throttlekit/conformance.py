@@ -16,6 +16,10 @@ what a Python caller gets, including how bad costs are refused. On Redis the sto
 deterministic-replay mode (expiry follows ``now``), and each suite gets its own key prefix,
 which stands in for a fresh store without flushing anybody's database.
 
+HTTP vectors files (``conformance-vectors/http/*.json``, recognised by their top-level
+``"format": "throttlekit-http/1"``) are replayed too: header cases through core's JSON entry
+point, client key cases through it and through ``ClientIdentity``.
+
 Prints one line per mismatch (suite id, op index, expected, got) and ends with
 ``N passed, M failed``; the exit status is 0 only when M is 0 (2 when a file is malformed).
 """
@@ -33,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Union
 
 from throttlekit import (
+    ClientIdentity,
     Decision,
     Dimension,
     Limiter,
@@ -45,6 +50,7 @@ from throttlekit import (
     Strategy,
     ThrottleKitError,
 )
+from throttlekit._throttlekit import http_client_key_json, http_headers_json
 
 _FILE_FIELDS = {"contractVersion", "generatedFrom", "frozen", "decisionFields", "note", "description", "suites"}
 _SUITE_FIELDS = {
@@ -279,14 +285,75 @@ def replay(
     return report
 
 
+HTTP_FORMAT = "throttlekit-http/1"
+_HTTP_FILE_FIELDS = {"format", "description", "headerCases", "clientKeyCases"}
+_HTTP_CASE_FIELDS = {"id", "comment", "request", "expect", "expectError"}
+# ClientKeyOptions' JSON names and ClientIdentity's keyword arguments.
+_IDENTITY_ARGS = {"trustedProxies": "trusted_proxies", "ipv6Prefix": "ipv6_prefix",
+                  "forwardedHeader": "forwarded_header"}
+
+
+def _http_outcome(call: Callable[[], Any]) -> tuple[str, Any]:
+    try:
+        return "ok", call()
+    except ThrottleKitError as e:
+        return "error", e.code
+
+
+def _client_key_by_identity(request: dict[str, Any]) -> Any:
+    """The key through the middleware's own path: ``ClientIdentity(...).key(peer, headers)``."""
+    options = request.get("options", {})
+    unknown = set(options) - set(_IDENTITY_ARGS)
+    if unknown:  # Not expressible as keywords: the JSON path alone decides such a case.
+        return None
+    identity = ClientIdentity(**{_IDENTITY_ARGS[k]: v for k, v in options.items()})
+    return identity.key(request["peer"], [tuple(h) for h in request.get("headers", [])])
+
+
+def replay_http(data: Any) -> Report:
+    """Replays an HTTP vectors file (``"format": "throttlekit-http/1"``, FORMAT.md).
+
+    Header cases go through core's JSON entry point (the middleware renders a decision it has
+    just made, so it cannot be handed a recorded one). Client key cases go through it and
+    through ``ClientIdentity``, the middleware's path; both must give the expected key or code.
+    """
+    data = _check_fields(data, _HTTP_FILE_FIELDS, "file")
+    if data.get("format") != HTTP_FORMAT:
+        raise VectorFormatError(f"file: format must be {HTTP_FORMAT}")
+    report = Report()
+    for kind in ("headerCases", "clientKeyCases"):
+        for i, case in enumerate(data.get(kind, [])):
+            case = _check_fields(case, _HTTP_CASE_FIELDS, f"{kind}[{i}]")
+            if ("expect" in case) == ("expectError" in case):
+                raise VectorFormatError(f"{kind}[{i}]: needs exactly one of expect, expectError")
+            want = ("ok", case["expect"]) if "expect" in case else ("error", case["expectError"])
+            text = json.dumps(case["request"])
+            if kind == "headerCases":
+                got = [_http_outcome(lambda: json.loads(http_headers_json(text)))]
+            else:
+                got = [_http_outcome(lambda: http_client_key_json(text))]
+                by_identity = _http_outcome(lambda: _client_key_by_identity(case["request"]))
+                if by_identity != ("ok", None):
+                    got.append(by_identity)
+            bad = [g for g in got if g != want]
+            if bad:
+                report.fail(f"{kind} {case['id']}: expected {want[1]!r}, got {bad[0][1]!r} ({bad[0][0]})")
+            else:
+                report.ok()
+    return report
+
+
 def replay_files(paths: Iterable[str], stores: StoreFactory, use_async: bool = False) -> Report:
-    """Replays every file in `paths`."""
+    """Replays every file in `paths` (decision vectors, or HTTP vectors recognised by `format`)."""
     report = Report()
     for path in paths:
         with open(path, encoding="utf-8") as f:
             data = json.load(f)
         try:
-            report.merge(replay(data, stores, use_async))
+            if isinstance(data, dict) and data.get("format") == HTTP_FORMAT:
+                report.merge(replay_http(data))
+            else:
+                report.merge(replay(data, stores, use_async))
         except VectorFormatError as e:
             raise VectorFormatError(f"{path}: {e}") from None
     return report

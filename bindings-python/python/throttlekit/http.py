@@ -1,0 +1,179 @@
+"""The framework-neutral half of the HTTP middleware (``throttlekit.asgi``, ``throttlekit.fastapi``,
+``throttlekit.wsgi``): the options, and what to do with one request's decision.
+
+Every header line, client key and problem body comes from the Rust core through the native
+module (``HttpLimiter``, ``ClientIdentity``); nothing here formats a field, parses an address or
+does arithmetic. The option names follow the Rust tower layer's (``docs/http.md``) in Python's
+spelling: ``key_func``, ``cost_func``, ``skip``, the header options (``family``, ``policy_name``,
+``partition_key_secret``), the client identity options (``trusted_proxies``, ``ipv6_prefix``,
+``forwarded_header``), ``fail_policy``, ``shadow``, ``on_limited`` and ``deny_response``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import Awaitable, Sequence
+from dataclasses import dataclass
+from typing import Any, Callable, Generic, Literal, Optional, TypeVar, Union
+
+from throttlekit._throttlekit import (
+    ClientIdentity,
+    Decision,
+    HttpDecision,
+    HttpLimiter,
+    MultiDecision,
+    MultiLimiter,
+    http_unavailable_body,
+)
+from throttlekit._throttlekit import Limiter as _Limiter
+
+__all__ = [
+    "PROBLEM_CONTENT_TYPE",
+    "ClientIdentity",
+    "HttpDecision",
+    "HttpLimiter",
+    "LimitedEvent",
+    "RateLimitOptions",
+    "Verdict",
+]
+
+#: The media type of the RFC 9457 bodies the middleware sends.
+PROBLEM_CONTENT_TYPE = "application/problem+json"
+
+Req = TypeVar("Req")
+"""What the callables receive: the ASGI scope, the WSGI environ, or a Starlette ``Request``."""
+
+MaybeAwaitable = Union[Any, Awaitable[Any]]
+Family = Literal["draft-10", "draft-7", "draft-6", "legacy"]
+FailPolicy = Literal["raise", "fail_open", "fail_closed"]
+ForwardedHeader = Literal["x-forwarded-for", "forwarded"]
+
+
+@dataclass(frozen=True)
+class LimitedEvent:
+    """What ``on_limited`` is told about each denied request (in shadow mode too)."""
+
+    key: Union[str, list[str]]
+    """The key(s) the request counted against."""
+    decision: Union[Decision, MultiDecision]
+    """The decision (a ``MultiDecision`` for a multi limiter)."""
+    binding: Optional[str]
+    """The binding dimension's name, for a multi limiter."""
+    shadow: bool
+    """True when shadow mode let the request through anyway."""
+    method: str
+    path: str
+
+
+class Verdict:
+    """What the middleware does with one request.
+
+    ``status`` 0: forward it and add ``headers`` to the response. Otherwise answer with
+    ``status``, ``headers`` and ``body`` (a 429 denial, a 503 when the store cannot answer, a 500
+    when the key or cost could not be had). ``result`` is the check's, when there was one.
+    (A plain slotted class: one is made per request, and a frozen dataclass costs more.)
+    """
+
+    __slots__ = ("status", "headers", "body", "result")
+
+    def __init__(self, status: int, headers: list[tuple[str, str]], body: bytes = b"",
+                 result: Optional[HttpDecision] = None) -> None:
+        self.status = status
+        self.headers = headers
+        self.body = body
+        self.result = result
+
+    @property
+    def forward(self) -> bool:
+        return self.status == 0
+
+
+def _problem(status: int, title: str, detail: str) -> bytes:
+    return json.dumps({"type": "about:blank", "title": title, "status": status, "detail": detail},
+                      separators=(",", ":")).encode()
+
+
+class RateLimitOptions(Generic[Req]):
+    """The middleware's options, validated once (bad ones raise ``ConfigInvalidError``).
+
+    - ``limiter``: a ``Limiter`` or a ``MultiLimiter``.
+    - ``key_func(req)``: the request's key (default: the client IP from the socket peer, through
+      ``trusted_proxies``); for a multi limiter a str for every dimension or a list with one per
+      dimension. ``cost_func(req)``: its cost (default 1). ``skip(req)``: true to leave the
+      request alone (not counted, no fields). Each may be async in the ASGI middleware.
+    - ``family`` (``"draft-10"``, ``"draft-7"``, ``"draft-6"``, ``"legacy"``), ``policy_name``
+      (``"default"``), ``partition_key_secret`` (draft-10's ``pk``).
+    - ``trusted_proxies``, ``ipv6_prefix`` (64), ``forwarded_header`` (``"x-forwarded-for"``).
+    - ``fail_policy`` when the store cannot answer: ``"raise"`` (default: 503 with a problem
+      body), ``"fail_open"`` (forward, no fields) or ``"fail_closed"`` (429, ``Retry-After: 1``).
+    - ``shadow``: decide, send the fields and call ``on_limited``, but never block.
+    - ``on_limited(event)``: called with a ``LimitedEvent`` for every denied request.
+    - ``deny_response(decision)``: replaces the 429 (an ASGI app, a WSGI app or a Starlette
+      ``Response``, by middleware); the rate-limit fields are added to it.
+    """
+
+    def __init__(
+        self,
+        limiter: Union[_Limiter, MultiLimiter],
+        *,
+        key_func: Optional[Callable[[Req], MaybeAwaitable]] = None,
+        cost_func: Optional[Callable[[Req], MaybeAwaitable]] = None,
+        skip: Optional[Callable[[Req], MaybeAwaitable]] = None,
+        family: Family = "draft-10",
+        policy_name: str = "default",
+        partition_key_secret: Optional[str] = None,
+        trusted_proxies: Sequence[str] = (),
+        ipv6_prefix: int = 64,
+        forwarded_header: ForwardedHeader = "x-forwarded-for",
+        fail_policy: FailPolicy = "raise",
+        shadow: bool = False,
+        on_limited: Optional[Callable[[LimitedEvent], Any]] = None,
+        deny_response: Optional[Callable[[Union[Decision, MultiDecision]], Any]] = None,
+    ) -> None:
+        self.limiter = HttpLimiter(limiter, family=family, policy_name=policy_name,
+                                   partition_key_secret=partition_key_secret, fail_policy=fail_policy)
+        self.identity = ClientIdentity(trusted_proxies=list(trusted_proxies), ipv6_prefix=ipv6_prefix,
+                                       forwarded_header=forwarded_header)
+        for name, f in (("key_func", key_func), ("cost_func", cost_func), ("skip", skip),
+                        ("on_limited", on_limited), ("deny_response", deny_response)):
+            if f is not None and not callable(f):
+                raise TypeError(f"{name} must be callable")
+        if not isinstance(shadow, bool):
+            raise TypeError("shadow must be a bool")
+        self.key_func = key_func
+        self.cost_func = cost_func
+        self.skip = skip
+        self.shadow = shadow
+        self.on_limited = on_limited
+        self.deny_response = deny_response
+
+    def verdict(self, result: HttpDecision, key: Union[str, list[str]], method: str, path: str) -> Verdict:
+        """Forward or deny, after telling ``on_limited`` about a denial."""
+        if result.allowed:
+            return Verdict(0, result.headers, result=result)
+        if self.on_limited is not None:
+            decision = result.decision
+            binding = decision.binding if isinstance(decision, MultiDecision) else None
+            self.on_limited(LimitedEvent(key, decision, binding, self.shadow, method, path))
+        if self.shadow:
+            return Verdict(0, result.headers, result=result)
+        body = (result.problem or "").encode()
+        return Verdict(429, [("Content-Type", PROBLEM_CONTENT_TYPE), *result.headers], body, result)
+
+    @staticmethod
+    def failed(err: Exception) -> Verdict:
+        """The answer when no decision could be made: 503 when the store could not answer (the
+        fail policy was ``raise``), 500 when the key or cost was bad (``config_invalid``)."""
+        code = getattr(err, "code", "internal")
+        if code == "store_unavailable":
+            return Verdict(503, [("Content-Type", PROBLEM_CONTENT_TYPE)], http_unavailable_body().encode())
+        body = _problem(500, "Internal Server Error", f"rate limiter: {code}")
+        return Verdict(500, [("Content-Type", PROBLEM_CONTENT_TYPE)], body)
+
+
+async def resolve(value: MaybeAwaitable) -> Any:
+    """``value``, awaited if it is awaitable (async and sync callables both work)."""
+    if inspect.isawaitable(value):
+        return await value
+    return value
