@@ -70,7 +70,6 @@ func (s *Store) Evictions() (uint64, error) {
 	return uint64(n), nil
 }
 
-
 // RedisMode says how the servers behind ConnectRedis's URLs are organised.
 type RedisMode uint32
 

@@ -8,8 +8,9 @@ use throttlekit::{Limiter, Strategy};
 
 fn main() {
     let url = std::env::var("THROTTLEKIT_REDIS_URL").expect("THROTTLEKIT_REDIS_URL");
-    let store =
-        Arc::new(RedisStore::connect_blocking(RedisOptions { urls: vec![url], ..RedisOptions::default() }).expect("connects"));
+    let store = Arc::new(
+        RedisStore::connect_blocking(RedisOptions { urls: vec![url], ..RedisOptions::default() }).expect("connects"),
+    );
     let limiter = Limiter::builder(Strategy::gcra(100, 1000, None).expect("valid"))
         .store(store.clone())
         .prefix("shutdown")

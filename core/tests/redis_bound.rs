@@ -126,8 +126,7 @@ fn a_timed_out_bound_call_is_not_sent_again() {
     bind(&store, &rt);
     rt.block_on(l.check_at("k", 1, Now::At(NOW))).unwrap();
     let port = server.port;
-    let sleeper = std::thread::spawn(move || redis_server::raw_command(port, "DEBUG SLEEP 1"));
-    std::thread::sleep(Duration::from_millis(50));
+    let sleeper = redis_server::block_server(port, 1);
     let err = rt.block_on(l.check_at("k", 1, Now::At(NOW))).unwrap_err();
     assert_eq!(err.code(), ErrorCode::StoreUnavailable);
     assert!(err.message().contains("timed out"), "{err}");

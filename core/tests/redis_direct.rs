@@ -106,8 +106,7 @@ fn a_timed_out_async_call_is_not_sent_again() {
     let rt = current_thread();
     rt.block_on(l.check_at("once", 1, throttlekit::store::Now::At(now))).unwrap();
     let port = server.port;
-    let sleeper = std::thread::spawn(move || redis_server::raw_command(port, "DEBUG SLEEP 1"));
-    std::thread::sleep(Duration::from_millis(50));
+    let sleeper = redis_server::block_server(port, 1);
     let err = rt.block_on(l.check_at("once", 1, throttlekit::store::Now::At(now))).unwrap_err();
     assert_eq!(err.code(), ErrorCode::StoreUnavailable);
     let _ = sleeper.join();

@@ -189,8 +189,7 @@ fn a_slow_script_times_out_and_is_not_replayed() {
     l.check_sync_at("once", 1, now).unwrap();
     // DEBUG SLEEP blocks the server past the timeout; the check queued behind it times out.
     let port = server.port;
-    let sleeper = std::thread::spawn(move || redis_server::raw_command(port, "DEBUG SLEEP 1"));
-    std::thread::sleep(Duration::from_millis(50));
+    let sleeper = redis_server::block_server(port, 1);
     let err = bounded("a call behind DEBUG SLEEP", || l.check_sync_at("once", 1, now)).unwrap_err();
     assert_eq!(err.code(), ErrorCode::StoreUnavailable);
     let _ = sleeper.join();

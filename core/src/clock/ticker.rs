@@ -44,7 +44,9 @@ const NONE: i64 = i64::MIN;
 
 const STOPPED: u8 = 0;
 const RUNNING: u8 = 1;
-/// A thread could not be spawned: every read goes to the wall clock.
+/// A thread could not be spawned: every read goes to the wall clock. (The loom model spawns
+/// no real thread, so it never reaches this state.)
+#[cfg_attr(loom, allow(dead_code))]
 const UNAVAILABLE: u8 = 2;
 
 /// The published millisecond, on its own cache line: the ticker writes it once per tick and

@@ -75,6 +75,33 @@ pub fn calls(port: u16, cmd: &str) -> u64 {
         .unwrap_or(0)
 }
 
+/// Blocks the server on `port` with `DEBUG SLEEP secs` from a thread of its own, and returns
+/// only once the server is seen blocked (a `PING` on a fresh connection gets no answer within
+/// 50 ms), so a call made next is certain to wait behind the sleep. A fixed pause instead lost
+/// the race on a loaded machine: the call went out before the sleep and succeeded. Join the
+/// handle to wait for the sleep to end.
+pub fn block_server(port: u16, secs: u32) -> std::thread::JoinHandle<std::io::Result<String>> {
+    let sleeper = std::thread::spawn(move || raw_command(port, &format!("DEBUG SLEEP {secs}")));
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        assert!(Instant::now() < deadline, "DEBUG SLEEP never blocked the server on port {port}");
+        if !answers_ping_within(port, Duration::from_millis(50)) {
+            return sleeper;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Whether the server on `port` answers `PING` within `wait`.
+fn answers_ping_within(port: u16, wait: Duration) -> bool {
+    let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else { return false };
+    if s.set_read_timeout(Some(wait)).is_err() || s.write_all(b"PING\r\n").is_err() {
+        return false;
+    }
+    let mut buf = [0u8; 16];
+    matches!(s.read(&mut buf), Ok(n) if n > 0)
+}
+
 /// Sends one inline command and returns the raw reply (enough for PING and DEBUG).
 pub fn raw_command(port: u16, line: &str) -> std::io::Result<String> {
     let mut s = TcpStream::connect(("127.0.0.1", port))?;
