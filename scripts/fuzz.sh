@@ -16,7 +16,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECONDS_EACH=${FUZZ_SECONDS:-60}
-TARGETS=${FUZZ_TARGETS:-"strategy_spec vectors redis_reply c_abi"}
+TARGETS=${FUZZ_TARGETS:-"strategy_spec vectors redis_reply c_abi http_fields"}
 CARGO_FUZZ_VERSION=0.13.2
 
 rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
