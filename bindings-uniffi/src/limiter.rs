@@ -33,6 +33,10 @@ pub struct LimiterOptions {
     /// quotas and raise otherwise).
     #[uniffi(default = None)]
     pub fail_policy: Option<FailPolicy>,
+    /// Count checks (allowed, denied, fallbacks, errors by code) and time Redis calls; read
+    /// them with `metrics()`. Off by default, and free when off.
+    #[uniffi(default = false)]
+    pub metrics: bool,
 }
 
 /// A strategy bound to a store, a clock and a key prefix. Thread-safe: share one limiter
@@ -53,11 +57,19 @@ impl Limiter {
             .store(store.store)
             .clock(clock::from_option(options.clock.as_ref()))
             .server_clock(server_clock)
-            .prefix(options.prefix);
+            .prefix(options.prefix)
+            .metrics(options.metrics);
         if let Some(policy) = fail_policy {
             builder = builder.fail_policy(policy);
         }
         Arc::new(Limiter { inner: Arc::new(builder.build()) })
+    }
+
+    /// The limiter's counters, cumulative since it was made (`enabled` false and all zero unless
+    /// made with `metrics = true`): feed them to OpenTelemetry observable counters and an
+    /// explicit-bucket histogram.
+    pub fn metrics(&self) -> crate::records::Metrics {
+        crate::records::Metrics::from_core(self.inner.metrics().map(|m| m.snapshot()))
     }
 
     /// Checks a request of `cost` units for `key`, consuming them when allowed; blocks the

@@ -69,3 +69,46 @@ impl From<throttlekit::MultiDecision> for MultiDecision {
         }
     }
 }
+
+/// A limiter's counters (core's `MetricsSnapshot`), all cumulative since it was made.
+#[derive(Clone, Debug, PartialEq, Eq, uniffi::Record)]
+pub struct Metrics {
+    /// Whether the limiter counts at all (made with `metrics = true`).
+    pub enabled: bool,
+    /// Checks the store allowed.
+    pub allowed: u64,
+    /// Checks the store denied.
+    pub denied: u64,
+    /// Checks the fail policy allowed because the store was unavailable.
+    pub fallback_allowed: u64,
+    /// Checks the fail policy denied because the store was unavailable.
+    pub fallback_denied: u64,
+    /// Failed checks by error code (`config_invalid`, ...), every code listed when enabled.
+    pub errors: std::collections::HashMap<String, u64>,
+    /// Upper bounds of the latency buckets of calls to a remote store, µs.
+    pub latency_bounds_us: Vec<u64>,
+    /// Calls per bucket: `latency_counts[i]` took at most `latency_bounds_us[i]` µs (and more
+    /// than the bound before); the last counts the rest.
+    pub latency_counts: Vec<u64>,
+    /// Sum of the timed calls' latencies, µs.
+    pub latency_sum_us: u64,
+}
+
+impl Metrics {
+    /// Adapts core's snapshot (`None`: metrics off).
+    pub(crate) fn from_core(snapshot: Option<throttlekit::metrics::MetricsSnapshot>) -> Metrics {
+        let enabled = snapshot.is_some();
+        let s = snapshot.unwrap_or_default();
+        Metrics {
+            enabled,
+            allowed: s.allowed,
+            denied: s.denied,
+            fallback_allowed: s.fallback_allowed,
+            fallback_denied: s.fallback_denied,
+            errors: s.errors.iter().map(|(code, n)| (code.as_str().to_string(), *n)).collect(),
+            latency_bounds_us: throttlekit::metrics::LATENCY_BOUNDS_US.to_vec(),
+            latency_counts: s.latency_counts,
+            latency_sum_us: s.latency_sum_us,
+        }
+    }
+}

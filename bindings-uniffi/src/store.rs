@@ -51,18 +51,28 @@ pub struct MemoryStore {
 
 #[uniffi::export]
 impl MemoryStore {
-    /// An unbounded store (`max_keys` null), or one holding about `max_keys` keys at most
-    /// (least recently used keys are evicted beyond that; `max_keys` >= 1).
-    #[uniffi::constructor]
-    pub fn new(max_keys: Option<i64>) -> Result<Arc<Self>> {
-        let inner = match max_keys {
-            None => throttlekit::MemoryStore::new(),
-            Some(n) => {
-                let n = usize::try_from(n).map_err(|_| crate::ThrottleKitError::config("max_keys", "must be >= 1"))?;
-                throttlekit::MemoryStore::with_max_keys(n)?
-            }
+    /// An in-process store holding at most about `max_keys` keys (least recently used keys are
+    /// evicted beyond that) whose full keys (`prefix:key`) are at most `max_key_length` bytes
+    /// (longer is `config_invalid`). `null` takes core's default for either (917,504 keys, 256
+    /// bytes: bounded by default); `Long.MAX_VALUE` lifts a bound.
+    #[uniffi::constructor(default(max_keys = None, max_key_length = None))]
+    pub fn new(max_keys: Option<i64>, max_key_length: Option<i64>) -> Result<Arc<Self>> {
+        let bound = |v: Option<i64>, default: usize, name: &str| match v {
+            None => Ok(default),
+            Some(n) if n >= 1 => Ok(usize::try_from(n).unwrap_or(usize::MAX)),
+            Some(_) => Err(crate::ThrottleKitError::config(name, "must be >= 1")),
         };
-        Ok(Arc::new(MemoryStore { inner: Arc::new(inner) }))
+        let limits = throttlekit::MemoryLimits {
+            max_keys: bound(max_keys, throttlekit::MemoryLimits::DEFAULT_MAX_KEYS, "max_keys")?,
+            max_key_length: bound(max_key_length, throttlekit::MemoryLimits::DEFAULT_MAX_KEY_LENGTH, "max_key_length")?,
+        };
+        Ok(Arc::new(MemoryStore { inner: Arc::new(throttlekit::MemoryStore::with_limits(limits)?) }))
+    }
+
+    /// How many live keys the store has evicted to stay within its bound since it was made:
+    /// when it climbs, the bound is too small for the traffic.
+    pub fn evictions(&self) -> u64 {
+        self.inner.evictions()
     }
 
     /// The number of keys held (expired keys not yet swept included). A `Long`, not an

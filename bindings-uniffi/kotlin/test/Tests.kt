@@ -90,6 +90,27 @@ private fun badInputs() {
         expectCode("config_invalid") { nowFromDouble(0.5) }
         check(l.peekBlocking("k").remaining == 2L) { "a refused cost consumed" }
     }
+    test("metrics count checks by outcome when asked for, and are all zero otherwise") {
+        val on = Limiter(Strategy.fixedWindow(2, 1000), memory().copy(metrics = true))
+        repeat(3) { on.checkBlocking("k") }
+        val m = on.metrics()
+        check(m.enabled && m.allowed == 2UL && m.denied == 1UL) { "metrics $m" }
+        check(m.errors["config_invalid"] == 0UL && m.latencyCounts.size == m.latencyBoundsUs.size + 1) { "metrics $m" }
+        val off = Limiter(Strategy.fixedWindow(2, 1000), memory())
+        off.checkBlocking("k")
+        check(!off.metrics().enabled && off.metrics().allowed == 0UL) { "metrics off ${off.metrics()}" }
+    }
+    test("a memory store is bounded by default: long keys are config_invalid, evictions are counted") {
+        val l = Limiter(Strategy.fixedWindow(5, 1000), memory())
+        l.checkBlocking("k".repeat(256))
+        expectCode("config_invalid") { l.checkBlocking("k".repeat(257)) }
+        val small = MemoryStore(maxKeys = 4, maxKeyLength = 8)
+        val s = Limiter(Strategy.fixedWindow(5, 1000), LimiterOptions(store = small.asStore(), clock = ManualClock(0)))
+        expectCode("config_invalid") { s.checkBlocking("123456789") }
+        for (i in 0 until 1000) s.checkBlocking("k$i")
+        check(small.evictions() > 0UL && small.len() < 1000) { "evictions ${small.evictions()}, len ${small.len()}" }
+        expectCode("config_invalid") { MemoryStore(maxKeyLength = 0) }
+    }
     test("other constructors refuse bad arguments with config_invalid") {
         expectCode("config_invalid") { MemoryStore(0) }
         expectCode("config_invalid") { MemoryStore(-1) }

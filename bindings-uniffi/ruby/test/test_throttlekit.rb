@@ -89,6 +89,24 @@ test "every error case is a ThrottleKitError with its stable code" do
   assert e.detail.include?("limit"), e.detail
 end
 
+test "metrics count checks by outcome when asked for" do
+  l = TK::Limiter.new(TK::Strategy.fixed_window(2, 1000), TK::LimiterOptions.new(metrics: true))
+  3.times { l.check_blocking("metrics-k") }
+  m = l.metrics
+  assert(m.enabled && m.allowed == 2 && m.denied == 1, "metrics #{m.inspect}")
+  off = TK::Limiter.new(TK::Strategy.fixed_window(2, 1000), TK::LimiterOptions.new)
+  off.check_blocking("metrics-k")
+  assert(!off.metrics.enabled && off.metrics.allowed.zero?, "metrics off")
+end
+
+test "a default memory store refuses keys over 256 bytes" do
+  l = TK::Limiter.new(TK::Strategy.fixed_window(5, 1000), TK::LimiterOptions.new)
+  l.check_blocking("k" * 256)
+  expect_code("config_invalid") { l.check_blocking("k" * 257) }
+  store = TK::MemoryStore.new(4, 8)
+  assert(store.evictions.zero?, "a new store has evicted nothing")
+end
+
 test "a Redis URL nobody serves is store_unavailable" do
   port = TCPServer.open("127.0.0.1", 0) { |s| s.addr[1] } # closed again: nobody listens
   expect_code("store_unavailable") do

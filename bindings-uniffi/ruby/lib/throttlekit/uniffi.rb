@@ -269,6 +269,7 @@ private_constant :UniffiHandleMap
     
     RustBuffer.check_lower_Optionalbool(v.server_clock)
     RustBuffer.check_lower_OptionalTypeFailPolicy(v.fail_policy)
+    
   end
 
   def self.alloc_from_TypeLimiterOptions(v)
@@ -281,6 +282,33 @@ private_constant :UniffiHandleMap
   def consume_into_TypeLimiterOptions
     consumeWithStream do |stream|
       return stream.read_TypeLimiterOptions
+    end
+  end
+
+  # The Record type Metrics.
+
+  def self.check_lower_TypeMetrics(v)
+    
+    
+    
+    
+    
+    RustBuffer.check_lower_MapStringU64(v.errors)
+    RustBuffer.check_lower_Sequenceu64(v.latency_bounds_us)
+    RustBuffer.check_lower_Sequenceu64(v.latency_counts)
+    
+  end
+
+  def self.alloc_from_TypeMetrics(v)
+    RustBuffer.allocWithBuilder do |builder|
+      builder.write_TypeMetrics(v)
+      return builder.finalize
+    end
+  end
+
+  def consume_into_TypeMetrics
+    consumeWithStream do |stream|
+      return stream.read_TypeMetrics
     end
   end
 
@@ -606,6 +634,27 @@ private_constant :UniffiHandleMap
     end
   end
 
+  # The Sequence<T> type for u64.
+
+  def self.check_lower_Sequenceu64(v)
+    v.each do |item|
+      
+    end
+  end
+
+  def self.alloc_from_Sequenceu64(v)
+    RustBuffer.allocWithBuilder do |builder|
+      builder.write_Sequenceu64(v)
+      return builder.finalize()
+    end
+  end
+
+  def consume_into_Sequenceu64
+    consumeWithStream do |stream|
+      return stream.read_Sequenceu64
+    end
+  end
+
   # The Sequence<T> type for string.
 
   def self.check_lower_Sequencestring(v)
@@ -670,6 +719,27 @@ private_constant :UniffiHandleMap
   end
 
   
+  # The Map<T> type for MapStringU64.
+
+  def self.check_lower_MapStringU64(v)
+    v.each do |k, v|
+      
+      
+    end
+  end
+
+  def self.alloc_from_MapStringU64(v)
+    RustBuffer.allocWithBuilder do |builder|
+      builder.write_MapStringU64(v)
+      return builder.finalize
+    end
+  end
+
+  def consume_into_MapStringU64
+    consumeWithStream do |stream|
+      return stream.read_MapStringU64
+    end
+  end
 end
 
 module UniFFILib
@@ -713,6 +783,10 @@ class RustBufferStream
     @offset += size
 
     data
+  end
+
+  def read_u64
+    unpack_from 8, 'Q>'
   end
 
   def read_i64
@@ -820,7 +894,24 @@ class RustBufferStream
       clock: read_OptionalTypeManualClock,
       prefix: read_string,
       server_clock: read_Optionalbool,
-      fail_policy: read_OptionalTypeFailPolicy
+      fail_policy: read_OptionalTypeFailPolicy,
+      metrics: read_bool
+    )
+  end
+
+  # The Record type Metrics.
+
+  def read_TypeMetrics
+    Metrics.new(
+      enabled: read_bool,
+      allowed: read_u64,
+      denied: read_u64,
+      fallback_allowed: read_u64,
+      fallback_denied: read_u64,
+      errors: read_MapStringU64,
+      latency_bounds_us: read_Sequenceu64,
+      latency_counts: read_Sequenceu64,
+      latency_sum_us: read_u64
     )
   end
 
@@ -1086,6 +1177,22 @@ class RustBufferStream
     end
   end
 
+  # The Sequence<T> type for u64.
+
+  def read_Sequenceu64
+    count = unpack_from 4, 'l>'
+
+    raise InternalError, 'Unexpected negative sequence length' if count.negative?
+
+    items = []
+
+    count.times do
+      items.append read_u64
+    end
+
+    items
+  end
+
   # The Sequence<T> type for string.
 
   def read_Sequencestring
@@ -1129,6 +1236,21 @@ class RustBufferStream
 
     count.times do
       items.append read_TypeDimension
+    end
+
+    items
+  end
+
+  # The Map<T> type for MapStringU64.
+
+  def read_MapStringU64
+    count = unpack_from 4, 'l>'
+    raise InternalError, 'Unexpected negative map size' if count.negative?
+
+    items = {}
+    count.times do
+      key = read_string
+      items[key] = read_u64
     end
 
     items
@@ -1178,6 +1300,11 @@ class RustBufferBuilder
     reserve(value.bytes.size) do
       @rust_buf.data.put_array_of_char @rust_buf.len, value.bytes
     end
+  end
+
+  def write_u64(v)
+    v = ::Throttlekit::uniffi_in_range(v, "u64", 0, 2**64)
+    pack_into(8, 'Q>', v)
   end
 
   def write_i64(v)
@@ -1275,6 +1402,21 @@ class RustBufferBuilder
     self.write_string(v.prefix)
     self.write_Optionalbool(v.server_clock)
     self.write_OptionalTypeFailPolicy(v.fail_policy)
+    self.write_bool(v.metrics)
+  end
+
+  # The Record type Metrics.
+
+  def write_TypeMetrics(v)
+    self.write_bool(v.enabled)
+    self.write_u64(v.allowed)
+    self.write_u64(v.denied)
+    self.write_u64(v.fallback_allowed)
+    self.write_u64(v.fallback_denied)
+    self.write_MapStringU64(v.errors)
+    self.write_Sequenceu64(v.latency_bounds_us)
+    self.write_Sequenceu64(v.latency_counts)
+    self.write_u64(v.latency_sum_us)
   end
 
   # The Record type MultiDecision.
@@ -1475,6 +1617,16 @@ class RustBufferBuilder
     end
   end
 
+  # The Sequence<T> type for u64.
+
+  def write_Sequenceu64(items)
+    pack_into(4, 'l>', items.size)
+
+    items.each do |item|
+      self.write_u64(item)
+    end
+  end
+
   # The Sequence<T> type for string.
 
   def write_Sequencestring(items)
@@ -1502,6 +1654,17 @@ class RustBufferBuilder
 
     items.each do |item|
       self.write_TypeDimension(item)
+    end
+  end
+
+  # The Map<T> type for MapStringU64.
+
+  def write_MapStringU64(items)
+    pack_into(4, 'l>', items.size)
+
+    items.each do |k, v|
+      self.write_string(k)
+      self.write_u64(v)
     end
   end
 
@@ -1958,6 +2121,10 @@ module UniFFILib
     [:uint64, RustBuffer.by_value, :int64, RustCallStatus.by_ref],
     RustBuffer.by_value
   
+  attach_function :uniffi_throttlekit_uniffi_fn_method_limiter_metrics,
+    [:uint64, RustCallStatus.by_ref],
+    RustBuffer.by_value
+  
   attach_function :uniffi_throttlekit_uniffi_fn_method_limiter_peek,
     [:uint64, RustBuffer.by_value, ],
     :uint64
@@ -2071,7 +2238,11 @@ module UniFFILib
     :void
   
   attach_function :uniffi_throttlekit_uniffi_fn_constructor_memorystore_new,
-    [RustBuffer.by_value, RustCallStatus.by_ref],
+    [RustBuffer.by_value, RustBuffer.by_value, RustCallStatus.by_ref],
+    :uint64
+  
+  attach_function :uniffi_throttlekit_uniffi_fn_method_memorystore_evictions,
+    [:uint64, RustCallStatus.by_ref],
     :uint64
   
   attach_function :uniffi_throttlekit_uniffi_fn_method_memorystore_is_empty,
@@ -2430,6 +2601,10 @@ module UniFFILib
     [],
     :uint16
   
+  attach_function :uniffi_throttlekit_uniffi_checksum_method_limiter_metrics,
+    [],
+    :uint16
+  
   attach_function :uniffi_throttlekit_uniffi_checksum_method_limiter_peek,
     [],
     :uint16
@@ -2507,6 +2682,10 @@ module UniFFILib
     :uint16
   
   attach_function :uniffi_throttlekit_uniffi_checksum_method_shaper_schedule_blocking,
+    [],
+    :uint16
+  
+  attach_function :uniffi_throttlekit_uniffi_checksum_method_memorystore_evictions,
     [],
     :uint16
   
@@ -2796,14 +2975,15 @@ end
   
   # Record type LimiterOptions
 class LimiterOptions
-  attr_reader :store, :clock, :prefix, :server_clock, :fail_policy
+  attr_reader :store, :clock, :prefix, :server_clock, :fail_policy, :metrics
 
-  def initialize(store: nil, clock: nil, prefix: "", server_clock: nil, fail_policy: nil)
+  def initialize(store: nil, clock: nil, prefix: "", server_clock: nil, fail_policy: nil, metrics: false)
     @store = store
     @clock = clock
     @prefix = prefix
     @server_clock = server_clock
     @fail_policy = fail_policy
+    @metrics = metrics
   end
 
   def ==(other)
@@ -2820,6 +3000,9 @@ class LimiterOptions
       return false
     end
     if @fail_policy != other.fail_policy
+      return false
+    end
+    if @metrics != other.metrics
       return false
     end
 
@@ -2922,6 +3105,56 @@ class Decision
       return false
     end
     if @fallback != other.fallback
+      return false
+    end
+
+    true
+  end
+  
+end
+  
+  # Record type Metrics
+class Metrics
+  attr_reader :enabled, :allowed, :denied, :fallback_allowed, :fallback_denied, :errors, :latency_bounds_us, :latency_counts, :latency_sum_us
+
+  def initialize(enabled:, allowed:, denied:, fallback_allowed:, fallback_denied:, errors:, latency_bounds_us:, latency_counts:, latency_sum_us:)
+    @enabled = enabled
+    @allowed = allowed
+    @denied = denied
+    @fallback_allowed = fallback_allowed
+    @fallback_denied = fallback_denied
+    @errors = errors
+    @latency_bounds_us = latency_bounds_us
+    @latency_counts = latency_counts
+    @latency_sum_us = latency_sum_us
+  end
+
+  def ==(other)
+    if @enabled != other.enabled
+      return false
+    end
+    if @allowed != other.allowed
+      return false
+    end
+    if @denied != other.denied
+      return false
+    end
+    if @fallback_allowed != other.fallback_allowed
+      return false
+    end
+    if @fallback_denied != other.fallback_denied
+      return false
+    end
+    if @errors != other.errors
+      return false
+    end
+    if @latency_bounds_us != other.latency_bounds_us
+      return false
+    end
+    if @latency_counts != other.latency_counts
+      return false
+    end
+    if @latency_sum_us != other.latency_sum_us
       return false
     end
 
@@ -3315,6 +3548,10 @@ end
     result = ::Throttlekit.rust_call_with_error(ThrottleKitError,:uniffi_throttlekit_uniffi_fn_method_limiter_forecast_blocking,uniffi_clone_handle(),RustBuffer.alloc_from_string(key),cost)
     return result.consume_into_TypeDecision
   end
+  def metrics()
+    result = ::Throttlekit.rust_call(:uniffi_throttlekit_uniffi_fn_method_limiter_metrics,uniffi_clone_handle(),)
+    return result.consume_into_TypeMetrics
+  end
   
   def peek(key)
         key = ::Throttlekit::uniffi_utf8(key)
@@ -3663,16 +3900,22 @@ end
   def self.uniffi_lift(handle)
     uniffi_allocate handle
   end
-  def initialize(max_keys)
+  def initialize(max_keys = nil, max_key_length = nil)
         max_keys = (max_keys ? ::Throttlekit::uniffi_in_range(max_keys, "i64", -2**63, 2**63) : nil)
         RustBuffer.check_lower_Optionali64(max_keys)
-    handle = ::Throttlekit.rust_call_with_error(ThrottleKitError,:uniffi_throttlekit_uniffi_fn_constructor_memorystore_new,RustBuffer.alloc_from_Optionali64(max_keys))
+        max_key_length = (max_key_length ? ::Throttlekit::uniffi_in_range(max_key_length, "i64", -2**63, 2**63) : nil)
+        RustBuffer.check_lower_Optionali64(max_key_length)
+    handle = ::Throttlekit.rust_call_with_error(ThrottleKitError,:uniffi_throttlekit_uniffi_fn_constructor_memorystore_new,RustBuffer.alloc_from_Optionali64(max_keys),RustBuffer.alloc_from_Optionali64(max_key_length))
     @handle = handle
     ObjectSpace.define_finalizer(self, self.class.uniffi_define_finalizer_by_handle(handle, self.object_id))
   end
 
   
 
+  def evictions()
+    result = ::Throttlekit.rust_call(:uniffi_throttlekit_uniffi_fn_method_memorystore_evictions,uniffi_clone_handle(),)
+    return result.to_i
+  end
   def is_empty()
     result = ::Throttlekit.rust_call(:uniffi_throttlekit_uniffi_fn_method_memorystore_is_empty,uniffi_clone_handle(),)
     return 1 == result

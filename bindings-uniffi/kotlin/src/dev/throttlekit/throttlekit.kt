@@ -710,6 +710,8 @@ internal object IntegrityCheckingUniffiLib {
     ): Int
     external fun uniffi_throttlekit_uniffi_checksum_method_limiter_forecast_blocking(
     ): Int
+    external fun uniffi_throttlekit_uniffi_checksum_method_limiter_metrics(
+    ): Int
     external fun uniffi_throttlekit_uniffi_checksum_method_limiter_peek(
     ): Int
     external fun uniffi_throttlekit_uniffi_checksum_method_limiter_peek_blocking(
@@ -749,6 +751,8 @@ internal object IntegrityCheckingUniffiLib {
     external fun uniffi_throttlekit_uniffi_checksum_method_shaper_schedule(
     ): Int
     external fun uniffi_throttlekit_uniffi_checksum_method_shaper_schedule_blocking(
+    ): Int
+    external fun uniffi_throttlekit_uniffi_checksum_method_memorystore_evictions(
     ): Int
     external fun uniffi_throttlekit_uniffi_checksum_method_memorystore_is_empty(
     ): Int
@@ -842,6 +846,8 @@ internal object UniffiLib {
     ): Long
     external fun uniffi_throttlekit_uniffi_fn_method_limiter_forecast_blocking(`ptr`: Long,`key`: RustBuffer.ByValue,`cost`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
+    external fun uniffi_throttlekit_uniffi_fn_method_limiter_metrics(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
     external fun uniffi_throttlekit_uniffi_fn_method_limiter_peek(`ptr`: Long,`key`: RustBuffer.ByValue,
     ): Long
     external fun uniffi_throttlekit_uniffi_fn_method_limiter_peek_blocking(`ptr`: Long,`key`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
@@ -898,7 +904,9 @@ internal object UniffiLib {
     ): Long
     external fun uniffi_throttlekit_uniffi_fn_free_memorystore(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Unit
-    external fun uniffi_throttlekit_uniffi_fn_constructor_memorystore_new(`maxKeys`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    external fun uniffi_throttlekit_uniffi_fn_constructor_memorystore_new(`maxKeys`: RustBuffer.ByValue,`maxKeyLength`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
+    external fun uniffi_throttlekit_uniffi_fn_method_memorystore_evictions(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Long
     external fun uniffi_throttlekit_uniffi_fn_method_memorystore_is_empty(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Byte
@@ -1107,6 +1115,9 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_throttlekit_uniffi_checksum_method_limiter_forecast_blocking() and 0xFFFF) != 58900) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
+    if ((lib.uniffi_throttlekit_uniffi_checksum_method_limiter_metrics() and 0xFFFF) != 20159) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
     if ((lib.uniffi_throttlekit_uniffi_checksum_method_limiter_peek() and 0xFFFF) != 62108) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
@@ -1167,6 +1178,9 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_throttlekit_uniffi_checksum_method_shaper_schedule_blocking() and 0xFFFF) != 57525) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
+    if ((lib.uniffi_throttlekit_uniffi_checksum_method_memorystore_evictions() and 0xFFFF) != 9484) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
     if ((lib.uniffi_throttlekit_uniffi_checksum_method_memorystore_is_empty() and 0xFFFF) != 6139) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
@@ -1200,7 +1214,7 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_throttlekit_uniffi_checksum_constructor_shaper_new() and 0xFFFF) != 25356) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_throttlekit_uniffi_checksum_constructor_memorystore_new() and 0xFFFF) != 29134) {
+    if ((lib.uniffi_throttlekit_uniffi_checksum_constructor_memorystore_new() and 0xFFFF) != 34811) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_throttlekit_uniffi_checksum_constructor_redisstore_connect() and 0xFFFF) != 19546) {
@@ -1422,6 +1436,29 @@ private class JavaLangRefCleanable(
     val cleanable: java.lang.ref.Cleaner.Cleanable
 ) : UniffiCleaner.Cleanable {
     override fun clean() = cleanable.clean()
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterULong: FfiConverter<ULong, Long> {
+    override fun lift(value: Long): ULong {
+        return value.toULong()
+    }
+
+    override fun read(buf: ByteBuffer): ULong {
+        return lift(buf.getLong())
+    }
+
+    override fun lower(value: ULong): Long {
+        return value.toLong()
+    }
+
+    override fun allocationSize(value: ULong) = 8UL
+
+    override fun write(value: ULong, buf: ByteBuffer) {
+        buf.putLong(value.toLong())
+    }
 }
 
 /**
@@ -1687,6 +1724,13 @@ public interface LimiterInterface {
      * The decision a check of `cost` would get now, consuming nothing.
      */
     fun `forecastBlocking`(`key`: kotlin.String, `cost`: kotlin.Long = 1L): Decision
+    
+    /**
+     * The limiter's counters, cumulative since it was made (`enabled` false and all zero unless
+     * made with `metrics = true`): feed them to OpenTelemetry observable counters and an
+     * explicit-bucket histogram.
+     */
+    fun `metrics`(): Metrics
     
     /**
      * The key's current capacity, consuming nothing.
@@ -1986,6 +2030,24 @@ open class Limiter: Disposable, AutoCloseable, LimiterInterface
         
         FfiConverterString.lower(`key`),
         FfiConverterLong.lower(`cost`),_status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * The limiter's counters, cumulative since it was made (`enabled` false and all zero unless
+     * made with `metrics = true`): feed them to OpenTelemetry observable counters and an
+     * explicit-bucket histogram.
+     */override fun `metrics`(): Metrics {
+            return FfiConverterTypeMetrics.lift(
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_throttlekit_uniffi_fn_method_limiter_metrics(
+        it,
+        _status)
 }
     }
     )
@@ -2578,6 +2640,12 @@ public object FfiConverterTypeManualClock: FfiConverter<ManualClock, Long> {
 public interface MemoryStoreInterface {
     
     /**
+     * How many live keys the store has evicted to stay within its bound since it was made:
+     * when it climbs, the bound is too small for the traffic.
+     */
+    fun `evictions`(): kotlin.ULong
+    
+    /**
      * Whether it holds no key.
      */
     fun `isEmpty`(): kotlin.Boolean
@@ -2619,16 +2687,19 @@ open class MemoryStore: Disposable, AutoCloseable, MemoryStoreInterface
         this.cleanable = null
     }
     /**
-     * An unbounded store (`max_keys` null), or one holding about `max_keys` keys at most
-     * (least recently used keys are evicted beyond that; `max_keys` >= 1).
+     * An in-process store holding at most about `max_keys` keys (least recently used keys are
+     * evicted beyond that) whose full keys (`prefix:key`) are at most `max_key_length` bytes
+     * (longer is `config_invalid`). `null` takes core's default for either (917,504 keys, 256
+     * bytes: bounded by default); `Long.MAX_VALUE` lifts a bound.
      */
-    constructor(`maxKeys`: kotlin.Long?) :
+    constructor(`maxKeys`: kotlin.Long? = null, `maxKeyLength`: kotlin.Long? = null) :
         this(UniffiWithHandle, 
     uniffiRustCallWithError(ThrottleKitException) { _status ->
     UniffiLib.uniffi_throttlekit_uniffi_fn_constructor_memorystore_new(
     
         
-        FfiConverterOptionalLong.lower(`maxKeys`),_status)
+        FfiConverterOptionalLong.lower(`maxKeys`),
+        FfiConverterOptionalLong.lower(`maxKeyLength`),_status)
 }
     )
 
@@ -2707,6 +2778,23 @@ open class MemoryStore: Disposable, AutoCloseable, MemoryStoreInterface
             UniffiLib.uniffi_throttlekit_uniffi_fn_clone_memorystore(handle, status)
         }
     }
+
+    
+    /**
+     * How many live keys the store has evicted to stay within its bound since it was made:
+     * when it climbs, the bound is too small for the traffic.
+     */override fun `evictions`(): kotlin.ULong {
+            return FfiConverterULong.lift(
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_throttlekit_uniffi_fn_method_memorystore_evictions(
+        it,
+        _status)
+}
+    }
+    )
+    }
+    
 
     
     /**
@@ -4600,6 +4688,12 @@ data class LimiterOptions (
      * quotas and raise otherwise).
      */
     var `failPolicy`: FailPolicy? = null 
+    , 
+    /**
+     * Count checks (allowed, denied, fallbacks, errors by code) and time Redis calls; read
+     * them with `metrics()`. Off by default, and free when off.
+     */
+    var `metrics`: kotlin.Boolean = false 
     
 ): Disposable{
     
@@ -4615,7 +4709,8 @@ data class LimiterOptions (
         this.`clock`,
         this.`prefix`,
         this.`serverClock`,
-        this.`failPolicy`
+        this.`failPolicy`,
+        this.`metrics`
     )
     }
     
@@ -4633,6 +4728,7 @@ public object FfiConverterTypeLimiterOptions: FfiConverterRustBuffer<LimiterOpti
             FfiConverterString.read(buf),
             FfiConverterOptionalBoolean.read(buf),
             FfiConverterOptionalTypeFailPolicy.read(buf),
+            FfiConverterBoolean.read(buf),
         )
     }
 
@@ -4641,7 +4737,8 @@ public object FfiConverterTypeLimiterOptions: FfiConverterRustBuffer<LimiterOpti
             FfiConverterOptionalTypeManualClock.allocationSize(value.`clock`) +
             FfiConverterString.allocationSize(value.`prefix`) +
             FfiConverterOptionalBoolean.allocationSize(value.`serverClock`) +
-            FfiConverterOptionalTypeFailPolicy.allocationSize(value.`failPolicy`)
+            FfiConverterOptionalTypeFailPolicy.allocationSize(value.`failPolicy`) +
+            FfiConverterBoolean.allocationSize(value.`metrics`)
     )
 
     override fun write(value: LimiterOptions, buf: ByteBuffer) {
@@ -4650,6 +4747,111 @@ public object FfiConverterTypeLimiterOptions: FfiConverterRustBuffer<LimiterOpti
             FfiConverterString.write(value.`prefix`, buf)
             FfiConverterOptionalBoolean.write(value.`serverClock`, buf)
             FfiConverterOptionalTypeFailPolicy.write(value.`failPolicy`, buf)
+            FfiConverterBoolean.write(value.`metrics`, buf)
+    }
+}
+
+
+
+/**
+ * A limiter's counters (core's `MetricsSnapshot`), all cumulative since it was made.
+ */
+data class Metrics (
+    /**
+     * Whether the limiter counts at all (made with `metrics = true`).
+     */
+    var `enabled`: kotlin.Boolean
+    , 
+    /**
+     * Checks the store allowed.
+     */
+    var `allowed`: kotlin.ULong
+    , 
+    /**
+     * Checks the store denied.
+     */
+    var `denied`: kotlin.ULong
+    , 
+    /**
+     * Checks the fail policy allowed because the store was unavailable.
+     */
+    var `fallbackAllowed`: kotlin.ULong
+    , 
+    /**
+     * Checks the fail policy denied because the store was unavailable.
+     */
+    var `fallbackDenied`: kotlin.ULong
+    , 
+    /**
+     * Failed checks by error code (`config_invalid`, ...), every code listed when enabled.
+     */
+    var `errors`: Map<kotlin.String, kotlin.ULong>
+    , 
+    /**
+     * Upper bounds of the latency buckets of calls to a remote store, µs.
+     */
+    var `latencyBoundsUs`: List<kotlin.ULong>
+    , 
+    /**
+     * Calls per bucket: `latency_counts[i]` took at most `latency_bounds_us[i]` µs (and more
+     * than the bound before); the last counts the rest.
+     */
+    var `latencyCounts`: List<kotlin.ULong>
+    , 
+    /**
+     * Sum of the timed calls' latencies, µs.
+     */
+    var `latencySumUs`: kotlin.ULong
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeMetrics: FfiConverterRustBuffer<Metrics> {
+    override fun read(buf: ByteBuffer): Metrics {
+        return Metrics(
+            FfiConverterBoolean.read(buf),
+            FfiConverterULong.read(buf),
+            FfiConverterULong.read(buf),
+            FfiConverterULong.read(buf),
+            FfiConverterULong.read(buf),
+            FfiConverterMapStringULong.read(buf),
+            FfiConverterSequenceULong.read(buf),
+            FfiConverterSequenceULong.read(buf),
+            FfiConverterULong.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: Metrics) = (
+            FfiConverterBoolean.allocationSize(value.`enabled`) +
+            FfiConverterULong.allocationSize(value.`allowed`) +
+            FfiConverterULong.allocationSize(value.`denied`) +
+            FfiConverterULong.allocationSize(value.`fallbackAllowed`) +
+            FfiConverterULong.allocationSize(value.`fallbackDenied`) +
+            FfiConverterMapStringULong.allocationSize(value.`errors`) +
+            FfiConverterSequenceULong.allocationSize(value.`latencyBoundsUs`) +
+            FfiConverterSequenceULong.allocationSize(value.`latencyCounts`) +
+            FfiConverterULong.allocationSize(value.`latencySumUs`)
+    )
+
+    override fun write(value: Metrics, buf: ByteBuffer) {
+            FfiConverterBoolean.write(value.`enabled`, buf)
+            FfiConverterULong.write(value.`allowed`, buf)
+            FfiConverterULong.write(value.`denied`, buf)
+            FfiConverterULong.write(value.`fallbackAllowed`, buf)
+            FfiConverterULong.write(value.`fallbackDenied`, buf)
+            FfiConverterMapStringULong.write(value.`errors`, buf)
+            FfiConverterSequenceULong.write(value.`latencyBoundsUs`, buf)
+            FfiConverterSequenceULong.write(value.`latencyCounts`, buf)
+            FfiConverterULong.write(value.`latencySumUs`, buf)
     }
 }
 
@@ -5659,6 +5861,34 @@ public object FfiConverterOptionalTypeStore: FfiConverterRustBuffer<Store?> {
 /**
  * @suppress
  */
+public object FfiConverterSequenceULong: FfiConverterRustBuffer<List<kotlin.ULong>> {
+    override fun read(buf: ByteBuffer): List<kotlin.ULong> {
+        val len = buf.getInt()
+        return List<kotlin.ULong>(len) {
+            FfiConverterULong.read(buf)
+        }
+    }
+
+    override fun allocationSize(value: List<kotlin.ULong>): ULong {
+        val sizeForLength = 4UL
+        val sizeForItems = value.map { FfiConverterULong.allocationSize(it) }.sum()
+        return sizeForLength + sizeForItems
+    }
+
+    override fun write(value: List<kotlin.ULong>, buf: ByteBuffer) {
+        buf.putInt(value.size)
+        value.iterator().forEach {
+            FfiConverterULong.write(it, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
 public object FfiConverterSequenceString: FfiConverterRustBuffer<List<kotlin.String>> {
     override fun read(buf: ByteBuffer): List<kotlin.String> {
         val len = buf.getInt()
@@ -5733,6 +5963,45 @@ public object FfiConverterSequenceTypeDimension: FfiConverterRustBuffer<List<Dim
         buf.putInt(value.size)
         value.iterator().forEach {
             FfiConverterTypeDimension.write(it, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterMapStringULong: FfiConverterRustBuffer<Map<kotlin.String, kotlin.ULong>> {
+    override fun read(buf: ByteBuffer): Map<kotlin.String, kotlin.ULong> {
+        val len = buf.getInt()
+        return buildMap<kotlin.String, kotlin.ULong>(len) {
+            repeat(len) {
+                val k = FfiConverterString.read(buf)
+                val v = FfiConverterULong.read(buf)
+                this[k] = v
+            }
+        }
+    }
+
+    override fun allocationSize(value: Map<kotlin.String, kotlin.ULong>): ULong {
+        val spaceForMapSize = 4UL
+        val spaceForChildren = value.map { (k, v) ->
+            FfiConverterString.allocationSize(k) +
+            FfiConverterULong.allocationSize(v)
+        }.sum()
+        return spaceForMapSize + spaceForChildren
+    }
+
+    override fun write(value: Map<kotlin.String, kotlin.ULong>, buf: ByteBuffer) {
+        buf.putInt(value.size)
+        // The parens on `(k, v)` here ensure we're calling the right method,
+        // which is important for compatibility with older android devices.
+        // Ref https://blog.danlew.net/2017/03/16/kotlin-puzzler-whose-line-is-it-anyways/
+        value.forEach { (k, v) ->
+            FfiConverterString.write(k, buf)
+            FfiConverterULong.write(v, buf)
         }
     }
 }
