@@ -53,5 +53,6 @@ suite "lint" scripts/lint.sh
 
 echo
 [ ${#failures[@]} -eq 0 ] || echo "failed suites: ${failures[*]}"
+echo "total: $SECONDS s"
 echo "suites: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -74,9 +74,12 @@ step "the .crate, unpacked outside the workspace: build its CLI (cargo) and repl
 mkdir "$WORK/crate"
 tar -xzf "$DIST/throttlekit-$VERSION.crate" -C "$WORK/crate"
 crate=$WORK/crate/throttlekit-$VERSION
-# Its own Cargo.lock and manifest. CHECK_TARGET is only a build cache (shared with the sdist's
-# build below), apart from the workspace's target/ so as not to overwrite its binaries.
+# Its own Cargo.lock and manifest. Its binaries go to CHECK_TARGET, apart from the workspace's
+# target/ so as not to overwrite the workspace's; its intermediate artifacts go to the workspace's
+# build dir (cargo's build.build-dir), so every dependency the earlier suites (and `cargo
+# package`'s verification) compiled in the debug profile is reused, not compiled a second time.
 CHECK_TARGET=$CARGO_TARGET_DIR/dist-check
+export CARGO_BUILD_BUILD_DIR=$CARGO_TARGET_DIR
 (cd "$crate" && CARGO_TARGET_DIR=$CHECK_TARGET cargo build --locked -q --bin throttlekit)
 [ -z "$(cd "$crate" && cargo locate-project --workspace --message-format plain | grep -v "^$crate/Cargo.toml$")" ] \
     || fail "the unpacked crate sees a workspace above it"
