@@ -84,7 +84,7 @@ fn prove(name: &str, rule: Rule) {
         ..RedisOptions::default()
     };
     let store = Arc::new(RedisStore::connect_blocking(options).expect("connect through the proxy"));
-    let limiter = Limiter::builder(Strategy::fixed_window(LIMIT, 3_600_000).unwrap())
+    let limiter = Limiter::builder(Strategy::gcra(LIMIT, 1_000_000_000, None).unwrap())
         .store(store)
         .fail_policy(FailPolicy::Raise)
         .prefix(name)
