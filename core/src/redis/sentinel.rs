@@ -144,7 +144,7 @@ async fn lookup(urls: &[url::Url], service: &str, tls: Option<&TlsFiles>, timeou
 }
 
 /// A client for the master at `addr`, with `url`'s scheme, credentials and database.
-fn master_client(url: &url::Url, addr: &(String, u16), tls: Option<&TlsFiles>) -> Result<redis::Client> {
+pub(crate) fn master_client(url: &url::Url, addr: &(String, u16), tls: Option<&TlsFiles>) -> Result<redis::Client> {
     let mut u = url.clone();
     u.set_host(Some(&addr.0)).map_err(|e| Error::store(format!("the sentinels named a bad host {:?}: {e}", addr.0)))?;
     let _ = u.set_port(Some(addr.1));
