@@ -35,6 +35,7 @@ suite "http vectors (CLI)" bash -c 'set -o pipefail; cargo run -q -p throttlekit
 suite "tower layer" cargo test -p throttlekit-tower --locked
 suite "http black-box (rust-axum)" tests/http-blackbox.sh rust-axum
 suite "http black-box (go-nethttp)" tests/http-blackbox.sh go-nethttp
+suite "fault proxy" cargo test -p throttlekit-faultproxy --locked
 suite "redis" tests/redis.sh
 suite "python" bindings-python/test.sh
 suite "http black-box (python-fastapi)" tests/http-blackbox.sh python-fastapi
