@@ -5,6 +5,10 @@
 //! its timeout (by the fail policy while no master answers), and the store follows the
 //! promoted replica by itself. The run prints what `docs/redis.md` reports (recovery time and
 //! admissions lost to asynchronous replication).
+//!
+//! Also: sentinels, master and replica over TLS only (`rediss://` sentinel URLs, the CA from
+//! `tls_ca_file`, the master reached on its TLS port); and sentinels that require a password of
+//! their own (`sentinel_password`), refused without it with the sentinels' answer as the cause.
 
 #[path = "support/failover.rs"]
 mod failover;
@@ -12,12 +16,14 @@ mod failover;
 mod redis_sentinel;
 #[path = "support/redis_server.rs"]
 mod redis_server;
+#[path = "support/redis_tls.rs"]
+mod redis_tls;
 
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use redis_sentinel::{SERVICE, SentinelSetup};
+use redis_sentinel::{SERVICE, SentinelConf, SentinelSetup};
 use throttlekit::conformance;
 use throttlekit::redis::{RedisMode, RedisOptions, RedisStore};
 
@@ -73,4 +79,75 @@ fn the_store_finds_the_master_through_the_sentinels_and_follows_a_failover() {
         "a call took {} ms with a {TIMEOUT_MS} ms timeout",
         report.max_call_ms
     );
+}
+
+/// One check through the sentinels with `options`: admitted, and the key is on the master.
+fn one_check_lands_on_the_master(setup: &SentinelSetup, options: RedisOptions, db: &str) {
+    let store = Arc::new(RedisStore::connect_blocking(options).expect("connect through the sentinels"));
+    assert!(store.is_routed());
+    let l = throttlekit::Limiter::builder(throttlekit::Strategy::gcra(5, 1000, None).unwrap())
+        .store(store.clone())
+        .fail_policy(throttlekit::FailPolicy::Raise)
+        .build();
+    assert!(l.check_sync("where", 1).unwrap().allowed);
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    assert!(rt.block_on(l.check("where", 1)).unwrap().allowed);
+    let keys = redis_server::cli(setup.master.port, &["-n", db, "dbsize"]).unwrap();
+    assert_eq!(keys.trim(), "1", "the key is on the master");
+}
+
+#[test]
+fn sentinels_over_tls_name_the_master_and_the_store_reaches_it_over_tls() {
+    let pki = redis_tls::Pki::generate();
+    let p = |f: &str| pki.path(f).to_str().unwrap().to_string();
+    let mut server_args = pki.server_args(false);
+    server_args.extend(["--tls-replication", "yes"].map(String::from));
+    let conf = SentinelConf {
+        lines: vec![
+            "tls-port {tls_port}".to_string(),
+            format!("tls-cert-file {}", p("server.crt")),
+            format!("tls-key-file {}", p("server.key")),
+            format!("tls-ca-cert-file {}", p("ca.crt")),
+            "tls-auth-clients no".to_string(),
+            "tls-replication yes".to_string(),
+        ],
+        tls: true,
+        ..SentinelConf::default()
+    };
+    let setup = SentinelSetup::start_configured(&server_args, &conf);
+    let urls: Vec<String> =
+        setup.sentinels.iter().map(|s| format!("rediss://127.0.0.1:{}", s.tls_port.unwrap())).collect();
+    let options = RedisOptions {
+        urls: urls.clone(),
+        mode: RedisMode::Sentinel,
+        service_name: Some(SERVICE.to_string()),
+        tls_ca_file: Some(pki.path("ca.crt")),
+        timeout_ms: 2000,
+        ..RedisOptions::default()
+    };
+    one_check_lands_on_the_master(&setup, options.clone(), "0");
+    // The sentinels' certificates are verified too: an unrelated CA is refused.
+    let e = RedisStore::connect_blocking(RedisOptions { tls_ca_file: Some(pki.path("other-ca.crt")), ..options })
+        .unwrap_err();
+    assert_eq!(e.code(), throttlekit::ErrorCode::StoreUnavailable, "{e}");
+    assert!(e.message().contains("no sentinel named the master"), "{e}");
+}
+
+#[test]
+fn passworded_sentinels_need_sentinel_password_and_the_master_keeps_the_urls_credentials() {
+    let conf = SentinelConf {
+        lines: vec!["requirepass spw".to_string(), "sentinel sentinel-pass spw".to_string()],
+        cli_auth: ["-a", "spw", "--no-auth-warning"].map(String::from).to_vec(),
+        ..SentinelConf::default()
+    };
+    let setup = SentinelSetup::start_configured(&server_args(), &conf);
+    let without = options(&setup);
+    let e = RedisStore::connect_blocking(without.clone()).unwrap_err();
+    assert_eq!(e.code(), throttlekit::ErrorCode::StoreUnavailable, "{e}");
+    assert!(e.message().contains("NOAUTH") || e.message().contains("uthentication"), "{e}");
+    assert!(!e.message().contains("spw") && !e.message().contains(":pw@"), "no password in {e}");
+    let wrong = RedisOptions { sentinel_password: Some("nope".into()), ..without.clone() };
+    assert!(RedisStore::connect_blocking(wrong).is_err());
+    let with = RedisOptions { sentinel_password: Some("spw".into()), ..without };
+    one_check_lands_on_the_master(&setup, with, "2");
 }

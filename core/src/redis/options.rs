@@ -117,6 +117,12 @@ pub struct RedisOptions {
     /// How long the server waits for those replicas, in ms: at least 1, and less than
     /// `timeout_ms` so the call still answers in time. Default 100.
     pub durable_timeout_ms: u64,
+    /// Sentinel mode: the password the sentinels require (`requirepass` in sentinel.conf), sent
+    /// to the sentinels only (the URLs' credentials are the master's). Default none.
+    pub sentinel_password: Option<String>,
+    /// Sentinel mode: the ACL user for [`RedisOptions::sentinel_password`] (default: none, the
+    /// sentinels' default user).
+    pub sentinel_username: Option<String>,
 }
 
 impl Default for RedisOptions {
@@ -133,6 +139,8 @@ impl Default for RedisOptions {
             deterministic_replay: false,
             durable_replicas: 0,
             durable_timeout_ms: 100,
+            sentinel_password: None,
+            sentinel_username: None,
         }
     }
 }
@@ -167,6 +175,8 @@ pub(crate) struct Plan {
     pub service_name: Option<String>,
     /// `Some` when [`RedisOptions::durable_replicas`] is set.
     pub durable: Option<super::invoke::Durable>,
+    /// The sentinels' own user and password (sentinel mode).
+    pub sentinel_auth: Option<(Option<String>, String)>,
 }
 
 impl RedisOptions {
@@ -277,7 +287,18 @@ impl RedisOptions {
             }
             n => Some(super::invoke::Durable { replicas: n, timeout_ms: self.durable_timeout_ms }),
         };
+        let sentinel_auth = match (&self.sentinel_username, &self.sentinel_password) {
+            (None, None) => None,
+            _ if self.mode != RedisMode::Sentinel => {
+                return Err(Error::config("redis.sentinel_password", "is for sentinel mode only"));
+            }
+            (Some(_), None) => {
+                return Err(Error::config("redis.sentinel_password", "is required with sentinel_username"));
+            }
+            (user, Some(password)) => Some((user.clone(), password.clone())),
+        };
         Ok(Plan {
+            sentinel_auth,
             durable,
             mode: self.mode,
             urls: self.urls.clone(),
@@ -421,6 +442,18 @@ mod tests {
         invalid(durable(1, 500), "redis.durable_timeout_ms");
         invalid(durable(65, 100), "redis.durable_replicas");
         invalid(RedisOptions { deterministic_replay: true, ..durable(1, 100) }, "redis.durable_replicas");
+        invalid(
+            RedisOptions { sentinel_password: Some("p".into()), ..RedisOptions::default() },
+            "redis.sentinel_password",
+        );
+        let sentinel = RedisOptions {
+            mode: RedisMode::Sentinel,
+            service_name: Some("m".into()),
+            sentinel_username: Some("u".into()),
+            ..RedisOptions::default()
+        };
+        invalid(sentinel.clone(), "redis.sentinel_password");
+        RedisOptions { sentinel_password: Some("p".into()), ..sentinel }.validate().unwrap();
     }
 
     #[test]
