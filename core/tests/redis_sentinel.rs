@@ -94,6 +94,25 @@ fn one_check_lands_on_the_master(setup: &SentinelSetup, options: RedisOptions, d
     assert!(rt.block_on(l.check("where", 1)).unwrap().allowed);
     let keys = redis_server::cli(setup.master.port, &["-n", db, "dbsize"]).unwrap();
     assert_eq!(keys.trim(), "1", "the key is on the master");
+    // close() releases the follower's connection to the master at once.
+    let port = setup.master.port;
+    assert!(store_connections(port) >= 1);
+    rt.block_on(throttlekit::store::Store::close(&*store)).unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(2);
+    while store_connections(port) > 0 {
+        assert!(std::time::Instant::now() < deadline, "{} connections left after close", store_connections(port));
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Connections the store holds on the master at `port`: every client but this `CLIENT LIST`'s
+/// own, the replica (`flags=S`) and the sentinels (`name=sentinel-...`).
+fn store_connections(port: u16) -> usize {
+    redis_server::cli(port, &["client", "list"]).map_or(0, |list| {
+        list.lines()
+            .filter(|l| !l.contains("cmd=client") && !l.contains("flags=S") && !l.contains("name=sentinel"))
+            .count()
+    })
 }
 
 #[test]
