@@ -170,3 +170,79 @@ fn passworded_sentinels_need_sentinel_password_and_the_master_keeps_the_urls_cre
     let with = RedisOptions { sentinel_password: Some("spw".into()), ..without };
     one_check_lands_on_the_master(&setup, with, "2");
 }
+
+/// Script and function runs the server on `port` counted (`calls` less `failed_calls`).
+fn executions(port: u16) -> u64 {
+    let stats = redis_server::cli(port, &["info", "commandstats"]).unwrap_or_default();
+    ["fcall", "evalsha", "eval"]
+        .iter()
+        .map(|cmd| {
+            let line = redis_server::field(&stats, &format!("cmdstat_{cmd}")).unwrap_or_default();
+            let get = |k: &str| -> u64 {
+                line.split(',').find_map(|kv| kv.strip_prefix(k).and_then(|n| n.parse().ok())).unwrap_or(0)
+            };
+            get("calls=") - get("failed_calls=")
+        })
+        .sum()
+}
+
+#[test]
+fn a_reply_lost_after_the_master_ran_the_call_is_never_charged_twice() {
+    use throttlekit_faultproxy::{Fault, FaultProxy, Rule};
+    // The sentinels know the master by its proxy's address, so that is where the store goes.
+    let mut proxy = None;
+    let setup = SentinelSetup::start_monitoring(&[], &SentinelConf::default(), |port| {
+        let p = FaultProxy::start(format!("127.0.0.1:{port}").parse().unwrap()).expect("the proxy");
+        let listen = p.addr().port();
+        proxy = Some(p);
+        listen
+    });
+    let proxy = proxy.unwrap();
+    let options = RedisOptions {
+        urls: setup.urls(),
+        mode: RedisMode::Sentinel,
+        service_name: Some(SERVICE.to_string()),
+        timeout_ms: 250,
+        ..RedisOptions::default()
+    };
+    let store = Arc::new(RedisStore::connect_blocking(options).expect("connect"));
+    let l = throttlekit::Limiter::builder(throttlekit::Strategy::fixed_window(1_000_000, 3_600_000).unwrap())
+        .store(store)
+        .fail_policy(throttlekit::FailPolicy::Raise)
+        .build();
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    for sync in [true, false] {
+        let check = |i: u64| {
+            let key = format!("k{}", i % 10);
+            let start = std::time::Instant::now();
+            let out = if sync { l.check_sync(&key, 1) } else { rt.block_on(l.check(&key, 1)) };
+            assert!(start.elapsed() <= Duration::from_millis(350), "a call took {:?}", start.elapsed());
+            out
+        };
+        for i in 0..20 {
+            check(i).expect("warm");
+        }
+        let (before, faults) = (executions(setup.master.port), proxy.stats().faults);
+        proxy.set(vec![Rule::new(Fault::DropReply).scripts().every(5)]);
+        let (mut allowed, mut errors) = (0u64, 0u64);
+        for i in 0..100 {
+            match check(i) {
+                Ok(d) => allowed += u64::from(d.allowed),
+                Err(e) => {
+                    assert_eq!(e.code(), throttlekit::ErrorCode::StoreUnavailable, "{e}");
+                    errors += 1;
+                }
+            }
+        }
+        proxy.clear();
+        let (executed, faults) = (executions(setup.master.port) - before, proxy.stats().faults - faults);
+        eprintln!(
+            "sentinel drop_reply sync={sync}: allowed={allowed} errors={errors} faults={faults} executions={executed}"
+        );
+        assert!(faults >= 10, "only {faults} faults");
+        assert!(executed <= 100, "{executed} executions for 100 calls");
+        // Every admission ran once, every lost reply ran once, nothing else ran.
+        assert_eq!(executed, allowed + faults, "sync={sync}");
+        assert!(errors >= faults);
+    }
+}

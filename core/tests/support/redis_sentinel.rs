@@ -123,13 +123,21 @@ impl SentinelSetup {
 
     /// [`SentinelSetup::start_with`], the sentinels configured by `conf`.
     pub fn start_configured(extra: &[String], conf: &SentinelConf) -> SentinelSetup {
+        SentinelSetup::start_monitoring(extra, conf, |port| port)
+    }
+
+    /// [`SentinelSetup::start_configured`] with the sentinels monitoring the master at
+    /// `monitor(its port)` (a fault proxy in front of it, say); the replica replicates from the
+    /// master directly.
+    pub fn start_monitoring(extra: &[String], conf: &SentinelConf, monitor: impl FnOnce(u16) -> u16) -> SentinelSetup {
         let master = RedisServer::start_with(extra, free_port);
         let master_port = if conf.tls { master.tls_port.expect("a TLS master") } else { master.port };
         let mut replica_args = vec!["--replicaof".to_string(), "127.0.0.1".to_string(), master_port.to_string()];
         replica_args.extend_from_slice(extra);
         let replica = RedisServer::start_with(&replica_args, free_port);
+        let monitored = monitor(master_port);
         let setup =
-            SentinelSetup { sentinels: (0..3).map(|_| start_sentinel(master_port, conf)).collect(), master, replica };
+            SentinelSetup { sentinels: (0..3).map(|_| start_sentinel(monitored, conf)).collect(), master, replica };
         let deadline = Instant::now() + Duration::from_secs(30);
         while Instant::now() < deadline {
             let ready = setup.sentinels.iter().all(|s| {
