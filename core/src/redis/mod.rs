@@ -3,12 +3,17 @@
 //!
 //! - **One round trip per decision**: `FCALL` on Redis >= 7 (the scripts loaded once as a
 //!   function library, which persists and replicates), else `EVALSHA`; the one fallback when a
-//!   node lacks them is in [`invoke`] (`scripting` in [`RedisOptions`] forces either way). A
-//!   call that timed out is never sent again: it may already have counted.
-//! - **Any topology**: one node, a Redis Cluster (routed by slot, following `MOVED`/`ASK`), or
-//!   the master of a Sentinel service; over TLS (rustls) or not ([`RedisOptions`],
-//!   `docs/redis.md`). On a cluster and under Sentinel every call takes the hop path below,
-//!   whose connection knows where each key lives now.
+//!   node lacks them is in [`invoke`] (`scripting` in [`RedisOptions`] forces either way).
+//! - **At most once**: a call is never sent again once it may have reached a server; only a
+//!   redirect or a missing script (answered before anything runs) or a connection that could not
+//!   be made is followed by another send (`docs/redis.md`, "At most once").
+//! - **Any topology**: one node, a Redis Cluster, or the master of a Sentinel service; over TLS
+//!   (rustls) or not ([`RedisOptions`], `docs/redis.md`). On a cluster the store routes each
+//!   call itself ([`cluster`]: slot computed here, a connection per master, `MOVED`/`ASK`
+//!   followed), with the same sync and async fast paths as on one node. Under Sentinel every
+//!   call takes the hop path below, whose connection follows the master.
+//! - **Durable charges**, opt-in: `WAIT` after each call in the same round trip
+//!   ([`RedisOptions::durable_replicas`]).
 //! - **A bounded wait**: every call answers within `timeout_ms` or fails with
 //!   `store_unavailable` carrying the cause; the limiter's [`crate::FailPolicy`] then decides.
 //!   The connection re-establishes itself in the background after Redis comes back.
