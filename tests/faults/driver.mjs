@@ -16,6 +16,18 @@ const [storeMode, serviceName] = mode.split(':')
 const open = () =>
   RedisStore.connect({ urls: urls.split(','), mode: storeMode, timeoutMs: Number(timeoutMs), ...(serviceName ? { serviceName } : {}) })
 
+// The first connection is set-up, not under test: a loaded machine gets a few tries.
+async function openRetrying() {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await open()
+    } catch (e) {
+      if (attempt === 4) throw e
+      await new Promise((r) => setTimeout(r, 200))
+    }
+  }
+}
+
 async function run(store, cmd) {
   const limiter = new Limiter({
     strategy: Strategy.gcra({ limit: cmd.limit, periodMs: cmd.window_ms }),
@@ -66,7 +78,7 @@ async function run(store, cmd) {
   return out
 }
 
-let store = await open()
+let store = await openRetrying()
 const lines = createInterface({ input: process.stdin })
 for await (const line of lines) {
   const cmd = JSON.parse(line)
@@ -74,7 +86,7 @@ for await (const line of lines) {
   if (cmd.cmd === 'run') reply = await run(store, cmd)
   else if (cmd.cmd === 'reopen') {
     await store.close()
-    store = await open()
+    store = await openRetrying()
     reply = { ok: true }
   } else if (cmd.cmd === 'close') {
     await store.close()

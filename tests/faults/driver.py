@@ -83,16 +83,27 @@ def run(store: tk.RedisStore, cmd: dict) -> dict:
     return out
 
 
+def open_retrying(urls: str, mode: str, timeout_ms: int) -> tk.RedisStore:
+    """The first connection is set-up, not under test: a loaded machine gets a few tries."""
+    for attempt in range(5):
+        try:
+            return open_store(urls, mode, timeout_ms)
+        except tk.StoreUnavailableError:
+            if attempt == 4:
+                raise
+            time.sleep(0.2)
+
+
 def main() -> None:
     urls, mode, timeout_ms = sys.argv[1], sys.argv[2], int(sys.argv[3])
-    store = open_store(urls, mode, timeout_ms)
+    store = open_retrying(urls, mode, timeout_ms)
     for line in sys.stdin:
         cmd = json.loads(line)
         if cmd["cmd"] == "run":
             reply = run(store, cmd)
         elif cmd["cmd"] == "reopen":
             store.close_sync()
-            store = open_store(urls, mode, timeout_ms)
+            store = open_retrying(urls, mode, timeout_ms)
             reply = {"ok": True}
         elif cmd["cmd"] == "close":
             store.close_sync()

@@ -200,6 +200,8 @@ class Driver:
         self.lang = lang
         self.proc = subprocess.Popen(driver_command(lang, urls, mode, timeout_ms), stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, text=True, bufsize=1)
+        # A run of no call answers once the store is connected: nothing starts before that.
+        self.call({"cmd": "run", "calls": 0, "keys": ["ready"], "limit": 1, "window_ms": 1000, "prefix": "ready"}, 120)
 
     def send(self, cmd: dict) -> None:
         self.proc.stdin.write(json.dumps(cmd) + "\n")

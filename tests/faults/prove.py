@@ -23,22 +23,45 @@ SLACK_MS = 100
 LIMIT = 60
 FAULT_CALLS = 40
 LATE = TIMEOUT_MS + 200
+# fault -> the proxy control lines that start it.
 FAULTS = {
-    "delay": f"delay {LATE} scope=scripts every=5",
-    "stall": f"stall {LATE} scope=scripts every=5",
-    "drop_request": "drop_request 20 scope=scripts every=5",
-    "drop_reply": "drop_reply scope=scripts every=5",
-    "reset": "reset scope=scripts every=5",
-    "blackhole": "blackhole scope=scripts every=5",
+    "delay": [f"set delay {LATE} scope=scripts every=5"],
+    "stall": [f"set stall {LATE} scope=scripts every=5"],
+    "drop_request": ["set drop_request 20 scope=scripts every=5"],
+    "drop_reply": ["set drop_reply scope=scripts every=5"],
+    "reset": ["set reset scope=scripts every=5"],
+    "blackhole": ["set blackhole scope=scripts every=5"],
+    # Every connection closed, and new ones accepted but never answered: a server that stopped
+    # (SIGSTOP) or a host gone silent, seen from a client that must reconnect.
+    "silent": ["set blackhole scope=connections", "kill"],
+    # One script call black-holed, then nothing from outside: the client must recover by itself
+    # (its timed-out connection dropped, as docs/redis.md says) within two more calls.
+    "blackhole_recovery": ["set blackhole scope=scripts times=1"],
 }
+# Fewer calls where every call waits out its timeout.
+FAULT_CALLS_FOR = {"silent": 8, "blackhole_recovery": 12}
+SYNC_LANGS = ("rust", "python", "node-sync", "go")
+# Known failures in other engineers' areas, reported to them: (store, fault, lang) -> reason.
+# Each is checked every run: it must still fail as described, or the entry must go.
+SILENT_SERVER = ("routing (core/src/redis): a blocking call to a server that accepts connections but never answers "
+                 "(SIGSTOP, a silent host) takes about twice timeout_ms (512-576 ms for 250 here; 1028-1044 ms for 500 "
+                 "in chaos), one node or cluster; the Promise path (Node check) answers in timeout_ms")
+KNOWN = {(store, "silent", lang): SILENT_SERVER for store in ("standalone", "cluster") for lang in SYNC_LANGS}
+NODE_KEEPS_SILENT_CONNECTION = (
+    "bindperf (bindings-node/src, the event-loop transport behind the Promise check): after a call times out "
+    "on a connection that never answers, the connection is kept, so every later call times out too (12 of 12 "
+    "here, 35 of 35 with one script call in five black-holed) until something else closes it; requests "
+    "delayed past the timeout still run later (7 of 8). docs/redis.md: the connection is dropped on a timeout")
+KNOWN.update({(store, "blackhole_recovery", "node"): NODE_KEEPS_SILENT_CONNECTION for store in ("standalone", "cluster")})
 
 
-def prove(driver: Driver, proxy: Proxy, ports: list, store: str, lang: str, fault: str, rule: str) -> dict:
+def prove(driver: Driver, proxy: Proxy, ports: list, store: str, lang: str, fault: str, lines: list) -> dict:
     base = {"limit": LIMIT, "window_ms": 1_000_000_000, "prefix": f"prove-{store}-{lang}-{fault}", "keys": ["k"]}
     before = sum(executions(p) for p in ports)
     faults_before = int(proxy.stats()["faults"])
-    proxy.say(f"set {rule}")
-    during = driver.call({"cmd": "run", "calls": FAULT_CALLS, **base})
+    for line in lines:
+        proxy.say(line)
+    during = driver.call({"cmd": "run", "calls": FAULT_CALLS_FOR.get(fault, FAULT_CALLS), **base})
     faults = int(proxy.stats()["faults"]) - faults_before
     proxy.say("clear")
     # A black-holed connection stays open and silent until something closes it (TCP keepalive,
@@ -67,6 +90,8 @@ def prove(driver: Driver, proxy: Proxy, ports: list, store: str, lang: str, faul
         problems.append(f"{allowed} admitted over a limit of {LIMIT}")
     if after["denied"] < 1:
         problems.append("never denied")
+    if fault == "blackhole_recovery" and during["errors"] > 3:
+        problems.append(f"{during['errors']} of {during['calls']} calls failed after one black-holed call (at most 3)")
     if executed - denied != LIMIT:
         problems.append(f"the server admitted {executed - denied}, not the limit {LIMIT}")
     row["problems"] = problems
@@ -77,6 +102,7 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--langs", default="rust,python,node,node-sync,go")
     ap.add_argument("--stores", default="standalone,cluster")
+    ap.add_argument("--faults", default=",".join(FAULTS))
     ap.add_argument("--json")
     args = ap.parse_args()
     rows = []
@@ -94,10 +120,19 @@ def main() -> int:
             for lang in args.langs.split(","):
                 driver = Driver(lang, urls, mode, TIMEOUT_MS)
                 try:
-                    for fault, rule in FAULTS.items():
-                        row = prove(driver, proxy, ports, store, lang, fault, rule)
+                    for fault in args.faults.split(","):
+                        lines = FAULTS[fault]
+                        row = prove(driver, proxy, ports, store, lang, fault, lines)
                         rows.append(row)
+                        known = KNOWN.get((store, fault, lang))
                         status = "ok" if not row["problems"] else "FAILED: " + "; ".join(row["problems"])
+                        if known and row["problems"]:
+                            row["known"] = known
+                            status = f"KNOWN FAILURE ({'; '.join(row['problems'])}): {known}"
+                            row["problems"] = []
+                        elif known:
+                            row["problems"] = [f"listed as a known failure but passed: remove it from KNOWN ({known})"]
+                            status = "FAILED: " + row["problems"][0]
                         print(f"{store:10} {lang:9} {fault:12} calls={row['calls']} allowed={row['allowed']} "
                               f"denied={row['denied']} errors={row['errors']} faults={row['faults']} "
                               f"executions={row['executions']} server-admitted={row['admitted_by_server']}/{LIMIT} "

@@ -10,7 +10,20 @@ use serde_json::{Value, json};
 use throttlekit::redis::{RedisMode, RedisOptions, RedisStore};
 use throttlekit::{FailPolicy, Limiter, Store, Strategy};
 
+/// The first connection is set-up, not under test: a loaded machine gets a few tries.
 fn open(args: &[String]) -> Result<Arc<RedisStore>, String> {
+    let mut last = String::new();
+    for _ in 0..5 {
+        match open_once(args) {
+            Ok(store) => return Ok(store),
+            Err(e) => last = e,
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    Err(last)
+}
+
+fn open_once(args: &[String]) -> Result<Arc<RedisStore>, String> {
     let (mode, service_name) = match args[2].split_once(':') {
         Some(("sentinel", name)) => (RedisMode::Sentinel, Some(name.to_string())),
         _ if args[2] == "cluster" => (RedisMode::Cluster, None),
@@ -54,7 +67,8 @@ fn run(store: &Arc<RedisStore>, cmd: &Value) -> Result<Value, String> {
         .prefix(cmd["prefix"].as_str().unwrap_or(""))
         .fail_policy(FailPolicy::Raise)
         .build();
-    let keys: Vec<String> = cmd["keys"].as_array().ok_or("keys")?.iter().filter_map(|k| k.as_str().map(String::from)).collect();
+    let keys: Vec<String> =
+        cmd["keys"].as_array().ok_or("keys")?.iter().filter_map(|k| k.as_str().map(String::from)).collect();
     let calls = num("calls");
     let deadline = cmd["seconds"].as_f64().map(|s| Instant::now() + Duration::from_secs_f64(s));
     let stop_on_deny = cmd["stop_on_deny"].as_bool().unwrap_or(false);
@@ -66,7 +80,8 @@ fn run(store: &Arc<RedisStore>, cmd: &Value) -> Result<Value, String> {
                 loop {
                     let key = {
                         let mut t = tally.lock().unwrap();
-                        if t.stop || calls.is_some_and(|c| t.next >= c) || deadline.is_some_and(|d| Instant::now() >= d) {
+                        if t.stop || calls.is_some_and(|c| t.next >= c) || deadline.is_some_and(|d| Instant::now() >= d)
+                        {
                             return;
                         }
                         t.next += 1;

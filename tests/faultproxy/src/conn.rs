@@ -57,6 +57,7 @@ async fn serve(client: TcpStream, upstream: SocketAddr, shared: &Shared, conn_fa
         },
         held: None,
         stall_until: None,
+        raw: false,
     };
     if let Err(Closed::Reset) = c.run(shared).await {
         reset(c.client);
@@ -83,6 +84,8 @@ struct Conn {
     /// A delayed request and when it may go.
     held: Option<(Vec<u8>, Instant)>,
     stall_until: Option<Instant>,
+    /// A replication link (`SYNC`/`PSYNC`): its bytes are copied as they are, with no fault.
+    raw: bool,
 }
 
 /// Why a connection ended: closed with a FIN (both sides), or the client is to get an RST.
@@ -110,6 +113,9 @@ impl Conn {
             if !paused {
                 self.forward_requests(shared).await?;
                 // A stall or black hole chosen just now must stop replies too.
+            }
+            if self.raw {
+                return self.pipe().await;
             }
             let paused = *partition.borrow() || self.black_hole || self.stall_until.is_some();
             if self.black_hole {
@@ -156,6 +162,14 @@ impl Conn {
             let Some(len) = resp::frame_len(&self.cbuf) else { return Ok(()) };
             let frame: Vec<u8> = self.cbuf.drain(..len).collect();
             let name = resp::command_name(&frame);
+            if name == "SYNC" || name == "PSYNC" {
+                // A replica syncing from its master (a cluster node reaches its master at the
+                // announced, proxied address): the RDB payload that follows is not RESP-framed,
+                // and the proxy is for client faults, so the link passes untouched from here.
+                self.server.write_all(&frame).await?;
+                self.raw = true;
+                return Ok(());
+            }
             let fault = match self.first_fault.take() {
                 Some(f) => {
                     shared.commands.fetch_add(1, Ordering::Relaxed);
@@ -184,6 +198,14 @@ impl Conn {
                 Some(Fault::BlackHole) => self.black_hole = true,
             }
         }
+    }
+
+    /// Copies both ways as they are until either side closes.
+    async fn pipe(&mut self) -> Result<(), Closed> {
+        self.server.write_all(&std::mem::take(&mut self.cbuf)).await?;
+        self.client.write_all(&std::mem::take(&mut self.sbuf)).await?;
+        tokio::io::copy_bidirectional(&mut self.client, &mut self.server).await?;
+        Err(Closed::Fin)
     }
 
     async fn send_whole(&mut self, frame: &[u8], shared: &Shared) -> Result<(), Closed> {

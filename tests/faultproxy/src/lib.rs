@@ -19,6 +19,10 @@
 //! [`FaultProxy::partition`] holds every connection's traffic (new ones too) until lifted, and
 //! [`FaultProxy::kill_connections`] closes every live connection, like `CLIENT KILL`.
 //!
+//! A replication link (a connection that sends `SYNC` or `PSYNC`, as a cluster replica does when
+//! it reaches its master at the announced, proxied address) is copied byte for byte from then on:
+//! no rule, partition or kill applies to it.
+//!
 //! The binary (`src/main.rs`) exposes the same through a one-line text protocol ([`control`]) so
 //! the Python, Node and Go tests drive it too.
 

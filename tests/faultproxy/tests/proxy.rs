@@ -281,3 +281,37 @@ fn the_binary_is_driven_by_its_control_protocol() {
     assert_eq!(say("quit"), "ok");
     assert!(child.wait().unwrap().success());
 }
+
+#[test]
+fn a_replication_link_passes_untouched() {
+    // An upstream that echoes every byte back, framed or not.
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                while let Ok(n) = stream.read(&mut buf) {
+                    if n == 0 || stream.write_all(&buf[..n]).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    let proxy = FaultProxy::start(addr).unwrap();
+    proxy.set(vec![Rule::new(Fault::BlackHole)]);
+    let mut s = connect(proxy.addr());
+    // PSYNC itself is exempt, and so is everything after it: an RDB payload without its CRLF.
+    let mut sent = request("PSYNC ? -1");
+    sent.extend_from_slice(b"$3\r\nabc");
+    s.write_all(&sent).unwrap();
+    let mut got = vec![0u8; sent.len()];
+    s.read_exact(&mut got).unwrap();
+    assert_eq!(got, sent);
+    proxy.kill_connections();
+    s.write_all(b"more").unwrap();
+    let mut more = [0u8; 4];
+    s.read_exact(&mut more).unwrap();
+    assert_eq!(&more, b"more");
+}

@@ -54,6 +54,19 @@ func open(urls, mode string, timeout uint64) (*tk.Store, error) {
 	return tk.ConnectRedis(urls, opts)
 }
 
+// openRetrying gives the first connection a few tries: it is set-up, not under test.
+func openRetrying(urls, mode string, timeout uint64) (*tk.Store, error) {
+	var err error
+	for attempt := 0; attempt < 5; attempt++ {
+		var s *tk.Store
+		if s, err = open(urls, mode, timeout); err == nil {
+			return s, nil
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return nil, err
+}
+
 func run(store *tk.Store, c command) (result, error) {
 	strategy, err := tk.GCRA(c.Limit, c.WindowMs, 0)
 	if err != nil {
@@ -132,7 +145,7 @@ func run(store *tk.Store, c command) (result, error) {
 func main() {
 	urls, mode := os.Args[1], os.Args[2]
 	timeout, _ := strconv.ParseUint(os.Args[3], 10, 64)
-	store, err := open(urls, mode, timeout)
+	store, err := openRetrying(urls, mode, timeout)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "connect:", err)
 		os.Exit(1)
@@ -156,7 +169,7 @@ func main() {
 			}
 		case "reopen":
 			store.Close()
-			if store, err = open(urls, mode, timeout); err != nil {
+			if store, err = openRetrying(urls, mode, timeout); err != nil {
 				reply = map[string]string{"error": err.Error()}
 			} else {
 				reply = map[string]bool{"ok": true}
