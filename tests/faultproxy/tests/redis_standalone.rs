@@ -39,6 +39,29 @@ pub fn executions(port: u16) -> u64 {
         .sum()
 }
 
+/// The worst scheduling stall this process saw (ms): a thread that sleeps 10 ms at a time and
+/// records how late it woke. A call's bound is its timeout + 100 ms plus that stall, so a
+/// machine too loaded to run the test on time is told apart from a client that waits too long.
+fn stall_ms() -> u64 {
+    use std::sync::OnceLock;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static WORST: OnceLock<Arc<AtomicU64>> = OnceLock::new();
+    let worst = WORST.get_or_init(|| {
+        let worst = Arc::new(AtomicU64::new(0));
+        let w = worst.clone();
+        std::thread::spawn(move || {
+            loop {
+                let t = Instant::now();
+                std::thread::sleep(Duration::from_millis(10));
+                let late = t.elapsed().as_millis() as u64 - 10;
+                w.fetch_max(late, Ordering::Relaxed);
+            }
+        });
+        worst
+    });
+    worst.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 #[derive(Debug, Default)]
 struct Tally {
     calls: u64,
@@ -55,7 +78,11 @@ impl Tally {
         let took = start.elapsed();
         self.calls += 1;
         self.worst_ms = self.worst_ms.max(took.as_millis());
-        assert!(took <= Duration::from_millis(TIMEOUT_MS + SLACK_MS), "a call took {took:?}: {out:?}");
+        let stall = stall_ms();
+        assert!(
+            took <= Duration::from_millis(TIMEOUT_MS + SLACK_MS + stall),
+            "a call took {took:?} (machine stall {stall} ms): {out:?}"
+        );
         match out {
             Ok(d) if d.allowed => {
                 self.allowed += 1;
@@ -75,6 +102,7 @@ impl Tally {
 }
 
 fn prove(name: &str, rule: Rule) {
+    stall_ms();
     let server = RedisServer::start();
     let upstream: SocketAddr = format!("127.0.0.1:{}", server.port).parse().unwrap();
     let proxy = FaultProxy::start(upstream).unwrap();
