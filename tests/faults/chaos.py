@@ -120,9 +120,9 @@ def main() -> int:
 
     print(f"events: {', '.join(f'{k}={v}' for k, v in sorted(events.items()))}; "
           f"failovers that may lose state: cluster {failovers['cluster']}, sentinel {failovers['sentinel']}")
-    print(f"{'driver':14} {'store':16} {'calls':>7} {'allowed':>7} {'denied':>7} {'errors':>7} {'p99 ms':>7} {'worst ms':>8}  codes")
     # Plus the worst scheduling stall the orchestrator itself saw (harness.StallMeter).
     print(f"worst scheduling stall of the orchestrator itself: {stall} ms")
+    print(f"{'driver':14} {'store':16} {'calls':>7} {'allowed':>7} {'denied':>7} {'errors':>7} {'p99 ms':>7} {'worst ms':>8}  codes")
     bound_ms = TIMEOUT_MS + args.slack_ms + stall
     for d, r in zip(drivers, results):
         print(f"{d.lang:14} {d.store:16} {r['calls']:7} {r['allowed']:7} {r['denied']:7} {r['errors']:7} "

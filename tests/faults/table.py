@@ -34,7 +34,8 @@ def main() -> None:
                 continue
             mark = "known ✗" if r.get("known") else ("✗" if r["problems"] else "✓")
             cells.append(f"{mark} {r['executions']}/{r['calls']}, {r['admitted_by_server']}/60, {round(r['worst_ms'])} ms")
-        print(f"| `{fault}`: {INJECTED[fault]} | {store} | " + " | ".join(cells) + " |")
+        where = {"standalone": "one node", "cluster": "cluster, 3 masters"}.get(store, store)
+        print(f"| `{fault}`: {INJECTED[fault]} | {where} | " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":
