@@ -49,7 +49,7 @@ suite "c and go" bindings-c/test.sh
 suite "uniffi (kotlin, ruby)" bindings-uniffi/test.sh
 suite "dist (release artifacts, installed without a Rust toolchain)" tests/dist.sh
 suite "shutdown hygiene (rust, python, node)" tests/shutdown.sh
-suite "at-most-once proofs (rust, python, node, go; one node and cluster, behind the fault proxy)" tests/faults/prove.sh
+suite "at-most-once proofs (rust, python, node, go; one node, cluster, Sentinel; behind the fault proxy)" env PROVE_FAULT_CALLS=20 tests/faults/prove.sh
 suite "chaos (60 s, four languages, cluster 3+3 and Sentinel)" env CHAOS_SECONDS=60 tests/faults/chaos.sh
 suite "soak (60 s, four languages, faults every few seconds)" env SOAK_SECONDS=60 tests/faults/soak.sh
 suite "asan (memory store, C ABI)" scripts/asan.sh

@@ -365,3 +365,37 @@ class StallMeter:
 
     def stop(self) -> None:
         self._stop = True
+
+
+class ProxiedSentinelMaster:
+    """One master behind the fault proxy and one sentinel monitoring the proxy's address, so the
+    sentinel hands clients the proxied address (no replica: nothing to fail over to)."""
+
+    SERVICE = "tkprove"
+
+    def __init__(self, proxy_binary: str):
+        self.master = Redis()
+        self.proxy = Proxy(proxy_binary, [(None, f"127.0.0.1:{self.master.port}")])
+        host, port = self.proxy.routes[0].rsplit(":", 1)
+        self.port = free_port()
+        self.dir = tempfile.mkdtemp(prefix="tk-faults-sentinel-")
+        conf = os.path.join(self.dir, "sentinel.conf")
+        with open(conf, "w") as f:
+            f.write(f"port {self.port}\nbind 127.0.0.1\ndir {self.dir}\n"
+                    f"sentinel monitor {self.SERVICE} {host} {port} 1\n"
+                    f"sentinel down-after-milliseconds {self.SERVICE} 60000\n")
+        log = open(os.path.join(self.dir, "log"), "ab")
+        self.proc = subprocess.Popen(["redis-server", conf, "--sentinel"], stdout=log, stderr=log)
+        wait_until("the sentinel answers for the master", lambda: port in cli(
+            self.port, "sentinel", "get-master-addr-by-name", self.SERVICE, timeout=3), 30)
+
+    def urls(self) -> str:
+        return f"redis://127.0.0.1:{self.port}"
+
+    def cleanup(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(10)
+        shutil.rmtree(self.dir, ignore_errors=True)
+        self.proxy.stop()
+        self.master.cleanup()

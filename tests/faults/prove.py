@@ -1,5 +1,5 @@
-"""At most once from Rust, Python, Node (Promise and sync paths) and Go, on one Redis server and
-on a 3-master cluster, behind the fault proxy: for each fault, one script call in five is delayed past the timeout, stalled,
+"""At most once from Rust, Python, Node (Promise and sync paths) and Go, on one Redis server, on
+a 3-master cluster and on a master found through a sentinel, behind the fault proxy: for each fault, one script call in five is delayed past the timeout, stalled,
 cut after 20 bytes, executed with its reply lost, reset, or black-holed. Then:
 
 - every call answers within its timeout + 100 ms, with a decision or `store_unavailable`;
@@ -7,21 +7,23 @@ cut after 20 bytes, executed with its reply lost, reset, or black-holed. Then:
 - with no failover, the servers admit exactly the limit (the admissions the client saw plus those whose reply was
   lost), never one more.
 
-    python3 prove.py [--langs rust,python,node,node-sync,go] [--stores standalone,cluster] [--json OUT]
+    python3 prove.py [--langs rust,python,node,node-sync,go] [--stores standalone,cluster,sentinel] [--faults ...]
+                     [--json OUT]
 
 (tests/faults/prove.sh builds what it needs and runs this.)
 """
 
 import argparse
 import json
+import os
 import sys
 
-from harness import Cluster, Driver, Proxy, Redis, StallMeter, build_paths, executions
+from harness import Cluster, Driver, ProxiedSentinelMaster, Proxy, Redis, StallMeter, build_paths, executions
 
 TIMEOUT_MS = 250
 SLACK_MS = 100
 LIMIT = 60
-FAULT_CALLS = 40
+FAULT_CALLS = int(os.environ.get("PROVE_FAULT_CALLS", 40))
 LATE = TIMEOUT_MS + 200
 # fault -> the proxy control lines that start it.
 FAULTS = {
@@ -52,7 +54,15 @@ NODE_KEEPS_SILENT_CONNECTION = (
     "on a connection that never answers, the connection is kept, so every later call times out too (12 of 12 "
     "here, 35 of 35 with one script call in five black-holed) until something else closes it; requests "
     "delayed past the timeout still run later (7 of 8). docs/redis.md: the connection is dropped on a timeout")
-KNOWN.update({(store, "blackhole_recovery", "node"): NODE_KEEPS_SILENT_CONNECTION for store in ("standalone", "cluster")})
+KNOWN.update({(store, "blackhole_recovery", "node"): NODE_KEEPS_SILENT_CONNECTION
+              for store in ("standalone", "cluster", "sentinel")})
+SENTINEL_KEEPS_SILENT_CONNECTION = (
+    "routing (core/src/redis, Sentinel mode): after a call times out on a master connection that never "
+    "answers, the connection is kept, so every later call times out too (12 of 12 in blackhole_recovery; "
+    "36 of 36 with one script call in five black-holed), from every language and path, until something "
+    "else closes it; one node and cluster recover on the next call")
+KNOWN.update({("sentinel", "blackhole_recovery", lang): SENTINEL_KEEPS_SILENT_CONNECTION
+              for lang in SYNC_LANGS})
 
 
 METER = None
@@ -106,7 +116,7 @@ def prove(driver: Driver, proxy: Proxy, ports: list, store: str, lang: str, faul
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--langs", default="rust,python,node,node-sync,go")
-    ap.add_argument("--stores", default="standalone,cluster")
+    ap.add_argument("--stores", default="standalone,cluster,sentinel")
     ap.add_argument("--faults", default=",".join(FAULTS))
     ap.add_argument("--json")
     args = ap.parse_args()
@@ -118,6 +128,10 @@ def main() -> int:
             server = Redis()
             proxy = Proxy(build_paths()["proxy"], [(None, f"127.0.0.1:{server.port}")])
             urls, mode, ports, cleanup = f"redis://{proxy.routes[0]}", "standalone", [server.port], server.cleanup
+        elif store == "sentinel":
+            sentinel = ProxiedSentinelMaster(build_paths()["proxy"])
+            proxy, urls, mode = sentinel.proxy, sentinel.urls(), f"sentinel:{sentinel.SERVICE}"
+            ports, cleanup = [sentinel.master.port], sentinel.cleanup
         else:
             # Three masters, no replica: no failover, so the exact-limit check holds here too.
             cluster = Cluster(build_paths()["proxy"], masters=3, replicas=0)

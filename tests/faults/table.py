@@ -34,7 +34,7 @@ def main() -> None:
                 continue
             mark = "known ✗" if r.get("known") else ("✗" if r["problems"] else "✓")
             cells.append(f"{mark} {r['executions']}/{r['calls']}, {r['admitted_by_server']}/60, {round(r['worst_ms'])} ms")
-        where = {"standalone": "one node", "cluster": "cluster, 3 masters"}.get(store, store)
+        where = {"standalone": "one node", "cluster": "cluster, 3 masters", "sentinel": "Sentinel, master behind the proxy"}.get(store, store)
         print(f"| `{fault}`: {INJECTED[fault]} | {where} | " + " | ".join(cells) + " |")
 
 
