@@ -257,12 +257,17 @@ class Cluster:
             node = Redis(args + ("--cluster-announce-port", str(q), "--cluster-announce-bus-port", "{bus}"),
                          with_bus=True)
             self.nodes.append(node)
-        self.proxy = Proxy(proxy_binary, [(f"127.0.0.1:{q}", f"127.0.0.1:{n.port}") for q, n in zip(self.listen, self.nodes)])
-        create = ["redis-cli", "--cluster", "create", *[f"127.0.0.1:{n.port}" for n in self.nodes],
-                  "--cluster-replicas", str(replicas), "--cluster-yes"]
-        subprocess.run(create, capture_output=True, timeout=60, check=True)
-        wait_until("the cluster is ok", self.ok, 60)
-        wait_until("every replica is in sync", self.replicas_linked, 60)
+        self.proxy = None
+        try:
+            self.proxy = Proxy(proxy_binary, [(f"127.0.0.1:{q}", f"127.0.0.1:{n.port}") for q, n in zip(self.listen, self.nodes)])
+            create = ["redis-cli", "--cluster", "create", *[f"127.0.0.1:{n.port}" for n in self.nodes],
+                      "--cluster-replicas", str(replicas), "--cluster-yes"]
+            subprocess.run(create, capture_output=True, timeout=60, check=True)
+            wait_until("the cluster is ok", self.ok, 60)
+            wait_until("every replica is in sync", self.replicas_linked, 60)
+        except BaseException:
+            self.cleanup()  # nothing started here outlives a failed start
+            raise
 
     def urls(self) -> str:
         return ",".join(f"redis://127.0.0.1:{q}" for q in self.listen)
@@ -288,7 +293,8 @@ class Cluster:
         return [n for n in self.nodes if n.alive() and "role:master" in cli(n.port, "info", "replication", timeout=3)]
 
     def cleanup(self) -> None:
-        self.proxy.stop()
+        if self.proxy is not None:
+            self.proxy.stop()
         for n in self.nodes:
             n.cleanup()
 
