@@ -61,7 +61,11 @@ def main() -> int:
     print(f"chaos: {args.seconds:.0f} s, seed {args.seed}, timeout {TIMEOUT_MS} ms", flush=True)
 
     cluster = Cluster(build_paths()["proxy"])
-    sentinels = Sentinels()
+    try:
+        sentinels = Sentinels()
+    except BaseException:
+        cluster.cleanup()
+        raise
     counter = ExecCounter()
     drivers = []
     cluster_base = {"limit": LIMIT, "window_ms": 1_000_000_000, "prefix": "chaos", "concurrency": 2, "pace_ms": 2}
