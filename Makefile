@@ -1,5 +1,5 @@
 # One task runner for the whole project; CI calls `make test`.
-.PHONY: demo test lint bench fmt vectors dist fuzz
+.PHONY: demo test lint bench fmt vectors dist fuzz chaos soak
 
 # The main job: every algorithm on the same bursty traffic, on the embedded memory store.
 demo:
@@ -33,3 +33,13 @@ vectors:
 # (scripts/dist/build.sh; docs/release.md).
 dist:
 	scripts/dist/build.sh
+
+# Mixed load from Rust, Python, Node and Go on a 3+3 cluster and a Sentinel pair while nodes are
+# killed, paused and cut off (CHAOS_SECONDS, default 300; tests/faults/chaos.py, docs/reliability.md).
+chaos:
+	tests/faults/chaos.sh
+
+# Steady load with faults every few seconds: memory, descriptors and threads must stay flat
+# (SOAK_SECONDS, default 600; tests/faults/soak.py).
+soak:
+	tests/faults/soak.sh

@@ -35,6 +35,7 @@ suite "http vectors (CLI)" bash -c 'set -o pipefail; cargo run -q -p throttlekit
 suite "tower layer" cargo test -p throttlekit-tower --locked
 suite "http black-box (rust-axum)" tests/http-blackbox.sh rust-axum
 suite "http black-box (go-nethttp)" tests/http-blackbox.sh go-nethttp
+suite "fault proxy" cargo test -p throttlekit-faultproxy --locked
 suite "redis" tests/redis.sh
 suite "python" bindings-python/test.sh
 suite "http black-box (python-fastapi)" tests/http-blackbox.sh python-fastapi
@@ -48,6 +49,9 @@ suite "c and go" bindings-c/test.sh
 suite "uniffi (kotlin, ruby)" bindings-uniffi/test.sh
 suite "dist (release artifacts, installed without a Rust toolchain)" tests/dist.sh
 suite "shutdown hygiene (rust, python, node)" tests/shutdown.sh
+suite "at-most-once proofs (rust, python, node, go; one node, cluster, Sentinel; behind the fault proxy)" env PROVE_FAULT_CALLS=20 tests/faults/prove.sh
+suite "chaos (60 s, four languages, cluster 3+3 and Sentinel)" env CHAOS_SECONDS=60 tests/faults/chaos.sh
+suite "soak (60 s, four languages, faults every few seconds)" env SOAK_SECONDS=60 tests/faults/soak.sh
 suite "asan (memory store, C ABI)" scripts/asan.sh
 suite "lint" scripts/lint.sh
 

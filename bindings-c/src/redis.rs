@@ -174,6 +174,7 @@ pub(crate) fn connect(f: Fields<'_>) -> throttlekit::Result<Arc<dyn Store>> {
         scripting,
         timeout_ms: if f.timeout_ms == 0 { defaults.timeout_ms } else { f.timeout_ms },
         deterministic_replay: f.deterministic_replay,
+        ..defaults
     };
     Ok(Arc::new(RedisStore::connect_blocking(options)?))
 }

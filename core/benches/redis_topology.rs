@@ -7,9 +7,14 @@
 //!   check, on one throwaway redis-server. The ratio is FCALL's time over EVALSHA's.
 //! - **Cluster throughput**: GCRA checks/s on a throwaway 3-master cluster, sequential
 //!   (`check_sync`) and with 50 in flight (async tasks on one store), each next to the same
-//!   measurement on one standalone server (ratio: cluster over standalone). On a cluster every
-//!   call takes the store's hop path (see `RedisStore` docs), and the 50 in flight are spread over
-//!   50 keys, so they spread over the three masters.
+//!   measurement on one standalone server (ratio: cluster over standalone; target >= 0.9). On a
+//!   cluster every call is routed by the store itself (`core/src/redis/cluster/`: a pooled
+//!   blocking connection per master for `check_sync`, a multiplexed one per master for async
+//!   calls, as on one node), and the 50 in flight are spread over 50 keys, so they spread over
+//!   the three masters.
+//! - **Durable charges**: sequential `check_sync` on a master with one replica, with
+//!   `durable_replicas = 1` (`WAIT 1` pipelined after every call) and without (ratio: durable
+//!   over plain throughput; its inverse is the cost per call).
 //!
 //! Prints `ROW` lines for `bench/summarize.py`. `TK_BENCH_N` sets the calls per measurement
 //! (default 20000).
@@ -23,6 +28,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use redis_server::{RedisServer, cli, field};
+use throttlekit::redis::scripts::SCRIPTS;
 use throttlekit::redis::{RedisMode, RedisOptions, RedisStore, Scripting};
 use throttlekit::store::Now;
 use throttlekit::{Dimension, Limiter, MultiLimiter, Rule, Strategy};
@@ -114,25 +120,178 @@ fn throughput(store: Arc<RedisStore>, n: usize) -> (f64, f64) {
     (seq, par)
 }
 
+/// The GCRA `EVALSHA` the store sends for `key` (as `redis.rs` sends it to redis-benchmark).
+fn gcra_evalsha(key: &str) -> redis::Cmd {
+    let mut cmd = redis::cmd("EVALSHA");
+    cmd.arg(&SCRIPTS.gcra.sha)
+        .arg(1)
+        .arg(key)
+        .arg(NOW)
+        .arg("check")
+        .arg(1)
+        .arg(1_000_000_000)
+        .arg(1000)
+        .arg(1_000_000_000);
+    cmd
+}
+
+/// The machine's floor for a sequential client: raw redis-rs blocking connections, one per
+/// node in `ports`, each key's `EVALSHA` sent to the node that owns it (found by asking), with
+/// no routing logic at all. Checks/s.
+fn raw_sequential(ports: &[u16], n: usize) -> f64 {
+    let mut conns: Vec<redis::Connection> = ports
+        .iter()
+        .map(|p| {
+            let mut c = redis::Client::open(format!("redis://127.0.0.1:{p}")).unwrap().get_connection().unwrap();
+            let _: String = redis::cmd("SCRIPT").arg("LOAD").arg(&SCRIPTS.gcra.source).query(&mut c).unwrap();
+            c
+        })
+        .collect();
+    let keys: Vec<String> = (0..IN_FLIGHT).map(|i| format!("bench:k{i}")).collect();
+    let owner: Vec<usize> = keys
+        .iter()
+        .map(|k| conns.iter_mut().position(|c| redis::cmd("EXISTS").arg(k).query::<i64>(c).is_ok()).expect("an owner"))
+        .collect();
+    let cmds: Vec<redis::Cmd> = keys.iter().map(|k| gcra_evalsha(k)).collect();
+    let start = Instant::now();
+    for i in 0..n {
+        let k = i % IN_FLIGHT;
+        let _: redis::Value = cmds[k].query(&mut conns[owner[k]]).unwrap();
+    }
+    n as f64 / start.elapsed().as_secs_f64()
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+/// Cluster against one standalone server, in interleaved rounds (a noisy neighbour skews both
+/// sides of a round alike); medians of the per-round ratios. Also the floor: the same ratio for
+/// raw redis-rs connections with no routing at all (on a 2-core machine, three server processes
+/// woken in turn cost more than one kept busy; that is the machine, not the client).
 fn cluster_throughput(n: usize) {
+    let rounds: usize = std::env::var("TK_BENCH_ROUNDS").ok().and_then(|v| v.parse().ok()).unwrap_or(3);
     let server = RedisServer::start();
-    let (s_seq, s_par) = throughput(store(RedisOptions { urls: vec![server.url()], ..RedisOptions::default() }), n);
-    drop(server);
     let cluster = redis_cluster::RedisCluster::start(3, 0);
-    let options = RedisOptions { urls: cluster.urls(), mode: RedisMode::Cluster, ..RedisOptions::default() };
-    let (c_seq, c_par) = throughput(store(options), n);
+    // EVALSHA on every side, like the raw floor.
+    let eval = RedisOptions { scripting: Scripting::Eval, ..RedisOptions::default() };
+    let single = store(RedisOptions { urls: vec![server.url()], ..eval.clone() });
+    let routed = store(RedisOptions { urls: cluster.urls(), mode: RedisMode::Cluster, ..eval });
+    let masters = cluster.master_ports();
+    let (mut seq, mut par, mut raw, mut ours_vs_raw) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut last = String::new();
+    for _ in 0..rounds {
+        let (s_seq, s_par) = throughput(single.clone(), n);
+        let (c_seq, c_par) = throughput(routed.clone(), n);
+        let (r_single, r_cluster) = (raw_sequential(&[server.port], n), raw_sequential(&masters, n));
+        seq.push(c_seq / s_seq);
+        par.push(c_par / s_par);
+        raw.push(r_cluster / r_single);
+        ours_vs_raw.push(c_seq / r_cluster);
+        last = format!(
+            "last round: sequential {c_seq:.0} vs {s_seq:.0}, {IN_FLIGHT} in flight {c_par:.0} vs {s_par:.0}, raw {r_cluster:.0} vs {r_single:.0} checks/s"
+        );
+    }
+    let list = |v: &[f64]| v.iter().map(|r| format!("{r:.2}")).collect::<Vec<_>>().join(" ");
     println!(
-        "ROW\tredis cluster (3 masters), sequential check_sync\tone standalone server, same\t{:.2}\t-\t{c_seq:.0} vs {s_seq:.0} checks/s",
-        c_seq / s_seq
+        "ROW\tredis cluster (3 masters), sequential check_sync\tone standalone server, same\t{:.2}\t>=0.9\tmedian of {rounds} rounds [{}]; {last}",
+        median(seq.clone()),
+        list(&seq)
     );
     println!(
-        "ROW\tredis cluster (3 masters), {IN_FLIGHT} in flight\tone standalone server, same\t{:.2}\t-\t{c_par:.0} vs {s_par:.0} checks/s",
-        c_par / s_par
+        "ROW\tredis cluster (3 masters), {IN_FLIGHT} in flight\tone standalone server, same\t{:.2}\t>=0.9\tmedian of {rounds} rounds [{}]",
+        median(par.clone()),
+        list(&par)
+    );
+    println!(
+        "ROW\tfloor: raw redis-rs EVALSHA, sequential, each key to its master (no routing)\tthe same on one standalone server\t{:.2}\t-\tmedian of {rounds} rounds [{}]",
+        median(raw.clone()),
+        list(&raw)
+    );
+    println!(
+        "ROW\tredis cluster (3 masters), sequential check_sync (routing overhead)\traw redis-rs EVALSHA to each key's master, same run\t{:.2}\t>=0.9\tmedian of {rounds} rounds [{}]",
+        median(ours_vs_raw.clone()),
+        list(&ours_vs_raw)
+    );
+}
+
+/// `TK_BENCH_ONLY=loop-{single,cluster,raw-single,raw-cluster}`: that sequential loop alone,
+/// for `perf stat` (run it with `TK_BENCH_N=0` too: the difference is the loop's own cost).
+fn one_loop(what: &str, n: usize) {
+    let eval = RedisOptions { scripting: Scripting::Eval, ..RedisOptions::default() };
+    match what {
+        "single" | "raw-single" => {
+            let server = RedisServer::start();
+            if what == "single" {
+                sequential(store(RedisOptions { urls: vec![server.url()], ..eval }), n);
+            } else {
+                raw_sequential(&[server.port], n);
+            }
+        }
+        _ => {
+            let cluster = redis_cluster::RedisCluster::start(3, 0);
+            if what == "cluster" {
+                sequential(store(RedisOptions { urls: cluster.urls(), mode: RedisMode::Cluster, ..eval }), n);
+            } else {
+                raw_sequential(&cluster.master_ports(), n);
+            }
+        }
+    }
+}
+
+/// Sequential check_sync/s on `store`.
+fn sequential(store: Arc<RedisStore>, n: usize) -> f64 {
+    let l = gcra(store);
+    l.check_sync_at("k", 1, NOW).unwrap();
+    let start = Instant::now();
+    for i in 0..n {
+        l.check_sync_at(&format!("k{}", i % IN_FLIGHT), 1, NOW).unwrap();
+    }
+    n as f64 / start.elapsed().as_secs_f64()
+}
+
+/// The cost of `durable_replicas = 1` on a master with one replica.
+fn durable_cost(n: usize) {
+    let master = RedisServer::start();
+    let replica = RedisServer::start_with(
+        &["--replicaof".to_string(), "127.0.0.1".to_string(), master.port.to_string()],
+        redis_server::free_port,
+    );
+    while !cli(replica.port, &["info", "replication"]).is_some_and(|i| i.contains("master_link_status:up")) {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let plain = sequential(store(RedisOptions { urls: vec![master.url()], ..RedisOptions::default() }), n);
+    let durable = sequential(
+        store(RedisOptions {
+            urls: vec![master.url()],
+            durable_replicas: 1,
+            durable_timeout_ms: 1000,
+            ..RedisOptions::default()
+        }),
+        n,
+    );
+    println!(
+        "ROW\tredis durable_replicas=1 (WAIT 1 after each call), sequential check_sync\tthe same without durable_replicas\t{:.2}\t-\t{durable:.0} vs {plain:.0} checks/s: {:.1} vs {:.1} us per call",
+        durable / plain,
+        1e6 / durable,
+        1e6 / plain
     );
 }
 
 fn main() {
     let n: usize = std::env::var("TK_BENCH_N").ok().and_then(|v| v.parse().ok()).unwrap_or(20_000);
-    functions_vs_scripts(n);
-    cluster_throughput(n);
+    let only = std::env::var("TK_BENCH_ONLY").unwrap_or_default();
+    if only.is_empty() || only == "functions" {
+        functions_vs_scripts(n);
+    }
+    if only.is_empty() || only == "cluster" {
+        cluster_throughput(n);
+    }
+    if only.is_empty() || only == "durable" {
+        durable_cost(n);
+    }
+    if let Some(what) = only.strip_prefix("loop-") {
+        one_loop(what, n);
+    }
 }

@@ -239,3 +239,44 @@ fn a_closed_store_refuses_calls() {
     rt.block_on(l.close()).unwrap();
     assert_eq!(l.check_sync("k", 1).unwrap_err().code(), ErrorCode::StoreUnavailable);
 }
+
+/// Connections the store holds on the server at `port`: every client but this `CLIENT LIST`'s
+/// own, replicas (`flags=S`) and sentinels (`name=sentinel-...`).
+pub fn store_connections(port: u16) -> usize {
+    redis_server::cli(port, &["client", "list"]).map_or(0, |list| {
+        list.lines()
+            .filter(|l| !l.contains("cmd=client") && !l.contains("flags=S") && !l.contains("name=sentinel"))
+            .count()
+    })
+}
+
+#[test]
+fn close_releases_every_connection_at_once() {
+    let server = RedisServer::start();
+    let store = store(&server);
+    let l = limiter(&store, FailPolicy::Raise);
+    // Every path: blocking (sync), direct (async), a bound runtime's own, and the hop path's
+    // manager (reset runs there).
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    assert!(l.check_sync("k", 1).unwrap().allowed);
+    assert!(rt.block_on(l.check("k", 1)).unwrap().allowed);
+    rt.block_on(async {
+        store.bind_current_runtime().unwrap();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !store.bound_connection_ready() {
+            assert!(Instant::now() < deadline, "the bound connection never came up");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        assert!(l.check("k", 1).await.unwrap().allowed);
+    });
+    l.reset_sync("k").unwrap();
+    assert!(store_connections(server.port) >= 4, "one connection per path");
+    rt.block_on(store.close()).unwrap();
+    // The bound connection's driver task lives on `rt`: it ends on that runtime's next turn.
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while store_connections(server.port) > 0 {
+        assert!(Instant::now() < deadline, "{} connections left after close", store_connections(server.port));
+        rt.block_on(async { tokio::time::sleep(Duration::from_millis(10)).await });
+    }
+    assert_eq!(l.check_sync("k", 1).unwrap_err().code(), ErrorCode::StoreUnavailable);
+}

@@ -39,6 +39,8 @@ pub fn acl_rules(prefix: &str, scripting: Scripting, mode: RedisMode) -> Vec<Str
     }
     rules.extend(SCRIPT_COMMANDS.iter().map(|c| format!("+{c}")));
     if mode == RedisMode::Cluster {
+        // `ASKING` before a call to a slot being migrated; the slot map.
+        rules.push("+asking".into());
         rules.push("+cluster|slots".into());
     }
     rules

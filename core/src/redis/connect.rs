@@ -20,8 +20,10 @@ use crate::error::{Error, Result};
 pub(crate) enum Conn {
     /// One node, reconnecting itself in the background.
     Single(ConnectionManager),
-    /// Every master of a cluster: routes each command by its first key's slot, follows
-    /// `MOVED`/`ASK`, and refreshes the slot map when a node moves or fails.
+    /// Every master of a cluster, through the redis crate's cluster client: for the commands
+    /// that are not script calls (`reset`'s idempotent `DEL`, loading functions on every master,
+    /// deterministic replay, raw commands). Script calls never take it: they take
+    /// [`super::cluster::Router`], which never resends a call that may have reached a server.
     Cluster(ClusterConnection),
     /// The master of a Sentinel service, looked up again when it stops answering.
     Sentinel(Follower),
@@ -69,6 +71,8 @@ pub(crate) struct Connected {
     /// Cluster and sentinel: every call goes through [`Conn`], which knows where the key lives
     /// now; the standalone fast paths, bound to one address, are not used.
     pub routed: bool,
+    /// Cluster: the store's own routing for script calls ([`super::cluster`]).
+    pub router: Option<std::sync::Arc<super::cluster::Router>>,
 }
 
 /// Connects within `timeout` as `plan` says.
@@ -80,7 +84,7 @@ pub(crate) async fn connect(plan: &Plan, timeout: Duration) -> Result<Connected>
         RedisMode::Standalone => {
             let client = client_for(plan.nodes[0].clone(), plan.tls.as_ref())?;
             let conn = manager(client.clone(), timeout, &describe(plan)).await?;
-            Ok(Connected { conn: Conn::Single(conn), client, routed: false })
+            Ok(Connected { conn: Conn::Single(conn), client, routed: false, router: None })
         }
         RedisMode::Cluster => {
             let mut builder = redis::cluster::ClusterClientBuilder::new(plan.nodes.clone())
@@ -97,11 +101,12 @@ pub(crate) async fn connect(plan: &Plan, timeout: Duration) -> Result<Connected>
                 })?
                 .map_err(|e| Error::store(format!("cannot connect to {}: {e}", describe(plan))))?;
             let client = client_for(plan.nodes[0].clone(), plan.tls.as_ref())?;
-            Ok(Connected { conn: Conn::Cluster(conn), client, routed: true })
+            let router = super::cluster::Router::connect(plan, timeout).await?;
+            Ok(Connected { conn: Conn::Cluster(conn), client, routed: true, router: Some(router) })
         }
         RedisMode::Sentinel => {
             let (follower, client) = Follower::connect(plan, timeout).await?;
-            Ok(Connected { conn: Conn::Sentinel(follower), client, routed: true })
+            Ok(Connected { conn: Conn::Sentinel(follower), client, routed: true, router: None })
         }
     }
 }

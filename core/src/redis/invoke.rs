@@ -8,9 +8,14 @@
 //!   keyed command), so the node that lost the library is the one that reloads it.
 //! - **Scripts**: `EVALSHA`; on `NOSCRIPT` only, `EVAL` (which caches the script again).
 //!
+//! - **Durable** ([`Durable`], off by default): `WAIT numreplicas timeout` pipelined after the
+//!   call (and after its fallback) in the same round trip; fewer acknowledgements than asked
+//!   fail the call (`store_unavailable`, the fail policy decides) although the master counted
+//!   it, because a failover now could lose that charge.
+//!
 //! Any other reply is final: a call that may have counted is never sent again.
 
-use redis::{Cmd, Pipeline, RedisResult, Value};
+use redis::{Cmd, ErrorKind, Pipeline, RedisError, RedisResult, Value};
 
 use super::call::{self, ScriptCall};
 use super::eval_cmd;
@@ -23,6 +28,44 @@ pub(crate) enum Invoke {
     Functions,
     /// `EVALSHA` / `EVAL`.
     Scripts,
+}
+
+/// Make each charge durable before admitting it: `WAIT replicas timeout_ms` after the call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Durable {
+    /// Replicas that must acknowledge the call's writes.
+    pub replicas: u32,
+    /// How long the server waits for them, in ms (`WAIT`'s timeout; never 0, which waits forever).
+    pub timeout_ms: u64,
+}
+
+impl Durable {
+    /// `WAIT replicas timeout_ms`.
+    pub(crate) fn wait(self) -> Cmd {
+        let mut c = redis::cmd("WAIT");
+        c.arg(self.replicas).arg(self.timeout_ms);
+        c
+    }
+
+    /// The call's reply if `acked` (`WAIT`'s reply) covers the replicas asked for; a server
+    /// error reply passes as is (nothing was charged).
+    pub(crate) fn check(self, reply: Value, acked: Option<Value>) -> RedisResult<Value> {
+        if matches!(reply, Value::ServerError(_)) {
+            return Ok(reply);
+        }
+        match acked {
+            Some(Value::Int(n)) if n >= i64::from(self.replicas) => Ok(reply),
+            Some(Value::Int(n)) => Err(RedisError::from((
+                ErrorKind::Client,
+                "not durable",
+                format!(
+                    "the charge reached {n} of {} replicas within {} ms (durable_replicas)",
+                    self.replicas, self.timeout_ms
+                ),
+            ))),
+            other => Err(RedisError::from((ErrorKind::Client, "not durable", format!("WAIT answered {other:?}")))),
+        }
+    }
 }
 
 /// `FUNCTION LOAD REPLACE <library>`: idempotent, so every process may send it.
@@ -77,27 +120,65 @@ fn last(values: RedisResult<Vec<Value>>) -> RedisResult<Value> {
     values.map(|mut v| v.pop().unwrap_or(Value::Nil))
 }
 
-/// Runs `call` on an async connection: the first command, and the fallback only if needed.
+/// Runs `call` on an async connection: the first command, and the fallback only if needed;
+/// with `durable`, `WAIT` rides in the same round trip as each.
 pub(crate) async fn run_async<C: redis::aio::ConnectionLike>(
     conn: &mut C,
     invoke: Invoke,
+    durable: Option<Durable>,
     call: &ScriptCall,
 ) -> RedisResult<Value> {
-    let reply = conn.req_packed_command(&first(invoke, call)).await;
-    if !is_missing(&reply) {
-        return reply;
+    let Some(d) = durable else {
+        let reply = conn.req_packed_command(&first(invoke, call)).await;
+        if !is_missing(&reply) {
+            return reply;
+        }
+        let p = fallback(invoke, call);
+        return last(conn.req_packed_commands(&p, 0, p.len()).await);
+    };
+    let mut p = redis::pipe();
+    p.add_command(first(invoke, call)).add_command(d.wait());
+    let (reply, acked) = last_two(conn.req_packed_commands(&p, 0, 2).await)?;
+    if !is_missing(&Ok(reply.clone())) {
+        return d.check(reply, acked);
     }
-    let p = fallback(invoke, call);
-    last(conn.req_packed_commands(&p, 0, p.len()).await)
+    let mut p = fallback(invoke, call);
+    p.add_command(d.wait());
+    let (reply, acked) = last_two(conn.req_packed_commands(&p, 0, p.len()).await)?;
+    d.check(reply, acked)
+}
+
+/// The call's reply and `WAIT`'s, the last two of a durable pipeline.
+pub(crate) fn last_two(values: RedisResult<Vec<Value>>) -> RedisResult<(Value, Option<Value>)> {
+    let mut v = values?;
+    let acked = v.pop();
+    Ok((v.pop().unwrap_or(Value::Nil), acked))
 }
 
 /// [`run_async`] on a blocking connection.
-pub(crate) fn run_sync(conn: &mut redis::Connection, invoke: Invoke, call: &ScriptCall) -> RedisResult<Value> {
+pub(crate) fn run_sync(
+    conn: &mut redis::Connection,
+    invoke: Invoke,
+    durable: Option<Durable>,
+    call: &ScriptCall,
+) -> RedisResult<Value> {
     use redis::ConnectionLike;
-    let reply = conn.req_command(&first(invoke, call));
-    if !is_missing(&reply) {
-        return reply;
+    let Some(d) = durable else {
+        let reply = conn.req_command(&first(invoke, call));
+        if !is_missing(&reply) {
+            return reply;
+        }
+        let p = fallback(invoke, call);
+        return last(conn.req_packed_commands(&p.get_packed_pipeline(), 0, p.len()));
+    };
+    let mut p = redis::pipe();
+    p.add_command(first(invoke, call)).add_command(d.wait());
+    let (reply, acked) = last_two(conn.req_packed_commands(&p.get_packed_pipeline(), 0, 2))?;
+    if !is_missing(&Ok(reply.clone())) {
+        return d.check(reply, acked);
     }
-    let p = fallback(invoke, call);
-    last(conn.req_packed_commands(&p.get_packed_pipeline(), 0, p.len()))
+    let mut p = fallback(invoke, call);
+    p.add_command(d.wait());
+    let (reply, acked) = last_two(conn.req_packed_commands(&p.get_packed_pipeline(), 0, p.len()))?;
+    d.check(reply, acked)
 }

@@ -3,12 +3,17 @@
 //!
 //! - **One round trip per decision**: `FCALL` on Redis >= 7 (the scripts loaded once as a
 //!   function library, which persists and replicates), else `EVALSHA`; the one fallback when a
-//!   node lacks them is in [`invoke`] (`scripting` in [`RedisOptions`] forces either way). A
-//!   call that timed out is never sent again: it may already have counted.
-//! - **Any topology**: one node, a Redis Cluster (routed by slot, following `MOVED`/`ASK`), or
-//!   the master of a Sentinel service; over TLS (rustls) or not ([`RedisOptions`],
-//!   `docs/redis.md`). On a cluster and under Sentinel every call takes the hop path below,
-//!   whose connection knows where each key lives now.
+//!   node lacks them is in [`invoke`] (`scripting` in [`RedisOptions`] forces either way).
+//! - **At most once**: a call is never sent again once it may have reached a server; only a
+//!   redirect or a missing script (answered before anything runs) or a connection that could not
+//!   be made is followed by another send (`docs/redis.md`, "At most once").
+//! - **Any topology**: one node, a Redis Cluster, or the master of a Sentinel service; over TLS
+//!   (rustls) or not ([`RedisOptions`], `docs/redis.md`). On a cluster the store routes each
+//!   call itself ([`cluster`]: slot computed here, a connection per master, `MOVED`/`ASK`
+//!   followed), with the same sync and async fast paths as on one node. Under Sentinel every
+//!   call takes the hop path below, whose connection follows the master.
+//! - **Durable charges**, opt-in: `WAIT` after each call in the same round trip
+//!   ([`RedisOptions::durable_replicas`]).
 //! - **A bounded wait**: every call answers within `timeout_ms` or fails with
 //!   `store_unavailable` carrying the cause; the limiter's [`crate::FailPolicy`] then decides.
 //!   The connection re-establishes itself in the background after Redis comes back.
@@ -39,6 +44,7 @@
 
 pub mod acl;
 mod call;
+mod cluster;
 mod connect;
 mod invoke;
 mod options;
@@ -72,8 +78,13 @@ thread_local! {
 struct Inner {
     /// The hop path's connection (used on the store's runtime only: its reconnection spawns
     /// tasks on whatever runtime polls it), routing by slot on a cluster and following the
-    /// master in sentinel mode.
-    conn: connect::Conn,
+    /// master in sentinel mode. `None` once closed.
+    conn: parking_lot::RwLock<Option<connect::Conn>>,
+    /// Cluster: where script calls go, from the caller's task or thread
+    /// ([`cluster::Router`]).
+    router: Option<Arc<cluster::Router>>,
+    /// `WAIT` after every call ([`RedisOptions::durable_replicas`]).
+    durable: Option<invoke::Durable>,
     /// Cluster or sentinel: every call takes `conn` (the hop path); the direct, bound and
     /// blocking paths, which talk to one fixed address, stay off.
     routed: bool,
@@ -290,6 +301,9 @@ impl RedisStore {
     /// hop to the store's runtime.
     async fn call(&self, call: ScriptCall, now: Now) -> Result<Outcome> {
         let mut rebind = None;
+        if let (Some(router), None) = (&self.inner.router, &self.inner.replay) {
+            return self.run_routed(router, &call).await;
+        }
         if self.inner.replay.is_none() {
             match self.bound_conn() {
                 Ok((conn, via)) => return self.run_direct(conn, via, &call).await,
@@ -327,7 +341,7 @@ impl RedisStore {
         }
         let deadline = self.deadline();
         let work = async {
-            match invoke::run_async(&mut conn, self.inner.invoke, call).await {
+            match invoke::run_async(&mut conn, self.inner.invoke, self.inner.durable, call).await {
                 Ok(Value::ServerError(e)) => Err(Error::store(format!("{} failed: {e}", call.script.name))),
                 Ok(v) => call::decode_reply(call, &v),
                 Err(e) => {
@@ -343,6 +357,21 @@ impl RedisStore {
                 }
             }
         };
+        tokio::select! {
+            biased;
+            r = work => r,
+            () = deadline => Err(self.inner.timed_out()),
+        }
+    }
+
+    /// A cluster call, routed to its key's master from the caller's task
+    /// ([`cluster::Router::run`]), under the call timeout.
+    async fn run_routed(&self, router: &Arc<cluster::Router>, call: &ScriptCall) -> Result<Outcome> {
+        if self.inner.closed.load(Ordering::Acquire) {
+            return Err(Error::store("the Redis store is closed"));
+        }
+        let deadline = self.deadline();
+        let work = async { call::decode_reply(call, &router.run(self.inner.invoke, self.inner.durable, call).await?) };
         tokio::select! {
             biased;
             r = work => r,
@@ -444,6 +473,13 @@ impl RedisStore {
     }
 
     fn block_call(&self, call: ScriptCall, now: Now) -> Result<Outcome> {
+        if let (Some(router), None) = (&self.inner.router, &self.inner.replay) {
+            if self.inner.closed.load(Ordering::Acquire) {
+                return Err(Error::store("the Redis store is closed"));
+            }
+            let value = router.run_blocking(self.inner.invoke, self.inner.durable, &call)?;
+            return call::decode_reply(&call, &value);
+        }
         if self.inner.replay.is_none() && !self.inner.routed {
             return self.inner.run_blocking(&call);
         }
@@ -461,7 +497,7 @@ impl RedisStore {
             if keys.is_empty() {
                 return Ok(());
             }
-            let mut conn = inner.conn.clone();
+            let mut conn = inner.conn()?;
             inner
                 .bounded(
                     async move { conn.req_packed_command(redis::cmd("DEL").arg(keys)).await.map_err(Error::store) },
@@ -476,7 +512,7 @@ impl RedisStore {
     pub fn command_blocking(&self, cmd: Cmd) -> Result<Value> {
         let inner = self.inner.clone();
         block_on(self.runtime.get(), async move {
-            let mut conn = inner.conn.clone();
+            let mut conn = inner.conn()?;
             inner.bounded(async move { conn.req_packed_command(&cmd).await.map_err(Error::store) }).await
         })
     }
@@ -500,7 +536,8 @@ impl Inner {
     async fn connect(options: RedisOptions) -> Result<Inner> {
         let timeout = Duration::from_millis(options.timeout_ms.max(1));
         let plan = options.plan()?;
-        let connect::Connected { conn, client: client_for_sync, routed } = connect::connect(&plan, timeout).await?;
+        let connect::Connected { conn, client: client_for_sync, routed, router } =
+            connect::connect(&plan, timeout).await?;
         let invoke = choose_invoke(&conn, options.scripting, timeout).await?;
         let direct = if routed {
             None
@@ -508,7 +545,9 @@ impl Inner {
             connect_direct(&client_for_sync, timeout).await.map(|conn| Direct { conn, id: 1 })
         };
         Ok(Inner {
-            conn,
+            conn: parking_lot::RwLock::new(Some(conn)),
+            router,
+            durable: plan.durable,
             routed,
             invoke,
             direct: parking_lot::RwLock::new(direct),
@@ -522,6 +561,11 @@ impl Inner {
             replay: options.deterministic_replay.then(|| tokio::sync::Mutex::new(replay::Book::default())),
             closed: AtomicBool::new(false),
         })
+    }
+
+    /// The shared connection (a handle onto it), unless the store is closed.
+    fn conn(&self) -> Result<connect::Conn> {
+        self.conn.read().clone().ok_or_else(|| Error::store("the Redis store is closed"))
     }
 
     /// `fut` under the call timeout.
@@ -548,7 +592,7 @@ impl Inner {
                 };
                 self.bounded(async {
                     let mut book = book.lock().await;
-                    replay::run(&mut book, &mut self.conn.clone(), &call, t).await
+                    replay::run(&mut book, &mut self.conn()?, &call, t).await
                 })
                 .await
             }
@@ -578,7 +622,7 @@ impl Inner {
                 c
             }
         };
-        let value = match invoke::run_sync(&mut conn, self.invoke, call) {
+        let value = match invoke::run_sync(&mut conn, self.invoke, self.durable, call) {
             Ok(Value::ServerError(e)) => {
                 self.idle.lock().push(conn);
                 return Err(Error::store(format!("{} failed: {e}", call.script.name)));
@@ -594,8 +638,8 @@ impl Inner {
     /// `call` on the shared connection ([`invoke`]: `FCALL` or `EVALSHA`, and the one
     /// fallback).
     async fn eval(&self, call: &ScriptCall) -> Result<Value> {
-        let mut conn = self.conn.clone();
-        match invoke::run_async(&mut conn, self.invoke, call).await {
+        let mut conn = self.conn()?;
+        match invoke::run_async(&mut conn, self.invoke, self.durable, call).await {
             Ok(Value::ServerError(e)) => Err(Error::store(format!("{} failed: {e}", call.script.name))),
             r => r.map_err(Error::store),
         }
@@ -610,7 +654,7 @@ impl Inner {
                 Some(b) => Some(b.lock().await),
                 None => None,
             };
-            let mut conn = self.conn.clone();
+            let mut conn = self.conn()?;
             conn.req_packed_command(redis::cmd("DEL").arg(&key)).await.map_err(Error::store)?;
             if let Some(book) = book.as_mut() {
                 book.forget(&key);
@@ -708,10 +752,18 @@ impl Store for RedisStore {
         true
     }
 
+    /// Releases every connection at once: the blocking pool, the direct and bound connections,
+    /// the shared one (its reconnecting manager, the cluster client, or the sentinel follower)
+    /// and the cluster router's connections to every node. A call in flight keeps its own
+    /// handle until it answers; every later call fails with `store_unavailable`.
     fn close(&self) -> BoxFuture<'_, Result<()>> {
         self.inner.closed.store(true, Ordering::Release);
         self.inner.idle.lock().clear();
         *self.inner.direct.write() = None;
+        *self.inner.conn.write() = None;
+        if let Some(router) = &self.inner.router {
+            router.close();
+        }
         for b in self.inner.bound.write().iter_mut() {
             b.conn = None;
         }

@@ -108,6 +108,21 @@ pub struct RedisOptions {
     /// Expire keys on the caller's clock instead of Redis's (conformance replay and tests only:
     /// it serialises every call and costs extra commands).
     pub deterministic_replay: bool,
+    /// Make each charge durable before admitting it: this many replicas must acknowledge the
+    /// call's writes (`WAIT`, pipelined after the script in the same round trip), else the
+    /// call is `store_unavailable` and the fail policy decides. 0 (the default) turns it off.
+    /// Bounds what a failover can lose; costs a replica's round trip per call
+    /// (`docs/redis.md`).
+    pub durable_replicas: u32,
+    /// How long the server waits for those replicas, in ms: at least 1, and less than
+    /// `timeout_ms` so the call still answers in time. Default 100.
+    pub durable_timeout_ms: u64,
+    /// Sentinel mode: the password the sentinels require (`requirepass` in sentinel.conf), sent
+    /// to the sentinels only (the URLs' credentials are the master's). Default none.
+    pub sentinel_password: Option<String>,
+    /// Sentinel mode: the ACL user for [`RedisOptions::sentinel_password`] (default: none, the
+    /// sentinels' default user).
+    pub sentinel_username: Option<String>,
 }
 
 impl Default for RedisOptions {
@@ -122,6 +137,10 @@ impl Default for RedisOptions {
             scripting: Scripting::Auto,
             timeout_ms: 1000,
             deterministic_replay: false,
+            durable_replicas: 0,
+            durable_timeout_ms: 100,
+            sentinel_password: None,
+            sentinel_username: None,
         }
     }
 }
@@ -154,6 +173,10 @@ pub(crate) struct Plan {
     /// `Some` for `rediss://` URLs (possibly with no files: system roots, no client cert).
     pub tls: Option<TlsFiles>,
     pub service_name: Option<String>,
+    /// `Some` when [`RedisOptions::durable_replicas`] is set.
+    pub durable: Option<super::invoke::Durable>,
+    /// The sentinels' own user and password (sentinel mode).
+    pub sentinel_auth: Option<(Option<String>, String)>,
 }
 
 impl RedisOptions {
@@ -242,7 +265,41 @@ impl RedisOptions {
         } else {
             None
         };
+        let durable = match self.durable_replicas {
+            0 => None,
+            _ if self.deterministic_replay => {
+                return Err(Error::config(
+                    "redis.durable_replicas",
+                    "does not combine with deterministic_replay (a test mode that sends its own commands)",
+                ));
+            }
+            n if n > 64 => {
+                return Err(Error::config("redis.durable_replicas", &format!("must be at most 64, got {n}")));
+            }
+            n if self.durable_timeout_ms == 0 || self.durable_timeout_ms >= self.timeout_ms.max(1) => {
+                return Err(Error::config(
+                    "redis.durable_timeout_ms",
+                    &format!(
+                        "must be at least 1 and less than timeout_ms ({}) with durable_replicas = {n}, got {}",
+                        self.timeout_ms, self.durable_timeout_ms
+                    ),
+                ));
+            }
+            n => Some(super::invoke::Durable { replicas: n, timeout_ms: self.durable_timeout_ms }),
+        };
+        let sentinel_auth = match (&self.sentinel_username, &self.sentinel_password) {
+            (None, None) => None,
+            _ if self.mode != RedisMode::Sentinel => {
+                return Err(Error::config("redis.sentinel_password", "is for sentinel mode only"));
+            }
+            (Some(_), None) => {
+                return Err(Error::config("redis.sentinel_password", "is required with sentinel_username"));
+            }
+            (user, Some(password)) => Some((user.clone(), password.clone())),
+        };
         Ok(Plan {
+            sentinel_auth,
+            durable,
             mode: self.mode,
             urls: self.urls.clone(),
             nodes,
@@ -373,6 +430,30 @@ mod tests {
             "redis.tls_ca_file",
         );
         std::fs::remove_file(not_pem).unwrap();
+        let durable = |replicas, timeout| RedisOptions {
+            durable_replicas: replicas,
+            durable_timeout_ms: timeout,
+            timeout_ms: 500,
+            ..RedisOptions::default()
+        };
+        durable(1, 100).validate().unwrap();
+        durable(0, 0).validate().unwrap();
+        invalid(durable(1, 0), "redis.durable_timeout_ms");
+        invalid(durable(1, 500), "redis.durable_timeout_ms");
+        invalid(durable(65, 100), "redis.durable_replicas");
+        invalid(RedisOptions { deterministic_replay: true, ..durable(1, 100) }, "redis.durable_replicas");
+        invalid(
+            RedisOptions { sentinel_password: Some("p".into()), ..RedisOptions::default() },
+            "redis.sentinel_password",
+        );
+        let sentinel = RedisOptions {
+            mode: RedisMode::Sentinel,
+            service_name: Some("m".into()),
+            sentinel_username: Some("u".into()),
+            ..RedisOptions::default()
+        };
+        invalid(sentinel.clone(), "redis.sentinel_password");
+        RedisOptions { sentinel_password: Some("p".into()), ..sentinel }.validate().unwrap();
     }
 
     #[test]

@@ -30,6 +30,8 @@ struct Shared {
     urls: Vec<url::Url>,
     service: String,
     tls: Option<TlsFiles>,
+    /// The sentinels' own user and password, if they require one.
+    auth: Option<(Option<String>, String)>,
     timeout: Duration,
     current: parking_lot::RwLock<Master>,
     /// A lookup is running: failures meanwhile do not start another.
@@ -51,7 +53,8 @@ impl Follower {
             .map(|u| url::Url::parse(u).map_err(|e| Error::config("redis.urls", &format!("{:?}: {e}", redact(u)))))
             .collect::<Result<Vec<_>>>()?;
         let service = plan.service_name.clone().unwrap_or_default();
-        let addr = lookup(&urls, &service, plan.tls.as_ref(), timeout).await?;
+        let auth = plan.sentinel_auth.clone();
+        let addr = lookup(&urls, &service, plan.tls.as_ref(), auth.as_ref(), timeout).await?;
         let client = master_client(&urls[0], &addr, plan.tls.as_ref())?;
         let conn =
             manager(client.clone(), timeout, &format!("the master of {service:?} at {}:{}", addr.0, addr.1)).await?;
@@ -59,6 +62,7 @@ impl Follower {
             urls,
             service,
             tls: plan.tls.clone(),
+            auth,
             timeout,
             current: parking_lot::RwLock::new(Master { addr, conn }),
             looking: std::sync::atomic::AtomicBool::new(false),
@@ -103,7 +107,7 @@ impl Follower {
 
 impl Shared {
     async fn relocate(&self) -> Result<()> {
-        let addr = lookup(&self.urls, &self.service, self.tls.as_ref(), self.timeout).await?;
+        let addr = lookup(&self.urls, &self.service, self.tls.as_ref(), self.auth.as_ref(), self.timeout).await?;
         if self.current.read().addr == addr {
             return Ok(());
         }
@@ -114,8 +118,15 @@ impl Shared {
     }
 }
 
-/// Asks each sentinel in turn for the master's address; the first answer wins.
-async fn lookup(urls: &[url::Url], service: &str, tls: Option<&TlsFiles>, timeout: Duration) -> Result<(String, u16)> {
+/// Asks each sentinel in turn for the master's address (logging in with `auth`, the
+/// sentinels' own credentials, if given); the first answer wins.
+async fn lookup(
+    urls: &[url::Url],
+    service: &str,
+    tls: Option<&TlsFiles>,
+    auth: Option<&(Option<String>, String)>,
+    timeout: Duration,
+) -> Result<(String, u16)> {
     let mut causes = Vec::new();
     for url in urls {
         let mut plain = url.clone();
@@ -123,7 +134,14 @@ async fn lookup(urls: &[url::Url], service: &str, tls: Option<&TlsFiles>, timeou
         let _ = plain.set_password(None);
         plain.set_path("");
         let ask = async {
-            let info = plain.as_str().into_connection_info().map_err(Error::store)?;
+            let mut info = plain.as_str().into_connection_info().map_err(Error::store)?;
+            if let Some((user, password)) = auth {
+                let mut settings = info.redis_settings().clone().set_password(password);
+                if let Some(user) = user {
+                    settings = settings.set_username(user);
+                }
+                info = info.set_redis_settings(settings);
+            }
             let client = client_for(info, tls)?;
             let mut conn = client.get_multiplexed_async_connection().await.map_err(Error::store)?;
             let reply: Option<(String, u16)> = redis::cmd("SENTINEL")
@@ -144,7 +162,7 @@ async fn lookup(urls: &[url::Url], service: &str, tls: Option<&TlsFiles>, timeou
 }
 
 /// A client for the master at `addr`, with `url`'s scheme, credentials and database.
-fn master_client(url: &url::Url, addr: &(String, u16), tls: Option<&TlsFiles>) -> Result<redis::Client> {
+pub(crate) fn master_client(url: &url::Url, addr: &(String, u16), tls: Option<&TlsFiles>) -> Result<redis::Client> {
     let mut u = url.clone();
     u.set_host(Some(&addr.0)).map_err(|e| Error::store(format!("the sentinels named a bad host {:?}: {e}", addr.0)))?;
     let _ = u.set_port(Some(addr.1));

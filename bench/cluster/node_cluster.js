@@ -1,0 +1,57 @@
+// Node `check` over a 3-master Redis Cluster against the same binding on one standalone server,
+// in one run (not part of the tests):
+//
+//   node bench/cluster/node_cluster.js STANDALONE_URL CLUSTER_SEEDS
+//
+// `bench/cluster/run.sh` builds the release addon, starts both (tests/redis-server.sh,
+// tests/redis-cluster.sh) and stops them by PID. On the standalone server the binding writes on
+// its own event-loop socket; on a cluster its calls run on core's Tokio connections, routed by
+// the core. Prints `ROW` lines for bench/summarize.py (ratio: cluster over standalone).
+'use strict'
+const path = require('node:path')
+const { Limiter, RedisStore, Strategy } = require(path.join(__dirname, '../../bindings-node'))
+
+const N = 20_000
+const KEYS = Array.from({ length: 1000 }, (_, i) => `user:${i}`)
+
+async function best(run, rounds = 3) {
+  let top = 0
+  for (let r = 0; r < rounds; r++) {
+    const t0 = process.hrtime.bigint()
+    await run()
+    top = Math.max(top, N / (Number(process.hrtime.bigint() - t0) / 1e9))
+  }
+  return top
+}
+
+async function measure(options) {
+  const store = await RedisStore.connect(options)
+  const tk = new Limiter({ strategy: Strategy.gcra({ limit: 1e12, periodMs: 1000 }), store, prefix: 'bench-cl' })
+  const seq = async () => {
+    for (let i = 0; i < N; i++) await tk.check(KEYS[i % 1000])
+  }
+  const par = async () => {
+    let next = 0
+    const worker = async () => {
+      while (next < N) await tk.check(KEYS[next++ % 1000])
+    }
+    await Promise.all(Array.from({ length: 64 }, worker))
+  }
+  await seq() // warm up: connections, scripts
+  const out = { seq: await best(seq), par: await best(par) }
+  await tk.close()
+  return out
+}
+
+async function main() {
+  const [single, seeds] = process.argv.slice(2)
+  const s = await measure({ url: single })
+  const c = await measure({ url: seeds, mode: 'cluster' })
+  for (const [k, label] of [['seq', 'sequential await check'], ['par', '64 in flight']]) {
+    const row = ['ROW', `node redis cluster (3 masters), ${label}`, 'the same on one standalone server',
+      (c[k] / s[k]).toFixed(2), '>=0.9', `${c[k].toFixed(0)} vs ${s[k].toFixed(0)} checks/s`]
+    console.log(row.join('\t'))
+  }
+}
+
+main().catch((e) => { console.error(e); process.exit(1) })

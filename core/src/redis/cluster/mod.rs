@@ -1,0 +1,595 @@
+//! The cluster's own routing: every script call goes straight to the master that owns its key,
+//! on a multiplexed connection per master (async calls) or a pooled blocking connection per
+//! master (sync calls), as on one standalone node.
+//!
+//! Why not the redis crate's cluster client: it resends a request after a connection error,
+//! so a call whose reply was lost after the server ran it was charged twice (issue #19), and
+//! every call hopped through its task. Here the rules are the store's own:
+//!
+//! - **Routing**: the slot is computed here ([`slot`]: CRC16, hash tags) and looked up in a map
+//!   read from `CLUSTER SLOTS` ([`topology`]). One round trip per decision on a stable cluster.
+//! - **Redirects**: `MOVED` (the slot moved: the map learns it and refreshes in the background),
+//!   `ASK` (the slot is migrating: `ASKING` and the call, pipelined, to the target) and
+//!   `TRYAGAIN` (a multi-key call during a migration: a short pause) are answered by the node
+//!   before it runs anything, so the call is sent again, at most [`MAX_HOPS`] times in all.
+//! - **Scripts per node**: `NOSCRIPT` / function not found also come before anything runs: that
+//!   node gets the fallback of [`super::invoke`] (`EVAL`, or `FUNCTION LOAD` + `FCALL`).
+//! - **At most once**: a connection that fails after the request may have been written fails
+//!   the call (`store_unavailable`); the connection is retired and the map refreshed, and the
+//!   call is never sent again. A connection that cannot be made (nothing was sent) fails the
+//!   call the same way and refreshes the map, so the next call finds the promoted replica.
+//! - **Bounded**: the caller bounds each call by `timeout_ms` (the async path races a timer; the
+//!   sync path sets its socket timeouts to the time left).
+
+mod slot;
+mod topology;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use redis::aio::{ConnectionLike as _, MultiplexedConnection};
+use redis::{ConnectionLike as _, Pipeline, RedisResult, Value};
+
+use super::call::ScriptCall;
+use super::invoke::{self, Durable, Invoke};
+use super::options::{Plan, TlsFiles};
+use crate::error::{Error, Result};
+use topology::{Addr, SlotMap, parse_slots};
+
+/// Redirects and pauses one call may take before it fails.
+pub(crate) const MAX_HOPS: usize = 5;
+
+/// The pause before a call answered `TRYAGAIN` is sent again.
+const TRYAGAIN_PAUSE: Duration = Duration::from_millis(10);
+
+/// The least time between two background refreshes of the slot map.
+const REFRESH_GAP: Duration = Duration::from_millis(100);
+
+/// One master (or a node a redirect named): its client and connections.
+pub(crate) struct Node {
+    addr: Addr,
+    client: redis::Client,
+    /// The async path's multiplexed connection and its number (`None` until first used, and
+    /// after it failed).
+    mux: parking_lot::RwLock<Option<(MultiplexedConnection, u64)>>,
+    ids: AtomicU64,
+    /// One connect at a time per node.
+    connecting: tokio::sync::Mutex<()>,
+    /// The sync path's idle blocking connections.
+    idle: parking_lot::Mutex<Vec<redis::Connection>>,
+}
+
+impl Node {
+    fn current(&self) -> Option<(MultiplexedConnection, u64)> {
+        self.mux.read().clone()
+    }
+
+    /// The multiplexed connection, connected now if there is none (on the runtime that polls
+    /// this: its driver task is spawned there).
+    async fn connect(&self, timeout: Duration, closed: &AtomicBool) -> Result<(MultiplexedConnection, u64)> {
+        let _one = self.connecting.lock().await;
+        if let Some(c) = self.current() {
+            return Ok(c);
+        }
+        if closed.load(Ordering::Acquire) {
+            return Err(closed_error());
+        }
+        let config =
+            redis::AsyncConnectionConfig::new().set_connection_timeout(Some(timeout)).set_response_timeout(None);
+        let conn = tokio::time::timeout(timeout, self.client.get_multiplexed_async_connection_with_config(&config))
+            .await
+            .map_err(|_| {
+                Error::store(format!("connecting to {} timed out after {} ms", self.name(), timeout.as_millis()))
+            })?
+            .map_err(|e| Error::store(format!("cannot connect to {}: {e}", self.name())))?;
+        let id = self.ids.fetch_add(1, Ordering::Relaxed) + 1;
+        if !closed.load(Ordering::Acquire) {
+            *self.mux.write() = Some((conn.clone(), id));
+        }
+        Ok((conn, id))
+    }
+
+    /// Drops the multiplexed connection numbered `id` (a newer one stays).
+    fn retire(&self, id: u64) {
+        let mut slot = self.mux.write();
+        if slot.as_ref().is_some_and(|(_, i)| *i == id) {
+            *slot = None;
+        }
+    }
+
+    /// Drops every connection (close, or the node is no longer a master).
+    fn release(&self) {
+        *self.mux.write() = None;
+        self.idle.lock().clear();
+    }
+
+    fn name(&self) -> String {
+        format!("{}:{}", self.addr.0, self.addr.1)
+    }
+}
+
+fn closed_error() -> Error {
+    Error::store("the Redis store is closed")
+}
+
+/// Routes script calls over a cluster (see the module docs). Shared by the store's paths.
+pub(crate) struct Router {
+    /// The first seed's URL: scheme, user and password for every node.
+    url: url::Url,
+    seeds: Vec<Addr>,
+    tls: Option<TlsFiles>,
+    timeout: Duration,
+    /// The store's runtime: connects and refreshes run there.
+    runtime: tokio::runtime::Handle,
+    map: parking_lot::RwLock<Arc<SlotMap<Node>>>,
+    /// Every node met so far, by address.
+    nodes: parking_lot::Mutex<HashMap<Addr, Arc<Node>>>,
+    refreshing: AtomicBool,
+    last_refresh: parking_lot::Mutex<Option<Instant>>,
+    closed: AtomicBool,
+}
+
+/// What a reply asks the router to do next.
+enum Verdict {
+    /// The call ran: its reply, and `WAIT`'s when durable.
+    Done(Value, Option<Value>),
+    Moved(u16, Addr),
+    Ask(Addr),
+    TryAgain,
+    /// `NOSCRIPT` or function not found: the node needs the fallback.
+    Missing,
+    /// A server error that ends the call (nothing ran, or the script itself failed).
+    Refused(String),
+    /// The connection failed: the request may have reached the server.
+    Lost(redis::RedisError),
+}
+
+/// A `host:port` of a redirect; an empty host is the asked node's.
+fn redirect_addr(detail: &str, asked: &str) -> Option<Addr> {
+    let (host, port) = detail.rsplit_once(':')?;
+    let host = if host.is_empty() { asked } else { host };
+    Some((host.to_string(), port.parse().ok()?))
+}
+
+fn classify(sent: RedisResult<(Value, Option<Value>)>, asked: &str) -> Verdict {
+    let (code, detail) = match &sent {
+        Ok((Value::ServerError(e), _)) => (e.code().to_string(), e.details().unwrap_or_default().to_string()),
+        Err(e) if e.code().is_some() => {
+            (e.code().unwrap_or_default().to_string(), e.detail().unwrap_or_default().to_string())
+        }
+        Err(_) => {
+            let Err(e) = sent else { unreachable!() };
+            return Verdict::Lost(e);
+        }
+        Ok(_) => {
+            let Ok((v, acked)) = sent else { unreachable!() };
+            return Verdict::Done(v, acked);
+        }
+    };
+    let mut words = detail.split_whitespace();
+    match code.as_str() {
+        "MOVED" => {
+            match (words.next().and_then(|s| s.parse().ok()), words.next().and_then(|a| redirect_addr(a, asked))) {
+                (Some(slot), Some(addr)) => Verdict::Moved(slot, addr),
+                _ => Verdict::Refused(format!("MOVED {detail}")),
+            }
+        }
+        "ASK" => match words.nth(1).and_then(|a| redirect_addr(a, asked)) {
+            Some(addr) => Verdict::Ask(addr),
+            None => Verdict::Refused(format!("ASK {detail}")),
+        },
+        "TRYAGAIN" => Verdict::TryAgain,
+        "NOSCRIPT" => Verdict::Missing,
+        "ERR" if detail.starts_with("Function not found") => Verdict::Missing,
+        _ => Verdict::Refused(if detail.is_empty() { code } else { format!("{code} {detail}") }),
+    }
+}
+
+/// The commands of one attempt: `ASKING` first after an `ASK`, the call (or its fallback), and
+/// `WAIT` last when durable. Also where the call's reply sits.
+fn attempt(invoke: Invoke, call: &ScriptCall, fallback: bool, asking: bool, durable: Option<Durable>) -> Pipeline {
+    let mut p = redis::pipe();
+    if asking {
+        p.cmd("ASKING");
+    }
+    if fallback {
+        let f = invoke::fallback(invoke, call);
+        for c in f.cmd_iter() {
+            p.add_command(c.clone());
+        }
+    } else {
+        p.add_command(invoke::first(invoke, call));
+    }
+    if let Some(d) = durable {
+        p.add_command(d.wait());
+    }
+    p
+}
+
+/// The call's reply (and `WAIT`'s) out of an attempt's replies.
+fn pick(values: Vec<Value>, durable: bool) -> (Value, Option<Value>) {
+    let mut v = values;
+    let acked = if durable { v.pop() } else { None };
+    (v.pop().unwrap_or(Value::Nil), acked)
+}
+
+impl Router {
+    /// Reads the slot map from the first seed that answers, within `timeout`.
+    pub(crate) async fn connect(plan: &Plan, timeout: Duration) -> Result<Arc<Router>> {
+        let url = url::Url::parse(&plan.urls[0]).map_err(|e| Error::config("redis.urls", &e.to_string()))?;
+        let seeds = plan
+            .nodes
+            .iter()
+            .filter_map(|n| match n.addr() {
+                redis::ConnectionAddr::Tcp(h, p) => Some((h.clone(), *p)),
+                redis::ConnectionAddr::TcpTls { host, port, .. } => Some((host.clone(), *port)),
+                _ => None,
+            })
+            .collect();
+        let router = Arc::new(Router {
+            url,
+            seeds,
+            tls: plan.tls.clone(),
+            timeout,
+            runtime: tokio::runtime::Handle::current(),
+            map: parking_lot::RwLock::new(Arc::new(SlotMap::empty())),
+            nodes: parking_lot::Mutex::new(HashMap::new()),
+            refreshing: AtomicBool::new(false),
+            last_refresh: parking_lot::Mutex::new(None),
+            closed: AtomicBool::new(false),
+        });
+        router.refresh().await?;
+        Ok(router)
+    }
+
+    /// The node at `addr`, created on first mention.
+    fn node(&self, addr: &Addr) -> Result<Arc<Node>> {
+        let mut nodes = self.nodes.lock();
+        if let Some(n) = nodes.get(addr) {
+            return Ok(n.clone());
+        }
+        let client = super::sentinel::master_client(&self.url, addr, self.tls.as_ref())?;
+        let node = Arc::new(Node {
+            addr: addr.clone(),
+            client,
+            mux: parking_lot::RwLock::new(None),
+            ids: AtomicU64::new(0),
+            connecting: tokio::sync::Mutex::new(()),
+            idle: parking_lot::Mutex::new(Vec::new()),
+        });
+        nodes.insert(addr.clone(), node.clone());
+        Ok(node)
+    }
+
+    /// The master serving `slot`; none (a failover left it uncovered) fails the call and
+    /// refreshes the map.
+    fn owner(self: &Arc<Self>, slot: u16) -> Result<Arc<Node>> {
+        if let Some(n) = self.map.read().get(slot) {
+            return Ok(n.clone());
+        }
+        self.refresh_soon();
+        Err(Error::store(format!("no master serves slot {slot} now (the cluster is failing over?)")))
+    }
+
+    /// A `MOVED` learnt: `slot` is `node`'s until the next refresh says otherwise.
+    fn learn(&self, slot: u16, node: Arc<Node>) {
+        let mut map = self.map.write();
+        *map = Arc::new(map.with(slot, node, |n| &n.addr));
+    }
+
+    /// Reads `CLUSTER SLOTS` from the known masters, then the seeds, until one answers.
+    async fn refresh(self: &Arc<Self>) -> Result<()> {
+        let mut candidates: Vec<Addr> = self.map.read().masters.iter().map(|n| n.addr.clone()).collect();
+        for s in &self.seeds {
+            if !candidates.contains(s) {
+                candidates.push(s.clone());
+            }
+        }
+        let mut causes = Vec::new();
+        for addr in candidates {
+            let node = self.node(&addr)?;
+            let read = async {
+                let (mut conn, id) = node.connect(self.timeout, &self.closed).await?;
+                let reply =
+                    conn.req_packed_command(&redis::cmd("CLUSTER").arg("SLOTS").clone()).await.map_err(|e| {
+                        node.retire(id);
+                        Error::store(e)
+                    })?;
+                parse_slots(&reply, &addr.0)
+                    .filter(|r| !r.is_empty())
+                    .ok_or_else(|| Error::store(format!("unreadable CLUSTER SLOTS: {reply:?}")))
+            };
+            match tokio::time::timeout(self.timeout, read).await {
+                Ok(Ok(ranges)) => {
+                    let map = SlotMap::build(&ranges, |a| self.node(a).unwrap_or_else(|_| node.clone()), |n| &n.addr);
+                    let masters: Vec<Addr> = map.masters.iter().map(|n| n.addr.clone()).collect();
+                    *self.map.write() = Arc::new(map);
+                    // A node that is no longer a master keeps no connection.
+                    for (a, n) in self.nodes.lock().iter() {
+                        if !masters.contains(a) {
+                            n.release();
+                        }
+                    }
+                    return Ok(());
+                }
+                Ok(Err(e)) => causes.push(format!("{}:{}: {}", addr.0, addr.1, e.message())),
+                Err(_) => {
+                    causes.push(format!("{}:{}: no answer within {} ms", addr.0, addr.1, self.timeout.as_millis()))
+                }
+            }
+        }
+        Err(Error::store(format!("no cluster node answered CLUSTER SLOTS ({})", causes.join("; "))))
+    }
+
+    /// Refreshes the map in the background, unless a refresh is running; at most one per
+    /// [`REFRESH_GAP`].
+    fn refresh_soon(self: &Arc<Self>) {
+        if self.closed.load(Ordering::Acquire) || self.refreshing.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let wait = self.last_refresh.lock().map_or(Duration::ZERO, |t| REFRESH_GAP.saturating_sub(t.elapsed()));
+        let me = self.clone();
+        self.runtime.spawn(async move {
+            if !wait.is_zero() {
+                tokio::time::sleep(wait).await;
+            }
+            let _ = me.refresh().await;
+            *me.last_refresh.lock() = Some(Instant::now());
+            me.refreshing.store(false, Ordering::Release);
+        });
+    }
+
+    /// `node`'s multiplexed connection; when it has none, one is made on the store's runtime
+    /// (nothing is sent before it exists).
+    async fn mux(self: &Arc<Self>, node: &Arc<Node>) -> Result<(MultiplexedConnection, u64)> {
+        if let Some(c) = node.current() {
+            return Ok(c);
+        }
+        let (me, n) = (self.clone(), node.clone());
+        let made = self.runtime.spawn(async move { n.connect(me.timeout, &me.closed).await });
+        made.await.map_err(|e| Error::store(format!("the connect was abandoned: {e}")))?
+    }
+
+    /// Runs `call` on its key's master from the caller's task (the caller bounds it by the
+    /// timeout): the reply value, already checked for durability.
+    pub(crate) async fn run(
+        self: &Arc<Self>,
+        invoke: Invoke,
+        durable: Option<Durable>,
+        call: &ScriptCall,
+    ) -> Result<Value> {
+        let slot = slot::slot(call.keys.first().map_or(&b""[..], |k| k.as_bytes()));
+        let (mut to, mut asking, mut fallback) = (None, false, false);
+        for _ in 0..MAX_HOPS {
+            if self.closed.load(Ordering::Acquire) {
+                return Err(closed_error());
+            }
+            let node = match to.take() {
+                Some(n) => n,
+                None => self.owner(slot)?,
+            };
+            let (mut conn, id) = self.mux(&node).await.inspect_err(|_| self.refresh_soon())?;
+            let p = attempt(invoke, call, fallback, asking, durable);
+            let sent = if p.len() == 1 {
+                let cmd = p.cmd_iter().next().expect("one command");
+                conn.req_packed_command(cmd).await.map(|v| (v, None))
+            } else {
+                conn.req_packed_commands(&p, 0, p.len()).await.map(|v| pick(v, durable.is_some()))
+            };
+            match self.next(classify(sent, &node.addr.0), &node, call, durable, asking)? {
+                Next::Done(v) => return Ok(v),
+                Next::Lost(e) => {
+                    node.retire(id);
+                    self.refresh_soon();
+                    return Err(Error::store(e));
+                }
+                Next::Hop { target, ask, missing, pause } => {
+                    if pause {
+                        let sleep = {
+                            let _store = self.runtime.enter();
+                            tokio::time::sleep(TRYAGAIN_PAUSE)
+                        };
+                        sleep.await;
+                    }
+                    to = Some(target);
+                    asking = ask;
+                    fallback |= missing;
+                }
+            }
+        }
+        Err(Error::store(format!("{}: more than {MAX_HOPS} redirects", call.script.name)))
+    }
+
+    /// [`Router::run`] on the calling thread, on the key's master's pooled blocking connections.
+    pub(crate) fn run_blocking(
+        self: &Arc<Self>,
+        invoke: Invoke,
+        durable: Option<Durable>,
+        call: &ScriptCall,
+    ) -> Result<Value> {
+        let started = Instant::now();
+        let timed_out = |e: &dyn std::fmt::Display| {
+            Error::store(format!("timed out: Redis did not answer within {} ms ({e})", self.timeout.as_millis()))
+        };
+        let slot = slot::slot(call.keys.first().map_or(&b""[..], |k| k.as_bytes()));
+        let (mut to, mut asking, mut fallback) = (None, false, false);
+        for hop in 0..MAX_HOPS {
+            if self.closed.load(Ordering::Acquire) {
+                return Err(closed_error());
+            }
+            let left = self.timeout.saturating_sub(started.elapsed());
+            if left.is_zero() {
+                return Err(timed_out(&"redirected too long"));
+            }
+            let node = match to.take() {
+                Some(n) => n,
+                None => self.owner(slot)?,
+            };
+            let popped = node.idle.lock().pop();
+            let mut conn = match popped {
+                Some(c) => c,
+                None => {
+                    let c = node.client.get_connection_with_timeout(left).map_err(|e| {
+                        self.refresh_soon();
+                        if e.is_timeout() { timed_out(&e) } else { Error::store(format!("{}: {e}", node.name())) }
+                    })?;
+                    c.set_write_timeout(Some(self.timeout)).map_err(Error::store)?;
+                    c.set_read_timeout(Some(self.timeout)).map_err(Error::store)?;
+                    c
+                }
+            };
+            // A redirected call has less time left than a fresh connection's timeout.
+            if hop > 0 {
+                conn.set_read_timeout(Some(left)).map_err(Error::store)?;
+            }
+            let p = attempt(invoke, call, fallback, asking, durable);
+            let sent = if p.len() == 1 {
+                conn.req_command(p.cmd_iter().next().expect("one command")).map(|v| (v, None))
+            } else {
+                conn.req_packed_commands(&p.get_packed_pipeline(), 0, p.len()).map(|v| pick(v, durable.is_some()))
+            };
+            let verdict = classify(sent, &node.addr.0);
+            if !matches!(verdict, Verdict::Lost(_)) {
+                // Answered: the connection is in step, and may serve the next call.
+                if hop > 0 {
+                    conn.set_read_timeout(Some(self.timeout)).map_err(Error::store)?;
+                }
+                node.idle.lock().push(conn);
+            }
+            match self.next(verdict, &node, call, durable, asking)? {
+                Next::Done(v) => return Ok(v),
+                // Dropped with the connection: a call that may have counted is never resent,
+                // and its late reply can never be read as the next call's.
+                Next::Lost(e) => {
+                    self.refresh_soon();
+                    return Err(if e.is_timeout() || started.elapsed() >= self.timeout {
+                        timed_out(&e)
+                    } else {
+                        Error::store(e)
+                    });
+                }
+                Next::Hop { target, ask, missing, pause } => {
+                    if pause {
+                        std::thread::sleep(TRYAGAIN_PAUSE);
+                    }
+                    to = Some(target);
+                    asking = ask;
+                    fallback |= missing;
+                }
+            }
+        }
+        Err(Error::store(format!("{}: more than {MAX_HOPS} redirects", call.script.name)))
+    }
+
+    /// What follows a verdict: the call's end, or another attempt (and where).
+    fn next(
+        self: &Arc<Self>,
+        verdict: Verdict,
+        node: &Arc<Node>,
+        call: &ScriptCall,
+        durable: Option<Durable>,
+        asking: bool,
+    ) -> Result<Next> {
+        Ok(match verdict {
+            Verdict::Done(v, acked) => Next::Done(match durable {
+                Some(d) => d.check(v, acked).map_err(Error::store)?,
+                None => v,
+            }),
+            Verdict::Moved(slot, addr) => {
+                let target = self.node(&addr)?;
+                self.learn(slot, target.clone());
+                self.refresh_soon();
+                Next::Hop { target, ask: false, missing: false, pause: false }
+            }
+            Verdict::Ask(addr) => Next::Hop { target: self.node(&addr)?, ask: true, missing: false, pause: false },
+            // Same node, still `ASKING` if it was.
+            Verdict::TryAgain => Next::Hop { target: node.clone(), ask: asking, missing: false, pause: true },
+            Verdict::Missing => Next::Hop { target: node.clone(), ask: asking, missing: true, pause: false },
+            Verdict::Refused(e) => {
+                if e.starts_with("CLUSTERDOWN") || e.starts_with("READONLY") || e.starts_with("MASTERDOWN") {
+                    self.refresh_soon();
+                }
+                return Err(Error::store(format!("{} failed on {}: {e}", call.script.name, node.name())));
+            }
+            Verdict::Lost(e) => Next::Lost(e),
+        })
+    }
+
+    /// Drops every connection at once; later calls fail as closed.
+    pub(crate) fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+        for n in self.nodes.lock().values() {
+            n.release();
+        }
+    }
+}
+
+/// The next step of a call.
+enum Next {
+    Done(Value),
+    Lost(redis::RedisError),
+    Hop { target: Arc<Node>, ask: bool, missing: bool, pause: bool },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn server_error(text: &str) -> RedisResult<(Value, Option<Value>)> {
+        let v = redis::parse_redis_value(format!("-{text}\r\n").as_bytes()).unwrap();
+        Ok((v, None))
+    }
+
+    #[test]
+    fn redirects_and_missing_scripts_are_the_only_replies_that_send_again() {
+        assert!(matches!(
+            classify(server_error("MOVED 3999 10.0.0.2:6381"), "seed"),
+            Verdict::Moved(3999, (h, 6381)) if h == "10.0.0.2"
+        ));
+        // An empty host is the asked node's.
+        assert!(matches!(classify(server_error("MOVED 1 :7001"), "seed"), Verdict::Moved(1, (h, 7001)) if h == "seed"));
+        assert!(
+            matches!(classify(server_error("ASK 3999 10.0.0.3:6382"), "s"), Verdict::Ask((h, 6382)) if h == "10.0.0.3")
+        );
+        assert!(matches!(
+            classify(server_error("TRYAGAIN Multiple keys request during rehashing"), "s"),
+            Verdict::TryAgain
+        ));
+        assert!(matches!(classify(server_error("NOSCRIPT No matching script"), "s"), Verdict::Missing));
+        assert!(matches!(classify(server_error("ERR Function not found"), "s"), Verdict::Missing));
+        assert!(
+            matches!(classify(server_error("CLUSTERDOWN The cluster is down"), "s"), Verdict::Refused(e) if e.starts_with("CLUSTERDOWN"))
+        );
+        assert!(matches!(classify(server_error("ERR user_script:1: boom"), "s"), Verdict::Refused(_)));
+        assert!(matches!(classify(server_error("MOVED garbage"), "s"), Verdict::Refused(_)));
+        let lost = Err(redis::RedisError::from(std::io::Error::from(std::io::ErrorKind::ConnectionReset)));
+        assert!(matches!(classify(lost, "s"), Verdict::Lost(_)));
+        assert!(matches!(classify(Ok((Value::Int(1), None)), "s"), Verdict::Done(Value::Int(1), None)));
+    }
+
+    #[test]
+    fn an_attempt_is_asking_then_the_call_or_its_fallback_then_wait() {
+        let call = super::super::call::single(
+            "k",
+            crate::store::Now::At(1),
+            &crate::store::Transform::Peek { strategy: &crate::Strategy::gcra(1, 1000, None).unwrap() },
+        );
+        let names = |p: &Pipeline| {
+            p.cmd_iter()
+                .map(|c| match c.args_iter().next() {
+                    Some(redis::Arg::Simple(b)) => String::from_utf8_lossy(b).into_owned(),
+                    _ => String::new(),
+                })
+                .collect::<Vec<_>>()
+        };
+        let d = Some(Durable { replicas: 1, timeout_ms: 50 });
+        assert_eq!(names(&attempt(Invoke::Functions, &call, false, false, None)), ["FCALL"]);
+        assert_eq!(names(&attempt(Invoke::Functions, &call, true, true, d)), ["ASKING", "FUNCTION", "FCALL", "WAIT"]);
+        assert_eq!(names(&attempt(Invoke::Scripts, &call, false, false, d)), ["EVALSHA", "WAIT"]);
+        assert_eq!(names(&attempt(Invoke::Scripts, &call, true, false, None)), ["EVAL"]);
+        let (v, acked) = pick(vec![Value::Okay, Value::Int(7), Value::Int(1)], true);
+        assert_eq!((v, acked), (Value::Int(7), Some(Value::Int(1))));
+    }
+}

@@ -1,0 +1,338 @@
+//! The store's own cluster routing (`core/src/redis/cluster/`) on a real 3-master cluster:
+//!
+//! - **At most once, through the fault proxy** (`tests/faultproxy`): every node announces a
+//!   proxy port (`cluster-announce-port`), so the store reaches the cluster through the proxy
+//!   only. When the proxy lets the server run one script call in five and then drops the
+//!   connection before the reply, each such call is `store_unavailable` and the servers count
+//!   exactly one execution per call (the redis crate's cluster client charged those twice); a
+//!   connection reset before anything is forwarded never yields more executions than calls.
+//!   Every call answers within its timeout plus 100 ms, sync and async.
+//! - **One round trip per decision**: with no fault, the proxy sees exactly one command per call.
+//! - **Redirects**: a slot moved behind the store's back is followed (`MOVED`), a migrating slot
+//!   is followed with `ASKING` (`ASK`), and the call runs once, on the right node.
+//! - **close()** releases every connection the store holds at once.
+
+#[path = "support/redis_cluster.rs"]
+mod redis_cluster;
+#[path = "support/redis_server.rs"]
+mod redis_server;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use redis_cluster::{RedisCluster, cli, field};
+use throttlekit::redis::{RedisMode, RedisOptions, RedisStore};
+use throttlekit::store::{Now, Store};
+use throttlekit::{ErrorCode, FailPolicy, Limiter, Strategy};
+use throttlekit_faultproxy::{Fault, FaultProxy, Rule};
+
+const TIMEOUT_MS: u64 = 250;
+const SLACK_MS: u64 = 100;
+const NOW: i64 = 1_800_000_000_000;
+
+/// Script and function executions the server on `port` counted (calls that ran, not those
+/// refused before running: `MOVED`, `NOSCRIPT`, ...).
+fn executions(port: u16) -> u64 {
+    let stats = cli(port, &["info", "commandstats"]).unwrap_or_default();
+    ["fcall", "evalsha", "eval"]
+        .iter()
+        .map(|cmd| {
+            let line = field(&stats, &format!("cmdstat_{cmd}")).unwrap_or_default();
+            let get = |k: &str| -> u64 {
+                line.split(',').find_map(|kv| kv.strip_prefix(k).and_then(|n| n.parse().ok())).unwrap_or(0)
+            };
+            // `rejected_calls` (MOVED, ASK, NOSCRIPT: refused before running) are not in `calls`.
+            get("calls=") - get("failed_calls=")
+        })
+        .sum()
+}
+
+fn total_executions(cluster: &RedisCluster) -> u64 {
+    cluster.nodes.iter().map(|n| executions(n.port)).sum()
+}
+
+/// A fault proxy in front of every node, each node announcing its proxy port: the cluster is
+/// then reachable through the proxy only (its bus stays direct). Waits until every node's
+/// `CLUSTER SLOTS` names proxy ports only.
+fn behind_proxy(cluster: &RedisCluster) -> FaultProxy {
+    let routes: Vec<(SocketAddr, SocketAddr)> = cluster
+        .nodes
+        .iter()
+        .map(|n| ("127.0.0.1:0".parse().unwrap(), format!("127.0.0.1:{}", n.port).parse().unwrap()))
+        .collect();
+    let proxy = FaultProxy::start_routes(&routes).expect("the proxy");
+    for (n, (listen, _)) in cluster.nodes.iter().zip(proxy.routes()) {
+        cli(n.port, &["config", "set", "cluster-announce-ip", "127.0.0.1"]).expect("announce ip");
+        cli(n.port, &["config", "set", "cluster-announce-port", &listen.port().to_string()]).expect("announce port");
+    }
+    let real: Vec<String> = cluster.nodes.iter().map(|n| format!("127.0.0.1:{}@", n.port)).collect();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let announced = cluster.nodes.iter().all(|n| {
+            cli(n.port, &["cluster", "nodes"]).is_some_and(|nodes| !real.iter().any(|r| nodes.contains(r.as_str())))
+        });
+        if announced {
+            return proxy;
+        }
+        assert!(Instant::now() < deadline, "the nodes never announced their proxy ports");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn store_via(proxy: &FaultProxy) -> Arc<RedisStore> {
+    let urls = proxy.routes().iter().map(|(l, _)| format!("redis://{l}")).collect();
+    let options = RedisOptions { urls, mode: RedisMode::Cluster, timeout_ms: TIMEOUT_MS, ..RedisOptions::default() };
+    Arc::new(RedisStore::connect_blocking(options).expect("connect through the proxy"))
+}
+
+/// A window of an hour and a limit no test reaches: every executed call is an admission.
+fn limiter(store: Arc<RedisStore>, prefix: &str) -> Arc<Limiter> {
+    Arc::new(
+        Limiter::builder(Strategy::fixed_window(1_000_000, 3_600_000).unwrap())
+            .store(store)
+            .fail_policy(FailPolicy::Raise)
+            .prefix(prefix)
+            .build(),
+    )
+}
+
+#[derive(Debug, Default)]
+struct Tally {
+    calls: u64,
+    allowed: u64,
+    errors: u64,
+    worst_ms: u128,
+}
+
+impl Tally {
+    fn record(&mut self, took: Duration, out: throttlekit::Result<throttlekit::Decision>) {
+        self.calls += 1;
+        self.worst_ms = self.worst_ms.max(took.as_millis());
+        assert!(took <= Duration::from_millis(TIMEOUT_MS + SLACK_MS), "a call took {took:?}: {out:?}");
+        match out {
+            Ok(d) => {
+                assert!(d.allowed, "{d:?}");
+                self.allowed += 1;
+            }
+            Err(e) => {
+                assert_eq!(e.code(), ErrorCode::StoreUnavailable, "{e}");
+                self.errors += 1;
+            }
+        }
+    }
+}
+
+/// `n` sequential calls over 30 keys (every master), sync or async.
+fn calls(l: &Arc<Limiter>, rt: &tokio::runtime::Runtime, n: u64, sync: bool, t: &mut Tally) {
+    for i in 0..n {
+        let key = format!("k{}", i % 30);
+        let start = Instant::now();
+        let out = if sync { l.check_sync_at(&key, 1, NOW) } else { rt.block_on(l.check_at(&key, 1, Now::At(NOW))) };
+        t.record(start.elapsed(), out);
+    }
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
+}
+
+#[test]
+fn a_reply_lost_after_the_server_ran_the_call_is_never_charged_twice() {
+    let cluster = RedisCluster::start(3, 0);
+    let proxy = behind_proxy(&cluster);
+    let l = limiter(store_via(&proxy), "lost");
+    let rt = runtime();
+    for sync in [true, false] {
+        let mut warm = Tally::default();
+        calls(&l, &rt, 60, sync, &mut warm); // every master connected, every script loaded
+        assert_eq!(warm.errors, 0, "{warm:?}");
+        // One round trip per decision: one script command per call through the proxy, and no
+        // other command on the way (a background refresh of the slot map may add one).
+        let (stats, before) = (proxy.stats(), total_executions(&cluster));
+        let mut t = Tally::default();
+        calls(&l, &rt, 60, sync, &mut t);
+        let after = proxy.stats();
+        assert_eq!(after.scripts - stats.scripts, 60, "sync={sync}: more than one script command per call");
+        assert!(after.commands - stats.commands <= 61, "sync={sync}: {} commands", after.commands - stats.commands);
+        assert_eq!(total_executions(&cluster) - before, 60);
+
+        let (faults, before) = (proxy.stats().faults, total_executions(&cluster));
+        proxy.set(vec![Rule::new(Fault::DropReply).scripts().every(5)]);
+        let mut t = Tally::default();
+        calls(&l, &rt, 100, sync, &mut t);
+        proxy.clear();
+        let (faults, executed) = (proxy.stats().faults - faults, total_executions(&cluster) - before);
+        eprintln!("drop_reply sync={sync}: {t:?} faults={faults} executions={executed}");
+        assert!(faults >= 10, "sync={sync}: only {faults} faults injected");
+        // Each lost reply is one store_unavailable, each call ran exactly once.
+        assert_eq!(t.errors, faults, "sync={sync}: {t:?}");
+        assert_eq!(executed, t.calls, "sync={sync}: {executed} executions for {} calls", t.calls);
+    }
+}
+
+#[test]
+fn a_reset_connection_never_runs_a_call_twice_and_the_store_recovers() {
+    let cluster = RedisCluster::start(3, 0);
+    let proxy = behind_proxy(&cluster);
+    let l = limiter(store_via(&proxy), "reset");
+    let rt = runtime();
+    for sync in [true, false] {
+        let mut warm = Tally::default();
+        calls(&l, &rt, 30, sync, &mut warm);
+        for rule in [
+            Rule::new(Fault::Reset).scripts().every(4),
+            Rule::new(Fault::DropRequest(20)).scripts().every(4),
+            Rule::new(Fault::Delay(Duration::from_millis(TIMEOUT_MS + 150))).scripts().every(7),
+        ] {
+            let before = total_executions(&cluster);
+            proxy.set(vec![rule.clone()]);
+            let mut t = Tally::default();
+            calls(&l, &rt, 40, sync, &mut t);
+            proxy.clear();
+            // Let a delayed call reach its server before counting.
+            std::thread::sleep(Duration::from_millis(TIMEOUT_MS + 250));
+            let executed = total_executions(&cluster) - before;
+            eprintln!("{rule:?} sync={sync}: {t:?} executions={executed}");
+            assert!(t.errors > 0, "{rule:?}: no call failed");
+            assert!(executed <= t.calls, "{rule:?} sync={sync}: {executed} executions for {} calls", t.calls);
+            assert!(executed >= t.allowed, "{rule:?}: fewer executions than admissions");
+            let mut after = Tally::default();
+            calls(&l, &rt, 30, sync, &mut after);
+            assert!(after.errors <= 3, "{rule:?}: the store did not recover: {after:?}");
+        }
+    }
+}
+
+/// The node id and port of the master serving `slot`, and of another master.
+fn owner_and_other(cluster: &RedisCluster, slot: u16) -> ((String, u16), (String, u16)) {
+    let port = cluster.nodes[0].port;
+    let nodes = cli(port, &["cluster", "nodes"]).unwrap();
+    let masters: Vec<(String, u16, String)> = nodes
+        .lines()
+        .filter(|l| l.contains("master"))
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let p = f[1].split(['@', ':']).nth(1).unwrap().parse().unwrap();
+            (f[0].to_string(), p, f[8..].join(" "))
+        })
+        .collect();
+    let serves = |ranges: &str| {
+        ranges.split_whitespace().any(|r| {
+            let (a, b) = r.split_once('-').unwrap_or((r, r));
+            matches!((a.parse::<u16>(), b.parse::<u16>()), (Ok(a), Ok(b)) if a <= slot && slot <= b)
+        })
+    };
+    let owner = masters.iter().find(|m| serves(&m.2)).expect("an owner");
+    let other = masters.iter().find(|m| m.0 != owner.0).expect("another master");
+    ((owner.0.clone(), owner.1), (other.0.clone(), other.1))
+}
+
+fn keyslot(cluster: &RedisCluster, key: &str) -> u16 {
+    cli(cluster.nodes[0].port, &["cluster", "keyslot", key]).unwrap().trim().parse().unwrap()
+}
+
+#[test]
+fn moved_and_ask_are_followed_and_the_call_runs_once_on_the_right_node() {
+    let cluster = RedisCluster::start(3, 0);
+    let store = Arc::new(
+        RedisStore::connect_blocking(RedisOptions {
+            urls: cluster.urls(),
+            mode: RedisMode::Cluster,
+            timeout_ms: 2000,
+            ..RedisOptions::default()
+        })
+        .unwrap(),
+    );
+    let l = limiter(store.clone(), "redir");
+    let rt = runtime();
+    for (i, sync) in [(0, true), (1, false)] {
+        // MOVED: an empty slot handed to another master behind the store's back.
+        let key = format!("moved{i}");
+        let full = format!("redir:{key}");
+        let slot = keyslot(&cluster, &full);
+        let ((from_id, from), (to_id, to)) = owner_and_other(&cluster, slot);
+        begin_migration(slot, (&from_id, from), (&to_id, to));
+        end_migration(&cluster, slot, &to_id, to);
+        let (f0, t0) = (executions(from), executions(to));
+        let d = if sync { l.check_sync_at(&key, 1, NOW) } else { rt.block_on(l.check_at(&key, 1, Now::At(NOW))) };
+        assert!(d.expect("MOVED followed").allowed);
+        assert_eq!((executions(from) - f0, executions(to) - t0), (0, 1), "sync={sync}: ran once, on the new owner");
+        assert_eq!(cli(to, &["exists", &full]).unwrap().trim(), "1");
+
+        // ASK: a slot migrating to another master; its key is not on the source yet.
+        let key = format!("ask{i}");
+        let full = format!("redir:{key}");
+        let slot = keyslot(&cluster, &full);
+        let ((from_id, from), (to_id, to)) = owner_and_other(&cluster, slot);
+        begin_migration(slot, (&from_id, from), (&to_id, to));
+        let (f0, t0, asking) = (executions(from), executions(to), redis_server::calls(to, "asking"));
+        let d = if sync { l.check_sync_at(&key, 1, NOW) } else { rt.block_on(l.check_at(&key, 1, Now::At(NOW))) };
+        assert!(d.expect("ASK followed").allowed);
+        assert_eq!((executions(from) - f0, executions(to) - t0), (0, 1), "sync={sync}: ran once, on the target");
+        assert_eq!(redis_server::calls(to, "asking") - asking, 1);
+        // Finish the migration so the next round starts from a stable map.
+        end_migration(&cluster, slot, &to_id, to);
+    }
+}
+
+/// `slot` (empty) marked importing on `to` and migrating on `from`.
+fn begin_migration(slot: u16, (from_id, from): (&str, u16), (to_id, to): (&str, u16)) {
+    cli(to, &["cluster", "setslot", &slot.to_string(), "importing", from_id]).expect("IMPORTING");
+    cli(from, &["cluster", "setslot", &slot.to_string(), "migrating", to_id]).expect("MIGRATING");
+}
+
+/// The migration of `slot` to `to` finished as the cluster spec says: the importing node first
+/// (it bumps its config epoch, so gossip cannot hand the slot back), then every other node.
+fn end_migration(cluster: &RedisCluster, slot: u16, to_id: &str, to: u16) {
+    cli(to, &["cluster", "setslot", &slot.to_string(), "node", to_id]).expect("SETSLOT NODE");
+    for n in cluster.nodes.iter().filter(|n| n.port != to) {
+        cli(n.port, &["cluster", "setslot", &slot.to_string(), "node", to_id]).expect("SETSLOT NODE");
+    }
+}
+
+/// Connections the server on `port` holds, other than the one asking.
+fn clients(port: u16) -> u64 {
+    cli(port, &["client", "list"]).map_or(0, |l| l.lines().filter(|l| !l.contains("cmd=client")).count() as u64)
+}
+
+#[test]
+fn close_releases_every_connection_at_once() {
+    let cluster = RedisCluster::start(3, 0);
+    let store = Arc::new(
+        RedisStore::connect_blocking(RedisOptions {
+            urls: cluster.urls(),
+            mode: RedisMode::Cluster,
+            timeout_ms: 2000,
+            ..RedisOptions::default()
+        })
+        .unwrap(),
+    );
+    let l = limiter(store.clone(), "close");
+    let rt = runtime();
+    for i in 0..30 {
+        l.check_sync_at(&format!("c{i}"), 1, NOW).unwrap();
+        rt.block_on(l.check_at(&format!("c{i}"), 1, Now::At(NOW))).unwrap();
+    }
+    let ports: Vec<u16> = cluster.nodes.iter().map(|n| n.port).collect();
+    assert!(ports.iter().all(|&p| clients(p) >= 2), "the store holds a connection per path on every master");
+    rt.block_on(store.close()).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while ports.iter().any(|&p| clients(p) > 0) {
+        assert!(Instant::now() < deadline, "still connected after close: {:?}", ports.map_clients());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let e = l.check_sync_at("c0", 1, NOW).unwrap_err();
+    assert_eq!(e.code(), ErrorCode::StoreUnavailable);
+    assert!(rt.block_on(l.check_at("c0", 1, Now::At(NOW))).is_err());
+}
+
+trait MapClients {
+    fn map_clients(&self) -> Vec<u64>;
+}
+
+impl MapClients for Vec<u16> {
+    fn map_clients(&self) -> Vec<u64> {
+        self.iter().map(|&p| clients(p)).collect()
+    }
+}

@@ -1,0 +1,175 @@
+"""At most once from Rust, Python, Node (Promise and sync paths) and Go, on one Redis server, on
+a 3-master cluster and on a master found through a sentinel, behind the fault proxy: for each fault, one script call in five is delayed past the timeout, stalled,
+cut after 20 bytes, executed with its reply lost, reset, or black-holed. Then:
+
+- every call answers within its timeout + 100 ms, with a decision or `store_unavailable`;
+- the server's script executions never exceed the calls made;
+- with no failover, the servers admit exactly the limit (the admissions the client saw plus those whose reply was
+  lost), never one more.
+
+    python3 prove.py [--langs rust,python,node,node-sync,go] [--stores standalone,cluster,sentinel] [--faults ...]
+                     [--json OUT]
+
+(tests/faults/prove.sh builds what it needs and runs this.)
+"""
+
+import argparse
+import json
+import os
+import sys
+
+from harness import Cluster, Driver, ProxiedSentinelMaster, Proxy, Redis, StallMeter, build_paths, executions
+
+TIMEOUT_MS = 250
+SLACK_MS = 100
+LIMIT = 60
+FAULT_CALLS = int(os.environ.get("PROVE_FAULT_CALLS", 40))
+LATE = TIMEOUT_MS + 200
+# fault -> the proxy control lines that start it.
+FAULTS = {
+    "delay": [f"set delay {LATE} scope=scripts every=5"],
+    "stall": [f"set stall {LATE} scope=scripts every=5"],
+    "drop_request": ["set drop_request 20 scope=scripts every=5"],
+    "drop_reply": ["set drop_reply scope=scripts every=5"],
+    "reset": ["set reset scope=scripts every=5"],
+    "blackhole": ["set blackhole scope=scripts every=5"],
+    # Every connection closed, and new ones accepted but never answered: a server that stopped
+    # (SIGSTOP) or a host gone silent, seen from a client that must reconnect.
+    "silent": ["set blackhole scope=connections", "kill"],
+    # One script call black-holed, then nothing from outside: the client must recover by itself
+    # (its timed-out connection dropped, as docs/redis.md says) within two more calls.
+    "blackhole_recovery": ["set blackhole scope=scripts times=1"],
+}
+# Fewer calls where every call waits out its timeout.
+FAULT_CALLS_FOR = {"silent": 8, "blackhole_recovery": 12}
+SYNC_LANGS = ("rust", "python", "node-sync", "go")
+# Known failures in other engineers' areas, reported to them: (store, fault, lang) -> reason.
+# Each is checked every run: it must still fail as described, or the entry must go.
+SILENT_SERVER = ("routing (core/src/redis): a blocking call to a server that accepts connections but never answers "
+                 "(SIGSTOP, a silent host) takes about twice timeout_ms (512-576 ms for 250 here; 1028-1044 ms for 500 "
+                 "in chaos), one node or cluster; the Promise path (Node check) answers in timeout_ms")
+KNOWN = {(store, "silent", lang): SILENT_SERVER for store in ("standalone", "cluster") for lang in SYNC_LANGS}
+NODE_KEEPS_SILENT_CONNECTION = (
+    "bindperf (bindings-node/src, the event-loop transport behind the Promise check): after a call times out "
+    "on a connection that never answers, the connection is kept, so every later call times out too (12 of 12 "
+    "here, 35 of 35 with one script call in five black-holed) until something else closes it; requests "
+    "delayed past the timeout still run later (7 of 8). docs/redis.md: the connection is dropped on a timeout")
+KNOWN.update({(store, "blackhole_recovery", "node"): NODE_KEEPS_SILENT_CONNECTION
+              for store in ("standalone", "cluster", "sentinel")})
+SENTINEL_KEEPS_SILENT_CONNECTION = (
+    "routing (core/src/redis, Sentinel mode): after a call times out on a master connection that never "
+    "answers, the connection is kept, so every later call times out too (12 of 12 in blackhole_recovery; "
+    "36 of 36 with one script call in five black-holed), from every language and path, until something "
+    "else closes it; one node and cluster recover on the next call")
+KNOWN.update({("sentinel", "blackhole_recovery", lang): SENTINEL_KEEPS_SILENT_CONNECTION
+              for lang in SYNC_LANGS})
+
+
+METER = None
+
+
+def prove(driver: Driver, proxy: Proxy, ports: list, store: str, lang: str, fault: str, lines: list) -> dict:
+    base = {"limit": LIMIT, "window_ms": 1_000_000_000, "prefix": f"prove-{store}-{lang}-{fault}", "keys": ["k"]}
+    before = sum(executions(p) for p in ports)
+    METER.take()
+    faults_before = int(proxy.stats()["faults"])
+    for line in lines:
+        proxy.say(line)
+    during = driver.call({"cmd": "run", "calls": FAULT_CALLS_FOR.get(fault, FAULT_CALLS), **base})
+    faults = int(proxy.stats()["faults"]) - faults_before
+    proxy.say("clear")
+    # A black-holed connection stays open and silent until something closes it (TCP keepalive,
+    # CLIENT KILL): the proxy closes every held connection, for every fault alike.
+    proxy.say("kill")
+    after = driver.call({"cmd": "run", "calls": LIMIT * 2, "stop_on_deny": True, **base})
+    executed = sum(executions(p) for p in ports) - before
+    calls = during["calls"] + after["calls"]
+    allowed = during["allowed"] + after["allowed"]
+    denied = during["denied"] + after["denied"]
+    errors = during["errors"] + after["errors"]
+    worst = max(during["worst_ms"], after["worst_ms"])
+    stall = METER.take()
+    row = {"store": store, "lang": lang, "fault": fault, "calls": calls, "allowed": allowed, "denied": denied, "errors": errors,
+           "faults": faults, "executions": executed, "admitted_by_server": executed - denied, "worst_ms": worst, "machine_stall_ms": stall}
+    problems = []
+    codes = set(during["codes"]) | set(after["codes"])
+    if codes - {"store_unavailable"}:
+        problems.append(f"unexpected errors {codes}")
+    if faults < 1:
+        problems.append("no fault injected")
+    if worst > TIMEOUT_MS + SLACK_MS + stall:
+        problems.append(f"a call took {worst} ms (bound {TIMEOUT_MS + SLACK_MS} + {stall} machine stall)")
+    if executed > calls:
+        problems.append(f"{executed} executions for {calls} calls")
+    if allowed > LIMIT:
+        problems.append(f"{allowed} admitted over a limit of {LIMIT}")
+    if after["denied"] < 1:
+        problems.append("never denied")
+    if fault == "blackhole_recovery" and during["errors"] > 3:
+        problems.append(f"{during['errors']} of {during['calls']} calls failed after one black-holed call (at most 3)")
+    if executed - denied != LIMIT:
+        problems.append(f"the server admitted {executed - denied}, not the limit {LIMIT}")
+    row["problems"] = problems
+    return row
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--langs", default="rust,python,node,node-sync,go")
+    ap.add_argument("--stores", default="standalone,cluster,sentinel")
+    ap.add_argument("--faults", default=",".join(FAULTS))
+    ap.add_argument("--json")
+    args = ap.parse_args()
+    global METER
+    METER = StallMeter()
+    rows = []
+    for store in args.stores.split(","):
+        if store == "standalone":
+            server = Redis()
+            proxy = Proxy(build_paths()["proxy"], [(None, f"127.0.0.1:{server.port}")])
+            urls, mode, ports, cleanup = f"redis://{proxy.routes[0]}", "standalone", [server.port], server.cleanup
+        elif store == "sentinel":
+            sentinel = ProxiedSentinelMaster(build_paths()["proxy"])
+            proxy, urls, mode = sentinel.proxy, sentinel.urls(), f"sentinel:{sentinel.SERVICE}"
+            ports, cleanup = [sentinel.master.port], sentinel.cleanup
+        else:
+            # Three masters, no replica: no failover, so the exact-limit check holds here too.
+            cluster = Cluster(build_paths()["proxy"], masters=3, replicas=0)
+            proxy, urls, mode = cluster.proxy, cluster.urls(), "cluster"
+            ports, cleanup = [n.port for n in cluster.nodes], cluster.cleanup
+        try:
+            for lang in args.langs.split(","):
+                driver = Driver(lang, urls, mode, TIMEOUT_MS)
+                try:
+                    for fault in args.faults.split(","):
+                        lines = FAULTS[fault]
+                        row = prove(driver, proxy, ports, store, lang, fault, lines)
+                        rows.append(row)
+                        known = KNOWN.get((store, fault, lang))
+                        status = "ok" if not row["problems"] else "FAILED: " + "; ".join(row["problems"])
+                        if known and row["problems"]:
+                            row["known"] = known
+                            status = f"KNOWN FAILURE ({'; '.join(row['problems'])}): {known}"
+                            row["problems"] = []
+                        elif known:
+                            row["problems"] = [f"listed as a known failure but passed: remove it from KNOWN ({known})"]
+                            status = "FAILED: " + row["problems"][0]
+                        print(f"{store:10} {lang:9} {fault:12} calls={row['calls']} allowed={row['allowed']} "
+                              f"denied={row['denied']} errors={row['errors']} faults={row['faults']} "
+                              f"executions={row['executions']} server-admitted={row['admitted_by_server']}/{LIMIT} "
+                              f"worst={row['worst_ms']} ms (stall {row['machine_stall_ms']})  {status}", flush=True)
+                finally:
+                    driver.stop()
+        finally:
+            proxy.stop()
+            cleanup()
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+    failed = [r for r in rows if r["problems"]]
+    print(f"at-most-once proofs: {len(rows) - len(failed)} passed, {len(failed)} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
