@@ -112,7 +112,9 @@ fi
 
 section "python-http: bindings-python/bench/http_bench.py"
 if [ -f "$ROOT/bindings-python/bench/http_bench.py" ]; then
-    PATH="$ROOT/.venv/bin:$PATH" python3 "$ROOT/bindings-python/bench/http_bench.py" \
+    # Like bench.py: the setup's venv holds maturin (a fresh clone has no .venv; http_bench.py
+    # would otherwise look for maturin beside the system Python and lose its rows).
+    PATH="$TOOLS_VENV/bin:$PATH" "$TOOLS_VENV/bin/python" "$ROOT/bindings-python/bench/http_bench.py" \
         $([ -n "$QUICK" ] && echo --rounds 3) 2>&1 | tee "$OUT/python-http.log" | tail -4
 else
     not_measured python-http "bindings-python/bench/http_bench.py does not exist yet"
