@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `make bench`: throttlekit against the peers a user would pick instead, side by side in one run
-# on this machine, then ONE table of ratios (scenario | peer | ratio | target | met?).
+# on this machine, then ONE table of ratios (scenario | peer | ratio | target | met?), which lists
+# every row of issue #20's table (a row no part printed shows as "not measured"; summarize.py).
 #
 #   bench/run.sh [--quick]
 #   BENCH_SETUP_ONLY=1 bench/run.sh      # only install what the bench needs, measure nothing
@@ -11,6 +12,8 @@
 #   redis       bench/rust redis_scripts: server time per call and MEMORY USAGE of our Lua scripts
 #               vs the original ThrottleKit's (from the throttlekit-py 0.5.1 wheel), and
 #               check_many of 16 vs redis-benchmark -P 16
+#   redis-instructions  bench/redis_instructions.py: the same scripts' instructions per call
+#               inside the server (valgrind callgrind), the row a loaded machine cannot blur
 #   redis-core  core/benches/redis.rs (the Redis store's own bench vs redis-benchmark)
 #   redis-topology  core/benches/redis_topology.rs: FCALL vs EVALSHA server time per call, and
 #               cluster (3 masters) throughput next to one standalone server
@@ -86,6 +89,15 @@ else
     not_measured redis "bench/rust did not build"
 fi
 
+section "redis-instructions: bench/redis_instructions.py (callgrind, deterministic)"
+if [ -d "$SCRIPTS_DIR" ]; then
+    command -v valgrind >/dev/null || { SUDO=$([ "$(id -u)" = 0 ] || echo sudo); DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq valgrind >/dev/null 2>&1; }
+    python3 "$HERE/redis_instructions.py" "$SCRIPTS_DIR" --calls $([ -n "$QUICK" ] && echo 1000 || echo 2000) 2>&1 \
+        | tee "$OUT/redis-instructions.log" | grep -v '^ROW'
+else
+    not_measured redis-instructions "could not download throttlekit-py==0.5.1 from PyPI"
+fi
+
 section "redis-core: core/benches/redis.rs"
 if [ -f "$ROOT/core/benches/redis.rs" ] && command -v redis-server >/dev/null; then
     (cd "$ROOT" && TK_BENCH_ROUNDS=${TK_BENCH_ROUNDS:-$([ -n "$QUICK" ] && echo 3 || echo 5)} \
@@ -112,7 +124,9 @@ fi
 
 section "python-http: bindings-python/bench/http_bench.py"
 if [ -f "$ROOT/bindings-python/bench/http_bench.py" ]; then
-    PATH="$ROOT/.venv/bin:$PATH" python3 "$ROOT/bindings-python/bench/http_bench.py" \
+    # Like bench.py: the setup's venv holds maturin (a fresh clone has no .venv; http_bench.py
+    # would otherwise look for maturin beside the system Python and lose its rows).
+    PATH="$TOOLS_VENV/bin:$PATH" "$TOOLS_VENV/bin/python" "$ROOT/bindings-python/bench/http_bench.py" \
         $([ -n "$QUICK" ] && echo --rounds 3) 2>&1 | tee "$OUT/python-http.log" | tail -4
 else
     not_measured python-http "bindings-python/bench/http_bench.py does not exist yet"
@@ -151,7 +165,8 @@ else
 fi
 
 section "summary ($(nproc) cores: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'))"
-python3 "$HERE/summarize.py" rust="$OUT/rust.log" redis="$OUT/redis.log" redis-core="$OUT/redis-core.log" \
+python3 "$HERE/summarize.py" rust="$OUT/rust.log" redis="$OUT/redis.log" redis-instructions="$OUT/redis-instructions.log" \
+    redis-core="$OUT/redis-core.log" \
     redis-topology="$OUT/redis-topology.log" \
     python="$OUT/python.log" python-http="$OUT/python-http.log" node="$OUT/node.log" kotlin="$OUT/kotlin.log" \
     node-http="$OUT/node-http.log" go-http="$OUT/go-http.log"

@@ -38,6 +38,38 @@ PEERS = {
 }
 
 
+# Every row of issue #20's table: (what the row measures, a regex over "scenario | peer" that a
+# measured row matches, peer, target). A row no part printed becomes an explicit "not measured"
+# line, so the table always shows the whole list and a part that stopped printing a row is seen.
+# A part owner adding a row: print it with words these patterns find, or adjust its pattern here.
+EXPECTED = [
+    ("Rust check_sync over a 3-master cluster, sequential", r"cluster.*sequential", "one standalone node", ">= 0.9x"),
+    ("Rust check_sync over a 3-master cluster, 50 in flight", r"cluster.*in flight", "one standalone node", ">= 0.9x"),
+    ("Python check_sync over a cluster, sequential", r"python.*cluster|cluster.*python", "one standalone node", ">= 0.9x"),
+    ("Node check over a cluster, sequential", r"node.*cluster|cluster.*node", "one standalone node", ">= 0.9x"),
+    ("Go tkhttp per request", r"go-http.*tkhttp", "x/time/rate per-IP middleware", "<= 2x time"),
+    ("Go Limiter.Check, 1 key", r"go.*(1 key|one key)", "rate.Limiter.Allow", ">= 0.5x"),
+    ("Go Limiter.Check, 100k keys", r"go.*100k", "mutex-guarded map of rate.Limiter", ">= 1.0x"),
+    ("Node Express middleware, added time per request over HTTP", r"express", "express-rate-limit", ">= 1.5x"),
+    ("Node Fastify plugin, added time per request over HTTP", r"fastify", "@fastify/rate-limit", ">= 1.5x"),
+    ("Node check over Redis, sequential", r"node.*redis.*sequential", "rate-limiter-flexible", ">= 1.1x"),
+    ("Node check over Redis, 64 in flight", r"node.*redis.*64 in flight", "rate-limiter-flexible", ">= 1.0x"),
+    ("Rust 1 key", r"rust check_sync.*1 key", "governor direct", ">= 0.8x"),
+    ("Rust 100k keys (minimum of 5 runs)", r"rust check_sync.*100k.*1 thread", "governor keyed", ">= 3x"),
+    ("Rust async sequential over Redis", r"redis-core", "redis-benchmark, same EVALSHA", ">= 0.9x"),
+    ("Redis server time per call, every script", r"server time per call.*check script", "the original's scripts", "<= 1.0x"),
+    ("Python HTTP middleware rows", r"python-http", "slowapi", "measured"),
+    ("Node checkSync on a RedisStore", r"checksync.*redis|redis.*checksync", "Node check on the same store", "<= 1.2x time"),
+]
+
+
+def missing_rows(table: list[tuple[str, str, str, str, str]]) -> list[tuple[str, str, str, str, str]]:
+    text = [f"{r[0]} | {r[1]}".lower() for r in table if r[2] != "not measured"]
+    return [(f"#20: {what}", peer, "not measured", target, "no part printed this row")
+            for what, pattern, peer, target in EXPECTED
+            if not any(re.search(pattern, t) for t in text)]
+
+
 def external_rows(source: str, lines: list[str]) -> list[tuple[str, str, str, str, str]]:
     rows = []
     for line in lines:
@@ -83,12 +115,14 @@ def main() -> int:
             if reason is None:
                 reason = next((l.strip() for l in reversed(lines) if l.strip()), "empty log")
             table.append((source, "-", "not measured", "-", reason[:150]))
+    table.extend(missing_rows(table))
     w0 = max(len(r[0]) for r in table)
     w1 = max(len(r[1]) for r in table)
-    print(f"{'scenario':<{w0}} | {'peer':<{w1}} | {'ratio':>12} | {'target':<9} | met?")
-    print(f"{'-' * w0}-+-{'-' * w1}-+-{'-' * 12}-+-{'-' * 9}-+-----")
+    w3 = max(9, *(len(r[3]) for r in table))
+    print(f"{'scenario':<{w0}} | {'peer':<{w1}} | {'ratio':>12} | {'target':<{w3}} | met?")
+    print(f"{'-' * w0}-+-{'-' * w1}-+-{'-' * 12}-+-{'-' * w3}-+-----")
     for s, p, r, t, v in table:
-        print(f"{s:<{w0}} | {p:<{w1}} | {r:>12} | {t:<9} | {v}")
+        print(f"{s:<{w0}} | {p:<{w1}} | {r:>12} | {t:<{w3}} | {v}")
     print("\nratio: peer time / our time (> 1: throttlekit faster), except rows whose target is <= (ours / theirs).")
     return 0
 

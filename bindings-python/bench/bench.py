@@ -159,12 +159,30 @@ def venv(name: str, packages: list[str]) -> Path:
     return python
 
 
+MATURIN = "maturin>=1.9,<2"
+
+
+def find_maturin() -> str:
+    """maturin on PATH, beside this interpreter, or else installed into bench/.venv-tools.
+
+    Why the last resort: on a fresh clone neither of the first two exists (the system Python
+    has no maturin, and `make test`'s .venv may not be there yet), and a bench that depends on
+    how it was started loses its rows (`FileNotFoundError`).
+    """
+    found = shutil.which("maturin")
+    if found:
+        return found
+    beside = Path(sys.executable).parent / "maturin"
+    if beside.exists():
+        return str(beside)
+    return str(venv("tools", [MATURIN]).parent / "maturin")
+
+
 def build_wheel() -> str:
     """A release wheel of this checkout (the workspace target dir is reused)."""
     out = BENCH / ".venv-ours-dist"
     shutil.rmtree(out, ignore_errors=True)
-    maturin = shutil.which("maturin") or str(Path(sys.executable).parent / "maturin")
-    subprocess.run([maturin, "build", "--release", "--quiet", "-o", str(out)], cwd=PACKAGE, check=True)
+    subprocess.run([find_maturin(), "build", "--release", "--quiet", "-o", str(out)], cwd=PACKAGE, check=True)
     return str(next(out.glob("*.whl")))
 
 

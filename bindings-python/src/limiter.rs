@@ -190,7 +190,8 @@ impl Limiter {
     }
 
     /// The limiter's counters as a dict (`None` unless built with `metrics=True`): checks
-    /// `allowed` / `denied`, `fallback_allowed` / `fallback_denied`, `errors` by code, and
+    /// `allowed` / `denied`, `fallback_allowed` / `fallback_denied`, `peeks` and `forecasts`
+    /// answered (apart from the checks), `errors` by code, and
     /// `store_latency` (`bounds_us`, `counts`, `sum_us`, `count`) of calls to a store outside
     /// the process. All cumulative: feed them to OpenTelemetry observable counters.
     fn metrics<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
@@ -201,6 +202,8 @@ impl Limiter {
         d.set_item("denied", s.denied)?;
         d.set_item("fallback_allowed", s.fallback_allowed)?;
         d.set_item("fallback_denied", s.fallback_denied)?;
+        d.set_item("peeks", s.peeks)?;
+        d.set_item("forecasts", s.forecasts)?;
         let errors = PyDict::new(py);
         for (code, n) in &s.errors {
             errors.set_item(code.as_str(), n)?;

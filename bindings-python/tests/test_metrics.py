@@ -59,3 +59,27 @@ async def test_redis_calls_are_timed_and_fallbacks_counted(doomed: RedisServer) 
     assert m is not None and (m["allowed"], m["fallback_allowed"]) == (2, 1)
     r = raising.metrics()
     assert r is not None and r["errors"]["store_unavailable"] == 1
+
+
+def test_peeks_and_forecasts_are_counted_apart_from_checks() -> None:
+    limiter = tk.Limiter(tk.Strategy.fixed_window(2, 1000), clock=tk.ManualClock(0), metrics=True)
+    limiter.check_sync("k")
+    limiter.peek_sync("k")
+    limiter.peek_sync("other")
+    limiter.forecast_sync("k", 2)
+    m = limiter.metrics()
+    assert m is not None
+    assert (m["allowed"], m["denied"], m["peeks"], m["forecasts"]) == (1, 0, 2, 1)
+
+
+def test_the_key_length_rule_is_the_same_on_redis(redis_store: tk.RedisStore, prefix: str) -> None:
+    """One rule on every store: 256 bytes, prefix included, refused before Redis sees the key."""
+    limiter = tk.Limiter(tk.Strategy.gcra(10, 1000), store=redis_store, prefix=prefix)
+    fits = "k" * (256 - len(prefix) - 1)
+    assert limiter.check_sync(fits).allowed
+    with pytest.raises(tk.ConfigInvalidError, match="at most 256 bytes"):
+        limiter.check_sync(fits + "k")
+    memory = tk.Limiter(tk.Strategy.gcra(10, 1000), prefix=prefix)
+    assert memory.check_sync(fits).allowed
+    with pytest.raises(tk.ConfigInvalidError, match="at most 256 bytes"):
+        memory.check_sync(fits + "k")

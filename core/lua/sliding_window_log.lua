@@ -100,7 +100,8 @@ local limit, window_ms = ARGV[4] * 1, ARGV[5] * 1
 -- The live entries, as sliding_window_log_live.
 local dead, count, bound = 0, 0, string.format('%d', now - window_ms)
 local total = redis.pcall('ZCARD', key)
-if type(total) == 'number' and total ~= 0 then
+local wrongtype = type(total) ~= 'number'
+if not wrongtype and total ~= 0 then
   dead = redis.call('ZCOUNT', key, '-inf', bound)
   count = total - dead
 end
@@ -136,9 +137,11 @@ if count > 0 then
 end
 local ttl = -1
 if mode == 'check' then
-  -- As sliding_window_log_commit.
-  if type(redis.pcall('ZREMRANGEBYSCORE', key, '-inf', bound)) == 'table' then
+  -- As sliding_window_log_commit; with no dead entry there is nothing to prune (a call saved).
+  if wrongtype then
     redis.call('DEL', key) -- WRONGTYPE: replace the key of another type
+  elseif dead ~= 0 then
+    redis.call('ZREMRANGEBYSCORE', key, '-inf', bound)
   end
   local stamp = string.format('%d', now)
   local seq, added = count, 0

@@ -1,5 +1,36 @@
 //! The single definition of how a limiter's prefix and a caller's key combine.
 
+use crate::error::{Error, Result};
+
+/// The longest full key (`prefix:key`, in bytes) a store accepts unless configured otherwise:
+/// 256. Rate-limit keys are ids, addresses and routes; a longer one is most likely a caller
+/// passing a body or a URL with its query string.
+///
+/// One rule for every store: the memory store checks it itself (its bound is configurable, see
+/// [`crate::MemoryLimits`]), and the limiter, multi limiter and shaper check it against
+/// [`crate::Store::max_key_length`] before any other store sees a key, so a key refused on
+/// one store is refused on all of them with the same `config_invalid` error, and a Redis
+/// server never stores (or a client never sends) a kilobyte-long key by mistake.
+pub const DEFAULT_MAX_LENGTH: usize = 256;
+
+/// The length of `prefix:key` (the [`join_into`] format), without building it.
+#[inline(always)]
+pub fn joined_len(prefix: &str, key: &str) -> usize {
+    if prefix.is_empty() { key.len() } else { prefix.len() + 1 + key.len() }
+}
+
+/// `config_invalid` when a full key of `len` bytes is longer than `max`.
+#[inline(always)]
+pub fn check_length(len: usize, max: usize) -> Result<()> {
+    if len > max { Err(too_long(len, max)) } else { Ok(()) }
+}
+
+#[cold]
+#[inline(never)]
+fn too_long(len: usize, max: usize) -> Error {
+    Error::config("key", &format!("must be at most {max} bytes (the store's maxKeyLength, prefix included), got {len}"))
+}
+
 /// `prefix:key`, or the bare key when the prefix is empty.
 ///
 /// Every store and every limiter calls this, so two components can never split one keyspace by
@@ -68,6 +99,16 @@ pub fn join(prefix: &str, key: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_length_rule_counts_the_prefix_and_its_colon() {
+        assert_eq!(joined_len("", "abc"), 3);
+        assert_eq!(joined_len("api", "abc"), join("api", "abc").len());
+        assert!(check_length(256, DEFAULT_MAX_LENGTH).is_ok());
+        let err = check_length(257, DEFAULT_MAX_LENGTH).unwrap_err();
+        assert_eq!(err.code(), crate::ErrorCode::ConfigInvalid);
+        assert!(err.to_string().contains("at most 256 bytes"), "{err}");
+    }
 
     #[test]
     fn an_empty_prefix_leaves_the_key_bare() {

@@ -235,6 +235,14 @@ impl Limiter {
         result
     }
 
+    /// Counts a peek's (`forecast == false`) or a forecast's outcome when metrics are on.
+    fn observe_read(&self, result: Result<Decision>, forecast: bool) -> Result<Decision> {
+        if let Some(m) = &self.metrics {
+            if forecast { m.record_forecast(&result) } else { m.record_peek(&result) }
+        }
+        result
+    }
+
     /// The full store key for `key`.
     pub fn full_key(&self, key: &str) -> String {
         key::join(&self.prefix, key)
@@ -246,9 +254,18 @@ impl Limiter {
         key::with_joined(&self.prefix, key, f)
     }
 
+    /// `config_invalid` when `prefix:key` is longer than the store accepts (one rule for
+    /// every store, see [`key::check_length`]). Crate-visible so a binding transport's
+    /// `prepare` (core/src/redis/transport.rs) can apply it in one line.
+    #[inline]
+    pub(crate) fn check_key_length(&self, key: &str) -> Result<()> {
+        key::check_length(key::joined_len(&self.prefix, key), self.store.max_key_length())
+    }
+
     #[inline]
     fn sync_apply(&self, key: &str, now: i64, transform: Transform<'_>) -> Result<Decision> {
         validate::now(now)?;
+        self.check_key_length(key)?;
         self.with_full_key(key, |full| {
             let reply = match &self.metrics {
                 // Only a store that leaves the process is timed (see `metrics`).
@@ -276,6 +293,7 @@ impl Limiter {
 
     async fn async_apply(&self, key: &str, now: Now, transform: Transform<'_>) -> Result<Decision> {
         validate::now_at(now)?;
+        self.check_key_length(key)?;
         let full = self.full_key(key);
         let started = self.metrics.as_ref().filter(|_| self.store.as_memory().is_none()).map(|_| Instant::now());
         let reply = self.store.apply(&full, now, transform).await;
@@ -356,22 +374,22 @@ impl Limiter {
 
     /// Current capacity of `key`, without consuming.
     pub fn peek_sync(&self, key: &str) -> Result<Decision> {
-        self.sync_apply(key, self.clock.now_ms(), Transform::Peek { strategy: &self.strategy })
+        self.peek_sync_at(key, self.clock.now_ms())
     }
 
     /// [`Limiter::peek_sync`] at an explicit `now`.
     pub fn peek_sync_at(&self, key: &str, now: i64) -> Result<Decision> {
-        self.sync_apply(key, now, Transform::Peek { strategy: &self.strategy })
+        self.observe_read(self.sync_apply(key, now, Transform::Peek { strategy: &self.strategy }), false)
     }
 
     /// Async [`Limiter::peek_sync`].
     pub async fn peek(&self, key: &str) -> Result<Decision> {
-        self.async_apply(key, self.now(), Transform::Peek { strategy: &self.strategy }).await
+        self.peek_at(key, self.now()).await
     }
 
     /// [`Limiter::peek`] at an explicit time.
     pub async fn peek_at(&self, key: &str, now: Now) -> Result<Decision> {
-        self.async_apply(key, now, Transform::Peek { strategy: &self.strategy }).await
+        self.observe_read(self.async_apply(key, now, Transform::Peek { strategy: &self.strategy }).await, false)
     }
 
     /// The decision a request of `cost` would get now, without consuming.
@@ -381,8 +399,9 @@ impl Limiter {
 
     /// [`Limiter::forecast_sync`] at an explicit `now`.
     pub fn forecast_sync_at(&self, key: &str, cost: u64, now: i64) -> Result<Decision> {
-        validate::cost(cost)?;
-        self.sync_apply(key, now, Transform::Forecast { strategy: &self.strategy, cost })
+        let result = validate::cost(cost)
+            .and_then(|_| self.sync_apply(key, now, Transform::Forecast { strategy: &self.strategy, cost }));
+        self.observe_read(result, true)
     }
 
     /// Async [`Limiter::forecast_sync`].
@@ -392,17 +411,22 @@ impl Limiter {
 
     /// [`Limiter::forecast`] at an explicit time.
     pub async fn forecast_at(&self, key: &str, cost: u64, now: Now) -> Result<Decision> {
-        validate::cost(cost)?;
-        self.async_apply(key, now, Transform::Forecast { strategy: &self.strategy, cost }).await
+        let result = match validate::cost(cost) {
+            Ok(_) => self.async_apply(key, now, Transform::Forecast { strategy: &self.strategy, cost }).await,
+            Err(e) => Err(e),
+        };
+        self.observe_read(result, true)
     }
 
     /// Forgets `key`'s state.
     pub fn reset_sync(&self, key: &str) -> Result<()> {
+        self.check_key_length(key)?;
         self.store.reset_sync(&self.full_key(key))
     }
 
     /// Async [`Limiter::reset_sync`].
     pub async fn reset(&self, key: &str) -> Result<()> {
+        self.check_key_length(key)?;
         self.store.reset(&self.full_key(key)).await
     }
 

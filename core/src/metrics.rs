@@ -1,5 +1,7 @@
 //! Per-limiter metrics: decisions allowed and denied, errors by code, fail-policy fallbacks,
-//! and a latency histogram of calls to a remote store. Off unless asked
+//! peeks and forecasts answered, and a latency histogram of calls to a remote store. The same
+//! counters serve a [`crate::MultiLimiter`] (its combined decision) and a [`crate::Shaper`]
+//! (a reservation accepted counts as allowed, one rejected as denied). Off unless asked
 //! ([`crate::LimiterBuilder::metrics`]); when off, a call pays one branch on a `None`. On the
 //! memory store's fast path a decision is counted under the shard lock the check holds anyway
 //! (`LimiterMetrics::record_locked`), so counting costs no locked instruction.
@@ -35,6 +37,8 @@ pub struct LimiterMetrics {
     stripes: Box<[Stripe]>,
     fallback_allowed: AtomicU64,
     fallback_denied: AtomicU64,
+    peeks: AtomicU64,
+    forecasts: AtomicU64,
     /// Indexed by `ErrorCode as usize - 1`.
     errors: [AtomicU64; ErrorCode::ALL.len()],
     latency_buckets: [AtomicU64; LATENCY_BOUNDS_US.len() + 1],
@@ -62,6 +66,11 @@ pub struct MetricsSnapshot {
     pub fallback_allowed: u64,
     /// Checks the fail policy denied because the store was unavailable (`fail_closed`).
     pub fallback_denied: u64,
+    /// Peeks answered (a failed one counts in `errors`). A peek consumes nothing, so it is
+    /// counted apart from the checks.
+    pub peeks: u64,
+    /// Forecasts answered (a failed one counts in `errors`), apart from the checks too.
+    pub forecasts: u64,
     /// Failed calls by error code, in [`ErrorCode::ALL`] order, zeros included.
     pub errors: Vec<(ErrorCode, u64)>,
     /// Calls to a remote store per latency bucket: `latency_counts[i]` counts calls of at most
@@ -141,6 +150,37 @@ impl LimiterMetrics {
         }
     }
 
+    /// Counts the outcome of one peek.
+    pub fn record_peek(&self, result: &Result<Decision>) {
+        self.record_read(result, &self.peeks, ReadOp::Peek);
+    }
+
+    /// Counts the outcome of one forecast.
+    pub fn record_forecast(&self, result: &Result<Decision>) {
+        self.record_read(result, &self.forecasts, ReadOp::Forecast);
+    }
+
+    fn record_read(&self, result: &Result<Decision>, counter: &AtomicU64, _op: ReadOp) {
+        match result {
+            Ok(_) => {
+                counter.fetch_add(1, Ordering::Relaxed);
+                #[cfg(feature = "metrics")]
+                if let Some(f) = &self.facade {
+                    f.read(_op);
+                }
+            }
+            Err(e) => self.record_error(e.code()),
+        }
+    }
+
+    /// Counts one shaper reservation: accepted as allowed, rejected as denied.
+    pub fn record_reservation(&self, result: &Result<crate::decision::Reservation>) {
+        match result {
+            Ok(r) => self.record_check(&Ok(Decision { allowed: r.accepted, ..Decision::default() })),
+            Err(e) => self.record_error(e.code()),
+        }
+    }
+
     /// Counts a failed call.
     #[cold]
     pub fn record_error(&self, code: ErrorCode) {
@@ -173,11 +213,20 @@ impl LimiterMetrics {
             denied: get(&self.denied) + striped(|s| &s.denied),
             fallback_allowed: get(&self.fallback_allowed),
             fallback_denied: get(&self.fallback_denied),
+            peeks: get(&self.peeks),
+            forecasts: get(&self.forecasts),
             errors: ErrorCode::ALL.iter().map(|&c| (c, get(&self.errors[c as usize - 1]))).collect(),
             latency_counts: self.latency_buckets.iter().map(get).collect(),
             latency_sum_us: get(&self.latency_sum_us),
         }
     }
+}
+
+/// Which read a peek/forecast counter stands for (the facade's label).
+#[derive(Clone, Copy, Debug)]
+enum ReadOp {
+    Peek,
+    Forecast,
 }
 
 /// The `metrics` crate facade: handles registered once per limiter, so an event is one call
@@ -188,6 +237,7 @@ mod facade {
 
     use metrics::{Counter, Histogram, counter, histogram};
 
+    use super::ReadOp;
     use crate::decision::Decision;
     use crate::error::ErrorCode;
 
@@ -197,6 +247,8 @@ mod facade {
         fallback_allowed: Counter,
         fallback_denied: Counter,
         errors: Vec<Counter>,
+        peeks: Counter,
+        forecasts: Counter,
         latency: Histogram,
     }
 
@@ -219,6 +271,8 @@ mod facade {
                     .iter()
                     .map(|c| counter!("throttlekit_errors_total", "limiter" => limiter.clone(), "code" => c.as_str()))
                     .collect(),
+                peeks: counter!("throttlekit_reads_total", "limiter" => limiter.clone(), "op" => "peek"),
+                forecasts: counter!("throttlekit_reads_total", "limiter" => limiter.clone(), "op" => "forecast"),
                 latency: histogram!("throttlekit_store_call_seconds", "limiter" => limiter.clone()),
             }
         }
@@ -229,6 +283,14 @@ mod facade {
                 (false, false) => &self.denied,
                 (true, true) => &self.fallback_allowed,
                 (true, false) => &self.fallback_denied,
+            }
+            .increment(1);
+        }
+
+        pub(super) fn read(&self, op: ReadOp) {
+            match op {
+                ReadOp::Peek => &self.peeks,
+                ReadOp::Forecast => &self.forecasts,
             }
             .increment(1);
         }

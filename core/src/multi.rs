@@ -7,12 +7,14 @@
 //! name the real limit.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use crate::clock::{Clock, SystemClock};
 use crate::decision::Decision;
 use crate::error::{Error, Result};
 use crate::key;
 use crate::limiter::FailPolicy;
+use crate::metrics::LimiterMetrics;
 use crate::store::{DimensionCall, MemoryStore, MultiReply, Now, Rule, Store};
 use crate::strategy::Strategy;
 use crate::validate;
@@ -115,6 +117,8 @@ pub struct MultiLimiter {
     server_clock: bool,
     fail_policy: FailPolicy,
     hash_tag: Option<String>,
+    /// `None` unless asked for (see [`MultiLimiter::with_metrics`]).
+    metrics: Option<Arc<LimiterMetrics>>,
 }
 
 impl std::fmt::Debug for MultiLimiter {
@@ -150,6 +154,7 @@ impl MultiLimiter {
             server_clock: false,
             fail_policy: FailPolicy::Raise,
             hash_tag: None,
+            metrics: None,
         })
     }
 
@@ -180,6 +185,41 @@ impl MultiLimiter {
     pub fn with_server_clock(mut self, on: bool) -> MultiLimiter {
         self.server_clock = on;
         self
+    }
+
+    /// Whether it keeps [`LimiterMetrics`] (default: no): each check counts its combined
+    /// decision (allowed, denied, or a fail-policy fallback) or its error, and a call to a
+    /// store outside the process is timed. Read them with [`MultiLimiter::metrics`].
+    pub fn with_metrics(mut self, on: bool) -> MultiLimiter {
+        self.metrics = on.then(|| Arc::new(LimiterMetrics::new(&self.prefix)));
+        self
+    }
+
+    /// The metrics, when it was built with them.
+    pub fn metrics(&self) -> Option<&Arc<LimiterMetrics>> {
+        self.metrics.as_ref()
+    }
+
+    /// Counts a check's outcome when metrics are on.
+    fn observe(&self, result: Result<MultiDecision>) -> Result<MultiDecision> {
+        if let Some(m) = &self.metrics {
+            match &result {
+                Ok(d) => m.record_check(&Ok(d.decision)),
+                Err(e) => m.record_error(e.code()),
+            }
+        }
+        result
+    }
+
+    /// The start of a store call worth timing: metrics on and the store outside the process.
+    fn timer(&self) -> Option<Instant> {
+        self.metrics.as_ref().filter(|_| self.store.as_memory().is_none()).map(|_| Instant::now())
+    }
+
+    fn record_latency(&self, started: Option<Instant>) {
+        if let (Some(m), Some(t)) = (&self.metrics, started) {
+            m.record_latency(t.elapsed());
+        }
     }
 
     /// What a `store_unavailable` error turns into.
@@ -230,7 +270,16 @@ impl MultiLimiter {
                 &format!("must give one key per dimension ({} expected, {} given)", self.dimensions.len(), keys.len()),
             ));
         }
-        Ok(self.dimensions.iter().zip(keys).map(|(d, k)| self.dimension_key(&d.name, k)).collect())
+        let max = self.store.max_key_length();
+        self.dimensions
+            .iter()
+            .zip(keys)
+            .map(|(d, k)| {
+                let full = self.dimension_key(&d.name, k);
+                // One key-length rule on every store (see `key::check_length`).
+                crate::key::check_length(full.len(), max).map(|_| full)
+            })
+            .collect()
     }
 
     fn calls<'a>(&'a self, full_keys: &'a [String], cost: u64) -> Result<Vec<DimensionCall<'a>>> {
@@ -270,10 +319,17 @@ impl MultiLimiter {
 
     /// [`MultiLimiter::check_sync`] at an explicit `now`.
     pub fn check_sync_at(&self, keys: &[&str], cost: u64, now: i64) -> Result<MultiDecision> {
+        self.observe(self.check_sync_unobserved(keys, cost, now))
+    }
+
+    fn check_sync_unobserved(&self, keys: &[&str], cost: u64, now: i64) -> Result<MultiDecision> {
         crate::validate::now(now)?;
         let full = self.full_keys(keys)?;
         let calls = self.calls(&full, cost)?;
-        match self.store.apply_multi_sync(self.rule, &calls, now) {
+        let started = self.timer();
+        let reply = self.store.apply_multi_sync(self.rule, &calls, now);
+        self.record_latency(started);
+        match reply {
             Ok(reply) => Ok(self.finish_reply(reply)),
             Err(e) => self.fallback(e, now),
         }
@@ -287,10 +343,18 @@ impl MultiLimiter {
 
     /// [`MultiLimiter::check`] at an explicit time.
     pub async fn check_at(&self, keys: &[&str], cost: u64, now: Now) -> Result<MultiDecision> {
+        let result = self.check_at_unobserved(keys, cost, now).await;
+        self.observe(result)
+    }
+
+    async fn check_at_unobserved(&self, keys: &[&str], cost: u64, now: Now) -> Result<MultiDecision> {
         crate::validate::now_at(now)?;
         let full = self.full_keys(keys)?;
         let calls = self.calls(&full, cost)?;
-        match self.store.apply_multi(self.rule, &calls, now).await {
+        let started = self.timer();
+        let reply = self.store.apply_multi(self.rule, &calls, now).await;
+        self.record_latency(started);
+        match reply {
             Ok(reply) => Ok(self.finish_reply(reply)),
             Err(e) => self.fallback(e, now.fallback_ms(&*self.clock)),
         }
@@ -314,10 +378,10 @@ impl MultiLimiter {
     /// transport's error, through the fail policy as [`MultiLimiter::check`] applies it.
     #[cfg(feature = "redis")]
     pub fn finish(&self, call: &crate::redis::transport::PreparedCall, reply: Result<&[u8]>) -> Result<MultiDecision> {
-        match call.multi_reply(reply) {
+        self.observe(match call.multi_reply(reply) {
             Ok(r) => Ok(self.finish_reply(r)),
             Err(e) => self.fallback(e, call.now().fallback_ms(&*self.clock)),
-        }
+        })
     }
 
     /// Deletes every dimension's state for `keys`.

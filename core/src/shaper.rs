@@ -3,13 +3,14 @@
 //! refused (`queue_full` from `schedule`, `accepted: false` from `reserve`).
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::algorithms::leaky_bucket::LeakyBucket;
 use crate::clock::{Clock, SystemClock};
 use crate::decision::Reservation;
 use crate::error::{Error, ErrorCode, Result};
 use crate::key;
+use crate::metrics::LimiterMetrics;
 use crate::spec::LeakyBucketOptions;
 use crate::store::{MemoryStore, Now, Store, Transform};
 use crate::validate;
@@ -38,6 +39,8 @@ pub struct Shaper {
     clock: Arc<dyn Clock>,
     prefix: String,
     server_clock: bool,
+    /// `None` unless asked for (see [`Shaper::with_metrics`]).
+    metrics: Option<Arc<LimiterMetrics>>,
 }
 
 impl std::fmt::Debug for Shaper {
@@ -55,6 +58,7 @@ impl Shaper {
             clock: Arc::new(SystemClock),
             prefix: String::new(),
             server_clock: false,
+            metrics: None,
         })
     }
 
@@ -82,6 +86,37 @@ impl Shaper {
         self
     }
 
+    /// Whether it keeps [`LimiterMetrics`] (default: no): a reservation accepted counts as
+    /// allowed, one rejected as denied, a failed one by its error code. Read them with
+    /// [`Shaper::metrics`].
+    pub fn with_metrics(mut self, on: bool) -> Shaper {
+        self.metrics = on.then(|| Arc::new(LimiterMetrics::new(&self.prefix)));
+        self
+    }
+
+    /// The metrics, when it was built with them.
+    pub fn metrics(&self) -> Option<&Arc<LimiterMetrics>> {
+        self.metrics.as_ref()
+    }
+
+    fn observe(&self, result: Result<Reservation>) -> Result<Reservation> {
+        if let Some(m) = &self.metrics {
+            m.record_reservation(&result);
+        }
+        result
+    }
+
+    /// The start of a store call worth timing: metrics on and the store outside the process.
+    fn timer(&self) -> Option<Instant> {
+        self.metrics.as_ref().filter(|_| self.store.as_memory().is_none()).map(|_| Instant::now())
+    }
+
+    fn record_latency(&self, started: Option<Instant>) {
+        if let (Some(m), Some(t)) = (&self.metrics, started) {
+            m.record_latency(t.elapsed());
+        }
+    }
+
     /// The options.
     pub fn options(&self) -> LeakyBucketOptions {
         self.bucket.options()
@@ -94,11 +129,15 @@ impl Shaper {
 
     /// [`Shaper::reserve_sync`] at an explicit `now`.
     pub fn reserve_sync_at(&self, key: &str, cost: u64, now: i64) -> Result<Reservation> {
-        validate::cost(cost)?;
-        validate::now(now)?;
-        self.store
-            .apply_sync(&self.full_key(key), now, Transform::Reserve { shaper: &self.bucket, cost })?
-            .reservation()
+        self.observe((|| {
+            validate::cost(cost)?;
+            validate::now(now)?;
+            let full = self.checked_key(key)?;
+            let started = self.timer();
+            let reply = self.store.apply_sync(&full, now, Transform::Reserve { shaper: &self.bucket, cost });
+            self.record_latency(started);
+            reply?.reservation()
+        })())
     }
 
     /// Async [`Shaper::reserve_sync`] (Redis: one round trip).
@@ -108,12 +147,17 @@ impl Shaper {
 
     /// [`Shaper::reserve`] at an explicit time.
     pub async fn reserve_at(&self, key: &str, cost: u64, now: Now) -> Result<Reservation> {
-        validate::cost(cost)?;
-        validate::now_at(now)?;
-        self.store
-            .apply(&self.full_key(key), now, Transform::Reserve { shaper: &self.bucket, cost })
-            .await?
-            .reservation()
+        let result = async {
+            validate::cost(cost)?;
+            validate::now_at(now)?;
+            let full = self.checked_key(key)?;
+            let started = self.timer();
+            let reply = self.store.apply(&full, now, Transform::Reserve { shaper: &self.bucket, cost }).await;
+            self.record_latency(started);
+            reply?.reservation()
+        }
+        .await;
+        self.observe(result)
     }
 
     /// Prepares [`Shaper::reserve`] for a binding's own transport ([`crate::redis::transport`]):
@@ -123,7 +167,7 @@ impl Shaper {
         validate::cost(cost)?;
         let now = Now::reading(self.server_clock, &*self.clock);
         let transform = Transform::Reserve { shaper: &self.bucket, cost };
-        Ok(crate::redis::transport::PreparedCall::single(&self.full_key(key), now, transform))
+        Ok(crate::redis::transport::PreparedCall::single(&self.checked_key(key)?, now, transform))
     }
 
     /// The reservation for a call from [`Shaper::prepare`], from its reply frame or its
@@ -131,12 +175,19 @@ impl Shaper {
     /// it with [`accepted`] and wait its `delay_ms` in [`timer_chunks`].
     #[cfg(feature = "redis")]
     pub fn finish(&self, call: &crate::redis::transport::PreparedCall, reply: Result<&[u8]>) -> Result<Reservation> {
-        call.single_reply(reply)?.reservation()
+        self.observe(call.single_reply(reply).and_then(|r| r.reservation()))
     }
 
     /// The full store key for `key` (what [`Shaper::reset`] deletes).
     pub fn full_key(&self, key: &str) -> String {
         key::join(&self.prefix, key)
+    }
+
+    /// [`Shaper::full_key`], or `config_invalid` when it is longer than the store accepts (one
+    /// rule for every store, see [`key::check_length`]).
+    fn checked_key(&self, key: &str) -> Result<String> {
+        key::check_length(key::joined_len(&self.prefix, key), self.store.max_key_length())?;
+        Ok(self.full_key(key))
     }
 
     /// Reserves, then waits out the delay (in timer-sized chunks). A rejected reservation is a
@@ -160,12 +211,12 @@ impl Shaper {
 
     /// Forgets `key`'s queue.
     pub fn reset_sync(&self, key: &str) -> Result<()> {
-        self.store.reset_sync(&self.full_key(key))
+        self.store.reset_sync(&self.checked_key(key)?)
     }
 
     /// Async [`Shaper::reset_sync`].
     pub async fn reset(&self, key: &str) -> Result<()> {
-        self.store.reset(&self.full_key(key)).await
+        self.store.reset(&self.checked_key(key)?).await
     }
 }
 

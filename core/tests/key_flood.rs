@@ -128,3 +128,111 @@ fn evictions_count_live_keys_pushed_out_by_the_bound() {
     }
     assert_eq!(store.evictions(), 100);
 }
+
+/// A store that checks nothing itself and records every key it is given: what the limiters
+/// let through to a store that is not the memory store (Redis, or a user's own).
+#[derive(Default)]
+struct Recording {
+    inner: MemoryStore,
+    seen: std::sync::Mutex<Vec<usize>>,
+}
+
+impl Recording {
+    fn saw(&self, key: &str) {
+        self.seen.lock().unwrap().push(key.len());
+    }
+}
+
+impl throttlekit::Store for Recording {
+    fn apply<'a>(
+        &'a self,
+        key: &'a str,
+        now: throttlekit::store::Now,
+        t: throttlekit::store::Transform<'a>,
+    ) -> throttlekit::store::BoxFuture<'a, throttlekit::Result<throttlekit::store::Reply>> {
+        self.saw(key);
+        self.inner.apply(key, now, t)
+    }
+    fn apply_sync(
+        &self,
+        key: &str,
+        now: i64,
+        t: throttlekit::store::Transform<'_>,
+    ) -> throttlekit::Result<throttlekit::store::Reply> {
+        self.saw(key);
+        self.inner.apply_sync(key, now, t)
+    }
+    fn apply_multi<'a>(
+        &'a self,
+        r: throttlekit::Rule,
+        d: &'a [throttlekit::store::DimensionCall<'a>],
+        now: throttlekit::store::Now,
+    ) -> throttlekit::store::BoxFuture<'a, throttlekit::Result<throttlekit::store::MultiReply>> {
+        d.iter().for_each(|c| self.saw(c.key));
+        self.inner.apply_multi(r, d, now)
+    }
+    fn apply_multi_sync(
+        &self,
+        r: throttlekit::Rule,
+        d: &[throttlekit::store::DimensionCall<'_>],
+        now: i64,
+    ) -> throttlekit::Result<throttlekit::store::MultiReply> {
+        d.iter().for_each(|c| self.saw(c.key));
+        self.inner.apply_multi_sync(r, d, now)
+    }
+    fn reset<'a>(&'a self, key: &'a str) -> throttlekit::store::BoxFuture<'a, throttlekit::Result<()>> {
+        self.saw(key);
+        self.inner.reset(key)
+    }
+    fn reset_sync(&self, key: &str) -> throttlekit::Result<()> {
+        self.saw(key);
+        self.inner.reset_sync(key)
+    }
+    fn is_sync(&self) -> bool {
+        true
+    }
+}
+
+#[test]
+fn every_store_gets_the_same_key_length_rule_before_it_sees_a_key() {
+    use throttlekit::{Dimension, LeakyBucketOptions, MultiLimiter, Rule, Shaper};
+    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    let store = Arc::new(Recording::default());
+    assert_eq!(throttlekit::Store::max_key_length(&*store), 256, "the default, as on the memory store");
+    let limiter = Limiter::builder(Strategy::fixed_window(10, 1000).unwrap()).store(store.clone()).prefix("p").build();
+    // "p:" + 254 bytes is exactly 256: accepted; one byte more is refused on every path.
+    let (fits, long) = ("k".repeat(254), "k".repeat(255));
+    assert!(limiter.check_sync(&fits, 1).unwrap().allowed);
+    let multi = MultiLimiter::new(Rule::All, vec![Dimension::new("d", Strategy::fixed_window(10, 1000).unwrap())])
+        .unwrap()
+        .with_store(store.clone());
+    let shaper = Shaper::new(&LeakyBucketOptions { rate_per_sec: 10.0, max_queue_ms: 1000.0 })
+        .unwrap()
+        .with_store(store.clone())
+        .with_prefix("p");
+    let seen_before = store.seen.lock().unwrap().len();
+    let errors = vec![
+        limiter.check_sync(&long, 1).unwrap_err(),
+        limiter.peek_sync(&long).unwrap_err(),
+        limiter.forecast_sync(&long, 1).unwrap_err(),
+        limiter.reset_sync(&long).unwrap_err(),
+        rt.block_on(limiter.check(&long, 1)).unwrap_err(),
+        rt.block_on(limiter.peek(&long)).unwrap_err(),
+        rt.block_on(limiter.reset(&long)).unwrap_err(),
+        // The multi key is "{tk}:d:" + key: 7 + 250 = 257 bytes.
+        multi.check_sync(&[&"k".repeat(250)], 1).unwrap_err(),
+        rt.block_on(multi.check(&[&"k".repeat(250)], 1)).unwrap_err(),
+        multi.reset_sync(&[&"k".repeat(250)]).unwrap_err(),
+        shaper.reserve_sync(&long, 1).unwrap_err(),
+        rt.block_on(shaper.reserve(&long, 1)).unwrap_err(),
+        shaper.reset_sync(&long).unwrap_err(),
+    ];
+    for err in errors {
+        assert_eq!(err.code(), throttlekit::ErrorCode::ConfigInvalid, "{err}");
+        assert!(err.message().contains("at most 256 bytes") && err.message().contains("got 257"), "{err}");
+    }
+    assert_eq!(store.seen.lock().unwrap().len(), seen_before, "the store saw none of the refused keys");
+    // The multi limiter's longest accepted key is exactly 256 bytes too.
+    assert!(multi.check_sync(&[&"k".repeat(249)], 1).unwrap().decision.allowed);
+    assert_eq!(store.seen.lock().unwrap().last(), Some(&256));
+}

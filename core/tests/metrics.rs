@@ -49,6 +49,10 @@ impl Store for Remote {
     ) -> BoxFuture<'a, throttlekit::Result<MultiReply>> {
         self.inner.apply_multi(r, d, now)
     }
+    fn apply_multi_sync(&self, r: Rule, d: &[DimensionCall<'_>], now: i64) -> throttlekit::Result<MultiReply> {
+        self.check_up()?;
+        self.inner.apply_multi_sync(r, d, now)
+    }
     fn reset<'a>(&'a self, key: &'a str) -> BoxFuture<'a, throttlekit::Result<()>> {
         self.inner.reset(key)
     }
@@ -170,4 +174,79 @@ mod facade {
         assert_eq!(get("throttlekit_decisions_total{fallback=false,limiter=api,outcome=denied}"), 2);
         assert_eq!(get("throttlekit_errors_total{code=config_invalid,limiter=api}"), 1);
     }
+}
+
+#[test]
+fn peeks_and_forecasts_are_counted_apart_from_checks() {
+    let clock = ManualClock::new(1_000);
+    let limiter =
+        Limiter::builder(Strategy::fixed_window(1, 1000).unwrap()).clock(Arc::new(clock)).metrics(true).build();
+    assert!(limiter.check_sync("k", 1).unwrap().allowed);
+    assert!(!limiter.peek_sync("k").unwrap().allowed);
+    assert!(limiter.peek_sync("other").is_ok());
+    assert!(!limiter.forecast_sync("k", 1).unwrap().allowed);
+    assert!(block_on(limiter.peek("k")).is_ok());
+    assert!(block_on(limiter.forecast("k", 1)).is_ok());
+    // Refused before the store: counted by code, not as answered.
+    assert_eq!(limiter.forecast_sync("k", 0).unwrap_err().code(), ErrorCode::ConfigInvalid);
+    assert_eq!(limiter.peek_sync(&"k".repeat(300)).unwrap_err().code(), ErrorCode::ConfigInvalid);
+    let s = limiter.metrics().unwrap().snapshot();
+    assert_eq!((s.allowed, s.denied), (1, 0), "a peek or a forecast is not a check");
+    assert_eq!((s.peeks, s.forecasts), (3, 2));
+    assert_eq!(s.errors_of(ErrorCode::ConfigInvalid), 2);
+}
+
+#[test]
+fn a_multi_limiter_counts_its_combined_decisions_fallbacks_and_store_time() {
+    use throttlekit::{Dimension, MultiLimiter};
+    let remote = Remote::new();
+    let multi = MultiLimiter::new(
+        Rule::All,
+        vec![
+            Dimension::new("second", Strategy::fixed_window(2, 1000).unwrap()),
+            Dimension::new("minute", Strategy::fixed_window(100, 60_000).unwrap()),
+        ],
+    )
+    .unwrap()
+    .with_store(remote.clone())
+    .with_clock(Arc::new(ManualClock::new(1_000)))
+    .with_fail_policy(FailPolicy::FailOpen)
+    .with_metrics(true);
+    assert!(
+        MultiLimiter::new(Rule::All, vec![Dimension::new("d", Strategy::fixed_window(1, 1000).unwrap())])
+            .unwrap()
+            .metrics()
+            .is_none()
+    );
+    assert!(multi.check_sync(&["a", "a"], 1).unwrap().decision.allowed);
+    assert!(block_on(multi.check(&["a", "a"], 1)).unwrap().decision.allowed);
+    assert!(!multi.check_sync(&["a", "a"], 1).unwrap().decision.allowed);
+    remote.down.store(true, Ordering::SeqCst);
+    let d = multi.check_sync(&["a", "a"], 1).unwrap();
+    assert!(d.decision.allowed && d.decision.fallback);
+    assert_eq!(multi.check_sync(&["a"], 1).unwrap_err().code(), ErrorCode::ConfigInvalid);
+    let s = multi.metrics().unwrap().snapshot();
+    assert_eq!((s.allowed, s.denied, s.fallback_allowed, s.fallback_denied), (2, 1, 1, 0));
+    assert_eq!(s.errors_of(ErrorCode::ConfigInvalid), 1);
+    assert_eq!(s.latency_count(), 4, "every call that reached the remote store was timed");
+}
+
+#[test]
+fn a_shaper_counts_reservations_accepted_and_rejected() {
+    use throttlekit::{LeakyBucketOptions, Shaper};
+    let shaper = Shaper::new(&LeakyBucketOptions { rate_per_sec: 1.0, max_queue_ms: 1000.0 })
+        .unwrap()
+        .with_clock(Arc::new(ManualClock::new(1_000)))
+        .with_metrics(true);
+    let mut accepted = 0;
+    for _ in 0..5 {
+        accepted += shaper.reserve_sync("k", 1).unwrap().accepted as u64;
+    }
+    assert!(block_on(shaper.reserve("k", 1)).is_ok());
+    assert_eq!(shaper.reserve_sync("k", 0).unwrap_err().code(), ErrorCode::ConfigInvalid);
+    let s = shaper.metrics().unwrap().snapshot();
+    assert!((1..5).contains(&accepted), "{accepted} of 5 accepted: the queue bound must bite");
+    assert_eq!((s.allowed, s.denied), (accepted, 6 - accepted), "the async reserve was rejected too");
+    assert_eq!(s.errors_of(ErrorCode::ConfigInvalid), 1);
+    assert_eq!(s.latency_count(), 0, "the memory store is not timed");
 }

@@ -167,3 +167,26 @@ fn dropping_the_store_inside_a_runtime_does_not_panic() {
         tokio::spawn(async move { drop(store) }).await.unwrap();
     });
 }
+
+#[test]
+fn a_key_longer_than_the_rule_is_refused_before_it_reaches_redis() {
+    // The memory store's 256-byte rule, on Redis too: config_invalid, and nothing sent.
+    let server = RedisServer::start();
+    let store = store(&server);
+    let l = limiter(&store);
+    // "direct:" + 249 bytes is exactly 256: accepted; one byte more is refused on every path.
+    assert!(l.check_sync(&"k".repeat(249), 1).unwrap().allowed);
+    let long = "k".repeat(250);
+    let rt = current_thread();
+    for err in [
+        l.check_sync(&long, 1).unwrap_err(),
+        rt.block_on(l.check(&long, 1)).unwrap_err(),
+        rt.block_on(l.peek(&long)).unwrap_err(),
+        rt.block_on(l.reset(&long)).unwrap_err(),
+    ] {
+        assert_eq!(err.code(), ErrorCode::ConfigInvalid, "{err}");
+        assert!(err.message().contains("at most 256 bytes"), "{err}");
+    }
+    let calls: u64 = ["evalsha", "eval", "fcall"].iter().map(|c| redis_server::calls(server.port, c)).sum();
+    assert_eq!(calls, 1, "only the accepted key reached the server");
+}

@@ -107,13 +107,22 @@ struct Stats {
     median: f64,
     min: f64,
     max: f64,
+    /// Every repetition's ns/op, in the order they ran.
+    runs: Vec<f64>,
 }
 
-fn stats(mut v: Vec<f64>) -> Stats {
+fn stats(runs: Vec<f64>) -> Stats {
+    let mut v = runs.clone();
     v.sort_by(f64::total_cmp);
     let n = v.len();
     let median = if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 };
-    Stats { median, min: v[0], max: v[n - 1] }
+    Stats { median, min: v[0], max: v[n - 1], runs }
+}
+
+/// The worst of the per-repetition ratios peer / ours (each repetition ran both back to back),
+/// for targets stated as "the minimum of N runs".
+fn min_ratio(ours: &Stats, peer: &Stats) -> f64 {
+    ours.runs.iter().zip(&peer.runs).map(|(o, p)| p / o).fold(f64::INFINITY, f64::min)
 }
 
 impl std::fmt::Display for Stats {
@@ -169,7 +178,8 @@ fn row(scenario: &str, peer: &str, ratio: f64, target: &str, detail: &str) {
 
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
-    let reps = if quick { 3 } else { 9 };
+    // At least 5 in quick mode too: the 100k-keys target is the minimum of 5 runs.
+    let reps = if quick { 5 } else { 9 };
     let passes = if quick { 2 } else { 5 };
     let one_key_ops = if quick { 1_000_000 } else { 5_000_000 };
 
@@ -226,13 +236,18 @@ fn main() {
             })
         },
     );
-    println!("100k keys, 1 thread:   throttlekit {a}   governor keyed {b}   ratio {:.2}x", b.median / a.median);
+    let worst = min_ratio(&a, &b);
+    println!(
+        "100k keys, 1 thread:   throttlekit {a}   governor keyed {b}   ratio {:.2}x (minimum of {reps} runs {worst:.2}x)",
+        b.median / a.median
+    );
+    // The target is on the minimum of the runs (each run one repetition of both sides).
     row(
-        "Rust check_sync, GCRA, 100k string keys, 1 thread",
+        &format!("Rust check_sync, GCRA, 100k string keys, 1 thread (minimum of {reps} runs)"),
         "governor 0.10 keyed",
-        b.median / a.median,
+        worst,
         ">=3",
-        &format!("{:.1} vs {:.1} ns/op", a.median, b.median),
+        &format!("median {:.2}x; {:.1} vs {:.1} ns/op", b.median / a.median, a.median, b.median),
     );
     let ours_1t = a.median;
 

@@ -494,7 +494,7 @@ impl MemoryLimits {
     /// The default longest key: 256 bytes, prefix included. Rate-limit keys are ids, addresses
     /// and routes; a longer one is most likely a caller passing a body or a URL with its query
     /// string. With the default bound it caps what keys can hold at about 250 MB more.
-    pub const DEFAULT_MAX_KEY_LENGTH: usize = 256;
+    pub const DEFAULT_MAX_KEY_LENGTH: usize = crate::key::DEFAULT_MAX_LENGTH;
 }
 
 impl Default for MemoryLimits {
@@ -572,19 +572,7 @@ impl MemoryStore {
     /// anything is locked or stored, so an oversized key costs nothing but the error.
     #[inline(always)]
     fn check_key_length(&self, key_len: usize) -> Result<()> {
-        if key_len > self.limits.max_key_length { Err(self.key_too_long(key_len)) } else { Ok(()) }
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn key_too_long(&self, key_len: usize) -> crate::Error {
-        crate::Error::config(
-            "key",
-            &format!(
-                "must be at most {} bytes (the store's maxKeyLength, prefix included), got {key_len}",
-                self.limits.max_key_length
-            ),
-        )
+        crate::key::check_length(key_len, self.limits.max_key_length)
     }
 
     fn build(limits: MemoryLimits) -> MemoryStore {
@@ -968,6 +956,10 @@ impl Store for MemoryStore {
 
     fn as_memory(&self) -> Option<&MemoryStore> {
         Some(self)
+    }
+
+    fn max_key_length(&self) -> usize {
+        self.limits.max_key_length
     }
 }
 

@@ -211,6 +211,14 @@ pub trait Store: Send + Sync + 'static {
         None
     }
 
+    /// The longest full key this store accepts, in bytes ([`crate::key::DEFAULT_MAX_LENGTH`]
+    /// unless the store is configured otherwise). Limiters, multi limiters and shapers refuse a
+    /// longer key with `config_invalid` before the store sees it, so every store follows one
+    /// rule (see [`crate::key::check_length`]).
+    fn max_key_length(&self) -> usize {
+        crate::key::DEFAULT_MAX_LENGTH
+    }
+
     /// Releases connections. Applies after `close` may fail with `store_unavailable`.
     fn close(&self) -> BoxFuture<'_, Result<()>> {
         Box::pin(std::future::ready(Ok(())))
