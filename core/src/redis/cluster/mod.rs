@@ -16,8 +16,9 @@
 //!   node gets the fallback of [`super::invoke`] (`EVAL`, or `FUNCTION LOAD` + `FCALL`).
 //! - **At most once**: a connection that fails after the request may have been written fails
 //!   the call (`store_unavailable`); the connection is retired and the map refreshed, and the
-//!   call is never sent again. A connection that cannot be made (nothing was sent) fails the
-//!   call the same way and refreshes the map, so the next call finds the promoted replica.
+//!   call is never sent again. A connection that cannot be made (nothing was sent) makes the
+//!   store read the map at once: if the slot has another master now (a failover it had not seen),
+//!   the call goes there; otherwise it fails the same way.
 //! - **Bounded**: the caller bounds each call by `timeout_ms` (the async path races a timer; the
 //!   sync path sets its socket timeouts to the time left).
 
@@ -341,6 +342,47 @@ impl Router {
         });
     }
 
+    /// After a connection to `node`, the map's master of `slot`, could not be made (so nothing
+    /// was sent): reads the map again now, unless one was read within [`REFRESH_GAP`], and says
+    /// whether `slot` has another master now (a failover the store had not seen yet).
+    async fn moved_after_refresh(self: &Arc<Self>, slot: u16, node: &Arc<Node>) -> bool {
+        if self.refreshed_lately() {
+            return self.moved(slot, node);
+        }
+        let me = self.clone();
+        let _ = self.runtime.spawn(async move { me.refresh_and_stamp().await }).await;
+        self.moved(slot, node)
+    }
+
+    /// [`Router::moved_after_refresh`] from a plain thread, waiting no longer than the call's
+    /// time left.
+    fn moved_after_refresh_blocking(self: &Arc<Self>, slot: u16, node: &Arc<Node>, started: Instant) -> bool {
+        if self.refreshed_lately() {
+            return self.moved(slot, node);
+        }
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        let me = self.clone();
+        self.runtime.spawn(async move {
+            me.refresh_and_stamp().await;
+            let _ = tx.send(());
+        });
+        let _ = rx.recv_timeout(self.timeout.saturating_sub(started.elapsed()));
+        self.moved(slot, node)
+    }
+
+    fn refreshed_lately(&self) -> bool {
+        self.last_refresh.lock().is_some_and(|t| t.elapsed() < REFRESH_GAP)
+    }
+
+    async fn refresh_and_stamp(self: &Arc<Self>) {
+        let _ = self.refresh().await;
+        *self.last_refresh.lock() = Some(Instant::now());
+    }
+
+    fn moved(&self, slot: u16, node: &Arc<Node>) -> bool {
+        self.map.read().get(slot).is_some_and(|n| !Arc::ptr_eq(n, node))
+    }
+
     /// `node`'s multiplexed connection; when it has none, one is made on the store's runtime
     /// (nothing is sent before it exists).
     async fn mux(self: &Arc<Self>, node: &Arc<Node>) -> Result<(MultiplexedConnection, u64)> {
@@ -366,11 +408,19 @@ impl Router {
             if self.closed.load(Ordering::Acquire) {
                 return Err(closed_error());
             }
-            let node = match to.take() {
-                Some(n) => n,
-                None => self.owner(slot)?,
+            let (node, from_map) = match to.take() {
+                Some(n) => (n, false),
+                None => (self.owner(slot)?, true),
             };
-            let (mut conn, id) = self.mux(&node).await.inspect_err(|_| self.refresh_soon())?;
+            let (mut conn, id) = match self.mux(&node).await {
+                Ok(c) => c,
+                // Nothing was sent: if the map, read again now, names another master, go there.
+                Err(_) if from_map && self.moved_after_refresh(slot, &node).await => continue,
+                Err(e) => {
+                    self.refresh_soon();
+                    return Err(e);
+                }
+            };
             let p = attempt(invoke, call, fallback, asking, durable);
             let sent = if p.len() == 1 {
                 let cmd = p.cmd_iter().next().expect("one command");
@@ -423,18 +473,28 @@ impl Router {
             if left.is_zero() {
                 return Err(timed_out(&"redirected too long"));
             }
-            let node = match to.take() {
-                Some(n) => n,
-                None => self.owner(slot)?,
+            let (node, from_map) = match to.take() {
+                Some(n) => (n, false),
+                None => (self.owner(slot)?, true),
             };
             let popped = node.idle.lock().pop();
             let mut conn = match popped {
                 Some(c) => c,
                 None => {
-                    let c = node.client.get_connection_with_timeout(left).map_err(|e| {
-                        self.refresh_soon();
-                        if e.is_timeout() { timed_out(&e) } else { Error::store(format!("{}: {e}", node.name())) }
-                    })?;
+                    let c = match node.client.get_connection_with_timeout(left) {
+                        Ok(c) => c,
+                        // Nothing was sent: if the map, read again now, names another master,
+                        // go there.
+                        Err(_) if from_map && self.moved_after_refresh_blocking(slot, &node, started) => continue,
+                        Err(e) => {
+                            self.refresh_soon();
+                            return Err(if e.is_timeout() {
+                                timed_out(&e)
+                            } else {
+                                Error::store(format!("{}: {e}", node.name()))
+                            });
+                        }
+                    };
                     c.set_write_timeout(Some(self.timeout)).map_err(Error::store)?;
                     c.set_read_timeout(Some(self.timeout)).map_err(Error::store)?;
                     c
