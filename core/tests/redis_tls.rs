@@ -117,6 +117,11 @@ fn a_cluster_over_tls_replays_the_golden_file() {
     for i in 0..30 {
         assert!(l.check_sync(&format!("k{i}"), 1).unwrap().allowed);
     }
+    // The routed async path too (a multiplexed TLS connection per master).
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    for i in 30..60 {
+        assert!(rt.block_on(l.check(&format!("k{i}"), 1)).unwrap().allowed);
+    }
     for port in cluster.master_ports() {
         let n: u64 = redis_server::cli(port, &["dbsize"]).unwrap().trim().parse().unwrap();
         assert!(n > 0, "no key on the master {port}");

@@ -45,8 +45,23 @@ pub fn run(
     give_up: Duration,
     kill: impl FnOnce(),
 ) -> FailoverReport {
+    run_with(store.clone(), store, threads, keys, kill_after, Some(give_up), kill)
+}
+
+/// [`run`], reading the counts afterwards through `count_store`, and with `give_up: None`
+/// stopping the load 5 s after the kill whether or not calls recovered (a durable store whose
+/// new master has too few replicas fails every call on its slots, by design).
+pub fn run_with(
+    store: Arc<dyn throttlekit::Store>,
+    count_store: Arc<dyn throttlekit::Store>,
+    threads: usize,
+    keys: usize,
+    kill_after: Duration,
+    give_up: Option<Duration>,
+    kill: impl FnOnce(),
+) -> FailoverReport {
     const LIMIT: u64 = 1 << 40;
-    let limiter = |policy| {
+    let limiter = |policy, store: &Arc<dyn throttlekit::Store>| {
         Arc::new(
             Limiter::builder(Strategy::fixed_window(LIMIT, 3_600_000).unwrap())
                 .store(store.clone())
@@ -55,7 +70,7 @@ pub fn run(
                 .build(),
         )
     };
-    let (l, counts) = (limiter(FailPolicy::FailOpen), limiter(FailPolicy::Raise));
+    let (l, counts) = (limiter(FailPolicy::FailOpen, &store), limiter(FailPolicy::Raise, &count_store));
     let started = Instant::now();
     // The end of the latest failed call, in ms since `started` (0: none yet).
     let last_failure = Arc::new(AtomicU64::new(0));
@@ -94,6 +109,12 @@ pub fn run(
         std::thread::sleep(Duration::from_millis(100));
         let now = started.elapsed().as_millis() as u64;
         let last = last_failure.load(Ordering::Acquire);
+        let Some(give_up) = give_up else {
+            if now > killed_at + 5000 {
+                break;
+            }
+            continue;
+        };
         if now > killed_at + 2000 && now > last + 2000 {
             break;
         }

@@ -16,8 +16,9 @@
 //!   node gets the fallback of [`super::invoke`] (`EVAL`, or `FUNCTION LOAD` + `FCALL`).
 //! - **At most once**: a connection that fails after the request may have been written fails
 //!   the call (`store_unavailable`); the connection is retired and the map refreshed, and the
-//!   call is never sent again. A connection that cannot be made (nothing was sent) fails the
-//!   call the same way and refreshes the map, so the next call finds the promoted replica.
+//!   call is never sent again. A connection that cannot be made (nothing was sent) makes the
+//!   store read the map at once: if the slot has another master now (a failover it had not seen),
+//!   the call goes there; otherwise it fails the same way.
 //! - **Bounded**: the caller bounds each call by `timeout_ms` (the async path races a timer; the
 //!   sync path sets its socket timeouts to the time left).
 
@@ -341,6 +342,47 @@ impl Router {
         });
     }
 
+    /// After a connection to `node`, the map's master of `slot`, could not be made (so nothing
+    /// was sent): reads the map again now, unless one was read within [`REFRESH_GAP`], and says
+    /// whether `slot` has another master now (a failover the store had not seen yet).
+    async fn moved_after_refresh(self: &Arc<Self>, slot: u16, node: &Arc<Node>) -> bool {
+        if self.refreshed_lately() {
+            return self.moved(slot, node);
+        }
+        let me = self.clone();
+        let _ = self.runtime.spawn(async move { me.refresh_and_stamp().await }).await;
+        self.moved(slot, node)
+    }
+
+    /// [`Router::moved_after_refresh`] from a plain thread, waiting no longer than the call's
+    /// time left.
+    fn moved_after_refresh_blocking(self: &Arc<Self>, slot: u16, node: &Arc<Node>, started: Instant) -> bool {
+        if self.refreshed_lately() {
+            return self.moved(slot, node);
+        }
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        let me = self.clone();
+        self.runtime.spawn(async move {
+            me.refresh_and_stamp().await;
+            let _ = tx.send(());
+        });
+        let _ = rx.recv_timeout(self.timeout.saturating_sub(started.elapsed()));
+        self.moved(slot, node)
+    }
+
+    fn refreshed_lately(&self) -> bool {
+        self.last_refresh.lock().is_some_and(|t| t.elapsed() < REFRESH_GAP)
+    }
+
+    async fn refresh_and_stamp(self: &Arc<Self>) {
+        let _ = self.refresh().await;
+        *self.last_refresh.lock() = Some(Instant::now());
+    }
+
+    fn moved(&self, slot: u16, node: &Arc<Node>) -> bool {
+        self.map.read().get(slot).is_some_and(|n| !Arc::ptr_eq(n, node))
+    }
+
     /// `node`'s multiplexed connection; when it has none, one is made on the store's runtime
     /// (nothing is sent before it exists).
     async fn mux(self: &Arc<Self>, node: &Arc<Node>) -> Result<(MultiplexedConnection, u64)> {
@@ -366,11 +408,19 @@ impl Router {
             if self.closed.load(Ordering::Acquire) {
                 return Err(closed_error());
             }
-            let node = match to.take() {
-                Some(n) => n,
-                None => self.owner(slot)?,
+            let (node, from_map) = match to.take() {
+                Some(n) => (n, false),
+                None => (self.owner(slot)?, true),
             };
-            let (mut conn, id) = self.mux(&node).await.inspect_err(|_| self.refresh_soon())?;
+            let (mut conn, id) = match self.mux(&node).await {
+                Ok(c) => c,
+                // Nothing was sent: if the map, read again now, names another master, go there.
+                Err(_) if from_map && self.moved_after_refresh(slot, &node).await => continue,
+                Err(e) => {
+                    self.refresh_soon();
+                    return Err(e);
+                }
+            };
             let p = attempt(invoke, call, fallback, asking, durable);
             let sent = if p.len() == 1 {
                 let cmd = p.cmd_iter().next().expect("one command");
@@ -423,18 +473,28 @@ impl Router {
             if left.is_zero() {
                 return Err(timed_out(&"redirected too long"));
             }
-            let node = match to.take() {
-                Some(n) => n,
-                None => self.owner(slot)?,
+            let (node, from_map) = match to.take() {
+                Some(n) => (n, false),
+                None => (self.owner(slot)?, true),
             };
             let popped = node.idle.lock().pop();
             let mut conn = match popped {
                 Some(c) => c,
                 None => {
-                    let c = node.client.get_connection_with_timeout(left).map_err(|e| {
-                        self.refresh_soon();
-                        if e.is_timeout() { timed_out(&e) } else { Error::store(format!("{}: {e}", node.name())) }
-                    })?;
+                    let c = match node.client.get_connection_with_timeout(left) {
+                        Ok(c) => c,
+                        // Nothing was sent: if the map, read again now, names another master,
+                        // go there.
+                        Err(_) if from_map && self.moved_after_refresh_blocking(slot, &node, started) => continue,
+                        Err(e) => {
+                            self.refresh_soon();
+                            return Err(if e.is_timeout() {
+                                timed_out(&e)
+                            } else {
+                                Error::store(format!("{}: {e}", node.name()))
+                            });
+                        }
+                    };
                     c.set_write_timeout(Some(self.timeout)).map_err(Error::store)?;
                     c.set_read_timeout(Some(self.timeout)).map_err(Error::store)?;
                     c
@@ -534,62 +594,4 @@ enum Next {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn server_error(text: &str) -> RedisResult<(Value, Option<Value>)> {
-        let v = redis::parse_redis_value(format!("-{text}\r\n").as_bytes()).unwrap();
-        Ok((v, None))
-    }
-
-    #[test]
-    fn redirects_and_missing_scripts_are_the_only_replies_that_send_again() {
-        assert!(matches!(
-            classify(server_error("MOVED 3999 10.0.0.2:6381"), "seed"),
-            Verdict::Moved(3999, (h, 6381)) if h == "10.0.0.2"
-        ));
-        // An empty host is the asked node's.
-        assert!(matches!(classify(server_error("MOVED 1 :7001"), "seed"), Verdict::Moved(1, (h, 7001)) if h == "seed"));
-        assert!(
-            matches!(classify(server_error("ASK 3999 10.0.0.3:6382"), "s"), Verdict::Ask((h, 6382)) if h == "10.0.0.3")
-        );
-        assert!(matches!(
-            classify(server_error("TRYAGAIN Multiple keys request during rehashing"), "s"),
-            Verdict::TryAgain
-        ));
-        assert!(matches!(classify(server_error("NOSCRIPT No matching script"), "s"), Verdict::Missing));
-        assert!(matches!(classify(server_error("ERR Function not found"), "s"), Verdict::Missing));
-        assert!(
-            matches!(classify(server_error("CLUSTERDOWN The cluster is down"), "s"), Verdict::Refused(e) if e.starts_with("CLUSTERDOWN"))
-        );
-        assert!(matches!(classify(server_error("ERR user_script:1: boom"), "s"), Verdict::Refused(_)));
-        assert!(matches!(classify(server_error("MOVED garbage"), "s"), Verdict::Refused(_)));
-        let lost = Err(redis::RedisError::from(std::io::Error::from(std::io::ErrorKind::ConnectionReset)));
-        assert!(matches!(classify(lost, "s"), Verdict::Lost(_)));
-        assert!(matches!(classify(Ok((Value::Int(1), None)), "s"), Verdict::Done(Value::Int(1), None)));
-    }
-
-    #[test]
-    fn an_attempt_is_asking_then_the_call_or_its_fallback_then_wait() {
-        let call = super::super::call::single(
-            "k",
-            crate::store::Now::At(1),
-            &crate::store::Transform::Peek { strategy: &crate::Strategy::gcra(1, 1000, None).unwrap() },
-        );
-        let names = |p: &Pipeline| {
-            p.cmd_iter()
-                .map(|c| match c.args_iter().next() {
-                    Some(redis::Arg::Simple(b)) => String::from_utf8_lossy(b).into_owned(),
-                    _ => String::new(),
-                })
-                .collect::<Vec<_>>()
-        };
-        let d = Some(Durable { replicas: 1, timeout_ms: 50 });
-        assert_eq!(names(&attempt(Invoke::Functions, &call, false, false, None)), ["FCALL"]);
-        assert_eq!(names(&attempt(Invoke::Functions, &call, true, true, d)), ["ASKING", "FUNCTION", "FCALL", "WAIT"]);
-        assert_eq!(names(&attempt(Invoke::Scripts, &call, false, false, d)), ["EVALSHA", "WAIT"]);
-        assert_eq!(names(&attempt(Invoke::Scripts, &call, true, false, None)), ["EVAL"]);
-        let (v, acked) = pick(vec![Value::Okay, Value::Int(7), Value::Int(1)], true);
-        assert_eq!((v, acked), (Value::Int(7), Some(Value::Int(1))));
-    }
-}
+mod tests;
