@@ -149,7 +149,11 @@ async fn redis_store(o: &Options) -> Result<Arc<dyn Store>, String> {
         Some(u) => RedisOptions::from_urls(u),
         None => RedisOptions::default(),
     };
-    r.mode = RedisMode::parse(&o.store).map_err(|e| e.to_string())?;
+    r.mode = match o.store.as_str() {
+        "redis-cluster" => RedisMode::Cluster,
+        "redis-sentinel" => RedisMode::Sentinel,
+        _ => RedisMode::Standalone,
+    };
     r.service_name = o.redis_service_name.clone();
     r.tls_ca_file = o.redis_tls[0].as_ref().map(Into::into);
     r.tls_cert_file = o.redis_tls[1].as_ref().map(Into::into);
