@@ -2,7 +2,8 @@
 //! N concurrent streams (as Envoy multiplexes its calls), for a fixed time.
 //!
 //! `rls_load ADDR STREAMS DESCRIPTORS SECONDS` prints one line:
-//! `ROW serve streams=N descriptors=D requests=R rps=X p50_us=Y p99_us=Z errors=E over=O`.
+//! `ROW serve streams=N descriptors=D requests=R rps=X p50_us=Y p99_us=Z errors=E over=O sent=S`
+//! (`sent` also counts the 300 ms warm-up's calls, which `requests` leaves out).
 //! The domain is `bench`; descriptor i is `[("d{i}", "user-{n % 1000}")]`.
 
 use std::time::{Duration, Instant};
@@ -31,7 +32,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         let mut client = client.clone();
         tasks.push(tokio::spawn(async move {
             let mut lat: Vec<u32> = Vec::with_capacity(1 << 16);
-            let (mut errors, mut over) = (0u64, 0u64);
+            let (mut errors, mut over, mut sent) = (0u64, 0u64, 0u64);
             let mut n = s;
             let mut started = None;
             let mut end = None;
@@ -56,6 +57,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                     hits_addend: 0,
                 };
                 let t = Instant::now();
+                sent += 1;
                 match client.should_rate_limit(req).await {
                     Ok(r) => {
                         if r.into_inner().overall_code != 1 {
@@ -68,22 +70,23 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                     lat.push(t.elapsed().as_micros().min(u32::MAX as u128) as u32);
                 }
             }
-            (lat, errors, over)
+            (lat, errors, over, sent)
         }));
     }
     let mut all = Vec::new();
-    let (mut errors, mut over) = (0, 0);
+    let (mut errors, mut over, mut sent) = (0, 0, 0);
     for t in tasks {
-        let (l, e, o) = t.await?;
+        let (l, e, o, s) = t.await?;
         all.extend(l);
         errors += e;
         over += o;
+        sent += s;
     }
     all.sort_unstable();
     let pct =
         |p: f64| all.get(((all.len() as f64 * p) as usize).min(all.len().saturating_sub(1))).copied().unwrap_or(0);
     println!(
-        "ROW serve streams={streams} descriptors={descriptors} requests={} rps={:.0} p50_us={} p99_us={} errors={errors} over={over}",
+        "ROW serve streams={streams} descriptors={descriptors} requests={} rps={:.0} p50_us={} p99_us={} errors={errors} over={over} sent={sent}",
         all.len(),
         all.len() as f64 / seconds,
         pct(0.50),
