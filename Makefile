@@ -3,7 +3,7 @@
 
 # The main job: every algorithm on the same bursty traffic, on the embedded memory store.
 demo:
-	cargo run --release -p throttlekit -- demo
+	cargo run --release -p throttlekit-cli -- demo
 
 # Installs what is missing and runs every test suite.
 test:

@@ -24,6 +24,8 @@
 #   kotlin      bindings-uniffi/bench.sh: Kotlin checkBlocking vs Guava's RateLimiter (Debian
 #               libguava-java), 1 key and 100k keys
 #   node-http   bindings-node/bench/http.js (the Express middleware vs express-rate-limit 8)
+#   serve       bench/serve/run.sh: `throttlekit serve` ShouldRateLimit throughput and p50/p99 at 1
+#               and 64 streams, 1 and 3 descriptors, memory and Redis (vs redis-benchmark EVALSHA)
 #   go-http     bench/go-http/run.sh: tkhttp's cost per request vs a golang.org/x/time/rate
 #               per-IP middleware (Debian's golang-golang-x-time-dev) and a plain handler
 # Peers are pinned: governor in bench/rust/Cargo.lock, throttlekit-py==0.5.1 below, the Python
@@ -162,6 +164,13 @@ if [ -x "$HERE/go-http/run.sh" ]; then
     "$HERE/go-http/run.sh" $QUICK 2>&1 | tee "$OUT/go-http.log" | tail -5
 else
     not_measured go-http "bench/go-http/run.sh is missing"
+fi
+
+section "serve: bench/serve/run.sh (ShouldRateLimit over gRPC, memory and Redis)"
+if command -v redis-benchmark >/dev/null && command -v bc >/dev/null; then
+    "$HERE/serve/run.sh" $QUICK 2>&1 | tee "$OUT/serve.log" | grep -v '^ROW'
+else
+    not_measured serve "redis-benchmark or bc not installed"
 fi
 
 section "summary ($(nproc) cores: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'))"

@@ -157,7 +157,7 @@ set -e
 step "the Rust CLI on the same files: C must report the same totals"
 # Every runner compares every expected field exactly, so equal totals with 0 failed mean the
 # same decisions op for op.
-RUST=$(cd "$ROOT" && cargo run -q -p throttlekit --bin throttlekit -- conformance "${VECTORS[@]}" | tail -1)
+RUST=$(cd "$ROOT" && cargo run -q -p throttlekit-cli --bin throttlekit -- conformance "${VECTORS[@]}" | tail -1)
 echo "rust: $RUST"
 for got in "$(tail -1 <<<"$C_MEM")" "$(tail -1 <<<"$C_REDIS")" "$(tail -1 <<<"$C_CLUSTER")" "$(tail -1 <<<"$C_SENTINEL")" "$(tail -1 <<<"$C_TLS")"; do
     [ "$got" = "$RUST" ] || { echo "C runner reported '$got', the Rust CLI '$RUST'" >&2; exit 1; }
@@ -167,7 +167,7 @@ step "C conformance runner on the HTTP vectors (under valgrind), against the Rus
 HTTP_VECTORS=("$ROOT"/conformance-vectors/http/*.json)
 C_HTTP=$("${VALGRIND[@]}" "$WORK/tk-conformance" "${HTTP_VECTORS[@]}" | tail -20)
 echo "$C_HTTP"
-RUST_HTTP=$(cd "$ROOT" && cargo run -q -p throttlekit --bin throttlekit -- conformance "${HTTP_VECTORS[@]}" | tail -1)
+RUST_HTTP=$(cd "$ROOT" && cargo run -q -p throttlekit-cli --bin throttlekit -- conformance "${HTTP_VECTORS[@]}" | tail -1)
 [ "$(tail -1 <<<"$C_HTTP")" = "$RUST_HTTP" ] \
     || { echo "C runner reported '$(tail -1 <<<"$C_HTTP")' on the HTTP vectors, the Rust CLI '$RUST_HTTP'" >&2; exit 1; }
 

@@ -55,7 +55,7 @@ jvm() { java -Djna.library.path="$LIBDIR" -cp "$HERE/build/throttlekit-tools.jar
 
 step "the Rust CLI's totals on the same files"
 VECTORS=("$ROOT"/conformance-vectors/*.json)
-RUST=$(cd "$ROOT" && cargo run -q --locked -p throttlekit --bin throttlekit -- conformance "${VECTORS[@]}" | tail -1)
+RUST=$(cd "$ROOT" && cargo run -q --locked -p throttlekit-cli --bin throttlekit -- conformance "${VECTORS[@]}" | tail -1)
 echo "rust: $RUST"
 
 step "conformance runners: Kotlin and Ruby, memory and Redis"

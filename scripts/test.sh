@@ -30,13 +30,14 @@ scripts/install-deps.sh || { echo "could not install system packages"; exit 1; }
 
 suite "core" cargo test -p throttlekit --locked
 suite "core metrics facade" cargo test -p throttlekit --locked --features metrics --test metrics
-suite "vectors (CLI, memory)" bash -c 'cargo run -q -p throttlekit --locked -- conformance conformance-vectors/*.json | tail -n 4'
-suite "http vectors (CLI)" bash -c 'set -o pipefail; cargo run -q -p throttlekit --locked -- conformance conformance-vectors/http/*.json | tail -n 2'
+suite "vectors (CLI, memory)" bash -c 'cargo run -q -p throttlekit-cli --locked -- conformance conformance-vectors/*.json | tail -n 4'
+suite "http vectors (CLI)" bash -c 'set -o pipefail; cargo run -q -p throttlekit-cli --locked -- conformance conformance-vectors/http/*.json | tail -n 2'
 suite "tower layer" cargo test -p throttlekit-tower --locked
 suite "http black-box (rust-axum)" tests/http-blackbox.sh rust-axum
 suite "http black-box (go-nethttp)" tests/http-blackbox.sh go-nethttp
 suite "fault proxy" cargo test -p throttlekit-faultproxy --locked
 suite "redis" tests/redis.sh
+suite "serve (grpcio cases on memory/redis/cluster, HTTP, reload, SIGTERM, a real Envoy)" tests/serve.sh
 suite "python" bindings-python/test.sh
 suite "http black-box (python-fastapi)" tests/http-blackbox.sh python-fastapi
 suite "http black-box (python-flask)" tests/http-blackbox.sh python-flask

@@ -70,22 +70,51 @@ grep -q "$plat_tgz: version: '9.9.9', expected '$VERSION'" "$WORK/bad.log" \
     || { cat "$WORK/bad.log"; fail "check_versions.py did not name both disagreements"; }
 cat "$WORK/bad.log"
 
-step "the .crate, unpacked outside the workspace: build its CLI (cargo) and replay the vectors"
+step "the .crate, unpacked outside the workspace: a program depending on it replays the vectors"
 mkdir "$WORK/crate"
 tar -xzf "$DIST/throttlekit-$VERSION.crate" -C "$WORK/crate"
 crate=$WORK/crate/throttlekit-$VERSION
-# Its own Cargo.lock and manifest. Its binaries go to CHECK_TARGET, apart from the workspace's
-# target/ so as not to overwrite the workspace's; its intermediate artifacts go to the workspace's
-# build dir (cargo's build.build-dir), so every dependency the earlier suites (and `cargo
-# package`'s verification) compiled in the debug profile is reused, not compiled a second time.
+# The CLI lives in the workspace's throttlekit-cli crate (it also carries `serve`), so the
+# packaged library is checked as a user meets it: as a dependency of a new program that
+# replays the vectors through its public conformance API.
+replay=$WORK/crate/replay
+mkdir -p "$replay/src"
+cat > "$replay/Cargo.toml" <<TOML
+[package]
+name = "replay"
+version = "0.0.0"
+edition = "2021"
+[dependencies]
+throttlekit = { path = "$crate" }
+[workspace]
+TOML
+cat > "$replay/src/main.rs" <<'RUST'
+use std::sync::Arc;
+fn main() {
+    let mut total = throttlekit::conformance::Report::default();
+    for f in std::env::args().skip(1) {
+        let mut stores = || Ok(Arc::new(throttlekit::MemoryStore::new()) as Arc<dyn throttlekit::Store>);
+        total.merge(throttlekit::conformance::replay_path(std::path::Path::new(&f), &mut stores).expect("replay"));
+    }
+    println!("{}", total.summary());
+}
+RUST
+# Its binaries go to CHECK_TARGET, apart from the workspace's target/ so as not to overwrite the
+# workspace's; its intermediate artifacts go to the workspace's build dir (cargo's
+# build.build-dir), so every dependency the earlier suites (and `cargo package`'s verification)
+# compiled in the debug profile is reused, not compiled a second time. The crate's own
+# Cargo.lock pins what the replay program resolves.
 CHECK_TARGET=$CARGO_TARGET_DIR/dist-check
 export CARGO_BUILD_BUILD_DIR=$CARGO_TARGET_DIR
-(cd "$crate" && CARGO_TARGET_DIR=$CHECK_TARGET cargo build --locked -q --bin throttlekit)
+locked=()
+if [ -f "$crate/Cargo.lock" ]; then cp "$crate/Cargo.lock" "$replay/Cargo.lock"; locked=(--locked); fi
+(cd "$crate" && CARGO_TARGET_DIR=$CHECK_TARGET cargo build "${locked[@]}" -q --lib)
+(cd "$replay" && CARGO_TARGET_DIR=$CHECK_TARGET cargo build -q)
 [ -z "$(cd "$crate" && cargo locate-project --workspace --message-format plain | grep -v "^$crate/Cargo.toml$")" ] \
     || fail "the unpacked crate sees a workspace above it"
 REFERENCE=""
-line=$("$CHECK_TARGET/debug/throttlekit" conformance "${VECTORS[@]}" | tail -1)
-expect_all_passed "crate CLI" "$line"
+line=$("$CHECK_TARGET/debug/replay" "${VECTORS[@]}" | tail -1)
+expect_all_passed "crate library" "$line"
 REFERENCE=$line
 
 step "the sdist: pip builds it from source (cargo present) into a fresh venv"

@@ -19,7 +19,7 @@ args=()
 for t in "${tests[@]}"; do args+=(--test "$t"); done
 cargo test --locked -p throttlekit "${args[@]}"
 
-cargo build --locked -q -p throttlekit --bin throttlekit
+cargo build --locked -q -p throttlekit-cli --bin throttlekit
 bin=${CARGO_TARGET_DIR:-target}/debug/throttlekit
 pidfile=$(mktemp -u)
 url=$(tests/redis-server.sh start "$pidfile")

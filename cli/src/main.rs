@@ -1,5 +1,7 @@
 //! The `throttlekit` command: `conformance` replays vectors files; `demo` (the default) runs
-//! the algorithms side by side on bursty traffic and draws the result.
+//! the algorithms side by side on bursty traffic and draws the result; `serve` runs the rate
+//! limit service (the `throttlekit-serve` crate: Envoy's gRPC API and envoyproxy/ratelimit's
+//! config).
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -14,6 +16,7 @@ type StoreFactory = Box<dyn FnMut() -> throttlekit::Result<Arc<dyn Store>>>;
 
 const USAGE: &str = "usage:
   throttlekit demo [--out FILE.svg]
+  throttlekit serve --config PATH [--grpc-addr A] [--http-addr A] [--store ...] (serve --help for all)
   throttlekit conformance [--store memory|redis|redis-cluster|redis-sentinel] [--redis-url URL[,URL...]]
                           [--redis-service-name NAME] [--redis-tls-ca FILE] [--redis-tls-cert FILE]
                           [--redis-tls-key FILE] [--redis-scripting auto|functions|eval] FILE...
@@ -26,6 +29,7 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         None | Some("demo") => demo::run(args.get(1..).unwrap_or_default()),
         Some("conformance") => conformance_cmd(&args[1..]),
+        Some("serve") => throttlekit_serve::run(&args[1..]).map(|()| true),
         Some("-h" | "--help" | "help") => {
             println!("{USAGE}");
             Ok(true)

@@ -1,0 +1,96 @@
+//! A load generator for `throttlekit serve`: `ShouldRateLimit` over one HTTP/2 connection with
+//! N concurrent streams (as Envoy multiplexes its calls), for a fixed time.
+//!
+//! `rls_load ADDR STREAMS DESCRIPTORS SECONDS` prints one line:
+//! `ROW serve streams=N descriptors=D requests=R rps=X p50_us=Y p99_us=Z errors=E over=O sent=S`
+//! (`sent` also counts the 300 ms warm-up's calls, which `requests` leaves out).
+//! The domain is `bench`; descriptor i is `[("d{i}", "user-{n % 1000}")]`.
+
+use std::time::{Duration, Instant};
+
+use envoy_types::pb::envoy::extensions::common::ratelimit::v3::RateLimitDescriptor;
+use envoy_types::pb::envoy::extensions::common::ratelimit::v3::rate_limit_descriptor::Entry;
+use envoy_types::pb::envoy::service::ratelimit::v3::RateLimitRequest;
+use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.len() != 4 {
+        eprintln!("usage: rls_load ADDR STREAMS DESCRIPTORS SECONDS");
+        std::process::exit(2);
+    }
+    let addr = format!("http://{}", args[0]);
+    let streams: usize = args[1].parse()?;
+    let descriptors: usize = args[2].parse()?;
+    let seconds: f64 = args[3].parse()?;
+    let channel = tonic::transport::Channel::from_shared(addr)?.connect().await?;
+    let client = RateLimitServiceClient::new(channel);
+    let warm_until = Instant::now() + Duration::from_millis(300);
+    let mut tasks = Vec::new();
+    for s in 0..streams {
+        let mut client = client.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut lat: Vec<u32> = Vec::with_capacity(1 << 16);
+            let (mut errors, mut over, mut sent) = (0u64, 0u64, 0u64);
+            let mut n = s;
+            let mut started = None;
+            let mut end = None;
+            loop {
+                let now = Instant::now();
+                if now >= warm_until && started.is_none() {
+                    started = Some(now);
+                    end = Some(now + Duration::from_secs_f64(seconds));
+                }
+                if end.is_some_and(|e| now >= e) {
+                    break;
+                }
+                n = n.wrapping_add(streams);
+                let req = RateLimitRequest {
+                    domain: "bench".into(),
+                    descriptors: (0..descriptors)
+                        .map(|i| RateLimitDescriptor {
+                            entries: vec![Entry { key: format!("d{i}"), value: format!("user-{}", n % 1000) }],
+                            ..Default::default()
+                        })
+                        .collect(),
+                    hits_addend: 0,
+                };
+                let t = Instant::now();
+                sent += 1;
+                match client.should_rate_limit(req).await {
+                    Ok(r) => {
+                        if r.into_inner().overall_code != 1 {
+                            over += 1;
+                        }
+                    }
+                    Err(_) => errors += 1,
+                }
+                if started.is_some() {
+                    lat.push(t.elapsed().as_micros().min(u32::MAX as u128) as u32);
+                }
+            }
+            (lat, errors, over, sent)
+        }));
+    }
+    let mut all = Vec::new();
+    let (mut errors, mut over, mut sent) = (0, 0, 0);
+    for t in tasks {
+        let (l, e, o, s) = t.await?;
+        all.extend(l);
+        errors += e;
+        over += o;
+        sent += s;
+    }
+    all.sort_unstable();
+    let pct =
+        |p: f64| all.get(((all.len() as f64 * p) as usize).min(all.len().saturating_sub(1))).copied().unwrap_or(0);
+    println!(
+        "ROW serve streams={streams} descriptors={descriptors} requests={} rps={:.0} p50_us={} p99_us={} errors={errors} over={over} sent={sent}",
+        all.len(),
+        all.len() as f64 / seconds,
+        pct(0.50),
+        pct(0.99)
+    );
+    Ok(())
+}

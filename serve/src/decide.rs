@@ -1,0 +1,483 @@
+//! One `ShouldRateLimit` request, decided: match each descriptor, hand every limit to core in
+//! one multi apply, and turn core's decisions back into per-descriptor statuses.
+//!
+//! This module converts; core decides. All descriptors of a request go to the store in one
+//! [`Store::apply_multi`] (one round trip on Redis, one Lua script) under [`Rule::All`]: when
+//! one limit refuses, no limit is charged. Every key of a request carries the domain as its
+//! Redis Cluster hash tag, so the keys of one request always share a slot and the guarantee
+//! holds on a cluster too (the price: one domain's counters live on one shard).
+//!
+//! Shadow-mode descriptors are decided in a second apply under [`Rule::Any`], so a limit that
+//! never refuses cannot stop the enforced ones from being charged. `count_rejected` decides
+//! the enforced limits under [`Rule::Any`] as well: each limit that admits is charged even when
+//! another refuses, as envoyproxy/ratelimit charges every descriptor.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use throttlekit::http::{HeaderOptions, LimitStatus, rate_limit_headers};
+use throttlekit::multi::binding;
+use throttlekit::store::{DimensionCall, Now, Rule, Transform};
+use throttlekit::{Clock, Decision, ErrorCode, FailPolicy, Store};
+
+use crate::config::{Config, LimitDef, LimitSet, Unit};
+use crate::matching;
+
+/// A request descriptor, as the gRPC and HTTP doors hand it over.
+#[derive(Clone, Debug, Default)]
+pub struct DescriptorIn {
+    /// `(key, value)` entries, in order.
+    pub entries: Vec<(String, String)>,
+    /// Envoy's limit override: `(requests_per_unit, unit proto number)`.
+    pub limit_override: Option<(u32, i32)>,
+    /// The descriptor's own `hits_addend` (0: look without consuming).
+    pub hits_addend: Option<u64>,
+    /// `is_negative_hits` (a refund), which core has no operation for.
+    pub negative_hits: bool,
+}
+
+/// A request, as the doors hand it over.
+#[derive(Clone, Debug, Default)]
+pub struct RequestIn {
+    /// The config domain.
+    pub domain: String,
+    /// The descriptors.
+    pub descriptors: Vec<DescriptorIn>,
+    /// The request's `hits_addend` (0 means 1, as the proto says).
+    pub hits_addend: u32,
+}
+
+/// A descriptor's status code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Code {
+    /// Under the limit (or no limit).
+    Ok,
+    /// Over the limit.
+    OverLimit,
+}
+
+/// The limit a status reports (`current_limit`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CurrentLimit {
+    /// The limit's name ("" when it has none).
+    pub name: String,
+    /// Requests per unit (or per period).
+    pub requests_per_unit: u32,
+    /// The unit, `None` when the period is not one unit (reported as UNKNOWN).
+    pub unit: Option<Unit>,
+}
+
+/// One descriptor's answer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StatusOut {
+    /// OK or OVER_LIMIT.
+    pub code: Code,
+    /// The binding limit; `None` when no limit applies.
+    pub current_limit: Option<CurrentLimit>,
+    /// Units left under the binding limit.
+    pub limit_remaining: u32,
+    /// Until the binding limit resets, in ms; `None` without a limit.
+    pub duration_until_reset_ms: Option<i64>,
+}
+
+/// A request's answer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Outcome {
+    /// OVER_LIMIT when any enforced descriptor is over (never under global shadow mode).
+    pub overall: Code,
+    /// One status per request descriptor, in order.
+    pub statuses: Vec<StatusOut>,
+    /// `response_headers_to_add`: core's rate-limit fields, when enabled.
+    pub headers: Vec<(String, String)>,
+    /// Descriptors over a shadow-mode limit (let through): for metrics and logs.
+    pub shadow_over: usize,
+    /// Whether the store failed and the fail policy answered.
+    pub fallback: bool,
+}
+
+/// Why a request got no decision.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DecideError {
+    /// The request is malformed or too large (gRPC INVALID_ARGUMENT).
+    Invalid(String),
+    /// The store could not answer and the fail policy is `unavailable` (gRPC UNAVAILABLE).
+    Unavailable(String),
+    /// Anything else core refused (gRPC INTERNAL), with core's stable code.
+    Internal(String),
+}
+
+/// Bounds on what one request may carry: a hostile request gets an error, never an unbounded
+/// allocation.
+#[derive(Clone, Copy, Debug)]
+pub struct RequestLimits {
+    /// Descriptors per request.
+    pub max_descriptors: usize,
+    /// Entries per descriptor.
+    pub max_entries: usize,
+    /// Bytes per key or value.
+    pub max_value_bytes: usize,
+}
+
+impl Default for RequestLimits {
+    fn default() -> RequestLimits {
+        RequestLimits { max_descriptors: 64, max_entries: 32, max_value_bytes: 4096 }
+    }
+}
+
+/// What the store failing turns into.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FailMode {
+    /// gRPC UNAVAILABLE: Envoy's `failure_mode_deny` decides (the default).
+    Unavailable,
+    /// Every limit admits (flagged as a fallback).
+    Allow,
+    /// Every limit refuses.
+    Deny,
+}
+
+impl FailMode {
+    /// Parses `unavailable`, `allow` or `deny`.
+    pub fn parse(s: &str) -> Option<FailMode> {
+        Some(match s {
+            "unavailable" => FailMode::Unavailable,
+            "allow" => FailMode::Allow,
+            "deny" => FailMode::Deny,
+            _ => return None,
+        })
+    }
+
+    fn policy(self) -> FailPolicy {
+        match self {
+            FailMode::Unavailable => FailPolicy::Raise,
+            FailMode::Allow => FailPolicy::FailOpen,
+            FailMode::Deny => FailPolicy::FailClosed,
+        }
+    }
+}
+
+/// The service's decision engine: the store, the clock and the policies.
+pub struct Decider {
+    /// Where counters live.
+    pub store: Arc<dyn Store>,
+    /// The clock every request reads once.
+    pub clock: Arc<dyn Clock>,
+    /// The key prefix.
+    pub prefix: String,
+    /// The store-failure policy.
+    pub fail: FailMode,
+    /// Global shadow mode: decide and charge as usual, answer OK.
+    pub shadow_global: bool,
+    /// Charge the limits that admit even when another refuses (envoyproxy/ratelimit's counting).
+    pub count_rejected: bool,
+    /// Rate-limit response fields to add, `None` for none.
+    pub headers: Option<HeaderOptions>,
+    /// Request bounds.
+    pub limits: RequestLimits,
+}
+
+/// One limit that applies to a request descriptor.
+struct Applied {
+    descriptor: usize,
+    set: Arc<LimitSet>,
+    limit: usize,
+    key: String,
+    cost: u64,
+    /// The same counter met earlier in this request: decided once, under that one.
+    twin: Option<usize>,
+}
+
+impl Applied {
+    fn def(&self) -> &LimitDef {
+        &self.set.limits[self.limit]
+    }
+}
+
+fn invalid(msg: impl Into<String>) -> DecideError {
+    DecideError::Invalid(msg.into())
+}
+
+impl Decider {
+    /// Checks `req` against the bounds before any work.
+    pub fn validate(&self, req: &RequestIn) -> Result<(), DecideError> {
+        let l = &self.limits;
+        if req.domain.is_empty() {
+            return Err(invalid("rate limit domain must not be empty"));
+        }
+        if req.domain.len() > l.max_value_bytes {
+            return Err(invalid(format!("domain is longer than {} bytes", l.max_value_bytes)));
+        }
+        if req.descriptors.is_empty() {
+            return Err(invalid("rate limit descriptor list must not be empty"));
+        }
+        if req.descriptors.len() > l.max_descriptors {
+            return Err(invalid(format!(
+                "{} descriptors in one request; at most {} are accepted",
+                req.descriptors.len(),
+                l.max_descriptors
+            )));
+        }
+        for (i, d) in req.descriptors.iter().enumerate() {
+            if d.entries.is_empty() {
+                return Err(invalid(format!("descriptors[{i}] has no entries")));
+            }
+            if d.entries.len() > l.max_entries {
+                return Err(invalid(format!("descriptors[{i}] has more than {} entries", l.max_entries)));
+            }
+            if let Some((j, _)) = d
+                .entries
+                .iter()
+                .enumerate()
+                .find(|(_, (k, v))| k.len() > l.max_value_bytes || v.len() > l.max_value_bytes)
+            {
+                return Err(invalid(format!(
+                    "descriptors[{i}].entries[{j}]: a key or value is longer than {} bytes",
+                    l.max_value_bytes
+                )));
+            }
+            if d.negative_hits {
+                return Err(invalid(format!("descriptors[{i}]: is_negative_hits (a refund) is not supported")));
+            }
+        }
+        Ok(())
+    }
+
+    /// Decides `req` against `config`.
+    pub async fn decide(&self, config: &Config, req: &RequestIn) -> Result<Outcome, DecideError> {
+        self.validate(req)?;
+        let now = self.clock.now_ms();
+        let applied = self.resolve(config, req)?;
+
+        // Split: charged (cost > 0) enforced, charged shadow, and looks (hits_addend 0).
+        let mut enforced = Vec::new();
+        let mut shadow = Vec::new();
+        let mut looks = Vec::new();
+        for (i, a) in applied.iter().enumerate() {
+            if a.cost == 0 && a.twin.is_none() {
+                looks.push(i);
+            } else if a.set.shadow_mode {
+                shadow.push(i);
+            } else {
+                enforced.push(i);
+            }
+        }
+        let mut decisions: Vec<Option<Decision>> = vec![None; applied.len()];
+        let mut fallback = false;
+        let rule = if self.count_rejected { Rule::Any } else { Rule::All };
+        fallback |= self.apply(&applied, &enforced, rule, now, &mut decisions).await?;
+        fallback |= self.apply(&applied, &shadow, Rule::Any, now, &mut decisions).await?;
+        for &i in &looks {
+            let a = &applied[i];
+            let d = match self.store.apply(&a.key, Now::At(now), Transform::Peek { strategy: &a.def().strategy }).await
+            {
+                Ok(reply) => reply.decision().map_err(|e| DecideError::Internal(e.to_string()))?,
+                Err(e) => {
+                    fallback = true;
+                    self.fallback(e, a.def(), now)?
+                }
+            };
+            decisions[i] = Some(d);
+        }
+        Ok(self.outcome(req, &applied, &decisions, now, fallback))
+    }
+
+    /// Matches every descriptor, applies `replaces`, and lays out the limits to decide.
+    /// An `unlimited` limit, like no limit, contributes nothing to decide.
+    fn resolve(&self, config: &Config, req: &RequestIn) -> Result<Vec<Applied>, DecideError> {
+        let tag = hash_tag(&req.domain);
+        let mut sets: Vec<Option<(Arc<LimitSet>, String)>> = Vec::with_capacity(req.descriptors.len());
+        for (i, d) in req.descriptors.iter().enumerate() {
+            let entries: Vec<(&str, &str)> = d.entries.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+            let counter = || entries.iter().map(|(k, v)| format!("{k}_{v}")).collect::<Vec<_>>().join(".");
+            sets.push(match d.limit_override {
+                Some((rpu, unit)) => {
+                    let unit = Unit::from_proto(unit)
+                        .ok_or_else(|| invalid(format!("descriptors[{i}].limit: unknown unit {unit}")))?;
+                    let def = LimitDef::from_override(rpu, unit)
+                        .map_err(|m| invalid(format!("descriptors[{i}].limit: {m}")))?;
+                    let set = LimitSet {
+                        limits: vec![def],
+                        unlimited: false,
+                        replaces: Vec::new(),
+                        shadow_mode: false,
+                        origin: "request override".into(),
+                    };
+                    Some((Arc::new(set), counter()))
+                }
+                None => matching::find(config, &req.domain, &entries).map(|m| (m.limits.clone(), m.counter)),
+            });
+        }
+        let replaced: HashSet<&str> =
+            sets.iter().flatten().flat_map(|(s, _)| s.replaces.iter().map(String::as_str)).collect();
+        let request_hits = u64::from(req.hits_addend.max(1));
+        let mut applied: Vec<Applied> = Vec::new();
+        let mut by_key: HashMap<String, usize> = HashMap::new();
+        for (i, entry) in sets.iter().enumerate() {
+            let Some((set, counter)) = entry else { continue };
+            let hits = req.descriptors[i].hits_addend.unwrap_or(request_hits);
+            for (j, def) in set.limits.iter().enumerate() {
+                if def.name.as_deref().is_some_and(|n| replaced.contains(n)) {
+                    continue;
+                }
+                // A zero limit refuses every hit: one more than its one-unit window holds.
+                let cost = if def.blocks_all && hits > 0 { hits.saturating_mul(2) } else { hits };
+                let key = throttlekit::key::join(&self.prefix, &format!("{{{tag}}}:{counter}:{}", def.key_suffix));
+                if let Some(&k) = by_key.get(&key) {
+                    // The same counter twice in one request (Envoy sent a descriptor twice):
+                    // one dimension charged with both costs, as two increments would be.
+                    if applied[k].cost > 0 && cost > 0 && applied[k].set.shadow_mode == set.shadow_mode {
+                        applied[k].cost = applied[k].cost.saturating_add(cost);
+                        applied.push(Applied { descriptor: i, set: set.clone(), limit: j, key, cost, twin: Some(k) });
+                        continue;
+                    }
+                }
+                by_key.insert(key.clone(), applied.len());
+                applied.push(Applied { descriptor: i, set: set.clone(), limit: j, key, cost, twin: None });
+            }
+        }
+        Ok(applied)
+    }
+
+    /// One multi apply over `idx`; fills `out`. Returns whether the fail policy answered.
+    async fn apply(
+        &self,
+        applied: &[Applied],
+        idx: &[usize],
+        rule: Rule,
+        now: i64,
+        out: &mut [Option<Decision>],
+    ) -> Result<bool, DecideError> {
+        let live: Vec<usize> = idx.iter().copied().filter(|&i| applied[i].twin.is_none()).collect();
+        if live.is_empty() {
+            return Ok(false);
+        }
+        let calls: Vec<DimensionCall<'_>> = live
+            .iter()
+            .map(|&i| DimensionCall {
+                key: &applied[i].key,
+                strategy: &applied[i].def().strategy,
+                cost: applied[i].cost,
+            })
+            .collect();
+        let mut fell_back = false;
+        match self.store.apply_multi(rule, &calls, Now::At(now)).await {
+            Ok(reply) => {
+                // Each limit's own decision: under `all`, a limit that would have admitted
+                // reports OK even when another refused (and nothing was charged).
+                for (&i, d) in live.iter().zip(&reply.decisions) {
+                    out[i] = Some(*d);
+                }
+            }
+            Err(e) => {
+                fell_back = true;
+                for &i in &live {
+                    out[i] = Some(self.fallback(e.clone(), applied[i].def(), now)?);
+                }
+            }
+        }
+        // A merged duplicate reads its twin's decision.
+        for &i in idx {
+            if let Some(t) = applied[i].twin {
+                out[i] = out[t];
+            }
+        }
+        Ok(fell_back)
+    }
+
+    fn fallback(&self, e: throttlekit::Error, def: &LimitDef, now: i64) -> Result<Decision, DecideError> {
+        match self.fail.policy().fallback(e, def.strategy.limit(), now) {
+            Ok(d) => Ok(d),
+            Err(e) if e.code() == ErrorCode::StoreUnavailable => Err(DecideError::Unavailable(e.to_string())),
+            Err(e) if e.code() == ErrorCode::ConfigInvalid => Err(DecideError::Invalid(e.to_string())),
+            Err(e) => Err(DecideError::Internal(e.to_string())),
+        }
+    }
+
+    fn outcome(
+        &self,
+        req: &RequestIn,
+        applied: &[Applied],
+        decisions: &[Option<Decision>],
+        now: i64,
+        fallback: bool,
+    ) -> Outcome {
+        let mut statuses = Vec::with_capacity(req.descriptors.len());
+        let mut shadow_over = 0;
+        let mut header_limits: Vec<(usize, Decision)> = Vec::new();
+        for i in 0..req.descriptors.len() {
+            let mine: Vec<(usize, Decision)> = applied
+                .iter()
+                .enumerate()
+                .filter(|(_, a)| a.descriptor == i)
+                .filter_map(|(k, _)| decisions[k].map(|d| (k, d)))
+                .collect();
+            if mine.is_empty() {
+                // No limit, an `unlimited` one, or every limit replaced: OK, nothing reported.
+                statuses.push(StatusOut {
+                    code: Code::Ok,
+                    current_limit: None,
+                    limit_remaining: 0,
+                    duration_until_reset_ms: None,
+                });
+                continue;
+            }
+            let ds: Vec<Decision> = mine.iter().map(|(_, d)| *d).collect();
+            let admitted = ds.iter().all(|d| d.allowed);
+            let b = binding(Rule::All, admitted, &ds);
+            let (k, d) = mine[b];
+            let def = applied[k].def();
+            let over = !d.allowed;
+            let shadowed = applied[k].set.shadow_mode;
+            if over && shadowed {
+                shadow_over += 1;
+            }
+            if !shadowed {
+                header_limits.extend(mine.iter().copied());
+            }
+            statuses.push(StatusOut {
+                code: if over && !shadowed { Code::OverLimit } else { Code::Ok },
+                current_limit: Some(CurrentLimit {
+                    name: def.name.clone().unwrap_or_default(),
+                    requests_per_unit: u32::try_from(def.requests_per_unit).unwrap_or(u32::MAX),
+                    unit: def.unit,
+                }),
+                limit_remaining: if def.blocks_all { 0 } else { u32::try_from(d.remaining.max(0)).unwrap_or(u32::MAX) },
+                duration_until_reset_ms: Some((d.reset_at - now).max(0)),
+            });
+        }
+        let any_over = statuses.iter().any(|s| s.code == Code::OverLimit);
+        let overall = if any_over && !self.shadow_global { Code::OverLimit } else { Code::Ok };
+        let headers = self.headers(applied, &header_limits, now);
+        Outcome { overall, statuses, headers, shadow_over, fallback }
+    }
+
+    /// Core's rate-limit fields for the enforced limits, the binding one first.
+    fn headers(&self, applied: &[Applied], limits: &[(usize, Decision)], now: i64) -> Vec<(String, String)> {
+        let Some(options) = &self.headers else { return Vec::new() };
+        if limits.is_empty() {
+            return Vec::new();
+        }
+        let ds: Vec<Decision> = limits.iter().map(|(_, d)| *d).collect();
+        let admitted = ds.iter().all(|d| d.allowed);
+        let b = binding(Rule::All, admitted, &ds);
+        let mut order = vec![b];
+        order.extend((0..limits.len()).filter(|&i| i != b));
+        let statuses: Vec<LimitStatus> = order
+            .iter()
+            .map(|&i| {
+                let (k, d) = limits[i];
+                let def = applied[k].def();
+                LimitStatus { name: def.name.clone(), key: None, policy: def.strategy.http_policy(), decision: d }
+            })
+            .collect();
+        match rate_limit_headers(&statuses, options, now) {
+            Ok(lines) => lines.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
+            Err(_) => Vec::new(),
+        }
+    }
+}
+
+/// The Redis Cluster hash tag of a domain's keys: every key of one request shares it, so the
+/// fused multi script runs on one node. Braces would end the tag early, so they are replaced.
+fn hash_tag(domain: &str) -> String {
+    domain.replace(['{', '}'], "_")
+}

@@ -1,0 +1,275 @@
+//! `throttlekit serve`: flags, the store, both listeners, hot reload and graceful shutdown.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use serde_json::json;
+use throttlekit::http::{Family, HeaderOptions};
+use throttlekit::{MemoryStore, Store, SystemClock};
+
+use crate::config::Config;
+use crate::decide::{Decider, FailMode, RequestLimits};
+use crate::grpc::{RateLimitServiceServer, Rls};
+use crate::http::{Http, router};
+use crate::log;
+use crate::state::State;
+
+/// The usage text.
+pub const USAGE: &str = "usage: throttlekit serve --config PATH [options]
+
+  --config PATH            a YAML file or a directory of them (envoyproxy/ratelimit's format)
+  --grpc-addr HOST:PORT    gRPC listener (default 0.0.0.0:8081)
+  --http-addr HOST:PORT    HTTP listener: /json, /healthcheck, /metrics, /api (default 0.0.0.0:8080)
+  --store memory|redis|redis-cluster|redis-sentinel   (default memory)
+  --redis-url URL[,URL...] one URL, cluster seeds or sentinels; rediss:// for TLS; user:pass@ for ACL
+  --redis-service-name NAME  --redis-tls-ca FILE  --redis-tls-cert FILE  --redis-tls-key FILE
+  --redis-scripting auto|functions|eval   --redis-timeout-ms MS (default 500)
+  --prefix P               key prefix (default tk)
+  --headers draft-10|draft-7|draft-6|legacy|none   response_headers_to_add (default none)
+  --fail-policy unavailable|allow|deny   when the store cannot answer (default unavailable)
+  --shadow-mode            decide and count, but answer OK
+  --count-rejected         charge the limits that admit even when another refuses (their counting)
+  --timeout-ms MS          longest time to a decision (default 1000; a shorter grpc-timeout wins)
+  --reload-interval-ms MS  config poll interval (default 1000; 0 disables hot reload)
+  --max-descriptors N --max-entries N --max-value-bytes N --max-request-bytes N
+  --drain-ms MS            after SIGTERM, answer in-flight calls for up to MS (default 5000)";
+
+/// Parsed flags.
+#[derive(Clone, Debug)]
+pub struct Options {
+    config: PathBuf,
+    grpc_addr: SocketAddr,
+    http_addr: SocketAddr,
+    store: String,
+    redis_urls: Option<String>,
+    redis_service_name: Option<String>,
+    redis_tls: [Option<String>; 3],
+    redis_scripting: Option<String>,
+    redis_timeout_ms: u64,
+    prefix: String,
+    headers: Option<Family>,
+    fail: FailMode,
+    shadow: bool,
+    count_rejected: bool,
+    timeout_ms: u64,
+    reload_ms: u64,
+    limits: RequestLimits,
+    max_request_bytes: usize,
+    drain_ms: u64,
+}
+
+impl Options {
+    /// Parses the flags after `serve`.
+    pub fn parse(args: &[String]) -> Result<Options, String> {
+        let mut o = Options {
+            config: PathBuf::new(),
+            grpc_addr: "0.0.0.0:8081".parse().map_err(|_| "addr")?,
+            http_addr: "0.0.0.0:8080".parse().map_err(|_| "addr")?,
+            store: "memory".into(),
+            redis_urls: None,
+            redis_service_name: None,
+            redis_tls: [None, None, None],
+            redis_scripting: None,
+            redis_timeout_ms: 500,
+            prefix: "tk".into(),
+            headers: None,
+            fail: FailMode::Unavailable,
+            shadow: false,
+            count_rejected: false,
+            timeout_ms: 1000,
+            reload_ms: 1000,
+            limits: RequestLimits::default(),
+            max_request_bytes: 1 << 20,
+            drain_ms: 5000,
+        };
+        let mut config = None;
+        let mut it = args.iter();
+        while let Some(a) = it.next() {
+            let mut value = || it.next().cloned().ok_or(format!("{a} needs a value"));
+            let num = |v: String| v.parse::<u64>().map_err(|_| format!("{a} needs a non-negative integer, not {v:?}"));
+            match a.as_str() {
+                "--config" => config = Some(PathBuf::from(value()?)),
+                "--grpc-addr" => o.grpc_addr = value()?.parse().map_err(|e| format!("--grpc-addr: {e}"))?,
+                "--http-addr" => o.http_addr = value()?.parse().map_err(|e| format!("--http-addr: {e}"))?,
+                "--store" => o.store = value()?,
+                "--redis-url" => o.redis_urls = Some(value()?),
+                "--redis-service-name" => o.redis_service_name = Some(value()?),
+                "--redis-tls-ca" => o.redis_tls[0] = Some(value()?),
+                "--redis-tls-cert" => o.redis_tls[1] = Some(value()?),
+                "--redis-tls-key" => o.redis_tls[2] = Some(value()?),
+                "--redis-scripting" => o.redis_scripting = Some(value()?),
+                "--redis-timeout-ms" => o.redis_timeout_ms = num(value()?)?,
+                "--prefix" => o.prefix = value()?,
+                "--headers" => {
+                    let v = value()?;
+                    o.headers = if v == "none" {
+                        None
+                    } else {
+                        Some(Family::parse(&v).map_err(|e| format!("--headers: {}", e.message()))?)
+                    };
+                }
+                "--fail-policy" => {
+                    let v = value()?;
+                    o.fail = FailMode::parse(&v)
+                        .ok_or(format!("--fail-policy must be unavailable, allow or deny, not {v:?}"))?;
+                }
+                "--shadow-mode" => o.shadow = true,
+                "--count-rejected" => o.count_rejected = true,
+                "--timeout-ms" => o.timeout_ms = num(value()?)?.max(1),
+                "--reload-interval-ms" => o.reload_ms = num(value()?)?,
+                "--max-descriptors" => o.limits.max_descriptors = num(value()?)? as usize,
+                "--max-entries" => o.limits.max_entries = num(value()?)? as usize,
+                "--max-value-bytes" => o.limits.max_value_bytes = num(value()?)? as usize,
+                "--max-request-bytes" => o.max_request_bytes = num(value()?)? as usize,
+                "--drain-ms" => o.drain_ms = num(value()?)?,
+                "-h" | "--help" => return Err(USAGE.into()),
+                other => return Err(format!("unknown option {other:?}\n{USAGE}")),
+            }
+        }
+        o.config = config.ok_or(format!("--config is required\n{USAGE}"))?;
+        Ok(o)
+    }
+}
+
+async fn store(o: &Options) -> Result<Arc<dyn Store>, String> {
+    match o.store.as_str() {
+        "memory" => Ok(Arc::new(MemoryStore::new())),
+        "redis" | "redis-cluster" | "redis-sentinel" => redis_store(o).await,
+        other => Err(format!("unknown store {other:?} (memory, redis, redis-cluster or redis-sentinel)")),
+    }
+}
+
+#[cfg(feature = "redis")]
+async fn redis_store(o: &Options) -> Result<Arc<dyn Store>, String> {
+    use throttlekit::redis::{RedisMode, RedisOptions, RedisStore, Scripting};
+    let mut r = match &o.redis_urls {
+        Some(u) => RedisOptions::from_urls(u),
+        None => RedisOptions::default(),
+    };
+    r.mode = match o.store.as_str() {
+        "redis-cluster" => RedisMode::Cluster,
+        "redis-sentinel" => RedisMode::Sentinel,
+        _ => RedisMode::Standalone,
+    };
+    r.service_name = o.redis_service_name.clone();
+    r.tls_ca_file = o.redis_tls[0].as_ref().map(Into::into);
+    r.tls_cert_file = o.redis_tls[1].as_ref().map(Into::into);
+    r.tls_key_file = o.redis_tls[2].as_ref().map(Into::into);
+    r.timeout_ms = o.redis_timeout_ms;
+    if let Some(s) = &o.redis_scripting {
+        r.scripting = Scripting::parse(s).map_err(|e| e.to_string())?;
+    }
+    let store = RedisStore::connect(r).await.map_err(|e| e.to_string())?;
+    Ok(Arc::new(store))
+}
+
+#[cfg(not(feature = "redis"))]
+async fn redis_store(_o: &Options) -> Result<Arc<dyn Store>, String> {
+    Err("this build has no redis support (build with the `redis` feature)".into())
+}
+
+/// Runs `throttlekit serve` with the flags after `serve` until SIGTERM or SIGINT.
+pub fn run(args: &[String]) -> Result<(), String> {
+    let o = Options::parse(args)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| e.to_string())?;
+    runtime.block_on(serve(o))
+}
+
+async fn serve(o: Options) -> Result<(), String> {
+    let config = Config::load(&o.config).map_err(|e| e.to_string())?;
+    let store = store(&o).await?;
+    let decider = Decider {
+        store: store.clone(),
+        clock: Arc::new(SystemClock),
+        prefix: o.prefix.clone(),
+        fail: o.fail,
+        shadow_global: o.shadow,
+        count_rejected: o.count_rejected,
+        headers: o.headers.map(|family| HeaderOptions { family, ..HeaderOptions::default() }),
+        limits: o.limits,
+    };
+    let (domains, limits) = (config.domains.len(), config.limit_count());
+    let state = Arc::new(State::new(config, decider, o.config.clone(), Duration::from_millis(o.timeout_ms)));
+
+    let grpc_listener =
+        tokio::net::TcpListener::bind(o.grpc_addr).await.map_err(|e| format!("--grpc-addr {}: {e}", o.grpc_addr))?;
+    let http_listener =
+        tokio::net::TcpListener::bind(o.http_addr).await.map_err(|e| format!("--http-addr {}: {e}", o.http_addr))?;
+    let grpc_addr = grpc_listener.local_addr().map_err(|e| e.to_string())?;
+    let http_addr = http_listener.local_addr().map_err(|e| e.to_string())?;
+
+    let (health, health_service) = tonic_health::server::health_reporter();
+    health.set_serving::<RateLimitServiceServer<Rls>>().await;
+    let rls = RateLimitServiceServer::new(Rls { state: state.clone() }).max_decoding_message_size(o.max_request_bytes);
+
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
+        let _ = rx.wait_for(|s| *s).await;
+    };
+    let grpc = tonic::transport::Server::builder()
+        .timeout(Duration::from_millis(o.timeout_ms.saturating_add(o.drain_ms)))
+        .add_service(health_service)
+        .add_service(rls)
+        .serve_with_incoming_shutdown(tokio_stream_listener(grpc_listener), stopped(stop_rx.clone()));
+    let draining = Arc::new(AtomicBool::new(false));
+    let app = router(Http { state: state.clone(), draining: draining.clone() }, o.max_request_bytes);
+    let http = axum::serve(http_listener, app).with_graceful_shutdown(stopped(stop_rx.clone()));
+
+    if o.reload_ms > 0 {
+        tokio::spawn(crate::reload::watch(state.clone(), Duration::from_millis(o.reload_ms)));
+    }
+    log::info(
+        "listening",
+        &[
+            ("grpc", json!(grpc_addr.to_string())),
+            ("http", json!(http_addr.to_string())),
+            ("store", json!(o.store)),
+            ("domains", json!(domains)),
+            ("limits", json!(limits)),
+        ],
+    );
+
+    let grpc_task = tokio::spawn(grpc);
+    let http_task = tokio::spawn(async move { http.await });
+    shutdown_signal().await;
+    log::info("shutting down: answering in-flight calls", &[("drain_ms", json!(o.drain_ms))]);
+    draining.store(true, Ordering::Relaxed);
+    health.set_not_serving::<RateLimitServiceServer<Rls>>().await;
+    let _ = stop_tx.send(true);
+    let drain = Duration::from_millis(o.drain_ms);
+    let both = async {
+        let _ = grpc_task.await;
+        let _ = http_task.await;
+    };
+    if tokio::time::timeout(drain, both).await.is_err() {
+        log::warn("drain period over; closing remaining connections", &[]);
+    }
+    let _ = store.close().await;
+    log::info("stopped", &[]);
+    Ok(())
+}
+
+/// The gRPC listener as the stream tonic serves.
+fn tokio_stream_listener(
+    listener: tokio::net::TcpListener,
+) -> impl tokio_stream::Stream<Item = std::io::Result<tokio::net::TcpStream>> {
+    tokio_stream::wrappers::TcpListenerStream::new(listener)
+}
+
+async fn shutdown_signal() {
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = term => {}
+        _ = tokio::signal::ctrl_c() => {}
+    }
+}
