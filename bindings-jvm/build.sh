@@ -3,7 +3,9 @@
 # classes (javac --release 17), and build/throttlekit.jar with the library inside at
 # native/linux-x86_64/libthrottlekit_jvm.so (what the loader extracts). No Maven, no Gradle.
 #   bindings-jvm/build.sh            # library + jar
-#   bindings-jvm/build.sh --tests    # also the tests, the conformance runner and the bench
+#   bindings-jvm/build.sh --tests    # also the tests, the conformance runner, the bench, the
+#                                    # quick start, and the Kotlin companion with its tests
+#                                    # (build/throttlekit-kotlin.jar; kotlinc from install-tools.sh)
 # Environment: PROFILE, CARGO_TARGET_DIR, CARGO_PROFILE_FLAGS (extra flags, e.g. --profile dist).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -27,5 +29,14 @@ if [ "${1:-}" = "--tests" ]; then
     rm -rf "$B/test" "$B/tools"
     javac -d "$B/test" -cp "$B/classes:$J" --release 17 $(find "$HERE/test" -name '*.java')
     javac -d "$B/tools" -cp "$B/classes:/usr/share/java/guava.jar" --release 17 -Xlint:all \
-        $(find "$HERE/conformance" "$HERE/bench" -name '*.java' 2>/dev/null)
+        $(find "$HERE/conformance" "$HERE/bench" "$HERE/example" -name '*.java')
+    # One kotlinc run for the companion and its tests (each run costs ~20 s of JVM start-up).
+    K=$HERE/.tools/node_modules/kotlin-compiler
+    rm -rf "$B/kotlin" "$B/kotlin-jar"
+    "$K/bin/kotlinc" -jvm-target 17 -nowarn -d "$B/kotlin" \
+        -cp "$B/classes:$J:$K/lib/kotlinx-coroutines-core-jvm.jar" \
+        $(find "$HERE/kotlin" "$HERE/kotlin-test" -name '*.kt')
+    mkdir -p "$B/kotlin-jar/dev/throttlekit/kotlin"
+    cp "$B"/kotlin/dev/throttlekit/kotlin/ThrottleKitKt*.class "$B/kotlin-jar/dev/throttlekit/kotlin/"
+    jar --create --file "$B/throttlekit-kotlin.jar" -C "$B/kotlin-jar" .
 fi

@@ -19,9 +19,4 @@ public final class Numbers {
     public static long nowFromDouble(double v) {
         return Native.fromDouble(1, v);
     }
-
-    /** The library's version (core's). */
-    public static String version() {
-        return new String(Native.version(), java.nio.charset.StandardCharsets.UTF_8);
-    }
 }

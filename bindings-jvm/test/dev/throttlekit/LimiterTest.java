@@ -201,4 +201,10 @@ class LimiterTest {
                 "{\"peer\":\"10.0.0.1\",\"headers\":[[\"X-Forwarded-For\",\"6.6.6.6, 203.0.113.7\"]],\"options\":{\"trustedProxies\":[\"10.0.0.0/8\"]}}"));
         assertThrows(ConfigInvalidException.class, () -> Http.headersJson("{"));
     }
+
+    @Test
+    void versionAndWhereTheLibraryCameFrom() {
+        assertTrue(ThrottleKit.version().matches("\\d+\\.\\d+\\.\\d+.*"), ThrottleKit.version());
+        assertTrue(ThrottleKit.nativeLibrary().endsWith("libthrottlekit_jvm.so"), ThrottleKit.nativeLibrary());
+    }
 }

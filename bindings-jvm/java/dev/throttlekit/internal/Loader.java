@@ -26,6 +26,9 @@ final class Loader {
     static final String TMPDIR_PROPERTY = "throttlekit.tmpdir";
     static final String LIB = "libthrottlekit_jvm.so";
 
+    /** Where the library was loaded from (a file, or {@code java.library.path}). */
+    static volatile String loaded = "";
+
     private Loader() {}
 
     /** The jar's folder for this platform, e.g. {@code native/linux-x86_64}. */
@@ -41,7 +44,9 @@ final class Loader {
         List<String> tried = new ArrayList<>();
         String explicit = System.getProperty(PATH_PROPERTY);
         if (explicit != null && !explicit.isEmpty()) {
-            System.load(Paths.get(explicit).toAbsolutePath().toString());
+            String file = Paths.get(explicit).toAbsolutePath().toString();
+            System.load(file);
+            loaded = file;
             return;
         }
         String resource = "/" + platform() + "/" + LIB;
@@ -50,6 +55,7 @@ final class Loader {
                 try {
                     Path file = extract(resource, base);
                     System.load(file.toString());
+                    loaded = file.toString();
                     return;
                 } catch (IOException | UnsatisfiedLinkError e) {
                     tried.add(base + ": " + e.getMessage());
@@ -60,6 +66,7 @@ final class Loader {
         }
         try {
             System.loadLibrary("throttlekit_jvm");
+            loaded = "java.library.path: " + System.mapLibraryName("throttlekit_jvm");
         } catch (UnsatisfiedLinkError e) {
             tried.add("java.library.path: " + e.getMessage());
             throw new UnsatisfiedLinkError("throttlekit: could not load the native library; tried " + tried

@@ -20,8 +20,10 @@ public final class Native {
         Loader.load();
     }
 
-    /** Forces the library to load (and the class to initialise). */
-    public static void init() {}
+    /** Where the native library was loaded from. */
+    public static String loadedFrom() {
+        return Loader.loaded;
+    }
 
     // Stores and clocks.
     public static native long memoryStoreNew(long maxKeys, long maxKeyLength);
