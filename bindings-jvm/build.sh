@@ -30,6 +30,11 @@ if [ "${1:-}" = "--tests" ]; then
     javac -d "$B/test" -cp "$B/classes:$J" --release 17 $(find "$HERE/test" -name '*.java')
     javac -d "$B/tools" -cp "$B/classes:/usr/share/java/guava.jar" --release 17 -Xlint:all \
         $(find "$HERE/conformance" "$HERE/bench" "$HERE/example" -name '*.java')
+    # The servlet filter (javax.servlet, Debian's servlet-api) as a jar of its own.
+    rm -rf "$B/servlet"
+    javac -d "$B/servlet" -cp "$B/classes:/usr/share/java/servlet-api.jar" --release 17 -Xlint:all -Werror \
+        $(find "$HERE/servlet" -name '*.java')
+    jar --create --file "$B/throttlekit-servlet.jar" -C "$B/servlet" .
     # One kotlinc run for the companion and its tests (each run costs ~20 s of JVM start-up).
     K=$HERE/.tools/node_modules/kotlin-compiler
     rm -rf "$B/kotlin" "$B/kotlin-jar"

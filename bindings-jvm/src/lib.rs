@@ -15,6 +15,7 @@
 
 mod env;
 mod handle;
+mod http;
 mod limiter;
 mod misc;
 mod multi;

@@ -166,6 +166,10 @@ public final class Limiter implements AutoCloseable {
         }
     }
 
+    long handle() {
+        return h;
+    }
+
     /** The strategy. */
     public Strategy strategy() {
         return strategy;

@@ -89,13 +89,14 @@ final class Loader {
     private static Path extract(String resource, Path base) throws IOException {
         Files.createDirectories(base);
         Path dir = Files.createTempDirectory(base, "throttlekit-");
+        // Deleted at exit in reverse order of registration: the file, then its directory.
+        dir.toFile().deleteOnExit();
         Path file = dir.resolve(LIB);
         try (InputStream in = Loader.class.getResourceAsStream(resource)) {
             if (in == null) throw new IOException("resource " + resource + " vanished");
             Files.copy(in, file, StandardCopyOption.REPLACE_EXISTING);
         }
         file.toFile().deleteOnExit();
-        dir.toFile().deleteOnExit();
         return file;
     }
 }

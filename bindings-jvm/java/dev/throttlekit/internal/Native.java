@@ -61,6 +61,12 @@ public final class Native {
     public static native void shaperClose(long h);
     public static native void shaperFree(long h);
 
+    // The HTTP edge.
+    public static native long httpEdgeNew(byte[] headerOptions, byte[] clientKeyOptions);
+    public static native byte[] httpEdgeCheck(long edge, long limiter, byte[] peer, byte[] forwarded, long cost);
+    public static native byte[] httpEdgeHeader(long edge);
+    public static native void httpEdgeFree(long h);
+
     // Stateless.
     public static native byte[] strategyInfo(byte[] json);
     public static native long fromDouble(int which, double v);
