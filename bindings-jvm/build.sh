@@ -12,7 +12,8 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
 PROFILE=${PROFILE:-debug}
 TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
-FLAGS=${CARGO_PROFILE_FLAGS:-$([ "$PROFILE" = release ] && echo --release || true)}
+FLAGS=${CARGO_PROFILE_FLAGS:-}
+if [ -z "$FLAGS" ] && [ "$PROFILE" = release ]; then FLAGS=--release; fi
 (cd "$ROOT" && cargo build -q --locked -p throttlekit-jvm $FLAGS)
 LIB=$TARGET/$PROFILE/libthrottlekit_jvm.so
 B=$HERE/build

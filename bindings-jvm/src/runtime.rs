@@ -3,7 +3,10 @@
 //! daemon) the first time it completes a future.
 
 use std::future::Future;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::pin::Pin;
 use std::sync::OnceLock;
+use std::task::{Context, Poll};
 
 use jni_sys::{JNIEnv, jlong, jobject};
 use throttlekit::Error;
@@ -40,6 +43,27 @@ fn futures_lite_block_on<T>(handle: tokio::task::JoinHandle<T>) -> Result<T, tok
     waiter.block_on(handle)
 }
 
+/// A future whose panics become an `Err` (the payload's text) instead of unwinding: one task
+/// per call, where a spawned inner task would cost a second scheduling round.
+struct CatchUnwind<F>(Pin<Box<F>>);
+
+impl<F: Future> Future for CatchUnwind<F> {
+    type Output = Result<F::Output, String>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let inner = self.0.as_mut();
+        match catch_unwind(AssertUnwindSafe(|| inner.poll(cx))) {
+            Ok(Poll::Pending) => Poll::Pending,
+            Ok(Poll::Ready(v)) => Poll::Ready(Ok(v)),
+            Err(payload) => Poll::Ready(Err(payload
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic payload".to_string()))),
+        }
+    }
+}
+
 /// Spawns `fut` and completes the Java `CompletableFuture<long[]>` `future` with its result.
 /// A panic inside `fut` fails the future with the `internal` exception.
 pub(crate) fn spawn<F>(env: *mut JNIEnv, future: jobject, fut: F) -> Result<(), Error>
@@ -49,10 +73,9 @@ where
     let rt = runtime()?;
     let global = unsafe { Global::new(env, future) }.ok_or_else(|| Error::store("out of JVM references"))?;
     rt.spawn(async move {
-        let inner = tokio::spawn(fut).await;
-        let result = match inner {
+        let result = match CatchUnwind(Box::pin(fut)).await {
             Ok(r) => r.map_err(|e| crate::env::parts(&e)),
-            Err(e) => Err((crate::env::PANIC_CODE, -1, format!("panic: {e}"))),
+            Err(text) => Err((crate::env::PANIC_CODE, -1, format!("panic: {text}"))),
         };
         complete(global, result);
     });

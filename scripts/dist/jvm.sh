@@ -5,6 +5,13 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 
+if ! command -v javac >/dev/null || ! command -v jar >/dev/null; then
+    SUDO=""
+    [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends openjdk-17-jdk-headless >/dev/null
+fi
+
 tree=$STAGE/jvm
 rm -rf "$tree"
 mkdir -p "$tree/classes/native/linux-x86_64"
