@@ -109,7 +109,7 @@ done
 notool() { env PATH="$notool_path" CARGO_HOME="$WORK/empty-cargo-home" RUSTUP_HOME="$WORK/empty-rustup-home" "$@"; }
 notool bash -c '! command -v cargo && ! command -v rustc && ! command -v zig' >/dev/null \
     || fail "cargo, rustc or zig is still reachable"
-for tool in python3 node npm cc pkg-config go tar; do
+for tool in python3 node npm cc pkg-config go tar java javac jar; do
     # A cargo installed next to them (say, Debian's in /usr/bin) would have dropped their directory.
     notool bash -c "command -v $tool" >/dev/null || fail "$tool is not reachable once cargo's directories are left out of the PATH"
 done
