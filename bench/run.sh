@@ -21,8 +21,9 @@
 #   python-http bindings-python/bench/http_bench.py: HTTP middleware overhead per request on one
 #               FastAPI app, vs slowapi 0.1.10 (decorator and ASGI middleware)
 #   node        bindings-node/bench/run.sh (vs rate-limiter-flexible 11)
-#   kotlin      bindings-uniffi/bench.sh: Kotlin checkBlocking vs Guava's RateLimiter (Debian
-#               libguava-java), 1 key and 100k keys
+#   jvm         bindings-jvm/bench/run.sh: the JVM library's check vs Guava's RateLimiter (Debian
+#               libguava-java; 1 key, 100k keys, 2 threads), tryAcquire's allocation per call, and
+#               Redis sequential / 64 CompletableFutures vs the Rust peer on the same server
 #   node-http   bindings-node/bench/http.js (the Express middleware vs express-rate-limit 8)
 #   serve       bench/serve/run.sh: `throttlekit serve` ShouldRateLimit throughput and p50/p99 at 1
 #               and 64 streams, 1 and 3 descriptors, memory and Redis (vs redis-benchmark EVALSHA)
@@ -143,11 +144,11 @@ else
     not_measured node "bindings-node/bench has no run.sh or bench.js yet"
 fi
 
-section "kotlin: bindings-uniffi/bench.sh"
-if [ -x "$ROOT/bindings-uniffi/bench.sh" ]; then
-    "$ROOT/bindings-uniffi/bench.sh" $QUICK 2>&1 | tee "$OUT/kotlin.log" | grep -v '^ROW' | tail -5
+section "jvm: bindings-jvm/bench/run.sh (vs Guava; Redis vs the Rust peer)"
+if [ -x "$ROOT/bindings-jvm/bench/run.sh" ]; then
+    "$ROOT/bindings-jvm/bench/run.sh" $QUICK 2>&1 | tee "$OUT/jvm.log" | grep -v '^ROW' | tail -12
 else
-    not_measured kotlin "bindings-uniffi/bench.sh is missing"
+    not_measured jvm "bindings-jvm/bench/run.sh is missing"
 fi
 
 section "node-http: bindings-node/bench/http.js (Express middleware vs express-rate-limit)"
@@ -177,5 +178,5 @@ section "summary ($(nproc) cores: $(grep -m1 'model name' /proc/cpuinfo | cut -d
 python3 "$HERE/summarize.py" rust="$OUT/rust.log" redis="$OUT/redis.log" redis-instructions="$OUT/redis-instructions.log" \
     redis-core="$OUT/redis-core.log" \
     redis-topology="$OUT/redis-topology.log" \
-    python="$OUT/python.log" python-http="$OUT/python-http.log" node="$OUT/node.log" kotlin="$OUT/kotlin.log" \
+    python="$OUT/python.log" python-http="$OUT/python-http.log" node="$OUT/node.log" jvm="$OUT/jvm.log" \
     node-http="$OUT/node-http.log" go-http="$OUT/go-http.log"

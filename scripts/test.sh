@@ -45,9 +45,11 @@ suite "node" bindings-node/test.sh
 suite "http black-box (node-express)" tests/http-blackbox.sh node-express
 suite "http black-box (node-fastify)" tests/http-blackbox.sh node-fastify
 suite "http black-box (node-fetch)" tests/http-blackbox.sh node-fetch
-suite "http same bytes (every example vs rust-axum)" tests/http-same-bytes.sh rust-axum go-nethttp python-fastapi python-flask node-express node-fastify node-fetch
+suite "http same bytes (every example vs rust-axum)" tests/http-same-bytes.sh rust-axum go-nethttp python-fastapi python-flask node-express node-fastify node-fetch java-servlet
 suite "c and go" bindings-c/test.sh
-suite "uniffi (kotlin, ruby)" bindings-uniffi/test.sh
+suite "uniffi (ruby)" bindings-uniffi/test.sh
+suite "jvm (java, JNI)" bindings-jvm/test.sh
+suite "http black-box (java-servlet)" tests/http-blackbox.sh java-servlet
 suite "dist (release artifacts, installed without a Rust toolchain)" tests/dist.sh
 suite "shutdown hygiene (rust, python, node)" tests/shutdown.sh
 suite "at-most-once proofs (rust, python, node, go; one node, cluster, Sentinel; behind the fault proxy)" env PROVE_FAULT_CALLS=20 tests/faults/prove.sh

@@ -13,6 +13,8 @@
 #      package the install fails and says what to do;
 #    - C: the tarball extracted on its own, tk-conformance and the C unit tests compiled against
 #      it through its own pkg-config file (shared and static), and the Go package's tests;
+#    - the JVM jar: the Java runner compiled against it and run with plain `java`, with
+#      java.io.tmpdir on a noexec mount (the loader falls back to ~/.cache/throttlekit);
 #    and every native binary needs no glibc symbol newer than 2.17.
 # 3. With cargo: the .crate unpacked outside the workspace and its CLI built and run; the sdist
 #    built from source (pip) in a fresh venv and imported; `auditwheel show` says manylinux_2_17.
@@ -139,7 +141,7 @@ done
 notool() { env PATH="$notool_path" CARGO_HOME="$WORK/empty-cargo-home" RUSTUP_HOME="$WORK/empty-rustup-home" "$@"; }
 notool bash -c '! command -v cargo && ! command -v rustc && ! command -v zig' >/dev/null \
     || fail "cargo, rustc or zig is still reachable"
-for tool in python3 node npm cc pkg-config go tar; do
+for tool in python3 node npm cc pkg-config go tar java javac jar; do
     # A cargo installed next to them (say, Debian's in /usr/bin) would have dropped their directory.
     notool bash -c "command -v $tool" >/dev/null || fail "$tool is not reachable once cargo's directories are left out of the PATH"
 done
@@ -215,6 +217,33 @@ go_out=$(cd bindings-c/go && notool env CGO_LDFLAGS="-Wl,-rpath,$libdir" go test
     || { echo "$go_out"; fail "go test against the tarball"; }
 go_line=$(sed -n 's/^go conformance (memory): //p' <<<"$go_out")
 expect_all_passed "Go (tarball)" "$go_line"
+
+step "JVM: the jar alone from plain Java (no Rust toolchain), extracted past a noexec tmpdir"
+jar_file=$DIST/throttlekit-$VERSION.jar
+jvm=$WORK/jvm
+mkdir -p "$jvm/tools" "$jvm/home" "$jvm/noexec"
+(cd "$jvm" && notool jar --extract --file "$jar_file" native/linux-x86_64/libthrottlekit_jvm.so)
+glibc_floor "$jvm/native/linux-x86_64/libthrottlekit_jvm.so"
+notool javac -d "$jvm/tools" -cp "$jar_file" --release 17 bindings-jvm/conformance/dev/throttlekit/conformance/Conformance.java
+# java.io.tmpdir is a noexec mount (root can mount one; otherwise a directory we cannot write,
+# which defeats the same first choice): the loader must fall back to ~/.cache/throttlekit.
+if mount -t tmpfs -o noexec,size=64m tmpfs "$jvm/noexec" 2>/dev/null; then
+    noexec_mounted=1
+else
+    noexec_mounted=0
+    echo "(no privilege to mount a noexec tmpfs: an unwritable java.io.tmpdir stands in)"
+    chmod 555 "$jvm/noexec"
+fi
+jvm_run() { (cd "$jvm" && notool env HOME="$jvm/home" java -Duser.home="$jvm/home" -Djava.io.tmpdir="$jvm/noexec" "$@"); }
+printf 'public class Where { public static void main(String[] a) { System.out.println(dev.throttlekit.ThrottleKit.nativeLibrary()); } }\n' >"$jvm/Where.java"
+where=$(jvm_run -cp "$jar_file" "$jvm/Where.java")
+echo "loaded from: $where"
+[[ $where == "$jvm/home/.cache/throttlekit/"* ]] || fail "the loader did not fall back past the noexec tmpdir: $where"
+java_line=$(jvm_run -cp "$jar_file:$jvm/tools" dev.throttlekit.conformance.Conformance "${VECTORS[@]}" | tail -1)
+expect_all_passed "java (jar)" "$java_line"
+where=$(jvm_run -Dthrottlekit.tmpdir="$jvm/chosen" -cp "$jar_file" "$jvm/Where.java")
+[[ $where == "$jvm/chosen/"* ]] || fail "throttlekit.tmpdir was not used: $where"
+[ "$noexec_mounted" = 0 ] || umount "$jvm/noexec"
 
 step "make bench's setup on its own (no .venv from make test needed)"
 bench_out=$(BENCH_SETUP_ONLY=1 BENCH_OUT="$WORK/bench-logs" bench/run.sh 2>&1) || { echo "$bench_out"; fail "bench setup"; }

@@ -23,7 +23,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 NODE_PLATFORM_PACKAGES = ("@throttlekit/core-linux-x64-gnu",)
-MEMBERS = ("core", "bindings-python", "bindings-node", "bindings-c")
+MEMBERS = ("core", "bindings-python", "bindings-node", "bindings-c", "bindings-jvm")
 
 errors: list[str] = []
 
@@ -110,11 +110,22 @@ def check_npm(path: Path, v: str, name: str) -> None:
         expect(f"{path.name}: optionalDependencies", optional, {p: v for p in NODE_PLATFORM_PACKAGES})
 
 
+def check_jar(path: Path, v: str) -> None:
+    with zipfile.ZipFile(path) as jar:
+        manifest = jar.read("META-INF/MANIFEST.MF").decode()
+        names = set(jar.namelist())
+    m = re.search(r"^Implementation-Version: (.*?)\r?$", manifest, re.M)
+    expect(f"{path.name}: MANIFEST Implementation-Version", m.group(1) if m else None, v)
+    if "native/linux-x86_64/libthrottlekit_jvm.so" not in names:
+        errors.append(f"{path.name}: no native/linux-x86_64/libthrottlekit_jvm.so")
+
+
 def check_artifacts(dist: Path, v: str) -> None:
     expected = {
         f"throttlekit-{v}.crate": check_crate,
         f"libthrottlekit-{v}-x86_64-linux-gnu.tar.gz": check_c_tarball,
         f"throttlekit_core-{v}.tar.gz": check_sdist,
+        f"throttlekit-{v}.jar": check_jar,
         "throttlekit-core-{v}.tgz".format(v=v): lambda p, v: check_npm(p, v, "@throttlekit/core"),
     }
     for platform in NODE_PLATFORM_PACKAGES:

@@ -1,0 +1,185 @@
+package dev.throttlekit;
+
+import dev.throttlekit.internal.Json;
+import dev.throttlekit.internal.Native;
+import java.lang.ref.Reference;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+
+/**
+ * Several named dimensions (say per-IP and per-tenant) decided atomically together: under
+ * {@link Rule#ALL} a request passes only if every dimension admits it, and then all commit; under
+ * {@link Rule#ANY} one suffices. A request names one key per dimension, in declaration order.
+ * On a Redis Cluster every key of a limiter shares one hash tag (see {@link Builder#hashTag}).
+ */
+public final class MultiLimiter implements AutoCloseable {
+    private final long h;
+    private final List<String> names;
+
+    private MultiLimiter(Builder b) {
+        Map<String, Object> c = new LinkedHashMap<>();
+        c.put("rule", b.rule.wire());
+        c.put("dimensions", b.dimensions);
+        c.put("prefix", b.prefix);
+        if (b.serverClock != null) c.put("serverClock", b.serverClock);
+        if (b.failPolicy != null) c.put("failPolicy", b.failPolicy.wire());
+        if (b.hashTag != null) c.put("hashTag", b.hashTag);
+        h = Native.multiNew(Json.write(c).getBytes(StandardCharsets.UTF_8),
+                b.store == null ? 0 : b.store.handle(), b.clock == null ? 0 : b.clock.handle());
+        Reference.reachabilityFence(b.store);
+        Reference.reachabilityFence(b.clock);
+        Handles.register(this, h, Native::multiFree);
+        names = List.copyOf(b.names);
+    }
+
+    /** A builder for a multi limiter combining its dimensions by {@code rule}. */
+    public static Builder builder(Rule rule) {
+        return new Builder(rule);
+    }
+
+    /** The dimensions' names, in declaration order. */
+    public List<String> dimensions() {
+        return names;
+    }
+
+    /** Checks one request of cost 1 with one key per dimension. */
+    public MultiDecision check(List<String> keys) {
+        return check(keys, 1);
+    }
+
+    /** Checks one request of {@code cost} with one key per dimension. */
+    public MultiDecision check(List<String> keys, long cost) {
+        try {
+            return decision(Native.multiOp(h, 0, Limiter.pack(keys), cost));
+        } finally {
+            Reference.reachabilityFence(this);
+        }
+    }
+
+    /** Forgets the state of every dimension's key. */
+    public void reset(List<String> keys) {
+        try {
+            Native.multiOp(h, 3, Limiter.pack(keys), 1);
+        } finally {
+            Reference.reachabilityFence(this);
+        }
+    }
+
+    /** {@link #check(List, long)} without holding a thread while the store answers. */
+    public CompletableFuture<MultiDecision> checkAsync(List<String> keys, long cost) {
+        return async(0, keys, cost).thenApply(this::decision);
+    }
+
+    /** {@link #reset} without holding a thread. */
+    public CompletableFuture<Void> resetAsync(List<String> keys) {
+        return async(3, keys, 1).thenApply(v -> null);
+    }
+
+    /** Closes it (not its store); later calls throw {@link StoreUnavailableException}. */
+    @Override
+    public void close() {
+        try {
+            Native.multiClose(h);
+        } finally {
+            Reference.reachabilityFence(this);
+        }
+    }
+
+    private CompletableFuture<long[]> async(int op, List<String> keys, long cost) {
+        CompletableFuture<long[]> f = new CompletableFuture<>();
+        try {
+            Native.multiAsync(h, op, Limiter.pack(keys), cost, f);
+        } catch (ThrottleKitException e) {
+            return CompletableFuture.failedFuture(e);
+        }
+        return f;
+    }
+
+    private MultiDecision decision(long[] v) {
+        List<Decision> dims = new ArrayList<>();
+        for (int i = 7; i + 6 <= v.length; i += 6) dims.add(Decision.of(v, i));
+        int b = (int) v[0];
+        return new MultiDecision(Decision.of(v, 1), b >= 0 && b < names.size() ? names.get(b) : "", List.copyOf(dims));
+    }
+
+    /** How a multi limiter is built. */
+    public static final class Builder {
+        private final Rule rule;
+        private final List<Object> dimensions = new ArrayList<>();
+        private final List<String> names = new ArrayList<>();
+        private Store store;
+        private ManualClock clock;
+        private String prefix = "";
+        private Boolean serverClock;
+        private FailPolicy failPolicy;
+        private String hashTag;
+
+        private Builder(Rule rule) {
+            if (rule == null) throw new ConfigInvalidException("rule must not be null", -1);
+            this.rule = rule;
+        }
+
+        /** Adds a dimension named {@code name} with cost multiplier 1. */
+        public Builder dimension(String name, Strategy strategy) {
+            return dimension(name, strategy, 1);
+        }
+
+        /** Adds a dimension whose cost is the request's cost times {@code costMultiplier} (>= 1). */
+        public Builder dimension(String name, Strategy strategy, long costMultiplier) {
+            if (name == null || strategy == null) throw new ConfigInvalidException("dimension name and strategy must not be null", -1);
+            Map<String, Object> d = new LinkedHashMap<>();
+            d.put("name", name);
+            d.put("strategy", Json.parse(strategy.toJson()));
+            d.put("costMultiplier", costMultiplier);
+            dimensions.add(d);
+            names.add(name);
+            return this;
+        }
+
+        /** The store (default: a fresh memory store). */
+        public Builder store(Store store) {
+            this.store = store;
+            return this;
+        }
+
+        /** A manual clock (default: the system clock). */
+        public Builder clock(ManualClock clock) {
+            this.clock = clock;
+            return this;
+        }
+
+        /** Keys are stored under {@code prefix}. */
+        public Builder prefix(String prefix) {
+            if (prefix == null) throw new ConfigInvalidException("prefix must not be null", -1);
+            this.prefix = prefix;
+            return this;
+        }
+
+        /** Read time from Redis instead of this host. */
+        public Builder serverClock(boolean on) {
+            this.serverClock = on;
+            return this;
+        }
+
+        /** What to answer when the store cannot. */
+        public Builder failPolicy(FailPolicy policy) {
+            this.failPolicy = policy;
+            return this;
+        }
+
+        /** The Redis Cluster hash tag of every key (default: the prefix, or {@code tk}); derive one per tenant to spread load. */
+        public Builder hashTag(String tag) {
+            this.hashTag = tag;
+            return this;
+        }
+
+        /** The multi limiter. */
+        public MultiLimiter build() {
+            return new MultiLimiter(this);
+        }
+    }
+}

@@ -1,0 +1,158 @@
+package dev.throttlekit;
+
+import dev.throttlekit.internal.Json;
+import dev.throttlekit.internal.Native;
+import dev.throttlekit.internal.Scratch;
+import java.lang.ref.Reference;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+
+/**
+ * A leaky-bucket shaper: requests leave at {@code ratePerSec}; {@link #reserve} books a departure
+ * and says how long to wait, {@link #schedule} books and waits, and a wait past
+ * {@code maxQueue} is refused ({@code accepted == false}, or {@link QueueFullException} from
+ * {@code schedule}).
+ */
+public final class Shaper implements AutoCloseable {
+    private final long h;
+
+    private Shaper(Builder b) {
+        Map<String, Object> c = new LinkedHashMap<>();
+        c.put("ratePerSec", finite("ratePerSec", b.ratePerSec));
+        c.put("maxQueueMs", b.maxQueueMs);
+        c.put("prefix", b.prefix);
+        if (b.serverClock != null) c.put("serverClock", b.serverClock);
+        h = Native.shaperNew(Json.write(c).getBytes(StandardCharsets.UTF_8),
+                b.store == null ? 0 : b.store.handle(), b.clock == null ? 0 : b.clock.handle());
+        Reference.reachabilityFence(b.store);
+        Reference.reachabilityFence(b.clock);
+        Handles.register(this, h, Native::shaperFree);
+    }
+
+    /** A builder for a shaper of {@code ratePerSec} departures a second, queueing at most {@code maxQueue}. */
+    public static Builder builder(double ratePerSec, Duration maxQueue) {
+        return new Builder(ratePerSec, Strategy.fractionalMs("maxQueue", maxQueue));
+    }
+
+    /** A builder with {@code maxQueueMs} as a number (fractions allowed, as core takes it). */
+    public static Builder builder(double ratePerSec, double maxQueueMs) {
+        return new Builder(ratePerSec, finite("maxQueueMs", maxQueueMs));
+    }
+
+    /** Books a departure of {@code cost} for {@code key}. */
+    public Reservation reserve(String key, long cost) {
+        return op(0, key, cost);
+    }
+
+    /** Books a departure and sleeps its delay; {@link QueueFullException} when the queue is too long. */
+    public Reservation schedule(String key, long cost) {
+        return op(1, key, cost);
+    }
+
+    /** Forgets {@code key}'s state. */
+    public void reset(String key) {
+        op(3, key, 1);
+    }
+
+    /** {@link #reserve} without holding a thread. */
+    public CompletableFuture<Reservation> reserveAsync(String key, long cost) {
+        return async(0, key, cost).thenApply(v -> new Reservation(v[0] != 0, v[1]));
+    }
+
+    /** {@link #schedule} without holding a thread (the wait is a timer, not a sleeping thread). */
+    public CompletableFuture<Reservation> scheduleAsync(String key, long cost) {
+        return async(1, key, cost).thenApply(v -> new Reservation(v[0] != 0, v[1]));
+    }
+
+    /** {@link #reset} without holding a thread. */
+    public CompletableFuture<Void> resetAsync(String key) {
+        return async(3, key, 1).thenApply(v -> null);
+    }
+
+    /** Closes it (not its store). */
+    @Override
+    public void close() {
+        try {
+            Native.shaperClose(h);
+        } finally {
+            Reference.reachabilityFence(this);
+        }
+    }
+
+    private Reservation op(int op, String key, long cost) {
+        Scratch s = Scratch.get();
+        int len = s.key(Handles.key(key));
+        try {
+            Native.shaperOp(h, op, s.address(), len, cost);
+        } finally {
+            Reference.reachabilityFence(this);
+        }
+        return op == 3 ? null : new Reservation(s.out(0) != 0, s.out(1));
+    }
+
+    private CompletableFuture<long[]> async(int op, String key, long cost) {
+        CompletableFuture<long[]> f = new CompletableFuture<>();
+        try {
+            Native.shaperAsync(h, op, Handles.key(key).getBytes(StandardCharsets.UTF_8), cost, f);
+        } catch (ThrottleKitException e) {
+            return CompletableFuture.failedFuture(e);
+        }
+        return f.thenApply(v -> {
+            Reference.reachabilityFence(this);
+            return v;
+        });
+    }
+
+    private static double finite(String name, double v) {
+        if (!Double.isFinite(v)) throw new ConfigInvalidException(name + " must be a finite number", -1);
+        return v;
+    }
+
+    /** How a shaper is built. */
+    public static final class Builder {
+        private final double ratePerSec;
+        private final Object maxQueueMs;
+        private Store store;
+        private ManualClock clock;
+        private String prefix = "";
+        private Boolean serverClock;
+
+        private Builder(double ratePerSec, Object maxQueueMs) {
+            this.ratePerSec = ratePerSec;
+            this.maxQueueMs = maxQueueMs;
+        }
+
+        /** The store (default: a fresh memory store). */
+        public Builder store(Store store) {
+            this.store = store;
+            return this;
+        }
+
+        /** A manual clock (default: the system clock). */
+        public Builder clock(ManualClock clock) {
+            this.clock = clock;
+            return this;
+        }
+
+        /** Keys are stored as {@code prefix:key}. */
+        public Builder prefix(String prefix) {
+            if (prefix == null) throw new ConfigInvalidException("prefix must not be null", -1);
+            this.prefix = prefix;
+            return this;
+        }
+
+        /** Read time from Redis instead of this host. */
+        public Builder serverClock(boolean on) {
+            this.serverClock = on;
+            return this;
+        }
+
+        /** The shaper. */
+        public Shaper build() {
+            return new Shaper(this);
+        }
+    }
+}

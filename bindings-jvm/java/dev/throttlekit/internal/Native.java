@@ -1,0 +1,97 @@
+package dev.throttlekit.internal;
+
+import dev.throttlekit.ThrottleKitException;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.util.concurrent.CompletableFuture;
+
+/**
+ * The native methods (implemented by hand over JNI in {@code bindings-jvm/src}) and the two
+ * callbacks the native half makes. Not public API: the classes of {@code dev.throttlekit} wrap it.
+ *
+ * <p>Handles are {@code long} addresses of native objects. Hot-path methods take the address of
+ * the calling thread's {@link Scratch} buffer and the key's UTF-8 length in it, and write their
+ * results there; nothing crosses as a Java object.
+ */
+public final class Native {
+    private Native() {}
+
+    static {
+        Loader.load();
+    }
+
+    /** Where the native library was loaded from. */
+    public static String loadedFrom() {
+        return Loader.loaded;
+    }
+
+    // Stores and clocks.
+    public static native long memoryStoreNew(long maxKeys, long maxKeyLength);
+    public static native long memoryStoreStat(long h, int which);
+    public static native long redisStoreConnect(byte[] config);
+    public static native void storeClose(long h);
+    public static native void storeFree(long h);
+    public static native long clockNew(long now);
+    public static native long clockOp(long h, int op, long v);
+    public static native void clockFree(long h);
+
+    // Limiter.
+    public static native long limiterNew(byte[] config, long store, long clock);
+    public static native void check(long h, long addr, int len, long cost);
+    public static native boolean tryAcquire(long h, long addr, int len, long cost);
+    public static native void limiterOp(long h, int op, long addr, int len, long cost);
+    public static native long[] checkMany(long h, byte[] packed, long cost);
+    public static native void limiterAsync(long h, int op, byte[] key, long cost, CompletableFuture<long[]> f);
+    public static native long[] limiterMetrics(long h);
+    public static native long limiterLimit(long h);
+    public static native void limiterClose(long h);
+    public static native void limiterFree(long h);
+
+    // MultiLimiter.
+    public static native long multiNew(byte[] config, long store, long clock);
+    public static native long[] multiOp(long h, int op, byte[] packed, long cost);
+    public static native void multiAsync(long h, int op, byte[] packed, long cost, CompletableFuture<long[]> f);
+    public static native void multiClose(long h);
+    public static native void multiFree(long h);
+
+    // Shaper.
+    public static native long shaperNew(byte[] config, long store, long clock);
+    public static native void shaperOp(long h, int op, long addr, int len, long cost);
+    public static native void shaperAsync(long h, int op, byte[] key, long cost, CompletableFuture<long[]> f);
+    public static native void shaperClose(long h);
+    public static native void shaperFree(long h);
+
+    // The HTTP edge.
+    public static native long httpEdgeNew(byte[] headerOptions, byte[] clientKeyOptions);
+    public static native byte[] httpEdgeCheck(long edge, long limiter, byte[] peer, byte[] forwarded, long cost);
+    public static native byte[] httpEdgeHeader(long edge);
+    public static native void httpEdgeFree(long h);
+
+    // Stateless.
+    public static native byte[] strategyInfo(byte[] json);
+    public static native long fromDouble(int which, double v);
+    public static native byte[] http(int which, byte[] request);
+    public static native byte[] version();
+    public static native long address(ByteBuffer direct);
+    public static native void panicForTest();
+
+    /** Called by the native half to build the exception for an error code (0: a caught panic). */
+    static Throwable exception(int code, long retryAfterMs, byte[] message) {
+        return ThrottleKitException.of(code, new String(message, StandardCharsets.UTF_8), retryAfterMs);
+    }
+
+    /** Called from a native runtime thread when an asynchronous call succeeded. */
+    static void complete(CompletableFuture<long[]> f, long[] values) {
+        f.complete(values);
+    }
+
+    /** Called from a native runtime thread when an asynchronous call failed. */
+    static void fail(CompletableFuture<long[]> f, Throwable error) {
+        f.completeExceptionally(error);
+    }
+
+    /** UTF-8 bytes of {@code s}. */
+    public static byte[] utf8(String s) {
+        return s.getBytes(StandardCharsets.UTF_8);
+    }
+}

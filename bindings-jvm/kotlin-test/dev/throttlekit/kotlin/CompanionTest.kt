@@ -1,0 +1,72 @@
+package dev.throttlekit.kotlin
+
+import dev.throttlekit.ConfigInvalidException
+import dev.throttlekit.ManualClock
+import dev.throttlekit.RedisStore
+import dev.throttlekit.Rule
+import dev.throttlekit.MultiLimiter
+import dev.throttlekit.Shaper
+import kotlinx.coroutines.async
+import kotlinx.coroutines.awaitAll
+import kotlinx.coroutines.runBlocking
+import org.junit.jupiter.api.Assertions.assertEquals
+import org.junit.jupiter.api.Assertions.assertFalse
+import org.junit.jupiter.api.Assertions.assertThrows
+import org.junit.jupiter.api.Assertions.assertTrue
+import org.junit.jupiter.api.Test
+import java.util.UUID
+import kotlin.time.Duration.Companion.hours
+import kotlin.time.Duration.Companion.milliseconds
+import kotlin.time.Duration.Companion.seconds
+
+/** The Kotlin companion: suspend twins, Duration factories, the DSL, on memory and Redis. */
+class CompanionTest {
+    @Test
+    fun suspendTwinsOnMemory() = runBlocking {
+        limiter(gcra(2, 1.hours)) { prefix("kt") }.use { l ->
+            assertTrue(l.awaitCheck("k").allowed())
+            assertEquals(1, l.awaitPeek("k").remaining())
+            assertTrue(l.awaitForecast("k", 1).allowed())
+            assertTrue(l.awaitCheck("k").allowed())
+            val denied = l.awaitCheck("k")
+            assertFalse(denied.allowed())
+            assertTrue(denied.retryAfterDuration > 0.milliseconds)
+            l.awaitReset("k")
+            assertEquals(2, l.awaitCheckMany(listOf("a", "b")).size)
+            assertEquals("denied", l.ifAllowed("k", 5, onDenied = { "denied" }) { "ok" })
+        }
+    }
+
+    @Test
+    fun exactlyKFromManyCoroutinesOnRedis() = runBlocking {
+        val url = System.getProperty("throttlekit.test.redis") ?: error("no Redis URL: bindings-jvm/test.sh gives one")
+        RedisStore.builder(url).connect().use { redis ->
+            limiter(fixedWindow(40, 1.hours)) { store(redis); prefix("kt:" + UUID.randomUUID()) }.use { l ->
+                val results = (1..200).map { async { l.awaitCheck("hot").allowed() } }.awaitAll()
+                assertEquals(40, results.count { it })
+            }
+        }
+    }
+
+    @Test
+    fun multiAndShaperTwins() = runBlocking {
+        val clock = ManualClock(0)
+        MultiLimiter.builder(Rule.ALL).dimension("a", slidingWindow(1, 10.seconds)).clock(clock).build().use { m ->
+            assertTrue(m.awaitCheck(listOf("x")).allowed())
+            assertEquals("a", m.awaitCheck(listOf("x")).binding())
+            m.awaitReset(listOf("x"))
+        }
+        Shaper.builder(1000.0, 1.0).clock(clock).build().use { s ->
+            assertTrue(s.awaitReserve("q").accepted())
+            assertTrue(s.awaitSchedule("q").accepted())
+            s.awaitReset("q")
+        }
+    }
+
+    @Test
+    fun badOptionsAreCodedExceptions() {
+        assertThrows(ConfigInvalidException::class.java) { gcra(0, 1.seconds) }
+        assertThrows(ConfigInvalidException::class.java) { slidingWindowLog(1, (-1).seconds) }
+        assertThrows(ConfigInvalidException::class.java) { tokenBucket(1, Double.NaN) }
+    }
+}

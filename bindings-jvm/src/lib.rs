@@ -1,0 +1,87 @@
+//! The native half of throttlekit's JVM library: `extern "system"` functions that the Java class
+//! `dev.throttlekit.internal.Native` declares, written by hand over raw `jni-sys`.
+//!
+//! Why by hand: uniffi's Kotlin path goes through JNA and costs tens of microseconds a call
+//! (issue #21); a direct JNI call costs tens of nanoseconds. The contract between the halves:
+//! - Objects (stores, clocks, limiters, multi limiters, shapers) are boxed [`handle::Handle`]s
+//!   whose address Java keeps as a `long`. `close()` marks one closed (later calls fail with a
+//!   coded exception); the memory is freed only by the Java object's `Cleaner`, after no call
+//!   can be running on it any more.
+//! - The hot path reads the key as UTF-8 from a per-thread direct buffer at a Java-given address
+//!   and writes the decision's integers back there ([`scratch`]): no JNI call, no Java object.
+//! - Every body runs inside [`guard`]: an error becomes the matching Java exception, and a panic
+//!   becomes one too (code 0) instead of unwinding into the VM.
+//! - There is no arithmetic here: costs, times and options are validated and decided by core.
+
+mod env;
+mod handle;
+mod http;
+mod limiter;
+mod misc;
+mod multi;
+mod runtime;
+mod scratch;
+mod shaper;
+mod store;
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use jni_sys::{JNIEnv, jboolean, jint, jlong, jobject};
+use throttlekit::Error;
+
+/// The value a native method returns when it threw (Java never sees it: the exception wins).
+pub(crate) trait Zero {
+    fn zero() -> Self;
+}
+impl Zero for () {
+    fn zero() {}
+}
+impl Zero for jlong {
+    fn zero() -> jlong {
+        0
+    }
+}
+impl Zero for jint {
+    fn zero() -> jint {
+        0
+    }
+}
+impl Zero for jboolean {
+    fn zero() -> jboolean {
+        0
+    }
+}
+impl Zero for jobject {
+    fn zero() -> jobject {
+        std::ptr::null_mut()
+    }
+}
+
+/// Runs a native method's body: `Err` becomes a thrown `ThrottleKitException` subclass, and a
+/// panic becomes the `internal` one with the panic text, never an unwind across JNI.
+///
+/// `AssertUnwindSafe` is sound: a panicking body leaves nothing half-built that Java can see
+/// (handles are returned only on success), and core's locks do not poison.
+pub(crate) fn guard<T: Zero>(env: *mut JNIEnv, body: impl FnOnce() -> Result<T, Error>) -> T {
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(Ok(v)) => v,
+        Ok(Err(err)) => {
+            unsafe { env::throw_error(env, &err) };
+            T::zero()
+        }
+        Err(payload) => {
+            let text = payload
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic payload".to_string());
+            unsafe { env::throw(env, env::PANIC_CODE, -1, &format!("panic: {text}")) };
+            T::zero()
+        }
+    }
+}
+
+/// A Java `boolean`.
+pub(crate) fn jbool(b: bool) -> jboolean {
+    jboolean::from(b)
+}

@@ -1,0 +1,218 @@
+//! `Limiter`: construction from Java's options, the hot path (`check`, `tryAcquire`), the other
+//! calls, their `CompletableFuture` twins, and metrics.
+
+use jni_sys::{JNIEnv, jboolean, jbyteArray, jclass, jint, jlong, jlongArray, jobject};
+use serde::Deserialize;
+use throttlekit::{Error, FailPolicy, Limiter, StrategySpec};
+
+use crate::scratch::{self, decision_longs};
+use crate::{guard, handle, jbool};
+
+/// `Limiter.Builder`'s options as Java sends them (JSON, camelCase).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct LimiterConfig {
+    strategy: StrategySpec,
+    #[serde(default)]
+    prefix: String,
+    server_clock: Option<bool>,
+    fail_policy: Option<FailPolicy>,
+    #[serde(default)]
+    metrics: bool,
+}
+
+#[unsafe(no_mangle)]
+extern "system" fn Java_dev_throttlekit_internal_Native_limiterNew(
+    env: *mut JNIEnv,
+    _: jclass,
+    config: jbyteArray,
+    store: jlong,
+    clock: jlong,
+) -> jlong {
+    guard(env, || {
+        let text = unsafe { crate::env::text(env, config, "options")? };
+        let c: LimiterConfig =
+            serde_json::from_str(&text).map_err(|e| Error::config("Limiter options", &e.to_string()))?;
+        let (store, server_clock, fail_policy) = crate::store::resolve(store)?;
+        let mut b = Limiter::builder(c.strategy.build()?)
+            .store(store)
+            .clock(crate::store::clock(clock)?)
+            .prefix(c.prefix)
+            .server_clock(c.server_clock.unwrap_or(server_clock))
+            .metrics(c.metrics);
+        if let Some(p) = c.fail_policy.or(fail_policy) {
+            b = b.fail_policy(p);
+        }
+        Ok(handle::leak(b.build()))
+    })
+}
+
+#[inline]
+unsafe fn limiter<'a>(h: jlong) -> Result<&'a Limiter, Error> {
+    unsafe { handle::get::<Limiter>(h, "limiter") }
+}
+
+/// The hot path: a consuming check; the decision goes to the scratch buffer.
+#[unsafe(no_mangle)]
+extern "system" fn Java_dev_throttlekit_internal_Native_check(
+    env: *mut JNIEnv,
+    _: jclass,
+    h: jlong,
+    addr: jlong,
+    len: jint,
+    cost: jlong,
+) {
+    guard(env, || unsafe {
+        let d = limiter(h)?.check_sync(scratch::key(addr, len)?, scratch::cost(cost)?)?;
+        scratch::put_decision(addr, &d);
+        Ok(())
+    })
+}
+
+/// The allocation-free path: only whether it was allowed.
+#[unsafe(no_mangle)]
+extern "system" fn Java_dev_throttlekit_internal_Native_tryAcquire(
+    env: *mut JNIEnv,
+    _: jclass,
+    h: jlong,
+    addr: jlong,
+    len: jint,
+    cost: jlong,
+) -> jboolean {
+    guard(env, || unsafe { Ok(jbool(limiter(h)?.check_sync(scratch::key(addr, len)?, scratch::cost(cost)?)?.allowed)) })
+}
+
+/// `peek` (op 1), `forecast` (op 2) and `reset` (op 3); reset writes nothing.
+#[unsafe(no_mangle)]
+extern "system" fn Java_dev_throttlekit_internal_Native_limiterOp(
+    env: *mut JNIEnv,
+    _: jclass,
+    h: jlong,
+    op: jint,
+    addr: jlong,
+    len: jint,
+    cost: jlong,
+) {
+    guard(env, || unsafe {
+        let l = limiter(h)?;
+        let key = scratch::key(addr, len)?;
+        match op {
+            1 => scratch::put_decision(addr, &l.peek_sync(key)?),
+            2 => scratch::put_decision(addr, &l.forecast_sync(key, scratch::cost(cost)?)?),
+            3 => l.reset_sync(key)?,
+            _ => scratch::put_decision(addr, &l.check_sync(key, scratch::cost(cost)?)?),
+        }
+        Ok(())
+    })
+}
+
+/// `checkMany`: the keys packed (see `scratch::unpack_keys`), six longs per decision back.
+#[unsafe(no_mangle)]
+extern "system" fn Java_dev_throttlekit_internal_Native_checkMany(
+    env: *mut JNIEnv,
+    _: jclass,
+    h: jlong,
+    packed: jbyteArray,
+    cost: jlong,
+) -> jlongArray {
+    guard(env, || unsafe {
+        let l = limiter(h)?;
+        let keys = scratch::unpack_keys(&crate::env::bytes(env, packed))?;
+        let refs: Vec<&str> = keys.iter().map(String::as_str).collect();
+        let out: Vec<i64> = l.check_many_sync(&refs, scratch::cost(cost)?)?.iter().flat_map(decision_longs).collect();
+        Ok(crate::env::new_longs(env, &out))
+    })
+}
+
+/// The `CompletableFuture<long[]>` twins: op 0 check, 1 peek, 2 forecast, 3 reset (empty
+/// result), 4 checkMany (`key` holds the packed keys).
+#[unsafe(no_mangle)]
+extern "system" fn Java_dev_throttlekit_internal_Native_limiterAsync(
+    env: *mut JNIEnv,
+    _: jclass,
+    h: jlong,
+    op: jint,
+    key: jbyteArray,
+    cost: jlong,
+    future: jobject,
+) {
+    guard(env, || unsafe {
+        // The limiter is shared with the task: a handle's box lives until the Java object is
+        // unreachable, and the Java side keeps the object reachable from the future.
+        let l: &'static Limiter = limiter(h)?;
+        let bytes = crate::env::bytes(env, key);
+        let cost = if op == 1 || op == 3 { 1 } else { scratch::cost(cost)? };
+        if op == 4 {
+            let keys = scratch::unpack_keys(&bytes)?;
+            return crate::runtime::spawn(env, future, async move {
+                let refs: Vec<&str> = keys.iter().map(String::as_str).collect();
+                Ok(l.check_many(&refs, cost).await?.iter().flat_map(decision_longs).collect())
+            });
+        }
+        let key = String::from_utf8(bytes).map_err(|_| Error::config("key", "must be valid UTF-8"))?;
+        crate::runtime::spawn(env, future, async move {
+            let d = match op {
+                1 => l.peek(&key).await?,
+                2 => l.forecast(&key, cost).await?,
+                3 => {
+                    l.reset(&key).await?;
+                    return Ok(Vec::new());
+                }
+                _ => l.check(&key, cost).await?,
+            };
+            Ok(decision_longs(&d).to_vec())
+        })
+    })
+}
+
+/// The metrics snapshot as longs: enabled, allowed, denied, fallbackAllowed, fallbackDenied,
+/// the five error counts in code order, latencySumUs, then (bound, count) pairs, the last bound
+/// `Long.MAX_VALUE`.
+#[unsafe(no_mangle)]
+extern "system" fn Java_dev_throttlekit_internal_Native_limiterMetrics(
+    env: *mut JNIEnv,
+    _: jclass,
+    h: jlong,
+) -> jlongArray {
+    guard(env, || unsafe {
+        let l = limiter(h)?;
+        let as_long = |v: u64| jlong::try_from(v).unwrap_or(jlong::MAX);
+        let mut out = Vec::new();
+        match l.metrics().map(|m| m.snapshot()) {
+            None => out.extend([0; 11]),
+            Some(s) => {
+                out.extend([1, as_long(s.allowed), as_long(s.denied)]);
+                out.extend([as_long(s.fallback_allowed), as_long(s.fallback_denied)]);
+                out.extend(s.errors.iter().map(|(_, n)| as_long(*n)));
+                out.push(as_long(s.latency_sum_us));
+                for (i, n) in s.latency_counts.iter().enumerate() {
+                    let bound = throttlekit::metrics::LATENCY_BOUNDS_US.get(i).map_or(jlong::MAX, |b| as_long(*b));
+                    out.extend([bound, as_long(*n)]);
+                }
+            }
+        }
+        Ok(crate::env::new_longs(env, &out))
+    })
+}
+
+/// Strategy facts for `Limiter.strategy()`/`limit()`: the limit its decisions report.
+#[unsafe(no_mangle)]
+extern "system" fn Java_dev_throttlekit_internal_Native_limiterLimit(env: *mut JNIEnv, _: jclass, h: jlong) -> jlong {
+    guard(env, || Ok(unsafe { limiter(h)? }.strategy().limit()))
+}
+
+#[unsafe(no_mangle)]
+extern "system" fn Java_dev_throttlekit_internal_Native_limiterClose(env: *mut JNIEnv, _: jclass, h: jlong) {
+    guard(env, || {
+        unsafe { handle::close::<Limiter>(h) };
+        Ok(())
+    })
+}
+
+#[unsafe(no_mangle)]
+extern "system" fn Java_dev_throttlekit_internal_Native_limiterFree(env: *mut JNIEnv, _: jclass, h: jlong) {
+    guard(env, || {
+        unsafe { handle::free::<Limiter>(h) };
+        Ok(())
+    })
+}

@@ -1,0 +1,148 @@
+//! `MultiLimiter`: several named dimensions decided atomically together.
+
+use jni_sys::{JNIEnv, jbyteArray, jclass, jint, jlong, jlongArray, jobject};
+use serde::Deserialize;
+use throttlekit::{Dimension, Error, FailPolicy, MultiDecision, MultiLimiter, Rule, StrategySpec};
+
+use crate::scratch::{self, decision_longs};
+use crate::{guard, handle};
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct DimensionConfig {
+    name: String,
+    strategy: StrategySpec,
+    cost_multiplier: Option<i64>,
+}
+
+/// `MultiLimiter.Builder`'s options as Java sends them (JSON, camelCase).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct MultiConfig {
+    rule: Rule,
+    dimensions: Vec<DimensionConfig>,
+    #[serde(default)]
+    prefix: String,
+    server_clock: Option<bool>,
+    fail_policy: Option<FailPolicy>,
+    hash_tag: Option<String>,
+}
+
+#[unsafe(no_mangle)]
+extern "system" fn Java_dev_throttlekit_internal_Native_multiNew(
+    env: *mut JNIEnv,
+    _: jclass,
+    config: jbyteArray,
+    store: jlong,
+    clock: jlong,
+) -> jlong {
+    guard(env, || {
+        let text = unsafe { crate::env::text(env, config, "options")? };
+        let c: MultiConfig =
+            serde_json::from_str(&text).map_err(|e| Error::config("MultiLimiter options", &e.to_string()))?;
+        let mut dims = Vec::with_capacity(c.dimensions.len());
+        for d in c.dimensions {
+            let m = match d.cost_multiplier {
+                None => 1,
+                Some(m) => u64::try_from(m)
+                    .ok()
+                    .filter(|m| *m >= 1)
+                    .ok_or_else(|| Error::config("dimensions.costMultiplier", "must be an integer >= 1"))?,
+            };
+            dims.push(Dimension::new(d.name, d.strategy.build()?).cost_multiplier(m));
+        }
+        let (store, server_clock, fail_policy) = crate::store::resolve(store)?;
+        let mut m = MultiLimiter::new(c.rule, dims)?
+            .with_store(store)
+            .with_clock(crate::store::clock(clock)?)
+            .with_prefix(c.prefix)
+            .with_server_clock(c.server_clock.unwrap_or(server_clock));
+        if let Some(p) = c.fail_policy.or(fail_policy) {
+            m = m.with_fail_policy(p);
+        }
+        if let Some(tag) = c.hash_tag {
+            m = m.with_hash_tag(tag)?;
+        }
+        Ok(handle::leak(m))
+    })
+}
+
+unsafe fn multi<'a>(h: jlong) -> Result<&'a MultiLimiter, Error> {
+    unsafe { handle::get::<MultiLimiter>(h, "multi limiter") }
+}
+
+/// A multi decision as longs: the binding dimension's index, its decision (six), then each
+/// dimension's decision (six each).
+fn multi_longs(m: &MultiLimiter, d: &MultiDecision) -> Vec<i64> {
+    let binding = m.dimensions().iter().position(|x| x.name == d.binding).map_or(-1, |i| i as i64);
+    let mut out = vec![binding];
+    out.extend(decision_longs(&d.decision));
+    out.extend(d.dimensions.iter().flat_map(decision_longs));
+    out
+}
+
+/// `check` (op 0) or `reset` (op 3, empty result) of one request's keys (packed).
+#[unsafe(no_mangle)]
+extern "system" fn Java_dev_throttlekit_internal_Native_multiOp(
+    env: *mut JNIEnv,
+    _: jclass,
+    h: jlong,
+    op: jint,
+    packed: jbyteArray,
+    cost: jlong,
+) -> jlongArray {
+    guard(env, || unsafe {
+        let m = multi(h)?;
+        let keys = scratch::unpack_keys(&crate::env::bytes(env, packed))?;
+        let refs: Vec<&str> = keys.iter().map(String::as_str).collect();
+        let out = if op == 3 {
+            m.reset_sync(&refs)?;
+            Vec::new()
+        } else {
+            multi_longs(m, &m.check_sync(&refs, scratch::cost(cost)?)?)
+        };
+        Ok(crate::env::new_longs(env, &out))
+    })
+}
+
+/// The `CompletableFuture<long[]>` twin of [`Java_dev_throttlekit_internal_Native_multiOp`].
+#[unsafe(no_mangle)]
+extern "system" fn Java_dev_throttlekit_internal_Native_multiAsync(
+    env: *mut JNIEnv,
+    _: jclass,
+    h: jlong,
+    op: jint,
+    packed: jbyteArray,
+    cost: jlong,
+    future: jobject,
+) {
+    guard(env, || unsafe {
+        let m: &'static MultiLimiter = multi(h)?;
+        let keys = scratch::unpack_keys(&crate::env::bytes(env, packed))?;
+        let cost = if op == 3 { 1 } else { scratch::cost(cost)? };
+        crate::runtime::spawn(env, future, async move {
+            let refs: Vec<&str> = keys.iter().map(String::as_str).collect();
+            if op == 3 {
+                m.reset(&refs).await?;
+                return Ok(Vec::new());
+            }
+            Ok(multi_longs(m, &m.check(&refs, cost).await?))
+        })
+    })
+}
+
+#[unsafe(no_mangle)]
+extern "system" fn Java_dev_throttlekit_internal_Native_multiClose(env: *mut JNIEnv, _: jclass, h: jlong) {
+    guard(env, || {
+        unsafe { handle::close::<MultiLimiter>(h) };
+        Ok(())
+    })
+}
+
+#[unsafe(no_mangle)]
+extern "system" fn Java_dev_throttlekit_internal_Native_multiFree(env: *mut JNIEnv, _: jclass, h: jlong) {
+    guard(env, || {
+        unsafe { handle::free::<MultiLimiter>(h) };
+        Ok(())
+    })
+}

@@ -1,0 +1,93 @@
+//! The per-thread direct buffer the hot path shares with Java (`internal/Scratch.java`).
+//!
+//! Layout, native byte order: six `long`s of results at [`OUT`] (a decision: allowed, limit,
+//! remaining, resetAt, retryAfterMs, fallback; a reservation: accepted, delayMs), then the key's
+//! UTF-8 bytes at [`KEY`]. Java writes the key, calls with the buffer's address and the key's
+//! length, and reads the results: nothing crosses as a Java object.
+
+use jni_sys::{jint, jlong};
+use throttlekit::{Decision, Error, Reservation};
+
+/// Where the results start.
+const OUT: usize = 0;
+/// Where the key starts (Java's `Scratch.KEY`).
+const KEY: usize = 64;
+
+/// The key Java wrote at `addr` (`len` bytes of UTF-8).
+///
+/// # Safety
+/// `addr` is a live scratch buffer with at least `KEY + len` bytes.
+#[inline]
+pub(crate) unsafe fn key<'a>(addr: jlong, len: jint) -> Result<&'a str, Error> {
+    let len = usize::try_from(len).map_err(|_| Error::config("key", "length must be >= 0"))?;
+    if addr == 0 {
+        return Err(Error::config("key", "buffer is missing (internal)"));
+    }
+    let bytes = unsafe { std::slice::from_raw_parts((addr as *const u8).add(KEY), len) };
+    std::str::from_utf8(bytes).map_err(|_| Error::config("key", "must be valid UTF-8"))
+}
+
+/// Writes `values` at the results.
+///
+/// # Safety
+/// As for [`key`]; at most six values.
+#[inline]
+unsafe fn put(addr: jlong, values: &[i64]) {
+    debug_assert!(values.len() <= 6);
+    let out = unsafe { (addr as *mut u8).add(OUT) as *mut i64 };
+    for (i, v) in values.iter().enumerate() {
+        unsafe { out.add(i).write_unaligned(*v) };
+    }
+}
+
+/// A decision's fields as the six result longs.
+#[inline]
+pub(crate) fn decision_longs(d: &Decision) -> [i64; 6] {
+    [i64::from(d.allowed), d.limit, d.remaining, d.reset_at, d.retry_after_ms, i64::from(d.fallback)]
+}
+
+/// Writes a decision.
+///
+/// # Safety
+/// As for [`key`].
+#[inline]
+pub(crate) unsafe fn put_decision(addr: jlong, d: &Decision) {
+    unsafe { put(addr, &decision_longs(d)) }
+}
+
+/// Writes a reservation.
+///
+/// # Safety
+/// As for [`key`].
+#[inline]
+pub(crate) unsafe fn put_reservation(addr: jlong, r: &Reservation) {
+    unsafe { put(addr, &[i64::from(r.accepted), r.delay_ms]) }
+}
+
+/// A request cost as Java passes it (a `long`): core's rule, so 0 and negatives are
+/// `config_invalid` with core's message.
+#[inline]
+pub(crate) fn cost(c: jlong) -> Result<u64, Error> {
+    match u64::try_from(c) {
+        Ok(c) => throttlekit::validate::cost(c),
+        Err(_) => throttlekit::validate::cost_from_f64(c as f64),
+    }
+}
+
+/// Keys packed by Java's `Keys.pack`: each a little-endian `u32` length then its UTF-8 bytes.
+pub(crate) fn unpack_keys(packed: &[u8]) -> Result<Vec<String>, Error> {
+    let bad = || Error::config("keys", "are malformed (internal)");
+    let mut keys = Vec::new();
+    let mut rest = packed;
+    while !rest.is_empty() {
+        let (len, tail) = rest.split_first_chunk::<4>().ok_or_else(bad)?;
+        let len = u32::from_le_bytes(*len) as usize;
+        if tail.len() < len {
+            return Err(bad());
+        }
+        let (k, tail) = tail.split_at(len);
+        keys.push(String::from_utf8(k.to_vec()).map_err(|_| Error::config("key", "must be valid UTF-8"))?);
+        rest = tail;
+    }
+    Ok(keys)
+}

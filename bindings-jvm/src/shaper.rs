@@ -1,0 +1,115 @@
+//! `Shaper`: the leaky-bucket shaper (`reserve`, `schedule`, `reset`).
+
+use jni_sys::{JNIEnv, jbyteArray, jclass, jint, jlong, jobject};
+use serde::Deserialize;
+use throttlekit::{Error, LeakyBucketOptions, Shaper};
+
+use crate::{guard, handle, scratch};
+
+/// `Shaper.Builder`'s options as Java sends them (JSON, camelCase).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct ShaperConfig {
+    rate_per_sec: f64,
+    max_queue_ms: f64,
+    #[serde(default)]
+    prefix: String,
+    server_clock: Option<bool>,
+}
+
+#[unsafe(no_mangle)]
+extern "system" fn Java_dev_throttlekit_internal_Native_shaperNew(
+    env: *mut JNIEnv,
+    _: jclass,
+    config: jbyteArray,
+    store: jlong,
+    clock: jlong,
+) -> jlong {
+    guard(env, || {
+        let text = unsafe { crate::env::text(env, config, "options")? };
+        let c: ShaperConfig =
+            serde_json::from_str(&text).map_err(|e| Error::config("Shaper options", &e.to_string()))?;
+        let (store, server_clock, _) = crate::store::resolve(store)?;
+        let options = LeakyBucketOptions { rate_per_sec: c.rate_per_sec, max_queue_ms: c.max_queue_ms };
+        let s = Shaper::new(&options)?
+            .with_store(store)
+            .with_clock(crate::store::clock(clock)?)
+            .with_prefix(c.prefix)
+            .with_server_clock(c.server_clock.unwrap_or(server_clock));
+        Ok(handle::leak(s))
+    })
+}
+
+unsafe fn shaper<'a>(h: jlong) -> Result<&'a Shaper, Error> {
+    unsafe { handle::get::<Shaper>(h, "shaper") }
+}
+
+/// `reserve` (op 0), `schedule` (op 1: reserve, then sleep the delay; `queue_full` when
+/// rejected) and `reset` (op 3); the reservation goes to the scratch buffer.
+#[unsafe(no_mangle)]
+extern "system" fn Java_dev_throttlekit_internal_Native_shaperOp(
+    env: *mut JNIEnv,
+    _: jclass,
+    h: jlong,
+    op: jint,
+    addr: jlong,
+    len: jint,
+    cost: jlong,
+) {
+    guard(env, || unsafe {
+        let s = shaper(h)?;
+        let key = scratch::key(addr, len)?;
+        match op {
+            1 => scratch::put_reservation(addr, &s.schedule_blocking(key, scratch::cost(cost)?)?),
+            3 => s.reset_sync(key)?,
+            _ => scratch::put_reservation(addr, &s.reserve_sync(key, scratch::cost(cost)?)?),
+        }
+        Ok(())
+    })
+}
+
+/// The `CompletableFuture<long[]>` twin of [`Java_dev_throttlekit_internal_Native_shaperOp`]
+/// (`[accepted, delayMs]`, or empty for reset).
+#[unsafe(no_mangle)]
+extern "system" fn Java_dev_throttlekit_internal_Native_shaperAsync(
+    env: *mut JNIEnv,
+    _: jclass,
+    h: jlong,
+    op: jint,
+    key: jbyteArray,
+    cost: jlong,
+    future: jobject,
+) {
+    guard(env, || unsafe {
+        let s: &'static Shaper = shaper(h)?;
+        let key = crate::env::text(env, key, "key")?;
+        let cost = if op == 3 { 1 } else { scratch::cost(cost)? };
+        crate::runtime::spawn(env, future, async move {
+            let r = match op {
+                1 => s.schedule(&key, cost).await?,
+                3 => {
+                    s.reset(&key).await?;
+                    return Ok(Vec::new());
+                }
+                _ => s.reserve(&key, cost).await?,
+            };
+            Ok(vec![i64::from(r.accepted), r.delay_ms])
+        })
+    })
+}
+
+#[unsafe(no_mangle)]
+extern "system" fn Java_dev_throttlekit_internal_Native_shaperClose(env: *mut JNIEnv, _: jclass, h: jlong) {
+    guard(env, || {
+        unsafe { handle::close::<Shaper>(h) };
+        Ok(())
+    })
+}
+
+#[unsafe(no_mangle)]
+extern "system" fn Java_dev_throttlekit_internal_Native_shaperFree(env: *mut JNIEnv, _: jclass, h: jlong) {
+    guard(env, || {
+        unsafe { handle::free::<Shaper>(h) };
+        Ok(())
+    })
+}
