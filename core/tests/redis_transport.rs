@@ -250,3 +250,20 @@ fn the_endpoint_is_the_urls_with_its_handshake() {
     l.finish(&call, Ok(&send(&mut wire, &call))).unwrap();
     assert_eq!(l.peek_sync("k").unwrap().remaining, 2);
 }
+
+#[test]
+fn a_prepared_call_refuses_a_key_past_the_stores_limit_as_the_store_path_does() {
+    let server = RedisServer::start();
+    let store = store(server.url());
+    let clock = ManualClock::new(1_700_000_000_000);
+    let ours = limiter(&store, &clock, Strategy::gcra(5, 1000, None).unwrap(), "p", FailPolicy::Raise);
+    // "p:" plus 254 bytes is the 256 the store allows; one byte more is refused, before any
+    // bytes are prepared for the wire, exactly as `check_sync` refuses it.
+    let longest = "k".repeat(254);
+    assert!(ours.prepare(Op::Check, &longest, 1).is_ok());
+    let over = "k".repeat(255);
+    for op in [Op::Check, Op::Peek, Op::Forecast] {
+        assert_eq!(ours.prepare(op, &over, 1).unwrap_err().code(), ErrorCode::ConfigInvalid, "{op:?}");
+    }
+    assert_eq!(ours.check_sync(&over, 1).unwrap_err().code(), ErrorCode::ConfigInvalid);
+}

@@ -228,6 +228,9 @@ impl Limiter {
     /// [`Limiter::prepare`] at an explicit time (several calls at one clock read, as
     /// [`Limiter::check_many`] makes them).
     pub fn prepare_at(&self, op: Op, key: &str, cost: u64, now: Now) -> Result<PreparedCall> {
+        // The one key-length rule of every store (`key::check_length`), here too: a call
+        // prepared for another transport must be refused exactly where the store's own path is.
+        self.check_key_length(key)?;
         let strategy = self.strategy();
         let transform = match op {
             Op::Check => {
