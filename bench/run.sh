@@ -20,7 +20,8 @@
 #   node        bindings-node/bench/run.sh (vs rate-limiter-flexible 11)
 #   kotlin      bindings-uniffi/bench.sh: Kotlin checkBlocking vs Guava's RateLimiter (Debian
 #               libguava-java), 1 key and 100k keys
-#   node-http   bindings-node/bench/http.js (the Express middleware vs express-rate-limit 8)
+#   node-http   bindings-node/bench/http.js: Express middleware / Fastify plugin added time per request
+#               vs express-rate-limit 8 / @fastify/rate-limit 11 (in process and over sockets)
 #   go-http     bench/go-http/run.sh: tkhttp's cost per request vs a golang.org/x/time/rate
 #               per-IP middleware (Debian's golang-golang-x-time-dev) and a plain handler
 # Peers are pinned: governor in bench/rust/Cargo.lock, throttlekit-py==0.5.1 below, the Python
@@ -134,7 +135,7 @@ else
     not_measured kotlin "bindings-uniffi/bench.sh is missing"
 fi
 
-section "node-http: bindings-node/bench/http.js (Express middleware vs express-rate-limit)"
+section "node-http: bindings-node/bench/http.js (Express / Fastify vs express-rate-limit / @fastify/rate-limit)"
 if [ -f "$ROOT/bindings-node/bench/http.js" ]; then
     # bindings-node/bench/run.sh (above) installed the pinned peers and built the release addon.
     (cd "$ROOT/bindings-node/bench" && npm install --no-audit --no-fund --loglevel=error --ignore-scripts >/dev/null 2>&1;

@@ -5,7 +5,9 @@
 // Every request runs in process through handler.ServeHTTP with a response recorder, so the
 // numbers are the middleware's CPU cost, without sockets. Requests rotate over 1000 client
 // addresses and the limits are high enough that every request is admitted (the common path).
-// Handlers are measured interleaved, round by round, and the median round is reported.
+// Handlers are measured interleaved, round by round, and each one's fastest round is reported
+// with the spread of its rounds: on a machine shared with other work, the fastest round is the
+// one least disturbed by it, and a ratio of medians swings with the load.
 //
 //	go run . [-seconds 1] [-rounds 5]
 package main
@@ -90,7 +92,7 @@ func median(xs []float64) float64 {
 
 func main() {
 	seconds := flag.Float64("seconds", 1, "seconds per handler per round")
-	rounds := flag.Int("rounds", 5, "rounds (the median is reported)")
+	rounds := flag.Int("rounds", 9, "rounds (the fastest is reported, with the spread)")
 	flag.Parse()
 
 	ok := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })
@@ -123,8 +125,9 @@ func main() {
 	}
 	ns := make([]float64, len(handlers))
 	for i, h := range handlers {
-		ns[i] = median(samples[i])
-		fmt.Printf("%-32s %9.0f ns/request\n", h.name, ns[i])
+		lo, hi := minMax(samples[i])
+		ns[i] = lo
+		fmt.Printf("%-32s %9.0f ns/request (rounds %.0f-%.0f, median %.0f)\n", h.name, ns[i], lo, hi, median(samples[i]))
 	}
 	plain, peer, ours := ns[0], ns[1], ns[2]
 	fmt.Printf("overhead over the plain handler: x/time/rate %.0f ns, tkhttp %.0f ns\n", peer-plain, ours-plain)
@@ -149,7 +152,7 @@ func nsPerOp(f func(i int), d time.Duration) float64 {
 // checkRows measures Limiter.Check against golang.org/x/time/rate without HTTP: one key
 // against a single rate.Limiter's Allow, and 100k keys against the usual keyed form, a
 // mutex-guarded map[string]*rate.Limiter (get or create, then Allow). Both sides admit every
-// call (the common path) and read the system clock per call; rounds interleave, medians reported.
+// call (the common path) and read the system clock per call; rounds interleave, the fastest reported.
 //
 // Both run 10 per second with a burst of 1e9: every call is admitted, and each key's state
 // stays live between its visits (a key's debt grows by 100 ms per call), as for an active
@@ -214,9 +217,9 @@ func checkRows(d time.Duration, rounds int) {
 	}
 	ns := make([]float64, len(cases))
 	for i, c := range cases {
-		ns[i] = median(samples[i])
 		lo, hi := minMax(samples[i])
-		fmt.Printf("%-38s %7.1f ns/call (rounds %.1f-%.1f)\n", c.name, ns[i], lo, hi)
+		ns[i] = lo
+		fmt.Printf("%-38s %7.1f ns/call (rounds %.1f-%.1f, median %.1f)\n", c.name, ns[i], lo, hi, median(samples[i]))
 	}
 	fmt.Printf("Go Limiter.Check vs rate.Limiter.Allow, 1 key  %.1f ns vs %.1f ns  ratio %.2fx (target >= 0.5x)\n",
 		ns[1], ns[0], ns[0]/ns[1])

@@ -88,7 +88,12 @@ func BenchmarkPlainHandler(b *testing.B) {
 }
 
 func BenchmarkLimiterCheck100k(b *testing.B) {
-	l, _, _ := benchSetup(b)
+	// 10 per second, burst 1e9: every key's state stays live between visits (bench/go-http).
+	s, _ := throttlekit.GCRA(10, 1000, 1_000_000_000)
+	l, err := throttlekit.NewLimiter(s, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
 	keys := make([]string, 100_000)
 	for i := range keys {
 		keys[i] = fmt.Sprintf("user:%d", i)
