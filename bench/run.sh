@@ -24,7 +24,8 @@
 #   jvm         bindings-jvm/bench/run.sh: the JVM library's check vs Guava's RateLimiter (Debian
 #               libguava-java; 1 key, 100k keys, 2 threads), tryAcquire's allocation per call, and
 #               Redis sequential / 64 CompletableFutures vs the Rust peer on the same server
-#   node-http   bindings-node/bench/http.js (the Express middleware vs express-rate-limit 8)
+#   node-http   bindings-node/bench/http.js: the Express middleware's added time per request vs
+#               express-rate-limit 8 (in process and over sockets)
 #   serve       bench/serve/run.sh: `throttlekit serve` ShouldRateLimit throughput and p50/p99 at 1
 #               and 64 streams, 1 and 3 descriptors, memory and Redis (vs redis-benchmark EVALSHA)
 #   go-http     bench/go-http/run.sh: tkhttp's cost per request vs a golang.org/x/time/rate
@@ -151,7 +152,7 @@ else
     not_measured jvm "bindings-jvm/bench/run.sh is missing"
 fi
 
-section "node-http: bindings-node/bench/http.js (Express middleware vs express-rate-limit)"
+section "node-http: bindings-node/bench/http.js (Express / Fastify vs express-rate-limit / @fastify/rate-limit)"
 if [ -f "$ROOT/bindings-node/bench/http.js" ]; then
     # bindings-node/bench/run.sh (above) installed the pinned peers and built the release addon.
     (cd "$ROOT/bindings-node/bench" && npm install --no-audit --no-fund --loglevel=error --ignore-scripts >/dev/null 2>&1;

@@ -124,7 +124,7 @@ Object.defineProperty(api.Limiter.prototype, 'checkSync', {
 const { Transport } = require('./lib/redis-transport.js')
 const transports = new Map() // store number -> Transport
 const limiterTransports = new WeakMap() // Limiter -> Transport | null
-// Where __redisPrepare writes a call (its time, then its EVALSHA) and __redisFinish a decision:
+// Where __redisPrepare writes a call (its time, then its FCALL or EVALSHA) and __redisFinish a decision:
 // reused, because a buffer or object made natively per call costs more than the call. Never
 // handed out (each call's bytes are copied out before anything else can run).
 let scratch = Buffer.allocUnsafe(16384)
@@ -201,7 +201,7 @@ class MultiRequest {
   }
 
   eval() {
-    return __redisMultiBytes(this.call, true)
+    return __redisMultiBytes(this.call, true, this.t.endpoint.functions)
   }
 
   finish(reply, error, timedOut) {
@@ -219,7 +219,7 @@ class ReserveRequest {
   }
 
   eval() {
-    return __redisMultiBytes(this.call, true)
+    return __redisMultiBytes(this.call, true, this.t.endpoint.functions)
   }
 
   finish(reply, error, timedOut) {
@@ -334,7 +334,7 @@ Object.defineProperty(M, 'check', {
       return Promise.reject(e)
     }
     if (call === null) return nativeMulti.check.apply(this, arguments) // closed: the native method answers
-    return t.request(new MultiRequest(t, this, call), __redisMultiBytes(call, false))
+    return t.request(new MultiRequest(t, this, call), __redisMultiBytes(call, false, t.endpoint.functions))
   },
   writable: true,
   configurable: true,
@@ -372,7 +372,7 @@ for (const name of ['reserve', 'schedule']) {
           return Promise.reject(e)
         }
         if (call === null) return fallback.apply(this, arguments) // closed: the native method answers
-        const reserved = t.request(new ReserveRequest(t, this, call, schedule), __redisMultiBytes(call, false))
+        const reserved = t.request(new ReserveRequest(t, this, call, schedule), __redisMultiBytes(call, false, t.endpoint.functions))
         return schedule ? reserved.then(waitOut) : reserved
       },
     }[name],

@@ -20,7 +20,7 @@ PREFIX=$CARGO_TARGET_DIR/go-http-bench-prefix
 make -s -C "$ROOT/bindings-c" install PROFILE=release PREFIX="$PREFIX" >&2
 export PKG_CONFIG_PATH=$PREFIX/lib/pkgconfig GOFLAGS=-mod=mod GOPROXY=off
 ARGS=()
-[ "${1:-}" = "--quick" ] && ARGS=(-seconds 0.3 -rounds 3)
+[ "${1:-}" = "--quick" ] && ARGS=(-seconds 0.2 -rounds 5)
 cd "$HERE"
 CGO_LDFLAGS="-Wl,-rpath,$PREFIX/lib" go build -o "$CARGO_TARGET_DIR/go-http-bench" .
 exec "$CARGO_TARGET_DIR/go-http-bench" "${ARGS[@]}"

@@ -1,10 +1,28 @@
 package throttlekit
 
-// #include <stdlib.h>
-// #include <throttlekit.h>
+/*
+#include <stdlib.h>
+#include <throttlekit.h>
+
+// The result and the decision by value: Go keeps both on its stack (a pointer handed to C
+// would move the decision to the heap on every call), and the key is passed as Go's own
+// counted string, not copied into a NUL-terminated one.
+typedef struct { tk_result result; tk_decision decision; } go_checked;
+
+// The limiter comes as an integer: it is C memory, and a pointer argument would make cgo check
+// it on every call (and box the check's arguments).
+static inline go_checked go_limiter_check(uintptr_t l, _GoString_ key, uint64_t cost) {
+	go_checked out;
+	out.result = tk_limiter_check_n((const tk_limiter *)l, _GoStringPtr(key), _GoStringLen(key), cost, &out.decision);
+	return out;
+}
+*/
 import "C"
 
-import "runtime"
+import (
+	"runtime"
+	"unsafe"
+)
 
 // FailPolicy decides what a limiter answers when its store is unavailable.
 type FailPolicy uint32
@@ -85,10 +103,20 @@ func (l *Limiter) decide(key string, f func(*C.char, *C.tk_decision) C.tk_result
 
 // Check decides a request of cost units for key now (the limiter's clock), consuming them
 // when allowed. A denial is a Decision with Allowed == false, not an error.
+//
+// This is the hot path: one cgo call, the key passed without a copy, nothing allocated.
 func (l *Limiter) Check(key string, cost uint64) (Decision, error) {
-	return l.decide(key, func(k *C.char, d *C.tk_decision) C.tk_result {
-		return C.tk_limiter_check(l.p, k, C.uint64_t(cost), d)
-	})
+	// The error detail is per OS thread in the library: stay on this thread until it is read.
+	runtime.LockOSThread()
+	out := C.go_limiter_check(handle(unsafe.Pointer(l.p)), key, C.uint64_t(cost))
+	if out.result != C.TK_RESULT_OK {
+		err := lastError(out.result)
+		runtime.UnlockOSThread()
+		return Decision{}, err
+	}
+	runtime.UnlockOSThread()
+	runtime.KeepAlive(l)
+	return decisionFrom(&out.decision), nil
 }
 
 // CheckAt is Check at an explicit time (epoch ms).

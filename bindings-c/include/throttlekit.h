@@ -209,6 +209,17 @@ typedef uint32_t tk_redis_scripting;
 typedef struct tk_clock tk_clock;
 
 /**
+ * A middleware's validated HTTP options: header family, policy name and partition-key secret,
+ * client identity rules, and its own fail policy.
+ *
+ * Ownership: created by `tk_http_edge_new`, released with `tk_http_edge_free`.
+ *
+ * Thread safety: immutable; every function except `tk_http_edge_free` may be called
+ * concurrently from any thread.
+ */
+typedef struct tk_http_edge tk_http_edge;
+
+/**
  * A rate limiter.
  *
  * Ownership: created by `tk_limiter_new`, released with `tk_limiter_free`.
@@ -632,6 +643,107 @@ tk_result tk_strategy_to_json(const tk_strategy *strategy, char *buf, size_t len
 tk_result tk_http_problem_body(const tk_decision *decision, char *buf, size_t len, size_t *out_n);
 
 /**
+ * Builds an edge. `header_options_json` is core's HeaderOptions (`{"family", "policyName",
+ * "partitionKeySecret"}`), `client_key_options_json` its ClientKeyOptions (`{"trustedProxies",
+ * "ipv6Prefix", "forwardedHeader"}`); NULL or `""` means the defaults. `fail_policy` is the
+ * middleware's own `tk_fail_policy` for a limiter that reports `store_unavailable`
+ * (`TK_FAIL_POLICY_DEFAULT` is `TK_FAIL_POLICY_RAISE` here: the middleware answers 503). Bad
+ * options are `TK_RESULT_CONFIG_INVALID`.
+ *
+ * # Safety
+ * The strings must be NULL or NUL-terminated; `out_edge` must be valid for writes.
+ */
+tk_result tk_http_edge_new(const char *header_options_json,
+                           const char *client_key_options_json,
+                           uint32_t fail_policy,
+                           tk_http_edge **out_edge);
+
+/**
+ * Releases an edge; NULL is a no-op.
+ *
+ * # Safety
+ * `edge` must be NULL or a live handle from `tk_http_edge_new`, not in use by another thread.
+ */
+void tk_http_edge_free(tk_http_edge *edge);
+
+/**
+ * The key a request counts against (as `tk_http_client_key`): `peer` is the socket peer
+ * (`"192.0.2.1"`, `"192.0.2.1:5000"`, `"[2001:db8::1]:443"`), `x_forwarded_for` and
+ * `forwarded` the values of those headers, a header's repeated lines joined with `\n` (length
+ * 0 when absent; the pointer may then be NULL). Only the header the options name is read.
+ * A peer that is not an IP address is `TK_RESULT_CONFIG_INVALID`. The key is copied into `buf`
+ * (truncated to `len - 1` bytes, NUL-terminated) with its full length in `*out_n`.
+ *
+ * # Safety
+ * `edge` must be a live handle; each (pointer, length) pair readable for that many bytes;
+ * `buf` valid for writes of `len` bytes (NULL when `len == 0`); `out_n` writable.
+ */
+tk_result tk_http_edge_client_key(const tk_http_edge *edge,
+                                  const char *peer,
+                                  size_t peer_len,
+                                  const char *x_forwarded_for,
+                                  size_t x_forwarded_for_len,
+                                  const char *forwarded,
+                                  size_t forwarded_len,
+                                  char *buf,
+                                  size_t len,
+                                  size_t *out_n);
+
+/**
+ * Checks `cost` units for `key` (`key_len` bytes of UTF-8 without NUL bytes, not
+ * NUL-terminated, as for `tk_limiter_check_n`) on `limiter` at `now_ms`, applies the edge's
+ * fail policy to `store_unavailable`, writes the decision to `*out_decision` and the header
+ * lines (`Name: value\n` each) into `buf` as for `tk_http_edge_client_key`. The check happens
+ * once: when `*out_n >= len` the decision is still written, and `tk_http_edge_lines` renders
+ * the lines again into a larger buffer. Under `TK_FAIL_POLICY_RAISE` an unavailable store is `TK_RESULT_STORE_UNAVAILABLE` (answer 503).
+ *
+ * # Safety
+ * `edge` and `limiter` must be live handles; `key` readable for `key_len` bytes;
+ * `out_decision` writable; `buf` valid for writes of `len` bytes; `out_n` writable.
+ */
+tk_result tk_http_edge_check(const tk_http_edge *edge,
+                             const tk_limiter *limiter,
+                             const char *key,
+                             size_t key_len,
+                             uint64_t cost,
+                             int64_t now_ms,
+                             tk_decision *out_decision,
+                             char *buf,
+                             size_t len,
+                             size_t *out_n);
+
+/**
+ * The header lines (`Name: value\n` each) of `limiter`'s `decision` for `key` at `now_ms`, as
+ * `tk_http_edge_check` writes them; for a retry with a larger buffer, or for a decision made
+ * elsewhere. Copied into `buf` as for `tk_http_edge_client_key`.
+ *
+ * # Safety
+ * As for `tk_http_edge_check`; `decision` must point to a readable `tk_decision`.
+ */
+tk_result tk_http_edge_lines(const tk_http_edge *edge,
+                             const tk_limiter *limiter,
+                             const char *key,
+                             size_t key_len,
+                             const tk_decision *decision,
+                             int64_t now_ms,
+                             char *buf,
+                             size_t len,
+                             size_t *out_n);
+
+/**
+ * The edge's fail-policy decision for `limiter` (a multi limiter) whose store was
+ * unavailable: fail-open allows and fail-closed denies (`fallback` set, the first dimension's
+ * limit); under `TK_FAIL_POLICY_RAISE` the result is `TK_RESULT_STORE_UNAVAILABLE`.
+ *
+ * # Safety
+ * `edge` and `limiter` must be live handles; `out_decision` writable.
+ */
+tk_result tk_http_edge_multi_fallback(const tk_http_edge *edge,
+                                      const tk_multi_limiter *limiter,
+                                      int64_t now_ms,
+                                      tk_decision *out_decision);
+
+/**
  * Creates a limiter for `strategy` (copied) with `config` (NULL: all defaults).
  *
  * # Safety
@@ -724,6 +836,21 @@ tk_result tk_limiter_reset(const tk_limiter *limiter, const char *key);
  * `limiter` must be NULL or a live handle from `tk_limiter_new`, not in use by another thread.
  */
 void tk_limiter_free(tk_limiter *limiter);
+
+/**
+ * `tk_limiter_check` with the key given as `key_len` bytes of UTF-8 (not NUL-terminated; the
+ * pointer may be NULL when `key_len == 0`), so a caller holding a counted string (Go, Rust,
+ * Zig) passes it without copying it into a NUL-terminated one first. A key holding a NUL byte
+ * is `TK_RESULT_CONFIG_INVALID` (no other export could name that key).
+ *
+ * # Safety
+ * `limiter` must be a live handle, `key` readable for `key_len` bytes, `out_decision` writable.
+ */
+tk_result tk_limiter_check_n(const tk_limiter *limiter,
+                             const char *key,
+                             size_t key_len,
+                             uint64_t cost,
+                             tk_decision *out_decision);
 
 /**
  * Copies `limiter`'s counters into `out_metrics` (`enabled == false` and zeros when it was made

@@ -123,3 +123,36 @@ pub(crate) unsafe fn free_handle<T>(p: *mut T) {
         drop(unsafe { Box::from_raw(p) });
     }
 }
+
+/// `len` bytes at `p` (which may be NULL only when `len == 0`), not NUL-terminated.
+///
+/// # Safety
+/// `p` must point to `len` readable bytes live for the returned lifetime.
+pub(crate) unsafe fn bytes<'a>(p: *const c_char, len: usize, name: &str) -> Result<&'a [u8], tk_result> {
+    unsafe { slice(p.cast::<u8>(), len, name) }
+}
+
+/// `len` bytes at `p` as UTF-8 text, or `TK_RESULT_NULL_PARAMETER` / `TK_RESULT_INVALID_UTF8`.
+///
+/// # Safety
+/// As for [`bytes`].
+pub(crate) unsafe fn text<'a>(p: *const c_char, len: usize, name: &str) -> Result<&'a str, tk_result> {
+    std::str::from_utf8(unsafe { bytes(p, len, name) }?).map_err(|_| {
+        set_last_error(&format!("invalid_utf8: {name} is not valid UTF-8"));
+        tk_result::InvalidUtf8
+    })
+}
+
+/// A counted key: UTF-8 ([`text`]) without NUL bytes, which no NUL-terminated key can hold, so
+/// a key means the same through every export (`TK_RESULT_CONFIG_INVALID` otherwise).
+///
+/// # Safety
+/// As for [`bytes`].
+pub(crate) unsafe fn key<'a>(p: *const c_char, len: usize, name: &str) -> Result<&'a str, tk_result> {
+    let key = unsafe { text(p, len, name) }?;
+    if key.as_bytes().contains(&0) {
+        set_last_error(&format!("config_invalid: {name} must not contain NUL bytes"));
+        return Err(tk_result::ConfigInvalid);
+    }
+    Ok(key)
+}

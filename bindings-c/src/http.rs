@@ -39,7 +39,7 @@ unsafe fn copy_out(text: &str, buf: *mut c_char, len: usize, out_n: &mut usize) 
 ///
 /// # Safety
 /// As for the exports: `buf` valid for `len` bytes (or NULL with `len == 0`), `out_n` writable.
-unsafe fn answer_text(text: &str, buf: *mut c_char, len: usize, out_n: *mut usize) -> tk_result {
+pub(crate) unsafe fn answer_text(text: &str, buf: *mut c_char, len: usize, out_n: *mut usize) -> tk_result {
     if buf.is_null() && len > 0 {
         return crate::args::null("buf");
     }

@@ -220,3 +220,26 @@ pub unsafe extern "C" fn tk_limiter_reset(limiter: *const tk_limiter, key: *cons
 pub unsafe extern "C" fn tk_limiter_free(limiter: *mut tk_limiter) {
     guard_void(|| unsafe { free_handle(limiter) })
 }
+
+/// `tk_limiter_check` with the key given as `key_len` bytes of UTF-8 (not NUL-terminated; the
+/// pointer may be NULL when `key_len == 0`), so a caller holding a counted string (Go, Rust,
+/// Zig) passes it without copying it into a NUL-terminated one first. A key holding a NUL byte
+/// is `TK_RESULT_CONFIG_INVALID` (no other export could name that key).
+///
+/// # Safety
+/// `limiter` must be a live handle, `key` readable for `key_len` bytes, `out_decision` writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tk_limiter_check_n(
+    limiter: *const tk_limiter,
+    key: *const c_char,
+    key_len: usize,
+    cost: u64,
+    out_decision: *mut tk_decision,
+) -> tk_result {
+    guard(|| {
+        let l = &try_arg!(unsafe { borrow(limiter, "limiter") }).inner;
+        let key = try_arg!(unsafe { crate::args::key(key, key_len, "key") });
+        let o = try_arg!(unsafe { out(out_decision, "out_decision") });
+        write_out(l.check_sync(key, cost).map(tk_decision::from), o)
+    })
+}

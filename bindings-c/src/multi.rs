@@ -63,7 +63,7 @@ pub struct tk_multi_limiter_config {
 ///
 /// Thread safety: every function except `tk_multi_limiter_free` may be called concurrently.
 pub struct tk_multi_limiter {
-    inner: MultiLimiter,
+    pub(crate) inner: MultiLimiter,
     /// The clock the clock-reading calls read (core does not lend its own).
     clock: Arc<dyn Clock>,
     /// The dimension names as C strings, so `tk_multi_limiter_dimension_name` can lend them.

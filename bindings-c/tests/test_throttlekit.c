@@ -257,6 +257,67 @@ static void test_http(void) {
     CHECK(tk_http_client_key("\xff", key, sizeof key, &n) == TK_RESULT_INVALID_UTF8);
 }
 
+/* The JSON-free HTTP path: tk_http_edge_* give the same key and lines as the JSON exports,
+ * the check happens once even when the lines do not fit, and the fail policy is the edge's. */
+static void test_http_edge(void) {
+    current = "http_edge";
+    tk_http_edge *edge = NULL;
+    CHECK_OK(tk_http_edge_new(NULL, "{\"trustedProxies\":[\"10.0.0.0/8\"]}", TK_FAIL_POLICY_DEFAULT, &edge));
+    char key[64];
+    size_t n = 0;
+    const char *xff = "6.6.6.6\n203.0.113.7, 10.1.1.1"; /* two field lines, joined with \n */
+    CHECK_OK(tk_http_edge_client_key(edge, "10.0.0.1:5000", 13, xff, strlen(xff), NULL, 0, key, sizeof key, &n));
+    CHECK(strcmp(key, "203.0.113.7") == 0 && n == 11);
+    CHECK(tk_http_edge_client_key(edge, "unix", 4, NULL, 0, NULL, 0, key, sizeof key, &n) == TK_RESULT_CONFIG_INVALID);
+
+    tk_strategy *s = NULL;
+    tk_clock *clock = NULL;
+    tk_limiter *l = NULL;
+    CHECK_OK(tk_strategy_gcra(5, 60000, 5, &s));
+    CHECK_OK(tk_clock_new_manual(0, &clock));
+    tk_limiter_config cfg = {NULL, clock, NULL, 0, false};
+    CHECK_OK(tk_limiter_new(s, &cfg, &l));
+    tk_decision d;
+    char lines[256], tiny[8];
+    CHECK_OK(tk_http_edge_check(edge, l, "k", 1, 1, 0, &d, lines, sizeof lines, &n));
+    CHECK(d.allowed && d.remaining == 4);
+    CHECK(strcmp(lines, "RateLimit-Policy: \"default\";q=5;w=60\nRateLimit: \"default\";r=4;t=12\n") == 0);
+    /* Too small a buffer: the decision is still written (one check), the lines re-rendered. */
+    CHECK_OK(tk_http_edge_check(edge, l, "k", 1, 1, 0, &d, tiny, sizeof tiny, &n));
+    CHECK(d.remaining == 3 && n >= sizeof tiny && strlen(tiny) == sizeof tiny - 1);
+    CHECK_OK(tk_http_edge_lines(edge, l, "k", 1, &d, 0, lines, sizeof lines, &n));
+    CHECK(strcmp(lines, "RateLimit-Policy: \"default\";q=5;w=60\nRateLimit: \"default\";r=3;t=12\n") == 0);
+    CHECK(tk_http_edge_check(edge, l, "\xff", 1, 1, 0, &d, lines, sizeof lines, &n) == TK_RESULT_INVALID_UTF8);
+    CHECK(tk_http_edge_check(edge, l, "k", 1, 0, 0, &d, lines, sizeof lines, &n) == TK_RESULT_CONFIG_INVALID);
+    CHECK(tk_http_edge_check(NULL, l, "k", 1, 1, 0, &d, lines, sizeof lines, &n) == TK_RESULT_NULL_PARAMETER);
+    CHECK(tk_http_edge_check(edge, l, "k", 1, 1, 0, &d, NULL, 4, &n) == TK_RESULT_NULL_PARAMETER);
+    /* The counted-key check reads exactly key_len bytes. */
+    CHECK_OK(tk_limiter_check_n(l, "kx", 1, 1, &d));
+    CHECK(d.remaining == 2);
+    CHECK(tk_limiter_check_n(l, NULL, 3, 1, &d) == TK_RESULT_NULL_PARAMETER);
+
+    tk_http_edge *bad = NULL;
+    CHECK(tk_http_edge_new("{\"family\":\"draft-99\"}", NULL, 0, &bad) == TK_RESULT_CONFIG_INVALID && bad == NULL);
+    CHECK(tk_http_edge_new(NULL, NULL, 99, &bad) == TK_RESULT_CONFIG_INVALID && bad == NULL);
+
+    /* The edge's fail policy for a multi limiter whose store failed: core's fallback decision. */
+    tk_http_edge *closed = NULL;
+    CHECK_OK(tk_http_edge_new(NULL, NULL, TK_FAIL_POLICY_FAIL_CLOSED, &closed));
+    tk_dimension dims[1] = {{"ip", s, 1}};
+    tk_multi_limiter *m = NULL;
+    CHECK_OK(tk_multi_limiter_new(TK_RULE_ALL, dims, 1, NULL, &m));
+    CHECK_OK(tk_http_edge_multi_fallback(closed, m, 5000, &d));
+    CHECK(!d.allowed && d.fallback && d.limit == 5 && d.retry_after_ms == 1000 && d.reset_at == 6000);
+    CHECK(tk_http_edge_multi_fallback(edge, m, 5000, &d) == TK_RESULT_STORE_UNAVAILABLE);
+    tk_multi_limiter_free(m);
+    tk_http_edge_free(closed);
+    tk_limiter_free(l);
+    tk_clock_free(clock);
+    tk_strategy_free(s);
+    tk_http_edge_free(edge);
+    tk_http_edge_free(NULL);
+}
+
 /* tk_strategy_to_json reads back to the same strategy; tk_http_problem_body is core's body. */
 static void test_http_spec_and_problem(void) {
     current = "http_spec_and_problem";
@@ -663,6 +724,7 @@ int main(void) {
     test_null_pointers();
     test_last_error_truncates();
     test_http();
+    test_http_edge();
     test_http_spec_and_problem();
     test_shared_store_and_prefixes();
     test_memory_bounds();

@@ -19,6 +19,20 @@ const run = promisify(execFile)
 const entry = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'index.js')
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
 
+/** `INFO commandstats` as {command: {calls, failed}} (names as Redis spells them: fcall, evalsha, function|load). */
+function commandStats(redis) {
+  const out = {}
+  for (const m of redis.cli('info', 'commandstats').matchAll(/^cmdstat_([a-z|]+):calls=(\d+).*?failed_calls=(\d+)/gm)) {
+    out[m[1]] = { calls: Number(m[2]), failed: Number(m[3]) }
+  }
+  return out
+}
+
+/** Redis >= 7 (functions), where `scripting: 'auto'` makes every path send FCALL. */
+function hasFunctions(redis) {
+  return Number(/^redis_version:(\d+)/m.exec(redis.cli('info', 'server'))?.[1]) >= 7
+}
+
 async function withRedis(args, fn) {
   const redis = await spawnRedis(args)
   try {
@@ -62,7 +76,8 @@ describe('the Promise methods on their own socket', () => {
 
   test('NOSCRIPT after SCRIPT FLUSH is answered by EVAL, once', async () => {
     await withRedis([], async (redis) => {
-      const store = await RedisStore.connect({ url: redis.url })
+      // scripting 'eval': EVALSHA (under 'auto' on Redis >= 7 the socket sends FCALL, below).
+      const store = await RedisStore.connect({ url: redis.url, scripting: 'eval' })
       const l = new Limiter({ strategy: Strategy.gcra({ limit: 10, periodMs: 60000 }), store, prefix: 'ns' })
       assert.equal((await l.check('k')).remaining, 9)
       assert.equal(redis.cli('script', 'flush'), 'OK')
@@ -70,6 +85,57 @@ describe('the Promise methods on their own socket', () => {
       const ds = await Promise.all([l.check('k'), l.check('k'), l.check('k')])
       assert.deepEqual(ds.map((d) => d.remaining).sort(), [6, 7, 8])
       assert.equal((await l.check('k')).remaining, 5)
+      await store.close()
+    })
+  })
+
+  test("under scripting 'auto' the socket sends FCALL, as checkSync does (INFO commandstats)", async () => {
+    await withRedis([], async (redis) => {
+      const store = await RedisStore.connect({ url: redis.url })
+      if (!hasFunctions(redis)) return // Redis < 7: no functions, every path sends EVALSHA
+      const strategy = Strategy.gcra({ limit: 100, periodMs: 3_600_000 })
+      const l = new Limiter({ strategy, store, prefix: 'fc' })
+      const m = new MultiLimiter({ rule: 'all', dimensions: [{ name: 'a', strategy }], store, prefix: 'fc' })
+      const sh = new Shaper({ ratePerSec: 1000, maxQueueMs: 1000, store, prefix: 'fc' })
+      await l.check('warm') // the socket is open and preloaded before the counts start
+      assert.equal(redis.cli('config', 'resetstat'), 'OK')
+      for (let i = 0; i < 5; i++) await l.check('k')
+      for (let i = 0; i < 5; i++) l.checkSync('k')
+      await m.check(['mk'])
+      await sh.reserve('sk')
+      await l.checkMany(['a', 'b'])
+      const stats = commandStats(redis)
+      assert.equal(stats.evalsha?.calls ?? 0, 0, JSON.stringify(stats))
+      assert.equal(stats.eval?.calls ?? 0, 0, JSON.stringify(stats))
+      assert.equal(stats.fcall?.calls, 14, JSON.stringify(stats))
+      assert.equal((await l.check('k')).remaining, 89)
+      await store.close()
+    })
+  })
+
+  test('a flushed function library is loaded again with the call, once per call', async () => {
+    await withRedis([], async (redis) => {
+      const store = await RedisStore.connect({ url: redis.url })
+      if (!hasFunctions(redis)) return
+      const l = new Limiter({ strategy: Strategy.gcra({ limit: 10, periodMs: 3_600_000 }), store, prefix: 'ff' })
+      const m = new MultiLimiter({ rule: 'all', dimensions: [{ name: 'a', strategy: Strategy.fixedWindow({ limit: 5, windowMs: 600000 }) }], store, prefix: 'ff' })
+      assert.equal((await l.check('k')).remaining, 9)
+      assert.equal(redis.cli('function', 'flush'), 'OK')
+      assert.equal(redis.cli('config', 'resetstat'), 'OK')
+      // Several in flight: each meets "Function not found" and is sent again (FUNCTION LOAD
+      // REPLACE + FCALL) exactly once, its decision read from the second reply.
+      const ds = await Promise.all([l.check('k'), l.check('k'), l.check('k')])
+      assert.deepEqual(ds.map((d) => d.remaining).sort(), [6, 7, 8])
+      assert.equal((await l.check('k')).remaining, 5)
+      assert.equal(redis.cli('function', 'flush'), 'OK')
+      assert.equal((await m.check(['x'])).dimensions[0].remaining, 4)
+      const stats = commandStats(redis)
+      assert.equal(stats.evalsha?.calls ?? 0, 0, JSON.stringify(stats))
+      // Four calls met the missing function, each once; five FCALLs answered (3 resent, 1
+      // plain, the multi's resent); four library loads went with the resends.
+      assert.equal(stats.fcall?.failed, 4, JSON.stringify(stats))
+      assert.equal(stats.fcall?.calls - stats.fcall?.failed, 5, JSON.stringify(stats))
+      assert.equal(stats['function|load']?.calls, 4, JSON.stringify(stats))
       await store.close()
     })
   })

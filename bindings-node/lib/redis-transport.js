@@ -13,13 +13,16 @@
 // turns the outcome into the Promise's value or throws what it rejects with. The wire rules are
 // the Rust store's:
 //
+// Under `scripting: auto` on Redis >= 7 (the store loaded its function library), calls are sent
+// as FCALL, as on every other path; else as EVALSHA.
+//
 // - Pipelining: requests are written as they come (coalesced per tick) and answered in order,
 //   so un-awaited calls run on Redis in the order they were made.
 // - A bounded wait: each request has a deadline `timeoutMs` after it was made (one timer serves
 //   them all, armed for the earliest); past it the request is finished as timed out (the limiter's fail policy decides), but its slot stays in the FIFO to
 //   swallow the late reply. A request is never sent again after a time-out, nor after a lost
-//   connection: it may already have counted. Only NOSCRIPT (the script cache was emptied) is
-//   answered by sending the EVAL form, once.
+//   connection: it may already have counted. Only a missing script or function (NOSCRIPT, ERR
+//   Function not found) is answered by sending the core's retry, once.
 // - Lazy reconnection: when the connection goes away, every request waiting on it fails as
 //   `store_unavailable`; the next request opens a new connection (AUTH and SELECT first).
 // - Idle means unref'd: the socket keeps the process alive only while a request is pending,
@@ -77,6 +80,16 @@ function int(b, from, to) {
 const HANDSHAKE = { handshake: true }
 /** The slot of a SCRIPT LOAD sent after the handshake: its reply is dropped, errors too. */
 const PRELOAD = { handshake: true }
+
+/**
+ * Whether a reply frame is the server's "no such script" (`-NOSCRIPT`) or "no such function"
+ * (`-ERR Function not found`), the two replies the core's `transport::is_missing` retries.
+ */
+function missing(frame) {
+  if (frame[0] !== 0x2d) return false
+  const head = frame.toString('latin1', 0, Math.min(frame.length, 24))
+  return head.startsWith('-NOSCRIPT') || head.startsWith('-ERR Function not found')
+}
 
 class Transport {
   /**
@@ -214,8 +227,10 @@ class Transport {
       return
     }
     if (slot.done) return // timed out: the late reply is swallowed
-    // NOSCRIPT: Redis's script cache was emptied; send the EVAL form, once.
-    if (!slot.retried && frame.length > 9 && frame.toString('latin1', 0, 9) === '-NOSCRIPT') {
+    // The server lacks the script (NOSCRIPT: its cache was emptied) or the function (a
+    // flushed or restarted server): send the core's retry once (EVAL, or FUNCTION LOAD REPLACE
+    // and FCALL, whose first reply is dropped).
+    if (!slot.retried && missing(frame)) {
       slot.retried = true
       let bytes
       try {
@@ -224,6 +239,7 @@ class Transport {
         bytes = null
       }
       if (bytes !== null) {
+        for (let i = 1; i < this.endpoint.retryReplies; i++) this.fifo.push(PRELOAD)
         this.write(bytes, slot)
         return
       }

@@ -86,19 +86,22 @@ pub fn redis_of(env: &Env, limiter: Unknown) -> napi::Result<Option<String>> {
             "path": e.path,
             "timeoutMs": r.store.options().timeout_ms,
             "handshakeReplies": e.handshake().len(),
-            "preloadReplies": transport::preload().len(),
+            "preloadReplies": transport::preload_for(r.store.uses_functions()).len(),
+            "functions": r.store.uses_functions(),
+            "retryReplies": transport::retry_replies(r.store.uses_functions()),
         })
         .to_string()
     }))
 }
 
 /// `__redisHandshake(limiter)`: what a new connection sends first: `AUTH` and `SELECT` (whose
-/// failure drops the connection), then `SCRIPT LOAD` of every script (whose failure does not).
+/// failure drops the connection), then `SCRIPT LOAD` of every script, or `FUNCTION LOAD
+/// REPLACE` of the library on a store that runs functions (whose failure does not).
 #[napi(js_name = "__redisHandshake", skip_typescript)]
 pub fn redis_handshake(env: &Env, limiter: Unknown) -> napi::Result<Buffer> {
     let r = redis_ref(env, &limiter).or_throw(env)?;
     let bytes = match r {
-        Some(r) => [r.store.endpoint().handshake(), transport::preload()].concat().concat(),
+        Some(r) => [r.store.endpoint().handshake(), transport::preload_for(r.store.uses_functions())].concat().concat(),
         None => Vec::new(),
     };
     Ok(bytes.into())
@@ -144,8 +147,8 @@ thread_local! {
 }
 
 /// `__redisPrepare(limiter, op, key, cost, scratch)`: op 0 check, 1 peek, 2 forecast. Writes
-/// the call's time (f64 LE, NaN: Redis's clock) at `scratch[0..8]` and its `EVALSHA` after it,
-/// and returns how many bytes of `EVALSHA`; -1 when the store is closed (the native method
+/// the call's time (f64 LE, NaN: Redis's clock) at `scratch[0..8]` and its first send after it
+/// (`FCALL` on a store that runs functions, else `EVALSHA`), and returns how many bytes of it; -1 when the store is closed (the native method
 /// answers), or `-(8 + length)` when `scratch` is too small. Written into a buffer the caller
 /// keeps, because a buffer or object made here per call costs more than the rest of the call.
 /// Bad arguments throw the native method's error.
@@ -161,14 +164,15 @@ pub fn redis_prepare(
     let l = self::limiter(env, &limiter).or_throw(env)?;
     let op = self::op(op);
     let (key, cost) = key_and_cost(op, &key, &cost).or_throw(env)?;
-    if open_store(l).is_none() {
+    let Some(store) = open_store(l) else {
         return Ok(-1);
-    }
+    };
+    let functions = store.store.uses_functions();
     let call = l.inner.prepare(op, &key, cost).or_throw(env)?;
     Ok(ENCODED.with_borrow_mut(|buf| {
         buf.clear();
         buf.extend_from_slice(&now_to_js(call.now()).to_le_bytes());
-        call.write_evalsha(buf);
+        call.write_first(functions, buf);
         if buf.len() > scratch.len() {
             return -(buf.len() as i64);
         }
@@ -177,19 +181,21 @@ pub fn redis_prepare(
     }))
 }
 
-/// `__redisEval(limiter, op, key, cost, now)`: the `EVAL` form of the call prepared with these
-/// arguments at `now`, sent once after `NOSCRIPT` (rare: a buffer per call is fine here).
+/// `__redisEval(limiter, op, key, cost, now)`: what to send once after the server lacked the
+/// call's script or function (`EVAL`, or `FUNCTION LOAD REPLACE` + `FCALL`: `retryReplies`
+/// replies) for the call prepared with these arguments at `now` (rare: a buffer per call is fine).
 #[napi(js_name = "__redisEval", skip_typescript)]
 pub fn redis_eval(env: &Env, limiter: Unknown, op: u32, key: Unknown, cost: Unknown, now: f64) -> napi::Result<Buffer> {
     let l = self::limiter(env, &limiter).or_throw(env)?;
     let op = self::op(op);
     let (key, cost) = key_and_cost(op, &key, &cost).or_throw(env)?;
-    l.inner.prepare_at(op, &key, cost, now_from_js(now)).map(|c| c.eval().into()).or_throw(env)
+    let functions = l.redis.as_ref().is_some_and(|r| r.store.uses_functions());
+    l.inner.prepare_at(op, &key, cost, now_from_js(now)).map(|c| c.retry(functions).into()).or_throw(env)
 }
 
 /// `__redisPrepareMany(limiter, keys, cost, scratch)`: `checkMany`'s calls, one check per key
-/// at one clock read (written at `scratch[0..8]` as by `__redisPrepare`): their `EVALSHA`s;
-/// `null` on a closed store.
+/// at one clock read (written at `scratch[0..8]` as by `__redisPrepare`): their first sends
+/// (`FCALL` or `EVALSHA`); `null` on a closed store.
 #[napi(js_name = "__redisPrepareMany", skip_typescript)]
 pub fn redis_prepare_many(
     env: &Env,
@@ -200,14 +206,15 @@ pub fn redis_prepare_many(
 ) -> napi::Result<Option<Vec<Buffer>>> {
     let l = self::limiter(env, &limiter).or_throw(env)?;
     let (keys, cost) = convert::cost(&cost).and_then(|c| Ok((convert::strings(&keys, "keys")?, c))).or_throw(env)?;
-    if open_store(l).is_none() {
+    let Some(store) = open_store(l) else {
         return Ok(None);
-    }
+    };
+    let functions = store.store.uses_functions();
     let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
     let calls = l.inner.prepare_many(&keys, cost).or_throw(env)?;
     let now = calls.first().map_or(f64::NAN, |c| now_to_js(c.now()));
     scratch[..8].copy_from_slice(&now.to_le_bytes());
-    Ok(Some(calls.iter().map(|c| c.evalsha().into()).collect()))
+    Ok(Some(calls.iter().map(|c| c.first(functions).into()).collect()))
 }
 
 /// The transport's outcome: the reply frame, or the transport's error (`timeoutMs` set: the
@@ -292,11 +299,12 @@ pub fn redis_multi_prepare(
     m.inner.prepare(&keys, cost).map(|c| Some(External::new(c))).or_throw(env)
 }
 
-/// `__redisMultiBytes(call, eval)`: a prepared call's (multi limiter's or shaper's) `EVALSHA`,
-/// or its `EVAL` (after `NOSCRIPT`).
+/// `__redisMultiBytes(call, retry, functions)`: a prepared call's (multi limiter's or shaper's)
+/// first send (`FCALL` when `functions`, the endpoint's flag, else `EVALSHA`), or what to send
+/// once after the server lacked its script or function.
 #[napi(js_name = "__redisMultiBytes", skip_typescript)]
-pub fn redis_multi_bytes(call: &External<PreparedCall>, eval: bool) -> Buffer {
-    if eval { call.eval() } else { call.evalsha() }.into()
+pub fn redis_multi_bytes(call: &External<PreparedCall>, retry: bool, functions: bool) -> Buffer {
+    if retry { call.retry(functions) } else { call.first(functions) }.into()
 }
 
 /// `__redisMultiFinish(multi, call, reply, error, timeoutMs)`: the multi decision, through the

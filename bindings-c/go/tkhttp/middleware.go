@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 
 	throttlekit "example.invalid/throttlekit/go"
 )
@@ -16,11 +17,16 @@ import (
 // IPv6 grouped by /64), cost 1, nothing skipped, draft-10 fields with policy name "default",
 // shadow mode off, and core's RFC 9457 body on a 429.
 //
-// The fail policy is the limiter's own (throttlekit.Options.FailPolicy), so there is one place
-// that says what a store error means: Raise (the default for non-quota strategies) answers 503
-// with core's temporary-reduced-capacity problem body; FailOpen forwards the request with no
-// rate-limit fields; FailClosed answers 429 with Retry-After: 1.
+// The middleware has its own fail policy (WithFailPolicy), applied when the limiter reports
+// store_unavailable: Raise (the default) answers 503 with core's temporary-reduced-capacity
+// problem body; FailOpen forwards the request with no rate-limit fields; FailClosed answers 429
+// with Retry-After: 1. A limiter built with FailOpen or FailClosed of its own never reports
+// store_unavailable, so its fallback decision is served as any other decision.
+//
+// A single limiter's requests take core's HTTP edge directly (throttlekit.HTTPEdge: no JSON
+// per request); a multi limiter's header lines still go through the JSON entry point.
 type Middleware struct {
+	edge   *throttlekit.HTTPEdge
 	single *throttlekit.Limiter
 	multi  *throttlekit.MultiLimiter
 	names  []string          // multi: dimension names
@@ -57,9 +63,15 @@ func (m *Middleware) configure(opts []Option) (*Middleware, error) {
 	for _, o := range opts {
 		o(&m.cfg)
 	}
-	if _, err := m.clientKey("127.0.0.1", nil); err != nil {
+	policy := m.cfg.failPolicy
+	if policy == throttlekit.FailPolicyDefault {
+		policy = throttlekit.Raise
+	}
+	edge, err := throttlekit.NewHTTPEdge(string(m.cfg.headerOptions), string(m.cfg.clientOptions), policy)
+	if err != nil {
 		return nil, err
 	}
+	m.edge = edge
 	probe := []limitInput{{Strategy: m.specs[0], Decision: decisionInput(throttlekit.Decision{Allowed: true, Limit: 1, Remaining: 1})}}
 	if _, err := m.headers(probe, 0); err != nil {
 		return nil, err
@@ -103,7 +115,14 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 	}
 	// One clock reading for the decision and for its header lines.
 	now := m.cfg.now()
-	limits, binding, err := m.check(r, key, cost, now)
+	var decision throttlekit.Decision
+	var lines []throttlekit.HeaderLine
+	var binding string
+	if m.single != nil {
+		decision, lines, err = m.edge.Check(m.single, key, cost, now)
+	} else {
+		decision, lines, binding, err = m.checkMulti(r, key, cost, now)
+	}
 	if err != nil {
 		var tkErr *throttlekit.Error
 		if errors.As(err, &tkErr) && tkErr.Code == throttlekit.CodeStoreUnavailable {
@@ -114,17 +133,11 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		internalError(w, err)
 		return
 	}
-	lines, err := m.headers(limits, now)
-	if err != nil {
-		internalError(w, err)
-		return
-	}
 	h := w.Header()
 	for _, l := range lines {
 		// Set the name exactly as core spells it (not canonicalised to "Ratelimit").
 		h[l.Name] = append(h[l.Name], l.Value)
 	}
-	decision := limits[0].decision
 	if decision.Allowed {
 		next.ServeHTTP(w, r)
 		return
@@ -148,15 +161,30 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 	problem(w, http.StatusTooManyRequests, body)
 }
 
-// check runs the limiter and returns the limits for HTTPHeaders, binding dimension first.
-func (m *Middleware) check(r *http.Request, key string, cost uint64, now int64) ([]limitInput, string, error) {
-	if m.single != nil {
-		d, err := m.single.CheckAt(key, cost, now)
-		if err != nil {
-			return nil, "", err
+// checkMulti runs the multi limiter (the edge's fail policy when its store is unavailable) and
+// renders the lines through HTTPHeaders, the binding dimension first.
+func (m *Middleware) checkMulti(r *http.Request, key string, cost uint64, now int64) (throttlekit.Decision, []throttlekit.HeaderLine, string, error) {
+	limits, binding, err := m.check(r, key, cost, now)
+	var tkErr *throttlekit.Error
+	if errors.As(err, &tkErr) && tkErr.Code == throttlekit.CodeStoreUnavailable {
+		d, ferr := m.edge.MultiFallback(m.multi, now)
+		if ferr != nil {
+			return throttlekit.Decision{}, nil, "", ferr
 		}
-		return []limitInput{{Key: key, Strategy: m.specs[0], Decision: decisionInput(d), decision: d}}, "", nil
+		limits, binding, err = []limitInput{{Key: key, Strategy: m.specs[0], Decision: decisionInput(d), decision: d}}, "", nil
 	}
+	if err != nil {
+		return throttlekit.Decision{}, nil, "", err
+	}
+	lines, err := m.headers(limits, now)
+	if err != nil {
+		return throttlekit.Decision{}, nil, "", err
+	}
+	return limits[0].decision, lines, binding, nil
+}
+
+// check runs the multi limiter and returns the limits for HTTPHeaders, binding dimension first.
+func (m *Middleware) check(r *http.Request, key string, cost uint64, now int64) ([]limitInput, string, error) {
 	keys := make([]string, len(m.names))
 	if m.cfg.keysFunc != nil {
 		var err error
@@ -196,27 +224,20 @@ func (m *Middleware) key(r *http.Request) (string, error) {
 	if m.cfg.keyFunc != nil {
 		return m.cfg.keyFunc(r)
 	}
-	// Only the two forwarding headers can matter; repeated lines are passed in order.
-	// encoding/json writes bytes that are not UTF-8 as U+FFFD: lossy, never dropped.
-	var headers [][2]string
-	for _, name := range [...]string{"X-Forwarded-For", "Forwarded"} {
-		for _, v := range r.Header.Values(name) {
-			headers = append(headers, [2]string{name, v})
-		}
-	}
-	return m.clientKey(r.RemoteAddr, headers)
+	// Only the two forwarding headers can matter; repeated lines are passed in order (core
+	// reads bytes that are not UTF-8 lossily, never drops them).
+	return m.edge.ClientKey(r.RemoteAddr, fieldLines(r.Header["X-Forwarded-For"]), fieldLines(r.Header["Forwarded"]))
 }
 
-func (m *Middleware) clientKey(peer string, headers [][2]string) (string, error) {
-	req, err := json.Marshal(struct {
-		Peer    string          `json:"peer"`
-		Headers [][2]string     `json:"headers,omitempty"`
-		Options json.RawMessage `json:"options"`
-	}{peer, headers, m.cfg.clientOptions})
-	if err != nil {
-		return "", err
+// fieldLines is a header's lines as the edge takes them: joined with "\n" (no copy for one).
+func fieldLines(values []string) string {
+	switch len(values) {
+	case 0:
+		return ""
+	case 1:
+		return values[0]
 	}
-	return throttlekit.HTTPClientKey(string(req))
+	return strings.Join(values, "\n")
 }
 
 // limitInput is one limit of a HeadersRequest (conformance-vectors/FORMAT.md).

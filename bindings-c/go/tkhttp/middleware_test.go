@@ -417,3 +417,71 @@ func TestFailPolicyWithRedisDown(t *testing.T) {
 		t.Fatalf("healthz with redis down: %d", h.status)
 	}
 }
+
+// The middleware's fail policy is its own (WithFailPolicy): limiters that raise (their own
+// policy) are served as the middleware says, for a single and for a multi limiter; a limiter
+// that falls back by itself never reports the failure, so its own fallback decision is served.
+func TestMiddlewareFailPolicyIsItsOwn(t *testing.T) {
+	url, pid := startRedis(t)
+	connect := func() *throttlekit.Store {
+		store, err := throttlekit.ConnectRedis(url, throttlekit.RedisOptions{TimeoutMs: 500})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { store.Close() })
+		return store
+	}
+	servers := map[string]*httptest.Server{}
+	for name, policy := range map[string]throttlekit.FailPolicy{
+		"default": throttlekit.FailPolicyDefault, "open": throttlekit.FailOpen, "closed": throttlekit.FailClosed,
+	} {
+		l := gcraLimiter(t, &throttlekit.Options{Store: connect(), FailPolicy: throttlekit.Raise, Prefix: "own-" + name})
+		servers[name] = serve(t, newMiddleware(t, l, tkhttp.WithFailPolicy(policy)))
+	}
+	// The limiter's own fail-open wins over the middleware's fail-closed.
+	l := gcraLimiter(t, &throttlekit.Options{Store: connect(), FailPolicy: throttlekit.FailOpen, Prefix: "own-limiter"})
+	servers["limiter-open"] = serve(t, newMiddleware(t, l, tkhttp.WithFailPolicy(throttlekit.FailClosed)))
+	perIP, _ := throttlekit.GCRA(5, 60_000, 5)
+	multi, err := throttlekit.NewMultiLimiter(throttlekit.All, []throttlekit.Dimension{{Name: "ip", Strategy: perIP, CostMultiplier: 1}},
+		&throttlekit.Options{Store: connect(), FailPolicy: throttlekit.Raise, Prefix: "own-multi"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer multi.Close()
+	mm, err := tkhttp.NewMulti(multi, tkhttp.WithFailPolicy(throttlekit.FailClosed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	servers["multi-closed"] = serve(t, mm)
+	for name, srv := range servers {
+		if r := get(t, srv.URL+"/limited"); r.status != 200 || r.header.Get("RateLimit") == "" {
+			t.Fatalf("%s with redis up: %d %q", name, r.status, fields(r.header))
+		}
+	}
+	killRedis(t, pid)
+
+	r := get(t, servers["default"].URL+"/limited")
+	if r.status != 503 || !strings.Contains(r.body, "temporary-reduced-capacity") || len(fields(r.header)) != 0 {
+		t.Fatalf("default (raise): %d %q %q", r.status, fields(r.header), r.body)
+	}
+	for _, name := range []string{"open", "limiter-open"} {
+		if r := get(t, servers[name].URL+"/limited"); r.status != 200 || r.body != "ok" || len(fields(r.header)) != 0 {
+			t.Fatalf("%s: %d %q", name, r.status, fields(r.header))
+		}
+	}
+	for _, name := range []string{"closed", "multi-closed"} {
+		r := get(t, servers[name].URL+"/limited")
+		if r.status != 429 || !strings.Contains(r.body, "quota-exceeded") {
+			t.Fatalf("%s: %d %q", name, r.status, r.body)
+		}
+		expectFields(t, name, r, "Retry-After: 1")
+	}
+}
+
+func TestUnknownFailPolicyIsConfigInvalid(t *testing.T) {
+	_, err := tkhttp.New(gcraLimiter(t, nil), tkhttp.WithFailPolicy(throttlekit.FailPolicy(99)))
+	var tkErr *throttlekit.Error
+	if !errors.As(err, &tkErr) || tkErr.Code != throttlekit.CodeConfigInvalid {
+		t.Fatalf("fail policy 99: %v", err)
+	}
+}

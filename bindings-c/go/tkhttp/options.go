@@ -1,7 +1,7 @@
 // Package tkhttp is throttlekit's net/http middleware: func(http.Handler) http.Handler.
 //
 // It is a thin adapter. Every decision, header line, client key and problem body comes from
-// the Rust core through the C ABI (throttlekit.HTTPHeaders, HTTPClientKey, HTTPProblemBody),
+// the Rust core through the C ABI (throttlekit.HTTPEdge, HTTPHeaders, HTTPProblemBody),
 // so a Go server sends byte for byte what the Rust, Python and Node middleware send for the
 // same decisions. The option names follow the Rust tower layer's (docs/http.md).
 package tkhttp
@@ -67,6 +67,7 @@ type config struct {
 	onLimited     func(LimitedEvent)
 	deny          func(http.ResponseWriter, *http.Request, throttlekit.Decision)
 	shadow        bool
+	failPolicy    throttlekit.FailPolicy
 	now           func() int64
 }
 
@@ -109,6 +110,16 @@ func WithCostFunc(f func(*http.Request) uint64) Option {
 // WithSkip exempts requests: skipped ones are neither counted nor given fields.
 func WithSkip(f func(*http.Request) bool) Option {
 	return func(c *config) { c.skip = f }
+}
+
+// WithFailPolicy sets what the middleware answers when its limiter reports store_unavailable
+// (the middleware's own policy, independent of the limiter's Options.FailPolicy):
+// throttlekit.Raise (the default) answers 503 with core's temporary-reduced-capacity problem
+// body, throttlekit.FailOpen forwards the request with no rate-limit fields, and
+// throttlekit.FailClosed answers 429 with Retry-After: 1 and core's problem body. Core computes
+// the fallback decision, as in every other binding's middleware.
+func WithFailPolicy(p throttlekit.FailPolicy) Option {
+	return func(c *config) { c.failPolicy = p }
 }
 
 // WithShadow turns shadow mode on: decide, send every field a denial would carry (Retry-After

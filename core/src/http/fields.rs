@@ -17,6 +17,13 @@ pub fn sf_integer(v: i64) -> String {
 /// injective, so distinct names stay distinct.
 pub fn sf_string(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
+    write_sf_string(&mut out, s);
+    out
+}
+
+/// [`sf_string`] appended to `out`.
+pub fn write_sf_string(out: &mut String, s: &str) {
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
     out.push('"');
     for &b in s.as_bytes() {
         match b {
@@ -26,11 +33,14 @@ pub fn sf_string(s: &str) -> String {
             }
             b'%' => out.push_str("%25"),
             0x20..=0x7e => out.push(b as char),
-            _ => out.push_str(&format!("%{b:02X}")),
+            _ => {
+                out.push('%');
+                out.push(HEX[usize::from(b >> 4)] as char);
+                out.push(HEX[usize::from(b & 15)] as char);
+            }
         }
     }
     out.push('"');
-    out
 }
 
 /// An sf-binary (byte sequence): `:base64:` with padding.

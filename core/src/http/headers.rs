@@ -4,7 +4,9 @@ use hmac::{Hmac, Mac};
 use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 
-use super::fields::{MAX_SF_INTEGER, sf_byte_sequence, sf_integer, sf_string};
+use std::fmt::Write as _;
+
+use super::fields::{MAX_SF_INTEGER, sf_byte_sequence, write_sf_string};
 use super::policy::Policy;
 use crate::decision::Decision;
 use crate::error::{Error, Result};
@@ -167,19 +169,24 @@ fn partition_key(secret: &str, key: &str) -> Option<String> {
     Some(sf_byte_sequence(&mac.finalize().into_bytes()))
 }
 
-/// The per-limit numbers every family draws from.
+/// The per-limit values every family draws from: numbers already clamped to sf-integers (so
+/// `{}` prints exactly what [`super::sf_integer`] would), the name as an sf-string.
 struct Rendered {
     name: String,
-    quota: String,
-    window: Option<String>,
-    remaining: String,
+    quota: i64,
+    window: Option<i64>,
+    remaining: i64,
     /// Seconds until more quota (draft-10's `t`).
-    next: String,
+    next: i64,
     /// Delta seconds until full replenishment (draft-6/7 `reset`).
-    reset_delta: String,
+    reset_delta: i64,
     /// Epoch seconds of full replenishment (legacy).
-    reset_epoch: String,
+    reset_epoch: i64,
     pk: Option<String>,
+}
+
+fn sf(v: i64) -> i64 {
+    v.clamp(0, MAX_SF_INTEGER)
 }
 
 fn render(status: &LimitStatus, options: &HeaderOptions, now_ms: i64) -> Rendered {
@@ -190,14 +197,16 @@ fn render(status: &LimitStatus, options: &HeaderOptions, now_ms: i64) -> Rendere
         // (draft -11 section 4: Retry-After not earlier than the end of the effective window).
         next_s = next_s.min(retry_after_seconds(d.retry_after_ms));
     }
+    let mut name = String::with_capacity(16);
+    write_sf_string(&mut name, status.name.as_deref().unwrap_or(&options.policy_name));
     Rendered {
-        name: sf_string(status.name.as_deref().unwrap_or(&options.policy_name)),
-        quota: sf_integer(status.policy.quota),
-        window: status.policy.window_s.map(sf_integer),
-        remaining: sf_integer(d.remaining),
-        next: sf_integer(next_s),
-        reset_delta: sf_integer(seconds_up(d.reset_at.saturating_sub(now_ms))),
-        reset_epoch: sf_integer(seconds_up(d.reset_at)),
+        name,
+        quota: sf(status.policy.quota),
+        window: status.policy.window_s.map(sf),
+        remaining: sf(d.remaining),
+        next: sf(next_s),
+        reset_delta: sf(seconds_up(d.reset_at.saturating_sub(now_ms))),
+        reset_epoch: sf(seconds_up(d.reset_at)),
         pk: match (&options.partition_key_secret, &status.key) {
             (Some(secret), Some(key)) => partition_key(secret, key),
             _ => None,
@@ -206,15 +215,16 @@ fn render(status: &LimitStatus, options: &HeaderOptions, now_ms: i64) -> Rendere
 }
 
 /// Draft-6/-7 policy list: `q;w=W` per limit (an integer item; no name in those revisions).
-fn integer_policy_list(limits: &[Rendered]) -> String {
-    let items: Vec<String> = limits
-        .iter()
-        .map(|l| match &l.window {
-            Some(w) => format!("{};w={w}", l.quota),
-            None => l.quota.clone(),
-        })
-        .collect();
-    items.join(", ")
+fn integer_policy_list(out: &mut String, limits: &[Rendered]) {
+    for (i, l) in limits.iter().enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        let _ = write!(out, "{}", l.quota);
+        if let Some(w) = l.window {
+            let _ = write!(out, ";w={w}");
+        }
+    }
 }
 
 /// The response header lines for the limits that applied to a request, the binding one first.
@@ -228,66 +238,94 @@ pub fn rate_limit_headers(
     options: &HeaderOptions,
     now_ms: i64,
 ) -> Result<Vec<(&'static str, String)>> {
+    let mut lines = Vec::with_capacity(4);
+    for_each_line(limits, options, now_ms, |name, value| lines.push((name, value.to_owned())))?;
+    Ok(lines)
+}
+
+/// [`rate_limit_headers`] without a `Vec` or a `String` per line: `emit(name, value)` is called
+/// for each line in order, the value borrowed from one buffer reused for every line (the
+/// per-request path of [`super::HttpEdge`] writes them straight into its output).
+pub fn for_each_line(
+    limits: &[LimitStatus],
+    options: &HeaderOptions,
+    now_ms: i64,
+    mut emit: impl FnMut(&'static str, &str),
+) -> Result<()> {
     options.validate()?;
     let Some(binding) = limits.first() else {
         return Err(Error::config("http.limits", "must name at least one limit"));
     };
-    let mut lines = Vec::with_capacity(4);
+    let mut v = String::with_capacity(64);
     if !binding.decision.fallback {
         let rendered: Vec<Rendered> = limits.iter().map(|l| render(l, options, now_ms)).collect();
         let b = &rendered[0];
         match options.family {
             Family::Draft10 => {
-                let policy: Vec<String> = rendered
-                    .iter()
-                    .map(|l| {
-                        let mut item = format!("{};q={}", l.name, l.quota);
-                        if let Some(w) = &l.window {
-                            item.push_str(&format!(";w={w}"));
-                        }
-                        if let Some(pk) = &l.pk {
-                            item.push_str(&format!(";pk={pk}"));
-                        }
-                        item
-                    })
-                    .collect();
-                let state: Vec<String> = rendered
-                    .iter()
-                    .map(|l| {
-                        let mut item = format!("{};r={};t={}", l.name, l.remaining, l.next);
-                        if let Some(pk) = &l.pk {
-                            item.push_str(&format!(";pk={pk}"));
-                        }
-                        item
-                    })
-                    .collect();
-                lines.push(("RateLimit-Policy", policy.join(", ")));
-                lines.push(("RateLimit", state.join(", ")));
+                for (i, l) in rendered.iter().enumerate() {
+                    if i > 0 {
+                        v.push_str(", ");
+                    }
+                    let _ = write!(v, "{};q={}", l.name, l.quota);
+                    if let Some(w) = l.window {
+                        let _ = write!(v, ";w={w}");
+                    }
+                    if let Some(pk) = &l.pk {
+                        let _ = write!(v, ";pk={pk}");
+                    }
+                }
+                emit("RateLimit-Policy", &v);
+                v.clear();
+                for (i, l) in rendered.iter().enumerate() {
+                    if i > 0 {
+                        v.push_str(", ");
+                    }
+                    let _ = write!(v, "{};r={};t={}", l.name, l.remaining, l.next);
+                    if let Some(pk) = &l.pk {
+                        let _ = write!(v, ";pk={pk}");
+                    }
+                }
+                emit("RateLimit", &v);
             }
             Family::Draft7 => {
-                lines.push(("RateLimit-Policy", integer_policy_list(&rendered)));
-                lines.push((
-                    "RateLimit",
-                    format!("limit={}, remaining={}, reset={}", b.quota, b.remaining, b.reset_delta),
-                ));
+                integer_policy_list(&mut v, &rendered);
+                emit("RateLimit-Policy", &v);
+                v.clear();
+                let _ = write!(v, "limit={}, remaining={}, reset={}", b.quota, b.remaining, b.reset_delta);
+                emit("RateLimit", &v);
             }
             Family::Draft6 => {
-                lines.push(("RateLimit-Policy", integer_policy_list(&rendered)));
-                lines.push(("RateLimit-Limit", b.quota.clone()));
-                lines.push(("RateLimit-Remaining", b.remaining.clone()));
-                lines.push(("RateLimit-Reset", b.reset_delta.clone()));
+                integer_policy_list(&mut v, &rendered);
+                emit("RateLimit-Policy", &v);
+                for (name, n) in [
+                    ("RateLimit-Limit", b.quota),
+                    ("RateLimit-Remaining", b.remaining),
+                    ("RateLimit-Reset", b.reset_delta),
+                ] {
+                    v.clear();
+                    let _ = write!(v, "{n}");
+                    emit(name, &v);
+                }
             }
             Family::Legacy => {
-                lines.push(("X-RateLimit-Limit", b.quota.clone()));
-                lines.push(("X-RateLimit-Remaining", b.remaining.clone()));
-                lines.push(("X-RateLimit-Reset", b.reset_epoch.clone()));
+                for (name, n) in [
+                    ("X-RateLimit-Limit", b.quota),
+                    ("X-RateLimit-Remaining", b.remaining),
+                    ("X-RateLimit-Reset", b.reset_epoch),
+                ] {
+                    v.clear();
+                    let _ = write!(v, "{n}");
+                    emit(name, &v);
+                }
             }
         }
     }
     if !binding.decision.allowed {
-        lines.push(("Retry-After", retry_after_seconds(binding.decision.retry_after_ms).to_string()));
+        v.clear();
+        let _ = write!(v, "{}", retry_after_seconds(binding.decision.retry_after_ms));
+        emit("Retry-After", &v);
     }
-    Ok(lines)
+    Ok(())
 }
 
 #[cfg(test)]

@@ -15,6 +15,7 @@
 //! `docs/http.md` explains the rules and cites the draft revision implemented.
 
 mod client_ip;
+mod edge;
 mod fields;
 mod headers;
 pub mod json;
@@ -23,8 +24,9 @@ mod problem;
 pub mod vectors;
 
 pub use client_ip::{ClientIdentity, ClientKeyOptions, ForwardedHeader};
+pub use edge::{EdgeDecision, HttpEdge};
 pub use fields::{MAX_SF_INTEGER, sf_byte_sequence, sf_integer, sf_string};
-pub use headers::{Family, HeaderOptions, LimitStatus, rate_limit_headers, retry_after_seconds};
+pub use headers::{Family, HeaderOptions, LimitStatus, for_each_line, rate_limit_headers, retry_after_seconds};
 pub use policy::{Policy, Refill};
 pub use problem::{
     PROBLEM_CONTENT_TYPE, QUOTA_EXCEEDED_TYPE, REDUCED_CAPACITY_TYPE, quota_exceeded_body, unavailable_body,

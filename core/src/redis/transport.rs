@@ -18,9 +18,10 @@
 //!    exactly as on the store's own path. A timed-out call must never be sent again (it may
 //!    already have counted), and its late reply must be read and dropped.
 //!
-//! This transport speaks `EVALSHA`/`EVAL` on one standalone node even when the store itself uses
-//! `FCALL` (both run the same `lua/` text, so they decide identically), and it does not route
-//! by slot: a binding on a cluster or under Sentinel uses the store's own calls instead
+//! A store that runs functions (`scripting: auto` on Redis >= 7) is spoken to with `FCALL`
+//! ([`PreparedCall::write_first`], [`PreparedCall::retry`], [`is_missing`], [`preload_for`]), as
+//! its own paths do, so a restarted server costs no `NOSCRIPT` round. It does not route by
+//! slot: a binding on a cluster or under Sentinel uses the store's own calls instead
 //! ([`super::RedisStore::is_routed`]).
 //!
 //! Nothing here does I/O or reads a clock other than the limiter's own (once, in
@@ -103,6 +104,48 @@ impl PreparedCall {
     pub fn write_evalsha(&self, out: &mut Vec<u8>) {
         eval_cmd("EVALSHA", &self.call.script.sha, &self.call).write_packed_command(out);
     }
+
+    /// The first send as the store itself makes it ([`super::RedisStore::uses_functions`]):
+    /// `FCALL` when `functions`, else `EVALSHA`, appended to `out`.
+    pub fn write_first(&self, functions: bool, out: &mut Vec<u8>) {
+        super::invoke::first(invoke_of(functions), &self.call).write_packed_command(out);
+    }
+
+    /// [`PreparedCall::write_first`] into a new buffer.
+    pub fn first(&self, functions: bool) -> Vec<u8> {
+        let mut out = Vec::new();
+        self.write_first(functions, &mut out);
+        out
+    }
+
+    /// What to send once after a reply that [`is_missing`]: `EVAL` (one reply), or, when
+    /// `functions`, `FUNCTION LOAD REPLACE` and `FCALL` pipelined (two replies, the call's last;
+    /// [`retry_replies`] says how many).
+    pub fn retry(&self, functions: bool) -> Vec<u8> {
+        super::invoke::fallback(invoke_of(functions), &self.call).get_packed_pipeline()
+    }
+}
+
+fn invoke_of(functions: bool) -> super::invoke::Invoke {
+    if functions { super::invoke::Invoke::Functions } else { super::invoke::Invoke::Scripts }
+}
+
+/// How many replies [`PreparedCall::retry`] gets back (the call's is the last).
+pub fn retry_replies(functions: bool) -> usize {
+    if functions { 2 } else { 1 }
+}
+
+/// Whether a reply frame says the server lacks the call's script (`NOSCRIPT`) or function
+/// (`ERR Function not found`: flushed, or a restarted server): send [`PreparedCall::retry`],
+/// once. No other reply is ever answered by a resend.
+pub fn is_missing(reply: &[u8]) -> bool {
+    is_noscript(reply) || reply.starts_with(b"-ERR Function not found")
+}
+
+/// [`preload`] for a store that runs functions: `FUNCTION LOAD REPLACE` of the library (one
+/// reply), so a restarted server has it before the first pipelined `FCALL`; else [`preload`].
+pub fn preload_for(functions: bool) -> Vec<Vec<u8>> {
+    if functions { vec![super::invoke::load_library().get_packed_command()] } else { preload() }
 }
 
 /// The reply decoded as [`super::RedisStore`]'s direct path decodes it: a server error is

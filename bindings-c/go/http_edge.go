@@ -1,0 +1,178 @@
+package throttlekit
+
+/*
+#include <stdlib.h>
+#include <throttlekit.h>
+
+// Small answers come back by value (Go keeps them on its stack) and Go strings go in as they
+// are: the per-request HTTP path allocates only the strings it returns.
+#define GO_EDGE_TEXT 512
+
+typedef struct { tk_result result; size_t n; char text[GO_EDGE_TEXT]; } go_edge_text;
+
+typedef struct { tk_result result; tk_decision decision; size_t n; char text[GO_EDGE_TEXT]; } go_edge_checked;
+
+// Handles come as integers: they are C memory, and pointer arguments would make cgo check them
+// on every call.
+static inline go_edge_text go_edge_client_key(uintptr_t e, _GoString_ peer, _GoString_ xff, _GoString_ fwd) {
+	go_edge_text out;
+	out.result = tk_http_edge_client_key((const tk_http_edge *)e, _GoStringPtr(peer), _GoStringLen(peer), _GoStringPtr(xff),
+		_GoStringLen(xff), _GoStringPtr(fwd), _GoStringLen(fwd), out.text, GO_EDGE_TEXT, &out.n);
+	return out;
+}
+
+static inline go_edge_checked go_edge_check(uintptr_t e, uintptr_t l, _GoString_ key, uint64_t cost,
+		int64_t now_ms) {
+	go_edge_checked out;
+	out.result = tk_http_edge_check((const tk_http_edge *)e, (const tk_limiter *)l, _GoStringPtr(key), _GoStringLen(key), cost, now_ms, &out.decision,
+		out.text, GO_EDGE_TEXT, &out.n);
+	return out;
+}
+
+static inline tk_result go_edge_lines(const tk_http_edge *e, const tk_limiter *l, _GoString_ key,
+		const tk_decision *d, int64_t now_ms, char *buf, size_t len, size_t *n) {
+	return tk_http_edge_lines(e, l, _GoStringPtr(key), _GoStringLen(key), d, now_ms, buf, len, n);
+}
+*/
+import "C"
+
+import (
+	"runtime"
+	"strings"
+	"unsafe"
+)
+
+// HTTPEdge is a middleware's validated HTTP options (core's HttpEdge): the header family,
+// policy name and partition-key secret, the client identity rules, and the middleware's own
+// fail policy. Built once; its per-request calls pass Go strings to the core without JSON.
+// Safe for concurrent use.
+type HTTPEdge struct {
+	p *C.tk_http_edge
+}
+
+// NewHTTPEdge builds an edge from core's HeaderOptions and ClientKeyOptions as JSON ("" for
+// the defaults). failPolicy is the middleware's answer when its limiter reports
+// store_unavailable: FailOpen, FailClosed, or Raise (FailPolicyDefault means Raise here). Bad
+// options are config_invalid.
+func NewHTTPEdge(headerOptionsJSON, clientKeyOptionsJSON string, failPolicy FailPolicy) (*HTTPEdge, error) {
+	h, c := optString(headerOptionsJSON), optString(clientKeyOptionsJSON)
+	defer free(h)
+	defer free(c)
+	var p *C.tk_http_edge
+	if err := call(func() C.tk_result { return C.tk_http_edge_new(h, c, C.uint32_t(failPolicy), &p) }); err != nil {
+		return nil, err
+	}
+	e := &HTTPEdge{p: p}
+	runtime.SetFinalizer(e, (*HTTPEdge).Close)
+	return e, nil
+}
+
+// Close releases the edge (idempotent; not concurrently with other calls on it).
+func (e *HTTPEdge) Close() error {
+	if e.p != nil {
+		C.tk_http_edge_free(e.p)
+		e.p = nil
+		runtime.SetFinalizer(e, nil)
+	}
+	return nil
+}
+
+// ClientKey is the key a request counts against: peer is the socket peer (r.RemoteAddr),
+// xForwardedFor and forwarded the values of those headers, a header's repeated lines joined
+// with "\n" ("" when absent). Only the header the options name is read. A peer that is not an
+// IP address is config_invalid.
+func (e *HTTPEdge) ClientKey(peer, xForwardedFor, forwarded string) (string, error) {
+	runtime.LockOSThread()
+	out := C.go_edge_client_key(handle(unsafe.Pointer(e.p)), peer, xForwardedFor, forwarded)
+	if out.result != C.TK_RESULT_OK {
+		err := lastError(out.result)
+		runtime.UnlockOSThread()
+		return "", err
+	}
+	runtime.UnlockOSThread()
+	runtime.KeepAlive(e)
+	if int(out.n) >= len(out.text) { // a key is an address or a network: never this long
+		return "", &Error{Code: CodeConfigInvalid, Message: "config_invalid: client key too long"}
+	}
+	return textOf(&out.text, out.n), nil
+}
+
+// Check checks cost units for key on limiter at nowMs (epoch ms), applies the edge's fail
+// policy to an unavailable store, and returns the decision with its header lines. Under Raise
+// an unavailable store is an *Error with code store_unavailable.
+func (e *HTTPEdge) Check(limiter *Limiter, key string, cost uint64, nowMs int64) (Decision, []HeaderLine, error) {
+	runtime.LockOSThread()
+	out := C.go_edge_check(handle(unsafe.Pointer(e.p)), handle(unsafe.Pointer(limiter.p)), key, C.uint64_t(cost), C.int64_t(nowMs))
+	if out.result != C.TK_RESULT_OK {
+		err := lastError(out.result)
+		runtime.UnlockOSThread()
+		return Decision{}, nil, err
+	}
+	runtime.UnlockOSThread()
+	d := decisionFrom(&out.decision)
+	var text string
+	if int(out.n) < len(out.text) {
+		text = textOf(&out.text, out.n)
+	} else {
+		// Rare (a long policy name): the check is done; render its lines into a larger buffer.
+		var err error
+		if text, err = e.lines(limiter, key, out.decision, nowMs, int(out.n)+1); err != nil {
+			return Decision{}, nil, err
+		}
+	}
+	runtime.KeepAlive(e)
+	runtime.KeepAlive(limiter)
+	return d, splitLines(text), nil
+}
+
+func (e *HTTPEdge) lines(limiter *Limiter, key string, decision C.tk_decision, nowMs int64, size int) (string, error) {
+	d := decision // escapes to the heap (its address goes to C), on this rare path only
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	buf := (*C.char)(C.malloc(C.size_t(size)))
+	defer C.free(unsafe.Pointer(buf))
+	var n C.size_t
+	if r := C.go_edge_lines(e.p, limiter.p, key, &d, C.int64_t(nowMs), buf, C.size_t(size), &n); r != C.TK_RESULT_OK {
+		return "", lastError(r)
+	}
+	return C.GoStringN(buf, C.int(n)), nil
+}
+
+// textOf copies the first n bytes of a by-value answer into a Go string (C.GoStringN would make
+// the answer escape to the heap).
+func textOf(text *[C.GO_EDGE_TEXT]C.char, n C.size_t) string {
+	return string(unsafe.Slice((*byte)(unsafe.Pointer(&text[0])), int(n)))
+}
+
+// handle passes a C pointer as an integer (see the preamble).
+func handle(p unsafe.Pointer) C.uintptr_t { return C.uintptr_t(uintptr(p)) }
+
+// splitLines cuts core's "Name: value\n" lines; the pieces share text's memory.
+func splitLines(text string) []HeaderLine {
+	lines := make([]HeaderLine, 0, strings.Count(text, "\n"))
+	for text != "" {
+		line := text
+		if i := strings.IndexByte(text, '\n'); i >= 0 {
+			line, text = text[:i], text[i+1:]
+		} else {
+			text = ""
+		}
+		if name, value, ok := strings.Cut(line, ": "); ok {
+			lines = append(lines, HeaderLine{Name: name, Value: value})
+		}
+	}
+	return lines
+}
+
+// MultiFallback is the edge's fail-policy decision for a multi limiter whose store was
+// unavailable (Fallback set); under Raise it is an *Error with code store_unavailable.
+func (e *HTTPEdge) MultiFallback(limiter *MultiLimiter, nowMs int64) (Decision, error) {
+	var d C.tk_decision
+	err := call(func() C.tk_result { return C.tk_http_edge_multi_fallback(e.p, limiter.p, C.int64_t(nowMs), &d) })
+	runtime.KeepAlive(e)
+	runtime.KeepAlive(limiter)
+	if err != nil {
+		return Decision{}, err
+	}
+	return decisionFrom(&d), nil
+}

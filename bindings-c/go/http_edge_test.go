@@ -1,0 +1,111 @@
+package throttlekit
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// The edge gives the same key and the same header lines as the JSON entry points, for every
+// family and with pk; lines that do not fit the by-value buffer take the slow path intact.
+func TestHTTPEdgeMatchesTheJSONEntryPoints(t *testing.T) {
+	s, err := GCRA(5, 60_000, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock, _ := NewManualClock(0)
+	defer clock.Close()
+	l, err := NewLimiter(s, &Options{Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	long := strings.Repeat("p", 250)
+	for _, opts := range []string{`{}`, `{"family":"draft-7"}`, `{"family":"draft-6"}`, `{"family":"legacy"}`,
+		`{"partitionKeySecret":"s3cret"}`, `{"policyName":"` + long + `","partitionKeySecret":"s3cret"}`} {
+		edge, err := NewHTTPEdge(opts, "", Raise)
+		if err != nil {
+			t.Fatal(opts, err)
+		}
+		for i := 0; i < 7; i++ { // allowed, then denied (Retry-After)
+			key := fmt.Sprintf("k%d", len(opts))
+			d, lines, err := edge.Check(l, key, 1, int64(i*100))
+			if err != nil {
+				t.Fatal(opts, err)
+			}
+			dec, _ := json.Marshal(map[string]any{"allowed": d.Allowed, "limit": d.Limit, "remaining": d.Remaining,
+				"resetAt": d.ResetAt, "retryAfterMs": d.RetryAfterMs})
+			want, err := HTTPHeaders(fmt.Sprintf(`{"options":%s,"nowMs":%d,"limits":[{"key":%q,"strategy":%s,"decision":%s}]}`,
+				opts, i*100, key, l.StrategySpec(), dec))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprint(lines) != fmt.Sprint(want) {
+				t.Fatalf("%s check %d: edge %q, JSON %q", opts, i, lines, want)
+			}
+			if i == 6 && (d.Allowed || lines[len(lines)-1].Name != "Retry-After") {
+				t.Fatalf("%s: sixth check %+v %q", opts, d, lines)
+			}
+		}
+		edge.Close()
+	}
+}
+
+func TestHTTPEdgeClientKey(t *testing.T) {
+	edge, err := NewHTTPEdge("", `{"trustedProxies":["10.0.0.0/8"]}`, FailPolicyDefault)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer edge.Close()
+	for _, c := range []struct{ peer, xff, fwd, want string }{
+		{"10.0.0.1:5000", "6.6.6.6, 203.0.113.7", "", "203.0.113.7"},
+		{"10.0.0.1:5000", "203.0.113.7\n10.2.2.2", "for=198.51.100.1", "203.0.113.7"}, // two lines, XFF read
+		{"192.0.2.1:80", "203.0.113.7", "", "192.0.2.1"},                              // untrusted peer
+		{"[2001:db8::1]:443", "", "", "2001:db8::/64"},
+		{"10.0.0.1:1", "\xff", "", "10.0.0.1"}, // not UTF-8: kept lossily, the hop ends the walk
+	} {
+		got, err := edge.ClientKey(c.peer, c.xff, c.fwd)
+		if err != nil || got != c.want {
+			t.Errorf("%q %q %q: %q %v, want %q", c.peer, c.xff, c.fwd, got, err, c.want)
+		}
+	}
+	var tkErr *Error
+	if _, err := edge.ClientKey("not-an-ip", "", ""); !errors.As(err, &tkErr) || tkErr.Code != CodeConfigInvalid {
+		t.Fatalf("bad peer: %v", err)
+	}
+	if _, err := NewHTTPEdge(`{"family":"draft-99"}`, "", Raise); !errors.As(err, &tkErr) || tkErr.Code != CodeConfigInvalid {
+		t.Fatalf("bad family: %v", err)
+	}
+}
+
+// Limiter.Check passes Go's counted string: an empty key and any UTF-8 key count as themselves;
+// a key that is not UTF-8 is invalid_utf8, and one with a NUL byte (which no C-string key can
+// hold) is config_invalid, never silently cut short.
+func TestCheckCountedKeys(t *testing.T) {
+	s, _ := GCRA(2, 60_000, 2)
+	l, err := NewLimiter(s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	for _, key := range []string{"", "a", "ключ"} {
+		d1, err1 := l.Check(key, 1)
+		d2, err2 := l.Check(key, 1)
+		d3, err3 := l.Check(key, 1)
+		if err1 != nil || err2 != nil || err3 != nil || !d1.Allowed || !d2.Allowed || d3.Allowed {
+			t.Fatalf("key %q: %+v %+v %+v %v %v %v", key, d1, d2, d3, err1, err2, err3)
+		}
+	}
+	var tkErr *Error
+	if _, err := l.Check("a\x00b", 1); !errors.As(err, &tkErr) || tkErr.Code != CodeConfigInvalid {
+		t.Fatalf("a NUL inside a key: %v", err)
+	}
+	if _, err := l.Check("\xff", 1); !errors.As(err, &tkErr) || tkErr.Code != CodeInvalidUTF8 {
+		t.Fatalf("invalid UTF-8: %v", err)
+	}
+	if _, err := l.Check("k", 0); !errors.As(err, &tkErr) || tkErr.Code != CodeConfigInvalid {
+		t.Fatalf("cost 0: %v", err)
+	}
+}

@@ -1,0 +1,200 @@
+//! [`tk_http_edge`]: core's `HttpEdge` through the C ABI, the HTTP path with no JSON per request.
+//!
+//! A middleware builds one edge from its options (JSON, parsed once), then per request passes
+//! borrowed bytes (the peer address, the forwarding headers' values, the key) and gets the
+//! client key, the decision and the header lines back in caller buffers. The lines are
+//! `Name: value\n`, one per header line, exactly the lines `tk_http_headers` returns as JSON.
+//! Text outputs follow `tk_http_headers`' buffer rule: truncated to `len - 1` bytes and
+//! NUL-terminated, the full length in `*out_n`.
+
+use std::borrow::Cow;
+use std::ffi::c_char;
+
+use throttlekit::FailPolicy;
+use throttlekit::http::HttpEdge;
+
+use crate::args::{borrow, bytes, free_handle, into_handle, optional_string, out, try_arg, try_core};
+use crate::decision::tk_decision;
+use crate::http::answer_text;
+use crate::limiter::tk_limiter;
+use crate::multi::tk_multi_limiter;
+use crate::panic::{guard, guard_void};
+use crate::result::{tk_result, write_out};
+
+/// A middleware's validated HTTP options: header family, policy name and partition-key secret,
+/// client identity rules, and its own fail policy.
+///
+/// Ownership: created by `tk_http_edge_new`, released with `tk_http_edge_free`.
+///
+/// Thread safety: immutable; every function except `tk_http_edge_free` may be called
+/// concurrently from any thread.
+pub struct tk_http_edge {
+    inner: HttpEdge,
+}
+
+/// Builds an edge. `header_options_json` is core's HeaderOptions (`{"family", "policyName",
+/// "partitionKeySecret"}`), `client_key_options_json` its ClientKeyOptions (`{"trustedProxies",
+/// "ipv6Prefix", "forwardedHeader"}`); NULL or `""` means the defaults. `fail_policy` is the
+/// middleware's own `tk_fail_policy` for a limiter that reports `store_unavailable`
+/// (`TK_FAIL_POLICY_DEFAULT` is `TK_FAIL_POLICY_RAISE` here: the middleware answers 503). Bad
+/// options are `TK_RESULT_CONFIG_INVALID`.
+///
+/// # Safety
+/// The strings must be NULL or NUL-terminated; `out_edge` must be valid for writes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tk_http_edge_new(
+    header_options_json: *const c_char,
+    client_key_options_json: *const c_char,
+    fail_policy: u32,
+    out_edge: *mut *mut tk_http_edge,
+) -> tk_result {
+    guard(|| {
+        let headers = try_arg!(unsafe { optional_string(header_options_json, "header_options_json") });
+        let client = try_arg!(unsafe { optional_string(client_key_options_json, "client_key_options_json") });
+        let policy = try_arg!(crate::config::fail_policy(fail_policy)).unwrap_or(FailPolicy::Raise);
+        let o = try_arg!(unsafe { out(out_edge, "out_edge") });
+        let edge = try_core!(HttpEdge::from_json(headers.unwrap_or(""), client.unwrap_or(""), policy));
+        into_handle(tk_http_edge { inner: edge }, o)
+    })
+}
+
+/// Releases an edge; NULL is a no-op.
+///
+/// # Safety
+/// `edge` must be NULL or a live handle from `tk_http_edge_new`, not in use by another thread.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tk_http_edge_free(edge: *mut tk_http_edge) {
+    guard_void(|| unsafe { free_handle(edge) })
+}
+
+/// Bytes a caller passed as header text: kept lossily when not UTF-8 (a hop that does not parse
+/// ends the walk, as in every other binding), never dropped.
+///
+/// # Safety
+/// As for `args::bytes`.
+unsafe fn lossy<'a>(p: *const c_char, len: usize, name: &str) -> Result<Cow<'a, str>, tk_result> {
+    unsafe { bytes(p, len, name) }.map(String::from_utf8_lossy)
+}
+
+/// The key a request counts against (as `tk_http_client_key`): `peer` is the socket peer
+/// (`"192.0.2.1"`, `"192.0.2.1:5000"`, `"[2001:db8::1]:443"`), `x_forwarded_for` and
+/// `forwarded` the values of those headers, a header's repeated lines joined with `\n` (length
+/// 0 when absent; the pointer may then be NULL). Only the header the options name is read.
+/// A peer that is not an IP address is `TK_RESULT_CONFIG_INVALID`. The key is copied into `buf`
+/// (truncated to `len - 1` bytes, NUL-terminated) with its full length in `*out_n`.
+///
+/// # Safety
+/// `edge` must be a live handle; each (pointer, length) pair readable for that many bytes;
+/// `buf` valid for writes of `len` bytes (NULL when `len == 0`); `out_n` writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tk_http_edge_client_key(
+    edge: *const tk_http_edge,
+    peer: *const c_char,
+    peer_len: usize,
+    x_forwarded_for: *const c_char,
+    x_forwarded_for_len: usize,
+    forwarded: *const c_char,
+    forwarded_len: usize,
+    buf: *mut c_char,
+    len: usize,
+    out_n: *mut usize,
+) -> tk_result {
+    guard(|| {
+        let edge = &try_arg!(unsafe { borrow(edge, "edge") }).inner;
+        let peer = try_arg!(unsafe { lossy(peer, peer_len, "peer") });
+        let xff = try_arg!(unsafe { lossy(x_forwarded_for, x_forwarded_for_len, "x_forwarded_for") });
+        let fwd = try_arg!(unsafe { lossy(forwarded, forwarded_len, "forwarded") });
+        let key = try_core!(edge.client_key(&peer, &xff, &fwd));
+        unsafe { answer_text(&key, buf, len, out_n) }
+    })
+}
+
+/// Checks `cost` units for `key` (`key_len` bytes of UTF-8 without NUL bytes, not
+/// NUL-terminated, as for `tk_limiter_check_n`) on `limiter` at `now_ms`, applies the edge's
+/// fail policy to `store_unavailable`, writes the decision to `*out_decision` and the header
+/// lines (`Name: value\n` each) into `buf` as for `tk_http_edge_client_key`. The check happens
+/// once: when `*out_n >= len` the decision is still written, and `tk_http_edge_lines` renders
+/// the lines again into a larger buffer. Under `TK_FAIL_POLICY_RAISE` an unavailable store is `TK_RESULT_STORE_UNAVAILABLE` (answer 503).
+///
+/// # Safety
+/// `edge` and `limiter` must be live handles; `key` readable for `key_len` bytes;
+/// `out_decision` writable; `buf` valid for writes of `len` bytes; `out_n` writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tk_http_edge_check(
+    edge: *const tk_http_edge,
+    limiter: *const tk_limiter,
+    key: *const c_char,
+    key_len: usize,
+    cost: u64,
+    now_ms: i64,
+    out_decision: *mut tk_decision,
+    buf: *mut c_char,
+    len: usize,
+    out_n: *mut usize,
+) -> tk_result {
+    guard(|| {
+        let edge = &try_arg!(unsafe { borrow(edge, "edge") }).inner;
+        let limiter = &try_arg!(unsafe { borrow(limiter, "limiter") }).inner;
+        let key = try_arg!(unsafe { crate::args::key(key, key_len, "key") });
+        let o = try_arg!(unsafe { out(out_decision, "out_decision") });
+        if buf.is_null() && len > 0 {
+            return crate::args::null("buf");
+        }
+        try_arg!(unsafe { out(out_n, "out_n") });
+        let checked = try_core!(edge.check(limiter, key, cost, now_ms));
+        let mut lines = String::with_capacity(160);
+        try_core!(edge.write_lines(limiter, key, &checked.decision, checked.now_ms, &mut lines));
+        *o = checked.decision.into();
+        unsafe { answer_text(&lines, buf, len, out_n) }
+    })
+}
+
+/// The header lines (`Name: value\n` each) of `limiter`'s `decision` for `key` at `now_ms`, as
+/// `tk_http_edge_check` writes them; for a retry with a larger buffer, or for a decision made
+/// elsewhere. Copied into `buf` as for `tk_http_edge_client_key`.
+///
+/// # Safety
+/// As for `tk_http_edge_check`; `decision` must point to a readable `tk_decision`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tk_http_edge_lines(
+    edge: *const tk_http_edge,
+    limiter: *const tk_limiter,
+    key: *const c_char,
+    key_len: usize,
+    decision: *const tk_decision,
+    now_ms: i64,
+    buf: *mut c_char,
+    len: usize,
+    out_n: *mut usize,
+) -> tk_result {
+    guard(|| {
+        let edge = &try_arg!(unsafe { borrow(edge, "edge") }).inner;
+        let limiter = &try_arg!(unsafe { borrow(limiter, "limiter") }).inner;
+        let key = try_arg!(unsafe { crate::args::key(key, key_len, "key") });
+        let decision = *try_arg!(unsafe { borrow(decision, "decision") });
+        let mut lines = String::with_capacity(160);
+        try_core!(edge.write_lines(limiter, key, &decision.into(), now_ms, &mut lines));
+        unsafe { answer_text(&lines, buf, len, out_n) }
+    })
+}
+
+/// The edge's fail-policy decision for `limiter` (a multi limiter) whose store was
+/// unavailable: fail-open allows and fail-closed denies (`fallback` set, the first dimension's
+/// limit); under `TK_FAIL_POLICY_RAISE` the result is `TK_RESULT_STORE_UNAVAILABLE`.
+///
+/// # Safety
+/// `edge` and `limiter` must be live handles; `out_decision` writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tk_http_edge_multi_fallback(
+    edge: *const tk_http_edge,
+    limiter: *const tk_multi_limiter,
+    now_ms: i64,
+    out_decision: *mut tk_decision,
+) -> tk_result {
+    guard(|| {
+        let edge = &try_arg!(unsafe { borrow(edge, "edge") }).inner;
+        let limiter = &try_arg!(unsafe { borrow(limiter, "limiter") }).inner;
+        let o = try_arg!(unsafe { out(out_decision, "out_decision") });
+        write_out(edge.multi_fallback(limiter, now_ms).map(tk_decision::from), o)
+    })
+}
