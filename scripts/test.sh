@@ -37,6 +37,7 @@ suite "http black-box (rust-axum)" tests/http-blackbox.sh rust-axum
 suite "http black-box (go-nethttp)" tests/http-blackbox.sh go-nethttp
 suite "redis" tests/redis.sh
 suite "python" bindings-python/test.sh
+suite "lease fleet (rust + python processes on one key)" tests/lease-fleet.sh
 suite "http black-box (python-fastapi)" tests/http-blackbox.sh python-fastapi
 suite "http black-box (python-flask)" tests/http-blackbox.sh python-flask
 suite "node" bindings-node/test.sh
