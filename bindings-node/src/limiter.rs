@@ -345,7 +345,8 @@ impl Limiter {
     /// `close()` does) where the strategy can take them back; resolves to the units taken back.
     #[napi(ts_args_type = "idleMs?: number", ts_return_type = "Promise<number>")]
     pub fn release_leases<'e>(&self, env: &'e Env, idle_ms: Unknown) -> napi::Result<PromiseRaw<'e, Settled<f64>>> {
-        let idle = if convert::is_undefined(&idle_ms) { Ok(None) } else { convert::epoch_ms(&idle_ms, "idleMs").map(Some) };
+        let idle =
+            if convert::is_undefined(&idle_ms) { Ok(None) } else { convert::epoch_ms(&idle_ms, "idleMs").map(Some) };
         let inner = self.inner.clone();
         settle(env, idle, move |idle| async move { inner.release_leases(idle).await.map(|n| n as f64) })
     }
