@@ -183,7 +183,7 @@ fn a_request_larger_than_the_batch_goes_strict_and_the_tier_stays_bounded() {
     }
     // Evicted keys' credits are parked and given back: 8 keys' worth at most are kept live.
     let back = l.release_leases_sync(None).unwrap();
-    assert!(back >= 8 * 3 && back <= 16 * 3, "{back}");
+    assert!((8 * 3..=16 * 3).contains(&back), "{back}");
 }
 
 #[test]

@@ -99,7 +99,7 @@ impl LeaseOptions {
         max_keys: Option<f64>,
     ) -> Result<LeaseOptions> {
         use crate::validate::integer_in;
-        let max = crate::validate::MAX_SAFE_INTEGER as f64;
+        let max = crate::validate::MAX_SAFE_INTEGER;
         let d = LeaseOptions::default();
         Ok(LeaseOptions {
             batch: batch.map(|v| integer_in("lease.batch", v, 1.0, max)).transpose()?.map_or(d.batch, |v| v as u64),

@@ -253,11 +253,11 @@ impl Model for Lease {
                 }
             }
             Action::Deliver(i) => {
-                if let Flight::Granted { extra, mine } = s.nodes[i].flight {
-                    if t < mine {
-                        s.nodes[i].credits += extra;
-                        s.nodes[i].expires = mine;
-                    }
+                if let Flight::Granted { extra, mine } = s.nodes[i].flight
+                    && t < mine
+                {
+                    s.nodes[i].credits += extra;
+                    s.nodes[i].expires = mine;
                 }
                 s.nodes[i].flight = Flight::Idle;
             }
@@ -288,7 +288,7 @@ impl Model for Lease {
             Action::Tick => {
                 s.t += 1;
                 match self.kind {
-                    Kind::Window { .. } if s.t % self.w == 0 => s.l2 = 0,
+                    Kind::Window { .. } if s.t.is_multiple_of(self.w) => s.l2 = 0,
                     Kind::Bucket { rate } => s.l2 = (s.l2 + rate).min(self.limit),
                     _ => {}
                 }
