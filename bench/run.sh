@@ -17,6 +17,8 @@
 #   redis-core  core/benches/redis.rs (the Redis store's own bench vs redis-benchmark)
 #   redis-topology  core/benches/redis_topology.rs: FCALL vs EVALSHA server time per call, and
 #               cluster (3 masters) throughput next to one standalone server
+#   lease       core/benches/lease.rs: one hot key, 1 and 8 processes, leased (batch 100) and
+#               cached_deny vs strict: decisions/s and Redis commands per 1k decisions
 #   python      bindings-python/bench/bench.py (vs limits 5.x and throttlekit-py 0.5.1)
 #   python-http bindings-python/bench/http_bench.py: HTTP middleware overhead per request on one
 #               FastAPI app, vs slowapi 0.1.10 (decorator and ASGI middleware)
@@ -116,6 +118,14 @@ if command -v redis-server >/dev/null && command -v redis-cli >/dev/null; then
         cargo bench -q -p throttlekit --bench redis_topology 2>&1) | tee "$OUT/redis-topology.log"
 else
     not_measured redis-topology "redis-server / redis-cli not installed (apt-get install redis-server)"
+fi
+
+section "lease: core/benches/lease.rs (one hot key: leased and cached_deny vs strict, 1 and 8 processes)"
+if command -v redis-server >/dev/null && command -v redis-cli >/dev/null; then
+    (cd "$ROOT" && TK_BENCH_MS=${TK_BENCH_MS:-$([ -n "$QUICK" ] && echo 1000 || echo 3000)} \
+        cargo bench -q -p throttlekit --bench lease 2>&1) | tee "$OUT/lease.log"
+else
+    not_measured lease "redis-server / redis-cli not installed (apt-get install redis-server)"
 fi
 
 section "python: bindings-python/bench/bench.py"

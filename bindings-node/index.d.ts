@@ -58,6 +58,15 @@ export declare class Limiter {
   reset(key: string): Promise<void>
   /** Closes the store's connections (a shared store is closed for every limiter using it). */
   close(): Promise<void>
+  /** The two-tier mode: `'strict'`, `'cachedDeny'` or `'leased'`. */
+  get mode(): 'strict' | 'cachedDeny' | 'leased'
+  /** The local tier's counters (all 0 in strict mode). */
+  tierStats(): TierStats
+  /**
+   * Gives back the leased credits of keys unused for `idleMs` (every key when left out, as
+   * `close()` does) where the strategy can take them back; resolves to the units taken back.
+   */
+  releaseLeases(idleMs?: number): Promise<number>
   /** The strategy. */
   get strategy(): Strategy
   /**
@@ -402,6 +411,21 @@ export interface LatencyHistogram {
 }
 
 /**
+ * The leased mode's options; defaults `batch` 100, `lowWater` 0, `windowCoupled` false,
+ * `maxKeys` 10000.
+ */
+export interface LeaseOptions {
+  /** Units leased per round trip (the asking request's included). */
+  batch?: number
+  /** Refill when a spend leaves this many credits or fewer. */
+  lowWater?: number
+  /** Credits expire at the fixed window's reset: exactly `limit` per window. */
+  windowCoupled?: boolean
+  /** Keys the local tier holds credits for at once. */
+  maxKeys?: number
+}
+
+/**
  * A limiter's counters (all cumulative since it was made): checks allowed and denied by the
  * store, fail-policy fallbacks, errors by code, and the latency of calls to a store outside
  * the process. Feed them to OpenTelemetry observable counters and a histogram.
@@ -444,6 +468,13 @@ export interface LimiterOptions {
    * they cost nothing but a branch).
    */
   metrics?: boolean
+  /**
+   * The two-tier mode for hot keys: `'strict'` (default), `'cachedDeny'` or `'leased'`
+   * (docs/leasing.md).
+   */
+  mode?: 'strict' | 'cachedDeny' | 'leased'
+  /** The leased mode's options (giving them alone means `mode: 'leased'`). */
+  lease?: LeaseOptions
 }
 
 /** Options of `new MemoryStore()`. */
@@ -652,6 +683,15 @@ export interface SlidingWindowSpec {
 
 /** A strategy as data, exactly the conformance vectors' format. */
 export type StrategySpec = GcraSpec | TokenBucketSpec | FixedWindowSpec | SlidingWindowSpec | SlidingWindowLogSpec | QuotaSpec
+
+/** The local tier's counters. */
+export interface TierStats {
+  localAdmits: number
+  localDenials: number
+  leases: number
+  lateCreditsDropped: number
+  creditsReturned: number
+}
 
 /** Options of `Strategy.tokenBucket`. */
 export interface TokenBucketOptions {

@@ -39,6 +39,7 @@ suite "fault proxy" cargo test -p throttlekit-faultproxy --locked
 suite "redis" tests/redis.sh
 suite "serve (grpcio cases on memory/redis/cluster, HTTP, reload, SIGTERM, a real Envoy)" tests/serve.sh
 suite "python" bindings-python/test.sh
+suite "lease fleet (rust + python processes on one key)" tests/lease-fleet.sh
 suite "http black-box (python-fastapi)" tests/http-blackbox.sh python-fastapi
 suite "http black-box (python-flask)" tests/http-blackbox.sh python-flask
 suite "node" bindings-node/test.sh

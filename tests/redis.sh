@@ -14,7 +14,7 @@ redis-server --version
 version=$(redis-server --version | sed -n 's/.*v=\([0-9]*\)\..*/\1/p')
 [ "${version:-0}" -ge 7 ] || { echo "redis-server 7.0+ is needed (PEXPIRETIME)" >&2; exit 1; }
 
-tests=(redis_vectors redis_dual_path redis_faults redis_atomicity redis_transport redis_cluster redis_tls redis_functions redis_acl redis_sentinel redis_cluster_failover redis_cluster_routing redis_durable)
+tests=(redis_vectors redis_dual_path redis_faults redis_atomicity redis_transport redis_cluster redis_tls redis_functions redis_acl redis_sentinel redis_cluster_failover redis_cluster_routing redis_durable redis_lease)
 args=()
 for t in "${tests[@]}"; do args+=(--test "$t"); done
 cargo test --locked -p throttlekit "${args[@]}"

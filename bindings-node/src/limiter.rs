@@ -59,6 +59,57 @@ pub struct LimiterOptions {
     /// Keep counters of this limiter's checks, read with `metrics()` (default: false, and then
     /// they cost nothing but a branch).
     pub metrics: Option<bool>,
+    /// The two-tier mode for hot keys: `'strict'` (default), `'cachedDeny'` or `'leased'`
+    /// (docs/leasing.md).
+    #[napi(ts_type = "'strict' | 'cachedDeny' | 'leased'")]
+    pub mode: Option<String>,
+    /// The leased mode's options (giving them alone means `mode: 'leased'`).
+    pub lease: Option<LeaseOptions>,
+}
+
+/// The leased mode's options; defaults `batch` 100, `lowWater` 0, `windowCoupled` false,
+/// `maxKeys` 10000.
+#[napi(object)]
+pub struct LeaseOptions {
+    /// Units leased per round trip (the asking request's included).
+    pub batch: Option<f64>,
+    /// Refill when a spend leaves this many credits or fewer.
+    pub low_water: Option<f64>,
+    /// Credits expire at the fixed window's reset: exactly `limit` per window.
+    pub window_coupled: Option<bool>,
+    /// Keys the local tier holds credits for at once.
+    pub max_keys: Option<f64>,
+}
+
+/// The local tier's counters.
+#[napi(object)]
+pub struct TierStats {
+    pub local_admits: f64,
+    pub local_denials: f64,
+    pub leases: f64,
+    pub late_credits_dropped: f64,
+    pub credits_returned: f64,
+}
+
+/// `mode` and `lease` from a limiter's options (parsing and checks are core's).
+fn mode_from_options(o: &Options<'_>) -> CoreResult<throttlekit::Mode> {
+    let lease = match o.get("lease") {
+        Some(v) => {
+            let l = Options::read(v, &o.path("lease"), &["batch", "lowWater", "windowCoupled", "maxKeys"], false)?;
+            Some(throttlekit::LeaseOptions::from_fields(
+                l.number("batch")?,
+                l.number("lowWater")?,
+                l.boolean("windowCoupled")?,
+                l.number("maxKeys")?,
+            )?)
+        }
+        None => None,
+    };
+    match (o.string("mode")?, lease) {
+        (None, None) => Ok(throttlekit::Mode::Strict),
+        (None, Some(l)) => Ok(throttlekit::Mode::Leased(l)),
+        (Some(m), l) => throttlekit::Mode::parse(&m, l.unwrap_or_default()),
+    }
 }
 
 /// A limiter's counters (all cumulative since it was made): checks allowed and denied by the
@@ -120,11 +171,13 @@ type Built = (throttlekit::Limiter, store::RedisSlot);
 fn build(env: &Env, options: &Unknown) -> CoreResult<Built> {
     let mut allowed = vec!["strategy"];
     allowed.extend(WIRING);
-    allowed.push("metrics");
+    allowed.extend(["metrics", "mode", "lease"]);
     let o = Options::read(options, "limiter", &allowed, false)?;
     let strategy = strategy::from_js(env, o.require("strategy")?, &o.path("strategy"))?;
     let chosen = store::from_options(env, &o)?;
-    let redis = chosen.redis;
+    let mode = mode_from_options(&o)?;
+    // A tier answers in core: its Promise calls take core's async path, not index.js's socket.
+    let redis = if mode == throttlekit::Mode::Strict { chosen.redis } else { None };
     let mut b = throttlekit::Limiter::builder(strategy).store(chosen.store);
     if let Some(clock) = store::clock_from_options(env, &o)? {
         b = b.clock(clock);
@@ -141,7 +194,7 @@ fn build(env: &Env, options: &Unknown) -> CoreResult<Built> {
     if let Some(on) = o.boolean("metrics")? {
         b = b.metrics(on);
     }
-    Ok((b.build(), redis))
+    Ok((b.mode(mode)?.build(), redis))
 }
 
 #[napi]
@@ -263,6 +316,39 @@ impl Limiter {
     pub fn close<'e>(&self, env: &'e Env) -> napi::Result<PromiseRaw<'e, Settled<()>>> {
         let inner = self.inner.clone();
         env.spawn_future(async move { Ok(Settled(inner.close().await)) })
+    }
+
+    /// The two-tier mode: `'strict'`, `'cachedDeny'` or `'leased'`.
+    #[napi(getter, ts_return_type = "'strict' | 'cachedDeny' | 'leased'")]
+    pub fn mode(&self) -> &'static str {
+        match self.inner.mode() {
+            throttlekit::Mode::Strict => "strict",
+            throttlekit::Mode::CachedDeny { .. } => "cachedDeny",
+            throttlekit::Mode::Leased(_) => "leased",
+        }
+    }
+
+    /// The local tier's counters (all 0 in strict mode).
+    #[napi]
+    pub fn tier_stats(&self) -> TierStats {
+        let s = self.inner.tier_stats();
+        TierStats {
+            local_admits: s.local_admits as f64,
+            local_denials: s.local_denials as f64,
+            leases: s.leases as f64,
+            late_credits_dropped: s.late_credits_dropped as f64,
+            credits_returned: s.credits_returned as f64,
+        }
+    }
+
+    /// Gives back the leased credits of keys unused for `idleMs` (every key when left out, as
+    /// `close()` does) where the strategy can take them back; resolves to the units taken back.
+    #[napi(ts_args_type = "idleMs?: number", ts_return_type = "Promise<number>")]
+    pub fn release_leases<'e>(&self, env: &'e Env, idle_ms: Unknown) -> napi::Result<PromiseRaw<'e, Settled<f64>>> {
+        let idle =
+            if convert::is_undefined(&idle_ms) { Ok(None) } else { convert::epoch_ms(&idle_ms, "idleMs").map(Some) };
+        let inner = self.inner.clone();
+        settle(env, idle, move |idle| async move { inner.release_leases(idle).await.map(|n| n as f64) })
     }
 
     /// The strategy.

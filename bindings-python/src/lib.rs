@@ -12,6 +12,7 @@ mod clock;
 mod decision;
 mod error;
 mod http;
+mod lease;
 mod limiter;
 mod multi;
 mod shaper;

@@ -55,9 +55,13 @@ impl Limiter {
     /// the system clock, no prefix, the store's `server_clock` and `fail_policy` (without
     /// either: the caller's clock, and fail-closed for quotas / raise otherwise).
     #[new]
-    #[pyo3(signature = (strategy, *, store = None, clock = None, prefix = None, server_clock = None, fail_policy = None, metrics = None))]
+    ///
+    /// `mode` is `"strict"` (default), `"cached_deny"` or `"leased"`; `lease` a dict of the
+    /// leased mode's options (`batch`, `low_water`, `window_coupled`, `max_keys`; see
+    /// docs/leasing.md).
+    #[pyo3(signature = (strategy, *, store = None, clock = None, prefix = None, server_clock = None, fail_policy = None, metrics = None, mode = None, lease = None))]
     #[pyo3(
-        text_signature = "(strategy, *, store=None, clock=None, prefix='', server_clock=None, fail_policy=None, metrics=False)"
+        text_signature = "(strategy, *, store=None, clock=None, prefix='', server_clock=None, fail_policy=None, metrics=False, mode='strict', lease=None)"
     )]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -68,8 +72,11 @@ impl Limiter {
         server_clock: Option<&Bound<'_, PyAny>>,
         fail_policy: Option<&Bound<'_, PyAny>>,
         metrics: Option<&Bound<'_, PyAny>>,
+        mode: Option<&Bound<'_, PyAny>>,
+        lease: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let strategy = strategy::from_any(strategy, "strategy")?;
+        let mode = crate::lease::mode(mode, lease)?;
         let store = store::from_arg(store)?;
         let (server_clock, fail_policy) = store.settings(server_clock, fail_policy)?;
         let io = !store.store.is_sync();
@@ -84,6 +91,7 @@ impl Limiter {
         if let Some(policy) = fail_policy {
             builder = builder.fail_policy(policy);
         }
+        let builder = builder.mode(mode).py()?;
         Ok(Limiter { inner: Arc::new(builder.build()), io, server_clock })
     }
 
@@ -187,6 +195,34 @@ impl Limiter {
     #[getter]
     fn prefix(&self) -> &str {
         self.inner.prefix()
+    }
+
+    /// The two-tier mode: `"strict"`, `"cached_deny"` or `"leased"`.
+    #[getter]
+    fn mode(&self) -> &'static str {
+        self.inner.mode().name()
+    }
+
+    /// The local tier's counters: `local_admits`, `local_denials`, `leases`,
+    /// `late_credits_dropped`, `credits_returned` (all 0 in strict mode).
+    fn tier_stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        crate::lease::stats(py, self.inner.tier_stats())
+    }
+
+    /// Gives back the leased credits of keys unused for `idle_ms` (every key: `None`, as on
+    /// shutdown) where the strategy can take them back; returns the units taken back.
+    #[pyo3(signature = (idle_ms = None))]
+    fn release_leases_sync(&self, py: Python<'_>, idle_ms: Option<&Bound<'_, PyAny>>) -> PyResult<u64> {
+        let idle = idle_ms.filter(|v| !v.is_none()).map(|v| validate::millis(v, "idle_ms")).transpose()?;
+        self.blocking(py, || self.inner.release_leases_sync(idle)).py()
+    }
+
+    /// Awaitable `release_leases_sync`.
+    #[pyo3(signature = (idle_ms = None))]
+    fn release_leases<'py>(&self, py: Python<'py>, idle_ms: Option<&Bound<'_, PyAny>>) -> PyResult<Bound<'py, PyAny>> {
+        let idle = idle_ms.filter(|v| !v.is_none()).map(|v| validate::millis(v, "idle_ms")).transpose()?;
+        let limiter = self.inner.clone();
+        awaitable(py, async move { limiter.release_leases(idle).await.py() })
     }
 
     /// The limiter's counters as a dict (`None` unless built with `metrics=True`): checks

@@ -7,6 +7,7 @@ use crate::clock::{Clock, SystemClock};
 use crate::decision::Decision;
 use crate::error::{Error, ErrorCode, Result};
 use crate::key;
+use crate::lease::{self, Mode, TierStats};
 use crate::metrics::LimiterMetrics;
 use crate::store::{MemoryStore, Now, Reply, Store, Transform};
 use crate::strategy::Strategy;
@@ -92,6 +93,8 @@ pub struct Limiter {
     fail_policy: FailPolicy,
     /// `None` unless asked for (see [`LimiterBuilder::metrics`]).
     metrics: Option<Arc<LimiterMetrics>>,
+    /// The two-tier mode's local tier; `None` in strict mode (see [`crate::lease`]).
+    tier: Option<Box<lease::Tier>>,
 }
 
 impl std::fmt::Debug for Limiter {
@@ -115,6 +118,7 @@ pub struct LimiterBuilder {
     server_clock: bool,
     fail_policy: Option<FailPolicy>,
     metrics: bool,
+    mode: Mode,
 }
 
 impl LimiterBuilder {
@@ -155,6 +159,14 @@ impl LimiterBuilder {
         self
     }
 
+    /// The two-tier mode (default [`Mode::Strict`]); `config_invalid` when it does not fit the
+    /// strategy (see [`crate::lease`] and docs/leasing.md).
+    pub fn mode(mut self, mode: Mode) -> Result<Self> {
+        mode.validate(&self.strategy)?;
+        self.mode = mode;
+        Ok(self)
+    }
+
     /// Builds the limiter.
     pub fn build(self) -> Limiter {
         let default_policy = if self.strategy.is_quota() { FailPolicy::FailClosed } else { FailPolicy::Raise };
@@ -171,6 +183,7 @@ impl LimiterBuilder {
             server_clock: self.server_clock,
             fail_policy: self.fail_policy.unwrap_or(default_policy),
             metrics,
+            tier: (self.mode != Mode::Strict).then(|| Box::new(lease::Tier::new(self.mode, &self.strategy))),
             prefix: self.prefix,
             strategy: self.strategy,
         }
@@ -188,6 +201,7 @@ impl Limiter {
             server_clock: false,
             fail_policy: None,
             metrics: false,
+            mode: Mode::Strict,
         }
     }
 
@@ -327,6 +341,9 @@ impl Limiter {
             // Out of 1..=2^53 or ±2^53: the validators build the error (kept off the hot path).
             return self.observe(validate::cost(cost).and_then(|_| validate::now(now)).map(|_| Decision::default()));
         }
+        if let Some(tier) = &self.tier {
+            return self.observe(lease::check_sync(self, tier, key, cost, now));
+        }
         if let (Some(memory), Some(gcra)) = (self.store.as_memory(), self.strategy.as_gcra()) {
             // The hot path: GCRA on the memory store, inlined, the decision returned as is
             // (and counted inside the store, under its shard lock, when metrics are on).
@@ -340,7 +357,51 @@ impl Limiter {
 
     /// Checks a request of `cost` for `key` through the store (Redis: one round trip).
     pub async fn check(&self, key: &str, cost: u64) -> Result<Decision> {
+        if let Some(tier) = &self.tier {
+            let result = match validate::cost(cost) {
+                Ok(_) => lease::check_async(self, tier, key, cost).await,
+                Err(e) => Err(e),
+            };
+            return self.observe(result);
+        }
         self.check_at(key, cost, self.now()).await
+    }
+
+    /// A strict check on the sync path (the tier's way to the store).
+    pub(crate) fn strict_sync(&self, key: &str, cost: u64, now: i64) -> Result<Decision> {
+        self.sync_apply(key, now, Transform::Check { strategy: &self.strategy, cost })
+    }
+
+    /// A strict check on the async path.
+    pub(crate) async fn strict_async(&self, key: &str, cost: u64) -> Result<Decision> {
+        self.async_apply(key, self.now(), Transform::Check { strategy: &self.strategy, cost }).await
+    }
+
+    /// The two-tier mode.
+    pub fn mode(&self) -> Mode {
+        self.tier.as_ref().map_or(Mode::Strict, |t| t.mode())
+    }
+
+    /// The local tier's counters (all zero in strict mode).
+    pub fn tier_stats(&self) -> TierStats {
+        self.tier.as_ref().map(|t| t.stats()).unwrap_or_default()
+    }
+
+    /// Gives back the leased credits of keys unused for `idle_ms` (every key: `None`) where the
+    /// strategy can take them back; returns the units taken back. `close()` does it for every key.
+    pub async fn release_leases(&self, idle_ms: Option<i64>) -> Result<u64> {
+        match &self.tier {
+            Some(tier) => lease::release(self, tier, idle_ms).await,
+            None => Ok(0),
+        }
+    }
+
+    /// [`Limiter::release_leases`] on the sync path.
+    pub fn release_leases_sync(&self, idle_ms: Option<i64>) -> Result<u64> {
+        match &self.tier {
+            Some(tier) => lease::release_sync(self, tier, idle_ms),
+            None => Ok(0),
+        }
     }
 
     /// [`Limiter::check`] at an explicit time.
@@ -430,8 +491,10 @@ impl Limiter {
         self.store.reset(&self.full_key(key)).await
     }
 
-    /// Closes the store's connections.
+    /// Gives back unspent leased credits (best effort: a store that cannot be reached keeps
+    /// them until they expire), then closes the store's connections.
     pub async fn close(&self) -> Result<()> {
+        let _ = self.release_leases(None).await;
         self.store.close().await
     }
 }

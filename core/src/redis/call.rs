@@ -20,6 +20,8 @@ pub enum Shape {
     Reservation,
     /// `{admitted, (allowed, limit, remaining, resetAt, retryAfterMs, ttl) per dimension}`.
     Multi,
+    /// `{granted, limit, resetAt, retryAfterMs, expiresInMs, ttl}` (lease.lua).
+    Grant,
 }
 
 /// One script invocation, owned so that it can move to the store's runtime.
@@ -174,6 +176,17 @@ pub fn decision_call(strategy: &Strategy) -> ScriptCall {
     ScriptCall { script: strategy_options(strategy).0, keys: Vec::new(), args: Cmd::new(), shape: Shape::Decision }
 }
 
+/// The call for a lease or a give-back (lease.lua): the strategy's kind and options follow the
+/// lease's own arguments.
+fn lease(key: &str, now: Now, strategy: &Strategy, mode: &str, units: u64, arg4: i64, lifetime_ms: i64) -> ScriptCall {
+    let (_, kind, options) = strategy_options(strategy);
+    let mut args = Cmd::with_capacity(6 + options.count(), 96);
+    now_arg(&mut args, now);
+    args.arg(mode).arg(units).arg(arg4).arg(lifetime_ms).arg(kind);
+    options.append(&mut args);
+    ScriptCall { script: &SCRIPTS.lease, keys: vec![key.to_string()], args, shape: Shape::Grant }
+}
+
 /// The call for a single-key transform.
 pub fn single(key: &str, now: Now, transform: &Transform<'_>) -> ScriptCall {
     let (script, mode, cost, options, shape) = match *transform {
@@ -198,6 +211,12 @@ pub fn single(key: &str, now: Now, transform: &Transform<'_>) -> ScriptCall {
                 Options::nums(&[o.rate_per_sec, o.max_queue_ms]),
                 Shape::Reservation,
             )
+        }
+        Transform::Lease { strategy, cost, want, lifetime_ms } => {
+            return lease(key, now, strategy, "lease", cost, want.min(i64::MAX as u64) as i64, lifetime_ms);
+        }
+        Transform::GiveBack { strategy, units, reset_at } => {
+            return lease(key, now, strategy, "return", units, reset_at, 0);
         }
     };
     let mut args = Cmd::with_capacity(3 + options.count(), 64);
@@ -264,6 +283,9 @@ pub fn decode_reply(call: &ScriptCall, value: &Value) -> Result<Outcome> {
             .and_then(|f| reservation(&f).ok_or_else(bad))
             .map(|r| Outcome::Single(Reply::Reservation(r))),
         Shape::Multi => decode(call, value).map(|d| d.reply),
+        Shape::Grant => {
+            fixed::<6>(call, value).and_then(|f| grant(&f).ok_or_else(bad)).map(|g| Outcome::Single(Reply::Grant(g)))
+        }
     }
 }
 
@@ -293,6 +315,18 @@ fn decision(f: &[i64]) -> Option<Decision> {
     sane.then_some(d)
 }
 
+/// A lease grant from lease.lua's integers, or `None` when they are not one.
+fn grant(f: &[i64]) -> Option<crate::lease::Grant> {
+    let sane = f[0] >= 0 && f[1] >= 0 && f[3] >= 0 && f[4] >= 0 && (f[0] > 0 || f[1] == 0 || f[3] >= 1);
+    sane.then_some(crate::lease::Grant {
+        granted: f[0] as u64,
+        limit: f[1],
+        reset_at: f[2],
+        retry_after_ms: f[3],
+        expires_in_ms: f[4],
+    })
+}
+
 /// A reservation from a script's integers, or `None` when they are not one.
 fn reservation(f: &[i64]) -> Option<Reservation> {
     (matches!(f[0], 0 | 1) && f[1] >= 0).then_some(Reservation { accepted: f[0] == 1, delay_ms: f[1] })
@@ -307,6 +341,9 @@ pub fn decode(call: &ScriptCall, value: &Value) -> Result<Decoded> {
             reply: Outcome::Single(Reply::Decision(decision(&f).ok_or_else(bad)?)),
             ttls: vec![ttl(f[5])],
         }),
+        Shape::Grant if f.len() == 6 => {
+            Ok(Decoded { reply: Outcome::Single(Reply::Grant(grant(&f).ok_or_else(bad)?)), ttls: vec![ttl(f[5])] })
+        }
         Shape::Reservation if f.len() == 3 => Ok(Decoded {
             reply: Outcome::Single(Reply::Reservation(reservation(&f).ok_or_else(bad)?)),
             ttls: vec![ttl(f[2])],

@@ -28,6 +28,7 @@ const SOURCES: &[(&str, &str)] = &[
     ("quota.lua", include_str!("../../lua/quota.lua")),
     ("leaky_bucket.lua", include_str!("../../lua/leaky_bucket.lua")),
     ("multi.lua", include_str!("../../lua/multi.lua")),
+    ("lease.lua", include_str!("../../lua/lease.lua")),
 ];
 
 const INCLUDE: &str = "-- #include ";
@@ -162,6 +163,8 @@ pub struct Scripts {
     pub leaky_bucket: LoadedScript,
     /// The fused all/any check.
     pub multi: LoadedScript,
+    /// The leased mode's grant and give-back (`crate::lease`).
+    pub lease: LoadedScript,
 }
 
 /// The scripts, assembled on first use.
@@ -175,6 +178,7 @@ pub static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| {
         quota: LoadedScript::new("quota.lua"),
         leaky_bucket: LoadedScript::new("leaky_bucket.lua"),
         multi: LoadedScript::new("multi.lua"),
+        lease: LoadedScript::new("lease.lua"),
     };
     let version = library_version(&s);
     for script in s.all_mut() {
@@ -184,7 +188,7 @@ pub static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| {
 });
 
 impl Scripts {
-    fn all_mut(&mut self) -> [&mut LoadedScript; 8] {
+    fn all_mut(&mut self) -> [&mut LoadedScript; 9] {
         [
             &mut self.gcra,
             &mut self.token_bucket,
@@ -194,11 +198,12 @@ impl Scripts {
             &mut self.quota,
             &mut self.leaky_bucket,
             &mut self.multi,
+            &mut self.lease,
         ]
     }
 
     /// Every script, for `SCRIPT LOAD` and for tests.
-    pub fn all(&self) -> [&LoadedScript; 8] {
+    pub fn all(&self) -> [&LoadedScript; 9] {
         [
             &self.gcra,
             &self.token_bucket,
@@ -208,6 +213,7 @@ impl Scripts {
             &self.quota,
             &self.leaky_bucket,
             &self.multi,
+            &self.lease,
         ]
     }
 }

@@ -72,6 +72,28 @@ pub enum Transform<'a> {
         /// The algorithm.
         strategy: &'a Strategy,
     },
+    /// Lease credits for the leased mode (`crate::lease`): a check of `cost` plus up to
+    /// `want - cost` extra units, granted partially rather than denied while `cost` fits.
+    Lease {
+        /// The algorithm.
+        strategy: &'a Strategy,
+        /// The asking request's units.
+        cost: u64,
+        /// `cost` plus the extra credits asked for.
+        want: u64,
+        /// How long the credits live (ms), or 0: until the period's reset.
+        lifetime_ms: i64,
+    },
+    /// Give back `units` unspent leased credits of a grant whose period resets at `reset_at`,
+    /// where the strategy can take them back (see `crate::lease::grant::give_back`).
+    GiveBack {
+        /// The algorithm.
+        strategy: &'a Strategy,
+        /// The units given back.
+        units: u64,
+        /// The grant's `reset_at`.
+        reset_at: i64,
+    },
     /// Reserve a shaper departure for `cost` units.
     Reserve {
         /// The shaper.
@@ -88,6 +110,8 @@ pub enum Reply {
     Decision(Decision),
     /// From `Reserve`.
     Reservation(Reservation),
+    /// From `Lease` and `GiveBack`.
+    Grant(crate::lease::Grant),
 }
 
 impl Reply {
@@ -95,7 +119,7 @@ impl Reply {
     pub fn decision(self) -> Result<Decision> {
         match self {
             Reply::Decision(d) => Ok(d),
-            Reply::Reservation(_) => Err(Error::not_implemented("a decision from a reservation")),
+            _ => Err(Error::not_implemented("a decision from a reservation or a grant")),
         }
     }
 
@@ -103,7 +127,15 @@ impl Reply {
     pub fn reservation(self) -> Result<Reservation> {
         match self {
             Reply::Reservation(r) => Ok(r),
-            Reply::Decision(_) => Err(Error::not_implemented("a reservation from a decision")),
+            _ => Err(Error::not_implemented("a reservation from a decision or a grant")),
+        }
+    }
+
+    /// The lease grant, or `not_implemented` for any other reply.
+    pub fn grant(self) -> Result<crate::lease::Grant> {
+        match self {
+            Reply::Grant(g) => Ok(g),
+            _ => Err(Error::not_implemented("a grant from a decision or a reservation")),
         }
     }
 }
@@ -128,6 +160,14 @@ impl Transform<'_> {
             Transform::Reserve { shaper, cost } => {
                 let step = shaper.reserve(slot, now, cost);
                 Step { reply: Reply::Reservation(step.reply), ttl_ms: step.ttl_ms }
+            }
+            Transform::Lease { strategy, cost, want, lifetime_ms } => {
+                let step = crate::lease::grant::lease(strategy, slot, now, cost, want, lifetime_ms);
+                Step { reply: Reply::Grant(step.reply), ttl_ms: step.ttl_ms }
+            }
+            Transform::GiveBack { strategy, units, reset_at } => {
+                let step = crate::lease::grant::give_back(strategy, slot, now, units, reset_at);
+                Step { reply: Reply::Grant(step.reply), ttl_ms: step.ttl_ms }
             }
         }
     }
