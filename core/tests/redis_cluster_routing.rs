@@ -204,6 +204,36 @@ fn a_reset_connection_never_runs_a_call_twice_and_the_store_recovers() {
     }
 }
 
+/// Every master accepts connections but never answers (SIGSTOP, a silent host): every call,
+/// sync or async, fails within its timeout. The blocking path used to wait `timeout_ms` for a
+/// new connection's handshake and then `timeout_ms` again for the call.
+#[test]
+fn a_cluster_that_accepts_but_never_answers_fails_each_call_within_its_timeout() {
+    let cluster = RedisCluster::start(3, 0);
+    let proxy = behind_proxy(&cluster);
+    let l = limiter(store_via(&proxy), "silent");
+    let rt = runtime();
+    for sync in [true, false] {
+        calls(&l, &rt, 30, sync, &mut Tally::default());
+    }
+    proxy.set(vec![Rule::new(Fault::BlackHole).connections()]);
+    proxy.kill_connections();
+    for sync in [true, false, true] {
+        // Tally::record bounds each call by the timeout plus slack.
+        let mut t = Tally::default();
+        calls(&l, &rt, 4, sync, &mut t);
+        eprintln!("silent cluster sync={sync}: {t:?}");
+        assert_eq!(t.errors, t.calls, "sync={sync}: {t:?}");
+    }
+    proxy.clear();
+    proxy.kill_connections();
+    let back = (0..50).any(|_| {
+        std::thread::sleep(Duration::from_millis(20));
+        l.check_sync_at("k0", 1, NOW).is_ok()
+    });
+    assert!(back, "no answer once the proxy forwards again");
+}
+
 /// The node id and port of the master serving `slot`, and of another master.
 fn owner_and_other(cluster: &RedisCluster, slot: u16) -> ((String, u16), (String, u16)) {
     let port = cluster.nodes[0].port;

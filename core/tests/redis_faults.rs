@@ -280,3 +280,48 @@ fn close_releases_every_connection_at_once() {
     }
     assert_eq!(l.check_sync("k", 1).unwrap_err().code(), ErrorCode::StoreUnavailable);
 }
+
+/// A server that accepts connections but never answers (SIGSTOP, a silent host), seen through
+/// the fault proxy's black hole: every call, sync or async, fails within its own timeout. The
+/// blocking path used to wait `timeout_ms` for the new connection's handshake and `timeout_ms`
+/// again for the call (about twice the timeout): a call shares one deadline now.
+#[test]
+fn a_server_that_accepts_but_never_answers_fails_each_call_within_its_timeout() {
+    use throttlekit_faultproxy::{Fault, FaultProxy, Rule};
+    const SLACK_MS: u64 = 150;
+    let server = RedisServer::start();
+    let proxy = FaultProxy::start(format!("127.0.0.1:{}", server.port).parse().unwrap()).expect("the proxy");
+    let options = RedisOptions {
+        urls: vec![format!("redis://{}", proxy.addr())],
+        timeout_ms: TIMEOUT_MS,
+        ..RedisOptions::default()
+    };
+    let store = Arc::new(RedisStore::connect_blocking(options).expect("connect"));
+    let l = limiter(&store, FailPolicy::Raise);
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    for _ in 0..3 {
+        l.check_sync("k", 1).unwrap();
+        rt.block_on(l.check("k", 1)).unwrap();
+    }
+    // Every connection closed; new ones accepted and never answered.
+    proxy.set(vec![Rule::new(Fault::BlackHole).connections()]);
+    proxy.kill_connections();
+    let mut worst = Duration::ZERO;
+    for sync in [true, false, true, true, false, true] {
+        let start = Instant::now();
+        let out = if sync { l.check_sync("k", 1) } else { rt.block_on(l.check("k", 1)) };
+        let took = start.elapsed();
+        worst = worst.max(took);
+        assert_eq!(out.unwrap_err().code(), ErrorCode::StoreUnavailable);
+        assert!(took <= Duration::from_millis(TIMEOUT_MS + SLACK_MS), "sync={sync}: a call took {took:?}");
+    }
+    eprintln!("silent server: worst call {worst:?} (timeout {TIMEOUT_MS} ms)");
+    // Answering again: so does the store.
+    proxy.clear();
+    proxy.kill_connections();
+    let back = (0..50).any(|_| {
+        std::thread::sleep(Duration::from_millis(20));
+        l.check_sync("k", 1).is_ok()
+    });
+    assert!(back, "no answer once the proxy forwards again");
+}

@@ -246,3 +246,48 @@ fn a_reply_lost_after_the_master_ran_the_call_is_never_charged_twice() {
         assert!(errors >= faults);
     }
 }
+
+/// One script call black-holed on the master's connection (the master went silent for it):
+/// that call times out, and the connection it was sent on is dropped, so the next calls
+/// reconnect and answer, sync and async. The connection used to be kept, and every later call
+/// timed out on it until something else closed it.
+#[test]
+fn a_connection_whose_call_timed_out_is_dropped_and_the_next_calls_answer() {
+    use throttlekit_faultproxy::{Fault, FaultProxy, Rule};
+    let mut proxy = None;
+    let setup = SentinelSetup::start_monitoring(&[], &SentinelConf::default(), |port| {
+        let p = FaultProxy::start(format!("127.0.0.1:{port}").parse().unwrap()).expect("the proxy");
+        let listen = p.addr().port();
+        proxy = Some(p);
+        listen
+    });
+    let proxy = proxy.unwrap();
+    let options = RedisOptions {
+        urls: setup.urls(),
+        mode: RedisMode::Sentinel,
+        service_name: Some(SERVICE.to_string()),
+        timeout_ms: 250,
+        ..RedisOptions::default()
+    };
+    let store = Arc::new(RedisStore::connect_blocking(options).expect("connect"));
+    let l = throttlekit::Limiter::builder(throttlekit::Strategy::fixed_window(1_000_000, 3_600_000).unwrap())
+        .store(store)
+        .fail_policy(throttlekit::FailPolicy::Raise)
+        .build();
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    for sync in [true, false] {
+        let check = |key: &str| if sync { l.check_sync(key, 1) } else { rt.block_on(l.check(key, 1)) };
+        for i in 0..5 {
+            check(&format!("w{i}")).expect("warm");
+        }
+        proxy.set(vec![Rule::new(Fault::BlackHole).scripts().times(1)]);
+        let lost = check("lost").unwrap_err();
+        assert_eq!(lost.code(), throttlekit::ErrorCode::StoreUnavailable, "{lost}");
+        assert_eq!(proxy.stats().faults, if sync { 1 } else { 2 }, "the fault fired once per round");
+        // Nothing closes the silent connection from outside: the store must let go of it.
+        let errors = (0..12).filter(|i| check(&format!("after{i}")).is_err()).count();
+        eprintln!("sentinel blackhole recovery sync={sync}: {errors} of 12 calls failed after one timed-out call");
+        assert!(errors <= 1, "sync={sync}: {errors} of 12 calls failed after one timed-out call");
+        proxy.clear();
+    }
+}

@@ -5,6 +5,7 @@ import { createInterface } from 'node:readline'
 import { createRequire } from 'node:module'
 import { fileURLToPath } from 'node:url'
 import path from 'node:path'
+import { Worker } from 'node:worker_threads'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 const require = createRequire(import.meta.url)
@@ -16,6 +17,27 @@ const [storeMode, serviceName] = mode.split(':')
 const open = () =>
   RedisStore.connect({ urls: urls.split(','), mode: storeMode, timeoutMs: Number(timeoutMs), ...(serviceName ? { serviceName } : {}) })
 
+// This process's own scheduling stalls, measured where the calls are made: a worker thread (its
+// own event loop, so a blocking checkSync on the main thread does not hold it) sleeps 10 ms at a
+// time and records how late it woke, in tenths of a ms, in shared memory. Each run reports the
+// worst (stall_ms), so the orchestrator bounds a call by its timeout + slack + the stall this
+// driver saw. The main event loop's own lateness is not counted: the binding could be what
+// blocks it, and that must not widen its own bound.
+const stall = new Int32Array(new SharedArrayBuffer(4))
+new Worker(
+  `const { workerData } = require('node:worker_threads')
+   const a = new Int32Array(workerData)
+   const tick = () => {
+     const t = performance.now()
+     setTimeout(() => {
+       const late = Math.round((performance.now() - t - 10) * 10)
+       if (late > Atomics.load(a, 0)) Atomics.store(a, 0, late)
+       tick()
+     }, 10)
+   }
+   tick()`,
+  { eval: true, workerData: stall.buffer },
+).unref()
 // The first connection is set-up, not under test: a loaded machine gets a few tries.
 async function openRetrying() {
   for (let attempt = 0; ; attempt++) {
@@ -36,6 +58,7 @@ async function run(store, cmd) {
     failPolicy: 'raise',
   })
   const out = { calls: 0, allowed: 0, denied: 0, errors: 0, codes: {}, allowed_by_key: {} }
+  Atomics.store(stall, 0, 0)
   const latencies = []
   const deadline = cmd.seconds ? performance.now() + cmd.seconds * 1000 : null
   let next = 0
@@ -75,6 +98,7 @@ async function run(store, cmd) {
   latencies.sort((a, b) => a - b)
   out.worst_ms = latencies.length ? Math.round(latencies.at(-1) * 10) / 10 : 0
   out.p99_ms = latencies.length ? Math.round(latencies[Math.floor(latencies.length * 0.99)] * 10) / 10 : 0
+  out.stall_ms = Atomics.exchange(stall, 0, 0) / 10
   return out
 }
 

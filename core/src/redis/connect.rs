@@ -4,7 +4,7 @@
 //! through it, so routing by slot, following `MOVED`/`ASK` and following a failover happen in
 //! one place.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
 use redis::cluster_async::ClusterConnection;
@@ -127,18 +127,27 @@ pub(crate) fn client_for(info: redis::ConnectionInfo, tls: Option<&TlsFiles>) ->
 
 /// A self-reconnecting connection to `client`'s node, connected within `timeout`.
 pub(crate) async fn manager(client: redis::Client, timeout: Duration, what: &str) -> Result<ConnectionManager> {
-    let config = ConnectionManagerConfig::new()
+    tokio::time::timeout(timeout, ConnectionManager::new_with_config(client, manager_config(timeout)))
+        .await
+        .map_err(|_| Error::store(format!("connecting to {what} timed out after {} ms", timeout.as_millis())))?
+        .map_err(|e| Error::store(format!("cannot connect to {what}: {e}")))
+}
+
+/// A self-reconnecting connection to `client`'s node that connects on its first call (within
+/// that call's own timeout): what replaces a connection dropped after a timed-out call.
+pub(crate) fn lazy_manager(client: redis::Client, timeout: Duration) -> Result<ConnectionManager> {
+    ConnectionManager::new_lazy_with_config(client, manager_config(timeout)).map_err(Error::store)
+}
+
+fn manager_config(timeout: Duration) -> ConnectionManagerConfig {
+    ConnectionManagerConfig::new()
         .set_connection_timeout(Some(timeout))
         .set_response_timeout(Some(timeout))
         // Reconnection happens in the background, one quick attempt per failed call, so a
         // call while Redis is down fails fast instead of waiting out a backoff schedule.
         .set_number_of_retries(1)
         .set_min_delay(Duration::from_millis(10))
-        .set_max_delay(Duration::from_millis(100));
-    tokio::time::timeout(timeout, ConnectionManager::new_with_config(client, config))
-        .await
-        .map_err(|_| Error::store(format!("connecting to {what} timed out after {} ms", timeout.as_millis())))?
-        .map_err(|e| Error::store(format!("cannot connect to {what}: {e}")))
+        .set_max_delay(Duration::from_millis(100))
 }
 
 /// rustls needs one process-wide crypto provider; the redis crate asks for the default. Ring
@@ -149,5 +158,69 @@ fn install_crypto_provider() {
     if rustls::crypto::CryptoProvider::get_default().is_none() {
         // Losing the race to another installer is fine: a provider is then in place.
         let _ = rustls::crypto::ring::default_provider().install_default();
+    }
+}
+
+/// How the blocking paths connect to one node, so that connecting and the call share one
+/// deadline.
+///
+/// Why not [`redis::Client::get_connection_with_timeout`] alone: the redis crate sends its
+/// handshake (`CLIENT SETINFO` twice, then `AUTH`, `SELECT`) as one pipeline and reads every
+/// reply with the socket's read timeout, each read waiting a whole timeout of its own; on a
+/// server that accepts connections but never answers (SIGSTOP, a silent host) a blocking call
+/// took about twice `timeout_ms`. Here the socket connects with no handshake of the crate's
+/// (`CLIENT SETINFO` skipped, no credentials or database), and the store logs in itself, one
+/// command at a time, each read bounded by the time left ([`super::transport::Endpoint::handshake`],
+/// the same commands a binding's own transport sends).
+pub(crate) struct Blocking {
+    bare: redis::Client,
+    handshake: Vec<Vec<u8>>,
+}
+
+impl Blocking {
+    /// For `client`'s node, with its credentials, database and TLS settings. RESP3 (asked for in
+    /// the URL) needs `HELLO`, which the crate sends: such a node keeps the crate's handshake.
+    pub(crate) fn of(client: &redis::Client) -> Blocking {
+        let info = client.get_connection_info();
+        let settings = info.redis_settings();
+        if settings.protocol().supports_resp3() {
+            return Blocking { bare: client.clone(), handshake: Vec::new() };
+        }
+        let handshake = super::transport::Endpoint::of(info).handshake();
+        let bare_settings =
+            redis::RedisConnectionInfo::default().set_protocol(settings.protocol()).set_skip_set_lib_name();
+        match redis::Client::open(info.clone().set_redis_settings(bare_settings)) {
+            Ok(bare) => Blocking { bare, handshake },
+            Err(_) => Blocking { bare: client.clone(), handshake: Vec::new() },
+        }
+    }
+
+    /// A connection, logged in, by `deadline`; its socket timeouts are left at the time left, for
+    /// the call that follows.
+    pub(crate) fn connect(&self, deadline: Instant) -> redis::RedisResult<redis::Connection> {
+        let left = || {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                Err(redis::RedisError::from(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    "connecting took the whole timeout",
+                )))
+            } else {
+                Ok(left)
+            }
+        };
+        let mut conn = self.bare.get_connection_with_timeout(left()?)?;
+        for command in &self.handshake {
+            let l = left()?;
+            conn.set_read_timeout(Some(l))?;
+            conn.set_write_timeout(Some(l))?;
+            if let Value::ServerError(e) = redis::ConnectionLike::req_packed_command(&mut conn, command)? {
+                return Err(e.into());
+            }
+        }
+        let l = left()?;
+        conn.set_read_timeout(Some(l))?;
+        conn.set_write_timeout(Some(l))?;
+        Ok(conn)
     }
 }

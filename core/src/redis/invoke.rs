@@ -15,6 +15,8 @@
 //!
 //! Any other reply is final: a call that may have counted is never sent again.
 
+use std::time::{Duration, Instant};
+
 use redis::{Cmd, ErrorKind, Pipeline, RedisError, RedisResult, Value};
 
 use super::call::{self, ScriptCall};
@@ -155,12 +157,15 @@ pub(crate) fn last_two(values: RedisResult<Vec<Value>>) -> RedisResult<(Value, O
     Ok((v.pop().unwrap_or(Value::Nil), acked))
 }
 
-/// [`run_async`] on a blocking connection.
+/// [`run_async`] on a blocking connection, every reply read by `deadline` (the connection's
+/// read timeout is `full` again afterwards, when the call answered).
 pub(crate) fn run_sync(
     conn: &mut redis::Connection,
     invoke: Invoke,
     durable: Option<Durable>,
     call: &ScriptCall,
+    deadline: Instant,
+    full: Duration,
 ) -> RedisResult<Value> {
     use redis::ConnectionLike;
     let Some(d) = durable else {
@@ -169,16 +174,51 @@ pub(crate) fn run_sync(
             return reply;
         }
         let p = fallback(invoke, call);
-        return last(conn.req_packed_commands(&p.get_packed_pipeline(), 0, p.len()));
+        return last(pipeline_within(conn, &p.get_packed_pipeline(), p.len(), deadline, full));
     };
     let mut p = redis::pipe();
     p.add_command(first(invoke, call)).add_command(d.wait());
-    let (reply, acked) = last_two(conn.req_packed_commands(&p.get_packed_pipeline(), 0, 2))?;
+    let (reply, acked) = last_two(pipeline_within(conn, &p.get_packed_pipeline(), 2, deadline, full))?;
     if !is_missing(&Ok(reply.clone())) {
         return d.check(reply, acked);
     }
     let mut p = fallback(invoke, call);
     p.add_command(d.wait());
-    let (reply, acked) = last_two(conn.req_packed_commands(&p.get_packed_pipeline(), 0, p.len()))?;
+    let (reply, acked) = last_two(pipeline_within(conn, &p.get_packed_pipeline(), p.len(), deadline, full))?;
     d.check(reply, acked)
+}
+
+/// Sends a pipeline of `count` commands on a blocking connection and reads its replies, each
+/// read bounded by the time left until `deadline`; then sets the read timeout back to `full`.
+///
+/// Why not the crate's `req_packed_commands`: it reads every reply with the socket's read
+/// timeout, each read waiting a whole timeout, and keeps reading after the first fails, so on
+/// a server gone silent a two-command pipeline (a call and its `WAIT`) took twice the timeout.
+/// A failed read ends the call here; the connection is then dropped, never reused.
+pub(crate) fn pipeline_within(
+    conn: &mut redis::Connection,
+    packed: &[u8],
+    count: usize,
+    deadline: Instant,
+    full: Duration,
+) -> RedisResult<Vec<Value>> {
+    conn.send_packed_command(packed)?;
+    let mut out = Vec::with_capacity(count);
+    while out.len() < count {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(RedisError::from(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "no reply within the call's timeout",
+            )));
+        }
+        conn.set_read_timeout(Some(left))?;
+        match conn.recv_response()? {
+            // RESP3 pushes are not replies.
+            Value::Push { .. } => {}
+            v => out.push(v),
+        }
+    }
+    conn.set_read_timeout(Some(full))?;
+    Ok(out)
 }

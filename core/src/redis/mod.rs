@@ -109,6 +109,8 @@ struct Inner {
     /// sequential round trip). A connection that failed or timed out is dropped, never reused,
     /// so a late reply cannot be mistaken for the next call's.
     client: redis::Client,
+    /// How a blocking connection is made within the call's deadline.
+    blocking: connect::Blocking,
     idle: parking_lot::Mutex<Vec<redis::Connection>>,
     timeout: Duration,
     replay: Option<tokio::sync::Mutex<replay::Book>>,
@@ -555,6 +557,7 @@ impl Inner {
             refreshing: AtomicBool::new(false),
             bound: parking_lot::RwLock::new(Vec::new()),
             any_bound: AtomicBool::new(false),
+            blocking: connect::Blocking::of(&client_for_sync),
             client: client_for_sync,
             idle: parking_lot::Mutex::new(Vec::new()),
             timeout,
@@ -613,26 +616,38 @@ impl Inner {
             }
         };
         let popped = self.idle.lock().pop();
-        let mut conn = match popped {
-            Some(c) => c,
+        let (mut conn, fresh) = match popped {
+            Some(c) => (c, false),
             None => {
-                let c = self.client.get_connection_with_timeout(self.timeout).map_err(timed_out)?;
-                c.set_read_timeout(Some(self.timeout)).map_err(Error::store)?;
-                c.set_write_timeout(Some(self.timeout)).map_err(Error::store)?;
-                c
+                // One deadline for the whole call: the new connection's handshake spends part of
+                // it, and the call gets what is left, not a whole timeout of its own (a silent
+                // server used to take twice: see [`connect::Blocking`]).
+                (self.blocking.connect(started + self.timeout).map_err(timed_out)?, true)
             }
         };
-        let value = match invoke::run_sync(&mut conn, self.invoke, self.durable, call) {
-            Ok(Value::ServerError(e)) => {
-                self.idle.lock().push(conn);
-                return Err(Error::store(format!("{} failed: {e}", call.script.name)));
-            }
-            Ok(v) => v,
-            // Dropped with the connection: a timed-out call is never sent again.
-            Err(e) => return Err(timed_out(e)),
-        };
-        self.idle.lock().push(conn);
+        let value =
+            match invoke::run_sync(&mut conn, self.invoke, self.durable, call, started + self.timeout, self.timeout) {
+                Ok(Value::ServerError(e)) => {
+                    self.pool(conn, fresh)?;
+                    return Err(Error::store(format!("{} failed: {e}", call.script.name)));
+                }
+                Ok(v) => v,
+                // Dropped with the connection: a timed-out call is never sent again.
+                Err(e) => return Err(timed_out(e)),
+            };
+        self.pool(conn, fresh)?;
         call::decode_reply(call, &value)
+    }
+
+    /// Returns a blocking connection that answered to the pool; a new one gets the whole
+    /// timeout back for its next call (its first had only what its handshake left).
+    fn pool(&self, conn: redis::Connection, fresh: bool) -> Result<()> {
+        if fresh {
+            conn.set_read_timeout(Some(self.timeout)).map_err(Error::store)?;
+            conn.set_write_timeout(Some(self.timeout)).map_err(Error::store)?;
+        }
+        self.idle.lock().push(conn);
+        Ok(())
     }
 
     /// `call` on the shared connection ([`invoke`]: `FCALL` or `EVALSHA`, and the one

@@ -7,6 +7,9 @@
 //! or that the old master refuses with `READONLY` (it was demoted to a replica) fails as usual
 //! (the fail policy decides; a call that may have counted is never resent), and starts one
 //! background lookup; when the sentinels name a different address, the next calls go there.
+//! A connection whose call timed out is dropped at once (its late reply must never be read as
+//! another call's, and a master that went silent keeps it silent): the next call connects
+//! again, within its own timeout, to whatever master the sentinels name by then.
 //! Sentinels are reached without the URL's credentials (they are the master's).
 
 use std::sync::Arc;
@@ -15,7 +18,7 @@ use std::time::Duration;
 use redis::aio::{ConnectionLike, ConnectionManager};
 use redis::{Cmd, IntoConnectionInfo, Pipeline, RedisFuture, Value};
 
-use super::connect::{client_for, manager};
+use super::connect::{client_for, lazy_manager, manager};
 use super::options::{Plan, TlsFiles, redact};
 use crate::error::{Error, Result};
 
@@ -38,10 +41,13 @@ struct Shared {
     looking: std::sync::atomic::AtomicBool,
 }
 
-#[derive(Clone)]
 struct Master {
     addr: (String, u16),
-    conn: ConnectionManager,
+    client: redis::Client,
+    /// `None` once a call on it timed out: the next call makes a new one.
+    conn: Option<ConnectionManager>,
+    /// Counts the connections made, so that a late timeout retires only its own.
+    generation: u64,
 }
 
 impl Follower {
@@ -58,20 +64,52 @@ impl Follower {
         let client = master_client(&urls[0], &addr, plan.tls.as_ref())?;
         let conn =
             manager(client.clone(), timeout, &format!("the master of {service:?} at {}:{}", addr.0, addr.1)).await?;
+        let master = Master { addr, client: client.clone(), conn: Some(conn), generation: 0 };
         let shared = Shared {
             urls,
             service,
             tls: plan.tls.clone(),
             auth,
             timeout,
-            current: parking_lot::RwLock::new(Master { addr, conn }),
+            current: parking_lot::RwLock::new(master),
             looking: std::sync::atomic::AtomicBool::new(false),
         };
         Ok((Follower { shared: Arc::new(shared) }, client))
     }
 
-    fn conn(&self) -> ConnectionManager {
-        self.shared.current.read().conn.clone()
+    /// The current master's connection and its generation; a new one (connecting on its first
+    /// call) if the last was dropped after a timeout, and then a lookup too, in case the master
+    /// went silent because it is gone.
+    fn conn(&self) -> redis::RedisResult<(ConnectionManager, u64)> {
+        {
+            let current = self.shared.current.read();
+            if let Some(conn) = &current.conn {
+                return Ok((conn.clone(), current.generation));
+            }
+        }
+        let made = {
+            let mut current = self.shared.current.write();
+            match &current.conn {
+                Some(conn) => return Ok((conn.clone(), current.generation)),
+                None => {
+                    let conn = lazy_manager(current.client.clone(), self.shared.timeout)
+                        .map_err(|e| redis::RedisError::from((redis::ErrorKind::Io, "no connection", e.to_string())))?;
+                    current.generation += 1;
+                    current.conn = Some(conn.clone());
+                    (conn, current.generation)
+                }
+            }
+        };
+        self.relocate();
+        Ok(made)
+    }
+
+    /// Drops the connection of `generation` (a newer one stays): a call on it timed out.
+    fn retire(&self, generation: u64) {
+        let mut current = self.shared.current.write();
+        if current.generation == generation {
+            current.conn = None;
+        }
     }
 
     /// Looks the master up again in the background, unless a lookup is running; switches the
@@ -90,8 +128,18 @@ impl Follower {
 
     /// Runs `fut` (a request on the current master's connection); on a failure that says the
     /// master is gone or demoted, starts a lookup. The failure is returned as is.
-    async fn watch<T>(&self, fut: impl Future<Output = redis::RedisResult<T>>) -> redis::RedisResult<T> {
+    ///
+    /// A call that times out, or that is abandoned before it answers (the store's own deadline
+    /// fired first), drops the connection it was sent on.
+    async fn watch<T>(
+        &self,
+        generation: u64,
+        fut: impl Future<Output = redis::RedisResult<T>>,
+    ) -> redis::RedisResult<T> {
+        let mut pending = Pending { follower: self, generation, armed: true };
         let r = fut.await;
+        pending.armed = matches!(&r, Err(e) if e.is_timeout());
+        drop(pending);
         if let Err(e) = &r
             && (e.is_io_error()
                 || e.is_connection_dropped()
@@ -105,6 +153,21 @@ impl Follower {
     }
 }
 
+/// Retires its connection when dropped armed: the call on it timed out or was abandoned.
+struct Pending<'a> {
+    follower: &'a Follower,
+    generation: u64,
+    armed: bool,
+}
+
+impl Drop for Pending<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            self.follower.retire(self.generation);
+        }
+    }
+}
+
 impl Shared {
     async fn relocate(&self) -> Result<()> {
         let addr = lookup(&self.urls, &self.service, self.tls.as_ref(), self.auth.as_ref(), self.timeout).await?;
@@ -112,8 +175,10 @@ impl Shared {
             return Ok(());
         }
         let client = master_client(&self.urls[0], &addr, self.tls.as_ref())?;
-        let conn = manager(client, self.timeout, &format!("{}:{}", addr.0, addr.1)).await?;
-        *self.current.write() = Master { addr, conn };
+        let conn = manager(client.clone(), self.timeout, &format!("{}:{}", addr.0, addr.1)).await?;
+        let mut current = self.current.write();
+        let generation = current.generation + 1;
+        *current = Master { addr, client, conn: Some(conn), generation };
         Ok(())
     }
 }
@@ -173,8 +238,8 @@ pub(crate) fn master_client(url: &url::Url, addr: &(String, u16), tls: Option<&T
 impl ConnectionLike for Follower {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         Box::pin(async move {
-            let mut conn = self.conn();
-            let r = self.watch(conn.req_packed_command(cmd)).await;
+            let (mut conn, generation) = self.conn()?;
+            let r = self.watch(generation, conn.req_packed_command(cmd)).await;
             // A demoted master answers scripts that write with a READONLY server error value.
             if let Ok(Value::ServerError(e)) = &r
                 && e.code() == "READONLY"
@@ -192,12 +257,12 @@ impl ConnectionLike for Follower {
         count: usize,
     ) -> RedisFuture<'a, Vec<Value>> {
         Box::pin(async move {
-            let mut conn = self.conn();
-            self.watch(conn.req_packed_commands(pipeline, offset, count)).await
+            let (mut conn, generation) = self.conn()?;
+            self.watch(generation, conn.req_packed_commands(pipeline, offset, count)).await
         })
     }
 
     fn get_db(&self) -> i64 {
-        self.conn().get_db()
+        self.shared.current.read().client.get_connection_info().redis_settings().db()
     }
 }

@@ -3,6 +3,7 @@
 //! `sentinel:NAME`. An example rather than a binary so that it may use dev-dependencies.
 
 use std::io::{BufRead, Write};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -40,6 +41,22 @@ fn open_once(args: &[String]) -> Result<Arc<RedisStore>, String> {
     RedisStore::connect_blocking(options).map(Arc::new).map_err(|e| e.to_string())
 }
 
+/// This process's worst scheduling stall since the last run began, in µs: a thread that sleeps
+/// 10 ms at a time records how late it woke. Each run reports it (`stall_ms`), so the
+/// orchestrator bounds a call by its timeout + slack + the stall measured where the call ran.
+static STALL_US: AtomicU64 = AtomicU64::new(0);
+
+fn start_stall_meter() {
+    std::thread::spawn(|| {
+        loop {
+            let t = Instant::now();
+            std::thread::sleep(Duration::from_millis(10));
+            let late = t.elapsed().saturating_sub(Duration::from_millis(10));
+            STALL_US.fetch_max(late.as_micros() as u64, Ordering::Relaxed);
+        }
+    });
+}
+
 #[derive(Default)]
 struct Tally {
     calls: u64,
@@ -74,6 +91,7 @@ fn run(store: &Arc<RedisStore>, cmd: &Value) -> Result<Value, String> {
     let stop_on_deny = cmd["stop_on_deny"].as_bool().unwrap_or(false);
     let pace = Duration::from_millis(num("pace_ms").unwrap_or(0));
     let tally = Mutex::new(Tally::default());
+    STALL_US.store(0, Ordering::Relaxed);
     std::thread::scope(|scope| {
         for _ in 0..num("concurrency").unwrap_or(1).max(1) {
             scope.spawn(|| {
@@ -122,6 +140,7 @@ fn run(store: &Arc<RedisStore>, cmd: &Value) -> Result<Value, String> {
         "codes": t.codes, "allowed_by_key": t.allowed_by_key,
         "worst_ms": if n > 0 { round(t.latencies[n - 1]) } else { 0.0 },
         "p99_ms": if n > 0 { round(t.latencies[n * 99 / 100]) } else { 0.0 },
+        "stall_ms": round(STALL_US.swap(0, Ordering::Relaxed) as f64 / 1000.0),
     }))
 }
 
@@ -136,6 +155,7 @@ fn main() {
         eprintln!("usage: driver URLS MODE TIMEOUT_MS [DURABLE_REPLICAS]");
         std::process::exit(2);
     }
+    start_stall_meter();
     let mut store = open(&args).unwrap_or_else(|e| {
         eprintln!("connect: {e}");
         std::process::exit(1)

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	tk "example.invalid/throttlekit/go"
@@ -40,6 +41,29 @@ type result struct {
 	AllowedByKey map[string]int `json:"allowed_by_key"`
 	WorstMs      float64        `json:"worst_ms"`
 	P99Ms        float64        `json:"p99_ms"`
+	StallMs      float64        `json:"stall_ms"`
+}
+
+// stallUs is this process's worst scheduling stall since the last run began, in µs: a
+// goroutine that sleeps 10 ms at a time records how late it woke. Each run reports it
+// (stall_ms), so the orchestrator bounds a call by its timeout + slack + the stall measured
+// where the call ran.
+var stallUs atomic.Int64
+
+func startStallMeter() {
+	go func() {
+		for {
+			t := time.Now()
+			time.Sleep(10 * time.Millisecond)
+			late := time.Since(t).Microseconds() - 10_000
+			for {
+				old := stallUs.Load()
+				if late <= old || stallUs.CompareAndSwap(old, late) {
+					break
+				}
+			}
+		}
+	}()
 }
 
 func open(urls, mode string, timeout uint64) (*tk.Store, error) {
@@ -78,6 +102,7 @@ func run(store *tk.Store, c command) (result, error) {
 	}
 	defer limiter.Close()
 	out := result{Codes: map[string]int{}, AllowedByKey: map[string]int{}}
+	stallUs.Store(0)
 	var mu sync.Mutex
 	var latencies []float64
 	next, stop := 0, false
@@ -139,12 +164,14 @@ func run(store *tk.Store, c command) (result, error) {
 		out.WorstMs = latencies[len(latencies)-1]
 		out.P99Ms = latencies[len(latencies)*99/100]
 	}
+	out.StallMs = float64(stallUs.Swap(0)) / 1000
 	return out, nil
 }
 
 func main() {
 	urls, mode := os.Args[1], os.Args[2]
 	timeout, _ := strconv.ParseUint(os.Args[3], 10, 64)
+	startStallMeter()
 	store, err := openRetrying(urls, mode, timeout)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "connect:", err)

@@ -52,6 +52,8 @@ const REFRESH_GAP: Duration = Duration::from_millis(100);
 pub(crate) struct Node {
     addr: Addr,
     client: redis::Client,
+    /// How the sync path connects within a call's deadline.
+    blocking: super::connect::Blocking,
     /// The async path's multiplexed connection and its number (`None` until first used, and
     /// after it failed).
     mux: parking_lot::RwLock<Option<(MultiplexedConnection, u64)>>,
@@ -254,6 +256,7 @@ impl Router {
         let client = super::sentinel::master_client(&self.url, addr, self.tls.as_ref())?;
         let node = Arc::new(Node {
             addr: addr.clone(),
+            blocking: super::connect::Blocking::of(&client),
             client,
             mux: parking_lot::RwLock::new(None),
             ids: AtomicU64::new(0),
@@ -478,10 +481,11 @@ impl Router {
                 None => (self.owner(slot)?, true),
             };
             let popped = node.idle.lock().pop();
+            let mut fresh = false;
             let mut conn = match popped {
                 Some(c) => c,
                 None => {
-                    let c = match node.client.get_connection_with_timeout(left) {
+                    let c = match node.blocking.connect(started + self.timeout) {
                         Ok(c) => c,
                         // Nothing was sent: if the map, read again now, names another master,
                         // go there.
@@ -495,26 +499,38 @@ impl Router {
                             });
                         }
                     };
-                    c.set_write_timeout(Some(self.timeout)).map_err(Error::store)?;
-                    c.set_read_timeout(Some(self.timeout)).map_err(Error::store)?;
+                    // Its socket timeouts are the time left: the handshake spent part of the
+                    // call's deadline, the call gets the rest.
+                    fresh = true;
                     c
                 }
             };
             // A redirected call has less time left than a fresh connection's timeout.
-            if hop > 0 {
+            if hop > 0 && !fresh {
                 conn.set_read_timeout(Some(left)).map_err(Error::store)?;
             }
             let p = attempt(invoke, call, fallback, asking, durable);
             let sent = if p.len() == 1 {
                 conn.req_command(p.cmd_iter().next().expect("one command")).map(|v| (v, None))
             } else {
-                conn.req_packed_commands(&p.get_packed_pipeline(), 0, p.len()).map(|v| pick(v, durable.is_some()))
+                // Each reply read by the call's deadline (`ASKING`, `WAIT` or the fallback ride
+                // with the call).
+                invoke::pipeline_within(
+                    &mut conn,
+                    &p.get_packed_pipeline(),
+                    p.len(),
+                    started + self.timeout,
+                    self.timeout,
+                )
+                .map(|v| pick(v, durable.is_some()))
             };
             let verdict = classify(sent, &node.addr.0);
             if !matches!(verdict, Verdict::Lost(_)) {
-                // Answered: the connection is in step, and may serve the next call.
-                if hop > 0 {
+                // Answered: the connection is in step, and may serve the next call, with a
+                // whole timeout of its own.
+                if hop > 0 || fresh {
                     conn.set_read_timeout(Some(self.timeout)).map_err(Error::store)?;
+                    conn.set_write_timeout(Some(self.timeout)).map_err(Error::store)?;
                 }
                 node.idle.lock().push(conn);
             }
