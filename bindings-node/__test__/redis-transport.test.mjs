@@ -162,8 +162,8 @@ describe('the Promise methods on their own socket', () => {
       } finally {
         process.kill(redis.pid, 'SIGCONT')
       }
-      // Redis now runs what was already sent (once each) and answers late: those replies are
-      // swallowed, and the next call reads its own.
+      // Each time-out dropped its connection; Redis now runs what was already sent (once each)
+      // on those closed connections, and the next call reads its own reply on a new one.
       const fresh = await raise.check('fresh')
       assert.equal(fresh.remaining, 9)
       assert.equal((await raise.peek('once')).remaining, 8, 'the timed-out check ran once, and only once')

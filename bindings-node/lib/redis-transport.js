@@ -19,9 +19,10 @@
 // - Pipelining: requests are written as they come (coalesced per tick) and answered in order,
 //   so un-awaited calls run on Redis in the order they were made.
 // - A bounded wait: each request has a deadline `timeoutMs` after it was made (one timer serves
-//   them all, armed for the earliest); past it the request is finished as timed out (the limiter's fail policy decides), but its slot stays in the FIFO to
-//   swallow the late reply. A request is never sent again after a time-out, nor after a lost
-//   connection: it may already have counted. Only a missing script or function (NOSCRIPT, ERR
+//   them all, armed for the earliest); past it the request is finished as timed out (the
+//   limiter's fail policy decides) and the connection is dropped, failing the requests still
+//   waiting on it, so a silent server cannot hold later calls. A request is never sent again
+//   after a time-out, nor after a lost connection: it may already have counted. Only a missing script or function (NOSCRIPT, ERR
 //   Function not found) is answered by sending the core's retry, once.
 // - Lazy reconnection: when the connection goes away, every request waiting on it fails as
 //   `store_unavailable`; the next request opens a new connection (AUTH and SELECT first).
@@ -144,16 +145,29 @@ class Transport {
     this.timer.unref()
   }
 
-  /** Finishes every request past its deadline as timed out (its slot stays, for the late reply). */
+  /**
+   * Finishes every request past its deadline as timed out, then drops the connection it was on,
+   * as every other path does (docs/redis.md, "At most once"): a server that stopped answering
+   * would otherwise time out every later call too. The requests still waiting on it fail as
+   * `store_unavailable`; none is sent again, since each may already have counted.
+   */
   expire() {
     this.timer = null
     const now = Date.now()
     let next = Infinity
+    let timedOut = false
     for (let i = this.head; i < this.fifo.length; i++) {
       const r = this.fifo[i]
       if (r === undefined || r === HANDSHAKE || r === PRELOAD || r.done) continue
-      if (r.deadline <= now) this.settle(r, null, null, true)
-      else if (r.deadline < next) next = r.deadline
+      if (r.deadline <= now) {
+        this.settle(r, null, null, true)
+        timedOut = true
+      } else if (r.deadline < next) next = r.deadline
+    }
+    if (timedOut && this.socket !== null) {
+      const s = this.socket
+      this.lost(s, 'the Redis connection was dropped: a call on it timed out')
+      s.destroy()
     }
     if (this.pending > 0 && next !== Infinity) this.arm(Math.max(1, next - now))
   }

@@ -234,6 +234,26 @@ fn a_cluster_that_accepts_but_never_answers_fails_each_call_within_its_timeout()
     assert!(back, "no answer once the proxy forwards again");
 }
 
+#[test]
+fn a_call_abandoned_at_its_timeout_drops_its_connection_and_the_next_calls_answer() {
+    let cluster = RedisCluster::start(3, 0);
+    let proxy = behind_proxy(&cluster);
+    let l = limiter(store_via(&proxy), "abandoned");
+    let rt = runtime();
+    for sync in [true, false] {
+        // Warm: every master's connections are open, sync and async.
+        calls(&l, &rt, 30, sync, &mut Tally::default());
+        // One script call black-holed: its connection stays open and silent. The caller's
+        // timeout abandons the call; the next calls must not wait on that connection.
+        proxy.set(vec![Rule::new(Fault::BlackHole).scripts().times(1)]);
+        let mut t = Tally::default();
+        calls(&l, &rt, 30, sync, &mut t);
+        proxy.clear();
+        eprintln!("one call black-holed, sync={sync}: {t:?}");
+        assert_eq!(t.errors, 1, "sync={sync}: only the black-holed call may fail: {t:?}");
+    }
+}
+
 /// The node id and port of the master serving `slot`, and of another master.
 fn owner_and_other(cluster: &RedisCluster, slot: u16) -> ((String, u16), (String, u16)) {
     let port = cluster.nodes[0].port;

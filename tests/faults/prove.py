@@ -45,14 +45,6 @@ FAULT_CALLS_FOR = {"silent": 8, "blackhole_recovery": 12}
 # Known failures in other engineers' areas, reported to them: (store, fault, lang) -> reason.
 # Each is checked every run: it must still fail as described, or the entry must go.
 KNOWN = {}
-NODE_KEEPS_SILENT_CONNECTION = (
-    "bindperf (bindings-node/src, the event-loop transport behind the Promise check): after a call times out "
-    "on a connection that never answers, the connection is kept, so every later call times out too (12 of 12 "
-    "here, 35 of 35 with one script call in five black-holed) until something else closes it; requests "
-    "delayed past the timeout still run later (7 of 8). docs/redis.md: the connection is dropped on a timeout")
-# Under Sentinel the Promise check takes the store's own calls, which drop such a connection.
-KNOWN.update({(store, "blackhole_recovery", "node"): NODE_KEEPS_SILENT_CONNECTION
-              for store in ("standalone", "cluster")})
 
 METER = None
 

@@ -113,6 +113,28 @@ impl Node {
     }
 }
 
+/// Retires a node's multiplexed connection when dropped armed: a call abandoned while it waits
+/// for its reply (the caller's timeout dropped its future).
+struct RetireOnDrop<'a> {
+    node: &'a Node,
+    id: u64,
+    armed: bool,
+}
+
+impl RetireOnDrop<'_> {
+    fn disarm(mut self) {
+        self.armed = false;
+    }
+}
+
+impl Drop for RetireOnDrop<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            self.node.retire(self.id);
+        }
+    }
+}
+
 fn closed_error() -> Error {
     Error::store("the Redis store is closed")
 }
@@ -425,12 +447,17 @@ impl Router {
                 }
             };
             let p = attempt(invoke, call, fallback, asking, durable);
+            // The caller bounds this future by the timeout and drops it when that fires: the
+            // guard then retires the connection, as a lost reply does below, so a master that
+            // stopped answering is reconnected to by the next call rather than holding it too.
+            let guard = RetireOnDrop { node: &node, id, armed: true };
             let sent = if p.len() == 1 {
                 let cmd = p.cmd_iter().next().expect("one command");
                 conn.req_packed_command(cmd).await.map(|v| (v, None))
             } else {
                 conn.req_packed_commands(&p, 0, p.len()).await.map(|v| pick(v, durable.is_some()))
             };
+            guard.disarm();
             match self.next(classify(sent, &node.addr.0), &node, call, durable, asking)? {
                 Next::Done(v) => return Ok(v),
                 Next::Lost(e) => {
