@@ -54,7 +54,7 @@ echo "${passed:-0} passed, ${failed:-?} failed"
 
 step "the Rust CLI's totals on the same files"
 VECTORS=("$ROOT"/conformance-vectors/*.json)
-RUST=$(cd "$ROOT" && cargo run -q --locked -p throttlekit --bin throttlekit -- conformance "${VECTORS[@]}" | tail -1)
+RUST=$(cd "$ROOT" && cargo run -q --locked -p throttlekit-cli --bin throttlekit -- conformance "${VECTORS[@]}" | tail -1)
 echo "rust: $RUST"
 
 step "conformance runner: memory and Redis, blocking and futures"
