@@ -207,7 +207,7 @@ class Limiter:
         server_clock: Optional[bool] = None,
         fail_policy: Optional[_FailPolicy] = None,
         metrics: bool = False,
-        mode: Optional[Literal["strict", "cached_deny", "leased"]] = None,
+        mode: Literal["strict", "cached_deny", "leased"] = "strict",
         lease: Optional[dict[str, Union[int, bool]]] = None,
     ) -> Limiter: ...
     def metrics(self) -> Optional[dict[str, Any]]: ...
