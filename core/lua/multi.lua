@@ -11,8 +11,14 @@
 --             the kind's own script takes them from its ARGV[4] on. kind is one of 'gcra',
 --             'tokenBucket', 'fixedWindow', 'slidingWindow', 'slidingWindowLog', 'quota'
 --             (a rolling quota is sent as 'slidingWindow').
+-- then, for a multi-dimensional lease only (the leased mode, core/src/lease/multi.rs):
+--             'lease', then per dimension: want (>= its cost), lifetime ms (0 = until the
+--             period's reset). Each dimension is planned as lease.lua grants (the largest of
+--             want, the units still admissible, its cost) and commits those units.
 -- Reply       {admitted (0/1), then per dimension: allowed, limit, remaining, resetAt,
---             retryAfterMs, ttlMs written or -1} — each dimension's decision as a check sees it.
+--             retryAfterMs, ttlMs written or -1} — each dimension's decision as a check sees it;
+--             a lease appends per dimension: granted units (0 when it did not commit),
+--             expiresInMs (on this server's clock, from the `now` the script ran at).
 --
 -- all: admitted iff every dimension allows; then every dimension commits, else none does.
 -- any: admitted iff one allows; only the allowing dimensions commit.
@@ -41,15 +47,43 @@ local now = read_now(ARGV[1])
 local rule = ARGV[2]
 local n = tonumber(ARGV[3])
 -- decisions[k] = { allowed, limit, remaining, resetAt, retryAfterMs, what the commit writes... }
-local decisions, commits = {}, {}
+local decisions, commits, costs, opts = {}, {}, {}, {}
 local i = 4
 for k = 1, n do
   local kind = kinds[ARGV[i]]
   if not kind then return redis.error_reply('throttlekit: unknown strategy kind ' .. tostring(ARGV[i])) end
   local cost, m = tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
-  decisions[k] = { kind[1](KEYS[k], now, cost, ARGV, i + 3) }
+  costs[k], opts[k] = cost, i + 3
   commits[k] = kind[2]
   i = i + 3 + m
+end
+-- The lease section, if any (mirrors core/src/lease/grant.rs `plan`).
+local leasing = ARGV[i] == 'lease'
+local granted, lifetimes = {}, {}
+for k = 1, n do
+  local decide, cost = kinds[ARGV[opts[k] - 3]][1], costs[k]
+  if leasing then
+    local want = tonumber(ARGV[i + 2 * k - 1])
+    lifetimes[k] = tonumber(ARGV[i + 2 * k])
+    if want < cost then want = cost end
+    granted[k] = want
+    local d = { decide(KEYS[k], now, want, ARGV, opts[k]) }
+    if d[1] ~= 1 and want > cost then
+      local avail = d[3]
+      if avail > cost and avail < want then
+        granted[k] = avail
+        d = { decide(KEYS[k], now, avail, ARGV, opts[k]) }
+      end
+      if d[1] ~= 1 then
+        granted[k] = cost
+        d = { decide(KEYS[k], now, cost, ARGV, opts[k]) }
+      end
+    end
+    if d[1] ~= 1 then granted[k] = 0 end
+    decisions[k] = d
+  else
+    decisions[k] = { decide(KEYS[k], now, cost, ARGV, opts[k]) }
+  end
 end
 
 local admitted = rule == 'all'
@@ -68,5 +102,17 @@ for k = 1, n do
   if admitted and d[1] == 1 then ttl = commits[k](KEYS[k], d[6], d[7], d[8], d[9]) end
   for j = 1, 5 do reply[#reply + 1] = d[j] end
   reply[#reply + 1] = ttl
+  if leasing then
+    local expires = 0
+    if ttl == -1 then
+      reply[#reply + 1] = 0
+    else
+      reply[#reply + 1] = granted[k]
+      expires = lifetimes[k]
+      if expires == 0 then expires = d[4] - now end
+      if expires < 0 then expires = 0 end
+    end
+    reply[#reply + 1] = expires
+  end
 end
 return reply

@@ -13,11 +13,15 @@ use crate::clock::{Clock, SystemClock};
 use crate::decision::Decision;
 use crate::error::{Error, Result};
 use crate::key;
+use crate::lease::multi::MultiTier;
+use crate::lease::{Mode, TierStats};
 use crate::limiter::FailPolicy;
 use crate::metrics::LimiterMetrics;
 use crate::store::{DimensionCall, MemoryStore, MultiReply, Now, Rule, Store};
 use crate::strategy::Strategy;
 use crate::validate;
+
+mod tiered;
 
 /// Which dimensions commit under `rule`, given every dimension's decision: `(admitted, mask)`.
 ///
@@ -119,6 +123,8 @@ pub struct MultiLimiter {
     hash_tag: Option<String>,
     /// `None` unless asked for (see [`MultiLimiter::with_metrics`]).
     metrics: Option<Arc<LimiterMetrics>>,
+    /// The two-tier mode's local tier; `None` in strict mode (see [`MultiLimiter::with_mode`]).
+    tier: Option<Box<MultiTier>>,
 }
 
 impl std::fmt::Debug for MultiLimiter {
@@ -155,6 +161,7 @@ impl MultiLimiter {
             fail_policy: FailPolicy::Raise,
             hash_tag: None,
             metrics: None,
+            tier: None,
         })
     }
 
@@ -238,6 +245,36 @@ impl MultiLimiter {
         }
         self.hash_tag = Some(tag);
         Ok(self)
+    }
+
+    /// The two-tier mode (default [`Mode::Strict`], see [`crate::lease`] and docs/leasing.md):
+    /// `cached_deny` keeps a request's denial until its retry time; `leased` leases credits
+    /// per dimension key and admits locally only when every dimension holds credits for the
+    /// request. `config_invalid` when the mode does not fit a dimension's strategy, and for
+    /// `lease.lowWater` above 0 (a multi limiter leases a dimension when it runs short).
+    pub fn with_mode(mut self, mode: Mode) -> Result<MultiLimiter> {
+        for d in &self.dimensions {
+            mode.validate(&d.strategy)?;
+        }
+        if let Mode::Leased(o) = mode
+            && o.low_water > 0
+        {
+            return Err(Error::config("lease.lowWater", "must be 0 on a multi limiter"));
+        }
+        let strategies: Vec<&Strategy> = self.dimensions.iter().map(|d| &d.strategy).collect();
+        self.tier = (mode != Mode::Strict).then(|| Box::new(MultiTier::new(mode, self.rule, &strategies)));
+        Ok(self)
+    }
+
+    /// The two-tier mode.
+    pub fn mode(&self) -> Mode {
+        self.tier.as_ref().map_or(Mode::Strict, |t| t.mode())
+    }
+
+    /// The local tier's counters (all zero in strict mode); `local_admits` and `local_denials`
+    /// count requests, `leases` fused lease calls.
+    pub fn tier_stats(&self) -> TierStats {
+        self.tier.as_ref().map(|t| t.stats()).unwrap_or_default()
     }
 
     /// The rule.
@@ -326,6 +363,9 @@ impl MultiLimiter {
         crate::validate::now(now)?;
         let full = self.full_keys(keys)?;
         let calls = self.calls(&full, cost)?;
+        if let Some(tier) = &self.tier {
+            return self.tiered_sync(tier, &full, &calls, cost, now);
+        }
         let started = self.timer();
         let reply = self.store.apply_multi_sync(self.rule, &calls, now);
         self.record_latency(started);
@@ -351,6 +391,9 @@ impl MultiLimiter {
         crate::validate::now_at(now)?;
         let full = self.full_keys(keys)?;
         let calls = self.calls(&full, cost)?;
+        if let Some(tier) = &self.tier {
+            return self.tiered_async(tier, &full, &calls, cost, now).await;
+        }
         let started = self.timer();
         let reply = self.store.apply_multi(self.rule, &calls, now).await;
         self.record_latency(started);
@@ -363,8 +406,12 @@ impl MultiLimiter {
     /// Prepares [`MultiLimiter::check`] for a binding's own transport
     /// ([`crate::redis::transport`]): the fused script call on every dimension's key, at one
     /// clock read (or Redis's `TIME` on a server-clock limiter).
+    /// A limiter in a tiered mode answers in core: `not_implemented` (call [`MultiLimiter::check`]).
     #[cfg(feature = "redis")]
     pub fn prepare(&self, keys: &[&str], cost: u64) -> Result<crate::redis::transport::PreparedCall> {
+        if self.tier.is_some() {
+            return Err(Error::not_implemented("prepare on a multi limiter in a tiered mode (use check)"));
+        }
         let full = self.full_keys(keys)?;
         let calls = self.calls(&full, cost)?;
         Ok(crate::redis::transport::PreparedCall::multi(

@@ -205,3 +205,50 @@ fn async_checks_lease_too() {
     assert_eq!(l.tier_stats().leases, 4);
     assert_eq!(l.tier_stats().local_denials, 19);
 }
+
+fn low_water(strategy: Strategy, batch: u64, low: u64) -> (Limiter, ManualClock, Arc<MemoryStore>) {
+    let clock = ManualClock::new(T0);
+    let store = Arc::new(MemoryStore::new());
+    let options = LeaseOptions { batch, low_water: low, window_coupled: true, ..LeaseOptions::default() };
+    let l = Limiter::builder(strategy)
+        .clock(Arc::new(clock.clone()))
+        .store(store.clone())
+        .mode(Mode::Leased(options))
+        .unwrap()
+        .build();
+    (l, clock, store)
+}
+
+#[test]
+fn low_water_tops_up_before_the_credits_run_out() {
+    let s = Strategy::fixed_window(100, 1_000).unwrap();
+    let (l, clock, store) = low_water(s.clone(), 4, 1);
+    assert!(l.check_sync("k", 1).unwrap().allowed, "a lease: 3 credits");
+    assert!(l.check_sync("k", 1).unwrap().allowed, "2 left");
+    assert_eq!(l.tier_stats().leases, 1);
+    assert!(l.check_sync("k", 1).unwrap().allowed, "1 left: at the mark, a top-up of 4");
+    assert_eq!(l.tier_stats().leases, 2);
+    assert_eq!(store_remaining(s.clone(), &store, &clock, "k"), 92, "the store counted both leases");
+    // 1 + 4 = 5 credits (low_water + batch): the most a node holds.
+    for _ in 0..4 {
+        assert!(l.check_sync("k", 1).unwrap().allowed);
+    }
+    assert_eq!(l.tier_stats().local_admits, 6);
+    assert_eq!(l.tier_stats().leases, 3, "the spend that left 1 topped up again");
+}
+
+#[test]
+fn a_denied_top_up_leaves_the_held_credits_spendable() {
+    // Limit 4, batch 4: the first lease takes the whole window; the top-up at 2 is denied.
+    let s = Strategy::fixed_window(4, 1_000).unwrap();
+    let (l, _clock, _store) = low_water(s, 4, 2);
+    assert!(l.check_sync("k", 1).unwrap().allowed);
+    let d = l.check_sync("k", 1).unwrap();
+    assert!(d.allowed && d.remaining == 2, "{d:?}");
+    assert_eq!(l.tier_stats().leases, 2, "a top-up was asked (and denied)");
+    for left in [1, 0] {
+        let d = l.check_sync("k", 1).unwrap();
+        assert!(d.allowed && d.remaining == left, "counted credits stay spendable: {d:?}");
+    }
+    assert!(!l.check_sync("k", 1).unwrap().allowed, "exactly the limit");
+}

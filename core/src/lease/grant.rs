@@ -52,6 +52,28 @@ pub fn lease(
     }
 }
 
+/// What [`lease`] would grant against `state` at `now`, without committing: the units (0 when
+/// even `cost` is denied) and the decision at that size. A multi-dimensional lease plans every
+/// dimension first and commits only what its rule admits (`core/lua/multi.lua`'s lease section).
+pub fn plan(strategy: &Strategy, state: Option<&State>, now: i64, cost: u64, want: u64) -> (u64, crate::Decision) {
+    let d = strategy.forecast(state, now, want);
+    if d.allowed {
+        return (want, d);
+    }
+    if want > cost {
+        let avail = d.remaining.max(0) as u64;
+        if avail > cost && avail < want {
+            let d = strategy.forecast(state, now, avail);
+            if d.allowed {
+                return (avail, d);
+            }
+        }
+        let d = strategy.forecast(state, now, cost);
+        return (if d.allowed { cost } else { 0 }, d);
+    }
+    (0, d)
+}
+
 /// Gives back `units` unspent credits of a grant whose period resets at `reset_at`; the reply's
 /// `granted` is the units taken back (0 where the strategy cannot take them back exactly).
 pub fn give_back(strategy: &Strategy, slot: &mut Option<State>, now: i64, units: u64, reset_at: i64) -> Step<Grant> {
@@ -101,6 +123,11 @@ pub fn give_back(strategy: &Strategy, slot: &mut Option<State>, now: i64, units:
         }
         _ => none,
     }
+}
+
+/// Whether `strategy` can take credits back exactly (else they age out in the store).
+pub fn can_give_back(strategy: &Strategy) -> bool {
+    matches!(strategy.spec(), StrategySpec::Gcra(_) | StrategySpec::TokenBucket(_)) || coupled_kind(strategy)
 }
 
 /// Whether `strategy` counts per period with a reset (fixed window, fixed and calendar quotas):

@@ -26,7 +26,8 @@
 pub mod grant;
 #[cfg(test)]
 mod model;
-mod tier;
+pub(crate) mod multi;
+pub(crate) mod tier;
 
 pub use tier::TierStats;
 pub(crate) use tier::{Tier, check_async, check_sync, release, release_sync};

@@ -13,10 +13,10 @@
 //!
 //! | action | stands for |
 //! |---|---|
-//! | `Spend(i)` | `Tier::local` answering from credits |
+//! | `Spend(i)` | `Tier::local` answering from credits; with `low_water` > 0, a spend that leaves `low_water` credits or fewer while no lease is in flight is `Local::AnswerThenTopUp`: it also sends a top-up lease (`check_sync`/`check_async`'s top-up arm) |
 //! | `SendLease(i)` | `Tier::local` returning `Local::Lease` (one lease in flight per node) |
-//! | `Grant(i)` | `lease.lua` / `grant::lease`: the store takes up to `batch` units |
-//! | `Deliver(i)` | `Tier::absorb`: credits kept until `sent + expiresInMs`, a late grant dropped |
+//! | `Grant(i)` | `lease.lua` / `grant::lease`: the store takes up to `batch` units (a top-up admits no request: all of them are credits) |
+//! | `Deliver(i)` | `Tier::absorb`: credits kept until `sent + expiresInMs` (merged with live ones: the earlier expiry), a late grant dropped; a denied top-up leaves the credits held spendable |
 //! | `Fail(i)` | a lease whose call failed: `finish` hands the error to the fail policy |
 //! | `Strict(i)` | `Limiter::strict_sync` (a request while a lease is in flight, or cost > batch) |
 //! | `GiveBack(i)` | `release` / `grant::give_back` (close, idle, eviction) |
@@ -42,6 +42,8 @@ struct Lease {
     nodes: usize,
     limit: u8,
     batch: u8,
+    /// `low_water`: a spend leaving this many credits or fewer sends a top-up (0: never).
+    low: u8,
     /// Window length in ticks (windows, log); a lease's lifetime when uncoupled.
     w: u8,
     /// The last tick.
@@ -53,6 +55,8 @@ enum Flight {
     Idle,
     Sent {
         at: u8,
+        /// A `low_water` top-up (no request waits on it) rather than an on-demand lease.
+        topup: bool,
     },
     /// Granted, the reply on its way: `extra` credits, void from `mine` by the node's
     /// reckoning (`sent + expiresInMs`).
@@ -132,9 +136,11 @@ impl Lease {
         }
     }
 
-    /// The bound of docs/leasing.md over `ticks` consecutive ticks.
+    /// The bound of docs/leasing.md over `ticks` consecutive ticks. A node holds at most
+    /// `batch − 1` credits, or `low_water + batch` once a top-up lands on credits at the mark.
     fn bound(&self, ticks: u8) -> u32 {
-        let carried = self.nodes as u32 * (self.batch as u32 - 1);
+        let held = if self.low == 0 { self.batch as u32 - 1 } else { self.low as u32 + self.batch as u32 };
+        let carried = self.nodes as u32 * held;
         match self.kind {
             Kind::Window { coupled: true } => self.limit as u32,
             Kind::Window { coupled: false } | Kind::Log => self.limit as u32 + carried,
@@ -230,34 +236,46 @@ impl Model for Lease {
             Action::Spend(i) => {
                 s.nodes[i].credits -= 1;
                 s.admitted[t as usize] += 1;
+                if self.low > 0 && s.nodes[i].credits <= self.low && s.nodes[i].flight == Flight::Idle {
+                    s.nodes[i].flight = Flight::Sent { at: t, topup: true };
+                }
             }
             Action::SendLease(i) => {
                 s.nodes[i].credits = 0;
-                s.nodes[i].flight = Flight::Sent { at: t };
+                s.nodes[i].flight = Flight::Sent { at: t, topup: false };
             }
             Action::Grant(i) => {
-                let Flight::Sent { at } = s.nodes[i].flight else { return None };
+                let Flight::Sent { at, topup } = s.nodes[i].flight else { return None };
                 let granted = self.batch.min(self.available(&s));
                 if granted == 0 {
                     s.nodes[i].flight = Flight::Denied;
                 } else {
                     self.take(&mut s, granted);
-                    s.admitted[t as usize] += 1; // the asking request, decided here
+                    if !topup {
+                        s.admitted[t as usize] += 1; // the asking request, decided here
+                    }
                     let expires = match self.kind {
                         Kind::Window { coupled: true } => self.window_end(t),
                         _ => t + self.w,
                     };
                     // expiresInMs = expires - t on the store's clock, added to the send time.
                     let mine = at + (expires - t);
-                    s.nodes[i].flight = Flight::Granted { extra: granted - 1, mine };
+                    s.nodes[i].flight = Flight::Granted { extra: granted - u8::from(!topup), mine };
                 }
             }
             Action::Deliver(i) => {
                 if let Flight::Granted { extra, mine } = s.nodes[i].flight
                     && t < mine
+                    && extra > 0
                 {
-                    s.nodes[i].credits += extra;
-                    s.nodes[i].expires = mine;
+                    let n = &mut s.nodes[i];
+                    if n.credits > 0 && t < n.expires {
+                        n.expires = n.expires.min(mine);
+                    } else {
+                        n.credits = 0;
+                        n.expires = mine;
+                    }
+                    n.credits += extra;
                 }
                 s.nodes[i].flight = Flight::Idle;
             }
@@ -355,7 +373,7 @@ fn check_bound(model: Lease, tight: bool) {
 #[test]
 fn fixed_window_coupled_admits_exactly_the_limit_per_window() {
     for nodes in 1..=4 {
-        check(Lease { kind: Kind::Window { coupled: true }, nodes, limit: 4, batch: 2, w: 2, horizon: 3 });
+        check(Lease { kind: Kind::Window { coupled: true }, nodes, limit: 4, batch: 2, low: 0, w: 2, horizon: 3 });
     }
 }
 
@@ -368,17 +386,18 @@ fn fixed_window_uncoupled_admits_at_most_limit_plus_n_times_batch_minus_one() {
             nodes,
             limit: 2 * nodes as u8,
             batch: 2,
+            low: 0,
             w: 2,
             horizon: 3,
         });
     }
-    check(Lease { kind: Kind::Window { coupled: false }, nodes: 2, limit: 6, batch: 3, w: 2, horizon: 3 });
+    check(Lease { kind: Kind::Window { coupled: false }, nodes: 2, limit: 6, batch: 3, low: 0, w: 2, horizon: 3 });
 }
 
 #[test]
 fn sliding_log_admits_at_most_limit_plus_n_times_batch_minus_one_per_any_window() {
     for nodes in 1..=3 {
-        check(Lease { kind: Kind::Log, nodes, limit: 2 * nodes as u8, batch: 2, w: 2, horizon: 3 });
+        check(Lease { kind: Kind::Log, nodes, limit: 2 * nodes as u8, batch: 2, low: 0, w: 2, horizon: 3 });
     }
 }
 
@@ -391,7 +410,15 @@ fn bucket_admits_at_most_burst_plus_rate_t_plus_n_times_batch_minus_one() {
     for nodes in 1..=2u8 {
         let rate = nodes;
         check_bound(
-            Lease { kind: Kind::Bucket { rate }, nodes: nodes as usize, limit: 2 * nodes, batch: 2, w: 2, horizon: 3 },
+            Lease {
+                kind: Kind::Bucket { rate },
+                nodes: nodes as usize,
+                limit: 2 * nodes,
+                batch: 2,
+                low: 0,
+                w: 2,
+                horizon: 3,
+            },
             false,
         );
         check(Lease {
@@ -399,10 +426,82 @@ fn bucket_admits_at_most_burst_plus_rate_t_plus_n_times_batch_minus_one() {
             nodes: nodes as usize,
             limit: 2 * nodes,
             batch: 2,
+            low: 0,
             w: 3,
             horizon: 3,
         });
     }
+}
+
+#[test]
+fn low_water_coupled_still_admits_exactly_the_limit_per_window() {
+    for nodes in 1..=3 {
+        check(Lease { kind: Kind::Window { coupled: true }, nodes, limit: 4, batch: 2, low: 1, w: 2, horizon: 3 });
+    }
+}
+
+#[test]
+fn low_water_uncoupled_admits_at_most_limit_plus_n_times_batch_plus_low_water() {
+    // A top-up lands on up to `low` credits: a node carries `low + batch` over the boundary.
+    // Tightness needs three leases per node in one window (a lease, then two top-ups).
+    for nodes in 1..=2 {
+        check(Lease {
+            kind: Kind::Window { coupled: false },
+            nodes,
+            limit: 6 * nodes as u8,
+            batch: 2,
+            low: 1,
+            w: 2,
+            horizon: 3,
+        });
+    }
+}
+
+#[test]
+fn low_water_sliding_log_and_bucket_keep_their_bounds() {
+    check(Lease { kind: Kind::Log, nodes: 1, limit: 6, batch: 2, low: 1, w: 2, horizon: 3 });
+    check_bound(
+        Lease { kind: Kind::Bucket { rate: 1 }, nodes: 1, limit: 2, batch: 2, low: 1, w: 3, horizon: 3 },
+        false,
+    );
+}
+
+#[test]
+fn low_water_breaks_the_bound_without_it() {
+    // The same fleet checked against `limit + N·(batch − 1)`: a top-up carries more.
+    #[derive(Clone, Debug)]
+    struct OldBound(Lease);
+    impl Model for OldBound {
+        type State = State;
+        type Action = Action;
+        fn init_states(&self) -> Vec<State> {
+            self.0.init_states()
+        }
+        fn actions(&self, s: &State, out: &mut Vec<Action>) {
+            self.0.actions(s, out)
+        }
+        fn next_state(&self, s: &State, a: Action) -> Option<State> {
+            self.0.next_state(s, a)
+        }
+        fn properties(&self) -> Vec<Property<Self>> {
+            vec![Property::always("admitted <= limit + N(batch-1)", |m: &OldBound, s: &State| {
+                let old = Lease { low: 0, ..m.0.clone() };
+                let sums = s.admitted.chunks(m.0.w as usize).map(|c| c.iter().map(|&x| x as u32).sum::<u32>());
+                sums.max().unwrap_or(0) <= old.bound(m.0.w)
+            })]
+        }
+    }
+    let model = OldBound(Lease {
+        kind: Kind::Window { coupled: false },
+        nodes: 1,
+        limit: 6,
+        batch: 2,
+        low: 1,
+        w: 2,
+        horizon: 3,
+    });
+    let checker = model.checker().spawn_bfs().join();
+    assert!(checker.discovery("admitted <= limit + N(batch-1)").is_some());
 }
 
 #[test]
@@ -436,8 +535,15 @@ fn the_checker_finds_a_broken_bound() {
             vec![Property::always("admitted <= bound", |m: &KeepsLate, s: &State| m.0.worst(s).0 <= 0 && !s.exceeded)]
         }
     }
-    let model =
-        KeepsLate(Lease { kind: Kind::Window { coupled: true }, nodes: 2, limit: 4, batch: 2, w: 2, horizon: 3 });
+    let model = KeepsLate(Lease {
+        kind: Kind::Window { coupled: true },
+        nodes: 2,
+        limit: 4,
+        batch: 2,
+        low: 0,
+        w: 2,
+        horizon: 3,
+    });
     let checker = model.checker().spawn_bfs().join();
     assert!(checker.discovery("admitted <= bound").is_some());
 }

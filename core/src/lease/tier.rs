@@ -31,30 +31,42 @@ pub struct TierStats {
 }
 
 #[derive(Default)]
-struct Counters {
-    local_admits: AtomicU64,
-    local_denials: AtomicU64,
-    leases: AtomicU64,
-    late_credits_dropped: AtomicU64,
-    credits_returned: AtomicU64,
+pub(super) struct Counters {
+    pub(super) local_admits: AtomicU64,
+    pub(super) local_denials: AtomicU64,
+    pub(super) leases: AtomicU64,
+    pub(super) late_credits_dropped: AtomicU64,
+    pub(super) credits_returned: AtomicU64,
+}
+
+impl Counters {
+    pub(super) fn stats(&self) -> TierStats {
+        TierStats {
+            local_admits: self.local_admits.load(Ordering::Relaxed),
+            local_denials: self.local_denials.load(Ordering::Relaxed),
+            leases: self.leases.load(Ordering::Relaxed),
+            late_credits_dropped: self.late_credits_dropped.load(Ordering::Relaxed),
+            credits_returned: self.credits_returned.load(Ordering::Relaxed),
+        }
+    }
 }
 
 /// One key's local state.
 #[derive(Clone, Copy, Default)]
-struct Entry {
-    credits: u64,
+pub(super) struct Entry {
+    pub(super) credits: u64,
     /// Local clock (ms): the credits are void from this instant.
-    expires_at: i64,
+    pub(super) expires_at: i64,
     /// The grant's `reset_at` (store clock), reported on local decisions and sent back with a
     /// give-back.
-    reset_at: i64,
-    limit: i64,
-    leasing: bool,
+    pub(super) reset_at: i64,
+    pub(super) limit: i64,
+    pub(super) leasing: bool,
     /// Local clock: the cached denial holds before this instant, for costs >= `denied_cost`.
-    denied_until: i64,
-    denied_cost: u64,
-    denied: Decision,
-    used_at: i64,
+    pub(super) denied_until: i64,
+    pub(super) denied_cost: u64,
+    pub(super) denied: Decision,
+    pub(super) used_at: i64,
 }
 
 /// Credits taken out of the tier to be given back.
@@ -81,12 +93,12 @@ pub(crate) enum Local {
 /// A limiter's local tier.
 pub(crate) struct Tier {
     mode: Mode,
-    lifetime_ms: i64,
+    pub(super) lifetime_ms: i64,
     max_keys: usize,
-    entries: parking_lot::Mutex<HashMap<String, Entry>>,
+    pub(super) entries: parking_lot::Mutex<HashMap<String, Entry>>,
     /// Credits of evicted keys, given back at the next release (at most `max_keys`).
     pending: parking_lot::Mutex<Vec<Held>>,
-    counters: Counters,
+    pub(super) counters: Counters,
 }
 
 impl Tier {
@@ -112,14 +124,7 @@ impl Tier {
     }
 
     pub fn stats(&self) -> TierStats {
-        let c = &self.counters;
-        TierStats {
-            local_admits: c.local_admits.load(Ordering::Relaxed),
-            local_denials: c.local_denials.load(Ordering::Relaxed),
-            leases: c.leases.load(Ordering::Relaxed),
-            late_credits_dropped: c.late_credits_dropped.load(Ordering::Relaxed),
-            credits_returned: c.credits_returned.load(Ordering::Relaxed),
-        }
+        self.counters.stats()
     }
 
     /// The request of `cost` for full key `key` at local time `now`: a spend of credits, a
@@ -191,6 +196,11 @@ impl Tier {
         };
         e.leasing = false;
         let g = reply?;
+        if g.granted == 0 && cost == 0 {
+            // A denied top-up: the credits still held were counted and stay spendable; the
+            // next request that finds none asks the store itself.
+            return None;
+        }
         if g.granted == 0 {
             let denied = Decision {
                 allowed: false,
@@ -271,7 +281,7 @@ impl Tier {
         out
     }
 
-    fn park(&self, held: Held) {
+    pub(super) fn park(&self, held: Held) {
         let mut pending = self.pending.lock();
         if pending.len() < self.max_keys {
             pending.push(held);
@@ -280,7 +290,7 @@ impl Tier {
 
     /// Makes room for one key: drops up to a few spent entries, else one entry with credits
     /// (parked to be given back).
-    fn evict_if_full(&self, map: &mut HashMap<String, Entry>, now: i64) {
+    pub(super) fn evict_if_full(&self, map: &mut HashMap<String, Entry>, now: i64) {
         if map.len() < self.max_keys {
             return;
         }
@@ -382,9 +392,7 @@ fn finish(
 
 /// Whether the strategy can take credits back (else they age out in the store).
 fn can_give_back(l: &Limiter) -> bool {
-    use crate::spec::StrategySpec;
-    matches!(l.strategy().spec(), StrategySpec::Gcra(_) | StrategySpec::TokenBucket(_))
-        || grant::coupled_kind(l.strategy())
+    grant::can_give_back(l.strategy())
 }
 
 /// Gives back the credits of keys idle for `idle_ms` (all keys: `None`); the units taken back.

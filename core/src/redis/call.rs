@@ -8,7 +8,7 @@ use crate::decision::{Decision, Reservation};
 use crate::error::{Error, Result};
 use crate::redis::scripts::{LoadedScript, SCRIPTS};
 use crate::spec::{QuotaOptions, ResetCadence, StrategySpec};
-use crate::store::{DimensionCall, MultiReply, Now, Reply, Rule, Transform};
+use crate::store::{DimensionCall, DimensionLease, MultiGrant, MultiReply, Now, Reply, Rule, Transform};
 use crate::strategy::Strategy;
 
 /// What shape of reply a call expects.
@@ -22,6 +22,8 @@ pub enum Shape {
     Multi,
     /// `{granted, limit, resetAt, retryAfterMs, expiresInMs, ttl}` (lease.lua).
     Grant,
+    /// A multi reply with `granted, expiresInMs` after each dimension's six (multi.lua's lease).
+    MultiLease,
 }
 
 /// One script invocation, owned so that it can move to the store's runtime.
@@ -54,6 +56,8 @@ pub enum Outcome {
     Single(Reply),
     /// A multi reply.
     Multi(MultiReply),
+    /// A multi-dimensional lease's reply.
+    MultiGrant(MultiGrant),
 }
 
 /// The largest magnitude below which every integral `f64` is an exact integer.
@@ -226,6 +230,18 @@ pub fn single(key: &str, now: Now, transform: &Transform<'_>) -> ScriptCall {
     ScriptCall { script, keys: vec![key.to_string()], args, shape }
 }
 
+/// The fused call for a multi-dimensional lease: the check's arguments, then `lease` and each
+/// dimension's `want, lifetime`.
+pub fn multi_lease(rule: Rule, dims: &[DimensionCall<'_>], leases: &[DimensionLease], now: Now) -> ScriptCall {
+    let mut call = multi(rule, dims, now);
+    call.args.arg("lease");
+    for l in leases {
+        call.args.arg(l.want.min(i64::MAX as u64)).arg(l.lifetime_ms);
+    }
+    call.shape = Shape::MultiLease;
+    call
+}
+
 /// The fused call for a multi-dimensional check.
 pub fn multi(rule: Rule, dims: &[DimensionCall<'_>], now: Now) -> ScriptCall {
     let mut args = Cmd::with_capacity(3 + dims.len() * 8, 32 + dims.len() * 48);
@@ -282,7 +298,7 @@ pub fn decode_reply(call: &ScriptCall, value: &Value) -> Result<Outcome> {
         Shape::Reservation => fixed::<3>(call, value)
             .and_then(|f| reservation(&f).ok_or_else(bad))
             .map(|r| Outcome::Single(Reply::Reservation(r))),
-        Shape::Multi => decode(call, value).map(|d| d.reply),
+        Shape::Multi | Shape::MultiLease => decode(call, value).map(|d| d.reply),
         Shape::Grant => {
             fixed::<6>(call, value).and_then(|f| grant(&f).ok_or_else(bad)).map(|g| Outcome::Single(Reply::Grant(g)))
         }
@@ -354,6 +370,27 @@ pub fn decode(call: &ScriptCall, value: &Value) -> Result<Decoded> {
             Ok(Decoded {
                 ttls: dims.map(|c| ttl(c[5])).collect(),
                 reply: Outcome::Multi(MultiReply { allowed: f[0] == 1, decisions }),
+            })
+        }
+        Shape::MultiLease if f.len() == 1 + 8 * call.keys.len() && matches!(f[0], 0 | 1) => {
+            let dims = f[1..].chunks(8);
+            let decisions = dims.clone().map(decision).collect::<Option<Vec<_>>>().ok_or_else(bad)?;
+            let grants = dims
+                .clone()
+                .map(|c| {
+                    (c[6] >= 0 && c[7] >= 0).then_some(crate::lease::Grant {
+                        granted: c[6] as u64,
+                        limit: c[1],
+                        reset_at: c[3],
+                        retry_after_ms: c[4],
+                        expires_in_ms: c[7],
+                    })
+                })
+                .collect::<Option<Vec<_>>>()
+                .ok_or_else(bad)?;
+            Ok(Decoded {
+                ttls: dims.map(|c| ttl(c[5])).collect(),
+                reply: Outcome::MultiGrant(MultiGrant { reply: MultiReply { allowed: f[0] == 1, decisions }, grants }),
             })
         }
         _ => Err(bad()),

@@ -66,7 +66,9 @@ use redis::{Cmd, Value};
 use tokio::runtime::Runtime;
 
 use crate::error::{Error, Result};
-use crate::store::{BoxFuture, DimensionCall, MultiReply, Now, Reply, Rule, Store, Transform};
+use crate::store::{
+    BoxFuture, DimensionCall, DimensionLease, MultiGrant, MultiReply, Now, Reply, Rule, Store, Transform,
+};
 use call::{Outcome, ScriptCall};
 
 thread_local! {
@@ -523,14 +525,21 @@ impl RedisStore {
 fn single(outcome: Outcome) -> Result<Reply> {
     match outcome {
         Outcome::Single(r) => Ok(r),
-        Outcome::Multi(_) => Err(Error::store("a multi reply to a single-key call")),
+        Outcome::Multi(_) | Outcome::MultiGrant(_) => Err(Error::store("a multi reply to a single-key call")),
     }
 }
 
 fn multi(outcome: Outcome) -> Result<MultiReply> {
     match outcome {
         Outcome::Multi(r) => Ok(r),
-        Outcome::Single(_) => Err(Error::store("a single-key reply to a multi call")),
+        _ => Err(Error::store("another reply to a multi call")),
+    }
+}
+
+fn multi_grant(outcome: Outcome) -> Result<MultiGrant> {
+    match outcome {
+        Outcome::MultiGrant(r) => Ok(r),
+        _ => Err(Error::store("another reply to a multi-dimensional lease")),
     }
 }
 
@@ -747,6 +756,28 @@ impl Store for RedisStore {
     fn apply_multi_sync(&self, rule: Rule, dims: &[DimensionCall<'_>], now: i64) -> Result<MultiReply> {
         let now = Now::At(now);
         multi(self.block_call(call::multi(rule, dims, now), now)?)
+    }
+
+    fn apply_multi_lease<'a>(
+        &'a self,
+        rule: Rule,
+        dims: &'a [DimensionCall<'a>],
+        leases: &'a [DimensionLease],
+        now: Now,
+    ) -> BoxFuture<'a, Result<MultiGrant>> {
+        let call = call::multi_lease(rule, dims, leases, now);
+        Box::pin(async move { multi_grant(self.call(call, now).await?) })
+    }
+
+    fn apply_multi_lease_sync(
+        &self,
+        rule: Rule,
+        dims: &[DimensionCall<'_>],
+        leases: &[DimensionLease],
+        now: i64,
+    ) -> Result<MultiGrant> {
+        let now = Now::At(now);
+        multi_grant(self.block_call(call::multi_lease(rule, dims, leases, now), now)?)
     }
 
     fn reset<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<()>> {

@@ -30,12 +30,15 @@ use hashbrown::HashTable;
 use crate::algorithms::gcra::Gcra;
 use crate::clock::{Clock, SystemClock};
 use crate::decision::Decision;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::metrics::LimiterMetrics;
-use crate::multi;
 use crate::state::{Log, Slot as RingSlot, State, Step};
-use crate::store::shard_lock::{ShardGuard, ShardLock};
-use crate::store::{BoxFuture, DimensionCall, MultiReply, Now, Reply, Rule, Store, Transform};
+use crate::store::shard_lock::ShardLock;
+mod multi_apply;
+
+use crate::store::{
+    BoxFuture, DimensionCall, DimensionLease, MultiGrant, MultiReply, Now, Reply, Rule, Store, Transform,
+};
 
 // ---------------------------------------------------------------------------------------------
 // One entry: key, deadline and state in 48 bytes.
@@ -889,50 +892,30 @@ impl Store for MemoryStore {
     }
 
     fn apply_multi_sync(&self, rule: Rule, dims: &[DimensionCall<'_>], now: i64) -> Result<MultiReply> {
-        for d in dims {
-            self.check_key_length(d.key.len())?;
-        }
-        let probes: Vec<Probe<'_>> = dims.iter().map(|d| Probe::new(d.key.as_bytes())).collect();
-        let located: Vec<Located<'_>> = probes.iter().map(|p| self.locate(p)).collect();
-        // Lock every shard involved once, in ascending order, so two multi applies cannot deadlock.
-        let mut order: Vec<usize> = located.iter().map(|l| l.shard).collect();
-        order.sort_unstable();
-        order.dedup();
-        let mut guards: Vec<ShardGuard<'_, ShardData>> = order.iter().map(|&s| self.shards[s].map.lock()).collect();
-        let guard_of = |shard: usize| order.binary_search(&shard).unwrap_or_default();
+        self.multi_locked(rule, dims, None, now).map(|g| g.reply)
+    }
 
-        let decisions: Vec<_> = dims
-            .iter()
-            .zip(&located)
-            .map(|(d, at)| {
-                let table = &mut guards[guard_of(at.shard)].table;
-                match table.find_entry(at.hash, |e| e.matches(at.probe)) {
-                    Ok(mut o) => {
-                        // An expired key is gone for good, whether or not this dimension
-                        // commits: a later backward clock jump must not bring it back (the Redis
-                        // path deletes it too).
-                        if now > o.get().deadline {
-                            drop(o.remove());
-                            return d.strategy.forecast(None, now, d.cost);
-                        }
-                        let entry = o.get_mut();
-                        let state = entry.take_state();
-                        let decision = d.strategy.forecast(state.as_ref(), now, d.cost);
-                        entry.put_state(state);
-                        decision
-                    }
-                    Err(_) => d.strategy.forecast(None, now, d.cost),
-                }
-            })
-            .collect();
-        let (allowed, commit) = multi::commit_set(rule, &decisions);
-        for ((d, at), &go) in dims.iter().zip(&located).zip(&commit) {
-            if go {
-                let shard = &mut guards[guard_of(at.shard)];
-                self.apply_locked(shard, at, now, &Transform::Check { strategy: d.strategy, cost: d.cost });
-            }
+    fn apply_multi_lease<'a>(
+        &'a self,
+        rule: Rule,
+        dims: &'a [DimensionCall<'a>],
+        leases: &'a [DimensionLease],
+        now: Now,
+    ) -> BoxFuture<'a, Result<MultiGrant>> {
+        Box::pin(std::future::ready(self.apply_multi_lease_sync(rule, dims, leases, MemoryStore::resolve(now))))
+    }
+
+    fn apply_multi_lease_sync(
+        &self,
+        rule: Rule,
+        dims: &[DimensionCall<'_>],
+        leases: &[DimensionLease],
+        now: i64,
+    ) -> Result<MultiGrant> {
+        if leases.len() != dims.len() {
+            return Err(Error::config("leases", "must give one lease per dimension"));
         }
-        Ok(MultiReply { decisions, allowed })
+        self.multi_locked(rule, dims, Some(leases), now)
     }
 
     fn reset<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<()>> {

@@ -204,6 +204,28 @@ pub struct MultiReply {
     pub allowed: bool,
 }
 
+/// The lease half of a multi-dimensional lease: per dimension, the units asked for and how
+/// long the credits live (the leased mode of [`crate::MultiLimiter`], see `crate::lease`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DimensionLease {
+    /// The dimension's cost plus the extra credits asked for.
+    pub want: u64,
+    /// How long the credits live (ms), or 0: until the period's reset.
+    pub lifetime_ms: i64,
+}
+
+/// The outcome of a multi-dimensional lease: every dimension planned at one instant, committed
+/// as the rule admits (a dimension commits the largest of its `want`, the units it still
+/// admits, and its cost).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MultiGrant {
+    /// Each dimension's decision at the size it would grant (at its cost when it denies), and
+    /// whether the rule admitted the request.
+    pub reply: MultiReply,
+    /// Per dimension, what it committed: `granted` 0 for a dimension that did not commit.
+    pub grants: Vec<crate::lease::Grant>,
+}
+
 /// A backend that applies transforms atomically per key.
 ///
 /// Implement [`Store::apply`] (and [`Store::apply_multi`] for multi-dimensional limits) to add
@@ -229,6 +251,29 @@ pub trait Store: Send + Sync + 'static {
     /// [`Store::apply_multi`] without I/O, for in-process stores.
     fn apply_multi_sync(&self, _rule: Rule, _dims: &[DimensionCall<'_>], _now: i64) -> Result<MultiReply> {
         Err(Error::not_implemented("a synchronous multi apply on this store (use the async methods)"))
+    }
+
+    /// Atomically plans a lease on every dimension at `now` (`leases[i]` for `dims[i]`) and
+    /// commits the dimensions `rule` admits, each with the units it grants.
+    fn apply_multi_lease<'a>(
+        &'a self,
+        _rule: Rule,
+        _dims: &'a [DimensionCall<'a>],
+        _leases: &'a [DimensionLease],
+        _now: Now,
+    ) -> BoxFuture<'a, Result<MultiGrant>> {
+        Box::pin(std::future::ready(Err(Error::not_implemented("a multi-dimensional lease on this store"))))
+    }
+
+    /// [`Store::apply_multi_lease`] without I/O.
+    fn apply_multi_lease_sync(
+        &self,
+        _rule: Rule,
+        _dims: &[DimensionCall<'_>],
+        _leases: &[DimensionLease],
+        _now: i64,
+    ) -> Result<MultiGrant> {
+        Err(Error::not_implemented("a synchronous multi-dimensional lease on this store"))
     }
 
     /// Deletes `key`'s state.
