@@ -5,7 +5,8 @@
 #   2. builds libthrottlekit (debug) and regenerates include/throttlekit.h, failing on a diff
 #   3. `make install PREFIX=$tmp`, then builds everything below ONLY from the installed header,
 #      .so and throttlekit.pc (pkg-config), as a downstream user would
-#   4. C unit tests under valgrind (no leaks, no errors), on memory and on a disposable Redis,
+#   4. C unit tests (and the two-tier modes' tests/test_lease.c) under valgrind (no leaks, no
+#      errors), on memory and on a disposable Redis,
 #      a 3-master cluster and a TLS server (one of each for the whole script, and a Sentinel setup)
 #   5. tk-conformance on every conformance-vectors/*.json: memory, Redis, cluster, Sentinel, TLS;
 #      and on the HTTP vectors (conformance-vectors/http/*.json, no store)
@@ -74,6 +75,9 @@ CFLAGS="-std=c11 -O1 -g -Wall -Wextra -Werror"
 gcc $CFLAGS $(pkg-config --cflags throttlekit) "$HERE/tests/test_throttlekit.c" \
     $(pkg-config --libs throttlekit) -lpthread -Wl,-rpath,"$LIBDIR" -o "$WORK/test_throttlekit"
 # shellcheck disable=SC2046
+gcc $CFLAGS $(pkg-config --cflags throttlekit) "$HERE/tests/test_lease.c" \
+    $(pkg-config --libs throttlekit) -Wl,-rpath,"$LIBDIR" -o "$WORK/test_lease"
+# shellcheck disable=SC2046
 gcc $CFLAGS $(pkg-config --cflags throttlekit) "$HERE/tests/tk_conformance.c" \
     $(pkg-config --libs throttlekit) $(pkg-config --libs libcjson) -Wl,-rpath,"$LIBDIR" -o "$WORK/tk-conformance"
 # The static library links too (Libs.private carries Rust's native dependencies).
@@ -113,6 +117,8 @@ VALGRIND=(valgrind -q --error-exitcode=99 --leak-check=full --show-possibly-lost
 # TLS test runs in the static binary just below, without valgrind.
 env -u TK_REDIS_TLS_URL TK_REDIS_URL="$URL_C" "${VALGRIND[@]}" "$WORK/test_throttlekit"
 TK_REDIS_URL="$URL_C" "$WORK/test_throttlekit_static" | tail -1
+# The two-tier modes (docs/leasing.md): bad options, a fleet of 3 on one key, cached denials.
+TK_REDIS_URL="$URL_C" "${VALGRIND[@]}" "$WORK/test_lease"
 
 step "the README's connecting example, against the cluster and the TLS server"
 awk '/^<!-- test.sh compiles and runs this program/{grab=1; next} grab && /^```c$/{on=1; next} on && /^```$/{exit} on' \

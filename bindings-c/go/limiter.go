@@ -44,6 +44,10 @@ type Options struct {
 	FailPolicy FailPolicy
 	HashTag    string // MultiLimiter only: the Redis Cluster hash tag ("": the prefix, or "tk")
 	Metrics    bool   // Limiter only: keep counters, read with Limiter.Metrics
+	// Mode is the Limiter's two-tier mode (ModeStrict, ModeCachedDeny, ModeLeased) and Lease
+	// its options (zero: core's defaults; set with ModeStrict: ErrConfigInvalid). Limiter only.
+	Mode  Mode
+	Lease LeaseOptions
 }
 
 func (o *Options) handles() (*C.tk_store, *C.tk_clock) {
@@ -76,7 +80,12 @@ func NewLimiter(strategy *Strategy, opts *Options) (*Limiter, error) {
 	store, clock := opts.handles()
 	prefix := optString(opts.Prefix)
 	defer free(prefix)
-	cfg := C.tk_limiter_config{store: store, clock: clock, prefix: prefix, fail_policy: C.uint32_t(opts.FailPolicy), metrics: C.bool(opts.Metrics)}
+	cfg := C.tk_limiter_config{store: store, clock: clock, prefix: prefix, fail_policy: C.uint32_t(opts.FailPolicy), metrics: C.bool(opts.Metrics), mode: C.uint32_t(opts.Mode)}
+	if lease := opts.Lease.lease(); lease != nil {
+		cfg.lease = (*C.tk_lease_options)(C.malloc(C.sizeof_tk_lease_options))
+		defer C.free(unsafe.Pointer(cfg.lease))
+		*cfg.lease = *lease
+	}
 	var p *C.tk_limiter
 	err = call(func() C.tk_result { return C.tk_limiter_new(strategy.p, &cfg, &p) })
 	runtime.KeepAlive(strategy)
@@ -85,7 +94,7 @@ func NewLimiter(strategy *Strategy, opts *Options) (*Limiter, error) {
 		return nil, err
 	}
 	l := &Limiter{p: p, spec: spec}
-	runtime.SetFinalizer(l, (*Limiter).Close)
+	runtime.SetFinalizer(l, (*Limiter).free)
 	return l, nil
 }
 
@@ -161,14 +170,25 @@ func (l *Limiter) Reset(key string) error {
 	return err
 }
 
-// Close releases the limiter (idempotent; not concurrently with other calls on it).
+// Close gives unspent leased credits back (ModeLeased; an error of the store's is returned,
+// the limiter is released anyway), then releases the limiter (idempotent; not concurrently
+// with other calls on it).
 func (l *Limiter) Close() error {
+	var err error
+	if l.p != nil {
+		_, err = l.ReleaseLeases(ReleaseAllKeys)
+	}
+	l.free()
+	return err
+}
+
+// free releases the handle without store I/O (the finalizer's part of Close).
+func (l *Limiter) free() {
 	if l.p != nil {
 		C.tk_limiter_free(l.p)
 		l.p = nil
 		runtime.SetFinalizer(l, nil)
 	}
-	return nil
 }
 
 // StrategySpec is the JSON spec of the limiter's strategy (Strategy.SpecJSON), which the HTTP

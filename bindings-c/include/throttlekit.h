@@ -12,6 +12,12 @@
 
 
 /**
+ * `tk_limiter_release_leases`'s `idle_ms` for "every key, however recently used" (as on
+ * shutdown); any negative number means the same.
+ */
+#define TK_RELEASE_ALL_KEYS -1
+
+/**
  * The default key bound of `tk_store_memory_new` (about 110 MB resident at the bound; why this
  * number: core's `MemoryLimits::DEFAULT_MAX_KEYS`).
  */
@@ -197,6 +203,37 @@ typedef uint32_t tk_redis_scripting;
 #endif // __cplusplus
 
 /**
+ * A limiter's two-tier mode (`tk_limiter_config.mode`, passed as a `uint32_t` so that an
+ * out-of-range number is an error, not undefined behaviour).
+ */
+enum tk_mode
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * Every decision is one store call (the default).
+   */
+  TK_MODE_STRICT = 0,
+  /**
+   * A denial is kept until its `retry_after_ms` and answered without the store; exact.
+   */
+  TK_MODE_CACHED_DENY = 1,
+  /**
+   * Units are leased `batch` at a time and spent locally; over-admits at most
+   * `N·(batch − 1)` for N processes, nothing with `window_coupled` (docs/leasing.md).
+   */
+  TK_MODE_LEASED = 2,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum tk_mode tk_mode;
+#else
+typedef uint32_t tk_mode;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
  * A clock: the system's wall clock, or a manual clock that moves only when told to (for tests
  * and simulations).
  *
@@ -305,12 +342,67 @@ typedef struct {
 } tk_decision;
 
 /**
+ * The leased and cached-deny modes' options. Start from `tk_lease_options_default()` and set
+ * what you need: every field is taken as given, so a zeroed struct is refused (`batch` 0).
+ *
+ * Ownership: caller-owned; read only during `tk_limiter_new`.
+ */
+typedef struct {
+  /**
+   * Units asked for per lease, the asking request's included: 1..=2^53 (default 100).
+   */
+  uint64_t batch;
+  /**
+   * A spend that leaves this many credits or fewer also tops them up; below `batch`
+   * (default 0: only when they run out).
+   */
+  uint64_t low_water;
+  /**
+   * Credits expire at the fixed window's (or quota period's) reset: exactly `limit` per
+   * window. Fixed window and fixed/calendar quotas only (default false).
+   */
+  bool window_coupled;
+  /**
+   * Keys the tier remembers (credits or a cached denial), at least 1 (default 10000). The
+   * only field `TK_MODE_CACHED_DENY` reads.
+   */
+  size_t max_keys;
+} tk_lease_options;
+
+/**
+ * The limiter's local tier counters, cumulative since it was made (all zero in strict mode).
+ * Caller-owned; filled by `tk_limiter_tier_stats`.
+ */
+typedef struct {
+  /**
+   * Requests admitted from local credits (no store call).
+   */
+  uint64_t local_admits;
+  /**
+   * Requests denied from a cached denial (no store call).
+   */
+  uint64_t local_denials;
+  /**
+   * Leases sent to the store (one store call each).
+   */
+  uint64_t leases;
+  /**
+   * Credits dropped because their grant arrived after its expiry.
+   */
+  uint64_t late_credits_dropped;
+  /**
+   * Credits given back to the store.
+   */
+  uint64_t credits_returned;
+} tk_tier_stats;
+
+/**
  * Optional settings of a limiter. A zero-initialised struct (or a NULL config pointer) gives
- * core's defaults: a fresh private memory store, the system clock, no prefix, and the default
- * fail policy.
+ * core's defaults: a fresh private memory store, the system clock, no prefix, the default
+ * fail policy and strict mode.
  *
  * Ownership: caller-owned; read only during `tk_limiter_new`, which takes its own references
- * to the store and clock and copies the prefix.
+ * to the store and clock and copies the prefix and the lease options.
  */
 typedef struct {
   /**
@@ -334,6 +426,17 @@ typedef struct {
    * and then they cost nothing but a branch).
    */
   bool metrics;
+  /**
+   * A `tk_mode` number (0: `TK_MODE_STRICT`): how a hot key is spared store calls
+   * (docs/leasing.md).
+   */
+  uint32_t mode;
+  /**
+   * The options of `TK_MODE_LEASED` and `TK_MODE_CACHED_DENY` (NULL: core's defaults, as
+   * `tk_lease_options_default()` returns them). Set with `TK_MODE_STRICT`, it is
+   * `TK_RESULT_CONFIG_INVALID`.
+   */
+  const tk_lease_options *lease;
 } tk_limiter_config;
 
 /**
@@ -744,7 +847,44 @@ tk_result tk_http_edge_multi_fallback(const tk_http_edge *edge,
                                       tk_decision *out_decision);
 
 /**
- * Creates a limiter for `strategy` (copied) with `config` (NULL: all defaults).
+ * Core's default lease options (batch 100, low_water 0, not coupled, 10000 keys). Never fails.
+ */
+tk_lease_options tk_lease_options_default(void);
+
+/**
+ * Writes the limiter's `tk_mode` number into `out_mode`.
+ *
+ * # Safety
+ * `limiter` must be a live handle; `out_mode` valid for writes.
+ */
+tk_result tk_limiter_mode(const tk_limiter *limiter, uint32_t *out_mode);
+
+/**
+ * Copies the limiter's tier counters into `out_stats`.
+ *
+ * # Safety
+ * `limiter` must be a live handle; `out_stats` valid for writes.
+ */
+tk_result tk_limiter_tier_stats(const tk_limiter *limiter, tk_tier_stats *out_stats);
+
+/**
+ * Gives back the unspent leased credits of keys unused for `idle_ms` (negative, e.g.
+ * `TK_RELEASE_ALL_KEYS`: every key) where the strategy can take them back, and writes the
+ * units taken back into `out_units` (nullable). Call it with `TK_RELEASE_ALL_KEYS` before
+ * `tk_limiter_free` (which does no I/O), or now and then with an idle time. 0 in strict mode.
+ * Blocks for one store call per key given back; `TK_RESULT_STORE_UNAVAILABLE` when one fails.
+ *
+ * # Safety
+ * `limiter` must be a live handle; `out_units` NULL or valid for writes.
+ */
+tk_result tk_limiter_release_leases(const tk_limiter *limiter,
+                                    int64_t idle_ms,
+                                    uint64_t *out_units);
+
+/**
+ * Creates a limiter for `strategy` (copied) with `config` (NULL: all defaults). A bad mode or
+ * lease option (an unknown `mode`, `batch` 0, `low_water >= batch`, `window_coupled` on a
+ * strategy without a window) is `TK_RESULT_CONFIG_INVALID` naming the field.
  *
  * # Safety
  * `strategy` must be a live handle; `config` NULL or valid; `out_limiter` valid for writes.

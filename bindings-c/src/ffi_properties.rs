@@ -83,6 +83,8 @@ proptest! {
         max_keys in prop_oneof![Just(0usize), 1usize..100, Just(usize::MAX)],
         max_len in prop_oneof![Just(0usize), 1usize..40, Just(usize::MAX)],
         policy in prop_oneof![0u32..4, any::<u32>()], prefix in prop::option::of(bytes()),
+        mode in prop_oneof![0u32..3, any::<u32>()],
+        lease in prop::option::of((prop_oneof![0u64..8, any_u64()], 0u64..8, any::<bool>(), 0usize..4)),
         ops in prop::collection::vec((0u8..8, bytes(), any_u64(), any_i64(), any::<bool>()), 1..30),
     ) {
         let s = make_strategy(kind, a, b, c, f, &json)?;
@@ -97,7 +99,11 @@ proptest! {
             prefix: prefix.as_ref().map_or(ptr::null(), |p| p.as_ptr()),
             fail_policy: policy,
             metrics: policy % 2 == 0,
+            mode,
+            lease: ptr::null(),
         };
+        let lease = lease.map(|(batch, low_water, window_coupled, max_keys)| crate::lease::tk_lease_options { batch, low_water, window_coupled, max_keys });
+        let cfg = tk_limiter_config { lease: lease.as_ref().map_or(ptr::null(), |o| o as *const _), ..cfg };
         let mut l = ptr::null_mut();
         let r = documented(unsafe { tk_limiter_new(s, &cfg, &mut l) })?;
         prop_assert_eq!(r == tk_result::Ok, !l.is_null());
@@ -131,6 +137,10 @@ proptest! {
         }
         let mut m = crate::metrics::tk_metrics::default();
         prop_assert_eq!(documented(unsafe { crate::metrics::tk_limiter_metrics(l, &mut m) })? == tk_result::Ok, !l.is_null());
+        let mut t = crate::lease::tk_tier_stats::default();
+        prop_assert_eq!(documented(unsafe { crate::lease::tk_limiter_tier_stats(l, &mut t) })? == tk_result::Ok, !l.is_null());
+        let r = documented(unsafe { crate::lease::tk_limiter_release_leases(l, crate::lease::TK_RELEASE_ALL_KEYS, ptr::null_mut()) })?;
+        prop_assert_eq!(r == tk_result::Ok, !l.is_null());
         let mut ev = 0u64;
         if !store.is_null() {
             prop_assert_eq!(unsafe { tk_store_memory_evictions(store, &mut ev) }, tk_result::Ok);

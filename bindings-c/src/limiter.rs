@@ -8,7 +8,7 @@ use std::ffi::c_char;
 
 use throttlekit::{Decision, Limiter};
 
-use crate::args::{borrow, free_handle, into_handle, out, string, try_arg};
+use crate::args::{borrow, free_handle, into_handle, out, string, try_arg, try_core};
 use crate::clock::tk_clock;
 use crate::config::{common, fail_policy};
 use crate::decision::tk_decision;
@@ -18,11 +18,11 @@ use crate::store::tk_store;
 use crate::strategy::tk_strategy;
 
 /// Optional settings of a limiter. A zero-initialised struct (or a NULL config pointer) gives
-/// core's defaults: a fresh private memory store, the system clock, no prefix, and the default
-/// fail policy.
+/// core's defaults: a fresh private memory store, the system clock, no prefix, the default
+/// fail policy and strict mode.
 ///
 /// Ownership: caller-owned; read only during `tk_limiter_new`, which takes its own references
-/// to the store and clock and copies the prefix.
+/// to the store and clock and copies the prefix and the lease options.
 #[repr(C)]
 pub struct tk_limiter_config {
     /// The store (NULL: a fresh memory store private to this limiter).
@@ -36,6 +36,13 @@ pub struct tk_limiter_config {
     /// Keep counters of this limiter's checks, read with `tk_limiter_metrics` (false: none,
     /// and then they cost nothing but a branch).
     pub metrics: bool,
+    /// A `tk_mode` number (0: `TK_MODE_STRICT`): how a hot key is spared store calls
+    /// (docs/leasing.md).
+    pub mode: u32,
+    /// The options of `TK_MODE_LEASED` and `TK_MODE_CACHED_DENY` (NULL: core's defaults, as
+    /// `tk_lease_options_default()` returns them). Set with `TK_MODE_STRICT`, it is
+    /// `TK_RESULT_CONFIG_INVALID`.
+    pub lease: *const crate::lease::tk_lease_options,
 }
 
 /// A rate limiter.
@@ -48,7 +55,9 @@ pub struct tk_limiter {
     pub(crate) inner: Limiter,
 }
 
-/// Creates a limiter for `strategy` (copied) with `config` (NULL: all defaults).
+/// Creates a limiter for `strategy` (copied) with `config` (NULL: all defaults). A bad mode or
+/// lease option (an unknown `mode`, `batch` 0, `low_water >= batch`, `window_coupled` on a
+/// strategy without a window) is `TK_RESULT_CONFIG_INVALID` naming the field.
 ///
 /// # Safety
 /// `strategy` must be a live handle; `config` NULL or valid; `out_limiter` valid for writes.
@@ -75,6 +84,8 @@ pub unsafe extern "C" fn tk_limiter_new(
                 builder = builder.fail_policy(p);
             }
             builder = builder.metrics(c.metrics);
+            let mode = try_arg!(unsafe { crate::lease::mode(c.mode, c.lease) });
+            builder = try_core!(builder.mode(mode));
         }
         into_handle(tk_limiter { inner: builder.build() }, o)
     })
