@@ -123,6 +123,12 @@ export declare class MultiLimiter {
   resetSync(keys: string[]): void
   /** `resetSync` through the store. */
   reset(keys: string[]): Promise<void>
+  /**
+   * The counters (see `LimiterMetrics`: each check's combined decision), or `null` unless
+   * made with `metrics: true`. Promise checks on a `RedisStore` that take the event loop's
+   * own socket (`store.eventLoopTransport`) are not counted yet.
+   */
+  metrics(): LimiterMetrics | null
   /** The dimension names, in declaration order. */
   get dimensionNames(): Array<string>
 }
@@ -219,6 +225,12 @@ export declare class Shaper {
    * with `queue_full`, carrying `retryAfterMs`.
    */
   schedule(key: string, cost?: number): Promise<Reservation>
+  /**
+   * The counters (see `LimiterMetrics`: reservations accepted as `allowed`, rejected as
+   * `denied`), or `null` unless made with `metrics: true`. Promise calls on a `RedisStore`
+   * that take the event loop's own socket (`store.eventLoopTransport`) are not counted yet.
+   */
+  metrics(): LimiterMetrics | null
   /** Forgets `key`'s queue. */
   resetSync(key: string): void
   /** `resetSync` through the store. */
@@ -426,16 +438,21 @@ export interface LeaseOptions {
 }
 
 /**
- * A limiter's counters (all cumulative since it was made): checks allowed and denied by the
- * store, fail-policy fallbacks, errors by code, and the latency of calls to a store outside
- * the process. Feed them to OpenTelemetry observable counters and a histogram.
+ * Counters, all cumulative since the limiter (multi limiter, shaper) was made: decisions
+ * allowed and denied by the store (a shaper's reservations accepted and rejected), fail-policy
+ * fallbacks, peeks and forecasts answered, errors by code, and the latency of calls to a store
+ * outside the process. Feed them to OpenTelemetry observable counters and a histogram.
  */
 export interface LimiterMetrics {
   allowed: number
   denied: number
   fallbackAllowed: number
   fallbackDenied: number
-  /** Failed checks by error code (`config_invalid`, `store_unavailable`, ...). */
+  /** Peeks answered (a failed one counts in `errors`), apart from the checks. */
+  peeks: number
+  /** Forecasts answered (a failed one counts in `errors`), apart from the checks. */
+  forecasts: number
+  /** Failed calls by error code (`config_invalid`, `store_unavailable`, ...). */
   errors: Record<string, number>
   storeLatency: LatencyHistogram
 }
@@ -535,6 +552,11 @@ export interface MultiLimiterOptions {
   failPolicy?: FailPolicy
   /** Redis Cluster hash tag shared by all keys of this limiter (default: the prefix, or `tk`). */
   hashTag?: string
+  /**
+   * Keep counters of this limiter's checks (their combined decisions), read with
+   * `metrics()` (default: false).
+   */
+  metrics?: boolean
 }
 
 /** The media type of the bodies below: `application/problem+json`. */
@@ -624,6 +646,24 @@ export interface RedisStoreOptions {
    */
   deterministicReplay?: boolean
   /**
+   * Make each charge durable before admitting it: this many replicas (integer 0–64, default
+   * 0: off) must acknowledge the call's writes within `durableTimeoutMs`, else the call
+   * fails with `store_unavailable` and the fail policy decides (`docs/redis.md`).
+   */
+  durableReplicas?: number
+  /**
+   * How long the server waits for those replicas, in ms (integer >= 1 and < `timeoutMs`,
+   * default 100).
+   */
+  durableTimeoutMs?: number
+  /**
+   * Sentinel mode: the password the sentinels themselves require (`requirepass` in
+   * sentinel.conf); the URLs' credentials stay the master's.
+   */
+  sentinelPassword?: string
+  /** Sentinel mode: the sentinels' ACL user for `sentinelPassword`. */
+  sentinelUsername?: string
+  /**
    * Default `serverClock` of limiters on this store: read Redis's `TIME` instead of this
    * process's clock (for fleets whose clocks disagree).
    */
@@ -657,6 +697,11 @@ export interface ShaperOptions {
   prefix?: string
   /** Promise methods read Redis's clock instead of this process's. */
   serverClock?: boolean
+  /**
+   * Keep counters of this shaper's reservations (accepted as `allowed`, rejected as
+   * `denied`), read with `metrics()` (default: false).
+   */
+  metrics?: boolean
 }
 
 /** `{kind: 'slidingWindowLog', options}`. */

@@ -6,18 +6,23 @@
 #   tests/redis-sentinels.sh start DIR   # prints the sentinels' URLs, comma-separated
 #   tests/redis-sentinels.sh stop  DIR   # kills those PIDs (only those) and removes DIR
 #
+# SENTINEL_PASSWORD=pw makes the sentinels require that password (`requirepass`, and
+# `sentinel sentinel-pass` so they still reach each other): a client needs `sentinel_password`.
+#
 # DIR holds each process's config, log and a "pids" file. Start returns once every sentinel
 # knows the master's replica and the two other sentinels, and the replica's link is up.
 set -euo pipefail
 cmd=${1:-}
 dir=${2:?usage: $0 start|stop DIR}
 service=tkmain
+auth=()
+[ -z "${SENTINEL_PASSWORD:-}" ] || auth=(-a "$SENTINEL_PASSWORD" --no-auth-warning)
 
 free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
 }
-serving_pid() {
-  redis-cli -p "$1" info server 2>/dev/null | tr -d '\r' | sed -n 's/^process_id://p'
+serving_pid() { # PORT [redis-cli login args]
+  redis-cli -p "$@" info server 2>/dev/null | tr -d '\r' | sed -n 's/^process_id://p'
 }
 
 # start_process NAME ARGS...: runs `redis-server ARGS... --port P` (P fresh per attempt; NAME's
@@ -26,7 +31,7 @@ start_process() {
   local name=$1
   shift
   for attempt in 1 2 3 4 5 6; do
-    local port pid conf
+    local port pid conf login=()
     port=$(free_port)
     mkdir -p "$dir/$name"
     if [ "${1:-}" = --sentinel-conf ]; then
@@ -34,6 +39,10 @@ start_process() {
       printf '%s\n' "port $port" "bind 127.0.0.1" "dir $dir/$name" \
         "sentinel monitor $service 127.0.0.1 $2 2" "sentinel down-after-milliseconds $service 1000" \
         "sentinel failover-timeout $service 3000" "sentinel parallel-syncs $service 1" >"$conf"
+      if [ -n "${SENTINEL_PASSWORD:-}" ]; then
+        printf '%s\n' "requirepass $SENTINEL_PASSWORD" "sentinel sentinel-pass $SENTINEL_PASSWORD" >>"$conf"
+      fi
+      login=("${auth[@]}")
       redis-server "$conf" --sentinel >"$dir/$name/log" 2>&1 &
     else
       redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$dir/$name" \
@@ -42,7 +51,7 @@ start_process() {
     pid=$!
     for _ in $(seq 1 200); do
       kill -0 "$pid" 2>/dev/null || break
-      if [ "$(serving_pid "$port")" = "$pid" ]; then
+      if [ "$(serving_pid "$port" "${login[@]}")" = "$pid" ]; then
         echo "$pid" >>"$dir/pids"
         echo "$pid $port"
         return 0
@@ -69,7 +78,7 @@ stop_all() {
 
 # SENTINEL MASTER field $2 as the sentinel on port $1 reports it.
 master_field() {
-  redis-cli -p "$1" sentinel master "$service" 2>/dev/null | tr -d '\r' | awk -v k="$2" 'NR % 2 == 1 && $0 == k { getline; print; exit }'
+  redis-cli -p "$1" "${auth[@]}" sentinel master "$service" 2>/dev/null | tr -d '\r' | awk -v k="$2" 'NR % 2 == 1 && $0 == k { getline; print; exit }'
 }
 
 case "$cmd" in

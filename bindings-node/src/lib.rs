@@ -25,6 +25,7 @@ mod fast;
 mod handles;
 mod http;
 mod limiter;
+mod metrics;
 mod multi;
 mod promise;
 #[cfg(feature = "redis")]

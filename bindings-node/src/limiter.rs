@@ -7,7 +7,6 @@
 //! Invalid arguments to a Promise method reject (they never throw synchronously).
 
 use std::cell::OnceCell;
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use napi::Env;
@@ -18,6 +17,7 @@ use crate::convert::{self, Options};
 use crate::decision::Decision;
 use crate::error::{CoreResult, OrThrow, Settled, config, settle};
 use crate::handles::{self, Registration};
+use crate::metrics::LimiterMetrics;
 use crate::store;
 use crate::strategy::{self, Strategy};
 
@@ -110,30 +110,6 @@ fn mode_from_options(o: &Options<'_>) -> CoreResult<throttlekit::Mode> {
         (None, Some(l)) => Ok(throttlekit::Mode::Leased(l)),
         (Some(m), l) => throttlekit::Mode::parse(&m, l.unwrap_or_default()),
     }
-}
-
-/// A limiter's counters (all cumulative since it was made): checks allowed and denied by the
-/// store, fail-policy fallbacks, errors by code, and the latency of calls to a store outside
-/// the process. Feed them to OpenTelemetry observable counters and a histogram.
-#[napi(object)]
-pub struct LimiterMetrics {
-    pub allowed: f64,
-    pub denied: f64,
-    pub fallback_allowed: f64,
-    pub fallback_denied: f64,
-    /// Failed checks by error code (`config_invalid`, `store_unavailable`, ...).
-    pub errors: HashMap<String, f64>,
-    pub store_latency: LatencyHistogram,
-}
-
-/// An explicit-bucket histogram: `counts[i]` calls took at most `boundsUs[i]` µs (and more than
-/// the bound before); the last count is the rest.
-#[napi(object)]
-pub struct LatencyHistogram {
-    pub bounds_us: Vec<f64>,
-    pub counts: Vec<f64>,
-    pub count: f64,
-    pub sum_us: f64,
 }
 
 pub(crate) const WIRING: [&str; 5] = ["store", "clock", "prefix", "serverClock", "failPolicy"];
@@ -362,20 +338,7 @@ impl Limiter {
     /// Checks through `check` on a `RedisStore` (the event-loop socket) are not counted yet.
     #[napi]
     pub fn metrics(&self) -> Option<LimiterMetrics> {
-        let s = self.inner.metrics()?.snapshot();
-        Some(LimiterMetrics {
-            allowed: s.allowed as f64,
-            denied: s.denied as f64,
-            fallback_allowed: s.fallback_allowed as f64,
-            fallback_denied: s.fallback_denied as f64,
-            errors: s.errors.iter().map(|(c, n)| (c.as_str().to_owned(), *n as f64)).collect(),
-            store_latency: LatencyHistogram {
-                bounds_us: throttlekit::metrics::LATENCY_BOUNDS_US.iter().map(|&b| b as f64).collect(),
-                count: s.latency_count() as f64,
-                counts: s.latency_counts.iter().map(|&n| n as f64).collect(),
-                sum_us: s.latency_sum_us as f64,
-            },
-        })
+        crate::metrics::of(self.inner.metrics())
     }
 
     #[napi(getter)]

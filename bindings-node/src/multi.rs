@@ -53,6 +53,9 @@ pub struct MultiLimiterOptions {
     pub fail_policy: Option<String>,
     /// Redis Cluster hash tag shared by all keys of this limiter (default: the prefix, or `tk`).
     pub hash_tag: Option<String>,
+    /// Keep counters of this limiter's checks (their combined decisions), read with
+    /// `metrics()` (default: false).
+    pub metrics: Option<bool>,
 }
 
 /// Several dimensions (per IP, per user, ...) decided together in one atomic step.
@@ -77,7 +80,7 @@ fn dimension(env: &Env, v: &Unknown, field: &str) -> CoreResult<throttlekit::Dim
 }
 
 fn build(env: &Env, options: &Unknown) -> CoreResult<(throttlekit::MultiLimiter, store::RedisSlot)> {
-    let mut allowed = vec!["rule", "dimensions", "hashTag"];
+    let mut allowed = vec!["rule", "dimensions", "hashTag", "metrics"];
     allowed.extend(WIRING);
     let o = Options::read(options, "multiLimiter", &allowed, false)?;
     let rule = match o.string("rule")?.as_deref() {
@@ -108,6 +111,10 @@ fn build(env: &Env, options: &Unknown) -> CoreResult<(throttlekit::MultiLimiter,
     }
     if let Some(tag) = o.string("hashTag")? {
         m = m.with_hash_tag(tag)?;
+    }
+    // After the prefix: the metrics are labelled with it.
+    if let Some(on) = o.boolean("metrics")? {
+        m = m.with_metrics(on);
     }
     Ok((m, redis))
 }
@@ -171,6 +178,14 @@ impl MultiLimiter {
             let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
             inner.reset(&keys).await
         })
+    }
+
+    /// The counters (see `LimiterMetrics`: each check's combined decision), or `null` unless
+    /// made with `metrics: true`. Promise checks on a `RedisStore` that take the event loop's
+    /// own socket (`store.eventLoopTransport`) are not counted yet.
+    #[napi]
+    pub fn metrics(&self) -> Option<crate::metrics::LimiterMetrics> {
+        crate::metrics::of(self.inner.metrics())
     }
 
     /// The dimension names, in declaration order.

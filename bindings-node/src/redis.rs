@@ -51,6 +51,18 @@ pub struct RedisStoreOptions {
     /// Expire keys on the limiter's clock instead of Redis's: for conformance replay with a
     /// `ManualClock` (serialises calls; not for production).
     pub deterministic_replay: Option<bool>,
+    /// Make each charge durable before admitting it: this many replicas (integer 0–64, default
+    /// 0: off) must acknowledge the call's writes within `durableTimeoutMs`, else the call
+    /// fails with `store_unavailable` and the fail policy decides (`docs/redis.md`).
+    pub durable_replicas: Option<f64>,
+    /// How long the server waits for those replicas, in ms (integer >= 1 and < `timeoutMs`,
+    /// default 100).
+    pub durable_timeout_ms: Option<f64>,
+    /// Sentinel mode: the password the sentinels themselves require (`requirepass` in
+    /// sentinel.conf); the URLs' credentials stay the master's.
+    pub sentinel_password: Option<String>,
+    /// Sentinel mode: the sentinels' ACL user for `sentinelPassword`.
+    pub sentinel_username: Option<String>,
     /// Default `serverClock` of limiters on this store: read Redis's `TIME` instead of this
     /// process's clock (for fleets whose clocks disagree).
     pub server_clock: Option<bool>,
@@ -93,6 +105,10 @@ fn parse(options: &Unknown) -> CoreResult<Parsed> {
             "scripting",
             "timeoutMs",
             "deterministicReplay",
+            "durableReplicas",
+            "durableTimeoutMs",
+            "sentinelPassword",
+            "sentinelUsername",
             "serverClock",
             "failPolicy",
         ],
@@ -124,6 +140,15 @@ fn parse(options: &Unknown) -> CoreResult<Parsed> {
     if let Some(on) = o.boolean("deterministicReplay")? {
         r.deterministic_replay = on;
     }
+    if let Some(n) = o.number("durableReplicas")? {
+        // Saturates past u32: core's "at most 64" is then the message.
+        r.durable_replicas = throttlekit::validate::integer_at_least(&o.path("durableReplicas"), n, 0.0)? as u32;
+    }
+    if let Some(ms) = o.number("durableTimeoutMs")? {
+        r.durable_timeout_ms = throttlekit::validate::integer_at_least(&o.path("durableTimeoutMs"), ms, 0.0)? as u64;
+    }
+    r.sentinel_password = o.string("sentinelPassword")?;
+    r.sentinel_username = o.string("sentinelUsername")?;
     Ok(Parsed { options: r, server_clock: o.boolean("serverClock")?, fail_policy: fail_policy_from_options(&o)? })
 }
 
@@ -133,10 +158,12 @@ impl RedisStore {
         // index.js's socket talks to one fixed address in plaintext, with EVALSHA: a standalone
         // server only. Cluster and Sentinel route every call to wherever its key lives now, TLS
         // is verified by the core's rustls (the same roots, CA file and client certificate in
-        // every language), and `scripting: 'functions'` asks for FCALL (an ACL may allow only
-        // that), so those stores keep their calls on the core's connections.
+        // every language), `scripting: 'functions'` asks for FCALL (an ACL may allow only
+        // that), and durable charges need core's `WAIT` after each call, so those stores keep
+        // their calls on the core's connections.
         let options = self.inner.options();
         let own_transport = !options.deterministic_replay
+            && options.durable_replicas == 0
             && options.scripting != throttlekit::redis::Scripting::Functions
             && !self.inner.is_routed()
             && !self.inner.endpoint().tls;

@@ -31,6 +31,9 @@ pub struct ShaperOptions {
     pub prefix: Option<String>,
     /// Promise methods read Redis's clock instead of this process's.
     pub server_clock: Option<bool>,
+    /// Keep counters of this shaper's reservations (accepted as `allowed`, rejected as
+    /// `denied`), read with `metrics()` (default: false).
+    pub metrics: Option<bool>,
 }
 
 /// A leaky-bucket shaper: spaces requests out at `ratePerSec` per key.
@@ -46,7 +49,7 @@ fn build(env: &Env, options: &Unknown) -> CoreResult<(throttlekit::Shaper, store
     let o = Options::read(
         options,
         "shaper",
-        &["ratePerSec", "maxQueueMs", "store", "clock", "prefix", "serverClock"],
+        &["ratePerSec", "maxQueueMs", "store", "clock", "prefix", "serverClock", "metrics"],
         false,
     )?;
     let rate = o.number("ratePerSec")?.ok_or_else(|| config(&o.path("ratePerSec"), "is required"))?;
@@ -65,6 +68,10 @@ fn build(env: &Env, options: &Unknown) -> CoreResult<(throttlekit::Shaper, store
     }
     if let Some(on) = o.boolean("serverClock")?.or(chosen.server_clock) {
         s = s.with_server_clock(on);
+    }
+    // After the prefix: the metrics are labelled with it.
+    if let Some(on) = o.boolean("metrics")? {
+        s = s.with_metrics(on);
     }
     Ok((s, redis))
 }
@@ -119,6 +126,14 @@ impl Shaper {
         let args = convert::key_and_cost(&key, &cost);
         let inner = self.inner.clone();
         settle(env, args, move |(key, cost)| async move { inner.schedule(&key, cost).await.map(Reservation::from) })
+    }
+
+    /// The counters (see `LimiterMetrics`: reservations accepted as `allowed`, rejected as
+    /// `denied`), or `null` unless made with `metrics: true`. Promise calls on a `RedisStore`
+    /// that take the event loop's own socket (`store.eventLoopTransport`) are not counted yet.
+    #[napi]
+    pub fn metrics(&self) -> Option<crate::metrics::LimiterMetrics> {
+        crate::metrics::of(self.inner.metrics())
     }
 
     /// Forgets `key`'s queue.

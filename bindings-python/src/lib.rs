@@ -14,6 +14,7 @@ mod error;
 mod http;
 mod lease;
 mod limiter;
+mod metrics;
 mod multi;
 mod shaper;
 mod spec;

@@ -100,9 +100,9 @@ impl MultiLimiter {
     /// `hash_tag` puts every key of this limiter in one Redis Cluster hash slot (default: the
     /// prefix, or `tk`); the fused script needs one slot per request.
     #[new]
-    #[pyo3(signature = (rule, dimensions, *, store = None, clock = None, prefix = None, server_clock = None, fail_policy = None, hash_tag = None))]
+    #[pyo3(signature = (rule, dimensions, *, store = None, clock = None, prefix = None, server_clock = None, fail_policy = None, hash_tag = None, metrics = None))]
     #[pyo3(
-        text_signature = "(rule, dimensions, *, store=None, clock=None, prefix='', server_clock=None, fail_policy=None, hash_tag=None)"
+        text_signature = "(rule, dimensions, *, store=None, clock=None, prefix='', server_clock=None, fail_policy=None, hash_tag=None, metrics=False)"
     )]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -114,6 +114,7 @@ impl MultiLimiter {
         server_clock: Option<&Bound<'_, PyAny>>,
         fail_policy: Option<&Bound<'_, PyAny>>,
         hash_tag: Option<&Bound<'_, PyAny>>,
+        metrics: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let rule = parse_rule(rule)?;
         let iter =
@@ -142,6 +143,10 @@ impl MultiLimiter {
         }
         if let Some(t) = hash_tag.filter(|t| !t.is_none()) {
             inner = inner.with_hash_tag(string(t, "hash_tag")?.to_owned()).py()?;
+        }
+        // After the prefix: the metrics are labelled with it.
+        if let Some(m) = metrics.filter(|m| !m.is_none()) {
+            inner = inner.with_metrics(crate::validate::flag(m, "metrics")?);
         }
         Ok(MultiLimiter { inner: Arc::new(inner), io, server_clock })
     }
@@ -199,6 +204,13 @@ impl MultiLimiter {
     #[getter]
     fn dimensions(&self) -> Vec<Dimension> {
         self.inner.dimensions().iter().map(|d| Dimension { inner: d.clone() }).collect()
+    }
+
+    /// The counters as a dict (`None` unless built with `metrics=True`), the shape of
+    /// `Limiter.metrics()`: each check counts its combined decision (`allowed`, `denied`, or a
+    /// fail-policy fallback) or its error; calls to a store outside the process are timed.
+    fn metrics<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, pyo3::types::PyDict>>> {
+        crate::metrics::to_dict(py, self.inner.metrics())
     }
 
     fn __repr__(&self) -> String {

@@ -25,8 +25,11 @@ pub struct Shaper {
 #[pymethods]
 impl Shaper {
     #[new]
-    #[pyo3(signature = (rate_per_sec, max_queue_ms, *, store = None, clock = None, prefix = None, server_clock = None))]
-    #[pyo3(text_signature = "(rate_per_sec, max_queue_ms, *, store=None, clock=None, prefix='', server_clock=None)")]
+    #[pyo3(signature = (rate_per_sec, max_queue_ms, *, store = None, clock = None, prefix = None, server_clock = None, metrics = None))]
+    #[pyo3(
+        text_signature = "(rate_per_sec, max_queue_ms, *, store=None, clock=None, prefix='', server_clock=None, metrics=False)"
+    )]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         rate_per_sec: &Bound<'_, PyAny>,
         max_queue_ms: &Bound<'_, PyAny>,
@@ -34,6 +37,7 @@ impl Shaper {
         clock: Option<&Bound<'_, PyAny>>,
         prefix: Option<&Bound<'_, PyAny>>,
         server_clock: Option<&Bound<'_, PyAny>>,
+        metrics: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let options = LeakyBucketOptions {
             rate_per_sec: option(rate_per_sec, "rate_per_sec")?,
@@ -49,6 +53,10 @@ impl Shaper {
             .with_server_clock(server_clock);
         if let Some(p) = prefix.filter(|p| !p.is_none()) {
             inner = inner.with_prefix(string(p, "prefix")?.to_owned());
+        }
+        // After the prefix: the metrics are labelled with it.
+        if let Some(m) = metrics.filter(|m| !m.is_none()) {
+            inner = inner.with_metrics(crate::validate::flag(m, "metrics")?);
         }
         Ok(Shaper { inner: Arc::new(inner), io })
     }
@@ -120,6 +128,13 @@ impl Shaper {
     #[getter]
     fn max_queue_ms(&self) -> f64 {
         self.inner.options().max_queue_ms
+    }
+
+    /// The counters as a dict (`None` unless built with `metrics=True`), the shape of
+    /// `Limiter.metrics()`: a reservation accepted counts as `allowed`, one rejected (the queue
+    /// full) as `denied`, a failed one under `errors`.
+    fn metrics<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, pyo3::types::PyDict>>> {
+        crate::metrics::to_dict(py, self.inner.metrics())
     }
 
     fn __repr__(&self) -> String {

@@ -128,6 +128,10 @@ mod redis {
         scripting: Option<&'a Bound<'py, PyAny>>,
         timeout_ms: Option<&'a Bound<'py, PyAny>>,
         deterministic_replay: Option<&'a Bound<'py, PyAny>>,
+        durable_replicas: Option<&'a Bound<'py, PyAny>>,
+        durable_timeout_ms: Option<&'a Bound<'py, PyAny>>,
+        sentinel_password: Option<&'a Bound<'py, PyAny>>,
+        sentinel_username: Option<&'a Bound<'py, PyAny>>,
     }
 
     /// A `str` or an `os.PathLike` (a TLS file option).
@@ -177,6 +181,19 @@ mod redis {
             if let Some(d) = given(self.deterministic_replay) {
                 o.deterministic_replay = validate::flag(d, "deterministic_replay")?;
             }
+            if let Some(n) = given(self.durable_replicas) {
+                // Past u32, core's "at most 64" is the message that applies.
+                o.durable_replicas = u32::try_from(validate::count(n, "durable_replicas")?).unwrap_or(u32::MAX);
+            }
+            if let Some(t) = given(self.durable_timeout_ms) {
+                o.durable_timeout_ms = validate::count(t, "durable_timeout_ms")?;
+            }
+            if let Some(p) = given(self.sentinel_password) {
+                o.sentinel_password = Some(validate::string(p, "sentinel_password")?.to_owned());
+            }
+            if let Some(u) = given(self.sentinel_username) {
+                o.sentinel_username = Some(validate::string(u, "sentinel_username")?.to_owned());
+            }
             Ok(o)
         }
     }
@@ -193,17 +210,21 @@ mod redis {
         /// it may have counted). `server_clock` makes limiters read time from Redis (`TIME`)
         /// instead of this host; `fail_policy` (`"fail_closed"`, `"fail_open"` or `"raise"`)
         /// is what limiters answer when Redis is unreachable. `deterministic_replay` makes
-        /// expiry follow the callers' `now` (conformance replays). Bad options raise
+        /// expiry follow the callers' `now` (conformance replays). `durable_replicas` makes each
+        /// charge durable before it is admitted (that many replicas acknowledge it within
+        /// `durable_timeout_ms`, else `StoreUnavailableError`); `sentinel_password` and
+        /// `sentinel_username` log in to sentinels that require it. Bad options raise
         /// `ConfigInvalidError` naming the option; an unreachable server or a certificate that
         /// fails verification raises `StoreUnavailableError`.
         #[new]
         #[pyo3(signature = (
             urls, *, mode = None, service_name = None, tls_ca_file = None, tls_cert_file = None,
             tls_key_file = None, scripting = None, timeout_ms = None, server_clock = None,
-            fail_policy = None, deterministic_replay = None
+            fail_policy = None, deterministic_replay = None, durable_replicas = None,
+            durable_timeout_ms = None, sentinel_password = None, sentinel_username = None
         ))]
         #[pyo3(
-            text_signature = "(urls, *, mode='standalone', service_name=None, tls_ca_file=None, tls_cert_file=None, tls_key_file=None, scripting='auto', timeout_ms=1000, server_clock=False, fail_policy=None, deterministic_replay=False)"
+            text_signature = "(urls, *, mode='standalone', service_name=None, tls_ca_file=None, tls_cert_file=None, tls_key_file=None, scripting='auto', timeout_ms=1000, server_clock=False, fail_policy=None, deterministic_replay=False, durable_replicas=0, durable_timeout_ms=100, sentinel_password=None, sentinel_username=None)"
         )]
         #[allow(clippy::too_many_arguments)] // Python keyword arguments, one per option.
         fn new(
@@ -219,6 +240,10 @@ mod redis {
             server_clock: Option<&Bound<'_, PyAny>>,
             fail_policy: Option<&Bound<'_, PyAny>>,
             deterministic_replay: Option<&Bound<'_, PyAny>>,
+            durable_replicas: Option<&Bound<'_, PyAny>>,
+            durable_timeout_ms: Option<&Bound<'_, PyAny>>,
+            sentinel_password: Option<&Bound<'_, PyAny>>,
+            sentinel_username: Option<&Bound<'_, PyAny>>,
         ) -> PyResult<Self> {
             let options = Connection {
                 urls,
@@ -230,6 +255,10 @@ mod redis {
                 scripting,
                 timeout_ms,
                 deterministic_replay,
+                durable_replicas,
+                durable_timeout_ms,
+                sentinel_password,
+                sentinel_username,
             }
             .options()?;
             let server_clock = match server_clock.filter(|s| !s.is_none()) {

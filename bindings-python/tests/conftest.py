@@ -168,3 +168,15 @@ def redis_sentinel_urls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[st
         yield urls
     finally:
         _helper("redis-sentinels.sh", "stop", folder)
+
+
+@pytest.fixture(scope="session")
+def redis_passworded_sentinel_urls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Like `redis_sentinel_urls`, but the sentinels require the password "spw"
+    (`tests/redis-sentinels.sh` with SENTINEL_PASSWORD); the master has one replica."""
+    folder = str(tmp_path_factory.mktemp("sentinel-pw") / "servers")
+    urls = _helper("redis-sentinels.sh", "start", folder, env={"SENTINEL_PASSWORD": "spw"})
+    try:
+        yield urls
+    finally:
+        _helper("redis-sentinels.sh", "stop", folder)

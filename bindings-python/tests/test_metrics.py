@@ -83,3 +83,36 @@ def test_the_key_length_rule_is_the_same_on_redis(redis_store: tk.RedisStore, pr
     assert memory.check_sync(fits).allowed
     with pytest.raises(tk.ConfigInvalidError, match="at most 256 bytes"):
         memory.check_sync(fits + "k")
+
+
+def test_a_multi_limiter_counts_its_combined_decisions() -> None:
+    assert tk.MultiLimiter("all", [tk.Dimension("ip", tk.Strategy.fixed_window(2, 1000))]).metrics() is None
+    multi = tk.MultiLimiter("all", [tk.Dimension("ip", tk.Strategy.fixed_window(3, 1000)),
+                                    tk.Dimension("user", tk.Strategy.fixed_window(2, 1000))],
+                            clock=tk.ManualClock(0), metrics=True)
+    got = [multi.check_sync(["1.2.3.4", "u"]).decision.allowed for _ in range(4)]
+    assert got == [True, True, False, False]
+    with pytest.raises(tk.ConfigInvalidError):
+        multi.check_sync(["only one key"])
+    m = multi.metrics()
+    assert m is not None
+    assert (m["allowed"], m["denied"], m["peeks"], m["forecasts"]) == (2, 2, 0, 0)
+    assert m["errors"]["config_invalid"] == 1
+    with pytest.raises(tk.ConfigInvalidError, match="metrics"):
+        tk.MultiLimiter("all", [tk.Dimension("ip", tk.Strategy.gcra(1, 1000))], metrics="yes")  # type: ignore[arg-type]
+
+
+async def test_a_shaper_counts_reservations_accepted_and_rejected(redis_store: tk.RedisStore, prefix: str) -> None:
+    assert tk.Shaper(5, 1000).metrics() is None
+    shaper = tk.Shaper(5, 300, clock=tk.ManualClock(0), metrics=True)  # 200 ms apart, 300 ms of queue
+    got = [shaper.reserve_sync("k").accepted for _ in range(4)]
+    assert got == [True, True, False, False]
+    m = shaper.metrics()
+    assert m is not None and (m["allowed"], m["denied"]) == (2, 2)
+    assert m["store_latency"]["count"] == 0
+    # On Redis the same counts, and each call is timed.
+    remote = tk.Shaper(5, 300, store=redis_store, prefix=prefix, metrics=True)
+    got = [(await remote.reserve("k")).accepted for _ in range(4)]
+    r = remote.metrics()
+    assert r is not None and (r["allowed"], r["denied"]) == (got.count(True), got.count(False))
+    assert r["store_latency"]["count"] == 4

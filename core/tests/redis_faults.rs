@@ -287,12 +287,48 @@ fn close_releases_every_connection_at_once() {
 /// again for the call (about twice the timeout): a call shares one deadline now.
 #[test]
 fn a_server_that_accepts_but_never_answers_fails_each_call_within_its_timeout() {
+    silent_server_case("");
+}
+
+/// The same with a RESP3 URL: the blocking path used to keep the crate's handshake for it
+/// (`HELLO 3` pipelined with `CLIENT SETINFO`, each reply waiting a whole timeout), so a call
+/// on a new connection took about twice the timeout; it logs in itself now, within the call's
+/// deadline, as for RESP2.
+#[test]
+fn a_resp3_url_on_a_server_that_never_answers_fails_each_call_within_its_timeout() {
+    silent_server_case("/?protocol=resp3");
+}
+
+/// What the RESP3 login sends works: a password (`HELLO 3 AUTH default pw`) and a database
+/// (`SELECT 3`), on the blocking path (the store's own login) and the async one (the crate's).
+#[test]
+fn a_resp3_url_logs_in_and_selects_its_database_on_every_path() {
+    let server = RedisServer::start();
+    // Set after the start: the helper's readiness check speaks without a password.
+    redis_server::cli(server.port, &["config", "set", "requirepass", "pw"]).expect("CONFIG SET");
+    let options = RedisOptions {
+        urls: vec![format!("redis://:pw@127.0.0.1:{}/3?protocol=resp3", server.port)],
+        timeout_ms: 5000,
+        ..RedisOptions::default()
+    };
+    let store = Arc::new(RedisStore::connect_blocking(options).expect("connect"));
+    let l = limiter(&store, FailPolicy::Raise);
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    assert!(l.check_sync("sync", 1).unwrap().allowed);
+    assert!(rt.block_on(l.check("async", 1)).unwrap().allowed);
+    let keys = redis_server::cli(server.port, &["-a", "pw", "--no-auth-warning", "-n", "3", "dbsize"]).unwrap();
+    assert_eq!(keys.trim(), "2", "both calls' keys are in database 3");
+    let hellos = redis_server::cli(server.port, &["-a", "pw", "--no-auth-warning", "info", "commandstats"]).unwrap();
+    assert!(hellos.contains("cmdstat_hello:"), "the connections said HELLO: {hellos}");
+}
+
+fn silent_server_case(url_tail: &str) {
     use throttlekit_faultproxy::{Fault, FaultProxy, Rule};
     const SLACK_MS: u64 = 150;
     let server = RedisServer::start();
     let proxy = FaultProxy::start(format!("127.0.0.1:{}", server.port).parse().unwrap()).expect("the proxy");
     let options = RedisOptions {
-        urls: vec![format!("redis://{}", proxy.addr())],
+        urls: vec![format!("redis://{}{url_tail}", proxy.addr())],
         timeout_ms: TIMEOUT_MS,
         ..RedisOptions::default()
     };
@@ -315,7 +351,7 @@ fn a_server_that_accepts_but_never_answers_fails_each_call_within_its_timeout() 
         assert_eq!(out.unwrap_err().code(), ErrorCode::StoreUnavailable);
         assert!(took <= Duration::from_millis(TIMEOUT_MS + SLACK_MS), "sync={sync}: a call took {took:?}");
     }
-    eprintln!("silent server: worst call {worst:?} (timeout {TIMEOUT_MS} ms)");
+    eprintln!("silent server{url_tail}: worst call {worst:?} (timeout {TIMEOUT_MS} ms)");
     // Answering again: so does the store.
     proxy.clear();
     proxy.kill_connections();

@@ -112,12 +112,14 @@ export async function startRedisTls({ mutual = false } = {}) {
 /**
  * A master, a replica and 3 sentinels watching service "tkmain": $THROTTLEKIT_REDIS_SENTINEL_URLS
  * if set (test.sh), else started with tests/redis-sentinels.sh and stopped by PID. {urls, stop()}.
+ * `password`: a setup of its own whose sentinels require that password (SENTINEL_PASSWORD).
  */
-export async function startRedisSentinels() {
+export async function startRedisSentinels({ password = undefined } = {}) {
   const given = process.env.THROTTLEKIT_REDIS_SENTINEL_URLS
-  if (given) return { urls: given, stop: async () => {} }
+  if (given && password === undefined) return { urls: given, stop: async () => {} }
   const own = join(mkdtempSync(join(tmpdir(), 'tk-node-sentinel-')), 'servers')
   const script = join(repoTests, 'redis-sentinels.sh')
-  const urls = execFileSync('bash', [script, 'start', own], { encoding: 'utf8' }).trim()
+  const env = { ...process.env, SENTINEL_PASSWORD: password ?? '' }
+  const urls = execFileSync('bash', [script, 'start', own], { encoding: 'utf8', env }).trim()
   return { urls, stop: async () => execFileSync('bash', [script, 'stop', own]) }
 }

@@ -165,30 +165,34 @@ fn install_crypto_provider() {
 /// deadline.
 ///
 /// Why not [`redis::Client::get_connection_with_timeout`] alone: the redis crate sends its
-/// handshake (`CLIENT SETINFO` twice, then `AUTH`, `SELECT`) as one pipeline and reads every
-/// reply with the socket's read timeout, each read waiting a whole timeout of its own; on a
-/// server that accepts connections but never answers (SIGSTOP, a silent host) a blocking call
-/// took about twice `timeout_ms`. Here the socket connects with no handshake of the crate's
-/// (`CLIENT SETINFO` skipped, no credentials or database), and the store logs in itself, one
-/// command at a time, each read bounded by the time left ([`super::transport::Endpoint::handshake`],
-/// the same commands a binding's own transport sends).
+/// handshake (`CLIENT SETINFO` twice, then `AUTH` or `HELLO 3`, `SELECT`) as one pipeline and
+/// reads every reply with the socket's read timeout, each read waiting a whole timeout of its
+/// own; on a server that accepts connections but never answers (SIGSTOP, a silent host) a
+/// blocking call took about twice `timeout_ms`. Here the socket connects with no handshake of
+/// the crate's (`CLIENT SETINFO` skipped, no credentials, database or protocol switch), and the
+/// store logs in itself, one command at a time, each read bounded by the time left: the
+/// commands a binding's own transport sends ([`super::transport::Endpoint::handshake`]), or,
+/// for a URL that asks for RESP3 (`?protocol=resp3`), `HELLO 3` (with `AUTH` when the URL has
+/// credentials) and `SELECT`, what the crate would have sent.
 pub(crate) struct Blocking {
     bare: redis::Client,
     handshake: Vec<Vec<u8>>,
 }
 
 impl Blocking {
-    /// For `client`'s node, with its credentials, database and TLS settings. RESP3 (asked for in
-    /// the URL) needs `HELLO`, which the crate sends: such a node keeps the crate's handshake.
+    /// For `client`'s node, with its credentials, database, protocol and TLS settings.
     pub(crate) fn of(client: &redis::Client) -> Blocking {
         let info = client.get_connection_info();
         let settings = info.redis_settings();
-        if settings.protocol().supports_resp3() {
-            return Blocking { bare: client.clone(), handshake: Vec::new() };
-        }
-        let handshake = super::transport::Endpoint::of(info).handshake();
-        let bare_settings =
-            redis::RedisConnectionInfo::default().set_protocol(settings.protocol()).set_skip_set_lib_name();
+        let handshake = if settings.protocol().supports_resp3() {
+            resp3_handshake(settings)
+        } else {
+            super::transport::Endpoint::of(info).handshake()
+        };
+        // The bare client speaks RESP2 to the crate (so the crate sends no `HELLO`); after our
+        // `HELLO 3` the server answers in RESP3, which the crate's parser reads either way
+        // (pushes are skipped by the readers, `invoke::pipeline_within`).
+        let bare_settings = redis::RedisConnectionInfo::default().set_skip_set_lib_name();
         match redis::Client::open(info.clone().set_redis_settings(bare_settings)) {
             Ok(bare) => Blocking { bare, handshake },
             Err(_) => Blocking { bare: client.clone(), handshake: Vec::new() },
@@ -223,4 +227,20 @@ impl Blocking {
         conn.set_write_timeout(Some(l))?;
         Ok(conn)
     }
+}
+
+/// The RESP3 login, one command each: `HELLO 3 [AUTH user password]` (the crate's own
+/// spelling: the default user when the URL names none), then `SELECT` for a database other
+/// than 0.
+fn resp3_handshake(settings: &redis::RedisConnectionInfo) -> Vec<Vec<u8>> {
+    let mut hello = redis::cmd("HELLO");
+    hello.arg(3);
+    if let Some(password) = settings.password() {
+        hello.arg("AUTH").arg(settings.username().unwrap_or("default")).arg(password);
+    }
+    let mut out = vec![hello.get_packed_command()];
+    if settings.db() != 0 {
+        out.push(redis::cmd("SELECT").arg(settings.db()).get_packed_command());
+    }
+    out
 }
