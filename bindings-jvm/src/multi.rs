@@ -67,9 +67,13 @@ extern "system" fn Java_dev_throttlekit_internal_Native_multiNew(
     })
 }
 
-unsafe fn multi<'a>(h: jlong) -> Result<&'a MultiLimiter, Error> {
-    unsafe { handle::get::<MultiLimiter>(h, "multi limiter") }
-}
+handle::handle_exports!(
+    MultiLimiter,
+    "multi limiter",
+    multi,
+    Java_dev_throttlekit_internal_Native_multiClose,
+    Java_dev_throttlekit_internal_Native_multiFree
+);
 
 /// A multi decision as longs: the binding dimension's index, its decision (six), then each
 /// dimension's decision (six each).
@@ -128,21 +132,5 @@ extern "system" fn Java_dev_throttlekit_internal_Native_multiAsync(
             }
             Ok(multi_longs(m, &m.check(&refs, cost).await?))
         })
-    })
-}
-
-#[unsafe(no_mangle)]
-extern "system" fn Java_dev_throttlekit_internal_Native_multiClose(env: *mut JNIEnv, _: jclass, h: jlong) {
-    guard(env, || {
-        unsafe { handle::close::<MultiLimiter>(h) };
-        Ok(())
-    })
-}
-
-#[unsafe(no_mangle)]
-extern "system" fn Java_dev_throttlekit_internal_Native_multiFree(env: *mut JNIEnv, _: jclass, h: jlong) {
-    guard(env, || {
-        unsafe { handle::free::<MultiLimiter>(h) };
-        Ok(())
     })
 }

@@ -40,9 +40,13 @@ extern "system" fn Java_dev_throttlekit_internal_Native_shaperNew(
     })
 }
 
-unsafe fn shaper<'a>(h: jlong) -> Result<&'a Shaper, Error> {
-    unsafe { handle::get::<Shaper>(h, "shaper") }
-}
+handle::handle_exports!(
+    Shaper,
+    "shaper",
+    shaper,
+    Java_dev_throttlekit_internal_Native_shaperClose,
+    Java_dev_throttlekit_internal_Native_shaperFree
+);
 
 /// `reserve` (op 0), `schedule` (op 1: reserve, then sleep the delay; `queue_full` when
 /// rejected) and `reset` (op 3); the reservation goes to the scratch buffer.
@@ -95,21 +99,5 @@ extern "system" fn Java_dev_throttlekit_internal_Native_shaperAsync(
             };
             Ok(vec![i64::from(r.accepted), r.delay_ms])
         })
-    })
-}
-
-#[unsafe(no_mangle)]
-extern "system" fn Java_dev_throttlekit_internal_Native_shaperClose(env: *mut JNIEnv, _: jclass, h: jlong) {
-    guard(env, || {
-        unsafe { handle::close::<Shaper>(h) };
-        Ok(())
-    })
-}
-
-#[unsafe(no_mangle)]
-extern "system" fn Java_dev_throttlekit_internal_Native_shaperFree(env: *mut JNIEnv, _: jclass, h: jlong) {
-    guard(env, || {
-        unsafe { handle::free::<Shaper>(h) };
-        Ok(())
     })
 }

@@ -44,6 +44,9 @@ public final class Native {
     public static native void limiterAsync(long h, int op, byte[] key, long cost, CompletableFuture<long[]> f);
     public static native long[] limiterMetrics(long h);
     public static native long limiterLimit(long h);
+    public static native long[] limiterTier(long h);
+    public static native long limiterRelease(long h, long idleMs);
+    public static native long[] leaseDefaults();
     public static native void limiterClose(long h);
     public static native void limiterFree(long h);
 
