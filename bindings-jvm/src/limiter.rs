@@ -57,9 +57,7 @@ extern "system" fn Java_dev_throttlekit_internal_Native_limiterNew(
     clock: jlong,
 ) -> jlong {
     guard(env, || {
-        let text = unsafe { crate::env::text(env, config, "options")? };
-        let c: LimiterConfig =
-            serde_json::from_str(&text).map_err(|e| Error::config("Limiter options", &e.to_string()))?;
+        let c: LimiterConfig = unsafe { crate::env::options(env, config, "Limiter")? };
         let mode = mode(&c)?;
         let (store, server_clock, fail_policy) = crate::store::resolve(store)?;
         let mut b = Limiter::builder(c.strategy.build()?)
@@ -99,7 +97,7 @@ extern "system" fn Java_dev_throttlekit_internal_Native_check(
     cost: jlong,
 ) {
     guard(env, || unsafe {
-        let d = limiter(h)?.check_sync(scratch::key(addr, len)?, scratch::cost(cost)?)?;
+        let d = limiter(h)?.check_sync(scratch::key(addr, len)?, scratch::hot_cost(cost)?)?;
         scratch::put_decision(addr, &d);
         Ok(())
     })
@@ -115,7 +113,9 @@ extern "system" fn Java_dev_throttlekit_internal_Native_tryAcquire(
     len: jint,
     cost: jlong,
 ) -> jboolean {
-    guard(env, || unsafe { Ok(jbool(limiter(h)?.check_sync(scratch::key(addr, len)?, scratch::cost(cost)?)?.allowed)) })
+    guard(env, || unsafe {
+        Ok(jbool(limiter(h)?.check_sync(scratch::key(addr, len)?, scratch::hot_cost(cost)?)?.allowed))
+    })
 }
 
 /// `peek` (op 1), `forecast` (op 2) and `reset` (op 3); reset writes nothing.

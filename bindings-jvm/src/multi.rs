@@ -37,9 +37,7 @@ extern "system" fn Java_dev_throttlekit_internal_Native_multiNew(
     clock: jlong,
 ) -> jlong {
     guard(env, || {
-        let text = unsafe { crate::env::text(env, config, "options")? };
-        let c: MultiConfig =
-            serde_json::from_str(&text).map_err(|e| Error::config("MultiLimiter options", &e.to_string()))?;
+        let c: MultiConfig = unsafe { crate::env::options(env, config, "MultiLimiter")? };
         let mut dims = Vec::with_capacity(c.dimensions.len());
         for d in c.dimensions {
             let m = match d.cost_multiplier {

@@ -2,7 +2,7 @@
 
 use jni_sys::{JNIEnv, jbyteArray, jclass, jint, jlong, jobject};
 use serde::Deserialize;
-use throttlekit::{Error, LeakyBucketOptions, Shaper};
+use throttlekit::{LeakyBucketOptions, Shaper};
 
 use crate::{guard, handle, scratch};
 
@@ -26,9 +26,7 @@ extern "system" fn Java_dev_throttlekit_internal_Native_shaperNew(
     clock: jlong,
 ) -> jlong {
     guard(env, || {
-        let text = unsafe { crate::env::text(env, config, "options")? };
-        let c: ShaperConfig =
-            serde_json::from_str(&text).map_err(|e| Error::config("Shaper options", &e.to_string()))?;
+        let c: ShaperConfig = unsafe { crate::env::options(env, config, "Shaper")? };
         let (store, server_clock, _) = crate::store::resolve(store)?;
         let options = LeakyBucketOptions { rate_per_sec: c.rate_per_sec, max_queue_ms: c.max_queue_ms };
         let s = Shaper::new(&options)?

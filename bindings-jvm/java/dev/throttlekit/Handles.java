@@ -2,12 +2,14 @@ package dev.throttlekit;
 
 import dev.throttlekit.internal.Json;
 import dev.throttlekit.internal.Native;
+import dev.throttlekit.internal.NativeFuture;
 import dev.throttlekit.internal.Scratch;
 import java.lang.ref.Cleaner;
 import java.lang.ref.Reference;
 import java.nio.charset.StandardCharsets;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
+import java.util.function.Function;
 import java.util.function.LongConsumer;
 
 /**
@@ -34,7 +36,7 @@ final class Handles {
 
     /** A native call that completes {@code f} later, from a runtime thread. */
     interface Start {
-        void start(CompletableFuture<long[]> f);
+        void start(NativeFuture<?> f);
     }
 
     /** A native call through the thread's scratch buffer: the key's length there, results back there. */
@@ -70,21 +72,18 @@ final class Handles {
     }
 
     /**
-     * A {@code CompletableFuture} twin: the future {@code start} completes, already failed when the
-     * call cannot start (bad arguments, closed), and keeping {@code owner} (so its native object)
-     * reachable until it completes.
+     * A {@code CompletableFuture} twin: the future {@code start} completes with the result longs,
+     * converted by {@code convert}; already failed when the call cannot start (bad arguments,
+     * closed). It keeps {@code owner} (so its native object) reachable until it completes.
      */
-    static CompletableFuture<long[]> async(Object owner, Start start) {
-        CompletableFuture<long[]> f = new CompletableFuture<>();
+    static <T> CompletableFuture<T> async(Object owner, Function<long[], T> convert, Start start) {
+        NativeFuture<T> f = new NativeFuture<>(owner, convert);
         try {
             start.start(f);
         } catch (ThrottleKitException e) {
             return CompletableFuture.failedFuture(e);
         }
-        return f.thenApply(v -> {
-            Reference.reachabilityFence(owner);
-            return v;
-        });
+        return f;
     }
 
     /** Writes {@code key} to the thread's scratch buffer, runs {@code call} on it, and returns the buffer (its results). */

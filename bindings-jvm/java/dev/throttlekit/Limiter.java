@@ -112,7 +112,7 @@ public final class Limiter implements AutoCloseable {
 
     /** {@link #check(String, long)} without holding a thread while the store answers. */
     public CompletableFuture<Decision> checkAsync(String key, long cost) {
-        return async(0, key, cost).thenApply(v -> Decision.of(v, 0));
+        return async(0, key, cost, FIRST);
     }
 
     /** {@link #check(String)} without holding a thread. */
@@ -122,22 +122,22 @@ public final class Limiter implements AutoCloseable {
 
     /** {@link #peek} without holding a thread. */
     public CompletableFuture<Decision> peekAsync(String key) {
-        return async(1, key, 1).thenApply(v -> Decision.of(v, 0));
+        return async(1, key, 1, FIRST);
     }
 
     /** {@link #forecast} without holding a thread. */
     public CompletableFuture<Decision> forecastAsync(String key, long cost) {
-        return async(2, key, cost).thenApply(v -> Decision.of(v, 0));
+        return async(2, key, cost, FIRST);
     }
 
     /** {@link #reset} without holding a thread. */
     public CompletableFuture<Void> resetAsync(String key) {
-        return async(3, key, 1).thenApply(v -> null);
+        return async(3, key, 1, v -> null);
     }
 
     /** {@link #checkMany} without holding a thread. */
     public CompletableFuture<List<Decision>> checkManyAsync(List<String> keys, long cost) {
-        return Handles.async(this, f -> Native.limiterAsync(h, 4, pack(keys), cost, f)).thenApply(Limiter::decisions);
+        return Handles.async(this, Limiter::decisions, f -> Native.limiterAsync(h, 4, pack(keys), cost, f));
     }
 
     /** The two-tier mode it was built with ({@link Mode#STRICT} unless set). */
@@ -166,7 +166,7 @@ public final class Limiter implements AutoCloseable {
 
     /** {@link #releaseLeases()} without holding a thread. */
     public CompletableFuture<Long> releaseLeasesAsync() {
-        return async(5, "", ALL_KEYS).thenApply(v -> v[0]);
+        return async(5, "", ALL_KEYS, v -> v[0]);
     }
 
     /** {@link #releaseLeases(java.time.Duration)} without holding a thread. */
@@ -177,7 +177,7 @@ public final class Limiter implements AutoCloseable {
         } catch (ThrottleKitException e) {
             return CompletableFuture.failedFuture(e);
         }
-        return async(5, "", ms).thenApply(v -> v[0]);
+        return async(5, "", ms, v -> v[0]);
     }
 
     private static final Mode[] MODES = Mode.values();
@@ -246,8 +246,11 @@ public final class Limiter implements AutoCloseable {
         return Handles.decision(Handles.scratch(this, key, (addr, len) -> Native.limiterOp(h, op, addr, len, cost)));
     }
 
-    private CompletableFuture<long[]> async(int op, String key, long cost) {
-        return Handles.async(this, f -> Native.limiterAsync(h, op, Handles.utf8(key), cost, f));
+    /** The first decision of the result longs. */
+    private static final java.util.function.Function<long[], Decision> FIRST = v -> Decision.of(v, 0);
+
+    private <T> CompletableFuture<T> async(int op, String key, long cost, java.util.function.Function<long[], T> convert) {
+        return Handles.async(this, convert, f -> Native.limiterAsync(h, op, Handles.utf8(key), cost, f));
     }
 
     static byte[] pack(List<String> keys) {

@@ -66,12 +66,12 @@ public final class MultiLimiter implements AutoCloseable {
 
     /** {@link #check(List, long)} without holding a thread while the store answers. */
     public CompletableFuture<MultiDecision> checkAsync(List<String> keys, long cost) {
-        return async(0, keys, cost).thenApply(this::decision);
+        return async(0, keys, cost, this::decision);
     }
 
     /** {@link #reset} without holding a thread. */
     public CompletableFuture<Void> resetAsync(List<String> keys) {
-        return async(3, keys, 1).thenApply(v -> null);
+        return async(3, keys, 1, v -> null);
     }
 
     /** Closes it (not its store); later calls throw {@link StoreUnavailableException}. */
@@ -80,8 +80,8 @@ public final class MultiLimiter implements AutoCloseable {
         Handles.close(this, h, Native::multiClose);
     }
 
-    private CompletableFuture<long[]> async(int op, List<String> keys, long cost) {
-        return Handles.async(this, f -> Native.multiAsync(h, op, Limiter.pack(keys), cost, f));
+    private <T> CompletableFuture<T> async(int op, List<String> keys, long cost, java.util.function.Function<long[], T> convert) {
+        return Handles.async(this, convert, f -> Native.multiAsync(h, op, Limiter.pack(keys), cost, f));
     }
 
     private MultiDecision decision(long[] v) {

@@ -55,17 +55,17 @@ public final class Shaper implements AutoCloseable {
 
     /** {@link #reserve} without holding a thread. */
     public CompletableFuture<Reservation> reserveAsync(String key, long cost) {
-        return async(0, key, cost).thenApply(v -> new Reservation(v[0] != 0, v[1]));
+        return async(0, key, cost, v -> new Reservation(v[0] != 0, v[1]));
     }
 
     /** {@link #schedule} without holding a thread (the wait is a timer, not a sleeping thread). */
     public CompletableFuture<Reservation> scheduleAsync(String key, long cost) {
-        return async(1, key, cost).thenApply(v -> new Reservation(v[0] != 0, v[1]));
+        return async(1, key, cost, v -> new Reservation(v[0] != 0, v[1]));
     }
 
     /** {@link #reset} without holding a thread. */
     public CompletableFuture<Void> resetAsync(String key) {
-        return async(3, key, 1).thenApply(v -> null);
+        return async(3, key, 1, v -> null);
     }
 
     /** Closes it (not its store). */
@@ -79,8 +79,8 @@ public final class Shaper implements AutoCloseable {
         return op == 3 ? null : new Reservation(s.out(0) != 0, s.out(1));
     }
 
-    private CompletableFuture<long[]> async(int op, String key, long cost) {
-        return Handles.async(this, f -> Native.shaperAsync(h, op, Handles.utf8(key), cost, f));
+    private <T> CompletableFuture<T> async(int op, String key, long cost, java.util.function.Function<long[], T> convert) {
+        return Handles.async(this, convert, f -> Native.shaperAsync(h, op, Handles.utf8(key), cost, f));
     }
 
     private static double finite(String name, double v) {
