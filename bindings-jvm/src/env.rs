@@ -106,6 +106,16 @@ pub(crate) unsafe fn text(env: *mut JNIEnv, array: jbyteArray, what: &str) -> Re
     String::from_utf8(unsafe { bytes(env, array) }).map_err(|_| Error::config(what, "must be valid UTF-8"))
 }
 
+/// A builder's options, sent by Java as JSON (`what`: the class, for the `config_invalid` message).
+pub(crate) unsafe fn options<T: serde::de::DeserializeOwned>(
+    env: *mut JNIEnv,
+    config: jbyteArray,
+    what: &str,
+) -> Result<T, Error> {
+    let text = unsafe { text(env, config, "options")? };
+    serde_json::from_str(&text).map_err(|e| Error::config(&format!("{what} options"), &e.to_string()))
+}
+
 /// A new Java `long[]` holding `values`.
 pub(crate) unsafe fn new_longs(env: *mut JNIEnv, values: &[jlong]) -> jlongArray {
     unsafe {

@@ -63,3 +63,40 @@ pub(crate) unsafe fn free<T>(h: jlong) {
         drop(unsafe { Box::from_raw(h as *mut Handle<T>) });
     }
 }
+
+/// The exports every object type shares, written once: a typed getter (`$get`, failing with
+/// `store_unavailable` once closed), `close` (marks it closed; `$on_close` runs on the object
+/// when this call was the one that closed it) and `free` (called by the Java `Cleaner`).
+///
+/// ```ignore
+/// handle_exports!(Shaper, "shaper", shaper, Java_..._shaperClose, Java_..._shaperFree);
+/// ```
+macro_rules! handle_exports {
+    ($ty:ty, $what:literal, $get:ident, $close:ident, $free:ident $(, on_close = $on_close:expr)?) => {
+        #[inline]
+        unsafe fn $get<'a>(h: jni_sys::jlong) -> Result<&'a $ty, throttlekit::Error> {
+            unsafe { $crate::handle::get::<$ty>(h, $what) }
+        }
+
+        #[unsafe(no_mangle)]
+        extern "system" fn $close(env: *mut jni_sys::JNIEnv, _: jni_sys::jclass, h: jni_sys::jlong) {
+            $crate::guard(env, || {
+                let closed: Option<&$ty> = unsafe { $crate::handle::close::<$ty>(h) };
+                $(if let Some(value) = closed {
+                    ($on_close)(value);
+                })?
+                let _ = closed;
+                Ok(())
+            })
+        }
+
+        #[unsafe(no_mangle)]
+        extern "system" fn $free(env: *mut jni_sys::JNIEnv, _: jni_sys::jclass, h: jni_sys::jlong) {
+            $crate::guard(env, || {
+                unsafe { $crate::handle::free::<$ty>(h) };
+                Ok(())
+            })
+        }
+    };
+}
+pub(crate) use handle_exports;

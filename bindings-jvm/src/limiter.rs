@@ -3,7 +3,7 @@
 
 use jni_sys::{JNIEnv, jboolean, jbyteArray, jclass, jint, jlong, jlongArray, jobject};
 use serde::Deserialize;
-use throttlekit::{Error, FailPolicy, Limiter, StrategySpec};
+use throttlekit::{Error, FailPolicy, LeaseOptions, Limiter, Mode, StrategySpec};
 
 use crate::scratch::{self, decision_longs};
 use crate::{guard, handle, jbool};
@@ -19,6 +19,33 @@ struct LimiterConfig {
     fail_policy: Option<FailPolicy>,
     #[serde(default)]
     metrics: bool,
+    /// `strict`, `cached_deny` or `leased` (`Mode`'s names); absent: strict, or leased when
+    /// `lease` is given (as Python's `mode=None, lease={...}`).
+    mode: Option<String>,
+    lease: Option<LeaseConfig>,
+}
+
+/// `Lease`'s fields, as numbers for core's `LeaseOptions::from_fields` (which validates them).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct LeaseConfig {
+    batch: Option<f64>,
+    low_water: Option<f64>,
+    window_coupled: Option<bool>,
+    max_keys: Option<f64>,
+}
+
+/// The mode `c` asks for, checked by core.
+fn mode(c: &LimiterConfig) -> Result<Mode, Error> {
+    let options = match &c.lease {
+        None => LeaseOptions::default(),
+        Some(l) => LeaseOptions::from_fields(l.batch, l.low_water, l.window_coupled, l.max_keys)?,
+    };
+    match (&c.mode, &c.lease) {
+        (Some(name), _) => Mode::parse(name, options),
+        (None, Some(_)) => Ok(Mode::Leased(options)),
+        (None, None) => Ok(Mode::Strict),
+    }
 }
 
 #[unsafe(no_mangle)]
@@ -30,9 +57,8 @@ extern "system" fn Java_dev_throttlekit_internal_Native_limiterNew(
     clock: jlong,
 ) -> jlong {
     guard(env, || {
-        let text = unsafe { crate::env::text(env, config, "options")? };
-        let c: LimiterConfig =
-            serde_json::from_str(&text).map_err(|e| Error::config("Limiter options", &e.to_string()))?;
+        let c: LimiterConfig = unsafe { crate::env::options(env, config, "Limiter")? };
+        let mode = mode(&c)?;
         let (store, server_clock, fail_policy) = crate::store::resolve(store)?;
         let mut b = Limiter::builder(c.strategy.build()?)
             .store(store)
@@ -43,14 +69,22 @@ extern "system" fn Java_dev_throttlekit_internal_Native_limiterNew(
         if let Some(p) = c.fail_policy.or(fail_policy) {
             b = b.fail_policy(p);
         }
-        Ok(handle::leak(b.build()))
+        Ok(handle::leak(b.mode(mode)?.build()))
     })
 }
 
-#[inline]
-unsafe fn limiter<'a>(h: jlong) -> Result<&'a Limiter, Error> {
-    unsafe { handle::get::<Limiter>(h, "limiter") }
-}
+handle::handle_exports!(
+    Limiter,
+    "limiter",
+    limiter,
+    Java_dev_throttlekit_internal_Native_limiterClose,
+    Java_dev_throttlekit_internal_Native_limiterFree,
+    // Unspent leased credits go back to the store (best effort, as core's `close`); the store
+    // itself stays open: other limiters may share it.
+    on_close = |l: &Limiter| {
+        let _ = l.release_leases_sync(None);
+    }
+);
 
 /// The hot path: a consuming check; the decision goes to the scratch buffer.
 #[unsafe(no_mangle)]
@@ -63,7 +97,7 @@ extern "system" fn Java_dev_throttlekit_internal_Native_check(
     cost: jlong,
 ) {
     guard(env, || unsafe {
-        let d = limiter(h)?.check_sync(scratch::key(addr, len)?, scratch::cost(cost)?)?;
+        let d = limiter(h)?.check_sync(scratch::key(addr, len)?, scratch::hot_cost(cost)?)?;
         scratch::put_decision(addr, &d);
         Ok(())
     })
@@ -79,7 +113,9 @@ extern "system" fn Java_dev_throttlekit_internal_Native_tryAcquire(
     len: jint,
     cost: jlong,
 ) -> jboolean {
-    guard(env, || unsafe { Ok(jbool(limiter(h)?.check_sync(scratch::key(addr, len)?, scratch::cost(cost)?)?.allowed)) })
+    guard(env, || unsafe {
+        Ok(jbool(limiter(h)?.check_sync(scratch::key(addr, len)?, scratch::hot_cost(cost)?)?.allowed))
+    })
 }
 
 /// `peek` (op 1), `forecast` (op 2) and `reset` (op 3); reset writes nothing.
@@ -125,7 +161,8 @@ extern "system" fn Java_dev_throttlekit_internal_Native_checkMany(
 }
 
 /// The `CompletableFuture<long[]>` twins: op 0 check, 1 peek, 2 forecast, 3 reset (empty
-/// result), 4 checkMany (`key` holds the packed keys).
+/// result), 4 checkMany (`key` holds the packed keys), 5 releaseLeases (`cost` holds the idle
+/// time as [`idle`] reads it; the units given back).
 #[unsafe(no_mangle)]
 extern "system" fn Java_dev_throttlekit_internal_Native_limiterAsync(
     env: *mut JNIEnv,
@@ -141,6 +178,10 @@ extern "system" fn Java_dev_throttlekit_internal_Native_limiterAsync(
         // unreachable, and the Java side keeps the object reachable from the future.
         let l: &'static Limiter = limiter(h)?;
         let bytes = crate::env::bytes(env, key);
+        if op == 5 {
+            let idle = idle(cost)?;
+            return crate::runtime::spawn(env, future, async move { Ok(vec![as_long(l.release_leases(idle).await?)]) });
+        }
         let cost = if op == 1 || op == 3 { 1 } else { scratch::cost(cost)? };
         if op == 4 {
             let keys = scratch::unpack_keys(&bytes)?;
@@ -176,7 +217,6 @@ extern "system" fn Java_dev_throttlekit_internal_Native_limiterMetrics(
 ) -> jlongArray {
     guard(env, || unsafe {
         let l = limiter(h)?;
-        let as_long = |v: u64| jlong::try_from(v).unwrap_or(jlong::MAX);
         let mut out = Vec::new();
         match l.metrics().map(|m| m.snapshot()) {
             None => out.extend([0; 11]),
@@ -201,18 +241,57 @@ extern "system" fn Java_dev_throttlekit_internal_Native_limiterLimit(env: *mut J
     guard(env, || Ok(unsafe { limiter(h)? }.strategy().limit()))
 }
 
+/// A counter as a Java `long` (saturating).
+fn as_long(v: u64) -> jlong {
+    jlong::try_from(v).unwrap_or(jlong::MAX)
+}
+
+/// `releaseLeases`' idle time in ms as Java passes it: `Long.MIN_VALUE` for every key.
+fn idle(ms: jlong) -> Result<Option<i64>, Error> {
+    match ms {
+        jlong::MIN => Ok(None),
+        ms if ms >= 0 => Ok(Some(ms)),
+        _ => Err(Error::config("idle", "must be >= 0")),
+    }
+}
+
+/// The tier's counters (`TierStats`' order) and the mode (`Mode`'s ordinal).
 #[unsafe(no_mangle)]
-extern "system" fn Java_dev_throttlekit_internal_Native_limiterClose(env: *mut JNIEnv, _: jclass, h: jlong) {
-    guard(env, || {
-        unsafe { handle::close::<Limiter>(h) };
-        Ok(())
+extern "system" fn Java_dev_throttlekit_internal_Native_limiterTier(
+    env: *mut JNIEnv,
+    _: jclass,
+    h: jlong,
+) -> jlongArray {
+    guard(env, || unsafe {
+        let l = limiter(h)?;
+        let s = l.tier_stats();
+        let mode = match l.mode() {
+            Mode::Strict => 0,
+            Mode::CachedDeny { .. } => 1,
+            Mode::Leased(_) => 2,
+        };
+        let out = [s.local_admits, s.local_denials, s.leases, s.late_credits_dropped, s.credits_returned].map(as_long);
+        Ok(crate::env::new_longs(env, &[&out[..], &[mode]].concat()))
     })
 }
 
+/// `releaseLeases` on the calling thread: the units given back.
 #[unsafe(no_mangle)]
-extern "system" fn Java_dev_throttlekit_internal_Native_limiterFree(env: *mut JNIEnv, _: jclass, h: jlong) {
+extern "system" fn Java_dev_throttlekit_internal_Native_limiterRelease(
+    env: *mut JNIEnv,
+    _: jclass,
+    h: jlong,
+    idle_ms: jlong,
+) -> jlong {
+    guard(env, || unsafe { Ok(as_long(limiter(h)?.release_leases_sync(idle(idle_ms)?)?)) })
+}
+
+/// Core's `LeaseOptions::default()` for `Lease.DEFAULTS`: batch, lowWater, windowCoupled, maxKeys.
+#[unsafe(no_mangle)]
+extern "system" fn Java_dev_throttlekit_internal_Native_leaseDefaults(env: *mut JNIEnv, _: jclass) -> jlongArray {
     guard(env, || {
-        unsafe { handle::free::<Limiter>(h) };
-        Ok(())
+        let d = LeaseOptions::default();
+        let out = [as_long(d.batch), as_long(d.low_water), jlong::from(d.window_coupled), as_long(d.max_keys as u64)];
+        Ok(unsafe { crate::env::new_longs(env, &out) })
     })
 }

@@ -37,9 +37,7 @@ extern "system" fn Java_dev_throttlekit_internal_Native_multiNew(
     clock: jlong,
 ) -> jlong {
     guard(env, || {
-        let text = unsafe { crate::env::text(env, config, "options")? };
-        let c: MultiConfig =
-            serde_json::from_str(&text).map_err(|e| Error::config("MultiLimiter options", &e.to_string()))?;
+        let c: MultiConfig = unsafe { crate::env::options(env, config, "MultiLimiter")? };
         let mut dims = Vec::with_capacity(c.dimensions.len());
         for d in c.dimensions {
             let m = match d.cost_multiplier {
@@ -67,9 +65,13 @@ extern "system" fn Java_dev_throttlekit_internal_Native_multiNew(
     })
 }
 
-unsafe fn multi<'a>(h: jlong) -> Result<&'a MultiLimiter, Error> {
-    unsafe { handle::get::<MultiLimiter>(h, "multi limiter") }
-}
+handle::handle_exports!(
+    MultiLimiter,
+    "multi limiter",
+    multi,
+    Java_dev_throttlekit_internal_Native_multiClose,
+    Java_dev_throttlekit_internal_Native_multiFree
+);
 
 /// A multi decision as longs: the binding dimension's index, its decision (six), then each
 /// dimension's decision (six each).
@@ -128,21 +130,5 @@ extern "system" fn Java_dev_throttlekit_internal_Native_multiAsync(
             }
             Ok(multi_longs(m, &m.check(&refs, cost).await?))
         })
-    })
-}
-
-#[unsafe(no_mangle)]
-extern "system" fn Java_dev_throttlekit_internal_Native_multiClose(env: *mut JNIEnv, _: jclass, h: jlong) {
-    guard(env, || {
-        unsafe { handle::close::<MultiLimiter>(h) };
-        Ok(())
-    })
-}
-
-#[unsafe(no_mangle)]
-extern "system" fn Java_dev_throttlekit_internal_Native_multiFree(env: *mut JNIEnv, _: jclass, h: jlong) {
-    guard(env, || {
-        unsafe { handle::free::<MultiLimiter>(h) };
-        Ok(())
     })
 }

@@ -74,6 +74,13 @@ pub(crate) fn cost(c: jlong) -> Result<u64, Error> {
     }
 }
 
+/// [`cost`] for `Limiter::check_sync`, which checks the upper bound itself: a positive cost
+/// passes without a call (the hot path), anything else gets core's error.
+#[inline(always)]
+pub(crate) fn hot_cost(c: jlong) -> Result<u64, Error> {
+    if c >= 1 { Ok(c as u64) } else { cost(c) }
+}
+
 /// Keys packed by Java's `Keys.pack`: each a little-endian `u32` length then its UTF-8 bytes.
 pub(crate) fn unpack_keys(packed: &[u8]) -> Result<Vec<String>, Error> {
     let bad = || Error::config("keys", "are malformed (internal)");

@@ -2,7 +2,7 @@
 
 use jni_sys::{JNIEnv, jbyteArray, jclass, jint, jlong, jobject};
 use serde::Deserialize;
-use throttlekit::{Error, LeakyBucketOptions, Shaper};
+use throttlekit::{LeakyBucketOptions, Shaper};
 
 use crate::{guard, handle, scratch};
 
@@ -26,9 +26,7 @@ extern "system" fn Java_dev_throttlekit_internal_Native_shaperNew(
     clock: jlong,
 ) -> jlong {
     guard(env, || {
-        let text = unsafe { crate::env::text(env, config, "options")? };
-        let c: ShaperConfig =
-            serde_json::from_str(&text).map_err(|e| Error::config("Shaper options", &e.to_string()))?;
+        let c: ShaperConfig = unsafe { crate::env::options(env, config, "Shaper")? };
         let (store, server_clock, _) = crate::store::resolve(store)?;
         let options = LeakyBucketOptions { rate_per_sec: c.rate_per_sec, max_queue_ms: c.max_queue_ms };
         let s = Shaper::new(&options)?
@@ -40,9 +38,13 @@ extern "system" fn Java_dev_throttlekit_internal_Native_shaperNew(
     })
 }
 
-unsafe fn shaper<'a>(h: jlong) -> Result<&'a Shaper, Error> {
-    unsafe { handle::get::<Shaper>(h, "shaper") }
-}
+handle::handle_exports!(
+    Shaper,
+    "shaper",
+    shaper,
+    Java_dev_throttlekit_internal_Native_shaperClose,
+    Java_dev_throttlekit_internal_Native_shaperFree
+);
 
 /// `reserve` (op 0), `schedule` (op 1: reserve, then sleep the delay; `queue_full` when
 /// rejected) and `reset` (op 3); the reservation goes to the scratch buffer.
@@ -95,21 +97,5 @@ extern "system" fn Java_dev_throttlekit_internal_Native_shaperAsync(
             };
             Ok(vec![i64::from(r.accepted), r.delay_ms])
         })
-    })
-}
-
-#[unsafe(no_mangle)]
-extern "system" fn Java_dev_throttlekit_internal_Native_shaperClose(env: *mut JNIEnv, _: jclass, h: jlong) {
-    guard(env, || {
-        unsafe { handle::close::<Shaper>(h) };
-        Ok(())
-    })
-}
-
-#[unsafe(no_mangle)]
-extern "system" fn Java_dev_throttlekit_internal_Native_shaperFree(env: *mut JNIEnv, _: jclass, h: jlong) {
-    guard(env, || {
-        unsafe { handle::free::<Shaper>(h) };
-        Ok(())
     })
 }

@@ -40,11 +40,9 @@ public final class Limiter implements AutoCloseable {
         if (b.serverClock != null) c.put("serverClock", b.serverClock);
         if (b.failPolicy != null) c.put("failPolicy", b.failPolicy.wire());
         c.put("metrics", b.metrics);
-        h = Native.limiterNew(Json.write(c).getBytes(StandardCharsets.UTF_8),
-                b.store == null ? 0 : b.store.handle(), b.clock == null ? 0 : b.clock.handle());
-        Reference.reachabilityFence(b.store);
-        Reference.reachabilityFence(b.clock);
-        Handles.register(this, h, Native::limiterFree);
+        if (b.mode != null) c.put("mode", b.mode.wire());
+        if (b.lease != null) c.put("lease", b.lease.wire());
+        h = Handles.create(this, Native::limiterNew, c, b.store, b.clock, Native::limiterFree);
         strategy = b.strategy;
         prefix = b.prefix;
     }
@@ -99,13 +97,7 @@ public final class Limiter implements AutoCloseable {
 
     /** Forgets {@code key}'s state. */
     public void reset(String key) {
-        Scratch s = Scratch.get();
-        int len = s.key(Handles.key(key));
-        try {
-            Native.limiterOp(h, 3, s.address(), len, 1);
-        } finally {
-            Reference.reachabilityFence(this);
-        }
+        Handles.scratch(this, key, (addr, len) -> Native.limiterOp(h, 3, addr, len, 1));
     }
 
     /** One check of {@code cost} per key, all at one clock reading (pipelined on Redis; not atomic together). */
@@ -120,7 +112,7 @@ public final class Limiter implements AutoCloseable {
 
     /** {@link #check(String, long)} without holding a thread while the store answers. */
     public CompletableFuture<Decision> checkAsync(String key, long cost) {
-        return async(0, key, cost).thenApply(v -> Decision.of(v, 0));
+        return async(0, key, cost, FIRST);
     }
 
     /** {@link #check(String)} without holding a thread. */
@@ -130,31 +122,91 @@ public final class Limiter implements AutoCloseable {
 
     /** {@link #peek} without holding a thread. */
     public CompletableFuture<Decision> peekAsync(String key) {
-        return async(1, key, 1).thenApply(v -> Decision.of(v, 0));
+        return async(1, key, 1, FIRST);
     }
 
     /** {@link #forecast} without holding a thread. */
     public CompletableFuture<Decision> forecastAsync(String key, long cost) {
-        return async(2, key, cost).thenApply(v -> Decision.of(v, 0));
+        return async(2, key, cost, FIRST);
     }
 
     /** {@link #reset} without holding a thread. */
     public CompletableFuture<Void> resetAsync(String key) {
-        return async(3, key, 1).thenApply(v -> null);
+        return async(3, key, 1, v -> null);
     }
 
     /** {@link #checkMany} without holding a thread. */
     public CompletableFuture<List<Decision>> checkManyAsync(List<String> keys, long cost) {
-        CompletableFuture<long[]> f = new CompletableFuture<>();
+        return Handles.async(this, Limiter::decisions, f -> Native.limiterAsync(h, 4, pack(keys), cost, f));
+    }
+
+    /** The two-tier mode it was built with ({@link Mode#STRICT} unless set). */
+    public Mode mode() {
+        return MODES[(int) tier()[5]];
+    }
+
+    /** The local tier's counters (all zero in {@link Mode#STRICT}). */
+    public TierStats tierStats() {
+        return TierStats.of(tier());
+    }
+
+    /**
+     * Gives back every key's unspent leased credits where the strategy can take them back (a fixed
+     * window's or quota's counter, a GCRA or token bucket state); returns the units given back.
+     * {@link #close()} does it too. 0 unless {@link Mode#LEASED}.
+     */
+    public long releaseLeases() {
+        return release(ALL_KEYS);
+    }
+
+    /** {@link #releaseLeases()} for the keys unused for {@code idle} only. */
+    public long releaseLeases(java.time.Duration idle) {
+        return release(idleMs(idle));
+    }
+
+    /** {@link #releaseLeases()} without holding a thread. */
+    public CompletableFuture<Long> releaseLeasesAsync() {
+        return async(5, "", ALL_KEYS, v -> v[0]);
+    }
+
+    /** {@link #releaseLeases(java.time.Duration)} without holding a thread. */
+    public CompletableFuture<Long> releaseLeasesAsync(java.time.Duration idle) {
+        long ms;
         try {
-            Native.limiterAsync(h, 4, pack(keys), cost, f);
+            ms = idleMs(idle);
         } catch (ThrottleKitException e) {
             return CompletableFuture.failedFuture(e);
         }
-        return f.thenApply(v -> {
+        return async(5, "", ms, v -> v[0]);
+    }
+
+    private static final Mode[] MODES = Mode.values();
+    /** {@code releaseLeases}' "every key" (the native half's `None`). */
+    private static final long ALL_KEYS = Long.MIN_VALUE;
+
+    private static long idleMs(java.time.Duration idle) {
+        if (idle == null) throw new ConfigInvalidException("idle must not be null", -1);
+        try {
+            return idle.toMillis();
+        } catch (ArithmeticException e) {
+            throw new ConfigInvalidException("idle is too long", -1);
+        }
+    }
+
+    private long[] tier() {
+        try {
+            return Native.limiterTier(h);
+        } finally {
             Reference.reachabilityFence(this);
-            return decisions(v);
-        });
+        }
+    }
+
+    private long release(long idleMs) {
+        try {
+            return Native.limiterRelease(h, idleMs);
+        } finally {
+            Reference.reachabilityFence(this);
+        }
     }
 
     /** The counters, cumulative since it was built (all zero unless built with {@code metrics(true)}). */
@@ -180,39 +232,25 @@ public final class Limiter implements AutoCloseable {
         return prefix;
     }
 
-    /** Closes the limiter (not its store); later calls throw {@link StoreUnavailableException}. Idempotent. */
+    /**
+     * Closes the limiter (not its store); later calls throw {@link StoreUnavailableException}.
+     * Idempotent. In {@link Mode#LEASED}, unspent credits are given back first (best effort: a store
+     * that cannot be reached keeps them until they expire).
+     */
     @Override
     public void close() {
-        try {
-            Native.limiterClose(h);
-        } finally {
-            Reference.reachabilityFence(this);
-        }
+        Handles.close(this, h, Native::limiterClose);
     }
 
     private Decision op(int op, String key, long cost) {
-        Scratch s = Scratch.get();
-        int len = s.key(Handles.key(key));
-        try {
-            Native.limiterOp(h, op, s.address(), len, cost);
-        } finally {
-            Reference.reachabilityFence(this);
-        }
-        return new Decision(s.out(0) != 0, s.out(1), s.out(2), s.out(3), s.out(4), s.out(5) != 0);
+        return Handles.decision(Handles.scratch(this, key, (addr, len) -> Native.limiterOp(h, op, addr, len, cost)));
     }
 
-    private CompletableFuture<long[]> async(int op, String key, long cost) {
-        CompletableFuture<long[]> f = new CompletableFuture<>();
-        try {
-            Native.limiterAsync(h, op, Handles.key(key).getBytes(StandardCharsets.UTF_8), cost, f);
-        } catch (ThrottleKitException e) {
-            return CompletableFuture.failedFuture(e);
-        }
-        // The dependent stage keeps this limiter (and so its native object) alive until completion.
-        return f.thenApply(v -> {
-            Reference.reachabilityFence(this);
-            return v;
-        });
+    /** The first decision of the result longs. */
+    private static final java.util.function.Function<long[], Decision> FIRST = v -> Decision.of(v, 0);
+
+    private <T> CompletableFuture<T> async(int op, String key, long cost, java.util.function.Function<long[], T> convert) {
+        return Handles.async(this, convert, f -> Native.limiterAsync(h, op, Handles.utf8(key), cost, f));
     }
 
     static byte[] pack(List<String> keys) {
@@ -236,6 +274,8 @@ public final class Limiter implements AutoCloseable {
         private Boolean serverClock;
         private FailPolicy failPolicy;
         private boolean metrics;
+        private Mode mode;
+        private Lease lease;
 
         private Builder(Strategy strategy) {
             if (strategy == null) throw new ConfigInvalidException("strategy must not be null", -1);
@@ -276,6 +316,24 @@ public final class Limiter implements AutoCloseable {
         /** Count checks and time Redis calls, read with {@link Limiter#metrics()} (off by default, free when off). */
         public Builder metrics(boolean on) {
             this.metrics = on;
+            return this;
+        }
+
+        /**
+         * The two-tier mode for hot keys (default {@link Mode#STRICT}); see {@code docs/leasing.md}
+         * for what each costs and can over-admit. {@link Mode#CACHED_DENY} takes {@code maxKeys}
+         * from {@link #lease(Lease)} when given.
+         */
+        public Builder mode(Mode mode) {
+            if (mode == null) throw new ConfigInvalidException("mode must not be null", -1);
+            this.mode = mode;
+            return this;
+        }
+
+        /** The leased mode's options; without a {@link #mode(Mode)}, the mode is {@link Mode#LEASED}. */
+        public Builder lease(Lease lease) {
+            if (lease == null) throw new ConfigInvalidException("lease must not be null", -1);
+            this.lease = lease;
             return this;
         }
 

@@ -3,7 +3,6 @@ package dev.throttlekit;
 import dev.throttlekit.internal.Json;
 import dev.throttlekit.internal.Native;
 import java.lang.ref.Reference;
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -28,11 +27,7 @@ public final class MultiLimiter implements AutoCloseable {
         if (b.serverClock != null) c.put("serverClock", b.serverClock);
         if (b.failPolicy != null) c.put("failPolicy", b.failPolicy.wire());
         if (b.hashTag != null) c.put("hashTag", b.hashTag);
-        h = Native.multiNew(Json.write(c).getBytes(StandardCharsets.UTF_8),
-                b.store == null ? 0 : b.store.handle(), b.clock == null ? 0 : b.clock.handle());
-        Reference.reachabilityFence(b.store);
-        Reference.reachabilityFence(b.clock);
-        Handles.register(this, h, Native::multiFree);
+        h = Handles.create(this, Native::multiNew, c, b.store, b.clock, Native::multiFree);
         names = List.copyOf(b.names);
     }
 
@@ -71,32 +66,22 @@ public final class MultiLimiter implements AutoCloseable {
 
     /** {@link #check(List, long)} without holding a thread while the store answers. */
     public CompletableFuture<MultiDecision> checkAsync(List<String> keys, long cost) {
-        return async(0, keys, cost).thenApply(this::decision);
+        return async(0, keys, cost, this::decision);
     }
 
     /** {@link #reset} without holding a thread. */
     public CompletableFuture<Void> resetAsync(List<String> keys) {
-        return async(3, keys, 1).thenApply(v -> null);
+        return async(3, keys, 1, v -> null);
     }
 
     /** Closes it (not its store); later calls throw {@link StoreUnavailableException}. */
     @Override
     public void close() {
-        try {
-            Native.multiClose(h);
-        } finally {
-            Reference.reachabilityFence(this);
-        }
+        Handles.close(this, h, Native::multiClose);
     }
 
-    private CompletableFuture<long[]> async(int op, List<String> keys, long cost) {
-        CompletableFuture<long[]> f = new CompletableFuture<>();
-        try {
-            Native.multiAsync(h, op, Limiter.pack(keys), cost, f);
-        } catch (ThrottleKitException e) {
-            return CompletableFuture.failedFuture(e);
-        }
-        return f;
+    private <T> CompletableFuture<T> async(int op, List<String> keys, long cost, java.util.function.Function<long[], T> convert) {
+        return Handles.async(this, convert, f -> Native.multiAsync(h, op, Limiter.pack(keys), cost, f));
     }
 
     private MultiDecision decision(long[] v) {

@@ -25,11 +25,7 @@ public final class Shaper implements AutoCloseable {
         c.put("maxQueueMs", b.maxQueueMs);
         c.put("prefix", b.prefix);
         if (b.serverClock != null) c.put("serverClock", b.serverClock);
-        h = Native.shaperNew(Json.write(c).getBytes(StandardCharsets.UTF_8),
-                b.store == null ? 0 : b.store.handle(), b.clock == null ? 0 : b.clock.handle());
-        Reference.reachabilityFence(b.store);
-        Reference.reachabilityFence(b.clock);
-        Handles.register(this, h, Native::shaperFree);
+        h = Handles.create(this, Native::shaperNew, c, b.store, b.clock, Native::shaperFree);
     }
 
     /** A builder for a shaper of {@code ratePerSec} departures a second, queueing at most {@code maxQueue}. */
@@ -59,51 +55,32 @@ public final class Shaper implements AutoCloseable {
 
     /** {@link #reserve} without holding a thread. */
     public CompletableFuture<Reservation> reserveAsync(String key, long cost) {
-        return async(0, key, cost).thenApply(v -> new Reservation(v[0] != 0, v[1]));
+        return async(0, key, cost, v -> new Reservation(v[0] != 0, v[1]));
     }
 
     /** {@link #schedule} without holding a thread (the wait is a timer, not a sleeping thread). */
     public CompletableFuture<Reservation> scheduleAsync(String key, long cost) {
-        return async(1, key, cost).thenApply(v -> new Reservation(v[0] != 0, v[1]));
+        return async(1, key, cost, v -> new Reservation(v[0] != 0, v[1]));
     }
 
     /** {@link #reset} without holding a thread. */
     public CompletableFuture<Void> resetAsync(String key) {
-        return async(3, key, 1).thenApply(v -> null);
+        return async(3, key, 1, v -> null);
     }
 
     /** Closes it (not its store). */
     @Override
     public void close() {
-        try {
-            Native.shaperClose(h);
-        } finally {
-            Reference.reachabilityFence(this);
-        }
+        Handles.close(this, h, Native::shaperClose);
     }
 
     private Reservation op(int op, String key, long cost) {
-        Scratch s = Scratch.get();
-        int len = s.key(Handles.key(key));
-        try {
-            Native.shaperOp(h, op, s.address(), len, cost);
-        } finally {
-            Reference.reachabilityFence(this);
-        }
+        Scratch s = Handles.scratch(this, key, (addr, len) -> Native.shaperOp(h, op, addr, len, cost));
         return op == 3 ? null : new Reservation(s.out(0) != 0, s.out(1));
     }
 
-    private CompletableFuture<long[]> async(int op, String key, long cost) {
-        CompletableFuture<long[]> f = new CompletableFuture<>();
-        try {
-            Native.shaperAsync(h, op, Handles.key(key).getBytes(StandardCharsets.UTF_8), cost, f);
-        } catch (ThrottleKitException e) {
-            return CompletableFuture.failedFuture(e);
-        }
-        return f.thenApply(v -> {
-            Reference.reachabilityFence(this);
-            return v;
-        });
+    private <T> CompletableFuture<T> async(int op, String key, long cost, java.util.function.Function<long[], T> convert) {
+        return Handles.async(this, convert, f -> Native.shaperAsync(h, op, Handles.utf8(key), cost, f));
     }
 
     private static double finite(String name, double v) {

@@ -41,23 +41,26 @@ public final class Native {
     public static native boolean tryAcquire(long h, long addr, int len, long cost);
     public static native void limiterOp(long h, int op, long addr, int len, long cost);
     public static native long[] checkMany(long h, byte[] packed, long cost);
-    public static native void limiterAsync(long h, int op, byte[] key, long cost, CompletableFuture<long[]> f);
+    public static native void limiterAsync(long h, int op, byte[] key, long cost, NativeFuture<?> f);
     public static native long[] limiterMetrics(long h);
     public static native long limiterLimit(long h);
+    public static native long[] limiterTier(long h);
+    public static native long limiterRelease(long h, long idleMs);
+    public static native long[] leaseDefaults();
     public static native void limiterClose(long h);
     public static native void limiterFree(long h);
 
     // MultiLimiter.
     public static native long multiNew(byte[] config, long store, long clock);
     public static native long[] multiOp(long h, int op, byte[] packed, long cost);
-    public static native void multiAsync(long h, int op, byte[] packed, long cost, CompletableFuture<long[]> f);
+    public static native void multiAsync(long h, int op, byte[] packed, long cost, NativeFuture<?> f);
     public static native void multiClose(long h);
     public static native void multiFree(long h);
 
     // Shaper.
     public static native long shaperNew(byte[] config, long store, long clock);
     public static native void shaperOp(long h, int op, long addr, int len, long cost);
-    public static native void shaperAsync(long h, int op, byte[] key, long cost, CompletableFuture<long[]> f);
+    public static native void shaperAsync(long h, int op, byte[] key, long cost, NativeFuture<?> f);
     public static native void shaperClose(long h);
     public static native void shaperFree(long h);
 
@@ -81,13 +84,13 @@ public final class Native {
     }
 
     /** Called from a native runtime thread when an asynchronous call succeeded. */
-    static void complete(CompletableFuture<long[]> f, long[] values) {
-        f.complete(values);
+    static void complete(CompletableFuture<?> f, long[] values) {
+        ((NativeFuture<?>) f).done(values);
     }
 
     /** Called from a native runtime thread when an asynchronous call failed. */
-    static void fail(CompletableFuture<long[]> f, Throwable error) {
-        f.completeExceptionally(error);
+    static void fail(CompletableFuture<?> f, Throwable error) {
+        ((NativeFuture<?>) f).failed(error);
     }
 
     /** UTF-8 bytes of {@code s}. */

@@ -2,6 +2,7 @@ package dev.throttlekit.kotlin
 
 import dev.throttlekit.ConfigInvalidException
 import dev.throttlekit.ManualClock
+import dev.throttlekit.Mode
 import dev.throttlekit.RedisStore
 import dev.throttlekit.Rule
 import dev.throttlekit.MultiLimiter
@@ -61,6 +62,34 @@ class CompanionTest {
             assertTrue(s.awaitSchedule("q").accepted())
             s.awaitReset("q")
         }
+    }
+
+    @Test
+    fun leasedAndCachedDenyInTheDsl() = runBlocking {
+        val url = System.getProperty("throttlekit.test.redis") ?: error("no Redis URL: bindings-jvm/test.sh gives one")
+        RedisStore.builder(url).connect().use { redis ->
+            limiter(fixedWindow(40, 1.hours)) {
+                store(redis); prefix("kt:" + UUID.randomUUID()); leased { batch(8); windowCoupled(true) }
+            }.use { l ->
+                assertEquals(Mode.LEASED, l.mode())
+                val results = (1..100).map { async { l.awaitCheck("hot").allowed() } }.awaitAll()
+                // Requests that meet a lease in flight take the strict path, which the credits
+                // already counted can deny: what was not admitted is exactly what is given back.
+                val admitted = results.count { it }.toLong()
+                assertTrue(admitted <= 40, "never above the limit, coupled: $admitted")
+                assertTrue(l.tierStats().localAdmits() > 0, l.tierStats().toString())
+                assertEquals(40L, admitted + l.awaitReleaseLeases(), "admitted + given back = the limit")
+            }
+        }
+        limiter(fixedWindow(1, 1.hours)) { cachedDeny() }.use { l ->
+            assertEquals(Mode.CACHED_DENY, l.mode())
+            assertTrue(l.check("k").allowed())
+            assertFalse(l.check("k").allowed())
+            assertFalse(l.awaitCheck("k").allowed())
+            assertEquals(1L, l.tierStats().localDenials())
+        }
+        assertThrows(ConfigInvalidException::class.java) { limiter(gcra(5, 1.seconds)) { leased { lowWater(200) } } }
+        Unit
     }
 
     @Test

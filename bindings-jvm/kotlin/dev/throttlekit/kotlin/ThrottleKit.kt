@@ -5,7 +5,9 @@
 package dev.throttlekit.kotlin
 
 import dev.throttlekit.Decision
+import dev.throttlekit.Lease
 import dev.throttlekit.Limiter
+import dev.throttlekit.Mode
 import dev.throttlekit.MultiDecision
 import dev.throttlekit.MultiLimiter
 import dev.throttlekit.Reservation
@@ -32,6 +34,20 @@ suspend fun Limiter.awaitReset(key: String) {
 
 /** Suspending [Limiter.checkMany]. */
 suspend fun Limiter.awaitCheckMany(keys: List<String>, cost: Long = 1): List<Decision> = checkManyAsync(keys, cost).await()
+
+/** Suspending [Limiter.releaseLeases]: every key's unspent credits, or those of keys idle for [idle]. */
+suspend fun Limiter.awaitReleaseLeases(idle: Duration? = null): Long =
+    (if (idle == null) releaseLeasesAsync() else releaseLeasesAsync(idle.toJavaDuration())).await()
+
+/**
+ * The leased mode in the builder DSL (`docs/leasing.md`):
+ * `limiter(fixedWindow(1000, 1.seconds)) { store(redis); leased { batch(100); windowCoupled(true) } }`.
+ */
+fun Limiter.Builder.leased(configure: Lease.Builder.() -> Unit = {}): Limiter.Builder =
+    mode(Mode.LEASED).lease(Lease.builder().apply(configure).build())
+
+/** The cached-denial mode in the builder DSL: `limiter(s) { cachedDeny() }`. */
+fun Limiter.Builder.cachedDeny(): Limiter.Builder = mode(Mode.CACHED_DENY)
 
 /** Suspending [MultiLimiter.check]. */
 suspend fun MultiLimiter.awaitCheck(keys: List<String>, cost: Long = 1): MultiDecision = checkAsync(keys, cost).await()
