@@ -26,8 +26,11 @@
 #   jvm         bindings-jvm/bench/run.sh: the JVM library's check vs Guava's RateLimiter (Debian
 #               libguava-java; 1 key, 100k keys, 2 threads), tryAcquire's allocation per call, and
 #               Redis sequential / 64 CompletableFutures vs the Rust peer on the same server
-#   node-http   bindings-node/bench/http.js: the Express middleware's added time per request vs
-#               express-rate-limit 8 (in process and over sockets)
+#   node-http   bindings-node/bench/http.js: the Express middleware's and the Fastify plugin's
+#               added time per request vs express-rate-limit 8 / @fastify/rate-limit 11 (in
+#               process, CPU time on Node's own request objects; and over sockets)
+#   cluster     bench/cluster/run.sh: Python check_sync and Node check over a 3-master cluster vs
+#               the same binding on one standalone server
 #   serve       bench/serve/run.sh: `throttlekit serve` ShouldRateLimit throughput and p50/p99 at 1
 #               and 64 streams, 1 and 3 descriptors, memory and Redis (vs redis-benchmark EVALSHA)
 #   go-http     bench/go-http/run.sh: tkhttp's cost per request vs a golang.org/x/time/rate
@@ -171,6 +174,14 @@ else
     not_measured node-http "bindings-node/bench/http.js does not exist"
 fi
 
+section "cluster: bench/cluster/run.sh (Python and Node over a 3-master cluster vs one standalone server)"
+if command -v redis-server >/dev/null && command -v redis-cli >/dev/null; then
+    # python_cluster.py builds our wheel with the setup venv's maturin, as bench.py does.
+    PATH="$TOOLS_VENV/bin:$PATH" "$HERE/cluster/run.sh" 2>&1 | tee "$OUT/cluster.log" | grep -v '^ROW' | tail -3
+else
+    not_measured cluster "redis-server / redis-cli not installed (apt-get install redis-server)"
+fi
+
 section "go-http: bench/go-http/run.sh (tkhttp vs x/time/rate middleware)"
 if [ -x "$HERE/go-http/run.sh" ]; then
     "$HERE/go-http/run.sh" $QUICK 2>&1 | tee "$OUT/go-http.log" | tail -5
@@ -190,4 +201,4 @@ python3 "$HERE/summarize.py" rust="$OUT/rust.log" redis="$OUT/redis.log" redis-i
     redis-core="$OUT/redis-core.log" \
     redis-topology="$OUT/redis-topology.log" \
     python="$OUT/python.log" python-http="$OUT/python-http.log" node="$OUT/node.log" jvm="$OUT/jvm.log" \
-    node-http="$OUT/node-http.log" go-http="$OUT/go-http.log"
+    node-http="$OUT/node-http.log" cluster="$OUT/cluster.log" go-http="$OUT/go-http.log"

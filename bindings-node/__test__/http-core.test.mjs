@@ -161,3 +161,60 @@ test('check and checkSync decide and render at one instant; checkSync is for the
   await assert.rejects(mf.check(['x']), { code: 'config_invalid' })
   await assert.rejects(mf.check('x'), { code: 'config_invalid' })
 })
+
+test('checkSync (its JavaScript-built answer) equals a check plus lines on a twin limiter, denials included', () => {
+  const next = rng(34)
+  const int = (lo, hi) => lo + Math.floor(next() * (hi - lo + 1))
+  const specs = [
+    () => ({ kind: 'gcra', options: { limit: int(1, 5), periodMs: int(1, 60) * 1000, burst: int(1, 4) } }),
+    () => ({ kind: 'tokenBucket', options: { capacity: int(1, 5), refillPerSec: int(1, 3) } }),
+    () => ({ kind: 'fixedWindow', options: { limit: int(1, 5), windowMs: int(1, 60) * 1000 } }),
+    () => ({ kind: 'slidingWindowLog', options: { limit: int(1, 5), windowMs: int(1, 60) * 1000 } }),
+  ]
+  const families = ['draft-6', 'draft-7', 'draft-10', 'legacy']
+  let denied = 0
+  for (let i = 0; i < 100; i++) {
+    const strategy = specs[int(0, specs.length - 1)]()
+    const clock = new ManualClock(1_700_000_000_000 + int(0, 1e9))
+    const options = { family: families[int(0, 3)], policyName: `p${i}`, partitionKeySecret: next() < 0.5 ? 'k' : undefined }
+    const fields = new RateLimitFields(new Limiter({ strategy, clock }), options)
+    const twin = new Limiter({ strategy, clock })
+    const twinFields = new RateLimitFields(twin, options)
+    for (let j = 0; j < 10; j++) {
+      clock.advance(int(0, 3000))
+      const key = `client-${int(0, 2)}`
+      const cost = int(1, 2)
+      const got = fields.checkSync(key, cost)
+      const d = twin.checkSync(key, cost)
+      assert.deepEqual(got, { decision: d, lines: twinFields.lines(d, key, clock.now()) })
+      if (!d.allowed) denied++
+    }
+  }
+  assert.ok(denied > 50, `only ${denied} denials: the comparison must cover them`)
+  // A receiver of another class gets the native method's own error, not a wrong answer.
+  assert.throws(() => RateLimitFields.prototype.checkSync.call({}, 'k'))
+  assert.throws(() => RateLimitFields.prototype.checkSync.call(new Limiter({ strategy: Strategy.gcra({ limit: 1, periodMs: 1000 }) }), 'k'))
+})
+
+test("the middleware's remembered client keys are core's, and a forwarding header is never answered from memory", () => {
+  const require = createRequire(import.meta.url)
+  const { RateLimitCore } = require('../lib/http/decide.js')
+  const limiter = new Limiter({ strategy: Strategy.gcra({ limit: 1, periodMs: 1000 }) })
+  const options = { trustedProxies: ['10.0.0.0/8'], ipv6Prefix: 64 }
+  const core = new RateLimitCore({ limiter, ...options }, 'test')
+  const identity = new ClientIdentity(options)
+  for (const peer of ['10.1.2.3', '192.0.2.7', '2001:db8::1', '2001:db8::2', '::ffff:192.0.2.9']) {
+    for (let i = 0; i < 2; i++) assert.equal(core.clientKey(peer, undefined), identity.key(peer, undefined))
+  }
+  // The same trusted peer, now behind a forwarding header: core's answer for the header.
+  assert.equal(core.clientKey('10.1.2.3', '203.0.113.5'), identity.key('10.1.2.3', '203.0.113.5'))
+  assert.notEqual(core.clientKey('10.1.2.3', '203.0.113.5'), core.clientKey('10.1.2.3', undefined))
+  // A peer core rejects throws every time (never remembered).
+  for (let i = 0; i < 2; i++) assert.throws(() => core.clientKey('not an address', undefined), { code: 'config_invalid' })
+  // Past the memo's size, answers stay core's.
+  for (let i = 0; i < 5000; i++) {
+    const peer = `192.0.${(i >> 8) & 255}.${i & 255}`
+    assert.equal(core.clientKey(peer, undefined), identity.key(peer, undefined))
+  }
+  assert.ok(core.keys.size <= 4096)
+})

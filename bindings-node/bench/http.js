@@ -1,38 +1,49 @@
 'use strict'
 // Middleware overhead per request, ours against the usual peer in the same app, same run:
-// @throttlekit/core/express vs express-rate-limit 8 (pinned in package.json). Both sides use
-// their in-memory stores, send the IETF fields (ours draft-10, theirs draft-8: two fields each),
-// admit every request (limits far above the load), and key by client IP over 1000 clients.
-// (A Fastify row is not here yet: fastify.inject grew the heap by about 10 KB per request, with
-// or without a limiter, and exhausted it over the rounds; see docs/bench-bindings.md.)
+// @throttlekit/core/express vs express-rate-limit 8 and @throttlekit/core/fastify vs
+// @fastify/rate-limit 11 (all pinned in package.json). Both sides use their in-memory stores,
+// admit every request (limits far above the load), key by client IP over 1000 clients and send
+// their rate-limit fields (ours: draft-10's RateLimit-Policy and RateLimit; express-rate-limit:
+// draft-8's two fields; @fastify/rate-limit: its three draft-7 fields).
 //
-// Three measurements, each as "added time per request" = a limited route's time minus the same
-// app's unlimited route, so the framework's own cost cancels out:
-//   in process: the framework's own request objects, no sockets: the Express app through
-//               light-my-request (Fastify's inject engine: real http.IncomingMessage /
-//               ServerResponse subclasses through the whole Express stack). This is the number
-//               with the target: it is what the middleware
-//               costs, and it is steady on a loaded machine.
-//   sockets:    the same apps served on loopback and driven over keep-alive HTTP; the
-//               overheads are small differences of large, noisy numbers, so the ratio is
-//               printed with its spread and without a target.
+// Added time per request = a limited route's time minus the same app's unlimited route, so the
+// framework's own cost cancels out. Measured three ways:
+//   in process: the framework's own request handling with no sockets: each request is a real
+//               `http.IncomingMessage` and `http.ServerResponse` on a dummy socket (a Writable
+//               that drops the bytes), handed to the Express app or to Fastify's own request
+//               listener (`fastify.server`'s 'request' handler after `ready()`), which run
+//               their whole stack: router, hooks, middleware, header writing, `res.end`.
+//               Nothing else is in the loop, and nothing is retained between requests (the
+//               earlier `fastify.inject`/light-my-request harness grew the heap ~10 KB a
+//               request). This is the row with the target.
+//   sockets:    the same apps on loopback, driven over keep-alive HTTP; added times are small
+//               differences of large numbers that swing with the machine's load, so this line
+//               carries its spread and no target.
 //   alone:      the Express middlewares called directly on plain stand-in objects.
 //
-// Rounds interleave the routes. A ratio is their median added time / ours; the spread (min-max
-// of the per-round ratios) is printed with it. Rounds repeat (up to 3x ROUNDS) until the middle
-// half of the per-round ratios lies within 20 % of the median, and the line says how many ran.
+// Noise: in process, each route's time is the process's CPU time (not wall time, which on a
+// loaded machine counts the waits for a core), and the routes run in interleaved blocks of 100
+// requests (a rotating order), so a change of load during a round hits all three alike; a
+// round's added times are its mean per route minus the unlimited route's. Rounds repeat (at least ROUNDS, at
+// most 3x ROUNDS) until the middle half of the per-round ratios lies within 20 % of the median;
+// the line prints the ratio of the median added times with the min-max of the per-round ratios.
 // Prints `ROW` lines for bench/summarize.py (ratio = their added time / ours, > 1: we add less).
-//   node http.js            (./run.sh builds the release addon first)
+//   node http.js            (../bench/run.sh builds the release addon first)
 const http = require('node:http')
+const { Writable } = require('node:stream')
 const express = require('express')
 const { rateLimit: expressRateLimit } = require('express-rate-limit')
-const inject = require('light-my-request')
+const fastify = require('fastify')
+const fastifyRateLimit = require('@fastify/rate-limit')
 const { Limiter, Strategy } = require('@throttlekit/core')
 const { rateLimit } = require('@throttlekit/core/express')
+const { rateLimitPlugin } = require('@throttlekit/core/fastify')
 
 const ROUNDS = Number(process.env.ROUNDS || 5)
 const CLIENTS = Array.from({ length: 1000 }, (_, i) => `10.${(i >> 8) & 255}.${i & 255}.7`)
 const TARGET = '>=1.5'
+const ROUTES = ['none', 'ours', 'theirs']
+const PATHS = { none: '/none', ours: '/tk', theirs: '/peer' }
 
 function tkLimiter() {
   return new Limiter({ strategy: Strategy.gcra({ limit: 1e12, periodMs: 1000, burst: 1e12 }) })
@@ -43,22 +54,122 @@ function erlMiddleware() {
   return expressRateLimit({ windowMs: 60_000, limit: 1e12, standardHeaders: 'draft-8', legacyHeaders: false, validate: false })
 }
 
-function expressApp() {
-  const app = express()
-  app.get('/none', (_req, res) => res.send('ok'))
-  app.get('/tk', rateLimit({ limiter: tkLimiter() }), (_req, res) => res.send('ok'))
-  app.get('/erl', erlMiddleware(), (_req, res) => res.send('ok'))
+// Every route answers with `res.end('ok')` (Express's `res.send` adds an ETag hash and content
+// negotiation, tens of µs of noise here that is no middleware's), and the unlimited route has a
+// pass-through middleware (Fastify: a pass-through `onRequest` hook) in the limiter's place, so
+// "added time" is the limiter's own work, not the framework's cost of one more layer.
+const passThrough = (_req, _res, next) => next()
+const ok = (_req, res) => res.end('ok')
+
+/**
+ * One Express app per route, identical but for the middleware in front of its one route
+ * (`PATHS[route]`): Express's router tries its routes in order, so three routes in one app
+ * would make the third pay two more route matches than the first.
+ */
+function expressApps() {
+  const app = (path, middleware) => express().get(path, middleware, ok)
+  return {
+    none: app(PATHS.none, passThrough),
+    ours: app(PATHS.ours, rateLimit({ limiter: tkLimiter() })),
+    theirs: app(PATHS.theirs, erlMiddleware()),
+  }
+}
+
+/** One Fastify app; each limiter registered in its own encapsulated context, around one route. */
+async function fastifyApp() {
+  const app = fastify()
+  await app.register(async (scope) => {
+    scope.addHook('onRequest', (_request, _reply, next) => next())
+    scope.get(PATHS.none, async () => 'ok')
+  })
+  await app.register(async (scope) => {
+    await scope.register(rateLimitPlugin, { limiter: tkLimiter() })
+    scope.get(PATHS.ours, async () => 'ok')
+  })
+  await app.register(async (scope) => {
+    await scope.register(fastifyRateLimit, { max: 1e12, timeWindow: 60_000, enableDraftSpec: true, addHeadersOnExceeding: { 'x-ratelimit-limit': false, 'x-ratelimit-remaining': false, 'x-ratelimit-reset': false } })
+    scope.get(PATHS.theirs, async () => 'ok')
+  })
+  await app.ready()
   return app
 }
 
-/** `n` sequential injected requests; ns per request. `send(ip)` resolves with a response. */
-async function timeInjected(send, n, check) {
-  const t = process.hrtime.bigint()
-  for (let i = 0; i < n; i++) {
-    const res = await send(CLIENTS[i % CLIENTS.length])
-    if (res.statusCode !== 200 || !check(res)) throw new Error(`injected: ${res.statusCode} ${JSON.stringify(res.headers)}`)
+/** The socket a request arrives on: its peer address, and a sink for the response bytes. */
+class DummySocket extends Writable {
+  constructor(ip) {
+    super()
+    this.remoteAddress = ip
+    this.remotePort = 40000
+    this.encrypted = false
   }
-  return Number(process.hrtime.bigint() - t) / n
+
+  _write(_chunk, _encoding, callback) {
+    callback()
+  }
+
+  setTimeout() {}
+  setNoDelay() {}
+  setKeepAlive() {}
+  ref() {}
+  unref() {}
+}
+
+/**
+ * One GET of `url` from `ip` through `handler(req, res)` (the app's request listener): Node's own
+ * request and response objects on a dummy socket. Resolves with the response once it finished.
+ */
+function request(handler, url, ip) {
+  return new Promise((resolve, reject) => {
+    const socket = new DummySocket(ip)
+    const req = new http.IncomingMessage(socket)
+    req.method = 'GET'
+    req.url = url
+    req.httpVersionMajor = 1
+    req.httpVersionMinor = 1
+    req.httpVersion = '1.1'
+    req.headers = { host: 'bench' }
+    req.rawHeaders = ['Host', 'bench']
+    req.complete = true
+    req.push(null)
+    const res = new http.ServerResponse(req)
+    res.assignSocket(socket)
+    res.on('finish', () => {
+      res.detachSocket(socket)
+      resolve(res)
+    })
+    res.on('error', reject)
+    handler(req, res)
+  })
+}
+
+/**
+ * One in-process round: `n` requests per route (through `handlers[route]`), in blocks of BLOCK requests of one route, the
+ * routes' blocks interleaved in a rotating order; mean CPU ns per request of each route.
+ * `ok[route](res)` checks each response.
+ *
+ * CPU time, not wall time: on a loaded machine a request's wall time includes the time this
+ * process waited for a core, which grows with the load and with how much it runs, so wall-clock
+ * added times swung by several times between rounds here. The process's CPU time
+ * (`process.cpuUsage()`: user + system of every thread, GC helpers included, which Linux counts
+ * to the nanosecond in total) counts only the work done.
+ */
+const BLOCK = 100
+async function inProcessRound(handlers, n, ok, turn) {
+  const total = { none: 0, ours: 0, theirs: 0 }
+  for (let b = 0; b * BLOCK < n; b++) {
+    for (let j = 0; j < 3; j++) {
+      const route = ROUTES[(b + j + turn) % 3]
+      const c0 = process.cpuUsage()
+      for (let k = 0; k < BLOCK; k++) {
+        const res = await request(handlers[route], PATHS[route], CLIENTS[(b * BLOCK + k) % CLIENTS.length])
+        if (res.statusCode !== 200 || !ok[route](res)) throw new Error(`${route}: ${res.statusCode} ${res._header}`)
+      }
+      const c = process.cpuUsage(c0)
+      total[route] += (c.user + c.system) * 1000
+    }
+  }
+  const count = Math.ceil(n / BLOCK) * BLOCK
+  return { none: total.none / count, ours: total.ours / count, theirs: total.theirs / count }
 }
 
 /** A request/response pair with what both Express middlewares read and write. */
@@ -120,12 +231,11 @@ const median = (xs) => {
 const us = (ns) => `${(ns / 1000).toFixed(2)} us`
 
 /**
- * Interleaved rounds of `time(route)` for the routes `none`, `ours`, `theirs`; per round the
- * added times and their ratio. Repeats until the middle half of the ratios is within 20 % of
- * their median (at least ROUNDS, at most 3x ROUNDS rounds).
+ * Rounds of `round(turn)` (each resolves with ns per request of `none`, `ours`, `theirs`); per
+ * round the added times and their ratio. Repeats until the middle half of the ratios is within
+ * 20 % of their median (at least ROUNDS, at most 3x ROUNDS rounds).
  */
-async function compare(time) {
-  const names = ['none', 'ours', 'theirs']
+async function compare(round) {
   const rounds = []
   const steady = () => {
     if (rounds.length < ROUNDS) return false
@@ -136,11 +246,7 @@ async function compare(time) {
     return q1 >= m * 0.8 && q3 <= m * 1.2
   }
   while (!steady() && rounds.length < 3 * ROUNDS) {
-    const t = {}
-    for (let j = 0; j < names.length; j++) {
-      const name = names[(rounds.length + j) % names.length] // each round starts with another route
-      t[name] = await time(name)
-    }
+    const t = await round(rounds.length)
     const ours = t.ours - t.none
     const theirs = t.theirs - t.none
     rounds.push({ ...t, ours, theirs, ratio: ours > 0 ? theirs / ours : Infinity })
@@ -158,55 +264,90 @@ async function compare(time) {
     ratio: ours > 0 && theirs > 0 ? theirs / ours : 0,
     lo: ratios.length ? Math.min(...ratios) : 0,
     hi: ratios.length ? Math.max(...ratios) : 0,
+    steady: steady(),
   }
+}
+
+/** Socket rounds: each route driven in turn (a rotating order), `m` requests each. */
+function socketRounds(ports, m, ok) {
+  return async (turn) => {
+    const t = {}
+    for (let j = 0; j < 3; j++) {
+      const route = ROUTES[(turn + j) % 3]
+      t[route] = await drive(ports[route], PATHS[route], m, ok[route])
+    }
+    return t
+  }
+}
+
+function spreadOf(c) {
+  return `spread ${c.lo.toFixed(2)}-${c.hi.toFixed(2)}x over ${c.n} rounds${c.steady ? '' : ', not steady within 3x ROUNDS'}`
 }
 
 function report(label, peer, c, target) {
-  const spread = `spread ${c.lo.toFixed(2)}-${c.hi.toFixed(2)}x over ${c.n} rounds`
   console.log(
-    `${label.padEnd(44)} none ${us(c.none)}, ours +${us(c.ours)}, theirs +${us(c.theirs)}   ratio ${c.ratio.toFixed(2)}x (${spread})`,
+    `${label.padEnd(58)} none ${us(c.none)}, ours +${us(c.ours)}, theirs +${us(c.theirs)}   ratio ${c.ratio.toFixed(2)}x (${spreadOf(c)})`,
   )
-  console.log(['ROW', `node: ${label}`, peer, c.ratio.toFixed(3), target, `ours +${us(c.ours)}, theirs +${us(c.theirs)}, ${spread}`].join('\t'))
+  console.log(['ROW', `node: ${label}`, peer, c.ratio.toFixed(3), target, `ours +${us(c.ours)}, theirs +${us(c.theirs)}, ${spreadOf(c)}`].join('\t'))
 }
 
+function sockets(label, c) {
+  console.log(
+    `${label.padEnd(58)} none ${us(c.none)}, ours +${us(c.ours)}, theirs +${us(c.theirs)}   their added time / ours ${c.ratio.toFixed(2)} (${spreadOf(c)}; no target: socket noise)`,
+  )
+}
+
+const listen = (server) => new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)))
+
 async function main() {
-  console.log(`node ${process.version}, ${require('node:os').cpus().length} CPUs, median of >= ${ROUNDS} interleaved rounds`)
-  const has = (name) => (res) => res.headers[name] !== undefined
-  const app = expressApp()
-  const ok = { none: () => true, ours: has('ratelimit'), theirs: has('ratelimit') }
-  const paths = { none: '/none', ours: '/tk', theirs: '/erl' }
+  console.log(`node ${process.version}, ${require('node:os').cpus().length} CPUs, median of >= ${ROUNDS} rounds`)
+  // Whether the response carried field `name`: over sockets from the parsed headers; in process
+  // from the header block the response wrote (Fastify writes its fields through `writeHead`).
+  const has = (name) => {
+    const line = new RegExp(`\\r\\n${name}:`, 'i')
+    return (res) => (res.headers ? res.headers[name] !== undefined : line.test(res._header))
+  }
+  const N = Number(process.env.BENCH_N || 10_000)
+  const M = Number(process.env.BENCH_M || 3000)
 
-  // Over loopback sockets, the same apps.
-  const listen = (server) => new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)))
-  const s = await listen(http.createServer(app))
-  const M = Number(process.env.BENCH_M || 5000)
-  const { port } = s.address()
-  for (const name of ['none', 'ours', 'theirs']) {
-    await drive(port, paths[name], 1000, ok[name])
-  }
-  const sock = (label, peer, c) => {
-    console.log(`${label.padEnd(44)} none ${us(c.none)}, ours +${us(c.ours)}, theirs +${us(c.theirs)}   their added time / ours ${c.ratio.toFixed(2)} (spread ${c.lo.toFixed(2)}-${c.hi.toFixed(2)} over ${c.n} rounds; no target: socket noise)`)
-  }
-  sock('Express app over loopback HTTP', 'express-rate-limit', await compare((name) => drive(port, paths[name], M, ok[name])))
-  s.close()
-
-  // In process: Express through light-my-request. Last: light-my-request leaves Express's
-  // shared response prototype patched, which breaks later real sockets.
-  const expressInject = (name, n) =>
-    timeInjected((ip) => inject(app, { method: 'GET', url: paths[name], remoteAddress: ip }), n, ok[name])
-  const N = Number(process.env.BENCH_N || 20_000)
-  for (const name of ['none', 'ours', 'theirs']) {
-    await expressInject(name, 4000) // warm up: every client's state exists, the JIT has run
-  }
+  // Express: three apps alike but for the middleware.
+  const apps = expressApps()
+  const expressOk = { none: () => true, ours: has('ratelimit'), theirs: has('ratelimit') }
+  await inProcessRound(apps, 2000, expressOk, 0) // warm up: every client's state exists, the JIT has run
   report('Express middleware, added time per request (in process)', 'express-rate-limit 8.7.5',
-    await compare((name) => expressInject(name, N)), TARGET)
+    await compare((turn) => inProcessRound(apps, N, expressOk, turn)), TARGET)
+  const servers = {}
+  const ports = {}
+  for (const route of ROUTES) {
+    servers[route] = await listen(http.createServer(apps[route]))
+    ports[route] = servers[route].address().port
+  }
+  await socketRounds(ports, 500, expressOk)(0)
+  sockets('Express app over loopback HTTP', await compare(socketRounds(ports, M, expressOk)))
+  for (const route of ROUTES) servers[route].close()
+
+  // Fastify: one app, three routes (its router is a radix tree: no route pays for another);
+  // in process through its own request listener.
+  const f = await fastifyApp()
+  const listener = f.server.listeners('request')[0]
+  const listeners = { none: listener, ours: listener, theirs: listener }
+  const fastifyOk = { none: () => true, ours: has('ratelimit'), theirs: has('ratelimit-limit') }
+  await inProcessRound(listeners, 2000, fastifyOk, 0)
+  report('Fastify plugin, added time per request (in process)', '@fastify/rate-limit 11.2.0',
+    await compare((turn) => inProcessRound(listeners, N, fastifyOk, turn)), TARGET)
+  await f.listen({ port: 0, host: '127.0.0.1' })
+  const fport = f.server.address().port
+  const fports = { none: fport, ours: fport, theirs: fport }
+  await socketRounds(fports, 500, fastifyOk)(0)
+  sockets('Fastify app over loopback HTTP', await compare(socketRounds(fports, M, fastifyOk)))
+  await f.close()
 
   // The Express middlewares alone, on stand-ins.
   const tk = rateLimit({ limiter: tkLimiter() })
   const erl = erlMiddleware()
   await alone(tk, 20_000)
   await alone(erl, 20_000)
-  const a = await compare(async (name) => (name === 'none' ? 0 : alone(name === 'ours' ? tk : erl, 100_000)))
+  const a = await compare(async () => ({ none: 0, ours: await alone(tk, 100_000), theirs: await alone(erl, 100_000) }))
   console.log(`Express middleware alone (stand-in objects)   ours ${us(a.ours)}, theirs ${us(a.theirs)}   their time / ours ${a.ratio.toFixed(2)} (spread ${a.lo.toFixed(2)}-${a.hi.toFixed(2)})`)
 }
 

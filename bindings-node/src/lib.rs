@@ -67,16 +67,35 @@ pub enum ErrorCode {
 
 /// `v` as an instance of the class `T`, `None` when it is not one.
 ///
-/// Checked twice before the pointer is trusted: `instanceof` (cheap, and the usual answer),
-/// then napi's type tag, so an object that merely has `T.prototype` in its chain
-/// (`Object.create(Limiter.prototype)`) or wraps another class is `config_invalid`, never a
-/// wrong cast. The reference is used only within the current call, while `v` is alive.
+/// The usual answer first: an object carrying `T`'s napi type tag is a constructed `T` (napi-rs
+/// tags every instance it wraps), so its pointer is unwrapped at once. Anything else is checked
+/// twice before the pointer is trusted: `instanceof`, then the type tag, so an object that
+/// merely has `T.prototype` in its chain (`Object.create(Limiter.prototype)`) or wraps another
+/// class is `config_invalid`, never a wrong cast. Why the tag first: `napi_instanceof` looks up
+/// `Symbol.hasInstance` and walks the prototype chain, a few hundred ns per call on the Redis
+/// transport's hot path (perf: 2.5 % of a sequential `check`), where the tag check is one
+/// private-symbol lookup. The reference is used only within the current call, while `v` is alive.
 pub(crate) fn instance<'a, T: JavaScriptClassExt + TypeTag + 'static>(
     env: &Env,
     v: &Unknown<'a>,
     field: &str,
 ) -> CoreResult<Option<&'a T>> {
-    if convert::type_of(v) != napi::sys::ValueType::napi_object || !T::instance_of(env, v).unwrap_or(false) {
+    if convert::type_of(v) != napi::sys::ValueType::napi_object {
+        return Ok(None);
+    }
+    let raw = napi::JsValue::value(v).value;
+    let mut tagged = false;
+    // SAFETY: `raw` is a live object of the current call.
+    let checked = unsafe { napi::sys::napi_check_object_type_tag(env.raw(), raw, &T::type_tag(), &mut tagged) };
+    if checked == napi::sys::Status::napi_ok && tagged {
+        let mut ptr = std::ptr::null_mut();
+        // SAFETY: as above; the tag proves napi-rs wrapped a `T` in it.
+        if unsafe { napi::sys::napi_unwrap(env.raw(), raw, &mut ptr) } == napi::sys::Status::napi_ok && !ptr.is_null() {
+            // SAFETY: the type tag proves napi-rs wrapped a `T` at `ptr`; it lives as long as `v`.
+            return Ok(Some(unsafe { &*ptr.cast::<T>() }));
+        }
+    }
+    if !T::instance_of(env, v).unwrap_or(false) {
         return Ok(None);
     }
     let raw = napi::JsValue::value(v).value;

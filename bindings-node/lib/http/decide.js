@@ -26,6 +26,8 @@ const OPTIONS = [
   'denyResponse',
 ]
 const FAIL_POLICIES = ['raise', 'fail_open', 'fail_closed']
+/** How many peers' client keys a middleware remembers (see RateLimitCore#clientKey). */
+const KEY_MEMO = 4096
 
 /** A `config_invalid` error, as the native code throws them. */
 function invalid(field, problem) {
@@ -72,6 +74,7 @@ class RateLimitCore {
       forwardedHeader: options.forwardedHeader,
     })
     this.forwardedHeader = this.identity.forwardedHeader
+    this.keys = new Map() // peer address -> core's key for it (clientKey)
     this.dimensions = this.fields.dimensions
     this.sync = this.fields.inProcess
     this.keyFn = optionalFunction(options, 'key', where)
@@ -100,7 +103,7 @@ class RateLimitCore {
    */
   decide(req, ctx, peer, forwarded, method, path) {
     if (this.skipFn !== undefined && this.skipFn(req, ctx)) return SKIPPED
-    const key = this.keyFn === undefined ? this.identity.key(peer, forwarded) : this.keyFn(req, ctx)
+    const key = this.keyFn === undefined ? this.clientKey(peer, forwarded) : this.keyFn(req, ctx)
     const cost = this.costFn === undefined ? 1 : this.costFn(req, ctx)
     // One native call checks and renders the lines at the same reading of the limiter's
     // clock, as the Rust layer does.
@@ -118,6 +121,25 @@ class RateLimitCore {
       (checked) => this.finish(checked.decision, checked.lines, keys, method, path),
       (e) => this.failed(e, keys, method, path),
     )
+  }
+
+  /**
+   * Core's client key for `peer` (ClientIdentity#key). A request without the forwarding header
+   * (the usual case) has a key that depends on its peer address only, and the options are fixed
+   * at construction, so core's answer is remembered per peer (up to KEY_MEMO peers, forgotten all
+   * at once when full): one Map lookup instead of a native call (~1.4 µs a request measured on
+   * the Express middleware: reading the string, parsing the address, a new JS string). A peer
+   * core rejects throws every time and is never remembered.
+   */
+  clientKey(peer, forwarded) {
+    if (forwarded !== undefined || typeof peer !== 'string') return this.identity.key(peer, forwarded)
+    let key = this.keys.get(peer)
+    if (key === undefined) {
+      key = this.identity.key(peer, undefined)
+      if (this.keys.size >= KEY_MEMO) this.keys.clear()
+      this.keys.set(peer, key)
+    }
+    return key
   }
 
   /** The store did not answer: the fail policy's verdict (core decides the fallback). */
