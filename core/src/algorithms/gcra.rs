@@ -26,6 +26,9 @@ pub struct Gcra {
     t: f64,
     /// Burst tolerance.
     tau: f64,
+    /// `burst as i64`, the decision's `limit`, converted once here rather than per check (a
+    /// saturating float-to-integer conversion is six instructions on the hot path).
+    reported_limit: i64,
 }
 
 impl Gcra {
@@ -35,12 +38,13 @@ impl Gcra {
         let period_ms = validate::positive("gcra.periodMs", options.period_ms)?;
         let burst = validate::integer_at_least("gcra.burst", options.burst.unwrap_or(limit), 1.0)?;
         let t = period_ms / limit;
-        Ok(Gcra { limit, period_ms, burst, t, tau: t * burst })
+        Ok(Gcra { limit, period_ms, burst, t, tau: t * burst, reported_limit: burst as i64 })
     }
 
     /// The reported ceiling: the burst.
+    #[inline]
     pub fn limit(&self) -> i64 {
-        self.burst as i64
+        self.reported_limit
     }
 
     fn stored(state: Option<&State>) -> Option<f64> {
@@ -68,7 +72,7 @@ impl Gcra {
     /// [`Gcra::check`] on the bare TAT (`None` for a fresh key): the decision, and the TAT to
     /// store with its TTL when the request is allowed. Stores that keep the TAT as a plain
     /// float call this directly, so the hot path builds no [`State`].
-    #[inline]
+    #[inline(always)]
     pub(crate) fn check_tat(&self, stored: Option<f64>, now: i64, cost: u64) -> (Decision, Option<Write>) {
         let now_f = now as f64;
         let inc = self.t * cost as f64;
