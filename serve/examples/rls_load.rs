@@ -5,17 +5,68 @@
 //! `ROW serve streams=N descriptors=D requests=R rps=X p50_us=Y p99_us=Z errors=E over=O sent=S`
 //! (`sent` also counts the 300 ms warm-up's calls, which `requests` leaves out).
 //! The domain is `bench`; descriptor i is `[("d{i}", "user-{n % 1000}")]`.
+//!
+//! `rls_load --empty` is the floor to measure against: a tonic server of the same service, with
+//! the same transport settings as `throttlekit serve`, that answers OK to every request without
+//! deciding anything. It prints `listening ADDR` (a loopback port of its own) and serves until
+//! killed.
 
 use std::time::{Duration, Instant};
 
 use envoy_types::pb::envoy::extensions::common::ratelimit::v3::RateLimitDescriptor;
 use envoy_types::pb::envoy::extensions::common::ratelimit::v3::rate_limit_descriptor::Entry;
-use envoy_types::pb::envoy::service::ratelimit::v3::RateLimitRequest;
+use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_response::DescriptorStatus;
 use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
+use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_service_server::{
+    RateLimitService, RateLimitServiceServer,
+};
+use envoy_types::pb::envoy::service::ratelimit::v3::{RateLimitRequest, RateLimitResponse};
 
-#[tokio::main]
+/// The empty service: one OK status per descriptor, nothing decided.
+struct Empty;
+
+#[tonic::async_trait]
+impl RateLimitService for Empty {
+    async fn should_rate_limit(
+        &self,
+        request: tonic::Request<RateLimitRequest>,
+    ) -> Result<tonic::Response<RateLimitResponse>, tonic::Status> {
+        let n = request.into_inner().descriptors.len();
+        Ok(tonic::Response::new(RateLimitResponse {
+            overall_code: 1,
+            statuses: vec![DescriptorStatus { code: 1, ..Default::default() }; n],
+            ..Default::default()
+        }))
+    }
+}
+
+/// The empty service on `throttlekit serve`'s own gRPC threads (one per core).
+async fn serve_empty() -> Result<(), Box<dyn std::error::Error>> {
+    use throttlekit_serve::workers;
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let listeners = workers::listeners("127.0.0.1:0".parse()?, threads)?;
+    println!("listening {}", listeners[0].local_addr()?);
+    let services = workers::Services {
+        routes: tonic::service::Routes::new(RateLimitServiceServer::new(Empty)),
+        timeout: Duration::from_secs(10),
+        bind: None,
+    };
+    let (_stop_tx, stop) = tokio::sync::watch::channel(false);
+    let mut done = workers::start(listeners, services, stop)?;
+    for _ in 0..threads {
+        if let Some(Err(e)) = done.recv().await {
+            return Err(e.into());
+        }
+    }
+    Ok(())
+}
+
+#[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("--empty") {
+        return serve_empty().await;
+    }
     if args.len() != 4 {
         eprintln!("usage: rls_load ADDR STREAMS DESCRIPTORS SECONDS");
         std::process::exit(2);

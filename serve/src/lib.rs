@@ -18,5 +18,6 @@ pub mod server;
 pub mod state;
 #[cfg(test)]
 mod tests;
+pub mod workers;
 
 pub use server::{USAGE, run};

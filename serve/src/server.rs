@@ -16,6 +16,7 @@ use crate::grpc::{RateLimitServiceServer, Rls};
 use crate::http::{Http, router};
 use crate::log;
 use crate::state::State;
+use crate::workers::{self, Binder, Services};
 
 /// The usage text.
 pub const USAGE: &str = "usage: throttlekit serve --config PATH [options]
@@ -35,7 +36,8 @@ pub const USAGE: &str = "usage: throttlekit serve --config PATH [options]
   --timeout-ms MS          longest time to a decision (default 1000; a shorter grpc-timeout wins)
   --reload-interval-ms MS  config poll interval (default 1000; 0 disables hot reload)
   --max-descriptors N --max-entries N --max-value-bytes N --max-request-bytes N
-  --drain-ms MS            after SIGTERM, answer in-flight calls for up to MS (default 5000)";
+  --drain-ms MS            after SIGTERM, answer in-flight calls for up to MS (default 5000)
+  --grpc-threads N         gRPC threads, each serving its own connections (default: one per core)";
 
 /// Parsed flags.
 #[derive(Clone, Debug)]
@@ -59,6 +61,7 @@ pub struct Options {
     limits: RequestLimits,
     max_request_bytes: usize,
     drain_ms: u64,
+    grpc_threads: usize,
 }
 
 impl Options {
@@ -84,6 +87,7 @@ impl Options {
             limits: RequestLimits::default(),
             max_request_bytes: 1 << 20,
             drain_ms: 5000,
+            grpc_threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
         };
         let mut config = None;
         let mut it = args.iter();
@@ -125,6 +129,7 @@ impl Options {
                 "--max-value-bytes" => o.limits.max_value_bytes = num(value()?)? as usize,
                 "--max-request-bytes" => o.max_request_bytes = num(value()?)? as usize,
                 "--drain-ms" => o.drain_ms = num(value()?)?,
+                "--grpc-threads" => o.grpc_threads = (num(value()?)? as usize).clamp(1, 256),
                 "-h" | "--help" => return Err(USAGE.into()),
                 other => return Err(format!("unknown option {other:?}\n{USAGE}")),
             }
@@ -134,16 +139,17 @@ impl Options {
     }
 }
 
-async fn store(o: &Options) -> Result<Arc<dyn Store>, String> {
+/// The store, and for standalone Redis what binds it to each gRPC thread's runtime.
+async fn store(o: &Options) -> Result<(Arc<dyn Store>, Option<Binder>), String> {
     match o.store.as_str() {
-        "memory" => Ok(Arc::new(MemoryStore::new())),
+        "memory" => Ok((Arc::new(MemoryStore::new()), None)),
         "redis" | "redis-cluster" | "redis-sentinel" => redis_store(o).await,
         other => Err(format!("unknown store {other:?} (memory, redis, redis-cluster or redis-sentinel)")),
     }
 }
 
 #[cfg(feature = "redis")]
-async fn redis_store(o: &Options) -> Result<Arc<dyn Store>, String> {
+async fn redis_store(o: &Options) -> Result<(Arc<dyn Store>, Option<Binder>), String> {
     use throttlekit::redis::{RedisMode, RedisOptions, RedisStore, Scripting};
     let mut r = match &o.redis_urls {
         Some(u) => RedisOptions::from_urls(u),
@@ -162,12 +168,25 @@ async fn redis_store(o: &Options) -> Result<Arc<dyn Store>, String> {
     if let Some(s) = &o.redis_scripting {
         r.scripting = Scripting::parse(s).map_err(|e| e.to_string())?;
     }
-    let store = RedisStore::connect(r).await.map_err(|e| e.to_string())?;
-    Ok(Arc::new(store))
+    let store = Arc::new(RedisStore::connect(r).await.map_err(|e| e.to_string())?);
+    // A cluster routes each call from the caller's task already, and Sentinel's calls follow
+    // the master through the store's own connection: only one node gains a bound connection.
+    let bind: Option<Binder> = (o.store == "redis").then(|| {
+        let s = store.clone();
+        Arc::new(move || {
+            if let Err(e) = s.bind_current_runtime() {
+                log::warn(
+                    "redis: a gRPC thread keeps the store's shared connection",
+                    &[("error", json!(e.to_string()))],
+                );
+            }
+        }) as Binder
+    });
+    Ok((store, bind))
 }
 
 #[cfg(not(feature = "redis"))]
-async fn redis_store(_o: &Options) -> Result<Arc<dyn Store>, String> {
+async fn redis_store(_o: &Options) -> Result<(Arc<dyn Store>, Option<Binder>), String> {
     Err("this build has no redis support (build with the `redis` feature)".into())
 }
 
@@ -180,7 +199,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
 
 async fn serve(o: Options) -> Result<(), String> {
     let config = Config::load(&o.config).map_err(|e| e.to_string())?;
-    let store = store(&o).await?;
+    let (store, bind) = store(&o).await?;
     let decider = Decider {
         store: store.clone(),
         clock: Arc::new(SystemClock),
@@ -194,11 +213,11 @@ async fn serve(o: Options) -> Result<(), String> {
     let (domains, limits) = (config.domains.len(), config.limit_count());
     let state = Arc::new(State::new(config, decider, o.config.clone(), Duration::from_millis(o.timeout_ms)));
 
-    let grpc_listener =
-        tokio::net::TcpListener::bind(o.grpc_addr).await.map_err(|e| format!("--grpc-addr {}: {e}", o.grpc_addr))?;
+    let grpc_listeners =
+        workers::listeners(o.grpc_addr, o.grpc_threads).map_err(|e| format!("--grpc-addr {}: {e}", o.grpc_addr))?;
     let http_listener =
         tokio::net::TcpListener::bind(o.http_addr).await.map_err(|e| format!("--http-addr {}: {e}", o.http_addr))?;
-    let grpc_addr = grpc_listener.local_addr().map_err(|e| e.to_string())?;
+    let grpc_addr = grpc_listeners[0].local_addr().map_err(|e| e.to_string())?;
     let http_addr = http_listener.local_addr().map_err(|e| e.to_string())?;
 
     let (health, health_service) = tonic_health::server::health_reporter();
@@ -209,11 +228,13 @@ async fn serve(o: Options) -> Result<(), String> {
     let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
         let _ = rx.wait_for(|s| *s).await;
     };
-    let grpc = tonic::transport::Server::builder()
-        .timeout(Duration::from_millis(o.timeout_ms.saturating_add(o.drain_ms)))
-        .add_service(health_service)
-        .add_service(rls)
-        .serve_with_incoming_shutdown(tokio_stream_listener(grpc_listener), stopped(stop_rx.clone()));
+    let services = Services {
+        routes: tonic::service::Routes::new(health_service).add_service(rls),
+        timeout: Duration::from_millis(o.timeout_ms.saturating_add(o.drain_ms)),
+        bind,
+    };
+    let threads = grpc_listeners.len();
+    let mut grpc_done = workers::start(grpc_listeners, services, stop_rx.clone())?;
     let draining = Arc::new(AtomicBool::new(false));
     let app = router(Http { state: state.clone(), draining: draining.clone() }, o.max_request_bytes);
     let http = axum::serve(http_listener, app).with_graceful_shutdown(stopped(stop_rx.clone()));
@@ -225,6 +246,7 @@ async fn serve(o: Options) -> Result<(), String> {
         "listening",
         &[
             ("grpc", json!(grpc_addr.to_string())),
+            ("grpc_threads", json!(threads)),
             ("http", json!(http_addr.to_string())),
             ("store", json!(o.store)),
             ("domains", json!(domains)),
@@ -232,7 +254,13 @@ async fn serve(o: Options) -> Result<(), String> {
         ],
     );
 
-    let grpc_task = tokio::spawn(grpc);
+    let grpc_task = tokio::spawn(async move {
+        for _ in 0..threads {
+            if let Some(Err(e)) = grpc_done.recv().await {
+                log::error("a gRPC thread stopped", &[("error", json!(e))]);
+            }
+        }
+    });
     let http_task = tokio::spawn(async move { http.await });
     shutdown_signal().await;
     log::info("shutting down: answering in-flight calls", &[("drain_ms", json!(o.drain_ms))]);
@@ -252,11 +280,24 @@ async fn serve(o: Options) -> Result<(), String> {
     Ok(())
 }
 
-/// The gRPC listener as the stream tonic serves.
-fn tokio_stream_listener(
+/// The gRPC server's transport settings, shared with the bench's empty service so that the
+/// floor it measures is this server's.
+pub fn grpc_server_builder() -> tonic::transport::Server {
+    tonic::transport::Server::builder()
+}
+
+/// The gRPC listener as the stream tonic serves. tonic's own `tcp_nodelay` applies only to the
+/// listeners it binds itself, so each accepted socket has Nagle turned off here: a response is
+/// a few small HTTP/2 frames that must not wait for the peer's delayed ACK.
+pub fn grpc_incoming(
     listener: tokio::net::TcpListener,
 ) -> impl tokio_stream::Stream<Item = std::io::Result<tokio::net::TcpStream>> {
-    tokio_stream::wrappers::TcpListenerStream::new(listener)
+    use tokio_stream::StreamExt;
+    tokio_stream::wrappers::TcpListenerStream::new(listener).map(|s| {
+        let s = s?;
+        let _ = s.set_nodelay(true);
+        Ok(s)
+    })
 }
 
 async fn shutdown_signal() {

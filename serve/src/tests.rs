@@ -399,3 +399,25 @@ fn fail_policy_unavailable_allow_and_deny() {
     d.fail = FailMode::Unavailable;
     assert_eq!(rt.block_on(d.decide(&c, &req("edge", &[&[("internal", "true")]]))).unwrap().overall, Code::Ok);
 }
+
+/// The gRPC threads' sockets all listen on the port the first one picked (`SO_REUSEPORT`), and
+/// each accepts connections: a port chosen by the kernel is shared, not picked once per thread.
+#[test]
+fn grpc_listeners_share_one_port() {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_io().build().unwrap();
+    let _in_runtime = rt.enter();
+    let ls = crate::workers::listeners("127.0.0.1:0".parse().unwrap(), 3).unwrap();
+    assert_eq!(ls.len(), 3);
+    let addr = ls[0].local_addr().unwrap();
+    assert_ne!(addr.port(), 0);
+    assert!(ls.iter().all(|l| l.local_addr().unwrap() == addr));
+    let clients: Vec<_> = (0..8).map(|_| std::net::TcpStream::connect(addr).unwrap()).collect();
+    let mut accepted = 0;
+    for l in &ls {
+        l.set_nonblocking(true).unwrap();
+        while l.accept().is_ok() {
+            accepted += 1;
+        }
+    }
+    assert_eq!(accepted, clients.len());
+}
