@@ -171,6 +171,8 @@ static void test_leased_memory(void) {
 /* carry: in even windows every limiter checks only once, at the last step (it leases a batch and
  * keeps batch - 1 credits); odd windows are flooded as usual. Uncoupled credits are then spent
  * in the next window on top of the store's limit: the bound, reached. */
+static tk_store *redis_stores[N]; /* one connection per limiter, shared by every fleet run */
+
 static uint64_t fleet(const char *url, const char *prefix, uint32_t mode, bool coupled, bool carry,
                       int64_t worst[WINDOWS]) {
     tk_strategy *fw = fixed_window(LIMIT, WINDOW);
@@ -181,11 +183,10 @@ static uint64_t fleet(const char *url, const char *prefix, uint32_t mode, bool c
     tk_lease_options o = tk_lease_options_default();
     o.batch = BATCH;
     o.window_coupled = coupled;
-    tk_store *stores[N] = {0};
     tk_limiter *ls[N] = {0};
     for (int i = 0; i < N; i++) {
-        if (url) CHECK_OK(tk_store_redis_connect(url, 5000, false, &stores[i]));
-        CHECK_OK(limiter(fw, url ? stores[i] : shared, clock, prefix, mode, mode == TK_MODE_STRICT ? NULL : &o, &ls[i]));
+        CHECK_OK(limiter(fw, url ? redis_stores[i] : shared, clock, prefix, mode, mode == TK_MODE_STRICT ? NULL : &o,
+                         &ls[i]));
     }
     if (ls[0]) CHECK_OK(tk_limiter_reset(ls[0], "hot"));
     for (int w = 0; w < WINDOWS; w++) worst[w] = 0;
@@ -211,7 +212,6 @@ static uint64_t fleet(const char *url, const char *prefix, uint32_t mode, bool c
         calls += mode == TK_MODE_STRICT ? (uint64_t)(WINDOWS * STEPS) : t.leases;
         if (i == 0) CHECK_OK(tk_limiter_reset(ls[i], "hot"));
         tk_limiter_free(ls[i]);
-        tk_store_free(stores[i]);
     }
     tk_store_free(shared);
     tk_clock_free(clock);
@@ -223,6 +223,13 @@ static void test_fleet(const char *url, const char *tag) {
     char prefix[64];
     int64_t per[WINDOWS];
     snprintf(prefix, sizeof prefix, "c-lease-%s-%ld", tag, (long)getpid());
+    for (int i = 0; url && i < N; i++) {
+        if (tk_store_redis_connect(url, 10000, false, &redis_stores[i]) != TK_RESULT_OK) {
+            failed++;
+            fprintf(stderr, "FAIL fleet_redis: connect: %s\n", last_error_text());
+            return;
+        }
+    }
 
     current = url ? "fleet_redis_strict" : "fleet_memory_strict";
     uint64_t strict_calls = fleet(url, prefix, TK_MODE_STRICT, false, false, per);
@@ -259,6 +266,10 @@ static void test_fleet(const char *url, const char *tag) {
            url ? "redis" : "memory", N * WINDOWS * STEPS, (unsigned long long)strict_calls,
            (unsigned long long)coupled_calls, (unsigned long long)leased_calls, (long long)worst, LIMIT,
            LIMIT + N * (BATCH - 1));
+    for (int i = 0; i < N; i++) {
+        tk_store_free(redis_stores[i]);
+        redis_stores[i] = NULL;
+    }
 }
 
 /*
@@ -273,7 +284,7 @@ static void test_cached_deny(const char *url) {
     CHECK_OK(tk_clock_new_manual(T0 + 1000, &clock));
     tk_store *store = NULL;
     if (url) {
-        CHECK_OK(tk_store_redis_connect(url, 5000, false, &store));
+        CHECK_OK(tk_store_redis_connect(url, 10000, false, &store));
     } else {
         CHECK_OK(tk_store_memory_new(&store));
     }
