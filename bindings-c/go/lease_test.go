@@ -162,8 +162,9 @@ func scriptCalls(t *testing.T, url string) uint64 {
 // fleet runs n limiters (each on its own Redis connection) on one key of a fixed window
 // (limit per 60 s of a manual clock), taking turns, 100 steps of 0.6 s per window for windows
 // windows, and returns the admissions per window (by the time they were made) and the script
-// calls the server ran.
-func fleet(t *testing.T, url, prefix string, n int, limit uint64, opts Options, windows int) ([]int, uint64) {
+// calls the server ran. With carry, every limiter checks only once in even windows, at the
+// last step (leasing a batch and keeping batch−1 credits).
+func fleet(t *testing.T, url, prefix string, n int, limit uint64, opts Options, windows int, carry bool) ([]int, uint64) {
 	fw, _ := FixedWindow(limit, uint64(leaseWindow))
 	clock, _ := NewManualClock(leaseT0)
 	ls := make([]*Limiter, n)
@@ -184,6 +185,9 @@ func fleet(t *testing.T, url, prefix string, n int, limit uint64, opts Options, 
 	per := make([]int, windows)
 	for w := 0; w < windows; w++ {
 		for step := int64(0); step < 100; step++ {
+			if carry && w%2 == 0 && step != 99 {
+				continue
+			}
 			clock.Set(leaseT0 + int64(w)*leaseWindow + step*leaseWindow/100)
 			for _, l := range ls {
 				d, err := l.Check("hot", 1)
@@ -208,11 +212,11 @@ func fleet(t *testing.T, url, prefix string, n int, limit uint64, opts Options, 
 func TestLeasedFleetOnRedis(t *testing.T) {
 	url := privateRedis(t)
 	const n, limit, batch, windows = 3, 20, 5, 5
-	strictPer, strictCalls := fleet(t, url, "go-strict", n, limit, Options{}, windows)
+	strictPer, strictCalls := fleet(t, url, "go-strict", n, limit, Options{}, windows, false)
 	coupledPer, coupledCalls := fleet(t, url, "go-coupled", n, limit,
-		Options{Mode: ModeLeased, Lease: LeaseOptions{Batch: batch, WindowCoupled: true}}, windows)
+		Options{Mode: ModeLeased, Lease: LeaseOptions{Batch: batch, WindowCoupled: true}}, windows, false)
 	leasedPer, leasedCalls := fleet(t, url, "go-leased", n, limit,
-		Options{Mode: ModeLeased, Lease: LeaseOptions{Batch: batch}}, windows)
+		Options{Mode: ModeLeased, Lease: LeaseOptions{Batch: batch}}, windows, false)
 	for w := 0; w < windows; w++ {
 		if strictPer[w] != limit || coupledPer[w] != limit {
 			t.Errorf("window %d: strict %d, coupled %d, want exactly %d", w, strictPer[w], coupledPer[w], limit)
@@ -227,6 +231,22 @@ func TestLeasedFleetOnRedis(t *testing.T) {
 	if coupledCalls*20 > strictCalls || leasedCalls*20 > strictCalls {
 		t.Errorf("script calls: strict %d, leased coupled %d, leased %d", strictCalls, coupledCalls, leasedCalls)
 	}
+	// Credits carried over into a flooded window: coupled still admits exactly the limit,
+	// uncoupled the bound itself, limit + N·(batch−1).
+	coupledCarry, _ := fleet(t, url, "go-coupled-carry", n, limit,
+		Options{Mode: ModeLeased, Lease: LeaseOptions{Batch: batch, WindowCoupled: true}}, windows, true)
+	leasedCarry, _ := fleet(t, url, "go-leased-carry", n, limit,
+		Options{Mode: ModeLeased, Lease: LeaseOptions{Batch: batch}}, windows, true)
+	for w := 0; w < windows; w++ {
+		want, wantLeased := n, n
+		if w%2 == 1 {
+			want, wantLeased = limit, limit+n*(batch-1)
+		}
+		if coupledCarry[w] != want || leasedCarry[w] != wantLeased {
+			t.Errorf("carry window %d: coupled %d (want %d), leased %d (want %d)", w, coupledCarry[w], want, leasedCarry[w], wantLeased)
+		}
+	}
+	fmt.Printf("go lease fleet, credits carried over: per window coupled %v, leased %v (bound %d)\n", coupledCarry, leasedCarry, limit+n*(batch-1))
 	fmt.Printf("go lease fleet: %d decisions; script calls (INFO commandstats): strict %d, leased coupled %d, leased %d; per window strict %v coupled %v leased %v\n",
 		n*100*windows, strictCalls, coupledCalls, leasedCalls, strictPer, coupledPer, leasedPer)
 }

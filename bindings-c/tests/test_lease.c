@@ -168,7 +168,13 @@ static void test_leased_memory(void) {
 #define WINDOWS 5
 #define STEPS 100 /* per window */
 
-static uint64_t fleet(const char *url, const char *prefix, uint32_t mode, bool coupled, int64_t worst[WINDOWS]) {
+/* carry: in even windows every limiter checks only once, at the last step (it leases a batch and
+ * keeps batch - 1 credits); odd windows are flooded as usual. Uncoupled credits are then spent
+ * in the next window on top of the store's limit: the bound, reached. */
+static tk_store *redis_stores[N]; /* one connection per limiter, shared by every fleet run */
+
+static uint64_t fleet(const char *url, const char *prefix, uint32_t mode, bool coupled, bool carry,
+                      int64_t worst[WINDOWS]) {
     tk_strategy *fw = fixed_window(LIMIT, WINDOW);
     tk_clock *clock = NULL;
     CHECK_OK(tk_clock_new_manual(T0, &clock));
@@ -177,16 +183,16 @@ static uint64_t fleet(const char *url, const char *prefix, uint32_t mode, bool c
     tk_lease_options o = tk_lease_options_default();
     o.batch = BATCH;
     o.window_coupled = coupled;
-    tk_store *stores[N] = {0};
     tk_limiter *ls[N] = {0};
     for (int i = 0; i < N; i++) {
-        if (url) CHECK_OK(tk_store_redis_connect(url, 5000, false, &stores[i]));
-        CHECK_OK(limiter(fw, url ? stores[i] : shared, clock, prefix, mode, mode == TK_MODE_STRICT ? NULL : &o, &ls[i]));
+        CHECK_OK(limiter(fw, url ? redis_stores[i] : shared, clock, prefix, mode, mode == TK_MODE_STRICT ? NULL : &o,
+                         &ls[i]));
     }
     if (ls[0]) CHECK_OK(tk_limiter_reset(ls[0], "hot"));
     for (int w = 0; w < WINDOWS; w++) worst[w] = 0;
     for (int w = 0; w < WINDOWS; w++) {
         for (int step = 0; step < STEPS; step++) {
+            if (carry && w % 2 == 0 && step != STEPS - 1) continue;
             CHECK_OK(tk_clock_set(clock, T0 + w * WINDOW + step * (WINDOW / STEPS)));
             for (int i = 0; i < N; i++) {
                 tk_decision d;
@@ -206,7 +212,6 @@ static uint64_t fleet(const char *url, const char *prefix, uint32_t mode, bool c
         calls += mode == TK_MODE_STRICT ? (uint64_t)(WINDOWS * STEPS) : t.leases;
         if (i == 0) CHECK_OK(tk_limiter_reset(ls[i], "hot"));
         tk_limiter_free(ls[i]);
-        tk_store_free(stores[i]);
     }
     tk_store_free(shared);
     tk_clock_free(clock);
@@ -218,29 +223,53 @@ static void test_fleet(const char *url, const char *tag) {
     char prefix[64];
     int64_t per[WINDOWS];
     snprintf(prefix, sizeof prefix, "c-lease-%s-%ld", tag, (long)getpid());
+    for (int i = 0; url && i < N; i++) {
+        if (tk_store_redis_connect(url, 10000, false, &redis_stores[i]) != TK_RESULT_OK) {
+            failed++;
+            fprintf(stderr, "FAIL fleet_redis: connect: %s\n", last_error_text());
+            return;
+        }
+    }
 
     current = url ? "fleet_redis_strict" : "fleet_memory_strict";
-    uint64_t strict_calls = fleet(url, prefix, TK_MODE_STRICT, false, per);
+    uint64_t strict_calls = fleet(url, prefix, TK_MODE_STRICT, false, false, per);
     for (int w = 0; w < WINDOWS; w++) CHECK(per[w] == LIMIT);
 
     current = url ? "fleet_redis_coupled" : "fleet_memory_coupled";
-    uint64_t coupled_calls = fleet(url, prefix, TK_MODE_LEASED, true, per);
+    uint64_t coupled_calls = fleet(url, prefix, TK_MODE_LEASED, true, false, per);
     for (int w = 0; w < WINDOWS; w++) CHECK(per[w] == LIMIT); /* exactly the limit */
     CHECK(coupled_calls * 20 < strict_calls);
 
     current = url ? "fleet_redis_uncoupled" : "fleet_memory_uncoupled";
-    uint64_t leased_calls = fleet(url, prefix, TK_MODE_LEASED, false, per);
+    uint64_t leased_calls = fleet(url, prefix, TK_MODE_LEASED, false, false, per);
     int64_t worst = 0;
     for (int w = 0; w < WINDOWS; w++) {
         CHECK(per[w] >= LIMIT && per[w] <= LIMIT + N * (BATCH - 1));
         if (per[w] > worst) worst = per[w];
     }
     CHECK(leased_calls * 20 < strict_calls);
+
+    /* Credits carried over: coupled still admits exactly the limit in every flooded window;
+     * uncoupled admits limit + N·(batch − 1), the bound itself. */
+    current = url ? "fleet_redis_carry" : "fleet_memory_carry";
+    int64_t coupled_carry[WINDOWS], leased_carry[WINDOWS];
+    fleet(url, prefix, TK_MODE_LEASED, true, true, coupled_carry);
+    fleet(url, prefix, TK_MODE_LEASED, false, true, leased_carry);
+    for (int w = 0; w < WINDOWS; w++) {
+        CHECK(coupled_carry[w] == (w % 2 ? LIMIT : N));
+        CHECK(leased_carry[w] == (w % 2 ? LIMIT + N * (BATCH - 1) : N));
+    }
+    printf("%s, credits carried over: flooded windows admit %lld coupled, %lld uncoupled (bound %d)\n",
+           url ? "redis" : "memory", (long long)coupled_carry[1], (long long)leased_carry[1], LIMIT + N * (BATCH - 1));
     printf("%s: %d decisions; store calls: strict %llu, leased coupled %llu, leased %llu; "
            "worst window %lld (coupled: %d each; bound %d)\n",
            url ? "redis" : "memory", N * WINDOWS * STEPS, (unsigned long long)strict_calls,
            (unsigned long long)coupled_calls, (unsigned long long)leased_calls, (long long)worst, LIMIT,
            LIMIT + N * (BATCH - 1));
+    for (int i = 0; i < N; i++) {
+        tk_store_free(redis_stores[i]);
+        redis_stores[i] = NULL;
+    }
 }
 
 /*
@@ -255,7 +284,7 @@ static void test_cached_deny(const char *url) {
     CHECK_OK(tk_clock_new_manual(T0 + 1000, &clock));
     tk_store *store = NULL;
     if (url) {
-        CHECK_OK(tk_store_redis_connect(url, 5000, false, &store));
+        CHECK_OK(tk_store_redis_connect(url, 10000, false, &store));
     } else {
         CHECK_OK(tk_store_memory_new(&store));
     }

@@ -275,7 +275,7 @@ static void test_http_edge(void) {
     tk_limiter *l = NULL;
     CHECK_OK(tk_strategy_gcra(5, 60000, 5, &s));
     CHECK_OK(tk_clock_new_manual(0, &clock));
-    tk_limiter_config cfg = {NULL, clock, NULL, 0, false};
+    tk_limiter_config cfg = {.clock = clock};
     CHECK_OK(tk_limiter_new(s, &cfg, &l));
     tk_decision d;
     char lines[256], tiny[8];

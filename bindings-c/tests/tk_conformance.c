@@ -129,7 +129,7 @@ static tk_result build(const cJSON *suite, enum primitive kind, tk_store *store,
         if (!spec) die("a rateLimit suite needs \"strategy\"");
         tk_strategy *strategy = NULL;
         if ((r = json_strategy(spec, &strategy)) != TK_RESULT_OK) return r;
-        tk_limiter_config cfg = {store, clock, prefix, TK_FAIL_POLICY_DEFAULT, false};
+        tk_limiter_config cfg = {.store = store, .clock = clock, .prefix = prefix, .fail_policy = TK_FAIL_POLICY_DEFAULT};
         r = tk_limiter_new(strategy, &cfg, &s->limiter);
         tk_strategy_free(strategy);
         return r;

@@ -10,6 +10,7 @@ uniffi::setup_scaffolding!("throttlekit");
 mod clock;
 mod convert;
 mod error;
+mod lease;
 mod limiter;
 mod multi;
 mod records;
@@ -19,6 +20,7 @@ mod strategy;
 
 pub use clock::ManualClock;
 pub use error::ThrottleKitError;
+pub use lease::{LeaseOptions, TierStats};
 pub use limiter::{Limiter, LimiterOptions};
 pub use multi::{Dimension, MultiLimiter, MultiLimiterOptions, Rule};
 pub use records::{Decision, MultiDecision, Reservation};

@@ -37,6 +37,13 @@ pub struct LimiterOptions {
     /// them with `metrics()`. Off by default, and free when off.
     #[uniffi(default = false)]
     pub metrics: bool,
+    /// The two-tier mode: `"strict"`, `"cached_deny"` or `"leased"` (`nil`: `"leased"` when
+    /// `lease` is given, else `"strict"`); see docs/leasing.md.
+    #[uniffi(default = None)]
+    pub mode: Option<String>,
+    /// The leased mode's options (`nil`: core's defaults).
+    #[uniffi(default = None)]
+    pub lease: Option<crate::lease::LeaseOptions>,
 }
 
 /// A strategy bound to a store, a clock and a key prefix. Thread-safe: share one limiter
@@ -48,9 +55,10 @@ pub struct Limiter {
 
 #[uniffi::export(async_runtime = "tokio")]
 impl Limiter {
-    /// A limiter for `strategy` with `options`.
+    /// A limiter for `strategy` with `options`; `config_invalid` for a bad mode or lease option.
     #[uniffi::constructor]
-    pub fn new(strategy: Arc<Strategy>, options: LimiterOptions) -> Arc<Self> {
+    pub fn new(strategy: Arc<Strategy>, options: LimiterOptions) -> Result<Arc<Self>> {
+        let mode = crate::lease::mode(options.mode.as_deref(), options.lease.as_ref())?;
         let store = Resolved::from_option(options.store.as_ref());
         let (server_clock, fail_policy) = store.settings(options.server_clock, options.fail_policy);
         let mut builder = throttlekit::Limiter::builder(strategy.inner.clone())
@@ -58,11 +66,37 @@ impl Limiter {
             .clock(clock::from_option(options.clock.as_ref()))
             .server_clock(server_clock)
             .prefix(options.prefix)
-            .metrics(options.metrics);
+            .metrics(options.metrics)
+            .mode(mode)?;
         if let Some(policy) = fail_policy {
             builder = builder.fail_policy(policy);
         }
-        Arc::new(Limiter { inner: Arc::new(builder.build()) })
+        Ok(Arc::new(Limiter { inner: Arc::new(builder.build()) }))
+    }
+
+    /// The two-tier mode: `"strict"`, `"cached_deny"` or `"leased"`.
+    pub fn mode(&self) -> String {
+        self.inner.mode().name().to_owned()
+    }
+
+    /// The local tier's counters (all 0 in strict mode).
+    pub fn tier_stats(&self) -> crate::lease::TierStats {
+        self.inner.tier_stats().into()
+    }
+
+    /// Gives back the leased credits of keys unused for `idle_ms` (`nil`: every key, as on
+    /// shutdown) where the strategy can take them back; returns the units taken back. Blocks
+    /// for the store calls.
+    #[uniffi::method(default(idle_ms = None))]
+    pub fn release_leases_blocking(&self, idle_ms: Option<i64>) -> Result<u64> {
+        Ok(self.inner.release_leases_sync(crate::lease::idle(idle_ms)?)?)
+    }
+
+    /// Gives back the leased credits of keys unused for `idle_ms` (`nil`: every key).
+    #[uniffi::method(default(idle_ms = None))]
+    pub async fn release_leases(&self, idle_ms: Option<i64>) -> Result<u64> {
+        let idle = crate::lease::idle(idle_ms)?;
+        Ok(self.inner.release_leases(idle).await?)
     }
 
     /// The limiter's counters, cumulative since it was made (`enabled` false and all zero unless

@@ -49,7 +49,16 @@ fuzz_target!(|data: &[u8]| {
         };
         let mut store = ptr::null_mut();
         ok(tk_store_memory_new_with_limits((b % 64) as usize, (c % 300) as usize, &mut store));
-        let cfg = tk_limiter_config { store, clock: ptr::null(), prefix: text(1), fail_policy: (a >> 32) as u32, metrics: true };
+        let cfg = tk_limiter_config {
+            store,
+            clock: ptr::null(),
+            prefix: text(1),
+            fail_policy: (a >> 32) as u32,
+            metrics: true,
+            // The two-tier modes (3: an unknown number), with core's default lease options.
+            mode: ((c >> 40) % 4) as u32,
+            lease: ptr::null(),
+        };
         let mut l = ptr::null_mut();
         if built && ok(tk_limiter_new(s, &cfg, &mut l)) {
             let mut d = tk_decision::default();

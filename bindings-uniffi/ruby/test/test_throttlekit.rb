@@ -172,6 +172,49 @@ test "a thread waiting in schedule_blocking lets other Ruby threads run (the GVL
   assert waiter.value.delay_ms == 2_000, waiter.value.inspect
 end
 
+test "two-tier modes: bad values are config_invalid, nil takes core's defaults" do
+  fw = TK::Strategy.fixed_window(10, 1000)
+  [
+    { mode: "ring" },
+    { lease: TK::LeaseOptions.new(batch: 0) },
+    { lease: TK::LeaseOptions.new(batch: -1) },
+    { lease: TK::LeaseOptions.new(batch: 2**53 + 1) },
+    { lease: TK::LeaseOptions.new(batch: 4, low_water: 4) },
+    { lease: TK::LeaseOptions.new(max_keys: 0) },
+    { mode: "cached_deny", lease: TK::LeaseOptions.new(max_keys: 0) }
+  ].each do |kw|
+    expect_code("config_invalid") { TK::Limiter.new(fw, TK::LimiterOptions.new(**kw)) }
+  end
+  expect_code("config_invalid") do # never truncated
+    TK::Limiter.new(fw, TK::LimiterOptions.new(lease: TK::LeaseOptions.new(batch: 1.5)))
+  end
+  e = expect_code("config_invalid") do
+    TK::Limiter.new(TK::Strategy.gcra(10, 1000.0, nil), TK::LimiterOptions.new(lease: TK::LeaseOptions.new(window_coupled: true)))
+  end
+  assert e.detail.include?("lease.windowCoupled"), e.detail
+  assert TK::Limiter.new(fw, TK::LimiterOptions.new).mode == "strict"
+  assert TK::Limiter.new(fw, TK::LimiterOptions.new(lease: TK::LeaseOptions.new)).mode == "leased"
+  l = TK::Limiter.new(fw, TK::LimiterOptions.new(mode: "cached_deny"))
+  assert l.mode == "cached_deny" && l.tier_stats.leases.zero?
+  expect_code("config_invalid") { l.release_leases_blocking(-1) }
+end
+
+test "leased on a memory store: one lease, the rest spent locally, given back (blocking and async)" do
+  store = TK::Store::MEMORY.new(store: TK::MemoryStore.new(nil, nil))
+  clock = TK::ManualClock.new(1_700_000_040_000)
+  fw = TK::Strategy.fixed_window(10, 60_000)
+  l = TK::Limiter.new(fw, TK::LimiterOptions.new(store: store, clock: clock, mode: "leased",
+                                                 lease: TK::LeaseOptions.new(batch: 4, window_coupled: true)))
+  strict = TK::Limiter.new(fw, TK::LimiterOptions.new(store: store, clock: clock))
+  assert l.check_blocking("k").allowed && l.check("k").allowed
+  s = l.tier_stats
+  assert s.leases == 1 && s.local_admits == 1, s.inspect
+  assert strict.peek_blocking("k").remaining == 6
+  assert l.release_leases == 2
+  assert l.check_blocking("k").allowed && l.release_leases_blocking(0) == 3
+  assert strict.peek_blocking("k").remaining == 7 && l.tier_stats.credits_returned == 5
+end
+
 if (url = ARGV[0])
   test "Redis: blocking and async share one limit; 4 threads admit exactly K" do
     store = TK::RedisStore.connect(url, TK::RedisStoreOptions.new(timeout_ms: 2000))
@@ -194,6 +237,82 @@ if (url = ARGV[0])
     expect_code("store_unavailable") { raise_l.check_blocking("k") }
     d = open_l.check_blocking("k")
     assert d.allowed && d.fallback, d.inspect
+  end
+
+  # INFO commandstats' script calls (fcall, fcall_ro, evalsha, eval) on the server at url.
+  def script_calls(url)
+    host, port = url.sub(%r{\Arediss?://}, "").sub(%r{/.*\z}, "").split(":")
+    sock = TCPSocket.new(host, port.to_i)
+    sock.write("INFO commandstats\r\n")
+    len = sock.gets[1..].to_i
+    body = sock.read(len + 2)
+    sock.close
+    body.scan(/^cmdstat_(?:fcall|fcall_ro|evalsha|eval):calls=(\d+)/).flatten.sum(&:to_i)
+  end
+
+  # 3 limiters (3 connections) take turns on one key of a fixed window (20 per 60 s of a
+  # manual clock, which the sync path sends to Redis: exact windows, and Redis keeps each key
+  # 60 s of real time), 100 steps a window for 4 windows; admissions per window by time, and
+  # the script calls the server ran.
+  def lease_fleet(url, prefix, mode, lease, async)
+    clock = TK::ManualClock.new(1_700_000_040_000)
+    fw = TK::Strategy.fixed_window(20, 60_000)
+    ls = 3.times.map do
+      store = TK::Store::REDIS.new(store: TK::RedisStore.connect(url, TK::RedisStoreOptions.new(timeout_ms: 5000)))
+      TK::Limiter.new(fw, TK::LimiterOptions.new(store: store, clock: clock, prefix: prefix, server_clock: false,
+                                                 mode: mode, lease: lease))
+    end
+    ls[0].reset_blocking("hot")
+    before = script_calls(url)
+    per = 4.times.map do |w|
+      admitted = 0
+      100.times do |step|
+        clock.set(1_700_000_040_000 + w * 60_000 + step * 600)
+        ls.each { |l| admitted += 1 if (async ? l.check("hot") : l.check_blocking("hot")).allowed }
+      end
+      admitted
+    end
+    calls = script_calls(url) - before
+    ls.each { |l| l.release_leases_blocking }
+    [per, calls]
+  end
+
+  test "Redis: leased makes far fewer script calls than strict, within the bound (blocking and async)" do
+    pid = Process.pid
+    strict, strict_calls = lease_fleet(url, "rb-strict-#{pid}", nil, nil, false)
+    coupled, coupled_calls = lease_fleet(url, "rb-coupled-#{pid}", "leased",
+                                         TK::LeaseOptions.new(batch: 5, window_coupled: true), false)
+    leased, leased_calls = lease_fleet(url, "rb-leased-#{pid}", "leased", TK::LeaseOptions.new(batch: 5), true)
+    assert strict == [20] * 4 && coupled == [20] * 4, "strict #{strict}, coupled #{coupled}"
+    assert leased.all? { |n| n <= 20 + 3 * 4 }, "leased #{leased} above 20 + N(batch-1) = 32"
+    assert strict_calls == 1200, "strict ran #{strict_calls} scripts for 1200 decisions"
+    assert coupled_calls * 20 < strict_calls && leased_calls * 20 < strict_calls,
+           "script calls: strict #{strict_calls}, coupled #{coupled_calls}, leased #{leased_calls}"
+    puts "ruby lease fleet: 1200 decisions; script calls (INFO commandstats): strict #{strict_calls}, " \
+         "leased coupled #{coupled_calls}, leased (async) #{leased_calls}; per window #{strict} #{coupled} #{leased}"
+  end
+
+  test "Redis: cached_deny answers denials without a script call, until the retry time" do
+    store = TK::Store::REDIS.new(store: TK::RedisStore.connect(url, TK::RedisStoreOptions.new(timeout_ms: 5000)))
+    clock = TK::ManualClock.new(1_700_000_041_000)
+    fw = TK::Strategy.fixed_window(3, 60_000)
+    opts = { store: store, clock: clock, prefix: "rb-deny-#{Process.pid}", server_clock: false }
+    cached = TK::Limiter.new(fw, TK::LimiterOptions.new(**opts, mode: "cached_deny"))
+    strict = TK::Limiter.new(fw, TK::LimiterOptions.new(**opts))
+    strict.reset_blocking("k")
+    assert 4.times.map { cached.check_blocking("k").allowed } == [true, true, true, false]
+    strict.reset_blocking("k") # the store would admit now
+    before = script_calls(url)
+    50.times do
+      d = cached.check_blocking("k")
+      assert !d.allowed && d.retry_after_ms == 59_000, d.inspect
+      assert !cached.check("k").allowed
+    end
+    assert script_calls(url) == before, "script calls while the denial was cached"
+    assert cached.tier_stats.local_denials == 100
+    clock.set(1_700_000_100_000)
+    assert cached.check_blocking("k").allowed
+    strict.reset_blocking("k")
   end
 end
 

@@ -261,6 +261,28 @@ private_constant :UniffiHandleMap
     end
   end
 
+  # The Record type LeaseOptions.
+
+  def self.check_lower_TypeLeaseOptions(v)
+    RustBuffer.check_lower_Optionali64(v.batch)
+    RustBuffer.check_lower_Optionali64(v.low_water)
+    RustBuffer.check_lower_Optionalbool(v.window_coupled)
+    RustBuffer.check_lower_Optionali64(v.max_keys)
+  end
+
+  def self.alloc_from_TypeLeaseOptions(v)
+    RustBuffer.allocWithBuilder do |builder|
+      builder.write_TypeLeaseOptions(v)
+      return builder.finalize
+    end
+  end
+
+  def consume_into_TypeLeaseOptions
+    consumeWithStream do |stream|
+      return stream.read_TypeLeaseOptions
+    end
+  end
+
   # The Record type LimiterOptions.
 
   def self.check_lower_TypeLimiterOptions(v)
@@ -270,6 +292,8 @@ private_constant :UniffiHandleMap
     RustBuffer.check_lower_Optionalbool(v.server_clock)
     RustBuffer.check_lower_OptionalTypeFailPolicy(v.fail_policy)
     
+    RustBuffer.check_lower_Optionalstring(v.mode)
+    RustBuffer.check_lower_OptionalTypeLeaseOptions(v.lease)
   end
 
   def self.alloc_from_TypeLimiterOptions(v)
@@ -424,6 +448,29 @@ private_constant :UniffiHandleMap
   def consume_into_TypeShaperOptions
     consumeWithStream do |stream|
       return stream.read_TypeShaperOptions
+    end
+  end
+
+  # The Record type TierStats.
+
+  def self.check_lower_TypeTierStats(v)
+    
+    
+    
+    
+    
+  end
+
+  def self.alloc_from_TypeTierStats(v)
+    RustBuffer.allocWithBuilder do |builder|
+      builder.write_TypeTierStats(v)
+      return builder.finalize
+    end
+  end
+
+  def consume_into_TypeTierStats
+    consumeWithStream do |stream|
+      return stream.read_TypeTierStats
     end
   end
 
@@ -589,6 +636,27 @@ private_constant :UniffiHandleMap
   def consume_into_OptionalTypeManualClock
     consumeWithStream do |stream|
       return stream.read_OptionalTypeManualClock
+    end
+  end
+
+  # The Optional<T> type for TypeLeaseOptions.
+
+  def self.check_lower_OptionalTypeLeaseOptions(v)
+    if !v.nil?
+      RustBuffer.check_lower_TypeLeaseOptions(v)
+    end
+  end
+
+  def self.alloc_from_OptionalTypeLeaseOptions(v)
+    RustBuffer.allocWithBuilder do |builder|
+      builder.write_OptionalTypeLeaseOptions(v)
+      return builder.finalize()
+    end
+  end
+
+  def consume_into_OptionalTypeLeaseOptions
+    consumeWithStream do |stream|
+      return stream.read_OptionalTypeLeaseOptions
     end
   end
 
@@ -886,6 +954,17 @@ class RustBufferStream
     )
   end
 
+  # The Record type LeaseOptions.
+
+  def read_TypeLeaseOptions
+    LeaseOptions.new(
+      batch: read_Optionali64,
+      low_water: read_Optionali64,
+      window_coupled: read_Optionalbool,
+      max_keys: read_Optionali64
+    )
+  end
+
   # The Record type LimiterOptions.
 
   def read_TypeLimiterOptions
@@ -895,7 +974,9 @@ class RustBufferStream
       prefix: read_string,
       server_clock: read_Optionalbool,
       fail_policy: read_OptionalTypeFailPolicy,
-      metrics: read_bool
+      metrics: read_bool,
+      mode: read_Optionalstring,
+      lease: read_OptionalTypeLeaseOptions
     )
   end
 
@@ -972,6 +1053,18 @@ class RustBufferStream
       clock: read_OptionalTypeManualClock,
       prefix: read_string,
       server_clock: read_Optionalbool
+    )
+  end
+
+  # The Record type TierStats.
+
+  def read_TypeTierStats
+    TierStats.new(
+      local_admits: read_u64,
+      local_denials: read_u64,
+      leases: read_u64,
+      late_credits_dropped: read_u64,
+      credits_returned: read_u64
     )
   end
 
@@ -1144,6 +1237,21 @@ class RustBufferStream
       return read_TypeManualClock
     else
       raise InternalError, 'Unexpected flag byte for OptionalTypeManualClock'
+    end
+  end
+
+  
+  # The Optional<T> type for TypeLeaseOptions.
+
+  def read_OptionalTypeLeaseOptions
+    flag = unpack_from 1, 'c'
+
+    if flag == 0
+      return nil
+    elsif flag == 1
+      return read_TypeLeaseOptions
+    else
+      raise InternalError, 'Unexpected flag byte for OptionalTypeLeaseOptions'
     end
   end
 
@@ -1394,6 +1502,15 @@ class RustBufferBuilder
     self.write_i64(v.cost_multiplier)
   end
 
+  # The Record type LeaseOptions.
+
+  def write_TypeLeaseOptions(v)
+    self.write_Optionali64(v.batch)
+    self.write_Optionali64(v.low_water)
+    self.write_Optionalbool(v.window_coupled)
+    self.write_Optionali64(v.max_keys)
+  end
+
   # The Record type LimiterOptions.
 
   def write_TypeLimiterOptions(v)
@@ -1403,6 +1520,8 @@ class RustBufferBuilder
     self.write_Optionalbool(v.server_clock)
     self.write_OptionalTypeFailPolicy(v.fail_policy)
     self.write_bool(v.metrics)
+    self.write_Optionalstring(v.mode)
+    self.write_OptionalTypeLeaseOptions(v.lease)
   end
 
   # The Record type Metrics.
@@ -1467,6 +1586,16 @@ class RustBufferBuilder
     self.write_OptionalTypeManualClock(v.clock)
     self.write_string(v.prefix)
     self.write_Optionalbool(v.server_clock)
+  end
+
+  # The Record type TierStats.
+
+  def write_TypeTierStats(v)
+    self.write_u64(v.local_admits)
+    self.write_u64(v.local_denials)
+    self.write_u64(v.leases)
+    self.write_u64(v.late_credits_dropped)
+    self.write_u64(v.credits_returned)
   end
 
   # The Enum type FailPolicy.
@@ -1592,6 +1721,17 @@ class RustBufferBuilder
     else
       pack_into(1, 'c', 1)
       self.write_TypeManualClock(v)
+    end
+  end
+
+  # The Optional<T> type for TypeLeaseOptions.
+
+  def write_OptionalTypeLeaseOptions(v)
+    if v.nil?
+      pack_into(1, 'c', 0)
+    else
+      pack_into(1, 'c', 1)
+      self.write_TypeLeaseOptions(v)
     end
   end
 
@@ -2125,6 +2265,10 @@ module UniFFILib
     [:uint64, RustCallStatus.by_ref],
     RustBuffer.by_value
   
+  attach_function :uniffi_throttlekit_uniffi_fn_method_limiter_mode,
+    [:uint64, RustCallStatus.by_ref],
+    RustBuffer.by_value
+  
   attach_function :uniffi_throttlekit_uniffi_fn_method_limiter_peek,
     [:uint64, RustBuffer.by_value, ],
     :uint64
@@ -2137,6 +2281,14 @@ module UniFFILib
     [:uint64, RustCallStatus.by_ref],
     RustBuffer.by_value
   
+  attach_function :uniffi_throttlekit_uniffi_fn_method_limiter_release_leases,
+    [:uint64, RustBuffer.by_value, ],
+    :uint64
+  
+  attach_function :uniffi_throttlekit_uniffi_fn_method_limiter_release_leases_blocking,
+    [:uint64, RustBuffer.by_value, RustCallStatus.by_ref],
+    :uint64
+  
   attach_function :uniffi_throttlekit_uniffi_fn_method_limiter_reset,
     [:uint64, RustBuffer.by_value, ],
     :uint64
@@ -2148,6 +2300,10 @@ module UniFFILib
   attach_function :uniffi_throttlekit_uniffi_fn_method_limiter_strategy,
     [:uint64, RustCallStatus.by_ref],
     :uint64
+  
+  attach_function :uniffi_throttlekit_uniffi_fn_method_limiter_tier_stats,
+    [:uint64, RustCallStatus.by_ref],
+    RustBuffer.by_value
   
   attach_function :uniffi_throttlekit_uniffi_fn_clone_multilimiter,
     [:uint64, RustCallStatus.by_ref],
@@ -2605,6 +2761,10 @@ module UniFFILib
     [],
     :uint16
   
+  attach_function :uniffi_throttlekit_uniffi_checksum_method_limiter_mode,
+    [],
+    :uint16
+  
   attach_function :uniffi_throttlekit_uniffi_checksum_method_limiter_peek,
     [],
     :uint16
@@ -2617,6 +2777,14 @@ module UniFFILib
     [],
     :uint16
   
+  attach_function :uniffi_throttlekit_uniffi_checksum_method_limiter_release_leases,
+    [],
+    :uint16
+  
+  attach_function :uniffi_throttlekit_uniffi_checksum_method_limiter_release_leases_blocking,
+    [],
+    :uint16
+  
   attach_function :uniffi_throttlekit_uniffi_checksum_method_limiter_reset,
     [],
     :uint16
@@ -2626,6 +2794,10 @@ module UniFFILib
     :uint16
   
   attach_function :uniffi_throttlekit_uniffi_checksum_method_limiter_strategy,
+    [],
+    :uint16
+  
+  attach_function :uniffi_throttlekit_uniffi_checksum_method_limiter_tier_stats,
     [],
     :uint16
   
@@ -2973,17 +3145,83 @@ end
 
 
   
+  # Record type LeaseOptions
+class LeaseOptions
+  attr_reader :batch, :low_water, :window_coupled, :max_keys
+
+  def initialize(batch: nil, low_water: nil, window_coupled: nil, max_keys: nil)
+    @batch = batch
+    @low_water = low_water
+    @window_coupled = window_coupled
+    @max_keys = max_keys
+  end
+
+  def ==(other)
+    if @batch != other.batch
+      return false
+    end
+    if @low_water != other.low_water
+      return false
+    end
+    if @window_coupled != other.window_coupled
+      return false
+    end
+    if @max_keys != other.max_keys
+      return false
+    end
+
+    true
+  end
+  
+end
+  
+  # Record type TierStats
+class TierStats
+  attr_reader :local_admits, :local_denials, :leases, :late_credits_dropped, :credits_returned
+
+  def initialize(local_admits:, local_denials:, leases:, late_credits_dropped:, credits_returned:)
+    @local_admits = local_admits
+    @local_denials = local_denials
+    @leases = leases
+    @late_credits_dropped = late_credits_dropped
+    @credits_returned = credits_returned
+  end
+
+  def ==(other)
+    if @local_admits != other.local_admits
+      return false
+    end
+    if @local_denials != other.local_denials
+      return false
+    end
+    if @leases != other.leases
+      return false
+    end
+    if @late_credits_dropped != other.late_credits_dropped
+      return false
+    end
+    if @credits_returned != other.credits_returned
+      return false
+    end
+
+    true
+  end
+  
+end
+  
   # Record type LimiterOptions
 class LimiterOptions
-  attr_reader :store, :clock, :prefix, :server_clock, :fail_policy, :metrics
+  attr_reader :store, :clock, :prefix, :server_clock, :fail_policy, :metrics, :mode, :lease
 
-  def initialize(store: nil, clock: nil, prefix: "", server_clock: nil, fail_policy: nil, metrics: false)
+  def initialize(store: nil, clock: nil, prefix: "", server_clock: nil, fail_policy: nil, metrics: false, mode: nil, lease: nil)
     @store = store
     @clock = clock
     @prefix = prefix
     @server_clock = server_clock
     @fail_policy = fail_policy
     @metrics = metrics
+    @mode = mode
+    @lease = lease
   end
 
   def ==(other)
@@ -3003,6 +3241,12 @@ class LimiterOptions
       return false
     end
     if @metrics != other.metrics
+      return false
+    end
+    if @mode != other.mode
+      return false
+    end
+    if @lease != other.lease
       return false
     end
 
@@ -3465,7 +3709,7 @@ end
         (Strategy.uniffi_check_lower strategy)
         options = options
         RustBuffer.check_lower_TypeLimiterOptions(options)
-    handle = ::Throttlekit.rust_call(:uniffi_throttlekit_uniffi_fn_constructor_limiter_new,(Strategy.uniffi_lower strategy),RustBuffer.alloc_from_TypeLimiterOptions(options))
+    handle = ::Throttlekit.rust_call_with_error(ThrottleKitError,:uniffi_throttlekit_uniffi_fn_constructor_limiter_new,(Strategy.uniffi_lower strategy),RustBuffer.alloc_from_TypeLimiterOptions(options))
     @handle = handle
     ObjectSpace.define_finalizer(self, self.class.uniffi_define_finalizer_by_handle(handle, self.object_id))
   end
@@ -3552,6 +3796,10 @@ end
     result = ::Throttlekit.rust_call(:uniffi_throttlekit_uniffi_fn_method_limiter_metrics,uniffi_clone_handle(),)
     return result.consume_into_TypeMetrics
   end
+  def mode()
+    result = ::Throttlekit.rust_call(:uniffi_throttlekit_uniffi_fn_method_limiter_mode,uniffi_clone_handle(),)
+    return result.consume_into_string
+  end
   
   def peek(key)
         key = ::Throttlekit::uniffi_utf8(key)
@@ -3577,6 +3825,26 @@ end
     return result.consume_into_string
   end
   
+  def release_leases(idle_ms = nil)
+        idle_ms = (idle_ms ? ::Throttlekit::uniffi_in_range(idle_ms, "i64", -2**63, 2**63) : nil)
+        RustBuffer.check_lower_Optionali64(idle_ms)
+    ::Throttlekit.uniffi_rust_call_async(
+      UniFFILib.uniffi_throttlekit_uniffi_fn_method_limiter_release_leases(uniffi_clone_handle(),RustBuffer.alloc_from_Optionali64(idle_ms)),
+      :ffi_throttlekit_uniffi_rust_future_poll_u64,
+      :ffi_throttlekit_uniffi_rust_future_cancel_u64,
+      :ffi_throttlekit_uniffi_rust_future_complete_u64,
+      :ffi_throttlekit_uniffi_rust_future_free_u64,
+      Proc.new { |v| v.to_i },
+    ThrottleKitError
+    )
+  end
+  def release_leases_blocking(idle_ms = nil)
+        idle_ms = (idle_ms ? ::Throttlekit::uniffi_in_range(idle_ms, "i64", -2**63, 2**63) : nil)
+        RustBuffer.check_lower_Optionali64(idle_ms)
+    result = ::Throttlekit.rust_call_with_error(ThrottleKitError,:uniffi_throttlekit_uniffi_fn_method_limiter_release_leases_blocking,uniffi_clone_handle(),RustBuffer.alloc_from_Optionali64(idle_ms))
+    return result.to_i
+  end
+  
   def reset(key)
         key = ::Throttlekit::uniffi_utf8(key)
         
@@ -3599,6 +3867,10 @@ end
   def strategy()
     result = ::Throttlekit.rust_call(:uniffi_throttlekit_uniffi_fn_method_limiter_strategy,uniffi_clone_handle(),)
     return Strategy.uniffi_lift(result)
+  end
+  def tier_stats()
+    result = ::Throttlekit.rust_call(:uniffi_throttlekit_uniffi_fn_method_limiter_tier_stats,uniffi_clone_handle(),)
+    return result.consume_into_TypeTierStats
   end
   
 end
