@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The JVM bench (bench/run.sh's "jvm" part): builds the release library and jar, starts a
-# disposable redis-server, measures the Rust peer on it (examples/redis_peer.rs), then runs
-# JvmBench (memory vs Guava, allocation per call, Redis vs the Rust numbers). Prints JvmBench's
+# disposable redis-server, then runs JvmBench (memory vs Guava, allocation per call, Redis vs the
+# Rust peer, examples/redis_peer.rs, which JvmBench runs between its own rounds). Prints JvmBench's
 # table and ROW lines.   bindings-jvm/bench/run.sh [--quick]
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")/.." && pwd)
@@ -14,9 +14,6 @@ WORK=$(mktemp -d)
 trap '"$ROOT/tests/redis-server.sh" stop "$WORK/redis.pid" || true; rm -rf "$WORK"' EXIT
 URL=$("$ROOT/tests/redis-server.sh" start "$WORK/redis.pid")
 N=$([ "${1:-}" = "--quick" ] && echo 5000 || echo 20000)
-"$PEER" "$URL" "$N" | tee "$WORK/rust.txt"
-SEQ=$(sed -n 's/^rust sequential //p' "$WORK/rust.txt")
-INF=$(sed -n 's/^rust in-flight-64 //p' "$WORK/rust.txt")
 echo "java $(java -version 2>&1 | head -1); $(nproc) cores: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'); load $(cut -d' ' -f1-3 /proc/loadavg)"
 java -Xms512m -Xmx512m -cp "$HERE/build/throttlekit.jar:$HERE/build/tools:/usr/share/java/guava.jar" \
-    -Dthrottlekit.tmpdir="$WORK/native" dev.throttlekit.bench.JvmBench ${1:-} --redis "$URL" --rust-seq "$SEQ" --rust-inflight "$INF"
+    -Dthrottlekit.tmpdir="$WORK/native" dev.throttlekit.bench.JvmBench ${1:-} --redis "$URL" --rust-peer "$PEER"

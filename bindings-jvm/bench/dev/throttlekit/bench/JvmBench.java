@@ -66,11 +66,13 @@ public final class JvmBench {
         boolean quick = Arrays.asList(args).contains("--quick");
         String redisUrl = null;
         double rustSeq = 0, rustInflight = 0;
+        String rustPeer = null;
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--redis" -> redisUrl = args[++i];
                 case "--rust-seq" -> rustSeq = Double.parseDouble(args[++i]);
                 case "--rust-inflight" -> rustInflight = Double.parseDouble(args[++i]);
+                case "--rust-peer" -> rustPeer = args[++i];
                 default -> {}
             }
         }
@@ -107,29 +109,56 @@ public final class JvmBench {
         System.out.printf("ROW\ttryAcquire allocation per call (ThreadMXBean)\t-\t%.4f\t<=0\t%.3f B per call; check %.1f B%n",
                 tryBytes, tryBytes, checkBytes);
 
-        if (redisUrl != null && rustSeq > 0) {
+        if (redisUrl != null && (rustSeq > 0 || rustPeer != null)) {
             try (RedisStore redis = RedisStore.builder(redisUrl).connect();
                     Limiter l = Limiter.builder(Strategy.gcra((long) RATE, Duration.ofSeconds(1), (long) RATE)).store(redis).prefix("jvmbench:java").build()) {
                 int rn = quick ? 5_000 : 20_000;
+                // Warm-up: the Rust peer is compiled ahead of time; the JVM's paths are compiled
+                // by the JIT while they run (C1/C2 took ~13% of the CPU of a cold 5000-check
+                // future run), so both are run untimed first.
                 for (int i = 0; i < 1000; i++) l.check("k");
-                long t0 = System.nanoTime();
-                for (int i = 0; i < rn; i++) sink += l.check("k").remaining();
-                double seq = rn / ((System.nanoTime() - t0) / 1e9);
-                row("Redis, sequential blocking check", "the Rust bench, same server (check_sync)", seq / rustSeq, ">=0.9",
-                        String.format("%.0f vs %.0f checks/s", seq, rustSeq));
-                // The Rust peer is compiled ahead of time; the JVM's future path is compiled by the
-                // JIT while it runs (C1/C2 took ~13% of the CPU of a cold 5000-check run). One
-                // untimed round warms it, as the blocking path is warmed above; then the median
-                // of three rounds.
                 inFlight(l, rn);
-                double[] rates = new double[3];
-                for (int r = 0; r < rates.length; r++) rates[r] = inFlight(l, rn);
-                double inflight = median(rates);
-                row("Redis, 64 CompletableFutures in flight", "the Rust bench, same server (64 tasks)", inflight / rustInflight, ">=0.9",
-                        String.format("%.0f vs %.0f checks/s", inflight, rustInflight));
+                // Rounds interleaved with the Rust peer's runs (--rust-peer: a process per round,
+                // as the memory rows interleave Guava), medians kept: a load spike on this shared
+                // machine then slows both sides of a round, not only the side measured last.
+                int rr = rustPeer == null ? 1 : 3;
+                double[] seq = new double[rr], inflight = new double[rr], rSeq = new double[rr], rInf = new double[rr];
+                for (int r = 0; r < rr; r++) {
+                    if (rustPeer != null) {
+                        double[] p = peer(rustPeer, redisUrl, rn);
+                        rSeq[r] = p[0];
+                        rInf[r] = p[1];
+                    } else {
+                        rSeq[r] = rustSeq;
+                        rInf[r] = rustInflight;
+                    }
+                    long t0 = System.nanoTime();
+                    for (int i = 0; i < rn; i++) sink += l.check("k").remaining();
+                    seq[r] = rn / ((System.nanoTime() - t0) / 1e9);
+                    inflight[r] = inFlight(l, rn);
+                }
+                double s0 = median(seq), i0 = median(inflight), rs = median(rSeq), ri = median(rInf);
+                row("Redis, sequential blocking check", "the Rust bench, same server (check_sync)", s0 / rs, ">=0.9",
+                        String.format("%.0f vs %.0f checks/s (medians of %d interleaved rounds)", s0, rs, rr));
+                row("Redis, 64 CompletableFutures in flight", "the Rust bench, same server (64 tasks)", i0 / ri, ">=0.9",
+                        String.format("%.0f vs %.0f checks/s (medians of %d interleaved rounds)", i0, ri, rr));
             }
         }
         System.out.println("(sink " + (sink & 1) + ")");
+    }
+
+    /** One run of the Rust peer ({@code examples/redis_peer.rs}): its sequential and in-flight rates. */
+    static double[] peer(String path, String url, int n) throws Exception {
+        Process p = new ProcessBuilder(path, url, String.valueOf(n)).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+        String out = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+        if (p.waitFor() != 0) throw new IllegalStateException("the Rust peer failed: " + out);
+        double seq = 0, inf = 0;
+        for (String line : out.split("\n")) {
+            if (line.startsWith("rust sequential ")) seq = Double.parseDouble(line.substring(16).trim());
+            if (line.startsWith("rust in-flight-64 ")) inf = Double.parseDouble(line.substring(18).trim());
+        }
+        if (seq <= 0 || inf <= 0) throw new IllegalStateException("the Rust peer printed: " + out);
+        return new double[] {seq, inf};
     }
 
     /** Checks per second with 64 chains of futures in flight, {@code n} checks in all. */
