@@ -131,6 +131,18 @@ export declare class MultiLimiter {
   metrics(): LimiterMetrics | null
   /** The dimension names, in declaration order. */
   get dimensionNames(): Array<string>
+  /** The two-tier mode: `'strict'`, `'cachedDeny'` or `'leased'`. */
+  get mode(): 'strict' | 'cachedDeny' | 'leased'
+  /**
+   * The local tier's counters (all 0 in strict mode): `localAdmits` and `localDenials`
+   * count requests answered locally, `leases` fused lease calls.
+   */
+  tierStats(): TierStats
+  /**
+   * Gives back the leased credits of dimension keys unused for `idleMs` (every key when left
+   * out, as on shutdown) where the dimension can take them back; resolves to the units.
+   */
+  releaseLeases(idleMs?: number): Promise<number>
 }
 
 /**
@@ -557,6 +569,14 @@ export interface MultiLimiterOptions {
    * `metrics()` (default: false).
    */
   metrics?: boolean
+  /**
+   * The two-tier mode: `'strict'` (default), `'cachedDeny'` (a request's denial answered
+   * locally until its retry) or `'leased'` (credits per dimension key, a request admitted
+   * locally only when every dimension holds credits; docs/leasing.md).
+   */
+  mode?: 'strict' | 'cachedDeny' | 'leased'
+  /** The leased mode's options (`lowWater` must be 0 on a multi limiter). */
+  lease?: LeaseOptions
 }
 
 /** The media type of the bodies below: `application/problem+json`. */
@@ -729,7 +749,7 @@ export interface SlidingWindowSpec {
 /** A strategy as data, exactly the conformance vectors' format. */
 export type StrategySpec = GcraSpec | TokenBucketSpec | FixedWindowSpec | SlidingWindowSpec | SlidingWindowLogSpec | QuotaSpec
 
-/** The local tier's counters. */
+/** The local tier's counters (a multi limiter's count requests and fused lease calls). */
 export interface TierStats {
   localAdmits: number
   localDenials: number

@@ -31,7 +31,55 @@ STRATEGIES = [
 ]
 
 
-def run_fleet(url: str, rust_bin: str, python: str, spec: dict, coupled: bool, key: str) -> list[tuple[int, int, int]]:
+# Multi limiters (rule "all"): a tenant dimension on the hot key and a user dimension whose key
+# alternates u0/u1 in every process. Per dimension key, the single limiter's bound holds.
+MULTI = [
+    # name, [[dimension, spec], ...], coupled
+    (
+        "multi coupled: tenant 40/400 ms + user 100/400 ms",
+        [["tenant", {"kind": "fixedWindow", "options": {"limit": 40, "windowMs": 400}}],
+         ["user", {"kind": "fixedWindow", "options": {"limit": 100, "windowMs": 400}}]],
+        True,
+    ),
+    (
+        "multi: tenant 40/400 ms + user 15/400 ms",
+        [["tenant", {"kind": "fixedWindow", "options": {"limit": 40, "windowMs": 400}}],
+         ["user", {"kind": "fixedWindow", "options": {"limit": 15, "windowMs": 400}}]],
+        False,
+    ),
+]
+
+
+def check_multi(name: str, dims: list, coupled: bool, adm: list) -> str:
+    """Per dimension key, per window: <= limit (coupled) or <= limit + N*(batch-1); coupled
+    tenant windows the fleet covered whole hold exactly the tenant limit (counted by its store's
+    window, the decision's reset_at)."""
+    carried = 0 if coupled else N * (BATCH - 1)
+    w = dims[0][1]["options"]["windowMs"]
+    tenant_limit, user_limit = (d[1]["options"]["limit"] for d in dims)
+    first, last = min(a[0] for a in adm), max(a[1] for a in adm)
+    worst = {"tenant": 0, "u0": 0, "u1": 0}
+    for start in range(first - first % w, last, w):
+        for key, limit, rows in [
+            ("tenant", tenant_limit, adm),
+            ("u0", user_limit, [a for a in adm if a[3] == 0]),
+            ("u1", user_limit, [a for a in adm if a[3] == 1]),
+        ]:
+            n = inside(rows, start, start + w)
+            worst[key] = max(worst[key], n)
+            assert n <= limit + carried, f"{name}: {key}: {n} admitted in the window at {start} > {limit + carried}"
+    text = f"{name}: worst windows tenant {worst['tenant']} <= {tenant_limit + carried}, users {worst['u0']}, {worst['u1']} <= {user_limit + carried}"
+    if coupled:
+        per = {}
+        for a in adm:
+            per[a[2]] = per.get(a[2], 0) + 1
+        full = sorted(per)[1:-1]
+        assert full and all(per[r] == tenant_limit for r in full), f"{name}: not exactly {tenant_limit}: {per}"
+        text += f"; {len(full)} whole tenant windows, each exactly {tenant_limit}"
+    return text
+
+
+def run_fleet(url: str, rust_bin: str, python: str, spec, coupled: bool, key: str) -> list[tuple[int, ...]]:
     args = [url, json.dumps(spec), "leased", str(BATCH), "1" if coupled else "0", str(RUN_MS), key]
     procs = [subprocess.Popen([rust_bin, *args], stdout=subprocess.PIPE, text=True) for _ in range(RUST)]
     procs += [subprocess.Popen([python, "tests/lease_worker.py", *args], stdout=subprocess.PIPE, text=True) for _ in range(PY)]
@@ -45,7 +93,7 @@ def run_fleet(url: str, rust_bin: str, python: str, spec: dict, coupled: bool, k
 
 def inside(adm: list, lo: int, hi: int) -> int:
     """Admissions known to lie in [lo, hi)."""
-    return sum(1 for s, r, _ in adm if s >= lo and r < hi)
+    return sum(1 for s, r, *_ in adm if s >= lo and r < hi)
 
 
 def check(name: str, spec: dict, kind: str, coupled: bool, adm: list) -> str:
@@ -103,6 +151,10 @@ def main() -> None:
         adm = run_fleet(url, rust_bin, python, spec, coupled, f"hot{i}")
         assert len(adm) > 0, f"{name}: nothing admitted"
         print(check(name, spec, kind, coupled, adm), f"({len(adm)} admissions, {RUST} Rust + {PY} Python processes)")
+    for i, (name, dims, coupled) in enumerate(MULTI):
+        adm = run_fleet(url, rust_bin, python, dims, coupled, f"multi{i}")
+        assert len(adm) > 0, f"{name}: nothing admitted"
+        print(check_multi(name, dims, coupled, adm), f"({len(adm)} admissions, {RUST} Rust + {PY} Python processes)")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,8 @@
 """One Python process of the leased-mode fleet test (tests/lease_fleet.py): the same loop as
 core/examples/lease_worker.rs, through the Python binding. Prints `sent_ms recv_ms reset_at` per
-admitted request.
+admitted request; for a list of `[name, spec]` pairs, a multi limiter (rule "all") whose first
+dimension's key is `<key>` and the others' alternate `u0`/`u1`, printing
+`sent_ms recv_ms reset_at user reset_at...`.
 
     python tests/lease_worker.py <redis-url> <strategy-json> <mode> <batch> <coupled 0|1> <run-ms> <key>
 """
@@ -15,21 +17,32 @@ import throttlekit as tk
 def main() -> None:
     url, spec, mode, batch, coupled, run_ms, key = sys.argv[1:8]
     store = tk.RedisStore(url, fail_policy="raise")
-    limiter = tk.Limiter(
-        json.loads(spec),
-        store=store,
-        prefix="fleet",
-        mode=mode,
-        lease={"batch": int(batch), "window_coupled": coupled == "1"},
-    )
+    lease = {"batch": int(batch), "window_coupled": coupled == "1"}
+    spec = json.loads(spec)
+    multi = isinstance(spec, list)
+    if multi:
+        dims = [tk.Dimension(name, s) for name, s in spec]
+        limiter = tk.MultiLimiter("all", dims, store=store, prefix="fleet", mode=mode, lease=lease)
+    else:
+        limiter = tk.Limiter(spec, store=store, prefix="fleet", mode=mode, lease=lease)
     lines = []
+    n = 0
     end = time.monotonic() + int(run_ms) / 1000
     while time.monotonic() < end:
+        n += 1
         sent = time.time_ns() // 1_000_000
-        d = limiter.check_sync(key)
-        recv = time.time_ns() // 1_000_000
-        if d.allowed:
-            lines.append(f"{sent} {recv} {d.reset_at}")
+        if multi:
+            user = f"u{n % 2}"
+            d = limiter.check_sync([key] + [user] * (len(spec) - 1))
+            recv = time.time_ns() // 1_000_000
+            if d.allowed:
+                rest = " ".join(str(x.reset_at) for x in d.dimensions[1:])
+                lines.append(f"{sent} {recv} {d.dimensions[0].reset_at} {n % 2} {rest}")
+        else:
+            d = limiter.check_sync(key)
+            recv = time.time_ns() // 1_000_000
+            if d.allowed:
+                lines.append(f"{sent} {recv} {d.reset_at}")
         time.sleep(0.0002)
     limiter.release_leases_sync()
     sys.stdout.write("\n".join(lines) + ("\n" if lines else ""))

@@ -81,7 +81,7 @@ pub struct LeaseOptions {
     pub max_keys: Option<f64>,
 }
 
-/// The local tier's counters.
+/// The local tier's counters (a multi limiter's count requests and fused lease calls).
 #[napi(object)]
 pub struct TierStats {
     pub local_admits: f64,
@@ -91,8 +91,28 @@ pub struct TierStats {
     pub credits_returned: f64,
 }
 
+/// The tier's counters for JavaScript.
+pub(crate) fn tier_stats(s: throttlekit::lease::TierStats) -> TierStats {
+    TierStats {
+        local_admits: s.local_admits as f64,
+        local_denials: s.local_denials as f64,
+        leases: s.leases as f64,
+        late_credits_dropped: s.late_credits_dropped as f64,
+        credits_returned: s.credits_returned as f64,
+    }
+}
+
+/// A mode's name as JavaScript spells it.
+pub(crate) fn mode_name(m: throttlekit::Mode) -> &'static str {
+    match m {
+        throttlekit::Mode::Strict => "strict",
+        throttlekit::Mode::CachedDeny { .. } => "cachedDeny",
+        throttlekit::Mode::Leased(_) => "leased",
+    }
+}
+
 /// `mode` and `lease` from a limiter's options (parsing and checks are core's).
-fn mode_from_options(o: &Options<'_>) -> CoreResult<throttlekit::Mode> {
+pub(crate) fn mode_from_options(o: &Options<'_>) -> CoreResult<throttlekit::Mode> {
     let lease = match o.get("lease") {
         Some(v) => {
             let l = Options::read(v, &o.path("lease"), &["batch", "lowWater", "windowCoupled", "maxKeys"], false)?;
@@ -297,24 +317,13 @@ impl Limiter {
     /// The two-tier mode: `'strict'`, `'cachedDeny'` or `'leased'`.
     #[napi(getter, ts_return_type = "'strict' | 'cachedDeny' | 'leased'")]
     pub fn mode(&self) -> &'static str {
-        match self.inner.mode() {
-            throttlekit::Mode::Strict => "strict",
-            throttlekit::Mode::CachedDeny { .. } => "cachedDeny",
-            throttlekit::Mode::Leased(_) => "leased",
-        }
+        mode_name(self.inner.mode())
     }
 
     /// The local tier's counters (all 0 in strict mode).
     #[napi]
     pub fn tier_stats(&self) -> TierStats {
-        let s = self.inner.tier_stats();
-        TierStats {
-            local_admits: s.local_admits as f64,
-            local_denials: s.local_denials as f64,
-            leases: s.leases as f64,
-            late_credits_dropped: s.late_credits_dropped as f64,
-            credits_returned: s.credits_returned as f64,
-        }
+        tier_stats(self.inner.tier_stats())
     }
 
     /// Gives back the leased credits of keys unused for `idleMs` (every key when left out, as

@@ -56,6 +56,13 @@ pub struct MultiLimiterOptions {
     /// Keep counters of this limiter's checks (their combined decisions), read with
     /// `metrics()` (default: false).
     pub metrics: Option<bool>,
+    /// The two-tier mode: `'strict'` (default), `'cachedDeny'` (a request's denial answered
+    /// locally until its retry) or `'leased'` (credits per dimension key, a request admitted
+    /// locally only when every dimension holds credits; docs/leasing.md).
+    #[napi(ts_type = "'strict' | 'cachedDeny' | 'leased'")]
+    pub mode: Option<String>,
+    /// The leased mode's options (`lowWater` must be 0 on a multi limiter).
+    pub lease: Option<crate::limiter::LeaseOptions>,
 }
 
 /// Several dimensions (per IP, per user, ...) decided together in one atomic step.
@@ -80,7 +87,7 @@ fn dimension(env: &Env, v: &Unknown, field: &str) -> CoreResult<throttlekit::Dim
 }
 
 fn build(env: &Env, options: &Unknown) -> CoreResult<(throttlekit::MultiLimiter, store::RedisSlot)> {
-    let mut allowed = vec!["rule", "dimensions", "hashTag", "metrics"];
+    let mut allowed = vec!["rule", "dimensions", "hashTag", "metrics", "mode", "lease"];
     allowed.extend(WIRING);
     let o = Options::read(options, "multiLimiter", &allowed, false)?;
     let rule = match o.string("rule")?.as_deref() {
@@ -94,8 +101,10 @@ fn build(env: &Env, options: &Unknown) -> CoreResult<(throttlekit::MultiLimiter,
         .enumerate()
         .map(|(i, d)| dimension(env, d, &format!("{dims_path}[{i}]")))
         .collect::<CoreResult<Vec<_>>>()?;
+    let mode = crate::limiter::mode_from_options(&o)?;
     let chosen = store::from_options(env, &o)?;
-    let redis = chosen.redis;
+    // A tier answers in core: its Promise calls take core's async path, not index.js's socket.
+    let redis = if mode == throttlekit::Mode::Strict { chosen.redis } else { None };
     let mut m = throttlekit::MultiLimiter::new(rule, dims)?.with_store(chosen.store);
     if let Some(clock) = store::clock_from_options(env, &o)? {
         m = m.with_clock(clock);
@@ -116,7 +125,7 @@ fn build(env: &Env, options: &Unknown) -> CoreResult<(throttlekit::MultiLimiter,
     if let Some(on) = o.boolean("metrics")? {
         m = m.with_metrics(on);
     }
-    Ok((m, redis))
+    Ok((m.with_mode(mode)?, redis))
 }
 
 #[napi]
@@ -192,5 +201,28 @@ impl MultiLimiter {
     #[napi(getter)]
     pub fn dimension_names(&self) -> Vec<String> {
         self.inner.dimensions().iter().map(|d| d.name.clone()).collect()
+    }
+
+    /// The two-tier mode: `'strict'`, `'cachedDeny'` or `'leased'`.
+    #[napi(getter, ts_return_type = "'strict' | 'cachedDeny' | 'leased'")]
+    pub fn mode(&self) -> &'static str {
+        crate::limiter::mode_name(self.inner.mode())
+    }
+
+    /// The local tier's counters (all 0 in strict mode): `localAdmits` and `localDenials`
+    /// count requests answered locally, `leases` fused lease calls.
+    #[napi]
+    pub fn tier_stats(&self) -> crate::limiter::TierStats {
+        crate::limiter::tier_stats(self.inner.tier_stats())
+    }
+
+    /// Gives back the leased credits of dimension keys unused for `idleMs` (every key when left
+    /// out, as on shutdown) where the dimension can take them back; resolves to the units.
+    #[napi(ts_args_type = "idleMs?: number", ts_return_type = "Promise<number>")]
+    pub fn release_leases<'e>(&self, env: &'e Env, idle_ms: Unknown) -> napi::Result<PromiseRaw<'e, Settled<f64>>> {
+        let idle =
+            if convert::is_undefined(&idle_ms) { Ok(None) } else { convert::epoch_ms(&idle_ms, "idleMs").map(Some) };
+        let inner = self.inner.clone();
+        settle(env, idle, move |idle| async move { inner.release_leases(idle).await.map(|n| n as f64) })
     }
 }

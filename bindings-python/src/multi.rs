@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use crate::aio::awaitable;
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
 use throttlekit::Rule;
 
 use crate::clock;
@@ -98,11 +99,13 @@ impl MultiLimiter {
 #[pymethods]
 impl MultiLimiter {
     /// `hash_tag` puts every key of this limiter in one Redis Cluster hash slot (default: the
-    /// prefix, or `tk`); the fused script needs one slot per request.
+    /// prefix, or `tk`); the fused script needs one slot per request. `mode` is `"strict"`
+    /// (default), `"cached_deny"` or `"leased"`, with `lease` as `Limiter`'s (`low_water` must
+    /// be 0: a multi limiter leases a dimension when it runs short; docs/leasing.md).
     #[new]
-    #[pyo3(signature = (rule, dimensions, *, store = None, clock = None, prefix = None, server_clock = None, fail_policy = None, hash_tag = None, metrics = None))]
+    #[pyo3(signature = (rule, dimensions, *, store = None, clock = None, prefix = None, server_clock = None, fail_policy = None, hash_tag = None, metrics = None, mode = None, lease = None))]
     #[pyo3(
-        text_signature = "(rule, dimensions, *, store=None, clock=None, prefix='', server_clock=None, fail_policy=None, hash_tag=None, metrics=False)"
+        text_signature = "(rule, dimensions, *, store=None, clock=None, prefix='', server_clock=None, fail_policy=None, hash_tag=None, metrics=False, mode='strict', lease=None)"
     )]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -115,8 +118,11 @@ impl MultiLimiter {
         fail_policy: Option<&Bound<'_, PyAny>>,
         hash_tag: Option<&Bound<'_, PyAny>>,
         metrics: Option<&Bound<'_, PyAny>>,
+        mode: Option<&Bound<'_, PyAny>>,
+        lease: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let rule = parse_rule(rule)?;
+        let mode = crate::lease::mode(mode, lease)?;
         let iter =
             dimensions.try_iter().map_err(|_| error::wrong_type("dimensions", "a list of Dimension", dimensions))?;
         let mut dims = Vec::new();
@@ -148,7 +154,36 @@ impl MultiLimiter {
         if let Some(m) = metrics.filter(|m| !m.is_none()) {
             inner = inner.with_metrics(crate::validate::flag(m, "metrics")?);
         }
+        let inner = inner.with_mode(mode).py()?;
         Ok(MultiLimiter { inner: Arc::new(inner), io, server_clock })
+    }
+
+    /// The two-tier mode: `"strict"`, `"cached_deny"` or `"leased"`.
+    #[getter]
+    fn mode(&self) -> &'static str {
+        self.inner.mode().name()
+    }
+
+    /// The local tier's counters: `local_admits` and `local_denials` (requests answered
+    /// locally), `leases` (fused lease calls), `late_credits_dropped`, `credits_returned`.
+    fn tier_stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        crate::lease::stats(py, self.inner.tier_stats())
+    }
+
+    /// Gives back the leased credits of dimension keys unused for `idle_ms` (every key:
+    /// `None`, as on shutdown) where the dimension can take them back; the units taken back.
+    #[pyo3(signature = (idle_ms = None))]
+    fn release_leases_sync(&self, py: Python<'_>, idle_ms: Option<&Bound<'_, PyAny>>) -> PyResult<u64> {
+        let idle = idle_ms.filter(|v| !v.is_none()).map(|v| validate::millis(v, "idle_ms")).transpose()?;
+        self.blocking(py, || self.inner.release_leases_sync(idle)).py()
+    }
+
+    /// Awaitable `release_leases_sync`.
+    #[pyo3(signature = (idle_ms = None))]
+    fn release_leases<'py>(&self, py: Python<'py>, idle_ms: Option<&Bound<'_, PyAny>>) -> PyResult<Bound<'py, PyAny>> {
+        let idle = idle_ms.filter(|v| !v.is_none()).map(|v| validate::millis(v, "idle_ms")).transpose()?;
+        let limiter = self.inner.clone();
+        awaitable(py, async move { limiter.release_leases(idle).await.py() })
     }
 
     /// Checks one request: `keys` holds one key per dimension, in declaration order.

@@ -70,3 +70,87 @@ def test_a_leased_fleet_on_redis_admits_exactly_the_limit_and_gives_back(redis_u
     assert asyncio.run(go()) == 3 + 4
     strict = tk.Limiter(spec, store=tk.RedisStore(redis_url), prefix=prefix + "b")
     assert strict.peek_sync("hot").remaining == 27
+
+
+DIMS = [
+    ("ip", {"kind": "fixedWindow", "options": {"limit": 10, "windowMs": 1000}}),
+    ("user", {"kind": "fixedWindow", "options": {"limit": 100, "windowMs": 1000}}),
+]
+
+
+def multi(**kwargs: object) -> tk.MultiLimiter:
+    dims = [tk.Dimension(name, spec) for name, spec in DIMS]
+    return tk.MultiLimiter("all", dims, **kwargs)  # type: ignore[arg-type]
+
+
+def test_a_leased_multi_limiter_spends_every_dimensions_credits_locally() -> None:
+    clock = tk.ManualClock(T0)
+    m = multi(clock=clock, mode="leased", lease={"batch": 4, "window_coupled": True})
+    assert m.mode == "leased"
+    allowed = [m.check_sync(["1.2.3.4", "u1"]).allowed for _ in range(15)]
+    assert allowed.count(True) == 10, "exactly the ip limit in the window"
+    stats = m.tier_stats()
+    assert stats["local_admits"] == 7 and stats["leases"] == 4  # 4 + 4 + 2, then a denial, cached
+    assert stats["local_denials"] == 4
+    clock.set(T0 + 1000)
+    assert m.check_sync(["1.2.3.4", "u1"]).allowed
+
+
+def test_a_cached_multi_denial_is_answered_locally_and_release_gives_back() -> None:
+    clock = tk.ManualClock(T0)
+    m = multi(clock=clock, mode="cached_deny")
+    for _ in range(10):
+        assert m.check_sync(["ip", "u"]).allowed
+    first = m.check_sync(["ip", "u"])
+    assert not first.allowed and first.binding == "ip"
+    clock.advance(300)
+    again = m.check_sync(["ip", "u"])
+    assert not again.allowed and again.retry_after_ms == first.retry_after_ms - 300
+    assert m.tier_stats()["local_denials"] == 1
+    leased = multi(clock=clock, mode="leased", lease={"batch": 5, "window_coupled": True})
+    assert leased.check_sync(["a", "b"]).allowed
+    assert leased.release_leases_sync() == 8, "4 credits back to each dimension"
+
+
+@pytest.mark.parametrize(
+    "kwargs, field",
+    [
+        ({"mode": "leased", "lease": {"batch": 4, "low_water": 1}}, "lease.lowWater"),
+        ({"mode": "leased", "lease": {"window_coupled": True}}, "lease.windowCoupled"),
+        ({"mode": "hot"}, "mode"),
+    ],
+)
+def test_bad_multi_modes_are_config_invalid(kwargs: dict, field: str) -> None:
+    dims = [tk.Dimension("g", {"kind": "gcra", "options": {"limit": 10, "periodMs": 1000}})]
+    with pytest.raises(tk.ConfigInvalidError) as e:
+        tk.MultiLimiter("all", dims, **kwargs)
+    assert field in str(e.value)
+
+
+def test_a_leased_multi_fleet_on_redis_admits_exactly_each_limit(redis_url: str, prefix: str) -> None:
+    opts = {"mode": "leased", "lease": {"batch": 3, "window_coupled": True}}
+    dims = [
+        tk.Dimension("tenant", {"kind": "fixedWindow", "options": {"limit": 20, "windowMs": 60_000}}),
+        tk.Dimension("user", {"kind": "fixedWindow", "options": {"limit": 12, "windowMs": 60_000}}),
+    ]
+    clock = tk.ManualClock(T0)  # one window for the whole test, whatever the wall clock does
+    fleet = [
+        tk.MultiLimiter("all", dims, store=tk.RedisStore(redis_url), clock=clock, prefix=prefix, **opts)
+        for _ in range(3)
+    ]
+    users = ["u0", "u1", "u2"]
+    admitted = {u: 0 for u in users}
+    for i in range(30):
+        for lim in fleet:
+            u = users[i % 3]
+            admitted[u] += lim.check_sync(["t", u]).allowed
+    assert sum(admitted.values()) == 20, admitted
+    assert all(n <= 12 for n in admitted.values()), admitted
+
+    async def go() -> int:
+        store = tk.RedisStore(redis_url)
+        other = tk.MultiLimiter("all", dims, store=store, clock=clock, prefix=prefix + "b", **opts)
+        n = sum([(await other.check(["t", "u"])).allowed for _ in range(2)])
+        return n + await other.release_leases()
+
+    assert asyncio.run(go()) == 2 + 2, "2 admitted, 1 credit back per dimension"

@@ -3,13 +3,18 @@
 //! answered locally has `sent_ms == recv_ms`).
 //!
 //! `lease_worker <redis-url> <strategy-json> <mode> <batch> <coupled 0|1> <run-ms> <key>`
+//!
+//! A strategy JSON that is a list of `[name, spec]` pairs makes a multi limiter (rule `all`) over
+//! those dimensions: the first dimension's key is `<key>`, the others' alternate between `u0` and
+//! `u1`; each line then reads `sent_ms recv_ms reset_at user reset_at...` (every dimension's
+//! `reset_at`, and the user key's index).
 
 use std::io::Write;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use throttlekit::redis::{RedisOptions, RedisStore};
-use throttlekit::{FailPolicy, LeaseOptions, Limiter, Mode, Strategy};
+use throttlekit::{Dimension, FailPolicy, LeaseOptions, Limiter, Mode, MultiLimiter, Rule, Strategy};
 
 fn now_ms() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
@@ -20,27 +25,60 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if a.len() != 8 {
         return Err("usage: lease_worker <redis-url> <strategy-json> <mode> <batch> <coupled> <run-ms> <key>".into());
     }
-    let store = RedisStore::connect_blocking(RedisOptions::from_urls(&a[1]))?;
+    let store = Arc::new(RedisStore::connect_blocking(RedisOptions::from_urls(&a[1]))?);
     let options = LeaseOptions { batch: a[4].parse()?, window_coupled: a[5] == "1", ..LeaseOptions::default() };
-    let limiter = Limiter::builder(Strategy::from_json(&a[2])?)
-        .store(Arc::new(store))
-        .prefix("fleet")
-        .fail_policy(FailPolicy::Raise)
-        .mode(Mode::parse(&a[3], options)?)?
-        .build();
+    let mode = Mode::parse(&a[3], options)?;
     let run = Duration::from_millis(a[6].parse()?);
     let mut out = Vec::new();
     let start = Instant::now();
-    while start.elapsed() < run {
-        let sent = now_ms();
-        let d = limiter.check_sync(&a[7], 1)?;
-        let recv = now_ms();
-        if d.allowed {
-            writeln!(out, "{sent} {recv} {}", d.reset_at)?;
+    if a[2].trim_start().starts_with('[') {
+        let pairs: Vec<(String, serde_json::Value)> = serde_json::from_str(&a[2])?;
+        let dims = pairs
+            .into_iter()
+            .map(|(name, spec)| Ok(Dimension::new(name, Strategy::from_json(&spec.to_string())?)))
+            .collect::<Result<Vec<_>, throttlekit::Error>>()?;
+        let limiter = MultiLimiter::new(Rule::All, dims)?
+            .with_store(store)
+            .with_prefix("fleet")
+            .with_fail_policy(FailPolicy::Raise)
+            .with_mode(mode)?;
+        let mut n = 0u64;
+        while start.elapsed() < run {
+            n += 1;
+            let user = format!("u{}", n % 2);
+            let mut keys = vec![a[7].as_str()];
+            keys.resize(limiter.dimensions().len(), user.as_str());
+            let sent = now_ms();
+            let d = limiter.check_sync(&keys, 1)?;
+            let recv = now_ms();
+            if d.decision.allowed {
+                write!(out, "{sent} {recv} {} {}", d.dimensions[0].reset_at, n % 2)?;
+                for x in &d.dimensions[1..] {
+                    write!(out, " {}", x.reset_at)?;
+                }
+                writeln!(out)?;
+            }
+            std::thread::sleep(Duration::from_micros(200));
         }
-        std::thread::sleep(Duration::from_micros(200));
+        limiter.release_leases_sync(None)?;
+    } else {
+        let limiter = Limiter::builder(Strategy::from_json(&a[2])?)
+            .store(store)
+            .prefix("fleet")
+            .fail_policy(FailPolicy::Raise)
+            .mode(mode)?
+            .build();
+        while start.elapsed() < run {
+            let sent = now_ms();
+            let d = limiter.check_sync(&a[7], 1)?;
+            let recv = now_ms();
+            if d.allowed {
+                writeln!(out, "{sent} {recv} {}", d.reset_at)?;
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        limiter.release_leases_sync(None)?;
     }
-    limiter.release_leases_sync(None)?;
     std::io::stdout().write_all(&out)?;
     Ok(())
 }
