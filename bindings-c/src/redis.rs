@@ -202,7 +202,6 @@ pub(crate) fn connect(f: Fields<'_>) -> throttlekit::Result<Arc<dyn Store>> {
         durable_timeout_ms: if f.durable_timeout_ms == 0 { defaults.durable_timeout_ms } else { f.durable_timeout_ms },
         sentinel_password: f.sentinel_password.map(str::to_string),
         sentinel_username: f.sentinel_username.map(str::to_string),
-        ..defaults
     };
     Ok(Arc::new(RedisStore::connect_blocking(options)?))
 }
