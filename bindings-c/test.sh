@@ -46,12 +46,14 @@ WORK=$(mktemp -d)
 REDIS_PID=
 CLUSTER_PIDS=$WORK/cluster.pids
 SENTINEL_DIR=$WORK/sentinel
+SENTINEL_PW_DIR=$WORK/sentinel-pw
 TLS_DIR=$WORK/tls
 MTLS_DIR=$WORK/mtls
 cleanup() {
     "$ROOT/tests/redis-tls.sh" stop "$MTLS_DIR" || true
     "$ROOT/tests/redis-cluster.sh" stop "$CLUSTER_PIDS" || true
     "$ROOT/tests/redis-sentinels.sh" stop "$SENTINEL_DIR" || true
+    "$ROOT/tests/redis-sentinels.sh" stop "$SENTINEL_PW_DIR" || true
     "$ROOT/tests/redis-tls.sh" stop "$TLS_DIR" || true
     # Wait for the server to exit: it writes its log into $WORK while shutting down, and an
     # rm racing that write fails with "Directory not empty".
@@ -102,6 +104,9 @@ URL_GO="redis://127.0.0.1:$PORT/1"
 step "start a disposable 3-master cluster, a Sentinel setup and a TLS redis-server (throwaway CA)"
 CLUSTER_URLS=$("$ROOT/tests/redis-cluster.sh" start "$CLUSTER_PIDS")
 SENTINEL_URLS=$("$ROOT/tests/redis-sentinels.sh" start "$SENTINEL_DIR")
+# Sentinels that require a password (sentinel_password), whose master has a replica (durable charges).
+SENTINEL_PW_URLS=$(SENTINEL_PASSWORD=spw "$ROOT/tests/redis-sentinels.sh" start "$SENTINEL_PW_DIR")
+export TK_REDIS_SENTINEL_PW_URLS=$SENTINEL_PW_URLS
 TLS_URL=$("$ROOT/tests/redis-tls.sh" start "$TLS_DIR" 2>/dev/null)
 echo "cluster seeds $CLUSTER_URLS; sentinels $SENTINEL_URLS; TLS $TLS_URL"
 # And one that requires client certificates (mutual TLS), for the Go test of those options.

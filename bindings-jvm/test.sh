@@ -27,6 +27,7 @@ cleanup() {
     "$ROOT/tests/redis-server.sh" stop "$WORK/redis.pid" || true
     "$ROOT/tests/redis-cluster.sh" stop "$WORK/cluster.pids" || true
     "$ROOT/tests/redis-sentinels.sh" stop "$WORK/sentinel" || true
+    "$ROOT/tests/redis-sentinels.sh" stop "$WORK/sentinel-pw" || true
     "$ROOT/tests/redis-tls.sh" stop "$WORK/tls" || true
     "$ROOT/tests/redis-tls.sh" stop "$WORK/mtls" || true
     rm -rf "$WORK" || true
@@ -36,12 +37,16 @@ step "start a disposable redis-server"
 URL=$("$ROOT/tests/redis-server.sh" start "$WORK/redis.pid")
 echo "$URL (pid $(cat "$WORK/redis.pid"))"
 
+# Sentinels that require a password (sentinelPassword), whose master has a replica (durable charges).
+SENTINEL_PW_URLS=$(SENTINEL_PASSWORD=spw "$ROOT/tests/redis-sentinels.sh" start "$WORK/sentinel-pw")
+
 step "JUnit 5 (console launcher): the Java tests and the Kotlin companion's"
 B=$HERE/build
 K=$HERE/.tools/node_modules/kotlin-compiler/lib
 CP=$B/throttlekit.jar:$B/test:$B/kotlin:$K/kotlin-stdlib.jar:$K/kotlinx-coroutines-core-jvm.jar
 set +e
 java -Dthrottlekit.tmpdir="$WORK/native" -Dthrottlekit.test.redis="$URL" -Dthrottlekit.test.classpath="$CP" \
+    -Dthrottlekit.test.sentinels.password="$SENTINEL_PW_URLS" \
     -jar /usr/share/java/junit-platform-console-standalone.jar -cp "$CP" --scan-classpath \
     --disable-banner --details=summary --disable-ansi-colors >"$WORK/junit.log" 2>&1
 status=$?

@@ -44,6 +44,7 @@ cleanup() {
     "$ROOT/tests/redis-server.sh" stop "$WORK/redis.pid" || true
     "$ROOT/tests/redis-cluster.sh" stop "$WORK/cluster.pids" || true
     "$ROOT/tests/redis-sentinels.sh" stop "$WORK/sentinel" || true
+    "$ROOT/tests/redis-sentinels.sh" stop "$WORK/sentinel-pw" || true
     "$ROOT/tests/redis-tls.sh" stop "$WORK/tls" || true
     rm -rf "$WORK" || true
 }
@@ -92,7 +93,9 @@ for runner in "$HERE/ruby/tk-conformance"; do
         || { echo "$runner: a malformed file gave status $status: $(cat "$WORK/err")" >&2; exit 1; }
 done
 
-step "Ruby tests (with Redis)"
+step "Ruby tests (with Redis, and sentinels that require a password)"
+TK_REDIS_SENTINEL_PW_URLS=$(SENTINEL_PASSWORD=spw "$ROOT/tests/redis-sentinels.sh" start "$WORK/sentinel-pw")
+export TK_REDIS_SENTINEL_PW_URLS
 ruby "$HERE/ruby/test/test_throttlekit.rb" "$URL"
 
 step "the README's quick start is this file, and it runs"

@@ -115,6 +115,18 @@ type RedisOptions struct {
 	// DeterministicReplay expires keys on each call's `now` instead of Redis's clock: for
 	// replaying recorded timelines (conformance tests), never for production.
 	DeterministicReplay bool
+	// DurableReplicas makes each charge durable before it is admitted: that many replicas (at
+	// most 64) must acknowledge the call's writes within DurableTimeoutMs, else the call fails
+	// with ErrStoreUnavailable and the fail policy decides (0: off, the default).
+	DurableReplicas uint32
+	// DurableTimeoutMs is how long the server waits for those replicas (0: 100 ms); it must be
+	// less than TimeoutMs.
+	DurableTimeoutMs uint64
+	// SentinelPassword is the password the sentinels themselves require (sentinel mode only);
+	// the URLs' credentials stay the master's.
+	SentinelPassword string
+	// SentinelUsername is the sentinels' ACL user for SentinelPassword (empty: their default user).
+	SentinelUsername string
 }
 
 // ConnectRedis connects to Redis at urls: one URL (e.g. "redis://127.0.0.1:6379/0",
@@ -127,8 +139,11 @@ func ConnectRedis(urls string, opts RedisOptions) (*Store, error) {
 	o.tls_ca_file = optString(opts.TLSCAFile)
 	o.tls_cert_file = optString(opts.TLSCertFile)
 	o.tls_key_file = optString(opts.TLSKeyFile)
+	o.sentinel_password = optString(opts.SentinelPassword)
+	o.sentinel_username = optString(opts.SentinelUsername)
 	defer func() {
-		for _, c := range []*C.char{o.urls, o.service_name, o.tls_ca_file, o.tls_cert_file, o.tls_key_file} {
+		for _, c := range []*C.char{o.urls, o.service_name, o.tls_ca_file, o.tls_cert_file, o.tls_key_file,
+			o.sentinel_password, o.sentinel_username} {
 			free(c)
 		}
 	}()
@@ -136,6 +151,8 @@ func ConnectRedis(urls string, opts RedisOptions) (*Store, error) {
 	o.scripting = C.uint32_t(opts.Scripting)
 	o.timeout_ms = C.uint64_t(opts.TimeoutMs)
 	o.deterministic_replay = C.bool(opts.DeterministicReplay)
+	o.durable_replicas = C.uint32_t(opts.DurableReplicas)
+	o.durable_timeout_ms = C.uint64_t(opts.DurableTimeoutMs)
 	var p *C.tk_store
 	if err := call(func() C.tk_result { return C.tk_store_redis_connect_with(&o, &p) }); err != nil {
 		return nil, err

@@ -43,7 +43,7 @@ type Options struct {
 	Prefix     string // keys are stored as "prefix:key"
 	FailPolicy FailPolicy
 	HashTag    string // MultiLimiter only: the Redis Cluster hash tag ("": the prefix, or "tk")
-	Metrics    bool   // Limiter only: keep counters, read with Limiter.Metrics
+	Metrics    bool   // keep counters, read with Metrics() (Limiter, MultiLimiter, Shaper)
 	// Mode is the Limiter's two-tier mode (ModeStrict, ModeCachedDeny, ModeLeased) and Lease
 	// its options (zero: core's defaults; set with ModeStrict: ErrConfigInvalid). Limiter only.
 	Mode  Mode
@@ -195,15 +195,18 @@ func (l *Limiter) free() {
 // middleware hands to HTTPHeaders.
 func (l *Limiter) StrategySpec() string { return l.spec }
 
-// Metrics are a limiter's counters, all cumulative since it was made: feed them to
-// OpenTelemetry observable counters and an explicit-bucket histogram.
+// Metrics are the counters of a limiter (a multi limiter: its combined decisions; a shaper:
+// reservations accepted as allowed, rejected as denied), all cumulative since it was made:
+// feed them to OpenTelemetry observable counters and an explicit-bucket histogram.
 type Metrics struct {
 	Enabled         bool              // false (and all zero) unless made with Options.Metrics
 	Allowed         uint64            // checks the store allowed
 	Denied          uint64            // checks the store denied
 	FallbackAllowed uint64            // checks the fail policy allowed (store unavailable)
 	FallbackDenied  uint64            // checks the fail policy denied (store unavailable)
-	Errors          map[string]uint64 // failed checks by error code ("config_invalid", ...)
+	Peeks           uint64            // peeks answered, apart from the checks
+	Forecasts       uint64            // forecasts answered, apart from the checks
+	Errors          map[string]uint64 // failed calls by error code ("config_invalid", ...)
 	// Latency of calls to a store outside the process: LatencyCounts[i] calls took at most
 	// LatencyBoundsUs[i] µs (and more than the bound before); the last count is the rest.
 	LatencyBoundsUs []uint64
@@ -220,9 +223,15 @@ func (l *Limiter) Metrics() (Metrics, error) {
 	if err != nil {
 		return Metrics{}, err
 	}
+	return metricsOf(&m), nil
+}
+
+// metricsOf copies the C struct every Metrics() fills.
+func metricsOf(m *C.tk_metrics) Metrics {
 	out := Metrics{
 		Enabled: bool(m.enabled), Allowed: uint64(m.allowed), Denied: uint64(m.denied),
 		FallbackAllowed: uint64(m.fallback_allowed), FallbackDenied: uint64(m.fallback_denied),
+		Peeks: uint64(m.peeks), Forecasts: uint64(m.forecasts),
 		Errors: map[string]uint64{}, LatencyCount: uint64(m.latency_count), LatencySumUs: uint64(m.latency_sum_us),
 	}
 	for code := 1; code < len(m.errors); code++ {
@@ -236,5 +245,5 @@ func (l *Limiter) Metrics() (Metrics, error) {
 	for _, n := range m.latency_counts {
 		out.LatencyCounts = append(out.LatencyCounts, uint64(n))
 	}
-	return out, nil
+	return out
 }

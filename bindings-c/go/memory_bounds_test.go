@@ -145,3 +145,48 @@ func TestMetricsCountChecksByOutcome(t *testing.T) {
 		t.Fatalf("unexpected histogram %+v", m)
 	}
 }
+
+func TestMetricsCountPeeksForecastsMultiAndShaper(t *testing.T) {
+	s, _ := FixedWindow(2, 1000)
+	l, _ := NewLimiter(s, &Options{Metrics: true})
+	l.CheckAt("k", 1, 0)
+	l.PeekAt("k", 0)
+	l.PeekAt("other", 0)
+	l.ForecastAt("k", 2, 0)
+	if m, err := l.Metrics(); err != nil || m.Allowed != 1 || m.Denied != 0 || m.Peeks != 2 || m.Forecasts != 1 {
+		t.Fatalf("peeks and forecasts apart from checks: %+v %v", m, err)
+	}
+
+	off, _ := NewMultiLimiter(All, []Dimension{{Name: "ip", Strategy: s, CostMultiplier: 1}}, nil)
+	if m, err := off.Metrics(); err != nil || m.Enabled {
+		t.Fatalf("multi metrics must be off unless asked: %+v %v", m, err)
+	}
+	multi, err := NewMultiLimiter(All, []Dimension{{Name: "ip", Strategy: s, CostMultiplier: 1}}, &Options{Metrics: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		if _, err := multi.CheckAt([]string{"10.0.0.1"}, 1, 100); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := multi.CheckAt([]string{"a", "b"}, 1, 100); !errors.Is(err, ErrConfigInvalid) {
+		t.Fatalf("two keys for one dimension: want config_invalid, got %v", err)
+	}
+	if m, err := multi.Metrics(); err != nil || !m.Enabled || m.Allowed != 2 || m.Denied != 1 || m.Errors["config_invalid"] != 1 {
+		t.Fatalf("multi: %+v %v", m, err)
+	}
+
+	sh, err := NewShaper(10, 150, &Options{Metrics: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ { // 0 and 100 ms: accepted; 200 ms: past max_queue_ms
+		if _, err := sh.ReserveAt("k", 1, 1000); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if m, err := sh.Metrics(); err != nil || !m.Enabled || m.Allowed != 2 || m.Denied != 1 || m.LatencyCount != 0 {
+		t.Fatalf("shaper: %+v %v", m, err)
+	}
+}

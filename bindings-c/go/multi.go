@@ -72,7 +72,7 @@ func NewMultiLimiter(rule Rule, dims []Dimension, opts *Options) (*MultiLimiter,
 	defer free(prefix)
 	defer free(tag)
 	cfg := C.tk_multi_limiter_config{store: store, clock: clock, prefix: prefix,
-		fail_policy: C.uint32_t(opts.FailPolicy), hash_tag: tag}
+		fail_policy: C.uint32_t(opts.FailPolicy), hash_tag: tag, metrics: C.bool(opts.Metrics)}
 	var p *C.tk_multi_limiter
 	err := call(func() C.tk_result { return C.tk_multi_limiter_new(C.uint32_t(rule), cdims, C.size_t(n), &cfg, &p) })
 	runtime.KeepAlive(dims)
@@ -146,3 +146,14 @@ func (m *MultiLimiter) Names() []string { return append([]string(nil), m.names..
 // StrategySpecs are the dimensions' strategy specs (Strategy.SpecJSON), in declaration order,
 // which the HTTP middleware hands to HTTPHeaders.
 func (m *MultiLimiter) StrategySpecs() []string { return append([]string(nil), m.specs...) }
+
+// Metrics returns the multi limiter's counters (each check's combined decision).
+func (m *MultiLimiter) Metrics() (Metrics, error) {
+	var c C.tk_metrics
+	err := call(func() C.tk_result { return C.tk_multi_limiter_metrics(m.p, &c) })
+	runtime.KeepAlive(m)
+	if err != nil {
+		return Metrics{}, err
+	}
+	return metricsOf(&c), nil
+}

@@ -17,7 +17,7 @@ func newShaper(opts *Options, f func(*C.tk_shaper_config, **C.tk_shaper) C.tk_re
 	store, clock := opts.handles()
 	prefix := optString(opts.Prefix)
 	defer free(prefix)
-	cfg := C.tk_shaper_config{store: store, clock: clock, prefix: prefix}
+	cfg := C.tk_shaper_config{store: store, clock: clock, prefix: prefix, metrics: C.bool(opts.Metrics)}
 	var p *C.tk_shaper
 	err := call(func() C.tk_result { return f(&cfg, &p) })
 	runtime.KeepAlive(opts)
@@ -88,4 +88,15 @@ func (s *Shaper) Close() error {
 		runtime.SetFinalizer(s, nil)
 	}
 	return nil
+}
+
+// Metrics returns the shaper's counters (reservations accepted as Allowed, rejected as Denied).
+func (s *Shaper) Metrics() (Metrics, error) {
+	var c C.tk_metrics
+	err := call(func() C.tk_result { return C.tk_shaper_metrics(s.p, &c) })
+	runtime.KeepAlive(s)
+	if err != nil {
+		return Metrics{}, err
+	}
+	return metricsOf(&c), nil
 }

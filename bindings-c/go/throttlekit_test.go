@@ -191,6 +191,11 @@ func TestBadRedisOptionsAreConfigInvalid(t *testing.T) {
 		{"redis://127.0.0.1:1", RedisOptions{Mode: RedisSentinel}, "redis.service_name"},
 		{"redis://127.0.0.1:1,redis://127.0.0.1:2", RedisOptions{}, "redis.urls"},
 		{"http://127.0.0.1:1", RedisOptions{}, "redis.urls"},
+		{"redis://127.0.0.1:1", RedisOptions{DurableReplicas: 65}, "redis.durable_replicas"},
+		{"redis://127.0.0.1:1", RedisOptions{DurableReplicas: 1, TimeoutMs: 100, DurableTimeoutMs: 100}, "redis.durable_timeout_ms"},
+		{"redis://127.0.0.1:1", RedisOptions{DurableReplicas: 1, DeterministicReplay: true}, "redis.durable_replicas"},
+		{"redis://127.0.0.1:1", RedisOptions{SentinelPassword: "pw"}, "redis.sentinel_password"},
+		{"redis://127.0.0.1:1", RedisOptions{Mode: RedisSentinel, ServiceName: "m", SentinelUsername: "u"}, "redis.sentinel_password"},
 	}
 	for _, c := range cases {
 		_, err := ConnectRedis(c.urls, c.opts)

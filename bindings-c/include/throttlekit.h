@@ -440,12 +440,14 @@ typedef struct {
 } tk_limiter_config;
 
 /**
- * A limiter's counters, all cumulative since it was made (for OpenTelemetry observable
- * counters and an explicit-bucket histogram). Caller-owned; filled by `tk_limiter_metrics`.
+ * The counters of a limiter (a multi limiter: its combined decisions; a shaper: reservations
+ * accepted as allowed, rejected as denied), all cumulative since it was made (for
+ * OpenTelemetry observable counters and an explicit-bucket histogram). Caller-owned; filled by
+ * `tk_limiter_metrics`, `tk_multi_limiter_metrics` and `tk_shaper_metrics`.
  */
 typedef struct {
   /**
-   * Whether the limiter keeps metrics (`tk_limiter_config.metrics`); all zeros when not.
+   * Whether it keeps metrics (the `metrics` field of its config); all zeros when not.
    */
   bool enabled;
   /**
@@ -486,6 +488,14 @@ typedef struct {
    * Sum of their latencies, µs.
    */
   uint64_t latency_sum_us;
+  /**
+   * Peeks answered (a failed one counts in `errors`), apart from the checks.
+   */
+  uint64_t peeks;
+  /**
+   * Forecasts answered (a failed one counts in `errors`), apart from the checks.
+   */
+  uint64_t forecasts;
 } tk_metrics;
 
 /**
@@ -535,6 +545,11 @@ typedef struct {
    * The Redis Cluster hash tag shared by every key (NULL: the prefix, or `tk`).
    */
   const char *hash_tag;
+  /**
+   * Keep counters of its checks (their combined decisions), read with
+   * `tk_multi_limiter_metrics` (false: none).
+   */
+  bool metrics;
 } tk_multi_limiter_config;
 
 /**
@@ -586,6 +601,26 @@ typedef struct {
    * recorded timelines (the conformance runners), never for production.
    */
   bool deterministic_replay;
+  /**
+   * Make each charge durable before admitting it: this many replicas (at most 64) must
+   * acknowledge the call's writes within `durable_timeout_ms`, else the call fails with
+   * `TK_RESULT_STORE_UNAVAILABLE` and the fail policy decides (0: off, the default).
+   */
+  uint32_t durable_replicas;
+  /**
+   * How long the server waits for those replicas, in ms (0: 100); must be less than
+   * `timeout_ms`.
+   */
+  uint64_t durable_timeout_ms;
+  /**
+   * Sentinel mode: the password the sentinels themselves require (`requirepass` in
+   * sentinel.conf); the URLs' credentials stay the master's. NULL: none.
+   */
+  const char *sentinel_password;
+  /**
+   * Sentinel mode: the sentinels' ACL user for `sentinel_password` (NULL: their default user).
+   */
+  const char *sentinel_username;
 } tk_redis_options;
 
 /**
@@ -607,6 +642,11 @@ typedef struct {
    * The key prefix (NULL or "": none).
    */
   const char *prefix;
+  /**
+   * Keep counters of its reservations (accepted as allowed, rejected as denied), read with
+   * `tk_shaper_metrics` (false: none).
+   */
+  bool metrics;
 } tk_shaper_config;
 
 /**
@@ -1000,6 +1040,25 @@ tk_result tk_limiter_check_n(const tk_limiter *limiter,
  * `limiter` must be a live handle; `out_metrics` valid for writes.
  */
 tk_result tk_limiter_metrics(const tk_limiter *limiter, tk_metrics *out_metrics);
+
+/**
+ * Copies `multi`'s counters (each check's combined decision) into `out_metrics` (`enabled ==
+ * false` and zeros when it was made without `tk_multi_limiter_config.metrics`).
+ *
+ * # Safety
+ * `multi` must be a live handle; `out_metrics` valid for writes.
+ */
+tk_result tk_multi_limiter_metrics(const tk_multi_limiter *multi, tk_metrics *out_metrics);
+
+/**
+ * Copies `shaper`'s counters (reservations accepted as `allowed`, rejected as `denied`) into
+ * `out_metrics` (`enabled == false` and zeros when it was made without
+ * `tk_shaper_config.metrics`).
+ *
+ * # Safety
+ * `shaper` must be a live handle; `out_metrics` valid for writes.
+ */
+tk_result tk_shaper_metrics(const tk_shaper *shaper, tk_metrics *out_metrics);
 
 /**
  * Creates a multi limiter with `rule` (a `tk_rule`) over `dimensions_len` dimensions.

@@ -55,6 +55,9 @@ pub struct tk_multi_limiter_config {
     pub fail_policy: u32,
     /// The Redis Cluster hash tag shared by every key (NULL: the prefix, or `tk`).
     pub hash_tag: *const c_char,
+    /// Keep counters of its checks (their combined decisions), read with
+    /// `tk_multi_limiter_metrics` (false: none).
+    pub metrics: bool,
 }
 
 /// A multi-dimensional limiter.
@@ -121,6 +124,8 @@ pub unsafe extern "C" fn tk_multi_limiter_new(
             if let Some(tag) = try_arg!(unsafe { optional_string(c.hash_tag, "hash_tag") }) {
                 multi = try_core!(multi.with_hash_tag(tag));
             }
+            // After the prefix: the metrics are labelled with it.
+            multi = multi.with_metrics(c.metrics);
         }
         into_handle(tk_multi_limiter { inner: multi, clock, names }, o)
     })

@@ -68,6 +68,18 @@ pub struct tk_redis_options {
     /// Expire keys on each operation's `now` instead of the server's clock: for replaying
     /// recorded timelines (the conformance runners), never for production.
     pub deterministic_replay: bool,
+    /// Make each charge durable before admitting it: this many replicas (at most 64) must
+    /// acknowledge the call's writes within `durable_timeout_ms`, else the call fails with
+    /// `TK_RESULT_STORE_UNAVAILABLE` and the fail policy decides (0: off, the default).
+    pub durable_replicas: u32,
+    /// How long the server waits for those replicas, in ms (0: 100); must be less than
+    /// `timeout_ms`.
+    pub durable_timeout_ms: u64,
+    /// Sentinel mode: the password the sentinels themselves require (`requirepass` in
+    /// sentinel.conf); the URLs' credentials stay the master's. NULL: none.
+    pub sentinel_password: *const c_char,
+    /// Sentinel mode: the sentinels' ACL user for `sentinel_password` (NULL: their default user).
+    pub sentinel_username: *const c_char,
 }
 
 /// Connects a Redis store as `options` say, blocking until connected or `timeout_ms` passed.
@@ -104,6 +116,10 @@ pub(crate) struct Fields<'a> {
     pub scripting: u32,
     pub timeout_ms: u64,
     pub deterministic_replay: bool,
+    pub durable_replicas: u32,
+    pub durable_timeout_ms: u64,
+    pub sentinel_password: Option<&'a str>,
+    pub sentinel_username: Option<&'a str>,
 }
 
 impl<'a> Fields<'a> {
@@ -122,6 +138,10 @@ impl<'a> Fields<'a> {
             scripting: o.scripting,
             timeout_ms: o.timeout_ms,
             deterministic_replay: o.deterministic_replay,
+            durable_replicas: o.durable_replicas,
+            durable_timeout_ms: o.durable_timeout_ms,
+            sentinel_password: unsafe { optional_string(o.sentinel_password, "options.sentinel_password") }?,
+            sentinel_username: unsafe { optional_string(o.sentinel_username, "options.sentinel_username") }?,
         })
     }
 
@@ -137,6 +157,10 @@ impl<'a> Fields<'a> {
             scripting: tk_redis_scripting::Auto as u32,
             timeout_ms,
             deterministic_replay,
+            durable_replicas: 0,
+            durable_timeout_ms: 0,
+            sentinel_password: None,
+            sentinel_username: None,
         }
     }
 }
@@ -174,7 +198,10 @@ pub(crate) fn connect(f: Fields<'_>) -> throttlekit::Result<Arc<dyn Store>> {
         scripting,
         timeout_ms: if f.timeout_ms == 0 { defaults.timeout_ms } else { f.timeout_ms },
         deterministic_replay: f.deterministic_replay,
-        ..defaults
+        durable_replicas: f.durable_replicas,
+        durable_timeout_ms: if f.durable_timeout_ms == 0 { defaults.durable_timeout_ms } else { f.durable_timeout_ms },
+        sentinel_password: f.sentinel_password.map(str::to_string),
+        sentinel_username: f.sentinel_username.map(str::to_string),
     };
     Ok(Arc::new(RedisStore::connect_blocking(options)?))
 }

@@ -25,6 +25,9 @@ pub struct tk_shaper_config {
     pub clock: *const tk_clock,
     /// The key prefix (NULL or "": none).
     pub prefix: *const c_char,
+    /// Keep counters of its reservations (accepted as allowed, rejected as denied), read with
+    /// `tk_shaper_metrics` (false: none).
+    pub metrics: bool,
 }
 
 /// A leaky-bucket shaper.
@@ -33,7 +36,7 @@ pub struct tk_shaper_config {
 ///
 /// Thread safety: every function except `tk_shaper_free` may be called concurrently.
 pub struct tk_shaper {
-    inner: Shaper,
+    pub(crate) inner: Shaper,
 }
 
 /// Builds the shaper and applies `config`.
@@ -50,7 +53,8 @@ unsafe fn build(options: &LeakyBucketOptions, config: *const tk_shaper_config, o
         if let Some(k) = shared.clock {
             shaper = shaper.with_clock(k);
         }
-        shaper = shaper.with_prefix(shared.prefix);
+        // After the prefix: the metrics are labelled with it.
+        shaper = shaper.with_prefix(shared.prefix).with_metrics(c.metrics);
     }
     into_handle(tk_shaper { inner: shaper }, o)
 }

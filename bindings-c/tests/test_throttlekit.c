@@ -542,6 +542,101 @@ static void test_redis_options_invalid(void) {
     CHECK(tk_store_redis_connect_with(&o, &store) == TK_RESULT_CONFIG_INVALID);
     CHECK(strstr(last_error_text(), "redis.urls") != NULL && strstr(last_error_text(), "secret") == NULL);
     CHECK(store == NULL);
+    o.urls = "redis://127.0.0.1:1";
+    o.durable_replicas = 65; /* at most 64 */
+    CHECK(tk_store_redis_connect_with(&o, &store) == TK_RESULT_CONFIG_INVALID);
+    CHECK(strstr(last_error_text(), "redis.durable_replicas") != NULL);
+    o.durable_replicas = 1;
+    o.timeout_ms = 100;
+    o.durable_timeout_ms = 100; /* must be less than timeout_ms */
+    CHECK(tk_store_redis_connect_with(&o, &store) == TK_RESULT_CONFIG_INVALID);
+    CHECK(strstr(last_error_text(), "redis.durable_timeout_ms") != NULL);
+    o.timeout_ms = 0;
+    o.durable_timeout_ms = 0;
+    o.deterministic_replay = true;
+    CHECK(tk_store_redis_connect_with(&o, &store) == TK_RESULT_CONFIG_INVALID);
+    CHECK(strstr(last_error_text(), "redis.durable_replicas") != NULL);
+    o.deterministic_replay = false;
+    o.durable_replicas = 0;
+    o.sentinel_password = "pw"; /* sentinel mode only */
+    CHECK(tk_store_redis_connect_with(&o, &store) == TK_RESULT_CONFIG_INVALID);
+    CHECK(strstr(last_error_text(), "redis.sentinel_password") != NULL);
+    o.sentinel_password = NULL;
+    o.mode = TK_REDIS_MODE_SENTINEL;
+    o.service_name = "m";
+    o.sentinel_username = "u"; /* a user needs its password */
+    CHECK(tk_store_redis_connect_with(&o, &store) == TK_RESULT_CONFIG_INVALID);
+    CHECK(strstr(last_error_text(), "redis.sentinel_password") != NULL);
+    CHECK(store == NULL);
+}
+
+/* A limiter with fail policy `policy` on `store`, prefix `prefix`. */
+static tk_limiter *redis_limiter(const tk_store *store, const char *prefix, uint32_t policy) {
+    tk_strategy *s = NULL;
+    CHECK_OK(tk_strategy_fixed_window(3, 60000, &s));
+    tk_limiter_config cfg = {0};
+    cfg.store = store;
+    cfg.prefix = prefix;
+    cfg.fail_policy = policy;
+    tk_limiter *l = NULL;
+    CHECK_OK(tk_limiter_new(s, &cfg, &l));
+    tk_strategy_free(s);
+    return l;
+}
+
+/* Durable charges on a server with no replica: store_unavailable naming the option (the
+ * fail policy decides; fail_open admits as a fallback). Timing is Go's test (no valgrind). */
+static void test_redis_durable_without_a_replica(const char *url) {
+    current = "redis_durable_without_a_replica";
+    tk_redis_options o = {0};
+    o.urls = url;
+    o.timeout_ms = 5000;
+    o.durable_replicas = 1; /* durable_timeout_ms 0: core's 100 */
+    tk_store *store = NULL;
+    CHECK_OK(tk_store_redis_connect_with(&o, &store));
+    if (!store) return;
+    tk_limiter *l = redis_limiter(store, "c-durable", TK_FAIL_POLICY_RAISE);
+    tk_decision d;
+    CHECK(tk_limiter_check(l, "k", 1, &d) == TK_RESULT_STORE_UNAVAILABLE);
+    CHECK(strstr(last_error_text(), "0 of 1 replicas") != NULL);
+    CHECK(strstr(last_error_text(), "durable_replicas") != NULL);
+    tk_limiter *open = redis_limiter(store, "c-durable", TK_FAIL_POLICY_FAIL_OPEN);
+    CHECK_OK(tk_limiter_check(open, "k", 1, &d));
+    CHECK(d.allowed && d.fallback);
+    tk_limiter_free(l);
+    tk_limiter_free(open);
+    tk_store_free(store);
+}
+
+/* Sentinels that require a password: refused without sentinel_password; with it (and with
+ * durable_replicas 1, the master having one replica) a limit of 3 admits exactly 3. */
+static void test_redis_sentinel_password(const char *urls) {
+    current = "redis_sentinel_password";
+    tk_redis_options o = {0};
+    o.urls = urls;
+    o.mode = TK_REDIS_MODE_SENTINEL;
+    o.service_name = "tkmain";
+    o.timeout_ms = 5000;
+    tk_store *store = NULL;
+    CHECK(tk_store_redis_connect_with(&o, &store) == TK_RESULT_STORE_UNAVAILABLE);
+    CHECK(strstr(last_error_text(), "NOAUTH") != NULL || strstr(last_error_text(), "uthentication") != NULL);
+    CHECK(store == NULL);
+    o.sentinel_password = "spw";
+    o.durable_replicas = 1;
+    o.durable_timeout_ms = 4000; /* generous: a loaded machine (and valgrind) */
+    CHECK_OK(tk_store_redis_connect_with(&o, &store));
+    if (!store) return;
+    tk_limiter *l = redis_limiter(store, "c-sentinel-pw", TK_FAIL_POLICY_RAISE);
+    CHECK_OK(tk_limiter_reset(l, "k")); /* the script runs this binary twice (valgrind, static) */
+    int admitted = 0;
+    for (int i = 0; i < 4; i++) {
+        tk_decision d;
+        CHECK_OK(tk_limiter_check(l, "k", 1, &d));
+        admitted += d.allowed;
+    }
+    CHECK(admitted == 3);
+    tk_limiter_free(l);
+    tk_store_free(store);
 }
 
 /* One limit on a 3-master cluster, through the seed nodes: 2 admitted of 3 on each of many keys. */
@@ -716,6 +811,58 @@ static void test_metrics(void) {
     tk_strategy_free(s);
 }
 
+/* Peeks and forecasts are counted apart from checks; a multi limiter counts its combined
+ * decisions, a shaper its reservations (accepted as allowed, rejected as denied). */
+static void test_more_metrics(void) {
+    current = "more_metrics";
+    tk_strategy *s = NULL;
+    CHECK_OK(tk_strategy_fixed_window(2, 1000, &s));
+    tk_limiter_config lcfg = {0};
+    lcfg.metrics = true;
+    tk_limiter *l = NULL;
+    CHECK_OK(tk_limiter_new(s, &lcfg, &l));
+    tk_decision d;
+    tk_metrics m;
+    CHECK_OK(tk_limiter_check_at(l, "k", 1, 0, &d));
+    CHECK_OK(tk_limiter_peek_at(l, "k", 0, &d));
+    CHECK_OK(tk_limiter_peek_at(l, "other", 0, &d));
+    CHECK_OK(tk_limiter_forecast_at(l, "k", 2, 0, &d));
+    CHECK_OK(tk_limiter_metrics(l, &m));
+    CHECK(m.allowed == 1 && m.denied == 0 && m.peeks == 2 && m.forecasts == 1);
+    tk_limiter_free(l);
+
+    tk_dimension dims[1] = {{"ip", s, 1}};
+    tk_multi_limiter *multi = NULL;
+    CHECK_OK(tk_multi_limiter_new(TK_RULE_ALL, dims, 1, NULL, &multi));
+    CHECK_OK(tk_multi_limiter_metrics(multi, &m));
+    CHECK(!m.enabled && m.allowed == 0);
+    tk_multi_limiter_free(multi);
+    tk_multi_limiter_config mcfg = {0};
+    mcfg.metrics = true;
+    CHECK_OK(tk_multi_limiter_new(TK_RULE_ALL, dims, 1, &mcfg, &multi));
+    const char *keys[1] = {"10.0.0.1"};
+    for (int i = 0; i < 3; i++) CHECK_OK(tk_multi_limiter_check_at(multi, keys, 1, 1, 100, &d, NULL, NULL));
+    const char *two[2] = {"a", "b"}; /* two keys for one dimension: core's config_invalid, counted */
+    CHECK(tk_multi_limiter_check_at(multi, two, 2, 1, 100, &d, NULL, NULL) == TK_RESULT_CONFIG_INVALID);
+    CHECK_OK(tk_multi_limiter_metrics(multi, &m));
+    CHECK(m.enabled && m.allowed == 2 && m.denied == 1 && m.errors[TK_RESULT_CONFIG_INVALID] == 1);
+    CHECK(tk_multi_limiter_metrics(NULL, &m) == TK_RESULT_NULL_PARAMETER);
+    CHECK(tk_multi_limiter_metrics(multi, NULL) == TK_RESULT_NULL_PARAMETER);
+    tk_multi_limiter_free(multi);
+    tk_strategy_free(s);
+
+    tk_shaper *sh = NULL;
+    tk_shaper_config scfg = {0};
+    scfg.metrics = true;
+    CHECK_OK(tk_shaper_new(10, 150, &scfg, &sh));
+    tk_reservation r;
+    for (int i = 0; i < 3; i++) CHECK_OK(tk_shaper_reserve_at(sh, "k", 1, 1000, &r)); /* 0, 100: accepted; 200: refused */
+    CHECK_OK(tk_shaper_metrics(sh, &m));
+    CHECK(m.enabled && m.allowed == 2 && m.denied == 1 && m.latency_count == 0);
+    CHECK(tk_shaper_metrics(NULL, &m) == TK_RESULT_NULL_PARAMETER);
+    tk_shaper_free(sh);
+}
+
 int main(void) {
     test_version_and_results();
     test_gcra_on_a_manual_clock();
@@ -729,6 +876,7 @@ int main(void) {
     test_shared_store_and_prefixes();
     test_memory_bounds();
     test_metrics();
+    test_more_metrics();
     test_multi();
     test_shaper();
     test_threads();
@@ -736,6 +884,7 @@ int main(void) {
     const char *url = getenv("TK_REDIS_URL");
     if (url && *url) {
         test_redis(url);
+        test_redis_durable_without_a_replica(url);
     } else {
         printf("note: TK_REDIS_URL is not set; the Redis-store unit test did not run\n");
     }
@@ -754,6 +903,12 @@ int main(void) {
         test_redis_tls(tls_url, ca, other);
     } else {
         printf("note: TK_REDIS_TLS_URL/TK_REDIS_TLS_DIR are not set; the TLS unit test did not run\n");
+    }
+    const char *sentinel_pw = getenv("TK_REDIS_SENTINEL_PW_URLS");
+    if (sentinel_pw && *sentinel_pw) {
+        test_redis_sentinel_password(sentinel_pw);
+    } else {
+        printf("note: TK_REDIS_SENTINEL_PW_URLS is not set; the passworded-sentinel unit test did not run\n");
     }
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;

@@ -17,6 +17,7 @@ mod env;
 mod handle;
 mod http;
 mod limiter;
+mod metrics;
 mod misc;
 mod multi;
 mod runtime;

@@ -206,9 +206,7 @@ extern "system" fn Java_dev_throttlekit_internal_Native_limiterAsync(
     })
 }
 
-/// The metrics snapshot as longs: enabled, allowed, denied, fallbackAllowed, fallbackDenied,
-/// the five error counts in code order, latencySumUs, then (bound, count) pairs, the last bound
-/// `Long.MAX_VALUE`.
+/// The metrics snapshot as longs (`crate::metrics::longs`).
 #[unsafe(no_mangle)]
 extern "system" fn Java_dev_throttlekit_internal_Native_limiterMetrics(
     env: *mut JNIEnv,
@@ -217,21 +215,7 @@ extern "system" fn Java_dev_throttlekit_internal_Native_limiterMetrics(
 ) -> jlongArray {
     guard(env, || unsafe {
         let l = limiter(h)?;
-        let mut out = Vec::new();
-        match l.metrics().map(|m| m.snapshot()) {
-            None => out.extend([0; 11]),
-            Some(s) => {
-                out.extend([1, as_long(s.allowed), as_long(s.denied)]);
-                out.extend([as_long(s.fallback_allowed), as_long(s.fallback_denied)]);
-                out.extend(s.errors.iter().map(|(_, n)| as_long(*n)));
-                out.push(as_long(s.latency_sum_us));
-                for (i, n) in s.latency_counts.iter().enumerate() {
-                    let bound = throttlekit::metrics::LATENCY_BOUNDS_US.get(i).map_or(jlong::MAX, |b| as_long(*b));
-                    out.extend([bound, as_long(*n)]);
-                }
-            }
-        }
-        Ok(crate::env::new_longs(env, &out))
+        Ok(crate::env::new_longs(env, &crate::metrics::longs(l.metrics())))
     })
 }
 

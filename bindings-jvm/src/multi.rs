@@ -26,6 +26,8 @@ struct MultiConfig {
     server_clock: Option<bool>,
     fail_policy: Option<FailPolicy>,
     hash_tag: Option<String>,
+    #[serde(default)]
+    metrics: bool,
 }
 
 #[unsafe(no_mangle)]
@@ -61,6 +63,8 @@ extern "system" fn Java_dev_throttlekit_internal_Native_multiNew(
         if let Some(tag) = c.hash_tag {
             m = m.with_hash_tag(tag)?;
         }
+        // After the prefix: the metrics are labelled with it.
+        m = m.with_metrics(c.metrics);
         Ok(handle::leak(m))
     })
 }

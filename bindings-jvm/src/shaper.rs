@@ -15,6 +15,8 @@ struct ShaperConfig {
     #[serde(default)]
     prefix: String,
     server_clock: Option<bool>,
+    #[serde(default)]
+    metrics: bool,
 }
 
 #[unsafe(no_mangle)]
@@ -33,7 +35,9 @@ extern "system" fn Java_dev_throttlekit_internal_Native_shaperNew(
             .with_store(store)
             .with_clock(crate::store::clock(clock)?)
             .with_prefix(c.prefix)
-            .with_server_clock(c.server_clock.unwrap_or(server_clock));
+            .with_server_clock(c.server_clock.unwrap_or(server_clock))
+            // After the prefix: the metrics are labelled with it.
+            .with_metrics(c.metrics);
         Ok(handle::leak(s))
     })
 }

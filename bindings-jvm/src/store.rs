@@ -34,6 +34,10 @@ struct RedisConfig {
     #[serde(default)]
     server_clock: bool,
     fail_policy: Option<FailPolicy>,
+    durable_replicas: Option<i64>,
+    durable_timeout_ms: Option<i64>,
+    sentinel_password: Option<String>,
+    sentinel_username: Option<String>,
 }
 
 /// A bound as Java passes it: `Long.MIN_VALUE` for core's default, else at least 1.
@@ -109,6 +113,19 @@ extern "system" fn Java_dev_throttlekit_internal_Native_redisStoreConnect(
             core.timeout_ms = u64::try_from(t).map_err(|_| Error::config("timeout", "must be >= 0"))?;
         }
         core.deterministic_replay = c.deterministic_replay;
+        if let Some(n) = c.durable_replicas {
+            if n < 0 {
+                return Err(Error::config("redis.durable_replicas", "must be >= 0"));
+            }
+            // Past u32, core's "at most 64" is the message that applies.
+            core.durable_replicas = u32::try_from(n).unwrap_or(u32::MAX);
+        }
+        if let Some(t) = c.durable_timeout_ms {
+            core.durable_timeout_ms =
+                u64::try_from(t).map_err(|_| Error::config("redis.durable_timeout_ms", "must be >= 0"))?;
+        }
+        core.sentinel_password = c.sentinel_password;
+        core.sentinel_username = c.sentinel_username;
         let store = throttlekit::redis::RedisStore::connect_blocking(core)?;
         Ok(handle::leak(StoreHandle {
             store: Arc::new(store),

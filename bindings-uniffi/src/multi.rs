@@ -62,6 +62,9 @@ pub struct MultiLimiterOptions {
     /// `tk`); the fused script needs one slot per request.
     #[uniffi(default = None)]
     pub hash_tag: Option<String>,
+    /// Keep counters of its checks (their combined decisions), read with `metrics()`.
+    #[uniffi(default = false)]
+    pub metrics: bool,
 }
 
 /// Several dimensions (per IP, per user, per route...) decided atomically together. The
@@ -95,7 +98,14 @@ impl MultiLimiter {
         if let Some(tag) = options.hash_tag {
             inner = inner.with_hash_tag(tag)?;
         }
+        // After the prefix: the metrics are labelled with it.
+        inner = inner.with_metrics(options.metrics);
         Ok(Arc::new(MultiLimiter { inner: Arc::new(inner) }))
+    }
+
+    /// The counters (all zero and `enabled == false` unless made with `metrics = true`).
+    pub fn metrics(&self) -> crate::records::Metrics {
+        crate::records::Metrics::from_core(self.inner.metrics().map(|m| m.snapshot()))
     }
 
     /// Checks one request: `keys` holds one key per dimension, in declaration order; blocks.

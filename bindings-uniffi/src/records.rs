@@ -70,7 +70,9 @@ impl From<throttlekit::MultiDecision> for MultiDecision {
     }
 }
 
-/// A limiter's counters (core's `MetricsSnapshot`), all cumulative since it was made.
+/// The counters of a limiter (a multi limiter: its combined decisions; a shaper: reservations
+/// accepted as allowed, rejected as denied; core's `MetricsSnapshot`), all cumulative since it
+/// was made.
 #[derive(Clone, Debug, PartialEq, Eq, uniffi::Record)]
 pub struct Metrics {
     /// Whether the limiter counts at all (made with `metrics = true`).
@@ -83,6 +85,10 @@ pub struct Metrics {
     pub fallback_allowed: u64,
     /// Checks the fail policy denied because the store was unavailable.
     pub fallback_denied: u64,
+    /// Peeks answered (a failed one counts in `errors`), apart from the checks.
+    pub peeks: u64,
+    /// Forecasts answered (a failed one counts in `errors`), apart from the checks.
+    pub forecasts: u64,
     /// Failed checks by error code (`config_invalid`, ...), every code listed when enabled.
     pub errors: std::collections::HashMap<String, u64>,
     /// Upper bounds of the latency buckets of calls to a remote store, µs.
@@ -105,6 +111,8 @@ impl Metrics {
             denied: s.denied,
             fallback_allowed: s.fallback_allowed,
             fallback_denied: s.fallback_denied,
+            peeks: s.peeks,
+            forecasts: s.forecasts,
             errors: s.errors.iter().map(|(code, n)| (code.as_str().to_string(), *n)).collect(),
             latency_bounds_us: throttlekit::metrics::LATENCY_BOUNDS_US.to_vec(),
             latency_counts: s.latency_counts,

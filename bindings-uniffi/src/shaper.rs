@@ -24,6 +24,10 @@ pub struct ShaperOptions {
     /// Read time from Redis instead of this host (`null`: the store's default).
     #[uniffi(default = None)]
     pub server_clock: Option<bool>,
+    /// Keep counters of its reservations (accepted as allowed, rejected as denied), read with
+    /// `metrics()`.
+    #[uniffi(default = false)]
+    pub metrics: bool,
 }
 
 /// Departures at `rate_per_sec`, queueing at most `max_queue_ms` of wait.
@@ -47,8 +51,15 @@ impl Shaper {
             .with_store(store.store)
             .with_clock(clock::from_option(options.clock.as_ref()))
             .with_server_clock(server_clock)
-            .with_prefix(options.prefix);
+            .with_prefix(options.prefix)
+            // After the prefix: the metrics are labelled with it.
+            .with_metrics(options.metrics);
         Ok(Arc::new(Shaper { inner: Arc::new(inner) }))
+    }
+
+    /// The counters (all zero and `enabled == false` unless made with `metrics = true`).
+    pub fn metrics(&self) -> crate::records::Metrics {
+        crate::records::Metrics::from_core(self.inner.metrics().map(|m| m.snapshot()))
     }
 
     /// Books a departure for `cost` units of `key` now, without waiting; blocks for a Redis

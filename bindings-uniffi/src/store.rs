@@ -126,6 +126,23 @@ pub struct RedisStoreOptions {
     /// `"eval"`. `null`: auto.
     #[uniffi(default = None)]
     pub scripting: Option<String>,
+    /// Make each charge durable before admitting it: this many replicas (0–64) must acknowledge
+    /// the call's writes within `durable_timeout_ms`, else the call fails with
+    /// `store_unavailable` and the fail policy decides. `null`: 0, off.
+    #[uniffi(default = None)]
+    pub durable_replicas: Option<i64>,
+    /// How long the server waits for those replicas, ms (>= 1, less than `timeout_ms`).
+    /// `null`: 100.
+    #[uniffi(default = None)]
+    pub durable_timeout_ms: Option<i64>,
+    /// Sentinel mode: the password the sentinels themselves require (`requirepass` in
+    /// sentinel.conf); the URLs' credentials stay the master's.
+    #[uniffi(default = None)]
+    pub sentinel_password: Option<String>,
+    /// Sentinel mode: the sentinels' ACL user for `sentinel_password` (`null`: their default
+    /// user).
+    #[uniffi(default = None)]
+    pub sentinel_username: Option<String>,
 }
 
 /// A Redis store: every decision is one atomic script call on the server, so a fleet of
@@ -160,6 +177,19 @@ impl RedisStore {
                 u64::try_from(t).map_err(|_| crate::ThrottleKitError::config("timeout_ms", "must be >= 0"))?;
         }
         core.deterministic_replay = options.deterministic_replay;
+        if let Some(n) = options.durable_replicas {
+            if n < 0 {
+                return Err(crate::ThrottleKitError::config("redis.durable_replicas", "must be >= 0"));
+            }
+            // Past u32, core's "at most 64" is the message that applies.
+            core.durable_replicas = u32::try_from(n).unwrap_or(u32::MAX);
+        }
+        if let Some(t) = options.durable_timeout_ms {
+            core.durable_timeout_ms = u64::try_from(t)
+                .map_err(|_| crate::ThrottleKitError::config("redis.durable_timeout_ms", "must be >= 0"))?;
+        }
+        core.sentinel_password = options.sentinel_password.clone();
+        core.sentinel_username = options.sentinel_username.clone();
         let store = throttlekit::redis::RedisStore::connect_blocking(core)?;
         Ok(Arc::new(RedisStore {
             inner: Arc::new(store),

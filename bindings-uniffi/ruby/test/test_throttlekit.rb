@@ -99,6 +99,30 @@ test "metrics count checks by outcome when asked for" do
   assert(!off.metrics.enabled && off.metrics.allowed.zero?, "metrics off")
 end
 
+test "metrics: peeks and forecasts apart from checks; multi limiters and shapers count too" do
+  clock = TK::ManualClock.new(0)
+  l = TK::Limiter.new(TK::Strategy.fixed_window(2, 1000), TK::LimiterOptions.new(clock: clock, metrics: true))
+  l.check_blocking("k")
+  l.peek_blocking("k")
+  l.peek_blocking("other")
+  l.forecast_blocking("k", 2)
+  m = l.metrics
+  assert [m.allowed, m.denied, m.peeks, m.forecasts] == [1, 0, 2, 1], m.inspect
+  s2 = TK::Strategy.fixed_window(2, 1000)
+  dims = [TK::Dimension.new(name: "ip", strategy: s2)]
+  assert !TK::MultiLimiter.new(TK::Rule::ALL, dims, TK::MultiLimiterOptions.new).metrics.enabled
+  multi = TK::MultiLimiter.new(TK::Rule::ALL, dims, TK::MultiLimiterOptions.new(clock: clock, metrics: true))
+  3.times { multi.check_blocking(%w[1.2.3.4]) }
+  expect_code("config_invalid") { multi.check_blocking(%w[a b]) }
+  m = multi.metrics
+  assert m.enabled && [m.allowed, m.denied, m.errors["config_invalid"]] == [2, 1, 1], m.inspect
+  sh = TK::Shaper.new(10.0, 150.0, TK::ShaperOptions.new(clock: clock, metrics: true))
+  3.times { sh.reserve_blocking("q") } # 0 and 100 ms: accepted; 200 ms: past max_queue_ms
+  m = sh.metrics
+  assert m.enabled && [m.allowed, m.denied] == [2, 1], m.inspect
+  assert !TK::Shaper.new(10.0, 150.0, TK::ShaperOptions.new).metrics.enabled
+end
+
 test "a default memory store refuses keys over 256 bytes" do
   l = TK::Limiter.new(TK::Strategy.fixed_window(5, 1000), TK::LimiterOptions.new)
   l.check_blocking("k" * 256)
@@ -117,6 +141,22 @@ end
 test "core's connection options are checked by core: bad mode, scripting" do
   expect_code("config_invalid") { TK::RedisStore.connect("redis://127.0.0.1:1", TK::RedisStoreOptions.new(mode: "ring")) }
   expect_code("config_invalid") { TK::RedisStore.connect("redis://127.0.0.1:1", TK::RedisStoreOptions.new(scripting: "lua")) }
+end
+
+test "durable and sentinel options are checked by core, naming the option" do
+  [
+    [{ durable_replicas: 65 }, "redis.durable_replicas"],
+    [{ durable_replicas: -1 }, "redis.durable_replicas"],
+    [{ durable_replicas: 2**40 }, "redis.durable_replicas"],
+    [{ durable_replicas: 1, timeout_ms: 100, durable_timeout_ms: 100 }, "redis.durable_timeout_ms"],
+    [{ durable_replicas: 1, durable_timeout_ms: -5 }, "redis.durable_timeout_ms"],
+    [{ durable_replicas: 1, deterministic_replay: true }, "redis.durable_replicas"],
+    [{ sentinel_password: "pw" }, "redis.sentinel_password"],
+    [{ mode: "sentinel", service_name: "m", sentinel_username: "u" }, "redis.sentinel_password"],
+  ].each do |opts, named|
+    e = expect_code("config_invalid") { TK::RedisStore.connect("redis://127.0.0.1:1", TK::RedisStoreOptions.new(**opts)) }
+    assert e.to_s.include?(named), "#{opts}: #{e} should name #{named}"
+  end
 end
 
 test "blocking and async checks decide the same; retry_after_ms on denial" do
@@ -314,6 +354,47 @@ if (url = ARGV[0])
     assert cached.check_blocking("k").allowed
     strict.reset_blocking("k")
   end
+
+  # `url` is a private server with no replica (test.sh starts it).
+  test "Redis: without a replica a durable charge is store_unavailable within its timeout" do
+    store = TK::RedisStore.connect(url, TK::RedisStoreOptions.new(timeout_ms: 1000, durable_replicas: 1, durable_timeout_ms: 100))
+    redis = TK::Store::REDIS.new(store: store)
+    l = TK::Limiter.new(TK::Strategy.fixed_window(3, 60_000),
+                        TK::LimiterOptions.new(store: redis, prefix: "tk-ruby-durable", fail_policy: TK::FailPolicy::RAISE))
+    start = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+    e = expect_code("store_unavailable") { l.check_blocking("k") }
+    took = Process.clock_gettime(Process::CLOCK_MONOTONIC) - start
+    assert e.to_s.include?("0 of 1 replicas") && e.to_s.include?("durable_replicas"), e.to_s
+    assert took >= 0.1 && took < 1.1, "answered after #{took} s"
+    expect_code("store_unavailable") { l.check("k") }
+    store.disconnect_blocking
+  end
+end
+
+# A Sentinel setup of its own (master + replica) whose sentinels require the password "spw"
+# (test.sh: tests/redis-sentinels.sh with SENTINEL_PASSWORD).
+if (sentinels = ENV["TK_REDIS_SENTINEL_PW_URLS"]) && !sentinels.empty?
+  test "passworded sentinels need sentinel_password; with a replica a durable charge is admitted" do
+    base = { mode: "sentinel", service_name: "tkmain", timeout_ms: 2000 }
+    e = expect_code("store_unavailable") { TK::RedisStore.connect(sentinels, TK::RedisStoreOptions.new(**base)) }
+    assert e.to_s.include?("NOAUTH") || e.to_s.include?("uthentication"), e.to_s
+    expect_code("store_unavailable") do
+      TK::RedisStore.connect(sentinels, TK::RedisStoreOptions.new(**base, sentinel_password: "nope"))
+    end
+    # A generous WAIT timeout: on a loaded machine the replica's acknowledgement can take a while.
+    store = TK::RedisStore.connect(sentinels, TK::RedisStoreOptions.new(
+      **base, timeout_ms: 5000, sentinel_username: "default", sentinel_password: "spw",
+      durable_replicas: 1, durable_timeout_ms: 4000
+    ))
+    l = TK::Limiter.new(TK::Strategy.fixed_window(3, 60_000),
+                        TK::LimiterOptions.new(store: TK::Store::REDIS.new(store: store), prefix: "tk-ruby-sentinel-pw:#{Process.pid}",
+                                               fail_policy: TK::FailPolicy::RAISE))
+    got = [l.check_blocking("k").allowed, l.check("k").allowed, l.check_blocking("k").allowed, l.check_blocking("k").allowed]
+    assert got == [true, true, true, false], got.inspect
+    store.disconnect_blocking
+  end
+else
+  puts "note: TK_REDIS_SENTINEL_PW_URLS is not set; the passworded-sentinel test did not run"
 end
 
 puts "#{$passed} passed, #{$failed} failed"

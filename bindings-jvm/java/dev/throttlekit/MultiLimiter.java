@@ -27,6 +27,7 @@ public final class MultiLimiter implements AutoCloseable {
         if (b.serverClock != null) c.put("serverClock", b.serverClock);
         if (b.failPolicy != null) c.put("failPolicy", b.failPolicy.wire());
         if (b.hashTag != null) c.put("hashTag", b.hashTag);
+        c.put("metrics", b.metrics);
         h = Handles.create(this, Native::multiNew, c, b.store, b.clock, Native::multiFree);
         names = List.copyOf(b.names);
     }
@@ -34,6 +35,15 @@ public final class MultiLimiter implements AutoCloseable {
     /** A builder for a multi limiter combining its dimensions by {@code rule}. */
     public static Builder builder(Rule rule) {
         return new Builder(rule);
+    }
+
+    /** The counters (each check's combined decision), cumulative since it was built (all zero unless built with {@code metrics(true)}). */
+    public Metrics metrics() {
+        try {
+            return Metrics.of(Native.multiMetrics(h));
+        } finally {
+            Reference.reachabilityFence(this);
+        }
     }
 
     /** The dimensions' names, in declaration order. */
@@ -102,6 +112,7 @@ public final class MultiLimiter implements AutoCloseable {
         private Boolean serverClock;
         private FailPolicy failPolicy;
         private String hashTag;
+        private boolean metrics;
 
         private Builder(Rule rule) {
             if (rule == null) throw new ConfigInvalidException("rule must not be null", -1);
@@ -159,6 +170,12 @@ public final class MultiLimiter implements AutoCloseable {
         /** The Redis Cluster hash tag of every key (default: the prefix, or {@code tk}); derive one per tenant to spread load. */
         public Builder hashTag(String tag) {
             this.hashTag = tag;
+            return this;
+        }
+
+        /** Count checks (their combined decisions) and time Redis calls, read with {@link MultiLimiter#metrics()} (off by default). */
+        public Builder metrics(boolean on) {
+            this.metrics = on;
             return this;
         }
 

@@ -139,6 +139,36 @@ public final class RedisStore implements Store {
             return this;
         }
 
+        /**
+         * Makes each charge durable before it is admitted: {@code replicas} replicas (0–64; 0, the
+         * default, turns it off) must acknowledge the call's writes within {@link #durableTimeout},
+         * else the call fails with {@code store_unavailable} and the fail policy decides.
+         */
+        public Builder durableReplicas(int replicas) {
+            o.put("durableReplicas", (long) replicas);
+            return this;
+        }
+
+        /** How long the server waits for those replicas (default 100 ms; less than {@link #timeout}). */
+        public Builder durableTimeout(Duration timeout) {
+            Object ms = Strategy.fractionalMs("durableTimeout", timeout);
+            if (!(ms instanceof Long)) throw new ConfigInvalidException("durableTimeout must be a whole number of ms", -1);
+            o.put("durableTimeoutMs", ms);
+            return this;
+        }
+
+        /** Sentinel mode: the password the sentinels themselves require; the URLs' credentials stay the master's. */
+        public Builder sentinelPassword(String password) {
+            o.put("sentinelPassword", nonNull("sentinelPassword", password));
+            return this;
+        }
+
+        /** Sentinel mode: the sentinels' ACL user for {@link #sentinelPassword} (default: their default user). */
+        public Builder sentinelUsername(String username) {
+            o.put("sentinelUsername", nonNull("sentinelUsername", username));
+            return this;
+        }
+
         /** Connects, blocking until connected or {@link StoreUnavailableException}. */
         public RedisStore connect() {
             Map<String, Object> c = new LinkedHashMap<>();

@@ -25,6 +25,7 @@ public final class Shaper implements AutoCloseable {
         c.put("maxQueueMs", b.maxQueueMs);
         c.put("prefix", b.prefix);
         if (b.serverClock != null) c.put("serverClock", b.serverClock);
+        c.put("metrics", b.metrics);
         h = Handles.create(this, Native::shaperNew, c, b.store, b.clock, Native::shaperFree);
     }
 
@@ -36,6 +37,15 @@ public final class Shaper implements AutoCloseable {
     /** A builder with {@code maxQueueMs} as a number (fractions allowed, as core takes it). */
     public static Builder builder(double ratePerSec, double maxQueueMs) {
         return new Builder(ratePerSec, finite("maxQueueMs", maxQueueMs));
+    }
+
+    /** The counters (reservations accepted as allowed, rejected as denied), cumulative since it was built (all zero unless built with {@code metrics(true)}). */
+    public Metrics metrics() {
+        try {
+            return Metrics.of(Native.shaperMetrics(h));
+        } finally {
+            Reference.reachabilityFence(this);
+        }
     }
 
     /** Books a departure of {@code cost} for {@code key}. */
@@ -96,6 +106,7 @@ public final class Shaper implements AutoCloseable {
         private ManualClock clock;
         private String prefix = "";
         private Boolean serverClock;
+        private boolean metrics;
 
         private Builder(double ratePerSec, Object maxQueueMs) {
             this.ratePerSec = ratePerSec;
@@ -124,6 +135,12 @@ public final class Shaper implements AutoCloseable {
         /** Read time from Redis instead of this host. */
         public Builder serverClock(boolean on) {
             this.serverClock = on;
+            return this;
+        }
+
+        /** Count reservations (accepted as allowed, rejected as denied) and time Redis calls, read with {@link Shaper#metrics()} (off by default). */
+        public Builder metrics(boolean on) {
+            this.metrics = on;
             return this;
         }
 

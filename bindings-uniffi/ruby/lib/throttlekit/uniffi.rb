@@ -317,6 +317,8 @@ private_constant :UniffiHandleMap
     
     
     
+    
+    
     RustBuffer.check_lower_MapStringU64(v.errors)
     RustBuffer.check_lower_Sequenceu64(v.latency_bounds_us)
     RustBuffer.check_lower_Sequenceu64(v.latency_counts)
@@ -366,6 +368,7 @@ private_constant :UniffiHandleMap
     RustBuffer.check_lower_Optionalbool(v.server_clock)
     RustBuffer.check_lower_OptionalTypeFailPolicy(v.fail_policy)
     RustBuffer.check_lower_Optionalstring(v.hash_tag)
+    
   end
 
   def self.alloc_from_TypeMultiLimiterOptions(v)
@@ -394,6 +397,10 @@ private_constant :UniffiHandleMap
     RustBuffer.check_lower_Optionalstring(v.tls_cert_file)
     RustBuffer.check_lower_Optionalstring(v.tls_key_file)
     RustBuffer.check_lower_Optionalstring(v.scripting)
+    RustBuffer.check_lower_Optionali64(v.durable_replicas)
+    RustBuffer.check_lower_Optionali64(v.durable_timeout_ms)
+    RustBuffer.check_lower_Optionalstring(v.sentinel_password)
+    RustBuffer.check_lower_Optionalstring(v.sentinel_username)
   end
 
   def self.alloc_from_TypeRedisStoreOptions(v)
@@ -436,6 +443,7 @@ private_constant :UniffiHandleMap
     RustBuffer.check_lower_OptionalTypeManualClock(v.clock)
     
     RustBuffer.check_lower_Optionalbool(v.server_clock)
+    
   end
 
   def self.alloc_from_TypeShaperOptions(v)
@@ -989,6 +997,8 @@ class RustBufferStream
       denied: read_u64,
       fallback_allowed: read_u64,
       fallback_denied: read_u64,
+      peeks: read_u64,
+      forecasts: read_u64,
       errors: read_MapStringU64,
       latency_bounds_us: read_Sequenceu64,
       latency_counts: read_Sequenceu64,
@@ -1015,7 +1025,8 @@ class RustBufferStream
       prefix: read_string,
       server_clock: read_Optionalbool,
       fail_policy: read_OptionalTypeFailPolicy,
-      hash_tag: read_Optionalstring
+      hash_tag: read_Optionalstring,
+      metrics: read_bool
     )
   end
 
@@ -1032,7 +1043,11 @@ class RustBufferStream
       tls_ca_file: read_Optionalstring,
       tls_cert_file: read_Optionalstring,
       tls_key_file: read_Optionalstring,
-      scripting: read_Optionalstring
+      scripting: read_Optionalstring,
+      durable_replicas: read_Optionali64,
+      durable_timeout_ms: read_Optionali64,
+      sentinel_password: read_Optionalstring,
+      sentinel_username: read_Optionalstring
     )
   end
 
@@ -1052,7 +1067,8 @@ class RustBufferStream
       store: read_OptionalTypeStore,
       clock: read_OptionalTypeManualClock,
       prefix: read_string,
-      server_clock: read_Optionalbool
+      server_clock: read_Optionalbool,
+      metrics: read_bool
     )
   end
 
@@ -1532,6 +1548,8 @@ class RustBufferBuilder
     self.write_u64(v.denied)
     self.write_u64(v.fallback_allowed)
     self.write_u64(v.fallback_denied)
+    self.write_u64(v.peeks)
+    self.write_u64(v.forecasts)
     self.write_MapStringU64(v.errors)
     self.write_Sequenceu64(v.latency_bounds_us)
     self.write_Sequenceu64(v.latency_counts)
@@ -1555,6 +1573,7 @@ class RustBufferBuilder
     self.write_Optionalbool(v.server_clock)
     self.write_OptionalTypeFailPolicy(v.fail_policy)
     self.write_Optionalstring(v.hash_tag)
+    self.write_bool(v.metrics)
   end
 
   # The Record type RedisStoreOptions.
@@ -1570,6 +1589,10 @@ class RustBufferBuilder
     self.write_Optionalstring(v.tls_cert_file)
     self.write_Optionalstring(v.tls_key_file)
     self.write_Optionalstring(v.scripting)
+    self.write_Optionali64(v.durable_replicas)
+    self.write_Optionali64(v.durable_timeout_ms)
+    self.write_Optionalstring(v.sentinel_password)
+    self.write_Optionalstring(v.sentinel_username)
   end
 
   # The Record type Reservation.
@@ -1586,6 +1609,7 @@ class RustBufferBuilder
     self.write_OptionalTypeManualClock(v.clock)
     self.write_string(v.prefix)
     self.write_Optionalbool(v.server_clock)
+    self.write_bool(v.metrics)
   end
 
   # The Record type TierStats.
@@ -2329,6 +2353,10 @@ module UniFFILib
     [:uint64, RustCallStatus.by_ref],
     RustBuffer.by_value
   
+  attach_function :uniffi_throttlekit_uniffi_fn_method_multilimiter_metrics,
+    [:uint64, RustCallStatus.by_ref],
+    RustBuffer.by_value
+  
   attach_function :uniffi_throttlekit_uniffi_fn_method_multilimiter_reset,
     [:uint64, RustBuffer.by_value, ],
     :uint64
@@ -2356,6 +2384,10 @@ module UniFFILib
   attach_function :uniffi_throttlekit_uniffi_fn_method_shaper_max_queue_ms,
     [:uint64, RustCallStatus.by_ref],
     :double
+  
+  attach_function :uniffi_throttlekit_uniffi_fn_method_shaper_metrics,
+    [:uint64, RustCallStatus.by_ref],
+    RustBuffer.by_value
   
   attach_function :uniffi_throttlekit_uniffi_fn_method_shaper_rate_per_sec,
     [:uint64, RustCallStatus.by_ref],
@@ -2813,6 +2845,10 @@ module UniFFILib
     [],
     :uint16
   
+  attach_function :uniffi_throttlekit_uniffi_checksum_method_multilimiter_metrics,
+    [],
+    :uint16
+  
   attach_function :uniffi_throttlekit_uniffi_checksum_method_multilimiter_reset,
     [],
     :uint16
@@ -2826,6 +2862,10 @@ module UniFFILib
     :uint16
   
   attach_function :uniffi_throttlekit_uniffi_checksum_method_shaper_max_queue_ms,
+    [],
+    :uint16
+  
+  attach_function :uniffi_throttlekit_uniffi_checksum_method_shaper_metrics,
     [],
     :uint16
   
@@ -3283,15 +3323,16 @@ end
   
   # Record type MultiLimiterOptions
 class MultiLimiterOptions
-  attr_reader :store, :clock, :prefix, :server_clock, :fail_policy, :hash_tag
+  attr_reader :store, :clock, :prefix, :server_clock, :fail_policy, :hash_tag, :metrics
 
-  def initialize(store: nil, clock: nil, prefix: "", server_clock: nil, fail_policy: nil, hash_tag: nil)
+  def initialize(store: nil, clock: nil, prefix: "", server_clock: nil, fail_policy: nil, hash_tag: nil, metrics: false)
     @store = store
     @clock = clock
     @prefix = prefix
     @server_clock = server_clock
     @fail_policy = fail_policy
     @hash_tag = hash_tag
+    @metrics = metrics
   end
 
   def ==(other)
@@ -3311,6 +3352,9 @@ class MultiLimiterOptions
       return false
     end
     if @hash_tag != other.hash_tag
+      return false
+    end
+    if @metrics != other.metrics
       return false
     end
 
@@ -3359,14 +3403,16 @@ end
   
   # Record type Metrics
 class Metrics
-  attr_reader :enabled, :allowed, :denied, :fallback_allowed, :fallback_denied, :errors, :latency_bounds_us, :latency_counts, :latency_sum_us
+  attr_reader :enabled, :allowed, :denied, :fallback_allowed, :fallback_denied, :peeks, :forecasts, :errors, :latency_bounds_us, :latency_counts, :latency_sum_us
 
-  def initialize(enabled:, allowed:, denied:, fallback_allowed:, fallback_denied:, errors:, latency_bounds_us:, latency_counts:, latency_sum_us:)
+  def initialize(enabled:, allowed:, denied:, fallback_allowed:, fallback_denied:, peeks:, forecasts:, errors:, latency_bounds_us:, latency_counts:, latency_sum_us:)
     @enabled = enabled
     @allowed = allowed
     @denied = denied
     @fallback_allowed = fallback_allowed
     @fallback_denied = fallback_denied
+    @peeks = peeks
+    @forecasts = forecasts
     @errors = errors
     @latency_bounds_us = latency_bounds_us
     @latency_counts = latency_counts
@@ -3387,6 +3433,12 @@ class Metrics
       return false
     end
     if @fallback_denied != other.fallback_denied
+      return false
+    end
+    if @peeks != other.peeks
+      return false
+    end
+    if @forecasts != other.forecasts
       return false
     end
     if @errors != other.errors
@@ -3457,13 +3509,14 @@ end
   
   # Record type ShaperOptions
 class ShaperOptions
-  attr_reader :store, :clock, :prefix, :server_clock
+  attr_reader :store, :clock, :prefix, :server_clock, :metrics
 
-  def initialize(store: nil, clock: nil, prefix: "", server_clock: nil)
+  def initialize(store: nil, clock: nil, prefix: "", server_clock: nil, metrics: false)
     @store = store
     @clock = clock
     @prefix = prefix
     @server_clock = server_clock
+    @metrics = metrics
   end
 
   def ==(other)
@@ -3479,6 +3532,9 @@ class ShaperOptions
     if @server_clock != other.server_clock
       return false
     end
+    if @metrics != other.metrics
+      return false
+    end
 
     true
   end
@@ -3487,9 +3543,9 @@ end
   
   # Record type RedisStoreOptions
 class RedisStoreOptions
-  attr_reader :timeout_ms, :server_clock, :fail_policy, :deterministic_replay, :mode, :service_name, :tls_ca_file, :tls_cert_file, :tls_key_file, :scripting
+  attr_reader :timeout_ms, :server_clock, :fail_policy, :deterministic_replay, :mode, :service_name, :tls_ca_file, :tls_cert_file, :tls_key_file, :scripting, :durable_replicas, :durable_timeout_ms, :sentinel_password, :sentinel_username
 
-  def initialize(timeout_ms: nil, server_clock: false, fail_policy: nil, deterministic_replay: false, mode: nil, service_name: nil, tls_ca_file: nil, tls_cert_file: nil, tls_key_file: nil, scripting: nil)
+  def initialize(timeout_ms: nil, server_clock: false, fail_policy: nil, deterministic_replay: false, mode: nil, service_name: nil, tls_ca_file: nil, tls_cert_file: nil, tls_key_file: nil, scripting: nil, durable_replicas: nil, durable_timeout_ms: nil, sentinel_password: nil, sentinel_username: nil)
     @timeout_ms = timeout_ms
     @server_clock = server_clock
     @fail_policy = fail_policy
@@ -3500,6 +3556,10 @@ class RedisStoreOptions
     @tls_cert_file = tls_cert_file
     @tls_key_file = tls_key_file
     @scripting = scripting
+    @durable_replicas = durable_replicas
+    @durable_timeout_ms = durable_timeout_ms
+    @sentinel_password = sentinel_password
+    @sentinel_username = sentinel_username
   end
 
   def ==(other)
@@ -3531,6 +3591,18 @@ class RedisStoreOptions
       return false
     end
     if @scripting != other.scripting
+      return false
+    end
+    if @durable_replicas != other.durable_replicas
+      return false
+    end
+    if @durable_timeout_ms != other.durable_timeout_ms
+      return false
+    end
+    if @sentinel_password != other.sentinel_password
+      return false
+    end
+    if @sentinel_username != other.sentinel_username
       return false
     end
 
@@ -3962,6 +4034,10 @@ end
     result = ::Throttlekit.rust_call(:uniffi_throttlekit_uniffi_fn_method_multilimiter_dimension_names,uniffi_clone_handle(),)
     return result.consume_into_Sequencestring
   end
+  def metrics()
+    result = ::Throttlekit.rust_call(:uniffi_throttlekit_uniffi_fn_method_multilimiter_metrics,uniffi_clone_handle(),)
+    return result.consume_into_TypeMetrics
+  end
   
   def reset(keys)
         keys = keys.map { |v| ::Throttlekit::uniffi_utf8(v) }
@@ -4051,6 +4127,10 @@ end
   def max_queue_ms()
     result = ::Throttlekit.rust_call(:uniffi_throttlekit_uniffi_fn_method_shaper_max_queue_ms,uniffi_clone_handle(),)
     return result.to_f
+  end
+  def metrics()
+    result = ::Throttlekit.rust_call(:uniffi_throttlekit_uniffi_fn_method_shaper_metrics,uniffi_clone_handle(),)
+    return result.consume_into_TypeMetrics
   end
   def rate_per_sec()
     result = ::Throttlekit.rust_call(:uniffi_throttlekit_uniffi_fn_method_shaper_rate_per_sec,uniffi_clone_handle(),)

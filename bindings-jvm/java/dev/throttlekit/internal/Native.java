@@ -57,12 +57,16 @@ public final class Native {
     public static native void multiClose(long h);
     public static native void multiFree(long h);
 
+    public static native long[] multiMetrics(long h);
+
     // Shaper.
     public static native long shaperNew(byte[] config, long store, long clock);
     public static native void shaperOp(long h, int op, long addr, int len, long cost);
     public static native void shaperAsync(long h, int op, byte[] key, long cost, NativeFuture<?> f);
     public static native void shaperClose(long h);
     public static native void shaperFree(long h);
+
+    public static native long[] shaperMetrics(long h);
 
     // The HTTP edge.
     public static native long httpEdgeNew(byte[] headerOptions, byte[] clientKeyOptions);
