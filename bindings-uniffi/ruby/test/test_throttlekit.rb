@@ -215,6 +215,46 @@ test "leased on a memory store: one lease, the rest spent locally, given back (b
   assert strict.peek_blocking("k").remaining == 7 && l.tier_stats.credits_returned == 5
 end
 
+# A multi limiter (rule all) over a tenant (20 per 60 s) and an IP (1000 per 60 s).
+def multi_limiter(**kw)
+  dims = [TK::Dimension.new(name: "tenant", strategy: TK::Strategy.fixed_window(20, 60_000)),
+          TK::Dimension.new(name: "ip", strategy: TK::Strategy.fixed_window(1000, 60_000))]
+  TK::MultiLimiter.new(TK::Rule::ALL, dims, TK::MultiLimiterOptions.new(**kw))
+end
+
+test "multi limiter modes: bad values are config_invalid (low_water must be 0), nil takes the defaults" do
+  [
+    { mode: "ring" },
+    { lease: TK::LeaseOptions.new(batch: 0) },
+    { lease: TK::LeaseOptions.new(batch: 5, low_water: 1) },
+    { mode: "cached_deny", lease: TK::LeaseOptions.new(max_keys: 0) }
+  ].each do |kw|
+    expect_code("config_invalid") { multi_limiter(**kw) }
+  end
+  e = expect_code("config_invalid") { multi_limiter(lease: TK::LeaseOptions.new(batch: 5, low_water: 1)) }
+  assert e.detail.include?("lease.lowWater"), e.detail
+  assert multi_limiter.mode == "strict" && multi_limiter.tier_stats.leases.zero?
+  assert multi_limiter(lease: TK::LeaseOptions.new).mode == "leased"
+  assert multi_limiter(mode: "cached_deny").mode == "cached_deny"
+end
+
+test "multi leased on a memory store: 18 admitted with 4 fused leases where strict calls 18 times; credits given back" do
+  store = TK::Store::MEMORY.new(store: TK::MemoryStore.new(nil, nil))
+  clock = TK::ManualClock.new(1_700_000_040_000)
+  leased = multi_limiter(store: store, clock: clock, mode: "leased", lease: TK::LeaseOptions.new(batch: 5))
+  keys = %w[acme 10.0.0.1]
+  admitted = 9.times.count { leased.check_blocking(keys).decision.allowed } + 9.times.count { leased.check(keys).decision.allowed }
+  assert admitted == 18, admitted
+  s = leased.tier_stats
+  assert s.leases == 4 && s.local_admits == 14, s.inspect
+  assert leased.release_leases == 4 # 2 per dimension key
+  assert leased.tier_stats.credits_returned == 4
+  strict = multi_limiter(store: store, clock: clock)
+  d = strict.check_blocking(keys, 2).decision
+  assert d.allowed && d.remaining.zero?, d.inspect
+  assert !strict.check_blocking(keys).decision.allowed
+end
+
 if (url = ARGV[0])
   test "Redis: blocking and async share one limit; 4 threads admit exactly K" do
     store = TK::RedisStore.connect(url, TK::RedisStoreOptions.new(timeout_ms: 2000))
