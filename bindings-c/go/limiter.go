@@ -44,7 +44,7 @@ type Options struct {
 	FailPolicy FailPolicy
 	HashTag    string // MultiLimiter only: the Redis Cluster hash tag ("": the prefix, or "tk")
 	Metrics    bool   // Limiter only: keep counters, read with Limiter.Metrics
-	// Mode is the Limiter's two-tier mode (ModeStrict, ModeCachedDeny, ModeLeased) and Lease
+	// Mode is the two-tier mode (ModeStrict, ModeCachedDeny, ModeLeased) and Lease
 	// its options (zero: core's defaults; set with ModeStrict: ErrConfigInvalid). Limiter and
 	// MultiLimiter (whose Lease.LowWater must be 0).
 	Mode  Mode
