@@ -122,7 +122,8 @@ VALGRIND=(valgrind -q --error-exitcode=99 --leak-check=full --show-possibly-lost
 # TLS test runs in the static binary just below, without valgrind.
 env -u TK_REDIS_TLS_URL TK_REDIS_URL="$URL_C" "${VALGRIND[@]}" "$WORK/test_throttlekit"
 TK_REDIS_URL="$URL_C" "$WORK/test_throttlekit_static" | tail -1
-# The two-tier modes (docs/leasing.md): bad options, a fleet of 3 on one key, cached denials.
+# The two-tier modes (docs/leasing.md): bad options, a fleet of 3 on one key, cached denials,
+# the multi limiter's modes.
 TK_REDIS_URL="$URL_C" "${VALGRIND[@]}" "$WORK/test_lease"
 
 step "the README's connecting example, against the cluster and the TLS server"

@@ -1,9 +1,13 @@
 package throttlekit
 
+// #include <stdlib.h>
 // #include <throttlekit.h>
 import "C"
 
-import "runtime"
+import (
+	"runtime"
+	"unsafe"
+)
 
 // Mode is a limiter's two-tier mode (docs/leasing.md): how a hot key is spared store calls.
 type Mode uint32
@@ -52,6 +56,18 @@ func (o LeaseOptions) lease() *C.tk_lease_options {
 	return &c
 }
 
+// cOptions is lease() in C memory, for a config struct handed to C (cgo forbids Go memory
+// holding Go pointers): nil for the defaults; call free when the C call has returned.
+func (o LeaseOptions) cOptions() (p *C.tk_lease_options, free func()) {
+	lease := o.lease()
+	if lease == nil {
+		return nil, func() {}
+	}
+	p = (*C.tk_lease_options)(C.malloc(C.sizeof_tk_lease_options))
+	*p = *lease
+	return p, func() { C.free(unsafe.Pointer(p)) }
+}
+
 // TierStats are a limiter's local tier counters, cumulative since it was made (all zero in
 // ModeStrict).
 type TierStats struct {
@@ -80,10 +96,14 @@ func (l *Limiter) TierStats() (TierStats, error) {
 	if err != nil {
 		return TierStats{}, err
 	}
+	return tierStatsFrom(&s), nil
+}
+
+func tierStatsFrom(s *C.tk_tier_stats) TierStats {
 	return TierStats{
 		LocalAdmits: uint64(s.local_admits), LocalDenials: uint64(s.local_denials), Leases: uint64(s.leases),
 		LateCreditsDropped: uint64(s.late_credits_dropped), CreditsReturned: uint64(s.credits_returned),
-	}, nil
+	}
 }
 
 // ReleaseLeases gives back the unspent leased credits of keys unused for idleMs
@@ -93,5 +113,37 @@ func (l *Limiter) ReleaseLeases(idleMs int64) (uint64, error) {
 	var n C.uint64_t
 	err := call(func() C.tk_result { return C.tk_limiter_release_leases(l.p, C.int64_t(idleMs), &n) })
 	runtime.KeepAlive(l)
+	return uint64(n), err
+}
+
+// Mode is the multi limiter's two-tier mode.
+func (m *MultiLimiter) Mode() Mode {
+	var mode C.uint32_t
+	if err := call(func() C.tk_result { return C.tk_multi_limiter_mode(m.p, &mode) }); err != nil {
+		return ModeStrict // only a closed limiter fails, and it has no tier
+	}
+	runtime.KeepAlive(m)
+	return Mode(mode)
+}
+
+// TierStats returns the multi limiter's tier counters: LocalAdmits and LocalDenials count
+// requests, Leases fused lease calls (one store call each).
+func (m *MultiLimiter) TierStats() (TierStats, error) {
+	var s C.tk_tier_stats
+	err := call(func() C.tk_result { return C.tk_multi_limiter_tier_stats(m.p, &s) })
+	runtime.KeepAlive(m)
+	if err != nil {
+		return TierStats{}, err
+	}
+	return tierStatsFrom(&s), nil
+}
+
+// ReleaseLeases gives back each dimension key's unspent leased credits (keys unused for
+// idleMs; ReleaseAllKeys: every key) where that dimension's strategy can take them back, and
+// returns the units taken back. Close does it for every key. 0 in ModeStrict.
+func (m *MultiLimiter) ReleaseLeases(idleMs int64) (uint64, error) {
+	var n C.uint64_t
+	err := call(func() C.tk_result { return C.tk_multi_limiter_release_leases(m.p, C.int64_t(idleMs), &n) })
+	runtime.KeepAlive(m)
 	return uint64(n), err
 }

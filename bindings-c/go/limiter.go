@@ -44,8 +44,9 @@ type Options struct {
 	FailPolicy FailPolicy
 	HashTag    string // MultiLimiter only: the Redis Cluster hash tag ("": the prefix, or "tk")
 	Metrics    bool   // keep counters, read with Metrics() (Limiter, MultiLimiter, Shaper)
-	// Mode is the Limiter's two-tier mode (ModeStrict, ModeCachedDeny, ModeLeased) and Lease
-	// its options (zero: core's defaults; set with ModeStrict: ErrConfigInvalid). Limiter only.
+	// Mode is the two-tier mode (ModeStrict, ModeCachedDeny, ModeLeased) and Lease
+	// its options (zero: core's defaults; set with ModeStrict: ErrConfigInvalid). Limiter and
+	// MultiLimiter (whose Lease.LowWater must be 0).
 	Mode  Mode
 	Lease LeaseOptions
 }
@@ -81,11 +82,9 @@ func NewLimiter(strategy *Strategy, opts *Options) (*Limiter, error) {
 	prefix := optString(opts.Prefix)
 	defer free(prefix)
 	cfg := C.tk_limiter_config{store: store, clock: clock, prefix: prefix, fail_policy: C.uint32_t(opts.FailPolicy), metrics: C.bool(opts.Metrics), mode: C.uint32_t(opts.Mode)}
-	if lease := opts.Lease.lease(); lease != nil {
-		cfg.lease = (*C.tk_lease_options)(C.malloc(C.sizeof_tk_lease_options))
-		defer C.free(unsafe.Pointer(cfg.lease))
-		*cfg.lease = *lease
-	}
+	lease, freeLease := opts.Lease.cOptions()
+	defer freeLease()
+	cfg.lease = lease
 	var p *C.tk_limiter
 	err = call(func() C.tk_result { return C.tk_limiter_new(strategy.p, &cfg, &p) })
 	runtime.KeepAlive(strategy)

@@ -72,7 +72,11 @@ func NewMultiLimiter(rule Rule, dims []Dimension, opts *Options) (*MultiLimiter,
 	defer free(prefix)
 	defer free(tag)
 	cfg := C.tk_multi_limiter_config{store: store, clock: clock, prefix: prefix,
-		fail_policy: C.uint32_t(opts.FailPolicy), hash_tag: tag, metrics: C.bool(opts.Metrics)}
+		fail_policy: C.uint32_t(opts.FailPolicy), hash_tag: tag, metrics: C.bool(opts.Metrics),
+		mode: C.uint32_t(opts.Mode)}
+	lease, freeLease := opts.Lease.cOptions()
+	defer freeLease()
+	cfg.lease = lease
 	var p *C.tk_multi_limiter
 	err := call(func() C.tk_result { return C.tk_multi_limiter_new(C.uint32_t(rule), cdims, C.size_t(n), &cfg, &p) })
 	runtime.KeepAlive(dims)
@@ -81,7 +85,7 @@ func NewMultiLimiter(rule Rule, dims []Dimension, opts *Options) (*MultiLimiter,
 		return nil, err
 	}
 	m := &MultiLimiter{p, names, specs}
-	runtime.SetFinalizer(m, (*MultiLimiter).Close)
+	runtime.SetFinalizer(m, (*MultiLimiter).free)
 	return m, nil
 }
 
@@ -130,14 +134,25 @@ func (m *MultiLimiter) Reset(keys []string) error {
 	return err
 }
 
-// Close releases the multi limiter (idempotent).
+// Close gives unspent leased credits back (ModeLeased; an error of the store's is returned,
+// the limiter is released anyway), then releases the multi limiter (idempotent; not
+// concurrently with other calls on it).
 func (m *MultiLimiter) Close() error {
+	var err error
+	if m.p != nil {
+		_, err = m.ReleaseLeases(ReleaseAllKeys)
+	}
+	m.free()
+	return err
+}
+
+// free releases the handle without store I/O (the finalizer's part of Close).
+func (m *MultiLimiter) free() {
 	if m.p != nil {
 		C.tk_multi_limiter_free(m.p)
 		m.p = nil
 		runtime.SetFinalizer(m, nil)
 	}
-	return nil
 }
 
 // Names are the dimensions' names, in declaration order.

@@ -550,6 +550,16 @@ typedef struct {
    * `tk_multi_limiter_metrics` (false: none).
    */
   bool metrics;
+  /**
+   * A `tk_mode` number (0: `TK_MODE_STRICT`), as in `tk_limiter_config`: leased credits
+   * are held per dimension key (docs/leasing.md, "Multi limiters").
+   */
+  uint32_t mode;
+  /**
+   * The mode's options (NULL: core's defaults), as in `tk_limiter_config`; `low_water`
+   * must be 0 on a multi limiter (`TK_RESULT_CONFIG_INVALID` naming `lease.lowWater`).
+   */
+  const tk_lease_options *lease;
 } tk_multi_limiter_config;
 
 /**
@@ -1139,6 +1149,35 @@ tk_result tk_multi_limiter_dimensions_len(const tk_multi_limiter *multi, size_t 
 tk_result tk_multi_limiter_dimension_name(const tk_multi_limiter *multi,
                                           size_t index,
                                           const char **out_name);
+
+/**
+ * Writes the multi limiter's `tk_mode` number into `out_mode`.
+ *
+ * # Safety
+ * `multi` must be a live handle; `out_mode` valid for writes.
+ */
+tk_result tk_multi_limiter_mode(const tk_multi_limiter *multi, uint32_t *out_mode);
+
+/**
+ * Copies the multi limiter's tier counters into `out_stats`: `local_admits` and
+ * `local_denials` count requests, `leases` fused lease calls (one store call each).
+ *
+ * # Safety
+ * `multi` must be a live handle; `out_stats` valid for writes.
+ */
+tk_result tk_multi_limiter_tier_stats(const tk_multi_limiter *multi, tk_tier_stats *out_stats);
+
+/**
+ * `tk_limiter_release_leases` for a multi limiter: gives back each dimension key's unspent
+ * credits (keys unused for `idle_ms`; negative: every key) where that dimension's strategy
+ * can take them back. Call it with `TK_RELEASE_ALL_KEYS` before `tk_multi_limiter_free`.
+ *
+ * # Safety
+ * `multi` must be a live handle; `out_units` NULL or valid for writes.
+ */
+tk_result tk_multi_limiter_release_leases(const tk_multi_limiter *multi,
+                                          int64_t idle_ms,
+                                          uint64_t *out_units);
 
 /**
  * Releases a multi limiter; NULL is a no-op.

@@ -6,7 +6,8 @@
 //! `LeaseOptions` and core's builder validates them (`TK_RESULT_CONFIG_INVALID` naming the
 //! field, e.g. `lease.batch` for a batch of 0).
 
-use throttlekit::{LeaseOptions, Mode};
+use throttlekit::lease::TierStats;
+use throttlekit::{LeaseOptions, Mode, Result as CoreResult};
 
 use crate::args::{borrow, out, try_arg};
 use crate::limiter::tk_limiter;
@@ -121,6 +122,47 @@ pub struct tk_tier_stats {
 /// shutdown); any negative number means the same.
 pub const TK_RELEASE_ALL_KEYS: i64 = -1;
 
+/// The `tk_mode` number of a core mode (shared by the limiter and the multi limiter).
+pub(crate) fn mode_number(m: Mode) -> u32 {
+    (match m {
+        Mode::Strict => tk_mode::Strict,
+        Mode::CachedDeny { .. } => tk_mode::CachedDeny,
+        Mode::Leased(_) => tk_mode::Leased,
+    }) as u32
+}
+
+impl From<TierStats> for tk_tier_stats {
+    fn from(s: TierStats) -> Self {
+        tk_tier_stats {
+            local_admits: s.local_admits,
+            local_denials: s.local_denials,
+            leases: s.leases,
+            late_credits_dropped: s.late_credits_dropped,
+            credits_returned: s.credits_returned,
+        }
+    }
+}
+
+/// The `idle_ms` of the release exports as core's (negative: every key).
+pub(crate) fn idle(idle_ms: i64) -> Option<i64> {
+    (idle_ms >= 0).then_some(idle_ms)
+}
+
+/// Writes a release's units into `out_units` (nullable) when it succeeded; its `tk_result`.
+///
+/// # Safety
+/// `out_units` must be NULL or valid for writes.
+pub(crate) unsafe fn write_released(released: CoreResult<u64>, out_units: *mut u64) -> tk_result {
+    let mut units = 0;
+    let r = write_out(released, &mut units);
+    if let Some(o) = unsafe { out_units.as_mut() }
+        && r == tk_result::Ok
+    {
+        *o = units;
+    }
+    r
+}
+
 /// Writes the limiter's `tk_mode` number into `out_mode`.
 ///
 /// # Safety
@@ -130,11 +172,7 @@ pub unsafe extern "C" fn tk_limiter_mode(limiter: *const tk_limiter, out_mode: *
     guard(|| {
         let l = try_arg!(unsafe { borrow(limiter, "limiter") });
         let o = try_arg!(unsafe { out(out_mode, "out_mode") });
-        *o = match l.inner.mode() {
-            Mode::Strict => tk_mode::Strict,
-            Mode::CachedDeny { .. } => tk_mode::CachedDeny,
-            Mode::Leased(_) => tk_mode::Leased,
-        } as u32;
+        *o = mode_number(l.inner.mode());
         tk_result::Ok
     })
 }
@@ -148,14 +186,7 @@ pub unsafe extern "C" fn tk_limiter_tier_stats(limiter: *const tk_limiter, out_s
     guard(|| {
         let l = try_arg!(unsafe { borrow(limiter, "limiter") });
         let o = try_arg!(unsafe { out(out_stats, "out_stats") });
-        let s = l.inner.tier_stats();
-        *o = tk_tier_stats {
-            local_admits: s.local_admits,
-            local_denials: s.local_denials,
-            leases: s.leases,
-            late_credits_dropped: s.late_credits_dropped,
-            credits_returned: s.credits_returned,
-        };
+        *o = l.inner.tier_stats().into();
         tk_result::Ok
     })
 }
@@ -176,15 +207,7 @@ pub unsafe extern "C" fn tk_limiter_release_leases(
 ) -> tk_result {
     guard(|| {
         let l = try_arg!(unsafe { borrow(limiter, "limiter") });
-        let idle = (idle_ms >= 0).then_some(idle_ms);
-        let mut units = 0;
-        let r = write_out(l.inner.release_leases_sync(idle), &mut units);
-        if let Some(o) = unsafe { out_units.as_mut() }
-            && r == tk_result::Ok
-        {
-            *o = units;
-        }
-        r
+        unsafe { write_released(l.inner.release_leases_sync(idle(idle_ms)), out_units) }
     })
 }
 

@@ -10,6 +10,7 @@ use crate::args::{borrow, free_handle, into_handle, optional_string, out, slice,
 use crate::clock::tk_clock;
 use crate::config::{common, fail_policy};
 use crate::decision::tk_decision;
+use crate::lease::{idle, mode_number, tk_lease_options, tk_tier_stats, write_released};
 use crate::panic::{guard, guard_void};
 use crate::result::{set_last_error, tk_result, write_out};
 use crate::store::tk_store;
@@ -58,6 +59,12 @@ pub struct tk_multi_limiter_config {
     /// Keep counters of its checks (their combined decisions), read with
     /// `tk_multi_limiter_metrics` (false: none).
     pub metrics: bool,
+    /// A `tk_mode` number (0: `TK_MODE_STRICT`), as in `tk_limiter_config`: leased credits
+    /// are held per dimension key (docs/leasing.md, "Multi limiters").
+    pub mode: u32,
+    /// The mode's options (NULL: core's defaults), as in `tk_limiter_config`; `low_water`
+    /// must be 0 on a multi limiter (`TK_RESULT_CONFIG_INVALID` naming `lease.lowWater`).
+    pub lease: *const tk_lease_options,
 }
 
 /// A multi-dimensional limiter.
@@ -126,6 +133,8 @@ pub unsafe extern "C" fn tk_multi_limiter_new(
             }
             // After the prefix: the metrics are labelled with it.
             multi = multi.with_metrics(c.metrics);
+            let mode = try_arg!(unsafe { crate::lease::mode(c.mode, c.lease) });
+            multi = try_core!(multi.with_mode(mode));
         }
         into_handle(tk_multi_limiter { inner: multi, clock, names }, o)
     })
@@ -270,6 +279,56 @@ pub unsafe extern "C" fn tk_multi_limiter_dimension_name(
                 tk_result::ConfigInvalid
             }
         }
+    })
+}
+
+/// Writes the multi limiter's `tk_mode` number into `out_mode`.
+///
+/// # Safety
+/// `multi` must be a live handle; `out_mode` valid for writes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tk_multi_limiter_mode(multi: *const tk_multi_limiter, out_mode: *mut u32) -> tk_result {
+    guard(|| {
+        let m = try_arg!(unsafe { borrow(multi, "multi") });
+        let o = try_arg!(unsafe { out(out_mode, "out_mode") });
+        *o = mode_number(m.inner.mode());
+        tk_result::Ok
+    })
+}
+
+/// Copies the multi limiter's tier counters into `out_stats`: `local_admits` and
+/// `local_denials` count requests, `leases` fused lease calls (one store call each).
+///
+/// # Safety
+/// `multi` must be a live handle; `out_stats` valid for writes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tk_multi_limiter_tier_stats(
+    multi: *const tk_multi_limiter,
+    out_stats: *mut tk_tier_stats,
+) -> tk_result {
+    guard(|| {
+        let m = try_arg!(unsafe { borrow(multi, "multi") });
+        let o = try_arg!(unsafe { out(out_stats, "out_stats") });
+        *o = m.inner.tier_stats().into();
+        tk_result::Ok
+    })
+}
+
+/// `tk_limiter_release_leases` for a multi limiter: gives back each dimension key's unspent
+/// credits (keys unused for `idle_ms`; negative: every key) where that dimension's strategy
+/// can take them back. Call it with `TK_RELEASE_ALL_KEYS` before `tk_multi_limiter_free`.
+///
+/// # Safety
+/// `multi` must be a live handle; `out_units` NULL or valid for writes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tk_multi_limiter_release_leases(
+    multi: *const tk_multi_limiter,
+    idle_ms: i64,
+    out_units: *mut u64,
+) -> tk_result {
+    guard(|| {
+        let m = try_arg!(unsafe { borrow(multi, "multi") });
+        unsafe { write_released(m.inner.release_leases_sync(idle(idle_ms)), out_units) }
     })
 }
 

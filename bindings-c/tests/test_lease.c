@@ -1,6 +1,7 @@
 /*
  * The two-tier modes through the C ABI (tk_limiter_config.mode / .lease, tk_limiter_tier_stats,
- * tk_limiter_release_leases; docs/leasing.md). Run under valgrind by test.sh; with TK_REDIS_URL
+ * tk_limiter_release_leases; the multi limiter's tk_multi_limiter_config.mode / .lease and
+ * tk_multi_limiter_* twins; docs/leasing.md). Run under valgrind by test.sh; with TK_REDIS_URL
  * set, the fleet and cached-denial tests run on Redis as well as on a memory store.
  *
  * Time is a manual clock (the sync path sends the limiter's `now` to Redis), so every window
@@ -327,11 +328,112 @@ static void test_cached_deny(const char *url) {
     tk_strategy_free(fw);
 }
 
+/* A multi limiter (rule all) over a tenant (20 per minute) and an IP (1000 per minute). */
+static tk_result multi(tk_strategy *tenant, tk_strategy *ip, tk_store *store, tk_clock *clock, const char *prefix,
+                       uint32_t mode, const tk_lease_options *lease, tk_multi_limiter **out) {
+    tk_dimension dims[2] = {{"tenant", tenant, 1}, {"ip", ip, 1}};
+    tk_multi_limiter_config cfg = {0};
+    cfg.store = store;
+    cfg.clock = clock;
+    cfg.prefix = prefix;
+    cfg.mode = mode;
+    cfg.lease = lease;
+    return tk_multi_limiter_new(TK_RULE_ALL, dims, 2, &cfg, out);
+}
+
+/* The multi limiter's modes (tk_multi_limiter_config.mode / .lease) on a memory store: bad
+ * options are config_invalid; a leased multi limiter admits what a strict one does in one
+ * window with a quarter of the store calls; a fleet of 3 stays within 20 + 3·(5 − 1). */
+static void test_multi_modes(void) {
+    current = "multi_modes";
+    tk_strategy *tenant = fixed_window(20, WINDOW), *ip = fixed_window(1000, WINDOW);
+    tk_store *store = NULL;
+    tk_clock *clock = NULL;
+    CHECK_OK(tk_store_memory_new(&store));
+    CHECK_OK(tk_clock_new_manual(T0, &clock));
+    tk_lease_options o = tk_lease_options_default();
+    tk_multi_limiter *m = (tk_multi_limiter *)0x1;
+    o.batch = 0;
+    CHECK(multi(tenant, ip, store, clock, "bad", TK_MODE_LEASED, &o, &m) == TK_RESULT_CONFIG_INVALID);
+    CHECK(strstr(last_error_text(), "lease.batch") != NULL);
+    o.batch = 5;
+    o.low_water = 1;
+    CHECK(multi(tenant, ip, store, clock, "bad", TK_MODE_LEASED, &o, &m) == TK_RESULT_CONFIG_INVALID);
+    CHECK(strstr(last_error_text(), "lowWater") != NULL);
+    o.low_water = 0;
+    CHECK(multi(tenant, ip, store, clock, "bad", TK_MODE_STRICT, &o, &m) == TK_RESULT_CONFIG_INVALID);
+    CHECK(multi(tenant, ip, store, clock, "bad", 7, NULL, &m) == TK_RESULT_CONFIG_INVALID);
+    CHECK(m == (tk_multi_limiter *)0x1);
+
+    /* One node: 18 requests in a window, strict vs leased (batch 5), on separate prefixes. */
+    tk_multi_limiter *strict = NULL, *leased = NULL;
+    CHECK_OK(multi(tenant, ip, store, clock, "s", TK_MODE_STRICT, NULL, &strict));
+    CHECK_OK(multi(tenant, ip, store, clock, "l", TK_MODE_LEASED, &o, &leased));
+    uint32_t mode = 99;
+    CHECK_OK(tk_multi_limiter_mode(strict, &mode));
+    CHECK(mode == TK_MODE_STRICT);
+    CHECK_OK(tk_multi_limiter_mode(leased, &mode));
+    CHECK(mode == TK_MODE_LEASED);
+    const char *keys[2] = {"acme", "10.0.0.1"};
+    tk_decision d;
+    int strict_admitted = 0, leased_admitted = 0;
+    for (int i = 0; i < 18; i++) {
+        CHECK_OK(tk_multi_limiter_check(strict, keys, 2, 1, &d, NULL, NULL));
+        strict_admitted += d.allowed;
+        CHECK_OK(tk_multi_limiter_check(leased, keys, 2, 1, &d, NULL, NULL));
+        leased_admitted += d.allowed;
+    }
+    CHECK(strict_admitted == 18 && leased_admitted == 18);
+    tk_tier_stats t;
+    CHECK_OK(tk_multi_limiter_tier_stats(strict, &t));
+    CHECK(t.leases == 0 && t.local_admits == 0);
+    CHECK_OK(tk_multi_limiter_tier_stats(leased, &t));
+    /* 4 fused leases of 5 (one store call each) where strict made 18 calls. */
+    CHECK(t.leases == 4 && t.local_admits == 14);
+    /* 2 credits per dimension key held: both given back, so the tenant admits 2 more. */
+    uint64_t back = 0;
+    CHECK_OK(tk_multi_limiter_release_leases(leased, TK_RELEASE_ALL_KEYS, &back));
+    CHECK(back == 4);
+    CHECK_OK(tk_multi_limiter_tier_stats(leased, &t));
+    CHECK(t.credits_returned == 4);
+    uint64_t none = 7;
+    CHECK_OK(tk_multi_limiter_release_leases(strict, TK_RELEASE_ALL_KEYS, &none));
+    CHECK(none == 0);
+    CHECK_OK(tk_multi_limiter_release_leases(leased, TK_RELEASE_ALL_KEYS, NULL));
+    tk_multi_limiter_free(strict);
+    CHECK_OK(multi(tenant, ip, store, clock, "l", TK_MODE_STRICT, NULL, &strict)); /* the leased one's keys */
+    CHECK_OK(tk_multi_limiter_check(strict, keys, 2, 2, &d, NULL, NULL));
+    CHECK(d.allowed && d.remaining == 0);
+    tk_multi_limiter_free(strict);
+    tk_multi_limiter_free(leased);
+
+    /* A fleet of 3 leased nodes flooding one tenant: within 20 + 3·4 per window. */
+    tk_multi_limiter *fleet[3] = {NULL, NULL, NULL};
+    for (int n = 0; n < 3; n++) CHECK_OK(multi(tenant, ip, store, clock, "f", TK_MODE_LEASED, &o, &fleet[n]));
+    for (int w = 0; w < 3; w++) {
+        int admitted = 0;
+        CHECK_OK(tk_clock_set(clock, T0 + (w + 1) * WINDOW));
+        for (int i = 0; i < 30; i++) {
+            for (int n = 0; n < 3; n++) {
+                if (tk_multi_limiter_check(fleet[n], keys, 2, 1, &d, NULL, NULL) != TK_RESULT_OK) abort();
+                admitted += d.allowed;
+            }
+        }
+        CHECK(admitted >= 20 && admitted <= 20 + 3 * 4);
+    }
+    for (int n = 0; n < 3; n++) tk_multi_limiter_free(fleet[n]);
+    tk_store_free(store);
+    tk_clock_free(clock);
+    tk_strategy_free(tenant);
+    tk_strategy_free(ip);
+}
+
 int main(void) {
     test_bad_options();
     test_leased_memory();
     test_fleet(NULL, "memory");
     test_cached_deny(NULL);
+    test_multi_modes();
     const char *url = getenv("TK_REDIS_URL");
     if (url && *url) {
         test_fleet(url, "redis");

@@ -65,6 +65,14 @@ pub struct MultiLimiterOptions {
     /// Keep counters of its checks (their combined decisions), read with `metrics()`.
     #[uniffi(default = false)]
     pub metrics: bool,
+    /// The two-tier mode, as in `LimiterOptions`: `"strict"`, `"cached_deny"` or `"leased"`
+    /// (`nil`: `"leased"` when `lease` is given, else `"strict"`); credits are held per
+    /// dimension key (docs/leasing.md, "Multi limiters").
+    #[uniffi(default = None)]
+    pub mode: Option<String>,
+    /// The leased mode's options (`nil`: core's defaults); `low_water` must be 0 here.
+    #[uniffi(default = None)]
+    pub lease: Option<crate::lease::LeaseOptions>,
 }
 
 /// Several dimensions (per IP, per user, per route...) decided atomically together. The
@@ -79,6 +87,7 @@ impl MultiLimiter {
     /// A multi limiter combining `dimensions` by `rule`.
     #[uniffi::constructor]
     pub fn new(rule: Rule, dimensions: Vec<Dimension>, options: MultiLimiterOptions) -> Result<Arc<Self>> {
+        let mode = crate::lease::mode(options.mode.as_deref(), options.lease.as_ref())?;
         let mut dims = Vec::with_capacity(dimensions.len());
         for d in dimensions {
             let m = u64::try_from(d.cost_multiplier)
@@ -100,6 +109,7 @@ impl MultiLimiter {
         }
         // After the prefix: the metrics are labelled with it.
         inner = inner.with_metrics(options.metrics);
+        let inner = inner.with_mode(mode)?;
         Ok(Arc::new(MultiLimiter { inner: Arc::new(inner) }))
     }
 
@@ -130,6 +140,32 @@ impl MultiLimiter {
     /// Forgets every dimension's state for `keys`.
     pub async fn reset(&self, keys: Vec<String>) -> Result<()> {
         Ok(self.inner.reset(&refs(&keys)).await?)
+    }
+
+    /// The two-tier mode: `"strict"`, `"cached_deny"` or `"leased"`.
+    pub fn mode(&self) -> String {
+        self.inner.mode().name().to_owned()
+    }
+
+    /// The local tier's counters (all 0 in strict mode): `local_admits` and `local_denials`
+    /// count requests, `leases` fused lease calls (one store call each).
+    pub fn tier_stats(&self) -> crate::lease::TierStats {
+        self.inner.tier_stats().into()
+    }
+
+    /// Gives back each dimension key's leased credits unused for `idle_ms` (`nil`: every key,
+    /// as on shutdown) where that dimension's strategy can take them back; returns the units
+    /// taken back. Blocks for the store calls.
+    #[uniffi::method(default(idle_ms = None))]
+    pub fn release_leases_blocking(&self, idle_ms: Option<i64>) -> Result<u64> {
+        Ok(self.inner.release_leases_sync(crate::lease::idle(idle_ms)?)?)
+    }
+
+    /// Gives back each dimension key's leased credits unused for `idle_ms` (`nil`: every key).
+    #[uniffi::method(default(idle_ms = None))]
+    pub async fn release_leases(&self, idle_ms: Option<i64>) -> Result<u64> {
+        let idle = crate::lease::idle(idle_ms)?;
+        Ok(self.inner.release_leases(idle).await?)
     }
 
     /// The rule.

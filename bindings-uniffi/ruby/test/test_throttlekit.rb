@@ -255,6 +255,46 @@ test "leased on a memory store: one lease, the rest spent locally, given back (b
   assert strict.peek_blocking("k").remaining == 7 && l.tier_stats.credits_returned == 5
 end
 
+# A multi limiter (rule all) over a tenant (20 per 60 s) and an IP (1000 per 60 s).
+def multi_limiter(**kw)
+  dims = [TK::Dimension.new(name: "tenant", strategy: TK::Strategy.fixed_window(20, 60_000)),
+          TK::Dimension.new(name: "ip", strategy: TK::Strategy.fixed_window(1000, 60_000))]
+  TK::MultiLimiter.new(TK::Rule::ALL, dims, TK::MultiLimiterOptions.new(**kw))
+end
+
+test "multi limiter modes: bad values are config_invalid (low_water must be 0), nil takes the defaults" do
+  [
+    { mode: "ring" },
+    { lease: TK::LeaseOptions.new(batch: 0) },
+    { lease: TK::LeaseOptions.new(batch: 5, low_water: 1) },
+    { mode: "cached_deny", lease: TK::LeaseOptions.new(max_keys: 0) }
+  ].each do |kw|
+    expect_code("config_invalid") { multi_limiter(**kw) }
+  end
+  e = expect_code("config_invalid") { multi_limiter(lease: TK::LeaseOptions.new(batch: 5, low_water: 1)) }
+  assert e.detail.include?("lease.lowWater"), e.detail
+  assert multi_limiter.mode == "strict" && multi_limiter.tier_stats.leases.zero?
+  assert multi_limiter(lease: TK::LeaseOptions.new).mode == "leased"
+  assert multi_limiter(mode: "cached_deny").mode == "cached_deny"
+end
+
+test "multi leased on a memory store: 18 admitted with 4 fused leases where strict calls 18 times; credits given back" do
+  store = TK::Store::MEMORY.new(store: TK::MemoryStore.new(nil, nil))
+  clock = TK::ManualClock.new(1_700_000_040_000)
+  leased = multi_limiter(store: store, clock: clock, mode: "leased", lease: TK::LeaseOptions.new(batch: 5))
+  keys = %w[acme 10.0.0.1]
+  admitted = 9.times.count { leased.check_blocking(keys).decision.allowed } + 9.times.count { leased.check(keys).decision.allowed }
+  assert admitted == 18, admitted
+  s = leased.tier_stats
+  assert s.leases == 4 && s.local_admits == 14, s.inspect
+  assert leased.release_leases == 4 # 2 per dimension key
+  assert leased.tier_stats.credits_returned == 4
+  strict = multi_limiter(store: store, clock: clock)
+  d = strict.check_blocking(keys, 2).decision
+  assert d.allowed && d.remaining.zero?, d.inspect
+  assert !strict.check_blocking(keys).decision.allowed
+end
+
 if (url = ARGV[0])
   test "Redis: blocking and async share one limit; 4 threads admit exactly K" do
     store = TK::RedisStore.connect(url, TK::RedisStoreOptions.new(timeout_ms: 2000))
@@ -293,28 +333,48 @@ if (url = ARGV[0])
   # 3 limiters (3 connections) take turns on one key of a fixed window (20 per 60 s of a
   # manual clock, which the sync path sends to Redis: exact windows, and Redis keeps each key
   # 60 s of real time), 100 steps a window for 4 windows; admissions per window by time, and
-  # the script calls the server ran.
-  def lease_fleet(url, prefix, mode, lease, async)
+  # the script calls the server ran. With multi, 3 multi limiters (tenant 20, IP 1000) on one
+  # tenant and one IP.
+  def lease_fleet(url, prefix, mode, lease, async, multi: false)
     clock = TK::ManualClock.new(1_700_000_040_000)
     fw = TK::Strategy.fixed_window(20, 60_000)
+    keys = multi ? %w[hot 10.0.0.1] : "hot"
     ls = 3.times.map do
       store = TK::Store::REDIS.new(store: TK::RedisStore.connect(url, TK::RedisStoreOptions.new(timeout_ms: 5000)))
-      TK::Limiter.new(fw, TK::LimiterOptions.new(store: store, clock: clock, prefix: prefix, server_clock: false,
-                                                 mode: mode, lease: lease))
+      opts = { store: store, clock: clock, prefix: prefix, server_clock: false, mode: mode, lease: lease }
+      multi ? multi_limiter(**opts) : TK::Limiter.new(fw, TK::LimiterOptions.new(**opts))
     end
-    ls[0].reset_blocking("hot")
+    ls[0].reset_blocking(keys)
     before = script_calls(url)
     per = 4.times.map do |w|
       admitted = 0
       100.times do |step|
         clock.set(1_700_000_040_000 + w * 60_000 + step * 600)
-        ls.each { |l| admitted += 1 if (async ? l.check("hot") : l.check_blocking("hot")).allowed }
+        ls.each do |l|
+          d = async ? l.check(keys) : l.check_blocking(keys)
+          admitted += 1 if (multi ? d.decision : d).allowed
+        end
       end
       admitted
     end
     calls = script_calls(url) - before
     ls.each { |l| l.release_leases_blocking }
     [per, calls]
+  end
+
+  test "Redis: leased multi limiters make far fewer script calls than strict, within the bound" do
+    pid = Process.pid
+    strict, strict_calls = lease_fleet(url, "rb-mstrict-#{pid}", nil, nil, false, multi: true)
+    coupled, coupled_calls = lease_fleet(url, "rb-mcoupled-#{pid}", "leased",
+                                         TK::LeaseOptions.new(batch: 5, window_coupled: true), false, multi: true)
+    leased, leased_calls = lease_fleet(url, "rb-mleased-#{pid}", "leased", TK::LeaseOptions.new(batch: 5), true, multi: true)
+    assert strict == [20] * 4 && coupled == [20] * 4, "strict #{strict}, coupled #{coupled}"
+    assert leased.all? { |n| n.between?(20, 20 + 3 * 4) }, "leased #{leased} outside 20..20 + N(batch-1) = 32"
+    assert strict_calls == 1200, "strict ran #{strict_calls} scripts for 1200 decisions"
+    assert coupled_calls * 20 < strict_calls && leased_calls * 20 < strict_calls,
+           "script calls: strict #{strict_calls}, coupled #{coupled_calls}, leased #{leased_calls}"
+    puts "ruby multi lease fleet: 1200 decisions; script calls (INFO commandstats): strict #{strict_calls}, " \
+         "leased coupled #{coupled_calls}, leased (async) #{leased_calls}; per window #{strict} #{coupled} #{leased}"
   end
 
   test "Redis: leased makes far fewer script calls than strict, within the bound (blocking and async)" do

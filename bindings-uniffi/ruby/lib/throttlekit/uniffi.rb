@@ -369,6 +369,8 @@ private_constant :UniffiHandleMap
     RustBuffer.check_lower_OptionalTypeFailPolicy(v.fail_policy)
     RustBuffer.check_lower_Optionalstring(v.hash_tag)
     
+    RustBuffer.check_lower_Optionalstring(v.mode)
+    RustBuffer.check_lower_OptionalTypeLeaseOptions(v.lease)
   end
 
   def self.alloc_from_TypeMultiLimiterOptions(v)
@@ -1026,7 +1028,9 @@ class RustBufferStream
       server_clock: read_Optionalbool,
       fail_policy: read_OptionalTypeFailPolicy,
       hash_tag: read_Optionalstring,
-      metrics: read_bool
+      metrics: read_bool,
+      mode: read_Optionalstring,
+      lease: read_OptionalTypeLeaseOptions
     )
   end
 
@@ -1574,6 +1578,8 @@ class RustBufferBuilder
     self.write_OptionalTypeFailPolicy(v.fail_policy)
     self.write_Optionalstring(v.hash_tag)
     self.write_bool(v.metrics)
+    self.write_Optionalstring(v.mode)
+    self.write_OptionalTypeLeaseOptions(v.lease)
   end
 
   # The Record type RedisStoreOptions.
@@ -2357,6 +2363,18 @@ module UniFFILib
     [:uint64, RustCallStatus.by_ref],
     RustBuffer.by_value
   
+  attach_function :uniffi_throttlekit_uniffi_fn_method_multilimiter_mode,
+    [:uint64, RustCallStatus.by_ref],
+    RustBuffer.by_value
+  
+  attach_function :uniffi_throttlekit_uniffi_fn_method_multilimiter_release_leases,
+    [:uint64, RustBuffer.by_value, ],
+    :uint64
+  
+  attach_function :uniffi_throttlekit_uniffi_fn_method_multilimiter_release_leases_blocking,
+    [:uint64, RustBuffer.by_value, RustCallStatus.by_ref],
+    :uint64
+  
   attach_function :uniffi_throttlekit_uniffi_fn_method_multilimiter_reset,
     [:uint64, RustBuffer.by_value, ],
     :uint64
@@ -2366,6 +2384,10 @@ module UniFFILib
     :void
   
   attach_function :uniffi_throttlekit_uniffi_fn_method_multilimiter_rule,
+    [:uint64, RustCallStatus.by_ref],
+    RustBuffer.by_value
+  
+  attach_function :uniffi_throttlekit_uniffi_fn_method_multilimiter_tier_stats,
     [:uint64, RustCallStatus.by_ref],
     RustBuffer.by_value
   
@@ -2849,6 +2871,18 @@ module UniFFILib
     [],
     :uint16
   
+  attach_function :uniffi_throttlekit_uniffi_checksum_method_multilimiter_mode,
+    [],
+    :uint16
+  
+  attach_function :uniffi_throttlekit_uniffi_checksum_method_multilimiter_release_leases,
+    [],
+    :uint16
+  
+  attach_function :uniffi_throttlekit_uniffi_checksum_method_multilimiter_release_leases_blocking,
+    [],
+    :uint16
+  
   attach_function :uniffi_throttlekit_uniffi_checksum_method_multilimiter_reset,
     [],
     :uint16
@@ -2858,6 +2892,10 @@ module UniFFILib
     :uint16
   
   attach_function :uniffi_throttlekit_uniffi_checksum_method_multilimiter_rule,
+    [],
+    :uint16
+  
+  attach_function :uniffi_throttlekit_uniffi_checksum_method_multilimiter_tier_stats,
     [],
     :uint16
   
@@ -3323,9 +3361,9 @@ end
   
   # Record type MultiLimiterOptions
 class MultiLimiterOptions
-  attr_reader :store, :clock, :prefix, :server_clock, :fail_policy, :hash_tag, :metrics
+  attr_reader :store, :clock, :prefix, :server_clock, :fail_policy, :hash_tag, :metrics, :mode, :lease
 
-  def initialize(store: nil, clock: nil, prefix: "", server_clock: nil, fail_policy: nil, hash_tag: nil, metrics: false)
+  def initialize(store: nil, clock: nil, prefix: "", server_clock: nil, fail_policy: nil, hash_tag: nil, metrics: false, mode: nil, lease: nil)
     @store = store
     @clock = clock
     @prefix = prefix
@@ -3333,6 +3371,8 @@ class MultiLimiterOptions
     @fail_policy = fail_policy
     @hash_tag = hash_tag
     @metrics = metrics
+    @mode = mode
+    @lease = lease
   end
 
   def ==(other)
@@ -3355,6 +3395,12 @@ class MultiLimiterOptions
       return false
     end
     if @metrics != other.metrics
+      return false
+    end
+    if @mode != other.mode
+      return false
+    end
+    if @lease != other.lease
       return false
     end
 
@@ -4038,6 +4084,30 @@ end
     result = ::Throttlekit.rust_call(:uniffi_throttlekit_uniffi_fn_method_multilimiter_metrics,uniffi_clone_handle(),)
     return result.consume_into_TypeMetrics
   end
+  def mode()
+    result = ::Throttlekit.rust_call(:uniffi_throttlekit_uniffi_fn_method_multilimiter_mode,uniffi_clone_handle(),)
+    return result.consume_into_string
+  end
+  
+  def release_leases(idle_ms = nil)
+        idle_ms = (idle_ms ? ::Throttlekit::uniffi_in_range(idle_ms, "i64", -2**63, 2**63) : nil)
+        RustBuffer.check_lower_Optionali64(idle_ms)
+    ::Throttlekit.uniffi_rust_call_async(
+      UniFFILib.uniffi_throttlekit_uniffi_fn_method_multilimiter_release_leases(uniffi_clone_handle(),RustBuffer.alloc_from_Optionali64(idle_ms)),
+      :ffi_throttlekit_uniffi_rust_future_poll_u64,
+      :ffi_throttlekit_uniffi_rust_future_cancel_u64,
+      :ffi_throttlekit_uniffi_rust_future_complete_u64,
+      :ffi_throttlekit_uniffi_rust_future_free_u64,
+      Proc.new { |v| v.to_i },
+    ThrottleKitError
+    )
+  end
+  def release_leases_blocking(idle_ms = nil)
+        idle_ms = (idle_ms ? ::Throttlekit::uniffi_in_range(idle_ms, "i64", -2**63, 2**63) : nil)
+        RustBuffer.check_lower_Optionali64(idle_ms)
+    result = ::Throttlekit.rust_call_with_error(ThrottleKitError,:uniffi_throttlekit_uniffi_fn_method_multilimiter_release_leases_blocking,uniffi_clone_handle(),RustBuffer.alloc_from_Optionali64(idle_ms))
+    return result.to_i
+  end
   
   def reset(keys)
         keys = keys.map { |v| ::Throttlekit::uniffi_utf8(v) }
@@ -4061,6 +4131,10 @@ end
   def rule()
     result = ::Throttlekit.rust_call(:uniffi_throttlekit_uniffi_fn_method_multilimiter_rule,uniffi_clone_handle(),)
     return result.consume_into_TypeRule
+  end
+  def tier_stats()
+    result = ::Throttlekit.rust_call(:uniffi_throttlekit_uniffi_fn_method_multilimiter_tier_stats,uniffi_clone_handle(),)
+    return result.consume_into_TypeTierStats
   end
   
 end
