@@ -54,10 +54,7 @@ suite "http black-box (java-servlet)" tests/http-blackbox.sh java-servlet
 suite "dist (release artifacts, installed without a Rust toolchain)" tests/dist.sh
 suite "shutdown hygiene (rust, python, node)" tests/shutdown.sh
 suite "at-most-once proofs (rust, python, node, go; one node, cluster, Sentinel; behind the fault proxy)" env PROVE_FAULT_CALLS=20 tests/faults/prove.sh
-# Chaos (`make chaos`) is not part of this command yet: its first full run here broke its latency
-# invariant once (a Python check_sync on the cluster answered after 1042 ms against a 500 ms
-# timeout, during node kills and pauses), a real bug not yet found (docs/reliability.md, "Known
-# gaps"). A suite that fails one run in ten would turn every CI red; it returns once fixed.
+suite "chaos (60 s: cluster 3+3 and Sentinel, four languages, kills, pauses, proxy faults)" env CHAOS_SECONDS=60 tests/faults/chaos.sh
 suite "soak (60 s, four languages, faults every few seconds)" env SOAK_SECONDS=60 tests/faults/soak.sh
 suite "asan (memory store, C ABI)" scripts/asan.sh
 suite "lint" scripts/lint.sh

@@ -79,7 +79,7 @@ impl Limiter {
         let mode = crate::lease::mode(mode, lease)?;
         let store = store::from_arg(store)?;
         let (server_clock, fail_policy) = store.settings(server_clock, fail_policy)?;
-        let io = !store.store.is_sync();
+        let io = store.does_io();
         let mut builder = throttlekit::Limiter::builder(strategy)
             .store(store.store)
             .clock(clock::from_arg(clock)?)

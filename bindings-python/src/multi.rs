@@ -135,7 +135,7 @@ impl MultiLimiter {
         }
         let store = store::from_arg(store)?;
         let (server_clock, fail_policy) = store.settings(server_clock, fail_policy)?;
-        let io = !store.store.is_sync();
+        let io = store.does_io();
         let mut inner = throttlekit::MultiLimiter::new(rule, dims)
             .py()?
             .with_store(store.store)

@@ -45,7 +45,7 @@ impl Shaper {
         };
         let store = store::from_arg(store)?;
         let (server_clock, _) = store.settings(server_clock, None)?;
-        let io = !store.store.is_sync();
+        let io = store.does_io();
         let mut inner = throttlekit::Shaper::new(&options)
             .py()?
             .with_store(store.store)

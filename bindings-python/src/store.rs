@@ -60,6 +60,15 @@ pub struct StoreArg {
 }
 
 impl StoreArg {
+    /// Whether a blocking call on this store waits on I/O, so releases the GIL meanwhile: every
+    /// store but the in-process one. Not `!Store::is_sync()`, which says whether the sync
+    /// methods exist: a `RedisStore`'s do, and block on Redis. Holding the GIL through them kept
+    /// every other Python thread from running, and from starting its own call, for as long as
+    /// a call waited (up to its timeout: a second thread's call then took twice it, issue #19).
+    pub fn does_io(&self) -> bool {
+        self.store.as_memory().is_none()
+    }
+
     /// Applies a limiter's overrides to the store's defaults.
     pub fn settings(
         &self,

@@ -361,3 +361,53 @@ fn silent_server_case(url_tail: &str) {
     });
     assert!(back, "no answer once the proxy forwards again");
 }
+
+/// `close()` stops the store's runtime (its thread and descriptors) at once, or, while async calls
+/// are in flight, when the last one ends: such a call awaits a timer of that runtime, which
+/// tokio would answer with a panic once the runtime is gone. Here a call waits on a delayed
+/// script when the store is closed: it still answers (`store_unavailable` at its timeout, or its
+/// reply), and every later call, sync or async, fails as closed.
+#[test]
+fn close_while_an_async_call_waits_lets_that_call_answer() {
+    use throttlekit_faultproxy::{Fault, FaultProxy, Rule};
+    let server = RedisServer::start();
+    let proxy = FaultProxy::start(format!("127.0.0.1:{}", server.port).parse().unwrap()).expect("the proxy");
+    let options = RedisOptions {
+        urls: vec![format!("redis://{}", proxy.addr())],
+        timeout_ms: TIMEOUT_MS,
+        ..RedisOptions::default()
+    };
+    let store = Arc::new(RedisStore::connect_blocking(options).expect("connect"));
+    let l = limiter(&store, FailPolicy::Raise);
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    // The call below waits on this runtime's own connection, which close() cannot end from
+    // here (its driver task lives on `rt`), so its timer is what answers it: the case that
+    // panicked when close() stopped the store's runtime at once.
+    rt.block_on(async {
+        store.bind_current_runtime().unwrap();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !store.bound_connection_ready() {
+            assert!(Instant::now() < deadline, "the bound connection never came up");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        assert!(l.check("k", 1).await.unwrap().allowed);
+    });
+    proxy.set(vec![Rule::new(Fault::Delay(Duration::from_millis(TIMEOUT_MS * 3))).scripts()]);
+    let before = proxy.stats().faults;
+    std::thread::scope(|s| {
+        let waiting = s.spawn(|| rt.block_on(l.check("k", 1)));
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while proxy.stats().faults == before {
+            assert!(Instant::now() < deadline, "the call never reached the proxy");
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        let other = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        other.block_on(store.close()).unwrap();
+        let out = waiting.join().expect("the call in flight at close() panicked");
+        assert_eq!(out.unwrap_err().code(), ErrorCode::StoreUnavailable);
+    });
+    proxy.clear();
+    assert_eq!(rt.block_on(l.check("k", 1)).unwrap_err().code(), ErrorCode::StoreUnavailable);
+    assert_eq!(l.check_sync("k", 1).unwrap_err().code(), ErrorCode::StoreUnavailable);
+    assert_eq!(rt.block_on(l.reset("k")).unwrap_err().code(), ErrorCode::StoreUnavailable);
+}

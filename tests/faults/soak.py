@@ -21,11 +21,10 @@ from harness import Driver, Proxy, Redis, build_paths, client_count, executions,
 TIMEOUT_MS = 300
 ROUND_S = 5
 LANGS = ("rust", "python", "node", "go")
-# Known and reported, in another engineer's area: (driver, measure) -> reason. Such growth is
-# printed, not failed (it depends on when the garbage collector runs, so it may not show).
-KNOWN = {("node", what): "bindperf/routing: a Node RedisStore keeps 3 descriptors and 1 thread after close() until "
-         "the garbage collector finalizes it (10 connect+close cycles: +30 fds, +11 threads; they fall back when "
-         "GC runs); its connections are released (CLIENT LIST 0); resident memory grows with them" for what in ("fds", "threads", "rss_kb")}
+# Known and reported growth: (driver, measure) -> reason; printed, not failed. None now (a
+# closed Node store used to keep its runtime's thread and 3 descriptors until GC; core's close()
+# now stops that runtime, bindings-node/__test__/redis-close.test.mjs).
+KNOWN: dict = {}
 # Growth over the measured part of the run (slope x duration) that counts as a leak.
 MAX_GROWTH = {"rss_kb": 8 * 1024, "fds": 4, "threads": 3}
 FAULTS = ["drop_reply scope=scripts every=4", "reset scope=scripts every=4", "drop_request 20 scope=scripts every=4",

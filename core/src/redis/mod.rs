@@ -49,6 +49,7 @@ mod connect;
 mod invoke;
 mod options;
 mod replay;
+mod runtime;
 mod scoped;
 pub mod scripts;
 mod sentinel;
@@ -70,6 +71,7 @@ use crate::store::{
     BoxFuture, DimensionCall, DimensionLease, MultiGrant, MultiReply, Now, Reply, Rule, Store, Transform,
 };
 use call::{Outcome, ScriptCall};
+use runtime::OwnedRuntime;
 
 thread_local! {
     /// Set on the store runtime's own threads, where blocking on the runtime would deadlock.
@@ -140,24 +142,6 @@ enum Via {
     Bound(tokio::runtime::Id, u64),
 }
 
-/// Owns the runtime; shuts it down without blocking, so the store may be dropped anywhere
-/// (dropping a tokio runtime inside another runtime's task would otherwise panic).
-struct OwnedRuntime(Option<Runtime>);
-
-impl OwnedRuntime {
-    fn get(&self) -> &Runtime {
-        self.0.as_ref().expect("the runtime lives as long as the store")
-    }
-}
-
-impl Drop for OwnedRuntime {
-    fn drop(&mut self) {
-        if let Some(rt) = self.0.take() {
-            rt.shutdown_background();
-        }
-    }
-}
-
 /// A [`Store`] on Redis. Cheap to share behind an `Arc`; one multiplexed connection serves
 /// every limiter using it, pipelining concurrent calls.
 pub struct RedisStore {
@@ -184,16 +168,19 @@ fn build_runtime() -> Result<Runtime> {
 
 /// Waits for `fut` on `runtime` from any thread that is not one of the runtime's own: from a
 /// plain thread, or from inside another async runtime (blocking that thread, without panicking).
-fn block_on<T: Send + 'static>(runtime: &Runtime, fut: impl Future<Output = Result<T>> + Send + 'static) -> Result<T> {
+fn block_on<T: Send + 'static>(
+    runtime: &OwnedRuntime,
+    fut: impl Future<Output = Result<T>> + Send + 'static,
+) -> Result<T> {
     if ON_STORE_RUNTIME.with(|f| f.get()) {
         return Err(Error::not_implemented(
             "a blocking Redis call from the Redis store's own runtime thread (await the async method)",
         ));
     }
     let (tx, rx) = std::sync::mpsc::sync_channel(1);
-    runtime.spawn(async move {
-        let _ = tx.send(fut.await);
-    });
+    if runtime.spawn(async move { tx.send(fut.await) }).is_none() {
+        return Err(Error::store("the Redis store is closed"));
+    }
     rx.recv().map_err(|_| Error::store("the Redis store's runtime stopped"))?
 }
 
@@ -202,18 +189,18 @@ impl RedisStore {
     pub async fn connect(options: RedisOptions) -> Result<RedisStore> {
         // Owned before the first await: if connecting fails, the runtime is dropped inside the
         // caller's async context, which only `OwnedRuntime`'s background shutdown allows.
-        let runtime = OwnedRuntime(Some(build_runtime()?));
+        let runtime = OwnedRuntime::new(build_runtime()?);
         let opts = options.clone();
-        let inner = runtime.get().spawn(Inner::connect(opts));
+        let inner = runtime.spawn(Inner::connect(opts)).ok_or_else(|| Error::store("the store's runtime stopped"))?;
         let inner = inner.await.map_err(|e| Error::store(format!("connecting failed: {e}")))??;
         Ok(RedisStore { inner: Arc::new(inner), options, runtime })
     }
 
     /// [`RedisStore::connect`] for callers without an async runtime.
     pub fn connect_blocking(options: RedisOptions) -> Result<RedisStore> {
-        let runtime = build_runtime()?;
+        let runtime = OwnedRuntime::new(build_runtime()?);
         let inner = block_on(&runtime, Inner::connect(options.clone()))?;
-        Ok(RedisStore { inner: Arc::new(inner), options, runtime: OwnedRuntime(Some(runtime)) })
+        Ok(RedisStore { inner: Arc::new(inner), options, runtime })
     }
 
     /// The options the store was built with.
@@ -261,7 +248,7 @@ impl RedisStore {
         let handle = tokio::runtime::Handle::try_current()
             .map_err(|_| Error::not_implemented("bind_current_runtime outside a tokio runtime"))?;
         let id = handle.id();
-        if self.inner.replay.is_some() || self.inner.routed || id == self.runtime.get().handle().id() {
+        if self.inner.replay.is_some() || self.inner.routed || self.runtime.id() == Some(id) {
             return Ok(());
         }
         {
@@ -340,10 +327,10 @@ impl RedisStore {
     /// spawned; the request crosses to the connection's driver on the store's runtime and the
     /// reply wakes the caller directly.
     async fn run_direct(&self, mut conn: MultiplexedConnection, via: Via, call: &ScriptCall) -> Result<Outcome> {
-        if self.inner.closed.load(Ordering::Acquire) {
+        let Some(_in_flight) = self.runtime.call().filter(|_| !self.inner.closed.load(Ordering::Acquire)) else {
             return Err(Error::store("the Redis store is closed"));
-        }
-        let deadline = self.deadline();
+        };
+        let deadline = self.deadline()?;
         let work = async {
             match invoke::run_async(&mut conn, self.inner.invoke, self.inner.durable, call).await {
                 Ok(Value::ServerError(e)) => Err(Error::store(format!("{} failed: {e}", call.script.name))),
@@ -371,10 +358,10 @@ impl RedisStore {
     /// A cluster call, routed to its key's master from the caller's task
     /// ([`cluster::Router::run`]), under the call timeout.
     async fn run_routed(&self, router: &Arc<cluster::Router>, call: &ScriptCall) -> Result<Outcome> {
-        if self.inner.closed.load(Ordering::Acquire) {
+        let Some(_in_flight) = self.runtime.call().filter(|_| !self.inner.closed.load(Ordering::Acquire)) else {
             return Err(Error::store("the Redis store is closed"));
-        }
-        let deadline = self.deadline();
+        };
+        let deadline = self.deadline()?;
         let work = async { call::decode_reply(call, &router.run(self.inner.invoke, self.inner.durable, call).await?) };
         tokio::select! {
             biased;
@@ -383,14 +370,14 @@ impl RedisStore {
         }
     }
 
-    /// The call timeout, on the store runtime's timer. The caller's own timer would do inside a
+    /// The call timeout, on the store runtime's timer (made only under a call's
+    /// [`OwnedRuntime::call`] guard: the runtime outlives it). The caller's own timer would do inside a
     /// tokio runtime built with `enable_time`, but tokio (1.x) offers no way to ask whether the
     /// current runtime has one: `tokio::time::sleep` panics without it. The store's timer works
     /// under any executor and costs the same here: its driver wakes the store's thread, which is
     /// awake for every call anyway (it drives the connection).
-    fn deadline(&self) -> tokio::time::Sleep {
-        let _store_context = self.runtime.get().enter();
-        tokio::time::sleep(self.inner.timeout)
+    fn deadline(&self) -> Result<tokio::time::Sleep> {
+        self.runtime.sleep(self.inner.timeout).ok_or_else(|| Error::store("the Redis store is closed"))
     }
 
     /// Drops the direct connection numbered `id` (a newer one stays).
@@ -442,7 +429,7 @@ impl RedisStore {
             }
         });
         let inner = self.inner.clone();
-        self.runtime.get().spawn(async move {
+        self.runtime.spawn(async move {
             if task.await.is_err() {
                 inner.bound.write().retain(|b| b.runtime != rt);
             }
@@ -457,7 +444,7 @@ impl RedisStore {
             return;
         }
         let inner = self.inner.clone();
-        self.runtime.get().spawn(async move {
+        self.runtime.spawn(async move {
             if let Some(conn) = connect_direct(&inner.client, inner.timeout).await {
                 let id = inner.direct_ids.fetch_add(1, Ordering::Relaxed) + 1;
                 let mut slot = inner.direct.write();
@@ -472,8 +459,11 @@ impl RedisStore {
     /// Runs `call` on the store's runtime; the returned future may be awaited anywhere.
     fn spawn_call(&self, call: ScriptCall, now: Now) -> impl Future<Output = Result<Outcome>> + Send + 'static {
         let inner = self.inner.clone();
-        let handle = self.runtime.get().spawn(async move { inner.run(call, now).await });
-        async move { handle.await.map_err(|e| Error::store(format!("the call was abandoned: {e}")))? }
+        let handle = self.runtime.spawn(async move { inner.run(call, now).await });
+        async move {
+            let handle = handle.ok_or_else(|| Error::store("the Redis store is closed"))?;
+            handle.await.map_err(|e| Error::store(format!("the call was abandoned: {e}")))?
+        }
     }
 
     fn block_call(&self, call: ScriptCall, now: Now) -> Result<Outcome> {
@@ -488,13 +478,13 @@ impl RedisStore {
             return self.inner.run_blocking(&call);
         }
         let inner = self.inner.clone();
-        block_on(self.runtime.get(), async move { inner.run(call, now).await })
+        block_on(&self.runtime, async move { inner.run(call, now).await })
     }
 
     /// Deletes every key the deterministic-replay mode has persisted (none in normal mode).
     pub fn clear_replayed_blocking(&self) -> Result<()> {
         let inner = self.inner.clone();
-        block_on(self.runtime.get(), async move {
+        block_on(&self.runtime, async move {
             let Some(book) = &inner.replay else { return Ok(()) };
             let mut book = book.lock().await;
             let keys = book.take_keys();
@@ -515,7 +505,7 @@ impl RedisStore {
     /// same timeout as every call.
     pub fn command_blocking(&self, cmd: Cmd) -> Result<Value> {
         let inner = self.inner.clone();
-        block_on(self.runtime.get(), async move {
+        block_on(&self.runtime, async move {
             let mut conn = inner.conn()?;
             inner.bounded(async move { conn.req_packed_command(&cmd).await.map_err(Error::store) }).await
         })
@@ -783,14 +773,17 @@ impl Store for RedisStore {
     fn reset<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<()>> {
         let inner = self.inner.clone();
         let key = key.to_string();
-        let handle = self.runtime.get().spawn(async move { inner.reset(key).await });
-        Box::pin(async move { handle.await.map_err(|e| Error::store(format!("the call was abandoned: {e}")))? })
+        let handle = self.runtime.spawn(async move { inner.reset(key).await });
+        Box::pin(async move {
+            let handle = handle.ok_or_else(|| Error::store("the Redis store is closed"))?;
+            handle.await.map_err(|e| Error::store(format!("the call was abandoned: {e}")))?
+        })
     }
 
     fn reset_sync(&self, key: &str) -> Result<()> {
         let inner = self.inner.clone();
         let key = key.to_string();
-        block_on(self.runtime.get(), async move { inner.reset(key).await })
+        block_on(&self.runtime, async move { inner.reset(key).await })
     }
 
     /// The sync methods are available (they block on the store's runtime).
@@ -800,8 +793,9 @@ impl Store for RedisStore {
 
     /// Releases every connection at once: the blocking pool, the direct and bound connections,
     /// the shared one (its reconnecting manager, the cluster client, or the sentinel follower)
-    /// and the cluster router's connections to every node. A call in flight keeps its own
-    /// handle until it answers; every later call fails with `store_unavailable`.
+    /// and the cluster router's connections to every node; and the store's runtime (its thread
+    /// and descriptors), at once or when the last async call in flight ends. A call in flight
+    /// keeps its own handle until it answers; every later call fails with `store_unavailable`.
     fn close(&self) -> BoxFuture<'_, Result<()>> {
         self.inner.closed.store(true, Ordering::Release);
         self.inner.idle.lock().clear();
@@ -813,6 +807,9 @@ impl Store for RedisStore {
         for b in self.inner.bound.write().iter_mut() {
             b.conn = None;
         }
+        // Its thread and descriptors too, now or when the last async call in flight ends
+        // ([`runtime`]).
+        self.runtime.close();
         Box::pin(std::future::ready(Ok(())))
     }
 }

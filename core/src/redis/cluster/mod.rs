@@ -146,8 +146,9 @@ pub(crate) struct Router {
     seeds: Vec<Addr>,
     tls: Option<TlsFiles>,
     timeout: Duration,
-    /// The store's runtime: connects and refreshes run there.
-    runtime: tokio::runtime::Handle,
+    /// The store's runtime: connects and refreshes run there. `None` once closed (a handle
+    /// keeps the runtime's driver and its descriptors alive).
+    runtime: parking_lot::RwLock<Option<tokio::runtime::Handle>>,
     map: parking_lot::RwLock<Arc<SlotMap<Node>>>,
     /// Every node met so far, by address.
     nodes: parking_lot::Mutex<HashMap<Addr, Arc<Node>>>,
@@ -258,7 +259,7 @@ impl Router {
             seeds,
             tls: plan.tls.clone(),
             timeout,
-            runtime: tokio::runtime::Handle::current(),
+            runtime: parking_lot::RwLock::new(Some(tokio::runtime::Handle::current())),
             map: parking_lot::RwLock::new(Arc::new(SlotMap::empty())),
             nodes: parking_lot::Mutex::new(HashMap::new()),
             refreshing: AtomicBool::new(false),
@@ -352,12 +353,13 @@ impl Router {
     /// Refreshes the map in the background, unless a refresh is running; at most one per
     /// [`REFRESH_GAP`].
     fn refresh_soon(self: &Arc<Self>) {
+        let Some(runtime) = self.runtime() else { return };
         if self.closed.load(Ordering::Acquire) || self.refreshing.swap(true, Ordering::AcqRel) {
             return;
         }
         let wait = self.last_refresh.lock().map_or(Duration::ZERO, |t| REFRESH_GAP.saturating_sub(t.elapsed()));
         let me = self.clone();
-        self.runtime.spawn(async move {
+        runtime.spawn(async move {
             if !wait.is_zero() {
                 tokio::time::sleep(wait).await;
             }
@@ -374,8 +376,9 @@ impl Router {
         if self.refreshed_lately() {
             return self.moved(slot, node);
         }
+        let Some(runtime) = self.runtime() else { return false };
         let me = self.clone();
-        let _ = self.runtime.spawn(async move { me.refresh_and_stamp().await }).await;
+        let _ = runtime.spawn(async move { me.refresh_and_stamp().await }).await;
         self.moved(slot, node)
     }
 
@@ -385,14 +388,20 @@ impl Router {
         if self.refreshed_lately() {
             return self.moved(slot, node);
         }
+        let Some(runtime) = self.runtime() else { return false };
         let (tx, rx) = std::sync::mpsc::sync_channel(1);
         let me = self.clone();
-        self.runtime.spawn(async move {
+        runtime.spawn(async move {
             me.refresh_and_stamp().await;
             let _ = tx.send(());
         });
         let _ = rx.recv_timeout(self.timeout.saturating_sub(started.elapsed()));
         self.moved(slot, node)
+    }
+
+    /// The store's runtime, until closed.
+    fn runtime(&self) -> Option<tokio::runtime::Handle> {
+        self.runtime.read().clone()
     }
 
     fn refreshed_lately(&self) -> bool {
@@ -414,8 +423,9 @@ impl Router {
         if let Some(c) = node.current() {
             return Ok(c);
         }
+        let runtime = self.runtime().ok_or_else(closed_error)?;
         let (me, n) = (self.clone(), node.clone());
-        let made = self.runtime.spawn(async move { n.connect(me.timeout, &me.closed).await });
+        let made = runtime.spawn(async move { n.connect(me.timeout, &me.closed).await });
         made.await.map_err(|e| Error::store(format!("the connect was abandoned: {e}")))?
     }
 
@@ -468,7 +478,8 @@ impl Router {
                 Next::Hop { target, ask, missing, pause } => {
                     if pause {
                         let sleep = {
-                            let _store = self.runtime.enter();
+                            let runtime = self.runtime().ok_or_else(closed_error)?;
+                            let _store = runtime.enter();
                             tokio::time::sleep(TRYAGAIN_PAUSE)
                         };
                         sleep.await;
@@ -623,6 +634,7 @@ impl Router {
     /// Drops every connection at once; later calls fail as closed.
     pub(crate) fn close(&self) {
         self.closed.store(true, Ordering::Release);
+        *self.runtime.write() = None;
         for n in self.nodes.lock().values() {
             n.release();
         }

@@ -1,0 +1,103 @@
+//! The store's private tokio runtime, and when it stops.
+//!
+//! It stops when the store is dropped, or at [`super::RedisStore`]'s `close()`: a binding whose
+//! store object lives until a garbage collector finalizes it (Node) would otherwise keep the
+//! runtime's thread and descriptors (its epoll instance and wakers) after `close()`, for as
+//! long as the collector waits. Stopping it at `close()` needs care: an async call awaits a
+//! timer of this runtime from the caller's task, and tokio panics when a timer is polled after
+//! its runtime shut down. So every async call that holds such a timer counts itself in flight
+//! ([`OwnedRuntime::call`]), and the runtime stops when the store is closed and no call is in
+//! flight: at `close()` if none is, else when the last one ends. A call that begins after
+//! `close()` never takes a timer: it fails as closed. Everything else left on the runtime
+//! (connection drivers, background connects and refreshes) is dropped with it; a blocking call
+//! waiting for such a task then fails at once, as the closed store's calls do.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
+use std::time::Duration;
+
+use tokio::runtime::{Id, Runtime};
+use tokio::task::JoinHandle;
+
+/// Owns the runtime; shuts it down without blocking, so the store may be dropped (or closed)
+/// anywhere (dropping a tokio runtime inside another runtime's task would otherwise panic). No
+/// `Handle` is kept beside it: a handle keeps the runtime's driver, so its descriptors, alive.
+pub(crate) struct OwnedRuntime {
+    runtime: parking_lot::RwLock<Option<Runtime>>,
+    /// Async calls holding a timer of this runtime.
+    in_flight: AtomicUsize,
+    closing: AtomicBool,
+}
+
+impl OwnedRuntime {
+    pub(crate) fn new(runtime: Runtime) -> OwnedRuntime {
+        OwnedRuntime {
+            runtime: parking_lot::RwLock::new(Some(runtime)),
+            in_flight: AtomicUsize::new(0),
+            closing: AtomicBool::new(false),
+        }
+    }
+
+    pub(crate) fn id(&self) -> Option<Id> {
+        self.runtime.read().as_ref().map(|r| r.handle().id())
+    }
+
+    /// Spawns `fut` on the runtime; `None` once it stopped (the store is closed).
+    pub(crate) fn spawn<F>(&self, fut: F) -> Option<JoinHandle<F::Output>>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        self.runtime.read().as_ref().map(|r| r.spawn(fut))
+    }
+
+    /// A timer of the runtime; make it only under an [`OwnedRuntime::call`] guard, which keeps
+    /// the runtime running until the timer is dropped.
+    pub(crate) fn sleep(&self, duration: Duration) -> Option<tokio::time::Sleep> {
+        let runtime = self.runtime.read();
+        let _context = runtime.as_ref()?.enter();
+        Some(tokio::time::sleep(duration))
+    }
+
+    /// Counts an async call in flight while the guard lives; `None` once the store is closing
+    /// (the call must then fail as closed, before making a timer).
+    pub(crate) fn call(&self) -> Option<InFlight<'_>> {
+        // SeqCst on both sides (here: count, then read `closing`; `close`: set `closing`, then
+        // read the count): either `close` sees this call, or this call sees `close`.
+        self.in_flight.fetch_add(1, SeqCst);
+        let guard = InFlight(self);
+        if self.closing.load(SeqCst) { None } else { Some(guard) }
+    }
+
+    /// The store is closed: the runtime stops now if no async call is in flight, else when the
+    /// last one ends.
+    pub(crate) fn close(&self) {
+        self.closing.store(true, SeqCst);
+        if self.in_flight.load(SeqCst) == 0 {
+            self.stop();
+        }
+    }
+
+    fn stop(&self) {
+        let runtime = self.runtime.write().take();
+        if let Some(rt) = runtime {
+            rt.shutdown_background();
+        }
+    }
+}
+
+impl Drop for OwnedRuntime {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// An async call in flight (see [`OwnedRuntime::call`]).
+pub(crate) struct InFlight<'a>(&'a OwnedRuntime);
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        if self.0.in_flight.fetch_sub(1, SeqCst) == 1 && self.0.closing.load(SeqCst) {
+            self.0.stop();
+        }
+    }
+}
