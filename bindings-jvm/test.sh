@@ -55,7 +55,8 @@ passed=$(sed -n 's/^\[ *\([0-9]*\) tests successful *\]$/\1/p' "$WORK/junit.log"
 failed=$(sed -n 's/^\[ *\([0-9]*\) tests failed *\]$/\1/p' "$WORK/junit.log")
 [ "$status" -eq 0 ] && [ "${failed:-1}" = 0 ] || cat "$WORK/junit.log"
 echo "${passed:-0} passed, ${failed:-?} failed"
-[ "$status" -eq 0 ] && [ "${failed:-1}" = 0 ] && [ "${passed:-0}" -gt 0 ]
+# `|| exit 1`: set -e does not stop at a failing test before the list's last `&&`.
+[ "$status" -eq 0 ] && [ "${failed:-1}" = 0 ] && [ "${passed:-0}" -gt 0 ] || exit 1
 
 step "the Rust CLI's totals on the same files"
 VECTORS=("$ROOT"/conformance-vectors/*.json)

@@ -16,6 +16,7 @@
 mod env;
 mod handle;
 mod http;
+mod lease;
 mod limiter;
 mod metrics;
 mod misc;

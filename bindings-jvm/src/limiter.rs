@@ -3,8 +3,9 @@
 
 use jni_sys::{JNIEnv, jboolean, jbyteArray, jclass, jint, jlong, jlongArray, jobject};
 use serde::Deserialize;
-use throttlekit::{Error, FailPolicy, LeaseOptions, Limiter, Mode, StrategySpec};
+use throttlekit::{Error, FailPolicy, Limiter, StrategySpec};
 
+use crate::lease::{LeaseConfig, as_long, idle};
 use crate::scratch::{self, decision_longs};
 use crate::{guard, handle, jbool};
 
@@ -19,33 +20,9 @@ struct LimiterConfig {
     fail_policy: Option<FailPolicy>,
     #[serde(default)]
     metrics: bool,
-    /// `strict`, `cached_deny` or `leased` (`Mode`'s names); absent: strict, or leased when
-    /// `lease` is given (as Python's `mode=None, lease={...}`).
+    /// `strict`, `cached_deny` or `leased` (`crate::lease::mode`).
     mode: Option<String>,
     lease: Option<LeaseConfig>,
-}
-
-/// `Lease`'s fields, as numbers for core's `LeaseOptions::from_fields` (which validates them).
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct LeaseConfig {
-    batch: Option<f64>,
-    low_water: Option<f64>,
-    window_coupled: Option<bool>,
-    max_keys: Option<f64>,
-}
-
-/// The mode `c` asks for, checked by core.
-fn mode(c: &LimiterConfig) -> Result<Mode, Error> {
-    let options = match &c.lease {
-        None => LeaseOptions::default(),
-        Some(l) => LeaseOptions::from_fields(l.batch, l.low_water, l.window_coupled, l.max_keys)?,
-    };
-    match (&c.mode, &c.lease) {
-        (Some(name), _) => Mode::parse(name, options),
-        (None, Some(_)) => Ok(Mode::Leased(options)),
-        (None, None) => Ok(Mode::Strict),
-    }
 }
 
 #[unsafe(no_mangle)]
@@ -58,7 +35,7 @@ extern "system" fn Java_dev_throttlekit_internal_Native_limiterNew(
 ) -> jlong {
     guard(env, || {
         let c: LimiterConfig = unsafe { crate::env::options(env, config, "Limiter")? };
-        let mode = mode(&c)?;
+        let mode = crate::lease::mode(c.mode.as_deref(), c.lease.as_ref())?;
         let (store, server_clock, fail_policy) = crate::store::resolve(store)?;
         let mut b = Limiter::builder(c.strategy.build()?)
             .store(store)
@@ -225,57 +202,8 @@ extern "system" fn Java_dev_throttlekit_internal_Native_limiterLimit(env: *mut J
     guard(env, || Ok(unsafe { limiter(h)? }.strategy().limit()))
 }
 
-/// A counter as a Java `long` (saturating).
-fn as_long(v: u64) -> jlong {
-    jlong::try_from(v).unwrap_or(jlong::MAX)
-}
-
-/// `releaseLeases`' idle time in ms as Java passes it: `Long.MIN_VALUE` for every key.
-fn idle(ms: jlong) -> Result<Option<i64>, Error> {
-    match ms {
-        jlong::MIN => Ok(None),
-        ms if ms >= 0 => Ok(Some(ms)),
-        _ => Err(Error::config("idle", "must be >= 0")),
-    }
-}
-
-/// The tier's counters (`TierStats`' order) and the mode (`Mode`'s ordinal).
-#[unsafe(no_mangle)]
-extern "system" fn Java_dev_throttlekit_internal_Native_limiterTier(
-    env: *mut JNIEnv,
-    _: jclass,
-    h: jlong,
-) -> jlongArray {
-    guard(env, || unsafe {
-        let l = limiter(h)?;
-        let s = l.tier_stats();
-        let mode = match l.mode() {
-            Mode::Strict => 0,
-            Mode::CachedDeny { .. } => 1,
-            Mode::Leased(_) => 2,
-        };
-        let out = [s.local_admits, s.local_denials, s.leases, s.late_credits_dropped, s.credits_returned].map(as_long);
-        Ok(crate::env::new_longs(env, &[&out[..], &[mode]].concat()))
-    })
-}
-
-/// `releaseLeases` on the calling thread: the units given back.
-#[unsafe(no_mangle)]
-extern "system" fn Java_dev_throttlekit_internal_Native_limiterRelease(
-    env: *mut JNIEnv,
-    _: jclass,
-    h: jlong,
-    idle_ms: jlong,
-) -> jlong {
-    guard(env, || unsafe { Ok(as_long(limiter(h)?.release_leases_sync(idle(idle_ms)?)?)) })
-}
-
-/// Core's `LeaseOptions::default()` for `Lease.DEFAULTS`: batch, lowWater, windowCoupled, maxKeys.
-#[unsafe(no_mangle)]
-extern "system" fn Java_dev_throttlekit_internal_Native_leaseDefaults(env: *mut JNIEnv, _: jclass) -> jlongArray {
-    guard(env, || {
-        let d = LeaseOptions::default();
-        let out = [as_long(d.batch), as_long(d.low_water), jlong::from(d.window_coupled), as_long(d.max_keys as u64)];
-        Ok(unsafe { crate::env::new_longs(env, &out) })
-    })
-}
+crate::lease::tier_exports!(
+    limiter,
+    Java_dev_throttlekit_internal_Native_limiterTier,
+    Java_dev_throttlekit_internal_Native_limiterRelease
+);

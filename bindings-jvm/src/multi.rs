@@ -4,6 +4,7 @@ use jni_sys::{JNIEnv, jbyteArray, jclass, jint, jlong, jlongArray, jobject};
 use serde::Deserialize;
 use throttlekit::{Dimension, Error, FailPolicy, MultiDecision, MultiLimiter, Rule, StrategySpec};
 
+use crate::lease::{LeaseConfig, as_long, idle};
 use crate::scratch::{self, decision_longs};
 use crate::{guard, handle};
 
@@ -28,6 +29,9 @@ struct MultiConfig {
     hash_tag: Option<String>,
     #[serde(default)]
     metrics: bool,
+    /// As `Limiter`'s (`crate::lease::mode`); core refuses a `lease.lowWater` above 0 here.
+    mode: Option<String>,
+    lease: Option<LeaseConfig>,
 }
 
 #[unsafe(no_mangle)]
@@ -40,6 +44,7 @@ extern "system" fn Java_dev_throttlekit_internal_Native_multiNew(
 ) -> jlong {
     guard(env, || {
         let c: MultiConfig = unsafe { crate::env::options(env, config, "MultiLimiter")? };
+        let mode = crate::lease::mode(c.mode.as_deref(), c.lease.as_ref())?;
         let mut dims = Vec::with_capacity(c.dimensions.len());
         for d in c.dimensions {
             let m = match d.cost_multiplier {
@@ -65,7 +70,7 @@ extern "system" fn Java_dev_throttlekit_internal_Native_multiNew(
         }
         // After the prefix: the metrics are labelled with it.
         m = m.with_metrics(c.metrics);
-        Ok(handle::leak(m))
+        Ok(handle::leak(m.with_mode(mode)?))
     })
 }
 
@@ -74,7 +79,11 @@ handle::handle_exports!(
     "multi limiter",
     multi,
     Java_dev_throttlekit_internal_Native_multiClose,
-    Java_dev_throttlekit_internal_Native_multiFree
+    Java_dev_throttlekit_internal_Native_multiFree,
+    // As `Limiter`'s: unspent leased credits go back (best effort); the store stays open.
+    on_close = |m: &MultiLimiter| {
+        let _ = m.release_leases_sync(None);
+    }
 );
 
 /// A multi decision as longs: the binding dimension's index, its decision (six), then each
@@ -111,7 +120,8 @@ extern "system" fn Java_dev_throttlekit_internal_Native_multiOp(
     })
 }
 
-/// The `CompletableFuture<long[]>` twin of [`Java_dev_throttlekit_internal_Native_multiOp`].
+/// The `CompletableFuture<long[]>` twin of [`Java_dev_throttlekit_internal_Native_multiOp`],
+/// and op 5: releaseLeases (`cost` holds the idle time as [`idle`] reads it; the units given back).
 #[unsafe(no_mangle)]
 extern "system" fn Java_dev_throttlekit_internal_Native_multiAsync(
     env: *mut JNIEnv,
@@ -124,6 +134,10 @@ extern "system" fn Java_dev_throttlekit_internal_Native_multiAsync(
 ) {
     guard(env, || unsafe {
         let m: &'static MultiLimiter = multi(h)?;
+        if op == 5 {
+            let idle = idle(cost)?;
+            return crate::runtime::spawn(env, future, async move { Ok(vec![as_long(m.release_leases(idle).await?)]) });
+        }
         let keys = scratch::unpack_keys(&crate::env::bytes(env, packed))?;
         let cost = if op == 3 { 1 } else { scratch::cost(cost)? };
         crate::runtime::spawn(env, future, async move {
@@ -136,3 +150,9 @@ extern "system" fn Java_dev_throttlekit_internal_Native_multiAsync(
         })
     })
 }
+
+crate::lease::tier_exports!(
+    multi,
+    Java_dev_throttlekit_internal_Native_multiTier,
+    Java_dev_throttlekit_internal_Native_multiRelease
+);

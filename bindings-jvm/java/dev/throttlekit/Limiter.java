@@ -28,20 +28,24 @@ import java.util.concurrent.CompletableFuture;
  * stages an executor of their own ({@code thenApplyAsync(fn, executor)}).
  * {@link #tryAcquire(String, long)} allocates nothing.
  */
-public final class Limiter implements AutoCloseable {
+public final class Limiter extends Tiered implements AutoCloseable {
     private final long h;
     private final Strategy strategy;
     private final String prefix;
 
+    /** {@code releaseLeases}' async op (5) names no key. */
+    private static final Natives NATIVES = new Natives(Native::limiterTier, Native::limiterRelease,
+            (h, idleMs, f) -> Native.limiterAsync(h, 5, new byte[0], idleMs, f));
+
     private Limiter(Builder b) {
+        super(NATIVES);
         Map<String, Object> c = new LinkedHashMap<>();
         c.put("strategy", Json.parse(b.strategy.toJson()));
         c.put("prefix", b.prefix);
         if (b.serverClock != null) c.put("serverClock", b.serverClock);
         if (b.failPolicy != null) c.put("failPolicy", b.failPolicy.wire());
         c.put("metrics", b.metrics);
-        if (b.mode != null) c.put("mode", b.mode.wire());
-        if (b.lease != null) c.put("lease", b.lease.wire());
+        b.putMode(c);
         h = Handles.create(this, Native::limiterNew, c, b.store, b.clock, Native::limiterFree);
         strategy = b.strategy;
         prefix = b.prefix;
@@ -140,75 +144,6 @@ public final class Limiter implements AutoCloseable {
         return Handles.async(this, Limiter::decisions, f -> Native.limiterAsync(h, 4, pack(keys), cost, f));
     }
 
-    /** The two-tier mode it was built with ({@link Mode#STRICT} unless set). */
-    public Mode mode() {
-        return MODES[(int) tier()[5]];
-    }
-
-    /** The local tier's counters (all zero in {@link Mode#STRICT}). */
-    public TierStats tierStats() {
-        return TierStats.of(tier());
-    }
-
-    /**
-     * Gives back every key's unspent leased credits where the strategy can take them back (a fixed
-     * window's or quota's counter, a GCRA or token bucket state); returns the units given back.
-     * {@link #close()} does it too. 0 unless {@link Mode#LEASED}.
-     */
-    public long releaseLeases() {
-        return release(ALL_KEYS);
-    }
-
-    /** {@link #releaseLeases()} for the keys unused for {@code idle} only. */
-    public long releaseLeases(java.time.Duration idle) {
-        return release(idleMs(idle));
-    }
-
-    /** {@link #releaseLeases()} without holding a thread. */
-    public CompletableFuture<Long> releaseLeasesAsync() {
-        return async(5, "", ALL_KEYS, v -> v[0]);
-    }
-
-    /** {@link #releaseLeases(java.time.Duration)} without holding a thread. */
-    public CompletableFuture<Long> releaseLeasesAsync(java.time.Duration idle) {
-        long ms;
-        try {
-            ms = idleMs(idle);
-        } catch (ThrottleKitException e) {
-            return CompletableFuture.failedFuture(e);
-        }
-        return async(5, "", ms, v -> v[0]);
-    }
-
-    private static final Mode[] MODES = Mode.values();
-    /** {@code releaseLeases}' "every key" (the native half's `None`). */
-    private static final long ALL_KEYS = Long.MIN_VALUE;
-
-    private static long idleMs(java.time.Duration idle) {
-        if (idle == null) throw new ConfigInvalidException("idle must not be null", -1);
-        try {
-            return idle.toMillis();
-        } catch (ArithmeticException e) {
-            throw new ConfigInvalidException("idle is too long", -1);
-        }
-    }
-
-    private long[] tier() {
-        try {
-            return Native.limiterTier(h);
-        } finally {
-            Reference.reachabilityFence(this);
-        }
-    }
-
-    private long release(long idleMs) {
-        try {
-            return Native.limiterRelease(h, idleMs);
-        } finally {
-            Reference.reachabilityFence(this);
-        }
-    }
-
     /** The counters, cumulative since it was built (all zero unless built with {@code metrics(true)}). */
     public Metrics metrics() {
         try {
@@ -218,6 +153,7 @@ public final class Limiter implements AutoCloseable {
         }
     }
 
+    @Override
     long handle() {
         return h;
     }
@@ -266,7 +202,7 @@ public final class Limiter implements AutoCloseable {
     }
 
     /** How a limiter is built. */
-    public static final class Builder {
+    public static final class Builder extends Tiered.Builder<Builder> {
         private final Strategy strategy;
         private Store store;
         private ManualClock clock;
@@ -274,8 +210,6 @@ public final class Limiter implements AutoCloseable {
         private Boolean serverClock;
         private FailPolicy failPolicy;
         private boolean metrics;
-        private Mode mode;
-        private Lease lease;
 
         private Builder(Strategy strategy) {
             if (strategy == null) throw new ConfigInvalidException("strategy must not be null", -1);
@@ -319,21 +253,8 @@ public final class Limiter implements AutoCloseable {
             return this;
         }
 
-        /**
-         * The two-tier mode for hot keys (default {@link Mode#STRICT}); see {@code docs/leasing.md}
-         * for what each costs and can over-admit. {@link Mode#CACHED_DENY} takes {@code maxKeys}
-         * from {@link #lease(Lease)} when given.
-         */
-        public Builder mode(Mode mode) {
-            if (mode == null) throw new ConfigInvalidException("mode must not be null", -1);
-            this.mode = mode;
-            return this;
-        }
-
-        /** The leased mode's options; without a {@link #mode(Mode)}, the mode is {@link Mode#LEASED}. */
-        public Builder lease(Lease lease) {
-            if (lease == null) throw new ConfigInvalidException("lease must not be null", -1);
-            this.lease = lease;
+        @Override
+        Builder self() {
             return this;
         }
 

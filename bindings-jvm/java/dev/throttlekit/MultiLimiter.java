@@ -14,12 +14,24 @@ import java.util.concurrent.CompletableFuture;
  * {@link Rule#ALL} a request passes only if every dimension admits it, and then all commit; under
  * {@link Rule#ANY} one suffices. A request names one key per dimension, in declaration order.
  * On a Redis Cluster every key of a limiter shares one hash tag (see {@link Builder#hashTag}).
+ *
+ * <p>The two-tier modes work as on {@link Limiter} ({@code mode(Mode)}, {@code lease(Lease)},
+ * {@link #tierStats()}, {@link #releaseLeases()}): in {@link Mode#LEASED} each dimension's key
+ * holds credits, and a request is admitted locally only when every dimension holds credits for
+ * its cost; otherwise the dimensions short of credits are leased together in one store call.
+ * {@link Lease#lowWater()} must be 0 here (a dimension is leased when it runs short), else
+ * {@link ConfigInvalidException} naming {@code lease.lowWater}.
  */
-public final class MultiLimiter implements AutoCloseable {
+public final class MultiLimiter extends Tiered implements AutoCloseable {
     private final long h;
     private final List<String> names;
 
+    /** {@code releaseLeases}' async op (5) names no keys (the native half reads none for it). */
+    private static final Natives NATIVES = new Natives(Native::multiTier, Native::multiRelease,
+            (h, idleMs, f) -> Native.multiAsync(h, 5, new byte[0], idleMs, f));
+
     private MultiLimiter(Builder b) {
+        super(NATIVES);
         Map<String, Object> c = new LinkedHashMap<>();
         c.put("rule", b.rule.wire());
         c.put("dimensions", b.dimensions);
@@ -28,6 +40,7 @@ public final class MultiLimiter implements AutoCloseable {
         if (b.failPolicy != null) c.put("failPolicy", b.failPolicy.wire());
         if (b.hashTag != null) c.put("hashTag", b.hashTag);
         c.put("metrics", b.metrics);
+        b.putMode(c);
         h = Handles.create(this, Native::multiNew, c, b.store, b.clock, Native::multiFree);
         names = List.copyOf(b.names);
     }
@@ -84,7 +97,16 @@ public final class MultiLimiter implements AutoCloseable {
         return async(3, keys, 1, v -> null);
     }
 
-    /** Closes it (not its store); later calls throw {@link StoreUnavailableException}. */
+    @Override
+    long handle() {
+        return h;
+    }
+
+    /**
+     * Closes it (not its store); later calls throw {@link StoreUnavailableException}. Idempotent. In
+     * {@link Mode#LEASED}, unspent credits are given back first (best effort: a store that cannot be
+     * reached keeps them until they expire).
+     */
     @Override
     public void close() {
         Handles.close(this, h, Native::multiClose);
@@ -102,7 +124,7 @@ public final class MultiLimiter implements AutoCloseable {
     }
 
     /** How a multi limiter is built. */
-    public static final class Builder {
+    public static final class Builder extends Tiered.Builder<Builder> {
         private final Rule rule;
         private final List<Object> dimensions = new ArrayList<>();
         private final List<String> names = new ArrayList<>();
@@ -176,6 +198,11 @@ public final class MultiLimiter implements AutoCloseable {
         /** Count checks (their combined decisions) and time Redis calls, read with {@link MultiLimiter#metrics()} (off by default). */
         public Builder metrics(boolean on) {
             this.metrics = on;
+            return this;
+        }
+
+        @Override
+        Builder self() {
             return this;
         }
 

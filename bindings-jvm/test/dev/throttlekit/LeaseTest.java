@@ -200,37 +200,56 @@ class LeaseTest {
                 nodes.add(Limiter.builder(Strategy.fixedWindow(6, Duration.ofSeconds(1))).store(r).clock(clock).prefix(prefix)
                         .failPolicy(FailPolicy.FAIL_CLOSED).lease(Lease.builder().batch(3).windowCoupled(coupled).build()).build());
             }
-            int worst = 0;
-            int checks = 0;
+            int[] admitted = fleetSchedule(clock, n -> nodes.get(n).check("hot").allowed());
             long leases = 0;
-            for (int w = 0; w < 4; w++) {
-                long windowStart = (clock.nowMs() / 1000) * 1000;
-                int admitted = 0;
-                // Odd windows: six rounds early on; every window: one round just before the reset.
-                for (long at : new long[] {windowStart + 10, windowStart + 990}) {
-                    clock.set(at);
-                    int rounds = at == windowStart + 990 ? 1 : w % 2 == 1 ? 6 : 0;
-                    for (int round = 0; round < rounds; round++) {
-                        for (Limiter node : nodes) {
-                            checks++;
-                            if (node.check("hot").allowed()) admitted++;
-                        }
-                    }
-                }
-                worst = Math.max(worst, admitted);
-                if (coupled) assertTrue(admitted <= 6, "window " + w + ": " + admitted + " admitted, coupled limit 6");
-                clock.set(windowStart + 1000);
-            }
             for (Limiter node : nodes) {
                 leases += node.tierStats().leases();
                 node.close();
             }
             for (RedisStore r : stores) r.close();
-            assertTrue(worst <= 6 + 3 * 2, "worst window " + worst + " > limit + N(batch-1) = 12");
-            if (coupled) assertEquals(6, worst, "coupled: exactly the limit");
-            else assertTrue(worst > 6, "the schedule carries credits over a reset, so uncoupled exceeds the limit: " + worst);
-            assertTrue(leases < checks, leases + " leases for " + checks + " checks");
+            assertFleetBound(admitted, coupled, leases);
         }
+    }
+
+    /** The checks {@link #fleetSchedule} makes: 16 rounds of 3 nodes. */
+    static final int FLEET_CHECKS = 48;
+
+    /**
+     * The fleet's schedule on {@code clock} for three nodes ({@code check.test(n)}: whether node
+     * {@code n} admits one request), over 4 windows of a second: every window one round just
+     * before the reset, odd windows six rounds early on as well. The admissions of each window.
+     */
+    static int[] fleetSchedule(ManualClock clock, java.util.function.IntPredicate check) {
+        int[] admitted = new int[4];
+        for (int w = 0; w < admitted.length; w++) {
+            long windowStart = (clock.nowMs() / 1000) * 1000;
+            for (long at : new long[] {windowStart + 10, windowStart + 990}) {
+                clock.set(at);
+                int rounds = at == windowStart + 990 ? 1 : w % 2 == 1 ? 6 : 0;
+                for (int round = 0; round < rounds; round++) {
+                    for (int n = 0; n < 3; n++) if (check.test(n)) admitted[w]++;
+                }
+            }
+            clock.set(windowStart + 1000);
+        }
+        return admitted;
+    }
+
+    /**
+     * The bound for limit 6, N = 3, batch 3 over {@link #fleetSchedule}'s windows: at most 12 per
+     * window, reached as 10 uncoupled (4 credits carried over a reset, then the window's 6), exactly
+     * 6 coupled; fewer leases than checks.
+     */
+    static void assertFleetBound(int[] admitted, boolean coupled, long leases) {
+        int worst = 0;
+        for (int w = 0; w < admitted.length; w++) {
+            worst = Math.max(worst, admitted[w]);
+            if (coupled) assertTrue(admitted[w] <= 6, "window " + w + ": " + admitted[w] + " admitted, coupled limit 6");
+        }
+        assertTrue(worst <= 6 + 3 * 2, "worst window " + worst + " > limit + N(batch-1) = 12");
+        if (coupled) assertEquals(6, worst, "coupled: exactly the limit");
+        else assertEquals(10, worst, "uncoupled: credits leased before a reset are spent after it");
+        assertTrue(leases < FLEET_CHECKS, leases + " leases for " + FLEET_CHECKS + " checks");
     }
 
     @Test

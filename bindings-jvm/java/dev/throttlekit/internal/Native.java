@@ -56,6 +56,8 @@ public final class Native {
     public static native void multiAsync(long h, int op, byte[] packed, long cost, NativeFuture<?> f);
     public static native void multiClose(long h);
     public static native void multiFree(long h);
+    public static native long[] multiTier(long h);
+    public static native long multiRelease(long h, long idleMs);
 
     public static native long[] multiMetrics(long h);
 

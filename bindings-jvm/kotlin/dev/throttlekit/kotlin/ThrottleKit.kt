@@ -49,6 +49,17 @@ fun Limiter.Builder.leased(configure: Lease.Builder.() -> Unit = {}): Limiter.Bu
 /** The cached-denial mode in the builder DSL: `limiter(s) { cachedDeny() }`. */
 fun Limiter.Builder.cachedDeny(): Limiter.Builder = mode(Mode.CACHED_DENY)
 
+/** The leased mode on a multi limiter's builder, as on [Limiter.Builder] (`lowWater` must stay 0 there). */
+fun MultiLimiter.Builder.leased(configure: Lease.Builder.() -> Unit = {}): MultiLimiter.Builder =
+    mode(Mode.LEASED).lease(Lease.builder().apply(configure).build())
+
+/** The cached-denial mode on a multi limiter's builder. */
+fun MultiLimiter.Builder.cachedDeny(): MultiLimiter.Builder = mode(Mode.CACHED_DENY)
+
+/** Suspending [MultiLimiter.releaseLeases], as [Limiter.awaitReleaseLeases]. */
+suspend fun MultiLimiter.awaitReleaseLeases(idle: Duration? = null): Long =
+    (if (idle == null) releaseLeasesAsync() else releaseLeasesAsync(idle.toJavaDuration())).await()
+
 /** Suspending [MultiLimiter.check]. */
 suspend fun MultiLimiter.awaitCheck(keys: List<String>, cost: Long = 1): MultiDecision = checkAsync(keys, cost).await()
 
