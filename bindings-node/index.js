@@ -43,7 +43,7 @@ const {
   __redisShaperPrepare,
   __redisShaperFinish,
   __redisShaperDel,
-  __fieldsCheckSync,
+  __fieldsCheck,
   ...api
 } = binding
 
@@ -414,30 +414,51 @@ if (nativeStoreClose !== undefined) {
 }
 
 // RateLimitFields#checkSync, the in-process middleware's one native call per request (see
-// src/http.rs, `__fieldsCheckSync`): the decision comes back in `fieldsDecided` and the lines as
-// one string, and the object is built here, several times cheaper than through napi. Same
-// arguments, result and errors as the native method, which answers a receiver of another class.
-const fieldsDecided = new Float64Array(6)
+// src/fast.rs, `__fieldsCheck`): the fields object, key and cost travel as for Limiter#checkSync
+// (a short ASCII key's bytes and the cost in the shared buffer), the decision comes back in `io`
+// and the lines as one string, and the objects are built here, several times cheaper than
+// through napi. Same arguments, result and errors as the native method, which answers a
+// receiver of another class.
 const nativeFieldsCheckSync = api.RateLimitFields.prototype.checkSync
+/** `__fieldsCheck` for `fields`: the joined lines, or null when `fields` is not one. */
+function fieldsCheck(fields, key, cost) {
+  const n = copyKey(key)
+  io[8] = n
+  if (cost === undefined || typeof cost === 'number') {
+    io[7] = cost === undefined ? 1 : cost
+    return n < 0 ? __fieldsCheck(fields, key) : __fieldsCheck(fields)
+  }
+  return __fieldsCheck(fields, key, cost) // not a number: throws config_invalid
+}
+/** The decision the last `__fieldsCheck` wrote in `io`, as an object (read it at once). */
+function fieldsDecision() {
+  const decision = { allowed: io[0] === 1, limit: io[1], remaining: io[2], resetAt: io[3], retryAfterMs: io[4] }
+  if (io[5] === 1) decision.fallback = true
+  return decision
+}
 Object.defineProperty(api.RateLimitFields.prototype, 'checkSync', {
   value: function checkSync(key, cost) {
-    const joined = __fieldsCheckSync(this, key, cost, fieldsDecided)
+    const joined = fieldsCheck(this, key, cost)
     if (joined === null) return nativeFieldsCheckSync.apply(this, arguments)
-    const decision = {
-      allowed: fieldsDecided[0] === 1,
-      limit: fieldsDecided[1],
-      remaining: fieldsDecided[2],
-      resetAt: fieldsDecided[3],
-      retryAfterMs: fieldsDecided[4],
-    }
-    if (fieldsDecided[5] === 1) decision.fallback = true
-    return { decision, lines: joined === '' ? [] : joined.split('\n') }
+    return { decision: fieldsDecision(), lines: joined === '' ? [] : joined.split('\n') }
   },
   writable: true,
   configurable: true,
 })
 
 module.exports = api
+// For lib/http/decide.js only: RateLimitFields#checkSync in parts, so that a middleware whose
+// request is allowed (the usual case) makes no object at all: `checkSync(fields, key, cost)`
+// returns the lines joined by '\n' (null when `fields` is not a RateLimitFields: call the
+// method), `allowed()` and `decision()` read the decision that call left. Same arguments,
+// errors and values as the method. `decision()` must be read before the next call.
+Object.defineProperty(module.exports, Symbol.for('throttlekit.fieldsParts'), {
+  value: Object.freeze({
+    checkSync: fieldsCheck,
+    allowed: () => io[0] === 1,
+    decision: fieldsDecision,
+  }),
+})
 // For tests only: the napi-rs method the fast path replaces, and the fast path's internals
 // (never the shared buffer itself). `call` writes a raw handle and cost, as checkSync would.
 Object.defineProperty(module.exports, Symbol.for('throttlekit.nativeCheckSync'), { value: nativeCheckSync })

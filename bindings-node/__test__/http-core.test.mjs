@@ -196,6 +196,47 @@ test('checkSync (its JavaScript-built answer) equals a check plus lines on a twi
   assert.throws(() => RateLimitFields.prototype.checkSync.call(new Limiter({ strategy: Strategy.gcra({ limit: 1, periodMs: 1000 }) }), 'k'))
 })
 
+test('checkSync reads every key and cost the way check does: buffer-copied short ASCII keys, long and non-ASCII keys as arguments', async () => {
+  const clock = new ManualClock(1_700_000_000_000)
+  const strategy = Strategy.fixedWindow({ limit: 3, windowMs: 60_000 })
+  const fields = new RateLimitFields(new Limiter({ strategy, clock }), { partitionKeySecret: 's' })
+  const twinFields = new RateLimitFields(new Limiter({ strategy, clock }), { partitionKeySecret: 's' })
+  // 64 ASCII bytes fit the shared buffer, 65 do not; 'é' and an emoji are never copied.
+  const keys = ['k', 'x'.repeat(64), 'y'.repeat(65), 'é-client', 'client-\u{1F600}', '']
+  for (const key of keys) {
+    for (const cost of [undefined, 1, 2]) {
+      const got = fields.checkSync(key, cost)
+      const want = await twinFields.check(key, cost)
+      assert.deepEqual(got, want, `key ${JSON.stringify(key)} cost ${cost}`)
+    }
+  }
+  // The first bad input wins, as in check: the key before the cost.
+  for (const [key, cost, field] of [[42, 1, /key/], [42, 'x', /key/], ['k', '1', /cost/], ['k', 0, /cost/], ['k', 1.5, /cost/], ['k', null, /cost/], ['x'.repeat(80), -1, /cost/]]) {
+    assert.throws(() => fields.checkSync(key, cost), (e) => e.code === 'config_invalid' && field.test(e.message), `${key} ${cost}`)
+    await assert.rejects(twinFields.check(key, cost), (e) => e.code === 'config_invalid' && field.test(e.message))
+  }
+})
+
+test("decideJoined answers an allowed request with decide's lines joined, and anything else with decide's verdict", () => {
+  const { RateLimitCore } = require('../lib/http/decide.js')
+  const clock = new ManualClock(1_700_000_000_000)
+  const strategy = Strategy.gcra({ limit: 2, periodMs: 60_000 })
+  const limited = []
+  const options = (limiter) => ({ limiter, onLimited: (e) => limited.push(e.key) })
+  const joined = new RateLimitCore(options(new Limiter({ strategy, clock })), 'test')
+  const twin = new RateLimitCore(options(new Limiter({ strategy, clock })), 'test')
+  for (let i = 0; i < 4; i++) {
+    const got = joined.decideJoined({}, undefined, '10.0.0.7', undefined, 'GET', '/')
+    const want = twin.decide({}, undefined, '10.0.0.7', undefined, 'GET', '/')
+    if (want.kind === 'forward') assert.equal(got, want.lines.join('\n'))
+    else assert.deepEqual(got, want)
+  }
+  assert.deepEqual(limited, ['10.0.0.7', '10.0.0.7', '10.0.0.7', '10.0.0.7'])
+  const skipped = new RateLimitCore({ limiter: new Limiter({ strategy, clock }), skip: () => true }, 'test')
+  assert.equal(skipped.decideJoined({}, undefined, '10.0.0.7', undefined, 'GET', '/').kind, 'forward')
+  assert.throws(() => joined.decideJoined({}, undefined, 'not an address', undefined, 'GET', '/'), { code: 'config_invalid' })
+})
+
 test("the middleware's remembered client keys are core's, and a forwarding header is never answered from memory", () => {
   const require = createRequire(import.meta.url)
   const { RateLimitCore } = require('../lib/http/decide.js')

@@ -366,69 +366,54 @@ pub struct ClientIdentityOptions {
     pub forwarded_header: Option<String>,
 }
 
-/// `__fieldsCheckSync(fields, key, cost, out)`: `RateLimitFields#checkSync` for the
-/// middleware's hot path (index.js builds the `Checked` object): the decision goes into `out` as
-/// `[allowed, limit, remaining, resetAt, retryAfterMs, fallback]` and the lines come back as one
-/// string, `name\nvalue\nname\nvalue` (no header name or value holds a line break), which
-/// index.js splits; `null` when `fields` is not a `RateLimitFields` (the native method throws
-/// its own error). Same checks, decision and errors as `checkSync`.
-///
-/// Why: napi-rs building `{decision: {...}, lines: [...]}` (eleven property sets, each
-/// internalizing its key, and four strings) was 4-5 µs of a 5 µs call (perf on the Express
-/// middleware: `InternalizeString`, `MigrateToMap`, `CreateDataProperty`), where the decision
-/// and the rendering take well under a microsecond.
-#[napi(js_name = "__fieldsCheckSync", skip_typescript)]
-pub fn fields_check_sync(
-    env: &Env,
-    fields: Unknown,
-    key: Unknown,
-    cost: Unknown,
-    mut out: napi::bindgen_prelude::Float64ArraySlice,
-) -> napi::Result<Option<String>> {
-    (|| {
-        let Some(f) = crate::instance::<RateLimitFields>(env, &fields, "this")? else {
-            return Ok(None); // not a RateLimitFields: index.js lets the native method answer
-        };
-        // `decide_sync`'s steps, in its order (so the same error wins), with the key borrowed
-        // from V8's copy and the lines rendered straight into the answer (core's
-        // `for_each_line`), not into a `String` each.
-        if !f.in_process() {
+/// A decision as the fast paths' shared arrays carry it:
+/// `[allowed, limit, remaining, resetAt, retryAfterMs, fallback]`.
+pub(crate) fn decided(d: &throttlekit::Decision) -> [f64; 6] {
+    [
+        f64::from(u8::from(d.allowed)),
+        d.limit as f64,
+        d.remaining as f64,
+        d.reset_at as f64,
+        d.retry_after_ms as f64,
+        f64::from(u8::from(d.fallback)),
+    ]
+}
+
+impl RateLimitFields {
+    /// The limiter `checkSync` decides with: `config_invalid` unless it is one limiter on a
+    /// MemoryStore (the checks and errors of `checkSync`, in its order).
+    pub(crate) fn sync_limiter(&self) -> CoreResult<&throttlekit::Limiter> {
+        if !self.in_process() {
             return Err(config("checkSync", "is only for a limiter on a MemoryStore: use check"));
         }
-        let Source::Single(l) = &f.source else {
+        let Source::Single(l) = &self.source else {
             return Err(config("key", "must be a string"));
         };
-        convert::with_str(&key, "key", |key| {
-            let cost = convert::cost(&cost)?;
-            let now = l.clock().now_ms();
-            let d = l.check_sync_at(key, cost, now)?;
-            let values = [
-                f64::from(u8::from(d.allowed)),
-                d.limit as f64,
-                d.remaining as f64,
-                d.reset_at as f64,
-                d.retry_after_ms as f64,
-                f64::from(u8::from(d.fallback)),
-            ];
-            // SAFETY: `out` is a Float64Array index.js made for this and never hands out;
-            // nothing else views its memory during this call, the only time the slice lives.
-            let out = unsafe { out.as_mut() };
-            if out.len() >= values.len() {
-                out[..values.len()].copy_from_slice(&values);
-            }
-            let mut joined = String::with_capacity(128);
-            core_http::for_each_line(&[LimitStatus::single(l.strategy(), d, Some(key))], &f.options, now, |n, v| {
-                if !joined.is_empty() {
-                    joined.push('\n');
-                }
-                joined.push_str(n);
+        Ok(l)
+    }
+
+    /// `checkSync`'s decision for `key` on `l` (from [`Self::sync_limiter`]), its lines
+    /// appended to `joined` as `name\nvalue\nname\nvalue` (core's `for_each_line`, at the same
+    /// reading of the limiter's clock as the decision).
+    pub(crate) fn check_joined(
+        &self,
+        l: &throttlekit::Limiter,
+        key: &str,
+        cost: u64,
+        joined: &mut String,
+    ) -> CoreResult<throttlekit::Decision> {
+        let now = l.clock().now_ms();
+        let d = l.check_sync_at(key, cost, now)?;
+        core_http::for_each_line(&[LimitStatus::single(l.strategy(), d, Some(key))], &self.options, now, |n, v| {
+            if !joined.is_empty() {
                 joined.push('\n');
-                joined.push_str(v);
-            })?;
-            Ok(Some(joined))
-        })
-    })()
-    .or_throw(env)
+            }
+            joined.push_str(n);
+            joined.push('\n');
+            joined.push_str(v);
+        })?;
+        Ok(d)
+    }
 }
 
 /// Which client a request comes from: the socket peer, or, behind trusted proxies, the
