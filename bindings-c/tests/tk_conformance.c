@@ -138,7 +138,7 @@ static tk_result build(const cJSON *suite, enum primitive kind, tk_store *store,
         const cJSON *options = cJSON_GetObjectItemCaseSensitive(suite, "shaper");
         if (!options) die("a shaper suite needs \"shaper\"");
         char *text = cJSON_PrintUnformatted(options);
-        tk_shaper_config cfg = {store, clock, prefix, false};
+        tk_shaper_config cfg = {.store = store, .clock = clock, .prefix = prefix};
         r = tk_shaper_new_json(text, &cfg, &s->shaper);
         cJSON_free(text);
         return r;
@@ -169,7 +169,7 @@ static tk_result build(const cJSON *suite, enum primitive kind, tk_store *store,
         d[i].strategy = strategy;
     }
     if (r == TK_RESULT_OK) {
-        tk_multi_limiter_config cfg = {store, clock, prefix, TK_FAIL_POLICY_DEFAULT, NULL, false};
+        tk_multi_limiter_config cfg = {.store = store, .clock = clock, .prefix = prefix, .fail_policy = TK_FAIL_POLICY_DEFAULT};
         r = tk_multi_limiter_new(rule, d, n, &cfg, &s->multi);
     }
     for (i = 0; i < n; i++) tk_strategy_free((tk_strategy *)d[i].strategy);
