@@ -186,18 +186,17 @@ fn executions(port: u16) -> u64 {
         .sum()
 }
 
-#[test]
-fn a_reply_lost_after_the_master_ran_the_call_is_never_charged_twice() {
-    use throttlekit_faultproxy::{Fault, FaultProxy, Rule};
-    // The sentinels know the master by its proxy's address, so that is where the store goes.
+/// Sentinels that know the master by a fault proxy's address (so that is where the store goes),
+/// and a raising fixed-window limiter on a 250 ms store found through them.
+fn behind_a_proxy() -> (SentinelSetup, throttlekit_faultproxy::FaultProxy, throttlekit::Limiter) {
     let mut proxy = None;
     let setup = SentinelSetup::start_monitoring(&[], &SentinelConf::default(), |port| {
-        let p = FaultProxy::start(format!("127.0.0.1:{port}").parse().unwrap()).expect("the proxy");
+        let p =
+            throttlekit_faultproxy::FaultProxy::start(format!("127.0.0.1:{port}").parse().unwrap()).expect("the proxy");
         let listen = p.addr().port();
         proxy = Some(p);
         listen
     });
-    let proxy = proxy.unwrap();
     let options = RedisOptions {
         urls: setup.urls(),
         mode: RedisMode::Sentinel,
@@ -210,6 +209,13 @@ fn a_reply_lost_after_the_master_ran_the_call_is_never_charged_twice() {
         .store(store)
         .fail_policy(throttlekit::FailPolicy::Raise)
         .build();
+    (setup, proxy.unwrap(), l)
+}
+
+#[test]
+fn a_reply_lost_after_the_master_ran_the_call_is_never_charged_twice() {
+    use throttlekit_faultproxy::{Fault, Rule};
+    let (setup, proxy, l) = behind_a_proxy();
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
     for sync in [true, false] {
         let check = |i: u64| {
@@ -253,27 +259,8 @@ fn a_reply_lost_after_the_master_ran_the_call_is_never_charged_twice() {
 /// timed out on it until something else closed it.
 #[test]
 fn a_connection_whose_call_timed_out_is_dropped_and_the_next_calls_answer() {
-    use throttlekit_faultproxy::{Fault, FaultProxy, Rule};
-    let mut proxy = None;
-    let setup = SentinelSetup::start_monitoring(&[], &SentinelConf::default(), |port| {
-        let p = FaultProxy::start(format!("127.0.0.1:{port}").parse().unwrap()).expect("the proxy");
-        let listen = p.addr().port();
-        proxy = Some(p);
-        listen
-    });
-    let proxy = proxy.unwrap();
-    let options = RedisOptions {
-        urls: setup.urls(),
-        mode: RedisMode::Sentinel,
-        service_name: Some(SERVICE.to_string()),
-        timeout_ms: 250,
-        ..RedisOptions::default()
-    };
-    let store = Arc::new(RedisStore::connect_blocking(options).expect("connect"));
-    let l = throttlekit::Limiter::builder(throttlekit::Strategy::fixed_window(1_000_000, 3_600_000).unwrap())
-        .store(store)
-        .fail_policy(throttlekit::FailPolicy::Raise)
-        .build();
+    use throttlekit_faultproxy::{Fault, Rule};
+    let (_setup, proxy, l) = behind_a_proxy();
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
     for sync in [true, false] {
         let check = |key: &str| if sync { l.check_sync(key, 1) } else { rt.block_on(l.check(key, 1)) };
