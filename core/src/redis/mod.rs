@@ -160,7 +160,10 @@ fn build_runtime() -> Result<Runtime> {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .thread_name("throttlekit-redis")
-        .on_thread_start(|| ON_STORE_RUNTIME.with(|f| f.set(true)))
+        .on_thread_start(|| {
+            ON_STORE_RUNTIME.with(|f| f.set(true));
+            runtime::block_sigpipe();
+        })
         .enable_all()
         .build()
         .map_err(|e| Error::store(format!("cannot start the Redis store's runtime: {e}")))

@@ -91,6 +91,27 @@ impl Drop for OwnedRuntime {
     }
 }
 
+/// Blocks `SIGPIPE` on the calling thread (one of the runtime's own).
+///
+/// A write to a connection the server (or a proxy) has reset raises `SIGPIPE` in the writing
+/// thread, and the runtime writes with `writev`, which has no `MSG_NOSIGNAL`. Rust, Python, Node
+/// and the JVM ignore the signal, but a C program keeps the default action (terminate), and a Go
+/// program lets it terminate the process when it arrives on a thread Go did not create: the
+/// chaos suite lost its Go driver to exactly that (exit by signal 13). Blocked on our threads
+/// only, the signal stays pending there, the write fails with `EPIPE` (a connection error the
+/// store already handles), and the host program's own disposition is left as it chose it.
+pub(crate) fn block_sigpipe() {
+    #[cfg(unix)]
+    // SAFETY: the set is initialised by `sigemptyset` before use, and `pthread_sigmask` only
+    // changes the calling thread's mask.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGPIPE);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+    }
+}
+
 /// An async call in flight (see [`OwnedRuntime::call`]).
 pub(crate) struct InFlight<'a>(&'a OwnedRuntime);
 
@@ -99,5 +120,43 @@ impl Drop for InFlight<'_> {
         if self.0.in_flight.fetch_sub(1, SeqCst) == 1 && self.0.closing.load(SeqCst) {
             self.0.stop();
         }
+    }
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use std::io::IoSlice;
+    use std::os::fd::AsRawFd;
+    use std::os::unix::net::UnixStream;
+
+    /// A `writev` into a socket whose peer is gone, from one of the store runtime's threads,
+    /// fails with `EPIPE` and leaves `SIGPIPE` pending on that thread instead of delivering it
+    /// (which would terminate a C or Go host). The test binary ignores `SIGPIPE`, so without the
+    /// block the signal would be delivered and discarded, and nothing would be pending.
+    #[test]
+    fn a_write_to_a_reset_peer_from_the_runtime_raises_no_signal() {
+        let runtime = super::super::build_runtime().unwrap();
+        let (pending, error) = runtime.block_on(async {
+            tokio::spawn(async {
+                let (ours, theirs) = UnixStream::pair().unwrap();
+                drop(theirs);
+                let bytes = [IoSlice::new(b"PING\r\n")];
+                // SAFETY: a valid descriptor and one valid iovec.
+                let n = unsafe { libc::writev(ours.as_raw_fd(), bytes.as_ptr().cast(), 1) };
+                let error = std::io::Error::last_os_error().raw_os_error();
+                assert_eq!(n, -1);
+                // SAFETY: `set` is written by `sigpending` before it is read.
+                let pending = unsafe {
+                    let mut set: libc::sigset_t = std::mem::zeroed();
+                    libc::sigpending(&mut set);
+                    libc::sigismember(&set, libc::SIGPIPE) == 1
+                };
+                (pending, error)
+            })
+            .await
+            .unwrap()
+        });
+        assert_eq!(error, Some(libc::EPIPE));
+        assert!(pending, "SIGPIPE was delivered to the runtime's thread, not held blocked");
     }
 }
