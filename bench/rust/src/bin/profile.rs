@@ -1,6 +1,9 @@
-//! One scenario for a profiler: `profile <one|many|denied|gov-one|gov-many> [ops]` (the `gov-`
-//! ones run governor on the same workload)
-//! (e.g. `valgrind --tool=callgrind target/release/profile many 200000`).
+//! One scenario for a profiler: `profile <one|many|order|denied|gov-one|gov-many|gov-order> [ops]`
+//! (the `gov-` ones run governor on the same workload)
+//! (e.g. `valgrind --tool=callgrind target/release/profile many 200000`). `many` strides over
+//! the keys, so each call also misses on the key's own `String`; `order` visits them in a
+//! shuffled order in which they were allocated, as the bench's 100k-keys row does, so the
+//! store's lines are the only cold ones (`perf record -e cpu-clock`: where the time waits).
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -27,11 +30,14 @@ fn main() {
         .allow_burst(std::num::NonZeroU32::new(1_000_000_000).unwrap());
     let gov_keyed = governor::RateLimiter::keyed(quota);
     let gov_direct = governor::RateLimiter::direct(quota);
-    if what == "gov-many" {
+    if what == "gov-many" || what == "gov-order" {
         for k in &keys {
             let _ = gov_keyed.check_key(k);
         }
     }
+    // The keys again, shuffled (a fixed multiplicative permutation of 100,000) and allocated
+    // in that order.
+    let order: Vec<String> = (0..keys.len()).map(|i| keys[(i * 7919) % keys.len()].clone()).collect();
     let start = std::time::Instant::now();
     match what {
         "gov-one" => {
@@ -44,6 +50,16 @@ fn main() {
             for _ in 0..ops {
                 i = (i + 7919) % keys.len();
                 black_box(gov_keyed.check_key(black_box(&keys[i])).is_ok());
+            }
+        }
+        "order" => {
+            for k in order.iter().cycle().take(ops) {
+                black_box(l.check_sync(black_box(k), 1).unwrap());
+            }
+        }
+        "gov-order" => {
+            for k in order.iter().cycle().take(ops) {
+                black_box(gov_keyed.check_key(black_box(k)).is_ok());
             }
         }
         "one" => {
