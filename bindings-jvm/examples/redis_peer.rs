@@ -3,6 +3,12 @@
 //! `rust in-flight-64 <checks/s>` (64 `check().await`s in flight on the store's connection).
 //!
 //!     cargo run --release -p throttlekit-jvm --example redis_peer -- redis://127.0.0.1:PORT N
+//!
+//! With `window START END` (epoch ms) instead it runs blocking checks only, counting those made
+//! between the two instants, and prints `rust window <checks/s>`: JvmBench runs its own
+//! sequential checks in the same window, so both sides meet the same load on this shared
+//! machine (a blocking round trip is mostly waiting to be scheduled: run one after the other,
+//! the two sides measured 0.27-1.54x of each other from one run to the next).
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -19,6 +25,12 @@ fn main() {
     let limiter = Arc::new(Limiter::builder(strategy).store(store).prefix("jvmbench:rust").build());
     for _ in 0..1000 {
         limiter.check_sync("k", 1).expect("check");
+    }
+    if args.next().as_deref() == Some("window") {
+        let mut at = || args.next().and_then(|v| v.parse::<u128>().ok()).expect("window START END (epoch ms)");
+        let (from, to) = (at(), at());
+        println!("rust window {:.0}", window(from, to, || limiter.check_sync("k", 1).map(|_| ()).expect("check")));
+        return;
     }
     let start = Instant::now();
     for _ in 0..n {
@@ -45,4 +57,20 @@ fn main() {
         (per * 64) as f64 / start.elapsed().as_secs_f64()
     });
     println!("rust in-flight-64 {rate:.0}");
+}
+
+/// Runs `check` until epoch ms `to`; returns the checks per second made from epoch ms `from` on
+/// (JvmBench's `window` counts the same way).
+fn window(from: u128, to: u128, mut check: impl FnMut()) -> f64 {
+    let epoch_ms = || std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("clock").as_millis();
+    while epoch_ms() < from {
+        check();
+    }
+    let start = Instant::now();
+    let mut n = 0u64;
+    while epoch_ms() < to {
+        check();
+        n += 1;
+    }
+    n as f64 / start.elapsed().as_secs_f64()
 }

@@ -7,7 +7,11 @@
 //   - with --redis URL --rust-seq R --rust-inflight F: sequential blocking checks/s and 64
 //     CompletableFutures in flight, against the Rust numbers measured on the same server.
 // Rounds are interleaved (ours, peer, ours, peer, ...) and each figure is the median, so a noisy
-// neighbour slows both sides of a round alike. Prints a readable table and one
+// neighbour slows both sides of a round alike. The memory rows compare CPU time per call (the
+// calling threads' ThreadMXBean time plus the collectors' time meanwhile), with wall time printed
+// beside it: on this shared 2-core VM a round's wall time is mostly how long the process waited
+// for a core. The Redis sequential row runs the Rust peer and this JVM in the same window of
+// wall time (`redis_peer ... window`), so both wait on the same load. Prints a readable table and one
 // `ROW<TAB>scenario<TAB>peer<TAB>ratio<TAB>target<TAB>detail` line per scenario for
 // bench/summarize.py; ratio = peer's time / ours (above 1: we are faster).
 package dev.throttlekit.bench;
@@ -17,6 +21,7 @@ import dev.throttlekit.Decision;
 import dev.throttlekit.Limiter;
 import dev.throttlekit.RedisStore;
 import dev.throttlekit.Strategy;
+import java.lang.management.GarbageCollectorMXBean;
 import java.lang.management.ManagementFactory;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -25,30 +30,60 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.function.IntConsumer;
+import java.util.function.IntToLongFunction;
 
 public final class JvmBench {
     static final double RATE = 1e9;
     static long sink;
 
-    /** ns per call of {@code body} over {@code n} calls, on {@code threads} threads. */
-    static double nsPerCall(int threads, int n, IntConsumer body) throws InterruptedException {
+    static final com.sun.management.ThreadMXBean MX =
+            (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
+
+    /** Milliseconds the collectors have spent so far (their pauses, as the JVM counts them). */
+    static long gcMillis() {
+        long ms = 0;
+        for (GarbageCollectorMXBean gc : ManagementFactory.getGarbageCollectorMXBeans()) ms += Math.max(0, gc.getCollectionTime());
+        return ms;
+    }
+
+    /**
+     * Runs {@code body} {@code n} times on each of {@code threads} threads; returns {cpu, wall}
+     * ns per call. cpu: the CPU time of the calling threads (ThreadMXBean) plus the collectors'
+     * time meanwhile, over the calls: what a call costs, whatever share of this shared machine
+     * the process got. wall: elapsed time over the calls (per thread-call on 2 threads). Each
+     * thread sums {@code body}'s results locally and publishes once: a shared sink written per
+     * call would bounce one cache line between the threads on both sides of a comparison.
+     */
+    static double[] nsPerCall(int threads, int n, IntToLongFunction body) throws InterruptedException {
+        long gc0 = gcMillis();
         if (threads == 1) {
-            long t0 = System.nanoTime();
-            for (int i = 0; i < n; i++) body.accept(i);
-            return (System.nanoTime() - t0) / (double) n;
+            long c0 = MX.getCurrentThreadCpuTime(), t0 = System.nanoTime(), s = 0;
+            for (int i = 0; i < n; i++) s += body.applyAsLong(i);
+            long wall = System.nanoTime() - t0, cpu = MX.getCurrentThreadCpuTime() - c0;
+            sink += s;
+            return new double[] {(cpu + (gcMillis() - gc0) * 1e6) / n, wall / (double) n};
         }
         Thread[] ts = new Thread[threads];
+        long[] cpu = new long[threads * 8];
+        long[] sums = new long[threads * 8];
         long t0 = System.nanoTime();
         for (int t = 0; t < threads; t++) {
-            final int off = t * 7919;
+            final int off = t * 7919, slot = t * 8;
             ts[t] = new Thread(() -> {
-                for (int i = 0; i < n; i++) body.accept(i + off);
+                long c0 = MX.getCurrentThreadCpuTime(), s = 0;
+                for (int i = 0; i < n; i++) s += body.applyAsLong(i + off);
+                cpu[slot] = MX.getCurrentThreadCpuTime() - c0;
+                sums[slot] = s;
             });
             ts[t].start();
         }
         for (Thread t : ts) t.join();
-        return (System.nanoTime() - t0) / (double) n / threads;
+        long wall = System.nanoTime() - t0, c = 0;
+        for (int t = 0; t < threads; t++) {
+            c += cpu[t * 8];
+            sink += sums[t * 8];
+        }
+        return new double[] {(c + (gcMillis() - gc0) * 1e6) / ((double) n * threads), wall / (double) n / threads};
     }
 
     static double median(double[] v) {
@@ -86,18 +121,18 @@ public final class JvmBench {
         Limiter one = Limiter.builder(Strategy.gcra((long) RATE, Duration.ofSeconds(1), (long) RATE)).build();
         RateLimiter guavaOne = RateLimiter.create(RATE);
         compare("check, GCRA, memory, 1 key (every call admitted)", "Guava RateLimiter.tryAcquire", ">=0.7", rounds, 1, n,
-                i -> sink += one.check("k").remaining(), i -> sink += guavaOne.tryAcquire() ? 1 : 0);
+                i -> one.check("k").remaining(), i -> guavaOne.tryAcquire() ? 1 : 0);
 
         // 100k keys, 1 and 2 threads.
         Limiter many = Limiter.builder(Strategy.gcra((long) RATE, Duration.ofSeconds(1), (long) RATE)).build();
         ConcurrentHashMap<String, RateLimiter> map = new ConcurrentHashMap<>();
-        IntConsumer ours = i -> sink += many.check(keys[i % keyCount]).remaining();
-        IntConsumer guava = i -> sink += map.computeIfAbsent(keys[i % keyCount], k -> RateLimiter.create(RATE)).tryAcquire() ? 1 : 0;
+        IntToLongFunction ours = i -> many.check(keys[i % keyCount]).remaining();
+        IntToLongFunction guava = i -> map.computeIfAbsent(keys[i % keyCount], k -> RateLimiter.create(RATE)).tryAcquire() ? 1 : 0;
         compare("check, GCRA, memory, 100k keys", "ConcurrentHashMap<String, RateLimiter>", ">=1.0", rounds, 1, n, ours, guava);
         compare("check, GCRA, memory, 100k keys, 2 threads", "the same map, 2 threads", ">=1.0", rounds, 2, n / 2, ours, guava);
 
         // Allocation per call.
-        com.sun.management.ThreadMXBean mx = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
+        com.sun.management.ThreadMXBean mx = MX;
         for (int w = 0; w < 3; w++) for (int i = 0; i < n / 4; i++) sink += one.tryAcquire(keys[i % 1000], 1) ? 1 : 0;
         long b0 = mx.getCurrentThreadAllocatedBytes();
         for (int i = 0; i < n; i++) sink += one.tryAcquire(keys[i % 1000], 1) ? 1 : 0;
@@ -121,25 +156,41 @@ public final class JvmBench {
                 // Rounds interleaved with the Rust peer's runs (--rust-peer: a process per round,
                 // as the memory rows interleave Guava), medians kept: a load spike on this shared
                 // machine then slows both sides of a round, not only the side measured last.
+                //
+                // The sequential rows run side by side instead (--rust-peer): the peer and this
+                // JVM make blocking checks in the same window of wall time, so both meet the same
+                // load. A blocking round trip is mostly waiting for the scheduler; measured one
+                // after the other, the two sides came out 0.27-1.54x of each other between runs.
+                // Each side still makes one call at a time on its own connection.
                 int rr = rustPeer == null ? 1 : 3;
                 double[] seq = new double[rr], inflight = new double[rr], rSeq = new double[rr], rInf = new double[rr];
+                double[] alone = new double[rr], rAlone = new double[rr];
+                long windowMs = quick ? 600 : 1500;
                 for (int r = 0; r < rr; r++) {
                     if (rustPeer != null) {
                         double[] p = peer(rustPeer, redisUrl, rn);
-                        rSeq[r] = p[0];
+                        rAlone[r] = p[0];
                         rInf[r] = p[1];
+                        long from = System.currentTimeMillis() + 500, to = from + windowMs;
+                        Process w = new ProcessBuilder(rustPeer, redisUrl, "0", "window", String.valueOf(from), String.valueOf(to))
+                                .redirectError(ProcessBuilder.Redirect.INHERIT).start();
+                        seq[r] = window(l, from, to);
+                        rSeq[r] = peerLine(w, "rust window ");
                     } else {
-                        rSeq[r] = rustSeq;
+                        rSeq[r] = rAlone[r] = rustSeq;
                         rInf[r] = rustInflight;
+                        seq[r] = Double.NaN;
                     }
                     long t0 = System.nanoTime();
                     for (int i = 0; i < rn; i++) sink += l.check("k").remaining();
-                    seq[r] = rn / ((System.nanoTime() - t0) / 1e9);
+                    alone[r] = rn / ((System.nanoTime() - t0) / 1e9);
+                    if (rustPeer == null) seq[r] = alone[r];
                     inflight[r] = inFlight(l, rn);
                 }
                 double s0 = median(seq), i0 = median(inflight), rs = median(rSeq), ri = median(rInf);
                 row("Redis, sequential blocking check", "the Rust bench, same server (check_sync)", s0 / rs, ">=0.9",
-                        String.format("%.0f vs %.0f checks/s (medians of %d interleaved rounds)", s0, rs, rr));
+                        String.format("%.0f vs %.0f checks/s side by side (medians of %d rounds); one after the other %.0f vs %.0f",
+                                s0, rs, rr, median(alone), median(rAlone)));
                 row("Redis, 64 CompletableFutures in flight", "the Rust bench, same server (64 tasks)", i0 / ri, ">=0.9",
                         String.format("%.0f vs %.0f checks/s (medians of %d interleaved rounds)", i0, ri, rr));
             }
@@ -161,6 +212,32 @@ public final class JvmBench {
         return new double[] {seq, inf};
     }
 
+    /**
+     * Blocking checks on {@code l} until epoch ms {@code to}; returns the checks per second made
+     * from epoch ms {@code from} on (the Rust peer's {@code window} counts the same way).
+     */
+    static double window(Limiter l, long from, long to) {
+        long s = 0, n = 0;
+        while (System.currentTimeMillis() < from) s += l.check("k").remaining();
+        long t0 = System.nanoTime();
+        while (System.currentTimeMillis() < to) {
+            s += l.check("k").remaining();
+            n++;
+        }
+        sink += s;
+        return n / ((System.nanoTime() - t0) / 1e9);
+    }
+
+    /** The number the Rust peer {@code p} printed after {@code prefix}, once it exits. */
+    static double peerLine(Process p, String prefix) throws Exception {
+        String out = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+        if (p.waitFor() != 0) throw new IllegalStateException("the Rust peer failed: " + out);
+        for (String line : out.split("\n")) {
+            if (line.startsWith(prefix)) return Double.parseDouble(line.substring(prefix.length()).trim());
+        }
+        throw new IllegalStateException("the Rust peer printed: " + out);
+    }
+
     /** Checks per second with 64 chains of futures in flight, {@code n} checks in all. */
     static double inFlight(Limiter l, int n) throws Exception {
         AtomicLong done = new AtomicLong();
@@ -180,18 +257,21 @@ public final class JvmBench {
         });
     }
 
-    static void compare(String scenario, String peer, String target, int rounds, int threads, int n, IntConsumer ours, IntConsumer theirs)
-            throws InterruptedException {
+    static void compare(String scenario, String peer, String target, int rounds, int threads, int n,
+            IntToLongFunction ours, IntToLongFunction theirs) throws InterruptedException {
         // Warm-up: JIT both paths and fill the key sets.
         nsPerCall(threads, n / 2, ours);
         nsPerCall(threads, n / 2, theirs);
-        double[] o = new double[rounds];
-        double[] t = new double[rounds];
+        double[] o = new double[rounds], t = new double[rounds], ow = new double[rounds], tw = new double[rounds];
         for (int r = 0; r < rounds; r++) {
-            o[r] = nsPerCall(threads, n, ours);
-            t[r] = nsPerCall(threads, n, theirs);
+            double[] a = nsPerCall(threads, n, ours), b = nsPerCall(threads, n, theirs);
+            o[r] = a[0];
+            ow[r] = a[1];
+            t[r] = b[0];
+            tw[r] = b[1];
         }
         double mo = median(o), mt = median(t);
-        row(scenario, peer, mt / mo, target, String.format("%.1f vs %.1f ns per call", mo, mt));
+        row(scenario, peer, mt / mo, target, String.format("%.1f vs %.1f ns of CPU per call; wall %.1f vs %.1f ns (%.2fx)",
+                mo, mt, median(ow), median(tw), median(tw) / median(ow)));
     }
 }
