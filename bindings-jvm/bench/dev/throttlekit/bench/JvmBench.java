@@ -10,8 +10,9 @@
 // neighbour slows both sides of a round alike. The memory rows compare CPU time per call (the
 // calling threads' ThreadMXBean time plus the collectors' time meanwhile), with wall time printed
 // beside it: on this shared 2-core VM a round's wall time is mostly how long the process waited
-// for a core. The Redis sequential row runs the Rust peer and this JVM in the same window of
-// wall time (`redis_peer ... window`), so both wait on the same load. Prints a readable table and one
+// for a core. The Redis rows run the Rust peer and this JVM in the same window of wall time
+// (`redis_peer ... window`, `window-in-flight`), so both wait on the same load; the figures
+// measured one after the other are printed beside them. Prints a readable table and one
 // `ROW<TAB>scenario<TAB>peer<TAB>ratio<TAB>target<TAB>detail` line per scenario for
 // bench/summarize.py; ratio = peer's time / ours (above 1: we are faster).
 package dev.throttlekit.bench;
@@ -130,6 +131,21 @@ public final class JvmBench {
         IntToLongFunction guava = i -> map.computeIfAbsent(keys[i % keyCount], k -> RateLimiter.create(RATE)).tryAcquire() ? 1 : 0;
         compare("check, GCRA, memory, 100k keys", "ConcurrentHashMap<String, RateLimiter>", ">=1.0", rounds, 1, n, ours, guava);
         compare("check, GCRA, memory, 100k keys, 2 threads", "the same map, 2 threads", ">=1.0", rounds, 2, n / 2, ours, guava);
+        // Diagnostic, not a row: the rows above visit the keys in the order their Strings were
+        // allocated, so Guava's Strings, map nodes and RateLimiters are read in address order
+        // and the hardware prefetcher hides their misses, while core's table is in hash order.
+        // Traffic does not arrive in allocation order: the same two in a shuffled order.
+        int[] perm = new int[keyCount];
+        for (int i = 0; i < keyCount; i++) perm[i] = i;
+        java.util.Random rnd = new java.util.Random(42);
+        for (int i = keyCount - 1; i > 0; i--) {
+            int j = rnd.nextInt(i + 1), x = perm[i];
+            perm[i] = perm[j];
+            perm[j] = x;
+        }
+        diagnostic("check, GCRA, memory, 100k keys in a shuffled order (diagnostic)", quick ? 3 : 5, n / 2,
+                i -> many.check(keys[perm[i % keyCount]]).remaining(),
+                i -> map.computeIfAbsent(keys[perm[i % keyCount]], k -> RateLimiter.create(RATE)).tryAcquire() ? 1 : 0);
 
         // Allocation per call.
         com.sun.management.ThreadMXBean mx = MX;
@@ -157,42 +173,51 @@ public final class JvmBench {
                 // as the memory rows interleave Guava), medians kept: a load spike on this shared
                 // machine then slows both sides of a round, not only the side measured last.
                 //
-                // The sequential rows run side by side instead (--rust-peer): the peer and this
-                // JVM make blocking checks in the same window of wall time, so both meet the same
-                // load. A blocking round trip is mostly waiting for the scheduler; measured one
-                // after the other, the two sides came out 0.27-1.54x of each other between runs.
-                // Each side still makes one call at a time on its own connection.
+                // The rows compare runs side by side instead (--rust-peer): the peer and this JVM
+                // check in the same window of wall time (blocking, then 64 in flight), so both
+                // meet the same load. A round trip is mostly waiting for the scheduler; measured
+                // one after the other, the two sides came out 0.27-1.54x (sequential) and
+                // 0.48-1.0x (in flight) of each other between runs. Each side still makes its
+                // calls on its own connections.
                 int rr = rustPeer == null ? 1 : 3;
                 double[] seq = new double[rr], inflight = new double[rr], rSeq = new double[rr], rInf = new double[rr];
-                double[] alone = new double[rr], rAlone = new double[rr];
+                double[] alone = new double[rr], rAlone = new double[rr], inflightAlone = new double[rr], rInfAlone = new double[rr];
                 long windowMs = quick ? 600 : 1500;
                 for (int r = 0; r < rr; r++) {
                     if (rustPeer != null) {
                         double[] p = peer(rustPeer, redisUrl, rn);
                         rAlone[r] = p[0];
-                        rInf[r] = p[1];
+                        rInfAlone[r] = p[1];
                         long from = System.currentTimeMillis() + 500, to = from + windowMs;
                         Process w = new ProcessBuilder(rustPeer, redisUrl, "0", "window", String.valueOf(from), String.valueOf(to))
                                 .redirectError(ProcessBuilder.Redirect.INHERIT).start();
                         seq[r] = window(l, from, to);
                         rSeq[r] = peerLine(w, "rust window ");
+                        from = System.currentTimeMillis() + 500;
+                        to = from + windowMs;
+                        w = new ProcessBuilder(rustPeer, redisUrl, "0", "window-in-flight", String.valueOf(from), String.valueOf(to))
+                                .redirectError(ProcessBuilder.Redirect.INHERIT).start();
+                        inflight[r] = windowInFlight(l, from, to);
+                        rInf[r] = peerLine(w, "rust window-in-flight-64 ");
                     } else {
                         rSeq[r] = rAlone[r] = rustSeq;
-                        rInf[r] = rustInflight;
+                        rInf[r] = rInfAlone[r] = rustInflight;
                         seq[r] = Double.NaN;
                     }
                     long t0 = System.nanoTime();
                     for (int i = 0; i < rn; i++) sink += l.check("k").remaining();
                     alone[r] = rn / ((System.nanoTime() - t0) / 1e9);
                     if (rustPeer == null) seq[r] = alone[r];
-                    inflight[r] = inFlight(l, rn);
+                    inflightAlone[r] = inFlight(l, rn);
+                    if (rustPeer == null) inflight[r] = inflightAlone[r];
                 }
                 double s0 = median(seq), i0 = median(inflight), rs = median(rSeq), ri = median(rInf);
                 row("Redis, sequential blocking check", "the Rust bench, same server (check_sync)", s0 / rs, ">=0.9",
                         String.format("%.0f vs %.0f checks/s side by side (medians of %d rounds); one after the other %.0f vs %.0f",
                                 s0, rs, rr, median(alone), median(rAlone)));
                 row("Redis, 64 CompletableFutures in flight", "the Rust bench, same server (64 tasks)", i0 / ri, ">=0.9",
-                        String.format("%.0f vs %.0f checks/s (medians of %d interleaved rounds)", i0, ri, rr));
+                        String.format("%.0f vs %.0f checks/s side by side (medians of %d rounds); one after the other %.0f vs %.0f",
+                                i0, ri, rr, median(inflightAlone), median(rInfAlone)));
             }
         }
         System.out.println("(sink " + (sink & 1) + ")");
@@ -228,6 +253,29 @@ public final class JvmBench {
         return n / ((System.nanoTime() - t0) / 1e9);
     }
 
+    /**
+     * 64 chains of {@code checkAsync} on {@code l} until epoch ms {@code to}; returns the checks
+     * per second completed from epoch ms {@code from} on, over the nominal window (the Rust peer's
+     * {@code window-in-flight} counts the same way).
+     */
+    static double windowInFlight(Limiter l, long from, long to) throws Exception {
+        AtomicLong done = new AtomicLong();
+        List<CompletableFuture<Void>> chains = new ArrayList<>();
+        for (int c = 0; c < 64; c++) chains.add(chainUntil(l, from, to, done));
+        CompletableFuture.allOf(chains.toArray(CompletableFuture[]::new)).get();
+        return done.get() / ((to - from) / 1e3);
+    }
+
+    /** One in-flight slot of {@link #windowInFlight}: checks one after another until {@code to}. */
+    static CompletableFuture<Void> chainUntil(Limiter l, long from, long to, AtomicLong done) {
+        return l.checkAsync("k").thenCompose((Decision d) -> {
+            long now = System.currentTimeMillis();
+            if (now >= to) return CompletableFuture.completedFuture(null);
+            if (now >= from) done.incrementAndGet();
+            return chainUntil(l, from, to, done);
+        });
+    }
+
     /** The number the Rust peer {@code p} printed after {@code prefix}, once it exits. */
     static double peerLine(Process p, String prefix) throws Exception {
         String out = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
@@ -255,6 +303,18 @@ public final class JvmBench {
             done.incrementAndGet();
             return chain(l, left - 1, done);
         });
+    }
+
+    /** {@link #compare} on 1 thread, printed without a ROW line (not a target of the table). */
+    static void diagnostic(String scenario, int rounds, int n, IntToLongFunction ours, IntToLongFunction theirs)
+            throws InterruptedException {
+        double[] o = new double[rounds], t = new double[rounds];
+        for (int r = 0; r < rounds; r++) {
+            o[r] = nsPerCall(1, n, ours)[0];
+            t[r] = nsPerCall(1, n, theirs)[0];
+        }
+        System.out.printf("%-52s %-42s %8.3fx  (%.1f vs %.1f ns of CPU per call)%n", scenario, "the same map", median(t) / median(o),
+                median(o), median(t));
     }
 
     static void compare(String scenario, String peer, String target, int rounds, int threads, int n,
