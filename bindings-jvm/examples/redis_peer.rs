@@ -3,6 +3,13 @@
 //! `rust in-flight-64 <checks/s>` (64 `check().await`s in flight on the store's connection).
 //!
 //!     cargo run --release -p throttlekit-jvm --example redis_peer -- redis://127.0.0.1:PORT N
+//!
+//! With `window START END` (epoch ms) instead it runs blocking checks only, counting those made
+//! between the two instants, and prints `rust window <checks/s>`; with `window-in-flight START
+//! END`, 64 tasks of `check().await`, printing `rust window-in-flight-64 <checks/s>`. JvmBench
+//! runs its own checks in the same window, so both sides meet the same load on this shared
+//! machine (run one after the other, the two sides measured 0.27-1.54x of each other from one
+//! run to the next: a round trip is mostly waiting to be scheduled).
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -19,6 +26,19 @@ fn main() {
     let limiter = Arc::new(Limiter::builder(strategy).store(store).prefix("jvmbench:rust").build());
     for _ in 0..1000 {
         limiter.check_sync("k", 1).expect("check");
+    }
+    match args.next().as_deref() {
+        Some("window") => {
+            let (from, to) = instants(&mut args);
+            println!("rust window {:.0}", window(from, to, || limiter.check_sync("k", 1).map(|_| ()).expect("check")));
+            return;
+        }
+        Some("window-in-flight") => {
+            let (from, to) = instants(&mut args);
+            println!("rust window-in-flight-64 {:.0}", window_in_flight(&limiter, from, to));
+            return;
+        }
+        _ => {}
     }
     let start = Instant::now();
     for _ in 0..n {
@@ -45,4 +65,59 @@ fn main() {
         (per * 64) as f64 / start.elapsed().as_secs_f64()
     });
     println!("rust in-flight-64 {rate:.0}");
+}
+
+/// Runs `check` until epoch ms `to`; returns the checks per second made from epoch ms `from` on
+/// (JvmBench's `window` counts the same way).
+fn window(from: u128, to: u128, mut check: impl FnMut()) -> f64 {
+    while epoch_ms() < from {
+        check();
+    }
+    let start = Instant::now();
+    let mut n = 0u64;
+    while epoch_ms() < to {
+        check();
+        n += 1;
+    }
+    n as f64 / start.elapsed().as_secs_f64()
+}
+
+fn epoch_ms() -> u128 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).expect("clock").as_millis()
+}
+
+/// The window's START and END (epoch ms) from the command line.
+fn instants(args: &mut impl Iterator<Item = String>) -> (u128, u128) {
+    let mut at = || args.next().and_then(|v| v.parse::<u128>().ok()).expect("START END (epoch ms)");
+    (at(), at())
+}
+
+/// 64 tasks checking until epoch ms `to`; the checks per second completed from `from` on, over
+/// the nominal window (JvmBench's `windowInFlight` counts the same way).
+fn window_in_flight(limiter: &Arc<Limiter>, from: u128, to: u128) -> f64 {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
+    let done = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    rt.block_on(async {
+        let tasks: Vec<_> = (0..64)
+            .map(|_| {
+                let (l, done) = (limiter.clone(), done.clone());
+                tokio::spawn(async move {
+                    loop {
+                        l.check("k", 1).await.expect("check");
+                        let now = epoch_ms();
+                        if now >= to {
+                            break;
+                        }
+                        if now >= from {
+                            done.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        }
+                    }
+                })
+            })
+            .collect();
+        for t in tasks {
+            t.await.expect("task");
+        }
+    });
+    done.load(std::sync::atomic::Ordering::Relaxed) as f64 / ((to - from) as f64 / 1000.0)
 }

@@ -15,16 +15,35 @@ const KEY: usize = 64;
 
 /// The key Java wrote at `addr` (`len` bytes of UTF-8).
 ///
+/// An ASCII key (the usual one) is checked by `is_ascii`, inlined and a word at a time, and
+/// taken as is; anything else goes through `from_utf8`. Java's encoder (`Scratch.key`) only
+/// writes valid UTF-8, but the bytes are still checked: a `&str` that is not UTF-8 would be
+/// undefined behaviour in core.
+///
 /// # Safety
 /// `addr` is a live scratch buffer with at least `KEY + len` bytes.
-#[inline]
+#[inline(always)]
 pub(crate) unsafe fn key<'a>(addr: jlong, len: jint) -> Result<&'a str, Error> {
-    let len = usize::try_from(len).map_err(|_| Error::config("key", "length must be >= 0"))?;
-    if addr == 0 {
-        return Err(Error::config("key", "buffer is missing (internal)"));
+    if addr == 0 || len < 0 {
+        return Err(bad_key(addr));
     }
-    let bytes = unsafe { std::slice::from_raw_parts((addr as *const u8).add(KEY), len) };
+    let bytes = unsafe { std::slice::from_raw_parts((addr as *const u8).add(KEY), len as usize) };
+    if bytes.is_ascii() {
+        // SAFETY: ASCII is UTF-8.
+        return Ok(unsafe { std::str::from_utf8_unchecked(bytes) });
+    }
     std::str::from_utf8(bytes).map_err(|_| Error::config("key", "must be valid UTF-8"))
+}
+
+/// [`key`]'s errors, out of the hot path.
+#[cold]
+#[inline(never)]
+fn bad_key(addr: jlong) -> Error {
+    if addr == 0 {
+        Error::config("key", "buffer is missing (internal)")
+    } else {
+        Error::config("key", "length must be >= 0")
+    }
 }
 
 /// Writes `values` at the results.

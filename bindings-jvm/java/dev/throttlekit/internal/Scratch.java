@@ -42,19 +42,37 @@ public final class Scratch {
         return buf.getLong(i * 8);
     }
 
-    /** Writes {@code key} as UTF-8 at {@link #KEY}; returns its length in bytes. */
+    /**
+     * Writes {@code key} as UTF-8 at {@link #KEY}; returns its length in bytes. Small enough for
+     * the JIT to inline into each caller: an ASCII key (the usual one) is copied a char a byte, and
+     * the first other char hands the rest to {@link #encodeFrom}.
+     */
     public int key(String key) {
         int n = key.length();
-        long need = KEY + 3L * n;
-        if (need > buf.capacity()) {
-            if (need > Integer.MAX_VALUE - 8) {
-                throw new dev.throttlekit.ConfigInvalidException("key is too long", -1);
-            }
-            allocate((int) Math.max(need, 2L * buf.capacity()));
-        }
+        if (KEY + 3L * n > buf.capacity()) grow(n);
         ByteBuffer b = buf;
-        int p = KEY;
         for (int i = 0; i < n; i++) {
+            char c = key.charAt(i);
+            if (c >= 0x80) return encodeFrom(b, key, i);
+            b.put(KEY + i, (byte) c);
+        }
+        return n;
+    }
+
+    /** A buffer that holds {@code n} chars as UTF-8 (at most three bytes each). */
+    private void grow(int n) {
+        long need = KEY + 3L * n;
+        if (need > Integer.MAX_VALUE - 8) {
+            throw new dev.throttlekit.ConfigInvalidException("key is too long", -1);
+        }
+        allocate((int) Math.max(need, 2L * buf.capacity()));
+    }
+
+    /** {@link #key}'s rest from char {@code from} on, the first that is not ASCII. */
+    private static int encodeFrom(ByteBuffer b, String key, int from) {
+        int n = key.length();
+        int p = KEY + from;
+        for (int i = from; i < n; i++) {
             char c = key.charAt(i);
             if (c < 0x80) {
                 b.put(p++, (byte) c);
