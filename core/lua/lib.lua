@@ -46,5 +46,5 @@ local function read_now(s)
     local t = redis.call('TIME')
     return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
   end
-  return tonumber(s)
+  return s * 1
 end
