@@ -13,9 +13,9 @@
 
 -- The decision for `cost` units (options from a[i]: limit, windowMs), as period_counter_decide.
 local function fixed_window_decide(key, now, cost, a, i)
-  local window_ms = tonumber(a[i + 1])
+  local window_ms = a[i + 1] * 1
   local start = math.floor(now / window_ms) * window_ms
-  return period_counter_decide(tonumber(a[i]), start, start + window_ms, key, now, cost)
+  return period_counter_decide(a[i] * 1, start, start + window_ms, key, now, cost)
 end
 
 -- #main standalone

@@ -14,8 +14,8 @@
 -- The decision for `cost` units (options from a[i]: limit, periodMs, burst); when allowed, then
 -- also what gcra_commit writes: newTat and its TTL.
 local function gcra_decide(key, now, cost, a, i)
-  local burst = tonumber(a[i + 2])
-  local t = tonumber(a[i + 1]) / tonumber(a[i])
+  local burst = a[i + 2] * 1
+  local t = a[i + 1] / a[i]
   local tau = t * burst
   local inc = t * cost
   -- SET replaces a key of any type, so a value of another type only has to read as absent.

@@ -29,7 +29,8 @@
 -- #include calendar.lua
 -- #include quota.lua
 
--- #main
+-- Per kind: its decide and commit functions (before the main, so a function library builds
+-- this table once per load, not per call).
 local kinds = {
   gcra = { gcra_decide, gcra_commit },
   tokenBucket = { token_bucket_decide, token_bucket_commit },
@@ -38,6 +39,8 @@ local kinds = {
   slidingWindowLog = { sliding_window_log_decide, sliding_window_log_commit },
   quota = { quota_decide, period_counter_commit },
 }
+
+-- #main
 local key = KEYS[1]
 local now = read_now(ARGV[1])
 local mode, units, arg4, lifetime, name = ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6]

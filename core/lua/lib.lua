@@ -24,6 +24,11 @@
 --
 -- Hot path: these scripts run on every check, so they create no tables but the reply and no
 -- closures but their top-level functions, and they return several values instead of tables.
+-- Under Redis Functions, everything before a script's `-- #main` line (the spliced functions
+-- and tables) runs once per FUNCTION LOAD, outside the registered function (scripts.rs,
+-- LIBRARY): it must read no KEYS or ARGV, and may only define functions and tables, since
+-- Redis 7.0 hides the libraries at load time (`local floor = math.floor` there fails the load:
+-- "nonexistent global variable 'math'").
 --
 -- Standalone mains (gcra, token_bucket, fixed_window, sliding_window_log): Redis runs a script's
 -- whole body on every EVALSHA, so each `local function` in it is a closure built per call. A
@@ -36,7 +41,8 @@
 --     tonumber(): both convert with the same luaO_str2d, and x * 1 == x for every double
 --     (-0, inf and NaN included); tonumber() of a string parses it twice. A value compared or
 --     returned is made a number with `* 1`. (Only for ARGV, which the crate writes: stored
---     values still go through tonumber(), which answers nil for garbage.)
+--     values still go through tonumber(), which answers nil for garbage.) read_now, multi.lua
+--     and the strategies' decide helpers do the same with the options they read.
 --   * math.max(x, k) is `if x < k then x = k end` and math.min(a, b) is
 --     `if not (b < a) then ... end` written to match Lua 5.1's loop (the first argument wins a
 --     tie or a NaN comparison), so even a NaN or -0 comes out the same.
@@ -46,5 +52,5 @@ local function read_now(s)
     local t = redis.call('TIME')
     return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
   end
-  return tonumber(s)
+  return s * 1
 end

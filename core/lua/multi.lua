@@ -32,87 +32,109 @@
 -- #include calendar.lua
 -- #include quota.lua
 
+-- The kind's decide and commit, by name: an if-chain (interned strings compare by address), so
+-- a call builds no dispatch table. decide answers nil for an unknown kind.
+local function multi_decide(kind, key, now, cost, a, i)
+  if kind == 'fixedWindow' then return fixed_window_decide(key, now, cost, a, i) end
+  if kind == 'gcra' then return gcra_decide(key, now, cost, a, i) end
+  if kind == 'tokenBucket' then return token_bucket_decide(key, now, cost, a, i) end
+  if kind == 'slidingWindow' then return sliding_window_decide(key, now, cost, a, i) end
+  if kind == 'slidingWindowLog' then return sliding_window_log_decide(key, now, cost, a, i) end
+  if kind == 'quota' then return quota_decide(key, now, cost, a, i) end
+  return nil
+end
+
+local function multi_commit(kind, key, x6, x7, x8, x9)
+  if kind == 'fixedWindow' or kind == 'quota' then return period_counter_commit(key, x6, x7, x8, x9) end
+  if kind == 'gcra' then return gcra_commit(key, x6, x7, x8, x9) end
+  if kind == 'tokenBucket' then return token_bucket_commit(key, x6, x7, x8, x9) end
+  if kind == 'slidingWindow' then return sliding_window_commit(key, x6, x7, x8, x9) end
+  return sliding_window_log_commit(key, x6, x7, x8, x9)
+end
+
 -- #main
--- Per kind: the decide function (key, now, cost, ARGV, i) and the commit function it feeds.
-local kinds = {
-  gcra = { gcra_decide, gcra_commit },
-  tokenBucket = { token_bucket_decide, token_bucket_commit },
-  fixedWindow = { fixed_window_decide, period_counter_commit },
-  slidingWindow = { sliding_window_decide, sliding_window_commit },
-  slidingWindowLog = { sliding_window_log_decide, sliding_window_log_commit },
-  quota = { quota_decide, period_counter_commit },
-}
-
+-- Everything above is defined once per FUNCTION LOAD under Redis Functions (the library hoists a
+-- script's definitions out of its registered function, core/src/redis/scripts.rs), and per call
+-- under EVALSHA. Below runs per call: it builds two tables, the reply and `pending` (per
+-- dimension: its kind and what its commit writes), whatever the number of dimensions, and
+-- coerces ARGV by arithmetic (see lib.lua, "Standalone mains": exactly tonumber's value).
 local now = read_now(ARGV[1])
-local rule = ARGV[2]
-local n = tonumber(ARGV[3])
--- decisions[k] = { allowed, limit, remaining, resetAt, retryAfterMs, what the commit writes... }
-local decisions, commits, costs, opts = {}, {}, {}, {}
+local all = ARGV[2] == 'all'
+local n = ARGV[3] * 1
+-- Where the lease section starts, if any: past every dimension's kind, cost, m and m options.
 local i = 4
+for _ = 1, n do i = i + 3 + ARGV[i + 2] end
+local lease = ARGV[i] == 'lease' and i or nil
+-- Per dimension: allowed, limit, remaining, resetAt, retryAfterMs, ttl (then granted and
+-- expiresInMs when leasing), filled in as each dimension decides; reply[1] is the verdict.
+local stride = lease and 8 or 6
+-- (Sized for one dimension by its constructor: growing an empty table reallocates it.)
+local reply = n > 0 and { 0, 0, 0, 0, 0, 0, -1 } or { 0 }
+local pending = { false, false, false, false, false }
+local admitted = all
+i = 4
 for k = 1, n do
-  local kind = kinds[ARGV[i]]
-  if not kind then return redis.error_reply('throttlekit: unknown strategy kind ' .. tostring(ARGV[i])) end
-  local cost, m = tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
-  costs[k], opts[k] = cost, i + 3
-  commits[k] = kind[2]
-  i = i + 3 + m
-end
--- The lease section, if any (mirrors core/src/lease/grant.rs `plan`).
-local leasing = ARGV[i] == 'lease'
-local granted, lifetimes = {}, {}
-for k = 1, n do
-  local decide, cost = kinds[ARGV[opts[k] - 3]][1], costs[k]
-  if leasing then
-    local want = tonumber(ARGV[i + 2 * k - 1])
-    lifetimes[k] = tonumber(ARGV[i + 2 * k])
+  local kind, key = ARGV[i], KEYS[k]
+  local cost, o = ARGV[i + 1] * 1, i + 3
+  i = o + ARGV[i + 2]
+  local want = cost
+  if lease then
+    -- The lease plan (mirrors core/src/lease/grant.rs `plan`): want, else the units still
+    -- admissible, else the cost alone.
+    want = ARGV[lease + 2 * k - 1] * 1
     if want < cost then want = cost end
-    granted[k] = want
-    local d = { decide(KEYS[k], now, want, ARGV, opts[k]) }
-    if d[1] ~= 1 and want > cost then
-      local avail = d[3]
-      if avail > cost and avail < want then
-        granted[k] = avail
-        d = { decide(KEYS[k], now, avail, ARGV, opts[k]) }
-      end
-      if d[1] ~= 1 then
-        granted[k] = cost
-        d = { decide(KEYS[k], now, cost, ARGV, opts[k]) }
-      end
-    end
-    if d[1] ~= 1 then granted[k] = 0 end
-    decisions[k] = d
-  else
-    decisions[k] = { decide(KEYS[k], now, cost, ARGV, opts[k]) }
   end
-end
-
-local admitted = rule == 'all'
-for k = 1, n do
-  if rule == 'all' then
-    admitted = admitted and decisions[k][1] == 1
-  elseif decisions[k][1] == 1 then
+  local d1, d2, d3, d4, d5, d6, d7, d8, d9 = multi_decide(kind, key, now, want, ARGV, o)
+  if d1 == nil then return redis.error_reply('throttlekit: unknown strategy kind ' .. tostring(kind)) end
+  local granted = want
+  if lease and d1 ~= 1 and want > cost then
+    if d3 > cost and d3 < want then
+      granted = d3
+      d1, d2, d3, d4, d5, d6, d7, d8, d9 = multi_decide(kind, key, now, granted, ARGV, o)
+    end
+    if d1 ~= 1 then
+      granted = cost
+      d1, d2, d3, d4, d5, d6, d7, d8, d9 = multi_decide(kind, key, now, cost, ARGV, o)
+    end
+  end
+  local b = 1 + (k - 1) * stride
+  reply[b + 1], reply[b + 2], reply[b + 3], reply[b + 4], reply[b + 5], reply[b + 6] = d1, d2, d3, d4, d5, -1
+  if lease then
+    -- Until committed: no units, no expiry; granted is kept for the commit below.
+    reply[b + 7], reply[b + 8] = granted, 0
+  end
+  local p = 5 * k - 4
+  pending[p], pending[p + 1], pending[p + 2], pending[p + 3], pending[p + 4] = kind, d6, d7, d8, d9
+  if all then
+    admitted = admitted and d1 == 1
+  elseif d1 == 1 then
     admitted = true
   end
 end
 
-local reply = { admitted and 1 or 0 }
-for k = 1, n do
-  local d = decisions[k]
-  local ttl = -1
-  if admitted and d[1] == 1 then ttl = commits[k](KEYS[k], d[6], d[7], d[8], d[9]) end
-  for j = 1, 5 do reply[#reply + 1] = d[j] end
-  reply[#reply + 1] = ttl
-  if leasing then
-    local expires = 0
-    if ttl == -1 then
-      reply[#reply + 1] = 0
-    else
-      reply[#reply + 1] = granted[k]
-      expires = lifetimes[k]
-      if expires == 0 then expires = d[4] - now end
-      if expires < 0 then expires = 0 end
+-- Commit what the rule admits: every dimension under all (each one allowed), the allowing ones
+-- under any.
+if admitted then
+  reply[1] = 1
+  for k = 1, n do
+    local b, p = 1 + (k - 1) * stride, 5 * k - 4
+    if reply[b + 1] == 1 then
+      local ttl = multi_commit(pending[p], KEYS[k], pending[p + 1], pending[p + 2], pending[p + 3], pending[p + 4])
+      reply[b + 6] = ttl
+      if lease and ttl ~= -1 then
+        local expires = ARGV[lease + 2 * k] * 1
+        if expires == 0 then expires = reply[b + 4] - now end
+        if expires < 0 then expires = 0 end
+        reply[b + 8] = expires
+      end
     end
-    reply[#reply + 1] = expires
+  end
+end
+if lease then
+  -- A dimension that did not commit was granted nothing.
+  for k = 1, n do
+    local b = 1 + (k - 1) * stride
+    if reply[b + 6] == -1 then reply[b + 7] = 0 end
   end
 end
 return reply

@@ -13,12 +13,17 @@ local function period_counter_decide(limit, start, finish, key, now, cost)
   local f = redis.pcall('HMGET', key, 's', 'c')
   local count = 0
   if f[1] and f[2] and tonumber(f[1]) == start then count = tonumber(f[2]) end
-  local to_end = math.max(finish - now, 1)
+  -- math.max written out (lib.lua, "Standalone mains": equal even for NaN and -0): this runs for
+  -- every fixed-window and quota dimension of every fused call.
+  local to_end = finish - now
+  if to_end < 1 then to_end = 1 end
   local new_count = count + cost
   if new_count <= limit then
     return 1, limit, limit - new_count, finish, 0, start, new_count, to_end
   end
-  return 0, limit, math.max(limit - count, 0), finish, to_end
+  local remaining = limit - count
+  if remaining < 0 then remaining = 0 end
+  return 0, limit, remaining, finish, to_end
 end
 
 local function period_counter_commit(key, start, new_count, to_end)

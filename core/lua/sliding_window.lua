@@ -62,7 +62,7 @@ end
 -- The decision for `cost` units (options from a[i]: limit, windowMs, buckets); when allowed, then
 -- also what sliding_window_commit writes: the tick, its new count, the ring length, the TTL.
 local function sliding_window_decide(key, now, cost, a, i)
-  local limit, window_ms, buckets = tonumber(a[i]), tonumber(a[i + 1]), tonumber(a[i + 2])
+  local limit, window_ms, buckets = a[i] * 1, a[i + 1] * 1, a[i + 2] * 1
   local w = window_ms / buckets
   local tick, weight, oldest, current, estimate = sliding_window_view(key, now, w, buckets)
   local reset_at = math.ceil((tick + 1) * w + window_ms)

@@ -45,7 +45,7 @@ end
 -- The decision for `cost` units (options from a[i]: limit, windowMs); when allowed, then also
 -- what sliding_window_log_commit takes: now, cost, windowMs and the live count.
 local function sliding_window_log_decide(key, now, cost, a, i)
-  local limit, window_ms = tonumber(a[i]), tonumber(a[i + 1])
+  local limit, window_ms = a[i] * 1, a[i + 1] * 1
   local dead, count = sliding_window_log_live(key, now, window_ms)
   local new_count = count + cost
   if new_count > limit then

@@ -23,8 +23,8 @@ end
 -- The decision for `cost` units (options from a[i]: capacity, refillPerSec); when allowed, then
 -- also what token_bucket_commit writes: the tokens left, now, and the TTL.
 local function token_bucket_decide(key, now, cost, a, i)
-  local capacity = tonumber(a[i])
-  local refill_per_ms = tonumber(a[i + 1]) / 1000
+  local capacity = a[i] * 1
+  local refill_per_ms = a[i + 1] / 1000
   local tokens = token_bucket_tokens(key, now, capacity, refill_per_ms)
   if tokens >= cost then
     local left = tokens - cost
