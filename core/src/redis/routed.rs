@@ -125,12 +125,18 @@ impl Routes {
     pub fn follow(&self, node: u32, hop: Hop, frame: &[u8]) -> Follow {
         match self.router.wire(node, hop.asking, frame) {
             Ok(Wire::Reply) => Follow::Reply,
-            // A second miss on the same node after its fallback: the reply says why.
-            Ok(Wire::Again { missing: true, .. }) if hop.fallback && !hop.redirected => Follow::Reply,
+            // A miss answered to the fallback itself (every attempt after the first miss sends
+            // it): the reply says why; it is never sent a third time.
+            Ok(Wire::Again { missing: true, .. }) if hop.fallback => Follow::Reply,
             Ok(Wire::Again { node: to, asking, missing, pause }) => match hop.next() {
                 Ok(h) => Follow::Again {
                     node: to,
-                    hop: Hop { asking, fallback: hop.fallback || missing, redirected: to != node, ..h },
+                    hop: Hop {
+                        asking,
+                        fallback: hop.fallback || missing,
+                        redirected: hop.redirected || to != node,
+                        ..h
+                    },
                     pause_ms: pause.as_millis() as u64,
                 },
                 Err(e) => Follow::Fail(e),
