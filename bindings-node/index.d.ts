@@ -211,8 +211,9 @@ export declare class RedisStore {
   get mode(): 'standalone' | 'cluster' | 'sentinel'
   /**
    * Whether the Promise methods of limiters on this store write on the event loop's own
-   * socket (standalone plaintext, scripting auto or eval, not deterministic replay) rather
-   * than on the core's connections (cluster, Sentinel, TLS, `scripting: 'functions'`).
+   * sockets (standalone or cluster, plaintext, scripting auto or eval, not deterministic
+   * replay; on a cluster one socket per master, each call routed by the core) rather than on
+   * the core's connections (Sentinel, TLS, `scripting: 'functions'`, durable charges).
    */
   get eventLoopTransport(): boolean
   /** The call timeout, ms. */

@@ -43,6 +43,12 @@ const {
   __redisShaperPrepare,
   __redisShaperFinish,
   __redisShaperDel,
+  __clusterNode,
+  __clusterHandshake,
+  __clusterFollow,
+  __clusterReroute,
+  __clusterHopBytes,
+  __clusterLost,
   __fieldsCheck,
   ...api
 } = binding
@@ -123,6 +129,16 @@ Object.defineProperty(api.Limiter.prototype, 'checkSync', {
 // deterministic-replay store, a closed store, a receiver of the wrong class) takes the native
 // method.
 const { Transport } = require('./lib/redis-transport.js')
+const { ClusterTransport } = require('./lib/redis-cluster.js')
+// On a cluster, a Limiter's check, peek and forecast go to the master the core names, one socket
+// per master (lib/redis-cluster.js); its checkMany and reset, and multi limiters and shapers,
+// take the native methods there.
+const clusterNatives = {
+  node: __clusterNode,
+  handshake: __clusterHandshake,
+  reroute: __clusterReroute,
+  lost: __clusterLost,
+}
 const transports = new Map() // store number -> Transport
 const limiterTransports = new WeakMap() // Limiter -> Transport | null
 // Where __redisPrepare writes a call (its time, then its FCALL or EVALSHA) and __redisFinish a decision:
@@ -147,12 +163,18 @@ function transportOf(limiter) {
     const endpoint = JSON.parse(json)
     t = transports.get(endpoint.id)
     if (t === undefined) {
-      t = new Transport(endpoint, __redisHandshake(limiter))
+      t = endpoint.cluster ? new ClusterTransport(endpoint, limiter, clusterNatives) : new Transport(endpoint, __redisHandshake(limiter))
       transports.set(endpoint.id, t)
     }
   }
   limiterTransports.set(limiter, t)
   return t
+}
+
+/** The socket of `limiter` unless its store is a cluster (whose calls only check, peek and forecast take). */
+function plainTransportOf(limiter) {
+  const t = transportOf(limiter)
+  return t === null || t instanceof ClusterTransport ? null : t
 }
 
 /** One script call of a limiter on the wire (see lib/redis-transport.js for the protocol). */
@@ -168,6 +190,16 @@ class ScriptRequest {
 
   eval() {
     return __redisEval(this.limiter, this.op, this.key, this.cost, this.now)
+  }
+
+  /** On a cluster: the next attempt after the error reply `frame` from `node` (lib/redis-cluster.js). */
+  follow(node, frame, io) {
+    return __clusterFollow(this.limiter, this.op, this.key, this.cost, this.now, node, this.hop, frame, io)
+  }
+
+  /** On a cluster: the bytes of an attempt sent as `hop` (after a reroute). */
+  hopBytes(hop, io) {
+    return __clusterHopBytes(this.limiter, this.op, this.key, this.cost, this.now, hop, io)
   }
 
   finish(reply, error, timedOut) {
@@ -273,8 +305,10 @@ for (const name of ['check', 'peek', 'forecast']) {
         }
         if (n < 0) return fallback.apply(this, arguments) // closed: the native method answers
         const bytes = Buffer.allocUnsafe(n)
-        scratch.copy(bytes, 0, 8, 8 + n)
-        return t.request(new ScriptRequest(t, this, op, key, cost, scratch.readDoubleLE(0)), bytes)
+        scratch.copy(bytes, 0, 16, 16 + n)
+        const r = new ScriptRequest(t, this, op, key, cost, scratch.readDoubleLE(0))
+        if (t instanceof ClusterTransport) return t.request(r, bytes, scratch.readUInt32LE(8), scratch.readUInt32LE(12))
+        return t.request(r, bytes)
       },
     }[name],
     writable: true,
@@ -283,7 +317,7 @@ for (const name of ['check', 'peek', 'forecast']) {
 }
 Object.defineProperty(L, 'checkMany', {
   value: function checkMany(keys, cost) {
-    const t = transportOf(this)
+    const t = plainTransportOf(this)
     if (t === null) return native.checkMany.apply(this, arguments)
     let calls
     try {
@@ -300,7 +334,7 @@ Object.defineProperty(L, 'checkMany', {
 })
 Object.defineProperty(L, 'reset', {
   value: function reset(key) {
-    const t = transportOf(this)
+    const t = plainTransportOf(this)
     if (t === null) return native.reset.apply(this, arguments)
     let bytes
     try {
@@ -326,7 +360,7 @@ const M = api.MultiLimiter.prototype
 const nativeMulti = { check: M.check, reset: M.reset }
 Object.defineProperty(M, 'check', {
   value: function check(keys, cost) {
-    const t = transportOf(this)
+    const t = plainTransportOf(this)
     if (t === null) return nativeMulti.check.apply(this, arguments)
     let call
     try {
@@ -342,7 +376,7 @@ Object.defineProperty(M, 'check', {
 })
 Object.defineProperty(M, 'reset', {
   value: function reset(keys) {
-    const t = transportOf(this)
+    const t = plainTransportOf(this)
     if (t === null) return nativeMulti.reset.apply(this, arguments)
     let dels
     try {
@@ -364,7 +398,7 @@ for (const name of ['reserve', 'schedule']) {
   Object.defineProperty(S, name, {
     value: {
       [name](key, cost) {
-        const t = transportOf(this)
+        const t = plainTransportOf(this)
         if (t === null) return fallback.apply(this, arguments)
         let call
         try {
@@ -383,7 +417,7 @@ for (const name of ['reserve', 'schedule']) {
 }
 Object.defineProperty(S, 'reset', {
   value: function reset(key) {
-    const t = transportOf(this)
+    const t = plainTransportOf(this)
     if (t === null) return nativeShaper.reset.apply(this, arguments)
     let bytes
     try {

@@ -69,7 +69,7 @@ describe('RedisStore.connect', () => {
     const store = await RedisStore.connect({ urls: cluster.urls.split(','), mode: 'cluster', timeoutMs: 5000 })
     assert.equal(store.mode, 'cluster')
     assert.equal(store.url, cluster.urls)
-    assert.equal(store.eventLoopTransport, false) // routed by slot on the core's connections
+    assert.equal(store.eventLoopTransport, true) // one event-loop socket per master, routed by the core
     const l = new Limiter({ strategy: Strategy.fixedWindow({ limit: 3, windowMs: 60_000 }), store, prefix: `${ns}:c` })
     const keys = Array.from({ length: 30 }, (_, i) => `user:${i}`) // slots of all three masters
     const ds = await Promise.all(keys.flatMap((k) => Array.from({ length: 5 }, () => l.check(k))))

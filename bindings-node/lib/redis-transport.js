@@ -1,9 +1,10 @@
 'use strict'
 // The socket a RedisStore's Promise calls travel on: one `net` connection per store, driven by
-// the event loop, as ioredis drives its own. Only a standalone plaintext store (TCP or a Unix
-// socket) gets one: cluster and Sentinel stores route each call by key to a node that may
-// change, and TLS stores verify with the core's rustls, so their calls stay on the core's
-// connections (src/redis.rs, `RedisStore::chosen`). Why: when the Rust store does the I/O,
+// the event loop, as ioredis drives its own. A standalone plaintext store (TCP or a Unix
+// socket) gets one; a plaintext cluster store one per master, each serving the calls the core
+// routes to it (lib/redis-cluster.js, which reads every error reply for a redirect). Sentinel
+// stores follow a master that may change, and TLS stores verify with the core's rustls, so
+// their calls stay on the core's connections (src/redis.rs, `RedisStore::chosen`). Why: when the Rust store does the I/O,
 // every call hops from the event loop to a Tokio thread and back, and those two thread switches
 // cost more than the Redis round trip itself.
 //
@@ -92,6 +93,26 @@ function missing(frame) {
   return head.startsWith('-NOSCRIPT') || head.startsWith('-ERR Function not found')
 }
 
+/**
+ * Finishes `r` (once): with its reply, a transport error, or as timed out; the transport that
+ * holds it (`r.owner`, none while a cluster call is between nodes) counts it no longer.
+ */
+function finish(r, frame, error, timedOut) {
+  if (r.done) return
+  r.done = true
+  const owner = r.owner
+  r.owner = null
+  if (owner != null) owner.release()
+  let value
+  try {
+    value = r.finish(frame, error, timedOut)
+  } catch (e) {
+    r.reject(e)
+    return
+  }
+  r.resolve(value)
+}
+
 /** The end of a tick's writes (see Transport#write). */
 function uncork(t, s) {
   t.corked = false
@@ -102,9 +123,15 @@ class Transport {
   /**
    * @param endpoint {host, port, path, timeoutMs, handshakeReplies} (from the core)
    * @param handshake the AUTH/SELECT bytes a new connection sends first
+   * @param cluster the ClusterTransport this socket serves one master of (lib/redis-cluster.js),
+   *   which reads every error reply for a redirect; null on a standalone store
+   * @param nodeId the core's number of that master
    */
-  constructor(endpoint, handshake) {
+  constructor(endpoint, handshake, cluster = null, nodeId = 0) {
     this.endpoint = endpoint
+    this.cluster = cluster
+    this.nodeId = nodeId
+    this.timerAt = 0
     this.handshake = handshake
     this.timeoutMs = endpoint.timeoutMs
     this.socket = null
@@ -129,6 +156,7 @@ class Transport {
       r.reject = reject
       r.done = false
       r.retried = false
+      r.owner = this
       this.pending++
       if (this.closed) {
         this.settle(r, null, 'the Redis store is closed', false)
@@ -147,6 +175,7 @@ class Transport {
    * for every sequential call costs more than letting it fire once with nothing to do.
    */
   arm(ms) {
+    this.timerAt = Date.now() + ms
     this.timer = setTimeout(this.onTimer, ms)
     this.timer.unref()
   }
@@ -170,12 +199,35 @@ class Transport {
         timedOut = true
       } else if (r.deadline < next) next = r.deadline
     }
+    if (timedOut && this.cluster !== null) this.cluster.lost()
     if (timedOut && this.socket !== null) {
       const s = this.socket
       this.lost(s, 'the Redis connection was dropped: a call on it timed out')
       s.destroy()
     }
     if (this.pending > 0 && next !== Infinity) this.arm(Math.max(1, next - now))
+  }
+
+  /**
+   * Sends a cluster call `r` whose Promise exists (its first attempt, or the next after a
+   * redirect or a reroute): `replies` replies come back, the call's last. Its deadline stays the
+   * one set when it was made; past it, it is finished as timed out and not written.
+   */
+  enqueue(r, bytes, replies) {
+    r.owner = this
+    this.pending++
+    if (this.closed) return finish(r, null, 'the Redis store is closed', false)
+    const left = r.deadline - Date.now()
+    if (left <= 0) return finish(r, null, null, true)
+    if (this.timer === null) this.arm(left)
+    else if (r.deadline < this.timerAt) {
+      clearTimeout(this.timer)
+      this.arm(left)
+    }
+    if (this.pending === 1 && this.socket !== null) this.socket.ref()
+    if (this.socket === null) this.connect()
+    for (let i = 1; i < replies; i++) this.fifo.push(PRELOAD)
+    this.write(bytes, r)
   }
 
   /**
@@ -204,6 +256,10 @@ class Transport {
     if (ep.path !== null) s = net.createConnection({ path: ep.path })
     else s = net.createConnection({ host: ep.host, port: ep.port })
     s.setNoDelay(true)
+    // Whether anything can have been written: until the connection is made, nothing was.
+    s.once('connect', () => {
+      s.tkConnected = true
+    })
     this.socket = s
     this.corked = false // a tick's cork belongs to the socket it was set on
     this.fifo = []
@@ -262,6 +318,13 @@ class Transport {
       return
     }
     if (slot.done) return // timed out: the late reply is swallowed
+    // On a cluster every error reply goes to the core first: a redirect, a pause or a missing
+    // script on this node sends the call again (lib/redis-cluster.js); anything else is the
+    // call's reply.
+    if (this.cluster !== null) {
+      if (frame[0] !== 0x2d || !this.cluster.follow(this, slot, frame)) finish(slot, frame, null, false)
+      return
+    }
     // The server lacks the script (NOSCRIPT: its cache was emptied) or the function (a
     // flushed or restarted server): send the core's retry once (EVAL, or FUNCTION LOAD REPLACE
     // and FCALL, whose first reply is dropped).
@@ -284,22 +347,17 @@ class Transport {
 
   /** Finishes `r` (once): with its reply, a transport error, or as timed out. */
   settle(r, frame, error, timedOut) {
-    if (r.done) return
-    r.done = true
+    finish(r, frame, error, timedOut)
+  }
+
+  /** One request fewer on this socket (finished, or sent on to another node). */
+  release() {
     if (--this.pending === 0) {
       if (this.socket !== null) {
         if (this.closed) this.socket.destroy()
         else this.socket.unref()
       }
     }
-    let value
-    try {
-      value = r.finish(frame, error, timedOut)
-    } catch (e) {
-      r.reject(e)
-      return
-    }
-    r.resolve(value)
   }
 
   /** The connection `s` is gone: every request on it fails; the next request reconnects. */
@@ -311,10 +369,24 @@ class Transport {
     this.fifo = []
     this.head = 0
     this.buf = null
+    // On a cluster, a connection that was never made wrote nothing: the core may name another
+    // master for those calls (a failover). Anything else may have reached the server: it fails
+    // and is never sent again.
+    const unsent = this.cluster !== null && s.tkConnected !== true
+    let failed = false
     for (let i = head; i < slots.length; i++) {
       const slot = slots[i]
-      if (slot !== undefined && slot !== HANDSHAKE && slot !== PRELOAD) this.settle(slot, null, message, false)
+      if (slot === undefined || slot === HANDSHAKE || slot === PRELOAD || slot.done) continue
+      if (unsent) {
+        slot.owner = null
+        this.release()
+        this.cluster.unsent(this, slot, message)
+      } else {
+        finish(slot, null, message, false)
+        failed = true
+      }
     }
+    if (failed && this.cluster !== null) this.cluster.lost()
   }
 
   /** Closes the connection once the requests in flight are answered (or timed out). */
@@ -324,4 +396,4 @@ class Transport {
   }
 }
 
-module.exports = { Transport, frameEnd }
+module.exports = { Transport, frameEnd, finish }

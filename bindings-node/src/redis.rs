@@ -155,21 +155,25 @@ fn parse(options: &Unknown) -> CoreResult<Parsed> {
 impl RedisStore {
     /// The store and its limiter defaults, for `store::from_options`.
     pub(crate) fn chosen(&self) -> Chosen {
-        // index.js's socket talks to one fixed address in plaintext, with EVALSHA: a standalone
-        // server only. Cluster and Sentinel route every call to wherever its key lives now, TLS
+        // index.js's sockets talk in plaintext, with EVALSHA or FCALL: a standalone server or
+        // a cluster. Sentinel routes every call to wherever its master is now, TLS
         // is verified by the core's rustls (the same roots, CA file and client certificate in
         // every language), `scripting: 'functions'` asks for FCALL (an ACL may allow only
         // that), and durable charges need core's `WAIT` after each call, so those stores keep
         // their calls on the core's connections.
+        // A cluster's calls go there too: the core names each call's master and reads each
+        // redirect (`throttlekit::redis::routed`, cluster.rs); index.js keeps a socket per master.
         let options = self.inner.options();
+        let routes = self.inner.routes();
         let own_transport = !options.deterministic_replay
             && options.durable_replicas == 0
             && options.scripting != throttlekit::redis::Scripting::Functions
-            && !self.inner.is_routed()
-            && !self.inner.endpoint().tls;
+            && (!self.inner.is_routed() || routes.is_some())
+            && !self.inner.endpoint().tls
+            && !options.urls.iter().any(|u| u.starts_with("rediss:"));
         Chosen {
             store: self.inner.clone(),
-            redis: own_transport.then(|| crate::transport::RedisRef { id: self.id, store: self.inner.clone() }),
+            redis: own_transport.then(|| crate::transport::RedisRef { id: self.id, store: self.inner.clone(), routes }),
             server_clock: self.server_clock,
             fail_policy: self.fail_policy,
         }
@@ -230,8 +234,9 @@ impl RedisStore {
     }
 
     /// Whether the Promise methods of limiters on this store write on the event loop's own
-    /// socket (standalone plaintext, scripting auto or eval, not deterministic replay) rather
-    /// than on the core's connections (cluster, Sentinel, TLS, `scripting: 'functions'`).
+    /// sockets (standalone or cluster, plaintext, scripting auto or eval, not deterministic
+    /// replay; on a cluster one socket per master, each call routed by the core) rather than on
+    /// the core's connections (Sentinel, TLS, `scripting: 'functions'`, durable charges).
     #[napi(getter)]
     pub fn event_loop_transport(&self) -> bool {
         self.chosen().redis.is_some()

@@ -34,6 +34,8 @@ use crate::shaper::Shaper;
 pub(crate) struct RedisRef {
     pub id: u32,
     pub store: Arc<throttlekit::redis::RedisStore>,
+    /// A cluster store's routes: index.js keeps a socket per master (cluster.rs).
+    pub routes: Option<throttlekit::redis::routed::Routes>,
 }
 
 static IDS: AtomicU32 = AtomicU32::new(0);
@@ -43,7 +45,7 @@ pub(crate) fn next_id() -> u32 {
     IDS.fetch_add(1, Ordering::Relaxed) + 1
 }
 
-fn limiter<'a>(env: &Env, v: &Unknown<'a>) -> CoreResult<&'a Limiter> {
+pub(crate) fn limiter<'a>(env: &Env, v: &Unknown<'a>) -> CoreResult<&'a Limiter> {
     crate::instance::<Limiter>(env, v, "this")?.ok_or_else(|| config("this", "is not a Limiter"))
 }
 
@@ -52,12 +54,12 @@ fn open_store(l: &Limiter) -> Option<&RedisRef> {
     l.redis.as_ref().filter(|r| !r.store.is_closed())
 }
 
-fn multi<'a>(env: &Env, v: &Unknown<'a>) -> CoreResult<&'a MultiLimiter> {
+pub(crate) fn multi<'a>(env: &Env, v: &Unknown<'a>) -> CoreResult<&'a MultiLimiter> {
     crate::instance::<MultiLimiter>(env, v, "this")?.ok_or_else(|| config("this", "is not a MultiLimiter"))
 }
 
 /// The store of a `Limiter` or a `MultiLimiter` when index.js carries its Promise calls.
-fn redis_ref<'a>(env: &Env, v: &Unknown<'a>) -> CoreResult<Option<&'a RedisRef>> {
+pub(crate) fn redis_ref<'a>(env: &Env, v: &Unknown<'a>) -> CoreResult<Option<&'a RedisRef>> {
     if let Some(l) = crate::instance::<Limiter>(env, v, "this")? {
         return Ok(l.redis.as_ref());
     }
@@ -89,6 +91,7 @@ pub fn redis_of(env: &Env, limiter: Unknown) -> napi::Result<Option<String>> {
             "preloadReplies": transport::preload_for(r.store.uses_functions()).len(),
             "functions": r.store.uses_functions(),
             "retryReplies": transport::retry_replies(r.store.uses_functions()),
+            "cluster": r.routes.is_some(),
         })
         .to_string()
     }))
@@ -113,7 +116,7 @@ pub fn redis_store_id(env: &Env, store: Unknown) -> napi::Result<Option<u32>> {
     Ok(crate::instance::<crate::redis::RedisStore>(env, &store, "this").or_throw(env)?.map(|s| s.id()))
 }
 
-fn op(code: u32) -> Op {
+pub(crate) fn op(code: u32) -> Op {
     match code {
         0 => Op::Check,
         1 => Op::Peek,
@@ -122,7 +125,7 @@ fn op(code: u32) -> Op {
 }
 
 /// Key and cost as the native method of `op` reads them (peek takes no cost).
-fn key_and_cost(op: Op, key: &Unknown, cost: &Unknown) -> CoreResult<(String, u64)> {
+pub(crate) fn key_and_cost(op: Op, key: &Unknown, cost: &Unknown) -> CoreResult<(String, u64)> {
     match op {
         Op::Peek => convert::string(key, "key").map(|k| (k, 1)),
         _ => convert::key_and_cost(key, cost),
@@ -137,7 +140,7 @@ fn now_to_js(now: Now) -> f64 {
     }
 }
 
-fn now_from_js(now: f64) -> Now {
+pub(crate) fn now_from_js(now: f64) -> Now {
     if now.is_nan() { Now::Server } else { Now::At(now as i64) }
 }
 
@@ -147,11 +150,13 @@ thread_local! {
 }
 
 /// `__redisPrepare(limiter, op, key, cost, scratch)`: op 0 check, 1 peek, 2 forecast. Writes
-/// the call's time (f64 LE, NaN: Redis's clock) at `scratch[0..8]` and its first send after it
-/// (`FCALL` on a store that runs functions, else `EVALSHA`), and returns how many bytes of it; -1 when the store is closed (the native method
-/// answers), or `-(8 + length)` when `scratch` is too small. Written into a buffer the caller
-/// keeps, because a buffer or object made here per call costs more than the rest of the call.
-/// Bad arguments throw the native method's error.
+/// the call's time (f64 LE, NaN: Redis's clock) at `scratch[0..8]`, on a cluster its master's
+/// number (u32 LE, `0xffffffff` when no master serves the slot now) at `scratch[8..12]` and its
+/// slot at `scratch[12..16]` (cluster.rs), and its first send after them (`FCALL` on a store
+/// that runs functions, else `EVALSHA`), and returns how many bytes of it; -1 when the store is
+/// closed (the native method answers), or `-(16 + length)` when `scratch` is too small.
+/// Written into a buffer the caller keeps, because a buffer or object made here per call costs
+/// more than the rest of the call. Bad arguments throw the native method's error.
 #[napi(js_name = "__redisPrepare", skip_typescript)]
 pub fn redis_prepare(
     env: &Env,
@@ -169,15 +174,24 @@ pub fn redis_prepare(
     };
     let functions = store.store.uses_functions();
     let call = l.inner.prepare(op, &key, cost).or_throw(env)?;
+    let (node, slot) = match &store.routes {
+        Some(routes) => {
+            let slot = call.slot();
+            (routes.node(slot).unwrap_or(u32::MAX), u32::from(slot))
+        }
+        None => (0, 0),
+    };
     Ok(ENCODED.with_borrow_mut(|buf| {
         buf.clear();
         buf.extend_from_slice(&now_to_js(call.now()).to_le_bytes());
+        buf.extend_from_slice(&node.to_le_bytes());
+        buf.extend_from_slice(&slot.to_le_bytes());
         call.write_first(functions, buf);
         if buf.len() > scratch.len() {
             return -(buf.len() as i64);
         }
         scratch[..buf.len()].copy_from_slice(buf);
-        (buf.len() - 8) as i64
+        (buf.len() - 16) as i64
     }))
 }
 
@@ -219,7 +233,7 @@ pub fn redis_prepare_many(
 
 /// The transport's outcome: the reply frame, or the transport's error (`timeoutMs` set: the
 /// call timed out; else `error` says what failed).
-fn outcome(reply: Option<&[u8]>, error: Option<String>, timeout_ms: Option<f64>) -> CoreResult<&[u8]> {
+pub(crate) fn outcome(reply: Option<&[u8]>, error: Option<String>, timeout_ms: Option<f64>) -> CoreResult<&[u8]> {
     match (reply, timeout_ms) {
         (Some(r), _) => Ok(r),
         (None, Some(ms)) => Err(transport::timed_out(ms as u64)),

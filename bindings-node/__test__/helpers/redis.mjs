@@ -1,7 +1,7 @@
 // A throwaway redis-server for the tests: $THROTTLEKIT_REDIS_URL if set, else one started with
 // the repository's tests/redis-server.sh (or redis-server directly) and stopped by PID.
 import { execFileSync, spawn } from 'node:child_process'
-import { mkdtempSync } from 'node:fs'
+import { mkdtempSync, readFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
@@ -83,15 +83,19 @@ const repoTests = join(here, '..', '..', '..', 'tests')
 
 /**
  * A 3-master cluster: $THROTTLEKIT_REDIS_CLUSTER_URLS if set (test.sh starts one for the whole
- * suite), else one started with tests/redis-cluster.sh and stopped by PID. {urls, stop()}.
+ * suite), else one started with tests/redis-cluster.sh and stopped by PID. {urls, pids, stop()}.
+ * `replicas`: a cluster of its own whose masters each have that many replicas (for failover
+ * tests, which kill a master); `pids()` lists its PIDs (the only processes a test may kill).
  */
-export async function startRedisCluster() {
+export async function startRedisCluster({ replicas = 0 } = {}) {
   const given = process.env.THROTTLEKIT_REDIS_CLUSTER_URLS
-  if (given) return { urls: given, stop: async () => {} }
+  if (given && replicas === 0) return { urls: given, pids: () => [], stop: async () => {} }
   const pidfile = join(mkdtempSync(join(tmpdir(), 'tk-node-cluster-')), 'pids')
   const script = join(repoTests, 'redis-cluster.sh')
-  const urls = execFileSync('bash', [script, 'start', pidfile], { encoding: 'utf8' }).trim()
-  return { urls, stop: async () => execFileSync('bash', [script, 'stop', pidfile]) }
+  const env = { ...process.env, REPLICAS: String(replicas) }
+  const urls = execFileSync('bash', [script, 'start', pidfile], { encoding: 'utf8', env }).trim()
+  const pids = () => readFileSync(pidfile, 'utf8').split('\n').filter(Boolean).map(Number)
+  return { urls, pids, stop: async () => execFileSync('bash', [script, 'stop', pidfile]) }
 }
 
 /**

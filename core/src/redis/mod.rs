@@ -49,6 +49,7 @@ mod connect;
 mod invoke;
 mod options;
 mod replay;
+pub mod routed;
 mod runtime;
 mod scoped;
 pub mod scripts;
@@ -222,6 +223,15 @@ impl RedisStore {
     /// the key lives now, so a binding's own transport (one fixed address) must not be used.
     pub fn is_routed(&self) -> bool {
         self.inner.routed
+    }
+
+    /// A cluster store's routes, for a binding that brings its own sockets ([`routed`]);
+    /// `None` on any other store (and under deterministic replay).
+    pub fn routes(&self) -> Option<routed::Routes> {
+        if self.inner.replay.is_some() {
+            return None;
+        }
+        self.inner.router.clone().map(routed::Routes::new)
     }
 
     /// Whether the store runs its scripts as functions (`FCALL`) rather than `EVALSHA`.

@@ -21,8 +21,9 @@
 //! A store that runs functions (`scripting: auto` on Redis >= 7) is spoken to with `FCALL`
 //! ([`PreparedCall::write_first`], [`PreparedCall::retry`], [`is_missing`], [`preload_for`]), as
 //! its own paths do, so a restarted server costs no `NOSCRIPT` round. It does not route by
-//! slot: a binding on a cluster or under Sentinel uses the store's own calls instead
-//! ([`super::RedisStore::is_routed`]).
+//! slot by itself: on a cluster, [`super::routed`] says which master each call goes to and what a
+//! redirect asks for; under Sentinel a binding uses the store's own calls
+//! ([`super::RedisStore::is_routed`], [`super::RedisStore::routes`]).
 //!
 //! Nothing here does I/O or reads a clock other than the limiter's own (once, in
 //! [`crate::Limiter::prepare`]).
@@ -116,6 +117,25 @@ impl PreparedCall {
         let mut out = Vec::new();
         self.write_first(functions, &mut out);
         out
+    }
+
+    /// The slot of the call's (first) key, for [`super::routed::Routes::node`].
+    pub fn slot(&self) -> u16 {
+        super::routed::slot(self.call.keys.first().map_or("", String::as_str))
+    }
+
+    /// An attempt after the first on a cluster ([`super::routed`]): `ASKING` first when
+    /// `hop.asking()`, then the call's first send, or its fallback when `hop.fallback()`,
+    /// appended to `out`; [`super::routed::hop_replies`] replies, the call's last.
+    pub fn write_hop(&self, functions: bool, hop: super::routed::Hop, out: &mut Vec<u8>) {
+        if hop.asking() {
+            redis::cmd("ASKING").write_packed_command(out);
+        }
+        if hop.fallback() {
+            out.extend_from_slice(&self.retry(functions));
+        } else {
+            self.write_first(functions, out);
+        }
     }
 
     /// What to send once after a reply that [`is_missing`]: `EVAL` (one reply), or, when

@@ -24,6 +24,7 @@
 
 mod slot;
 mod topology;
+pub(crate) mod wire;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -39,6 +40,11 @@ use super::options::{Plan, TlsFiles};
 use crate::error::{Error, Result};
 use topology::{Addr, SlotMap, parse_slots};
 
+/// The slot of `key` (CRC16 of it or its hash tag).
+pub(crate) fn key_slot(key: &[u8]) -> u16 {
+    slot::slot(key)
+}
+
 /// Redirects and pauses one call may take before it fails.
 pub(crate) const MAX_HOPS: usize = 5;
 
@@ -50,6 +56,9 @@ const REFRESH_GAP: Duration = Duration::from_millis(100);
 
 /// One master (or a node a redirect named): its client and connections.
 pub(crate) struct Node {
+    /// Its number, in the order nodes were met (a binding's own transport keeps a socket per
+    /// number: [`wire`]).
+    id: u32,
     addr: Addr,
     client: redis::Client,
     /// How the sync path connects within a call's deadline.
@@ -278,6 +287,7 @@ impl Router {
         }
         let client = super::sentinel::master_client(&self.url, addr, self.tls.as_ref())?;
         let node = Arc::new(Node {
+            id: nodes.len() as u32,
             addr: addr.clone(),
             blocking: super::connect::Blocking::of(&client),
             client,

@@ -1,0 +1,155 @@
+'use strict'
+// The sockets a RedisStore's Promise calls travel on when the store is a Redis Cluster: one
+// Transport (lib/redis-transport.js) per master, each call written on the socket of the master
+// the core names for it. Why: the core's own cluster calls hop from the event loop to a Tokio
+// thread and back, and those two thread switches cost more than the round trip
+// (docs/bench-bindings.md, "Cluster").
+//
+// Every routing rule is the core's (`throttlekit::redis::routed`, through src/cluster.rs):
+// which master serves a call's slot, what an error reply asks for (MOVED: the core learns the
+// slot and reads the map again; ASK: ASKING and the call, pipelined, to the target; TRYAGAIN: a
+// pause; NOSCRIPT or a missing function: that node's fallback), how many attempts a call may
+// take (5), and where a call goes when its master's socket could not be made (the map read
+// again: a failover). This module only carries out what the core says:
+//
+// - A call's deadline is set once, when it is made (`timeoutMs`); every attempt fits in it.
+// - A reply that is not an error, or an error the core does not redirect, finishes the call.
+// - A socket that failed, or a call that timed out, after the call was written on it: the call
+//   fails (`store_unavailable`, the fail policy decides) and is never sent again; the core
+//   reads the map again in the background. Only a socket that was never connected (nothing
+//   written) lets the core reroute its calls.
+const { Transport, finish } = require('./redis-transport.js')
+
+const NO_MASTER = 0xffffffff
+
+class ClusterTransport {
+  /**
+   * @param endpoint the store's {timeoutMs, ...} (from the core)
+   * @param anchor a Limiter on the store: the natives reach the store's routes through it
+   * @param natives {node, handshake, follow, reroute, hopBytes, lost}: src/cluster.rs's functions
+   */
+  constructor(endpoint, anchor, natives) {
+    this.endpoint = endpoint
+    this.timeoutMs = endpoint.timeoutMs
+    this.anchor = anchor
+    this.natives = natives
+    this.nodes = new Map() // the core's node number -> Transport
+    this.io = new Float64Array(4) // [node, hop, pauseMs, replies] of the next attempt
+    this.closed = false
+  }
+
+  /** The socket of master `id`, made on first use. */
+  node(id) {
+    let t = this.nodes.get(id)
+    if (t === undefined) {
+      const json = this.natives.node(this.anchor, id)
+      if (json === null) return null
+      t = new Transport(JSON.parse(json), this.natives.handshake(this.anchor, id), this, id)
+      this.nodes.set(id, t)
+    }
+    return t
+  }
+
+  /**
+   * Sends the first attempt of `r` ({follow(node, frame, io), hopBytes(hop, io), finish(...)})
+   * to master `node` (the core's choice for `slot`); the Promise settles as Transport#request's.
+   */
+  request(r, bytes, node, slot) {
+    return new Promise((resolve, reject) => {
+      r.resolve = resolve
+      r.reject = reject
+      r.done = false
+      r.owner = null
+      r.hop = 0
+      r.slot = slot
+      r.deadline = Date.now() + this.timeoutMs
+      if (this.closed) return finish(r, null, 'the Redis store is closed', false)
+      // No master serves the slot now (a failover): fails as the core's own path does (the core
+      // is reading the map again).
+      const t = node === NO_MASTER ? null : this.node(node)
+      if (t === null) return finish(r, null, `no master serves slot ${slot} now (the cluster is failing over?)`, false)
+      t.enqueue(r, bytes, 1)
+    })
+  }
+
+  /**
+   * The error reply `frame` came from `t` for `r`: true when the core sends `r` on (the
+   * redirect taken), false when `frame` is `r`'s reply.
+   */
+  follow(t, r, frame) {
+    const io = this.io
+    let bytes
+    try {
+      bytes = r.follow(t.nodeId, frame, io)
+    } catch (e) {
+      finish(r, null, e.message, false) // too many redirects
+      return true
+    }
+    if (bytes === null) return false
+    r.owner = null
+    t.release()
+    r.hop = io[1]
+    const node = io[0]
+    const replies = io[3]
+    if (io[2] > 0) setTimeout(() => this.send(r, node, bytes, replies), io[2])
+    else this.send(r, node, bytes, replies)
+    return true
+  }
+
+  send(r, node, bytes, replies) {
+    if (r.done) return
+    if (this.closed) return finish(r, null, 'the Redis store is closed', false)
+    const t = this.node(node)
+    if (t === null) return finish(r, null, `the cluster named an unknown node ${node}`, false)
+    t.enqueue(r, bytes, replies)
+  }
+
+  /**
+   * The socket of `t` was never connected (nothing written) and `r` was on it: the core reads
+   * the map again and may name another master for `r`'s slot (a failover); else `r` fails with
+   * `message`. Bounded by `r`'s deadline.
+   */
+  unsent(t, r, message) {
+    const left = r.deadline - Date.now()
+    if (left <= 0 || this.closed) return finish(r, null, this.closed ? 'the Redis store is closed' : null, !this.closed)
+    const timer = setTimeout(() => finish(r, null, null, true), left)
+    const fail = () => {
+      clearTimeout(timer)
+      finish(r, null, message, false)
+    }
+    let rerouted
+    try {
+      rerouted = this.natives.reroute(this.anchor, r.slot, t.nodeId, r.hop)
+    } catch {
+      return fail()
+    }
+    rerouted.then((to) => {
+      if (r.done) return
+      if (to === null) return fail()
+      clearTimeout(timer)
+      let bytes
+      try {
+        bytes = r.hopBytes(to[1], this.io)
+      } catch (e) {
+        return finish(r, null, e.message, false)
+      }
+      r.hop = to[1]
+      this.send(r, to[0], bytes, this.io[3])
+    }, fail)
+  }
+
+  /** A call failed after it was written: the core reads the map again in the background. */
+  lost() {
+    try {
+      this.natives.lost(this.anchor)
+    } catch {}
+  }
+
+  /** Closes every socket once the requests in flight are answered (or timed out). */
+  close() {
+    this.closed = true
+    for (const t of this.nodes.values()) t.close()
+  }
+}
+
+module.exports = { ClusterTransport }

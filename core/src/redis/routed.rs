@@ -1,0 +1,206 @@
+//! A binding's own transport on a Redis Cluster: which master a prepared call goes to, and
+//! what each reply asks for next.
+//!
+//! Why: on a cluster the store's own calls hop from an event loop to a Tokio thread and back,
+//! two thread switches that cost more than the round trip (docs/bench-bindings.md, "Cluster").
+//! A binding that brings its own sockets ([`super::transport`]) keeps one per master and asks
+//! here where each call goes. Every routing rule stays the store's ([`super::cluster`]): the
+//! slot (CRC16, hash tags), the slot map read from `CLUSTER SLOTS`, and what a reply means.
+//! The transport follows [`Routes::follow`] and nothing else:
+//!
+//! 1. Send [`super::transport::PreparedCall::write_first`] to [`Routes::node`] of the call's
+//!    [`super::transport::PreparedCall::slot`], with a fresh [`Hop`].
+//! 2. Hand every reply frame to [`Routes::follow`]. [`Follow::Reply`]: the frame is the call's
+//!    (finish it). [`Follow::Again`]: the node refused the call before running it (`MOVED`,
+//!    `ASK`, `TRYAGAIN`, `NOSCRIPT` / function not found): after `pause_ms`, send
+//!    [`super::transport::PreparedCall::write_hop`] to `node`, whose
+//!    [`hop_replies`] replies end with the call's. [`Follow::Fail`]: finish it with that error.
+//!    A call takes at most [`MAX_HOPS`] attempts, all within the one `timeout_ms` the transport
+//!    keeps from the call's start.
+//! 3. A connection that could not be made (nothing was written on it): ask
+//!    [`Routes::reroute`]; a node number means the map now names another master for the slot
+//!    (a failover): send there. Otherwise the call fails with the connection's error.
+//! 4. A connection that failed, or a call that timed out, after the call was written: the call
+//!    fails (`store_unavailable`) and is never sent again (it may have counted); tell
+//!    [`Routes::lost`], which reads the map again in the background.
+
+use std::sync::Arc;
+
+use super::cluster::Router;
+use super::cluster::wire::Wire;
+use super::transport::Endpoint;
+use crate::error::{Error, Result};
+
+/// Attempts one call may take (the first, redirects, pauses and reroutes), as on the store's
+/// own path.
+pub const MAX_HOPS: u8 = super::cluster::MAX_HOPS as u8;
+
+/// Where a call is in its route: attempts so far, and how the next is sent.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Hop {
+    hops: u8,
+    asking: bool,
+    fallback: bool,
+    redirected: bool,
+}
+
+impl Hop {
+    /// Whether the next attempt sends `ASKING` first.
+    pub fn asking(self) -> bool {
+        self.asking
+    }
+
+    /// Whether the next attempt sends the call's fallback (`EVAL`, or `FUNCTION LOAD` + `FCALL`).
+    pub fn fallback(self) -> bool {
+        self.fallback
+    }
+
+    /// A number for a binding to keep (a fresh hop is 0).
+    pub fn bits(self) -> u32 {
+        u32::from(self.hops)
+            | u32::from(self.asking) << 8
+            | u32::from(self.fallback) << 9
+            | u32::from(self.redirected) << 10
+    }
+
+    /// The hop [`Hop::bits`] made.
+    pub fn from_bits(bits: u32) -> Hop {
+        Hop {
+            hops: bits as u8,
+            asking: bits & 1 << 8 != 0,
+            fallback: bits & 1 << 9 != 0,
+            redirected: bits & 1 << 10 != 0,
+        }
+    }
+
+    fn next(self) -> Result<Hop> {
+        if self.hops + 1 >= MAX_HOPS {
+            return Err(Error::store(format!("more than {MAX_HOPS} redirects")));
+        }
+        Ok(Hop { hops: self.hops + 1, ..self })
+    }
+}
+
+/// What a reply asks of the transport.
+#[derive(Debug)]
+pub enum Follow {
+    /// The frame is the call's reply: finish the call with it.
+    Reply,
+    /// Send the call again to `node` after `pause_ms`, as `hop` says.
+    Again {
+        /// The node to send to.
+        node: u32,
+        /// How to send ([`super::transport::PreparedCall::write_hop`]).
+        hop: Hop,
+        /// How long to wait first (`TRYAGAIN`), ms.
+        pause_ms: u64,
+    },
+    /// The call ends with this error (finish it with the error, as a transport error).
+    Fail(Error),
+}
+
+/// A cluster store's routes ([`super::RedisStore::routes`]).
+#[derive(Clone)]
+pub struct Routes {
+    router: Arc<Router>,
+}
+
+impl Routes {
+    pub(super) fn new(router: Arc<Router>) -> Routes {
+        Routes { router }
+    }
+
+    /// The number of the master serving `slot` now; an error (`store_unavailable`) when none
+    /// does (a failover in progress: the map is read again in the background).
+    pub fn node(&self, slot: u16) -> Result<u32> {
+        self.router.master_of(slot)
+    }
+
+    /// Where node `node` is and how to log in there (the store's credentials; TLS as the store).
+    pub fn endpoint(&self, node: u32) -> Option<Endpoint> {
+        self.router.node_info(node).map(|i| Endpoint::of(&i))
+    }
+
+    /// What the reply `frame`, read from `node` for an attempt sent as `hop` says, does next.
+    pub fn follow(&self, node: u32, hop: Hop, frame: &[u8]) -> Follow {
+        match self.router.wire(node, hop.asking, frame) {
+            Ok(Wire::Reply) => Follow::Reply,
+            // A miss answered to the fallback itself (every attempt after the first miss sends
+            // it): the reply says why; it is never sent a third time.
+            Ok(Wire::Again { missing: true, .. }) if hop.fallback => Follow::Reply,
+            Ok(Wire::Again { node: to, asking, missing, pause }) => match hop.next() {
+                Ok(h) => Follow::Again {
+                    node: to,
+                    hop: Hop {
+                        asking,
+                        fallback: hop.fallback || missing,
+                        redirected: hop.redirected || to != node,
+                        ..h
+                    },
+                    pause_ms: pause.as_millis() as u64,
+                },
+                Err(e) => Follow::Fail(e),
+            },
+            Err(e) => Follow::Fail(e),
+        }
+    }
+
+    /// After a connection to `node` could not be made for a call sent as `hop` (nothing was
+    /// written): reads the map again now and names the slot's master if another node serves
+    /// it (a failover), with the hop to send there. `None`: the call fails with the connection's
+    /// error. Only a node the map chose is rerouted from (not a redirect's target), as on the
+    /// store's own path.
+    pub async fn reroute(&self, slot: u16, node: u32, hop: Hop) -> Option<(u32, Hop)> {
+        if hop.redirected {
+            self.router.lost();
+            return None;
+        }
+        let h = hop.next().ok()?;
+        let to = self.router.reroute(slot, node).await?;
+        Some((to, Hop { asking: false, redirected: false, ..h }))
+    }
+
+    /// A connection failed, or a call timed out, after a call was written: reads the map again
+    /// in the background. (The call itself is never sent again.)
+    pub fn lost(&self) {
+        self.router.lost();
+    }
+}
+
+/// How many replies [`PreparedCall::write_hop`] gets back (the call's is the last).
+pub fn hop_replies(functions: bool, hop: Hop) -> usize {
+    usize::from(hop.asking) + if hop.fallback { super::transport::retry_replies(functions) } else { 1 }
+}
+
+/// The slot of a full (prefixed) key.
+pub fn slot(full_key: &str) -> u16 {
+    super::cluster::key_slot(full_key.as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_hop_survives_its_bits_and_a_call_takes_at_most_max_hops_attempts() {
+        let h = Hop { hops: 3, asking: true, fallback: false, redirected: true };
+        assert_eq!(Hop::from_bits(h.bits()), h);
+        assert_eq!(Hop::from_bits(0), Hop::default());
+        // The first attempt is hop 0; attempts 2..=MAX_HOPS are allowed, one more is not.
+        let mut hop = Hop::default();
+        for _ in 1..MAX_HOPS {
+            hop = hop.next().expect("within MAX_HOPS");
+        }
+        assert_eq!(hop.hops + 1, MAX_HOPS);
+        assert_eq!(hop.next().unwrap_err().code(), crate::error::ErrorCode::StoreUnavailable);
+    }
+
+    #[test]
+    fn an_attempts_replies_count_asking_and_the_fallback() {
+        let h = |asking, fallback| Hop { hops: 1, asking, fallback, redirected: false };
+        assert_eq!(hop_replies(false, h(false, false)), 1);
+        assert_eq!(hop_replies(true, h(true, false)), 2);
+        assert_eq!(hop_replies(false, h(true, true)), 2); // ASKING, EVAL
+        assert_eq!(hop_replies(true, h(true, true)), 3); // ASKING, FUNCTION LOAD, FCALL
+    }
+}
