@@ -98,29 +98,40 @@ curl -s "$H/metrics" | grep -q '^throttlekit_serve_config_reloads_total{result="
 stop_pid "$SERVE_PID"
 
 # SIGTERM: a call in flight when the signal lands is still answered, then the process exits 0.
-# Redis is made to sleep 1 s so the call is surely in flight when the signal arrives.
+# The client connects first and says so (a Python start-up can take a second on a loaded
+# machine); Redis is then made to sleep 2 s, and only then is the call sent, so it is surely in
+# flight when the signal arrives 0.5 s later.
 sed -i 's/, typo: 1//' "$WORK/http/a.yaml"
 start_serve "$WORK/term.log" --config "$WORK/http" --store redis --redis-url "$redis_url" \
   --redis-timeout-ms 4000 --timeout-ms 5000 --prefix "term$RANDOM"
 pids+=("$SERVE_PID")
 cat >"$WORK/one_call.py" <<'PYEOF'
-import sys, grpc
+import os, sys, time, grpc
 from envoy.service.ratelimit.v3 import rls_pb2, rls_pb2_grpc
-stub = rls_pb2_grpc.RateLimitServiceStub(grpc.insecure_channel(sys.argv[1]))
+channel = grpc.insecure_channel(sys.argv[1])
+grpc.channel_ready_future(channel).result(timeout=30)
+stub = rls_pb2_grpc.RateLimitServiceStub(channel)
 req = rls_pb2.RateLimitRequest(domain="web")
 req.descriptors.add().entries.add(key="user", value=sys.argv[2])
+if len(sys.argv) > 3:  # connected: say so, then wait for the go-ahead file
+    print("ready", flush=True)
+    while not os.path.exists(sys.argv[3]):
+        time.sleep(0.01)
 print(rls_pb2.RateLimitResponse.Code.Name(stub.ShouldRateLimit(req, timeout=10).overall_code))
 PYEOF
 [ "$("$PY" "$WORK/one_call.py" "$SERVE_GRPC" warm)" = OK ] || fail "warm-up call"
-redis-cli -u "$redis_url" DEBUG SLEEP 1 >/dev/null &
+"$PY" "$WORK/one_call.py" "$SERVE_GRPC" inflight "$WORK/go" >"$WORK/inflight.out" 2>&1 &
+client=$!
+for _ in $(seq 1 600); do grep -q ready "$WORK/inflight.out" && break; sleep 0.05; done
+grep -q ready "$WORK/inflight.out" || fail "the in-flight client never connected: $(cat "$WORK/inflight.out")"
+redis-cli -u "$redis_url" DEBUG SLEEP 2 >/dev/null &
 sleeper=$!
 sleep 0.2
-"$PY" "$WORK/one_call.py" "$SERVE_GRPC" inflight >"$WORK/inflight.out" 2>&1 &
-client=$!
-sleep 0.3
+touch "$WORK/go"
+sleep 0.5
 kill -TERM "$SERVE_PID"
 wait "$client" || fail "the in-flight call failed: $(cat "$WORK/inflight.out")"
-[ "$(cat "$WORK/inflight.out")" = OK ] || fail "in-flight call answered $(cat "$WORK/inflight.out")"
+[ "$(tail -n 1 "$WORK/inflight.out")" = OK ] || fail "in-flight call answered $(cat "$WORK/inflight.out")"
 wait "$SERVE_PID" && status=0 || status=$?
 [ "$status" = 0 ] || fail "serve exited $status after SIGTERM"
 grep -q '"msg":"stopped"' "$WORK/term.log" || fail "no orderly stop logged"
