@@ -49,6 +49,7 @@ const {
   __clusterReroute,
   __clusterHopBytes,
   __clusterLost,
+  __fieldsHandle,
   __fieldsCheck,
   ...api
 } = binding
@@ -454,15 +455,35 @@ if (nativeStoreClose !== undefined) {
 // through napi. Same arguments, result and errors as the native method, which answers a
 // receiver of another class.
 const nativeFieldsCheckSync = api.RateLimitFields.prototype.checkSync
+// The fields' handle (src/handles.rs, a table of its own) lives in a private field as a
+// limiter's does; a field of its own name, so a limiter's handle is never taken for one.
+class FieldsHandle extends Receiver {
+  #fid
+  constructor(o, id) {
+    super(o)
+    this.#fid = id
+  }
+
+  /** The handle of `o`, or null when `o` is not a RateLimitFields. */
+  static of(o) {
+    if (typeof o === 'object' && o !== null && #fid in o) return o.#fid
+    const id = __fieldsHandle(o)
+    if (id !== null) new FieldsHandle(o, id)
+    return id
+  }
+}
 /** `__fieldsCheck` for `fields`: the joined lines, or null when `fields` is not one. */
 function fieldsCheck(fields, key, cost) {
   const n = copyKey(key)
+  const id = FieldsHandle.of(fields)
+  if (id === null) return null
+  io[6] = id
   io[8] = n
   if (cost === undefined || typeof cost === 'number') {
     io[7] = cost === undefined ? 1 : cost
-    return n < 0 ? __fieldsCheck(fields, key) : __fieldsCheck(fields)
+    return n < 0 ? __fieldsCheck(key) : __fieldsCheck()
   }
-  return __fieldsCheck(fields, key, cost) // not a number: throws config_invalid
+  return __fieldsCheck(key, cost) // not a number: throws config_invalid
 }
 /** The decision the last `__fieldsCheck` wrote in `io`, as an object (read it at once). */
 function fieldsDecision() {
@@ -500,6 +521,16 @@ Object.defineProperty(module.exports, Symbol.for('throttlekit.fastPath'), {
   value: Object.freeze({
     handle: __handle,
     liveHandles: __liveHandles,
+    fieldsHandle: __fieldsHandle,
+    /** A raw `__fieldsCheck` with `handle` in the handle slot: `[joined lines, six slots]`. */
+    fieldsCall(handle, key, cost) {
+      for (let i = 0; i < 6; i++) io[i] = -1
+      io[8] = copyKey(key)
+      io[6] = handle
+      io[7] = cost
+      const joined = __fieldsCheck(key)
+      return [joined, [io[0], io[1], io[2], io[3], io[4], io[5]]]
+    },
     call(handle, key, cost) {
       for (let i = 0; i < 6; i++) io[i] = -1
       io[8] = copyKey(key)

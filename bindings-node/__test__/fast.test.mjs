@@ -13,7 +13,7 @@ import v8 from 'node:v8'
 import vm from 'node:vm'
 import { Worker } from 'node:worker_threads'
 
-import { Limiter, ManualClock, Strategy } from '../index.mjs'
+import { Limiter, ManualClock, RateLimitFields, Strategy } from '../index.mjs'
 
 const require = createRequire(import.meta.url)
 const pkgDir = path.join(path.dirname(fileURLToPath(import.meta.url)), '..')
@@ -214,5 +214,52 @@ describe('fast path keys', () => {
     } finally {
       for (const [obj, name, d] of saved) Object.defineProperty(obj, name, d)
     }
+  })
+})
+
+// RateLimitFields#checkSync's fast path (`__fieldsCheck`) finds its fields by a handle from a
+// table of their own, with the same promises.
+describe('fields handles', () => {
+  const fieldsOf = () => new RateLimitFields(new Limiter({ strategy: gcra(), clock: new ManualClock(0) }))
+
+  test('a real handle decides and renders; a forged one is config_invalid', () => {
+    const f = fieldsOf()
+    const h = fastPath.fieldsHandle(f)
+    assert.equal(typeof h, 'number')
+    assert.equal(fastPath.fieldsHandle(f), h, 'one handle per fields object')
+    const [joined, slots] = fastPath.fieldsCall(h, 'k', 1)
+    assert.equal(joined, 'RateLimit-Policy\n"default";q=2;w=1\nRateLimit\n"default";r=1;t=1')
+    assert.deepEqual(slots, [1, 2, 1, 500, 0, 0])
+    for (const forged of [0, -0, 1, -1, h + 1, h - 1, h + 0.5, h + 2 ** 32, 2 ** 53, NaN, Infinity]) {
+      throwsCode(() => fastPath.fieldsCall(forged, 'k', 1), `fields handle ${String(forged)}`)
+    }
+  })
+
+  test('only a RateLimitFields has a fields handle', () => {
+    const f = fieldsOf()
+    for (const other of [{}, null, 1, 'k', new Limiter({ strategy: gcra() }), Object.create(f)]) {
+      assert.equal(fastPath.fieldsHandle(other), null, String(other))
+    }
+    const parts = require('../index.js')[Symbol.for('throttlekit.fieldsParts')]
+    f.checkSync('k') // f now carries its handle
+    assert.equal(parts.checkSync(Object.create(f), 'k', 1), null, 'an heir does not borrow it')
+    assert.deepEqual(Object.getOwnPropertySymbols(f), [], 'nothing visible to reflection')
+  })
+
+  test('finalizing RateLimitFields frees their slots, and their handles go stale', async () => {
+    assert.ok(await collectUntil(() => true))
+    const before = liveHandles('fields')
+    let handle
+    ;(() => {
+      const l = new Limiter({ strategy: gcra(), clock: new ManualClock(0) })
+      for (let i = 0; i < 500; i++) new RateLimitFields(l).checkSync('k')
+      handle = fastPath.fieldsHandle(new RateLimitFields(l))
+    })()
+    assert.ok(liveHandles('fields') >= before + 501, `${liveHandles('fields')} live after registering 501`)
+    assert.ok(
+      await collectUntil(() => liveHandles('fields') <= before),
+      `${liveHandles('fields')} still live (was ${before})`,
+    )
+    throwsCode(() => fastPath.fieldsCall(handle, 'k', 1), 'stale fields handle')
   })
 })

@@ -37,7 +37,7 @@ use throttlekit::validate;
 use crate::convert;
 use crate::error::{CoreResult, config};
 use crate::handles;
-use crate::http::RateLimitFields;
+use crate::http::{FieldsCore, RateLimitFields};
 use crate::limiter::Limiter;
 
 /// Slots of the shared `Float64Array`. Written here: allowed (0/1), limit, remaining, resetAt,
@@ -68,6 +68,8 @@ struct Context {
     /// Reused buffer for `__fieldsCheck`'s joined lines.
     lines: RefCell<String>,
     handles: handles::Shared,
+    /// The `RateLimitFields` of `__fieldsCheck`, by handle (as `handles` for `Limiter`s).
+    fields: handles::Shared<FieldsCore>,
 }
 
 type Callback = unsafe extern "C" fn(sys::napi_env, sys::napi_callback_info) -> sys::napi_value;
@@ -76,11 +78,12 @@ type Callback = unsafe extern "C" fn(sys::napi_env, sys::napi_callback_info) -> 
 #[napi(module_exports)]
 pub fn register(exports: Object, env: Env) -> napi::Result<()> {
     let context = Rc::new(Context { key: RefCell::new(vec![0; 256]), ..Context::default() });
-    let functions: [(&CStr, Callback); 5] = [
+    let functions: [(&CStr, Callback); 6] = [
         (c"__bindIo", bind_io),
         (c"__handle", handle),
         (c"__checkSync", check_sync),
         (c"__liveHandles", live_handles),
+        (c"__fieldsHandle", fields_handle),
         (c"__fieldsCheck", fields_check),
     ];
     for (name, cb) in functions {
@@ -285,40 +288,51 @@ unsafe extern "C" fn check_sync(env: sys::napi_env, info: sys::napi_callback_inf
     })
 }
 
-/// `__fieldsCheck(fields[, key[, cost]])`: `RateLimitFields#checkSync` through the shared
-/// buffer, for the middlewares' hot path (index.js): the key as for `__checkSync` (its bytes in
-/// the buffer when its length is there, else the argument), the cost the array's unless passed;
-/// the decision goes to slots 0-5 and the lines come back as one string, `name\nvalue\n...`
-/// (no header name or value holds a line break). `null` when `fields` is not a
-/// `RateLimitFields` (index.js lets the native method answer). The checks, their order, the
-/// decision and the errors are `checkSync`'s (http.rs: `sync_limiter`, then `check_joined`).
+/// `__fieldsHandle(fields)`: the handle of a `RateLimitFields` (a number), registering it on
+/// first use; `null` when `fields` is not one (index.js then lets the native method answer).
+/// index.js calls it once per object and keeps the answer in a private field, as for limiters.
+unsafe extern "C" fn fields_handle(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
+    guard(env, info, |env, context, argv, _| match fields(env, argv[0]) {
+        Some(f) => number(env, f.handle(&context.fields)?),
+        None => null(env),
+    })
+}
+
+/// `__fieldsCheck([key[, cost]])`: `RateLimitFields#checkSync` through the shared buffer, for
+/// the middlewares' hot path (index.js): the fields' handle (from `__fieldsHandle`) in the
+/// handle slot, the key as for `__checkSync` (its bytes in the buffer when its length is there,
+/// else the argument), the cost the array's unless passed; the decision goes to slots 0-5 and
+/// the lines come back as one string, `name\nvalue\n...` (no header name or value holds a line
+/// break). The checks, their order, the decision and the errors are `checkSync`'s (http.rs:
+/// `sync_limiter`, then `check_joined`).
 ///
 /// Why: napi-rs building `{decision: {...}, lines: [...]}` (eleven property sets and four
 /// strings) was 4-5 µs of a 5 µs call; a napi-rs function returning one string and filling a
 /// `Float64Array` still spent about half of its 1.4 µs in napi-rs's glue (borrow scopes, four
-/// arguments, the typed array's info) and V8's UTF-8 read of the key (perf).
+/// arguments, the typed array's info) and V8's UTF-8 read of the key (perf). Finding the
+/// receiver by `napi_unwrap` and its type tag was then ~12 % of the rest (perf), hence the
+/// handle; and core renders the lines straight into the reused `lines` buffer.
 unsafe extern "C" fn fields_check(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
     guard(env, info, |env, context, argv, argc| {
         let io = context.io.get();
         if io.is_null() {
             return Err(config("io", "is not bound (load the package through index.js)"));
         }
-        let Some(f) = fields(env, argv[0]) else {
-            return null(env);
-        };
-        let l = f.sync_limiter()?;
         // SAFETY: `io` points at IO_LEN f64s (checked by `bind_io`), used on this thread only,
         // and no JS runs while this slice lives.
         let io = unsafe { std::slice::from_raw_parts_mut(io, IO_LEN) };
+        let table = context.fields.try_borrow().map_err(|_| config("this", "is busy"))?;
+        let f = table.get(io[IO_HANDLE]).ok_or_else(|| config("this", "must be a RateLimitFields"))?;
+        let l = f.sync_limiter()?;
         // Read after the key (so a bad key's error wins, as in `checkSync`).
         let cost_in_io = io[IO_COST];
         let cost = || -> CoreResult<u64> {
-            let cost = if argc < 3 {
+            let cost = if argc < 2 {
                 cost_in_io
             } else {
                 let mut cost = f64::NAN;
                 // SAFETY: a live value of the current call; a non-number fails with a status.
-                if unsafe { sys::napi_get_value_double(env, argv[2], &mut cost) } != sys::Status::napi_ok {
+                if unsafe { sys::napi_get_value_double(env, argv[1], &mut cost) } != sys::Status::napi_ok {
                     return Err(config("cost", "must be a positive integer"));
                 }
                 cost
@@ -335,7 +349,7 @@ unsafe extern "C" fn fields_check(env: sys::napi_env, info: sys::napi_callback_i
             let key = std::str::from_utf8(bytes).map_err(|_| config("key", "must be valid UTF-16"))?;
             f.check_joined(l, key, cost()?, &mut lines)?
         } else {
-            convert::with_str_in(&context.key, env, argv[1], "key", |k| f.check_joined(l, k, cost()?, &mut lines))?
+            convert::with_str_in(&context.key, env, argv[0], "key", |k| f.check_joined(l, k, cost()?, &mut lines))?
         };
         io[..6].copy_from_slice(&crate::http::decided(&d));
         let mut v = ptr::null_mut();
@@ -375,11 +389,19 @@ fn null(env: sys::napi_env) -> CoreResult<sys::napi_value> {
     Ok(v)
 }
 
-/// `__liveHandles()`: how many limiters this environment's table lists (for the test that
-/// finalizing a `Limiter` frees its slot).
+/// `__liveHandles([kind])`: how many limiters (or, with `'fields'`, `RateLimitFields`) this
+/// environment's tables list (for the tests that finalizing an object frees its slot).
 unsafe extern "C" fn live_handles(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
-    guard(env, info, |env, context, _, _| {
-        let live = context.handles.try_borrow().map_err(|_| config("handles", "are busy"))?.live();
+    guard(env, info, |env, context, argv, _| {
+        let busy = |_| config("handles", "are busy");
+        let mut kind = sys::ValueType::napi_undefined;
+        // SAFETY: a live value of the current call (`undefined` when omitted).
+        unsafe { sys::napi_typeof(env, argv[0], &mut kind) };
+        let live = if kind == sys::ValueType::napi_string {
+            context.fields.try_borrow().map_err(busy)?.live()
+        } else {
+            context.handles.try_borrow().map_err(busy)?.live()
+        };
         number(env, live as f64)
     })
 }

@@ -1,4 +1,5 @@
-//! Numeric handles for `Limiter`s: how the `checkSync` fast path (fast.rs) finds its limiter.
+//! Numeric handles for `Limiter`s and `RateLimitFields`: how the fast paths (fast.rs,
+//! `__checkSync` and `__fieldsCheck`) find their receiver. Each kind has a table of its own.
 //!
 //! Why: finding a napi-rs class instance from `this` costs `napi_unwrap` plus a type-tag check,
 //! two V8 private-property lookups (~50 ns, a quarter of a whole `checkSync`). Instead each
@@ -27,27 +28,32 @@ const INDEX_BITS: u32 = 32;
 /// The last generation a slot may have; one more free retires it.
 const MAX_GENERATION: u64 = (1 << (53 - INDEX_BITS)) - 1;
 
-/// The limiters of one JS environment, by handle.
-#[derive(Default)]
-pub struct Handles {
-    slots: Vec<Slot>,
+/// The limiters (or, with another `T`, the fields) of one JS environment, by handle.
+pub struct Handles<T = throttlekit::Limiter> {
+    slots: Vec<Slot<T>>,
     /// Indices of empty, reusable slots (most recently freed last).
     free: Vec<u32>,
     live: usize,
 }
 
-struct Slot {
-    /// Starts at 1, so the handle 0 (and every handle with generation 0) is never valid.
-    generation: u64,
-    limiter: Option<Arc<throttlekit::Limiter>>,
+impl<T> Default for Handles<T> {
+    fn default() -> Handles<T> {
+        Handles { slots: Vec::new(), free: Vec::new(), live: 0 }
+    }
 }
 
-/// A table shared by an environment's callbacks and by the `Limiter`s registered in it.
-pub type Shared = Rc<RefCell<Handles>>;
+struct Slot<T> {
+    /// Starts at 1, so the handle 0 (and every handle with generation 0) is never valid.
+    generation: u64,
+    limiter: Option<Arc<T>>,
+}
 
-impl Handles {
+/// A table shared by an environment's callbacks and by the objects registered in it.
+pub type Shared<T = throttlekit::Limiter> = Rc<RefCell<Handles<T>>>;
+
+impl<T> Handles<T> {
     /// Lists `limiter` and returns its handle.
-    fn insert(&mut self, limiter: Arc<throttlekit::Limiter>) -> CoreResult<u64> {
+    fn insert(&mut self, limiter: Arc<T>) -> CoreResult<u64> {
         let index = match self.free.pop() {
             Some(i) => i,
             None => {
@@ -65,7 +71,7 @@ impl Handles {
     /// The limiter of `handle` (a JS number), `None` for anything that is not a live handle:
     /// not a whole number, out of range, freed, or never issued.
     #[inline]
-    pub fn get(&self, handle: f64) -> Option<&throttlekit::Limiter> {
+    pub fn get(&self, handle: f64) -> Option<&T> {
         let h = handle as u64; // saturating: NaN and negatives become 0, which is never valid
         if h as f64 != handle {
             return None;
@@ -99,14 +105,14 @@ impl Handles {
 /// A limiter's entry in a table; dropping it (when napi-rs finalizes the `Limiter`) frees the
 /// slot. It holds the table alive, since finalizers may run after the environment's callbacks
 /// are gone (at worker or process teardown).
-pub struct Registration {
-    table: Shared,
+pub struct Registration<T = throttlekit::Limiter> {
+    table: Shared<T>,
     handle: u64,
 }
 
-impl Registration {
+impl<T> Registration<T> {
     /// Lists `limiter` in `table`.
-    pub fn new(table: &Shared, limiter: Arc<throttlekit::Limiter>) -> CoreResult<Registration> {
+    pub fn new(table: &Shared<T>, limiter: Arc<T>) -> CoreResult<Registration<T>> {
         let handle = table.try_borrow_mut().map_err(|_| config("this", "is busy"))?.insert(limiter)?;
         Ok(Registration { table: table.clone(), handle })
     }
@@ -117,12 +123,12 @@ impl Registration {
     }
 
     /// Whether this entry is in `table` (a `Limiter` belongs to the environment that made it).
-    pub fn is_in(&self, table: &Shared) -> bool {
+    pub fn is_in(&self, table: &Shared<T>) -> bool {
         Rc::ptr_eq(&self.table, table)
     }
 }
 
-impl Drop for Registration {
+impl<T> Drop for Registration<T> {
     fn drop(&mut self) {
         // The table is only ever borrowed within one callback, which never runs finalizers; if
         // it ever were busy, keeping the slot (and its Arc) is a leak, never a dangling handle.
@@ -143,7 +149,7 @@ mod tests {
 
     #[test]
     fn a_registered_limiter_is_found_by_its_handle_until_dropped() {
-        let table = Shared::default();
+        let table = Shared::<throttlekit::Limiter>::default();
         let l = limiter();
         let r = Registration::new(&table, l.clone()).expect("registered");
         let h = r.handle();
@@ -157,7 +163,7 @@ mod tests {
 
     #[test]
     fn a_reused_slot_does_not_answer_to_the_old_handle() {
-        let table = Shared::default();
+        let table = Shared::<throttlekit::Limiter>::default();
         let old = Registration::new(&table, limiter()).expect("registered").handle();
         let new = Registration::new(&table, limiter()).expect("registered");
         assert_eq!(table.borrow().slots.len(), 1, "the slot was reused");
@@ -168,7 +174,7 @@ mod tests {
 
     #[test]
     fn numbers_that_are_not_handles_find_nothing() {
-        let table = Shared::default();
+        let table = Shared::<throttlekit::Limiter>::default();
         let r = Registration::new(&table, limiter()).expect("registered");
         let h = r.handle();
         for forged in [0.0, -0.0, 1.0, h + 1.0, h - 0.5, -h, f64::NAN, f64::INFINITY, 2f64.powi(53), h + 2f64.powi(32)]
@@ -179,7 +185,7 @@ mod tests {
 
     #[test]
     fn a_slot_retires_instead_of_wrapping_its_generation() {
-        let table = Shared::default();
+        let table = Shared::<throttlekit::Limiter>::default();
         table.borrow_mut().slots.push(Slot { generation: MAX_GENERATION, limiter: None });
         table.borrow_mut().free.push(0);
         let r = Registration::new(&table, limiter()).expect("registered");
@@ -191,7 +197,7 @@ mod tests {
 
     #[test]
     fn registrations_in_another_table_are_told_apart() {
-        let (a, b) = (Shared::default(), Shared::default());
+        let (a, b) = (Shared::<throttlekit::Limiter>::default(), Shared::<throttlekit::Limiter>::default());
         let r = Registration::new(&a, limiter()).expect("registered");
         assert!(r.is_in(&a));
         assert!(!r.is_in(&b));

@@ -16,6 +16,7 @@
 // crate (no napi registration) sees them as unused.
 #![cfg_attr(test, allow(dead_code))]
 
+use std::cell::OnceCell;
 use std::sync::Arc;
 
 use napi::Env;
@@ -26,6 +27,7 @@ use throttlekit::http::{self as core_http, HeaderOptions as CoreHeaderOptions, L
 use crate::convert::{self, Options};
 use crate::decision::{Decision, MultiDecision};
 use crate::error::{CoreResult, OrThrow, Settled, config, settle};
+use crate::handles::{self, Registration};
 use crate::limiter::Limiter;
 use crate::multi::MultiLimiter;
 
@@ -198,6 +200,15 @@ impl Source {
 /// Build it once, next to the limiter; call `lines` per request.
 #[napi]
 pub struct RateLimitFields {
+    pub(crate) core: Arc<FieldsCore>,
+    /// Its entry in its environment's fields handle table, made by the first fast-path
+    /// `checkSync` (fast.rs, handles.rs); dropping the `RateLimitFields` frees it.
+    handle: OnceCell<Registration<FieldsCore>>,
+}
+
+/// What a `RateLimitFields` binds: shared with the fast path's handle table (fast.rs), which
+/// finds it by number instead of unwrapping the JS object.
+pub(crate) struct FieldsCore {
     source: Source,
     options: CoreHeaderOptions,
 }
@@ -216,7 +227,8 @@ impl RateLimitFields {
             } else {
                 return Err(config("limiter", "must be a Limiter or a MultiLimiter"));
             };
-            Ok(RateLimitFields { source, options: header_options(&options)? })
+            let core = Arc::new(FieldsCore { source, options: header_options(&options)? });
+            Ok(RateLimitFields { core, handle: OnceCell::new() })
         })()
         .or_throw(env)
     }
@@ -228,9 +240,12 @@ impl RateLimitFields {
     #[napi(ts_args_type = "decision: Decision | MultiDecision, key?: string | string[], nowMs?: number")]
     pub fn lines(&self, env: &Env, decision: Unknown, key: Unknown, now_ms: Unknown) -> napi::Result<Vec<String>> {
         (|| {
-            let now =
-                if convert::is_undefined(&now_ms) { self.source.now() } else { convert::epoch_ms(&now_ms, "nowMs")? };
-            let limits = match &self.source {
+            let now = if convert::is_undefined(&now_ms) {
+                self.core.source.now()
+            } else {
+                convert::epoch_ms(&now_ms, "nowMs")?
+            };
+            let limits = match &self.core.source {
                 Source::Single(l) => {
                     let key = if convert::is_undefined(&key) { None } else { Some(convert::string(&key, "key")?) };
                     vec![LimitStatus::single(l.strategy(), decision_of(&decision, "decision")?, key.as_deref())]
@@ -241,7 +256,7 @@ impl RateLimitFields {
                     LimitStatus::multi(m, &multi_decision_of(&decision)?, &keys)
                 }
             };
-            core_http::rate_limit_headers(&limits, &self.options, now).map(flat)
+            core_http::rate_limit_headers(&limits, &self.core.options, now).map(flat)
         })()
         .or_throw(env)
     }
@@ -263,17 +278,20 @@ impl RateLimitFields {
         key: &Unknown,
         cost: &Unknown,
     ) -> CoreResult<(throttlekit::Decision, Vec<(&'static str, String)>)> {
-        if !self.in_process() {
+        if !self.core.in_process() {
             return Err(config("checkSync", "is only for a limiter on a MemoryStore: use check"));
         }
-        let (Source::Single(l), Keys::One(key)) = (&self.source, self.source.keys(key)?) else {
+        let (Source::Single(l), Keys::One(key)) = (&self.core.source, self.core.source.keys(key)?) else {
             return Err(config("key", "must be a string"));
         };
         let cost = convert::cost(cost)?;
         let now = l.clock().now_ms();
         let d = l.check_sync_at(&key, cost, now)?;
-        let lines =
-            core_http::rate_limit_headers(&[LimitStatus::single(l.strategy(), d, Some(&key))], &self.options, now)?;
+        let lines = core_http::rate_limit_headers(
+            &[LimitStatus::single(l.strategy(), d, Some(&key))],
+            &self.core.options,
+            now,
+        )?;
         Ok((d, lines))
     }
 
@@ -286,9 +304,9 @@ impl RateLimitFields {
         key: Unknown,
         cost: Unknown,
     ) -> napi::Result<PromiseRaw<'e, Settled<Checked>>> {
-        let args = (|| Ok((self.source.keys(&key)?, convert::cost(&cost)?)))();
-        let source = self.source.clone();
-        let options = self.options.clone();
+        let args = (|| Ok((self.core.source.keys(&key)?, convert::cost(&cost)?)))();
+        let source = self.core.source.clone();
+        let options = self.core.options.clone();
         settle(env, args, move |(keys, cost)| async move {
             let now = source.now();
             source.check(&keys, cost, now, &options).await
@@ -304,11 +322,11 @@ impl RateLimitFields {
     pub fn fallback(&self, env: &Env, fail_policy: Unknown) -> napi::Result<Decision> {
         (|| {
             let policy = convert::with_str(&fail_policy, "failPolicy", throttlekit::FailPolicy::parse)?;
-            let limit = match &self.source {
+            let limit = match &self.core.source {
                 Source::Single(l) => l.strategy().limit(),
                 Source::Multi(m) => m.dimensions()[0].strategy.limit(),
             };
-            let now = self.source.now();
+            let now = self.core.source.now();
             let unavailable = throttlekit::Error::new(
                 throttlekit::ErrorCode::StoreUnavailable,
                 "the rate limiter's store did not answer",
@@ -323,10 +341,7 @@ impl RateLimitFields {
     /// loop, instead of paying for a Promise. Anything else takes the Promise `check`.
     #[napi(getter)]
     pub fn in_process(&self) -> bool {
-        match &self.source {
-            Source::Single(l) => l.store().as_memory().is_some(),
-            Source::Multi(_) => false,
-        }
+        self.core.in_process()
     }
 
     /// A multi limiter's dimension names in declaration order (the middleware gives each the
@@ -334,7 +349,7 @@ impl RateLimitFields {
     /// single limiter.
     #[napi(getter)]
     pub fn dimensions(&self) -> Option<Vec<String>> {
-        match &self.source {
+        match &self.core.source {
             Source::Single(_) => None,
             Source::Multi(m) => Some(m.dimensions().iter().map(|d| d.name.clone()).collect()),
         }
@@ -343,7 +358,7 @@ impl RateLimitFields {
     /// The header family these fields are sent in.
     #[napi(getter)]
     pub fn family(&self) -> HeaderFamily {
-        match self.options.family {
+        match self.core.options.family {
             core_http::Family::Draft6 => HeaderFamily::Draft6,
             core_http::Family::Draft7 => HeaderFamily::Draft7,
             core_http::Family::Draft10 => HeaderFamily::Draft10,
@@ -380,6 +395,45 @@ pub(crate) fn decided(d: &throttlekit::Decision) -> [f64; 6] {
 }
 
 impl RateLimitFields {
+    /// The handle of these fields in `table`, registering them on first use (as
+    /// `Limiter::handle` does).
+    pub(crate) fn handle(&self, table: &handles::Shared<FieldsCore>) -> CoreResult<f64> {
+        if self.handle.get().is_none() {
+            let r = Registration::new(table, self.core.clone())?;
+            // Cannot fail: the cell was empty and nothing in between touched it.
+            let _ = self.handle.set(r);
+        }
+        match self.handle.get() {
+            Some(r) if r.is_in(table) => Ok(r.handle()),
+            _ => Err(config("this", "belongs to another thread's environment")),
+        }
+    }
+}
+
+/// The joined form of the lines, `name\nvalue\nname\nvalue`, written in place (core's
+/// [`core_http::LineSink`]).
+struct Joined<'a>(&'a mut String);
+
+impl core_http::LineSink for Joined<'_> {
+    fn start(&mut self, name: &'static str) -> &mut String {
+        if !self.0.is_empty() {
+            self.0.push('\n');
+        }
+        self.0.push_str(name);
+        self.0.push('\n');
+        self.0
+    }
+}
+
+impl FieldsCore {
+    /// Whether the limiter decides in this process without I/O (see `inProcess`).
+    fn in_process(&self) -> bool {
+        match &self.source {
+            Source::Single(l) => l.store().as_memory().is_some(),
+            Source::Multi(_) => false,
+        }
+    }
+
     /// The limiter `checkSync` decides with: `config_invalid` unless it is one limiter on a
     /// MemoryStore (the checks and errors of `checkSync`, in its order).
     pub(crate) fn sync_limiter(&self) -> CoreResult<&throttlekit::Limiter> {
@@ -393,8 +447,8 @@ impl RateLimitFields {
     }
 
     /// `checkSync`'s decision for `key` on `l` (from [`Self::sync_limiter`]), its lines
-    /// appended to `joined` as `name\nvalue\nname\nvalue` (core's `for_each_line`, at the same
-    /// reading of the limiter's clock as the decision).
+    /// appended to `joined` as `name\nvalue\nname\nvalue` (core's `write_single_lines`, at the
+    /// same reading of the limiter's clock as the decision; nothing allocated).
     pub(crate) fn check_joined(
         &self,
         l: &throttlekit::Limiter,
@@ -404,14 +458,7 @@ impl RateLimitFields {
     ) -> CoreResult<throttlekit::Decision> {
         let now = l.clock().now_ms();
         let d = l.check_sync_at(key, cost, now)?;
-        core_http::for_each_line(&[LimitStatus::single(l.strategy(), d, Some(key))], &self.options, now, |n, v| {
-            if !joined.is_empty() {
-                joined.push('\n');
-            }
-            joined.push_str(n);
-            joined.push('\n');
-            joined.push_str(v);
-        })?;
+        core_http::write_single_lines(l.strategy(), &d, Some(key), &self.options, now, &mut Joined(joined))?;
         Ok(d)
     }
 }

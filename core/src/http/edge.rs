@@ -10,7 +10,7 @@
 //! binding still sends the same bytes.
 
 use super::client_ip::{ClientIdentity, ClientKeyOptions};
-use super::headers::{HeaderOptions, LimitStatus, for_each_line};
+use super::headers::{HeaderBlock, HeaderOptions, write_single_lines};
 use crate::decision::Decision;
 use crate::error::{Error, ErrorCode, Result};
 use crate::limiter::{FailPolicy, Limiter};
@@ -102,13 +102,7 @@ impl HttpEdge {
         now_ms: i64,
         out: &mut String,
     ) -> Result<()> {
-        let status = LimitStatus::single(limiter.strategy(), *decision, Some(key));
-        for_each_line(std::slice::from_ref(&status), &self.headers, now_ms, |name, value| {
-            out.push_str(name);
-            out.push_str(": ");
-            out.push_str(value);
-            out.push('\n');
-        })
+        write_single_lines(limiter.strategy(), decision, Some(key), &self.headers, now_ms, &mut HeaderBlock(out))
     }
 }
 

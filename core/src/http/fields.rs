@@ -9,7 +9,30 @@ pub const MAX_SF_INTEGER: i64 = 999_999_999_999_999;
 /// An sf-integer, clamped to `0..=MAX_SF_INTEGER`: every rate-limit number is a non-negative
 /// count or duration, and a larger one would not parse (clients must then ignore the field).
 pub fn sf_integer(v: i64) -> String {
-    v.clamp(0, MAX_SF_INTEGER).to_string()
+    let mut out = String::with_capacity(15);
+    push_sf_integer(&mut out, v);
+    out
+}
+
+/// [`sf_integer`] appended to `out`, in decimal without `core::fmt`: the integers of every
+/// rate-limit field go through here on every request, and `write!` spent more on its
+/// formatting machinery than on the digits.
+pub fn push_sf_integer(out: &mut String, v: i64) {
+    // At most 15 digits after the clamp.
+    let mut n = v.clamp(0, MAX_SF_INTEGER) as u64;
+    let mut digits = [0u8; 15];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    for &d in &digits[i..] {
+        out.push(char::from(d));
+    }
 }
 
 /// An sf-string: `"` and `\` escaped with `\`; bytes outside printable ASCII (and `%` itself)
@@ -25,6 +48,12 @@ pub fn sf_string(s: &str) -> String {
 pub fn write_sf_string(out: &mut String, s: &str) {
     const HEX: &[u8; 16] = b"0123456789ABCDEF";
     out.push('"');
+    // The usual name ("default", a dimension's) needs no escape: copied whole.
+    if s.bytes().all(|b| matches!(b, 0x20..=0x7e) && b != b'"' && b != b'\\' && b != b'%') {
+        out.push_str(s);
+        out.push('"');
+        return;
+    }
     for &b in s.as_bytes() {
         match b {
             b'"' | b'\\' => {
@@ -71,6 +100,20 @@ mod tests {
         assert_eq!(sf_integer(-5), "0");
         assert_eq!(sf_integer(42), "42");
         assert_eq!(sf_integer(i64::MAX), "999999999999999");
+    }
+
+    #[test]
+    fn pushed_integers_are_the_decimal_of_the_clamped_value() {
+        for v in [0, 1, 9, 10, 99, 100, 12_345, MAX_SF_INTEGER - 1, MAX_SF_INTEGER, i64::MIN, -1] {
+            let mut out = String::from("x=");
+            push_sf_integer(&mut out, v);
+            assert_eq!(out, format!("x={}", v.clamp(0, MAX_SF_INTEGER)));
+        }
+        for shift in 0..63 {
+            let v = 1i64 << shift;
+            assert_eq!(sf_integer(v), v.clamp(0, MAX_SF_INTEGER).to_string());
+            assert_eq!(sf_integer(v - 1), (v - 1).clamp(0, MAX_SF_INTEGER).to_string());
+        }
     }
 
     #[test]

@@ -4,9 +4,7 @@ use hmac::{Hmac, Mac};
 use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 
-use std::fmt::Write as _;
-
-use super::fields::{MAX_SF_INTEGER, sf_byte_sequence, write_sf_string};
+use super::fields::{MAX_SF_INTEGER, push_sf_integer, sf_byte_sequence, write_sf_string};
 use super::policy::Policy;
 use crate::decision::Decision;
 use crate::error::{Error, Result};
@@ -156,12 +154,12 @@ pub fn retry_after_seconds(retry_after_ms: i64) -> i64 {
     seconds_up(retry_after_ms).clamp(1, MAX_SF_INTEGER)
 }
 
-fn seconds_up(ms: i64) -> i64 {
+pub(super) fn seconds_up(ms: i64) -> i64 {
     let ms = ms.max(0);
     ms / 1000 + i64::from(ms % 1000 != 0)
 }
 
-fn partition_key(secret: &str, key: &str) -> Option<String> {
+pub(super) fn partition_key(secret: &str, key: &str) -> Option<String> {
     // HMAC takes keys of any length, so this never fails; were it to, the field would go
     // without `pk` rather than panic.
     let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes()).ok()?;
@@ -169,10 +167,40 @@ fn partition_key(secret: &str, key: &str) -> Option<String> {
     Some(sf_byte_sequence(&mac.finalize().into_bytes()))
 }
 
+/// Where [`write_lines`] puts the header lines, written in place: for each line it calls
+/// `start(name)`, appends the value to the buffer that returns, then calls `end()`.
+///
+/// Why: a middleware sends two or three short lines per request, and building each value in a
+/// `String` of its own (then copying it) cost more than the decision. A sink that writes
+/// straight into the caller's reused buffer ([`HeaderBlock`], Node's joined string) makes a
+/// render allocate nothing.
+pub trait LineSink {
+    /// Begins the line `name`; returns the buffer its value is appended to.
+    fn start(&mut self, name: &'static str) -> &mut String;
+    /// Ends the line begun by the last `start`.
+    fn end(&mut self) {}
+}
+
+/// A [`LineSink`] that appends `Name: value\n` per line to a buffer (the format of
+/// [`super::HttpEdge::write_lines`], which the C ABI hands to Go's `tkhttp`).
+pub struct HeaderBlock<'a>(pub &'a mut String);
+
+impl LineSink for HeaderBlock<'_> {
+    fn start(&mut self, name: &'static str) -> &mut String {
+        self.0.push_str(name);
+        self.0.push_str(": ");
+        self.0
+    }
+
+    fn end(&mut self) {
+        self.0.push('\n');
+    }
+}
+
 /// The per-limit values every family draws from: numbers already clamped to sf-integers (so
-/// `{}` prints exactly what [`super::sf_integer`] would), the name as an sf-string.
-struct Rendered {
-    name: String,
+/// they print exactly what [`super::sf_integer`] would), the name still unescaped.
+struct Rendered<'a> {
+    name: &'a str,
     quota: i64,
     window: Option<i64>,
     remaining: i64,
@@ -189,25 +217,30 @@ fn sf(v: i64) -> i64 {
     v.clamp(0, MAX_SF_INTEGER)
 }
 
-fn render(status: &LimitStatus, options: &HeaderOptions, now_ms: i64) -> Rendered {
-    let d = &status.decision;
-    let mut next_s = seconds_up(status.policy.next_quota_ms(d, now_ms));
+/// One limit's values: `name` is the policy name to send (the limit's own or the options').
+fn render<'a>(
+    name: &'a str,
+    key: Option<&str>,
+    policy: &Policy,
+    d: &Decision,
+    options: &HeaderOptions,
+    now_ms: i64,
+) -> Rendered<'a> {
+    let mut next_s = seconds_up(policy.next_quota_ms(d, now_ms));
     if !d.allowed {
         // A denied limit's quota is back by its own Retry-After, so `t` may not point later
         // (draft -11 section 4: Retry-After not earlier than the end of the effective window).
         next_s = next_s.min(retry_after_seconds(d.retry_after_ms));
     }
-    let mut name = String::with_capacity(16);
-    write_sf_string(&mut name, status.name.as_deref().unwrap_or(&options.policy_name));
     Rendered {
         name,
-        quota: sf(status.policy.quota),
-        window: status.policy.window_s.map(sf),
+        quota: sf(policy.quota),
+        window: policy.window_s.map(sf),
         remaining: sf(d.remaining),
         next: sf(next_s),
         reset_delta: sf(seconds_up(d.reset_at.saturating_sub(now_ms))),
         reset_epoch: sf(seconds_up(d.reset_at)),
-        pk: match (&options.partition_key_secret, &status.key) {
+        pk: match (&options.partition_key_secret, key) {
             (Some(secret), Some(key)) => partition_key(secret, key),
             _ => None,
         },
@@ -220,10 +253,96 @@ fn integer_policy_list(out: &mut String, limits: &[Rendered]) {
         if i > 0 {
             out.push_str(", ");
         }
-        let _ = write!(out, "{}", l.quota);
+        push_sf_integer(out, l.quota);
         if let Some(w) = l.window {
-            let _ = write!(out, ";w={w}");
+            out.push_str(";w=");
+            push_sf_integer(out, w);
         }
+    }
+}
+
+/// `;pk=` and the partition key, when there is one.
+fn push_pk(out: &mut String, pk: Option<&str>) {
+    if let Some(pk) = pk {
+        out.push_str(";pk=");
+        out.push_str(pk);
+    }
+}
+
+/// The family's rate-limit fields for `limits` (rendered, the binding one first).
+fn write_fields(limits: &[Rendered], family: Family, sink: &mut (impl LineSink + ?Sized)) {
+    let Some(b) = limits.first() else { return };
+    match family {
+        Family::Draft10 => {
+            let v = sink.start("RateLimit-Policy");
+            for (i, l) in limits.iter().enumerate() {
+                if i > 0 {
+                    v.push_str(", ");
+                }
+                write_sf_string(v, l.name);
+                v.push_str(";q=");
+                push_sf_integer(v, l.quota);
+                if let Some(w) = l.window {
+                    v.push_str(";w=");
+                    push_sf_integer(v, w);
+                }
+                push_pk(v, l.pk.as_deref());
+            }
+            sink.end();
+            let v = sink.start("RateLimit");
+            for (i, l) in limits.iter().enumerate() {
+                if i > 0 {
+                    v.push_str(", ");
+                }
+                write_sf_string(v, l.name);
+                v.push_str(";r=");
+                push_sf_integer(v, l.remaining);
+                v.push_str(";t=");
+                push_sf_integer(v, l.next);
+                push_pk(v, l.pk.as_deref());
+            }
+            sink.end();
+        }
+        Family::Draft7 => {
+            integer_policy_list(sink.start("RateLimit-Policy"), limits);
+            sink.end();
+            let v = sink.start("RateLimit");
+            v.push_str("limit=");
+            push_sf_integer(v, b.quota);
+            v.push_str(", remaining=");
+            push_sf_integer(v, b.remaining);
+            v.push_str(", reset=");
+            push_sf_integer(v, b.reset_delta);
+            sink.end();
+        }
+        Family::Draft6 => {
+            integer_policy_list(sink.start("RateLimit-Policy"), limits);
+            sink.end();
+            for (name, n) in
+                [("RateLimit-Limit", b.quota), ("RateLimit-Remaining", b.remaining), ("RateLimit-Reset", b.reset_delta)]
+            {
+                push_sf_integer(sink.start(name), n);
+                sink.end();
+            }
+        }
+        Family::Legacy => {
+            for (name, n) in [
+                ("X-RateLimit-Limit", b.quota),
+                ("X-RateLimit-Remaining", b.remaining),
+                ("X-RateLimit-Reset", b.reset_epoch),
+            ] {
+                push_sf_integer(sink.start(name), n);
+                sink.end();
+            }
+        }
+    }
+}
+
+/// `Retry-After` on a denial of the binding limit.
+fn write_retry_after(binding: &Decision, sink: &mut (impl LineSink + ?Sized)) {
+    if !binding.allowed {
+        push_sf_integer(sink.start("Retry-After"), retry_after_seconds(binding.retry_after_ms));
+        sink.end();
     }
 }
 
@@ -238,93 +357,94 @@ pub fn rate_limit_headers(
     options: &HeaderOptions,
     now_ms: i64,
 ) -> Result<Vec<(&'static str, String)>> {
-    let mut lines = Vec::with_capacity(4);
-    for_each_line(limits, options, now_ms, |name, value| lines.push((name, value.to_owned())))?;
-    Ok(lines)
+    /// One `String` per line, pushed as the line starts.
+    struct Lines(Vec<(&'static str, String)>);
+    impl LineSink for Lines {
+        fn start(&mut self, name: &'static str) -> &mut String {
+            let i = self.0.len();
+            self.0.push((name, String::with_capacity(32)));
+            &mut self.0[i].1
+        }
+    }
+    let mut lines = Lines(Vec::with_capacity(4));
+    write_lines(limits, options, now_ms, &mut lines)?;
+    Ok(lines.0)
 }
 
 /// [`rate_limit_headers`] without a `Vec` or a `String` per line: `emit(name, value)` is called
-/// for each line in order, the value borrowed from one buffer reused for every line (the
-/// per-request path of [`super::HttpEdge`] writes them straight into its output).
+/// for each line in order, the value borrowed from one buffer reused for every line.
 pub fn for_each_line(
     limits: &[LimitStatus],
     options: &HeaderOptions,
     now_ms: i64,
-    mut emit: impl FnMut(&'static str, &str),
+    emit: impl FnMut(&'static str, &str),
+) -> Result<()> {
+    /// Each value built in `value`, then handed to `emit`.
+    struct Each<F> {
+        name: &'static str,
+        value: String,
+        emit: F,
+    }
+    impl<F: FnMut(&'static str, &str)> LineSink for Each<F> {
+        fn start(&mut self, name: &'static str) -> &mut String {
+            self.name = name;
+            self.value.clear();
+            &mut self.value
+        }
+        fn end(&mut self) {
+            (self.emit)(self.name, &self.value);
+        }
+    }
+    write_lines(limits, options, now_ms, &mut Each { name: "", value: String::with_capacity(64), emit })
+}
+
+/// [`rate_limit_headers`] written into `sink` (see [`LineSink`]): the same lines, in the same
+/// order, byte for byte. Nothing is allocated for a single limit without `pk`; a multi limiter's
+/// list allocates one `Vec`.
+pub fn write_lines(
+    limits: &[LimitStatus],
+    options: &HeaderOptions,
+    now_ms: i64,
+    sink: &mut (impl LineSink + ?Sized),
 ) -> Result<()> {
     options.validate()?;
     let Some(binding) = limits.first() else {
         return Err(Error::config("http.limits", "must name at least one limit"));
     };
-    let mut v = String::with_capacity(64);
     if !binding.decision.fallback {
-        let rendered: Vec<Rendered> = limits.iter().map(|l| render(l, options, now_ms)).collect();
-        let b = &rendered[0];
-        match options.family {
-            Family::Draft10 => {
-                for (i, l) in rendered.iter().enumerate() {
-                    if i > 0 {
-                        v.push_str(", ");
-                    }
-                    let _ = write!(v, "{};q={}", l.name, l.quota);
-                    if let Some(w) = l.window {
-                        let _ = write!(v, ";w={w}");
-                    }
-                    if let Some(pk) = &l.pk {
-                        let _ = write!(v, ";pk={pk}");
-                    }
-                }
-                emit("RateLimit-Policy", &v);
-                v.clear();
-                for (i, l) in rendered.iter().enumerate() {
-                    if i > 0 {
-                        v.push_str(", ");
-                    }
-                    let _ = write!(v, "{};r={};t={}", l.name, l.remaining, l.next);
-                    if let Some(pk) = &l.pk {
-                        let _ = write!(v, ";pk={pk}");
-                    }
-                }
-                emit("RateLimit", &v);
-            }
-            Family::Draft7 => {
-                integer_policy_list(&mut v, &rendered);
-                emit("RateLimit-Policy", &v);
-                v.clear();
-                let _ = write!(v, "limit={}, remaining={}, reset={}", b.quota, b.remaining, b.reset_delta);
-                emit("RateLimit", &v);
-            }
-            Family::Draft6 => {
-                integer_policy_list(&mut v, &rendered);
-                emit("RateLimit-Policy", &v);
-                for (name, n) in [
-                    ("RateLimit-Limit", b.quota),
-                    ("RateLimit-Remaining", b.remaining),
-                    ("RateLimit-Reset", b.reset_delta),
-                ] {
-                    v.clear();
-                    let _ = write!(v, "{n}");
-                    emit(name, &v);
-                }
-            }
-            Family::Legacy => {
-                for (name, n) in [
-                    ("X-RateLimit-Limit", b.quota),
-                    ("X-RateLimit-Remaining", b.remaining),
-                    ("X-RateLimit-Reset", b.reset_epoch),
-                ] {
-                    v.clear();
-                    let _ = write!(v, "{n}");
-                    emit(name, &v);
-                }
-            }
+        fn status<'a>(l: &'a LimitStatus, options: &'a HeaderOptions, now_ms: i64) -> Rendered<'a> {
+            let name = l.name.as_deref().unwrap_or(&options.policy_name);
+            render(name, l.key.as_deref(), &l.policy, &l.decision, options, now_ms)
+        }
+        let one = |l| status(l, options, now_ms);
+        if let [only] = limits {
+            write_fields(&[one(only)], options.family, sink);
+        } else {
+            let rendered: Vec<Rendered> = limits.iter().map(one).collect();
+            write_fields(&rendered, options.family, sink);
         }
     }
-    if !binding.decision.allowed {
-        v.clear();
-        let _ = write!(v, "{}", retry_after_seconds(binding.decision.retry_after_ms));
-        emit("Retry-After", &v);
+    write_retry_after(&binding.decision, sink);
+    Ok(())
+}
+
+/// [`write_lines`] for a single limiter's `decision` (what `LimitStatus::single(strategy,
+/// decision, key)` gives), without building the `LimitStatus` (its key's `String`): the
+/// per-request path of every middleware on one limiter. `key` feeds `pk` only.
+pub fn write_single_lines(
+    strategy: &Strategy,
+    decision: &Decision,
+    key: Option<&str>,
+    options: &HeaderOptions,
+    now_ms: i64,
+    sink: &mut (impl LineSink + ?Sized),
+) -> Result<()> {
+    options.validate()?;
+    if !decision.fallback {
+        let policy = strategy.http_policy();
+        write_fields(&[render(&options.policy_name, key, &policy, decision, options, now_ms)], options.family, sink);
     }
+    write_retry_after(decision, sink);
     Ok(())
 }
 

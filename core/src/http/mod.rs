@@ -8,6 +8,8 @@
 //! - [`rate_limit_headers`]: decisions plus each strategy's [`Policy`] → `(name, value)` lines in
 //!   one of four [`Family`]s (`draft-6`, `draft-7`, `draft-10`, `legacy`), with `Retry-After` on
 //!   every denial.
+//!   [`write_lines`] / [`write_single_lines`] write the same lines in place into a [`LineSink`]
+//!   (a middleware's reused buffer), allocating nothing for a single limit.
 //! - [`quota_exceeded_body`]: the RFC 9457 `application/problem+json` body of a 429.
 //! - [`ClientIdentity::key`]: the socket peer, or the rightmost untrusted hop of
 //!   `X-Forwarded-For` / `Forwarded` when the peer is a trusted proxy; IPv6 grouped by prefix.
@@ -21,12 +23,17 @@ mod headers;
 pub mod json;
 mod policy;
 mod problem;
+#[cfg(test)]
+mod reference;
 pub mod vectors;
 
 pub use client_ip::{ClientIdentity, ClientKeyOptions, ForwardedHeader};
 pub use edge::{EdgeDecision, HttpEdge};
 pub use fields::{MAX_SF_INTEGER, sf_byte_sequence, sf_integer, sf_string};
-pub use headers::{Family, HeaderOptions, LimitStatus, for_each_line, rate_limit_headers, retry_after_seconds};
+pub use headers::{
+    Family, HeaderBlock, HeaderOptions, LimitStatus, LineSink, for_each_line, rate_limit_headers, retry_after_seconds,
+    write_lines, write_single_lines,
+};
 pub use policy::{Policy, Refill};
 pub use problem::{
     PROBLEM_CONTENT_TYPE, QUOTA_EXCEEDED_TYPE, REDUCED_CAPACITY_TYPE, quota_exceeded_body, unavailable_body,
