@@ -105,6 +105,26 @@ macro_rules! try_core {
 }
 pub(crate) use try_core;
 
+/// The body of every getter: inside the panic guard, borrows `handle`, checks `out_p`, and
+/// writes what `read` returns into it (NULLs are `TK_RESULT_NULL_PARAMETER`, handle first).
+///
+/// # Safety
+/// As for [`borrow`] (`handle`) and [`out`] (`out_p`).
+pub(crate) unsafe fn get<H, T>(
+    handle: *const H,
+    handle_name: &str,
+    out_p: *mut T,
+    out_name: &str,
+    read: impl FnOnce(&H) -> T,
+) -> tk_result {
+    crate::panic::guard(|| {
+        let h = try_arg!(unsafe { borrow(handle, handle_name) });
+        let o = try_arg!(unsafe { out(out_p, out_name) });
+        *o = read(h);
+        tk_result::Ok
+    })
+}
+
 /// Moves `value` to the heap and hands the pointer to C through `out`. C owns it from here on
 /// and gives it back to exactly one matching `_free` function.
 pub(crate) fn into_handle<T>(value: T, out: &mut *mut T) -> tk_result {

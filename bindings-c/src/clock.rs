@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use throttlekit::{Clock, ManualClock, SystemClock};
 
-use crate::args::{borrow, free_handle, into_handle, out, try_arg, try_core};
+use crate::args::{borrow, free_handle, get, into_handle, out, try_arg, try_core};
 use crate::panic::{guard, guard_void};
 use crate::result::{set_last_error, tk_result};
 
@@ -53,12 +53,7 @@ pub unsafe extern "C" fn tk_clock_new_manual(now_ms: i64, out_clock: *mut *mut t
 /// `clock` must be a live handle; `out_now` must be valid for writes.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn tk_clock_now(clock: *const tk_clock, out_now: *mut i64) -> tk_result {
-    guard(|| {
-        let c = try_arg!(unsafe { borrow(clock, "clock") });
-        let o = try_arg!(unsafe { out(out_now, "out_now") });
-        *o = c.inner.now_ms();
-        tk_result::Ok
-    })
+    unsafe { get(clock, "clock", out_now, "out_now", |c| c.inner.now_ms()) }
 }
 
 /// Sets a manual clock to `now_ms` (backwards allowed). On the system clock:

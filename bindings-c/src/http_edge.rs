@@ -109,6 +109,23 @@ pub unsafe extern "C" fn tk_http_edge_client_key(
     })
 }
 
+/// The arguments of a call about one key of one limiter, checked in this order: the edge, the
+/// limiter, the key (`key_len` bytes of UTF-8 without NUL bytes).
+///
+/// # Safety
+/// `edge` and `limiter` NULL or live handles; `key` NULL or readable for `key_len` bytes.
+unsafe fn limiter_key<'a>(
+    edge: *const tk_http_edge,
+    limiter: *const tk_limiter,
+    key: *const c_char,
+    key_len: usize,
+) -> Result<(&'a HttpEdge, &'a throttlekit::Limiter, &'a str), tk_result> {
+    let edge = unsafe { borrow(edge, "edge") }?;
+    let limiter = unsafe { borrow(limiter, "limiter") }?;
+    let key = unsafe { crate::args::key(key, key_len, "key") }?;
+    Ok((&edge.inner, &limiter.inner, key))
+}
+
 /// Checks `cost` units for `key` (`key_len` bytes of UTF-8 without NUL bytes, not
 /// NUL-terminated, as for `tk_limiter_check_n`) on `limiter` at `now_ms`, applies the edge's
 /// fail policy to `store_unavailable`, writes the decision to `*out_decision` and the header
@@ -133,9 +150,7 @@ pub unsafe extern "C" fn tk_http_edge_check(
     out_n: *mut usize,
 ) -> tk_result {
     guard(|| {
-        let edge = &try_arg!(unsafe { borrow(edge, "edge") }).inner;
-        let limiter = &try_arg!(unsafe { borrow(limiter, "limiter") }).inner;
-        let key = try_arg!(unsafe { crate::args::key(key, key_len, "key") });
+        let (edge, limiter, key) = try_arg!(unsafe { limiter_key(edge, limiter, key, key_len) });
         let o = try_arg!(unsafe { out(out_decision, "out_decision") });
         if buf.is_null() && len > 0 {
             return crate::args::null("buf");
@@ -168,9 +183,7 @@ pub unsafe extern "C" fn tk_http_edge_lines(
     out_n: *mut usize,
 ) -> tk_result {
     guard(|| {
-        let edge = &try_arg!(unsafe { borrow(edge, "edge") }).inner;
-        let limiter = &try_arg!(unsafe { borrow(limiter, "limiter") }).inner;
-        let key = try_arg!(unsafe { crate::args::key(key, key_len, "key") });
+        let (edge, limiter, key) = try_arg!(unsafe { limiter_key(edge, limiter, key, key_len) });
         let decision = *try_arg!(unsafe { borrow(decision, "decision") });
         let mut lines = String::with_capacity(160);
         try_core!(edge.write_lines(limiter, key, &decision.into(), now_ms, &mut lines));

@@ -9,7 +9,7 @@
 use throttlekit::lease::TierStats;
 use throttlekit::{LeaseOptions, Mode, Result as CoreResult};
 
-use crate::args::{borrow, out, try_arg};
+use crate::args::{borrow, get, try_arg};
 use crate::limiter::tk_limiter;
 use crate::panic::guard;
 use crate::result::{set_last_error, tk_result, write_out};
@@ -169,12 +169,7 @@ pub(crate) unsafe fn write_released(released: CoreResult<u64>, out_units: *mut u
 /// `limiter` must be a live handle; `out_mode` valid for writes.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn tk_limiter_mode(limiter: *const tk_limiter, out_mode: *mut u32) -> tk_result {
-    guard(|| {
-        let l = try_arg!(unsafe { borrow(limiter, "limiter") });
-        let o = try_arg!(unsafe { out(out_mode, "out_mode") });
-        *o = mode_number(l.inner.mode());
-        tk_result::Ok
-    })
+    unsafe { get(limiter, "limiter", out_mode, "out_mode", |l| mode_number(l.inner.mode())) }
 }
 
 /// Copies the limiter's tier counters into `out_stats`.
@@ -183,12 +178,7 @@ pub unsafe extern "C" fn tk_limiter_mode(limiter: *const tk_limiter, out_mode: *
 /// `limiter` must be a live handle; `out_stats` valid for writes.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn tk_limiter_tier_stats(limiter: *const tk_limiter, out_stats: *mut tk_tier_stats) -> tk_result {
-    guard(|| {
-        let l = try_arg!(unsafe { borrow(limiter, "limiter") });
-        let o = try_arg!(unsafe { out(out_stats, "out_stats") });
-        *o = l.inner.tier_stats().into();
-        tk_result::Ok
-    })
+    unsafe { get(limiter, "limiter", out_stats, "out_stats", |l| l.inner.tier_stats().into()) }
 }
 
 /// Gives back the unspent leased credits of keys unused for `idle_ms` (negative, e.g.

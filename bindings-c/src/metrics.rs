@@ -6,10 +6,9 @@ use std::sync::Arc;
 use throttlekit::ErrorCode;
 use throttlekit::metrics::{LATENCY_BOUNDS_US, LimiterMetrics};
 
-use crate::args::{borrow, out, try_arg};
+use crate::args::get;
 use crate::limiter::tk_limiter;
 use crate::multi::tk_multi_limiter;
-use crate::panic::guard;
 use crate::result::tk_result;
 use crate::shaper::tk_shaper;
 
@@ -80,12 +79,7 @@ fn snapshot(metrics: Option<&Arc<LimiterMetrics>>) -> tk_metrics {
 /// `limiter` must be a live handle; `out_metrics` valid for writes.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn tk_limiter_metrics(limiter: *const tk_limiter, out_metrics: *mut tk_metrics) -> tk_result {
-    guard(|| {
-        let l = try_arg!(unsafe { borrow(limiter, "limiter") });
-        let o = try_arg!(unsafe { out(out_metrics, "out_metrics") });
-        *o = snapshot(l.inner.metrics());
-        tk_result::Ok
-    })
+    unsafe { get(limiter, "limiter", out_metrics, "out_metrics", |l| snapshot(l.inner.metrics())) }
 }
 
 /// Copies `multi`'s counters (each check's combined decision) into `out_metrics` (`enabled ==
@@ -98,12 +92,7 @@ pub unsafe extern "C" fn tk_multi_limiter_metrics(
     multi: *const tk_multi_limiter,
     out_metrics: *mut tk_metrics,
 ) -> tk_result {
-    guard(|| {
-        let m = try_arg!(unsafe { borrow(multi, "multi") });
-        let o = try_arg!(unsafe { out(out_metrics, "out_metrics") });
-        *o = snapshot(m.inner.metrics());
-        tk_result::Ok
-    })
+    unsafe { get(multi, "multi", out_metrics, "out_metrics", |m| snapshot(m.inner.metrics())) }
 }
 
 /// Copies `shaper`'s counters (reservations accepted as `allowed`, rejected as `denied`) into
@@ -114,10 +103,5 @@ pub unsafe extern "C" fn tk_multi_limiter_metrics(
 /// `shaper` must be a live handle; `out_metrics` valid for writes.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn tk_shaper_metrics(shaper: *const tk_shaper, out_metrics: *mut tk_metrics) -> tk_result {
-    guard(|| {
-        let s = try_arg!(unsafe { borrow(shaper, "shaper") });
-        let o = try_arg!(unsafe { out(out_metrics, "out_metrics") });
-        *o = snapshot(s.inner.metrics());
-        tk_result::Ok
-    })
+    unsafe { get(shaper, "shaper", out_metrics, "out_metrics", |s| snapshot(s.inner.metrics())) }
 }

@@ -6,7 +6,9 @@ use std::sync::Arc;
 
 use throttlekit::{Clock, Dimension, MultiLimiter, Rule, SystemClock};
 
-use crate::args::{borrow, free_handle, into_handle, optional_string, out, slice, string, strings, try_arg, try_core};
+use crate::args::{
+    borrow, free_handle, get, into_handle, optional_string, out, slice, string, strings, try_arg, try_core,
+};
 use crate::clock::tk_clock;
 use crate::config::{common, fail_policy};
 use crate::decision::tk_decision;
@@ -246,12 +248,7 @@ pub unsafe extern "C" fn tk_multi_limiter_dimensions_len(
     multi: *const tk_multi_limiter,
     out_len: *mut usize,
 ) -> tk_result {
-    guard(|| {
-        let m = try_arg!(unsafe { borrow(multi, "multi") });
-        let o = try_arg!(unsafe { out(out_len, "out_len") });
-        *o = m.names.len();
-        tk_result::Ok
-    })
+    unsafe { get(multi, "multi", out_len, "out_len", |m| m.names.len()) }
 }
 
 /// The name of dimension `index` (declaration order; e.g. the binding index of a check).
@@ -288,12 +285,7 @@ pub unsafe extern "C" fn tk_multi_limiter_dimension_name(
 /// `multi` must be a live handle; `out_mode` valid for writes.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn tk_multi_limiter_mode(multi: *const tk_multi_limiter, out_mode: *mut u32) -> tk_result {
-    guard(|| {
-        let m = try_arg!(unsafe { borrow(multi, "multi") });
-        let o = try_arg!(unsafe { out(out_mode, "out_mode") });
-        *o = mode_number(m.inner.mode());
-        tk_result::Ok
-    })
+    unsafe { get(multi, "multi", out_mode, "out_mode", |m| mode_number(m.inner.mode())) }
 }
 
 /// Copies the multi limiter's tier counters into `out_stats`: `local_admits` and
@@ -306,12 +298,7 @@ pub unsafe extern "C" fn tk_multi_limiter_tier_stats(
     multi: *const tk_multi_limiter,
     out_stats: *mut tk_tier_stats,
 ) -> tk_result {
-    guard(|| {
-        let m = try_arg!(unsafe { borrow(multi, "multi") });
-        let o = try_arg!(unsafe { out(out_stats, "out_stats") });
-        *o = m.inner.tier_stats().into();
-        tk_result::Ok
-    })
+    unsafe { get(multi, "multi", out_stats, "out_stats", |m| m.inner.tier_stats().into()) }
 }
 
 /// `tk_limiter_release_leases` for a multi limiter: gives back each dimension key's unspent

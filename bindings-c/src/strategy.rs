@@ -6,7 +6,7 @@ use std::ffi::c_char;
 
 use throttlekit::Strategy;
 
-use crate::args::{free_handle, into_handle, out, string, try_arg, try_core};
+use crate::args::{free_handle, get, into_handle, out, string, try_arg, try_core};
 use crate::panic::{guard, guard_void};
 use crate::result::tk_result;
 
@@ -24,6 +24,21 @@ pub struct tk_strategy {
 fn publish(res: throttlekit::Result<Strategy>, o: &mut *mut tk_strategy) -> tk_result {
     let inner = try_core!(res);
     into_handle(tk_strategy { inner }, o)
+}
+
+/// The body of every typed constructor: inside the panic guard, checks `out_strategy`, then
+/// publishes what `build` (core's constructor, which validates) returns.
+///
+/// # Safety
+/// `out_strategy` must be valid for writes.
+unsafe fn construct(
+    out_strategy: *mut *mut tk_strategy,
+    build: impl FnOnce() -> throttlekit::Result<Strategy>,
+) -> tk_result {
+    guard(|| {
+        let o = try_arg!(unsafe { out(out_strategy, "out_strategy") });
+        publish(build(), o)
+    })
 }
 
 /// Parses and validates a JSON strategy spec, e.g.
@@ -55,10 +70,7 @@ pub unsafe extern "C" fn tk_strategy_gcra(
     burst: u64,
     out_strategy: *mut *mut tk_strategy,
 ) -> tk_result {
-    guard(|| {
-        let o = try_arg!(unsafe { out(out_strategy, "out_strategy") });
-        publish(Strategy::gcra(limit, period_ms, (burst != 0).then_some(burst)), o)
-    })
+    unsafe { construct(out_strategy, || Strategy::gcra(limit, period_ms, (burst != 0).then_some(burst))) }
 }
 
 /// Token bucket of `capacity` tokens, refilled at `refill_per_sec` tokens a second (may be
@@ -72,10 +84,7 @@ pub unsafe extern "C" fn tk_strategy_token_bucket(
     refill_per_sec: f64,
     out_strategy: *mut *mut tk_strategy,
 ) -> tk_result {
-    guard(|| {
-        let o = try_arg!(unsafe { out(out_strategy, "out_strategy") });
-        publish(Strategy::token_bucket(capacity, refill_per_sec), o)
-    })
+    unsafe { construct(out_strategy, || Strategy::token_bucket(capacity, refill_per_sec)) }
 }
 
 /// Fixed window: `limit` units per epoch-aligned window of `window_ms`.
@@ -88,10 +97,7 @@ pub unsafe extern "C" fn tk_strategy_fixed_window(
     window_ms: u64,
     out_strategy: *mut *mut tk_strategy,
 ) -> tk_result {
-    guard(|| {
-        let o = try_arg!(unsafe { out(out_strategy, "out_strategy") });
-        publish(Strategy::fixed_window(limit, window_ms), o)
-    })
+    unsafe { construct(out_strategy, || Strategy::fixed_window(limit, window_ms)) }
 }
 
 /// Sliding window: `limit` units per rolling `window_ms`, estimated from `buckets` sub-buckets;
@@ -106,10 +112,7 @@ pub unsafe extern "C" fn tk_strategy_sliding_window(
     buckets: u64,
     out_strategy: *mut *mut tk_strategy,
 ) -> tk_result {
-    guard(|| {
-        let o = try_arg!(unsafe { out(out_strategy, "out_strategy") });
-        publish(Strategy::sliding_window(limit, window_ms, (buckets != 0).then_some(buckets)), o)
-    })
+    unsafe { construct(out_strategy, || Strategy::sliding_window(limit, window_ms, (buckets != 0).then_some(buckets))) }
 }
 
 /// Sliding-window log: exactly `limit` units per trailing `window_ms`.
@@ -122,10 +125,7 @@ pub unsafe extern "C" fn tk_strategy_sliding_window_log(
     window_ms: u64,
     out_strategy: *mut *mut tk_strategy,
 ) -> tk_result {
-    guard(|| {
-        let o = try_arg!(unsafe { out(out_strategy, "out_strategy") });
-        publish(Strategy::sliding_window_log(limit, window_ms), o)
-    })
+    unsafe { construct(out_strategy, || Strategy::sliding_window_log(limit, window_ms)) }
 }
 
 /// The `limit` field this strategy's decisions report (GCRA's burst, a bucket's capacity, a
@@ -135,12 +135,7 @@ pub unsafe extern "C" fn tk_strategy_sliding_window_log(
 /// `strategy` must be a live handle; `out_limit` must be valid for writes.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn tk_strategy_limit(strategy: *const tk_strategy, out_limit: *mut i64) -> tk_result {
-    guard(|| {
-        let s = try_arg!(unsafe { crate::args::borrow(strategy, "strategy") });
-        let o = try_arg!(unsafe { out(out_limit, "out_limit") });
-        *o = s.inner.limit();
-        tk_result::Ok
-    })
+    unsafe { get(strategy, "strategy", out_limit, "out_limit", |s| s.inner.limit()) }
 }
 
 /// Releases a strategy; NULL is a no-op.

@@ -138,27 +138,9 @@ unsafe extern "C" fn decision_to_dict(object: *mut ffi::PyObject, _: *mut ffi::P
     }
 }
 
-impl<'py> IntoPyObject<'py> for Decision {
-    type Target = PyAny;
-    type Output = Bound<'py, PyAny>;
-    type Error = PyErr;
+value_type::into_pyobject!(Decision);
 
-    #[inline]
-    fn into_pyobject(self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        value_type::to_object(py, self)
-    }
-}
-
-impl<'py> IntoPyObject<'py> for &Decision {
-    type Target = PyAny;
-    type Output = Bound<'py, PyAny>;
-    type Error = PyErr;
-
-    #[inline]
-    fn into_pyobject(self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        value_type::to_object(py, *self)
-    }
-}
+value_type::into_pyobject!(ref Decision);
 
 /// The shaper's answer. Accepted: wait `delay_ms` before departing. Rejected: the wait would
 /// exceed `max_queue_ms` by `delay_ms`.
@@ -205,16 +187,7 @@ impl ValueType for Reservation {
     }
 }
 
-impl<'py> IntoPyObject<'py> for Reservation {
-    type Target = PyAny;
-    type Output = Bound<'py, PyAny>;
-    type Error = PyErr;
-
-    #[inline]
-    fn into_pyobject(self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        value_type::to_object(py, self)
-    }
-}
+value_type::into_pyobject!(Reservation);
 
 /// The result of a multi-dimensional check: the binding dimension's decision and name, and
 /// every dimension's own decision in declaration order. `allowed`, `remaining`, ... forward

@@ -331,7 +331,7 @@ impl HttpLimiter {
             let result = request.check_sync(now);
             request.recover(result, now).and_then(|o| request.render(o, now))
         };
-        let rendered = if self.io { py.detach(run) } else { run() };
+        let rendered = crate::store::blocking(py, self.io, run);
         rendered.py()?.into_pyobject(py)
     }
 

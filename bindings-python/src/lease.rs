@@ -43,6 +43,11 @@ pub fn mode(mode: Option<&Bound<'_, PyAny>>, lease: Option<&Bound<'_, PyAny>>) -
     throttlekit::Mode::parse(&name, options).py()
 }
 
+/// `release_leases`' `idle_ms` argument: `None` gives back every key's credits.
+pub fn idle(idle_ms: Option<&Bound<'_, PyAny>>) -> PyResult<Option<i64>> {
+    idle_ms.filter(|v| !v.is_none()).map(|v| crate::validate::millis(v, "idle_ms")).transpose()
+}
+
 /// The tier's counters as a dict.
 pub fn stats<'py>(py: Python<'py>, s: throttlekit::lease::TierStats) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);

@@ -15,7 +15,7 @@ use pyo3::types::PyDict;
 use crate::clock;
 use crate::decision::Decision;
 use crate::error::IntoPyResult;
-use crate::store;
+use crate::store::{self, blocking};
 use crate::strategy::{self, Strategy};
 use crate::validate::{self, Cost, string, strings};
 
@@ -38,14 +38,6 @@ fn decision(py: Python<'_>, result: throttlekit::Result<throttlekit::Decision>) 
     match result {
         Ok(d) => Decision::from(d).into_pyobject(py),
         Err(err) => Err(crate::error::to_py(err)),
-    }
-}
-
-impl Limiter {
-    /// Runs `f` with the GIL released when the store does I/O.
-    #[inline]
-    fn blocking<T: Send>(&self, py: Python<'_>, f: impl FnOnce() -> T + Send) -> T {
-        if self.io { py.detach(f) } else { f() }
     }
 }
 
@@ -101,7 +93,7 @@ impl Limiter {
     fn check_sync<'py>(&self, py: Python<'py>, key: &Bound<'py, PyAny>, cost: Cost) -> PyResult<Bound<'py, PyAny>> {
         let key = string(key, "key")?;
         let cost = cost.0;
-        decision(py, self.blocking(py, || self.inner.check_sync(key, cost)))
+        decision(py, blocking(py, self.io, || self.inner.check_sync(key, cost)))
     }
 
     /// Awaitable `check_sync` (Redis: one round trip, off the event loop).
@@ -121,7 +113,7 @@ impl Limiter {
         let keys = strings(keys, "keys")?;
         let cost = cost.0;
         let refs: Vec<&str> = keys.iter().map(String::as_str).collect();
-        let decisions = self.blocking(py, || self.inner.check_many_sync(&refs, cost)).py()?;
+        let decisions = blocking(py, self.io, || self.inner.check_many_sync(&refs, cost)).py()?;
         Ok(decisions.into_iter().map(Decision::from).collect())
     }
 
@@ -143,7 +135,7 @@ impl Limiter {
     /// would pass, `remaining` how many units would.
     fn peek_sync<'py>(&self, py: Python<'py>, key: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
         let key = string(key, "key")?;
-        decision(py, self.blocking(py, || self.inner.peek_sync(key)))
+        decision(py, blocking(py, self.io, || self.inner.peek_sync(key)))
     }
 
     /// Awaitable `peek_sync`.
@@ -159,7 +151,7 @@ impl Limiter {
     fn forecast_sync<'py>(&self, py: Python<'py>, key: &Bound<'py, PyAny>, cost: Cost) -> PyResult<Bound<'py, PyAny>> {
         let key = string(key, "key")?;
         let cost = cost.0;
-        decision(py, self.blocking(py, || self.inner.forecast_sync(key, cost)))
+        decision(py, blocking(py, self.io, || self.inner.forecast_sync(key, cost)))
     }
 
     /// Awaitable `forecast_sync`.
@@ -175,7 +167,7 @@ impl Limiter {
     /// Forgets `key`'s state.
     fn reset_sync(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<()> {
         let key = string(key, "key")?;
-        self.blocking(py, || self.inner.reset_sync(key)).py()
+        blocking(py, self.io, || self.inner.reset_sync(key)).py()
     }
 
     /// Awaitable `reset_sync`.
@@ -213,14 +205,14 @@ impl Limiter {
     /// shutdown) where the strategy can take them back; returns the units taken back.
     #[pyo3(signature = (idle_ms = None))]
     fn release_leases_sync(&self, py: Python<'_>, idle_ms: Option<&Bound<'_, PyAny>>) -> PyResult<u64> {
-        let idle = idle_ms.filter(|v| !v.is_none()).map(|v| validate::millis(v, "idle_ms")).transpose()?;
-        self.blocking(py, || self.inner.release_leases_sync(idle)).py()
+        let idle = crate::lease::idle(idle_ms)?;
+        blocking(py, self.io, || self.inner.release_leases_sync(idle)).py()
     }
 
     /// Awaitable `release_leases_sync`.
     #[pyo3(signature = (idle_ms = None))]
     fn release_leases<'py>(&self, py: Python<'py>, idle_ms: Option<&Bound<'_, PyAny>>) -> PyResult<Bound<'py, PyAny>> {
-        let idle = idle_ms.filter(|v| !v.is_none()).map(|v| validate::millis(v, "idle_ms")).transpose()?;
+        let idle = crate::lease::idle(idle_ms)?;
         let limiter = self.inner.clone();
         awaitable(py, async move { limiter.release_leases(idle).await.py() })
     }

@@ -10,7 +10,7 @@ use throttlekit::Rule;
 use crate::clock;
 use crate::decision::MultiDecision;
 use crate::error::{self, IntoPyResult};
-use crate::store;
+use crate::store::{self, blocking};
 use crate::strategy::{self, Strategy};
 use crate::validate::{self, Cost, string, strings};
 
@@ -87,13 +87,6 @@ pub struct MultiLimiter {
     pub(crate) io: bool,
     /// As `Limiter`'s: for `HttpLimiter`.
     pub(crate) server_clock: bool,
-}
-
-impl MultiLimiter {
-    #[inline]
-    fn blocking<T: Send>(&self, py: Python<'_>, f: impl FnOnce() -> T + Send) -> T {
-        if self.io { py.detach(f) } else { f() }
-    }
 }
 
 #[pymethods]
@@ -174,14 +167,14 @@ impl MultiLimiter {
     /// `None`, as on shutdown) where the dimension can take them back; the units taken back.
     #[pyo3(signature = (idle_ms = None))]
     fn release_leases_sync(&self, py: Python<'_>, idle_ms: Option<&Bound<'_, PyAny>>) -> PyResult<u64> {
-        let idle = idle_ms.filter(|v| !v.is_none()).map(|v| validate::millis(v, "idle_ms")).transpose()?;
-        self.blocking(py, || self.inner.release_leases_sync(idle)).py()
+        let idle = crate::lease::idle(idle_ms)?;
+        blocking(py, self.io, || self.inner.release_leases_sync(idle)).py()
     }
 
     /// Awaitable `release_leases_sync`.
     #[pyo3(signature = (idle_ms = None))]
     fn release_leases<'py>(&self, py: Python<'py>, idle_ms: Option<&Bound<'_, PyAny>>) -> PyResult<Bound<'py, PyAny>> {
-        let idle = idle_ms.filter(|v| !v.is_none()).map(|v| validate::millis(v, "idle_ms")).transpose()?;
+        let idle = crate::lease::idle(idle_ms)?;
         let limiter = self.inner.clone();
         awaitable(py, async move { limiter.release_leases(idle).await.py() })
     }
@@ -193,7 +186,7 @@ impl MultiLimiter {
         let keys = strings(keys, "keys")?;
         let cost = cost.0;
         let refs: Vec<&str> = keys.iter().map(String::as_str).collect();
-        Ok(self.blocking(py, || self.inner.check_sync(&refs, cost)).py()?.into())
+        Ok(blocking(py, self.io, || self.inner.check_sync(&refs, cost)).py()?.into())
     }
 
     /// Awaitable `check_sync` (Redis: one fused script call).
@@ -213,7 +206,7 @@ impl MultiLimiter {
     fn reset_sync(&self, py: Python<'_>, keys: &Bound<'_, PyAny>) -> PyResult<()> {
         let keys = strings(keys, "keys")?;
         let refs: Vec<&str> = keys.iter().map(String::as_str).collect();
-        self.blocking(py, || self.inner.reset_sync(&refs)).py()
+        blocking(py, self.io, || self.inner.reset_sync(&refs)).py()
     }
 
     /// Awaitable `reset_sync`.

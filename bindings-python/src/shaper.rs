@@ -9,7 +9,7 @@ use throttlekit::LeakyBucketOptions;
 use crate::clock;
 use crate::decision::Reservation;
 use crate::error::IntoPyResult;
-use crate::store;
+use crate::store::{self, blocking};
 use crate::validate::{Cost, option, string};
 
 /// Departures at `rate_per_sec`, queueing at most `max_queue_ms` of wait.
@@ -67,8 +67,7 @@ impl Shaper {
     fn reserve_sync<'py>(&self, py: Python<'py>, key: &Bound<'py, PyAny>, cost: Cost) -> PyResult<Bound<'py, PyAny>> {
         let key = string(key, "key")?;
         let cost = cost.0;
-        let r =
-            if self.io { py.detach(|| self.inner.reserve_sync(key, cost)) } else { self.inner.reserve_sync(key, cost) };
+        let r = blocking(py, self.io, || self.inner.reserve_sync(key, cost));
         // Matched in place rather than `r.py()?.into()`, as `Limiter`'s `*_sync` methods do.
         match r {
             Ok(r) => Reservation::from(r).into_pyobject(py),
@@ -108,7 +107,7 @@ impl Shaper {
     /// Forgets `key`'s queue.
     fn reset_sync(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<()> {
         let key = string(key, "key")?;
-        if self.io { py.detach(|| self.inner.reset_sync(key)) } else { self.inner.reset_sync(key) }.py()
+        blocking(py, self.io, || self.inner.reset_sync(key)).py()
     }
 
     /// Awaitable `reset_sync`.

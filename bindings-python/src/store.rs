@@ -59,6 +59,13 @@ pub struct StoreArg {
     pub fail_policy: Option<FailPolicy>,
 }
 
+/// Runs a blocking call `f` with the GIL released when `io` (its store's [`StoreArg::does_io`]):
+/// the one place a `*_sync` method decides whether to let other Python threads run meanwhile.
+#[inline]
+pub fn blocking<T: Send>(py: Python<'_>, io: bool, f: impl FnOnce() -> T + Send) -> T {
+    if io { py.detach(f) } else { f() }
+}
+
 impl StoreArg {
     /// Whether a blocking call on this store waits on I/O, so releases the GIL meanwhile: every
     /// store but the in-process one. Not `!Store::is_sync()`, which says whether the sync

@@ -160,6 +160,31 @@ pub fn type_object<T: ValueType>(py: Python<'_>) -> PyResult<&Bound<'_, PyType>>
     T::statics().ty.get_or_try_init(py, || create_type::<T>(py)).map(|ty| ty.bind(py))
 }
 
+/// `IntoPyObject` for a value type, by value (`into_pyobject!(Decision)`) or by reference
+/// (`into_pyobject!(ref Decision)`): the object [`to_object`] makes. A macro because pyo3's
+/// trait cannot be implemented for every `T: ValueType` outside pyo3.
+macro_rules! into_pyobject {
+    ($t:ty) => {
+        $crate::value_type::into_pyobject!(@impl $t, |v: $t| v);
+    };
+    (ref $t:ty) => {
+        $crate::value_type::into_pyobject!(@impl &$t, |v: &$t| *v);
+    };
+    (@impl $source:ty, $value:expr) => {
+        impl<'py> pyo3::IntoPyObject<'py> for $source {
+            type Target = pyo3::PyAny;
+            type Output = pyo3::Bound<'py, pyo3::PyAny>;
+            type Error = pyo3::PyErr;
+
+            #[inline]
+            fn into_pyobject(self, py: pyo3::Python<'py>) -> pyo3::PyResult<pyo3::Bound<'py, pyo3::PyAny>> {
+                $crate::value_type::to_object(py, ($value)(self))
+            }
+        }
+    };
+}
+pub(crate) use into_pyobject;
+
 /// `value` as a new Python object of `T`'s type. This is the only way instances are made.
 #[inline]
 pub fn to_object<T: ValueType>(py: Python<'_>, value: T) -> PyResult<Bound<'_, PyAny>> {

@@ -103,7 +103,7 @@ impl Limiter {
     /// made with `metrics = true`): feed them to OpenTelemetry observable counters and an
     /// explicit-bucket histogram.
     pub fn metrics(&self) -> crate::records::Metrics {
-        crate::records::Metrics::from_core(self.inner.metrics().map(|m| m.snapshot()))
+        crate::records::Metrics::from_core(self.inner.metrics())
     }
 
     /// Checks a request of `cost` units for `key`, consuming them when allowed; blocks the

@@ -115,7 +115,7 @@ impl MultiLimiter {
 
     /// The counters (all zero and `enabled == false` unless made with `metrics = true`).
     pub fn metrics(&self) -> crate::records::Metrics {
-        crate::records::Metrics::from_core(self.inner.metrics().map(|m| m.snapshot()))
+        crate::records::Metrics::from_core(self.inner.metrics())
     }
 
     /// Checks one request: `keys` holds one key per dimension, in declaration order; blocks.

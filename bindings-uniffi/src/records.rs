@@ -101,10 +101,10 @@ pub struct Metrics {
 }
 
 impl Metrics {
-    /// Adapts core's snapshot (`None`: metrics off).
-    pub(crate) fn from_core(snapshot: Option<throttlekit::metrics::MetricsSnapshot>) -> Metrics {
-        let enabled = snapshot.is_some();
-        let s = snapshot.unwrap_or_default();
+    /// A snapshot of a limiter's, multi limiter's or shaper's metrics (`None`: metrics off).
+    pub(crate) fn from_core(metrics: Option<&std::sync::Arc<throttlekit::metrics::LimiterMetrics>>) -> Metrics {
+        let enabled = metrics.is_some();
+        let s = metrics.map(|m| m.snapshot()).unwrap_or_default();
         Metrics {
             enabled,
             allowed: s.allowed,

@@ -59,7 +59,7 @@ impl Shaper {
 
     /// The counters (all zero and `enabled == false` unless made with `metrics = true`).
     pub fn metrics(&self) -> crate::records::Metrics {
-        crate::records::Metrics::from_core(self.inner.metrics().map(|m| m.snapshot()))
+        crate::records::Metrics::from_core(self.inner.metrics())
     }
 
     /// Books a departure for `cost` units of `key` now, without waiting; blocks for a Redis

@@ -8,7 +8,7 @@ use crate::decision::Decision;
 use crate::error::{Error, ErrorCode, Result};
 use crate::key;
 use crate::lease::{self, Mode, TierStats};
-use crate::metrics::LimiterMetrics;
+use crate::metrics::{LimiterMetrics, StoreTimer};
 use crate::store::{MemoryStore, Now, Reply, Store, Transform};
 use crate::strategy::Strategy;
 use crate::validate;
@@ -329,11 +329,9 @@ impl Limiter {
         validate::now_at(now)?;
         self.check_key_length(key)?;
         let full = self.full_key(key);
-        let started = self.metrics.as_ref().filter(|_| self.store.as_memory().is_none()).map(|_| Instant::now());
+        let timer = StoreTimer::start(self.metrics.as_deref(), &*self.store);
         let reply = self.store.apply(&full, now, transform).await;
-        if let (Some(m), Some(t)) = (&self.metrics, started) {
-            m.record_latency(t.elapsed());
-        }
+        timer.stop();
         match reply.and_then(|r| r.decision()) {
             Ok(d) => Ok(d),
             Err(e) => self.fail_policy.fallback(e, self.strategy.limit(), now.fallback_ms(&*self.clock)),

@@ -17,15 +17,35 @@
 //! counted but not timed.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::decision::Decision;
 use crate::error::{ErrorCode, Result};
+use crate::store::Store;
 
 /// Upper bounds (inclusive, microseconds) of the store-latency histogram's buckets; a last,
 /// unbounded bucket follows. From a fast local Redis (~50 µs) to a timeout (1 s and more).
 pub const LATENCY_BOUNDS_US: [u64; 14] =
     [50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 25_000, 50_000, 100_000, 250_000, 500_000, 1_000_000];
+
+/// One store call being timed, for the limiters that time their calls the same way (the multi
+/// limiter, the shaper, the limiter's async path): only when metrics are on and the store
+/// leaves the process (see the module doc); otherwise it holds nothing and costs nothing.
+pub(crate) struct StoreTimer<'a>(Option<(&'a LimiterMetrics, Instant)>);
+
+impl<'a> StoreTimer<'a> {
+    /// Starts timing a call to `store` when `metrics` are on and the store is not in-process.
+    pub(crate) fn start(metrics: Option<&'a LimiterMetrics>, store: &dyn Store) -> StoreTimer<'a> {
+        StoreTimer(metrics.filter(|_| store.as_memory().is_none()).map(|m| (m, Instant::now())))
+    }
+
+    /// Records the call's latency, if it was timed.
+    pub(crate) fn stop(self) {
+        if let Some((m, started)) = self.0 {
+            m.record_latency(started.elapsed());
+        }
+    }
+}
 
 /// Counters of one limiter. Cheap to share (the bindings keep an `Arc`).
 #[derive(Debug, Default)]

@@ -7,7 +7,6 @@
 //! name the real limit.
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use crate::clock::{Clock, SystemClock};
 use crate::decision::Decision;
@@ -16,7 +15,7 @@ use crate::key;
 use crate::lease::multi::MultiTier;
 use crate::lease::{Mode, TierStats};
 use crate::limiter::FailPolicy;
-use crate::metrics::LimiterMetrics;
+use crate::metrics::{LimiterMetrics, StoreTimer};
 use crate::store::{DimensionCall, MemoryStore, MultiReply, Now, Rule, Store};
 use crate::strategy::Strategy;
 use crate::validate;
@@ -218,15 +217,9 @@ impl MultiLimiter {
         result
     }
 
-    /// The start of a store call worth timing: metrics on and the store outside the process.
-    fn timer(&self) -> Option<Instant> {
-        self.metrics.as_ref().filter(|_| self.store.as_memory().is_none()).map(|_| Instant::now())
-    }
-
-    fn record_latency(&self, started: Option<Instant>) {
-        if let (Some(m), Some(t)) = (&self.metrics, started) {
-            m.record_latency(t.elapsed());
-        }
+    /// Times a store call (see [`StoreTimer`]).
+    fn timer(&self) -> StoreTimer<'_> {
+        StoreTimer::start(self.metrics.as_deref(), &*self.store)
     }
 
     /// What a `store_unavailable` error turns into.
@@ -366,9 +359,9 @@ impl MultiLimiter {
         if let Some(tier) = &self.tier {
             return self.tiered_sync(tier, &full, &calls, cost, now);
         }
-        let started = self.timer();
+        let timer = self.timer();
         let reply = self.store.apply_multi_sync(self.rule, &calls, now);
-        self.record_latency(started);
+        timer.stop();
         match reply {
             Ok(reply) => Ok(self.finish_reply(reply)),
             Err(e) => self.fallback(e, now),
@@ -394,9 +387,9 @@ impl MultiLimiter {
         if let Some(tier) = &self.tier {
             return self.tiered_async(tier, &full, &calls, cost, now).await;
         }
-        let started = self.timer();
+        let timer = self.timer();
         let reply = self.store.apply_multi(self.rule, &calls, now).await;
-        self.record_latency(started);
+        timer.stop();
         match reply {
             Ok(reply) => Ok(self.finish_reply(reply)),
             Err(e) => self.fallback(e, now.fallback_ms(&*self.clock)),

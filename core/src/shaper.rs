@@ -3,14 +3,14 @@
 //! refused (`queue_full` from `schedule`, `accepted: false` from `reserve`).
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::algorithms::leaky_bucket::LeakyBucket;
 use crate::clock::{Clock, SystemClock};
 use crate::decision::Reservation;
 use crate::error::{Error, ErrorCode, Result};
 use crate::key;
-use crate::metrics::LimiterMetrics;
+use crate::metrics::{LimiterMetrics, StoreTimer};
 use crate::spec::LeakyBucketOptions;
 use crate::store::{MemoryStore, Now, Store, Transform};
 use crate::validate;
@@ -106,15 +106,9 @@ impl Shaper {
         result
     }
 
-    /// The start of a store call worth timing: metrics on and the store outside the process.
-    fn timer(&self) -> Option<Instant> {
-        self.metrics.as_ref().filter(|_| self.store.as_memory().is_none()).map(|_| Instant::now())
-    }
-
-    fn record_latency(&self, started: Option<Instant>) {
-        if let (Some(m), Some(t)) = (&self.metrics, started) {
-            m.record_latency(t.elapsed());
-        }
+    /// Times a store call (see [`StoreTimer`]).
+    fn timer(&self) -> StoreTimer<'_> {
+        StoreTimer::start(self.metrics.as_deref(), &*self.store)
     }
 
     /// The options.
@@ -133,9 +127,9 @@ impl Shaper {
             validate::cost(cost)?;
             validate::now(now)?;
             let full = self.checked_key(key)?;
-            let started = self.timer();
+            let timer = self.timer();
             let reply = self.store.apply_sync(&full, now, Transform::Reserve { shaper: &self.bucket, cost });
-            self.record_latency(started);
+            timer.stop();
             reply?.reservation()
         })())
     }
@@ -151,9 +145,9 @@ impl Shaper {
             validate::cost(cost)?;
             validate::now_at(now)?;
             let full = self.checked_key(key)?;
-            let started = self.timer();
+            let timer = self.timer();
             let reply = self.store.apply(&full, now, Transform::Reserve { shaper: &self.bucket, cost }).await;
-            self.record_latency(started);
+            timer.stop();
             reply?.reservation()
         }
         .await;

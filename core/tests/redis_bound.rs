@@ -7,6 +7,8 @@
 mod executor;
 #[path = "support/redis_server.rs"]
 mod redis_server;
+#[path = "support/redis_store.rs"]
+mod redis_store;
 
 use executor::block_on;
 
@@ -14,22 +16,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use redis_server::RedisServer;
+use redis_store::{connect, connect_with, options, times_out_while_stopped};
 use throttlekit::redis::{RedisOptions, RedisStore};
 use throttlekit::store::Now;
 use throttlekit::{ErrorCode, FailPolicy, Limiter, Strategy};
 
 const TIMEOUT_MS: u64 = 300;
 const NOW: i64 = 1_800_000_000_000;
-
-fn store(server: &RedisServer) -> Arc<RedisStore> {
-    let options = RedisOptions {
-        urls: vec![server.url()],
-        timeout_ms: TIMEOUT_MS,
-        deterministic_replay: false,
-        ..RedisOptions::default()
-    };
-    Arc::new(RedisStore::connect_blocking(options).expect("connect"))
-}
 
 fn counter(store: &Arc<RedisStore>) -> Limiter {
     Limiter::builder(Strategy::fixed_window(1_000_000, 3_600_000).unwrap())
@@ -45,16 +38,7 @@ fn current_thread() -> tokio::runtime::Runtime {
 
 /// Binds `rt` and waits (driving it) until its own connection is up.
 fn bind(store: &RedisStore, rt: &tokio::runtime::Runtime) {
-    rt.block_on(async {
-        store.bind_current_runtime().unwrap();
-        for _ in 0..200 {
-            if store.bound_connection_ready() {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-        panic!("the bound connection did not come up");
-    });
+    rt.block_on(redis_store::bind(store));
 }
 
 fn remaining(l: &Limiter) -> i64 {
@@ -64,7 +48,7 @@ fn remaining(l: &Limiter) -> i64 {
 #[test]
 fn bound_calls_count_once_and_answer_script_flushes_with_eval() {
     let server = RedisServer::start();
-    let store = store(&server);
+    let store = connect(server.url(), TIMEOUT_MS);
     let l = counter(&store);
     let rt = current_thread();
     assert!(!rt.block_on(async { store.bound_connection_ready() }));
@@ -87,32 +71,13 @@ fn bound_calls_count_once_and_answer_script_flushes_with_eval() {
 #[test]
 fn bound_calls_to_a_stopped_server_time_out_then_recover() {
     let server = RedisServer::start();
-    let store = store(&server);
+    let store = connect(server.url(), TIMEOUT_MS);
     let l = counter(&store);
     let rt = current_thread();
     bind(&store, &rt);
     rt.block_on(async {
         l.check_at("k", 1, Now::At(NOW)).await.unwrap();
-        server.signal("STOP");
-        for _ in 0..3 {
-            let start = Instant::now();
-            let err = l.check_at("k", 1, Now::At(NOW)).await.unwrap_err();
-            let took = start.elapsed();
-            assert_eq!(err.code(), ErrorCode::StoreUnavailable);
-            assert!(err.message().contains("timed out"), "{err}");
-            assert!(took >= Duration::from_millis(TIMEOUT_MS - 20), "gave up early: {took:?}");
-            assert!(took < Duration::from_millis(TIMEOUT_MS * 3 + 500), "took {took:?}");
-        }
-        server.signal("CONT");
-        let mut back = false;
-        for _ in 0..50 {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-            if l.check_at("k", 1, Now::At(NOW)).await.is_ok() {
-                back = true;
-                break;
-            }
-        }
-        assert!(back, "no answer after SIGCONT");
+        times_out_while_stopped(&server, TIMEOUT_MS, || l.check_at("k", 1, Now::At(NOW))).await;
         assert!(store.bound_connection_ready());
     });
 }
@@ -120,7 +85,7 @@ fn bound_calls_to_a_stopped_server_time_out_then_recover() {
 #[test]
 fn a_timed_out_bound_call_is_not_sent_again() {
     let server = RedisServer::start();
-    let store = store(&server);
+    let store = connect(server.url(), TIMEOUT_MS);
     let l = counter(&store);
     let rt = current_thread();
     bind(&store, &rt);
@@ -142,7 +107,7 @@ fn a_timed_out_bound_call_is_not_sent_again() {
 fn bound_calls_reconnect_after_a_restart() {
     let mut server = RedisServer::start();
     let port = server.port;
-    let store = store(&server);
+    let store = connect(server.url(), TIMEOUT_MS);
     let l = counter(&store);
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
     bind(&store, &rt);
@@ -172,7 +137,7 @@ fn bound_calls_reconnect_after_a_restart() {
 #[test]
 fn calls_from_other_executors_still_work_while_a_runtime_is_bound() {
     let server = RedisServer::start();
-    let store = store(&server);
+    let store = connect(server.url(), TIMEOUT_MS);
     let l = Arc::new(counter(&store));
     let bound = current_thread();
     bind(&store, &bound);
@@ -213,7 +178,7 @@ fn calls_from_other_executors_still_work_while_a_runtime_is_bound() {
 #[test]
 fn a_runtime_without_io_or_timers_is_not_bound() {
     let server = RedisServer::start();
-    let store = store(&server);
+    let store = connect(server.url(), TIMEOUT_MS);
     let l = counter(&store);
     for rt in [
         tokio::runtime::Builder::new_current_thread().build().unwrap(),
@@ -234,13 +199,7 @@ fn a_runtime_without_io_or_timers_is_not_bound() {
 #[test]
 fn binding_does_nothing_in_replay_mode() {
     let server = RedisServer::start();
-    let options = RedisOptions {
-        urls: vec![server.url()],
-        timeout_ms: TIMEOUT_MS,
-        deterministic_replay: true,
-        ..RedisOptions::default()
-    };
-    let store = Arc::new(RedisStore::connect_blocking(options).unwrap());
+    let store = connect_with(RedisOptions { deterministic_replay: true, ..options(server.url(), TIMEOUT_MS) });
     let l = counter(&store);
     let rt = current_thread();
     rt.block_on(async {
@@ -260,14 +219,14 @@ fn dropping_a_bound_store_anywhere_does_not_panic() {
     let server = RedisServer::start();
     // Inside the bound runtime, right after binding (the connect may still be pending).
     current_thread().block_on(async {
-        let store = store(&server);
+        let store = connect(server.url(), TIMEOUT_MS);
         store.bind_current_runtime().unwrap();
         drop(store);
         tokio::time::sleep(Duration::from_millis(50)).await;
     });
     // Inside the bound runtime, after calls on the bound connection.
     let rt = current_thread();
-    let s = store(&server);
+    let s = connect(server.url(), TIMEOUT_MS);
     bind(&s, &rt);
     rt.block_on(async move {
         let l = counter(&s);
@@ -278,7 +237,7 @@ fn dropping_a_bound_store_anywhere_does_not_panic() {
     });
     // In a task of a multi-threaded bound runtime; then the runtime itself.
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
-    let s = store(&server);
+    let s = connect(server.url(), TIMEOUT_MS);
     bind(&s, &rt);
     rt.block_on(async move {
         counter(&s).check_at("k", 1, Now::At(NOW)).await.unwrap();
@@ -287,7 +246,7 @@ fn dropping_a_bound_store_anywhere_does_not_panic() {
     drop(rt);
     // The bound runtime dropped first, then the store on a plain thread.
     let rt = current_thread();
-    let s = store(&server);
+    let s = connect(server.url(), TIMEOUT_MS);
     bind(&s, &rt);
     drop(rt);
     counter(&s).check_sync_at("k", 1, NOW).unwrap();

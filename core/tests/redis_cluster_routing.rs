@@ -80,10 +80,14 @@ fn behind_proxy(cluster: &RedisCluster) -> FaultProxy {
     }
 }
 
+/// A cluster store seeded with `urls`, each call bounded by `timeout_ms`.
+fn connect(urls: Vec<String>, timeout_ms: u64) -> Arc<RedisStore> {
+    let options = RedisOptions { urls, mode: RedisMode::Cluster, timeout_ms, ..RedisOptions::default() };
+    Arc::new(RedisStore::connect_blocking(options).expect("connect to the cluster"))
+}
+
 fn store_via(proxy: &FaultProxy) -> Arc<RedisStore> {
-    let urls = proxy.routes().iter().map(|(l, _)| format!("redis://{l}")).collect();
-    let options = RedisOptions { urls, mode: RedisMode::Cluster, timeout_ms: TIMEOUT_MS, ..RedisOptions::default() };
-    Arc::new(RedisStore::connect_blocking(options).expect("connect through the proxy"))
+    connect(proxy.routes().iter().map(|(l, _)| format!("redis://{l}")).collect(), TIMEOUT_MS)
 }
 
 /// A window of an hour and a limit no test reaches: every executed call is an admission.
@@ -285,15 +289,7 @@ fn keyslot(cluster: &RedisCluster, key: &str) -> u16 {
 #[test]
 fn moved_and_ask_are_followed_and_the_call_runs_once_on_the_right_node() {
     let cluster = RedisCluster::start(3, 0);
-    let store = Arc::new(
-        RedisStore::connect_blocking(RedisOptions {
-            urls: cluster.urls(),
-            mode: RedisMode::Cluster,
-            timeout_ms: 2000,
-            ..RedisOptions::default()
-        })
-        .unwrap(),
-    );
+    let store = connect(cluster.urls(), 2000);
     let l = limiter(store.clone(), "redir");
     let rt = runtime();
     for (i, sync) in [(0, true), (1, false)] {
@@ -349,15 +345,7 @@ fn clients(port: u16) -> u64 {
 #[test]
 fn close_releases_every_connection_at_once() {
     let cluster = RedisCluster::start(3, 0);
-    let store = Arc::new(
-        RedisStore::connect_blocking(RedisOptions {
-            urls: cluster.urls(),
-            mode: RedisMode::Cluster,
-            timeout_ms: 2000,
-            ..RedisOptions::default()
-        })
-        .unwrap(),
-    );
+    let store = connect(cluster.urls(), 2000);
     let l = limiter(store.clone(), "close");
     let rt = runtime();
     for i in 0..30 {

@@ -7,6 +7,8 @@
 mod executor;
 #[path = "support/redis_server.rs"]
 mod redis_server;
+#[path = "support/redis_store.rs"]
+mod redis_store;
 
 use executor::block_on;
 
@@ -14,20 +16,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use redis_server::RedisServer;
-use throttlekit::redis::{RedisOptions, RedisStore};
+use redis_store::{connect, times_out_while_stopped};
+use throttlekit::redis::RedisStore;
 use throttlekit::{ErrorCode, FailPolicy, Limiter, Strategy};
 
 const TIMEOUT_MS: u64 = 300;
-
-fn store(server: &RedisServer) -> Arc<RedisStore> {
-    let options = RedisOptions {
-        urls: vec![server.url()],
-        timeout_ms: TIMEOUT_MS,
-        deterministic_replay: false,
-        ..RedisOptions::default()
-    };
-    Arc::new(RedisStore::connect_blocking(options).expect("connect"))
-}
 
 fn limiter(store: &Arc<RedisStore>) -> Limiter {
     Limiter::builder(Strategy::gcra(1_000_000, 1000, None).unwrap())
@@ -44,31 +37,12 @@ fn current_thread() -> tokio::runtime::Runtime {
 #[test]
 fn async_calls_to_a_stopped_server_time_out_inside_a_runtime_then_recover() {
     let server = RedisServer::start();
-    let store = store(&server);
+    let store = connect(server.url(), TIMEOUT_MS);
     let l = limiter(&store);
     let rt = current_thread();
     rt.block_on(async {
         l.check("k", 1).await.unwrap();
-        server.signal("STOP");
-        for _ in 0..3 {
-            let start = Instant::now();
-            let err = l.check("k", 1).await.unwrap_err();
-            let took = start.elapsed();
-            assert_eq!(err.code(), ErrorCode::StoreUnavailable);
-            assert!(err.message().contains("timed out"), "{err}");
-            assert!(took >= Duration::from_millis(TIMEOUT_MS - 20), "gave up early: {took:?}");
-            assert!(took < Duration::from_millis(TIMEOUT_MS * 3 + 500), "took {took:?}");
-        }
-        server.signal("CONT");
-        let mut back = false;
-        for _ in 0..50 {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-            if l.check("k", 1).await.is_ok() {
-                back = true;
-                break;
-            }
-        }
-        assert!(back, "no answer after SIGCONT");
+        times_out_while_stopped(&server, TIMEOUT_MS, || l.check("k", 1)).await;
     });
     // A runtime without a timer works too: the timeout runs on the store's timer.
     let no_timer = tokio::runtime::Builder::new_current_thread().build().unwrap();
@@ -82,7 +56,7 @@ fn async_calls_to_a_stopped_server_time_out_inside_a_runtime_then_recover() {
 #[test]
 fn a_script_flush_is_answered_with_eval_on_the_direct_path() {
     let server = RedisServer::start();
-    let store = store(&server);
+    let store = connect(server.url(), TIMEOUT_MS);
     let l = Limiter::builder(Strategy::fixed_window(1000, 3_600_000).unwrap()).store(store.clone()).build();
     let now = 1_800_000_000_000;
     current_thread().block_on(async {
@@ -100,7 +74,7 @@ fn a_script_flush_is_answered_with_eval_on_the_direct_path() {
 #[test]
 fn a_timed_out_async_call_is_not_sent_again() {
     let server = RedisServer::start();
-    let store = store(&server);
+    let store = connect(server.url(), TIMEOUT_MS);
     let l = Limiter::builder(Strategy::fixed_window(1000, 3_600_000).unwrap()).store(store.clone()).build();
     let now = 1_800_000_000_000;
     let rt = current_thread();
@@ -120,7 +94,7 @@ fn a_timed_out_async_call_is_not_sent_again() {
 fn async_calls_reconnect_after_a_restart_from_any_executor() {
     let mut server = RedisServer::start();
     let port = server.port;
-    let store = store(&server);
+    let store = connect(server.url(), TIMEOUT_MS);
     let l = limiter(&store);
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     rt.block_on(l.check("k", 1)).unwrap();
@@ -153,15 +127,14 @@ fn async_calls_reconnect_after_a_restart_from_any_executor() {
 fn dropping_the_store_inside_a_runtime_does_not_panic() {
     let server = RedisServer::start();
     current_thread().block_on(async {
-        let store = store(&server);
+        let store = connect(server.url(), TIMEOUT_MS);
         let l = limiter(&store);
         l.check("k", 1).await.unwrap();
         drop(l);
         drop(store);
     });
     tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap().block_on(async {
-        let store =
-            RedisStore::connect(RedisOptions { urls: vec![server.url()], ..RedisOptions::default() }).await.unwrap();
+        let store = RedisStore::connect(redis_store::options(server.url(), 1_000)).await.unwrap();
         let store = Arc::new(store);
         limiter(&store).check("k", 1).await.unwrap();
         tokio::spawn(async move { drop(store) }).await.unwrap();
@@ -172,7 +145,7 @@ fn dropping_the_store_inside_a_runtime_does_not_panic() {
 fn a_key_longer_than_the_rule_is_refused_before_it_reaches_redis() {
     // The memory store's 256-byte rule, on Redis too: config_invalid, and nothing sent.
     let server = RedisServer::start();
-    let store = store(&server);
+    let store = connect(server.url(), TIMEOUT_MS);
     let l = limiter(&store);
     // "direct:" + 249 bytes is exactly 256: accepted; one byte more is refused on every path.
     assert!(l.check_sync(&"k".repeat(249), 1).unwrap().allowed);

@@ -4,26 +4,19 @@
 
 #[path = "support/redis_server.rs"]
 mod redis_server;
+#[path = "support/redis_store.rs"]
+mod redis_store;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use redis_server::RedisServer;
+use redis_store::{connect, options};
 use throttlekit::redis::{RedisOptions, RedisStore};
 use throttlekit::store::Now;
 use throttlekit::{Dimension, ErrorCode, FailPolicy, Limiter, MultiLimiter, Rule, Store, Strategy};
 
 const TIMEOUT_MS: u64 = 300;
-
-fn store(server: &RedisServer) -> Arc<RedisStore> {
-    let options = RedisOptions {
-        urls: vec![server.url()],
-        timeout_ms: TIMEOUT_MS,
-        deterministic_replay: false,
-        ..RedisOptions::default()
-    };
-    Arc::new(RedisStore::connect_blocking(options).expect("connect"))
-}
 
 fn limiter(store: &Arc<RedisStore>, policy: FailPolicy) -> Limiter {
     Limiter::builder(Strategy::gcra(1_000_000, 1000, None).unwrap())
@@ -54,7 +47,7 @@ fn answers_within_a_second(l: &Limiter) -> bool {
 #[test]
 fn a_dead_server_gives_store_unavailable_with_the_cause_and_each_policy_applies() {
     let mut server = RedisServer::start();
-    let store = store(&server);
+    let store = connect(server.url(), TIMEOUT_MS);
     assert!(limiter(&store, FailPolicy::Raise).check_sync("k", 1).unwrap().allowed);
     server.stop();
 
@@ -90,7 +83,7 @@ fn a_dead_server_gives_store_unavailable_with_the_cause_and_each_policy_applies(
 fn killing_the_server_mid_load_then_restarting_it_recovers_without_intervention() {
     let mut server = RedisServer::start();
     let port = server.port;
-    let store = store(&server);
+    let store = connect(server.url(), TIMEOUT_MS);
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let workers: Vec<_> = (0..4)
         .map(|i| {
@@ -137,7 +130,7 @@ fn killing_the_server_mid_load_then_restarting_it_recovers_without_intervention(
 #[test]
 fn a_script_flush_mid_load_never_reaches_the_caller() {
     let server = RedisServer::start();
-    let store = store(&server);
+    let store = connect(server.url(), TIMEOUT_MS);
     let l = limiter(&store, FailPolicy::Raise);
     for i in 0..2000 {
         if i % 100 == 50 {
@@ -169,7 +162,7 @@ fn a_script_flush_mid_load_never_reaches_the_caller() {
 #[test]
 fn a_server_that_stops_answering_times_out_instead_of_hanging() {
     let server = RedisServer::start();
-    let store = store(&server);
+    let store = connect(server.url(), TIMEOUT_MS);
     let l = limiter(&store, FailPolicy::Raise);
     l.check_sync("k", 1).unwrap();
     server.signal("STOP");
@@ -188,7 +181,7 @@ fn a_server_that_stops_answering_times_out_instead_of_hanging() {
 #[test]
 fn a_slow_script_times_out_and_is_not_replayed() {
     let server = RedisServer::start();
-    let store = store(&server);
+    let store = connect(server.url(), TIMEOUT_MS);
     let l = Limiter::builder(Strategy::fixed_window(1000, 3_600_000).unwrap()).store(store.clone()).build();
     let now = 1_800_000_000_000;
     l.check_sync_at("once", 1, now).unwrap();
@@ -207,12 +200,7 @@ fn a_slow_script_times_out_and_is_not_replayed() {
 #[test]
 fn connecting_to_nothing_fails_fast_with_store_unavailable() {
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let options = RedisOptions {
-        urls: vec![format!("redis://127.0.0.1:{port}")],
-        timeout_ms: TIMEOUT_MS,
-        deterministic_replay: false,
-        ..RedisOptions::default()
-    };
+    let options = options(format!("redis://127.0.0.1:{port}"), TIMEOUT_MS);
     let err = bounded("connect", || RedisStore::connect_blocking(options)).unwrap_err();
     assert_eq!(err.code(), ErrorCode::StoreUnavailable);
     let bad = RedisOptions { urls: vec!["not a url".into()], ..RedisOptions::default() };
@@ -224,12 +212,7 @@ fn a_failed_async_connect_inside_a_runtime_is_an_error_not_a_panic() {
     // The store's own runtime is dropped inside the caller's async context when connecting
     // fails; that must shut it down in the background instead of panicking.
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let options = RedisOptions {
-        urls: vec![format!("redis://127.0.0.1:{port}")],
-        timeout_ms: TIMEOUT_MS,
-        deterministic_replay: false,
-        ..RedisOptions::default()
-    };
+    let options = options(format!("redis://127.0.0.1:{port}"), TIMEOUT_MS);
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
     let err = rt.block_on(RedisStore::connect(options)).unwrap_err();
     assert_eq!(err.code(), ErrorCode::StoreUnavailable);
@@ -238,7 +221,7 @@ fn a_failed_async_connect_inside_a_runtime_is_an_error_not_a_panic() {
 #[test]
 fn a_closed_store_refuses_calls() {
     let server = RedisServer::start();
-    let store = store(&server);
+    let store = connect(server.url(), TIMEOUT_MS);
     let l = limiter(&store, FailPolicy::Raise);
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     rt.block_on(l.close()).unwrap();
@@ -258,7 +241,7 @@ pub fn store_connections(port: u16) -> usize {
 #[test]
 fn close_releases_every_connection_at_once() {
     let server = RedisServer::start();
-    let store = store(&server);
+    let store = connect(server.url(), TIMEOUT_MS);
     let l = limiter(&store, FailPolicy::Raise);
     // Every path: blocking (sync), direct (async), a bound runtime's own, and the hop path's
     // manager (reset runs there).
@@ -266,12 +249,7 @@ fn close_releases_every_connection_at_once() {
     assert!(l.check_sync("k", 1).unwrap().allowed);
     assert!(rt.block_on(l.check("k", 1)).unwrap().allowed);
     rt.block_on(async {
-        store.bind_current_runtime().unwrap();
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while !store.bound_connection_ready() {
-            assert!(Instant::now() < deadline, "the bound connection never came up");
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
+        redis_store::bind(&store).await;
         assert!(l.check("k", 1).await.unwrap().allowed);
     });
     l.reset_sync("k").unwrap();
@@ -311,12 +289,7 @@ fn a_resp3_url_logs_in_and_selects_its_database_on_every_path() {
     let server = RedisServer::start();
     // Set after the start: the helper's readiness check speaks without a password.
     redis_server::cli(server.port, &["config", "set", "requirepass", "pw"]).expect("CONFIG SET");
-    let options = RedisOptions {
-        urls: vec![format!("redis://:pw@127.0.0.1:{}/3?protocol=resp3", server.port)],
-        timeout_ms: 5000,
-        ..RedisOptions::default()
-    };
-    let store = Arc::new(RedisStore::connect_blocking(options).expect("connect"));
+    let store = connect(format!("redis://:pw@127.0.0.1:{}/3?protocol=resp3", server.port), 5000);
     let l = limiter(&store, FailPolicy::Raise);
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
     assert!(l.check_sync("sync", 1).unwrap().allowed);
@@ -332,12 +305,7 @@ fn silent_server_case(url_tail: &str) {
     const SLACK_MS: u64 = 150;
     let server = RedisServer::start();
     let proxy = FaultProxy::start(format!("127.0.0.1:{}", server.port).parse().unwrap()).expect("the proxy");
-    let options = RedisOptions {
-        urls: vec![format!("redis://{}{url_tail}", proxy.addr())],
-        timeout_ms: TIMEOUT_MS,
-        ..RedisOptions::default()
-    };
-    let store = Arc::new(RedisStore::connect_blocking(options).expect("connect"));
+    let store = connect(format!("redis://{}{url_tail}", proxy.addr()), TIMEOUT_MS);
     let l = limiter(&store, FailPolicy::Raise);
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
     for _ in 0..3 {
@@ -373,24 +341,14 @@ fn close_while_an_async_call_waits_lets_that_call_answer() {
     use throttlekit_faultproxy::{Fault, FaultProxy, Rule};
     let server = RedisServer::start();
     let proxy = FaultProxy::start(format!("127.0.0.1:{}", server.port).parse().unwrap()).expect("the proxy");
-    let options = RedisOptions {
-        urls: vec![format!("redis://{}", proxy.addr())],
-        timeout_ms: TIMEOUT_MS,
-        ..RedisOptions::default()
-    };
-    let store = Arc::new(RedisStore::connect_blocking(options).expect("connect"));
+    let store = connect(format!("redis://{}", proxy.addr()), TIMEOUT_MS);
     let l = limiter(&store, FailPolicy::Raise);
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
     // The call below waits on this runtime's own connection, which close() cannot end from
     // here (its driver task lives on `rt`), so its timer is what answers it: the case that
     // panicked when close() stopped the store's runtime at once.
     rt.block_on(async {
-        store.bind_current_runtime().unwrap();
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while !store.bound_connection_ready() {
-            assert!(Instant::now() < deadline, "the bound connection never came up");
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
+        redis_store::bind(&store).await;
         assert!(l.check("k", 1).await.unwrap().allowed);
     });
     proxy.set(vec![Rule::new(Fault::Delay(Duration::from_millis(TIMEOUT_MS * 3))).scripts()]);

@@ -5,22 +5,21 @@
 
 #[path = "support/redis_server.rs"]
 mod redis_server;
+#[path = "support/redis_store.rs"]
+mod redis_store;
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use redis_server::RedisServer;
+use redis_store::connect;
 use throttlekit::lease::Grant;
-use throttlekit::redis::{RedisOptions, RedisStore};
 use throttlekit::spec::{QuotaOptions, ResetCadence};
 use throttlekit::store::{Reply, Store, Transform};
 use throttlekit::{FailPolicy, LeaseOptions, Limiter, MemoryStore, Mode, Strategy};
 
-fn store(server: &RedisServer) -> Arc<RedisStore> {
-    let options = RedisOptions { urls: vec![server.url()], timeout_ms: 1_000, ..RedisOptions::default() };
-    Arc::new(RedisStore::connect_blocking(options).expect("connect"))
-}
+/// Long enough for a fleet of limiters on one server.
+const TIMEOUT_MS: u64 = 1_000;
 
 fn strategies() -> Vec<Strategy> {
     vec![
@@ -49,7 +48,7 @@ fn grant(store: &dyn Store, key: &str, now: i64, t: Transform<'_>) -> Grant {
 #[test]
 fn lua_leases_and_give_backs_match_the_in_memory_mirror() {
     let server = RedisServer::start();
-    let redis = store(&server);
+    let redis = connect(server.url(), TIMEOUT_MS);
     // Wall-clock times: Redis expires keys on its own clock.
     let t0 = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
     let t0 = t0 - t0 % 1_000 + 1_000;
@@ -79,7 +78,7 @@ fn lua_leases_and_give_backs_match_the_in_memory_mirror() {
 fn fleet(server: &RedisServer, strategy: &Strategy, mode: Mode, n: usize, run: Duration) -> BTreeMap<i64, u64> {
     let threads: Vec<_> = (0..n)
         .map(|_| {
-            let store = store(server);
+            let store = connect(server.url(), TIMEOUT_MS);
             let limiter = Limiter::builder(strategy.clone())
                 .store(store)
                 .prefix("fleet")
@@ -129,7 +128,7 @@ fn a_dead_store_follows_the_fail_policy_and_held_credits_stay_spendable() {
     let options = LeaseOptions { batch: 5, window_coupled: true, ..LeaseOptions::default() };
     let make = |policy| {
         Limiter::builder(s.clone())
-            .store(store(&server))
+            .store(connect(server.url(), TIMEOUT_MS))
             .fail_policy(policy)
             .mode(Mode::Leased(options))
             .unwrap()

@@ -4,20 +4,19 @@
 
 #[path = "support/redis_server.rs"]
 mod redis_server;
+#[path = "support/redis_store.rs"]
+mod redis_store;
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use redis_server::RedisServer;
-use throttlekit::redis::{RedisOptions, RedisStore};
+use redis_store::connect;
 use throttlekit::store::{DimensionCall, DimensionLease, Store};
 use throttlekit::{Dimension, FailPolicy, LeaseOptions, MemoryStore, Mode, MultiLimiter, Rule, Strategy};
 
-fn store(server: &RedisServer) -> Arc<RedisStore> {
-    let options = RedisOptions { urls: vec![server.url()], timeout_ms: 1_000, ..RedisOptions::default() };
-    Arc::new(RedisStore::connect_blocking(options).expect("connect"))
-}
+/// Long enough for a fleet of limiters on one server.
+const TIMEOUT_MS: u64 = 1_000;
 
 fn strategies() -> Vec<Strategy> {
     vec![
@@ -32,7 +31,7 @@ fn strategies() -> Vec<Strategy> {
 #[test]
 fn lua_multi_leases_match_the_in_memory_mirror() {
     let server = RedisServer::start();
-    let redis = store(&server);
+    let redis = connect(server.url(), TIMEOUT_MS);
     let t0 = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
     let t0 = t0 - t0 % 1_000 + 1_000;
     let all = strategies();
@@ -74,7 +73,7 @@ fn a_coupled_multi_fleet_admits_exactly_each_limit_per_window() {
             ];
             let m = MultiLimiter::new(Rule::All, dims)
                 .unwrap()
-                .with_store(store(&server))
+                .with_store(connect(server.url(), TIMEOUT_MS))
                 .with_fail_policy(FailPolicy::Raise)
                 .with_mode(Mode::Leased(options))
                 .unwrap();
@@ -119,7 +118,7 @@ fn the_async_path_and_a_dead_store_on_redis() {
     let options = LeaseOptions { batch: 5, ..LeaseOptions::default() };
     let m = MultiLimiter::new(Rule::All, dims)
         .unwrap()
-        .with_store(store(&server))
+        .with_store(connect(server.url(), TIMEOUT_MS))
         .with_fail_policy(FailPolicy::FailClosed)
         .with_mode(Mode::Leased(options))
         .unwrap();

@@ -106,6 +106,13 @@ enum Action {
 }
 
 impl Lease {
+    /// `nodes` nodes leasing `batch` at a time from `limit` under `kind`, with no low water,
+    /// windows (and uncoupled leases' lifetimes) of 2 ticks, over 3 ticks: the shape every case
+    /// starts from (the state space grows fast with `w` and `horizon`).
+    fn new(kind: Kind, nodes: usize, limit: u8, batch: u8) -> Lease {
+        Lease { kind, nodes, limit, batch, low: 0, w: 2, horizon: 3 }
+    }
+
     fn window_end(&self, t: u8) -> u8 {
         (t / self.w + 1) * self.w
     }
@@ -373,7 +380,7 @@ fn check_bound(model: Lease, tight: bool) {
 #[test]
 fn fixed_window_coupled_admits_exactly_the_limit_per_window() {
     for nodes in 1..=4 {
-        check(Lease { kind: Kind::Window { coupled: true }, nodes, limit: 4, batch: 2, low: 0, w: 2, horizon: 3 });
+        check(Lease::new(Kind::Window { coupled: true }, nodes, 4, 2));
     }
 }
 
@@ -381,23 +388,15 @@ fn fixed_window_coupled_admits_exactly_the_limit_per_window() {
 fn fixed_window_uncoupled_admits_at_most_limit_plus_n_times_batch_minus_one() {
     // Tightness needs limit >= N·batch (every node carries a full lease over the boundary).
     for nodes in 1..=3 {
-        check(Lease {
-            kind: Kind::Window { coupled: false },
-            nodes,
-            limit: 2 * nodes as u8,
-            batch: 2,
-            low: 0,
-            w: 2,
-            horizon: 3,
-        });
+        check(Lease::new(Kind::Window { coupled: false }, nodes, 2 * nodes as u8, 2));
     }
-    check(Lease { kind: Kind::Window { coupled: false }, nodes: 2, limit: 6, batch: 3, low: 0, w: 2, horizon: 3 });
+    check(Lease::new(Kind::Window { coupled: false }, 2, 6, 3));
 }
 
 #[test]
 fn sliding_log_admits_at_most_limit_plus_n_times_batch_minus_one_per_any_window() {
     for nodes in 1..=3 {
-        check(Lease { kind: Kind::Log, nodes, limit: 2 * nodes as u8, batch: 2, low: 0, w: 2, horizon: 3 });
+        check(Lease::new(Kind::Log, nodes, 2 * nodes as u8, 2));
     }
 }
 
@@ -408,35 +407,16 @@ fn bucket_admits_at_most_burst_plus_rate_t_plus_n_times_batch_minus_one() {
     // outlive the refill (w = 3: like GCRA's lifetime, one period, which outlasts the refill of a
     // burst below the limit) reach it.
     for nodes in 1..=2u8 {
-        let rate = nodes;
-        check_bound(
-            Lease {
-                kind: Kind::Bucket { rate },
-                nodes: nodes as usize,
-                limit: 2 * nodes,
-                batch: 2,
-                low: 0,
-                w: 2,
-                horizon: 3,
-            },
-            false,
-        );
-        check(Lease {
-            kind: Kind::Bucket { rate },
-            nodes: nodes as usize,
-            limit: 2 * nodes,
-            batch: 2,
-            low: 0,
-            w: 3,
-            horizon: 3,
-        });
+        let lease = Lease::new(Kind::Bucket { rate: nodes }, nodes as usize, 2 * nodes, 2);
+        check_bound(lease.clone(), false);
+        check(Lease { w: 3, ..lease });
     }
 }
 
 #[test]
 fn low_water_coupled_still_admits_exactly_the_limit_per_window() {
     for nodes in 1..=3 {
-        check(Lease { kind: Kind::Window { coupled: true }, nodes, limit: 4, batch: 2, low: 1, w: 2, horizon: 3 });
+        check(Lease { low: 1, ..Lease::new(Kind::Window { coupled: true }, nodes, 4, 2) });
     }
 }
 
@@ -445,105 +425,84 @@ fn low_water_uncoupled_admits_at_most_limit_plus_n_times_batch_plus_low_water() 
     // A top-up lands on up to `low` credits: a node carries `low + batch` over the boundary.
     // Tightness needs three leases per node in one window (a lease, then two top-ups).
     for nodes in 1..=2 {
-        check(Lease {
-            kind: Kind::Window { coupled: false },
-            nodes,
-            limit: 6 * nodes as u8,
-            batch: 2,
-            low: 1,
-            w: 2,
-            horizon: 3,
-        });
+        check(Lease { low: 1, ..Lease::new(Kind::Window { coupled: false }, nodes, 6 * nodes as u8, 2) });
     }
 }
 
 #[test]
 fn low_water_sliding_log_and_bucket_keep_their_bounds() {
-    check(Lease { kind: Kind::Log, nodes: 1, limit: 6, batch: 2, low: 1, w: 2, horizon: 3 });
-    check_bound(
-        Lease { kind: Kind::Bucket { rate: 1 }, nodes: 1, limit: 2, batch: 2, low: 1, w: 3, horizon: 3 },
-        false,
-    );
+    check(Lease { low: 1, ..Lease::new(Kind::Log, 1, 6, 2) });
+    check_bound(Lease { low: 1, w: 3, ..Lease::new(Kind::Bucket { rate: 1 }, 1, 2, 2) }, false);
+}
+
+/// `Lease` with its successor function or its one property replaced: a model the checker must
+/// find broken, or it proves nothing.
+#[derive(Clone, Debug)]
+struct Variant {
+    lease: Lease,
+    next_state: fn(&Lease, &State, Action) -> Option<State>,
+    property: &'static str,
+    holds: fn(&Lease, &State) -> bool,
+}
+
+impl Model for Variant {
+    type State = State;
+    type Action = Action;
+    fn init_states(&self) -> Vec<State> {
+        self.lease.init_states()
+    }
+    fn actions(&self, s: &State, out: &mut Vec<Action>) {
+        self.lease.actions(s, out)
+    }
+    fn next_state(&self, s: &State, a: Action) -> Option<State> {
+        (self.next_state)(&self.lease, s, a)
+    }
+    fn properties(&self) -> Vec<Property<Self>> {
+        vec![Property::always(self.property, |m: &Variant, s: &State| (m.holds)(&m.lease, s))]
+    }
+}
+
+/// Checks `variant` exhaustively: its property must be broken somewhere.
+fn check_broken(variant: Variant) {
+    let property = variant.property;
+    let checker = variant.checker().spawn_bfs().join();
+    assert!(checker.discovery(property).is_some(), "{property}: never broken");
 }
 
 #[test]
 fn low_water_breaks_the_bound_without_it() {
     // The same fleet checked against `limit + N·(batch − 1)`: a top-up carries more.
-    #[derive(Clone, Debug)]
-    struct OldBound(Lease);
-    impl Model for OldBound {
-        type State = State;
-        type Action = Action;
-        fn init_states(&self) -> Vec<State> {
-            self.0.init_states()
-        }
-        fn actions(&self, s: &State, out: &mut Vec<Action>) {
-            self.0.actions(s, out)
-        }
-        fn next_state(&self, s: &State, a: Action) -> Option<State> {
-            self.0.next_state(s, a)
-        }
-        fn properties(&self) -> Vec<Property<Self>> {
-            vec![Property::always("admitted <= limit + N(batch-1)", |m: &OldBound, s: &State| {
-                let old = Lease { low: 0, ..m.0.clone() };
-                let sums = s.admitted.chunks(m.0.w as usize).map(|c| c.iter().map(|&x| x as u32).sum::<u32>());
-                sums.max().unwrap_or(0) <= old.bound(m.0.w)
-            })]
-        }
-    }
-    let model = OldBound(Lease {
-        kind: Kind::Window { coupled: false },
-        nodes: 1,
-        limit: 6,
-        batch: 2,
-        low: 1,
-        w: 2,
-        horizon: 3,
+    check_broken(Variant {
+        lease: Lease { low: 1, ..Lease::new(Kind::Window { coupled: false }, 1, 6, 2) },
+        next_state: <Lease as Model>::next_state,
+        property: "admitted <= limit + N(batch-1)",
+        holds: |lease, s| {
+            let old = Lease { low: 0, ..lease.clone() };
+            let sums = s.admitted.chunks(lease.w as usize).map(|c| c.iter().map(|&x| x as u32).sum::<u32>());
+            sums.max().unwrap_or(0) <= old.bound(lease.w)
+        },
     });
-    let checker = model.checker().spawn_bfs().join();
-    assert!(checker.discovery("admitted <= limit + N(batch-1)").is_some());
 }
 
 #[test]
 fn the_checker_finds_a_broken_bound() {
     // A node that kept a late grant's credits (the original's gap) breaks the coupled bound:
     // the checker must say so, or it proves nothing.
-    #[derive(Clone, Debug)]
-    struct KeepsLate(Lease);
-    impl Model for KeepsLate {
-        type State = State;
-        type Action = Action;
-        fn init_states(&self) -> Vec<State> {
-            self.0.init_states()
-        }
-        fn actions(&self, s: &State, out: &mut Vec<Action>) {
-            self.0.actions(s, out)
-        }
-        fn next_state(&self, s: &State, a: Action) -> Option<State> {
+    check_broken(Variant {
+        lease: Lease::new(Kind::Window { coupled: true }, 2, 4, 2),
+        next_state: |lease, s, a| {
             if let Action::Deliver(i) = a
                 && let Flight::Granted { extra, .. } = s.nodes[i].flight
             {
                 let mut s = s.clone();
                 s.nodes[i].credits += extra;
-                s.nodes[i].expires = self.0.horizon + 1; // credited whenever it lands, kept on
+                s.nodes[i].expires = lease.horizon + 1; // credited whenever it lands, kept on
                 s.nodes[i].flight = Flight::Idle;
                 return Some(s);
             }
-            self.0.next_state(s, a)
-        }
-        fn properties(&self) -> Vec<Property<Self>> {
-            vec![Property::always("admitted <= bound", |m: &KeepsLate, s: &State| m.0.worst(s).0 <= 0 && !s.exceeded)]
-        }
-    }
-    let model = KeepsLate(Lease {
-        kind: Kind::Window { coupled: true },
-        nodes: 2,
-        limit: 4,
-        batch: 2,
-        low: 0,
-        w: 2,
-        horizon: 3,
+            lease.next_state(s, a)
+        },
+        property: "admitted <= bound",
+        holds: |lease, s| lease.worst(s).0 <= 0 && !s.exceeded,
     });
-    let checker = model.checker().spawn_bfs().join();
-    assert!(checker.discovery("admitted <= bound").is_some());
 }

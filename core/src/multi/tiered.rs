@@ -98,16 +98,16 @@ impl MultiLimiter {
         match tier.local(full, cost, &costs, now) {
             MultiLocal::Answer(allowed, decisions) => Ok(self.finish_reply(MultiReply { decisions, allowed })),
             MultiLocal::Strict => {
-                let started = self.timer();
+                let timer = self.timer();
                 let reply = self.store.apply_multi_sync(self.rule, calls, now);
-                self.record_latency(started);
+                timer.stop();
                 self.finish_strict(tier, full, cost, now, now, reply)
             }
             MultiLocal::Lease { lacking, reserved } => {
                 let (sub, leases) = self.lease_calls(tier, calls, &lacking);
-                let started = self.timer();
+                let timer = self.timer();
                 let reply = self.store.apply_multi_lease_sync(self.rule, &sub, &leases, now);
-                self.record_latency(started);
+                timer.stop();
                 let recv_at = self.clock.now_ms().max(now);
                 let lease = Leased { full, cost, costs: &costs, lacking: &lacking, reserved: &reserved };
                 self.finish_lease(tier, lease, now, recv_at, reply)
@@ -129,16 +129,16 @@ impl MultiLimiter {
         match tier.local(full, cost, &costs, sent_at) {
             MultiLocal::Answer(allowed, decisions) => Ok(self.finish_reply(MultiReply { decisions, allowed })),
             MultiLocal::Strict => {
-                let started = self.timer();
+                let timer = self.timer();
                 let reply = self.store.apply_multi(self.rule, calls, now).await;
-                self.record_latency(started);
+                timer.stop();
                 self.finish_strict(tier, full, cost, sent_at, sent_at, reply)
             }
             MultiLocal::Lease { lacking, reserved } => {
                 let (sub, leases) = self.lease_calls(tier, calls, &lacking);
-                let started = self.timer();
+                let timer = self.timer();
                 let reply = self.store.apply_multi_lease(self.rule, &sub, &leases, now).await;
-                self.record_latency(started);
+                timer.stop();
                 let recv_at = self.clock.now_ms().max(sent_at);
                 let lease = Leased { full, cost, costs: &costs, lacking: &lacking, reserved: &reserved };
                 self.finish_lease(tier, lease, sent_at, recv_at, reply)
