@@ -2,6 +2,7 @@
 //! `docs/redis.md` prints): every script (each strategy, the shaper, the fused multi check,
 //! the server clock) and `reset` work, through `FCALL` and through `EVALSHA`; a key outside
 //! the user's pattern is refused, so the rules are no wider than they say.
+#![cfg(feature = "redis")]
 
 #[path = "support/redis_server.rs"]
 mod redis_server;

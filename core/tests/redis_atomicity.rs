@@ -2,6 +2,7 @@
 //! connections, async tasks, and separate processes — hammer one key with limit K, and exactly
 //! K requests are admitted, round after round. Plus the paths that make this usable from any
 //! caller: the server clock, and awaiting the store from an executor that is not tokio.
+#![cfg(feature = "redis")]
 
 #[path = "support/executor.rs"]
 mod executor;

@@ -2,6 +2,7 @@
 //! on that runtime. It keeps every guarantee of the other paths: bounded by the timeout, EVAL only
 //! after NOSCRIPT, a timed-out call never sent again, reconnection after a restart, calls from
 //! other executors unaffected, no panic on drop.
+#![cfg(feature = "redis")]
 
 #[path = "support/executor.rs"]
 mod executor;

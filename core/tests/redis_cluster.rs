@@ -3,6 +3,7 @@
 //! admits exactly its limit under concurrent clients; `check_many` spans slots; multi limiters
 //! keep their keys in one slot per tag, and different tags reach every master; a node that lost
 //! its script cache answers on that node.
+#![cfg(feature = "redis")]
 
 #[path = "support/redis_cluster.rs"]
 mod redis_cluster;

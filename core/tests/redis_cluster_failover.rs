@@ -4,6 +4,7 @@
 //! master), and once the replica is promoted the store's slot map follows by itself. The run
 //! prints what `docs/redis.md` reports (recovery time and admissions lost to asynchronous
 //! replication).
+#![cfg(feature = "redis")]
 
 #[path = "support/failover.rs"]
 mod failover;

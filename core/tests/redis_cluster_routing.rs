@@ -11,6 +11,7 @@
 //! - **Redirects**: a slot moved behind the store's back is followed (`MOVED`), a migrating slot
 //!   is followed with `ASKING` (`ASK`), and the call runs once, on the right node.
 //! - **close()** releases every connection the store holds at once.
+#![cfg(feature = "redis")]
 
 #[path = "support/redis_cluster.rs"]
 mod redis_cluster;

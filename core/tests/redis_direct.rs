@@ -2,6 +2,7 @@
 //! the caller's task through the direct connection, whose driver lives on the store's runtime.
 //! It keeps every guarantee of the hop path: bounded by the timeout, EVAL only after NOSCRIPT,
 //! a timed-out call never sent again, reconnection after a restart, no panic on drop.
+#![cfg(feature = "redis")]
 
 #[path = "support/executor.rs"]
 mod executor;

@@ -5,6 +5,7 @@
 //! Lua scripts on a real Redis. The two decision streams must be byte-equal.
 //!
 //! Redis runs in deterministic-replay mode so that expiry follows the timeline's clock.
+#![cfg(feature = "redis")]
 
 #[path = "support/redis_server.rs"]
 mod redis_server;

@@ -9,6 +9,7 @@
 //! - A killed master (cluster 3 masters x 2 replicas with both acknowledging, and Sentinel with
 //!   the old master restarted as a replica): no admission is lost; the run prints what
 //!   `docs/redis.md` reports.
+#![cfg(feature = "redis")]
 
 #[path = "support/failover.rs"]
 mod failover;

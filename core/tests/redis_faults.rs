@@ -1,6 +1,7 @@
 //! Redis down, slow, restarted, or with its script cache flushed: every call answers within its
 //! timeout, errors are `store_unavailable` carrying the cause, each fail policy does what it
 //! says, and the store recovers by itself.
+#![cfg(feature = "redis")]
 
 #[path = "support/redis_server.rs"]
 mod redis_server;

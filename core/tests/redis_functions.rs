@@ -4,6 +4,7 @@
 //! reloaded by the call that finds it missing; a server that refuses `FUNCTION` (here an ACL
 //! user without it) gets scripts under `auto` and a clear `store_unavailable` under
 //! `functions`; and both ways decide identically.
+#![cfg(feature = "redis")]
 
 #[path = "support/redis_server.rs"]
 mod redis_server;

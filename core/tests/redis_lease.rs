@@ -2,6 +2,7 @@
 //! mirror (`lease::grant`) does, for every strategy; a fleet of limiters with their own
 //! connections admits exactly `limit` per window when coupled; a dead store follows the fail
 //! policy and never admits through credits a node does not hold.
+#![cfg(feature = "redis")]
 
 #[path = "support/redis_server.rs"]
 mod redis_server;

@@ -1,6 +1,7 @@
 //! A multi limiter's leased mode on Redis: `multi.lua`'s lease section plans and commits exactly
 //! what the in-memory mirror does, for every strategy and both rules; a fleet of multi limiters
 //! on their own connections admits exactly each dimension's limit per coupled window.
+#![cfg(feature = "redis")]
 
 #[path = "support/redis_server.rs"]
 mod redis_server;

@@ -9,6 +9,7 @@
 //! Also: sentinels, master and replica over TLS only (`rediss://` sentinel URLs, the CA from
 //! `tls_ca_file`, the master reached on its TLS port); and sentinels that require a password of
 //! their own (`sentinel_password`), refused without it with the sentinels' answer as the cause.
+#![cfg(feature = "redis")]
 
 #[path = "support/failover.rs"]
 mod failover;

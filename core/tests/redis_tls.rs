@@ -4,6 +4,7 @@
 //! name, or no CA option at all (system roots do not know the test CA) fail to connect with
 //! `store_unavailable` naming the cause; mutual TLS works with a client certificate and fails
 //! without one; and a `rediss://` URL never falls back to plaintext.
+#![cfg(feature = "redis")]
 
 #[path = "support/redis_cluster.rs"]
 mod redis_cluster;

@@ -2,6 +2,7 @@
 //! prepared bytes written on a plain socket, and the reply handed back, give exactly the
 //! decisions of the `RedisStore` path, on a real redis-server; NOSCRIPT is answered by the EVAL
 //! form; a transport error or time-out goes through the fail policy as on the store's path.
+#![cfg(feature = "redis")]
 
 #[path = "support/redis_server.rs"]
 mod redis_server;

@@ -1,6 +1,7 @@
 //! Every conformance-vectors file replays on a real Redis, in deterministic-replay mode (expiry
 //! on the vectors' clock), with zero mismatches — backward jumps and expiry included — exactly
 //! as it does on the memory store.
+#![cfg(feature = "redis")]
 
 #[path = "support/redis_server.rs"]
 mod redis_server;
