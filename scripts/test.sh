@@ -2,27 +2,45 @@
 # The README's test command: installs what is missing, then runs every test suite — the Rust
 # core, the Redis path, Python, Node, C and Go — and the lints. Each suite runs even if an
 # earlier one failed; the script exits non-zero if any failed and ends with one summary line.
+#
+#   scripts/test.sh                          # every suite (`make test`, CI)
+#   SUITES='^(core|redis)' scripts/test.sh   # only the suites whose name matches (grep -E)
+#
+# Every suite builds into the one target/ in the debug profile, with the same features for
+# every shared dependency (workspace-hack/), so a suite compiles only what no earlier suite
+# did; docs/testing.md ("Test suite speed") lists what each one builds.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=never
+# A fresh checkout's build is compiled once: incremental compilation's bookkeeping only costs.
+export CARGO_INCREMENTAL=${CARGO_INCREMENTAL:-0}
+SUITES=${SUITES:-}
 
 passed=0
 failed=0
 failures=()
+skipped=()
+times=()
 
 suite() {
   local name=$1
   shift
+  if [ -n "$SUITES" ] && ! grep -qE -- "$SUITES" <<<"$name"; then
+    skipped+=("$name")
+    return
+  fi
   echo
   echo "=== $name: $*"
   local start=$SECONDS
   if "$@"; then
     passed=$((passed + 1))
     echo "=== $name: ok ($((SECONDS - start)) s)"
+    times+=("$((SECONDS - start)) s  $name")
   else
     failed=$((failed + 1))
     failures+=("$name")
     echo "=== $name: FAILED ($((SECONDS - start)) s)"
+    times+=("$((SECONDS - start)) s  $name (FAILED)")
   fi
 }
 
@@ -36,7 +54,7 @@ suite "tower layer" cargo test -p throttlekit-tower --locked
 suite "http black-box (rust-axum)" tests/http-blackbox.sh rust-axum
 suite "http black-box (go-nethttp)" tests/http-blackbox.sh go-nethttp
 suite "fault proxy" cargo test -p throttlekit-faultproxy --locked
-suite "redis" tests/redis.sh
+suite "redis" env REDIS_RUST_TESTS=0 tests/redis.sh
 suite "serve (grpcio cases on memory/redis/cluster, HTTP, reload, SIGTERM, a real Envoy)" tests/serve.sh
 suite "python" bindings-python/test.sh
 suite "lease fleet (rust + python processes on one key)" tests/lease-fleet.sh
@@ -60,6 +78,9 @@ suite "asan (memory store, C ABI)" scripts/asan.sh
 suite "lint" scripts/lint.sh
 
 echo
+echo "seconds per suite:"
+printf '  %s\n' "${times[@]}"
+[ ${#skipped[@]} -eq 0 ] || echo "skipped (SUITES='$SUITES'): ${#skipped[@]} suites"
 [ ${#failures[@]} -eq 0 ] || echo "failed suites: ${failures[*]}"
 echo "total: $SECONDS s"
 echo "suites: $passed passed, $failed failed"
