@@ -14,6 +14,10 @@ cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=never
 # A fresh checkout's build is compiled once: incremental compilation's bookkeeping only costs.
 export CARGO_INCREMENTAL=${CARGO_INCREMENTAL:-0}
+# The Python HTTP examples (examples/http/python-env.sh) use the python suite's venv, which holds
+# their packages: in a venv of their own, pyo3's build script (it follows VIRTUAL_ENV) reran and
+# the extension was compiled again, then once more for the fault suites' build in .venv.
+export EXAMPLE_VENV=${EXAMPLE_VENV:-$PWD/.venv}
 SUITES=${SUITES:-}
 
 passed=0
