@@ -82,10 +82,13 @@ suite "asan (memory store, C ABI)" scripts/asan.sh
 suite "lint" scripts/lint.sh
 
 echo
-echo "seconds per suite:"
-printf '  %s\n' "${times[@]}"
+if [ ${#times[@]} -gt 0 ]; then
+  echo "seconds per suite:"
+  printf '  %s\n' "${times[@]}"
+fi
 [ ${#skipped[@]} -eq 0 ] || echo "skipped (SUITES='$SUITES'): ${#skipped[@]} suites"
 [ ${#failures[@]} -eq 0 ] || echo "failed suites: ${failures[*]}"
 echo "total: $SECONDS s"
 echo "suites: $passed passed, $failed failed"
+[ $((passed + failed)) -gt 0 ] || { echo "no suite's name matches SUITES='$SUITES'"; exit 2; }
 [ "$failed" -eq 0 ]
