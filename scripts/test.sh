@@ -73,11 +73,13 @@ suite "c and go" bindings-c/test.sh
 suite "uniffi (ruby)" bindings-uniffi/test.sh
 suite "jvm (java, JNI)" bindings-jvm/test.sh
 suite "http black-box (java-servlet)" tests/http-blackbox.sh java-servlet
-suite "dist (release artifacts, installed without a Rust toolchain)" tests/dist.sh
 suite "shutdown hygiene (rust, python, node)" tests/shutdown.sh
 suite "at-most-once proofs (rust, python, node, go; one node, cluster, Sentinel; behind the fault proxy)" env PROVE_FAULT_CALLS=20 tests/faults/prove.sh
 suite "chaos (60 s: cluster 3+3 and Sentinel, four languages, kills, pauses, proxy faults)" env CHAOS_SECONDS=60 tests/faults/chaos.sh
 suite "soak (60 s, four languages, faults every few seconds)" env SOAK_SECONDS=60 tests/faults/soak.sh
+# After the suites that build the Python extension in .venv: the sdist's pip build shares
+# target/ and runs pyo3's build script with its own interpreter, which recompiles pyo3 for them.
+suite "dist (release artifacts, installed without a Rust toolchain)" tests/dist.sh
 suite "asan (memory store, C ABI)" scripts/asan.sh
 suite "lint" scripts/lint.sh
 
