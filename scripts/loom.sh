@@ -11,7 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # The test binary's path, from cargo's own report rather than the newest file in deps/.
-bin=$(cargo rustc -q -p throttlekit --lib --profile test --features loom --locked --message-format json -- --cfg loom \
+bin=$(cargo rustc -q -p throttlekit --lib --profile test --features loom --locked --message-format json-render-diagnostics -- --cfg loom \
     | python3 -c 'import json, sys
 exe = [m["executable"] for m in map(json.loads, sys.stdin) if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == "throttlekit"]
 print(exe[-1] if exe else "")')
