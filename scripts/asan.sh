@@ -20,7 +20,8 @@ if ! rustup toolchain list | grep -q '^nightly'; then
     rustup toolchain install nightly --profile minimal
 fi
 # `--no-default-features`: the Redis client (redis, rustls, tokio's net stack) is not what these
-# tests exercise; leaving it out spares instrumenting its whole dependency tree.
+# tests exercise; leaving it out spares instrumenting its whole dependency tree (for the C
+# library too: its `redis` feature is what turns the core crate's on).
 cargo +nightly test -q --locked --no-default-features --target "$TARGET" -p throttlekit --lib --test limiter --test decision_invariants \
     --test metrics --test properties -- --test-threads 2
 cargo +nightly test -q --locked --no-default-features --target "$TARGET" -p throttlekit-c --lib -- --test-threads 2

@@ -2,27 +2,49 @@
 # The README's test command: installs what is missing, then runs every test suite — the Rust
 # core, the Redis path, Python, Node, C and Go — and the lints. Each suite runs even if an
 # earlier one failed; the script exits non-zero if any failed and ends with one summary line.
+#
+#   scripts/test.sh                          # every suite (`make test`, CI)
+#   SUITES='^(core|redis)' scripts/test.sh   # only the suites whose name matches (grep -E)
+#
+# Every suite builds into the one target/ in the debug profile, with the same features for
+# every shared dependency (workspace-hack/), so a suite compiles only what no earlier suite
+# did; docs/testing.md ("Test suite speed") lists what each one builds.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=never
+# A fresh checkout's build is compiled once: incremental compilation's bookkeeping only costs.
+export CARGO_INCREMENTAL=${CARGO_INCREMENTAL:-0}
+# The Python HTTP examples (examples/http/python-env.sh) use the python suite's venv, which holds
+# their packages: in a venv of their own, pyo3's build script (it follows VIRTUAL_ENV) reran and
+# the extension was compiled again, then once more for the fault suites' build in .venv.
+export EXAMPLE_VENV=${EXAMPLE_VENV:-$PWD/.venv}
+SUITES=${SUITES:-}
 
 passed=0
 failed=0
 failures=()
+skipped=()
+times=()
 
 suite() {
   local name=$1
   shift
+  if [ -n "$SUITES" ] && ! grep -qE -- "$SUITES" <<<"$name"; then
+    skipped+=("$name")
+    return
+  fi
   echo
   echo "=== $name: $*"
   local start=$SECONDS
   if "$@"; then
     passed=$((passed + 1))
     echo "=== $name: ok ($((SECONDS - start)) s)"
+    times+=("$((SECONDS - start)) s  $name")
   else
     failed=$((failed + 1))
     failures+=("$name")
     echo "=== $name: FAILED ($((SECONDS - start)) s)"
+    times+=("$((SECONDS - start)) s  $name (FAILED)")
   fi
 }
 
@@ -36,7 +58,7 @@ suite "tower layer" cargo test -p throttlekit-tower --locked
 suite "http black-box (rust-axum)" tests/http-blackbox.sh rust-axum
 suite "http black-box (go-nethttp)" tests/http-blackbox.sh go-nethttp
 suite "fault proxy" cargo test -p throttlekit-faultproxy --locked
-suite "redis" tests/redis.sh
+suite "redis" env REDIS_RUST_TESTS=0 tests/redis.sh
 suite "serve (grpcio cases on memory/redis/cluster, HTTP, reload, SIGTERM, a real Envoy)" tests/serve.sh
 suite "python" bindings-python/test.sh
 suite "lease fleet (rust + python processes on one key)" tests/lease-fleet.sh
@@ -51,16 +73,24 @@ suite "c and go" bindings-c/test.sh
 suite "uniffi (ruby)" bindings-uniffi/test.sh
 suite "jvm (java, JNI)" bindings-jvm/test.sh
 suite "http black-box (java-servlet)" tests/http-blackbox.sh java-servlet
-suite "dist (release artifacts, installed without a Rust toolchain)" tests/dist.sh
 suite "shutdown hygiene (rust, python, node)" tests/shutdown.sh
 suite "at-most-once proofs (rust, python, node, go; one node, cluster, Sentinel; behind the fault proxy)" env PROVE_FAULT_CALLS=20 tests/faults/prove.sh
 suite "chaos (60 s: cluster 3+3 and Sentinel, four languages, kills, pauses, proxy faults)" env CHAOS_SECONDS=60 tests/faults/chaos.sh
 suite "soak (60 s, four languages, faults every few seconds)" env SOAK_SECONDS=60 tests/faults/soak.sh
+# After the suites that build the Python extension in .venv: the sdist's pip build shares
+# target/ and runs pyo3's build script with its own interpreter, which recompiles pyo3 for them.
+suite "dist (release artifacts, installed without a Rust toolchain)" tests/dist.sh
 suite "asan (memory store, C ABI)" scripts/asan.sh
 suite "lint" scripts/lint.sh
 
 echo
+if [ ${#times[@]} -gt 0 ]; then
+  echo "seconds per suite:"
+  printf '  %s\n' "${times[@]}"
+fi
+[ ${#skipped[@]} -eq 0 ] || echo "skipped (SUITES='$SUITES'): ${#skipped[@]} suites"
 [ ${#failures[@]} -eq 0 ] || echo "failed suites: ${failures[*]}"
 echo "total: $SECONDS s"
 echo "suites: $passed passed, $failed failed"
+[ $((passed + failed)) -gt 0 ] || { echo "no suite's name matches SUITES='$SUITES'"; exit 2; }
 [ "$failed" -eq 0 ]

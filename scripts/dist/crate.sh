@@ -7,6 +7,9 @@
 # accepted warnings are the deliberate ones: tests, benches and examples stay out of the package
 # (they read files only a checkout has: ../conformance-vectors, ../README.md).
 # DIST_ALLOW_DIRTY=1 packages a worktree with uncommitted changes (the test suite's case).
+# DIST_PACKAGE_NO_VERIFY=1 leaves the build from the packaged sources to the caller: tests/dist.sh
+# unpacks the .crate outside the workspace and builds it right after, so verifying here too
+# compiled the crate twice.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 cd "$ROOT"
@@ -19,12 +22,14 @@ if [ "$publishable" != "throttlekit" ]; then
 fi
 dirty=()
 [ "${DIST_ALLOW_DIRTY:-0}" = 1 ] && dirty=(--allow-dirty)
+verify=()
+[ "${DIST_PACKAGE_NO_VERIFY:-0}" = 1 ] && verify=(--no-verify)
 log=$STAGE/cargo-publish.log
 mkdir -p "$STAGE" "$DIST"
 # `cargo package` writes the .crate (a dry-run publish does not leave one behind) and builds it
 # from the packaged sources; the dry-run publish then checks what the registry would be sent.
 {
-    cargo package -p throttlekit --locked "${dirty[@]}"
+    cargo package -p throttlekit --locked "${dirty[@]}" "${verify[@]}"
     cargo publish -p throttlekit --locked --dry-run --no-verify "${dirty[@]}"
 } 2>&1 | tee "$log"
 unexpected=$(grep '^warning:' "$log" \

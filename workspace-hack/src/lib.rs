@@ -1,0 +1,2 @@
+//! Nothing: this crate exists for its `Cargo.toml` (feature unification across `make test`'s
+//! cargo invocations; see that file).
