@@ -29,19 +29,7 @@ fn cluster_ref<'a>(env: &Env, anchor: &Unknown<'a>) -> CoreResult<(&'a RedisRef,
 #[napi(js_name = "__clusterNode", skip_typescript)]
 pub fn cluster_node(env: &Env, anchor: Unknown, node: u32) -> napi::Result<Option<String>> {
     let (r, routes) = cluster_ref(env, &anchor).or_throw(env)?;
-    Ok(routes.endpoint(node).map(|e| {
-        serde_json::json!({
-            "host": e.host,
-            "port": e.port,
-            "path": e.path,
-            "timeoutMs": r.store.options().timeout_ms,
-            "handshakeReplies": e.handshake().len(),
-            "preloadReplies": transport::preload_for(r.store.uses_functions()).len(),
-            "functions": r.store.uses_functions(),
-            "retryReplies": transport::retry_replies(r.store.uses_functions()),
-        })
-        .to_string()
-    }))
+    Ok(routes.endpoint(node).map(|e| r.socket_json(&e).to_string()))
 }
 
 /// `__clusterHandshake(anchor, node)`: what a new socket to `node` sends first (`AUTH` with the

@@ -38,6 +38,25 @@ pub(crate) struct RedisRef {
     pub routes: Option<throttlekit::redis::routed::Routes>,
 }
 
+impl RedisRef {
+    /// What index.js needs to open a socket to `e` (one of this store's servers) and read its
+    /// first replies: one shape for the standalone socket (`__redisOf`) and for each cluster
+    /// master's (`__clusterNode`).
+    pub(crate) fn socket_json(&self, e: &transport::Endpoint) -> serde_json::Value {
+        let functions = self.store.uses_functions();
+        serde_json::json!({
+            "host": e.host,
+            "port": e.port,
+            "path": e.path,
+            "timeoutMs": self.store.options().timeout_ms,
+            "handshakeReplies": e.handshake().len(),
+            "preloadReplies": transport::preload_for(functions).len(),
+            "functions": functions,
+            "retryReplies": transport::retry_replies(functions),
+        })
+    }
+}
+
 static IDS: AtomicU32 = AtomicU32::new(0);
 
 /// A fresh store number (never 0).
@@ -80,20 +99,10 @@ fn shaper<'a>(env: &Env, v: &Unknown<'a>) -> CoreResult<&'a Shaper> {
 pub fn redis_of(env: &Env, limiter: Unknown) -> napi::Result<Option<String>> {
     let r = redis_ref(env, &limiter).or_throw(env)?;
     Ok(r.map(|r| {
-        let e = r.store.endpoint();
-        serde_json::json!({
-            "id": r.id,
-            "host": e.host,
-            "port": e.port,
-            "path": e.path,
-            "timeoutMs": r.store.options().timeout_ms,
-            "handshakeReplies": e.handshake().len(),
-            "preloadReplies": transport::preload_for(r.store.uses_functions()).len(),
-            "functions": r.store.uses_functions(),
-            "retryReplies": transport::retry_replies(r.store.uses_functions()),
-            "cluster": r.routes.is_some(),
-        })
-        .to_string()
+        let mut json = r.socket_json(&r.store.endpoint());
+        json["id"] = r.id.into();
+        json["cluster"] = r.routes.is_some().into();
+        json.to_string()
     }))
 }
 
