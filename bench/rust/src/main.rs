@@ -342,9 +342,11 @@ fn main() {
     );
     let worst = min_ratio(&a, &b);
     let waited = wall_over_cpu();
+    let each: Vec<String> = a.runs.iter().zip(&b.runs).map(|(o, p)| format!("{:.2}", p / o)).collect();
     println!(
-        "100k keys, 1 thread:   throttlekit {a}   governor keyed {b}   ratio {:.2}x (minimum of {reps} runs {worst:.2}x); thread CPU time, wall/CPU {waited:.2}; the same runs' {}",
+        "100k keys, 1 thread:   throttlekit {a}   governor keyed {b}   ratio {:.2}x (minimum of {reps} runs {worst:.2}x; each run in order: {}); thread CPU time, wall/CPU {waited:.2}; the same runs' {}",
         b.median / a.median,
+        each.join(" "),
         wall.describe()
     );
     // The target is on the minimum of the runs (each run one repetition of both sides).
