@@ -88,7 +88,8 @@ end
 -- #main standalone
 -- The single-key entry point, straight-line on purpose: the single-key script is this header and
 -- this section only (see lib.lua, "Standalone mains"), the same steps as the functions above,
--- which the fused multi.lua runs.
+-- which the fused multi.lua runs. One reordering: a check that the total alone admits prunes
+-- first (below).
 local key, now, mode = KEYS[1], ARGV[1], ARGV[2]
 if now == '0' then
   local t = redis.call('TIME')
@@ -97,16 +98,23 @@ else
   now = now * 1
 end
 local limit, window_ms = ARGV[4] * 1, ARGV[5] * 1
--- The live entries, as sliding_window_log_live.
+local cost = 1 -- peek: the capacity for one unit
+if mode ~= 'peek' then cost = ARGV[3] * 1 end
+-- The live entries, as sliding_window_log_live; `dead` of them still in the set, ranking first.
 local dead, count, bound = 0, 0, string.format('%d', now - window_ms)
 local total = redis.pcall('ZCARD', key)
 local wrongtype = type(total) ~= 'number'
 if not wrongtype and total ~= 0 then
-  dead = redis.call('ZCOUNT', key, '-inf', bound)
-  count = total - dead
+  if mode == 'check' and not (limit < total + cost) then
+    -- Admitted whatever is dead (the live count is at most the total), so the commit below
+    -- prunes: prune now instead, and ZREMRANGEBYSCORE's reply is the dead count (a ZCOUNT
+    -- saved; the common check is five commands).
+    count = total - redis.call('ZREMRANGEBYSCORE', key, '-inf', bound)
+  else
+    dead = redis.call('ZCOUNT', key, '-inf', bound)
+    count = total - dead
+  end
 end
-local cost = 1 -- peek: the capacity for one unit
-if mode ~= 'peek' then cost = ARGV[3] * 1 end
 local denied
 if mode == 'peek' then denied = not (count < limit) else denied = count + cost > limit end
 if denied then
@@ -125,15 +133,23 @@ if denied then
   if retry < 1 then retry = 1 end
   return { 0, limit, remaining, reset_at, retry, -1 }
 end
-if mode == 'peek' then
-  local reset_at = now + window_ms
-  if count > 0 then reset_at = tonumber(redis.call('ZRANGE', key, dead, dead, 'WITHSCORES')[2]) + window_ms end
-  return { 1, limit, limit - count, reset_at, 0, -1 }
-end
 local first = now
 if count > 0 then
-  local oldest = tonumber(redis.call('ZRANGE', key, dead, dead, 'WITHSCORES')[2])
+  -- The oldest live stamp: the text before the ':' of its member, the string ZADD below (and
+  -- sliding_window_log_commit) writes as its score too, read there so that the server need not
+  -- format the score (%.17g) nor Lua parse it back; a member of another shape, written by
+  -- something else, is read WITHSCORES. Rank 0 (nothing dead) is sent as text for the same
+  -- reason.
+  local r = dead
+  if dead == 0 then r = '0' end
+  local member = redis.call('ZRANGE', key, r, r)[1]
+  local at, oldest = string.find(member, ':', 1, true), nil
+  if at then oldest = tonumber(string.sub(member, 1, at - 1)) end
+  if not oldest then oldest = tonumber(redis.call('ZRANGE', key, r, r, 'WITHSCORES')[2]) end
+  if mode == 'peek' then return { 1, limit, limit - count, oldest + window_ms, 0, -1 } end
   if not (now < oldest) then first = oldest end -- math.min(oldest, now)
+elseif mode == 'peek' then
+  return { 1, limit, limit, now + window_ms, 0, -1 }
 end
 local ttl = -1
 if mode == 'check' then
@@ -160,7 +176,7 @@ if mode == 'check' then
       added = added + redis.call('ZADD', key, 'NX', unpack(batch))
     end
   end
-  redis.call('PEXPIRE', key, window_ms)
+  redis.call('PEXPIRE', key, ARGV[5]) -- window_ms as the crate wrote it: an integer's digits
   ttl = window_ms
 end
 return { 1, limit, limit - (count + cost), first + window_ms, 0, ttl }

@@ -20,25 +20,28 @@ pub struct SlidingWindowLog {
 
 /// The live part of a log at one instant.
 struct View<'a> {
-    live: &'a [(i64, u64)],
-    live_tail: &'a [(i64, u64)],
+    /// The live runs, oldest first, in up to three slices (see `Log::parts`).
+    live: [&'a [(i64, u64)]; 3],
     dead_runs: usize,
     /// Units in the expired runs.
     dead_units: u64,
     count: u64,
+    /// The oldest live run's stamp (the log's cached one when nothing expired, so the runs'
+    /// buffer is not read).
+    oldest: Option<i64>,
 }
 
 impl<'a> View<'a> {
     fn runs(&self) -> impl Iterator<Item = &'a (i64, u64)> {
-        self.live.iter().chain(self.live_tail.iter())
-    }
-
-    fn oldest(&self) -> Option<i64> {
-        self.runs().next().map(|r| r.0)
+        let [a, b, c] = self.live;
+        a.iter().chain(b).chain(c)
     }
 
     /// The stamp of the `rank`-th oldest live unit (1-based, `1 <= rank <= count`).
     fn stamp_of_rank(&self, rank: u64) -> i64 {
+        if let (1, Some(oldest)) = (rank, self.oldest) {
+            return oldest; // the usual denial: until the oldest unit ages out
+        }
         let mut seen = 0u64;
         for &(stamp, n) in self.runs() {
             seen += n;
@@ -65,33 +68,41 @@ impl SlidingWindowLog {
 
     fn view<'a>(&self, state: Option<&'a State>, now: i64) -> View<'a> {
         let Some(State::Log(log)) = state else {
-            return View { live: &[], live_tail: &[], dead_runs: 0, dead_units: 0, count: 0 };
+            return View { live: [&[]; 3], dead_runs: 0, dead_units: 0, count: 0, oldest: None };
         };
         let horizon = now.saturating_sub(self.window_ms);
-        let runs = log.runs();
+        let mut live = log.parts();
         // Expired runs sit at the front, and each commit drops them: usually there are none,
-        // which one look at the oldest run shows without searching.
-        let dead_runs = match runs.front() {
-            Some(&(oldest, _)) if oldest <= horizon => runs.partition_point(|&(stamp, _)| stamp <= horizon),
-            _ => 0,
+        // which the log's cached oldest stamp shows without reading the runs.
+        let oldest = log.oldest();
+        if !matches!(oldest, Some(oldest) if oldest <= horizon) {
+            return View { live, dead_runs: 0, dead_units: 0, count: log.total(), oldest };
+        }
+        // Split each slice at the horizon; a slice with a live run ends the dead ones.
+        let mut dead: [&[(i64, u64)]; 3] = [&[]; 3];
+        let mut dead_runs = 0;
+        for i in 0..3 {
+            let part = live[i];
+            let at = part.partition_point(|&(stamp, _)| stamp <= horizon);
+            (dead[i], live[i]) = part.split_at(at);
+            dead_runs += at;
+            if at < part.len() {
+                break;
+            }
+        }
+        let sum = |parts: &[&[(i64, u64)]; 3]| {
+            parts.iter().flat_map(|p| p.iter()).fold(0u64, |acc, r| acc.saturating_add(r.1))
         };
-        let (front, back) = runs.as_slices();
-        let (dead, dead_tail, live, live_tail) = if dead_runs <= front.len() {
-            (&front[..dead_runs], &[][..], &front[dead_runs..], back)
-        } else {
-            let split = dead_runs - front.len();
-            (front, &back[..split], &back[split..], &[][..])
-        };
-        let sum = |a: &[(i64, u64)], b: &[(i64, u64)]| a.iter().chain(b).fold(0u64, |acc, r| acc.saturating_add(r.1));
         // Sum whichever part is shorter; the log's total gives the other.
-        let (dead_units, count) = if dead_runs <= runs.len() - dead_runs {
-            let dead_units = sum(dead, dead_tail);
+        let (dead_units, count) = if dead_runs <= log.len() - dead_runs {
+            let dead_units = sum(&dead);
             (dead_units, log.total().saturating_sub(dead_units))
         } else {
-            let count = sum(live, live_tail);
+            let count = sum(&live);
             (log.total().saturating_sub(count), count)
         };
-        View { live, live_tail, dead_runs, dead_units, count }
+        let oldest = live.iter().find_map(|p| p.first()).map(|r| r.0);
+        View { live, dead_runs, dead_units, count, oldest }
     }
 
     fn retry_after(&self, view: &View<'_>, now: i64, cost: u64) -> i64 {
@@ -103,7 +114,7 @@ impl SlidingWindowLog {
     }
 
     fn reset_at(&self, view: &View<'_>, now: i64) -> i64 {
-        view.oldest().unwrap_or(now) + self.window_ms
+        view.oldest.unwrap_or(now) + self.window_ms
     }
 
     /// One request of `cost` at `now`.
@@ -123,7 +134,7 @@ impl SlidingWindowLog {
                 ttl_ms: None,
             };
         }
-        let oldest = view.oldest().map_or(now, |o| o.min(now));
+        let oldest = view.oldest.map_or(now, |o| o.min(now));
         let (dead_runs, dead_units) = (view.dead_runs, view.dead_units);
         if commit {
             match slot {
