@@ -31,6 +31,8 @@ impl RateLimitService for Empty {
         &self,
         request: tonic::Request<RateLimitRequest>,
     ) -> Result<tonic::Response<RateLimitResponse>, tonic::Status> {
+        // As serve's door does: the same timer keeping on the same threads.
+        throttlekit_serve::workers::note_request();
         let n = request.into_inner().descriptors.len();
         Ok(tonic::Response::new(RateLimitResponse {
             overall_code: 1,

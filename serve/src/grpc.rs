@@ -109,6 +109,7 @@ impl RateLimitService for Rls {
         &self,
         request: Request<RateLimitRequest>,
     ) -> Result<Response<RateLimitResponse>, Status> {
+        crate::workers::note_request();
         let deadline = request.metadata().get("grpc-timeout").and_then(|v| v.to_str().ok()).and_then(grpc_timeout);
         let req = request_in(request.into_inner());
         match self.state.decide(Door::Grpc, &req, deadline).await {
