@@ -1,11 +1,11 @@
 //! The HTTP edge for middleware (the servlet filter): one call per request takes the peer
 //! address and the forwarding header's values, derives the client key (core's
 //! `ClientIdentity`), checks it at one clock reading, and renders the response header lines and
-//! the 429 problem body (core's), so the Java filter only copies bytes into the response.
+//! the 429 problem body (core's), the lines written in place by core's `LineSink` writer, so the
+//! Java filter only copies bytes into the response.
 
 use jni_sys::{JNIEnv, jbyteArray, jclass, jlong};
-use serde_json::json;
-use throttlekit::http::{self, ClientIdentity, ClientKeyOptions, ForwardedHeader, HeaderOptions, LimitStatus};
+use throttlekit::http::{self, ClientIdentity, ClientKeyOptions, ForwardedHeader, HeaderOptions, LineSink};
 use throttlekit::{Error, ErrorCode, Limiter};
 
 use crate::env::{bytes, new_bytes, text};
@@ -37,7 +37,16 @@ extern "system" fn Java_dev_throttlekit_internal_Native_httpEdgeNew(
     })
 }
 
-/// One request: `{"outcome": "forward"|"deny"|"unavailable", "key", "decision", "lines", "body"}`.
+/// One request's verdict, packed (Java's `HttpLimiter.check` reads it): byte 0 the outcome (0
+/// forward, 1 deny, 2 unavailable), byte 1 whether a decision follows, the decision's six longs
+/// (little-endian; zeros without one), then strings, each a little-endian `u32` length and its
+/// UTF-8: the key, the problem body ("" when forwarded), and the header lines as name, value,
+/// name, value... to the end.
+///
+/// Why packed and not JSON: the lines come from core's in-place writer
+/// (`http::write_single_lines` into a [`LineSink`]), so a request builds no `String` per line,
+/// no JSON document and no parse on the Java side; the lines are the same bytes, in the same
+/// order, as `rate_limit_headers` renders.
 #[unsafe(no_mangle)]
 extern "system" fn Java_dev_throttlekit_internal_Native_httpEdgeCheck(
     env: *mut JNIEnv,
@@ -56,25 +65,58 @@ extern "system" fn Java_dev_throttlekit_internal_Native_httpEdgeCheck(
         let headers: Vec<(&str, &str)> = values.iter().map(|v| (e.header, v.as_str())).collect();
         let key = e.identity.key_for_peer(&peer, &headers)?;
         let now = l.clock().now_ms();
-        let out = match l.check_sync_at(&key, crate::scratch::cost(cost)?, now) {
+        let mut out = Packed { out: Vec::with_capacity(256), name: "", value: String::new() };
+        match l.check_sync_at(&key, crate::scratch::cost(cost)?, now) {
             Ok(d) => {
-                let lines =
-                    http::rate_limit_headers(&[LimitStatus::single(l.strategy(), d, Some(&key))], &e.options, now)?;
-                json!({
-                    "outcome": if d.allowed { "forward" } else { "deny" },
-                    "key": key,
-                    "decision": crate::scratch::decision_longs(&d),
-                    "lines": lines,
-                    "body": if d.allowed { String::new() } else { http::quota_exceeded_body(&d) },
-                })
+                out.out.extend_from_slice(&[u8::from(!d.allowed), 1]);
+                for v in crate::scratch::decision_longs(&d) {
+                    out.out.extend_from_slice(&v.to_le_bytes());
+                }
+                out.push(&key);
+                out.push(&if d.allowed { String::new() } else { http::quota_exceeded_body(&d) });
+                http::write_single_lines(l.strategy(), &d, Some(&key), &e.options, now, &mut out)?;
             }
-            Err(err) if err.code() == ErrorCode::StoreUnavailable => json!({
-                "outcome": "unavailable", "key": key, "lines": [], "body": http::unavailable_body(),
-            }),
+            Err(err) if err.code() == ErrorCode::StoreUnavailable => {
+                out.out.extend_from_slice(&[2, 0]);
+                out.out.extend_from_slice(&[0; 48]);
+                out.push(&key);
+                out.push(&http::unavailable_body());
+            }
             Err(err) => return Err(err),
-        };
-        Ok(new_bytes(env, out.to_string().as_bytes()))
+        }
+        Ok(new_bytes(env, &out.out))
     })
+}
+
+/// [`Java_dev_throttlekit_internal_Native_httpEdgeCheck`]'s packed answer, and the
+/// [`LineSink`] that appends each header line to it as two strings.
+struct Packed {
+    out: Vec<u8>,
+    /// The line being written: its name, and its value as core appends it.
+    name: &'static str,
+    value: String,
+}
+
+impl Packed {
+    fn push(&mut self, s: &str) {
+        self.out.extend_from_slice(&u32::try_from(s.len()).unwrap_or(u32::MAX).to_le_bytes());
+        self.out.extend_from_slice(s.as_bytes());
+    }
+}
+
+impl LineSink for Packed {
+    fn start(&mut self, name: &'static str) -> &mut String {
+        self.name = name;
+        self.value.clear();
+        &mut self.value
+    }
+
+    fn end(&mut self) {
+        let value = std::mem::take(&mut self.value);
+        self.push(self.name);
+        self.push(&value);
+        self.value = value;
+    }
 }
 
 /// The forwarding header's name (lower case), which the filter reads from each request.

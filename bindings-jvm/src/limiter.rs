@@ -74,8 +74,12 @@ extern "system" fn Java_dev_throttlekit_internal_Native_check(
     cost: jlong,
 ) {
     guard(env, || unsafe {
-        let d = limiter(h)?.check_sync(scratch::key(addr, len)?, scratch::hot_cost(cost)?)?;
-        scratch::put_decision(addr, &d);
+        let result = limiter(h)?.check_sync(scratch::key(addr, len)?, scratch::hot_cost(cost)?);
+        // Read in place (see `put_decision`), not moved out by `?` first.
+        match &result {
+            Ok(d) => scratch::put_decision(addr, d),
+            Err(_) => return result.map(drop),
+        }
         Ok(())
     })
 }

@@ -4,6 +4,8 @@ import dev.throttlekit.internal.Json;
 import dev.throttlekit.internal.Keys;
 import dev.throttlekit.internal.Native;
 import java.lang.ref.Reference;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -64,25 +66,29 @@ public final class HttpLimiter {
             Reference.reachabilityFence(this);
             Reference.reachabilityFence(limiter);
         }
-        @SuppressWarnings("unchecked")
-        Map<String, Object> m = (Map<String, Object>) Json.parse(new String(out, StandardCharsets.UTF_8));
-        List<Header> lines = new ArrayList<>();
-        for (Object o : (List<?>) m.get("lines")) {
-            List<?> pair = (List<?>) o;
-            lines.add(new Header((String) pair.get(0), (String) pair.get(1)));
-        }
-        Decision d = null;
-        if (m.get("decision") instanceof List<?> v) {
-            long[] a = new long[6];
-            for (int i = 0; i < 6; i++) a[i] = (long) ((Json.Num) v.get(i)).value();
-            d = Decision.of(a, 0);
-        }
-        Outcome outcome = switch ((String) m.get("outcome")) {
-            case "forward" -> Outcome.FORWARD;
-            case "deny" -> Outcome.DENY;
+        // Native.httpEdgeCheck's packed verdict (bindings-jvm/src/http.rs): the outcome, whether a
+        // decision follows, six longs, then the key, the body and the header lines as strings.
+        ByteBuffer in = ByteBuffer.wrap(out).order(ByteOrder.LITTLE_ENDIAN);
+        Outcome outcome = switch (in.get()) {
+            case 0 -> Outcome.FORWARD;
+            case 1 -> Outcome.DENY;
             default -> Outcome.UNAVAILABLE;
         };
-        return new Verdict(outcome, (String) m.get("key"), Optional.ofNullable(d), List.copyOf(lines), (String) m.get("body"));
+        boolean hasDecision = in.get() != 0;
+        long[] a = new long[6];
+        for (int i = 0; i < 6; i++) a[i] = in.getLong();
+        String key = string(in), body = string(in);
+        List<Header> lines = new ArrayList<>(4);
+        while (in.hasRemaining()) lines.add(new Header(string(in), string(in)));
+        return new Verdict(outcome, key, hasDecision ? Optional.of(Decision.of(a, 0)) : Optional.empty(), List.copyOf(lines), body);
+    }
+
+    /** The next length-prefixed UTF-8 string of a packed verdict. */
+    private static String string(ByteBuffer in) {
+        int len = in.getInt();
+        String s = new String(in.array(), in.position(), len, StandardCharsets.UTF_8);
+        in.position(in.position() + len);
+        return s;
     }
 
     /** What to do with a request. */

@@ -1,5 +1,8 @@
 package dev.throttlekit.internal;
 
+import java.lang.invoke.MethodHandle;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.MethodType;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 
@@ -39,29 +42,116 @@ public final class Scratch {
 
     /** Result {@code i} (0-5) of the last call. */
     public long out(int i) {
-        return buf.getLong(i * 8);
+        if (GET_LONG == null) return buf.getLong(i * 8);
+        try {
+            return (long) GET_LONG.invokeExact(addr + i * 8L);
+        } catch (Throwable t) {
+            throw new AssertionError(t);
+        }
+    }
+
+    /** Stores {@code w} at byte {@code at} of the buffer, in native order. */
+    private void putLong(ByteBuffer b, int at, long w) {
+        if (PUT_LONG == null) {
+            b.putLong(at, w);
+            return;
+        }
+        try {
+            PUT_LONG.invokeExact(addr + at, w);
+        } catch (Throwable t) {
+            throw new AssertionError(t);
+        }
+    }
+
+    /** The {@code len} key bytes {@link #key} wrote last (for the tests). */
+    public byte[] keyBytes(int len) {
+        byte[] out = new byte[len];
+        buf.get(KEY, out);
+        return out;
+    }
+
+    /** Whether the buffer is read and written as raw memory (see {@link #GET_LONG}). */
+    public static boolean raw() {
+        return GET_LONG != null;
+    }
+
+    /**
+     * {@code sun.misc.Unsafe}'s {@code getLong(long)} and {@code putLong(long, long)} on the
+     * buffer's address, or null (then the {@code ByteBuffer}'s own methods are used): where
+     * {@code jdk.unsupported} is missing, or with {@code -Dthrottlekit.scratch.raw=false}.
+     *
+     * <p>Why: {@code ByteBuffer.getLong} checks the index and the buffer's scope on every call,
+     * and with six results and the key's stores, {@code Limiter.check} compiled to about 2,600
+     * bytes of machine code, past C2's {@code InlineSmallCode} (2,500): a caller compiled after
+     * it no longer inlined it ("already compiled into a big method"), so its {@code Decision}
+     * could not be scalar-replaced and cost 48 bytes a call. Raw loads and stores compile to one
+     * instruction each (about 1,700 bytes in all), and a 1-key check takes ~10% less CPU. The
+     * buffer is this thread's and at least as long as every access (checked in {@link #key}),
+     * so raw access reads and writes nothing a {@code ByteBuffer} would refuse. Reached through
+     * method handles (constants, so the JIT inlines them) because javac cannot be told to accept
+     * a direct reference under {@code -Werror}.
+     */
+    private static final MethodHandle GET_LONG, PUT_LONG;
+
+    static {
+        MethodHandle g = null, p = null;
+        if (!"false".equals(System.getProperty("throttlekit.scratch.raw"))) {
+            try {
+                Class<?> c = Class.forName("sun.misc.Unsafe");
+                java.lang.reflect.Field f = c.getDeclaredField("theUnsafe");
+                f.setAccessible(true);
+                Object u = f.get(null);
+                MethodHandles.Lookup l = MethodHandles.lookup();
+                g = l.findVirtual(c, "getLong", MethodType.methodType(long.class, long.class)).bindTo(u);
+                p = l.findVirtual(c, "putLong", MethodType.methodType(void.class, long.class, long.class)).bindTo(u);
+            } catch (ReflectiveOperationException | RuntimeException | LinkageError e) {
+                g = null;
+                p = null;
+            }
+        }
+        GET_LONG = g;
+        PUT_LONG = p;
     }
 
     /**
      * Writes {@code key} as UTF-8 at {@link #KEY}; returns its length in bytes. Small enough for
-     * the JIT to inline into each caller: an ASCII key (the usual one) is copied a char a byte, and
-     * the first other char hands the rest to {@link #encodeFrom}.
+     * the JIT to inline into each caller (and small once compiled, so that the caller, e.g.
+     * {@code Limiter.check}, is itself inlined into its callers and its {@code Decision} can be
+     * scalar-replaced). An ASCII key (the usual one) goes up to eight chars to a {@code long}
+     * store: a key of up to 8 chars is one store, a longer one a store per 8 chars, the last of
+     * them covering its last 8 chars (overlapping the one before). Why words: a store per byte
+     * cost a bounds check each, and the native half reads the key a word at a time, which a word
+     * written whole hands over from the store buffer at once while bytes must first reach the
+     * cache. The first word with a char that is not ASCII hands the rest to {@link #encodeFrom}.
+     * Up to 8 bytes past the key's end may be overwritten (the buffer always has room for them).
      */
     public int key(String key) {
         int n = key.length();
-        if (KEY + 3L * n > buf.capacity()) grow(n);
+        if (KEY + 3L * n + 8 > buf.capacity()) grow(n);
         ByteBuffer b = buf;
-        for (int i = 0; i < n; i++) {
-            char c = key.charAt(i);
-            if (c >= 0x80) return encodeFrom(b, key, i);
-            b.put(KEY + i, (byte) c);
-        }
+        int width = Math.min(n, 8);
+        int at = 0;
+        do {
+            int from = Math.min(at, n - width);
+            long w = 0;
+            int any = 0;
+            for (int j = 0; j < width; j++) {
+                char c = key.charAt(from + j);
+                any |= c;
+                w |= (long) c << (8 * j);
+            }
+            if (any >= 0x80) return encodeFrom(b, key, at);
+            putLong(b, KEY + from, LITTLE ? w : Long.reverseBytes(w));
+            at += 8;
+        } while (at < n);
         return n;
     }
 
+    private static final boolean LITTLE = ByteOrder.nativeOrder() == ByteOrder.LITTLE_ENDIAN;
+
     /** A buffer that holds {@code n} chars as UTF-8 (at most three bytes each). */
     private void grow(int n) {
-        long need = KEY + 3L * n;
+        long need = KEY + 3L * n + 8;
         if (need > Integer.MAX_VALUE - 8) {
             throw new dev.throttlekit.ConfigInvalidException("key is too long", -1);
         }
