@@ -29,6 +29,29 @@ static inline go_edge_checked go_edge_check(uintptr_t e, uintptr_t l, _GoString_
 	return out;
 }
 
+typedef struct {
+	tk_result result;
+	tk_decision decision;
+	size_t key_n;
+	size_t n;
+	char text[GO_EDGE_TEXT];
+} go_edge_request;
+
+// One request in one crossing: the client key, the check and the header lines. On a failure
+// the library's detail message is read here, in the same call and so on the same OS thread,
+// into text: Go need not lock the goroutine to its thread around the call.
+static inline go_edge_request go_edge_check_request(uintptr_t e, uintptr_t l, _GoString_ peer, _GoString_ xff,
+		_GoString_ fwd, uint64_t cost, int64_t now_ms) {
+	go_edge_request out;
+	out.result = tk_http_edge_check_request((const tk_http_edge *)e, (const tk_limiter *)l, _GoStringPtr(peer),
+		_GoStringLen(peer), _GoStringPtr(xff), _GoStringLen(xff), _GoStringPtr(fwd), _GoStringLen(fwd), cost, now_ms,
+		&out.decision, out.text, GO_EDGE_TEXT, &out.key_n, &out.n);
+	if (out.result != TK_RESULT_OK) {
+		tk_last_error_message(out.text, GO_EDGE_TEXT, NULL);
+	}
+	return out;
+}
+
 static inline tk_result go_edge_lines(const tk_http_edge *e, const tk_limiter *l, _GoString_ key,
 		const tk_decision *d, int64_t now_ms, char *buf, size_t len, size_t *n) {
 	return tk_http_edge_lines(e, l, _GoStringPtr(key), _GoStringLen(key), d, now_ms, buf, len, n);
@@ -37,6 +60,7 @@ static inline tk_result go_edge_lines(const tk_http_edge *e, const tk_limiter *l
 import "C"
 
 import (
+	"bytes"
 	"runtime"
 	"strings"
 	"unsafe"
@@ -123,6 +147,63 @@ func (e *HTTPEdge) Check(limiter *Limiter, key string, cost uint64, nowMs int64)
 	runtime.KeepAlive(e)
 	runtime.KeepAlive(limiter)
 	return d, splitLines(text), nil
+}
+
+// EdgeAnswer is what CheckRequest decided for a request.
+type EdgeAnswer struct {
+	Key      string   // the client key the request counted against
+	Decision Decision // the limiter's decision, or the edge fail policy's fallback
+	// Lines are the response's header lines, "Name: value\n" each (split them with
+	// HeaderLines, or add them to an http.Header as they are).
+	Lines string
+}
+
+// HeaderLines are a.Lines as name/value pairs.
+func (a *EdgeAnswer) HeaderLines() []HeaderLine { return splitLines(a.Lines) }
+
+// CheckRequest is ClientKey followed by Check, in one call into the library: the request's
+// client key from its peer and forwarding headers (as ClientKey), then cost units checked for
+// that key on limiter at nowMs with the edge's fail policy, and the decision's header lines. A
+// peer that is not an IP address is config_invalid and nothing is checked; under Raise an
+// unavailable store is an *Error with code store_unavailable.
+//
+// This is tkhttp's per-request path: one cgo call and one allocation (the key and the lines
+// share one string).
+func (e *HTTPEdge) CheckRequest(limiter *Limiter, peer, xForwardedFor, forwarded string, cost uint64, nowMs int64) (EdgeAnswer, error) {
+	out := C.go_edge_check_request(handle(unsafe.Pointer(e.p)), handle(unsafe.Pointer(limiter.p)), peer, xForwardedFor,
+		forwarded, C.uint64_t(cost), C.int64_t(nowMs))
+	runtime.KeepAlive(e)
+	runtime.KeepAlive(limiter)
+	if out.result != C.TK_RESULT_OK {
+		return EdgeAnswer{}, errorFrom(out.result, &out.text)
+	}
+	keyN, n := int(out.key_n), int(out.n)
+	if keyN >= len(out.text) { // a key is an address or a network: never this long
+		return EdgeAnswer{}, &Error{Code: CodeConfigInvalid, Message: "config_invalid: client key too long"}
+	}
+	if n < len(out.text) {
+		text := textOf(&out.text, out.n)
+		return EdgeAnswer{Key: text[:keyN], Decision: decisionFrom(&out.decision), Lines: text[keyN:]}, nil
+	}
+	// Rare (a long policy name): the check is done; render its lines into a larger buffer.
+	key := textOf(&out.text, out.key_n)
+	lines, err := e.lines(limiter, key, out.decision, nowMs, n-keyN+1)
+	if err != nil {
+		return EdgeAnswer{}, err
+	}
+	return EdgeAnswer{Key: key, Decision: decisionFrom(&out.decision), Lines: lines}, nil
+}
+
+// errorFrom is the error for result r whose detail message the C wrapper already copied into
+// text (NUL-terminated).
+func errorFrom(r C.tk_result, text *[C.GO_EDGE_TEXT]C.char) *Error {
+	b := unsafe.Slice((*byte)(unsafe.Pointer(&text[0])), len(text))
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		b = b[:i]
+	}
+	// string(b) copies; C.GoString would make the caller's whole by-value answer escape to
+	// the heap on every call, failures or not.
+	return &Error{Code: Code(C.GoString(C.tk_result_code(C.uint32_t(r)))), Message: string(b)}
 }
 
 func (e *HTTPEdge) lines(limiter *Limiter, key string, decision C.tk_decision, nowMs int64, size int) (string, error) {

@@ -109,3 +109,66 @@ func TestCheckCountedKeys(t *testing.T) {
 		t.Fatalf("cost 0: %v", err)
 	}
 }
+
+// CheckRequest (one call) answers exactly as ClientKey followed by Check on a twin limiter:
+// the same key, decision and lines, for every family, with pk, through forwarding headers, and
+// with lines too long for the by-value buffer. A bad peer is config_invalid with the library's
+// message and consumes nothing.
+func TestHTTPEdgeCheckRequestIsClientKeyThenCheck(t *testing.T) {
+	s, err := GCRA(3, 60_000, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("p", 250)
+	for _, opts := range []string{`{}`, `{"family":"draft-7"}`, `{"family":"draft-6"}`, `{"family":"legacy"}`,
+		`{"partitionKeySecret":"s3cret"}`, `{"policyName":"` + long + `","partitionKeySecret":"s3cret"}`} {
+		edge, err := NewHTTPEdge(opts, `{"trustedProxies":["10.0.0.0/8"]}`, Raise)
+		if err != nil {
+			t.Fatal(opts, err)
+		}
+		one, err1 := NewLimiter(s, nil)
+		two, err2 := NewLimiter(s, nil)
+		if err1 != nil || err2 != nil {
+			t.Fatal(err1, err2)
+		}
+		for i := 0; i < 5; i++ { // allowed three times, then denied with Retry-After
+			for _, c := range []struct{ peer, xff, fwd string }{
+				{"192.0.2.1:80", "", ""},
+				{"10.0.0.1:5000", "6.6.6.6\n203.0.113.7, 10.1.1.1", "for=198.51.100.1"},
+				{"[2001:db8::1]:443", "", ""},
+			} {
+				now := int64(1_700_000_000_000 + i*10)
+				a, err := edge.CheckRequest(one, c.peer, c.xff, c.fwd, 1, now)
+				if err != nil {
+					t.Fatal(opts, c, err)
+				}
+				key, err := edge.ClientKey(c.peer, c.xff, c.fwd)
+				if err != nil {
+					t.Fatal(err)
+				}
+				d, lines, err := edge.Check(two, key, 1, now)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if a.Key != key || a.Decision != d || fmt.Sprint(a.HeaderLines()) != fmt.Sprint(lines) {
+					t.Fatalf("%s %v check %d: one call %q %+v %q, two calls %q %+v %q", opts, c, i, a.Key, a.Decision,
+						a.HeaderLines(), key, d, lines)
+				}
+				if i == 4 && (d.Allowed || lines[len(lines)-1].Name != "Retry-After") {
+					t.Fatalf("%s: fifth check %+v %q", opts, d, lines)
+				}
+			}
+		}
+		var tkErr *Error
+		if _, err := edge.CheckRequest(one, "not-an-ip", "", "", 1, 0); !errors.As(err, &tkErr) ||
+			tkErr.Code != CodeConfigInvalid || !strings.Contains(tkErr.Message, "peer") {
+			t.Fatalf("bad peer: %v", err)
+		}
+		if _, err := edge.CheckRequest(one, "192.0.2.1", "", "", 0, 0); !errors.As(err, &tkErr) || tkErr.Code != CodeConfigInvalid {
+			t.Fatalf("cost 0: %v", err)
+		}
+		one.Close()
+		two.Close()
+		edge.Close()
+	}
+}

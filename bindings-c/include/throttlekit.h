@@ -866,6 +866,42 @@ tk_result tk_http_edge_check(const tk_http_edge *edge,
                              size_t *out_n);
 
 /**
+ * A whole request in one call: the client key (as `tk_http_edge_client_key`), then the check of
+ * `cost` units for that key with the edge's fail policy and the header lines (as
+ * `tk_http_edge_check`). `buf` receives the key immediately followed by the lines, as one text
+ * under the buffer rule of `tk_http_edge_client_key` (truncated to `len - 1` bytes,
+ * NUL-terminated, the full length in `*out_n`); `*out_key_n` is the key's length, so the key
+ * is `buf[0..*out_key_n]` and the lines `buf[*out_key_n..*out_n]`. A peer that is not an IP
+ * address is `TK_RESULT_CONFIG_INVALID` and nothing is checked. The check happens once: when
+ * `*out_n >= len` the decision is still written, and `tk_http_edge_lines` renders the lines
+ * again into a larger buffer. Under `TK_FAIL_POLICY_RAISE` an unavailable store is
+ * `TK_RESULT_STORE_UNAVAILABLE` (answer 503).
+ *
+ * Why one call: a middleware made two (the key, then the check), and on Go each crossing costs
+ * more than the key's parsing.
+ *
+ * # Safety
+ * `edge` and `limiter` must be live handles; each (pointer, length) pair readable for that
+ * many bytes (a pointer may be NULL when its length is 0); `out_decision`, `out_key_n` and
+ * `out_n` writable; `buf` valid for writes of `len` bytes (NULL when `len == 0`).
+ */
+tk_result tk_http_edge_check_request(const tk_http_edge *edge,
+                                     const tk_limiter *limiter,
+                                     const char *peer,
+                                     size_t peer_len,
+                                     const char *x_forwarded_for,
+                                     size_t x_forwarded_for_len,
+                                     const char *forwarded,
+                                     size_t forwarded_len,
+                                     uint64_t cost,
+                                     int64_t now_ms,
+                                     tk_decision *out_decision,
+                                     char *buf,
+                                     size_t len,
+                                     size_t *out_key_n,
+                                     size_t *out_n);
+
+/**
  * The header lines (`Name: value\n` each) of `limiter`'s `decision` for `key` at `now_ms`, as
  * `tk_http_edge_check` writes them; for a retry with a larger buffer, or for a decision made
  * elsewhere. Copied into `buf` as for `tk_http_edge_client_key`.

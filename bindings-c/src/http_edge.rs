@@ -8,6 +8,7 @@
 //! NUL-terminated, the full length in `*out_n`.
 
 use std::borrow::Cow;
+use std::cell::RefCell;
 use std::ffi::c_char;
 
 use throttlekit::FailPolicy;
@@ -67,6 +68,46 @@ pub unsafe extern "C" fn tk_http_edge_free(edge: *mut tk_http_edge) {
     guard_void(|| unsafe { free_handle(edge) })
 }
 
+/// Per-thread text buffers reused by every per-request export: the client key and the header
+/// lines are written here, then copied to the caller, so a request allocates nothing on this
+/// side (a `String` per call was the largest cost left in `tk_http_edge_check` after the check).
+struct Scratch {
+    key: String,
+    lines: String,
+}
+
+/// A buffer that grew past this (a long policy name, a huge key) is dropped after the call
+/// rather than kept for the thread's life.
+const SCRATCH_KEEP: usize = 4096;
+
+thread_local! {
+    static SCRATCH: RefCell<Scratch> = const { RefCell::new(Scratch { key: String::new(), lines: String::new() }) };
+}
+
+/// Runs `f` with this thread's cleared scratch buffers (fresh ones if they are unavailable: a
+/// thread being torn down, or a nested call, which no export makes).
+fn with_scratch<R>(f: impl FnOnce(&mut String, &mut String) -> R) -> R {
+    let mut f = Some(f);
+    let reused = SCRATCH.try_with(|cell| {
+        let mut s = cell.try_borrow_mut().ok()?;
+        let Scratch { key, lines } = &mut *s;
+        key.clear();
+        lines.clear();
+        let r = (f.take()?)(key, lines);
+        for b in [key, lines] {
+            if b.capacity() > SCRATCH_KEEP {
+                *b = String::new();
+            }
+        }
+        Some(r)
+    });
+    match reused {
+        Ok(Some(r)) => r,
+        // `f` was not taken on either failure path.
+        _ => (f.take().expect("scratch closure unused"))(&mut String::new(), &mut String::new()),
+    }
+}
+
 /// Bytes a caller passed as header text: kept lossily when not UTF-8 (a hop that does not parse
 /// ends the walk, as in every other binding), never dropped.
 ///
@@ -104,8 +145,10 @@ pub unsafe extern "C" fn tk_http_edge_client_key(
         let peer = try_arg!(unsafe { lossy(peer, peer_len, "peer") });
         let xff = try_arg!(unsafe { lossy(x_forwarded_for, x_forwarded_for_len, "x_forwarded_for") });
         let fwd = try_arg!(unsafe { lossy(forwarded, forwarded_len, "forwarded") });
-        let key = try_core!(edge.client_key(&peer, &xff, &fwd));
-        unsafe { answer_text(&key, buf, len, out_n) }
+        with_scratch(|key, _| {
+            try_core!(edge.write_client_key(&peer, &xff, &fwd, key));
+            unsafe { answer_text(key, buf, len, out_n) }
+        })
     })
 }
 
@@ -157,10 +200,71 @@ pub unsafe extern "C" fn tk_http_edge_check(
         }
         try_arg!(unsafe { out(out_n, "out_n") });
         let checked = try_core!(edge.check(limiter, key, cost, now_ms));
-        let mut lines = String::with_capacity(160);
-        try_core!(edge.write_lines(limiter, key, &checked.decision, checked.now_ms, &mut lines));
-        *o = checked.decision.into();
-        unsafe { answer_text(&lines, buf, len, out_n) }
+        with_scratch(|_, lines| {
+            try_core!(edge.write_lines(limiter, key, &checked.decision, checked.now_ms, lines));
+            *o = checked.decision.into();
+            unsafe { answer_text(lines, buf, len, out_n) }
+        })
+    })
+}
+
+/// A whole request in one call: the client key (as `tk_http_edge_client_key`), then the check of
+/// `cost` units for that key with the edge's fail policy and the header lines (as
+/// `tk_http_edge_check`). `buf` receives the key immediately followed by the lines, as one text
+/// under the buffer rule of `tk_http_edge_client_key` (truncated to `len - 1` bytes,
+/// NUL-terminated, the full length in `*out_n`); `*out_key_n` is the key's length, so the key
+/// is `buf[0..*out_key_n]` and the lines `buf[*out_key_n..*out_n]`. A peer that is not an IP
+/// address is `TK_RESULT_CONFIG_INVALID` and nothing is checked. The check happens once: when
+/// `*out_n >= len` the decision is still written, and `tk_http_edge_lines` renders the lines
+/// again into a larger buffer. Under `TK_FAIL_POLICY_RAISE` an unavailable store is
+/// `TK_RESULT_STORE_UNAVAILABLE` (answer 503).
+///
+/// Why one call: a middleware made two (the key, then the check), and on Go each crossing costs
+/// more than the key's parsing.
+///
+/// # Safety
+/// `edge` and `limiter` must be live handles; each (pointer, length) pair readable for that
+/// many bytes (a pointer may be NULL when its length is 0); `out_decision`, `out_key_n` and
+/// `out_n` writable; `buf` valid for writes of `len` bytes (NULL when `len == 0`).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tk_http_edge_check_request(
+    edge: *const tk_http_edge,
+    limiter: *const tk_limiter,
+    peer: *const c_char,
+    peer_len: usize,
+    x_forwarded_for: *const c_char,
+    x_forwarded_for_len: usize,
+    forwarded: *const c_char,
+    forwarded_len: usize,
+    cost: u64,
+    now_ms: i64,
+    out_decision: *mut tk_decision,
+    buf: *mut c_char,
+    len: usize,
+    out_key_n: *mut usize,
+    out_n: *mut usize,
+) -> tk_result {
+    guard(|| {
+        let edge = &try_arg!(unsafe { borrow(edge, "edge") }).inner;
+        let limiter = &try_arg!(unsafe { borrow(limiter, "limiter") }).inner;
+        let peer = try_arg!(unsafe { lossy(peer, peer_len, "peer") });
+        let xff = try_arg!(unsafe { lossy(x_forwarded_for, x_forwarded_for_len, "x_forwarded_for") });
+        let fwd = try_arg!(unsafe { lossy(forwarded, forwarded_len, "forwarded") });
+        let o = try_arg!(unsafe { out(out_decision, "out_decision") });
+        if buf.is_null() && len > 0 {
+            return crate::args::null("buf");
+        }
+        let key_n = try_arg!(unsafe { out(out_key_n, "out_key_n") });
+        try_arg!(unsafe { out(out_n, "out_n") });
+        with_scratch(|key, text| {
+            try_core!(edge.write_client_key(&peer, &xff, &fwd, key));
+            let checked = try_core!(edge.check(limiter, key, cost, now_ms));
+            text.push_str(key);
+            try_core!(edge.write_lines(limiter, key, &checked.decision, checked.now_ms, text));
+            *o = checked.decision.into();
+            *key_n = key.len();
+            unsafe { answer_text(text, buf, len, out_n) }
+        })
     })
 }
 
@@ -185,9 +289,10 @@ pub unsafe extern "C" fn tk_http_edge_lines(
     guard(|| {
         let (edge, limiter, key) = try_arg!(unsafe { limiter_key(edge, limiter, key, key_len) });
         let decision = *try_arg!(unsafe { borrow(decision, "decision") });
-        let mut lines = String::with_capacity(160);
-        try_core!(edge.write_lines(limiter, key, &decision.into(), now_ms, &mut lines));
-        unsafe { answer_text(&lines, buf, len, out_n) }
+        with_scratch(|_, lines| {
+            try_core!(edge.write_lines(limiter, key, &decision.into(), now_ms, lines));
+            unsafe { answer_text(lines, buf, len, out_n) }
+        })
     })
 }
 

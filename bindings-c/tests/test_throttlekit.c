@@ -291,6 +291,20 @@ static void test_http_edge(void) {
     CHECK(tk_http_edge_check(edge, l, "k", 1, 0, 0, &d, lines, sizeof lines, &n) == TK_RESULT_CONFIG_INVALID);
     CHECK(tk_http_edge_check(NULL, l, "k", 1, 1, 0, &d, lines, sizeof lines, &n) == TK_RESULT_NULL_PARAMETER);
     CHECK(tk_http_edge_check(edge, l, "k", 1, 1, 0, &d, NULL, 4, &n) == TK_RESULT_NULL_PARAMETER);
+    /* The whole request in one call: the key, then its lines, in one buffer. */
+    size_t key_n = 0;
+    CHECK_OK(tk_http_edge_check_request(edge, l, "10.0.0.1:5000", 13, xff, strlen(xff), NULL, 0, 1, 0, &d, lines,
+                                        sizeof lines, &key_n, &n));
+    CHECK(d.allowed && d.remaining == 4 && key_n == 11 && n == strlen(lines));
+    CHECK(strcmp(lines, "203.0.113.7RateLimit-Policy: \"default\";q=5;w=60\nRateLimit: \"default\";r=4;t=12\n") == 0);
+    /* A peer that is not an address is config_invalid and consumes nothing. */
+    CHECK(tk_http_edge_check_request(edge, l, "unix", 4, NULL, 0, NULL, 0, 1, 0, &d, lines, sizeof lines, &key_n,
+                                     &n) == TK_RESULT_CONFIG_INVALID);
+    CHECK_OK(tk_http_edge_check_request(edge, l, "203.0.113.7", 11, NULL, 0, NULL, 0, 1, 0, &d, tiny, sizeof tiny,
+                                        &key_n, &n));
+    CHECK(d.remaining == 3 && key_n == 11 && n > sizeof tiny && strlen(tiny) == sizeof tiny - 1);
+    CHECK(tk_http_edge_check_request(edge, l, "10.0.0.1", 8, NULL, 0, NULL, 0, 1, 0, &d, lines, sizeof lines, NULL,
+                                     &n) == TK_RESULT_NULL_PARAMETER);
     /* The counted-key check reads exactly key_len bytes. */
     CHECK_OK(tk_limiter_check_n(l, "kx", 1, 1, &d));
     CHECK(d.remaining == 2);

@@ -55,6 +55,18 @@ func BenchmarkEdgeCheck(b *testing.B) {
 	}
 }
 
+// The client key, the check and the lines in one call (tkhttp's path since it replaced
+// ClientKey + Check).
+func BenchmarkEdgeCheckRequest(b *testing.B) {
+	l, edge, reqs := benchSetup(b)
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if _, err := edge.CheckRequest(l, reqs[i%1000].RemoteAddr, "", "", 1, 1_700_000_000_000); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 func BenchmarkLimiterCheck(b *testing.B) {
 	l, _, _ := benchSetup(b)
 	b.ReportAllocs()

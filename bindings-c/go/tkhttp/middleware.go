@@ -104,15 +104,26 @@ func Limit(limiter *throttlekit.Limiter, opts ...Option) (func(http.Handler) htt
 
 // serve decides one request: the check, the header lines, the hook, then forward or deny.
 func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Handler) {
+	if m.single != nil && m.cfg.keyFunc == nil {
+		// The common case, one crossing into the library: the client key, the check and the
+		// header lines together.
+		cost := m.cost(r)
+		a, err := m.edge.CheckRequest(m.single, r.RemoteAddr, fieldLines(r.Header["X-Forwarded-For"]),
+			fieldLines(r.Header["Forwarded"]), cost, m.cfg.now())
+		if err != nil {
+			m.failed(w, err)
+			return
+		}
+		addLines(w.Header(), a.Lines)
+		m.decided(w, r, next, a.Key, a.Decision, "")
+		return
+	}
 	key, err := m.key(r)
 	if err != nil {
 		internalError(w, err)
 		return
 	}
-	cost := uint64(1)
-	if m.cfg.costFunc != nil {
-		cost = m.cfg.costFunc(r)
-	}
+	cost := m.cost(r)
 	// One clock reading for the decision and for its header lines.
 	now := m.cfg.now()
 	var decision throttlekit.Decision
@@ -124,13 +135,7 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		decision, lines, binding, err = m.checkMulti(r, key, cost, now)
 	}
 	if err != nil {
-		var tkErr *throttlekit.Error
-		if errors.As(err, &tkErr) && tkErr.Code == throttlekit.CodeStoreUnavailable {
-			body, _ := throttlekit.HTTPProblemBody(nil)
-			problem(w, http.StatusServiceUnavailable, body)
-			return
-		}
-		internalError(w, err)
+		m.failed(w, err)
 		return
 	}
 	h := w.Header()
@@ -138,6 +143,59 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		// Set the name exactly as core spells it (not canonicalised to "Ratelimit").
 		h[l.Name] = append(h[l.Name], l.Value)
 	}
+	m.decided(w, r, next, key, decision, binding)
+}
+
+func (m *Middleware) cost(r *http.Request) uint64 {
+	if m.cfg.costFunc != nil {
+		return m.cfg.costFunc(r)
+	}
+	return 1
+}
+
+// failed answers a request whose check failed: 503 for an unavailable store (the Raise
+// policy), 500 for anything else (a bad peer, a key function's error).
+func (m *Middleware) failed(w http.ResponseWriter, err error) {
+	var tkErr *throttlekit.Error
+	if errors.As(err, &tkErr) && tkErr.Code == throttlekit.CodeStoreUnavailable {
+		body, _ := throttlekit.HTTPProblemBody(nil)
+		problem(w, http.StatusServiceUnavailable, body)
+		return
+	}
+	internalError(w, err)
+}
+
+// addLines adds core's "Name: value\n" lines to h, each name exactly as core spells it (not
+// canonicalised to "Ratelimit"). The values share lines' memory, and the new names' value
+// slices share one array: one allocation for all the lines.
+func addLines(h http.Header, lines string) {
+	var fresh []string
+	for lines != "" {
+		line := lines
+		if i := strings.IndexByte(lines, '\n'); i >= 0 {
+			line, lines = lines[:i], lines[i+1:]
+		} else {
+			lines = ""
+		}
+		name, value, ok := strings.Cut(line, ": ")
+		if !ok {
+			continue
+		}
+		if old, ok := h[name]; ok {
+			h[name] = append(old, value)
+			continue
+		}
+		if len(fresh) == 0 {
+			fresh = make([]string, strings.Count(lines, "\n")+1)
+		}
+		fresh[0] = value
+		h[name], fresh = fresh[:1:1], fresh[1:]
+	}
+}
+
+// decided forwards or denies a decided request: the hook, shadow mode, the deny handler or
+// core's 429 body.
+func (m *Middleware) decided(w http.ResponseWriter, r *http.Request, next http.Handler, key string, decision throttlekit.Decision, binding string) {
 	if decision.Allowed {
 		next.ServeHTTP(w, r)
 		return

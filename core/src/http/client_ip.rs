@@ -234,6 +234,11 @@ impl ClientIdentity {
     ///
     /// IPv4 keys are the dotted address; IPv6 keys are the client's network, `2001:db8:1:2::/64`.
     pub fn key(&self, peer: IpAddr, headers: &[(&str, &str)]) -> String {
+        self.format(self.client(peer, headers))
+    }
+
+    /// The client's address behind `peer` ([`ClientIdentity::key`] before formatting).
+    fn client(&self, peer: IpAddr, headers: &[(&str, &str)]) -> IpAddr {
         let mut client = normalize(peer);
         if self.is_trusted(client) {
             let name = match self.header {
@@ -261,7 +266,7 @@ impl ClientIdentity {
                 }
             }
         }
-        self.format(client)
+        client
     }
 
     /// [`ClientIdentity::key`] for a peer given as text (what most frameworks hand over; a
@@ -272,11 +277,27 @@ impl ClientIdentity {
         Ok(self.key(ip, headers))
     }
 
+    /// [`ClientIdentity::key_for_peer`] appended to `out`, allocating nothing when `out` has
+    /// room: the per-request path of a middleware that reuses one buffer (the C ABI's edge).
+    pub fn write_key_for_peer(&self, peer: &str, headers: &[(&str, &str)], out: &mut String) -> Result<()> {
+        let ip = parse_hop(peer).ok_or_else(|| Error::config("http.peer", "is not an IP address"))?;
+        self.write_key(self.client(ip, headers), out);
+        Ok(())
+    }
+
     fn format(&self, ip: IpAddr) -> String {
-        match ip {
-            IpAddr::V4(v4) => v4.to_string(),
-            IpAddr::V6(_) => format!("{}/{}", mask(ip, self.ipv6_prefix), self.ipv6_prefix),
-        }
+        let mut key = String::new();
+        self.write_key(ip, &mut key);
+        key
+    }
+
+    fn write_key(&self, ip: IpAddr, out: &mut String) {
+        use std::fmt::Write as _;
+        // Writing to a String never fails.
+        let _ = match ip {
+            IpAddr::V4(v4) => write!(out, "{v4}"),
+            IpAddr::V6(_) => write!(out, "{}/{}", mask(ip, self.ipv6_prefix), self.ipv6_prefix),
+        };
     }
 }
 

@@ -62,6 +62,14 @@ impl HttpEdge {
     /// Only the configured header is read ([`ClientIdentity::key`]). A peer that is not an IP
     /// address is `config_invalid`.
     pub fn client_key(&self, peer: &str, x_forwarded_for: &str, forwarded: &str) -> Result<String> {
+        let mut key = String::new();
+        self.write_client_key(peer, x_forwarded_for, forwarded, &mut key)?;
+        Ok(key)
+    }
+
+    /// [`HttpEdge::client_key`] appended to `out`: nothing is allocated when `out` has room
+    /// and neither forwarding header is present (the common request).
+    pub fn write_client_key(&self, peer: &str, x_forwarded_for: &str, forwarded: &str, out: &mut String) -> Result<()> {
         let mut fields: Vec<(&str, &str)> = Vec::new();
         if !x_forwarded_for.is_empty() {
             fields.extend(x_forwarded_for.split('\n').map(|v| ("x-forwarded-for", v)));
@@ -69,7 +77,7 @@ impl HttpEdge {
         if !forwarded.is_empty() {
             fields.extend(forwarded.split('\n').map(|v| ("forwarded", v)));
         }
-        self.identity.key_for_peer(peer, &fields)
+        self.identity.write_key_for_peer(peer, &fields, out)
     }
 
     /// Checks `cost` for `key` at `now_ms`; a `store_unavailable` error becomes the fail
