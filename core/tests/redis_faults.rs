@@ -371,3 +371,47 @@ fn close_while_an_async_call_waits_lets_that_call_answer() {
     assert_eq!(l.check_sync("k", 1).unwrap_err().code(), ErrorCode::StoreUnavailable);
     assert_eq!(rt.block_on(l.reset("k")).unwrap_err().code(), ErrorCode::StoreUnavailable);
 }
+
+/// Set by [`note_signal`], the handler the next test installs.
+static SIGNAL_HANDLED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+extern "C" fn note_signal(_: libc::c_int) {
+    SIGNAL_HANDLED.store(true, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// A signal handled on the caller's thread while a blocking call waits for its reply (Go sends
+/// its preemption signal to the thread of a cgo call) must not fail the call. A `recv` bounded by
+/// `SO_RCVTIMEO` is never restarted after a handler, even with `SA_RESTART`, so without the
+/// store holding signals for the call this answered `store_unavailable: Interrupted system call`.
+/// The handler still runs, once the call is over.
+#[test]
+fn a_signal_handled_on_the_callers_thread_mid_call_does_not_fail_the_call() {
+    let server = RedisServer::start();
+    let store = connect(server.url(), 3000);
+    let l = limiter(&store, FailPolicy::Raise);
+    assert!(l.check_sync("signal", 1).unwrap().allowed); // the script loaded, a connection pooled
+    // SAFETY: a handler that only stores to an atomic is async-signal-safe; the struct is zeroed
+    // then filled before use.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = note_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
+        action.sa_flags = libc::SA_RESTART;
+        libc::sigemptyset(&mut action.sa_mask);
+        assert_eq!(libc::sigaction(libc::SIGUSR2, &action, std::ptr::null_mut()), 0);
+    }
+    // SAFETY: `pthread_self` has no preconditions.
+    let caller = unsafe { libc::pthread_self() };
+    let pid = server.pid().to_string();
+    server.signal("STOP");
+    let nudger = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(200));
+        // SAFETY: `caller` is the test's thread, alive until it joins this one.
+        unsafe { libc::pthread_kill(caller, libc::SIGUSR2) };
+        std::thread::sleep(Duration::from_millis(200));
+        std::process::Command::new("kill").args(["-CONT", &pid]).status().expect("kill -CONT");
+    });
+    let answered = l.check_sync("signal", 1);
+    nudger.join().unwrap();
+    assert!(answered.is_ok(), "the call failed: {:?}", answered.err());
+    assert!(SIGNAL_HANDLED.load(std::sync::atomic::Ordering::SeqCst), "the signal was lost, not held");
+}

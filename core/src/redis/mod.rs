@@ -54,6 +54,7 @@ mod runtime;
 mod scoped;
 pub mod scripts;
 mod sentinel;
+mod signals;
 pub mod transport;
 
 pub use options::{RedisMode, RedisOptions, Scripting, split_urls};
@@ -479,15 +480,22 @@ impl RedisStore {
         }
     }
 
+    /// A sync call: on the caller's thread over a pooled blocking connection where the topology
+    /// allows one (with the thread's signals held for the call: [`signals`]), else handed to the
+    /// store's runtime and waited for.
     fn block_call(&self, call: ScriptCall, now: Now) -> Result<Outcome> {
         if let (Some(router), None) = (&self.inner.router, &self.inner.replay) {
             if self.inner.closed.load(Ordering::Acquire) {
                 return Err(Error::store("the Redis store is closed"));
             }
-            let value = router.run_blocking(self.inner.invoke, self.inner.durable, &call)?;
+            let value = {
+                let _held = signals::HeldSignals::hold();
+                router.run_blocking(self.inner.invoke, self.inner.durable, &call)?
+            };
             return call::decode_reply(&call, &value);
         }
         if self.inner.replay.is_none() && !self.inner.routed {
+            let _held = signals::HeldSignals::hold();
             return self.inner.run_blocking(&call);
         }
         let inner = self.inner.clone();
