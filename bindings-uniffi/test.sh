@@ -5,8 +5,9 @@
 #   2. builds the library and the generator, regenerates the Ruby sources and fails on a diff
 #      (the committed sources must match the library); the crate's unit tests
 #   3. builds the gem's library (make ruby)
-#   4. starts a disposable redis-server (tests/redis-server.sh), stops it by PID on exit; later a
-#      3-master cluster, a Sentinel setup and a TLS server (tests/redis-*.sh)
+#   4. a disposable redis-server (tests/redis-server.sh), a 3-master cluster, two Sentinel setups
+#      and a TLS server (tests/redis-*.sh), started in the background before step 2 and stopped
+#      by PID on exit
 #   5. the runner replays every conformance-vectors/*.json on memory and on Redis (also through
 #      the async API), then on the cluster, Sentinel and TLS with the CLI's store flags, and must
 #      report the Rust CLI's totals
@@ -24,6 +25,39 @@ step() { printf '\n== %s\n' "$*"; }
 step "tools"
 "$HERE/install-tools.sh"
 
+WORK=$(mktemp -d)
+cleanup() {
+    wait || true # the servers still starting, so that each is stopped below
+    "$ROOT/tests/redis-server.sh" stop "$WORK/redis.pid" || true
+    "$ROOT/tests/redis-cluster.sh" stop "$WORK/cluster.pids" || true
+    "$ROOT/tests/redis-sentinels.sh" stop "$WORK/sentinel" || true
+    "$ROOT/tests/redis-sentinels.sh" stop "$WORK/sentinel-pw" || true
+    "$ROOT/tests/redis-tls.sh" stop "$WORK/tls" || true
+    rm -rf "$WORK" || true
+}
+trap cleanup EXIT
+# Every Redis server starts now, in the background, while the library and the generator compile:
+# forming the cluster and the two Sentinel setups is mostly waiting (about 20 s one after the
+# other), and nothing uses a server before the conformance runs. `started NAME VAR` waits for one
+# and sets VAR to its URL (not in a $(...) subshell: only this shell can wait for its children).
+# The start scripts pick free ports and retry, so starting them at once is safe.
+declare -A STARTING
+start_in_background() { # NAME COMMAND...
+    local name=$1
+    shift
+    "$@" >"$WORK/$name.url" 2>"$WORK/$name.err" &
+    STARTING[$name]=$!
+}
+started() { # NAME VAR
+    wait "${STARTING[$1]}" || { cat "$WORK/$1.err" >&2; echo "could not start $1" >&2; exit 1; }
+    printf -v "$2" '%s' "$(cat "$WORK/$1.url")"
+}
+start_in_background redis "$ROOT/tests/redis-server.sh" start "$WORK/redis.pid"
+start_in_background cluster "$ROOT/tests/redis-cluster.sh" start "$WORK/cluster.pids"
+start_in_background sentinel "$ROOT/tests/redis-sentinels.sh" start "$WORK/sentinel"
+start_in_background sentinel-pw env SENTINEL_PASSWORD=spw "$ROOT/tests/redis-sentinels.sh" start "$WORK/sentinel-pw"
+start_in_background tls "$ROOT/tests/redis-tls.sh" start "$WORK/tls"
+
 step "build the library and regenerate the Ruby sources"
 make -s -C "$HERE" generate PROFILE="$PROFILE"
 if ! git -C "$ROOT" diff --exit-code -- bindings-uniffi/ruby/lib; then
@@ -39,18 +73,8 @@ grep "test result" <<<"$UNIT"
 step "build the gem's library"
 make -s -C "$HERE" ruby PROFILE="$PROFILE"
 
-WORK=$(mktemp -d)
-cleanup() {
-    "$ROOT/tests/redis-server.sh" stop "$WORK/redis.pid" || true
-    "$ROOT/tests/redis-cluster.sh" stop "$WORK/cluster.pids" || true
-    "$ROOT/tests/redis-sentinels.sh" stop "$WORK/sentinel" || true
-    "$ROOT/tests/redis-sentinels.sh" stop "$WORK/sentinel-pw" || true
-    "$ROOT/tests/redis-tls.sh" stop "$WORK/tls" || true
-    rm -rf "$WORK" || true
-}
-trap cleanup EXIT
-step "start a disposable redis-server"
-URL=$("$ROOT/tests/redis-server.sh" start "$WORK/redis.pid")
+step "a disposable redis-server (started in the background above)"
+started redis URL
 echo "$URL (pid $(cat "$WORK/redis.pid"))"
 
 step "the Rust CLI's totals on the same files"
@@ -76,9 +100,9 @@ run_runner "ruby memory (async)" "$HERE/ruby/tk-conformance" --store memory --ap
 run_runner "ruby redis" "$HERE/ruby/tk-conformance" --store redis --redis-url "$URL"
 run_runner "ruby redis (async)" "$HERE/ruby/tk-conformance" --store redis --redis-url "$URL" --api async
 step "conformance runner: a 3-master cluster, Sentinel and TLS (the CLI's store flags)"
-CLUSTER_URLS=$("$ROOT/tests/redis-cluster.sh" start "$WORK/cluster.pids")
-SENTINEL_URLS=$("$ROOT/tests/redis-sentinels.sh" start "$WORK/sentinel")
-TLS_URL=$("$ROOT/tests/redis-tls.sh" start "$WORK/tls" 2>/dev/null)
+started cluster CLUSTER_URLS
+started sentinel SENTINEL_URLS
+started tls TLS_URL
 run_runner "ruby redis-cluster" "$HERE/ruby/tk-conformance" --store redis-cluster --redis-url "$CLUSTER_URLS"
 run_runner "ruby redis-sentinel" "$HERE/ruby/tk-conformance" --store redis-sentinel --redis-url "$SENTINEL_URLS" --redis-service-name tkmain
 run_runner "ruby redis TLS" "$HERE/ruby/tk-conformance" --store redis --redis-url "$TLS_URL" --redis-tls-ca "$WORK/tls/ca.crt"
@@ -94,7 +118,7 @@ for runner in "$HERE/ruby/tk-conformance"; do
 done
 
 step "Ruby tests (with Redis, and sentinels that require a password)"
-TK_REDIS_SENTINEL_PW_URLS=$(SENTINEL_PASSWORD=spw "$ROOT/tests/redis-sentinels.sh" start "$WORK/sentinel-pw")
+started sentinel-pw TK_REDIS_SENTINEL_PW_URLS
 export TK_REDIS_SENTINEL_PW_URLS
 ruby "$HERE/ruby/test/test_throttlekit.rb" "$URL"
 

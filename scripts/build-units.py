@@ -41,7 +41,7 @@ INVOCATIONS = [
     ("uniffi (unit tests)", "test -p throttlekit-uniffi --locked --features bindgen --no-run"),
     ("jvm", "build -p throttlekit-jvm --locked"),
     ("dist (zig: C, Node, JVM)", f"build --locked {DIST} -p throttlekit-c -p throttlekit-node -p throttlekit-jvm"),
-    ("own:dist (maturin: wheel)", f"build --locked {DIST} -p throttlekit-python --lib"),
+    ("dist (maturin: wheel, linked as the above)", f"build --locked {DIST} -p throttlekit-python --lib"),
     ("apart:dist (the unpacked .crate)", "build -p throttlekit --locked --lib"),
     ("shutdown", "build -p throttlekit --locked --example shutdown_child"),
     ("faults", "build -p throttlekit-faultproxy --locked --bin throttlekit-faultproxy --example driver"),

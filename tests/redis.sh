@@ -31,16 +31,25 @@ fi
 cargo build --locked -q -p throttlekit-cli --bin throttlekit
 bin=${CARGO_TARGET_DIR:-target}/debug/throttlekit
 pidfile=$(mktemp -u)
-url=$(tests/redis-server.sh start "$pidfile")
 cluster_pids=$(mktemp -u)
 tls_dir=$(mktemp -d)
-trap 'tests/redis-server.sh stop "$pidfile"; tests/redis-cluster.sh stop "$cluster_pids"; tests/redis-tls.sh stop "$tls_dir"' EXIT
+urls=$(mktemp -d)
+trap 'wait; tests/redis-server.sh stop "$pidfile"; tests/redis-cluster.sh stop "$cluster_pids"; tests/redis-tls.sh stop "$tls_dir"; rm -rf "$urls"' EXIT
+# The cluster (about 4 s of waiting for it to form) and the TLS server start in the background
+# while the vectors run on the first server; `wait PID` below fails the script if a start failed.
+tests/redis-cluster.sh start "$cluster_pids" >"$urls/cluster" &
+cluster_started=$!
+tests/redis-tls.sh start "$tls_dir" >"$urls/tls" 2>/dev/null &
+tls_started=$!
+url=$(tests/redis-server.sh start "$pidfile")
 "$bin" conformance --store redis --redis-url "$url" conformance-vectors/*.json
 
 # The same files on a 3-master cluster, from its seed nodes.
-seeds=$(tests/redis-cluster.sh start "$cluster_pids")
+wait "$cluster_started"
+seeds=$(cat "$urls/cluster")
 "$bin" conformance --store redis-cluster --redis-url "$seeds" conformance-vectors/*.json
 
 # And over TLS, verified against the throwaway CA.
-tls_url=$(tests/redis-tls.sh start "$tls_dir" 2>/dev/null)
+wait "$tls_started"
+tls_url=$(cat "$urls/tls")
 "$bin" conformance --store redis --redis-url "$tls_url" --redis-tls-ca "$tls_dir/ca.crt" conformance-vectors/*.json

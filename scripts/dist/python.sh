@@ -9,11 +9,14 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 cd "$ROOT/bindings-python"
 
-# A target dir of its own: maturin's zig wrapper and cargo-zigbuild's (build.sh) set different
-# environments, and in one target dir each build would invalidate the other's whole dependency
-# tree (the wheel's features differ anyway, so they share no compiled crate).
-CARGO_TARGET_DIR=$CARGO_TARGET_DIR/dist-python \
-    maturin build --locked --profile dist --zig --compatibility manylinux2014 --target "$TRIPLE" -o "$DIST"
+# Linked by zig through cargo-zigbuild (zig-cargo.sh), with the very wrappers build.sh's native
+# libraries were linked with, in the same target dir: cargo fingerprints the linker, and maturin's
+# own `--zig` wrappers made every unit of build.sh's dependency tree (the same features: the
+# workspace-hack) a new one, so the wheel compiled 162 units in the dist profile instead of 17
+# (pyo3 and the extension). maturin still refuses a library that needs more than glibc 2.17.
+export REAL_CARGO=${CARGO:-$(command -v cargo)}
+CARGO=$ROOT/scripts/dist/zig-cargo.sh \
+    maturin build --locked --profile dist --compatibility manylinux2014 --target "$TRIPLE" -o "$DIST"
 maturin sdist -o "$DIST"
 
 wheel=$(ls "$DIST"/throttlekit_core-"$VERSION"-cp310-abi3-*.whl)
