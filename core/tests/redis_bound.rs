@@ -1,7 +1,8 @@
-//! The bound path: `RedisStore::bind_current_runtime` gives a runtime its own connection, driven
-//! on that runtime. It keeps every guarantee of the other paths: bounded by the timeout, EVAL only
-//! after NOSCRIPT, a timed-out call never sent again, reconnection after a restart, calls from
-//! other executors unaffected, no panic on drop.
+//! The bound path: `RedisStore::bind_current_runtime`, or the first call awaited on a runtime,
+//! gives a runtime its own connection, driven on that runtime. It keeps every guarantee of the
+//! other paths: bounded by the timeout, EVAL only after NOSCRIPT, a timed-out call never sent
+//! again, reconnection after a restart, calls from other executors unaffected, no panic on drop;
+//! and a runtime that shuts down leaves no binding behind.
 #![cfg(feature = "redis")]
 
 #[path = "support/executor.rs"]
@@ -144,6 +145,7 @@ fn calls_from_other_executors_still_work_while_a_runtime_is_bound() {
     bind(&store, &bound);
     bound.block_on(l.check_at("k", 1, Now::At(NOW))).unwrap();
     // Another tokio runtime, unbound (its calls take the store's connections).
+    store.bind_runtimes(false);
     let other = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     other.block_on(async {
         assert!(!store.bound_connection_ready());
@@ -181,20 +183,142 @@ fn a_runtime_without_io_or_timers_is_not_bound() {
     let server = RedisServer::start();
     let store = connect(server.url(), TIMEOUT_MS);
     let l = counter(&store);
-    for rt in [
-        tokio::runtime::Builder::new_current_thread().build().unwrap(),
-        tokio::runtime::Builder::new_current_thread().enable_io().build().unwrap(),
-    ] {
-        rt.block_on(async {
-            store.bind_current_runtime().unwrap();
-            for _ in 0..20 {
-                tokio::task::yield_now().await;
-                l.check_at("k", 1, Now::At(NOW)).await.unwrap();
-            }
-            assert!(!store.bound_connection_ready());
-        });
+    // Bound explicitly, then by their first call: the connect fails there (once), and every
+    // call is answered through the store's connections.
+    for explicit in [true, false] {
+        for rt in [
+            tokio::runtime::Builder::new_current_thread().build().unwrap(),
+            tokio::runtime::Builder::new_current_thread().enable_io().build().unwrap(),
+        ] {
+            rt.block_on(async {
+                if explicit {
+                    store.bind_current_runtime().unwrap();
+                }
+                for _ in 0..20 {
+                    tokio::task::yield_now().await;
+                    l.check_at("k", 1, Now::At(NOW)).await.unwrap();
+                }
+                assert!(!store.bound_connection_ready());
+            });
+        }
     }
+    assert_eq!(remaining(&l), 1_000_000 - 80);
     assert!(store.bind_current_runtime().is_err(), "outside a runtime");
+}
+
+#[test]
+fn the_first_call_on_a_runtime_binds_it_and_each_call_counts_once() {
+    let server = RedisServer::start();
+    let store = connect(server.url(), TIMEOUT_MS);
+    let l = counter(&store);
+    let rt = current_thread();
+    let calls = rt.block_on(async {
+        assert!(!store.bound_connection_ready());
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let mut calls = 0;
+        // The first calls take the store's connection while the runtime's own comes up.
+        while !store.bound_connection_ready() {
+            assert!(Instant::now() < deadline, "the runtime was never bound");
+            l.check_at("k", 1, Now::At(NOW)).await.unwrap();
+            calls += 1;
+        }
+        for _ in 0..100 {
+            l.check_at("k", 1, Now::At(NOW)).await.unwrap();
+        }
+        assert!(store.bound_connection_ready());
+        calls + 100
+    });
+    assert_eq!(remaining(&l), 1_000_000 - calls);
+    assert_eq!(store.bound_runtimes(), 1);
+    // Turned off, a new runtime stays on the store's connections; the bound one stays bound.
+    store.bind_runtimes(false);
+    let other = current_thread();
+    other.block_on(async {
+        for _ in 0..20 {
+            l.check_at("k", 1, Now::At(NOW)).await.unwrap();
+            tokio::task::yield_now().await;
+        }
+        assert!(!store.bound_connection_ready());
+    });
+    assert!(rt.block_on(async { store.bound_connection_ready() }));
+    assert_eq!(store.bound_runtimes(), 1);
+}
+
+#[test]
+fn runtimes_that_shut_down_leave_no_binding_and_no_connection_behind() {
+    let server = RedisServer::start();
+    let store = connect(server.url(), TIMEOUT_MS);
+    let l = counter(&store);
+    let clients = || {
+        let info = redis_server::raw_command(server.port, "INFO clients").unwrap();
+        let line = info.lines().find(|l| l.starts_with("connected_clients:")).unwrap().to_string();
+        line["connected_clients:".len()..].trim().parse::<usize>().unwrap()
+    };
+    let before = clients();
+    for i in 0..20 {
+        let rt = if i % 2 == 0 {
+            current_thread()
+        } else {
+            tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap()
+        };
+        rt.block_on(async {
+            l.check_at("k", 1, Now::At(NOW)).await.unwrap();
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while !store.bound_connection_ready() {
+                assert!(Instant::now() < deadline, "the runtime was never bound");
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+            l.check_at("k", 1, Now::At(NOW)).await.unwrap();
+        });
+        assert_eq!(store.bound_runtimes(), 1, "runtime {i}: its binding outlived it, or it was not bound");
+        drop(rt);
+        assert_eq!(store.bound_runtimes(), 0, "runtime {i}: its binding outlived it");
+    }
+    // Their connections are closed (the server notices within a moment).
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while clients() > before {
+        assert!(Instant::now() < deadline, "{} connections left open, {before} before", clients());
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(remaining(&l), 1_000_000 - 40);
+}
+
+#[test]
+fn a_runtime_entered_but_not_driven_costs_one_timeout_then_takes_the_stores_connections() {
+    let server = RedisServer::start();
+    let store = connect(server.url(), TIMEOUT_MS);
+    let l = counter(&store);
+    let rt = current_thread();
+    rt.block_on(async {
+        l.check_at("k", 1, Now::At(NOW)).await.unwrap();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !store.bound_connection_ready() {
+            assert!(Instant::now() < deadline, "the runtime was never bound");
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+    });
+    {
+        // Entered, but polled by another executor while nobody runs the runtime: its
+        // connection's driver never runs, so the call times out (bounded: the store's timer)...
+        let _entered = rt.enter();
+        let start = Instant::now();
+        let err = block_on(l.check_at("k", 1, Now::At(NOW))).unwrap_err();
+        assert!(err.message().contains("timed out"), "{err}");
+        assert!(start.elapsed() >= Duration::from_millis(TIMEOUT_MS));
+        // ...and retires that connection: the next calls take the store's.
+        for _ in 0..10 {
+            block_on(l.check_at("k", 1, Now::At(NOW))).unwrap();
+        }
+    }
+    // Driven again, the runtime gets its own connection back.
+    rt.block_on(async {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !store.bound_connection_ready() {
+            assert!(Instant::now() < deadline, "the runtime was never bound again");
+            l.check_at("k", 1, Now::At(NOW)).await.unwrap();
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+    });
 }
 
 #[test]

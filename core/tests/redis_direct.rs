@@ -1,5 +1,7 @@
 //! The async path without a hop: a call awaited inside a tokio runtime (or any executor) runs on
 //! the caller's task through the direct connection, whose driver lives on the store's runtime.
+//! Every store here has automatic binding off (`bind_runtimes(false)`), or a tokio runtime's calls
+//! would move to a connection of its own (`redis_bound.rs`) and leave this path untested.
 //! It keeps every guarantee of the hop path: bounded by the timeout, EVAL only after NOSCRIPT,
 //! a timed-out call never sent again, reconnection after a restart, no panic on drop.
 #![cfg(feature = "redis")]
@@ -17,11 +19,18 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use redis_server::RedisServer;
-use redis_store::{connect, times_out_while_stopped};
+use redis_store::times_out_while_stopped;
 use throttlekit::redis::RedisStore;
 use throttlekit::{ErrorCode, FailPolicy, Limiter, Strategy};
 
 const TIMEOUT_MS: u64 = 300;
+
+/// A store whose calls from tokio runtimes stay on its direct connection.
+fn connect(url: String, timeout_ms: u64) -> Arc<RedisStore> {
+    let store = redis_store::connect(url, timeout_ms);
+    store.bind_runtimes(false);
+    store
+}
 
 fn limiter(store: &Arc<RedisStore>) -> Limiter {
     Limiter::builder(Strategy::gcra(1_000_000, 1000, None).unwrap())
@@ -137,6 +146,7 @@ fn dropping_the_store_inside_a_runtime_does_not_panic() {
     tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap().block_on(async {
         let store = RedisStore::connect(redis_store::options(server.url(), 1_000)).await.unwrap();
         let store = Arc::new(store);
+        store.bind_runtimes(false);
         limiter(&store).check("k", 1).await.unwrap();
         tokio::spawn(async move { drop(store) }).await.unwrap();
     });

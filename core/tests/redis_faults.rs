@@ -291,7 +291,13 @@ fn a_resp3_url_logs_in_and_selects_its_database_on_every_path() {
     // Set after the start: the helper's readiness check speaks without a password.
     redis_server::cli(server.port, &["config", "set", "requirepass", "pw"]).expect("CONFIG SET");
     let store = connect(format!("redis://:pw@127.0.0.1:{}/3?protocol=resp3", server.port), 5000);
-    let l = limiter(&store, FailPolicy::Raise);
+    // Keys that live an hour: `limiter`'s GCRA keys expire 1 ms after each call, and Redis's
+    // active expiry (every 100 ms) could remove them before DBSIZE counts them.
+    let l = Limiter::builder(Strategy::fixed_window(1_000_000, 3_600_000).unwrap())
+        .store(store.clone())
+        .fail_policy(FailPolicy::Raise)
+        .prefix("faults")
+        .build();
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
     assert!(l.check_sync("sync", 1).unwrap().allowed);
     assert!(rt.block_on(l.check("async", 1)).unwrap().allowed);

@@ -26,11 +26,12 @@
 //!   while that connection is down (and in deterministic-replay mode) does a call hop to the
 //!   store's runtime, through the self-reconnecting `ConnectionManager`; the first such call
 //!   that succeeds reconnects the direct connection in the background.
-//! - **No hop at all, opt-in**: [`RedisStore::bind_current_runtime`] gives the calling tokio
-//!   runtime (one that has IO and timers, and drives its own futures: the Node and Python
-//!   bindings', core's tests) a connection of its own, whose driver task runs on that runtime.
-//!   A call awaited on it then writes and reads on the caller's runtime, without crossing to the
-//!   store's thread (two wake-ups fewer per call). Calls from anywhere else take the paths above.
+//! - **No hop at all on a tokio runtime**: a call awaited on a tokio runtime gives that runtime
+//!   a connection of its own ([`bound`]), whose driver task runs on that runtime; once it is up,
+//!   calls awaited there write and read on the caller's runtime, without crossing to the
+//!   store's thread (two wake-ups fewer per call). [`RedisStore::bind_current_runtime`] does
+//!   the same ahead of the first call; [`RedisStore::bind_runtimes`] turns the automatic
+//!   binding off. Calls from any other executor take the paths above.
 //! - **Or the binding's own transport**: [`transport`] prepares the same calls as bytes and
 //!   decides from the reply bytes, for a binding whose event loop does its own I/O (Node).
 //! - **Clock**: `Now::Server` sends `now = "0"` and the script reads Redis's `TIME`.
@@ -43,6 +44,7 @@
 //! [`crate::MultiLimiter`] builds them as `prefix:{tag}:name:key`.
 
 pub mod acl;
+mod bound;
 mod call;
 mod cluster;
 mod connect;
@@ -110,6 +112,8 @@ struct Inner {
     bound: parking_lot::RwLock<Vec<Bound>>,
     /// Some runtime is bound (spares unbound stores the runtime lookup).
     any_bound: AtomicBool,
+    /// Calls awaited on a tokio runtime bind it ([`RedisStore::bind_runtimes`]).
+    auto_bind: AtomicBool,
     /// Blocking connections for the sync methods: a sync call does its own write and read on
     /// the calling thread, with no hop through the runtime (that hop costs ~40% of a
     /// sequential round trip). A connection that failed or timed out is dropped, never reused,
@@ -129,13 +133,7 @@ struct Direct {
     id: u64,
 }
 
-/// A runtime bound to the store, and its connection (`None` while (re)connecting).
-struct Bound {
-    runtime: tokio::runtime::Id,
-    handle: tokio::runtime::Handle,
-    conn: Option<Direct>,
-    refreshing: bool,
-}
+use bound::Bound;
 
 /// The connection a direct call went through, so that a failure retires that one only.
 #[derive(Clone, Copy)]
@@ -251,30 +249,64 @@ impl RedisStore {
     /// and executors keep working through the store's own connections; every guarantee holds on
     /// both (bounded wait, `EVAL` on `NOSCRIPT` only, no resend, reconnection).
     ///
-    /// Bind only a runtime built with IO and timers enabled (`enable_all`) that polls the
-    /// futures awaited on it itself (`block_on` or its tasks), such as a binding's own runtime.
-    /// The connection is made in the background (on that runtime's next turn); until it is up,
-    /// and whenever it is down, calls take the store's connections. If it cannot be made there
-    /// (no IO driver, or the runtime shut down), the binding is dropped. Binding again, or the
-    /// store's own runtime, does nothing; so does deterministic-replay mode (it serialises every
-    /// call on the store's runtime). Fails outside a tokio runtime.
+    /// The first call awaited on a runtime binds it anyway ([`RedisStore::bind_runtimes`]);
+    /// binding first has that runtime's connection ready for its first calls. Bind only a
+    /// runtime built with IO and timers enabled (`enable_all`) that polls the futures awaited on
+    /// it itself (`block_on` or its tasks), such as a binding's own runtime. The connection is
+    /// made in the background (on that runtime's next turn); until it is up, and whenever it is
+    /// down, calls take the store's connections, as they do for good if it cannot be made there
+    /// (no IO driver or timer). The binding ends when the runtime shuts down. Binding again, or
+    /// the store's own runtime, does nothing; so does deterministic-replay mode (it serialises
+    /// every call on the store's runtime). Fails outside a tokio runtime.
     pub fn bind_current_runtime(&self) -> Result<()> {
         let handle = tokio::runtime::Handle::try_current()
             .map_err(|_| Error::not_implemented("bind_current_runtime outside a tokio runtime"))?;
+        self.bind(handle, false);
+        Ok(())
+    }
+
+    /// Whether an async call awaited on a tokio runtime that is not bound yet binds it, as
+    /// [`RedisStore::bind_current_runtime`] would (on by default). Its calls then stop crossing
+    /// to the store's thread once its connection is up. Turn it off for a runtime that is
+    /// entered without being driven (a current-thread runtime whose futures are polled by
+    /// another executor or through `Handle::block_on` while nobody runs it: a call on its
+    /// connection would wait for its timeout), or to keep one connection per store.
+    /// Runtimes bound already stay bound.
+    pub fn bind_runtimes(&self, on: bool) {
+        self.inner.auto_bind.store(on, Ordering::Release);
+    }
+
+    /// Binds `handle`'s runtime (`auto`: by a call rather than by `bind_current_runtime`).
+    fn bind(&self, handle: tokio::runtime::Handle, auto: bool) {
         let id = handle.id();
-        if self.inner.replay.is_some() || self.inner.routed || self.runtime.id() == Some(id) {
-            return Ok(());
+        if self.inner.replay.is_some()
+            || self.inner.routed
+            || self.inner.closed.load(Ordering::Acquire)
+            || self.runtime.id() == Some(id)
+        {
+            return;
         }
         {
             let mut slots = self.inner.bound.write();
-            if slots.iter().any(|b| b.runtime == id) {
-                return Ok(());
+            if let Some(b) = slots.iter_mut().find(|b| b.runtime == id) {
+                b.auto &= auto;
+                return;
             }
-            slots.push(Bound { runtime: id, handle, conn: None, refreshing: false });
+            slots.push(Bound::new(handle.clone(), auto));
         }
+        bound::unbind_at_shutdown(Arc::downgrade(&self.inner), &handle);
         self.inner.any_bound.store(true, Ordering::Release);
         self.refresh_bound(id);
-        Ok(())
+    }
+
+    /// A call awaited on a tokio runtime that is not bound binds it, unless turned off.
+    fn bind_automatically(&self) {
+        if !self.inner.routed
+            && self.inner.auto_bind.load(Ordering::Acquire)
+            && let Ok(handle) = tokio::runtime::Handle::try_current()
+        {
+            self.bind(handle, true);
+        }
     }
 
     /// Whether the current runtime is bound and its own connection is up (tests, tools).
@@ -283,6 +315,12 @@ impl RedisStore {
         let Ok(handle) = tokio::runtime::Handle::try_current() else { return false };
         let id = handle.id();
         self.inner.bound.read().iter().any(|b| b.runtime == id && b.conn.is_some())
+    }
+
+    /// How many runtimes are bound to the store now (tests, tools).
+    #[doc(hidden)]
+    pub fn bound_runtimes(&self) -> usize {
+        self.inner.bound.read().len()
     }
 
     /// The current runtime's own connection if it is bound: `Ok(conn)` when it is up,
@@ -312,6 +350,7 @@ impl RedisStore {
         if self.inner.replay.is_none() {
             match self.bound_conn() {
                 Ok((conn, via)) => return self.run_direct(conn, via, &call).await,
+                Err(None) => self.bind_automatically(),
                 Err(id) => rebind = id,
             }
             let direct = self.inner.direct.read().as_ref().map(|d| (d.conn.clone(), d.id));
@@ -365,7 +404,12 @@ impl RedisStore {
         tokio::select! {
             biased;
             r = work => r,
-            () = deadline => Err(self.inner.timed_out()),
+            () = deadline => {
+                if let Via::Bound(rt, id) = via {
+                    self.retire_auto_bound(rt, id);
+                }
+                Err(self.inner.timed_out())
+            }
         }
     }
 
@@ -412,15 +456,27 @@ impl RedisStore {
         }
     }
 
+    /// Drops the connection numbered `id` of the runtime `rt` if a call bound it ([`bound`]:
+    /// its runtime may not be driven).
+    fn retire_auto_bound(&self, rt: tokio::runtime::Id, id: u64) {
+        let mut slots = self.inner.bound.write();
+        if let Some(b) = slots.iter_mut().find(|b| b.runtime == rt)
+            && b.auto
+            && b.conn.as_ref().is_some_and(|d| d.id == id)
+        {
+            b.conn = None;
+        }
+    }
+
     /// Connects the bound runtime `rt`'s own connection in the background, on that runtime (so
     /// that its driver task lives there), unless it is up or already connecting. Should the
     /// task fail (a runtime without IO or timers panics it; a runtime shut down cancels it),
-    /// the binding is dropped and the store's connections serve that runtime.
+    /// it is not tried again and the store's connections serve that runtime.
     fn refresh_bound(&self, rt: tokio::runtime::Id) {
         let handle = {
             let mut slots = self.inner.bound.write();
             let Some(b) = slots.iter_mut().find(|b| b.runtime == rt) else { return };
-            if b.conn.is_some() || b.refreshing || self.inner.closed.load(Ordering::Acquire) {
+            if b.conn.is_some() || b.refreshing || b.failed || self.inner.closed.load(Ordering::Acquire) {
                 return;
             }
             b.refreshing = true;
@@ -444,8 +500,10 @@ impl RedisStore {
         });
         let inner = self.inner.clone();
         self.runtime.spawn(async move {
-            if task.await.is_err() {
-                inner.bound.write().retain(|b| b.runtime != rt);
+            if task.await.is_err()
+                && let Some(b) = inner.bound.write().iter_mut().find(|b| b.runtime == rt)
+            {
+                b.failed = true;
             }
         });
     }
@@ -577,6 +635,7 @@ impl Inner {
             refreshing: AtomicBool::new(false),
             bound: parking_lot::RwLock::new(Vec::new()),
             any_bound: AtomicBool::new(false),
+            auto_bind: AtomicBool::new(true),
             blocking: connect::Blocking::of(&client_for_sync),
             client: client_for_sync,
             idle: parking_lot::Mutex::new(Vec::new()),
