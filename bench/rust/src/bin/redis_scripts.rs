@@ -36,9 +36,11 @@ impl Server {
             .stdout(Stdio::null())
             .spawn()
             .expect("redis-server");
+        // Owned by the guard from here on, so a server that never answers is killed and reaped too.
+        let server = Server { child, port };
         for _ in 0..200 {
             if TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                return Server { child, port };
+                return server;
             }
             std::thread::sleep(Duration::from_millis(25));
         }
@@ -259,8 +261,8 @@ fn main() {
                 .collect()
         };
         // Warm up: build the state (and for the log, fill the window).
-        for side in 0..2 {
-            let calls = batch(side, 2000, &mut now[side]);
+        for (side, now) in now.iter_mut().enumerate() {
+            let calls = batch(side, 2000, now);
             c.pipeline(&calls);
         }
         let mut per_call = [Vec::new(), Vec::new()];
@@ -356,5 +358,8 @@ fn redis_benchmark(port: u16, sha: &str, n: usize) -> f64 {
         .expect("redis-benchmark");
     let text = String::from_utf8_lossy(&out.stdout);
     let line = text.lines().find(|l| l.contains("EVALSHA")).unwrap_or_else(|| panic!("no result in {text}"));
-    line.split(',').nth(1).and_then(|f| f.trim_matches('"').parse().ok()).unwrap_or_else(|| panic!("cannot parse {line}"))
+    line.split(',')
+        .nth(1)
+        .and_then(|f| f.trim_matches('"').parse().ok())
+        .unwrap_or_else(|| panic!("cannot parse {line}"))
 }
