@@ -11,9 +11,9 @@ import org.junit.jupiter.api.Test;
 /**
  * The thread buffer's key encoder ({@code Scratch.key}: eight ASCII chars to a store, the rest
  * by hand) writes exactly {@code String.getBytes(UTF_8)}'s bytes, for random keys of every
- * length around the word boundaries and with every kind of char, both through raw memory access
- * (the default) and through the {@code ByteBuffer}'s methods (a child JVM with
- * {@code -Dthrottlekit.scratch.raw=false}).
+ * length around the word boundaries and with every kind of char, both through the
+ * {@code ByteBuffer}'s methods (the default) and through raw memory access (a child JVM with
+ * {@code -Dthrottlekit.scratch.raw=true}).
  */
 class ScratchTest {
     /** Random keys through {@link Scratch#key}; the first mismatch, or null. */
@@ -35,7 +35,7 @@ class ScratchTest {
 
     @Test
     void keysEncodeAsStringGetBytes() {
-        assertTrue(Scratch.raw(), "raw access should be available on Java 17");
+        assertFalse(Scratch.raw(), "the ByteBuffer path is the default");
         assertNull(mismatch(1, 100_000));
         // A key that grows the buffer, then short ones again.
         Scratch s = Scratch.get();
@@ -45,18 +45,18 @@ class ScratchTest {
     }
 
     @Test
-    void theBufferPathEncodesTheSameInAChildJvm() throws Exception {
+    void theRawPathEncodesTheSameInAChildJvm() throws Exception {
         String java = System.getProperty("java.home") + "/bin/java";
-        Process p = new ProcessBuilder(java, "-Dthrottlekit.scratch.raw=false",
+        Process p = new ProcessBuilder(java, "-Dthrottlekit.scratch.raw=true",
                 "-Dthrottlekit.library.path=" + System.getProperty("throttlekit.library.path", ""),
                 "-cp", System.getProperty("throttlekit.test.classpath", System.getProperty("java.class.path")), Child.class.getName())
                 .redirectErrorStream(true).start();
         String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).trim();
         assertEquals(0, p.waitFor(), out);
-        assertEquals("raw=false mismatch=null decisions=ok", out);
+        assertEquals("raw=true mismatch=null decisions=ok", out);
     }
 
-    /** The child: the buffer path, then a limiter's decisions through it. */
+    /** The child: the raw path, then a limiter's decisions through it. */
     public static final class Child {
         public static void main(String[] args) {
             String m = mismatch(3, 20_000);

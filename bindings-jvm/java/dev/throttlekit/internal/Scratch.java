@@ -77,8 +77,13 @@ public final class Scratch {
 
     /**
      * {@code sun.misc.Unsafe}'s {@code getLong(long)} and {@code putLong(long, long)} on the
-     * buffer's address, or null (then the {@code ByteBuffer}'s own methods are used): where
-     * {@code jdk.unsupported} is missing, or with {@code -Dthrottlekit.scratch.raw=false}.
+     * buffer's address with {@code -Dthrottlekit.scratch.raw=true}; else null, and the
+     * {@code ByteBuffer}'s own methods are used (also where {@code jdk.unsupported} is missing).
+     *
+     * <p>Off by default: on a quiet machine, alternating runs of the bench with and without it
+     * (2026-11-26 13:40 UTC, 8 pairs) gave the 100k-keys row medians of about 0.70x Guava with it
+     * against about 1.2x without, and the 1-key row no better (0.86x against 0.97x), whatever it
+     * saves in one tight loop (below). docs/bench-jvm.md has the runs.
      *
      * <p>Why: {@code ByteBuffer.getLong} checks the index and the buffer's scope on every call,
      * and with six results and the key's stores, {@code Limiter.check} compiled to about 2,600
@@ -95,7 +100,7 @@ public final class Scratch {
 
     static {
         MethodHandle g = null, p = null;
-        if (!"false".equals(System.getProperty("throttlekit.scratch.raw"))) {
+        if ("true".equals(System.getProperty("throttlekit.scratch.raw"))) {
             try {
                 Class<?> c = Class.forName("sun.misc.Unsafe");
                 java.lang.reflect.Field f = c.getDeclaredField("theUnsafe");
