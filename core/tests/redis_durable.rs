@@ -155,14 +155,23 @@ fn a_killed_sentinel_master_loses_no_durable_admission() {
     let report = failover::run(store, 4, 20, Duration::from_millis(500), Duration::from_secs(60), || {
         let status = std::process::Command::new("kill").args(["-KILL", &pid.to_string()]).status().expect("kill");
         assert!(status.success());
-        // The promoted replica has no replica of its own until the old master comes back
-        // (the sentinels make it a replica): durable calls fail until then.
+        // The promoted replica has no replica of its own until the old master comes back:
+        // durable calls fail until then. It comes back as the new master's replica, as Redis's
+        // replication docs ask of a master that restarts without its data, and only once every
+        // sentinel names the new master. An empty server restarted as a master while one
+        // sentinel still follows the old address can be made the master again by that
+        // sentinel, and the promoted replica then resyncs from it and drops every admission
+        // (CI saw 2004 lost that way).
         let deadline = Instant::now() + Duration::from_secs(30);
-        while setup.master_port() == Some(old) {
-            assert!(Instant::now() < deadline, "no failover");
+        let new = loop {
+            match setup.agreed_master_port() {
+                Some(port) if port != old => break port,
+                _ => assert!(Instant::now() < deadline, "no failover every sentinel agrees on"),
+            }
             std::thread::sleep(Duration::from_millis(50));
-        }
-        restarted = Some(RedisServer::start_on(old));
+        };
+        let replicaof = ["--replicaof".to_string(), "127.0.0.1".to_string(), new.to_string()];
+        restarted = Some(RedisServer::start_on_with(old, &replicaof));
     });
     eprintln!("sentinel failover, durable_replicas=1: {report:?}");
     setup.master.stop();

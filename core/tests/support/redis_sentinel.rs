@@ -159,6 +159,19 @@ impl SentinelSetup {
         self.sentinels.iter().map(|s| format!("redis://127.0.0.1:{}", s.port)).collect()
     }
 
+    /// The master's port when every sentinel names the same one now, else `None`.
+    pub fn agreed_master_port(&self) -> Option<u16> {
+        let ports: Vec<Option<u16>> = self
+            .sentinels
+            .iter()
+            .map(|s| {
+                let text = cli(s.port, &["sentinel", "get-master-addr-by-name", SERVICE])?;
+                text.lines().nth(1)?.trim().parse().ok()
+            })
+            .collect();
+        ports.windows(2).all(|w| w[0] == w[1]).then_some(ports[0]).flatten()
+    }
+
     /// The master's port as the first sentinel that answers says now.
     pub fn master_port(&self) -> Option<u16> {
         self.sentinels.iter().find_map(|s| {

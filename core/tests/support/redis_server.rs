@@ -165,8 +165,14 @@ impl RedisServer {
     /// moment ago, so a failure is retried on the same port for a while (the kernel may still hold
     /// it briefly after the old server's exit).
     pub fn start_on(port: u16) -> RedisServer {
+        RedisServer::start_on_with(port, &[])
+    }
+
+    /// [`RedisServer::start_on`] with `extra` arguments (`--replicaof`, to bring a killed
+    /// master back as a replica).
+    pub fn start_on_with(port: u16, extra: &[String]) -> RedisServer {
         for _ in 0..6 {
-            if let Some(server) = RedisServer::try_start(port, &[]) {
+            if let Some(server) = RedisServer::try_start(port, extra) {
                 return server;
             }
             std::thread::sleep(Duration::from_millis(200));
