@@ -81,8 +81,17 @@ def check_multi(name: str, dims: list, coupled: bool, adm: list) -> str:
 
 def run_fleet(url: str, rust_bin: str, python: str, spec, coupled: bool, key: str) -> list[tuple[int, ...]]:
     args = [url, json.dumps(spec), "leased", str(BATCH), "1" if coupled else "0", str(RUN_MS), key]
-    procs = [subprocess.Popen([rust_bin, *args], stdout=subprocess.PIPE, text=True) for _ in range(RUST)]
-    procs += [subprocess.Popen([python, "tests/lease_worker.py", *args], stdout=subprocess.PIPE, text=True) for _ in range(PY)]
+    spawn = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE, "text": True}
+    procs = [subprocess.Popen([rust_bin, *args], **spawn) for _ in range(RUST)]
+    procs += [subprocess.Popen([python, "tests/lease_worker.py", *args], **spawn) for _ in range(PY)]
+    # Every worker says "ready" once connected, and starts its timed loop on "go": a Python
+    # start-up slower than RUN_MS (a loaded machine, a cold cache) must not leave a window that
+    # the fleet covered for a moment only, short of its limit for want of workers.
+    for p in procs:
+        assert p.stdout.readline() == "ready\n", f"a worker did not start ({p.args[0]})"
+    for p in procs:
+        p.stdin.write("go\n")
+        p.stdin.flush()
     out = []
     for p in procs:
         text, _ = p.communicate(timeout=60)

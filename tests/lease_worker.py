@@ -2,7 +2,8 @@
 core/examples/lease_worker.rs, through the Python binding. Prints `sent_ms recv_ms reset_at` per
 admitted request; for a list of `[name, spec]` pairs, a multi limiter (rule "all") whose first
 dimension's key is `<key>` and the others' alternate `u0`/`u1`, printing
-`sent_ms recv_ms reset_at user reset_at...`.
+`sent_ms recv_ms reset_at user reset_at...`. Once its limiter is built it prints `ready` and
+waits for a line on stdin, so the fleet's processes run side by side.
 
     python tests/lease_worker.py <redis-url> <strategy-json> <mode> <batch> <coupled 0|1> <run-ms> <key>
 """
@@ -25,6 +26,9 @@ def main() -> None:
         limiter = tk.MultiLimiter("all", dims, store=store, prefix="fleet", mode=mode, lease=lease)
     else:
         limiter = tk.Limiter(spec, store=store, prefix="fleet", mode=mode, lease=lease)
+    sys.stdout.write("ready\n")
+    sys.stdout.flush()
+    sys.stdin.readline()
     lines = []
     n = 0
     end = time.monotonic() + int(run_ms) / 1000

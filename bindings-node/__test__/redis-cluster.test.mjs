@@ -52,7 +52,9 @@ function masters() {
     return out
       .split('\n')
       .map((l) => l.split(' '))
-      .filter((f) => f[2].includes('master') && !f[2].includes('fail'))
+      // `fail` exactly: a master another node has not heard from for a moment is flagged
+      // `fail?` (PFAIL) on a loaded machine, and it still owns its slots.
+      .filter((f) => f[2].split(',').includes('master') && !f[2].split(',').includes('fail'))
       .map((f) => ({
         id: f[0],
         port: Number(f[1].split(/[:@]/)[1]),

@@ -4,6 +4,9 @@
 //!
 //! `lease_worker <redis-url> <strategy-json> <mode> <batch> <coupled 0|1> <run-ms> <key>`
 //!
+//! Once its limiter is built it prints `ready` and waits for a line on stdin, so the fleet's
+//! processes run their timed loops side by side however long each took to start.
+//!
 //! A strategy JSON that is a list of `[name, spec]` pairs makes a multi limiter (rule `all`) over
 //! those dimensions: the first dimension's key is `<key>`, the others' alternate between `u0` and
 //! `u1`; each line then reads `sent_ms recv_ms reset_at user reset_at...` (every dimension's
@@ -20,6 +23,15 @@ fn now_ms() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
 }
 
+/// Says `ready` and blocks until the fleet writes a line: the start of the timed loop.
+fn wait_for_go() -> std::io::Result<Instant> {
+    let mut stdout = std::io::stdout();
+    stdout.write_all(b"ready\n")?;
+    stdout.flush()?;
+    std::io::stdin().read_line(&mut String::new())?;
+    Ok(Instant::now())
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let a: Vec<String> = std::env::args().collect();
     if a.len() != 8 {
@@ -30,7 +42,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mode = Mode::parse(&a[3], options)?;
     let run = Duration::from_millis(a[6].parse()?);
     let mut out = Vec::new();
-    let start = Instant::now();
     if a[2].trim_start().starts_with('[') {
         let pairs: Vec<(String, serde_json::Value)> = serde_json::from_str(&a[2])?;
         let dims = pairs
@@ -42,6 +53,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .with_prefix("fleet")
             .with_fail_policy(FailPolicy::Raise)
             .with_mode(mode)?;
+        let start = wait_for_go()?;
         let mut n = 0u64;
         while start.elapsed() < run {
             n += 1;
@@ -68,6 +80,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .fail_policy(FailPolicy::Raise)
             .mode(mode)?
             .build();
+        let start = wait_for_go()?;
         while start.elapsed() < run {
             let sent = now_ms();
             let d = limiter.check_sync(&a[7], 1)?;
