@@ -83,7 +83,10 @@ public final class Scratch {
      * <p>Off by default: on a quiet machine, alternating runs of the bench with and without it
      * (2026-11-26 13:40 UTC, 8 pairs) gave the 100k-keys row medians of about 0.70x Guava with it
      * against about 1.2x without, and the 1-key row no better (0.86x against 0.97x), whatever it
-     * saves in one tight loop (below). docs/bench-jvm.md has the runs.
+     * saves in one tight loop (below). Where it does help: a caller of {@code Limiter.check}
+     * compiled after {@code check} itself, which inlines the raw path's smaller code but not the
+     * default's, so its {@code Decision} is not allocated (a 1-key check 33-37 ns a call against
+     * 71-78 ns, 2026-11-26 14:40-15:00 UTC). docs/bench-jvm.md has the runs.
      *
      * <p>Why: {@code ByteBuffer.getLong} checks the index and the buffer's scope on every call,
      * and with six results and the key's stores, {@code Limiter.check} compiled to about 2,600
