@@ -51,6 +51,8 @@ const {
   __clusterLost,
   __fieldsHandle,
   __fieldsCheck,
+  __fieldsValues,
+  __fieldsNames,
   ...api
 } = binding
 
@@ -485,6 +487,22 @@ function fieldsCheck(fields, key, cost) {
   }
   return __fieldsCheck(key, cost) // not a number: throws config_invalid
 }
+/**
+ * `__fieldsValues` for `fields`: the lines' values joined by '\n', their names' id in io[9]
+ * (see `fieldsParts.namesId`); null when `fields` is not a RateLimitFields.
+ */
+function fieldsValues(fields, key, cost) {
+  const n = copyKey(key)
+  const id = FieldsHandle.of(fields)
+  if (id === null) return null
+  io[6] = id
+  io[8] = n
+  if (cost === undefined || typeof cost === 'number') {
+    io[7] = cost === undefined ? 1 : cost
+    return n < 0 ? __fieldsValues(key) : __fieldsValues()
+  }
+  return __fieldsValues(key, cost) // not a number: throws config_invalid
+}
 /** The decision the last `__fieldsCheck` wrote in `io`, as an object (read it at once). */
 function fieldsDecision() {
   const decision = { allowed: io[0] === 1, limit: io[1], remaining: io[2], resetAt: io[3], retryAfterMs: io[4] }
@@ -507,9 +525,15 @@ module.exports = api
 // returns the lines joined by '\n' (null when `fields` is not a RateLimitFields: call the
 // method), `allowed()` and `decision()` read the decision that call left. Same arguments,
 // errors and values as the method. `decision()` must be read before the next call.
+// `values(fields, key, cost)` is `checkSync` with the lines' values alone joined by '\n' and
+// `namesId()` the id of their names, which `names(id)` gives joined by '\n' (an id is for
+// the life of the process); namesId() -1: `values` returned the lines joined as `checkSync`.
 Object.defineProperty(module.exports, Symbol.for('throttlekit.fieldsParts'), {
   value: Object.freeze({
     checkSync: fieldsCheck,
+    values: fieldsValues,
+    namesId: () => io[9],
+    names: (id) => __fieldsNames(id),
     allowed: () => io[0] === 1,
     decision: fieldsDecision,
   }),

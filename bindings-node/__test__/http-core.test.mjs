@@ -217,24 +217,54 @@ test('checkSync reads every key and cost the way check does: buffer-copied short
   }
 })
 
-test("decideJoined answers an allowed request with decide's lines joined, and anything else with decide's verdict", () => {
-  const { RateLimitCore } = require('../lib/http/decide.js')
+test("decideValues answers an allowed request with decide's values and names, and anything else with decide's verdict", () => {
+  const { RateLimitCore, forEachValue } = require('../lib/http/decide.js')
   const clock = new ManualClock(1_700_000_000_000)
   const strategy = Strategy.gcra({ limit: 2, periodMs: 60_000 })
-  const limited = []
-  const options = (limiter) => ({ limiter, onLimited: (e) => limited.push(e.key) })
-  const joined = new RateLimitCore(options(new Limiter({ strategy, clock })), 'test')
-  const twin = new RateLimitCore(options(new Limiter({ strategy, clock })), 'test')
-  for (let i = 0; i < 4; i++) {
-    const got = joined.decideJoined({}, undefined, '10.0.0.7', undefined, 'GET', '/')
-    const want = twin.decide({}, undefined, '10.0.0.7', undefined, 'GET', '/')
-    if (want.kind === 'forward') assert.equal(got, want.lines.join('\n'))
-    else assert.deepEqual(got, want)
+  for (const family of [undefined, 'draft-6', 'draft-7', 'draft-10', 'legacy']) {
+    const limited = []
+    const options = (limiter) => ({ limiter, family, onLimited: (e) => limited.push(e.key) })
+    const values = new RateLimitCore(options(new Limiter({ strategy, clock })), 'test')
+    const twin = new RateLimitCore(options(new Limiter({ strategy, clock })), 'test')
+    let forwarded = 0
+    for (let i = 0; i < 4; i++) {
+      const got = values.decideValues({}, undefined, '10.0.0.7', undefined, 'GET', '/')
+      const want = twin.decide({}, undefined, '10.0.0.7', undefined, 'GET', '/')
+      if (want.kind === 'forward') {
+        forwarded++
+        assert.equal(typeof got, 'string', `${family} ${i}`)
+        const lines = []
+        forEachValue(got, values.lastNames.raw, lines, (l, name, value) => l.push(name, value))
+        assert.deepEqual(lines, want.lines, `${family} ${i}`)
+        assert.deepEqual(values.lastNames.lower, want.lines.filter((_, j) => j % 2 === 0).map((n) => n.toLowerCase()))
+      } else assert.deepEqual(got, want, `${family} ${i}`)
+    }
+    assert.equal(forwarded, 2, family)
+    assert.deepEqual(limited, ['10.0.0.7', '10.0.0.7', '10.0.0.7', '10.0.0.7'], `${family}: each core's two denials`)
   }
-  assert.deepEqual(limited, ['10.0.0.7', '10.0.0.7', '10.0.0.7', '10.0.0.7'])
   const skipped = new RateLimitCore({ limiter: new Limiter({ strategy, clock }), skip: () => true }, 'test')
-  assert.equal(skipped.decideJoined({}, undefined, '10.0.0.7', undefined, 'GET', '/').kind, 'forward')
-  assert.throws(() => joined.decideJoined({}, undefined, 'not an address', undefined, 'GET', '/'), { code: 'config_invalid' })
+  assert.equal(skipped.decideValues({}, undefined, '10.0.0.7', undefined, 'GET', '/').kind, 'forward')
+  const core = new RateLimitCore({ limiter: new Limiter({ strategy, clock }) }, 'test')
+  assert.throws(() => core.decideValues({}, undefined, 'not an address', undefined, 'GET', '/'), { code: 'config_invalid' })
+  const costly = new RateLimitCore({ limiter: new Limiter({ strategy, clock }), cost: () => 0 }, 'test')
+  assert.throws(() => costly.decideValues({}, undefined, '10.0.0.7', undefined, 'GET', '/'), { code: 'config_invalid' })
+})
+
+test('a names id names the same lines for the life of the process; an unknown id is config_invalid', () => {
+  const parts = require('../index.js')[Symbol.for('throttlekit.fieldsParts')]
+  const fields = new RateLimitFields(new Limiter({ strategy: Strategy.gcra({ limit: 1, periodMs: 60_000 }), clock: new ManualClock(0) }))
+  assert.equal(parts.values(fields, 'k', 1), '"default";q=1;w=60\n"default";r=0;t=60')
+  const allowed = parts.namesId()
+  assert.equal(parts.names(allowed), 'RateLimit-Policy\nRateLimit')
+  assert.equal(parts.values(fields, 'k', 1), '"default";q=1;w=60\n"default";r=0;t=60\n60')
+  const denied = parts.namesId()
+  assert.notEqual(denied, allowed)
+  assert.equal(parts.names(denied), 'RateLimit-Policy\nRateLimit\nRetry-After')
+  parts.values(fields, 'other', 1)
+  assert.equal(parts.namesId(), allowed)
+  for (const bad of [-1, 0.5, 1e9, NaN, 'x', undefined]) {
+    assert.throws(() => parts.names(bad), { code: 'config_invalid' }, String(bad))
+  }
 })
 
 test("the middleware's remembered client keys are core's, and a forwarding header is never answered from memory", () => {

@@ -41,15 +41,19 @@ use crate::http::{FieldsCore, RateLimitFields};
 use crate::limiter::Limiter;
 
 /// Slots of the shared `Float64Array`. Written here: allowed (0/1), limit, remaining, resetAt,
-/// retryAfterMs, fallback (0/1). Written by index.js before each call: the handle, the cost,
-/// and the key's length when it put the key's bytes in the buffer after the slots (else -1).
-const IO_LEN: usize = 9;
+/// retryAfterMs, fallback (0/1), and by `__fieldsValues` the id of its lines' names. Written by
+/// index.js before each call: the handle, the cost, and the key's length when it put the key's
+/// bytes in the buffer after the slots (else -1).
+const IO_LEN: usize = 10;
 /// Where index.js puts the limiter's handle.
 const IO_HANDLE: usize = 6;
 /// Where index.js puts the cost when it is a number (1 for `undefined`).
 const IO_COST: usize = 7;
 /// Where index.js puts the length of an ASCII key it copied (-1: the key is an argument).
 const IO_KEY_LEN: usize = 8;
+/// Where `__fieldsValues` writes the id of its lines' names (see `Layouts`; -1: none, the
+/// lines came back joined as `__fieldsCheck`'s).
+const IO_NAMES: usize = 9;
 /// Room for key bytes after the slots, in the same `ArrayBuffer`.
 const KEY_BYTES: usize = 64;
 
@@ -65,8 +69,10 @@ struct Context {
     io: Cell<*mut f64>,
     /// Reused UTF-8 buffer for keys, so a call allocates nothing.
     key: RefCell<Vec<u8>>,
-    /// Reused buffer for `__fieldsCheck`'s joined lines.
+    /// Reused buffer for `__fieldsCheck`'s joined lines and `__fieldsValues`' values.
     lines: RefCell<String>,
+    /// The names of `__fieldsValues`' lines, and every list of names it has seen.
+    layouts: RefCell<Layouts>,
     handles: handles::Shared,
     /// The `RateLimitFields` of `__fieldsCheck`, by handle (as `handles` for `Limiter`s).
     fields: handles::Shared<FieldsCore>,
@@ -78,13 +84,15 @@ type Callback = unsafe extern "C" fn(sys::napi_env, sys::napi_callback_info) -> 
 #[napi(module_exports)]
 pub fn register(exports: Object, env: Env) -> napi::Result<()> {
     let context = Rc::new(Context { key: RefCell::new(vec![0; 256]), ..Context::default() });
-    let functions: [(&CStr, Callback); 6] = [
+    let functions: [(&CStr, Callback); 8] = [
         (c"__bindIo", bind_io),
         (c"__handle", handle),
         (c"__checkSync", check_sync),
         (c"__liveHandles", live_handles),
         (c"__fieldsHandle", fields_handle),
         (c"__fieldsCheck", fields_check),
+        (c"__fieldsValues", fields_values),
+        (c"__fieldsNames", fields_names),
     ];
     for (name, cb) in functions {
         let data = Box::into_raw(Box::new(context.clone()));
@@ -313,54 +321,172 @@ unsafe extern "C" fn fields_handle(env: sys::napi_env, info: sys::napi_callback_
 /// receiver by `napi_unwrap` and its type tag was then ~12 % of the rest (perf), hence the
 /// handle; and core renders the lines straight into the reused `lines` buffer.
 unsafe extern "C" fn fields_check(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
-    guard(env, info, |env, context, argv, argc| {
-        let io = context.io.get();
-        if io.is_null() {
-            return Err(config("io", "is not bound (load the package through index.js)"));
-        }
-        // SAFETY: `io` points at IO_LEN f64s (checked by `bind_io`), used on this thread only,
-        // and no JS runs while this slice lives.
-        let io = unsafe { std::slice::from_raw_parts_mut(io, IO_LEN) };
-        let table = context.fields.try_borrow().map_err(|_| config("this", "is busy"))?;
-        let f = table.get(io[IO_HANDLE]).ok_or_else(|| config("this", "must be a RateLimitFields"))?;
-        let l = f.sync_limiter()?;
-        // Read after the key (so a bad key's error wins, as in `checkSync`).
-        let cost_in_io = io[IO_COST];
-        let cost = || -> CoreResult<u64> {
-            let cost = if argc < 2 {
-                cost_in_io
-            } else {
-                let mut cost = f64::NAN;
-                // SAFETY: a live value of the current call; a non-number fails with a status.
-                if unsafe { sys::napi_get_value_double(env, argv[1], &mut cost) } != sys::Status::napi_ok {
-                    return Err(config("cost", "must be a positive integer"));
-                }
-                cost
-            };
-            // 1, the usual cost, without the validator's libm call (`fract`); the same answer.
-            if cost == 1.0 { Ok(1) } else { validate::cost_from_f64(cost) }
-        };
-        let mut lines = context.lines.try_borrow_mut().map_err(|_| config("this", "is busy"))?;
-        lines.clear();
-        let key_len = io[IO_KEY_LEN];
-        let d = if (0.0..=KEY_BYTES as f64).contains(&key_len) {
-            // SAFETY: as in `check_sync`.
-            let bytes = unsafe { std::slice::from_raw_parts(io.as_ptr().add(IO_LEN).cast::<u8>(), key_len as usize) };
-            let key = std::str::from_utf8(bytes).map_err(|_| config("key", "must be valid UTF-16"))?;
-            f.check_joined(l, key, cost()?, &mut lines)?
-        } else {
-            convert::with_str_in(&context.key, env, argv[0], "key", |k| f.check_joined(l, k, cost()?, &mut lines))?
-        };
-        io[..6].copy_from_slice(&crate::http::decided(&d));
-        let mut v = ptr::null_mut();
-        // SAFETY: on the JS thread, inside a callback; `lines` is valid UTF-8 of its length.
-        if unsafe { sys::napi_create_string_utf8(env, lines.as_ptr().cast(), lines.len() as isize, &mut v) }
-            != sys::Status::napi_ok
-        {
-            return Err(config("result", "could not be created"));
-        }
-        Ok(v)
+    guard(env, info, |env, context, argv, argc| fields_call(env, context, argv, argc, false))
+}
+
+/// `__fieldsValues([key[, cost]])`: `__fieldsCheck`, with the lines' values alone joined by
+/// '\n' (`value\nvalue...`) and the id of their names in the IO_NAMES slot (`__fieldsNames`
+/// gives the names). The names of one limiter's lines hardly ever change (the family's, and
+/// `Retry-After` on a denial), so a middleware reads them once per id and hands its framework
+/// the same name strings every time: Fastify's `reply.header` lowercases each name and stores it
+/// as a property key, which for a new string means two allocations and a string-table lookup.
+/// When more than MAX_LAYOUTS lists of names were seen (never, for the families core has), the
+/// slot holds -1 and the lines come back joined as from `__fieldsCheck`.
+unsafe extern "C" fn fields_values(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
+    guard(env, info, |env, context, argv, argc| fields_call(env, context, argv, argc, true))
+}
+
+/// `__fieldsNames(id)`: the names of the lines `__fieldsValues` answered with the names id
+/// `id`, joined by '\n' ('' for none); `config_invalid` for an id it never gave.
+unsafe extern "C" fn fields_names(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
+    guard(env, info, |env, context, argv, _| {
+        let mut id = f64::NAN;
+        // SAFETY: a live value of the current call; a non-number fails with a status.
+        let _ = unsafe { sys::napi_get_value_double(env, argv[0], &mut id) };
+        let layouts = context.layouts.try_borrow().map_err(|_| config("this", "is busy"))?;
+        let names = (id >= 0.0 && id.fract() == 0.0)
+            .then(|| layouts.seen.get(id as usize))
+            .flatten()
+            .ok_or_else(|| config("id", "is not a names id"))?;
+        string(env, &names.join("\n"))
     })
+}
+
+/// The lists of line names `__fieldsValues` has seen, each's index its id.
+#[derive(Default)]
+struct Layouts {
+    /// The names of the current call's lines.
+    current: Vec<&'static str>,
+    seen: Vec<Vec<&'static str>>,
+}
+
+/// How many lists of names get an id (a single limiter's lines have a handful).
+const MAX_LAYOUTS: usize = 64;
+
+impl Layouts {
+    /// The id of `current` (-1 when none is left to give).
+    fn id(&mut self) -> f64 {
+        if let Some(i) = self.seen.iter().position(|names| *names == self.current) {
+            return i as f64;
+        }
+        if self.seen.len() >= MAX_LAYOUTS {
+            return -1.0;
+        }
+        self.seen.push(self.current.clone());
+        (self.seen.len() - 1) as f64
+    }
+}
+
+/// A [`throttlekit::http::LineSink`] that keeps the names in `names` and writes the values
+/// joined by '\n' (no header value holds a line break).
+struct Values<'a> {
+    values: &'a mut String,
+    names: &'a mut Vec<&'static str>,
+}
+
+impl throttlekit::http::LineSink for Values<'_> {
+    fn start(&mut self, name: &'static str) -> &mut String {
+        if !self.names.is_empty() {
+            self.values.push('\n');
+        }
+        self.names.push(name);
+        self.values
+    }
+}
+
+/// The body of `__fieldsCheck` (`values`: false) and `__fieldsValues` (true).
+fn fields_call(
+    env: sys::napi_env,
+    context: &Context,
+    argv: &[sys::napi_value; 3],
+    argc: usize,
+    values: bool,
+) -> CoreResult<sys::napi_value> {
+    let io = context.io.get();
+    if io.is_null() {
+        return Err(config("io", "is not bound (load the package through index.js)"));
+    }
+    // SAFETY: `io` points at IO_LEN f64s (checked by `bind_io`), used on this thread only,
+    // and no JS runs while this slice lives.
+    let io = unsafe { std::slice::from_raw_parts_mut(io, IO_LEN) };
+    let table = context.fields.try_borrow().map_err(|_| config("this", "is busy"))?;
+    let f = table.get(io[IO_HANDLE]).ok_or_else(|| config("this", "must be a RateLimitFields"))?;
+    let l = f.sync_limiter()?;
+    // Read after the key (so a bad key's error wins, as in `checkSync`).
+    let cost_in_io = io[IO_COST];
+    let cost = || -> CoreResult<u64> {
+        let cost = if argc < 2 {
+            cost_in_io
+        } else {
+            let mut cost = f64::NAN;
+            // SAFETY: a live value of the current call; a non-number fails with a status.
+            if unsafe { sys::napi_get_value_double(env, argv[1], &mut cost) } != sys::Status::napi_ok {
+                return Err(config("cost", "must be a positive integer"));
+            }
+            cost
+        };
+        // 1, the usual cost, without the validator's libm call (`fract`); the same answer.
+        if cost == 1.0 { Ok(1) } else { validate::cost_from_f64(cost) }
+    };
+    let mut lines = context.lines.try_borrow_mut().map_err(|_| config("this", "is busy"))?;
+    lines.clear();
+    let mut layouts = context.layouts.try_borrow_mut().map_err(|_| config("this", "is busy"))?;
+    layouts.current.clear();
+    let mut check = |key: &str| -> CoreResult<throttlekit::Decision> {
+        if values {
+            f.check_into(l, key, cost()?, &mut Values { values: &mut lines, names: &mut layouts.current })
+        } else {
+            f.check_joined(l, key, cost()?, &mut lines)
+        }
+    };
+    let key_len = io[IO_KEY_LEN];
+    let d = if (0.0..=KEY_BYTES as f64).contains(&key_len) {
+        // SAFETY: as in `check_sync`.
+        let bytes = unsafe { std::slice::from_raw_parts(io.as_ptr().add(IO_LEN).cast::<u8>(), key_len as usize) };
+        let key = std::str::from_utf8(bytes).map_err(|_| config("key", "must be valid UTF-16"))?;
+        check(key)?
+    } else {
+        convert::with_str_in(&context.key, env, argv[0], "key", &mut check)?
+    };
+    io[..6].copy_from_slice(&crate::http::decided(&d));
+    if values {
+        let id = layouts.id();
+        io[IO_NAMES] = id;
+        if id < 0.0 {
+            // No id: the names go back into the string, as `__fieldsCheck` writes it.
+            let joined = layouts.current.iter().zip(lines.split('\n')).fold(String::new(), |mut j, (name, value)| {
+                if !j.is_empty() {
+                    j.push('\n');
+                }
+                j.push_str(name);
+                j.push('\n');
+                j.push_str(value);
+                j
+            });
+            *lines = joined;
+        }
+    }
+    string(env, &lines)
+}
+
+/// A JS string of `s`. Header lines are ASCII (names, integers, escaped sf-strings, base64),
+/// which V8 copies as Latin-1 without the UTF-8 decoder's pass; anything else goes as UTF-8.
+fn string(env: sys::napi_env, s: &str) -> CoreResult<sys::napi_value> {
+    let mut v = ptr::null_mut();
+    let (p, len) = (s.as_ptr().cast(), s.len() as isize);
+    // SAFETY: on the JS thread, inside a callback; `s` is valid UTF-8 of its length, and
+    // Latin-1 of it when it is ASCII.
+    let status = unsafe {
+        if s.is_ascii() {
+            sys::napi_create_string_latin1(env, p, len, &mut v)
+        } else {
+            sys::napi_create_string_utf8(env, p, len, &mut v)
+        }
+    };
+    if status != sys::Status::napi_ok {
+        return Err(config("result", "could not be created"));
+    }
+    Ok(v)
 }
 
 /// The `RateLimitFields` wrapped by `value`, as `limiter` finds a `Limiter` (None: not one).

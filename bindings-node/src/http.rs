@@ -456,9 +456,21 @@ impl FieldsCore {
         cost: u64,
         joined: &mut String,
     ) -> CoreResult<throttlekit::Decision> {
+        self.check_into(l, key, cost, &mut Joined(joined))
+    }
+
+    /// [`Self::check_joined`] with the lines written to any sink (`__fieldsValues` keeps the
+    /// names apart from the values).
+    pub(crate) fn check_into(
+        &self,
+        l: &throttlekit::Limiter,
+        key: &str,
+        cost: u64,
+        sink: &mut impl core_http::LineSink,
+    ) -> CoreResult<throttlekit::Decision> {
         let now = l.clock().now_ms();
         let d = l.check_sync_at(key, cost, now)?;
-        core_http::write_single_lines(l.strategy(), &d, Some(key), &self.options, now, &mut Joined(joined))?;
+        core_http::write_single_lines(l.strategy(), &d, Some(key), &self.options, now, sink)?;
         Ok(d)
     }
 }

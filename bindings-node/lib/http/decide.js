@@ -77,6 +77,7 @@ class RateLimitCore {
     })
     this.forwardedHeader = this.identity.forwardedHeader
     this.keys = new Map() // peer address -> core's key for it (clientKey)
+    this.lastNames = null // the names of decideValues' last allowed request
     this.dimensions = this.fields.dimensions
     this.sync = this.fields.inProcess
     this.keyFn = optionalFunction(options, 'key', where)
@@ -128,28 +129,38 @@ class RateLimitCore {
   /**
    * `decide`, with no object made for an allowed request of an in-process limiter (the usual
    * case, and most of a middleware's own cost per request after the native call): such a
-   * request comes back as its lines joined by '\n' (`name\nvalue\n...`, '' for none; see
-   * forEachLine), anything else as `decide`'s verdict or Promise of one. The same steps, calls,
-   * errors and hooks as `decide`, in the same order.
+   * request comes back as its lines' values joined by '\n' (`value\nvalue...`, see
+   * forEachValue), their names in `this.lastNames` (`raw` as core writes them, `lower`
+   * lowercased; read them at once); anything else as `decide`'s verdict or Promise of one. The
+   * same steps, calls, errors and hooks as `decide`, in the same order.
    */
-  decideJoined(req, ctx, peer, forwarded, method, path) {
+  decideValues(req, ctx, peer, forwarded, method, path) {
     if (!this.sync) return this.decide(req, ctx, peer, forwarded, method, path)
     if (this.skipFn !== undefined && this.skipFn(req, ctx)) return SKIPPED
     const key = this.keyFn === undefined ? this.clientKey(peer, forwarded) : this.keyFn(req, ctx)
     const cost = this.costFn === undefined ? 1 : this.costFn(req, ctx)
-    let joined
+    let values
     try {
-      joined = parts.checkSync(this.fields, key, cost)
+      values = parts.values(this.fields, key, cost)
     } catch (e) {
       return this.failed(e, key, method, path)
     }
     // `fields` is always a RateLimitFields, but never trust that blindly: the method answers.
-    if (joined === null) {
+    if (values === null) {
       const checked = this.fields.checkSync(key, cost)
       return this.finish(checked.decision, checked.lines, key, method, path)
     }
-    if (parts.allowed()) return joined
-    return this.finish(parts.decision(), joined === '' ? [] : joined.split('\n'), key, method, path)
+    const id = parts.namesId()
+    // No names id (core never has that many lists of names): the lines came back joined.
+    if (id < 0) return this.finish(parts.decision(), values === '' ? [] : values.split('\n'), key, method, path)
+    const names = namesOf(id)
+    if (parts.allowed()) {
+      this.lastNames = names
+      return values
+    }
+    const lines = []
+    forEachValue(values, names.raw, lines, pushLine)
+    return this.finish(parts.decision(), lines, key, method, path)
   }
 
   /**
@@ -198,18 +209,45 @@ class RateLimitCore {
 }
 
 /**
- * Calls `set(target, name, value)` for each line of `joined` (decideJoined's string), in order,
- * as a loop over `lines` would: no array made.
+ * The names of decideValues' lines with names id `id` (parts.namesId: one id per list of names
+ * core writes, for the life of the process): `raw` as core writes them, and `lower` for a
+ * framework that lowercases names, lowercased and internalized. Fastify's `reply.header`
+ * lowercases each name and stores it as a property key of the reply's headers: a name read
+ * afresh from each response's lines cost a slice, a new lowercased string and a string-table
+ * lookup there, twice a request (~5 % of a request's CPU in `node --cpu-prof`); the same
+ * lowercase, internalized string lowercases to itself and is found by pointer.
  */
-function forEachLine(joined, target, set) {
-  let start = 0
-  while (start < joined.length) {
-    const nameEnd = joined.indexOf('\n', start)
-    let valueEnd = joined.indexOf('\n', nameEnd + 1)
-    if (valueEnd < 0) valueEnd = joined.length
-    set(target, joined.slice(start, nameEnd), joined.slice(nameEnd + 1, valueEnd))
-    start = valueEnd + 1
+const NAMES = []
+function namesOf(id) {
+  let names = NAMES[id]
+  if (names === undefined) {
+    const joined = parts.names(id)
+    const raw = joined === '' ? [] : joined.split('\n')
+    // A property key is internalized: the key read back is the string-table entry.
+    const lower = raw.map((name) => Object.keys({ [name.toLowerCase()]: 0 })[0])
+    names = Object.freeze({ raw: Object.freeze(raw), lower: Object.freeze(lower) })
+    NAMES[id] = names
   }
+  return names
+}
+
+/**
+ * Calls `set(target, names[i], value i)` for each value of `values` (decideValues' string:
+ * `value\nvalue...`, one per name; no header value holds a line break), in order, as a loop
+ * over `[name, value, ...]` lines would: no array made.
+ */
+function forEachValue(values, names, target, set) {
+  let start = 0
+  for (let i = 0; i < names.length; i++) {
+    let end = values.indexOf('\n', start)
+    if (end < 0) end = values.length
+    set(target, names[i], values.slice(start, end))
+    start = end + 1
+  }
+}
+
+function pushLine(lines, name, value) {
+  lines.push(name, value)
 }
 
 /** Whether `v` is a Promise-like verdict (the limiter is not in-process). */
@@ -219,7 +257,7 @@ function pending(v) {
 
 module.exports = {
   RateLimitCore,
-  forEachLine,
+  forEachValue,
   pending,
   PROBLEM_CONTENT_TYPE: tk.PROBLEM_CONTENT_TYPE,
   problemBody: tk.problemBody,

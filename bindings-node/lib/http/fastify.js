@@ -3,7 +3,7 @@
 // `onRequest` hook. Like plugins wrapped in `fastify-plugin`, it is not encapsulated, so it
 // limits every route of the instance it is registered on; register it inside your own plugin
 // to limit only that plugin's routes, or use `skip`.
-const { RateLimitCore, forEachLine, pending, PROBLEM_CONTENT_TYPE, problemBody, unavailableBody } = require('./decide.js')
+const { RateLimitCore, forEachValue, pending, PROBLEM_CONTENT_TYPE, problemBody, unavailableBody } = require('./decide.js')
 
 /**
  * Options: `limiter` (required), `key(request)`, `cost(request)`, `skip(request)`, `family`,
@@ -24,14 +24,15 @@ function rateLimitPlugin(fastify, options, done) {
   fastify.addHook('onRequest', function throttlekitRateLimit(request, reply, next) {
     let verdict
     try {
-      verdict = core.decideJoined(request, undefined, request.socket.remoteAddress, request.headers[header], request.method, request.url)
+      verdict = core.decideValues(request, undefined, request.socket.remoteAddress, request.headers[header], request.method, request.url)
     } catch (e) {
       next(e)
       return
     }
-    // An allowed request of an in-process limiter: its lines, joined (no verdict object).
+    // An allowed request of an in-process limiter: its values, joined (no verdict object),
+    // under names that are already lowercase (what `reply.header` makes of them anyway).
     if (typeof verdict === 'string') {
-      forEachLine(verdict, reply, setHeader)
+      forEachValue(verdict, core.lastNames.lower, reply, setHeader)
       next()
     } else if (pending(verdict)) verdict.then((v) => answer(core, v, request, reply, next), next)
     else answer(core, verdict, request, reply, next)

