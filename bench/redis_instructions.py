@@ -125,6 +125,15 @@ def multi_rows(calls: int) -> None:
                   f"INCR + PEXPIRE script x{n}\t{f / (peer * n):.2f}\t-\t"
                   f"{f:,.0f} vs {peer * n:,.0f} instructions; EVALSHA {e:,.0f}; usec_per_call "
                   f"{t['fcall']:.2f} vs {t['peer'] * n:.2f}")
+        # A multi check of one dimension is sent as that strategy's own check
+        # (core/src/redis/call.rs, `multi`): what `throttlekit serve` sends for a request with one
+        # limit.
+        fw = instructions_per_call(assemble(LUA / "fixed_window.lua"), ["check", "1", "1000000000", "1000"], 1,
+                                   calls, Path(tmp) / "single.f", keys=("k0",), fcall=True)
+        print(f"one fixed window sent as its own check (what a one-dimension multi sends): FCALL {fw:,.0f} "
+              f"instructions per call, peer {peer:,.0f} (FCALL/peer {fw / peer:.2f})")
+        print(f"ROW\tRedis server instructions per call (callgrind), one-dimension multi as fixed_window check "
+              f"(FCALL)\tINCR + PEXPIRE script\t{fw / peer:.2f}\t-\t{fw:,.0f} vs {peer:,.0f} instructions")
 
 
 def splice(text: str, whole: bool, seen: set[str], out: list[str]) -> None:

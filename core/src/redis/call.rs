@@ -20,6 +20,9 @@ pub enum Shape {
     Reservation,
     /// `{admitted, (allowed, limit, remaining, resetAt, retryAfterMs, ttl) per dimension}`.
     Multi,
+    /// A multi check of one dimension sent as its strategy's single-key check: the
+    /// [`Shape::Decision`] reply, read as a multi reply whose verdict is that decision's.
+    MultiOfOne,
     /// `{granted, limit, resetAt, retryAfterMs, expiresInMs, ttl}` (lease.lua).
     Grant,
     /// A multi reply with `granted, expiresInMs` after each dimension's six (multi.lua's lease).
@@ -233,7 +236,7 @@ pub fn single(key: &str, now: Now, transform: &Transform<'_>) -> ScriptCall {
 /// The fused call for a multi-dimensional lease: the check's arguments, then `lease` and each
 /// dimension's `want, lifetime`.
 pub fn multi_lease(rule: Rule, dims: &[DimensionCall<'_>], leases: &[DimensionLease], now: Now) -> ScriptCall {
-    let mut call = multi(rule, dims, now);
+    let mut call = fused(rule, dims, now);
     call.args.arg("lease");
     for l in leases {
         call.args.arg(l.want.min(i64::MAX as u64)).arg(l.lifetime_ms);
@@ -242,8 +245,27 @@ pub fn multi_lease(rule: Rule, dims: &[DimensionCall<'_>], leases: &[DimensionLe
     call
 }
 
-/// The fused call for a multi-dimensional check.
+/// The call for a multi-dimensional check: the fused script (multi.lua), or for one dimension
+/// its strategy's own single-key check.
+///
+/// Why one dimension goes alone: with one dimension `all` and `any` both admit exactly when
+/// that dimension allows and commit exactly what its check commits, so the single-key script
+/// decides and writes the same (multi.lua runs the same strategy helpers, and
+/// `core/tests/redis_dual_path.rs` holds both paths to the in-memory store), while inside
+/// Redis it costs about half the fused function: no rule, kind dispatch or per-dimension
+/// bookkeeping, a 6-element reply instead of 7 and three fewer arguments. A request of
+/// `throttlekit serve` with one descriptor and one limit, the common case, is this call.
 pub fn multi(rule: Rule, dims: &[DimensionCall<'_>], now: Now) -> ScriptCall {
+    if let [d] = dims {
+        let mut call = single(d.key, now, &Transform::Check { strategy: d.strategy, cost: d.cost });
+        call.shape = Shape::MultiOfOne;
+        return call;
+    }
+    fused(rule, dims, now)
+}
+
+/// The fused call (multi.lua) for any number of dimensions.
+fn fused(rule: Rule, dims: &[DimensionCall<'_>], now: Now) -> ScriptCall {
     let mut args = Cmd::with_capacity(3 + dims.len() * 8, 32 + dims.len() * 48);
     now_arg(&mut args, now);
     args.arg(match rule {
@@ -298,6 +320,9 @@ pub fn decode_reply(call: &ScriptCall, value: &Value) -> Result<Outcome> {
         Shape::Reservation => fixed::<3>(call, value)
             .and_then(|f| reservation(&f).ok_or_else(bad))
             .map(|r| Outcome::Single(Reply::Reservation(r))),
+        Shape::MultiOfOne => fixed::<6>(call, value)
+            .and_then(|f| decision(&f).ok_or_else(bad))
+            .map(|d| Outcome::Multi(MultiReply { allowed: d.allowed, decisions: vec![d] })),
         Shape::Multi | Shape::MultiLease => decode(call, value).map(|d| d.reply),
         Shape::Grant => {
             fixed::<6>(call, value).and_then(|f| grant(&f).ok_or_else(bad)).map(|g| Outcome::Single(Reply::Grant(g)))
@@ -357,6 +382,13 @@ pub fn decode(call: &ScriptCall, value: &Value) -> Result<Decoded> {
             reply: Outcome::Single(Reply::Decision(decision(&f).ok_or_else(bad)?)),
             ttls: vec![ttl(f[5])],
         }),
+        Shape::MultiOfOne if f.len() == 6 => {
+            let d = decision(&f).ok_or_else(bad)?;
+            Ok(Decoded {
+                reply: Outcome::Multi(MultiReply { allowed: d.allowed, decisions: vec![d] }),
+                ttls: vec![ttl(f[5])],
+            })
+        }
         Shape::Grant if f.len() == 6 => {
             Ok(Decoded { reply: Outcome::Single(Reply::Grant(grant(&f).ok_or_else(bad)?)), ttls: vec![ttl(f[5])] })
         }
@@ -394,5 +426,61 @@ pub fn decode(call: &ScriptCall, value: &Value) -> Result<Decoded> {
             })
         }
         _ => Err(bad()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use redis::Value;
+
+    use super::*;
+
+    fn dims<'a>(strategies: &'a [Strategy], keys: &'a [&'a str]) -> Vec<DimensionCall<'a>> {
+        strategies.iter().zip(keys).map(|(strategy, key)| DimensionCall { key, strategy, cost: 2 }).collect()
+    }
+
+    /// One dimension goes as its strategy's own check (the same call a single-key check of that
+    /// cost sends), under either rule; two go to the fused script.
+    #[test]
+    fn a_multi_check_of_one_dimension_is_its_single_key_check() {
+        let s = [Strategy::fixed_window(5, 1000).unwrap(), Strategy::gcra(4, 1000, None).unwrap()];
+        for rule in [Rule::All, Rule::Any] {
+            let one = multi(rule, &dims(&s[..1], &["k"]), Now::At(1_000));
+            let check = single("k", Now::At(1_000), &Transform::Check { strategy: &s[0], cost: 2 });
+            assert_eq!(one.script.name, SCRIPTS.fixed_window.name);
+            assert_eq!(one.shape, Shape::MultiOfOne);
+            assert_eq!(one.keys, check.keys);
+            assert_eq!(one.args.get_packed_command(), check.args.get_packed_command());
+            let two = multi(rule, &dims(&s, &["k", "j"]), Now::At(1_000));
+            assert_eq!((two.script.name, two.shape), (SCRIPTS.multi.name, Shape::Multi));
+        }
+        // A lease keeps the fused script whatever the number of dimensions.
+        let lease =
+            multi_lease(Rule::All, &dims(&s[..1], &["k"]), &[DimensionLease { want: 3, lifetime_ms: 0 }], Now::At(1));
+        assert_eq!((lease.script.name, lease.shape), (SCRIPTS.multi.name, Shape::MultiLease));
+    }
+
+    /// The single-key reply reads as a multi reply whose verdict is the decision's; anything
+    /// but a sane six-integer decision is the store's failure.
+    #[test]
+    fn a_single_key_reply_to_a_one_dimension_multi_decodes_as_a_multi_reply() {
+        let s = [Strategy::fixed_window(5, 1000).unwrap()];
+        let call = multi(Rule::All, &dims(&s, &["k"]), Now::At(1_000));
+        let ints = |v: &[i64]| Value::Array(v.iter().map(|&i| Value::Int(i)).collect());
+        for (reply, allowed, ttl) in
+            [(ints(&[1, 5, 3, 2000, 0, 1000]), true, Some(1000)), (ints(&[0, 5, 0, 2000, 1000, -1]), false, None)]
+        {
+            let Outcome::Multi(m) = decode_reply(&call, &reply).unwrap() else { panic!("not a multi reply") };
+            assert_eq!(m.allowed, allowed);
+            assert_eq!(m.decisions.len(), 1);
+            assert_eq!((m.decisions[0].allowed, m.decisions[0].remaining), (allowed, if allowed { 3 } else { 0 }));
+            let decoded = decode(&call, &reply).unwrap();
+            assert_eq!(decoded.ttls, vec![ttl]);
+            assert!(matches!(decoded.reply, Outcome::Multi(ref r) if r.allowed == allowed));
+        }
+        for bad in [ints(&[1, 1, 5, 3, 2000, 0, 1000]), ints(&[1, 5, 3, 2000, 7, 1000]), Value::Int(1)] {
+            assert!(decode_reply(&call, &bad).is_err(), "{bad:?}");
+            assert!(decode(&call, &bad).is_err(), "{bad:?}");
+        }
     }
 }

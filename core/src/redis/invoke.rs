@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use redis::{Cmd, ErrorKind, Pipeline, RedisError, RedisResult, Value};
 
-use super::call::{self, ScriptCall};
+use super::call::ScriptCall;
 use super::eval_cmd;
 use super::scripts::LIBRARY;
 
@@ -77,12 +77,11 @@ pub(crate) fn load_library() -> Cmd {
     c
 }
 
-/// `FCALL function numkeys keys... args...`.
+/// `FCALL function numkeys keys... args...`, laid out as `EVALSHA` is ([`eval_cmd`]: one
+/// buffer sized for the whole command up front; built from an empty `Cmd`, its buffer and its
+/// argument list grew by reallocation several times per call, on every request of `serve`).
 fn fcall(call: &ScriptCall) -> Cmd {
-    let mut c = redis::cmd("FCALL");
-    c.arg(&call.script.function).arg(call.keys.len()).arg(&call.keys);
-    call::append_args(&mut c, &call.args);
-    c
+    eval_cmd("FCALL", &call.script.function, call)
 }
 
 /// The first (and usually only) command of `call`.
