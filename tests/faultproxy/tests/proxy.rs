@@ -189,6 +189,38 @@ fn delay_holds_the_request_and_stall_holds_the_connection() {
     assert!(start.elapsed() >= Duration::from_millis(150));
 }
 
+/// A held connection waits without spinning. A stall holds its request from the moment it
+/// stalls, and the connection's task used to wake for that (long due) request on every turn, so
+/// the proxy's one thread spun for the whole stall: on a loaded machine that CPU came out of the
+/// test process's share, and a client's call through the proxy ran ~100 ms past its bound
+/// (`redis_standalone.rs`, `stall_past_the_timeout`). A partition holding a delayed request
+/// did the same once the delay was due.
+#[test]
+fn a_stalled_or_partitioned_connection_waits_without_spinning() {
+    let server = counter();
+    let proxy = FaultProxy::start(server.addr).unwrap();
+    let mut s = connect(proxy.addr());
+    assert_eq!(call(&mut s, "GET a"), Seen::Reply(":1".into()));
+
+    proxy.set(vec![Rule::new(Fault::Stall(Duration::from_millis(300))).times(1)]);
+    let before = proxy.stats().wakeups;
+    assert_eq!(call(&mut s, "GET a"), Seen::Reply(":2".into()));
+    let during = proxy.stats().wakeups - before;
+    // A handful of events (the request, the stall's timer, the reply); a spin is thousands.
+    assert!(during < 50, "{during} wake-ups for one stalled request");
+
+    proxy.set(vec![Rule::new(Fault::Delay(Duration::from_millis(20))).times(1)]);
+    proxy.partition(true);
+    let before = proxy.stats().wakeups;
+    s.set_read_timeout(Some(Duration::from_millis(300))).unwrap();
+    assert_eq!(call(&mut s, "GET a"), Seen::Nothing);
+    let during = proxy.stats().wakeups - before;
+    assert!(during < 50, "{during} wake-ups while a due request waited out a partition");
+    proxy.partition(false);
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    assert_eq!(read_reply(&mut s), Seen::Reply(":3".into()));
+}
+
 #[test]
 fn black_hole_keeps_the_connection_open_and_answers_nothing() {
     let server = counter();
