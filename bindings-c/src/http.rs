@@ -17,22 +17,67 @@ use crate::panic::guard;
 use crate::result::{from_error, tk_result};
 use crate::strategy::tk_strategy;
 
-/// Copies `text` into `buf` (see the module doc).
-///
-/// # Safety
-/// `buf` must be valid for writes of `len` bytes; `out_n` must be valid for writes.
-unsafe fn copy_out(text: &str, buf: *mut c_char, len: usize, out_n: &mut usize) -> tk_result {
-    let bytes = text.as_bytes();
-    if len > 0 {
-        let n = bytes.len().min(len - 1);
-        // SAFETY: the caller guarantees `len` writable bytes at `buf`; n + 1 <= len.
-        unsafe {
-            std::ptr::copy_nonoverlapping(bytes.as_ptr(), buf.cast::<u8>(), n);
-            *buf.add(n) = 0;
+/// A caller's text buffer, checked: `buf` may be NULL only when `len == 0`. The first half of
+/// [`TextOut`], apart so that an export with another output between `len` and `out_n`
+/// (`tk_http_edge_check_request`'s `out_key_n`) still checks its arguments in their order.
+pub(crate) struct TextBuf {
+    buf: *mut c_char,
+    len: usize,
+}
+
+impl TextBuf {
+    pub(crate) fn new(buf: *mut c_char, len: usize) -> Result<Self, tk_result> {
+        if buf.is_null() && len > 0 {
+            return Err(crate::args::null("buf"));
         }
+        Ok(Self { buf, len })
     }
-    *out_n = bytes.len();
-    tk_result::Ok
+
+    /// The buffer with its checked `out_n`.
+    ///
+    /// # Safety
+    /// `out_n`, when not NULL, must be valid for writes for `'a`.
+    pub(crate) unsafe fn with_n<'a>(self, out_n: *mut usize) -> Result<TextOut<'a>, tk_result> {
+        let n = unsafe { crate::args::out(out_n, "out_n") }?;
+        Ok(TextOut { buf: self.buf, len: self.len, n })
+    }
+}
+
+/// The checked output arguments of a text export (`buf`, `len`, `out_n`, in that order). The
+/// exports that count something check them before counting, so that a NULL output fails the
+/// call without spending a unit.
+pub(crate) struct TextOut<'a> {
+    buf: *mut c_char,
+    len: usize,
+    n: &'a mut usize,
+}
+
+impl TextOut<'_> {
+    /// Checks `buf` (NULL only when `len == 0`), then `out_n`.
+    ///
+    /// # Safety
+    /// `out_n`, when not NULL, must be valid for writes for the returned lifetime.
+    pub(crate) unsafe fn new(buf: *mut c_char, len: usize, out_n: *mut usize) -> Result<Self, tk_result> {
+        unsafe { TextBuf::new(buf, len)?.with_n(out_n) }
+    }
+
+    /// Copies `text` into the buffer (see the module doc).
+    ///
+    /// # Safety
+    /// `buf` must be valid for writes of `len` bytes.
+    pub(crate) unsafe fn write(self, text: &str) -> tk_result {
+        let bytes = text.as_bytes();
+        if self.len > 0 {
+            let n = bytes.len().min(self.len - 1);
+            // SAFETY: the caller guarantees `len` writable bytes at `buf`; n + 1 <= len.
+            unsafe {
+                std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.buf.cast::<u8>(), n);
+                *self.buf.add(n) = 0;
+            }
+        }
+        *self.n = bytes.len();
+        tk_result::Ok
+    }
 }
 
 /// Checks the output arguments of a text export and copies `text` out (see the module doc).
@@ -40,11 +85,8 @@ unsafe fn copy_out(text: &str, buf: *mut c_char, len: usize, out_n: &mut usize) 
 /// # Safety
 /// As for the exports: `buf` valid for `len` bytes (or NULL with `len == 0`), `out_n` writable.
 pub(crate) unsafe fn answer_text(text: &str, buf: *mut c_char, len: usize, out_n: *mut usize) -> tk_result {
-    if buf.is_null() && len > 0 {
-        return crate::args::null("buf");
-    }
-    let n = try_arg!(unsafe { crate::args::out(out_n, "out_n") });
-    unsafe { copy_out(text, buf, len, n) }
+    let out = try_arg!(unsafe { TextOut::new(buf, len, out_n) });
+    unsafe { out.write(text) }
 }
 
 /// Shared body of the two JSON exports.

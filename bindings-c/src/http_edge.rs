@@ -16,7 +16,7 @@ use throttlekit::http::HttpEdge;
 
 use crate::args::{borrow, bytes, free_handle, into_handle, optional_string, out, try_arg, try_core};
 use crate::decision::tk_decision;
-use crate::http::answer_text;
+use crate::http::{TextBuf, TextOut, answer_text};
 use crate::limiter::tk_limiter;
 use crate::multi::tk_multi_limiter;
 use crate::panic::{guard, guard_void};
@@ -195,15 +195,12 @@ pub unsafe extern "C" fn tk_http_edge_check(
     guard(|| {
         let (edge, limiter, key) = try_arg!(unsafe { limiter_key(edge, limiter, key, key_len) });
         let o = try_arg!(unsafe { out(out_decision, "out_decision") });
-        if buf.is_null() && len > 0 {
-            return crate::args::null("buf");
-        }
-        try_arg!(unsafe { out(out_n, "out_n") });
+        let text = try_arg!(unsafe { TextOut::new(buf, len, out_n) });
         let checked = try_core!(edge.check(limiter, key, cost, now_ms));
         with_scratch(|_, lines| {
             try_core!(edge.write_lines(limiter, key, &checked.decision, checked.now_ms, lines));
             *o = checked.decision.into();
-            unsafe { answer_text(lines, buf, len, out_n) }
+            unsafe { text.write(lines) }
         })
     })
 }
@@ -251,11 +248,9 @@ pub unsafe extern "C" fn tk_http_edge_check_request(
         let xff = try_arg!(unsafe { lossy(x_forwarded_for, x_forwarded_for_len, "x_forwarded_for") });
         let fwd = try_arg!(unsafe { lossy(forwarded, forwarded_len, "forwarded") });
         let o = try_arg!(unsafe { out(out_decision, "out_decision") });
-        if buf.is_null() && len > 0 {
-            return crate::args::null("buf");
-        }
+        let text_buf = try_arg!(TextBuf::new(buf, len));
         let key_n = try_arg!(unsafe { out(out_key_n, "out_key_n") });
-        try_arg!(unsafe { out(out_n, "out_n") });
+        let text_out = try_arg!(unsafe { text_buf.with_n(out_n) });
         with_scratch(|key, text| {
             try_core!(edge.write_client_key(&peer, &xff, &fwd, key));
             let checked = try_core!(edge.check(limiter, key, cost, now_ms));
@@ -263,7 +258,7 @@ pub unsafe extern "C" fn tk_http_edge_check_request(
             try_core!(edge.write_lines(limiter, key, &checked.decision, checked.now_ms, text));
             *o = checked.decision.into();
             *key_n = key.len();
-            unsafe { answer_text(text, buf, len, out_n) }
+            unsafe { text_out.write(text) }
         })
     })
 }

@@ -36,6 +36,14 @@ static void last_error(char *buf, size_t len) {
     if (tk_last_error_message(buf, len, NULL) != TK_RESULT_OK) abort();
 }
 
+/* The last error's message is exactly `null_parameter: <name> must not be NULL`. */
+static int last_error_null(const char *name) {
+    char msg[128], want[128];
+    last_error(msg, sizeof msg);
+    snprintf(want, sizeof want, "null_parameter: %s must not be NULL", name);
+    return strcmp(msg, want) == 0;
+}
+
 static void test_version_and_results(void) {
     current = "version_and_results";
     CHECK(strcmp(tk_version(), TK_VERSION) == 0);
@@ -305,6 +313,30 @@ static void test_http_edge(void) {
     CHECK(d.remaining == 3 && key_n == 11 && n > sizeof tiny && strlen(tiny) == sizeof tiny - 1);
     CHECK(tk_http_edge_check_request(edge, l, "10.0.0.1", 8, NULL, 0, NULL, 0, 1, 0, &d, lines, sizeof lines, NULL,
                                      &n) == TK_RESULT_NULL_PARAMETER);
+    /* A NULL output fails the call before anything is counted, each named in the error. */
+    CHECK(tk_http_edge_check_request(edge, l, "203.0.113.7", 11, NULL, 0, NULL, 0, 1, 0, NULL, lines, sizeof lines,
+                                     &key_n, &n) == TK_RESULT_NULL_PARAMETER);
+    CHECK(last_error_null("out_decision"));
+    CHECK(tk_http_edge_check_request(edge, l, "203.0.113.7", 11, NULL, 0, NULL, 0, 1, 0, &d, NULL, 4, &key_n, &n) ==
+          TK_RESULT_NULL_PARAMETER);
+    CHECK(last_error_null("buf"));
+    CHECK(tk_http_edge_check_request(edge, l, "203.0.113.7", 11, NULL, 0, NULL, 0, 1, 0, &d, lines, sizeof lines, NULL,
+                                     NULL) == TK_RESULT_NULL_PARAMETER);
+    CHECK(last_error_null("out_key_n"));
+    CHECK(tk_http_edge_check_request(edge, l, "203.0.113.7", 11, NULL, 0, NULL, 0, 1, 0, &d, lines, sizeof lines,
+                                     &key_n, NULL) == TK_RESULT_NULL_PARAMETER);
+    CHECK(last_error_null("out_n"));
+    CHECK(tk_http_edge_check(edge, l, "k", 1, 1, 0, NULL, lines, sizeof lines, &n) == TK_RESULT_NULL_PARAMETER);
+    CHECK(last_error_null("out_decision"));
+    CHECK(tk_http_edge_check(edge, l, "k", 1, 1, 0, &d, lines, sizeof lines, NULL) == TK_RESULT_NULL_PARAMETER);
+    CHECK(last_error_null("out_n"));
+    CHECK(tk_http_edge_lines(edge, l, "k", 1, &d, 0, NULL, 4, &n) == TK_RESULT_NULL_PARAMETER);
+    CHECK(last_error_null("buf"));
+    CHECK(tk_http_edge_lines(edge, l, "k", 1, &d, 0, lines, sizeof lines, NULL) == TK_RESULT_NULL_PARAMETER);
+    CHECK(last_error_null("out_n"));
+    CHECK_OK(tk_http_edge_check_request(edge, l, "203.0.113.7", 11, NULL, 0, NULL, 0, 1, 0, &d, lines, sizeof lines,
+                                        &key_n, &n));
+    CHECK(d.remaining == 2);
     /* The counted-key check reads exactly key_len bytes. */
     CHECK_OK(tk_limiter_check_n(l, "kx", 1, 1, &d));
     CHECK(d.remaining == 2);

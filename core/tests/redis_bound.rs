@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use redis_server::RedisServer;
-use redis_store::{connect, connect_with, options, times_out_while_stopped};
+use redis_store::{connect, connect_with, times_out_while_stopped};
 use throttlekit::redis::{RedisOptions, RedisStore};
 use throttlekit::store::Now;
 use throttlekit::{ErrorCode, FailPolicy, Limiter, Strategy};
@@ -38,6 +38,44 @@ fn current_thread() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap()
 }
 
+/// What a test here starts from: a server, a plain store on it, a counter on that store, and a
+/// runtime not bound yet. Taken apart with `let Setup { server, store, l, rt } = ...`, so each
+/// test's body names them as locals, dropped in the reverse order: the runtime first, the
+/// server last. A test that does not use the server binds it as `_server` (not `..`, which
+/// would drop it, stopping the server, right there).
+struct Setup {
+    server: RedisServer,
+    store: Arc<RedisStore>,
+    l: Limiter,
+    rt: tokio::runtime::Runtime,
+}
+
+impl Setup {
+    /// On a current-thread runtime.
+    fn new() -> Setup {
+        Setup::on(current_thread())
+    }
+
+    /// On `rt`.
+    fn on(rt: tokio::runtime::Runtime) -> Setup {
+        Setup::with(rt, |options| options)
+    }
+
+    /// On `rt`, with the store's options as `options` makes them from the plain ones.
+    fn with(rt: tokio::runtime::Runtime, options: impl FnOnce(RedisOptions) -> RedisOptions) -> Setup {
+        let server = RedisServer::start();
+        let store = connect_with(options(redis_store::options(server.url(), TIMEOUT_MS)));
+        let l = counter(&store);
+        Setup { server, store, l, rt }
+    }
+
+    /// With the runtime bound and its own connection up.
+    fn bound(self) -> Setup {
+        bind(&self.store, &self.rt);
+        self
+    }
+}
+
 /// Binds `rt` and waits (driving it) until its own connection is up.
 fn bind(store: &RedisStore, rt: &tokio::runtime::Runtime) {
     rt.block_on(redis_store::bind(store));
@@ -49,10 +87,7 @@ fn remaining(l: &Limiter) -> i64 {
 
 #[test]
 fn bound_calls_count_once_and_answer_script_flushes_with_eval() {
-    let server = RedisServer::start();
-    let store = connect(server.url(), TIMEOUT_MS);
-    let l = counter(&store);
-    let rt = current_thread();
+    let Setup { server, store, l, rt } = Setup::new();
     assert!(!rt.block_on(async { store.bound_connection_ready() }));
     bind(&store, &rt);
     rt.block_on(async {
@@ -72,11 +107,7 @@ fn bound_calls_count_once_and_answer_script_flushes_with_eval() {
 
 #[test]
 fn bound_calls_to_a_stopped_server_time_out_then_recover() {
-    let server = RedisServer::start();
-    let store = connect(server.url(), TIMEOUT_MS);
-    let l = counter(&store);
-    let rt = current_thread();
-    bind(&store, &rt);
+    let Setup { server, store, l, rt } = Setup::new().bound();
     rt.block_on(async {
         l.check_at("k", 1, Now::At(NOW)).await.unwrap();
         times_out_while_stopped(&server, TIMEOUT_MS, || l.check_at("k", 1, Now::At(NOW))).await;
@@ -86,11 +117,7 @@ fn bound_calls_to_a_stopped_server_time_out_then_recover() {
 
 #[test]
 fn a_timed_out_bound_call_is_not_sent_again() {
-    let server = RedisServer::start();
-    let store = connect(server.url(), TIMEOUT_MS);
-    let l = counter(&store);
-    let rt = current_thread();
-    bind(&store, &rt);
+    let Setup { server, store, l, rt } = Setup::new().bound();
     rt.block_on(l.check_at("k", 1, Now::At(NOW))).unwrap();
     let port = server.port;
     let sleeper = redis_server::block_server(port, 1);
@@ -107,12 +134,9 @@ fn a_timed_out_bound_call_is_not_sent_again() {
 
 #[test]
 fn bound_calls_reconnect_after_a_restart() {
-    let mut server = RedisServer::start();
-    let port = server.port;
-    let store = connect(server.url(), TIMEOUT_MS);
-    let l = counter(&store);
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
-    bind(&store, &rt);
+    let Setup { mut server, store, l, rt } = Setup::on(rt).bound();
+    let port = server.port;
     rt.block_on(l.check_at("k", 1, Now::At(NOW))).unwrap();
     server.stop();
     for _ in 0..3 {
@@ -138,11 +162,8 @@ fn bound_calls_reconnect_after_a_restart() {
 
 #[test]
 fn calls_from_other_executors_still_work_while_a_runtime_is_bound() {
-    let server = RedisServer::start();
-    let store = connect(server.url(), TIMEOUT_MS);
-    let l = Arc::new(counter(&store));
-    let bound = current_thread();
-    bind(&store, &bound);
+    let Setup { server: _server, store, l, rt: bound } = Setup::new().bound();
+    let l = Arc::new(l);
     bound.block_on(l.check_at("k", 1, Now::At(NOW))).unwrap();
     // Another tokio runtime, unbound (its calls take the store's connections).
     store.bind_runtimes(false);
@@ -180,9 +201,7 @@ fn calls_from_other_executors_still_work_while_a_runtime_is_bound() {
 
 #[test]
 fn a_runtime_without_io_or_timers_is_not_bound() {
-    let server = RedisServer::start();
-    let store = connect(server.url(), TIMEOUT_MS);
-    let l = counter(&store);
+    let Setup { server: _server, store, l, .. } = Setup::new();
     // Bound explicitly, then by their first call: the connect fails there (once), and every
     // call is answered through the store's connections.
     for explicit in [true, false] {
@@ -208,10 +227,7 @@ fn a_runtime_without_io_or_timers_is_not_bound() {
 
 #[test]
 fn the_first_call_on_a_runtime_binds_it_and_each_call_counts_once() {
-    let server = RedisServer::start();
-    let store = connect(server.url(), TIMEOUT_MS);
-    let l = counter(&store);
-    let rt = current_thread();
+    let Setup { server: _server, store, l, rt } = Setup::new();
     let calls = rt.block_on(async {
         assert!(!store.bound_connection_ready());
         let deadline = Instant::now() + Duration::from_secs(5);
@@ -246,9 +262,7 @@ fn the_first_call_on_a_runtime_binds_it_and_each_call_counts_once() {
 
 #[test]
 fn runtimes_that_shut_down_leave_no_binding_and_no_connection_behind() {
-    let server = RedisServer::start();
-    let store = connect(server.url(), TIMEOUT_MS);
-    let l = counter(&store);
+    let Setup { server, store, l, .. } = Setup::new();
     let clients = || {
         let info = redis_server::raw_command(server.port, "INFO clients").unwrap();
         let line = info.lines().find(|l| l.starts_with("connected_clients:")).unwrap().to_string();
@@ -285,10 +299,7 @@ fn runtimes_that_shut_down_leave_no_binding_and_no_connection_behind() {
 
 #[test]
 fn a_runtime_entered_but_not_driven_costs_one_timeout_then_takes_the_stores_connections() {
-    let server = RedisServer::start();
-    let store = connect(server.url(), TIMEOUT_MS);
-    let l = counter(&store);
-    let rt = current_thread();
+    let Setup { server: _server, store, l, rt } = Setup::new();
     rt.block_on(async {
         l.check_at("k", 1, Now::At(NOW)).await.unwrap();
         let deadline = Instant::now() + Duration::from_secs(5);
@@ -323,10 +334,8 @@ fn a_runtime_entered_but_not_driven_costs_one_timeout_then_takes_the_stores_conn
 
 #[test]
 fn binding_does_nothing_in_replay_mode() {
-    let server = RedisServer::start();
-    let store = connect_with(RedisOptions { deterministic_replay: true, ..options(server.url(), TIMEOUT_MS) });
-    let l = counter(&store);
-    let rt = current_thread();
+    let Setup { server: _server, store, l, rt } =
+        Setup::with(current_thread(), |plain| RedisOptions { deterministic_replay: true, ..plain });
     rt.block_on(async {
         store.bind_current_runtime().unwrap();
         for _ in 0..10 {

@@ -122,10 +122,17 @@ impl Conn {
                 self.cbuf.clear();
                 self.sbuf.clear();
             }
-            let wake = match (self.stall_until, self.held.as_ref().map(|h| h.1)) {
+            // A held request wakes the task only when it can go: while the connection is
+            // paused its time may be long past (a stall holds its request from the moment it
+            // stalls), and waking for it there spun this task, and the proxy's only thread, for
+            // the whole stall. What ends a pause wakes the task itself: the stall's own timer,
+            // or a partition change.
+            let held_at = self.held.as_ref().map(|h| h.1).filter(|_| !paused);
+            let wake = match (self.stall_until, held_at) {
                 (Some(a), Some(b)) => Some(a.min(b)),
                 (a, b) => a.or(b),
             };
+            shared.wakeups.fetch_add(1, Ordering::Relaxed);
             tokio::select! {
                 _ = kill.changed() => return Err(Closed::Fin),
                 _ = partition.changed() => {}

@@ -131,6 +131,10 @@ pub struct Stats {
     pub scripts: u64,
     /// Faults injected.
     pub faults: u64,
+    /// Times a connection task went back to waiting for its next event (bytes, a timer, a
+    /// control change): a few per request. A stalled or partitioned connection waits once until
+    /// that ends, so a count that grows while traffic is held is a task spinning.
+    pub wakeups: u64,
 }
 
 struct Armed {
@@ -159,6 +163,7 @@ pub(crate) struct Shared {
     commands: AtomicU64,
     scripts: AtomicU64,
     faults: AtomicU64,
+    pub(crate) wakeups: AtomicU64,
     partition: watch::Sender<bool>,
     kill: watch::Sender<u64>,
 }
@@ -243,6 +248,7 @@ impl FaultProxy {
             commands: AtomicU64::new(0),
             scripts: AtomicU64::new(0),
             faults: AtomicU64::new(0),
+            wakeups: AtomicU64::new(0),
             partition: watch::channel(false).0,
             kill: watch::channel(0).0,
         });
@@ -314,6 +320,7 @@ impl FaultProxy {
             commands: s.commands.load(Ordering::Relaxed),
             scripts: s.scripts.load(Ordering::Relaxed),
             faults: s.faults.load(Ordering::Relaxed),
+            wakeups: s.wakeups.load(Ordering::Relaxed),
         }
     }
 }

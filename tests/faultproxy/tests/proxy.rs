@@ -95,6 +95,16 @@ fn read_reply(s: &mut TcpStream) -> Seen {
     }
 }
 
+/// A counter server, a proxy in front of it, and a client through the proxy whose first request
+/// was answered.
+fn answered_once() -> (Counter, FaultProxy, TcpStream) {
+    let server = counter();
+    let proxy = FaultProxy::start(server.addr).unwrap();
+    let mut s = connect(proxy.addr());
+    assert_eq!(call(&mut s, "GET a"), Seen::Reply(":1".into()));
+    (server, proxy, s)
+}
+
 /// Waits (bounded) until `f` holds; the proxy works on its own thread.
 fn eventually(what: &str, f: impl Fn() -> bool) {
     let start = Instant::now();
@@ -189,6 +199,35 @@ fn delay_holds_the_request_and_stall_holds_the_connection() {
     assert!(start.elapsed() >= Duration::from_millis(150));
 }
 
+/// A held connection waits without spinning. A stall holds its request from the moment it
+/// stalls, and the connection's task used to wake for that (long due) request on every turn, so
+/// the proxy's one thread spun for the whole stall, competing on a loaded machine with the
+/// client whose timed-out read had to run (`redis_standalone.rs`, `stall_past_the_timeout`,
+/// seen ~100 ms past its bound at a load average of 8.5). A partition holding a delayed request
+/// did the same once the delay was due.
+#[test]
+fn a_stalled_or_partitioned_connection_waits_without_spinning() {
+    let (_server, proxy, mut s) = answered_once();
+
+    proxy.set(vec![Rule::new(Fault::Stall(Duration::from_millis(300))).times(1)]);
+    let before = proxy.stats().wakeups;
+    assert_eq!(call(&mut s, "GET a"), Seen::Reply(":2".into()));
+    let during = proxy.stats().wakeups - before;
+    // A handful of events (the request, the stall's timer, the reply); a spin is thousands.
+    assert!(during < 50, "{during} wake-ups for one stalled request");
+
+    proxy.set(vec![Rule::new(Fault::Delay(Duration::from_millis(20))).times(1)]);
+    proxy.partition(true);
+    let before = proxy.stats().wakeups;
+    s.set_read_timeout(Some(Duration::from_millis(300))).unwrap();
+    assert_eq!(call(&mut s, "GET a"), Seen::Nothing);
+    let during = proxy.stats().wakeups - before;
+    assert!(during < 50, "{during} wake-ups while a due request waited out a partition");
+    proxy.partition(false);
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    assert_eq!(read_reply(&mut s), Seen::Reply(":3".into()));
+}
+
 #[test]
 fn black_hole_keeps_the_connection_open_and_answers_nothing() {
     let server = counter();
@@ -222,10 +261,7 @@ fn connection_rules_select_connections() {
 
 #[test]
 fn partition_holds_traffic_until_lifted_and_kill_closes_connections() {
-    let server = counter();
-    let proxy = FaultProxy::start(server.addr).unwrap();
-    let mut s = connect(proxy.addr());
-    assert_eq!(call(&mut s, "GET a"), Seen::Reply(":1".into()));
+    let (server, proxy, mut s) = answered_once();
     proxy.partition(true);
     s.set_read_timeout(Some(Duration::from_millis(150))).unwrap();
     assert_eq!(call(&mut s, "GET a"), Seen::Nothing);
