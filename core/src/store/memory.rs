@@ -38,7 +38,7 @@ mod log_path;
 mod multi_apply;
 
 use entry::*;
-use hint::{Hint, PREFETCH_ENTRIES};
+use hint::Hint;
 
 use crate::store::{
     BoxFuture, DimensionCall, DimensionLease, MultiGrant, MultiReply, Now, Reply, Rule, Store, Transform,

@@ -2,6 +2,7 @@
 
 use std::collections::VecDeque;
 
+use super::hint::PREFETCH_ENTRIES;
 use super::*;
 use crate::state::{Log, Slot};
 
