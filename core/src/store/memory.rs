@@ -4,8 +4,9 @@
 //! (hashbrown's SwissTable) of 48-byte entries. An entry holds the key inline when it is at most
 //! 22 bytes long (longer keys live in one boxed slice), the expiry deadline, and the key's
 //! state packed into two words (a GCRA TAT, a bucket, a counter; the sliding window's ring and
-//! the log stay boxed). So a lookup of an existing short key touches the table's control bytes
-//! and one entry, nothing else, and no pointer is chased.
+//! the log stay boxed, and a log check runs on its box in place, see `log_path`). So a lookup
+//! of an existing short key touches the table's control bytes and one entry, nothing else, and
+//! no pointer is chased.
 //!
 //! An apply locks one shard, so threads working on different keys rarely meet (and when they
 //! do, the waiter spins for the few nanoseconds the holder needs; see `ShardLock`). Before it
@@ -14,7 +15,8 @@
 //! by each apply against its own `now` (the injected clock, so a `ManualClock` drives it): a
 //! key is expired when `now > deadline`, Redis's rule, and an expired key starts fresh. Expired
 //! keys that nobody touches again are swept lazily when new keys arrive (before a shard's table
-//! would grow, at most once per quarter of its capacity in inserts), and a bound on the number of keys (on by
+//! would grow, at most once per quarter of its capacity in inserts, once they have been expired
+//! for `SWEEP_GRACE_MS`), and a bound on the number of keys (on by
 //! default, see [`MemoryLimits`]) evicts with the
 //! CLOCK policy, an approximation of least-recently-used: every apply marks its entry
 //! referenced, and the hand evicts the first entry that is expired or was not referenced since
