@@ -81,6 +81,14 @@ impl Log {
         Log::default()
     }
 
+    /// Empties the log in place, keeping the buffer's allocation (an expired key's log is
+    /// reused by its next check instead of freed and allocated again).
+    #[inline]
+    pub(crate) fn clear(&mut self) {
+        self.runs.clear();
+        (self.total, self.oldest, self.newest, self.np) = (0, 0, 0, 0);
+    }
+
     /// The runs, oldest first, as up to three ascending slices: the buffer's two halves, then
     /// the pending runs.
     #[inline]

@@ -138,6 +138,15 @@ impl Strategy {
         }
     }
 
+    /// The sliding-window-log configuration, when this is one (the memory store's log fast path).
+    #[inline]
+    pub(crate) fn as_sliding_window_log(&self) -> Option<&SlidingWindowLog> {
+        match &self.algorithm {
+            Algorithm::SlidingWindowLog(l) => Some(l),
+            _ => None,
+        }
+    }
+
     /// The pure transition: decides a request of `cost` at `now` against the key's state in
     /// `slot`, and writes the new state there iff the request is allowed and `commit` is true.
     #[inline]

@@ -67,9 +67,15 @@ impl SlidingWindowLog {
     }
 
     fn view<'a>(&self, state: Option<&'a State>, now: i64) -> View<'a> {
-        let Some(State::Log(log)) = state else {
-            return View { live: [&[]; 3], dead_runs: 0, dead_units: 0, count: 0, oldest: None };
-        };
+        match state {
+            Some(State::Log(log)) => self.view_log(log, now),
+            _ => View { live: [&[]; 3], dead_runs: 0, dead_units: 0, count: 0, oldest: None },
+        }
+    }
+
+    /// The live part of `log` at `now` (an empty log reads as a fresh key).
+    #[inline]
+    fn view_log<'a>(&self, log: &'a Log, now: i64) -> View<'a> {
         let horizon = now.saturating_sub(self.window_ms);
         let mut live = log.parts();
         // Expired runs sit at the front, and each commit drops them: usually there are none,
@@ -119,7 +125,24 @@ impl SlidingWindowLog {
 
     /// One request of `cost` at `now`.
     pub fn check(&self, slot: &mut Option<State>, now: i64, cost: u64, commit: bool) -> Step<Decision> {
-        let view = self.view(slot.as_ref(), now);
+        if let Some(State::Log(log)) = slot {
+            return self.check_log(log, now, cost, commit);
+        }
+        // A fresh key (or a state of another shape): an empty log, stored only when written.
+        let mut log = Log::new();
+        let step = self.check_log(&mut log, now, cost, commit);
+        if commit && step.ttl_ms.is_some() {
+            *slot = Some(State::Log(log));
+        }
+        step
+    }
+
+    /// [`SlidingWindowLog::check`] on the log itself, changed in place when the request is
+    /// allowed and `commit` is true (an empty log is a fresh key). The memory store calls this
+    /// on the log it keeps boxed in the key's entry, so a check moves no [`State`] in or out.
+    #[inline]
+    pub(crate) fn check_log(&self, log: &mut Log, now: i64, cost: u64, commit: bool) -> Step<Decision> {
+        let view = self.view_log(log, now);
         let new_count = view.count.saturating_add(cost);
         if new_count > self.limit {
             return Step {
@@ -137,17 +160,8 @@ impl SlidingWindowLog {
         let oldest = view.oldest.map_or(now, |o| o.min(now));
         let (dead_runs, dead_units) = (view.dead_runs, view.dead_units);
         if commit {
-            match slot {
-                Some(State::Log(log)) => {
-                    log.drop_oldest(dead_runs, dead_units);
-                    log.add(now, cost);
-                }
-                _ => {
-                    let mut log = Log::new();
-                    log.add(now, cost);
-                    *slot = Some(State::Log(log));
-                }
-            }
+            log.drop_oldest(dead_runs, dead_units);
+            log.add(now, cost);
         }
         Step {
             reply: Decision {

@@ -1,5 +1,8 @@
-//! One scenario for a profiler: `profile <one|many|order|denied|gov-one|gov-many|gov-order> [ops]`
-//! (the `gov-` ones run governor on the same workload)
+//! One scenario for a profiler: `profile <one|many|order|denied|gov-one|gov-many|gov-order|log-order|log-hot|lapse> [ops]`
+//! (the `gov-` ones run governor on the same workload; `log-order` and `log-hot` the
+//! sliding-window log in the shapes of the Python bench's memory rows, 100k keys under 100 a
+//! minute and 1k hot keys over 10 a second; `lapse` GCRA at 10^9 a second, so every key is at
+//! full capacity again, its state expired, by its next visit)
 //! (e.g. `valgrind --tool=callgrind target/release/profile many 200000`). `many` strides over
 //! the keys, so each call also misses on the key's own `String`; `order` visits them in a
 //! shuffled order in which they were allocated, as the bench's 100k-keys row does, so the
@@ -14,10 +17,12 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     let what = args.get(1).map_or("one", String::as_str);
     let ops: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(1_000_000);
-    let strategy = if what == "denied" {
-        Strategy::gcra(1, 3_600_000, Some(1))
-    } else {
-        Strategy::gcra(3600, 3_600_000, Some(1_000_000_000))
+    let strategy = match what {
+        "denied" => Strategy::gcra(1, 3_600_000, Some(1)),
+        "log-order" => Strategy::sliding_window_log(100, 60_000),
+        "log-hot" => Strategy::sliding_window_log(10, 1000),
+        "lapse" => Strategy::gcra(1_000_000_000, 1000, Some(1_000_000_000)),
+        _ => Strategy::gcra(3600, 3_600_000, Some(1_000_000_000)),
     };
     let l = Limiter::builder(strategy.unwrap()).store(Arc::new(MemoryStore::new())).build();
     let keys: Vec<String> = (0..100_000u64)
@@ -52,7 +57,7 @@ fn main() {
                 black_box(gov_keyed.check_key(black_box(&keys[i])).is_ok());
             }
         }
-        "order" => {
+        "order" | "log-order" | "lapse" => {
             for k in order.iter().cycle().take(ops) {
                 black_box(l.check_sync(black_box(k), 1).unwrap());
             }
@@ -60,6 +65,11 @@ fn main() {
         "gov-order" => {
             for k in order.iter().cycle().take(ops) {
                 black_box(gov_keyed.check_key(black_box(k)).is_ok());
+            }
+        }
+        "log-hot" => {
+            for k in order[..1000].iter().cycle().take(ops) {
+                black_box(l.check_sync(black_box(k), 1).unwrap());
             }
         }
         "one" => {
