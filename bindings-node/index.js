@@ -474,8 +474,11 @@ class FieldsHandle extends Receiver {
     return id
   }
 }
-/** `__fieldsCheck` for `fields`: the joined lines, or null when `fields` is not one. */
-function fieldsCheck(fields, key, cost) {
+/**
+ * One fields call through `native` (`__fieldsCheck` or `__fieldsValues`): the key and cost go in
+ * `io`, and its answer comes back; null when `fields` is not a RateLimitFields.
+ */
+function fieldsCall(native, fields, key, cost) {
   const n = copyKey(key)
   const id = FieldsHandle.of(fields)
   if (id === null) return null
@@ -483,26 +486,17 @@ function fieldsCheck(fields, key, cost) {
   io[8] = n
   if (cost === undefined || typeof cost === 'number') {
     io[7] = cost === undefined ? 1 : cost
-    return n < 0 ? __fieldsCheck(key) : __fieldsCheck()
+    return n < 0 ? native(key) : native()
   }
-  return __fieldsCheck(key, cost) // not a number: throws config_invalid
+  return native(key, cost) // not a number: throws config_invalid
 }
+/** `__fieldsCheck` for `fields`: the joined lines, or null when `fields` is not one. */
+const fieldsCheck = (fields, key, cost) => fieldsCall(__fieldsCheck, fields, key, cost)
 /**
  * `__fieldsValues` for `fields`: the lines' values joined by '\n', their names' id in io[9]
  * (see `fieldsParts.namesId`); null when `fields` is not a RateLimitFields.
  */
-function fieldsValues(fields, key, cost) {
-  const n = copyKey(key)
-  const id = FieldsHandle.of(fields)
-  if (id === null) return null
-  io[6] = id
-  io[8] = n
-  if (cost === undefined || typeof cost === 'number') {
-    io[7] = cost === undefined ? 1 : cost
-    return n < 0 ? __fieldsValues(key) : __fieldsValues()
-  }
-  return __fieldsValues(key, cost) // not a number: throws config_invalid
-}
+const fieldsValues = (fields, key, cost) => fieldsCall(__fieldsValues, fields, key, cost)
 /** The decision the last `__fieldsCheck` wrote in `io`, as an object (read it at once). */
 function fieldsDecision() {
   const decision = { allowed: io[0] === 1, limit: io[1], remaining: io[2], resetAt: io[3], retryAfterMs: io[4] }
