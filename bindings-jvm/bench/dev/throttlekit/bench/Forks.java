@@ -50,9 +50,13 @@ final class Forks {
         return row.equals("many2") ? 2 : 1;
     }
 
-    /** Calls per thread in one measured round. */
+    /**
+     * Calls per thread in one measured round. A full run's forks make 2M (the one-process bench
+     * made 3M in each of 7 rounds): its 5 fork pairs then cost about 1.5x its calls, plus a JVM
+     * start-up per fork.
+     */
     static int calls(String row, boolean quick) {
-        int n = quick ? 1_000_000 : 3_000_000;
+        int n = quick ? 1_000_000 : 2_000_000;
         return row.equals("many2") || row.equals("shuffled") ? n / 2 : n;
     }
 
