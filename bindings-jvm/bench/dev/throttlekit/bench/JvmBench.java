@@ -6,11 +6,14 @@
 //   - the bytes tryAcquire and check allocate per call (ThreadMXBean);
 //   - with --redis URL --rust-seq R --rust-inflight F: sequential blocking checks/s and 64
 //     CompletableFutures in flight, against the Rust numbers measured on the same server.
-// Rounds are interleaved (ours, peer, ours, peer, ...) and each figure is the median, so a noisy
-// neighbour slows both sides of a round alike. The memory rows compare CPU time per call (the
+// The memory rows run each side in JVM processes of its own, several fork pairs a row, the side
+// going first alternating (Forks: JMH's @Fork default; in one heap the two libraries measured
+// each other's layout). This process keeps the allocation and Redis rows, which do not share a
+// heap with a peer: the Redis peer is a Rust process. The memory rows compare CPU time per call (the
 // calling threads' ThreadMXBean time plus the collectors' time meanwhile), with wall time printed
 // beside it: on this shared 2-core VM a round's wall time is mostly how long the process waited
-// for a core. The Redis sequential row runs the Rust peer and this JVM in the same window of wall
+// for a core. The Redis rows interleave rounds with the Rust peer and take medians, so a noisy
+// neighbour slows both sides alike. The sequential row runs the Rust peer and this JVM in the same window of wall
 // time (`redis_peer ... window`), so both wait on the same load; the in-flight row compares runs
 // one after the other (side by side, two pipelining clients compete for one server). Each prints
 // the other way's figures beside it. Prints a readable table and one
@@ -18,7 +21,6 @@
 // bench/summarize.py; ratio = peer's time / ours (above 1: we are faster).
 package dev.throttlekit.bench;
 
-import com.google.common.util.concurrent.RateLimiter;
 import dev.throttlekit.Decision;
 import dev.throttlekit.Limiter;
 import dev.throttlekit.RedisStore;
@@ -30,7 +32,6 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.IntToLongFunction;
 
@@ -103,50 +104,31 @@ public final class JvmBench {
         boolean quick = Arrays.asList(args).contains("--quick");
         String redisUrl = null;
         double rustSeq = 0, rustInflight = 0;
-        String rustPeer = null;
+        String rustPeer = null, forkRow = null, forkSide = null;
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--redis" -> redisUrl = args[++i];
                 case "--rust-seq" -> rustSeq = Double.parseDouble(args[++i]);
                 case "--rust-inflight" -> rustInflight = Double.parseDouble(args[++i]);
                 case "--rust-peer" -> rustPeer = args[++i];
+                case "--fork-row" -> forkRow = args[++i];
+                case "--fork-side" -> forkSide = args[++i];
                 default -> {}
             }
         }
-        int rounds = quick ? 3 : 7;
-        int n = quick ? 1_000_000 : 3_000_000;
-        int keyCount = 100_000;
-        String[] keys = new String[keyCount];
-        for (int i = 0; i < keyCount; i++) keys[i] = "user:" + i;
-
-        // check, 1 key, every call admitted.
-        Limiter one = Limiter.builder(Strategy.gcra((long) RATE, Duration.ofSeconds(1), (long) RATE)).build();
-        RateLimiter guavaOne = RateLimiter.create(RATE);
-        compare("check, GCRA, memory, 1 key (every call admitted)", "Guava RateLimiter.tryAcquire", ">=0.7", rounds, 1, n,
-                i -> one.check("k").remaining(), i -> guavaOne.tryAcquire() ? 1 : 0);
-
-        // 100k keys, 1 and 2 threads.
-        Limiter many = Limiter.builder(Strategy.gcra((long) RATE, Duration.ofSeconds(1), (long) RATE)).build();
-        ConcurrentHashMap<String, RateLimiter> map = new ConcurrentHashMap<>();
-        IntToLongFunction ours = i -> many.check(keys[i % keyCount]).remaining();
-        IntToLongFunction guava = i -> map.computeIfAbsent(keys[i % keyCount], k -> RateLimiter.create(RATE)).tryAcquire() ? 1 : 0;
-        compare("check, GCRA, memory, 100k keys", "ConcurrentHashMap<String, RateLimiter>", ">=1.0", rounds, 1, n, ours, guava);
-        compare("check, GCRA, memory, 100k keys, 2 threads", "the same map, 2 threads", ">=1.0", rounds, 2, n / 2, ours, guava);
-        // Diagnostic, not a row: the rows above visit the keys in the order their Strings were
-        // allocated, so Guava's Strings, map nodes and RateLimiters are read in address order
-        // and the hardware prefetcher hides their misses, while core's table is in hash order.
-        // Traffic does not arrive in allocation order: the same two in a shuffled order.
-        int[] perm = new int[keyCount];
-        for (int i = 0; i < keyCount; i++) perm[i] = i;
-        java.util.Random rnd = new java.util.Random(42);
-        for (int i = keyCount - 1; i > 0; i--) {
-            int j = rnd.nextInt(i + 1), x = perm[i];
-            perm[i] = perm[j];
-            perm[j] = x;
+        if (forkRow != null) {
+            Forks.child(forkRow, forkSide, quick);
+            return;
         }
-        diagnostic("check, GCRA, memory, 100k keys in a shuffled order (diagnostic)", quick ? 3 : 5, n / 2,
-                i -> many.check(keys[perm[i % keyCount]]).remaining(),
-                i -> map.computeIfAbsent(keys[perm[i % keyCount]], k -> RateLimiter.create(RATE)).tryAcquire() ? 1 : 0);
+        int n = quick ? 1_000_000 : 3_000_000;
+        String[] keys = Forks.keys();
+
+        // The memory rows: each side of each row in JVM processes of its own (Forks).
+        Forks.row("one", "check, GCRA, memory, 1 key (every call admitted)", "Guava RateLimiter.tryAcquire", ">=0.7", quick);
+        Forks.row("many", "check, GCRA, memory, 100k keys", "ConcurrentHashMap<String, RateLimiter>", ">=1.0", quick);
+        Forks.row("many2", "check, GCRA, memory, 100k keys, 2 threads", "the same map, 2 threads", ">=1.0", quick);
+        Forks.row("shuffled", "check, GCRA, memory, 100k keys in a shuffled order (diagnostic)", "the same map", null, quick);
+        Limiter one = Limiter.builder(Strategy.gcra((long) RATE, Duration.ofSeconds(1), (long) RATE)).build();
 
         // Allocation per call.
         com.sun.management.ThreadMXBean mx = MX;
@@ -306,35 +288,5 @@ public final class JvmBench {
             done.incrementAndGet();
             return chain(l, left - 1, done);
         });
-    }
-
-    /** {@link #compare} on 1 thread, printed without a ROW line (not a target of the table). */
-    static void diagnostic(String scenario, int rounds, int n, IntToLongFunction ours, IntToLongFunction theirs)
-            throws InterruptedException {
-        double[] o = new double[rounds], t = new double[rounds];
-        for (int r = 0; r < rounds; r++) {
-            o[r] = nsPerCall(1, n, ours)[0];
-            t[r] = nsPerCall(1, n, theirs)[0];
-        }
-        System.out.printf("%-52s %-42s %8.3fx  (%.1f vs %.1f ns of CPU per call)%n", scenario, "the same map", median(t) / median(o),
-                median(o), median(t));
-    }
-
-    static void compare(String scenario, String peer, String target, int rounds, int threads, int n,
-            IntToLongFunction ours, IntToLongFunction theirs) throws InterruptedException {
-        // Warm-up: JIT both paths and fill the key sets.
-        nsPerCall(threads, n / 2, ours);
-        nsPerCall(threads, n / 2, theirs);
-        double[] o = new double[rounds], t = new double[rounds], ow = new double[rounds], tw = new double[rounds];
-        for (int r = 0; r < rounds; r++) {
-            double[] a = nsPerCall(threads, n, ours), b = nsPerCall(threads, n, theirs);
-            o[r] = a[0];
-            ow[r] = a[1];
-            t[r] = b[0];
-            tw[r] = b[1];
-        }
-        double mo = median(o), mt = median(t);
-        row(scenario, peer, mt / mo, target, String.format("%.1f vs %.1f ns of CPU per call; wall %.1f vs %.1f ns (%.2fx)",
-                mo, mt, median(ow), median(tw), median(tw) / median(ow)));
     }
 }
