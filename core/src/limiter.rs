@@ -362,22 +362,16 @@ impl Limiter {
         if let Some(tier) = &self.tier {
             return self.observe(lease::check_sync(self, tier, key, cost, now));
         }
-        if let Some(memory) = &self.memory {
+        if let (Some(memory), Some(gcra)) = (&self.memory, self.strategy.as_gcra()) {
             // SAFETY: `memory` was taken from `self.store.as_memory()`; it borrows from the
             // store, which `self.store` keeps alive and never hands out mutably.
             let memory = unsafe { memory.0.as_ref() };
-            if let Some(gcra) = self.strategy.as_gcra() {
-                // The hot path: GCRA on the memory store, inlined, the decision returned as is
-                // (and counted inside the store, under its shard lock, when metrics are on).
-                return match memory.check_gcra_joined(&self.prefix, key, now, gcra, cost, self.metrics.as_deref()) {
-                    Ok(d) => Ok(d),
-                    Err(e) => self.observe(Err(e)),
-                };
-            }
-            if let Some(log) = self.strategy.as_sliding_window_log() {
-                // The log edited in place (`store/memory/log_path.rs`), reached the same way.
-                return self.observe(memory.check_log_joined(&self.prefix, key, now, log, cost));
-            }
+            // The hot path: GCRA on the memory store, inlined, the decision returned as is
+            // (and counted inside the store, under its shard lock, when metrics are on).
+            return match memory.check_gcra_joined(&self.prefix, key, now, gcra, cost, self.metrics.as_deref()) {
+                Ok(d) => Ok(d),
+                Err(e) => self.observe(Err(e)),
+            };
         }
         self.observe(self.sync_apply(key, now, Transform::Check { strategy: &self.strategy, cost }))
     }

@@ -28,7 +28,6 @@ use foldhash::fast::FixedState;
 use hashbrown::HashTable;
 
 use crate::algorithms::gcra::Gcra;
-use crate::algorithms::sliding_window_log::SlidingWindowLog;
 use crate::clock::{Clock, SystemClock};
 use crate::decision::Decision;
 use crate::error::{Error, Result};
@@ -329,24 +328,23 @@ impl MemoryStore {
         }
     }
 
-    /// Runs `f` on where `prefix:key` lives (the `key::join` format; the bare key when `prefix`
-    /// is empty), joining the two in a buffer only when the result is too long to hash inline:
-    /// the limiter's way into a fast path, with no store call, reply or joined key in between.
+    /// A GCRA check of `key` at `now`: [`Store::apply_sync`] with [`Transform::Check`], for
+    /// callers that know the strategy is GCRA.
     #[inline(always)]
-    fn at_joined<R>(&self, prefix: &str, key: &str, f: impl FnOnce(&Located<'_>) -> R) -> Result<R> {
-        if prefix.is_empty() {
-            self.check_key_length(key.len())?;
-            return Ok(f(&self.locate(&Probe::new(key.as_bytes()))));
-        }
-        self.check_key_length(prefix.len() + 1 + key.len())?;
-        Ok(match Probe::joined(prefix.as_bytes(), key.as_bytes()) {
-            Some(probe) => f(&self.locate(&probe)),
-            None => crate::key::with_joined(prefix, key, |full| f(&self.locate(&Probe::new(full.as_bytes())))),
-        })
+    pub(crate) fn check_gcra_sync(
+        &self,
+        key: &str,
+        now: i64,
+        gcra: &Gcra,
+        cost: u64,
+        metrics: Option<&LimiterMetrics>,
+    ) -> Decision {
+        let probe = Probe::new(key.as_bytes());
+        self.check_gcra(&self.locate(&probe), now, gcra, cost, metrics)
     }
 
-    /// A GCRA check of `prefix:key` at `now`: [`Store::apply_sync`] with [`Transform::Check`],
-    /// for callers that know the strategy is GCRA.
+    /// [`MemoryStore::check_gcra_sync`] of `prefix:key` (the `key::join` format; the bare key
+    /// when `prefix` is empty), joining the two only when the result is too long to be inline.
     #[inline(always)]
     pub(crate) fn check_gcra_joined(
         &self,
@@ -357,21 +355,15 @@ impl MemoryStore {
         cost: u64,
         metrics: Option<&LimiterMetrics>,
     ) -> Result<Decision> {
-        self.at_joined(prefix, key, |at| self.check_gcra(at, now, gcra, cost, metrics))
-    }
-
-    /// [`MemoryStore::check_gcra_joined`] for a sliding-window log (no metrics inside: the
-    /// limiter counts the decision).
-    #[inline]
-    pub(crate) fn check_log_joined(
-        &self,
-        prefix: &str,
-        key: &str,
-        now: i64,
-        log: &SlidingWindowLog,
-        cost: u64,
-    ) -> Result<Decision> {
-        self.at_joined(prefix, key, |at| self.check_log(at, now, log, cost))
+        if prefix.is_empty() {
+            self.check_key_length(key.len())?;
+            return Ok(self.check_gcra_sync(key, now, gcra, cost, metrics));
+        }
+        self.check_key_length(prefix.len() + 1 + key.len())?;
+        Ok(match Probe::joined(prefix.as_bytes(), key.as_bytes()) {
+            Some(probe) => self.check_gcra(&self.locate(&probe), now, gcra, cost, metrics),
+            None => crate::key::with_joined(prefix, key, |full| self.check_gcra_sync(full, now, gcra, cost, metrics)),
+        })
     }
 
     /// A GCRA check, the hot path: the same transition as [`MemoryStore::apply_locked`] with

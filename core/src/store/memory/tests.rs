@@ -179,32 +179,6 @@ fn the_log_fast_path_decides_and_stores_like_the_generic_transition() {
     }
 }
 
-/// The limiter's way in (`check_log_joined`: `prefix:key` hashed without joining, or joined
-/// when too long to hash inline) decides and stores as the store call on the joined key, for
-/// no prefix, a short one and one that makes every key too long; over-long keys fail alike.
-#[test]
-fn the_joined_log_check_is_the_store_call_on_the_joined_key() {
-    let strategy = crate::Strategy::sliding_window_log(4, 100).unwrap();
-    let log = strategy.as_sliding_window_log().unwrap();
-    for prefix in ["", "rl", "a prefix of some length, past the inline limit"] {
-        let (joined, plain) = (MemoryStore::new(), MemoryStore::new());
-        for step in 0..400i64 {
-            let key = ["u1", "user:42", "k"][(step % 3) as usize];
-            let (now, cost) = (step * 7, 1 + (step % 3) as u64);
-            let full = crate::key::join(prefix, key);
-            let a = joined.check_log_joined(prefix, key, now, log, cost).unwrap();
-            let b = plain.apply_sync(&full, now, Transform::Check { strategy: &strategy, cost }).unwrap();
-            assert_eq!(Reply::Decision(a), b, "{prefix:?} {key:?} at {now}");
-            let peek = |s: &MemoryStore| s.apply_sync(&full, now, Transform::Peek { strategy: &strategy }).unwrap();
-            assert_eq!(peek(&joined), peek(&plain), "stored under the joined key");
-        }
-    }
-    let (store, long) = (MemoryStore::new(), "k".repeat(300));
-    let a = store.check_log_joined("rl", &long, 0, log, 1).unwrap_err();
-    let b = store.apply_sync(&crate::key::join("rl", &long), 0, Transform::Check { strategy: &strategy, cost: 1 });
-    assert_eq!((a.code(), a.message()), (b.as_ref().unwrap_err().code(), b.as_ref().unwrap_err().message()));
-}
-
 /// A fresh key denied outright (cost over the limit) stores nothing, and an expired key denied
 /// outright is dropped, as on the generic path.
 #[test]
