@@ -34,21 +34,29 @@ typedef struct {
 	tk_decision decision;
 	size_t key_n;
 	size_t n;
-	char text[GO_EDGE_TEXT];
+	char *message;
 } go_edge_request;
 
-// One request in one crossing: the client key, the check and the header lines. On a failure
-// the library's detail message is read here, in the same call and so on the same OS thread,
-// into text: Go need not lock the goroutine to its thread around the call.
+static char *go_edge_message(void) {
+	char *m = malloc(GO_EDGE_TEXT);
+	if (m != NULL) {
+		tk_last_error_message(m, GO_EDGE_TEXT, NULL);
+	}
+	return m;
+}
+
+// One request in one crossing: the client key, the check and the header lines, written
+// straight into the caller's buffer (Go memory that becomes the caller's strings: nothing is
+// copied on the way back, and only this small answer comes back by value). On a failure the
+// library's detail message is read here, in the same call and so on the same OS thread, into a
+// malloc'd string the caller frees: Go need not lock the goroutine to its thread around the call.
 static inline go_edge_request go_edge_check_request(uintptr_t e, uintptr_t l, _GoString_ peer, _GoString_ xff,
-		_GoString_ fwd, uint64_t cost, int64_t now_ms) {
+		_GoString_ fwd, uint64_t cost, int64_t now_ms, char *buf, size_t len) {
 	go_edge_request out;
 	out.result = tk_http_edge_check_request((const tk_http_edge *)e, (const tk_limiter *)l, _GoStringPtr(peer),
 		_GoStringLen(peer), _GoStringPtr(xff), _GoStringLen(xff), _GoStringPtr(fwd), _GoStringLen(fwd), cost, now_ms,
-		&out.decision, out.text, GO_EDGE_TEXT, &out.key_n, &out.n);
-	if (out.result != TK_RESULT_OK) {
-		tk_last_error_message(out.text, GO_EDGE_TEXT, NULL);
-	}
+		&out.decision, buf, len, &out.key_n, &out.n);
+	out.message = out.result == TK_RESULT_OK ? NULL : go_edge_message();
 	return out;
 }
 
@@ -60,7 +68,6 @@ static inline tk_result go_edge_lines(const tk_http_edge *e, const tk_limiter *l
 import "C"
 
 import (
-	"bytes"
 	"runtime"
 	"strings"
 	"unsafe"
@@ -167,26 +174,43 @@ func (a *EdgeAnswer) HeaderLines() []HeaderLine { return splitLines(a.Lines) }
 // peer that is not an IP address is config_invalid and nothing is checked; under Raise an
 // unavailable store is an *Error with code store_unavailable.
 //
-// This is tkhttp's per-request path: one cgo call and one allocation (the key and the lines
-// share one string).
+// One cgo call and one allocation (the key and the lines share one string); CheckRequestInto
+// writes them into the caller's memory instead.
 func (e *HTTPEdge) CheckRequest(limiter *Limiter, peer, xForwardedFor, forwarded string, cost uint64, nowMs int64) (EdgeAnswer, error) {
+	return e.CheckRequestInto(make([]byte, EdgeBufferSize), limiter, peer, xForwardedFor, forwarded, cost, nowMs)
+}
+
+// EdgeBufferSize is a buffer size for CheckRequestInto that holds the key and the lines of
+// every header family with a short policy name and no partition key.
+const EdgeBufferSize = 192
+
+// CheckRequestInto is CheckRequest writing the key and the header lines into buf: the
+// answer's Key and Lines are strings over buf's memory, not copies, so buf must not be written
+// again while they are in use (tkhttp gives each request a buffer of its own, which the
+// response's header values then keep). Lines longer than buf are rendered into a new string
+// (the check is not repeated); a buffer shorter than the key is an error (config_invalid)
+// after the check. buf must not be empty.
+func (e *HTTPEdge) CheckRequestInto(buf []byte, limiter *Limiter, peer, xForwardedFor, forwarded string, cost uint64, nowMs int64) (EdgeAnswer, error) {
+	if len(buf) == 0 {
+		return EdgeAnswer{}, &Error{Code: CodeConfigInvalid, Message: "config_invalid: CheckRequestInto: empty buffer"}
+	}
 	out := C.go_edge_check_request(handle(unsafe.Pointer(e.p)), handle(unsafe.Pointer(limiter.p)), peer, xForwardedFor,
-		forwarded, C.uint64_t(cost), C.int64_t(nowMs))
+		forwarded, C.uint64_t(cost), C.int64_t(nowMs), (*C.char)(unsafe.Pointer(&buf[0])), C.size_t(len(buf)))
 	runtime.KeepAlive(e)
 	runtime.KeepAlive(limiter)
 	if out.result != C.TK_RESULT_OK {
-		return EdgeAnswer{}, errorFrom(out.result, &out.text)
+		return EdgeAnswer{}, takenError(out.result, out.message)
 	}
 	keyN, n := int(out.key_n), int(out.n)
-	if keyN >= len(out.text) { // a key is an address or a network: never this long
-		return EdgeAnswer{}, &Error{Code: CodeConfigInvalid, Message: "config_invalid: client key too long"}
+	if keyN >= len(buf) { // a key is an address or a network: only a tiny buffer is this short
+		return EdgeAnswer{}, &Error{Code: CodeConfigInvalid, Message: "config_invalid: client key longer than the buffer"}
 	}
-	if n < len(out.text) {
-		text := textOf(&out.text, out.n)
+	if n < len(buf) {
+		text := aliasString(buf[:n])
 		return EdgeAnswer{Key: text[:keyN], Decision: decisionFrom(&out.decision), Lines: text[keyN:]}, nil
 	}
 	// Rare (a long policy name): the check is done; render its lines into a larger buffer.
-	key := textOf(&out.text, out.key_n)
+	key := string(buf[:keyN])
 	lines, err := e.lines(limiter, key, out.decision, nowMs, n-keyN+1)
 	if err != nil {
 		return EdgeAnswer{}, err
@@ -194,17 +218,9 @@ func (e *HTTPEdge) CheckRequest(limiter *Limiter, peer, xForwardedFor, forwarded
 	return EdgeAnswer{Key: key, Decision: decisionFrom(&out.decision), Lines: lines}, nil
 }
 
-// errorFrom is the error for result r whose detail message the C wrapper already copied into
-// text (NUL-terminated).
-func errorFrom(r C.tk_result, text *[C.GO_EDGE_TEXT]C.char) *Error {
-	b := unsafe.Slice((*byte)(unsafe.Pointer(&text[0])), len(text))
-	if i := bytes.IndexByte(b, 0); i >= 0 {
-		b = b[:i]
-	}
-	// string(b) copies; C.GoString would make the caller's whole by-value answer escape to
-	// the heap on every call, failures or not.
-	return &Error{Code: Code(C.GoString(C.tk_result_code(C.uint32_t(r)))), Message: string(b)}
-}
+// aliasString is b's bytes as a string without a copy (Go 1.19 has no unsafe.String): b must
+// not be written afterwards.
+func aliasString(b []byte) string { return *(*string)(unsafe.Pointer(&b)) }
 
 func (e *HTTPEdge) lines(limiter *Limiter, key string, decision C.tk_decision, nowMs int64, size int) (string, error) {
 	d := decision // escapes to the heap (its address goes to C), on this rare path only

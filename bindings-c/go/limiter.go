@@ -7,13 +7,28 @@ package throttlekit
 // The result and the decision by value: Go keeps both on its stack (a pointer handed to C
 // would move the decision to the heap on every call), and the key is passed as Go's own
 // counted string, not copied into a NUL-terminated one.
-typedef struct { tk_result result; tk_decision decision; } go_checked;
+//
+// On a failure the library's detail message (kept per OS thread) is copied here, inside the
+// same cgo call and so on the same thread, into a malloc'd string the caller frees: Go need not
+// lock the goroutine to its thread around the call. (NULL if malloc failed.)
+typedef struct { tk_result result; tk_decision decision; char *message; } go_checked;
+
+#define GO_MESSAGE_MAX 512
+
+static char *go_last_message(void) {
+	char *m = malloc(GO_MESSAGE_MAX);
+	if (m != NULL) {
+		tk_last_error_message(m, GO_MESSAGE_MAX, NULL);
+	}
+	return m;
+}
 
 // The limiter comes as an integer: it is C memory, and a pointer argument would make cgo check
 // it on every call (and box the check's arguments).
 static inline go_checked go_limiter_check(uintptr_t l, _GoString_ key, uint64_t cost) {
 	go_checked out;
 	out.result = tk_limiter_check_n((const tk_limiter *)l, _GoStringPtr(key), _GoStringLen(key), cost, &out.decision);
+	out.message = out.result == TK_RESULT_OK ? NULL : go_last_message();
 	return out;
 }
 */
@@ -114,17 +129,24 @@ func (l *Limiter) decide(key string, f func(*C.char, *C.tk_decision) C.tk_result
 //
 // This is the hot path: one cgo call, the key passed without a copy, nothing allocated.
 func (l *Limiter) Check(key string, cost uint64) (Decision, error) {
-	// The error detail is per OS thread in the library: stay on this thread until it is read.
-	runtime.LockOSThread()
+	// No runtime.LockOSThread: the wrapper reads the per-thread error detail in the same call.
 	out := C.go_limiter_check(handle(unsafe.Pointer(l.p)), key, C.uint64_t(cost))
-	if out.result != C.TK_RESULT_OK {
-		err := lastError(out.result)
-		runtime.UnlockOSThread()
-		return Decision{}, err
-	}
-	runtime.UnlockOSThread()
 	runtime.KeepAlive(l)
+	if out.result != C.TK_RESULT_OK {
+		return Decision{}, takenError(out.result, out.message)
+	}
 	return decisionFrom(&out.decision), nil
+}
+
+// takenError is the error for result r whose detail message a C wrapper copied into a malloc'd
+// string (NULL: no detail); it frees the string.
+func takenError(r C.tk_result, message *C.char) *Error {
+	e := &Error{Code: Code(C.GoString(C.tk_result_code(C.uint32_t(r))))}
+	if message != nil {
+		e.Message = C.GoString(message)
+		C.free(unsafe.Pointer(message))
+	}
+	return e
 }
 
 // CheckAt is Check at an explicit time (epoch ms).

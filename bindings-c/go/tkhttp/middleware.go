@@ -108,13 +108,14 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		// The common case, one crossing into the library: the client key, the check and the
 		// header lines together.
 		cost := m.cost(r)
-		a, err := m.edge.CheckRequest(m.single, r.RemoteAddr, fieldLines(r.Header["X-Forwarded-For"]),
+		mem := new(answerMemory)
+		a, err := m.edge.CheckRequestInto(mem.text[:], m.single, r.RemoteAddr, fieldLines(r.Header["X-Forwarded-For"]),
 			fieldLines(r.Header["Forwarded"]), cost, m.cfg.now())
 		if err != nil {
 			m.failed(w, err)
 			return
 		}
-		addLines(w.Header(), a.Lines)
+		addLines(w.Header(), a.Lines, mem.values[:0])
 		m.decided(w, r, next, a.Key, a.Decision, "")
 		return
 	}
@@ -165,11 +166,20 @@ func (m *Middleware) failed(w http.ResponseWriter, err error) {
 	internalError(w, err)
 }
 
+// answerMemory is everything a request's rate-limit fields need, in one allocation: the
+// library writes the client key and the header lines into text, and the header values (slices
+// of text) go into values, whose one-element slices become the new header names' values.
+// Fields the response keeps, so each request has its own (no pool: the header map holds them
+// after the handler returns).
+type answerMemory struct {
+	values [4]string
+	text   [throttlekit.EdgeBufferSize]byte
+}
+
 // addLines adds core's "Name: value\n" lines to h, each name exactly as core spells it (not
 // canonicalised to "Ratelimit"). The values share lines' memory, and the new names' value
-// slices share one array: one allocation for all the lines.
-func addLines(h http.Header, lines string) {
-	var fresh []string
+// slices are one-element slices of fresh (cap: how many it can take; more are allocated).
+func addLines(h http.Header, lines string, fresh []string) {
 	for lines != "" {
 		line := lines
 		if i := strings.IndexByte(lines, '\n'); i >= 0 {
@@ -185,11 +195,11 @@ func addLines(h http.Header, lines string) {
 			h[name] = append(old, value)
 			continue
 		}
-		if len(fresh) == 0 {
-			fresh = make([]string, strings.Count(lines, "\n")+1)
+		if len(fresh) == cap(fresh) {
+			fresh = make([]string, 0, strings.Count(lines, "\n")+1)
 		}
-		fresh[0] = value
-		h[name], fresh = fresh[:1:1], fresh[1:]
+		fresh = append(fresh, value)
+		h[name] = fresh[len(fresh)-1 : len(fresh) : len(fresh)]
 	}
 }
 
