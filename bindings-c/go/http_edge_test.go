@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 // The edge gives the same key and the same header lines as the JSON entry points, for every
@@ -170,5 +171,92 @@ func TestHTTPEdgeCheckRequestIsClientKeyThenCheck(t *testing.T) {
 		one.Close()
 		two.Close()
 		edge.Close()
+	}
+}
+
+// CheckRequestInto answers as CheckRequest whatever the buffer's size: the key and the lines in
+// the buffer itself when they fit (no copy), lines rendered apart when only the key fits, and
+// config_invalid (after the check) when not even the key fits. An empty buffer is
+// config_invalid and checks nothing; a failure's message is the library's.
+func TestHTTPEdgeCheckRequestIntoAnyBuffer(t *testing.T) {
+	s, err := GCRA(100, 60_000, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edge, err := NewHTTPEdge(`{"partitionKeySecret":"s3cret"}`, "", Raise)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer edge.Close()
+	one, _ := NewLimiter(s, nil)
+	two, _ := NewLimiter(s, nil)
+	defer one.Close()
+	defer two.Close()
+	const now = 1_700_000_000_000
+	for _, size := range []int{1, 8, 12, 40, EdgeBufferSize, 4096} {
+		buf := make([]byte, size)
+		got, err := edge.CheckRequestInto(buf, one, "192.0.2.123:80", "", "", 1, now)
+		want, werr := edge.CheckRequest(two, "192.0.2.123:80", "", "", 1, now)
+		if werr != nil {
+			t.Fatal(werr)
+		}
+		if size <= len(want.Key) {
+			var tkErr *Error
+			if !errors.As(err, &tkErr) || tkErr.Code != CodeConfigInvalid {
+				t.Fatalf("buffer of %d: %v", size, err)
+			}
+			continue
+		}
+		if err != nil || got.Key != want.Key || got.Decision != want.Decision || got.Lines != want.Lines {
+			t.Fatalf("buffer of %d: %q %+v %q %v, want %q %+v %q", size, got.Key, got.Decision, got.Lines, err,
+				want.Key, want.Decision, want.Lines)
+		}
+		fits := len(want.Key)+len(want.Lines) < size
+		if inBuf := (*[2]uintptr)(unsafe.Pointer(&got.Lines))[0] == uintptr(unsafe.Pointer(&buf[len(want.Key)])); inBuf != fits {
+			t.Fatalf("buffer of %d: lines in the buffer %v, want %v", size, inBuf, fits)
+		}
+	}
+	var tkErr *Error
+	if _, err := edge.CheckRequestInto(nil, one, "192.0.2.123:80", "", "", 1, now); !errors.As(err, &tkErr) || tkErr.Code != CodeConfigInvalid {
+		t.Fatalf("empty buffer: %v", err)
+	}
+	if _, err := edge.CheckRequestInto(make([]byte, 64), one, "not-an-ip", "", "", 1, now); !errors.As(err, &tkErr) ||
+		tkErr.Code != CodeConfigInvalid || !strings.Contains(tkErr.Message, "peer") {
+		t.Fatalf("bad peer: %v", err)
+	}
+	a, _ := edge.CheckRequest(one, "192.0.2.123:80", "", "", 1, now)
+	b, _ := edge.CheckRequest(two, "192.0.2.123:80", "", "", 1, now)
+	if a.Decision != b.Decision { // the empty buffer and the bad peer checked nothing
+		t.Fatalf("%+v vs %+v", a.Decision, b.Decision)
+	}
+}
+
+// The hot paths allocate nothing of their own: Limiter.Check none, CheckRequestInto none (its
+// answer lives in the caller's buffer), CheckRequest one (its buffer).
+func TestHotPathsAllocate(t *testing.T) {
+	s, _ := GCRA(1_000_000_000, 60_000, 1_000_000_000)
+	l, err := NewLimiter(s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	edge, err := NewHTTPEdge("", "", Raise)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer edge.Close()
+	buf := make([]byte, EdgeBufferSize)
+	for _, c := range []struct {
+		name string
+		want float64
+		f    func()
+	}{
+		{"Limiter.Check", 0, func() { _, _ = l.Check("user:1", 1) }},
+		{"CheckRequestInto", 0, func() { _, _ = edge.CheckRequestInto(buf, l, "192.0.2.1:80", "", "", 1, 1_700_000_000_000) }},
+		{"CheckRequest", 1, func() { _, _ = edge.CheckRequest(l, "192.0.2.1:80", "", "", 1, 1_700_000_000_000) }},
+	} {
+		if got := testing.AllocsPerRun(1000, c.f); got != c.want {
+			t.Errorf("%s: %v allocations a call, want %v", c.name, got, c.want)
+		}
 	}
 }
