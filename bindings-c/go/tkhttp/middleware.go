@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	throttlekit "example.invalid/throttlekit/go"
 )
@@ -32,6 +33,7 @@ type Middleware struct {
 	names  []string          // multi: dimension names
 	specs  []json.RawMessage // the strategy spec of the limiter, or of each dimension
 	cfg    config
+	large  atomic.Bool // answers need largeAnswer (see smallAnswer)
 }
 
 // New builds the middleware for a single limiter. Invalid header or client-key options are a
@@ -108,14 +110,17 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		// The common case, one crossing into the library: the client key, the check and the
 		// header lines together.
 		cost := m.cost(r)
-		mem := new(answerMemory)
-		a, err := m.edge.CheckRequestInto(mem.text[:], m.single, r.RemoteAddr, fieldLines(r.Header["X-Forwarded-For"]),
+		text, values := m.answerMemory()
+		a, err := m.edge.CheckRequestInto(text, m.single, r.RemoteAddr, fieldLines(r.Header["X-Forwarded-For"]),
 			fieldLines(r.Header["Forwarded"]), cost, m.cfg.now())
 		if err != nil {
 			m.failed(w, err)
 			return
 		}
-		addLines(w.Header(), a.Lines, mem.values[:0])
+		if len(a.Key)+len(a.Lines) >= len(text) || strings.Count(a.Lines, "\n") > cap(values) {
+			m.large.Store(true) // this middleware's answers need the larger memory from now on
+		}
+		addLines(w.Header(), a.Lines, values)
 		m.decided(w, r, next, a.Key, a.Decision, "")
 		return
 	}
@@ -166,14 +171,32 @@ func (m *Middleware) failed(w http.ResponseWriter, err error) {
 	internalError(w, err)
 }
 
-// answerMemory is everything a request's rate-limit fields need, in one allocation: the
-// library writes the client key and the header lines into text, and the header values (slices
-// of text) go into values, whose one-element slices become the new header names' values.
-// Fields the response keeps, so each request has its own (no pool: the header map holds them
-// after the handler returns).
-type answerMemory struct {
+// smallAnswer and largeAnswer are everything a request's rate-limit fields need, in one
+// allocation: the library writes the client key and the header lines into text, and the
+// header values (strings over text) go into values, whose one-element slices become the new
+// header names' values. The response keeps them, so each request has its own (no pool: the
+// header map holds them after the handler returns). A middleware starts with the small one (a
+// 144-byte object: an IPv4 key and draft-10's two lines with a short policy name fit) and
+// switches to the large one for good once an answer did not fit (longer keys or names, pk,
+// more lines); that answer's lines were rendered apart.
+type smallAnswer struct {
+	values [2]string
+	text   [112]byte
+}
+
+type largeAnswer struct {
 	values [4]string
 	text   [throttlekit.EdgeBufferSize]byte
+}
+
+// answerMemory is a fresh request's text and values (length 0) memory.
+func (m *Middleware) answerMemory() ([]byte, []string) {
+	if m.large.Load() {
+		a := new(largeAnswer)
+		return a.text[:], a.values[:0]
+	}
+	a := new(smallAnswer)
+	return a.text[:], a.values[:0]
 }
 
 // addLines adds core's "Name: value\n" lines to h, each name exactly as core spells it (not

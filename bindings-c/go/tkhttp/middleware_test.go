@@ -485,3 +485,72 @@ func TestUnknownFailPolicyIsConfigInvalid(t *testing.T) {
 		t.Fatalf("fail policy 99: %v", err)
 	}
 }
+
+// Each request's fields live in memory of its own: in process (the recorder keeps the
+// handler's header map), every response's fields are the edge's lines for its request, before
+// and after a middleware moves to its larger answer memory (pk, a long policy name, draft-6's
+// five lines, an IPv6 key), and an earlier response's fields stay intact after later requests.
+func TestFieldsPerRequestAcrossAnswerSizes(t *testing.T) {
+	long := strings.Repeat("p", 150)
+	for name, opts := range map[string]tkhttp.HeaderOptions{
+		"draft-10":   {},
+		"pk":         {PartitionKeySecret: "s3cret"},
+		"long name":  {PolicyName: long, PartitionKeySecret: "s3cret"},
+		"draft-6":    {Family: tkhttp.FamilyDraft6},
+		"legacy, pk": {Family: tkhttp.FamilyLegacy, PartitionKeySecret: "s3cret"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			clock := manualClock(t)
+			m := newMiddleware(t, gcraLimiter(t, nil), tkhttp.WithClock(clock), tkhttp.WithHeaderOptions(opts))
+			h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") }))
+			hopts, _ := json.Marshal(opts)
+			edge, err := throttlekit.NewHTTPEdge(string(hopts), "", throttlekit.Raise)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer edge.Close()
+			twin := gcraLimiter(t, nil)
+			var kept [][]string
+			var keptFields [][]string
+			for i, peer := range []string{"192.0.2.1:80", "203.0.113.255:443", "[2001:db8:aaaa:bbbb::1]:443", "192.0.2.1:80",
+				"10.0.0.1:1", "[2001:db8::2]:80", "192.0.2.1:80"} {
+				req := httptest.NewRequest(http.MethodGet, "/limited", nil)
+				req.RemoteAddr = peer
+				w := httptest.NewRecorder()
+				h.ServeHTTP(w, req)
+				a, err := edge.CheckRequest(twin, peer, "", "", 1, t0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var want []string
+				for _, l := range a.HeaderLines() {
+					want = append(want, l.Name+": "+l.Value)
+				}
+				got := rawFields(w.Result().Header)
+				if !reflect.DeepEqual(got, want) {
+					t.Fatalf("request %d (%s): fields %q, want %q", i, peer, got, want)
+				}
+				kept = append(kept, rawFields(w.Header()))
+				keptFields = append(keptFields, want)
+			}
+			for i := range kept {
+				if !reflect.DeepEqual(kept[i], keptFields[i]) {
+					t.Fatalf("request %d's fields changed later: %q, want %q", i, kept[i], keptFields[i])
+				}
+			}
+		})
+	}
+}
+
+// rawFields is fields for a header map made in process, whose names are as core spells them
+// (not canonicalised, so Values would not find them).
+func rawFields(h http.Header) []string {
+	var out []string
+	for _, name := range []string{"RateLimit-Policy", "RateLimit", "RateLimit-Limit", "RateLimit-Remaining",
+		"RateLimit-Reset", "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "Retry-After"} {
+		for _, v := range h[name] {
+			out = append(out, name+": "+v)
+		}
+	}
+	return out
+}
