@@ -142,7 +142,7 @@ pub(crate) fn key_and_cost(op: Op, key: &Unknown, cost: &Unknown) -> CoreResult<
 }
 
 /// `now` for JavaScript: epoch ms, or NaN for Redis's clock (`serverClock`).
-fn now_to_js(now: Now) -> f64 {
+pub(crate) fn now_to_js(now: Now) -> f64 {
     match now {
         Now::At(t) => t as f64,
         Now::Server => f64::NAN,
