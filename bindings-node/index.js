@@ -30,7 +30,6 @@ const {
   __redisOf,
   __redisHandshake,
   __redisStoreId,
-  __redisPrepare,
   __redisPrepareMany,
   __redisEval,
   __redisFinish,
@@ -147,7 +146,7 @@ const clusterNatives = {
 }
 const transports = new Map() // store number -> Transport
 const limiterTransports = new WeakMap() // Limiter -> Transport | null
-// Where __redisPrepare(Fast) writes a call (its time, then its FCALL or EVALSHA) and __redisFinish a decision:
+// Where __redisPrepareFast writes a call (its time, then its FCALL or EVALSHA) and __redisFinish a decision:
 // reused, because a buffer or object made natively per call costs more than the call. Never
 // handed out (each call's bytes are copied out before anything else can run).
 let scratch = Buffer.allocUnsafe(16384)

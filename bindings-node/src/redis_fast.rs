@@ -1,7 +1,9 @@
 //! The hot half of a `Limiter`'s Promise `check`, `peek` and `forecast` over index.js's socket
-//! (transport.rs has the whole protocol): `__redisPrepareFast` and `__redisFinishFast` are
-//! `__redisPrepare` and `__redisFinish` as raw napi callbacks that find the limiter by handle
-//! and take the key, cost and decision through fast.rs's shared buffer, as `__checkSync` does.
+//! (transport.rs has the whole protocol): `__redisPrepareFast` prepares a call and
+//! `__redisFinishFast` reads its reply, raw napi callbacks that find the limiter by handle and
+//! take the key, cost and decision through fast.rs's shared buffer, as `__checkSync` does. They
+//! replaced `__redisPrepare` (a napi-rs function of the limiter, op, key, cost and scratch
+//! buffer) and, for a reply, `__redisFinish`, which still reads a time-out or a lost connection.
 //!
 //! Why: on a sequential `check` our client spent about 3.5 µs more user CPU per call than
 //! ioredis (docs/bench-bindings.md). `perf` put a third of the addon's share in finding the
@@ -89,13 +91,18 @@ fn bytes<'a>(env: sys::napi_env, v: sys::napi_value, field: &str) -> CoreResult<
     Ok(unsafe { std::slice::from_raw_parts_mut(data.cast::<u8>(), len) })
 }
 
-/// `__redisPrepareFast(scratch[, key[, cost]])`: `__redisPrepare(limiter, op, key, cost,
-/// scratch)` for the limiter whose Redis handle is in the handle slot and the op in the op
+/// `__redisPrepareFast(scratch[, key[, cost]])`: prepares op 0 check, 1 peek or 2 forecast
+/// (`transport::op`) for the limiter whose Redis handle is in the handle slot and the op in the op
 /// slot, the key as for `__checkSync` (its bytes in the buffer when its length is there, else
 /// the argument), the cost the cost slot's (1 for `undefined`) unless passed (index.js passes a
-/// cost that is not a number, for its error; a peek ignores it). Same result: the call's time
-/// (and a cluster's master and slot) and its first send written to `scratch`, their length;
-/// -1 on a closed store; `-(16 + length)` when `scratch` is too small.
+/// cost that is not a number, for its error; a peek ignores it). Writes the call's time (f64
+/// LE, NaN: Redis's clock) at `scratch[0..8]`, on a cluster its master's number (u32 LE,
+/// `0xffffffff` when no master serves the slot now) at `scratch[8..12]` and its slot at
+/// `scratch[12..16]` (cluster.rs), and its first send after them (`FCALL` on a store that runs
+/// functions, else `EVALSHA`), and returns how many bytes of it; -1 when the store is closed
+/// (the native method answers), or `-(16 + length)` when `scratch` is too small. Written into
+/// a buffer the caller keeps, because a buffer made here per call costs more than the rest of
+/// the call. Bad arguments throw the native method's error.
 unsafe extern "C" fn prepare(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
     guard(env, info, |env, context, argv, argc| {
         // SAFETY: `slots` points at IO_LEN f64s (checked by `bind_io`), used on this thread
@@ -129,7 +136,7 @@ unsafe extern "C" fn prepare(env: sys::napi_env, info: sys::napi_callback_info) 
     })
 }
 
-/// `__redisPrepare`'s body once the arguments are read.
+/// `__redisPrepareFast`'s body once the arguments are read.
 fn write(l: &RedisLimiter, op: Op, key: &str, cost: u64, scratch: &mut [u8]) -> CoreResult<i64> {
     if l.redis.store.is_closed() {
         return Ok(-1);
