@@ -30,7 +30,6 @@ const {
   __redisOf,
   __redisHandshake,
   __redisStoreId,
-  __redisPrepare,
   __redisPrepareMany,
   __redisEval,
   __redisFinish,
@@ -53,6 +52,9 @@ const {
   __fieldsCheck,
   __fieldsValues,
   __fieldsNames,
+  __redisHandle,
+  __redisPrepareFast,
+  __redisFinishFast,
   ...api
 } = binding
 
@@ -144,7 +146,7 @@ const clusterNatives = {
 }
 const transports = new Map() // store number -> Transport
 const limiterTransports = new WeakMap() // Limiter -> Transport | null
-// Where __redisPrepare writes a call (its time, then its FCALL or EVALSHA) and __redisFinish a decision:
+// Where __redisPrepareFast writes a call (its time, then its FCALL or EVALSHA) and __redisFinish a decision:
 // reused, because a buffer or object made natively per call costs more than the call. Never
 // handed out (each call's bytes are copied out before anything else can run).
 let scratch = Buffer.allocUnsafe(16384)
@@ -180,15 +182,36 @@ function plainTransportOf(limiter) {
   return t === null || t instanceof ClusterTransport ? null : t
 }
 
+/**
+ * What a Limiter's check, peek and forecast need per call (src/redis_fast.rs): its socket and
+ * its Redis handle, or null when index.js does not carry its calls.
+ */
+const limiterCalls = new WeakMap() // Limiter -> {t, h} | null
+
+function callsOf(limiter) {
+  if (typeof limiter !== 'object' || limiter === null) return null // the native method throws its own error
+  let c = limiterCalls.get(limiter)
+  if (c !== undefined) return c
+  const t = transportOf(limiter)
+  c = null
+  if (t !== null) {
+    const h = __redisHandle(limiter)
+    if (h !== null) c = { t, h }
+  }
+  limiterCalls.set(limiter, c)
+  return c
+}
+
 /** One script call of a limiter on the wire (see lib/redis-transport.js for the protocol). */
 class ScriptRequest {
-  constructor(t, limiter, op, key, cost, now) {
+  constructor(t, limiter, op, key, cost, now, h) {
     this.t = t
     this.limiter = limiter
     this.op = op
     this.key = key
     this.cost = cost
     this.now = now
+    this.h = h
   }
 
   eval() {
@@ -206,9 +229,17 @@ class ScriptRequest {
   }
 
   finish(reply, error, timedOut) {
-    __redisFinish(this.limiter, this.now, reply, error, timedOut ? this.t.timeoutMs : undefined, decided)
-    const d = { allowed: decided[0] === 1, limit: decided[1], remaining: decided[2], resetAt: decided[3], retryAfterMs: decided[4] }
-    if (decided[5] === 1) d.fallback = true
+    if (reply === null) {
+      // No reply (the connection failed, or the call timed out): the fail policy's path.
+      __redisFinish(this.limiter, this.now, reply, error, timedOut ? this.t.timeoutMs : undefined, decided)
+      const d = { allowed: decided[0] === 1, limit: decided[1], remaining: decided[2], resetAt: decided[3], retryAfterMs: decided[4] }
+      if (decided[5] === 1) d.fallback = true
+      return d
+    }
+    io[6] = this.h
+    __redisFinishFast(reply, this.now)
+    const d = { allowed: io[0] === 1, limit: io[1], remaining: io[2], resetAt: io[3], retryAfterMs: io[4] }
+    if (io[5] === 1) d.fallback = true
     return d
   }
 }
@@ -280,10 +311,25 @@ function waitOut(r) {
   })
 }
 
-/** Prepares a call into `scratch` (growing it if needed): its EVALSHA length, or -1 if closed. */
-function prepare(limiter, op, key, cost) {
+/**
+ * Prepares a call of the limiter with Redis handle `h` into `scratch` (growing it if needed):
+ * its first send's length, or -1 if closed. The handle, op, cost and a short ASCII key travel
+ * in the shared buffer, as for checkSync (src/redis_fast.rs); a key that is not one, and a cost
+ * that is not a number (for its error), are passed.
+ */
+function prepare(h, op, key, cost) {
   for (;;) {
-    const n = __redisPrepare(limiter, op, key, cost, scratch)
+    const k = copyKey(key)
+    io[6] = h
+    io[8] = k
+    io[9] = op
+    let n
+    if (op === 1 || cost === undefined || typeof cost === 'number') {
+      io[7] = op === 1 || cost === undefined ? 1 : cost
+      n = k < 0 ? __redisPrepareFast(scratch, key) : __redisPrepareFast(scratch)
+    } else {
+      n = __redisPrepareFast(scratch, key, cost) // not a number: throws config_invalid
+    }
     if (n >= -1) return n
     scratch = Buffer.allocUnsafe(-n * 2)
   }
@@ -298,18 +344,19 @@ for (const name of ['check', 'peek', 'forecast']) {
   Object.defineProperty(L, name, {
     value: {
       [name](key, cost) {
-        const t = transportOf(this)
-        if (t === null) return fallback.apply(this, arguments)
+        const c = callsOf(this)
+        if (c === null) return fallback.apply(this, arguments)
+        const t = c.t
         let n
         try {
-          n = prepare(this, op, key, cost)
+          n = prepare(c.h, op, key, cost)
         } catch (e) {
           return Promise.reject(e)
         }
         if (n < 0) return fallback.apply(this, arguments) // closed: the native method answers
         const bytes = Buffer.allocUnsafe(n)
         scratch.copy(bytes, 0, 16, 16 + n)
-        const r = new ScriptRequest(t, this, op, key, cost, scratch.readDoubleLE(0))
+        const r = new ScriptRequest(t, this, op, key, cost, scratch.readDoubleLE(0), c.h)
         if (t instanceof ClusterTransport) return t.request(r, bytes, scratch.readUInt32LE(8), scratch.readUInt32LE(12))
         return t.request(r, bytes)
       },
@@ -320,8 +367,9 @@ for (const name of ['check', 'peek', 'forecast']) {
 }
 Object.defineProperty(L, 'checkMany', {
   value: function checkMany(keys, cost) {
-    const t = plainTransportOf(this)
-    if (t === null) return native.checkMany.apply(this, arguments)
+    const c = callsOf(this)
+    if (c === null || c.t instanceof ClusterTransport) return native.checkMany.apply(this, arguments)
+    const t = c.t
     let calls
     try {
       calls = __redisPrepareMany(this, keys, cost, scratch)
@@ -330,7 +378,7 @@ Object.defineProperty(L, 'checkMany', {
     }
     if (calls === null) return native.checkMany.apply(this, arguments)
     const now = scratch.readDoubleLE(0)
-    return Promise.all(calls.map((bytes, i) => t.request(new ScriptRequest(t, this, OP.check, keys[i], cost, now), bytes)))
+    return Promise.all(calls.map((bytes, i) => t.request(new ScriptRequest(t, this, OP.check, keys[i], cost, now, c.h), bytes)))
   },
   writable: true,
   configurable: true,

@@ -200,6 +200,53 @@ describe('the Promise methods on their own socket', () => {
     }
   })
 
+  test('check, peek and forecast read keys and costs as checkSync does, and count alike (src/redis_fast.rs)', async () => {
+    await withRedis([], async (redis) => {
+      const store = await RedisStore.connect({ url: redis.url })
+      const l = new Limiter({ strategy: Strategy.fixedWindow({ limit: 100, windowMs: 600000 }), store, prefix: 'args' })
+      const outcome = async (f) => {
+        try {
+          const d = await f()
+          return ['ok', d.allowed, d.remaining]
+        } catch (e) {
+          return ['error', e.code, e.message]
+        }
+      }
+      // Keys that travel in the shared buffer (short ASCII) and as arguments (long, not ASCII,
+      // empty), costs in the buffer (numbers, undefined) and as arguments (anything else).
+      const keys = ['k', 'user:1', 'x'.repeat(64), 'y'.repeat(65), 'ü-key', '\u{1F600}', '', 'x'.repeat(5000), undefined, 5, {}, null, '\ud800']
+      const costs = [undefined, 1, 2, 0, -1, 1.5, NaN, 2 ** 53, '1', null, {}, 1n]
+      let n = 0
+      for (const key of keys) {
+        for (const cost of costs) {
+          for (const op of ['check', 'forecast', 'peek']) {
+            // The Promise path against checkSync / forecastSync / peekSync on a twin key.
+            const twin = typeof key === 'string' ? `twin-${n}-${key}` : key
+            const sync = { check: 'checkSync', forecast: 'forecastSync', peek: 'peekSync' }[op]
+            const got = await outcome(() => l[op](typeof key === 'string' ? `pair-${n}-${key}` : key, cost))
+            const want = await outcome(async () => l[sync](twin, cost))
+            if (got[0] === 'error' && want[0] === 'error') {
+              assert.deepEqual(got.slice(0, 2), want.slice(0, 2), `${op}(${String(key).slice(0, 20)}, ${String(cost)})`)
+              // The same words (a key in them is the twin's, of the same length).
+              assert.equal(got[2].replace(/pair-/g, 'twin-'), want[2], `${op}(${String(key).slice(0, 20)}, ${String(cost)})`)
+            } else {
+              assert.deepEqual(got, want, `${op}(${String(key).slice(0, 20)}, ${String(cost)})`)
+            }
+            n++
+          }
+        }
+      }
+      // Counting: ten checks of 3 on one key over the socket leave what ten checkSyncs leave.
+      for (let i = 0; i < 10; i++) await l.check('count-a', 3)
+      for (let i = 0; i < 10; i++) l.checkSync('count-b', 3)
+      assert.deepEqual([(await l.peek('count-a')).remaining, (await l.peek('count-b')).remaining], [70, 70])
+      // Not a Limiter: the native method answers (napi-rs refuses the receiver), as before.
+      await assert.rejects(async () => Limiter.prototype.check.call({}, 'k'), /Illegal invocation/)
+      await assert.rejects(async () => Limiter.prototype.peek.call(Object.create(l), 'k'), /Illegal invocation/)
+      await store.close()
+    })
+  })
+
   test('un-awaited calls run in the order they were made', async () => {
     await withRedis([], async (redis) => {
       const store = await RedisStore.connect({ url: redis.url })

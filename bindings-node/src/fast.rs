@@ -44,31 +44,31 @@ use crate::limiter::Limiter;
 /// retryAfterMs, fallback (0/1), and by `__fieldsValues` the id of its lines' names. Written by
 /// index.js before each call: the handle, the cost, and the key's length when it put the key's
 /// bytes in the buffer after the slots (else -1).
-const IO_LEN: usize = 10;
+pub(crate) const IO_LEN: usize = 10;
 /// Where index.js puts the limiter's handle.
-const IO_HANDLE: usize = 6;
+pub(crate) const IO_HANDLE: usize = 6;
 /// Where index.js puts the cost when it is a number (1 for `undefined`).
-const IO_COST: usize = 7;
+pub(crate) const IO_COST: usize = 7;
 /// Where index.js puts the length of an ASCII key it copied (-1: the key is an argument).
-const IO_KEY_LEN: usize = 8;
+pub(crate) const IO_KEY_LEN: usize = 8;
 /// Where `__fieldsValues` writes the id of its lines' names (see `Layouts`; -1: none, the
 /// lines came back joined as `__fieldsCheck`'s).
-const IO_NAMES: usize = 9;
+pub(crate) const IO_NAMES: usize = 9;
 /// Room for key bytes after the slots, in the same `ArrayBuffer`.
-const KEY_BYTES: usize = 64;
+pub(crate) const KEY_BYTES: usize = 64;
 
 /// What the callbacks of one JS environment share. Each function holds an `Rc` of it as its
 /// napi data, released by the function's finalizer, so the pointer napi passes back is valid
 /// for as long as the function can be called.
 #[derive(Default)]
-struct Context {
+pub(crate) struct Context {
     /// The shared buffer's data (IO_LEN slots, then KEY_BYTES bytes), made once by `bind_io`
     /// for index.js. It is kept alive by a napi reference that is never released (the
     /// environment frees it at teardown), V8 never moves an ArrayBuffer's backing store, and
     /// only index.js ever holds the buffer (so nobody can detach it): the pointer stays valid.
-    io: Cell<*mut f64>,
+    pub(crate) io: Cell<*mut f64>,
     /// Reused UTF-8 buffer for keys, so a call allocates nothing.
-    key: RefCell<Vec<u8>>,
+    pub(crate) key: RefCell<Vec<u8>>,
     /// Reused buffer for `__fieldsCheck`'s joined lines and `__fieldsValues`' values.
     lines: RefCell<String>,
     /// The names of `__fieldsValues`' lines, and every list of names it has seen.
@@ -76,9 +76,13 @@ struct Context {
     handles: handles::Shared,
     /// The `RateLimitFields` of `__fieldsCheck`, by handle (as `handles` for `Limiter`s).
     fields: handles::Shared<FieldsCore>,
+    /// The limiters whose Promise calls index.js carries over its socket, by handle
+    /// (redis_fast.rs).
+    #[cfg(feature = "redis")]
+    pub(crate) redis: handles::Shared<crate::limiter::RedisLimiter>,
 }
 
-type Callback = unsafe extern "C" fn(sys::napi_env, sys::napi_callback_info) -> sys::napi_value;
+pub(crate) type Callback = unsafe extern "C" fn(sys::napi_env, sys::napi_callback_info) -> sys::napi_value;
 
 /// Registers the internal functions index.js uses (they are not part of the typed API).
 #[napi(module_exports)]
@@ -94,6 +98,8 @@ pub fn register(exports: Object, env: Env) -> napi::Result<()> {
         (c"__fieldsValues", fields_values),
         (c"__fieldsNames", fields_names),
     ];
+    #[cfg(feature = "redis")]
+    let functions = functions.into_iter().chain(crate::redis_fast::FUNCTIONS);
     for (name, cb) in functions {
         let data = Box::into_raw(Box::new(context.clone()));
         let mut f = ptr::null_mut();
@@ -133,7 +139,7 @@ unsafe extern "C" fn release(_env: sys::napi_env, data: *mut c_void, _hint: *mut
 /// Runs `f` as a napi callback body: errors become our JS errors, a panic becomes a thrown
 /// `Error` (code `panic`) instead of unwinding into Node. `f` gets the first three arguments
 /// (`undefined` where missing) and how many were passed.
-fn guard(
+pub(crate) fn guard(
     env: sys::napi_env,
     info: sys::napi_callback_info,
     f: fn(sys::napi_env, &Context, &[sys::napi_value; 3], usize) -> CoreResult<sys::napi_value>,
@@ -506,7 +512,7 @@ fn fields<'a>(env: sys::napi_env, value: sys::napi_value) -> Option<&'a RateLimi
     Some(unsafe { &*p.cast::<RateLimitFields>() })
 }
 
-fn null(env: sys::napi_env) -> CoreResult<sys::napi_value> {
+pub(crate) fn null(env: sys::napi_env) -> CoreResult<sys::napi_value> {
     let mut v = ptr::null_mut();
     // SAFETY: on the JS thread, inside a callback.
     if unsafe { sys::napi_get_null(env, &mut v) } != sys::Status::napi_ok {
@@ -532,7 +538,7 @@ unsafe extern "C" fn live_handles(env: sys::napi_env, info: sys::napi_callback_i
     })
 }
 
-fn number(env: sys::napi_env, n: f64) -> CoreResult<sys::napi_value> {
+pub(crate) fn number(env: sys::napi_env, n: f64) -> CoreResult<sys::napi_value> {
     let mut v = ptr::null_mut();
     // SAFETY: on the JS thread, inside a callback.
     if unsafe { sys::napi_create_double(env, n, &mut v) } != sys::Status::napi_ok {
@@ -543,7 +549,7 @@ fn number(env: sys::napi_env, n: f64) -> CoreResult<sys::napi_value> {
 
 /// The `Limiter` wrapped by `value`: napi's type tag proves the wrapped pointer is one (so
 /// `checkSync.call({})` or another class's instance is `config_invalid`, never a bad cast).
-fn limiter<'a>(env: sys::napi_env, value: sys::napi_value) -> CoreResult<&'a Limiter> {
+pub(crate) fn limiter<'a>(env: sys::napi_env, value: sys::napi_value) -> CoreResult<&'a Limiter> {
     let mut p = ptr::null_mut();
     // SAFETY: a live value of the current call; non-objects and unwrapped objects fail.
     let unwrapped = unsafe { sys::napi_unwrap(env, value, &mut p) } == sys::Status::napi_ok;

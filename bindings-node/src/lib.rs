@@ -31,6 +31,8 @@ mod multi;
 mod promise;
 #[cfg(feature = "redis")]
 mod redis;
+#[cfg(feature = "redis")]
+mod redis_fast;
 mod shaper;
 mod store;
 mod strategy;

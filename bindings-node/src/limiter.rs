@@ -144,6 +144,18 @@ pub struct Limiter {
     /// This limiter's entry in its environment's handle table, made by the first `checkSync`
     /// (see handles.rs); dropping the `Limiter` frees it.
     handle: OnceCell<Registration>,
+    /// This limiter's entry in its environment's table of Redis limiters (redis_fast.rs), made
+    /// by its first Promise call over index.js's socket.
+    #[cfg(feature = "redis")]
+    redis_handle: OnceCell<Registration<RedisLimiter>>,
+}
+
+/// What the Promise path over index.js's socket finds by handle (redis_fast.rs): the core
+/// limiter and the store whose socket carries its calls.
+#[cfg(feature = "redis")]
+pub(crate) struct RedisLimiter {
+    pub inner: Arc<throttlekit::Limiter>,
+    pub redis: crate::transport::RedisRef,
 }
 
 impl Limiter {
@@ -156,6 +168,23 @@ impl Limiter {
         }
         match self.handle.get() {
             Some(r) if r.is_in(table) => Ok(r.handle()),
+            _ => Err(config("this", "belongs to another thread's environment")),
+        }
+    }
+
+    /// The handle of this limiter in `table` of Redis limiters, registering it on first use;
+    /// `None` when index.js does not carry its calls (no `RedisStore`, or a tier).
+    #[cfg(feature = "redis")]
+    pub(crate) fn redis_handle(&self, table: &handles::Shared<RedisLimiter>) -> CoreResult<Option<f64>> {
+        let Some(redis) = &self.redis else { return Ok(None) };
+        if self.redis_handle.get().is_none() {
+            let entry = RedisLimiter { inner: self.inner.clone(), redis: redis.clone() };
+            let r = Registration::new(table, Arc::new(entry))?;
+            // Cannot fail: the cell was empty and nothing in between touched it.
+            let _ = self.redis_handle.set(r);
+        }
+        match self.redis_handle.get() {
+            Some(r) if r.is_in(table) => Ok(Some(r.handle())),
             _ => Err(config("this", "belongs to another thread's environment")),
         }
     }
@@ -199,7 +228,13 @@ impl Limiter {
     #[napi(constructor, ts_args_type = "options: LimiterOptions")]
     pub fn new(env: &Env, options: Unknown) -> napi::Result<Limiter> {
         let (inner, redis) = build(env, &options).or_throw(env)?;
-        Ok(Limiter { inner: Arc::new(inner), redis, handle: OnceCell::new() })
+        Ok(Limiter {
+            inner: Arc::new(inner),
+            redis,
+            handle: OnceCell::new(),
+            #[cfg(feature = "redis")]
+            redis_handle: OnceCell::new(),
+        })
     }
 
     /// Checks (and, when allowed, consumes) `cost` units (default 1) for `key`, synchronously.

@@ -142,7 +142,7 @@ pub(crate) fn key_and_cost(op: Op, key: &Unknown, cost: &Unknown) -> CoreResult<
 }
 
 /// `now` for JavaScript: epoch ms, or NaN for Redis's clock (`serverClock`).
-fn now_to_js(now: Now) -> f64 {
+pub(crate) fn now_to_js(now: Now) -> f64 {
     match now {
         Now::At(t) => t as f64,
         Now::Server => f64::NAN,
@@ -151,57 +151,6 @@ fn now_to_js(now: Now) -> f64 {
 
 pub(crate) fn now_from_js(now: f64) -> Now {
     if now.is_nan() { Now::Server } else { Now::At(now as i64) }
-}
-
-thread_local! {
-    /// Where a call's bytes are encoded before they are copied into the caller's scratch buffer.
-    static ENCODED: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
-/// `__redisPrepare(limiter, op, key, cost, scratch)`: op 0 check, 1 peek, 2 forecast. Writes
-/// the call's time (f64 LE, NaN: Redis's clock) at `scratch[0..8]`, on a cluster its master's
-/// number (u32 LE, `0xffffffff` when no master serves the slot now) at `scratch[8..12]` and its
-/// slot at `scratch[12..16]` (cluster.rs), and its first send after them (`FCALL` on a store
-/// that runs functions, else `EVALSHA`), and returns how many bytes of it; -1 when the store is
-/// closed (the native method answers), or `-(16 + length)` when `scratch` is too small.
-/// Written into a buffer the caller keeps, because a buffer or object made here per call costs
-/// more than the rest of the call. Bad arguments throw the native method's error.
-#[napi(js_name = "__redisPrepare", skip_typescript)]
-pub fn redis_prepare(
-    env: &Env,
-    limiter: Unknown,
-    op: u32,
-    key: Unknown,
-    cost: Unknown,
-    mut scratch: BufferSlice,
-) -> napi::Result<i64> {
-    let l = self::limiter(env, &limiter).or_throw(env)?;
-    let op = self::op(op);
-    let (key, cost) = key_and_cost(op, &key, &cost).or_throw(env)?;
-    let Some(store) = open_store(l) else {
-        return Ok(-1);
-    };
-    let functions = store.store.uses_functions();
-    let call = l.inner.prepare(op, &key, cost).or_throw(env)?;
-    let (node, slot) = match &store.routes {
-        Some(routes) => {
-            let slot = call.slot();
-            (routes.node(slot).unwrap_or(u32::MAX), u32::from(slot))
-        }
-        None => (0, 0),
-    };
-    Ok(ENCODED.with_borrow_mut(|buf| {
-        buf.clear();
-        buf.extend_from_slice(&now_to_js(call.now()).to_le_bytes());
-        buf.extend_from_slice(&node.to_le_bytes());
-        buf.extend_from_slice(&slot.to_le_bytes());
-        call.write_first(functions, buf);
-        if buf.len() > scratch.len() {
-            return -(buf.len() as i64);
-        }
-        scratch[..buf.len()].copy_from_slice(buf);
-        (buf.len() - 16) as i64
-    }))
 }
 
 /// `__redisEval(limiter, op, key, cost, now)`: what to send once after the server lacked the
@@ -217,7 +166,7 @@ pub fn redis_eval(env: &Env, limiter: Unknown, op: u32, key: Unknown, cost: Unkn
 }
 
 /// `__redisPrepareMany(limiter, keys, cost, scratch)`: `checkMany`'s calls, one check per key
-/// at one clock read (written at `scratch[0..8]` as by `__redisPrepare`): their first sends
+/// at one clock read (written at `scratch[0..8]` as by `__redisPrepareFast`, redis_fast.rs): their first sends
 /// (`FCALL` or `EVALSHA`); `null` on a closed store.
 #[napi(js_name = "__redisPrepareMany", skip_typescript)]
 pub fn redis_prepare_many(

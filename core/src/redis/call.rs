@@ -339,7 +339,7 @@ fn ttl(v: i64) -> Option<i64> {
 /// not what our scripts send is the store's failure, never a decision. Found by the
 /// `redis_reply` fuzz target (`fuzz/regressions/redis_reply/`): `*6 :2 :0 :2 :0 :0 :50` used to
 /// decode into a denial with a limit of 0, two remaining and no retry hint.
-fn decision(f: &[i64]) -> Option<Decision> {
+pub(super) fn decision(f: &[i64]) -> Option<Decision> {
     let d = Decision {
         allowed: f[0] == 1,
         limit: f[1],

@@ -171,12 +171,62 @@ pub fn preload_for(functions: bool) -> Vec<Vec<u8>> {
 /// The reply decoded as [`super::RedisStore`]'s direct path decodes it: a server error is
 /// `store_unavailable` naming the script, anything malformed too.
 fn outcome(call: &ScriptCall, reply: Result<&[u8]>) -> Result<Outcome> {
-    let value = redis::parse_redis_value(reply?)
+    let reply = reply?;
+    if call.shape == call::Shape::Decision
+        && let Some(d) = int_array::<6>(reply).as_ref().and_then(|f| call::decision(f))
+    {
+        return Ok(Outcome::Single(crate::store::Reply::Decision(d)));
+    }
+    parsed(call, reply)
+}
+
+/// [`outcome`] through redis-rs's parser: every reply that is not a plain decision.
+fn parsed(call: &ScriptCall, reply: &[u8]) -> Result<Outcome> {
+    let value = redis::parse_redis_value(reply)
         .map_err(|e| Error::store(format!("unreadable reply from {}: {e}", call.script.name)))?;
     match value {
         redis::Value::ServerError(e) => Err(Error::store(format!("{} failed: {e}", call.script.name))),
         v => call::decode_reply(call, &v),
     }
+}
+
+/// The integers of `frame` when it is exactly `*N\r\n` and `N` integer replies `:[-]digits\r\n`
+/// (at most 18 digits), the form every decision reply takes; `None` for anything else, which
+/// [`outcome`] then reads with redis-rs's parser as before. For the frames it accepts, that
+/// parser reads the same integers (an `i64` parse of the same digits), and a reply whose
+/// integers are not a sane decision falls through to it too, so every outcome and error is
+/// unchanged (test: `the_integer_reader_agrees_with_the_parser`).
+///
+/// Why: redis-rs's `combine` parser was about 40 % of the Node addon's time per Redis call
+/// (`perf`, docs/bench-bindings.md), for six small integers.
+fn int_array<const N: usize>(frame: &[u8]) -> Option<[i64; N]> {
+    let rest = frame.strip_prefix(b"*")?;
+    let (n, mut rest) = line_int(rest)?;
+    if n != N as i64 {
+        return None;
+    }
+    let mut out = [0; N];
+    for o in &mut out {
+        let (v, r) = line_int(rest.strip_prefix(b":")?)?;
+        *o = v;
+        rest = r;
+    }
+    rest.is_empty().then_some(out)
+}
+
+/// `[-]digits\r\n` at the start of `b` (1 to 18 digits): the number and what follows.
+fn line_int(b: &[u8]) -> Option<(i64, &[u8])> {
+    let (neg, b) = match b.strip_prefix(b"-") {
+        Some(r) => (true, r),
+        None => (false, b),
+    };
+    let digits = b.iter().take_while(|c| c.is_ascii_digit()).count();
+    if digits == 0 || digits > 18 {
+        return None;
+    }
+    let rest = b[digits..].strip_prefix(b"\r\n")?;
+    let v = b[..digits].iter().fold(0i64, |v, c| v * 10 + i64::from(c - b'0'));
+    Some((if neg { -v } else { v }, rest))
 }
 
 /// Whether a reply frame is Redis's `NOSCRIPT` error: its script cache lost the script
@@ -334,6 +384,112 @@ impl Limiter {
         match outcome(call, reply).and_then(single).and_then(|r| r.decision()) {
             Ok(d) => Ok(d),
             Err(e) => self.fail_policy().fallback(e, self.strategy().limit(), now.fallback_ms(&**self.clock())),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A small deterministic generator (no dependency), enough to vary frames.
+    struct Lcg(u64);
+    impl Lcg {
+        fn next(&mut self) -> u64 {
+            self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            self.0 >> 33
+        }
+        fn int(&mut self) -> i64 {
+            match self.next() % 8 {
+                0 => 0,
+                1 => 1,
+                2 => -1,
+                3 => (self.next() % 100) as i64,
+                4 => i64::MAX,
+                5 => i64::MIN + 1,
+                6 => -((self.next() << 20) as i64),
+                _ => ((self.next() << 31) | self.next()) as i64,
+            }
+        }
+    }
+
+    fn frame(items: &[i64]) -> Vec<u8> {
+        let mut f = format!("*{}\r\n", items.len()).into_bytes();
+        for i in items {
+            f.extend_from_slice(format!(":{i}\r\n").as_bytes());
+        }
+        f
+    }
+
+    #[test]
+    fn the_integer_reader_agrees_with_the_parser() {
+        let strategy = crate::Strategy::gcra(10, 1000, None).expect("valid strategy");
+        let call = call::decision_call(&strategy);
+        let mut rng = Lcg(7);
+        let mut fast = 0;
+        for n in 0..20_000 {
+            // Mostly sane decisions (the fast path), then anything: other lengths, wild values,
+            // and single-byte damage anywhere in the frame.
+            let limit = 1 + (rng.next() % 1_000_000) as i64;
+            let allowed = rng.next() % 2;
+            let mut items = vec![
+                allowed as i64,
+                limit,
+                (rng.next() as i64) % (limit + 1),
+                rng.int(),
+                if allowed == 1 { 0 } else { 1 + (rng.next() % 5000) as i64 },
+                rng.int(),
+            ];
+            if n % 3 == 1 {
+                let i = (rng.next() % 6) as usize;
+                items[i] = rng.int();
+            }
+            if n % 11 == 2 {
+                items.truncate((rng.next() % 7) as usize);
+            }
+            if n % 13 == 3 {
+                items.push(rng.int());
+            }
+            let mut f = frame(&items);
+            if n % 5 == 4 {
+                let i = (rng.next() as usize) % f.len();
+                f[i] = b"*:-+$0123456789\r\nx"[(rng.next() % 18) as usize];
+            }
+            if n % 17 == 5 {
+                f.truncate((rng.next() as usize) % f.len());
+            }
+            if n % 19 == 6 {
+                f.extend_from_slice(b":1\r\n");
+            }
+            let got = outcome(&call, Ok(&f));
+            let want = parsed(&call, &f);
+            assert_eq!(format!("{got:?}"), format!("{want:?}"), "frame {:?}", String::from_utf8_lossy(&f));
+            fast += usize::from(int_array::<6>(&f).is_some());
+        }
+        assert!(fast > 5_000, "the fast path was taken {fast} times");
+    }
+
+    #[test]
+    fn the_integer_reader_takes_only_the_plain_form() {
+        assert_eq!(int_array::<2>(b"*2\r\n:1\r\n:-20\r\n"), Some([1, -20]));
+        for f in [
+            &b"*2\r\n:1\r\n:2\r\n:3\r\n"[..],
+            b"*2\r\n:1\r\n",
+            b"*2\r\n:+1\r\n:2\r\n",
+            b"*2\r\n:1\r\n$1\r\n2\r\n",
+            b"*2\r\n:1\r\n:1234567890123456789\r\n",
+            b"*2\r\n:1\n:2\r\n",
+            b"*02\r\n:1\r\n:2\r\n",
+            b"*2\r\n:-\r\n:2\r\n",
+            b"-ERR nope\r\n",
+        ] {
+            let f: &[u8] = f;
+            if f == b"*02\r\n:1\r\n:2\r\n" {
+                // Leading zeros are digits: 02 is 2, as redis-rs reads it.
+                assert_eq!(int_array::<2>(f), Some([1, 2]));
+                continue;
+            }
+            assert_eq!(int_array::<2>(f), None, "{:?}", String::from_utf8_lossy(f));
         }
     }
 }

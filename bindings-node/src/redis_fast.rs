@@ -1,0 +1,197 @@
+//! The hot half of a `Limiter`'s Promise `check`, `peek` and `forecast` over index.js's socket
+//! (transport.rs has the whole protocol): `__redisPrepareFast` prepares a call and
+//! `__redisFinishFast` reads its reply, raw napi callbacks that find the limiter by handle and
+//! take the key, cost and decision through fast.rs's shared buffer, as `__checkSync` does. They
+//! replaced `__redisPrepare` (a napi-rs function of the limiter, op, key, cost and scratch
+//! buffer) and, for a reply, `__redisFinish`, which still reads a time-out or a lost connection.
+//!
+//! Why: on a sequential `check` our client spent about 3.5 µs more user CPU per call than
+//! ioredis (docs/bench-bindings.md). `perf` put a third of the addon's share in finding the
+//! receiver twice a call (`napi_check_object_type_tag` and `napi_unwrap`, each a V8 private
+//! property lookup) and in napi-rs's glue for six and seven arguments (borrow scopes, a
+//! `Float64Array`'s and a `Buffer`'s info, optional strings); a handle, the shared slots and
+//! two buffer arguments cost a fraction of that. Error and time-out outcomes, `NOSCRIPT`
+//! retries and cluster hops still take transport.rs's and cluster.rs's functions.
+//!
+//! Same checks, order, bytes, decisions and errors as the functions they stand for (tests:
+//! `__test__/redis-transport.test.mjs`, and every Redis test of the Node suite, which now runs
+//! through these).
+
+// napi-derive leaves out export registration under cfg(test), so the unit-test build sees
+// these functions as unused.
+#![cfg_attr(test, allow(dead_code))]
+
+use std::ptr;
+
+use napi::sys;
+use throttlekit::redis::transport::Op;
+use throttlekit::validate;
+
+use crate::error::{CoreResult, config};
+use crate::fast::{Callback, Context, IO_COST, IO_HANDLE, IO_KEY_LEN, IO_LEN, IO_NAMES, KEY_BYTES, guard, number};
+use crate::limiter::RedisLimiter;
+use crate::transport;
+
+/// The callbacks fast.rs registers beside its own.
+pub(crate) const FUNCTIONS: [(&std::ffi::CStr, Callback); 3] =
+    [(c"__redisHandle", redis_handle), (c"__redisPrepareFast", prepare), (c"__redisFinishFast", finish)];
+
+/// Where index.js puts the op of `__redisPrepareFast` (0 check, 1 peek, 2 forecast): the slot
+/// `__fieldsValues` writes its names id to, free during this call.
+const IO_OP: usize = IO_NAMES;
+
+/// `__redisHandle(limiter)`: the handle of a `Limiter` whose Promise calls index.js carries
+/// (registering it on first use), `null` for one it does not; throws unless `limiter` is a
+/// constructed `Limiter`. index.js asks once per limiter.
+unsafe extern "C" fn redis_handle(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
+    guard(env, info, |env, context, argv, _| {
+        match crate::fast::limiter(env, argv[0])?.redis_handle(&context.redis)? {
+            Some(h) => number(env, h),
+            None => crate::fast::null(env),
+        }
+    })
+}
+
+/// The shared slots' pointer (IO_LEN f64s), once index.js has bound them.
+fn slots(context: &Context) -> CoreResult<*mut f64> {
+    let io = context.io.get();
+    if io.is_null() {
+        return Err(config("io", "is not bound (load the package through index.js)"));
+    }
+    Ok(io)
+}
+
+/// The key's bytes in the shared buffer when index.js copied it there (their length in the
+/// key slot), else `None` (the key is an argument).
+fn copied_key(io: &[f64]) -> CoreResult<Option<&str>> {
+    let key_len = io[IO_KEY_LEN];
+    if !(0.0..=KEY_BYTES as f64).contains(&key_len) {
+        return Ok(None);
+    }
+    // SAFETY: the KEY_BYTES bytes after the slots are in the same buffer (checked by
+    // `bind_io`); `key_len` is at most KEY_BYTES.
+    let bytes = unsafe { std::slice::from_raw_parts(io.as_ptr().add(IO_LEN).cast::<u8>(), key_len as usize) };
+    // index.js copies only ASCII; anything else is refused, never misread.
+    std::str::from_utf8(bytes).map(Some).map_err(|_| config("key", "must be valid UTF-16"))
+}
+
+/// The bytes of a `Buffer` (or any `Uint8Array`) argument.
+fn bytes<'a>(env: sys::napi_env, v: sys::napi_value, field: &str) -> CoreResult<&'a mut [u8]> {
+    let mut data = ptr::null_mut();
+    let mut len = 0usize;
+    // SAFETY: a live value of the current call; anything but a buffer fails with a status.
+    if unsafe { sys::napi_get_buffer_info(env, v, &mut data, &mut len) } != sys::Status::napi_ok {
+        return Err(config(field, "must be a Buffer"));
+    }
+    if len == 0 {
+        return Ok(&mut []);
+    }
+    // SAFETY: napi gave the buffer's data and length; V8 does not move a buffer's backing
+    // store, and no JS runs while the callback that holds this slice runs.
+    Ok(unsafe { std::slice::from_raw_parts_mut(data.cast::<u8>(), len) })
+}
+
+/// `__redisPrepareFast(scratch[, key[, cost]])`: prepares op 0 check, 1 peek or 2 forecast
+/// (`transport::op`) for the limiter whose Redis handle is in the handle slot and the op in the op
+/// slot, the key as for `__checkSync` (its bytes in the buffer when its length is there, else
+/// the argument), the cost the cost slot's (1 for `undefined`) unless passed (index.js passes a
+/// cost that is not a number, for its error; a peek ignores it). Writes the call's time (f64
+/// LE, NaN: Redis's clock) at `scratch[0..8]`, on a cluster its master's number (u32 LE,
+/// `0xffffffff` when no master serves the slot now) at `scratch[8..12]` and its slot at
+/// `scratch[12..16]` (cluster.rs), and its first send after them (`FCALL` on a store that runs
+/// functions, else `EVALSHA`), and returns how many bytes of it; -1 when the store is closed
+/// (the native method answers), or `-(16 + length)` when `scratch` is too small. Written into
+/// a buffer the caller keeps, because a buffer made here per call costs more than the rest of
+/// the call. Bad arguments throw the native method's error.
+unsafe extern "C" fn prepare(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
+    guard(env, info, |env, context, argv, argc| {
+        // SAFETY: `slots` points at IO_LEN f64s (checked by `bind_io`), used on this thread
+        // only, and no JS runs while this slice lives.
+        let io = unsafe { std::slice::from_raw_parts_mut(slots(context)?, IO_LEN) };
+        let table = context.redis.try_borrow().map_err(|_| config("this", "is busy"))?;
+        let l = table.get(io[IO_HANDLE]).ok_or_else(|| config("this", "is not a Limiter"))?;
+        let op = transport::op(io[IO_OP] as u32);
+        // As `transport::key_and_cost`: the cost first (a peek takes none), then the key.
+        let cost = match op {
+            Op::Peek => 1,
+            _ if argc >= 3 => {
+                let mut cost = f64::NAN;
+                // SAFETY: a live value of the current call; a non-number fails with a status.
+                if unsafe { sys::napi_get_value_double(env, argv[2], &mut cost) } != sys::Status::napi_ok {
+                    return Err(config("cost", "must be a positive integer"));
+                }
+                validate::cost_from_f64(cost)?
+            }
+            _ if io[IO_COST] == 1.0 => 1,
+            _ => validate::cost_from_f64(io[IO_COST])?,
+        };
+        let scratch = bytes(env, argv[0], "scratch")?;
+        let n = match copied_key(io)? {
+            Some(key) => write(l, op, key, cost, scratch)?,
+            None => {
+                crate::convert::with_str_in(&context.key, env, argv[1], "key", |key| write(l, op, key, cost, scratch))?
+            }
+        };
+        number(env, n as f64)
+    })
+}
+
+/// `__redisPrepareFast`'s body once the arguments are read.
+fn write(l: &RedisLimiter, op: Op, key: &str, cost: u64, scratch: &mut [u8]) -> CoreResult<i64> {
+    if l.redis.store.is_closed() {
+        return Ok(-1);
+    }
+    let functions = l.redis.store.uses_functions();
+    let call = l.inner.prepare(op, key, cost)?;
+    let (node, slot) = match &l.redis.routes {
+        Some(routes) => {
+            let slot = call.slot();
+            (routes.node(slot).unwrap_or(u32::MAX), u32::from(slot))
+        }
+        None => (0, 0),
+    };
+    ENCODED.with_borrow_mut(|tail| {
+        tail.clear();
+        call.write_first(functions, tail);
+        if 16 + tail.len() > scratch.len() {
+            return Ok(-((16 + tail.len()) as i64));
+        }
+        scratch[..8].copy_from_slice(&transport::now_to_js(call.now()).to_le_bytes());
+        scratch[8..12].copy_from_slice(&node.to_le_bytes());
+        scratch[12..16].copy_from_slice(&slot.to_le_bytes());
+        scratch[16..16 + tail.len()].copy_from_slice(tail);
+        Ok(tail.len() as i64)
+    })
+}
+
+thread_local! {
+    /// Where a call's bytes are encoded before they are copied into the caller's scratch buffer.
+    static ENCODED: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// `__redisFinishFast(reply, now)`: `__redisFinish(limiter, now, reply)` for a reply frame, for
+/// the limiter whose Redis handle is in the handle slot: the decision in slots 0-5 (allowed,
+/// limit, remaining, resetAt, retryAfterMs, fallback), or what the Promise rejects with thrown.
+unsafe extern "C" fn finish(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
+    guard(env, info, |env, context, argv, _| {
+        // SAFETY: `slots` points at IO_LEN f64s (checked by `bind_io`), used on this thread
+        // only, and no JS runs while this slice lives.
+        let io = unsafe { std::slice::from_raw_parts_mut(slots(context)?, IO_LEN) };
+        let table = context.redis.try_borrow().map_err(|_| config("this", "is busy"))?;
+        let l = table.get(io[IO_HANDLE]).ok_or_else(|| config("this", "is not a Limiter"))?;
+        let mut now = f64::NAN;
+        // SAFETY: a live value of the current call; a non-number fails with a status.
+        if unsafe { sys::napi_get_value_double(env, argv[1], &mut now) } != sys::Status::napi_ok {
+            return Err(config("now", "must be a number"));
+        }
+        let reply = bytes(env, argv[0], "reply")?;
+        let d = l.inner.finish_at(transport::now_from_js(now), Ok(reply))?;
+        io[0] = if d.allowed { 1.0 } else { 0.0 };
+        io[1] = d.limit as f64;
+        io[2] = d.remaining as f64;
+        io[3] = d.reset_at as f64;
+        io[4] = d.retry_after_ms as f64;
+        io[5] = if d.fallback { 1.0 } else { 0.0 };
+        Ok(ptr::null_mut())
+    })
+}
