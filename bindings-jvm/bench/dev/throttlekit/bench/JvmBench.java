@@ -21,16 +21,13 @@
 // bench/summarize.py; ratio = peer's time / ours (above 1: we are faster).
 package dev.throttlekit.bench;
 
-import dev.throttlekit.Decision;
 import dev.throttlekit.Limiter;
 import dev.throttlekit.RedisStore;
 import dev.throttlekit.Strategy;
 import java.lang.management.GarbageCollectorMXBean;
 import java.lang.management.ManagementFactory;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.IntToLongFunction;
@@ -147,11 +144,15 @@ public final class JvmBench {
             try (RedisStore redis = RedisStore.builder(redisUrl).connect();
                     Limiter l = Limiter.builder(Strategy.gcra((long) RATE, Duration.ofSeconds(1), (long) RATE)).store(redis).prefix("jvmbench:java").build()) {
                 int rn = quick ? 5_000 : 20_000;
+                // In flight, rounds of 5x the checks (~0.3 s in --quick, ~1-1.5 s in a full run, on
+                // each side): rounds of 20k checks lasted 0.2-0.3 s, and one pause of the scheduler
+                // on this shared machine moved a round of either side by up to 2x.
+                int rnInf = 5 * rn;
                 // Warm-up: the Rust peer is compiled ahead of time; the JVM's paths are compiled
-                // by the JIT while they run (C1/C2 took ~13% of the CPU of a cold 5000-check
-                // future run), so both are run untimed first.
+                // by the JIT while they run, so both are run untimed first, until compiled.
                 for (int i = 0; i < 1000; i++) l.check("k");
-                inFlight(l, rn);
+                int warm = warmUp(l, rn);
+                System.out.printf("Redis warm-up: %d rounds of %d checks in flight%n", warm, rn);
                 // Rounds interleaved with the Rust peer's runs (--rust-peer: a process per round,
                 // as the memory rows interleave Guava), medians kept: a load spike on this shared
                 // machine then slows both sides of a round, not only the side measured last.
@@ -167,7 +168,7 @@ public final class JvmBench {
                 long windowMs = quick ? 600 : 1500;
                 for (int r = 0; r < rr; r++) {
                     if (rustPeer != null) {
-                        double[] p = peer(rustPeer, redisUrl, rn);
+                        double[] p = peer(rustPeer, redisUrl, rn, rnInf);
                         rAlone[r] = p[0];
                         rInfAlone[r] = p[1];
                         long from = System.currentTimeMillis() + 500, to = from + windowMs;
@@ -190,7 +191,7 @@ public final class JvmBench {
                     for (int i = 0; i < rn; i++) sink += l.check("k").remaining();
                     alone[r] = rn / ((System.nanoTime() - t0) / 1e9);
                     if (rustPeer == null) seq[r] = alone[r];
-                    inflightAlone[r] = inFlight(l, rn);
+                    inflightAlone[r] = inFlight(l, rnInf);
                     if (rustPeer == null) inflight[r] = inflightAlone[r];
                 }
                 // In flight, the ratio is of the runs one after the other: side by side, two
@@ -208,9 +209,29 @@ public final class JvmBench {
         System.out.println("(sink " + (sink & 1) + ")");
     }
 
-    /** One run of the Rust peer ({@code examples/redis_peer.rs}): its sequential and in-flight rates. */
-    static double[] peer(String path, String url, int n) throws Exception {
-        Process p = new ProcessBuilder(path, url, String.valueOf(n)).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+    /**
+     * Runs the Redis paths untimed until the JIT is done with them: rounds of blocking checks and
+     * of {@code rn} checks in flight, until two rounds in a row pass with under 10 ms of
+     * compilation each (at least 3 rounds, at most 20); returns the rounds run. On this loaded
+     * 2-core VM, C2 was still compiling the future path after 100k checks (26% of the process's
+     * CPU in a timed window), taking a core from Redis and from the client while rounds were
+     * timed; a compilation's time is counted when it ends, so one quiet round is not enough.
+     */
+    static int warmUp(Limiter l, int rn) throws Exception {
+        java.lang.management.CompilationMXBean jit = ManagementFactory.getCompilationMXBean();
+        int quiet = 0;
+        for (int round = 1; ; round++) {
+            long c0 = jit.getTotalCompilationTime();
+            for (int i = 0; i < rn / 4; i++) sink += l.check("k").remaining();
+            inFlight(l, rn);
+            quiet = jit.getTotalCompilationTime() - c0 < 10 ? quiet + 1 : 0;
+            if ((round >= 3 && quiet >= 2) || round == 20) return round;
+        }
+    }
+
+    /** One run of the Rust peer ({@code examples/redis_peer.rs}): its rates over {@code n} sequential and {@code inFlight} in-flight checks. */
+    static double[] peer(String path, String url, int n, int inFlight) throws Exception {
+        Process p = new ProcessBuilder(path, url, String.valueOf(n), String.valueOf(inFlight)).redirectError(ProcessBuilder.Redirect.INHERIT).start();
         String out = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
         if (p.waitFor() != 0) throw new IllegalStateException("the Rust peer failed: " + out);
         double seq = 0, inf = 0;
@@ -245,19 +266,26 @@ public final class JvmBench {
      */
     static double windowInFlight(Limiter l, long from, long to) throws Exception {
         AtomicLong done = new AtomicLong();
-        List<CompletableFuture<Void>> chains = new ArrayList<>();
-        for (int c = 0; c < 64; c++) chains.add(chainUntil(l, from, to, done));
-        CompletableFuture.allOf(chains.toArray(CompletableFuture[]::new)).get();
+        CompletableFuture<?>[] slots = new CompletableFuture<?>[64];
+        for (int c = 0; c < 64; c++) {
+            CompletableFuture<Void> end = new CompletableFuture<>();
+            slots[c] = end;
+            slotUntil(l, from, to, done, end);
+        }
+        CompletableFuture.allOf(slots).get();
         return done.get() / ((to - from) / 1e3);
     }
 
-    /** One in-flight slot of {@link #windowInFlight}: checks one after another until {@code to}. */
-    static CompletableFuture<Void> chainUntil(Limiter l, long from, long to, AtomicLong done) {
-        return l.checkAsync("k").thenCompose((Decision d) -> {
+    /** One in-flight slot of {@link #windowInFlight}: checks one after another until {@code to}, then completes {@code end}. */
+    static void slotUntil(Limiter l, long from, long to, AtomicLong done, CompletableFuture<Void> end) {
+        l.checkAsync("k").whenComplete((d, e) -> {
             long now = System.currentTimeMillis();
-            if (now >= to) return CompletableFuture.completedFuture(null);
-            if (now >= from) done.incrementAndGet();
-            return chainUntil(l, from, to, done);
+            if (e != null) end.completeExceptionally(e);
+            else if (now >= to) end.complete(null);
+            else {
+                if (now >= from) done.incrementAndGet();
+                slotUntil(l, from, to, done, end);
+            }
         });
     }
 
@@ -275,18 +303,31 @@ public final class JvmBench {
     static double inFlight(Limiter l, int n) throws Exception {
         AtomicLong done = new AtomicLong();
         long t0 = System.nanoTime();
-        List<CompletableFuture<Void>> chains = new ArrayList<>();
-        for (int c = 0; c < 64; c++) chains.add(chain(l, n / 64, done));
-        CompletableFuture.allOf(chains.toArray(CompletableFuture[]::new)).get();
+        CompletableFuture<?>[] slots = new CompletableFuture<?>[64];
+        for (int c = 0; c < 64; c++) {
+            CompletableFuture<Void> end = new CompletableFuture<>();
+            slots[c] = end;
+            slot(l, n / 64, done, end);
+        }
+        CompletableFuture.allOf(slots).get();
         return done.get() / ((System.nanoTime() - t0) / 1e9);
     }
 
-    /** One in-flight slot: {@code left} checks one after another, each started when the last completes. */
-    static CompletableFuture<Void> chain(Limiter l, int left, AtomicLong done) {
-        if (left == 0) return CompletableFuture.completedFuture(null);
-        return l.checkAsync("k").thenCompose((Decision d) -> {
-            done.incrementAndGet();
-            return chain(l, left - 1, done);
+    /**
+     * One in-flight slot: {@code left} checks one after another, each started by the stage of the
+     * last (on the thread that completed it), then completes {@code end}. Like the Rust peer's task
+     * (a loop of {@code check().await}), it keeps nothing per finished check: a {@code thenCompose}
+     * recursion would link every check's futures until the last one (~2 KB a check here, copied by
+     * the young collections while the round runs).
+     */
+    static void slot(Limiter l, int left, AtomicLong done, CompletableFuture<Void> end) {
+        l.checkAsync("k").whenComplete((d, e) -> {
+            if (e != null) end.completeExceptionally(e);
+            else {
+                done.incrementAndGet();
+                if (left > 1) slot(l, left - 1, done, end);
+                else end.complete(null);
+            }
         });
     }
 }
