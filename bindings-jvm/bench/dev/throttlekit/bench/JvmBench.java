@@ -5,7 +5,8 @@
 //     2 threads;
 //   - the bytes tryAcquire and check allocate per call (ThreadMXBean);
 //   - with --redis URL --rust-seq R --rust-inflight F: sequential blocking checks/s and 64
-//     CompletableFutures in flight, against the Rust numbers measured on the same server.
+//     CompletableFutures in flight, against the Rust numbers measured on the same server
+//     (--redis-only: those two rows alone).
 // The memory rows run each side in JVM processes of its own, several fork pairs a row, the side
 // going first alternating (Forks: JMH's @Fork default; in one heap the two libraries measured
 // each other's layout). This process keeps the allocation and Redis rows, which do not share a
@@ -99,6 +100,8 @@ public final class JvmBench {
 
     public static void main(String[] args) throws Exception {
         boolean quick = Arrays.asList(args).contains("--quick");
+        // --redis-only: the two Redis rows alone (to study them; `make bench` runs every row).
+        boolean redisOnly = Arrays.asList(args).contains("--redis-only");
         String redisUrl = null;
         double rustSeq = 0, rustInflight = 0;
         String rustPeer = null, forkRow = null, forkSide = null;
@@ -121,24 +124,7 @@ public final class JvmBench {
         String[] keys = Forks.keys();
 
         // The memory rows: each side of each row in JVM processes of its own (Forks).
-        Forks.row("one", "check, GCRA, memory, 1 key (every call admitted)", "Guava RateLimiter.tryAcquire", ">=0.7", quick);
-        Forks.row("many", "check, GCRA, memory, 100k keys", "ConcurrentHashMap<String, RateLimiter>", ">=1.0", quick);
-        Forks.row("many2", "check, GCRA, memory, 100k keys, 2 threads", "the same map, 2 threads", ">=1.0", quick);
-        Forks.row("shuffled", "check, GCRA, memory, 100k keys in a shuffled order (diagnostic)", "the same map", null, quick);
-        Limiter one = Limiter.builder(Strategy.gcra((long) RATE, Duration.ofSeconds(1), (long) RATE)).build();
-
-        // Allocation per call.
-        com.sun.management.ThreadMXBean mx = MX;
-        for (int w = 0; w < 3; w++) for (int i = 0; i < n / 4; i++) sink += one.tryAcquire(keys[i % 1000], 1) ? 1 : 0;
-        long b0 = mx.getCurrentThreadAllocatedBytes();
-        for (int i = 0; i < n; i++) sink += one.tryAcquire(keys[i % 1000], 1) ? 1 : 0;
-        double tryBytes = (mx.getCurrentThreadAllocatedBytes() - b0) / (double) n;
-        b0 = mx.getCurrentThreadAllocatedBytes();
-        for (int i = 0; i < n; i++) sink += one.check(keys[i % 1000]).remaining();
-        double checkBytes = (mx.getCurrentThreadAllocatedBytes() - b0) / (double) n;
-        System.out.printf("allocation per call: tryAcquire %.3f B, check %.1f B (the Decision)%n", tryBytes, checkBytes);
-        System.out.printf("ROW\ttryAcquire allocation per call (ThreadMXBean)\t-\t%.4f\t<=0\t%.3f B per call; check %.1f B%n",
-                tryBytes, tryBytes, checkBytes);
+        if (!redisOnly) memoryRows(keys, n, quick);
 
         if (redisUrl != null && (rustSeq > 0 || rustPeer != null)) {
             try (RedisStore redis = RedisStore.builder(redisUrl).connect();
@@ -229,6 +215,28 @@ public final class JvmBench {
         }
     }
 
+    /** The memory rows (Forks) and the allocation row. */
+    static void memoryRows(String[] keys, int n, boolean quick) throws Exception {
+        Forks.row("one", "check, GCRA, memory, 1 key (every call admitted)", "Guava RateLimiter.tryAcquire", ">=0.7", quick);
+        Forks.row("many", "check, GCRA, memory, 100k keys", "ConcurrentHashMap<String, RateLimiter>", ">=1.0", quick);
+        Forks.row("many2", "check, GCRA, memory, 100k keys, 2 threads", "the same map, 2 threads", ">=1.0", quick);
+        Forks.row("shuffled", "check, GCRA, memory, 100k keys in a shuffled order (diagnostic)", "the same map", null, quick);
+        Limiter one = Limiter.builder(Strategy.gcra((long) RATE, Duration.ofSeconds(1), (long) RATE)).build();
+
+        // Allocation per call.
+        com.sun.management.ThreadMXBean mx = MX;
+        for (int w = 0; w < 3; w++) for (int i = 0; i < n / 4; i++) sink += one.tryAcquire(keys[i % 1000], 1) ? 1 : 0;
+        long b0 = mx.getCurrentThreadAllocatedBytes();
+        for (int i = 0; i < n; i++) sink += one.tryAcquire(keys[i % 1000], 1) ? 1 : 0;
+        double tryBytes = (mx.getCurrentThreadAllocatedBytes() - b0) / (double) n;
+        b0 = mx.getCurrentThreadAllocatedBytes();
+        for (int i = 0; i < n; i++) sink += one.check(keys[i % 1000]).remaining();
+        double checkBytes = (mx.getCurrentThreadAllocatedBytes() - b0) / (double) n;
+        System.out.printf("allocation per call: tryAcquire %.3f B, check %.1f B (the Decision)%n", tryBytes, checkBytes);
+        System.out.printf("ROW\ttryAcquire allocation per call (ThreadMXBean)\t-\t%.4f\t<=0\t%.3f B per call; check %.1f B%n",
+                tryBytes, tryBytes, checkBytes);
+    }
+
     /** One run of the Rust peer ({@code examples/redis_peer.rs}): its rates over {@code n} sequential and {@code inFlight} in-flight checks. */
     static double[] peer(String path, String url, int n, int inFlight) throws Exception {
         Process p = new ProcessBuilder(path, url, String.valueOf(n), String.valueOf(inFlight)).redirectError(ProcessBuilder.Redirect.INHERIT).start();
@@ -270,23 +278,10 @@ public final class JvmBench {
         for (int c = 0; c < 64; c++) {
             CompletableFuture<Void> end = new CompletableFuture<>();
             slots[c] = end;
-            slotUntil(l, from, to, done, end);
+            slot(l, Integer.MAX_VALUE, from, to, done, end);
         }
         CompletableFuture.allOf(slots).get();
         return done.get() / ((to - from) / 1e3);
-    }
-
-    /** One in-flight slot of {@link #windowInFlight}: checks one after another until {@code to}, then completes {@code end}. */
-    static void slotUntil(Limiter l, long from, long to, AtomicLong done, CompletableFuture<Void> end) {
-        l.checkAsync("k").whenComplete((d, e) -> {
-            long now = System.currentTimeMillis();
-            if (e != null) end.completeExceptionally(e);
-            else if (now >= to) end.complete(null);
-            else {
-                if (now >= from) done.incrementAndGet();
-                slotUntil(l, from, to, done, end);
-            }
-        });
     }
 
     /** The number the Rust peer {@code p} printed after {@code prefix}, once it exits. */
@@ -307,27 +302,37 @@ public final class JvmBench {
         for (int c = 0; c < 64; c++) {
             CompletableFuture<Void> end = new CompletableFuture<>();
             slots[c] = end;
-            slot(l, n / 64, done, end);
+            slot(l, n / 64, 0, Long.MAX_VALUE, done, end);
         }
         CompletableFuture.allOf(slots).get();
         return done.get() / ((System.nanoTime() - t0) / 1e9);
     }
 
     /**
-     * One in-flight slot: {@code left} checks one after another, each started by the stage of the
-     * last (on the thread that completed it), then completes {@code end}. Like the Rust peer's task
-     * (a loop of {@code check().await}), it keeps nothing per finished check: a {@code thenCompose}
-     * recursion would link every check's futures until the last one (~2 KB a check here, copied by
-     * the young collections while the round runs).
+     * One in-flight slot: up to {@code left} checks one after another, each started by the stage
+     * of the last (on the thread that completed it), counting those completed from epoch ms
+     * {@code from} on, until epoch ms {@code to} ({@code Long.MAX_VALUE}: no clock read); then
+     * completes {@code end}. Like the Rust peer's task (a loop of {@code check().await}), it keeps
+     * nothing per finished check: a {@code thenCompose} recursion linked every check's futures
+     * until the slot's last one (collections of 26-83 ms inside rounds of 0.2-0.4 s). Both Redis
+     * rounds use this one stage, so the warm-up compiles the code the timed rounds run (two
+     * lambdas there left the window's to be compiled, or a shared call site recompiled, while
+     * rounds were timed).
      */
-    static void slot(Limiter l, int left, AtomicLong done, CompletableFuture<Void> end) {
+    static void slot(Limiter l, int left, long from, long to, AtomicLong done, CompletableFuture<Void> end) {
         l.checkAsync("k").whenComplete((d, e) -> {
-            if (e != null) end.completeExceptionally(e);
-            else {
-                done.incrementAndGet();
-                if (left > 1) slot(l, left - 1, done, end);
-                else end.complete(null);
+            if (e != null) {
+                end.completeExceptionally(e);
+                return;
             }
+            long now = to == Long.MAX_VALUE ? 0 : System.currentTimeMillis();
+            if (now >= to) {
+                end.complete(null);
+                return;
+            }
+            if (now >= from) done.incrementAndGet();
+            if (left > 1) slot(l, left - 1, from, to, done, end);
+            else end.complete(null);
         });
     }
 }
