@@ -5,10 +5,10 @@
 //! A call started from inside a completion (a dependent stage that runs on the completing
 //! runtime thread and starts the next call, as a `thenCompose` loop does) is not spawned: the
 //! task that completed the future runs it next, as a Rust task awaits one call after another.
-//! A task spawned per call cost a scheduling round each, and on two workers it was the
-//! displaced task that woke the other worker, so the connection's driver wrote the pipelined
-//! requests in smaller batches: more `writev`s and wake-ups per call (`docs/bench-jvm.md`, "Redis,
-//! 64 futures in flight: one task per chain").
+//! A task spawned per call cost a scheduling round each (and, when it displaced the task in the
+//! worker's LIFO slot, a wake-up of the other worker); the connection's driver then wrote the
+//! pipelined requests in smaller batches: about twice the `writev`s per call, and ~20% more CPU
+//! per call (`docs/bench-jvm.md`, the round "Redis, 64 futures in flight").
 
 use std::cell::RefCell;
 use std::future::Future;
