@@ -2,7 +2,10 @@
 //! (bindings-jvm/bench/run.sh). Prints `rust sequential <checks/s>` (blocking `check_sync`) and
 //! `rust in-flight-64 <checks/s>` (64 `check().await`s in flight on the store's connection).
 //!
-//!     cargo run --release -p throttlekit-jvm --example redis_peer -- redis://127.0.0.1:PORT N
+//!     cargo run --release -p throttlekit-jvm --example redis_peer -- redis://127.0.0.1:PORT N [M]
+//!
+//! N sequential checks, then M in flight (default N; JvmBench times its in-flight rounds longer
+//! than its sequential ones).
 //!
 //! With `window START END` (epoch ms) instead it runs blocking checks only, counting those made
 //! between the two instants, and prints `rust window <checks/s>`; with `window-in-flight START
@@ -27,6 +30,7 @@ fn main() {
     for _ in 0..1000 {
         limiter.check_sync("k", 1).expect("check");
     }
+    let mut in_flight = n;
     match args.next().as_deref() {
         Some("window") => {
             let (from, to) = instants(&mut args);
@@ -38,7 +42,8 @@ fn main() {
             println!("rust window-in-flight-64 {:.0}", window_in_flight(&limiter, from, to));
             return;
         }
-        _ => {}
+        Some(m) => in_flight = m.parse().expect("M: the checks in flight"),
+        None => {}
     }
     let start = Instant::now();
     for _ in 0..n {
@@ -49,7 +54,7 @@ fn main() {
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
     let rate = rt.block_on(async {
         let start = Instant::now();
-        let per = n / 64;
+        let per = in_flight / 64;
         let mut tasks = Vec::new();
         for _ in 0..64 {
             let l = limiter.clone();

@@ -191,6 +191,36 @@ class LimiterTest {
         }
     }
 
+    /** Calls a dependent stage starts on the completing runtime thread (runtime.rs runs them on the completing task). */
+    @Test
+    void callsStartedInsideACompletionAllComplete() throws Exception {
+        try (Limiter l = Limiter.builder(Strategy.gcra(1000, Duration.ofHours(1))).build()) {
+            java.util.concurrent.atomic.AtomicInteger allowed = new java.util.concurrent.atomic.AtomicInteger();
+            // 4 chains of 600 checks, each started by the stage of the one before: 1000 admitted in all.
+            List<java.util.concurrent.CompletableFuture<Void>> chains = new java.util.ArrayList<>();
+            for (int c = 0; c < 4; c++) chains.add(chain(l, 600, allowed));
+            java.util.concurrent.CompletableFuture.allOf(chains.toArray(java.util.concurrent.CompletableFuture[]::new)).get(30, java.util.concurrent.TimeUnit.SECONDS);
+            assertEquals(1000, allowed.get());
+            // A stage that starts two calls and a failing one: each completes on its own.
+            var fan = l.checkAsync("fan").thenCompose(d -> {
+                var a = l.checkAsync("fan:a");
+                var b = l.peekAsync("fan:b");
+                var bad = l.checkAsync("fan:c", -1);
+                return a.thenCombine(b, (x, y) -> x.allowed() && y.remaining() == y.limit())
+                        .thenCombine(bad.handle((v, e) -> e instanceof ConfigInvalidException), Boolean::logicalAnd);
+            });
+            assertTrue(fan.get(30, java.util.concurrent.TimeUnit.SECONDS));
+        }
+    }
+
+    private static java.util.concurrent.CompletableFuture<Void> chain(Limiter l, int left, java.util.concurrent.atomic.AtomicInteger allowed) {
+        if (left == 0) return java.util.concurrent.CompletableFuture.completedFuture(null);
+        return l.checkAsync("chain").thenCompose(d -> {
+            if (d.allowed()) allowed.incrementAndGet();
+            return chain(l, left - 1, allowed);
+        });
+    }
+
     @Test
     void httpFieldsComeFromCore() {
         String lines = Http.headersJson("{\"nowMs\":1700000000000,\"limits\":[{\"strategy\":{\"kind\":\"gcra\",\"options\":{\"limit\":10,\"periodMs\":60000}},"

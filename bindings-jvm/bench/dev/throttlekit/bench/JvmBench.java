@@ -5,7 +5,8 @@
 //     2 threads;
 //   - the bytes tryAcquire and check allocate per call (ThreadMXBean);
 //   - with --redis URL --rust-seq R --rust-inflight F: sequential blocking checks/s and 64
-//     CompletableFutures in flight, against the Rust numbers measured on the same server.
+//     CompletableFutures in flight, against the Rust numbers measured on the same server
+//     (--redis-only: those two rows alone).
 // The memory rows run each side in JVM processes of its own, several fork pairs a row, the side
 // going first alternating (Forks: JMH's @Fork default; in one heap the two libraries measured
 // each other's layout). This process keeps the allocation and Redis rows, which do not share a
@@ -21,16 +22,13 @@
 // bench/summarize.py; ratio = peer's time / ours (above 1: we are faster).
 package dev.throttlekit.bench;
 
-import dev.throttlekit.Decision;
 import dev.throttlekit.Limiter;
 import dev.throttlekit.RedisStore;
 import dev.throttlekit.Strategy;
 import java.lang.management.GarbageCollectorMXBean;
 import java.lang.management.ManagementFactory;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.IntToLongFunction;
@@ -102,6 +100,8 @@ public final class JvmBench {
 
     public static void main(String[] args) throws Exception {
         boolean quick = Arrays.asList(args).contains("--quick");
+        // --redis-only: the two Redis rows alone (to study them; `make bench` runs every row).
+        boolean redisOnly = Arrays.asList(args).contains("--redis-only");
         String redisUrl = null;
         double rustSeq = 0, rustInflight = 0;
         String rustPeer = null, forkRow = null, forkSide = null;
@@ -124,34 +124,21 @@ public final class JvmBench {
         String[] keys = Forks.keys();
 
         // The memory rows: each side of each row in JVM processes of its own (Forks).
-        Forks.row("one", "check, GCRA, memory, 1 key (every call admitted)", "Guava RateLimiter.tryAcquire", ">=0.7", quick);
-        Forks.row("many", "check, GCRA, memory, 100k keys", "ConcurrentHashMap<String, RateLimiter>", ">=1.0", quick);
-        Forks.row("many2", "check, GCRA, memory, 100k keys, 2 threads", "the same map, 2 threads", ">=1.0", quick);
-        Forks.row("shuffled", "check, GCRA, memory, 100k keys in a shuffled order (diagnostic)", "the same map", null, quick);
-        Limiter one = Limiter.builder(Strategy.gcra((long) RATE, Duration.ofSeconds(1), (long) RATE)).build();
-
-        // Allocation per call.
-        com.sun.management.ThreadMXBean mx = MX;
-        for (int w = 0; w < 3; w++) for (int i = 0; i < n / 4; i++) sink += one.tryAcquire(keys[i % 1000], 1) ? 1 : 0;
-        long b0 = mx.getCurrentThreadAllocatedBytes();
-        for (int i = 0; i < n; i++) sink += one.tryAcquire(keys[i % 1000], 1) ? 1 : 0;
-        double tryBytes = (mx.getCurrentThreadAllocatedBytes() - b0) / (double) n;
-        b0 = mx.getCurrentThreadAllocatedBytes();
-        for (int i = 0; i < n; i++) sink += one.check(keys[i % 1000]).remaining();
-        double checkBytes = (mx.getCurrentThreadAllocatedBytes() - b0) / (double) n;
-        System.out.printf("allocation per call: tryAcquire %.3f B, check %.1f B (the Decision)%n", tryBytes, checkBytes);
-        System.out.printf("ROW\ttryAcquire allocation per call (ThreadMXBean)\t-\t%.4f\t<=0\t%.3f B per call; check %.1f B%n",
-                tryBytes, tryBytes, checkBytes);
+        if (!redisOnly) memoryRows(keys, n, quick);
 
         if (redisUrl != null && (rustSeq > 0 || rustPeer != null)) {
             try (RedisStore redis = RedisStore.builder(redisUrl).connect();
                     Limiter l = Limiter.builder(Strategy.gcra((long) RATE, Duration.ofSeconds(1), (long) RATE)).store(redis).prefix("jvmbench:java").build()) {
                 int rn = quick ? 5_000 : 20_000;
+                // In flight, rounds of 5x the checks (~0.3 s in --quick, ~1-1.5 s in a full run, on
+                // each side): rounds of 20k checks lasted 0.2-0.3 s, and one pause of the scheduler
+                // on this shared machine moved a round of either side by up to 2x.
+                int rnInf = 5 * rn;
                 // Warm-up: the Rust peer is compiled ahead of time; the JVM's paths are compiled
-                // by the JIT while they run (C1/C2 took ~13% of the CPU of a cold 5000-check
-                // future run), so both are run untimed first.
+                // by the JIT while they run, so both are run untimed first, until compiled.
                 for (int i = 0; i < 1000; i++) l.check("k");
-                inFlight(l, rn);
+                int warm = warmUp(l, rn);
+                System.out.printf("Redis warm-up: %d rounds of %d checks in flight%n", warm, rn);
                 // Rounds interleaved with the Rust peer's runs (--rust-peer: a process per round,
                 // as the memory rows interleave Guava), medians kept: a load spike on this shared
                 // machine then slows both sides of a round, not only the side measured last.
@@ -167,7 +154,7 @@ public final class JvmBench {
                 long windowMs = quick ? 600 : 1500;
                 for (int r = 0; r < rr; r++) {
                     if (rustPeer != null) {
-                        double[] p = peer(rustPeer, redisUrl, rn);
+                        double[] p = peer(rustPeer, redisUrl, rn, rnInf);
                         rAlone[r] = p[0];
                         rInfAlone[r] = p[1];
                         long from = System.currentTimeMillis() + 500, to = from + windowMs;
@@ -190,7 +177,7 @@ public final class JvmBench {
                     for (int i = 0; i < rn; i++) sink += l.check("k").remaining();
                     alone[r] = rn / ((System.nanoTime() - t0) / 1e9);
                     if (rustPeer == null) seq[r] = alone[r];
-                    inflightAlone[r] = inFlight(l, rn);
+                    inflightAlone[r] = inFlight(l, rnInf);
                     if (rustPeer == null) inflight[r] = inflightAlone[r];
                 }
                 // In flight, the ratio is of the runs one after the other: side by side, two
@@ -208,9 +195,51 @@ public final class JvmBench {
         System.out.println("(sink " + (sink & 1) + ")");
     }
 
-    /** One run of the Rust peer ({@code examples/redis_peer.rs}): its sequential and in-flight rates. */
-    static double[] peer(String path, String url, int n) throws Exception {
-        Process p = new ProcessBuilder(path, url, String.valueOf(n)).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+    /**
+     * Runs the Redis paths untimed until the JIT is done with them: rounds of blocking checks and
+     * of {@code rn} checks in flight, until two rounds in a row pass with under 10 ms of
+     * compilation each (at least 3 rounds, at most 20); returns the rounds run. On this loaded
+     * 2-core VM, C2 was still compiling the future path after 100k checks (26% of the process's
+     * CPU in a timed window), taking a core from Redis and from the client while rounds were
+     * timed; a compilation's time is counted when it ends, so one quiet round is not enough.
+     */
+    static int warmUp(Limiter l, int rn) throws Exception {
+        java.lang.management.CompilationMXBean jit = ManagementFactory.getCompilationMXBean();
+        int quiet = 0;
+        for (int round = 1; ; round++) {
+            long c0 = jit.getTotalCompilationTime();
+            for (int i = 0; i < rn / 4; i++) sink += l.check("k").remaining();
+            inFlight(l, rn);
+            quiet = jit.getTotalCompilationTime() - c0 < 10 ? quiet + 1 : 0;
+            if ((round >= 3 && quiet >= 2) || round == 20) return round;
+        }
+    }
+
+    /** The memory rows (Forks) and the allocation row. */
+    static void memoryRows(String[] keys, int n, boolean quick) throws Exception {
+        Forks.row("one", "check, GCRA, memory, 1 key (every call admitted)", "Guava RateLimiter.tryAcquire", ">=0.7", quick);
+        Forks.row("many", "check, GCRA, memory, 100k keys", "ConcurrentHashMap<String, RateLimiter>", ">=1.0", quick);
+        Forks.row("many2", "check, GCRA, memory, 100k keys, 2 threads", "the same map, 2 threads", ">=1.0", quick);
+        Forks.row("shuffled", "check, GCRA, memory, 100k keys in a shuffled order (diagnostic)", "the same map", null, quick);
+        Limiter one = Limiter.builder(Strategy.gcra((long) RATE, Duration.ofSeconds(1), (long) RATE)).build();
+
+        // Allocation per call.
+        com.sun.management.ThreadMXBean mx = MX;
+        for (int w = 0; w < 3; w++) for (int i = 0; i < n / 4; i++) sink += one.tryAcquire(keys[i % 1000], 1) ? 1 : 0;
+        long b0 = mx.getCurrentThreadAllocatedBytes();
+        for (int i = 0; i < n; i++) sink += one.tryAcquire(keys[i % 1000], 1) ? 1 : 0;
+        double tryBytes = (mx.getCurrentThreadAllocatedBytes() - b0) / (double) n;
+        b0 = mx.getCurrentThreadAllocatedBytes();
+        for (int i = 0; i < n; i++) sink += one.check(keys[i % 1000]).remaining();
+        double checkBytes = (mx.getCurrentThreadAllocatedBytes() - b0) / (double) n;
+        System.out.printf("allocation per call: tryAcquire %.3f B, check %.1f B (the Decision)%n", tryBytes, checkBytes);
+        System.out.printf("ROW\ttryAcquire allocation per call (ThreadMXBean)\t-\t%.4f\t<=0\t%.3f B per call; check %.1f B%n",
+                tryBytes, tryBytes, checkBytes);
+    }
+
+    /** One run of the Rust peer ({@code examples/redis_peer.rs}): its rates over {@code n} sequential and {@code inFlight} in-flight checks. */
+    static double[] peer(String path, String url, int n, int inFlight) throws Exception {
+        Process p = new ProcessBuilder(path, url, String.valueOf(n), String.valueOf(inFlight)).redirectError(ProcessBuilder.Redirect.INHERIT).start();
         String out = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
         if (p.waitFor() != 0) throw new IllegalStateException("the Rust peer failed: " + out);
         double seq = 0, inf = 0;
@@ -245,20 +274,14 @@ public final class JvmBench {
      */
     static double windowInFlight(Limiter l, long from, long to) throws Exception {
         AtomicLong done = new AtomicLong();
-        List<CompletableFuture<Void>> chains = new ArrayList<>();
-        for (int c = 0; c < 64; c++) chains.add(chainUntil(l, from, to, done));
-        CompletableFuture.allOf(chains.toArray(CompletableFuture[]::new)).get();
+        CompletableFuture<?>[] slots = new CompletableFuture<?>[64];
+        for (int c = 0; c < 64; c++) {
+            CompletableFuture<Void> end = new CompletableFuture<>();
+            slots[c] = end;
+            slot(l, Integer.MAX_VALUE, from, to, done, end);
+        }
+        CompletableFuture.allOf(slots).get();
         return done.get() / ((to - from) / 1e3);
-    }
-
-    /** One in-flight slot of {@link #windowInFlight}: checks one after another until {@code to}. */
-    static CompletableFuture<Void> chainUntil(Limiter l, long from, long to, AtomicLong done) {
-        return l.checkAsync("k").thenCompose((Decision d) -> {
-            long now = System.currentTimeMillis();
-            if (now >= to) return CompletableFuture.completedFuture(null);
-            if (now >= from) done.incrementAndGet();
-            return chainUntil(l, from, to, done);
-        });
     }
 
     /** The number the Rust peer {@code p} printed after {@code prefix}, once it exits. */
@@ -275,18 +298,41 @@ public final class JvmBench {
     static double inFlight(Limiter l, int n) throws Exception {
         AtomicLong done = new AtomicLong();
         long t0 = System.nanoTime();
-        List<CompletableFuture<Void>> chains = new ArrayList<>();
-        for (int c = 0; c < 64; c++) chains.add(chain(l, n / 64, done));
-        CompletableFuture.allOf(chains.toArray(CompletableFuture[]::new)).get();
+        CompletableFuture<?>[] slots = new CompletableFuture<?>[64];
+        for (int c = 0; c < 64; c++) {
+            CompletableFuture<Void> end = new CompletableFuture<>();
+            slots[c] = end;
+            slot(l, n / 64, 0, Long.MAX_VALUE, done, end);
+        }
+        CompletableFuture.allOf(slots).get();
         return done.get() / ((System.nanoTime() - t0) / 1e9);
     }
 
-    /** One in-flight slot: {@code left} checks one after another, each started when the last completes. */
-    static CompletableFuture<Void> chain(Limiter l, int left, AtomicLong done) {
-        if (left == 0) return CompletableFuture.completedFuture(null);
-        return l.checkAsync("k").thenCompose((Decision d) -> {
-            done.incrementAndGet();
-            return chain(l, left - 1, done);
+    /**
+     * One in-flight slot: up to {@code left} checks one after another, each started by the stage
+     * of the last (on the thread that completed it), counting those completed from epoch ms
+     * {@code from} on, until epoch ms {@code to} ({@code Long.MAX_VALUE}: no clock read); then
+     * completes {@code end}. Like the Rust peer's task (a loop of {@code check().await}), it keeps
+     * nothing per finished check: a {@code thenCompose} recursion linked every check's futures
+     * until the slot's last one (collections of 26-83 ms inside rounds of 0.2-0.4 s). Both Redis
+     * rounds use this one stage, so the warm-up compiles the code the timed rounds run (two
+     * lambdas there left the window's to be compiled, or a shared call site recompiled, while
+     * rounds were timed).
+     */
+    static void slot(Limiter l, int left, long from, long to, AtomicLong done, CompletableFuture<Void> end) {
+        l.checkAsync("k").whenComplete((d, e) -> {
+            if (e != null) {
+                end.completeExceptionally(e);
+                return;
+            }
+            long now = to == Long.MAX_VALUE ? 0 : System.currentTimeMillis();
+            if (now >= to) {
+                end.complete(null);
+                return;
+            }
+            if (now >= from) done.incrementAndGet();
+            if (left > 1) slot(l, left - 1, from, to, done, end);
+            else end.complete(null);
         });
     }
 }
