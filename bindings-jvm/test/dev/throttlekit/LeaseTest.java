@@ -197,7 +197,7 @@ class LeaseTest {
             for (int n = 0; n < 3; n++) {
                 RedisStore r = RedisStore.builder(url).connect();
                 stores.add(r);
-                nodes.add(Limiter.builder(Strategy.fixedWindow(6, Duration.ofSeconds(1))).store(r).clock(clock).prefix(prefix)
+                nodes.add(Limiter.builder(Strategy.fixedWindow(6, FLEET_WINDOW)).store(r).clock(clock).prefix(prefix)
                         .failPolicy(FailPolicy.FAIL_CLOSED).lease(Lease.builder().batch(3).windowCoupled(coupled).build()).build());
             }
             int[] admitted = fleetSchedule(clock, n -> nodes.get(n).check("hot").allowed());
@@ -215,22 +215,34 @@ class LeaseTest {
     static final int FLEET_CHECKS = 48;
 
     /**
+     * The fleet's window: 1000 s on the manual clock. Redis expires a window's key after the time
+     * the manual clock leaves in it, in real time: with a window of one second the round at 99 %
+     * of it gave the key 10 ms, and on a loaded machine it expired between two nodes' checks (12
+     * admitted where 10 is the bound). Here that round leaves 10 s.
+     */
+    static final Duration FLEET_WINDOW = Duration.ofSeconds(1000);
+
+    /**
      * The fleet's schedule on {@code clock} for three nodes ({@code check.test(n)}: whether node
-     * {@code n} admits one request), over 4 windows of a second: every window one round just
-     * before the reset, odd windows six rounds early on as well. The admissions of each window.
+     * {@code n} admits one request), over 4 windows of {@link #FLEET_WINDOW}: every window one
+     * round just before the reset (at 99 %), odd windows six rounds early on (at 1 %) as well. The
+     * admissions of each window.
      */
     static int[] fleetSchedule(ManualClock clock, java.util.function.IntPredicate check) {
+        long window = FLEET_WINDOW.toMillis();
         int[] admitted = new int[4];
         for (int w = 0; w < admitted.length; w++) {
-            long windowStart = (clock.nowMs() / 1000) * 1000;
-            for (long at : new long[] {windowStart + 10, windowStart + 990}) {
+            long windowStart = (clock.nowMs() / window) * window;
+            long early = windowStart + window / 100;
+            long late = windowStart + window - window / 100;
+            for (long at : new long[] {early, late}) {
                 clock.set(at);
-                int rounds = at == windowStart + 990 ? 1 : w % 2 == 1 ? 6 : 0;
+                int rounds = at == late ? 1 : w % 2 == 1 ? 6 : 0;
                 for (int round = 0; round < rounds; round++) {
                     for (int n = 0; n < 3; n++) if (check.test(n)) admitted[w]++;
                 }
             }
-            clock.set(windowStart + 1000);
+            clock.set(windowStart + window);
         }
         return admitted;
     }

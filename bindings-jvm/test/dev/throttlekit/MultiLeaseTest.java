@@ -126,7 +126,7 @@ class MultiLeaseTest {
 
     /**
      * Three multi limiters (three nodes) on one store and one manual clock, each with its own IP and
-     * one shared tenant limited to 6 a second, batch 3, on {@link LeaseTest#fleetSchedule}: uncoupled
+     * one shared tenant limited to 6 a window, batch 3, on {@link LeaseTest#fleetSchedule}: uncoupled
      * credits leased before a reset are spent after it. Per window the tenant admits at most
      * {@code limit + N·(batch−1)} = 12 (10 reached) uncoupled, exactly the limit when coupled.
      */
@@ -138,8 +138,8 @@ class MultiLeaseTest {
             for (int n = 0; n < 3; n++) {
                 Store s = stores.get();
                 opened.add(s);
-                nodes.add(MultiLimiter.builder(Rule.ALL).dimension("ip", Strategy.fixedWindow(1000, Duration.ofSeconds(1)))
-                        .dimension("tenant", Strategy.fixedWindow(6, Duration.ofSeconds(1))).store(s).clock(clock)
+                nodes.add(MultiLimiter.builder(Rule.ALL).dimension("ip", Strategy.fixedWindow(1000, LeaseTest.FLEET_WINDOW))
+                        .dimension("tenant", Strategy.fixedWindow(6, LeaseTest.FLEET_WINDOW)).store(s).clock(clock)
                         .prefix(prefix + coupled).failPolicy(FailPolicy.FAIL_CLOSED)
                         .lease(Lease.builder().batch(3).windowCoupled(coupled).build()).build());
             }
