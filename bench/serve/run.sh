@@ -131,12 +131,66 @@ EMPTY=$(sed -n 's/^listening //p' "$WORK/empty.out")
 "$LOAD" --grpc-body 1 "$WORK/body1"
 "$LOAD" --grpc-body 3 "$WORK/body3"
 
+# Redis's script calls and their total µs so far (EVALSHA, FCALL and EVAL): "calls usec".
+script_calls() {
+  redis-cli -p "$port" info commandstats | tr -d '\r' \
+    | awk -F'[:=,]' '/^cmdstat_(evalsha|fcall|eval):/ { c += $3; u += $5 } END { printf "%d %d", c, u }'
+}
+script_calls_since() { # "calls usec" before
+  local c0 u0 c1 u1
+  read -r c0 u0 <<<"$1"
+  read -r c1 u1 <<<"$(script_calls)"
+  echo "calls=$((c1 - c0)) usec=$((u1 - u0))"
+}
+
+# redis-benchmark at the row's concurrency: the INCR + PEXPIRE EVALSHA (the issue's peer) and the
+# very function serve sends for the row's descriptors. "evalsha=X same=Y" (requests/s).
+bench_rps() { # clients, command...
+  local c=$1
+  shift
+  redis-benchmark -p "$port" -c "$c" -n $((c == 1 ? 20000 : 100000)) -q "$@" 2>/dev/null \
+    | tr '\r' '\n' | grep -o '[0-9.]* requests per second' | tail -1 | cut -d' ' -f1
+}
+peers() { # streams descriptors
+  local c=$1 d=$2 same=""
+  [ -n "$sha" ] || sha=$(redis-cli -p "$port" script load "redis.call('INCR', KEYS[1]); return redis.call('PEXPIRE', KEYS[1], 1000)")
+  # The functions serve calls (Redis >= 7 loads core's scripts as a function library, at
+  # serve's first call): a request with one limit runs the fixed-window check itself, one with
+  # several the fused multi function.
+  if [ -z "$single" ]; then
+    local functions
+    functions=$(redis-cli -p "$port" function list | tr -d '\r')
+    multi=$(echo "$functions" | grep -o 'tk_multi_[0-9a-f]*' | head -1 || true)
+    single=$(echo "$functions" | grep -o 'tk_fixed_window_[0-9a-f]*' | head -1 || true)
+  fi
+  local now=$(($(date +%s) * 1000))
+  if [ "$d" = 1 ] && [ -n "$single" ]; then
+    same=$(bench_rps "$c" fcall "$single" 1 "tk:{bench}:d0_user-1:fixed_window:1000" "$now" check 1 1000000000 1000)
+  elif [ -n "$multi" ]; then
+    same=$(bench_rps "$c" fcall "$multi" 3 \
+      "tk:{bench}:d0_user-1:fixed_window:1000" "tk:{bench}:d1_user-1:fixed_window:1000" \
+      "tk:{bench}:d2_user-1:fixed_window:1000" "$now" all 3 fixedWindow 1 2 1000000000 1000 \
+      fixedWindow 1 2 1000000000 1000 fixedWindow 1 2 1000000000 1000)
+  fi
+  echo "evalsha=$(bench_rps "$c" evalsha "$sha" 1 bench:key) same=${same:-n/a}"
+}
+sha="" single="" multi=""
+
 run_matrix() { # store-name
   for gen in $GENS; do
     for streams in 1 64; do
       for desc in 1 3; do
         row "$gen" "empty store=$1 gen=$gen" "$EMPTY_PID" "$EMPTY" "$streams" "$desc"
-        row "$gen" "serve store=$1 gen=$gen" "$SERVE_PID" "$SERVE_GRPC" "$streams" "$desc" "$SERVE_HTTP"
+        if [ "$1" = redis ]; then
+          local before_calls
+          before_calls=$(script_calls)
+          row "$gen" "serve store=$1 gen=$gen" "$SERVE_PID" "$SERVE_GRPC" "$streams" "$desc" "$SERVE_HTTP"
+          echo "ROW serve-script-calls $(script_calls_since "$before_calls")"
+          # The peers right after the row, so that the ratio compares one moment of the machine.
+          echo "ROW peers store=$1 gen=$gen streams=$streams descriptors=$desc $(peers "$streams" "$desc")"
+        else
+          row "$gen" "serve store=$1 gen=$gen" "$SERVE_PID" "$SERVE_GRPC" "$streams" "$desc" "$SERVE_HTTP"
+        fi
       done
     done
   done
@@ -155,37 +209,12 @@ redis-cli -p "$port" config resetstat >/dev/null
 served0=$(counters "$SERVE_HTTP" | cut -d' ' -f1)
 run_matrix redis | tee -a "$WORK/rows"
 redis_requests=$(($(counters "$SERVE_HTTP" | cut -d' ' -f1) - served0))
-stats=$(redis-cli -p "$port" info commandstats | tr -d '\r')
-calls=$(echo "$stats" | sed -n 's/^cmdstat_\(evalsha\|fcall\|eval\):calls=\([0-9]*\).*/\2/p' | paste -sd+ | bc)
-script_us=$(echo "$stats" | sed -n 's/^cmdstat_\(evalsha\|fcall\):.*usec_per_call=\([0-9.]*\).*/\2/p' | head -1)
+calls=$(grep '^ROW serve-script-calls' "$WORK/rows" | sed 's/.* calls=\([0-9]*\).*/\1/' | paste -sd+ | bc)
+usec=$(grep '^ROW serve-script-calls' "$WORK/rows" | sed 's/.* usec=\([0-9]*\).*/\1/' | paste -sd+ | bc)
+peer_us=$(redis-cli -p "$port" info commandstats | tr -d '\r' | sed -n 's/^cmdstat_evalsha:.*usec_per_call=\([0-9.]*\).*/\1/p')
 stop_pid "$SERVE_PID"
-echo "ROW serve-redis-calls script_calls=$calls requests=$redis_requests per_request=$(echo "scale=3; $calls / $redis_requests" | bc) script_us_in_redis=$script_us" \
+echo "ROW serve-redis-calls script_calls=$calls requests=$redis_requests per_request=$(echo "scale=3; $calls / $redis_requests" | bc) script_us_in_redis=$(echo "scale=2; $usec / $calls" | bc)" \
   | tee -a "$WORK/rows"
-
-sha=$(redis-cli -p "$port" script load "redis.call('INCR', KEYS[1]); return redis.call('PEXPIRE', KEYS[1], 1000)")
-# The functions serve calls (Redis >= 7 loads core's scripts as a function library): a request
-# with one limit runs the fixed-window check itself, one with several the fused multi function.
-functions=$(redis-cli -p "$port" function list | tr -d '\r')
-multi=$(echo "$functions" | grep -o 'tk_multi_[0-9a-f]*' | head -1 || true)
-single=$(echo "$functions" | grep -o 'tk_fixed_window_[0-9a-f]*' | head -1 || true)
-bench_rps() { # clients, command...
-  local c=$1
-  shift
-  redis-benchmark -p "$port" -c "$c" -n $((c == 1 ? 20000 : 100000)) -q "$@" 2>/dev/null \
-    | tr '\r' '\n' | grep -o '[0-9.]* requests per second' | tail -1 | cut -d' ' -f1
-}
-now=$(($(date +%s) * 1000))
-for c in 1 64; do
-  echo "ROW redis-benchmark evalsha clients=$c rps=$(bench_rps "$c" evalsha "$sha" 1 bench:key)"
-  if [ -n "$multi" ]; then
-    echo "ROW redis-benchmark multi clients=$c descriptors=1 rps=$(bench_rps "$c" fcall "$single" 1 \
-      "tk:{bench}:d0_user-1:fixed_window:1000" "$now" check 1 1000000000 1000)"
-    echo "ROW redis-benchmark multi clients=$c descriptors=3 rps=$(bench_rps "$c" fcall "$multi" 3 \
-      "tk:{bench}:d0_user-1:fixed_window:1000" "tk:{bench}:d1_user-1:fixed_window:1000" \
-      "tk:{bench}:d2_user-1:fixed_window:1000" "$now" all 3 fixedWindow 1 2 1000000000 1000 \
-      fixedWindow 1 2 1000000000 1000 fixedWindow 1 2 1000000000 1000)"
-  fi
-done | tee -a "$WORK/rows"
 
 field() { echo "$2" | sed "s/.* $1=\([0-9.]*\).*/\1/"; }
 for gen in $GENS; do
@@ -214,10 +243,11 @@ while read -r line; do
       target="≥ 50k decisions/s per CPU-second"
       met=$([ "$per_core" -ge 50000 ] && echo yes || echo no)
     else
-      peer=$(grep "redis-benchmark evalsha clients=$s " "$WORK/rows" | sed 's/.*rps=\([0-9.]*\).*/\1/' | cut -d. -f1)
+      peers=$(grep "^ROW peers store=$store gen=$gen streams=$s descriptors=$d " "$WORK/rows" | head -1)
+      peer=$(echo "$peers" | sed 's/.* evalsha=\([0-9]*\).*/\1/')
       ratio=$(echo "scale=2; $rps / $peer" | bc)
       floor=$(echo "scale=2; $empty_rps / $peer" | bc)
-      same=$(grep "redis-benchmark multi clients=$s descriptors=$d " "$WORK/rows" | sed 's/.*rps=\([0-9.]*\).*/\1/' | cut -d. -f1)
+      same=$(echo "$peers" | sed -n 's/.* same=\([0-9]*\).*/\1/p')
       same_ratio=$([ -n "$same" ] && echo "scale=2; $rps / $same" | bc || echo "n/a")
       target="≥ 0.7× redis-benchmark EVALSHA ($peer/s): ${ratio}× (empty service ${floor}×; same script via redis-benchmark ${same:-n/a}/s: ${same_ratio}×)"
       met=$(echo "$ratio >= 0.7" | bc | sed 's/1/yes/;s/0/no/')
@@ -227,5 +257,5 @@ while read -r line; do
   esac
 done <"$WORK/rows"
 done
-echo "script calls per request on Redis: $(grep serve-redis-calls "$WORK/rows" | sed 's/.*per_request=\([0-9.]*\).*/\1/'); µs per script call inside Redis: $(grep serve-redis-calls "$WORK/rows" | sed 's/.*script_us_in_redis=//') (redis-benchmark's INCR + PEXPIRE script: $(redis-cli -p "$port" info commandstats | tr -d '\r' | sed -n 's/^cmdstat_evalsha:.*usec_per_call=\([0-9.]*\).*/\1/p'))"
+echo "script calls per request on Redis: $(grep serve-redis-calls "$WORK/rows" | sed 's/.*per_request=\([0-9.]*\).*/\1/'); µs per script call inside Redis: $(grep serve-redis-calls "$WORK/rows" | sed 's/.*script_us_in_redis=//') (redis-benchmark's INCR + PEXPIRE script: $peer_us)"
 echo "load average after the run: $(cut -d' ' -f1-3 /proc/loadavg)"
