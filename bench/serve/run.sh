@@ -71,6 +71,15 @@ echo "machine: $cores cores ($(sed -n 's/^model name\s*: //p' /proc/cpuinfo | he
 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
+# h2load's connections per row (the streams are split among them); 1 except in the row below.
+CONNS=1
+# CPU ticks of each of a process's gRPC threads ("tk-grpc-0=N tk-grpc-1=M").
+grpc_thread_ticks() {
+  for t in /proc/"$1"/task/*; do
+    case "$(cat "$t/comm")" in tk-grpc-*) echo "$(cat "$t/comm")=$(awk '{print $14 + $15}' "$t/stat")" ;; esac
+  done | sort | tr '\n' ' '
+}
+
 # serve's /metrics counters, summed: "grpc_requests ok_statuses over_statuses errors".
 counters() {
   curl -s "http://$1/metrics" | awk '
@@ -91,7 +100,7 @@ row() {
   if [ "$gen" = h2load ]; then
     # No warm-up phase: every request h2load sends is counted, so serve's CPU over the row
     # divides by the requests it served.
-    { time h2load -c 1 -t 1 -m "$s" -D "$SECONDS_PER_RUN" -d "$WORK/body$d" --log-file="$WORK/h2.log" \
+    { time h2load -c "$CONNS" -t 1 -m $((s / CONNS)) -D "$SECONDS_PER_RUN" -d "$WORK/body$d" --log-file="$WORK/h2.log" \
       -H 'content-type: application/grpc' -H 'te: trailers' \
       "http://$addr/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit" >"$WORK/h2.out"; } 2>"$WORK/row.time"
     after=$(cpu_ticks "$pid")
@@ -208,6 +217,20 @@ pids+=("$SERVE_PID")
 redis-cli -p "$port" config resetstat >/dev/null
 served0=$(counters "$SERVE_HTTP" | cut -d' ' -f1)
 run_matrix redis | tee -a "$WORK/rows"
+# 64 streams over two connections, as two Envoy workers open (h2load -c 2 -m 32), one
+# descriptor: the kernel's SO_REUSEPORT hash picks each connection's gRPC thread, so the row
+# prints how serve's CPU split between its threads (both on one thread happens by chance).
+if [[ " $GENS " == *" h2load "* ]]; then
+  CONNS=2
+  row h2load "empty2 store=redis gen=h2load" "$EMPTY_PID" "$EMPTY" 64 1 | tee -a "$WORK/rows"
+  t0=$(grpc_thread_ticks "$SERVE_PID")
+  before_calls=$(script_calls)
+  row h2load "serve2 store=redis gen=h2load" "$SERVE_PID" "$SERVE_GRPC" 64 1 "$SERVE_HTTP" | tee -a "$WORK/rows"
+  echo "ROW serve-script-calls $(script_calls_since "$before_calls")" | tee -a "$WORK/rows"
+  echo "ROW serve2-threads before: $t0 after: $(grpc_thread_ticks "$SERVE_PID")" | tee -a "$WORK/rows"
+  echo "ROW peers2 store=redis streams=64 descriptors=1 $(peers 64 1)" | tee -a "$WORK/rows"
+  CONNS=1
+fi
 redis_requests=$(($(counters "$SERVE_HTTP" | cut -d' ' -f1) - served0))
 calls=$(grep '^ROW serve-script-calls' "$WORK/rows" | sed 's/.* calls=\([0-9]*\).*/\1/' | paste -sd+ | bc)
 usec=$(grep '^ROW serve-script-calls' "$WORK/rows" | sed 's/.* usec=\([0-9]*\).*/\1/' | paste -sd+ | bc)
@@ -257,5 +280,13 @@ while read -r line; do
   esac
 done <"$WORK/rows"
 done
+if grep -q '^ROW serve2 ' "$WORK/rows"; then
+  l=$(grep '^ROW serve2 ' "$WORK/rows")
+  e=$(grep '^ROW empty2 ' "$WORK/rows")
+  p=$(grep '^ROW peers2 ' "$WORK/rows")
+  peer=$(echo "$p" | sed 's/.* evalsha=\([0-9]*\).*/\1/')
+  echo
+  echo "redis, 64 streams over 2 connections (h2load -c 2 -m 32), 1 descriptor: $(field rps "$l")/s = $(echo "scale=2; $(field rps "$l") / $peer" | bc)× of redis-benchmark EVALSHA ($peer/s right after; empty service $(field rps "$e")/s = $(echo "scale=2; $(field rps "$e") / $peer" | bc)×), p50 $(field p50_us "$l") µs, p99 $(field p99_us "$l") µs, serve $(echo "scale=1; $(field server_cpu_ms "$l") * 1000 / $(field sent "$l")" | bc) µs of CPU per request; $(grep '^ROW serve2-threads' "$WORK/rows" | sed 's/^ROW serve2-threads //') (CPU ticks of serve's gRPC threads); answers $(echo "$l" | sed -n 's/.* answers=\([-A-Za-z]*\).*/\1/p')"
+fi
 echo "script calls per request on Redis: $(grep serve-redis-calls "$WORK/rows" | sed 's/.*per_request=\([0-9.]*\).*/\1/'); µs per script call inside Redis: $(grep serve-redis-calls "$WORK/rows" | sed 's/.*script_us_in_redis=//') (redis-benchmark's INCR + PEXPIRE script: $peer_us)"
 echo "load average after the run: $(cut -d' ' -f1-3 /proc/loadavg)"
