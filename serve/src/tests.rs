@@ -510,3 +510,28 @@ fn rls_server_grows_its_buffer_and_keeps_the_limits() {
         assert_eq!(err.code(), tonic::Code::Unimplemented, "{err:?}");
     });
 }
+
+/// A counter named twice in one request is one dimension charged with both costs, whether the
+/// request is small (its keys found by a scan) or has more than eight descriptors (a map).
+#[test]
+fn a_counter_named_twice_is_charged_both_costs_once_in_small_and_large_requests() {
+    let c = load("domain: edge\ndescriptors:\n  - key: a\n    rate_limit: {unit: hour, requests_per_unit: 3}\n");
+    for others in [0usize, 8] {
+        let clock = Arc::new(ManualClock::new(NOW));
+        let d = decider(&clock);
+        let values: Vec<String> = (0..others).map(|i| format!("other-{i}")).collect();
+        let mut descriptors: Vec<Vec<(&str, &str)>> = vec![vec![("a", "1")], vec![("a", "1")]];
+        descriptors.extend(values.iter().map(|v| vec![("a", v.as_str())]));
+        let slices: Vec<&[(&str, &str)]> = descriptors.iter().map(Vec::as_slice).collect();
+        let twice = req("edge", &slices);
+        let codes = |o: &crate::decide::Outcome| o.statuses.iter().map(|s| s.code).collect::<Vec<_>>();
+        let first = run(&d, &c, &twice);
+        assert_eq!(codes(&first), vec![Code::Ok; 2 + others], "{others} others: 2 of 3 charged");
+        assert_eq!(first.statuses[0].limit_remaining, 1, "{others} others");
+        // The second needs 2 of the 1 left: both statuses refused, nothing charged.
+        let second = run(&d, &c, &twice);
+        assert_eq!(&codes(&second)[..2], &[Code::OverLimit, Code::OverLimit], "{others} others");
+        let once = run(&d, &c, &req("edge", &[&[("a", "1")]]));
+        assert_eq!((once.overall, once.statuses[0].limit_remaining), (Code::Ok, 0), "{others} others");
+    }
+}
