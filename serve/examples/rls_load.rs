@@ -6,6 +6,9 @@
 //! (`sent` also counts the 300 ms warm-up's calls, which `requests` leaves out).
 //! The domain is `bench`; descriptor i is `[("d{i}", "user-{n % 1000}")]`.
 //!
+//! `rls_load --grpc-body DESCRIPTORS PATH` writes one such request (user-1) as a gRPC message
+//! body (the 5-byte frame prefix, then the protobuf) for `h2load -d PATH`.
+//!
 //! `rls_load --empty` is the floor to measure against: a tonic server of the same service, with
 //! the same transport settings as `throttlekit serve`, that answers OK to every request without
 //! deciding anything. It prints `listening ADDR` (a loopback port of its own) and serves until
@@ -17,9 +20,7 @@ use envoy_types::pb::envoy::extensions::common::ratelimit::v3::RateLimitDescript
 use envoy_types::pb::envoy::extensions::common::ratelimit::v3::rate_limit_descriptor::Entry;
 use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_response::DescriptorStatus;
 use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
-use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_service_server::{
-    RateLimitService, RateLimitServiceServer,
-};
+use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_service_server::RateLimitService;
 use envoy_types::pb::envoy::service::ratelimit::v3::{RateLimitRequest, RateLimitResponse};
 
 /// The empty service: one OK status per descriptor, nothing decided.
@@ -42,6 +43,20 @@ impl RateLimitService for Empty {
     }
 }
 
+/// The bench's request: `descriptors` descriptors `[("d{i}", "user-{user}")]` in domain `bench`.
+fn request(descriptors: usize, user: usize) -> RateLimitRequest {
+    RateLimitRequest {
+        domain: "bench".into(),
+        descriptors: (0..descriptors)
+            .map(|i| RateLimitDescriptor {
+                entries: vec![Entry { key: format!("d{i}"), value: format!("user-{user}") }],
+                ..Default::default()
+            })
+            .collect(),
+        hits_addend: 0,
+    }
+}
+
 /// The empty service on `throttlekit serve`'s own gRPC threads (one per core).
 async fn serve_empty() -> Result<(), Box<dyn std::error::Error>> {
     use throttlekit_serve::workers;
@@ -49,7 +64,7 @@ async fn serve_empty() -> Result<(), Box<dyn std::error::Error>> {
     let listeners = workers::listeners("127.0.0.1:0".parse()?, threads)?;
     println!("listening {}", listeners[0].local_addr()?);
     let services = workers::Services {
-        routes: tonic::service::Routes::new(RateLimitServiceServer::new(Empty)),
+        routes: tonic::service::Routes::new(throttlekit_serve::rls_server::RlsServer::new(Empty)),
         timeout: Duration::from_secs(10),
         bind: None,
     };
@@ -68,6 +83,15 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.first().map(String::as_str) == Some("--empty") {
         return serve_empty().await;
+    }
+    if args.first().map(String::as_str) == Some("--grpc-body") && args.len() == 3 {
+        use prost::Message;
+        let body = request(args[1].parse()?, 1).encode_to_vec();
+        let mut framed = vec![0u8];
+        framed.extend_from_slice(&u32::try_from(body.len())?.to_be_bytes());
+        framed.extend_from_slice(&body);
+        std::fs::write(&args[2], framed)?;
+        return Ok(());
     }
     if args.len() != 4 {
         eprintln!("usage: rls_load ADDR STREAMS DESCRIPTORS SECONDS");
@@ -99,16 +123,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                     break;
                 }
                 n = n.wrapping_add(streams);
-                let req = RateLimitRequest {
-                    domain: "bench".into(),
-                    descriptors: (0..descriptors)
-                        .map(|i| RateLimitDescriptor {
-                            entries: vec![Entry { key: format!("d{i}"), value: format!("user-{}", n % 1000) }],
-                            ..Default::default()
-                        })
-                        .collect(),
-                    hits_addend: 0,
-                };
+                let req = request(descriptors, n % 1000);
                 let t = Instant::now();
                 sent += 1;
                 match client.should_rate_limit(req).await {

@@ -310,6 +310,9 @@ impl Decider {
             sets.iter().flatten().flat_map(|(s, _)| s.replaces.iter().map(String::as_str)).collect();
         let request_hits = u64::from(req.hits_addend.max(1));
         let mut applied: Vec<Applied> = Vec::new();
+        // Each key's latest entry that is not a twin. A few descriptors (the common request)
+        // find it by a scan of `applied`, which hashes and copies no key; many use a map.
+        let use_map = req.descriptors.len() > 8;
         let mut by_key: HashMap<String, usize> = HashMap::new();
         for (i, entry) in sets.iter().enumerate() {
             let Some((set, counter)) = entry else { continue };
@@ -320,8 +323,22 @@ impl Decider {
                 }
                 // A zero limit refuses every hit: one more than its one-unit window holds.
                 let cost = if def.blocks_all && hits > 0 { hits.saturating_mul(2) } else { hits };
-                let key = throttlekit::key::join(&self.prefix, &format!("{{{tag}}}:{counter}:{}", def.key_suffix));
-                if let Some(&k) = by_key.get(&key) {
+                // `{tag}:counter:suffix`, built without `format!` (2% of serve's instructions
+                // on Redis at 64 streams went to formatting it).
+                let mut body = String::with_capacity(tag.len() + counter.len() + def.key_suffix.len() + 4);
+                body.push('{');
+                body.push_str(&tag);
+                body.push_str("}:");
+                body.push_str(counter);
+                body.push(':');
+                body.push_str(&def.key_suffix);
+                let key = throttlekit::key::join(&self.prefix, &body);
+                let latest = if use_map {
+                    by_key.get(&key).copied()
+                } else {
+                    applied.iter().rposition(|a| a.twin.is_none() && a.key == key)
+                };
+                if let Some(k) = latest {
                     // The same counter twice in one request (Envoy sent a descriptor twice):
                     // one dimension charged with both costs, as two increments would be.
                     if applied[k].cost > 0 && cost > 0 && applied[k].set.shadow_mode == set.shadow_mode {
@@ -330,7 +347,9 @@ impl Decider {
                         continue;
                     }
                 }
-                by_key.insert(key.clone(), applied.len());
+                if use_map {
+                    by_key.insert(key.clone(), applied.len());
+                }
                 applied.push(Applied { descriptor: i, set: set.clone(), limit: j, key, cost, twin: None });
             }
         }

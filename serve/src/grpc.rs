@@ -15,8 +15,6 @@ use crate::decide::{Code, DecideError, DescriptorIn, Outcome, RequestIn};
 use crate::metrics::Door;
 use crate::state::State;
 
-pub use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_service_server::RateLimitServiceServer;
-
 /// The service.
 pub struct Rls {
     /// Shared state.

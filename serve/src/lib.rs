@@ -14,6 +14,7 @@ pub mod http;
 pub mod log;
 pub mod metrics;
 pub mod reload;
+pub mod rls_server;
 pub mod server;
 pub mod state;
 #[cfg(test)]

@@ -12,9 +12,10 @@ use throttlekit::{MemoryStore, Store, SystemClock};
 
 use crate::config::Config;
 use crate::decide::{Decider, FailMode, RequestLimits};
-use crate::grpc::{RateLimitServiceServer, Rls};
+use crate::grpc::Rls;
 use crate::http::{Http, router};
 use crate::log;
+use crate::rls_server::RlsServer;
 use crate::state::State;
 use crate::workers::{self, Binder, Services};
 
@@ -221,8 +222,8 @@ async fn serve(o: Options) -> Result<(), String> {
     let http_addr = http_listener.local_addr().map_err(|e| e.to_string())?;
 
     let (health, health_service) = tonic_health::server::health_reporter();
-    health.set_serving::<RateLimitServiceServer<Rls>>().await;
-    let rls = RateLimitServiceServer::new(Rls { state: state.clone() }).max_decoding_message_size(o.max_request_bytes);
+    health.set_serving::<RlsServer<Rls>>().await;
+    let rls = RlsServer::new(Rls { state: state.clone() }).max_decoding_message_size(o.max_request_bytes);
 
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
@@ -265,7 +266,7 @@ async fn serve(o: Options) -> Result<(), String> {
     shutdown_signal().await;
     log::info("shutting down: answering in-flight calls", &[("drain_ms", json!(o.drain_ms))]);
     draining.store(true, Ordering::Relaxed);
-    health.set_not_serving::<RateLimitServiceServer<Rls>>().await;
+    health.set_not_serving::<RlsServer<Rls>>().await;
     let _ = stop_tx.send(true);
     let drain = Duration::from_millis(o.drain_ms);
     let both = async {

@@ -421,3 +421,117 @@ fn grpc_listeners_share_one_port() {
     }
     assert_eq!(accepted, clients.len());
 }
+
+/// The gRPC server with its small codec ([`crate::rls_server`]): a response far larger than
+/// the codec's starting buffer arrives whole, an unknown method is `UNIMPLEMENTED`, and the
+/// decoding limit still refuses a larger request.
+#[test]
+fn rls_server_grows_its_buffer_and_keeps_the_limits() {
+    use envoy_types::pb::envoy::config::core::v3::HeaderValue;
+    use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_response::DescriptorStatus;
+    use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
+    use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_service_server::RateLimitService;
+    use envoy_types::pb::envoy::service::ratelimit::v3::{RateLimitRequest, RateLimitResponse};
+
+    /// Answers one status per descriptor and a header per descriptor, named after its value.
+    struct Echo;
+    #[tonic::async_trait]
+    impl RateLimitService for Echo {
+        async fn should_rate_limit(
+            &self,
+            request: tonic::Request<RateLimitRequest>,
+        ) -> Result<tonic::Response<RateLimitResponse>, tonic::Status> {
+            Ok(tonic::Response::new(echo(&request.into_inner())))
+        }
+    }
+    fn echo(r: &RateLimitRequest) -> RateLimitResponse {
+        RateLimitResponse {
+            overall_code: 1,
+            statuses: r.descriptors.iter().map(|_| DescriptorStatus { code: 1, ..Default::default() }).collect(),
+            response_headers_to_add: r
+                .descriptors
+                .iter()
+                .map(|d| HeaderValue { key: "x-echo".into(), value: d.entries[0].value.clone(), ..Default::default() })
+                .collect(),
+            ..Default::default()
+        }
+    }
+    fn request(n: usize, value_bytes: usize) -> RateLimitRequest {
+        let d = |i: usize| envoy_types::pb::envoy::extensions::common::ratelimit::v3::RateLimitDescriptor {
+            entries: vec![envoy_types::pb::envoy::extensions::common::ratelimit::v3::rate_limit_descriptor::Entry {
+                key: "k".into(),
+                value: format!("{i:0value_bytes$}"),
+            }],
+            ..Default::default()
+        };
+        RateLimitRequest { domain: "d".into(), descriptors: (0..n).map(d).collect(), hits_addend: 0 }
+    }
+
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let service = crate::rls_server::RlsServer::new(Echo).max_decoding_message_size(16 * 1024);
+        tokio::spawn(
+            tonic::transport::Server::builder()
+                .add_service(service)
+                .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener)),
+        );
+        let channel =
+            tonic::transport::Channel::from_shared(format!("http://{addr}")).unwrap().connect().await.unwrap();
+        let mut client = RateLimitServiceClient::new(channel.clone());
+
+        // 40 statuses and 40 headers of 100 bytes: ~4.5 KB, 9x the starting buffer.
+        let big = request(40, 100);
+        let answer = client.should_rate_limit(big.clone()).await.unwrap().into_inner();
+        assert!(prost::Message::encoded_len(&answer) > 8 * crate::rls_server::BUFFER_BYTES);
+        assert_eq!(answer, echo(&big));
+        // A small one after it on the same connection.
+        let small = request(1, 3);
+        assert_eq!(client.should_rate_limit(small.clone()).await.unwrap().into_inner(), echo(&small));
+
+        // Over the decoding limit (~20 KB against 16 KiB): refused, not decided.
+        let err = client.should_rate_limit(request(180, 100)).await.unwrap_err();
+        assert_eq!(err.code(), tonic::Code::OutOfRange, "{err:?}");
+
+        // Another method of the service's path: UNIMPLEMENTED.
+        let mut grpc = tonic::client::Grpc::new(channel);
+        grpc.ready().await.unwrap();
+        let path =
+            tonic::codegen::http::uri::PathAndQuery::from_static("/envoy.service.ratelimit.v3.RateLimitService/Other");
+        let err = grpc
+            .unary::<_, RateLimitResponse, _>(
+                tonic::Request::new(small),
+                path,
+                tonic_prost::ProstCodec::<RateLimitRequest, RateLimitResponse>::default(),
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), tonic::Code::Unimplemented, "{err:?}");
+    });
+}
+
+/// A counter named twice in one request is one dimension charged with both costs, whether the
+/// request is small (its keys found by a scan) or has more than eight descriptors (a map).
+#[test]
+fn a_counter_named_twice_is_charged_both_costs_once_in_small_and_large_requests() {
+    let c = load("domain: edge\ndescriptors:\n  - key: a\n    rate_limit: {unit: hour, requests_per_unit: 3}\n");
+    for others in [0usize, 8] {
+        let clock = Arc::new(ManualClock::new(NOW));
+        let d = decider(&clock);
+        let values: Vec<String> = (0..others).map(|i| format!("other-{i}")).collect();
+        let mut descriptors: Vec<Vec<(&str, &str)>> = vec![vec![("a", "1")], vec![("a", "1")]];
+        descriptors.extend(values.iter().map(|v| vec![("a", v.as_str())]));
+        let slices: Vec<&[(&str, &str)]> = descriptors.iter().map(Vec::as_slice).collect();
+        let twice = req("edge", &slices);
+        let codes = |o: &crate::decide::Outcome| o.statuses.iter().map(|s| s.code).collect::<Vec<_>>();
+        let first = run(&d, &c, &twice);
+        assert_eq!(codes(&first), vec![Code::Ok; 2 + others], "{others} others: 2 of 3 charged");
+        assert_eq!(first.statuses[0].limit_remaining, 1, "{others} others");
+        // The second needs 2 of the 1 left: both statuses refused, nothing charged.
+        let second = run(&d, &c, &twice);
+        assert_eq!(&codes(&second)[..2], &[Code::OverLimit, Code::OverLimit], "{others} others");
+        let once = run(&d, &c, &req("edge", &[&[("a", "1")]]));
+        assert_eq!((once.overall, once.statuses[0].limit_remaining), (Code::Ok, 0), "{others} others");
+    }
+}
