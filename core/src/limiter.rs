@@ -384,8 +384,8 @@ impl Limiter {
     ///
     /// Out of line on purpose: with a second fast path inlined into `check_sync_at`, the
     /// compiler stopped inlining the GCRA path's table probe (`RawTable::find`), 282 -> 310
-    /// instructions a 1-key GCRA check (callgrind; the cause of 213605f's 4-6 ns, see
-    /// docs/performance.md).
+    /// instructions a 1-key GCRA check (callgrind; most likely what cost 213605f 4-6 ns,
+    /// see docs/performance.md).
     #[inline(never)]
     fn check_sync_other(&self, key: &str, cost: u64, now: i64) -> Result<Decision> {
         if let (Some(memory), Some(swl)) = (&self.memory, self.strategy.as_sliding_window_log()) {
