@@ -13,12 +13,41 @@
 //! and the deadline `now + windowMs`; a denied check writes nothing, and drops an entry left
 //! without state (as the generic path drops an entry whose state it did not put back).
 
-use super::{Entry, Located, MemoryStore, ShardData, T_LOG, T_NONE};
+use super::{Entry, Located, MemoryStore, Probe, ShardData, T_LOG, T_NONE};
 use crate::algorithms::sliding_window_log::SlidingWindowLog;
 use crate::decision::Decision;
+use crate::error::Result;
 use crate::state::{Log, State};
 
 impl MemoryStore {
+    /// [`MemoryStore::check_gcra_joined`] for a sliding-window log: the log edited in place
+    /// (below), reached from the limiter with no `dyn Store` call, no
+    /// [`Reply`](crate::store::Reply) and no joined key in between. A function of its own beside
+    /// the GCRA one, called out of line (`Limiter::check_sync_other` says why).
+    #[inline]
+    pub(crate) fn check_log_joined(
+        &self,
+        prefix: &str,
+        key: &str,
+        now: i64,
+        swl: &SlidingWindowLog,
+        cost: u64,
+    ) -> Result<Decision> {
+        if prefix.is_empty() {
+            self.check_key_length(key.len())?;
+            let probe = Probe::new(key.as_bytes());
+            return Ok(self.check_log(&self.locate(&probe), now, swl, cost));
+        }
+        self.check_key_length(prefix.len() + 1 + key.len())?;
+        Ok(match Probe::joined(prefix.as_bytes(), key.as_bytes()) {
+            Some(probe) => self.check_log(&self.locate(&probe), now, swl, cost),
+            None => crate::key::with_joined(prefix, key, |full| {
+                let probe = Probe::new(full.as_bytes());
+                self.check_log(&self.locate(&probe), now, swl, cost)
+            }),
+        })
+    }
+
     /// A sliding-window-log check of the located key at `now`: [`crate::store::Store::apply_sync`]
     /// with [`crate::store::Transform::Check`], on the log in place.
     #[inline]

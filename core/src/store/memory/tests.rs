@@ -1,6 +1,7 @@
 //! The memory store's own unit tests: entries, probes, and where keys sit.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 use super::hint::PREFETCH_ENTRIES;
 use super::*;
@@ -230,4 +231,46 @@ fn keys_expired_past_the_grace_are_swept_before_a_table_grows() {
     let held = store.len();
     assert!(held < 200_000 / 4, "{held} of 200000 keys held");
     assert!(held as i64 >= SWEEP_GRACE_MS, "{held}: the last grace's keys are kept");
+}
+
+/// The limiter's way into the log path (`check_log_joined`: `prefix:key` probed without being
+/// joined, or joined when too long to be inline) decides and stores as the store call on the
+/// joined key: no prefix, a short one, and one that makes every key too long to be inline;
+/// an over-long key fails alike. And `Limiter::check_sync_at`, which takes that way for a log
+/// on the memory store, answers as the generic store call does.
+#[test]
+fn the_limiters_log_check_is_the_store_call_on_the_joined_key() {
+    let strategy = crate::Strategy::sliding_window_log(4, 100).unwrap();
+    let swl = strategy.as_sliding_window_log().unwrap();
+    for prefix in ["", "rl", "a prefix long enough to make every key heap-stored"] {
+        let (direct, generic) = (MemoryStore::new(), MemoryStore::new());
+        let limited = Arc::new(MemoryStore::new());
+        let limiter = crate::Limiter::builder(strategy.clone()).store(limited.clone()).prefix(prefix).build();
+        for step in 0..600i64 {
+            let key = ["u1", "user:42", "k", "a much longer key than the others"][(step % 4) as usize];
+            // Backward steps too (a clock jump), and costs over the limit.
+            let now = step * 7 - if step % 50 == 49 { 300 } else { 0 };
+            let cost = 1 + (step % 6) as u64;
+            let full = crate::key::join(prefix, key);
+            let check = Transform::Check { strategy: &strategy, cost };
+            let a = direct.check_log_joined(prefix, key, now, swl, cost).unwrap();
+            let b = generic.apply_sync(&full, now, check).unwrap();
+            let c = limiter.check_sync_at(key, cost, now).unwrap();
+            assert_eq!(Reply::Decision(a), b, "{prefix:?} {key:?} at {now}");
+            assert_eq!(a, c, "the limiter, {prefix:?} {key:?} at {now}");
+            let peek = |s: &MemoryStore| s.apply_sync(&full, now, Transform::Peek { strategy: &strategy }).unwrap();
+            assert_eq!(peek(&direct), peek(&generic), "stored under the joined key");
+            assert_eq!(peek(&limited), peek(&generic), "the limiter stored under the joined key");
+        }
+        assert_eq!(direct.len(), generic.len());
+        assert_eq!(limited.len(), generic.len());
+    }
+    let (store, long) = (MemoryStore::new(), "k".repeat(300));
+    let a = store.check_log_joined("rl", &long, 0, swl, 1).unwrap_err();
+    let b = store.apply_sync(&crate::key::join("rl", &long), 0, Transform::Check { strategy: &strategy, cost: 1 });
+    let b = b.unwrap_err();
+    assert_eq!((a.code(), a.message()), (b.code(), b.message()));
+    let limiter = crate::Limiter::builder(strategy.clone()).prefix("rl").build();
+    let c = limiter.check_sync_at(&long, 1, 0).unwrap_err();
+    assert_eq!((c.code(), c.message()), (b.code(), b.message()));
 }
