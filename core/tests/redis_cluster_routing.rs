@@ -441,6 +441,30 @@ fn a_runtime_awaiting_cluster_calls_gets_its_own_connection_to_every_master() {
     }
 }
 
+/// A runtime that cannot host a connection (no IO driver or no timer) is bound by its first
+/// call like any other, but its connects fail there (they panic inside their task, which tokio
+/// catches) and never again: every call is answered on the store's connections.
+#[test]
+fn a_runtime_without_io_or_timers_keeps_the_stores_connections_on_a_cluster() {
+    let cluster = RedisCluster::start(3, 0);
+    let store = connect(cluster.urls(), 2000);
+    let l = limiter(store.clone(), "noio");
+    let before = total_executions(&cluster);
+    for rt in [
+        tokio::runtime::Builder::new_current_thread().build().unwrap(),
+        tokio::runtime::Builder::new_current_thread().enable_io().build().unwrap(),
+    ] {
+        rt.block_on(async {
+            for i in 0..40 {
+                tokio::task::yield_now().await;
+                assert!(l.check_at(&format!("k{}", i % 30), 1, Now::At(NOW)).await.unwrap().allowed);
+            }
+            assert_eq!(store.local_cluster_connections(), 0);
+        });
+    }
+    assert_eq!(total_executions(&cluster) - before, 80, "each call ran once");
+}
+
 /// A check awaited outside any tokio runtime (a minimal executor on this thread).
 fn executor_free_check(l: &Limiter) -> bool {
     executor::block_on(l.check_at("k1", 1, Now::At(NOW))).is_ok_and(|d| d.allowed)
