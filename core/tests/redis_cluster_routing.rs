@@ -465,6 +465,43 @@ fn a_runtime_without_io_or_timers_keeps_the_stores_connections_on_a_cluster() {
     assert_eq!(total_executions(&cluster) - before, 80, "each call ran once");
 }
 
+/// A current-thread runtime entered while nobody drives it (its futures polled by another
+/// executor): its connections' drivers never run, so a call on one times out once (bounded by
+/// the store's own timer) and retires it; the next calls take the store's connection, and the
+/// runtime gets its own back once it is driven again.
+#[test]
+fn a_runtime_entered_but_not_driven_costs_one_timeout_then_takes_the_stores_connections_on_a_cluster() {
+    let cluster = RedisCluster::start(3, 0);
+    let store = connect(cluster.urls(), TIMEOUT_MS);
+    let l = limiter(store.clone(), "undriven");
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let up = |l: &Limiter| {
+        rt.block_on(async {
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while store.local_cluster_connections() < 3 {
+                assert!(Instant::now() < deadline, "the runtime's own connections never came up");
+                for i in 0..30 {
+                    l.check_at(&format!("k{i}"), 1, Now::At(NOW)).await.unwrap();
+                }
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+        })
+    };
+    up(&l);
+    {
+        let _entered = rt.enter();
+        let start = Instant::now();
+        let err = executor::block_on(l.check_at("k0", 1, Now::At(NOW))).unwrap_err();
+        assert!(err.message().contains("timed out"), "{err}");
+        assert!(start.elapsed() >= Duration::from_millis(TIMEOUT_MS));
+        // That master's connection is retired: the next calls to it answer (on the store's).
+        for _ in 0..10 {
+            executor::block_on(l.check_at("k0", 1, Now::At(NOW))).unwrap();
+        }
+    }
+    up(&l);
+}
+
 /// A check awaited outside any tokio runtime (a minimal executor on this thread).
 fn executor_free_check(l: &Limiter) -> bool {
     executor::block_on(l.check_at("k1", 1, Now::At(NOW))).is_ok_and(|d| d.allowed)
