@@ -31,6 +31,7 @@
 //!   in the background. Every rule above is the same on both: the choice of connection is all
 //!   that differs.
 
+mod local;
 mod slot;
 mod topology;
 pub(crate) mod wire;
@@ -82,18 +83,7 @@ pub(crate) struct Node {
     idle: parking_lot::Mutex<Vec<redis::Connection>>,
     /// Each bound runtime's own multiplexed connection to this node (see the module docs).
     /// Few: one per binding's runtime.
-    local: parking_lot::RwLock<Vec<Local>>,
-}
-
-/// A bound runtime's own connection to one node.
-struct Local {
-    runtime: tokio::runtime::Id,
-    /// The connection and its number (from the node's [`Node::ids`]), `None` while connecting
-    /// and after it failed or a call on it was abandoned.
-    conn: Option<(MultiplexedConnection, u64)>,
-    /// A connect is under way, or its task never finished: a runtime without IO or timers
-    /// panics it there (once per node), and that runtime then keeps the store's connection.
-    connecting: bool,
+    local: parking_lot::RwLock<Vec<local::Local>>,
 }
 
 /// Which connection an attempt went through, so that a failure retires that one only.
@@ -108,11 +98,6 @@ enum Via {
 impl Node {
     fn current(&self) -> Option<(MultiplexedConnection, u64)> {
         self.mux.read().clone()
-    }
-
-    /// The runtime `rt`'s own connection to this node, if it is up.
-    fn local(&self, rt: tokio::runtime::Id) -> Option<(MultiplexedConnection, u64)> {
-        self.local.read().iter().find(|l| l.runtime == rt).and_then(|l| l.conn.clone())
     }
 
     /// A new multiplexed connection, within `timeout` (its driver task is spawned on the
@@ -156,14 +141,7 @@ impl Node {
     fn retire_via(&self, via: Via) {
         match via {
             Via::Store(id) => self.retire(id),
-            Via::Local(rt, id) => {
-                let mut local = self.local.write();
-                if let Some(l) = local.iter_mut().find(|l| l.runtime == rt)
-                    && l.conn.as_ref().is_some_and(|(_, i)| *i == id)
-                {
-                    l.conn = None;
-                }
-            }
+            Via::Local(rt, id) => self.retire_local(rt, id),
         }
     }
 
@@ -495,53 +473,6 @@ impl Router {
         let (me, n) = (self.clone(), node.clone());
         let made = runtime.spawn(async move { n.connect(me.timeout, &me.closed).await });
         made.await.map_err(|e| Error::store(format!("the connect was abandoned: {e}")))?
-    }
-
-    /// Connects the runtime of `handle` (bound to the store) to `node` in the background, on
-    /// that runtime, unless its connection is up or connecting. The task holds no strong
-    /// reference: a runtime that never runs it keeps nothing alive.
-    fn connect_local(self: &Arc<Self>, node: &Arc<Node>, handle: &tokio::runtime::Handle) {
-        let rt = handle.id();
-        if self.closed.load(Ordering::Acquire) {
-            return;
-        }
-        {
-            let mut local = node.local.write();
-            match local.iter_mut().find(|l| l.runtime == rt) {
-                Some(l) if l.conn.is_some() || l.connecting => return,
-                Some(l) => l.connecting = true,
-                None => local.push(Local { runtime: rt, conn: None, connecting: true }),
-            }
-        }
-        let (me, n) = (Arc::downgrade(self), Arc::downgrade(node));
-        let (client, timeout, name) = (node.client.clone(), self.timeout, node.name());
-        drop(handle.spawn(async move {
-            let conn = Node::open(&client, timeout, &name).await;
-            let (Some(me), Some(n)) = (me.upgrade(), n.upgrade()) else { return };
-            let id = n.ids.fetch_add(1, Ordering::Relaxed) + 1;
-            let mut local = n.local.write();
-            if let Some(l) = local.iter_mut().find(|l| l.runtime == rt) {
-                l.connecting = false;
-                if let Ok(conn) = conn
-                    && l.conn.is_none()
-                    && !me.closed.load(Ordering::Acquire)
-                {
-                    l.conn = Some((conn, id));
-                }
-            }
-        }));
-    }
-
-    /// How many nodes the runtime `rt` has its own connection to, up now.
-    pub(crate) fn local_connections(&self, rt: tokio::runtime::Id) -> usize {
-        self.nodes.lock().values().filter(|n| n.local(rt).is_some()).count()
-    }
-
-    /// Forgets the runtime `rt` (it shut down): its connections go with its entries.
-    pub(crate) fn unbind(&self, rt: tokio::runtime::Id) {
-        for n in self.nodes.lock().values() {
-            n.local.write().retain(|l| l.runtime != rt);
-        }
     }
 
     /// Runs `call` on its key's master from the caller's task (the caller bounds it by the
