@@ -291,8 +291,9 @@ mod redis {
                 // The runtime that drives the awaitables (`aio.rs`; multi-threaded, IO and timers
                 // enabled) gets a connection driven on it: an awaited call then never crosses to
                 // the store's own runtime. Best effort: the store's connections serve until it
-                // is up (and the sync methods never use it). A cluster or Sentinel store routes
-                // every call itself, and ignores this.
+                // is up (and the sync methods never use it). A cluster store gives it a
+                // connection to each master instead (made as calls first reach that master);
+                // a Sentinel store, whose calls follow the master, ignores this.
                 let _context = pyo3_async_runtimes::tokio::get_runtime().enter();
                 let _ = store.bind_current_runtime();
             }

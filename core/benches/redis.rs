@@ -90,15 +90,21 @@ fn main() {
         r
     };
     let mut rows: [Vec<(f64, f64)>; 6] = Default::default();
-    // `TK_BENCH_ONLY=async|hop` runs only that sequential async loop (for `perf stat`, `strace`).
-    if let Ok(only @ ("async" | "hop")) = std::env::var("TK_BENCH_ONLY").as_deref() {
+    // `TK_BENCH_ONLY=async|hop|sync` runs only that sequential loop (for `perf stat`, `strace`).
+    if let Ok(only @ ("async" | "hop" | "sync")) = std::env::var("TK_BENCH_ONLY").as_deref() {
         let run = || {
             let start = Instant::now();
-            if only == "hop" { &hop } else { &rt }.block_on(async {
+            if only == "sync" {
                 for _ in 0..n {
-                    limiter.check_at("k", 1, Now::At(NOW)).await.unwrap();
+                    limiter.check_sync_at("k", 1, NOW).unwrap();
                 }
-            });
+            } else {
+                if only == "hop" { &hop } else { &rt }.block_on(async {
+                    for _ in 0..n {
+                        limiter.check_at("k", 1, Now::At(NOW)).await.unwrap();
+                    }
+                });
+            }
             n as f64 / start.elapsed().as_secs_f64()
         };
         let rate = if only == "hop" { on_hop(&run) } else { run() };

@@ -13,6 +13,8 @@
 //! - **close()** releases every connection the store holds at once.
 #![cfg(feature = "redis")]
 
+#[path = "support/executor.rs"]
+mod executor;
 #[path = "support/redis_cluster.rs"]
 mod redis_cluster;
 #[path = "support/redis_server.rs"]
@@ -138,6 +140,16 @@ fn calls(l: &Arc<Limiter>, rt: &tokio::runtime::Runtime, n: u64, sync: bool, t: 
     }
 }
 
+/// Waits until `rt` has its own connection to each of the 3 masters (made in the background
+/// after its first calls reached them).
+fn local_connections_up(store: &RedisStore, rt: &tokio::runtime::Runtime) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while rt.block_on(async { store.local_cluster_connections() }) < 3 {
+        assert!(Instant::now() < deadline, "the runtime's own connections never came up");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
 }
@@ -146,12 +158,17 @@ fn runtime() -> tokio::runtime::Runtime {
 fn a_reply_lost_after_the_server_ran_the_call_is_never_charged_twice() {
     let cluster = RedisCluster::start(3, 0);
     let proxy = behind_proxy(&cluster);
-    let l = limiter(store_via(&proxy), "lost");
+    let store = store_via(&proxy);
+    let l = limiter(store.clone(), "lost");
     let rt = runtime();
     for sync in [true, false] {
         let mut warm = Tally::default();
         calls(&l, &rt, 60, sync, &mut warm); // every master connected, every script loaded
         assert_eq!(warm.errors, 0, "{warm:?}");
+        if !sync {
+            // The async calls below take the runtime's own connections.
+            local_connections_up(&store, &rt);
+        }
         // One round trip per decision: one script command per call through the proxy, and no
         // other command on the way (a background refresh of the slot map may add one).
         let (stats, before) = (proxy.stats(), total_executions(&cluster));
@@ -243,11 +260,15 @@ fn a_cluster_that_accepts_but_never_answers_fails_each_call_within_its_timeout()
 fn a_call_abandoned_at_its_timeout_drops_its_connection_and_the_next_calls_answer() {
     let cluster = RedisCluster::start(3, 0);
     let proxy = behind_proxy(&cluster);
-    let l = limiter(store_via(&proxy), "abandoned");
+    let store = store_via(&proxy);
+    let l = limiter(store.clone(), "abandoned");
     let rt = runtime();
     for sync in [true, false] {
-        // Warm: every master's connections are open, sync and async.
+        // Warm: every master's connections are open, sync and async (the runtime's own).
         calls(&l, &rt, 30, sync, &mut Tally::default());
+        if !sync {
+            local_connections_up(&store, &rt);
+        }
         // One script call black-holed: its connection stays open and silent. The caller's
         // timeout abandons the call; the next calls must not wait on that connection.
         proxy.set(vec![Rule::new(Fault::BlackHole).scripts().times(1)]);
@@ -364,6 +385,126 @@ fn close_releases_every_connection_at_once() {
     let e = l.check_sync_at("c0", 1, NOW).unwrap_err();
     assert_eq!(e.code(), ErrorCode::StoreUnavailable);
     assert!(rt.block_on(l.check_at("c0", 1, Now::At(NOW))).is_err());
+}
+
+/// A runtime that awaits calls binds itself (as on one node): once its own connection to each
+/// master is up, calls awaited there take them (the store's thread no longer carries them),
+/// every call still counts once, and calls from plain threads keep the store's connections.
+/// When the runtime shuts down, its binding and its connections go with it.
+#[test]
+fn a_runtime_awaiting_cluster_calls_gets_its_own_connection_to_every_master() {
+    let cluster = RedisCluster::start(3, 0);
+    let store = connect(cluster.urls(), 2000);
+    let l = limiter(store.clone(), "local");
+    let ports: Vec<u16> = cluster.nodes.iter().map(|n| n.port).collect();
+    for i in 0..30 {
+        l.check_sync_at(&format!("k{i}"), 1, NOW).unwrap();
+    }
+    let rt = runtime();
+    rt.block_on(async {
+        assert_eq!(store.local_cluster_connections(), 0);
+        // The first calls to each master go through the store's connection, and connect the
+        // runtime's own in the background.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let mut i = 0;
+        while store.local_cluster_connections() < 3 {
+            assert!(Instant::now() < deadline, "the runtime's own connections never came up");
+            l.check_at(&format!("k{}", i % 30), 1, Now::At(NOW)).await.unwrap();
+            i += 1;
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    });
+    assert_eq!(store.bound_runtimes(), 1);
+    // Sync (a pooled connection), the store's async one, and the runtime's own, on every master.
+    let with_local: Vec<u64> = ports.map_clients();
+    assert!(with_local.iter().all(|&c| c >= 3), "{with_local:?}");
+    let before = total_executions(&cluster);
+    let counted = rt.block_on(async {
+        let mut admitted = 0;
+        for i in 0..60 {
+            admitted += u64::from(l.check_at(&format!("k{}", i % 30), 1, Now::At(NOW)).await.unwrap().allowed);
+        }
+        admitted
+    });
+    assert_eq!((counted, total_executions(&cluster) - before), (60, 60), "each call ran once");
+    // Calls from a plain thread (no runtime) are unaffected.
+    assert!(executor_free_check(&l));
+    drop(rt);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while store.bound_runtimes() > 0 || ports.map_clients().iter().zip(&with_local).any(|(now, was)| now >= was) {
+        assert!(
+            Instant::now() < deadline,
+            "the runtime's binding or connections outlived it: {:?}",
+            ports.map_clients()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A runtime that cannot host a connection (no IO driver or no timer) is bound by its first
+/// call like any other, but its connects fail there (they panic inside their task, which tokio
+/// catches) and never again: every call is answered on the store's connections.
+#[test]
+fn a_runtime_without_io_or_timers_keeps_the_stores_connections_on_a_cluster() {
+    let cluster = RedisCluster::start(3, 0);
+    let store = connect(cluster.urls(), 2000);
+    let l = limiter(store.clone(), "noio");
+    let before = total_executions(&cluster);
+    for rt in [
+        tokio::runtime::Builder::new_current_thread().build().unwrap(),
+        tokio::runtime::Builder::new_current_thread().enable_io().build().unwrap(),
+    ] {
+        rt.block_on(async {
+            for i in 0..40 {
+                tokio::task::yield_now().await;
+                assert!(l.check_at(&format!("k{}", i % 30), 1, Now::At(NOW)).await.unwrap().allowed);
+            }
+            assert_eq!(store.local_cluster_connections(), 0);
+        });
+    }
+    assert_eq!(total_executions(&cluster) - before, 80, "each call ran once");
+}
+
+/// A current-thread runtime entered while nobody drives it (its futures polled by another
+/// executor): its connections' drivers never run, so a call on one times out once (bounded by
+/// the store's own timer) and retires it; the next calls take the store's connection, and the
+/// runtime gets its own back once it is driven again.
+#[test]
+fn a_runtime_entered_but_not_driven_costs_one_timeout_then_takes_the_stores_connections_on_a_cluster() {
+    let cluster = RedisCluster::start(3, 0);
+    let store = connect(cluster.urls(), TIMEOUT_MS);
+    let l = limiter(store.clone(), "undriven");
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let up = |l: &Limiter| {
+        rt.block_on(async {
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while store.local_cluster_connections() < 3 {
+                assert!(Instant::now() < deadline, "the runtime's own connections never came up");
+                for i in 0..30 {
+                    l.check_at(&format!("k{i}"), 1, Now::At(NOW)).await.unwrap();
+                }
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+        })
+    };
+    up(&l);
+    {
+        let _entered = rt.enter();
+        let start = Instant::now();
+        let err = executor::block_on(l.check_at("k0", 1, Now::At(NOW))).unwrap_err();
+        assert!(err.message().contains("timed out"), "{err}");
+        assert!(start.elapsed() >= Duration::from_millis(TIMEOUT_MS));
+        // That master's connection is retired: the next calls to it answer (on the store's).
+        for _ in 0..10 {
+            executor::block_on(l.check_at("k0", 1, Now::At(NOW))).unwrap();
+        }
+    }
+    up(&l);
+}
+
+/// A check awaited outside any tokio runtime (a minimal executor on this thread).
+fn executor_free_check(l: &Limiter) -> bool {
+    executor::block_on(l.check_at("k1", 1, Now::At(NOW))).is_ok_and(|d| d.allowed)
 }
 
 trait MapClients {

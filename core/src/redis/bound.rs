@@ -4,6 +4,10 @@
 //! of a sequential call's time on a busy machine: `docs/performance.md`, "Rust async sequential
 //! over Redis").
 //!
+//! On a cluster a bound runtime has a connection of its own to each master instead, kept by the
+//! router and made as calls first reach that master ([`super::cluster`]); the entry here says
+//! the runtime is bound, and its removal at shutdown drops those connections too.
+//!
 //! A runtime is bound by [`super::RedisStore::bind_current_runtime`], or by the first call
 //! awaited on it (unless [`super::RedisStore::bind_runtimes`] turned that off). The connection
 //! is made in the background on that runtime; until it is up, and whenever it is down, calls
@@ -56,6 +60,9 @@ impl Drop for Unbind {
     fn drop(&mut self) {
         if let Some(inner) = self.inner.upgrade() {
             inner.bound.write().retain(|b| b.runtime != self.runtime);
+            if let Some(router) = &inner.router {
+                router.unbind(self.runtime);
+            }
         }
     }
 }

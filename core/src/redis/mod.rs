@@ -10,8 +10,9 @@
 //! - **Any topology**: one node, a Redis Cluster, or the master of a Sentinel service; over TLS
 //!   (rustls) or not ([`RedisOptions`], `docs/redis.md`). On a cluster the store routes each
 //!   call itself ([`cluster`]: slot computed here, a connection per master, `MOVED`/`ASK`
-//!   followed), with the same sync and async fast paths as on one node. Under Sentinel every
-//!   call takes the hop path below, whose connection follows the master.
+//!   followed), with the same sync and async fast paths as on one node, a bound runtime (below)
+//!   included: it gets its own connection to each master. Under Sentinel every call takes the
+//!   hop path below, whose connection follows the master.
 //! - **Durable charges**, opt-in: `WAIT` after each call in the same round trip
 //!   ([`RedisOptions::durable_replicas`]).
 //! - **A bounded wait**: every call answers within `timeout_ms` or fails with
@@ -93,8 +94,10 @@ struct Inner {
     router: Option<Arc<cluster::Router>>,
     /// `WAIT` after every call ([`RedisOptions::durable_replicas`]).
     durable: Option<invoke::Durable>,
-    /// Cluster or sentinel: every call takes `conn` (the hop path); the direct, bound and
-    /// blocking paths, which talk to one fixed address, stay off.
+    /// Cluster or sentinel: the direct path, the blocking pool and a bound runtime's one
+    /// connection, which talk to one fixed address, stay off. A cluster routes every call
+    /// itself (`router`, with a connection per master for each bound runtime); under Sentinel
+    /// every call takes `conn` (the hop path).
     routed: bool,
     /// `FCALL` or `EVALSHA`, chosen at connect from [`RedisOptions::scripting`].
     invoke: invoke::Invoke,
@@ -280,7 +283,7 @@ impl RedisStore {
     fn bind(&self, handle: tokio::runtime::Handle, auto: bool) {
         let id = handle.id();
         if self.inner.replay.is_some()
-            || self.inner.routed
+            || self.sentinel()
             || self.inner.closed.load(Ordering::Acquire)
             || self.runtime.id() == Some(id)
         {
@@ -296,17 +299,42 @@ impl RedisStore {
         }
         bound::unbind_at_shutdown(Arc::downgrade(&self.inner), &handle);
         self.inner.any_bound.store(true, Ordering::Release);
-        self.refresh_bound(id);
+        // A cluster connects the runtime to each master when its calls first reach it
+        // ([`cluster`]); one node connects now.
+        if self.inner.router.is_none() {
+            self.refresh_bound(id);
+        }
+    }
+
+    /// Under Sentinel: every call takes the store's connection, which follows the master.
+    fn sentinel(&self) -> bool {
+        self.inner.routed && self.inner.router.is_none()
     }
 
     /// A call awaited on a tokio runtime that is not bound binds it, unless turned off.
     fn bind_automatically(&self) {
-        if !self.inner.routed
+        if !self.sentinel()
             && self.inner.auto_bind.load(Ordering::Acquire)
             && let Ok(handle) = tokio::runtime::Handle::try_current()
         {
             self.bind(handle, true);
         }
+    }
+
+    /// A cluster call's runtime, when it is bound to the store (binding it first, as
+    /// [`RedisStore::bind_runtimes`] says): that runtime's own connections to the masters serve
+    /// the call once they are up ([`cluster`]).
+    fn local_runtime(&self) -> Option<tokio::runtime::Handle> {
+        let handle = tokio::runtime::Handle::try_current().ok()?;
+        let id = handle.id();
+        let bound = |inner: &Inner| {
+            inner.any_bound.load(Ordering::Acquire) && inner.bound.read().iter().any(|b| b.runtime == id)
+        };
+        if bound(&self.inner) {
+            return Some(handle);
+        }
+        self.bind_automatically();
+        bound(&self.inner).then_some(handle)
     }
 
     /// Whether the current runtime is bound and its own connection is up (tests, tools).
@@ -321,6 +349,16 @@ impl RedisStore {
     #[doc(hidden)]
     pub fn bound_runtimes(&self) -> usize {
         self.inner.bound.read().len()
+    }
+
+    /// On a cluster: how many masters the current runtime has its own connection to, up now
+    /// (tests, tools).
+    #[doc(hidden)]
+    pub fn local_cluster_connections(&self) -> usize {
+        match (&self.inner.router, tokio::runtime::Handle::try_current()) {
+            (Some(router), Ok(handle)) => router.local_connections(handle.id()),
+            _ => 0,
+        }
     }
 
     /// The current runtime's own connection if it is bound: `Ok(conn)` when it is up,
@@ -345,7 +383,8 @@ impl RedisStore {
     async fn call(&self, call: ScriptCall, now: Now) -> Result<Outcome> {
         let mut rebind = None;
         if let (Some(router), None) = (&self.inner.router, &self.inner.replay) {
-            return self.run_routed(router, &call).await;
+            let local = self.local_runtime();
+            return self.run_routed(router, local.as_ref(), &call).await;
         }
         if self.inner.replay.is_none() {
             match self.bound_conn() {
@@ -414,13 +453,20 @@ impl RedisStore {
     }
 
     /// A cluster call, routed to its key's master from the caller's task
-    /// ([`cluster::Router::run`]), under the call timeout.
-    async fn run_routed(&self, router: &Arc<cluster::Router>, call: &ScriptCall) -> Result<Outcome> {
+    /// ([`cluster::Router::run`]; on `local`'s own connections when the caller's runtime is
+    /// bound), under the call timeout.
+    async fn run_routed(
+        &self,
+        router: &Arc<cluster::Router>,
+        local: Option<&tokio::runtime::Handle>,
+        call: &ScriptCall,
+    ) -> Result<Outcome> {
         let Some(_in_flight) = self.runtime.call().filter(|_| !self.inner.closed.load(Ordering::Acquire)) else {
             return Err(Error::store("the Redis store is closed"));
         };
         let deadline = self.deadline()?;
-        let work = async { call::decode_reply(call, &router.run(self.inner.invoke, self.inner.durable, call).await?) };
+        let work =
+            async { call::decode_reply(call, &router.run(self.inner.invoke, self.inner.durable, call, local).await?) };
         tokio::select! {
             biased;
             r = work => r,

@@ -21,7 +21,17 @@
 //!   the call goes there; otherwise it fails the same way.
 //! - **Bounded**: the caller bounds each call by `timeout_ms` (the async path races a timer; the
 //!   sync path sets its socket timeouts to the time left).
+//! - **On the caller's runtime**: a runtime bound to the store ([`super::bound`]) gets its own
+//!   multiplexed connection to each master, driven on that runtime, as one standalone node's
+//!   bound connection: a call awaited there writes and reads without crossing to the store's
+//!   thread (for a binding such as Python's, whose calls complete on its own runtime, that was
+//!   one thread hand-off more per call than on one node). Until a runtime's connection to a
+//!   master is up, and after it failed or a call on it was abandoned, calls take the store's
+//!   connection to that master, and the first one that succeeds connects the runtime's again,
+//!   in the background. Every rule above is the same on both: the choice of connection is all
+//!   that differs.
 
+mod local;
 mod slot;
 mod topology;
 pub(crate) mod wire;
@@ -71,11 +81,34 @@ pub(crate) struct Node {
     connecting: tokio::sync::Mutex<()>,
     /// The sync path's idle blocking connections.
     idle: parking_lot::Mutex<Vec<redis::Connection>>,
+    /// Each bound runtime's own multiplexed connection to this node (see the module docs).
+    /// Few: one per binding's runtime.
+    local: parking_lot::RwLock<Vec<local::Local>>,
+}
+
+/// Which connection an attempt went through, so that a failure retires that one only.
+#[derive(Clone, Copy)]
+enum Via {
+    /// The store's own, driven on the store's runtime.
+    Store(u64),
+    /// The caller's runtime's own.
+    Local(tokio::runtime::Id, u64),
 }
 
 impl Node {
     fn current(&self) -> Option<(MultiplexedConnection, u64)> {
         self.mux.read().clone()
+    }
+
+    /// A new multiplexed connection, within `timeout` (its driver task is spawned on the
+    /// runtime that polls this).
+    async fn open(client: &redis::Client, timeout: Duration, name: &str) -> Result<MultiplexedConnection> {
+        let config =
+            redis::AsyncConnectionConfig::new().set_connection_timeout(Some(timeout)).set_response_timeout(None);
+        tokio::time::timeout(timeout, client.get_multiplexed_async_connection_with_config(&config))
+            .await
+            .map_err(|_| Error::store(format!("connecting to {name} timed out after {} ms", timeout.as_millis())))?
+            .map_err(|e| Error::store(format!("cannot connect to {name}: {e}")))
     }
 
     /// The multiplexed connection, connected now if there is none (on the runtime that polls
@@ -88,14 +121,7 @@ impl Node {
         if closed.load(Ordering::Acquire) {
             return Err(closed_error());
         }
-        let config =
-            redis::AsyncConnectionConfig::new().set_connection_timeout(Some(timeout)).set_response_timeout(None);
-        let conn = tokio::time::timeout(timeout, self.client.get_multiplexed_async_connection_with_config(&config))
-            .await
-            .map_err(|_| {
-                Error::store(format!("connecting to {} timed out after {} ms", self.name(), timeout.as_millis()))
-            })?
-            .map_err(|e| Error::store(format!("cannot connect to {}: {e}", self.name())))?;
+        let conn = Node::open(&self.client, timeout, &self.name()).await?;
         let id = self.ids.fetch_add(1, Ordering::Relaxed) + 1;
         if !closed.load(Ordering::Acquire) {
             *self.mux.write() = Some((conn.clone(), id));
@@ -111,10 +137,19 @@ impl Node {
         }
     }
 
+    /// Drops the connection an attempt went through (a newer one stays).
+    fn retire_via(&self, via: Via) {
+        match via {
+            Via::Store(id) => self.retire(id),
+            Via::Local(rt, id) => self.retire_local(rt, id),
+        }
+    }
+
     /// Drops every connection (close, or the node is no longer a master).
     fn release(&self) {
         *self.mux.write() = None;
         self.idle.lock().clear();
+        self.local.write().clear();
     }
 
     fn name(&self) -> String {
@@ -126,7 +161,7 @@ impl Node {
 /// for its reply (the caller's timeout dropped its future).
 struct RetireOnDrop<'a> {
     node: &'a Node,
-    id: u64,
+    via: Via,
     armed: bool,
 }
 
@@ -139,7 +174,7 @@ impl RetireOnDrop<'_> {
 impl Drop for RetireOnDrop<'_> {
     fn drop(&mut self) {
         if self.armed {
-            self.node.retire(self.id);
+            self.node.retire_via(self.via);
         }
     }
 }
@@ -295,6 +330,7 @@ impl Router {
             ids: AtomicU64::new(0),
             connecting: tokio::sync::Mutex::new(()),
             idle: parking_lot::Mutex::new(Vec::new()),
+            local: parking_lot::RwLock::new(Vec::new()),
         });
         nodes.insert(addr.clone(), node.clone());
         Ok(node)
@@ -440,12 +476,14 @@ impl Router {
     }
 
     /// Runs `call` on its key's master from the caller's task (the caller bounds it by the
-    /// timeout): the reply value, already checked for durability.
+    /// timeout): the reply value, already checked for durability. `local` is the caller's
+    /// runtime when it is bound to the store: its own connections serve the call once up.
     pub(crate) async fn run(
         self: &Arc<Self>,
         invoke: Invoke,
         durable: Option<Durable>,
         call: &ScriptCall,
+        local: Option<&tokio::runtime::Handle>,
     ) -> Result<Value> {
         let slot = slot::slot(call.keys.first().map_or(&b""[..], |k| k.as_bytes()));
         let (mut to, mut asking, mut fallback) = (None, false, false);
@@ -457,20 +495,25 @@ impl Router {
                 Some(n) => (n, false),
                 None => (self.owner(slot)?, true),
             };
-            let (mut conn, id) = match self.mux(&node).await {
-                Ok(c) => c,
-                // Nothing was sent: if the map, read again now, names another master, go there.
-                Err(_) if from_map && self.moved_after_refresh(slot, &node).await => continue,
-                Err(e) => {
-                    self.refresh_soon();
-                    return Err(e);
-                }
+            let own = local.and_then(|h| node.local(h.id()).map(|(c, id)| (c, Via::Local(h.id(), id))));
+            let (mut conn, via) = match own {
+                Some(c) => c,
+                None => match self.mux(&node).await {
+                    Ok((c, id)) => (c, Via::Store(id)),
+                    // Nothing was sent: if the map, read again now, names another master, go
+                    // there.
+                    Err(_) if from_map && self.moved_after_refresh(slot, &node).await => continue,
+                    Err(e) => {
+                        self.refresh_soon();
+                        return Err(e);
+                    }
+                },
             };
             let p = attempt(invoke, call, fallback, asking, durable);
             // The caller bounds this future by the timeout and drops it when that fires: the
             // guard then retires the connection, as a lost reply does below, so a master that
             // stopped answering is reconnected to by the next call rather than holding it too.
-            let guard = RetireOnDrop { node: &node, id, armed: true };
+            let guard = RetireOnDrop { node: &node, via, armed: true };
             let sent = if p.len() == 1 {
                 let cmd = p.cmd_iter().next().expect("one command");
                 conn.req_packed_command(cmd).await.map(|v| (v, None))
@@ -478,10 +521,16 @@ impl Router {
                 conn.req_packed_commands(&p, 0, p.len()).await.map(|v| pick(v, durable.is_some()))
             };
             guard.disarm();
-            match self.next(classify(sent, &node.addr.0), &node, call, durable, asking)? {
+            let verdict = classify(sent, &node.addr.0);
+            // The node answered on the store's connection: the caller's runtime connects its own
+            // (the first call there, or the first that succeeds after its own failed).
+            if let (Some(h), Via::Store(_), false) = (local, via, matches!(verdict, Verdict::Lost(_))) {
+                self.connect_local(&node, h);
+            }
+            match self.next(verdict, &node, call, durable, asking)? {
                 Next::Done(v) => return Ok(v),
                 Next::Lost(e) => {
-                    node.retire(id);
+                    node.retire_via(via);
                     self.refresh_soon();
                     return Err(Error::store(e));
                 }

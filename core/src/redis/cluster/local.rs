@@ -1,0 +1,88 @@
+//! A bound runtime's own connection to each master (see "On the caller's runtime" in the
+//! parent module): where it is kept, how it is made in the background on that runtime, and how
+//! it goes (retired after a failure or an abandoned call, dropped with its runtime or the node).
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use redis::aio::MultiplexedConnection;
+use tokio::runtime::{Handle, Id};
+
+use super::{Node, Router};
+
+/// A bound runtime's own connection to one node.
+pub(super) struct Local {
+    runtime: Id,
+    /// The connection and its number (from the node's `ids`), `None` while connecting and after
+    /// it failed or a call on it was abandoned.
+    conn: Option<(MultiplexedConnection, u64)>,
+    /// A connect is under way, or its task never finished: a runtime without IO or timers
+    /// panics it there (once per node), and that runtime then keeps the store's connection.
+    connecting: bool,
+}
+
+impl Node {
+    /// The runtime `rt`'s own connection to this node, if it is up.
+    pub(super) fn local(&self, rt: Id) -> Option<(MultiplexedConnection, u64)> {
+        self.local.read().iter().find(|l| l.runtime == rt).and_then(|l| l.conn.clone())
+    }
+
+    /// Drops the runtime `rt`'s connection numbered `id` (a newer one stays).
+    pub(super) fn retire_local(&self, rt: Id, id: u64) {
+        let mut local = self.local.write();
+        if let Some(l) = local.iter_mut().find(|l| l.runtime == rt)
+            && l.conn.as_ref().is_some_and(|(_, i)| *i == id)
+        {
+            l.conn = None;
+        }
+    }
+}
+
+impl Router {
+    /// Connects the runtime of `handle` (bound to the store) to `node` in the background, on
+    /// that runtime, unless its connection is up or connecting. The task holds no strong
+    /// reference: a runtime that never runs it keeps nothing alive.
+    pub(super) fn connect_local(self: &Arc<Self>, node: &Arc<Node>, handle: &Handle) {
+        let rt = handle.id();
+        if self.closed.load(Ordering::Acquire) {
+            return;
+        }
+        {
+            let mut local = node.local.write();
+            match local.iter_mut().find(|l| l.runtime == rt) {
+                Some(l) if l.conn.is_some() || l.connecting => return,
+                Some(l) => l.connecting = true,
+                None => local.push(Local { runtime: rt, conn: None, connecting: true }),
+            }
+        }
+        let (me, n) = (Arc::downgrade(self), Arc::downgrade(node));
+        let (client, timeout, name) = (node.client.clone(), self.timeout, node.name());
+        drop(handle.spawn(async move {
+            let conn = Node::open(&client, timeout, &name).await;
+            let (Some(me), Some(n)) = (me.upgrade(), n.upgrade()) else { return };
+            let id = n.ids.fetch_add(1, Ordering::Relaxed) + 1;
+            let mut local = n.local.write();
+            if let Some(l) = local.iter_mut().find(|l| l.runtime == rt) {
+                l.connecting = false;
+                if let Ok(conn) = conn
+                    && l.conn.is_none()
+                    && !me.closed.load(Ordering::Acquire)
+                {
+                    l.conn = Some((conn, id));
+                }
+            }
+        }));
+    }
+
+    /// How many nodes the runtime `rt` has its own connection to, up now.
+    pub(crate) fn local_connections(&self, rt: Id) -> usize {
+        self.nodes.lock().values().filter(|n| n.local(rt).is_some()).count()
+    }
+
+    /// Forgets the runtime `rt` (it shut down): its connections go with its entries.
+    pub(crate) fn unbind(&self, rt: Id) {
+        for n in self.nodes.lock().values() {
+            n.local.write().retain(|l| l.runtime != rt);
+        }
+    }
+}
