@@ -170,8 +170,10 @@ async fn redis_store(o: &Options) -> Result<(Arc<dyn Store>, Option<Binder>), St
         r.scripting = Scripting::parse(s).map_err(|e| e.to_string())?;
     }
     let store = Arc::new(RedisStore::connect(r).await.map_err(|e| e.to_string())?);
-    // A cluster routes each call from the caller's task already, and Sentinel's calls follow
-    // the master through the store's own connection: only one node gains a bound connection.
+    // One node: each gRPC thread is bound up front, so its connection is ready for the first
+    // request. A cluster binds a thread's runtime at its first call instead (core gives it its
+    // own connection to every master then), and Sentinel's calls follow the master through the
+    // store's own connection.
     let bind: Option<Binder> = (o.store == "redis").then(|| {
         let s = store.clone();
         Arc::new(move || {
