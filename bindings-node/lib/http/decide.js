@@ -176,6 +176,10 @@ class RateLimitCore {
     let key = this.keys.get(peer)
     if (key === undefined) {
       key = this.identity.key(peer, undefined)
+      // Core's key for an IPv4 peer is the address itself: the memo then keeps the peer string
+      // it is keyed by as the value too, so the native call's copy of the key reads the string
+      // the lookup just compared (one cache miss fewer a request, in an app with many peers).
+      if (key === peer) key = peer
       if (this.keys.size >= KEY_MEMO) this.keys.clear()
       this.keys.set(peer, key)
     }
@@ -237,13 +241,16 @@ function namesOf(id) {
  * over `[name, value, ...]` lines would: no array made.
  */
 function forEachValue(values, names, target, set) {
+  const last = names.length - 1
   let start = 0
-  for (let i = 0; i < names.length; i++) {
+  for (let i = 0; i < last; i++) {
     let end = values.indexOf('\n', start)
     if (end < 0) end = values.length
     set(target, names[i], values.slice(start, end))
     start = end + 1
   }
+  // The last value runs to the end: no search for a line break that is not there.
+  if (last >= 0) set(target, names[last], values.slice(start))
 }
 
 function pushLine(lines, name, value) {
