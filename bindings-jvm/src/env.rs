@@ -28,6 +28,7 @@ struct Cached {
     native: jclass,
     exception: jmethodID,
     complete: jmethodID,
+    complete_small: jmethodID,
     fail: jmethodID,
 }
 
@@ -58,11 +59,12 @@ pub extern "system" fn JNI_OnLoad(vm: *mut JavaVM, _reserved: *mut std::ffi::c_v
             |name: &[u8], sig: &[u8]| jni!(env, GetStaticMethodID, native, name.as_ptr().cast(), sig.as_ptr().cast());
         let exception = method(b"exception\0", b"(IJ[B)Ljava/lang/Throwable;\0");
         let complete = method(b"complete\0", b"(Ljava/util/concurrent/CompletableFuture;[J)V\0");
+        let complete_small = method(b"completeSmall\0", b"(Ljava/util/concurrent/CompletableFuture;IJJJJJJ)V\0");
         let fail = method(b"fail\0", b"(Ljava/util/concurrent/CompletableFuture;Ljava/lang/Throwable;)V\0");
-        if exception.is_null() || complete.is_null() || fail.is_null() {
+        if exception.is_null() || complete.is_null() || complete_small.is_null() || fail.is_null() {
             return -1;
         }
-        let _ = CACHED.set(Cached { vm, native, exception, complete, fail });
+        let _ = CACHED.set(Cached { vm, native, exception, complete, complete_small, fail });
         JNI_VERSION_1_8
     });
     result.unwrap_or(-1)
@@ -194,6 +196,9 @@ unsafe fn attached_env() -> Option<*mut JNIEnv> {
     }
 }
 
+/// The most result longs `Native.completeSmall` takes as arguments.
+const SMALL: usize = 6;
+
 /// Completes a `CompletableFuture<long[]>` with `values`, or fails it with `err`, from any
 /// thread. Then drops the global reference.
 pub(crate) fn complete(future: Global, result: Result<Vec<jlong>, (jint, jlong, String)>) {
@@ -201,6 +206,18 @@ pub(crate) fn complete(future: Global, result: Result<Vec<jlong>, (jint, jlong, 
         let Some(env) = attached_env() else { return };
         let c = cached();
         match result {
+            // Up to six longs (a decision, a reservation, a count: every call but `checkMany`'s)
+            // go as arguments of the upcall: a `NewLongArray` from native code cost a JNI call
+            // into the VM and a local reference per completion (`docs/bench-jvm.md`).
+            Ok(values) if values.len() <= SMALL => {
+                let mut args = [jni_sys::jvalue { j: 0 }; 2 + SMALL];
+                args[0] = jni_sys::jvalue { l: future.0 };
+                args[1] = jni_sys::jvalue { i: values.len() as jint };
+                for (arg, v) in args[2..].iter_mut().zip(&values) {
+                    *arg = jni_sys::jvalue { j: *v };
+                }
+                jni!(env, CallStaticVoidMethodA, c.native, c.complete_small, args.as_ptr());
+            }
             Ok(values) => {
                 let array = new_longs(env, &values);
                 if !array.is_null() {

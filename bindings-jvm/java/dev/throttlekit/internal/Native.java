@@ -94,6 +94,14 @@ public final class Native {
         ((NativeFuture<?>) f).done(values);
     }
 
+    /**
+     * Called from a native runtime thread when an asynchronous call succeeded with at most six
+     * longs: the first {@code n} of {@code a..f} (no array made by the native half).
+     */
+    static void completeSmall(CompletableFuture<?> f, int n, long a, long b, long c, long d, long e, long g) {
+        ((NativeFuture<?>) f).done(n, a, b, c, d, e, g);
+    }
+
     /** Called from a native runtime thread when an asynchronous call failed. */
     static void fail(CompletableFuture<?> f, Throwable error) {
         ((NativeFuture<?>) f).failed(error);

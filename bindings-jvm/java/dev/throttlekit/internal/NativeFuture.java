@@ -34,6 +34,18 @@ public final class NativeFuture<T> extends CompletableFuture<T> {
         }
     }
 
+    /** The first {@code n} of {@code a..f} as the result longs (built here, not by native code). */
+    void done(int n, long a, long b, long c, long d, long e, long f) {
+        long[] v = new long[n];
+        if (n > 0) v[0] = a;
+        if (n > 1) v[1] = b;
+        if (n > 2) v[2] = c;
+        if (n > 3) v[3] = d;
+        if (n > 4) v[4] = e;
+        if (n > 5) v[5] = f;
+        done(v);
+    }
+
     void failed(Throwable error) {
         try {
             completeExceptionally(error);
