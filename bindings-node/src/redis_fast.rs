@@ -28,7 +28,9 @@ use throttlekit::redis::transport::Op;
 use throttlekit::validate;
 
 use crate::error::{CoreResult, config};
-use crate::fast::{Callback, Context, IO_COST, IO_HANDLE, IO_KEY_LEN, IO_LEN, IO_NAMES, KEY_BYTES, guard, number};
+use crate::fast::{
+    Callback, Context, IO_COST, IO_HANDLE, IO_KEY_LEN, IO_LEN, IO_NAMES, KEY_BYTES, guard, number, put_decision,
+};
 use crate::limiter::RedisLimiter;
 use crate::transport;
 
@@ -186,12 +188,7 @@ unsafe extern "C" fn finish(env: sys::napi_env, info: sys::napi_callback_info) -
         }
         let reply = bytes(env, argv[0], "reply")?;
         let d = l.inner.finish_at(transport::now_from_js(now), Ok(reply))?;
-        io[0] = if d.allowed { 1.0 } else { 0.0 };
-        io[1] = d.limit as f64;
-        io[2] = d.remaining as f64;
-        io[3] = d.reset_at as f64;
-        io[4] = d.retry_after_ms as f64;
-        io[5] = if d.fallback { 1.0 } else { 0.0 };
+        put_decision(io, &d);
         Ok(ptr::null_mut())
     })
 }
