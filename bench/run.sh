@@ -7,8 +7,9 @@
 #   BENCH_SETUP_ONLY=1 bench/run.sh      # only install what the bench needs, measure nothing
 #
 # Parts (each logs to $OUT/<part>.log; a part that cannot run becomes a "not measured" row):
-#   rust        bench/rust: check_sync on the memory store vs governor 0.10.4 (1 key, 100k keys,
-#               2 threads, denied path) and memory per key (counting allocator)
+#   rust        bench/rust: check_sync on the memory store vs governor 0.10.4 (1 key of a keyed
+#               limiter, 100k keys, 2 threads, denied path), DirectLimiter vs governor direct,
+#               and memory per key (counting allocator)
 #   redis       bench/rust redis_scripts: server time per call and MEMORY USAGE of our Lua scripts
 #               vs the original ThrottleKit's (from the throttlekit-py 0.5.1 wheel), and
 #               check_many of 16 vs redis-benchmark -P 16

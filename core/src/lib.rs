@@ -27,6 +27,7 @@ pub mod algorithms;
 mod clock;
 pub mod conformance;
 mod decision;
+mod direct;
 mod error;
 pub mod http;
 pub mod key;
@@ -45,6 +46,7 @@ pub mod validate;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use decision::{Decision, Reservation};
+pub use direct::DirectLimiter;
 pub use error::{Error, ErrorCode, Result};
 pub use lease::{LeaseOptions, Mode};
 pub use limiter::{FAIL_CLOSED_RETRY_MS, FailPolicy, Limiter, LimiterBuilder};

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicIsize, Ordering};
 use std::time::Instant;
 
 use governor::{Quota, RateLimiter};
-use throttlekit::{Limiter, MemoryStore, Strategy};
+use throttlekit::{DirectLimiter, Limiter, MemoryStore, Strategy};
 
 // ---------------------------------------------------------------------------------------------
 // A counting allocator: live bytes requested, and live bytes as glibc malloc really spends them
@@ -90,10 +90,12 @@ fn visit_order(seed: u64) -> Vec<String> {
     idx.into_iter().map(key).collect()
 }
 
+fn generous_strategy() -> Strategy {
+    Strategy::gcra(PER_HOUR as u64, 3_600_000, Some(BURST as u64)).unwrap()
+}
+
 fn ours_generous() -> Limiter {
-    Limiter::builder(Strategy::gcra(PER_HOUR as u64, 3_600_000, Some(BURST as u64)).unwrap())
-        .store(Arc::new(MemoryStore::new()))
-        .build()
+    Limiter::builder(generous_strategy()).store(Arc::new(MemoryStore::new())).build()
 }
 
 fn generous_quota() -> Quota {
@@ -366,8 +368,11 @@ fn main() {
     // Wall clock, for the comparison with the two-thread rows (which are wall clock).
     let ours_1t = stats(wall.ours).median;
 
-    // --- 1 key ---
+    // --- 1 limit, no key: DirectLimiter against governor's direct limiter ---
+    // Both hold one limit's state in one atomic word; neither hashes a key. This is the issue's
+    // "1 key" row: a caller with one limit for everything uses the direct shape of each library.
     let direct = RateLimiter::direct(generous_quota());
+    let ours_direct = DirectLimiter::new(generous_strategy()).unwrap();
     // Slices of 100k calls (a few milliseconds), in turn with the peer's (see `duel_sliced`).
     let slice = 100_000;
     let (a, b, _) = duel_sliced(
@@ -376,7 +381,7 @@ fn main() {
         |_| {
             cpu_per_op(slice, || {
                 for _ in 0..slice {
-                    black_box(ours.check_sync(black_box("user:1"), 1).unwrap());
+                    black_box(ours_direct.check(black_box(1)).unwrap());
                 }
             })
         },
@@ -390,12 +395,46 @@ fn main() {
     );
     let waited = wall_over_cpu();
     println!(
-        "1 key:                 throttlekit {a}   governor direct {b}   ratio {:.2}x; thread CPU time, wall/CPU {waited:.2}",
+        "1 limit, no key:       throttlekit DirectLimiter {a}   governor direct {b}   ratio {:.2}x; thread CPU time, wall/CPU {waited:.2}",
         b.median / a.median
     );
     row(
-        "Rust check_sync, GCRA, 1 key",
+        "Rust DirectLimiter::check, GCRA, 1 limit without a key",
         "governor direct",
+        b.median / a.median,
+        ">=0.8",
+        &format!("{:.1} vs {:.1} ns/op thread CPU time (wall/CPU {waited:.2})", a.median, b.median),
+    );
+
+    // --- 1 key through the keyed limiters: the same key every call ---
+    let keyed = RateLimiter::keyed(generous_quota());
+    let one = String::from("user:1");
+    let (a, b, _) = duel_sliced(
+        reps,
+        one_key_ops / slice,
+        |_| {
+            cpu_per_op(slice, || {
+                for _ in 0..slice {
+                    black_box(ours.check_sync(black_box("user:1"), 1).unwrap());
+                }
+            })
+        },
+        |_| {
+            cpu_per_op(slice, || {
+                for _ in 0..slice {
+                    black_box(keyed.check_key(black_box(&one)).is_ok());
+                }
+            })
+        },
+    );
+    let waited = wall_over_cpu();
+    println!(
+        "1 key, keyed:          throttlekit {a}   governor keyed {b}   ratio {:.2}x; thread CPU time, wall/CPU {waited:.2}",
+        b.median / a.median
+    );
+    row(
+        "Rust check_sync, GCRA, 1 key of a keyed limiter",
+        "governor keyed, same key",
         b.median / a.median,
         ">=0.8",
         &format!("{:.1} vs {:.1} ns/op thread CPU time (wall/CPU {waited:.2})", a.median, b.median),
