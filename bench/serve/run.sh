@@ -70,6 +70,15 @@ cores=$(nproc)
 echo "machine: $cores cores ($(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)), load average $(cut -d' ' -f1-3 /proc/loadavg) before the run; serve, the load generator and Redis share the cores"
 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# A process's context switches, summed over its threads: "voluntary involuntary". At one stream
+# they tell where serve's CPU went (docs/serve.md, "One stream on memory"): ~1 voluntary switch
+# per request means serve's thread slept and was woken each time (the generator ran on the other
+# vCPU: a wake-up of an idle vCPU, dear on this VM); involuntary ones mean the generator ran on
+# serve's vCPU and preempted it.
+ctx_switches() {
+  cat /proc/"$1"/task/*/status 2>/dev/null \
+    | awk '/^voluntary_ctxt_switches/ { v += $2 } /^nonvoluntary_ctxt_switches/ { n += $2 } END { printf "%d %d", v, n }'
+}
 
 # h2load's connections per row (the streams are split among them); 1 except in the row below.
 CONNS=1
@@ -95,6 +104,8 @@ counters() {
 row() {
   local gen=$1 name=$2 pid=$3 addr=$4 s=$5 d=$6 http=${7:-} before after out c0 c1
   [ -n "$http" ] && c0=$(counters "$http")
+  local sw0 sw1
+  sw0=$(ctx_switches "$pid")
   before=$(cpu_ticks "$pid")
   local TIMEFORMAT='%U %S'
   if [ "$gen" = h2load ]; then
@@ -114,7 +125,11 @@ row() {
     after=$(cpu_ticks "$pid")
     out=$(sed "s/^ROW serve/ROW $name/" "$WORK/row.out")
   fi
+  sw1=$(ctx_switches "$pid")
   out="$out server_cpu_ms=$(((after - before) * 1000 / TICK)) load_cpu_ms=$(awk '{printf "%d", ($1 + $2) * 1000}' "$WORK/row.time")"
+  read -r v0 n0 <<<"$sw0"
+  read -r v1 n1 <<<"$sw1"
+  out="$out server_switches_voluntary=$((v1 - v0)) server_switches_involuntary=$((n1 - n0))"
   if [ -n "$http" ]; then
     c1=$(counters "$http")
     # What serve answered during the row: every request decided, every status OK, no error.
@@ -289,4 +304,11 @@ if grep -q '^ROW serve2 ' "$WORK/rows"; then
   echo "redis, 64 streams over 2 connections (h2load -c 2 -m 32), 1 descriptor: $(field rps "$l")/s = $(echo "scale=2; $(field rps "$l") / $peer" | bc)× of redis-benchmark EVALSHA ($peer/s right after; empty service $(field rps "$e")/s = $(echo "scale=2; $(field rps "$e") / $peer" | bc)×), p50 $(field p50_us "$l") µs, p99 $(field p99_us "$l") µs, serve $(echo "scale=1; $(field server_cpu_ms "$l") * 1000 / $(field sent "$l")" | bc) µs of CPU per request; $(grep '^ROW serve2-threads' "$WORK/rows" | sed 's/^ROW serve2-threads //') (CPU ticks of serve's gRPC threads); answers $(echo "$l" | sed -n 's/.* answers=\([-A-Za-z]*\).*/\1/p')"
 fi
 echo "script calls per request on Redis: $(grep serve-redis-calls "$WORK/rows" | sed 's/.*per_request=\([0-9.]*\).*/\1/'); µs per script call inside Redis: $(grep serve-redis-calls "$WORK/rows" | sed 's/.*script_us_in_redis=//') (redis-benchmark's INCR + PEXPIRE script: $peer_us)"
+# Context switches per request at one stream: whether each request slept and woke serve's thread
+# (voluntary, the generator on the other vCPU) or the generator preempted it on its own vCPU.
+per_req() { echo "scale=2; $(field "$1" "$2") / $(field sent "$2")" | bc; }
+grep '^ROW serve store=[a-z]* gen=[a-z0-9_]* streams=1 ' "$WORK/rows" | while read -r l; do
+  e=$(grep "^ROW empty $(echo "$l" | sed 's/^ROW serve \(store=[a-z]* gen=[a-z0-9_]* streams=1 descriptors=[0-9]\).*/\1/') " "$WORK/rows" | head -1)
+  echo "one stream, $(echo "$l" | sed 's/^ROW serve \(store=[a-z]* gen=[a-z0-9_]*\) streams=1 \(descriptors=[0-9]\).*/\1 \2/'): serve's context switches per request $(per_req server_switches_voluntary "$l") voluntary + $(per_req server_switches_involuntary "$l") involuntary at $(echo "scale=1; $(field server_cpu_ms "$l") * 1000 / $(field sent "$l")" | bc) µs of CPU; the empty service's $(per_req server_switches_voluntary "$e") + $(per_req server_switches_involuntary "$e") at $(echo "scale=1; $(field server_cpu_ms "$e") * 1000 / $(field sent "$e")" | bc) µs"
+done
 echo "load average after the run: $(cut -d' ' -f1-3 /proc/loadavg)"
