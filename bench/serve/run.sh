@@ -82,6 +82,8 @@ ctx_switches() {
 
 # h2load's connections per row (the streams are split among them); 1 except in the row below.
 CONNS=1
+# A command h2load runs under (`taskset -c N` in the pinned rows below); empty otherwise.
+H2_PIN=""
 # CPU ticks of each of a process's gRPC threads ("tk-grpc-0=N tk-grpc-1=M").
 grpc_thread_ticks() {
   for t in /proc/"$1"/task/*; do
@@ -111,7 +113,7 @@ row() {
   if [ "$gen" = h2load ]; then
     # No warm-up phase: every request h2load sends is counted, so serve's CPU over the row
     # divides by the requests it served.
-    { time h2load -c "$CONNS" -t 1 -m $((s / CONNS)) -D "$SECONDS_PER_RUN" -d "$WORK/body$d" --log-file="$WORK/h2.log" \
+    { time $H2_PIN h2load -c "$CONNS" -t 1 -m $((s / CONNS)) -D "$SECONDS_PER_RUN" -d "$WORK/body$d" --log-file="$WORK/h2.log" \
       -H 'content-type: application/grpc' -H 'te: trailers' \
       "http://$addr/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit" >"$WORK/h2.out"; } 2>"$WORK/row.time"
     after=$(cpu_ticks "$pid")
@@ -223,6 +225,22 @@ run_matrix() { # store-name
 start_serve "$WORK/mem.log" --config "$WORK/bench.yaml" --reload-interval-ms 0
 pids+=("$SERVE_PID")
 run_matrix memory | tee "$WORK/rows"
+# One stream, one descriptor, with the generator pinned to the other vCPU (apart) or to the
+# server's (together): where the scheduler puts the generator decides the one-stream rows' CPU
+# per request on this VM (docs/serve.md, "One stream on memory"), so both are measured, for
+# serve and for the empty service, whatever the machine's load picks above.
+if [[ " $GENS " == *" h2load "* ]] && [ "$cores" -ge 2 ]; then
+  for placement in apart together; do
+    for who in empty serve; do
+      if [ "$who" = serve ]; then p=$SERVE_PID a=$SERVE_GRPC h=$SERVE_HTTP; else p=$EMPTY_PID a=$EMPTY h=""; fi
+      taskset -a -p -c 1 "$p" >/dev/null
+      H2_PIN="taskset -c $([ "$placement" = apart ] && echo 0 || echo 1)"
+      row h2load "pinned-$who placement=$placement store=memory gen=h2load" "$p" "$a" 1 1 "$h" | tee -a "$WORK/rows"
+      taskset -a -p -c "0-$((cores - 1))" "$p" >/dev/null
+    done
+  done
+  H2_PIN=""
+fi
 stop_pid "$SERVE_PID"
 
 url=$(tests/redis-server.sh start "$WORK/redis.pid")
@@ -310,5 +328,11 @@ per_req() { echo "scale=2; $(field "$1" "$2") / $(field sent "$2")" | bc; }
 grep '^ROW serve store=[a-z]* gen=[a-z0-9_]* streams=1 ' "$WORK/rows" | while read -r l; do
   e=$(grep "^ROW empty $(echo "$l" | sed 's/^ROW serve \(store=[a-z]* gen=[a-z0-9_]* streams=1 descriptors=[0-9]\).*/\1/') " "$WORK/rows" | head -1)
   echo "one stream, $(echo "$l" | sed 's/^ROW serve \(store=[a-z]* gen=[a-z0-9_]*\) streams=1 \(descriptors=[0-9]\).*/\1 \2/'): serve's context switches per request $(per_req server_switches_voluntary "$l") voluntary + $(per_req server_switches_involuntary "$l") involuntary at $(echo "scale=1; $(field server_cpu_ms "$l") * 1000 / $(field sent "$l")" | bc) µs of CPU; the empty service's $(per_req server_switches_voluntary "$e") + $(per_req server_switches_involuntary "$e") at $(echo "scale=1; $(field server_cpu_ms "$e") * 1000 / $(field sent "$e")" | bc) µs"
+done
+for placement in apart together; do
+  l=$(grep "^ROW pinned-serve placement=$placement " "$WORK/rows" || true)
+  e=$(grep "^ROW pinned-empty placement=$placement " "$WORK/rows" || true)
+  [ -n "$l" ] && [ -n "$e" ] || continue
+  echo "one stream, one descriptor, memory, h2load pinned $placement (h2load on vCPU $([ "$placement" = apart ] && echo 0 || echo 1), the server on vCPU 1): serve $(echo "scale=1; $(field server_cpu_ms "$l") * 1000 / $(field sent "$l")" | bc) µs of CPU per request, $(field rps "$l")/s, switches $(per_req server_switches_voluntary "$l") + $(per_req server_switches_involuntary "$l"); the empty service $(echo "scale=1; $(field server_cpu_ms "$e") * 1000 / $(field sent "$e")" | bc) µs, $(field rps "$e")/s, switches $(per_req server_switches_voluntary "$e") + $(per_req server_switches_involuntary "$e")"
 done
 echo "load average after the run: $(cut -d' ' -f1-3 /proc/loadavg)"
