@@ -94,6 +94,10 @@ grep -q 'config reload failed; keeping the previous config' "$WORK/http.log" || 
 [ "$(code "$body")" = 200 ] && [ "$(code "$body")" = 200 ] && [ "$(code "$body")" = 429 ] \
   || fail "the previous config (5 per hour) is not in force"
 curl -s "$H/metrics" | grep -q '^throttlekit_serve_config_reloads_total{result="error"} 1$' || fail "reload error metric"
+# serve reads the wall clock per request (serve/src/clock.rs), so core's 1 kHz clock thread,
+# which starts at the first read of core's SystemClock, never runs in it.
+[ "$(code "$body")" = 429 ] || fail "sixth call"
+! grep -qx throttlekit-clk /proc/"$SERVE_PID"/task/*/comm || fail "core's clock thread (throttlekit-clk) runs in serve"
 
 stop_pid "$SERVE_PID"
 

@@ -70,9 +70,20 @@ cores=$(nproc)
 echo "machine: $cores cores ($(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)), load average $(cut -d' ' -f1-3 /proc/loadavg) before the run; serve, the load generator and Redis share the cores"
 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# A process's context switches, summed over its threads: "voluntary involuntary". At one stream
+# they tell where serve's CPU went (docs/serve.md, "One stream on memory"): ~1 voluntary switch
+# per request means serve's thread slept and was woken each time (the generator ran on the other
+# vCPU: a wake-up of an idle vCPU, dear on this VM); involuntary ones mean the generator ran on
+# serve's vCPU and preempted it.
+ctx_switches() {
+  cat /proc/"$1"/task/*/status 2>/dev/null \
+    | awk '/^voluntary_ctxt_switches/ { v += $2 } /^nonvoluntary_ctxt_switches/ { n += $2 } END { printf "%d %d", v, n }'
+}
 
 # h2load's connections per row (the streams are split among them); 1 except in the row below.
 CONNS=1
+# A command h2load runs under (`taskset -c N` in the pinned rows below); empty otherwise.
+H2_PIN=""
 # CPU ticks of each of a process's gRPC threads ("tk-grpc-0=N tk-grpc-1=M").
 grpc_thread_ticks() {
   for t in /proc/"$1"/task/*; do
@@ -95,12 +106,14 @@ counters() {
 row() {
   local gen=$1 name=$2 pid=$3 addr=$4 s=$5 d=$6 http=${7:-} before after out c0 c1
   [ -n "$http" ] && c0=$(counters "$http")
+  local sw0 sw1
+  sw0=$(ctx_switches "$pid")
   before=$(cpu_ticks "$pid")
   local TIMEFORMAT='%U %S'
   if [ "$gen" = h2load ]; then
     # No warm-up phase: every request h2load sends is counted, so serve's CPU over the row
     # divides by the requests it served.
-    { time h2load -c "$CONNS" -t 1 -m $((s / CONNS)) -D "$SECONDS_PER_RUN" -d "$WORK/body$d" --log-file="$WORK/h2.log" \
+    { time $H2_PIN h2load -c "$CONNS" -t 1 -m $((s / CONNS)) -D "$SECONDS_PER_RUN" -d "$WORK/body$d" --log-file="$WORK/h2.log" \
       -H 'content-type: application/grpc' -H 'te: trailers' \
       "http://$addr/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit" >"$WORK/h2.out"; } 2>"$WORK/row.time"
     after=$(cpu_ticks "$pid")
@@ -114,7 +127,11 @@ row() {
     after=$(cpu_ticks "$pid")
     out=$(sed "s/^ROW serve/ROW $name/" "$WORK/row.out")
   fi
+  sw1=$(ctx_switches "$pid")
   out="$out server_cpu_ms=$(((after - before) * 1000 / TICK)) load_cpu_ms=$(awk '{printf "%d", ($1 + $2) * 1000}' "$WORK/row.time")"
+  read -r v0 n0 <<<"$sw0"
+  read -r v1 n1 <<<"$sw1"
+  out="$out server_switches_voluntary=$((v1 - v0)) server_switches_involuntary=$((n1 - n0))"
   if [ -n "$http" ]; then
     c1=$(counters "$http")
     # What serve answered during the row: every request decided, every status OK, no error.
@@ -208,6 +225,22 @@ run_matrix() { # store-name
 start_serve "$WORK/mem.log" --config "$WORK/bench.yaml" --reload-interval-ms 0
 pids+=("$SERVE_PID")
 run_matrix memory | tee "$WORK/rows"
+# One stream, one descriptor, with the generator pinned to the other vCPU (apart) or to the
+# server's (together): where the scheduler puts the generator decides the one-stream rows' CPU
+# per request on this VM (docs/serve.md, "One stream on memory"), so both are measured, for
+# serve and for the empty service, whatever the machine's load picks above.
+if [[ " $GENS " == *" h2load "* ]] && [ "$cores" -ge 2 ]; then
+  for placement in apart together; do
+    for who in empty serve; do
+      if [ "$who" = serve ]; then p=$SERVE_PID a=$SERVE_GRPC h=$SERVE_HTTP; else p=$EMPTY_PID a=$EMPTY h=""; fi
+      taskset -a -p -c 1 "$p" >/dev/null
+      H2_PIN="taskset -c $([ "$placement" = apart ] && echo 0 || echo 1)"
+      row h2load "pinned-$who placement=$placement store=memory gen=h2load" "$p" "$a" 1 1 "$h" | tee -a "$WORK/rows"
+      taskset -a -p -c "0-$((cores - 1))" "$p" >/dev/null
+    done
+  done
+  H2_PIN=""
+fi
 stop_pid "$SERVE_PID"
 
 url=$(tests/redis-server.sh start "$WORK/redis.pid")
@@ -289,4 +322,17 @@ if grep -q '^ROW serve2 ' "$WORK/rows"; then
   echo "redis, 64 streams over 2 connections (h2load -c 2 -m 32), 1 descriptor: $(field rps "$l")/s = $(echo "scale=2; $(field rps "$l") / $peer" | bc)× of redis-benchmark EVALSHA ($peer/s right after; empty service $(field rps "$e")/s = $(echo "scale=2; $(field rps "$e") / $peer" | bc)×), p50 $(field p50_us "$l") µs, p99 $(field p99_us "$l") µs, serve $(echo "scale=1; $(field server_cpu_ms "$l") * 1000 / $(field sent "$l")" | bc) µs of CPU per request; $(grep '^ROW serve2-threads' "$WORK/rows" | sed 's/^ROW serve2-threads //') (CPU ticks of serve's gRPC threads); answers $(echo "$l" | sed -n 's/.* answers=\([-A-Za-z]*\).*/\1/p')"
 fi
 echo "script calls per request on Redis: $(grep serve-redis-calls "$WORK/rows" | sed 's/.*per_request=\([0-9.]*\).*/\1/'); µs per script call inside Redis: $(grep serve-redis-calls "$WORK/rows" | sed 's/.*script_us_in_redis=//') (redis-benchmark's INCR + PEXPIRE script: $peer_us)"
+# Context switches per request at one stream: whether each request slept and woke serve's thread
+# (voluntary, the generator on the other vCPU) or the generator preempted it on its own vCPU.
+per_req() { echo "scale=2; $(field "$1" "$2") / $(field sent "$2")" | bc; }
+grep '^ROW serve store=[a-z]* gen=[a-z0-9_]* streams=1 ' "$WORK/rows" | while read -r l; do
+  e=$(grep "^ROW empty $(echo "$l" | sed 's/^ROW serve \(store=[a-z]* gen=[a-z0-9_]* streams=1 descriptors=[0-9]\).*/\1/') " "$WORK/rows" | head -1)
+  echo "one stream, $(echo "$l" | sed 's/^ROW serve \(store=[a-z]* gen=[a-z0-9_]*\) streams=1 \(descriptors=[0-9]\).*/\1 \2/'): serve's context switches per request $(per_req server_switches_voluntary "$l") voluntary + $(per_req server_switches_involuntary "$l") involuntary at $(echo "scale=1; $(field server_cpu_ms "$l") * 1000 / $(field sent "$l")" | bc) µs of CPU; the empty service's $(per_req server_switches_voluntary "$e") + $(per_req server_switches_involuntary "$e") at $(echo "scale=1; $(field server_cpu_ms "$e") * 1000 / $(field sent "$e")" | bc) µs"
+done
+for placement in apart together; do
+  l=$(grep "^ROW pinned-serve placement=$placement " "$WORK/rows" || true)
+  e=$(grep "^ROW pinned-empty placement=$placement " "$WORK/rows" || true)
+  [ -n "$l" ] && [ -n "$e" ] || continue
+  echo "one stream, one descriptor, memory, h2load pinned $placement (h2load on vCPU $([ "$placement" = apart ] && echo 0 || echo 1), the server on vCPU 1): serve $(echo "scale=1; $(field server_cpu_ms "$l") * 1000 / $(field sent "$l")" | bc) µs of CPU per request, $(field rps "$l")/s, switches $(per_req server_switches_voluntary "$l") + $(per_req server_switches_involuntary "$l"); the empty service $(echo "scale=1; $(field server_cpu_ms "$e") * 1000 / $(field sent "$e")" | bc) µs, $(field rps "$e")/s, switches $(per_req server_switches_voluntary "$e") + $(per_req server_switches_involuntary "$e")"
+done
 echo "load average after the run: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -5,6 +5,7 @@
 //! matches descriptors ([`matching`]) against the [`config`] and hands every limit of a request
 //! to core's multi apply in one call; core decides.
 
+pub mod clock;
 pub mod config;
 pub mod decide;
 pub mod matching;

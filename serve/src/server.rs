@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use serde_json::json;
 use throttlekit::http::{Family, HeaderOptions};
-use throttlekit::{MemoryStore, Store, SystemClock};
+use throttlekit::{MemoryStore, Store};
 
+use crate::clock::WallClock;
 use crate::config::Config;
 use crate::decide::{Decider, FailMode, RequestLimits};
 use crate::grpc::Rls;
@@ -205,7 +206,7 @@ async fn serve(o: Options) -> Result<(), String> {
     let (store, bind) = store(&o).await?;
     let decider = Decider {
         store: store.clone(),
-        clock: Arc::new(SystemClock),
+        clock: Arc::new(WallClock),
         prefix: o.prefix.clone(),
         fail: o.fail,
         shadow_global: o.shadow,
