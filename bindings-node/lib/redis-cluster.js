@@ -50,7 +50,7 @@ class ClusterTransport {
    * each socket's callback, and the Promise continuations it releases, in a tick of its own.
    * Each tick's calls spread over every master, so flushing per tick sent each master a third
    * of one socket's replies, several times per wake-up: each server woke for about 7-8 calls
-   * (against 13-30 on one server) and the servers' CPU per call rose by half
+   * (against 13-30 on one server) and the servers' CPU per call rose by half or more
    * (docs/bench-bindings.md, "Cluster calls leave once per turn"). Flushed per turn, each master
    * gets one `writev` with everything the wake-up released for it.
    */
@@ -66,8 +66,8 @@ class ClusterTransport {
     for (let i = 0; i < corked.length; i += 2) {
       const t = corked[i]
       const s = corked[i + 1]
-      // A socket lost this turn was replaced by one whose own cork comes later in the list
-      // (Transport#connect clears the flag): only the socket's own flag is cleared.
+      // The flag is the transport's current socket's: after a loss this turn it belongs to the
+      // replacement (Transport#connect cleared it; a new cork is later in this list), if any.
       if (t.socket === s) t.corked = false
       s.uncork()
     }
