@@ -16,7 +16,7 @@ for part in $parts; do
     single=$("$ROOT/tests/redis-server.sh" start "$tmp/single")
     seeds=$("$ROOT/tests/redis-cluster.sh" start "$tmp/cluster")
     trap '"$ROOT/tests/redis-cluster.sh" stop "$tmp/cluster"; "$ROOT/tests/redis-server.sh" stop "$tmp/single"' EXIT
-    node "$HERE/node_cluster.js" "$single" "$seeds"
+    SINGLE_PIDFILE="$tmp/single" CLUSTER_PIDFILE="$tmp/cluster" node "$HERE/node_cluster.js" "$single" "$seeds"
     "$ROOT/tests/redis-cluster.sh" stop "$tmp/cluster"; "$ROOT/tests/redis-server.sh" stop "$tmp/single"
     trap - EXIT ;;
   *) echo "unknown part $part" >&2; exit 2 ;;

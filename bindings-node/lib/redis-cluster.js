@@ -36,6 +36,41 @@ class ClusterTransport {
     this.nodes = new Map() // the core's node number -> Transport
     this.io = new Float64Array(4) // [node, hop, pauseMs, replies] of the next attempt
     this.closed = false
+    this.pending = 0 // calls on all its sockets (Transport#enqueue and #release count them)
+    this.corked = [] // [transport, socket, ...]: the sockets corked this turn (flushLater)
+    this.onFlush = () => this.flush()
+  }
+
+  /**
+   * Transport `t` corked its socket `s`: uncork it when this turn of the event loop has run its
+   * I/O callbacks (`setImmediate`), with every other socket corked in the turn.
+   *
+   * Why a turn and not a tick, as on one server: the replies of several masters arrive in one
+   * wake-up of this thread (one `epoll_wait` that finds several sockets readable), and Node runs
+   * each socket's callback, and the Promise continuations it releases, in a tick of its own.
+   * Each tick's calls spread over every master, so flushing per tick sent each master a third
+   * of one socket's replies, several times per wake-up: each server woke for about 7-8 calls
+   * (against 13-30 on one server) and the servers' CPU per call rose by half or more
+   * (docs/bench-bindings.md, "Cluster calls leave once per turn"). Flushed per turn, each master
+   * gets one `writev` with everything the wake-up released for it.
+   */
+  flushLater(t, s) {
+    if (this.corked.length === 0) setImmediate(this.onFlush)
+    this.corked.push(t, s)
+  }
+
+  /** Uncorks the sockets corked this turn (flushLater); a socket replaced since is uncorked alone. */
+  flush() {
+    const corked = this.corked
+    this.corked = []
+    for (let i = 0; i < corked.length; i += 2) {
+      const t = corked[i]
+      const s = corked[i + 1]
+      // The flag is the transport's current socket's: after a loss this turn it belongs to the
+      // replacement (Transport#connect cleared it; a new cork is later in this list), if any.
+      if (t.socket === s) t.corked = false
+      s.uncork()
+    }
   }
 
   /** The socket of master `id`, made on first use. */

@@ -120,6 +120,12 @@ function finish(r, frame, error, timedOut) {
  */
 const BATCH = 16
 
+/**
+ * How many corked calls a cluster socket sends in one `writev` at most (Transport#write): its
+ * calls leave once per turn of the event loop, so this only splits a turn that sends very many.
+ */
+const CLUSTER_BATCH = 64
+
 /** The end of a tick's writes (see Transport#write). */
 function uncork(t, s) {
   t.corked = false
@@ -166,6 +172,7 @@ class Transport {
       r.retried = false
       r.owner = this
       this.pending++
+      if (this.cluster !== null) this.cluster.pending++
       if (this.closed) {
         this.settle(r, null, 'the Redis store is closed', false)
         return
@@ -224,6 +231,7 @@ class Transport {
   enqueue(r, bytes, replies) {
     r.owner = this
     this.pending++
+    this.cluster.pending++
     if (this.closed) return finish(r, null, 'the Redis store is closed', false)
     const left = r.deadline - Date.now()
     if (left <= 0) return finish(r, null, null, true)
@@ -255,14 +263,21 @@ class Transport {
    * ioredis, which writes each call at once and so overlaps them). The first call going at once
    * and batches of `BATCH` keep the server busy while the client prepares the next batch.
    * Order is kept: corked writes go out in order, after any written before them.
+   *
+   * A cluster's socket differs in two ways (ClusterTransport#flushLater says why): a call goes
+   * at once only when no call is due on any of the cluster's sockets, and corked calls leave at
+   * the end of the event loop's turn (after the I/O callbacks of every socket the wake-up found
+   * readable), every `CLUSTER_BATCH` calls at most.
    */
   write(bytes, slot) {
     const s = this.socket ?? this.connect()
-    const idle = this.head === this.fifo.length
+    const cluster = this.cluster
+    // Nothing due: on a cluster, nothing due on any of its sockets (the sequential case).
+    const idle = cluster === null ? this.head === this.fifo.length : cluster.pending === 1
     this.fifo.push(slot)
     if (this.corked) {
       s.write(bytes)
-      if (++this.batched === BATCH) {
+      if (++this.batched === (cluster === null ? BATCH : CLUSTER_BATCH)) {
         this.batched = 0
         s.uncork()
         s.cork()
@@ -273,7 +288,8 @@ class Transport {
       this.corked = true
       this.batched = 1
       s.cork()
-      process.nextTick(uncork, this, s)
+      if (cluster === null) process.nextTick(uncork, this, s)
+      else cluster.flushLater(this, s)
       s.write(bytes)
     }
   }
@@ -380,6 +396,7 @@ class Transport {
 
   /** One request fewer on this socket (finished, or sent on to another node). */
   release() {
+    if (this.cluster !== null) this.cluster.pending--
     if (--this.pending === 0) {
       if (this.socket !== null) {
         if (this.closed) this.socket.destroy()
@@ -424,4 +441,4 @@ class Transport {
   }
 }
 
-module.exports = { Transport, frameEnd, finish, BATCH }
+module.exports = { Transport, frameEnd, finish, BATCH, CLUSTER_BATCH }
