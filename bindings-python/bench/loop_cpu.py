@@ -6,7 +6,8 @@ MODE: `log` or `gcra` (our `check_sync`, 1k keys, 10 a second, as `bench.py`'s "
 rows), `logm` or `gcram` (the same on a `ManualClock` that never moves, so every call after a
 key's first 10 is a denial: for callgrind, where the system clock's slower pace admits ~20% of
 calls), `limits` (the peer, `MovingWindowRateLimiter.hit`), or `loop` (`len` in place of the
-call: the loop's own cost). Prints the best of `repeats` runs of `calls` iterations. Run it with
+call: the loop's own cost). `log-under`, `gcra-under`: the "100k keys under" rows instead (100k
+keys, 100 a minute). Prints the best of `repeats` runs of `calls` iterations. Run it with
 the interpreter of a venv holding the package to measure (`bench.py` builds one under
 `bench/.venv-ours`); docs/performance.md shows the numbers and the callgrind and `perf` commands.
 
@@ -19,17 +20,20 @@ import itertools
 import sys
 import time
 
-MODE = sys.argv[1]
+MODE, _, SHAPE = sys.argv[1].partition("-")
 CALLS = int(sys.argv[2]) if len(sys.argv) > 2 else 1_000_000
 REPEATS = int(sys.argv[3]) if len(sys.argv) > 3 else 5
-KEYS = [f"user:{i}" for i in range(1000)]
+# bench.py's two shapes: (keys, limit, window ms).
+NKEYS, LIMIT, WINDOW = (100_000, 100, 60_000) if SHAPE == "under" else (1000, 10, 1000)
+KEYS = [f"user:{i}" for i in range(NKEYS)]
 
 
 def make_call():
     if MODE.rstrip("m") in ("log", "gcra"):
         import throttlekit as tk
 
-        strategy = tk.Strategy.sliding_window_log(10, 1000) if MODE.startswith("log") else tk.Strategy.gcra(10, 1000)
+        kind = tk.Strategy.sliding_window_log if MODE.startswith("log") else tk.Strategy.gcra
+        strategy = kind(LIMIT, WINDOW)
         clock = tk.ManualClock(1_700_000_000_000) if MODE.endswith("m") else None
         return tk.Limiter(strategy, clock=clock).check_sync
     if MODE == "limits":
@@ -38,7 +42,7 @@ def make_call():
         from limits import RateLimitItemPerSecond, storage, strategies
 
         limiter = strategies.MovingWindowRateLimiter(storage.MemoryStorage())
-        return functools.partial(limiter.hit, RateLimitItemPerSecond(10, 1))
+        return functools.partial(limiter.hit, RateLimitItemPerSecond(LIMIT, WINDOW // 1000))
     if MODE == "loop":
         return len
     raise SystemExit(f"unknown mode {MODE!r}")
@@ -46,7 +50,7 @@ def make_call():
 
 def best_ns(call) -> float:
     keys = itertools.cycle(KEYS)
-    for key in itertools.islice(keys, 20_000):  # warm up: every key over its limit
+    for key in itertools.islice(keys, max(20_000, NKEYS)):  # warm up: every key seen (over its limit)
         call(key)
     best = float("inf")
     for _ in range(REPEATS):
@@ -58,4 +62,4 @@ def best_ns(call) -> float:
 
 
 if __name__ == "__main__":
-    print(f"{MODE} {best_ns(make_call()):.1f} ns")
+    print(f"{sys.argv[1]} {best_ns(make_call()):.1f} ns")
