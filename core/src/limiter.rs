@@ -416,9 +416,10 @@ impl Limiter {
     ///
     /// For a binding's own out-of-line function for log limiters (`is_log_on_memory`): through
     /// `check_sync`, the log's decision comes back from `check_sync_other` in memory, and the
-    /// caller's copy of it read wider than it was written (two stalls on store forwarding, about
-    /// a fifth of the Python log row's samples in `perf`, docs/performance.md). Inlined into a
-    /// function that makes the binding's result object, the decision goes there from registers.
+    /// caller's copy of it read wider than it was written (a stall on store forwarding: with
+    /// the one inside the store's log path, 12% of the Python log row's samples in `perf`,
+    /// docs/performance.md). Inlined into a function that makes the binding's result object,
+    /// the decision goes there without such a copy (the binding reads its fields one by one).
     /// `check_sync` keeps the log path out of line for GCRA's sake (see `check_sync_other`).
     #[doc(hidden)]
     #[inline(always)]
