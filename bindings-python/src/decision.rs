@@ -44,6 +44,26 @@ impl From<throttlekit::Decision> for Decision {
     }
 }
 
+impl Decision {
+    /// `d`'s fields, each read with a load of its own width (volatile, so the compiler cannot
+    /// merge them into wider copies): for a decision core wrote to memory field by field, where
+    /// a wider load would wait for the stores to reach the cache (see `limiter::check_sync_log`).
+    #[inline(always)]
+    pub fn read_by_fields(d: &throttlekit::Decision) -> Self {
+        // SAFETY: each pointer comes from a reference to a live, initialized field.
+        unsafe {
+            Decision {
+                allowed: ptr::read_volatile(&d.allowed),
+                limit: ptr::read_volatile(&d.limit),
+                remaining: ptr::read_volatile(&d.remaining),
+                reset_at: ptr::read_volatile(&d.reset_at),
+                retry_after_ms: ptr::read_volatile(&d.retry_after_ms),
+                fallback: ptr::read_volatile(&d.fallback),
+            }
+        }
+    }
+}
+
 static DECISION: Statics = Statics::new();
 
 impl ValueType for Decision {

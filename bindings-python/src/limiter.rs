@@ -25,6 +25,9 @@ pub struct Limiter {
     pub(crate) inner: Arc<throttlekit::Limiter>,
     /// Whether blocking calls do I/O (and so release the GIL).
     pub(crate) io: bool,
+    /// Whether checks take the sliding-window log's path on the memory store, which
+    /// `check_sync` calls from a function of its own (`check_sync_log`).
+    pub(crate) log: bool,
     /// Whether the store's clock decides (`HttpLimiter` then cannot render the fields at the
     /// decision's own clock reading; core has no getter for it).
     pub(crate) server_clock: bool,
@@ -37,6 +40,28 @@ pub struct Limiter {
 fn decision(py: Python<'_>, result: throttlekit::Result<throttlekit::Decision>) -> PyResult<Bound<'_, PyAny>> {
     match result {
         Ok(d) => Decision::from(d).into_pyobject(py),
+        Err(err) => Err(crate::error::to_py(err)),
+    }
+}
+
+/// `check_sync` for a sliding-window log on the memory store (no I/O, so the GIL is kept):
+/// core's check inlined here (see core's `Limiter::check_sync_log_inlined`). A function of its
+/// own, so that `check_sync`'s GCRA path, inlined there, is compiled as before.
+///
+/// The decision's fields are read one by one, each as wide as it was written. Why: the
+/// compiler keeps the result of the check's ways (the log's, the fallback call's) in one slot
+/// in memory, written 8 bytes (and 1, for the flags) at a time, and copied it out 16 bytes at a
+/// time: a load spanning two stores waits for both to reach the cache (no store forwarding),
+/// 15-25% of this function's samples in `perf` (docs/performance.md).
+#[inline(never)]
+fn check_sync_log<'py>(
+    py: Python<'py>,
+    limiter: &throttlekit::Limiter,
+    key: &str,
+    cost: u64,
+) -> PyResult<Bound<'py, PyAny>> {
+    match limiter.check_sync_log_inlined(key, cost) {
+        Ok(d) => Decision::read_by_fields(&d).into_pyobject(py),
         Err(err) => Err(crate::error::to_py(err)),
     }
 }
@@ -84,7 +109,9 @@ impl Limiter {
             builder = builder.fail_policy(policy);
         }
         let builder = builder.mode(mode).py()?;
-        Ok(Limiter { inner: Arc::new(builder.build()), io, server_clock })
+        let inner = builder.build();
+        let log = inner.is_log_on_memory();
+        Ok(Limiter { inner: Arc::new(inner), io, log, server_clock })
     }
 
     /// Checks a request of `cost` units for `key`, consuming them when allowed.
@@ -93,6 +120,9 @@ impl Limiter {
     fn check_sync<'py>(&self, py: Python<'py>, key: &Bound<'py, PyAny>, cost: Cost) -> PyResult<Bound<'py, PyAny>> {
         let key = string(key, "key")?;
         let cost = cost.0;
+        if self.log {
+            return check_sync_log(py, &self.inner, key, cost);
+        }
         decision(py, blocking(py, self.io, || self.inner.check_sync(key, cost)))
     }
 

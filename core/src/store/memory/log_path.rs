@@ -24,7 +24,15 @@ impl MemoryStore {
     /// (below), reached from the limiter with no `dyn Store` call, no
     /// [`Reply`](crate::store::Reply) and no joined key in between. A function of its own beside
     /// the GCRA one, called out of line (`Limiter::check_sync_other` says why).
-    #[inline]
+    ///
+    /// Inlined, with everything the check runs (the new key, the other shape, the long key, the
+    /// log's viewed check): a decision that comes back from a call is kept in memory where the
+    /// ways meet, written 8 bytes (and 1) at a time and copied on 16 at a time, and such a copy
+    /// waits for the stores to reach the cache (no store forwarding). With the store's check
+    /// and the log's called, such copies (and the limiter's, see
+    /// `Limiter::check_sync_log_inlined`) were 12% of the Python log row's samples in `perf`
+    /// (docs/performance.md).
+    #[inline(always)]
     pub(crate) fn check_log_joined(
         &self,
         prefix: &str,
@@ -33,24 +41,32 @@ impl MemoryStore {
         swl: &SlidingWindowLog,
         cost: u64,
     ) -> Result<Decision> {
-        if prefix.is_empty() {
+        let probe = if prefix.is_empty() {
             self.check_key_length(key.len())?;
-            let probe = Probe::new(key.as_bytes());
-            return Ok(self.check_log(&self.locate(&probe), now, swl, cost));
-        }
-        self.check_key_length(prefix.len() + 1 + key.len())?;
-        Ok(match Probe::joined(prefix.as_bytes(), key.as_bytes()) {
-            Some(probe) => self.check_log(&self.locate(&probe), now, swl, cost),
-            None => crate::key::with_joined(prefix, key, |full| {
-                let probe = Probe::new(full.as_bytes());
-                self.check_log(&self.locate(&probe), now, swl, cost)
-            }),
+            Probe::new(key.as_bytes())
+        } else {
+            self.check_key_length(prefix.len() + 1 + key.len())?;
+            match Probe::joined(prefix.as_bytes(), key.as_bytes()) {
+                Some(probe) => probe,
+                None => return Ok(self.check_log_joined_long(prefix, key, now, swl, cost)),
+            }
+        };
+        Ok(self.check_log(&self.locate(&probe), now, swl, cost))
+    }
+
+    /// [`MemoryStore::check_log_joined`] for a `prefix:key` too long to be probed without
+    /// being joined: joined (without allocating), then probed. Inlined (see `check_log_joined`).
+    #[inline(always)]
+    fn check_log_joined_long(&self, prefix: &str, key: &str, now: i64, swl: &SlidingWindowLog, cost: u64) -> Decision {
+        crate::key::with_joined(prefix, key, |full| {
+            let probe = Probe::new(full.as_bytes());
+            self.check_log(&self.locate(&probe), now, swl, cost)
         })
     }
 
     /// A sliding-window-log check of the located key at `now`: [`crate::store::Store::apply_sync`]
     /// with [`crate::store::Transform::Check`], on the log in place.
-    #[inline]
+    #[inline(always)]
     pub(super) fn check_log(&self, at: &Located<'_>, now: i64, swl: &SlidingWindowLog, cost: u64) -> Decision {
         self.hints[at.shard].prefetch(at.hash);
         let mut guard = self.shards[at.shard].map.lock();
@@ -58,7 +74,7 @@ impl MemoryStore {
     }
 
     /// [`MemoryStore::check_log`]'s work inside the locked shard.
-    #[inline]
+    #[inline(always)]
     fn check_log_locked(
         &self,
         shard: &mut ShardData,
@@ -68,13 +84,7 @@ impl MemoryStore {
         cost: u64,
     ) -> Decision {
         let Ok(mut occupied) = shard.table.find_entry(at.hash, |e| e.matches(at.probe)) else {
-            // A new key: an empty log, stored only if the check is allowed.
-            let mut log = Log::new();
-            let step = swl.check_log(&mut log, now, cost, true);
-            if let Some(ttl) = step.ttl_ms {
-                self.insert(shard, at, Entry::new(at.probe, now.saturating_add(ttl), Some(State::Log(log))), now);
-            }
-            return step.reply;
+            return self.check_log_new(shard, at, now, swl, cost);
         };
         let entry = occupied.get_mut();
         let expired = now > entry.deadline;
@@ -106,9 +116,28 @@ impl MemoryStore {
         step.reply
     }
 
+    /// The check of a key the shard does not hold: an empty log, stored only if the check is
+    /// allowed. Inlined (see `check_log_joined`).
+    #[inline(always)]
+    fn check_log_new(
+        &self,
+        shard: &mut ShardData,
+        at: &Located<'_>,
+        now: i64,
+        swl: &SlidingWindowLog,
+        cost: u64,
+    ) -> Decision {
+        let mut log = Log::new();
+        let step = swl.check_log(&mut log, now, cost, true);
+        if let Some(ttl) = step.ttl_ms {
+            self.insert(shard, at, Entry::new(at.probe, now.saturating_add(ttl), Some(State::Log(log))), now);
+        }
+        step.reply
+    }
+
     /// The check of a key whose entry holds no log (no state, or another shape): it reads as a
     /// fresh key, and an allowed check replaces the state with a new log.
-    #[cold]
+    #[inline(always)]
     fn check_log_other(
         &self,
         mut occupied: hashbrown::hash_table::OccupiedEntry<'_, Entry>,

@@ -274,3 +274,47 @@ fn the_limiters_log_check_is_the_store_call_on_the_joined_key() {
     let c = limiter.check_sync_at(&long, 1, 0).unwrap_err();
     assert_eq!((c.code(), c.message()), (b.code(), b.message()));
 }
+
+/// `Limiter::check_sync_log_inlined` (the Python binding's way in for a log on the memory
+/// store) answers as `Limiter::check_sync` on every limiter: a log with no prefix, a short one
+/// and one too long to probe unjoined; costs over the limit, 0 and past 2^53 (errors); keys too
+/// long for the store; backward clock steps; a GCRA limiter (the way through `check_sync_at`).
+/// Both limiters' stores then hold the same states.
+#[test]
+fn the_inlined_log_check_is_check_sync() {
+    use crate::clock::ManualClock;
+    let log = crate::Strategy::sliding_window_log(4, 100).unwrap();
+    let gcra = crate::Strategy::gcra(4, 100, None).unwrap();
+    let long = "k".repeat(300);
+    for (strategy, prefix, is_log) in [
+        (&log, "", true),
+        (&log, "rl", true),
+        (&log, "a prefix long enough to make every key heap-stored", true),
+        (&gcra, "rl", false),
+    ] {
+        let clock = Arc::new(ManualClock::new(0));
+        let (a_store, b_store) = (Arc::new(MemoryStore::new()), Arc::new(MemoryStore::new()));
+        let build = |store: &Arc<MemoryStore>| {
+            crate::Limiter::builder(strategy.clone()).store(store.clone()).clock(clock.clone()).prefix(prefix).build()
+        };
+        let (a, b) = (build(&a_store), build(&b_store));
+        assert_eq!(b.is_log_on_memory(), is_log);
+        for step in 0..600i64 {
+            let key = ["u1", "user:42", "k", "a much longer key than the others", long.as_str()][(step % 5) as usize];
+            clock.set(step * 7 - if step % 50 == 49 { 300 } else { 0 });
+            let cost = match step % 37 {
+                0 => 0,
+                1 => 1 << 54,
+                n => 1 + (n % 6) as u64,
+            };
+            let (x, y) = (a.check_sync(key, cost), b.check_sync_log_inlined(key, cost));
+            match (&x, &y) {
+                (Ok(x), Ok(y)) => assert_eq!(x, y, "{prefix:?} {key:?} step {step}"),
+                (Err(x), Err(y)) => assert_eq!((x.code(), x.message()), (y.code(), y.message())),
+                _ => panic!("{prefix:?} {key:?} step {step}: {x:?} vs {y:?}"),
+            }
+            assert_eq!(a.peek_sync(key).ok(), b.peek_sync(key).ok(), "the same state stored");
+        }
+        assert_eq!(a_store.len(), b_store.len());
+    }
+}
