@@ -11,6 +11,11 @@
 --             the kind's own script takes them from its ARGV[4] on. kind is one of 'gcra',
 --             'tokenBucket', 'fixedWindow', 'slidingWindow', 'slidingWindowLog', 'quota'
 --             (a rolling quota is sent as 'slidingWindow').
+-- then, when every dimension is a fixed window and `now` is the caller's: 'count' (the reply
+--             below becomes {admitted, then per dimension the count its window held before the
+--             call}, from which core's Rust derives each decision and TTL as the memory store
+--             does: core/src/redis/call.rs, `WindowCounts`; ~1.2k server instructions per reply
+--             element saved, 14 of 19 for three dimensions)
 -- then, for a multi-dimensional lease only (the leased mode, core/src/lease/multi.rs):
 --             'lease', then per dimension: want (>= its cost), lifetime ms (0 = until the
 --             period's reset). Each dimension is planned as lease.lua grants (the largest of
@@ -65,6 +70,7 @@ local n = ARGV[3] * 1
 local i = 4
 for _ = 1, n do i = i + 3 + ARGV[i + 2] end
 local lease = ARGV[i] == 'lease' and i or nil
+local counts = ARGV[i] == 'count'
 -- Per dimension: allowed, limit, remaining, resetAt, retryAfterMs, ttl (then granted and
 -- expiresInMs when leasing), filled in as each dimension decides; reply[1] is the verdict.
 local stride = lease and 8 or 6
@@ -129,6 +135,15 @@ if admitted then
       end
     end
   end
+end
+if counts then
+  -- The counts alone (pending holds each dimension's as its 5th value: period_counter_decide's
+  -- 9th). Up to four dimensions by one constructor (Redis ends an array reply at its first
+  -- nil, pending's end); more grow the table.
+  if n <= 4 then return { reply[1], pending[5], pending[10], pending[15], pending[20] } end
+  local out = { reply[1] }
+  for k = 1, n do out[k + 1] = pending[5 * k] end
+  return out
 end
 if lease then
   -- A dimension that did not commit was granted nothing.

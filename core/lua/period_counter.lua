@@ -6,7 +6,8 @@
 -- #include lib.lua
 
 -- The decision for `cost` units; when allowed, then also what period_counter_commit writes: the
--- start, the new count, and the TTL (to the period's end).
+-- start, the new count, and the TTL (to the period's end); allowed or not, the count found last
+-- (multi.lua's `count` reply).
 local function period_counter_decide(limit, start, finish, key, now, cost)
   -- The stored count when it is for this period: a key of another type answers HMGET with an
   -- error table, whose fields read as absent.
@@ -23,7 +24,7 @@ local function period_counter_decide(limit, start, finish, key, now, cost)
   end
   local remaining = limit - count
   if remaining < 0 then remaining = 0 end
-  return 0, limit, remaining, finish, to_end
+  return 0, limit, remaining, finish, to_end, nil, nil, nil, count
 end
 
 -- TTL: the key expires at the period's end, `finish`. Every allowed op of one period sets the

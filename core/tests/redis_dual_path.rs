@@ -225,12 +225,13 @@ fn memory_and_redis_decide_byte_for_byte_alike_on_generated_timelines() {
     eprintln!("{} timelines, {ops} ops: byte-equal", WORKERS * TIMELINES_PER_WORKER);
 }
 
-/// The lean path of a one-dimension fixed-window multi check (fixed_window.lua's `count` mode:
-/// a one-integer reply from which core's Rust derives the decision, and no `PEXPIRE` when the
-/// window's key already holds the window) against the general paths, on one real Redis in
-/// production mode (keys expire on Redis's own clock, not the timeline's): the single-key
-/// check (its six-integer reply), the fused multi script (a second dimension that never binds,
-/// so the first decides), and the memory store; random sequences with costs above the limit,
+/// The lean paths of fixed-window multi checks (fixed_window.lua's `count` mode for one
+/// dimension, multi.lua's for several: replies of counts from which core's Rust derives the
+/// decisions, and no `PEXPIRE` when the window's key already holds the window) against the
+/// general paths, on one real Redis in production mode (keys expire on Redis's own clock, not
+/// the timeline's): the single-key check (its six-integer reply), the fused multi script's
+/// six integers per dimension (a GCRA dimension that never binds, so the first decides), the
+/// fused script's counts (a second fixed window that never binds), and the memory store; random sequences with costs above the limit,
 /// steps within a window, to the next, across many and back, under `FCALL` and `EVALSHA`.
 /// Odd seeds step back too; they are compared among the Redis paths only, since a key that the
 /// memory store expired on the timeline's clock (a later window passed its deadline) still
@@ -250,7 +251,9 @@ fn a_one_dimension_fixed_window_multi_decides_as_the_general_paths() {
             let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
             let limit = rng.range(1, 12);
             let s = Strategy::fixed_window(limit, WINDOW).unwrap();
-            let never_binds = Strategy::fixed_window(1_000_000_000, WINDOW).unwrap();
+            // (a GCRA allows what a step back of 80 windows leaves: tau is 1000 windows)
+            let never_binds = Strategy::gcra(1_000_000_000, 1000 * WINDOW, None).unwrap();
+            let never_binds_window = Strategy::fixed_window(1_000_000_000, WINDOW).unwrap();
             let clock = ManualClock::new(0);
             let prefix = format!("lean:{scripting:?}:{seed}");
             let multi = |store: &Arc<dyn Store>, dims: Vec<Dimension>, tag: &str| {
@@ -264,6 +267,8 @@ fn a_one_dimension_fixed_window_multi_decides_as_the_general_paths() {
             let memory =
                 multi(&(Arc::new(MemoryStore::new()) as Arc<dyn Store>), vec![Dimension::new("w", s.clone())], "mem");
             let fused = multi(&redis, vec![Dimension::new("w", s.clone()), Dimension::new("x", never_binds)], "fused");
+            let counts =
+                multi(&redis, vec![Dimension::new("w", s.clone()), Dimension::new("x", never_binds_window)], "counts");
             let single = Limiter::builder(s)
                 .store(redis.clone())
                 .clock(Arc::new(clock.clone()))
@@ -293,6 +298,12 @@ fn a_one_dimension_fixed_window_multi_decides_as_the_general_paths() {
                     (f.decision.allowed, f.dimensions[0]),
                     (got.decision.allowed, got.decision),
                     "seed {seed} op {op} ({scripting:?}): against the fused script"
+                );
+                let c = counts.check_sync_at(&["k", "j"], cost, now).unwrap();
+                assert_eq!(
+                    (c.decision.allowed, c.dimensions[0]),
+                    (got.decision.allowed, got.decision),
+                    "seed {seed} op {op} ({scripting:?}): against the fused script's counts"
                 );
                 checked += 1;
             }
