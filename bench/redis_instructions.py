@@ -125,6 +125,17 @@ def multi_rows(calls: int) -> None:
                   f"INCR + PEXPIRE script x{n}\t{f / (peer * n):.2f}\t-\t"
                   f"{f:,.0f} vs {peer * n:,.0f} instructions; EVALSHA {e:,.0f}; usec_per_call "
                   f"{t['fcall']:.2f} vs {t['peer'] * n:.2f}")
+            if n > 1 and all(kind == "fixedWindow" for kind, _ in dims):
+                # Every dimension a fixed window, on the caller's clock: the crate asks for the
+                # counts alone (multi.lua's `count` reply, core/src/redis/call.rs WindowCounts),
+                # what `throttlekit serve` sends for a request of several fixed-window limits.
+                c = instructions_per_call(script, [*args, "count"], 1, calls, Path(tmp) / f"{name}.c",
+                                          keys=keys, fcall=True)
+                print(f"multi {name:<19} with the count reply (what serve sends): FCALL {c:,.0f} "
+                      f"(FCALL/peer {c / (peer * n):.2f})")
+                print(f"ROW\tRedis server instructions per call (callgrind), multi {name} count reply (FCALL)\t"
+                      f"INCR + PEXPIRE script x{n}\t{c / (peer * n):.2f}\t-\t"
+                      f"{c:,.0f} vs {peer * n:,.0f} instructions (six-integer reply {f:,.0f})")
         # A multi check of one dimension is sent as that strategy's own check
         # (core/src/redis/call.rs, `multi`): what `throttlekit serve` sends for a request with one
         # limit; a fixed window on the caller's clock (serve's default) in the script's `count`
