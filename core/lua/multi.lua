@@ -73,7 +73,10 @@ local lease = ARGV[i] == 'lease' and i or nil
 local counts = ARGV[i] == 'count'
 -- Per dimension: allowed, limit, remaining, resetAt, retryAfterMs, ttl (then granted and
 -- expiresInMs when leasing), filled in as each dimension decides; reply[1] is the verdict.
-local stride = lease and 8 or 6
+-- With the count reply the decisions are not replied: every dimension writes the same six
+-- slots (stride 0), so the table never grows, and a dimension's own verdict is its pending
+-- start (period_counter_decide's 6th value: a number exactly when it allowed).
+local stride = lease and 8 or (counts and 0 or 6)
 -- (Sized for one dimension by its constructor: growing an empty table reallocates it.)
 local reply = n > 0 and { 0, 0, 0, 0, 0, 0, -1 } or { 0 }
 local pending = { false, false, false, false, false }
@@ -124,7 +127,7 @@ if admitted then
   reply[1] = 1
   for k = 1, n do
     local b, p = 1 + (k - 1) * stride, 5 * k - 4
-    if reply[b + 1] == 1 then
+    if (counts and pending[p + 1]) or (not counts and reply[b + 1] == 1) then
       local ttl = multi_commit(pending[p], KEYS[k], pending[p + 1], pending[p + 2], pending[p + 3], pending[p + 4])
       reply[b + 6] = ttl
       if lease and ttl ~= -1 then
