@@ -14,8 +14,8 @@
 -- then, when every dimension is a fixed window and `now` is the caller's: 'count' (the reply
 --             below becomes {admitted, then per dimension the count its window held before the
 --             call}, from which core's Rust derives each decision and TTL as the memory store
---             does: core/src/redis/call.rs, `WindowCounts`; ~1.2k server instructions per reply
---             element saved, 14 of 19 for three dimensions)
+--             does: core/src/redis/call.rs, `WindowCounts`; for three dimensions 135.5k server
+--             instructions a call against 148.3k with the decisions kept and replied)
 -- then, for a multi-dimensional lease only (the leased mode, core/src/lease/multi.rs):
 --             'lease', then per dimension: want (>= its cost), lifetime ms (0 = until the
 --             period's reset). Each dimension is planned as lease.lua grants (the largest of
