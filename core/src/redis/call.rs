@@ -43,9 +43,10 @@ pub enum Shape {
 /// What turns multi.lua's `count` reply into the multi reply: the call's `now` and rule, and
 /// per dimension its window and cost. Why: keeping and replying six integers per dimension
 /// cost Redis 12.9k of the 148.3k instructions of a three-window call
-/// (bench/redis_instructions.py); the caller that knows `now` derives them all from the counts, [`FixedWindow::check`] on each count being the
-/// memory store's decision on the same state and [`crate::multi::commit_set`] its verdict. The
-/// script's own verdict must agree, or the reply is the store's failure.
+/// (bench/redis_instructions.py); the caller that knows `now` derives them all from the
+/// counts, [`FixedWindow::check`] on each count being the memory store's decision on the same
+/// state and [`crate::multi::commit_set`] its verdict. The script's own verdict must agree, or
+/// the reply is the store's failure.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct WindowCounts {
     /// The call's `now` (the caller's clock).
