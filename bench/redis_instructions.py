@@ -125,15 +125,32 @@ def multi_rows(calls: int) -> None:
                   f"INCR + PEXPIRE script x{n}\t{f / (peer * n):.2f}\t-\t"
                   f"{f:,.0f} vs {peer * n:,.0f} instructions; EVALSHA {e:,.0f}; usec_per_call "
                   f"{t['fcall']:.2f} vs {t['peer'] * n:.2f}")
+            if n > 1 and all(kind == "fixedWindow" for kind, _ in dims):
+                # Every dimension a fixed window, on the caller's clock: the crate asks for the
+                # counts alone (multi.lua's `count` reply, core/src/redis/call.rs WindowCounts),
+                # what `throttlekit serve` sends for a request of several fixed-window limits.
+                c = instructions_per_call(script, [*args, "count"], 1, calls, Path(tmp) / f"{name}.c",
+                                          keys=keys, fcall=True)
+                print(f"multi {name:<19} with the count reply (what serve sends): FCALL {c:,.0f} "
+                      f"(FCALL/peer {c / (peer * n):.2f})")
+                print(f"ROW\tRedis server instructions per call (callgrind), multi {name} count reply (FCALL)\t"
+                      f"INCR + PEXPIRE script x{n}\t{c / (peer * n):.2f}\t-\t"
+                      f"{c:,.0f} vs {peer * n:,.0f} instructions (six-integer reply {f:,.0f})")
         # A multi check of one dimension is sent as that strategy's own check
         # (core/src/redis/call.rs, `multi`): what `throttlekit serve` sends for a request with one
-        # limit.
-        fw = instructions_per_call(assemble(LUA / "fixed_window.lua"), ["check", "1", "1000000000", "1000"], 1,
+        # limit; a fixed window on the caller's clock (serve's default) in the script's `count`
+        # mode, whose reply is one integer (the `check` mode's six-integer reply for reference).
+        fw_script = assemble(LUA / "fixed_window.lua")
+        fw = instructions_per_call(fw_script, ["count", "1", "1000000000", "1000"], 1,
                                    calls, Path(tmp) / "single.f", keys=("k0",), fcall=True)
-        print(f"one fixed window sent as its own check (what a one-dimension multi sends): FCALL {fw:,.0f} "
-              f"instructions per call, peer {peer:,.0f} (FCALL/peer {fw / peer:.2f})")
+        fw_check = instructions_per_call(fw_script, ["check", "1", "1000000000", "1000"], 1,
+                                         calls, Path(tmp) / "single.c", keys=("k0",), fcall=True)
+        print(f"one fixed window sent as its own check in count mode (what a one-dimension multi sends): "
+              f"FCALL {fw:,.0f} instructions per call (check mode {fw_check:,.0f}), peer {peer:,.0f} "
+              f"(FCALL/peer {fw / peer:.2f})")
         print(f"ROW\tRedis server instructions per call (callgrind), one-dimension multi as fixed_window check "
-              f"(FCALL)\tINCR + PEXPIRE script\t{fw / peer:.2f}\t-\t{fw:,.0f} vs {peer:,.0f} instructions")
+              f"(FCALL)\tINCR + PEXPIRE script\t{fw / peer:.2f}\t-\t{fw:,.0f} vs {peer:,.0f} instructions "
+              f"(count mode; check mode {fw_check:,.0f})")
 
 
 def splice(text: str, whole: bool, seen: set[str], out: list[str]) -> None:

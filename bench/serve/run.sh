@@ -182,7 +182,8 @@ peers() { # streams descriptors
   [ -n "$sha" ] || sha=$(redis-cli -p "$port" script load "redis.call('INCR', KEYS[1]); return redis.call('PEXPIRE', KEYS[1], 1000)")
   # The functions serve calls (Redis >= 7 loads core's scripts as a function library, at
   # serve's first call): a request with one limit runs the fixed-window check itself, one with
-  # several the fused multi function.
+  # several the fused multi function; both with the count reply serve asks for (fixed windows
+  # on serve's clock: docs/redis.md, "Fixed windows").
   if [ -z "$single" ]; then
     local functions
     functions=$(redis-cli -p "$port" function list | tr -d '\r')
@@ -191,12 +192,12 @@ peers() { # streams descriptors
   fi
   local now=$(($(date +%s) * 1000))
   if [ "$d" = 1 ] && [ -n "$single" ]; then
-    same=$(bench_rps "$c" fcall "$single" 1 "tk:{bench}:d0_user-1:fixed_window:1000" "$now" check 1 1000000000 1000)
+    same=$(bench_rps "$c" fcall "$single" 1 "tk:{bench}:d0_user-1:fixed_window:1000" "$now" count 1 1000000000 1000)
   elif [ -n "$multi" ]; then
     same=$(bench_rps "$c" fcall "$multi" 3 \
       "tk:{bench}:d0_user-1:fixed_window:1000" "tk:{bench}:d1_user-1:fixed_window:1000" \
       "tk:{bench}:d2_user-1:fixed_window:1000" "$now" all 3 fixedWindow 1 2 1000000000 1000 \
-      fixedWindow 1 2 1000000000 1000 fixedWindow 1 2 1000000000 1000)
+      fixedWindow 1 2 1000000000 1000 fixedWindow 1 2 1000000000 1000 count)
   fi
   echo "evalsha=$(bench_rps "$c" evalsha "$sha" 1 bench:key) same=${same:-n/a}"
 }

@@ -2,10 +2,15 @@
 --
 -- KEYS[1]  the limiter key; state: a hash  s = window start (epoch ms),  c = count
 -- ARGV[1]  now (epoch ms; "0" = the server clock)
--- ARGV[2]  mode: 'check' | 'forecast' | 'peek'
+-- ARGV[2]  mode: 'check' | 'forecast' | 'peek' | 'count'
 -- ARGV[3]  cost (integer >= 1; ignored by peek)
 -- ARGV[4]  limit     ARGV[5] windowMs
--- Reply    {allowed (0/1), limit, remaining, resetAt, retryAfterMs, ttlMs or -1}
+-- Reply    {allowed (0/1), limit, remaining, resetAt, retryAfterMs, ttlMs or -1}; for 'count',
+--          a check that replies the count this window held before it (an integer) instead:
+--          the crate sends it when `now` is its own, and derives the decision and the TTL from
+--          that count with the Rust fixed window (core/src/redis/call.rs, `Shape::WindowCount`),
+--          which decides as this script does. A 6-element reply is a third of the call's
+--          server instructions (bench/redis_instructions.py); an integer is not.
 --
 -- Windows are epoch-aligned: [k*W, (k+1)*W). floor(now / W) is exact for |now| < 2^53.
 -- #include lib.lua
@@ -45,11 +50,12 @@ if mode == 'peek' then
 end
 local new_count = count + ARGV[3]
 if not (new_count <= limit) then
+  if mode == 'count' then return count end
   if remaining < 0 then remaining = 0 end
   return { 0, limit, remaining, finish, to_end, -1 }
 end
 local ttl = -1
-if mode == 'check' then
+if mode == 'check' or mode == 'count' then
   ttl = to_end
   local c = string.format('%d', new_count)
   if count == 0 then
@@ -58,12 +64,15 @@ if mode == 'check' then
       redis.call('DEL', key) -- WRONGTYPE: replace the key of another type
       redis.call('HSET', key, 's', s, 'c', c)
     end
+    redis.call('PEXPIRE', key, to_end)
   else
     -- A count other than 0 was read from this hash's `c` beside an `s` equal to this window's
     -- start: the key is a hash and `s` already holds the start, so only `c` changes (-7 % of
-    -- the server's instructions per call, bench/redis_instructions.py).
+    -- the server's instructions per call, bench/redis_instructions.py), and the key already
+    -- expires at this window's end, where the write that started the window set it
+    -- (period_counter.lua, "TTL"): no PEXPIRE (-17 %).
     redis.call('HSET', key, 'c', c)
   end
-  redis.call('PEXPIRE', key, to_end)
+  if mode == 'count' then return count end
 end
 return { 1, limit, limit - new_count, finish, 0, ttl }

@@ -80,10 +80,11 @@ if mode == 'return' then
     end
     local f = redis.pcall('HMGET', key, 's', 'c')
     if finish == arg4 and f[1] and f[2] and tonumber(f[1]) == start and tonumber(f[2]) > 0 then
-      local count = tonumber(f[2]) - units
+      local had = tonumber(f[2])
+      local count = had - units
       if count < 0 then count = 0 end
       back = units
-      ttl = period_counter_commit(key, start, count, math.max(finish - now, 1))
+      ttl = period_counter_commit(key, start, count, math.max(finish - now, 1), had)
     end
   end
   return { back, 0, 0, 0, 0, ttl }

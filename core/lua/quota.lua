@@ -55,9 +55,10 @@ if mode == 'peek' then
   local allowed, limit, remaining, reset_at, retry = period_counter_peek(limit, start, finish, key, now)
   return { allowed, limit, remaining, reset_at, retry, -1 }
 end
-local allowed, limit, remaining, reset_at, retry, start, new_count, ttl = quota_decide(key, now, tonumber(ARGV[3]), ARGV, 4)
+local allowed, limit, remaining, reset_at, retry, start, new_count, ttl, count =
+  quota_decide(key, now, tonumber(ARGV[3]), ARGV, 4)
 if allowed == 1 and mode == 'check' then
-  ttl = period_counter_commit(key, start, new_count, ttl)
+  ttl = period_counter_commit(key, start, new_count, ttl, count)
 else
   ttl = -1
 end

@@ -138,6 +138,15 @@ impl Strategy {
         }
     }
 
+    /// The fixed-window configuration, when this is one (the Redis store's count reply).
+    #[inline]
+    pub(crate) fn as_fixed_window(&self) -> Option<&FixedWindow> {
+        match &self.algorithm {
+            Algorithm::FixedWindow(w) => Some(w),
+            _ => None,
+        }
+    }
+
     /// The sliding-window-log configuration, when this is one (the memory store's log fast path).
     #[inline]
     pub(crate) fn as_sliding_window_log(&self) -> Option<&SlidingWindowLog> {

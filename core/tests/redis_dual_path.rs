@@ -13,7 +13,7 @@ mod redis_server;
 use std::fmt::Write as _;
 use std::sync::Arc;
 
-use throttlekit::redis::{RedisOptions, RedisStore};
+use throttlekit::redis::{RedisOptions, RedisStore, Scripting};
 use throttlekit::spec::{QuotaOptions, ResetCadence};
 use throttlekit::{
     Dimension, LeakyBucketOptions, Limiter, ManualClock, MemoryStore, MultiLimiter, Rule, Shaper, Store, Strategy,
@@ -223,6 +223,93 @@ fn memory_and_redis_decide_byte_for_byte_alike_on_generated_timelines() {
     let ops: usize = workers.into_iter().map(|w| w.join().expect("a worker panicked")).sum();
     assert!(ops > 50_000, "only {ops} ops compared");
     eprintln!("{} timelines, {ops} ops: byte-equal", WORKERS * TIMELINES_PER_WORKER);
+}
+
+/// The lean paths of fixed-window multi checks (fixed_window.lua's `count` mode for one
+/// dimension, multi.lua's for several: replies of counts from which core's Rust derives the
+/// decisions, and no `PEXPIRE` when the window's key already holds the window) against the
+/// general paths, on one real Redis in production mode (keys expire on Redis's own clock, not
+/// the timeline's): the single-key check (its six-integer reply), the fused multi script's
+/// six integers per dimension (a GCRA dimension that never binds, so the first decides), the
+/// fused script's counts (a second fixed window that never binds), and the memory store; random sequences with costs above the limit,
+/// steps within a window, to the next, across many and back, under `FCALL` and `EVALSHA`.
+/// Odd seeds step back too; they are compared among the Redis paths only, since a key that the
+/// memory store expired on the timeline's clock (a later window passed its deadline) still
+/// lives on Redis's (the replay-mode proof above covers backward jumps against memory).
+#[test]
+fn a_one_dimension_fixed_window_multi_decides_as_the_general_paths() {
+    let server = redis_server::RedisServer::start();
+    // An hour's window, and every `now` in the first half of its window: each key written
+    // lives at least half an hour on Redis's clock, longer than the test, so only the
+    // timeline's own steps change windows (as on the memory store).
+    const WINDOW: u64 = 3_600_000;
+    let mut checked = 0;
+    for scripting in [Scripting::Functions, Scripting::Eval] {
+        let options = RedisOptions { urls: vec![server.url()], timeout_ms: 5000, scripting, ..RedisOptions::default() };
+        let redis: Arc<dyn Store> = Arc::new(RedisStore::connect_blocking(options).expect("connect"));
+        for seed in 0..150u64 {
+            let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+            let limit = rng.range(1, 12);
+            let s = Strategy::fixed_window(limit, WINDOW).unwrap();
+            // (a GCRA allows what a step back of 80 windows leaves: tau is 1000 windows)
+            let never_binds = Strategy::gcra(1_000_000_000, 1000 * WINDOW, None).unwrap();
+            let never_binds_window = Strategy::fixed_window(1_000_000_000, WINDOW).unwrap();
+            let clock = ManualClock::new(0);
+            let prefix = format!("lean:{scripting:?}:{seed}");
+            let multi = |store: &Arc<dyn Store>, dims: Vec<Dimension>, tag: &str| {
+                MultiLimiter::new(Rule::All, dims)
+                    .unwrap()
+                    .with_store(store.clone())
+                    .with_clock(Arc::new(clock.clone()))
+                    .with_prefix(format!("{prefix}:{tag}"))
+            };
+            let lean = multi(&redis, vec![Dimension::new("w", s.clone())], "lean");
+            let memory =
+                multi(&(Arc::new(MemoryStore::new()) as Arc<dyn Store>), vec![Dimension::new("w", s.clone())], "mem");
+            let fused = multi(&redis, vec![Dimension::new("w", s.clone()), Dimension::new("x", never_binds)], "fused");
+            let counts =
+                multi(&redis, vec![Dimension::new("w", s.clone()), Dimension::new("x", never_binds_window)], "counts");
+            let single = Limiter::builder(s)
+                .store(redis.clone())
+                .clock(Arc::new(clock.clone()))
+                .prefix(format!("{prefix}:single"))
+                .build();
+            let mut window = 470_000 + rng.below(1000) as i64;
+            let back = seed % 2 == 1;
+            for op in 0..rng.range(10, 40) {
+                window = match rng.below(10) {
+                    0..=5 => window,
+                    6 | 7 => window + 1,
+                    8 => window + rng.range(2, 30) as i64,
+                    _ if back => window - rng.range(1, 2) as i64,
+                    _ => window,
+                };
+                let now = window * WINDOW as i64 + rng.below(WINDOW / 2) as i64;
+                let cost = if rng.chance(10) { rng.range(limit, limit + 2) } else { rng.range(1, 3) };
+                let want = memory.check_sync_at(&["k"], cost, now).unwrap();
+                let got = lean.check_sync_at(&["k"], cost, now).unwrap();
+                if !back {
+                    assert_eq!(got, want, "seed {seed} op {op} ({scripting:?}): the lean path against memory");
+                }
+                let general = single.check_sync_at("k", cost, now).unwrap();
+                assert_eq!(got.decision, general, "seed {seed} op {op} ({scripting:?}): against the single-key check");
+                let f = fused.check_sync_at(&["k", "j"], cost, now).unwrap();
+                assert_eq!(
+                    (f.decision.allowed, f.dimensions[0]),
+                    (got.decision.allowed, got.decision),
+                    "seed {seed} op {op} ({scripting:?}): against the fused script"
+                );
+                let c = counts.check_sync_at(&["k", "j"], cost, now).unwrap();
+                assert_eq!(
+                    (c.decision.allowed, c.dimensions[0]),
+                    (got.decision.allowed, got.decision),
+                    "seed {seed} op {op} ({scripting:?}): against the fused script's counts"
+                );
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked > 5_000, "only {checked} ops compared");
 }
 
 #[test]

@@ -143,6 +143,44 @@ fn a_prepared_multi_check_decides_as_the_store_path() {
     assert_eq!(ours.full_keys(&["1.2.3.4", "u"]).unwrap().len(), 2);
 }
 
+/// Fixed windows only (serve's default): one dimension goes as fixed_window.lua's `count` mode,
+/// two as multi.lua's count reply; both prepared for the wire (`EVALSHA`, read by the integer
+/// reader) decide as the store's own path and as the memory store, allowed and refused.
+#[test]
+fn a_prepared_fixed_window_multi_decides_from_its_counts_as_the_store_path() {
+    let server = RedisServer::start();
+    let store = store(server.url());
+    let mut wire = Wire::open(server.port);
+    let clock = ManualClock::new(1_700_000_000_000);
+    for n in [1, 2] {
+        let multi = |prefix: &str, store: Arc<dyn throttlekit::Store>| {
+            let dims = [
+                Dimension::new("user", Strategy::fixed_window(4, 1000).unwrap()),
+                Dimension::new("ip", Strategy::fixed_window(3, 60_000).unwrap()).cost_multiplier(2),
+            ];
+            MultiLimiter::new(Rule::All, dims[..n].to_vec())
+                .unwrap()
+                .with_store(store)
+                .with_clock(Arc::new(clock.clone()))
+                .with_prefix(prefix)
+        };
+        let ours = multi(&format!("own{n}"), store.clone());
+        let theirs = multi(&format!("store{n}"), store.clone());
+        let memory = multi("mem", Arc::new(throttlekit::MemoryStore::new()));
+        let keys = &["u", "1.2.3.4"][..n];
+        let mut refused = 0;
+        for step in 0..10 {
+            let call = ours.prepare(keys, 1).unwrap();
+            let got = ours.finish(&call, Ok(&send(&mut wire, &call))).unwrap();
+            assert_eq!(got, theirs.check_sync(keys, 1).unwrap(), "{n} dimensions, step {step}");
+            assert_eq!(got, memory.check_sync(keys, 1).unwrap(), "{n} dimensions, step {step}");
+            refused += usize::from(!got.decision.allowed);
+            clock.advance(150).unwrap();
+        }
+        assert!(refused > 0, "{n} dimensions: no refusal to compare");
+    }
+}
+
 #[test]
 fn a_prepared_reservation_decides_as_the_store_path() {
     let server = RedisServer::start();

@@ -11,7 +11,7 @@ use crate::state::{State, Step};
 use crate::validate;
 
 /// A validated fixed-window configuration.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FixedWindow {
     pub(crate) limit: u64,
     pub(crate) window_ms: i64,
@@ -39,6 +39,14 @@ impl FixedWindow {
     #[inline]
     pub fn check(&self, slot: &mut Option<State>, now: i64, cost: u64, commit: bool) -> Step<Decision> {
         period_counter::check(self.limit, self.period(now), slot, now, cost, commit)
+    }
+
+    /// The check of `cost` at `now` against a key that held `count` units in `now`'s window
+    /// (the Redis store's count reply, `core/src/redis/call.rs`): [`FixedWindow::check`] on
+    /// that state, so the same decision and TTL as the memory store on the same state.
+    pub(crate) fn check_found(&self, count: u64, now: i64, cost: u64) -> Step<Decision> {
+        let mut slot = Some(State::Counter { start: self.period(now).start, count });
+        self.check(&mut slot, now, cost, false)
     }
 
     /// Current capacity without consuming.

@@ -4,6 +4,7 @@
 
 use redis::{Arg, Cmd, Value};
 
+use crate::algorithms::fixed_window::FixedWindow;
 use crate::decision::{Decision, Reservation};
 use crate::error::{Error, Result};
 use crate::redis::scripts::{LoadedScript, SCRIPTS};
@@ -27,6 +28,114 @@ pub enum Shape {
     Grant,
     /// A multi reply with `granted, expiresInMs` after each dimension's six (multi.lua's lease).
     MultiLease,
+    /// A one-dimension multi check of a fixed window at the caller's `now` (fixed_window.lua's
+    /// `count` mode): the reply is the count the window held before the check, one integer, and
+    /// the decision and the TTL are the Rust fixed window's for that count (see
+    /// [`WindowCount`]), read as a multi reply as [`Shape::MultiOfOne`] reads its decision.
+    WindowCount(WindowCount),
+    /// A fused multi check whose dimensions are all fixed windows (at most
+    /// [`WindowCounts::MAX`]), at the caller's `now` (multi.lua's `count` reply): `{admitted,
+    /// then per dimension the count its window held}`, each decision and TTL the Rust fixed
+    /// window's for that count, the verdict the rule's (see [`WindowCounts`]).
+    WindowCounts(WindowCounts),
+}
+
+/// What turns multi.lua's `count` reply into the multi reply: the call's `now` and rule, and
+/// per dimension its window and cost. Why: keeping and replying six integers per dimension
+/// cost Redis 12.9k of the 148.3k instructions of a three-window call
+/// (bench/redis_instructions.py); the caller that knows `now` derives them all from the
+/// counts, [`FixedWindow::check`] on each count being the memory store's decision on the same
+/// state and [`crate::multi::commit_set`] its verdict. The script's own verdict must agree, or
+/// the reply is the store's failure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WindowCounts {
+    /// The call's `now` (the caller's clock).
+    pub now: i64,
+    /// The rule.
+    pub rule: Rule,
+    /// How many dimensions (`dims[..n]`).
+    pub n: usize,
+    /// Per dimension: its window and its cost.
+    pub dims: [(FixedWindow, u64); WindowCounts::MAX],
+}
+
+impl WindowCounts {
+    /// The most dimensions sent this way (a `Copy` shape; more take the six-integer reply).
+    pub const MAX: usize = 4;
+
+    /// The call's shape for `dims` at `now` when every dimension is a fixed window.
+    fn of(rule: Rule, dims: &[DimensionCall<'_>], now: Now) -> Option<WindowCounts> {
+        let Now::At(now) = now else { return None };
+        if dims.len() > Self::MAX {
+            return None;
+        }
+        let mut out =
+            WindowCounts { now, rule, n: dims.len(), dims: [(FixedWindow { limit: 1, window_ms: 1 }, 0); Self::MAX] };
+        for (o, d) in out.dims.iter_mut().zip(dims) {
+            *o = (*d.strategy.as_fixed_window()?, d.cost);
+        }
+        Some(out)
+    }
+
+    /// The multi reply and the TTL written per key, from the script's integers; `None` when they
+    /// are not a count reply to this call.
+    fn decide(&self, f: &[i64]) -> Option<(MultiReply, Vec<Option<i64>>)> {
+        if f.len() != self.n + 1 || !matches!(f[0], 0 | 1) {
+            return None;
+        }
+        let mut decisions = Vec::with_capacity(self.n);
+        let mut ttls = Vec::with_capacity(self.n);
+        for (&(window, cost), &count) in self.dims[..self.n].iter().zip(&f[1..]) {
+            let step = window.check_found(u64::try_from(count).ok()?, self.now, cost);
+            decisions.push(step.reply);
+            ttls.push(step.ttl_ms);
+        }
+        let (admitted, commits) = crate::multi::commit_set(self.rule, &decisions);
+        if admitted != (f[0] == 1) {
+            return None;
+        }
+        let ttls = ttls.into_iter().zip(commits).map(|(t, c)| if c { t } else { None }).collect();
+        Some((MultiReply { allowed: admitted, decisions }, ttls))
+    }
+}
+
+/// What turns a fixed-window `count` reply into the decision: the check's `now` and cost and
+/// the window's options.
+///
+/// Why: inside Redis a 6-element reply costs a third of a fixed-window `FCALL` (18.4k
+/// instructions for a function returning six integers against 11.0k for one,
+/// bench/redis_instructions.py), and the caller that knows `now` can derive every field from
+/// the count: the script decides the write with the same comparison (`count + cost <= limit`),
+/// and [`FixedWindow::check`] on a state holding that count in `now`'s window is, by
+/// construction, the decision the memory store makes on the same state. On the server's clock
+/// the caller does not know `now`, so that check keeps the 6-element reply.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WindowCount {
+    /// The check's `now` (the caller's clock).
+    pub now: i64,
+    /// The check's cost.
+    pub cost: u64,
+    /// The window's limit and length.
+    pub window: FixedWindow,
+}
+
+impl WindowCount {
+    /// The decision and the TTL the script wrote (when it allowed), from the count it found;
+    /// `None` for a negative count (not what our script sends).
+    fn decide(&self, count: i64) -> Option<(Decision, Option<i64>)> {
+        let count = u64::try_from(count).ok()?;
+        let step = self.window.check_found(count, self.now, self.cost);
+        Some((step.reply, step.ttl_ms))
+    }
+
+    fn outcome(&self, d: Decision) -> Outcome {
+        Outcome::Multi(MultiReply { allowed: d.allowed, decisions: vec![d] })
+    }
+
+    /// The outcome for the integer reply `count`, or `None` when it is not one.
+    pub(super) fn decode(&self, count: i64) -> Option<Outcome> {
+        self.decide(count).map(|(d, _)| self.outcome(d))
+    }
 }
 
 /// One script invocation, owned so that it can move to the store's runtime.
@@ -196,7 +305,22 @@ fn lease(key: &str, now: Now, strategy: &Strategy, mode: &str, units: u64, arg4:
 
 /// The call for a single-key transform.
 pub fn single(key: &str, now: Now, transform: &Transform<'_>) -> ScriptCall {
+    single_call(key, now, transform, false)
+}
+
+/// [`single`]; with `count`, a fixed-window check on the caller's clock in the script's `count`
+/// mode (Shape::WindowCount), whose reply is the count alone. Only for a call that carries its
+/// shape to the decoder: a single-key check may be finished from its time alone
+/// (`Limiter::finish_at`, the bindings' own transports), which knows no cost.
+fn single_call(key: &str, now: Now, transform: &Transform<'_>, count: bool) -> ScriptCall {
     let (script, mode, cost, options, shape) = match *transform {
+        Transform::Check { strategy, cost }
+            if let (true, Some(window), Now::At(at)) = (count, strategy.as_fixed_window(), now) =>
+        {
+            let (script, _, o) = strategy_options(strategy);
+            let shape = Shape::WindowCount(WindowCount { now: at, cost, window: *window });
+            (script, "count", cost, o, shape)
+        }
         Transform::Check { strategy, cost } => {
             let (script, _, o) = strategy_options(strategy);
             (script, "check", cost, o, Shape::Decision)
@@ -254,14 +378,18 @@ pub fn multi_lease(rule: Rule, dims: &[DimensionCall<'_>], leases: &[DimensionLe
 /// `core/tests/redis_dual_path.rs` holds both paths to the in-memory store), while inside
 /// Redis it costs about half the fused function: no rule, kind dispatch or per-dimension
 /// bookkeeping, a 6-element reply instead of 7 and three fewer arguments. A request of
-/// `throttlekit serve` with one descriptor and one limit, the common case, is this call.
+/// `throttlekit serve` with one descriptor and one limit, the common case, is this call; with
+/// a fixed window on the caller's clock (serve's default) in the script's `count` mode, whose
+/// reply is one integer ([`WindowCount`]).
 pub fn multi(rule: Rule, dims: &[DimensionCall<'_>], now: Now) -> ScriptCall {
     if let [d] = dims {
-        let mut call = single(d.key, now, &Transform::Check { strategy: d.strategy, cost: d.cost });
-        call.shape = Shape::MultiOfOne;
+        let mut call = single_call(d.key, now, &Transform::Check { strategy: d.strategy, cost: d.cost }, true);
+        if call.shape == Shape::Decision {
+            call.shape = Shape::MultiOfOne;
+        }
         return call;
     }
-    fused(rule, dims, now)
+    fused_check(rule, dims, now)
 }
 
 /// The fused call (multi.lua) for any number of dimensions.
@@ -284,6 +412,17 @@ fn fused(rule: Rule, dims: &[DimensionCall<'_>], now: Now) -> ScriptCall {
         args,
         shape: Shape::Multi,
     }
+}
+
+/// [`fused`], with multi.lua's `count` reply when every dimension is a fixed window on the
+/// caller's clock ([`WindowCounts`]).
+fn fused_check(rule: Rule, dims: &[DimensionCall<'_>], now: Now) -> ScriptCall {
+    let mut call = fused(rule, dims, now);
+    if let Some(counts) = WindowCounts::of(rule, dims, now) {
+        call.args.arg("count");
+        call.shape = Shape::WindowCounts(counts);
+    }
+    call
 }
 
 fn bad(script: &LoadedScript, value: &Value) -> Error {
@@ -327,6 +466,11 @@ pub fn decode_reply(call: &ScriptCall, value: &Value) -> Result<Outcome> {
         Shape::Grant => {
             fixed::<6>(call, value).and_then(|f| grant(&f).ok_or_else(bad)).map(|g| Outcome::Single(Reply::Grant(g)))
         }
+        Shape::WindowCount(w) => match value {
+            Value::Int(count) => w.decode(*count).ok_or_else(bad),
+            _ => Err(bad()),
+        },
+        Shape::WindowCounts(w) => w.decide(&ints(call, value)?).map(|(r, _)| Outcome::Multi(r)).ok_or_else(bad),
     }
 }
 
@@ -375,8 +519,16 @@ fn reservation(f: &[i64]) -> Option<Reservation> {
 
 /// Decodes the script's reply to `call`.
 pub fn decode(call: &ScriptCall, value: &Value) -> Result<Decoded> {
-    let f = ints(call, value)?;
     let bad = || bad(call.script, value);
+    if let (Shape::WindowCount(w), Value::Int(count)) = (call.shape, value) {
+        let (d, ttl) = w.decide(*count).ok_or_else(bad)?;
+        return Ok(Decoded { reply: w.outcome(d), ttls: vec![ttl] });
+    }
+    if let Shape::WindowCounts(w) = call.shape {
+        let (reply, ttls) = w.decide(&ints(call, value)?).ok_or_else(bad)?;
+        return Ok(Decoded { reply: Outcome::Multi(reply), ttls });
+    }
+    let f = ints(call, value)?;
     match call.shape {
         Shape::Decision if f.len() == 6 => Ok(Decoded {
             reply: Outcome::Single(Reply::Decision(decision(&f).ok_or_else(bad)?)),
@@ -445,12 +597,34 @@ mod tests {
     fn a_multi_check_of_one_dimension_is_its_single_key_check() {
         let s = [Strategy::fixed_window(5, 1000).unwrap(), Strategy::gcra(4, 1000, None).unwrap()];
         for rule in [Rule::All, Rule::Any] {
+            for (now, first, shape) in [
+                (Now::Server, 0, Shape::MultiOfOne),
+                (
+                    Now::At(1_000),
+                    0,
+                    Shape::WindowCount(WindowCount {
+                        now: 1_000,
+                        cost: 2,
+                        window: FixedWindow { limit: 5, window_ms: 1000 },
+                    }),
+                ),
+                (Now::At(1_000), 1, Shape::MultiOfOne),
+            ] {
+                let one = multi(rule, &dims(&s[first..first + 1], &["k"]), now);
+                let check = single("k", now, &Transform::Check { strategy: &s[first], cost: 2 });
+                assert_eq!(one.script.name, check.script.name);
+                assert_eq!(one.shape, shape);
+                assert_eq!(one.keys, check.keys);
+                // The same ARGV; a fixed window on the caller's clock in `count` mode.
+                let mut want = check.args.get_packed_command();
+                if matches!(shape, Shape::WindowCount(_)) {
+                    let at = want.windows(5).position(|w| w == b"check").unwrap();
+                    want[at..at + 5].copy_from_slice(b"count");
+                }
+                assert_eq!(one.args.get_packed_command(), want);
+            }
             let one = multi(rule, &dims(&s[..1], &["k"]), Now::At(1_000));
-            let check = single("k", Now::At(1_000), &Transform::Check { strategy: &s[0], cost: 2 });
             assert_eq!(one.script.name, SCRIPTS.fixed_window.name);
-            assert_eq!(one.shape, Shape::MultiOfOne);
-            assert_eq!(one.keys, check.keys);
-            assert_eq!(one.args.get_packed_command(), check.args.get_packed_command());
             let two = multi(rule, &dims(&s, &["k", "j"]), Now::At(1_000));
             assert_eq!((two.script.name, two.shape), (SCRIPTS.multi.name, Shape::Multi));
         }
@@ -465,7 +639,7 @@ mod tests {
     #[test]
     fn a_single_key_reply_to_a_one_dimension_multi_decodes_as_a_multi_reply() {
         let s = [Strategy::fixed_window(5, 1000).unwrap()];
-        let call = multi(Rule::All, &dims(&s, &["k"]), Now::At(1_000));
+        let call = multi(Rule::All, &dims(&s, &["k"]), Now::Server);
         let ints = |v: &[i64]| Value::Array(v.iter().map(|&i| Value::Int(i)).collect());
         for (reply, allowed, ttl) in
             [(ints(&[1, 5, 3, 2000, 0, 1000]), true, Some(1000)), (ints(&[0, 5, 0, 2000, 1000, -1]), false, None)]
@@ -482,5 +656,94 @@ mod tests {
             assert!(decode_reply(&call, &bad).is_err(), "{bad:?}");
             assert!(decode(&call, &bad).is_err(), "{bad:?}");
         }
+    }
+
+    /// A one-dimension fixed-window multi check on the caller's clock is sent in `count` mode
+    /// (a single-key check is not: `finish_at` decodes it without its cost), and its integer
+    /// reply (the count the window held) decodes to the memory store's decision on a state
+    /// holding that count: allowed with the TTL to the window's end, or denied with nothing
+    /// written; a negative count or any other reply is the store's failure.
+    #[test]
+    fn a_fixed_window_count_reply_decodes_to_the_memory_stores_decision() {
+        let s = Strategy::fixed_window(5, 1000).unwrap();
+        let now = 12_345;
+        let check = single("k", Now::At(now), &Transform::Check { strategy: &s, cost: 2 });
+        assert_eq!(check.shape, Shape::Decision);
+        let call = multi(Rule::All, &dims(std::slice::from_ref(&s), &["k"]), Now::At(now));
+        let packed = String::from_utf8_lossy(&call.args.get_packed_command()).into_owned();
+        assert!(packed.contains("$5\r\ncount\r\n"), "{packed}");
+        for count in 0..=7u64 {
+            let mut slot = Some(crate::state::State::Counter { start: 12_000, count });
+            let want = s.check(&mut slot, now, 2, true);
+            let decoded = decode(&call, &Value::Int(count as i64)).unwrap();
+            assert_eq!(decoded.ttls, vec![want.ttl_ms], "count {count}");
+            let got = match (decode_reply(&call, &Value::Int(count as i64)).unwrap(), decoded.reply) {
+                (Outcome::Multi(a), Outcome::Multi(b)) => {
+                    assert_eq!((a.allowed, b.allowed), (want.reply.allowed, want.reply.allowed));
+                    assert_eq!(a.decisions, b.decisions);
+                    a.decisions[0]
+                }
+                other => panic!("{other:?}"),
+            };
+            assert_eq!(got, want.reply, "count {count}");
+            assert_eq!((got.allowed, got.reset_at), (count + 2 <= 5, 13_000));
+        }
+        let ints = Value::Array(vec![
+            Value::Int(1),
+            Value::Int(5),
+            Value::Int(3),
+            Value::Int(13_000),
+            Value::Int(0),
+            Value::Int(655),
+        ]);
+        for bad in [Value::Int(-1), ints, Value::Nil] {
+            assert!(decode_reply(&call, &bad).is_err(), "{bad:?}");
+            assert!(decode(&call, &bad).is_err(), "{bad:?}");
+        }
+    }
+
+    /// A fused check of fixed windows on the caller's clock asks multi.lua for counts (`count`
+    /// after the dimensions); the counts decode to each window's decision on that count, the
+    /// rule's verdict, and a TTL for each dimension the rule commits; a verdict that disagrees
+    /// with the rule's, a negative count or a wrong length is the store's failure. Any other
+    /// kind, the server's clock, more than four dimensions or a lease keep the six-integer reply.
+    #[test]
+    fn a_fused_fixed_window_count_reply_decodes_as_the_rule_commits() {
+        let s = [Strategy::fixed_window(5, 1000).unwrap(), Strategy::fixed_window(3, 60_000).unwrap()];
+        let now = 12_345;
+        let ints = |v: &[i64]| Value::Array(v.iter().map(|&i| Value::Int(i)).collect());
+        for rule in [Rule::All, Rule::Any] {
+            let call = multi(rule, &dims(&s, &["k", "j"]), Now::At(now));
+            assert!(matches!(call.shape, Shape::WindowCounts(w) if w.n == 2 && w.rule == rule));
+            assert!(call.args.get_packed_command().ends_with(b"$5\r\ncount\r\n"));
+            for (c0, c1) in [(0, 0), (3, 0), (4, 0), (0, 2), (4, 2), (9, 9)] {
+                let w = |k: usize, count: u64| {
+                    let mut slot = Some(crate::state::State::Counter { start: [12_000, 0][k], count });
+                    s[k].check(&mut slot, now, 2, true)
+                };
+                let (a, b) = (w(0, c0), w(1, c1));
+                let (admitted, commits) = crate::multi::commit_set(rule, &[a.reply, b.reply]);
+                let reply = ints(&[i64::from(admitted), c0 as i64, c1 as i64]);
+                let decoded = decode(&call, &reply).unwrap();
+                let Outcome::Multi(m) = decoded.reply else { panic!("not a multi reply") };
+                assert_eq!((m.allowed, m.decisions), (admitted, vec![a.reply, b.reply]), "{rule:?} {c0} {c1}");
+                let ttls = vec![a.ttl_ms.filter(|_| commits[0]), b.ttl_ms.filter(|_| commits[1])];
+                assert_eq!(decoded.ttls, ttls, "{rule:?} {c0} {c1}");
+                assert!(matches!(decode_reply(&call, &reply).unwrap(), Outcome::Multi(r) if r.allowed == admitted));
+                let wrong = ints(&[i64::from(!admitted), c0 as i64, c1 as i64]);
+                assert!(decode_reply(&call, &wrong).is_err() && decode(&call, &wrong).is_err());
+            }
+            for bad in [ints(&[1, -1, 0]), ints(&[1, 0]), ints(&[1, 0, 0, 0]), Value::Int(0)] {
+                assert!(decode_reply(&call, &bad).is_err() && decode(&call, &bad).is_err(), "{bad:?}");
+            }
+        }
+        let mixed = [s[0].clone(), Strategy::gcra(4, 1000, None).unwrap()];
+        assert_eq!(multi(Rule::All, &dims(&mixed, &["k", "j"]), Now::At(now)).shape, Shape::Multi);
+        assert_eq!(multi(Rule::All, &dims(&s, &["k", "j"]), Now::Server).shape, Shape::Multi);
+        let five: Vec<Strategy> = (0..5).map(|_| s[0].clone()).collect();
+        let five_keys = ["a", "b", "c", "d", "e"];
+        assert_eq!(multi(Rule::All, &dims(&five, &five_keys), Now::At(now)).shape, Shape::Multi);
+        let leases = [DimensionLease { want: 3, lifetime_ms: 0 }; 2];
+        assert_eq!(multi_lease(Rule::All, &dims(&s, &["k", "j"]), &leases, Now::At(now)).shape, Shape::MultiLease);
     }
 }

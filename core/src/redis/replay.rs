@@ -97,6 +97,10 @@ pub async fn run(book: &mut Book, conn: &mut impl ConnectionLike, call: &ScriptC
             let expire_time = int(&exec[1 + 2 * i])?;
             match decoded.ttls[i] {
                 Some(_) if expire_time == -2 => vanished = true,
+                // A period counter adding to its own period's count leaves the key's TTL alone
+                // (core/lua/period_counter.lua, "TTL"): the key already expires at the period's
+                // end, the deadline the book holds for it since the period's first write.
+                Some(ttl) if expire_time == -1 && book.deadlines.get(k) == Some(&now.saturating_add(ttl)) => {}
                 Some(_) if expire_time == -1 => {
                     return Err(Error::store(format!("{} wrote {k} without a TTL", call.script.name)));
                 }

@@ -177,6 +177,13 @@ fn outcome(call: &ScriptCall, reply: Result<&[u8]>) -> Result<Outcome> {
     {
         return Ok(Outcome::Single(crate::store::Reply::Decision(d)));
     }
+    // A fixed window's count reply, `:digits\r\n`, read the same way.
+    if let call::Shape::WindowCount(w) = call.shape
+        && let Some(o) = reply.strip_prefix(b":").and_then(line_int).filter(|(_, rest)| rest.is_empty())
+        && let Some(o) = w.decode(o.0)
+    {
+        return Ok(o);
+    }
     parsed(call, reply)
 }
 
