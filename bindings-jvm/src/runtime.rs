@@ -10,7 +10,7 @@
 //! and go to Redis in one `writev`. With a task per call (or per chain of calls), the driver,
 //! woken into the worker's LIFO slot by the first request, ran between every two tasks and wrote
 //! ~2.5-5.5 requests a `writev` against Redis's ~26 replies a read (`docs/bench-jvm.md`, the
-//! round of 21:00 UTC). A call Java starts from any other thread goes to a hub's inbox (a
+//! round of 20:55 UTC). A call Java starts from any other thread goes to a hub's inbox (a
 //! mutex-guarded `Vec` and a waker: one push and at most one wake-up of the hub, never a wait).
 //!
 //! A hub runs at most [`TURN`] completions a turn, then yields, so that a chain of calls that all
