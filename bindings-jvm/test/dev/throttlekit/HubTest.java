@@ -74,15 +74,21 @@ class HubTest {
     void aChainThatNeverWaitsCannotStarveOtherCalls() throws Exception {
         // On memory every call completes at once, so this chain would run forever inside one
         // hub turn if a hub did not yield: the calls started from this thread meanwhile, which
-        // go to both hubs' inboxes, must still complete.
+        // go to both hubs' inboxes, and Redis calls, whose connection's driver is a task on the
+        // same two threads, must still complete.
         try (Limiter l = Limiter.builder(Strategy.gcra(1_000_000_000L, Duration.ofSeconds(1))).build()) {
             AtomicBoolean stop = new AtomicBoolean();
             AtomicInteger spins = new AtomicInteger();
             CompletableFuture<Void> spinner = new CompletableFuture<>();
             spin(l, stop, spins, spinner);
-            try {
+            try (RedisStore redis = RedisStore.builder(redis()).connect();
+                    Limiter r = Limiter.builder(Strategy.gcra(1_000_000_000L, Duration.ofSeconds(1))).store(redis).prefix(fresh()).build()) {
                 for (int i = 0; i < 200; i++) {
                     assertTrue(l.checkAsync("other:" + i).get(30, TimeUnit.SECONDS).allowed());
+                }
+                // A Redis call needs the connection's driver task to run on the same runtime.
+                for (int i = 0; i < 50; i++) {
+                    assertTrue(r.checkAsync("k").get(30, TimeUnit.SECONDS).allowed());
                 }
                 assertTrue(spins.get() > 0, "the spinning chain ran");
             } finally {
