@@ -2,22 +2,36 @@
 //! store. Two worker threads, started on first use; each attaches itself to the VM (as a
 //! daemon) the first time it completes a future and stays attached.
 //!
-//! A call started from inside a completion (a dependent stage that runs on the completing
-//! runtime thread and starts the next call, as a `thenCompose` loop does) is not spawned: the
-//! task that completed the future runs it next, as a Rust task awaits one call after another.
-//! A task spawned per call cost a scheduling round each (and, when it displaced the task in the
-//! worker's LIFO slot, a wake-up of the other worker); the connection's driver then wrote the
-//! pipelined requests in smaller batches: about twice the `writev`s per call, and ~20% more CPU
-//! per call (`docs/bench-jvm.md`, the round "Redis, 64 futures in flight").
+//! **Hubs, not a task per call.** Every asynchronous call is hosted by one of two long-lived
+//! tasks, the hubs (one per worker). A hub polls the calls that are ready, completes their Java
+//! futures one after another (the upcall runs the dependent stages on the hub's thread), and
+//! polls the calls those stages started right away, in the same turn: so the requests that a
+//! batch of replies provokes all reach the connection's channel before its driver runs again,
+//! and go to Redis in one `writev`. With a task per call (or per chain of calls), the driver,
+//! woken into the worker's LIFO slot by the first request, ran between every two tasks and wrote
+//! ~2.5-5.5 requests a `writev` against Redis's ~26 replies a read (`docs/bench-jvm.md`, the
+//! round of 20:55 UTC). A call Java starts from any other thread goes to a hub's inbox (a
+//! mutex-guarded `Vec` and a waker: one push and at most one wake-up of the hub, never a wait).
+//!
+//! A hub runs at most [`TURN`] completions a turn, then yields, so that a chain of calls that all
+//! complete at once (a memory store) lets the runtime's other tasks run. A stage that waits
+//! (`join`, `get`) for a throttlekit call holds the hub's thread and every call the hub hosts:
+//! stages must never wait for a call (README: give blocking stages an executor of their own).
+//! A panic in a call fails its future with the `internal` exception; a panic while completing
+//! is caught, so a hub never unwinds and its other calls carry on.
 
 use std::cell::RefCell;
 use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
 use std::task::{Context, Poll};
 
-use jni_sys::{JNIEnv, jlong, jobject};
+use futures_util::StreamExt;
+use futures_util::stream::FuturesUnordered;
+use futures_util::task::AtomicWaker;
+use jni_sys::{JNIEnv, jint, jlong, jobject};
 use throttlekit::Error;
 
 use crate::env::{Global, complete};
@@ -55,40 +69,135 @@ fn futures_lite_block_on<T>(handle: tokio::task::JoinHandle<T>) -> Result<T, tok
 /// One asynchronous call's work: the result longs, or core's error.
 type Call = Pin<Box<dyn Future<Output = Result<Vec<jlong>, Error>> + Send>>;
 
+/// A finished call's result as `complete` takes it.
+type Outcome = Result<Vec<jlong>, (jint, jlong, String)>;
+
 thread_local! {
-    /// Set while this runtime thread completes a Java future: the calls Java starts meanwhile,
-    /// in order, which the completing task takes over instead of spawning a task for each.
+    /// Set while a hub completes a Java future on this runtime thread: the calls Java starts
+    /// meanwhile, in order, which that hub takes in (the module's doc).
     static STARTED: RefCell<Option<Vec<(Global, Call)>>> = const { RefCell::new(None) };
 }
 
-/// A future whose panics become an `Err` (the payload's text) instead of unwinding.
-struct CatchUnwind(Call);
+/// A call the hub hosts: its future's global reference and its work, whose panics become an
+/// `internal` error instead of unwinding into the hub.
+struct Running {
+    global: Option<Global>,
+    call: Call,
+}
 
-impl Future for CatchUnwind {
-    type Output = Result<Result<Vec<jlong>, Error>, String>;
+impl Future for Running {
+    type Output = (Global, Outcome);
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let inner = self.0.as_mut();
-        match catch_unwind(AssertUnwindSafe(|| inner.poll(cx))) {
-            Ok(Poll::Pending) => Poll::Pending,
-            Ok(Poll::Ready(v)) => Poll::Ready(Ok(v)),
-            Err(payload) => Poll::Ready(Err(payload
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| payload.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic payload".to_string()))),
+        let this = &mut *self;
+        let outcome = match catch_unwind(AssertUnwindSafe(|| this.call.as_mut().poll(cx))) {
+            Ok(Poll::Pending) => return Poll::Pending,
+            Ok(Poll::Ready(r)) => r.map_err(|e| crate::env::parts(&e)),
+            Err(payload) => {
+                let text = payload
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| payload.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "unknown panic payload".to_string());
+                Err((crate::env::PANIC_CODE, -1, format!("panic: {text}")))
+            }
+        };
+        // A `Running` is polled again only after it was ready if the hub's set is broken; the
+        // global reference is taken once.
+        match this.global.take() {
+            Some(global) => Poll::Ready((global, outcome)),
+            None => Poll::Pending,
         }
     }
 }
 
-/// Spawns `fut` and completes the Java `NativeFuture` `future` with its result. A panic inside
-/// `fut` fails the future with the `internal` exception. Called from inside a completion on a
-/// runtime thread, it hands the call to the completing task instead (the module's doc).
+/// Where calls started off the runtime's threads wait for their hub, and how it is woken.
+struct Inbox {
+    calls: Mutex<Vec<(Global, Call)>>,
+    waker: AtomicWaker,
+}
+
+/// The hubs' inboxes; each hub task is spawned with its inbox, on first use.
+fn inboxes() -> Result<&'static [Inbox; HUBS], Error> {
+    static INBOXES: OnceLock<[Inbox; HUBS]> = OnceLock::new();
+    if let Some(i) = INBOXES.get() {
+        return Ok(i);
+    }
+    let rt = runtime()?;
+    let mut spawn = false;
+    let inboxes = INBOXES.get_or_init(|| {
+        spawn = true;
+        std::array::from_fn(|_| Inbox { calls: Mutex::new(Vec::new()), waker: AtomicWaker::new() })
+    });
+    if spawn {
+        for inbox in inboxes {
+            rt.spawn(Hub { inbox, calls: FuturesUnordered::new() });
+        }
+    }
+    Ok(inboxes)
+}
+
+/// One hub per runtime worker: two tasks host every call between them.
+const HUBS: usize = 2;
+
+/// The most completions a hub runs in one turn before it lets the runtime's other tasks (the
+/// connection's driver, the other hub) run: a chain of calls that all complete at once (a
+/// memory store) would otherwise hold its thread.
+const TURN: usize = 256;
+
+/// A task hosting many calls (see the module's doc): it polls the calls that are ready, completes
+/// their futures, and takes in the calls those completions started, all in one turn.
+struct Hub {
+    inbox: &'static Inbox,
+    calls: FuturesUnordered<Running>,
+}
+
+impl Future for Hub {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let this = &mut *self;
+        this.inbox.waker.register(cx.waker());
+        let mut completed = 0;
+        loop {
+            let arrived = std::mem::take(&mut *this.inbox.calls.lock().unwrap_or_else(|p| p.into_inner()));
+            let idle = arrived.is_empty();
+            this.take(arrived);
+            match this.calls.poll_next_unpin(cx) {
+                Poll::Ready(Some((global, outcome))) => {
+                    let started = completing(|| complete(global, outcome));
+                    this.take(started);
+                    completed += 1;
+                    if completed >= TURN {
+                        cx.waker().wake_by_ref();
+                        return Poll::Pending;
+                    }
+                }
+                // Nothing ready (or nothing hosted): done for this turn unless calls arrived.
+                Poll::Ready(None) | Poll::Pending if idle => return Poll::Pending,
+                Poll::Ready(None) | Poll::Pending => {}
+            }
+        }
+    }
+}
+
+impl Hub {
+    fn take(&mut self, calls: Vec<(Global, Call)>) {
+        for (global, call) in calls {
+            self.calls.push(Running { global: Some(global), call });
+        }
+    }
+}
+
+/// Completes the Java `NativeFuture` `future` with the result of `fut`, on a runtime thread. A
+/// panic inside `fut` fails the future with the `internal` exception. Called from inside a
+/// completion, the call joins the completing hub; from any other thread, it goes to a hub's
+/// inbox (the module's doc). Never blocks.
 pub(crate) fn spawn<F>(env: *mut JNIEnv, future: jobject, fut: F) -> Result<(), Error>
 where
     F: Future<Output = Result<Vec<jlong>, Error>> + Send + 'static,
 {
-    let rt = runtime()?;
+    let inboxes = inboxes()?;
     let global = unsafe { Global::new(env, future) }.ok_or_else(|| Error::store("out of JVM references"))?;
     let mut call = Some((global, Box::pin(fut) as Call));
     STARTED.with(|started| {
@@ -96,52 +205,19 @@ where
             list.extend(call.take());
         }
     });
-    if let Some((global, call)) = call {
-        rt.spawn(run(global, call));
+    if let Some(call) = call {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let inbox = &inboxes[NEXT.fetch_add(1, Ordering::Relaxed) % HUBS];
+        inbox.calls.lock().unwrap_or_else(|p| p.into_inner()).push(call);
+        inbox.waker.wake();
     }
     Ok(())
 }
 
-/// Runs a call, completes its future, then runs the first call Java started from inside that
-/// completion (if any) on the same task; any further ones get tasks of their own.
-/// (Boxed: it spawns itself, and a recursive `async fn` has no nameable `Send` type.)
-fn run(global: Global, call: Call) -> Pin<Box<dyn Future<Output = ()> + Send>> {
-    Box::pin(chain(global, call))
-}
-
-async fn chain(global: Global, call: Call) {
-    let mut next = Some((global, call));
-    while let Some((global, call)) = next.take() {
-        let result = match CatchUnwind(call).await {
-            Ok(r) => r.map_err(|e| crate::env::parts(&e)),
-            Err(text) => Err((crate::env::PANIC_CODE, -1, format!("panic: {text}"))),
-        };
-        let mut started = completing(|| complete(global, result)).into_iter();
-        next = started.next();
-        for (global, call) in started {
-            tokio::spawn(run(global, call));
-        }
-        if next.is_some() {
-            // A chain of calls that all complete at once (a memory store) still yields to the
-            // runtime's other tasks now and then, as a task per call did.
-            tokio::task::coop::consume_budget().await;
-        }
-    }
-}
-
-/// Runs `f` (a completion upcall) and returns the calls Java started on this thread meanwhile.
+/// Runs `f` (a completion upcall) and returns the calls Java started on this thread meanwhile;
+/// a panic in `f` is caught here (the hub and its other calls carry on).
 fn completing(f: impl FnOnce()) -> Vec<(Global, Call)> {
-    /// Clears the list however `f` ends; if it unwound, the calls in it still run, each a task.
-    struct Reset;
-    impl Drop for Reset {
-        fn drop(&mut self) {
-            for (global, call) in STARTED.with(|started| started.borrow_mut().take()).unwrap_or_default() {
-                tokio::spawn(run(global, call));
-            }
-        }
-    }
     STARTED.with(|started| *started.borrow_mut() = Some(Vec::new()));
-    let _reset = Reset;
-    f();
+    let _ = catch_unwind(AssertUnwindSafe(f));
     STARTED.with(|started| started.borrow_mut().take()).unwrap_or_default()
 }

@@ -191,7 +191,7 @@ class LimiterTest {
         }
     }
 
-    /** Calls a dependent stage starts on the completing runtime thread (runtime.rs runs them on the completing task). */
+    /** Calls a dependent stage starts on the completing runtime thread (runtime.rs: they join the completing hub, in the same turn). */
     @Test
     void callsStartedInsideACompletionAllComplete() throws Exception {
         try (Limiter l = Limiter.builder(Strategy.gcra(1000, Duration.ofHours(1))).build()) {
