@@ -30,6 +30,8 @@ struct Cached {
     complete: jmethodID,
     complete_small: jmethodID,
     fail: jmethodID,
+    /// `Native.runtimeThreadAttached()`, called once on each runtime thread the VM attaches.
+    runtime_thread: jmethodID,
 }
 
 // SAFETY: a JavaVM pointer, a global class reference and method ids are valid on every thread
@@ -61,10 +63,16 @@ pub extern "system" fn JNI_OnLoad(vm: *mut JavaVM, _reserved: *mut std::ffi::c_v
         let complete = method(b"complete\0", b"(Ljava/util/concurrent/CompletableFuture;[J)V\0");
         let complete_small = method(b"completeSmall\0", b"(Ljava/util/concurrent/CompletableFuture;IJJJJJJ)V\0");
         let fail = method(b"fail\0", b"(Ljava/util/concurrent/CompletableFuture;Ljava/lang/Throwable;)V\0");
-        if exception.is_null() || complete.is_null() || complete_small.is_null() || fail.is_null() {
+        let runtime_thread = method(b"runtimeThreadAttached\0", b"()V\0");
+        if exception.is_null()
+            || complete.is_null()
+            || complete_small.is_null()
+            || fail.is_null()
+            || runtime_thread.is_null()
+        {
             return -1;
         }
-        let _ = CACHED.set(Cached { vm, native, exception, complete, complete_small, fail });
+        let _ = CACHED.set(Cached { vm, native, exception, complete, complete_small, fail, runtime_thread });
         JNI_VERSION_1_8
     });
     result.unwrap_or(-1)
@@ -192,7 +200,17 @@ unsafe fn attached_env() -> Option<*mut JNIEnv> {
             return Some(env);
         }
         let attach = (**vm).AttachCurrentThreadAsDaemon.expect("AttachCurrentThreadAsDaemon");
-        if attach(vm, (&mut env as *mut *mut JNIEnv).cast(), ptr::null_mut()) == JNI_OK { Some(env) } else { None }
+        if attach(vm, (&mut env as *mut *mut JNIEnv).cast(), ptr::null_mut()) != JNI_OK {
+            return None;
+        }
+        // Once per runtime thread: Java marks it, so a stage that would wait here for a
+        // throttlekit call (and so wait forever) gets an exception instead (`NativeFuture`).
+        let c = cached();
+        jni!(env, CallStaticVoidMethodA, c.native, c.runtime_thread, ptr::null());
+        if jni!(env, ExceptionCheck) != 0 {
+            jni!(env, ExceptionClear);
+        }
+        Some(env)
     }
 }
 

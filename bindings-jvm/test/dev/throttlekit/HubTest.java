@@ -158,4 +158,62 @@ class HubTest {
             }
         }
     }
+
+    /**
+     * What {@code wait} throws when a stage on a runtime thread waits with it for a second call.
+     * A first call that completes before its stage is attached runs the stage on this thread,
+     * where a wait is fine and succeeds: that attempt is checked and repeated.
+     */
+    static Throwable refusedWait(Limiter l, java.util.function.Function<CompletableFuture<Decision>, Decision> wait) throws Exception {
+        for (int attempt = 0; attempt < 100; attempt++) {
+            AtomicBoolean onRuntime = new AtomicBoolean();
+            CompletableFuture<Decision> w = l.checkAsync("a").thenApply(d -> {
+                onRuntime.set(dev.throttlekit.internal.Native.onRuntimeThread());
+                return wait.apply(l.checkAsync("b"));
+            });
+            try {
+                w.get(30, TimeUnit.SECONDS);
+            } catch (ExecutionException e) {
+                if (onRuntime.get()) return e.getCause();
+                throw e;
+            }
+            assertFalse(onRuntime.get(), "a wait on a runtime thread must not succeed");
+        }
+        return fail("no stage ran on a runtime thread in 100 attempts");
+    }
+
+    @Test
+    void aStageThatWaitsForACallGetsACodedExceptionInsteadOfAHang() throws Exception {
+        // The stage runs on the runtime thread that completed the first call; a wait there for a
+        // second call would wait for that thread itself. join, get and get(timeout) are refused.
+        try (RedisStore redis = RedisStore.builder(redis()).connect();
+                Limiter l = Limiter.builder(Strategy.gcra(1_000_000_000L, Duration.ofSeconds(1))).store(redis).prefix(fresh()).build()) {
+            List<java.util.function.Function<CompletableFuture<Decision>, Decision>> waits = List.of(
+                    CompletableFuture::join,
+                    f -> {
+                        try {
+                            return f.get();
+                        } catch (InterruptedException | ExecutionException e) {
+                            throw new AssertionError(e);
+                        }
+                    },
+                    f -> {
+                        try {
+                            return f.get(30, TimeUnit.SECONDS);
+                        } catch (InterruptedException | ExecutionException | java.util.concurrent.TimeoutException e) {
+                            throw new AssertionError(e);
+                        }
+                    });
+            for (var wait : waits) {
+                Throwable cause = refusedWait(l, wait);
+                ConfigInvalidException e = assertInstanceOf(ConfigInvalidException.class, cause, String.valueOf(cause));
+                assertEquals("config_invalid", e.code());
+                assertTrue(e.getMessage().contains("thenCompose"), e.getMessage());
+            }
+            // The chained form of the same thing works, and the runtime still serves calls.
+            assertTrue(l.checkAsync("a").thenCompose(d -> l.checkAsync("b")).get(30, TimeUnit.SECONDS).allowed());
+            // A wait off the runtime's threads is untouched.
+            assertTrue(l.checkAsync("c").join().allowed());
+        }
+    }
 }

@@ -89,6 +89,23 @@ public final class Native {
         return ThrottleKitException.of(code, new String(message, StandardCharsets.UTF_8), retryAfterMs);
     }
 
+    /** Marks the native runtime's threads (see {@link #onRuntimeThread()}). */
+    private static final ThreadLocal<Boolean> RUNTIME_THREAD = new ThreadLocal<>();
+
+    /** Called by the native half, once, on each runtime thread it attaches to the VM. */
+    static void runtimeThreadAttached() {
+        RUNTIME_THREAD.set(Boolean.TRUE);
+    }
+
+    /**
+     * Whether the calling thread is one of the native runtime's: the threads that complete
+     * throttlekit's futures and run their dependent stages, and that host the calls those stages
+     * start. A wait for a throttlekit call there waits for the thread itself.
+     */
+    public static boolean onRuntimeThread() {
+        return RUNTIME_THREAD.get() != null;
+    }
+
     /** Called from a native runtime thread when an asynchronous call succeeded. */
     static void complete(CompletableFuture<?> f, long[] values) {
         ((NativeFuture<?>) f).done(values);

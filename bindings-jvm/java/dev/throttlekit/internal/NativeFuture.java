@@ -1,7 +1,11 @@
 package dev.throttlekit.internal;
 
+import dev.throttlekit.ConfigInvalidException;
 import java.lang.ref.Reference;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.function.Function;
 
 /**
@@ -22,6 +26,43 @@ public final class NativeFuture<T> extends CompletableFuture<T> {
     public NativeFuture(Object owner, Function<long[], T> convert) {
         this.owner = owner;
         this.convert = convert;
+    }
+
+    /**
+     * {@inheritDoc}
+     *
+     * @throws ConfigInvalidException when called, before completion, from a stage that
+     *     throttlekit's runtime thread runs: the call is hosted by that very thread, so the wait
+     *     would never end (chain the call with {@code thenCompose}, or give the stage an executor)
+     */
+    @Override
+    public T join() {
+        refuseWaitOnRuntimeThread();
+        return super.join();
+    }
+
+    /** {@inheritDoc} Refused as {@link #join()} is, on a runtime thread before completion. */
+    @Override
+    public T get() throws InterruptedException, ExecutionException {
+        refuseWaitOnRuntimeThread();
+        return super.get();
+    }
+
+    /** {@inheritDoc} Refused as {@link #join()} is, on a runtime thread before completion. */
+    @Override
+    public T get(long timeout, TimeUnit unit) throws InterruptedException, ExecutionException, TimeoutException {
+        refuseWaitOnRuntimeThread();
+        return super.get(timeout, unit);
+    }
+
+    private void refuseWaitOnRuntimeThread() {
+        if (!isDone() && Native.onRuntimeThread()) {
+            throw new ConfigInvalidException(
+                    "a stage that throttlekit's runtime thread runs waited (join/get) for a throttlekit call that"
+                            + " this thread hosts, which would never finish: chain it (thenCompose) or run the stage"
+                            + " on an executor of its own (thenApplyAsync(fn, executor))",
+                    -1);
+        }
     }
 
     void done(long[] values) {
