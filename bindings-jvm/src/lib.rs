@@ -89,13 +89,18 @@ fn fail<T: Zero>(env: *mut JNIEnv, err: Error) -> T {
 #[cold]
 #[inline(never)]
 fn fail_panic<T: Zero>(env: *mut JNIEnv, payload: Box<dyn std::any::Any + Send>) -> T {
+    unsafe { env::throw(env, env::PANIC_CODE, -1, &panic_message(&*payload)) };
+    T::zero()
+}
+
+/// The `internal` exception's message for a caught panic: `panic: ` and the panic's text.
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     let text = payload
         .downcast_ref::<&str>()
         .map(|s| s.to_string())
         .or_else(|| payload.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "unknown panic payload".to_string());
-    unsafe { env::throw(env, env::PANIC_CODE, -1, &format!("panic: {text}")) };
-    T::zero()
+    format!("panic: {text}")
 }
 
 /// A Java `boolean`.

@@ -93,14 +93,7 @@ impl Future for Running {
         let outcome = match catch_unwind(AssertUnwindSafe(|| this.call.as_mut().poll(cx))) {
             Ok(Poll::Pending) => return Poll::Pending,
             Ok(Poll::Ready(r)) => r.map_err(|e| crate::env::parts(&e)),
-            Err(payload) => {
-                let text = payload
-                    .downcast_ref::<&str>()
-                    .map(|s| s.to_string())
-                    .or_else(|| payload.downcast_ref::<String>().cloned())
-                    .unwrap_or_else(|| "unknown panic payload".to_string());
-                Err((crate::env::PANIC_CODE, -1, format!("panic: {text}")))
-            }
+            Err(payload) => Err((crate::env::PANIC_CODE, -1, crate::panic_message(&*payload))),
         };
         // A `Running` is polled again only after it was ready if the hub's set is broken; the
         // global reference is taken once.
