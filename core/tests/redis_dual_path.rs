@@ -229,8 +229,8 @@ fn memory_and_redis_decide_byte_for_byte_alike_on_generated_timelines() {
 /// dimension, multi.lua's for several: replies of counts from which core's Rust derives the
 /// decisions, and no `PEXPIRE` when the window's key already holds the window) against the
 /// general paths, on one real Redis in production mode (keys expire on Redis's own clock, not
-/// the timeline's): the single-key check (its six-integer reply), the fused multi script's
-/// six integers per dimension (a GCRA dimension that never binds, so the first decides), the
+/// the timeline's): the single-key check (the same `count` call since single-key checks send
+/// it too, decoded as a decision), the fused multi script's six integers per dimension (a GCRA dimension that never binds, so the first decides), the
 /// fused script's counts (a second fixed window that never binds), and the memory store; random sequences with costs above the limit,
 /// steps within a window, to the next, across many and back, under `FCALL` and `EVALSHA`.
 /// Odd seeds step back too; they are compared among the Redis paths only, since a key that the

@@ -40,6 +40,30 @@ impl Wire {
         Wire(s)
     }
 
+    /// Writes `bytes` and reads back `n` reply frames (integers, strings, errors and arrays of
+    /// them: every reply here).
+    fn frames(&mut self, bytes: &[u8], n: usize) -> Vec<Vec<u8>> {
+        self.0.write_all(bytes).unwrap();
+        let mut got = Vec::new();
+        let mut buf = [0u8; 4096];
+        loop {
+            let mut out = Vec::new();
+            let mut at = 0;
+            while out.len() < n {
+                let Some(end) = frame_end(&got, at) else { break };
+                out.push(got[at..end].to_vec());
+                at = end;
+            }
+            if out.len() == n {
+                assert_eq!(at, got.len(), "more replies than asked for");
+                return out;
+            }
+            let k = self.0.read(&mut buf).unwrap();
+            assert!(k > 0, "the server closed the connection");
+            got.extend_from_slice(&buf[..k]);
+        }
+    }
+
     fn roundtrip(&mut self, bytes: &[u8]) -> Vec<u8> {
         self.0.write_all(bytes).unwrap();
         let mut got = Vec::new();
@@ -53,6 +77,22 @@ impl Wire {
                 return got;
             }
         }
+    }
+}
+
+/// The end of the RESP2 frame at `b[at..]`, or `None` while it is incomplete.
+fn frame_end(b: &[u8], at: usize) -> Option<usize> {
+    let cr = at + b.get(at..)?.windows(2).position(|w| w == b"\r\n")?;
+    let head = std::str::from_utf8(&b[at + 1..cr]).ok();
+    let next = cr + 2;
+    match b[at] {
+        b'$' => {
+            let len: i64 = head?.parse().ok()?;
+            let end = if len < 0 { next } else { next + len as usize + 2 };
+            (end <= b.len()).then_some(end)
+        }
+        b'*' => (0..head?.parse::<usize>().ok()?).try_fold(next, |k, _| frame_end(b, k)),
+        _ => Some(next),
     }
 }
 
@@ -79,29 +119,41 @@ fn prepared_bytes_and_replies_decide_as_the_store_path() {
     for (i, strategy) in strategies().into_iter().enumerate() {
         let clock = ManualClock::new(1_700_000_000_000);
         let ours = limiter(&store, &clock, strategy.clone(), &format!("own:{i}"), FailPolicy::Raise);
-        let theirs = limiter(&store, &clock, strategy, &format!("store:{i}"), FailPolicy::Raise);
-        for step in 0..8 {
+        let theirs = limiter(&store, &clock, strategy.clone(), &format!("store:{i}"), FailPolicy::Raise);
+        let memory = Limiter::builder(strategy).clock(Arc::new(clock.clone())).prefix("mem").build();
+        let mut refused = 0;
+        for step in 0..16 {
             let op = [Op::Check, Op::Check, Op::Peek, Op::Forecast][step % 4];
-            let call = ours.prepare(op, "k", 1).unwrap();
+            let cost = 1 + (step % 3) as u64;
+            let call = ours.prepare(op, "k", cost).unwrap();
+            // A fixed window's check on the caller's clock goes in `count` mode (one integer back).
+            let counted = i == 2 && op == Op::Check;
+            assert_eq!(call.ticket().counted(), counted.then_some(cost), "strategy {i}, step {step}");
             let reply = send(&mut wire, &call);
-            // Half the steps through `finish_at`, which keeps only the time.
+            assert_eq!(reply[0] == b':', counted, "{}", String::from_utf8_lossy(&reply));
+            // Half the steps through `finish_ticket`, which keeps only the call's ticket.
             let got = if step % 2 == 0 {
                 ours.finish(&call, Ok(&reply)).unwrap()
             } else {
-                ours.finish_at(call.now(), Ok(&reply)).unwrap()
+                let ticket = transport::Ticket::new(call.ticket().now(), call.ticket().counted());
+                ours.finish_ticket(ticket, Ok(&reply)).unwrap()
             };
-            let want = match op {
-                Op::Check => theirs.check_sync("k", 1),
-                Op::Peek => theirs.peek_sync("k"),
-                Op::Forecast => theirs.forecast_sync("k", 1),
-            }
-            .unwrap();
-            assert_eq!(got, want, "strategy {i}, step {step} ({op:?})");
-            clock.advance(150).unwrap();
+            let (want, mem) = match op {
+                Op::Check => (theirs.check_sync("k", cost), memory.check_sync("k", cost)),
+                Op::Peek => (theirs.peek_sync("k"), memory.peek_sync("k")),
+                Op::Forecast => (theirs.forecast_sync("k", cost), memory.forecast_sync("k", cost)),
+            };
+            assert_eq!(got, want.unwrap(), "strategy {i}, step {step} ({op:?})");
+            assert_eq!(got, mem.unwrap(), "strategy {i}, step {step} ({op:?}): memory");
+            refused += usize::from(op == Op::Check && !got.allowed);
+            clock.advance(100).unwrap();
         }
+        assert!(refused > 0, "strategy {i}: no refused check to compare");
         let many = ours.prepare_many(&["a", "b", "a"], 2).unwrap();
-        let got: Vec<Decision> = many.iter().map(|c| ours.finish(c, Ok(&send(&mut wire, c))).unwrap()).collect();
+        let got: Vec<Decision> =
+            many.iter().map(|c| ours.finish_ticket(c.ticket(), Ok(&send(&mut wire, c))).unwrap()).collect();
         assert_eq!(got, theirs.check_many_sync(&["a", "b", "a"], 2).unwrap(), "strategy {i}: many");
+        assert_eq!(got, memory.check_many_sync(&["a", "b", "a"], 2).unwrap(), "strategy {i}: many, memory");
         // Reset on the wire forgets the key as the store's reset does.
         let reply = wire.roundtrip(&transport::del(&ours.full_key("a")));
         transport::finish_del(Ok(&reply)).unwrap();
@@ -232,6 +284,84 @@ fn noscript_is_answered_by_the_eval_form() {
     let reply = wire.roundtrip(&call.evalsha());
     assert!(!transport::is_noscript(&reply));
     assert_eq!(l.finish(&call, Ok(&reply)).unwrap().remaining, 0);
+}
+
+/// A fixed window's count-mode check by the transport rules: NOSCRIPT is answered by the EVAL
+/// form of the same `count` call (and by `FUNCTION LOAD REPLACE` + `FCALL` on a store that runs
+/// functions), whose one-integer reply decides as the store's path and the memory store; a
+/// malformed count reply, or a reply of another shape, is `store_unavailable` through the fail
+/// policy.
+#[test]
+fn a_fixed_window_count_check_survives_noscript_and_refuses_malformed_replies() {
+    let server = RedisServer::start();
+    let store = store(server.url());
+    let mut wire = Wire::open(server.port);
+    let clock = ManualClock::new(1_700_000_000_000);
+    let strategy = Strategy::fixed_window(3, 1000).unwrap();
+    let ours = limiter(&store, &clock, strategy.clone(), "cnt-own", FailPolicy::Raise);
+    let theirs = limiter(&store, &clock, strategy.clone(), "cnt-store", FailPolicy::Raise);
+    let memory = Limiter::builder(strategy.clone()).clock(Arc::new(clock.clone())).build();
+    for step in 0..5 {
+        assert!(raw_command(server.port, "SCRIPT FLUSH").unwrap().starts_with("+OK"));
+        let call = ours.prepare(Op::Check, "k", 1).unwrap();
+        let first = wire.roundtrip(&call.evalsha());
+        assert!(transport::is_noscript(&first), "{}", String::from_utf8_lossy(&first));
+        assert!(String::from_utf8_lossy(&call.eval()).contains("$5\r\ncount\r\n"));
+        let reply = wire.roundtrip(&call.eval());
+        assert_eq!(reply[0], b':', "{}", String::from_utf8_lossy(&reply));
+        let got = ours.finish_ticket(call.ticket(), Ok(&reply)).unwrap();
+        assert_eq!(got, theirs.check_sync("k", 1).unwrap(), "step {step}");
+        assert_eq!(got, memory.check_sync("k", 1).unwrap(), "step {step}: memory");
+        assert_eq!(got.allowed, step < 3, "step {step}");
+    }
+    // A store that runs functions (`scripting: auto` on Redis >= 7, this store): a flushed
+    // library is `ERR Function not found`, answered once by the retry (FUNCTION LOAD REPLACE,
+    // then FCALL: two replies, the call's last). Redis < 7 has no functions to flush.
+    if store.uses_functions() {
+        assert!(raw_command(server.port, "FUNCTION FLUSH").unwrap().starts_with("+OK"));
+        let call = ours.prepare(Op::Check, "f", 2).unwrap();
+        let first = wire.roundtrip(&call.first(true));
+        assert!(transport::is_missing(&first), "{}", String::from_utf8_lossy(&first));
+        assert!(String::from_utf8_lossy(&call.retry(true)).contains("$5\r\ncount\r\n"));
+        let replies = wire.frames(&call.retry(true), transport::retry_replies(true));
+        let reply = replies.last().unwrap();
+        assert_eq!(reply[0], b':', "{}", String::from_utf8_lossy(reply));
+        let got = ours.finish_ticket(call.ticket(), Ok(reply)).unwrap();
+        assert_eq!(got, theirs.check_sync("f", 2).unwrap());
+        assert_eq!(got, memory.check_sync("f", 2).unwrap());
+        assert_eq!((got.allowed, got.remaining), (true, 1));
+    }
+    // Malformed count replies: never a decision.
+    let open = limiter(&store, &clock, strategy.clone(), "cnt-own", FailPolicy::FailOpen);
+    let call = ours.prepare(Op::Check, "k", 1).unwrap();
+    for bad in [
+        &b":-1\r\n"[..],
+        b":abc\r\n",
+        b":99999999999999999999\r\n",
+        b"+5\r\n",
+        b"$1\r\n1\r\n",
+        b"*6\r\n:1\r\n:3\r\n:2\r\n:1700000001000\r\n:0\r\n:1000\r\n",
+        b"-ERR boom\r\n",
+        b"",
+    ] {
+        let what = String::from_utf8_lossy(bad);
+        assert_eq!(ours.finish(&call, Ok(bad)).unwrap_err().code(), ErrorCode::StoreUnavailable, "{what}");
+        assert_eq!(
+            ours.finish_ticket(call.ticket(), Ok(bad)).unwrap_err().code(),
+            ErrorCode::StoreUnavailable,
+            "{what}"
+        );
+        let d = open.finish_ticket(call.ticket(), Ok(bad)).unwrap();
+        assert!(d.allowed && d.fallback, "{what}");
+    }
+    // The six-integer reply is read only by a ticket that counts nothing, and the reverse.
+    let plain = transport::Ticket::new(call.ticket().now(), None);
+    assert_eq!(ours.finish_ticket(plain, Ok(b":0\r\n")).unwrap_err().code(), ErrorCode::StoreUnavailable);
+    let d = ours.finish_ticket(call.ticket(), Ok(b":0\r\n")).unwrap();
+    assert_eq!((d.allowed, d.remaining), (true, 2));
+    // A time-out goes through the fail policy, as for any call.
+    let err = ours.finish_ticket(call.ticket(), Err(transport::timed_out(300))).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::StoreUnavailable);
 }
 
 #[test]

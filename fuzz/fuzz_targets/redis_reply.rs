@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use libfuzzer_sys::fuzz_target;
 use throttlekit::multi::Dimension;
-use throttlekit::redis::transport::{self, Op};
+use throttlekit::redis::transport::{self, Op, Ticket};
 use throttlekit::store::Now;
 use throttlekit::{ErrorCode, FailPolicy, Limiter, MemoryStore, MultiLimiter, Rule, Shaper, Strategy};
 use throttlekit::LeakyBucketOptions;
@@ -47,10 +47,19 @@ fuzz_target!(|data: &[u8]| {
             Ok(d) => sane(&d),
             Err(e) => only_store_errors(&e),
         }
+        match l.finish_ticket(call.ticket(), Ok(reply)) {
+            Ok(d) => sane(&d),
+            Err(e) => only_store_errors(&e),
+        }
     }
-    match l.finish_at(Now::Server, Ok(reply)) {
-        Ok(d) => sane(&d),
-        Err(e) => only_store_errors(&e),
+    // The tickets a transport keeps instead of the call: the server's clock (six integers),
+    // and a count-mode check (the window's count) of any cost, on any strategy.
+    let cost = 1 + u64::from(selector % 7);
+    for ticket in [Ticket::new(Now::Server, None), Ticket::new(Now::At(1_700_000_000_000), Some(cost))] {
+        match l.finish_ticket(ticket, Ok(reply)) {
+            Ok(d) => sane(&d),
+            Err(e) => only_store_errors(&e),
+        }
     }
     if let Err(e) = transport::finish_del(Ok(reply)) {
         only_store_errors(&e);

@@ -28,10 +28,11 @@ pub enum Shape {
     Grant,
     /// A multi reply with `granted, expiresInMs` after each dimension's six (multi.lua's lease).
     MultiLease,
-    /// A one-dimension multi check of a fixed window at the caller's `now` (fixed_window.lua's
-    /// `count` mode): the reply is the count the window held before the check, one integer, and
-    /// the decision and the TTL are the Rust fixed window's for that count (see
-    /// [`WindowCount`]), read as a multi reply as [`Shape::MultiOfOne`] reads its decision.
+    /// A fixed-window check at the caller's `now` (fixed_window.lua's `count` mode), single-key
+    /// or a one-dimension multi check: the reply is the count the window held before the
+    /// check, one integer, and the decision and the TTL are the Rust fixed window's for that
+    /// count (see [`WindowCount`]); for a multi check read as a multi reply as
+    /// [`Shape::MultiOfOne`] reads its decision.
     WindowCount(WindowCount),
     /// A fused multi check whose dimensions are all fixed windows (at most
     /// [`WindowCounts::MAX`]), at the caller's `now` (multi.lua's `count` reply): `{admitted,
@@ -117,6 +118,9 @@ pub struct WindowCount {
     pub cost: u64,
     /// The window's limit and length.
     pub window: FixedWindow,
+    /// Whether the call is a one-dimension multi check (the reply reads as a multi reply),
+    /// else a single-key check (a decision).
+    pub multi: bool,
 }
 
 impl WindowCount {
@@ -129,7 +133,11 @@ impl WindowCount {
     }
 
     fn outcome(&self, d: Decision) -> Outcome {
-        Outcome::Multi(MultiReply { allowed: d.allowed, decisions: vec![d] })
+        if self.multi {
+            Outcome::Multi(MultiReply { allowed: d.allowed, decisions: vec![d] })
+        } else {
+            Outcome::Single(Reply::Decision(d))
+        }
     }
 
     /// The outcome for the integer reply `count`, or `None` when it is not one.
@@ -286,10 +294,27 @@ impl Options {
     }
 }
 
-/// The script a single-key check, peek or forecast of `strategy` runs, as an empty call of
-/// [`Shape::Decision`]: enough to decode its reply without keeping the call it answers.
-pub fn decision_call(strategy: &Strategy) -> ScriptCall {
-    ScriptCall { script: strategy_options(strategy).0, keys: Vec::new(), args: Cmd::new(), shape: Shape::Decision }
+/// The script a single-key check, peek or forecast of `strategy` runs, as an empty call of the
+/// shape its reply takes: enough to decode that reply without keeping the call it answers.
+/// `counted` is the cost of a check [`single`] sent in `count` mode ([`counted_cost`]), `None`
+/// for every other call ([`Shape::Decision`]).
+pub fn decision_call(strategy: &Strategy, now: Now, counted: Option<u64>) -> ScriptCall {
+    let shape = match (counted, strategy.as_fixed_window(), now) {
+        (Some(cost), Some(window), Now::At(now)) => {
+            Shape::WindowCount(WindowCount { now, cost, window: *window, multi: false })
+        }
+        _ => Shape::Decision,
+    };
+    ScriptCall { script: strategy_options(strategy).0, keys: Vec::new(), args: Cmd::new(), shape }
+}
+
+/// The cost of `call` when it was sent in a fixed window's `count` mode (its reply is the
+/// window's count), else `None`: what [`decision_call`] needs besides the strategy and `now`.
+pub fn counted_cost(call: &ScriptCall) -> Option<u64> {
+    match call.shape {
+        Shape::WindowCount(w) => Some(w.cost),
+        _ => None,
+    }
 }
 
 /// The call for a lease or a give-back (lease.lua): the strategy's kind and options follow the
@@ -303,22 +328,25 @@ fn lease(key: &str, now: Now, strategy: &Strategy, mode: &str, units: u64, arg4:
     ScriptCall { script: &SCRIPTS.lease, keys: vec![key.to_string()], args, shape: Shape::Grant }
 }
 
-/// The call for a single-key transform.
+/// The call for a single-key transform; a fixed-window check on the caller's clock goes in the
+/// script's `count` mode ([`Shape::WindowCount`]), whose reply is the count alone.
+///
+/// Why every path may: each one decodes with the call's shape, and a binding's own transport
+/// that keeps only a small `Copy` ticket per call (`transport::Ticket`: the time and
+/// [`counted_cost`]) rebuilds the shape from it with [`decision_call`]. Inside Redis the count
+/// reply costs ~35k instructions against ~43k for the six-integer one
+/// (bench/redis_instructions.py).
 pub fn single(key: &str, now: Now, transform: &Transform<'_>) -> ScriptCall {
     single_call(key, now, transform, false)
 }
 
-/// [`single`]; with `count`, a fixed-window check on the caller's clock in the script's `count`
-/// mode (Shape::WindowCount), whose reply is the count alone. Only for a call that carries its
-/// shape to the decoder: a single-key check may be finished from its time alone
-/// (`Limiter::finish_at`, the bindings' own transports), which knows no cost.
-fn single_call(key: &str, now: Now, transform: &Transform<'_>, count: bool) -> ScriptCall {
+/// [`single`]; a fixed-window check in `count` mode reads its reply as a multi reply when
+/// `multi` (a one-dimension multi check, [`multi`]).
+fn single_call(key: &str, now: Now, transform: &Transform<'_>, multi: bool) -> ScriptCall {
     let (script, mode, cost, options, shape) = match *transform {
-        Transform::Check { strategy, cost }
-            if let (true, Some(window), Now::At(at)) = (count, strategy.as_fixed_window(), now) =>
-        {
+        Transform::Check { strategy, cost } if let (Some(window), Now::At(at)) = (strategy.as_fixed_window(), now) => {
             let (script, _, o) = strategy_options(strategy);
-            let shape = Shape::WindowCount(WindowCount { now: at, cost, window: *window });
+            let shape = Shape::WindowCount(WindowCount { now: at, cost, window: *window, multi });
             (script, "count", cost, o, shape)
         }
         Transform::Check { strategy, cost } => {
@@ -606,6 +634,7 @@ mod tests {
                         now: 1_000,
                         cost: 2,
                         window: FixedWindow { limit: 5, window_ms: 1000 },
+                        multi: true,
                     }),
                 ),
                 (Now::At(1_000), 1, Shape::MultiOfOne),
@@ -615,13 +644,17 @@ mod tests {
                 assert_eq!(one.script.name, check.script.name);
                 assert_eq!(one.shape, shape);
                 assert_eq!(one.keys, check.keys);
-                // The same ARGV; a fixed window on the caller's clock in `count` mode.
-                let mut want = check.args.get_packed_command();
-                if matches!(shape, Shape::WindowCount(_)) {
-                    let at = want.windows(5).position(|w| w == b"check").unwrap();
-                    want[at..at + 5].copy_from_slice(b"count");
-                }
-                assert_eq!(one.args.get_packed_command(), want);
+                // The same ARGV (a fixed window on the caller's clock in `count` mode on both);
+                // the single-key check reads its reply as a decision.
+                assert_eq!(one.args.get_packed_command(), check.args.get_packed_command());
+                let single_shape = match shape {
+                    Shape::WindowCount(w) => Shape::WindowCount(WindowCount { multi: false, ..w }),
+                    _ => Shape::Decision,
+                };
+                assert_eq!(check.shape, single_shape);
+                let mode: &[u8] =
+                    if matches!(shape, Shape::WindowCount(_)) { b"$5\r\ncount\r\n" } else { b"$5\r\ncheck\r\n" };
+                assert!(check.args.get_packed_command().windows(mode.len()).any(|w| w == mode));
             }
             let one = multi(rule, &dims(&s[..1], &["k"]), Now::At(1_000));
             assert_eq!(one.script.name, SCRIPTS.fixed_window.name);
@@ -658,20 +691,34 @@ mod tests {
         }
     }
 
-    /// A one-dimension fixed-window multi check on the caller's clock is sent in `count` mode
-    /// (a single-key check is not: `finish_at` decodes it without its cost), and its integer
-    /// reply (the count the window held) decodes to the memory store's decision on a state
-    /// holding that count: allowed with the TTL to the window's end, or denied with nothing
-    /// written; a negative count or any other reply is the store's failure.
+    /// A fixed-window check on the caller's clock, single-key or a one-dimension multi check, is
+    /// sent in `count` mode, and its integer reply (the count the window held) decodes to the
+    /// memory store's decision on a state holding that count: allowed with the TTL to the
+    /// window's end, or denied with nothing written; a negative count or any other reply is the
+    /// store's failure. The empty call a ticket rebuilds ([`decision_call`] with
+    /// [`counted_cost`]) decodes the same; on the server's clock, or for a peek or a forecast,
+    /// the six-integer reply stays.
     #[test]
     fn a_fixed_window_count_reply_decodes_to_the_memory_stores_decision() {
         let s = Strategy::fixed_window(5, 1000).unwrap();
         let now = 12_345;
         let check = single("k", Now::At(now), &Transform::Check { strategy: &s, cost: 2 });
-        assert_eq!(check.shape, Shape::Decision);
+        assert_eq!(counted_cost(&check), Some(2));
+        let rebuilt = decision_call(&s, Now::At(now), counted_cost(&check));
+        assert_eq!(rebuilt.shape, check.shape);
+        for other in [
+            single("k", Now::Server, &Transform::Check { strategy: &s, cost: 2 }),
+            single("k", Now::At(now), &Transform::Peek { strategy: &s }),
+            single("k", Now::At(now), &Transform::Forecast { strategy: &s, cost: 2 }),
+            single("k", Now::At(now), &Transform::Check { strategy: &Strategy::gcra(5, 1000, None).unwrap(), cost: 2 }),
+        ] {
+            assert_eq!((other.shape, counted_cost(&other)), (Shape::Decision, None));
+        }
+        assert_eq!(decision_call(&s, Now::Server, Some(2)).shape, Shape::Decision);
         let call = multi(Rule::All, &dims(std::slice::from_ref(&s), &["k"]), Now::At(now));
         let packed = String::from_utf8_lossy(&call.args.get_packed_command()).into_owned();
         assert!(packed.contains("$5\r\ncount\r\n"), "{packed}");
+        assert_eq!(packed, String::from_utf8_lossy(&check.args.get_packed_command()));
         for count in 0..=7u64 {
             let mut slot = Some(crate::state::State::Counter { start: 12_000, count });
             let want = s.check(&mut slot, now, 2, true);
@@ -687,6 +734,13 @@ mod tests {
             };
             assert_eq!(got, want.reply, "count {count}");
             assert_eq!((got.allowed, got.reset_at), (count + 2 <= 5, 13_000));
+            for single_call in [&check, &rebuilt] {
+                let decoded = decode(single_call, &Value::Int(count as i64)).unwrap();
+                assert_eq!(decoded.ttls, vec![want.ttl_ms], "count {count}");
+                for reply in [decoded.reply, decode_reply(single_call, &Value::Int(count as i64)).unwrap()] {
+                    assert!(matches!(reply, Outcome::Single(Reply::Decision(d)) if d == want.reply), "count {count}");
+                }
+            }
         }
         let ints = Value::Array(vec![
             Value::Int(1),
@@ -697,8 +751,10 @@ mod tests {
             Value::Int(655),
         ]);
         for bad in [Value::Int(-1), ints, Value::Nil] {
-            assert!(decode_reply(&call, &bad).is_err(), "{bad:?}");
-            assert!(decode(&call, &bad).is_err(), "{bad:?}");
+            for call in [&call, &check, &rebuilt] {
+                assert!(decode_reply(call, &bad).is_err(), "{bad:?}");
+                assert!(decode(call, &bad).is_err(), "{bad:?}");
+            }
         }
     }
 

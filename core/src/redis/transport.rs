@@ -12,7 +12,7 @@
 //! 2. If the reply [`is_noscript`], write [`PreparedCall::eval`] once (it also caches the
 //!    script again). No other reply is ever answered by a resend.
 //! 3. Hand the one reply frame (complete RESP bytes) to [`crate::Limiter::finish`] (or, keeping
-//!    only the call's [`PreparedCall::now`], [`crate::Limiter::finish_at`]). If no reply
+//!    only the call's [`PreparedCall::ticket`], [`crate::Limiter::finish_ticket`]). If no reply
 //!    came within the store's `timeout_ms`, or the connection failed, hand it an error made
 //!    with [`transport_error`] (or [`timed_out`]) instead: the limiter's fail policy decides,
 //!    exactly as on the store's own path. A timed-out call must never be sent again (it may
@@ -58,6 +58,44 @@ pub struct PreparedCall {
     now: Now,
 }
 
+/// What a transport keeps per single-key call in flight, instead of the [`PreparedCall`], to
+/// finish it with [`Limiter::finish_ticket`]: the time it was prepared at and, for a
+/// fixed-window check on the caller's clock, the cost it was sent with.
+///
+/// Why a cost: such a check goes in the script's `count` mode, whose reply is the window's
+/// count alone (~35k instructions inside Redis against ~43k for the six-integer reply,
+/// bench/redis_instructions.py), and the decision is derived from that count, the cost and the
+/// window (the limiter's strategy) by the Rust fixed window. The time alone cannot decode it.
+/// It is `Copy` and two numbers wide, so a transport that keeps per-call state in another
+/// language (Node keeps two `f64`s, [`Ticket::counted`] 0 for none) carries it as cheaply as
+/// the time it carried before. The core makes it; a transport only hands it back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ticket {
+    now: Now,
+    counted: Option<u64>,
+}
+
+impl Ticket {
+    /// A ticket from what [`Ticket::now`] and [`Ticket::counted`] gave (a transport that keeps
+    /// them as plain numbers). A ticket that is not its call's can only make the reply
+    /// unreadable (`store_unavailable`), or, with another cost, mis-decode a count reply: hand
+    /// back exactly what was given.
+    pub fn new(now: Now, counted: Option<u64>) -> Ticket {
+        Ticket { now, counted }
+    }
+
+    /// The time the call was prepared at.
+    pub fn now(&self) -> Now {
+        self.now
+    }
+
+    /// The cost of a check sent in `count` mode (its reply is the window's count), else `None`
+    /// (the reply is a six-integer decision).
+    pub fn counted(&self) -> Option<u64> {
+        self.counted
+    }
+}
+
 impl PreparedCall {
     /// `EVALSHA sha numkeys keys... args...`, RESP-encoded: the first (and usually only) send.
     pub fn evalsha(&self) -> Vec<u8> {
@@ -77,6 +115,12 @@ impl PreparedCall {
     /// What the call does (a multi limiter's or a shaper's call says `Check`).
     pub fn op(&self) -> Op {
         self.op
+    }
+
+    /// What [`Limiter::finish_ticket`] needs of a single-key call (check, peek or forecast) to
+    /// finish it without the call itself.
+    pub fn ticket(&self) -> Ticket {
+        Ticket { now: self.now, counted: call::counted_cost(&self.call) }
     }
 
     /// A single-key call of any transform ([`crate::Shaper::prepare`]).
@@ -381,10 +425,11 @@ impl Limiter {
     }
 
     /// [`Limiter::finish`] for a single-key call (check, peek or forecast: each runs the
-    /// strategy's script and answers a decision) prepared at `now` by this limiter, so that a
-    /// transport need not keep the prepared call while its reply is on the way.
-    pub fn finish_at(&self, now: Now, reply: Result<&[u8]>) -> Result<Decision> {
-        self.decide(&call::decision_call(self.strategy()), now, reply)
+    /// strategy's script and answers a decision) prepared by this limiter, from its
+    /// [`PreparedCall::ticket`], so that a transport need not keep the prepared call while its
+    /// reply is on the way.
+    pub fn finish_ticket(&self, ticket: Ticket, reply: Result<&[u8]>) -> Result<Decision> {
+        self.decide(&call::decision_call(self.strategy(), ticket.now, ticket.counted), ticket.now, reply)
     }
 
     fn decide(&self, call: &ScriptCall, now: Now, reply: Result<&[u8]>) -> Result<Decision> {
@@ -431,7 +476,7 @@ mod tests {
     #[test]
     fn the_integer_reader_agrees_with_the_parser() {
         let strategy = crate::Strategy::gcra(10, 1000, None).expect("valid strategy");
-        let call = call::decision_call(&strategy);
+        let call = call::decision_call(&strategy, Now::Server, None);
         let mut rng = Lcg(7);
         let mut fast = 0;
         for n in 0..20_000 {
