@@ -146,10 +146,12 @@ const clusterNatives = {
 }
 const transports = new Map() // store number -> Transport
 const limiterTransports = new WeakMap() // Limiter -> Transport | null
-// Where __redisPrepareFast writes a call (its time, then its FCALL or EVALSHA) and __redisFinish a decision:
+// Where __redisPrepareFast writes a call (its ticket: time at 0 and counted cost at 16, see
+// ScriptRequest; then its FCALL or EVALSHA from HEAD) and __redisFinish a decision:
 // reused, because a buffer or object made natively per call costs more than the call. Never
 // handed out (each call's bytes are copied out before anything else can run).
 let scratch = Buffer.allocUnsafe(16384)
+const HEAD = 24
 const decided = new Float64Array(6)
 
 /** The socket the Promise calls of `limiter` (a Limiter, MultiLimiter or Shaper) take, or null. */
@@ -202,15 +204,21 @@ function callsOf(limiter) {
   return c
 }
 
-/** One script call of a limiter on the wire (see lib/redis-transport.js for the protocol). */
+/**
+ * One script call of a limiter on the wire (see lib/redis-transport.js for the protocol). It
+ * keeps the call's ticket as the core made it (src/transport.rs, `write_ticket`): `now` (NaN:
+ * Redis's clock) and `counted`, the cost of a fixed window's check sent in count mode (its reply
+ * is the window's count), else 0; both go back to the core with the reply.
+ */
 class ScriptRequest {
-  constructor(t, limiter, op, key, cost, now, h) {
+  constructor(t, limiter, op, key, cost, now, counted, h) {
     this.t = t
     this.limiter = limiter
     this.op = op
     this.key = key
     this.cost = cost
     this.now = now
+    this.counted = counted
     this.h = h
   }
 
@@ -231,13 +239,13 @@ class ScriptRequest {
   finish(reply, error, timedOut) {
     if (reply === null) {
       // No reply (the connection failed, or the call timed out): the fail policy's path.
-      __redisFinish(this.limiter, this.now, reply, error, timedOut ? this.t.timeoutMs : undefined, decided)
+      __redisFinish(this.limiter, this.now, this.counted, reply, error, timedOut ? this.t.timeoutMs : undefined, decided)
       const d = { allowed: decided[0] === 1, limit: decided[1], remaining: decided[2], resetAt: decided[3], retryAfterMs: decided[4] }
       if (decided[5] === 1) d.fallback = true
       return d
     }
     io[6] = this.h
-    __redisFinishFast(reply, this.now)
+    __redisFinishFast(reply, this.now, this.counted)
     const d = { allowed: io[0] === 1, limit: io[1], remaining: io[2], resetAt: io[3], retryAfterMs: io[4] }
     if (io[5] === 1) d.fallback = true
     return d
@@ -355,8 +363,8 @@ for (const name of ['check', 'peek', 'forecast']) {
         }
         if (n < 0) return fallback.apply(this, arguments) // closed: the native method answers
         const bytes = Buffer.allocUnsafe(n)
-        scratch.copy(bytes, 0, 16, 16 + n)
-        const r = new ScriptRequest(t, this, op, key, cost, scratch.readDoubleLE(0), c.h)
+        scratch.copy(bytes, 0, HEAD, HEAD + n)
+        const r = new ScriptRequest(t, this, op, key, cost, scratch.readDoubleLE(0), scratch.readDoubleLE(16), c.h)
         if (t instanceof ClusterTransport) return t.request(r, bytes, scratch.readUInt32LE(8), scratch.readUInt32LE(12))
         return t.request(r, bytes)
       },
@@ -378,7 +386,8 @@ Object.defineProperty(L, 'checkMany', {
     }
     if (calls === null) return native.checkMany.apply(this, arguments)
     const now = scratch.readDoubleLE(0)
-    return Promise.all(calls.map((bytes, i) => t.request(new ScriptRequest(t, this, OP.check, keys[i], cost, now, c.h), bytes)))
+    const counted = scratch.readDoubleLE(16)
+    return Promise.all(calls.map((bytes, i) => t.request(new ScriptRequest(t, this, OP.check, keys[i], cost, now, counted, c.h), bytes)))
   },
   writable: true,
   configurable: true,

@@ -6,13 +6,14 @@
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
 import { mkdtempSync } from 'node:fs'
+import net from 'node:net'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { describe, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 
-import { Limiter, MultiLimiter, RedisStore, Shaper, Strategy } from '../index.mjs'
+import { Limiter, ManualClock, MultiLimiter, RedisStore, Shaper, Strategy } from '../index.mjs'
 import { spawnRedis } from './helpers/redis.mjs'
 
 const run = promisify(execFile)
@@ -244,6 +245,65 @@ describe('the Promise methods on their own socket', () => {
       await assert.rejects(async () => Limiter.prototype.check.call({}, 'k'), /Illegal invocation/)
       await assert.rejects(async () => Limiter.prototype.peek.call(Object.create(l), 'k'), /Illegal invocation/)
       await store.close()
+    })
+  })
+
+  test("a fixed window's check goes in count mode (one integer back) and decides as checkSync and the memory store", async () => {
+    await withRedis([], async (redis) => {
+      // What the server runs, from MONITOR: each script call's mode (`count`, `check`, ...).
+      const monitor = net.createConnection({ port: redis.port, host: '127.0.0.1' })
+      let seen = ''
+      monitor.on('data', (b) => {
+        seen += b.toString('latin1')
+      })
+      monitor.write('MONITOR\r\n')
+      await new Promise((resolve) => {
+        const wait = () => (seen.includes('+OK') ? resolve() : setTimeout(wait, 5))
+        wait()
+      })
+      const modes = async (from) => {
+        await sleep(50) // MONITOR lines arrive after the replies
+        return [...seen.slice(from).matchAll(/"(?:FCALL|EVALSHA|EVAL)" "[^"]+" "1" "([^"]+)" "[^"]+" "([a-z]+)"/gi)].map((m) => [m[1], m[2]])
+      }
+      for (const scripting of ['auto', 'eval']) {
+        const store = await RedisStore.connect({ url: redis.url, scripting })
+        const clock = new ManualClock(1_700_000_000_000)
+        const strategy = Strategy.fixedWindow({ limit: 5, windowMs: 1000 })
+        const p = `cm-${scripting}`
+        const l = new Limiter({ strategy, store, clock, prefix: p })
+        const twin = new Limiter({ strategy, store, clock, prefix: `${p}-sync` })
+        const memory = new Limiter({ strategy, clock })
+        const from = seen.length
+        let refused = 0
+        for (let i = 0; i < 12; i++) {
+          if (i === 6) assert.equal(redis.cli('script', 'flush'), 'OK') // NOSCRIPT: EVAL, in count mode
+          if (i === 7 && hasFunctions(redis)) assert.equal(redis.cli('function', 'flush'), 'OK')
+          const cost = 1 + (i % 3)
+          const got = await l.check('k', cost)
+          assert.deepEqual(got, twin.checkSync('k', cost), `${scripting} check ${i}`)
+          assert.deepEqual(got, memory.checkSync('k', cost), `${scripting} check ${i}: memory`)
+          refused += got.allowed ? 0 : 1
+          assert.deepEqual(await l.peek('k'), memory.peekSync('k'))
+          assert.deepEqual(await l.forecast('k', 2), memory.forecastSync('k', 2))
+          clock.advance(150)
+        }
+        assert.ok(refused > 0, 'no refused check to compare')
+        assert.deepEqual(await l.checkMany(['x', 'y', 'x'], 2), memory.checkManySync(['x', 'y', 'x'], 2))
+        const ours = (await modes(from)).filter(([key]) => key.startsWith(`${p}:`))
+        const checks = ours.filter(([, mode]) => mode !== 'peek' && mode !== 'forecast')
+        // 12 checks (one sent twice after NOSCRIPT or a flushed library), 3 of checkMany: all counted.
+        assert.ok(checks.length >= 15, JSON.stringify(ours))
+        assert.deepEqual([...new Set(checks.map(([, mode]) => mode))], ['count'], JSON.stringify(ours))
+        await store.close()
+      }
+      // On Redis's clock the caller does not know `now`: the six-integer check stays.
+      const store = await RedisStore.connect({ url: redis.url })
+      const l = new Limiter({ strategy: Strategy.fixedWindow({ limit: 5, windowMs: 60000 }), store, prefix: 'srv', serverClock: true })
+      const from = seen.length
+      assert.equal((await l.check('k', 2)).remaining, 3)
+      assert.deepEqual((await modes(from)).filter(([key]) => key === 'srv:k'), [['srv:k', 'check']])
+      await store.close()
+      monitor.destroy()
     })
   })
 

@@ -97,12 +97,14 @@ fn bytes<'a>(env: sys::napi_env, v: sys::napi_value, field: &str) -> CoreResult<
 /// (`transport::op`) for the limiter whose Redis handle is in the handle slot and the op in the op
 /// slot, the key as for `__checkSync` (its bytes in the buffer when its length is there, else
 /// the argument), the cost the cost slot's (1 for `undefined`) unless passed (index.js passes a
-/// cost that is not a number, for its error; a peek ignores it). Writes the call's time (f64
-/// LE, NaN: Redis's clock) at `scratch[0..8]`, on a cluster its master's number (u32 LE,
-/// `0xffffffff` when no master serves the slot now) at `scratch[8..12]` and its slot at
-/// `scratch[12..16]` (cluster.rs), and its first send after them (`FCALL` on a store that runs
-/// functions, else `EVALSHA`), and returns how many bytes of it; -1 when the store is closed
-/// (the native method answers), or `-(16 + length)` when `scratch` is too small. Written into
+/// cost that is not a number, for its error; a peek ignores it). Writes the call's ticket
+/// (`transport::Ticket`, what `__redisFinishFast` needs back) as its time (f64 LE, NaN: Redis's
+/// clock) at `scratch[0..8]` and its counted cost (f64 LE, 0: none) at `scratch[16..24]`, on a
+/// cluster its master's number (u32 LE, `0xffffffff` when no master serves the slot now) at
+/// `scratch[8..12]` and its slot at `scratch[12..16]` (cluster.rs), and its first send after
+/// them (`FCALL` on a store that runs functions, else `EVALSHA`), and returns how many bytes of
+/// it; -1 when the store is closed (the native method answers), or `-(HEAD + length)` when
+/// `scratch` is too small. Written into
 /// a buffer the caller keeps, because a buffer made here per call costs more than the rest of
 /// the call. Bad arguments throw the native method's error.
 unsafe extern "C" fn prepare(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
@@ -155,24 +157,29 @@ fn write(l: &RedisLimiter, op: Op, key: &str, cost: u64, scratch: &mut [u8]) -> 
     ENCODED.with_borrow_mut(|tail| {
         tail.clear();
         call.write_first(functions, tail);
-        if 16 + tail.len() > scratch.len() {
-            return Ok(-((16 + tail.len()) as i64));
+        if HEAD + tail.len() > scratch.len() {
+            return Ok(-((HEAD + tail.len()) as i64));
         }
-        scratch[..8].copy_from_slice(&transport::now_to_js(call.now()).to_le_bytes());
+        transport::write_ticket(call.ticket(), scratch);
         scratch[8..12].copy_from_slice(&node.to_le_bytes());
         scratch[12..16].copy_from_slice(&slot.to_le_bytes());
-        scratch[16..16 + tail.len()].copy_from_slice(tail);
+        scratch[HEAD..HEAD + tail.len()].copy_from_slice(tail);
         Ok(tail.len() as i64)
     })
 }
+
+/// Where a call's bytes start in `__redisPrepareFast`'s scratch buffer (after its ticket, master
+/// and slot).
+const HEAD: usize = 24;
 
 thread_local! {
     /// Where a call's bytes are encoded before they are copied into the caller's scratch buffer.
     static ENCODED: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
-/// `__redisFinishFast(reply, now)`: `__redisFinish(limiter, now, reply)` for a reply frame, for
-/// the limiter whose Redis handle is in the handle slot: the decision in slots 0-5 (allowed,
+/// `__redisFinishFast(reply, now, counted)`: `__redisFinish(limiter, now, counted, reply)` for a
+/// reply frame, for the limiter whose Redis handle is in the handle slot, `now` and `counted`
+/// the call's ticket as `__redisPrepareFast` wrote it: the decision in slots 0-5 (allowed,
 /// limit, remaining, resetAt, retryAfterMs, fallback), or what the Promise rejects with thrown.
 unsafe extern "C" fn finish(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
     guard(env, info, |env, context, argv, _| {
@@ -181,13 +188,15 @@ unsafe extern "C" fn finish(env: sys::napi_env, info: sys::napi_callback_info) -
         let io = unsafe { std::slice::from_raw_parts_mut(slots(context)?, IO_LEN) };
         let table = context.redis.try_borrow().map_err(|_| config("this", "is busy"))?;
         let l = table.get(io[IO_HANDLE]).ok_or_else(|| config("this", "is not a Limiter"))?;
-        let mut now = f64::NAN;
-        // SAFETY: a live value of the current call; a non-number fails with a status.
-        if unsafe { sys::napi_get_value_double(env, argv[1], &mut now) } != sys::Status::napi_ok {
+        let [mut now, mut counted] = [f64::NAN; 2];
+        // SAFETY: live values of the current call; a non-number fails with a status.
+        if unsafe { sys::napi_get_value_double(env, argv[1], &mut now) } != sys::Status::napi_ok
+            || unsafe { sys::napi_get_value_double(env, argv[2], &mut counted) } != sys::Status::napi_ok
+        {
             return Err(config("now", "must be a number"));
         }
         let reply = bytes(env, argv[0], "reply")?;
-        let d = l.inner.finish_at(transport::now_from_js(now), Ok(reply))?;
+        let d = l.inner.finish_ticket(transport::ticket_from_js(now, counted), Ok(reply))?;
         put_decision(io, &d);
         Ok(ptr::null_mut())
     })

@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use napi::Env;
 use napi::bindgen_prelude::{Buffer, BufferSlice, External, Float64ArraySlice, Unknown};
 use napi_derive::napi;
-use throttlekit::redis::transport::{self, Op, PreparedCall};
+use throttlekit::redis::transport::{self, Op, PreparedCall, Ticket};
 use throttlekit::store::Now;
 
 use crate::convert;
@@ -153,6 +153,21 @@ pub(crate) fn now_from_js(now: f64) -> Now {
     if now.is_nan() { Now::Server } else { Now::At(now as i64) }
 }
 
+/// A call's ticket at `scratch[0..8]` (its time, as [`now_to_js`]) and `scratch[16..24]` (its
+/// counted cost, 0 for none; a cost is at most 2^53, exact in an f64), f64 LE: what index.js
+/// keeps per call and hands back to finish it ([`ticket_from_js`]). Why a ticket and not the
+/// time alone: a fixed window's check on the caller's clock goes in `count` mode, whose reply
+/// is decoded with its cost (`throttlekit::redis::transport::Ticket`).
+pub(crate) fn write_ticket(ticket: Ticket, scratch: &mut [u8]) {
+    scratch[..8].copy_from_slice(&now_to_js(ticket.now()).to_le_bytes());
+    scratch[16..24].copy_from_slice(&(ticket.counted().unwrap_or(0) as f64).to_le_bytes());
+}
+
+/// The ticket index.js kept as two numbers ([`write_ticket`]).
+pub(crate) fn ticket_from_js(now: f64, counted: f64) -> Ticket {
+    Ticket::new(now_from_js(now), (counted >= 1.0).then_some(counted as u64))
+}
+
 /// `__redisEval(limiter, op, key, cost, now)`: what to send once after the server lacked the
 /// call's script or function (`EVAL`, or `FUNCTION LOAD REPLACE` + `FCALL`: `retryReplies`
 /// replies) for the call prepared with these arguments at `now` (rare: a buffer per call is fine).
@@ -166,8 +181,9 @@ pub fn redis_eval(env: &Env, limiter: Unknown, op: u32, key: Unknown, cost: Unkn
 }
 
 /// `__redisPrepareMany(limiter, keys, cost, scratch)`: `checkMany`'s calls, one check per key
-/// at one clock read (written at `scratch[0..8]` as by `__redisPrepareFast`, redis_fast.rs): their first sends
-/// (`FCALL` or `EVALSHA`); `null` on a closed store.
+/// at one clock read and one cost, so one ticket for all (written at `scratch[0..8]` and
+/// `scratch[16..24]` as by `__redisPrepareFast`, redis_fast.rs): their first sends (`FCALL` or
+/// `EVALSHA`); `null` on a closed store.
 #[napi(js_name = "__redisPrepareMany", skip_typescript)]
 pub fn redis_prepare_many(
     env: &Env,
@@ -181,11 +197,14 @@ pub fn redis_prepare_many(
     let Some(store) = open_store(l) else {
         return Ok(None);
     };
+    if scratch.len() < 24 {
+        return Err(config("scratch", "must hold at least 24 bytes")).or_throw(env);
+    }
     let functions = store.store.uses_functions();
     let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
     let calls = l.inner.prepare_many(&keys, cost).or_throw(env)?;
-    let now = calls.first().map_or(f64::NAN, |c| now_to_js(c.now()));
-    scratch[..8].copy_from_slice(&now.to_le_bytes());
+    let ticket = calls.first().map_or(Ticket::new(Now::Server, None), PreparedCall::ticket);
+    write_ticket(ticket, &mut scratch[..]);
     Ok(Some(calls.iter().map(|c| c.first(functions).into()).collect()))
 }
 
@@ -199,15 +218,18 @@ pub(crate) fn outcome(reply: Option<&[u8]>, error: Option<String>, timeout_ms: O
     }
 }
 
-/// `__redisFinish(limiter, now, reply, error, timeoutMs, out)`: the decision for a check, peek
-/// or forecast prepared at `now`, through the limiter's fail policy when there is no usable reply,
+/// `__redisFinish(limiter, now, counted, reply, error, timeoutMs, out)`: the decision for a
+/// check, peek or forecast whose ticket is `now` and `counted` ([`ticket_from_js`]), through the
+/// limiter's fail policy when there is no usable reply,
 /// written to `out` as `[allowed, limit, remaining, resetAt, retryAfterMs, fallback]` (index.js
 /// builds the object, as the `checkSync` fast path does); throws what the Promise rejects with.
 #[napi(js_name = "__redisFinish", skip_typescript)]
+#[allow(clippy::too_many_arguments)]
 pub fn redis_finish(
     env: &Env,
     limiter: Unknown,
     now: f64,
+    counted: f64,
     reply: Option<BufferSlice>,
     error: Option<String>,
     timeout_ms: Option<f64>,
@@ -215,7 +237,8 @@ pub fn redis_finish(
 ) -> napi::Result<()> {
     let l = self::limiter(env, &limiter).or_throw(env)?;
     let reply = reply.as_deref();
-    let d = l.inner.finish_at(now_from_js(now), outcome(reply, error, timeout_ms)).or_throw(env)?;
+    let ticket = ticket_from_js(now, counted);
+    let d = l.inner.finish_ticket(ticket, outcome(reply, error, timeout_ms)).or_throw(env)?;
     let values = [
         f64::from(u8::from(d.allowed)),
         d.limit as f64,
