@@ -67,7 +67,7 @@ impl IntGcra {
     fn new(t: f64, tau: f64) -> Option<IntGcra> {
         let whole = |v: f64| (v >= 1.0 && v < EXACT as f64 && v.fract() == 0.0).then_some(v as i64);
         let (t, tau) = (whole(t)?, whole(tau)?);
-        // One request per ms: `remaining` needs no division, and this path none of its own.
+        // `t = 1` (1000 a second) stays on the float path: its reciprocal needs 65 bits.
         if t == 1 {
             return None;
         }
