@@ -421,3 +421,65 @@ fn a_signal_handled_on_the_callers_thread_mid_call_does_not_fail_the_call() {
     assert!(answered.is_ok(), "the call failed: {:?}", answered.err());
     assert!(SIGNAL_HANDLED.load(std::sync::atomic::Ordering::SeqCst), "the signal was lost, not held");
 }
+
+/// A proxy on a free loopback port that passes requests to `upstream` as they come and hands
+/// every reply back one byte per write (`TCP_NODELAY`, a pause between bytes), so a client
+/// reads each reply in many pieces. Its threads end with their connections.
+fn trickling_proxy(upstream: u16) -> u16 {
+    use std::io::{Read, Write};
+    use std::net::{TcpListener, TcpStream};
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for client in listener.incoming() {
+            let Ok(client) = client else { return };
+            let Ok(server) = TcpStream::connect(("127.0.0.1", upstream)) else { return };
+            for s in [&client, &server] {
+                s.set_nodelay(true).unwrap();
+            }
+            let (mut c_in, mut s_out) = (client.try_clone().unwrap(), server.try_clone().unwrap());
+            std::thread::spawn(move || {
+                let _ = std::io::copy(&mut c_in, &mut s_out);
+            });
+            let (mut s_in, mut c_out) = (server, client);
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                while let Ok(n @ 1..) = s_in.read(&mut buf) {
+                    for b in &buf[..n] {
+                        if c_out.write_all(std::slice::from_ref(b)).is_err() {
+                            return;
+                        }
+                        std::thread::sleep(Duration::from_micros(50));
+                    }
+                }
+            });
+        }
+    });
+    port
+}
+
+/// The blocking path reads replies on its own connection (`core/src/redis/wire.rs`): a reply
+/// split over many reads is read whole and decoded as when it comes in one piece, a pooled
+/// connection's next reply starts where the last ended, and the `NOSCRIPT` fallback (an error
+/// frame, then the `EVAL` reply) works there too.
+#[test]
+fn replies_that_arrive_a_byte_at_a_time_are_read_whole_on_the_blocking_path() {
+    let server = RedisServer::start();
+    let store = connect(format!("redis://127.0.0.1:{}", trickling_proxy(server.port)), 5000);
+    let l = Limiter::builder(Strategy::fixed_window(5, 3_600_000).unwrap())
+        .store(store.clone())
+        .fail_policy(FailPolicy::Raise)
+        .prefix("trickle")
+        .build();
+    let now = 1_800_000_000_000;
+    for expected in (0..5).rev() {
+        let d = l.check_sync_at("k", 1, now).unwrap();
+        assert!(d.allowed && d.remaining == expected, "{d:?}");
+    }
+    let denied = l.check_sync_at("k", 1, now).unwrap();
+    assert!(!denied.allowed && denied.retry_after_ms > 0, "{denied:?}");
+    redis_server::cli(server.port, &["script", "flush"]).expect("SCRIPT FLUSH");
+    let after_flush = l.check_sync_at("other", 2, now).unwrap();
+    assert!(after_flush.allowed && after_flush.remaining == 3, "{after_flush:?}");
+    assert_eq!(l.check_sync_at("other", 1, now).unwrap().remaining, 2);
+}
