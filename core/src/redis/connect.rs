@@ -234,6 +234,12 @@ impl Blocking {
 }
 
 impl Blocking {
+    /// Whether [`Blocking::connect_sync`] makes the store's own connections (which need no
+    /// signals held: [`super::wire::Wire::frame`]).
+    pub(crate) fn is_wire(&self) -> bool {
+        self.wire.is_some()
+    }
+
     /// [`Blocking::connect`] for the standalone sync path: the store's own
     /// [`super::wire::Wire`] where it applies (plain TCP, RESP2), else redis-rs's connection.
     pub(crate) fn connect_sync(&self, deadline: Instant) -> redis::RedisResult<super::wire::SyncConn> {

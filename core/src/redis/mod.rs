@@ -600,7 +600,8 @@ impl RedisStore {
             return call::decode_reply(&call, &value);
         }
         if self.inner.replay.is_none() && !self.inner.routed {
-            let _held = signals::HeldSignals::hold();
+            // redis-rs's connection cannot read again after a signal; the store's own can.
+            let _held = (!self.inner.blocking.is_wire()).then(signals::HeldSignals::hold);
             return self.inner.run_blocking(&call);
         }
         let inner = self.inner.clone();

@@ -34,6 +34,9 @@ pub(crate) struct Wire {
     end: usize,
     /// The request being written, kept between calls.
     out: Vec<u8>,
+    /// The socket's read timeout as last set (a read interrupted by a signal waits only what
+    /// is left of it).
+    read_timeout: Duration,
 }
 
 impl Wire {
@@ -57,7 +60,8 @@ impl Wire {
             (None, None) => return Err(io(ErrorKind::NotFound, "the host resolved to no address")),
         };
         stream.set_nodelay(true)?;
-        let mut wire = Wire { stream, buf: vec![0; INITIAL], start: 0, end: 0, out: Vec::new() };
+        let mut wire =
+            Wire { stream, buf: vec![0; INITIAL], start: 0, end: 0, out: Vec::new(), read_timeout: Duration::ZERO };
         for command in handshake {
             wire.set_timeouts(left(deadline)?)?;
             wire.send(command)?;
@@ -70,15 +74,17 @@ impl Wire {
     }
 
     /// Sets both socket timeouts.
-    pub(crate) fn set_timeouts(&self, t: Duration) -> RedisResult<()> {
-        self.stream.set_read_timeout(Some(t))?;
+    pub(crate) fn set_timeouts(&mut self, t: Duration) -> RedisResult<()> {
+        self.set_read_timeout(t)?;
         self.stream.set_write_timeout(Some(t))?;
         Ok(())
     }
 
     /// Sets the read timeout.
-    pub(crate) fn set_read_timeout(&self, t: Duration) -> RedisResult<()> {
-        Ok(self.stream.set_read_timeout(Some(t))?)
+    pub(crate) fn set_read_timeout(&mut self, t: Duration) -> RedisResult<()> {
+        self.stream.set_read_timeout(Some(t))?;
+        self.read_timeout = t;
+        Ok(())
     }
 
     /// Writes `bytes` (a packed command or pipeline) whole.
@@ -97,15 +103,18 @@ impl Wire {
     }
 
     /// The next reply frame, whole (its bytes stay valid until the next read).
+    ///
+    /// A read interrupted by a signal handler (`EINTR`: Linux never restarts a `recv` that has
+    /// a socket timeout) is read again, waiting what is left of the read timeout: the bytes
+    /// read so far stay in the buffer, so nothing is lost and nothing is sent again. That is
+    /// why this connection needs no signals held ([`super::signals`]), which saves the two
+    /// `rt_sigprocmask` calls per call that redis-rs's connection needs.
     pub(crate) fn frame(&mut self) -> RedisResult<&[u8]> {
-        loop {
+        let mut began = None;
+        let mut shortened = false;
+        let out = loop {
             if let Some(n) = frame_len(&self.buf[self.start..self.end])? {
-                let at = self.start;
-                self.start += n;
-                if self.start == self.end {
-                    (self.start, self.end) = (0, 0);
-                }
-                return Ok(&self.buf[at..at + n]);
+                break n;
             }
             // Make room: move the partial frame to the front, grow if it fills the buffer.
             if self.start > 0 {
@@ -115,13 +124,30 @@ impl Wire {
             if self.end == self.buf.len() {
                 self.buf.resize(self.buf.len() * 2, 0);
             }
+            let began = *began.get_or_insert_with(Instant::now);
             match self.stream.read(&mut self.buf[self.end..]) {
                 Ok(0) => return Err(io(ErrorKind::UnexpectedEof, "the server closed the connection")),
                 Ok(n) => self.end += n,
-                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == ErrorKind::Interrupted => {
+                    let left = self.read_timeout.saturating_sub(began.elapsed());
+                    if left.is_zero() {
+                        return Err(io(ErrorKind::TimedOut, "no reply within the read timeout"));
+                    }
+                    self.stream.set_read_timeout(Some(left))?;
+                    shortened = true;
+                }
                 Err(e) => return Err(timeout_kind(e).into()),
             }
+        };
+        if shortened {
+            self.stream.set_read_timeout(Some(self.read_timeout))?;
         }
+        let at = self.start;
+        self.start += out;
+        if self.start == self.end {
+            (self.start, self.end) = (0, 0);
+        }
+        Ok(&self.buf[at..at + out])
     }
 
     /// The next reply, decoded by redis-rs's parser (server errors as [`Value::ServerError`]).
