@@ -389,7 +389,9 @@ extern "C" fn note_signal(_: libc::c_int) {
 /// its preemption signal to the thread of a cgo call) must not fail the call. A `recv` bounded by
 /// `SO_RCVTIMEO` is never restarted after a handler, even with `SA_RESTART`, so without the
 /// store holding signals for the call this answered `store_unavailable: Interrupted system call`.
-/// The handler still runs, once the call is over.
+/// The handler still runs: on a plain-TCP RESP2 URL (this one) during the call, whose own
+/// connection reads again after it (`core/src/redis/wire.rs`); on redis-rs's connection (TLS,
+/// RESP3), which holds signals for the call, once the call is over.
 #[test]
 fn a_signal_handled_on_the_callers_thread_mid_call_does_not_fail_the_call() {
     let server = RedisServer::start();
@@ -420,4 +422,115 @@ fn a_signal_handled_on_the_callers_thread_mid_call_does_not_fail_the_call() {
     nudger.join().unwrap();
     assert!(answered.is_ok(), "the call failed: {:?}", answered.err());
     assert!(SIGNAL_HANDLED.load(std::sync::atomic::Ordering::SeqCst), "the signal was lost, not held");
+}
+
+/// A proxy on a free loopback port that passes requests to `upstream` as they come and hands
+/// every reply back one byte per write (`TCP_NODELAY`, a pause between bytes), so a client
+/// reads each reply in many pieces. Its threads end with their connections.
+fn trickling_proxy(upstream: u16) -> u16 {
+    use std::io::{Read, Write};
+    use std::net::{TcpListener, TcpStream};
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for client in listener.incoming() {
+            let Ok(client) = client else { return };
+            let Ok(server) = TcpStream::connect(("127.0.0.1", upstream)) else { return };
+            for s in [&client, &server] {
+                s.set_nodelay(true).unwrap();
+            }
+            let (mut c_in, mut s_out) = (client.try_clone().unwrap(), server.try_clone().unwrap());
+            std::thread::spawn(move || {
+                let _ = std::io::copy(&mut c_in, &mut s_out);
+            });
+            let (mut s_in, mut c_out) = (server, client);
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                while let Ok(n @ 1..) = s_in.read(&mut buf) {
+                    for b in &buf[..n] {
+                        if c_out.write_all(std::slice::from_ref(b)).is_err() {
+                            return;
+                        }
+                        std::thread::sleep(Duration::from_micros(50));
+                    }
+                }
+            });
+        }
+    });
+    port
+}
+
+/// The blocking path reads replies on its own connection (`core/src/redis/wire.rs`): a reply
+/// split over many reads is read whole and decoded as when it comes in one piece, a pooled
+/// connection's next reply starts where the last ended, and the `NOSCRIPT` fallback (an error
+/// frame, then the `EVAL` reply) works there too.
+#[test]
+fn replies_that_arrive_a_byte_at_a_time_are_read_whole_on_the_blocking_path() {
+    let server = RedisServer::start();
+    let store = connect(format!("redis://127.0.0.1:{}", trickling_proxy(server.port)), 5000);
+    let l = Limiter::builder(Strategy::fixed_window(5, 3_600_000).unwrap())
+        .store(store.clone())
+        .fail_policy(FailPolicy::Raise)
+        .prefix("trickle")
+        .build();
+    let now = 1_800_000_000_000;
+    for expected in (0..5).rev() {
+        let d = l.check_sync_at("k", 1, now).unwrap();
+        assert!(d.allowed && d.remaining == expected, "{d:?}");
+    }
+    let denied = l.check_sync_at("k", 1, now).unwrap();
+    assert!(!denied.allowed && denied.retry_after_ms > 0, "{denied:?}");
+    redis_server::cli(server.port, &["script", "flush"]).expect("SCRIPT FLUSH");
+    let after_flush = l.check_sync_at("other", 2, now).unwrap();
+    assert!(after_flush.allowed && after_flush.remaining == 3, "{after_flush:?}");
+    assert_eq!(l.check_sync_at("other", 1, now).unwrap().remaining, 2);
+}
+
+/// Signals handled on the caller's thread every 20 ms while a blocking call waits on a stopped
+/// server: each interrupted read is read again, but only for what is left of the timeout, so
+/// the call still fails within it (a read restarted with its whole timeout each time would
+/// never end).
+#[test]
+fn a_storm_of_signals_mid_call_does_not_stretch_the_call_past_its_timeout() {
+    let server = RedisServer::start();
+    let store = connect(server.url(), TIMEOUT_MS);
+    let l = limiter(&store, FailPolicy::Raise);
+    l.check_sync("storm", 1).unwrap();
+    // SAFETY: as in the test above: an async-signal-safe handler, a zeroed then filled struct.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = note_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
+        action.sa_flags = libc::SA_RESTART;
+        libc::sigemptyset(&mut action.sa_mask);
+        assert_eq!(libc::sigaction(libc::SIGUSR2, &action, std::ptr::null_mut()), 0);
+    }
+    // SAFETY: `pthread_self` has no preconditions.
+    let caller = unsafe { libc::pthread_self() };
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    server.signal("STOP");
+    let storm = {
+        let stop = stop.clone();
+        // At most 2 s of signals: a read that restarted its whole timeout after each would then
+        // end the call at about 2.3 s, failing the bound below instead of hanging the test.
+        let began = Instant::now();
+        std::thread::spawn(move || {
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) && began.elapsed() < Duration::from_secs(2) {
+                std::thread::sleep(Duration::from_millis(20));
+                // SAFETY: `caller` is the test's thread, alive until it joins this one.
+                unsafe { libc::pthread_kill(caller, libc::SIGUSR2) };
+            }
+        })
+    };
+    let start = Instant::now();
+    let out = l.check_sync("storm", 1);
+    let took = start.elapsed();
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    storm.join().unwrap();
+    server.signal("CONT");
+    let err = out.unwrap_err();
+    assert_eq!(err.code(), ErrorCode::StoreUnavailable);
+    assert!(err.message().contains("timed out"), "{err}");
+    assert!(took <= Duration::from_millis(TIMEOUT_MS + 150), "the call took {took:?}");
+    assert!(SIGNAL_HANDLED.load(std::sync::atomic::Ordering::SeqCst));
+    assert!(answers_within_a_second(&l), "no answer after SIGCONT");
 }

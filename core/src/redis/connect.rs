@@ -177,6 +177,8 @@ fn install_crypto_provider() {
 pub(crate) struct Blocking {
     bare: redis::Client,
     handshake: Vec<Vec<u8>>,
+    /// Plain TCP speaking RESP2: the host and port [`super::wire::Wire`] connects to.
+    wire: Option<(String, u16)>,
 }
 
 impl Blocking {
@@ -184,18 +186,20 @@ impl Blocking {
     pub(crate) fn of(client: &redis::Client) -> Blocking {
         let info = client.get_connection_info();
         let settings = info.redis_settings();
-        let handshake = if settings.protocol().supports_resp3() {
-            resp3_handshake(settings)
-        } else {
-            super::transport::Endpoint::of(info).handshake()
+        let resp3 = settings.protocol().supports_resp3();
+        let handshake =
+            if resp3 { resp3_handshake(settings) } else { super::transport::Endpoint::of(info).handshake() };
+        let wire = match info.addr() {
+            redis::ConnectionAddr::Tcp(host, port) if !resp3 => Some((host.clone(), *port)),
+            _ => None,
         };
         // The bare client speaks RESP2 to the crate (so the crate sends no `HELLO`); after our
         // `HELLO 3` the server answers in RESP3, which the crate's parser reads either way
         // (pushes are skipped by the readers, `invoke::pipeline_within`).
         let bare_settings = redis::RedisConnectionInfo::default().set_skip_set_lib_name();
         match redis::Client::open(info.clone().set_redis_settings(bare_settings)) {
-            Ok(bare) => Blocking { bare, handshake },
-            Err(_) => Blocking { bare: client.clone(), handshake: Vec::new() },
+            Ok(bare) => Blocking { bare, handshake, wire },
+            Err(_) => Blocking { bare: client.clone(), handshake: Vec::new(), wire: None },
         }
     }
 
@@ -226,6 +230,25 @@ impl Blocking {
         conn.set_read_timeout(Some(l))?;
         conn.set_write_timeout(Some(l))?;
         Ok(conn)
+    }
+}
+
+impl Blocking {
+    /// Whether [`Blocking::connect_sync`] makes the store's own connections (which need no
+    /// signals held: [`super::wire::Wire::frame`]).
+    pub(crate) fn is_wire(&self) -> bool {
+        self.wire.is_some()
+    }
+
+    /// [`Blocking::connect`] for the standalone sync path: the store's own
+    /// [`super::wire::Wire`] where it applies (plain TCP, RESP2), else redis-rs's connection.
+    pub(crate) fn connect_sync(&self, deadline: Instant) -> redis::RedisResult<super::wire::SyncConn> {
+        match &self.wire {
+            Some((host, port)) => {
+                super::wire::Wire::connect(host, *port, &self.handshake, deadline).map(super::wire::SyncConn::Wire)
+            }
+            None => self.connect(deadline).map(super::wire::SyncConn::Crate),
+        }
     }
 }
 

@@ -156,24 +156,69 @@ pub(crate) fn last_two(values: RedisResult<Vec<Value>>) -> RedisResult<(Value, O
     Ok((v.pop().unwrap_or(Value::Nil), acked))
 }
 
+/// A blocking connection as the sync paths use it: redis-rs's [`redis::Connection`], or the
+/// store's own [`super::wire::Wire`].
+pub(crate) trait SyncIo {
+    /// Writes a packed command or pipeline.
+    fn send_bytes(&mut self, bytes: &[u8]) -> RedisResult<()>;
+    /// Reads the next reply (a RESP3 push is returned as one).
+    fn recv_value(&mut self) -> RedisResult<Value>;
+    /// Bounds each later read.
+    fn read_timeout(&mut self, t: Duration) -> RedisResult<()>;
+    /// One command and its reply.
+    fn request(&mut self, cmd: &Cmd) -> RedisResult<Value>;
+}
+
+impl SyncIo for redis::Connection {
+    fn send_bytes(&mut self, bytes: &[u8]) -> RedisResult<()> {
+        self.send_packed_command(bytes)
+    }
+
+    fn recv_value(&mut self) -> RedisResult<Value> {
+        self.recv_response()
+    }
+
+    fn read_timeout(&mut self, t: Duration) -> RedisResult<()> {
+        self.set_read_timeout(Some(t))
+    }
+
+    fn request(&mut self, cmd: &Cmd) -> RedisResult<Value> {
+        redis::ConnectionLike::req_command(self, cmd)
+    }
+}
+
+impl SyncIo for super::wire::Wire {
+    fn send_bytes(&mut self, bytes: &[u8]) -> RedisResult<()> {
+        self.send(bytes)
+    }
+
+    fn recv_value(&mut self) -> RedisResult<Value> {
+        self.recv()
+    }
+
+    fn read_timeout(&mut self, t: Duration) -> RedisResult<()> {
+        self.set_read_timeout(t)
+    }
+
+    fn request(&mut self, cmd: &Cmd) -> RedisResult<Value> {
+        self.send_cmd(cmd)?;
+        self.recv()
+    }
+}
+
 /// [`run_async`] on a blocking connection, every reply read by `deadline` (the connection's
 /// read timeout is `full` again afterwards, when the call answered).
 pub(crate) fn run_sync(
-    conn: &mut redis::Connection,
+    conn: &mut impl SyncIo,
     invoke: Invoke,
     durable: Option<Durable>,
     call: &ScriptCall,
     deadline: Instant,
     full: Duration,
 ) -> RedisResult<Value> {
-    use redis::ConnectionLike;
     let Some(d) = durable else {
-        let reply = conn.req_command(&first(invoke, call));
-        if !is_missing(&reply) {
-            return reply;
-        }
-        let p = fallback(invoke, call);
-        return last(pipeline_within(conn, &p.get_packed_pipeline(), p.len(), deadline, full));
+        let reply = conn.request(&first(invoke, call));
+        return run_sync_fallback(conn, invoke, call, reply, deadline, full);
     };
     let mut p = redis::pipe();
     p.add_command(first(invoke, call)).add_command(d.wait());
@@ -187,6 +232,23 @@ pub(crate) fn run_sync(
     d.check(reply, acked)
 }
 
+/// `reply` if it is the call's, else the fallback's (`EVAL` after `NOSCRIPT`, `FUNCTION LOAD`
+/// and `FCALL` after a missing function), its replies read by `deadline`.
+pub(crate) fn run_sync_fallback(
+    conn: &mut impl SyncIo,
+    invoke: Invoke,
+    call: &ScriptCall,
+    reply: RedisResult<Value>,
+    deadline: Instant,
+    full: Duration,
+) -> RedisResult<Value> {
+    if !is_missing(&reply) {
+        return reply;
+    }
+    let p = fallback(invoke, call);
+    last(pipeline_within(conn, &p.get_packed_pipeline(), p.len(), deadline, full))
+}
+
 /// Sends a pipeline of `count` commands on a blocking connection and reads its replies, each
 /// read bounded by the time left until `deadline`; then sets the read timeout back to `full`.
 ///
@@ -195,13 +257,13 @@ pub(crate) fn run_sync(
 /// a server gone silent a two-command pipeline (a call and its `WAIT`) took twice the timeout.
 /// A failed read ends the call here; the connection is then dropped, never reused.
 pub(crate) fn pipeline_within(
-    conn: &mut redis::Connection,
+    conn: &mut impl SyncIo,
     packed: &[u8],
     count: usize,
     deadline: Instant,
     full: Duration,
 ) -> RedisResult<Vec<Value>> {
-    conn.send_packed_command(packed)?;
+    conn.send_bytes(packed)?;
     let mut out = Vec::with_capacity(count);
     while out.len() < count {
         let left = deadline.saturating_duration_since(Instant::now());
@@ -211,13 +273,13 @@ pub(crate) fn pipeline_within(
                 "no reply within the call's timeout",
             )));
         }
-        conn.set_read_timeout(Some(left))?;
-        match conn.recv_response()? {
+        conn.read_timeout(left)?;
+        match conn.recv_value()? {
             // RESP3 pushes are not replies.
             Value::Push { .. } => {}
             v => out.push(v),
         }
     }
-    conn.set_read_timeout(Some(full))?;
+    conn.read_timeout(full)?;
     Ok(out)
 }

@@ -59,6 +59,7 @@ pub mod scripts;
 mod sentinel;
 mod signals;
 pub mod transport;
+mod wire;
 
 pub use options::{RedisMode, RedisOptions, Scripting, split_urls};
 pub use scoped::{ScopedStore, conformance_stores, conformance_stores_with};
@@ -124,7 +125,7 @@ struct Inner {
     client: redis::Client,
     /// How a blocking connection is made within the call's deadline.
     blocking: connect::Blocking,
-    idle: parking_lot::Mutex<Vec<redis::Connection>>,
+    idle: parking_lot::Mutex<Vec<wire::SyncConn>>,
     timeout: Duration,
     replay: Option<tokio::sync::Mutex<replay::Book>>,
     closed: AtomicBool,
@@ -599,7 +600,8 @@ impl RedisStore {
             return call::decode_reply(&call, &value);
         }
         if self.inner.replay.is_none() && !self.inner.routed {
-            let _held = signals::HeldSignals::hold();
+            // redis-rs's connection cannot read again after a signal; the store's own can.
+            let _held = (!self.inner.blocking.is_wire()).then(signals::HeldSignals::hold);
             return self.inner.run_blocking(&call);
         }
         let inner = self.inner.clone();
@@ -747,29 +749,49 @@ impl Inner {
                 // One deadline for the whole call: the new connection's handshake spends part of
                 // it, and the call gets what is left, not a whole timeout of its own (a silent
                 // server used to take twice: see [`connect::Blocking`]).
-                (self.blocking.connect(started + self.timeout).map_err(timed_out)?, true)
+                (self.blocking.connect_sync(started + self.timeout).map_err(timed_out)?, true)
             }
         };
-        let value =
-            match invoke::run_sync(&mut conn, self.invoke, self.durable, call, started + self.timeout, self.timeout) {
-                Ok(Value::ServerError(e)) => {
-                    self.pool(conn, fresh)?;
-                    return Err(Error::store(format!("{} failed: {e}", call.script.name)));
+        let deadline = started + self.timeout;
+        let value = match &mut conn {
+            // The store's own connection: a decision reply is read where it lies ([`wire`]).
+            wire::SyncConn::Wire(w) if self.durable.is_none() => {
+                let first = w.send_cmd(&invoke::first(self.invoke, call)).and_then(|()| w.frame());
+                match first {
+                    Ok(frame) if !transport::is_missing(frame) => {
+                        let outcome = transport::outcome(call, Ok(frame));
+                        // The whole reply was read: the connection is in step, whatever it said.
+                        self.pool(conn, fresh)?;
+                        return outcome;
+                    }
+                    Ok(frame) => {
+                        let reply = redis::parse_redis_value(frame);
+                        invoke::run_sync_fallback(w, self.invoke, call, reply, deadline, self.timeout)
+                    }
+                    Err(e) => Err(e),
                 }
-                Ok(v) => v,
-                // Dropped with the connection: a timed-out call is never sent again.
-                Err(e) => return Err(timed_out(e)),
-            };
+            }
+            wire::SyncConn::Wire(w) => invoke::run_sync(w, self.invoke, self.durable, call, deadline, self.timeout),
+            wire::SyncConn::Crate(c) => invoke::run_sync(c, self.invoke, self.durable, call, deadline, self.timeout),
+        };
+        let value = match value {
+            Ok(Value::ServerError(e)) => {
+                self.pool(conn, fresh)?;
+                return Err(Error::store(format!("{} failed: {e}", call.script.name)));
+            }
+            Ok(v) => v,
+            // Dropped with the connection: a timed-out call is never sent again.
+            Err(e) => return Err(timed_out(e)),
+        };
         self.pool(conn, fresh)?;
         call::decode_reply(call, &value)
     }
 
     /// Returns a blocking connection that answered to the pool; a new one gets the whole
     /// timeout back for its next call (its first had only what its handshake left).
-    fn pool(&self, conn: redis::Connection, fresh: bool) -> Result<()> {
+    fn pool(&self, mut conn: wire::SyncConn, fresh: bool) -> Result<()> {
         if fresh {
-            conn.set_read_timeout(Some(self.timeout)).map_err(Error::store)?;
-            conn.set_write_timeout(Some(self.timeout)).map_err(Error::store)?;
+            conn.set_timeouts(self.timeout).map_err(Error::store)?;
         }
         self.idle.lock().push(conn);
         Ok(())

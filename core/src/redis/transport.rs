@@ -214,7 +214,7 @@ pub fn preload_for(functions: bool) -> Vec<Vec<u8>> {
 
 /// The reply decoded as [`super::RedisStore`]'s direct path decodes it: a server error is
 /// `store_unavailable` naming the script, anything malformed too.
-fn outcome(call: &ScriptCall, reply: Result<&[u8]>) -> Result<Outcome> {
+pub(super) fn outcome(call: &ScriptCall, reply: Result<&[u8]>) -> Result<Outcome> {
     let reply = reply?;
     if call.shape == call::Shape::Decision
         && let Some(d) = int_array::<6>(reply).as_ref().and_then(|f| call::decision(f))

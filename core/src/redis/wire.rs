@@ -1,0 +1,284 @@
+//! The sync path's own blocking connection to a plain-TCP, RESP2 node: a socket, one reusable
+//! read buffer, and a reader that finds where a reply frame ends without decoding it.
+//!
+//! Why not redis-rs's blocking [`redis::Connection`]: per sequential call it spent 13.5k of
+//! the client's 19.6k instructions reading the reply (callgrind, `core/benches/redis.rs`
+//! `TK_BENCH_ONLY=sync`): its `combine` buffered reader zero-fills 8 KB of spare buffer
+//! before every `recv` (6.0k instructions in `memset`), then its `combine` parser builds a
+//! `Value` tree (7.5k) for six small integers. `redis-benchmark -c 1` spends 6.0k instructions
+//! per call in all. Here a decision reply is one `recv` into a buffer kept between calls and
+//! is read by [`super::transport`]'s integer reader, the one the bindings' transports use;
+//! every other reply (an error, the fallback's, `WAIT`'s) is decoded by redis-rs's parser
+//! from the frame, so what a reply means is unchanged.
+//!
+//! Used only where it speaks exactly what the crate would: `redis://` over TCP with RESP2
+//! (the default). TLS, Unix sockets and `?protocol=resp3` keep [`redis::Connection`]. Timeouts
+//! are the socket's, as there: the write and read timeouts bound each `send` and `recv`, and
+//! [`super::invoke::pipeline_within`] bounds a pipeline's reads by the call's deadline.
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::{TcpStream, ToSocketAddrs};
+use std::time::{Duration, Instant};
+
+use redis::{RedisError, RedisResult, Value};
+
+/// The first read buffer; it grows only for a reply that does not fit (an `EVAL` error).
+const INITIAL: usize = 512;
+
+/// A blocking RESP2 connection over TCP.
+pub(crate) struct Wire {
+    stream: TcpStream,
+    /// Bytes read: `buf[start..end]` is not consumed yet (a later frame of a pipeline).
+    buf: Vec<u8>,
+    start: usize,
+    end: usize,
+    /// The request being written, kept between calls.
+    out: Vec<u8>,
+    /// The socket's read timeout as last set (a read interrupted by a signal waits only what
+    /// is left of it).
+    read_timeout: Duration,
+}
+
+impl Wire {
+    /// Connects to `host:port` by `deadline` and sends `handshake` (each answered `+OK`, or its
+    /// error fails the connect), each step bounded by the time left.
+    pub(crate) fn connect(host: &str, port: u16, handshake: &[Vec<u8>], deadline: Instant) -> RedisResult<Wire> {
+        let mut last = None;
+        let mut stream = None;
+        for addr in (host, port).to_socket_addrs()? {
+            match TcpStream::connect_timeout(&addr, left(deadline)?) {
+                Ok(s) => {
+                    stream = Some(s);
+                    break;
+                }
+                Err(e) => last = Some(e),
+            }
+        }
+        let stream = match (stream, last) {
+            (Some(s), _) => s,
+            (None, Some(e)) => return Err(e.into()),
+            (None, None) => return Err(io(ErrorKind::NotFound, "the host resolved to no address")),
+        };
+        stream.set_nodelay(true)?;
+        let mut wire =
+            Wire { stream, buf: vec![0; INITIAL], start: 0, end: 0, out: Vec::new(), read_timeout: Duration::ZERO };
+        for command in handshake {
+            wire.set_timeouts(left(deadline)?)?;
+            wire.send(command)?;
+            if let Value::ServerError(e) = wire.recv()? {
+                return Err(e.into());
+            }
+        }
+        wire.set_timeouts(left(deadline)?)?;
+        Ok(wire)
+    }
+
+    /// Sets both socket timeouts.
+    pub(crate) fn set_timeouts(&mut self, t: Duration) -> RedisResult<()> {
+        self.set_read_timeout(t)?;
+        self.stream.set_write_timeout(Some(t))?;
+        Ok(())
+    }
+
+    /// Sets the read timeout.
+    pub(crate) fn set_read_timeout(&mut self, t: Duration) -> RedisResult<()> {
+        self.stream.set_read_timeout(Some(t))?;
+        self.read_timeout = t;
+        Ok(())
+    }
+
+    /// Writes `bytes` (a packed command or pipeline) whole.
+    pub(crate) fn send(&mut self, bytes: &[u8]) -> RedisResult<()> {
+        Ok(self.stream.write_all(bytes).map_err(timeout_kind)?)
+    }
+
+    /// Packs `cmd` into the connection's own buffer and writes it.
+    pub(crate) fn send_cmd(&mut self, cmd: &redis::Cmd) -> RedisResult<()> {
+        let mut out = std::mem::take(&mut self.out);
+        out.clear();
+        cmd.write_packed_command(&mut out);
+        let sent = self.send(&out);
+        self.out = out;
+        sent
+    }
+
+    /// The next reply frame, whole (its bytes stay valid until the next read).
+    ///
+    /// A read interrupted by a signal handler (`EINTR`: Linux never restarts a `recv` that has
+    /// a socket timeout) is read again, waiting what is left of the read timeout: the bytes
+    /// read so far stay in the buffer, so nothing is lost and nothing is sent again. That is
+    /// why this connection needs no signals held ([`super::signals`]), which saves the two
+    /// `rt_sigprocmask` calls per call that redis-rs's connection needs.
+    pub(crate) fn frame(&mut self) -> RedisResult<&[u8]> {
+        let mut began = None;
+        let mut shortened = false;
+        let out = loop {
+            if let Some(n) = frame_len(&self.buf[self.start..self.end])? {
+                break n;
+            }
+            // Make room: move the partial frame to the front, grow if it fills the buffer.
+            if self.start > 0 {
+                self.buf.copy_within(self.start..self.end, 0);
+                (self.start, self.end) = (0, self.end - self.start);
+            }
+            if self.end == self.buf.len() {
+                self.buf.resize(self.buf.len() * 2, 0);
+            }
+            let began = *began.get_or_insert_with(Instant::now);
+            match self.stream.read(&mut self.buf[self.end..]) {
+                Ok(0) => return Err(io(ErrorKind::UnexpectedEof, "the server closed the connection")),
+                Ok(n) => self.end += n,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {
+                    let left = self.read_timeout.saturating_sub(began.elapsed());
+                    if left.is_zero() {
+                        return Err(io(ErrorKind::TimedOut, "no reply within the read timeout"));
+                    }
+                    self.stream.set_read_timeout(Some(left))?;
+                    shortened = true;
+                }
+                Err(e) => return Err(timeout_kind(e).into()),
+            }
+        };
+        if shortened {
+            self.stream.set_read_timeout(Some(self.read_timeout))?;
+        }
+        let at = self.start;
+        self.start += out;
+        if self.start == self.end {
+            (self.start, self.end) = (0, 0);
+        }
+        Ok(&self.buf[at..at + out])
+    }
+
+    /// The next reply, decoded by redis-rs's parser (server errors as [`Value::ServerError`]).
+    pub(crate) fn recv(&mut self) -> RedisResult<Value> {
+        let frame = self.frame()?;
+        redis::parse_redis_value(frame)
+    }
+}
+
+/// A pooled blocking connection of the standalone sync path.
+pub(crate) enum SyncConn {
+    /// TLS, a Unix socket or RESP3: redis-rs's.
+    Crate(redis::Connection),
+    /// Plain TCP, RESP2: the store's own.
+    Wire(Wire),
+}
+
+impl SyncConn {
+    /// Sets both socket timeouts.
+    pub(crate) fn set_timeouts(&mut self, t: Duration) -> RedisResult<()> {
+        match self {
+            SyncConn::Crate(c) => {
+                c.set_read_timeout(Some(t))?;
+                c.set_write_timeout(Some(t))
+            }
+            SyncConn::Wire(w) => w.set_timeouts(t),
+        }
+    }
+}
+
+/// The time left until `deadline`, or a timeout error when none is.
+fn left(deadline: Instant) -> RedisResult<Duration> {
+    let left = deadline.saturating_duration_since(Instant::now());
+    if left.is_zero() { Err(io(ErrorKind::TimedOut, "connecting took the whole timeout")) } else { Ok(left) }
+}
+
+fn io(kind: ErrorKind, what: &'static str) -> RedisError {
+    std::io::Error::new(kind, what).into()
+}
+
+/// A socket timeout reads as `WouldBlock` on Linux: name it a timeout.
+fn timeout_kind(e: std::io::Error) -> std::io::Error {
+    if e.kind() == ErrorKind::WouldBlock { std::io::Error::new(ErrorKind::TimedOut, e) } else { e }
+}
+
+/// The length of the RESP2 frame at the start of `b`: `Ok(None)` when more bytes are needed,
+/// an error for a byte that starts no RESP2 frame (the connection is then dropped).
+pub(crate) fn frame_len(b: &[u8]) -> RedisResult<Option<usize>> {
+    let mut at = 0;
+    // Frames still owed: an array adds its elements.
+    let mut owed: u64 = 1;
+    while owed > 0 {
+        let Some(&kind) = b.get(at) else { return Ok(None) };
+        let Some(nl) = b[at..].windows(2).position(|w| w == b"\r\n") else { return Ok(None) };
+        let line = &b[at + 1..at + nl];
+        at += nl + 2;
+        owed -= 1;
+        match kind {
+            b'+' | b'-' | b':' => {}
+            b'$' => {
+                let n = length(line)?;
+                if n >= 0 {
+                    // The payload and its CRLF.
+                    at += n as usize + 2;
+                    if at > b.len() {
+                        return Ok(None);
+                    }
+                }
+            }
+            b'*' => {
+                let n = length(line)?;
+                if n > 0 {
+                    owed += n as u64;
+                }
+            }
+            other => {
+                return Err(RedisError::from((
+                    redis::ErrorKind::Parse,
+                    "not a RESP2 reply",
+                    format!("a frame starting with byte {other:#04x}"),
+                )));
+            }
+        }
+    }
+    Ok(Some(at))
+}
+
+/// A `$`/`*` length line: `-1` or a count below 2^40.
+fn length(line: &[u8]) -> RedisResult<i64> {
+    let bad = || RedisError::from((redis::ErrorKind::Parse, "bad RESP length"));
+    if line == b"-1" {
+        return Ok(-1);
+    }
+    if line.is_empty() || line.len() > 12 || !line.iter().all(u8::is_ascii_digit) {
+        return Err(bad());
+    }
+    Ok(line.iter().fold(0i64, |v, c| v * 10 + i64::from(c - b'0')))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::frame_len;
+
+    #[test]
+    fn frames_end_where_redis_rs_says_they_do() {
+        let frames: [&[u8]; 8] = [
+            b"+OK\r\n",
+            b"-NOSCRIPT No matching script.\r\n",
+            b":-12\r\n",
+            b"$-1\r\n",
+            b"$5\r\na\r\nbc\r\n",
+            b"*-1\r\n",
+            b"*0\r\n",
+            b"*3\r\n:1\r\n*2\r\n$0\r\n\r\n+x\r\n$-1\r\n",
+        ];
+        for f in frames {
+            assert!(redis::parse_redis_value(f).is_ok(), "{f:?}");
+            assert_eq!(frame_len(f).unwrap(), Some(f.len()), "{f:?}");
+            // Every proper prefix asks for more; a frame followed by the next ends where it did.
+            for cut in 0..f.len() {
+                assert_eq!(frame_len(&f[..cut]).unwrap(), None, "{f:?} cut at {cut}");
+            }
+            let two = [f, b":7\r\n"].concat();
+            assert_eq!(frame_len(&two).unwrap(), Some(f.len()), "{f:?}");
+        }
+    }
+
+    #[test]
+    fn bytes_that_start_no_resp2_frame_are_an_error() {
+        for f in [&b"%1\r\n"[..], b"x\r\n", b"$abc\r\n", b"*-2\r\n", b"$99999999999999\r\n"] {
+            assert!(frame_len(f).is_err(), "{f:?}");
+        }
+    }
+}
