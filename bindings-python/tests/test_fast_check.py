@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import inspect
 import random
+from pathlib import Path
+from typing import Any, Callable
 
 import pytest
 
 import throttlekit as tk
+from conftest import VECTORS
+from throttlekit import conformance
 
 STRATEGIES = [
     tk.Strategy.gcra(5, 1000),
@@ -81,3 +85,23 @@ def test_bad_calls_raise_what_they_raised() -> None:
     with pytest.raises(tk.ThrottleKitError) as pyo3:
         limiter.check_sync("k" * 9, 1)
     assert (type(raw.value), str(raw.value), raw.value.code) == (type(pyo3.value), str(pyo3.value), pyo3.value.code)
+
+
+@pytest.mark.parametrize("path", VECTORS, ids=lambda p: p.name)
+def test_the_shared_vectors_pass_through_the_one_argument_call(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The runner passes every cost; here a check of cost 1 on a `Limiter` is `check_sync(key)`,
+    # the call the raw method answers itself.
+    runner_call = conformance._call
+    raw_calls = 0
+
+    def call(target: Any, op: str, key: Any, cost: Any, use_async: bool) -> Callable[[], Any]:
+        nonlocal raw_calls
+        if op == "check" and not use_async and type(cost) is int and cost == 1 and type(target) is tk.Limiter:
+            raw_calls += 1
+            return lambda: target.check_sync(key)
+        return runner_call(target, op, key, cost, use_async)
+
+    monkeypatch.setattr(conformance, "_call", call)
+    report = conformance.replay_files([str(path)], conformance.StoreFactory("memory"))
+    assert report.failed == 0, "\n".join(report.failures[:20])
+    assert report.passed > 0 and raw_calls > 0
