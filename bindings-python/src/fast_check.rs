@@ -41,6 +41,9 @@ static PYO3_METHOD: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 /// Replaces `Limiter.check_sync` on the class `ty` with the raw method (once, at import).
 pub fn install(ty: &Bound<'_, PyType>) -> PyResult<()> {
     let py = ty.py();
+    if PYO3_METHOD.get(py).is_some() {
+        return Ok(()); // installed by an earlier initialization of the module
+    }
     let original = ty.getattr("check_sync")?;
     let signature: String = original.getattr("__text_signature__")?.extract()?;
     let doc: Option<String> = original.getattr("__doc__")?.extract()?;
@@ -58,7 +61,7 @@ pub fn install(ty: &Bound<'_, PyType>) -> PyResult<()> {
     let descriptor = unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyDescr_NewMethod(ty.as_type_ptr(), def))? };
     PYO3_METHOD
         .set(py, original.unbind())
-        .map_err(|_| pyo3::exceptions::PySystemError::new_err("Limiter.check_sync installed twice"))?;
+        .map_err(|_| pyo3::exceptions::PySystemError::new_err("Limiter.check_sync installed twice at once"))?;
     ty.setattr("check_sync", descriptor)
 }
 
