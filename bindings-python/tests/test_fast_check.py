@@ -1,5 +1,6 @@
-"""`Limiter.check_sync` is a raw method for `check_sync(key)` on a memory store (src/fast_check.rs)
-and PyO3's method for every other call: both ways decide alike and look alike."""
+"""`Limiter.check_sync` is a raw method that reads well-formed arguments itself and passes every
+other call to PyO3's method (src/fast_check.rs): every way of calling decides alike, and the
+method looks and fails as it did."""
 
 from __future__ import annotations
 
@@ -26,29 +27,30 @@ STRATEGIES = [
 
 
 class Key(str):
-    """A `str` subclass: the raw method passes it to PyO3's method."""
+    """A `str` subclass, read as the `str` it is."""
 
 
 @pytest.mark.parametrize("strategy", STRATEGIES, ids=lambda s: s.kind)
 @pytest.mark.parametrize("prefix", [None, "app"])
 def test_every_way_of_calling_check_sync_decides_alike(strategy: tk.Strategy, prefix: str | None) -> None:
-    # One limiter per way of calling, each with a store of its own, on one clock: the raw way
-    # (one positional str) and the ways PyO3's method answers must give the same decisions.
+    # One limiter per way of passing the key and the cost, each with a store of its own, on one
+    # clock: every way must give the same decisions, costs above 1 included.
     clock = tk.ManualClock(1_700_000_000_000)
-    ways = [
-        lambda lim, k: lim.check_sync(k),
-        lambda lim, k: tk.Limiter.check_sync(lim, k),
-        lambda lim, k: lim.check_sync(k, 1),
-        lambda lim, k: lim.check_sync(key=k),
-        lambda lim, k: lim.check_sync(Key(k)),
+    ways: list[Callable[[tk.Limiter, str, int], tk.Decision]] = [
+        lambda lim, k, c: lim.check_sync(k) if c == 1 else lim.check_sync(k, c),
+        lambda lim, k, c: lim.check_sync(k, c),
+        lambda lim, k, c: lim.check_sync(k, cost=c),
+        lambda lim, k, c: lim.check_sync(key=k, cost=c),
+        lambda lim, k, c: lim.check_sync(cost=c, key=k),
+        lambda lim, k, c: tk.Limiter.check_sync(lim, Key(k), float(c)),
     ]
     limiters = [tk.Limiter(strategy, clock=clock, prefix=prefix, store=tk.MemoryStore()) for _ in ways]
     rng = random.Random(20)
     denied = 0
     for _ in range(600):
-        key = f"user:{rng.randrange(4)}"
-        decisions = [way(lim, key) for way, lim in zip(ways, limiters)]
-        assert all(d == decisions[0] for d in decisions), (key, decisions)
+        key, cost = f"user:{rng.randrange(4)}", rng.choice([1, 1, 1, 2, 3])
+        decisions = [way(lim, key, cost) for way, lim in zip(ways, limiters)]
+        assert all(d == decisions[0] for d in decisions), (key, cost, decisions)
         denied += not decisions[0].allowed
         clock.advance(rng.choice([0, 0, 0, 1, 7, 150, 1200]))
     assert 0 < denied < 600  # both answers were exercised
@@ -73,24 +75,28 @@ def test_bad_calls_raise_what_they_raised() -> None:
         limiter.check_sync("a", 1, 2)  # type: ignore[call-arg]
     with pytest.raises(TypeError, match="unexpected keyword argument 'foo'"):
         limiter.check_sync("a", foo=1)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="got multiple values for argument 'key'"):
+        limiter.check_sync("a", key="b")  # type: ignore[misc]
+    with pytest.raises(TypeError, match="missing 1 required positional argument: 'key'"):
+        limiter.check_sync(cost=1)  # type: ignore[call-arg]
+    with pytest.raises(tk.ConfigTypeError, match="cost must be an int") as err:
+        limiter.check_sync("a", cost=True)
+    assert "while processing 'cost'" in "".join(getattr(err.value, "__notes__", []))
     with pytest.raises(TypeError, match="descriptor 'check_sync' for 'throttlekit.Limiter' objects doesn't apply"):
         tk.Limiter.check_sync(3, "a")  # type: ignore[arg-type]
     with pytest.raises(UnicodeEncodeError):
         limiter.check_sync("\udc80")
     with pytest.raises(tk.ConfigInvalidError, match="cost must be a positive integer"):
         limiter.check_sync("a", 0)
-    # A key over the store's bound: the same error from the raw way and from PyO3's.
-    with pytest.raises(tk.ThrottleKitError) as raw:
+    # A key over the store's bound: core's error, as the method raised it.
+    with pytest.raises(tk.ConfigInvalidError) as err:
         limiter.check_sync("k" * 9)
-    with pytest.raises(tk.ThrottleKitError) as pyo3:
-        limiter.check_sync("k" * 9, 1)
-    assert (type(raw.value), str(raw.value), raw.value.code) == (type(pyo3.value), str(pyo3.value), pyo3.value.code)
+    assert err.value.code == "config_invalid"
 
 
 @pytest.mark.parametrize("path", VECTORS, ids=lambda p: p.name)
 def test_the_shared_vectors_pass_through_the_one_argument_call(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # The runner passes every cost; here a check of cost 1 on a `Limiter` is `check_sync(key)`,
-    # the call the raw method answers itself.
+    # The runner passes every cost; here a check of cost 1 on a `Limiter` is `check_sync(key)`.
     runner_call = conformance._call
     raw_calls = 0
 
