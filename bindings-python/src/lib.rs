@@ -11,6 +11,7 @@ mod aio;
 mod clock;
 mod decision;
 mod error;
+mod fast_check;
 mod http;
 mod lease;
 mod limiter;
@@ -43,6 +44,7 @@ fn _throttlekit(m: &Bound<'_, PyModule>) -> PyResult<()> {
     #[cfg(feature = "redis")]
     m.add_class::<store::RedisStore>()?;
     m.add_class::<limiter::Limiter>()?;
+    fast_check::install(&m.py().get_type::<limiter::Limiter>())?;
     m.add_class::<multi::Dimension>()?;
     m.add_class::<multi::MultiLimiter>()?;
     m.add_class::<shaper::Shaper>()?;
