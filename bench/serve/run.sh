@@ -25,6 +25,9 @@
 #   per request (one round trip per request) and the script's time inside Redis.
 #
 #   bench/serve/run.sh [--quick]      prints ROW lines and two tables
+#
+# For before/after pairs: BENCH_BIN=path runs that `throttlekit` binary instead of the one just
+# built, and BENCH_STORES=redis runs the Redis rows alone (default "memory redis").
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
@@ -44,7 +47,8 @@ if ! command -v h2load >/dev/null; then
 fi
 GENS="rls_load"
 command -v h2load >/dev/null && GENS="h2load rls_load" || echo "h2load not installed (apt-get install nghttp2-client): only the rls_load rows"
-BIN=$TARGET/$PROFILE/throttlekit
+BIN=${BENCH_BIN:-$TARGET/$PROFILE/throttlekit}
+STORES=${BENCH_STORES:-memory redis}
 LOAD=$TARGET/$PROFILE/examples/rls_load
 TICK=$(getconf CLK_TCK)
 
@@ -223,26 +227,28 @@ run_matrix() { # store-name
   done
 }
 
-start_serve "$WORK/mem.log" --config "$WORK/bench.yaml" --reload-interval-ms 0
-pids+=("$SERVE_PID")
-run_matrix memory | tee "$WORK/rows"
-# One stream, one descriptor, with the generator pinned to the other vCPU (apart) or to the
-# server's (together): where the scheduler puts the generator decides the one-stream rows' CPU
-# per request on this VM (docs/serve.md, "One stream on memory"), so both are measured, for
-# serve and for the empty service, whatever the machine's load picks above.
-if [[ " $GENS " == *" h2load "* ]] && [ "$cores" -ge 2 ]; then
-  for placement in apart together; do
-    for who in empty serve; do
-      if [ "$who" = serve ]; then p=$SERVE_PID a=$SERVE_GRPC h=$SERVE_HTTP; else p=$EMPTY_PID a=$EMPTY h=""; fi
-      taskset -a -p -c 1 "$p" >/dev/null
-      H2_PIN="taskset -c $([ "$placement" = apart ] && echo 0 || echo 1)"
-      row h2load "pinned-$who placement=$placement store=memory gen=h2load" "$p" "$a" 1 1 "$h" | tee -a "$WORK/rows"
-      taskset -a -p -c "0-$((cores - 1))" "$p" >/dev/null
+if [[ " $STORES " == *" memory "* ]]; then
+  start_serve "$WORK/mem.log" --config "$WORK/bench.yaml" --reload-interval-ms 0
+  pids+=("$SERVE_PID")
+  run_matrix memory | tee "$WORK/rows"
+  # One stream, one descriptor, with the generator pinned to the other vCPU (apart) or to the
+  # server's (together): where the scheduler puts the generator decides the one-stream rows' CPU
+  # per request on this VM (docs/serve.md, "One stream on memory"), so both are measured, for
+  # serve and for the empty service, whatever the machine's load picks above.
+  if [[ " $GENS " == *" h2load "* ]] && [ "$cores" -ge 2 ]; then
+    for placement in apart together; do
+      for who in empty serve; do
+        if [ "$who" = serve ]; then p=$SERVE_PID a=$SERVE_GRPC h=$SERVE_HTTP; else p=$EMPTY_PID a=$EMPTY h=""; fi
+        taskset -a -p -c 1 "$p" >/dev/null
+        H2_PIN="taskset -c $([ "$placement" = apart ] && echo 0 || echo 1)"
+        row h2load "pinned-$who placement=$placement store=memory gen=h2load" "$p" "$a" 1 1 "$h" | tee -a "$WORK/rows"
+        taskset -a -p -c "0-$((cores - 1))" "$p" >/dev/null
+      done
     done
-  done
-  H2_PIN=""
+    H2_PIN=""
+  fi
+  stop_pid "$SERVE_PID"
 fi
-stop_pid "$SERVE_PID"
 
 url=$(tests/redis-server.sh start "$WORK/redis.pid")
 port=${url##*:}
