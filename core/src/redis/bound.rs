@@ -26,11 +26,14 @@
 //! once one succeeds, reconnects on that runtime (a connect that never runs leaves the runtime
 //! on the store's connections).
 
-use std::sync::Weak;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Weak};
 
+use redis::aio::MultiplexedConnection;
 use tokio::runtime::{Handle, Id};
 
-use super::{Direct, Inner};
+use super::{Direct, Inner, RedisStore, Via, connect_direct};
+use crate::error::{Error, Result};
 
 /// A runtime bound to the store, and its connection (`None` while (re)connecting).
 pub(super) struct Bound {
@@ -76,4 +79,194 @@ pub(super) fn unbind_at_shutdown(inner: Weak<Inner>, handle: &Handle) {
         let _guard = guard;
         std::future::pending::<()>().await
     }));
+}
+
+/// Binding runtimes, and their connections' lifecycle (see the module's doc).
+impl RedisStore {
+    /// Gives the current tokio runtime a connection of its own, driven on that runtime: async
+    /// calls awaited on it then never cross to the store's thread. Calls from other runtimes
+    /// and executors keep working through the store's own connections; every guarantee holds on
+    /// both (bounded wait, `EVAL` on `NOSCRIPT` only, no resend, reconnection).
+    ///
+    /// The first call awaited on a runtime binds it anyway ([`RedisStore::bind_runtimes`]);
+    /// binding first has that runtime's connection ready for its first calls. Bind only a
+    /// runtime built with IO and timers enabled (`enable_all`) that polls the futures awaited on
+    /// it itself (`block_on` or its tasks), such as a binding's own runtime. The connection is
+    /// made in the background (on that runtime's next turn); until it is up, and whenever it is
+    /// down, calls take the store's connections, as they do for good if it cannot be made there
+    /// (no IO driver or timer). The binding ends when the runtime shuts down. Binding again, or
+    /// the store's own runtime, does nothing; so does deterministic-replay mode (it serialises
+    /// every call on the store's runtime). Fails outside a tokio runtime.
+    pub fn bind_current_runtime(&self) -> Result<()> {
+        let handle = tokio::runtime::Handle::try_current()
+            .map_err(|_| Error::not_implemented("bind_current_runtime outside a tokio runtime"))?;
+        self.bind(handle, false);
+        Ok(())
+    }
+
+    /// Whether an async call awaited on a tokio runtime that is not bound yet binds it, as
+    /// [`RedisStore::bind_current_runtime`] would (on by default). Its calls then stop crossing
+    /// to the store's thread once its connection is up. Turn it off for a runtime that is
+    /// entered without being driven (a current-thread runtime whose futures are polled by
+    /// another executor or through `Handle::block_on` while nobody runs it: a call on its
+    /// connection would wait for its timeout), or to keep one connection per store.
+    /// Runtimes bound already stay bound.
+    pub fn bind_runtimes(&self, on: bool) {
+        self.inner.auto_bind.store(on, Ordering::Release);
+    }
+
+    /// Binds `handle`'s runtime (`auto`: by a call rather than by `bind_current_runtime`).
+    fn bind(&self, handle: tokio::runtime::Handle, auto: bool) {
+        let id = handle.id();
+        if self.inner.replay.is_some()
+            || self.sentinel()
+            || self.inner.closed.load(Ordering::Acquire)
+            || self.runtime.id() == Some(id)
+        {
+            return;
+        }
+        {
+            let mut slots = self.inner.bound.write();
+            if let Some(b) = slots.iter_mut().find(|b| b.runtime == id) {
+                b.auto &= auto;
+                return;
+            }
+            slots.push(Bound::new(handle.clone(), auto));
+        }
+        unbind_at_shutdown(Arc::downgrade(&self.inner), &handle);
+        self.inner.any_bound.store(true, Ordering::Release);
+        // A cluster connects the runtime to each master when its calls first reach it
+        // ([`cluster`]); one node connects now.
+        if self.inner.router.is_none() {
+            self.refresh_bound(id);
+        }
+    }
+
+    /// A call awaited on a tokio runtime that is not bound binds it, unless turned off.
+    pub(super) fn bind_automatically(&self) {
+        if !self.sentinel()
+            && self.inner.auto_bind.load(Ordering::Acquire)
+            && let Ok(handle) = tokio::runtime::Handle::try_current()
+        {
+            self.bind(handle, true);
+        }
+    }
+
+    /// A cluster call's runtime, when it is bound to the store (binding it first, as
+    /// [`RedisStore::bind_runtimes`] says): that runtime's own connections to the masters serve
+    /// the call once they are up ([`super::cluster`]).
+    pub(super) fn local_runtime(&self) -> Option<tokio::runtime::Handle> {
+        let handle = tokio::runtime::Handle::try_current().ok()?;
+        let id = handle.id();
+        let bound = |inner: &Inner| {
+            inner.any_bound.load(Ordering::Acquire) && inner.bound.read().iter().any(|b| b.runtime == id)
+        };
+        if bound(&self.inner) {
+            return Some(handle);
+        }
+        self.bind_automatically();
+        bound(&self.inner).then_some(handle)
+    }
+
+    /// Whether the current runtime is bound and its own connection is up (tests, tools).
+    #[doc(hidden)]
+    pub fn bound_connection_ready(&self) -> bool {
+        let Ok(handle) = tokio::runtime::Handle::try_current() else { return false };
+        let id = handle.id();
+        self.inner.bound.read().iter().any(|b| b.runtime == id && b.conn.is_some())
+    }
+
+    /// How many runtimes are bound to the store now (tests, tools).
+    #[doc(hidden)]
+    pub fn bound_runtimes(&self) -> usize {
+        self.inner.bound.read().len()
+    }
+
+    /// On a cluster: how many masters the current runtime has its own connection to, up now
+    /// (tests, tools).
+    #[doc(hidden)]
+    pub fn local_cluster_connections(&self) -> usize {
+        match (&self.inner.router, tokio::runtime::Handle::try_current()) {
+            (Some(router), Ok(handle)) => router.local_connections(handle.id()),
+            _ => 0,
+        }
+    }
+
+    /// The current runtime's own connection if it is bound: `Ok(conn)` when it is up,
+    /// `Err(Some(id))` when bound but (re)connecting, `Err(None)` when unbound.
+    pub(super) fn bound_conn(&self) -> std::result::Result<(MultiplexedConnection, Via), Option<tokio::runtime::Id>> {
+        if !self.inner.any_bound.load(Ordering::Acquire) {
+            return Err(None);
+        }
+        let Ok(handle) = tokio::runtime::Handle::try_current() else { return Err(None) };
+        let id = handle.id();
+        let slots = self.inner.bound.read();
+        match slots.iter().find(|b| b.runtime == id) {
+            Some(Bound { conn: Some(d), .. }) => Ok((d.conn.clone(), Via::Bound(id, d.id))),
+            Some(_) => Err(Some(id)),
+            None => Err(None),
+        }
+    }
+
+    /// Drops the bound runtime `rt`'s connection numbered `id` (a newer one stays).
+    pub(super) fn retire_bound(&self, rt: tokio::runtime::Id, id: u64) {
+        let mut slots = self.inner.bound.write();
+        if let Some(b) = slots.iter_mut().find(|b| b.runtime == rt)
+            && b.conn.as_ref().is_some_and(|d| d.id == id)
+        {
+            b.conn = None;
+        }
+    }
+
+    /// Drops the connection numbered `id` of the runtime `rt` if a call bound it (the module doc:
+    /// its runtime may not be driven).
+    pub(super) fn retire_auto_bound(&self, rt: tokio::runtime::Id, id: u64) {
+        let mut slots = self.inner.bound.write();
+        if let Some(b) = slots.iter_mut().find(|b| b.runtime == rt)
+            && b.auto
+            && b.conn.as_ref().is_some_and(|d| d.id == id)
+        {
+            b.conn = None;
+        }
+    }
+
+    /// Connects the bound runtime `rt`'s own connection in the background, on that runtime (so
+    /// that its driver task lives there), unless it is up or already connecting. Should the
+    /// task fail (a runtime without IO or timers panics it; a runtime shut down cancels it),
+    /// it is not tried again and the store's connections serve that runtime.
+    pub(super) fn refresh_bound(&self, rt: tokio::runtime::Id) {
+        let handle = {
+            let mut slots = self.inner.bound.write();
+            let Some(b) = slots.iter_mut().find(|b| b.runtime == rt) else { return };
+            if b.conn.is_some() || b.refreshing || b.failed || self.inner.closed.load(Ordering::Acquire) {
+                return;
+            }
+            b.refreshing = true;
+            b.handle.clone()
+        };
+        let inner = self.inner.clone();
+        let task = handle.spawn(async move {
+            // The bound runtime's timer bounds the connect (the store's may be gone by then).
+            let conn = connect_direct(&inner.client, inner.timeout).await;
+            let id = inner.direct_ids.fetch_add(1, Ordering::Relaxed) + 1;
+            let mut slots = inner.bound.write();
+            if let Some(b) = slots.iter_mut().find(|b| b.runtime == rt) {
+                b.refreshing = false;
+                if let Some(conn) = conn
+                    && b.conn.is_none()
+                    && !inner.closed.load(Ordering::Acquire)
+                {
+                    b.conn = Some(Direct { conn, id });
+                }
+            }
+        });
+        let inner = self.inner.clone();
+        self.runtime.spawn(async move {
+            if task.await.is_err()
+                && let Some(b) = inner.bound.write().iter_mut().find(|b| b.runtime == rt)
+            {
+                b.failed = true;
+            }
+        });
+    }
 }

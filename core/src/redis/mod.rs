@@ -45,10 +45,12 @@
 //! [`crate::MultiLimiter`] builds them as `prefix:{tag}:name:key`.
 
 pub mod acl;
+mod blocking;
 mod bound;
 mod call;
 mod cluster;
 mod connect;
+mod counts;
 mod invoke;
 mod options;
 mod replay;
@@ -248,134 +250,9 @@ impl RedisStore {
         self.inner.closed.load(Ordering::Acquire)
     }
 
-    /// Gives the current tokio runtime a connection of its own, driven on that runtime: async
-    /// calls awaited on it then never cross to the store's thread. Calls from other runtimes
-    /// and executors keep working through the store's own connections; every guarantee holds on
-    /// both (bounded wait, `EVAL` on `NOSCRIPT` only, no resend, reconnection).
-    ///
-    /// The first call awaited on a runtime binds it anyway ([`RedisStore::bind_runtimes`]);
-    /// binding first has that runtime's connection ready for its first calls. Bind only a
-    /// runtime built with IO and timers enabled (`enable_all`) that polls the futures awaited on
-    /// it itself (`block_on` or its tasks), such as a binding's own runtime. The connection is
-    /// made in the background (on that runtime's next turn); until it is up, and whenever it is
-    /// down, calls take the store's connections, as they do for good if it cannot be made there
-    /// (no IO driver or timer). The binding ends when the runtime shuts down. Binding again, or
-    /// the store's own runtime, does nothing; so does deterministic-replay mode (it serialises
-    /// every call on the store's runtime). Fails outside a tokio runtime.
-    pub fn bind_current_runtime(&self) -> Result<()> {
-        let handle = tokio::runtime::Handle::try_current()
-            .map_err(|_| Error::not_implemented("bind_current_runtime outside a tokio runtime"))?;
-        self.bind(handle, false);
-        Ok(())
-    }
-
-    /// Whether an async call awaited on a tokio runtime that is not bound yet binds it, as
-    /// [`RedisStore::bind_current_runtime`] would (on by default). Its calls then stop crossing
-    /// to the store's thread once its connection is up. Turn it off for a runtime that is
-    /// entered without being driven (a current-thread runtime whose futures are polled by
-    /// another executor or through `Handle::block_on` while nobody runs it: a call on its
-    /// connection would wait for its timeout), or to keep one connection per store.
-    /// Runtimes bound already stay bound.
-    pub fn bind_runtimes(&self, on: bool) {
-        self.inner.auto_bind.store(on, Ordering::Release);
-    }
-
-    /// Binds `handle`'s runtime (`auto`: by a call rather than by `bind_current_runtime`).
-    fn bind(&self, handle: tokio::runtime::Handle, auto: bool) {
-        let id = handle.id();
-        if self.inner.replay.is_some()
-            || self.sentinel()
-            || self.inner.closed.load(Ordering::Acquire)
-            || self.runtime.id() == Some(id)
-        {
-            return;
-        }
-        {
-            let mut slots = self.inner.bound.write();
-            if let Some(b) = slots.iter_mut().find(|b| b.runtime == id) {
-                b.auto &= auto;
-                return;
-            }
-            slots.push(Bound::new(handle.clone(), auto));
-        }
-        bound::unbind_at_shutdown(Arc::downgrade(&self.inner), &handle);
-        self.inner.any_bound.store(true, Ordering::Release);
-        // A cluster connects the runtime to each master when its calls first reach it
-        // ([`cluster`]); one node connects now.
-        if self.inner.router.is_none() {
-            self.refresh_bound(id);
-        }
-    }
-
     /// Under Sentinel: every call takes the store's connection, which follows the master.
     fn sentinel(&self) -> bool {
         self.inner.routed && self.inner.router.is_none()
-    }
-
-    /// A call awaited on a tokio runtime that is not bound binds it, unless turned off.
-    fn bind_automatically(&self) {
-        if !self.sentinel()
-            && self.inner.auto_bind.load(Ordering::Acquire)
-            && let Ok(handle) = tokio::runtime::Handle::try_current()
-        {
-            self.bind(handle, true);
-        }
-    }
-
-    /// A cluster call's runtime, when it is bound to the store (binding it first, as
-    /// [`RedisStore::bind_runtimes`] says): that runtime's own connections to the masters serve
-    /// the call once they are up ([`cluster`]).
-    fn local_runtime(&self) -> Option<tokio::runtime::Handle> {
-        let handle = tokio::runtime::Handle::try_current().ok()?;
-        let id = handle.id();
-        let bound = |inner: &Inner| {
-            inner.any_bound.load(Ordering::Acquire) && inner.bound.read().iter().any(|b| b.runtime == id)
-        };
-        if bound(&self.inner) {
-            return Some(handle);
-        }
-        self.bind_automatically();
-        bound(&self.inner).then_some(handle)
-    }
-
-    /// Whether the current runtime is bound and its own connection is up (tests, tools).
-    #[doc(hidden)]
-    pub fn bound_connection_ready(&self) -> bool {
-        let Ok(handle) = tokio::runtime::Handle::try_current() else { return false };
-        let id = handle.id();
-        self.inner.bound.read().iter().any(|b| b.runtime == id && b.conn.is_some())
-    }
-
-    /// How many runtimes are bound to the store now (tests, tools).
-    #[doc(hidden)]
-    pub fn bound_runtimes(&self) -> usize {
-        self.inner.bound.read().len()
-    }
-
-    /// On a cluster: how many masters the current runtime has its own connection to, up now
-    /// (tests, tools).
-    #[doc(hidden)]
-    pub fn local_cluster_connections(&self) -> usize {
-        match (&self.inner.router, tokio::runtime::Handle::try_current()) {
-            (Some(router), Ok(handle)) => router.local_connections(handle.id()),
-            _ => 0,
-        }
-    }
-
-    /// The current runtime's own connection if it is bound: `Ok(conn)` when it is up,
-    /// `Err(Some(id))` when bound but (re)connecting, `Err(None)` when unbound.
-    fn bound_conn(&self) -> std::result::Result<(MultiplexedConnection, Via), Option<tokio::runtime::Id>> {
-        if !self.inner.any_bound.load(Ordering::Acquire) {
-            return Err(None);
-        }
-        let Ok(handle) = tokio::runtime::Handle::try_current() else { return Err(None) };
-        let id = handle.id();
-        let slots = self.inner.bound.read();
-        match slots.iter().find(|b| b.runtime == id) {
-            Some(Bound { conn: Some(d), .. }) => Ok((d.conn.clone(), Via::Bound(id, d.id))),
-            Some(_) => Err(Some(id)),
-            None => Err(None),
-        }
     }
 
     /// Runs `call`: on the caller's own connection when its runtime is bound, else directly on
@@ -493,68 +370,6 @@ impl RedisStore {
         }
     }
 
-    /// Drops the bound runtime `rt`'s connection numbered `id` (a newer one stays).
-    fn retire_bound(&self, rt: tokio::runtime::Id, id: u64) {
-        let mut slots = self.inner.bound.write();
-        if let Some(b) = slots.iter_mut().find(|b| b.runtime == rt)
-            && b.conn.as_ref().is_some_and(|d| d.id == id)
-        {
-            b.conn = None;
-        }
-    }
-
-    /// Drops the connection numbered `id` of the runtime `rt` if a call bound it ([`bound`]:
-    /// its runtime may not be driven).
-    fn retire_auto_bound(&self, rt: tokio::runtime::Id, id: u64) {
-        let mut slots = self.inner.bound.write();
-        if let Some(b) = slots.iter_mut().find(|b| b.runtime == rt)
-            && b.auto
-            && b.conn.as_ref().is_some_and(|d| d.id == id)
-        {
-            b.conn = None;
-        }
-    }
-
-    /// Connects the bound runtime `rt`'s own connection in the background, on that runtime (so
-    /// that its driver task lives there), unless it is up or already connecting. Should the
-    /// task fail (a runtime without IO or timers panics it; a runtime shut down cancels it),
-    /// it is not tried again and the store's connections serve that runtime.
-    fn refresh_bound(&self, rt: tokio::runtime::Id) {
-        let handle = {
-            let mut slots = self.inner.bound.write();
-            let Some(b) = slots.iter_mut().find(|b| b.runtime == rt) else { return };
-            if b.conn.is_some() || b.refreshing || b.failed || self.inner.closed.load(Ordering::Acquire) {
-                return;
-            }
-            b.refreshing = true;
-            b.handle.clone()
-        };
-        let inner = self.inner.clone();
-        let task = handle.spawn(async move {
-            // The bound runtime's timer bounds the connect (the store's may be gone by then).
-            let conn = connect_direct(&inner.client, inner.timeout).await;
-            let id = inner.direct_ids.fetch_add(1, Ordering::Relaxed) + 1;
-            let mut slots = inner.bound.write();
-            if let Some(b) = slots.iter_mut().find(|b| b.runtime == rt) {
-                b.refreshing = false;
-                if let Some(conn) = conn
-                    && b.conn.is_none()
-                    && !inner.closed.load(Ordering::Acquire)
-                {
-                    b.conn = Some(Direct { conn, id });
-                }
-            }
-        });
-        let inner = self.inner.clone();
-        self.runtime.spawn(async move {
-            if task.await.is_err()
-                && let Some(b) = inner.bound.write().iter_mut().find(|b| b.runtime == rt)
-            {
-                b.failed = true;
-            }
-        });
-    }
-
     /// Connects a new direct connection in the background, on the store's runtime (so that its
     /// driver task lives there), unless one is up or already connecting.
     fn refresh_direct(&self) {
@@ -583,29 +398,6 @@ impl RedisStore {
             let handle = handle.ok_or_else(|| Error::store("the Redis store is closed"))?;
             handle.await.map_err(|e| Error::store(format!("the call was abandoned: {e}")))?
         }
-    }
-
-    /// A sync call: on the caller's thread over a pooled blocking connection where the topology
-    /// allows one (with the thread's signals held for the call: [`signals`]), else handed to the
-    /// store's runtime and waited for.
-    fn block_call(&self, call: ScriptCall, now: Now) -> Result<Outcome> {
-        if let (Some(router), None) = (&self.inner.router, &self.inner.replay) {
-            if self.inner.closed.load(Ordering::Acquire) {
-                return Err(Error::store("the Redis store is closed"));
-            }
-            let value = {
-                let _held = signals::HeldSignals::hold();
-                router.run_blocking(self.inner.invoke, self.inner.durable, &call)?
-            };
-            return call::decode_reply(&call, &value);
-        }
-        if self.inner.replay.is_none() && !self.inner.routed {
-            // redis-rs's connection cannot read again after a signal; the store's own can.
-            let _held = (!self.inner.blocking.is_wire()).then(signals::HeldSignals::hold);
-            return self.inner.run_blocking(&call);
-        }
-        let inner = self.inner.clone();
-        block_on(&self.runtime, async move { inner.run(call, now).await })
     }
 
     /// Deletes every key the deterministic-replay mode has persisted (none in normal mode).
@@ -727,74 +519,6 @@ impl Inner {
                 .await
             }
         }
-    }
-
-    /// A sync call on a pooled blocking connection: `EVALSHA`, `EVAL` on `NOSCRIPT` only.
-    fn run_blocking(&self, call: &ScriptCall) -> Result<Outcome> {
-        if self.closed.load(Ordering::Acquire) {
-            return Err(Error::store("the Redis store is closed"));
-        }
-        let started = std::time::Instant::now();
-        let timed_out = |e: redis::RedisError| {
-            if e.is_timeout() || started.elapsed() >= self.timeout {
-                Error::store(format!("timed out: Redis did not answer within {} ms ({e})", self.timeout.as_millis()))
-            } else {
-                Error::store(e)
-            }
-        };
-        let popped = self.idle.lock().pop();
-        let (mut conn, fresh) = match popped {
-            Some(c) => (c, false),
-            None => {
-                // One deadline for the whole call: the new connection's handshake spends part of
-                // it, and the call gets what is left, not a whole timeout of its own (a silent
-                // server used to take twice: see [`connect::Blocking`]).
-                (self.blocking.connect_sync(started + self.timeout).map_err(timed_out)?, true)
-            }
-        };
-        let deadline = started + self.timeout;
-        let value = match &mut conn {
-            // The store's own connection: a decision reply is read where it lies ([`wire`]).
-            wire::SyncConn::Wire(w) if self.durable.is_none() => {
-                let first = w.send_cmd(&invoke::first(self.invoke, call)).and_then(|()| w.frame());
-                match first {
-                    Ok(frame) if !transport::is_missing(frame) => {
-                        let outcome = transport::outcome(call, Ok(frame));
-                        // The whole reply was read: the connection is in step, whatever it said.
-                        self.pool(conn, fresh)?;
-                        return outcome;
-                    }
-                    Ok(frame) => {
-                        let reply = redis::parse_redis_value(frame);
-                        invoke::run_sync_fallback(w, self.invoke, call, reply, deadline, self.timeout)
-                    }
-                    Err(e) => Err(e),
-                }
-            }
-            wire::SyncConn::Wire(w) => invoke::run_sync(w, self.invoke, self.durable, call, deadline, self.timeout),
-            wire::SyncConn::Crate(c) => invoke::run_sync(c, self.invoke, self.durable, call, deadline, self.timeout),
-        };
-        let value = match value {
-            Ok(Value::ServerError(e)) => {
-                self.pool(conn, fresh)?;
-                return Err(Error::store(format!("{} failed: {e}", call.script.name)));
-            }
-            Ok(v) => v,
-            // Dropped with the connection: a timed-out call is never sent again.
-            Err(e) => return Err(timed_out(e)),
-        };
-        self.pool(conn, fresh)?;
-        call::decode_reply(call, &value)
-    }
-
-    /// Returns a blocking connection that answered to the pool; a new one gets the whole
-    /// timeout back for its next call (its first had only what its handshake left).
-    fn pool(&self, mut conn: wire::SyncConn, fresh: bool) -> Result<()> {
-        if fresh {
-            conn.set_timeouts(self.timeout).map_err(Error::store)?;
-        }
-        self.idle.lock().push(conn);
-        Ok(())
     }
 
     /// `call` on the shared connection ([`invoke`]: `FCALL` or `EVALSHA`, and the one
