@@ -3,8 +3,8 @@
 //! sequential round trip: `docs/performance.md`). On a plain-TCP RESP2 URL the connection is the
 //! store's own ([`super::wire`]), which reads a decision reply where it lies; otherwise redis-rs's,
 //! with the thread's signals held for the call ([`super::signals`]). A cluster routes the call
-//! from the caller's thread ([`super::cluster`]); Sentinel and deterministic replay hand it to the
-//! store's runtime and wait.
+//! from the caller's thread ([`super::cluster`]) over the same kind of connection to each
+//! master; Sentinel and deterministic replay hand it to the store's runtime and wait.
 //!
 //! A connection that failed or timed out is dropped, never reused, so a late reply cannot be
 //! mistaken for the next call's; one deadline covers the whole call, a new connection's
@@ -21,15 +21,16 @@ use crate::store::Now;
 
 impl RedisStore {
     /// A sync call: on the caller's thread over a pooled blocking connection where the topology
-    /// allows one (with the thread's signals held for the call: [`signals`]), else handed to the
-    /// store's runtime and waited for.
+    /// allows one (with the thread's signals held for the call when the connection is
+    /// redis-rs's: [`signals`]), else handed to the store's runtime and waited for.
     pub(super) fn block_call(&self, call: ScriptCall, now: Now) -> Result<Outcome> {
         if let (Some(router), None) = (&self.inner.router, &self.inner.replay) {
             if self.inner.closed.load(Ordering::Acquire) {
                 return Err(Error::store("the Redis store is closed"));
             }
             let value = {
-                let _held = signals::HeldSignals::hold();
+                // redis-rs's connection cannot read again after a signal; the store's own can.
+                let _held = (!router.is_wire()).then(signals::HeldSignals::hold);
                 router.run_blocking(self.inner.invoke, self.inner.durable, &call)?
             };
             return call::decode_reply(&call, &value);

@@ -240,7 +240,7 @@ impl Blocking {
         self.wire.is_some()
     }
 
-    /// [`Blocking::connect`] for the standalone sync path: the store's own
+    /// [`Blocking::connect`] for the sync paths (one node, or each master of a cluster): the store's own
     /// [`super::wire::Wire`] where it applies (plain TCP, RESP2), else redis-rs's connection.
     pub(crate) fn connect_sync(&self, deadline: Instant) -> redis::RedisResult<super::wire::SyncConn> {
         match &self.wire {

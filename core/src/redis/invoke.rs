@@ -206,6 +206,36 @@ impl SyncIo for super::wire::Wire {
     }
 }
 
+impl SyncIo for super::wire::SyncConn {
+    fn send_bytes(&mut self, bytes: &[u8]) -> RedisResult<()> {
+        match self {
+            Self::Crate(c) => c.send_bytes(bytes),
+            Self::Wire(w) => w.send_bytes(bytes),
+        }
+    }
+
+    fn recv_value(&mut self) -> RedisResult<Value> {
+        match self {
+            Self::Crate(c) => c.recv_value(),
+            Self::Wire(w) => w.recv_value(),
+        }
+    }
+
+    fn read_timeout(&mut self, t: Duration) -> RedisResult<()> {
+        match self {
+            Self::Crate(c) => SyncIo::read_timeout(c, t),
+            Self::Wire(w) => SyncIo::read_timeout(w, t),
+        }
+    }
+
+    fn request(&mut self, cmd: &Cmd) -> RedisResult<Value> {
+        match self {
+            Self::Crate(c) => c.request(cmd),
+            Self::Wire(w) => w.request(cmd),
+        }
+    }
+}
+
 /// [`run_async`] on a blocking connection, every reply read by `deadline` (the connection's
 /// read timeout is `full` again afterwards, when the call answered).
 pub(crate) fn run_sync(

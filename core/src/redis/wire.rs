@@ -12,7 +12,7 @@
 //! from the frame, so what a reply means is unchanged.
 //!
 //! Used only where it speaks exactly what the crate would: `redis://` over TCP with RESP2
-//! (the default). TLS, Unix sockets and `?protocol=resp3` keep [`redis::Connection`]. Timeouts
+//! (the default), on one node and on each master of a cluster. TLS, Unix sockets and `?protocol=resp3` keep [`redis::Connection`]. Timeouts
 //! are the socket's, as there: the write and read timeouts bound each `send` and `recv`, and
 //! [`super::invoke::pipeline_within`] bounds a pipeline's reads by the call's deadline.
 
@@ -157,7 +157,7 @@ impl Wire {
     }
 }
 
-/// A pooled blocking connection of the standalone sync path.
+/// A pooled blocking connection of the sync paths (one node, or each master of a cluster).
 pub(crate) enum SyncConn {
     /// TLS, a Unix socket or RESP3: redis-rs's.
     Crate(redis::Connection),

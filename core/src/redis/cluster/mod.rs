@@ -42,10 +42,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use redis::aio::{ConnectionLike as _, MultiplexedConnection};
-use redis::{ConnectionLike as _, Pipeline, RedisResult, Value};
+use redis::{Pipeline, RedisResult, Value};
 
 use super::call::ScriptCall;
-use super::invoke::{self, Durable, Invoke};
+use super::invoke::{self, Durable, Invoke, SyncIo as _};
 use super::options::{Plan, TlsFiles};
 use crate::error::{Error, Result};
 use topology::{Addr, SlotMap, parse_slots};
@@ -80,7 +80,7 @@ pub(crate) struct Node {
     /// One connect at a time per node.
     connecting: tokio::sync::Mutex<()>,
     /// The sync path's idle blocking connections.
-    idle: parking_lot::Mutex<Vec<redis::Connection>>,
+    idle: parking_lot::Mutex<Vec<super::wire::SyncConn>>,
     /// Each bound runtime's own multiplexed connection to this node (see the module docs).
     /// Few: one per binding's runtime.
     local: parking_lot::RwLock<Vec<local::Local>>,
@@ -199,6 +199,9 @@ pub(crate) struct Router {
     refreshing: AtomicBool,
     last_refresh: parking_lot::Mutex<Option<Instant>>,
     closed: AtomicBool,
+    /// The sync path's connections are the store's own ([`super::wire`]: plain TCP, RESP2),
+    /// which read again after a signal, so a sync call needs no signals held.
+    wire: bool,
 }
 
 /// What a reply asks the router to do next.
@@ -298,6 +301,12 @@ impl Router {
                 _ => None,
             })
             .collect();
+        // Every node shares the seed's scheme, protocol and credentials.
+        let wire = plan
+            .nodes
+            .first()
+            .and_then(|n| redis::Client::open(n.clone()).ok())
+            .is_some_and(|c| super::connect::Blocking::of(&c).is_wire());
         let router = Arc::new(Router {
             url,
             seeds,
@@ -309,6 +318,7 @@ impl Router {
             refreshing: AtomicBool::new(false),
             last_refresh: parking_lot::Mutex::new(None),
             closed: AtomicBool::new(false),
+            wire,
         });
         router.refresh().await?;
         Ok(router)
@@ -552,6 +562,12 @@ impl Router {
         Err(Error::store(format!("{}: more than {MAX_HOPS} redirects", call.script.name)))
     }
 
+    /// Whether [`Router::run_blocking`] runs on the store's own connections (no signals need
+    /// holding around it).
+    pub(crate) fn is_wire(&self) -> bool {
+        self.wire
+    }
+
     /// [`Router::run`] on the calling thread, on the key's master's pooled blocking connections.
     pub(crate) fn run_blocking(
         self: &Arc<Self>,
@@ -582,7 +598,7 @@ impl Router {
             let mut conn = match popped {
                 Some(c) => c,
                 None => {
-                    let c = match node.blocking.connect(started + self.timeout) {
+                    let c = match node.blocking.connect_sync(started + self.timeout) {
                         Ok(c) => c,
                         // Nothing was sent: if the map, read again now, names another master,
                         // go there.
@@ -604,11 +620,11 @@ impl Router {
             };
             // A redirected call has less time left than a fresh connection's timeout.
             if hop > 0 && !fresh {
-                conn.set_read_timeout(Some(left)).map_err(Error::store)?;
+                conn.read_timeout(left).map_err(Error::store)?;
             }
             let p = attempt(invoke, call, fallback, asking, durable);
             let sent = if p.len() == 1 {
-                conn.req_command(p.cmd_iter().next().expect("one command")).map(|v| (v, None))
+                conn.request(p.cmd_iter().next().expect("one command")).map(|v| (v, None))
             } else {
                 // Each reply read by the call's deadline (`ASKING`, `WAIT` or the fallback ride
                 // with the call).
@@ -626,8 +642,7 @@ impl Router {
                 // Answered: the connection is in step, and may serve the next call, with a
                 // whole timeout of its own.
                 if hop > 0 || fresh {
-                    conn.set_read_timeout(Some(self.timeout)).map_err(Error::store)?;
-                    conn.set_write_timeout(Some(self.timeout)).map_err(Error::store)?;
+                    conn.set_timeouts(self.timeout).map_err(Error::store)?;
                 }
                 node.idle.lock().push(conn);
             }
