@@ -2,7 +2,7 @@
 //! every vectors file replays with no mismatch; single keys spread over every master and each
 //! admits exactly its limit under concurrent clients; `check_many` spans slots; multi limiters
 //! keep their keys in one slot per tag, and different tags reach every master; a node that lost
-//! its script cache answers on that node.
+//! its script cache answers on that node; a signal handled mid sync call does not fail it.
 #![cfg(feature = "redis")]
 
 #[path = "support/redis_cluster.rs"]
