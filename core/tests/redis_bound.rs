@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use redis_server::RedisServer;
 use redis_store::{connect, connect_with, times_out_while_stopped};
-use throttlekit::redis::{RedisOptions, RedisStore};
+use throttlekit::redis::{RedisOptions, RedisStore, Scripting};
 use throttlekit::store::Now;
 use throttlekit::{ErrorCode, FailPolicy, Limiter, Strategy};
 
@@ -399,47 +399,70 @@ async fn charge(l: &Limiter, key: &str, cost: u64) -> i64 {
     l.check_at(key, cost, Now::At(NOW)).await.unwrap_or_else(|e| panic!("{key}: {e}")).remaining
 }
 
+/// `SCRIPT FLUSH` or `FUNCTION FLUSH`, whichever makes `scripting`'s next call take its fallback
+/// (`NOSCRIPT` then `EVAL`; a missing function then `FUNCTION LOAD` and `FCALL`, pipelined).
+fn flush(port: u16, scripting: Scripting) {
+    let args: &[&str] = if scripting == Scripting::Eval { &["script", "flush"] } else { &["function", "flush"] };
+    redis_server::cli(port, args).expect("flush");
+}
+
+/// The command a fallback runs, as `INFO commandstats` names it.
+fn fallback(scripting: Scripting) -> &'static str {
+    if scripting == Scripting::Eval { "eval" } else { "function|load" }
+}
+
+/// A store on `port` running its scripts as `scripting` says.
+fn store_on(port: u16, scripting: Scripting) -> Arc<RedisStore> {
+    connect_with(RedisOptions { scripting, ..redis_store::options(format!("redis://127.0.0.1:{port}"), 5000) })
+}
+
 #[test]
 fn bound_replies_that_arrive_a_byte_at_a_time_are_read_whole() {
     let server = RedisServer::start();
-    let store = connect(format!("redis://127.0.0.1:{}", trickle::trickling_proxy(server.port)), 5000);
-    let l = Limiter::builder(Strategy::fixed_window(5, 3_600_000).unwrap())
-        .store(store.clone())
-        .fail_policy(FailPolicy::Raise)
-        .prefix("trickle")
-        .build();
-    let rt = current_thread();
-    bind(&store, &rt);
-    rt.block_on(async {
-        for expected in (0..5).rev() {
-            assert_eq!(charge(&l, "k", 1).await, expected);
-        }
-        let denied = l.check_at("k", 1, Now::At(NOW)).await.unwrap();
-        assert!(!denied.allowed && denied.retry_after_ms > 0, "{denied:?}");
-        // NOSCRIPT (an error frame read in pieces), then the EVAL's reply.
-        redis_server::cli(server.port, &["script", "flush"]).expect("SCRIPT FLUSH");
-        assert_eq!(charge(&l, "other", 2).await, 3);
-        assert_eq!(charge(&l, "other", 1).await, 2);
-        assert!(store.bound_connection_ready());
-    });
+    let proxy = trickle::trickling_proxy(server.port);
+    for scripting in [Scripting::Eval, Scripting::Functions] {
+        let store = store_on(proxy, scripting);
+        let l = Limiter::builder(Strategy::fixed_window(5, 3_600_000).unwrap())
+            .store(store.clone())
+            .fail_policy(FailPolicy::Raise)
+            .prefix(if scripting == Scripting::Eval { "trickle-eval" } else { "trickle-fcall" })
+            .build();
+        let rt = current_thread();
+        bind(&store, &rt);
+        rt.block_on(async {
+            for expected in (0..5).rev() {
+                assert_eq!(charge(&l, "k", 1).await, expected);
+            }
+            let denied = l.check_at("k", 1, Now::At(NOW)).await.unwrap();
+            assert!(!denied.allowed && denied.retry_after_ms > 0, "{denied:?}");
+            // The fallback: an error frame read in pieces, then its commands' replies.
+            let before = redis_server::calls(server.port, fallback(scripting));
+            flush(server.port, scripting);
+            assert_eq!(charge(&l, "other", 2).await, 3);
+            assert_eq!(redis_server::calls(server.port, fallback(scripting)), before + 1);
+            assert_eq!(charge(&l, "other", 1).await, 2);
+            assert!(store.bound_connection_ready());
+        });
+    }
 }
 
 /// Many calls in flight at once on the bound runtime's connection, each on its own key with a
 /// cost of its own, so that every reply differs: each call gets the decision the memory store
 /// makes for it (a six-integer GCRA reply, and a fixed window's count reply on keys charged
 /// beforehand by different amounts), directly and through a proxy that splits every reply into
-/// bytes, with a script flush before one round (the `NOSCRIPT` fallbacks in the same queue).
+/// bytes, on `EVALSHA` and on `FCALL`, with a flush before one round (the fallbacks, `EVAL` or
+/// `FUNCTION LOAD` and `FCALL`, in the same queue).
 #[test]
 fn concurrent_bound_calls_each_get_their_own_reply() {
     let server = RedisServer::start();
     // Periods long enough that no key expires mid-test (its TTL follows the caller's `now`).
     let strategies =
         [Strategy::gcra(1000, 3_600_000_000, None).unwrap(), Strategy::fixed_window(1000, 3_600_000).unwrap()];
-    for (port, strategy) in [server.port, trickle::trickling_proxy(server.port)]
-        .into_iter()
-        .flat_map(|port| strategies.iter().map(move |s| (port, s.clone())))
-    {
-        let store = connect(format!("redis://127.0.0.1:{port}"), 5000);
+    let ports = [server.port, trickle::trickling_proxy(server.port)];
+    for (port, strategy, scripting) in ports.into_iter().flat_map(|port| {
+        strategies.iter().flat_map(move |s| [Scripting::Eval, Scripting::Functions].map(|sc| (port, s.clone(), sc)))
+    }) {
+        let store = store_on(port, scripting);
         let build = |store: Option<&Arc<RedisStore>>| {
             let b = Limiter::builder(strategy.clone()).fail_policy(FailPolicy::Raise).prefix("fifo");
             Arc::new(match store {
@@ -447,35 +470,43 @@ fn concurrent_bound_calls_each_get_their_own_reply() {
                 None => b.build(),
             })
         };
-        let (l, memory) = (build(Some(&store)), build(None));
+        // Keys charged beforehand straight on the server (the proxy's pace is for the calls).
+        let direct = store_on(server.port, scripting);
+        let (l, memory, setup) = (build(Some(&store)), build(None), build(Some(&direct)));
+        // Fewer calls through the proxy, which hands back about one reply per 5 ms.
+        let n = if port == server.port { 100 } else { 30 };
         let rt = current_thread();
         bind(&store, &rt);
         rt.block_on(async {
             for round in 0..3u64 {
-                let key = |i: u64| format!("p{port}-{round}-{i}");
-                for i in 0..100 {
+                let key = |i: u64| format!("p{port}-{scripting:?}-{round}-{i}");
+                for i in 0..n {
                     let (k, before) = (key(i), i % 13);
                     if before > 0 {
                         assert_eq!(
-                            l.check_at(&k, before, Now::At(NOW)).await.unwrap(),
+                            setup.check_sync_at(&k, before, NOW).unwrap(),
                             memory.check_sync_at(&k, before, NOW).unwrap()
                         );
                     }
                 }
+                let fallbacks = redis_server::calls(server.port, fallback(scripting));
                 if round == 1 {
-                    redis_server::cli(server.port, &["script", "flush"]).expect("SCRIPT FLUSH");
+                    flush(server.port, scripting);
                 }
-                let calls: Vec<_> = (0..100u64)
+                let calls: Vec<_> = (0..n)
                     .map(|i| {
                         let (l, k) = (l.clone(), key(i));
                         tokio::spawn(async move { l.check_at(&k, i % 7 + 1, Now::At(NOW)).await })
                     })
                     .collect();
-                for (i, call) in (0..100u64).zip(calls) {
+                for (i, call) in (0..n).zip(calls) {
                     let d = call.await.unwrap().unwrap_or_else(|e| panic!("call {i}: {e}"));
                     let expected = memory.check_sync_at(&key(i), i % 7 + 1, NOW).unwrap();
-                    assert_eq!(d, expected, "call {i} of round {round} on port {port}");
+                    assert_eq!(d, expected, "call {i} of round {round} on port {port}, {scripting:?}");
                 }
+                // The flush sent every call in flight down its fallback, and only that round's.
+                let ran = redis_server::calls(server.port, fallback(scripting)) - fallbacks;
+                assert!(if round == 1 { ran > 0 } else { ran == 0 }, "{ran} fallbacks in round {round}");
             }
             assert!(store.bound_connection_ready());
         });
