@@ -11,6 +11,8 @@ mod executor;
 mod redis_server;
 #[path = "support/redis_store.rs"]
 mod redis_store;
+#[path = "support/trickle.rs"]
+mod trickle;
 
 use executor::block_on;
 
@@ -19,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use redis_server::RedisServer;
 use redis_store::{connect, connect_with, times_out_while_stopped};
-use throttlekit::redis::{RedisOptions, RedisStore};
+use throttlekit::redis::{RedisOptions, RedisStore, Scripting};
 use throttlekit::store::Now;
 use throttlekit::{ErrorCode, FailPolicy, Limiter, Strategy};
 
@@ -386,4 +388,166 @@ fn dropping_a_bound_store_anywhere_does_not_panic() {
     counter(&s).check_sync_at("k", 1, NOW).unwrap();
     block_on(counter(&s).check_at("k", 1, Now::At(NOW))).unwrap();
     drop(s);
+}
+
+// The store's own connection (`core/src/redis/pipelined.rs`), which a bound runtime gets on a
+// plain-TCP RESP2 URL: replies read whole however they arrive, matched to calls in order, a late
+// reply never taken for a later call's.
+
+/// The remaining count `l` reports for `key` after charging `cost`, on the current runtime.
+async fn charge(l: &Limiter, key: &str, cost: u64) -> i64 {
+    l.check_at(key, cost, Now::At(NOW)).await.unwrap_or_else(|e| panic!("{key}: {e}")).remaining
+}
+
+/// `SCRIPT FLUSH` or `FUNCTION FLUSH`, whichever makes `scripting`'s next call take its fallback
+/// (`NOSCRIPT` then `EVAL`; a missing function then `FUNCTION LOAD` and `FCALL`, pipelined).
+fn flush(port: u16, scripting: Scripting) {
+    let args: &[&str] = if scripting == Scripting::Eval { &["script", "flush"] } else { &["function", "flush"] };
+    redis_server::cli(port, args).expect("flush");
+}
+
+/// The command a fallback runs, as `INFO commandstats` names it.
+fn fallback(scripting: Scripting) -> &'static str {
+    if scripting == Scripting::Eval { "eval" } else { "function|load" }
+}
+
+/// A store on `port` running its scripts as `scripting` says.
+fn store_on(port: u16, scripting: Scripting) -> Arc<RedisStore> {
+    connect_with(RedisOptions { scripting, ..redis_store::options(format!("redis://127.0.0.1:{port}"), 5000) })
+}
+
+#[test]
+fn bound_replies_that_arrive_a_byte_at_a_time_are_read_whole() {
+    let server = RedisServer::start();
+    let proxy = trickle::trickling_proxy(server.port);
+    for scripting in [Scripting::Eval, Scripting::Functions] {
+        let store = store_on(proxy, scripting);
+        let l = Limiter::builder(Strategy::fixed_window(5, 3_600_000).unwrap())
+            .store(store.clone())
+            .fail_policy(FailPolicy::Raise)
+            .prefix(if scripting == Scripting::Eval { "trickle-eval" } else { "trickle-fcall" })
+            .build();
+        let rt = current_thread();
+        bind(&store, &rt);
+        rt.block_on(async {
+            for expected in (0..5).rev() {
+                assert_eq!(charge(&l, "k", 1).await, expected);
+            }
+            let denied = l.check_at("k", 1, Now::At(NOW)).await.unwrap();
+            assert!(!denied.allowed && denied.retry_after_ms > 0, "{denied:?}");
+            // The fallback: an error frame read in pieces, then its commands' replies.
+            let before = redis_server::calls(server.port, fallback(scripting));
+            flush(server.port, scripting);
+            assert_eq!(charge(&l, "other", 2).await, 3);
+            assert_eq!(redis_server::calls(server.port, fallback(scripting)), before + 1);
+            assert_eq!(charge(&l, "other", 1).await, 2);
+            assert!(store.bound_connection_ready());
+        });
+    }
+}
+
+/// Many calls in flight at once on the bound runtime's connection, each on its own key with a
+/// cost of its own, so that every reply differs: each call gets the decision the memory store
+/// makes for it (a six-integer GCRA reply, and a fixed window's count reply on keys charged
+/// beforehand by different amounts), directly and through a proxy that splits every reply into
+/// bytes, on `EVALSHA` and on `FCALL`, with a flush before one round (the fallbacks, `EVAL` or
+/// `FUNCTION LOAD` and `FCALL`, in the same queue).
+#[test]
+fn concurrent_bound_calls_each_get_their_own_reply() {
+    let server = RedisServer::start();
+    // Periods long enough that no key expires mid-test (its TTL follows the caller's `now`).
+    let strategies =
+        [Strategy::gcra(1000, 3_600_000_000, None).unwrap(), Strategy::fixed_window(1000, 3_600_000).unwrap()];
+    let ports = [server.port, trickle::trickling_proxy(server.port)];
+    for (port, strategy, scripting) in ports.into_iter().flat_map(|port| {
+        strategies.iter().flat_map(move |s| [Scripting::Eval, Scripting::Functions].map(|sc| (port, s.clone(), sc)))
+    }) {
+        let store = store_on(port, scripting);
+        let build = |store: Option<&Arc<RedisStore>>| {
+            let b = Limiter::builder(strategy.clone()).fail_policy(FailPolicy::Raise).prefix("fifo");
+            Arc::new(match store {
+                Some(s) => b.store(s.clone()).build(),
+                None => b.build(),
+            })
+        };
+        // Keys charged beforehand straight on the server (the proxy's pace is for the calls).
+        let direct = store_on(server.port, scripting);
+        let (l, memory, setup) = (build(Some(&store)), build(None), build(Some(&direct)));
+        // Fewer calls through the proxy, which hands back about one reply per 5 ms.
+        let n = if port == server.port { 100 } else { 30 };
+        let rt = current_thread();
+        bind(&store, &rt);
+        rt.block_on(async {
+            for round in 0..3u64 {
+                let key = |i: u64| format!("p{port}-{scripting:?}-{round}-{i}");
+                for i in 0..n {
+                    let (k, before) = (key(i), i % 13);
+                    if before > 0 {
+                        assert_eq!(
+                            setup.check_sync_at(&k, before, NOW).unwrap(),
+                            memory.check_sync_at(&k, before, NOW).unwrap()
+                        );
+                    }
+                }
+                let fallbacks = redis_server::calls(server.port, fallback(scripting));
+                if round == 1 {
+                    flush(server.port, scripting);
+                }
+                let calls: Vec<_> = (0..n)
+                    .map(|i| {
+                        let (l, k) = (l.clone(), key(i));
+                        tokio::spawn(async move { l.check_at(&k, i % 7 + 1, Now::At(NOW)).await })
+                    })
+                    .collect();
+                for (i, call) in (0..n).zip(calls) {
+                    let d = call.await.unwrap().unwrap_or_else(|e| panic!("call {i}: {e}"));
+                    let expected = memory.check_sync_at(&key(i), i % 7 + 1, NOW).unwrap();
+                    assert_eq!(d, expected, "call {i} of round {round} on port {port}, {scripting:?}");
+                }
+                // The flush sent every call in flight down its fallback, and only that round's.
+                let ran = redis_server::calls(server.port, fallback(scripting)) - fallbacks;
+                assert!(if round == 1 { ran > 0 } else { ran == 0 }, "{ran} fallbacks in round {round}");
+            }
+            assert!(store.bound_connection_ready());
+        });
+    }
+}
+
+/// A call that times out on the bound connection: its reply, when it comes, is never taken for
+/// a later call's (bound by `bind_current_runtime`, the connection stays and reads the late
+/// reply past; bound by a call, it is retired, the store's connections serve, and a new one
+/// comes up).
+#[test]
+fn a_late_reply_is_never_taken_for_a_later_calls() {
+    for explicit in [true, false] {
+        let Setup { server, store, l, rt } = Setup::new();
+        rt.block_on(async {
+            if explicit {
+                redis_store::bind(&store).await;
+            }
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while !store.bound_connection_ready() {
+                assert!(Instant::now() < deadline, "the runtime was never bound");
+                charge(&l, "warm", 1).await;
+            }
+        });
+        let sleeper = redis_server::block_server(server.port, 1);
+        let err = rt.block_on(l.check_at("late", 7, Now::At(NOW))).unwrap_err();
+        assert!(err.message().contains("timed out"), "{err}");
+        let _ = sleeper.join();
+        rt.block_on(async {
+            let mut fresh = false;
+            for i in 0..200 {
+                assert_eq!(charge(&l, "next", 1).await, 1_000_000 - i - 1, "explicit: {explicit}");
+                fresh |= store.bound_connection_ready();
+                if fresh && i >= 20 {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            assert!(fresh, "the bound connection did not come back (explicit: {explicit})");
+        });
+        // The timed-out call ran once, when the server woke.
+        assert_eq!(l.peek_sync_at("late", NOW).unwrap().remaining, 1_000_000 - 7);
+    }
 }

@@ -29,9 +29,9 @@
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 
-use redis::aio::MultiplexedConnection;
 use tokio::runtime::{Handle, Id};
 
+use super::pipelined::{AsyncConn, Pipelined};
 use super::{Direct, Inner, RedisStore, Via, connect_direct};
 use crate::error::{Error, Result};
 
@@ -194,7 +194,7 @@ impl RedisStore {
 
     /// The current runtime's own connection if it is bound: `Ok(conn)` when it is up,
     /// `Err(Some(id))` when bound but (re)connecting, `Err(None)` when unbound.
-    pub(super) fn bound_conn(&self) -> std::result::Result<(MultiplexedConnection, Via), Option<tokio::runtime::Id>> {
+    pub(super) fn bound_conn(&self) -> std::result::Result<(AsyncConn, Via), Option<tokio::runtime::Id>> {
         if !self.inner.any_bound.load(Ordering::Acquire) {
             return Err(None);
         }
@@ -247,7 +247,13 @@ impl RedisStore {
         let inner = self.inner.clone();
         let task = handle.spawn(async move {
             // The bound runtime's timer bounds the connect (the store's may be gone by then).
-            let conn = connect_direct(&inner.client, inner.timeout).await;
+            // On plain TCP with RESP2 the store's own ([`Pipelined`]), else redis-rs's.
+            let conn = match inner.blocking.own() {
+                Some((host, port, handshake)) => {
+                    Pipelined::connect(host, port, handshake, inner.timeout).await.ok().map(AsyncConn::Own)
+                }
+                None => connect_direct(&inner.client, inner.timeout).await.map(AsyncConn::Crate),
+            };
             let id = inner.direct_ids.fetch_add(1, Ordering::Relaxed) + 1;
             let mut slots = inner.bound.write();
             if let Some(b) = slots.iter_mut().find(|b| b.runtime == rt) {

@@ -240,6 +240,12 @@ impl Blocking {
         self.wire.is_some()
     }
 
+    /// Where the store's own connections go (plain TCP, RESP2), and their login: also a bound
+    /// runtime's async connection ([`super::pipelined::Pipelined`]).
+    pub(crate) fn own(&self) -> Option<(&str, u16, &[Vec<u8>])> {
+        self.wire.as_ref().map(|(host, port)| (host.as_str(), *port, self.handshake.as_slice()))
+    }
+
     /// [`Blocking::connect`] for the sync paths (one node, or each master of a cluster): the store's own
     /// [`super::wire::Wire`] where it applies (plain TCP, RESP2), else redis-rs's connection.
     pub(crate) fn connect_sync(&self, deadline: Instant) -> redis::RedisResult<super::wire::SyncConn> {

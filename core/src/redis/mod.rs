@@ -53,6 +53,7 @@ mod connect;
 mod counts;
 mod invoke;
 mod options;
+mod pipelined;
 mod replay;
 pub mod routed;
 mod runtime;
@@ -135,7 +136,7 @@ struct Inner {
 
 /// The direct path's connection and its number.
 struct Direct {
-    conn: MultiplexedConnection,
+    conn: pipelined::AsyncConn,
     id: u64,
 }
 
@@ -296,13 +297,28 @@ impl RedisStore {
     /// connection's channel, awaited on the caller's task under the call timeout. Nothing is
     /// spawned; the request crosses to the connection's driver on the store's runtime and the
     /// reply wakes the caller directly.
-    async fn run_direct(&self, mut conn: MultiplexedConnection, via: Via, call: &ScriptCall) -> Result<Outcome> {
+    async fn run_direct(&self, mut conn: pipelined::AsyncConn, via: Via, call: &ScriptCall) -> Result<Outcome> {
         let Some(_in_flight) = self.runtime.call().filter(|_| !self.inner.closed.load(Ordering::Acquire)) else {
             return Err(Error::store("the Redis store is closed"));
         };
         let deadline = self.deadline()?;
         let work = async {
-            match invoke::run_async(&mut conn, self.inner.invoke, self.inner.durable, call).await {
+            let reply = match &conn {
+                // The store's own connection: a decision reply is read where it lies
+                // ([`pipelined`]); the fallback, `WAIT` and errors as on any connection.
+                pipelined::AsyncConn::Own(own) if self.inner.durable.is_none() => {
+                    match own.frame(&invoke::first(self.inner.invoke, call)).await {
+                        Ok(frame) if !transport::is_missing(&frame) => return transport::outcome(call, Ok(&frame)),
+                        Ok(_) => {
+                            let p = invoke::fallback(self.inner.invoke, call);
+                            own.values(&p).await.map(|mut v| v.pop().unwrap_or(Value::Nil))
+                        }
+                        Err(e) => Err(e),
+                    }
+                }
+                _ => invoke::run_async(&mut conn, self.inner.invoke, self.inner.durable, call).await,
+            };
+            match reply {
                 Ok(Value::ServerError(e)) => Err(Error::store(format!("{} failed: {e}", call.script.name))),
                 Ok(v) => call::decode_reply(call, &v),
                 Err(e) => {
@@ -383,7 +399,7 @@ impl RedisStore {
                 let id = inner.direct_ids.fetch_add(1, Ordering::Relaxed) + 1;
                 let mut slot = inner.direct.write();
                 if slot.is_none() && !inner.closed.load(Ordering::Acquire) {
-                    *slot = Some(Direct { conn, id });
+                    *slot = Some(Direct { conn: pipelined::AsyncConn::Crate(conn), id });
                 }
             }
             inner.refreshing.store(false, Ordering::Release);
@@ -462,7 +478,9 @@ impl Inner {
         let direct = if routed {
             None
         } else {
-            connect_direct(&client_for_sync, timeout).await.map(|conn| Direct { conn, id: 1 })
+            connect_direct(&client_for_sync, timeout)
+                .await
+                .map(|conn| Direct { conn: pipelined::AsyncConn::Crate(conn), id: 1 })
         };
         Ok(Inner {
             conn: parking_lot::RwLock::new(Some(conn)),
