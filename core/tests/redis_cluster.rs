@@ -9,6 +9,8 @@
 mod redis_cluster;
 #[path = "support/redis_server.rs"]
 mod redis_server;
+#[path = "support/signal.rs"]
+mod signal;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -243,13 +245,6 @@ fn the_documented_acl_with_cluster_slots_is_enough_on_a_cluster() {
     }
 }
 
-/// Set by [`note_signal`], the handler the next test installs.
-static SIGNAL_HANDLED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-extern "C" fn note_signal(_: libc::c_int) {
-    SIGNAL_HANDLED.store(true, Ordering::SeqCst);
-}
-
 /// A signal handled on the caller's thread while a sync call waits for its master's reply does
 /// not fail the call: on a cluster too the sync path's connections are the store's own on a
 /// plain-TCP RESP2 URL (`core/src/redis/wire.rs`), which read again after a handler (a
@@ -260,23 +255,13 @@ fn a_signal_handled_mid_call_does_not_fail_a_sync_call_on_a_cluster() {
     let cluster = RedisCluster::start(3, 0);
     let l = limiter(connect(&cluster));
     assert!(l.check_sync_at("signal", 1, NOW).unwrap().allowed); // scripts loaded, connections pooled
-    // SAFETY: a handler that only stores to an atomic is async-signal-safe; the struct is zeroed
-    // then filled before use.
-    unsafe {
-        let mut action: libc::sigaction = std::mem::zeroed();
-        action.sa_sigaction = note_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
-        action.sa_flags = libc::SA_RESTART;
-        libc::sigemptyset(&mut action.sa_mask);
-        assert_eq!(libc::sigaction(libc::SIGUSR2, &action, std::ptr::null_mut()), 0);
-    }
-    // SAFETY: `pthread_self` has no preconditions.
-    let caller = unsafe { libc::pthread_self() };
+    signal::install();
+    let caller = signal::this_thread();
     // Every master asleep for a second: the call below waits on its key's, whichever it is.
     let sleepers: Vec<_> = cluster.master_ports().into_iter().map(|p| redis_server::block_server(p, 1)).collect();
     let nudger = std::thread::spawn(move || {
         std::thread::sleep(std::time::Duration::from_millis(200));
-        // SAFETY: `caller` is the test's thread, alive until it joins this one.
-        unsafe { libc::pthread_kill(caller, libc::SIGUSR2) };
+        signal::send(caller); // the test's thread, alive until it joins this one
     });
     let answered = l.check_sync_at("signal", 1, NOW);
     nudger.join().unwrap();
@@ -285,5 +270,5 @@ fn a_signal_handled_mid_call_does_not_fail_a_sync_call_on_a_cluster() {
     }
     let d = answered.unwrap_or_else(|e| panic!("the call failed: {e}"));
     assert!(d.allowed && d.remaining == (LIMIT - 2) as i64, "{d:?}");
-    assert!(SIGNAL_HANDLED.load(Ordering::SeqCst), "the signal was lost");
+    assert!(signal::handled(), "the signal was lost");
 }

@@ -7,6 +7,8 @@
 mod redis_server;
 #[path = "support/redis_store.rs"]
 mod redis_store;
+#[path = "support/signal.rs"]
+mod signal;
 #[path = "support/trickle.rs"]
 mod trickle;
 
@@ -381,13 +383,6 @@ fn close_while_an_async_call_waits_lets_that_call_answer() {
     assert_eq!(rt.block_on(l.reset("k")).unwrap_err().code(), ErrorCode::StoreUnavailable);
 }
 
-/// Set by [`note_signal`], the handler the next test installs.
-static SIGNAL_HANDLED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-extern "C" fn note_signal(_: libc::c_int) {
-    SIGNAL_HANDLED.store(true, std::sync::atomic::Ordering::SeqCst);
-}
-
 /// A signal handled on the caller's thread while a blocking call waits for its reply (Go sends
 /// its preemption signal to the thread of a cgo call) must not fail the call. A `recv` bounded by
 /// `SO_RCVTIMEO` is never restarted after a handler, even with `SA_RESTART`, so without the
@@ -401,30 +396,20 @@ fn a_signal_handled_on_the_callers_thread_mid_call_does_not_fail_the_call() {
     let store = connect(server.url(), 3000);
     let l = limiter(&store, FailPolicy::Raise);
     assert!(l.check_sync("signal", 1).unwrap().allowed); // the script loaded, a connection pooled
-    // SAFETY: a handler that only stores to an atomic is async-signal-safe; the struct is zeroed
-    // then filled before use.
-    unsafe {
-        let mut action: libc::sigaction = std::mem::zeroed();
-        action.sa_sigaction = note_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
-        action.sa_flags = libc::SA_RESTART;
-        libc::sigemptyset(&mut action.sa_mask);
-        assert_eq!(libc::sigaction(libc::SIGUSR2, &action, std::ptr::null_mut()), 0);
-    }
-    // SAFETY: `pthread_self` has no preconditions.
-    let caller = unsafe { libc::pthread_self() };
+    signal::install();
+    let caller = signal::this_thread();
     let pid = server.pid().to_string();
     server.signal("STOP");
     let nudger = std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(200));
-        // SAFETY: `caller` is the test's thread, alive until it joins this one.
-        unsafe { libc::pthread_kill(caller, libc::SIGUSR2) };
+        signal::send(caller); // the test's thread, alive until it joins this one
         std::thread::sleep(Duration::from_millis(200));
         std::process::Command::new("kill").args(["-CONT", &pid]).status().expect("kill -CONT");
     });
     let answered = l.check_sync("signal", 1);
     nudger.join().unwrap();
     assert!(answered.is_ok(), "the call failed: {:?}", answered.err());
-    assert!(SIGNAL_HANDLED.load(std::sync::atomic::Ordering::SeqCst), "the signal was lost, not held");
+    assert!(signal::handled(), "the signal was lost, not held");
 }
 
 /// The blocking path reads replies on its own connection (`core/src/redis/wire.rs`): a reply
@@ -463,16 +448,8 @@ fn a_storm_of_signals_mid_call_does_not_stretch_the_call_past_its_timeout() {
     let store = connect(server.url(), TIMEOUT_MS);
     let l = limiter(&store, FailPolicy::Raise);
     l.check_sync("storm", 1).unwrap();
-    // SAFETY: as in the test above: an async-signal-safe handler, a zeroed then filled struct.
-    unsafe {
-        let mut action: libc::sigaction = std::mem::zeroed();
-        action.sa_sigaction = note_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
-        action.sa_flags = libc::SA_RESTART;
-        libc::sigemptyset(&mut action.sa_mask);
-        assert_eq!(libc::sigaction(libc::SIGUSR2, &action, std::ptr::null_mut()), 0);
-    }
-    // SAFETY: `pthread_self` has no preconditions.
-    let caller = unsafe { libc::pthread_self() };
+    signal::install();
+    let caller = signal::this_thread();
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     server.signal("STOP");
     let storm = {
@@ -483,8 +460,7 @@ fn a_storm_of_signals_mid_call_does_not_stretch_the_call_past_its_timeout() {
         std::thread::spawn(move || {
             while !stop.load(std::sync::atomic::Ordering::SeqCst) && began.elapsed() < Duration::from_secs(2) {
                 std::thread::sleep(Duration::from_millis(20));
-                // SAFETY: `caller` is the test's thread, alive until it joins this one.
-                unsafe { libc::pthread_kill(caller, libc::SIGUSR2) };
+                signal::send(caller); // the test's thread, alive until it joins this one
             }
         })
     };
@@ -498,6 +474,6 @@ fn a_storm_of_signals_mid_call_does_not_stretch_the_call_past_its_timeout() {
     assert_eq!(err.code(), ErrorCode::StoreUnavailable);
     assert!(err.message().contains("timed out"), "{err}");
     assert!(took <= Duration::from_millis(TIMEOUT_MS + 150), "the call took {took:?}");
-    assert!(SIGNAL_HANDLED.load(std::sync::atomic::Ordering::SeqCst));
+    assert!(signal::handled());
     assert!(answers_within_a_second(&l), "no answer after SIGCONT");
 }
