@@ -34,7 +34,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tokio::sync::{Notify, oneshot};
 
-use super::wire::frame_len;
+use super::wire::{frame_len, io};
 
 /// The first read buffer; it grows only for a reply that does not fit.
 const INITIAL: usize = 512;
@@ -302,10 +302,6 @@ async fn write_all<W: AsyncWrite + Unpin>(w: &mut W, mut bytes: &[u8]) -> std::i
         bytes = &bytes[n..];
     }
     Ok(())
-}
-
-fn io(kind: ErrorKind, what: &'static str) -> RedisError {
-    std::io::Error::new(kind, what).into()
 }
 
 /// A direct-path connection: redis-rs's multiplexed connection (the store's own runtime's, and

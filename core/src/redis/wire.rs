@@ -184,7 +184,9 @@ fn left(deadline: Instant) -> RedisResult<Duration> {
     if left.is_zero() { Err(io(ErrorKind::TimedOut, "connecting took the whole timeout")) } else { Ok(left) }
 }
 
-fn io(kind: ErrorKind, what: &'static str) -> RedisError {
+/// An IO error of `kind` saying `what`, as the redis crate's errors carry them (shared with
+/// [`super::pipelined`]).
+pub(super) fn io(kind: ErrorKind, what: &'static str) -> RedisError {
     std::io::Error::new(kind, what).into()
 }
 
