@@ -150,7 +150,12 @@ const limiterTransports = new WeakMap() // Limiter -> Transport | null
 // ScriptRequest; then its FCALL or EVALSHA from HEAD) and __redisFinish a decision:
 // reused, because a buffer or object made natively per call costs more than the call. Never
 // handed out (each call's bytes are copied out before anything else can run).
-let scratch = Buffer.allocUnsafe(16384)
+let scratch = Buffer.from(new ArrayBuffer(16384))
+// The ticket's two f64s (time at 0, counted cost at 16, little-endian) read through a view on a
+// little-endian host (a view is cheaper than readDoubleLE, a call of its own); scratch always
+// starts an ArrayBuffer of its own, so the view is aligned.
+const LE = require('node:os').endianness() === 'LE'
+let ticket = new Float64Array(scratch.buffer, 0, 3)
 const HEAD = 24
 const decided = new Float64Array(6)
 
@@ -220,6 +225,16 @@ class ScriptRequest {
     this.now = now
     this.counted = counted
     this.h = h
+    // Transport#request's fields, declared here so that every request has one shape from the
+    // start (added later, each would move the object to a new hidden class per call).
+    this.resolve = null
+    this.reject = null
+    this.done = false
+    this.retried = false
+    this.owner = null
+    this.deadline = 0
+    this.hop = 0
+    this.slot = 0
   }
 
   eval() {
@@ -323,11 +338,14 @@ function waitOut(r) {
  * Prepares a call of the limiter with Redis handle `h` into `scratch` (growing it if needed):
  * its first send's length, or -1 if closed. The handle, op, cost and a short ASCII key travel
  * in the shared buffer, as for checkSync (src/redis_fast.rs); a key that is not one, and a cost
- * that is not a number (for its error), are passed.
+ * that is not a number (for its error), are passed. With `fd` (Transport#direct, else -1), the
+ * native side also writes the call to that socket itself and leaves in io[0] how many of its
+ * bytes went; scratch then holds only the rest.
  */
-function prepare(h, op, key, cost) {
+function prepare(h, op, key, cost, fd = -1) {
   for (;;) {
     const k = copyKey(key)
+    io[0] = fd
     io[6] = h
     io[8] = k
     io[9] = op
@@ -339,7 +357,8 @@ function prepare(h, op, key, cost) {
       n = __redisPrepareFast(scratch, key, cost) // not a number: throws config_invalid
     }
     if (n >= -1) return n
-    scratch = Buffer.allocUnsafe(-n * 2)
+    scratch = Buffer.from(new ArrayBuffer(-n * 2))
+    ticket = new Float64Array(scratch.buffer, 0, 3)
   }
 }
 
@@ -355,16 +374,22 @@ for (const name of ['check', 'peek', 'forecast']) {
         const c = callsOf(this)
         if (c === null) return fallback.apply(this, arguments)
         const t = c.t
+        // A standalone socket with nothing due: the native prepare writes the call itself.
+        const fd = t instanceof ClusterTransport ? -1 : t.direct()
         let n
         try {
-          n = prepare(c.h, op, key, cost)
+          n = prepare(c.h, op, key, cost, fd)
         } catch (e) {
           return Promise.reject(e)
         }
         if (n < 0) return fallback.apply(this, arguments) // closed: the native method answers
-        const bytes = Buffer.allocUnsafe(n)
-        scratch.copy(bytes, 0, HEAD, HEAD + n)
-        const r = new ScriptRequest(t, this, op, key, cost, scratch.readDoubleLE(0), scratch.readDoubleLE(16), c.h)
+        const sent = fd < 0 ? 0 : io[0]
+        let bytes = null
+        if (sent < n) {
+          bytes = Buffer.allocUnsafe(n - sent)
+          scratch.copy(bytes, 0, HEAD + sent, HEAD + n)
+        }
+        const r = new ScriptRequest(t, this, op, key, cost, LE ? ticket[0] : scratch.readDoubleLE(0), LE ? ticket[2] : scratch.readDoubleLE(16), c.h)
         if (t instanceof ClusterTransport) return t.request(r, bytes, scratch.readUInt32LE(8), scratch.readUInt32LE(12))
         return t.request(r, bytes)
       },

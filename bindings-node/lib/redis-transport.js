@@ -176,6 +176,7 @@ class Transport {
     this.corked = false
     this.batched = 0 // calls corked since the last flush
     this.closed = false
+    this.fd = -1 // the connected socket's descriptor, for Transport#direct (-1: none)
     this.timer = null
     this.onTimer = () => this.expire()
   }
@@ -201,11 +202,28 @@ class Transport {
     if (this.timer === null) this.arm(this.timeoutMs)
     if (this.pending === 1 && this.socket !== null) this.socket.ref()
     try {
-      this.write(bytes, r)
+      if (bytes === null) this.fifo.push(r) // written already (Transport#direct)
+      else this.write(bytes, r)
     } catch (e) {
       r.reject(e) // as a throw inside the executor did
     }
     return p
+  }
+
+  /**
+   * The descriptor of this socket when a call made now may be written to it directly (by the
+   * core's prepare, src/redis_fast.rs `send_now`, before `request`), else -1: only when the call
+   * would go at once anyway (no reply due, so `write` would not cork it), the connection is
+   * made and not destroyed (so the descriptor is still this socket's), and nothing of ours is
+   * queued on it (so the bytes keep their order). Standalone sockets only. A call sent whole
+   * this way is then handed to `request` with `null` for its bytes; whatever the send left
+   * goes through `write` as usual.
+   */
+  direct() {
+    const s = this.socket
+    if (this.fd < 0 || s === null || this.head !== this.fifo.length || this.corked || this.closed) return -1
+    if (s.destroyed || s.connecting || s.writableLength !== 0) return -1
+    return this.fd
   }
 
   /**
@@ -329,8 +347,14 @@ class Transport {
     // Whether anything can have been written: until the connection is made, nothing was.
     s.once('connect', () => {
       s.tkConnected = true
+      // Where a standalone socket's calls may be written directly (Transport#direct). Not on a
+      // cluster (its calls go at once only when no socket of the cluster is due) nor where
+      // the handle has no descriptor (Windows: -1).
+      const fd = s._handle?.fd
+      if (this.socket === s && this.cluster === null && Number.isInteger(fd) && fd >= 0) this.fd = fd
     })
     this.socket = s
+    this.fd = -1
     this.corked = false // a tick's cork belongs to the socket it was set on
     this.fifo = []
     this.head = 0
@@ -442,6 +466,7 @@ class Transport {
   lost(s, message) {
     if (s !== this.socket) return
     this.socket = null
+    this.fd = -1
     const slots = this.fifo
     const head = this.head
     this.fifo = []

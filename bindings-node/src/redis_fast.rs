@@ -42,6 +42,11 @@ pub(crate) const FUNCTIONS: [(&std::ffi::CStr, Callback); 3] =
 /// `__fieldsValues` writes its names id to, free during this call.
 const IO_OP: usize = IO_NAMES;
 
+/// Where index.js puts the socket `__redisPrepareFast` may write the call to itself (its file
+/// descriptor, or -1), and where that call leaves how many bytes it wrote: the decision's first
+/// slot, free during this call (it holds a decision only after `__redisFinishFast`).
+const IO_FD: usize = 0;
+
 /// `__redisHandle(limiter)`: the handle of a `Limiter` whose Promise calls index.js carries
 /// (registering it on first use), `null` for one it does not; throws unless `limiter` is a
 /// constructed `Limiter`. index.js asks once per limiter.
@@ -103,7 +108,9 @@ fn bytes<'a>(env: sys::napi_env, v: sys::napi_value, field: &str) -> CoreResult<
 /// cluster its master's number (u32 LE, `0xffffffff` when no master serves the slot now) at
 /// `scratch[8..12]` and its slot at `scratch[12..16]` (cluster.rs), and its first send after
 /// them (`FCALL` on a store that runs functions, else `EVALSHA`), and returns how many bytes of
-/// it; -1 when the store is closed (the native method answers), or `-(HEAD + length)` when
+/// it. When the fd slot holds a socket's descriptor (index.js's `Transport#direct`), the call
+/// is first written to it (`send_now`): the slot then says how many bytes went, and `scratch`
+/// holds only the rest after HEAD + that many. -1 when the store is closed (the native method answers), or `-(HEAD + length)` when
 /// `scratch` is too small. Written into
 /// a buffer the caller keeps, because a buffer made here per call costs more than the rest of
 /// the call. Bad arguments throw the native method's error.
@@ -130,20 +137,23 @@ unsafe extern "C" fn prepare(env: sys::napi_env, info: sys::napi_callback_info) 
             _ => validate::cost_from_f64(io[IO_COST])?,
         };
         let scratch = bytes(env, argv[0], "scratch")?;
-        let n = match copied_key(io)? {
-            Some(key) => write(l, op, key, cost, scratch)?,
-            None => {
-                crate::convert::with_str_in(&context.key, env, argv[1], "key", |key| write(l, op, key, cost, scratch))?
-            }
+        let fd = io[IO_FD];
+        let (n, sent) = match copied_key(io)? {
+            Some(key) => write(l, op, key, cost, scratch, fd)?,
+            None => crate::convert::with_str_in(&context.key, env, argv[1], "key", |key| {
+                write(l, op, key, cost, scratch, fd)
+            })?,
         };
+        io[IO_FD] = sent as f64;
         number(env, n as f64)
     })
 }
 
-/// `__redisPrepareFast`'s body once the arguments are read.
-fn write(l: &RedisLimiter, op: Op, key: &str, cost: u64, scratch: &mut [u8]) -> CoreResult<i64> {
+/// `__redisPrepareFast`'s body once the arguments are read: the length (or -1, or the size
+/// `scratch` needs) and how many of its bytes went to `fd` already.
+fn write(l: &RedisLimiter, op: Op, key: &str, cost: u64, scratch: &mut [u8], fd: f64) -> CoreResult<(i64, usize)> {
     if l.redis.store.is_closed() {
-        return Ok(-1);
+        return Ok((-1, 0));
     }
     let functions = l.redis.store.uses_functions();
     let call = l.inner.prepare(op, key, cost)?;
@@ -158,14 +168,48 @@ fn write(l: &RedisLimiter, op: Op, key: &str, cost: u64, scratch: &mut [u8]) -> 
         tail.clear();
         call.write_first(functions, tail);
         if HEAD + tail.len() > scratch.len() {
-            return Ok(-((HEAD + tail.len()) as i64));
+            return Ok((-((HEAD + tail.len()) as i64), 0));
         }
         transport::write_ticket(call.ticket(), scratch);
         scratch[8..12].copy_from_slice(&node.to_le_bytes());
         scratch[12..16].copy_from_slice(&slot.to_le_bytes());
-        scratch[HEAD..HEAD + tail.len()].copy_from_slice(tail);
-        Ok(tail.len() as i64)
+        let sent = send_now(fd, tail);
+        // Only what is left for index.js to write through the socket.
+        scratch[HEAD + sent..HEAD + tail.len()].copy_from_slice(&tail[sent..]);
+        Ok((tail.len() as i64, sent))
     })
+}
+
+/// Writes what it can of `bytes` to the socket `fd` now (one non-blocking `send`), and says how
+/// many bytes went; 0 when `fd` is -1 (not index.js's socket to write to now, or not a Unix
+/// host), or the socket takes none now or fails (index.js then writes them all through the
+/// socket's stream, which meets the same error and reports it as it always did).
+///
+/// Why: a sequential call's time is the client's CPU plus the server's, one after the other
+/// (docs/bench-bindings.md), and net.Socket's write path (the Writable's bookkeeping, a
+/// `WriteWrap` per write, a tick to finish it, a Buffer per call's bytes to hand it) was a
+/// good part of what index.js spent per call. index.js passes a descriptor only when the call
+/// goes at once anyway: its socket is connected and not destroyed (so the descriptor is still
+/// its own), nothing of ours is queued on it (so the bytes keep their order) and every reply is
+/// in (`Transport#direct`). `MSG_NOSIGNAL` (std's `send` on Linux): a closed peer is an error,
+/// not a signal.
+#[cfg(unix)]
+fn send_now(fd: f64, bytes: &[u8]) -> usize {
+    use std::io::Write;
+    use std::os::fd::FromRawFd;
+    if !(0.0..=f64::from(i32::MAX)).contains(&fd) || fd.fract() != 0.0 {
+        return 0;
+    }
+    // SAFETY: index.js hands the descriptor of its own open socket (see above); ManuallyDrop
+    // keeps it open, since the socket still owns it. Node sets its sockets non-blocking, so the
+    // send never waits.
+    let socket = std::mem::ManuallyDrop::new(unsafe { std::net::TcpStream::from_raw_fd(fd as i32) });
+    (&*socket).write(bytes).unwrap_or(0)
+}
+
+#[cfg(not(unix))]
+fn send_now(_fd: f64, _bytes: &[u8]) -> usize {
+    0
 }
 
 /// Where a call's bytes start in `__redisPrepareFast`'s scratch buffer (after its ticket, master
