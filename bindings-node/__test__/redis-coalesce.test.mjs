@@ -160,3 +160,51 @@ test(`on a cluster, a master's corked calls leave every ${CLUSTER_BATCH} calls w
   assert.deepEqual(await Promise.all(calls), Array.from({ length: n }, (_, i) => `${i}::1\r\n`))
   assert.equal(c.pending, 0)
 })
+
+// A standalone socket's sequential calls are written by the native prepare itself
+// (Transport#direct hands it the descriptor, src/redis_fast.rs `send_now`), then handed to
+// `request` with no bytes. The descriptor is handed out only when the call would go at once
+// anyway and the socket is still the connected one with nothing of ours queued.
+test('direct(): the descriptor only while nothing is due, queued, corked, closing or destroyed', async () => {
+  const { t, socket, log } = recordingTransport()
+  Object.assign(socket, { destroyed: false, connecting: false, writableLength: 0 })
+  assert.equal(t.direct(), -1, 'no descriptor before the connection is made')
+  t.fd = 7
+  assert.equal(t.direct(), 7)
+  // Written already: a slot on the wire, nothing written through the socket.
+  const first = t.request({ finish: (frame) => `0:${frame}`, eval: () => null }, null)
+  assert.deepEqual(log, [])
+  assert.equal(t.direct(), -1, 'a reply is due')
+  // A call made while that reply is due is corked as before, after the direct one.
+  const second = call(t, 1)
+  assert.deepEqual(log, ['cork', 'write c1'])
+  assert.equal(t.direct(), -1)
+  await tick()
+  t.onData(socket, replies(2))
+  assert.deepEqual(await Promise.all([first, second]), ['0::1\r\n', '1::1\r\n'])
+  assert.equal(t.direct(), 7, 'every reply in')
+  for (const [field, value] of [['writableLength', 3], ['destroyed', true], ['connecting', true]]) {
+    socket[field] = value
+    assert.equal(t.direct(), -1, field)
+    socket[field] = field === 'writableLength' ? 0 : false
+  }
+  t.corked = true
+  assert.equal(t.direct(), -1, 'corked')
+  t.corked = false
+  t.close()
+  assert.equal(t.direct(), -1, 'closing')
+})
+
+test('a reply split across two reads of the shared read buffer is copied out before the next read', async () => {
+  const { t, socket } = recordingTransport()
+  const p = [call(t, 0), call(t, 1)]
+  const shared = Buffer.alloc(16)
+  const read = (text) => {
+    shared.fill(0x78) // whatever the last read left
+    const n = shared.write(text, 'latin1')
+    t.onData(socket, shared.subarray(0, n), true)
+  }
+  read(':11\r\n:2') // the second frame incomplete
+  read('2\r\n') // overwrites the buffer the first read used
+  assert.deepEqual(await Promise.all(p), ['0::11\r\n', '1::22\r\n'])
+})
