@@ -147,9 +147,10 @@ const clusterNatives = {
 const transports = new Map() // store number -> Transport
 const limiterTransports = new WeakMap() // Limiter -> Transport | null
 // Where __redisPrepareFast writes a call (its ticket: time at 0 and counted cost at 16, see
-// ScriptRequest; then its FCALL or EVALSHA from HEAD) and __redisFinish a decision:
-// reused, because a buffer or object made natively per call costs more than the call. Never
-// handed out (each call's bytes are copied out before anything else can run).
+// ScriptRequest in lib/redis-requests.js; then its FCALL or EVALSHA from HEAD, or what its own
+// send left of it) and __redisFinish a decision: reused, because a buffer or object made
+// natively per call costs more than the call. Never handed out (each call's bytes are copied
+// out before anything else can run).
 let scratch = Buffer.from(new ArrayBuffer(16384))
 // The ticket's two f64s (time at 0, counted cost at 16, little-endian) read through a view on a
 // little-endian host (a view is cheaper than readDoubleLE, a call of its own); scratch always
@@ -209,113 +210,19 @@ function callsOf(limiter) {
   return c
 }
 
-/**
- * One script call of a limiter on the wire (see lib/redis-transport.js for the protocol). It
- * keeps the call's ticket as the core made it (src/transport.rs, `write_ticket`): `now` (NaN:
- * Redis's clock) and `counted`, the cost of a fixed window's check sent in count mode (its reply
- * is the window's count), else 0; both go back to the core with the reply.
- */
-class ScriptRequest {
-  constructor(t, limiter, op, key, cost, now, counted, h) {
-    this.t = t
-    this.limiter = limiter
-    this.op = op
-    this.key = key
-    this.cost = cost
-    this.now = now
-    this.counted = counted
-    this.h = h
-    // Transport#request's fields, declared here so that every request has one shape from the
-    // start (added later, each would move the object to a new hidden class per call).
-    this.resolve = null
-    this.reject = null
-    this.done = false
-    this.retried = false
-    this.owner = null
-    this.deadline = 0
-    this.hop = 0
-    this.slot = 0
-  }
-
-  eval() {
-    return __redisEval(this.limiter, this.op, this.key, this.cost, this.now)
-  }
-
-  /** On a cluster: the next attempt after the error reply `frame` from `node` (lib/redis-cluster.js). */
-  follow(node, frame, io) {
-    return __clusterFollow(this.limiter, this.op, this.key, this.cost, this.now, node, this.hop, frame, io)
-  }
-
-  /** On a cluster: the bytes of an attempt sent as `hop` (after a reroute). */
-  hopBytes(hop, io) {
-    return __clusterHopBytes(this.limiter, this.op, this.key, this.cost, this.now, hop, io)
-  }
-
-  finish(reply, error, timedOut) {
-    if (reply === null) {
-      // No reply (the connection failed, or the call timed out): the fail policy's path.
-      __redisFinish(this.limiter, this.now, this.counted, reply, error, timedOut ? this.t.timeoutMs : undefined, decided)
-      const d = { allowed: decided[0] === 1, limit: decided[1], remaining: decided[2], resetAt: decided[3], retryAfterMs: decided[4] }
-      if (decided[5] === 1) d.fallback = true
-      return d
-    }
-    io[6] = this.h
-    __redisFinishFast(reply, this.now, this.counted)
-    const d = { allowed: io[0] === 1, limit: io[1], remaining: io[2], resetAt: io[3], retryAfterMs: io[4] }
-    if (io[5] === 1) d.fallback = true
-    return d
-  }
-}
-
-/** `reset`'s DEL on the wire. */
-class DelRequest {
-  constructor(t) {
-    this.t = t
-  }
-
-  eval() {
-    return null
-  }
-
-  finish(reply, error, timedOut) {
-    __redisFinishDel(reply, error, timedOut ? this.t.timeoutMs : undefined)
-  }
-}
-
-/** A multi limiter's fused call on the wire. */
-class MultiRequest {
-  constructor(t, multi, call) {
-    this.t = t
-    this.multi = multi
-    this.call = call
-  }
-
-  eval() {
-    return __redisMultiBytes(this.call, true, this.t.endpoint.functions)
-  }
-
-  finish(reply, error, timedOut) {
-    return __redisMultiFinish(this.multi, this.call, reply, error, timedOut ? this.t.timeoutMs : undefined)
-  }
-}
-
-/** A shaper's reservation on the wire; for `schedule`, a refusal throws `queue_full`. */
-class ReserveRequest {
-  constructor(t, shaper, call, schedule) {
-    this.t = t
-    this.shaper = shaper
-    this.call = call
-    this.schedule = schedule
-  }
-
-  eval() {
-    return __redisMultiBytes(this.call, true, this.t.endpoint.functions)
-  }
-
-  finish(reply, error, timedOut) {
-    return __redisShaperFinish(this.shaper, this.call, reply, error, timedOut ? this.t.timeoutMs : undefined, this.schedule)
-  }
-}
+const { ScriptRequest, DelRequest, MultiRequest, ReserveRequest } = require('./lib/redis-requests.js')({
+  __redisEval,
+  __clusterFollow,
+  __clusterHopBytes,
+  __redisFinish,
+  __redisFinishFast,
+  __redisFinishDel,
+  __redisMultiBytes,
+  __redisMultiFinish,
+  __redisShaperFinish,
+  io,
+  decided,
+})
 
 // Node's timers, like the core's (`throttlekit::shaper::timer_chunks`), wait at most 2^31 - 1 ms.
 const MAX_TIMER_MS = 2147483647
