@@ -4,7 +4,9 @@
 //! store's own ([`super::wire`]), which reads a decision reply where it lies; otherwise redis-rs's,
 //! with the thread's signals held for the call ([`super::signals`]). A cluster routes the call
 //! from the caller's thread ([`super::cluster`]) over the same kind of connection to each
-//! master; Sentinel and deterministic replay hand it to the store's runtime and wait.
+//! master, and reads its reply the same way ([`wire::Wire::call`]: only an error frame is
+//! decoded into a `Value`, for the redirect rules); Sentinel and deterministic replay hand it
+//! to the store's runtime and wait.
 //!
 //! A connection that failed or timed out is dropped, never reused, so a late reply cannot be
 //! mistaken for the next call's; one deadline covers the whole call, a new connection's

@@ -9,7 +9,10 @@
 //! per call in all. Here a decision reply is one `recv` into a buffer kept between calls and
 //! is read by [`super::transport`]'s integer reader, the one the bindings' transports use;
 //! every other reply (an error, the fallback's, `WAIT`'s) is decoded by redis-rs's parser
-//! from the frame, so what a reply means is unchanged.
+//! from the frame, so what a reply means is unchanged. [`Wire::call`] is that read, for both
+//! sync paths: on a cluster too a decision never becomes a [`Value`] (redis-rs's
+//! `parse_redis_value` zero-fills 8 KB per call before parsing: 16k of a cluster call's 25.7k
+//! instructions, docs/redis.md).
 //!
 //! Used only where it speaks exactly what the crate would: `redis://` over TCP with RESP2
 //! (the default), on one node and on each master of a cluster. TLS, Unix sockets and `?protocol=resp3` keep [`redis::Connection`]. Timeouts
