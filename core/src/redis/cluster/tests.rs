@@ -154,4 +154,41 @@ mod fast_read {
             }
         }
     }
+    /// A master whose reply is bytes no RESP2 reply starts with, or a frame whose integers are
+    /// not integers, fails the call (`store_unavailable`), never a decision or a redirect: the
+    /// first is a lost connection to the router (dropped, never reused: the rest of the reply
+    /// cannot be found), the second a whole frame, decoded as redis-rs decodes it.
+    #[test]
+    fn a_malformed_frame_from_a_socket_is_store_unavailable() {
+        use std::io::{Read as _, Write as _};
+        let fixed = crate::Strategy::fixed_window(10, 1000).unwrap();
+        let gcra = crate::Strategy::gcra(10, 1000, None).unwrap();
+        let (count, six) = (check(&fixed, Now::At(1_500)), check(&gcra, Now::Server));
+        let cases: [(&ScriptCall, &'static [u8], bool); 4] = [
+            (&count, b"!5\r\nodd\r\n", true),
+            (&six, b"%1\r\n:1\r\n:2\r\n", true),
+            (&count, b":12x\r\n", false),
+            (&six, b"*6\r\n:1\r\n:a\r\n:7\r\n:1000\r\n:0\r\n:2000\r\n", false),
+        ];
+        for (call, reply, lost) in cases {
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            let port = listener.local_addr().unwrap().port();
+            let server = std::thread::spawn(move || {
+                let (mut s, _) = listener.accept().unwrap();
+                let _ = s.read(&mut [0u8; 4096]).unwrap();
+                s.write_all(reply).unwrap();
+            });
+            let deadline = Instant::now() + Duration::from_secs(30);
+            let mut w = super::super::super::wire::Wire::connect("127.0.0.1", port, &[], deadline).unwrap();
+            let got = w.call(Invoke::Functions, call);
+            server.join().unwrap();
+            match (got, lost) {
+                (Err(e), true) => assert!(matches!(classify(Err(e), "s"), Verdict::Lost(_)), "{reply:?}"),
+                (Ok(Answer::Decided(Err(e))), false) => {
+                    assert_eq!(e.code(), crate::ErrorCode::StoreUnavailable, "{reply:?}")
+                }
+                (other, _) => panic!("{reply:?} read as {other:?}"),
+            }
+        }
+    }
 }
