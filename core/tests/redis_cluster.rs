@@ -2,7 +2,10 @@
 //! every vectors file replays with no mismatch; single keys spread over every master and each
 //! admits exactly its limit under concurrent clients; `check_many` spans slots; multi limiters
 //! keep their keys in one slot per tag, and different tags reach every master; a node that lost
-//! its script cache answers on that node; a signal handled mid sync call does not fail it.
+//! its script cache answers on that node; a signal handled mid sync call does not fail it; sync
+//! decisions (a fixed window's count reply, a six-integer reply) are the memory store's, and a
+//! reply that is no decision, or an error that only looks like a redirect, is
+//! `store_unavailable` while the next call still reads its own reply.
 #![cfg(feature = "redis")]
 
 #[path = "support/redis_cluster.rs"]
@@ -20,7 +23,7 @@ use redis_cluster::{RedisCluster, cli};
 use throttlekit::conformance;
 use throttlekit::redis::{RedisMode, RedisOptions, RedisStore};
 use throttlekit::store::Now;
-use throttlekit::{Dimension, Limiter, MultiLimiter, Rule, Strategy};
+use throttlekit::{Dimension, ErrorCode, FailPolicy, Limiter, MultiLimiter, Rule, Strategy};
 
 const LIMIT: u64 = 7;
 const NOW: i64 = 1_800_000_000_000;
@@ -271,4 +274,103 @@ fn a_signal_handled_mid_call_does_not_fail_a_sync_call_on_a_cluster() {
     let d = answered.unwrap_or_else(|e| panic!("the call failed: {e}"));
     assert!(d.allowed && d.remaining == (LIMIT - 2) as i64, "{d:?}");
     assert!(signal::handled(), "the signal was lost");
+}
+
+/// Limiters of `strategy` on `store` and on the memory store, errors raised.
+fn twins(store: &Arc<RedisStore>, strategy: Strategy, prefix: &str) -> (Limiter, Limiter) {
+    let on = |b: throttlekit::LimiterBuilder| b.fail_policy(FailPolicy::Raise).prefix(prefix).build();
+    (on(Limiter::builder(strategy.clone()).store(store.clone())), on(Limiter::builder(strategy)))
+}
+
+/// The sync path on a cluster reads a reply by its first byte (`core/src/redis/wire.rs`,
+/// `answer`): anything but an error is the decision, read where it lies. Decided that way, a
+/// run of sync checks over keys on every master is exactly the memory store's, for the fixed
+/// window's `count` mode (an integer reply), a six-integer reply (GCRA, token bucket) and a
+/// decision derived on the server's side (sliding window).
+#[test]
+fn sync_decisions_on_a_cluster_are_the_memory_stores() {
+    let cluster = RedisCluster::start(3, 0);
+    let store = connect(&cluster);
+    let strategies = [
+        ("fixed", Strategy::fixed_window(5, 10_000).unwrap()),
+        ("gcra", Strategy::gcra(5, 10_000, Some(3)).unwrap()),
+        ("bucket", Strategy::token_bucket(4, 0.5).unwrap()),
+        ("sliding", Strategy::sliding_window(5, 10_000, None).unwrap()),
+    ];
+    let before: Vec<u64> = cluster.master_ports().iter().map(|&p| dbsize(p)).collect();
+    for (name, strategy) in strategies {
+        let (cluster_l, memory_l) = twins(&store, strategy, name);
+        for i in 0..120u64 {
+            let (key, cost, now) = (format!("same:{}", i % 12), 1 + i % 3, NOW + (i as i64) * 450);
+            let (c, m) = (cluster_l.check_sync_at(&key, cost, now), memory_l.check_sync_at(&key, cost, now));
+            assert_eq!(c.expect("the cluster answers"), m.unwrap(), "{name} {key} cost {cost} at {now}");
+        }
+    }
+    for (i, &p) in cluster.master_ports().iter().enumerate() {
+        assert!(dbsize(p) > before[i], "no key reached the master on {p}");
+    }
+}
+
+/// A library of our name whose every function returns `body` (what no real script sends).
+fn odd_library(body: &str) -> String {
+    use throttlekit::redis::scripts::{LIBRARY, SCRIPTS};
+    let mut source = format!("#!lua name={}\n", LIBRARY.name);
+    for s in SCRIPTS.all() {
+        source.push_str(&format!("redis.register_function('{}', function(KEYS, ARGV) {body} end)\n", s.function));
+    }
+    source
+}
+
+/// Whatever a master answers that is no decision fails the sync call with
+/// `store_unavailable`, never a wrong decision: a string, a nil, an integer or six integers
+/// that break a decision's invariants, and errors that look like a redirect or a cluster state
+/// but are a script's (nothing is followed). Each such reply was read whole, so the connection
+/// it came on stays in step: once the real library is back (flushed, then reloaded by the store
+/// on each master at its next call), every call reads its own reply.
+#[test]
+fn odd_replies_on_a_cluster_are_store_unavailable_and_the_next_calls_read_their_own() {
+    let cluster = RedisCluster::start(3, 0);
+    let store = connect(&cluster);
+    assert!(store.uses_functions(), "Redis >= 7: the odd replies come from a replaced library");
+    let keys: Vec<String> = (0..12).map(|i| format!("odd:{i}")).collect();
+    let pairs = [
+        twins(&store, Strategy::fixed_window(LIMIT, 3_600_000).unwrap(), "cl"),
+        twins(&store, Strategy::gcra(LIMIT, 3_600_000, None).unwrap(), "cl-gcra"),
+    ];
+    for k in &keys {
+        for (c, m) in &pairs {
+            assert_eq!(c.check_sync_at(k, 1, NOW).unwrap(), m.check_sync_at(k, 1, NOW).unwrap());
+        }
+    }
+    let masters = cluster.master_ports();
+    for body in [
+        "return 'odd'",
+        "return nil",
+        "return -1",
+        "return {2, 0, 2, 0, 0, 50}",
+        "return {1, 7, 6}",
+        "return redis.error_reply('MOVED garbage')",
+        "return redis.error_reply('ASK')",
+        "return redis.error_reply('CLUSTERDOWN says the script')",
+    ] {
+        let library = odd_library(body);
+        for &p in &masters {
+            cli(p, &["function", "load", "replace", &library]).expect("FUNCTION LOAD REPLACE");
+        }
+        for k in &keys {
+            for (c, _) in &pairs {
+                let e = c.check_sync_at(k, 1, NOW).expect_err(body);
+                assert_eq!(e.code(), ErrorCode::StoreUnavailable, "{body}: {e}");
+            }
+        }
+    }
+    for &p in &masters {
+        cli(p, &["function", "flush"]).expect("FUNCTION FLUSH");
+    }
+    for k in &keys {
+        for (c, m) in &pairs {
+            let d = c.check_sync_at(k, 1, NOW).expect("answered after the flush");
+            assert_eq!(d, m.check_sync_at(k, 1, NOW).unwrap(), "{k}");
+        }
+    }
 }

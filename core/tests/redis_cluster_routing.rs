@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use redis_cluster::{RedisCluster, cli, field};
+use redis_cluster::{RedisCluster, begin_migration, cli, end_migration, field, keyslot, owner_and_other};
 use throttlekit::redis::{RedisMode, RedisOptions, RedisStore};
 use throttlekit::store::{Now, Store};
 use throttlekit::{ErrorCode, FailPolicy, Limiter, Strategy};
@@ -350,41 +350,21 @@ fn a_call_abandoned_at_its_timeout_drops_its_connection_and_the_next_calls_answe
     }
 }
 
-/// The node id and port of the master serving `slot`, and of another master.
-fn owner_and_other(cluster: &RedisCluster, slot: u16) -> ((String, u16), (String, u16)) {
-    let port = cluster.nodes[0].port;
-    let nodes = cli(port, &["cluster", "nodes"]).unwrap();
-    let masters: Vec<(String, u16, String)> = nodes
-        .lines()
-        .filter(|l| l.contains("master"))
-        .map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            let p = f[1].split(['@', ':']).nth(1).unwrap().parse().unwrap();
-            (f[0].to_string(), p, f[8..].join(" "))
-        })
-        .collect();
-    let serves = |ranges: &str| {
-        ranges.split_whitespace().any(|r| {
-            let (a, b) = r.split_once('-').unwrap_or((r, r));
-            matches!((a.parse::<u16>(), b.parse::<u16>()), (Ok(a), Ok(b)) if a <= slot && slot <= b)
-        })
-    };
-    let owner = masters.iter().find(|m| serves(&m.2)).expect("an owner");
-    let other = masters.iter().find(|m| m.0 != owner.0).expect("another master");
-    ((owner.0.clone(), owner.1), (other.0.clone(), other.1))
-}
-
-fn keyslot(cluster: &RedisCluster, key: &str) -> u16 {
-    cli(cluster.nodes[0].port, &["cluster", "keyslot", key]).unwrap().trim().parse().unwrap()
-}
-
 #[test]
 fn moved_and_ask_are_followed_and_the_call_runs_once_on_the_right_node() {
     let cluster = RedisCluster::start(3, 0);
     let store = connect(cluster.urls(), 2000);
-    let l = limiter(store.clone(), "redir");
+    let count = limiter(store.clone(), "redir");
+    // A six-integer decision, where the fixed window's sync check reads a count (both are read
+    // by the frame's first byte on the sync path: `wire::answer`). Two an hour: its key lives
+    // half an hour (a GCRA key expires at its theoretical arrival time).
+    let six = Limiter::builder(Strategy::gcra(2, 3_600_000, None).unwrap())
+        .store(store.clone())
+        .fail_policy(FailPolicy::Raise)
+        .prefix("redir")
+        .build();
     let rt = runtime();
-    for (i, sync) in [(0, true), (1, false)] {
+    for (i, sync, l) in [(0, true, &*count), (1, false, &*count), (2, true, &six)] {
         // MOVED: an empty slot handed to another master behind the store's back.
         let key = format!("moved{i}");
         let full = format!("redir:{key}");
@@ -411,21 +391,6 @@ fn moved_and_ask_are_followed_and_the_call_runs_once_on_the_right_node() {
         assert_eq!(redis_server::calls(to, "asking") - asking, 1);
         // Finish the migration so the next round starts from a stable map.
         end_migration(&cluster, slot, &to_id, to);
-    }
-}
-
-/// `slot` (empty) marked importing on `to` and migrating on `from`.
-fn begin_migration(slot: u16, (from_id, from): (&str, u16), (to_id, to): (&str, u16)) {
-    cli(to, &["cluster", "setslot", &slot.to_string(), "importing", from_id]).expect("IMPORTING");
-    cli(from, &["cluster", "setslot", &slot.to_string(), "migrating", to_id]).expect("MIGRATING");
-}
-
-/// The migration of `slot` to `to` finished as the cluster spec says: the importing node first
-/// (it bumps its config epoch, so gossip cannot hand the slot back), then every other node.
-fn end_migration(cluster: &RedisCluster, slot: u16, to_id: &str, to: u16) {
-    cli(to, &["cluster", "setslot", &slot.to_string(), "node", to_id]).expect("SETSLOT NODE");
-    for n in cluster.nodes.iter().filter(|n| n.port != to) {
-        cli(n.port, &["cluster", "setslot", &slot.to_string(), "node", to_id]).expect("SETSLOT NODE");
     }
 }
 

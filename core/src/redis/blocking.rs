@@ -4,7 +4,9 @@
 //! store's own ([`super::wire`]), which reads a decision reply where it lies; otherwise redis-rs's,
 //! with the thread's signals held for the call ([`super::signals`]). A cluster routes the call
 //! from the caller's thread ([`super::cluster`]) over the same kind of connection to each
-//! master; Sentinel and deterministic replay hand it to the store's runtime and wait.
+//! master, and reads its reply the same way ([`wire::Wire::call`]: only an error frame is
+//! decoded into a `Value`, for the redirect rules); Sentinel and deterministic replay hand it
+//! to the store's runtime and wait.
 //!
 //! A connection that failed or timed out is dropped, never reused, so a late reply cannot be
 //! mistaken for the next call's; one deadline covers the whole call, a new connection's
@@ -15,7 +17,7 @@ use std::sync::atomic::Ordering;
 use redis::Value;
 
 use super::call::{self, Outcome, ScriptCall};
-use super::{Inner, RedisStore, block_on, invoke, signals, transport, wire};
+use super::{Inner, RedisStore, block_on, invoke, signals, wire};
 use crate::error::{Error, Result};
 use crate::store::Now;
 
@@ -28,12 +30,9 @@ impl RedisStore {
             if self.inner.closed.load(Ordering::Acquire) {
                 return Err(Error::store("the Redis store is closed"));
             }
-            let value = {
-                // redis-rs's connection cannot read again after a signal; the store's own can.
-                let _held = (!router.is_wire()).then(signals::HeldSignals::hold);
-                router.run_blocking(self.inner.invoke, self.inner.durable, &call)?
-            };
-            return call::decode_reply(&call, &value);
+            // redis-rs's connection cannot read again after a signal; the store's own can.
+            let _held = (!router.is_wire()).then(signals::HeldSignals::hold);
+            return router.run_blocking(self.inner.invoke, self.inner.durable, &call);
         }
         if self.inner.replay.is_none() && !self.inner.routed {
             // redis-rs's connection cannot read again after a signal; the store's own can.
@@ -72,22 +71,19 @@ impl Inner {
         let deadline = started + self.timeout;
         let value = match &mut conn {
             // The store's own connection: a decision reply is read where it lies ([`wire`]).
-            wire::SyncConn::Wire(w) if self.durable.is_none() => {
-                let first = w.send_cmd(&invoke::first(self.invoke, call)).and_then(|()| w.frame());
-                match first {
-                    Ok(frame) if !transport::is_missing(frame) => {
-                        let outcome = transport::outcome(call, Ok(frame));
-                        // The whole reply was read: the connection is in step, whatever it said.
-                        self.pool(conn, fresh)?;
-                        return outcome;
-                    }
-                    Ok(frame) => {
-                        let reply = redis::parse_redis_value(frame);
-                        invoke::run_sync_fallback(w, self.invoke, call, reply, deadline, self.timeout)
-                    }
-                    Err(e) => Err(e),
+            wire::SyncConn::Wire(w) if self.durable.is_none() => match w.call(self.invoke, call) {
+                Ok(wire::Answer::Decided(outcome)) => {
+                    // The whole reply was read: the connection is in step, whatever it said.
+                    self.pool(conn, fresh)?;
+                    return outcome;
                 }
-            }
+                // An error: `NOSCRIPT` or a missing function gets the fallback, any other is
+                // the call's failure (below).
+                Ok(wire::Answer::Refused(reply)) => {
+                    invoke::run_sync_fallback(w, self.invoke, call, Ok(reply), deadline, self.timeout)
+                }
+                Err(e) => Err(e),
+            },
             wire::SyncConn::Wire(w) => invoke::run_sync(w, self.invoke, self.durable, call, deadline, self.timeout),
             wire::SyncConn::Crate(c) => invoke::run_sync(c, self.invoke, self.durable, call, deadline, self.timeout),
         };

@@ -9,7 +9,10 @@
 //! per call in all. Here a decision reply is one `recv` into a buffer kept between calls and
 //! is read by [`super::transport`]'s integer reader, the one the bindings' transports use;
 //! every other reply (an error, the fallback's, `WAIT`'s) is decoded by redis-rs's parser
-//! from the frame, so what a reply means is unchanged.
+//! from the frame, so what a reply means is unchanged. [`Wire::call`] is that read, for both
+//! sync paths: on a cluster too a decision never becomes a [`Value`] (redis-rs's
+//! `parse_redis_value` zero-fills 8 KB per call before parsing: 16k of a cluster call's 25.7k
+//! instructions, docs/redis.md).
 //!
 //! Used only where it speaks exactly what the crate would: `redis://` over TCP with RESP2
 //! (the default), on one node and on each master of a cluster. TLS, Unix sockets and `?protocol=resp3` keep [`redis::Connection`]. Timeouts
@@ -21,6 +24,10 @@ use std::net::{TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
 use redis::{RedisError, RedisResult, Value};
+
+use super::call::{Outcome, ScriptCall};
+use super::invoke::{self, Invoke};
+use super::transport;
 
 /// The first read buffer; it grows only for a reply that does not fit (an `EVAL` error).
 const INITIAL: usize = 512;
@@ -155,6 +162,41 @@ impl Wire {
         let frame = self.frame()?;
         redis::parse_redis_value(frame)
     }
+
+    /// Sends `call`'s first command ([`invoke::first`]) and reads its reply: the one way both
+    /// sync paths (one node, each master of a cluster) read a decision. See [`answer`].
+    pub(crate) fn call(&mut self, invoke: Invoke, call: &ScriptCall) -> RedisResult<Answer> {
+        self.send_cmd(&invoke::first(invoke, call))?;
+        answer(call, self.frame()?)
+    }
+}
+
+/// A reply to a call's first command, as [`Wire::call`] read it.
+#[derive(Debug)]
+pub(crate) enum Answer {
+    /// Not an error frame: the call's outcome, decoded where it lies ([`transport::outcome`]).
+    /// A reply that is no sane decision is `store_unavailable` here, as it always was.
+    Decided(crate::error::Result<Outcome>),
+    /// An error frame (`-...`), decoded by redis-rs's parser: what it asks for is the
+    /// caller's rule (`NOSCRIPT` or a missing function: the fallback; on a cluster also
+    /// `MOVED`, `ASK`, `TRYAGAIN`, `CLUSTERDOWN`...). Nothing ran for most of them.
+    Refused(Value),
+}
+
+/// What one whole reply frame to a call's first command is (see [`Answer`]).
+///
+/// Why a frame's first byte is enough: every reply that asks the client to do something
+/// (a redirect, `TRYAGAIN`, `NOSCRIPT`, `LOADING`, `CLUSTERDOWN`) is a RESP error, and no
+/// reply our scripts make is one (a script's own failure is an error too, and ends the call
+/// either way). So a normal decision, six integers or a fixed window's count, never builds a
+/// redis-rs [`Value`]: on a cluster that was the one decode a sync call made that one node's
+/// did not (issue #20's cluster row).
+pub(crate) fn answer(call: &ScriptCall, frame: &[u8]) -> RedisResult<Answer> {
+    Ok(if frame.first() == Some(&b'-') {
+        Answer::Refused(redis::parse_redis_value(frame)?)
+    } else {
+        Answer::Decided(transport::outcome(call, Ok(frame)))
+    })
 }
 
 /// A pooled blocking connection of the sync paths (one node, or each master of a cluster).

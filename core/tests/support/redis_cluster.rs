@@ -116,3 +116,46 @@ impl RedisCluster {
         crate::redis_server::calls(port, cmd)
     }
 }
+
+/// The node id and port of the master serving `slot`, and of another master.
+pub fn owner_and_other(cluster: &RedisCluster, slot: u16) -> ((String, u16), (String, u16)) {
+    let port = cluster.nodes[0].port;
+    let nodes = cli(port, &["cluster", "nodes"]).unwrap();
+    let masters: Vec<(String, u16, String)> = nodes
+        .lines()
+        .filter(|l| l.contains("master"))
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let p = f[1].split(['@', ':']).nth(1).unwrap().parse().unwrap();
+            (f[0].to_string(), p, f[8..].join(" "))
+        })
+        .collect();
+    let serves = |ranges: &str| {
+        ranges.split_whitespace().any(|r| {
+            let (a, b) = r.split_once('-').unwrap_or((r, r));
+            matches!((a.parse::<u16>(), b.parse::<u16>()), (Ok(a), Ok(b)) if a <= slot && slot <= b)
+        })
+    };
+    let owner = masters.iter().find(|m| serves(&m.2)).expect("an owner");
+    let other = masters.iter().find(|m| m.0 != owner.0).expect("another master");
+    ((owner.0.clone(), owner.1), (other.0.clone(), other.1))
+}
+
+pub fn keyslot(cluster: &RedisCluster, key: &str) -> u16 {
+    cli(cluster.nodes[0].port, &["cluster", "keyslot", key]).unwrap().trim().parse().unwrap()
+}
+
+/// `slot` (empty) marked importing on `to` and migrating on `from`.
+pub fn begin_migration(slot: u16, (from_id, from): (&str, u16), (to_id, to): (&str, u16)) {
+    cli(to, &["cluster", "setslot", &slot.to_string(), "importing", from_id]).expect("IMPORTING");
+    cli(from, &["cluster", "setslot", &slot.to_string(), "migrating", to_id]).expect("MIGRATING");
+}
+
+/// The migration of `slot` to `to` finished as the cluster spec says: the importing node first
+/// (it bumps its config epoch, so gossip cannot hand the slot back), then every other node.
+pub fn end_migration(cluster: &RedisCluster, slot: u16, to_id: &str, to: u16) {
+    cli(to, &["cluster", "setslot", &slot.to_string(), "node", to_id]).expect("SETSLOT NODE");
+    for n in cluster.nodes.iter().filter(|n| n.port != to) {
+        cli(n.port, &["cluster", "setslot", &slot.to_string(), "node", to_id]).expect("SETSLOT NODE");
+    }
+}

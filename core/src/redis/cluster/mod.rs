@@ -44,9 +44,10 @@ use std::time::{Duration, Instant};
 use redis::aio::{ConnectionLike as _, MultiplexedConnection};
 use redis::{Pipeline, RedisResult, Value};
 
-use super::call::ScriptCall;
+use super::call::{self, Outcome, ScriptCall};
 use super::invoke::{self, Durable, Invoke, SyncIo as _};
 use super::options::{Plan, TlsFiles};
+use super::wire::{Answer, SyncConn};
 use crate::error::{Error, Result};
 use topology::{Addr, SlotMap, parse_slots};
 
@@ -568,13 +569,20 @@ impl Router {
         self.wire
     }
 
-    /// [`Router::run`] on the calling thread, on the key's master's pooled blocking connections.
+    /// [`Router::run`] on the calling thread, on the key's master's pooled blocking connections:
+    /// the call's outcome.
+    ///
+    /// On the store's own connections ([`super::wire`]) a plain attempt (no `ASKING`, no
+    /// fallback, not durable: every call on a stable cluster) reads its reply as one node's
+    /// sync path does ([`super::wire::Wire::call`]): a reply that is no error frame is the
+    /// decision, decoded where it lies; only an error frame is decoded into a [`Value`] and
+    /// goes through [`classify`] (a redirect, `TRYAGAIN`, `NOSCRIPT`, `CLUSTERDOWN`...).
     pub(crate) fn run_blocking(
         self: &Arc<Self>,
         invoke: Invoke,
         durable: Option<Durable>,
         call: &ScriptCall,
-    ) -> Result<Value> {
+    ) -> Result<Outcome> {
         let started = Instant::now();
         let timed_out = |e: &dyn std::fmt::Display| {
             Error::store(format!("timed out: Redis did not answer within {} ms ({e})", self.timeout.as_millis()))
@@ -622,32 +630,41 @@ impl Router {
             if hop > 0 && !fresh {
                 conn.read_timeout(left).map_err(Error::store)?;
             }
-            let p = attempt(invoke, call, fallback, asking, durable);
-            let sent = if p.len() == 1 {
-                conn.request(p.cmd_iter().next().expect("one command")).map(|v| (v, None))
-            } else {
-                // Each reply read by the call's deadline (`ASKING`, `WAIT` or the fallback ride
-                // with the call).
-                invoke::pipeline_within(
-                    &mut conn,
-                    &p.get_packed_pipeline(),
-                    p.len(),
-                    started + self.timeout,
-                    self.timeout,
-                )
-                .map(|v| pick(v, durable.is_some()))
-            };
-            let verdict = classify(sent, &node.addr.0);
-            if !matches!(verdict, Verdict::Lost(_)) {
-                // Answered: the connection is in step, and may serve the next call, with a
-                // whole timeout of its own.
+            // Answered (whatever it said): the connection is in step, and may serve the next
+            // call, with a whole timeout of its own.
+            let pool = |mut conn: SyncConn| -> Result<()> {
                 if hop > 0 || fresh {
                     conn.set_timeouts(self.timeout).map_err(Error::store)?;
                 }
                 node.idle.lock().push(conn);
+                Ok(())
+            };
+            let plain = !asking && !fallback && durable.is_none();
+            let sent = match &mut conn {
+                SyncConn::Wire(w) if plain => match w.call(invoke, call) {
+                    Ok(Answer::Decided(outcome)) => {
+                        pool(conn)?;
+                        return outcome;
+                    }
+                    Ok(Answer::Refused(reply)) => Ok((reply, None)),
+                    Err(e) => Err(e),
+                },
+                _ if plain => conn.request(&invoke::first(invoke, call)).map(|v| (v, None)),
+                // Each reply read by the call's deadline (`ASKING`, `WAIT` or the fallback ride
+                // with the call).
+                _ => {
+                    let p = attempt(invoke, call, fallback, asking, durable);
+                    let deadline = started + self.timeout;
+                    invoke::pipeline_within(&mut conn, &p.get_packed_pipeline(), p.len(), deadline, self.timeout)
+                        .map(|v| pick(v, durable.is_some()))
+                }
+            };
+            let verdict = classify(sent, &node.addr.0);
+            if !matches!(verdict, Verdict::Lost(_)) {
+                pool(conn)?;
             }
             match self.next(verdict, &node, call, durable, asking)? {
-                Next::Done(v) => return Ok(v),
+                Next::Done(v) => return call::decode_reply(call, &v),
                 // Dropped with the connection: a call that may have counted is never resent,
                 // and its late reply can never be read as the next call's.
                 Next::Lost(e) => {

@@ -40,7 +40,9 @@ impl Router {
     /// asks for: a `MOVED` is learnt (and the map read again in the background), as on the
     /// store's own path.
     pub(crate) fn wire(self: &Arc<Self>, node: u32, asking: bool, reply: &[u8]) -> Result<Wire> {
-        let Some(from) = self.by_id(node) else { return Ok(Wire::Reply) };
+        // Only an error frame asks for anything (as on the sync path: `super::super::wire::answer`);
+        // redis-rs's parser would zero-fill 8 KB to say so about any other.
+        let Some(from) = self.by_id(node).filter(|_| reply.first() == Some(&b'-')) else { return Ok(Wire::Reply) };
         let Ok(value @ Value::ServerError(_)) = redis::parse_redis_value(reply) else { return Ok(Wire::Reply) };
         let again = |node: u32, asking, missing, pause| Wire::Again { node, asking, missing, pause };
         Ok(match classify(Ok((value, None)), &from.addr.0) {
