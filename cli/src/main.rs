@@ -11,6 +11,13 @@ use throttlekit::{MemoryStore, Store};
 
 mod demo;
 
+/// jemalloc, not glibc's malloc: `serve` allocates and frees dozens of small buffers and boxed
+/// futures per request, and jemalloc's thread caches take ~10% off its CPU per request on Redis
+/// at 64 streams (docs/serve.md, "serve's CPU per request (2026-11-27)").
+#[cfg(not(target_env = "msvc"))]
+#[global_allocator]
+static ALLOC: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 /// Makes a fresh store for each suite.
 type StoreFactory = Box<dyn FnMut() -> throttlekit::Result<Arc<dyn Store>>>;
 

@@ -16,6 +16,12 @@
 
 use std::time::{Duration, Instant};
 
+/// The `throttlekit` binary's allocator (cli/src/main.rs), so the empty service's floor is
+/// measured on the same one.
+#[cfg(not(target_env = "msvc"))]
+#[global_allocator]
+static ALLOC: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 use envoy_types::pb::envoy::extensions::common::ratelimit::v3::RateLimitDescriptor;
 use envoy_types::pb::envoy::extensions::common::ratelimit::v3::rate_limit_descriptor::Entry;
 use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_response::DescriptorStatus;

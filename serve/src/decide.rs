@@ -12,6 +12,7 @@
 //! the enforced limits under [`Rule::Any`] as well: each limit that admits is charged even when
 //! another refuses, as envoyproxy/ratelimit charges every descriptor.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
@@ -190,6 +191,25 @@ impl Applied {
     fn def(&self) -> &LimitDef {
         &self.set.limits[self.limit]
     }
+
+    fn group(&self) -> Group {
+        if self.cost == 0 && self.twin.is_none() {
+            Group::Look
+        } else if self.set.shadow_mode {
+            Group::Shadow
+        } else {
+            Group::Enforced
+        }
+    }
+}
+
+/// Which apply decides a limit: the enforced multi apply, the shadow one, or a look (a
+/// `hits_addend` of 0, decided alone without charging).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Group {
+    Enforced,
+    Shadow,
+    Look,
 }
 
 fn invalid(msg: impl Into<String>) -> DecideError {
@@ -247,26 +267,17 @@ impl Decider {
         let now = self.clock.now_ms();
         let applied = self.resolve(config, req)?;
 
-        // Split: charged (cost > 0) enforced, charged shadow, and looks (hits_addend 0).
-        let mut enforced = Vec::new();
-        let mut shadow = Vec::new();
-        let mut looks = Vec::new();
-        for (i, a) in applied.iter().enumerate() {
-            if a.cost == 0 && a.twin.is_none() {
-                looks.push(i);
-            } else if a.set.shadow_mode {
-                shadow.push(i);
-            } else {
-                enforced.push(i);
-            }
-        }
+        // Split (by `Group`, without collecting the groups): charged (cost > 0) enforced,
+        // charged shadow, and looks (hits_addend 0).
         let mut decisions: Vec<Option<Decision>> = vec![None; applied.len()];
         let mut fallback = false;
         let rule = if self.count_rejected { Rule::Any } else { Rule::All };
-        fallback |= self.apply(&applied, &enforced, rule, now, &mut decisions).await?;
-        fallback |= self.apply(&applied, &shadow, Rule::Any, now, &mut decisions).await?;
-        for &i in &looks {
-            let a = &applied[i];
+        fallback |= self.apply(&applied, Group::Enforced, rule, now, &mut decisions).await?;
+        fallback |= self.apply(&applied, Group::Shadow, Rule::Any, now, &mut decisions).await?;
+        for (i, a) in applied.iter().enumerate() {
+            if a.group() != Group::Look {
+                continue;
+            }
             let d = match self.store.apply(&a.key, Now::At(now), Transform::Peek { strategy: &a.def().strategy }).await
             {
                 Ok(reply) => reply.decision().map_err(|e| DecideError::Internal(e.to_string()))?,
@@ -286,7 +297,7 @@ impl Decider {
         let tag = hash_tag(&req.domain);
         let mut sets: Vec<Option<(Arc<LimitSet>, String)>> = Vec::with_capacity(req.descriptors.len());
         for (i, d) in req.descriptors.iter().enumerate() {
-            let entries: Vec<(&str, &str)> = d.entries.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+            let entries = &d.entries;
             let counter = || entries.iter().map(|(k, v)| format!("{k}_{v}")).collect::<Vec<_>>().join(".");
             sets.push(match d.limit_override {
                 Some((rpu, unit)) => {
@@ -303,7 +314,7 @@ impl Decider {
                     };
                     Some((Arc::new(set), counter()))
                 }
-                None => matching::find(config, &req.domain, &entries).map(|m| (m.limits.clone(), m.counter)),
+                None => matching::find(config, &req.domain, entries).map(|m| (m.limits.clone(), m.counter)),
             });
         }
         let replaced: HashSet<&str> =
@@ -323,16 +334,21 @@ impl Decider {
                 }
                 // A zero limit refuses every hit: one more than its one-unit window holds.
                 let cost = if def.blocks_all && hits > 0 { hits.saturating_mul(2) } else { hits };
-                // `{tag}:counter:suffix`, built without `format!` (2% of serve's instructions
-                // on Redis at 64 streams went to formatting it).
-                let mut body = String::with_capacity(tag.len() + counter.len() + def.key_suffix.len() + 4);
-                body.push('{');
-                body.push_str(&tag);
-                body.push_str("}:");
-                body.push_str(counter);
-                body.push(':');
-                body.push_str(&def.key_suffix);
-                let key = throttlekit::key::join(&self.prefix, &body);
+                // `prefix:{tag}:counter:suffix` (core's `key::join` of the prefix and the
+                // body), built in one allocation without `format!` (2% of serve's
+                // instructions on Redis at 64 streams went to formatting it).
+                let body_len = tag.len() + counter.len() + def.key_suffix.len() + 4;
+                let mut key = String::with_capacity(throttlekit::key::joined_len(&self.prefix, "") + body_len);
+                if !self.prefix.is_empty() {
+                    key.push_str(&self.prefix);
+                    key.push(':');
+                }
+                key.push('{');
+                key.push_str(&tag);
+                key.push_str("}:");
+                key.push_str(counter);
+                key.push(':');
+                key.push_str(&def.key_suffix);
                 let latest = if use_map {
                     by_key.get(&key).copied()
                 } else {
@@ -356,45 +372,47 @@ impl Decider {
         Ok(applied)
     }
 
-    /// One multi apply over `idx`; fills `out`. Returns whether the fail policy answered.
+    /// One multi apply over the limits of `group`; fills `out`. Returns whether the fail
+    /// policy answered.
     async fn apply(
         &self,
         applied: &[Applied],
-        idx: &[usize],
+        group: Group,
         rule: Rule,
         now: i64,
         out: &mut [Option<Decision>],
     ) -> Result<bool, DecideError> {
-        let live: Vec<usize> = idx.iter().copied().filter(|&i| applied[i].twin.is_none()).collect();
-        if live.is_empty() {
-            return Ok(false);
-        }
+        let idx = || (0..applied.len()).filter(move |&i| applied[i].group() == group);
+        let live = idx().filter(|&i| applied[i].twin.is_none());
         let calls: Vec<DimensionCall<'_>> = live
-            .iter()
-            .map(|&i| DimensionCall {
+            .clone()
+            .map(|i| DimensionCall {
                 key: &applied[i].key,
                 strategy: &applied[i].def().strategy,
                 cost: applied[i].cost,
             })
             .collect();
+        if calls.is_empty() {
+            return Ok(false);
+        }
         let mut fell_back = false;
         match self.store.apply_multi(rule, &calls, Now::At(now)).await {
             Ok(reply) => {
                 // Each limit's own decision: under `all`, a limit that would have admitted
                 // reports OK even when another refused (and nothing was charged).
-                for (&i, d) in live.iter().zip(&reply.decisions) {
+                for (i, d) in live.zip(&reply.decisions) {
                     out[i] = Some(*d);
                 }
             }
             Err(e) => {
                 fell_back = true;
-                for &i in &live {
+                for i in live {
                     out[i] = Some(self.fallback(e.clone(), applied[i].def(), now)?);
                 }
             }
         }
         // A merged duplicate reads its twin's decision.
-        for &i in idx {
+        for i in idx() {
             if let Some(t) = applied[i].twin {
                 out[i] = out[t];
             }
@@ -422,14 +440,17 @@ impl Decider {
         let mut statuses = Vec::with_capacity(req.descriptors.len());
         let mut shadow_over = 0;
         let mut header_limits: Vec<(usize, Decision)> = Vec::new();
+        // A descriptor's limits, gathered only when it has more than one (one is the common
+        // request, and then nothing is collected).
+        let mut mine: Vec<(usize, Decision)> = Vec::new();
+        let mut ds: Vec<Decision> = Vec::new();
         for i in 0..req.descriptors.len() {
-            let mine: Vec<(usize, Decision)> = applied
+            let mut limits = applied
                 .iter()
                 .enumerate()
                 .filter(|(_, a)| a.descriptor == i)
-                .filter_map(|(k, _)| decisions[k].map(|d| (k, d)))
-                .collect();
-            if mine.is_empty() {
+                .filter_map(|(k, _)| decisions[k].map(|d| (k, d)));
+            let Some(first) = limits.next() else {
                 // No limit, an `unlimited` one, or every limit replaced: OK, nothing reported.
                 statuses.push(StatusOut {
                     code: Code::Ok,
@@ -438,19 +459,32 @@ impl Decider {
                     duration_until_reset_ms: None,
                 });
                 continue;
-            }
-            let ds: Vec<Decision> = mine.iter().map(|(_, d)| *d).collect();
-            let admitted = ds.iter().all(|d| d.allowed);
-            let b = binding(Rule::All, admitted, &ds);
-            let (k, d) = mine[b];
+            };
+            mine.clear();
+            let (k, d) = match limits.next() {
+                None => first,
+                Some(second) => {
+                    mine.push(first);
+                    mine.push(second);
+                    mine.extend(limits);
+                    ds.clear();
+                    ds.extend(mine.iter().map(|(_, d)| *d));
+                    let admitted = ds.iter().all(|d| d.allowed);
+                    mine[binding(Rule::All, admitted, &ds)]
+                }
+            };
             let def = applied[k].def();
             let over = !d.allowed;
             let shadowed = applied[k].set.shadow_mode;
             if over && shadowed {
                 shadow_over += 1;
             }
-            if !shadowed {
-                header_limits.extend(mine.iter().copied());
+            if !shadowed && self.headers.is_some() {
+                if mine.is_empty() {
+                    header_limits.push(first);
+                } else {
+                    header_limits.extend(mine.iter().copied());
+                }
             }
             statuses.push(StatusOut {
                 code: if over && !shadowed { Code::OverLimit } else { Code::Ok },
@@ -497,6 +531,6 @@ impl Decider {
 
 /// The Redis Cluster hash tag of a domain's keys: every key of one request shares it, so the
 /// fused multi script runs on one node. Braces would end the tag early, so they are replaced.
-fn hash_tag(domain: &str) -> String {
-    domain.replace(['{', '}'], "_")
+fn hash_tag(domain: &str) -> Cow<'_, str> {
+    if domain.contains(['{', '}']) { Cow::Owned(domain.replace(['{', '}'], "_")) } else { Cow::Borrowed(domain) }
 }

@@ -8,9 +8,53 @@
 //! config's); a node with neither limit nor children ends the walk with no limit (a
 //! whitelist entry).
 
+use std::borrow::Borrow;
+use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
 use crate::config::{Config, LimitSet, Node};
+
+/// A `(key, value)` pair as [`Node::exact`] is keyed, looked up from borrowed strings: the
+/// owned key `(String, String)` borrows as `dyn Pair`, so a lookup copies nothing (it used to
+/// build two `String`s per entry per request, also against an empty map).
+trait Pair {
+    fn pair(&self) -> (&str, &str);
+}
+
+impl Pair for (String, String) {
+    fn pair(&self) -> (&str, &str) {
+        (&self.0, &self.1)
+    }
+}
+
+impl Pair for (&str, &str) {
+    fn pair(&self) -> (&str, &str) {
+        (self.0, self.1)
+    }
+}
+
+impl<'a> Borrow<dyn Pair + 'a> for (String, String) {
+    fn borrow(&self) -> &(dyn Pair + 'a) {
+        self
+    }
+}
+
+/// Hashes as `(String, String)` does: each field in order.
+impl Hash for dyn Pair + '_ {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        let (k, v) = self.pair();
+        k.hash(state);
+        v.hash(state);
+    }
+}
+
+impl PartialEq for dyn Pair + '_ {
+    fn eq(&self, other: &Self) -> bool {
+        self.pair() == other.pair()
+    }
+}
+
+impl Eq for dyn Pair + '_ {}
 
 /// A value pattern: `*` matches any run of characters (also none), anywhere in the value.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -61,10 +105,16 @@ pub struct Matched<'a> {
 
 /// Walks `domain`'s tree with the request's `(key, value)` entries. `None`: no limit applies
 /// (unknown domain, no match, depth mismatch, a whitelist node).
-pub fn find<'a>(config: &'a Config, domain: &str, entries: &[(&str, &str)]) -> Option<Matched<'a>> {
+pub fn find<'a, K: AsRef<str>, V: AsRef<str>>(
+    config: &'a Config,
+    domain: &str,
+    entries: &[(K, V)],
+) -> Option<Matched<'a>> {
     let mut node: &Node = config.domains.get(domain)?;
-    let mut counter = String::new();
-    for (i, &(key, value)) in entries.iter().enumerate() {
+    // Sized for the common walk, so the name is built without growing.
+    let mut counter = String::with_capacity(entries.iter().map(|(k, v)| k.as_ref().len() + v.as_ref().len() + 2).sum());
+    for (i, (key, value)) in entries.iter().enumerate() {
+        let (key, value) = (key.as_ref(), value.as_ref());
         let (next, shown) = step(node, key, value)?;
         if !counter.is_empty() {
             counter.push('.');
@@ -88,7 +138,9 @@ fn step<'a, 'v>(node: &'a Node, key: &str, value: &'v str) -> Option<(&'a Node, 
 where
     'a: 'v,
 {
-    if let Some(n) = node.exact.get(&(key.to_owned(), value.to_owned())) {
+    if !node.exact.is_empty()
+        && let Some(n) = node.exact.get(&(key, value) as &dyn Pair)
+    {
         return Some((n, value));
     }
     if let Some(w) = node.wildcards.iter().find(|w| w.key == key && w.pattern.matches(value)) {

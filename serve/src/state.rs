@@ -98,10 +98,14 @@ impl State {
         req: &RequestIn,
         deadline: Option<Duration>,
     ) -> Result<Outcome, Option<DecideError>> {
-        let started = std::time::Instant::now();
+        // One clock read for both the deadline and the metrics' duration (`timeout` would read
+        // it again).
+        let started = tokio::time::Instant::now();
         let limit = deadline.map_or(self.timeout, |d| d.min(self.timeout));
         let config = self.config();
-        match tokio::time::timeout(limit, self.decider.decide(&config, req)).await {
+        // A limit past what an `Instant` can hold means no deadline, as `timeout` treats it.
+        let at = started.checked_add(limit).unwrap_or_else(|| started + Duration::from_secs(30 * 365 * 86_400));
+        match tokio::time::timeout_at(at, self.decider.decide(&config, req)).await {
             Ok(result) => {
                 self.metrics.record(door, &result, started.elapsed().as_micros() as u64);
                 if let Err(e) = &result {
