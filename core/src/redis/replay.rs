@@ -81,10 +81,12 @@ pub async fn run(book: &mut Book, conn: &mut impl ConnectionLike, call: &ScriptC
         }
         p.cmd("EXEC");
         let replies = conn.req_packed_commands(&p, 0, p.len()).await.map_err(Error::store)?;
+        // The `DEL`s' replies come first, then the `DUMP`s': a snapshot taken from the wrong
+        // replies once deleted a live key on a re-run (its "dump" was a `DEL`'s count).
+        let dumps = &replies[expired.len()..expired.len() + keys.len()];
         for k in expired.drain(..) {
             book.forget(k);
         }
-        let dumps = &replies[..keys.len()];
         let Some(Value::Array(exec)) = replies.last() else {
             return Err(Error::store(format!("replay: the transaction was aborted: {:?}", replies.last())));
         };
