@@ -141,7 +141,9 @@ impl Pipelined {
     async fn request(&self, frames: usize, pack: impl FnOnce(&mut Vec<u8>)) -> RedisResult<Vec<u8>> {
         let shared = &self.owner.shared;
         let (tx, rx) = oneshot::channel();
-        let first = {
+        // Whether the driver must write: the queue was empty (nobody has woken it yet), or a
+        // write made here did not take everything.
+        let wake = {
             let mut state = shared.state.lock();
             if state.dead {
                 return Err(io(ErrorKind::ConnectionReset, "the connection is closed"));
@@ -158,7 +160,7 @@ impl Pipelined {
                 first
             }
         };
-        if first {
+        if wake {
             shared.wake.notify_one();
         }
         rx.await.unwrap_or_else(|_| Err(io(ErrorKind::ConnectionReset, "the connection is closed")))
