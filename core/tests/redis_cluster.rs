@@ -2,10 +2,12 @@
 //! every vectors file replays with no mismatch; single keys spread over every master and each
 //! admits exactly its limit under concurrent clients; `check_many` spans slots; multi limiters
 //! keep their keys in one slot per tag, and different tags reach every master; a node that lost
-//! its script cache answers on that node; a signal handled mid sync call does not fail it; sync
+//! its script cache answers on that node; a signal handled mid sync call does not fail it;
 //! decisions (a fixed window's count reply, a six-integer reply) are the memory store's, and a
 //! reply that is no decision, or an error that only looks like a redirect, is
-//! `store_unavailable` while the next call still reads its own reply.
+//! `store_unavailable` while the next call still reads its own reply. The last three hold on
+//! both paths that read a reply by its first byte: the sync path's connections and a bound
+//! runtime's own connection to each master ([`Path`]).
 #![cfg(feature = "redis")]
 
 #[path = "support/redis_cluster.rs"]
@@ -23,7 +25,7 @@ use redis_cluster::{RedisCluster, cli};
 use throttlekit::conformance;
 use throttlekit::redis::{RedisMode, RedisOptions, RedisStore};
 use throttlekit::store::Now;
-use throttlekit::{Dimension, ErrorCode, FailPolicy, Limiter, MultiLimiter, Rule, Strategy};
+use throttlekit::{Decision, Dimension, ErrorCode, FailPolicy, Limiter, MultiLimiter, Rule, Strategy};
 
 const LIMIT: u64 = 7;
 const NOW: i64 = 1_800_000_000_000;
@@ -39,6 +41,52 @@ fn connect(cluster: &RedisCluster) -> Arc<RedisStore> {
 /// A fixed window of an hour: nothing refills during a test.
 fn limiter(store: Arc<RedisStore>) -> Limiter {
     Limiter::builder(Strategy::fixed_window(LIMIT, 3_600_000).unwrap()).store(store).prefix("cl").build()
+}
+
+/// How a test's calls are made: `check_sync` on the calling thread (the store's own blocking
+/// connections), or `check` awaited on a runtime bound to the store once its own connection to
+/// every master is up (the store's own `Pipelined` connections on this plain-TCP URL:
+/// `core/src/redis/cluster/local.rs`). Both read a reply by its first byte.
+enum Path {
+    Sync,
+    Bound(tokio::runtime::Runtime),
+}
+
+impl Path {
+    /// Both paths on `store`; the bound runtime's connections are up when this returns.
+    fn both(store: &Arc<RedisStore>) -> [Path; 2] {
+        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+        let warm = Limiter::builder(Strategy::fixed_window(1_000_000, 3_600_000).unwrap())
+            .store(store.clone())
+            .prefix("warm")
+            .build();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        rt.block_on(async {
+            // Calls reaching each master connect the runtime's own connection to it.
+            while store.local_cluster_connections() < 3 {
+                assert!(std::time::Instant::now() < deadline, "the runtime's own connections never came up");
+                for i in 0..30 {
+                    warm.check_at(&format!("w{i}"), 1, Now::At(NOW)).await.expect("warm-up call");
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            }
+        });
+        [Path::Sync, Path::Bound(rt)]
+    }
+
+    fn check(&self, l: &Limiter, key: &str, cost: u64, now: i64) -> throttlekit::Result<Decision> {
+        match self {
+            Path::Sync => l.check_sync_at(key, cost, now),
+            Path::Bound(rt) => rt.block_on(l.check_at(key, cost, Now::At(now))),
+        }
+    }
+
+    fn name(&self) -> &'static str {
+        match self {
+            Path::Sync => "sync",
+            Path::Bound(_) => "bound runtime",
+        }
+    }
 }
 
 fn dbsize(port: u16) -> u64 {
@@ -195,28 +243,30 @@ fn a_node_that_lost_its_scripts_answers_on_that_node() {
     let cluster = RedisCluster::start(3, 0);
     let store = connect(&cluster);
     let l = limiter(store.clone());
-    let keys: Vec<String> = (0..30).map(|i| format!("flush:{i}")).collect();
-    for k in &keys {
-        assert!(l.check_sync_at(k, 1, NOW).unwrap().allowed);
-    }
     let masters = cluster.master_ports();
     let flushed = masters[1];
     // What each node has had to (re)load so far: EVAL after NOSCRIPT, or FUNCTION LOAD.
     let loads = |p: u16| cluster.calls(p, "eval") + cluster.calls(p, "function|load");
-    let before: Vec<u64> = masters.iter().map(|&p| loads(p)).collect();
-    cli(flushed, &["script", "flush"]).expect("SCRIPT FLUSH");
-    cli(flushed, &["function", "flush"]).expect("FUNCTION FLUSH");
-    for k in &keys {
-        let d = l.check_sync_at(k, 1, NOW).expect("answered after the flush");
-        assert!(d.allowed);
-        assert_eq!(d.remaining, LIMIT as i64 - 2, "{k}");
-    }
-    // The flushed node reloaded what it lost (on that node); the others needed nothing.
-    for (i, &p) in masters.iter().enumerate() {
-        if p == flushed {
-            assert!(loads(p) > before[i], "the flushed node {p} never reloaded");
-        } else {
-            assert_eq!(loads(p), before[i], "node {p} reloaded without losing anything");
+    for (round, path) in Path::both(&store).iter().enumerate() {
+        let keys: Vec<String> = (0..30).map(|i| format!("flush{round}:{i}")).collect();
+        for k in &keys {
+            assert!(path.check(&l, k, 1, NOW).unwrap().allowed);
+        }
+        let before: Vec<u64> = masters.iter().map(|&p| loads(p)).collect();
+        cli(flushed, &["script", "flush"]).expect("SCRIPT FLUSH");
+        cli(flushed, &["function", "flush"]).expect("FUNCTION FLUSH");
+        for k in &keys {
+            let d = path.check(&l, k, 1, NOW).expect("answered after the flush");
+            assert!(d.allowed);
+            assert_eq!(d.remaining, LIMIT as i64 - 2, "{}: {k}", path.name());
+        }
+        // The flushed node reloaded what it lost (on that node); the others needed nothing.
+        for (i, &p) in masters.iter().enumerate() {
+            if p == flushed {
+                assert!(loads(p) > before[i], "{}: the flushed node {p} never reloaded", path.name());
+            } else {
+                assert_eq!(loads(p), before[i], "{}: node {p} reloaded without losing anything", path.name());
+            }
         }
     }
 }
@@ -282,28 +332,31 @@ fn twins(store: &Arc<RedisStore>, strategy: Strategy, prefix: &str) -> (Limiter,
     (on(Limiter::builder(strategy.clone()).store(store.clone())), on(Limiter::builder(strategy)))
 }
 
-/// The sync path on a cluster reads a reply by its first byte (`core/src/redis/wire.rs`,
-/// `answer`): anything but an error is the decision, read where it lies. Decided that way, a
-/// run of sync checks over keys on every master is exactly the memory store's, for the fixed
-/// window's `count` mode (an integer reply), a six-integer reply (GCRA, token bucket) and a
-/// decision derived on the server's side (sliding window).
+/// Both paths on a cluster read a reply by its first byte (`core/src/redis/wire.rs`, `answer`):
+/// anything but an error is the decision, read where it lies. Decided that way, a run of checks
+/// over keys on every master is exactly the memory store's, for the fixed window's `count` mode
+/// (an integer reply), a six-integer reply (GCRA, token bucket) and a decision derived on the
+/// server's side (sliding window).
 #[test]
-fn sync_decisions_on_a_cluster_are_the_memory_stores() {
+fn decisions_on_a_cluster_are_the_memory_stores() {
     let cluster = RedisCluster::start(3, 0);
     let store = connect(&cluster);
-    let strategies = [
-        ("fixed", Strategy::fixed_window(5, 10_000).unwrap()),
-        ("gcra", Strategy::gcra(5, 10_000, Some(3)).unwrap()),
-        ("bucket", Strategy::token_bucket(4, 0.5).unwrap()),
-        ("sliding", Strategy::sliding_window(5, 10_000, None).unwrap()),
-    ];
     let before: Vec<u64> = cluster.master_ports().iter().map(|&p| dbsize(p)).collect();
-    for (name, strategy) in strategies {
-        let (cluster_l, memory_l) = twins(&store, strategy, name);
-        for i in 0..120u64 {
-            let (key, cost, now) = (format!("same:{}", i % 12), 1 + i % 3, NOW + (i as i64) * 450);
-            let (c, m) = (cluster_l.check_sync_at(&key, cost, now), memory_l.check_sync_at(&key, cost, now));
-            assert_eq!(c.expect("the cluster answers"), m.unwrap(), "{name} {key} cost {cost} at {now}");
+    for path in Path::both(&store) {
+        let strategies = [
+            ("fixed", Strategy::fixed_window(5, 10_000).unwrap()),
+            ("gcra", Strategy::gcra(5, 10_000, Some(3)).unwrap()),
+            ("bucket", Strategy::token_bucket(4, 0.5).unwrap()),
+            ("sliding", Strategy::sliding_window(5, 10_000, None).unwrap()),
+        ];
+        for (name, strategy) in strategies {
+            let prefix = format!("{name}-{}", path.name());
+            let (cluster_l, memory_l) = twins(&store, strategy, &prefix);
+            for i in 0..120u64 {
+                let (key, cost, now) = (format!("same:{}", i % 12), 1 + i % 3, NOW + (i as i64) * 450);
+                let (c, m) = (path.check(&cluster_l, &key, cost, now), memory_l.check_sync_at(&key, cost, now));
+                assert_eq!(c.expect("the cluster answers"), m.unwrap(), "{prefix} {key} cost {cost} at {now}");
+            }
         }
     }
     for (i, &p) in cluster.master_ports().iter().enumerate() {
@@ -321,7 +374,7 @@ fn odd_library(body: &str) -> String {
     source
 }
 
-/// Whatever a master answers that is no decision fails the sync call with
+/// Whatever a master answers that is no decision fails the call (sync, or on a bound runtime) with
 /// `store_unavailable`, never a wrong decision: a string, a nil, an integer or six integers
 /// that break a decision's invariants, and errors that look like a redirect or a cluster state
 /// but are a script's (nothing is followed). Each such reply was read whole, so the connection
@@ -332,45 +385,47 @@ fn odd_replies_on_a_cluster_are_store_unavailable_and_the_next_calls_read_their_
     let cluster = RedisCluster::start(3, 0);
     let store = connect(&cluster);
     assert!(store.uses_functions(), "Redis >= 7: the odd replies come from a replaced library");
-    let keys: Vec<String> = (0..12).map(|i| format!("odd:{i}")).collect();
-    let pairs = [
-        twins(&store, Strategy::fixed_window(LIMIT, 3_600_000).unwrap(), "cl"),
-        twins(&store, Strategy::gcra(LIMIT, 3_600_000, None).unwrap(), "cl-gcra"),
-    ];
-    for k in &keys {
-        for (c, m) in &pairs {
-            assert_eq!(c.check_sync_at(k, 1, NOW).unwrap(), m.check_sync_at(k, 1, NOW).unwrap());
-        }
-    }
     let masters = cluster.master_ports();
-    for body in [
-        "return 'odd'",
-        "return nil",
-        "return -1",
-        "return {2, 0, 2, 0, 0, 50}",
-        "return {1, 7, 6}",
-        "return redis.error_reply('MOVED garbage')",
-        "return redis.error_reply('ASK')",
-        "return redis.error_reply('CLUSTERDOWN says the script')",
-    ] {
-        let library = odd_library(body);
-        for &p in &masters {
-            cli(p, &["function", "load", "replace", &library]).expect("FUNCTION LOAD REPLACE");
-        }
+    for (round, path) in Path::both(&store).iter().enumerate() {
+        let keys: Vec<String> = (0..12).map(|i| format!("odd{round}:{i}")).collect();
+        let pairs = [
+            twins(&store, Strategy::fixed_window(LIMIT, 3_600_000).unwrap(), "cl"),
+            twins(&store, Strategy::gcra(LIMIT, 3_600_000, None).unwrap(), "cl-gcra"),
+        ];
         for k in &keys {
-            for (c, _) in &pairs {
-                let e = c.check_sync_at(k, 1, NOW).expect_err(body);
-                assert_eq!(e.code(), ErrorCode::StoreUnavailable, "{body}: {e}");
+            for (c, m) in &pairs {
+                assert_eq!(path.check(c, k, 1, NOW).unwrap(), m.check_sync_at(k, 1, NOW).unwrap());
             }
         }
-    }
-    for &p in &masters {
-        cli(p, &["function", "flush"]).expect("FUNCTION FLUSH");
-    }
-    for k in &keys {
-        for (c, m) in &pairs {
-            let d = c.check_sync_at(k, 1, NOW).expect("answered after the flush");
-            assert_eq!(d, m.check_sync_at(k, 1, NOW).unwrap(), "{k}");
+        for body in [
+            "return 'odd'",
+            "return nil",
+            "return -1",
+            "return {2, 0, 2, 0, 0, 50}",
+            "return {1, 7, 6}",
+            "return redis.error_reply('MOVED garbage')",
+            "return redis.error_reply('ASK')",
+            "return redis.error_reply('CLUSTERDOWN says the script')",
+        ] {
+            let library = odd_library(body);
+            for &p in &masters {
+                cli(p, &["function", "load", "replace", &library]).expect("FUNCTION LOAD REPLACE");
+            }
+            for k in &keys {
+                for (c, _) in &pairs {
+                    let e = path.check(c, k, 1, NOW).expect_err(body);
+                    assert_eq!(e.code(), ErrorCode::StoreUnavailable, "{}: {body}: {e}", path.name());
+                }
+            }
+        }
+        for &p in &masters {
+            cli(p, &["function", "flush"]).expect("FUNCTION FLUSH");
+        }
+        for k in &keys {
+            for (c, m) in &pairs {
+                let d = path.check(c, k, 1, NOW).expect("answered after the flush");
+                assert_eq!(d, m.check_sync_at(k, 1, NOW).unwrap(), "{}: {k}", path.name());
+            }
         }
     }
 }

@@ -364,7 +364,11 @@ fn moved_and_ask_are_followed_and_the_call_runs_once_on_the_right_node() {
         .prefix("redir")
         .build();
     let rt = runtime();
-    for (i, sync, l) in [(0, true, &*count), (1, false, &*count), (2, true, &six)] {
+    // The async rounds run on the runtime's own connection to each master (redirects read from
+    // the store's own `Pipelined` connections), up before they start.
+    calls(&count, &rt, 30, false, &mut Tally::default());
+    local_connections_up(&store, &rt);
+    for (i, sync, l) in [(0, true, &*count), (1, false, &*count), (2, true, &six), (3, false, &six)] {
         // MOVED: an empty slot handed to another master behind the store's back.
         let key = format!("moved{i}");
         let full = format!("redir:{key}");

@@ -359,8 +359,7 @@ impl RedisStore {
             return Err(Error::store("the Redis store is closed"));
         };
         let deadline = self.deadline()?;
-        let work =
-            async { call::decode_reply(call, &router.run(self.inner.invoke, self.inner.durable, call, local).await?) };
+        let work = router.run(self.inner.invoke, self.inner.durable, call, local);
         tokio::select! {
             biased;
             r = work => r,

@@ -5,17 +5,19 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use redis::aio::MultiplexedConnection;
 use tokio::runtime::{Handle, Id};
 
 use super::{Node, Router};
+use crate::redis::pipelined::{AsyncConn, Pipelined};
 
 /// A bound runtime's own connection to one node.
 pub(super) struct Local {
     runtime: Id,
     /// The connection and its number (from the node's `ids`), `None` while connecting and after
-    /// it failed or a call on it was abandoned.
-    conn: Option<(MultiplexedConnection, u64)>,
+    /// it failed or a call on it was abandoned. On plain TCP with RESP2 it is the store's own
+    /// [`Pipelined`], as one node's bound connection is (a decision reply read where it lies, no
+    /// request channel); on TLS or RESP3, redis-rs's multiplexed connection.
+    conn: Option<(AsyncConn, u64)>,
     /// A connect is under way, or its task never finished: a runtime without IO or timers
     /// panics it there (once per node), and that runtime then keeps the store's connection.
     connecting: bool,
@@ -23,7 +25,7 @@ pub(super) struct Local {
 
 impl Node {
     /// The runtime `rt`'s own connection to this node, if it is up.
-    pub(super) fn local(&self, rt: Id) -> Option<(MultiplexedConnection, u64)> {
+    pub(super) fn local(&self, rt: Id) -> Option<(AsyncConn, u64)> {
         self.local.read().iter().find(|l| l.runtime == rt).and_then(|l| l.conn.clone())
     }
 
@@ -57,8 +59,14 @@ impl Router {
         }
         let (me, n) = (Arc::downgrade(self), Arc::downgrade(node));
         let (client, timeout, name) = (node.client.clone(), self.timeout, node.name());
+        let own = node.blocking.own().map(|(host, port, login)| (host.to_string(), port, login.to_vec()));
         drop(handle.spawn(async move {
-            let conn = Node::open(&client, timeout, &name).await;
+            let conn = match own {
+                Some((host, port, login)) => {
+                    Pipelined::connect(&host, port, &login, timeout).await.map(AsyncConn::Own).map_err(drop)
+                }
+                None => Node::open(&client, timeout, &name).await.map(AsyncConn::Crate).map_err(drop),
+            };
             let (Some(me), Some(n)) = (me.upgrade(), n.upgrade()) else { return };
             let id = n.ids.fetch_add(1, Ordering::Relaxed) + 1;
             let mut local = n.local.write();

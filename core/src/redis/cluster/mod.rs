@@ -47,6 +47,7 @@ use redis::{Pipeline, RedisResult, Value};
 use super::call::{self, Outcome, ScriptCall};
 use super::invoke::{self, Durable, Invoke, SyncIo as _};
 use super::options::{Plan, TlsFiles};
+use super::pipelined::AsyncConn;
 use super::wire::{Answer, SyncConn};
 use crate::error::{Error, Result};
 use topology::{Addr, SlotMap, parse_slots};
@@ -487,15 +488,20 @@ impl Router {
     }
 
     /// Runs `call` on its key's master from the caller's task (the caller bounds it by the
-    /// timeout): the reply value, already checked for durability. `local` is the caller's
+    /// timeout): the call's outcome, already checked for durability. `local` is the caller's
     /// runtime when it is bound to the store: its own connections serve the call once up.
+    ///
+    /// On a runtime's own [`super::pipelined::Pipelined`] connection a plain attempt (no `ASKING`, no fallback,
+    /// not durable: every call on a stable cluster) reads its reply as one node's bound
+    /// connection does: a reply that is no error frame is the decision, decoded where it lies
+    /// ([`super::wire::answer`]); only an error frame becomes a [`Value`] for [`classify`].
     pub(crate) async fn run(
         self: &Arc<Self>,
         invoke: Invoke,
         durable: Option<Durable>,
         call: &ScriptCall,
         local: Option<&tokio::runtime::Handle>,
-    ) -> Result<Value> {
+    ) -> Result<Outcome> {
         let slot = slot::slot(call.keys.first().map_or(&b""[..], |k| k.as_bytes()));
         let (mut to, mut asking, mut fallback) = (None, false, false);
         for _ in 0..MAX_HOPS {
@@ -510,7 +516,7 @@ impl Router {
             let (mut conn, via) = match own {
                 Some(c) => c,
                 None => match self.mux(&node).await {
-                    Ok((c, id)) => (c, Via::Store(id)),
+                    Ok((c, id)) => (AsyncConn::Crate(c), Via::Store(id)),
                     // Nothing was sent: if the map, read again now, names another master, go
                     // there.
                     Err(_) if from_map && self.moved_after_refresh(slot, &node).await => continue,
@@ -520,16 +526,32 @@ impl Router {
                     }
                 },
             };
-            let p = attempt(invoke, call, fallback, asking, durable);
+            let plain = !asking && !fallback && durable.is_none();
             // The caller bounds this future by the timeout and drops it when that fires: the
             // guard then retires the connection, as a lost reply does below, so a master that
             // stopped answering is reconnected to by the next call rather than holding it too.
             let guard = RetireOnDrop { node: &node, via, armed: true };
-            let sent = if p.len() == 1 {
-                let cmd = p.cmd_iter().next().expect("one command");
-                conn.req_packed_command(cmd).await.map(|v| (v, None))
-            } else {
-                conn.req_packed_commands(&p, 0, p.len()).await.map(|v| pick(v, durable.is_some()))
+            let sent = match &conn {
+                AsyncConn::Own(own) if plain => match own.frame(&invoke::first(invoke, call)).await {
+                    Ok(frame) => match super::wire::answer(call, &frame) {
+                        Ok(Answer::Decided(outcome)) => {
+                            guard.disarm();
+                            return outcome;
+                        }
+                        Ok(Answer::Refused(reply)) => Ok((reply, None)),
+                        Err(e) => Err(e),
+                    },
+                    Err(e) => Err(e),
+                },
+                _ => {
+                    let p = attempt(invoke, call, fallback, asking, durable);
+                    if p.len() == 1 {
+                        let cmd = p.cmd_iter().next().expect("one command");
+                        conn.req_packed_command(cmd).await.map(|v| (v, None))
+                    } else {
+                        conn.req_packed_commands(&p, 0, p.len()).await.map(|v| pick(v, durable.is_some()))
+                    }
+                }
             };
             guard.disarm();
             let verdict = classify(sent, &node.addr.0);
@@ -539,7 +561,7 @@ impl Router {
                 self.connect_local(&node, h);
             }
             match self.next(verdict, &node, call, durable, asking)? {
-                Next::Done(v) => return Ok(v),
+                Next::Done(v) => return call::decode_reply(call, &v),
                 Next::Lost(e) => {
                     node.retire_via(via);
                     self.refresh_soon();
