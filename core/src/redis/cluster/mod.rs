@@ -22,8 +22,9 @@
 //! - **Bounded**: the caller bounds each call by `timeout_ms` (the async path races a timer; the
 //!   sync path sets its socket timeouts to the time left).
 //! - **On the caller's runtime**: a runtime bound to the store ([`super::bound`]) gets its own
-//!   multiplexed connection to each master, driven on that runtime, as one standalone node's
-//!   bound connection: a call awaited there writes and reads without crossing to the store's
+//!   connection to each master, driven on that runtime, as one standalone node's bound
+//!   connection (the store's own [`super::pipelined::Pipelined`] on plain TCP with RESP2,
+//!   redis-rs's multiplexed one otherwise): a call awaited there writes and reads without crossing to the store's
 //!   thread (for a binding such as Python's, whose calls complete on its own runtime, that was
 //!   one thread hand-off more per call than on one node). Until a runtime's connection to a
 //!   master is up, and after it failed or a call on it was abandoned, calls take the store's
@@ -83,7 +84,7 @@ pub(crate) struct Node {
     connecting: tokio::sync::Mutex<()>,
     /// The sync path's idle blocking connections.
     idle: parking_lot::Mutex<Vec<super::wire::SyncConn>>,
-    /// Each bound runtime's own multiplexed connection to this node (see the module docs).
+    /// Each bound runtime's own connection to this node (see the module docs).
     /// Few: one per binding's runtime.
     local: parking_lot::RwLock<Vec<local::Local>>,
 }
