@@ -22,7 +22,7 @@ import sys
 import time
 
 from harness import Cluster, Driver, Sentinels, build_paths, cli, executions
-from stalls import StallMeter, meters_stall, stall_sum
+from stalls import StallMeter, driver_stall, stall_sum
 
 TIMEOUT_MS = 500
 LIMIT = 100
@@ -125,22 +125,22 @@ def main() -> int:
     print(f"events: {', '.join(f'{k}={v}' for k, v in sorted(events.items()))}; "
           f"failovers that may lose state: cluster {failovers['cluster']}, sentinel {failovers['sentinel']}")
     # Each driver's bound adds the scheduling stalls seen beside its calls, by the driver itself
-    # (`stalls`, measured where the calls ran) or by this orchestrator (stalls.StallMeter),
-    # the larger: the most of a meter's stalls that overlap one call as long as its worst
-    # (stalls.py says why a sum, and why that window).
+    # (`stalls` and `call_stall_ms`, measured where the calls ran) or by this orchestrator
+    # (stalls.StallMeter), the larger: the most of a meter's stalls that overlap one window as
+    # long as its worst call (stalls.py says why a sum, and why that window).
     print(f"worst single scheduling stall of the orchestrator itself: {max((e[2] for e in machine_stalls), default=0)} ms")
     print(f"{'driver':14} {'store':16} {'calls':>7} {'allowed':>7} {'denied':>7} {'errors':>7} {'p99 ms':>7} {'worst ms':>8} "
           f"{'stall ms':>8} {'machine':>8}  codes")
     for d, r in zip(drivers, results):
-        driver_stall = meters_stall(r["stalls"].values(), r["worst_ms"])
+        own = driver_stall([r], r["worst_ms"])
         machine = stall_sum(machine_stalls, r["worst_ms"])
-        r["stall_ms"], r["machine_stall_ms"] = driver_stall, machine
-        bound_ms = round(TIMEOUT_MS + args.slack_ms + max(machine, driver_stall), 1)
+        r["stall_ms"], r["machine_stall_ms"] = own, machine
+        bound_ms = round(TIMEOUT_MS + args.slack_ms + max(machine, own), 1)
         print(f"{d.lang:14} {d.store:16} {r['calls']:7} {r['allowed']:7} {r['denied']:7} {r['errors']:7} "
-              f"{r['p99_ms']:7} {r['worst_ms']:8} {driver_stall:8} {machine:8}  {r['codes']}")
+              f"{r['p99_ms']:7} {r['worst_ms']:8} {own:8} {machine:8}  {r['codes']}")
         if r["worst_ms"] > bound_ms:
             problems.append(f"{d.lang}/{d.store}: a call took {r['worst_ms']} ms (bound {bound_ms}: "
-                            f"{TIMEOUT_MS + args.slack_ms} + stalls within {r['worst_ms']} ms, driver {driver_stall}, machine {machine})")
+                            f"{TIMEOUT_MS + args.slack_ms} + stalls within {r['worst_ms']} ms, driver {own}, machine {machine})")
         if set(r["codes"]) - {"store_unavailable"}:
             problems.append(f"{d.lang}/{d.store}: unexpected errors {r['codes']}")
         if r["calls"] == 0:

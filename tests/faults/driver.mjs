@@ -129,7 +129,7 @@ async function run(store, cmd) {
   latencies.sort((a, b) => a - b)
   out.worst_ms = latencies.length ? Math.round(latencies.at(-1) * 10) / 10 : 0
   out.p99_ms = latencies.length ? Math.round(latencies[Math.floor(latencies.length * 0.99)] * 10) / 10 : 0
-  out.stalls = { sleeper: await takeStalls() }
+  out.stalls = await takeStalls()
   return out
 }
 

@@ -19,7 +19,7 @@ import os
 import sys
 
 from harness import Cluster, Driver, ProxiedSentinelMaster, Proxy, Redis, build_paths, executions
-from stalls import StallMeter, meters_stall, stall_sum
+from stalls import StallMeter, driver_stall, stall_sum
 
 TIMEOUT_MS = 250
 SLACK_MS = 100
@@ -50,15 +50,6 @@ KNOWN = {}
 METER = None
 
 
-def driver_meters(*runs: dict) -> list:
-    """A driver's stall events per meter (`stalls`), its runs' joined: one clock per process."""
-    meters: dict = {}
-    for run in runs:
-        for name, events in run["stalls"].items():
-            meters.setdefault(name, []).extend(events)
-    return list(meters.values())
-
-
 def prove(driver: Driver, proxy: Proxy, ports: list, store: str, lang: str, fault: str, lines: list) -> dict:
     base = {"limit": LIMIT, "window_ms": 1_000_000_000, "prefix": f"prove-{store}-{lang}-{fault}", "keys": ["k"]}
     before = sum(executions(p) for p in ports)
@@ -83,11 +74,11 @@ def prove(driver: Driver, proxy: Proxy, ports: list, store: str, lang: str, faul
     # and by this orchestrator: a call's bound is its timeout + slack + the most of them that
     # overlap one call as long as the worst (stalls.py says why a sum, and why that window).
     machine = stall_sum(METER.take(), worst)
-    driver_stall = meters_stall(driver_meters(during, after), worst)
-    stall = max(machine, driver_stall)
+    driver_stalls = driver_stall((during, after), worst)
+    stall = max(machine, driver_stalls)
     row = {"store": store, "lang": lang, "fault": fault, "calls": calls, "allowed": allowed, "denied": denied, "errors": errors,
            "faults": faults, "executions": executed, "admitted_by_server": executed - denied, "worst_ms": worst, "machine_stall_ms": machine,
-           "driver_stall_ms": driver_stall}
+           "driver_stall_ms": driver_stalls}
     problems = []
     codes = set(during["codes"]) | set(after["codes"])
     if codes - {"store_unavailable"}:

@@ -2,15 +2,17 @@
 
 A call's time bound in the fault suites is its timeout + a slack + the scheduling stall it may
 have suffered on a loaded machine (2 shared cores): the machine, not the client. Each meter (this
-orchestrator's StallMeter, and every driver's own, reported as `stalls` with each run) keeps its
-stall events, and the bound adds the largest total of them that can overlap one call
+orchestrator's StallMeter, and each driver's own sleeper, reported as `stalls` with each run)
+keeps its stall events, and the bound adds the largest total of them that can overlap one call
 (`stall_sum`), not only the worst single one: a call hit by two stalls took both (seen once:
-`go/sentinel: a call took 1284.8 ms (bound 1249.1)` at a load average of 11).
+`go/sentinel: a call took 1284.8 ms (bound 1249.1)` at a load average of 11). The orchestrator's
+and the driver's measures are not added (they often see the same stall): the larger counts.
 
 A stall event is `[from_ms, to_ms, ms]`: `ms` of stall somewhere within [from, to] on that meter's
 own clock (one meter's events are only compared with each other). A thread that sleeps 10 ms and
-wakes `late` ms late reports `[woke - late, woke, late]`; a call that waited `w` ms for a CPU
-(Linux schedstat) reports `[started, ended, w]`, as it cannot tell when within the call.
+wakes `late` ms late reports `[woke - late, woke, late]`. Drivers that read, around each call,
+how long the calling thread waited for a CPU (Linux schedstat: Rust, Python) report the longest
+such wait as `call_stall_ms` (driver_stall).
 """
 
 import threading
@@ -43,11 +45,14 @@ def stall_sum(stalls, window_ms: float) -> float:
     return round(worst, 1)
 
 
-def meters_stall(meters, window_ms: float) -> float:
-    """The stall a call of `window_ms` may have suffered by the worst of several meters (each a
-    list of events). They watch the same machine, often the same stall from two threads, so the
-    largest counts, not their total."""
-    return max((stall_sum(m, window_ms) for m in meters), default=0.0)
+def driver_stall(runs, window_ms: float) -> float:
+    """The stall a call of `window_ms` may have suffered by a driver's own measures, over its
+    runs (their replies): its sleeper's events (`stalls`) summed over one window, or the
+    longest any one call waited for a CPU (`call_stall_ms`; already the sum of that call's own
+    stalls, so not added across calls: summed over a window it would count every short call
+    near the slow one), the larger. They watch the same process, often the same stall."""
+    events = [e for run in runs for e in run["stalls"]]
+    return max([stall_sum(events, window_ms)] + [run.get("call_stall_ms", 0) for run in runs])
 
 
 class StallMeter:

@@ -42,11 +42,12 @@ fn open_once(args: &[String]) -> Result<Arc<RedisStore>, String> {
 }
 
 /// A stall event: `[from_ms, to_ms, ms]`, `ms` of stall somewhere within [from, to], in ms since
-/// the process started (tests/faults/stalls.py). Each run reports this process's events since it
-/// began (`stalls`), by meter: `sleeper`, a thread that sleeps 10 ms at a time and records each
-/// wake-up that came late, and `runqueue`, each call's own wait for a CPU ([`runqueue_us`]).
-/// The orchestrator adds to a call's bound the most of them that overlap one call: a call hit
-/// by two stalls took both, so the worst single one is not enough.
+/// the process started (tests/faults/stalls.py). Each run reports this process's scheduling
+/// stalls since it began: `stalls`, the events of a thread that sleeps 10 ms at a time and
+/// records each wake-up that came late, and `call_stall_ms`, the longest any one call waited
+/// for a CPU ([`runqueue_us`]). The orchestrator adds to a call's bound the most of the events
+/// that overlap one call (a call hit by two stalls took both, so the worst single one is not
+/// enough), or that longest wait (already the sum of one call's own), the larger.
 type Stall = [f64; 3];
 
 static SLEEPER: Mutex<Vec<Stall>> = Mutex::new(Vec::new());
@@ -111,7 +112,7 @@ struct Tally {
     codes: serde_json::Map<String, Value>,
     allowed_by_key: serde_json::Map<String, Value>,
     latencies: Vec<f64>,
-    runqueue: Vec<Stall>,
+    call_stall_us: u64,
     next: u64,
     stop: bool,
 }
@@ -153,18 +154,10 @@ fn run(store: &Arc<RedisStore>, cmd: &Value) -> Result<Value, String> {
                     };
                     let (started, waited) = (Instant::now(), runqueue_us());
                     let out = limiter.check_sync(&key, 1);
-                    let ended = Instant::now();
-                    let took = ended.duration_since(started).as_secs_f64() * 1000.0;
+                    let took = started.elapsed().as_secs_f64() * 1000.0;
                     let waited = runqueue_us().saturating_sub(waited);
                     let mut t = tally.lock().unwrap();
-                    if waited > 0 {
-                        // Somewhere within the call: it cannot tell when.
-                        t.runqueue.push([
-                            ms_since_start(started),
-                            ms_since_start(ended),
-                            round2(waited as f64 / 1000.0),
-                        ]);
-                    }
+                    t.call_stall_us = t.call_stall_us.max(waited);
                     t.latencies.push(took);
                     t.calls += 1;
                     match out {
@@ -196,7 +189,8 @@ fn run(store: &Arc<RedisStore>, cmd: &Value) -> Result<Value, String> {
         "codes": t.codes, "allowed_by_key": t.allowed_by_key,
         "worst_ms": if n > 0 { round(t.latencies[n - 1]) } else { 0.0 },
         "p99_ms": if n > 0 { round(t.latencies[n * 99 / 100]) } else { 0.0 },
-        "stalls": {"sleeper": take_sleeper_stalls(), "runqueue": t.runqueue},
+        "stalls": take_sleeper_stalls(),
+        "call_stall_ms": round(t.call_stall_us as f64 / 1000.0),
     }))
 }
 

@@ -41,8 +41,8 @@ type result struct {
 	AllowedByKey map[string]int `json:"allowed_by_key"`
 	WorstMs      float64        `json:"worst_ms"`
 	P99Ms        float64        `json:"p99_ms"`
-	// Stall events by meter: [from_ms, to_ms, ms] (tests/faults/stalls.py).
-	Stalls map[string][][3]float64 `json:"stalls"`
+	// The sleeper's stall events, [from_ms, to_ms, ms] (tests/faults/stalls.py).
+	Stalls [][3]float64 `json:"stalls"`
 }
 
 // meter holds this process's scheduling stalls since the last run began: a goroutine that
@@ -203,7 +203,7 @@ func run(store *tk.Store, c command) (result, error) {
 		out.WorstMs = latencies[len(latencies)-1]
 		out.P99Ms = latencies[len(latencies)*99/100]
 	}
-	out.Stalls = map[string][][3]float64{"sleeper": takeStalls()}
+	out.Stalls = takeStalls()
 	return out, nil
 }
 
