@@ -89,7 +89,12 @@ class Redis:
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 return False
-            info = cli(self.port, "info", "server", timeout=2)
+            try:
+                info = cli(self.port, "info", "server", timeout=2)
+            except subprocess.TimeoutExpired:
+                # A loaded machine (chaos under load average 13) can take longer than that to
+                # answer a starting server: not an answer yet, try again until the limit.
+                continue
             if f"process_id:{self.proc.pid}" in info:
                 return True
             time.sleep(0.05)
