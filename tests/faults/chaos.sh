@@ -3,6 +3,8 @@
 # (CHAOS_SECONDS, default 300; CI passes 60).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
+# The stall sum a call's time bound adds (tests/faults/stalls.py), checked on hand-worked cases.
+python3 "$HERE/stalls_test.py"
 # shellcheck source=tests/faults/build.sh
 source "$HERE/build.sh"
 trap 'rm -rf "$FAULTS_WORK"' EXIT

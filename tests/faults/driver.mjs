@@ -19,25 +19,56 @@ const open = () =>
 
 // This process's own scheduling stalls, measured where the calls are made: a worker thread (its
 // own event loop, so a blocking checkSync on the main thread does not hold it) sleeps 10 ms at a
-// time and records how late it woke, in tenths of a ms, in shared memory. Each run reports the
-// worst (stall_ms), so the orchestrator bounds a call by its timeout + slack + the stall this
-// driver saw. The main event loop's own lateness is not counted: the binding could be what
-// blocks it, and that must not widen its own bound.
-const stall = new Int32Array(new SharedArrayBuffer(4))
+// time and records each wake-up that came late, as [woke - late, woke, late] in ms on its own
+// clock, in shared memory. Each run reports them (stalls), and the orchestrator adds to a
+// call's bound the most of them that overlap one call (tests/faults/stalls.py): a call hit by
+// two stalls took both, so the worst single one is not enough. The main event loop's own
+// lateness is not counted: the binding could be what blocks it, and that must not widen its
+// own bound.
+// meterState: [events recorded, wake-ups]. Past CAPACITY events (11 minutes of late wake-ups)
+// the last one absorbs the rest, widened to cover them: it still counts whole where it overlaps.
+const CAPACITY = 65536
+const meterState = new Int32Array(new SharedArrayBuffer(8))
+const meterEvents = new Float64Array(new SharedArrayBuffer(CAPACITY * 3 * 8))
 new Worker(
   `const { workerData } = require('node:worker_threads')
-   const a = new Int32Array(workerData)
+   const [state, events] = [new Int32Array(workerData.state), new Float64Array(workerData.events)]
+   const round = (v) => Math.round(v * 100) / 100
    const tick = () => {
      const t = performance.now()
      setTimeout(() => {
-       const late = Math.round((performance.now() - t - 10) * 10)
-       if (late > Atomics.load(a, 0)) Atomics.store(a, 0, late)
+       const woke = performance.now()
+       const late = round(woke - t - 10)
+       if (late > 0) {
+         const n = Atomics.load(state, 0)
+         if (n < ${CAPACITY}) {
+           events.set([round(woke) - late, round(woke), late], n * 3)
+           Atomics.store(state, 0, n + 1)
+         } else {
+           events[n * 3 - 2] = round(woke)
+           events[n * 3 - 1] += late
+         }
+       }
+       Atomics.add(state, 1, 1)
        tick()
      }, 10)
    }
    tick()`,
-  { eval: true, workerData: stall.buffer },
+  { eval: true, workerData: { state: meterState.buffer, events: meterEvents.buffer } },
 ).unref()
+
+// The stall events since the last take. It first waits (at most 2 s) for two more wake-ups, so a
+// stall still going on (the meter not yet awake to record it) is in.
+async function takeStalls() {
+  const wakes = Atomics.load(meterState, 1)
+  const deadline = performance.now() + 2000
+  while (Atomics.load(meterState, 1) < wakes + 2 && performance.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 1))
+  }
+  const n = Atomics.exchange(meterState, 0, 0)
+  return Array.from({ length: n }, (_, i) => Array.from(meterEvents.subarray(i * 3, i * 3 + 3)))
+}
+
 // The first connection is set-up, not under test: a loaded machine gets a few tries.
 async function openRetrying() {
   for (let attempt = 0; ; attempt++) {
@@ -58,7 +89,7 @@ async function run(store, cmd) {
     failPolicy: 'raise',
   })
   const out = { calls: 0, allowed: 0, denied: 0, errors: 0, codes: {}, allowed_by_key: {} }
-  Atomics.store(stall, 0, 0)
+  Atomics.store(meterState, 0, 0)
   const latencies = []
   const deadline = cmd.seconds ? performance.now() + cmd.seconds * 1000 : null
   let next = 0
@@ -98,7 +129,7 @@ async function run(store, cmd) {
   latencies.sort((a, b) => a - b)
   out.worst_ms = latencies.length ? Math.round(latencies.at(-1) * 10) / 10 : 0
   out.p99_ms = latencies.length ? Math.round(latencies[Math.floor(latencies.length * 0.99)] * 10) / 10 : 0
-  out.stall_ms = Atomics.exchange(stall, 0, 0) / 10
+  out.stalls = await takeStalls()
   return out
 }
 

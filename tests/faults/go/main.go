@@ -8,12 +8,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	tk "example.invalid/throttlekit/go"
@@ -41,29 +41,66 @@ type result struct {
 	AllowedByKey map[string]int `json:"allowed_by_key"`
 	WorstMs      float64        `json:"worst_ms"`
 	P99Ms        float64        `json:"p99_ms"`
-	StallMs      float64        `json:"stall_ms"`
+	// The sleeper's stall events, [from_ms, to_ms, ms] (tests/faults/stalls.py).
+	Stalls [][3]float64 `json:"stalls"`
 }
 
-// stallUs is this process's worst scheduling stall since the last run began, in µs: a
-// goroutine that sleeps 10 ms at a time records how late it woke. Each run reports it
-// (stall_ms), so the orchestrator bounds a call by its timeout + slack + the stall measured
-// where the call ran.
-var stallUs atomic.Int64
+// meter holds this process's scheduling stalls since the last run began: a goroutine that
+// sleeps 10 ms at a time records each wake-up that came late, as [woke - late, woke, late] in
+// ms since the process started. Each run reports them (stalls), and the orchestrator adds to a
+// call's bound the most of them that overlap one call (tests/faults/stalls.py): a call hit
+// by two stalls took both, so the worst single one is not enough.
+var meter struct {
+	sync.Mutex
+	events [][3]float64
+	wakes  int64
+}
+
+var origin = time.Now()
+
+func ms(d time.Duration) float64 { return math.Round(float64(d.Microseconds())/10) / 100 }
 
 func startStallMeter() {
 	go func() {
 		for {
 			t := time.Now()
 			time.Sleep(10 * time.Millisecond)
-			late := time.Since(t).Microseconds() - 10_000
-			for {
-				old := stallUs.Load()
-				if late <= old || stallUs.CompareAndSwap(old, late) {
-					break
-				}
+			woke := time.Now()
+			late := woke.Sub(t) - 10*time.Millisecond
+			meter.Lock()
+			meter.wakes++
+			if late > 0 {
+				at := ms(woke.Sub(origin))
+				meter.events = append(meter.events, [3]float64{at - ms(late), at, ms(late)})
 			}
+			meter.Unlock()
 		}
 	}()
+}
+
+// takeStalls hands over the stall events since the last take. It first waits (at most 2 s)
+// for two more wake-ups, so a stall still going on (the meter not yet awake to record it) is in.
+func takeStalls() [][3]float64 {
+	meter.Lock()
+	wakes := meter.wakes
+	meter.Unlock()
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); {
+		meter.Lock()
+		done := meter.wakes >= wakes+2
+		meter.Unlock()
+		if done {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	meter.Lock()
+	defer meter.Unlock()
+	events := meter.events
+	meter.events = [][3]float64{}
+	if events == nil {
+		events = [][3]float64{}
+	}
+	return events
 }
 
 func open(urls, mode string, timeout uint64) (*tk.Store, error) {
@@ -102,7 +139,9 @@ func run(store *tk.Store, c command) (result, error) {
 	}
 	defer limiter.Close()
 	out := result{Codes: map[string]int{}, AllowedByKey: map[string]int{}}
-	stallUs.Store(0)
+	meter.Lock()
+	meter.events = nil
+	meter.Unlock()
 	var mu sync.Mutex
 	var latencies []float64
 	next, stop := 0, false
@@ -164,7 +203,7 @@ func run(store *tk.Store, c command) (result, error) {
 		out.WorstMs = latencies[len(latencies)-1]
 		out.P99Ms = latencies[len(latencies)*99/100]
 	}
-	out.StallMs = float64(stallUs.Swap(0)) / 1000
+	out.Stalls = takeStalls()
 	return out, nil
 }
 
