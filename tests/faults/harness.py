@@ -7,6 +7,7 @@ Everything is started on free loopback ports and stopped by PID; nothing is kill
 
 import json
 import os
+import random
 import select
 import shutil
 import signal
@@ -20,23 +21,50 @@ ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = ("fcall", "fcall_ro", "evalsha", "evalsha_ro", "eval", "eval_ro")
 
 
-def free_port(with_bus: bool = False) -> int:
-    while True:
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+# Ports `free_port` handed out (and their bus ports): never handed out twice, since a port is
+# bound only later, by a server this harness starts.
+_HANDED_OUT: set = set()
+# Its own generator: the chaos schedule's seeded `random` stays reproducible.
+_PORTS = random.Random()
+
+
+def _ephemeral_low() -> int:
+    """The first port of the kernel's range for outgoing connections' local ports."""
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
+def _bindable(port: int) -> bool:
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", port))
+        return True
+    except OSError:
+        return False
+    finally:
         s.close()
-        if not with_bus:
+
+
+def free_port(with_bus: bool = False) -> int:
+    """A loopback port nothing is bound to, below the kernel's range for outgoing connections'
+    local ports (`ip_local_port_range`), so that no client connection can take it between now
+    and when the server it is for binds it. `bind(("127.0.0.1", 0))` picks from that very range:
+    a chaos run once failed to start because the fault proxy found its route's port taken
+    ("Address already in use"). With `with_bus`, port + 10000 (a cluster node's bus) is free
+    and below the range too."""
+    top = min(_ephemeral_low(), 65536) - 1 - (10000 if with_bus else 0)
+    while True:
+        port = _PORTS.randint(10000, max(top, 10001))
+        bus = port + 10000
+        if port in _HANDED_OUT or (with_bus and bus in _HANDED_OUT):
+            continue
+        if _bindable(port) and (not with_bus or _bindable(bus)):
+            _HANDED_OUT.add(port)
+            if with_bus:
+                _HANDED_OUT.add(bus)
             return port
-        if port < 55536:
-            b = socket.socket()
-            try:
-                b.bind(("127.0.0.1", port + 10000))
-                return port
-            except OSError:
-                pass
-            finally:
-                b.close()
 
 
 def cli(port: int, *args: str, timeout: float = 10) -> str:
