@@ -24,13 +24,13 @@
 //! - **On the caller's runtime**: a runtime bound to the store ([`super::bound`]) gets its own
 //!   connection to each master, driven on that runtime, as one standalone node's bound
 //!   connection (the store's own [`super::pipelined::Pipelined`] on plain TCP with RESP2,
-//!   redis-rs's multiplexed one otherwise): a call awaited there writes and reads without crossing to the store's
-//!   thread (for a binding such as Python's, whose calls complete on its own runtime, that was
-//!   one thread hand-off more per call than on one node). Until a runtime's connection to a
-//!   master is up, and after it failed or a call on it was abandoned, calls take the store's
-//!   connection to that master, and the first one that succeeds connects the runtime's again,
-//!   in the background. Every rule above is the same on both: the choice of connection is all
-//!   that differs.
+//!   redis-rs's multiplexed one otherwise): a call awaited there writes and reads without
+//!   crossing to the store's thread (for a binding such as Python's, whose calls complete on its
+//!   own runtime, that was one thread hand-off more per call than on one node). Until a
+//!   runtime's connection to a master is up, and after it failed or a call on it was abandoned,
+//!   calls take the store's connection to that master, and the first one that succeeds connects
+//!   the runtime's again, in the background. Every rule above is the same on both: the choice of
+//!   connection is all that differs.
 
 mod local;
 mod slot;
@@ -492,10 +492,11 @@ impl Router {
     /// timeout): the call's outcome, already checked for durability. `local` is the caller's
     /// runtime when it is bound to the store: its own connections serve the call once up.
     ///
-    /// On a runtime's own [`super::pipelined::Pipelined`] connection a plain attempt (no `ASKING`, no fallback,
-    /// not durable: every call on a stable cluster) reads its reply as one node's bound
-    /// connection does: a reply that is no error frame is the decision, decoded where it lies
-    /// ([`super::wire::answer`]); only an error frame becomes a [`Value`] for [`classify`].
+    /// On a runtime's own [`super::pipelined::Pipelined`] connection a plain attempt (no
+    /// `ASKING`, no fallback, not durable: every call on a stable cluster) reads its reply as one
+    /// node's bound connection does: a reply that is no error frame is the decision, decoded
+    /// where it lies ([`super::wire::answer`]); only an error frame becomes a [`Value`] for
+    /// [`classify`].
     pub(crate) async fn run(
         self: &Arc<Self>,
         invoke: Invoke,
