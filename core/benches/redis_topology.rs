@@ -224,57 +224,60 @@ fn cluster_throughput(n: usize) {
     );
 }
 
-/// `TK_BENCH_ONLY=loop-{single,cluster,raw-single,raw-cluster,par-single,par-cluster}`: that
-/// loop alone (`par-`: the 50 in flight, after `n` of them to warm up), for `perf stat`, which
-/// counts the redis-server processes too (the bench's children); run it with `TK_BENCH_N=0`
-/// too: the difference is the loop's own cost.
+/// `TK_BENCH_ONLY=loop-par-{single,cluster}`: `n` async checks with [`IN_FLIGHT`] in flight
+/// alone (after `IN_FLIGHT * 20` to warm up, on the same runtime), printing where the time
+/// goes: CPU per call of this process and of its redis-server nodes (`/proc/<pid>/stat`), and
+/// calls per server read (`INFO stats`), the batching each server sees.
+fn in_flight_alone(side: &str, n: usize) {
+    let eval = RedisOptions { scripting: Scripting::Eval, ..RedisOptions::default() };
+    let (server, cluster);
+    let (urls, mode, pids, ports) = if side == "single" {
+        server = RedisServer::start();
+        (vec![server.url()], RedisMode::Standalone, vec![server.pid()], vec![server.port])
+    } else {
+        cluster = redis_cluster::RedisCluster::start(3, 0);
+        let pids = cluster.nodes.iter().map(RedisServer::pid).collect();
+        (cluster.urls(), RedisMode::Cluster, pids, cluster.master_ports())
+    };
+    // The servers' reads (each a batch of commands from one connection).
+    let reads = || {
+        ports
+            .iter()
+            .map(|&p| {
+                let stats = cli(p, &["info", "stats"]).expect("INFO stats");
+                field(&stats, "total_reads_processed").and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0)
+            })
+            .sum::<f64>()
+    };
+    let l = gcra(store(RedisOptions { urls, mode, ..eval }));
+    let rt = runtime();
+    in_flight(&l, IN_FLIGHT * 20, &rt);
+    let cpu = |pid: &str| {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let fields: Vec<&str> = stat.rsplit_once(')').map_or("", |(_, r)| r).split_whitespace().collect();
+        // utime + stime (fields 14 and 15, 1-based; 12 and 13 after the name), in ticks.
+        fields.get(11).and_then(|u| u.parse::<f64>().ok()).unwrap_or(0.0)
+            + fields.get(12).and_then(|s| s.parse::<f64>().ok()).unwrap_or(0.0)
+    };
+    let servers = || pids.iter().map(|p| cpu(&p.to_string())).sum::<f64>();
+    let (c0, s0, r0, start) = (cpu("self"), servers(), reads(), Instant::now());
+    let rate = in_flight(&l, n, &rt);
+    let (c1, s1, r1) = (cpu("self"), servers(), reads());
+    // Ticks are 10 ms (USER_HZ 100).
+    let per = |t: f64| t * 10_000.0 / n.max(1) as f64;
+    eprintln!(
+        "loop-par-{side}: {rate:.0} checks/s over {:.2} s; CPU per call: client {:.2} us, servers {:.2} us; {:.1} calls per server read",
+        start.elapsed().as_secs_f64(),
+        per(c1 - c0),
+        per(s1 - s0),
+        n as f64 / (r1 - r0).max(1.0)
+    );
+}
+
+/// `TK_BENCH_ONLY=loop-{single,cluster,raw-single,raw-cluster}`: that sequential loop alone,
+/// for `perf stat` (run it with `TK_BENCH_N=0` too: the difference is the loop's own cost).
 fn one_loop(what: &str, n: usize) {
     let eval = RedisOptions { scripting: Scripting::Eval, ..RedisOptions::default() };
-    if let Some(side) = what.strip_prefix("par-") {
-        let (server, cluster);
-        let (urls, pids, ports) = if side == "single" {
-            server = RedisServer::start();
-            (vec![server.url()], vec![server.pid()], vec![server.port])
-        } else {
-            cluster = redis_cluster::RedisCluster::start(3, 0);
-            (cluster.urls(), cluster.nodes.iter().map(RedisServer::pid).collect(), cluster.master_ports())
-        };
-        // The servers' reads (each a batch of commands from one connection).
-        let reads = || {
-            ports
-                .iter()
-                .map(|&p| {
-                    let stats = cli(p, &["info", "stats"]).expect("INFO stats");
-                    field(&stats, "total_reads_processed").and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0)
-                })
-                .sum::<f64>()
-        };
-        let mode = if side == "single" { RedisMode::Standalone } else { RedisMode::Cluster };
-        let l = gcra(store(RedisOptions { urls, mode, ..eval }));
-        let rt = runtime();
-        in_flight(&l, IN_FLIGHT * 20, &rt);
-        let cpu = |pid: &str| {
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-            let fields: Vec<&str> = stat.rsplit_once(')').map_or("", |(_, r)| r).split_whitespace().collect();
-            // utime + stime (fields 14 and 15, 1-based; 12 and 13 after the name), in ticks.
-            fields.get(11).and_then(|u| u.parse::<f64>().ok()).unwrap_or(0.0)
-                + fields.get(12).and_then(|s| s.parse::<f64>().ok()).unwrap_or(0.0)
-        };
-        let servers = || pids.iter().map(|p| cpu(&p.to_string())).sum::<f64>();
-        let (c0, s0, r0, start) = (cpu("self"), servers(), reads(), Instant::now());
-        let rate = in_flight(&l, n, &rt);
-        let (c1, s1, r1) = (cpu("self"), servers(), reads());
-        // Ticks are 10 ms (USER_HZ 100).
-        let per = |t: f64| t * 10_000.0 / n.max(1) as f64;
-        eprintln!(
-            "{what}: {rate:.0} checks/s over {:.2} s; CPU per call: client {:.2} us, servers {:.2} us; {:.1} calls per server read",
-            start.elapsed().as_secs_f64(),
-            per(c1 - c0),
-            per(s1 - s0),
-            n as f64 / (r1 - r0).max(1.0)
-        );
-        return;
-    }
     match what {
         "single" | "raw-single" => {
             let server = RedisServer::start();
@@ -346,7 +349,9 @@ fn main() {
     if only.is_empty() || only == "durable" {
         durable_cost(n);
     }
-    if let Some(what) = only.strip_prefix("loop-") {
+    if let Some(side) = only.strip_prefix("loop-par-") {
+        in_flight_alone(side, n);
+    } else if let Some(what) = only.strip_prefix("loop-") {
         one_loop(what, n);
     }
 }
