@@ -3,13 +3,13 @@
 //! `sentinel:NAME`. An example rather than a binary so that it may use dev-dependencies.
 
 use std::io::{BufRead, Write};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use throttlekit::redis::{RedisMode, RedisOptions, RedisStore};
 use throttlekit::{FailPolicy, Limiter, Store, Strategy};
+use throttlekit_faultproxy::stalls;
 
 /// The first connection is set-up, not under test: a loaded machine gets a few tries.
 fn open(args: &[String]) -> Result<Arc<RedisStore>, String> {
@@ -41,66 +41,23 @@ fn open_once(args: &[String]) -> Result<Arc<RedisStore>, String> {
     RedisStore::connect_blocking(options).map(Arc::new).map_err(|e| e.to_string())
 }
 
-/// A stall event: `[from_ms, to_ms, ms]`, `ms` of stall somewhere within [from, to], in ms since
-/// the process started (tests/faults/stalls.py). Each run reports this process's scheduling
-/// stalls since it began: `stalls`, the events of a thread that sleeps 10 ms at a time and
-/// records each wake-up that came late, and `call_stall_ms`, the longest any one call waited
-/// for a CPU ([`runqueue_us`]). The orchestrator adds to a call's bound the most of the events
-/// that overlap one call (a call hit by two stalls took both, so the worst single one is not
-/// enough), or that longest wait (already the sum of one call's own), the larger.
-type Stall = [f64; 3];
-
-static SLEEPER: Mutex<Vec<Stall>> = Mutex::new(Vec::new());
-static WAKES: AtomicU64 = AtomicU64::new(0);
+/// This process's scheduling stalls since a run began (`throttlekit_faultproxy::stalls`), as
+/// each run reports them: `stalls`, the sleeper's late wake-ups as `[from_ms, to_ms, ms]` (`ms`
+/// of stall somewhere within [from, to], in ms since the process started:
+/// tests/faults/stalls.py), and `call_stall_ms`, the longest any one call waited for a CPU.
+/// The orchestrator adds to a call's bound the most of the events that overlap one call (a
+/// call hit by two stalls took both, so the worst single one is not enough), or that longest
+/// wait (already the sum of one call's own), the larger.
 static ORIGIN: OnceLock<Instant> = OnceLock::new();
 
-/// Milliseconds since the process started, to 0.01 ms.
-fn ms_since_start(t: Instant) -> f64 {
-    round2(t.duration_since(*ORIGIN.get_or_init(Instant::now)).as_secs_f64() * 1000.0)
-}
-
-fn round2(ms: f64) -> f64 {
-    (ms * 100.0).round() / 100.0
-}
-
-/// How long the calling thread has waited, runnable, for a CPU (Linux schedstat's run_delay),
-/// in µs. A call's own wait is measured around it, as tests/faults/driver.py does: on a loaded
-/// machine the few wake-ups of one call (connect, handshake, reply) can each wait for a CPU
-/// while the sleeper, on the other core, does not.
-fn runqueue_us() -> u64 {
-    std::fs::read_to_string("/proc/thread-self/schedstat")
-        .ok()
-        .and_then(|s| s.split_whitespace().nth(1).and_then(|n| n.parse::<u64>().ok()))
-        .map_or(0, |ns| ns / 1000)
-}
-
-fn start_stall_meter() {
-    ORIGIN.get_or_init(Instant::now);
-    std::thread::spawn(|| {
-        loop {
-            let t = Instant::now();
-            std::thread::sleep(Duration::from_millis(10));
-            let woke = Instant::now();
-            let late = woke.duration_since(t).saturating_sub(Duration::from_millis(10));
-            let mut events = SLEEPER.lock().unwrap();
-            WAKES.fetch_add(1, Ordering::Relaxed);
-            if !late.is_zero() {
-                let (at, late) = (ms_since_start(woke), round2(late.as_secs_f64() * 1000.0));
-                events.push([at - late, at, late]);
-            }
-        }
-    });
-}
-
-/// The sleeper's events since the last take. It first waits (at most 2 s) for two more
-/// wake-ups, so a stall still going on (the meter not yet awake to record it) is in.
-fn take_sleeper_stalls() -> Vec<Stall> {
-    let wakes = WAKES.load(Ordering::Relaxed);
-    let deadline = Instant::now() + Duration::from_secs(2);
-    while WAKES.load(Ordering::Relaxed) < wakes + 2 && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    std::mem::take(&mut *SLEEPER.lock().unwrap())
+/// The sleeper's events since the last take, in ms since the process started, to 0.01 ms.
+fn take_stalls() -> Vec<[f64; 3]> {
+    let origin = *ORIGIN.get_or_init(Instant::now);
+    let ms = |d: Duration| (d.as_secs_f64() * 100_000.0).round() / 100.0;
+    stalls::take()
+        .iter()
+        .map(|s| [ms(s.from.duration_since(origin)), ms(s.to.duration_since(origin)), ms(s.late)])
+        .collect()
 }
 
 #[derive(Default)]
@@ -112,7 +69,7 @@ struct Tally {
     codes: serde_json::Map<String, Value>,
     allowed_by_key: serde_json::Map<String, Value>,
     latencies: Vec<f64>,
-    call_stall_us: u64,
+    call_stall: Duration,
     next: u64,
     stop: bool,
 }
@@ -138,7 +95,7 @@ fn run(store: &Arc<RedisStore>, cmd: &Value) -> Result<Value, String> {
     let stop_on_deny = cmd["stop_on_deny"].as_bool().unwrap_or(false);
     let pace = Duration::from_millis(num("pace_ms").unwrap_or(0));
     let tally = Mutex::new(Tally::default());
-    SLEEPER.lock().unwrap().clear();
+    stalls::forget();
     std::thread::scope(|scope| {
         for _ in 0..num("concurrency").unwrap_or(1).max(1) {
             scope.spawn(|| {
@@ -152,12 +109,12 @@ fn run(store: &Arc<RedisStore>, cmd: &Value) -> Result<Value, String> {
                         t.next += 1;
                         keys[(t.next - 1) as usize % keys.len()].clone()
                     };
-                    let (started, waited) = (Instant::now(), runqueue_us());
+                    let (started, waited) = (Instant::now(), stalls::runqueue());
                     let out = limiter.check_sync(&key, 1);
                     let took = started.elapsed().as_secs_f64() * 1000.0;
-                    let waited = runqueue_us().saturating_sub(waited);
+                    let waited = stalls::runqueue().saturating_sub(waited);
                     let mut t = tally.lock().unwrap();
-                    t.call_stall_us = t.call_stall_us.max(waited);
+                    t.call_stall = t.call_stall.max(waited);
                     t.latencies.push(took);
                     t.calls += 1;
                     match out {
@@ -189,8 +146,8 @@ fn run(store: &Arc<RedisStore>, cmd: &Value) -> Result<Value, String> {
         "codes": t.codes, "allowed_by_key": t.allowed_by_key,
         "worst_ms": if n > 0 { round(t.latencies[n - 1]) } else { 0.0 },
         "p99_ms": if n > 0 { round(t.latencies[n * 99 / 100]) } else { 0.0 },
-        "stalls": take_sleeper_stalls(),
-        "call_stall_ms": round(t.call_stall_us as f64 / 1000.0),
+        "stalls": take_stalls(),
+        "call_stall_ms": round(t.call_stall.as_secs_f64() * 1000.0),
     }))
 }
 
@@ -205,7 +162,8 @@ fn main() {
         eprintln!("usage: driver URLS MODE TIMEOUT_MS [DURABLE_REPLICAS]");
         std::process::exit(2);
     }
-    start_stall_meter();
+    ORIGIN.get_or_init(Instant::now);
+    stalls::start();
     let mut store = open(&args).unwrap_or_else(|e| {
         eprintln!("connect: {e}");
         std::process::exit(1)

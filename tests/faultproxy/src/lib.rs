@@ -29,6 +29,7 @@
 mod conn;
 pub mod control;
 pub mod resp;
+pub mod stalls;
 
 use std::net::{SocketAddr, TcpListener as StdListener};
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -8,13 +8,13 @@
 mod redis_server;
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use redis_server::{RedisServer, cli, field};
 use throttlekit::redis::{RedisOptions, RedisStore};
 use throttlekit::{ErrorCode, FailPolicy, Limiter, Strategy};
+use throttlekit_faultproxy::stalls::{self, runqueue};
 use throttlekit_faultproxy::{Fault, FaultProxy, Rule};
 
 const TIMEOUT_MS: u64 = 250;
@@ -40,59 +40,6 @@ pub fn executions(port: u16) -> u64 {
         .sum()
 }
 
-/// This process's scheduling stalls: a thread that sleeps 10 ms at a time records each wake-up
-/// that came late, as (from, to, how late). A call's bound is its timeout + 100 ms plus the
-/// stalls that overlap it, all of them (a call hit by two stalls took both), or its own wait
-/// for a CPU if that is more: a machine too loaded to run the test on time is told apart from
-/// a client that waits too long, which on a quiet machine meets tenths of a ms of stalls.
-/// (tests/faults/stalls.py does the same for the other languages' drivers.)
-struct Meter {
-    events: Mutex<Vec<(Instant, Instant, Duration)>>,
-    wakes: AtomicU64,
-}
-
-fn meter() -> &'static Meter {
-    static METER: OnceLock<Meter> = OnceLock::new();
-    METER.get_or_init(|| {
-        std::thread::spawn(|| {
-            loop {
-                let t = Instant::now();
-                std::thread::sleep(Duration::from_millis(10));
-                let woke = Instant::now();
-                let late = woke.duration_since(t).saturating_sub(Duration::from_millis(10));
-                let m = meter();
-                if !late.is_zero() {
-                    m.events.lock().unwrap().push((woke - late, woke, late));
-                }
-                m.wakes.fetch_add(1, Ordering::Relaxed);
-            }
-        });
-        Meter { events: Mutex::new(Vec::new()), wakes: AtomicU64::new(0) }
-    })
-}
-
-impl Meter {
-    /// The stalls that overlap [from, to]. It first waits (at most 2 s) for two more wake-ups,
-    /// so a stall still going on (the meter not yet awake to record it) is in.
-    fn within(&self, from: Instant, to: Instant) -> Duration {
-        let wakes = self.wakes.load(Ordering::Relaxed);
-        let deadline = Instant::now() + Duration::from_secs(2);
-        while self.wakes.load(Ordering::Relaxed) < wakes + 2 && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        let events = self.events.lock().unwrap();
-        events.iter().filter(|(f, t, _)| *f <= to && *t >= from).map(|(_, _, late)| *late).sum()
-    }
-}
-
-/// How long the calling thread has waited, runnable, for a CPU (Linux schedstat's run_delay).
-fn runqueue() -> Duration {
-    std::fs::read_to_string("/proc/thread-self/schedstat")
-        .ok()
-        .and_then(|s| s.split_whitespace().nth(1).and_then(|n| n.parse::<u64>().ok()))
-        .map_or(Duration::ZERO, Duration::from_nanos)
-}
-
 #[derive(Debug, Default)]
 struct Tally {
     calls: u64,
@@ -111,12 +58,16 @@ impl Tally {
         let took = end - start;
         self.calls += 1;
         self.worst_ms = self.worst_ms.max(took.as_millis());
+        // The bound adds the stalls that can have held the call: those that overlap it, or its
+        // own wait for a CPU if that is more (`stalls`): a machine too loaded to run the test on
+        // time is told apart from a client that waits too long, which on a quiet machine meets
+        // tenths of a ms of stalls.
         let bound = Duration::from_millis(TIMEOUT_MS + SLACK_MS);
         if took > bound {
-            let stalls = meter().within(start, end);
+            let held = stalls::within(start, end);
             assert!(
-                took <= bound + stalls.max(waited),
-                "a call took {took:?} (bound {bound:?} + stalls within it: {stalls:?} measured beside it, \
+                took <= bound + held.max(waited),
+                "a call took {took:?} (bound {bound:?} + stalls within it: {held:?} measured beside it, \
                  {waited:?} waiting for a CPU): {out:?}"
             );
         }
@@ -139,7 +90,7 @@ impl Tally {
 }
 
 fn prove(name: &str, rule: Rule) {
-    meter();
+    stalls::start();
     let server = RedisServer::start();
     let upstream: SocketAddr = format!("127.0.0.1:{}", server.port).parse().unwrap();
     let proxy = FaultProxy::start(upstream).unwrap();
