@@ -56,21 +56,7 @@ impl Path {
     /// Both paths on `store`; the bound runtime's connections are up when this returns.
     fn both(store: &Arc<RedisStore>) -> [Path; 2] {
         let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-        let warm = Limiter::builder(Strategy::fixed_window(1_000_000, 3_600_000).unwrap())
-            .store(store.clone())
-            .prefix("warm")
-            .build();
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        rt.block_on(async {
-            // Calls reaching each master connect the runtime's own connection to it.
-            while store.local_cluster_connections() < 3 {
-                assert!(std::time::Instant::now() < deadline, "the runtime's own connections never came up");
-                for i in 0..30 {
-                    warm.check_at(&format!("w{i}"), 1, Now::At(NOW)).await.expect("warm-up call");
-                }
-                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-            }
-        });
+        redis_cluster::own_connections_up(store, &rt, 3);
         [Path::Sync, Path::Bound(rt)]
     }
 

@@ -26,7 +26,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use redis_cluster::{RedisCluster, begin_migration, cli, end_migration, field, keyslot, owner_and_other};
+use redis_cluster::{
+    RedisCluster, begin_migration, cli, end_migration, field, keyslot, own_connections_up, owner_and_other,
+};
 use throttlekit::redis::{RedisMode, RedisOptions, RedisStore};
 use throttlekit::store::{Now, Store};
 use throttlekit::{ErrorCode, FailPolicy, Limiter, Strategy};
@@ -212,14 +214,6 @@ fn calls(l: &Arc<Limiter>, rt: &tokio::runtime::Runtime, n: u64, sync: bool, t: 
 
 /// Waits until `rt` has its own connection to each of the 3 masters (made in the background
 /// after its first calls reached them).
-fn local_connections_up(store: &RedisStore, rt: &tokio::runtime::Runtime) {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while rt.block_on(async { store.local_cluster_connections() }) < 3 {
-        assert!(Instant::now() < deadline, "the runtime's own connections never came up");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
 }
@@ -237,7 +231,7 @@ fn a_reply_lost_after_the_server_ran_the_call_is_never_charged_twice() {
         assert_eq!(warm.errors, 0, "{warm:?}");
         if !sync {
             // The async calls below take the runtime's own connections.
-            local_connections_up(&store, &rt);
+            own_connections_up(&store, &rt, 3);
         }
         // One round trip per decision: one script command per call through the proxy, and no
         // other command on the way (a background refresh of the slot map may add one).
@@ -337,7 +331,7 @@ fn a_call_abandoned_at_its_timeout_drops_its_connection_and_the_next_calls_answe
         // Warm: every master's connections are open, sync and async (the runtime's own).
         calls(&l, &rt, 30, sync, &mut Tally::default());
         if !sync {
-            local_connections_up(&store, &rt);
+            own_connections_up(&store, &rt, 3);
         }
         // One script call black-holed: its connection stays open and silent. The caller's
         // timeout abandons the call; the next calls must not wait on that connection.
@@ -367,7 +361,7 @@ fn moved_and_ask_are_followed_and_the_call_runs_once_on_the_right_node() {
     // The async rounds run on the runtime's own connection to each master (redirects read from
     // the store's own `Pipelined` connections), up before they start.
     calls(&count, &rt, 30, false, &mut Tally::default());
-    local_connections_up(&store, &rt);
+    own_connections_up(&store, &rt, 3);
     for (i, sync, l) in [(0, true, &*count), (1, false, &*count), (2, true, &six), (3, false, &six)] {
         // MOVED: an empty slot handed to another master behind the store's back.
         let key = format!("moved{i}");

@@ -159,3 +159,30 @@ pub fn end_migration(cluster: &RedisCluster, slot: u16, to_id: &str, to: u16) {
         cli(n.port, &["cluster", "setslot", &slot.to_string(), "node", to_id]).expect("SETSLOT NODE");
     }
 }
+
+/// Returns once `rt`, a runtime bound to `store`, has its own connection to each of `masters`
+/// masters: an async call on a bound runtime takes those connections (`cluster/local.rs`), and
+/// each one comes up only after a call has reached its master, in the background. Warm-up calls
+/// (prefix `warm`, a limit no test reaches) are made until then; a test that counts commands
+/// or executions reads its counters after this returns.
+pub fn own_connections_up(
+    store: &std::sync::Arc<throttlekit::redis::RedisStore>,
+    rt: &tokio::runtime::Runtime,
+    masters: usize,
+) {
+    use throttlekit::{Limiter, Strategy};
+    let warm = Limiter::builder(Strategy::fixed_window(1_000_000, 3_600_000).unwrap())
+        .store(store.clone())
+        .prefix("warm")
+        .build();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    rt.block_on(async {
+        while store.local_cluster_connections() < masters {
+            assert!(Instant::now() < deadline, "the runtime's own connections never came up");
+            for i in 0..30 {
+                warm.check(&format!("w{i}"), 1).await.expect("warm-up call");
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    });
+}
