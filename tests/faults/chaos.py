@@ -22,7 +22,7 @@ import sys
 import time
 
 from harness import Cluster, Driver, Sentinels, build_paths, cli, executions
-from stalls import StallMeter, driver_stall, stall_sum
+from stalls import StallMeter, stall_within
 
 TIMEOUT_MS = 500
 LIMIT = 100
@@ -132,10 +132,10 @@ def main() -> int:
     print(f"{'driver':14} {'store':16} {'calls':>7} {'allowed':>7} {'denied':>7} {'errors':>7} {'p99 ms':>7} {'worst ms':>8} "
           f"{'stall ms':>8} {'machine':>8}  codes")
     for d, r in zip(drivers, results):
-        own = driver_stall([r], r["worst_ms"])
-        machine = stall_sum(machine_stalls, r["worst_ms"])
+        stall = stall_within(machine_stalls, [r], r["worst_ms"])
+        own, machine = stall.driver, stall.machine
         r["stall_ms"], r["machine_stall_ms"] = own, machine
-        bound_ms = round(TIMEOUT_MS + args.slack_ms + max(machine, own), 1)
+        bound_ms = round(TIMEOUT_MS + args.slack_ms + stall.ms, 1)
         print(f"{d.lang:14} {d.store:16} {r['calls']:7} {r['allowed']:7} {r['denied']:7} {r['errors']:7} "
               f"{r['p99_ms']:7} {r['worst_ms']:8} {own:8} {machine:8}  {r['codes']}")
         if r["worst_ms"] > bound_ms:

@@ -19,7 +19,7 @@ import os
 import sys
 
 from harness import Cluster, Driver, ProxiedSentinelMaster, Proxy, Redis, build_paths, executions
-from stalls import StallMeter, driver_stall, stall_sum
+from stalls import StallMeter, stall_within
 
 TIMEOUT_MS = 250
 SLACK_MS = 100
@@ -73,20 +73,18 @@ def prove(driver: Driver, proxy: Proxy, ports: list, store: str, lang: str, faul
     # The scheduling stalls seen beside the calls, by the driver itself (where the calls ran)
     # and by this orchestrator: a call's bound is its timeout + slack + the most of them that
     # overlap one call as long as the worst (stalls.py says why a sum, and why that window).
-    machine = stall_sum(METER.take(), worst)
-    driver_stalls = driver_stall((during, after), worst)
-    stall = max(machine, driver_stalls)
+    stall = stall_within(METER.take(), (during, after), worst)
     row = {"store": store, "lang": lang, "fault": fault, "calls": calls, "allowed": allowed, "denied": denied, "errors": errors,
-           "faults": faults, "executions": executed, "admitted_by_server": executed - denied, "worst_ms": worst, "machine_stall_ms": machine,
-           "driver_stall_ms": driver_stalls}
+           "faults": faults, "executions": executed, "admitted_by_server": executed - denied, "worst_ms": worst, "machine_stall_ms": stall.machine,
+           "driver_stall_ms": stall.driver}
     problems = []
     codes = set(during["codes"]) | set(after["codes"])
     if codes - {"store_unavailable"}:
         problems.append(f"unexpected errors {codes}")
     if faults < 1:
         problems.append("no fault injected")
-    if worst > TIMEOUT_MS + SLACK_MS + stall:
-        problems.append(f"a call took {worst} ms (bound {TIMEOUT_MS + SLACK_MS} + {stall} of stalls within {worst} ms)")
+    if worst > TIMEOUT_MS + SLACK_MS + stall.ms:
+        problems.append(f"a call took {worst} ms (bound {TIMEOUT_MS + SLACK_MS} + {stall.ms} of stalls within {worst} ms)")
     if executed > calls:
         problems.append(f"{executed} executions for {calls} calls")
     if allowed > LIMIT:

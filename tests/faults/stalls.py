@@ -17,6 +17,7 @@ such wait as `call_stall_ms` (driver_stall).
 
 import threading
 import time
+from typing import NamedTuple
 
 
 def stall_sum(stalls, window_ms: float) -> float:
@@ -53,6 +54,25 @@ def driver_stall(runs, window_ms: float) -> float:
     near the slow one), the larger. They watch the same process, often the same stall."""
     events = [e for run in runs for e in run["stalls"]]
     return max([stall_sum(events, window_ms)] + [run.get("call_stall_ms", 0) for run in runs])
+
+
+class Stall(NamedTuple):
+    """The stall one call's bound adds, by each measure: the driver's own (`driver_stall`) and
+    the orchestrator's meter (`stall_sum` of its events). They often see the same stall, so they
+    are not added: `ms`, the larger, is what the bound adds."""
+
+    driver: float
+    machine: float
+
+    @property
+    def ms(self) -> float:
+        return max(self.driver, self.machine)
+
+
+def stall_within(machine_events, runs, window_ms: float) -> Stall:
+    """The stall a call of `window_ms` may have suffered: by the orchestrator's `machine_events`
+    and by the driver's `runs` (their replies)."""
+    return Stall(driver=driver_stall(runs, window_ms), machine=stall_sum(machine_events, window_ms))
 
 
 class StallMeter:
