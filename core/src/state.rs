@@ -44,8 +44,8 @@ const PENDING: usize = 3;
 /// table entry, then this holder, then the runs' buffer). With the oldest stamp here, a check
 /// whose log has nothing expired (the common case: the next admitted check drops what expired)
 /// learns that, its count and `resetAt` without reading the buffer; with the newest runs here
-/// (`pending`, up to [`PENDING`]), an admitted unit is written here too, and the buffer takes
-/// the pending runs [`PENDING`] at a time. Writing the buffer at every new stamp stalled the
+/// (`pending`, up to `PENDING`), an admitted unit is written here too, and the buffer takes
+/// the pending runs `PENDING` at a time. Writing the buffer at every new stamp stalled the
 /// check on the line's fetch even for a write (measured with `perf` on Python `check_sync`,
 /// 100k keys of ~40 runs: ~50 ns of ~300 a call; docs/performance.md).
 ///

@@ -15,7 +15,7 @@
 //! ([`throttlekit::redis::RedisStore::bind_current_runtime`]): a call then writes and reads on
 //! the thread that serves the request, without crossing to the store's private runtime.
 //!
-//! Each runtime also keeps one timer pending ([`keep_timer_armed`]), so that arming a request's
+//! Each runtime also keeps one timer pending (`keep_timer_armed`), so that arming a request's
 //! deadline does not write to the runtime's own `eventfd` on every request.
 
 use std::net::SocketAddr;

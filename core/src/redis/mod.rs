@@ -3,13 +3,13 @@
 //!
 //! - **One round trip per decision**: `FCALL` on Redis >= 7 (the scripts loaded once as a
 //!   function library, which persists and replicates), else `EVALSHA`; the one fallback when a
-//!   node lacks them is in [`invoke`] (`scripting` in [`RedisOptions`] forces either way).
+//!   node lacks them is in `invoke.rs` (`scripting` in [`RedisOptions`] forces either way).
 //! - **At most once**: a call is never sent again once it may have reached a server; only a
 //!   redirect or a missing script (answered before anything runs) or a connection that could not
 //!   be made is followed by another send (`docs/redis.md`, "At most once").
 //! - **Any topology**: one node, a Redis Cluster, or the master of a Sentinel service; over TLS
 //!   (rustls) or not ([`RedisOptions`], `docs/redis.md`). On a cluster the store routes each
-//!   call itself ([`cluster`]: slot computed here, a connection per master, `MOVED`/`ASK`
+//!   call itself (`cluster/`: slot computed here, a connection per master, `MOVED`/`ASK`
 //!   followed), with the same sync and async fast paths as on one node, a bound runtime (below)
 //!   included: it gets its own connection to each master. Under Sentinel every call takes the
 //!   hop path below, whose connection follows the master.
@@ -28,7 +28,7 @@
 //!   store's runtime, through the self-reconnecting `ConnectionManager`; the first such call
 //!   that succeeds reconnects the direct connection in the background.
 //! - **No hop at all on a tokio runtime**: a call awaited on a tokio runtime gives that runtime
-//!   a connection of its own ([`bound`]), whose driver task runs on that runtime; once it is up,
+//!   a connection of its own (`bound.rs`), whose driver task runs on that runtime; once it is up,
 //!   calls awaited there write and read on the caller's runtime, without crossing to the
 //!   store's thread (two wake-ups fewer per call). [`RedisStore::bind_current_runtime`] does
 //!   the same ahead of the first call; [`RedisStore::bind_runtimes`] turns the automatic
@@ -38,7 +38,7 @@
 //! - **Clock**: `Now::Server` sends `now = "0"` and the script reads Redis's `TIME`.
 //! - **Deterministic replay** (for conformance vectors and the dual-path proof): Redis expires
 //!   keys on its wall clock, not the caller's; in this mode the store persists every key and
-//!   expires it itself on the caller's clock (see [`replay`]).
+//!   expires it itself on the caller's clock (see `replay.rs`).
 //!
 //! Keys and state layout are ThrottleKit 1.x's (`shared/SEMANTICS.md`), so mixed fleets share
 //! limits. Multi-dimensional checks need all their keys in one hash slot on a cluster:

@@ -4,7 +4,7 @@
 //! Why: on a cluster the store's own calls hop from an event loop to a Tokio thread and back,
 //! two thread switches that cost more than the round trip (docs/bench-bindings.md, "Cluster").
 //! A binding that brings its own sockets ([`super::transport`]) keeps one per master and asks
-//! here where each call goes. Every routing rule stays the store's ([`super::cluster`]): the
+//! here where each call goes. Every routing rule stays the store's (`cluster/`): the
 //! slot (CRC16, hash tags), the slot map read from `CLUSTER SLOTS`, and what a reply means.
 //! The transport follows [`Routes::follow`] and nothing else:
 //!
@@ -167,7 +167,7 @@ impl Routes {
     }
 }
 
-/// How many replies [`PreparedCall::write_hop`] gets back (the call's is the last).
+/// How many replies [`super::transport::PreparedCall::write_hop`] gets back (the call's is the last).
 pub fn hop_replies(functions: bool, hop: Hop) -> usize {
     usize::from(hop.asking) + if hop.fallback { super::transport::retry_replies(functions) } else { 1 }
 }

@@ -64,8 +64,9 @@ impl LoadedScript {
 /// Every script as one Redis Functions library (Redis >= 7: `FUNCTION LOAD`, then `FCALL`).
 ///
 /// Generated from the very text `EVAL` sends, so `lua/` stays the single source: each script
-/// becomes `do <definitions> redis.register_function('tk_<stem>_<version>', function(KEYS, ARGV)
-/// <main> end) end`, where the definitions are the script up to its `-- #main` line (the
+/// becomes
+/// `do <definitions> redis.register_function('tk_<stem>_<version>', function(KEYS, ARGV) <main> end) end`,
+/// where the definitions are the script up to its `-- #main` line (the
 /// spliced fragments' functions and tables, which read no `KEYS` or `ARGV`) and the main the
 /// rest. `EVAL` runs the whole script as the body of a function whose `KEYS` and `ARGV` are the
 /// call's, so it builds every helper closure on every call (25 in the fused multi script: a
