@@ -212,8 +212,6 @@ fn calls(l: &Arc<Limiter>, rt: &tokio::runtime::Runtime, n: u64, sync: bool, t: 
     }
 }
 
-/// Waits until `rt` has its own connection to each of the 3 masters (made in the background
-/// after its first calls reached them).
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
 }
