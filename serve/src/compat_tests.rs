@@ -190,7 +190,10 @@ impl Served {
                 .statuses
                 .iter()
                 .map(|s| Status {
-                    code: code(s.code),
+                    code: {
+                        assert!(s.quota.is_none(), "`quota` is never set, as theirs: {s:?}");
+                        code(s.code)
+                    },
                     limit: s.current_limit.as_ref().map(|l| {
                         let unit = Unit::from_proto(l.unit).map_or("UNKNOWN", Unit::name);
                         (l.requests_per_unit, unit.to_string())
