@@ -482,7 +482,8 @@ impl Decider {
         // request, and then nothing is collected).
         let mut mine: Vec<(usize, Decision)> = Vec::new();
         let mut ds: Vec<Decision> = Vec::new();
-        for i in 0..req.descriptors.len() {
+        // `unlimited` has one entry per request descriptor.
+        for (i, &is_unlimited) in unlimited.iter().enumerate() {
             let mut limits = applied
                 .iter()
                 .enumerate()
@@ -495,7 +496,7 @@ impl Decider {
                 statuses.push(StatusOut {
                     code: Code::Ok,
                     current_limit: None,
-                    limit_remaining: if unlimited[i] { u32::MAX } else { 0 },
+                    limit_remaining: if is_unlimited { u32::MAX } else { 0 },
                     duration_until_reset_s: None,
                 });
                 continue;
