@@ -10,7 +10,8 @@
 #      a 3-master cluster and a TLS server (one of each for the whole script, and a Sentinel setup)
 #   5. tk-conformance on every conformance-vectors/*.json: memory, Redis, cluster, Sentinel, TLS;
 #      and on the HTTP vectors (conformance-vectors/http/*.json, no store)
-#   6. go test (vectors on every store, the HTTP vectors, Example, unit tests), the Go
+#   6. go test (vectors on every store, the HTTP vectors, Example, unit tests), tkgin (the gin
+#      middleware, against Debian's gin: apt-installs golang-github-gin-gonic-gin-dev), the Go
 #      shutdown-hygiene check; and a C key flood against a default memory store
 # Environment: CARGO_TARGET_DIR (default $ROOT/target), PROFILE (debug|release, default debug).
 set -euo pipefail
@@ -207,6 +208,11 @@ done
 step "Go shutdown hygiene: a child closes its Redis store and exits with nothing left"
 (cd "$HERE/go" && CGO_LDFLAGS="-Wl,-rpath,$LIBDIR" go build -o "$WORK/shutdownchild" ./internal/shutdownchild)
 python3 "$ROOT/tests/shutdown_check.py" "$URL_GO" -- "$WORK/shutdownchild"
+step "tkgin: the gin middleware, against Debian's gin (GOPATH mode: tkgin/go.sh)"
+GIN_OUT=$(CGO_LDFLAGS="-Wl,-rpath,$LIBDIR" "$HERE/go/tkgin/go.sh" test -count=1 -v . 2>&1) \
+    || { echo "$GIN_OUT"; exit 1; }
+grep -E '^(---|ok)' <<<"$GIN_OUT"
+"$HERE/go/tkgin/go.sh" vet .
 (cd "$HERE/go" && go vet ./... && test -z "$(gofmt -l .)")
 echo
 echo "bindings-c: all passed"
