@@ -11,7 +11,7 @@
 #   5. the runner replays every conformance-vectors/*.json on memory and on Redis (also through
 #      the async API), then on the cluster, Sentinel and TLS with the CLI's store flags, and must
 #      report the Rust CLI's totals
-#   6. the Ruby tests, with Redis
+#   6. the Ruby tests, with Redis, and Throttlekit::Rack's (ruby/test/test_rack.rb)
 #   7. the quick start in README.md is the file run here, against the gem built and installed
 #      from ruby/throttlekit.gemspec
 # Environment: PROFILE (debug|release, default debug), CARGO_TARGET_DIR.
@@ -121,6 +121,9 @@ step "Ruby tests (with Redis, and sentinels that require a password)"
 started sentinel-pw TK_REDIS_SENTINEL_PW_URLS
 export TK_REDIS_SENTINEL_PW_URLS
 ruby "$HERE/ruby/test/test_throttlekit.rb" "$URL"
+
+step "Rack middleware tests (Throttlekit::Rack; the fail policy against a redis-server killed by PID)"
+ruby "$HERE/ruby/test/test_rack.rb" --with-redis
 
 step "the README's quick start is this file, and it runs"
 python3 - "$HERE/README.md" "$HERE/ruby/example/quickstart.rb" <<'PY'
