@@ -213,6 +213,45 @@ GIN_OUT=$(CGO_LDFLAGS="-Wl,-rpath,$LIBDIR" "$HERE/go/tkgin/go.sh" test -count=1 
     || { echo "$GIN_OUT"; exit 1; }
 grep -E '^(---|ok)' <<<"$GIN_OUT"
 "$HERE/go/tkgin/go.sh" vet .
+# The README's gin quick start, copied into an empty project's main(), serves 5 then a 429.
+mkdir -p "$WORK/ginapp"
+python3 - "$HERE/README.md" "$WORK/ginapp/main.go" <<'PY'
+import re, sys
+readme = open(sys.argv[1]).read()
+section = readme[readme.index("## Go gin middleware"):]
+code = re.search(r"```go\n(.*?)```", section, re.S).group(1)
+body = "\n".join("\t" + l if l else l for l in code.splitlines())
+open(sys.argv[2], "w").write(f"""package main
+
+import (
+\t"fmt"
+\t"net/http/httptest"
+
+\tthrottlekit "example.invalid/throttlekit/go"
+\t"example.invalid/throttlekit/go/tkgin"
+\t"example.invalid/throttlekit/go/tkhttp"
+\t"github.com/gin-gonic/gin"
+)
+
+func main() {{
+{body}
+\tsrv := httptest.NewServer(router)
+\tdefer srv.Close()
+\tfor i := 0; i < 6; i++ {{
+\t\tresp, err := srv.Client().Get(srv.URL + "/api/hello")
+\t\tif err != nil {{
+\t\t\tpanic(err)
+\t\t}}
+\t\tresp.Body.Close()
+\t\tfmt.Print(resp.StatusCode, " ")
+\t}}
+}}
+""")
+PY
+GIN_QS=$(TKGIN_DIR="$WORK/ginapp" CGO_LDFLAGS="-Wl,-rpath,$LIBDIR" GIN_MODE=release "$HERE/go/tkgin/go.sh" run . 2>&1) \
+    || { echo "$GIN_QS"; exit 1; }
+echo "gin quick start: $GIN_QS"
+[ "$GIN_QS" = "200 200 200 200 200 429 " ] || { echo "the gin quick start printed '$GIN_QS'" >&2; exit 1; }
 (cd "$HERE/go" && go vet ./... && test -z "$(gofmt -l .)")
 echo
 echo "bindings-c: all passed"

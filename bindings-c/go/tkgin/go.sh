@@ -2,6 +2,7 @@
 # Runs a go command on tkgin against Debian's gin, in GOPATH mode:
 #   bindings-c/go/tkgin/go.sh test -count=1 -v .
 #   bindings-c/go/tkgin/go.sh build -o BIN ./examples/gin
+#   TKGIN_DIR=/some/project bindings-c/go/tkgin/go.sh run .   # a user's project that imports tkgin
 # Debian's golang-github-gin-gonic-gin-dev puts gin and its dependencies' sources under
 # /usr/share/gocode/src, and the only registries reachable here serve no Go modules, so the
 # package builds the way Debian builds Go: GO111MODULE=off, with a private GOPATH whose src/
@@ -21,5 +22,5 @@ fi
 GOPATH_DIR=${CARGO_TARGET_DIR:-$GO_DIR/../../target}/tkgin-gopath
 mkdir -p "$GOPATH_DIR/src/example.invalid/throttlekit"
 ln -sfn "$GO_DIR" "$GOPATH_DIR/src/example.invalid/throttlekit/go"
-cd "$GOPATH_DIR/src/example.invalid/throttlekit/go/tkgin"
+cd "${TKGIN_DIR:-$GOPATH_DIR/src/example.invalid/throttlekit/go/tkgin}"
 GO111MODULE=off GOPATH="$GOPATH_DIR:$GOCODE" GOFLAGS= exec go "$@"
