@@ -150,18 +150,20 @@ class Hello(View):
 
 
 def test_class_based_views_with_method_decorator() -> None:
-    with throttlekit(RATE="1/minute"):
+    with throttlekit(RATE="10/minute"):
         whole = method_decorator(ratelimit("2/minute"), name="dispatch")(type("Whole", (Hello,), {}))
         posts = type("Posts", (Hello,), {"post": method_decorator(ratelimit("1/minute"))(Hello.post)})
         free = method_decorator(ratelimit_exempt, name="dispatch")(type("Free", (Hello,), {}))
         with served([path("whole", whole.as_view()), path("posts", posts.as_view()),
                      path("free", free.as_view())]) as client:
-            # dispatch decorated: every method counts against its limit, not the app-wide one.
+            # dispatch decorated: every method counts against its limit, and not against RATE.
             assert [client.get("/whole").status_code, client.post("/whole").status_code,
                     client.get("/whole").status_code] == [200, 200, 429]
-            # One method decorated: that method has its limit; the view stays under RATE.
+            assert spend(client, "/free", 3) == [200, 200, 200]  # exempt: not counted either
+            # One method decorated: that method has its own limit, and the view stays under RATE.
             assert [client.post("/posts").status_code, client.post("/posts").status_code] == [200, 429]
-            assert spend(client, "/free", 3) == [200, 200, 200]
+            get = client.get("/posts")
+            assert get.status_code == 200 and members(get) == [("default", 7)]  # RATE: 3 counted, the posts'
 
 
 def test_an_async_view_is_limited_and_stays_async() -> None:

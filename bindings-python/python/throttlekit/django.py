@@ -27,11 +27,11 @@ import asyncio
 import functools
 from typing import Any, Callable, Optional, Union
 
-from django.conf import settings
-from django.core.exceptions import PermissionDenied
-from django.core.signals import setting_changed
-from django.http import HttpRequest, HttpResponse
-from django.utils.module_loading import import_string
+from django.conf import settings  # type: ignore[import-untyped]
+from django.core.exceptions import PermissionDenied  # type: ignore[import-untyped]
+from django.core.signals import setting_changed  # type: ignore[import-untyped]
+from django.http import HttpRequest, HttpResponse  # type: ignore[import-untyped]
+from django.utils.module_loading import import_string  # type: ignore[import-untyped]
 
 from throttlekit._throttlekit import Limiter, Strategy
 from throttlekit.http import RateLimitOptions, Verdict
@@ -234,7 +234,7 @@ def _view_name(view: Any) -> str:
     owner = getattr(bound, "__self__", None)
     if owner is not None:
         cls = type(owner)
-        return f"{cls.__module__}.{cls.__qualname__}.{bound.__name__}"
+        return f"{cls.__module__}.{cls.__qualname__}.{getattr(bound, '__name__', '')}"
     target = getattr(view, "view_class", view)
     return f"{target.__module__}.{target.__qualname__}"
 
@@ -350,7 +350,7 @@ class RateLimitMiddleware:
         self.get_response = get_response
         self.conf = _config()
         if getattr(settings, "ROOT_URLCONF", None):
-            from django.urls import get_resolver
+            from django.urls import get_resolver  # type: ignore[import-untyped]
 
             get_resolver().url_patterns  # noqa: B018 - imports the views: their @ratelimit is built now
 
