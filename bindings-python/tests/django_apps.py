@@ -17,6 +17,7 @@ from typing import Any
 import django
 import httpx
 from django.conf import settings
+from django.core.handlers.asgi import ASGIHandler
 from django.core.handlers.wsgi import WSGIHandler
 from django.http import HttpRequest, HttpResponse
 from django.test.utils import override_settings
@@ -57,12 +58,13 @@ def throttlekit(**conf: Any) -> Iterator[None]:
 
 
 @contextmanager
-def served(patterns: list[Any]) -> Iterator[httpx.Client]:
-    """The project with URL patterns ``patterns``, built now and served; yields a client."""
+def served(patterns: list[Any], kind: str = "wsgi") -> Iterator[httpx.Client]:
+    """The project with URL patterns ``patterns``, built now and served as a WSGI application
+    (werkzeug) or an ASGI one (uvicorn); yields a client."""
     urls = types.ModuleType(f"django_test_urls_{next(_names)}")
     urls.urlpatterns = patterns  # type: ignore[attr-defined]
     with override_settings(ROOT_URLCONF=urls):
-        with serve("wsgi", WSGIHandler()) as client:
+        with serve(kind, WSGIHandler() if kind == "wsgi" else ASGIHandler()) as client:
             yield client
 
 

@@ -52,6 +52,21 @@ def test_the_app_wide_rate_sends_cores_fields_and_a_problem_on_denial() -> None:
             assert client.get("/limited", headers={"X-Forwarded-For": "203.0.113.9"}).status_code == 429
 
 
+def test_under_asgi_the_middleware_and_an_async_view_answer_the_same() -> None:
+    with throttlekit(RATE="2/minute"):
+        @ratelimit("1/minute")
+        async def hello(request: HttpRequest) -> HttpResponse:
+            return HttpResponse("hello")
+
+        with served([path("limited", ok), path("hello", hello)], "asgi") as client:
+            first = client.get("/limited")
+            assert first.status_code == 200 and members(first) == [("default", 1)]
+            assert spend(client, "/limited", 2) == [200, 429]
+            denied = client.get("/limited")
+            assert denied.headers["content-type"] == "application/problem+json" and members(denied) == [("default", 0)]
+            assert spend(client, "/hello", 2) == [200, 429]
+
+
 def test_without_a_rate_the_middleware_limits_nothing_and_unknown_urls_pass() -> None:
     with throttlekit(RATE="1/minute"):
         with served([path("limited", ok)]) as client:
@@ -230,6 +245,8 @@ def test_fail_policy_when_redis_is_down(policy: str, status: int) -> None:
     ({"RAET": "5/minute"}, "THROTTLEKIT['RAET']"),
     ({"STORE": "memcached://x"}, "THROTTLEKIT['STORE']"),
     ({"STORE": "redis://127.0.0.1:1", "STORE_OPTIONS": {"timeout": 1}}, "THROTTLEKIT['STORE']"),
+    ({"STORE_OPTIONS": ["timeout_ms"]}, "THROTTLEKIT['STORE_OPTIONS']"),
+    ({"PREFIX": 7}, "THROTTLEKIT['PREFIX']"),
     ({"RATE": "5/fortnight"}, "THROTTLEKIT['RATE']"),
     ({"RATE": "0/minute"}, "THROTTLEKIT['RATE']"),
     ({"STRATEGY": "leaky"}, "THROTTLEKIT['STRATEGY']"),

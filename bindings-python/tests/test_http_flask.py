@@ -237,6 +237,8 @@ def test_fail_policy_when_redis_is_down(policy: str, status: int) -> None:
     ({"storage_uri": "memcached://x"}, {}, "storage_uri"),
     ({}, {"THROTTLEKIT_STORAGE_URI": "mongodb://x"}, "storage_uri"),
     ({}, {"THROTTLEKIT_STORAG_URI": "memory://"}, "THROTTLEKIT_STORAG_URI"),
+    ({"storage_options": 500}, {}, "storage_options"),
+    ({}, {"THROTTLEKIT_KEY_PREFIX": None}, "key_prefix"),
     ({"default_limits": ["5/fortnight"]}, {}, "default_limits[0]"),
     ({"default_limits": "5/minute"}, {}, "default_limits"),
     ({"strategy": "leaky"}, {}, "strategy"),

@@ -33,17 +33,19 @@ from django.core.signals import setting_changed  # type: ignore[import-untyped]
 from django.http import HttpRequest, HttpResponse  # type: ignore[import-untyped]
 from django.utils.module_loading import import_string  # type: ignore[import-untyped]
 
-from throttlekit._throttlekit import Limiter, Strategy
-from throttlekit.http import RateLimitOptions, Verdict
+from throttlekit.http import Verdict
 from throttlekit.rules import (
-    STRATEGIES,
+    FLOW_OPTIONS,
     LimitSpec,
     Rule,
     build_limiter,
     config_error,
+    flow_options,
     methods_set,
     parse_limits,
+    prefix_text,
     store_from_uri,
+    strategy_name,
 )
 
 __all__ = ["RateLimitMiddleware", "ratelimit", "ratelimit_exempt"]
@@ -69,8 +71,6 @@ DEFAULTS: dict[str, Any] = {
     "FAIL_POLICY": "raise",
     "SHADOW": False,
 }
-_OPTIONS = ("FAMILY", "POLICY_NAME", "PARTITION_KEY_SECRET", "TRUSTED_PROXIES", "IPV6_PREFIX",
-            "FORWARDED_HEADER", "FAIL_POLICY", "SHADOW")
 
 KeySpec = Union[str, Callable[[HttpRequest], Optional[str]], None]
 
@@ -116,13 +116,6 @@ def _key(spec: KeySpec, setting: str) -> Optional[Callable[[HttpRequest], Option
     return _callable(spec, setting)
 
 
-def _strategy(name: Any, setting: str) -> str:
-    if name not in STRATEGIES:
-        raise config_error(setting, f"unknown strategy {name!r} (one of {', '.join(STRATEGIES)}; "
-                           "a Strategy given as the rate may be any)")
-    return str(name)
-
-
 class _Config:
     """``THROTTLEKIT``, validated: the store, the defaults of every limit, and the app-wide rule."""
 
@@ -134,20 +127,12 @@ class _Config:
         if unknown:
             raise config_error(_setting(unknown[0]), f"unknown setting (known: {', '.join(DEFAULTS)})")
         c = {**DEFAULTS, **raw}
-        if not isinstance(c["STORE_OPTIONS"], dict):
-            raise config_error(_setting("STORE_OPTIONS"), "a dict of RedisStore options")
-        self.store = store_from_uri(c["STORE"], _setting("STORE"), c["STORE_OPTIONS"])
-        if not isinstance(c["PREFIX"], str):
-            raise config_error(_setting("PREFIX"), "a string")
-        self.prefix: str = c["PREFIX"]
-        self.strategy: str = _strategy(c["STRATEGY"], _setting("STRATEGY"))
+        self.store = store_from_uri(c["STORE"], _setting("STORE"), c["STORE_OPTIONS"], _setting("STORE_OPTIONS"))
+        self.prefix = prefix_text(c["PREFIX"], _setting("PREFIX"))
+        self.strategy = strategy_name(c["STRATEGY"], _setting("STRATEGY"))
         self.key = _key(c["KEY"], _setting("KEY"))
-        self.options = {name.lower(): c[name] for name in _OPTIONS}
-        for name in _OPTIONS:  # each alone, so that the error names its setting
-            try:
-                RateLimitOptions(Limiter(Strategy.gcra(1, 1000)), **{name.lower(): c[name]})
-            except (ValueError, TypeError) as err:
-                raise config_error(_setting(name), str(err)) from err
+        self.options = flow_options({name: c[name.upper()] for name in FLOW_OPTIONS},
+                                    lambda name: _setting(name.upper()))
         self.safelist = [_callable(f, f"{_setting('SAFELIST')}[{i}]") for i, f in enumerate(_list(c, "SAFELIST"))]
         self.blocklist = [_callable(f, f"{_setting('BLOCKLIST')}[{i}]") for i, f in enumerate(_list(c, "BLOCKLIST"))]
         self.rule: Optional[Rule] = None
@@ -267,7 +252,7 @@ def ratelimit(rate: LimitSpec, *, key: KeySpec = "ip", methods: Optional[list[st
     if group is not None and (not isinstance(group, str) or not group):
         raise config_error("group", "a non-empty string")
     if strategy is not None:
-        _strategy(strategy, "strategy")
+        strategy_name(strategy, "strategy")
 
     rules: dict[str, Rule] = {}
 

@@ -38,18 +38,21 @@ from typing import Any, Callable, Optional, Union
 from flask import Flask, Response, abort, current_app, g, request
 from werkzeug.exceptions import TooManyRequests
 
-from throttlekit._throttlekit import Decision, Limiter as _Limiter, MultiDecision, Strategy
-from throttlekit.http import RateLimitOptions, Verdict
+from throttlekit._throttlekit import Decision, MultiDecision, Strategy
+from throttlekit.http import Verdict
 from throttlekit.rules import (
-    STRATEGIES,
+    FLOW_OPTIONS,
     LimitSpec,
     Rule,
     build_limiter,
     config_error,
     fields,
+    flow_options,
     methods_set,
     parse_limits,
+    prefix_text,
     store_from_uri,
+    strategy_name,
 )
 
 __all__ = ["Limiter", "RateLimitExceeded"]
@@ -72,8 +75,6 @@ DEFAULTS: dict[str, Any] = {
     "fail_policy": "raise",
     "shadow": False,
 }
-_FLOW_OPTIONS = ("family", "policy_name", "partition_key_secret", "trusted_proxies", "ipv6_prefix",
-                 "forwarded_header", "fail_policy", "shadow")
 _UNSET: Any = object()
 
 
@@ -111,8 +112,8 @@ class _Spec:
 
     def __init__(self, limit: LimitSpec, key_func: Any, methods: Any, scope: Optional[str],
                  cost: Any, strategy: Optional[str]) -> None:
-        if strategy is not None and strategy not in STRATEGIES:
-            raise config_error("strategy", f"unknown strategy {strategy!r} (one of {', '.join(STRATEGIES)})")
+        if strategy is not None:
+            strategy_name(strategy, "strategy")
         parse_limits(limit, strategy or "gcra", "limit")  # the syntax, at import time
         if not callable(cost) and (not isinstance(cost, int) or isinstance(cost, bool)):
             raise config_error("cost", "an int or a callable that takes no arguments")
@@ -136,22 +137,11 @@ class _State:
             raise config_error(unknown[0], f"unknown setting (known: {', '.join(sorted(known))})")
         c = {name: given if given is not _UNSET else app.config.get("THROTTLEKIT_" + name.upper(), DEFAULTS[name])
              for name, given in limiter.given.items()}
-        if not isinstance(c["storage_options"], dict):
-            raise config_error("storage_options", "a dict of RedisStore options")
-        self.store = store_from_uri(c["storage_uri"], "storage_uri", c["storage_options"])
-        if not isinstance(c["key_prefix"], str):
-            raise config_error("key_prefix", "a string")
-        if c["strategy"] not in STRATEGIES:
-            raise config_error("strategy", f"unknown strategy {c['strategy']!r} (one of {', '.join(STRATEGIES)})")
-        self.prefix: str = c["key_prefix"]
-        self.strategy: str = c["strategy"]
+        self.store = store_from_uri(c["storage_uri"], "storage_uri", c["storage_options"], "storage_options")
+        self.prefix = prefix_text(c["key_prefix"], "key_prefix")
+        self.strategy = strategy_name(c["strategy"], "strategy")
         self.key = _no_args(c["key_func"], "key_func")
-        self.options = {name: c[name] for name in _FLOW_OPTIONS}
-        for name in _FLOW_OPTIONS:  # each alone, so that the error names its option
-            try:
-                RateLimitOptions(_Limiter(Strategy.gcra(1, 1000)), **{name: self.options[name]})
-            except (ValueError, TypeError) as err:
-                raise config_error(name, str(err)) from err
+        self.options = flow_options({name: c[name] for name in FLOW_OPTIONS}, lambda name: name)
         defaults = c["default_limits"]
         if isinstance(defaults, str) or not isinstance(defaults, (list, tuple)):
             raise config_error("default_limits", "a list of limits such as [\"200/day\", \"50/hour\"]")

@@ -33,7 +33,8 @@ from throttlekit._throttlekit import (
 from throttlekit.http import RateLimitOptions, Verdict
 from throttlekit.wsgi import _FORWARDING
 
-__all__ = ["STRATEGIES", "Rule", "build_limiter", "config_error", "parse_limits", "store_from_uri"]
+__all__ = ["FLOW_OPTIONS", "STRATEGIES", "Rule", "build_limiter", "config_error", "flow_options", "methods_set",
+           "parse_limits", "prefix_text", "store_from_uri", "strategy_name"]
 
 #: The strategy names a limit string may be read with, and core's spec kind for each. Token
 #: bucket and quota take other parameters than a count per period: pass a ``Strategy``.
@@ -116,10 +117,12 @@ def build_limiter(limits: Sequence[tuple[str, Strategy]], *, store: Store, prefi
 
 
 def store_from_uri(uri: Union[str, Sequence[str], None], setting: str = "store",
-                   options: Optional[dict[str, Any]] = None) -> Store:
+                   options: Optional[dict[str, Any]] = None, options_setting: str = "store options") -> Store:
     """The store a URI names: ``memory://`` (the default), or ``redis://`` / ``rediss://``
     (a list of them for a cluster's seeds or Sentinel's sentinels), with ``options`` passed to
     ``RedisStore`` (``mode``, ``timeout_ms``, ``tls_ca_file``, ...)."""
+    if options is not None and not isinstance(options, dict):
+        raise config_error(options_setting, "a dict of store options, such as {\"timeout_ms\": 500}")
     options = dict(options or {})
     if uri is None or uri == "memory://":
         try:
@@ -137,6 +140,37 @@ def store_from_uri(uri: Union[str, Sequence[str], None], setting: str = "store",
         return RedisStore(urls if len(urls) > 1 else urls[0], **options)
     except (ThrottleKitError, TypeError) as err:
         raise config_error(setting, str(err)) from err
+
+
+#: ``throttlekit.http.RateLimitOptions``' options that the integrations take from their
+#: configuration (the callables are the integrations' own).
+FLOW_OPTIONS = ("family", "policy_name", "partition_key_secret", "trusted_proxies", "ipv6_prefix",
+                "forwarded_header", "fail_policy", "shadow")
+
+
+def flow_options(values: dict[str, Any], setting: Callable[[str], str]) -> dict[str, Any]:
+    """``values`` (``FLOW_OPTIONS``' values), each checked alone by the flow, so that an error
+    names its own setting (``setting(option)``)."""
+    for name, value in values.items():
+        try:
+            RateLimitOptions(Limiter(Strategy.gcra(1, 1000)), **{name: value})
+        except (ValueError, TypeError) as err:
+            raise config_error(setting(name), str(err)) from err
+    return values
+
+
+def strategy_name(name: Any, setting: str) -> str:
+    """``name``, if limit strings can be read with it (one of ``STRATEGIES``)."""
+    if name not in STRATEGIES:
+        raise config_error(setting, f"unknown strategy {name!r} (one of {', '.join(STRATEGIES)}; "
+                           "pass a Strategy as the limit for the others)")
+    return str(name)
+
+
+def prefix_text(prefix: Any, setting: str) -> str:
+    if not isinstance(prefix, str):
+        raise config_error(setting, "a string")
+    return prefix
 
 
 def methods_set(methods: Optional[Iterable[str]], setting: str = "methods") -> Optional[frozenset[str]]:
