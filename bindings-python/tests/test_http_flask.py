@@ -7,26 +7,17 @@ from __future__ import annotations
 
 from typing import Any
 
-import http_sfv
-import httpx
 import pytest
 from flask import Flask, jsonify, request
 from flask.views import MethodView
 
 import throttlekit as tk
 from conftest import RedisServer
+from http_checks import FAIL_POLICIES, assert_store_down_answer, members, spend
 from servers import serve
 from throttlekit.flask import Limiter, RateLimitExceeded
 
 
-def members(response: httpx.Response) -> list[tuple[str, int]]:
-    parsed = http_sfv.List()
-    parsed.parse(response.headers["ratelimit"].encode())
-    return [(m.value, m.params["r"]) for m in parsed]
-
-
-def spend(client: httpx.Client, url: str, n: int, **kw: Any) -> list[int]:
-    return [client.get(url, **kw).status_code for _ in range(n)]
 
 
 def app_with(limiter: Limiter, routes: dict[str, Any], app: Flask | None = None) -> Flask:
@@ -208,7 +199,7 @@ def test_an_app_factory_reads_app_config() -> None:
         assert members(client.get("/a")) == [("given", 0)]
 
 
-@pytest.mark.parametrize("policy, status", [("raise", 503), ("fail_open", 200), ("fail_closed", 429)])
+@pytest.mark.parametrize("policy, status", FAIL_POLICIES)
 def test_fail_policy_when_redis_is_down(policy: str, status: int) -> None:
     server = RedisServer()
     try:
@@ -221,14 +212,7 @@ def test_fail_policy_when_redis_is_down(policy: str, status: int) -> None:
             server.stop()
             for url in ("/app", "/own"):
                 down = client.get(url)
-                assert down.status_code == status, down.text
-                if policy == "raise":
-                    assert down.headers["content-type"] == "application/problem+json"
-                    assert down.json()["status"] == 503
-                if policy == "fail_open":
-                    assert down.text == "ok" and "ratelimit" not in down.headers
-                if policy == "fail_closed":
-                    assert down.headers["retry-after"] == "1"
+                assert_store_down_answer(down, policy, status)
     finally:
         server.stop()
 
