@@ -23,6 +23,17 @@ def spend(client: httpx.Client, url: str, n: int, **kw: Any) -> list[int]:
     return [client.get(url, **kw).status_code for _ in range(n)]
 
 
+def assert_fail_policy(client: httpx.Client, server: Any, policy: str, status: int) -> None:
+    """/app (the app-wide limit, 5 per minute) and /own (a view's own limit) of ``client``'s
+    server answer from the store, then, once ``server`` (its Redis) is stopped, as
+    ``policy`` says."""
+    up = client.get("/app")
+    assert up.status_code == 200 and members(up) == [("default", 4)]
+    server.stop()
+    for url in ("/app", "/own"):
+        assert_store_down_answer(client.get(url), policy, status)
+
+
 def assert_store_down_answer(response: httpx.Response, policy: str, status: int) -> None:
     """What a fail policy answers while the store cannot: core's 503 problem (``raise``), the
     view's own response without fields (``fail_open``), or a 429 with ``Retry-After: 1``."""
