@@ -206,6 +206,22 @@ def test_safelist_and_blocklist() -> None:
                 assert client.get(url, headers={"X-Banned": "yes", "X-Internal": "yes"}).status_code == 403
 
 
+def slow_down(request: HttpRequest, decision: tk.Decision) -> HttpResponse:
+    return HttpResponse(f"slow down, retry in {decision.retry_after_ms} ms", status=429, content_type="text/plain")
+
+
+def test_a_denied_view_replaces_the_429_and_keeps_the_fields() -> None:
+    with throttlekit(RATE="1/minute", DENIED_VIEW="test_http_django.slow_down"):
+        own = ratelimit("1/minute")(ok)
+        with served([path("app", ok), path("own", own)]) as client:
+            for url in ("/app", "/own"):
+                assert client.get(url).status_code == 200
+                denied = client.get(url)
+                assert denied.status_code == 429 and denied.text.startswith("slow down, retry in ")
+                assert denied.headers["content-type"] == "text/plain"
+                assert members(denied) == [("default", 0)] and int(denied.headers["retry-after"]) >= 1
+
+
 @pytest.mark.parametrize("policy, status", FAIL_POLICIES)
 def test_fail_policy_when_redis_is_down(policy: str, status: int) -> None:
     server = RedisServer()
@@ -235,6 +251,7 @@ def test_fail_policy_when_redis_is_down(policy: str, status: int) -> None:
     ({"FAIL_POLICY": "ignore"}, "THROTTLEKIT['FAIL_POLICY']"),
     ({"METHODS": "POST", "RATE": "5/minute"}, "THROTTLEKIT['METHODS']"),
     ({"SAFELIST": ["test_http_django.nothing_here"]}, "THROTTLEKIT['SAFELIST'][0]"),
+    ({"DENIED_VIEW": "test_http_django.nothing_here"}, "THROTTLEKIT['DENIED_VIEW']"),
 ])
 def test_bad_settings_fail_when_the_project_starts_naming_the_setting(conf: dict[str, Any], setting: str) -> None:
     with throttlekit(**conf):

@@ -15,8 +15,8 @@ The middleware reads ``THROTTLEKIT`` once, when Django builds it (``get_wsgi_app
 ``@ratelimit`` fails at start-up with ``ConfigInvalidError`` naming it, never at a request. It
 applies ``RATE`` to every view that has no ``@ratelimit`` of its own and is not
 ``@ratelimit_exempt``; it screens every request with ``SAFELIST`` (never limited) and
-``BLOCKLIST`` (``PermissionDenied``: Django's 403). A view decorated with ``@ratelimit``
-answers to its own limits only. Every decision, header line and problem body comes from core
+``BLOCKLIST`` (``PermissionDenied``: Django's 403); ``DENIED_VIEW`` replaces the 429. A view
+decorated with ``@ratelimit`` answers to its own limits only. Every decision, header line and problem body comes from core
 through ``throttlekit.http``'s flow; the check is the limiter's blocking ``check_sync`` (on
 Redis it releases the GIL while it waits; an async view's check runs in a worker thread).
 """
@@ -61,6 +61,7 @@ DEFAULTS: dict[str, Any] = {
     "KEY": "ip",
     "METHODS": None,
     "SAFELIST": [],
+    "DENIED_VIEW": None,
     "BLOCKLIST": [],
     "FAMILY": "draft-10",
     "POLICY_NAME": "default",
@@ -135,6 +136,7 @@ class _Config:
                                     lambda name: _setting(name.upper()))
         self.safelist = [_callable(f, f"{_setting('SAFELIST')}[{i}]") for i, f in enumerate(_list(c, "SAFELIST"))]
         self.blocklist = [_callable(f, f"{_setting('BLOCKLIST')}[{i}]") for i, f in enumerate(_list(c, "BLOCKLIST"))]
+        self.denied_view = None if c["DENIED_VIEW"] is None else _callable(c["DENIED_VIEW"], _setting("DENIED_VIEW"))
         self.rule: Optional[Rule] = None
         if c["RATE"] is not None:
             self.rule = self.build(c["RATE"], strategy=None, key=self.key,
@@ -204,12 +206,19 @@ def _add_fields(response: HttpResponse, lines: list[tuple[str, str]]) -> None:
             response[name] = value
 
 
-def _answer(rule: Rule, request: HttpRequest) -> Union[HttpResponse, list[tuple[str, str]]]:
-    """The denial to send, or the lines to add to the view's response."""
+def _answer(conf: _Config, rule: Rule, request: HttpRequest) -> Union[HttpResponse, list[tuple[str, str]]]:
+    """The denial to send (``DENIED_VIEW``'s for a 429, with the fields added), or the lines
+    to add to the view's response."""
     if not rule.counts(request.method or ""):
         return []
     verdict = rule.check(request.META, request)
-    return verdict.headers if verdict.forward else _response(verdict)
+    if verdict.forward:
+        return verdict.headers
+    if verdict.status == 429 and conf.denied_view is not None and verdict.result is not None:
+        response = conf.denied_view(request, verdict.result.decision)
+        _add_fields(response, verdict.result.headers)
+        return response
+    return _response(verdict)
 
 
 def _view_name(view: Any) -> str:
@@ -271,7 +280,7 @@ def ratelimit(rate: LimitSpec, *, key: KeySpec = "ip", methods: Optional[list[st
         def limited(request: HttpRequest) -> Union[HttpResponse, list[tuple[str, str]]]:
             if conf.screen(request):
                 return []
-            return _answer(rule, request)
+            return _answer(conf, rule, request)
 
         if asyncio.iscoroutinefunction(view):
             from asgiref.sync import sync_to_async
@@ -352,7 +361,7 @@ class RateLimitMiddleware:
             return None
         if getattr(view, "throttlekit_exempt", False) or getattr(view, "throttlekit_limited", False):
             return None
-        answer = _answer(rule, request)
+        answer = _answer(self.conf, rule, request)
         if isinstance(answer, HttpResponse):
             return answer
         request._throttlekit_fields = answer  # type: ignore[attr-defined]
