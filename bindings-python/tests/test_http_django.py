@@ -275,6 +275,7 @@ def test_a_bad_decorator_in_the_urlconf_fails_at_start_up() -> None:
     ({"rate": "5/minute", "strategy": "token-bucket"}, "strategy"),
     ({"rate": "5/minute", "cost": 1.5}, "cost"),
     ({"rate": "5 a minute"}, "rate"),
+    ({"rate": "5/minute;5/minute"}, "rate"),
     ({"rate": "5/minute", "family": "draft-0"}, "rate"),
 ])
 def test_bad_decorator_arguments_are_config_invalid(kwargs: dict[str, Any], setting: str) -> None:

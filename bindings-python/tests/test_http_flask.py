@@ -220,6 +220,7 @@ def test_fail_policy_when_redis_is_down(policy: str, status: int) -> None:
     ({}, {"THROTTLEKIT_KEY_PREFIX": None}, "key_prefix"),
     ({"default_limits": ["5/fortnight"]}, {}, "default_limits[0]"),
     ({"default_limits": "5/minute"}, {}, "default_limits"),
+    ({"default_limits": ["5/minute", "5/minute"]}, {}, "default_limits"),
     ({"strategy": "leaky"}, {}, "strategy"),
     ({"family": "draft-99"}, {}, "family"),
     ({"trusted_proxies": ["10.0.0.0/99"]}, {}, "trusted_proxies"),
@@ -250,3 +251,6 @@ def test_an_unknown_argument_and_bad_limits_fail_where_they_are_written() -> Non
         assert str(raised.value).startswith(name + ":"), str(raised.value)
     with pytest.raises(tk.ConfigInvalidError, match="^limit: '0/minute'"):
         limiter.limit("0/minute")  # core's own check of the strategy, when the decorator is applied
+    limiter.limit("5/minute;5/minute")  # two dimensions of one name: core refuses the limiter
+    with pytest.raises(tk.ConfigInvalidError, match="^limit: "):
+        limiter.init_app(Flask(__name__))

@@ -148,6 +148,8 @@ class _State:
         # All of them in one limiter: one decision, one field line with a member per limit.
         self.defaults = [limit for i, d in enumerate(defaults)
                          for limit in parse_limits(d, self.strategy, f"default_limits[{i}]")]
+        if self.defaults:  # a limiter of them now, so that what core refuses is refused at start-up
+            build_limiter(self.defaults, store=self.store, prefix=self.prefix, setting="default_limits")
         self.rules: dict[tuple[int, str], Rule] = {}
         self.lock = threading.Lock()
 
@@ -157,8 +159,10 @@ class _State:
         return Rule(limiter, methods=methods, key=key, cost=cost, **self.options)
 
     def validate(self, spec: _Spec) -> None:
-        """Reads a ``@limiter.limit``'s limit with this application's strategy (at start-up)."""
-        parse_limits(spec.limit, spec.strategy or self.strategy, "limit")
+        """Makes a ``@limiter.limit``'s limiter with this application's strategy and store, at
+        start-up, so that what core refuses is refused then."""
+        build_limiter(parse_limits(spec.limit, spec.strategy or self.strategy, "limit"), store=self.store,
+                      prefix=self.prefix, setting="limit")
 
     def spec_rule(self, spec: _Spec, name: str) -> Rule:
         """The rule of a ``@limiter.limit`` for the endpoint (or scope) ``name``, built at its
