@@ -57,6 +57,13 @@ def test_under_asgi_the_middleware_and_an_async_view_answer_the_same() -> None:
             assert spend(client, "/hello", 2) == [200, 429]
 
 
+def test_trusted_proxies_let_the_forwarded_client_be_the_key() -> None:
+    with throttlekit(RATE="1/minute", TRUSTED_PROXIES=["127.0.0.1"]):
+        with served([path("app", ok)]) as client:
+            for hop in ("203.0.113.1", "203.0.113.2"):
+                assert spend(client, "/app", 2, headers={"X-Forwarded-For": hop}) == [200, 429]
+
+
 def test_without_a_rate_the_middleware_limits_nothing_and_unknown_urls_pass() -> None:
     with throttlekit(RATE="1/minute"):
         with served([path("limited", ok)]) as client:

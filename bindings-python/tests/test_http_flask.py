@@ -65,6 +65,14 @@ def test_default_limits_count_each_endpoint_apart_and_a_views_own_limit_replaces
         assert spend(client, "/nowhere", 3) == [404] * 3
 
 
+def test_trusted_proxies_let_the_forwarded_client_be_the_key() -> None:
+    limiter = Limiter(trusted_proxies=["127.0.0.1"])
+    app = app_with(limiter, {"/a": [limiter.limit("1/minute")]})
+    with serve("wsgi", app) as client:
+        for hop in ("203.0.113.1", "203.0.113.2"):
+            assert spend(client, "/a", 2, headers={"X-Forwarded-For": hop}) == [200, 429]
+
+
 def test_keys_methods_and_costs() -> None:
     limiter = Limiter(key_func=lambda: request.headers.get("X-Api-Key", "anonymous"))
     app = app_with(limiter, {
