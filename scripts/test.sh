@@ -65,11 +65,13 @@ suite "python" bindings-python/test.sh
 suite "lease fleet (rust + python processes on one key)" tests/lease-fleet.sh
 suite "http black-box (python-fastapi)" tests/http-blackbox.sh python-fastapi
 suite "http black-box (python-flask)" tests/http-blackbox.sh python-flask
+suite "http black-box (python-flask-ext)" tests/http-blackbox.sh python-flask-ext
+suite "http black-box (python-django)" tests/http-blackbox.sh python-django
 suite "node" bindings-node/test.sh
 suite "http black-box (node-express)" tests/http-blackbox.sh node-express
 suite "http black-box (node-fastify)" tests/http-blackbox.sh node-fastify
 suite "http black-box (node-fetch)" tests/http-blackbox.sh node-fetch
-suite "http same bytes (every example vs rust-axum)" tests/http-same-bytes.sh rust-axum go-nethttp go-gin python-fastapi python-flask node-express node-fastify node-fetch java-servlet ruby-rack
+suite "http same bytes (every example vs rust-axum)" tests/http-same-bytes.sh rust-axum go-nethttp go-gin python-fastapi python-flask python-flask-ext python-django node-express node-fastify node-fetch java-servlet ruby-rack
 suite "c and go" bindings-c/test.sh
 suite "uniffi (ruby)" bindings-uniffi/test.sh
 suite "jvm (java, JNI)" bindings-jvm/test.sh
