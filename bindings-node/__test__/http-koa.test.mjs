@@ -42,7 +42,7 @@ test('key, cost and skip get the Koa context, with the state earlier middleware 
   await withKoa(app, async (base) => {
     const heavy = await fetch(`${base}/heavy`, { headers: { 'x-user': 'a' } })
     assert.equal(heavy.status, 200)
-    assert.equal(heavy.headers.get('ratelimit'), '"default";r=0;t=60')
+    assert.equal(heavy.headers.get('ratelimit'), '"default";r=0;t=30')
     assert.equal((await fetch(`${base}/x`, { headers: { 'x-user': 'a' } })).status, 429)
     assert.equal((await fetch(`${base}/x`, { headers: { 'x-user': 'b' } })).status, 200)
     for (let i = 0; i < 3; i++) {
