@@ -35,6 +35,7 @@ pub mod lease;
 mod limiter;
 pub mod metrics;
 pub mod multi;
+mod rate;
 #[cfg(feature = "redis")]
 pub mod redis;
 pub mod shaper;
@@ -51,6 +52,7 @@ pub use error::{Error, ErrorCode, Result};
 pub use lease::{LeaseOptions, Mode};
 pub use limiter::{FAIL_CLOSED_RETRY_MS, FailPolicy, Limiter, LimiterBuilder};
 pub use multi::{Dimension, MultiDecision, MultiLimiter};
+pub use rate::{Rate, RateStrategy};
 pub use shaper::Shaper;
 pub use spec::{LeakyBucketOptions, StrategySpec};
 pub use state::{Log, Slot, State, Step};
