@@ -99,6 +99,25 @@ class MetricsPathsTest {
         }
     }
 
+    /** The HTTP edge the servlet filter uses counts through the limiter: a 429 and a 503 once each. */
+    @Test
+    void theHttpEdgeCountsA429AndA503Once() {
+        String url = RedisDurableTest.property("throttlekit.test.redis");
+        RedisStore redis = RedisStore.builder(url).timeout(Duration.ofSeconds(5)).connect();
+        try (Limiter l = Limiter.builder(strategy()).store(redis).prefix("jvm-http:" + System.nanoTime()).failPolicy(FailPolicy.RAISE)
+                .metrics(true).build()) {
+            HttpLimiter edge = HttpLimiter.builder(l).build();
+            List<Integer> got = new java.util.ArrayList<>();
+            for (int i = 0; i < 5; i++) got.add(edge.check("192.0.2.1", List.of()).status());
+            assertEquals(List.of(200, 200, 200, 200, 429), got);
+            redis.close(); // the store can no longer answer: the fail policy (raise) makes it a 503
+            assertEquals(503, edge.check("192.0.2.1", List.of()).status());
+            Metrics m = l.metrics();
+            assertEquals(List.of(4L, 1L, 0L, 1L, 1L), List.of(m.allowed(), m.denied(), m.fallbackAllowed() + m.fallbackDenied(),
+                    m.errors().get("store_unavailable"), errors(m)));
+        }
+    }
+
     @Test
     void onMemory() throws Exception {
         everyPathCountsOnce(null, "jvm-memory");
