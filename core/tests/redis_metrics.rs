@@ -15,13 +15,13 @@ mod redis_sentinel;
 mod redis_server;
 #[path = "support/redis_store.rs"]
 mod redis_store;
+#[path = "support/resp_wire.rs"]
+mod resp_wire;
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::sync::Arc;
-use std::time::Duration;
 
 use redis_server::RedisServer;
+use resp_wire::Wire;
 use throttlekit::metrics::MetricsSnapshot;
 use throttlekit::redis::transport::{self, Op, PreparedCall};
 use throttlekit::redis::{RedisMode, RedisOptions, RedisStore};
@@ -50,36 +50,11 @@ fn moved(s: &MetricsSnapshot) -> (u64, u64, u64, u64, u64, u64) {
     (s.allowed + s.denied, s.fallback_allowed + s.fallback_denied, s.peeks, s.forecasts, errors, s.latency_count())
 }
 
-/// A socket a binding's own transport would write on: one call's bytes out, its one reply
-/// frame back, the script sent again (`EVAL`) when the server lacks it.
-struct Wire(TcpStream);
-
-impl Wire {
-    fn open(server: &RedisServer) -> Wire {
-        let port = server.url().rsplit(':').next().unwrap().trim_end_matches('/').parse::<u16>().unwrap();
-        let s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
-        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-        Wire(s)
-    }
-
-    fn roundtrip(&mut self, bytes: &[u8]) -> Vec<u8> {
-        self.0.write_all(bytes).unwrap();
-        let mut got = Vec::new();
-        let mut buf = [0u8; 4096];
-        loop {
-            let n = self.0.read(&mut buf).unwrap();
-            assert!(n > 0, "the server closed the connection");
-            got.extend_from_slice(&buf[..n]);
-            if redis::parse_redis_value(&got).is_ok() {
-                return got;
-            }
-        }
-    }
-
-    fn reply(&mut self, call: &PreparedCall) -> Vec<u8> {
-        let reply = self.roundtrip(&call.first(false));
-        if transport::is_missing(&reply) { self.roundtrip(&call.retry(false)) } else { reply }
-    }
+/// One call as a binding's own transport sends it: its first bytes, and once more (`EVAL`)
+/// when the server lacks the script.
+fn send(wire: &mut Wire, call: &PreparedCall) -> Vec<u8> {
+    let reply = wire.roundtrip(&call.first(false));
+    if transport::is_missing(&reply) { wire.roundtrip(&call.retry(false)) } else { reply }
 }
 
 /// N checks of a fresh limiter down each path on `store`: (4 allowed, 3 denied) each, nothing
@@ -131,7 +106,7 @@ fn checks_are_counted_once(rt: &tokio::runtime::Runtime, store: &Arc<RedisStore>
                 for op in [Op::Check, Op::Peek, Op::Forecast] {
                     for _ in 0..N {
                         let call = l.prepare(op, "k", 1).unwrap();
-                        let reply = wire.reply(&call);
+                        let reply = send(wire, &call);
                         if by_ticket {
                             l.finish_ticket(call.ticket(), Ok(&reply))
                         } else {
@@ -147,7 +122,7 @@ fn checks_are_counted_once(rt: &tokio::runtime::Runtime, store: &Arc<RedisStore>
             let l = build("prepare_many");
             for _ in 0..N {
                 let calls = l.prepare_many(&["k"], 1).unwrap();
-                let reply = wire.reply(&calls[0]);
+                let reply = send(wire, &calls[0]);
                 l.finish_ticket(calls[0].ticket(), Ok(&reply)).unwrap();
             }
             assert_eq!(moved(&l.metrics().unwrap().snapshot()), (N, 0, 0, 0, 0, 0), "{prefix} prepare_many");
@@ -204,9 +179,9 @@ fn multi_and_shaper_are_counted_once(store: &Arc<RedisStore>, wire: Option<&mut 
         rt.block_on(shaper.reserve("x", 1)).unwrap();
         if let Some(wire) = wire.as_deref_mut() {
             let call = multi.prepare(&["x", "y"], 1).unwrap();
-            multi.finish(&call, Ok(&wire.reply(&call))).unwrap();
+            multi.finish(&call, Ok(&send(wire, &call))).unwrap();
             let call = shaper.prepare("x", 1).unwrap();
-            shaper.finish(&call, Ok(&wire.reply(&call))).unwrap();
+            shaper.finish(&call, Ok(&send(wire, &call))).unwrap();
             transported = 1;
         }
     }
@@ -219,7 +194,7 @@ fn multi_and_shaper_are_counted_once(store: &Arc<RedisStore>, wire: Option<&mut 
 #[test]
 fn every_path_on_one_node_counts_each_call_once() {
     let server = RedisServer::start();
-    let mut wire = Wire::open(&server);
+    let mut wire = Wire::open(server.port);
     checks_are_counted_once(&runtime(), &one_node(&server), Some(&mut wire), "plain");
     let (rt, bound) = (runtime(), one_node(&server));
     rt.block_on(redis_store::bind(&bound));
