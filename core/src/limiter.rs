@@ -528,9 +528,19 @@ impl Limiter {
         validate::cost(cost).map_err(|e| self.observe_error(e))?;
         let now = self.now();
         let checks = keys.iter().map(|k| self.async_apply(k, now, Transform::Check { strategy: &self.strategy, cost }));
-        // Every call went out and was decided: each is counted, also those after a failed one.
-        let results: Vec<Result<Decision>> = join_all(checks).await.into_iter().map(|d| self.observe(d)).collect();
-        results.into_iter().collect()
+        // Every call went out and was decided: each is counted, also those after a failed one
+        // (the first error is the answer).
+        let mut out = Vec::with_capacity(keys.len());
+        let mut failed = None;
+        for d in join_all(checks).await {
+            match self.observe(d) {
+                Ok(d) => out.push(d),
+                Err(e) => {
+                    failed.get_or_insert(e);
+                }
+            }
+        }
+        failed.map_or(Ok(out), Err)
     }
 
     /// Current capacity of `key`, without consuming.
