@@ -75,6 +75,7 @@ export declare class Limiter {
    * loop's own socket or a cluster's).
    */
   metrics(): LimiterMetrics | null
+  /** The key prefix (`''` for none). */
   get prefix(): string
   /** The fail policy in effect. */
   get failPolicy(): FailPolicy

@@ -385,6 +385,7 @@ impl Limiter {
         crate::metrics::of(self.inner.metrics())
     }
 
+    /// The key prefix (`''` for none).
     #[napi(getter)]
     pub fn prefix(&self) -> String {
         self.inner.prefix().to_owned()
