@@ -191,6 +191,15 @@ describe('every path counts each call once', () => {
     await l.check('k')
     l.checkSync('k')
     assert.equal(l.metrics().storeLatency.count, 1)
+    // A call whose script or function the server lost (NOSCRIPT) is sent again (prepared again
+    // by the core) and still counted once, whatever its op.
+    const again = new Limiter({ strategy: fixed(), store, prefix: 'noscript', metrics: true })
+    for (const call of [() => again.check('k'), () => again.peek('k'), () => again.forecast('k')]) {
+      redis.cli('script', 'flush')
+      redis.cli('function', 'flush')
+      await call()
+    }
+    assert.deepEqual(moved(again.metrics()), [1, 0, 1, 1, 0])
     await store.close()
   })
 
