@@ -70,11 +70,12 @@ export declare class Limiter {
   /** The strategy. */
   get strategy(): Strategy
   /**
-   * The key prefix (`''` for none).
-   * The counters (see `LimiterMetrics`), or `null` unless made with `metrics: true`.
-   * Checks through `check` on a `RedisStore` (the event-loop socket) are not counted yet.
+   * The counters (see `LimiterMetrics`), or `null` unless made with `metrics: true`. Every
+   * call is counted once, whichever way it goes (sync or Promise, memory or Redis, the event
+   * loop's own socket or a cluster's).
    */
   metrics(): LimiterMetrics | null
+  /** The key prefix (`''` for none). */
   get prefix(): string
   /** The fail policy in effect. */
   get failPolicy(): FailPolicy
@@ -125,8 +126,8 @@ export declare class MultiLimiter {
   reset(keys: string[]): Promise<void>
   /**
    * The counters (see `LimiterMetrics`: each check's combined decision), or `null` unless
-   * made with `metrics: true`. Promise checks on a `RedisStore` that take the event loop's
-   * own socket (`store.eventLoopTransport`) are not counted yet.
+   * made with `metrics: true`. Every check is counted once, whichever way it goes (sync or
+   * Promise, memory or Redis, the event loop's own socket included).
    */
   metrics(): LimiterMetrics | null
   /** The dimension names, in declaration order. */
@@ -240,8 +241,9 @@ export declare class Shaper {
   schedule(key: string, cost?: number): Promise<Reservation>
   /**
    * The counters (see `LimiterMetrics`: reservations accepted as `allowed`, rejected as
-   * `denied`), or `null` unless made with `metrics: true`. Promise calls on a `RedisStore`
-   * that take the event loop's own socket (`store.eventLoopTransport`) are not counted yet.
+   * `denied`), or `null` unless made with `metrics: true`. Every reservation is counted
+   * once, whichever way it goes (sync or Promise, memory or Redis, the event loop's own
+   * socket included).
    */
   metrics(): LimiterMetrics | null
   /** Forgets `key`'s queue. */

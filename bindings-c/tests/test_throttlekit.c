@@ -909,6 +909,130 @@ static void test_more_metrics(void) {
     tk_shaper_free(sh);
 }
 
+/* Every call counted once: N calls of fresh limiters, a multi limiter and a shaper on `store`
+ * (NULL: memory) down each entry point (check, check_at, check_n; peek and forecast, with and
+ * without a time; check in the leased mode; the multi limiter's check and check_at; reserve, reserve_at
+ * and schedule) move the counters by exactly N, and on Redis each call is timed. Keys are reset
+ * first: test.sh runs this binary twice against one Redis. */
+#define METRICS_N 7
+static void limiter_paths_count_once(const tk_store *store, const char *tag) {
+    char prefix[64];
+    tk_decision d;
+    tk_metrics m;
+    const uint64_t timed = store ? METRICS_N : 0;
+    /* Four an hour, bursts of 4: nothing refills while the test runs. */
+    tk_strategy *s = gcra(4, 3600000, 4);
+    for (int path = 0; path < 5; path++) {
+        tk_limiter_config cfg = {0};
+        snprintf(prefix, sizeof prefix, "c-metrics-%s-%d", tag, path);
+        cfg.store = store;
+        cfg.prefix = prefix;
+        cfg.metrics = true;
+        cfg.mode = path == 4 ? TK_MODE_LEASED : TK_MODE_STRICT;
+        tk_limiter *l = NULL;
+        CHECK_OK(tk_limiter_new(s, &cfg, &l));
+        if (!l) continue;
+        CHECK_OK(tk_limiter_reset(l, "k"));
+        for (int i = 0; i < METRICS_N; i++) {
+            switch (path) {
+            case 0: CHECK_OK(tk_limiter_check(l, "k", 1, &d)); break;
+            case 1: CHECK_OK(tk_limiter_check_at(l, "k", 1, 1000, &d)); break;
+            case 2: CHECK_OK(tk_limiter_check_n(l, "k", 1, 1, &d)); break;
+            case 4: CHECK_OK(tk_limiter_check(l, "k", 1, &d)); break; /* leased */
+            default:
+                CHECK_OK(tk_limiter_peek(l, "k", &d));
+                CHECK_OK(tk_limiter_peek_at(l, "k", 1000, &d));
+                CHECK_OK(tk_limiter_forecast(l, "k", 1, &d));
+                CHECK_OK(tk_limiter_forecast_at(l, "k", 1, 1000, &d));
+            }
+        }
+        CHECK_OK(tk_limiter_metrics(l, &m));
+        if (path == 4) {
+            CHECK(m.allowed + m.denied == METRICS_N && m.allowed <= 4 && m.peeks + m.forecasts == 0);
+        } else if (path < 3) {
+            CHECK(m.allowed == 4 && m.denied == 3 && m.peeks == 0 && m.forecasts == 0);
+            CHECK(m.latency_count == timed);
+        } else {
+            CHECK(m.allowed + m.denied == 0 && m.peeks == 2 * METRICS_N && m.forecasts == 2 * METRICS_N);
+            CHECK(m.latency_count == 4 * timed);
+        }
+        CHECK(m.fallback_allowed + m.fallback_denied == 0 && m.errors[TK_RESULT_CONFIG_INVALID] == 0);
+        tk_limiter_free(l);
+    }
+    tk_dimension dims[2] = {{"a", s, 1}, {"b", s, 1}};
+    tk_multi_limiter_config mcfg = {0};
+    snprintf(prefix, sizeof prefix, "c-metrics-%s-multi", tag);
+    mcfg.store = store;
+    mcfg.prefix = prefix;
+    mcfg.metrics = true;
+    tk_multi_limiter *multi = NULL;
+    CHECK_OK(tk_multi_limiter_new(TK_RULE_ALL, dims, 2, &mcfg, &multi));
+    if (multi) {
+        const char *keys[2] = {"x", "y"};
+        CHECK_OK(tk_multi_limiter_reset(multi, keys, 2));
+        for (int i = 0; i < METRICS_N; i++) {
+            CHECK_OK(tk_multi_limiter_check(multi, keys, 2, 1, &d, NULL, NULL));
+            CHECK_OK(tk_multi_limiter_check_at(multi, keys, 2, 1, 1000, &d, NULL, NULL));
+        }
+        CHECK_OK(tk_multi_limiter_metrics(multi, &m));
+        CHECK(m.allowed == 4 && m.denied == 2 * METRICS_N - 4 && m.latency_count == 2 * timed);
+        tk_multi_limiter_free(multi);
+    }
+    tk_strategy_free(s);
+
+    tk_shaper_config scfg = {0};
+    snprintf(prefix, sizeof prefix, "c-metrics-%s-shaper", tag);
+    scfg.store = store;
+    scfg.prefix = prefix;
+    scfg.metrics = true;
+    tk_shaper *sh = NULL;
+    CHECK_OK(tk_shaper_new(1000, 60000, &scfg, &sh));
+    if (sh) {
+        tk_reservation r;
+        CHECK_OK(tk_shaper_reset(sh, "x"));
+        CHECK_OK(tk_shaper_reset(sh, "y"));
+        for (int i = 0; i < METRICS_N; i++) {
+            CHECK_OK(tk_shaper_reserve(sh, "x", 1, &r));
+            CHECK_OK(tk_shaper_reserve_at(sh, "y", 1, 1000, &r));
+            CHECK_OK(tk_shaper_schedule(sh, "x", 1, &r));
+        }
+        CHECK_OK(tk_shaper_metrics(sh, &m));
+        CHECK(m.allowed + m.denied == 3 * METRICS_N && m.latency_count == 3 * timed);
+        tk_shaper_free(sh);
+    }
+}
+
+static void test_metrics_on_every_path(const char *url, const char *seeds, const char *sentinels) {
+    current = "metrics_on_every_path";
+    limiter_paths_count_once(NULL, "memory");
+    tk_store *store = NULL;
+    if (url && *url) {
+        CHECK_OK(tk_store_redis_connect(url, 5000, false, &store));
+        if (store) limiter_paths_count_once(store, "node");
+        tk_store_free(store);
+    }
+    tk_redis_options o = {0};
+    o.timeout_ms = 5000;
+    if (seeds && *seeds) {
+        o.urls = seeds;
+        o.mode = TK_REDIS_MODE_CLUSTER;
+        store = NULL;
+        CHECK_OK(tk_store_redis_connect_with(&o, &store));
+        if (store) limiter_paths_count_once(store, "cluster");
+        tk_store_free(store);
+    }
+    if (sentinels && *sentinels) {
+        o.urls = sentinels;
+        o.mode = TK_REDIS_MODE_SENTINEL;
+        o.service_name = "tkmain";
+        o.sentinel_password = "spw";
+        store = NULL;
+        CHECK_OK(tk_store_redis_connect_with(&o, &store));
+        if (store) limiter_paths_count_once(store, "sentinel");
+        tk_store_free(store);
+    }
+}
+
 int main(void) {
     test_version_and_results();
     test_gcra_on_a_manual_clock();
@@ -956,6 +1080,8 @@ int main(void) {
     } else {
         printf("note: TK_REDIS_SENTINEL_PW_URLS is not set; the passworded-sentinel unit test did not run\n");
     }
+    /* Each store the environment names (memory always). */
+    test_metrics_on_every_path(url, seeds, sentinel_pw);
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }
