@@ -57,7 +57,8 @@ pub unsafe extern "C" fn tk_http_edge_new(
         let client = try_arg!(unsafe { optional_string(client_key_options_json, "client_key_options_json") });
         let policy = try_arg!(crate::config::fail_policy(fail_policy)).unwrap_or(FailPolicy::Raise);
         let o = try_arg!(unsafe { out(out_edge, "out_edge") });
-        let edge = try_core!(HttpEdge::from_json(headers.unwrap_or(""), client.unwrap_or(""), policy)).with_shadow(shadow);
+        let edge =
+            try_core!(HttpEdge::from_json(headers.unwrap_or(""), client.unwrap_or(""), policy)).with_shadow(shadow);
         into_handle(tk_http_edge { inner: edge }, o)
     })
 }
@@ -351,6 +352,23 @@ pub unsafe extern "C" fn tk_http_edge_lines(
     })
 }
 
+/// The arguments of a call about a multi limiter's keys, checked in this order: the edge, the
+/// limiter, the keys.
+///
+/// # Safety
+/// `edge` and `multi` NULL or live handles; `keys` NULL or `keys_len` NUL-terminated strings.
+unsafe fn multi_keys<'a>(
+    edge: *const tk_http_edge,
+    multi: *const tk_multi_limiter,
+    keys: *const *const c_char,
+    keys_len: usize,
+) -> Result<(&'a HttpEdge, &'a throttlekit::MultiLimiter, Vec<&'a str>), tk_result> {
+    let edge = unsafe { borrow(edge, "edge") }?;
+    let multi = unsafe { borrow(multi, "multi") }?;
+    let keys = unsafe { strings(keys, keys_len, "keys") }?;
+    Ok((&edge.inner, &multi.inner, keys))
+}
+
 /// A multi limiter's request: checks `cost` units for `keys` (one NUL-terminated key per
 /// dimension, in declaration order; a count other than the dimensions' is
 /// `TK_RESULT_CONFIG_INVALID`) at `now_ms`, settles the result with the edge's fail policy and
@@ -380,9 +398,7 @@ pub unsafe extern "C" fn tk_http_edge_check_multi(
     out_n: *mut usize,
 ) -> tk_result {
     guard(|| {
-        let edge = &try_arg!(unsafe { borrow(edge, "edge") }).inner;
-        let m = &try_arg!(unsafe { borrow(multi, "multi") }).inner;
-        let keys = try_arg!(unsafe { strings(keys, keys_len, "keys") });
+        let (edge, m, keys) = try_arg!(unsafe { multi_keys(edge, multi, keys, keys_len) });
         let o = try_arg!(unsafe { out(out_outcome, "out_outcome") });
         let text = try_arg!(unsafe { TextOut::new(buf, len, out_n) });
         let outcome = try_core!(edge.check_multi(m, &keys, cost, now_ms));
@@ -426,9 +442,7 @@ pub unsafe extern "C" fn tk_http_edge_multi_lines(
     out_n: *mut usize,
 ) -> tk_result {
     guard(|| {
-        let edge = &try_arg!(unsafe { borrow(edge, "edge") }).inner;
-        let m = &try_arg!(unsafe { borrow(multi, "multi") }).inner;
-        let keys = try_arg!(unsafe { strings(keys, keys_len, "keys") });
+        let (edge, m, keys) = try_arg!(unsafe { multi_keys(edge, multi, keys, keys_len) });
         let outcome = *try_arg!(unsafe { borrow(outcome, "outcome") });
         if dimensions.is_null() && keys_len > 0 {
             return crate::args::null("dimensions");
