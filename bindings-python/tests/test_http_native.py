@@ -101,7 +101,8 @@ def test_cores_edge_decides_the_action_status_and_body() -> None:
             assert (denied.action, denied.status) == ("deny", 429)
             assert json.loads(denied.body) == {
                 "type": "https://iana.org/assignments/http-problem-types#quota-exceeded",
-                "title": "Too Many Requests", "status": 429, "detail": "Rate limit exceeded; retry in 30 seconds."}
+                "title": "Too Many Requests", "status": 429,
+                "detail": "Rate limit exceeded; retry in 30 seconds."}
         assert "action=" in repr(denied)
     with pytest.raises(TypeError):
         tk.HttpLimiter(tk.Limiter(tk.Strategy.gcra(2, 60_000)), shadow="yes")  # type: ignore[arg-type]
@@ -109,8 +110,9 @@ def test_cores_edge_decides_the_action_status_and_body() -> None:
 
 def test_an_undecided_requests_answer_is_cores() -> None:
     status, body = http_error_response("config_invalid")
-    assert status == 500 and json.loads(body) == {"type": "about:blank", "title": "Internal Server Error",
-                                                  "status": 500, "detail": "rate limiter: config_invalid"}
+    assert status == 500
+    assert json.loads(body) == {"type": "about:blank", "title": "Internal Server Error", "status": 500,
+                                "detail": "rate limiter: config_invalid"}
     status, body = http_error_response("store_unavailable")
     assert status == 503 and body == http_unavailable_body().encode()
 

@@ -5,10 +5,11 @@ Every header line, client key, status and problem body comes from the Rust core 
 native module (``HttpLimiter``, ``ClientIdentity``): core's HTTP edge settles each check into an
 outcome (forward, shadow, deny 429; an unavailable store is raised and answered 503 by
 ``failed``), and nothing here formats a field, parses an address, does arithmetic or decides
-what a fail policy or shadow mode means. The option names follow the Rust tower layer's (``docs/http.md``) in Python's
-spelling: ``key_func``, ``cost_func``, ``skip``, the header options (``family``, ``policy_name``,
-``partition_key_secret``), the client identity options (``trusted_proxies``, ``ipv6_prefix``,
-``forwarded_header``), ``fail_policy``, ``shadow``, ``on_limited`` and ``deny_response``.
+what a fail policy or shadow mode means. The option names follow the Rust tower layer's
+(``docs/http.md``) in Python's spelling: ``key_func``, ``cost_func``, ``skip``, the header
+options (``family``, ``policy_name``, ``partition_key_secret``), the client identity options
+(``trusted_proxies``, ``ipv6_prefix``, ``forwarded_header``), ``fail_policy``, ``shadow``,
+``on_limited`` and ``deny_response``.
 """
 
 from __future__ import annotations
@@ -155,7 +156,8 @@ class RateLimitOptions(Generic[Req]):
             self.on_limited(LimitedEvent(key, decision, binding, self.shadow, method, path))
         if result.status == 0:
             return Verdict(0, result.headers, result=result)
-        return Verdict(result.status, [("Content-Type", PROBLEM_CONTENT_TYPE), *result.headers], result.body, result)
+        headers = [("Content-Type", PROBLEM_CONTENT_TYPE), *result.headers]
+        return Verdict(result.status, headers, result.body, result)
 
     @staticmethod
     def failed(err: Exception) -> Verdict:
