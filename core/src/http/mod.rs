@@ -35,8 +35,8 @@ pub use client_ip::{ClientIdentity, ClientKeyOptions, ForwardedHeader};
 pub use edge::HttpEdge;
 pub use fields::{MAX_SF_INTEGER, sf_byte_sequence, sf_integer, sf_string};
 pub use headers::{
-    Family, HeaderBlock, HeaderOptions, LimitStatus, LineSink, for_each_line, rate_limit_headers, retry_after_seconds,
-    write_lines, write_single_lines,
+    Family, HeaderBlock, HeaderOptions, LimitStatus, LineSink, for_each_line, rate_limit_headers, reset_seconds,
+    retry_after_seconds, write_lines, write_single_lines,
 };
 pub use outcome::{Action, Decided, Outcome, error_response};
 pub use policy::{Policy, Refill};
