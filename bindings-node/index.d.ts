@@ -282,14 +282,28 @@ export declare class Strategy {
 }
 
 /**
- * A check's decision and its response header lines (`[name, value, ...]`), made at one
- * reading of the limiter's clock.
+ * A check's decision, what the middleware does with it (core's HTTP edge decides) and its
+ * response header lines (`[name, value, ...]`), made at one reading of the limiter's clock.
  */
 export interface Checked {
-  /** The decision: a `MultiDecision` for a multi limiter. */
-  decision: Decision | MultiDecision
+  /**
+   * The decision: a `MultiDecision` for a multi limiter; absent when the store could not
+   * answer and the fail policy is `'raise'` (`action` `'unavailable'`).
+   */
+  decision?: Decision | MultiDecision
   /** The header lines for it, as `lines` gives them. */
   lines: Array<string>
+  /**
+   * What the middleware does: `'forward'`; `'shadow'` (denied in shadow mode: tell the hook,
+   * forward); `'deny'` (tell the hook, answer `status` with `problemBody(decision)`);
+   * `'unavailable'` (answer `status` with `unavailableBody()`).
+   */
+  action: 'forward' | 'shadow' | 'deny' | 'unavailable'
+  /**
+   * The status the middleware answers with itself: 429 (`'deny'`), 503 (`'unavailable'`), or
+   * 0 when it forwards.
+   */
+  status: number
 }
 
 /** Options of `new ClientIdentity()`. */
@@ -402,6 +416,18 @@ export interface HeaderOptions {
   policyName?: string
   /** When set, `draft-10` fields carry `pk`: HMAC-SHA256 of the key under this secret. */
   partitionKeySecret?: string
+  /**
+   * The middleware's answer when the store could not answer (`store_unavailable`), settled
+   * by core: `'raise'` (a `Checked` whose `action` is `'unavailable'`: answer 503),
+   * `'fail_open'` (forward, no fields) or `'fail_closed'` (deny, `Retry-After: 1`). Unset:
+   * `check` rejects with the store's error.
+   */
+  failPolicy?: FailPolicy
+  /**
+   * Shadow mode: a denied request's `action` is `'shadow'` (forward it, tell the hook)
+   * instead of `'deny'`.
+   */
+  shadow?: boolean
 }
 
 /** One limit of a `rateLimitHeaders` request. */
