@@ -25,6 +25,7 @@
 
 pub mod algorithms;
 mod clock;
+pub mod concurrency;
 pub mod conformance;
 mod decision;
 mod direct;
