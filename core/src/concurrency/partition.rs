@@ -13,8 +13,8 @@ use super::config::PartitionConfig;
 #[derive(Clone, Debug, Default)]
 pub(crate) struct PartitionState {
     pub inflight: u32,
-    /// The window index of this partition's latest request.
-    pub last_seen: u64,
+    /// The window index of this partition's latest request (`None`: it never asked).
+    pub last_seen: Option<u64>,
 }
 
 /// The configured shares, as fractions, with their live counts.
@@ -58,7 +58,7 @@ impl Partitions {
         }
         let reserved: u32 = (0..self.states.len())
             .filter(|&q| Some(q) != partition)
-            .filter(|&q| self.states[q].inflight > 0 || self.states[q].last_seen + 1 >= window)
+            .filter(|&q| self.states[q].inflight > 0 || self.states[q].last_seen.is_some_and(|w| w + 1 >= window))
             .map(|q| Self::guaranteed(self.shares[q], limit).saturating_sub(self.states[q].inflight))
             .sum();
         inflight + reserved < limit
@@ -67,7 +67,7 @@ impl Partitions {
     /// Notes that `partition` asked, in window `window`.
     pub(crate) fn seen(&mut self, partition: Option<usize>, window: u64) {
         if let Some(p) = partition {
-            self.states[p].last_seen = window;
+            self.states[p].last_seen = Some(window);
         }
     }
 
@@ -94,7 +94,7 @@ mod tests {
     fn an_idle_partitions_share_is_lent_and_returned() {
         let mut p = live_batch();
         // Window 5; live last asked long ago: batch may take the whole limit of 10.
-        p.states[0].last_seen = 0;
+        p.states[0].last_seen = Some(0);
         p.seen(Some(1), 5);
         for inflight in 0..10 {
             assert!(p.admits(Some(1), 10, inflight, 5));
