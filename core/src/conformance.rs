@@ -450,5 +450,9 @@ pub fn replay_path(path: &std::path::Path, new_store: &mut dyn FnMut() -> Result
         // HTTP vectors (header lines, client keys) need no store.
         return Ok(crate::http::vectors::replay(&crate::http::vectors::parse(&text)?));
     }
+    if crate::concurrency::vectors::is_adaptive_vectors(&text) {
+        // Adaptive concurrency timelines need no store either.
+        return Ok(crate::concurrency::vectors::replay(&crate::concurrency::vectors::parse(&text)?));
+    }
     Ok(replay(&parse(&text)?, new_store))
 }
