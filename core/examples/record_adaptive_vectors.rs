@@ -113,7 +113,9 @@ fn errors() -> Vec<Case> {
         ("option-of-another-algorithm", json!({"algorithm": "vegas", "backoff": 0.5})),
     ];
     bad.into_iter()
-        .map(|(id, config)| case(&format!("error-{id}"), "bad input is config_invalid, naming the field", config, vec![]))
+        .map(|(id, config)| {
+            case(&format!("error-{id}"), "bad input is config_invalid, naming the field", config, vec![])
+        })
         .collect()
 }
 

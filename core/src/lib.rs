@@ -63,6 +63,11 @@ pub use strategy::Strategy;
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
 
+/// docs/adaptive.md's Rust examples run as doctests too.
+#[doc = include_str!("../../docs/adaptive.md")]
+#[cfg(doctest)]
+pub struct AdaptiveDoctests;
+
 /// docs/hardening.md's Rust examples run as doctests too.
 #[doc = include_str!("../../docs/hardening.md")]
 #[cfg(doctest)]

@@ -37,8 +37,10 @@ fn bad_input_is_config_invalid_naming_the_field() {
     let over = r#"{"partitions": [{"name": "live", "percent": 90}, {"name": "batch", "percent": 20}]}"#;
     assert!(config_error(over).starts_with("partitions"));
     assert!(config_error(r#"{"partitions": [{"name": "a", "percent": -5}]}"#).starts_with("partitions[0].percent"));
-    assert!(config_error(r#"{"partitions": [{"name": "a", "percent": 5}, {"name": "a", "percent": 5}]}"#)
-        .starts_with("partitions[1].name"));
+    assert!(
+        config_error(r#"{"partitions": [{"name": "a", "percent": 5}, {"name": "a", "percent": 5}]}"#)
+            .starts_with("partitions[1].name")
+    );
     // Unknown fields and unknown algorithms are rejected by the parser, with the same code.
     for bad in [r#"{"limit": 5}"#, r#"{"algorithm": "bbr"}"#] {
         assert_eq!(AdaptiveConfig::from_json(bad).expect_err("strict").code(), ErrorCode::ConfigInvalid);

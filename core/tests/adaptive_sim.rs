@@ -57,7 +57,9 @@ fn goodput_and_latency_at_half_load_and_at_2x_overload() {
                 let run = sim::run(&config(a), SERVICE, &phases, seed);
                 let goodput = run.goodput(&phases, 0, 20.0) / (load.min(1.0) * cap);
                 let p99 = run.p99(&phases, 0, 20.0) / SERVICE.p99_s();
-                println!("{a:?} seed {seed} load {load}x: goodput {goodput:.3} of min(offered, capacity), p99 {p99:.2}x unloaded");
+                println!(
+                    "{a:?} seed {seed} load {load}x: goodput {goodput:.3} of min(offered, capacity), p99 {p99:.2}x unloaded"
+                );
                 assert!(goodput >= 0.9, "{a:?} seed {seed} load {load}: goodput {goodput:.3}");
                 assert!(p99 <= 2.0, "{a:?} seed {seed} load {load}: p99 {p99:.2}x");
                 assert_eq!(run.over_limit, 0);
@@ -78,7 +80,14 @@ fn capacity_steps_20_10_40_converge_within_10_windows_and_stay_steady() {
             let settled: Vec<_> = (1..3).map(|p| settle(&run, p, figures[p].0)).collect();
             println!(
                 "{a:?} seed {seed}: steady limit {:.1} / {:.1} / {:.1} (cv {:.3} / {:.3} / {:.3}); windows to ±25 % after 20→10: {}, after 10→40: {}",
-                figures[0].0, figures[1].0, figures[2].0, figures[0].1, figures[1].1, figures[2].1, settled[0], settled[1]
+                figures[0].0,
+                figures[1].0,
+                figures[2].0,
+                figures[0].1,
+                figures[1].1,
+                figures[2].1,
+                settled[0],
+                settled[1]
             );
             for (p, (_, cv)) in figures.iter().enumerate() {
                 assert!(*cv <= 0.25, "{a:?} seed {seed} phase {p}: cv {cv:.3}");

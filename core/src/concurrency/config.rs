@@ -214,5 +214,3 @@ pub(crate) fn option_for(
         other => Ok(other),
     }
 }
-
-

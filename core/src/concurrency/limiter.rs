@@ -196,13 +196,8 @@ impl AdaptiveLimiter {
         m.baseline_rtt_us = s.baseline.get().map_or(0, |b| (b / 1000.0) as u64);
         m.latency_us = s.latency_ns.map_or(0, |l| (l / 1000.0) as u64);
         m.slow_start = s.slow_start;
-        m.partitions = s
-            .partitions
-            .names()
-            .iter()
-            .zip(&s.partitions.states)
-            .map(|(n, st)| (n.clone(), st.inflight))
-            .collect();
+        m.partitions =
+            s.partitions.names().iter().zip(&s.partitions.states).map(|(n, st)| (n.clone(), st.inflight)).collect();
         m
     }
 }
@@ -339,5 +334,45 @@ impl std::fmt::Debug for AdaptiveLimiter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let s = self.inner.state();
         f.debug_struct("AdaptiveLimiter").field("limit", &s.limit).field("inflight", &s.inflight).finish()
+    }
+}
+
+/// The loom model (`scripts/loom.sh`): every interleaving of two threads acquiring and releasing
+/// while their releases close one-sample windows that move the limit; no admission ever leaves
+/// more in flight than the limit, and every slot comes back.
+#[cfg(all(test, loom))]
+mod loom_model {
+    use super::*;
+
+    fn worker(limiter: &AdaptiveLimiter, rtt_ns: i64) {
+        for _ in 0..2 {
+            if let Ok(Admission::Granted(mut p)) = limiter.try_acquire(None) {
+                let s = limiter.inner.state();
+                assert!(s.inflight <= s.limit, "{} in flight, limit {}", s.inflight, s.limit);
+                drop(s);
+                p.release_with_rtt_ns(Outcome::Success, rtt_ns).expect("valid");
+            }
+        }
+    }
+
+    #[test]
+    fn inflight_never_exceeds_the_limit() {
+        loom::model(|| {
+            let config = AdaptiveConfig {
+                initial_limit: Some(1),
+                max_limit: Some(3),
+                window_min_samples: Some(1),
+                min_rtt_us: Some(0),
+                ..AdaptiveConfig::default()
+            };
+            let limiter = AdaptiveLimiter::new(config).expect("valid");
+            let other = {
+                let l = limiter.clone();
+                loom::thread::spawn(move || worker(&l, 1_000_000))
+            };
+            worker(&limiter, 9_000_000);
+            other.join().unwrap();
+            assert_eq!(limiter.inflight(), 0);
+        });
     }
 }

@@ -143,7 +143,8 @@ pub fn build(case: &Case) -> Result<(AdaptiveLimiter, VirtualClock)> {
 pub fn run_case(case: &Case) -> Result<Vec<Got>> {
     let (limiter, clock) = build(case)?;
     let mut permits: HashMap<String, Permit> = HashMap::new();
-    let state = |l: &AdaptiveLimiter| Expect { granted: None, released: None, limit: l.limit(), inflight: l.inflight() };
+    let state =
+        |l: &AdaptiveLimiter| Expect { granted: None, released: None, limit: l.limit(), inflight: l.inflight() };
     Ok(case
         .events
         .iter()

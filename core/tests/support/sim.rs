@@ -140,8 +140,7 @@ impl Run {
 
     /// The mean limit over windows that closed in `[from_s, to_s)`.
     pub fn mean_limit(&self, from_s: f64, to_s: f64) -> f64 {
-        let l: Vec<f64> =
-            self.limits.iter().filter(|p| p.t >= from_s && p.t < to_s).map(|p| p.limit as f64).collect();
+        let l: Vec<f64> = self.limits.iter().filter(|p| p.t >= from_s && p.t < to_s).map(|p| p.limit as f64).collect();
         l.iter().sum::<f64>() / l.len().max(1) as f64
     }
 }
