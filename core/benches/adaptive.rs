@@ -10,11 +10,12 @@ use std::time::Instant;
 use throttlekit::concurrency::{AdaptiveConfig, AdaptiveLimiter, AlgorithmKind, Outcome};
 
 fn limiter() -> AdaptiveLimiter {
-    // gradient2 with its defaults, and a limit above the threads' demand: every acquire is
-    // granted and every release is a sample (windows close and the limit is updated as in
-    // production).
+    // gradient2 with its defaults, and a limit that never falls below the threads' demand (a
+    // preempted thread's round trip is a slow sample): every acquire is granted and every
+    // release is a sample (windows close and the limit is updated as in production).
     let config = AdaptiveConfig {
         initial_limit: Some(64),
+        min_limit: Some(64),
         min_rtt_us: Some(0),
         ..AdaptiveConfig::new(AlgorithmKind::Gradient2)
     };
