@@ -8,8 +8,6 @@
 //! whose future is dropped (the client went away) releases as `ignore`. Round trips are measured
 //! by core on its monotonic clock.
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -20,6 +18,7 @@ use tower_layer::Layer;
 use tower_service::Service;
 
 use crate::body::ResponseBody;
+use crate::service::{BoxFuture, take_ready};
 
 type PartitionFn = dyn Fn(&http::request::Parts) -> Option<String> + Send + Sync;
 
@@ -66,8 +65,6 @@ pub struct AdaptiveService<S> {
     layer: AdaptiveLayer,
 }
 
-type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
-
 /// The answer to a refused request: 503 with `Retry-After` (whole seconds, from core).
 fn shed<B>(r: &Rejection) -> Response<ResponseBody<B>> {
     let mut response = Response::new(ResponseBody::full(""));
@@ -93,8 +90,7 @@ where
     }
 
     fn call(&mut self, request: Request<ReqBody>) -> Self::Future {
-        let clone = self.inner.clone();
-        let mut inner = std::mem::replace(&mut self.inner, clone);
+        let mut inner = take_ready(&mut self.inner);
         let layer = self.layer.clone();
         Box::pin(async move {
             let (parts, body) = request.into_parts();

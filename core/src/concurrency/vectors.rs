@@ -114,11 +114,7 @@ pub type Got = std::result::Result<Expect, String>;
 /// Whether `text` is an adaptive vectors file (its top level has `"format":
 /// "throttlekit-adaptive/1"`).
 pub fn is_adaptive_vectors(text: &str) -> bool {
-    #[derive(Deserialize)]
-    struct Probe {
-        format: Option<String>,
-    }
-    serde_json::from_str::<Probe>(text).ok().and_then(|p| p.format).as_deref() == Some(FORMAT)
+    crate::conformance::file_format(text).as_deref() == Some(FORMAT)
 }
 
 /// Parses an adaptive vectors file strictly.
