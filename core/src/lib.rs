@@ -25,6 +25,7 @@
 
 pub mod algorithms;
 mod clock;
+pub mod concurrency;
 pub mod conformance;
 mod decision;
 mod direct;
@@ -63,6 +64,11 @@ pub use strategy::Strategy;
 #[doc = include_str!("../../README.md")]
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
+
+/// docs/adaptive.md's Rust examples run as doctests too.
+#[doc = include_str!("../../docs/adaptive.md")]
+#[cfg(doctest)]
+pub struct AdaptiveDoctests;
 
 /// docs/hardening.md's Rust examples run as doctests too.
 #[doc = include_str!("../../docs/hardening.md")]
