@@ -23,23 +23,7 @@ use super::call::ScriptCall;
 use super::eval_cmd;
 use super::scripts::LIBRARY;
 
-/// How the store runs its scripts, chosen once at connect.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Invoke {
-    /// `FCALL` on the loaded library.
-    Functions,
-    /// `EVALSHA` / `EVAL`.
-    Scripts,
-}
-
-/// Make each charge durable before admitting it: `WAIT replicas timeout_ms` after the call.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Durable {
-    /// Replicas that must acknowledge the call's writes.
-    pub replicas: u32,
-    /// How long the server waits for them, in ms (`WAIT`'s timeout; never 0, which waits forever).
-    pub timeout_ms: u64,
-}
+pub(crate) use super::engine::{Durable, Invoke};
 
 impl Durable {
     /// `WAIT replicas timeout_ms`.

@@ -51,6 +51,7 @@ mod call;
 mod cluster;
 mod connect;
 mod counts;
+mod engine;
 mod invoke;
 mod options;
 mod pipelined;

@@ -9,8 +9,8 @@
 //! spent 7.3k of the client's 23.2k instructions decoding the reply into a `Value` tree with
 //! its `combine` parser, and about 1.5k more in its request channel and reply hand-off
 //! (callgrind, `core/benches/redis.rs` `TK_BENCH_ONLY=async`; `docs/performance.md`). Here the
-//! driver only finds where each frame ends ([`super::wire::frame_len`]); a decision reply is
-//! read by [`super::transport::outcome`]'s integer reader on the caller's task, and every other
+//! driver only finds where each frame ends ([`super::engine::resp::frame_len`]); a decision reply is
+//! read by the engine's integer reader ([`super::engine::decode`]) on the caller's task, and every other
 //! reply (an error, the fallback's, `WAIT`'s) by redis-rs's parser from the frame, so what a
 //! reply means is unchanged.
 //!
@@ -36,7 +36,8 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tokio::sync::{Notify, oneshot};
 
-use super::wire::{frame_len, io};
+use super::engine::resp::frame_len;
+use super::wire::io;
 
 /// The first read buffer; it grows only for a reply that does not fit.
 const INITIAL: usize = 512;

@@ -7,7 +7,7 @@
 //! before every `recv` (6.0k instructions in `memset`), then its `combine` parser builds a
 //! `Value` tree (7.5k) for six small integers. `redis-benchmark -c 1` spends 6.0k instructions
 //! per call in all. Here a decision reply is one `recv` into a buffer kept between calls and
-//! is read by [`super::transport`]'s integer reader, the one the bindings' transports use;
+//! is read by the engine's integer reader ([`super::engine::decode`]), the one every path uses;
 //! every other reply (an error, the fallback's, `WAIT`'s) is decoded by redis-rs's parser
 //! from the frame, so what a reply means is unchanged. [`Wire::call`] is that read, for both
 //! sync paths: on a cluster too a decision never becomes a [`Value`] (redis-rs's
@@ -27,7 +27,8 @@ use redis::{RedisError, RedisResult, Value};
 
 use super::call::{Outcome, ScriptCall};
 use super::invoke::{self, Invoke};
-use super::transport;
+use super::engine;
+use super::engine::resp::frame_len;
 
 /// The first read buffer; it grows only for a reply that does not fit (an `EVAL` error).
 const INITIAL: usize = 512;
@@ -174,7 +175,7 @@ impl Wire {
 /// A reply to a call's first command, as [`Wire::call`] read it.
 #[derive(Debug)]
 pub(crate) enum Answer {
-    /// Not an error frame: the call's outcome, decoded where it lies ([`transport::outcome`]).
+    /// Not an error frame: the call's outcome, decoded where it lies ([`engine::decode`]).
     /// A reply that is no sane decision is `store_unavailable` here, as it always was.
     Decided(crate::error::Result<Outcome>),
     /// An error frame (`-...`), decoded by redis-rs's parser: what it asks for is the
@@ -195,7 +196,7 @@ pub(crate) fn answer(call: &ScriptCall, frame: &[u8]) -> RedisResult<Answer> {
     Ok(if frame.first() == Some(&b'-') {
         Answer::Refused(redis::parse_redis_value(frame)?)
     } else {
-        Answer::Decided(transport::outcome(call, Ok(frame)))
+        Answer::Decided(engine::decode(call, frame))
     })
 }
 
@@ -235,94 +236,4 @@ pub(super) fn io(kind: ErrorKind, what: &'static str) -> RedisError {
 /// A socket timeout reads as `WouldBlock` on Linux: name it a timeout.
 fn timeout_kind(e: std::io::Error) -> std::io::Error {
     if e.kind() == ErrorKind::WouldBlock { std::io::Error::new(ErrorKind::TimedOut, e) } else { e }
-}
-
-/// The length of the RESP2 frame at the start of `b`: `Ok(None)` when more bytes are needed,
-/// an error for a byte that starts no RESP2 frame (the connection is then dropped).
-pub(crate) fn frame_len(b: &[u8]) -> RedisResult<Option<usize>> {
-    let mut at = 0;
-    // Frames still owed: an array adds its elements.
-    let mut owed: u64 = 1;
-    while owed > 0 {
-        let Some(&kind) = b.get(at) else { return Ok(None) };
-        let Some(nl) = b[at..].windows(2).position(|w| w == b"\r\n") else { return Ok(None) };
-        let line = &b[at + 1..at + nl];
-        at += nl + 2;
-        owed -= 1;
-        match kind {
-            b'+' | b'-' | b':' => {}
-            b'$' => {
-                let n = length(line)?;
-                if n >= 0 {
-                    // The payload and its CRLF.
-                    at += n as usize + 2;
-                    if at > b.len() {
-                        return Ok(None);
-                    }
-                }
-            }
-            b'*' => {
-                let n = length(line)?;
-                if n > 0 {
-                    owed += n as u64;
-                }
-            }
-            other => {
-                return Err(RedisError::from((
-                    redis::ErrorKind::Parse,
-                    "not a RESP2 reply",
-                    format!("a frame starting with byte {other:#04x}"),
-                )));
-            }
-        }
-    }
-    Ok(Some(at))
-}
-
-/// A `$`/`*` length line: `-1` or a count below 2^40.
-fn length(line: &[u8]) -> RedisResult<i64> {
-    let bad = || RedisError::from((redis::ErrorKind::Parse, "bad RESP length"));
-    if line == b"-1" {
-        return Ok(-1);
-    }
-    if line.is_empty() || line.len() > 12 || !line.iter().all(u8::is_ascii_digit) {
-        return Err(bad());
-    }
-    Ok(line.iter().fold(0i64, |v, c| v * 10 + i64::from(c - b'0')))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::frame_len;
-
-    #[test]
-    fn frames_end_where_redis_rs_says_they_do() {
-        let frames: [&[u8]; 8] = [
-            b"+OK\r\n",
-            b"-NOSCRIPT No matching script.\r\n",
-            b":-12\r\n",
-            b"$-1\r\n",
-            b"$5\r\na\r\nbc\r\n",
-            b"*-1\r\n",
-            b"*0\r\n",
-            b"*3\r\n:1\r\n*2\r\n$0\r\n\r\n+x\r\n$-1\r\n",
-        ];
-        for f in frames {
-            assert!(redis::parse_redis_value(f).is_ok(), "{f:?}");
-            assert_eq!(frame_len(f).unwrap(), Some(f.len()), "{f:?}");
-            // Every proper prefix asks for more; a frame followed by the next ends where it did.
-            for cut in 0..f.len() {
-                assert_eq!(frame_len(&f[..cut]).unwrap(), None, "{f:?} cut at {cut}");
-            }
-            let two = [f, b":7\r\n"].concat();
-            assert_eq!(frame_len(&two).unwrap(), Some(f.len()), "{f:?}");
-        }
-    }
-
-    #[test]
-    fn bytes_that_start_no_resp2_frame_are_an_error() {
-        for f in [&b"%1\r\n"[..], b"x\r\n", b"$abc\r\n", b"*-2\r\n", b"$99999999999999\r\n"] {
-            assert!(frame_len(f).is_err(), "{f:?}");
-        }
-    }
 }
