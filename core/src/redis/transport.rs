@@ -33,9 +33,9 @@
 use redis::ConnectionAddr;
 
 use super::call::{self, Outcome, ScriptCall};
+pub use super::engine::resp::{Garbage, frame_len};
 use super::engine::{self, Attempt, Exchange, Invoke, Rules, resp};
 use super::single;
-pub use super::engine::resp::{Garbage, frame_len};
 use crate::decision::Decision;
 use crate::error::{Error, Result};
 use crate::limiter::Limiter;

@@ -46,10 +46,11 @@ use redis::aio::{ConnectionLike as _, MultiplexedConnection};
 use redis::{Pipeline, RedisResult, Value};
 
 use super::call::{self, Outcome, ScriptCall};
-use super::invoke::{self, Durable, Invoke, SyncIo as _};
+use super::engine::{self, Exchange, Rules, Step};
+use super::invoke::{self, Durable, Invoke};
 use super::options::{Plan, TlsFiles};
 use super::pipelined::AsyncConn;
-use super::wire::{Answer, SyncConn};
+use super::wire::Answer;
 use crate::error::{Error, Result};
 use topology::{Addr, SlotMap, parse_slots};
 
@@ -593,14 +594,10 @@ impl Router {
         self.wire
     }
 
-    /// [`Router::run`] on the calling thread, on the key's master's pooled blocking connections:
-    /// the call's outcome.
-    ///
-    /// On the store's own connections ([`super::wire`]) a plain attempt (no `ASKING`, no
-    /// fallback, not durable: every call on a stable cluster) reads its reply as one node's
-    /// sync path does ([`super::wire::Wire::call`]): a reply that is no error frame is the
-    /// decision, decoded where it lies; only an error frame is decoded into a [`Value`] and
-    /// goes through [`classify`] (a redirect, `TRYAGAIN`, `NOSCRIPT`, `CLUSTERDOWN`...).
+    /// [`Router::run`] on the calling thread, on the key's master's pooled blocking connections,
+    /// driven by the engine ([`SyncConn::drive`]): the call's outcome. The router's part is
+    /// where each attempt goes: the slot's master from the map, a redirect's node (a `MOVED`
+    /// learnt), or after a connection that could not be made, the map read again.
     pub(crate) fn run_blocking(
         self: &Arc<Self>,
         invoke: Invoke,
@@ -608,108 +605,84 @@ impl Router {
         call: &ScriptCall,
     ) -> Result<Outcome> {
         let started = Instant::now();
-        let timed_out = |e: &dyn std::fmt::Display| {
-            Error::store(format!("timed out: Redis did not answer within {} ms ({e})", self.timeout.as_millis()))
-        };
+        let deadline = started + self.timeout;
+        let ms = self.timeout.as_millis() as u64;
         let slot = slot::slot(call.keys.first().map_or(&b""[..], |k| k.as_bytes()));
-        let (mut to, mut asking, mut fallback) = (None, false, false);
-        for hop in 0..MAX_HOPS {
+        let mut x = Exchange::new(call, Rules { invoke, durable, cluster: true });
+        let mut to = None;
+        loop {
             if self.closed.load(Ordering::Acquire) {
                 return Err(closed_error());
             }
-            let left = self.timeout.saturating_sub(started.elapsed());
-            if left.is_zero() {
-                return Err(timed_out(&"redirected too long"));
+            if started.elapsed() >= self.timeout {
+                return Err(engine::timed_out_because(ms, &"redirected too long"));
             }
-            let (node, from_map) = match to.take() {
-                Some(n) => (n, false),
-                None => (self.owner(slot)?, true),
+            let node = match to.take() {
+                Some(n) => n,
+                None => self.owner(slot)?,
             };
             let popped = node.idle.lock().pop();
-            let mut fresh = false;
-            let mut conn = match popped {
-                Some(c) => c,
-                None => {
-                    let c = match node.blocking.connect_sync(started + self.timeout) {
-                        Ok(c) => c,
-                        // Nothing was sent: if the map, read again now, names another master,
-                        // go there.
-                        Err(_) if from_map && self.moved_after_refresh_blocking(slot, &node, started) => continue,
-                        Err(e) => {
-                            self.refresh_soon();
-                            return Err(if e.is_timeout() {
-                                timed_out(&e)
+            let (mut conn, fresh) = match popped {
+                Some(c) => (c, false),
+                // Its socket timeouts are the time left: the handshake spent part of the call's
+                // deadline, the call gets the rest.
+                None => match node.blocking.connect_sync(deadline) {
+                    Ok(c) => (c, true),
+                    Err(e) => {
+                        let error = || {
+                            if e.is_timeout() {
+                                engine::timed_out_because(ms, &e)
                             } else {
                                 Error::store(format!("{}: {e}", node.name()))
-                            });
+                            }
+                        };
+                        // Nothing was sent: if the map, read again now, names another master,
+                        // go there.
+                        match x.unsent(error()) {
+                            Step::Again { .. } if self.moved_after_refresh_blocking(slot, &node, started) => continue,
+                            Step::Done(Err(e)) => {
+                                self.refresh_soon();
+                                return Err(e);
+                            }
+                            _ => {
+                                self.refresh_soon();
+                                return Err(error());
+                            }
                         }
-                    };
-                    // Its socket timeouts are the time left: the handshake spent part of the
-                    // call's deadline, the call gets the rest.
-                    fresh = true;
-                    c
-                }
-            };
-            // A redirected call has less time left than a fresh connection's timeout.
-            if hop > 0 && !fresh {
-                conn.read_timeout(left).map_err(Error::store)?;
-            }
-            // Answered (whatever it said): the connection is in step, and may serve the next
-            // call, with a whole timeout of its own.
-            let pool = |mut conn: SyncConn| -> Result<()> {
-                if hop > 0 || fresh {
-                    conn.set_timeouts(self.timeout).map_err(Error::store)?;
-                }
-                node.idle.lock().push(conn);
-                Ok(())
-            };
-            let plain = !asking && !fallback && durable.is_none();
-            let sent = match &mut conn {
-                SyncConn::Wire(w) if plain => match w.call(invoke, call) {
-                    Ok(Answer::Decided(outcome)) => {
-                        pool(conn)?;
-                        return outcome;
                     }
-                    Ok(Answer::Refused(reply)) => Ok((reply, None)),
-                    Err(e) => Err(e),
                 },
-                _ if plain => conn.request(&invoke::first(invoke, call)).map(|v| (v, None)),
-                // Each reply read by the call's deadline (`ASKING`, `WAIT` or the fallback ride
-                // with the call).
-                _ => {
-                    let p = attempt(invoke, call, fallback, asking, durable);
-                    let deadline = started + self.timeout;
-                    invoke::pipeline_within(&mut conn, &p.get_packed_pipeline(), p.len(), deadline, self.timeout)
-                        .map(|v| pick(v, durable.is_some()))
-                }
             };
-            let verdict = classify(sent, &node.addr.0);
-            if !matches!(verdict, Verdict::Lost(_)) {
-                pool(conn)?;
-            }
-            match self.next(verdict, &node, call, durable, asking)? {
-                Next::Done(v) => return call::decode_reply(call, &v),
+            match conn.drive(&mut x, deadline) {
+                Ok((step, bounded)) => {
+                    // Answered (whatever it said): the connection is in step, and may serve the
+                    // next call, with a whole timeout of its own.
+                    if fresh || bounded {
+                        conn.set_timeouts(self.timeout).map_err(Error::store)?;
+                    }
+                    node.idle.lock().push(conn);
+                    match step {
+                        Step::Again { to: next, .. } => to = Some(self.target(&node, next)?),
+                        Step::Done(outcome) => {
+                            if x.map_stale() {
+                                self.refresh_soon();
+                            }
+                            return outcome;
+                        }
+                        Step::More => return Err(Error::store("the engine asked for a frame it was not given")),
+                    }
+                }
                 // Dropped with the connection: a call that may have counted is never resent,
                 // and its late reply can never be read as the next call's.
-                Next::Lost(e) => {
+                Err(e) => {
                     self.refresh_soon();
                     return Err(if e.is_timeout() || started.elapsed() >= self.timeout {
-                        timed_out(&e)
+                        engine::timed_out_because(ms, &e)
                     } else {
                         Error::store(e)
                     });
                 }
-                Next::Hop { target, ask, missing, pause } => {
-                    if pause {
-                        std::thread::sleep(TRYAGAIN_PAUSE);
-                    }
-                    to = Some(target);
-                    asking = ask;
-                    fallback |= missing;
-                }
             }
         }
-        Err(Error::store(format!("{}: more than {MAX_HOPS} redirects", call.script.name)))
     }
 
     /// What follows a verdict: the call's end, or another attempt (and where).

@@ -30,7 +30,12 @@ impl Router {
     /// ([`engine::redirect`]): `None` when it is the call's reply; else the node, attempt and
     /// pause of the next. A `MOVED` is learnt (and the map read again in the background), and an
     /// error saying the map is stale has it read again, as on the store's own paths.
-    pub(crate) fn wire(self: &Arc<Self>, node: u32, attempt: Attempt, reply: &[u8]) -> Result<Option<(u32, Attempt, Duration)>> {
+    pub(crate) fn wire(
+        self: &Arc<Self>,
+        node: u32,
+        attempt: Attempt,
+        reply: &[u8],
+    ) -> Result<Option<(u32, Attempt, Duration)>> {
         let Some(from) = self.by_id(node) else { return Ok(None) };
         // The scripting mode and durability do not change what a reply asks for.
         let rules = crate::redis::transport::rules(false);
@@ -44,18 +49,23 @@ impl Router {
             }
             Some(next) => next?,
         };
+        Ok(Some((self.target(&from, to)?.id, next, pause)))
+    }
+
+    /// The node the engine's [`To`] names, for a reply from `from`: a `MOVED` is learnt (and
+    /// the map read again in the background); an empty host is `from`'s.
+    pub(crate) fn target(self: &Arc<Self>, from: &Arc<Node>, to: To) -> Result<Arc<Node>> {
         let addr = |host: String, port: u16| (if host.is_empty() { from.addr.0.clone() } else { host }, port);
-        let to = match to {
-            To::Same | To::Reroute => node,
+        Ok(match to {
+            To::Same | To::Reroute => from.clone(),
             To::Moved { slot, host, port } => {
                 let target = self.node(&addr(host, port))?;
                 self.learn(slot, target.clone());
                 self.refresh_soon();
-                target.id
+                target
             }
-            To::Ask { host, port } => self.node(&addr(host, port))?.id,
-        };
-        Ok(Some((to, next, pause)))
+            To::Ask { host, port } => self.node(&addr(host, port))?,
+        })
     }
 
     /// After a connection to node `node`, the map's master of `slot`, could not be made (so

@@ -233,11 +233,6 @@ impl<'c> Exchange<'c> {
         self.attempt
     }
 
-    /// The prepared call.
-    pub fn call(&self) -> &'c ScriptCall {
-        self.call
-    }
-
     /// Whether the call ended on an error that says the slot map is stale (`CLUSTERDOWN`,
     /// `READONLY`, `MASTERDOWN`): a router reads the map again.
     pub fn map_stale(&self) -> bool {

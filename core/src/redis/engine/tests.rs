@@ -236,8 +236,11 @@ fn a_durable_call_reads_its_reply_and_waits_answer_together() {
         assert!(failed(x.feed(b":0\r\n")).contains("boom"));
         // A miss asks for the fallback once WAIT's reply is read, and the fallback waits too.
         let mut x = Exchange::new(&call, r);
-        let miss: &[u8] =
-            if invoke == Invoke::Scripts { b"-NOSCRIPT No matching script\r\n" } else { b"-ERR Function not found\r\n" };
+        let miss: &[u8] = if invoke == Invoke::Scripts {
+            b"-NOSCRIPT No matching script\r\n"
+        } else {
+            b"-ERR Function not found\r\n"
+        };
         assert!(matches!(x.feed(miss), Step::More));
         assert!(matches!(x.feed(b":0\r\n"), Step::Again { to: To::Same, .. }));
         assert_eq!(verbs(&x).last().map(String::as_str), Some("WAIT"));
@@ -462,8 +465,18 @@ fn any_frame() -> impl Strategy<Value = Vec<u8>> {
         f
     });
     let codes = prop::sample::select(vec![
-        "NOSCRIPT", "ERR", "MOVED", "ASK", "TRYAGAIN", "CLUSTERDOWN", "READONLY", "LOADING", "WRONGTYPE", "BUSY",
-        "OOM", "NOPERM",
+        "NOSCRIPT",
+        "ERR",
+        "MOVED",
+        "ASK",
+        "TRYAGAIN",
+        "CLUSTERDOWN",
+        "READONLY",
+        "LOADING",
+        "WRONGTYPE",
+        "BUSY",
+        "OOM",
+        "NOPERM",
     ]);
     let errors = (codes, "[ -~]{0,30}", prop::option::of(0u16..16384)).prop_map(|(code, detail, slot)| {
         let detail = match (code, slot) {
