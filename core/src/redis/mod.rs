@@ -3,7 +3,8 @@
 //!
 //! - **One round trip per decision**: `FCALL` on Redis >= 7 (the scripts loaded once as a
 //!   function library, which persists and replicates), else `EVALSHA`; the one fallback when a
-//!   node lacks them is in `invoke.rs` (`scripting` in [`RedisOptions`] forces either way).
+//!   node lacks them, and every other rule of the exchange, is the engine's (`engine/`:
+//!   `docs/redis.md`, "How a call travels"; `scripting` in [`RedisOptions`] forces either way).
 //! - **At most once**: a call is never sent again once it may have reached a server; only a
 //!   redirect or a missing script (answered before anything runs) or a connection that could not
 //!   be made is followed by another send (`docs/redis.md`, "At most once").
@@ -52,7 +53,6 @@ mod cluster;
 mod connect;
 mod counts;
 mod engine;
-mod invoke;
 mod options;
 mod pipelined;
 mod replay;
@@ -98,14 +98,14 @@ struct Inner {
     /// ([`cluster::Router`]).
     router: Option<Arc<cluster::Router>>,
     /// `WAIT` after every call ([`RedisOptions::durable_replicas`]).
-    durable: Option<invoke::Durable>,
+    durable: Option<engine::Durable>,
     /// Cluster or sentinel: the direct path, the blocking pool and a bound runtime's one
     /// connection, which talk to one fixed address, stay off. A cluster routes every call
     /// itself (`router`, with a connection per master for each bound runtime); under Sentinel
     /// every call takes `conn` (the hop path).
     routed: bool,
     /// `FCALL` or `EVALSHA`, chosen at connect from [`RedisOptions::scripting`].
-    invoke: invoke::Invoke,
+    invoke: engine::Invoke,
     /// The direct path's multiplexed connection, `None` while it is (re)connecting. Its driver
     /// task was spawned on the store's runtime and stays there; a caller only pushes a request
     /// into its channel and awaits the reply, from whatever executor it runs on.
@@ -243,7 +243,7 @@ impl RedisStore {
 
     /// Whether the store runs its scripts as functions (`FCALL`) rather than `EVALSHA`.
     pub fn uses_functions(&self) -> bool {
-        self.inner.invoke == invoke::Invoke::Functions
+        self.inner.invoke == engine::Invoke::Functions
     }
 
     /// Whether [`Store::close`] was called: a binding's own transport answers every later call
@@ -294,8 +294,9 @@ impl RedisStore {
         outcome
     }
 
-    /// The direct path: `EVALSHA` (and `EVAL` on `NOSCRIPT` only) through the multiplexed
-    /// connection's channel, awaited on the caller's task under the call timeout. Nothing is
+    /// The direct path, the engine's async driver ([`pipelined::AsyncConn::attempt`]): the
+    /// call's attempts through the connection's channel, awaited on the caller's task under the
+    /// call timeout. Nothing is
     /// spawned; the request crosses to the connection's driver on the store's runtime and the
     /// reply wakes the caller directly.
     async fn run_direct(&self, mut conn: pipelined::AsyncConn, via: Via, call: &ScriptCall) -> Result<Outcome> {
@@ -304,34 +305,26 @@ impl RedisStore {
         };
         let deadline = self.deadline()?;
         let work = async {
-            let reply = match &conn {
-                // The store's own connection: a decision reply is read where it lies
-                // ([`pipelined`]); the fallback, `WAIT` and errors as on any connection.
-                pipelined::AsyncConn::Own(own) if self.inner.durable.is_none() => {
-                    match own.frame(&invoke::first(self.inner.invoke, call)).await {
-                        Ok(frame) if !transport::is_missing(&frame) => return transport::outcome(call, Ok(&frame)),
-                        Ok(_) => {
-                            let p = invoke::fallback(self.inner.invoke, call);
-                            own.values(&p).await.map(|mut v| v.pop().unwrap_or(Value::Nil))
-                        }
-                        Err(e) => Err(e),
+            let mut x = engine::Exchange::new(call, self.inner.rules());
+            loop {
+                match conn.attempt(&mut x).await {
+                    Ok(engine::Step::Done(outcome)) => return outcome,
+                    // One node: the fallback after a miss, on the same connection.
+                    Ok(engine::Step::Again { .. }) => {}
+                    Ok(engine::Step::More) => {
+                        return Err(Error::store("the engine asked for a frame it was not given"));
                     }
-                }
-                _ => invoke::run_async(&mut conn, self.inner.invoke, self.inner.durable, call).await,
-            };
-            match reply {
-                Ok(Value::ServerError(e)) => Err(Error::store(format!("{} failed: {e}", call.script.name))),
-                Ok(v) => call::decode_reply(call, &v),
-                Err(e) => {
-                    if e.is_io_error() || e.is_connection_dropped() || e.is_unrecoverable_error() {
-                        // The connection is gone: retire it; the hop path (whose connection
-                        // reconnects by itself) serves until Redis answers again.
-                        match via {
-                            Via::Shared(id) => self.retire_direct(id),
-                            Via::Bound(rt, id) => self.retire_bound(rt, id),
+                    Err(e) => {
+                        if e.is_io_error() || e.is_connection_dropped() || e.is_unrecoverable_error() {
+                            // The connection is gone: retire it; the hop path (whose connection
+                            // reconnects by itself) serves until Redis answers again.
+                            match via {
+                                Via::Shared(id) => self.retire_direct(id),
+                                Via::Bound(rt, id) => self.retire_bound(rt, id),
+                            }
                         }
+                        return Err(Error::store(e));
                     }
-                    Err(Error::store(e))
                 }
             }
         };
@@ -517,7 +510,7 @@ impl Inner {
     }
 
     fn timed_out(&self) -> Error {
-        Error::store(format!("timed out: Redis did not answer within {} ms", self.timeout.as_millis()))
+        engine::timed_out(self.timeout.as_millis() as u64)
     }
 
     async fn run(&self, call: ScriptCall, now: Now) -> Result<Outcome> {
@@ -525,7 +518,7 @@ impl Inner {
             return Err(Error::store("the Redis store is closed"));
         }
         match &self.replay {
-            None => self.bounded(async { call::decode_reply(&call, &self.eval(&call).await?) }).await,
+            None => self.bounded(self.eval(&call)).await,
             Some(book) => {
                 let Now::At(t) = now else {
                     return Err(Error::not_implemented("the server clock in deterministic replay mode"));
@@ -539,13 +532,16 @@ impl Inner {
         }
     }
 
-    /// `call` on the shared connection ([`invoke`]: `FCALL` or `EVALSHA`, and the one
-    /// fallback).
-    async fn eval(&self, call: &ScriptCall) -> Result<Value> {
+    /// `call` on the shared connection, driven by the engine ([`pipelined::attempt_on`]).
+    async fn eval(&self, call: &ScriptCall) -> Result<Outcome> {
         let mut conn = self.conn()?;
-        match invoke::run_async(&mut conn, self.invoke, self.durable, call).await {
-            Ok(Value::ServerError(e)) => Err(Error::store(format!("{} failed: {e}", call.script.name))),
-            r => r.map_err(Error::store),
+        let mut x = engine::Exchange::new(call, self.rules());
+        loop {
+            match pipelined::attempt_on(&mut conn, &mut x).await.map_err(Error::store)? {
+                engine::Step::Done(outcome) => return outcome,
+                engine::Step::Again { .. } => {}
+                engine::Step::More => return Err(Error::store("the engine asked for a frame it was not given")),
+            }
         }
     }
 
@@ -573,20 +569,20 @@ impl Inner {
 /// master of a cluster), and use functions if the server took it. A server that refuses
 /// (Redis < 7, or an ACL without `function|load`) means scripts under `auto`, and a
 /// `store_unavailable` naming the refusal under `functions`.
-async fn choose_invoke(conn: &connect::Conn, scripting: Scripting, timeout: Duration) -> Result<invoke::Invoke> {
+async fn choose_invoke(conn: &connect::Conn, scripting: Scripting, timeout: Duration) -> Result<engine::Invoke> {
     if scripting == Scripting::Eval {
-        return Ok(invoke::Invoke::Scripts);
+        return Ok(engine::Invoke::Scripts);
     }
     let mut conn = conn.clone();
-    let loaded = match tokio::time::timeout(timeout, conn.req_packed_command(&invoke::load_library())).await {
+    let loaded = match tokio::time::timeout(timeout, conn.req_packed_command(&load_library())).await {
         Ok(Ok(Value::ServerError(e))) => Err(e.to_string()),
         Ok(Ok(_)) => Ok(()),
         Ok(Err(e)) => Err(e.to_string()),
         Err(_) => Err(format!("no answer within {} ms", timeout.as_millis())),
     };
     match (loaded, scripting) {
-        (Ok(()), _) => Ok(invoke::Invoke::Functions),
-        (Err(_), Scripting::Auto) => Ok(invoke::Invoke::Scripts),
+        (Ok(()), _) => Ok(engine::Invoke::Functions),
+        (Err(_), Scripting::Auto) => Ok(engine::Invoke::Scripts),
         (Err(e), _) => Err(Error::store(format!("the server refused FUNCTION LOAD (scripting = functions): {e}"))),
     }
 }
@@ -600,15 +596,10 @@ async fn connect_direct(client: &redis::Client, timeout: Duration) -> Option<Mul
     tokio::time::timeout(timeout, client.get_multiplexed_async_connection_with_config(&config)).await.ok()?.ok()
 }
 
-/// `EVAL`/`EVALSHA` `script` with the call's keys and arguments.
-fn eval_cmd(verb: &str, script: &str, call: &ScriptCall) -> Cmd {
-    let keys: usize = call.keys.iter().map(String::len).sum();
-    let args = call.args.args_iter();
-    let (count, bytes) =
-        (args.len(), args.map(|a| if let redis::Arg::Simple(b) = a { b.len() } else { 0 }).sum::<usize>());
-    let mut c = Cmd::with_capacity(3 + call.keys.len() + count, verb.len() + script.len() + 8 + keys + bytes);
-    c.arg(verb).arg(script).arg(call.keys.len()).arg(&call.keys);
-    call::append_args(&mut c, &call.args);
+/// `FUNCTION LOAD REPLACE <library>`: idempotent, so every process may send it.
+fn load_library() -> Cmd {
+    let mut c = redis::cmd("FUNCTION");
+    c.arg("LOAD").arg("REPLACE").arg(&scripts::LIBRARY.source);
     c
 }
 

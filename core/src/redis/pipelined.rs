@@ -36,7 +36,8 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tokio::sync::{Notify, oneshot};
 
-use super::engine::resp::frame_len;
+use super::engine::resp::{self, frame_len};
+use super::engine::{Exchange, Step};
 use super::wire::io;
 
 /// The first read buffer; it grows only for a reply that does not fit.
@@ -440,6 +441,87 @@ impl ConnectionLike for AsyncConn {
             AsyncConn::Own(c) => c.get_db(),
         }
     }
+}
+
+impl AsyncConn {
+    /// The async driver of the engine: sends the exchange's current attempt and feeds it the
+    /// attempt's reply frames; the step that ends the attempt ([`Step::Done`], or
+    /// [`Step::Again`] for the caller to follow). On the store's own connection the frames come
+    /// back whole and undecoded, and a decision is read where it lies; on redis-rs's, through
+    /// [`attempt_on`]. `Err`: the connection failed after the attempt may have been written.
+    pub(crate) async fn attempt(&mut self, x: &mut Exchange<'_>) -> RedisResult<Step> {
+        match self {
+            AsyncConn::Own(own) => {
+                let replies = x.replies();
+                let bytes = own.request(replies, |out| x.write(out)).await?;
+                if replies == 1 {
+                    // The driver handed out exactly one whole frame.
+                    return Ok(x.feed(&bytes));
+                }
+                let mut at = 0;
+                loop {
+                    let n = frame_len(&bytes[at..])?.ok_or_else(|| io(ErrorKind::InvalidData, "a partial frame"))?;
+                    match x.feed(&bytes[at..at + n]) {
+                        Step::More => at += n,
+                        step => return Ok(step),
+                    }
+                }
+            }
+            AsyncConn::Crate(c) => attempt_on(c, x).await,
+        }
+    }
+}
+
+/// [`AsyncConn::attempt`] on any redis-rs connection (the multiplexed one, the hop path's
+/// manager): the attempt's commands as a pipeline, each reply written back as the RESP2 frame
+/// it stands for and fed to the engine.
+pub(crate) async fn attempt_on<C: ConnectionLike>(conn: &mut C, x: &mut Exchange<'_>) -> RedisResult<Step> {
+    let mut p = redis::pipe();
+    x.commands(|args| {
+        let mut c = Cmd::new();
+        args.iter().for_each(|a| {
+            c.arg(*a);
+        });
+        p.add_command(c);
+    });
+    let sent = if p.len() == 1 {
+        conn.req_packed_command(p.cmd_iter().next().expect("one command")).await.map(|v| vec![v])
+    } else {
+        conn.req_packed_commands(&p, 0, p.len()).await
+    };
+    let frames: Vec<Vec<u8>> = match sent {
+        Ok(values) => values
+            .iter()
+            .map(|v| {
+                let mut frame = Vec::new();
+                super::wire::write_value(&mut frame, v);
+                frame
+            })
+            .collect(),
+        // redis-rs may hand a server error back as an `Err` carrying its code: it is the call's
+        // reply (the other commands' replies say nothing the engine reads).
+        Err(e) if e.code().is_some() => {
+            let mut error = Vec::new();
+            let line = format!("{} {}", e.code().unwrap_or_default(), e.detail().unwrap_or_default());
+            resp::write_error(&mut error, line.trim_end());
+            let at = x.call_frame();
+            (0..x.replies())
+                .map(|i| match i.cmp(&at) {
+                    std::cmp::Ordering::Less => b"+OK\r\n".to_vec(),
+                    std::cmp::Ordering::Equal => error.clone(),
+                    std::cmp::Ordering::Greater => b":0\r\n".to_vec(),
+                })
+                .collect()
+        }
+        Err(e) => return Err(e),
+    };
+    for frame in &frames {
+        match x.feed(frame) {
+            Step::More => {}
+            step => return Ok(step),
+        }
+    }
+    Err(io(ErrorKind::InvalidData, "fewer replies than commands"))
 }
 
 #[cfg(test)]

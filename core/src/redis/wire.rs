@@ -28,9 +28,8 @@ use std::time::{Duration, Instant};
 
 use redis::{RedisError, RedisResult, Value};
 
-use super::call::{Outcome, ScriptCall};
 use super::engine::resp::{self, frame_len};
-use super::engine::{self, Attempt, Exchange, Step, To};
+use super::engine::{Attempt, Exchange, Step, To};
 
 /// The first read buffer; it grows only for a reply that does not fit (an `EVAL` error).
 const INITIAL: usize = 512;
@@ -167,34 +166,6 @@ impl Wire {
     }
 }
 
-/// A reply to a call's first command, as the async cluster path reads it.
-#[derive(Debug)]
-pub(crate) enum Answer {
-    /// Not an error frame: the call's outcome, decoded where it lies ([`engine::decode`]).
-    /// A reply that is no sane decision is `store_unavailable` here, as it always was.
-    Decided(crate::error::Result<Outcome>),
-    /// An error frame (`-...`), decoded by redis-rs's parser: what it asks for is the
-    /// caller's rule (`NOSCRIPT` or a missing function: the fallback; on a cluster also
-    /// `MOVED`, `ASK`, `TRYAGAIN`, `CLUSTERDOWN`...). Nothing ran for most of them.
-    Refused(Value),
-}
-
-/// What one whole reply frame to a call's first command is (see [`Answer`]).
-///
-/// Why a frame's first byte is enough: every reply that asks the client to do something
-/// (a redirect, `TRYAGAIN`, `NOSCRIPT`, `LOADING`, `CLUSTERDOWN`) is a RESP error, and no
-/// reply our scripts make is one (a script's own failure is an error too, and ends the call
-/// either way). So a normal decision, six integers or a fixed window's count, never builds a
-/// redis-rs [`Value`]: on a cluster that was the one decode a sync call made that one node's
-/// did not (issue #20's cluster row).
-pub(crate) fn answer(call: &ScriptCall, frame: &[u8]) -> RedisResult<Answer> {
-    Ok(if frame.first() == Some(&b'-') {
-        Answer::Refused(redis::parse_redis_value(frame)?)
-    } else {
-        Answer::Decided(engine::decode(call, frame))
-    })
-}
-
 /// A pooled blocking connection of the sync paths (one node, or each master of a cluster).
 pub(crate) enum SyncConn {
     /// TLS, a Unix socket or RESP3: redis-rs's.
@@ -287,7 +258,7 @@ impl SyncConn {
 
 /// `value` as the RESP2 frame it stands for (RESP3's types as RESP2 spells them: a map as the
 /// array of its pairs, a double or a big number as its text, a boolean as 0 or 1).
-fn write_value(out: &mut Vec<u8>, value: &Value) {
+pub(crate) fn write_value(out: &mut Vec<u8>, value: &Value) {
     match value {
         Value::Nil => out.extend_from_slice(b"$-1\r\n"),
         Value::Int(i) => resp::write_int(out, *i),

@@ -250,6 +250,12 @@ impl<'c> Exchange<'c> {
         replies(self.rules, self.attempt)
     }
 
+    /// Which of the current attempt's reply frames is the call's own (`ASKING`'s and `FUNCTION
+    /// LOAD`'s come before it, `WAIT`'s after).
+    pub fn call_frame(&self) -> usize {
+        self.replies() - 1 - usize::from(self.rules.durable.is_some())
+    }
+
     /// The current attempt's commands, RESP-encoded, appended to `out`.
     pub fn write(&self, out: &mut Vec<u8>) {
         self.commands(|args| resp::write_command(out, args.iter().copied()));
@@ -281,7 +287,7 @@ impl<'c> Exchange<'c> {
     pub fn feed(&mut self, frame: &[u8]) -> Step {
         let at = self.fed;
         self.fed += 1;
-        let call_at = self.replies() - 1 - usize::from(self.rules.durable.is_some());
+        let call_at = self.call_frame();
         if at < call_at {
             // `ASKING`'s reply, `FUNCTION LOAD`'s: the call's own reply says what matters.
             return Step::More;
