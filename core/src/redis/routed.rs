@@ -31,7 +31,7 @@ use super::transport::Endpoint;
 use crate::error::{Error, Result};
 
 /// Attempts one call may take (the first, redirects, pauses and reroutes), as on the store's
-/// own paths ([`super::engine`]).
+/// own paths (the engine, `core/src/redis/engine/`).
 pub const MAX_HOPS: u8 = super::engine::MAX_ATTEMPTS;
 
 /// Where a call is in its route: attempts so far, and how the next is sent (`ASKING` first,
@@ -80,7 +80,7 @@ impl Routes {
     }
 
     /// What the reply `frame`, read from `node` for an attempt sent as `hop` says, does next
-    /// (the engine's rules: [`super::engine::redirect`]).
+    /// (the engine's rules, `core/src/redis/engine/`).
     pub fn follow(&self, node: u32, hop: Hop, frame: &[u8]) -> Follow {
         match self.router.wire(node, hop, frame) {
             Ok(None) => Follow::Reply,

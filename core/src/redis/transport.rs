@@ -1,5 +1,5 @@
 //! Calls for a binding that brings its own transport: the binding-owned-socket driver of
-//! [`super::engine`].
+//! the protocol engine (`core/src/redis/engine/`).
 //!
 //! Why: a binding whose runtime is an event loop (Node) pays two thread hops per call when the
 //! Rust store does the I/O (the request crosses to a Tokio thread, the reply crosses back),
@@ -214,7 +214,7 @@ pub fn preload_for(functions: bool) -> Vec<Vec<u8>> {
     super::scripts::SCRIPTS.all().iter().map(|s| command(&[b"SCRIPT", b"LOAD", s.source.as_bytes()])).collect()
 }
 
-/// The reply decoded as every path decodes it ([`super::engine::decode`]): a server error is
+/// The reply decoded as every path decodes it (the engine's `decode`): a server error is
 /// `store_unavailable` naming the script, anything malformed too.
 pub(super) fn outcome(call: &ScriptCall, reply: Result<&[u8]>) -> Result<Outcome> {
     super::engine::decode(call, reply?)

@@ -193,7 +193,7 @@ impl SyncConn {
         }
     }
 
-    /// The blocking driver of [`engine`]: sends the exchange's current attempt and feeds it its
+    /// The blocking driver of [`super::engine`]: sends the exchange's current attempt and feeds it its
     /// reply frames until the call is done or asks for another node (a cluster's redirect),
     /// sending the attempts it asks of this node (the fallback after a miss, `TRYAGAIN` after
     /// its pause) on this connection.
