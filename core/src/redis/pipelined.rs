@@ -478,7 +478,9 @@ impl AsyncConn {
 pub(crate) async fn attempt_on<C: ConnectionLike>(conn: &mut C, x: &mut Exchange<'_>) -> RedisResult<Step> {
     let mut p = redis::pipe();
     x.commands(|args| {
-        let mut c = Cmd::new();
+        // Sized for the whole command up front (grown by reallocation, building it cost a
+        // few allocations per call).
+        let mut c = Cmd::with_capacity(args.len(), args.iter().map(|a| a.len()).sum());
         args.iter().for_each(|a| {
             c.arg(*a);
         });
@@ -489,15 +491,18 @@ pub(crate) async fn attempt_on<C: ConnectionLike>(conn: &mut C, x: &mut Exchange
     } else {
         conn.req_packed_commands(&p, 0, p.len()).await
     };
-    let frames: Vec<Vec<u8>> = match sent {
-        Ok(values) => values
-            .iter()
-            .map(|v| {
-                let mut frame = Vec::new();
+    let mut frame = Vec::new();
+    match sent {
+        Ok(values) => {
+            for v in &values {
+                frame.clear();
                 super::wire::write_value(&mut frame, v);
-                frame
-            })
-            .collect(),
+                match x.feed(&frame) {
+                    Step::More => {}
+                    step => return Ok(step),
+                }
+            }
+        }
         // redis-rs may hand a server error back as an `Err` carrying its code: it is the call's
         // reply (the other commands' replies say nothing the engine reads).
         Err(e) if e.code().is_some() => {
@@ -505,21 +510,19 @@ pub(crate) async fn attempt_on<C: ConnectionLike>(conn: &mut C, x: &mut Exchange
             let line = format!("{} {}", e.code().unwrap_or_default(), e.detail().unwrap_or_default());
             resp::write_error(&mut error, line.trim_end());
             let at = x.call_frame();
-            (0..x.replies())
-                .map(|i| match i.cmp(&at) {
-                    std::cmp::Ordering::Less => b"+OK\r\n".to_vec(),
-                    std::cmp::Ordering::Equal => error.clone(),
-                    std::cmp::Ordering::Greater => b":0\r\n".to_vec(),
-                })
-                .collect()
+            for i in 0..x.replies() {
+                let frame: &[u8] = match i.cmp(&at) {
+                    std::cmp::Ordering::Less => b"+OK\r\n",
+                    std::cmp::Ordering::Equal => &error,
+                    std::cmp::Ordering::Greater => b":0\r\n",
+                };
+                match x.feed(frame) {
+                    Step::More => {}
+                    step => return Ok(step),
+                }
+            }
         }
         Err(e) => return Err(e),
-    };
-    for frame in &frames {
-        match x.feed(frame) {
-            Step::More => {}
-            step => return Ok(step),
-        }
     }
     Err(io(ErrorKind::InvalidData, "fewer replies than commands"))
 }

@@ -168,8 +168,12 @@ pub(crate) fn decimal(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
 
 /// Appends an integer reply, `:n\r\n`.
 pub fn write_int(out: &mut Vec<u8>, n: i64) {
+    let mut digits = [0; 20];
     out.push(b':');
-    out.extend_from_slice(n.to_string().as_bytes());
+    if n < 0 {
+        out.push(b'-');
+    }
+    out.extend_from_slice(decimal(n.unsigned_abs(), &mut digits));
     out.extend_from_slice(b"\r\n");
 }
 
