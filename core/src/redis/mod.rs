@@ -388,11 +388,11 @@ impl RedisStore {
         }
         let inner = self.inner.clone();
         self.runtime.spawn(async move {
-            if let Some(conn) = connect_direct(&inner.client, inner.timeout).await {
+            if let Some(conn) = connect_async(&inner.blocking, &inner.client, inner.timeout).await {
                 let id = inner.direct_ids.fetch_add(1, Ordering::Relaxed) + 1;
                 let mut slot = inner.direct.write();
                 if slot.is_none() && !inner.closed.load(Ordering::Acquire) {
-                    *slot = Some(Direct { conn: pipelined::AsyncConn::Crate(conn), id });
+                    *slot = Some(Direct { conn, id });
                 }
             }
             inner.refreshing.store(false, Ordering::Release);
@@ -468,12 +468,11 @@ impl Inner {
         let connect::Connected { conn, client: client_for_sync, routed, router } =
             connect::connect(&plan, timeout).await?;
         let invoke = choose_invoke(&conn, options.scripting, timeout).await?;
+        let blocking = connect::Blocking::of(&client_for_sync);
         let direct = if routed {
             None
         } else {
-            connect_direct(&client_for_sync, timeout)
-                .await
-                .map(|conn| Direct { conn: pipelined::AsyncConn::Crate(conn), id: 1 })
+            connect_async(&blocking, &client_for_sync, timeout).await.map(|conn| Direct { conn, id: 1 })
         };
         Ok(Inner {
             conn: parking_lot::RwLock::new(Some(conn)),
@@ -487,7 +486,7 @@ impl Inner {
             bound: parking_lot::RwLock::new(Vec::new()),
             any_bound: AtomicBool::new(false),
             auto_bind: AtomicBool::new(true),
-            blocking: connect::Blocking::of(&client_for_sync),
+            blocking,
             client: client_for_sync,
             idle: parking_lot::Mutex::new(Vec::new()),
             timeout,
@@ -587,10 +586,27 @@ async fn choose_invoke(conn: &connect::Conn, scripting: Scripting, timeout: Dura
     }
 }
 
-/// A multiplexed connection for the direct path, connected from the store's runtime, or for a
-/// bound runtime, from that runtime (its driver task is spawned on the runtime that connects it,
-/// and that runtime's timer bounds the connect). No response timeout of its own: the caller
-/// bounds each call, and the redis crate's timeout would need a timer on the caller's executor.
+/// An async connection for the direct path, connected from the store's runtime, or for a bound
+/// runtime, from that runtime (its driver task is spawned on the runtime that connects it, and
+/// that runtime's timer bounds the connect): on plain TCP with RESP2 the store's own
+/// ([`pipelined::Pipelined`]: a decision reply is read where it lies, never built into a
+/// redis-rs value), else redis-rs's multiplexed one.
+async fn connect_async(
+    blocking: &connect::Blocking,
+    client: &redis::Client,
+    timeout: Duration,
+) -> Option<pipelined::AsyncConn> {
+    match blocking.own() {
+        Some((host, port, handshake)) => {
+            pipelined::Pipelined::connect(host, port, handshake, timeout).await.ok().map(pipelined::AsyncConn::Own)
+        }
+        None => connect_direct(client, timeout).await.map(pipelined::AsyncConn::Crate),
+    }
+}
+
+/// redis-rs's multiplexed connection ([`connect_async`] where the store's own does not apply).
+/// No response timeout of its own: the caller bounds each call, and the redis crate's timeout
+/// would need a timer on the caller's executor.
 async fn connect_direct(client: &redis::Client, timeout: Duration) -> Option<MultiplexedConnection> {
     let config = redis::AsyncConnectionConfig::new().set_connection_timeout(Some(timeout)).set_response_timeout(None);
     tokio::time::timeout(timeout, client.get_multiplexed_async_connection_with_config(&config)).await.ok()?.ok()
