@@ -1,7 +1,7 @@
 //! The API for a binding that brings its own transport (`throttlekit::redis::transport`): the
 //! prepared bytes written on a plain socket, and the reply handed back, give exactly the
-//! decisions of the `RedisStore` path, on a real redis-server; NOSCRIPT is answered by the EVAL
-//! form; a transport error or time-out goes through the fail policy as on the store's path.
+//! decisions of the `RedisStore` path, on a real redis-server; NOSCRIPT is answered by the retry
+//! (`EVAL`); a transport error or time-out goes through the fail policy as on the store's path.
 #![cfg(feature = "redis")]
 
 #[path = "support/redis_server.rs"]
@@ -32,8 +32,8 @@ fn limiter(store: &Arc<RedisStore>, clock: &ManualClock, strategy: Strategy, pre
 
 /// One call by the transport rules: `EVALSHA`, and `EVAL` once after `NOSCRIPT`.
 fn send(wire: &mut Wire, call: &transport::PreparedCall) -> Vec<u8> {
-    let reply = wire.roundtrip(&call.evalsha());
-    if transport::is_noscript(&reply) { wire.roundtrip(&call.eval()) } else { reply }
+    let reply = wire.roundtrip(&call.first(false));
+    if transport::is_missing(&reply) { wire.roundtrip(&call.retry(false)) } else { reply }
 }
 
 fn strategies() -> Vec<Strategy> {
@@ -201,22 +201,22 @@ fn noscript_is_answered_by_the_eval_form() {
     let l = limiter(&store, &clock, Strategy::gcra(2, 1000, None).unwrap(), "noscript", FailPolicy::Raise);
     assert!(raw_command(server.port, "SCRIPT FLUSH").unwrap().starts_with("+OK"));
     let call = l.prepare(Op::Check, "k", 1).unwrap();
-    let first = wire.roundtrip(&call.evalsha());
-    assert!(transport::is_noscript(&first), "{}", String::from_utf8_lossy(&first));
-    let d = l.finish(&call, Ok(&wire.roundtrip(&call.eval()))).unwrap();
+    let first = wire.roundtrip(&call.first(false));
+    assert!(transport::is_missing(&first), "{}", String::from_utf8_lossy(&first));
+    let d = l.finish(&call, Ok(&wire.roundtrip(&call.retry(false)))).unwrap();
     assert!(d.allowed);
     assert_eq!(d.remaining, 1);
     // EVAL cached the script again: the next EVALSHA runs.
     let call = l.prepare(Op::Check, "k", 1).unwrap();
-    assert_eq!(l.finish(&call, Ok(&wire.roundtrip(&call.evalsha()))).unwrap().remaining, 0);
+    assert_eq!(l.finish(&call, Ok(&wire.roundtrip(&call.first(false)))).unwrap().remaining, 0);
     // What a new connection sends first loads every script: no NOSCRIPT after a flush.
     assert!(raw_command(server.port, "SCRIPT FLUSH").unwrap().starts_with("+OK"));
-    for cmd in transport::preload() {
+    for cmd in transport::preload_for(false) {
         assert_eq!(wire.roundtrip(&cmd)[0], b'$');
     }
     let call = l.prepare(Op::Peek, "k", 1).unwrap();
-    let reply = wire.roundtrip(&call.evalsha());
-    assert!(!transport::is_noscript(&reply));
+    let reply = wire.roundtrip(&call.first(false));
+    assert!(!transport::is_missing(&reply));
     assert_eq!(l.finish(&call, Ok(&reply)).unwrap().remaining, 0);
 }
 
@@ -238,10 +238,10 @@ fn a_fixed_window_count_check_survives_noscript_and_refuses_malformed_replies() 
     for step in 0..5 {
         assert!(raw_command(server.port, "SCRIPT FLUSH").unwrap().starts_with("+OK"));
         let call = ours.prepare(Op::Check, "k", 1).unwrap();
-        let first = wire.roundtrip(&call.evalsha());
-        assert!(transport::is_noscript(&first), "{}", String::from_utf8_lossy(&first));
-        assert!(String::from_utf8_lossy(&call.eval()).contains("$5\r\ncount\r\n"));
-        let reply = wire.roundtrip(&call.eval());
+        let first = wire.roundtrip(&call.first(false));
+        assert!(transport::is_missing(&first), "{}", String::from_utf8_lossy(&first));
+        assert!(String::from_utf8_lossy(&call.retry(false)).contains("$5\r\ncount\r\n"));
+        let reply = wire.roundtrip(&call.retry(false));
         assert_eq!(reply[0], b':', "{}", String::from_utf8_lossy(&reply));
         let got = ours.finish_ticket(call.ticket(), Ok(&reply)).unwrap();
         assert_eq!(got, theirs.check_sync("k", 1).unwrap(), "step {step}");

@@ -39,10 +39,15 @@ fuzz_target!(|data: &[u8]| {
     // A one-shard store: the calls never reach it, and a default one costs 128 shards a run.
     let store = Arc::new(MemoryStore::with_max_keys(64).expect("valid"));
     let l = Limiter::builder(strategy(selector)).store(store.clone()).prefix("p").fail_policy(policy).build();
-    let _ = transport::is_noscript(reply);
+    let _ = transport::is_missing(reply);
+    // The one frame scanner: a length it gives is within the bytes, never a panic.
+    if let Ok(Some(n)) = transport::frame_len(reply) {
+        assert!(n <= reply.len());
+    }
     for op in [Op::Check, Op::Peek, Op::Forecast] {
         let call = l.prepare_at(op, "key", 1, Now::At(1_700_000_000_000)).expect("valid");
-        let _ = call.evalsha();
+        let _ = call.first(selector & 1 == 0);
+        let _ = call.retry(selector & 2 == 0);
         match l.finish(&call, Ok(reply)) {
             Ok(d) => sane(&d),
             Err(e) => only_store_errors(&e),

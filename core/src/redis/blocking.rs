@@ -1,5 +1,5 @@
-//! The sync path: a sync call does its own write and read on the calling thread, over a pooled
-//! blocking connection, with no hop through the store's runtime (that hop costs ~40% of a
+//! The sync path, the engine's blocking driver: a sync call does its own write and read on the
+//! calling thread, over a pooled blocking connection, with no hop through the store's runtime (that hop costs ~40% of a
 //! sequential round trip: `docs/performance.md`). On a plain-TCP RESP2 URL the connection is the
 //! store's own ([`super::wire`]), which reads a decision reply where it lies; otherwise redis-rs's,
 //! with the thread's signals held for the call ([`super::signals`]). A cluster routes the call
@@ -13,11 +13,11 @@
 //! handshake included.
 
 use std::sync::atomic::Ordering;
+use std::time::Instant;
 
-use redis::Value;
-
-use super::call::{self, Outcome, ScriptCall};
-use super::{Inner, RedisStore, block_on, invoke, signals, wire};
+use super::call::{Outcome, ScriptCall};
+use super::engine::{self, Exchange, Rules, Step};
+use super::{Inner, RedisStore, block_on, signals, wire};
 use crate::error::{Error, Result};
 use crate::store::Now;
 
@@ -45,65 +45,53 @@ impl RedisStore {
 }
 
 impl Inner {
-    /// A sync call on a pooled blocking connection: `EVALSHA`, `EVAL` on `NOSCRIPT` only.
+    /// The rules of this store's calls on one node ([`engine`]).
+    pub(super) fn rules(&self) -> Rules {
+        Rules { invoke: self.invoke, durable: self.durable, cluster: false }
+    }
+
+    /// A sync call on a pooled blocking connection, driven by the engine
+    /// ([`wire::SyncConn::drive`]): the call's first command, the fallback after a miss, `WAIT`
+    /// when durable.
     pub(super) fn run_blocking(&self, call: &ScriptCall) -> Result<Outcome> {
         if self.closed.load(Ordering::Acquire) {
-            return Err(Error::store("the Redis store is closed"));
+            return Err(engine::closed());
         }
-        let started = std::time::Instant::now();
+        let started = Instant::now();
+        let deadline = started + self.timeout;
         let timed_out = |e: redis::RedisError| {
             if e.is_timeout() || started.elapsed() >= self.timeout {
-                Error::store(format!("timed out: Redis did not answer within {} ms ({e})", self.timeout.as_millis()))
+                engine::timed_out_because(self.timeout.as_millis() as u64, &e)
             } else {
-                Error::store(e)
+                engine::lost(&e)
             }
         };
         let popped = self.idle.lock().pop();
         let (mut conn, fresh) = match popped {
             Some(c) => (c, false),
-            None => {
-                // One deadline for the whole call: the new connection's handshake spends part of
-                // it, and the call gets what is left, not a whole timeout of its own (a silent
-                // server used to take twice: see [`connect::Blocking`]).
-                (self.blocking.connect_sync(started + self.timeout).map_err(timed_out)?, true)
+            // One deadline for the whole call: the new connection's handshake spends part of
+            // it, and the call gets what is left, not a whole timeout of its own (a silent
+            // server used to take twice: see [`connect::Blocking`]).
+            None => (self.blocking.connect_sync(deadline).map_err(timed_out)?, true),
+        };
+        match conn.drive(&mut Exchange::new(call, self.rules()), deadline) {
+            // The whole reply was read: the connection is in step, whatever it said.
+            Ok((Step::Done(outcome), bounded)) => {
+                self.pool(conn, fresh || bounded)?;
+                outcome
             }
-        };
-        let deadline = started + self.timeout;
-        let value = match &mut conn {
-            // The store's own connection: a decision reply is read where it lies ([`wire`]).
-            wire::SyncConn::Wire(w) if self.durable.is_none() => match w.call(self.invoke, call) {
-                Ok(wire::Answer::Decided(outcome)) => {
-                    // The whole reply was read: the connection is in step, whatever it said.
-                    self.pool(conn, fresh)?;
-                    return outcome;
-                }
-                // An error: `NOSCRIPT` or a missing function gets the fallback, any other is
-                // the call's failure (below).
-                Ok(wire::Answer::Refused(reply)) => {
-                    invoke::run_sync_fallback(w, self.invoke, call, Ok(reply), deadline, self.timeout)
-                }
-                Err(e) => Err(e),
-            },
-            wire::SyncConn::Wire(w) => invoke::run_sync(w, self.invoke, self.durable, call, deadline, self.timeout),
-            wire::SyncConn::Crate(c) => invoke::run_sync(c, self.invoke, self.durable, call, deadline, self.timeout),
-        };
-        let value = match value {
-            Ok(Value::ServerError(e)) => {
-                self.pool(conn, fresh)?;
-                return Err(Error::store(format!("{} failed: {e}", call.script.name)));
-            }
-            Ok(v) => v,
-            // Dropped with the connection: a timed-out call is never sent again.
-            Err(e) => return Err(timed_out(e)),
-        };
-        self.pool(conn, fresh)?;
-        call::decode_reply(call, &value)
+            // One node follows no redirect: the engine ends such a call itself.
+            Ok((step, _)) => Err(Error::store(format!("{}: unexpected {step:?} on one node", call.script.name))),
+            // Dropped with the connection: a call that may have counted is never sent again.
+            Err(e) => Err(timed_out(e)),
+        }
     }
 
-    /// Returns a blocking connection that answered to the pool; a new one gets the whole
-    /// timeout back for its next call (its first had only what its handshake left).
-    fn pool(&self, mut conn: wire::SyncConn, fresh: bool) -> Result<()> {
-        if fresh {
+    /// Returns a blocking connection that answered to the pool; one whose timeouts were
+    /// shortened for this call (a new one's handshake, a bounded read) gets the whole timeout
+    /// back for its next call.
+    fn pool(&self, mut conn: wire::SyncConn, reset: bool) -> Result<()> {
+        if reset {
             conn.set_timeouts(self.timeout).map_err(Error::store)?;
         }
         self.idle.lock().push(conn);

@@ -31,8 +31,8 @@ use std::sync::{Arc, Weak};
 
 use tokio::runtime::{Handle, Id};
 
-use super::pipelined::{AsyncConn, Pipelined};
-use super::{Direct, Inner, RedisStore, Via, connect_direct};
+use super::pipelined::AsyncConn;
+use super::{Direct, Inner, RedisStore, Via, connect_async};
 use crate::error::{Error, Result};
 
 /// A runtime bound to the store, and its connection (`None` while (re)connecting).
@@ -248,12 +248,7 @@ impl RedisStore {
         let task = handle.spawn(async move {
             // The bound runtime's timer bounds the connect (the store's may be gone by then).
             // On plain TCP with RESP2 the store's own ([`Pipelined`]), else redis-rs's.
-            let conn = match inner.blocking.own() {
-                Some((host, port, handshake)) => {
-                    Pipelined::connect(host, port, handshake, inner.timeout).await.ok().map(AsyncConn::Own)
-                }
-                None => connect_direct(&inner.client, inner.timeout).await.map(AsyncConn::Crate),
-            };
+            let conn = connect_async(&inner.blocking, &inner.client, inner.timeout).await;
             let id = inner.direct_ids.fetch_add(1, Ordering::Relaxed) + 1;
             let mut slots = inner.bound.write();
             if let Some(b) = slots.iter_mut().find(|b| b.runtime == rt) {

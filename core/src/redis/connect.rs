@@ -195,7 +195,7 @@ impl Blocking {
         };
         // The bare client speaks RESP2 to the crate (so the crate sends no `HELLO`); after our
         // `HELLO 3` the server answers in RESP3, which the crate's parser reads either way
-        // (pushes are skipped by the readers, `invoke::pipeline_within`).
+        // (pushes are skipped by the readers: `wire::SyncConn::drive`).
         let bare_settings = redis::RedisConnectionInfo::default().set_skip_set_lib_name();
         match redis::Client::open(info.clone().set_redis_settings(bare_settings)) {
             Ok(bare) => Blocking { bare, handshake, wire },

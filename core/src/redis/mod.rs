@@ -3,7 +3,8 @@
 //!
 //! - **One round trip per decision**: `FCALL` on Redis >= 7 (the scripts loaded once as a
 //!   function library, which persists and replicates), else `EVALSHA`; the one fallback when a
-//!   node lacks them is in `invoke.rs` (`scripting` in [`RedisOptions`] forces either way).
+//!   node lacks them, and every other rule of the exchange, is the engine's (`engine/`:
+//!   `docs/redis.md`, "How a call travels"; `scripting` in [`RedisOptions`] forces either way).
 //! - **At most once**: a call is never sent again once it may have reached a server; only a
 //!   redirect or a missing script (answered before anything runs) or a connection that could not
 //!   be made is followed by another send (`docs/redis.md`, "At most once").
@@ -51,7 +52,7 @@ mod call;
 mod cluster;
 mod connect;
 mod counts;
-mod invoke;
+mod engine;
 mod options;
 mod pipelined;
 mod replay;
@@ -97,14 +98,14 @@ struct Inner {
     /// ([`cluster::Router`]).
     router: Option<Arc<cluster::Router>>,
     /// `WAIT` after every call ([`RedisOptions::durable_replicas`]).
-    durable: Option<invoke::Durable>,
+    durable: Option<engine::Durable>,
     /// Cluster or sentinel: the direct path, the blocking pool and a bound runtime's one
     /// connection, which talk to one fixed address, stay off. A cluster routes every call
     /// itself (`router`, with a connection per master for each bound runtime); under Sentinel
     /// every call takes `conn` (the hop path).
     routed: bool,
     /// `FCALL` or `EVALSHA`, chosen at connect from [`RedisOptions::scripting`].
-    invoke: invoke::Invoke,
+    invoke: engine::Invoke,
     /// The direct path's multiplexed connection, `None` while it is (re)connecting. Its driver
     /// task was spawned on the store's runtime and stays there; a caller only pushes a request
     /// into its channel and awaits the reply, from whatever executor it runs on.
@@ -242,7 +243,7 @@ impl RedisStore {
 
     /// Whether the store runs its scripts as functions (`FCALL`) rather than `EVALSHA`.
     pub fn uses_functions(&self) -> bool {
-        self.inner.invoke == invoke::Invoke::Functions
+        self.inner.invoke == engine::Invoke::Functions
     }
 
     /// Whether [`Store::close`] was called: a binding's own transport answers every later call
@@ -293,8 +294,9 @@ impl RedisStore {
         outcome
     }
 
-    /// The direct path: `EVALSHA` (and `EVAL` on `NOSCRIPT` only) through the multiplexed
-    /// connection's channel, awaited on the caller's task under the call timeout. Nothing is
+    /// The direct path, the engine's async driver ([`pipelined::AsyncConn::attempt`]): the
+    /// call's attempts through the connection's channel, awaited on the caller's task under the
+    /// call timeout. Nothing is
     /// spawned; the request crosses to the connection's driver on the store's runtime and the
     /// reply wakes the caller directly.
     async fn run_direct(&self, mut conn: pipelined::AsyncConn, via: Via, call: &ScriptCall) -> Result<Outcome> {
@@ -303,34 +305,26 @@ impl RedisStore {
         };
         let deadline = self.deadline()?;
         let work = async {
-            let reply = match &conn {
-                // The store's own connection: a decision reply is read where it lies
-                // ([`pipelined`]); the fallback, `WAIT` and errors as on any connection.
-                pipelined::AsyncConn::Own(own) if self.inner.durable.is_none() => {
-                    match own.frame(&invoke::first(self.inner.invoke, call)).await {
-                        Ok(frame) if !transport::is_missing(&frame) => return transport::outcome(call, Ok(&frame)),
-                        Ok(_) => {
-                            let p = invoke::fallback(self.inner.invoke, call);
-                            own.values(&p).await.map(|mut v| v.pop().unwrap_or(Value::Nil))
-                        }
-                        Err(e) => Err(e),
+            let mut x = engine::Exchange::new(call, self.inner.rules());
+            loop {
+                match conn.attempt(&mut x).await {
+                    Ok(engine::Step::Done(outcome)) => return outcome,
+                    // One node: the fallback after a miss, on the same connection.
+                    Ok(engine::Step::Again { .. }) => {}
+                    Ok(engine::Step::More) => {
+                        return Err(Error::store("the engine asked for a frame it was not given"));
                     }
-                }
-                _ => invoke::run_async(&mut conn, self.inner.invoke, self.inner.durable, call).await,
-            };
-            match reply {
-                Ok(Value::ServerError(e)) => Err(Error::store(format!("{} failed: {e}", call.script.name))),
-                Ok(v) => call::decode_reply(call, &v),
-                Err(e) => {
-                    if e.is_io_error() || e.is_connection_dropped() || e.is_unrecoverable_error() {
-                        // The connection is gone: retire it; the hop path (whose connection
-                        // reconnects by itself) serves until Redis answers again.
-                        match via {
-                            Via::Shared(id) => self.retire_direct(id),
-                            Via::Bound(rt, id) => self.retire_bound(rt, id),
+                    Err(e) => {
+                        if e.is_io_error() || e.is_connection_dropped() || e.is_unrecoverable_error() {
+                            // The connection is gone: retire it; the hop path (whose connection
+                            // reconnects by itself) serves until Redis answers again.
+                            match via {
+                                Via::Shared(id) => self.retire_direct(id),
+                                Via::Bound(rt, id) => self.retire_bound(rt, id),
+                            }
                         }
+                        return Err(Error::store(e));
                     }
-                    Err(Error::store(e))
                 }
             }
         };
@@ -394,11 +388,11 @@ impl RedisStore {
         }
         let inner = self.inner.clone();
         self.runtime.spawn(async move {
-            if let Some(conn) = connect_direct(&inner.client, inner.timeout).await {
+            if let Some(conn) = connect_async(&inner.blocking, &inner.client, inner.timeout).await {
                 let id = inner.direct_ids.fetch_add(1, Ordering::Relaxed) + 1;
                 let mut slot = inner.direct.write();
                 if slot.is_none() && !inner.closed.load(Ordering::Acquire) {
-                    *slot = Some(Direct { conn: pipelined::AsyncConn::Crate(conn), id });
+                    *slot = Some(Direct { conn, id });
                 }
             }
             inner.refreshing.store(false, Ordering::Release);
@@ -474,12 +468,11 @@ impl Inner {
         let connect::Connected { conn, client: client_for_sync, routed, router } =
             connect::connect(&plan, timeout).await?;
         let invoke = choose_invoke(&conn, options.scripting, timeout).await?;
+        let blocking = connect::Blocking::of(&client_for_sync);
         let direct = if routed {
             None
         } else {
-            connect_direct(&client_for_sync, timeout)
-                .await
-                .map(|conn| Direct { conn: pipelined::AsyncConn::Crate(conn), id: 1 })
+            connect_async(&blocking, &client_for_sync, timeout).await.map(|conn| Direct { conn, id: 1 })
         };
         Ok(Inner {
             conn: parking_lot::RwLock::new(Some(conn)),
@@ -493,7 +486,7 @@ impl Inner {
             bound: parking_lot::RwLock::new(Vec::new()),
             any_bound: AtomicBool::new(false),
             auto_bind: AtomicBool::new(true),
-            blocking: connect::Blocking::of(&client_for_sync),
+            blocking,
             client: client_for_sync,
             idle: parking_lot::Mutex::new(Vec::new()),
             timeout,
@@ -516,7 +509,7 @@ impl Inner {
     }
 
     fn timed_out(&self) -> Error {
-        Error::store(format!("timed out: Redis did not answer within {} ms", self.timeout.as_millis()))
+        engine::timed_out(self.timeout.as_millis() as u64)
     }
 
     async fn run(&self, call: ScriptCall, now: Now) -> Result<Outcome> {
@@ -524,7 +517,7 @@ impl Inner {
             return Err(Error::store("the Redis store is closed"));
         }
         match &self.replay {
-            None => self.bounded(async { call::decode_reply(&call, &self.eval(&call).await?) }).await,
+            None => self.bounded(self.eval(&call)).await,
             Some(book) => {
                 let Now::At(t) = now else {
                     return Err(Error::not_implemented("the server clock in deterministic replay mode"));
@@ -538,13 +531,16 @@ impl Inner {
         }
     }
 
-    /// `call` on the shared connection ([`invoke`]: `FCALL` or `EVALSHA`, and the one
-    /// fallback).
-    async fn eval(&self, call: &ScriptCall) -> Result<Value> {
+    /// `call` on the shared connection, driven by the engine ([`pipelined::attempt_on`]).
+    async fn eval(&self, call: &ScriptCall) -> Result<Outcome> {
         let mut conn = self.conn()?;
-        match invoke::run_async(&mut conn, self.invoke, self.durable, call).await {
-            Ok(Value::ServerError(e)) => Err(Error::store(format!("{} failed: {e}", call.script.name))),
-            r => r.map_err(Error::store),
+        let mut x = engine::Exchange::new(call, self.rules());
+        loop {
+            match pipelined::attempt_on(&mut conn, &mut x).await.map_err(Error::store)? {
+                engine::Step::Done(outcome) => return outcome,
+                engine::Step::Again { .. } => {}
+                engine::Step::More => return Err(Error::store("the engine asked for a frame it was not given")),
+            }
         }
     }
 
@@ -572,42 +568,54 @@ impl Inner {
 /// master of a cluster), and use functions if the server took it. A server that refuses
 /// (Redis < 7, or an ACL without `function|load`) means scripts under `auto`, and a
 /// `store_unavailable` naming the refusal under `functions`.
-async fn choose_invoke(conn: &connect::Conn, scripting: Scripting, timeout: Duration) -> Result<invoke::Invoke> {
+async fn choose_invoke(conn: &connect::Conn, scripting: Scripting, timeout: Duration) -> Result<engine::Invoke> {
     if scripting == Scripting::Eval {
-        return Ok(invoke::Invoke::Scripts);
+        return Ok(engine::Invoke::Scripts);
     }
     let mut conn = conn.clone();
-    let loaded = match tokio::time::timeout(timeout, conn.req_packed_command(&invoke::load_library())).await {
+    let loaded = match tokio::time::timeout(timeout, conn.req_packed_command(&load_library())).await {
         Ok(Ok(Value::ServerError(e))) => Err(e.to_string()),
         Ok(Ok(_)) => Ok(()),
         Ok(Err(e)) => Err(e.to_string()),
         Err(_) => Err(format!("no answer within {} ms", timeout.as_millis())),
     };
     match (loaded, scripting) {
-        (Ok(()), _) => Ok(invoke::Invoke::Functions),
-        (Err(_), Scripting::Auto) => Ok(invoke::Invoke::Scripts),
+        (Ok(()), _) => Ok(engine::Invoke::Functions),
+        (Err(_), Scripting::Auto) => Ok(engine::Invoke::Scripts),
         (Err(e), _) => Err(Error::store(format!("the server refused FUNCTION LOAD (scripting = functions): {e}"))),
     }
 }
 
-/// A multiplexed connection for the direct path, connected from the store's runtime, or for a
-/// bound runtime, from that runtime (its driver task is spawned on the runtime that connects it,
-/// and that runtime's timer bounds the connect). No response timeout of its own: the caller
-/// bounds each call, and the redis crate's timeout would need a timer on the caller's executor.
+/// An async connection for the direct path, connected from the store's runtime, or for a bound
+/// runtime, from that runtime (its driver task is spawned on the runtime that connects it, and
+/// that runtime's timer bounds the connect): on plain TCP with RESP2 the store's own
+/// ([`pipelined::Pipelined`]: a decision reply is read where it lies, never built into a
+/// redis-rs value), else redis-rs's multiplexed one.
+async fn connect_async(
+    blocking: &connect::Blocking,
+    client: &redis::Client,
+    timeout: Duration,
+) -> Option<pipelined::AsyncConn> {
+    match blocking.own() {
+        Some((host, port, handshake)) => {
+            pipelined::Pipelined::connect(host, port, handshake, timeout).await.ok().map(pipelined::AsyncConn::Own)
+        }
+        None => connect_direct(client, timeout).await.map(pipelined::AsyncConn::Crate),
+    }
+}
+
+/// redis-rs's multiplexed connection ([`connect_async`] where the store's own does not apply).
+/// No response timeout of its own: the caller bounds each call, and the redis crate's timeout
+/// would need a timer on the caller's executor.
 async fn connect_direct(client: &redis::Client, timeout: Duration) -> Option<MultiplexedConnection> {
     let config = redis::AsyncConnectionConfig::new().set_connection_timeout(Some(timeout)).set_response_timeout(None);
     tokio::time::timeout(timeout, client.get_multiplexed_async_connection_with_config(&config)).await.ok()?.ok()
 }
 
-/// `EVAL`/`EVALSHA` `script` with the call's keys and arguments.
-fn eval_cmd(verb: &str, script: &str, call: &ScriptCall) -> Cmd {
-    let keys: usize = call.keys.iter().map(String::len).sum();
-    let args = call.args.args_iter();
-    let (count, bytes) =
-        (args.len(), args.map(|a| if let redis::Arg::Simple(b) = a { b.len() } else { 0 }).sum::<usize>());
-    let mut c = Cmd::with_capacity(3 + call.keys.len() + count, verb.len() + script.len() + 8 + keys + bytes);
-    c.arg(verb).arg(script).arg(call.keys.len()).arg(&call.keys);
-    call::append_args(&mut c, &call.args);
+/// `FUNCTION LOAD REPLACE <library>`: idempotent, so every process may send it.
+fn load_library() -> Cmd {
+    let mut c = redis::cmd("FUNCTION");
+    c.arg("LOAD").arg("REPLACE").arg(&scripts::LIBRARY.source);
     c
 }
 

@@ -174,7 +174,7 @@ pub(crate) struct Plan {
     pub tls: Option<TlsFiles>,
     pub service_name: Option<String>,
     /// `Some` when [`RedisOptions::durable_replicas`] is set.
-    pub durable: Option<super::invoke::Durable>,
+    pub durable: Option<super::engine::Durable>,
     /// The sentinels' own user and password (sentinel mode).
     pub sentinel_auth: Option<(Option<String>, String)>,
 }
@@ -285,7 +285,7 @@ impl RedisOptions {
                     ),
                 ));
             }
-            n => Some(super::invoke::Durable { replicas: n, timeout_ms: self.durable_timeout_ms }),
+            n => Some(super::engine::Durable { replicas: n, timeout_ms: self.durable_timeout_ms }),
         };
         let sentinel_auth = match (&self.sentinel_username, &self.sentinel_password) {
             (None, None) => None,

@@ -9,8 +9,8 @@
 //! spent 7.3k of the client's 23.2k instructions decoding the reply into a `Value` tree with
 //! its `combine` parser, and about 1.5k more in its request channel and reply hand-off
 //! (callgrind, `core/benches/redis.rs` `TK_BENCH_ONLY=async`; `docs/performance.md`). Here the
-//! driver only finds where each frame ends ([`super::wire::frame_len`]); a decision reply is
-//! read by [`super::transport::outcome`]'s integer reader on the caller's task, and every other
+//! driver only finds where each frame ends ([`super::engine::resp::frame_len`]); a decision reply is
+//! read by the engine's integer reader ([`super::engine::decode`]) on the caller's task, and every other
 //! reply (an error, the fallback's, `WAIT`'s) by redis-rs's parser from the frame, so what a
 //! reply means is unchanged.
 //!
@@ -36,7 +36,9 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tokio::sync::{Notify, oneshot};
 
-use super::wire::{frame_len, io};
+use super::engine::resp::{self, frame_len};
+use super::engine::{Exchange, Step};
+use super::wire::io;
 
 /// The first read buffer; it grows only for a reply that does not fit.
 const INITIAL: usize = 512;
@@ -439,6 +441,90 @@ impl ConnectionLike for AsyncConn {
             AsyncConn::Own(c) => c.get_db(),
         }
     }
+}
+
+impl AsyncConn {
+    /// The async driver of the engine: sends the exchange's current attempt and feeds it the
+    /// attempt's reply frames; the step that ends the attempt ([`Step::Done`], or
+    /// [`Step::Again`] for the caller to follow). On the store's own connection the frames come
+    /// back whole and undecoded, and a decision is read where it lies; on redis-rs's, through
+    /// [`attempt_on`]. `Err`: the connection failed after the attempt may have been written.
+    pub(crate) async fn attempt(&mut self, x: &mut Exchange<'_>) -> RedisResult<Step> {
+        match self {
+            AsyncConn::Own(own) => {
+                let replies = x.replies();
+                let bytes = own.request(replies, |out| x.write(out)).await?;
+                if replies == 1 {
+                    // The driver handed out exactly one whole frame.
+                    return Ok(x.feed(&bytes));
+                }
+                let mut at = 0;
+                loop {
+                    let n = frame_len(&bytes[at..])?.ok_or_else(|| io(ErrorKind::InvalidData, "a partial frame"))?;
+                    match x.feed(&bytes[at..at + n]) {
+                        Step::More => at += n,
+                        step => return Ok(step),
+                    }
+                }
+            }
+            AsyncConn::Crate(c) => attempt_on(c, x).await,
+        }
+    }
+}
+
+/// [`AsyncConn::attempt`] on any redis-rs connection (the multiplexed one, the hop path's
+/// manager): the attempt's commands as a pipeline, each reply written back as the RESP2 frame
+/// it stands for and fed to the engine.
+pub(crate) async fn attempt_on<C: ConnectionLike>(conn: &mut C, x: &mut Exchange<'_>) -> RedisResult<Step> {
+    let mut p = redis::pipe();
+    x.commands(|args| {
+        // Sized for the whole command up front (grown by reallocation, building it cost a
+        // few allocations per call).
+        let mut c = Cmd::with_capacity(args.len(), args.iter().map(|a| a.len()).sum());
+        args.iter().for_each(|a| {
+            c.arg(*a);
+        });
+        p.add_command(c);
+    });
+    let sent = if p.len() == 1 {
+        conn.req_packed_command(p.cmd_iter().next().expect("one command")).await.map(|v| vec![v])
+    } else {
+        conn.req_packed_commands(&p, 0, p.len()).await
+    };
+    let mut frame = Vec::new();
+    match sent {
+        Ok(values) => {
+            for v in &values {
+                frame.clear();
+                super::wire::write_value(&mut frame, v);
+                match x.feed(&frame) {
+                    Step::More => {}
+                    step => return Ok(step),
+                }
+            }
+        }
+        // redis-rs may hand a server error back as an `Err` carrying its code: it is the call's
+        // reply (the other commands' replies say nothing the engine reads).
+        Err(e) if e.code().is_some() => {
+            let mut error = Vec::new();
+            let line = format!("{} {}", e.code().unwrap_or_default(), e.detail().unwrap_or_default());
+            resp::write_error(&mut error, line.trim_end());
+            let at = x.call_frame();
+            for i in 0..x.replies() {
+                let frame: &[u8] = match i.cmp(&at) {
+                    std::cmp::Ordering::Less => b"+OK\r\n",
+                    std::cmp::Ordering::Equal => &error,
+                    std::cmp::Ordering::Greater => b":0\r\n",
+                };
+                match x.feed(frame) {
+                    Step::More => {}
+                    step => return Ok(step),
+                }
+            }
+        }
+        Err(e) => return Err(e),
+    }
+    Err(io(ErrorKind::InvalidData, "fewer replies than commands"))
 }
 
 #[cfg(test)]

@@ -27,59 +27,17 @@
 use std::sync::Arc;
 
 use super::cluster::Router;
-use super::cluster::wire::Wire;
 use super::transport::Endpoint;
 use crate::error::{Error, Result};
 
 /// Attempts one call may take (the first, redirects, pauses and reroutes), as on the store's
-/// own path.
-pub const MAX_HOPS: u8 = super::cluster::MAX_HOPS as u8;
+/// own paths (the engine, `core/src/redis/engine/`).
+pub const MAX_HOPS: u8 = super::engine::MAX_ATTEMPTS;
 
-/// Where a call is in its route: attempts so far, and how the next is sent.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Hop {
-    hops: u8,
-    asking: bool,
-    fallback: bool,
-    redirected: bool,
-}
-
-impl Hop {
-    /// Whether the next attempt sends `ASKING` first.
-    pub fn asking(self) -> bool {
-        self.asking
-    }
-
-    /// Whether the next attempt sends the call's fallback (`EVAL`, or `FUNCTION LOAD` + `FCALL`).
-    pub fn fallback(self) -> bool {
-        self.fallback
-    }
-
-    /// A number for a binding to keep (a fresh hop is 0).
-    pub fn bits(self) -> u32 {
-        u32::from(self.hops)
-            | u32::from(self.asking) << 8
-            | u32::from(self.fallback) << 9
-            | u32::from(self.redirected) << 10
-    }
-
-    /// The hop [`Hop::bits`] made.
-    pub fn from_bits(bits: u32) -> Hop {
-        Hop {
-            hops: bits as u8,
-            asking: bits & 1 << 8 != 0,
-            fallback: bits & 1 << 9 != 0,
-            redirected: bits & 1 << 10 != 0,
-        }
-    }
-
-    fn next(self) -> Result<Hop> {
-        if self.hops + 1 >= MAX_HOPS {
-            return Err(Error::store(format!("more than {MAX_HOPS} redirects")));
-        }
-        Ok(Hop { hops: self.hops + 1, ..self })
-    }
-}
+/// Where a call is in its route: attempts so far, and how the next is sent (`ASKING` first,
+/// the fallback). A binding keeps it as a number ([`Hop::bits`], [`Hop::from_bits`]; a fresh
+/// hop is 0).
+pub use super::engine::Attempt as Hop;
 
 /// What a reply asks of the transport.
 #[derive(Debug)]
@@ -121,26 +79,12 @@ impl Routes {
         self.router.node_info(node).map(|i| Endpoint::of(&i))
     }
 
-    /// What the reply `frame`, read from `node` for an attempt sent as `hop` says, does next.
+    /// What the reply `frame`, read from `node` for an attempt sent as `hop` says, does next
+    /// (the engine's rules, `core/src/redis/engine/`).
     pub fn follow(&self, node: u32, hop: Hop, frame: &[u8]) -> Follow {
-        match self.router.wire(node, hop.asking, frame) {
-            Ok(Wire::Reply) => Follow::Reply,
-            // A miss answered to the fallback itself (every attempt after the first miss sends
-            // it): the reply says why; it is never sent a third time.
-            Ok(Wire::Again { missing: true, .. }) if hop.fallback => Follow::Reply,
-            Ok(Wire::Again { node: to, asking, missing, pause }) => match hop.next() {
-                Ok(h) => Follow::Again {
-                    node: to,
-                    hop: Hop {
-                        asking,
-                        fallback: hop.fallback || missing,
-                        redirected: hop.redirected || to != node,
-                        ..h
-                    },
-                    pause_ms: pause.as_millis() as u64,
-                },
-                Err(e) => Follow::Fail(e),
-            },
+        match self.router.wire(node, hop, frame) {
+            Ok(None) => Follow::Reply,
+            Ok(Some((to, hop, pause))) => Follow::Again { node: to, hop, pause_ms: pause.as_millis() as u64 },
             Err(e) => Follow::Fail(e),
         }
     }
@@ -151,13 +95,11 @@ impl Routes {
     /// error. Only a node the map chose is rerouted from (not a redirect's target), as on the
     /// store's own path.
     pub async fn reroute(&self, slot: u16, node: u32, hop: Hop) -> Option<(u32, Hop)> {
-        if hop.redirected {
+        let Some(next) = hop.rerouted() else {
             self.router.lost();
             return None;
-        }
-        let h = hop.next().ok()?;
-        let to = self.router.reroute(slot, node).await?;
-        Some((to, Hop { asking: false, redirected: false, ..h }))
+        };
+        Some((self.router.reroute(slot, node).await?, next))
     }
 
     /// A connection failed, or a call timed out, after a call was written: reads the map again
@@ -169,7 +111,7 @@ impl Routes {
 
 /// How many replies [`super::transport::PreparedCall::write_hop`] gets back (the call's is the last).
 pub fn hop_replies(functions: bool, hop: Hop) -> usize {
-    usize::from(hop.asking) + if hop.fallback { super::transport::retry_replies(functions) } else { 1 }
+    super::engine::replies(super::transport::rules(functions), hop)
 }
 
 /// The slot of a full (prefixed) key.
@@ -182,25 +124,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_hop_survives_its_bits_and_a_call_takes_at_most_max_hops_attempts() {
-        let h = Hop { hops: 3, asking: true, fallback: false, redirected: true };
-        assert_eq!(Hop::from_bits(h.bits()), h);
-        assert_eq!(Hop::from_bits(0), Hop::default());
-        // The first attempt is hop 0; attempts 2..=MAX_HOPS are allowed, one more is not.
-        let mut hop = Hop::default();
-        for _ in 1..MAX_HOPS {
-            hop = hop.next().expect("within MAX_HOPS");
-        }
-        assert_eq!(hop.hops + 1, MAX_HOPS);
-        assert_eq!(hop.next().unwrap_err().code(), crate::error::ErrorCode::StoreUnavailable);
-    }
-
-    #[test]
     fn an_attempts_replies_count_asking_and_the_fallback() {
-        let h = |asking, fallback| Hop { hops: 1, asking, fallback, redirected: false };
+        let h = |asking: bool, fallback: bool| Hop::from_bits(1 | u32::from(asking) << 8 | u32::from(fallback) << 9);
         assert_eq!(hop_replies(false, h(false, false)), 1);
         assert_eq!(hop_replies(true, h(true, false)), 2);
         assert_eq!(hop_replies(false, h(true, true)), 2); // ASKING, EVAL
         assert_eq!(hop_replies(true, h(true, true)), 3); // ASKING, FUNCTION LOAD, FCALL
+    }
+
+    #[test]
+    fn a_call_takes_at_most_max_hops_attempts_and_reroutes_only_from_the_maps_choice() {
+        // The first attempt is 0; each reroute is one more, MAX_HOPS in all.
+        let mut hop = Hop::default();
+        for _ in 1..MAX_HOPS {
+            hop = hop.rerouted().expect("within MAX_HOPS");
+        }
+        assert_eq!(hop.rerouted(), None);
+        assert_eq!(Hop::from_bits(1 << 10).rerouted(), None, "a redirect's target is not rerouted from");
     }
 }

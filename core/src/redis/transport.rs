@@ -1,29 +1,31 @@
-//! Calls for a binding that brings its own transport.
+//! Calls for a binding that brings its own transport: the binding-owned-socket driver of
+//! the protocol engine (`core/src/redis/engine/`).
 //!
 //! Why: a binding whose runtime is an event loop (Node) pays two thread hops per call when the
 //! Rust store does the I/O (the request crosses to a Tokio thread, the reply crosses back),
 //! which costs more than the Redis round trip itself. Such a binding can instead write the
 //! bytes on its own socket and hand the reply back here. Everything that decides stays in the
-//! core: the script, its keys and arguments, the clock read, the key prefix, the reply's
-//! decoding and the fail policy. The transport only moves bytes and owns the wire rules that
-//! [`super::RedisStore`] follows too:
+//! core: the script, its keys and arguments, the clock read, the key prefix, the commands of
+//! each attempt, what each reply means, and the fail policy. The transport only moves bytes
+//! and follows what the engine's rules say, as every other driver does:
 //!
-//! 1. Write [`PreparedCall::evalsha`]. Pipelining is fine; replies come back in order.
-//! 2. If the reply [`is_noscript`], write [`PreparedCall::eval`] once (it also caches the
-//!    script again). No other reply is ever answered by a resend.
-//! 3. Hand the one reply frame (complete RESP bytes) to [`crate::Limiter::finish`] (or, keeping
-//!    only the call's [`PreparedCall::ticket`], [`crate::Limiter::finish_ticket`]). If no reply
-//!    came within the store's `timeout_ms`, or the connection failed, hand it an error made
-//!    with [`transport_error`] (or [`timed_out`]) instead: the limiter's fail policy decides,
-//!    exactly as on the store's own path. A timed-out call must never be sent again (it may
-//!    already have counted), and its late reply must be read and dropped.
+//! 1. Write [`PreparedCall::write_first`] (`FCALL` on a store that runs functions,
+//!    [`super::RedisStore::uses_functions`], else `EVALSHA`). Pipelining is fine; replies come
+//!    back in order.
+//! 2. If the reply [`is_missing`] (the server lost the script or function), write
+//!    [`PreparedCall::retry`] once ([`retry_replies`] replies, the call's last). No other reply
+//!    is ever answered by a resend.
+//! 3. Hand the call's reply frame (complete RESP bytes) to [`crate::Limiter::finish`] (or,
+//!    keeping only the call's [`PreparedCall::ticket`], [`crate::Limiter::finish_ticket`]). If
+//!    no reply came within the store's `timeout_ms`, or the connection failed, hand it an
+//!    error made with [`transport_error`] (or [`timed_out`]) instead: the limiter's fail policy
+//!    decides, exactly as on the store's own paths. A timed-out call must never be sent again
+//!    (it may already have counted), and its late reply must be read and dropped.
 //!
-//! A store that runs functions (`scripting: auto` on Redis >= 7) is spoken to with `FCALL`
-//! ([`PreparedCall::write_first`], [`PreparedCall::retry`], [`is_missing`], [`preload_for`]), as
-//! its own paths do, so a restarted server costs no `NOSCRIPT` round. It does not route by
-//! slot by itself: on a cluster, [`super::routed`] says which master each call goes to and what a
-//! redirect asks for; under Sentinel a binding uses the store's own calls
-//! ([`super::RedisStore::is_routed`], [`super::RedisStore::routes`]).
+//! A new connection sends [`Endpoint::handshake`] then [`preload_for`], so calls pipelined on
+//! it never meet a miss. It does not route by slot by itself: on a cluster, [`super::routed`]
+//! says which master each call goes to and what a redirect asks for; under Sentinel a binding
+//! uses the store's own calls ([`super::RedisStore::is_routed`], [`super::RedisStore::routes`]).
 //!
 //! Nothing here does I/O or reads a clock other than the limiter's own (once, in
 //! [`crate::Limiter::prepare`]).
@@ -31,7 +33,9 @@
 use redis::ConnectionAddr;
 
 use super::call::{self, Outcome, ScriptCall};
-use super::{eval_cmd, single};
+pub use super::engine::resp::{Garbage, frame_len};
+use super::engine::{self, Attempt, Exchange, Invoke, Rules, resp};
+use super::single;
 use crate::decision::Decision;
 use crate::error::{Error, Result};
 use crate::limiter::Limiter;
@@ -49,8 +53,8 @@ pub enum Op {
     Forecast,
 }
 
-/// One script call, ready for the wire: its bytes come from [`PreparedCall::evalsha`] (and
-/// [`PreparedCall::eval`] after `NOSCRIPT`), its reply goes to [`Limiter::finish`].
+/// One script call, ready for the wire: its bytes come from [`PreparedCall::write_first`] (and
+/// [`PreparedCall::retry`] after a miss), its reply goes to [`Limiter::finish`].
 #[derive(Clone, Debug)]
 pub struct PreparedCall {
     call: ScriptCall,
@@ -104,16 +108,6 @@ impl Ticket {
 }
 
 impl PreparedCall {
-    /// `EVALSHA sha numkeys keys... args...`, RESP-encoded: the first (and usually only) send.
-    pub fn evalsha(&self) -> Vec<u8> {
-        eval_cmd("EVALSHA", &self.call.script.sha, &self.call).get_packed_command()
-    }
-
-    /// `EVAL source numkeys keys... args...`, RESP-encoded: sent only after a `NOSCRIPT` reply.
-    pub fn eval(&self) -> Vec<u8> {
-        eval_cmd("EVAL", &self.call.script.source, &self.call).get_packed_command()
-    }
-
     /// The time the call was prepared at (`Now::Server`: the script reads Redis's `TIME`).
     pub fn now(&self) -> Now {
         self.now
@@ -152,15 +146,11 @@ impl PreparedCall {
         outcome(&self.call, reply).and_then(super::multi)
     }
 
-    /// `EVALSHA` appended to `out` (a transport's reusable buffer).
-    pub fn write_evalsha(&self, out: &mut Vec<u8>) {
-        eval_cmd("EVALSHA", &self.call.script.sha, &self.call).write_packed_command(out);
-    }
-
-    /// The first send as the store itself makes it ([`super::RedisStore::uses_functions`]):
-    /// `FCALL` when `functions`, else `EVALSHA`, appended to `out`.
+    /// The call's first attempt as the store itself sends it
+    /// ([`super::RedisStore::uses_functions`]): `FCALL` when `functions`, else `EVALSHA`,
+    /// appended to `out` (a transport's reusable buffer).
     pub fn write_first(&self, functions: bool, out: &mut Vec<u8>) {
-        super::invoke::first(invoke_of(functions), &self.call).write_packed_command(out);
+        self.exchange(functions, Attempt::default()).write(out);
     }
 
     /// [`PreparedCall::write_first`] into a new buffer.
@@ -179,157 +169,92 @@ impl PreparedCall {
     /// `hop.asking()`, then the call's first send, or its fallback when `hop.fallback()`,
     /// appended to `out`; [`super::routed::hop_replies`] replies, the call's last.
     pub fn write_hop(&self, functions: bool, hop: super::routed::Hop, out: &mut Vec<u8>) {
-        if hop.asking() {
-            redis::cmd("ASKING").write_packed_command(out);
-        }
-        if hop.fallback() {
-            out.extend_from_slice(&self.retry(functions));
-        } else {
-            self.write_first(functions, out);
-        }
+        self.exchange(functions, hop).write(out);
     }
 
     /// What to send once after a reply that [`is_missing`]: `EVAL` (one reply), or, when
     /// `functions`, `FUNCTION LOAD REPLACE` and `FCALL` pipelined (two replies, the call's last;
     /// [`retry_replies`] says how many).
     pub fn retry(&self, functions: bool) -> Vec<u8> {
-        super::invoke::fallback(invoke_of(functions), &self.call).get_packed_pipeline()
+        let mut out = Vec::new();
+        self.exchange(functions, Attempt::default().with_fallback()).write(&mut out);
+        out
+    }
+
+    fn exchange(&self, functions: bool, attempt: Attempt) -> Exchange<'_> {
+        Exchange::at(&self.call, rules(functions), attempt)
     }
 }
 
-fn invoke_of(functions: bool) -> super::invoke::Invoke {
-    if functions { super::invoke::Invoke::Functions } else { super::invoke::Invoke::Scripts }
+/// The rules of a binding's own transport: never durable (a durable store keeps its calls on
+/// the core's connections), and the cluster's redirects are [`super::routed`]'s to follow.
+pub(super) fn rules(functions: bool) -> Rules {
+    Rules { invoke: if functions { Invoke::Functions } else { Invoke::Scripts }, durable: None, cluster: false }
 }
 
 /// How many replies [`PreparedCall::retry`] gets back (the call's is the last).
 pub fn retry_replies(functions: bool) -> usize {
-    if functions { 2 } else { 1 }
+    engine::replies(rules(functions), Attempt::default().with_fallback())
 }
 
 /// Whether a reply frame says the server lacks the call's script (`NOSCRIPT`) or function
 /// (`ERR Function not found`: flushed, or a restarted server): send [`PreparedCall::retry`],
 /// once. No other reply is ever answered by a resend.
 pub fn is_missing(reply: &[u8]) -> bool {
-    is_noscript(reply) || reply.starts_with(b"-ERR Function not found")
+    engine::is_missing(reply)
 }
 
-/// [`preload`] for a store that runs functions: `FUNCTION LOAD REPLACE` of the library (one
-/// reply), so a restarted server has it before the first pipelined `FCALL`; else [`preload`].
+/// What a new connection sends after its handshake, one command per reply: `FUNCTION LOAD
+/// REPLACE` of the library when `functions`, else `SCRIPT LOAD` of every script. Calls pipelined
+/// on a fresh connection (a restarted server's too) then never meet a miss, whose resend would
+/// run them after calls made later. (Only a flush while connected can still reorder a pipeline
+/// that way.) A failed load is harmless: the call meets the miss and gets its fallback.
 pub fn preload_for(functions: bool) -> Vec<Vec<u8>> {
-    if functions { vec![super::invoke::load_library().get_packed_command()] } else { preload() }
+    let command = |args: &[&[u8]]| {
+        let mut out = Vec::new();
+        resp::write_command(&mut out, args.iter().copied());
+        out
+    };
+    if functions {
+        return vec![command(&[b"FUNCTION", b"LOAD", b"REPLACE", super::scripts::LIBRARY.source.as_bytes()])];
+    }
+    super::scripts::SCRIPTS.all().iter().map(|s| command(&[b"SCRIPT", b"LOAD", s.source.as_bytes()])).collect()
 }
 
-/// The reply decoded as [`super::RedisStore`]'s direct path decodes it: a server error is
+/// The reply decoded as every path decodes it (the engine's `decode`): a server error is
 /// `store_unavailable` naming the script, anything malformed too.
 pub(super) fn outcome(call: &ScriptCall, reply: Result<&[u8]>) -> Result<Outcome> {
-    let reply = reply?;
-    if call.shape == call::Shape::Decision
-        && let Some(d) = int_array::<6>(reply).as_ref().and_then(|f| call::decision(f))
-    {
-        return Ok(Outcome::Single(crate::store::Reply::Decision(d)));
-    }
-    // A fixed window's count reply, `:digits\r\n`, read the same way.
-    if let call::Shape::WindowCount(w) = call.shape
-        && let Some(o) = reply.strip_prefix(b":").and_then(line_int).filter(|(_, rest)| rest.is_empty())
-        && let Some(o) = w.decode(o.0)
-    {
-        return Ok(o);
-    }
-    parsed(call, reply)
-}
-
-/// [`outcome`] through redis-rs's parser: every reply that is not a plain decision.
-fn parsed(call: &ScriptCall, reply: &[u8]) -> Result<Outcome> {
-    let value = redis::parse_redis_value(reply)
-        .map_err(|e| Error::store(format!("unreadable reply from {}: {e}", call.script.name)))?;
-    match value {
-        redis::Value::ServerError(e) => Err(Error::store(format!("{} failed: {e}", call.script.name))),
-        v => call::decode_reply(call, &v),
-    }
-}
-
-/// The integers of `frame` when it is exactly `*N\r\n` and `N` integer replies `:[-]digits\r\n`
-/// (at most 18 digits), the form every decision reply takes; `None` for anything else, which
-/// [`outcome`] then reads with redis-rs's parser as before. For the frames it accepts, that
-/// parser reads the same integers (an `i64` parse of the same digits), and a reply whose
-/// integers are not a sane decision falls through to it too, so every outcome and error is
-/// unchanged (test: `the_integer_reader_agrees_with_the_parser`).
-///
-/// Why: redis-rs's `combine` parser was about 40 % of the Node addon's time per Redis call
-/// (`perf`, docs/bench-bindings.md), for six small integers.
-fn int_array<const N: usize>(frame: &[u8]) -> Option<[i64; N]> {
-    let rest = frame.strip_prefix(b"*")?;
-    let (n, mut rest) = line_int(rest)?;
-    if n != N as i64 {
-        return None;
-    }
-    let mut out = [0; N];
-    for o in &mut out {
-        let (v, r) = line_int(rest.strip_prefix(b":")?)?;
-        *o = v;
-        rest = r;
-    }
-    rest.is_empty().then_some(out)
-}
-
-/// `[-]digits\r\n` at the start of `b` (1 to 18 digits): the number and what follows.
-fn line_int(b: &[u8]) -> Option<(i64, &[u8])> {
-    let (neg, b) = match b.strip_prefix(b"-") {
-        Some(r) => (true, r),
-        None => (false, b),
-    };
-    let digits = b.iter().take_while(|c| c.is_ascii_digit()).count();
-    if digits == 0 || digits > 18 {
-        return None;
-    }
-    let rest = b[digits..].strip_prefix(b"\r\n")?;
-    let v = b[..digits].iter().fold(0i64, |v, c| v * 10 + i64::from(c - b'0'));
-    Some((if neg { -v } else { v }, rest))
-}
-
-/// Whether a reply frame is Redis's `NOSCRIPT` error: its script cache lost the script
-/// (restart, `SCRIPT FLUSH`), and the call should be sent once more with [`PreparedCall::eval`].
-pub fn is_noscript(reply: &[u8]) -> bool {
-    reply.starts_with(b"-NOSCRIPT")
+    super::engine::decode(call, reply?)
 }
 
 /// The `store_unavailable` error for a transport failure (connection refused or lost, ...).
 pub fn transport_error(message: &str) -> Error {
-    Error::store(message)
+    engine::lost(&message)
 }
 
 /// The `store_unavailable` error for a call that got no reply within `timeout_ms`: the same
 /// words as the store's own timeout.
 pub fn timed_out(timeout_ms: u64) -> Error {
-    Error::store(format!("timed out: Redis did not answer within {timeout_ms} ms"))
+    engine::timed_out(timeout_ms)
 }
 
 /// `DEL key`, RESP-encoded: [`Limiter::reset`] on the wire (its reply is `:n`, or an error).
 pub fn del(full_key: &str) -> Vec<u8> {
-    redis::cmd("DEL").arg(full_key).get_packed_command()
+    let mut out = Vec::new();
+    resp::write_command(&mut out, [&b"DEL"[..], full_key.as_bytes()].into_iter());
+    out
 }
 
 /// The outcome of a `DEL` sent for a reset: any integer reply is success.
 pub fn finish_del(reply: Result<&[u8]>) -> Result<()> {
-    match redis::parse_redis_value(reply?) {
-        Ok(redis::Value::Int(_)) => Ok(()),
-        Ok(redis::Value::ServerError(e)) => Err(Error::store(e.to_string())),
-        Ok(v) => Err(Error::store(format!("unexpected reply to DEL: {v:?}"))),
-        Err(e) => Err(Error::store(format!("unreadable reply to DEL: {e}"))),
+    let reply = reply?;
+    if resp::int(reply).is_some() {
+        return Ok(());
     }
-}
-
-/// `SCRIPT LOAD` of every script, RESP-encoded, for a new connection to send after its
-/// handshake: calls pipelined on a fresh connection (a restarted server's too) then never meet
-/// `NOSCRIPT`, whose `EVAL` resend would run them after calls made later. (Only a
-/// `SCRIPT FLUSH` while connected can still reorder a pipeline that way.) A failed load is
-/// harmless: the call meets `NOSCRIPT` and is sent as `EVAL`.
-pub fn preload() -> Vec<Vec<u8>> {
-    super::scripts::SCRIPTS
-        .all()
-        .iter()
-        .map(|s| redis::cmd("SCRIPT").arg("LOAD").arg(&s.source).get_packed_command())
-        .collect()
+    Err(Error::store(match resp::error(reply) {
+        Some((code, detail)) => format!("DEL failed: {code} {detail}"),
+        None => format!("unexpected reply to DEL: {:?}", String::from_utf8_lossy(reply)),
+    }))
 }
 
 /// Where a store connects and how it logs in ([`super::RedisStore::endpoint`]).
@@ -375,14 +300,19 @@ impl Endpoint {
     /// The commands to send first on a new connection (`AUTH`, `SELECT`), RESP-encoded, in
     /// order; each must be answered `+OK`.
     pub fn handshake(&self) -> Vec<Vec<u8>> {
+        let command = |args: &[&[u8]]| {
+            let mut out = Vec::new();
+            resp::write_command(&mut out, args.iter().copied());
+            out
+        };
         let mut out = Vec::new();
         match (&self.username, &self.password) {
-            (Some(u), Some(p)) => out.push(redis::cmd("AUTH").arg(u).arg(p).get_packed_command()),
-            (None, Some(p)) => out.push(redis::cmd("AUTH").arg(p).get_packed_command()),
+            (Some(u), Some(p)) => out.push(command(&[b"AUTH", u.as_bytes(), p.as_bytes()])),
+            (None, Some(p)) => out.push(command(&[b"AUTH", p.as_bytes()])),
             _ => {}
         }
         if self.db != 0 {
-            out.push(redis::cmd("SELECT").arg(self.db).get_packed_command());
+            out.push(command(&[b"SELECT", self.db.to_string().as_bytes()]));
         }
         out
     }
@@ -457,112 +387,6 @@ impl Limiter {
             Op::Check => self.observe(result),
             Op::Peek => self.observe_read(result, false),
             Op::Forecast => self.observe_read(result, true),
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A small deterministic generator (no dependency), enough to vary frames.
-    struct Lcg(u64);
-    impl Lcg {
-        fn next(&mut self) -> u64 {
-            self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            self.0 >> 33
-        }
-        fn int(&mut self) -> i64 {
-            match self.next() % 8 {
-                0 => 0,
-                1 => 1,
-                2 => -1,
-                3 => (self.next() % 100) as i64,
-                4 => i64::MAX,
-                5 => i64::MIN + 1,
-                6 => -((self.next() << 20) as i64),
-                _ => ((self.next() << 31) | self.next()) as i64,
-            }
-        }
-    }
-
-    fn frame(items: &[i64]) -> Vec<u8> {
-        let mut f = format!("*{}\r\n", items.len()).into_bytes();
-        for i in items {
-            f.extend_from_slice(format!(":{i}\r\n").as_bytes());
-        }
-        f
-    }
-
-    #[test]
-    fn the_integer_reader_agrees_with_the_parser() {
-        let strategy = crate::Strategy::gcra(10, 1000, None).expect("valid strategy");
-        let call = call::decision_call(&strategy, Now::Server, None);
-        let mut rng = Lcg(7);
-        let mut fast = 0;
-        for n in 0..20_000 {
-            // Mostly sane decisions (the fast path), then anything: other lengths, wild values,
-            // and single-byte damage anywhere in the frame.
-            let limit = 1 + (rng.next() % 1_000_000) as i64;
-            let allowed = rng.next() % 2;
-            let mut items = vec![
-                allowed as i64,
-                limit,
-                (rng.next() as i64) % (limit + 1),
-                rng.int(),
-                if allowed == 1 { 0 } else { 1 + (rng.next() % 5000) as i64 },
-                rng.int(),
-            ];
-            if n % 3 == 1 {
-                let i = (rng.next() % 6) as usize;
-                items[i] = rng.int();
-            }
-            if n % 11 == 2 {
-                items.truncate((rng.next() % 7) as usize);
-            }
-            if n % 13 == 3 {
-                items.push(rng.int());
-            }
-            let mut f = frame(&items);
-            if n % 5 == 4 {
-                let i = (rng.next() as usize) % f.len();
-                f[i] = b"*:-+$0123456789\r\nx"[(rng.next() % 18) as usize];
-            }
-            if n % 17 == 5 {
-                f.truncate((rng.next() as usize) % f.len());
-            }
-            if n % 19 == 6 {
-                f.extend_from_slice(b":1\r\n");
-            }
-            let got = outcome(&call, Ok(&f));
-            let want = parsed(&call, &f);
-            assert_eq!(format!("{got:?}"), format!("{want:?}"), "frame {:?}", String::from_utf8_lossy(&f));
-            fast += usize::from(int_array::<6>(&f).is_some());
-        }
-        assert!(fast > 5_000, "the fast path was taken {fast} times");
-    }
-
-    #[test]
-    fn the_integer_reader_takes_only_the_plain_form() {
-        assert_eq!(int_array::<2>(b"*2\r\n:1\r\n:-20\r\n"), Some([1, -20]));
-        for f in [
-            &b"*2\r\n:1\r\n:2\r\n:3\r\n"[..],
-            b"*2\r\n:1\r\n",
-            b"*2\r\n:+1\r\n:2\r\n",
-            b"*2\r\n:1\r\n$1\r\n2\r\n",
-            b"*2\r\n:1\r\n:1234567890123456789\r\n",
-            b"*2\r\n:1\n:2\r\n",
-            b"*02\r\n:1\r\n:2\r\n",
-            b"*2\r\n:-\r\n:2\r\n",
-            b"-ERR nope\r\n",
-        ] {
-            let f: &[u8] = f;
-            if f == b"*02\r\n:1\r\n:2\r\n" {
-                // Leading zeros are digits: 02 is 2, as redis-rs reads it.
-                assert_eq!(int_array::<2>(f), Some([1, 2]));
-                continue;
-            }
-            assert_eq!(int_array::<2>(f), None, "{:?}", String::from_utf8_lossy(f));
         }
     }
 }

@@ -1,5 +1,8 @@
-//! The sync path's own blocking connection to a plain-TCP, RESP2 node: a socket, one reusable
-//! read buffer, and a reader that finds where a reply frame ends without decoding it.
+//! The blocking driver of the engine ([`super::engine`]): [`SyncConn::drive`] sends a call's
+//! attempts and feeds their reply frames to its [`Exchange`], for both sync paths (one node, and
+//! each master of a cluster). Its connection to a plain-TCP, RESP2 node is the store's own
+//! [`Wire`]: a socket, one reusable read buffer, and the engine's frame scanner, which finds
+//! where a reply ends without decoding it.
 //!
 //! Why not redis-rs's blocking [`redis::Connection`]: per sequential call it spent 13.5k of
 //! the client's 19.6k instructions reading the reply (callgrind, `core/benches/redis.rs`
@@ -7,17 +10,17 @@
 //! before every `recv` (6.0k instructions in `memset`), then its `combine` parser builds a
 //! `Value` tree (7.5k) for six small integers. `redis-benchmark -c 1` spends 6.0k instructions
 //! per call in all. Here a decision reply is one `recv` into a buffer kept between calls and
-//! is read by [`super::transport`]'s integer reader, the one the bindings' transports use;
-//! every other reply (an error, the fallback's, `WAIT`'s) is decoded by redis-rs's parser
-//! from the frame, so what a reply means is unchanged. [`Wire::call`] is that read, for both
-//! sync paths: on a cluster too a decision never becomes a [`Value`] (redis-rs's
-//! `parse_redis_value` zero-fills 8 KB per call before parsing: 16k of a cluster call's 25.7k
-//! instructions, docs/redis.md).
+//! is read by the engine's integer reader ([`super::engine::decode`]), the one every path uses;
+//! an error frame is split by the engine's reader, and only a reply of another shape is decoded
+//! by redis-rs's parser, so what a reply means is unchanged. On a cluster too a decision never
+//! becomes a [`Value`] (redis-rs's `parse_redis_value` zero-fills 8 KB per call before
+//! parsing: 16k of a cluster call's 25.7k instructions, docs/redis.md).
 //!
-//! Used only where it speaks exactly what the crate would: `redis://` over TCP with RESP2
-//! (the default), on one node and on each master of a cluster. TLS, Unix sockets and `?protocol=resp3` keep [`redis::Connection`]. Timeouts
-//! are the socket's, as there: the write and read timeouts bound each `send` and `recv`, and
-//! [`super::invoke::pipeline_within`] bounds a pipeline's reads by the call's deadline.
+//! [`Wire`] is used only where it speaks exactly what the crate would: `redis://` over TCP with
+//! RESP2 (the default). TLS, Unix sockets and `?protocol=resp3` keep [`redis::Connection`],
+//! whose replies the driver writes back as RESP2 frames for the engine. Timeouts are the
+//! socket's: the write and read timeouts bound each `send` and `recv`, and every read after a
+//! call's plain first one is bounded by the time left until the call's deadline.
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
@@ -25,9 +28,8 @@ use std::time::{Duration, Instant};
 
 use redis::{RedisError, RedisResult, Value};
 
-use super::call::{Outcome, ScriptCall};
-use super::invoke::{self, Invoke};
-use super::transport;
+use super::engine::resp::{self, frame_len};
+use super::engine::{Attempt, Exchange, Step, To};
 
 /// The first read buffer; it grows only for a reply that does not fit (an `EVAL` error).
 const INITIAL: usize = 512;
@@ -99,11 +101,11 @@ impl Wire {
         Ok(self.stream.write_all(bytes).map_err(timeout_kind)?)
     }
 
-    /// Packs `cmd` into the connection's own buffer and writes it.
-    pub(crate) fn send_cmd(&mut self, cmd: &redis::Cmd) -> RedisResult<()> {
+    /// Writes what `pack` puts in the connection's own buffer (kept between calls).
+    pub(crate) fn send_with(&mut self, pack: impl FnOnce(&mut Vec<u8>)) -> RedisResult<()> {
         let mut out = std::mem::take(&mut self.out);
         out.clear();
-        cmd.write_packed_command(&mut out);
+        pack(&mut out);
         let sent = self.send(&out);
         self.out = out;
         sent
@@ -162,41 +164,6 @@ impl Wire {
         let frame = self.frame()?;
         redis::parse_redis_value(frame)
     }
-
-    /// Sends `call`'s first command ([`invoke::first`]) and reads its reply: the one way both
-    /// sync paths (one node, each master of a cluster) read a decision. See [`answer`].
-    pub(crate) fn call(&mut self, invoke: Invoke, call: &ScriptCall) -> RedisResult<Answer> {
-        self.send_cmd(&invoke::first(invoke, call))?;
-        answer(call, self.frame()?)
-    }
-}
-
-/// A reply to a call's first command, as [`Wire::call`] read it.
-#[derive(Debug)]
-pub(crate) enum Answer {
-    /// Not an error frame: the call's outcome, decoded where it lies ([`transport::outcome`]).
-    /// A reply that is no sane decision is `store_unavailable` here, as it always was.
-    Decided(crate::error::Result<Outcome>),
-    /// An error frame (`-...`), decoded by redis-rs's parser: what it asks for is the
-    /// caller's rule (`NOSCRIPT` or a missing function: the fallback; on a cluster also
-    /// `MOVED`, `ASK`, `TRYAGAIN`, `CLUSTERDOWN`...). Nothing ran for most of them.
-    Refused(Value),
-}
-
-/// What one whole reply frame to a call's first command is (see [`Answer`]).
-///
-/// Why a frame's first byte is enough: every reply that asks the client to do something
-/// (a redirect, `TRYAGAIN`, `NOSCRIPT`, `LOADING`, `CLUSTERDOWN`) is a RESP error, and no
-/// reply our scripts make is one (a script's own failure is an error too, and ends the call
-/// either way). So a normal decision, six integers or a fixed window's count, never builds a
-/// redis-rs [`Value`]: on a cluster that was the one decode a sync call made that one node's
-/// did not (issue #20's cluster row).
-pub(crate) fn answer(call: &ScriptCall, frame: &[u8]) -> RedisResult<Answer> {
-    Ok(if frame.first() == Some(&b'-') {
-        Answer::Refused(redis::parse_redis_value(frame)?)
-    } else {
-        Answer::Decided(transport::outcome(call, Ok(frame)))
-    })
 }
 
 /// A pooled blocking connection of the sync paths (one node, or each master of a cluster).
@@ -218,6 +185,111 @@ impl SyncConn {
             SyncConn::Wire(w) => w.set_timeouts(t),
         }
     }
+
+    fn set_read_timeout(&mut self, t: Duration) -> RedisResult<()> {
+        match self {
+            SyncConn::Crate(c) => c.set_read_timeout(Some(t)),
+            SyncConn::Wire(w) => w.set_read_timeout(t),
+        }
+    }
+
+    /// The blocking driver of [`super::engine`]: sends the exchange's current attempt and feeds it its
+    /// reply frames until the call is done or asks for another node (a cluster's redirect),
+    /// sending the attempts it asks of this node (the fallback after a miss, `TRYAGAIN` after
+    /// its pause) on this connection.
+    ///
+    /// A plain first attempt reads under the socket's own timeout (no system call more per
+    /// call); every other read is bounded by the time left until `deadline`, and then the
+    /// answer's `true` says the socket's timeouts must be set back before the connection serves
+    /// another call. `Err`: the connection failed or timed out after the call was written (it
+    /// must be dropped, never reused).
+    pub(crate) fn drive(&mut self, x: &mut Exchange<'_>, deadline: Instant) -> RedisResult<(Step, bool)> {
+        let mut bounded = false;
+        let mut frame = Vec::new();
+        loop {
+            let plain = x.plain() && x.attempt() == Attempt::default();
+            match self {
+                SyncConn::Wire(w) => w.send_with(|out| x.write(out))?,
+                SyncConn::Crate(c) => {
+                    let mut out = Vec::new();
+                    x.write(&mut out);
+                    c.send_packed_command(&out)?;
+                }
+            }
+            loop {
+                if !plain {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        return Err(io(ErrorKind::TimedOut, "no reply within the call's timeout"));
+                    }
+                    self.set_read_timeout(left)?;
+                    bounded = true;
+                }
+                let step = match self {
+                    SyncConn::Wire(w) => x.feed(w.frame()?),
+                    SyncConn::Crate(c) => {
+                        // redis-rs's connection hands out values: written back as RESP2, the
+                        // frame the engine reads (RESP3 pushes are no replies).
+                        let value = loop {
+                            match c.recv_response()? {
+                                Value::Push { .. } => {}
+                                v => break v,
+                            }
+                        };
+                        frame.clear();
+                        write_value(&mut frame, &value);
+                        x.feed(&frame)
+                    }
+                };
+                match step {
+                    Step::More => {}
+                    Step::Again { to: To::Same, pause } => {
+                        if !pause.is_zero() {
+                            std::thread::sleep(pause);
+                        }
+                        break;
+                    }
+                    step => return Ok((step, bounded)),
+                }
+            }
+        }
+    }
+}
+
+/// `value` as the RESP2 frame it stands for (RESP3's types as RESP2 spells them: a map as the
+/// array of its pairs, a double or a big number as its text, a boolean as 0 or 1).
+pub(crate) fn write_value(out: &mut Vec<u8>, value: &Value) {
+    match value {
+        Value::Nil => out.extend_from_slice(b"$-1\r\n"),
+        Value::Int(i) => resp::write_int(out, *i),
+        Value::BulkString(b) => resp::bulk(out, b),
+        Value::Array(items) | Value::Set(items) => {
+            resp::write_array(out, items.len());
+            items.iter().for_each(|v| write_value(out, v));
+        }
+        Value::Map(pairs) => {
+            resp::write_array(out, pairs.len() * 2);
+            for (k, v) in pairs {
+                write_value(out, k);
+                write_value(out, v);
+            }
+        }
+        Value::SimpleString(s) => {
+            out.push(b'+');
+            out.extend_from_slice(s.as_bytes());
+            out.extend_from_slice(b"\r\n");
+        }
+        Value::Okay => out.extend_from_slice(b"+OK\r\n"),
+        Value::Attribute { data, .. } => write_value(out, data),
+        Value::Boolean(b) => resp::write_int(out, i64::from(*b)),
+        Value::Double(d) => resp::bulk(out, d.to_string().as_bytes()),
+        Value::VerbatimString { text, .. } => resp::bulk(out, text.as_bytes()),
+        Value::ServerError(e) => match e.details() {
+            Some(d) => resp::write_error(out, &format!("{} {d}", e.code())),
+            None => resp::write_error(out, e.code()),
+        },
+        other => resp::bulk(out, format!("{other:?}").as_bytes()),
+    }
 }
 
 /// The time left until `deadline`, or a timeout error when none is.
@@ -235,94 +307,4 @@ pub(super) fn io(kind: ErrorKind, what: &'static str) -> RedisError {
 /// A socket timeout reads as `WouldBlock` on Linux: name it a timeout.
 fn timeout_kind(e: std::io::Error) -> std::io::Error {
     if e.kind() == ErrorKind::WouldBlock { std::io::Error::new(ErrorKind::TimedOut, e) } else { e }
-}
-
-/// The length of the RESP2 frame at the start of `b`: `Ok(None)` when more bytes are needed,
-/// an error for a byte that starts no RESP2 frame (the connection is then dropped).
-pub(crate) fn frame_len(b: &[u8]) -> RedisResult<Option<usize>> {
-    let mut at = 0;
-    // Frames still owed: an array adds its elements.
-    let mut owed: u64 = 1;
-    while owed > 0 {
-        let Some(&kind) = b.get(at) else { return Ok(None) };
-        let Some(nl) = b[at..].windows(2).position(|w| w == b"\r\n") else { return Ok(None) };
-        let line = &b[at + 1..at + nl];
-        at += nl + 2;
-        owed -= 1;
-        match kind {
-            b'+' | b'-' | b':' => {}
-            b'$' => {
-                let n = length(line)?;
-                if n >= 0 {
-                    // The payload and its CRLF.
-                    at += n as usize + 2;
-                    if at > b.len() {
-                        return Ok(None);
-                    }
-                }
-            }
-            b'*' => {
-                let n = length(line)?;
-                if n > 0 {
-                    owed += n as u64;
-                }
-            }
-            other => {
-                return Err(RedisError::from((
-                    redis::ErrorKind::Parse,
-                    "not a RESP2 reply",
-                    format!("a frame starting with byte {other:#04x}"),
-                )));
-            }
-        }
-    }
-    Ok(Some(at))
-}
-
-/// A `$`/`*` length line: `-1` or a count below 2^40.
-fn length(line: &[u8]) -> RedisResult<i64> {
-    let bad = || RedisError::from((redis::ErrorKind::Parse, "bad RESP length"));
-    if line == b"-1" {
-        return Ok(-1);
-    }
-    if line.is_empty() || line.len() > 12 || !line.iter().all(u8::is_ascii_digit) {
-        return Err(bad());
-    }
-    Ok(line.iter().fold(0i64, |v, c| v * 10 + i64::from(c - b'0')))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::frame_len;
-
-    #[test]
-    fn frames_end_where_redis_rs_says_they_do() {
-        let frames: [&[u8]; 8] = [
-            b"+OK\r\n",
-            b"-NOSCRIPT No matching script.\r\n",
-            b":-12\r\n",
-            b"$-1\r\n",
-            b"$5\r\na\r\nbc\r\n",
-            b"*-1\r\n",
-            b"*0\r\n",
-            b"*3\r\n:1\r\n*2\r\n$0\r\n\r\n+x\r\n$-1\r\n",
-        ];
-        for f in frames {
-            assert!(redis::parse_redis_value(f).is_ok(), "{f:?}");
-            assert_eq!(frame_len(f).unwrap(), Some(f.len()), "{f:?}");
-            // Every proper prefix asks for more; a frame followed by the next ends where it did.
-            for cut in 0..f.len() {
-                assert_eq!(frame_len(&f[..cut]).unwrap(), None, "{f:?} cut at {cut}");
-            }
-            let two = [f, b":7\r\n"].concat();
-            assert_eq!(frame_len(&two).unwrap(), Some(f.len()), "{f:?}");
-        }
-    }
-
-    #[test]
-    fn bytes_that_start_no_resp2_frame_are_an_error() {
-        for f in [&b"%1\r\n"[..], b"x\r\n", b"$abc\r\n", b"*-2\r\n", b"$99999999999999\r\n"] {
-            assert!(frame_len(f).is_err(), "{f:?}");
-        }
-    }
 }

@@ -28,9 +28,10 @@ impl Wire {
             let mut out = Vec::new();
             let mut at = 0;
             while out.len() < n {
-                let Some(end) = frame_end(&got, at) else { break };
-                out.push(got[at..end].to_vec());
-                at = end;
+                // The core's one frame scanner, as every driver finds a reply's end.
+                let Some(len) = throttlekit::redis::transport::frame_len(&got[at..]).expect("RESP") else { break };
+                out.push(got[at..at + len].to_vec());
+                at += len;
             }
             if out.len() == n {
                 assert_eq!(at, got.len(), "more replies than asked for");
@@ -55,21 +56,5 @@ impl Wire {
                 return got;
             }
         }
-    }
-}
-
-/// The end of the RESP2 frame at `b[at..]`, or `None` while it is incomplete.
-pub fn frame_end(b: &[u8], at: usize) -> Option<usize> {
-    let cr = at + b.get(at..)?.windows(2).position(|w| w == b"\r\n")?;
-    let head = std::str::from_utf8(&b[at + 1..cr]).ok();
-    let next = cr + 2;
-    match b[at] {
-        b'$' => {
-            let len: i64 = head?.parse().ok()?;
-            let end = if len < 0 { next } else { next + len as usize + 2 };
-            (end <= b.len()).then_some(end)
-        }
-        b'*' => (0..head?.parse::<usize>().ok()?).try_fold(next, |k, _| frame_end(b, k)),
-        _ => Some(next),
     }
 }

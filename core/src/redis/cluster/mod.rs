@@ -11,9 +11,9 @@
 //! - **Redirects**: `MOVED` (the slot moved: the map learns it and refreshes in the background),
 //!   `ASK` (the slot is migrating: `ASKING` and the call, pipelined, to the target) and
 //!   `TRYAGAIN` (a multi-key call during a migration: a short pause) are answered by the node
-//!   before it runs anything, so the call is sent again, at most [`MAX_HOPS`] times in all.
+//!   before it runs anything, so the call is sent again, at most [`engine::MAX_ATTEMPTS`] times in all.
 //! - **Scripts per node**: `NOSCRIPT` / function not found also come before anything runs: that
-//!   node gets the fallback of [`super::invoke`] (`EVAL`, or `FUNCTION LOAD` + `FCALL`).
+//!   node gets the fallback (`EVAL`, or `FUNCTION LOAD` + `FCALL`).
 //! - **At most once**: a connection that fails after the request may have been written fails
 //!   the call (`store_unavailable`); the connection is retired and the map refreshed, and the
 //!   call is never sent again. A connection that cannot be made (nothing was sent) makes the
@@ -43,13 +43,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use redis::aio::{ConnectionLike as _, MultiplexedConnection};
-use redis::{Pipeline, RedisResult, Value};
 
-use super::call::{self, Outcome, ScriptCall};
-use super::invoke::{self, Durable, Invoke, SyncIo as _};
+use super::call::{Outcome, ScriptCall};
+use super::engine::{self, Durable, Exchange, Invoke, Rules, Step};
 use super::options::{Plan, TlsFiles};
 use super::pipelined::AsyncConn;
-use super::wire::{Answer, SyncConn};
 use crate::error::{Error, Result};
 use topology::{Addr, SlotMap, parse_slots};
 
@@ -57,12 +55,6 @@ use topology::{Addr, SlotMap, parse_slots};
 pub(crate) fn key_slot(key: &[u8]) -> u16 {
     slot::slot(key)
 }
-
-/// Redirects and pauses one call may take before it fails.
-pub(crate) const MAX_HOPS: usize = 5;
-
-/// The pause before a call answered `TRYAGAIN` is sent again.
-const TRYAGAIN_PAUSE: Duration = Duration::from_millis(10);
 
 /// The least time between two background refreshes of the slot map.
 const REFRESH_GAP: Duration = Duration::from_millis(100);
@@ -205,90 +197,6 @@ pub(crate) struct Router {
     /// The sync path's connections are the store's own ([`super::wire`]: plain TCP, RESP2),
     /// which read again after a signal, so a sync call needs no signals held.
     wire: bool,
-}
-
-/// What a reply asks the router to do next.
-enum Verdict {
-    /// The call ran: its reply, and `WAIT`'s when durable.
-    Done(Value, Option<Value>),
-    Moved(u16, Addr),
-    Ask(Addr),
-    TryAgain,
-    /// `NOSCRIPT` or function not found: the node needs the fallback.
-    Missing,
-    /// A server error that ends the call (nothing ran, or the script itself failed).
-    Refused(String),
-    /// The connection failed: the request may have reached the server.
-    Lost(redis::RedisError),
-}
-
-/// A `host:port` of a redirect; an empty host is the asked node's.
-fn redirect_addr(detail: &str, asked: &str) -> Option<Addr> {
-    let (host, port) = detail.rsplit_once(':')?;
-    let host = if host.is_empty() { asked } else { host };
-    Some((host.to_string(), port.parse().ok()?))
-}
-
-fn classify(sent: RedisResult<(Value, Option<Value>)>, asked: &str) -> Verdict {
-    let (code, detail) = match &sent {
-        Ok((Value::ServerError(e), _)) => (e.code().to_string(), e.details().unwrap_or_default().to_string()),
-        Err(e) if e.code().is_some() => {
-            (e.code().unwrap_or_default().to_string(), e.detail().unwrap_or_default().to_string())
-        }
-        Err(_) => {
-            let Err(e) = sent else { unreachable!() };
-            return Verdict::Lost(e);
-        }
-        Ok(_) => {
-            let Ok((v, acked)) = sent else { unreachable!() };
-            return Verdict::Done(v, acked);
-        }
-    };
-    let mut words = detail.split_whitespace();
-    match code.as_str() {
-        "MOVED" => {
-            match (words.next().and_then(|s| s.parse().ok()), words.next().and_then(|a| redirect_addr(a, asked))) {
-                (Some(slot), Some(addr)) => Verdict::Moved(slot, addr),
-                _ => Verdict::Refused(format!("MOVED {detail}")),
-            }
-        }
-        "ASK" => match words.nth(1).and_then(|a| redirect_addr(a, asked)) {
-            Some(addr) => Verdict::Ask(addr),
-            None => Verdict::Refused(format!("ASK {detail}")),
-        },
-        "TRYAGAIN" => Verdict::TryAgain,
-        "NOSCRIPT" => Verdict::Missing,
-        "ERR" if detail.starts_with("Function not found") => Verdict::Missing,
-        _ => Verdict::Refused(if detail.is_empty() { code } else { format!("{code} {detail}") }),
-    }
-}
-
-/// The commands of one attempt: `ASKING` first after an `ASK`, the call (or its fallback), and
-/// `WAIT` last when durable. Also where the call's reply sits.
-fn attempt(invoke: Invoke, call: &ScriptCall, fallback: bool, asking: bool, durable: Option<Durable>) -> Pipeline {
-    let mut p = redis::pipe();
-    if asking {
-        p.cmd("ASKING");
-    }
-    if fallback {
-        let f = invoke::fallback(invoke, call);
-        for c in f.cmd_iter() {
-            p.add_command(c.clone());
-        }
-    } else {
-        p.add_command(invoke::first(invoke, call));
-    }
-    if let Some(d) = durable {
-        p.add_command(d.wait());
-    }
-    p
-}
-
-/// The call's reply (and `WAIT`'s) out of an attempt's replies.
-fn pick(values: Vec<Value>, durable: bool) -> (Value, Option<Value>) {
-    let mut v = values;
-    let acked = if durable { v.pop() } else { None };
-    (v.pop().unwrap_or(Value::Nil), acked)
 }
 
 impl Router {
@@ -489,14 +397,9 @@ impl Router {
     }
 
     /// Runs `call` on its key's master from the caller's task (the caller bounds it by the
-    /// timeout): the call's outcome, already checked for durability. `local` is the caller's
-    /// runtime when it is bound to the store: its own connections serve the call once up.
-    ///
-    /// On a runtime's own [`super::pipelined::Pipelined`] connection a plain attempt (no
-    /// `ASKING`, no fallback, not durable: every call on a stable cluster) reads its reply as one
-    /// node's bound connection does: a reply that is no error frame is the decision, decoded
-    /// where it lies ([`super::wire::answer`]); only an error frame becomes a [`Value`] for
-    /// [`classify`].
+    /// timeout), driven by the engine ([`AsyncConn::attempt`]): the call's outcome. `local` is
+    /// the caller's runtime when it is bound to the store: its own connections serve the call
+    /// once up. The router's part is where each attempt goes, as in [`Router::run_blocking`].
     pub(crate) async fn run(
         self: &Arc<Self>,
         invoke: Invoke,
@@ -505,14 +408,15 @@ impl Router {
         local: Option<&tokio::runtime::Handle>,
     ) -> Result<Outcome> {
         let slot = slot::slot(call.keys.first().map_or(&b""[..], |k| k.as_bytes()));
-        let (mut to, mut asking, mut fallback) = (None, false, false);
-        for _ in 0..MAX_HOPS {
+        let mut x = Exchange::new(call, Rules { invoke, durable, cluster: true });
+        let mut to = None;
+        loop {
             if self.closed.load(Ordering::Acquire) {
                 return Err(closed_error());
             }
-            let (node, from_map) = match to.take() {
-                Some(n) => (n, false),
-                None => (self.owner(slot)?, true),
+            let node = match to.take() {
+                Some(n) => n,
+                None => self.owner(slot)?,
             };
             let own = local.and_then(|h| node.local(h.id()).map(|(c, id)| (c, Via::Local(h.id(), id))));
             let (mut conn, via) = match own {
@@ -521,70 +425,57 @@ impl Router {
                     Ok((c, id)) => (AsyncConn::Crate(c), Via::Store(id)),
                     // Nothing was sent: if the map, read again now, names another master, go
                     // there.
-                    Err(_) if from_map && self.moved_after_refresh(slot, &node).await => continue,
-                    Err(e) => {
-                        self.refresh_soon();
-                        return Err(e);
-                    }
+                    Err(e) => match x.unsent(e) {
+                        Step::Again { .. } if self.moved_after_refresh(slot, &node).await => continue,
+                        Step::Done(Err(e)) => {
+                            self.refresh_soon();
+                            return Err(e);
+                        }
+                        _ => {
+                            self.refresh_soon();
+                            return Err(Error::store(format!("{}: no connection", node.name())));
+                        }
+                    },
                 },
             };
-            let plain = !asking && !fallback && durable.is_none();
             // The caller bounds this future by the timeout and drops it when that fires: the
             // guard then retires the connection, as a lost reply does below, so a master that
             // stopped answering is reconnected to by the next call rather than holding it too.
             let guard = RetireOnDrop { node: &node, via, armed: true };
-            let sent = match &conn {
-                AsyncConn::Own(own) if plain => match own.frame(&invoke::first(invoke, call)).await {
-                    Ok(frame) => match super::wire::answer(call, &frame) {
-                        Ok(Answer::Decided(outcome)) => {
-                            guard.disarm();
-                            return outcome;
-                        }
-                        Ok(Answer::Refused(reply)) => Ok((reply, None)),
-                        Err(e) => Err(e),
-                    },
-                    Err(e) => Err(e),
-                },
-                _ => {
-                    let p = attempt(invoke, call, fallback, asking, durable);
-                    if p.len() == 1 {
-                        let cmd = p.cmd_iter().next().expect("one command");
-                        conn.req_packed_command(cmd).await.map(|v| (v, None))
-                    } else {
-                        conn.req_packed_commands(&p, 0, p.len()).await.map(|v| pick(v, durable.is_some()))
-                    }
-                }
-            };
+            let sent = conn.attempt(&mut x).await;
             guard.disarm();
-            let verdict = classify(sent, &node.addr.0);
             // The node answered on the store's connection: the caller's runtime connects its own
             // (the first call there, or the first that succeeds after its own failed).
-            if let (Some(h), Via::Store(_), false) = (local, via, matches!(verdict, Verdict::Lost(_))) {
+            if let (Some(h), Via::Store(_), true) = (local, via, sent.is_ok()) {
                 self.connect_local(&node, h);
             }
-            match self.next(verdict, &node, call, durable, asking)? {
-                Next::Done(v) => return call::decode_reply(call, &v),
-                Next::Lost(e) => {
+            match sent {
+                Ok(Step::Done(outcome)) => {
+                    if x.map_stale() {
+                        self.refresh_soon();
+                    }
+                    return outcome;
+                }
+                Ok(Step::Again { to: next, pause }) => {
+                    if !pause.is_zero() {
+                        let sleep = {
+                            let runtime = self.runtime().ok_or_else(closed_error)?;
+                            let _store = runtime.enter();
+                            tokio::time::sleep(pause)
+                        };
+                        sleep.await;
+                    }
+                    to = Some(self.target(&node, next)?);
+                }
+                Ok(Step::More) => return Err(Error::store("the engine asked for a frame it was not given")),
+                // The request may have reached the server: never sent again.
+                Err(e) => {
                     node.retire_via(via);
                     self.refresh_soon();
                     return Err(Error::store(e));
                 }
-                Next::Hop { target, ask, missing, pause } => {
-                    if pause {
-                        let sleep = {
-                            let runtime = self.runtime().ok_or_else(closed_error)?;
-                            let _store = runtime.enter();
-                            tokio::time::sleep(TRYAGAIN_PAUSE)
-                        };
-                        sleep.await;
-                    }
-                    to = Some(target);
-                    asking = ask;
-                    fallback |= missing;
-                }
             }
         }
-        Err(Error::store(format!("{}: more than {MAX_HOPS} redirects", call.script.name)))
     }
 
     /// Whether [`Router::run_blocking`] runs on the store's own connections (no signals need
@@ -593,14 +484,10 @@ impl Router {
         self.wire
     }
 
-    /// [`Router::run`] on the calling thread, on the key's master's pooled blocking connections:
-    /// the call's outcome.
-    ///
-    /// On the store's own connections ([`super::wire`]) a plain attempt (no `ASKING`, no
-    /// fallback, not durable: every call on a stable cluster) reads its reply as one node's
-    /// sync path does ([`super::wire::Wire::call`]): a reply that is no error frame is the
-    /// decision, decoded where it lies; only an error frame is decoded into a [`Value`] and
-    /// goes through [`classify`] (a redirect, `TRYAGAIN`, `NOSCRIPT`, `CLUSTERDOWN`...).
+    /// [`Router::run`] on the calling thread, on the key's master's pooled blocking connections,
+    /// driven by the engine ([`SyncConn::drive`]): the call's outcome. The router's part is
+    /// where each attempt goes: the slot's master from the map, a redirect's node (a `MOVED`
+    /// learnt), or after a connection that could not be made, the map read again.
     pub(crate) fn run_blocking(
         self: &Arc<Self>,
         invoke: Invoke,
@@ -608,142 +495,84 @@ impl Router {
         call: &ScriptCall,
     ) -> Result<Outcome> {
         let started = Instant::now();
-        let timed_out = |e: &dyn std::fmt::Display| {
-            Error::store(format!("timed out: Redis did not answer within {} ms ({e})", self.timeout.as_millis()))
-        };
+        let deadline = started + self.timeout;
+        let ms = self.timeout.as_millis() as u64;
         let slot = slot::slot(call.keys.first().map_or(&b""[..], |k| k.as_bytes()));
-        let (mut to, mut asking, mut fallback) = (None, false, false);
-        for hop in 0..MAX_HOPS {
+        let mut x = Exchange::new(call, Rules { invoke, durable, cluster: true });
+        let mut to = None;
+        loop {
             if self.closed.load(Ordering::Acquire) {
                 return Err(closed_error());
             }
-            let left = self.timeout.saturating_sub(started.elapsed());
-            if left.is_zero() {
-                return Err(timed_out(&"redirected too long"));
+            if started.elapsed() >= self.timeout {
+                return Err(engine::timed_out_because(ms, &"redirected too long"));
             }
-            let (node, from_map) = match to.take() {
-                Some(n) => (n, false),
-                None => (self.owner(slot)?, true),
+            let node = match to.take() {
+                Some(n) => n,
+                None => self.owner(slot)?,
             };
             let popped = node.idle.lock().pop();
-            let mut fresh = false;
-            let mut conn = match popped {
-                Some(c) => c,
-                None => {
-                    let c = match node.blocking.connect_sync(started + self.timeout) {
-                        Ok(c) => c,
-                        // Nothing was sent: if the map, read again now, names another master,
-                        // go there.
-                        Err(_) if from_map && self.moved_after_refresh_blocking(slot, &node, started) => continue,
-                        Err(e) => {
-                            self.refresh_soon();
-                            return Err(if e.is_timeout() {
-                                timed_out(&e)
+            let (mut conn, fresh) = match popped {
+                Some(c) => (c, false),
+                // Its socket timeouts are the time left: the handshake spent part of the call's
+                // deadline, the call gets the rest.
+                None => match node.blocking.connect_sync(deadline) {
+                    Ok(c) => (c, true),
+                    Err(e) => {
+                        let error = || {
+                            if e.is_timeout() {
+                                engine::timed_out_because(ms, &e)
                             } else {
                                 Error::store(format!("{}: {e}", node.name()))
-                            });
+                            }
+                        };
+                        // Nothing was sent: if the map, read again now, names another master,
+                        // go there.
+                        match x.unsent(error()) {
+                            Step::Again { .. } if self.moved_after_refresh_blocking(slot, &node, started) => continue,
+                            Step::Done(Err(e)) => {
+                                self.refresh_soon();
+                                return Err(e);
+                            }
+                            _ => {
+                                self.refresh_soon();
+                                return Err(error());
+                            }
                         }
-                    };
-                    // Its socket timeouts are the time left: the handshake spent part of the
-                    // call's deadline, the call gets the rest.
-                    fresh = true;
-                    c
-                }
-            };
-            // A redirected call has less time left than a fresh connection's timeout.
-            if hop > 0 && !fresh {
-                conn.read_timeout(left).map_err(Error::store)?;
-            }
-            // Answered (whatever it said): the connection is in step, and may serve the next
-            // call, with a whole timeout of its own.
-            let pool = |mut conn: SyncConn| -> Result<()> {
-                if hop > 0 || fresh {
-                    conn.set_timeouts(self.timeout).map_err(Error::store)?;
-                }
-                node.idle.lock().push(conn);
-                Ok(())
-            };
-            let plain = !asking && !fallback && durable.is_none();
-            let sent = match &mut conn {
-                SyncConn::Wire(w) if plain => match w.call(invoke, call) {
-                    Ok(Answer::Decided(outcome)) => {
-                        pool(conn)?;
-                        return outcome;
                     }
-                    Ok(Answer::Refused(reply)) => Ok((reply, None)),
-                    Err(e) => Err(e),
                 },
-                _ if plain => conn.request(&invoke::first(invoke, call)).map(|v| (v, None)),
-                // Each reply read by the call's deadline (`ASKING`, `WAIT` or the fallback ride
-                // with the call).
-                _ => {
-                    let p = attempt(invoke, call, fallback, asking, durable);
-                    let deadline = started + self.timeout;
-                    invoke::pipeline_within(&mut conn, &p.get_packed_pipeline(), p.len(), deadline, self.timeout)
-                        .map(|v| pick(v, durable.is_some()))
-                }
             };
-            let verdict = classify(sent, &node.addr.0);
-            if !matches!(verdict, Verdict::Lost(_)) {
-                pool(conn)?;
-            }
-            match self.next(verdict, &node, call, durable, asking)? {
-                Next::Done(v) => return call::decode_reply(call, &v),
+            match conn.drive(&mut x, deadline) {
+                Ok((step, bounded)) => {
+                    // Answered (whatever it said): the connection is in step, and may serve the
+                    // next call, with a whole timeout of its own.
+                    if fresh || bounded {
+                        conn.set_timeouts(self.timeout).map_err(Error::store)?;
+                    }
+                    node.idle.lock().push(conn);
+                    match step {
+                        Step::Again { to: next, .. } => to = Some(self.target(&node, next)?),
+                        Step::Done(outcome) => {
+                            if x.map_stale() {
+                                self.refresh_soon();
+                            }
+                            return outcome;
+                        }
+                        Step::More => return Err(Error::store("the engine asked for a frame it was not given")),
+                    }
+                }
                 // Dropped with the connection: a call that may have counted is never resent,
                 // and its late reply can never be read as the next call's.
-                Next::Lost(e) => {
+                Err(e) => {
                     self.refresh_soon();
                     return Err(if e.is_timeout() || started.elapsed() >= self.timeout {
-                        timed_out(&e)
+                        engine::timed_out_because(ms, &e)
                     } else {
                         Error::store(e)
                     });
                 }
-                Next::Hop { target, ask, missing, pause } => {
-                    if pause {
-                        std::thread::sleep(TRYAGAIN_PAUSE);
-                    }
-                    to = Some(target);
-                    asking = ask;
-                    fallback |= missing;
-                }
             }
         }
-        Err(Error::store(format!("{}: more than {MAX_HOPS} redirects", call.script.name)))
-    }
-
-    /// What follows a verdict: the call's end, or another attempt (and where).
-    fn next(
-        self: &Arc<Self>,
-        verdict: Verdict,
-        node: &Arc<Node>,
-        call: &ScriptCall,
-        durable: Option<Durable>,
-        asking: bool,
-    ) -> Result<Next> {
-        Ok(match verdict {
-            Verdict::Done(v, acked) => Next::Done(match durable {
-                Some(d) => d.check(v, acked).map_err(Error::store)?,
-                None => v,
-            }),
-            Verdict::Moved(slot, addr) => {
-                let target = self.node(&addr)?;
-                self.learn(slot, target.clone());
-                self.refresh_soon();
-                Next::Hop { target, ask: false, missing: false, pause: false }
-            }
-            Verdict::Ask(addr) => Next::Hop { target: self.node(&addr)?, ask: true, missing: false, pause: false },
-            // Same node, still `ASKING` if it was.
-            Verdict::TryAgain => Next::Hop { target: node.clone(), ask: asking, missing: false, pause: true },
-            Verdict::Missing => Next::Hop { target: node.clone(), ask: asking, missing: true, pause: false },
-            Verdict::Refused(e) => {
-                if e.starts_with("CLUSTERDOWN") || e.starts_with("READONLY") || e.starts_with("MASTERDOWN") {
-                    self.refresh_soon();
-                }
-                return Err(Error::store(format!("{} failed on {}: {e}", call.script.name, node.name())));
-            }
-            Verdict::Lost(e) => Next::Lost(e),
-        })
     }
 
     /// Drops every connection at once; later calls fail as closed.
@@ -754,13 +583,6 @@ impl Router {
             n.release();
         }
     }
-}
-
-/// The next step of a call.
-enum Next {
-    Done(Value),
-    Lost(redis::RedisError),
-    Hop { target: Arc<Node>, ask: bool, missing: bool, pause: bool },
 }
 
 #[cfg(test)]

@@ -1,24 +1,14 @@
 //! The router's half of a binding's own transport on a cluster ([`crate::redis::routed`]): the
 //! master of a slot, by node number; a node's address; what a reply says to do next; the map
-//! read again after a connection could not be made. The rules are [`Router::run`]'s, so that a
+//! read again after a connection could not be made. The rules are the engine's ([`engine`]), so that a
 //! call routed by an event loop's sockets meets the same redirects, hops and refreshes.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use redis::Value;
-
-use super::{Node, Router, TRYAGAIN_PAUSE, Verdict, classify};
+use super::{Node, Router};
 use crate::error::Result;
-
-/// What a reply frame asks of the transport that read it.
-pub(crate) enum Wire {
-    /// The reply is the call's (a result, or an error that ends it).
-    Reply,
-    /// Send the call again to node `node`: with `ASKING` first (`ASK`), as its fallback
-    /// (`missing`: the node lacked the script or function), after `pause` (`TRYAGAIN`).
-    Again { node: u32, asking: bool, missing: bool, pause: Duration },
-}
+use crate::redis::engine::{self, Attempt, To};
 
 impl Router {
     /// The number of the master serving `slot`; none (a failover left it uncovered) is an
@@ -36,32 +26,45 @@ impl Router {
         self.by_id(id).map(|n| n.client.get_connection_info().clone())
     }
 
-    /// What `reply`, read from node `node` for a call sent with `ASKING` first when `asking`,
-    /// asks for: a `MOVED` is learnt (and the map read again in the background), as on the
-    /// store's own path.
-    pub(crate) fn wire(self: &Arc<Self>, node: u32, asking: bool, reply: &[u8]) -> Result<Wire> {
-        // Only an error frame asks for anything (as on the sync path: `super::super::wire::answer`);
-        // redis-rs's parser would zero-fill 8 KB to say so about any other.
-        let Some(from) = self.by_id(node).filter(|_| reply.first() == Some(&b'-')) else { return Ok(Wire::Reply) };
-        let Ok(value @ Value::ServerError(_)) = redis::parse_redis_value(reply) else { return Ok(Wire::Reply) };
-        let again = |node: u32, asking, missing, pause| Wire::Again { node, asking, missing, pause };
-        Ok(match classify(Ok((value, None)), &from.addr.0) {
-            Verdict::Moved(slot, addr) => {
-                let target = self.node(&addr)?;
-                self.learn(slot, target.clone());
-                self.refresh_soon();
-                again(target.id, false, false, Duration::ZERO)
-            }
-            Verdict::Ask(addr) => again(self.node(&addr)?.id, true, false, Duration::ZERO),
-            Verdict::TryAgain => again(node, asking, false, TRYAGAIN_PAUSE),
-            Verdict::Missing => again(node, asking, true, Duration::ZERO),
-            Verdict::Refused(e) => {
-                if e.starts_with("CLUSTERDOWN") || e.starts_with("READONLY") || e.starts_with("MASTERDOWN") {
+    /// What `reply`, read from node `node` for a call sent as `attempt`, asks for
+    /// ([`engine::redirect`]): `None` when it is the call's reply; else the node, attempt and
+    /// pause of the next. A `MOVED` is learnt (and the map read again in the background), and an
+    /// error saying the map is stale has it read again, as on the store's own paths.
+    pub(crate) fn wire(
+        self: &Arc<Self>,
+        node: u32,
+        attempt: Attempt,
+        reply: &[u8],
+    ) -> Result<Option<(u32, Attempt, Duration)>> {
+        let Some(from) = self.by_id(node) else { return Ok(None) };
+        // The scripting mode and durability do not change what a reply asks for.
+        let rules = crate::redis::transport::rules(false);
+        let rules = engine::Rules { cluster: true, ..rules };
+        let (next, to, pause) = match engine::redirect(rules, attempt, reply, "a call") {
+            None => {
+                if engine::says_map_stale(reply) {
                     self.refresh_soon();
                 }
-                Wire::Reply
+                return Ok(None);
             }
-            Verdict::Done(..) | Verdict::Lost(_) => Wire::Reply,
+            Some(next) => next?,
+        };
+        Ok(Some((self.target(&from, to)?.id, next, pause)))
+    }
+
+    /// The node the engine's [`To`] names, for a reply from `from`: a `MOVED` is learnt (and
+    /// the map read again in the background); an empty host is `from`'s.
+    pub(crate) fn target(self: &Arc<Self>, from: &Arc<Node>, to: To) -> Result<Arc<Node>> {
+        let addr = |host: String, port: u16| (if host.is_empty() { from.addr.0.clone() } else { host }, port);
+        Ok(match to {
+            To::Same | To::Reroute => from.clone(),
+            To::Moved { slot, host, port } => {
+                let target = self.node(&addr(host, port))?;
+                self.learn(slot, target.clone());
+                self.refresh_soon();
+                target
+            }
+            To::Ask { host, port } => self.node(&addr(host, port))?,
         })
     }
 

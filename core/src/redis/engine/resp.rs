@@ -1,0 +1,190 @@
+//! RESP2, as much of it as the engine speaks: where a reply frame ends (the one scanner every
+//! Rust driver uses), the two plain reply forms read without building a value (an array of
+//! integers, one integer), an error line split into its code and detail, and commands written
+//! from their arguments.
+//!
+//! Why not redis-rs's parser for the plain forms: its `combine` parser was about 40 % of the
+//! Node addon's time per Redis call (`perf`, docs/bench-bindings.md) and zero-fills 8 KB per
+//! call before parsing, for six small integers. Every frame these readers decline is read by
+//! that parser as before ([`super::decode`]), so what a reply means is unchanged.
+//!
+//! Nothing here depends on redis-rs (but for turning [`Garbage`] into its error): a transport that does not speak RESP (a REST front end
+//! answering JSON) writes its reply as RESP with [`write_int`], [`write_array`] and
+//! [`write_error`] and feeds that.
+
+use std::fmt;
+
+/// Bytes that start no RESP2 frame: the stream is out of step and the connection must go.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Garbage(pub String);
+
+impl fmt::Display for Garbage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Garbage {}
+
+impl From<Garbage> for redis::RedisError {
+    fn from(g: Garbage) -> redis::RedisError {
+        redis::RedisError::from((redis::ErrorKind::Parse, "not a RESP2 reply", g.0))
+    }
+}
+
+/// The length of the RESP2 frame at the start of `b`: `Ok(None)` when more bytes are needed,
+/// an error for a byte that starts no RESP2 frame (the connection is then dropped).
+pub fn frame_len(b: &[u8]) -> Result<Option<usize>, Garbage> {
+    let mut at = 0;
+    // Frames still owed: an array adds its elements.
+    let mut owed: u64 = 1;
+    while owed > 0 {
+        let Some(&kind) = b.get(at) else { return Ok(None) };
+        let Some(nl) = b[at..].windows(2).position(|w| w == b"\r\n") else { return Ok(None) };
+        let line = &b[at + 1..at + nl];
+        at += nl + 2;
+        owed -= 1;
+        match kind {
+            b'+' | b'-' | b':' => {}
+            b'$' => {
+                let n = length(line)?;
+                if n >= 0 {
+                    // The payload and its CRLF.
+                    at += n as usize + 2;
+                    if at > b.len() {
+                        return Ok(None);
+                    }
+                }
+            }
+            b'*' => {
+                let n = length(line)?;
+                if n > 0 {
+                    owed += n as u64;
+                }
+            }
+            other => return Err(Garbage(format!("not a RESP2 reply: a frame starting with byte {other:#04x}"))),
+        }
+    }
+    Ok(Some(at))
+}
+
+/// A `$`/`*` length line: `-1` or a count below 2^40.
+fn length(line: &[u8]) -> Result<i64, Garbage> {
+    if line == b"-1" {
+        return Ok(-1);
+    }
+    if line.is_empty() || line.len() > 12 || !line.iter().all(u8::is_ascii_digit) {
+        return Err(Garbage("bad RESP length".into()));
+    }
+    Ok(line.iter().fold(0i64, |v, c| v * 10 + i64::from(c - b'0')))
+}
+
+/// The integers of `frame` when it is exactly `*N\r\n` and `N` integer replies `:[-]digits\r\n`
+/// (at most 18 digits), the form every decision reply takes; `None` for anything else. For the
+/// frames it accepts, redis-rs's parser reads the same integers (an `i64` parse of the same
+/// digits; test: `the_integer_reader_agrees_with_the_parser`).
+pub fn int_array<const N: usize>(frame: &[u8]) -> Option<[i64; N]> {
+    let rest = frame.strip_prefix(b"*")?;
+    let (n, mut rest) = line_int(rest)?;
+    if n != N as i64 {
+        return None;
+    }
+    let mut out = [0; N];
+    for o in &mut out {
+        let (v, r) = line_int(rest.strip_prefix(b":")?)?;
+        *o = v;
+        rest = r;
+    }
+    rest.is_empty().then_some(out)
+}
+
+/// The integer of `frame` when it is exactly `:[-]digits\r\n` (a fixed window's count reply,
+/// `WAIT`'s, `DEL`'s).
+pub fn int(frame: &[u8]) -> Option<i64> {
+    frame.strip_prefix(b":").and_then(line_int).filter(|(_, rest)| rest.is_empty()).map(|(v, _)| v)
+}
+
+/// `[-]digits\r\n` at the start of `b` (1 to 18 digits): the number and what follows.
+fn line_int(b: &[u8]) -> Option<(i64, &[u8])> {
+    let (neg, b) = match b.strip_prefix(b"-") {
+        Some(r) => (true, r),
+        None => (false, b),
+    };
+    let digits = b.iter().take_while(|c| c.is_ascii_digit()).count();
+    if digits == 0 || digits > 18 {
+        return None;
+    }
+    let rest = b[digits..].strip_prefix(b"\r\n")?;
+    let v = b[..digits].iter().fold(0i64, |v, c| v * 10 + i64::from(c - b'0'));
+    Some((if neg { -v } else { v }, rest))
+}
+
+/// The code and the detail of an error frame, `-CODE detail\r\n` (the detail may be empty);
+/// `None` for any other frame, an error line not ended where the frame ends included.
+pub fn error(frame: &[u8]) -> Option<(&str, &str)> {
+    let line = frame.strip_prefix(b"-")?.strip_suffix(b"\r\n")?;
+    if line.contains(&b'\r') || line.contains(&b'\n') {
+        return None;
+    }
+    let line = std::str::from_utf8(line).ok()?;
+    Some(line.split_once(' ').unwrap_or((line, "")))
+}
+
+/// Appends one command, `*n` then each argument as a bulk string.
+pub fn write_command<'a>(out: &mut Vec<u8>, args: impl ExactSizeIterator<Item = &'a [u8]>) {
+    header(out, b'*', args.len());
+    for a in args {
+        bulk(out, a);
+    }
+}
+
+/// Appends `a` as a bulk string.
+pub(crate) fn bulk(out: &mut Vec<u8>, a: &[u8]) {
+    header(out, b'$', a.len());
+    out.extend_from_slice(a);
+    out.extend_from_slice(b"\r\n");
+}
+
+/// Appends `kind`, `n` in decimal and CRLF.
+pub(crate) fn header(out: &mut Vec<u8>, kind: u8, n: usize) {
+    let mut digits = [0; 20];
+    out.push(kind);
+    out.extend_from_slice(decimal(n as u64, &mut digits));
+    out.extend_from_slice(b"\r\n");
+}
+
+/// `n` in decimal, written into `buf`.
+pub(crate) fn decimal(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut at = buf.len();
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            return &buf[at..];
+        }
+    }
+}
+
+/// Appends an integer reply, `:n\r\n`.
+pub fn write_int(out: &mut Vec<u8>, n: i64) {
+    let mut digits = [0; 20];
+    out.push(b':');
+    if n < 0 {
+        out.push(b'-');
+    }
+    out.extend_from_slice(decimal(n.unsigned_abs(), &mut digits));
+    out.extend_from_slice(b"\r\n");
+}
+
+/// Appends an array header, `*n\r\n`; its `n` elements follow.
+pub fn write_array(out: &mut Vec<u8>, n: usize) {
+    header(out, b'*', n);
+}
+
+/// Appends an error reply, `-message\r\n` (line breaks in `message` become spaces).
+pub fn write_error(out: &mut Vec<u8>, message: &str) {
+    out.push(b'-');
+    out.extend(message.bytes().map(|b| if b == b'\r' || b == b'\n' { b' ' } else { b }));
+    out.extend_from_slice(b"\r\n");
+}
