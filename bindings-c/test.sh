@@ -126,6 +126,15 @@ TK_REDIS_URL="$URL_C" "$WORK/test_throttlekit_static" | tail -1
 # the multi limiter's modes.
 TK_REDIS_URL="$URL_C" "${VALGRIND[@]}" "$WORK/test_lease"
 
+step "the README's C quick start (the root README shows an excerpt of it) compiles and runs"
+awk '/^## C quick start/{grab=1; next} grab && /^```c$/{on=1; next} on && /^```$/{exit} on' \
+    "$HERE/README.md" >"$WORK/quick.c"
+grep -q tk_limiter_check "$WORK/quick.c" || { echo "README.md lost its C quick start" >&2; exit 1; }
+# shellcheck disable=SC2046
+gcc $CFLAGS $(pkg-config --cflags throttlekit) "$WORK/quick.c" $(pkg-config --libs throttlekit) \
+    -Wl,-rpath,"$LIBDIR" -o "$WORK/quick"
+"${VALGRIND[@]}" "$WORK/quick" || { echo "the C quick start exited with $?" >&2; exit 1; }
+
 step "the README's connecting example, against the cluster and the TLS server"
 awk '/^<!-- test.sh compiles and runs this program/{grab=1; next} grab && /^```c$/{on=1; next} on && /^```$/{exit} on' \
     "$HERE/README.md" >"$WORK/connect.c"
