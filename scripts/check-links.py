@@ -8,6 +8,8 @@ Fails, naming file and line, on:
     `docs/redis.md` or `../docs/redis.md`, that does not exist: a path whose first part is a
     top-level entry of the repository is read from the root, one starting with `.` or `..` from
     the file's own directory;
+  * a section named after a markdown file's path, `docs/redis.md, "Fixed windows"` or
+    `docs/http.md ("Go: net/http middleware")`, that no heading of that file starts with;
   * any reference to the files that sit beside the project on the machines it was written on
     (the `shared/` folder, its SEMANTICS/DESIGN/STYLE/BUILDING/HTTP-FIELDS pages): a clone has
     none of them.
@@ -45,6 +47,7 @@ MD_LINK = re.compile(r"(?<!!)\[(?:[^\]\\]|\\.)*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"
 IMAGE = re.compile(r"!\[[^\]]*\]\(\s*<?([^)\s>]+)>?\s*\)")
 MD_PATH = re.compile(r"(?<![\w./$-])((?:\.{1,2}/)*[\w.-]+(?:/[\w.-]+)*\.md)\b(?:#([\w-]+))?")
 FENCE = re.compile(r"^\s*(```|~~~)")
+SECTION = re.compile(r"((?:\.{1,2}/)*[\w.-]+(?:/[\w.-]+)*\.md)`?,? \(?\"([^\"]{3,})\"")
 
 
 def exists(path):
@@ -61,6 +64,22 @@ def slug(heading):
 
 
 _anchors = {}
+_headings = {}
+
+
+def headings(path):
+    if path not in _headings:
+        found, fenced = [], False
+        with open(os.path.join(ROOT, path), encoding="utf-8") as f:
+            for line in f:
+                if FENCE.match(line):
+                    fenced = not fenced
+                    continue
+                m = None if fenced else re.match(r"^#{1,6}\s+(.*?)\s*#*\s*$", line)
+                if m:
+                    found.append(m.group(1).replace("`", ""))
+        _headings[path] = found
+    return _headings[path]
 
 
 def anchors(path):
@@ -130,6 +149,12 @@ def main():
                     target = m.group(1)
                     if not re.match(r"^[a-z][a-z0-9+.-]*:", target):
                         check_target(f, target, errors, where)
+            for m in SECTION.finditer(text):
+                path, title = m.group(1), m.group(2).replace("`", "")
+                first = path.split("/")[0]
+                dest = resolve(f, path) if first in (".", "..") else os.path.normpath(path)
+                if dest and dest in TRACKED and not any(h.startswith(title) for h in headings(dest)):
+                    errors.append(f"{where}: {path} has no section \"{title}\"")
             for m in MD_PATH.finditer(text):
                 path = m.group(1)
                 first = path.split("/")[0]
