@@ -10,7 +10,8 @@
 #      a 3-master cluster and a TLS server (one of each for the whole script, and a Sentinel setup)
 #   5. tk-conformance on every conformance-vectors/*.json: memory, Redis, cluster, Sentinel, TLS;
 #      and on the HTTP vectors (conformance-vectors/http/*.json, no store)
-#   6. go test (vectors on every store, the HTTP vectors, Example, unit tests), the Go
+#   6. go test (vectors on every store, the HTTP vectors, Example, unit tests), tkgin (the gin
+#      middleware, against Debian's gin: apt-installs golang-github-gin-gonic-gin-dev), the Go
 #      shutdown-hygiene check; and a C key flood against a default memory store
 # Environment: CARGO_TARGET_DIR (default $ROOT/target), PROFILE (debug|release, default debug).
 set -euo pipefail
@@ -217,6 +218,50 @@ done
 step "Go shutdown hygiene: a child closes its Redis store and exits with nothing left"
 (cd "$HERE/go" && CGO_LDFLAGS="-Wl,-rpath,$LIBDIR" go build -o "$WORK/shutdownchild" ./internal/shutdownchild)
 python3 "$ROOT/tests/shutdown_check.py" "$URL_GO" -- "$WORK/shutdownchild"
+step "tkgin: the gin middleware, against Debian's gin (GOPATH mode: tkgin/go.sh)"
+GIN_OUT=$(CGO_LDFLAGS="-Wl,-rpath,$LIBDIR" "$HERE/go/tkgin/go.sh" test -count=1 -v . 2>&1) \
+    || { echo "$GIN_OUT"; exit 1; }
+grep -E '^(---|ok)' <<<"$GIN_OUT"
+"$HERE/go/tkgin/go.sh" vet .
+# The README's gin quick start, copied into an empty project's main(), serves 5 then a 429.
+mkdir -p "$WORK/ginapp"
+python3 - "$HERE/README.md" "$WORK/ginapp/main.go" <<'PY'
+import re, sys
+readme = open(sys.argv[1]).read()
+section = readme[readme.index("## Go gin middleware"):]
+code = re.search(r"```go\n(.*?)```", section, re.S).group(1)
+body = "\n".join("\t" + l if l else l for l in code.splitlines())
+open(sys.argv[2], "w").write(f"""package main
+
+import (
+\t"fmt"
+\t"net/http/httptest"
+
+\tthrottlekit "example.invalid/throttlekit/go"
+\t"example.invalid/throttlekit/go/tkgin"
+\t"example.invalid/throttlekit/go/tkhttp"
+\t"github.com/gin-gonic/gin"
+)
+
+func main() {{
+{body}
+\tsrv := httptest.NewServer(router)
+\tdefer srv.Close()
+\tfor i := 0; i < 6; i++ {{
+\t\tresp, err := srv.Client().Get(srv.URL + "/api/hello")
+\t\tif err != nil {{
+\t\t\tpanic(err)
+\t\t}}
+\t\tresp.Body.Close()
+\t\tfmt.Print(resp.StatusCode, " ")
+\t}}
+}}
+""")
+PY
+GIN_QS=$(TKGIN_DIR="$WORK/ginapp" CGO_LDFLAGS="-Wl,-rpath,$LIBDIR" GIN_MODE=release "$HERE/go/tkgin/go.sh" run . 2>&1) \
+    || { echo "$GIN_QS"; exit 1; }
+echo "gin quick start: $GIN_QS"
+[ "$GIN_QS" = "200 200 200 200 200 429 " ] || { echo "the gin quick start printed '$GIN_QS'" >&2; exit 1; }
 (cd "$HERE/go" && go vet ./... && test -z "$(gofmt -l .)")
 echo
 echo "bindings-c: all passed"

@@ -5,7 +5,8 @@
 #   bindings-python/test.sh            # venv + tools + redis-server + maturin develop + pytest
 #
 # The HTTP middleware tests need the frameworks (FastAPI/Starlette, uvicorn, Flask, Django),
-# httpx as the client and http-sfv as an independent Structured Fields parser: all from PyPI.
+# gunicorn (the quick starts' WSGI server), httpx as the client and http-sfv as an independent
+# Structured Fields parser: all from PyPI.
 #   PYTEST_ARGS="-k redis" bindings-python/test.sh
 #
 # Environment: CARGO_TARGET_DIR (default: the workspace target/), VENV (default: .venv),
@@ -24,7 +25,7 @@ step "venv $VENV"
 "$VENV/bin/python" -m pip install -q --disable-pip-version-check \
     "maturin>=1.9,<2" "pytest>=8" "pytest-asyncio>=0.23" "mypy>=1.10" \
     "fastapi>=0.110,<1" "starlette>=0.37" "uvicorn>=0.30,<1" "httpx>=0.27,<1" "flask>=3,<4" "django>=5,<6" \
-    "http-sfv>=0.9.9,<0.10"
+    "gunicorn>=27,<28" "http-sfv>=0.9.9,<0.10"
 
 # redis-cli forms the test cluster (tests/redis-cluster.sh); openssl makes the TLS test's CA.
 if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null || ! command -v openssl >/dev/null; then

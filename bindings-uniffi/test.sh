@@ -11,9 +11,10 @@
 #   5. the runner replays every conformance-vectors/*.json on memory and on Redis (also through
 #      the async API), then on the cluster, Sentinel and TLS with the CLI's store flags, and must
 #      report the Rust CLI's totals
-#   6. the Ruby tests, with Redis
+#   6. the Ruby tests, with Redis, and Throttlekit::Rack's (ruby/test/test_rack.rb)
 #   7. the quick start in README.md is the file run here, against the gem built and installed
-#      from ruby/throttlekit.gemspec
+#      from ruby/throttlekit.gemspec; the Rack quick start is copied into an empty folder and
+#      served by puma from that gem
 # Environment: PROFILE (debug|release, default debug), CARGO_TARGET_DIR.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -122,6 +123,9 @@ started sentinel-pw TK_REDIS_SENTINEL_PW_URLS
 export TK_REDIS_SENTINEL_PW_URLS
 ruby "$HERE/ruby/test/test_throttlekit.rb" "$URL"
 
+step "Rack middleware tests (Throttlekit::Rack; the fail policy against a redis-server killed by PID)"
+ruby "$HERE/ruby/test/test_rack.rb" --with-redis
+
 step "the README's quick start is this file, and it runs"
 python3 - "$HERE/README.md" "$HERE/ruby/example/quickstart.rb" <<'PY'
 import sys
@@ -148,6 +152,40 @@ for cmd in "env -u THROTTLEKIT_LIB GEM_PATH=$GEM_PATH_RUN ruby $HERE/ruby/exampl
     echo "$out" | sed "s/^/  /"
     expected_quickstart "$out" || { echo "quick start '$cmd' printed something else" >&2; exit 1; }
 done
+
+step "the README's Rack quick start, copied into an empty project, served by puma from the installed gem"
+mkdir -p "$WORK/rackapp"
+python3 - "$HERE/README.md" "$WORK/rackapp/config.ru" <<'PY'
+import re, sys
+readme = open(sys.argv[1]).read()
+section = readme[readme.index("## Rack middleware"):]
+code = re.search(r"```ruby\n(.*?)```", section, re.S).group(1)
+open(sys.argv[2], "w").write(code)
+PY
+RACK_PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+(cd "$WORK/rackapp" && exec env -u THROTTLEKIT_LIB -u RUBYLIB GEM_PATH="$GEM_PATH_RUN" puma --silent -b "tcp://127.0.0.1:$RACK_PORT" config.ru) &
+RACK_PID=$!
+statuses=$(python3 - "$RACK_PORT" <<'PY'
+import sys, time, urllib.request, urllib.error
+url = f"http://127.0.0.1:{sys.argv[1]}"
+for _ in range(300):
+    try:
+        urllib.request.urlopen(url + "/healthz", timeout=1)
+        break
+    except OSError:
+        time.sleep(0.1)
+out = []
+for _ in range(6):
+    try:
+        out.append(str(urllib.request.urlopen(url + "/limited", timeout=5).status))
+    except urllib.error.HTTPError as e:
+        out.append(str(e.code))
+print(" ".join(out))
+PY
+)
+kill "$RACK_PID"; wait "$RACK_PID" || true
+echo "rack quick start: $statuses"
+[ "$statuses" = "200 200 200 200 200 429" ] || { echo "the Rack quick start answered '$statuses'" >&2; exit 1; }
 
 echo
 echo "bindings-uniffi: all passed"

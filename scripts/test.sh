@@ -58,6 +58,7 @@ suite "demo (the README's table and docs/throttlekit-demo.svg are its output)" s
 suite "tower layer" cargo test -p throttlekit-tower --locked
 suite "http black-box (rust-axum)" tests/http-blackbox.sh rust-axum
 suite "http black-box (go-nethttp)" tests/http-blackbox.sh go-nethttp
+suite "http black-box (go-gin)" tests/http-blackbox.sh go-gin
 suite "fault proxy" cargo test -p throttlekit-faultproxy --locked
 suite "redis" env REDIS_RUST_TESTS=0 tests/redis.sh
 suite "serve (grpcio cases on memory/redis/cluster, HTTP, reload, SIGTERM, a real Envoy)" tests/serve.sh
@@ -65,15 +66,20 @@ suite "python" bindings-python/test.sh
 suite "lease fleet (rust + python processes on one key)" tests/lease-fleet.sh
 suite "http black-box (python-fastapi)" tests/http-blackbox.sh python-fastapi
 suite "http black-box (python-flask)" tests/http-blackbox.sh python-flask
+suite "http black-box (python-flask-ext)" tests/http-blackbox.sh python-flask-ext
+suite "http black-box (python-django)" tests/http-blackbox.sh python-django
 suite "node" bindings-node/test.sh
 suite "http black-box (node-express)" tests/http-blackbox.sh node-express
 suite "http black-box (node-fastify)" tests/http-blackbox.sh node-fastify
 suite "http black-box (node-fetch)" tests/http-blackbox.sh node-fetch
-suite "http same bytes (every example vs rust-axum)" tests/http-same-bytes.sh rust-axum go-nethttp python-fastapi python-flask node-express node-fastify node-fetch java-servlet
+suite "http black-box (node-koa)" tests/http-blackbox.sh node-koa
+suite "http black-box (node-nestjs)" tests/http-blackbox.sh node-nestjs
+suite "http same bytes (every example vs rust-axum)" tests/http-same-bytes.sh rust-axum go-nethttp go-gin python-fastapi python-flask python-flask-ext python-django node-express node-fastify node-fetch node-koa node-nestjs java-servlet ruby-rack
 suite "c and go" bindings-c/test.sh
 suite "uniffi (ruby)" bindings-uniffi/test.sh
 suite "jvm (java, JNI)" bindings-jvm/test.sh
 suite "http black-box (java-servlet)" tests/http-blackbox.sh java-servlet
+suite "http black-box (ruby-rack)" tests/http-blackbox.sh ruby-rack
 suite "shutdown hygiene (rust, python, node)" tests/shutdown.sh
 suite "at-most-once proofs (rust, python, node, go; one node, cluster, Sentinel; behind the fault proxy)" env PROVE_FAULT_CALLS=20 tests/faults/prove.sh
 suite "chaos (60 s: cluster 3+3 and Sentinel, four languages, kills, pauses, proxy faults)" env CHAOS_SECONDS=60 tests/faults/chaos.sh

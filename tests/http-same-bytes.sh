@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Byte-identical RateLimit/RateLimit-Policy/Retry-After across example servers:
-#   tests/http-same-bytes.sh REFERENCE NAME...   (e.g. rust-axum node-express node-fastify node-fetch)
+#   tests/http-same-bytes.sh REFERENCE NAME...   (e.g. rust-axum node-express node-koa node-nestjs)
 # Uses the venv that tests/http-blackbox.sh sets up (http-sfv is not needed here, the helpers are).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# `throttlekit serve` end to end: its unit tests; the grpcio conformance and migration cases
+# `throttlekit serve` end to end: its unit tests; envoyproxy/ratelimit's answers on a manual clock
+# (serve/src/compat_tests.rs) on Redis and Redis Cluster too; the grpcio conformance and migration cases
 # (tests/serve/*.json) on memory, Redis and Redis Cluster with identical answers; the HTTP door
 # (/json 200 then 429, /healthcheck, /metrics, /api); hot reload that keeps the old config on
 # error; SIGTERM answering an in-flight call; then a real Envoy in front (tests/serve-envoy.sh).
@@ -29,6 +30,10 @@ mkdir "$WORK/conf"
 
 redis_url=$(tests/redis-server.sh start "$WORK/redis.pid")
 cluster_urls=$(tests/redis-cluster.sh start "$WORK/cluster.pids")
+
+echo "--- envoyproxy/ratelimit's answers on a manual clock, through gRPC and /json, on Redis and Redis Cluster"
+TK_SERVE_TEST_REDIS=$redis_url TK_SERVE_TEST_CLUSTER=$cluster_urls \
+  cargo test -q --locked -p throttlekit-serve compat_tests -- --ignored
 
 run_store() { # name, store flags...
   local name=$1
@@ -64,6 +69,7 @@ body='{"domain":"web","descriptors":[{"entries":[{"key":"user","value":"u1"}]}]}
 code() { curl -s -o "$WORK/body" -w '%{http_code}' -X POST -H 'content-type: application/json' -d "$1" "$H/json"; }
 [ "$(code "$body")" = 200 ] || fail "/json first call"
 grep -q '"limitRemaining":1' "$WORK/body" || fail "/json remaining: $(cat "$WORK/body")"
+grep -Eq '"durationUntilReset":"[0-9]+s"' "$WORK/body" || fail "/json duration is not whole seconds: $(cat "$WORK/body")"
 grep -q '"responseHeadersToAdd"' "$WORK/body" && grep -q 'RateLimit-Policy' "$WORK/body" || fail "no RateLimit fields: $(cat "$WORK/body")"
 [ "$(code "$body")" = 200 ] || fail "/json second call"
 [ "$(code "$body")" = 429 ] || fail "/json third call is not 429"

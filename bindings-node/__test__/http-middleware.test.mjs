@@ -1,9 +1,10 @@
-// The Express middleware, the Fastify plugin and the fetch wrapper, each on a real server on a
-// loopback port, driven by Node's fetch: the same scenarios for all three. Time is a
-// ManualClock, so every number in a header is exact.
+// The Express middleware, the Fastify plugin, the fetch wrapper, the Koa middleware and the
+// NestJS guard (on Nest's Express and Fastify platforms), each on a real server on a loopback
+// port, driven by Node's fetch: the same scenarios for all of them. Time is a ManualClock, so every number in a header is exact.
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 
+import { HttpException } from '@nestjs/common'
 import { parseList } from 'structured-headers'
 
 import { Limiter, ManualClock, MultiLimiter, RedisStore, Strategy } from '@throttlekit/core'
@@ -126,7 +127,14 @@ for (const framework of FRAMEWORKS) {
         express: (_req, res, d) => res.status(429).type('text/plain').send(`slow down ${d.retryAfterMs}`),
         fastify: (_req, reply, d) => reply.code(429).type('text/plain').send(`slow down ${d.retryAfterMs}`),
         fetch: (_req, d) => new Response(`slow down ${d.retryAfterMs}`, { status: 429, headers: { 'content-type': 'text/plain' } }),
-      }[framework]
+        koa: async (ctx, d) => {
+          ctx.status = 429
+          ctx.type = 'text/plain'
+          ctx.body = `slow down ${d.retryAfterMs}`
+        },
+        // Nest's way: the exception to throw, answered by Nest's exception filter as JSON.
+        nest: (_context, d) => new HttpException({ message: `slow down ${d.retryAfterMs}` }, 429),
+      }[framework.startsWith('nest') ? 'nest' : framework]
       const options = {
         limiter: limiterAt(),
         skip: (req) => new URL(req.url, 'http://x').pathname === '/healthz',
@@ -144,7 +152,8 @@ for (const framework of FRAMEWORKS) {
         await get(s.url())
         const denied = await get(s.url('/expensive'))
         assert.equal(denied.status, 429)
-        assert.equal(await denied.text(), 'slow down 36000')
+        const text = await denied.text()
+        assert.equal(framework.startsWith('nest') ? JSON.parse(text).message : text, 'slow down 36000')
         assert.equal(denied.headers.get('retry-after'), '36')
         assert.equal(denied.headers.get('ratelimit'), '"default";r=0;t=12')
         for (let i = 0; i < 3; i++) assert.equal((await get(s.url('/healthz'))).status, 200)

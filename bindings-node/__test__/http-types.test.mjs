@@ -15,16 +15,17 @@ const pkg = join(here, '..')
 const require = createRequire(import.meta.url)
 const run = promisify(execFile)
 
-for (const sub of ['express', 'fastify', 'fetch']) {
+for (const sub of ['express', 'fastify', 'fetch', 'koa', 'nest']) {
   test(`@throttlekit/core/${sub}: ESM and CommonJS export the same functions, and the .d.ts declares them`, async () => {
     const esm = await import(`@throttlekit/core/${sub}`)
     const cjs = require(`@throttlekit/core/${sub}`)
     const names = Object.keys(cjs).filter((n) => n !== 'default').sort()
     assert.ok(names.length > 0)
     for (const n of names) assert.equal(esm[n], cjs[n], n)
-    assert.equal(typeof esm.default, 'function')
+    // One function each, the default export too; NestJS's module, guard and decorators have none.
+    assert.equal(typeof esm.default, sub === 'nest' ? 'undefined' : 'function')
     const dts = readFileSync(join(pkg, 'lib', 'http', `${sub}.d.ts`), 'utf8')
-    const declared = [...dts.matchAll(/^export declare (?:function|const) (\w+)/gm)].map((m) => m[1]).sort()
+    const declared = [...dts.matchAll(/^export declare (?:function|const|class) (\w+)/gm)].map((m) => m[1]).sort()
     assert.deepEqual(declared, names)
   })
 }

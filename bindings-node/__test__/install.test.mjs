@@ -24,8 +24,8 @@ test('npm install into a fresh project, then require, import and npx', { timeout
   const esm = await run(process.execPath, ['--input-type=module', '-e', "import { Limiter, Strategy } from '@throttlekit/core'; console.log(new Limiter({ strategy: Strategy.fixedWindow({ limit: 2, windowMs: 1000 }) }).checkSync('k').remaining)"], { cwd: project })
   assert.equal(esm.stdout.trim(), '1')
   // The HTTP subpaths resolve from an installed copy too, in both module systems.
-  const subCjs = await run(process.execPath, ['-e', "console.log(['express', 'fastify', 'fetch'].map((s) => Object.keys(require('@throttlekit/core/' + s)).join('+')).join(' '))"], { cwd: project })
-  assert.equal(subCjs.stdout.trim(), 'rateLimit rateLimitPlugin+default withRateLimit+defaultPeer')
+  const subCjs = await run(process.execPath, ['-e', "console.log(['express', 'fastify', 'fetch', 'koa'].map((s) => Object.keys(require('@throttlekit/core/' + s)).join('+')).join(' '))"], { cwd: project })
+  assert.equal(subCjs.stdout.trim(), 'rateLimit rateLimitPlugin+default withRateLimit+defaultPeer rateLimit')
   const subEsm = await run(process.execPath, ['--input-type=module', '-e', "import { withRateLimit } from '@throttlekit/core/fetch'; import rl from '@throttlekit/core/express'; console.log(typeof withRateLimit, typeof rl)"], { cwd: project })
   assert.equal(subEsm.stdout.trim(), 'function function')
   const npx = await run(npm, ['exec', '--offline', '--', 'throttlekit-conformance', vectors], { cwd: project })

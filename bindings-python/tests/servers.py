@@ -1,13 +1,16 @@
 """Real HTTP servers on loopback for the middleware tests: uvicorn (ASGI) and werkzeug's WSGI
 server (what Flask's dev server runs), each in a thread of this process, on a socket bound to
 port 0 by the test itself (so no other process can take the port between choosing and binding).
-Clients are real too: httpx over TCP.
+Clients are real too: httpx over TCP. ``server_process`` runs a server in a process of its own
+(gunicorn or uvicorn serving a project in a folder).
 """
 
 from __future__ import annotations
 
 import asyncio
+import signal
 import socket
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -75,3 +78,40 @@ def serve(kind: str, app: Any, host: str = "127.0.0.1") -> Iterator[httpx.Client
     runner = uvicorn_server if kind == "asgi" else wsgi_server
     with runner(app, host) as url, httpx.Client(base_url=url, timeout=30) as client:
         yield client
+
+
+@contextmanager
+def server_process(argv: list[str], cwd: str, timeout_s: float = 60) -> Iterator[httpx.Client]:
+    """Runs a server command in its own process (``{port}`` in ``argv`` becomes a free port, a
+    fresh one on each of three attempts) until it answers GET /healthz; yields a client, then
+    stops it by PID. Its output is kept for the failure message."""
+    log = ""
+    for _attempt in range(3):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        proc = subprocess.Popen([a.replace("{port}", str(port)) for a in argv], cwd=cwd,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + timeout_s
+        try:
+            while proc.poll() is None and time.monotonic() < deadline:
+                try:
+                    if httpx.get(url + "/healthz", timeout=2).status_code == 200:
+                        break
+                except httpx.HTTPError:
+                    time.sleep(0.1)
+            if proc.poll() is None and time.monotonic() < deadline:
+                with httpx.Client(base_url=url, timeout=30) as client:
+                    yield client
+                return
+        finally:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+                try:
+                    proc.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+            log = proc.stdout.read() if proc.stdout else ""
+    raise RuntimeError(f"{argv} never answered GET /healthz:\n{log}")

@@ -10,6 +10,7 @@ uniffi::setup_scaffolding!("throttlekit");
 mod clock;
 mod convert;
 mod error;
+mod http;
 mod lease;
 mod limiter;
 mod multi;
@@ -20,6 +21,7 @@ mod strategy;
 
 pub use clock::ManualClock;
 pub use error::ThrottleKitError;
+pub use http::{ErrorAnswer, HeaderLine, HttpAnswer, HttpEdge};
 pub use lease::{LeaseOptions, TierStats};
 pub use limiter::{Limiter, LimiterOptions};
 pub use multi::{Dimension, MultiLimiter, MultiLimiterOptions, Rule};

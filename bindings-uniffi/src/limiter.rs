@@ -53,6 +53,13 @@ pub struct Limiter {
     inner: Arc<throttlekit::Limiter>,
 }
 
+impl Limiter {
+    /// The core limiter, for the HTTP edge (`http.rs`).
+    pub(crate) fn core(&self) -> &throttlekit::Limiter {
+        &self.inner
+    }
+}
+
 #[uniffi::export(async_runtime = "tokio")]
 impl Limiter {
     /// A limiter for `strategy` with `options`; `config_invalid` for a bad mode or lease option.

@@ -82,6 +82,13 @@ pub struct MultiLimiter {
     inner: Arc<throttlekit::MultiLimiter>,
 }
 
+impl MultiLimiter {
+    /// The core limiter, for the HTTP edge (`http.rs`).
+    pub(crate) fn core(&self) -> &throttlekit::MultiLimiter {
+        &self.inner
+    }
+}
+
 #[uniffi::export(async_runtime = "tokio")]
 impl MultiLimiter {
     /// A multi limiter combining `dimensions` by `rule`.

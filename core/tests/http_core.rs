@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use throttlekit::http::{
     ClientIdentity, ClientKeyOptions, Family, ForwardedHeader, HeaderOptions, LimitStatus, json, rate_limit_headers,
+    reset_seconds,
 };
 use throttlekit::{Dimension, Limiter, ManualClock, MultiLimiter, Rule, Strategy};
 
@@ -47,6 +48,37 @@ fn draft10_t_is_the_time_to_the_next_unit_not_to_full_replenishment() {
         got[5],
         vec!["RateLimit-Policy: \"default\";q=5;w=60", "RateLimit: \"default\";r=0;t=12", "Retry-After: 12"]
     );
+}
+
+/// A fixed window's `reset_seconds` is envoyproxy/ratelimit's `duration_until_reset`, computed
+/// here their way (`unit - now_s % unit` on the whole epoch second) as the oracle: at a window's
+/// first millisecond the whole unit, at its last 1 (never 0), and draft-6's `RateLimit-Reset`
+/// says the same.
+#[test]
+fn reset_seconds_is_the_epoch_window_end_rounded_up() {
+    for unit_s in [1i64, 60, 3600, 86_400, 7 * 86_400, 30 * 86_400, 365 * 86_400] {
+        let w = unit_s * 1000;
+        let limiter = Limiter::builder(Strategy::fixed_window(3, w as u64).unwrap()).build();
+        let start = (1_700_000_000_000 / w + 1) * w;
+        for (i, now) in [start, start + 1, start + w / 2 + 345, start + w - 1001, start + w - 1].into_iter().enumerate()
+        {
+            let d = limiter.check_sync_at(&format!("k{i}"), 1, now).unwrap();
+            let theirs = unit_s - now.div_euclid(1000) % unit_s;
+            assert_eq!(reset_seconds(&d, now), theirs, "unit {unit_s} s at {now}");
+            let reset =
+                rate_limit_headers(&[LimitStatus::single(limiter.strategy(), d, None)], &options(Family::Draft6), now)
+                    .unwrap()
+                    .into_iter()
+                    .find(|(n, _)| *n == "RateLimit-Reset")
+                    .unwrap();
+            assert_eq!(reset.1, theirs.to_string(), "unit {unit_s} s at {now}");
+        }
+        assert_eq!(reset_seconds(&limiter.check_sync_at("s", 1, start).unwrap(), start), unit_s);
+        assert_eq!(reset_seconds(&limiter.check_sync_at("e", 1, start + w - 1).unwrap(), start + w - 1), 1);
+    }
+    // Already at full capacity (a GCRA key never used): nothing to wait for.
+    let idle = Limiter::builder(Strategy::gcra(5, 60_000, None).unwrap()).build();
+    assert_eq!(reset_seconds(&idle.peek_sync_at("idle", 1_000).unwrap(), 1_000), 0);
 }
 
 #[test]

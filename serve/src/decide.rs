@@ -7,6 +7,10 @@
 //! Redis Cluster hash tag, so the keys of one request always share a slot and the guarantee
 //! holds on a cluster too (the price: one domain's counters live on one shard).
 //!
+//! When the enforced apply refuses under [`Rule::All`], nothing was charged, so each limit that
+//! would have admitted is read again with core's peek (a read that charges nothing, at the same
+//! instant) and reports what it has left, not the charge the multi apply would have made.
+//!
 //! Shadow-mode descriptors are decided in a second apply under [`Rule::Any`], so a limit that
 //! never refuses cannot stop the enforced ones from being charged. `count_rejected` decides
 //! the enforced limits under [`Rule::Any`] as well: each limit that admits is charged even when
@@ -16,7 +20,8 @@ use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use throttlekit::http::{HeaderOptions, LimitStatus, rate_limit_headers};
+use futures_util::future::join_all;
+use throttlekit::http::{HeaderOptions, LimitStatus, rate_limit_headers, reset_seconds};
 use throttlekit::multi::binding;
 use throttlekit::store::{DimensionCall, Now, Rule, Transform};
 use throttlekit::{Clock, Decision, ErrorCode, FailPolicy, Store};
@@ -75,10 +80,13 @@ pub struct StatusOut {
     pub code: Code,
     /// The binding limit; `None` when no limit applies.
     pub current_limit: Option<CurrentLimit>,
-    /// Units left under the binding limit.
+    /// Units left under the binding limit; `u32::MAX` for `unlimited: true` (as
+    /// envoyproxy/ratelimit answers), 0 when no limit applies.
     pub limit_remaining: u32,
-    /// Until the binding limit resets, in ms; `None` without a limit.
-    pub duration_until_reset_ms: Option<i64>,
+    /// Whole seconds until the binding limit resets, rounded up (core's
+    /// [`reset_seconds`]): for a fixed window, envoyproxy/ratelimit's `unit - now_s % unit`,
+    /// never 0. `None` without a limit.
+    pub duration_until_reset_s: Option<i64>,
 }
 
 /// A request's answer.
@@ -265,7 +273,7 @@ impl Decider {
     pub async fn decide(&self, config: &Config, req: &RequestIn) -> Result<Outcome, DecideError> {
         self.validate(req)?;
         let now = self.clock.now_ms();
-        let applied = self.resolve(config, req)?;
+        let (applied, unlimited) = self.resolve(config, req)?;
 
         // Split (by `Group`, without collecting the groups): charged (cost > 0) enforced,
         // charged shadow, and looks (hits_addend 0).
@@ -278,9 +286,8 @@ impl Decider {
             if a.group() != Group::Look {
                 continue;
             }
-            let d = match self.store.apply(&a.key, Now::At(now), Transform::Peek { strategy: &a.def().strategy }).await
-            {
-                Ok(reply) => reply.decision().map_err(|e| DecideError::Internal(e.to_string()))?,
+            let d = match self.peek(a, now).await {
+                Ok(d) => d,
                 Err(e) => {
                     fallback = true;
                     self.fallback(e, a.def(), now)?
@@ -288,12 +295,39 @@ impl Decider {
             };
             decisions[i] = Some(d);
         }
-        Ok(self.outcome(req, &applied, &decisions, now, fallback))
+        Ok(self.outcome(req, &applied, &unlimited, &decisions, now, fallback))
     }
 
-    /// Matches every descriptor, applies `replaces`, and lays out the limits to decide.
-    /// An `unlimited` limit, like no limit, contributes nothing to decide.
-    fn resolve(&self, config: &Config, req: &RequestIn) -> Result<Vec<Applied>, DecideError> {
+    /// What `a`'s limit has left at `now`, charging nothing (core's peek).
+    async fn peek(&self, a: &Applied, now: i64) -> throttlekit::Result<Decision> {
+        self.store.apply(&a.key, Now::At(now), Transform::Peek { strategy: &a.def().strategy }).await?.decision()
+    }
+
+    /// After a refusal under [`Rule::All`] (nothing charged): each limit in `admitted` reports
+    /// what it has left, read by core's peek at the same instant, instead of the multi apply's
+    /// would-be charge (10 left, not 9). Its code stays the multi apply's (it admitted). A peek
+    /// the store cannot answer leaves that limit's multi decision: the request's answer is
+    /// already decided and a report must not turn it into an error.
+    async fn report_uncharged(
+        &self,
+        applied: &[Applied],
+        admitted: Vec<usize>,
+        now: i64,
+        out: &mut [Option<Decision>],
+    ) {
+        let peeks = join_all(admitted.iter().map(|&i| self.peek(&applied[i], now))).await;
+        for (i, peeked) in admitted.into_iter().zip(peeks) {
+            if let (Ok(p), Some(d)) = (peeked, out[i].as_mut()) {
+                d.remaining = p.remaining;
+                d.reset_at = p.reset_at;
+            }
+        }
+    }
+
+    /// Matches every descriptor, applies `replaces`, and lays out the limits to decide, with
+    /// which descriptors matched `unlimited: true`. An `unlimited` limit, like no limit,
+    /// contributes nothing to decide.
+    fn resolve(&self, config: &Config, req: &RequestIn) -> Result<(Vec<Applied>, Vec<bool>), DecideError> {
         let tag = hash_tag(&req.domain);
         let mut sets: Vec<Option<(Arc<LimitSet>, String)>> = Vec::with_capacity(req.descriptors.len());
         for (i, d) in req.descriptors.iter().enumerate() {
@@ -317,6 +351,7 @@ impl Decider {
                 None => matching::find(config, &req.domain, entries).map(|m| (m.limits.clone(), m.counter)),
             });
         }
+        let unlimited: Vec<bool> = sets.iter().map(|s| s.as_ref().is_some_and(|(set, _)| set.unlimited)).collect();
         let replaced: HashSet<&str> =
             sets.iter().flatten().flat_map(|(s, _)| s.replaces.iter().map(String::as_str)).collect();
         let request_hits = u64::from(req.hits_addend.max(1));
@@ -367,7 +402,7 @@ impl Decider {
                 applied.push(Applied { descriptor: i, set: set.clone(), limit: j, key, cost, twin: None });
             }
         }
-        Ok(applied)
+        Ok((applied, unlimited))
     }
 
     /// One multi apply over the limits of `group`; fills `out`. Returns whether the fail
@@ -398,8 +433,12 @@ impl Decider {
             Ok(reply) => {
                 // Each limit's own decision: under `all`, a limit that would have admitted
                 // reports OK even when another refused (and nothing was charged).
-                for (i, d) in live.zip(&reply.decisions) {
+                for (i, d) in live.clone().zip(&reply.decisions) {
                     out[i] = Some(*d);
+                }
+                if rule == Rule::All && !reply.allowed {
+                    let admitted: Vec<usize> = live.filter(|&i| out[i].is_some_and(|d| d.allowed)).collect();
+                    self.report_uncharged(applied, admitted, now, out).await;
                 }
             }
             Err(e) => {
@@ -431,6 +470,7 @@ impl Decider {
         &self,
         req: &RequestIn,
         applied: &[Applied],
+        unlimited: &[bool],
         decisions: &[Option<Decision>],
         now: i64,
         fallback: bool,
@@ -442,19 +482,22 @@ impl Decider {
         // request, and then nothing is collected).
         let mut mine: Vec<(usize, Decision)> = Vec::new();
         let mut ds: Vec<Decision> = Vec::new();
-        for i in 0..req.descriptors.len() {
+        // `unlimited` has one entry per request descriptor.
+        for (i, &is_unlimited) in unlimited.iter().enumerate() {
             let mut limits = applied
                 .iter()
                 .enumerate()
                 .filter(|(_, a)| a.descriptor == i)
                 .filter_map(|(k, _)| decisions[k].map(|d| (k, d)));
             let Some(first) = limits.next() else {
-                // No limit, an `unlimited` one, or every limit replaced: OK, nothing reported.
+                // No limit, an `unlimited` one, or every limit replaced: OK, no limit reported.
+                // `unlimited` reports u32::MAX left, as envoyproxy/ratelimit does (0 would read
+                // as "nothing left"); no limit reports 0, as theirs does.
                 statuses.push(StatusOut {
                     code: Code::Ok,
                     current_limit: None,
-                    limit_remaining: 0,
-                    duration_until_reset_ms: None,
+                    limit_remaining: if is_unlimited { u32::MAX } else { 0 },
+                    duration_until_reset_s: None,
                 });
                 continue;
             };
@@ -492,7 +535,7 @@ impl Decider {
                     unit: def.unit,
                 }),
                 limit_remaining: if def.blocks_all { 0 } else { u32::try_from(d.remaining.max(0)).unwrap_or(u32::MAX) },
-                duration_until_reset_ms: Some((d.reset_at - now).max(0)),
+                duration_until_reset_s: Some(reset_seconds(&d, now)),
             });
         }
         let any_over = statuses.iter().any(|s| s.code == Code::OverLimit);

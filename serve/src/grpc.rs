@@ -61,9 +61,7 @@ pub fn response(o: Outcome) -> RateLimitResponse {
                     unit: l.unit.map_or(0, |u| u.proto()),
                 }),
                 limit_remaining: s.limit_remaining,
-                duration_until_reset: s
-                    .duration_until_reset_ms
-                    .map(|ms| PbDuration { seconds: ms / 1000, nanos: ((ms % 1000) * 1_000_000) as i32 }),
+                duration_until_reset: s.duration_until_reset_s.map(|seconds| PbDuration { seconds, nanos: 0 }),
                 ..Default::default()
             })
             .collect(),

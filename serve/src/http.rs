@@ -131,11 +131,6 @@ fn code_name(c: Code) -> &'static str {
     }
 }
 
-/// protojson's Duration: seconds with up to 3 decimals and an `s`.
-fn duration(ms: i64) -> String {
-    if ms % 1000 == 0 { format!("{}s", ms / 1000) } else { format!("{}.{:03}s", ms / 1000, ms % 1000) }
-}
-
 /// The outcome in protojson (default values omitted, as protojson does).
 pub fn outcome_json(o: &Outcome) -> Value {
     let statuses: Vec<Value> = o
@@ -154,8 +149,9 @@ pub fn outcome_json(o: &Outcome) -> Value {
             if s.limit_remaining > 0 {
                 v["limitRemaining"] = json!(s.limit_remaining);
             }
-            if let Some(ms) = s.duration_until_reset_ms {
-                v["durationUntilReset"] = json!(duration(ms));
+            if let Some(seconds) = s.duration_until_reset_s {
+                // protojson's Duration of whole seconds.
+                v["durationUntilReset"] = json!(format!("{seconds}s"));
             }
             v
         })

@@ -6,6 +6,8 @@
 //! to core's multi apply in one call; core decides.
 
 pub mod clock;
+#[cfg(test)]
+mod compat_tests;
 pub mod config;
 pub mod decide;
 pub mod matching;

@@ -199,7 +199,7 @@ fn fixed_window_counts_and_resets_like_theirs() {
         .collect();
     assert_eq!(codes, vec![(Code::Ok, 2), (Code::Ok, 1), (Code::Ok, 0), (Code::OverLimit, 0)]);
     let o = run(&d, &c, &r);
-    assert_eq!(o.statuses[0].duration_until_reset_ms, Some(50_000), "to the epoch-aligned minute's end");
+    assert_eq!(o.statuses[0].duration_until_reset_s, Some(50), "to the epoch-aligned minute's end");
     assert_eq!(o.statuses[0].current_limit.as_ref().unwrap().requests_per_unit, 3);
     clock.advance(50_000).unwrap();
     assert_eq!(run(&d, &c, &r).statuses[0].code, Code::Ok, "a new window");

@@ -21,6 +21,7 @@ from google.protobuf import wrappers_pb2
 CODES = {0: "UNKNOWN", 1: "OK", 2: "OVER_LIMIT"}
 UNITS = {0: "UNKNOWN", 1: "SECOND", 2: "MINUTE", 3: "HOUR", 4: "DAY", 5: "MONTH", 6: "YEAR", 7: "WEEK"}
 UNIT_NUMBERS = {v: k for k, v in UNITS.items()}
+UNIT_SECONDS = {"SECOND": 1, "MINUTE": 60, "HOUR": 3600, "DAY": 86400, "WEEK": 604800, "MONTH": 2592000, "YEAR": 31536000}
 
 
 def build_request(case_id, step):
@@ -56,8 +57,32 @@ def summarize(resp):
     return out
 
 
-def matches(expect, got):
-    """`expect` lists only what the case pins; every pinned field must equal."""
+def their_resets(unit, before, after):
+    """envoyproxy/ratelimit's duration_until_reset (utils.CalculateReset: `unit - now % unit` on
+    the whole epoch second) for every second the call may have been decided in."""
+    u = UNIT_SECONDS[unit]
+    return {u - s % u for s in range(int(before), int(after) + 1)}
+
+
+def resets(resp):
+    """Each status's duration_until_reset as (seconds, nanos), None when absent."""
+    return [
+        (s.duration_until_reset.seconds, s.duration_until_reset.nanos) if s.HasField("duration_until_reset") else None
+        for s in resp.statuses
+    ]
+
+
+def reset_matches(want, got, before, after):
+    """`want`: a unit name (whole seconds, as theirs computes it between `before` and `after`) or
+    None (no duration at all)."""
+    if want is None:
+        return got is None
+    return got is not None and got[1] == 0 and got[0] in their_resets(want, before, after)
+
+
+def matches(expect, got, durations=(), before=0.0, after=0.0):
+    """`expect` lists only what the case pins; every pinned field must equal. A status's
+    `reset` is checked against `durations` (left out of `got`: it depends on the wall clock)."""
     if "error" in expect:
         return got.get("error") == expect["error"]
     if "error" in got:
@@ -67,9 +92,12 @@ def matches(expect, got):
     if "statuses" in expect:
         if len(expect["statuses"]) != len(got["statuses"]):
             return False
-        for e, g in zip(expect["statuses"], got["statuses"]):
+        for i, (e, g) in enumerate(zip(expect["statuses"], got["statuses"])):
             for k, v in e.items():
-                if k == "limit" and v is None:
+                if k == "reset":
+                    if not reset_matches(v, durations[i], before, after):
+                        return False
+                elif k == "limit" and v is None:
                     if "limit" in g:
                         return False
                 elif g.get(k) != v:
@@ -110,19 +138,27 @@ def main():
                 repeat = step.get("repeat", 1)
                 for r in range(repeat):
                     req = build_request(case["id"], step)
+                    durations = []
+                    before = time.time()
                     try:
-                        got = summarize(stub.ShouldRateLimit(req, timeout=5))
+                        resp = stub.ShouldRateLimit(req, timeout=5)
+                        got, durations = summarize(resp), resets(resp)
                     except grpc.RpcError as e:
                         got = {"error": e.code().name}
+                    after = time.time()
                     print(json.dumps({"case": case["id"], "step": i, "rep": r, "got": got}, sort_keys=True))
                     expect = step.get("expect_each") if r < repeat - 1 else step.get("expect")
                     if expect is None:
                         expect = step.get("expect_each", {})
-                    if matches(expect, got):
+                    if matches(expect, got, durations, before, after):
                         passed += 1
                     else:
                         failed += 1
-                        print(f"FAIL {case['id']} step {i} rep {r}: expected {expect}, got {got}", file=sys.stderr)
+                        print(
+                            f"FAIL {case['id']} step {i} rep {r}: expected {expect}, got {got}, "
+                            f"durations {durations} between {before:.3f} and {after:.3f}",
+                            file=sys.stderr,
+                        )
     print(f"{passed} passed, {failed} failed")
     sys.exit(1 if failed else 0)
 

@@ -6,6 +6,11 @@ import { Limiter, MultiLimiter, Strategy, type Decision, type MultiDecision } fr
 import { rateLimit } from '@throttlekit/core/express'
 import { rateLimitPlugin } from '@throttlekit/core/fastify'
 import { defaultPeer, withRateLimit, type LimitedEvent } from '@throttlekit/core/fetch'
+import Koa from 'koa'
+import { rateLimit as koaRateLimit } from '@throttlekit/core/koa'
+import { Controller, Get, Module, UseGuards, type ExecutionContext } from '@nestjs/common'
+import { APP_GUARD } from '@nestjs/core'
+import { RateLimit, RateLimitExceededException, SkipRateLimit, ThrottlekitGuard, ThrottlekitModule } from '@throttlekit/core/nest'
 
 const limiter = new Limiter({ strategy: Strategy.gcra({ limit: 5, periodMs: 60_000, burst: 5 }) })
 const multi = new MultiLimiter({ rule: 'all', dimensions: [{ name: 'ip', strategy: Strategy.fixedWindow({ limit: 5, windowMs: 1000 }) }] })
@@ -32,6 +37,43 @@ void res
 const peer: string | undefined = defaultPeer(new Request('http://localhost/'), {})
 void peer
 
+const koa = new Koa()
+koa.use(koaRateLimit({ limiter, key: (ctx) => ctx.get('x-api-key'), skip: (ctx) => ctx.path === '/healthz' }))
+koa.use(
+  koaRateLimit({
+    limiter,
+    denyResponse: async (ctx, d) => {
+      ctx.status = 429
+      ctx.body = { wait: d.retryAfterMs }
+    },
+  }),
+)
+
+@Controller('api')
+@UseGuards(ThrottlekitGuard)
+@RateLimit({ limiter: multi })
+class ApiController {
+  @Get('a') @SkipRateLimit() a() { return 'a' }
+  @Get('b') @RateLimit({ limiter, cost: (_req, context: ExecutionContext) => (context.getType() === 'http' ? 2 : 1) }) b() { return 'b' }
+}
+
+@Module({
+  imports: [
+    ThrottlekitModule.forRoot({ limiter, key: (req: { headers: Record<string, unknown> }) => String(req.headers['x-api-key']) }),
+    ThrottlekitModule.forRootAsync({ inject: [], useFactory: async () => ({ limiter, failPolicy: 'fail_open' as const }) }),
+  ],
+  controllers: [ApiController],
+  providers: [{ provide: APP_GUARD, useClass: ThrottlekitGuard }],
+})
+class AppModule {}
+void AppModule
+const guard = new ThrottlekitGuard({ limiter, denyResponse: (_context, d) => new RateLimitExceededException(d) })
+void guard
+
+// @ts-expect-error @RateLimit needs the limiter its limit stands for
+RateLimit({ policyName: 'x' })
+// @ts-expect-error Koa's deny handler gets the context, not (req, res)
+koaRateLimit({ limiter, denyResponse: (_req: unknown, _res: unknown, _d: unknown) => {} })
 // @ts-expect-error an unknown family is a type error
 rateLimit({ limiter, family: 'draft-8' })
 // @ts-expect-error the limiter is required

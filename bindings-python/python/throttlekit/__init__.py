@@ -5,8 +5,10 @@ re-exports it, so ``throttlekit.Limiter`` *is* the core's limiter. Methods endin
 block; their counterparts without the suffix return awaitables (asyncio).
 
 The HTTP middleware lives in submodules, imported on demand so the frameworks stay optional:
-``throttlekit.asgi`` (ASGI), ``throttlekit.fastapi`` (a per-route dependency) and
-``throttlekit.wsgi`` (Flask, Django); ``throttlekit.http`` holds what they share.
+``throttlekit.asgi`` (ASGI), ``throttlekit.fastapi`` (a per-route dependency),
+``throttlekit.wsgi`` (any WSGI app), ``throttlekit.django`` (a settings-driven middleware and
+``@ratelimit``) and ``throttlekit.flask`` (a ``Limiter`` extension); ``throttlekit.http`` holds
+the flow they share, ``throttlekit.rules`` the limit strings and store URIs of the last two.
 """
 
 from throttlekit._throttlekit import (

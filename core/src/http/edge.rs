@@ -1,46 +1,41 @@
-//! The HTTP edge with no JSON per request: options parsed once, then each request's client key,
-//! check, fail policy and header lines from plain bytes.
+//! The HTTP edge: a middleware's options parsed once, then each request's client key, check,
+//! outcome ([`Outcome`]: forward, shadow, deny 429, unavailable 503) and header lines from
+//! plain bytes, with no JSON per request.
 //!
 //! The JSON entry points ([`super::json`]) take one string per call, which suits the vectors and
 //! rare calls; a middleware that built and re-parsed JSON on every request spent most of its time
 //! there (Go's `tkhttp` did: 23.7 µs a request against 2.7 µs for an `x/time/rate` middleware).
 //! [`HttpEdge`] holds the validated options, and its per-request methods take borrowed text and
-//! write the header lines into a caller's buffer as `Name: value\n`, which a binding splits on
-//! the first `": "` of each line. The lines are exactly [`super::rate_limit_headers`]'s, so every
-//! binding still sends the same bytes.
+//! write the header lines into a caller's buffer or [`LineSink`]. The lines are exactly
+//! [`super::rate_limit_headers`]'s, so every binding still sends the same bytes.
 
 use super::client_ip::{ClientIdentity, ClientKeyOptions};
-use super::headers::{HeaderBlock, HeaderOptions, write_single_lines};
+use super::headers::{HeaderBlock, HeaderOptions, LimitStatus, LineSink, write_lines, write_single_lines};
+use super::outcome::{Action, Outcome};
 use crate::decision::Decision;
 use crate::error::{Error, ErrorCode, Result};
 use crate::limiter::{FailPolicy, Limiter};
-use crate::multi::MultiLimiter;
+use crate::multi::{MultiDecision, MultiLimiter};
 
 /// A middleware's validated options: how to render the fields, whom to believe about the
-/// client's address, and what a store failure means for the request.
+/// client's address, what a store failure means for the request, and whether denials are only
+/// reported (shadow mode).
 #[derive(Clone, Debug)]
 pub struct HttpEdge {
     headers: HeaderOptions,
     identity: ClientIdentity,
     fail_policy: FailPolicy,
-}
-
-/// What [`HttpEdge::check`] decided for a request.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct EdgeDecision {
-    /// The decision: the limiter's, or the middleware fail policy's fallback (`fallback: true`).
-    pub decision: Decision,
-    /// The time the decision and its header lines were computed at (epoch ms).
-    pub now_ms: i64,
+    shadow: bool,
 }
 
 impl HttpEdge {
     /// Validates the options once. `fail_policy` is the middleware's own: it applies when the
     /// limiter reports `store_unavailable` (a limiter whose own policy is fail-open or
-    /// fail-closed never does). `Raise` leaves the error to the caller, who answers 503.
+    /// fail-closed never does). `Raise` answers 503 ([`Action::Unavailable`]). Shadow mode is
+    /// off; [`HttpEdge::with_shadow`] turns it on.
     pub fn new(headers: HeaderOptions, client: &ClientKeyOptions, fail_policy: FailPolicy) -> Result<HttpEdge> {
         headers.validate()?;
-        Ok(HttpEdge { headers, identity: ClientIdentity::new(client)?, fail_policy })
+        Ok(HttpEdge { headers, identity: ClientIdentity::new(client)?, fail_policy, shadow: false })
     }
 
     /// [`HttpEdge::new`] from the JSON forms of the two option objects (`""` for the defaults).
@@ -52,9 +47,31 @@ impl HttpEdge {
         HttpEdge::new(headers, &client, fail_policy)
     }
 
+    /// Shadow mode: a denied request is still decided, given every field a denial carries
+    /// (`Retry-After` included) and reported to the hook, but forwarded ([`Action::Shadow`]).
+    pub fn with_shadow(mut self, shadow: bool) -> HttpEdge {
+        self.shadow = shadow;
+        self
+    }
+
     /// The middleware's fail policy.
     pub fn fail_policy(&self) -> FailPolicy {
         self.fail_policy
+    }
+
+    /// Whether shadow mode is on.
+    pub fn shadow(&self) -> bool {
+        self.shadow
+    }
+
+    /// The header options the lines are rendered with.
+    pub fn header_options(&self) -> &HeaderOptions {
+        &self.headers
+    }
+
+    /// The client identity rules.
+    pub fn identity(&self) -> &ClientIdentity {
+        &self.identity
     }
 
     /// The client key of a request from its peer address and the field lines of its two
@@ -80,24 +97,79 @@ impl HttpEdge {
         self.identity.write_key_for_peer(peer, &fields, out)
     }
 
-    /// Checks `cost` for `key` at `now_ms`; a `store_unavailable` error becomes the fail
-    /// policy's fallback decision, or stays an error under `Raise`.
-    pub fn check(&self, limiter: &Limiter, key: &str, cost: u64, now_ms: i64) -> Result<EdgeDecision> {
-        let decision = match limiter.check_sync_at(key, cost, now_ms) {
+    /// The outcome of a single limiter's check whose result is `result`, decided at `now_ms`:
+    /// the pure half of [`HttpEdge::check`], for a binding that ran the check itself (on its
+    /// event loop, or awaited). A `store_unavailable` error becomes the fail policy's answer
+    /// (`Raise`: [`Action::Unavailable`]; fail-open: forward with no fields; fail-closed: deny
+    /// with `Retry-After: 1`); a denial becomes [`Action::Deny`], or [`Action::Shadow`] in
+    /// shadow mode. Any other error is returned (the middleware answers 500:
+    /// [`super::error_response`]).
+    pub fn settle(&self, limiter: &Limiter, result: Result<Decision>, now_ms: i64) -> Result<Outcome> {
+        let decision = match result {
             Ok(d) => d,
-            Err(e) if e.code() == ErrorCode::StoreUnavailable => {
-                self.fail_policy.fallback(e, limiter.strategy().limit(), now_ms)?
-            }
-            Err(e) => return Err(e),
+            Err(e) => match self.recover(e, limiter.strategy().limit(), now_ms)? {
+                Some(d) => d,
+                None => return Ok(Outcome { action: Action::Unavailable, decision: None, now_ms }),
+            },
         };
-        Ok(EdgeDecision { decision, now_ms })
+        Ok(Outcome { action: Action::of(&decision, self.shadow), decision: Some(decision), now_ms })
     }
 
-    /// The fail policy's decision for a multi limiter whose store is unavailable (the first
-    /// dimension's limit, as core's multi limiter falls back); `Raise` is `store_unavailable`.
-    pub fn multi_fallback(&self, limiter: &MultiLimiter, now_ms: i64) -> Result<Decision> {
-        let limit = limiter.dimensions().first().map_or(0, |d| d.strategy.limit());
-        self.fail_policy.fallback(Error::store("the multi limiter's store did not answer"), limit, now_ms)
+    /// [`HttpEdge::settle`] for a multi limiter. The fail policy's fallback is the first
+    /// dimension's (as core's multi limiter falls back), named after it, and stands for every
+    /// dimension; it carries no rate-limit field.
+    pub fn settle_multi(
+        &self,
+        limiter: &MultiLimiter,
+        result: Result<MultiDecision>,
+        now_ms: i64,
+    ) -> Result<Outcome<MultiDecision>> {
+        let decision = match result {
+            Ok(d) => d,
+            Err(e) => {
+                let dims = limiter.dimensions();
+                let first = dims.first().map_or(0, |d| d.strategy.limit());
+                match self.recover(e, first, now_ms)? {
+                    Some(d) => MultiDecision {
+                        decision: d,
+                        binding: dims.first().map(|d| d.name.clone()).unwrap_or_default(),
+                        dimensions: vec![d; dims.len()],
+                    },
+                    None => return Ok(Outcome { action: Action::Unavailable, decision: None, now_ms }),
+                }
+            }
+        };
+        Ok(Outcome { action: Action::of(&decision.decision, self.shadow), decision: Some(decision), now_ms })
+    }
+
+    /// The fail policy's fallback for `err`: `Some` under fail-open or fail-closed, `None` under
+    /// `Raise`; an error that is not `store_unavailable` is returned as it is.
+    fn recover(&self, err: Error, limit: i64, now_ms: i64) -> Result<Option<Decision>> {
+        if err.code() != ErrorCode::StoreUnavailable {
+            return Err(err);
+        }
+        match self.fail_policy {
+            FailPolicy::Raise => Ok(None),
+            policy => policy.fallback(err, limit, now_ms).map(Some),
+        }
+    }
+
+    /// Checks `cost` for `key` at `now_ms`, blocking, and settles the result
+    /// ([`HttpEdge::settle`]).
+    pub fn check(&self, limiter: &Limiter, key: &str, cost: u64, now_ms: i64) -> Result<Outcome> {
+        self.settle(limiter, limiter.check_sync_at(key, cost, now_ms), now_ms)
+    }
+
+    /// Checks `cost` for `keys` (one per dimension) on a multi limiter at `now_ms`, blocking,
+    /// and settles the result ([`HttpEdge::settle_multi`]).
+    pub fn check_multi(
+        &self,
+        limiter: &MultiLimiter,
+        keys: &[&str],
+        cost: u64,
+        now_ms: i64,
+    ) -> Result<Outcome<MultiDecision>> {
+        self.settle_multi(limiter, limiter.check_sync_at(keys, cost, now_ms), now_ms)
     }
 
     /// Appends a single limiter's header lines for `decision` to `out`, one `Name: value\n`
@@ -110,9 +182,66 @@ impl HttpEdge {
         now_ms: i64,
         out: &mut String,
     ) -> Result<()> {
-        write_single_lines(limiter.strategy(), decision, Some(key), &self.headers, now_ms, &mut HeaderBlock(out))
+        self.write_lines_to(limiter, key, decision, now_ms, &mut HeaderBlock(out))
+    }
+
+    /// [`HttpEdge::write_lines`] into any [`LineSink`] (a binding's own packing).
+    pub fn write_lines_to(
+        &self,
+        limiter: &Limiter,
+        key: &str,
+        decision: &Decision,
+        now_ms: i64,
+        out: &mut impl LineSink,
+    ) -> Result<()> {
+        write_single_lines(limiter.strategy(), decision, Some(key), &self.headers, now_ms, out)
+    }
+
+    /// A multi limiter's header lines for `decision` into `out`: one list member per dimension,
+    /// the binding one first ([`LimitStatus::multi`]); `keys` (one per dimension) feed `pk` only.
+    pub fn write_multi_lines(
+        &self,
+        limiter: &MultiLimiter,
+        keys: &[&str],
+        decision: &MultiDecision,
+        now_ms: i64,
+        out: &mut impl LineSink,
+    ) -> Result<()> {
+        write_lines(&LimitStatus::multi(limiter, decision, keys), &self.headers, now_ms, out)
+    }
+
+    /// The header lines of `outcome` (nothing for [`Action::Unavailable`]).
+    pub fn write_outcome_lines(
+        &self,
+        limiter: &Limiter,
+        key: &str,
+        outcome: &Outcome,
+        out: &mut impl LineSink,
+    ) -> Result<()> {
+        match &outcome.decision {
+            Some(d) => self.write_lines_to(limiter, key, d, outcome.now_ms, out),
+            None => Ok(()),
+        }
+    }
+
+    /// The header lines of a multi limiter's `outcome` (nothing for [`Action::Unavailable`]).
+    pub fn write_multi_outcome_lines(
+        &self,
+        limiter: &MultiLimiter,
+        keys: &[&str],
+        outcome: &Outcome<MultiDecision>,
+        out: &mut impl LineSink,
+    ) -> Result<()> {
+        match &outcome.decision {
+            Some(d) => self.write_multi_lines(limiter, keys, d, outcome.now_ms, out),
+            None => Ok(()),
+        }
     }
 }
+
+#[cfg(test)]
+#[path = "edge_tests.rs"]
+mod flow_tests;
 
 #[cfg(test)]
 mod tests {
@@ -131,9 +260,9 @@ mod tests {
         for now in [1_000, 1_500, 2_000, 2_001, 2_002, 2_003, 2_004] {
             let d = edge.check(&l, "k", 1, now).unwrap();
             let mut text = String::new();
-            edge.write_lines(&l, "k", &d.decision, now, &mut text).unwrap();
+            edge.write_outcome_lines(&l, "k", &d, &mut HeaderBlock(&mut text)).unwrap();
             let spec = serde_json::to_string(l.strategy().spec()).unwrap();
-            let dj = &d.decision;
+            let dj = d.decision.unwrap();
             let json = headers_json(&format!(
                 r#"{{"options":{{"partitionKeySecret":"s"}},"nowMs":{now},"limits":[{{"key":"k","strategy":{spec},
                 "decision":{{"allowed":{},"limit":{},"remaining":{},"resetAt":{},"retryAfterMs":{}}}}}]}}"#,

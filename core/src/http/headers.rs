@@ -154,6 +154,14 @@ pub fn retry_after_seconds(retry_after_ms: i64) -> i64 {
     seconds_up(retry_after_ms).clamp(1, MAX_SF_INTEGER)
 }
 
+/// Delta seconds until `decision` is fully replenished (its `reset_at`), rounded up: draft-6's
+/// `RateLimit-Reset` and draft-7's `reset`. For an epoch-aligned fixed window of whole seconds
+/// this is envoyproxy/ratelimit's `duration_until_reset` (`unit - now_s % unit`): never 0, since
+/// the window ends after `now`. 0 for a limit already at full capacity (`reset_at <= now`).
+pub fn reset_seconds(decision: &Decision, now_ms: i64) -> i64 {
+    seconds_up(decision.reset_at.saturating_sub(now_ms))
+}
+
 pub(super) fn seconds_up(ms: i64) -> i64 {
     let ms = ms.max(0);
     ms / 1000 + i64::from(ms % 1000 != 0)
@@ -238,7 +246,7 @@ fn render<'a>(
         window: policy.window_s.map(sf),
         remaining: sf(d.remaining),
         next: sf(next_s),
-        reset_delta: sf(seconds_up(d.reset_at.saturating_sub(now_ms))),
+        reset_delta: sf(reset_seconds(d, now_ms)),
         reset_epoch: sf(seconds_up(d.reset_at)),
         pk: match (&options.partition_key_secret, key) {
             (Some(secret), Some(key)) => partition_key(secret, key),

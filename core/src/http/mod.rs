@@ -10,6 +10,9 @@
 //!   every denial.
 //!   [`write_lines`] / [`write_single_lines`] write the same lines in place into a [`LineSink`]
 //!   (a middleware's reused buffer), allocating nothing for a single limit.
+//! - [`HttpEdge`]: a middleware's whole flow, its options validated once: the client key, the
+//!   check, the fail policy and shadow mode settled into an [`Outcome`] (forward, shadow, deny
+//!   429, unavailable 503) with its header lines and problem body, so a binding only copies them.
 //! - [`quota_exceeded_body`]: the RFC 9457 `application/problem+json` body of a 429.
 //! - [`ClientIdentity::key`]: the socket peer, or the rightmost untrusted hop of
 //!   `X-Forwarded-For` / `Forwarded` when the peer is a trusted proxy; IPv6 grouped by prefix.
@@ -21,6 +24,7 @@ mod edge;
 mod fields;
 mod headers;
 pub mod json;
+mod outcome;
 mod policy;
 mod problem;
 #[cfg(test)]
@@ -28,13 +32,15 @@ mod reference;
 pub mod vectors;
 
 pub use client_ip::{ClientIdentity, ClientKeyOptions, ForwardedHeader};
-pub use edge::{EdgeDecision, HttpEdge};
+pub use edge::HttpEdge;
 pub use fields::{MAX_SF_INTEGER, sf_byte_sequence, sf_integer, sf_string};
 pub use headers::{
-    Family, HeaderBlock, HeaderOptions, LimitStatus, LineSink, for_each_line, rate_limit_headers, retry_after_seconds,
-    write_lines, write_single_lines,
+    Family, HeaderBlock, HeaderOptions, LimitStatus, LineSink, for_each_line, rate_limit_headers, reset_seconds,
+    retry_after_seconds, write_lines, write_single_lines,
 };
+pub use outcome::{Action, Decided, Outcome, error_response};
 pub use policy::{Policy, Refill};
 pub use problem::{
-    PROBLEM_CONTENT_TYPE, QUOTA_EXCEEDED_TYPE, REDUCED_CAPACITY_TYPE, quota_exceeded_body, unavailable_body,
+    PROBLEM_CONTENT_TYPE, QUOTA_EXCEEDED_TYPE, REDUCED_CAPACITY_TYPE, internal_error_body, quota_exceeded_body,
+    unavailable_body,
 };

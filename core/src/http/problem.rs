@@ -42,3 +42,11 @@ pub fn unavailable_body() -> String {
     })
     .to_string()
 }
+
+/// The 500 body when the middleware could not decide because of its own configuration (a key
+/// function's error, a peer that is not an IP address): `code` is the error's code. The fields
+/// are in the order the Rust tower layer has always sent them.
+pub fn internal_error_body(code: &str) -> String {
+    let detail = serde_json::Value::String(format!("rate limiter: {code}"));
+    format!(r#"{{"type":"about:blank","title":"Internal Server Error","status":500,"detail":{detail}}}"#)
+}

@@ -261,6 +261,71 @@ private_constant :UniffiHandleMap
     end
   end
 
+  # The Record type ErrorAnswer.
+
+  def self.check_lower_TypeErrorAnswer(v)
+    
+    
+  end
+
+  def self.alloc_from_TypeErrorAnswer(v)
+    RustBuffer.allocWithBuilder do |builder|
+      builder.write_TypeErrorAnswer(v)
+      return builder.finalize
+    end
+  end
+
+  def consume_into_TypeErrorAnswer
+    consumeWithStream do |stream|
+      return stream.read_TypeErrorAnswer
+    end
+  end
+
+  # The Record type HeaderLine.
+
+  def self.check_lower_TypeHeaderLine(v)
+    
+    
+  end
+
+  def self.alloc_from_TypeHeaderLine(v)
+    RustBuffer.allocWithBuilder do |builder|
+      builder.write_TypeHeaderLine(v)
+      return builder.finalize
+    end
+  end
+
+  def consume_into_TypeHeaderLine
+    consumeWithStream do |stream|
+      return stream.read_TypeHeaderLine
+    end
+  end
+
+  # The Record type HttpAnswer.
+
+  def self.check_lower_TypeHttpAnswer(v)
+    
+    
+    RustBuffer.check_lower_SequenceTypeHeaderLine(v.lines)
+    RustBuffer.check_lower_Optionalstring(v.body)
+    RustBuffer.check_lower_Optionalstring(v.content_type)
+    RustBuffer.check_lower_OptionalTypeDecision(v.decision)
+    RustBuffer.check_lower_OptionalTypeMultiDecision(v.multi)
+  end
+
+  def self.alloc_from_TypeHttpAnswer(v)
+    RustBuffer.allocWithBuilder do |builder|
+      builder.write_TypeHttpAnswer(v)
+      return builder.finalize
+    end
+  end
+
+  def consume_into_TypeHttpAnswer
+    consumeWithStream do |stream|
+      return stream.read_TypeHttpAnswer
+    end
+  end
+
   # The Record type LeaseOptions.
 
   def self.check_lower_TypeLeaseOptions(v)
@@ -649,6 +714,27 @@ private_constant :UniffiHandleMap
     end
   end
 
+  # The Optional<T> type for TypeDecision.
+
+  def self.check_lower_OptionalTypeDecision(v)
+    if !v.nil?
+      RustBuffer.check_lower_TypeDecision(v)
+    end
+  end
+
+  def self.alloc_from_OptionalTypeDecision(v)
+    RustBuffer.allocWithBuilder do |builder|
+      builder.write_OptionalTypeDecision(v)
+      return builder.finalize()
+    end
+  end
+
+  def consume_into_OptionalTypeDecision
+    consumeWithStream do |stream|
+      return stream.read_OptionalTypeDecision
+    end
+  end
+
   # The Optional<T> type for TypeLeaseOptions.
 
   def self.check_lower_OptionalTypeLeaseOptions(v)
@@ -667,6 +753,27 @@ private_constant :UniffiHandleMap
   def consume_into_OptionalTypeLeaseOptions
     consumeWithStream do |stream|
       return stream.read_OptionalTypeLeaseOptions
+    end
+  end
+
+  # The Optional<T> type for TypeMultiDecision.
+
+  def self.check_lower_OptionalTypeMultiDecision(v)
+    if !v.nil?
+      RustBuffer.check_lower_TypeMultiDecision(v)
+    end
+  end
+
+  def self.alloc_from_OptionalTypeMultiDecision(v)
+    RustBuffer.allocWithBuilder do |builder|
+      builder.write_OptionalTypeMultiDecision(v)
+      return builder.finalize()
+    end
+  end
+
+  def consume_into_OptionalTypeMultiDecision
+    consumeWithStream do |stream|
+      return stream.read_OptionalTypeMultiDecision
     end
   end
 
@@ -796,6 +903,27 @@ private_constant :UniffiHandleMap
     end
   end
 
+  # The Sequence<T> type for TypeHeaderLine.
+
+  def self.check_lower_SequenceTypeHeaderLine(v)
+    v.each do |item|
+      RustBuffer.check_lower_TypeHeaderLine(item)
+    end
+  end
+
+  def self.alloc_from_SequenceTypeHeaderLine(v)
+    RustBuffer.allocWithBuilder do |builder|
+      builder.write_SequenceTypeHeaderLine(v)
+      return builder.finalize()
+    end
+  end
+
+  def consume_into_SequenceTypeHeaderLine
+    consumeWithStream do |stream|
+      return stream.read_SequenceTypeHeaderLine
+    end
+  end
+
   
   # The Map<T> type for MapStringU64.
 
@@ -863,6 +991,10 @@ class RustBufferStream
     data
   end
 
+  def read_u16
+    unpack_from 2, 'S>'
+  end
+
   def read_u64
     unpack_from 8, 'Q>'
   end
@@ -890,6 +1022,13 @@ class RustBufferStream
     raise InternalError, 'Unexpected negative string length' if size.negative?
 
     read(size).force_encoding(Encoding::UTF_8)
+  end
+
+  # The Object type HttpEdge.
+
+  def read_TypeHttpEdge
+    handle = unpack_from 8, 'Q>'
+    return HttpEdge.uniffi_lift(handle)
   end
 
   # The Object type Limiter.
@@ -961,6 +1100,38 @@ class RustBufferStream
       name: read_string,
       strategy: read_TypeStrategy,
       cost_multiplier: read_i64
+    )
+  end
+
+  # The Record type ErrorAnswer.
+
+  def read_TypeErrorAnswer
+    ErrorAnswer.new(
+      status: read_u16,
+      body: read_string
+    )
+  end
+
+  # The Record type HeaderLine.
+
+  def read_TypeHeaderLine
+    HeaderLine.new(
+      name: read_string,
+      value: read_string
+    )
+  end
+
+  # The Record type HttpAnswer.
+
+  def read_TypeHttpAnswer
+    HttpAnswer.new(
+      action: read_string,
+      status: read_u16,
+      lines: read_SequenceTypeHeaderLine,
+      body: read_Optionalstring,
+      content_type: read_Optionalstring,
+      decision: read_OptionalTypeDecision,
+      multi: read_OptionalTypeMultiDecision
     )
   end
 
@@ -1261,6 +1432,21 @@ class RustBufferStream
   end
 
   
+  # The Optional<T> type for TypeDecision.
+
+  def read_OptionalTypeDecision
+    flag = unpack_from 1, 'c'
+
+    if flag == 0
+      return nil
+    elsif flag == 1
+      return read_TypeDecision
+    else
+      raise InternalError, 'Unexpected flag byte for OptionalTypeDecision'
+    end
+  end
+
+  
   # The Optional<T> type for TypeLeaseOptions.
 
   def read_OptionalTypeLeaseOptions
@@ -1272,6 +1458,21 @@ class RustBufferStream
       return read_TypeLeaseOptions
     else
       raise InternalError, 'Unexpected flag byte for OptionalTypeLeaseOptions'
+    end
+  end
+
+  
+  # The Optional<T> type for TypeMultiDecision.
+
+  def read_OptionalTypeMultiDecision
+    flag = unpack_from 1, 'c'
+
+    if flag == 0
+      return nil
+    elsif flag == 1
+      return read_TypeMultiDecision
+    else
+      raise InternalError, 'Unexpected flag byte for OptionalTypeMultiDecision'
     end
   end
 
@@ -1369,6 +1570,22 @@ class RustBufferStream
     items
   end
 
+  # The Sequence<T> type for TypeHeaderLine.
+
+  def read_SequenceTypeHeaderLine
+    count = unpack_from 4, 'l>'
+
+    raise InternalError, 'Unexpected negative sequence length' if count.negative?
+
+    items = []
+
+    count.times do
+      items.append read_TypeHeaderLine
+    end
+
+    items
+  end
+
   # The Map<T> type for MapStringU64.
 
   def read_MapStringU64
@@ -1430,6 +1647,11 @@ class RustBufferBuilder
     end
   end
 
+  def write_u16(v)
+    v = ::Throttlekit::uniffi_in_range(v, "u16", 0, 2**16)
+    pack_into(2, 'S>', v)
+  end
+
   def write_u64(v)
     v = ::Throttlekit::uniffi_in_range(v, "u64", 0, 2**64)
     pack_into(8, 'Q>', v)
@@ -1452,6 +1674,13 @@ class RustBufferBuilder
     v = ::Throttlekit::uniffi_utf8(v)
     pack_into 4, 'l>', v.bytes.size
     write v
+  end
+
+  # The Object type HttpEdge.
+
+  def write_TypeHttpEdge(obj)
+    handle = HttpEdge.uniffi_lower obj
+    pack_into(8, 'Q>', handle)
   end
 
   # The Object type Limiter.
@@ -1520,6 +1749,32 @@ class RustBufferBuilder
     self.write_string(v.name)
     self.write_TypeStrategy(v.strategy)
     self.write_i64(v.cost_multiplier)
+  end
+
+  # The Record type ErrorAnswer.
+
+  def write_TypeErrorAnswer(v)
+    self.write_u16(v.status)
+    self.write_string(v.body)
+  end
+
+  # The Record type HeaderLine.
+
+  def write_TypeHeaderLine(v)
+    self.write_string(v.name)
+    self.write_string(v.value)
+  end
+
+  # The Record type HttpAnswer.
+
+  def write_TypeHttpAnswer(v)
+    self.write_string(v.action)
+    self.write_u16(v.status)
+    self.write_SequenceTypeHeaderLine(v.lines)
+    self.write_Optionalstring(v.body)
+    self.write_Optionalstring(v.content_type)
+    self.write_OptionalTypeDecision(v.decision)
+    self.write_OptionalTypeMultiDecision(v.multi)
   end
 
   # The Record type LeaseOptions.
@@ -1754,6 +2009,17 @@ class RustBufferBuilder
     end
   end
 
+  # The Optional<T> type for TypeDecision.
+
+  def write_OptionalTypeDecision(v)
+    if v.nil?
+      pack_into(1, 'c', 0)
+    else
+      pack_into(1, 'c', 1)
+      self.write_TypeDecision(v)
+    end
+  end
+
   # The Optional<T> type for TypeLeaseOptions.
 
   def write_OptionalTypeLeaseOptions(v)
@@ -1762,6 +2028,17 @@ class RustBufferBuilder
     else
       pack_into(1, 'c', 1)
       self.write_TypeLeaseOptions(v)
+    end
+  end
+
+  # The Optional<T> type for TypeMultiDecision.
+
+  def write_OptionalTypeMultiDecision(v)
+    if v.nil?
+      pack_into(1, 'c', 0)
+    else
+      pack_into(1, 'c', 1)
+      self.write_TypeMultiDecision(v)
     end
   end
 
@@ -1824,6 +2101,16 @@ class RustBufferBuilder
 
     items.each do |item|
       self.write_TypeDimension(item)
+    end
+  end
+
+  # The Sequence<T> type for TypeHeaderLine.
+
+  def write_SequenceTypeHeaderLine(items)
+    pack_into(4, 'l>', items.size)
+
+    items.each do |item|
+      self.write_TypeHeaderLine(item)
     end
   end
 
@@ -2250,6 +2537,34 @@ module UniFFILib
   attach_function :uniffi_throttlekit_uniffi_fn_method_manualclock_set,
     [:uint64, :int64, RustCallStatus.by_ref],
     :void
+  
+  attach_function :uniffi_throttlekit_uniffi_fn_clone_httpedge,
+    [:uint64, RustCallStatus.by_ref],
+    :uint64
+  
+  attach_function :uniffi_throttlekit_uniffi_fn_free_httpedge,
+    [:uint64, RustCallStatus.by_ref],
+    :void
+  
+  attach_function :uniffi_throttlekit_uniffi_fn_constructor_httpedge_new,
+    [RustBuffer.by_value, RustBuffer.by_value, RustBuffer.by_value, :int8, RustCallStatus.by_ref],
+    :uint64
+  
+  attach_function :uniffi_throttlekit_uniffi_fn_method_httpedge_check_blocking,
+    [:uint64, :uint64, RustBuffer.by_value, :int64, RustCallStatus.by_ref],
+    RustBuffer.by_value
+  
+  attach_function :uniffi_throttlekit_uniffi_fn_method_httpedge_check_multi_blocking,
+    [:uint64, :uint64, RustBuffer.by_value, :int64, RustCallStatus.by_ref],
+    RustBuffer.by_value
+  
+  attach_function :uniffi_throttlekit_uniffi_fn_method_httpedge_client_key,
+    [:uint64, RustBuffer.by_value, RustBuffer.by_value, RustBuffer.by_value, RustCallStatus.by_ref],
+    RustBuffer.by_value
+  
+  attach_function :uniffi_throttlekit_uniffi_fn_method_httpedge_error_answer,
+    [:uint64, RustBuffer.by_value, RustCallStatus.by_ref],
+    RustBuffer.by_value
   
   attach_function :uniffi_throttlekit_uniffi_fn_clone_limiter,
     [:uint64, RustCallStatus.by_ref],
@@ -2783,6 +3098,22 @@ module UniFFILib
     [],
     :uint16
   
+  attach_function :uniffi_throttlekit_uniffi_checksum_method_httpedge_check_blocking,
+    [],
+    :uint16
+  
+  attach_function :uniffi_throttlekit_uniffi_checksum_method_httpedge_check_multi_blocking,
+    [],
+    :uint16
+  
+  attach_function :uniffi_throttlekit_uniffi_checksum_method_httpedge_client_key,
+    [],
+    :uint16
+  
+  attach_function :uniffi_throttlekit_uniffi_checksum_method_httpedge_error_answer,
+    [],
+    :uint16
+  
   attach_function :uniffi_throttlekit_uniffi_checksum_method_limiter_check,
     [],
     :uint16
@@ -2968,6 +3299,10 @@ module UniFFILib
     :uint16
   
   attach_function :uniffi_throttlekit_uniffi_checksum_constructor_manualclock_new,
+    [],
+    :uint16
+  
+  attach_function :uniffi_throttlekit_uniffi_checksum_constructor_httpedge_new,
     [],
     :uint16
   
@@ -3222,6 +3557,92 @@ class Store
 end
 
 
+  
+  # Record type ErrorAnswer
+class ErrorAnswer
+  attr_reader :status, :body
+
+  def initialize(status:, body:)
+    @status = status
+    @body = body
+  end
+
+  def ==(other)
+    if @status != other.status
+      return false
+    end
+    if @body != other.body
+      return false
+    end
+
+    true
+  end
+  
+end
+  
+  # Record type HeaderLine
+class HeaderLine
+  attr_reader :name, :value
+
+  def initialize(name:, value:)
+    @name = name
+    @value = value
+  end
+
+  def ==(other)
+    if @name != other.name
+      return false
+    end
+    if @value != other.value
+      return false
+    end
+
+    true
+  end
+  
+end
+  
+  # Record type HttpAnswer
+class HttpAnswer
+  attr_reader :action, :status, :lines, :body, :content_type, :decision, :multi
+
+  def initialize(action:, status:, lines:, body:, content_type:, decision:, multi:)
+    @action = action
+    @status = status
+    @lines = lines
+    @body = body
+    @content_type = content_type
+    @decision = decision
+    @multi = multi
+  end
+
+  def ==(other)
+    if @action != other.action
+      return false
+    end
+    if @status != other.status
+      return false
+    end
+    if @lines != other.lines
+      return false
+    end
+    if @body != other.body
+      return false
+    end
+    if @content_type != other.content_type
+      return false
+    end
+    if @decision != other.decision
+      return false
+    end
+    if @multi != other.multi
+      return false
+    end
+
+    true
+  end
+  
+end
   
   # Record type LeaseOptions
 class LeaseOptions
@@ -3774,6 +4195,106 @@ end
       ::Throttlekit.rust_call(:uniffi_throttlekit_uniffi_fn_method_manualclock_set,uniffi_clone_handle(),now_ms)
   end
   
+  
+end
+  
+  class HttpEdge
+
+  # A private helper for initializing instances of the class from a raw handle,
+  # bypassing any initialization logic and ensuring they are GC'd properly.
+  def self.uniffi_allocate(handle)
+    inst = allocate
+    inst.instance_variable_set :@handle, handle
+    ObjectSpace.define_finalizer(inst, uniffi_define_finalizer_by_handle(handle, inst.object_id))
+    return inst
+  end
+
+  # A private helper for registering an object finalizer.
+  # N.B. it's important that this does not capture a reference
+  # to the actual instance, only its underlying handle.
+  def self.uniffi_define_finalizer_by_handle(handle, object_id)
+    Proc.new do |_id|
+      ::Throttlekit.rust_call(
+        :uniffi_throttlekit_uniffi_fn_free_httpedge,
+        handle
+      )
+    end
+  end
+  # A private helper for lowering instances into a raw handle.
+  # This does an explicit typecheck, because accidentally lowering a different type of
+  # object in a place where this type is expected, could lead to memory unsafety.
+  def self.uniffi_check_lower(inst)
+    if !inst.is_a? self
+      raise TypeError.new "Expected a HttpEdge instance, got #{inst}"
+    end
+  end
+
+  def uniffi_clone_handle()
+    return ::Throttlekit.rust_call(
+      :uniffi_throttlekit_uniffi_fn_clone_httpedge,
+      @handle
+    )
+  end
+
+  def self.uniffi_lower(inst)
+    return inst.uniffi_clone_handle()
+  end
+
+  def self.uniffi_lift(handle)
+    uniffi_allocate handle
+  end
+  def initialize(header_options_json = "", client_key_options_json = "", fail_policy = nil, shadow = false)
+        header_options_json = ::Throttlekit::uniffi_utf8(header_options_json)
+        
+        client_key_options_json = ::Throttlekit::uniffi_utf8(client_key_options_json)
+        
+        fail_policy = (fail_policy ? fail_policy : nil)
+        RustBuffer.check_lower_OptionalTypeFailPolicy(fail_policy)
+        shadow = shadow ? true : false
+        
+    handle = ::Throttlekit.rust_call_with_error(ThrottleKitError,:uniffi_throttlekit_uniffi_fn_constructor_httpedge_new,RustBuffer.alloc_from_string(header_options_json),RustBuffer.alloc_from_string(client_key_options_json),RustBuffer.alloc_from_OptionalTypeFailPolicy(fail_policy),(shadow ? 1 : 0))
+    @handle = handle
+    ObjectSpace.define_finalizer(self, self.class.uniffi_define_finalizer_by_handle(handle, self.object_id))
+  end
+
+  
+
+  def check_blocking(limiter, key, cost = 1)
+        limiter = limiter
+        (Limiter.uniffi_check_lower limiter)
+        key = ::Throttlekit::uniffi_utf8(key)
+        
+        cost = ::Throttlekit::uniffi_in_range(cost, "i64", -2**63, 2**63)
+        
+    result = ::Throttlekit.rust_call_with_error(ThrottleKitError,:uniffi_throttlekit_uniffi_fn_method_httpedge_check_blocking,uniffi_clone_handle(),(Limiter.uniffi_lower limiter),RustBuffer.alloc_from_string(key),cost)
+    return result.consume_into_TypeHttpAnswer
+  end
+  def check_multi_blocking(limiter, keys, cost = 1)
+        limiter = limiter
+        (MultiLimiter.uniffi_check_lower limiter)
+        keys = keys.map { |v| ::Throttlekit::uniffi_utf8(v) }
+        RustBuffer.check_lower_Sequencestring(keys)
+        cost = ::Throttlekit::uniffi_in_range(cost, "i64", -2**63, 2**63)
+        
+    result = ::Throttlekit.rust_call_with_error(ThrottleKitError,:uniffi_throttlekit_uniffi_fn_method_httpedge_check_multi_blocking,uniffi_clone_handle(),(MultiLimiter.uniffi_lower limiter),RustBuffer.alloc_from_Sequencestring(keys),cost)
+    return result.consume_into_TypeHttpAnswer
+  end
+  def client_key(peer, x_forwarded_for, forwarded)
+        peer = ::Throttlekit::uniffi_utf8(peer)
+        
+        x_forwarded_for = ::Throttlekit::uniffi_utf8(x_forwarded_for)
+        
+        forwarded = ::Throttlekit::uniffi_utf8(forwarded)
+        
+    result = ::Throttlekit.rust_call_with_error(ThrottleKitError,:uniffi_throttlekit_uniffi_fn_method_httpedge_client_key,uniffi_clone_handle(),RustBuffer.alloc_from_string(peer),RustBuffer.alloc_from_string(x_forwarded_for),RustBuffer.alloc_from_string(forwarded))
+    return result.consume_into_string
+  end
+  def error_answer(code)
+        code = ::Throttlekit::uniffi_utf8(code)
+        
+    result = ::Throttlekit.rust_call(:uniffi_throttlekit_uniffi_fn_method_httpedge_error_answer,uniffi_clone_handle(),RustBuffer.alloc_from_string(code))
+    return result.consume_into_TypeErrorAnswer
+  end
   
 end
   
