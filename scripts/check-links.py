@@ -63,43 +63,39 @@ def slug(heading):
     return text.replace(" ", "-")
 
 
-_anchors = {}
-_headings = {}
+_parsed = {}
+
+
+def parse(path):
+    """A markdown file's headings (outside code fences) and its explicit `<a name|id>` anchors."""
+    if path not in _parsed:
+        heads, named, fenced = [], set(), False
+        with open(os.path.join(ROOT, path), encoding="utf-8") as f:
+            for line in f:
+                if FENCE.match(line):
+                    fenced = not fenced
+                    continue
+                m = None if fenced else re.match(r"^#{1,6}\s+(.*?)\s*#*\s*$", line)
+                if m:
+                    heads.append(m.group(1))
+                named.update(re.findall(r"<a\s+(?:name|id)=\"([^\"]+)\"", line))
+        _parsed[path] = (heads, named)
+    return _parsed[path]
 
 
 def headings(path):
-    if path not in _headings:
-        found, fenced = [], False
-        with open(os.path.join(ROOT, path), encoding="utf-8") as f:
-            for line in f:
-                if FENCE.match(line):
-                    fenced = not fenced
-                    continue
-                m = None if fenced else re.match(r"^#{1,6}\s+(.*?)\s*#*\s*$", line)
-                if m:
-                    found.append(m.group(1).replace("`", ""))
-        _headings[path] = found
-    return _headings[path]
+    return [h.replace("`", "") for h in parse(path)[0]]
 
 
 def anchors(path):
-    if path not in _anchors:
-        found, seen, fenced = set(), {}, False
-        with open(os.path.join(ROOT, path), encoding="utf-8") as f:
-            for line in f:
-                if FENCE.match(line):
-                    fenced = not fenced
-                    continue
-                m = None if fenced else re.match(r"^#{1,6}\s+(.*?)\s*#*\s*$", line)
-                if m:
-                    s = slug(m.group(1))
-                    n = seen.get(s, 0)
-                    seen[s] = n + 1
-                    found.add(s if n == 0 else f"{s}-{n}")
-                for a in re.findall(r"<a\s+(?:name|id)=\"([^\"]+)\"", line):
-                    found.add(a)
-        _anchors[path] = found
-    return _anchors[path]
+    heads, named = parse(path)
+    found, seen = set(named), {}
+    for h in heads:
+        s = slug(h)
+        n = seen.get(s, 0)
+        seen[s] = n + 1
+        found.add(s if n == 0 else f"{s}-{n}")
+    return found
 
 
 def resolve(source, target):
