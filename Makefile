@@ -23,11 +23,13 @@ fuzz:
 bench:
 	bench/run.sh
 
-# Regenerates the vectors files that are generated (hand-checked layout, recorded timelines).
+# Regenerates the vectors files that are generated (hand-checked layout, recorded timelines,
+# adaptive concurrency timelines).
 vectors:
 	python3 conformance-vectors/src/hand_checked.py
 	python3 conformance-vectors/src/http_vectors.py
 	cargo run -q -p throttlekit --example record_vectors > conformance-vectors/recorded-timelines.json
+	cargo run -q -p throttlekit --example record_adaptive_vectors > conformance-vectors/adaptive/timelines.json
 
 # Release artifacts into dist/: the .crate, the C tarball, the wheel and sdist, the npm tarballs
 # (scripts/dist/build.sh; docs/release.md).

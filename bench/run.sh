@@ -18,6 +18,8 @@
 #   redis-core  core/benches/redis.rs (the Redis store's own bench vs redis-benchmark)
 #   redis-topology  core/benches/redis_topology.rs: FCALL vs EVALSHA server time per call, and
 #               cluster (3 masters) throughput next to one standalone server
+#   adaptive    core/benches/adaptive.rs: the adaptive limiter's acquire + release, 1 thread and
+#               8 threads (criterion-free; ROW lines)
 #   lease       core/benches/lease.rs: one hot key, 1 and 8 processes, leased (batch 100) and
 #               cached_deny vs strict: decisions/s and Redis commands per 1k decisions
 #   python      bindings-python/bench/bench.py (vs limits 5.x and throttlekit-py 0.5.1)
@@ -132,6 +134,10 @@ else
     not_measured lease "redis-server / redis-cli not installed (apt-get install redis-server)"
 fi
 
+section "adaptive: core/benches/adaptive.rs (acquire + release, 1 and 8 threads)"
+(cd "$ROOT" && TK_BENCH_N=$([ -n "$QUICK" ] && echo 500000 || echo 2000000) \
+    cargo bench -q -p throttlekit --bench adaptive 2>&1) | tee "$OUT/adaptive.log"
+
 section "python: bindings-python/bench/bench.py"
 if [ -f "$ROOT/bindings-python/bench/bench.py" ]; then
     # bench.py builds our wheel with the maturin next to its interpreter (the setup's venv).
@@ -200,6 +206,6 @@ fi
 section "summary ($(nproc) cores: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'))"
 python3 "$HERE/summarize.py" rust="$OUT/rust.log" redis="$OUT/redis.log" redis-instructions="$OUT/redis-instructions.log" \
     redis-core="$OUT/redis-core.log" \
-    redis-topology="$OUT/redis-topology.log" \
+    redis-topology="$OUT/redis-topology.log" adaptive="$OUT/adaptive.log" \
     python="$OUT/python.log" python-http="$OUT/python-http.log" node="$OUT/node.log" jvm="$OUT/jvm.log" \
     node-http="$OUT/node-http.log" cluster="$OUT/cluster.log" go-http="$OUT/go-http.log"

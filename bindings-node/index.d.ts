@@ -70,11 +70,12 @@ export declare class Limiter {
   /** The strategy. */
   get strategy(): Strategy
   /**
-   * The key prefix (`''` for none).
-   * The counters (see `LimiterMetrics`), or `null` unless made with `metrics: true`.
-   * Checks through `check` on a `RedisStore` (the event-loop socket) are not counted yet.
+   * The counters (see `LimiterMetrics`), or `null` unless made with `metrics: true`. Every
+   * call is counted once, whichever way it goes (sync or Promise, memory or Redis, the event
+   * loop's own socket or a cluster's).
    */
   metrics(): LimiterMetrics | null
+  /** The key prefix (`''` for none). */
   get prefix(): string
   /** The fail policy in effect. */
   get failPolicy(): FailPolicy
@@ -125,8 +126,8 @@ export declare class MultiLimiter {
   reset(keys: string[]): Promise<void>
   /**
    * The counters (see `LimiterMetrics`: each check's combined decision), or `null` unless
-   * made with `metrics: true`. Promise checks on a `RedisStore` that take the event loop's
-   * own socket (`store.eventLoopTransport`) are not counted yet.
+   * made with `metrics: true`. Every check is counted once, whichever way it goes (sync or
+   * Promise, memory or Redis, the event loop's own socket included).
    */
   metrics(): LimiterMetrics | null
   /** The dimension names, in declaration order. */
@@ -240,8 +241,9 @@ export declare class Shaper {
   schedule(key: string, cost?: number): Promise<Reservation>
   /**
    * The counters (see `LimiterMetrics`: reservations accepted as `allowed`, rejected as
-   * `denied`), or `null` unless made with `metrics: true`. Promise calls on a `RedisStore`
-   * that take the event loop's own socket (`store.eventLoopTransport`) are not counted yet.
+   * `denied`), or `null` unless made with `metrics: true`. Every reservation is counted
+   * once, whichever way it goes (sync or Promise, memory or Redis, the event loop's own
+   * socket included).
    */
   metrics(): LimiterMetrics | null
   /** Forgets `key`'s queue. */
@@ -280,14 +282,28 @@ export declare class Strategy {
 }
 
 /**
- * A check's decision and its response header lines (`[name, value, ...]`), made at one
- * reading of the limiter's clock.
+ * A check's decision, what the middleware does with it (core's HTTP edge decides) and its
+ * response header lines (`[name, value, ...]`), made at one reading of the limiter's clock.
  */
 export interface Checked {
-  /** The decision: a `MultiDecision` for a multi limiter. */
-  decision: Decision | MultiDecision
+  /**
+   * The decision: a `MultiDecision` for a multi limiter; absent when the store could not
+   * answer and the fail policy is `'raise'` (`action` `'unavailable'`).
+   */
+  decision?: Decision | MultiDecision
   /** The header lines for it, as `lines` gives them. */
   lines: Array<string>
+  /**
+   * What the middleware does: `'forward'`; `'shadow'` (denied in shadow mode: tell the hook,
+   * forward); `'deny'` (tell the hook, answer `status` with `problemBody(decision)`);
+   * `'unavailable'` (answer `status` with `unavailableBody()`).
+   */
+  action: 'forward' | 'shadow' | 'deny' | 'unavailable'
+  /**
+   * The status the middleware answers with itself: 429 (`'deny'`), 503 (`'unavailable'`), or
+   * 0 when it forwards.
+   */
+  status: number
 }
 
 /** Options of `new ClientIdentity()`. */
@@ -400,6 +416,18 @@ export interface HeaderOptions {
   policyName?: string
   /** When set, `draft-10` fields carry `pk`: HMAC-SHA256 of the key under this secret. */
   partitionKeySecret?: string
+  /**
+   * The middleware's answer when the store could not answer (`store_unavailable`), settled
+   * by core: `'raise'` (a `Checked` whose `action` is `'unavailable'`: answer 503),
+   * `'fail_open'` (forward, no fields) or `'fail_closed'` (deny, `Retry-After: 1`). Unset:
+   * `check` rejects with the store's error.
+   */
+  failPolicy?: FailPolicy
+  /**
+   * Shadow mode: a denied request's `action` is `'shadow'` (forward it, tell the hook)
+   * instead of `'deny'`.
+   */
+  shadow?: boolean
 }
 
 /** One limit of a `rateLimitHeaders` request. */

@@ -486,6 +486,9 @@ const fieldsCheck = (fields, key, cost) => fieldsCall(__fieldsCheck, fields, key
  * (see `fieldsParts.namesId`); null when `fields` is not a RateLimitFields.
  */
 const fieldsValues = (fields, key, cost) => fieldsCall(__fieldsValues, fields, key, cost)
+/** Core's action for a fields check, by its code (io[10]), and the status that goes with it. */
+const ACTIONS = Object.freeze(['forward', 'shadow', 'deny', 'unavailable'])
+const STATUSES = Object.freeze([0, 0, 429, 503])
 /** The decision the last `__fieldsCheck` wrote in `io`, as an object (read it at once). */
 function fieldsDecision() {
   const decision = { allowed: io[0] === 1, limit: io[1], remaining: io[2], resetAt: io[3], retryAfterMs: io[4] }
@@ -496,7 +499,12 @@ Object.defineProperty(api.RateLimitFields.prototype, 'checkSync', {
   value: function checkSync(key, cost) {
     const joined = fieldsCheck(this, key, cost)
     if (joined === null) return nativeFieldsCheckSync.apply(this, arguments)
-    return { decision: fieldsDecision(), lines: joined === '' ? [] : joined.split('\n') }
+    return {
+      decision: fieldsDecision(),
+      lines: joined === '' ? [] : joined.split('\n'),
+      action: ACTIONS[io[10]],
+      status: STATUSES[io[10]],
+    }
   },
   writable: true,
   configurable: true,
@@ -506,7 +514,8 @@ module.exports = api
 // For lib/http/decide.js only: RateLimitFields#checkSync in parts, so that a middleware whose
 // request is allowed (the usual case) makes no object at all: `checkSync(fields, key, cost)`
 // returns the lines joined by '\n' (null when `fields` is not a RateLimitFields: call the
-// method), `allowed()` and `decision()` read the decision that call left. Same arguments,
+// method), `allowed()`, `decision()`, `action()` (core's: 'forward', 'shadow' or 'deny') and
+// `status()` (core's: 0 or 429) read the decision that call left. Same arguments,
 // errors and values as the method. `decision()` must be read before the next call.
 // `values(fields, key, cost)` is `checkSync` with the lines' values alone joined by '\n' and
 // `namesId()` the id of their names, which `names(id)` gives joined by '\n' (an id is for
@@ -518,6 +527,8 @@ Object.defineProperty(module.exports, Symbol.for('throttlekit.fieldsParts'), {
     namesId: () => io[9],
     names: (id) => __fieldsNames(id),
     allowed: () => io[0] === 1,
+    action: () => ACTIONS[io[10]],
+    status: () => STATUSES[io[10]],
     decision: fieldsDecision,
   }),
 })

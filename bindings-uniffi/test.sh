@@ -118,9 +118,9 @@ for runner in "$HERE/ruby/tk-conformance"; do
         || { echo "$runner: a malformed file gave status $status: $(cat "$WORK/err")" >&2; exit 1; }
 done
 
-step "Ruby tests (with Redis, and sentinels that require a password)"
+step "Ruby tests (with Redis, a cluster, sentinels, and sentinels that require a password)"
 started sentinel-pw TK_REDIS_SENTINEL_PW_URLS
-export TK_REDIS_SENTINEL_PW_URLS
+export TK_REDIS_SENTINEL_PW_URLS TK_REDIS_CLUSTER_URLS=$CLUSTER_URLS TK_REDIS_SENTINEL_URLS=$SENTINEL_URLS
 ruby "$HERE/ruby/test/test_throttlekit.rb" "$URL"
 
 step "Rack middleware tests (Throttlekit::Rack; the fail policy against a redis-server killed by PID)"

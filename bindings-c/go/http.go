@@ -88,14 +88,7 @@ func HTTPProblemBody(denied *Decision) (string, error) {
 			return C.tk_http_problem_body(nil, buf, n, need)
 		})
 	}
-	d := C.tk_decision{
-		allowed:        C.bool(denied.Allowed),
-		limit:          C.int64_t(denied.Limit),
-		remaining:      C.int64_t(denied.Remaining),
-		reset_at:       C.int64_t(denied.ResetAt),
-		retry_after_ms: C.int64_t(denied.RetryAfterMs),
-		fallback:       C.bool(denied.Fallback),
-	}
+	d := cDecision(*denied)
 	return textOut(func(buf *C.char, n C.size_t, need *C.size_t) C.tk_result {
 		return C.tk_http_problem_body(&d, buf, n, need)
 	})

@@ -26,15 +26,20 @@ func TestHTTPEdgeMatchesTheJSONEntryPoints(t *testing.T) {
 	long := strings.Repeat("p", 250)
 	for _, opts := range []string{`{}`, `{"family":"draft-7"}`, `{"family":"draft-6"}`, `{"family":"legacy"}`,
 		`{"partitionKeySecret":"s3cret"}`, `{"policyName":"` + long + `","partitionKeySecret":"s3cret"}`} {
-		edge, err := NewHTTPEdge(opts, "", Raise)
+		edge, err := NewHTTPEdge(opts, "", Raise, false)
 		if err != nil {
 			t.Fatal(opts, err)
 		}
 		for i := 0; i < 7; i++ { // allowed, then denied (Retry-After)
 			key := fmt.Sprintf("k%d", len(opts))
-			d, lines, err := edge.Check(l, key, 1, int64(i*100))
+			a, err := edge.Check(l, key, 1, int64(i*100))
 			if err != nil {
 				t.Fatal(opts, err)
+			}
+			d, lines := a.Decision, a.HeaderLines()
+			if wantAction := map[bool]EdgeAction{true: ActionForward, false: ActionDeny}[d.Allowed]; a.Action != wantAction ||
+				a.Status != map[bool]int{true: 0, false: 429}[d.Allowed] {
+				t.Fatalf("%s check %d: action %d status %d for %+v", opts, i, a.Action, a.Status, d)
 			}
 			dec, _ := json.Marshal(map[string]any{"allowed": d.Allowed, "limit": d.Limit, "remaining": d.Remaining,
 				"resetAt": d.ResetAt, "retryAfterMs": d.RetryAfterMs})
@@ -55,7 +60,7 @@ func TestHTTPEdgeMatchesTheJSONEntryPoints(t *testing.T) {
 }
 
 func TestHTTPEdgeClientKey(t *testing.T) {
-	edge, err := NewHTTPEdge("", `{"trustedProxies":["10.0.0.0/8"]}`, FailPolicyDefault)
+	edge, err := NewHTTPEdge("", `{"trustedProxies":["10.0.0.0/8"]}`, FailPolicyDefault, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +81,7 @@ func TestHTTPEdgeClientKey(t *testing.T) {
 	if _, err := edge.ClientKey("not-an-ip", "", ""); !errors.As(err, &tkErr) || tkErr.Code != CodeConfigInvalid {
 		t.Fatalf("bad peer: %v", err)
 	}
-	if _, err := NewHTTPEdge(`{"family":"draft-99"}`, "", Raise); !errors.As(err, &tkErr) || tkErr.Code != CodeConfigInvalid {
+	if _, err := NewHTTPEdge(`{"family":"draft-99"}`, "", Raise, false); !errors.As(err, &tkErr) || tkErr.Code != CodeConfigInvalid {
 		t.Fatalf("bad family: %v", err)
 	}
 }
@@ -123,7 +128,7 @@ func TestHTTPEdgeCheckRequestIsClientKeyThenCheck(t *testing.T) {
 	long := strings.Repeat("p", 250)
 	for _, opts := range []string{`{}`, `{"family":"draft-7"}`, `{"family":"draft-6"}`, `{"family":"legacy"}`,
 		`{"partitionKeySecret":"s3cret"}`, `{"policyName":"` + long + `","partitionKeySecret":"s3cret"}`} {
-		edge, err := NewHTTPEdge(opts, `{"trustedProxies":["10.0.0.0/8"]}`, Raise)
+		edge, err := NewHTTPEdge(opts, `{"trustedProxies":["10.0.0.0/8"]}`, Raise, false)
 		if err != nil {
 			t.Fatal(opts, err)
 		}
@@ -147,9 +152,13 @@ func TestHTTPEdgeCheckRequestIsClientKeyThenCheck(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				d, lines, err := edge.Check(two, key, 1, now)
+				b, err := edge.Check(two, key, 1, now)
 				if err != nil {
 					t.Fatal(err)
+				}
+				d, lines := b.Decision, b.HeaderLines()
+				if a.Action != b.Action || a.Status != b.Status {
+					t.Fatalf("%s %v check %d: one call %d/%d, two calls %d/%d", opts, c, i, a.Action, a.Status, b.Action, b.Status)
 				}
 				if a.Key != key || a.Decision != d || fmt.Sprint(a.HeaderLines()) != fmt.Sprint(lines) {
 					t.Fatalf("%s %v check %d: one call %q %+v %q, two calls %q %+v %q", opts, c, i, a.Key, a.Decision,
@@ -183,7 +192,7 @@ func TestHTTPEdgeCheckRequestIntoAnyBuffer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	edge, err := NewHTTPEdge(`{"partitionKeySecret":"s3cret"}`, "", Raise)
+	edge, err := NewHTTPEdge(`{"partitionKeySecret":"s3cret"}`, "", Raise, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +249,7 @@ func TestHotPathsAllocate(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	edge, err := NewHTTPEdge("", "", Raise)
+	edge, err := NewHTTPEdge("", "", Raise, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,5 +267,124 @@ func TestHotPathsAllocate(t *testing.T) {
 		if got := testing.AllocsPerRun(1000, c.f); got != c.want {
 			t.Errorf("%s: %v allocations a call, want %v", c.name, got, c.want)
 		}
+	}
+}
+
+// A multi limiter's request through the edge gives the lines the JSON entry point gives for
+// the same decisions (binding dimension first), with no JSON on the way; lines longer than the
+// first buffer (many dimensions with long names) are rendered again, intact; the outcome's
+// Binding names the binding dimension.
+func TestHTTPEdgeCheckMultiMatchesTheJSONEntryPoint(t *testing.T) {
+	long := strings.Repeat("n", 200)
+	for _, names := range [][]string{{"ip", "global"}, {long + "1", long + "2", long + "3", long + "4", long + "5"}} {
+		var dims []Dimension
+		var specs []string
+		for i, name := range names {
+			s, err := FixedWindow(uint64(2+i), 60_000)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dims = append(dims, Dimension{Name: name, Strategy: s, CostMultiplier: 1})
+			spec, _ := s.SpecJSON()
+			specs = append(specs, spec)
+		}
+		m, err := NewMultiLimiter(All, dims, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		twin, err := NewMultiLimiter(All, dims, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		edge, err := NewHTTPEdge(`{"partitionKeySecret":"s"}`, "", Raise, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys := make([]string, len(names))
+		for i := range keys {
+			keys[i] = fmt.Sprintf("k%d", i)
+		}
+		for i := 0; i < 4; i++ {
+			now := int64(1_700_000_000_000 + i)
+			a, err := edge.CheckMulti(m, keys, 1, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := map[bool]EdgeAction{true: ActionForward, false: ActionDeny}[a.Decision.Allowed]; a.Action != want {
+				t.Fatalf("check %d: action %d for %+v", i, a.Action, a.Decision)
+			}
+			// The same request on a twin limiter gives every dimension's own decision, which the
+			// JSON request lists binding dimension first (that one with the request's decision).
+			td, err := twin.CheckAt(keys, 1, now)
+			if err != nil || td.Decision != a.Decision || td.Binding != names[a.Binding] {
+				t.Fatalf("check %d: twin %+v %v, edge %+v", i, td, err, a)
+			}
+			var limits []string
+			for _, j := range append([]int{a.Binding}, others(len(names), a.Binding)...) {
+				d := td.Dimensions[j]
+				if j == a.Binding {
+					d = td.Decision
+				}
+				dec, _ := json.Marshal(map[string]any{"allowed": d.Allowed, "limit": d.Limit, "remaining": d.Remaining,
+					"resetAt": d.ResetAt, "retryAfterMs": d.RetryAfterMs})
+				limits = append(limits, fmt.Sprintf(`{"name":%q,"key":%q,"strategy":%s,"decision":%s}`, names[j], keys[j], specs[j], dec))
+			}
+			want, err := HTTPHeaders(fmt.Sprintf(`{"options":{"partitionKeySecret":"s"},"nowMs":%d,"limits":[%s]}`, now,
+				strings.Join(limits, ",")))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprint(a.HeaderLines()) != fmt.Sprint(want) {
+				t.Fatalf("check %d: edge %q\nJSON %q", i, a.HeaderLines(), want)
+			}
+		}
+		edge.Close()
+		m.Close()
+		twin.Close()
+	}
+}
+
+// others are 0..n-1 without skip, in order.
+func others(n, skip int) []int {
+	var out []int
+	for i := 0; i < n; i++ {
+		if i != skip {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// The bodies come from core: the 429 body names the same wait as Retry-After, the 503 body is
+// HTTPProblemBody(nil), and an undecided request's answer depends on its error's code.
+func TestHTTPEdgeBodiesAndErrorResponses(t *testing.T) {
+	d := Decision{Limit: 5, ResetAt: 60_000, RetryAfterMs: 1_500}
+	deny := EdgeAnswer{Action: ActionDeny, Status: 429, Decision: d}
+	got, err := deny.Body()
+	want, _ := HTTPProblemBody(&d)
+	if err != nil || got != want || !strings.Contains(got, "retry in 2 seconds") {
+		t.Fatalf("deny body %q %v, want %q", got, err, want)
+	}
+	unavailable := EdgeAnswer{Action: ActionUnavailable, Status: 503}
+	got, err = unavailable.Body()
+	want, _ = HTTPProblemBody(nil)
+	if err != nil || got != want {
+		t.Fatalf("503 body %q %v, want %q", got, err, want)
+	}
+	for _, a := range []EdgeAnswer{{Action: ActionForward}, {Action: ActionShadow, Decision: d}} {
+		if got, err := a.Body(); err != nil || got != "" {
+			t.Fatalf("forwarded %d: body %q %v", a.Action, got, err)
+		}
+	}
+	var tkErr *Error
+	if _, err := (&EdgeAnswer{Action: 9}).Body(); !errors.As(err, &tkErr) || tkErr.Code != CodeConfigInvalid {
+		t.Fatalf("unknown action: %v", err)
+	}
+	if status, body := HTTPErrorResponse("store_unavailable"); status != 503 || body != want {
+		t.Fatalf("store_unavailable: %d %q", status, body)
+	}
+	status, body := HTTPErrorResponse("config_invalid")
+	if status != 500 || body != `{"type":"about:blank","title":"Internal Server Error","status":500,"detail":"rate limiter: config_invalid"}` {
+		t.Fatalf("config_invalid: %d %q", status, body)
 	}
 }

@@ -44,6 +44,18 @@ func decisionFrom(d *C.tk_decision) Decision {
 	}
 }
 
+// cDecision is d as the C struct (a decision handed back to the library).
+func cDecision(d Decision) C.tk_decision {
+	return C.tk_decision{
+		allowed:        C.bool(d.Allowed),
+		limit:          C.int64_t(d.Limit),
+		remaining:      C.int64_t(d.Remaining),
+		reset_at:       C.int64_t(d.ResetAt),
+		retry_after_ms: C.int64_t(d.RetryAfterMs),
+		fallback:       C.bool(d.Fallback),
+	}
+}
+
 // Reservation is the shaper's answer: wait DelayMs before departing, or (not Accepted) the
 // queue is DelayMs too long.
 type Reservation struct {

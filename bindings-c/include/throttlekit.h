@@ -234,6 +234,44 @@ typedef uint32_t tk_mode;
 #endif // __cplusplus
 
 /**
+ * What the middleware does with a request (core's `http::Action`): the number in
+ * `tk_http_outcome.action`.
+ */
+enum tk_http_action
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * Admitted (or admitted by fail-open): call the handler, add the header lines to its
+   * response.
+   */
+  TK_HTTP_ACTION_FORWARD = 0,
+  /**
+   * Denied in shadow mode: call the hook, then forward with the lines (`Retry-After`
+   * included).
+   */
+  TK_HTTP_ACTION_SHADOW = 1,
+  /**
+   * Denied (by the limiter or by fail-closed): call the hook, then answer `status` (429) with
+   * the lines and `tk_http_outcome_body`.
+   */
+  TK_HTTP_ACTION_DENY = 2,
+  /**
+   * The store did not answer and the fail policy raises: answer `status` (503) with
+   * `tk_http_outcome_body` and no rate-limit field.
+   */
+  TK_HTTP_ACTION_UNAVAILABLE = 3,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum tk_http_action tk_http_action;
+#else
+typedef uint32_t tk_http_action;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
  * A clock: the system's wall clock, or a manual clock that moves only when told to (for tests
  * and simulations).
  *
@@ -247,7 +285,7 @@ typedef struct tk_clock tk_clock;
 
 /**
  * A middleware's validated HTTP options: header family, policy name and partition-key secret,
- * client identity rules, and its own fail policy.
+ * client identity rules, its own fail policy and shadow mode.
  *
  * Ownership: created by `tk_http_edge_new`, released with `tk_http_edge_free`.
  *
@@ -340,6 +378,31 @@ typedef struct {
    */
   bool fallback;
 } tk_decision;
+
+/**
+ * What the edge decided for a request (core's `http::Outcome`).
+ *
+ * Ownership: caller-allocated plain data, written only on `TK_RESULT_OK`.
+ */
+typedef struct {
+  /**
+   * A `tk_http_action`.
+   */
+  uint32_t action;
+  /**
+   * The status the middleware answers with itself: 429, 503, or 0 to forward.
+   */
+  uint32_t status;
+  /**
+   * The request's decision (a multi limiter's binding one): the limiter's, or the fail
+   * policy's fallback (`fallback` set); all zero for `TK_HTTP_ACTION_UNAVAILABLE`.
+   */
+  tk_decision decision;
+  /**
+   * A multi limiter's binding dimension, its index in declaration order (0 otherwise).
+   */
+  size_t binding;
+} tk_http_outcome;
 
 /**
  * The leased and cached-deny modes' options. Start from `tk_lease_options_default()` and set
@@ -800,8 +863,9 @@ tk_result tk_http_problem_body(const tk_decision *decision, char *buf, size_t le
  * "partitionKeySecret"}`), `client_key_options_json` its ClientKeyOptions (`{"trustedProxies",
  * "ipv6Prefix", "forwardedHeader"}`); NULL or `""` means the defaults. `fail_policy` is the
  * middleware's own `tk_fail_policy` for a limiter that reports `store_unavailable`
- * (`TK_FAIL_POLICY_DEFAULT` is `TK_FAIL_POLICY_RAISE` here: the middleware answers 503). Bad
- * options are `TK_RESULT_CONFIG_INVALID`.
+ * (`TK_FAIL_POLICY_DEFAULT` is `TK_FAIL_POLICY_RAISE` here: the middleware answers 503).
+ * `shadow` turns shadow mode on: a denied request is reported (`TK_HTTP_ACTION_SHADOW`) but
+ * forwarded. Bad options are `TK_RESULT_CONFIG_INVALID`.
  *
  * # Safety
  * The strings must be NULL or NUL-terminated; `out_edge` must be valid for writes.
@@ -809,6 +873,7 @@ tk_result tk_http_problem_body(const tk_decision *decision, char *buf, size_t le
 tk_result tk_http_edge_new(const char *header_options_json,
                            const char *client_key_options_json,
                            uint32_t fail_policy,
+                           bool shadow,
                            tk_http_edge **out_edge);
 
 /**
@@ -844,15 +909,16 @@ tk_result tk_http_edge_client_key(const tk_http_edge *edge,
 
 /**
  * Checks `cost` units for `key` (`key_len` bytes of UTF-8 without NUL bytes, not
- * NUL-terminated, as for `tk_limiter_check_n`) on `limiter` at `now_ms`, applies the edge's
- * fail policy to `store_unavailable`, writes the decision to `*out_decision` and the header
- * lines (`Name: value\n` each) into `buf` as for `tk_http_edge_client_key`. The check happens
- * once: when `*out_n >= len` the decision is still written, and `tk_http_edge_lines` renders
- * the lines again into a larger buffer. Under `TK_FAIL_POLICY_RAISE` an unavailable store is `TK_RESULT_STORE_UNAVAILABLE` (answer 503).
+ * NUL-terminated, as for `tk_limiter_check_n`) on `limiter` at `now_ms`, settles the result
+ * with the edge's fail policy and shadow mode into `*out_outcome`, and writes the header lines
+ * (`Name: value\n` each) into `buf` as for `tk_http_edge_client_key`. An unavailable store is
+ * not an error: under `TK_FAIL_POLICY_RAISE` it is `TK_HTTP_ACTION_UNAVAILABLE` (status 503, no
+ * lines). The check happens once: when `*out_n >= len` the outcome is still written, and
+ * `tk_http_edge_lines` renders the lines again into a larger buffer.
  *
  * # Safety
  * `edge` and `limiter` must be live handles; `key` readable for `key_len` bytes;
- * `out_decision` writable; `buf` valid for writes of `len` bytes; `out_n` writable.
+ * `out_outcome` writable; `buf` valid for writes of `len` bytes; `out_n` writable.
  */
 tk_result tk_http_edge_check(const tk_http_edge *edge,
                              const tk_limiter *limiter,
@@ -860,29 +926,28 @@ tk_result tk_http_edge_check(const tk_http_edge *edge,
                              size_t key_len,
                              uint64_t cost,
                              int64_t now_ms,
-                             tk_decision *out_decision,
+                             tk_http_outcome *out_outcome,
                              char *buf,
                              size_t len,
                              size_t *out_n);
 
 /**
  * A whole request in one call: the client key (as `tk_http_edge_client_key`), then the check of
- * `cost` units for that key with the edge's fail policy and the header lines (as
- * `tk_http_edge_check`). `buf` receives the key immediately followed by the lines, as one text
- * under the buffer rule of `tk_http_edge_client_key` (truncated to `len - 1` bytes,
- * NUL-terminated, the full length in `*out_n`); `*out_key_n` is the key's length, so the key
- * is `buf[0..*out_key_n]` and the lines `buf[*out_key_n..*out_n]`. A peer that is not an IP
- * address is `TK_RESULT_CONFIG_INVALID` and nothing is checked. The check happens once: when
- * `*out_n >= len` the decision is still written, and `tk_http_edge_lines` renders the lines
- * again into a larger buffer. Under `TK_FAIL_POLICY_RAISE` an unavailable store is
- * `TK_RESULT_STORE_UNAVAILABLE` (answer 503).
+ * `cost` units for that key, its outcome and its header lines (as `tk_http_edge_check`). `buf`
+ * receives the key immediately followed by the lines, as one text under the buffer rule of
+ * `tk_http_edge_client_key` (truncated to `len - 1` bytes, NUL-terminated, the full length in
+ * `*out_n`); `*out_key_n` is the key's length, so the key is `buf[0..*out_key_n]` and the
+ * lines `buf[*out_key_n..*out_n]`. A peer that is not an IP address is
+ * `TK_RESULT_CONFIG_INVALID` and nothing is checked. The check happens once: when
+ * `*out_n >= len` the outcome is still written, and `tk_http_edge_lines` renders the lines
+ * again into a larger buffer.
  *
  * Why one call: a middleware made two (the key, then the check), and on Go each crossing costs
  * more than the key's parsing.
  *
  * # Safety
  * `edge` and `limiter` must be live handles; each (pointer, length) pair readable for that
- * many bytes (a pointer may be NULL when its length is 0); `out_decision`, `out_key_n` and
+ * many bytes (a pointer may be NULL when its length is 0); `out_outcome`, `out_key_n` and
  * `out_n` writable; `buf` valid for writes of `len` bytes (NULL when `len == 0`).
  */
 tk_result tk_http_edge_check_request(const tk_http_edge *edge,
@@ -895,7 +960,7 @@ tk_result tk_http_edge_check_request(const tk_http_edge *edge,
                                      size_t forwarded_len,
                                      uint64_t cost,
                                      int64_t now_ms,
-                                     tk_decision *out_decision,
+                                     tk_http_outcome *out_outcome,
                                      char *buf,
                                      size_t len,
                                      size_t *out_key_n,
@@ -920,17 +985,84 @@ tk_result tk_http_edge_lines(const tk_http_edge *edge,
                              size_t *out_n);
 
 /**
- * The edge's fail-policy decision for `limiter` (a multi limiter) whose store was
- * unavailable: fail-open allows and fail-closed denies (`fallback` set, the first dimension's
- * limit); under `TK_FAIL_POLICY_RAISE` the result is `TK_RESULT_STORE_UNAVAILABLE`.
+ * A multi limiter's request: checks `cost` units for `keys` (one NUL-terminated key per
+ * dimension, in declaration order; a count other than the dimensions' is
+ * `TK_RESULT_CONFIG_INVALID`) at `now_ms`, settles the result with the edge's fail policy and
+ * shadow mode into `*out_outcome` (its `binding` the binding dimension's index), and writes the
+ * header lines (one list member per dimension, the binding one first) into `buf` as for
+ * `tk_http_edge_client_key`. An unavailable store under `TK_FAIL_POLICY_RAISE` is
+ * `TK_HTTP_ACTION_UNAVAILABLE`. When `*out_n >= len` the outcome is still written, and
+ * `out_dimensions` (nullable; `keys_len` slots, every dimension's own decision) lets
+ * `tk_http_edge_multi_lines` render the lines again into a larger buffer.
  *
  * # Safety
- * `edge` and `limiter` must be live handles; `out_decision` writable.
+ * `edge` and `multi` must be live handles; `keys` must point to `keys_len` NUL-terminated
+ * strings; `out_outcome` writable; `out_dimensions` NULL or valid for `keys_len` writes; `buf`
+ * valid for writes of `len` bytes; `out_n` writable.
  */
-tk_result tk_http_edge_multi_fallback(const tk_http_edge *edge,
-                                      const tk_multi_limiter *limiter,
-                                      int64_t now_ms,
-                                      tk_decision *out_decision);
+tk_result tk_http_edge_check_multi(const tk_http_edge *edge,
+                                   const tk_multi_limiter *multi,
+                                   const char *const *keys,
+                                   size_t keys_len,
+                                   uint64_t cost,
+                                   int64_t now_ms,
+                                   tk_http_outcome *out_outcome,
+                                   tk_decision *out_dimensions,
+                                   char *buf,
+                                   size_t len,
+                                   size_t *out_n);
+
+/**
+ * The header lines of a multi limiter's outcome, as `tk_http_edge_check_multi` writes them:
+ * `outcome` and `dimensions` (`keys_len` decisions) as it returned them, for a retry with a
+ * larger buffer. Copied into `buf` as for `tk_http_edge_client_key`.
+ *
+ * # Safety
+ * As for `tk_http_edge_check_multi`; `outcome` readable, `dimensions` readable for `keys_len`
+ * decisions.
+ */
+tk_result tk_http_edge_multi_lines(const tk_http_edge *edge,
+                                   const tk_multi_limiter *multi,
+                                   const char *const *keys,
+                                   size_t keys_len,
+                                   const tk_http_outcome *outcome,
+                                   const tk_decision *dimensions,
+                                   int64_t now_ms,
+                                   char *buf,
+                                   size_t len,
+                                   size_t *out_n);
+
+/**
+ * The body of the middleware's own answer to `outcome`: core's RFC 9457
+ * `application/problem+json` text, `quota-exceeded` for `TK_HTTP_ACTION_DENY` (its `detail`
+ * names the same wait as `Retry-After`), `temporary-reduced-capacity` for
+ * `TK_HTTP_ACTION_UNAVAILABLE`, empty when the request is forwarded. Copied into `buf` as for
+ * `tk_http_edge_client_key`. An unknown action is `TK_RESULT_CONFIG_INVALID`.
+ *
+ * # Safety
+ * `outcome` readable; `buf` valid for writes of `len` bytes; `out_n` writable.
+ */
+tk_result tk_http_outcome_body(const tk_http_outcome *outcome,
+                               char *buf,
+                               size_t len,
+                               size_t *out_n);
+
+/**
+ * The answer to a request that could not be decided because of an error whose code is `code`
+ * (NUL-terminated; `"config_invalid"` for a bad peer or a key function's error, `"internal"`
+ * for an error without one): `*out_status` is 503 for `"store_unavailable"` and 500 otherwise,
+ * and the `application/problem+json` body is copied into `buf` as for
+ * `tk_http_edge_client_key`.
+ *
+ * # Safety
+ * `code` NUL-terminated; `out_status` writable; `buf` valid for writes of `len` bytes; `out_n`
+ * writable.
+ */
+tk_result tk_http_error_response(const char *code,
+                                 uint32_t *out_status,
+                                 char *buf,
+                                 size_t len,
+                                 size_t *out_n);
 
 /**
  * Core's default lease options (batch 100, low_water 0, not coupled, 10000 keys). Never fails.

@@ -2,7 +2,8 @@
 //!
 //! A middleware builds one edge from its options (JSON, parsed once), then per request passes
 //! borrowed bytes (the peer address, the forwarding headers' values, the key) and gets the
-//! client key, the decision and the header lines back in caller buffers. The lines are
+//! client key, the outcome (`tk_http_outcome`: forward, shadow, deny 429, unavailable 503) and
+//! the header lines back in caller buffers, and the problem body from `tk_http_outcome_body`. The lines are
 //! `Name: value\n`, one per header line, exactly the lines `tk_http_headers` returns as JSON.
 //! Text outputs follow `tk_http_headers`' buffer rule: truncated to `len - 1` bytes and
 //! NUL-terminated, the full length in `*out_n`.
@@ -11,19 +12,19 @@ use std::borrow::Cow;
 use std::cell::RefCell;
 use std::ffi::c_char;
 
-use throttlekit::FailPolicy;
-use throttlekit::http::HttpEdge;
+use throttlekit::http::{Action, Decided, HeaderBlock, HttpEdge, Outcome, error_response};
+use throttlekit::{FailPolicy, MultiDecision};
 
-use crate::args::{borrow, bytes, free_handle, into_handle, optional_string, out, try_arg, try_core};
+use crate::args::{borrow, bytes, free_handle, into_handle, optional_string, out, strings, try_arg, try_core};
 use crate::decision::tk_decision;
 use crate::http::{TextBuf, TextOut, answer_text};
 use crate::limiter::tk_limiter;
 use crate::multi::tk_multi_limiter;
 use crate::panic::{guard, guard_void};
-use crate::result::{tk_result, write_out};
+use crate::result::tk_result;
 
 /// A middleware's validated HTTP options: header family, policy name and partition-key secret,
-/// client identity rules, and its own fail policy.
+/// client identity rules, its own fail policy and shadow mode.
 ///
 /// Ownership: created by `tk_http_edge_new`, released with `tk_http_edge_free`.
 ///
@@ -37,8 +38,9 @@ pub struct tk_http_edge {
 /// "partitionKeySecret"}`), `client_key_options_json` its ClientKeyOptions (`{"trustedProxies",
 /// "ipv6Prefix", "forwardedHeader"}`); NULL or `""` means the defaults. `fail_policy` is the
 /// middleware's own `tk_fail_policy` for a limiter that reports `store_unavailable`
-/// (`TK_FAIL_POLICY_DEFAULT` is `TK_FAIL_POLICY_RAISE` here: the middleware answers 503). Bad
-/// options are `TK_RESULT_CONFIG_INVALID`.
+/// (`TK_FAIL_POLICY_DEFAULT` is `TK_FAIL_POLICY_RAISE` here: the middleware answers 503).
+/// `shadow` turns shadow mode on: a denied request is reported (`TK_HTTP_ACTION_SHADOW`) but
+/// forwarded. Bad options are `TK_RESULT_CONFIG_INVALID`.
 ///
 /// # Safety
 /// The strings must be NULL or NUL-terminated; `out_edge` must be valid for writes.
@@ -47,6 +49,7 @@ pub unsafe extern "C" fn tk_http_edge_new(
     header_options_json: *const c_char,
     client_key_options_json: *const c_char,
     fail_policy: u32,
+    shadow: bool,
     out_edge: *mut *mut tk_http_edge,
 ) -> tk_result {
     guard(|| {
@@ -54,7 +57,8 @@ pub unsafe extern "C" fn tk_http_edge_new(
         let client = try_arg!(unsafe { optional_string(client_key_options_json, "client_key_options_json") });
         let policy = try_arg!(crate::config::fail_policy(fail_policy)).unwrap_or(FailPolicy::Raise);
         let o = try_arg!(unsafe { out(out_edge, "out_edge") });
-        let edge = try_core!(HttpEdge::from_json(headers.unwrap_or(""), client.unwrap_or(""), policy));
+        let edge =
+            try_core!(HttpEdge::from_json(headers.unwrap_or(""), client.unwrap_or(""), policy)).with_shadow(shadow);
         into_handle(tk_http_edge { inner: edge }, o)
     })
 }
@@ -169,16 +173,74 @@ unsafe fn limiter_key<'a>(
     Ok((&edge.inner, &limiter.inner, key))
 }
 
+/// What the middleware does with a request (core's `http::Action`): the number in
+/// `tk_http_outcome.action`.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum tk_http_action {
+    /// Admitted (or admitted by fail-open): call the handler, add the header lines to its
+    /// response.
+    Forward = 0,
+    /// Denied in shadow mode: call the hook, then forward with the lines (`Retry-After`
+    /// included).
+    Shadow = 1,
+    /// Denied (by the limiter or by fail-closed): call the hook, then answer `status` (429) with
+    /// the lines and `tk_http_outcome_body`.
+    Deny = 2,
+    /// The store did not answer and the fail policy raises: answer `status` (503) with
+    /// `tk_http_outcome_body` and no rate-limit field.
+    Unavailable = 3,
+}
+
+/// What the edge decided for a request (core's `http::Outcome`).
+///
+/// Ownership: caller-allocated plain data, written only on `TK_RESULT_OK`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct tk_http_outcome {
+    /// A `tk_http_action`.
+    pub action: u32,
+    /// The status the middleware answers with itself: 429, 503, or 0 to forward.
+    pub status: u32,
+    /// The request's decision (a multi limiter's binding one): the limiter's, or the fail
+    /// policy's fallback (`fallback` set); all zero for `TK_HTTP_ACTION_UNAVAILABLE`.
+    pub decision: tk_decision,
+    /// A multi limiter's binding dimension, its index in declaration order (0 otherwise).
+    pub binding: usize,
+}
+
+impl tk_http_outcome {
+    fn new<D: Decided>(o: &Outcome<D>, binding: usize) -> tk_http_outcome {
+        tk_http_outcome {
+            action: o.action.code(),
+            status: u32::from(o.status()),
+            decision: o.request_decision().map(|d| (*d).into()).unwrap_or_default(),
+            binding,
+        }
+    }
+
+    /// The core outcome this struct describes (its body depends on nothing else).
+    fn core(&self) -> Result<Outcome, tk_result> {
+        let Some(action) = Action::from_code(self.action) else {
+            crate::result::set_last_error(&format!("config_invalid: action {} is not a tk_http_action", self.action));
+            return Err(tk_result::ConfigInvalid);
+        };
+        let decision = (action != Action::Unavailable).then(|| self.decision.into());
+        Ok(Outcome { action, decision, now_ms: 0 })
+    }
+}
+
 /// Checks `cost` units for `key` (`key_len` bytes of UTF-8 without NUL bytes, not
-/// NUL-terminated, as for `tk_limiter_check_n`) on `limiter` at `now_ms`, applies the edge's
-/// fail policy to `store_unavailable`, writes the decision to `*out_decision` and the header
-/// lines (`Name: value\n` each) into `buf` as for `tk_http_edge_client_key`. The check happens
-/// once: when `*out_n >= len` the decision is still written, and `tk_http_edge_lines` renders
-/// the lines again into a larger buffer. Under `TK_FAIL_POLICY_RAISE` an unavailable store is `TK_RESULT_STORE_UNAVAILABLE` (answer 503).
+/// NUL-terminated, as for `tk_limiter_check_n`) on `limiter` at `now_ms`, settles the result
+/// with the edge's fail policy and shadow mode into `*out_outcome`, and writes the header lines
+/// (`Name: value\n` each) into `buf` as for `tk_http_edge_client_key`. An unavailable store is
+/// not an error: under `TK_FAIL_POLICY_RAISE` it is `TK_HTTP_ACTION_UNAVAILABLE` (status 503, no
+/// lines). The check happens once: when `*out_n >= len` the outcome is still written, and
+/// `tk_http_edge_lines` renders the lines again into a larger buffer.
 ///
 /// # Safety
 /// `edge` and `limiter` must be live handles; `key` readable for `key_len` bytes;
-/// `out_decision` writable; `buf` valid for writes of `len` bytes; `out_n` writable.
+/// `out_outcome` writable; `buf` valid for writes of `len` bytes; `out_n` writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn tk_http_edge_check(
     edge: *const tk_http_edge,
@@ -187,41 +249,40 @@ pub unsafe extern "C" fn tk_http_edge_check(
     key_len: usize,
     cost: u64,
     now_ms: i64,
-    out_decision: *mut tk_decision,
+    out_outcome: *mut tk_http_outcome,
     buf: *mut c_char,
     len: usize,
     out_n: *mut usize,
 ) -> tk_result {
     guard(|| {
         let (edge, limiter, key) = try_arg!(unsafe { limiter_key(edge, limiter, key, key_len) });
-        let o = try_arg!(unsafe { out(out_decision, "out_decision") });
+        let o = try_arg!(unsafe { out(out_outcome, "out_outcome") });
         let text = try_arg!(unsafe { TextOut::new(buf, len, out_n) });
-        let checked = try_core!(edge.check(limiter, key, cost, now_ms));
+        let outcome = try_core!(edge.check(limiter, key, cost, now_ms));
         with_scratch(|_, lines| {
-            try_core!(edge.write_lines(limiter, key, &checked.decision, checked.now_ms, lines));
-            *o = checked.decision.into();
+            try_core!(edge.write_outcome_lines(limiter, key, &outcome, &mut HeaderBlock(lines)));
+            *o = tk_http_outcome::new(&outcome, 0);
             unsafe { text.write(lines) }
         })
     })
 }
 
 /// A whole request in one call: the client key (as `tk_http_edge_client_key`), then the check of
-/// `cost` units for that key with the edge's fail policy and the header lines (as
-/// `tk_http_edge_check`). `buf` receives the key immediately followed by the lines, as one text
-/// under the buffer rule of `tk_http_edge_client_key` (truncated to `len - 1` bytes,
-/// NUL-terminated, the full length in `*out_n`); `*out_key_n` is the key's length, so the key
-/// is `buf[0..*out_key_n]` and the lines `buf[*out_key_n..*out_n]`. A peer that is not an IP
-/// address is `TK_RESULT_CONFIG_INVALID` and nothing is checked. The check happens once: when
-/// `*out_n >= len` the decision is still written, and `tk_http_edge_lines` renders the lines
-/// again into a larger buffer. Under `TK_FAIL_POLICY_RAISE` an unavailable store is
-/// `TK_RESULT_STORE_UNAVAILABLE` (answer 503).
+/// `cost` units for that key, its outcome and its header lines (as `tk_http_edge_check`). `buf`
+/// receives the key immediately followed by the lines, as one text under the buffer rule of
+/// `tk_http_edge_client_key` (truncated to `len - 1` bytes, NUL-terminated, the full length in
+/// `*out_n`); `*out_key_n` is the key's length, so the key is `buf[0..*out_key_n]` and the
+/// lines `buf[*out_key_n..*out_n]`. A peer that is not an IP address is
+/// `TK_RESULT_CONFIG_INVALID` and nothing is checked. The check happens once: when
+/// `*out_n >= len` the outcome is still written, and `tk_http_edge_lines` renders the lines
+/// again into a larger buffer.
 ///
 /// Why one call: a middleware made two (the key, then the check), and on Go each crossing costs
 /// more than the key's parsing.
 ///
 /// # Safety
 /// `edge` and `limiter` must be live handles; each (pointer, length) pair readable for that
-/// many bytes (a pointer may be NULL when its length is 0); `out_decision`, `out_key_n` and
+/// many bytes (a pointer may be NULL when its length is 0); `out_outcome`, `out_key_n` and
 /// `out_n` writable; `buf` valid for writes of `len` bytes (NULL when `len == 0`).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn tk_http_edge_check_request(
@@ -235,7 +296,7 @@ pub unsafe extern "C" fn tk_http_edge_check_request(
     forwarded_len: usize,
     cost: u64,
     now_ms: i64,
-    out_decision: *mut tk_decision,
+    out_outcome: *mut tk_http_outcome,
     buf: *mut c_char,
     len: usize,
     out_key_n: *mut usize,
@@ -247,16 +308,16 @@ pub unsafe extern "C" fn tk_http_edge_check_request(
         let peer = try_arg!(unsafe { lossy(peer, peer_len, "peer") });
         let xff = try_arg!(unsafe { lossy(x_forwarded_for, x_forwarded_for_len, "x_forwarded_for") });
         let fwd = try_arg!(unsafe { lossy(forwarded, forwarded_len, "forwarded") });
-        let o = try_arg!(unsafe { out(out_decision, "out_decision") });
+        let o = try_arg!(unsafe { out(out_outcome, "out_outcome") });
         let text_buf = try_arg!(TextBuf::new(buf, len));
         let key_n = try_arg!(unsafe { out(out_key_n, "out_key_n") });
         let text_out = try_arg!(unsafe { text_buf.with_n(out_n) });
         with_scratch(|key, text| {
             try_core!(edge.write_client_key(&peer, &xff, &fwd, key));
-            let checked = try_core!(edge.check(limiter, key, cost, now_ms));
+            let outcome = try_core!(edge.check(limiter, key, cost, now_ms));
             text.push_str(key);
-            try_core!(edge.write_lines(limiter, key, &checked.decision, checked.now_ms, text));
-            *o = checked.decision.into();
+            try_core!(edge.write_outcome_lines(limiter, key, &outcome, &mut HeaderBlock(text)));
+            *o = tk_http_outcome::new(&outcome, 0);
             *key_n = key.len();
             unsafe { text_out.write(text) }
         })
@@ -291,23 +352,159 @@ pub unsafe extern "C" fn tk_http_edge_lines(
     })
 }
 
-/// The edge's fail-policy decision for `limiter` (a multi limiter) whose store was
-/// unavailable: fail-open allows and fail-closed denies (`fallback` set, the first dimension's
-/// limit); under `TK_FAIL_POLICY_RAISE` the result is `TK_RESULT_STORE_UNAVAILABLE`.
+/// The arguments of a call about a multi limiter's keys, checked in this order: the edge, the
+/// limiter, the keys.
 ///
 /// # Safety
-/// `edge` and `limiter` must be live handles; `out_decision` writable.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn tk_http_edge_multi_fallback(
+/// `edge` and `multi` NULL or live handles; `keys` NULL or `keys_len` NUL-terminated strings.
+unsafe fn multi_keys<'a>(
     edge: *const tk_http_edge,
-    limiter: *const tk_multi_limiter,
+    multi: *const tk_multi_limiter,
+    keys: *const *const c_char,
+    keys_len: usize,
+) -> Result<(&'a HttpEdge, &'a throttlekit::MultiLimiter, Vec<&'a str>), tk_result> {
+    let edge = unsafe { borrow(edge, "edge") }?;
+    let multi = unsafe { borrow(multi, "multi") }?;
+    let keys = unsafe { strings(keys, keys_len, "keys") }?;
+    Ok((&edge.inner, &multi.inner, keys))
+}
+
+/// A multi limiter's request: checks `cost` units for `keys` (one NUL-terminated key per
+/// dimension, in declaration order; a count other than the dimensions' is
+/// `TK_RESULT_CONFIG_INVALID`) at `now_ms`, settles the result with the edge's fail policy and
+/// shadow mode into `*out_outcome` (its `binding` the binding dimension's index), and writes the
+/// header lines (one list member per dimension, the binding one first) into `buf` as for
+/// `tk_http_edge_client_key`. An unavailable store under `TK_FAIL_POLICY_RAISE` is
+/// `TK_HTTP_ACTION_UNAVAILABLE`. When `*out_n >= len` the outcome is still written, and
+/// `out_dimensions` (nullable; `keys_len` slots, every dimension's own decision) lets
+/// `tk_http_edge_multi_lines` render the lines again into a larger buffer.
+///
+/// # Safety
+/// `edge` and `multi` must be live handles; `keys` must point to `keys_len` NUL-terminated
+/// strings; `out_outcome` writable; `out_dimensions` NULL or valid for `keys_len` writes; `buf`
+/// valid for writes of `len` bytes; `out_n` writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tk_http_edge_check_multi(
+    edge: *const tk_http_edge,
+    multi: *const tk_multi_limiter,
+    keys: *const *const c_char,
+    keys_len: usize,
+    cost: u64,
     now_ms: i64,
-    out_decision: *mut tk_decision,
+    out_outcome: *mut tk_http_outcome,
+    out_dimensions: *mut tk_decision,
+    buf: *mut c_char,
+    len: usize,
+    out_n: *mut usize,
 ) -> tk_result {
     guard(|| {
-        let edge = &try_arg!(unsafe { borrow(edge, "edge") }).inner;
-        let limiter = &try_arg!(unsafe { borrow(limiter, "limiter") }).inner;
-        let o = try_arg!(unsafe { out(out_decision, "out_decision") });
-        write_out(edge.multi_fallback(limiter, now_ms).map(tk_decision::from), o)
+        let (edge, m, keys) = try_arg!(unsafe { multi_keys(edge, multi, keys, keys_len) });
+        let o = try_arg!(unsafe { out(out_outcome, "out_outcome") });
+        let text = try_arg!(unsafe { TextOut::new(buf, len, out_n) });
+        let outcome = try_core!(edge.check_multi(m, &keys, cost, now_ms));
+        with_scratch(|_, lines| {
+            try_core!(edge.write_multi_outcome_lines(m, &keys, &outcome, &mut HeaderBlock(lines)));
+            let binding = outcome
+                .decision
+                .as_ref()
+                .and_then(|d| m.dimensions().iter().position(|x| x.name == d.binding))
+                .unwrap_or(0);
+            *o = tk_http_outcome::new(&outcome, binding);
+            if let (false, Some(d)) = (out_dimensions.is_null(), &outcome.decision) {
+                for (i, dim) in d.dimensions.iter().enumerate().take(keys_len) {
+                    // SAFETY: the caller provides `keys_len` slots.
+                    unsafe { *out_dimensions.add(i) = (*dim).into() };
+                }
+            }
+            unsafe { text.write(lines) }
+        })
+    })
+}
+
+/// The header lines of a multi limiter's outcome, as `tk_http_edge_check_multi` writes them:
+/// `outcome` and `dimensions` (`keys_len` decisions) as it returned them, for a retry with a
+/// larger buffer. Copied into `buf` as for `tk_http_edge_client_key`.
+///
+/// # Safety
+/// As for `tk_http_edge_check_multi`; `outcome` readable, `dimensions` readable for `keys_len`
+/// decisions.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tk_http_edge_multi_lines(
+    edge: *const tk_http_edge,
+    multi: *const tk_multi_limiter,
+    keys: *const *const c_char,
+    keys_len: usize,
+    outcome: *const tk_http_outcome,
+    dimensions: *const tk_decision,
+    now_ms: i64,
+    buf: *mut c_char,
+    len: usize,
+    out_n: *mut usize,
+) -> tk_result {
+    guard(|| {
+        let (edge, m, keys) = try_arg!(unsafe { multi_keys(edge, multi, keys, keys_len) });
+        let outcome = *try_arg!(unsafe { borrow(outcome, "outcome") });
+        if dimensions.is_null() && keys_len > 0 {
+            return crate::args::null("dimensions");
+        }
+        let action = try_arg!(outcome.core()).action;
+        let decision = (action != Action::Unavailable).then(|| MultiDecision {
+            decision: outcome.decision.into(),
+            binding: m.dimensions().get(outcome.binding).map(|d| d.name.clone()).unwrap_or_default(),
+            // SAFETY: the caller provides `keys_len` readable decisions.
+            dimensions: (0..keys_len).map(|i| unsafe { *dimensions.add(i) }.into()).collect(),
+        });
+        let outcome = Outcome { action, decision, now_ms };
+        with_scratch(|_, lines| {
+            try_core!(edge.write_multi_outcome_lines(m, &keys, &outcome, &mut HeaderBlock(lines)));
+            unsafe { answer_text(lines, buf, len, out_n) }
+        })
+    })
+}
+
+/// The body of the middleware's own answer to `outcome`: core's RFC 9457
+/// `application/problem+json` text, `quota-exceeded` for `TK_HTTP_ACTION_DENY` (its `detail`
+/// names the same wait as `Retry-After`), `temporary-reduced-capacity` for
+/// `TK_HTTP_ACTION_UNAVAILABLE`, empty when the request is forwarded. Copied into `buf` as for
+/// `tk_http_edge_client_key`. An unknown action is `TK_RESULT_CONFIG_INVALID`.
+///
+/// # Safety
+/// `outcome` readable; `buf` valid for writes of `len` bytes; `out_n` writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tk_http_outcome_body(
+    outcome: *const tk_http_outcome,
+    buf: *mut c_char,
+    len: usize,
+    out_n: *mut usize,
+) -> tk_result {
+    guard(|| {
+        let outcome = try_arg!(try_arg!(unsafe { borrow(outcome, "outcome") }).core());
+        unsafe { answer_text(&outcome.body().unwrap_or_default(), buf, len, out_n) }
+    })
+}
+
+/// The answer to a request that could not be decided because of an error whose code is `code`
+/// (NUL-terminated; `"config_invalid"` for a bad peer or a key function's error, `"internal"`
+/// for an error without one): `*out_status` is 503 for `"store_unavailable"` and 500 otherwise,
+/// and the `application/problem+json` body is copied into `buf` as for
+/// `tk_http_edge_client_key`.
+///
+/// # Safety
+/// `code` NUL-terminated; `out_status` writable; `buf` valid for writes of `len` bytes; `out_n`
+/// writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tk_http_error_response(
+    code: *const c_char,
+    out_status: *mut u32,
+    buf: *mut c_char,
+    len: usize,
+    out_n: *mut usize,
+) -> tk_result {
+    guard(|| {
+        let code = try_arg!(unsafe { crate::args::string(code, "code") });
+        let status = try_arg!(unsafe { out(out_status, "out_status") });
+        let (s, body) = error_response(code);
+        *status = u32::from(s);
+        unsafe { answer_text(&body, buf, len, out_n) }
     })
 }

@@ -270,7 +270,7 @@ static void test_http(void) {
 static void test_http_edge(void) {
     current = "http_edge";
     tk_http_edge *edge = NULL;
-    CHECK_OK(tk_http_edge_new(NULL, "{\"trustedProxies\":[\"10.0.0.0/8\"]}", TK_FAIL_POLICY_DEFAULT, &edge));
+    CHECK_OK(tk_http_edge_new(NULL, "{\"trustedProxies\":[\"10.0.0.0/8\"]}", TK_FAIL_POLICY_DEFAULT, false, &edge));
     char key[64];
     size_t n = 0;
     const char *xff = "6.6.6.6\n203.0.113.7, 10.1.1.1"; /* two field lines, joined with \n */
@@ -286,77 +286,103 @@ static void test_http_edge(void) {
     tk_limiter_config cfg = {.clock = clock};
     CHECK_OK(tk_limiter_new(s, &cfg, &l));
     tk_decision d;
+    tk_http_outcome o;
     char lines[256], tiny[8];
-    CHECK_OK(tk_http_edge_check(edge, l, "k", 1, 1, 0, &d, lines, sizeof lines, &n));
-    CHECK(d.allowed && d.remaining == 4);
+    CHECK_OK(tk_http_edge_check(edge, l, "k", 1, 1, 0, &o, lines, sizeof lines, &n));
+    CHECK(o.decision.allowed && o.decision.remaining == 4 && o.action == TK_HTTP_ACTION_FORWARD && o.status == 0);
     CHECK(strcmp(lines, "RateLimit-Policy: \"default\";q=5;w=60\nRateLimit: \"default\";r=4;t=12\n") == 0);
     /* Too small a buffer: the decision is still written (one check), the lines re-rendered. */
-    CHECK_OK(tk_http_edge_check(edge, l, "k", 1, 1, 0, &d, tiny, sizeof tiny, &n));
-    CHECK(d.remaining == 3 && n >= sizeof tiny && strlen(tiny) == sizeof tiny - 1);
-    CHECK_OK(tk_http_edge_lines(edge, l, "k", 1, &d, 0, lines, sizeof lines, &n));
+    CHECK_OK(tk_http_edge_check(edge, l, "k", 1, 1, 0, &o, tiny, sizeof tiny, &n));
+    CHECK(o.decision.remaining == 3 && n >= sizeof tiny && strlen(tiny) == sizeof tiny - 1);
+    CHECK_OK(tk_http_edge_lines(edge, l, "k", 1, &o.decision, 0, lines, sizeof lines, &n));
     CHECK(strcmp(lines, "RateLimit-Policy: \"default\";q=5;w=60\nRateLimit: \"default\";r=3;t=12\n") == 0);
-    CHECK(tk_http_edge_check(edge, l, "\xff", 1, 1, 0, &d, lines, sizeof lines, &n) == TK_RESULT_INVALID_UTF8);
-    CHECK(tk_http_edge_check(edge, l, "k", 1, 0, 0, &d, lines, sizeof lines, &n) == TK_RESULT_CONFIG_INVALID);
-    CHECK(tk_http_edge_check(NULL, l, "k", 1, 1, 0, &d, lines, sizeof lines, &n) == TK_RESULT_NULL_PARAMETER);
-    CHECK(tk_http_edge_check(edge, l, "k", 1, 1, 0, &d, NULL, 4, &n) == TK_RESULT_NULL_PARAMETER);
+    CHECK(tk_http_edge_check(edge, l, "\xff", 1, 1, 0, &o, lines, sizeof lines, &n) == TK_RESULT_INVALID_UTF8);
+    CHECK(tk_http_edge_check(edge, l, "k", 1, 0, 0, &o, lines, sizeof lines, &n) == TK_RESULT_CONFIG_INVALID);
+    CHECK(tk_http_edge_check(NULL, l, "k", 1, 1, 0, &o, lines, sizeof lines, &n) == TK_RESULT_NULL_PARAMETER);
+    CHECK(tk_http_edge_check(edge, l, "k", 1, 1, 0, &o, NULL, 4, &n) == TK_RESULT_NULL_PARAMETER);
     /* The whole request in one call: the key, then its lines, in one buffer. */
     size_t key_n = 0;
-    CHECK_OK(tk_http_edge_check_request(edge, l, "10.0.0.1:5000", 13, xff, strlen(xff), NULL, 0, 1, 0, &d, lines,
+    CHECK_OK(tk_http_edge_check_request(edge, l, "10.0.0.1:5000", 13, xff, strlen(xff), NULL, 0, 1, 0, &o, lines,
                                         sizeof lines, &key_n, &n));
-    CHECK(d.allowed && d.remaining == 4 && key_n == 11 && n == strlen(lines));
+    CHECK(o.decision.allowed && o.decision.remaining == 4 && key_n == 11 && n == strlen(lines));
     CHECK(strcmp(lines, "203.0.113.7RateLimit-Policy: \"default\";q=5;w=60\nRateLimit: \"default\";r=4;t=12\n") == 0);
     /* A peer that is not an address is config_invalid and consumes nothing. */
-    CHECK(tk_http_edge_check_request(edge, l, "unix", 4, NULL, 0, NULL, 0, 1, 0, &d, lines, sizeof lines, &key_n,
+    CHECK(tk_http_edge_check_request(edge, l, "unix", 4, NULL, 0, NULL, 0, 1, 0, &o, lines, sizeof lines, &key_n,
                                      &n) == TK_RESULT_CONFIG_INVALID);
-    CHECK_OK(tk_http_edge_check_request(edge, l, "203.0.113.7", 11, NULL, 0, NULL, 0, 1, 0, &d, tiny, sizeof tiny,
+    CHECK_OK(tk_http_edge_check_request(edge, l, "203.0.113.7", 11, NULL, 0, NULL, 0, 1, 0, &o, tiny, sizeof tiny,
                                         &key_n, &n));
-    CHECK(d.remaining == 3 && key_n == 11 && n > sizeof tiny && strlen(tiny) == sizeof tiny - 1);
-    CHECK(tk_http_edge_check_request(edge, l, "10.0.0.1", 8, NULL, 0, NULL, 0, 1, 0, &d, lines, sizeof lines, NULL,
+    CHECK(o.decision.remaining == 3 && key_n == 11 && n > sizeof tiny && strlen(tiny) == sizeof tiny - 1);
+    CHECK(tk_http_edge_check_request(edge, l, "10.0.0.1", 8, NULL, 0, NULL, 0, 1, 0, &o, lines, sizeof lines, NULL,
                                      &n) == TK_RESULT_NULL_PARAMETER);
     /* A NULL output fails the call before anything is counted, each named in the error. */
     CHECK(tk_http_edge_check_request(edge, l, "203.0.113.7", 11, NULL, 0, NULL, 0, 1, 0, NULL, lines, sizeof lines,
                                      &key_n, &n) == TK_RESULT_NULL_PARAMETER);
-    CHECK(last_error_null("out_decision"));
-    CHECK(tk_http_edge_check_request(edge, l, "203.0.113.7", 11, NULL, 0, NULL, 0, 1, 0, &d, NULL, 4, &key_n, &n) ==
+    CHECK(last_error_null("out_outcome"));
+    CHECK(tk_http_edge_check_request(edge, l, "203.0.113.7", 11, NULL, 0, NULL, 0, 1, 0, &o, NULL, 4, &key_n, &n) ==
           TK_RESULT_NULL_PARAMETER);
     CHECK(last_error_null("buf"));
-    CHECK(tk_http_edge_check_request(edge, l, "203.0.113.7", 11, NULL, 0, NULL, 0, 1, 0, &d, lines, sizeof lines, NULL,
+    CHECK(tk_http_edge_check_request(edge, l, "203.0.113.7", 11, NULL, 0, NULL, 0, 1, 0, &o, lines, sizeof lines, NULL,
                                      NULL) == TK_RESULT_NULL_PARAMETER);
     CHECK(last_error_null("out_key_n"));
-    CHECK(tk_http_edge_check_request(edge, l, "203.0.113.7", 11, NULL, 0, NULL, 0, 1, 0, &d, lines, sizeof lines,
+    CHECK(tk_http_edge_check_request(edge, l, "203.0.113.7", 11, NULL, 0, NULL, 0, 1, 0, &o, lines, sizeof lines,
                                      &key_n, NULL) == TK_RESULT_NULL_PARAMETER);
     CHECK(last_error_null("out_n"));
     CHECK(tk_http_edge_check(edge, l, "k", 1, 1, 0, NULL, lines, sizeof lines, &n) == TK_RESULT_NULL_PARAMETER);
-    CHECK(last_error_null("out_decision"));
-    CHECK(tk_http_edge_check(edge, l, "k", 1, 1, 0, &d, lines, sizeof lines, NULL) == TK_RESULT_NULL_PARAMETER);
+    CHECK(last_error_null("out_outcome"));
+    CHECK(tk_http_edge_check(edge, l, "k", 1, 1, 0, &o, lines, sizeof lines, NULL) == TK_RESULT_NULL_PARAMETER);
     CHECK(last_error_null("out_n"));
-    CHECK(tk_http_edge_lines(edge, l, "k", 1, &d, 0, NULL, 4, &n) == TK_RESULT_NULL_PARAMETER);
+    CHECK(tk_http_edge_lines(edge, l, "k", 1, &o.decision, 0, NULL, 4, &n) == TK_RESULT_NULL_PARAMETER);
     CHECK(last_error_null("buf"));
-    CHECK(tk_http_edge_lines(edge, l, "k", 1, &d, 0, lines, sizeof lines, NULL) == TK_RESULT_NULL_PARAMETER);
+    CHECK(tk_http_edge_lines(edge, l, "k", 1, &o.decision, 0, lines, sizeof lines, NULL) == TK_RESULT_NULL_PARAMETER);
     CHECK(last_error_null("out_n"));
-    CHECK_OK(tk_http_edge_check_request(edge, l, "203.0.113.7", 11, NULL, 0, NULL, 0, 1, 0, &d, lines, sizeof lines,
+    CHECK_OK(tk_http_edge_check_request(edge, l, "203.0.113.7", 11, NULL, 0, NULL, 0, 1, 0, &o, lines, sizeof lines,
                                         &key_n, &n));
-    CHECK(d.remaining == 2);
+    CHECK(o.decision.remaining == 2);
     /* The counted-key check reads exactly key_len bytes. */
     CHECK_OK(tk_limiter_check_n(l, "kx", 1, 1, &d));
     CHECK(d.remaining == 2);
     CHECK(tk_limiter_check_n(l, NULL, 3, 1, &d) == TK_RESULT_NULL_PARAMETER);
 
     tk_http_edge *bad = NULL;
-    CHECK(tk_http_edge_new("{\"family\":\"draft-99\"}", NULL, 0, &bad) == TK_RESULT_CONFIG_INVALID && bad == NULL);
-    CHECK(tk_http_edge_new(NULL, NULL, 99, &bad) == TK_RESULT_CONFIG_INVALID && bad == NULL);
+    CHECK(tk_http_edge_new("{\"family\":\"draft-99\"}", NULL, 0, false, &bad) == TK_RESULT_CONFIG_INVALID && bad == NULL);
+    CHECK(tk_http_edge_new(NULL, NULL, 99, false, &bad) == TK_RESULT_CONFIG_INVALID && bad == NULL);
 
-    /* The edge's fail policy for a multi limiter whose store failed: core's fallback decision. */
-    tk_http_edge *closed = NULL;
-    CHECK_OK(tk_http_edge_new(NULL, NULL, TK_FAIL_POLICY_FAIL_CLOSED, &closed));
-    tk_dimension dims[1] = {{"ip", s, 1}};
+    /* A multi limiter: its lines (binding dimension first) and its outcome, then the denial's
+     * body from core and the bodies of an undecided request. */
+    tk_dimension dims[2] = {{"ip", s, 1}, {"all", s, 2}};
     tk_multi_limiter *m = NULL;
-    CHECK_OK(tk_multi_limiter_new(TK_RULE_ALL, dims, 1, NULL, &m));
-    CHECK_OK(tk_http_edge_multi_fallback(closed, m, 5000, &d));
-    CHECK(!d.allowed && d.fallback && d.limit == 5 && d.retry_after_ms == 1000 && d.reset_at == 6000);
-    CHECK(tk_http_edge_multi_fallback(edge, m, 5000, &d) == TK_RESULT_STORE_UNAVAILABLE);
+    CHECK_OK(tk_multi_limiter_new(TK_RULE_ALL, dims, 2, NULL, &m));
+    const char *keys[2] = {"a", "b"};
+    tk_decision each[2];
+    char body[512];
+    CHECK_OK(tk_http_edge_check_multi(edge, m, keys, 2, 1, 0, &o, each, lines, sizeof lines, &n));
+    CHECK(o.action == TK_HTTP_ACTION_FORWARD && o.binding == 1 && each[1].remaining == 3 && each[0].remaining == 4);
+    CHECK(strcmp(lines, "RateLimit-Policy: \"all\";q=5;w=60, \"ip\";q=5;w=60\n"
+                        "RateLimit: \"all\";r=3;t=12, \"ip\";r=4;t=12\n") == 0);
+    CHECK_OK(tk_http_edge_multi_lines(edge, m, keys, 2, &o, each, 0, tiny, sizeof tiny, &n));
+    CHECK(n == strlen(lines) && strncmp(tiny, lines, sizeof tiny - 1) == 0);
+    CHECK_OK(tk_http_edge_check_multi(edge, m, keys, 2, 4, 0, &o, NULL, lines, sizeof lines, &n));
+    CHECK(o.action == TK_HTTP_ACTION_DENY && o.status == 429 && !o.decision.allowed && o.binding == 1);
+    CHECK(strstr(lines, "Retry-After: ") != NULL);
+    CHECK_OK(tk_http_outcome_body(&o, body, sizeof body, &n));
+    CHECK(strstr(body, "quota-exceeded") != NULL && n == strlen(body));
+    CHECK(tk_http_edge_check_multi(edge, m, keys, 1, 1, 0, &o, NULL, lines, sizeof lines, &n) ==
+          TK_RESULT_CONFIG_INVALID);
+    tk_http_outcome forward = {.action = TK_HTTP_ACTION_FORWARD}, unavailable = {.action = TK_HTTP_ACTION_UNAVAILABLE},
+                    unknown = {.action = 7};
+    CHECK_OK(tk_http_outcome_body(&forward, body, sizeof body, &n));
+    CHECK(n == 0 && body[0] == '\0');
+    CHECK_OK(tk_http_outcome_body(&unavailable, body, sizeof body, &n));
+    CHECK(strstr(body, "temporary-reduced-capacity") != NULL);
+    CHECK(tk_http_outcome_body(&unknown, body, sizeof body, &n) == TK_RESULT_CONFIG_INVALID);
+    uint32_t status = 0;
+    CHECK_OK(tk_http_error_response("config_invalid", &status, body, sizeof body, &n));
+    CHECK(status == 500 && strcmp(body, "{\"type\":\"about:blank\",\"title\":\"Internal Server Error\",\"status\":500,"
+                                        "\"detail\":\"rate limiter: config_invalid\"}") == 0);
+    CHECK_OK(tk_http_error_response("store_unavailable", &status, body, sizeof body, &n));
+    CHECK(status == 503 && strstr(body, "temporary-reduced-capacity") != NULL);
+    CHECK(tk_http_error_response(NULL, &status, body, sizeof body, &n) == TK_RESULT_NULL_PARAMETER);
     tk_multi_limiter_free(m);
-    tk_http_edge_free(closed);
     tk_limiter_free(l);
     tk_clock_free(clock);
     tk_strategy_free(s);
@@ -909,6 +935,130 @@ static void test_more_metrics(void) {
     tk_shaper_free(sh);
 }
 
+/* Every call counted once: N calls of fresh limiters, a multi limiter and a shaper on `store`
+ * (NULL: memory) down each entry point (check, check_at, check_n; peek and forecast, with and
+ * without a time; check in the leased mode; the multi limiter's check and check_at; reserve, reserve_at
+ * and schedule) move the counters by exactly N, and on Redis each call is timed. Keys are reset
+ * first: test.sh runs this binary twice against one Redis. */
+#define METRICS_N 7
+static void limiter_paths_count_once(const tk_store *store, const char *tag) {
+    char prefix[64];
+    tk_decision d;
+    tk_metrics m;
+    const uint64_t timed = store ? METRICS_N : 0;
+    /* Four an hour, bursts of 4: nothing refills while the test runs. */
+    tk_strategy *s = gcra(4, 3600000, 4);
+    for (int path = 0; path < 5; path++) {
+        tk_limiter_config cfg = {0};
+        snprintf(prefix, sizeof prefix, "c-metrics-%s-%d", tag, path);
+        cfg.store = store;
+        cfg.prefix = prefix;
+        cfg.metrics = true;
+        cfg.mode = path == 4 ? TK_MODE_LEASED : TK_MODE_STRICT;
+        tk_limiter *l = NULL;
+        CHECK_OK(tk_limiter_new(s, &cfg, &l));
+        if (!l) continue;
+        CHECK_OK(tk_limiter_reset(l, "k"));
+        for (int i = 0; i < METRICS_N; i++) {
+            switch (path) {
+            case 0: CHECK_OK(tk_limiter_check(l, "k", 1, &d)); break;
+            case 1: CHECK_OK(tk_limiter_check_at(l, "k", 1, 1000, &d)); break;
+            case 2: CHECK_OK(tk_limiter_check_n(l, "k", 1, 1, &d)); break;
+            case 4: CHECK_OK(tk_limiter_check(l, "k", 1, &d)); break; /* leased */
+            default:
+                CHECK_OK(tk_limiter_peek(l, "k", &d));
+                CHECK_OK(tk_limiter_peek_at(l, "k", 1000, &d));
+                CHECK_OK(tk_limiter_forecast(l, "k", 1, &d));
+                CHECK_OK(tk_limiter_forecast_at(l, "k", 1, 1000, &d));
+            }
+        }
+        CHECK_OK(tk_limiter_metrics(l, &m));
+        if (path == 4) {
+            CHECK(m.allowed + m.denied == METRICS_N && m.allowed <= 4 && m.peeks + m.forecasts == 0);
+        } else if (path < 3) {
+            CHECK(m.allowed == 4 && m.denied == 3 && m.peeks == 0 && m.forecasts == 0);
+            CHECK(m.latency_count == timed);
+        } else {
+            CHECK(m.allowed + m.denied == 0 && m.peeks == 2 * METRICS_N && m.forecasts == 2 * METRICS_N);
+            CHECK(m.latency_count == 4 * timed);
+        }
+        CHECK(m.fallback_allowed + m.fallback_denied == 0 && m.errors[TK_RESULT_CONFIG_INVALID] == 0);
+        tk_limiter_free(l);
+    }
+    tk_dimension dims[2] = {{"a", s, 1}, {"b", s, 1}};
+    tk_multi_limiter_config mcfg = {0};
+    snprintf(prefix, sizeof prefix, "c-metrics-%s-multi", tag);
+    mcfg.store = store;
+    mcfg.prefix = prefix;
+    mcfg.metrics = true;
+    tk_multi_limiter *multi = NULL;
+    CHECK_OK(tk_multi_limiter_new(TK_RULE_ALL, dims, 2, &mcfg, &multi));
+    if (multi) {
+        const char *keys[2] = {"x", "y"};
+        CHECK_OK(tk_multi_limiter_reset(multi, keys, 2));
+        for (int i = 0; i < METRICS_N; i++) {
+            CHECK_OK(tk_multi_limiter_check(multi, keys, 2, 1, &d, NULL, NULL));
+            CHECK_OK(tk_multi_limiter_check_at(multi, keys, 2, 1, 1000, &d, NULL, NULL));
+        }
+        CHECK_OK(tk_multi_limiter_metrics(multi, &m));
+        CHECK(m.allowed == 4 && m.denied == 2 * METRICS_N - 4 && m.latency_count == 2 * timed);
+        tk_multi_limiter_free(multi);
+    }
+    tk_strategy_free(s);
+
+    tk_shaper_config scfg = {0};
+    snprintf(prefix, sizeof prefix, "c-metrics-%s-shaper", tag);
+    scfg.store = store;
+    scfg.prefix = prefix;
+    scfg.metrics = true;
+    tk_shaper *sh = NULL;
+    CHECK_OK(tk_shaper_new(1000, 60000, &scfg, &sh));
+    if (sh) {
+        tk_reservation r;
+        CHECK_OK(tk_shaper_reset(sh, "x"));
+        CHECK_OK(tk_shaper_reset(sh, "y"));
+        for (int i = 0; i < METRICS_N; i++) {
+            CHECK_OK(tk_shaper_reserve(sh, "x", 1, &r));
+            CHECK_OK(tk_shaper_reserve_at(sh, "y", 1, 1000, &r));
+            CHECK_OK(tk_shaper_schedule(sh, "x", 1, &r));
+        }
+        CHECK_OK(tk_shaper_metrics(sh, &m));
+        CHECK(m.allowed + m.denied == 3 * METRICS_N && m.latency_count == 3 * timed);
+        tk_shaper_free(sh);
+    }
+}
+
+static void test_metrics_on_every_path(const char *url, const char *seeds, const char *sentinels) {
+    current = "metrics_on_every_path";
+    limiter_paths_count_once(NULL, "memory");
+    tk_store *store = NULL;
+    if (url && *url) {
+        CHECK_OK(tk_store_redis_connect(url, 5000, false, &store));
+        if (store) limiter_paths_count_once(store, "node");
+        tk_store_free(store);
+    }
+    tk_redis_options o = {0};
+    o.timeout_ms = 5000;
+    if (seeds && *seeds) {
+        o.urls = seeds;
+        o.mode = TK_REDIS_MODE_CLUSTER;
+        store = NULL;
+        CHECK_OK(tk_store_redis_connect_with(&o, &store));
+        if (store) limiter_paths_count_once(store, "cluster");
+        tk_store_free(store);
+    }
+    if (sentinels && *sentinels) {
+        o.urls = sentinels;
+        o.mode = TK_REDIS_MODE_SENTINEL;
+        o.service_name = "tkmain";
+        o.sentinel_password = "spw";
+        store = NULL;
+        CHECK_OK(tk_store_redis_connect_with(&o, &store));
+        if (store) limiter_paths_count_once(store, "sentinel");
+        tk_store_free(store);
+    }
+}
+
 int main(void) {
     test_version_and_results();
     test_gcra_on_a_manual_clock();
@@ -956,6 +1106,8 @@ int main(void) {
     } else {
         printf("note: TK_REDIS_SENTINEL_PW_URLS is not set; the passworded-sentinel unit test did not run\n");
     }
+    /* Each store the environment names (memory always). */
+    test_metrics_on_every_path(url, seeds, sentinel_pw);
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }

@@ -1,20 +1,22 @@
 //! The HTTP edge for middleware (the servlet filter): one call per request takes the peer
 //! address and the forwarding header's values, derives the client key (core's
-//! `ClientIdentity`), checks it at one clock reading, and renders the response header lines and
-//! the 429 problem body (core's), the lines written in place by core's `LineSink` writer, so the
-//! Java filter only copies bytes into the response.
+//! `ClientIdentity`), checks it at one clock reading, and hands the result to core's `HttpEdge`,
+//! which settles the outcome (forward, deny 429, unavailable 503) with the response header lines
+//! and the problem body, the lines written in place by core's `LineSink` writer, so the Java
+//! filter only copies bytes into the response.
 
 use jni_sys::{JNIEnv, jbyteArray, jclass, jlong};
-use throttlekit::http::{self, ClientIdentity, ClientKeyOptions, ForwardedHeader, HeaderOptions, LineSink};
-use throttlekit::{Error, ErrorCode, Limiter};
+use throttlekit::http::{self, Action, ClientKeyOptions, ForwardedHeader, HeaderOptions, LineSink};
+use throttlekit::{Error, FailPolicy, Limiter};
 
 use crate::env::{bytes, new_bytes, text};
 use crate::{guard, handle};
 
-/// A filter's options: the header family and policy, and how to find the client.
+/// A filter's options: core's edge (the header family and policy, how to find the client, and
+/// the `Raise` fail policy: the limiter's own policy decides, and a store error it lets through
+/// is a 503), and the forwarding header's name.
 pub(crate) struct HttpEdge {
-    options: HeaderOptions,
-    identity: ClientIdentity,
+    edge: http::HttpEdge,
     /// The forwarding header the trusted proxies write, lower case.
     header: &'static str,
 }
@@ -33,7 +35,7 @@ extern "system" fn Java_dev_throttlekit_internal_Native_httpEdgeNew(
             ForwardedHeader::XForwardedFor => "x-forwarded-for",
             ForwardedHeader::Forwarded => "forwarded",
         };
-        Ok(handle::leak(HttpEdge { options, identity: ClientIdentity::new(&client)?, header }))
+        Ok(handle::leak(HttpEdge { edge: http::HttpEdge::new(options, &client, FailPolicy::Raise)?, header }))
     })
 }
 
@@ -43,10 +45,9 @@ extern "system" fn Java_dev_throttlekit_internal_Native_httpEdgeNew(
 /// UTF-8: the key, the problem body ("" when forwarded), and the header lines as name, value,
 /// name, value... to the end.
 ///
-/// Why packed and not JSON: the lines come from core's in-place writer
-/// (`http::write_single_lines` into a [`LineSink`]), so a request builds no `String` per line,
-/// no JSON document and no parse on the Java side; the lines are the same bytes, in the same
-/// order, as `rate_limit_headers` renders.
+/// Why packed and not JSON: the lines come from core's in-place writer (a [`LineSink`]), so a
+/// request builds no `String` per line, no JSON document and no parse on the Java side; the
+/// lines are the same bytes, in the same order, as `rate_limit_headers` renders.
 #[unsafe(no_mangle)]
 extern "system" fn Java_dev_throttlekit_internal_Native_httpEdgeCheck(
     env: *mut JNIEnv,
@@ -63,27 +64,23 @@ extern "system" fn Java_dev_throttlekit_internal_Native_httpEdgeCheck(
         let peer = text(env, peer, "peer")?;
         let values = crate::scratch::unpack_keys(&bytes(env, forwarded))?;
         let headers: Vec<(&str, &str)> = values.iter().map(|v| (e.header, v.as_str())).collect();
-        let key = e.identity.key_for_peer(&peer, &headers)?;
+        let key = e.edge.identity().key_for_peer(&peer, &headers)?;
         let now = l.clock().now_ms();
+        let outcome = e.edge.check(l, &key, crate::scratch::cost(cost)?, now)?;
         let mut out = Packed { out: Vec::with_capacity(256), name: "", value: String::new() };
-        match l.check_sync_at(&key, crate::scratch::cost(cost)?, now) {
-            Ok(d) => {
-                out.out.extend_from_slice(&[u8::from(!d.allowed), 1]);
-                for v in crate::scratch::decision_longs(&d) {
-                    out.out.extend_from_slice(&v.to_le_bytes());
-                }
-                out.push(&key);
-                out.push(&if d.allowed { String::new() } else { http::quota_exceeded_body(&d) });
-                http::write_single_lines(l.strategy(), &d, Some(&key), &e.options, now, &mut out)?;
-            }
-            Err(err) if err.code() == ErrorCode::StoreUnavailable => {
-                out.out.extend_from_slice(&[2, 0]);
-                out.out.extend_from_slice(&[0; 48]);
-                out.push(&key);
-                out.push(&http::unavailable_body());
-            }
-            Err(err) => return Err(err),
+        // The filter has no shadow mode: `Shadow` never comes back, and would forward.
+        let code = match outcome.action {
+            Action::Forward | Action::Shadow => 0,
+            Action::Deny => 1,
+            Action::Unavailable => 2,
+        };
+        out.out.extend_from_slice(&[code, u8::from(outcome.decision.is_some())]);
+        for v in crate::scratch::decision_longs(&outcome.decision.unwrap_or_default()) {
+            out.out.extend_from_slice(&v.to_le_bytes());
         }
+        out.push(&key);
+        out.push(&outcome.body().unwrap_or_default());
+        e.edge.write_outcome_lines(l, &key, &outcome, &mut out)?;
         Ok(new_bytes(env, &out.out))
     })
 }

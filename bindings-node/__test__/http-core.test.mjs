@@ -100,6 +100,24 @@ test('fallback decisions come from core, by fail policy', () => {
   assert.throws(() => fields.fallback('sometimes'), { code: 'config_invalid' })
 })
 
+test("core's edge settles each check: forward, deny 429, or shadow (forwarded) in shadow mode, on both paths", async () => {
+  const strategy = Strategy.gcra({ limit: 2, periodMs: 60_000 })
+  for (const shadow of [false, true, undefined]) {
+    const clock = new ManualClock(1_700_000_000_000)
+    const fields = new RateLimitFields(new Limiter({ strategy, clock }), { shadow, failPolicy: 'fail_closed' })
+    const seen = []
+    for (let i = 0; i < 3; i++) seen.push(fields.checkSync('k'))
+    seen.push(await fields.check('k'))
+    const denied = shadow === true ? ['shadow', 0] : ['deny', 429]
+    assert.deepEqual(seen.map((c) => [c.action, c.status]), [['forward', 0], ['forward', 0], denied, denied], `shadow ${shadow}`)
+    // A shadowed denial carries every field a denial does, Retry-After included.
+    assert.equal(seen[3].lines.at(-2), 'Retry-After')
+  }
+  const limiter = new Limiter({ strategy })
+  assert.throws(() => new RateLimitFields(limiter, { failPolicy: 'sometimes' }), { code: 'config_invalid' })
+  assert.throws(() => new RateLimitFields(limiter, { shadow: 'yes' }), { code: 'config_invalid' })
+})
+
 test('problem bodies are RFC 9457 JSON from core', () => {
   const body = JSON.parse(problemBody({ allowed: false, limit: 5, remaining: 0, resetAt: 0, retryAfterMs: 1 }))
   assert.deepEqual(body, { type: 'https://iana.org/assignments/http-problem-types#quota-exceeded', title: 'Too Many Requests', status: 429, detail: 'Rate limit exceeded; retry in 1 second.' })
@@ -186,7 +204,8 @@ test('checkSync (its JavaScript-built answer) equals a check plus lines on a twi
       const cost = int(1, 2)
       const got = fields.checkSync(key, cost)
       const d = twin.checkSync(key, cost)
-      assert.deepEqual(got, { decision: d, lines: twinFields.lines(d, key, clock.now()) })
+      const lines = twinFields.lines(d, key, clock.now())
+      assert.deepEqual(got, { decision: d, lines, action: d.allowed ? 'forward' : 'deny', status: d.allowed ? 0 : 429 })
       if (!d.allowed) denied++
     }
   }

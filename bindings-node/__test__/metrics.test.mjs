@@ -1,10 +1,13 @@
 // Per-limiter metrics: off unless asked; checks counted by outcome, errors by code, fallbacks,
-// and the latency histogram of calls to a store outside the process (Redis).
+// and the latency histogram of calls to a store outside the process (Redis). Every call is
+// counted once whichever way it goes: N calls down each path (sync, Promise over the event
+// loop's own socket, one node or a cluster, the core's connections, Sentinel, multi limiters
+// and shapers) move the counters by exactly N.
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 
 import { Limiter, ManualClock, MultiLimiter, RedisStore, Shaper, Strategy } from '../index.mjs'
-import { spawnRedis } from './helpers/redis.mjs'
+import { spawnRedis, startRedisCluster, startRedisSentinels } from './helpers/redis.mjs'
 
 describe('Limiter metrics', () => {
   test('are off unless asked', () => {
@@ -89,5 +92,153 @@ describe('peeks, forecasts, multi limiters and shapers', () => {
     assert.deepEqual([m.allowed, m.denied], [2, 2])
     assert.equal(m.storeLatency.count, 0)
     assert.throws(() => new Shaper({ ratePerSec: 5, maxQueueMs: 300, metrics: 1 }), (e) => e.code === 'config_invalid')
+  })
+})
+
+const N = 7
+const fixed = () => Strategy.fixedWindow({ limit: 4, windowMs: 60_000 })
+
+/** What the counters moved: checks decided, fallbacks, peeks, forecasts, errors. */
+function moved(m) {
+  const errors = Object.values(m.errors).reduce((a, b) => a + b, 0)
+  return [m.allowed + m.denied, m.fallbackAllowed + m.fallbackDenied, m.peeks, m.forecasts, errors]
+}
+
+/**
+ * N calls of fresh limiters, a multi limiter and a shaper on `store` down each of their methods:
+ * each check, peek, forecast and reservation counted once. `timed`: whether Promise calls go
+ * through the core's connections (timed), not the event loop's socket (counted, not timed).
+ */
+async function everyPathCountsOnce(store, tag) {
+  const limiter = (path, options = {}) => new Limiter({ strategy: fixed(), store, clock: new ManualClock(1_000), prefix: `${tag}:${path}`, metrics: true, ...options })
+  const checks = {
+    checkSync: (l) => l.checkSync('k'),
+    check: (l) => l.check('k'),
+    checkManySync: (l) => l.checkManySync(['k']),
+    checkMany: (l) => l.checkMany(['k']),
+  }
+  for (const [name, call] of Object.entries(checks)) {
+    const l = limiter(name)
+    for (let i = 0; i < N; i++) await call(l)
+    const m = l.metrics()
+    assert.deepEqual([m.allowed, m.denied], [4, 3], `${tag} ${name}`)
+    assert.deepEqual(moved(m), [N, 0, 0, 0, 0], `${tag} ${name}`)
+  }
+  const reads = limiter('reads')
+  for (let i = 0; i < N; i++) {
+    reads.peekSync('k')
+    await reads.peek('k')
+    reads.forecastSync('k')
+    await reads.forecast('k')
+  }
+  assert.deepEqual(moved(reads.metrics()), [0, 0, 2 * N, 2 * N, 0], `${tag} reads`)
+  // Refused before the store (a key too long): one error each, on the Promise path too.
+  const refused = limiter('refused')
+  const long = 'k'.repeat(600)
+  assert.throws(() => refused.checkSync(long), (e) => e.code === 'config_invalid')
+  for (const call of [() => refused.check(long), () => refused.peek(long), () => refused.forecast(long)]) {
+    await assert.rejects(call(), (e) => e.code === 'config_invalid')
+  }
+  assert.deepEqual(moved(refused.metrics()), [0, 0, 0, 0, 4], `${tag} refused`)
+  const leased = limiter('leased', { lease: { batch: 2 } })
+  for (let i = 0; i < N; i++) {
+    leased.checkSync('sync')
+    await leased.check('async')
+  }
+  assert.deepEqual(moved(leased.metrics()), [2 * N, 0, 0, 0, 0], `${tag} leased`)
+
+  const dimensions = [
+    { name: 'a', strategy: fixed() },
+    { name: 'b', strategy: Strategy.gcra({ limit: 100, periodMs: 60_000 }) },
+  ]
+  const multi = new MultiLimiter({ rule: 'all', dimensions, store, clock: new ManualClock(1_000), prefix: `${tag}:multi`, metrics: true })
+  const shaper = new Shaper({ ratePerSec: 1000, maxQueueMs: 60_000, store, prefix: `${tag}:shaper`, metrics: true })
+  for (let i = 0; i < N; i++) {
+    multi.checkSync(['x', 'y'])
+    await multi.check(['x', 'y'])
+    shaper.reserveSync('x')
+    await shaper.reserve('x')
+    await shaper.schedule('y')
+  }
+  const mm = multi.metrics()
+  assert.deepEqual([mm.allowed, mm.denied], [4, 2 * N - 4], `${tag} multi`)
+  assert.deepEqual(moved(mm), [2 * N, 0, 0, 0, 0], `${tag} multi`)
+  assert.deepEqual(moved(shaper.metrics()), [3 * N, 0, 0, 0, 0], `${tag} shaper`)
+}
+
+describe('every path counts each call once', () => {
+  let redis
+  let cluster
+  let sentinels
+  before(async () => {
+    ;[redis, cluster, sentinels] = await Promise.all([spawnRedis(), startRedisCluster(), startRedisSentinels()])
+  })
+  after(async () => {
+    await Promise.all([redis?.stop(), cluster?.stop(), sentinels?.stop()])
+  })
+
+  test('on the memory store', async () => {
+    await everyPathCountsOnce(undefined, 'memory')
+  })
+
+  test("on one node, over the event loop's own socket", async () => {
+    const store = await RedisStore.connect({ url: redis.url, timeoutMs: 3000 })
+    assert.equal(store.eventLoopTransport, true)
+    await everyPathCountsOnce(store, 'node')
+    // Its Promise calls are counted but not timed (the core does not see when bytes left);
+    // its sync calls are timed.
+    const l = new Limiter({ strategy: fixed(), store, prefix: 'timed', metrics: true })
+    await l.check('k')
+    l.checkSync('k')
+    assert.equal(l.metrics().storeLatency.count, 1)
+    // A call whose script or function the server lost (NOSCRIPT) is sent again (prepared again
+    // by the core) and still counted once, whatever its op.
+    const again = new Limiter({ strategy: fixed(), store, prefix: 'noscript', metrics: true })
+    for (const call of [() => again.check('k'), () => again.peek('k'), () => again.forecast('k')]) {
+      redis.cli('script', 'flush')
+      redis.cli('function', 'flush')
+      await call()
+    }
+    assert.deepEqual(moved(again.metrics()), [1, 0, 1, 1, 0])
+    await store.close()
+  })
+
+  test("on one node, over the core's connections (deterministic replay)", async () => {
+    const store = await RedisStore.connect({ url: redis.url, timeoutMs: 3000, deterministicReplay: true })
+    assert.equal(store.eventLoopTransport, false)
+    await everyPathCountsOnce(store, 'replay')
+    await store.close()
+  })
+
+  test("on a cluster, over the event loop's socket per master", async () => {
+    const store = await RedisStore.connect({ urls: cluster.urls, mode: 'cluster', timeoutMs: 3000 })
+    assert.equal(store.eventLoopTransport, true)
+    await everyPathCountsOnce(store, `cluster${process.pid}`)
+    await store.close()
+  })
+
+  test('under Sentinel', async () => {
+    const store = await RedisStore.connect({ urls: sentinels.urls, mode: 'sentinel', serviceName: 'tkmain', timeoutMs: 3000 })
+    await everyPathCountsOnce(store, `sentinel${process.pid}`)
+    await store.close()
+  })
+
+  test('a store that went away: each Promise call one fallback or one error, by the fail policy', async () => {
+    const own = await spawnRedis()
+    const store = await RedisStore.connect({ url: own.url, timeoutMs: 500 })
+    const open = new Limiter({ strategy: fixed(), store, failPolicy: 'fail_open', metrics: true })
+    const raise = new Limiter({ strategy: fixed(), store, failPolicy: 'raise', metrics: true })
+    await open.check('k')
+    await own.stop()
+    for (let i = 0; i < N; i++) {
+      assert.equal((await open.check('k')).fallback, true)
+      await assert.rejects(raise.check('k'), (e) => e.code === 'store_unavailable')
+    }
+    let m = open.metrics()
+    assert.deepEqual([m.allowed, m.fallbackAllowed, moved(m)[4]], [1, N, 0])
+    m = raise.metrics()
+    assert.deepEqual(moved(m), [0, 0, 0, 0, N])
+    assert.equal(m.errors.store_unavailable, N)
+    await store.close()
   })
 })

@@ -54,12 +54,13 @@ module.exports = function requests(natives) {
     finish(reply, error, timedOut) {
       if (reply === null) {
         // No reply (the connection failed, or the call timed out): the fail policy's path.
-        __redisFinish(this.limiter, this.now, this.counted, reply, error, timedOut ? this.t.timeoutMs : undefined, decided)
+        __redisFinish(this.limiter, this.op, this.now, this.counted, reply, error, timedOut ? this.t.timeoutMs : undefined, decided)
         const d = { allowed: decided[0] === 1, limit: decided[1], remaining: decided[2], resetAt: decided[3], retryAfterMs: decided[4] }
         if (decided[5] === 1) d.fallback = true
         return d
       }
       io[6] = this.h
+      io[9] = this.op
       __redisFinishFast(reply, this.now, this.counted)
       const d = { allowed: io[0] === 1, limit: io[1], remaining: io[2], resetAt: io[3], retryAfterMs: io[4] }
       if (io[5] === 1) d.fallback = true

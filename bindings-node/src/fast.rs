@@ -41,10 +41,10 @@ use crate::http::{FieldsCore, RateLimitFields};
 use crate::limiter::Limiter;
 
 /// Slots of the shared `Float64Array`. Written here: allowed (0/1), limit, remaining, resetAt,
-/// retryAfterMs, fallback (0/1), and by `__fieldsValues` the id of its lines' names. Written by
-/// index.js before each call: the handle, the cost, and the key's length when it put the key's
-/// bytes in the buffer after the slots (else -1).
-pub(crate) const IO_LEN: usize = 10;
+/// retryAfterMs, fallback (0/1), by `__fieldsValues` the id of its lines' names, and by the
+/// fields calls core's action. Written by index.js before each call: the handle, the cost, and
+/// the key's length when it put the key's bytes in the buffer after the slots (else -1).
+pub(crate) const IO_LEN: usize = 11;
 /// Where index.js puts the limiter's handle.
 pub(crate) const IO_HANDLE: usize = 6;
 /// Where index.js puts the cost when it is a number (1 for `undefined`).
@@ -54,6 +54,9 @@ pub(crate) const IO_KEY_LEN: usize = 8;
 /// Where `__fieldsValues` writes the id of its lines' names (see `Layouts`; -1: none, the
 /// lines came back joined as `__fieldsCheck`'s).
 pub(crate) const IO_NAMES: usize = 9;
+/// Where `__fieldsCheck` and `__fieldsValues` write the code of core's action for the request
+/// (`throttlekit::http::Action::code`: 0 forward, 1 shadow, 2 deny).
+pub(crate) const IO_ACTION: usize = 10;
 /// Room for key bytes after the slots, in the same `ArrayBuffer`.
 pub(crate) const KEY_BYTES: usize = 64;
 
@@ -444,7 +447,7 @@ fn fields_call(
     lines.clear();
     let mut layouts = context.layouts.try_borrow_mut().map_err(|_| config("this", "is busy"))?;
     layouts.current.clear();
-    let mut check = |key: &str| -> CoreResult<throttlekit::Decision> {
+    let mut check = |key: &str| -> CoreResult<(throttlekit::Decision, throttlekit::http::Action)> {
         if values {
             f.check_into(l, key, cost()?, &mut Values { values: &mut lines, names: &mut layouts.current })
         } else {
@@ -452,7 +455,7 @@ fn fields_call(
         }
     };
     let key_len = io[IO_KEY_LEN];
-    let d = if (0.0..=KEY_BYTES as f64).contains(&key_len) {
+    let (d, action) = if (0.0..=KEY_BYTES as f64).contains(&key_len) {
         // SAFETY: as in `check_sync`.
         let bytes = unsafe { std::slice::from_raw_parts(io.as_ptr().add(IO_LEN).cast::<u8>(), key_len as usize) };
         let key = std::str::from_utf8(bytes).map_err(|_| config("key", "must be valid UTF-16"))?;
@@ -461,6 +464,7 @@ fn fields_call(
         convert::with_str_in(&context.key, env, argv[0], "key", &mut check)?
     };
     io[..6].copy_from_slice(&crate::http::decided(&d));
+    io[IO_ACTION] = f64::from(action.code());
     if values {
         let id = layouts.id();
         io[IO_NAMES] = id;

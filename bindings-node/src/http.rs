@@ -22,7 +22,8 @@ use std::sync::Arc;
 use napi::Env;
 use napi::bindgen_prelude::{Either, PromiseRaw, Unknown};
 use napi_derive::napi;
-use throttlekit::http::{self as core_http, HeaderOptions as CoreHeaderOptions, LimitStatus};
+use throttlekit::FailPolicy;
+use throttlekit::http::{self as core_http, Action, HeaderOptions as CoreHeaderOptions, HttpEdge, LimitStatus};
 
 use crate::convert::{self, Options};
 use crate::decision::{Decision, MultiDecision};
@@ -45,6 +46,15 @@ pub struct HeaderOptions {
     pub policy_name: Option<String>,
     /// When set, `draft-10` fields carry `pk`: HMAC-SHA256 of the key under this secret.
     pub partition_key_secret: Option<String>,
+    /// The middleware's answer when the store could not answer (`store_unavailable`), settled
+    /// by core: `'raise'` (a `Checked` whose `action` is `'unavailable'`: answer 503),
+    /// `'fail_open'` (forward, no fields) or `'fail_closed'` (deny, `Retry-After: 1`). Unset:
+    /// `check` rejects with the store's error.
+    #[napi(ts_type = "FailPolicy")]
+    pub fail_policy: Option<String>,
+    /// Shadow mode: a denied request's `action` is `'shadow'` (forward it, tell the hook)
+    /// instead of `'deny'`.
+    pub shadow: Option<bool>,
 }
 
 /// The header families `RateLimitFields` can send.
@@ -60,8 +70,15 @@ pub enum HeaderFamily {
     Legacy,
 }
 
-fn header_options(options: &Unknown) -> CoreResult<CoreHeaderOptions> {
-    let o = Options::read(options, "headers", &["family", "policyName", "partitionKeySecret"], true)?;
+/// The options of `new RateLimitFields()`, as core's edge and the fail policy given (`None`:
+/// a store error is the caller's).
+fn edge_options(options: &Unknown) -> CoreResult<(HttpEdge, Option<FailPolicy>)> {
+    let o = Options::read(
+        options,
+        "headers",
+        &["family", "policyName", "partitionKeySecret", "failPolicy", "shadow"],
+        true,
+    )?;
     let mut h = CoreHeaderOptions::default();
     if let Some(f) = o.string("family")? {
         h.family = core_http::Family::parse(&f)?;
@@ -70,8 +87,21 @@ fn header_options(options: &Unknown) -> CoreResult<CoreHeaderOptions> {
         h.policy_name = name;
     }
     h.partition_key_secret = o.string("partitionKeySecret")?;
-    h.validate()?;
-    Ok(h)
+    let fail_policy = o.string("failPolicy")?.map(|p| FailPolicy::parse(&p)).transpose()?;
+    let shadow = o.boolean("shadow")?.unwrap_or(false);
+    let edge = HttpEdge::new(h, &core_http::ClientKeyOptions::default(), fail_policy.unwrap_or(FailPolicy::Raise))?
+        .with_shadow(shadow);
+    Ok((edge, fail_policy))
+}
+
+/// An action as `Checked.action` names it.
+pub(crate) fn action_name(action: Action) -> &'static str {
+    match action {
+        Action::Forward => "forward",
+        Action::Shadow => "shadow",
+        Action::Deny => "deny",
+        Action::Unavailable => "unavailable",
+    }
 }
 
 /// What a `RateLimitFields` reports on: one limiter, or every dimension of a multi limiter.
@@ -140,14 +170,35 @@ fn flat(lines: Vec<(&'static str, String)>) -> Vec<String> {
     out
 }
 
-/// A check's decision and its response header lines (`[name, value, ...]`), made at one
-/// reading of the limiter's clock.
+/// A check's decision, what the middleware does with it (core's HTTP edge decides) and its
+/// response header lines (`[name, value, ...]`), made at one reading of the limiter's clock.
 #[napi(object, object_from_js = false)]
 pub struct Checked {
-    /// The decision: a `MultiDecision` for a multi limiter.
-    pub decision: Either<Decision, MultiDecision>,
+    /// The decision: a `MultiDecision` for a multi limiter; absent when the store could not
+    /// answer and the fail policy is `'raise'` (`action` `'unavailable'`).
+    pub decision: Option<Either<Decision, MultiDecision>>,
     /// The header lines for it, as `lines` gives them.
     pub lines: Vec<String>,
+    /// What the middleware does: `'forward'`; `'shadow'` (denied in shadow mode: tell the hook,
+    /// forward); `'deny'` (tell the hook, answer `status` with `problemBody(decision)`);
+    /// `'unavailable'` (answer `status` with `unavailableBody()`).
+    #[napi(ts_type = "'forward' | 'shadow' | 'deny' | 'unavailable'")]
+    pub action: &'static str,
+    /// The status the middleware answers with itself: 429 (`'deny'`), 503 (`'unavailable'`), or
+    /// 0 when it forwards.
+    pub status: u32,
+}
+
+/// A [`core_http::LineSink`] collecting `[name, value, ...]`.
+struct Flat(Vec<String>);
+
+impl core_http::LineSink for Flat {
+    fn start(&mut self, name: &'static str) -> &mut String {
+        self.0.push(name.to_owned());
+        self.0.push(String::new());
+        // Cannot be empty: a value was just pushed.
+        self.0.last_mut().expect("a value was pushed")
+    }
 }
 
 /// The keys a check takes: one string for a limiter, one per dimension for a multi limiter.
@@ -171,29 +222,45 @@ impl Source {
         }
     }
 
-    /// Checks at `now` (on the store's own connections when it has any) and renders the lines
-    /// at that same instant.
-    async fn check(&self, keys: &Keys, cost: u64, now: i64, options: &CoreHeaderOptions) -> CoreResult<Checked> {
+    /// Checks at `now` (on the store's own connections when it has any), settles the result
+    /// with core's edge (`fail_policy` `None`: a store error is returned as it is) and renders
+    /// the lines at that same instant.
+    async fn check(
+        &self,
+        keys: &Keys,
+        cost: u64,
+        now: i64,
+        edge: &HttpEdge,
+        fail_policy: Option<FailPolicy>,
+    ) -> CoreResult<Checked> {
+        let mut lines = Flat(Vec::new());
         match (self, keys) {
             (Source::Single(l), Keys::One(key)) => {
-                let d = if l.store().as_memory().is_some() {
-                    l.check_sync_at(key, cost, now)?
+                let result = if l.store().as_memory().is_some() {
+                    l.check_sync_at(key, cost, now)
                 } else {
-                    l.check_at(key, cost, throttlekit::store::Now::At(now)).await?
+                    l.check_at(key, cost, throttlekit::store::Now::At(now)).await
                 };
-                let lines =
-                    core_http::rate_limit_headers(&[LimitStatus::single(l.strategy(), d, Some(key))], options, now)?;
-                Ok(Checked { decision: Either::A(Decision::from(d)), lines: flat(lines) })
+                let result = if fail_policy.is_none() { Ok(result?) } else { result };
+                let o = edge.settle(l, result, now)?;
+                edge.write_outcome_lines(l, key, &o, &mut lines)?;
+                Ok(checked(o.action, o.decision.map(|d| Either::A(Decision::from(d))), lines.0))
             }
             (Source::Multi(m), Keys::Many(keys)) => {
                 let refs: Vec<&str> = keys.iter().map(String::as_str).collect();
-                let d = m.check_at(&refs, cost, throttlekit::store::Now::At(now)).await?;
-                let lines = core_http::rate_limit_headers(&LimitStatus::multi(m, &d, &refs), options, now)?;
-                Ok(Checked { decision: Either::B(MultiDecision::from(d)), lines: flat(lines) })
+                let result = m.check_at(&refs, cost, throttlekit::store::Now::At(now)).await;
+                let result = if fail_policy.is_none() { Ok(result?) } else { result };
+                let o = edge.settle_multi(m, result, now)?;
+                edge.write_multi_outcome_lines(m, &refs, &o, &mut lines)?;
+                Ok(checked(o.action, o.decision.map(|d| Either::B(MultiDecision::from(d))), lines.0))
             }
             _ => Err(config("key", "does not fit the limiter")),
         }
     }
+}
+
+fn checked(action: Action, decision: Option<Either<Decision, MultiDecision>>, lines: Vec<String>) -> Checked {
+    Checked { decision, lines, action: action_name(action), status: u32::from(action.status()) }
 }
 
 /// The rate-limit response fields of one limiter (or multi limiter), in one header family.
@@ -210,7 +277,10 @@ pub struct RateLimitFields {
 /// finds it by number instead of unwrapping the JS object.
 pub(crate) struct FieldsCore {
     source: Source,
-    options: CoreHeaderOptions,
+    /// Core's edge: the header options, the fail policy and shadow mode.
+    edge: Arc<HttpEdge>,
+    /// The fail policy as given: `None` leaves a store error to the caller.
+    fail_policy: Option<FailPolicy>,
 }
 
 #[napi]
@@ -227,7 +297,8 @@ impl RateLimitFields {
             } else {
                 return Err(config("limiter", "must be a Limiter or a MultiLimiter"));
             };
-            let core = Arc::new(FieldsCore { source, options: header_options(&options)? });
+            let (edge, fail_policy) = edge_options(&options)?;
+            let core = Arc::new(FieldsCore { source, edge: Arc::new(edge), fail_policy });
             Ok(RateLimitFields { core, handle: OnceCell::new() })
         })()
         .or_throw(env)
@@ -256,7 +327,7 @@ impl RateLimitFields {
                     LimitStatus::multi(m, &multi_decision_of(&decision)?, &keys)
                 }
             };
-            core_http::rate_limit_headers(&limits, &self.core.options, now).map(flat)
+            core_http::rate_limit_headers(&limits, self.core.edge.header_options(), now).map(flat)
         })()
         .or_throw(env)
     }
@@ -267,32 +338,14 @@ impl RateLimitFields {
     /// and throws `config_invalid`.
     #[napi(ts_args_type = "key: string | string[], cost?: number")]
     pub fn check_sync(&self, env: &Env, key: Unknown, cost: Unknown) -> napi::Result<Checked> {
-        self.decide_sync(&key, &cost)
-            .map(|(d, lines)| Checked { decision: Either::A(Decision::from(d)), lines: flat(lines) })
-            .or_throw(env)
-    }
-
-    /// `checkSync`'s decision and lines, before they become JavaScript values.
-    fn decide_sync(
-        &self,
-        key: &Unknown,
-        cost: &Unknown,
-    ) -> CoreResult<(throttlekit::Decision, Vec<(&'static str, String)>)> {
-        if !self.core.in_process() {
-            return Err(config("checkSync", "is only for a limiter on a MemoryStore: use check"));
-        }
-        let (Source::Single(l), Keys::One(key)) = (&self.core.source, self.core.source.keys(key)?) else {
-            return Err(config("key", "must be a string"));
-        };
-        let cost = convert::cost(cost)?;
-        let now = l.clock().now_ms();
-        let d = l.check_sync_at(&key, cost, now)?;
-        let lines = core_http::rate_limit_headers(
-            &[LimitStatus::single(l.strategy(), d, Some(&key))],
-            &self.core.options,
-            now,
-        )?;
-        Ok((d, lines))
+        (|| {
+            let l = self.core.sync_limiter()?;
+            let key = convert::string(&key, "key")?;
+            let mut lines = Flat(Vec::new());
+            let (d, action) = self.core.check_into(l, &key, convert::cost(&cost)?, &mut lines)?;
+            Ok(checked(action, Some(Either::A(Decision::from(d))), lines.0))
+        })()
+        .or_throw(env)
     }
 
     /// `checkSync` for any store: the limiter's async check (Redis: one round trip, never
@@ -305,11 +358,10 @@ impl RateLimitFields {
         cost: Unknown,
     ) -> napi::Result<PromiseRaw<'e, Settled<Checked>>> {
         let args = (|| Ok((self.core.source.keys(&key)?, convert::cost(&cost)?)))();
-        let source = self.core.source.clone();
-        let options = self.core.options.clone();
+        let core = self.core.clone();
         settle(env, args, move |(keys, cost)| async move {
-            let now = source.now();
-            source.check(&keys, cost, now, &options).await
+            let now = core.source.now();
+            core.source.check(&keys, cost, now, &core.edge, core.fail_policy).await
         })
     }
 
@@ -358,7 +410,7 @@ impl RateLimitFields {
     /// The header family these fields are sent in.
     #[napi(getter)]
     pub fn family(&self) -> HeaderFamily {
-        match self.core.options.family {
+        match self.core.edge.header_options().family {
             core_http::Family::Draft6 => HeaderFamily::Draft6,
             core_http::Family::Draft7 => HeaderFamily::Draft7,
             core_http::Family::Draft10 => HeaderFamily::Draft10,
@@ -446,32 +498,36 @@ impl FieldsCore {
         Ok(l)
     }
 
-    /// `checkSync`'s decision for `key` on `l` (from [`Self::sync_limiter`]), its lines
-    /// appended to `joined` as `name\nvalue\nname\nvalue` (core's `write_single_lines`, at the
-    /// same reading of the limiter's clock as the decision; nothing allocated).
+    /// `checkSync`'s decision for `key` on `l` (from [`Self::sync_limiter`]) and core's action
+    /// for it, its lines appended to `joined` as `name\nvalue\nname\nvalue` (core's lines, at
+    /// the same reading of the limiter's clock as the decision; nothing allocated).
     pub(crate) fn check_joined(
         &self,
         l: &throttlekit::Limiter,
         key: &str,
         cost: u64,
         joined: &mut String,
-    ) -> CoreResult<throttlekit::Decision> {
+    ) -> CoreResult<(throttlekit::Decision, Action)> {
         self.check_into(l, key, cost, &mut Joined(joined))
     }
 
     /// [`Self::check_joined`] with the lines written to any sink (`__fieldsValues` keeps the
-    /// names apart from the values).
+    /// names apart from the values). A limiter in this process has no store to fail, so the
+    /// outcome always has a decision.
     pub(crate) fn check_into(
         &self,
         l: &throttlekit::Limiter,
         key: &str,
         cost: u64,
         sink: &mut impl core_http::LineSink,
-    ) -> CoreResult<throttlekit::Decision> {
+    ) -> CoreResult<(throttlekit::Decision, Action)> {
         let now = l.clock().now_ms();
-        let d = l.check_sync_at(key, cost, now)?;
-        core_http::write_single_lines(l.strategy(), &d, Some(key), &self.options, now, sink)?;
-        Ok(d)
+        let o = self.edge.check(l, key, cost, now)?;
+        self.edge.write_outcome_lines(l, key, &o, sink)?;
+        match o.decision {
+            Some(d) => Ok((d, o.action)),
+            None => Err(throttlekit::Error::store("the rate limiter's store did not answer")),
+        }
     }
 }
 

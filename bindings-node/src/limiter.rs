@@ -377,14 +377,15 @@ impl Limiter {
         Strategy { inner: self.inner.strategy().clone() }
     }
 
-    /// The key prefix (`''` for none).
-    /// The counters (see `LimiterMetrics`), or `null` unless made with `metrics: true`.
-    /// Checks through `check` on a `RedisStore` (the event-loop socket) are not counted yet.
+    /// The counters (see `LimiterMetrics`), or `null` unless made with `metrics: true`. Every
+    /// call is counted once, whichever way it goes (sync or Promise, memory or Redis, the event
+    /// loop's own socket or a cluster's).
     #[napi]
     pub fn metrics(&self) -> Option<LimiterMetrics> {
         crate::metrics::of(self.inner.metrics())
     }
 
+    /// The key prefix (`''` for none).
     #[napi(getter)]
     pub fn prefix(&self) -> String {
         self.inner.prefix().to_owned()

@@ -190,8 +190,8 @@ impl MultiLimiter {
     }
 
     /// The counters (see `LimiterMetrics`: each check's combined decision), or `null` unless
-    /// made with `metrics: true`. Promise checks on a `RedisStore` that take the event loop's
-    /// own socket (`store.eventLoopTransport`) are not counted yet.
+    /// made with `metrics: true`. Every check is counted once, whichever way it goes (sync or
+    /// Promise, memory or Redis, the event loop's own socket included).
     #[napi]
     pub fn metrics(&self) -> Option<crate::metrics::LimiterMetrics> {
         crate::metrics::of(self.inner.metrics())

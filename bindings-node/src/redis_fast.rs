@@ -221,9 +221,10 @@ thread_local! {
     static ENCODED: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
-/// `__redisFinishFast(reply, now, counted)`: `__redisFinish(limiter, now, counted, reply)` for a
-/// reply frame, for the limiter whose Redis handle is in the handle slot, `now` and `counted`
-/// the call's ticket as `__redisPrepareFast` wrote it: the decision in slots 0-5 (allowed,
+/// `__redisFinishFast(reply, now, counted)`: `__redisFinish(limiter, op, now, counted, reply)` for
+/// a reply frame, for the limiter whose Redis handle is in the handle slot and the call's op in
+/// the op slot (as for `__redisPrepareFast`), `now` and `counted` the call's ticket as
+/// `__redisPrepareFast` wrote it: the decision in slots 0-5 (allowed,
 /// limit, remaining, resetAt, retryAfterMs, fallback), or what the Promise rejects with thrown.
 unsafe extern "C" fn finish(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
     guard(env, info, |env, context, argv, _| {
@@ -240,7 +241,8 @@ unsafe extern "C" fn finish(env: sys::napi_env, info: sys::napi_callback_info) -
             return Err(config("now", "must be a number"));
         }
         let reply = bytes(env, argv[0], "reply")?;
-        let d = l.inner.finish_ticket(transport::ticket_from_js(now, counted), Ok(reply))?;
+        let op = transport::op(io[IO_OP] as u32);
+        let d = l.inner.finish_ticket(transport::ticket_from_js(op, now, counted), Ok(reply))?;
         put_decision(io, &d);
         Ok(ptr::null_mut())
     })

@@ -129,8 +129,9 @@ impl Shaper {
     }
 
     /// The counters (see `LimiterMetrics`: reservations accepted as `allowed`, rejected as
-    /// `denied`), or `null` unless made with `metrics: true`. Promise calls on a `RedisStore`
-    /// that take the event loop's own socket (`store.eventLoopTransport`) are not counted yet.
+    /// `denied`), or `null` unless made with `metrics: true`. Every reservation is counted
+    /// once, whichever way it goes (sync or Promise, memory or Redis, the event loop's own
+    /// socket included).
     #[napi]
     pub fn metrics(&self) -> Option<crate::metrics::LimiterMetrics> {
         crate::metrics::of(self.inner.metrics())

@@ -163,9 +163,10 @@ pub(crate) fn write_ticket(ticket: Ticket, scratch: &mut [u8]) {
     scratch[16..24].copy_from_slice(&(ticket.counted().unwrap_or(0) as f64).to_le_bytes());
 }
 
-/// The ticket index.js kept as two numbers ([`write_ticket`]).
-pub(crate) fn ticket_from_js(now: f64, counted: f64) -> Ticket {
-    Ticket::new(now_from_js(now), (counted >= 1.0).then_some(counted as u64))
+/// The ticket index.js kept as two numbers ([`write_ticket`]), for a call of `op` (which
+/// index.js keeps anyway: the limiter's metrics count the decision as that op).
+pub(crate) fn ticket_from_js(op: Op, now: f64, counted: f64) -> Ticket {
+    Ticket::new(op, now_from_js(now), (counted >= 1.0).then_some(counted as u64))
 }
 
 /// `__redisEval(limiter, op, key, cost, now)`: what to send once after the server lacked the
@@ -203,7 +204,7 @@ pub fn redis_prepare_many(
     let functions = store.store.uses_functions();
     let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
     let calls = l.inner.prepare_many(&keys, cost).or_throw(env)?;
-    let ticket = calls.first().map_or(Ticket::new(Now::Server, None), PreparedCall::ticket);
+    let ticket = calls.first().map_or(Ticket::new(Op::Check, Now::Server, None), PreparedCall::ticket);
     write_ticket(ticket, &mut scratch[..]);
     Ok(Some(calls.iter().map(|c| c.first(functions).into()).collect()))
 }
@@ -218,8 +219,9 @@ pub(crate) fn outcome(reply: Option<&[u8]>, error: Option<String>, timeout_ms: O
     }
 }
 
-/// `__redisFinish(limiter, now, counted, reply, error, timeoutMs, out)`: the decision for a
-/// check, peek or forecast whose ticket is `now` and `counted` ([`ticket_from_js`]), through the
+/// `__redisFinish(limiter, op, now, counted, reply, error, timeoutMs, out)`: the decision for a
+/// check, peek or forecast (`op`, as [`op`] reads it) whose ticket is `now` and `counted`
+/// ([`ticket_from_js`]), counted in the limiter's metrics as that op, through the
 /// limiter's fail policy when there is no usable reply,
 /// written to `out` as `[allowed, limit, remaining, resetAt, retryAfterMs, fallback]` (index.js
 /// builds the object, as the `checkSync` fast path does); throws what the Promise rejects with.
@@ -228,6 +230,7 @@ pub(crate) fn outcome(reply: Option<&[u8]>, error: Option<String>, timeout_ms: O
 pub fn redis_finish(
     env: &Env,
     limiter: Unknown,
+    op: u32,
     now: f64,
     counted: f64,
     reply: Option<BufferSlice>,
@@ -237,7 +240,7 @@ pub fn redis_finish(
 ) -> napi::Result<()> {
     let l = self::limiter(env, &limiter).or_throw(env)?;
     let reply = reply.as_deref();
-    let ticket = ticket_from_js(now, counted);
+    let ticket = ticket_from_js(self::op(op), now, counted);
     let d = l.inner.finish_ticket(ticket, outcome(reply, error, timeout_ms)).or_throw(env)?;
     let values = [
         f64::from(u8::from(d.allowed)),

@@ -2,8 +2,9 @@
 //! `throttlekit.asgi`, `throttlekit.fastapi` and `throttlekit.wsgi`.
 //!
 //! Nothing here formats a header, parses an address or does arithmetic: `ClientIdentity` wraps
-//! `throttlekit::http::ClientIdentity`, and `HttpLimiter` runs a check and hands its decision to
-//! `throttlekit::http::rate_limit_headers`. The check and the rendering happen in one native call
+//! `throttlekit::http::ClientIdentity`, and `HttpLimiter` runs a check and hands its result to
+//! core's `HttpEdge`, which settles the outcome (fail policy, shadow mode, the status and problem
+//! body) and renders the header lines. The check and the rendering happen in one native call
 //! and at one clock reading, so the fields describe exactly the instant the decision was made
 //! (two readings a millisecond apart could round `t` differently), and a request costs one
 //! crossing into Rust instead of several.
@@ -13,7 +14,7 @@ use std::sync::Arc;
 use pyo3::IntoPyObjectExt;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyString, PyTuple};
-use throttlekit::http::{self, ClientKeyOptions, ForwardedHeader, HeaderOptions, LimitStatus};
+use throttlekit::http::{self, Action, ClientKeyOptions, ForwardedHeader, HeaderOptions, HttpEdge, LineSink, Outcome};
 use throttlekit::store::Now;
 use throttlekit::{Clock, FailPolicy};
 
@@ -113,8 +114,8 @@ enum Checker {
     Multi(Arc<throttlekit::MultiLimiter>),
 }
 
-/// A check's result with everything the response needs: the decision, the header lines, and
-/// (when denied) the `application/problem+json` body.
+/// A check's result with everything the response needs, as core's HTTP edge decided it: the
+/// decision, what the middleware does (`action`, `status`), the header lines and the body.
 #[pyclass(frozen, get_all, module = "throttlekit")]
 pub struct HttpDecision {
     /// Whether the request is admitted.
@@ -125,21 +126,29 @@ pub struct HttpDecision {
     pub headers: Py<PyList>,
     /// When denied: core's RFC 9457 `application/problem+json` body (`quota-exceeded`).
     pub problem: Option<String>,
+    /// What the middleware does: `"forward"`, `"shadow"` (denied, but forwarded in shadow
+    /// mode; the hook is told) or `"deny"` (the hook is told, then 429).
+    pub action: &'static str,
+    /// The status the middleware answers with itself: 429 for `"deny"`, 0 when it forwards.
+    pub status: u16,
+    /// The body of that answer (`problem`'s bytes for `"deny"`, empty when it forwards).
+    pub body: Py<PyBytes>,
 }
 
 #[pymethods]
 impl HttpDecision {
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
         Ok(format!(
-            "HttpDecision(allowed={}, headers={})",
+            "HttpDecision(allowed={}, action={:?}, headers={})",
             if self.allowed { "True" } else { "False" },
+            self.action,
             self.headers.bind(py).repr()?
         ))
     }
 }
 
-/// One decision's outcome, before it becomes Python objects.
-enum Outcome {
+/// One check's decision, before it becomes Python objects.
+enum Checked {
     Single(throttlekit::Decision),
     Multi(throttlekit::MultiDecision),
 }
@@ -148,72 +157,79 @@ enum Outcome {
 struct Request {
     checker: Arc<Checker>,
     clock: Arc<dyn Clock>,
-    options: Arc<HeaderOptions>,
-    fail_policy: Option<FailPolicy>,
+    edge: Arc<HttpEdge>,
     keys: Vec<String>,
     cost: u64,
 }
 
-impl Request {
-    /// The middleware's fail policy, applied by core's own rule ([`FailPolicy::fallback`]), to a
-    /// store error that the limiter's policy let through. A multi limiter's fallback names its
-    /// first dimension, as core's own does.
-    fn recover(&self, result: throttlekit::Result<Outcome>, now: i64) -> throttlekit::Result<Outcome> {
-        let (err, policy) = match (result, self.fail_policy) {
-            (Err(e), Some(policy)) => (e, policy),
-            (other, _) => return other,
-        };
-        match &*self.checker {
-            Checker::Single(l) => policy.fallback(err, l.strategy().limit(), now).map(Outcome::Single),
-            Checker::Multi(m) => {
-                let dims = m.dimensions();
-                let d = policy.fallback(err, dims[0].strategy.limit(), now)?;
-                Ok(Outcome::Multi(throttlekit::MultiDecision {
-                    decision: d,
-                    binding: dims[0].name.clone(),
-                    dimensions: vec![d; dims.len()],
-                }))
-            }
-        }
-    }
+/// A request's outcome and its header lines (core's).
+struct Rendered {
+    action: Action,
+    checked: Checked,
+    lines: Vec<(&'static str, String)>,
+}
 
+/// Core's lines as `(name, value)` pairs.
+struct Pairs(Vec<(&'static str, String)>);
+
+impl LineSink for Pairs {
+    fn start(&mut self, name: &'static str) -> &mut String {
+        self.0.push((name, String::new()));
+        // Cannot be empty: a line was just pushed.
+        &mut self.0.last_mut().expect("a line was pushed").1
+    }
+}
+
+impl Request {
     fn refs(&self) -> Vec<&str> {
         self.keys.iter().map(String::as_str).collect()
     }
 
-    fn check_sync(&self, now: i64) -> throttlekit::Result<Outcome> {
+    fn check_sync(&self, now: i64) -> throttlekit::Result<Checked> {
         match &*self.checker {
-            Checker::Single(l) => l.check_sync_at(&self.keys[0], self.cost, now).map(Outcome::Single),
-            Checker::Multi(m) => m.check_sync_at(&self.refs(), self.cost, now).map(Outcome::Multi),
+            Checker::Single(l) => l.check_sync_at(&self.keys[0], self.cost, now).map(Checked::Single),
+            Checker::Multi(m) => m.check_sync_at(&self.refs(), self.cost, now).map(Checked::Multi),
         }
     }
 
-    async fn check(&self, now: Now) -> throttlekit::Result<Outcome> {
+    async fn check(&self, now: Now) -> throttlekit::Result<Checked> {
         match &*self.checker {
-            Checker::Single(l) => l.check_at(&self.keys[0], self.cost, now).await.map(Outcome::Single),
-            Checker::Multi(m) => m.check_at(&self.refs(), self.cost, now).await.map(Outcome::Multi),
+            Checker::Single(l) => l.check_at(&self.keys[0], self.cost, now).await.map(Checked::Single),
+            Checker::Multi(m) => m.check_at(&self.refs(), self.cost, now).await.map(Checked::Multi),
         }
     }
 
-    /// Core's header lines for `outcome` at `now`.
-    fn render(&self, outcome: Outcome, now: i64) -> throttlekit::Result<Rendered> {
+    /// Core's outcome for the check's `result` at `now` (the fail policy and shadow mode
+    /// applied) and its header lines. Nothing decided (the store did not answer and the policy
+    /// raises) is the store's error, which `RateLimitOptions.failed` answers with core's 503.
+    fn settle(&self, result: throttlekit::Result<Checked>, now: i64) -> throttlekit::Result<Rendered> {
+        let raised = result.as_ref().err().cloned();
+        let unavailable = || raised.clone().unwrap_or_else(|| throttlekit::Error::store("the store did not answer"));
         let refs = self.refs();
-        let limits = match (&outcome, &*self.checker) {
-            (Outcome::Single(d), Checker::Single(l)) => {
-                vec![LimitStatus::single(l.strategy(), *d, refs.first().copied())]
+        let mut lines = Pairs(Vec::new());
+        match &*self.checker {
+            Checker::Single(l) => {
+                let result = result.and_then(|c| match c {
+                    Checked::Single(d) => Ok(d),
+                    Checked::Multi(_) => Err(throttlekit::Error::config("limiter", "changed kind during a check")),
+                });
+                let o = self.edge.settle(l, result, now)?;
+                let Some(d) = o.decision else { return Err(unavailable()) };
+                self.edge.write_outcome_lines(l, refs[0], &o, &mut lines)?;
+                Ok(Rendered { action: o.action, checked: Checked::Single(d), lines: lines.0 })
             }
-            (Outcome::Multi(md), Checker::Multi(m)) => LimitStatus::multi(m, md, &refs),
-            _ => return Err(throttlekit::Error::config("limiter", "changed kind during a check")),
-        };
-        let lines = http::rate_limit_headers(&limits, &self.options, now)?;
-        Ok(Rendered { outcome, lines })
+            Checker::Multi(m) => {
+                let result = result.and_then(|c| match c {
+                    Checked::Multi(d) => Ok(d),
+                    Checked::Single(_) => Err(throttlekit::Error::config("limiter", "changed kind during a check")),
+                });
+                let o = self.edge.settle_multi(m, result, now)?;
+                self.edge.write_multi_outcome_lines(m, &refs, &o, &mut lines)?;
+                let Some(d) = o.decision else { return Err(unavailable()) };
+                Ok(Rendered { action: o.action, checked: Checked::Multi(d), lines: lines.0 })
+            }
+        }
     }
-}
-
-/// A decision and its header lines.
-struct Rendered {
-    outcome: Outcome,
-    lines: Vec<(&'static str, String)>,
 }
 
 impl<'py> IntoPyObject<'py> for Rendered {
@@ -222,29 +238,50 @@ impl<'py> IntoPyObject<'py> for Rendered {
     type Error = PyErr;
 
     fn into_pyobject(self, py: Python<'py>) -> PyResult<Bound<'py, HttpDecision>> {
-        let binding = match &self.outcome {
-            Outcome::Single(d) => *d,
-            Outcome::Multi(m) => m.decision,
+        let binding = match &self.checked {
+            Checked::Single(d) => *d,
+            Checked::Multi(m) => m.decision,
         };
+        let outcome = Outcome { action: self.action, decision: Some(binding), now_ms: 0 };
+        let body = outcome.body();
         let problem = (!binding.allowed).then(|| http::quota_exceeded_body(&binding));
-        let decision = match self.outcome {
-            Outcome::Single(d) => Decision::from(d).into_py_any(py)?,
-            Outcome::Multi(m) => MultiDecision::from(m).into_py_any(py)?,
+        let decision = match self.checked {
+            Checked::Single(d) => Decision::from(d).into_py_any(py)?,
+            Checked::Multi(m) => MultiDecision::from(m).into_py_any(py)?,
         };
         let headers = PyList::empty(py);
         for (name, value) in self.lines {
             headers.append(PyTuple::new(py, [PyString::intern(py, name), PyString::new(py, &value)])?)?;
         }
-        Bound::new(py, HttpDecision { allowed: binding.allowed, decision, headers: headers.unbind(), problem })
+        let action = match self.action {
+            Action::Forward => "forward",
+            Action::Shadow => "shadow",
+            Action::Deny => "deny",
+            Action::Unavailable => "unavailable",
+        };
+        Bound::new(
+            py,
+            HttpDecision {
+                allowed: binding.allowed,
+                decision,
+                headers: headers.unbind(),
+                problem,
+                action,
+                status: outcome.status(),
+                body: PyBytes::new(py, body.unwrap_or_default().as_bytes()).unbind(),
+            },
+        )
     }
 }
 
-/// A limiter (or multi limiter) and how to render its decisions as response fields.
+/// A limiter (or multi limiter) and core's HTTP edge: how to render its decisions as response
+/// fields, the middleware's fail policy and shadow mode.
 #[pyclass(frozen, module = "throttlekit")]
 pub struct HttpLimiter {
     checker: Arc<Checker>,
     clock: Arc<dyn Clock>,
-    options: Arc<HeaderOptions>,
+    edge: Arc<HttpEdge>,
+    /// As given (`None`: the limiter's own, which raises like `"raise"`).
     fail_policy: Option<FailPolicy>,
     server_clock: bool,
     io: bool,
@@ -263,8 +300,7 @@ impl HttpLimiter {
         Ok(Request {
             checker: self.checker.clone(),
             clock: self.clock.clone(),
-            options: self.options.clone(),
-            fail_policy: self.fail_policy,
+            edge: self.edge.clone(),
             keys,
             cost: cost.0,
         })
@@ -277,11 +313,12 @@ impl HttpLimiter {
     /// `"draft-6"` or `"legacy"`. `policy_name` names a single limiter's policy (a multi
     /// limiter's are its dimensions' names). `partition_key_secret` adds draft-10's `pk`.
     /// `fail_policy` (`"fail_open"`, `"fail_closed"`, `"raise"`) decides when the store is
-    /// unavailable and the limiter's own policy raised; `None` keeps the limiter's.
+    /// unavailable and the limiter's own policy raised; `None` keeps the limiter's. `shadow`:
+    /// a denied request's `action` is `"shadow"` (forward it) instead of `"deny"`.
     #[new]
-    #[pyo3(signature = (limiter, *, family = None, policy_name = None, partition_key_secret = None, fail_policy = None))]
+    #[pyo3(signature = (limiter, *, family = None, policy_name = None, partition_key_secret = None, fail_policy = None, shadow = false))]
     #[pyo3(
-        text_signature = "(limiter, *, family='draft-10', policy_name='default', partition_key_secret=None, fail_policy=None)"
+        text_signature = "(limiter, *, family='draft-10', policy_name='default', partition_key_secret=None, fail_policy=None, shadow=False)"
     )]
     fn new(
         limiter: &Bound<'_, PyAny>,
@@ -289,6 +326,7 @@ impl HttpLimiter {
         policy_name: Option<&Bound<'_, PyAny>>,
         partition_key_secret: Option<&Bound<'_, PyAny>>,
         fail_policy: Option<&Bound<'_, PyAny>>,
+        shadow: bool,
     ) -> PyResult<Self> {
         let (checker, clock, server_clock, io) = if let Ok(l) = limiter.cast::<crate::limiter::Limiter>() {
             let l = l.get();
@@ -309,9 +347,11 @@ impl HttpLimiter {
         if let Some(s) = partition_key_secret.filter(|s| !s.is_none()) {
             options.partition_key_secret = Some(string(s, "partition_key_secret")?.to_owned());
         }
-        options.validate().py()?;
         let fail_policy = fail_policy.filter(|p| !p.is_none()).map(validate::fail_policy).transpose()?;
-        Ok(HttpLimiter { checker: Arc::new(checker), clock, options: Arc::new(options), fail_policy, server_clock, io })
+        let edge = HttpEdge::new(options, &ClientKeyOptions::default(), fail_policy.unwrap_or(FailPolicy::Raise))
+            .py()?
+            .with_shadow(shadow);
+        Ok(HttpLimiter { checker: Arc::new(checker), clock, edge: Arc::new(edge), fail_policy, server_clock, io })
     }
 
     /// Checks one request (`key`: a str; for a multi limiter a str for every dimension or a list
@@ -329,7 +369,7 @@ impl HttpLimiter {
         let run = move || {
             let now = request.clock.now_ms();
             let result = request.check_sync(now);
-            request.recover(result, now).and_then(|o| request.render(o, now))
+            request.settle(result, now)
         };
         let rendered = crate::store::blocking(py, self.io, run);
         rendered.py()?.into_pyobject(py)
@@ -350,14 +390,14 @@ impl HttpLimiter {
             let at = if server_clock { Now::Server } else { Now::At(read) };
             let result = request.check(at).await;
             let now = if server_clock { request.clock.now_ms() } else { read };
-            request.recover(result, now).and_then(|o| request.render(o, now)).py()
+            request.settle(result, now).py()
         })
     }
 
     /// The header family.
     #[getter]
     fn family(&self) -> &'static str {
-        match self.options.family {
+        match self.edge.header_options().family {
             http::Family::Draft6 => "draft-6",
             http::Family::Draft7 => "draft-7",
             http::Family::Draft10 => "draft-10",
@@ -368,7 +408,7 @@ impl HttpLimiter {
     /// A single limiter's policy name.
     #[getter]
     fn policy_name(&self) -> &str {
-        &self.options.policy_name
+        &self.edge.header_options().policy_name
     }
 
     /// The middleware's fail policy, or `None` for the limiter's own.
@@ -377,8 +417,14 @@ impl HttpLimiter {
         self.fail_policy.map(validate::fail_policy_name)
     }
 
+    /// Whether shadow mode is on.
+    #[getter]
+    fn shadow(&self) -> bool {
+        self.edge.shadow()
+    }
+
     fn __repr__(&self) -> String {
-        format!("HttpLimiter(family={:?}, policy_name={:?})", self.family(), self.options.policy_name)
+        format!("HttpLimiter(family={:?}, policy_name={:?})", self.family(), self.policy_name())
     }
 }
 
@@ -400,4 +446,13 @@ pub fn http_client_key_json(request: &Bound<'_, PyAny>) -> PyResult<String> {
 #[pyfunction]
 pub fn http_unavailable_body() -> String {
     http::unavailable_body()
+}
+
+/// Core's answer to a request that could not be decided because of an error whose code is
+/// `code`: `(503, body)` for `"store_unavailable"`, else `(500, body)`, the body
+/// `application/problem+json` bytes.
+#[pyfunction]
+pub fn http_error_response(py: Python<'_>, code: &Bound<'_, PyAny>) -> PyResult<(u16, Py<PyBytes>)> {
+    let (status, body) = http::error_response(string(code, "code")?);
+    Ok((status, PyBytes::new(py, body.as_bytes()).unbind()))
 }

@@ -54,5 +54,6 @@ fn _throttlekit(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(http::http_headers_json, m)?)?;
     m.add_function(wrap_pyfunction!(http::http_client_key_json, m)?)?;
     m.add_function(wrap_pyfunction!(http::http_unavailable_body, m)?)?;
+    m.add_function(wrap_pyfunction!(http::http_error_response, m)?)?;
     Ok(())
 }

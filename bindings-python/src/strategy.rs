@@ -141,6 +141,20 @@ impl Strategy {
         Ok(Strategy { inner: throttlekit::Strategy::from_json(&json.to_string()).py()? })
     }
 
+    /// Rates as configurations write them (`"10/second"`, `"1 per 5 minutes"`, several joined
+    /// by `;`), each read by core as `strategy` (`"gcra"`, `"fixed-window"`,
+    /// `"sliding-window"`, `"sliding-window-log"`): `[(text, Strategy), ...]`.
+    #[staticmethod]
+    #[pyo3(signature = (text, strategy = "gcra"))]
+    fn from_rates(text: &Bound<'_, PyAny>, strategy: &str) -> PyResult<Vec<(String, Strategy)>> {
+        let kind = throttlekit::RateStrategy::from_name(strategy).py()?;
+        throttlekit::Rate::parse_list(string(text, "text")?)
+            .py()?
+            .into_iter()
+            .map(|r| Ok((r.text.clone(), Strategy { inner: r.strategy(kind).py()? })))
+            .collect()
+    }
+
     /// From JSON text in the same format as [`Strategy::from_dict`].
     #[staticmethod]
     fn from_json(text: &Bound<'_, PyAny>) -> PyResult<Self> {

@@ -257,7 +257,7 @@ def test_an_unknown_argument_and_bad_limits_fail_where_they_are_written() -> Non
         with pytest.raises(tk.ConfigInvalidError) as raised:
             bad()
         assert str(raised.value).startswith(name + ":"), str(raised.value)
-    with pytest.raises(tk.ConfigInvalidError, match="^limit: '0/minute'"):
+    with pytest.raises(tk.ConfigInvalidError, match='^limit: config_invalid: rate "0/minute"'):
         limiter.limit("0/minute")  # core's own check of the strategy, when the decorator is applied
     limiter.limit("5/minute;5/minute")  # two dimensions of one name: core refuses the limiter
     with pytest.raises(tk.ConfigInvalidError, match="^limit: "):

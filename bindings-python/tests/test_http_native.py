@@ -11,6 +11,7 @@ import pytest
 
 import throttlekit as tk
 from conftest import RedisServer
+from throttlekit._throttlekit import http_error_response, http_unavailable_body
 
 NOW = 1_700_000_000_000
 
@@ -72,12 +73,48 @@ def test_a_multi_limiter_with_a_dead_store_falls_back_by_the_middlewares_policy(
                                     tk.Dimension("user", tk.Strategy.fixed_window(2, 1000))], store=store)
     closed = tk.HttpLimiter(multi, fail_policy="fail_closed").check_sync("k")
     assert not closed.allowed and closed.headers == [("Retry-After", "1")]
+    assert (closed.action, closed.status) == ("deny", 429) and closed.body == (closed.problem or "").encode()
     assert isinstance(closed.decision, tk.MultiDecision) and closed.decision.fallback
     assert closed.decision.binding == "ip" and json.loads(closed.problem or "")["status"] == 429
     opened = tk.HttpLimiter(multi, fail_policy="fail_open").check_sync("k")
     assert opened.allowed and opened.headers == [] and opened.problem is None
+    assert (opened.action, opened.status, opened.body) == ("forward", 0, b"")
+    shadowed = tk.HttpLimiter(multi, fail_policy="fail_closed", shadow=True).check_sync("k")
+    assert (shadowed.action, shadowed.status, shadowed.body) == ("shadow", 0, b"")
+    assert shadowed.headers == [("Retry-After", "1")]
     with pytest.raises(tk.StoreUnavailableError):
         tk.HttpLimiter(multi).check_sync("k")
+
+
+def test_cores_edge_decides_the_action_status_and_body() -> None:
+    for shadow in (False, True):
+        limiter = tk.HttpLimiter(tk.Limiter(tk.Strategy.gcra(2, 60_000, burst=2), clock=tk.ManualClock(NOW)),
+                                 shadow=shadow)
+        assert limiter.shadow is shadow
+        results = [limiter.check_sync("k") for _ in range(3)]
+        assert [(r.action, r.status) for r in results[:2]] == [("forward", 0)] * 2
+        denied = results[2]
+        assert not denied.allowed and denied.headers[-1] == ("Retry-After", "30")
+        if shadow:
+            assert (denied.action, denied.status, denied.body) == ("shadow", 0, b"")
+        else:
+            assert (denied.action, denied.status) == ("deny", 429)
+            assert json.loads(denied.body) == {
+                "type": "https://iana.org/assignments/http-problem-types#quota-exceeded",
+                "title": "Too Many Requests", "status": 429,
+                "detail": "Rate limit exceeded; retry in 30 seconds."}
+        assert "action=" in repr(denied)
+    with pytest.raises(TypeError):
+        tk.HttpLimiter(tk.Limiter(tk.Strategy.gcra(2, 60_000)), shadow="yes")  # type: ignore[arg-type]
+
+
+def test_an_undecided_requests_answer_is_cores() -> None:
+    status, body = http_error_response("config_invalid")
+    assert status == 500
+    assert json.loads(body) == {"type": "about:blank", "title": "Internal Server Error", "status": 500,
+                                "detail": "rate limiter: config_invalid"}
+    status, body = http_error_response("store_unavailable")
+    assert status == 503 and body == http_unavailable_body().encode()
 
 
 def test_a_server_clock_limiter_renders_at_this_hosts_reading() -> None:

@@ -1,5 +1,6 @@
-"""Limit strings (throttlekit.rules), as the Django and Flask integrations read them: each
-becomes core's strategy spec, so a count or period core refuses is core's config_invalid."""
+"""Limit strings (throttlekit.rules), as the Django and Flask integrations read them: core reads
+each (Strategy.from_rates, every language's one reader), so a string or a count core refuses is
+core's config_invalid, with core's words."""
 
 from __future__ import annotations
 
@@ -52,14 +53,14 @@ def test_a_strategy_or_its_spec_is_taken_as_it_is() -> None:
 
 
 @pytest.mark.parametrize("limit, strategy, says", [
-    ("", "gcra", "an empty limit"),
-    ("10", "gcra", "is not a limit"),
-    ("ten/second", "gcra", "is not a limit"),
-    ("10/fortnight", "gcra", "is not a limit"),
-    ("10/month", "gcra", "is not a limit"),
-    ("10/second/extra", "gcra", "is not a limit"),
-    ("0/second", "gcra", "'0/second'"),
-    ("5/0seconds", "fixed-window", "'5/0seconds'"),
+    ("", "gcra", "an empty rate"),
+    ("10", "gcra", "is not a rate"),
+    ("ten/second", "gcra", "is not a rate"),
+    ("10/fortnight", "gcra", "is not a rate"),
+    ("10/month", "gcra", "quota"),
+    ("10/second/extra", "gcra", "is not a rate"),
+    ("0/second", "gcra", '"0/second"'),
+    ("5/0seconds", "fixed-window", '"5/0seconds"'),
     ("5/minute", "token-bucket", "unknown strategy"),
     (5, "gcra", "a limit string"),
     ({"kind": "gcra", "options": {"limit": 0, "periodMs": 1}}, "gcra", "my.setting"),

@@ -110,6 +110,15 @@ impl Strategy {
 
     /// From JSON text in the vectors' format: `{"kind": "gcra", "options": {"limit": 10,
     /// "periodMs": 1000}}` (camelCase keys; unknown keys are refused).
+    /// One rate as configurations write it (`"10/second"`, `"1 per 5 minutes"`), read by core
+    /// as `strategy` (`"gcra"`, the default, `"fixed-window"`, `"sliding-window"`,
+    /// `"sliding-window-log"`): the same reader and errors as every other language.
+    #[uniffi::constructor(default(strategy = None))]
+    pub fn from_rate(text: String, strategy: Option<String>) -> Result<Arc<Self>> {
+        let kind = throttlekit::RateStrategy::from_name(strategy.as_deref().unwrap_or("gcra"))?;
+        Ok(Arc::new(Strategy { inner: throttlekit::Rate::parse(&text)?.strategy(kind)? }))
+    }
+
     #[uniffi::constructor]
     pub fn from_json(json: String) -> Result<Arc<Self>> {
         Ok(Arc::new(Strategy { inner: throttlekit::Strategy::from_json(&json)? }))

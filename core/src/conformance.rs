@@ -254,6 +254,16 @@ impl Suite {
     }
 }
 
+/// The top-level `format` field of a vectors file, if it has one: how a runner tells the HTTP
+/// and adaptive files from the decision vectors (which have none).
+pub fn file_format(text: &str) -> Option<String> {
+    #[derive(Deserialize)]
+    struct Probe {
+        format: Option<String>,
+    }
+    serde_json::from_str::<Probe>(text).ok().and_then(|p| p.format)
+}
+
 /// Parses a vectors file strictly.
 pub fn parse(text: &str) -> Result<VectorFile> {
     serde_json::from_str(text).map_err(|e| Error::config("vectors", &format!("file is not valid: {e}")))
@@ -449,6 +459,10 @@ pub fn replay_path(path: &std::path::Path, new_store: &mut dyn FnMut() -> Result
     if crate::http::vectors::is_http_vectors(&text) {
         // HTTP vectors (header lines, client keys) need no store.
         return Ok(crate::http::vectors::replay(&crate::http::vectors::parse(&text)?));
+    }
+    if crate::concurrency::vectors::is_adaptive_vectors(&text) {
+        // Adaptive concurrency timelines need no store either.
+        return Ok(crate::concurrency::vectors::replay(&crate::concurrency::vectors::parse(&text)?));
     }
     Ok(replay(&parse(&text)?, new_store))
 }

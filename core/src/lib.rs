@@ -25,6 +25,7 @@
 
 pub mod algorithms;
 mod clock;
+pub mod concurrency;
 pub mod conformance;
 mod decision;
 mod direct;
@@ -35,6 +36,7 @@ pub mod lease;
 mod limiter;
 pub mod metrics;
 pub mod multi;
+mod rate;
 #[cfg(feature = "redis")]
 pub mod redis;
 pub mod shaper;
@@ -51,6 +53,7 @@ pub use error::{Error, ErrorCode, Result};
 pub use lease::{LeaseOptions, Mode};
 pub use limiter::{FAIL_CLOSED_RETRY_MS, FailPolicy, Limiter, LimiterBuilder};
 pub use multi::{Dimension, MultiDecision, MultiLimiter};
+pub use rate::{Rate, RateStrategy};
 pub use shaper::Shaper;
 pub use spec::{LeakyBucketOptions, StrategySpec};
 pub use state::{Log, Slot, State, Step};
@@ -61,6 +64,11 @@ pub use strategy::Strategy;
 #[doc = include_str!("../../README.md")]
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
+
+/// docs/adaptive.md's Rust examples run as doctests too.
+#[doc = include_str!("../../docs/adaptive.md")]
+#[cfg(doctest)]
+pub struct AdaptiveDoctests;
 
 /// docs/hardening.md's Rust examples run as doctests too.
 #[doc = include_str!("../../docs/hardening.md")]

@@ -269,8 +269,14 @@ impl Limiter {
         result
     }
 
+    /// Counts a call that failed before it reached the store (a check, peek or forecast alike:
+    /// an error is counted by its code) when metrics are on.
+    pub(crate) fn observe_error(&self, e: Error) -> Error {
+        crate::metrics::count_error(self.metrics.as_deref(), e)
+    }
+
     /// Counts a peek's (`forecast == false`) or a forecast's outcome when metrics are on.
-    fn observe_read(&self, result: Result<Decision>, forecast: bool) -> Result<Decision> {
+    pub(crate) fn observe_read(&self, result: Result<Decision>, forecast: bool) -> Result<Decision> {
         if let Some(m) = &self.metrics {
             if forecast { m.record_forecast(&result) } else { m.record_peek(&result) }
         }
@@ -289,17 +295,29 @@ impl Limiter {
     }
 
     /// `config_invalid` when `prefix:key` is longer than the store accepts (one rule for
-    /// every store, see [`key::check_length`]). Crate-visible so a binding transport's
-    /// `prepare` (core/src/redis/transport.rs) can apply it in one line.
+    /// every store, see [`key::check_length`]).
     #[inline]
-    pub(crate) fn check_key_length(&self, key: &str) -> Result<()> {
+    fn check_key_length(&self, key: &str) -> Result<()> {
         key::check_length(key::joined_len(&self.prefix, key), self.store.max_key_length())
+    }
+
+    /// What every call of the limiter checks before it reaches a store, in one order: the cost
+    /// (of a check or a forecast), the time, the joined key's length. The sync and async paths
+    /// and a call prepared for a binding's own transport ([`Limiter::prepare`] in
+    /// core/src/redis/transport.rs) all go through it, so each refuses the same calls with the
+    /// same error (and the caller counts that error once, as the call's outcome).
+    #[inline]
+    pub(crate) fn admit(&self, key: &str, now: Now, transform: &Transform<'_>) -> Result<()> {
+        if let Transform::Check { cost, .. } | Transform::Forecast { cost, .. } = *transform {
+            validate::cost(cost)?;
+        }
+        validate::now_at(now)?;
+        self.check_key_length(key)
     }
 
     #[inline]
     fn sync_apply(&self, key: &str, now: i64, transform: Transform<'_>) -> Result<Decision> {
-        validate::now(now)?;
-        self.check_key_length(key)?;
+        self.admit(key, Now::At(now), &transform)?;
         self.with_full_key(key, |full| {
             let reply = match &self.metrics {
                 // Only a store that leaves the process is timed (see `metrics`).
@@ -326,8 +344,7 @@ impl Limiter {
     }
 
     async fn async_apply(&self, key: &str, now: Now, transform: Transform<'_>) -> Result<Decision> {
-        validate::now_at(now)?;
-        self.check_key_length(key)?;
+        self.admit(key, now, &transform)?;
         let full = self.full_key(key);
         let timer = StoreTimer::start(self.metrics.as_deref(), &*self.store);
         let reply = self.store.apply(&full, now, transform).await;
@@ -496,10 +513,7 @@ impl Limiter {
 
     /// [`Limiter::check`] at an explicit time.
     pub async fn check_at(&self, key: &str, cost: u64, now: Now) -> Result<Decision> {
-        let result = match validate::cost(cost) {
-            Ok(_) => self.async_apply(key, now, Transform::Check { strategy: &self.strategy, cost }).await,
-            Err(e) => Err(e),
-        };
+        let result = self.async_apply(key, now, Transform::Check { strategy: &self.strategy, cost }).await;
         self.observe(result)
     }
 
@@ -511,16 +525,22 @@ impl Limiter {
 
     /// Async [`Limiter::check_many_sync`]; the checks are sent together (pipelined on Redis).
     pub async fn check_many(&self, keys: &[&str], cost: u64) -> Result<Vec<Decision>> {
-        if let Err(e) = validate::cost(cost) {
-            return Err(self.observe(Err(e)).unwrap_err());
-        }
+        validate::cost(cost).map_err(|e| self.observe_error(e))?;
         let now = self.now();
         let checks = keys.iter().map(|k| self.async_apply(k, now, Transform::Check { strategy: &self.strategy, cost }));
+        // Every call went out and was decided: each is counted, also those after a failed one
+        // (the first error is the answer).
         let mut out = Vec::with_capacity(keys.len());
+        let mut failed = None;
         for d in join_all(checks).await {
-            out.push(self.observe(d)?);
+            match self.observe(d) {
+                Ok(d) => out.push(d),
+                Err(e) => {
+                    failed.get_or_insert(e);
+                }
+            }
         }
-        Ok(out)
+        failed.map_or(Ok(out), Err)
     }
 
     /// Current capacity of `key`, without consuming.
@@ -550,9 +570,7 @@ impl Limiter {
 
     /// [`Limiter::forecast_sync`] at an explicit `now`.
     pub fn forecast_sync_at(&self, key: &str, cost: u64, now: i64) -> Result<Decision> {
-        let result = validate::cost(cost)
-            .and_then(|_| self.sync_apply(key, now, Transform::Forecast { strategy: &self.strategy, cost }));
-        self.observe_read(result, true)
+        self.observe_read(self.sync_apply(key, now, Transform::Forecast { strategy: &self.strategy, cost }), true)
     }
 
     /// Async [`Limiter::forecast_sync`].
@@ -562,10 +580,7 @@ impl Limiter {
 
     /// [`Limiter::forecast`] at an explicit time.
     pub async fn forecast_at(&self, key: &str, cost: u64, now: Now) -> Result<Decision> {
-        let result = match validate::cost(cost) {
-            Ok(_) => self.async_apply(key, now, Transform::Forecast { strategy: &self.strategy, cost }).await,
-            Err(e) => Err(e),
-        };
+        let result = self.async_apply(key, now, Transform::Forecast { strategy: &self.strategy, cost }).await;
         self.observe_read(result, true)
     }
 

@@ -12,9 +12,17 @@
 //! through the [`metrics`](https://docs.rs/metrics) crate facade to whatever recorder the
 //! application installed.
 //!
-//! What is timed: calls that leave the process (a Redis round trip). An in-process store
-//! answers in tens of nanoseconds, less than reading a clock twice would cost, so its calls are
-//! counted but not timed.
+//! What is counted: every call, once, by the limiter, multi limiter or shaper that made it,
+//! whichever way it went: sync or async, the memory store or Redis (one node, a cluster,
+//! Sentinel), strict or two-tier, and a call a binding carries on its own transport
+//! (`Limiter::prepare` and `finish` in core/src/redis/transport.rs: Node's default Promise
+//! calls on a `RedisStore`). A call refused before it reaches a store (a bad cost, a key too
+//! long) is counted once, as its error.
+//!
+//! What is timed: calls that leave the process through the store's own paths (a Redis round
+//! trip). An in-process store answers in tens of nanoseconds, less than reading a clock twice
+//! would cost, so its calls are counted but not timed; a binding's own transport is not timed
+//! either (the core sees the call prepared and its reply, not when the bytes left).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -45,6 +53,15 @@ impl<'a> StoreTimer<'a> {
             m.record_latency(started.elapsed());
         }
     }
+}
+
+/// Counts `e` by its code when `metrics` are on, and hands it back: for a call refused before
+/// it reached the store (a bad argument), whose error is its outcome.
+pub(crate) fn count_error(metrics: Option<&LimiterMetrics>, e: crate::error::Error) -> crate::error::Error {
+    if let Some(m) = metrics {
+        m.record_error(e.code());
+    }
+    e
 }
 
 /// Counters of one limiter. Cheap to share (the bindings keep an `Arc`).

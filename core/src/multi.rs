@@ -312,6 +312,14 @@ impl MultiLimiter {
             .collect()
     }
 
+    /// What every check checks before its calls are built (the cost is `calls`'), in one order
+    /// (the store's paths and [`MultiLimiter::prepare`] alike): the time, then the keys (one
+    /// per dimension, each within the store's length); their full keys.
+    fn admit(&self, keys: &[&str], now: Now) -> Result<Vec<String>> {
+        validate::now_at(now)?;
+        self.full_keys(keys)
+    }
+
     fn calls<'a>(&'a self, full_keys: &'a [String], cost: u64) -> Result<Vec<DimensionCall<'a>>> {
         validate::cost(cost)?;
         self.dimensions
@@ -353,8 +361,7 @@ impl MultiLimiter {
     }
 
     fn check_sync_unobserved(&self, keys: &[&str], cost: u64, now: i64) -> Result<MultiDecision> {
-        crate::validate::now(now)?;
-        let full = self.full_keys(keys)?;
+        let full = self.admit(keys, Now::At(now))?;
         let calls = self.calls(&full, cost)?;
         if let Some(tier) = &self.tier {
             return self.tiered_sync(tier, &full, &calls, cost, now);
@@ -381,8 +388,7 @@ impl MultiLimiter {
     }
 
     async fn check_at_unobserved(&self, keys: &[&str], cost: u64, now: Now) -> Result<MultiDecision> {
-        crate::validate::now_at(now)?;
-        let full = self.full_keys(keys)?;
+        let full = self.admit(keys, now)?;
         let calls = self.calls(&full, cost)?;
         if let Some(tier) = &self.tier {
             return self.tiered_async(tier, &full, &calls, cost, now).await;
@@ -400,18 +406,19 @@ impl MultiLimiter {
     /// ([`crate::redis::transport`]): the fused script call on every dimension's key, at one
     /// clock read (or Redis's `TIME` on a server-clock limiter).
     /// A limiter in a tiered mode answers in core: `not_implemented` (call [`MultiLimiter::check`]).
+    /// A call refused here is counted (by its error) as [`MultiLimiter::check`] counts it.
     #[cfg(feature = "redis")]
     pub fn prepare(&self, keys: &[&str], cost: u64) -> Result<crate::redis::transport::PreparedCall> {
-        if self.tier.is_some() {
-            return Err(Error::not_implemented("prepare on a multi limiter in a tiered mode (use check)"));
-        }
-        let full = self.full_keys(keys)?;
-        let calls = self.calls(&full, cost)?;
-        Ok(crate::redis::transport::PreparedCall::multi(
-            self.rule,
-            &calls,
-            Now::reading(self.server_clock, &*self.clock),
-        ))
+        let now = Now::reading(self.server_clock, &*self.clock);
+        let prepared = (|| {
+            if self.tier.is_some() {
+                return Err(Error::not_implemented("prepare on a multi limiter in a tiered mode (use check)"));
+            }
+            let full = self.admit(keys, now)?;
+            let calls = self.calls(&full, cost)?;
+            Ok(crate::redis::transport::PreparedCall::multi(self.rule, &calls, now))
+        })();
+        prepared.map_err(|e| crate::metrics::count_error(self.metrics.as_deref(), e))
     }
 
     /// The decision for a call from [`MultiLimiter::prepare`], from its reply frame or its

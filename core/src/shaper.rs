@@ -124,9 +124,7 @@ impl Shaper {
     /// [`Shaper::reserve_sync`] at an explicit `now`.
     pub fn reserve_sync_at(&self, key: &str, cost: u64, now: i64) -> Result<Reservation> {
         self.observe((|| {
-            validate::cost(cost)?;
-            validate::now(now)?;
-            let full = self.checked_key(key)?;
+            let full = self.admit(key, cost, Now::At(now))?;
             let timer = self.timer();
             let reply = self.store.apply_sync(&full, now, Transform::Reserve { shaper: &self.bucket, cost });
             timer.stop();
@@ -142,9 +140,7 @@ impl Shaper {
     /// [`Shaper::reserve`] at an explicit time.
     pub async fn reserve_at(&self, key: &str, cost: u64, now: Now) -> Result<Reservation> {
         let result = async {
-            validate::cost(cost)?;
-            validate::now_at(now)?;
-            let full = self.checked_key(key)?;
+            let full = self.admit(key, cost, now)?;
             let timer = self.timer();
             let reply = self.store.apply(&full, now, Transform::Reserve { shaper: &self.bucket, cost }).await;
             timer.stop();
@@ -156,12 +152,13 @@ impl Shaper {
 
     /// Prepares [`Shaper::reserve`] for a binding's own transport ([`crate::redis::transport`]):
     /// the script call on the prefixed key, at one clock read (or Redis's `TIME`).
+    /// A call refused here (a bad argument) is counted as [`Shaper::reserve`] counts it.
     #[cfg(feature = "redis")]
     pub fn prepare(&self, key: &str, cost: u64) -> Result<crate::redis::transport::PreparedCall> {
-        validate::cost(cost)?;
         let now = Now::reading(self.server_clock, &*self.clock);
+        let full = self.admit(key, cost, now).map_err(|e| crate::metrics::count_error(self.metrics.as_deref(), e))?;
         let transform = Transform::Reserve { shaper: &self.bucket, cost };
-        Ok(crate::redis::transport::PreparedCall::single(&self.checked_key(key)?, now, transform))
+        Ok(crate::redis::transport::PreparedCall::single(&full, now, transform))
     }
 
     /// The reservation for a call from [`Shaper::prepare`], from its reply frame or its
@@ -175,6 +172,14 @@ impl Shaper {
     /// The full store key for `key` (what [`Shaper::reset`] deletes).
     pub fn full_key(&self, key: &str) -> String {
         key::join(&self.prefix, key)
+    }
+
+    /// What every reservation checks before it reaches the store, in one order (the store's
+    /// paths and [`Shaper::prepare`] alike): the cost, the time, the key's length; the full key.
+    fn admit(&self, key: &str, cost: u64, now: Now) -> Result<String> {
+        validate::cost(cost)?;
+        validate::now_at(now)?;
+        self.checked_key(key)
     }
 
     /// [`Shaper::full_key`], or `config_invalid` when it is longer than the store accepts (one

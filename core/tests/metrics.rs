@@ -250,3 +250,101 @@ fn a_shaper_counts_reservations_accepted_and_rejected() {
     assert_eq!(s.errors_of(ErrorCode::ConfigInvalid), 1);
     assert_eq!(s.latency_count(), 0, "the memory store is not timed");
 }
+
+/// One way a limiter's call can go: its name and the call.
+type LimiterPath = (&'static str, fn(&Limiter, &str) -> throttlekit::Result<throttlekit::Decision>);
+
+/// Every way into a limiter's checks (sync and async, one key and many, and the sliding-window
+/// log's inlined entry a binding calls).
+const CHECKS: [LimiterPath; 6] = [
+    ("check_sync", |l, k| l.check_sync(k, 1)),
+    ("check_sync_log_inlined", |l, k| l.check_sync_log_inlined(k, 1)),
+    ("check", |l, k| block_on(l.check(k, 1))),
+    ("check_at", |l, k| block_on(l.check_at(k, 1, Now::At(1_000)))),
+    ("check_many_sync", |l, k| l.check_many_sync(&[k], 1).map(|d| d[0])),
+    ("check_many", |l, k| block_on(l.check_many(&[k], 1)).map(|d| d[0])),
+];
+
+/// Every way into a limiter's peeks (`.0`) and forecasts (`.1`).
+const READS: [(LimiterPath, LimiterPath); 2] = [
+    (("peek_sync", |l, k| l.peek_sync(k)), ("forecast_sync", |l, k| l.forecast_sync(k, 1))),
+    (("peek", |l, k| block_on(l.peek(k))), ("forecast", |l, k| block_on(l.forecast(k, 1)))),
+];
+
+/// N calls down each path of a limiter on the memory store, for every strategy kind that has a
+/// path of its own (GCRA's and the log's inlined ones, the store's for the rest) and in every
+/// mode, move its counters by exactly N: a check as allowed or denied, a peek or a forecast as
+/// such, and nothing else.
+#[test]
+fn every_path_of_a_limiter_counts_each_call_once() {
+    const N: u64 = 7;
+    let strategies = [
+        Strategy::gcra(4, 60_000, None).unwrap(),
+        Strategy::sliding_window_log(4, 60_000).unwrap(),
+        Strategy::fixed_window(4, 60_000).unwrap(),
+        Strategy::token_bucket(4, 0.001).unwrap(),
+    ];
+    let leased = throttlekit::Mode::Leased(throttlekit::LeaseOptions { batch: 2, ..Default::default() });
+    let modes = [throttlekit::Mode::Strict, throttlekit::Mode::CachedDeny { max_keys: 100 }, leased];
+    for strategy in &strategies {
+        for mode in modes {
+            let builder = || Limiter::builder(strategy.clone()).clock(Arc::new(ManualClock::new(1_000))).metrics(true);
+            if let Err(e) = builder().mode(mode) {
+                // A mode that does not fit the strategy (the leased mode needs a strategy that
+                // can lease) has no paths to count.
+                assert_eq!(e.code(), ErrorCode::ConfigInvalid);
+                continue;
+            }
+            let build = || builder().mode(mode).unwrap().build();
+            for (name, path) in CHECKS {
+                let l = build();
+                for _ in 0..N {
+                    path(&l, "k").unwrap();
+                }
+                let s = l.metrics().unwrap().snapshot();
+                let what = format!("{name} on {} in {mode:?}", strategy.kind());
+                assert_eq!(s.allowed + s.denied, N, "{what}: {s:?}");
+                if mode == throttlekit::Mode::Strict {
+                    assert_eq!((s.allowed, s.denied), (4, 3), "{what}");
+                }
+                assert_eq!((s.peeks, s.forecasts, s.fallback_allowed + s.fallback_denied), (0, 0, 0), "{what}");
+                assert_eq!(s.errors.iter().map(|e| e.1).sum::<u64>(), 0, "{what}");
+            }
+            for ((peek, peek_path), (forecast, forecast_path)) in READS {
+                let l = build();
+                for _ in 0..N {
+                    peek_path(&l, "k").unwrap();
+                    forecast_path(&l, "k").unwrap();
+                }
+                let s = l.metrics().unwrap().snapshot();
+                assert_eq!((s.peeks, s.forecasts, s.allowed + s.denied), (N, N, 0), "{peek}/{forecast} in {mode:?}");
+            }
+        }
+    }
+}
+
+/// Refused calls are counted once each, by code, on every path; and an async `check_many`
+/// whose calls all went out counts each of them, also those after one that failed.
+#[test]
+fn refused_calls_are_counted_once_on_every_path() {
+    let l = Limiter::builder(Strategy::gcra(4, 60_000, None).unwrap())
+        .clock(Arc::new(ManualClock::new(1_000)))
+        .metrics(true)
+        .build();
+    let long = "k".repeat(600);
+    for (name, path) in CHECKS {
+        assert_eq!(path(&l, &long).unwrap_err().code(), ErrorCode::ConfigInvalid, "{name}");
+    }
+    for ((_, peek), (_, forecast)) in READS {
+        assert!(peek(&l, &long).is_err() && forecast(&l, &long).is_err());
+    }
+    let s = l.metrics().unwrap().snapshot();
+    assert_eq!(s.errors_of(ErrorCode::ConfigInvalid), (CHECKS.len() + 2 * READS.len()) as u64);
+    assert_eq!((s.allowed + s.denied, s.peeks, s.forecasts), (0, 0, 0));
+
+    let l = Limiter::builder(Strategy::gcra(4, 60_000, None).unwrap()).metrics(true).build();
+    assert!(block_on(l.check_many(&["a", &long, "b"], 1)).is_err());
+    assert_eq!(block_on(l.check_many(&["a", "b"], 0)).unwrap_err().code(), ErrorCode::ConfigInvalid);
+    let s = l.metrics().unwrap().snapshot();
+    assert_eq!((s.allowed, s.errors_of(ErrorCode::ConfigInvalid)), (2, 2), "{s:?}");
+}

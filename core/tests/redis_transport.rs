@@ -6,13 +6,13 @@
 
 #[path = "support/redis_server.rs"]
 mod redis_server;
+#[path = "support/resp_wire.rs"]
+mod resp_wire;
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::sync::Arc;
-use std::time::Duration;
 
 use redis_server::{RedisServer, raw_command};
+use resp_wire::Wire;
 use throttlekit::redis::transport::{self, Op};
 use throttlekit::redis::{RedisOptions, RedisStore};
 use throttlekit::store::Now;
@@ -28,72 +28,6 @@ fn store(url: String) -> Arc<RedisStore> {
 
 fn limiter(store: &Arc<RedisStore>, clock: &ManualClock, strategy: Strategy, prefix: &str, p: FailPolicy) -> Limiter {
     Limiter::builder(strategy).store(store.clone()).clock(Arc::new(clock.clone())).prefix(prefix).fail_policy(p).build()
-}
-
-/// A socket that writes bytes and reads back exactly one RESP reply frame.
-struct Wire(TcpStream);
-
-impl Wire {
-    fn open(port: u16) -> Wire {
-        let s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
-        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-        Wire(s)
-    }
-
-    /// Writes `bytes` and reads back `n` reply frames (integers, strings, errors and arrays of
-    /// them: every reply here).
-    fn frames(&mut self, bytes: &[u8], n: usize) -> Vec<Vec<u8>> {
-        self.0.write_all(bytes).unwrap();
-        let mut got = Vec::new();
-        let mut buf = [0u8; 4096];
-        loop {
-            let mut out = Vec::new();
-            let mut at = 0;
-            while out.len() < n {
-                let Some(end) = frame_end(&got, at) else { break };
-                out.push(got[at..end].to_vec());
-                at = end;
-            }
-            if out.len() == n {
-                assert_eq!(at, got.len(), "more replies than asked for");
-                return out;
-            }
-            let k = self.0.read(&mut buf).unwrap();
-            assert!(k > 0, "the server closed the connection");
-            got.extend_from_slice(&buf[..k]);
-        }
-    }
-
-    fn roundtrip(&mut self, bytes: &[u8]) -> Vec<u8> {
-        self.0.write_all(bytes).unwrap();
-        let mut got = Vec::new();
-        let mut buf = [0u8; 4096];
-        loop {
-            let n = self.0.read(&mut buf).unwrap();
-            assert!(n > 0, "the server closed the connection");
-            got.extend_from_slice(&buf[..n]);
-            // Complete once the parser accepts it (every reply here is small).
-            if redis::parse_redis_value(&got).is_ok() {
-                return got;
-            }
-        }
-    }
-}
-
-/// The end of the RESP2 frame at `b[at..]`, or `None` while it is incomplete.
-fn frame_end(b: &[u8], at: usize) -> Option<usize> {
-    let cr = at + b.get(at..)?.windows(2).position(|w| w == b"\r\n")?;
-    let head = std::str::from_utf8(&b[at + 1..cr]).ok();
-    let next = cr + 2;
-    match b[at] {
-        b'$' => {
-            let len: i64 = head?.parse().ok()?;
-            let end = if len < 0 { next } else { next + len as usize + 2 };
-            (end <= b.len()).then_some(end)
-        }
-        b'*' => (0..head?.parse::<usize>().ok()?).try_fold(next, |k, _| frame_end(b, k)),
-        _ => Some(next),
-    }
 }
 
 /// One call by the transport rules: `EVALSHA`, and `EVAL` once after `NOSCRIPT`.
@@ -135,7 +69,7 @@ fn prepared_bytes_and_replies_decide_as_the_store_path() {
             let got = if step % 2 == 0 {
                 ours.finish(&call, Ok(&reply)).unwrap()
             } else {
-                let ticket = transport::Ticket::new(call.ticket().now(), call.ticket().counted());
+                let ticket = transport::Ticket::new(call.ticket().op(), call.ticket().now(), call.ticket().counted());
                 ours.finish_ticket(ticket, Ok(&reply)).unwrap()
             };
             let (want, mem) = match op {
@@ -355,7 +289,7 @@ fn a_fixed_window_count_check_survives_noscript_and_refuses_malformed_replies() 
         assert!(d.allowed && d.fallback, "{what}");
     }
     // The six-integer reply is read only by a ticket that counts nothing, and the reverse.
-    let plain = transport::Ticket::new(call.ticket().now(), None);
+    let plain = transport::Ticket::new(call.ticket().op(), call.ticket().now(), None);
     assert_eq!(ours.finish_ticket(plain, Ok(b":0\r\n")).unwrap_err().code(), ErrorCode::StoreUnavailable);
     let d = ours.finish_ticket(call.ticket(), Ok(b":0\r\n")).unwrap();
     assert_eq!((d.allowed, d.remaining), (true, 2));

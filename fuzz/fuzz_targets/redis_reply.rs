@@ -55,7 +55,7 @@ fuzz_target!(|data: &[u8]| {
     // The tickets a transport keeps instead of the call: the server's clock (six integers),
     // and a count-mode check (the window's count) of any cost, on any strategy.
     let cost = 1 + u64::from(selector % 7);
-    for ticket in [Ticket::new(Now::Server, None), Ticket::new(Now::At(1_700_000_000_000), Some(cost))] {
+    for ticket in [Ticket::new(Op::Check, Now::Server, None), Ticket::new(Op::Check, Now::At(1_700_000_000_000), Some(cost))] {
         match l.finish_ticket(ticket, Ok(reply)) {
             Ok(d) => sane(&d),
             Err(e) => only_store_errors(&e),

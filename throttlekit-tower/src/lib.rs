@@ -26,14 +26,20 @@
 //! # Ok(()) }
 //! ```
 //!
+//! [`AdaptiveLayer`] sheds load instead: it admits a request only while fewer than core's
+//! adaptive concurrency limit are in flight, and answers `503` with `Retry-After` otherwise
+//! (`docs/adaptive.md`).
+//!
 //! `docs/http.md` in the repository describes the fields, and why this is a separate crate.
 #![warn(missing_docs)]
 
+mod adaptive;
 mod body;
 mod config;
 mod peer;
 mod service;
 
+pub use adaptive::{AdaptiveLayer, AdaptiveService};
 pub use body::ResponseBody;
 pub use config::{LimitedEvent, RateLimitLayer};
 pub use service::RateLimitService;

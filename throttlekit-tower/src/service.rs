@@ -27,7 +27,14 @@ impl<S> Layer<S> for RateLimitLayer {
     }
 }
 
-type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+pub(crate) type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+
+/// The service that was polled ready, leaving a fresh clone in its place: the clone that was
+/// polled ready serves this request (tower's usual swap).
+pub(crate) fn take_ready<S: Clone>(inner: &mut S) -> S {
+    let clone = inner.clone();
+    std::mem::replace(inner, clone)
+}
 
 impl<S, ReqBody, ResBody> Service<Request<ReqBody>> for RateLimitService<S>
 where
@@ -46,9 +53,7 @@ where
     }
 
     fn call(&mut self, request: Request<ReqBody>) -> Self::Future {
-        // The clone that was polled ready serves this request (tower's usual swap).
-        let clone = self.inner.clone();
-        let mut inner = std::mem::replace(&mut self.inner, clone);
+        let mut inner = take_ready(&mut self.inner);
         let config = self.config.clone();
         Box::pin(async move {
             let (parts, body) = request.into_parts();

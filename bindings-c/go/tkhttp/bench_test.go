@@ -19,7 +19,7 @@ func benchSetup(b *testing.B) (*throttlekit.Limiter, *throttlekit.HTTPEdge, []*h
 	if err != nil {
 		b.Fatal(err)
 	}
-	edge, err := throttlekit.NewHTTPEdge("", "", throttlekit.Raise)
+	edge, err := throttlekit.NewHTTPEdge("", "", throttlekit.Raise, false)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -49,7 +49,7 @@ func BenchmarkEdgeCheck(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
-		if _, _, err := edge.Check(l, keys[i%1000], 1, 1_700_000_000_000); err != nil {
+		if _, err := edge.Check(l, keys[i%1000], 1, 1_700_000_000_000); err != nil {
 			b.Fatal(err)
 		}
 	}

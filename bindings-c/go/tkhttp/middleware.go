@@ -1,7 +1,6 @@
 package tkhttp
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -24,14 +23,15 @@ import (
 // with Retry-After: 1. A limiter built with FailOpen or FailClosed of its own never reports
 // store_unavailable, so its fallback decision is served as any other decision.
 //
-// A single limiter's requests take core's HTTP edge directly (throttlekit.HTTPEdge: no JSON
-// per request); a multi limiter's header lines still go through the JSON entry point.
+// The whole flow is core's HTTP edge (throttlekit.HTTPEdge): per request one call returns the
+// outcome (forward, shadow, deny 429, unavailable 503), the header lines and, for the middleware's
+// own answers, the body; this type copies them into the response and calls the user's hooks. No
+// JSON is made per request, for a single or a multi limiter.
 type Middleware struct {
 	edge   *throttlekit.HTTPEdge
 	single *throttlekit.Limiter
 	multi  *throttlekit.MultiLimiter
-	names  []string          // multi: dimension names
-	specs  []json.RawMessage // the strategy spec of the limiter, or of each dimension
+	names  []string // multi: dimension names
 	cfg    config
 	large  atomic.Bool // answers need largeAnswer (see smallAnswer)
 }
@@ -42,7 +42,7 @@ func New(limiter *throttlekit.Limiter, opts ...Option) (*Middleware, error) {
 	if limiter == nil {
 		return nil, &throttlekit.Error{Code: throttlekit.CodeConfigInvalid, Message: "config_invalid: tkhttp: limiter is nil"}
 	}
-	m := &Middleware{single: limiter, specs: []json.RawMessage{json.RawMessage(limiter.StrategySpec())}}
+	m := &Middleware{single: limiter}
 	return m.configure(opts)
 }
 
@@ -53,9 +53,6 @@ func NewMulti(limiter *throttlekit.MultiLimiter, opts ...Option) (*Middleware, e
 		return nil, &throttlekit.Error{Code: throttlekit.CodeConfigInvalid, Message: "config_invalid: tkhttp: limiter is nil"}
 	}
 	m := &Middleware{multi: limiter, names: limiter.Names()}
-	for _, s := range limiter.StrategySpecs() {
-		m.specs = append(m.specs, json.RawMessage(s))
-	}
 	return m.configure(opts)
 }
 
@@ -69,15 +66,11 @@ func (m *Middleware) configure(opts []Option) (*Middleware, error) {
 	if policy == throttlekit.FailPolicyDefault {
 		policy = throttlekit.Raise
 	}
-	edge, err := throttlekit.NewHTTPEdge(string(m.cfg.headerOptions), string(m.cfg.clientOptions), policy)
+	edge, err := throttlekit.NewHTTPEdge(string(m.cfg.headerOptions), string(m.cfg.clientOptions), policy, m.cfg.shadow)
 	if err != nil {
 		return nil, err
 	}
 	m.edge = edge
-	probe := []limitInput{{Strategy: m.specs[0], Decision: decisionInput(throttlekit.Decision{Allowed: true, Limit: 1, Remaining: 1})}}
-	if _, err := m.headers(probe, 0); err != nil {
-		return nil, err
-	}
 	return m, nil
 }
 
@@ -104,24 +97,25 @@ func Limit(limiter *throttlekit.Limiter, opts ...Option) (func(http.Handler) htt
 	return m.Handler, nil
 }
 
-// serve decides one request: the check, the header lines, the hook, then forward or deny.
+// serve decides one request: core's outcome and header lines, then the hook, and forward or
+// answer as core said.
 func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Handler) {
 	if m.single != nil && m.cfg.keyFunc == nil {
-		// The common case, one crossing into the library: the client key, the check and the
-		// header lines together.
+		// The common case, one crossing into the library: the client key, the check, the
+		// outcome and the header lines together.
 		cost := m.cost(r)
 		text, values := m.answerMemory()
 		a, err := m.edge.CheckRequestInto(text, m.single, r.RemoteAddr, fieldLines(r.Header["X-Forwarded-For"]),
 			fieldLines(r.Header["Forwarded"]), cost, m.cfg.now())
 		if err != nil {
-			m.failed(w, err)
+			internalError(w, err)
 			return
 		}
 		if len(a.Key)+len(a.Lines) >= len(text) || strings.Count(a.Lines, "\n") > cap(values) {
 			m.large.Store(true) // this middleware's answers need the larger memory from now on
 		}
 		addLines(w.Header(), a.Lines, values)
-		m.decided(w, r, next, a.Key, a.Decision, "")
+		m.decided(w, r, next, &a)
 		return
 	}
 	key, err := m.key(r)
@@ -132,24 +126,22 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 	cost := m.cost(r)
 	// One clock reading for the decision and for its header lines.
 	now := m.cfg.now()
-	var decision throttlekit.Decision
-	var lines []throttlekit.HeaderLine
-	var binding string
+	var a throttlekit.EdgeAnswer
 	if m.single != nil {
-		decision, lines, err = m.edge.Check(m.single, key, cost, now)
+		a, err = m.edge.Check(m.single, key, cost, now)
 	} else {
-		decision, lines, binding, err = m.checkMulti(r, key, cost, now)
+		var keys []string
+		if keys, err = m.keys(r, key); err == nil {
+			a, err = m.edge.CheckMulti(m.multi, keys, cost, now)
+		}
 	}
 	if err != nil {
-		m.failed(w, err)
+		internalError(w, err)
 		return
 	}
-	h := w.Header()
-	for _, l := range lines {
-		// Set the name exactly as core spells it (not canonicalised to "Ratelimit").
-		h[l.Name] = append(h[l.Name], l.Value)
-	}
-	m.decided(w, r, next, key, decision, binding)
+	a.Key = key
+	addLines(w.Header(), a.Lines, nil)
+	m.decided(w, r, next, &a)
 }
 
 func (m *Middleware) cost(r *http.Request) uint64 {
@@ -157,18 +149,6 @@ func (m *Middleware) cost(r *http.Request) uint64 {
 		return m.cfg.costFunc(r)
 	}
 	return 1
-}
-
-// failed answers a request whose check failed: 503 for an unavailable store (the Raise
-// policy), 500 for anything else (a bad peer, a key function's error).
-func (m *Middleware) failed(w http.ResponseWriter, err error) {
-	var tkErr *throttlekit.Error
-	if errors.As(err, &tkErr) && tkErr.Code == throttlekit.CodeStoreUnavailable {
-		body, _ := throttlekit.HTTPProblemBody(nil)
-		problem(w, http.StatusServiceUnavailable, body)
-		return
-	}
-	internalError(w, err)
 }
 
 // smallAnswer and largeAnswer are everything a request's rate-limit fields need, in one
@@ -226,88 +206,51 @@ func addLines(h http.Header, lines string, fresh []string) {
 	}
 }
 
-// decided forwards or denies a decided request: the hook, shadow mode, the deny handler or
-// core's 429 body.
-func (m *Middleware) decided(w http.ResponseWriter, r *http.Request, next http.Handler, key string, decision throttlekit.Decision, binding string) {
-	if decision.Allowed {
+// decided carries out core's outcome: the hook for a denial (shadow mode included), then
+// forward, or answer with core's status and body (or the user's deny response).
+func (m *Middleware) decided(w http.ResponseWriter, r *http.Request, next http.Handler, a *throttlekit.EdgeAnswer) {
+	if a.Action.Limited() && m.cfg.onLimited != nil {
+		binding := ""
+		if m.multi != nil {
+			binding = m.names[a.Binding]
+		}
+		m.cfg.onLimited(LimitedEvent{Key: a.Key, Decision: a.Decision, Binding: binding, Shadow: m.cfg.shadow, Request: r})
+	}
+	switch a.Action {
+	case throttlekit.ActionForward, throttlekit.ActionShadow:
 		next.ServeHTTP(w, r)
 		return
+	case throttlekit.ActionDeny:
+		if m.cfg.deny != nil {
+			m.cfg.deny(w, r, a.Decision)
+			return
+		}
 	}
-	if m.cfg.onLimited != nil {
-		m.cfg.onLimited(LimitedEvent{Key: key, Decision: decision, Binding: binding, Shadow: m.cfg.shadow, Request: r})
-	}
-	if m.cfg.shadow {
-		next.ServeHTTP(w, r)
-		return
-	}
-	if m.cfg.deny != nil {
-		m.cfg.deny(w, r, decision)
-		return
-	}
-	body, err := throttlekit.HTTPProblemBody(&decision)
+	body, err := a.Body()
 	if err != nil {
 		internalError(w, err)
 		return
 	}
-	problem(w, http.StatusTooManyRequests, body)
+	problem(w, a.Status, body)
 }
 
-// checkMulti runs the multi limiter (the edge's fail policy when its store is unavailable) and
-// renders the lines through HTTPHeaders, the binding dimension first.
-func (m *Middleware) checkMulti(r *http.Request, key string, cost uint64, now int64) (throttlekit.Decision, []throttlekit.HeaderLine, string, error) {
-	limits, binding, err := m.check(r, key, cost, now)
-	var tkErr *throttlekit.Error
-	if errors.As(err, &tkErr) && tkErr.Code == throttlekit.CodeStoreUnavailable {
-		d, ferr := m.edge.MultiFallback(m.multi, now)
-		if ferr != nil {
-			return throttlekit.Decision{}, nil, "", ferr
-		}
-		limits, binding, err = []limitInput{{Key: key, Strategy: m.specs[0], Decision: decisionInput(d), decision: d}}, "", nil
-	}
-	if err != nil {
-		return throttlekit.Decision{}, nil, "", err
-	}
-	lines, err := m.headers(limits, now)
-	if err != nil {
-		return throttlekit.Decision{}, nil, "", err
-	}
-	return limits[0].decision, lines, binding, nil
-}
-
-// check runs the multi limiter and returns the limits for HTTPHeaders, binding dimension first.
-func (m *Middleware) check(r *http.Request, key string, cost uint64, now int64) ([]limitInput, string, error) {
-	keys := make([]string, len(m.names))
+// keys are a multi limiter's keys, one per dimension: the keys function's, or key for each.
+func (m *Middleware) keys(r *http.Request, key string) ([]string, error) {
 	if m.cfg.keysFunc != nil {
-		var err error
-		if keys, err = m.cfg.keysFunc(r); err != nil {
-			return nil, "", err
+		keys, err := m.cfg.keysFunc(r)
+		if err != nil {
+			return nil, err
 		}
 		if len(keys) != len(m.names) {
-			return nil, "", fmt.Errorf("tkhttp: keys function gave %d keys for %d dimensions", len(keys), len(m.names))
+			return nil, fmt.Errorf("tkhttp: keys function gave %d keys for %d dimensions", len(keys), len(m.names))
 		}
-	} else {
-		for i := range keys {
-			keys[i] = key
-		}
+		return keys, nil
 	}
-	d, err := m.multi.CheckAt(keys, cost, now)
-	if err != nil {
-		return nil, "", err
+	keys := make([]string, len(m.names))
+	for i := range keys {
+		keys[i] = key
 	}
-	// The binding dimension first, then the others in declaration order (docs/http.md).
-	limits := make([]limitInput, 0, len(m.names))
-	var rest []limitInput
-	for i, name := range m.names {
-		l := limitInput{Name: name, Key: keys[i], Strategy: m.specs[i], Decision: decisionInput(d.Dimensions[i]), decision: d.Dimensions[i]}
-		if name == d.Binding && len(limits) == 0 {
-			l.decision = d.Decision
-			l.Decision = decisionInput(d.Decision)
-			limits = append(limits, l)
-		} else {
-			rest = append(rest, l)
-		}
-	}
-	return append(limits, rest...), d.Binding, nil
+	return keys, nil
 }
 
 // key is the key function's key, or core's client key from the peer and forwarding headers.
@@ -331,40 +274,6 @@ func fieldLines(values []string) string {
 	return strings.Join(values, "\n")
 }
 
-// limitInput is one limit of a HeadersRequest (conformance-vectors/FORMAT.md).
-type limitInput struct {
-	Name     string               `json:"name,omitempty"`
-	Key      string               `json:"key,omitempty"`
-	Strategy json.RawMessage      `json:"strategy"`
-	Decision decisionJSON         `json:"decision"`
-	decision throttlekit.Decision // the same decision, for the hook and the problem body
-}
-
-type decisionJSON struct {
-	Allowed      bool  `json:"allowed"`
-	Limit        int64 `json:"limit"`
-	Remaining    int64 `json:"remaining"`
-	ResetAt      int64 `json:"resetAt"`
-	RetryAfterMs int64 `json:"retryAfterMs"`
-	Fallback     bool  `json:"fallback"`
-}
-
-func decisionInput(d throttlekit.Decision) decisionJSON {
-	return decisionJSON{d.Allowed, d.Limit, d.Remaining, d.ResetAt, d.RetryAfterMs, d.Fallback}
-}
-
-func (m *Middleware) headers(limits []limitInput, now int64) ([]throttlekit.HeaderLine, error) {
-	req, err := json.Marshal(struct {
-		Options json.RawMessage `json:"options"`
-		NowMs   int64           `json:"nowMs"`
-		Limits  []limitInput    `json:"limits"`
-	}{m.cfg.headerOptions, now, limits})
-	if err != nil {
-		return nil, err
-	}
-	return throttlekit.HTTPHeaders(string(req))
-}
-
 func problem(w http.ResponseWriter, status int, body string) {
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
@@ -372,16 +281,15 @@ func problem(w http.ResponseWriter, status int, body string) {
 	_, _ = w.Write([]byte(body))
 }
 
-// internalError answers 500 for a key function's error or a bad peer: a server
-// misconfiguration, not the client's fault.
+// internalError answers a request that could not be decided (a key function's error, a
+// RemoteAddr that is not an IP address): core's status (500, a server misconfiguration, not
+// the client's fault) and problem body naming the error's code.
 func internalError(w http.ResponseWriter, err error) {
 	code := "internal"
 	var tkErr *throttlekit.Error
 	if errors.As(err, &tkErr) {
 		code = string(tkErr.Code)
 	}
-	body, _ := json.Marshal(map[string]any{
-		"type": "about:blank", "title": "Internal Server Error", "status": 500, "detail": "rate limiter: " + code,
-	})
-	problem(w, http.StatusInternalServerError, string(body))
+	status, body := throttlekit.HTTPErrorResponse(code)
+	problem(w, status, body)
 }

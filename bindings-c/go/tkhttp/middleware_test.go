@@ -504,7 +504,7 @@ func TestFieldsPerRequestAcrossAnswerSizes(t *testing.T) {
 			m := newMiddleware(t, gcraLimiter(t, nil), tkhttp.WithClock(clock), tkhttp.WithHeaderOptions(opts))
 			h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") }))
 			hopts, _ := json.Marshal(opts)
-			edge, err := throttlekit.NewHTTPEdge(string(hopts), "", throttlekit.Raise)
+			edge, err := throttlekit.NewHTTPEdge(string(hopts), "", throttlekit.Raise, false)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -2,11 +2,12 @@
 // The one decision path of every Node middleware (Express/Connect, Fastify, fetch handlers),
 // so the three adapters differ only in how they read a request and write a response.
 //
-// It holds no arithmetic and formats nothing: the client key comes from core's ClientIdentity,
-// the decision and its header lines from core through RateLimitFields#check, the fail-policy
-// decision from core (RateLimitFields#fallback), and the problem bodies from core. What lives
-// here is the order of the steps, which mirrors the Rust tower layer (throttlekit-tower):
-// skip → key → cost → check → lines → hook → forward or deny.
+// It holds no arithmetic, formats nothing and decides nothing: the client key comes from core's
+// ClientIdentity; the decision, what to do with it (core's HTTP edge settles the fail policy and
+// shadow mode into an action: forward, shadow, deny, unavailable) and its header lines from core
+// through RateLimitFields#check; and the problem bodies from core. What lives here is calling
+// the user's functions in order, as the Rust tower layer (throttlekit-tower) does:
+// skip → key → cost → check → hook (on a denial, shadow included) → forward or answer.
 const tk = require('../../index.js')
 
 const parts = tk[Symbol.for('throttlekit.fieldsParts')]
@@ -45,7 +46,7 @@ function optionalFunction(options, name, where) {
 }
 
 /** The verdict for a request that is not limited at all (skipped). */
-const SKIPPED = Object.freeze({ kind: 'forward', lines: Object.freeze([]), decision: undefined })
+const SKIPPED = Object.freeze({ kind: 'forward', status: 0, lines: Object.freeze([]), decision: undefined })
 
 class RateLimitCore {
   /**
@@ -65,10 +66,20 @@ class RateLimitCore {
     if (!(limiter instanceof tk.Limiter) && !(limiter instanceof tk.MultiLimiter)) {
       throw invalid(`${where}.limiter`, 'must be a Limiter or a MultiLimiter')
     }
+    this.failPolicy = options.failPolicy ?? 'raise'
+    if (!FAIL_POLICIES.includes(this.failPolicy)) {
+      throw invalid(`${where}.failPolicy`, `must be one of ${FAIL_POLICIES.join(', ')}`)
+    }
+    if (options.shadow !== undefined && typeof options.shadow !== 'boolean') {
+      throw invalid(`${where}.shadow`, 'must be a boolean')
+    }
+    this.shadow = options.shadow === true
     this.fields = new tk.RateLimitFields(limiter, {
       family: options.family,
       policyName: options.policyName,
       partitionKeySecret: options.partitionKeySecret,
+      failPolicy: this.failPolicy,
+      shadow: this.shadow,
     })
     this.identity = new tk.ClientIdentity({
       trustedProxies: options.trustedProxies,
@@ -85,14 +96,6 @@ class RateLimitCore {
     this.skipFn = optionalFunction(options, 'skip', where)
     this.onLimited = optionalFunction(options, 'onLimited', where)
     this.denyResponse = optionalFunction(options, 'denyResponse', where)
-    this.failPolicy = options.failPolicy ?? 'raise'
-    if (!FAIL_POLICIES.includes(this.failPolicy)) {
-      throw invalid(`${where}.failPolicy`, `must be one of ${FAIL_POLICIES.join(', ')}`)
-    }
-    if (options.shadow !== undefined && typeof options.shadow !== 'boolean') {
-      throw invalid(`${where}.shadow`, 'must be a boolean')
-    }
-    this.shadow = options.shadow === true
   }
 
   /**
@@ -101,8 +104,10 @@ class RateLimitCore {
    * value of the configured forwarding header (read by the adapter, parsed by core).
    *
    * Returns a verdict, or a Promise of one when the limiter is not in-process (Redis, multi):
-   * `{kind: 'forward', lines}`, `{kind: 'deny', lines, decision}` or `{kind: 'unavailable'}`.
-   * `lines` is `[name, value, ...]`. Errors (a key function's, a bad cost) throw or reject.
+   * `{kind: 'forward', lines}`, `{kind: 'deny', lines, decision}` or `{kind: 'unavailable'}`
+   * (core's action; a shadowed denial is `'forward'`), with `status` (core's: 429, 503, 0 to
+   * forward). `lines` is `[name, value, ...]`. Errors (a key function's, a bad cost) throw or
+   * reject; an unavailable store is never one (core settled it).
    */
   decide(req, ctx, peer, forwarded, method, path) {
     if (this.skipFn !== undefined && this.skipFn(req, ctx)) return SKIPPED
@@ -110,20 +115,9 @@ class RateLimitCore {
     const cost = this.costFn === undefined ? 1 : this.costFn(req, ctx)
     // One native call checks and renders the lines at the same reading of the limiter's
     // clock, as the Rust layer does.
-    if (this.sync) {
-      let checked
-      try {
-        checked = this.fields.checkSync(key, cost)
-      } catch (e) {
-        return this.failed(e, key, method, path)
-      }
-      return this.finish(checked.decision, checked.lines, key, method, path)
-    }
+    if (this.sync) return this.finish(this.fields.checkSync(key, cost), key, method, path)
     const keys = this.dimensions === null || Array.isArray(key) ? key : this.dimensions.map(() => key)
-    return this.fields.check(keys, cost).then(
-      (checked) => this.finish(checked.decision, checked.lines, keys, method, path),
-      (e) => this.failed(e, keys, method, path),
-    )
+    return this.fields.check(keys, cost).then((checked) => this.finish(checked, keys, method, path))
   }
 
   /**
@@ -139,28 +133,26 @@ class RateLimitCore {
     if (this.skipFn !== undefined && this.skipFn(req, ctx)) return SKIPPED
     const key = this.keyFn === undefined ? this.clientKey(peer, forwarded) : this.keyFn(req, ctx)
     const cost = this.costFn === undefined ? 1 : this.costFn(req, ctx)
-    let values
-    try {
-      values = parts.values(this.fields, key, cost)
-    } catch (e) {
-      return this.failed(e, key, method, path)
-    }
+    const values = parts.values(this.fields, key, cost)
     // `fields` is always a RateLimitFields, but never trust that blindly: the method answers.
-    if (values === null) {
-      const checked = this.fields.checkSync(key, cost)
-      return this.finish(checked.decision, checked.lines, key, method, path)
-    }
+    if (values === null) return this.finish(this.fields.checkSync(key, cost), key, method, path)
     const id = parts.namesId()
+    const action = parts.action()
     // No names id (core never has that many lists of names): the lines came back joined.
-    if (id < 0) return this.finish(parts.decision(), values === '' ? [] : values.split('\n'), key, method, path)
+    if (id < 0) return this.parted(action, values === '' ? [] : values.split('\n'), key, method, path)
     const names = namesOf(id)
-    if (parts.allowed()) {
+    if (action === 'forward') {
       this.lastNames = names
       return values
     }
     const lines = []
     forEachValue(values, names.raw, lines, pushLine)
-    return this.finish(parts.decision(), lines, key, method, path)
+    return this.parted(action, lines, key, method, path)
+  }
+
+  /** `finish` for a fast-path check (fieldsParts), whose decision is read from the parts. */
+  parted(action, lines, key, method, path) {
+    return this.finish({ action, status: parts.status(), decision: parts.decision(), lines }, key, method, path)
   }
 
   /**
@@ -186,17 +178,15 @@ class RateLimitCore {
     return key
   }
 
-  /** The store did not answer: the fail policy's verdict (core decides the fallback). */
-  failed(e, key, method, path) {
-    if (e?.code !== 'store_unavailable') throw e
-    if (this.failPolicy === 'raise') return { kind: 'unavailable', lines: [], decision: undefined }
-    const decision = this.fields.fallback(this.failPolicy)
-    return this.finish(decision, this.fields.lines(decision, key), key, method, path)
-  }
-
-  finish(decision, lines, key, method, path) {
-    if (decision.allowed) return { kind: 'forward', lines, decision }
-    if (this.onLimited !== undefined) {
+  /**
+   * The verdict for core's answer `checked` (RateLimitFields#check: its action, status,
+   * decision and lines): the hook is told of a denial (`'deny'`, and `'shadow'`, which then
+   * forwards), and nothing else is decided here.
+   */
+  finish(checked, key, method, path) {
+    const { action, status, decision, lines } = checked
+    if (action === 'unavailable') return { kind: 'unavailable', status, lines, decision: undefined }
+    if (action !== 'forward' && this.onLimited !== undefined) {
       this.onLimited({
         key: Array.isArray(key) ? key[0] : key,
         keys: Array.isArray(key) ? key : undefined,
@@ -207,8 +197,7 @@ class RateLimitCore {
         path,
       })
     }
-    if (this.shadow) return { kind: 'forward', lines, decision }
-    return { kind: 'deny', lines, decision }
+    return { kind: action === 'deny' ? 'deny' : 'forward', status, lines, decision }
   }
 }
 

@@ -35,7 +35,7 @@ function answer(core, verdict, req, res, next) {
     return
   }
   if (verdict.kind === 'unavailable') {
-    send(res, 503, unavailableBody())
+    send(res, verdict.status, unavailableBody())
     return
   }
   if (core.denyResponse !== undefined) {
@@ -46,7 +46,7 @@ function answer(core, verdict, req, res, next) {
     }
     return
   }
-  send(res, 429, problemBody(verdict.decision))
+  send(res, verdict.status, problemBody(verdict.decision))
 }
 
 function send(res, status, body) {

@@ -53,7 +53,7 @@ function answer(core, verdict, request, reply, next) {
   }
   // Answering from a callback hook: send, and do not call `next`.
   if (verdict.kind === 'unavailable') {
-    reply.code(503).type(PROBLEM_CONTENT_TYPE).send(unavailableBody())
+    reply.code(verdict.status).type(PROBLEM_CONTENT_TYPE).send(unavailableBody())
     return
   }
   if (core.denyResponse !== undefined) {
@@ -64,7 +64,7 @@ function answer(core, verdict, request, reply, next) {
     }
     return
   }
-  reply.code(429).type(PROBLEM_CONTENT_TYPE).send(problemBody(verdict.decision))
+  reply.code(verdict.status).type(PROBLEM_CONTENT_TYPE).send(problemBody(verdict.decision))
 }
 
 // What `fastify-plugin` sets: no encapsulation, and a name in Fastify's plugin tree.

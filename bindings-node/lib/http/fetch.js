@@ -50,10 +50,10 @@ function withRateLimit(handler, options) {
     }
     let verdict = core.decide(request, ctx, peer, request.headers.get(header), request.method, path)
     if (pending(verdict)) verdict = await verdict
-    if (verdict.kind === 'unavailable') return problem(503, unavailableBody(), [])
+    if (verdict.kind === 'unavailable') return problem(verdict.status, unavailableBody(), [])
     if (verdict.kind === 'deny') {
       if (core.denyResponse !== undefined) return withLines(await core.denyResponse(request, verdict.decision), verdict.lines)
-      return problem(429, problemBody(verdict.decision), verdict.lines)
+      return problem(verdict.status, problemBody(verdict.decision), verdict.lines)
     }
     return withLines(await handler(request, ...rest), verdict.lines)
   }

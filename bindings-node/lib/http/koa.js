@@ -24,9 +24,9 @@ function rateLimit(options) {
     const { lines } = verdict
     for (let i = 0; i < lines.length; i += 2) ctx.set(lines[i], lines[i + 1])
     if (verdict.kind === 'forward') return next()
-    if (verdict.kind === 'unavailable') return send(ctx, 503, unavailableBody())
+    if (verdict.kind === 'unavailable') return send(ctx, verdict.status, unavailableBody())
     if (core.denyResponse !== undefined) return core.denyResponse(ctx, verdict.decision)
-    return send(ctx, 429, problemBody(verdict.decision))
+    return send(ctx, verdict.status, problemBody(verdict.decision))
   }
 }
 

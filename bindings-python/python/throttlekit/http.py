@@ -1,18 +1,20 @@
 """The framework-neutral half of the HTTP middleware (``throttlekit.asgi``, ``throttlekit.fastapi``,
 ``throttlekit.wsgi``): the options, and what to do with one request's decision.
 
-Every header line, client key and problem body comes from the Rust core through the native
-module (``HttpLimiter``, ``ClientIdentity``); nothing here formats a field, parses an address or
-does arithmetic. The option names follow the Rust tower layer's (``docs/http.md``) in Python's
-spelling: ``key_func``, ``cost_func``, ``skip``, the header options (``family``, ``policy_name``,
-``partition_key_secret``), the client identity options (``trusted_proxies``, ``ipv6_prefix``,
-``forwarded_header``), ``fail_policy``, ``shadow``, ``on_limited`` and ``deny_response``.
+Every header line, client key, status and problem body comes from the Rust core through the
+native module (``HttpLimiter``, ``ClientIdentity``): core's HTTP edge settles each check into an
+outcome (forward, shadow, deny 429; an unavailable store is raised and answered 503 by
+``failed``), and nothing here formats a field, parses an address, does arithmetic or decides
+what a fail policy or shadow mode means. The option names follow the Rust tower layer's
+(``docs/http.md``) in Python's spelling: ``key_func``, ``cost_func``, ``skip``, the header
+options (``family``, ``policy_name``, ``partition_key_secret``), the client identity options
+(``trusted_proxies``, ``ipv6_prefix``, ``forwarded_header``), ``fail_policy``, ``shadow``,
+``on_limited`` and ``deny_response``.
 """
 
 from __future__ import annotations
 
 import inspect
-import json
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from typing import Any, Callable, Generic, Literal, Optional, TypeVar, Union
@@ -24,7 +26,7 @@ from throttlekit._throttlekit import (
     HttpLimiter,
     MultiDecision,
     MultiLimiter,
-    http_unavailable_body,
+    http_error_response,
 )
 from throttlekit._throttlekit import Limiter as _Limiter
 
@@ -89,11 +91,6 @@ class Verdict:
         return self.status == 0
 
 
-def _problem(status: int, title: str, detail: str) -> bytes:
-    return json.dumps({"type": "about:blank", "title": title, "status": status, "detail": detail},
-                      separators=(",", ":")).encode()
-
-
 class RateLimitOptions(Generic[Req]):
     """The middleware's options, validated once (bad ones raise ``ConfigInvalidError``).
 
@@ -131,16 +128,17 @@ class RateLimitOptions(Generic[Req]):
         on_limited: Optional[Callable[[LimitedEvent], Any]] = None,
         deny_response: Optional[Callable[[Union[Decision, MultiDecision]], Any]] = None,
     ) -> None:
+        if not isinstance(shadow, bool):
+            raise TypeError("shadow must be a bool")
         self.limiter = HttpLimiter(limiter, family=family, policy_name=policy_name,
-                                   partition_key_secret=partition_key_secret, fail_policy=fail_policy)
+                                   partition_key_secret=partition_key_secret, fail_policy=fail_policy,
+                                   shadow=shadow)
         self.identity = ClientIdentity(trusted_proxies=list(trusted_proxies), ipv6_prefix=ipv6_prefix,
                                        forwarded_header=forwarded_header)
         for name, f in (("key_func", key_func), ("cost_func", cost_func), ("skip", skip),
                         ("on_limited", on_limited), ("deny_response", deny_response)):
             if f is not None and not callable(f):
                 raise TypeError(f"{name} must be callable")
-        if not isinstance(shadow, bool):
-            raise TypeError("shadow must be a bool")
         self.key_func = key_func
         self.cost_func = cost_func
         self.skip = skip
@@ -149,27 +147,24 @@ class RateLimitOptions(Generic[Req]):
         self.deny_response = deny_response
 
     def verdict(self, result: HttpDecision, key: Union[str, list[str]], method: str, path: str) -> Verdict:
-        """Forward or deny, after telling ``on_limited`` about a denial."""
-        if result.allowed:
-            return Verdict(0, result.headers, result=result)
-        if self.on_limited is not None:
+        """What to do with a checked request, as core decided it (``result.action``, ``status``,
+        ``body``): tell ``on_limited`` about a denial (in shadow mode too), then forward, or
+        answer core's 429."""
+        if result.action != "forward" and self.on_limited is not None:
             decision = result.decision
             binding = decision.binding if isinstance(decision, MultiDecision) else None
             self.on_limited(LimitedEvent(key, decision, binding, self.shadow, method, path))
-        if self.shadow:
+        if result.status == 0:
             return Verdict(0, result.headers, result=result)
-        body = (result.problem or "").encode()
-        return Verdict(429, [("Content-Type", PROBLEM_CONTENT_TYPE), *result.headers], body, result)
+        headers = [("Content-Type", PROBLEM_CONTENT_TYPE), *result.headers]
+        return Verdict(result.status, headers, result.body, result)
 
     @staticmethod
     def failed(err: Exception) -> Verdict:
-        """The answer when no decision could be made: 503 when the store could not answer (the
-        fail policy was ``raise``), 500 when the key or cost was bad (``config_invalid``)."""
-        code = getattr(err, "code", "internal")
-        if code == "store_unavailable":
-            return Verdict(503, [("Content-Type", PROBLEM_CONTENT_TYPE)], http_unavailable_body().encode())
-        body = _problem(500, "Internal Server Error", f"rate limiter: {code}")
-        return Verdict(500, [("Content-Type", PROBLEM_CONTENT_TYPE)], body)
+        """The answer when no decision could be made, core's: 503 when the store could not answer
+        (the fail policy was ``raise``), 500 when the key or cost was bad (``config_invalid``)."""
+        status, body = http_error_response(getattr(err, "code", "internal"))
+        return Verdict(status, [("Content-Type", PROBLEM_CONTENT_TYPE)], body)
 
 
 async def resolve(value: MaybeAwaitable) -> Any:

@@ -6,18 +6,16 @@ A *limit* is written as Flask-Limiter and django-ratelimit users write it: ``"10
 (``"5/minute;100/day"``: every one applies, and a request counts against all of them only if
 all admit it, core's multi rule ``all``). A ``throttlekit.Strategy`` (or its spec dict) is
 taken as it is, for the strategies a count per period cannot describe (token bucket, quota).
-The string becomes core's strategy spec, so core validates it: a count of 0 is core's
-``config_invalid``. Months and years are not fixed durations: a ``quota`` strategy says what
-one means.
+Core reads the string (``Strategy.from_rates``, the same reader every language uses) and
+validates it: a count of 0 is core's ``config_invalid``. Months and years are not fixed
+durations: a ``quota`` strategy says what one means.
 
 Every decision and header line comes from core through ``throttlekit.http``'s flow
-(``RateLimitOptions.verdict``): nothing here formats a field or does arithmetic beyond turning
-a unit into milliseconds.
+(``RateLimitOptions.verdict``): nothing here formats a field or does arithmetic.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from typing import Any, Callable, Optional, Union
 
@@ -36,19 +34,9 @@ from throttlekit.wsgi import _FORWARDING
 __all__ = ["FLOW_OPTIONS", "STRATEGIES", "Rule", "build_limiter", "config_error", "flow_options", "methods_set",
            "parse_limits", "prefix_text", "store_from_uri", "strategy_name"]
 
-#: The strategy names a limit string may be read with, and core's spec kind for each. Token
+#: The strategy names a limit string may be read with (core's ``RateStrategy`` names). Token
 #: bucket and quota take other parameters than a count per period: pass a ``Strategy``.
-STRATEGIES = {
-    "gcra": "gcra",
-    "fixed-window": "fixedWindow",
-    "sliding-window": "slidingWindow",
-    "sliding-window-log": "slidingWindowLog",
-}
-
-_UNIT_MS = {"second": 1_000, "minute": 60_000, "hour": 3_600_000, "day": 86_400_000}
-_UNIT = {**{u: u for u in _UNIT_MS}, "s": "second", "sec": "second", "m": "minute", "min": "minute",
-         "h": "hour", "hr": "hour", "d": "day"}
-_ITEM = re.compile(r"^\s*(\d+)\s*(?:/|\s+per\s+)\s*(\d+)?\s*([a-z]+?)s?\s*$", re.IGNORECASE)
+STRATEGIES = ("gcra", "fixed-window", "sliding-window", "sliding-window-log")
 
 StrategyLike = Union[Strategy, dict[str, Any]]
 LimitSpec = Union[str, StrategyLike]
@@ -58,12 +46,6 @@ Store = Any  # a MemoryStore or a RedisStore
 def config_error(setting: str, message: str) -> ConfigInvalidError:
     """A ``config_invalid`` error that names the setting it is about."""
     return ConfigInvalidError(f"{setting}: {message}")
-
-
-def _spec(kind: str, count: int, period_ms: int) -> dict[str, Any]:
-    if kind == "gcra":
-        return {"kind": kind, "options": {"limit": count, "periodMs": period_ms, "burst": count}}
-    return {"kind": kind, "options": {"limit": count, "windowMs": period_ms}}
 
 
 def parse_limits(limit: LimitSpec, strategy: str = "gcra", setting: str = "limit") -> list[tuple[str, Strategy]]:
@@ -80,26 +62,13 @@ def parse_limits(limit: LimitSpec, strategy: str = "gcra", setting: str = "limit
             raise config_error(setting, str(err)) from err
     if not isinstance(limit, str):
         raise config_error(setting, f"a limit string such as \"10/second\" or a Strategy, not {type(limit).__name__}")
-    kind = STRATEGIES.get(strategy) if isinstance(strategy, str) else None
-    if kind is None:
-        raise config_error(setting, f"unknown strategy {strategy!r} for a limit string "
-                           f"(one of {', '.join(STRATEGIES)}; pass a Strategy for the others)")
-    items = [item for item in limit.split(";") if item.strip()]
-    if not items:
-        raise config_error(setting, "an empty limit")
-    limits = []
-    for item in items:
-        m = _ITEM.match(item)
-        unit = _UNIT.get(m.group(3).lower()) if m else None
-        if m is None or unit is None:
-            raise config_error(setting, f"{item.strip()!r} is not a limit such as \"10/second\", "
-                               "\"10 per second\" or \"1 per 5 minutes\" (second, minute, hour, day)")
-        count, periods = int(m.group(1)), int(m.group(2) or 1)
-        try:
-            limits.append((item.strip(), Strategy.from_dict(_spec(kind, count, periods * _UNIT_MS[unit]))))
-        except ThrottleKitError as err:
-            raise config_error(setting, f"{item.strip()!r}: {err}") from err
-    return limits
+    if not isinstance(strategy, str):
+        raise config_error(setting, f"a strategy name ({', '.join(STRATEGIES)}), not {type(strategy).__name__}")
+    try:
+        # Core reads the rates, so every language takes exactly the same strings.
+        return Strategy.from_rates(limit, strategy)
+    except ThrottleKitError as err:
+        raise config_error(setting, str(err)) from err
 
 
 def build_limiter(limits: Sequence[tuple[str, Strategy]], *, store: Store, prefix: str,

@@ -212,6 +212,14 @@ test "a multi limiter as one throttle: the block returns one key per dimension, 
   assert_eq '"user";r=0;t=30, "global";r=96;t=1', r.headers["RateLimit"]
 end
 
+test "rate: is read by core, as in every language" do
+  app = TK::Rack.new(Counted.new) { |tk| tk.throttle("ip", rate: "2 per minute") }
+  assert_eq [200, 200, 429], 3.times.map { get(app).status }
+  assert_eq '"default";q=2;w=60', get(app).headers["RateLimit-Policy"]
+  e = expect_code("config_invalid") { TK::Rack.new(Counted.new) { |tk| tk.throttle("ip", rate: "2/fortnight") } }
+  assert e.detail.include?("is not a rate"), e.detail
+end
+
 test "cost as a number or a block of the request" do
   clock = TK::ManualClock.new(0)
   app = TK::Rack.new(Counted.new) do |tk|

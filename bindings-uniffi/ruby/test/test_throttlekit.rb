@@ -457,5 +457,87 @@ else
   puts "note: TK_REDIS_SENTINEL_PW_URLS is not set; the passworded-sentinel test did not run"
 end
 
+# Every call counted once: N calls of fresh limiters, a multi limiter and a shaper down each
+# entry point (blocking and async checks, check_many, peeks, forecasts, the leased mode, multi
+# checks, reservations and schedules) move the counters by exactly N, on memory and on each
+# Redis the environment names (test.sh: one node, a cluster, Sentinel); on Redis each call is
+# timed.
+METRICS_N = 7
+
+def moved(m)
+  [m.allowed + m.denied, m.fallback_allowed + m.fallback_denied, m.peeks, m.forecasts, m.errors.values.sum]
+end
+
+def every_path_counts_once(store, tag)
+  timed = store ? METRICS_N : 0
+  strategy = TK::Strategy.gcra(4, 3_600_000.0, 4) # four an hour, bursts of 4: nothing refills meanwhile
+  prefix = "tk-ruby-metrics:#{Process.pid}:#{tag}"
+  limiter = lambda do |path, **extra|
+    TK::Limiter.new(strategy, TK::LimiterOptions.new(store: store, prefix: "#{prefix}:#{path}", metrics: true, **extra))
+  end
+  {
+    check_blocking: ->(l) { l.check_blocking("k") },
+    check: ->(l) { l.check("k") },
+    check_many_blocking: ->(l) { l.check_many_blocking(["k"]) },
+    check_many: ->(l) { l.check_many(["k"]) }
+  }.each do |name, call|
+    l = limiter.call(name)
+    METRICS_N.times { call.call(l) }
+    m = l.metrics
+    assert [m.allowed, m.denied] == [4, 3] && moved(m) == [METRICS_N, 0, 0, 0, 0], "#{tag} #{name}: #{m.inspect}"
+    assert m.latency_counts.sum == timed, "#{tag} #{name} timed: #{m.inspect}"
+  end
+  l = limiter.call(:reads)
+  METRICS_N.times do
+    l.peek_blocking("k")
+    l.peek("k")
+    l.forecast_blocking("k")
+    l.forecast("k")
+  end
+  m = l.metrics
+  assert moved(m) == [0, 0, 2 * METRICS_N, 2 * METRICS_N, 0] && m.latency_counts.sum == 4 * timed, "#{tag} reads: #{m.inspect}"
+  l = limiter.call(:leased, mode: "leased", lease: TK::LeaseOptions.new(batch: 2))
+  METRICS_N.times do
+    l.check_blocking("k")
+    l.check("k")
+  end
+  assert moved(l.metrics) == [2 * METRICS_N, 0, 0, 0, 0], "#{tag} leased: #{l.metrics.inspect}"
+  dims = [TK::Dimension.new(name: "a", strategy: strategy), TK::Dimension.new(name: "b", strategy: strategy)]
+  multi = TK::MultiLimiter.new(TK::Rule::ALL, dims, TK::MultiLimiterOptions.new(store: store, prefix: "#{prefix}:multi", metrics: true))
+  shaper = TK::Shaper.new(1000.0, 60_000.0, TK::ShaperOptions.new(store: store, prefix: "#{prefix}:shaper", metrics: true))
+  METRICS_N.times do
+    multi.check_blocking(%w[x y])
+    multi.check(%w[x y])
+    shaper.reserve_blocking("x")
+    shaper.reserve("x")
+    shaper.schedule_blocking("y")
+    shaper.schedule("y")
+  end
+  m = multi.metrics
+  assert [m.allowed, m.denied] == [4, 2 * METRICS_N - 4] && m.latency_counts.sum == 2 * timed, "#{tag} multi: #{m.inspect}"
+  m = shaper.metrics
+  assert moved(m) == [4 * METRICS_N, 0, 0, 0, 0] && m.latency_counts.sum == 4 * timed, "#{tag} shaper: #{m.inspect}"
+end
+
+test "metrics: every path counts each call once on memory" do
+  every_path_counts_once(nil, "memory")
+end
+
+[
+  ["one node", ARGV[0], {}],
+  ["a cluster", ENV.fetch("TK_REDIS_CLUSTER_URLS", nil), { mode: "cluster" }],
+  ["Sentinel", ENV.fetch("TK_REDIS_SENTINEL_URLS", nil), { mode: "sentinel", service_name: "tkmain" }]
+].each do |name, urls, options|
+  if urls.nil? || urls.empty?
+    puts "note: no URLs for #{name}; its metrics test did not run"
+    next
+  end
+  test "metrics: every path counts each call once on #{name}" do
+    store = TK::RedisStore.connect(urls, TK::RedisStoreOptions.new(timeout_ms: 5000, **options))
+    every_path_counts_once(TK::Store::REDIS.new(store: store), name.delete(" "))
+    store.disconnect_blocking
+  end
+end
+
 puts "#{$passed} passed, #{$failed} failed"
 exit($failed.zero? ? 0 : 1)

@@ -51,11 +51,7 @@ pub struct Case {
 
 /// Whether `text` is an HTTP vectors file (its top level has `"format": "throttlekit-http/1"`).
 pub fn is_http_vectors(text: &str) -> bool {
-    #[derive(Deserialize)]
-    struct Probe {
-        format: Option<String>,
-    }
-    serde_json::from_str::<Probe>(text).ok().and_then(|p| p.format).as_deref() == Some(FORMAT)
+    crate::conformance::file_format(text).as_deref() == Some(FORMAT)
 }
 
 /// Parses an HTTP vectors file strictly.

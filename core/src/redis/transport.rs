@@ -71,6 +71,7 @@ pub struct PreparedCall {
 /// the time it carried before. The core makes it; a transport only hands it back.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Ticket {
+    op: Op,
     now: Now,
     counted: Option<u64>,
 }
@@ -78,10 +79,16 @@ pub struct Ticket {
 impl Ticket {
     /// A ticket from what [`Ticket::now`] and [`Ticket::counted`] gave (a transport that keeps
     /// them as plain numbers). A ticket that is not its call's can only make the reply
-    /// unreadable (`store_unavailable`), or, with another cost, mis-decode a count reply: hand
-    /// back exactly what was given.
-    pub fn new(now: Now, counted: Option<u64>) -> Ticket {
-        Ticket { now, counted }
+    /// unreadable (`store_unavailable`), or, with another cost, mis-decode a count reply, or,
+    /// with another op, count the decision as another kind of call in the limiter's metrics:
+    /// hand back exactly what was given.
+    pub fn new(op: Op, now: Now, counted: Option<u64>) -> Ticket {
+        Ticket { op, now, counted }
+    }
+
+    /// What the call does: its decision is counted as that (a check, a peek or a forecast).
+    pub fn op(&self) -> Op {
+        self.op
     }
 
     /// The time the call was prepared at.
@@ -120,7 +127,7 @@ impl PreparedCall {
     /// What [`Limiter::finish_ticket`] needs of a single-key call (check, peek or forecast) to
     /// finish it without the call itself.
     pub fn ticket(&self) -> Ticket {
-        Ticket { now: self.now, counted: call::counted_cost(&self.call) }
+        Ticket { op: self.op, now: self.now, counted: call::counted_cost(&self.call) }
     }
 
     /// A single-key call of any transform ([`crate::Shaper::prepare`]).
@@ -391,37 +398,40 @@ impl Limiter {
 
     /// [`Limiter::prepare`] at an explicit time (several calls at one clock read, as
     /// [`Limiter::check_many`] makes them).
+    ///
+    /// The limiter's own entry checks (`Limiter::admit`: cost, time, key length) refuse the
+    /// calls its store path refuses, with the same error, which is then the call's outcome and
+    /// counted as such in its metrics (the call goes no further: no finish follows). A
+    /// transport that prepares a call again to resend it (after `NOSCRIPT`, or a redirect)
+    /// passes what succeeded the first time, so it counts nothing.
     pub fn prepare_at(&self, op: Op, key: &str, cost: u64, now: Now) -> Result<PreparedCall> {
-        // The one key-length rule of every store (`key::check_length`), here too: a call
-        // prepared for another transport must be refused exactly where the store's own path is.
-        self.check_key_length(key)?;
         let strategy = self.strategy();
         let transform = match op {
-            Op::Check => {
-                validate::cost(cost)?;
-                Transform::Check { strategy, cost }
-            }
-            Op::Forecast => {
-                validate::cost(cost)?;
-                Transform::Forecast { strategy, cost }
-            }
+            Op::Check => Transform::Check { strategy, cost },
+            Op::Forecast => Transform::Forecast { strategy, cost },
             Op::Peek => Transform::Peek { strategy },
         };
-        Ok(PreparedCall { call: call::single(&self.full_key(key), now, &transform), op, now })
+        match self.admit(key, now, &transform) {
+            Ok(()) => Ok(PreparedCall { call: call::single(&self.full_key(key), now, &transform), op, now }),
+            Err(e) => Err(self.observe_error(e)),
+        }
     }
 
-    /// One check per key, all at one clock read, as [`Limiter::check_many`] sends them.
+    /// One check per key, all at one clock read, as [`Limiter::check_many`] sends them (a bad
+    /// cost is one error, as there).
     pub fn prepare_many(&self, keys: &[&str], cost: u64) -> Result<Vec<PreparedCall>> {
-        validate::cost(cost)?;
+        validate::cost(cost).map_err(|e| self.observe_error(e))?;
         let now = self.now();
         keys.iter().map(|k| self.prepare_at(Op::Check, k, cost, now)).collect()
     }
 
     /// The decision for a prepared call from its transport's outcome: the reply frame, or the
     /// transport's error. A `store_unavailable` (the transport's, a server error, a malformed
-    /// reply) goes through the fail policy, as on the store's own path.
+    /// reply) goes through the fail policy, as on the store's own path. Counted in the
+    /// limiter's metrics as its op, once, as on the store's own path (not timed: the core does
+    /// not see when the bytes left).
     pub fn finish(&self, call: &PreparedCall, reply: Result<&[u8]>) -> Result<Decision> {
-        self.decide(&call.call, call.now, reply)
+        self.decide(call.op, &call.call, call.now, reply)
     }
 
     /// [`Limiter::finish`] for a single-key call (check, peek or forecast: each runs the
@@ -429,13 +439,24 @@ impl Limiter {
     /// [`PreparedCall::ticket`], so that a transport need not keep the prepared call while its
     /// reply is on the way.
     pub fn finish_ticket(&self, ticket: Ticket, reply: Result<&[u8]>) -> Result<Decision> {
-        self.decide(&call::decision_call(self.strategy(), ticket.now, ticket.counted), ticket.now, reply)
+        let call = call::decision_call(self.strategy(), ticket.now, ticket.counted);
+        self.decide(ticket.op, &call, ticket.now, reply)
     }
 
-    fn decide(&self, call: &ScriptCall, now: Now, reply: Result<&[u8]>) -> Result<Decision> {
-        match outcome(call, reply).and_then(single).and_then(|r| r.decision()) {
+    fn decide(&self, op: Op, call: &ScriptCall, now: Now, reply: Result<&[u8]>) -> Result<Decision> {
+        let result = match outcome(call, reply).and_then(single).and_then(|r| r.decision()) {
             Ok(d) => Ok(d),
             Err(e) => self.fail_policy().fallback(e, self.strategy().limit(), now.fallback_ms(&**self.clock())),
+        };
+        self.observe_op(op, result)
+    }
+
+    /// Counts `result` as `op`'s outcome (metrics on): a check's, a peek's or a forecast's.
+    fn observe_op(&self, op: Op, result: Result<Decision>) -> Result<Decision> {
+        match op {
+            Op::Check => self.observe(result),
+            Op::Peek => self.observe_read(result, false),
+            Op::Forecast => self.observe_read(result, true),
         }
     }
 }

@@ -56,13 +56,13 @@ module Throttlekit
       end
 
       # Limits the requests for which the block returns a key (all of them without a block,
-      # keyed by client IP) to `limit` per `period` seconds, bursts of `limit` (GCRA), or by
-      # any `strategy:` (a Throttlekit::Strategy), or through a ready `limiter:` (its own
-      # store, prefix, mode). A block returning nil or false leaves the request to the other
+      # keyed by client IP) to `limit` per `period` seconds, bursts of `limit` (GCRA), or to a
+      # `rate:` as core reads it ("10/second", "1 per 5 minutes"), or by any `strategy:` (a
+      # Throttlekit::Strategy), or through a ready `limiter:` (its own store, prefix, mode). A block returning nil or false leaves the request to the other
       # rules. `cost:` is a number or a block of the request.
-      def throttle(name, limit: nil, period: nil, strategy: nil, limiter: nil, cost: 1, &key_block)
-        @throttles << { name: name.to_s, limit: limit, period: period, strategy: strategy, limiter: limiter,
-                        cost: cost, key_block: key_block }
+      def throttle(name, limit: nil, period: nil, rate: nil, strategy: nil, limiter: nil, cost: 1, &key_block)
+        @throttles << { name: name.to_s, limit: limit, period: period, rate: rate, strategy: strategy,
+                        limiter: limiter, cost: cost, key_block: key_block }
       end
 
       # Requests for which the block is true skip every throttle (and get no fields).
@@ -200,10 +200,11 @@ module Throttlekit
 
     def strategy_of(spec)
       return spec[:strategy] if spec[:strategy]
+      return Strategy.from_rate(spec[:rate].to_s, nil) if spec[:rate]
 
       limit, period = spec[:limit], spec[:period]
       unless limit.is_a?(Integer) && period.respond_to?(:to_i)
-        invalid("throttle #{spec[:name].inspect}", "needs limit: (an Integer) and period: (seconds), or strategy:")
+        invalid("throttle #{spec[:name].inspect}", "needs limit: (an Integer) and period: (seconds), rate:, or strategy:")
       end
       # period is whole seconds (rack-attack's unit, ActiveSupport durations included).
       Strategy.gcra(limit, period.to_i * 1000.0, limit)

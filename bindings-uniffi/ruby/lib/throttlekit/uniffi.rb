@@ -2814,6 +2814,10 @@ module UniFFILib
     [RustBuffer.by_value, RustCallStatus.by_ref],
     :uint64
   
+  attach_function :uniffi_throttlekit_uniffi_fn_constructor_strategy_from_rate,
+    [RustBuffer.by_value, RustBuffer.by_value, RustCallStatus.by_ref],
+    :uint64
+  
   attach_function :uniffi_throttlekit_uniffi_fn_constructor_strategy_gcra,
     [:int64, :double, RustBuffer.by_value, RustCallStatus.by_ref],
     :uint64
@@ -3331,6 +3335,10 @@ module UniFFILib
     :uint16
   
   attach_function :uniffi_throttlekit_uniffi_checksum_constructor_strategy_from_json,
+    [],
+    :uint16
+  
+  attach_function :uniffi_throttlekit_uniffi_checksum_constructor_strategy_from_rate,
     [],
     :uint16
   
@@ -5017,6 +5025,17 @@ end
     # Lightly yucky way to bypass the usual "initialize" logic
     # and just create a new instance with the required handle.
     return uniffi_allocate(::Throttlekit.rust_call_with_error(ThrottleKitError,:uniffi_throttlekit_uniffi_fn_constructor_strategy_from_json,RustBuffer.alloc_from_string(json)))
+  end
+  
+  def self.from_rate(text, strategy = nil)
+        text = ::Throttlekit::uniffi_utf8(text)
+        
+        strategy = (strategy ? ::Throttlekit::uniffi_utf8(strategy) : nil)
+        RustBuffer.check_lower_Optionalstring(strategy)
+    # Call the (fallible) function before creating any half-baked object instances.
+    # Lightly yucky way to bypass the usual "initialize" logic
+    # and just create a new instance with the required handle.
+    return uniffi_allocate(::Throttlekit.rust_call_with_error(ThrottleKitError,:uniffi_throttlekit_uniffi_fn_constructor_strategy_from_rate,RustBuffer.alloc_from_string(text),RustBuffer.alloc_from_Optionalstring(strategy)))
   end
   
   def self.gcra(limit, period_ms, burst)

@@ -1,0 +1,230 @@
+//! The adaptive limiter's API: bad input, permits (double release, leaks, guards), waiting in
+//! FIFO and LIFO order, partitions, and in-flight never above the limit under 8 threads.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::time::Duration;
+
+use throttlekit::ErrorCode;
+use throttlekit::concurrency::{
+    AdaptiveConfig, AdaptiveLimiter, Admission, AlgorithmKind, Outcome, PartitionConfig, QueueOrder, VirtualClock,
+};
+
+fn fixed(limit: i64) -> AdaptiveConfig {
+    AdaptiveConfig { initial_limit: Some(limit), ..AdaptiveConfig::new(AlgorithmKind::Fixed) }
+}
+
+fn config_error(config: &str) -> String {
+    let parsed = AdaptiveConfig::from_json(config).expect("parses");
+    let e = AdaptiveLimiter::new(parsed).expect_err("invalid");
+    assert_eq!(e.code(), ErrorCode::ConfigInvalid, "{e}");
+    e.message().to_string()
+}
+
+#[test]
+fn bad_input_is_config_invalid_naming_the_field() {
+    assert!(config_error(r#"{"initialLimit": 0}"#).starts_with("initialLimit"));
+    assert!(config_error(r#"{"initialLimit": -3}"#).starts_with("initialLimit"));
+    assert!(config_error(r#"{"minLimit": 0}"#).starts_with("minLimit"));
+    assert!(config_error(r#"{"maxLimit": -1}"#).starts_with("maxLimit"));
+    assert!(config_error(r#"{"minLimit": 50, "maxLimit": 10}"#).starts_with("minLimit"));
+    assert!(config_error(r#"{"percentile": 0}"#).starts_with("percentile"));
+    assert!(config_error(r#"{"minRttUs": -1}"#).starts_with("minRttUs"));
+    assert!(config_error(r#"{"algorithm": "aimd", "backoff": 1.5}"#).starts_with("backoff"));
+    assert!(config_error(r#"{"algorithm": "vegas", "alpha": 5, "beta": 2}"#).starts_with("beta"));
+    assert!(config_error(r#"{"algorithm": "gradient2", "alpha": 5}"#).starts_with("alpha"));
+    assert!(config_error(r#"{"algorithm": "fixed", "tolerance": 2}"#).starts_with("tolerance"));
+    let over = r#"{"partitions": [{"name": "live", "percent": 90}, {"name": "batch", "percent": 20}]}"#;
+    assert!(config_error(over).starts_with("partitions"));
+    assert!(config_error(r#"{"partitions": [{"name": "a", "percent": -5}]}"#).starts_with("partitions[0].percent"));
+    assert!(
+        config_error(r#"{"partitions": [{"name": "a", "percent": 5}, {"name": "a", "percent": 5}]}"#)
+            .starts_with("partitions[1].name")
+    );
+    // Unknown fields and unknown algorithms are rejected by the parser, with the same code.
+    for bad in [r#"{"limit": 5}"#, r#"{"algorithm": "bbr"}"#] {
+        assert_eq!(AdaptiveConfig::from_json(bad).expect_err("strict").code(), ErrorCode::ConfigInvalid);
+    }
+
+    let limiter = AdaptiveLimiter::new(AdaptiveConfig::default()).expect("valid");
+    let e = limiter.try_acquire(Some("nope")).expect_err("unknown partition");
+    assert_eq!(e.code(), ErrorCode::ConfigInvalid);
+    assert!(e.message().starts_with("partition"));
+    let mut permit = limiter.try_acquire(None).expect("ok").permit().expect("granted");
+    let e = permit.release_with_rtt_ns(Outcome::Success, -1).expect_err("negative rtt");
+    assert_eq!((e.code(), e.message().starts_with("rtt")), (ErrorCode::ConfigInvalid, true));
+    assert!(!permit.is_released(), "a refused release leaves the permit held");
+    assert_eq!(Outcome::parse("timeout").expect_err("unknown").code(), ErrorCode::ConfigInvalid);
+}
+
+#[test]
+fn a_full_limit_rejects_with_the_limit_and_the_inflight_count() {
+    let limiter = AdaptiveLimiter::new(fixed(2)).expect("valid");
+    let a = limiter.try_acquire(None).expect("ok").permit().expect("granted");
+    let _b = limiter.try_acquire(None).expect("ok").permit().expect("granted");
+    match limiter.try_acquire(None).expect("ok") {
+        Admission::Rejected(r) => {
+            assert_eq!((r.limit, r.inflight), (2, 2));
+            assert_eq!(r.retry_after_secs(), 1, "no window yet: a one-second hint");
+        }
+        Admission::Granted(_) => panic!("over the limit"),
+    }
+    drop(a);
+    assert!(limiter.try_acquire(None).expect("ok").permit().is_some(), "the freed slot is available");
+}
+
+#[test]
+fn releasing_twice_is_harmless_and_a_dropped_permit_counts_as_leaked() {
+    let limiter = AdaptiveLimiter::new(fixed(5)).expect("valid");
+    let mut p = limiter.try_acquire(None).expect("ok").permit().expect("granted");
+    assert!(p.release(Outcome::Success));
+    assert!(!p.release(Outcome::Dropped), "second release does nothing");
+    assert_eq!(p.release_with_rtt_ns(Outcome::Success, 5), Ok(false));
+    drop(p);
+    let leaked = limiter.try_acquire(None).expect("ok").permit().expect("granted");
+    drop(leaked);
+    let guarded = limiter.try_acquire(None).expect("ok").permit().expect("granted").guard();
+    drop(guarded);
+    limiter.try_acquire(None).expect("ok").permit().expect("granted").guard().dropped();
+    let m = limiter.metrics();
+    assert_eq!((m.inflight, m.acquired, m.succeeded, m.dropped), (0, 4, 1, 1));
+    assert_eq!((m.ignored, m.leaked), (2, 1), "the bare permit leaked; the guard's drop is an ignore");
+}
+
+#[test]
+fn round_trips_are_measured_on_the_injected_clock_and_short_ones_are_ignored() {
+    let clock = VirtualClock::new(0);
+    let config = AdaptiveConfig {
+        window_min_samples: Some(1),
+        initial_limit: Some(1),
+        max_limit: Some(1),
+        ..AdaptiveConfig::new(AlgorithmKind::Gradient2)
+    };
+    let limiter = AdaptiveLimiter::with_clock(config, Arc::new(clock.clone())).expect("valid");
+    for rtt_ms in [10, 10, 10] {
+        let mut p = limiter.try_acquire(None).expect("ok").permit().expect("granted");
+        clock.advance(rtt_ms * 1_000_000);
+        p.release(Outcome::Success);
+    }
+    let mut p = limiter.try_acquire(None).expect("ok").permit().expect("granted");
+    p.release_with_rtt_ns(Outcome::Success, 50_000).expect("valid"); // 50 µs < minRttUs 100
+    let m = limiter.metrics();
+    assert_eq!(m.short_rtts, 1);
+    assert_eq!(m.windows, 3, "one-sample windows; the short sample made none");
+    assert_eq!(m.baseline_rtt_us, 10_000, "the first window is skipped, the next ones are 10 ms");
+}
+
+#[test]
+fn waiters_are_served_fifo_or_lifo() {
+    for (order, expected) in [(QueueOrder::Fifo, [0, 1, 2]), (QueueOrder::Lifo, [2, 1, 0])] {
+        let limiter = AdaptiveLimiter::new(AdaptiveConfig { order, ..fixed(1) }).expect("valid");
+        let mut holder = limiter.try_acquire(None).expect("ok").permit().expect("granted");
+        let served = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let mut threads = Vec::new();
+        for i in 0..3 {
+            let (l, served) = (limiter.clone(), served.clone());
+            threads.push(std::thread::spawn(move || {
+                let mut p = l.acquire_blocking(None, Duration::from_secs(30)).expect("ok").permit().expect("granted");
+                served.lock().unwrap().push(i);
+                p.release(Outcome::Success);
+            }));
+            // Queue them in order: wait until this one is waiting.
+            while limiter.metrics().waiting < i + 1 {
+                std::thread::yield_now();
+            }
+        }
+        holder.release(Outcome::Success);
+        for t in threads {
+            t.join().unwrap();
+        }
+        assert_eq!(*served.lock().unwrap(), expected, "{order:?}");
+    }
+}
+
+#[tokio::test]
+async fn an_async_wait_times_out_with_a_rejection_and_leaves_the_queue() {
+    let limiter = AdaptiveLimiter::new(fixed(1)).expect("valid");
+    let mut held = limiter.try_acquire(None).expect("ok").permit().expect("granted");
+    match limiter.acquire(None, Duration::from_millis(20)).await.expect("ok") {
+        Admission::Rejected(r) => assert_eq!((r.limit, r.inflight), (1, 1)),
+        Admission::Granted(_) => panic!("the limit is full"),
+    }
+    assert_eq!(limiter.metrics().waiting, 0);
+    let l = limiter.clone();
+    let waiter = tokio::spawn(async move { l.acquire(None, Duration::from_secs(30)).await });
+    while limiter.metrics().waiting == 0 {
+        tokio::task::yield_now().await;
+    }
+    held.release(Outcome::Success);
+    let mut p = waiter.await.unwrap().expect("ok").permit().expect("handed the freed permit");
+    assert_eq!(limiter.inflight(), 1);
+    p.release(Outcome::Success);
+}
+
+#[test]
+fn partitions_keep_their_share_only_when_the_limit_is_full() {
+    let parts = vec![
+        PartitionConfig { name: "live".into(), percent: 80.0 },
+        PartitionConfig { name: "batch".into(), percent: 20.0 },
+    ];
+    let limiter = AdaptiveLimiter::new(AdaptiveConfig { partitions: parts, ..fixed(10) }).expect("valid");
+    // Only batch asks: it may use the whole limit.
+    let mut batch: Vec<_> =
+        (0..10).map(|_| limiter.try_acquire(Some("batch")).expect("ok").permit().expect("granted")).collect();
+    assert!(limiter.try_acquire(Some("batch")).expect("ok").permit().is_none());
+    // Live arrives (refused: the limit is full), then each slot batch frees goes to live.
+    assert!(limiter.try_acquire(Some("live")).expect("ok").permit().is_none());
+    let mut live = Vec::new();
+    for _ in 0..8 {
+        batch.pop().unwrap().release(Outcome::Success);
+        assert!(limiter.try_acquire(Some("batch")).expect("ok").permit().is_none(), "batch is over its share");
+        live.push(limiter.try_acquire(Some("live")).expect("ok").permit().expect("live is under its share"));
+    }
+    assert_eq!(limiter.metrics().partitions, vec![("live".to_string(), 8), ("batch".to_string(), 2)]);
+}
+
+#[test]
+fn inflight_never_exceeds_the_limit_under_8_threads() {
+    // A limit that moves (gradient2 on one-sample windows, round trips of varying length) while
+    // 8 threads acquire and release as fast as they can; a waiter path runs too.
+    let config = AdaptiveConfig { window_min_samples: Some(1), min_rtt_us: Some(0), ..AdaptiveConfig::default() };
+    let limiter = AdaptiveLimiter::new(config).expect("valid");
+    let held = Arc::new(AtomicU32::new(0));
+    let violated = Arc::new(AtomicBool::new(false));
+    let threads: Vec<_> = (0..8u32)
+        .map(|t| {
+            let (limiter, held, violated) = (limiter.clone(), held.clone(), violated.clone());
+            std::thread::spawn(move || {
+                let mut rng = u64::from(t) + 1;
+                for i in 0..20_000u32 {
+                    rng ^= rng << 13;
+                    rng ^= rng >> 7;
+                    rng ^= rng << 17;
+                    let admission = if i % 64 == 0 {
+                        limiter.acquire_blocking(None, Duration::from_millis(1)).expect("ok")
+                    } else {
+                        limiter.try_acquire(None).expect("ok")
+                    };
+                    if let Admission::Granted(mut p) = admission {
+                        // Our own count of permits held never exceeds the largest limit.
+                        let now = held.fetch_add(1, Ordering::SeqCst) + 1;
+                        let m = limiter.metrics();
+                        if m.inflight > m.limit || now > 1000 {
+                            violated.store(true, Ordering::SeqCst);
+                        }
+                        held.fetch_sub(1, Ordering::SeqCst);
+                        let outcome = if rng % 10 == 0 { Outcome::Dropped } else { Outcome::Success };
+                        p.release_with_rtt_ns(outcome, (rng % 5_000_000) as i64).expect("valid");
+                    }
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    assert!(!violated.load(Ordering::SeqCst), "in-flight exceeded the limit");
+    let m = limiter.metrics();
+    assert_eq!(m.inflight, 0);
+    assert!(m.windows > 1000, "the limit moved while the threads ran ({} windows)", m.windows);
+}
