@@ -127,13 +127,23 @@ TK_REDIS_URL="$URL_C" "$WORK/test_throttlekit_static" | tail -1
 # the multi limiter's modes.
 TK_REDIS_URL="$URL_C" "${VALGRIND[@]}" "$WORK/test_lease"
 
+# readme_program LINE_RE NAME SYMBOL: the first C block of README.md after the line matching
+# LINE_RE, compiled from the installed library to $WORK/NAME; SYMBOL proves it is the right one.
+readme_program() {
+    awk -v start="$1" '$0 ~ start {grab=1; next} grab && /^```c$/{on=1; next} on && /^```$/{exit} on' \
+        "$HERE/README.md" >"$WORK/$2.c"
+    grep -q "$3" "$WORK/$2.c" || { echo "README.md lost its $2 program (no $3)" >&2; exit 1; }
+    # shellcheck disable=SC2046
+    gcc $CFLAGS $(pkg-config --cflags throttlekit) "$WORK/$2.c" $(pkg-config --libs throttlekit) \
+        -Wl,-rpath,"$LIBDIR" -o "$WORK/$2"
+}
+
+step "the README's C quick start (the root README shows an excerpt of it) compiles and runs"
+readme_program '^## C quick start' quick tk_limiter_check
+"${VALGRIND[@]}" "$WORK/quick" || { echo "the C quick start exited with $?" >&2; exit 1; }
+
 step "the README's connecting example, against the cluster and the TLS server"
-awk '/^<!-- test.sh compiles and runs this program/{grab=1; next} grab && /^```c$/{on=1; next} on && /^```$/{exit} on' \
-    "$HERE/README.md" >"$WORK/connect.c"
-grep -q tk_store_redis_connect_with "$WORK/connect.c" || { echo "README.md lost its connecting example" >&2; exit 1; }
-# shellcheck disable=SC2046
-gcc $CFLAGS $(pkg-config --cflags throttlekit) "$WORK/connect.c" $(pkg-config --libs throttlekit) \
-    -Wl,-rpath,"$LIBDIR" -o "$WORK/connect"
+readme_program '^<!-- test.sh compiles and runs this program' connect tk_store_redis_connect_with
 GOT=$("$WORK/connect" "$CLUSTER_URLS" "$TLS_URL" "$TLS_DIR/ca.crt")
 [ "$GOT" = $'cluster allowed\ntls allowed' ] || { echo "the connecting example printed: $GOT" >&2; exit 1; }
 

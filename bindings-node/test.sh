@@ -23,7 +23,9 @@ command -v openssl >/dev/null || apt_install openssl
 command -v cargo >/dev/null || { echo "cargo is required (https://rustup.rs)" >&2; exit 1; }
 
 cd "$PKG"
-# `npm install`, not `npm ci` (BUILDING.md, pitfall 5). Scripts are skipped: the install hook
+# `npm install`, not `npm ci`: the registry serves older versions of some of @napi-rs/lzma's
+# platform packages than it lists, so npm leaves them out of the lock and `npm ci` fails on
+# them; `npm install` respects the lock. Scripts are skipped: the install hook
 # would build a release addon, and the tests want the debug build below.
 npm install --no-audit --no-fund --loglevel=error --ignore-scripts
 

@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
-# Formatting, clippy and rustdoc (warnings are errors) over the whole workspace.
+# The docs first (every link and doc path inside the repository; the README's quick starts each an
+# excerpt of code a suite runs), then formatting, clippy and rustdoc (warnings are errors) over the
+# whole workspace.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+scripts/check-links.py
+scripts/check-readme.py
 cargo fmt --all --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 # The docs: a broken or private intra-doc link is an error. Seconds after clippy, whose

@@ -55,6 +55,7 @@ suite "core metrics facade" cargo test -p throttlekit --locked --features metric
 suite "vectors (CLI, memory)" bash -c 'cargo run -q -p throttlekit-cli --locked -- conformance conformance-vectors/*.json | tail -n 4'
 suite "vectors (CLI, adaptive concurrency)" bash -c 'set -o pipefail; cargo run -q -p throttlekit-cli --locked -- conformance conformance-vectors/adaptive/*.json | tail -n 2'
 suite "http vectors (CLI)" bash -c 'set -o pipefail; cargo run -q -p throttlekit-cli --locked -- conformance conformance-vectors/http/*.json | tail -n 2'
+suite "demo (the README's table and docs/throttlekit-demo.svg are its output)" scripts/check-demo.sh
 suite "tower layer" cargo test -p throttlekit-tower --locked
 suite "http black-box (rust-axum)" tests/http-blackbox.sh rust-axum
 suite "http black-box (go-nethttp)" tests/http-blackbox.sh go-nethttp

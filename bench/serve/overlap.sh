@@ -3,8 +3,8 @@
 # `throttlekit serve` (64 streams over CONNS connections, one descriptor), printing the busiest
 # gRPC thread's share of the run spent running and waiting for a CPU
 # (/proc/<pid>/task/<tid>/schedstat), Redis's, the requests per second, and the CPU µs per
-# request of serve, Redis and h2load. docs/serve.md, "Redis at 64 streams: the three processes
-# took turns", is what it was made for.
+# request of serve, Redis and h2load. It was made for the round "Redis at 64 streams: the three
+# processes took turns" (docs/bench-history.md lists it); docs/serve.md, "Where the time goes".
 #
 #   bench/serve/overlap.sh [BIN] [SECONDS] [CONNS]      (BIN: target/release/throttlekit)
 #

@@ -75,7 +75,7 @@ echo "machine: $cores cores ($(sed -n 's/^model name\s*: //p' /proc/cpuinfo | he
 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 # A process's context switches, summed over its threads: "voluntary involuntary". At one stream
-# they tell where serve's CPU went (docs/serve.md, "One stream on memory"): ~1 voluntary switch
+# they tell where serve's CPU went (docs/serve.md, "Where the time goes"): ~1 voluntary switch
 # per request means serve's thread slept and was woken each time (the generator ran on the other
 # vCPU: a wake-up of an idle vCPU, dear on this VM); involuntary ones mean the generator ran on
 # serve's vCPU and preempted it.
@@ -233,7 +233,7 @@ if [[ " $STORES " == *" memory "* ]]; then
   run_matrix memory | tee "$WORK/rows"
   # One stream, one descriptor, with the generator pinned to the other vCPU (apart) or to the
   # server's (together): where the scheduler puts the generator decides the one-stream rows' CPU
-  # per request on this VM (docs/serve.md, "One stream on memory"), so both are measured, for
+  # per request on this VM (docs/serve.md, "Where the time goes"), so both are measured, for
   # serve and for the empty service, whatever the machine's load picks above.
   if [[ " $GENS " == *" h2load "* ]] && [ "$cores" -ge 2 ]; then
     for placement in apart together; do

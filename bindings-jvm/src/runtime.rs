@@ -9,8 +9,8 @@
 //! batch of replies provokes all reach the connection's channel before its driver runs again,
 //! and go to Redis in one `writev`. With a task per call (or per chain of calls), the driver,
 //! woken into the worker's LIFO slot by the first request, ran between every two tasks and wrote
-//! ~2.5-5.5 requests a `writev` against Redis's ~26 replies a read (`docs/bench-jvm.md`, the
-//! round of 20:55 UTC). A call Java starts from any other thread goes to a hub's inbox (a
+//! ~2.5-5.5 requests a `writev` against Redis's ~26 replies a read (the round of 2026-11-26
+//! 20:55 UTC, listed in docs/bench-history.md). A call Java starts from any other thread goes to a hub's inbox (a
 //! mutex-guarded `Vec` and a waker: one push and at most one wake-up of the hub, never a wait).
 //!
 //! A hub runs at most [`TURN`] completions a turn, then yields, so that a chain of calls that all

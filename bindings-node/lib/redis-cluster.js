@@ -51,7 +51,7 @@ class ClusterTransport {
    * Each tick's calls spread over every master, so flushing per tick sent each master a third
    * of one socket's replies, several times per wake-up: each server woke for about 7-8 calls
    * (against 13-30 on one server) and the servers' CPU per call rose by half or more
-   * (docs/bench-bindings.md, "Cluster calls leave once per turn"). Flushed per turn, each master
+   * (the round "Cluster calls leave once per turn", listed in docs/bench-history.md). Flushed per turn, each master
    * gets one `writev` with everything the wake-up released for it.
    */
   flushLater(t, s) {

@@ -3,7 +3,7 @@
 //
 // Why not `napi build`: the napi CLI always passes `--target <triple>`, which builds into
 // target/<triple>/ and shares no compiled dependency with the workspace's `cargo build` and
-// `cargo test` (BUILDING.md, pitfall 6). We build like the rest of the workspace and ask
+// `cargo test` (tokio and the rest built a second time: +30-55 s cold). We build like the rest of the workspace and ask
 // napi-derive for its type definitions (NAPI_TYPE_DEF_TMP_FOLDER), which the CLI's own
 // `generateTypeDef` turns into index.d.ts exactly as `napi build` would.
 //

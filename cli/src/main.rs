@@ -13,7 +13,7 @@ mod demo;
 
 /// jemalloc, not glibc's malloc: `serve` allocates and frees dozens of small buffers and boxed
 /// futures per request, and jemalloc's thread caches take ~10% off its CPU per request on Redis
-/// at 64 streams (docs/serve.md, "serve's CPU per request (2026-11-27)").
+/// at 64 streams (docs/serve.md, "Where the time goes").
 #[cfg(not(target_env = "msvc"))]
 #[global_allocator]
 static ALLOC: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;

@@ -7,7 +7,7 @@
 -- ARGV[4]  limit     ARGV[5] periodMs     ARGV[6] burst
 -- Reply    {allowed (0/1), limit (= burst), remaining, resetAt, retryAfterMs, ttlMs written or -1}
 --
--- The order of floating-point operations is exactly the Rust file's (shared/SEMANTICS.md):
+-- The order of floating-point operations is exactly the Rust file's (docs/semantics.md):
 -- T = periodMs / limit, tau = T * burst, inc = T * cost, newTat = tat + inc, allowAt = newTat - tau.
 -- #include lib.lua
 

@@ -75,5 +75,10 @@ pub struct AdaptiveDoctests;
 #[cfg(doctest)]
 pub struct HardeningDoctests;
 
+/// docs/guide.md's Rust examples (moved there from the README) run as doctests too.
+#[doc = include_str!("../../docs/guide.md")]
+#[cfg(doctest)]
+pub struct GuideDoctests;
+
 /// The crate version (bindings report it as their own).
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -91,7 +91,7 @@ proptest! {
     }
 
     /// GCRA's hint is exact: allowed at `now + retry`, denied 1 ms before. The token bucket's
-    /// float arithmetic is fixed by SEMANTICS.md (as ThrottleKit 1.5.2 computes it: the hint is
+    /// float arithmetic is fixed by docs/semantics.md (as ThrottleKit 1.5.2 computes it: the hint is
     /// `ceil((cost - tokens) / refillPerMs)`, while a later check refills `elapsed * refillPerMs`
     /// from the last *allowed* op), so the two can disagree by a rounding error either way:
     /// capacity 5, 1/s, cost 3 after 17 ms hints 984 where 983 would do; capacity 7, 2/s, cost 2

@@ -117,7 +117,7 @@ struct Tally {
 }
 
 impl Tally {
-    /// Records one call. The bound is the promise (README "Under faults", docs/reliability.md):
+    /// Records one call. The bound is the promise (docs/redis.md, "Where the store runs"; docs/reliability.md):
     /// the store's timeout plus 100 ms, beyond the CPU wait the machine imposes. So what is
     /// bounded is the call's wall time minus the CPU wait measured over that same call
     /// ([`cpu_wait`]), not raw wall time: at load 8-13 a sync call took 374 ms of wall time, and

@@ -5,7 +5,7 @@
 #
 # Packaging builds the crate from the packaged sources, so it proves the Lua is inside. The only
 # accepted warnings are the deliberate ones: tests, benches and examples stay out of the package
-# (they read files only a checkout has: ../conformance-vectors, ../README.md).
+# (they read files only a checkout has: the repository's conformance-vectors/ and README.md).
 # DIST_ALLOW_DIRTY=1 packages a worktree with uncommitted changes (the test suite's case).
 # DIST_PACKAGE_NO_VERIFY=1 leaves the build from the packaged sources to the caller: tests/dist.sh
 # unpacks the .crate outside the workspace and builds it right after, so verifying here too

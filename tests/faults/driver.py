@@ -3,8 +3,9 @@ RedisStore and makes limiter calls when told to.
 
     python driver.py URLS MODE TIMEOUT_MS
 
-reads one JSON command per line on stdin and answers one JSON line on stdout (tests/faults/README.md
-describes the commands; prove.py, chaos.py and soak.py drive it). Every language's driver speaks
+reads one JSON command per line on stdin and answers one JSON line on stdout (`run`, `reopen`,
+`close`, `quit`: `main` below; `run`'s fields: `run`; harness.py's `Driver` sends them for
+prove.py, chaos.py and soak.py). Every language's driver speaks
 the same protocol, so the orchestrators treat them alike.
 """
 

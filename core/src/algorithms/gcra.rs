@@ -1,6 +1,6 @@
 //! GCRA, the generic cell rate algorithm: one float per key, smooth pacing, a burst allowance.
 //!
-//! The order of floating-point operations follows `shared/SEMANTICS.md` exactly (and
+//! The order of floating-point operations follows docs/semantics.md exactly (and
 //! `core/lua/gcra.lua` line for line), so the Rust and Redis paths agree to the last bit.
 
 use crate::decision::Decision;
@@ -218,7 +218,7 @@ impl Gcra {
         self.check_tat_float(stored, now, cost)
     }
 
-    /// [`Gcra::check_tat`] in floats, the order of operations of `shared/SEMANTICS.md`.
+    /// [`Gcra::check_tat`] in floats, the order of operations of docs/semantics.md.
     #[inline(always)]
     pub(crate) fn check_tat_float(&self, stored: Option<f64>, now: i64, cost: u64) -> (Decision, Option<Write>) {
         let now_f = now as f64;

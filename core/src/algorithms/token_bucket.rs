@@ -1,7 +1,7 @@
 //! Token bucket: `capacity` tokens refilled continuously at `refillPerSec`, starting full.
 //!
 //! Behaviourally GCRA with `burst = capacity`; it exists because it reports an explicit token
-//! count. Tokens-to-time conversions always divide by `refill_per_ms` (SEMANTICS.md).
+//! count. Tokens-to-time conversions always divide by `refill_per_ms` (docs/semantics.md).
 
 use crate::decision::Decision;
 use crate::error::Result;

@@ -20,9 +20,9 @@
 //! wall clock directly. Readings follow the wall clock, so they step back only when it does,
 //! with one exception: a read that finds nothing published while another thread is starting the
 //! ticker reads the wall clock itself and may be a millisecond ahead of what that thread then
-//! publishes. The algorithms treat a step back as any clock jump (`shared/SEMANTICS.md`). A forked
-//! child has no ticker (threads do not survive `fork`): a handler run in the child withdraws
-//! the value, so the child reads the wall clock and starts its own.
+//! publishes. The algorithms treat a step back as any clock jump (docs/semantics.md, "Clock
+//! jumps"). A forked child has no ticker (threads do not survive `fork`): a handler run in the
+//! child withdraws the value, so the child reads the wall clock and starts its own.
 
 #[cfg(loom)]
 use loom::sync::atomic::{AtomicBool, AtomicI64, AtomicU8};

@@ -1,8 +1,7 @@
 //! Runtimes bound to the store: each has a connection of its own, whose driver task runs on that
 //! runtime, so a call awaited there writes and reads on the caller's runtime without crossing to
 //! the store's thread (the hop costs two wake-ups of a sleeping thread per call, the larger part
-//! of a sequential call's time on a busy machine: `docs/performance.md`, "Rust async sequential
-//! over Redis").
+//! of a sequential call's time on a busy machine: `docs/performance.md`, "Rust over Redis").
 //!
 //! On a cluster a bound runtime has a connection of its own to each master instead, kept by the
 //! router and made as calls first reach that master ([`super::cluster`]); the entry here says

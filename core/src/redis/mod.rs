@@ -41,7 +41,7 @@
 //!   keys on its wall clock, not the caller's; in this mode the store persists every key and
 //!   expires it itself on the caller's clock (see `replay.rs`).
 //!
-//! Keys and state layout are ThrottleKit 1.x's (`shared/SEMANTICS.md`), so mixed fleets share
+//! Keys and state layout are ThrottleKit 1.x's (docs/semantics.md), so mixed fleets share
 //! limits. Multi-dimensional checks need all their keys in one hash slot on a cluster:
 //! [`crate::MultiLimiter`] builds them as `prefix:{tag}:name:key`.
 
