@@ -75,12 +75,13 @@ suite "http black-box (node-fastify)" tests/http-blackbox.sh node-fastify
 suite "http black-box (node-fetch)" tests/http-blackbox.sh node-fetch
 suite "http black-box (node-koa)" tests/http-blackbox.sh node-koa
 suite "http black-box (node-nestjs)" tests/http-blackbox.sh node-nestjs
-suite "http same bytes (every example vs rust-axum)" tests/http-same-bytes.sh rust-axum go-nethttp go-gin python-fastapi python-flask python-flask-ext python-django node-express node-fastify node-fetch node-koa node-nestjs java-servlet ruby-rack
+suite "http same bytes (every example vs rust-axum)" tests/http-same-bytes.sh rust-axum go-nethttp go-gin python-fastapi python-flask python-flask-ext python-django node-express node-fastify node-fetch node-koa node-nestjs java-servlet ruby-rack ruby-rails
 suite "c and go" bindings-c/test.sh
 suite "uniffi (ruby)" bindings-uniffi/test.sh
 suite "jvm (java, JNI)" bindings-jvm/test.sh
 suite "http black-box (java-servlet)" tests/http-blackbox.sh java-servlet
 suite "http black-box (ruby-rack)" tests/http-blackbox.sh ruby-rack
+suite "http black-box (ruby-rails)" tests/http-blackbox.sh ruby-rails
 suite "shutdown hygiene (rust, python, node)" tests/shutdown.sh
 suite "at-most-once proofs (rust, python, node, go; one node, cluster, Sentinel; behind the fault proxy)" env PROVE_FAULT_CALLS=20 tests/faults/prove.sh
 suite "chaos (60 s: cluster 3+3 and Sentinel, four languages, kills, pauses, proxy faults)" env CHAOS_SECONDS=60 tests/faults/chaos.sh
