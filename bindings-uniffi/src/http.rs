@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use throttlekit::http::{self as core_http, Action, LineSink};
+use throttlekit::http::{self as core_http, Action, Decided, LineSink, Outcome};
 
 use crate::error::ThrottleKitError;
 use crate::limiter::Limiter;
@@ -71,6 +71,22 @@ impl LineSink for Lines {
     }
 }
 
+impl HttpAnswer {
+    /// The answer for `outcome`, its header lines already rendered (`multi`: a multi
+    /// limiter's whole decision).
+    fn of<D: Decided>(outcome: &Outcome<D>, lines: Lines, multi: Option<MultiDecision>) -> HttpAnswer {
+        HttpAnswer {
+            action: action_name(outcome.action).to_owned(),
+            status: outcome.status(),
+            lines: lines.0,
+            body: outcome.body(),
+            content_type: outcome.content_type().map(str::to_owned),
+            decision: outcome.request_decision().copied().map(Into::into),
+            multi,
+        }
+    }
+}
+
 fn action_name(a: Action) -> &'static str {
     match a {
         Action::Forward => "forward",
@@ -115,15 +131,7 @@ impl HttpEdge {
         let outcome = self.inner.check(core, &key, cost, now)?;
         let mut lines = Lines(Vec::new());
         self.inner.write_outcome_lines(core, &key, &outcome, &mut lines)?;
-        Ok(HttpAnswer {
-            action: action_name(outcome.action).to_owned(),
-            status: outcome.status(),
-            lines: lines.0,
-            body: outcome.body(),
-            content_type: outcome.content_type().map(str::to_owned),
-            decision: outcome.decision.map(Into::into),
-            multi: None,
-        })
+        Ok(HttpAnswer::of(&outcome, lines, None))
     }
 
     /// [`HttpEdge::check_blocking`] for a multi limiter: `keys` holds one key per dimension.
@@ -136,15 +144,8 @@ impl HttpEdge {
         let outcome = self.inner.check_multi(core, &keys, cost, now)?;
         let mut lines = Lines(Vec::new());
         self.inner.write_multi_outcome_lines(core, &keys, &outcome, &mut lines)?;
-        Ok(HttpAnswer {
-            action: action_name(outcome.action).to_owned(),
-            status: outcome.status(),
-            lines: lines.0,
-            body: outcome.body(),
-            content_type: outcome.content_type().map(str::to_owned),
-            decision: outcome.request_decision().copied().map(Into::into),
-            multi: outcome.decision.map(Into::into),
-        })
+        let multi = outcome.decision.clone().map(Into::into);
+        Ok(HttpAnswer::of(&outcome, lines, multi))
     }
 
     /// The answer to a request that could not be decided because of an error of code `code`.

@@ -10,17 +10,13 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	throttlekit "example.invalid/throttlekit/go"
+	"example.invalid/throttlekit/go/internal/testredis"
 	"example.invalid/throttlekit/go/tkgin"
 	"example.invalid/throttlekit/go/tkhttp"
 	"github.com/gin-gonic/gin"
@@ -266,32 +262,8 @@ func TestBadOptionsFailAtNew(t *testing.T) {
 	}
 }
 
-// startRedis starts a private redis-server through tests/redis-server.sh (free port, PID
-// checked) and returns its URL and PID.
-func startRedis(t *testing.T) (string, int) {
-	t.Helper()
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Skip("redis-server is not installed (scripts/install-deps.sh installs it)")
-	}
-	pidfile := filepath.Join(t.TempDir(), "redis.pid")
-	out, err := exec.Command("../../../tests/redis-server.sh", "start", pidfile).Output()
-	if err != nil {
-		t.Fatalf("start redis: %v", err)
-	}
-	raw, err := os.ReadFile(pidfile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
-	return strings.TrimSpace(string(out)), pid
-}
-
 func TestFailPolicyWithRedisDown(t *testing.T) {
-	url, pid := startRedis(t)
+	url, pid := testredis.Start(t)
 	servers := map[throttlekit.FailPolicy]*httptest.Server{}
 	for _, policy := range []throttlekit.FailPolicy{throttlekit.Raise, throttlekit.FailOpen} {
 		store, err := throttlekit.ConnectRedis(url, throttlekit.RedisOptions{TimeoutMs: 500})
@@ -305,12 +277,7 @@ func TestFailPolicyWithRedisDown(t *testing.T) {
 			t.Fatalf("policy %d with redis up: %d %q", policy, r.status, fields(r.header))
 		}
 	}
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i < 500 && syscall.Kill(pid, 0) == nil; i++ {
-		time.Sleep(10 * time.Millisecond)
-	}
+	testredis.Kill(t, pid)
 	r := get(t, servers[throttlekit.Raise].URL+"/api/x")
 	if r.status != 503 || !strings.Contains(r.body, "temporary-reduced-capacity") || len(fields(r.header)) != 0 {
 		t.Fatalf("raise: %d %q %q", r.status, fields(r.header), r.body)

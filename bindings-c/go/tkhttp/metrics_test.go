@@ -9,10 +9,11 @@ import (
 	"testing"
 
 	throttlekit "example.invalid/throttlekit/go"
+	"example.invalid/throttlekit/go/internal/testredis"
 )
 
 func TestA200A429AndA503AreEachCountedOnce(t *testing.T) {
-	url, pid := startRedis(t)
+	url, pid := testredis.Start(t)
 	store, err := throttlekit.ConnectRedis(url, throttlekit.RedisOptions{TimeoutMs: 500})
 	if err != nil {
 		t.Fatal(err)
@@ -32,7 +33,7 @@ func TestA200A429AndA503AreEachCountedOnce(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		got = append(got, get(t, srv.URL+"/limited").status)
 	}
-	killRedis(t, pid)
+	testredis.Kill(t, pid)
 	got = append(got, get(t, srv.URL+"/limited").status, get(t, srv.URL+"/healthz").status)
 	if fmt.Sprint(got) != "[200 200 429 503 200]" {
 		t.Fatalf("statuses %v, want 200 200 429 503 and the skipped path's 200", got)

@@ -9,18 +9,14 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
-	"time"
 
 	throttlekit "example.invalid/throttlekit/go"
+	"example.invalid/throttlekit/go/internal/testredis"
 	"example.invalid/throttlekit/go/tkhttp"
 )
 
@@ -346,43 +342,8 @@ func TestInvalidOptionsAreConfigInvalid(t *testing.T) {
 	}
 }
 
-// startRedis starts a private redis-server through tests/redis-server.sh (a fresh free port
-// per attempt, and the PID answering checked), returning its URL and PID.
-func startRedis(t *testing.T) (string, int) {
-	t.Helper()
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Skip("redis-server is not installed (bindings-c/test.sh installs it)")
-	}
-	pidfile := filepath.Join(t.TempDir(), "redis.pid")
-	out, err := exec.Command("../../../tests/redis-server.sh", "start", pidfile).Output()
-	if err != nil {
-		t.Fatalf("start redis: %v", err)
-	}
-	raw, err := os.ReadFile(pidfile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
-	return strings.TrimSpace(string(out)), pid
-}
-
-// killRedis kills the server by PID and waits until it is gone.
-func killRedis(t *testing.T, pid int) {
-	t.Helper()
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i < 500 && syscall.Kill(pid, 0) == nil; i++ {
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 func TestFailPolicyWithRedisDown(t *testing.T) {
-	url, pid := startRedis(t)
+	url, pid := testredis.Start(t)
 	servers := map[throttlekit.FailPolicy]*httptest.Server{}
 	for _, policy := range []throttlekit.FailPolicy{throttlekit.Raise, throttlekit.FailOpen, throttlekit.FailClosed} {
 		store, err := throttlekit.ConnectRedis(url, throttlekit.RedisOptions{TimeoutMs: 500})
@@ -397,7 +358,7 @@ func TestFailPolicyWithRedisDown(t *testing.T) {
 			t.Fatalf("policy %d with redis up: %d %q", policy, r.status, fields(r.header))
 		}
 	}
-	killRedis(t, pid)
+	testredis.Kill(t, pid)
 
 	r := get(t, servers[throttlekit.Raise].URL+"/limited")
 	if r.status != 503 || r.header.Get("Content-Type") != "application/problem+json" ||
@@ -422,7 +383,7 @@ func TestFailPolicyWithRedisDown(t *testing.T) {
 // policy) are served as the middleware says, for a single and for a multi limiter; a limiter
 // that falls back by itself never reports the failure, so its own fallback decision is served.
 func TestMiddlewareFailPolicyIsItsOwn(t *testing.T) {
-	url, pid := startRedis(t)
+	url, pid := testredis.Start(t)
 	connect := func() *throttlekit.Store {
 		store, err := throttlekit.ConnectRedis(url, throttlekit.RedisOptions{TimeoutMs: 500})
 		if err != nil {
@@ -458,7 +419,7 @@ func TestMiddlewareFailPolicyIsItsOwn(t *testing.T) {
 			t.Fatalf("%s with redis up: %d %q", name, r.status, fields(r.header))
 		}
 	}
-	killRedis(t, pid)
+	testredis.Kill(t, pid)
 
 	r := get(t, servers["default"].URL+"/limited")
 	if r.status != 503 || !strings.Contains(r.body, "temporary-reduced-capacity") || len(fields(r.header)) != 0 {

@@ -3,7 +3,7 @@
 # Throttlekit::Rack's tests, as a plain script like test_throttlekit.rb: each check prints on
 # failure and the run ends with `N passed, M failed`. Requests go through Rack::MockRequest
 # (the app called as a server would call it); the ruby-rack example is also served by a real
-# puma in the black-box and same-bytes suites. With a Redis URL as the first argument the fail
+# puma in the black-box and same-bytes suites. With --with-redis the fail
 # policy runs against a private redis-server that this script starts and kills by PID.
 #
 #   ruby bindings-uniffi/ruby/test/test_rack.rb [--with-redis]
@@ -12,24 +12,9 @@ require "rack"
 require "rack/mock"
 require "tmpdir"
 require_relative "../lib/throttlekit/rack"
+require_relative "helper"
 
-TK = Throttlekit
 ROOT = File.expand_path("../../..", __dir__)
-$passed = 0
-$failed = 0
-
-def test(name)
-  yield
-  $passed += 1
-rescue StandardError, ScriptError => e
-  $failed += 1
-  puts "FAIL #{name}: #{e.class}: #{e}"
-  puts e.backtrace.first(3).map { |l| "    #{l}" }
-end
-
-def assert(cond, what = "assertion failed")
-  raise what unless cond
-end
 
 def assert_eq(want, got, what = "")
   raise "#{what}: expected #{want.inspect}, got #{got.inspect}" unless want == got
@@ -309,5 +294,4 @@ test "the README's Rack quick start is the example's config.ru" do
   assert readme.include?(snippet), "bindings-uniffi/README.md does not show examples/http/ruby-rack/config.ru"
 end
 
-puts "rack: #{$passed} passed, #{$failed} failed"
-exit($failed.zero? ? 0 : 1)
+finish("rack")

@@ -7,34 +7,7 @@
 #   ruby bindings-uniffi/ruby/test/test_throttlekit.rb [REDIS_URL]
 
 require "socket"
-require_relative "../lib/throttlekit"
-
-TK = Throttlekit
-$passed = 0
-$failed = 0
-
-def test(name)
-  yield
-  $passed += 1
-rescue StandardError, ScriptError => e
-  $failed += 1
-  puts "FAIL #{name}: #{e.class}: #{e}"
-end
-
-def assert(cond, what = "assertion failed")
-  raise what unless cond
-end
-
-# Runs the block, which must raise a ThrottleKitError of `code`; returns it.
-def expect_code(code)
-  yield
-rescue TK::ThrottleKitError => e
-  raise "expected #{code}, got #{e.code}: #{e}" unless e.code == code
-
-  e
-else
-  raise "expected #{code}, nothing was raised"
-end
+require_relative "helper"
 
 def memory_options
   TK::LimiterOptions.new(store: TK::Store::MEMORY.new(store: TK::MemoryStore.new(nil)), clock: TK::ManualClock.new(0))
@@ -539,5 +512,4 @@ end
   end
 end
 
-puts "#{$passed} passed, #{$failed} failed"
-exit($failed.zero? ? 0 : 1)
+finish
