@@ -20,7 +20,7 @@ command -v cargo >/dev/null || { echo "the python examples build throttlekit fro
   done
   [ ${#missing[@]} -eq 0 ] || "$EXAMPLE_VENV/bin/python" -m pip install -q --disable-pip-version-check "${missing[@]}"
   stamp=$EXAMPLE_VENV/.throttlekit-built-${EXAMPLE_PROFILE:-debug}
-  if [ ! -f "$stamp" ] || [ -n "$(find "$ROOT/core/src" "$ROOT/lua" "$ROOT/bindings-python/src" \
+  if [ ! -f "$stamp" ] || [ -n "$(find "$ROOT/core/src" "$ROOT/core/lua" "$ROOT/bindings-python/src" \
        "$ROOT/bindings-python/python" "$ROOT/bindings-python/Cargo.toml" -newer "$stamp" -print -quit)" ]; then
     profile=()
     [ "${EXAMPLE_PROFILE:-debug}" = release ] && profile=(--release)
