@@ -20,16 +20,6 @@ def assert_eq(want, got, what = "")
   raise "#{what}: expected #{want.inspect}, got #{got.inspect}" unless want == got
 end
 
-def expect_code(code)
-  yield
-rescue TK::ThrottleKitError => e
-  raise "expected #{code}, got #{e.code}: #{e}" unless e.code == code
-
-  e
-else
-  raise "expected #{code}, nothing was raised"
-end
-
 # A Rack app behind the middleware, counting the requests that reach it.
 class Counted
   attr_reader :calls
