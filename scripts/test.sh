@@ -52,6 +52,7 @@ scripts/install-deps.sh || { echo "could not install system packages"; exit 1; }
 
 suite "core" cargo test -p throttlekit --locked
 suite "core metrics facade" cargo test -p throttlekit --locked --features metrics --test metrics
+suite "cli (the CLI's own tests: the demo)" cargo test -p throttlekit-cli --locked
 suite "vectors (CLI, memory)" bash -c 'cargo run -q -p throttlekit-cli --locked -- conformance conformance-vectors/*.json | tail -n 4'
 suite "vectors (CLI, adaptive concurrency)" bash -c 'set -o pipefail; cargo run -q -p throttlekit-cli --locked -- conformance conformance-vectors/adaptive/*.json | tail -n 2'
 suite "http vectors (CLI)" bash -c 'set -o pipefail; cargo run -q -p throttlekit-cli --locked -- conformance conformance-vectors/http/*.json | tail -n 2'
