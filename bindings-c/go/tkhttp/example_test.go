@@ -5,11 +5,10 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"strings"
 	"testing"
 
 	throttlekit "example.invalid/throttlekit/go"
+	"example.invalid/throttlekit/go/internal/testdocs"
 	"example.invalid/throttlekit/go/tkhttp"
 )
 
@@ -53,36 +52,7 @@ func Example() {
 	// 429 "default";q=5;w=60 "default";r=0 true
 }
 
-// quickStart is the code between the markers above, unindented.
-func quickStart(t *testing.T) string {
-	t.Helper()
-	src, err := os.ReadFile("example_test.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := string(src)
-	begin := strings.Index(text, "// quick start begins\n")
-	end := strings.Index(text, "\t// quick start ends")
-	if begin < 0 || end < begin {
-		t.Fatal("quick start markers not found")
-	}
-	var lines []string
-	for _, l := range strings.Split(text[begin+len("// quick start begins\n"):end], "\n") {
-		lines = append(lines, strings.TrimPrefix(l, "\t"))
-	}
-	return strings.Join(lines, "\n")
-}
-
-// Every doc that shows the Go middleware's quick start shows this example's code verbatim.
+// Every doc that shows this package's quick start shows this example's code verbatim.
 func TestDocsShowThisExample(t *testing.T) {
-	code := quickStart(t)
-	for _, doc := range []string{"../../../docs/http.md", "../../README.md"} {
-		text, err := os.ReadFile(doc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !strings.Contains(string(text), "```go\n"+code+"```") {
-			t.Errorf("%s does not show the quick start of tkhttp/example_test.go verbatim:\n%s", doc, code)
-		}
-	}
+	testdocs.ShowQuickStart(t, "../../../docs/http.md", "../../README.md")
 }
