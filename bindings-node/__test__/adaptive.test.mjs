@@ -1,0 +1,151 @@
+// AdaptiveLimiter: the Node idiom around the core's adaptive concurrency limiter, its vectors,
+// and the shedding middleware (Express, Fastify).
+import { test } from 'node:test'
+import assert from 'node:assert/strict'
+import { readFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { fileURLToPath } from 'node:url'
+import { dirname, join } from 'node:path'
+
+const require = createRequire(import.meta.url)
+const tk = require('../index.js')
+const shedding = require('../lib/http/shedding.js')
+const { parseAdaptive, replayAdaptive } = require('../lib/adaptive-conformance.js')
+const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..')
+
+test('the adaptive vectors replay with no mismatch', () => {
+  const file = join(root, 'conformance-vectors', 'adaptive', 'timelines.json')
+  const report = replayAdaptive(parseAdaptive(readFileSync(file, 'utf8')))
+  assert.deepEqual(report.failures.slice(0, 5), [])
+  assert.ok(report.passed > 1000, `${report.passed} passed`)
+})
+
+test('tryAcquire answers a permit or a rejection carrying limit and in-flight', () => {
+  const limiter = new tk.AdaptiveLimiter({ algorithm: 'fixed', initialLimit: 2 })
+  const a = limiter.tryAcquire()
+  const b = limiter.tryAcquire()
+  const c = limiter.tryAcquire()
+  assert.ok(a instanceof tk.Permit && a.granted && b.granted)
+  assert.deepEqual(c, { granted: false, limit: 2, inflight: 2, retryAfterMs: 1000, retryAfterSecs: 1 })
+  assert.equal(a.release('success'), true)
+  assert.equal(a.release('dropped'), false) // twice: harmless, and says so
+  assert.equal(b.release('ignore', 5_000_000), true)
+  const m = limiter.metrics()
+  assert.deepEqual([m.inflight, m.acquired, m.rejected, m.succeeded, m.ignored], [0, 2, 1, 1, 1])
+})
+
+test('Symbol.dispose releases as ignore unless the body released', () => {
+  const limiter = new tk.AdaptiveLimiter({ algorithm: 'fixed', initialLimit: 2 })
+  const p = limiter.tryAcquire()
+  p[Symbol.dispose]()
+  const q = limiter.tryAcquire()
+  q.release('success')
+  q[Symbol.dispose]()
+  const m = limiter.metrics()
+  assert.deepEqual([m.inflight, m.ignored, m.succeeded, m.leaked], [0, 1, 1, 0])
+})
+
+test('acquire waits without blocking the event loop, then times out with a rejection', async () => {
+  const limiter = new tk.AdaptiveLimiter({ algorithm: 'fixed', initialLimit: 1, order: 'lifo' })
+  const held = limiter.tryAcquire()
+  const started = Date.now()
+  let settled = false
+  const waiting = limiter.acquire({ timeoutMs: 5000 })
+  waiting.then(() => (settled = true))
+  // A timer fires while the acquire is pending: the wait did not block the loop (a blocked
+  // thread would have held it for the whole 5 s).
+  await new Promise((r) => setTimeout(r, 30))
+  assert.ok(!settled && Date.now() - started < 4000)
+  assert.equal(limiter.metrics().waiting, 1)
+  held.release()
+  const p = await waiting
+  assert.ok(p.granted)
+  const before = Date.now()
+  const r = await limiter.acquire({ timeoutMs: 20 })
+  assert.equal(r.granted, false)
+  assert.ok(Date.now() - before >= 15)
+  p.release()
+  assert.equal(limiter.inflight(), 0)
+})
+
+test('bad input is config_invalid naming the field', async () => {
+  const bad = [
+    [{ initialLimit: 0 }, 'initialLimit'],
+    [{ minLimit: -1 }, 'minLimit'],
+    [{ partitions: [{ name: 'a', percent: 60 }, { name: 'b', percent: 50 }] }, 'partitions'],
+    [{ algorithm: 'tcp' }, 'tcp'], // serde's words: unknown variant `tcp`, expected one of ...
+    [{ limit: 10 }, 'limit'],
+    [{ algorithm: 'vegas', backoff: 0.5 }, 'backoff'],
+  ]
+  for (const [options, field] of bad) {
+    assert.throws(() => new tk.AdaptiveLimiter(options), (e) => e.code === 'config_invalid' && e.message.includes(field))
+  }
+  const limiter = new tk.AdaptiveLimiter({ partitions: [{ name: 'live', percent: 90 }] })
+  assert.throws(() => limiter.tryAcquire('nope'), (e) => e.code === 'config_invalid' && /partition/.test(e.message))
+  await assert.rejects(limiter.acquire({}), (e) => e.code === 'config_invalid' && /timeoutMs/.test(e.message))
+  const p = limiter.tryAcquire('live')
+  assert.throws(() => p.release('success', -1), (e) => e.code === 'config_invalid' && /rtt/.test(e.message))
+  assert.throws(() => p.release('fine'), (e) => e.code === 'config_invalid' && /outcome/.test(e.message))
+  assert.equal(p.release(), true)
+})
+
+async function serve(app) {
+  const server = app.listen ? await new Promise((r) => { const s = app.listen(0, '127.0.0.1', () => r(s)) }) : app
+  return server
+}
+
+test('Express shedding answers 503 with Retry-After and releases by status', async () => {
+  const express = require('express')
+  const limiter = new tk.AdaptiveLimiter({ algorithm: 'fixed', initialLimit: 1 })
+  const app = express()
+  app.use(shedding.express(limiter))
+  app.get('/ok', (_req, res) => res.send('ok'))
+  app.get('/504', (_req, res) => res.status(504).send('slow'))
+  app.get('/hold', (_req, res) => setTimeout(() => res.send('held'), 150))
+  const server = await serve(app)
+  const url = `http://127.0.0.1:${server.address().port}`
+  try {
+    assert.equal((await fetch(`${url}/ok`)).status, 200)
+    assert.equal((await fetch(`${url}/504`)).status, 504)
+    const held = fetch(`${url}/hold`)
+    await new Promise((r) => setTimeout(r, 50))
+    const shed = await fetch(`${url}/ok`)
+    assert.equal(shed.status, 503)
+    assert.equal(shed.headers.get('retry-after'), '1')
+    assert.equal((await held).status, 200)
+    await new Promise((r) => setTimeout(r, 20))
+    const m = limiter.metrics()
+    assert.deepEqual([m.inflight, m.succeeded, m.dropped, m.rejected], [0, 2, 1, 1])
+  } finally {
+    server.close()
+  }
+})
+
+test('Fastify shedding answers 503 with Retry-After', async () => {
+  const Fastify = require('fastify')
+  const limiter = new tk.AdaptiveLimiter({ algorithm: 'fixed', initialLimit: 1 })
+  const app = Fastify()
+  await app.register(shedding.fastify(limiter))
+  app.get('/hold', async () => {
+    await new Promise((r) => setTimeout(r, 150))
+    return 'held'
+  })
+  app.get('/ok', async () => 'ok')
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  const url = `http://127.0.0.1:${app.server.address().port}`
+  try {
+    const held = fetch(`${url}/hold`)
+    await new Promise((r) => setTimeout(r, 50))
+    const shed = await fetch(`${url}/ok`)
+    assert.equal(shed.status, 503)
+    assert.equal(shed.headers.get('retry-after'), '1')
+    assert.equal((await held).status, 200)
+    await new Promise((r) => setTimeout(r, 20))
+    assert.equal((await fetch(`${url}/ok`)).status, 200)
+    await new Promise((r) => setTimeout(r, 20))
+    const m = limiter.metrics()
+    assert.deepEqual([m.inflight, m.succeeded, m.rejected], [0, 2, 1])
+  } finally {
+    await app.close()
+  }
+})
