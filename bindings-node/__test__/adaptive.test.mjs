@@ -149,3 +149,18 @@ test('Fastify shedding answers 503 with Retry-After', async () => {
     await app.close()
   }
 })
+
+test("the docs' Node quick start runs against the package as installed by name", async () => {
+  const { mkdtempSync, mkdirSync, symlinkSync, writeFileSync } = await import('node:fs')
+  const { tmpdir } = await import('node:os')
+  const { execFileSync } = await import('node:child_process')
+  const docs = readFileSync(join(root, 'docs', 'adaptive.md'), 'utf8')
+  const section = docs.split('## Node\n')[1].split('\n## ')[0]
+  const blocks = [...section.matchAll(/```js\n([\s\S]*?)```/g)].map((m) => m[1])
+  assert.equal(blocks.length, 1)
+  const project = mkdtempSync(join(tmpdir(), 'tk-adaptive-'))
+  mkdirSync(join(project, 'node_modules', '@throttlekit'), { recursive: true })
+  symlinkSync(join(root, 'bindings-node'), join(project, 'node_modules', '@throttlekit', 'core'), 'dir')
+  writeFileSync(join(project, 'quick.js'), blocks[0])
+  execFileSync(process.execPath, [join(project, 'quick.js')], { cwd: project, stdio: 'pipe' })
+})

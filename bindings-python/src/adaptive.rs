@@ -187,7 +187,11 @@ impl AdaptiveLimiter {
     /// or the vectors.
     #[classmethod]
     #[pyo3(signature = (text, *, clock = None))]
-    fn from_json(_cls: &Bound<'_, PyType>, text: &Bound<'_, PyAny>, clock: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+    fn from_json(
+        _cls: &Bound<'_, PyType>,
+        text: &Bound<'_, PyAny>,
+        clock: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
         build(core::AdaptiveConfig::from_json(string(text, "text")?).py()?, clock)
     }
 

@@ -223,3 +223,16 @@ def test_wsgi_shedding_holds_the_permit_until_the_response_is_closed() -> None:
     closing.close()  # type: ignore[attr-defined]
     m = limiter.metrics()
     assert (m["succeeded"], m["dropped"], m["rejected"]) == (1, 1, 1)
+
+
+def test_the_docs_python_quick_start_runs() -> None:
+    import re
+    import subprocess
+    import sys
+
+    docs = (ROOT / "docs" / "adaptive.md").read_text()
+    section = docs.split("## Python\n", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```python\n(.*?)```", section, re.S)
+    assert len(blocks) == 1
+    out = subprocess.run([sys.executable, "-c", blocks[0]], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stdout + out.stderr
