@@ -89,31 +89,51 @@ test('bad input is config_invalid naming the field', async () => {
   assert.equal(p.release(), true)
 })
 
-async function serve(app) {
-  const server = app.listen ? await new Promise((r) => { const s = app.listen(0, '127.0.0.1', () => r(s)) }) : app
-  return server
+/** Resolves once `check()` is true, polling; fails after 10 s. */
+async function until(check) {
+  const deadline = Date.now() + 10_000
+  while (!check()) {
+    assert.ok(Date.now() < deadline, 'timed out waiting')
+    await new Promise((r) => setTimeout(r, 5))
+  }
+}
+
+/** A gate the held route waits on, opened by the test. */
+function gate() {
+  let open
+  const opened = new Promise((r) => (open = r))
+  return { opened, open }
+}
+
+/** With the one permit held by a request to /hold, /ok is shed with 503 + Retry-After. */
+async function shedsWhileHeld(url, limiter, held) {
+  const holding = fetch(`${url}/hold`)
+  await until(() => limiter.inflight() === 1)
+  const shed = await fetch(`${url}/ok`)
+  assert.equal(shed.status, 503)
+  assert.equal(shed.headers.get('retry-after'), '1')
+  held.open()
+  assert.equal((await holding).status, 200)
+  await until(() => limiter.inflight() === 0)
 }
 
 test('Express shedding answers 503 with Retry-After and releases by status', async () => {
   const express = require('express')
   const limiter = new tk.AdaptiveLimiter({ algorithm: 'fixed', initialLimit: 1 })
+  const held = gate()
   const app = express()
   app.use(shedding.express(limiter))
   app.get('/ok', (_req, res) => res.send('ok'))
   app.get('/504', (_req, res) => res.status(504).send('slow'))
-  app.get('/hold', (_req, res) => setTimeout(() => res.send('held'), 150))
-  const server = await serve(app)
+  app.get('/hold', (_req, res) => held.opened.then(() => res.send('held')))
+  const server = await new Promise((r) => {
+    const s = app.listen(0, '127.0.0.1', () => r(s))
+  })
   const url = `http://127.0.0.1:${server.address().port}`
   try {
     assert.equal((await fetch(`${url}/ok`)).status, 200)
     assert.equal((await fetch(`${url}/504`)).status, 504)
-    const held = fetch(`${url}/hold`)
-    await new Promise((r) => setTimeout(r, 50))
-    const shed = await fetch(`${url}/ok`)
-    assert.equal(shed.status, 503)
-    assert.equal(shed.headers.get('retry-after'), '1')
-    assert.equal((await held).status, 200)
-    await new Promise((r) => setTimeout(r, 20))
+    await shedsWhileHeld(url, limiter, held)
     const m = limiter.metrics()
     assert.deepEqual([m.inflight, m.succeeded, m.dropped, m.rejected], [0, 2, 1, 1])
   } finally {
@@ -124,27 +144,22 @@ test('Express shedding answers 503 with Retry-After and releases by status', asy
 test('Fastify shedding answers 503 with Retry-After', async () => {
   const Fastify = require('fastify')
   const limiter = new tk.AdaptiveLimiter({ algorithm: 'fixed', initialLimit: 1 })
+  const held = gate()
   const app = Fastify()
   await app.register(shedding.fastify(limiter))
   app.get('/hold', async () => {
-    await new Promise((r) => setTimeout(r, 150))
+    await held.opened
     return 'held'
   })
   app.get('/ok', async () => 'ok')
   await app.listen({ port: 0, host: '127.0.0.1' })
   const url = `http://127.0.0.1:${app.server.address().port}`
   try {
-    const held = fetch(`${url}/hold`)
-    await new Promise((r) => setTimeout(r, 50))
-    const shed = await fetch(`${url}/ok`)
-    assert.equal(shed.status, 503)
-    assert.equal(shed.headers.get('retry-after'), '1')
-    assert.equal((await held).status, 200)
-    await new Promise((r) => setTimeout(r, 20))
+    await shedsWhileHeld(url, limiter, held)
     assert.equal((await fetch(`${url}/ok`)).status, 200)
-    await new Promise((r) => setTimeout(r, 20))
+    await until(() => limiter.inflight() === 0)
     const m = limiter.metrics()
-    assert.deepEqual([m.inflight, m.succeeded, m.rejected], [0, 2, 1])
+    assert.deepEqual([m.succeeded, m.rejected], [2, 1])
   } finally {
     await app.close()
   }

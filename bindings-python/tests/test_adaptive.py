@@ -69,26 +69,22 @@ def test_acquire_sync_waits_with_the_gil_released_and_times_out_with_a_rejection
     limiter = tk.AdaptiveLimiter("fixed", initial_limit=1)
     held = limiter.try_acquire()
     assert isinstance(held, tk.Permit)
-    ticks = []
-    stop = threading.Event()
-
-    def ticker() -> None:  # runs only if the waiting thread released the GIL
-        while not stop.is_set():
-            ticks.append(1)
-            time.sleep(0.001)
-
-    t = threading.Thread(target=ticker)
-    t.start()
     start = time.monotonic()
-    answer = limiter.acquire_sync(timeout_ms=100)
-    stop.set()
-    t.join()
-    assert isinstance(answer, tk.Rejection) and time.monotonic() - start >= 0.09
-    assert len(ticks) >= 10
-    threading.Timer(0.05, held.release).start()
-    granted = limiter.acquire_sync(timeout_ms=2000)
-    assert isinstance(granted, tk.Permit)
-    granted.release()
+    assert isinstance(limiter.acquire_sync(timeout_ms=100), tk.Rejection)
+    assert time.monotonic() - start >= 0.09
+    answers: list[object] = []
+    waiter = threading.Thread(target=lambda: answers.append(limiter.acquire_sync(timeout_ms=5000)))
+    start = time.monotonic()
+    waiter.start()
+    # This thread runs while the other waits: the wait released the GIL (holding it, the
+    # waiter would have kept this loop from running for the whole 5 s).
+    while limiter.metrics()["waiting"] == 0:
+        time.sleep(0.001)
+    assert time.monotonic() - start < 4
+    held.release()
+    waiter.join()
+    assert isinstance(answers[0], tk.Permit)
+    answers[0].release()
 
 
 def test_acquire_is_an_awaitable_that_does_not_block_the_loop() -> None:

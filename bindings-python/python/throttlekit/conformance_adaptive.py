@@ -23,14 +23,9 @@ _EXPECT_FIELDS = {"granted", "released", "limit", "inflight"}
 
 
 def _fields(obj: Any, allowed: set[str], where: str) -> dict[str, Any]:
-    from throttlekit.conformance import VectorFormatError
+    from throttlekit.conformance import _check_fields  # imported late: that module imports this one
 
-    if not isinstance(obj, dict):
-        raise VectorFormatError(f"{where}: must be an object")
-    unknown = set(obj) - allowed
-    if unknown:
-        raise VectorFormatError(f"{where}: unknown fields {sorted(unknown)}")
-    return obj
+    return _check_fields(obj, allowed, where)
 
 
 def _event(limiter: AdaptiveLimiter, clock: VirtualClock, permits: dict[str, Permit], e: dict[str, Any]) -> Any:
