@@ -179,3 +179,25 @@ test("the docs' Node quick start runs against the package as installed by name",
   writeFileSync(join(project, 'quick.js'), blocks[0])
   execFileSync(process.execPath, [join(project, 'quick.js')], { cwd: project, stdio: 'pipe' })
 })
+
+test('Koa shedding answers 503 with Retry-After', async () => {
+  const Koa = require('koa')
+  const limiter = new tk.AdaptiveLimiter({ algorithm: 'fixed', initialLimit: 1 })
+  const held = gate()
+  const app = new Koa()
+  app.use(shedding.koa(limiter))
+  app.use(async (ctx) => {
+    if (ctx.path === '/hold') await held.opened
+    ctx.body = 'ok'
+  })
+  const server = await new Promise((r) => {
+    const s = app.listen(0, '127.0.0.1', () => r(s))
+  })
+  try {
+    await shedsWhileHeld(`http://127.0.0.1:${server.address().port}`, limiter, held)
+    const m = limiter.metrics()
+    assert.deepEqual([m.succeeded, m.rejected], [1, 1])
+  } finally {
+    server.close()
+  }
+})
