@@ -122,6 +122,11 @@ public final class JvmBench {
         }
         int n = quick ? 1_000_000 : 3_000_000;
         String[] keys = Forks.keys();
+        // --same-jvm-only: the same-JVM rows alone (SameJvm; to study them).
+        if (Arrays.asList(args).contains("--same-jvm-only")) {
+            SameJvm.rows(keys, quick);
+            return;
+        }
 
         // The memory rows: each side of each row in JVM processes of its own (Forks).
         if (!redisOnly) memoryRows(keys, n, quick);
@@ -221,6 +226,8 @@ public final class JvmBench {
         Forks.row("many", "check, GCRA, memory, 100k keys", "ConcurrentHashMap<String, RateLimiter>", ">=1.0", quick);
         Forks.row("many2", "check, GCRA, memory, 100k keys, 2 threads", "the same map, 2 threads", ">=1.0", quick);
         Forks.row("shuffled", "check, GCRA, memory, 100k keys in a shuffled order (diagnostic)", "the same map", null, quick);
+        // The same comparisons in this one JVM, as an application runs them (SameJvm).
+        SameJvm.rows(keys, quick);
         Limiter one = Limiter.builder(Strategy.gcra((long) RATE, Duration.ofSeconds(1), (long) RATE)).build();
 
         // Allocation per call.
