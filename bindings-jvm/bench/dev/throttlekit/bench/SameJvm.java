@@ -150,7 +150,10 @@ final class SameJvm {
      *   <li>{@code native}: the native {@code tryAcquire} on keys already encoded in native memory
      *       (one buffer per key, in the keys' order): the JNI call, the handle, the key check,
      *       the clock, the hash, the shard lock and the GCRA step, no String read;
-     *   <li>{@code native1}: the same on one key (every line in cache): the path without misses.
+     *   <li>{@code native1}: the same on one key (every line in cache): the path without misses;
+     *   <li>{@code chmGet}: {@code ConcurrentHashMap<String, Long>.get(keys[i])} on a map of the
+     *       keys, no native call: what a Java-side key-to-native-slot cache would pay before its
+     *       native call, and the map half of Guava's row.
      * </ul>
      */
     static void breakdown(String[] keys, int n) throws Exception {
@@ -175,8 +178,11 @@ final class SameJvm {
         Side jni = SameJvm::jniOnly;
         Side nat = m -> nativeOnly(h, addr, len, m);
         Side nat1 = m -> nativeOnly(h1, new long[] {addr[0]}, new int[] {len[0]}, m);
-        Side[] sides = {full, encode, jni, nat, nat1};
-        String[] names = {"full", "encode", "jni", "native", "native1"};
+        ConcurrentHashMap<String, Long> slots = new ConcurrentHashMap<>();
+        for (int i = 0; i < k; i++) slots.put(keys[i], (long) i);
+        Side chm = m -> chmGet(slots, keys, m);
+        Side[] sides = {full, encode, jni, nat, nat1, chm};
+        String[] names = {"full", "encode", "jni", "native", "native1", "chmGet"};
         double[][] v = new double[sides.length][ROUNDS];
         for (int r = 0; r < WARM_UP; r++) for (Side s : sides) time(s, n);
         for (int r = 0; r < ROUNDS; r++) for (int s = 0; s < sides.length; s++) v[s][r] = time(sides[s], n)[0];
@@ -195,6 +201,15 @@ final class SameJvm {
         long s = 0;
         for (int i = 0, k = 0; i < n; i++) {
             s += sc.key(keys[k]);
+            if (++k == keys.length) k = 0;
+        }
+        return s;
+    }
+
+    static long chmGet(ConcurrentHashMap<String, Long> map, String[] keys, int n) {
+        long s = 0;
+        for (int i = 0, k = 0; i < n; i++) {
+            s += map.get(keys[k]);
             if (++k == keys.length) k = 0;
         }
         return s;
