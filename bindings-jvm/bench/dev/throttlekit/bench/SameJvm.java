@@ -145,6 +145,7 @@ final class SameJvm {
      *   <li>{@code full}: {@code tryAcquire(keys[i])}, as the row above;
      *   <li>{@code encode}: {@code Scratch.key(keys[i])} alone (reading the String and its bytes,
      *       writing them to the scratch buffer), no native call;
+     *   <li>{@code encode1}: the same on one 10-char key (in cache): the encoder's own work;
      *   <li>{@code jni}: a native call that does no work ({@code Native.fromDouble}: the
      *       transition both ways and the panic guard);
      *   <li>{@code native}: the native {@code tryAcquire} on keys already encoded in native memory
@@ -181,8 +182,10 @@ final class SameJvm {
         ConcurrentHashMap<String, Long> slots = new ConcurrentHashMap<>();
         for (int i = 0; i < k; i++) slots.put(keys[i], (long) i);
         Side chm = m -> chmGet(slots, keys, m);
-        Side[] sides = {full, encode, jni, nat, nat1, chm};
-        String[] names = {"full", "encode", "jni", "native", "native1", "chmGet"};
+        String[] oneKey = {keys[k - 1]};
+        Side encode1 = m -> encodeOnly(oneKey, m);
+        Side[] sides = {full, encode, encode1, jni, nat, nat1, chm};
+        String[] names = {"full", "encode", "encode1", "jni", "native", "native1", "chmGet"};
         double[][] v = new double[sides.length][ROUNDS];
         for (int r = 0; r < WARM_UP; r++) for (Side s : sides) time(s, n);
         for (int r = 0; r < ROUNDS; r++) for (int s = 0; s < sides.length; s++) v[s][r] = time(sides[s], n)[0];
