@@ -35,6 +35,8 @@ rm -rf "$out.tmp" && mkdir -p "$out.tmp"
 "$WASM_OPT" -Oz --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
   --enable-mutable-globals --enable-reference-types --enable-multivalue \
   "$out.tmp/throttlekit_bg.wasm" -o "$out.tmp/throttlekit_bg.wasm"
+# The glue is an ES module; bindings-node/package.json has no "type" (index.js is CommonJS).
+echo '{ "type": "module" }' > "$out.tmp/package.json"
 rm -rf "$out" && mv "$out.tmp" "$out"
 raw=$(stat -c %s "$out/throttlekit_bg.wasm")
 gz=$(gzip -9 -c "$out/throttlekit_bg.wasm" | wc -c)

@@ -4,4 +4,4 @@ import init from './pkg/throttlekit.js'
 
 await init({ module_or_path: new URL('./pkg/throttlekit_bg.wasm', import.meta.url) })
 
-export * from './pkg/throttlekit.js'
+export * from './api.mjs'

@@ -8,4 +8,4 @@ import { initSync } from './pkg/throttlekit.js'
 
 initSync({ module: readFileSync(new URL('./pkg/throttlekit_bg.wasm', import.meta.url)) })
 
-export * from './pkg/throttlekit.js'
+export * from './api.mjs'

@@ -7,4 +7,4 @@ import { initSync } from './pkg/throttlekit.js'
 
 initSync({ module })
 
-export * from './pkg/throttlekit.js'
+export * from './api.mjs'

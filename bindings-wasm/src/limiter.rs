@@ -17,8 +17,14 @@ export function decision(allowed, limit, remaining, resetAt, retryAfterMs, fallb
 }")]
 extern "C" {
     /// The plain `Decision` object of the Node binding, made in one call.
-    fn decision(allowed: bool, limit: f64, remaining: f64, reset_at: f64, retry_after_ms: f64, fallback: bool)
-    -> JsValue;
+    fn decision(
+        allowed: bool,
+        limit: f64,
+        remaining: f64,
+        reset_at: f64,
+        retry_after_ms: f64,
+        fallback: bool,
+    ) -> JsValue;
 }
 
 /// `d` as a plain JS object.

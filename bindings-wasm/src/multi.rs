@@ -40,7 +40,8 @@ fn build(options: &JsValue) -> CoreResult<throttlekit::MultiLimiter> {
         .collect::<CoreResult<Vec<_>>>()?;
     let mode = limiter::mode_from_options(&o)?;
     let store = store::from_options(&o)?;
-    let mut m = throttlekit::MultiLimiter::new(rule, dims)?.with_store(store).with_clock(store::clock_from_options(&o)?);
+    let mut m =
+        throttlekit::MultiLimiter::new(rule, dims)?.with_store(store).with_clock(store::clock_from_options(&o)?);
     if let Some(prefix) = o.string("prefix")? {
         m = m.with_prefix(prefix);
     }

@@ -23,8 +23,9 @@ fn build(options: &JsValue) -> CoreResult<throttlekit::Shaper> {
     // NaN and infinities have no JSON form; the core's validator gives them their message.
     let spec = serde_json::from_value(json!({ "ratePerSec": finite(rate), "maxQueueMs": finite(max_queue) }))
         .map_err(|e| config("shaper", &format!("is not valid: {e}")))?;
-    let mut s =
-        throttlekit::Shaper::new(&spec)?.with_store(store::from_options(&o)?).with_clock(store::clock_from_options(&o)?);
+    let mut s = throttlekit::Shaper::new(&spec)?
+        .with_store(store::from_options(&o)?)
+        .with_clock(store::clock_from_options(&o)?);
     if let Some(prefix) = o.string("prefix")? {
         s = s.with_prefix(prefix);
     }
