@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds the WebAssembly module (bindings-wasm/build.sh; cached under target/wasm/) and tests it:
-# the conformance vectors replayed under Node, Deno and Bun with 0 mismatches; the same decisions
+# the conformance vectors replayed under Node, Deno, Bun and workerd with 0 mismatches; the same decisions
 # and the same `config_invalid` codes and messages as the native addon; the host's frozen
-# clock. Deno and Bun come from npm (bindings-wasm/package.json). Exits non-zero on any failure.
+# clock. Deno, Bun and workerd come from npm (bindings-wasm/package.json). Exits non-zero on any failure.
 #
 #   bindings-wasm/test.sh
 set -euo pipefail
@@ -19,9 +19,12 @@ bun=bindings-wasm/node_modules/.bin/bun
 
 vectors=(conformance-vectors/*.json)
 runner=bindings-node/wasm/conformance.mjs
-echo "node: $(node "$runner" "${vectors[@]}" | tail -n 1)"
+# Each replay ends "N passed, M failed" and exits non-zero on a mismatch (pipefail).
+node "$runner" "${vectors[@]}" | tail -n 1 | sed 's/^/node: /'
 # Deno reads the package files and the environment only (no network, no subprocesses).
 DENO_NO_UPDATE_CHECK=1 "$deno" run --quiet --allow-read --allow-env "$runner" "${vectors[@]}" | tail -n 1 | sed 's/^/deno: /'
 "$bun" "$runner" "${vectors[@]}" | tail -n 1 | sed 's/^/bun: /'
+# Inside workerd, the module imported as a Worker imports it (bindings-wasm/workerd/).
+node bindings-wasm/workerd/replay.mjs "${vectors[@]}" | tail -n 1 | sed 's/^/workerd: /'
 
 node --test --test-reporter=dot bindings-wasm/tests/

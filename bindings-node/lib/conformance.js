@@ -176,7 +176,8 @@ async function cleanup({ kind, subject }, suite) {
 async function replay(file, { redis, api } = {}) {
   const tk = api ?? nativeApi()
   const report = { passed: 0, failed: 0, failures: [] }
-  const run = `tk-conformance-node:${process.pid}-${Date.now()}`
+  // Only Redis needs the run's namespace (and `process`, which a Worker may not have).
+  const run = redis ? `tk-conformance-node:${process.pid}-${Date.now()}` : ''
   let n = 0
   for (const [index, suite] of file.suites.entries()) {
     const label = suite.id ?? suite.name ?? `#${index}`
