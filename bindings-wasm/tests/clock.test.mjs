@@ -45,7 +45,7 @@ test('frozen time: 1000 checks at one held instant admit exactly the burst, then
     assert.equal(new Set(denied.map((d) => d.resetAt)).size, 1, `${strategy.kind}: one resetAt`)
     assert.ok(denied[0].retryAfterMs > 0, strategy.kind)
     // Following the waits it names (one for most; the sliding window's points at its next
-    // sub-bucket, SEMANTICS.md), the key is admitted again within the window.
+    // sub-bucket, docs/semantics.md), the key is admitted again within the window.
     let now = t
     let d = denied[0]
     while (!d.allowed && now - t <= 60_000) {
