@@ -23,6 +23,8 @@ export CARGO_PROFILE_WASM_LTO=true
 export CARGO_PROFILE_WASM_CODEGEN_UNITS=1
 export CARGO_PROFILE_WASM_PANIC=abort
 export CARGO_PROFILE_WASM_DEBUG=0
+# wasm-bindgen then warns that it cannot read the module's `target_features` section and falls
+# back to its defaults (the glue keeps JS objects in a table, not as externref), which work.
 export CARGO_PROFILE_WASM_STRIP=true
 CARGO_TARGET_DIR="$target" cargo build --quiet -p throttlekit-wasm --profile wasm \
   --target wasm32-unknown-unknown -Zbuild-std=std,panic_abort 2>&1 \
