@@ -26,6 +26,8 @@
 #   python-http bindings-python/bench/http_bench.py: HTTP middleware overhead per request on one
 #               FastAPI app, vs slowapi 0.1.10 (decorator and ASGI middleware)
 #   node        bindings-node/bench/run.sh (vs rate-limiter-flexible 11)
+#   wasm        bindings-wasm/bench.mjs: the WebAssembly build's checkSync vs the native addon's in one
+#               Node process, and the module's gzipped size
 #   jvm         bindings-jvm/bench/run.sh: the JVM library's check vs Guava's RateLimiter (Debian
 #               libguava-java; 1 key, 100k keys, 2 threads; each side in forked JVMs, then both
 #               in one JVM, interleaved), tryAcquire's allocation per call, and Redis sequential /
@@ -166,6 +168,14 @@ else
     not_measured node "bindings-node/bench has no run.sh or bench.js yet"
 fi
 
+section "wasm: bindings-wasm/bench.mjs (WebAssembly checkSync vs the native addon's; module size)"
+# After the node part, which built the release addon; the module's build is cached in target/wasm.
+if "$ROOT/bindings-wasm/build.sh" >"$OUT/wasm-build.log" 2>&1; then
+    ROUNDS=$([ -n "$QUICK" ] && echo 2 || echo 5) node "$ROOT/bindings-wasm/bench.mjs" 2>&1 | tee "$OUT/wasm.log" | grep -v '^ROW'
+else
+    not_measured wasm "bindings-wasm/build.sh failed: $(tail -1 "$OUT/wasm-build.log")"
+fi
+
 section "jvm: bindings-jvm/bench/run.sh (vs Guava; Redis vs the Rust peer)"
 if [ -x "$ROOT/bindings-jvm/bench/run.sh" ]; then
     "$ROOT/bindings-jvm/bench/run.sh" $QUICK 2>&1 | tee "$OUT/jvm.log" | grep -v '^ROW' | tail -20
@@ -208,5 +218,5 @@ section "summary ($(nproc) cores: $(grep -m1 'model name' /proc/cpuinfo | cut -d
 python3 "$HERE/summarize.py" rust="$OUT/rust.log" redis="$OUT/redis.log" redis-instructions="$OUT/redis-instructions.log" \
     redis-core="$OUT/redis-core.log" \
     redis-topology="$OUT/redis-topology.log" adaptive="$OUT/adaptive.log" \
-    python="$OUT/python.log" python-http="$OUT/python-http.log" node="$OUT/node.log" jvm="$OUT/jvm.log" \
+    python="$OUT/python.log" python-http="$OUT/python-http.log" node="$OUT/node.log" wasm="$OUT/wasm.log" jvm="$OUT/jvm.log" \
     node-http="$OUT/node-http.log" cluster="$OUT/cluster.log" go-http="$OUT/go-http.log"

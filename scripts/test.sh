@@ -71,6 +71,7 @@ suite "http black-box (python-flask)" tests/http-blackbox.sh python-flask
 suite "http black-box (python-flask-ext)" tests/http-blackbox.sh python-flask-ext
 suite "http black-box (python-django)" tests/http-blackbox.sh python-django
 suite "node" bindings-node/test.sh
+suite "wasm (the WebAssembly build: vectors under Node, Deno, Bun and workerd; same decisions and errors as the addon)" bindings-wasm/test.sh
 suite "http black-box (node-express)" tests/http-blackbox.sh node-express
 suite "http black-box (node-fastify)" tests/http-blackbox.sh node-fastify
 suite "http black-box (node-fetch)" tests/http-blackbox.sh node-fetch

@@ -182,6 +182,9 @@ glibc_floor "$addon"
 node_line=$(cd "$project" && notool npm exec --offline --cache "$WORK/npm-cache" -- throttlekit-conformance "${VECTORS[@]}" | tail -1)
 expect_all_passed "node (npm tarballs)" "$node_line"
 (cd "$project" && notool node --input-type=module -e "import { Limiter, Strategy } from '@throttlekit/core'; const l = new Limiter({ strategy: Strategy.gcra({ limit: 1, periodMs: 1000 }) }); if (!l.checkSync('k').allowed || l.checkSync('k').allowed) process.exit(1)")
+# The WebAssembly build ships in the same tarball (bindings-node/wasm/): its runner replays the vectors.
+wasm_line=$(cd "$project" && notool node node_modules/@throttlekit/core/wasm/conformance.mjs "${VECTORS[@]}" | tail -1)
+expect_all_passed "wasm (npm tarball)" "$wasm_line"
 
 step "npm: no prebuilt package and no cargo: the install fails and says what to do"
 bare=$WORK/npm-bare

@@ -3,7 +3,10 @@
 // Limiter, MultiLimiter, Shaper and ManualClock — so a pass proves what a Node caller gets.
 // In-memory suites use the sync methods (checkSync, ...); Redis suites the Promise methods, on
 // a store in deterministic-replay mode so that expiry follows each op's `now`.
-const tk = require('../index.js')
+// The API under test: the native addon, loaded on first use, unless `replay` is given another
+// build of the same API (the WebAssembly build's runner, bindings-node/wasm/conformance.mjs).
+let native
+const nativeApi = () => (native ??= require('../index.js'))
 
 const FIELDS = {
   file: ['contractVersion', 'generatedFrom', 'frozen', 'decisionFields', 'note', 'description', 'suites'],
@@ -89,7 +92,7 @@ function decision(d, binding) {
 }
 
 /** Builds the suite's subject with the public constructors. Throws what they throw. */
-function build(suite, store, clock, prefix) {
+function build(tk, suite, store, clock, prefix) {
   const common = { store, clock }
   if (prefix) common.prefix = prefix
   switch (suite.primitive ?? 'rateLimit') {
@@ -167,11 +170,14 @@ async function cleanup({ kind, subject }, suite) {
 
 /**
  * Replays a parsed vectors file. `redis`: a RedisStore in deterministic-replay mode, or
- * undefined for a fresh MemoryStore per suite. Returns {passed, failed, failures}.
+ * undefined for a fresh MemoryStore per suite; `api`: the module to replay through (default: the
+ * native addon). Returns {passed, failed, failures}.
  */
-async function replay(file, { redis } = {}) {
+async function replay(file, { redis, api } = {}) {
+  const tk = api ?? nativeApi()
   const report = { passed: 0, failed: 0, failures: [] }
-  const run = `tk-conformance-node:${process.pid}-${Date.now()}`
+  // Only Redis needs the run's namespace (and `process`, which a Worker may not have).
+  const run = redis ? `tk-conformance-node:${process.pid}-${Date.now()}` : ''
   let n = 0
   for (const [index, suite] of file.suites.entries()) {
     const label = suite.id ?? suite.name ?? `#${index}`
@@ -182,7 +188,7 @@ async function replay(file, { redis } = {}) {
     const prefix = redis ? [run, n++, suite.prefix].filter((p) => p !== undefined && p !== '').join(':') : suite.prefix
     let subject
     try {
-      subject = build(suite, redis ?? new tk.MemoryStore(), clock, prefix)
+      subject = build(tk, suite, redis ?? new tk.MemoryStore(), clock, prefix)
     } catch (e) {
       if (suite.expectError !== undefined && e.code === suite.expectError) {
         report.passed += 1

@@ -140,6 +140,7 @@ impl Strategy {
 
     /// The fixed-window configuration, when this is one (the Redis store's count reply).
     #[inline]
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
     pub(crate) fn as_fixed_window(&self) -> Option<&FixedWindow> {
         match &self.algorithm {
             Algorithm::FixedWindow(w) => Some(w),

@@ -5,7 +5,8 @@
 #   of which npm installs the one whose os/cpu/libc match;
 # - @throttlekit/core-linux-x64-gnu: the prebuilt addon (dist profile, linked by zig against
 #   glibc 2.17).
-# Where no platform package matches, install fails with what to do (lib/platform.js).
+# Where no platform package matches, install fails with what to do (lib/platform.js). The
+# WebAssembly build (wasm/, for Workers, Deno, Bun and browsers) ships in @throttlekit/core.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 PKG=$ROOT/bindings-node
@@ -24,6 +25,10 @@ step "@throttlekit/core"
 core=$out/core
 cp -r "$PKG/index.js" "$PKG/index.mjs" "$PKG/index.d.ts" "$PKG/bin" "$PKG/lib" "$PKG/README.md" "$ROOT/LICENSE" "$core/"
 cp "$PKG/scripts/install.js" "$core/scripts/"
+"$ROOT/bindings-wasm/build.sh" >&2
+mkdir -p "$core/wasm"
+cp "$PKG"/wasm/*.mjs "$core/wasm/"
+cp -r "$PKG/wasm/pkg" "$core/wasm/"
 node "$ROOT/scripts/dist/npm-manifests.js" core > "$core/package.json"
 
 for dir in "$plat" "$core"; do

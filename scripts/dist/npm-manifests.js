@@ -34,7 +34,7 @@ function core() {
     types: src.types,
     exports: src.exports,
     bin: src.bin,
-    files: ['index.js', 'index.mjs', 'index.d.ts', 'bin/', 'lib/', 'scripts/install.js'],
+    files: ['index.js', 'index.mjs', 'index.d.ts', 'bin/', 'lib/', 'wasm/', 'scripts/install.js'],
     scripts: { install: src.scripts.install },
     napi: src.napi,
     optionalDependencies,

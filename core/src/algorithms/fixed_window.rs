@@ -44,6 +44,7 @@ impl FixedWindow {
     /// The check of `cost` at `now` against a key that held `count` units in `now`'s window
     /// (the Redis store's count reply, `core/src/redis/call.rs`): [`FixedWindow::check`] on
     /// that state, so the same decision and TTL as the memory store on the same state.
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
     pub(crate) fn check_found(&self, count: u64, now: i64, cost: u64) -> Step<Decision> {
         let mut slot = Some(State::Counter { start: self.period(now).start, count });
         self.check(&mut slot, now, cost, false)

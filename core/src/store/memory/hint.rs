@@ -3,10 +3,12 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+#[cfg(target_arch = "x86_64")]
 use super::entry::Entry;
 
 /// Entries [`Hint::prefetch`] fetches from the home bucket on: `pos` to `pos + 3`, 192 bytes,
 /// within four cache lines (`4 * 48 + 63 < 4 * 64`).
+#[cfg(any(target_arch = "x86_64", test))]
 pub(super) const PREFETCH_ENTRIES: usize = 4;
 
 /// Where a shard's table lay at its last insert, so a check can prefetch the key's home slot

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Builds the WebAssembly module of @throttlekit/core into bindings-node/wasm/pkg/ (build output,
+# gitignored): the core for wasm32-unknown-unknown with a standard library built from source
+# (-Zbuild-std: this machine's rustup has no wasm32 std), wasm-bindgen's `web` glue (loaded with
+# `initSync({module})`, so a Worker can hand it the module it imported), then wasm-opt -Oz.
+# Prints the module's size, raw and gzipped. Reruns reuse target/wasm/ (cargo's incremental
+# state): only a change to the core or this crate recompiles anything.
+#
+#   bindings-wasm/build.sh            # release build (what the package ships)
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+eval "$(scripts/wasm-toolchain.sh)"
+out="$root/bindings-node/wasm/pkg"
+target="$root/target/wasm"
+
+# The build-std profile: size first (a Worker's script budget), one codegen unit, LTO, no
+# unwinding (panic = abort: nothing in bindings-wasm panics, see its lib.rs).
+export RUSTC_BOOTSTRAP=1
+export CARGO_PROFILE_WASM_INHERITS=release
+export CARGO_PROFILE_WASM_OPT_LEVEL=s
+export CARGO_PROFILE_WASM_LTO=true
+export CARGO_PROFILE_WASM_CODEGEN_UNITS=1
+export CARGO_PROFILE_WASM_PANIC=abort
+export CARGO_PROFILE_WASM_DEBUG=0
+# wasm-bindgen then warns that it cannot read the module's `target_features` section and falls
+# back to its defaults (the glue keeps JS objects in a table, not as externref), which work.
+export CARGO_PROFILE_WASM_STRIP=true
+CARGO_TARGET_DIR="$target" cargo build --quiet -p throttlekit-wasm --profile wasm \
+  --target wasm32-unknown-unknown -Zbuild-std=std,panic_abort 2>&1 \
+  | grep -v '^warning: unused config key' >&2 || true
+wasm="$target/wasm32-unknown-unknown/wasm/throttlekit_wasm.wasm"
+[ -s "$wasm" ] || { echo "bindings-wasm: the build made no $wasm" >&2; exit 1; }
+
+rm -rf "$out.tmp" && mkdir -p "$out.tmp"
+"$WASM_BINDGEN" --target web --out-dir "$out.tmp" --out-name throttlekit "$wasm"
+"$WASM_OPT" -Oz --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
+  --enable-mutable-globals --enable-reference-types --enable-multivalue \
+  "$out.tmp/throttlekit_bg.wasm" -o "$out.tmp/throttlekit_bg.wasm"
+# The glue is an ES module; bindings-node/package.json has no "type" (index.js is CommonJS).
+echo '{ "type": "module" }' > "$out.tmp/package.json"
+rm -rf "$out" && mv "$out.tmp" "$out"
+raw=$(stat -c %s "$out/throttlekit_bg.wasm")
+gz=$(gzip -9 -c "$out/throttlekit_bg.wasm" | wc -c)
+echo "bindings-wasm: $out/throttlekit_bg.wasm: $raw bytes, $gz gzipped"

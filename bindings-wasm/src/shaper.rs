@@ -1,0 +1,100 @@
+//! [`Shaper`]: the leaky bucket as a traffic shaper — the core's `Shaper`. It delays instead of
+//! denying: `reserve` says how long to wait (the caller waits; this build has no `schedule`).
+
+use std::sync::Arc;
+
+use js_sys::Reflect;
+use serde_json::json;
+use wasm_bindgen::prelude::*;
+
+use crate::convert::{self, Options};
+use crate::error::{CoreResult, OrThrow, config, settled};
+use crate::store;
+
+fn build(options: &JsValue) -> CoreResult<throttlekit::Shaper> {
+    let o = Options::read(
+        options,
+        "shaper",
+        &["ratePerSec", "maxQueueMs", "store", "clock", "prefix", "serverClock", "metrics"],
+        false,
+    )?;
+    let rate = o.number("ratePerSec")?.ok_or_else(|| config(&o.path("ratePerSec"), "is required"))?;
+    let max_queue = o.number("maxQueueMs")?.ok_or_else(|| config(&o.path("maxQueueMs"), "is required"))?;
+    // NaN and infinities have no JSON form; the core's validator gives them their message.
+    let spec = serde_json::from_value(json!({ "ratePerSec": finite(rate), "maxQueueMs": finite(max_queue) }))
+        .map_err(|e| config("shaper", &format!("is not valid: {e}")))?;
+    let mut s = throttlekit::Shaper::new(&spec)?
+        .with_store(store::from_options(&o)?)
+        .with_clock(store::clock_from_options(&o)?);
+    if let Some(prefix) = o.string("prefix")? {
+        s = s.with_prefix(prefix);
+    }
+    if let Some(on) = o.boolean("serverClock")? {
+        s = s.with_server_clock(on);
+    }
+    if let Some(on) = o.boolean("metrics")? {
+        s = s.with_metrics(on);
+    }
+    Ok(s)
+}
+
+fn finite(v: f64) -> f64 {
+    if v.is_finite() { v } else { -1.0 }
+}
+
+/// A leaky-bucket shaper: requests queue up to `maxQueueMs` at `ratePerSec`.
+#[wasm_bindgen]
+pub struct Shaper {
+    inner: Arc<throttlekit::Shaper>,
+}
+
+impl Shaper {
+    fn reserve_now(&self, key: &JsValue, cost: &JsValue) -> Result<JsValue, JsValue> {
+        let r = (|| {
+            let cost = convert::cost(cost)?;
+            self.inner.reserve_sync(&convert::string(key, "key")?, cost)
+        })()
+        .or_throw()?;
+        let v = js_sys::Object::new();
+        // Setting properties on a fresh plain object cannot fail.
+        let _ = Reflect::set(&v, &"accepted".into(), &r.accepted.into());
+        let _ = Reflect::set(&v, &"delayMs".into(), &JsValue::from_f64(r.delay_ms as f64));
+        Ok(v.into())
+    }
+
+    fn reset_now(&self, key: &JsValue) -> Result<JsValue, JsValue> {
+        self.inner.reset_sync(&convert::string(key, "key").or_throw()?).or_throw()?;
+        Ok(JsValue::UNDEFINED)
+    }
+}
+
+#[wasm_bindgen]
+impl Shaper {
+    /// A shaper; bad options throw `config_invalid`.
+    #[wasm_bindgen(constructor)]
+    pub fn new(options: JsValue) -> Result<Shaper, JsValue> {
+        Ok(Shaper { inner: Arc::new(build(&options).or_throw()?) })
+    }
+
+    /// Reserves a slot for `cost` units: `{accepted, delayMs}`.
+    #[wasm_bindgen(js_name = reserveSync)]
+    pub fn reserve_sync(&self, key: JsValue, cost: JsValue) -> Result<JsValue, JsValue> {
+        self.reserve_now(&key, &cost)
+    }
+
+    /// `reserveSync` as a Promise.
+    pub fn reserve(&self, key: JsValue, cost: JsValue) -> js_sys::Promise {
+        settled(self.reserve_now(&key, &cost))
+    }
+
+    /// Forgets `key`'s queue.
+    #[wasm_bindgen(js_name = resetSync)]
+    pub fn reset_sync(&self, key: JsValue) -> Result<(), JsValue> {
+        self.reset_now(&key).map(|_| ())
+    }
+
+    /// `resetSync` as a Promise.
+    pub fn reset(&self, key: JsValue) -> js_sys::Promise {
+        settled(self.reset_now(&key))
+    }
+}

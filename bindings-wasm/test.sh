@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Builds the WebAssembly module (bindings-wasm/build.sh; cached under target/wasm/) and tests it:
+# the conformance vectors replayed under Node, Deno, Bun and workerd with 0 mismatches; the same decisions
+# and the same `config_invalid` codes and messages as the native addon; the host's frozen
+# clock. Deno, Bun and workerd come from npm (bindings-wasm/package.json). Exits non-zero on any failure.
+#
+#   bindings-wasm/test.sh
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
+cd "$ROOT"
+
+bindings-wasm/build.sh
+# The native addon the parity tests compare with (bindings-node/test.sh's debug build; cached).
+(cd bindings-node && { [ -d node_modules ] || npm install --no-audit --no-fund --loglevel=error --ignore-scripts; } && node scripts/build.js >/dev/null)
+(cd bindings-wasm && npm install --no-audit --no-fund --loglevel=error >/dev/null)
+deno=bindings-wasm/node_modules/.bin/deno
+bun=bindings-wasm/node_modules/.bin/bun
+
+vectors=(conformance-vectors/*.json)
+runner=bindings-node/wasm/conformance.mjs
+# Each replay ends "N passed, M failed" and exits non-zero on a mismatch (pipefail).
+node "$runner" "${vectors[@]}" | tail -n 1 | sed 's/^/node: /'
+# Deno reads the package files and the environment only (no network, no subprocesses).
+DENO_NO_UPDATE_CHECK=1 "$deno" run --quiet --allow-read --allow-env "$runner" "${vectors[@]}" | tail -n 1 | sed 's/^/deno: /'
+"$bun" "$runner" "${vectors[@]}" | tail -n 1 | sed 's/^/bun: /'
+# Inside workerd, the module imported as a Worker imports it (bindings-wasm/workerd/).
+node bindings-wasm/workerd/replay.mjs "${vectors[@]}" | tail -n 1 | sed 's/^/workerd: /'
+
+node --test --test-reporter=dot bindings-wasm/tests/
