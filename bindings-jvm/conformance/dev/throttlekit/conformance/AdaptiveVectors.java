@@ -79,7 +79,7 @@ final class AdaptiveVectors {
         Boolean granted = null;
         Boolean released = null;
         switch (op) {
-            case "advance" -> l.advanceVirtualClock(Duration.ofNanos((long) number(e.getOrDefault("us", new Json.Num(0)), "us") * 1000));
+            case "advance" -> l.advanceVirtualClock(Duration.ofNanos((long) (e.get("us") == null ? 0 : number(e.get("us"), "us")) * 1000));
             case "acquire" -> {
                 Admission a = l.tryAcquire(e.get("partition") instanceof String p ? p : "");
                 granted = a.granted();
