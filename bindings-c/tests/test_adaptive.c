@@ -204,7 +204,39 @@ static void test_partitions(void) {
     tk_adaptive_free(l);
 }
 
+/* docs/adaptive.md's C example: shed when full, report how the request ended. */
+static int service_ok = 1;
+static int call_the_service(void) { return service_ok; }
+
+static int handle_request(tk_adaptive *limiter) {
+    tk_adaptive_permit *permit = NULL;
+    tk_adaptive_rejection rej;
+    if (tk_adaptive_try_acquire(limiter, NULL, &permit, &rej) != TK_RESULT_OK) return 500;
+    if (!permit) return 503; /* with Retry-After: rej.retry_after_secs */
+    int ok = call_the_service();
+    tk_adaptive_permit_release(permit, ok ? TK_OUTCOME_SUCCESS : TK_OUTCOME_DROPPED, NULL);
+    tk_adaptive_permit_free(permit);
+    return ok ? 200 : 504;
+}
+
+static void test_doc_example(void) {
+    current = "docs example";
+    tk_adaptive *l = adaptive("{\"algorithm\":\"fixed\",\"initialLimit\":1}");
+    CHECK(handle_request(l) == 200);
+    service_ok = 0;
+    CHECK(handle_request(l) == 504);
+    tk_adaptive_permit *held = NULL;
+    CHECK_OK(tk_adaptive_try_acquire(l, NULL, &held, NULL));
+    CHECK(handle_request(l) == 503);
+    tk_adaptive_permit_free(held);
+    tk_adaptive_snapshot m;
+    CHECK_OK(tk_adaptive_metrics(l, &m));
+    CHECK(m.succeeded == 1 && m.dropped == 1 && m.rejected == 1 && m.leaked == 1 && m.inflight == 0);
+    tk_adaptive_free(l);
+}
+
 int main(void) {
+    test_doc_example();
     test_bad_options();
     test_try_acquire_and_release();
     test_virtual_clock_measures_rtt();

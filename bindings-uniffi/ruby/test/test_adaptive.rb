@@ -12,6 +12,41 @@ def fixed(limit, **options)
   TK::AdaptiveLimiter.build(algorithm: "fixed", initial_limit: limit, **options)
 end
 
+def call_the_service
+  $reply
+end
+
+test("docs/adaptive.md's Ruby example") do
+  $reply = :ok
+  limiter = Throttlekit::AdaptiveLimiter.build(algorithm: "gradient2", initial_limit: 1,
+                                                partitions: [{ name: "live", percent: 90 }])
+  serve = lambda do
+    limiter.acquire(partition: "live") do |permit|
+      reply = call_the_service
+      permit.release("dropped") if reply == :timeout # else "success" when the block returns
+      reply
+    end
+  rescue Throttlekit::Rejected => e
+    [503, { "retry-after" => e.rejection.retry_after_secs.to_s }]
+  end
+  assert(serve.call == :ok)
+  $reply = :timeout
+  assert(serve.call == :timeout)
+  held = limiter.acquire(partition: "live").permit
+  assert(serve.call == [503, { "retry-after" => "1" }])
+  held.release("ignore")
+  m = limiter.metrics
+  assert(m.succeeded == 1 && m.dropped == 1 && m.rejected == 1 && m.inflight.zero?, m.inspect)
+end
+
+test("docs/adaptive.md's Rack example") do
+  app = Rack::Builder.new do
+    use Throttlekit::RackShedder, limiter: Throttlekit::AdaptiveLimiter.build(algorithm: "gradient2")
+    run ->(_env) { [200, {}, ["ok"]] }
+  end.to_app
+  assert(Rack::MockRequest.new(app).get("/").status == 200)
+end
+
 test("bad options are config_invalid naming the field") do
   {
     "initialLimit" => -> { TK::AdaptiveLimiter.build(initial_limit: 0) },

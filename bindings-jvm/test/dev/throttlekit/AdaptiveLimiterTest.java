@@ -4,9 +4,11 @@ import static org.junit.jupiter.api.Assertions.*;
 
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.Test;
 
 /** The adaptive concurrency limiter: options, admissions, permits, waiting, partitions, metrics. */
@@ -30,6 +32,37 @@ class AdaptiveLimiterTest {
         assertThrows(ConfigInvalidException.class, () -> AdaptiveLimiter.builderFromJson("{\"limit\":3}").build());
         assertThrows(ConfigInvalidException.class, () -> Outcome.parse("timeout"));
         assertEquals(Outcome.DROPPED, Outcome.parse("dropped"));
+    }
+
+    /** docs/adaptive.md's Java example: shed when full, report how the request ended. */
+    static int handle(AdaptiveLimiter limiter, BooleanSupplier callTheService, Map<String, String> headers) {
+        Admission a = limiter.tryAcquire("live");
+        if (a instanceof Rejection r) {
+            headers.put("Retry-After", Long.toString(r.retryAfterSecs()));
+            return 503;
+        }
+        try (Permit permit = (Permit) a) { // closed without an outcome (an exception): ignore
+            boolean ok = callTheService.getAsBoolean();
+            permit.release(ok ? Outcome.SUCCESS : Outcome.DROPPED);
+            return ok ? 200 : 504;
+        }
+    }
+
+    @Test
+    void theDocsExample() {
+        try (AdaptiveLimiter limiter = AdaptiveLimiter.builder("gradient2").initialLimit(1).partition("live", 90).build()) {
+            Map<String, String> headers = new HashMap<>();
+            assertEquals(200, handle(limiter, () -> true, headers));
+            assertEquals(504, handle(limiter, () -> false, headers));
+            Permit held = (Permit) limiter.tryAcquire("live");
+            assertEquals(503, handle(limiter, () -> true, headers));
+            assertEquals("1", headers.get("Retry-After"));
+            held.close();
+            AdaptiveMetrics m = limiter.metrics();
+            assertEquals(1, m.succeeded());
+            assertEquals(1, m.dropped());
+            assertEquals(1, m.rejected());
+        }
     }
 
     @Test
