@@ -105,12 +105,25 @@ func (l *AdaptiveLimiter) AdvanceVirtual(d time.Duration) error {
 	return err
 }
 
-func (l *AdaptiveLimiter) admit(partition string, f func(*C.char, **C.tk_adaptive_permit, *C.tk_adaptive_rejection) C.tk_result) (*Permit, *Rejection, error) {
+// admit is TryAcquire (timeoutMs < 0) or AcquireTimeout: one cgo call, no closure (the hot
+// path), on one OS thread so that a failure's message is this call's.
+func (l *AdaptiveLimiter) admit(partition string, timeoutMs int64) (*Permit, *Rejection, error) {
 	cpart := optString(partition)
 	defer free(cpart)
 	var p *C.tk_adaptive_permit
 	var r C.tk_adaptive_rejection
-	err := call(func() C.tk_result { return f(cpart, &p, &r) })
+	var err error
+	runtime.LockOSThread()
+	var res C.tk_result
+	if timeoutMs < 0 {
+		res = C.tk_adaptive_try_acquire(l.p, cpart, &p, &r)
+	} else {
+		res = C.tk_adaptive_acquire(l.p, cpart, C.uint64_t(timeoutMs), &p, &r)
+	}
+	if res != C.TK_RESULT_OK {
+		err = lastError(res)
+	}
+	runtime.UnlockOSThread()
 	runtime.KeepAlive(l)
 	if err != nil {
 		return nil, nil, err
@@ -126,9 +139,7 @@ func (l *AdaptiveLimiter) admit(partition string, f func(*C.char, **C.tk_adaptiv
 // TryAcquire asks for a permit without waiting: a permit, or a nil permit and the rejection.
 // partition "" is none; an unknown one is ErrConfigInvalid.
 func (l *AdaptiveLimiter) TryAcquire(partition string) (*Permit, *Rejection, error) {
-	return l.admit(partition, func(c *C.char, p **C.tk_adaptive_permit, r *C.tk_adaptive_rejection) C.tk_result {
-		return C.tk_adaptive_try_acquire(l.p, c, p, r)
-	})
+	return l.admit(partition, -1)
 }
 
 // AcquireTimeout waits up to timeout for a permit (in the configured FIFO or LIFO order),
@@ -138,9 +149,7 @@ func (l *AdaptiveLimiter) AcquireTimeout(partition string, timeout time.Duration
 	if ms < 0 {
 		ms = 0
 	}
-	return l.admit(partition, func(c *C.char, p **C.tk_adaptive_permit, r *C.tk_adaptive_rejection) C.tk_result {
-		return C.tk_adaptive_acquire(l.p, c, C.uint64_t(ms), p, r)
-	})
+	return l.admit(partition, ms)
 }
 
 // maxWait bounds a wait whose context has no deadline (the C call needs a timeout).
@@ -228,15 +237,28 @@ func (l *AdaptiveLimiter) Close() error {
 	return nil
 }
 
-// release runs f on the live handle and frees it on success; a released permit answers false.
-func (p *Permit) release(f func(*C.tk_adaptive_permit, *C.bool) C.tk_result) (bool, error) {
+// release releases the live handle (measured when measured, else with rttNs) and frees it; a
+// released permit answers false without a call.
+func (p *Permit) release(outcome Outcome, measured bool, rttNs int64) (bool, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.p == nil {
 		return false, nil
 	}
 	var released C.bool
-	if err := call(func() C.tk_result { return f(p.p, &released) }); err != nil {
+	var err error
+	runtime.LockOSThread()
+	var res C.tk_result
+	if measured {
+		res = C.tk_adaptive_permit_release(p.p, C.uint32_t(outcome), &released)
+	} else {
+		res = C.tk_adaptive_permit_release_rtt(p.p, C.uint32_t(outcome), C.int64_t(rttNs), &released)
+	}
+	if res != C.TK_RESULT_OK {
+		err = lastError(res)
+	}
+	runtime.UnlockOSThread()
+	if err != nil {
 		return false, err
 	}
 	C.tk_adaptive_permit_free(p.p)
@@ -249,17 +271,13 @@ func (p *Permit) release(f func(*C.tk_adaptive_permit, *C.bool) C.tk_result) (bo
 // It returns whether this call released the permit (false: it already was). An outcome
 // other than Success, Ignore or Dropped is ErrConfigInvalid and leaves the permit held.
 func (p *Permit) Release(outcome Outcome) (bool, error) {
-	return p.release(func(h *C.tk_adaptive_permit, out *C.bool) C.tk_result {
-		return C.tk_adaptive_permit_release(h, C.uint32_t(outcome), out)
-	})
+	return p.release(outcome, true, 0)
 }
 
 // ReleaseRTT is Release with a round trip the caller measured (negative: ErrConfigInvalid,
 // and the permit stays held).
 func (p *Permit) ReleaseRTT(outcome Outcome, rtt time.Duration) (bool, error) {
-	return p.release(func(h *C.tk_adaptive_permit, out *C.bool) C.tk_result {
-		return C.tk_adaptive_permit_release_rtt(h, C.uint32_t(outcome), C.int64_t(rtt.Nanoseconds()), out)
-	})
+	return p.release(outcome, false, rtt.Nanoseconds())
 }
 
 // free is the finalizer: a permit never released is a leak (core counts it, as Ignore).
