@@ -28,8 +28,9 @@
 #               FastAPI app, vs slowapi 0.1.10 (decorator and ASGI middleware)
 #   node        bindings-node/bench/run.sh (vs rate-limiter-flexible 11)
 #   jvm         bindings-jvm/bench/run.sh: the JVM library's check vs Guava's RateLimiter (Debian
-#               libguava-java; 1 key, 100k keys, 2 threads), tryAcquire's allocation per call, and
-#               Redis sequential / 64 CompletableFutures vs the Rust peer on the same server
+#               libguava-java; 1 key, 100k keys, 2 threads; each side in forked JVMs, then both
+#               in one JVM, interleaved), tryAcquire's allocation per call, and Redis sequential /
+#               64 CompletableFutures vs the Rust peer on the same server
 #   node-http   bindings-node/bench/http.js: the Express middleware's and the Fastify plugin's
 #               added time per request vs express-rate-limit 8 / @fastify/rate-limit 11 (in
 #               process, CPU time on Node's own request objects; and over sockets)
@@ -183,7 +184,7 @@ fi
 
 section "jvm: bindings-jvm/bench/run.sh (vs Guava; Redis vs the Rust peer)"
 if [ -x "$ROOT/bindings-jvm/bench/run.sh" ]; then
-    "$ROOT/bindings-jvm/bench/run.sh" $QUICK 2>&1 | tee "$OUT/jvm.log" | grep -v '^ROW' | tail -12
+    "$ROOT/bindings-jvm/bench/run.sh" $QUICK 2>&1 | tee "$OUT/jvm.log" | grep -v '^ROW' | tail -20
 else
     not_measured jvm "bindings-jvm/bench/run.sh is missing"
 fi

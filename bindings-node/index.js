@@ -107,6 +107,18 @@ class Handle extends Receiver {
   }
 }
 
+// `using permit = limiter.tryAcquire()` (TypeScript 5.2+, or a runtime with explicit resource
+// management): leaving the block releases the permit as `ignore` unless the body released it.
+if (typeof Symbol.dispose === 'symbol') {
+  Object.defineProperty(api.Permit.prototype, Symbol.dispose, {
+    value: function dispose() {
+      this.release('ignore')
+    },
+    writable: true,
+    configurable: true,
+  })
+}
+
 const nativeCheckSync = api.Limiter.prototype.checkSync
 Object.defineProperty(api.Limiter.prototype, 'checkSync', {
   value: function checkSync(key, cost) {

@@ -4,6 +4,9 @@ import { createRequire } from 'node:module'
 const binding = createRequire(import.meta.url)('./index.js')
 
 export const {
+  AdaptiveLimiter,
+  Permit,
+  VirtualClock,
   Limiter,
   MultiLimiter,
   Shaper,

@@ -39,6 +39,7 @@ THROTTLEKIT_REDIS_CLUSTER_URLS=$("$ROOT/tests/redis-cluster.sh" start "$work/clu
 THROTTLEKIT_REDIS_SENTINEL_URLS=$("$ROOT/tests/redis-sentinels.sh" start "$work/sentinel")
 THROTTLEKIT_REDIS_TLS_URL=$("$ROOT/tests/redis-tls.sh" start "$work/tls" 2>/dev/null)
 export THROTTLEKIT_REDIS_CLUSTER_URLS THROTTLEKIT_REDIS_SENTINEL_URLS THROTTLEKIT_REDIS_TLS_URL THROTTLEKIT_REDIS_TLS_DIR=$work/tls
-# The conformance runner on every vectors file, the HTTP vectors included: "N passed, 0 failed".
-node bin/throttlekit-conformance.js "$ROOT"/conformance-vectors/*.json "$ROOT"/conformance-vectors/http/*.json 2>/dev/null
+# The conformance runner on every vectors file, the HTTP and adaptive vectors included: "N passed, 0 failed".
+node bin/throttlekit-conformance.js "$ROOT"/conformance-vectors/*.json "$ROOT"/conformance-vectors/http/*.json \
+  "$ROOT"/conformance-vectors/adaptive/*.json 2>/dev/null
 node --test __test__/

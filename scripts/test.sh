@@ -84,6 +84,7 @@ suite "http black-box (java-servlet)" tests/http-blackbox.sh java-servlet
 suite "http black-box (ruby-rack)" tests/http-blackbox.sh ruby-rack
 suite "http black-box (ruby-rails)" tests/http-blackbox.sh ruby-rails
 suite "shutdown hygiene (rust, python, node)" tests/shutdown.sh
+suite "adaptive service (rust, python, node at 2x capacity: shedding keeps p99 within 2x unloaded)" tests/adaptive-service.sh
 suite "at-most-once proofs (rust, python, node, go; one node, cluster, Sentinel; behind the fault proxy)" env PROVE_FAULT_CALLS=20 tests/faults/prove.sh
 suite "chaos (60 s: cluster 3+3 and Sentinel, four languages, kills, pauses, proxy faults)" env CHAOS_SECONDS=60 tests/faults/chaos.sh
 suite "soak (60 s, four languages, faults every few seconds)" env SOAK_SECONDS=60 tests/faults/soak.sh

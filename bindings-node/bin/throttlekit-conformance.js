@@ -16,6 +16,7 @@ const fs = require('node:fs')
 const path = require('node:path')
 const { parse, replay } = require('../lib/conformance.js')
 const { isHttpVectors, parseHttp, replayHttp } = require('../lib/http-conformance.js')
+const { isAdaptiveVectors, parseAdaptive, replayAdaptive } = require('../lib/adaptive-conformance.js')
 const { RedisStore } = require('../index.js')
 
 function usage(message) {
@@ -67,10 +68,11 @@ async function main(argv) {
       let report
       try {
         const text = fs.readFileSync(file, 'utf8')
-        // HTTP vectors (format throttlekit-http/1) involve no store: the same on either.
-        report = isHttpVectors(text)
-          ? await replayHttp(parseHttp(text, path.basename(file)))
-          : await replay(parse(text, path.basename(file)), { redis })
+        // HTTP vectors (format throttlekit-http/1) and adaptive ones (throttlekit-adaptive/1)
+        // involve no store: the same on either.
+        if (isHttpVectors(text)) report = await replayHttp(parseHttp(text, path.basename(file)))
+        else if (isAdaptiveVectors(text)) report = replayAdaptive(parseAdaptive(text, path.basename(file)))
+        else report = await replay(parse(text, path.basename(file)), { redis })
       } catch (e) {
         console.error(`${file}: ${e.message}`)
         failed += 1

@@ -17,6 +17,7 @@ use napi::Env;
 use napi::bindgen_prelude::{JavaScriptClassExt, TypeTag, Unknown, validate_type_tag};
 use napi_derive::napi;
 
+mod adaptive;
 mod clock;
 mod cluster;
 mod convert;

@@ -7,6 +7,7 @@
 
 use pyo3::prelude::*;
 
+mod adaptive;
 mod aio;
 mod clock;
 mod decision;
@@ -48,6 +49,10 @@ fn _throttlekit(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<multi::Dimension>()?;
     m.add_class::<multi::MultiLimiter>()?;
     m.add_class::<shaper::Shaper>()?;
+    m.add_class::<adaptive::AdaptiveLimiter>()?;
+    m.add_class::<adaptive::Permit>()?;
+    m.add_class::<adaptive::Rejection>()?;
+    m.add_class::<adaptive::VirtualClock>()?;
     m.add_class::<http::ClientIdentity>()?;
     m.add_class::<http::HttpLimiter>()?;
     m.add_class::<http::HttpDecision>()?;

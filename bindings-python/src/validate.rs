@@ -169,6 +169,19 @@ pub fn millis(obj: &Bound<'_, PyAny>, arg: &str) -> PyResult<i64> {
     }
 }
 
+/// A signed integer option (`initial_limit`, `rtt_ns`): an int within ±2^53, or a whole float.
+/// Its domain (positive, not negative) is core's to check.
+pub fn integer(obj: &Bound<'_, PyAny>, arg: &str) -> PyResult<i64> {
+    let bad = || error::config(arg, "must be an integer within ±2^53");
+    match number(obj, arg, "an int")? {
+        Number::Int(v) if v.abs() > MAX_SAFE => Err(bad()),
+        Number::Int(v) => Ok(v),
+        Number::Huge { .. } => Err(bad()),
+        Number::Float(f) if f.is_finite() && f.fract() == 0.0 && f.abs() <= MAX_SAFE_INTEGER => Ok(f as i64),
+        Number::Float(_) => Err(bad()),
+    }
+}
+
 /// A count (`max_keys`, `cost_multiplier`, `timeout_ms`): an int in `[0, 2^53]`, or a whole
 /// float. Whether 0 is allowed is core's decision.
 pub fn count(obj: &Bound<'_, PyAny>, arg: &str) -> PyResult<u64> {

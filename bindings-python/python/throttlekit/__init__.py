@@ -13,6 +13,7 @@ the flow they share, ``throttlekit.rules`` the limit strings and store URIs of t
 
 from throttlekit._throttlekit import (
     ERROR_CODES,
+    AdaptiveLimiter,
     ClientIdentity,
     ConfigInvalidError,
     ConfigTypeError,
@@ -26,14 +27,17 @@ from throttlekit._throttlekit import (
     MultiDecision,
     MultiLimiter,
     OperationNotImplementedError,
+    Permit,
     QueueFullError,
     RateLimitExceededError,
+    Rejection,
     Reservation,
     Shaper,
     StoreUnavailableError,
     Strategy,
     SystemClock,
     ThrottleKitError,
+    VirtualClock,
     __version__,
 )
 
@@ -44,6 +48,7 @@ except ImportError:  # pragma: no cover - only in builds without the `redis` fea
 
 __all__ = [
     "ERROR_CODES",
+    "AdaptiveLimiter",
     "ClientIdentity",
     "ConfigInvalidError",
     "ConfigTypeError",
@@ -57,14 +62,17 @@ __all__ = [
     "MultiDecision",
     "MultiLimiter",
     "OperationNotImplementedError",
+    "Permit",
     "QueueFullError",
     "RateLimitExceededError",
     "RedisStore",
+    "Rejection",
     "Reservation",
     "Shaper",
     "StoreUnavailableError",
     "Strategy",
     "SystemClock",
     "ThrottleKitError",
+    "VirtualClock",
     "__version__",
 ]

@@ -7,6 +7,7 @@ from typing import Any, ClassVar, Literal, Optional, Union, final
 
 __all__ = [
     "ERROR_CODES",
+    "AdaptiveLimiter",
     "ClientIdentity",
     "ConfigInvalidError",
     "ConfigTypeError",
@@ -20,15 +21,18 @@ __all__ = [
     "MultiDecision",
     "MultiLimiter",
     "OperationNotImplementedError",
+    "Permit",
     "QueueFullError",
     "RateLimitExceededError",
     "RedisStore",
+    "Rejection",
     "Reservation",
     "Shaper",
     "StoreUnavailableError",
     "Strategy",
     "SystemClock",
     "ThrottleKitError",
+    "VirtualClock",
     "__version__",
     "http_client_key_json",
     "http_error_response",
@@ -306,6 +310,72 @@ class Shaper:
     def rate_per_sec(self) -> float: ...
     @property
     def max_queue_ms(self) -> float: ...
+
+_Algorithm = Literal["fixed", "aimd", "vegas", "gradient2"]
+_Outcome = Literal["success", "ignore", "dropped"]
+
+@final
+class VirtualClock:
+    def __new__(cls, now_ns: Optional[int] = None) -> VirtualClock: ...
+    def advance(self, ns: int) -> None: ...
+    def now_ns(self) -> int: ...
+
+@final
+class Permit:
+    def release(self, outcome: Optional[_Outcome] = None, *, rtt_ns: Optional[int] = None) -> bool: ...
+    @property
+    def granted(self) -> Literal[True]: ...
+    @property
+    def released(self) -> bool: ...
+    def __enter__(self) -> Permit: ...
+    def __exit__(self, exc_type: Any = None, _exc: Any = None, _tb: Any = None) -> bool: ...
+    def __aenter__(self) -> Awaitable[Permit]: ...
+    def __aexit__(self, exc_type: Any = None, _exc: Any = None, _tb: Any = None) -> Awaitable[bool]: ...
+
+@final
+class Rejection:
+    @property
+    def granted(self) -> Literal[False]: ...
+    @property
+    def limit(self) -> int: ...
+    @property
+    def inflight(self) -> int: ...
+    @property
+    def retry_after_ms(self) -> int: ...
+    @property
+    def retry_after_secs(self) -> int: ...
+
+@final
+class AdaptiveLimiter:
+    def __new__(
+        cls,
+        algorithm: _Algorithm = "gradient2",
+        *,
+        initial_limit: Optional[int] = None,
+        min_limit: Optional[int] = None,
+        max_limit: Optional[int] = None,
+        percentile: Optional[float] = None,
+        min_rtt_us: Optional[int] = None,
+        window_min_samples: Optional[int] = None,
+        peak_multiple: Optional[float] = None,
+        slow_start: Optional[bool] = None,
+        order: Literal["fifo", "lifo"] = "fifo",
+        partitions: Optional[dict[str, _Number]] = None,
+        tolerance: Optional[float] = None,
+        backoff: Optional[float] = None,
+        alpha: Optional[float] = None,
+        beta: Optional[float] = None,
+        smoothing: Optional[float] = None,
+        clock: Optional[VirtualClock] = None,
+    ) -> AdaptiveLimiter: ...
+    @classmethod
+    def from_json(cls, text: str, *, clock: Optional[VirtualClock] = None) -> AdaptiveLimiter: ...
+    def try_acquire(self, partition: Optional[str] = None) -> Union[Permit, Rejection]: ...
+    def acquire_sync(self, partition: Optional[str] = None, *, timeout_ms: int) -> Union[Permit, Rejection]: ...
+    def acquire(self, partition: Optional[str] = None, *, timeout_ms: int) -> Awaitable[Union[Permit, Rejection]]: ...
+    def limit(self) -> int: ...
+    def inflight(self) -> int: ...
+    def metrics(self) -> dict[str, Any]: ...
 
 _Family = Literal["draft-10", "draft-7", "draft-6", "legacy"]
 _HeaderPart = Union[str, bytes]

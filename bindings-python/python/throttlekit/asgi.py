@@ -9,16 +9,20 @@ that never blocks the event loop). Admitted requests get the rate-limit fields o
 response; denied ones get a ``429`` with the fields, ``Retry-After`` and core's RFC 9457 body.
 The options are ``throttlekit.http.RateLimitOptions``'; ``key_func``, ``cost_func`` and
 ``skip`` receive the ASGI scope and may be async.
+
+``SheddingMiddleware(app, adaptive_limiter)`` sheds load instead: each request holds a permit of
+an ``AdaptiveLimiter`` while the app runs, and a refused one is answered ``503`` with
+``Retry-After`` (``throttlekit.http.shed_outcome`` says how a permit is released).
 """
 
 from __future__ import annotations
 
-from typing import Any, Awaitable, Callable, MutableMapping, Union
+from typing import Any, Awaitable, Callable, MutableMapping, Optional, Union
 
-from throttlekit._throttlekit import Limiter, MultiLimiter, ThrottleKitError
-from throttlekit.http import RateLimitOptions, Verdict, resolve
+from throttlekit._throttlekit import AdaptiveLimiter, Limiter, MultiLimiter, Permit, ThrottleKitError
+from throttlekit.http import RateLimitOptions, Verdict, resolve, shed_headers, shed_outcome
 
-__all__ = ["RateLimitMiddleware"]
+__all__ = ["RateLimitMiddleware", "SheddingMiddleware"]
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -85,3 +89,50 @@ async def _answer(send: Send, verdict: Verdict) -> None:
     headers = [*_encoded(verdict.headers), (b"content-length", str(len(verdict.body)).encode())]
     await send({"type": "http.response.start", "status": verdict.status, "headers": headers})
     await send({"type": "http.response.body", "body": verdict.body})
+
+
+class SheddingMiddleware:
+    """Sheds HTTP requests of ``app`` that ``limiter`` (an ``AdaptiveLimiter``) has no room for.
+
+    ``partition(scope)`` names a request's partition (default none); ``timeout_ms`` makes a
+    request wait that long for a permit (the awaitable ``acquire``) before it is shed.
+    """
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        limiter: AdaptiveLimiter,
+        *,
+        partition: Optional[Callable[[Scope], Optional[str]]] = None,
+        timeout_ms: Optional[int] = None,
+    ) -> None:
+        self.app, self.limiter, self.partition, self.timeout_ms = app, limiter, partition, timeout_ms
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        name = None if self.partition is None else self.partition(scope)
+        if self.timeout_ms is None:
+            answer = self.limiter.try_acquire(name)
+        else:
+            answer = await self.limiter.acquire(name, timeout_ms=self.timeout_ms)
+        if not isinstance(answer, Permit):
+            headers = [*_encoded(shed_headers(answer)), (b"content-length", b"0")]
+            await send({"type": "http.response.start", "status": 503, "headers": headers})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        status = 0
+
+        async def sending(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, sending)
+        except BaseException as err:
+            answer.release(shed_outcome(None, err))
+            raise
+        answer.release(shed_outcome(status, None))

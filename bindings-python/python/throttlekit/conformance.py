@@ -18,7 +18,9 @@ which stands in for a fresh store without flushing anybody's database.
 
 HTTP vectors files (``conformance-vectors/http/*.json``, recognised by their top-level
 ``"format": "throttlekit-http/1"``) are replayed too: header cases through core's JSON entry
-point, client key cases through it and through ``ClientIdentity``.
+point, client key cases through it and through ``ClientIdentity``. Adaptive concurrency files
+(``conformance-vectors/adaptive/*.json``, ``"format": "throttlekit-adaptive/1"``) are replayed by
+``throttlekit.conformance_adaptive``.
 
 Prints one line per mismatch (suite id, op index, expected, got) and ends with
 ``N passed, M failed``; the exit status is 0 only when M is 0 (2 when a file is malformed).
@@ -51,6 +53,8 @@ from throttlekit import (
     ThrottleKitError,
 )
 from throttlekit._throttlekit import http_client_key_json, http_headers_json
+from throttlekit.conformance_adaptive import FORMAT as ADAPTIVE_FORMAT
+from throttlekit.conformance_adaptive import replay_adaptive
 
 _FILE_FIELDS = {"contractVersion", "generatedFrom", "frozen", "decisionFields", "note", "description", "suites"}
 _SUITE_FIELDS = {
@@ -352,6 +356,8 @@ def replay_files(paths: Iterable[str], stores: StoreFactory, use_async: bool = F
         try:
             if isinstance(data, dict) and data.get("format") == HTTP_FORMAT:
                 report.merge(replay_http(data))
+            elif isinstance(data, dict) and data.get("format") == ADAPTIVE_FORMAT:
+                report.merge(replay_adaptive(data))
             else:
                 report.merge(replay(data, stores, use_async))
         except VectorFormatError as e:

@@ -21,6 +21,7 @@ from typing import Any, Callable, Generic, Literal, Optional, TypeVar, Union
 
 from throttlekit._throttlekit import (
     ClientIdentity,
+    Rejection,
     Decision,
     HttpDecision,
     HttpLimiter,
@@ -38,6 +39,8 @@ __all__ = [
     "LimitedEvent",
     "RateLimitOptions",
     "Verdict",
+    "shed_headers",
+    "shed_outcome",
 ]
 
 #: The media type of the RFC 9457 bodies the middleware sends.
@@ -172,3 +175,20 @@ async def resolve(value: MaybeAwaitable) -> Any:
     if inspect.isawaitable(value):
         return await value
     return value
+
+
+def shed_headers(rejection: Rejection) -> list[tuple[str, str]]:
+    """The header lines of a shed request's ``503``: ``Retry-After`` in whole seconds (core's)."""
+    return [("Retry-After", str(rejection.retry_after_secs))]
+
+
+def shed_outcome(status: Optional[int], error: Optional[BaseException]) -> Literal["success", "ignore", "dropped"]:
+    """How the shedding middleware releases a request's permit, the Rust tower layer's rule.
+
+    ``503`` or ``504`` from the app, or a ``TimeoutError``, is ``dropped`` (a congestion
+    signal); any other exception (a bug, a client that went away) is ``ignore``; any other
+    response is ``success``, its round trip a latency sample.
+    """
+    if error is not None:
+        return "dropped" if isinstance(error, TimeoutError) else "ignore"
+    return "dropped" if status in (503, 504) else "success"

@@ -34,6 +34,15 @@ impl AlgorithmKind {
             AlgorithmKind::Gradient2 => "gradient2",
         }
     }
+
+    /// Parses the stable name (bindings that take it as a string); anything else is
+    /// `config_invalid` for `algorithm`.
+    pub fn parse(name: &str) -> Result<AlgorithmKind> {
+        [AlgorithmKind::Fixed, AlgorithmKind::Aimd, AlgorithmKind::Vegas, AlgorithmKind::Gradient2]
+            .into_iter()
+            .find(|k| k.as_str() == name)
+            .ok_or_else(|| Error::config("algorithm", "must be fixed, aimd, vegas or gradient2"))
+    }
 }
 
 /// The order in which `acquire` waiters get a freed permit.
@@ -46,6 +55,17 @@ pub enum QueueOrder {
     /// Newest waiter first: under sustained overload the freshest requests (whose callers are
     /// still waiting) are served and old ones time out.
     Lifo,
+}
+
+impl QueueOrder {
+    /// Parses `"fifo"` or `"lifo"`; anything else is `config_invalid` for `order`.
+    pub fn parse(name: &str) -> Result<QueueOrder> {
+        match name {
+            "fifo" => Ok(QueueOrder::Fifo),
+            "lifo" => Ok(QueueOrder::Lifo),
+            _ => Err(Error::config("order", "must be fifo or lifo")),
+        }
+    }
 }
 
 /// One partition's guaranteed share of the limit.

@@ -11,7 +11,9 @@
 //     (--redis-only: those two rows alone).
 // The memory rows run each side in JVM processes of its own, several fork pairs a row, the side
 // going first alternating (Forks: JMH's @Fork default; in one heap the two libraries measured
-// each other's layout). This process keeps the allocation and Redis rows, which do not share a
+// each other's layout), then once more with both sides in this JVM, interleaved, as an
+// application runs them (SameJvm, with a breakdown of tryAcquire(key)'s stages on 100k keys;
+// --same-jvm-only runs those alone). This process keeps the allocation and Redis rows, which do not share a
 // heap with a peer: the Redis peer is a Rust process. The memory rows compare CPU time per call (the
 // calling threads' ThreadMXBean time plus the collectors' time meanwhile), with wall time printed
 // beside it: on this shared 2-core VM a round's wall time is mostly how long the process waited
@@ -145,6 +147,11 @@ public final class JvmBench {
         }
         int n = quick ? 1_000_000 : 3_000_000;
         String[] keys = Forks.keys();
+        // --same-jvm-only: the same-JVM rows alone (SameJvm; to study them).
+        if (Arrays.asList(args).contains("--same-jvm-only")) {
+            SameJvm.rows(keys, quick);
+            return;
+        }
 
         adaptiveRow(quick);
         // --adaptive-only: that row alone.
@@ -245,8 +252,11 @@ public final class JvmBench {
     static void memoryRows(String[] keys, int n, boolean quick) throws Exception {
         Forks.row("one", "check, GCRA, memory, 1 key (every call admitted)", "Guava RateLimiter.tryAcquire", ">=0.7", quick);
         Forks.row("many", "check, GCRA, memory, 100k keys", "ConcurrentHashMap<String, RateLimiter>", ">=1.0", quick);
+        Forks.row("manyTry", "tryAcquire(key), GCRA, memory, 100k keys", "ConcurrentHashMap<String, RateLimiter>", ">=1.0", quick);
         Forks.row("many2", "check, GCRA, memory, 100k keys, 2 threads", "the same map, 2 threads", ">=1.0", quick);
         Forks.row("shuffled", "check, GCRA, memory, 100k keys in a shuffled order (diagnostic)", "the same map", null, quick);
+        // The same comparisons in this one JVM, as an application runs them (SameJvm).
+        SameJvm.rows(keys, quick);
         Limiter one = Limiter.builder(Strategy.gcra((long) RATE, Duration.ofSeconds(1), (long) RATE)).build();
 
         // Allocation per call.

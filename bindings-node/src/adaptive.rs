@@ -1,0 +1,333 @@
+//! [`AdaptiveLimiter`], [`Permit`], [`Rejection`] and [`VirtualClock`]: the core's adaptive
+//! concurrency limiter (`throttlekit::concurrency`) for Node.
+//!
+//! Options are the core's JSON form (camelCase, unknown fields refused), read by the core; every
+//! rule (admission, waiting, the limit's update, the round trip on the core's monotonic clock)
+//! is the core's. What is Node's own is the idiom: `tryAcquire` answers at once, `acquire` is a
+//! Promise whose wait is a timer, and index.js gives `Permit` a `[Symbol.dispose]` (releasing as
+//! `ignore` unless released) so `using` works.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use napi::Either;
+use napi::Env;
+use napi::bindgen_prelude::{PromiseRaw, Unknown};
+use napi_derive::napi;
+use throttlekit::concurrency as core;
+
+use crate::convert::{self, Options};
+use crate::error::{CoreResult, OrThrow, Settled, config, settle};
+
+/// A monotonic clock that moves only when told to (nanoseconds), for replaying exact timelines.
+#[napi]
+pub struct VirtualClock {
+    inner: core::VirtualClock,
+}
+
+#[napi]
+impl VirtualClock {
+    /// A clock showing `nowNs` (default 0).
+    #[napi(constructor, ts_args_type = "nowNs?: number")]
+    pub fn new(env: &Env, now_ns: Unknown) -> napi::Result<VirtualClock> {
+        let now = if convert::is_undefined(&now_ns) { Ok(0) } else { nanos(&now_ns, "nowNs") };
+        Ok(VirtualClock { inner: core::VirtualClock::new(now.or_throw(env)?) })
+    }
+
+    /// Moves time forward by `ns` (a non-negative integer).
+    #[napi(ts_args_type = "ns: number")]
+    pub fn advance(&self, env: &Env, ns: Unknown) -> napi::Result<()> {
+        self.inner.advance(nanos(&ns, "ns").or_throw(env)?);
+        Ok(())
+    }
+
+    /// The current time, nanoseconds.
+    #[napi]
+    pub fn now_ns(&self) -> f64 {
+        use core::Ticks;
+        self.inner.now_ns() as f64
+    }
+}
+
+/// A non-negative integer number of nanoseconds.
+fn nanos(v: &Unknown<'_>, field: &str) -> CoreResult<u64> {
+    let n = convert::number(v, field)?;
+    if !(n.is_finite() && n.fract() == 0.0 && (0.0..=9.007_199_254_740_992e15).contains(&n)) {
+        return Err(config(field, "must be an integer >= 0 and <= 2^53"));
+    }
+    Ok(n as u64)
+}
+
+/// A refused acquire (the limit was full, or a wait ran out): an answer, not an error.
+#[napi(object, object_from_js = false)]
+#[derive(Clone, Copy)]
+pub struct Rejection {
+    /// Always `false` (a `Permit`'s is `true`).
+    pub granted: bool,
+    /// The limit when the request was refused.
+    pub limit: u32,
+    /// The requests in flight then.
+    pub inflight: u32,
+    /// A retry hint: the latest window's latency percentile, ms.
+    pub retry_after_ms: i64,
+    /// The `Retry-After` header's value: whole seconds, rounded up, at least 1.
+    pub retry_after_secs: i64,
+}
+
+impl From<core::Rejection> for Rejection {
+    fn from(r: core::Rejection) -> Self {
+        Rejection {
+            granted: false,
+            limit: r.limit,
+            inflight: r.inflight,
+            retry_after_ms: r.retry_after_ms as i64,
+            retry_after_secs: r.retry_after_secs() as i64,
+        }
+    }
+}
+
+/// One admitted request's slot in the limit. Release it once with how the request ended;
+/// releasing again does nothing and returns `false`. `using permit = ...` releases it as
+/// `ignore` at the end of the block unless it was released (`[Symbol.dispose]`); a permit
+/// garbage-collected unreleased counts as `ignore` and in `metrics().leaked`.
+#[napi]
+pub struct Permit {
+    /// `None` once `__forget` dropped it.
+    inner: Mutex<Option<core::Permit>>,
+}
+
+#[napi]
+impl Permit {
+    /// Releases with `outcome` (`'success'` by default, `'ignore'` or `'dropped'`); the round trip
+    /// is measured by the core since the grant unless `rttNs` gives it. Returns whether this call
+    /// released the permit.
+    #[napi(ts_args_type = "outcome?: 'success' | 'ignore' | 'dropped', rttNs?: number")]
+    pub fn release(&self, env: &Env, outcome: Unknown, rtt_ns: Unknown) -> napi::Result<bool> {
+        let run = || -> CoreResult<bool> {
+            let outcome = if convert::is_undefined(&outcome) {
+                core::Outcome::Success
+            } else {
+                convert::with_str(&outcome, "outcome", core::Outcome::parse)?
+            };
+            let mut held = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+            let Some(permit) = held.as_mut() else { return Ok(false) };
+            if convert::is_undefined(&rtt_ns) {
+                return Ok(permit.release(outcome));
+            }
+            let ns = convert::number(&rtt_ns, "rttNs")?;
+            if !(ns.is_finite() && ns.fract() == 0.0 && ns.abs() <= 9.007_199_254_740_992e15) {
+                return Err(config("rttNs", "must be an integer within ±2^53"));
+            }
+            permit.release_with_rtt_ns(outcome, ns as i64)
+        };
+        run().or_throw(env)
+    }
+
+    /// Always `true` (a `Rejection`'s is `false`).
+    #[napi(getter)]
+    pub fn granted(&self) -> bool {
+        true
+    }
+
+    /// Whether it was released.
+    #[napi(getter)]
+    pub fn released(&self) -> bool {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner()).as_ref().is_none_or(core::Permit::is_released)
+    }
+
+    /// Drops the permit unreleased now, exactly as the garbage collector's finalizer would (a
+    /// leak: `ignore`, counted in `leaked`). For the conformance runner's `drop` events, which
+    /// cannot wait for a collection.
+    #[napi(js_name = "__forget", skip_typescript)]
+    pub fn forget(&self) {
+        let permit = self.inner.lock().unwrap_or_else(|e| e.into_inner()).take();
+        drop(permit);
+    }
+}
+
+/// A snapshot of an `AdaptiveLimiter`'s counters and state.
+#[napi(object, object_from_js = false)]
+pub struct AdaptiveMetrics {
+    /// The current limit.
+    pub limit: u32,
+    /// Permits held now.
+    pub inflight: u32,
+    /// Waiters in `acquire` now.
+    pub waiting: u32,
+    /// Permits granted (directly or to a waiter).
+    pub acquired: i64,
+    /// Requests refused (including `acquire` timeouts).
+    pub rejected: i64,
+    /// Releases with `success`.
+    pub succeeded: i64,
+    /// Releases with `dropped`.
+    pub dropped: i64,
+    /// Releases with `ignore`, leaked permits included.
+    pub ignored: i64,
+    /// Permits garbage-collected without a release.
+    pub leaked: i64,
+    /// Successful samples shorter than `minRttUs`, left out of the windows.
+    pub short_rtts: i64,
+    /// Windows closed (limit updates).
+    pub windows: i64,
+    /// The no-load round trip in microseconds (0 before the first window).
+    pub baseline_rtt_us: i64,
+    /// The latest window's latency percentile in microseconds.
+    pub latency_us: i64,
+    /// Whether the limit is still in slow start.
+    pub slow_start: bool,
+    /// Per partition: its permits in flight.
+    pub partitions: HashMap<String, u32>,
+}
+
+/// A concurrency limit that follows the service's latency (docs/adaptive.md).
+#[napi]
+pub struct AdaptiveLimiter {
+    inner: core::AdaptiveLimiter,
+}
+
+type Answer = Either<Permit, Rejection>;
+
+fn answer(a: core::Admission) -> Answer {
+    match a {
+        core::Admission::Granted(p) => Either::A(Permit { inner: Mutex::new(Some(p)) }),
+        core::Admission::Rejected(r) => Either::B(r.into()),
+    }
+}
+
+fn partition(v: &Unknown<'_>) -> CoreResult<Option<String>> {
+    if convert::is_undefined(v) || convert::type_of(v) == napi::sys::ValueType::napi_null {
+        return Ok(None);
+    }
+    convert::string(v, "partition").map(Some)
+}
+
+#[napi]
+impl AdaptiveLimiter {
+    /// A limiter; `options` is the core's `AdaptiveConfig` (`algorithm`, `initialLimit`,
+    /// `partitions: [{ name, percent }]`, ...; docs/adaptive.md lists them and their defaults).
+    /// `clock` is for tests (default: the monotonic clock).
+    #[napi(constructor, ts_args_type = "options?: AdaptiveOptions, clock?: VirtualClock")]
+    pub fn new(env: &Env, options: Unknown, clock: Option<&VirtualClock>) -> napi::Result<AdaptiveLimiter> {
+        let build = || -> CoreResult<core::AdaptiveLimiter> {
+            let config = if convert::is_undefined(&options) {
+                core::AdaptiveConfig::default()
+            } else {
+                core::AdaptiveConfig::from_json(&convert::json(&options, "adaptive")?.to_string())?
+            };
+            match clock {
+                None => core::AdaptiveLimiter::new(config),
+                Some(c) => core::AdaptiveLimiter::with_clock(config, Arc::new(c.inner.clone())),
+            }
+        };
+        Ok(AdaptiveLimiter { inner: build().or_throw(env)? })
+    }
+
+    /// A `Permit` if the limit (and the partition's share, when it is full) has room, else a
+    /// `Rejection`; never waits. An unknown partition throws `config_invalid`.
+    #[napi(ts_args_type = "partition?: string", ts_return_type = "Permit | Rejection")]
+    pub fn try_acquire(&self, env: &Env, partition: Unknown) -> napi::Result<Answer> {
+        self::partition(&partition).and_then(|p| self.inner.try_acquire(p.as_deref())).map(answer).or_throw(env)
+    }
+
+    /// Waits up to `timeoutMs` for a permit, in the limiter's order (FIFO or LIFO), without
+    /// blocking the event loop; resolves with a `Rejection` when the wait runs out.
+    #[napi(
+        ts_args_type = "options: { timeoutMs: number, partition?: string }",
+        ts_return_type = "Promise<Permit | Rejection>"
+    )]
+    pub fn acquire<'e>(&self, env: &'e Env, options: Unknown) -> napi::Result<PromiseRaw<'e, Settled<Answer>>> {
+        let args = (|| -> CoreResult<(Option<String>, Duration)> {
+            let o = Options::read(&options, "options", &["timeoutMs", "partition"], false)?;
+            let ms = o.number("timeoutMs")?.ok_or_else(|| config("timeoutMs", "is required"))?;
+            if !(ms.is_finite() && ms >= 0.0 && ms.fract() == 0.0) {
+                return Err(config("timeoutMs", "must be an integer >= 0"));
+            }
+            let p = match o.get("partition") {
+                Some(v) => partition(v)?,
+                None => None,
+            };
+            Ok((p, Duration::from_millis(ms as u64)))
+        })();
+        let limiter = self.inner.clone();
+        settle(env, args, move |(p, timeout)| async move { limiter.acquire(p.as_deref(), timeout).await.map(answer) })
+    }
+
+    /// The current limit.
+    #[napi]
+    pub fn limit(&self) -> u32 {
+        self.inner.limit()
+    }
+
+    /// Permits held now.
+    #[napi]
+    pub fn inflight(&self) -> u32 {
+        self.inner.inflight()
+    }
+
+    /// A snapshot of every counter.
+    #[napi]
+    pub fn metrics(&self) -> AdaptiveMetrics {
+        let m = self.inner.metrics();
+        AdaptiveMetrics {
+            limit: m.limit,
+            inflight: m.inflight,
+            waiting: m.waiting,
+            acquired: m.acquired as i64,
+            rejected: m.rejected as i64,
+            succeeded: m.succeeded as i64,
+            dropped: m.dropped as i64,
+            ignored: m.ignored as i64,
+            leaked: m.leaked as i64,
+            short_rtts: m.short_rtts as i64,
+            windows: m.windows as i64,
+            baseline_rtt_us: m.baseline_rtt_us as i64,
+            latency_us: m.latency_us as i64,
+            slow_start: m.slow_start,
+            partitions: m.partitions.into_iter().collect(),
+        }
+    }
+}
+
+/// The options of `new AdaptiveLimiter()`: the core's `AdaptiveConfig` (docs/adaptive.md).
+#[napi(object, object_to_js = false)]
+#[allow(dead_code)] // Declares the TypeScript shape; the core parses the JSON.
+pub struct AdaptiveOptions {
+    /// The update rule (default `'gradient2'`).
+    #[napi(ts_type = "'fixed' | 'aimd' | 'vegas' | 'gradient2'")]
+    pub algorithm: Option<String>,
+    /// The limit before any sample (default 20; for `fixed`, the limit).
+    pub initial_limit: Option<f64>,
+    /// The lowest the limit goes (default 1).
+    pub min_limit: Option<f64>,
+    /// The highest the limit goes (default 1000).
+    pub max_limit: Option<f64>,
+    /// The window's latency percentile, in (0, 1] (default 0.9).
+    pub percentile: Option<f64>,
+    /// Round trips shorter than this (µs) are ignored (default 100).
+    pub min_rtt_us: Option<f64>,
+    /// A window closes after this many samples, or `limit` if more (default 50).
+    pub window_min_samples: Option<f64>,
+    /// The limit never exceeds this multiple of the window's in-flight peak (default 2).
+    pub peak_multiple: Option<f64>,
+    /// Double the limit each uncongested window until the first congestion signal.
+    pub slow_start: Option<bool>,
+    /// The order `acquire` waiters are served in (default `'fifo'`).
+    #[napi(ts_type = "'fifo' | 'lifo'")]
+    pub order: Option<String>,
+    /// Guaranteed shares of the limit, enforced only when it is full.
+    #[napi(ts_type = "{ name: string, percent: number }[]")]
+    pub partitions: Option<serde_json::Value>,
+    /// aimd: congestion threshold (× no-load RTT, default 2); gradient2: tolerated latency
+    /// (default 1.5).
+    pub tolerance: Option<f64>,
+    /// aimd: the factor a congested window multiplies the limit by (default 0.9).
+    pub backoff: Option<f64>,
+    /// vegas: the queue below which the limit grows, × log10(limit) (default 3).
+    pub alpha: Option<f64>,
+    /// vegas: the queue above which the limit shrinks, × log10(limit) (default 6).
+    pub beta: Option<f64>,
+    /// gradient2: how far each window moves the limit toward its estimate (default 0.5).
+    pub smoothing: Option<f64>,
+}
