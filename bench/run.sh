@@ -19,7 +19,8 @@
 #   redis-topology  core/benches/redis_topology.rs: FCALL vs EVALSHA server time per call, and
 #               cluster (3 masters) throughput next to one standalone server
 #   adaptive    core/benches/adaptive.rs: the adaptive limiter's acquire + release, 1 thread and
-#               8 threads (criterion-free; ROW lines)
+#               8 threads (criterion-free; ROW lines); and the same through Go (cgo,
+#               bindings-c/go's BenchmarkAdaptiveTryAcquireRelease)
 #   lease       core/benches/lease.rs: one hot key, 1 and 8 processes, leased (batch 100) and
 #               cached_deny vs strict: decisions/s and Redis commands per 1k decisions
 #   python      bindings-python/bench/bench.py (vs limits 5.x and throttlekit-py 0.5.1)
@@ -140,6 +141,21 @@ fi
 section "adaptive: core/benches/adaptive.rs (acquire + release, 1 and 8 threads)"
 (cd "$ROOT" && TK_BENCH_N=$([ -n "$QUICK" ] && echo 500000 || echo 2000000) \
     cargo bench -q -p throttlekit --bench adaptive 2>&1) | tee "$OUT/adaptive.log"
+# Through the Go binding (cgo into the release libthrottlekit): the issue's 1 µs per binding.
+GO_PREFIX=$CARGO_TARGET_DIR/go-http-bench-prefix
+if command -v go >/dev/null && make -s -C "$ROOT/bindings-c" install PROFILE=release PREFIX="$GO_PREFIX" >&2; then
+    ns=$(cd "$ROOT/bindings-c/go" && PKG_CONFIG_PATH=$GO_PREFIX/lib/pkgconfig CGO_LDFLAGS="-Wl,-rpath,$GO_PREFIX/lib" \
+        go test -run '^$' -bench '^BenchmarkAdaptiveTryAcquireRelease$' -benchtime "$([ -n "$QUICK" ] && echo 200000 || echo 1000000)x" . \
+        | awk '/^BenchmarkAdaptiveTryAcquireRelease/ {print $3}')
+    if [ -n "$ns" ]; then
+        awk -v ns="$ns" 'BEGIN {printf "ROW\tadaptive acquire + release through Go (cgo)\t1000 ns target\t%.2f\t>=1\t%s ns per TryAcquire + Release\n", 1000 / ns, ns}' \
+            | tee -a "$OUT/adaptive.log"
+    else
+        echo "NOT MEASURED: the Go adaptive benchmark printed no result" | tee -a "$OUT/adaptive.log"
+    fi
+else
+    echo "NOT MEASURED: go or the release libthrottlekit is missing" | tee -a "$OUT/adaptive.log"
+fi
 
 section "python: bindings-python/bench/bench.py"
 if [ -f "$ROOT/bindings-python/bench/bench.py" ]; then

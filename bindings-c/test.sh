@@ -9,7 +9,7 @@
 #      errors), on memory and on a disposable Redis,
 #      a 3-master cluster and a TLS server (one of each for the whole script, and a Sentinel setup)
 #   5. tk-conformance on every conformance-vectors/*.json: memory, Redis, cluster, Sentinel, TLS;
-#      and on the HTTP vectors (conformance-vectors/http/*.json, no store)
+#      and on the HTTP and adaptive vectors (conformance-vectors/{http,adaptive}/*.json, no store)
 #   6. go test (vectors on every store, the HTTP vectors, Example, unit tests), tkgin (the gin
 #      middleware, against Debian's gin: apt-installs golang-github-gin-gonic-gin-dev), the Go
 #      shutdown-hygiene check; and a C key flood against a default memory store
@@ -81,13 +81,16 @@ gcc $CFLAGS $(pkg-config --cflags throttlekit) "$HERE/tests/test_throttlekit.c" 
 gcc $CFLAGS $(pkg-config --cflags throttlekit) "$HERE/tests/test_lease.c" \
     $(pkg-config --libs throttlekit) -Wl,-rpath,"$LIBDIR" -o "$WORK/test_lease"
 # shellcheck disable=SC2046
-gcc $CFLAGS $(pkg-config --cflags throttlekit) "$HERE/tests/tk_conformance.c" \
+gcc $CFLAGS $(pkg-config --cflags throttlekit) "$HERE/tests/tk_conformance.c" "$HERE/tests/tk_conformance_adaptive.c" \
     $(pkg-config --libs throttlekit) $(pkg-config --libs libcjson) -Wl,-rpath,"$LIBDIR" -o "$WORK/tk-conformance"
 # The static library links too (Libs.private carries Rust's native dependencies).
 # shellcheck disable=SC2046
 gcc $CFLAGS $(pkg-config --cflags throttlekit) "$HERE/tests/test_throttlekit.c" \
     "$LIBDIR/libthrottlekit.a" $(pkg-config --libs-only-l --static throttlekit | sed 's/-lthrottlekit//') \
     -o "$WORK/test_throttlekit_static"
+# shellcheck disable=SC2046
+gcc $CFLAGS $(pkg-config --cflags throttlekit) "$HERE/tests/test_adaptive.c" \
+    $(pkg-config --libs throttlekit) -lpthread -Wl,-rpath,"$LIBDIR" -o "$WORK/test_adaptive"
 # shellcheck disable=SC2046
 gcc $CFLAGS $(pkg-config --cflags throttlekit) "$HERE/tests/key_flood.c" \
     $(pkg-config --libs throttlekit) -Wl,-rpath,"$LIBDIR" -o "$WORK/key_flood"
@@ -126,6 +129,8 @@ TK_REDIS_URL="$URL_C" "$WORK/test_throttlekit_static" | tail -1
 # The two-tier modes (docs/leasing.md): bad options, a fleet of 3 on one key, cached denials,
 # the multi limiter's modes.
 TK_REDIS_URL="$URL_C" "${VALGRIND[@]}" "$WORK/test_lease"
+# Adaptive concurrency (docs/adaptive.md): options, rejections, releases, waiting, partitions.
+"${VALGRIND[@]}" "$WORK/test_adaptive"
 
 # readme_program LINE_RE NAME SYMBOL: the first C block of README.md after the line matching
 # LINE_RE, compiled from the installed library to $WORK/NAME; SYMBOL proves it is the right one.
@@ -194,12 +199,22 @@ RUST_HTTP=$(cd "$ROOT" && cargo run -q -p throttlekit-cli --bin throttlekit -- c
 [ "$(tail -1 <<<"$C_HTTP")" = "$RUST_HTTP" ] \
     || { echo "C runner reported '$(tail -1 <<<"$C_HTTP")' on the HTTP vectors, the Rust CLI '$RUST_HTTP'" >&2; exit 1; }
 
+step "C conformance runner on the adaptive vectors (under valgrind), against the Rust CLI"
+ADAPTIVE_VECTORS=("$ROOT"/conformance-vectors/adaptive/*.json)
+C_ADAPTIVE=$("${VALGRIND[@]}" "$WORK/tk-conformance" "${ADAPTIVE_VECTORS[@]}" | tail -20)
+echo "$C_ADAPTIVE"
+RUST_ADAPTIVE=$(cd "$ROOT" && cargo run -q -p throttlekit-cli --bin throttlekit -- conformance "${ADAPTIVE_VECTORS[@]}" | tail -1)
+[ "$(tail -1 <<<"$C_ADAPTIVE")" = "$RUST_ADAPTIVE" ] \
+    || { echo "C runner reported '$(tail -1 <<<"$C_ADAPTIVE")' on the adaptive vectors, the Rust CLI '$RUST_ADAPTIVE'" >&2; exit 1; }
+
 step "go test (vectors on memory, Redis, cluster and TLS, the HTTP vectors, Example, unit tests)"
 GO_OUT=$(cd "$HERE/go" && CGO_LDFLAGS="-Wl,-rpath,$LIBDIR" TK_REDIS_URL="$URL_GO" go test -count=1 -v ./... 2>&1) \
     || { echo "$GO_OUT"; exit 1; }
-grep -E '^(---|ok|go conformance|go http conformance|go flood)' <<<"$GO_OUT"
+grep -E '^(---|ok|go conformance|go http conformance|go adaptive conformance|go flood)' <<<"$GO_OUT"
 got=$(sed -n "s/^go http conformance: //p" <<<"$GO_OUT")
 [ "$got" = "$RUST_HTTP" ] || { echo "Go HTTP runner reported '$got', the Rust CLI '$RUST_HTTP'" >&2; exit 1; }
+got=$(sed -n "s/^go adaptive conformance: //p" <<<"$GO_OUT")
+[ "$got" = "$RUST_ADAPTIVE" ] || { echo "Go adaptive runner reported '$got', the Rust CLI '$RUST_ADAPTIVE'" >&2; exit 1; }
 for store in memory redis redis-cluster redis-tls; do
     got=$(sed -n "s/^go conformance ($store): //p" <<<"$GO_OUT")
     [ "$got" = "$RUST" ] || { echo "Go runner ($store) reported '$got', the Rust CLI '$RUST'" >&2; exit 1; }

@@ -25,6 +25,11 @@ cp "$LIB" "$B/jar/native/linux-x86_64/libthrottlekit_jvm.so"
 VERSION=$(sed -n 's/^version = "\(.*\)"/\1/p' "$ROOT/Cargo.toml" | head -1)
 printf 'Implementation-Title: throttlekit\nImplementation-Version: %s\nAutomatic-Module-Name: dev.throttlekit\n' "$VERSION" >"$B/manifest.txt"
 jar --create --file "$B/throttlekit.jar" --manifest "$B/manifest.txt" -C "$B/jar" .
+# The servlet API and embedded Jetty 9, from Debian (install-tools.sh).
+servlet_classpath() {
+    local j=/usr/share/java
+    echo "$j/servlet-api.jar:$j/jetty9-server.jar:$j/jetty9-servlet.jar:$j/jetty9-security.jar:$j/jetty9-http.jar:$j/jetty9-io.jar:$j/jetty9-util.jar"
+}
 if [ "${1:-}" = "--tests" ]; then
     J=/usr/share/java/junit-platform-console-standalone.jar
     rm -rf "$B/test" "$B/tools"
@@ -36,6 +41,10 @@ if [ "${1:-}" = "--tests" ]; then
     javac -d "$B/servlet" -cp "$B/classes:/usr/share/java/servlet-api.jar" --release 17 -Xlint:all -Werror \
         $(find "$HERE/servlet" -name '*.java')
     jar --create --file "$B/throttlekit-servlet.jar" -C "$B/servlet" .
+    # Its tests run it on an embedded Jetty (Debian's jetty9; test.sh puts the same jars on the path).
+    rm -rf "$B/servlet-test"
+    javac -d "$B/servlet-test" -cp "$B/classes:$B/servlet:$J:$(servlet_classpath)" --release 17 \
+        $(find "$HERE/servlet-test" -name '*.java')
     # One kotlinc run for the companion and its tests (each run costs ~20 s of JVM start-up).
     K=$HERE/.tools/node_modules/kotlin-compiler
     rm -rf "$B/kotlin" "$B/kotlin-jar"

@@ -3,11 +3,11 @@
 #   1. installs what is missing (install-tools.sh: JDK 17, junit5, Guava, Jetty; all Debian)
 #   2. builds the cdylib, the classes and build/throttlekit.jar (build.sh), the tests and tools
 #   3. starts a disposable redis-server (tests/redis-server.sh), stopped by PID on exit
-#   4. the JUnit 5 tests (Java, and the Kotlin companion's) through Debian's console launcher,
+#   4. the JUnit 5 tests (Java, the servlet filters' on embedded Jetty, and the Kotlin companion's) through Debian's console launcher,
 #      totals printed as `N passed, M failed`
 #   5. the conformance runner replays every conformance-vectors/*.json on memory and Redis,
 #      blocking and through the futures, then on a cluster, Sentinel, TLS and mutual TLS, and
-#      must report the Rust CLI's totals on each
+#      must report the Rust CLI's totals on each; and the adaptive vectors (conformance-vectors/adaptive)
 #   6. the README's quick start is example/QuickStart.java, and it runs
 # Environment: PROFILE (debug|release, default debug), CARGO_TARGET_DIR.
 set -euo pipefail
@@ -43,7 +43,9 @@ SENTINEL_PW_URLS=$(SENTINEL_PASSWORD=spw "$ROOT/tests/redis-sentinels.sh" start 
 step "JUnit 5 (console launcher): the Java tests and the Kotlin companion's"
 B=$HERE/build
 K=$HERE/.tools/node_modules/kotlin-compiler/lib
-CP=$B/throttlekit.jar:$B/test:$B/kotlin:$K/kotlin-stdlib.jar:$K/kotlinx-coroutines-core-jvm.jar
+J=/usr/share/java
+JETTY=$J/servlet-api.jar:$J/jetty9-server.jar:$J/jetty9-servlet.jar:$J/jetty9-security.jar:$J/jetty9-http.jar:$J/jetty9-io.jar:$J/jetty9-util.jar
+CP=$B/throttlekit.jar:$B/test:$B/kotlin:$K/kotlin-stdlib.jar:$K/kotlinx-coroutines-core-jvm.jar:$B/servlet:$B/servlet-test:$JETTY
 set +e
 java -Dthrottlekit.tmpdir="$WORK/native" -Dthrottlekit.test.redis="$URL" -Dthrottlekit.test.classpath="$CP" \
     -Dthrottlekit.test.sentinels.password="$SENTINEL_PW_URLS" \
@@ -77,6 +79,13 @@ run_runner "java memory" --store memory
 run_runner "java memory (futures)" --store memory --api async
 run_runner "java redis" --store redis --redis-url "$URL"
 run_runner "java redis (futures)" --store redis --redis-url "$URL" --api async
+
+step "conformance runner: the adaptive concurrency vectors (no store)"
+ADAPTIVE=("$ROOT"/conformance-vectors/adaptive/*.json)
+RUST_ADAPTIVE=$(cd "$ROOT" && cargo run -q --locked -p throttlekit-cli --bin throttlekit -- conformance "${ADAPTIVE[@]}" | tail -1)
+out=$("$HERE/tk-conformance" "${ADAPTIVE[@]}" | tail -20) || { echo "$out"; exit 1; }
+echo "java adaptive: $(tail -1 <<<"$out")"
+[ "$(tail -1 <<<"$out")" = "$RUST_ADAPTIVE" ] || { echo "java adaptive reported '$(tail -1 <<<"$out")', the Rust CLI '$RUST_ADAPTIVE'" >&2; exit 1; }
 
 step "conformance runner: a 3-master cluster, Sentinel, TLS and mutual TLS (the CLI's flags)"
 CLUSTER_URLS=$("$ROOT/tests/redis-cluster.sh" start "$WORK/cluster.pids")

@@ -11,7 +11,9 @@
 #   5. the runner replays every conformance-vectors/*.json on memory and on Redis (also through
 #      the async API), then on the cluster, Sentinel and TLS with the CLI's store flags, and must
 #      report the Rust CLI's totals
-#   6. the Ruby tests, with Redis, and Throttlekit::Rack's (ruby/test/test_rack.rb)
+#   6. the Ruby tests, with Redis, and Throttlekit::Rack's (ruby/test/test_rack.rb); the adaptive
+#      limiter's and Throttlekit::RackShedder's (ruby/test/test_adaptive.rb), and the runner on
+#      conformance-vectors/adaptive
 #   7. the quick start in README.md is the file run here, against the gem built and installed
 #      from ruby/throttlekit.gemspec; the Rack quick start is copied into an empty folder and
 #      served by puma from that gem
@@ -100,6 +102,12 @@ run_runner "ruby memory" "$HERE/ruby/tk-conformance" --store memory
 run_runner "ruby memory (async)" "$HERE/ruby/tk-conformance" --store memory --api async
 run_runner "ruby redis" "$HERE/ruby/tk-conformance" --store redis --redis-url "$URL"
 run_runner "ruby redis (async)" "$HERE/ruby/tk-conformance" --store redis --redis-url "$URL" --api async
+step "conformance runner: the adaptive concurrency vectors (no store)"
+ADAPTIVE=("$ROOT"/conformance-vectors/adaptive/*.json)
+RUST_ADAPTIVE=$(cd "$ROOT" && cargo run -q --locked -p throttlekit-cli --bin throttlekit -- conformance "${ADAPTIVE[@]}" | tail -1)
+out=$("$HERE/ruby/tk-conformance" "${ADAPTIVE[@]}" | tail -20) || { echo "$out"; exit 1; }
+echo "ruby adaptive: $(tail -1 <<<"$out")"
+[ "$(tail -1 <<<"$out")" = "$RUST_ADAPTIVE" ] || { echo "ruby adaptive reported '$(tail -1 <<<"$out")', the Rust CLI '$RUST_ADAPTIVE'" >&2; exit 1; }
 step "conformance runner: a 3-master cluster, Sentinel and TLS (the CLI's store flags)"
 started cluster CLUSTER_URLS
 started sentinel SENTINEL_URLS
@@ -125,6 +133,9 @@ ruby "$HERE/ruby/test/test_throttlekit.rb" "$URL"
 
 step "Rack middleware tests (Throttlekit::Rack; the fail policy against a redis-server killed by PID)"
 ruby "$HERE/ruby/test/test_rack.rb" --with-redis
+
+step "adaptive concurrency tests (Throttlekit::AdaptiveLimiter, its block form, Throttlekit::RackShedder)"
+ruby "$HERE/ruby/test/test_adaptive.rb"
 
 step "the README's quick start is this file, and it runs"
 python3 - "$HERE/README.md" "$HERE/ruby/example/quickstart.rb" <<'PY'

@@ -6,6 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/check-links.py
 scripts/check-readme.py
+scripts/check-adaptive-docs.py
 cargo fmt --all --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 # The docs: a broken or private intra-doc link is an error. Seconds after clippy, whose

@@ -272,6 +272,58 @@ typedef uint32_t tk_http_action;
 #endif // __cplusplus
 
 /**
+ * How a request that held a permit ended (passed as `uint32_t`; another number is
+ * `TK_RESULT_CONFIG_INVALID` for `outcome`).
+ */
+enum tk_outcome
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * It completed: its round trip is a latency sample.
+   */
+  TK_OUTCOME_SUCCESS = 0,
+  /**
+   * Not a latency signal (a client error, a cancelled request, a cache hit).
+   */
+  TK_OUTCOME_IGNORE = 1,
+  /**
+   * A timeout or a 503 from below: a congestion signal.
+   */
+  TK_OUTCOME_DROPPED = 2,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum tk_outcome tk_outcome;
+#else
+typedef uint32_t tk_outcome;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * An adaptive concurrency limiter.
+ *
+ * Ownership: created by `tk_adaptive_new` / `tk_adaptive_new_virtual`, released with
+ * `tk_adaptive_free`. Permits keep their own reference, so they may outlive it.
+ *
+ * Thread safety: every function except `tk_adaptive_free` may be called concurrently.
+ */
+typedef struct tk_adaptive tk_adaptive;
+
+/**
+ * One admitted request: release it with `tk_adaptive_permit_release*`, then free it.
+ *
+ * Ownership: written by `tk_adaptive_try_acquire` / `tk_adaptive_acquire`, released with
+ * `tk_adaptive_permit_free`. Freeing a permit that was never released releases it as `ignore`
+ * and counts it in the `leaked` metric.
+ *
+ * Thread safety: every function except `tk_adaptive_permit_free` may be called concurrently;
+ * releasing twice is harmless (the second call reports `released == false`).
+ */
+typedef struct tk_adaptive_permit tk_adaptive_permit;
+
+/**
  * A clock: the system's wall clock, or a manual clock that moves only when told to (for tests
  * and simulations).
  *
@@ -345,6 +397,91 @@ typedef struct tk_store tk_store;
  * Thread safety: immutable; every function may be called concurrently (except the free).
  */
 typedef struct tk_strategy tk_strategy;
+
+/**
+ * A refused acquire: the limit was full (or the wait timed out).
+ */
+typedef struct {
+  /**
+   * The limit when the request was refused.
+   */
+  uint32_t limit;
+  /**
+   * The requests in flight then.
+   */
+  uint32_t inflight;
+  /**
+   * A retry hint: the latest window's latency percentile, ms (1000 before any window).
+   */
+  uint64_t retry_after_ms;
+  /**
+   * The `Retry-After` header's value: whole seconds, rounded up, at least 1.
+   */
+  uint64_t retry_after_secs;
+} tk_adaptive_rejection;
+
+/**
+ * A snapshot of an adaptive limiter's counters (per-partition counts: not included).
+ * Caller-owned; filled by `tk_adaptive_metrics`.
+ */
+typedef struct {
+  /**
+   * The current limit.
+   */
+  uint32_t limit;
+  /**
+   * Permits held now.
+   */
+  uint32_t inflight;
+  /**
+   * Waiters in `tk_adaptive_acquire` now.
+   */
+  uint32_t waiting;
+  /**
+   * Permits granted.
+   */
+  uint64_t acquired;
+  /**
+   * Requests refused (including acquire timeouts).
+   */
+  uint64_t rejected;
+  /**
+   * Releases with success.
+   */
+  uint64_t succeeded;
+  /**
+   * Releases with dropped.
+   */
+  uint64_t dropped;
+  /**
+   * Releases with ignore, leaked permits included.
+   */
+  uint64_t ignored;
+  /**
+   * Permits freed without a release.
+   */
+  uint64_t leaked;
+  /**
+   * Successful samples shorter than `minRttUs`, left out of the windows.
+   */
+  uint64_t short_rtts;
+  /**
+   * Windows closed (limit updates).
+   */
+  uint64_t windows;
+  /**
+   * The no-load round trip, µs (0 before the first window).
+   */
+  uint64_t baseline_rtt_us;
+  /**
+   * The latest window's latency percentile, µs.
+   */
+  uint64_t latency_us;
+  /**
+   * Whether the limit is still in slow start.
+   */
+  bool slow_start;
+} tk_adaptive_snapshot;
 
 /**
  * The result of a check, peek or forecast (core's `Decision`, field for field).
@@ -752,6 +889,135 @@ extern "C" {
  * it with `TK_VERSION` from the header to detect a header/library mismatch.
  */
 const char *tk_version(void);
+
+/**
+ * An adaptive limiter from core's JSON configuration (`"{}"`: gradient2 with every default;
+ * `docs/adaptive.md` lists the fields), measuring round trips on the monotonic clock. Bad
+ * options are `TK_RESULT_CONFIG_INVALID` naming the field.
+ *
+ * # Safety
+ * `json` must be a NUL-terminated string; `out_limiter` valid for writes.
+ */
+tk_result tk_adaptive_new(const char *json, tk_adaptive **out_limiter);
+
+/**
+ * Like `tk_adaptive_new`, on a virtual clock at 0 that moves only with
+ * `tk_adaptive_advance_virtual` (for tests and the vectors).
+ *
+ * # Safety
+ * As for `tk_adaptive_new`.
+ */
+tk_result tk_adaptive_new_virtual(const char *json, tk_adaptive **out_limiter);
+
+/**
+ * Moves a virtual limiter's clock forward by `ns`. On a limiter made by `tk_adaptive_new`:
+ * `TK_RESULT_NOT_IMPLEMENTED`.
+ *
+ * # Safety
+ * `limiter` must be a live handle.
+ */
+tk_result tk_adaptive_advance_virtual(const tk_adaptive *limiter, uint64_t ns);
+
+/**
+ * Asks for a permit without waiting. Granted: `*out_permit` is the permit. Refused: `*out_permit`
+ * is NULL and `*out_rejection` (when not NULL) says why; both are `TK_RESULT_OK`. `partition`
+ * (NULL: none) must be a configured partition (else `TK_RESULT_CONFIG_INVALID`).
+ *
+ * # Safety
+ * `limiter` must be a live handle; `partition` NULL or a NUL-terminated string; `out_permit`
+ * valid for writes; `out_rejection` NULL or valid for writes.
+ */
+tk_result tk_adaptive_try_acquire(const tk_adaptive *limiter,
+                                  const char *partition,
+                                  tk_adaptive_permit **out_permit,
+                                  tk_adaptive_rejection *out_rejection);
+
+/**
+ * Like `tk_adaptive_try_acquire`, but blocks the calling thread up to `timeout_ms` for a
+ * permit, in the configured order (FIFO or LIFO). A timeout is a rejection (`TK_RESULT_OK`).
+ *
+ * # Safety
+ * As for `tk_adaptive_try_acquire`.
+ */
+tk_result tk_adaptive_acquire(const tk_adaptive *limiter,
+                              const char *partition,
+                              uint64_t timeout_ms,
+                              tk_adaptive_permit **out_permit,
+                              tk_adaptive_rejection *out_rejection);
+
+/**
+ * Releases the permit with `outcome` (a `tk_outcome`), its round trip measured by the limiter's
+ * clock since the grant. `*out_released` (when not NULL) is whether this call released it
+ * (false: it already was; releasing twice is harmless). The permit must still be freed.
+ *
+ * # Safety
+ * `permit` must be a live handle; `out_released` NULL or valid for writes.
+ */
+tk_result tk_adaptive_permit_release(const tk_adaptive_permit *permit,
+                                     uint32_t outcome,
+                                     bool *out_released);
+
+/**
+ * Like `tk_adaptive_permit_release`, with a round trip the caller measured, in nanoseconds (a
+ * negative one is `TK_RESULT_CONFIG_INVALID` for `rtt`, and the permit stays held).
+ *
+ * # Safety
+ * As for `tk_adaptive_permit_release`.
+ */
+tk_result tk_adaptive_permit_release_rtt(const tk_adaptive_permit *permit,
+                                         uint32_t outcome,
+                                         int64_t rtt_ns,
+                                         bool *out_released);
+
+/**
+ * The `tk_outcome` named `name` (`"success"`, `"ignore"`, `"dropped"`); another name is
+ * `TK_RESULT_CONFIG_INVALID` for `outcome`.
+ *
+ * # Safety
+ * `name` must be a NUL-terminated string; `out_outcome` valid for writes.
+ */
+tk_result tk_outcome_from_name(const char *name, uint32_t *out_outcome);
+
+/**
+ * Releases a permit handle; NULL is a no-op. A permit never released is released as `ignore`
+ * and counted as leaked.
+ *
+ * # Safety
+ * `permit` must be NULL or a live handle, not in use elsewhere.
+ */
+void tk_adaptive_permit_free(tk_adaptive_permit *permit);
+
+/**
+ * The current limit.
+ *
+ * # Safety
+ * `limiter` must be a live handle; `out_limit` valid for writes.
+ */
+tk_result tk_adaptive_limit(const tk_adaptive *limiter, uint32_t *out_limit);
+
+/**
+ * Permits held now.
+ *
+ * # Safety
+ * `limiter` must be a live handle; `out_inflight` valid for writes.
+ */
+tk_result tk_adaptive_inflight(const tk_adaptive *limiter, uint32_t *out_inflight);
+
+/**
+ * A consistent snapshot of the limiter's counters.
+ *
+ * # Safety
+ * `limiter` must be a live handle; `out_metrics` valid for writes.
+ */
+tk_result tk_adaptive_metrics(const tk_adaptive *limiter, tk_adaptive_snapshot *out_metrics);
+
+/**
+ * Releases a limiter handle; NULL is a no-op. Permits still held stay valid.
+ *
+ * # Safety
+ * `limiter` must be NULL or a live handle, not in use elsewhere.
+ */
+void tk_adaptive_free(tk_adaptive *limiter);
 
 /**
  * The system wall clock (epoch milliseconds).

@@ -16,6 +16,7 @@
 // still mark each unsafe operation explicitly.
 #![deny(unsafe_op_in_unsafe_fn)]
 
+pub mod adaptive;
 mod args;
 pub mod clock;
 mod config;
@@ -37,6 +38,7 @@ pub mod validate;
 #[cfg(test)]
 mod ffi_properties;
 
+pub use adaptive::{tk_adaptive, tk_adaptive_permit, tk_adaptive_rejection, tk_adaptive_snapshot, tk_outcome};
 pub use clock::tk_clock;
 pub use config::tk_fail_policy;
 pub use decision::{tk_decision, tk_reservation};

@@ -17,7 +17,8 @@
  * per file, and every key a suite touches is reset before the suite, which is what a fresh
  * store means there. Numbers from JSON go through tk_cost_from_double / tk_now_from_double, so
  * bad costs are refused by the library, not by this program. HTTP vectors files
- * ("format": "throttlekit-http/1") go through tk_http_headers / tk_http_client_key.
+ * ("format": "throttlekit-http/1") go through tk_http_headers / tk_http_client_key, adaptive
+ * concurrency files ("format": "throttlekit-adaptive/1") through tk_adaptive_* (tk_conformance_adaptive.c).
  */
 #include <cjson/cJSON.h>
 #include <stdarg.h>
@@ -27,9 +28,11 @@
 
 #include <throttlekit.h>
 
-static long passed, failed;
+#include "tk_conformance.h"
 
-static void die(const char *fmt, ...) {
+long tkc_passed, tkc_failed;
+
+void tkc_die(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     fprintf(stderr, "tk-conformance: ");
@@ -40,36 +43,36 @@ static void die(const char *fmt, ...) {
 }
 
 /* Fails unless every member of `obj` is one of the NULL-terminated `allowed` names. */
-static void strict(const cJSON *obj, const char *what, const char *const *allowed) {
-    if (!cJSON_IsObject(obj)) die("%s must be an object", what);
+void tkc_strict(const cJSON *obj, const char *what, const char *const *allowed) {
+    if (!cJSON_IsObject(obj)) tkc_die("%s must be an object", what);
     for (const cJSON *m = obj->child; m; m = m->next) {
         const char *const *a = allowed;
         while (*a && strcmp(*a, m->string) != 0) a++;
-        if (!*a) die("unknown field \"%s\" in %s", m->string, what);
+        if (!*a) tkc_die("unknown field \"%s\" in %s", m->string, what);
     }
 }
 
-static const char *opt_string(const cJSON *obj, const char *name, const char *fallback) {
+const char *tkc_opt_string(const cJSON *obj, const char *name, const char *fallback) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
     if (!v) return fallback;
-    if (!cJSON_IsString(v)) die("\"%s\" must be a string", name);
+    if (!cJSON_IsString(v)) tkc_die("\"%s\" must be a string", name);
     return v->valuestring;
 }
 
-static const cJSON *opt_number(const cJSON *obj, const char *name) {
+const cJSON *tkc_opt_number(const cJSON *obj, const char *name) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
-    if (v && !cJSON_IsNumber(v)) die("\"%s\" must be a number", name);
+    if (v && !cJSON_IsNumber(v)) tkc_die("\"%s\" must be a number", name);
     return v;
 }
 
 /* A JSON array of strings as a malloc'd array of borrowed pointers. */
 static const char **string_array(const cJSON *arr, size_t *len) {
-    if (!cJSON_IsArray(arr)) die("keys must be an array of strings");
+    if (!cJSON_IsArray(arr)) tkc_die("keys must be an array of strings");
     *len = (size_t)cJSON_GetArraySize(arr);
     const char **out = calloc(*len ? *len : 1, sizeof *out);
     size_t i = 0;
     for (const cJSON *k = arr->child; k; k = k->next, i++) {
-        if (!cJSON_IsString(k)) die("keys must be an array of strings");
+        if (!cJSON_IsString(k)) tkc_die("keys must be an array of strings");
         out[i] = k->valuestring;
     }
     return out;
@@ -119,14 +122,14 @@ static void free_subject(struct subject *s) {
 
 /* Builds the suite's subject; any library failure is returned (an expectError suite wants it). */
 static tk_result build(const cJSON *suite, enum primitive kind, tk_store *store, tk_clock *clock, struct subject *s) {
-    const char *prefix = opt_string(suite, "prefix", NULL);
+    const char *prefix = tkc_opt_string(suite, "prefix", NULL);
     s->kind = kind;
-    s->key = opt_string(suite, "key", "");
+    s->key = tkc_opt_string(suite, "key", "");
     s->keys = cJSON_GetObjectItemCaseSensitive(suite, "keys");
     tk_result r;
     if (kind == RATE_LIMIT) {
         const cJSON *spec = cJSON_GetObjectItemCaseSensitive(suite, "strategy");
-        if (!spec) die("a rateLimit suite needs \"strategy\"");
+        if (!spec) tkc_die("a rateLimit suite needs \"strategy\"");
         tk_strategy *strategy = NULL;
         if ((r = json_strategy(spec, &strategy)) != TK_RESULT_OK) return r;
         tk_limiter_config cfg = {.store = store, .clock = clock, .prefix = prefix, .fail_policy = TK_FAIL_POLICY_DEFAULT};
@@ -136,34 +139,34 @@ static tk_result build(const cJSON *suite, enum primitive kind, tk_store *store,
     }
     if (kind == SHAPER) {
         const cJSON *options = cJSON_GetObjectItemCaseSensitive(suite, "shaper");
-        if (!options) die("a shaper suite needs \"shaper\"");
+        if (!options) tkc_die("a shaper suite needs \"shaper\"");
         char *text = cJSON_PrintUnformatted(options);
         tk_shaper_config cfg = {.store = store, .clock = clock, .prefix = prefix};
         r = tk_shaper_new_json(text, &cfg, &s->shaper);
         cJSON_free(text);
         return r;
     }
-    const char *rule_name = opt_string(suite, "rule", NULL);
+    const char *rule_name = tkc_opt_string(suite, "rule", NULL);
     uint32_t rule;
-    if (!rule_name) die("a multi suite needs \"rule\"");
+    if (!rule_name) tkc_die("a multi suite needs \"rule\"");
     if (strcmp(rule_name, "all") == 0) rule = TK_RULE_ALL;
     else if (strcmp(rule_name, "any") == 0) rule = TK_RULE_ANY;
-    else die("unknown rule \"%s\"", rule_name);
+    else tkc_die("unknown rule \"%s\"", rule_name);
     const cJSON *dims = cJSON_GetObjectItemCaseSensitive(suite, "dimensions");
-    if (!cJSON_IsArray(dims)) die("a multi suite needs a \"dimensions\" array");
+    if (!cJSON_IsArray(dims)) tkc_die("a multi suite needs a \"dimensions\" array");
     size_t n = (size_t)cJSON_GetArraySize(dims), i = 0;
     tk_dimension *d = calloc(n ? n : 1, sizeof *d);
     static const char *const dim_fields[] = {"name", "strategy", "costMultiplier", NULL};
     r = TK_RESULT_OK;
     for (const cJSON *dim = dims->child; dim; dim = dim->next, i++) {
-        strict(dim, "a dimension", dim_fields);
-        d[i].name = opt_string(dim, "name", NULL);
-        if (!d[i].name) die("a dimension needs \"name\"");
-        const cJSON *mult = opt_number(dim, "costMultiplier");
+        tkc_strict(dim, "a dimension", dim_fields);
+        d[i].name = tkc_opt_string(dim, "name", NULL);
+        if (!d[i].name) tkc_die("a dimension needs \"name\"");
+        const cJSON *mult = tkc_opt_number(dim, "costMultiplier");
         d[i].cost_multiplier = 1;
         if (r == TK_RESULT_OK && mult) r = tk_cost_from_double(mult->valuedouble, &d[i].cost_multiplier);
         const cJSON *spec = cJSON_GetObjectItemCaseSensitive(dim, "strategy");
-        if (!spec) die("a dimension needs \"strategy\"");
+        if (!spec) tkc_die("a dimension needs \"strategy\"");
         tk_strategy *strategy = NULL;
         if (r == TK_RESULT_OK) r = json_strategy(spec, &strategy);
         d[i].strategy = strategy;
@@ -202,22 +205,22 @@ static void reset_keys(const cJSON *suite, const struct subject *s) {
         if (s->kind == RATE_LIMIT) tk_limiter_reset(s->limiter, keys[0]);
         else tk_shaper_reset(s->shaper, keys[0]);
         if (!op) break;
-        keys[0] = opt_string(op, "key", s->key);
+        keys[0] = tkc_opt_string(op, "key", s->key);
     }
 }
 
 static void run_op(const struct subject *s, const cJSON *op, tk_clock *clock, struct got *g) {
     static const char *const op_fields[] = {"now", "op", "cost", "key", "keys", "expect", "expectError", "comment", NULL};
-    strict(op, "an op", op_fields);
+    tkc_strict(op, "an op", op_fields);
     memset(g, 0, sizeof *g);
-    const cJSON *now_v = opt_number(op, "now");
-    if (!now_v) die("every op needs \"now\"");
+    const cJSON *now_v = tkc_opt_number(op, "now");
+    if (!now_v) tkc_die("every op needs \"now\"");
     int64_t now;
     tk_result r = tk_now_from_double(now_v->valuedouble, &now);
     if (r != TK_RESULT_OK) return got_error(g, r);
     if ((r = tk_clock_set(clock, now)) != TK_RESULT_OK) return got_error(g, r);
-    const char *kind = opt_string(op, "op", s->kind == SHAPER ? "reserve" : "check");
-    const cJSON *cost_v = opt_number(op, "cost");
+    const char *kind = tkc_opt_string(op, "op", s->kind == SHAPER ? "reserve" : "check");
+    const cJSON *cost_v = tkc_opt_number(op, "cost");
     uint64_t cost = 1;
     int needs_cost = strcmp(kind, "check") == 0 || strcmp(kind, "forecast") == 0 || strcmp(kind, "reserve") == 0;
     if (needs_cost && cost_v && (r = tk_cost_from_double(cost_v->valuedouble, &cost)) != TK_RESULT_OK)
@@ -243,7 +246,7 @@ static void run_op(const struct subject *s, const cJSON *op, tk_clock *clock, st
         }
         free(keys);
     } else {
-        const char *key = opt_string(op, "key", s->key);
+        const char *key = tkc_opt_string(op, "key", s->key);
         if (s->kind == RATE_LIMIT) {
             g->kind = GOT_DECISION;
             if (strcmp(kind, "check") == 0) r = tk_limiter_check(s->limiter, key, cost, &g->decision);
@@ -251,14 +254,14 @@ static void run_op(const struct subject *s, const cJSON *op, tk_clock *clock, st
             else if (strcmp(kind, "forecast") == 0) r = tk_limiter_forecast(s->limiter, key, cost, &g->decision);
             else if (is_reset) r = tk_limiter_reset(s->limiter, key), g->kind = GOT_DONE;
             else if (strcmp(kind, "reserve") == 0) r = TK_RESULT_NOT_IMPLEMENTED;
-            else die("unknown op \"%s\"", kind);
+            else tkc_die("unknown op \"%s\"", kind);
         } else {
             g->kind = GOT_RESERVATION;
             if (strcmp(kind, "reserve") == 0) r = tk_shaper_reserve(s->shaper, key, cost, &g->reservation);
             else if (is_reset) r = tk_shaper_reset(s->shaper, key), g->kind = GOT_DONE;
             else if (strcmp(kind, "check") == 0 || strcmp(kind, "peek") == 0 || strcmp(kind, "forecast") == 0)
                 r = TK_RESULT_NOT_IMPLEMENTED;
-            else die("unknown op \"%s\"", kind);
+            else tkc_die("unknown op \"%s\"", kind);
         }
     }
     if (r != TK_RESULT_OK) got_error(g, r);
@@ -270,18 +273,18 @@ static int field_ok(const cJSON *expect, const char *name, long long got) {
     if (!v) return 1;
     if (cJSON_IsBool(v)) return cJSON_IsTrue(v) == (got != 0);
     if (cJSON_IsNumber(v)) return v->valuedouble == (double)got;
-    die("expect.%s has the wrong type", name);
+    tkc_die("expect.%s has the wrong type", name);
     return 0;
 }
 
 static int expect_matches(const cJSON *expect, const struct got *g) {
     static const char *const fields[] = {"allowed", "limit", "remaining", "resetAt", "retryAfterMs",
                                          "binding", "accepted", "delayMs", NULL};
-    strict(expect, "expect", fields);
+    tkc_strict(expect, "expect", fields);
     const tk_decision *d = &g->decision;
     switch (g->kind) {
     case GOT_DECISION: {
-        const char *binding = opt_string(expect, "binding", NULL);
+        const char *binding = tkc_opt_string(expect, "binding", NULL);
         return !cJSON_GetObjectItemCaseSensitive(expect, "accepted") &&
                !cJSON_GetObjectItemCaseSensitive(expect, "delayMs") && field_ok(expect, "allowed", d->allowed) &&
                field_ok(expect, "limit", d->limit) && field_ok(expect, "remaining", d->remaining) &&
@@ -323,38 +326,38 @@ static void describe(const struct got *g, char *buf, size_t len) {
 static void run_suite(const cJSON *suite, int index, tk_store *shared_store) {
     static const char *const suite_fields[] = {"id", "name", "comment", "primitive", "strategy", "shaper", "rule",
                                                "dimensions", "key", "keys", "prefix", "expectError", "ops", NULL};
-    strict(suite, "a suite", suite_fields);
+    tkc_strict(suite, "a suite", suite_fields);
     char label[512];
-    const char *id = opt_string(suite, "id", opt_string(suite, "name", NULL));
+    const char *id = tkc_opt_string(suite, "id", tkc_opt_string(suite, "name", NULL));
     if (id) snprintf(label, sizeof label, "%s", id);
     else snprintf(label, sizeof label, "#%d", index);
-    const char *prim = opt_string(suite, "primitive", "rateLimit");
+    const char *prim = tkc_opt_string(suite, "primitive", "rateLimit");
     enum primitive kind;
     if (strcmp(prim, "rateLimit") == 0) kind = RATE_LIMIT;
     else if (strcmp(prim, "multi") == 0) kind = MULTI;
     else if (strcmp(prim, "shaper") == 0) kind = SHAPER;
-    else die("unknown primitive \"%s\"", prim);
-    const char *expect_error = opt_string(suite, "expectError", NULL);
+    else tkc_die("unknown primitive \"%s\"", prim);
+    const char *expect_error = tkc_opt_string(suite, "expectError", NULL);
     const cJSON *ops = cJSON_GetObjectItemCaseSensitive(suite, "ops");
-    if (ops && !cJSON_IsArray(ops)) die("\"ops\" must be an array");
+    if (ops && !cJSON_IsArray(ops)) tkc_die("\"ops\" must be an array");
     int n_ops = ops ? cJSON_GetArraySize(ops) : 0;
 
     tk_store *store = shared_store;
-    if (!store && tk_store_memory_new(&store) != TK_RESULT_OK) die("cannot create a memory store");
+    if (!store && tk_store_memory_new(&store) != TK_RESULT_OK) tkc_die("cannot create a memory store");
     tk_clock *clock = NULL;
-    if (tk_clock_new_manual(0, &clock) != TK_RESULT_OK) die("cannot create a clock");
+    if (tk_clock_new_manual(0, &clock) != TK_RESULT_OK) tkc_die("cannot create a clock");
     struct subject s = {0};
     tk_result r = build(suite, kind, store, clock, &s);
     char msg[256] = "";
     if (r != TK_RESULT_OK) tk_last_error_message(msg, sizeof msg, NULL);
     if (r != TK_RESULT_OK && expect_error && strcmp(tk_result_code(r), expect_error) == 0) {
-        passed++;
+        tkc_passed++;
     } else if (r != TK_RESULT_OK) {
-        failed += n_ops > 1 ? n_ops : 1;
+        tkc_failed += n_ops > 1 ? n_ops : 1;
         printf("%s: setup: expected %s, got error %s (%s)\n", label, expect_error ? expect_error : "a limiter",
                tk_result_code(r), msg);
     } else if (expect_error) {
-        failed++;
+        tkc_failed++;
         printf("%s: setup: expected error %s, got a limiter\n", label, expect_error);
     } else {
         if (shared_store) reset_keys(suite, &s);
@@ -362,17 +365,17 @@ static void run_suite(const cJSON *suite, int index, tk_store *shared_store) {
         for (const cJSON *op = ops ? ops->child : NULL; op; op = op->next, i++) {
             struct got g;
             run_op(&s, op, clock, &g);
-            const char *want_error = opt_string(op, "expectError", NULL);
+            const char *want_error = tkc_opt_string(op, "expectError", NULL);
             const cJSON *expect = cJSON_GetObjectItemCaseSensitive(op, "expect");
             int ok;
             if (want_error) ok = g.kind == GOT_ERROR && strcmp(tk_result_code(g.error), want_error) == 0;
             else if (expect) ok = expect_matches(expect, &g);
             else ok = g.kind != GOT_ERROR;
             if (ok) {
-                passed++;
+                tkc_passed++;
                 continue;
             }
-            failed++;
+            tkc_failed++;
             char want[512], got[512];
             if (want_error) snprintf(want, sizeof want, "error %s", want_error);
             else if (expect) {
@@ -392,12 +395,12 @@ static void run_suite(const cJSON *suite, int index, tk_store *shared_store) {
 
 static char *read_file(const char *path) {
     FILE *f = fopen(path, "rb");
-    if (!f) die("cannot open %s", path);
+    if (!f) tkc_die("cannot open %s", path);
     fseek(f, 0, SEEK_END);
     long len = ftell(f);
     fseek(f, 0, SEEK_SET);
     char *buf = malloc((size_t)len + 1);
-    if (fread(buf, 1, (size_t)len, f) != (size_t)len) die("cannot read %s", path);
+    if (fread(buf, 1, (size_t)len, f) != (size_t)len) tkc_die("cannot read %s", path);
     buf[len] = 0;
     fclose(f);
     return buf;
@@ -426,11 +429,11 @@ static tk_result http_call(tk_result (*f)(const char *, char *, size_t, size_t *
 /* One HTTP case: the request goes to the library as JSON text, the answer is compared exactly. */
 static void run_http_case(const cJSON *c, int headers) {
     static const char *const case_fields[] = {"id", "comment", "request", "expect", "expectError", NULL};
-    strict(c, "an http case", case_fields);
-    const char *id = opt_string(c, "id", "?");
+    tkc_strict(c, "an http case", case_fields);
+    const char *id = tkc_opt_string(c, "id", "?");
     const cJSON *expect = cJSON_GetObjectItemCaseSensitive(c, "expect");
-    const char *want_error = opt_string(c, "expectError", NULL);
-    if (!expect == !want_error) die("http case %s needs exactly one of expect, expectError", id);
+    const char *want_error = tkc_opt_string(c, "expectError", NULL);
+    if (!expect == !want_error) tkc_die("http case %s needs exactly one of expect, expectError", id);
     char *request = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(c, "request"));
     char *answer = NULL;
     tk_result r = http_call(headers ? tk_http_headers : tk_http_client_key, request, &answer);
@@ -451,9 +454,9 @@ static void run_http_case(const cJSON *c, int headers) {
         snprintf(got, sizeof got, "\"%s\"", answer);
     }
     if (ok) {
-        passed++;
+        tkc_passed++;
     } else {
-        failed++;
+        tkc_failed++;
         char *want = expect ? cJSON_PrintUnformatted(expect) : NULL;
         printf("FAIL %s case %s: expected %s, got %s\n", headers ? "header" : "client key", id,
                want ? want : want_error, got);
@@ -466,7 +469,7 @@ static void run_http_case(const cJSON *c, int headers) {
 /* An HTTP vectors file ("format": "throttlekit-http/1"): header lines and client keys. */
 static void run_http_file(const cJSON *root) {
     static const char *const top_fields[] = {"format", "description", "headerCases", "clientKeyCases", NULL};
-    strict(root, "the http file", top_fields);
+    tkc_strict(root, "the http file", top_fields);
     const cJSON *h = cJSON_GetObjectItemCaseSensitive(root, "headerCases");
     const cJSON *k = cJSON_GetObjectItemCaseSensitive(root, "clientKeyCases");
     for (const cJSON *c = h ? h->child : NULL; c; c = c->next) run_http_case(c, 1);
@@ -477,25 +480,30 @@ static void run_file(const char *path, const tk_redis_options *redis) {
     char *text = read_file(path);
     cJSON *root = cJSON_Parse(text);
     free(text);
-    if (!root) die("%s is not valid JSON", path);
+    if (!root) tkc_die("%s is not valid JSON", path);
     const cJSON *format = cJSON_GetObjectItemCaseSensitive(root, "format");
     if (cJSON_IsString(format) && strcmp(format->valuestring, "throttlekit-http/1") == 0) {
         run_http_file(root); /* needs no store */
         cJSON_Delete(root);
         return;
     }
+    if (cJSON_IsString(format) && strcmp(format->valuestring, "throttlekit-adaptive/1") == 0) {
+        tkc_run_adaptive_file(root); /* needs no store */
+        cJSON_Delete(root);
+        return;
+    }
     static const char *const top_fields[] = {"contractVersion", "generatedFrom", "frozen", "decisionFields",
                                              "note", "description", "suites", NULL};
-    strict(root, "the file", top_fields);
+    tkc_strict(root, "the file", top_fields);
     const cJSON *suites = cJSON_GetObjectItemCaseSensitive(root, "suites");
-    if (!cJSON_IsArray(suites)) die("%s has no \"suites\" array", path);
+    if (!cJSON_IsArray(suites)) tkc_die("%s has no \"suites\" array", path);
     tk_store *store = NULL;
     if (redis) {
         tk_result r = tk_store_redis_connect_with(redis, &store);
         if (r != TK_RESULT_OK) {
             char msg[512];
             tk_last_error_message(msg, sizeof msg, NULL);
-            die("cannot connect to %s: %s", redis->urls, msg);
+            tkc_die("cannot connect to %s: %s", redis->urls, msg);
         }
     }
     int i = 0;
@@ -512,7 +520,7 @@ static void run_file(const char *path, const tk_redis_options *redis) {
 /* The value of the flag at argv[*i] (advancing *i), or NULL when argv[*i] is not `name`. */
 static const char *flag(int argc, char **argv, int *i, const char *name) {
     if (strcmp(argv[*i], name) != 0) return NULL;
-    if (*i + 1 >= argc) die("%s needs a value\n%s", name, USAGE);
+    if (*i + 1 >= argc) tkc_die("%s needs a value\n%s", name, USAGE);
     return argv[++*i];
 }
 
@@ -530,7 +538,7 @@ int main(int argc, char **argv) {
             else if (strcmp(v, "redis") == 0) redis = 1, options.mode = TK_REDIS_MODE_STANDALONE;
             else if (strcmp(v, "redis-cluster") == 0) redis = 1, options.mode = TK_REDIS_MODE_CLUSTER;
             else if (strcmp(v, "redis-sentinel") == 0) redis = 1, options.mode = TK_REDIS_MODE_SENTINEL;
-            else die("unknown store \"%s\" (memory, redis, redis-cluster or redis-sentinel)", v);
+            else tkc_die("unknown store \"%s\" (memory, redis, redis-cluster or redis-sentinel)", v);
         } else if ((v = flag(argc, argv, &i, "--redis-url"))) {
             options.urls = v;
         } else if ((v = flag(argc, argv, &i, "--redis-service-name"))) {
@@ -545,16 +553,16 @@ int main(int argc, char **argv) {
             if (strcmp(v, "auto") == 0) options.scripting = TK_REDIS_SCRIPTING_AUTO;
             else if (strcmp(v, "functions") == 0) options.scripting = TK_REDIS_SCRIPTING_FUNCTIONS;
             else if (strcmp(v, "eval") == 0) options.scripting = TK_REDIS_SCRIPTING_EVAL;
-            else die("unknown scripting \"%s\" (auto, functions or eval)", v);
+            else tkc_die("unknown scripting \"%s\" (auto, functions or eval)", v);
         } else if (argv[i][0] == '-') {
-            die("unknown flag %s\n%s", argv[i], USAGE);
+            tkc_die("unknown flag %s\n%s", argv[i], USAGE);
         } else {
             files[nfiles++] = argv[i];
         }
     }
-    if (!nfiles) die(USAGE);
+    if (!nfiles) tkc_die(USAGE);
     for (int i = 0; i < nfiles; i++) run_file(files[i], redis ? &options : NULL);
     free(files);
-    printf("%ld passed, %ld failed\n", passed, failed);
-    return failed ? 1 : 0;
+    printf("%ld passed, %ld failed\n", tkc_passed, tkc_failed);
+    return tkc_failed ? 1 : 0;
 }

@@ -13,6 +13,7 @@
 //!   becomes one too (code 0) instead of unwinding into the VM.
 //! - There is no arithmetic here: costs, times and options are validated and decided by core.
 
+mod adaptive;
 mod env;
 mod handle;
 mod http;

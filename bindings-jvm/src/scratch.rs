@@ -51,7 +51,7 @@ fn bad_key(addr: jlong) -> Error {
 /// # Safety
 /// As for [`key`]; at most six values.
 #[inline]
-unsafe fn put(addr: jlong, values: &[i64]) {
+pub(crate) unsafe fn put(addr: jlong, values: &[i64]) {
     debug_assert!(values.len() <= 6);
     let out = unsafe { (addr as *mut u8).add(OUT) as *mut i64 };
     for (i, v) in values.iter().enumerate() {

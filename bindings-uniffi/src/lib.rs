@@ -7,6 +7,7 @@
 
 uniffi::setup_scaffolding!("throttlekit");
 
+mod adaptive;
 mod clock;
 mod convert;
 mod error;
@@ -19,6 +20,7 @@ mod shaper;
 mod store;
 mod strategy;
 
+pub use adaptive::{AdaptiveAdmission, AdaptiveLimiter, AdaptiveMetrics, AdaptivePermit, AdaptiveRejection};
 pub use clock::ManualClock;
 pub use error::ThrottleKitError;
 pub use http::{ErrorAnswer, HeaderLine, HttpAnswer, HttpEdge};

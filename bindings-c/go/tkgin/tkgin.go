@@ -44,10 +44,25 @@ func NewMulti(limiter *throttlekit.MultiLimiter, opts ...tkhttp.Option) (gin.Han
 	return handler(m), nil
 }
 
-// handler runs tkhttp's decision around the rest of gin's chain: when the request is
-// forwarded, the chain continues (c.Next) with the rate-limit fields already on c.Writer's
-// header; when it is answered (429, 503, or a key function's 500), the chain stops (c.Abort).
-func handler(m *tkhttp.Middleware) gin.HandlerFunc {
+// Shed returns middleware that sheds load with an adaptive concurrency limiter: tkhttp's
+// Shedder (503 with Retry-After when the limit is full; the rest of the chain's 503 or 504, or a
+// panic, released as dropped).
+func Shed(limiter *throttlekit.AdaptiveLimiter, opts ...tkhttp.ShedOption) (gin.HandlerFunc, error) {
+	s, err := tkhttp.NewShedder(limiter, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return wrap(s.Handler), nil
+}
+
+// handler runs tkhttp's decision around the rest of gin's chain.
+func handler(m *tkhttp.Middleware) gin.HandlerFunc { return wrap(m.Handler) }
+
+// wrap runs a net/http middleware around the rest of gin's chain: when the request is
+// forwarded, the chain continues (c.Next) with the middleware's header fields already on
+// c.Writer's header; when it is answered (429, 503, or a key function's 500), the chain stops
+// (c.Abort).
+func wrap(middleware func(http.Handler) http.Handler) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		forwarded := false
 		next := http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
@@ -55,7 +70,7 @@ func handler(m *tkhttp.Middleware) gin.HandlerFunc {
 			c.Next()
 		})
 		r := c.Request.WithContext(context.WithValue(c.Request.Context(), contextKey{}, c))
-		m.Handler(next).ServeHTTP(c.Writer, r)
+		middleware(next).ServeHTTP(c.Writer, r)
 		if !forwarded {
 			c.Abort()
 		}

@@ -73,3 +73,5 @@ module Throttlekit
     value
   end
 end
+
+require_relative "throttlekit/adaptive"

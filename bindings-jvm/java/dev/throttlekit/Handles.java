@@ -62,6 +62,11 @@ final class Handles {
         CLEANER.register(owner, () -> free.accept(handle));
     }
 
+    /** Runs {@code action} once {@code owner} is unreachable, or when the returned cleanable is cleaned. */
+    static Cleaner.Cleanable clean(Object owner, Runnable action) {
+        return CLEANER.register(owner, action);
+    }
+
     /** Closes {@code h} with {@code close}, keeping {@code owner} reachable meanwhile. */
     static void close(Object owner, long h, LongConsumer close) {
         try {

@@ -216,6 +216,81 @@ private_constant :UniffiHandleMap
     end
   end
 
+  # The Record type AdaptiveAdmission.
+
+  def self.check_lower_TypeAdaptiveAdmission(v)
+    RustBuffer.check_lower_OptionalTypeAdaptivePermit(v.permit)
+    RustBuffer.check_lower_OptionalTypeAdaptiveRejection(v.rejection)
+  end
+
+  def self.alloc_from_TypeAdaptiveAdmission(v)
+    RustBuffer.allocWithBuilder do |builder|
+      builder.write_TypeAdaptiveAdmission(v)
+      return builder.finalize
+    end
+  end
+
+  def consume_into_TypeAdaptiveAdmission
+    consumeWithStream do |stream|
+      return stream.read_TypeAdaptiveAdmission
+    end
+  end
+
+  # The Record type AdaptiveMetrics.
+
+  def self.check_lower_TypeAdaptiveMetrics(v)
+    
+    
+    
+    
+    
+    
+    
+    
+    
+    
+    
+    
+    
+    
+    RustBuffer.check_lower_MapStringU32(v.partitions)
+  end
+
+  def self.alloc_from_TypeAdaptiveMetrics(v)
+    RustBuffer.allocWithBuilder do |builder|
+      builder.write_TypeAdaptiveMetrics(v)
+      return builder.finalize
+    end
+  end
+
+  def consume_into_TypeAdaptiveMetrics
+    consumeWithStream do |stream|
+      return stream.read_TypeAdaptiveMetrics
+    end
+  end
+
+  # The Record type AdaptiveRejection.
+
+  def self.check_lower_TypeAdaptiveRejection(v)
+    
+    
+    
+    
+  end
+
+  def self.alloc_from_TypeAdaptiveRejection(v)
+    RustBuffer.allocWithBuilder do |builder|
+      builder.write_TypeAdaptiveRejection(v)
+      return builder.finalize
+    end
+  end
+
+  def consume_into_TypeAdaptiveRejection
+    consumeWithStream do |stream|
+      return stream.read_TypeAdaptiveRejection
+    end
+  end
+
   # The Record type Decision.
 
   def self.check_lower_TypeDecision(v)
@@ -693,6 +768,27 @@ private_constant :UniffiHandleMap
     end
   end
 
+  # The Optional<T> type for TypeAdaptivePermit.
+
+  def self.check_lower_OptionalTypeAdaptivePermit(v)
+    if !v.nil?
+      (AdaptivePermit.uniffi_check_lower v)
+    end
+  end
+
+  def self.alloc_from_OptionalTypeAdaptivePermit(v)
+    RustBuffer.allocWithBuilder do |builder|
+      builder.write_OptionalTypeAdaptivePermit(v)
+      return builder.finalize()
+    end
+  end
+
+  def consume_into_OptionalTypeAdaptivePermit
+    consumeWithStream do |stream|
+      return stream.read_OptionalTypeAdaptivePermit
+    end
+  end
+
   # The Optional<T> type for TypeManualClock.
 
   def self.check_lower_OptionalTypeManualClock(v)
@@ -711,6 +807,27 @@ private_constant :UniffiHandleMap
   def consume_into_OptionalTypeManualClock
     consumeWithStream do |stream|
       return stream.read_OptionalTypeManualClock
+    end
+  end
+
+  # The Optional<T> type for TypeAdaptiveRejection.
+
+  def self.check_lower_OptionalTypeAdaptiveRejection(v)
+    if !v.nil?
+      RustBuffer.check_lower_TypeAdaptiveRejection(v)
+    end
+  end
+
+  def self.alloc_from_OptionalTypeAdaptiveRejection(v)
+    RustBuffer.allocWithBuilder do |builder|
+      builder.write_OptionalTypeAdaptiveRejection(v)
+      return builder.finalize()
+    end
+  end
+
+  def consume_into_OptionalTypeAdaptiveRejection
+    consumeWithStream do |stream|
+      return stream.read_OptionalTypeAdaptiveRejection
     end
   end
 
@@ -925,6 +1042,27 @@ private_constant :UniffiHandleMap
   end
 
   
+  # The Map<T> type for MapStringU32.
+
+  def self.check_lower_MapStringU32(v)
+    v.each do |k, v|
+      
+      
+    end
+  end
+
+  def self.alloc_from_MapStringU32(v)
+    RustBuffer.allocWithBuilder do |builder|
+      builder.write_MapStringU32(v)
+      return builder.finalize
+    end
+  end
+
+  def consume_into_MapStringU32
+    consumeWithStream do |stream|
+      return stream.read_MapStringU32
+    end
+  end
   # The Map<T> type for MapStringU64.
 
   def self.check_lower_MapStringU64(v)
@@ -995,6 +1133,10 @@ class RustBufferStream
     unpack_from 2, 'S>'
   end
 
+  def read_u32
+    unpack_from 4, 'L>'
+  end
+
   def read_u64
     unpack_from 8, 'Q>'
   end
@@ -1022,6 +1164,20 @@ class RustBufferStream
     raise InternalError, 'Unexpected negative string length' if size.negative?
 
     read(size).force_encoding(Encoding::UTF_8)
+  end
+
+  # The Object type AdaptiveLimiter.
+
+  def read_TypeAdaptiveLimiter
+    handle = unpack_from 8, 'Q>'
+    return AdaptiveLimiter.uniffi_lift(handle)
+  end
+
+  # The Object type AdaptivePermit.
+
+  def read_TypeAdaptivePermit
+    handle = unpack_from 8, 'Q>'
+    return AdaptivePermit.uniffi_lift(handle)
   end
 
   # The Object type HttpEdge.
@@ -1078,6 +1234,48 @@ class RustBufferStream
   def read_TypeStrategy
     handle = unpack_from 8, 'Q>'
     return Strategy.uniffi_lift(handle)
+  end
+
+  # The Record type AdaptiveAdmission.
+
+  def read_TypeAdaptiveAdmission
+    AdaptiveAdmission.new(
+      permit: read_OptionalTypeAdaptivePermit,
+      rejection: read_OptionalTypeAdaptiveRejection
+    )
+  end
+
+  # The Record type AdaptiveMetrics.
+
+  def read_TypeAdaptiveMetrics
+    AdaptiveMetrics.new(
+      limit: read_u32,
+      inflight: read_u32,
+      waiting: read_u32,
+      acquired: read_u64,
+      rejected: read_u64,
+      succeeded: read_u64,
+      dropped: read_u64,
+      ignored: read_u64,
+      leaked: read_u64,
+      short_rtts: read_u64,
+      windows: read_u64,
+      baseline_rtt_us: read_u64,
+      latency_us: read_u64,
+      slow_start: read_bool,
+      partitions: read_MapStringU32
+    )
+  end
+
+  # The Record type AdaptiveRejection.
+
+  def read_TypeAdaptiveRejection
+    AdaptiveRejection.new(
+      limit: read_u32,
+      inflight: read_u32,
+      retry_after_ms: read_u64,
+      retry_after_secs: read_u64
+    )
   end
 
   # The Record type Decision.
@@ -1417,6 +1615,21 @@ class RustBufferStream
   end
 
   
+  # The Optional<T> type for TypeAdaptivePermit.
+
+  def read_OptionalTypeAdaptivePermit
+    flag = unpack_from 1, 'c'
+
+    if flag == 0
+      return nil
+    elsif flag == 1
+      return read_TypeAdaptivePermit
+    else
+      raise InternalError, 'Unexpected flag byte for OptionalTypeAdaptivePermit'
+    end
+  end
+
+  
   # The Optional<T> type for TypeManualClock.
 
   def read_OptionalTypeManualClock
@@ -1428,6 +1641,21 @@ class RustBufferStream
       return read_TypeManualClock
     else
       raise InternalError, 'Unexpected flag byte for OptionalTypeManualClock'
+    end
+  end
+
+  
+  # The Optional<T> type for TypeAdaptiveRejection.
+
+  def read_OptionalTypeAdaptiveRejection
+    flag = unpack_from 1, 'c'
+
+    if flag == 0
+      return nil
+    elsif flag == 1
+      return read_TypeAdaptiveRejection
+    else
+      raise InternalError, 'Unexpected flag byte for OptionalTypeAdaptiveRejection'
     end
   end
 
@@ -1586,6 +1814,21 @@ class RustBufferStream
     items
   end
 
+  # The Map<T> type for MapStringU32.
+
+  def read_MapStringU32
+    count = unpack_from 4, 'l>'
+    raise InternalError, 'Unexpected negative map size' if count.negative?
+
+    items = {}
+    count.times do
+      key = read_string
+      items[key] = read_u32
+    end
+
+    items
+  end
+
   # The Map<T> type for MapStringU64.
 
   def read_MapStringU64
@@ -1652,6 +1895,11 @@ class RustBufferBuilder
     pack_into(2, 'S>', v)
   end
 
+  def write_u32(v)
+    v = ::Throttlekit::uniffi_in_range(v, "u32", 0, 2**32)
+    pack_into(4, 'L>', v)
+  end
+
   def write_u64(v)
     v = ::Throttlekit::uniffi_in_range(v, "u64", 0, 2**64)
     pack_into(8, 'Q>', v)
@@ -1674,6 +1922,20 @@ class RustBufferBuilder
     v = ::Throttlekit::uniffi_utf8(v)
     pack_into 4, 'l>', v.bytes.size
     write v
+  end
+
+  # The Object type AdaptiveLimiter.
+
+  def write_TypeAdaptiveLimiter(obj)
+    handle = AdaptiveLimiter.uniffi_lower obj
+    pack_into(8, 'Q>', handle)
+  end
+
+  # The Object type AdaptivePermit.
+
+  def write_TypeAdaptivePermit(obj)
+    handle = AdaptivePermit.uniffi_lower obj
+    pack_into(8, 'Q>', handle)
   end
 
   # The Object type HttpEdge.
@@ -1730,6 +1992,42 @@ class RustBufferBuilder
   def write_TypeStrategy(obj)
     handle = Strategy.uniffi_lower obj
     pack_into(8, 'Q>', handle)
+  end
+
+  # The Record type AdaptiveAdmission.
+
+  def write_TypeAdaptiveAdmission(v)
+    self.write_OptionalTypeAdaptivePermit(v.permit)
+    self.write_OptionalTypeAdaptiveRejection(v.rejection)
+  end
+
+  # The Record type AdaptiveMetrics.
+
+  def write_TypeAdaptiveMetrics(v)
+    self.write_u32(v.limit)
+    self.write_u32(v.inflight)
+    self.write_u32(v.waiting)
+    self.write_u64(v.acquired)
+    self.write_u64(v.rejected)
+    self.write_u64(v.succeeded)
+    self.write_u64(v.dropped)
+    self.write_u64(v.ignored)
+    self.write_u64(v.leaked)
+    self.write_u64(v.short_rtts)
+    self.write_u64(v.windows)
+    self.write_u64(v.baseline_rtt_us)
+    self.write_u64(v.latency_us)
+    self.write_bool(v.slow_start)
+    self.write_MapStringU32(v.partitions)
+  end
+
+  # The Record type AdaptiveRejection.
+
+  def write_TypeAdaptiveRejection(v)
+    self.write_u32(v.limit)
+    self.write_u32(v.inflight)
+    self.write_u64(v.retry_after_ms)
+    self.write_u64(v.retry_after_secs)
   end
 
   # The Record type Decision.
@@ -1998,6 +2296,17 @@ class RustBufferBuilder
     end
   end
 
+  # The Optional<T> type for TypeAdaptivePermit.
+
+  def write_OptionalTypeAdaptivePermit(v)
+    if v.nil?
+      pack_into(1, 'c', 0)
+    else
+      pack_into(1, 'c', 1)
+      self.write_TypeAdaptivePermit(v)
+    end
+  end
+
   # The Optional<T> type for TypeManualClock.
 
   def write_OptionalTypeManualClock(v)
@@ -2006,6 +2315,17 @@ class RustBufferBuilder
     else
       pack_into(1, 'c', 1)
       self.write_TypeManualClock(v)
+    end
+  end
+
+  # The Optional<T> type for TypeAdaptiveRejection.
+
+  def write_OptionalTypeAdaptiveRejection(v)
+    if v.nil?
+      pack_into(1, 'c', 0)
+    else
+      pack_into(1, 'c', 1)
+      self.write_TypeAdaptiveRejection(v)
     end
   end
 
@@ -2111,6 +2431,17 @@ class RustBufferBuilder
 
     items.each do |item|
       self.write_TypeHeaderLine(item)
+    end
+  end
+
+  # The Map<T> type for MapStringU32.
+
+  def write_MapStringU32(items)
+    pack_into(4, 'l>', items.size)
+
+    items.each do |k, v|
+      self.write_string(k)
+      self.write_u32(v)
     end
   end
 
@@ -2513,6 +2844,66 @@ module UniFFILib
   callback :ForeignFutureCompleteVoid,
     [:uint64, ForeignFutureResultVoid.by_value, ],
     :void
+  
+  attach_function :uniffi_throttlekit_uniffi_fn_clone_adaptivelimiter,
+    [:uint64, RustCallStatus.by_ref],
+    :uint64
+  
+  attach_function :uniffi_throttlekit_uniffi_fn_free_adaptivelimiter,
+    [:uint64, RustCallStatus.by_ref],
+    :void
+  
+  attach_function :uniffi_throttlekit_uniffi_fn_constructor_adaptivelimiter_new,
+    [RustBuffer.by_value, RustCallStatus.by_ref],
+    :uint64
+  
+  attach_function :uniffi_throttlekit_uniffi_fn_constructor_adaptivelimiter_new_virtual,
+    [RustBuffer.by_value, RustCallStatus.by_ref],
+    :uint64
+  
+  attach_function :uniffi_throttlekit_uniffi_fn_method_adaptivelimiter_acquire_blocking,
+    [:uint64, :uint64, RustBuffer.by_value, RustCallStatus.by_ref],
+    RustBuffer.by_value
+  
+  attach_function :uniffi_throttlekit_uniffi_fn_method_adaptivelimiter_advance_virtual,
+    [:uint64, :uint64, RustCallStatus.by_ref],
+    :void
+  
+  attach_function :uniffi_throttlekit_uniffi_fn_method_adaptivelimiter_inflight,
+    [:uint64, RustCallStatus.by_ref],
+    :uint32
+  
+  attach_function :uniffi_throttlekit_uniffi_fn_method_adaptivelimiter_limit,
+    [:uint64, RustCallStatus.by_ref],
+    :uint32
+  
+  attach_function :uniffi_throttlekit_uniffi_fn_method_adaptivelimiter_metrics,
+    [:uint64, RustCallStatus.by_ref],
+    RustBuffer.by_value
+  
+  attach_function :uniffi_throttlekit_uniffi_fn_method_adaptivelimiter_try_acquire,
+    [:uint64, RustBuffer.by_value, RustCallStatus.by_ref],
+    RustBuffer.by_value
+  
+  attach_function :uniffi_throttlekit_uniffi_fn_clone_adaptivepermit,
+    [:uint64, RustCallStatus.by_ref],
+    :uint64
+  
+  attach_function :uniffi_throttlekit_uniffi_fn_free_adaptivepermit,
+    [:uint64, RustCallStatus.by_ref],
+    :void
+  
+  attach_function :uniffi_throttlekit_uniffi_fn_method_adaptivepermit_is_released,
+    [:uint64, RustCallStatus.by_ref],
+    :int8
+  
+  attach_function :uniffi_throttlekit_uniffi_fn_method_adaptivepermit_release,
+    [:uint64, RustBuffer.by_value, RustCallStatus.by_ref],
+    :int8
+  
+  attach_function :uniffi_throttlekit_uniffi_fn_method_adaptivepermit_release_with_rtt_ns,
+    [:uint64, RustBuffer.by_value, :int64, RustCallStatus.by_ref],
+    :int8
   
   attach_function :uniffi_throttlekit_uniffi_fn_clone_manualclock,
     [:uint64, RustCallStatus.by_ref],
@@ -3090,6 +3481,42 @@ module UniFFILib
     [],
     :uint16
   
+  attach_function :uniffi_throttlekit_uniffi_checksum_method_adaptivelimiter_acquire_blocking,
+    [],
+    :uint16
+  
+  attach_function :uniffi_throttlekit_uniffi_checksum_method_adaptivelimiter_advance_virtual,
+    [],
+    :uint16
+  
+  attach_function :uniffi_throttlekit_uniffi_checksum_method_adaptivelimiter_inflight,
+    [],
+    :uint16
+  
+  attach_function :uniffi_throttlekit_uniffi_checksum_method_adaptivelimiter_limit,
+    [],
+    :uint16
+  
+  attach_function :uniffi_throttlekit_uniffi_checksum_method_adaptivelimiter_metrics,
+    [],
+    :uint16
+  
+  attach_function :uniffi_throttlekit_uniffi_checksum_method_adaptivelimiter_try_acquire,
+    [],
+    :uint16
+  
+  attach_function :uniffi_throttlekit_uniffi_checksum_method_adaptivepermit_is_released,
+    [],
+    :uint16
+  
+  attach_function :uniffi_throttlekit_uniffi_checksum_method_adaptivepermit_release,
+    [],
+    :uint16
+  
+  attach_function :uniffi_throttlekit_uniffi_checksum_method_adaptivepermit_release_with_rtt_ns,
+    [],
+    :uint16
+  
   attach_function :uniffi_throttlekit_uniffi_checksum_method_manualclock_advance,
     [],
     :uint16
@@ -3299,6 +3726,14 @@ module UniFFILib
     :uint16
   
   attach_function :uniffi_throttlekit_uniffi_checksum_method_strategy_to_json,
+    [],
+    :uint16
+  
+  attach_function :uniffi_throttlekit_uniffi_checksum_constructor_adaptivelimiter_new,
+    [],
+    :uint16
+  
+  attach_function :uniffi_throttlekit_uniffi_checksum_constructor_adaptivelimiter_new_virtual,
     [],
     :uint16
   
@@ -3565,6 +4000,132 @@ class Store
 end
 
 
+  
+  # Record type AdaptiveAdmission
+class AdaptiveAdmission
+  attr_reader :permit, :rejection
+
+  def initialize(permit:, rejection:)
+    @permit = permit
+    @rejection = rejection
+  end
+
+  def ==(other)
+    if @permit != other.permit
+      return false
+    end
+    if @rejection != other.rejection
+      return false
+    end
+
+    true
+  end
+  
+end
+  
+  # Record type AdaptiveMetrics
+class AdaptiveMetrics
+  attr_reader :limit, :inflight, :waiting, :acquired, :rejected, :succeeded, :dropped, :ignored, :leaked, :short_rtts, :windows, :baseline_rtt_us, :latency_us, :slow_start, :partitions
+
+  def initialize(limit:, inflight:, waiting:, acquired:, rejected:, succeeded:, dropped:, ignored:, leaked:, short_rtts:, windows:, baseline_rtt_us:, latency_us:, slow_start:, partitions:)
+    @limit = limit
+    @inflight = inflight
+    @waiting = waiting
+    @acquired = acquired
+    @rejected = rejected
+    @succeeded = succeeded
+    @dropped = dropped
+    @ignored = ignored
+    @leaked = leaked
+    @short_rtts = short_rtts
+    @windows = windows
+    @baseline_rtt_us = baseline_rtt_us
+    @latency_us = latency_us
+    @slow_start = slow_start
+    @partitions = partitions
+  end
+
+  def ==(other)
+    if @limit != other.limit
+      return false
+    end
+    if @inflight != other.inflight
+      return false
+    end
+    if @waiting != other.waiting
+      return false
+    end
+    if @acquired != other.acquired
+      return false
+    end
+    if @rejected != other.rejected
+      return false
+    end
+    if @succeeded != other.succeeded
+      return false
+    end
+    if @dropped != other.dropped
+      return false
+    end
+    if @ignored != other.ignored
+      return false
+    end
+    if @leaked != other.leaked
+      return false
+    end
+    if @short_rtts != other.short_rtts
+      return false
+    end
+    if @windows != other.windows
+      return false
+    end
+    if @baseline_rtt_us != other.baseline_rtt_us
+      return false
+    end
+    if @latency_us != other.latency_us
+      return false
+    end
+    if @slow_start != other.slow_start
+      return false
+    end
+    if @partitions != other.partitions
+      return false
+    end
+
+    true
+  end
+  
+end
+  
+  # Record type AdaptiveRejection
+class AdaptiveRejection
+  attr_reader :limit, :inflight, :retry_after_ms, :retry_after_secs
+
+  def initialize(limit:, inflight:, retry_after_ms:, retry_after_secs:)
+    @limit = limit
+    @inflight = inflight
+    @retry_after_ms = retry_after_ms
+    @retry_after_secs = retry_after_secs
+  end
+
+  def ==(other)
+    if @limit != other.limit
+      return false
+    end
+    if @inflight != other.inflight
+      return false
+    end
+    if @retry_after_ms != other.retry_after_ms
+      return false
+    end
+    if @retry_after_secs != other.retry_after_secs
+      return false
+    end
+
+    true
+  end
+  
+end
   
   # Record type ErrorAnswer
 class ErrorAnswer
@@ -4131,6 +4692,174 @@ end
 
   
 
+  
+  class AdaptiveLimiter
+
+  # A private helper for initializing instances of the class from a raw handle,
+  # bypassing any initialization logic and ensuring they are GC'd properly.
+  def self.uniffi_allocate(handle)
+    inst = allocate
+    inst.instance_variable_set :@handle, handle
+    ObjectSpace.define_finalizer(inst, uniffi_define_finalizer_by_handle(handle, inst.object_id))
+    return inst
+  end
+
+  # A private helper for registering an object finalizer.
+  # N.B. it's important that this does not capture a reference
+  # to the actual instance, only its underlying handle.
+  def self.uniffi_define_finalizer_by_handle(handle, object_id)
+    Proc.new do |_id|
+      ::Throttlekit.rust_call(
+        :uniffi_throttlekit_uniffi_fn_free_adaptivelimiter,
+        handle
+      )
+    end
+  end
+  # A private helper for lowering instances into a raw handle.
+  # This does an explicit typecheck, because accidentally lowering a different type of
+  # object in a place where this type is expected, could lead to memory unsafety.
+  def self.uniffi_check_lower(inst)
+    if !inst.is_a? self
+      raise TypeError.new "Expected a AdaptiveLimiter instance, got #{inst}"
+    end
+  end
+
+  def uniffi_clone_handle()
+    return ::Throttlekit.rust_call(
+      :uniffi_throttlekit_uniffi_fn_clone_adaptivelimiter,
+      @handle
+    )
+  end
+
+  def self.uniffi_lower(inst)
+    return inst.uniffi_clone_handle()
+  end
+
+  def self.uniffi_lift(handle)
+    uniffi_allocate handle
+  end
+  def initialize(config_json)
+        config_json = ::Throttlekit::uniffi_utf8(config_json)
+        
+    handle = ::Throttlekit.rust_call_with_error(ThrottleKitError,:uniffi_throttlekit_uniffi_fn_constructor_adaptivelimiter_new,RustBuffer.alloc_from_string(config_json))
+    @handle = handle
+    ObjectSpace.define_finalizer(self, self.class.uniffi_define_finalizer_by_handle(handle, self.object_id))
+  end
+
+  
+  def self.new_virtual(config_json)
+        config_json = ::Throttlekit::uniffi_utf8(config_json)
+        
+    # Call the (fallible) function before creating any half-baked object instances.
+    # Lightly yucky way to bypass the usual "initialize" logic
+    # and just create a new instance with the required handle.
+    return uniffi_allocate(::Throttlekit.rust_call_with_error(ThrottleKitError,:uniffi_throttlekit_uniffi_fn_constructor_adaptivelimiter_new_virtual,RustBuffer.alloc_from_string(config_json)))
+  end
+  
+
+  def acquire_blocking(timeout_ms, partition = nil)
+        timeout_ms = ::Throttlekit::uniffi_in_range(timeout_ms, "u64", 0, 2**64)
+        
+        partition = (partition ? ::Throttlekit::uniffi_utf8(partition) : nil)
+        RustBuffer.check_lower_Optionalstring(partition)
+    result = ::Throttlekit.rust_call_with_error(ThrottleKitError,:uniffi_throttlekit_uniffi_fn_method_adaptivelimiter_acquire_blocking,uniffi_clone_handle(),timeout_ms,RustBuffer.alloc_from_Optionalstring(partition))
+    return result.consume_into_TypeAdaptiveAdmission
+  end
+  def advance_virtual(ns)
+        ns = ::Throttlekit::uniffi_in_range(ns, "u64", 0, 2**64)
+        
+      ::Throttlekit.rust_call_with_error(ThrottleKitError,:uniffi_throttlekit_uniffi_fn_method_adaptivelimiter_advance_virtual,uniffi_clone_handle(),ns)
+  end
+  
+  def inflight()
+    result = ::Throttlekit.rust_call(:uniffi_throttlekit_uniffi_fn_method_adaptivelimiter_inflight,uniffi_clone_handle(),)
+    return result.to_i
+  end
+  def limit()
+    result = ::Throttlekit.rust_call(:uniffi_throttlekit_uniffi_fn_method_adaptivelimiter_limit,uniffi_clone_handle(),)
+    return result.to_i
+  end
+  def metrics()
+    result = ::Throttlekit.rust_call(:uniffi_throttlekit_uniffi_fn_method_adaptivelimiter_metrics,uniffi_clone_handle(),)
+    return result.consume_into_TypeAdaptiveMetrics
+  end
+  def try_acquire(partition = nil)
+        partition = (partition ? ::Throttlekit::uniffi_utf8(partition) : nil)
+        RustBuffer.check_lower_Optionalstring(partition)
+    result = ::Throttlekit.rust_call_with_error(ThrottleKitError,:uniffi_throttlekit_uniffi_fn_method_adaptivelimiter_try_acquire,uniffi_clone_handle(),RustBuffer.alloc_from_Optionalstring(partition))
+    return result.consume_into_TypeAdaptiveAdmission
+  end
+  
+end
+  
+  class AdaptivePermit
+
+  # A private helper for initializing instances of the class from a raw handle,
+  # bypassing any initialization logic and ensuring they are GC'd properly.
+  def self.uniffi_allocate(handle)
+    inst = allocate
+    inst.instance_variable_set :@handle, handle
+    ObjectSpace.define_finalizer(inst, uniffi_define_finalizer_by_handle(handle, inst.object_id))
+    return inst
+  end
+
+  # A private helper for registering an object finalizer.
+  # N.B. it's important that this does not capture a reference
+  # to the actual instance, only its underlying handle.
+  def self.uniffi_define_finalizer_by_handle(handle, object_id)
+    Proc.new do |_id|
+      ::Throttlekit.rust_call(
+        :uniffi_throttlekit_uniffi_fn_free_adaptivepermit,
+        handle
+      )
+    end
+  end
+  # A private helper for lowering instances into a raw handle.
+  # This does an explicit typecheck, because accidentally lowering a different type of
+  # object in a place where this type is expected, could lead to memory unsafety.
+  def self.uniffi_check_lower(inst)
+    if !inst.is_a? self
+      raise TypeError.new "Expected a AdaptivePermit instance, got #{inst}"
+    end
+  end
+
+  def uniffi_clone_handle()
+    return ::Throttlekit.rust_call(
+      :uniffi_throttlekit_uniffi_fn_clone_adaptivepermit,
+      @handle
+    )
+  end
+
+  def self.uniffi_lower(inst)
+    return inst.uniffi_clone_handle()
+  end
+
+  def self.uniffi_lift(handle)
+    uniffi_allocate handle
+  end
+
+  
+
+  def is_released()
+    result = ::Throttlekit.rust_call(:uniffi_throttlekit_uniffi_fn_method_adaptivepermit_is_released,uniffi_clone_handle(),)
+    return 1 == result
+  end
+  def release(outcome)
+        outcome = ::Throttlekit::uniffi_utf8(outcome)
+        
+    result = ::Throttlekit.rust_call_with_error(ThrottleKitError,:uniffi_throttlekit_uniffi_fn_method_adaptivepermit_release,uniffi_clone_handle(),RustBuffer.alloc_from_string(outcome))
+    return 1 == result
+  end
+  def release_with_rtt_ns(outcome, rtt_ns)
+        outcome = ::Throttlekit::uniffi_utf8(outcome)
+        
+        rtt_ns = ::Throttlekit::uniffi_in_range(rtt_ns, "i64", -2**63, 2**63)
+        
+    result = ::Throttlekit.rust_call_with_error(ThrottleKitError,:uniffi_throttlekit_uniffi_fn_method_adaptivepermit_release_with_rtt_ns,uniffi_clone_handle(),RustBuffer.alloc_from_string(outcome),rtt_ns)
+    return 1 == result
+  end
+  
+end
   
   class ManualClock
 

@@ -4,6 +4,8 @@
 //     admitted), 100k keys (Guava in a ConcurrentHashMap<String, RateLimiter>), and the same on
 //     2 threads;
 //   - the bytes tryAcquire and check allocate per call (ThreadMXBean);
+//   - the adaptive limiter's tryAcquire + release through JNI, against the 1 µs
+//     (--adaptive-only: that row alone);
 //   - with --redis URL --rust-seq R --rust-inflight F: sequential blocking checks/s and 64
 //     CompletableFutures in flight, against the Rust numbers measured on the same server
 //     (--redis-only: those two rows alone).
@@ -24,7 +26,10 @@
 // bench/summarize.py; ratio = peer's time / ours (above 1: we are faster).
 package dev.throttlekit.bench;
 
+import dev.throttlekit.AdaptiveLimiter;
 import dev.throttlekit.Limiter;
+import dev.throttlekit.Outcome;
+import dev.throttlekit.Permit;
 import dev.throttlekit.RedisStore;
 import dev.throttlekit.Strategy;
 import java.lang.management.GarbageCollectorMXBean;
@@ -100,6 +105,24 @@ public final class JvmBench {
         System.out.printf("ROW\t%s\t%s\t%.4f\t%s\t%s%n", scenario, peer, ratio, target, detail);
     }
 
+    /** The adaptive limiter's tryAcquire + release through JNI (the 1 µs per binding). */
+    static void adaptiveRow(boolean quick) {
+        try (AdaptiveLimiter l = AdaptiveLimiter.builder("gradient2").initialLimit(64).build()) {
+            int n = quick ? 500_000 : 2_000_000;
+            for (int i = 0; i < n / 2; i++) acquireRelease(l); // until the JIT has compiled it
+            long t0 = System.nanoTime();
+            for (int i = 0; i < n; i++) acquireRelease(l);
+            double ns = (System.nanoTime() - t0) / (double) n;
+            row("adaptive tryAcquire + release (JNI)", "1000 ns target", 1000 / ns, ">=1",
+                    String.format("%.1f ns per tryAcquire + release, gradient2 at a limit of 64", ns));
+        }
+    }
+
+    static void acquireRelease(AdaptiveLimiter l) {
+        if (!(l.tryAcquire() instanceof Permit p)) throw new IllegalStateException("not granted");
+        p.release(Outcome.SUCCESS);
+    }
+
     public static void main(String[] args) throws Exception {
         boolean quick = Arrays.asList(args).contains("--quick");
         // --redis-only: the two Redis rows alone (to study them; `make bench` runs every row).
@@ -130,6 +153,9 @@ public final class JvmBench {
             return;
         }
 
+        adaptiveRow(quick);
+        // --adaptive-only: that row alone.
+        if (Arrays.asList(args).contains("--adaptive-only")) return;
         // The memory rows: each side of each row in JVM processes of its own (Forks).
         if (!redisOnly) memoryRows(keys, n, quick);
 

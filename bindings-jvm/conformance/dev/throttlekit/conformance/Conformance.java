@@ -349,7 +349,16 @@ public final class Conformance {
         for (String path : paths) {
             Map<String, Object> data;
             try {
-                data = fields(Json.parse(Files.readString(Path.of(path))), FILE_FIELDS, "file");
+                Object parsed = Json.parse(Files.readString(Path.of(path)));
+                if (parsed instanceof Map<?, ?> m && AdaptiveVectors.FORMAT.equals(m.get("format"))) {
+                    try {
+                        AdaptiveVectors.replay(parsed, report);
+                    } catch (FormatError e) {
+                        throw new FormatError(path + ": " + e.getMessage());
+                    }
+                    continue;
+                }
+                data = fields(parsed, FILE_FIELDS, "file");
             } catch (Json.JsonException e) {
                 throw new FormatError(path + ": " + e.getMessage());
             }

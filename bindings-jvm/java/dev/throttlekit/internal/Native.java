@@ -70,6 +70,16 @@ public final class Native {
 
     public static native long[] shaperMetrics(long h);
 
+    // AdaptiveLimiter and its permits.
+    public static native long adaptiveNew(byte[] config, boolean virtualClock);
+    public static native long adaptiveAcquire(long h, long addr, int len, long timeoutMs);
+    public static native boolean adaptiveRelease(long permit, int outcome, boolean measured, long rttNs);
+    public static native void adaptivePermitFree(long permit);
+    public static native long[] adaptiveMetrics(long h);
+    public static native long adaptiveOp(long h, int op, long v);
+    public static native void adaptiveClose(long h);
+    public static native void adaptiveFree(long h);
+
     // The HTTP edge.
     public static native long httpEdgeNew(byte[] headerOptions, byte[] clientKeyOptions);
     public static native byte[] httpEdgeCheck(long edge, long limiter, byte[] peer, byte[] forwarded, long cost);
