@@ -50,8 +50,14 @@ want="$(awk '/^name = "wasm-bindgen"$/{getline; gsub(/[^0-9.]/,""); print; exit}
 if [ -n "$want" ]; then
   have="$("$tc/bin/wasm-bindgen" --version 2>/dev/null | awk '{print $2}' || true)"
   if [ "$have" != "$want" ]; then
-    # Built with the project's rustup toolchain (a native tool). Not --locked: its lock file pins a webpki-roots release the registry no longer offers.
-    env -u RUSTC -u CARGO cargo install --quiet --root "$tc" wasm-bindgen-cli --version "=$want" >&2
+    # Built with the project's rustup toolchain (a native tool). Not --locked: its lock file pins a
+    # webpki-roots release the registry no longer offers. Only the `wasm-bindgen` binary, without
+    # the test runner's TLS (ring) and at opt-level 1: it runs once per build on a 350 KB module,
+    # and a fresh machine's `make test` pays for compiling it.
+    env -u RUSTC -u CARGO CARGO_PROFILE_RELEASE_OPT_LEVEL=1 CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 \
+      CARGO_PROFILE_RELEASE_LTO=false \
+      cargo install --quiet --root "$tc" wasm-bindgen-cli --version "=$want" \
+      --no-default-features --bin wasm-bindgen >&2
   fi
 fi
 
