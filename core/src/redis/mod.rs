@@ -56,6 +56,7 @@ mod engine;
 mod options;
 mod pipelined;
 mod replay;
+pub mod rest;
 pub mod routed;
 mod runtime;
 mod scoped;
