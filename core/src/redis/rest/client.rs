@@ -8,7 +8,6 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::{Batch, Locking, Next, Request, headers, timed_out, transport_error};
@@ -183,7 +182,8 @@ impl Client {
 fn read_exact_by(reader: &mut BufReader<TcpStream>, buf: &mut [u8], deadline: Instant, ms: u64) -> Result<()> {
     let mut at = 0;
     while at < buf.len() {
-        let d = deadline.checked_duration_since(Instant::now()).filter(|d| !d.is_zero()).ok_or_else(|| timed_out(ms))?;
+        let d =
+            deadline.checked_duration_since(Instant::now()).filter(|d| !d.is_zero()).ok_or_else(|| timed_out(ms))?;
         reader.get_ref().set_read_timeout(Some(d)).map_err(|e| transport_error(&e.to_string()))?;
         match reader.read(&mut buf[at..]) {
             Ok(0) => return Err(transport_error("the REST server closed the connection mid-reply")),
@@ -247,7 +247,8 @@ impl RestStore {
 
     fn multi(&self, rule: Rule, dims: &[DimensionCall<'_>], now: Now) -> Result<MultiReply> {
         let keys: Vec<_> = dims.iter().map(|d| self.key(d.key)).collect();
-        let dims: Vec<DimensionCall<'_>> = dims.iter().zip(&keys).map(|(d, k)| DimensionCall { key: k, ..*d }).collect();
+        let dims: Vec<DimensionCall<'_>> =
+            dims.iter().zip(&keys).map(|(d, k)| DimensionCall { key: k, ..*d }).collect();
         self.run(call::multi(rule, &dims, now), now).and_then(multi)
     }
 
@@ -336,17 +337,21 @@ impl Store for RestStore {
 /// [`crate::redis::conformance_stores`] does on RESP), each in its own key namespace: what a
 /// conformance run on the REST path replays every vectors file on.
 #[cfg(feature = "redis")]
-pub fn conformance_stores(options: RestOptions) -> Result<impl FnMut() -> Result<Arc<dyn Store>>> {
-    let run = format!("throttlekit-rest-conformance:{}-{}", std::process::id(), crate::clock::Clock::now_ms(&crate::SystemClock));
+pub fn conformance_stores(options: RestOptions) -> Result<impl FnMut() -> Result<std::sync::Arc<dyn Store>>> {
+    let run = format!(
+        "throttlekit-rest-conformance:{}-{}",
+        std::process::id(),
+        crate::clock::Clock::now_ms(&crate::SystemClock)
+    );
     let mut n = 0u64;
     Ok(move || {
         n += 1;
-        Ok(Arc::new(RestStore {
+        Ok(std::sync::Arc::new(RestStore {
             client: Client::new(&options)?,
             locking: options.locking,
             ns: Some(format!("{run}:{n}")),
             replay: Some(parking_lot::Mutex::new(Default::default())),
-        }) as Arc<dyn Store>)
+        }) as std::sync::Arc<dyn Store>)
     })
 }
 

@@ -212,9 +212,7 @@ impl Batch {
 
     /// Each call's outcome, in order (a call still in flight: `store_unavailable`).
     pub(crate) fn outcomes(self) -> impl Iterator<Item = Result<Outcome>> {
-        self.outcomes
-            .into_iter()
-            .map(|o| o.unwrap_or_else(|| Err(Error::store("the REST call was not finished"))))
+        self.outcomes.into_iter().map(|o| o.unwrap_or_else(|| Err(Error::store("the REST call was not finished"))))
     }
 
     /// The calls, for a driver that runs them otherwise (deterministic replay).
@@ -234,7 +232,8 @@ pub fn command_json(args: &[&[u8]]) -> String {
 fn frames(status: u16, body: &[u8], wanted: usize, pipeline: bool) -> Result<Vec<Vec<u8>>> {
     let text = String::from_utf8_lossy(body);
     let json: Option<Json> = serde_json::from_slice(body).ok();
-    let error_of = |j: &Option<Json>| j.as_ref().and_then(|j| j.get("error")).and_then(Json::as_str).map(str::to_string);
+    let error_of =
+        |j: &Option<Json>| j.as_ref().and_then(|j| j.get("error")).and_then(Json::as_str).map(str::to_string);
     match status {
         200 => {}
         401 | 403 => {
