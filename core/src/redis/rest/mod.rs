@@ -305,7 +305,7 @@ pub(crate) fn write_resp_as(out: &mut Vec<u8>, v: &Json, hex: bool) -> Option<()
 }
 
 fn unhex(s: &str) -> Option<Vec<u8>> {
-    if s.len() % 2 != 0 {
+    if !s.len().is_multiple_of(2) {
         return None;
     }
     (0..s.len()).step_by(2).map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok()).collect()
