@@ -202,6 +202,19 @@ fn noscript_falls_back_to_eval_once() {
     assert_eq!(d.remaining, 8);
     assert_eq!(redis_server::calls(server.port, "eval"), after.1, "no EVAL once the script is cached");
     assert_eq!(redis_server::calls(server.port, "evalsha"), after.0 + 1);
+
+    // The front end's own protocol: a transaction, and base64 strings (as @upstash/redis asks).
+    let post = |path: &'static str, body: &str, extra: &[(&str, &str)]| {
+        let r = client.post(&throttlekit::redis::rest::Request { path, body: body.to_string() }, extra).unwrap();
+        (r.status, serde_json::from_slice::<serde_json::Value>(&r.body).unwrap())
+    };
+    let (status, v) = post("/multi-exec", r#"[["SET","s","v1"],["INCR","n"],["GET","s"]]"#, &[]);
+    assert_eq!((status, v), (200, serde_json::json!([{"result": "OK"}, {"result": 1}, {"result": "v1"}])));
+    let (status, v) = post("/", r#"["GET","s"]"#, &[("Upstash-Encoding", "base64")]);
+    assert_eq!((status, v), (200, serde_json::json!({"result": "djE="})));
+    let (status, v) = post("/", r#"["INCR","s"]"#, &[]);
+    assert_eq!(status, 400);
+    assert!(v["error"].as_str().unwrap().starts_with("ERR"), "{v}");
 }
 
 /// Multi `all` over REST is one script call: a request one dimension denies commits nothing,
