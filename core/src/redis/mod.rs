@@ -442,17 +442,11 @@ impl RedisStore {
 }
 
 fn single(outcome: Outcome) -> Result<Reply> {
-    match outcome {
-        Outcome::Single(r) => Ok(r),
-        Outcome::Multi(_) | Outcome::MultiGrant(_) => Err(Error::store("a multi reply to a single-key call")),
-    }
+    outcome.into_single()
 }
 
 fn multi(outcome: Outcome) -> Result<MultiReply> {
-    match outcome {
-        Outcome::Multi(r) => Ok(r),
-        _ => Err(Error::store("another reply to a multi call")),
-    }
+    outcome.into_multi()
 }
 
 fn multi_grant(outcome: Outcome) -> Result<MultiGrant> {

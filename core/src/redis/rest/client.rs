@@ -242,14 +242,14 @@ impl RestStore {
     }
 
     fn single(&self, key: &str, now: Now, transform: Transform<'_>) -> Result<Reply> {
-        self.run(call::single(&self.key(key), now, &transform), now).and_then(single)
+        self.run(call::single(&self.key(key), now, &transform), now).and_then(Outcome::into_single)
     }
 
     fn multi(&self, rule: Rule, dims: &[DimensionCall<'_>], now: Now) -> Result<MultiReply> {
         let keys: Vec<_> = dims.iter().map(|d| self.key(d.key)).collect();
         let dims: Vec<DimensionCall<'_>> =
             dims.iter().zip(&keys).map(|(d, k)| DimensionCall { key: k, ..*d }).collect();
-        self.run(call::multi(rule, &dims, now), now).and_then(multi)
+        self.run(call::multi(rule, &dims, now), now).and_then(Outcome::into_multi)
     }
 
     fn run(&self, call: call::ScriptCall, now: Now) -> Result<Outcome> {
@@ -277,20 +277,6 @@ impl RestStore {
                 String::from_utf8_lossy(&reply.body).chars().take(120).collect::<String>()
             ))),
         }
-    }
-}
-
-fn single(outcome: Outcome) -> Result<Reply> {
-    match outcome {
-        Outcome::Single(r) => Ok(r),
-        _ => Err(Error::store("a multi reply to a single-key call")),
-    }
-}
-
-fn multi(outcome: Outcome) -> Result<MultiReply> {
-    match outcome {
-        Outcome::Multi(r) => Ok(r),
-        _ => Err(Error::store("another reply to a multi call")),
     }
 }
 

@@ -22,7 +22,7 @@ use crate::error::{Error, Result};
 use crate::limiter::Limiter;
 use crate::multi::{MultiDecision, MultiLimiter};
 use crate::redis::call::{self, Outcome};
-use crate::store::{MultiReply, Now, Reply, Transform};
+use crate::store::{Now, Reply, Transform};
 use crate::validate;
 
 /// What a single-key call does (the [`Limiter`] method of the same name).
@@ -64,20 +64,6 @@ impl RestCall {
     /// The time the call was prepared at.
     pub fn now(&self) -> Now {
         self.now
-    }
-}
-
-fn single(outcome: Outcome) -> Result<Reply> {
-    match outcome {
-        Outcome::Single(r) => Ok(r),
-        _ => Err(Error::store("a multi reply to a single-key call")),
-    }
-}
-
-fn multi(outcome: Outcome) -> Result<MultiReply> {
-    match outcome {
-        Outcome::Multi(r) => Ok(r),
-        _ => Err(Error::store("another reply to a multi call")),
     }
 }
 
@@ -127,7 +113,7 @@ impl Limiter {
     }
 
     fn rest_decide(&self, op: RestOp, now: Now, outcome: Result<Outcome>) -> Result<Decision> {
-        let result = match outcome.and_then(single).and_then(Reply::decision) {
+        let result = match outcome.and_then(Outcome::into_single).and_then(Reply::decision) {
             Ok(d) => Ok(d),
             Err(e) => self.fail_policy().fallback(e, self.strategy().limit(), now.fallback_ms(&**self.clock())),
         };
@@ -156,6 +142,6 @@ impl MultiLimiter {
     pub fn rest_finish(&self, call: RestCall) -> Result<MultiDecision> {
         let now = call.now;
         let outcome = call.batch.outcomes().next().unwrap_or_else(|| Err(Error::store("an empty REST call")));
-        self.finish_multi(outcome.and_then(multi), now)
+        self.finish_multi(outcome.and_then(Outcome::into_multi), now)
     }
 }
