@@ -265,18 +265,8 @@ impl RestStore {
     }
 
     fn del(&self, key: &str) -> Result<()> {
-        let key = self.key(key);
-        let request = Request { path: super::PATH_ONE, body: super::command_json(&[b"DEL", key.as_bytes()]) };
-        let reply = self.client.post(&request, &[])?;
-        let json: Option<serde_json::Value> = serde_json::from_slice(&reply.body).ok();
-        match json.as_ref().and_then(|j| j.get("result")).and_then(serde_json::Value::as_i64) {
-            Some(_) if reply.status == 200 => Ok(()),
-            _ => Err(Error::store(format!(
-                "DEL failed (HTTP {}): {:?}",
-                reply.status,
-                String::from_utf8_lossy(&reply.body).chars().take(120).collect::<String>()
-            ))),
-        }
+        let reply = self.client.post(&super::del(&self.key(key)), &[])?;
+        super::finish_del(reply.status, &reply.body)
     }
 }
 

@@ -15,6 +15,9 @@
 //! 4. Finish with the limiter that prepared the call: [`crate::Limiter::rest_finish`],
 //!    [`crate::Limiter::rest_finish_many`] or [`crate::MultiLimiter::rest_finish`]. A
 //!    `store_unavailable` goes through the limiter's fail policy there, as on every store.
+//!
+//! `reset` is one request, [`crate::Limiter::rest_reset`], whose reply [`super::finish_del`]
+//! reads.
 
 use super::{Batch, Locking, Next, Request};
 use crate::decision::Decision;
@@ -110,6 +113,13 @@ impl Limiter {
     pub fn rest_finish_many(&self, call: RestCall) -> Result<Vec<Decision>> {
         let now = call.now;
         call.batch.outcomes().map(|o| self.rest_decide(RestOp::Check, now, o)).collect()
+    }
+
+    /// `reset` over REST: the request that deletes `key`'s state; hand its reply to
+    /// [`super::finish_del`].
+    pub fn rest_reset(&self, key: &str) -> Result<Request> {
+        self.check_key_length(key)?;
+        Ok(super::del(&self.full_key(key)))
     }
 
     fn rest_decide(&self, op: RestOp, now: Now, outcome: Result<Outcome>) -> Result<Decision> {

@@ -221,6 +221,22 @@ impl Batch {
     }
 }
 
+/// The request that deletes `full_key` (a reset): `["DEL", key]`; its reply goes to
+/// [`finish_del`].
+pub fn del(full_key: &str) -> Request {
+    Request { path: PATH_ONE, body: command_json(&[b"DEL", full_key.as_bytes()]) }
+}
+
+/// The outcome of [`del`]'s reply: any integer result is success, anything else
+/// `store_unavailable`.
+pub fn finish_del(status: u16, body: &[u8]) -> Result<()> {
+    let frame = frames(status, body, 1, false)?.pop().unwrap_or_default();
+    if resp::int(&frame).is_some() {
+        return Ok(());
+    }
+    Err(Error::store(format!("DEL failed: {}", excerpt(&String::from_utf8_lossy(&frame)))))
+}
+
 /// A command as a JSON array of strings (an argument that is not UTF-8 is written lossily:
 /// the scripts' own arguments are ASCII, and keys are the caller's strings).
 pub fn command_json(args: &[&[u8]]) -> String {
