@@ -51,6 +51,7 @@ suite() {
 scripts/install-deps.sh || { echo "could not install system packages"; exit 1; }
 
 suite "core" cargo test -p throttlekit --locked
+suite "redis rest (the REST protocol half builds without networking: --features rest alone)" cargo check -p throttlekit --locked --no-default-features --features rest
 suite "core metrics facade" cargo test -p throttlekit --locked --features metrics --test metrics
 suite "cli (the CLI's own tests: the demo)" cargo test -p throttlekit-cli --locked
 suite "vectors (CLI, memory)" bash -c 'cargo run -q -p throttlekit-cli --locked -- conformance conformance-vectors/*.json | tail -n 4'

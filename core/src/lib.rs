@@ -39,6 +39,11 @@ pub mod multi;
 mod rate;
 #[cfg(feature = "redis")]
 pub mod redis;
+/// Without the `redis` feature, `rest` builds the Redis module's protocol half alone (no
+/// networking): `redis/proto.rs`.
+#[cfg(all(feature = "rest", not(feature = "redis")))]
+#[path = "redis/proto.rs"]
+pub mod redis;
 pub mod shaper;
 pub mod spec;
 mod state;

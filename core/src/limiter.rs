@@ -297,7 +297,7 @@ impl Limiter {
     /// `config_invalid` when `prefix:key` is longer than the store accepts (one rule for
     /// every store, see [`key::check_length`]).
     #[inline]
-    fn check_key_length(&self, key: &str) -> Result<()> {
+    pub(crate) fn check_key_length(&self, key: &str) -> Result<()> {
         key::check_length(key::joined_len(&self.prefix, key), self.store.max_key_length())
     }
 

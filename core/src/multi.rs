@@ -431,6 +431,38 @@ impl MultiLimiter {
         })
     }
 
+    /// [`MultiLimiter::prepare`] for a transport that builds its own call (the REST store,
+    /// `crate::redis::rest`): `f` gets the rule, every dimension's call and the time, read as
+    /// `prepare` reads it; a refusal is counted as `prepare` counts it.
+    #[cfg(any(feature = "redis", feature = "rest"))]
+    pub(crate) fn with_calls<R>(
+        &self,
+        keys: &[&str],
+        cost: u64,
+        f: impl FnOnce(Rule, &[DimensionCall<'_>], Now) -> R,
+    ) -> Result<R> {
+        let now = Now::reading(self.server_clock, &*self.clock);
+        let made = (|| {
+            if self.tier.is_some() {
+                return Err(Error::not_implemented("prepare on a multi limiter in a tiered mode (use check)"));
+            }
+            let full = self.admit(keys, now)?;
+            let calls = self.calls(&full, cost)?;
+            Ok(f(self.rule, &calls, now))
+        })();
+        made.map_err(|e| crate::metrics::count_error(self.metrics.as_deref(), e))
+    }
+
+    /// [`MultiLimiter::finish`] from a decoded reply (or the call's error) to a call made at
+    /// `now` with [`MultiLimiter::with_calls`].
+    #[cfg(any(feature = "redis", feature = "rest"))]
+    pub(crate) fn finish_multi(&self, reply: Result<MultiReply>, now: Now) -> Result<MultiDecision> {
+        self.observe(match reply {
+            Ok(r) => Ok(self.finish_reply(r)),
+            Err(e) => self.fallback(e, now.fallback_ms(&*self.clock)),
+        })
+    }
+
     /// Deletes every dimension's state for `keys`.
     pub async fn reset(&self, keys: &[&str]) -> Result<()> {
         for k in self.full_keys(keys)? {

@@ -76,6 +76,24 @@ pub enum Outcome {
     MultiGrant(MultiGrant),
 }
 
+impl Outcome {
+    /// The reply to a single-key call (another shape is the store's failure).
+    pub fn into_single(self) -> Result<Reply> {
+        match self {
+            Outcome::Single(r) => Ok(r),
+            Outcome::Multi(_) | Outcome::MultiGrant(_) => Err(Error::store("a multi reply to a single-key call")),
+        }
+    }
+
+    /// The reply to a multi call (another shape is the store's failure).
+    pub fn into_multi(self) -> Result<MultiReply> {
+        match self {
+            Outcome::Multi(r) => Ok(r),
+            _ => Err(Error::store("another reply to a multi call")),
+        }
+    }
+}
+
 /// The largest magnitude below which every integral `f64` is an exact integer.
 const EXACT_INT: f64 = 9_007_199_254_740_992.0;
 

@@ -56,6 +56,7 @@ mod engine;
 mod options;
 mod pipelined;
 mod replay;
+pub mod rest;
 pub mod routed;
 mod runtime;
 mod scoped;
@@ -441,17 +442,11 @@ impl RedisStore {
 }
 
 fn single(outcome: Outcome) -> Result<Reply> {
-    match outcome {
-        Outcome::Single(r) => Ok(r),
-        Outcome::Multi(_) | Outcome::MultiGrant(_) => Err(Error::store("a multi reply to a single-key call")),
-    }
+    outcome.into_single()
 }
 
 fn multi(outcome: Outcome) -> Result<MultiReply> {
-    match outcome {
-        Outcome::Multi(r) => Ok(r),
-        _ => Err(Error::store("another reply to a multi call")),
-    }
+    outcome.into_multi()
 }
 
 fn multi_grant(outcome: Outcome) -> Result<MultiGrant> {

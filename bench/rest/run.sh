@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The REST rows' peer: @upstash/ratelimit (npm, pinned in package.json) over the test REST front
+# end (tests/restfront/restfront.py) in front of a fresh redis-server, both on free loopback
+# ports, stopped by PID on exit. Prints the ROW lines of bench/rest/upstash.js.
+#
+#   bench/rest/run.sh [decisions per measurement, default 2000]
+set -euo pipefail
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+N=${1:-2000}
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
+dir=$(mktemp -d)
+redis_pid="" front_pid=""
+cleanup() {
+  [ -n "$front_pid" ] && kill "$front_pid" 2>/dev/null
+  [ -n "$redis_pid" ] && kill "$redis_pid" 2>/dev/null
+  rm -rf "$dir"
+}
+trap cleanup EXIT
+
+(cd "$HERE" && npm install --silent --no-audit --no-fund >/dev/null)
+port=$(free_port)
+redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --dir "$dir" >/dev/null &
+redis_pid=$!
+for _ in $(seq 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.05; done
+python3 "$ROOT/tests/restfront/restfront.py" --redis-port "$port" --token bench >"$dir/front" &
+front_pid=$!
+for _ in $(seq 100); do grep -q listening "$dir/front" 2>/dev/null && break; sleep 0.05; done
+front=$(awk '/listening/{print $2}' "$dir/front")
+[ -n "$front" ] || { echo "the REST front end did not start" >&2; exit 1; }
+node "$HERE/upstash.js" "http://127.0.0.1:$front" bench "$N"

@@ -1,0 +1,157 @@
+//! A limiter's checks over REST, prepared and finished by the core: what the JavaScript glue
+//! of the WebAssembly build calls, and what [`super::client`] drives natively.
+//!
+//! 1. Prepare: [`crate::Limiter::rest_prepare`] (check, peek or forecast of one key),
+//!    [`crate::Limiter::rest_prepare_many`] (`check_many`: one `/pipeline`) or
+//!    [`crate::MultiLimiter::rest_prepare`] (the fused `all`/`any` script). The clock is read
+//!    here, once (the limiter's clock: in JavaScript, the host's `Date.now()`), and the key
+//!    checks of the store paths apply.
+//! 2. Send [`RestCall::request`] (`POST <url><path>`, its body, [`super::headers`]).
+//! 3. Feed the HTTP status and body to [`RestCall::feed`]; on [`Next::Send`] send
+//!    [`RestCall::request`] again (the calls that met `NOSCRIPT`, with `EVAL`), on
+//!    [`Next::Done`] finish. If the request failed or timed out (an `AbortSignal`), call
+//!    [`RestCall::fail`] with [`super::timed_out`] or [`super::transport_error`] instead: it
+//!    is never sent again.
+//! 4. Finish with the limiter that prepared the call: [`crate::Limiter::rest_finish`],
+//!    [`crate::Limiter::rest_finish_many`] or [`crate::MultiLimiter::rest_finish`]. A
+//!    `store_unavailable` goes through the limiter's fail policy there, as on every store.
+//!
+//! `reset` is one request, [`crate::Limiter::rest_reset`], whose reply [`super::finish_del`]
+//! reads.
+
+use super::{Batch, Locking, Next, Request};
+use crate::decision::Decision;
+use crate::error::{Error, Result};
+use crate::limiter::Limiter;
+use crate::multi::{MultiDecision, MultiLimiter};
+use crate::redis::call::{self, Outcome};
+use crate::store::{Now, Reply, Transform};
+use crate::validate;
+
+/// What a single-key call does (the [`Limiter`] method of the same name).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RestOp {
+    /// A consuming check.
+    Check,
+    /// Current capacity; the cost is ignored.
+    Peek,
+    /// The decision a check would get, consuming nothing.
+    Forecast,
+}
+
+/// One prepared REST call in flight: one script call, or a `check_many`'s several.
+#[derive(Debug)]
+pub struct RestCall {
+    batch: Batch,
+    now: Now,
+    op: RestOp,
+}
+
+impl RestCall {
+    /// The request to send now.
+    pub fn request(&self) -> Request {
+        self.batch.request()
+    }
+
+    /// Feeds the reply to [`RestCall::request`]: its HTTP status and body.
+    pub fn feed(&mut self, status: u16, body: &[u8]) -> Next {
+        self.batch.feed(status, body)
+    }
+
+    /// The request failed or timed out: every call still in flight ends with `error` (a
+    /// `store_unavailable`: [`super::timed_out`], [`super::transport_error`]).
+    pub fn fail(&mut self, error: Error) -> Next {
+        self.batch.fail(error)
+    }
+
+    /// The time the call was prepared at.
+    pub fn now(&self) -> Now {
+        self.now
+    }
+}
+
+impl Limiter {
+    /// Prepares `op` on `key` for the REST store (see [`self`]): the cost and the key are
+    /// checked, the clock is read once, the script call is built on the prefixed key.
+    pub fn rest_prepare(&self, op: RestOp, key: &str, cost: u64, locking: Locking) -> Result<RestCall> {
+        let now = self.now();
+        let call = self.rest_call(op, key, cost, now)?;
+        Ok(RestCall { batch: Batch::new(vec![call], locking), now, op })
+    }
+
+    /// Prepares `check_many`: one check per key at one clock read, sent as one `/pipeline`.
+    pub fn rest_prepare_many(&self, keys: &[&str], cost: u64, locking: Locking) -> Result<RestCall> {
+        validate::cost(cost).map_err(|e| self.observe_error(e))?;
+        let now = self.now();
+        let calls = keys.iter().map(|k| self.rest_call(RestOp::Check, k, cost, now)).collect::<Result<Vec<_>>>()?;
+        Ok(RestCall { batch: Batch::new(calls, locking), now, op: RestOp::Check })
+    }
+
+    fn rest_call(&self, op: RestOp, key: &str, cost: u64, now: Now) -> Result<call::ScriptCall> {
+        let strategy = self.strategy();
+        let transform = match op {
+            RestOp::Check => Transform::Check { strategy, cost },
+            RestOp::Forecast => Transform::Forecast { strategy, cost },
+            RestOp::Peek => Transform::Peek { strategy },
+        };
+        match self.admit(key, now, &transform) {
+            Ok(()) => Ok(call::single(&self.full_key(key), now, &transform)),
+            Err(e) => Err(self.observe_error(e)),
+        }
+    }
+
+    /// The decision of a call from [`Limiter::rest_prepare`], once [`RestCall::feed`] said
+    /// [`Next::Done`] (or the call failed): a `store_unavailable` through the fail policy.
+    pub fn rest_finish(&self, call: RestCall) -> Result<Decision> {
+        let (now, op) = (call.now, call.op);
+        let outcome = call.batch.outcomes().next().unwrap_or_else(|| Err(Error::store("an empty REST call")));
+        self.rest_decide(op, now, outcome)
+    }
+
+    /// The decisions of a call from [`Limiter::rest_prepare_many`], one per key (each through
+    /// the fail policy; `raise` makes the first failure the error, as `check_many` does).
+    pub fn rest_finish_many(&self, call: RestCall) -> Result<Vec<Decision>> {
+        let now = call.now;
+        call.batch.outcomes().map(|o| self.rest_decide(RestOp::Check, now, o)).collect()
+    }
+
+    /// `reset` over REST: the request that deletes `key`'s state; hand its reply to
+    /// [`super::finish_del`].
+    pub fn rest_reset(&self, key: &str) -> Result<Request> {
+        self.check_key_length(key)?;
+        Ok(super::del(&self.full_key(key)))
+    }
+
+    fn rest_decide(&self, op: RestOp, now: Now, outcome: Result<Outcome>) -> Result<Decision> {
+        let result = match outcome.and_then(Outcome::into_single).and_then(Reply::decision) {
+            Ok(d) => Ok(d),
+            Err(e) => self.fail_policy().fallback(e, self.strategy().limit(), now.fallback_ms(&**self.clock())),
+        };
+        match op {
+            RestOp::Check => self.observe(result),
+            RestOp::Peek => self.observe_read(result, false),
+            RestOp::Forecast => self.observe_read(result, true),
+        }
+    }
+}
+
+impl MultiLimiter {
+    /// Prepares a multi-dimensional check for the REST store: the fused script over every
+    /// dimension's key (atomic: `all` commits every dimension or none, `any` the allowing
+    /// ones), at one clock read.
+    pub fn rest_prepare(&self, keys: &[&str], cost: u64, locking: Locking) -> Result<RestCall> {
+        self.with_calls(keys, cost, |rule, dims, now| RestCall {
+            batch: Batch::new(vec![call::multi(rule, dims, now)], locking),
+            now,
+            op: RestOp::Check,
+        })
+    }
+
+    /// The decision of a call from [`MultiLimiter::rest_prepare`] (a `store_unavailable`
+    /// through the fail policy).
+    pub fn rest_finish(&self, call: RestCall) -> Result<MultiDecision> {
+        let now = call.now;
+        let outcome = call.batch.outcomes().next().unwrap_or_else(|| Err(Error::store("an empty REST call")));
+        self.finish_multi(outcome.and_then(Outcome::into_multi), now)
+    }
+}

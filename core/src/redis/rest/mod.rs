@@ -1,0 +1,350 @@
+//! The Redis store over the Upstash REST protocol: the engine's script calls as HTTP requests
+//! and the JSON replies fed back to the engine. No I/O here (sans-IO, as the engine): a driver
+//! (JavaScript's `fetch` in the WebAssembly build, [`client`] natively) only moves bytes.
+//!
+//! The protocol (Upstash's REST API, which the test front end `tests/restfront/` also speaks):
+//!
+//! - A command is a JSON array of strings, `["EVALSHA", sha, "1", key, arg...]`, sent as
+//!   `POST /` with `Authorization: Bearer <token>` and `Content-Type: application/json`. The
+//!   reply is `{"result": R}` (HTTP 200) or `{"error": "NOSCRIPT ..."}` (HTTP 400). `R` is the
+//!   Redis reply in JSON: an integer is a number, a bulk string a string, nil `null`, an array
+//!   an array.
+//! - Several commands go as `POST /pipeline` with an array of such arrays, and come back as an
+//!   array of `{"result": R}` / `{"error": E}`, one per command, in order (HTTP 200).
+//! - A refused token is HTTP 401 (or 403); every other status or body is not a reply.
+//!
+//! What each reply means is the engine's (`super::engine`): each `{"result"}` or `{"error"}`
+//! is written as the RESP frame Redis would have sent and fed to [`super::engine::Exchange`],
+//! so NOSCRIPT → `EVAL` once, at most once (nothing else is ever sent again), and the error
+//! words are the RESP path's. A call that ends on an HTTP failure, a refused token, a reply
+//! that is not one, or a timeout ends with `store_unavailable`, which the limiter's fail
+//! policy turns into its decision ([`limiter`]).
+//!
+//! A [`Batch`] is one or more script calls sent together: one call is `POST /`, several (a
+//! `check_many`) one `POST /pipeline`; after a `NOSCRIPT` only the calls that missed are sent
+//! again, with `EVAL`. A multi-dimensional check is one call of the fused script (the same
+//! call as on RESP), so `all` and `any` are atomic.
+//!
+//! Upstash runs a script under its global lock unless the script's first line is
+//! `#!lua flags=allow-key-locking`: then it locks only the keys in `KEYS`, and calls on other
+//! keys run in parallel. Every throttlekit script touches only its `KEYS`, so [`Locking::Keys`]
+//! sends each script with that line first: its own source and SHA1 ([`flagged`]), the same
+//! decisions.
+
+pub mod limiter;
+
+#[cfg(not(target_family = "wasm"))]
+pub mod client;
+#[cfg(all(feature = "redis", not(target_family = "wasm")))]
+mod replay;
+
+use std::sync::LazyLock;
+
+use serde_json::Value as Json;
+
+use super::call::{Outcome, ScriptCall};
+use super::engine::{self, Attempt, Exchange, Invoke, Rules, Step, resp};
+use super::scripts::{LoadedScript, SCRIPTS};
+use crate::error::{Error, Result};
+
+/// The path of one command.
+pub const PATH_ONE: &str = "/";
+/// The path of several commands in order (not a transaction: each script call is atomic on
+/// its own).
+pub const PATH_PIPELINE: &str = "/pipeline";
+
+/// The first line of a script that Upstash runs under locks on its `KEYS` only.
+pub const KEY_LOCKING_SHEBANG: &str = "#!lua flags=allow-key-locking\n";
+
+/// Which variant of the scripts a store sends.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Locking {
+    /// The scripts as the RESP store sends them (Upstash: its global lock).
+    #[default]
+    Global,
+    /// Each script with [`KEY_LOCKING_SHEBANG`] first (Upstash: locks on its `KEYS` only).
+    Keys,
+}
+
+/// The rules of every REST call: `EVALSHA` then `EVAL` (Upstash has no `FUNCTION`), no
+/// `WAIT`, no cluster redirects (the REST server routes).
+const RULES: Rules = Rules { invoke: Invoke::Scripts, durable: None, cluster: false };
+
+/// The scripts with [`KEY_LOCKING_SHEBANG`] first, in [`super::scripts::Scripts::all`]'s order.
+static FLAGGED: LazyLock<Vec<LoadedScript>> = LazyLock::new(|| {
+    SCRIPTS
+        .all()
+        .iter()
+        .map(|s| {
+            let source = format!("{KEY_LOCKING_SHEBANG}{}", s.source);
+            LoadedScript {
+                name: s.name,
+                sha: redis::Script::new(&source).get_hash().to_string(),
+                function: s.function.clone(),
+                main_at: s.main_at + KEY_LOCKING_SHEBANG.len(),
+                source,
+            }
+        })
+        .collect()
+});
+
+/// The [`Locking::Keys`] variant of `script` (one of [`SCRIPTS`]).
+pub fn flagged(script: &LoadedScript) -> &'static LoadedScript {
+    let at = SCRIPTS.all().iter().position(|s| s.name == script.name).expect("one of the embedded scripts");
+    &FLAGGED[at]
+}
+
+/// `call` with its script's `locking` variant.
+fn with_locking(mut call: ScriptCall, locking: Locking) -> ScriptCall {
+    if locking == Locking::Keys {
+        call.script = flagged(call.script);
+    }
+    call
+}
+
+/// One HTTP request to make: `POST` to the store's URL followed by `path`, with `body` and the
+/// headers of [`headers`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Request {
+    /// [`PATH_ONE`] or [`PATH_PIPELINE`].
+    pub path: &'static str,
+    /// The JSON body.
+    pub body: String,
+}
+
+/// The headers of every request: the Bearer token and the JSON content type.
+pub fn headers(token: &str) -> [(&'static str, String); 2] {
+    [("Authorization", format!("Bearer {token}")), ("Content-Type", "application/json".to_string())]
+}
+
+/// What a driver does after [`Batch::feed`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Next {
+    /// Send [`Batch::request`] (the calls that met `NOSCRIPT`, now with `EVAL`).
+    Send,
+    /// Every call is over: read the outcomes.
+    Done,
+}
+
+/// Script calls sent together, each with its own route through the engine.
+#[derive(Debug)]
+pub struct Batch {
+    calls: Vec<ScriptCall>,
+    attempts: Vec<Attempt>,
+    outcomes: Vec<Option<Result<Outcome>>>,
+}
+
+impl Batch {
+    /// The calls, with their scripts' `locking` variant.
+    pub(crate) fn new(calls: Vec<ScriptCall>, locking: Locking) -> Batch {
+        let n = calls.len();
+        Batch {
+            calls: calls.into_iter().map(|c| with_locking(c, locking)).collect(),
+            attempts: vec![Attempt::default(); n],
+            outcomes: (0..n).map(|_| None).collect(),
+        }
+    }
+
+    /// The calls still in flight.
+    fn pending(&self) -> impl Iterator<Item = usize> + '_ {
+        (0..self.calls.len()).filter(|&i| self.outcomes[i].is_none())
+    }
+
+    fn exchange(&self, i: usize) -> Exchange<'_> {
+        Exchange::at(&self.calls[i], RULES, self.attempts[i])
+    }
+
+    /// The request for every call still in flight (their current attempts' commands, in
+    /// order): `/` for one command, else `/pipeline`.
+    pub fn request(&self) -> Request {
+        let mut commands: Vec<String> = Vec::new();
+        for i in self.pending() {
+            self.exchange(i).commands(|args| commands.push(command_json(args)));
+        }
+        if commands.len() == 1 {
+            return Request { path: PATH_ONE, body: commands.pop().unwrap_or_default() };
+        }
+        Request { path: PATH_PIPELINE, body: format!("[{}]", commands.join(",")) }
+    }
+
+    /// Feeds the reply to [`Batch::request`]: its HTTP status and body.
+    pub fn feed(&mut self, status: u16, body: &[u8]) -> Next {
+        let pending: Vec<usize> = self.pending().collect();
+        let wanted: usize = pending.iter().map(|&i| self.exchange(i).replies()).sum();
+        let frames = match frames(status, body, wanted, wanted != 1) {
+            Ok(frames) => frames,
+            Err(e) => return self.fail(e),
+        };
+        let mut frames = frames.into_iter();
+        for i in pending {
+            let n = self.exchange(i).replies();
+            let mut exchange = Exchange::at(&self.calls[i], RULES, self.attempts[i]);
+            for frame in frames.by_ref().take(n) {
+                match exchange.feed(&frame) {
+                    Step::More => {}
+                    // No pause or reroute on REST: `Again` is the fallback after a miss.
+                    Step::Again { .. } => {
+                        self.attempts[i] = exchange.attempt();
+                        break;
+                    }
+                    Step::Done(outcome) => {
+                        self.outcomes[i] = Some(outcome);
+                        break;
+                    }
+                }
+            }
+        }
+        self.next()
+    }
+
+    /// Ends every call still in flight with `error` (the request failed or timed out: nothing is
+    /// sent again, it may have run).
+    pub fn fail(&mut self, error: Error) -> Next {
+        for o in self.outcomes.iter_mut().filter(|o| o.is_none()) {
+            *o = Some(Err(error.clone()));
+        }
+        Next::Done
+    }
+
+    fn next(&self) -> Next {
+        if self.pending().next().is_some() { Next::Send } else { Next::Done }
+    }
+
+    /// Each call's outcome, in order (a call still in flight: `store_unavailable`).
+    pub(crate) fn outcomes(self) -> impl Iterator<Item = Result<Outcome>> {
+        self.outcomes.into_iter().map(|o| o.unwrap_or_else(|| Err(Error::store("the REST call was not finished"))))
+    }
+
+    /// The calls, for a driver that runs them otherwise (deterministic replay).
+    pub(crate) fn calls(&self) -> &[ScriptCall] {
+        &self.calls
+    }
+}
+
+/// The request that deletes `full_key` (a reset): `["DEL", key]`; its reply goes to
+/// [`finish_del`].
+pub fn del(full_key: &str) -> Request {
+    Request { path: PATH_ONE, body: command_json(&[b"DEL", full_key.as_bytes()]) }
+}
+
+/// The outcome of [`del`]'s reply: any integer result is success, anything else
+/// `store_unavailable`.
+pub fn finish_del(status: u16, body: &[u8]) -> Result<()> {
+    let frame = frames(status, body, 1, false)?.pop().unwrap_or_default();
+    if resp::int(&frame).is_some() {
+        return Ok(());
+    }
+    Err(Error::store(format!("DEL failed: {}", excerpt(&String::from_utf8_lossy(&frame)))))
+}
+
+/// A command as a JSON array of strings (an argument that is not UTF-8 is written lossily:
+/// the scripts' own arguments are ASCII, and keys are the caller's strings).
+pub fn command_json(args: &[&[u8]]) -> String {
+    let strings: Vec<Json> = args.iter().map(|a| Json::String(String::from_utf8_lossy(a).into_owned())).collect();
+    Json::Array(strings).to_string()
+}
+
+/// The RESP frames of a reply to `wanted` commands (`pipeline`: sent to [`PATH_PIPELINE`]).
+fn frames(status: u16, body: &[u8], wanted: usize, pipeline: bool) -> Result<Vec<Vec<u8>>> {
+    let text = String::from_utf8_lossy(body);
+    let json: Option<Json> = serde_json::from_slice(body).ok();
+    let error_of =
+        |j: &Option<Json>| j.as_ref().and_then(|j| j.get("error")).and_then(Json::as_str).map(str::to_string);
+    match status {
+        200 => {}
+        401 | 403 => {
+            let why = error_of(&json).unwrap_or_else(|| excerpt(&text));
+            return Err(Error::store(format!("the REST server refused the token (HTTP {status}): {why}")));
+        }
+        // One command's error reply (`NOSCRIPT`, a script error): fed to the engine.
+        400 if !pipeline => {
+            if let Some(e) = error_of(&json) {
+                let mut frame = Vec::new();
+                resp::write_error(&mut frame, &e);
+                return Ok(vec![frame]);
+            }
+            return Err(unreadable(status, &text));
+        }
+        _ => {
+            let why = error_of(&json).unwrap_or_else(|| excerpt(&text));
+            return Err(Error::store(format!("the REST server answered HTTP {status}: {why}")));
+        }
+    }
+    let Some(json) = json else { return Err(unreadable(status, &text)) };
+    let items: Vec<&Json> = match (&json, pipeline) {
+        (Json::Array(items), true) => items.iter().collect(),
+        (item, false) => vec![item],
+        _ => return Err(unreadable(status, &text)),
+    };
+    if items.len() != wanted {
+        return Err(Error::store(format!("the REST server answered {} replies to {wanted} commands", items.len())));
+    }
+    items.into_iter().map(|item| item_frame(item).ok_or_else(|| unreadable(status, &text))).collect()
+}
+
+/// `{"result": R}` or `{"error": E}` as the RESP frame Redis would have sent.
+fn item_frame(item: &Json) -> Option<Vec<u8>> {
+    let mut out = Vec::new();
+    match (item.get("result"), item.get("error")) {
+        (Some(r), None) => write_resp(&mut out, r)?,
+        (None, Some(Json::String(e))) => resp::write_error(&mut out, e),
+        _ => return None,
+    }
+    Some(out)
+}
+
+/// Writes a JSON Redis reply as RESP: an integer, a string (bulk), `null` (nil), an array, or
+/// `{"error": E}` inside an array (a transaction's failed command). Anything else (a fraction,
+/// a boolean, another object) is no Redis reply.
+pub fn write_resp(out: &mut Vec<u8>, v: &Json) -> Option<()> {
+    write_resp_as(out, v, false)
+}
+
+/// [`write_resp`]; with `hex`, every string is the hex of its bytes (the test front end's
+/// binary-safe encoding, which deterministic replay asks for).
+pub(crate) fn write_resp_as(out: &mut Vec<u8>, v: &Json, hex: bool) -> Option<()> {
+    match v {
+        Json::Number(n) => resp::write_int(out, n.as_i64()?),
+        Json::String(s) if hex => resp::bulk(out, &unhex(s)?),
+        Json::String(s) => resp::bulk(out, s.as_bytes()),
+        Json::Null => out.extend_from_slice(b"$-1\r\n"),
+        Json::Array(items) => {
+            resp::write_array(out, items.len());
+            for item in items {
+                write_resp_as(out, item, hex)?;
+            }
+        }
+        Json::Object(o) if o.len() == 1 => resp::write_error(out, o.get("error")?.as_str()?),
+        _ => return None,
+    }
+    Some(())
+}
+
+fn unhex(s: &str) -> Option<Vec<u8>> {
+    if !s.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok()).collect()
+}
+
+fn excerpt(text: &str) -> String {
+    let t: String = text.chars().take(120).collect();
+    format!("{t:?}")
+}
+
+fn unreadable(status: u16, text: &str) -> Error {
+    Error::store(format!("unreadable reply from the REST server (HTTP {status}): {}", excerpt(text)))
+}
+
+/// The error of a request that got no reply within `timeout_ms` (the RESP store's words).
+pub fn timed_out(timeout_ms: u64) -> Error {
+    engine::timed_out(timeout_ms)
+}
+
+/// The error of a request that failed (refused, reset, closed, aborted).
+pub fn transport_error(cause: &str) -> Error {
+    engine::lost(&cause)
+}
+
+#[cfg(test)]
+mod tests;
