@@ -87,6 +87,12 @@ pub struct SqliteOptions {
     pub migrate: bool,
     /// Longest full key accepted, in bytes.
     pub max_key_length: usize,
+    /// Sweep rows expired for more than [`SWEEP_GRACE_MS`] every 1024 applies (default). Off,
+    /// an expired row is deleted only when its key is next touched or by
+    /// [`SqliteStore::purge_expired`], so expiry follows nothing but the callers' clock: what
+    /// conformance replays need (as Redis's deterministic-replay mode), since a replayed clock
+    /// may step back by more than the grace.
+    pub sweep: bool,
 }
 
 impl SqliteOptions {
@@ -99,6 +105,7 @@ impl SqliteOptions {
             synchronous: Synchronous::Normal,
             migrate: true,
             max_key_length: crate::key::DEFAULT_MAX_LENGTH,
+            sweep: true,
         }
     }
 }
@@ -252,7 +259,7 @@ impl SqliteStore {
 
     /// Every `SWEEP_EVERY` applies, deletes a batch of rows expired for more than the grace.
     fn maybe_sweep(&self, tx: &rusqlite::Transaction<'_>, now: i64) -> Result<()> {
-        if self.applies.fetch_add(1, Ordering::Relaxed) % SWEEP_EVERY != SWEEP_EVERY - 1 {
+        if !self.options.sweep || self.applies.fetch_add(1, Ordering::Relaxed) % SWEEP_EVERY != SWEEP_EVERY - 1 {
             return Ok(());
         }
         tx.prepare_cached(&self.sql.sweep)
@@ -276,9 +283,9 @@ struct Rows<'t> {
 }
 
 impl Rows<'_> {
-    /// The key's live state and deadline, or `None` (absent). An expired row is deleted: it is
+    /// The key's live state, or `None` (absent). An expired row is deleted: it is
     /// gone for good, whatever this apply decides (the memory store and the scripts agree).
-    fn read(&self, key: &str, now: i64) -> Result<Option<(State, i64)>> {
+    fn read(&self, key: &str, now: i64) -> Result<Option<State>> {
         let got = self
             .tx
             .prepare_cached(&self.sql.select)
@@ -298,7 +305,7 @@ impl Rows<'_> {
                 self.delete(key)?;
                 Ok(None)
             }
-            Some((cols, deadline)) => Ok(Some((row::decode(&cols)?, deadline))),
+            Some((cols, _)) => Ok(Some(row::decode(&cols)?)),
         }
     }
 
@@ -316,28 +323,16 @@ impl Rows<'_> {
         Ok(())
     }
 
-    /// The memory store's `apply_locked`, on a row: run the transition; write the new state with
-    /// the TTL it asks for, or, with no TTL, keep the row as it was unless the transition changed
-    /// the state in place (the log drops expired runs even on a deny, as the memory store and
-    /// the script keep that).
+    /// The memory store's `apply_locked`, on a row: run the transition, and write the new state
+    /// with the TTL it asks for. A transition that asks for none (a deny, a peek, a forecast)
+    /// changed nothing, so nothing is written: a deny costs a read and a commit of no change.
     fn apply(&self, key: &str, now: i64, transform: &Transform<'_>) -> Result<Reply> {
-        let found = self.read(key, now)?;
-        let (mut slot, deadline) = match found {
-            Some((state, deadline)) => (Some(state), Some(deadline)),
-            None => (None, None),
-        };
-        let before = deadline.map(|_| slot.clone());
+        let mut slot = self.read(key, now)?;
         let step = transform.run(&mut slot, now);
         match (step.ttl_ms, &slot) {
             (Some(ttl), Some(state)) => self.write(key, state, now.saturating_add(ttl))?,
             (Some(_), None) => self.delete(key)?,
-            (None, _) => match (before, deadline) {
-                (Some(old), Some(deadline)) if old != slot => match &slot {
-                    Some(state) => self.write(key, state, deadline)?,
-                    None => self.delete(key)?,
-                },
-                _ => {}
-            },
+            (None, _) => {}
         }
         Ok(step.reply)
     }
@@ -356,8 +351,8 @@ impl DimensionSlots for TxDims<'_> {
         i: usize,
         decide: &dyn Fn(Option<&State>) -> (u64, crate::Decision),
     ) -> Result<(u64, crate::Decision)> {
-        let found = self.rows.read(self.keys[i], self.now)?;
-        Ok(decide(found.as_ref().map(|f| &f.0)))
+        let state = self.rows.read(self.keys[i], self.now)?;
+        Ok(decide(state.as_ref()))
     }
 
     fn commit(&mut self, i: usize, transform: &Transform<'_>) -> Result<Reply> {
@@ -469,10 +464,11 @@ impl Store for SqliteStore {
     }
 }
 
-/// Fresh stores for conformance replays: one store on the file at `path`, emptied before each
-/// suite (every suite starts from no state, as on a fresh memory store).
-pub fn conformance_stores(path: impl Into<PathBuf>) -> Result<impl FnMut() -> Result<Arc<dyn Store>>> {
-    let store = Arc::new(SqliteStore::open(path)?);
+/// Fresh stores for conformance replays: one store on the file at `path` with the sweep off (see
+/// [`SqliteOptions::sweep`]), emptied before each suite (every suite starts from no state, as on
+/// a fresh memory store).
+pub fn conformance_stores(path: &Path) -> Result<impl FnMut() -> Result<Arc<dyn Store>> + use<>> {
+    let store = Arc::new(SqliteStore::with_options(SqliteOptions { sweep: false, ..SqliteOptions::new(path) })?);
     Ok(move || {
         store.clear()?;
         Ok(store.clone() as Arc<dyn Store>)

@@ -43,7 +43,7 @@ fn pairs(it: impl Iterator<Item = (i64, u64)>) -> Vec<u8> {
 }
 
 fn unpairs(blob: &[u8]) -> Result<impl Iterator<Item = (i64, u64)> + '_> {
-    if blob.len() % 16 != 0 {
+    if !blob.len().is_multiple_of(16) {
         return Err(Error::store(format!("sqlite: a state blob of {} bytes (not whole 16-byte pairs)", blob.len())));
     }
     Ok(blob.chunks_exact(16).map(|c| {

@@ -217,3 +217,34 @@ fn every_strategy_decides_as_memory_on_a_short_timeline() {
         assert_eq!(run(sqlite.clone()), run(memory), "{s:?}");
     }
 }
+
+#[test]
+fn the_sweep_deletes_rows_expired_for_longer_than_the_grace_every_1024_applies() {
+    let dir = TempDir::new("sweep");
+    let path = dir.file("x.db");
+    let store = SqliteStore::open(&path).unwrap();
+    let s = Strategy::fixed_window(5, 1000).unwrap();
+    let check = |key: &str, now| store.apply_sync(key, now, Transform::Check { strategy: &s, cost: 1 }).unwrap();
+    // 600 rows that expire at 1000 and one that expires later.
+    for i in 0..600 {
+        check(&format!("old{i}"), 0);
+    }
+    check("late", SWEEP_GRACE_MS);
+    let rows = || -> i64 {
+        Connection::open(&path).unwrap().query_row("SELECT count(*) FROM throttlekit", [], |r| r.get(0)).unwrap()
+    };
+    assert_eq!(rows(), 601);
+    let now = 1000 + SWEEP_GRACE_MS + 1;
+    for _ in 0..(SWEEP_EVERY - 602) {
+        check("live", now);
+    }
+    assert_eq!(rows(), 602, "no sweep before the 1024th apply");
+    check("live", now);
+    assert_eq!(rows(), 602 - SWEEP_BATCH, "one batch swept");
+    // With the sweep off, nothing is deleted but what is touched.
+    let off = SqliteStore::with_options(SqliteOptions { sweep: false, ..SqliteOptions::new(&path) }).unwrap();
+    for _ in 0..SWEEP_EVERY {
+        off.apply_sync("live", now, Transform::Check { strategy: &s, cost: 0 }).ok();
+    }
+    assert_eq!(rows(), 602 - SWEEP_BATCH);
+}
