@@ -42,6 +42,11 @@ try:  # The Redis store is a build option of the native module (on by default).
 except ImportError:  # pragma: no cover - only in builds without the `redis` feature
     pass
 
+try:  # So is the SQLite store (on by default).
+    from throttlekit._throttlekit import SqliteStore
+except ImportError:  # pragma: no cover - only in builds without the `sqlite` feature
+    pass
+
 __all__ = [
     "ERROR_CODES",
     "ClientIdentity",
@@ -62,6 +67,7 @@ __all__ = [
     "RedisStore",
     "Reservation",
     "Shaper",
+    "SqliteStore",
     "StoreUnavailableError",
     "Strategy",
     "SystemClock",
