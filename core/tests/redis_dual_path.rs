@@ -41,13 +41,7 @@ fn memory_and_redis_decide_byte_for_byte_alike_on_generated_timelines() {
                 for i in 0..TIMELINES_PER_WORKER {
                     let seed = w * TIMELINES_PER_WORKER + i;
                     let memory = run_timeline(seed, Arc::new(MemoryStore::new()));
-                    let on_redis = run_timeline(seed, redis.clone());
-                    if memory != on_redis {
-                        let first = memory.lines().zip(on_redis.lines()).position(|(a, b)| a != b).unwrap_or(0);
-                        panic!("timeline {seed} diverges at line {first}\n--- memory\n{memory}\n--- redis\n{on_redis}");
-                    }
-                    assert!(!memory.contains("Err("), "timeline {seed} hit an error:\n{memory}");
-                    ops += memory.lines().count() - 1;
+                    ops += timelines::assert_same(seed, &memory, &run_timeline(seed, redis.clone()), "redis");
                 }
                 ops
             })

@@ -65,14 +65,7 @@ fn memory_and_sqlite_decide_byte_for_byte_alike_on_generated_timelines() {
                 for seed in (w..TIMELINES).step_by(2) {
                     let memory = timelines::run_timeline(seed, Arc::new(MemoryStore::new()));
                     let on_sqlite = timelines::run_timeline(seed, sqlite.clone());
-                    if memory != on_sqlite {
-                        let first = memory.lines().zip(on_sqlite.lines()).position(|(a, b)| a != b).unwrap_or(0);
-                        panic!(
-                            "timeline {seed} diverges at line {first}\n--- memory\n{memory}\n--- sqlite\n{on_sqlite}"
-                        );
-                    }
-                    assert!(!memory.contains("Err("), "timeline {seed} hit an error:\n{memory}");
-                    ops += memory.lines().count() - 1;
+                    ops += timelines::assert_same(seed, &memory, &on_sqlite, "sqlite");
                 }
                 ops
             })

@@ -26,7 +26,8 @@ pub(crate) trait DimensionSlots {
     fn commit(&mut self, i: usize, transform: &Transform<'_>) -> Result<Reply>;
 }
 
-/// Plans every dimension at `now`, then commits what `rule` admits (see the module doc).
+/// Plans every dimension at `now`, then commits what `rule` admits (see the module doc);
+/// `config_invalid` unless there is one lease per dimension.
 pub(crate) fn apply(
     slots: &mut dyn DimensionSlots,
     rule: Rule,
@@ -34,6 +35,9 @@ pub(crate) fn apply(
     leases: Option<&[DimensionLease]>,
     now: i64,
 ) -> Result<MultiGrant> {
+    if leases.is_some_and(|l| l.len() != dims.len()) {
+        return Err(crate::Error::config("leases", "must give one lease per dimension"));
+    }
     let mut planned: Vec<(u64, Decision)> = Vec::with_capacity(dims.len());
     for (i, d) in dims.iter().enumerate() {
         let decide = |state: Option<&State>| -> (u64, Decision) {

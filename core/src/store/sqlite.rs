@@ -431,9 +431,6 @@ impl Store for SqliteStore {
         leases: &[DimensionLease],
         now: i64,
     ) -> Result<MultiGrant> {
-        if leases.len() != dims.len() {
-            return Err(Error::config("leases", "must give one lease per dimension"));
-        }
         self.multi(rule, dims, Some(leases), now)
     }
 

@@ -176,3 +176,14 @@ pub fn run_timeline(seed: u64, store: Arc<dyn Store>) -> String {
     }
     out
 }
+
+/// Panics unless the memory store's stream of timeline `seed` equals `other`'s (the store named
+/// `name`), at the first line that differs; also on an error in the stream. The ops compared.
+pub fn assert_same(seed: u64, memory: &str, other: &str, name: &str) -> usize {
+    if memory != other {
+        let first = memory.lines().zip(other.lines()).position(|(a, b)| a != b).unwrap_or(0);
+        panic!("timeline {seed} diverges at line {first}\n--- memory\n{memory}\n--- {name}\n{other}");
+    }
+    assert!(!memory.contains("Err("), "timeline {seed} hit an error:\n{memory}");
+    memory.lines().count() - 1
+}
