@@ -2,7 +2,7 @@
 //! - the random dual-path timelines (every strategy, quota cadence, multi `all`/`any`, the
 //!   shaper, backward clock jumps) give the memory store's decision stream byte for byte;
 //! - a property test: random operation sequences (checks, peeks, forecasts, resets, leases,
-//!   multi checks with repeated keys) give memory's replies;
+//!   multi checks and multi leases with repeated keys) give memory's replies;
 //! - separate OS processes on one key admit exactly the limit, for a new key and an existing one;
 //! - multi applies over overlapping keys in different orders, from several processes: no
 //!   deadlock, no partial charge.
@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use proptest::prelude::*;
 use proptest::strategy::Strategy as _;
 use throttlekit::store::sqlite::{SqliteOptions, SqliteStore};
-use throttlekit::store::{DimensionCall, Transform};
+use throttlekit::store::{DimensionCall, DimensionLease, Transform};
 use throttlekit::{Limiter, MemoryStore, Rule, Store, Strategy};
 
 /// A fresh directory under the system temp dir, removed on drop.
@@ -84,6 +84,7 @@ enum Op {
     Reset(usize),
     Lease(usize, u64, u64),
     Multi(Rule, Vec<usize>, u64),
+    MultiLease(Rule, Vec<usize>, u64, u64),
 }
 
 fn op() -> impl proptest::strategy::Strategy<Value = (i64, Op)> {
@@ -97,6 +98,8 @@ fn op() -> impl proptest::strategy::Strategy<Value = (i64, Op)> {
         1 => (key.clone(), 1u64..3, 0u64..6).prop_map(|(k, c, extra)| Op::Lease(k, c, extra)),
         2 => (any::<bool>(), prop::collection::vec(key, 1..4), 1u64..4)
             .prop_map(|(all, keys, c)| Op::Multi(if all { Rule::All } else { Rule::Any }, keys, c)),
+        1 => (any::<bool>(), prop::collection::vec(0usize..3, 1..4), 1u64..3, 0u64..5)
+            .prop_map(|(all, keys, c, extra)| Op::MultiLease(if all { Rule::All } else { Rule::Any }, keys, c, extra)),
     ];
     (dt, op)
 }
@@ -127,6 +130,13 @@ fn replies(store: &dyn Store, strategies: &[Strategy], ops: &[(i64, Op)]) -> Vec
                     let dims: Vec<DimensionCall<'_>> =
                         keys.iter().map(|k| DimensionCall { key: k, strategy: s, cost: *cost }).collect();
                     format!("{:?}", store.apply_multi_sync(*rule, &dims, now))
+                }
+                Op::MultiLease(rule, ks, cost, extra) => {
+                    let keys: Vec<String> = ks.iter().map(key).collect();
+                    let dims: Vec<DimensionCall<'_>> =
+                        keys.iter().map(|k| DimensionCall { key: k, strategy: s, cost: *cost }).collect();
+                    let leases = vec![DimensionLease { want: cost + extra, lifetime_ms: 0 }; dims.len()];
+                    format!("{:?}", store.apply_multi_lease_sync(*rule, &dims, &leases, now))
                 }
             };
             out.push(format!("{now} {op:?} {reply}"));
