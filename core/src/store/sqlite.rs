@@ -380,10 +380,10 @@ impl SqliteStore {
     }
 }
 
-/// Why the async methods run the sync path inline: a decision is a few tens of microseconds of
-/// local file I/O under the write lock, less than a hop to a blocking thread and back costs;
-/// the one wait that can be long (another process holding the lock) is bounded by
-/// `busy_timeout_ms`. docs/sqlite.md has the measurement.
+/// The async methods run the sync path inline: the store's methods borrow the key and the
+/// strategy, which a blocking-pool thread could not. An awaited decision holds its executor
+/// thread for the transaction, and for up to `busy_timeout_ms` while another process holds the
+/// lock; docs/sqlite.md has the measurement against the blocking pool.
 fn ready<T: Send + 'static>(r: Result<T>) -> BoxFuture<'static, Result<T>> {
     Box::pin(std::future::ready(r))
 }
