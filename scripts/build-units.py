@@ -25,7 +25,7 @@ DIST = "--profile dist --target x86_64-unknown-linux-gnu"
 # (suite, cargo arguments). "own:": builds into a target dir of its own. "apart:": a build that
 # differs on purpose (left out of the variants report).
 INVOCATIONS = [
-    ("core", "test -p throttlekit --locked --no-run"),
+    ("core", "test -p throttlekit --locked --features sqlite --no-run"),
     ("core metrics facade", "test -p throttlekit --locked --features metrics --test metrics --no-run"),
     ("vectors (CLI)", "build -p throttlekit-cli --locked"),
     ("tower layer", "test -p throttlekit-tower --locked --no-run"),

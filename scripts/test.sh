@@ -50,11 +50,14 @@ suite() {
 
 scripts/install-deps.sh || { echo "could not install system packages"; exit 1; }
 
-suite "core" cargo test -p throttlekit --locked
+# With `sqlite`: the SQLite store's tests (a temp file each, seconds), and core built with the
+# features the CLI builds it with, so the next suites reuse it.
+suite "core" cargo test -p throttlekit --locked --features sqlite
 suite "redis rest (the REST protocol half builds without networking: --features rest alone)" cargo check -p throttlekit --locked --no-default-features --features rest
 suite "core metrics facade" cargo test -p throttlekit --locked --features metrics --test metrics
 suite "cli (the CLI's own tests: the demo)" cargo test -p throttlekit-cli --locked
 suite "vectors (CLI, memory)" bash -c 'cargo run -q -p throttlekit-cli --locked -- conformance conformance-vectors/*.json | tail -n 4'
+suite "vectors (CLI, sqlite)" bash -c 'set -o pipefail; f=$(mktemp -d)/v.db; cargo run -q -p throttlekit-cli --locked -- conformance --store sqlite --sqlite-path "$f" conformance-vectors/*.json | tail -n 4; s=$?; rm -rf "$(dirname "$f")"; exit $s'
 suite "vectors (CLI, adaptive concurrency)" bash -c 'set -o pipefail; cargo run -q -p throttlekit-cli --locked -- conformance conformance-vectors/adaptive/*.json | tail -n 2'
 suite "http vectors (CLI)" bash -c 'set -o pipefail; cargo run -q -p throttlekit-cli --locked -- conformance conformance-vectors/http/*.json | tail -n 2'
 suite "demo (the README's table and docs/throttlekit-demo.svg are its output)" scripts/check-demo.sh

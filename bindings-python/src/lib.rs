@@ -20,6 +20,8 @@ mod metrics;
 mod multi;
 mod shaper;
 mod spec;
+#[cfg(feature = "sqlite")]
+mod sqlite_store;
 mod store;
 mod strategy;
 mod validate;
@@ -44,6 +46,8 @@ fn _throttlekit(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<store::MemoryStore>()?;
     #[cfg(feature = "redis")]
     m.add_class::<store::RedisStore>()?;
+    #[cfg(feature = "sqlite")]
+    m.add_class::<sqlite_store::SqliteStore>()?;
     m.add_class::<limiter::Limiter>()?;
     fast_check::install(&m.py().get_type::<limiter::Limiter>())?;
     m.add_class::<multi::Dimension>()?;

@@ -46,6 +46,11 @@ try:  # The Redis store is a build option of the native module (on by default).
 except ImportError:  # pragma: no cover - only in builds without the `redis` feature
     pass
 
+try:  # So is the SQLite store (on by default).
+    from throttlekit._throttlekit import SqliteStore
+except ImportError:  # pragma: no cover - only in builds without the `sqlite` feature
+    pass
+
 __all__ = [
     "ERROR_CODES",
     "AdaptiveLimiter",
@@ -69,6 +74,7 @@ __all__ = [
     "Rejection",
     "Reservation",
     "Shaper",
+    "SqliteStore",
     "StoreUnavailableError",
     "Strategy",
     "SystemClock",

@@ -28,6 +28,7 @@ __all__ = [
     "Rejection",
     "Reservation",
     "Shaper",
+    "SqliteStore",
     "StoreUnavailableError",
     "Strategy",
     "SystemClock",
@@ -49,7 +50,7 @@ _RedisMode = Literal["standalone", "cluster", "sentinel"]
 _Scripting = Literal["auto", "functions", "eval"]
 _Path = Union[str, "os.PathLike[str]"]
 _Clock = Union[ManualClock, SystemClock, None]
-_Store = Union[MemoryStore, RedisStore, None]
+_Store = Union[MemoryStore, RedisStore, SqliteStore, None]
 _StrategyLike = Union[Strategy, dict[str, Any]]
 
 class ThrottleKitError(Exception):
@@ -203,6 +204,27 @@ class RedisStore:
     def url(self) -> str: ...
     @property
     def mode(self) -> _RedisMode: ...
+    def close(self) -> Awaitable[None]: ...
+    def close_sync(self) -> None: ...
+
+@final
+class SqliteStore:
+    def __new__(
+        cls,
+        path: _Path,
+        *,
+        table: str = "throttlekit",
+        busy_timeout_ms: int = 5000,
+        synchronous: Literal["normal", "full"] = "normal",
+        migrate: bool = True,
+        max_key_length: Optional[int] = 256,
+        sweep: bool = True,
+        fail_policy: Optional[_FailPolicy] = None,
+    ) -> SqliteStore: ...
+    @property
+    def path(self) -> str: ...
+    @property
+    def table(self) -> str: ...
     def close(self) -> Awaitable[None]: ...
     def close_sync(self) -> None: ...
 

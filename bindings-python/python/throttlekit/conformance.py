@@ -1,9 +1,9 @@
 """Replays conformance-vector files through the public Python API.
 
-    python -m throttlekit.conformance [--store memory|redis|redis-cluster|redis-sentinel]
+    python -m throttlekit.conformance [--store memory|redis|redis-cluster|redis-sentinel|sqlite]
         [--redis-url URL[,URL...]] [--redis-service-name NAME] [--redis-tls-ca FILE]
         [--redis-tls-cert FILE] [--redis-tls-key FILE] [--redis-scripting auto|functions|eval]
-        [--api sync|async] FILE...
+        [--sqlite-path FILE] [--api sync|async] FILE...
 
 The ``--redis-*`` flags are the Rust CLI's: ``--redis-url`` takes one URL (redis), seed nodes
 (redis-cluster) or sentinels (redis-sentinel, with ``--redis-service-name``); ``rediss://`` for
@@ -14,7 +14,9 @@ limiter, or shaper) on a fresh store, driven by a ``ManualClock`` set to every o
 Everything goes through the same classes and methods an application uses, so a pass proves
 what a Python caller gets, including how bad costs are refused. On Redis the store runs in
 deterministic-replay mode (expiry follows ``now``), and each suite gets its own key prefix,
-which stands in for a fresh store without flushing anybody's database.
+which stands in for a fresh store without flushing anybody's database. On SQLite
+(``--sqlite-path``, created if missing) the store runs with ``sweep=False`` (expiry follows only
+``now``, as on Redis's replay mode) and each suite gets its own key prefix too.
 
 HTTP vectors files (``conformance-vectors/http/*.json``, recognised by their top-level
 ``"format": "throttlekit-http/1"``) are replayed too: header cases through core's JSON entry
@@ -127,34 +129,50 @@ class Report:
 
 
 # The runner's --store names and the RedisStore mode each stands for.
-_STORE_MODES = {"memory": None, "redis": "standalone", "redis-cluster": "cluster", "redis-sentinel": "sentinel"}
+_STORE_MODES = {
+    "memory": None,
+    "redis": "standalone",
+    "redis-cluster": "cluster",
+    "redis-sentinel": "sentinel",
+    "sqlite": None,
+}
 
 
 class StoreFactory:
-    """Fresh stores for suites: a new MemoryStore each, or one Redis store under fresh prefixes."""
+    """Fresh stores for suites: a new MemoryStore each, or one Redis or SQLite store under fresh
+    prefixes."""
 
-    def __init__(self, kind: str = "memory", redis_url: str | None = None, **redis_options: Any) -> None:
-        """`kind` is memory, or a Redis store: redis, redis-cluster or redis-sentinel. The
-        keyword arguments are `RedisStore`'s connection options (`tls_ca_file=...`)."""
+    def __init__(
+        self, kind: str = "memory", redis_url: str | None = None, sqlite_path: str | None = None, **redis_options: Any
+    ) -> None:
+        """`kind` is memory, a Redis store (redis, redis-cluster or redis-sentinel) or sqlite
+        (with `sqlite_path`). The keyword arguments are `RedisStore`'s connection options
+        (`tls_ca_file=...`)."""
         if kind not in _STORE_MODES:
             raise ValueError(f"store must be one of {', '.join(_STORE_MODES)}, not {kind!r}")
-        self.kind = "memory" if kind == "memory" else "redis"
-        self._redis: Any = None
+        self.kind = kind if kind in ("memory", "sqlite") else "redis"
+        self._shared: Any = None
         self._run = uuid.uuid4().hex[:12]
         self._suites = 0
+        if self.kind == "sqlite":
+            from throttlekit import SqliteStore
+
+            if sqlite_path is None:
+                raise ValueError("the sqlite store needs sqlite_path")
+            self._shared = SqliteStore(sqlite_path, sweep=False)
         if self.kind == "redis":
             from throttlekit import RedisStore
 
             url = redis_url or os.environ.get("THROTTLEKIT_REDIS_URL", "redis://127.0.0.1:6379")
-            self._redis = RedisStore(url, mode=_STORE_MODES[kind], deterministic_replay=True, **redis_options)
+            self._shared = RedisStore(url, mode=_STORE_MODES[kind], deterministic_replay=True, **redis_options)
 
     def new(self, prefix: str) -> tuple[Any, str]:
         """A store for one suite and the prefix to use on it."""
-        if self._redis is None:
+        if self._shared is None:
             return MemoryStore(), prefix
         self._suites += 1
         isolated = f"tkconf:{self._run}:{self._suites}"
-        return self._redis, f"{isolated}:{prefix}" if prefix else isolated
+        return self._shared, f"{isolated}:{prefix}" if prefix else isolated
 
 
 def _build(suite: dict[str, Any], primitive: str, store: Any, prefix: str, clock: ManualClock) -> Target:
@@ -377,13 +395,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--redis-tls-cert", default=None, help="PEM client certificate (mutual TLS)")
     parser.add_argument("--redis-tls-key", default=None, help="PEM client key (mutual TLS)")
     parser.add_argument("--redis-scripting", choices=("auto", "functions", "eval"), default=None)
+    parser.add_argument("--sqlite-path", default=None, help="the SQLite file (sqlite; created if missing)")
     parser.add_argument("--api", choices=("sync", "async"), default="sync", help="the *_sync methods or the awaitables")
     parser.add_argument("files", nargs="+", metavar="FILE")
     args = parser.parse_args(argv)
     try:
+        if args.store == "sqlite" and args.sqlite_path is None:
+            parser.error("--store sqlite needs --sqlite-path FILE")
         stores = StoreFactory(
             args.store,
             args.redis_url,
+            args.sqlite_path,
             **{
                 name: value
                 for name, value in (

@@ -30,7 +30,7 @@ use hashbrown::HashTable;
 use crate::algorithms::gcra::Gcra;
 use crate::clock::{Clock, SystemClock};
 use crate::decision::Decision;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::metrics::LimiterMetrics;
 use crate::state::{State, Step};
 use crate::store::shard_lock::ShardLock;
@@ -550,9 +550,6 @@ impl Store for MemoryStore {
         leases: &[DimensionLease],
         now: i64,
     ) -> Result<MultiGrant> {
-        if leases.len() != dims.len() {
-            return Err(Error::config("leases", "must give one lease per dimension"));
-        }
         self.multi_locked(rule, dims, Some(leases), now)
     }
 

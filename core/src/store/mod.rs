@@ -17,9 +17,14 @@ use crate::state::{State, Step};
 use crate::strategy::Strategy;
 
 pub mod memory;
+mod multi_apply;
 mod shard_lock;
+#[cfg(feature = "sqlite")]
+pub mod sqlite;
 
 pub use memory::{MemoryLimits, MemoryStore};
+#[cfg(feature = "sqlite")]
+pub use sqlite::{SqliteOptions, SqliteStore, Synchronous};
 
 /// A boxed, sendable future: the return type of the async store methods (object-safe).
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;

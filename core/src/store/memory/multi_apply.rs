@@ -1,19 +1,61 @@
 //! The memory store's multi-dimensional apply: every involved shard locked at once (in
-//! ascending order), every dimension evaluated, then what the rule admits committed — a check
-//! per dimension, or with the leased mode's leases a lease of each dimension's planned units.
+//! ascending order), then `store::multi_apply` plans every dimension and commits what the rule
+//! admits, reaching each dimension's entry inside the locked shards.
 
 use super::{Located, MemoryStore, Probe, ShardData};
 use crate::decision::Decision;
 use crate::error::Result;
-use crate::multi;
 use crate::state::State;
+use crate::store::multi_apply::{self, DimensionSlots};
 use crate::store::shard_lock::ShardGuard;
-use crate::store::{DimensionCall, DimensionLease, MultiGrant, MultiReply, Rule, Transform};
+use crate::store::{DimensionCall, DimensionLease, MultiGrant, Reply, Rule, Transform};
+
+/// The dimensions' entries inside their locked shards.
+struct Locked<'s, 'a> {
+    store: &'s MemoryStore,
+    located: &'a [Located<'a>],
+    /// The locked shards' indices, ascending (one guard each, in `guards`).
+    order: Vec<usize>,
+    guards: Vec<ShardGuard<'s, ShardData>>,
+    now: i64,
+}
+
+impl Locked<'_, '_> {
+    fn guard_of(&self, shard: usize) -> usize {
+        self.order.binary_search(&shard).unwrap_or_default()
+    }
+}
+
+impl DimensionSlots for Locked<'_, '_> {
+    fn plan(&mut self, i: usize, decide: &dyn Fn(Option<&State>) -> (u64, Decision)) -> Result<(u64, Decision)> {
+        let at = &self.located[i];
+        let g = self.guard_of(at.shard);
+        let table = &mut self.guards[g].table;
+        Ok(match table.find_entry(at.hash, |e| e.matches(at.probe)) {
+            Ok(mut o) => {
+                if self.now > o.get().deadline {
+                    drop(o.remove());
+                    return Ok(decide(None));
+                }
+                let entry = o.get_mut();
+                let state = entry.take_state();
+                let planned = decide(state.as_ref());
+                entry.put_state(state);
+                planned
+            }
+            Err(_) => decide(None),
+        })
+    }
+
+    fn commit(&mut self, i: usize, transform: &Transform<'_>) -> Result<Reply> {
+        let at = &self.located[i];
+        let g = self.guard_of(at.shard);
+        Ok(self.store.apply_locked(&mut self.guards[g], at, self.now, transform))
+    }
+}
 
 impl MemoryStore {
-    /// A multi apply under every involved shard's lock: every dimension evaluated at `now` (a
-    /// check of its cost, or with `leases` a lease plan, see `crate::lease::grant::plan`), then
-    /// the dimensions the rule admits committed (a check, or a lease of the planned units).
+    /// A multi apply under every involved shard's lock (see `store::multi_apply`).
     pub(super) fn multi_locked(
         &self,
         rule: Rule,
@@ -30,70 +72,8 @@ impl MemoryStore {
         let mut order: Vec<usize> = located.iter().map(|l| l.shard).collect();
         order.sort_unstable();
         order.dedup();
-        let mut guards: Vec<ShardGuard<'_, ShardData>> = order.iter().map(|&s| self.shards[s].map.lock()).collect();
-        let guard_of = |shard: usize| order.binary_search(&shard).unwrap_or_default();
-        let decide = |i: usize, state: Option<&State>| -> (u64, Decision) {
-            let d = &dims[i];
-            match leases {
-                Some(l) => crate::lease::grant::plan(d.strategy, state, now, d.cost, l[i].want.max(d.cost)),
-                None => {
-                    let decision = d.strategy.forecast(state, now, d.cost);
-                    (if decision.allowed { d.cost } else { 0 }, decision)
-                }
-            }
-        };
-
-        let planned: Vec<(u64, Decision)> = located
-            .iter()
-            .enumerate()
-            .map(|(i, at)| {
-                let table = &mut guards[guard_of(at.shard)].table;
-                match table.find_entry(at.hash, |e| e.matches(at.probe)) {
-                    Ok(mut o) => {
-                        // An expired key is gone for good, whether or not this dimension
-                        // commits: a later backward clock jump must not bring it back (the Redis
-                        // path deletes it too).
-                        if now > o.get().deadline {
-                            drop(o.remove());
-                            return decide(i, None);
-                        }
-                        let entry = o.get_mut();
-                        let state = entry.take_state();
-                        let planned = decide(i, state.as_ref());
-                        entry.put_state(state);
-                        planned
-                    }
-                    Err(_) => decide(i, None),
-                }
-            })
-            .collect();
-        let decisions: Vec<Decision> = planned.iter().map(|p| p.1).collect();
-        let (allowed, commit) = multi::commit_set(rule, &decisions);
-        let mut grants = Vec::with_capacity(if leases.is_some() { dims.len() } else { 0 });
-        for (i, ((d, at), &go)) in dims.iter().zip(&located).zip(&commit).enumerate() {
-            let shard = &mut guards[guard_of(at.shard)];
-            match leases {
-                None if go => {
-                    self.apply_locked(shard, at, now, &Transform::Check { strategy: d.strategy, cost: d.cost });
-                }
-                None => {}
-                Some(l) if go => {
-                    let units = planned[i].0;
-                    let t = Transform::Lease {
-                        strategy: d.strategy,
-                        cost: units,
-                        want: units,
-                        lifetime_ms: l[i].lifetime_ms,
-                    };
-                    grants.push(self.apply_locked(shard, at, now, &t).grant().unwrap_or_default());
-                }
-                Some(_) => {
-                    let d = planned[i].1;
-                    let (limit, reset_at, retry_after_ms) = (d.limit, d.reset_at, d.retry_after_ms);
-                    grants.push(crate::lease::Grant { granted: 0, limit, reset_at, retry_after_ms, expires_in_ms: 0 });
-                }
-            }
-        }
-        Ok(MultiGrant { reply: MultiReply { decisions, allowed }, grants })
+        let guards: Vec<ShardGuard<'_, ShardData>> = order.iter().map(|&s| self.shards[s].map.lock()).collect();
+        let mut locked = Locked { store: self, located: &located, order, guards, now };
+        multi_apply::apply(&mut locked, rule, dims, leases, now)
     }
 }
