@@ -54,6 +54,25 @@ impl HttpEdge {
         self
     }
 
+    /// The same edge with `headers` (validated: `config_invalid` when they are not).
+    pub fn with_header_options(mut self, headers: HeaderOptions) -> Result<HttpEdge> {
+        headers.validate()?;
+        self.headers = headers;
+        Ok(self)
+    }
+
+    /// The same edge with the client identity rules of `client` (`config_invalid` when invalid).
+    pub fn with_client_key_options(mut self, client: &ClientKeyOptions) -> Result<HttpEdge> {
+        self.identity = ClientIdentity::new(client)?;
+        Ok(self)
+    }
+
+    /// The same edge with `policy` as its fail policy.
+    pub fn with_fail_policy(mut self, policy: FailPolicy) -> HttpEdge {
+        self.fail_policy = policy;
+        self
+    }
+
     /// The middleware's fail policy.
     pub fn fail_policy(&self) -> FailPolicy {
         self.fail_policy
