@@ -392,9 +392,16 @@ impl MultiLimiter {
         MultiDecision { decision, binding: self.dimensions[i].name.clone(), dimensions: reply.decisions }
     }
 
-    /// The fail policy's answer ([`fallback_reply`]); its binding dimension is the first.
+    /// The limiter's fail policy's answer to `err` ([`MultiLimiter::fallback_with`]).
     fn fallback(&self, err: Error, now: i64) -> Result<MultiDecision> {
-        let reply = fallback_reply(self.fail_policy, err, self.dimensions.iter().map(|d| &d.strategy), now)?;
+        self.fallback_with(self.fail_policy, err, now)
+    }
+
+    /// `policy`'s answer to a check that failed with `err` at `now`: every dimension's fallback
+    /// at its own limit ([`fallback_reply`]), the first dimension binding. A caller with a
+    /// policy of its own (an HTTP edge's) gets the same answer the limiter's would give.
+    pub fn fallback_with(&self, policy: FailPolicy, err: Error, now: i64) -> Result<MultiDecision> {
+        let reply = fallback_reply(policy, err, self.dimensions.iter().map(|d| &d.strategy), now)?;
         Ok(self.finish_reply(reply))
     }
 
