@@ -75,20 +75,13 @@ pub fn representative(rule: Rule, reply: &MultiReply) -> (usize, Decision) {
     (i, d)
 }
 
-/// Each dimension's fail-policy answer for a multi call its store could not decide: the
-/// policy's decision at that dimension's own limit (`fallback: true`), the request admitted as
-/// the policy admits. `Err` under `Raise`, and for an error that is not `store_unavailable`.
-pub fn fallback_reply<'s>(
-    policy: FailPolicy,
-    err: Error,
-    strategies: impl IntoIterator<Item = &'s Strategy>,
-    now: i64,
-) -> Result<MultiReply> {
-    let d = policy.fallback(err, 0, now)?;
-    Ok(MultiReply {
-        allowed: d.allowed,
-        decisions: strategies.into_iter().map(|s| Decision { limit: s.limit(), ..d }).collect(),
-    })
+/// The fail policy's answer for a multi call over `dimensions` dimensions that its store could
+/// not decide: the policy's decision at the first dimension's `limit` (the binding one), the
+/// same for every dimension (docs/semantics.md, "When the store fails"). `Err` under `Raise`,
+/// and for an error that is not `store_unavailable`.
+pub fn fallback_reply(policy: FailPolicy, err: Error, limit: i64, dimensions: usize, now: i64) -> Result<MultiReply> {
+    let d = policy.fallback(err, limit, now)?;
+    Ok(MultiReply { allowed: d.allowed, decisions: vec![d; dimensions] })
 }
 
 /// One fused apply of `calls` under `rule` at `now` (one round trip on Redis), timed into
@@ -109,7 +102,7 @@ pub async fn apply_calls(
     let timer = StoreTimer::start(metrics, store);
     let reply = store.apply_multi(rule, calls, now).await;
     timer.stop();
-    reply.or_else(|e| fallback_reply(policy, e, calls.iter().map(|c| c.strategy), now.fallback_ms(clock)))
+    reply.or_else(|e| fallback_reply(policy, e, first_limit(calls), calls.len(), now.fallback_ms(clock)))
 }
 
 /// [`apply_calls`] without an await (the store's blocking path), at an explicit `now`.
@@ -124,7 +117,12 @@ pub fn apply_calls_sync(
     let timer = StoreTimer::start(metrics, store);
     let reply = store.apply_multi_sync(rule, calls, now);
     timer.stop();
-    reply.or_else(|e| fallback_reply(policy, e, calls.iter().map(|c| c.strategy), now))
+    reply.or_else(|e| fallback_reply(policy, e, first_limit(calls), calls.len(), now))
+}
+
+/// The limit a multi call's fallback reports: its first dimension's.
+fn first_limit(calls: &[DimensionCall<'_>]) -> i64 {
+    calls.first().map_or(0, |c| c.strategy.limit())
 }
 
 /// One named dimension of a [`MultiLimiter`].
@@ -397,11 +395,12 @@ impl MultiLimiter {
         self.fallback_with(self.fail_policy, err, now)
     }
 
-    /// `policy`'s answer to a check that failed with `err` at `now`: every dimension's fallback
-    /// at its own limit ([`fallback_reply`]), the first dimension binding. A caller with a
-    /// policy of its own (an HTTP edge's) gets the same answer the limiter's would give.
+    /// `policy`'s answer to a check that failed with `err` at `now` ([`fallback_reply`]: the
+    /// first dimension's fallback, binding, for every dimension). A caller with a policy of its
+    /// own (an HTTP edge's) gets the answer the limiter's own policy would give.
     pub fn fallback_with(&self, policy: FailPolicy, err: Error, now: i64) -> Result<MultiDecision> {
-        let reply = fallback_reply(policy, err, self.dimensions.iter().map(|d| &d.strategy), now)?;
+        let limit = self.dimensions[0].strategy.limit();
+        let reply = fallback_reply(policy, err, limit, self.dimensions.len(), now)?;
         Ok(self.finish_reply(reply))
     }
 
