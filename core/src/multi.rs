@@ -75,6 +75,56 @@ pub fn representative(rule: Rule, reply: &MultiReply) -> (usize, Decision) {
     (i, d)
 }
 
+/// The fail policy's answer for a multi call over `dimensions` dimensions that its store could
+/// not decide: the policy's decision at the first dimension's `limit` (the binding one), the
+/// same for every dimension (docs/semantics.md, "When the store fails"). `Err` under `Raise`,
+/// and for an error that is not `store_unavailable`.
+pub fn fallback_reply(policy: FailPolicy, err: Error, limit: i64, dimensions: usize, now: i64) -> Result<MultiReply> {
+    let d = policy.fallback(err, limit, now)?;
+    Ok(MultiReply { allowed: d.allowed, decisions: vec![d; dimensions] })
+}
+
+/// One fused apply of `calls` under `rule` at `now` (one round trip on Redis), timed into
+/// `metrics` when given, a `store_unavailable` error answered by `policy` ([`fallback_reply`],
+/// at `now` or, for the server's clock, at `clock`'s reading); a fallback's decisions carry
+/// `fallback: true`. Every strict check of a [`MultiLimiter`] runs through it, and so does a
+/// caller whose dimensions come from matching each request instead of a declaration (serve's
+/// descriptors): the calls differ, the rules of the apply do not.
+pub async fn apply_calls(
+    store: &dyn Store,
+    rule: Rule,
+    calls: &[DimensionCall<'_>],
+    now: Now,
+    clock: &dyn Clock,
+    policy: FailPolicy,
+    metrics: Option<&LimiterMetrics>,
+) -> Result<MultiReply> {
+    let timer = StoreTimer::start(metrics, store);
+    let reply = store.apply_multi(rule, calls, now).await;
+    timer.stop();
+    reply.or_else(|e| fallback_reply(policy, e, first_limit(calls), calls.len(), now.fallback_ms(clock)))
+}
+
+/// [`apply_calls`] without an await (the store's blocking path), at an explicit `now`.
+pub fn apply_calls_sync(
+    store: &dyn Store,
+    rule: Rule,
+    calls: &[DimensionCall<'_>],
+    now: i64,
+    policy: FailPolicy,
+    metrics: Option<&LimiterMetrics>,
+) -> Result<MultiReply> {
+    let timer = StoreTimer::start(metrics, store);
+    let reply = store.apply_multi_sync(rule, calls, now);
+    timer.stop();
+    reply.or_else(|e| fallback_reply(policy, e, first_limit(calls), calls.len(), now))
+}
+
+/// The limit a multi call's fallback reports: its first dimension's.
+fn first_limit(calls: &[DimensionCall<'_>]) -> i64 {
+    calls.first().map_or(0, |c| c.strategy.limit())
+}
+
 /// One named dimension of a [`MultiLimiter`].
 #[derive(Clone, Debug)]
 pub struct Dimension {
@@ -340,14 +390,18 @@ impl MultiLimiter {
         MultiDecision { decision, binding: self.dimensions[i].name.clone(), dimensions: reply.decisions }
     }
 
+    /// The limiter's fail policy's answer to `err` ([`MultiLimiter::fallback_with`]).
     fn fallback(&self, err: Error, now: i64) -> Result<MultiDecision> {
+        self.fallback_with(self.fail_policy, err, now)
+    }
+
+    /// `policy`'s answer to a check that failed with `err` at `now` ([`fallback_reply`]: the
+    /// first dimension's fallback, binding, for every dimension). A caller with a policy of its
+    /// own (an HTTP edge's) gets the answer the limiter's own policy would give.
+    pub fn fallback_with(&self, policy: FailPolicy, err: Error, now: i64) -> Result<MultiDecision> {
         let limit = self.dimensions[0].strategy.limit();
-        let d = self.fail_policy.fallback(err, limit, now)?;
-        Ok(MultiDecision {
-            decision: d,
-            binding: self.dimensions[0].name.clone(),
-            dimensions: vec![d; self.dimensions.len()],
-        })
+        let reply = fallback_reply(policy, err, limit, self.dimensions.len(), now)?;
+        Ok(self.finish_reply(reply))
     }
 
     /// Checks one request: `keys` holds one key per dimension, in declaration order.
@@ -366,13 +420,8 @@ impl MultiLimiter {
         if let Some(tier) = &self.tier {
             return self.tiered_sync(tier, &full, &calls, cost, now);
         }
-        let timer = self.timer();
-        let reply = self.store.apply_multi_sync(self.rule, &calls, now);
-        timer.stop();
-        match reply {
-            Ok(reply) => Ok(self.finish_reply(reply)),
-            Err(e) => self.fallback(e, now),
-        }
+        let reply = apply_calls_sync(&*self.store, self.rule, &calls, now, self.fail_policy, self.metrics.as_deref())?;
+        Ok(self.finish_reply(reply))
     }
 
     /// Checks one request through the store's async path (Redis: one round trip).
@@ -393,13 +442,9 @@ impl MultiLimiter {
         if let Some(tier) = &self.tier {
             return self.tiered_async(tier, &full, &calls, cost, now).await;
         }
-        let timer = self.timer();
-        let reply = self.store.apply_multi(self.rule, &calls, now).await;
-        timer.stop();
-        match reply {
-            Ok(reply) => Ok(self.finish_reply(reply)),
-            Err(e) => self.fallback(e, now.fallback_ms(&*self.clock)),
-        }
+        let (store, metrics) = (&*self.store, self.metrics.as_deref());
+        let reply = apply_calls(store, self.rule, &calls, now, &*self.clock, self.fail_policy, metrics).await?;
+        Ok(self.finish_reply(reply))
     }
 
     /// Prepares [`MultiLimiter::check`] for a binding's own transport

@@ -47,7 +47,10 @@ impl Store for Remote {
         d: &'a [DimensionCall<'a>],
         now: Now,
     ) -> BoxFuture<'a, throttlekit::Result<MultiReply>> {
-        self.inner.apply_multi(r, d, now)
+        match self.check_up() {
+            Ok(()) => self.inner.apply_multi(r, d, now),
+            Err(e) => Box::pin(async { Err(e) }),
+        }
     }
     fn apply_multi_sync(&self, r: Rule, d: &[DimensionCall<'_>], now: i64) -> throttlekit::Result<MultiReply> {
         self.check_up()?;
@@ -224,11 +227,42 @@ fn a_multi_limiter_counts_its_combined_decisions_fallbacks_and_store_time() {
     remote.down.store(true, Ordering::SeqCst);
     let d = multi.check_sync(&["a", "a"], 1).unwrap();
     assert!(d.decision.allowed && d.decision.fallback);
+    assert_eq!((d.binding.as_str(), &d.dimensions), ("second", &vec![d.decision; 2]), "the first dimension's, for all");
     assert_eq!(multi.check_sync(&["a"], 1).unwrap_err().code(), ErrorCode::ConfigInvalid);
     let s = multi.metrics().unwrap().snapshot();
     assert_eq!((s.allowed, s.denied, s.fallback_allowed, s.fallback_denied), (2, 1, 1, 0));
     assert_eq!(s.errors_of(ErrorCode::ConfigInvalid), 1);
     assert_eq!(s.latency_count(), 4, "every call that reached the remote store was timed");
+}
+
+/// The fused multi apply every strict multi check runs (and serve's requests): a store that
+/// cannot answer gets the first dimension's fallback for every dimension, under the caller's
+/// policy, at the caller's instant (the clock's reading for the server's clock); every call that
+/// reached the store is timed.
+#[test]
+fn a_fused_multi_apply_falls_back_per_dimension_and_is_timed() {
+    use throttlekit::metrics::LimiterMetrics;
+    use throttlekit::multi::{apply_calls, apply_calls_sync};
+    let remote = Remote::new();
+    let (a, b) = (Strategy::fixed_window(2, 1000).unwrap(), Strategy::fixed_window(100, 60_000).unwrap());
+    let calls = [DimensionCall { key: "x", strategy: &a, cost: 1 }, DimensionCall { key: "y", strategy: &b, cost: 1 }];
+    let clock = ManualClock::new(5_000);
+    let m = LimiterMetrics::new("");
+    let up = block_on(apply_calls(&*remote, Rule::All, &calls, Now::At(1_000), &clock, FailPolicy::Raise, Some(&m)));
+    let up = up.unwrap();
+    assert!(up.allowed && up.decisions.iter().all(|d| !d.fallback), "{up:?}");
+    remote.down.store(true, Ordering::SeqCst);
+    for policy in [FailPolicy::FailOpen, FailPolicy::FailClosed] {
+        let r = block_on(apply_calls(&*remote, Rule::All, &calls, Now::Server, &clock, policy, Some(&m))).unwrap();
+        assert_eq!(r.allowed, policy == FailPolicy::FailOpen, "{policy:?}");
+        let seen: Vec<(i64, bool, bool)> =
+            r.decisions.iter().map(|d| (d.limit, d.fallback, d.reset_at >= 5_000)).collect();
+        assert_eq!(seen, vec![(2, true, true); 2], "{policy:?}");
+        assert_eq!(apply_calls_sync(&*remote, Rule::All, &calls, 5_000, policy, None).unwrap(), r);
+    }
+    let e = apply_calls_sync(&*remote, Rule::All, &calls, 5_000, FailPolicy::Raise, None).unwrap_err();
+    assert_eq!(e.code(), ErrorCode::StoreUnavailable);
+    assert_eq!(m.snapshot().latency_count(), 3, "the three calls given the metrics were timed");
 }
 
 #[test]

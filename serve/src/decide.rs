@@ -2,7 +2,9 @@
 //! one multi apply, and turn core's decisions back into per-descriptor statuses.
 //!
 //! This module converts; core decides. All descriptors of a request go to the store in one
-//! [`Store::apply_multi`] (one round trip on Redis, one Lua script) under [`Rule::All`]: when
+//! fused multi apply, core's [`multi::apply_calls`] (what every strict check of core's
+//! `MultiLimiter` runs: one round trip on Redis, one Lua script, the fail policy's fallback for
+//! every limit when the store cannot answer), under [`Rule::All`]: when
 //! one limit refuses, no limit is charged. Every key of a request carries the domain as its
 //! Redis Cluster hash tag, so the keys of one request always share a slot and the guarantee
 //! holds on a cluster too (the price: one domain's counters live on one shard).
@@ -22,9 +24,9 @@ use std::sync::Arc;
 
 use futures_util::future::join_all;
 use throttlekit::http::{HeaderOptions, LimitStatus, rate_limit_headers, reset_seconds};
-use throttlekit::multi::binding;
+use throttlekit::multi::{self, binding};
 use throttlekit::store::{DimensionCall, Now, Rule, Transform};
-use throttlekit::{Clock, Decision, ErrorCode, FailPolicy, Store};
+use throttlekit::{Clock, Decision, Error, ErrorCode, FailPolicy, Store};
 
 use crate::config::{Config, LimitDef, LimitSet, Unit};
 use crate::matching;
@@ -428,25 +430,20 @@ impl Decider {
         if calls.is_empty() {
             return Ok(false);
         }
-        let mut fell_back = false;
-        match self.store.apply_multi(rule, &calls, Now::At(now)).await {
-            Ok(reply) => {
-                // Each limit's own decision: under `all`, a limit that would have admitted
-                // reports OK even when another refused (and nothing was charged).
-                for (i, d) in live.clone().zip(&reply.decisions) {
-                    out[i] = Some(*d);
-                }
-                if rule == Rule::All && !reply.allowed {
-                    let admitted: Vec<usize> = live.filter(|&i| out[i].is_some_and(|d| d.allowed)).collect();
-                    self.report_uncharged(applied, admitted, now, out).await;
-                }
-            }
-            Err(e) => {
-                fell_back = true;
-                for i in live {
-                    out[i] = Some(self.fallback(e.clone(), applied[i].def(), now)?);
-                }
-            }
+        let reply =
+            multi::apply_calls(&*self.store, rule, &calls, Now::At(now), &*self.clock, self.fail.policy(), None)
+                .await
+                .map_err(decide_error)?;
+        // The fail policy's answer stands for every limit; a reply from the store is each
+        // limit's own decision: under `all`, a limit that would have admitted reports OK even
+        // when another refused (and nothing was charged).
+        let fell_back = reply.decisions.first().is_some_and(|d| d.fallback);
+        for (i, d) in live.clone().zip(&reply.decisions) {
+            out[i] = Some(*d);
+        }
+        if rule == Rule::All && !reply.allowed && !fell_back {
+            let admitted: Vec<usize> = live.filter(|&i| out[i].is_some_and(|d| d.allowed)).collect();
+            self.report_uncharged(applied, admitted, now, out).await;
         }
         // A merged duplicate reads its twin's decision.
         for i in idx() {
@@ -457,13 +454,8 @@ impl Decider {
         Ok(fell_back)
     }
 
-    fn fallback(&self, e: throttlekit::Error, def: &LimitDef, now: i64) -> Result<Decision, DecideError> {
-        match self.fail.policy().fallback(e, def.strategy.limit(), now) {
-            Ok(d) => Ok(d),
-            Err(e) if e.code() == ErrorCode::StoreUnavailable => Err(DecideError::Unavailable(e.to_string())),
-            Err(e) if e.code() == ErrorCode::ConfigInvalid => Err(DecideError::Invalid(e.to_string())),
-            Err(e) => Err(DecideError::Internal(e.to_string())),
-        }
+    fn fallback(&self, e: Error, def: &LimitDef, now: i64) -> Result<Decision, DecideError> {
+        self.fail.policy().fallback(e, def.strategy.limit(), now).map_err(decide_error)
     }
 
     fn outcome(
@@ -567,6 +559,15 @@ impl Decider {
             Ok(lines) => lines.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
             Err(_) => Vec::new(),
         }
+    }
+}
+
+/// A core error the fail policy did not answer, as the doors report it.
+fn decide_error(e: Error) -> DecideError {
+    match e.code() {
+        ErrorCode::StoreUnavailable => DecideError::Unavailable(e.to_string()),
+        ErrorCode::ConfigInvalid => DecideError::Invalid(e.to_string()),
+        _ => DecideError::Internal(e.to_string()),
     }
 }
 

@@ -6,11 +6,10 @@ use bytes::Bytes;
 use http::request::Parts;
 use http::{HeaderValue, Method, Response, StatusCode, header};
 use throttlekit::http::{
-    ClientIdentity, ClientKeyOptions, HeaderOptions, LimitStatus, PROBLEM_CONTENT_TYPE, quota_exceeded_body,
-    rate_limit_headers,
+    Action, ClientKeyOptions, Decided, HeaderOptions, HttpEdge, Outcome, PROBLEM_CONTENT_TYPE, error_response,
 };
 use throttlekit::store::Now;
-use throttlekit::{Decision, Error, ErrorCode, FailPolicy, Limiter, MultiLimiter, Result};
+use throttlekit::{Decision, Error, FailPolicy, Limiter, MultiDecision, MultiLimiter, Result};
 
 use crate::peer::peer_addr;
 
@@ -44,20 +43,18 @@ pub(crate) enum Limit {
     Multi(Arc<MultiLimiter>),
 }
 
-/// Options shared by every clone of the service.
+/// Options shared by every clone of the service: core's [`HttpEdge`] (header options, client
+/// identity, fail policy, shadow mode) settles each request; the rest is the user's own code.
 #[derive(Clone)]
 pub(crate) struct Config {
     pub(crate) limit: Limit,
-    identity: ClientIdentity,
-    header_options: HeaderOptions,
+    pub(crate) edge: HttpEdge,
     key_fn: Option<Arc<KeyFn>>,
     keys_fn: Option<Arc<KeysFn>>,
     cost_fn: Option<Arc<CostFn>>,
     skip_fn: Option<Arc<SkipFn>>,
     on_limited: Option<Arc<HookFn>>,
     deny: Option<Arc<DenyFn>>,
-    fail_policy: FailPolicy,
-    pub(crate) shadow: bool,
 }
 
 /// A tower layer that rate-limits every request through a throttlekit limiter.
@@ -84,19 +81,19 @@ impl RateLimitLayer {
     }
 
     fn with_limit(limit: Limit) -> RateLimitLayer {
+        // The default options are valid by construction.
+        let edge = HttpEdge::new(HeaderOptions::default(), &ClientKeyOptions::default(), FailPolicy::Raise)
+            .expect("the default HTTP options are valid");
         RateLimitLayer {
             config: Arc::new(Config {
                 limit,
-                identity: ClientIdentity::default(),
-                header_options: HeaderOptions::default(),
+                edge,
                 key_fn: None,
                 keys_fn: None,
                 cost_fn: None,
                 skip_fn: None,
                 on_limited: None,
                 deny: None,
-                fail_policy: FailPolicy::Raise,
-                shadow: false,
             }),
         }
     }
@@ -111,15 +108,15 @@ impl RateLimitLayer {
     /// Which proxies' `X-Forwarded-For`/`Forwarded` to believe, and the IPv6 grouping, for the
     /// default key. Invalid options are `config_invalid`.
     pub fn client_key_options(self, options: &ClientKeyOptions) -> Result<RateLimitLayer> {
-        let identity = ClientIdentity::new(options)?;
-        Ok(self.edit(|c| c.identity = identity))
+        let edge = self.config.edge.clone().with_client_key_options(options)?;
+        Ok(self.edit(|c| c.edge = edge))
     }
 
     /// The header family, policy name and partition-key secret. Invalid options are
     /// `config_invalid`.
     pub fn header_options(self, options: HeaderOptions) -> Result<RateLimitLayer> {
-        options.validate()?;
-        Ok(self.edit(|c| c.header_options = options))
+        let edge = self.config.edge.clone().with_header_options(options)?;
+        Ok(self.edit(|c| c.edge = edge))
     }
 
     /// Replaces the default key (the client IP). An error fails the request with a 500.
@@ -146,12 +143,12 @@ impl RateLimitLayer {
     /// (no rate-limit fields), `FailClosed` denies it (429, `Retry-After: 1`), `Raise` (the
     /// default) answers 503 with a `temporary-reduced-capacity` problem body.
     pub fn fail_policy(self, policy: FailPolicy) -> RateLimitLayer {
-        self.edit(|c| c.fail_policy = policy)
+        self.edit(|c| c.edge = c.edge.clone().with_fail_policy(policy))
     }
 
     /// Shadow mode: decide, send the fields, call the hook, but never block.
     pub fn shadow(self, on: bool) -> RateLimitLayer {
-        self.edit(|c| c.shadow = on)
+        self.edit(|c| c.edge = c.edge.clone().with_shadow(on))
     }
 
     /// Called for every denied request (also in shadow mode, with `shadow: true`).
@@ -180,12 +177,18 @@ fn problem(status: StatusCode, body: String) -> Response<Bytes> {
     response
 }
 
-fn internal_error(err: &Error) -> Response<Bytes> {
-    let body = format!(
-        r#"{{"type":"about:blank","title":"Internal Server Error","status":500,"detail":"rate limiter: {}"}}"#,
-        err.code()
-    );
-    problem(StatusCode::INTERNAL_SERVER_ERROR, body)
+/// Core's answer to a request it could not decide because of `err` (503 for an unavailable
+/// store, 500 naming the code otherwise).
+fn error(err: &Error) -> Response<Bytes> {
+    let (status, body) = error_response(err.code().as_str());
+    problem(StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR), body)
+}
+
+/// A request's settled outcome, its header lines, and what the hook is told about it.
+struct Settled<D> {
+    outcome: Outcome<D>,
+    lines: Vec<(&'static str, String)>,
+    binding: Option<String>,
 }
 
 impl Config {
@@ -209,74 +212,91 @@ impl Config {
         let values: Vec<(&str, std::borrow::Cow<'_, str>)> =
             parts.headers.iter().map(|(n, v)| (n.as_str(), String::from_utf8_lossy(v.as_bytes()))).collect();
         let headers: Vec<(&str, &str)> = values.iter().map(|(n, v)| (*n, v.as_ref())).collect();
-        Ok(self.identity.key(peer.ip(), &headers))
+        Ok(self.edge.identity().key(peer.ip(), &headers))
     }
 
-    /// Decides one request: the async check, the fail policy, the header lines, the hook.
+    /// Decides one request: the async check at one clock reading, settled by core's
+    /// [`HttpEdge`] (fail policy, shadow mode, the header lines and the problem body); then the
+    /// hook and the deny response, the user's own code.
     pub(crate) async fn decide(&self, parts: &Parts) -> Verdict {
         match self.try_decide(parts).await {
             Ok(verdict) => verdict,
-            Err(e) if e.code() == ErrorCode::StoreUnavailable => {
-                problem(StatusCode::SERVICE_UNAVAILABLE, throttlekit::http::unavailable_body()).into()
-            }
-            Err(e) => internal_error(&e).into(),
+            Err(e) => error(&e).into(),
         }
     }
 
     async fn try_decide(&self, parts: &Parts) -> Result<Verdict> {
         let cost = self.cost_fn.as_ref().map_or(1, |f| f(parts));
         let key = self.key(parts)?;
-        let (limits, binding, now) = match &self.limit {
+        match &self.limit {
             Limit::Single(limiter) => {
-                // One clock reading for the decision and for its header lines.
-                let now = limiter.clock().now_ms();
-                let decision = match limiter.check_at(&key, cost, Now::At(now)).await {
-                    Ok(d) => d,
-                    Err(e) => self.fail_policy.fallback(e, limiter.strategy().limit(), now)?,
-                };
-                (vec![LimitStatus::single(limiter.strategy(), decision, Some(&key))], None, now)
+                let settled = self.settle_single(limiter, &key, cost).await?;
+                Ok(self.respond(parts, key, settled))
             }
             Limit::Multi(multi) => {
-                let keys = match &self.keys_fn {
-                    Some(f) => f(parts)?,
-                    None => vec![key.clone(); multi.dimensions().len()],
-                };
-                let refs: Vec<&str> = keys.iter().map(String::as_str).collect();
-                let now = multi.clock().now_ms();
-                match multi.check_at(&refs, cost, Now::At(now)).await {
-                    Ok(d) => (LimitStatus::multi(multi, &d, &refs), Some(d.binding.clone()), now),
-                    Err(e) => {
-                        let first = &multi.dimensions()[0].strategy;
-                        let decision = self.fail_policy.fallback(e, first.limit(), now)?;
-                        (vec![LimitStatus::single(first, decision, Some(&key))], None, now)
-                    }
-                }
+                let settled = self.settle_multi(multi, &key, parts, cost).await?;
+                Ok(self.respond(parts, key, settled))
             }
-        };
-        let lines = rate_limit_headers(&limits, &self.header_options, now)?;
-        let decision = limits[0].decision;
-        if decision.allowed {
-            return Ok(Verdict::Forward(lines));
         }
-        if let Some(hook) = &self.on_limited {
+    }
+
+    async fn settle_single(&self, limiter: &Limiter, key: &str, cost: u64) -> Result<Settled<Decision>> {
+        let now = limiter.clock().now_ms();
+        let outcome = self.edge.settle(limiter, limiter.check_at(key, cost, Now::At(now)).await, now)?;
+        let mut lines = Vec::with_capacity(4);
+        self.edge.write_outcome_lines(limiter, key, &outcome, &mut lines)?;
+        Ok(Settled { outcome, lines, binding: None })
+    }
+
+    async fn settle_multi(
+        &self,
+        multi: &MultiLimiter,
+        key: &str,
+        parts: &Parts,
+        cost: u64,
+    ) -> Result<Settled<MultiDecision>> {
+        let keys = match &self.keys_fn {
+            Some(f) => f(parts)?,
+            None => vec![key.to_owned(); multi.dimensions().len()],
+        };
+        let refs: Vec<&str> = keys.iter().map(String::as_str).collect();
+        let now = multi.clock().now_ms();
+        let outcome = self.edge.settle_multi(multi, multi.check_at(&refs, cost, Now::At(now)).await, now)?;
+        let mut lines = Vec::with_capacity(4);
+        self.edge.write_multi_outcome_lines(multi, &refs, &outcome, &mut lines)?;
+        // A fail-policy fallback names no binding dimension: nothing decided one.
+        let binding = outcome.decision.as_ref().filter(|d| !d.decision.fallback).map(|d| d.binding.clone());
+        Ok(Settled { outcome, lines, binding })
+    }
+
+    /// The response for a settled request: forward with the lines, or core's 429 / 503 (or the
+    /// user's deny response), after telling the hook about a denial.
+    fn respond<D: Decided>(&self, parts: &Parts, key: String, settled: Settled<D>) -> Verdict {
+        let Settled { outcome, lines, binding } = settled;
+        if let (true, Some(hook), Some(decision)) =
+            (outcome.action.limited(), &self.on_limited, outcome.request_decision())
+        {
             hook(&LimitedEvent {
                 key,
-                decision,
+                decision: *decision,
                 binding,
-                shadow: self.shadow,
+                shadow: outcome.action == Action::Shadow,
                 method: parts.method.clone(),
                 path: parts.uri.path().to_owned(),
             });
         }
-        if self.shadow {
-            return Ok(Verdict::Forward(lines));
+        if outcome.action.forwards() {
+            return Verdict::Forward(lines);
         }
-        let mut response = match &self.deny {
-            Some(f) => f(&decision),
-            None => problem(StatusCode::TOO_MANY_REQUESTS, quota_exceeded_body(&decision)),
+        let mut response = match (&self.deny, outcome.action, outcome.request_decision()) {
+            (Some(f), Action::Deny, Some(decision)) => f(decision),
+            _ => {
+                let status = StatusCode::from_u16(outcome.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+                problem(status, outcome.body().unwrap_or_default())
+            }
         };
         add_lines(response.headers_mut(), &lines);
-        Ok(Verdict::Answer(response))
+        Verdict::Answer(response)
     }
 }
 

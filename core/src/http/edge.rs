@@ -54,6 +54,25 @@ impl HttpEdge {
         self
     }
 
+    /// The same edge with `headers` (validated: `config_invalid` when they are not).
+    pub fn with_header_options(mut self, headers: HeaderOptions) -> Result<HttpEdge> {
+        headers.validate()?;
+        self.headers = headers;
+        Ok(self)
+    }
+
+    /// The same edge with the client identity rules of `client` (`config_invalid` when invalid).
+    pub fn with_client_key_options(mut self, client: &ClientKeyOptions) -> Result<HttpEdge> {
+        self.identity = ClientIdentity::new(client)?;
+        Ok(self)
+    }
+
+    /// The same edge with `policy` as its fail policy.
+    pub fn with_fail_policy(mut self, policy: FailPolicy) -> HttpEdge {
+        self.fail_policy = policy;
+        self
+    }
+
     /// The middleware's fail policy.
     pub fn fail_policy(&self) -> FailPolicy {
         self.fail_policy
@@ -107,7 +126,7 @@ impl HttpEdge {
     pub fn settle(&self, limiter: &Limiter, result: Result<Decision>, now_ms: i64) -> Result<Outcome> {
         let decision = match result {
             Ok(d) => d,
-            Err(e) => match self.recover(e, limiter.strategy().limit(), now_ms)? {
+            Err(e) => match self.recover(e, |p, e| p.fallback(e, limiter.strategy().limit(), now_ms))? {
                 Some(d) => d,
                 None => return Ok(Outcome { action: Action::Unavailable, decision: None, now_ms }),
             },
@@ -115,9 +134,9 @@ impl HttpEdge {
         Ok(Outcome { action: Action::of(&decision, self.shadow), decision: Some(decision), now_ms })
     }
 
-    /// [`HttpEdge::settle`] for a multi limiter. The fail policy's fallback is the first
-    /// dimension's (as core's multi limiter falls back), named after it, and stands for every
-    /// dimension; it carries no rate-limit field.
+    /// [`HttpEdge::settle`] for a multi limiter. The fail policy's fallback is the one core's
+    /// multi limiter gives under that policy ([`MultiLimiter::fallback_with`]: each dimension's
+    /// own, the first binding); it carries no rate-limit field.
     pub fn settle_multi(
         &self,
         limiter: &MultiLimiter,
@@ -126,31 +145,24 @@ impl HttpEdge {
     ) -> Result<Outcome<MultiDecision>> {
         let decision = match result {
             Ok(d) => d,
-            Err(e) => {
-                let dims = limiter.dimensions();
-                let first = dims.first().map_or(0, |d| d.strategy.limit());
-                match self.recover(e, first, now_ms)? {
-                    Some(d) => MultiDecision {
-                        decision: d,
-                        binding: dims.first().map(|d| d.name.clone()).unwrap_or_default(),
-                        dimensions: vec![d; dims.len()],
-                    },
-                    None => return Ok(Outcome { action: Action::Unavailable, decision: None, now_ms }),
-                }
-            }
+            Err(e) => match self.recover(e, |p, e| limiter.fallback_with(p, e, now_ms))? {
+                Some(d) => d,
+                None => return Ok(Outcome { action: Action::Unavailable, decision: None, now_ms }),
+            },
         };
         Ok(Outcome { action: Action::of(&decision.decision, self.shadow), decision: Some(decision), now_ms })
     }
 
-    /// The fail policy's fallback for `err`: `Some` under fail-open or fail-closed, `None` under
-    /// `Raise`; an error that is not `store_unavailable` is returned as it is.
-    fn recover(&self, err: Error, limit: i64, now_ms: i64) -> Result<Option<Decision>> {
+    /// The fail policy's fallback for `err` (`fallback(policy, err)`): `Some` under fail-open or
+    /// fail-closed, `None` under `Raise`; an error that is not `store_unavailable` is returned as
+    /// it is.
+    fn recover<D>(&self, err: Error, fallback: impl FnOnce(FailPolicy, Error) -> Result<D>) -> Result<Option<D>> {
         if err.code() != ErrorCode::StoreUnavailable {
             return Err(err);
         }
         match self.fail_policy {
             FailPolicy::Raise => Ok(None),
-            policy => policy.fallback(err, limit, now_ms).map(Some),
+            policy => fallback(policy, err).map(Some),
         }
     }
 

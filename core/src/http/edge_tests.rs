@@ -107,6 +107,7 @@ fn a_multi_limiters_fallback_names_its_first_dimension() {
                 assert_eq!(d.binding, "burst");
                 assert_eq!(d.dimensions, vec![d.decision; 2]);
                 assert_eq!(d.decision.limit, 2);
+                assert_eq!(m.fallback_with(policy, Error::store("down"), 10).unwrap(), d);
                 assert_eq!(o.action, if policy == FailPolicy::FailOpen { Action::Forward } else { Action::Deny });
                 let mut out = String::new();
                 let keys = ["a", "a"];

@@ -189,6 +189,16 @@ pub trait LineSink {
     fn end(&mut self) {}
 }
 
+/// One `(name, value)` pair per line, pushed as the line starts (what [`rate_limit_headers`]
+/// returns, for a response built after the lines).
+impl LineSink for Vec<(&'static str, String)> {
+    fn start(&mut self, name: &'static str) -> &mut String {
+        let i = self.len();
+        self.push((name, String::with_capacity(32)));
+        &mut self[i].1
+    }
+}
+
 /// A [`LineSink`] that appends `Name: value\n` per line to a buffer (the format of
 /// [`super::HttpEdge::write_lines`], which the C ABI hands to Go's `tkhttp`).
 pub struct HeaderBlock<'a>(pub &'a mut String);
@@ -365,18 +375,9 @@ pub fn rate_limit_headers(
     options: &HeaderOptions,
     now_ms: i64,
 ) -> Result<Vec<(&'static str, String)>> {
-    /// One `String` per line, pushed as the line starts.
-    struct Lines(Vec<(&'static str, String)>);
-    impl LineSink for Lines {
-        fn start(&mut self, name: &'static str) -> &mut String {
-            let i = self.0.len();
-            self.0.push((name, String::with_capacity(32)));
-            &mut self.0[i].1
-        }
-    }
-    let mut lines = Lines(Vec::with_capacity(4));
+    let mut lines = Vec::with_capacity(4);
     write_lines(limits, options, now_ms, &mut lines)?;
-    Ok(lines.0)
+    Ok(lines)
 }
 
 /// [`rate_limit_headers`] without a `Vec` or a `String` per line: `emit(name, value)` is called

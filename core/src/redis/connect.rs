@@ -12,6 +12,7 @@ use redis::{Cmd, Pipeline, RedisFuture, Value};
 
 use super::options::{Plan, RedisMode, TlsFiles, redact};
 use super::sentinel::Follower;
+use super::socket::Target;
 use crate::error::{Error, Result};
 
 /// The store's shared async connection, whatever the topology. Cheap to clone (each variant is
@@ -177,8 +178,8 @@ fn install_crypto_provider() {
 pub(crate) struct Blocking {
     bare: redis::Client,
     handshake: Vec<Vec<u8>>,
-    /// Plain TCP speaking RESP2: the host and port [`super::wire::Wire`] connects to.
-    wire: Option<(String, u16)>,
+    /// Plain TCP or a Unix socket, speaking RESP2: where [`super::wire::Wire`] connects.
+    wire: Option<Target>,
 }
 
 impl Blocking {
@@ -189,10 +190,7 @@ impl Blocking {
         let resp3 = settings.protocol().supports_resp3();
         let handshake =
             if resp3 { resp3_handshake(settings) } else { super::transport::Endpoint::of(info).handshake() };
-        let wire = match info.addr() {
-            redis::ConnectionAddr::Tcp(host, port) if !resp3 => Some((host.clone(), *port)),
-            _ => None,
-        };
+        let wire = if resp3 { None } else { Target::of(info.addr()) };
         // The bare client speaks RESP2 to the crate (so the crate sends no `HELLO`); after our
         // `HELLO 3` the server answers in RESP3, which the crate's parser reads either way
         // (pushes are skipped by the readers: `wire::SyncConn::drive`).
@@ -240,18 +238,19 @@ impl Blocking {
         self.wire.is_some()
     }
 
-    /// Where the store's own connections go (plain TCP, RESP2), and their login: also a bound
-    /// runtime's async connection ([`super::pipelined::Pipelined`]).
-    pub(crate) fn own(&self) -> Option<(&str, u16, &[Vec<u8>])> {
-        self.wire.as_ref().map(|(host, port)| (host.as_str(), *port, self.handshake.as_slice()))
+    /// Where the store's own connections go (plain TCP or a Unix socket, RESP2), and their
+    /// login: also a bound runtime's async connection ([`super::pipelined::Pipelined`]).
+    pub(crate) fn own(&self) -> Option<(&Target, &[Vec<u8>])> {
+        self.wire.as_ref().map(|target| (target, self.handshake.as_slice()))
     }
 
-    /// [`Blocking::connect`] for the sync paths (one node, or each master of a cluster): the store's own
-    /// [`super::wire::Wire`] where it applies (plain TCP, RESP2), else redis-rs's connection.
+    /// [`Blocking::connect`] for the sync paths (one node, or each master of a cluster): the
+    /// store's own [`super::wire::Wire`] where it applies (plain TCP or a Unix socket, RESP2),
+    /// else redis-rs's connection.
     pub(crate) fn connect_sync(&self, deadline: Instant) -> redis::RedisResult<super::wire::SyncConn> {
         match &self.wire {
-            Some((host, port)) => {
-                super::wire::Wire::connect(host, *port, &self.handshake, deadline).map(super::wire::SyncConn::Wire)
+            Some(target) => {
+                super::wire::Wire::connect(target, &self.handshake, deadline).map(super::wire::SyncConn::Wire)
             }
             None => self.connect(deadline).map(super::wire::SyncConn::Crate),
         }
@@ -272,4 +271,22 @@ fn resp3_handshake(settings: &redis::RedisConnectionInfo) -> Vec<Vec<u8>> {
         out.push(redis::cmd("SELECT").arg(settings.db()).get_packed_command());
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn own(url: &str) -> Option<Target> {
+        Blocking::of(&redis::Client::open(url).unwrap()).own().map(|(target, _)| target.clone())
+    }
+
+    #[test]
+    fn the_stores_own_connections_take_tcp_and_unix_sockets_speaking_resp2() {
+        assert_eq!(own("redis://127.0.0.1:6390/"), Some(Target::Tcp("127.0.0.1".into(), 6390)));
+        #[cfg(unix)]
+        assert_eq!(own("redis+unix:///tmp/r.sock"), Some(Target::Unix("/tmp/r.sock".into())));
+        assert_eq!(own("redis://127.0.0.1:6390/?protocol=resp3"), None);
+        assert_eq!(own("rediss://127.0.0.1:6390/"), None);
+    }
 }

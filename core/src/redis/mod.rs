@@ -63,6 +63,7 @@ mod scoped;
 pub mod scripts;
 mod sentinel;
 mod signals;
+mod socket;
 pub mod transport;
 mod wire;
 
@@ -583,7 +584,7 @@ async fn choose_invoke(conn: &connect::Conn, scripting: Scripting, timeout: Dura
 
 /// An async connection for the direct path, connected from the store's runtime, or for a bound
 /// runtime, from that runtime (its driver task is spawned on the runtime that connects it, and
-/// that runtime's timer bounds the connect): on plain TCP with RESP2 the store's own
+/// that runtime's timer bounds the connect): on plain TCP or a Unix socket with RESP2 the store's own
 /// ([`pipelined::Pipelined`]: a decision reply is read where it lies, never built into a
 /// redis-rs value), else redis-rs's multiplexed one.
 async fn connect_async(
@@ -592,8 +593,8 @@ async fn connect_async(
     timeout: Duration,
 ) -> Option<pipelined::AsyncConn> {
     match blocking.own() {
-        Some((host, port, handshake)) => {
-            pipelined::Pipelined::connect(host, port, handshake, timeout).await.ok().map(pipelined::AsyncConn::Own)
+        Some((target, handshake)) => {
+            pipelined::Pipelined::connect(target, handshake, timeout).await.ok().map(pipelined::AsyncConn::Own)
         }
         None => connect_direct(client, timeout).await.map(pipelined::AsyncConn::Crate),
     }

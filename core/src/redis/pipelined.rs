@@ -1,4 +1,4 @@
-//! A bound runtime's own connection to a plain-TCP, RESP2 node (one node's, or each master's
+//! A bound runtime's own connection to a RESP2 node over plain TCP or a Unix socket (one node's, or each master's
 //! of a cluster): the async twin of [`super::wire::Wire`]. Calls queue their packed commands
 //! and wait for their replies; a driver task on the bound runtime writes what is queued (once
 //! the tasks queued with it have run, so that the calls made in one turn share a write:
@@ -32,12 +32,12 @@ use std::time::Duration;
 
 use redis::aio::ConnectionLike;
 use redis::{Cmd, Pipeline, RedisError, RedisFuture, RedisResult, Value};
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tokio::sync::{Notify, oneshot};
 
 use super::engine::resp::{self, frame_len};
 use super::engine::{Exchange, Step};
+use super::socket::{AsyncSocket, Io, Target};
 use super::wire::io;
 
 /// The first read buffer; it grows only for a reply that does not fit.
@@ -61,7 +61,7 @@ struct Shared {
     /// The socket. Bytes are written only under `state`'s lock, from the front of `out`, so
     /// whoever writes (a call, inline, or the driver) keeps them in queue order; only the
     /// driver reads.
-    stream: TcpStream,
+    stream: AsyncSocket,
 }
 
 #[derive(Default)]
@@ -95,43 +95,24 @@ impl Drop for Owner {
 }
 
 impl Pipelined {
-    /// Connects to `host:port` and sends `handshake` (each answered with anything but an
-    /// error), all within `timeout`, then starts the driver on the current runtime.
-    pub(crate) async fn connect(
-        host: &str,
-        port: u16,
-        handshake: &[Vec<u8>],
-        timeout: Duration,
-    ) -> RedisResult<Pipelined> {
+    /// Connects to `target` and sends `handshake` (each answered with anything but an error),
+    /// all within `timeout`, then starts the driver on the current runtime.
+    pub(crate) async fn connect(target: &Target, handshake: &[Vec<u8>], timeout: Duration) -> RedisResult<Pipelined> {
         let setup = async {
-            let mut stream = TcpStream::connect((host, port)).await?;
-            stream.set_nodelay(true)?;
-            let mut buf = vec![0; INITIAL];
-            let mut end = 0;
-            for command in handshake {
-                write_all(&mut stream, command).await?;
-                let n = loop {
-                    if let Some(n) = frame_len(&buf[..end])? {
-                        break n;
-                    }
-                    if end == buf.len() {
-                        buf.resize(buf.len() * 2, 0);
-                    }
-                    match read(&mut stream, &mut buf[end..]).await? {
-                        0 => return Err(io(ErrorKind::UnexpectedEof, "the server closed the connection")),
-                        k => end += k,
-                    }
-                };
-                if let Value::ServerError(e) = redis::parse_redis_value(&buf[..n])? {
-                    return Err(e.into());
+            Ok::<_, RedisError>(match target {
+                Target::Tcp(host, port) => {
+                    let stream = TcpStream::connect((host.as_str(), *port)).await?;
+                    stream.set_nodelay(true)?;
+                    let buf = login(&stream, handshake).await?;
+                    (AsyncSocket::Tcp(stream), buf)
                 }
-                buf.copy_within(n..end, 0);
-                end -= n;
-            }
-            if end > 0 {
-                return Err(io(ErrorKind::InvalidData, "a reply no command asked for"));
-            }
-            Ok::<_, RedisError>((stream, buf))
+                #[cfg(unix)]
+                Target::Unix(path) => {
+                    let stream = tokio::net::UnixStream::connect(path).await?;
+                    let buf = login(&stream, handshake).await?;
+                    (AsyncSocket::Unix(stream), buf)
+                }
+            })
         };
         let (stream, buf) = tokio::time::timeout(timeout, setup)
             .await
@@ -160,7 +141,7 @@ impl Pipelined {
             if state.unsent >= WRITE_EVERY {
                 // Enough calls queued in this turn: write them now, so that the server starts
                 // on them while later calls are still being made ([`WRITE_EVERY`]).
-                !matches!(flush(&mut state, &shared.stream), Ok(true))
+                !matches!(flush_socket(&mut state, &shared.stream), Ok(true))
             } else {
                 first
             }
@@ -246,7 +227,16 @@ const WRITE_EVERY: usize = 16;
 
 /// Writes what `state` has queued, without waiting: `Ok(true)` when all of it went,
 /// `Ok(false)` when the socket's buffer is full (the rest stays queued, in order).
-fn flush(state: &mut State, stream: &TcpStream) -> std::io::Result<bool> {
+fn flush_socket(state: &mut State, stream: &AsyncSocket) -> std::io::Result<bool> {
+    match stream {
+        AsyncSocket::Tcp(s) => flush(state, s),
+        #[cfg(unix)]
+        AsyncSocket::Unix(s) => flush(state, s),
+    }
+}
+
+/// [`flush_socket`] on the socket's own type.
+fn flush<S: Io>(state: &mut State, stream: &S) -> std::io::Result<bool> {
     let mut at = 0;
     let result = loop {
         if at == state.out.len() {
@@ -275,24 +265,33 @@ fn flush(state: &mut State, stream: &TcpStream) -> std::io::Result<bool> {
 }
 
 /// The driver: writes what calls queue, reads replies and hands them out in order.
-async fn drive(shared: Arc<Shared>, mut buf: Vec<u8>) {
+async fn drive(shared: Arc<Shared>, buf: Vec<u8>) {
     let _kill = Kill(shared.clone());
+    match &shared.stream {
+        AsyncSocket::Tcp(s) => drive_on(&shared, s, buf).await,
+        #[cfg(unix)]
+        AsyncSocket::Unix(s) => drive_on(&shared, s, buf).await,
+    }
+}
+
+/// [`drive`] on the socket's own type.
+async fn drive_on<S: Io>(shared: &Shared, stream: &S, mut buf: Vec<u8>) {
     // `buf[start..end]` is read and not handed out yet.
     let (mut start, mut end) = (0, 0);
     loop {
         tokio::select! {
             biased;
-            ready = shared.stream.readable() => {
+            ready = stream.readable() => {
                 if ready.is_err() {
                     return;
                 }
-                match shared.stream.try_read(&mut buf[end..]) {
+                match stream.try_read(&mut buf[end..]) {
                     Ok(0) => return,
                     Ok(n) => end += n,
                     Err(e) if e.kind() == ErrorKind::WouldBlock => continue,
                     Err(_) => return,
                 }
-                match hand_out(&shared, &buf[start..end]) {
+                match hand_out(shared, &buf[start..end]) {
                     Ok(used) => start += used,
                     Err(()) => return,
                 }
@@ -315,12 +314,12 @@ async fn drive(shared: Arc<Shared>, mut buf: Vec<u8>) {
                         if state.released {
                             return;
                         }
-                        flush(&mut state, &shared.stream)
+                        flush(&mut state, stream)
                     };
                     match written {
                         Ok(true) => break,
                         Ok(false) => {
-                            if shared.stream.writable().await.is_err() {
+                            if stream.writable().await.is_err() {
                                 return;
                             }
                         }
@@ -385,30 +384,64 @@ fn hand_out(shared: &Shared, bytes: &[u8]) -> std::result::Result<usize, ()> {
     }
 }
 
-/// Reads what is there into `buf` (tokio's `AsyncRead`, without the `io-util` feature).
-async fn read<R: AsyncRead + Unpin>(r: &mut R, buf: &mut [u8]) -> std::io::Result<usize> {
-    std::future::poll_fn(|cx| {
-        let mut b = ReadBuf::new(buf);
-        std::task::ready!(std::pin::Pin::new(&mut *r).poll_read(cx, &mut b))?;
-        std::task::Poll::Ready(Ok(b.filled().len()))
-    })
-    .await
+/// Sends `handshake` on a fresh connection, each command answered with anything but an error;
+/// returns the read buffer for the driver.
+async fn login<S: Io>(stream: &S, handshake: &[Vec<u8>]) -> RedisResult<Vec<u8>> {
+    let mut buf = vec![0; INITIAL];
+    let mut end = 0;
+    for command in handshake {
+        write_all(stream, command).await?;
+        let n = loop {
+            if let Some(n) = frame_len(&buf[..end])? {
+                break n;
+            }
+            if end == buf.len() {
+                buf.resize(buf.len() * 2, 0);
+            }
+            match read(stream, &mut buf[end..]).await? {
+                0 => return Err(io(ErrorKind::UnexpectedEof, "the server closed the connection")),
+                k => end += k,
+            }
+        };
+        if let Value::ServerError(e) = redis::parse_redis_value(&buf[..n])? {
+            return Err(e.into());
+        }
+        buf.copy_within(n..end, 0);
+        end -= n;
+    }
+    if end > 0 {
+        return Err(io(ErrorKind::InvalidData, "a reply no command asked for"));
+    }
+    Ok(buf)
+}
+
+/// Reads what is there into `buf`, waiting until something is.
+async fn read<S: Io>(s: &S, buf: &mut [u8]) -> std::io::Result<usize> {
+    loop {
+        s.readable().await?;
+        match s.try_read(buf) {
+            Err(e) if e.kind() == ErrorKind::WouldBlock => continue,
+            read => return read,
+        }
+    }
 }
 
 /// Writes all of `bytes`.
-async fn write_all<W: AsyncWrite + Unpin>(w: &mut W, mut bytes: &[u8]) -> std::io::Result<()> {
+async fn write_all<S: Io>(s: &S, mut bytes: &[u8]) -> std::io::Result<()> {
     while !bytes.is_empty() {
-        let n = std::future::poll_fn(|cx| std::pin::Pin::new(&mut *w).poll_write(cx, bytes)).await?;
-        if n == 0 {
-            return Err(std::io::Error::new(ErrorKind::WriteZero, "the socket took no bytes"));
+        s.writable().await?;
+        match s.try_write(bytes) {
+            Ok(0) => return Err(std::io::Error::new(ErrorKind::WriteZero, "the socket took no bytes")),
+            Ok(n) => bytes = &bytes[n..],
+            Err(e) if e.kind() == ErrorKind::WouldBlock => continue,
+            Err(e) => return Err(e),
         }
-        bytes = &bytes[n..];
     }
     Ok(())
 }
 
 /// A direct-path connection: redis-rs's multiplexed connection (the store's own runtime's, and
-/// a bound runtime's on TLS, Unix sockets or RESP3), or a bound runtime's [`Pipelined`].
+/// a bound runtime's on TLS or RESP3), or a bound runtime's [`Pipelined`].
 #[derive(Clone)]
 pub(crate) enum AsyncConn {
     Crate(redis::aio::MultiplexedConnection),
@@ -543,7 +576,9 @@ mod tests {
     fn pair(rt: &tokio::runtime::Runtime) -> (Pipelined, std::net::TcpStream) {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
-        let conn = rt.block_on(Pipelined::connect("127.0.0.1", port, &[], Duration::from_secs(5))).unwrap();
+        let conn = rt
+            .block_on(Pipelined::connect(&Target::Tcp("127.0.0.1".into(), port), &[], Duration::from_secs(5)))
+            .unwrap();
         (conn, listener.accept().unwrap().0)
     }
 

@@ -1,6 +1,6 @@
 //! The blocking driver of the engine ([`super::engine`]): [`SyncConn::drive`] sends a call's
 //! attempts and feeds their reply frames to its [`Exchange`], for both sync paths (one node, and
-//! each master of a cluster). Its connection to a plain-TCP, RESP2 node is the store's own
+//! each master of a cluster). Its connection to a RESP2 node over plain TCP or a Unix socket is the store's own
 //! [`Wire`]: a socket, one reusable read buffer, and the engine's frame scanner, which finds
 //! where a reply ends without decoding it.
 //!
@@ -16,8 +16,8 @@
 //! becomes a [`Value`] (redis-rs's `parse_redis_value` zero-fills 8 KB per call before
 //! parsing: 16k of a cluster call's 25.7k instructions, docs/redis.md).
 //!
-//! [`Wire`] is used only where it speaks exactly what the crate would: `redis://` over TCP with
-//! RESP2 (the default). TLS, Unix sockets and `?protocol=resp3` keep [`redis::Connection`],
+//! [`Wire`] is used only where it speaks exactly what the crate would: `redis://` over TCP and
+//! `redis+unix://`, with RESP2 (the default). TLS and `?protocol=resp3` keep [`redis::Connection`],
 //! whose replies the driver writes back as RESP2 frames for the engine. Timeouts are the
 //! socket's: the write and read timeouts bound each `send` and `recv`, and every read after a
 //! call's plain first one is bounded by the time left until the call's deadline.
@@ -30,13 +30,14 @@ use redis::{RedisError, RedisResult, Value};
 
 use super::engine::resp::{self, frame_len};
 use super::engine::{Attempt, Exchange, Step, To};
+use super::socket::{SyncSocket, Target};
 
 /// The first read buffer; it grows only for a reply that does not fit (an `EVAL` error).
 const INITIAL: usize = 512;
 
-/// A blocking RESP2 connection over TCP.
+/// A blocking RESP2 connection over TCP or a Unix socket.
 pub(crate) struct Wire {
-    stream: TcpStream,
+    stream: SyncSocket,
     /// Bytes read: `buf[start..end]` is not consumed yet (a later frame of a pipeline).
     buf: Vec<u8>,
     start: usize,
@@ -49,26 +50,15 @@ pub(crate) struct Wire {
 }
 
 impl Wire {
-    /// Connects to `host:port` by `deadline` and sends `handshake` (each answered `+OK`, or its
+    /// Connects to `target` by `deadline` and sends `handshake` (each answered `+OK`, or its
     /// error fails the connect), each step bounded by the time left.
-    pub(crate) fn connect(host: &str, port: u16, handshake: &[Vec<u8>], deadline: Instant) -> RedisResult<Wire> {
-        let mut last = None;
-        let mut stream = None;
-        for addr in (host, port).to_socket_addrs()? {
-            match TcpStream::connect_timeout(&addr, left(deadline)?) {
-                Ok(s) => {
-                    stream = Some(s);
-                    break;
-                }
-                Err(e) => last = Some(e),
-            }
-        }
-        let stream = match (stream, last) {
-            (Some(s), _) => s,
-            (None, Some(e)) => return Err(e.into()),
-            (None, None) => return Err(io(ErrorKind::NotFound, "the host resolved to no address")),
+    pub(crate) fn connect(target: &Target, handshake: &[Vec<u8>], deadline: Instant) -> RedisResult<Wire> {
+        let stream = match target {
+            Target::Tcp(host, port) => SyncSocket::Tcp(connect_tcp(host, *port, deadline)?),
+            // A local socket connects at once or not at all: no timeout to bound.
+            #[cfg(unix)]
+            Target::Unix(path) => SyncSocket::Unix(std::os::unix::net::UnixStream::connect(path)?),
         };
-        stream.set_nodelay(true)?;
         let mut wire =
             Wire { stream, buf: vec![0; INITIAL], start: 0, end: 0, out: Vec::new(), read_timeout: Duration::ZERO };
         for command in handshake {
@@ -166,11 +156,30 @@ impl Wire {
     }
 }
 
+/// A TCP connection to `host:port` (its first address that answers) by `deadline`, with
+/// Nagle's delay off.
+fn connect_tcp(host: &str, port: u16, deadline: Instant) -> RedisResult<TcpStream> {
+    let mut last = None;
+    for addr in (host, port).to_socket_addrs()? {
+        match TcpStream::connect_timeout(&addr, left(deadline)?) {
+            Ok(s) => {
+                s.set_nodelay(true)?;
+                return Ok(s);
+            }
+            Err(e) => last = Some(e),
+        }
+    }
+    match last {
+        Some(e) => Err(e.into()),
+        None => Err(io(ErrorKind::NotFound, "the host resolved to no address")),
+    }
+}
+
 /// A pooled blocking connection of the sync paths (one node, or each master of a cluster).
 pub(crate) enum SyncConn {
-    /// TLS, a Unix socket or RESP3: redis-rs's.
+    /// TLS or RESP3: redis-rs's.
     Crate(redis::Connection),
-    /// Plain TCP, RESP2: the store's own.
+    /// Plain TCP or a Unix socket, RESP2: the store's own.
     Wire(Wire),
 }
 

@@ -59,11 +59,11 @@ impl Router {
         }
         let (me, n) = (Arc::downgrade(self), Arc::downgrade(node));
         let (client, timeout, name) = (node.client.clone(), self.timeout, node.name());
-        let own = node.blocking.own().map(|(host, port, login)| (host.to_string(), port, login.to_vec()));
+        let own = node.blocking.own().map(|(target, login)| (target.clone(), login.to_vec()));
         drop(handle.spawn(async move {
             let conn = match own {
-                Some((host, port, login)) => {
-                    Pipelined::connect(&host, port, &login, timeout).await.map(AsyncConn::Own).map_err(drop)
+                Some((target, login)) => {
+                    Pipelined::connect(&target, &login, timeout).await.map(AsyncConn::Own).map_err(drop)
                 }
                 None => Node::open(&client, timeout, &name).await.map(AsyncConn::Crate).map_err(drop),
             };

@@ -96,7 +96,9 @@ fn a_malformed_frame_from_a_socket_is_store_unavailable() {
             s.write_all(reply).unwrap();
         });
         let deadline = Instant::now() + Duration::from_secs(30);
-        let mut conn = SyncConn::Wire(Wire::connect("127.0.0.1", port, &[], deadline).unwrap());
+        let mut conn = SyncConn::Wire(
+            Wire::connect(&crate::redis::socket::Target::Tcp("127.0.0.1".into(), port), &[], deadline).unwrap(),
+        );
         let got = conn.drive(&mut Exchange::new(call, rules()), deadline);
         server.join().unwrap();
         match (got, lost) {

@@ -1,0 +1,129 @@
+//! Where the store's own connections go, and the socket each of its drivers opens there: a TCP
+//! host and port, or a Unix socket path (`redis+unix://`), both speaking RESP2.
+//!
+//! The blocking driver ([`super::wire::Wire`]) and the async one ([`super::pipelined::Pipelined`])
+//! read and write through these, so a Unix socket takes the same driver, the same frame scanner
+//! and the same engine as TCP: only opening the socket differs. (TLS and `?protocol=resp3` still
+//! take redis-rs's connections: [`super::connect::Blocking`].)
+
+use std::io::{Read, Write};
+use std::time::Duration;
+
+/// Where a node listens, for the store's own connections.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Target {
+    /// A TCP host and port.
+    Tcp(String, u16),
+    /// A Unix socket's path.
+    #[cfg(unix)]
+    Unix(std::path::PathBuf),
+}
+
+impl Target {
+    /// The target of `addr`, when the store's own connections can speak to it (not TLS).
+    pub(crate) fn of(addr: &redis::ConnectionAddr) -> Option<Target> {
+        match addr {
+            redis::ConnectionAddr::Tcp(host, port) => Some(Target::Tcp(host.clone(), *port)),
+            #[cfg(unix)]
+            redis::ConnectionAddr::Unix(path) => Some(Target::Unix(path.clone())),
+            _ => None,
+        }
+    }
+}
+
+/// A blocking socket.
+pub(crate) enum SyncSocket {
+    Tcp(std::net::TcpStream),
+    #[cfg(unix)]
+    Unix(std::os::unix::net::UnixStream),
+}
+
+impl SyncSocket {
+    /// Sets the read timeout.
+    pub(crate) fn set_read_timeout(&self, t: Option<Duration>) -> std::io::Result<()> {
+        match self {
+            SyncSocket::Tcp(s) => s.set_read_timeout(t),
+            #[cfg(unix)]
+            SyncSocket::Unix(s) => s.set_read_timeout(t),
+        }
+    }
+
+    /// Sets the write timeout.
+    pub(crate) fn set_write_timeout(&self, t: Option<Duration>) -> std::io::Result<()> {
+        match self {
+            SyncSocket::Tcp(s) => s.set_write_timeout(t),
+            #[cfg(unix)]
+            SyncSocket::Unix(s) => s.set_write_timeout(t),
+        }
+    }
+}
+
+impl Read for SyncSocket {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            SyncSocket::Tcp(s) => s.read(buf),
+            #[cfg(unix)]
+            SyncSocket::Unix(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for SyncSocket {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            SyncSocket::Tcp(s) => s.write(buf),
+            #[cfg(unix)]
+            SyncSocket::Unix(s) => s.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A tokio socket, read and written without `&mut` (the async driver writes from the calls'
+/// tasks under its queue's lock and reads from its own task).
+pub(crate) enum AsyncSocket {
+    Tcp(tokio::net::TcpStream),
+    #[cfg(unix)]
+    Unix(tokio::net::UnixStream),
+}
+
+/// What the async driver does with its socket, implemented by each tokio socket type so that
+/// the driver is compiled once per type ([`AsyncSocket`] is matched once, when it starts): a
+/// read-readiness future wrapped in a match of its own cost each sequential call about 300
+/// instructions (callgrind, `core/benches/redis.rs` `TK_BENCH_ONLY=async`).
+pub(crate) trait Io {
+    /// Waits until the socket may be read.
+    fn readable(&self) -> impl std::future::Future<Output = std::io::Result<()>>;
+    /// Waits until the socket may be written.
+    fn writable(&self) -> impl std::future::Future<Output = std::io::Result<()>>;
+    /// Reads what is there, without waiting (`WouldBlock` when nothing is).
+    fn try_read(&self, buf: &mut [u8]) -> std::io::Result<usize>;
+    /// Writes what the socket takes, without waiting (`WouldBlock` when its buffer is full).
+    fn try_write(&self, buf: &[u8]) -> std::io::Result<usize>;
+}
+
+macro_rules! io_for {
+    ($t:ty) => {
+        impl Io for $t {
+            fn readable(&self) -> impl std::future::Future<Output = std::io::Result<()>> {
+                <$t>::readable(self)
+            }
+            fn writable(&self) -> impl std::future::Future<Output = std::io::Result<()>> {
+                <$t>::writable(self)
+            }
+            fn try_read(&self, buf: &mut [u8]) -> std::io::Result<usize> {
+                <$t>::try_read(self, buf)
+            }
+            fn try_write(&self, buf: &[u8]) -> std::io::Result<usize> {
+                <$t>::try_write(self, buf)
+            }
+        }
+    };
+}
+
+io_for!(tokio::net::TcpStream);
+#[cfg(unix)]
+io_for!(tokio::net::UnixStream);
