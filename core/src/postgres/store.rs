@@ -38,13 +38,27 @@ struct Conn {
     reset: Statement,
 }
 
+/// One connection of the pool; `connecting` lets one call at a time replace it, so a burst of
+/// calls on a cold pool opens one connection a slot instead of one a call.
+#[derive(Default)]
+struct Slot {
+    conn: Mutex<Option<Arc<Conn>>>,
+    connecting: tokio::sync::Mutex<()>,
+}
+
+impl Slot {
+    fn live(&self) -> Option<Arc<Conn>> {
+        self.conn.lock().as_ref().filter(|c| !c.client.is_closed()).cloned()
+    }
+}
+
 struct Inner {
     options: PostgresOptions,
     table: Table,
     statements: Statements,
     config: tokio_postgres::Config,
     tls: tokio_postgres_rustls::MakeRustlsConnect,
-    slots: Vec<Mutex<Option<Arc<Conn>>>>,
+    slots: Vec<Slot>,
     next: AtomicUsize,
     closed: AtomicBool,
     schema_ready: tokio::sync::OnceCell<()>,
@@ -131,7 +145,7 @@ impl Inner {
             table,
             config,
             tls: tls()?,
-            slots: (0..options.pool_size).map(|_| Mutex::new(None)).collect(),
+            slots: (0..options.pool_size).map(|_| Slot::default()).collect(),
             next: AtomicUsize::new(0),
             closed: AtomicBool::new(false),
             schema_ready: tokio::sync::OnceCell::new(),
@@ -197,13 +211,15 @@ impl Inner {
             return Err(Error::store("the Postgres store is closed"));
         }
         let slot = &self.slots[self.next.fetch_add(1, Ordering::Relaxed) % self.slots.len()];
-        if let Some(c) = slot.lock().as_ref()
-            && !c.client.is_closed()
-        {
-            return Ok(c.clone());
+        if let Some(c) = slot.live() {
+            return Ok(c);
+        }
+        let _connecting = slot.connecting.lock().await;
+        if let Some(c) = slot.live() {
+            return Ok(c);
         }
         let conn = Arc::new(self.connect().await?);
-        *slot.lock() = Some(conn.clone());
+        *slot.conn.lock() = Some(conn.clone());
         Ok(conn)
     }
 
@@ -430,7 +446,7 @@ impl Store for PostgresStore {
     fn close(&self) -> BoxFuture<'_, Result<()>> {
         self.inner.closed.store(true, Ordering::Release);
         for slot in &self.inner.slots {
-            slot.lock().take();
+            slot.conn.lock().take();
         }
         if let Some(rt) = self.runtime.write().take() {
             rt.shutdown_background();
