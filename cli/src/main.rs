@@ -24,12 +24,14 @@ type StoreFactory = Box<dyn FnMut() -> throttlekit::Result<Arc<dyn Store>>>;
 const USAGE: &str = "usage:
   throttlekit demo [--out FILE.svg]
   throttlekit serve --config PATH [--grpc-addr A] [--http-addr A] [--store ...] (serve --help for all)
-  throttlekit conformance [--store memory|redis|redis-cluster|redis-sentinel] [--redis-url URL[,URL...]]
+  throttlekit conformance [--store memory|redis|redis-cluster|redis-sentinel|postgres] [--redis-url URL[,URL...]]
                           [--redis-service-name NAME] [--redis-tls-ca FILE] [--redis-tls-cert FILE]
-                          [--redis-tls-key FILE] [--redis-scripting auto|functions|eval] FILE...
+                          [--redis-tls-key FILE] [--redis-scripting auto|functions|eval]
+                          [--postgres-url URL] FILE...
 
   --redis-url takes one URL (redis, the default redis://127.0.0.1:6379), seed nodes
-  (redis-cluster) or sentinels (redis-sentinel, with --redis-service-name); rediss:// for TLS.";
+  (redis-cluster) or sentinels (redis-sentinel, with --redis-service-name); rediss:// for TLS.
+  --postgres-url (postgres, a build with the `postgres` feature) takes a libpq-style URL.";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -56,6 +58,7 @@ fn main() -> ExitCode {
 fn conformance_cmd(args: &[String]) -> Result<bool, String> {
     let mut store = "memory".to_string();
     let mut redis = RedisArgs::default();
+    let mut postgres_url = None;
     let mut files = Vec::new();
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -68,6 +71,7 @@ fn conformance_cmd(args: &[String]) -> Result<bool, String> {
             "--redis-tls-cert" => redis.tls_cert = Some(value(a)?),
             "--redis-tls-key" => redis.tls_key = Some(value(a)?),
             "--redis-scripting" => redis.scripting = Some(value(a)?),
+            "--postgres-url" => postgres_url = Some(value(a)?),
             f if f.starts_with("--") => return Err(format!("unknown option {f}\n{USAGE}")),
             f => files.push(f.to_string()),
         }
@@ -78,7 +82,10 @@ fn conformance_cmd(args: &[String]) -> Result<bool, String> {
     let mut new_store: StoreFactory = match store.as_str() {
         "memory" => Box::new(|| Ok(Arc::new(MemoryStore::new()) as Arc<dyn Store>)),
         "redis" | "redis-cluster" | "redis-sentinel" => redis_factory(&store, &redis)?,
-        other => return Err(format!("unknown store {other:?} (memory, redis, redis-cluster or redis-sentinel)")),
+        "postgres" => postgres_factory(postgres_url.as_deref().ok_or("--store postgres needs --postgres-url URL")?)?,
+        other => {
+            return Err(format!("unknown store {other:?} (memory, redis, redis-cluster, redis-sentinel or postgres)"));
+        }
     };
     let mut total = Report::default();
     for f in &files {
@@ -127,6 +134,18 @@ fn redis_factory(store: &str, a: &RedisArgs) -> Result<StoreFactory, String> {
     // Deterministic replay (expiry on the vectors' clock), one key namespace per suite.
     let factory = throttlekit::redis::conformance_stores_with(options).map_err(|e| e.to_string())?;
     Ok(Box::new(factory))
+}
+
+#[cfg(feature = "postgres")]
+fn postgres_factory(url: &str) -> Result<StoreFactory, String> {
+    // One key namespace per suite, its rows deleted with its store.
+    let factory = throttlekit::postgres::conformance_stores(url).map_err(|e| e.to_string())?;
+    Ok(Box::new(factory))
+}
+
+#[cfg(not(feature = "postgres"))]
+fn postgres_factory(_url: &str) -> Result<StoreFactory, String> {
+    Err("this build has no postgres support (build with the `postgres` feature)".into())
 }
 
 #[cfg(not(feature = "redis"))]

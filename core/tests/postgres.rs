@@ -13,69 +13,17 @@ mod timeline;
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use postgres_server::PostgresServer;
 use throttlekit::postgres::{PostgresOptions, PostgresStore};
-use throttlekit::store::{BoxFuture, DimensionCall, MultiReply, Now, Reply, Transform};
 use throttlekit::{
     Dimension, ErrorCode, FailPolicy, Limiter, MemoryStore, MultiLimiter, Rule, Store, Strategy, conformance,
 };
 
 fn options(url: &str) -> PostgresOptions {
     PostgresOptions { timeout: Duration::from_secs(10), sweep_interval: None, ..PostgresOptions::new(url) }
-}
-
-/// One store's keys under a namespace of their own, so that every vectors suite starts fresh on
-/// one shared table.
-struct Scoped {
-    store: Arc<PostgresStore>,
-    ns: String,
-}
-
-impl Scoped {
-    fn key(&self, key: &str) -> String {
-        format!("{}:{key}", self.ns)
-    }
-}
-
-impl Store for Scoped {
-    fn apply<'a>(&'a self, key: &'a str, now: Now, transform: Transform<'a>) -> BoxFuture<'a, throttlekit::Result<Reply>> {
-        let key = self.key(key);
-        Box::pin(async move { self.store.apply(&key, now, transform).await })
-    }
-    fn apply_sync(&self, key: &str, now: i64, transform: Transform<'_>) -> throttlekit::Result<Reply> {
-        self.store.apply_sync(&self.key(key), now, transform)
-    }
-    fn apply_multi<'a>(
-        &'a self,
-        rule: Rule,
-        dims: &'a [DimensionCall<'a>],
-        now: Now,
-    ) -> BoxFuture<'a, throttlekit::Result<MultiReply>> {
-        Box::pin(async move {
-            let keys: Vec<String> = dims.iter().map(|d| self.key(d.key)).collect();
-            let dims: Vec<DimensionCall<'_>> = dims.iter().zip(&keys).map(|(d, k)| DimensionCall { key: k, ..*d }).collect();
-            self.store.apply_multi(rule, &dims, now).await
-        })
-    }
-    fn apply_multi_sync(&self, rule: Rule, dims: &[DimensionCall<'_>], now: i64) -> throttlekit::Result<MultiReply> {
-        let keys: Vec<String> = dims.iter().map(|d| self.key(d.key)).collect();
-        let dims: Vec<DimensionCall<'_>> = dims.iter().zip(&keys).map(|(d, k)| DimensionCall { key: k, ..*d }).collect();
-        self.store.apply_multi_sync(rule, &dims, now)
-    }
-    fn reset<'a>(&'a self, key: &'a str) -> BoxFuture<'a, throttlekit::Result<()>> {
-        let key = self.key(key);
-        Box::pin(async move { self.store.reset(&key).await })
-    }
-    fn reset_sync(&self, key: &str) -> throttlekit::Result<()> {
-        self.store.reset_sync(&self.key(key))
-    }
-    fn is_sync(&self) -> bool {
-        true
-    }
 }
 
 fn vector_files() -> Vec<PathBuf> {
@@ -92,12 +40,7 @@ fn vector_files() -> Vec<PathBuf> {
 #[test]
 fn every_vectors_file_and_the_random_timelines_decide_as_memory_does() {
     let server = PostgresServer::start();
-    let store = Arc::new(PostgresStore::connect_blocking(options(&server.url)).expect("connect"));
-    let n = AtomicU64::new(0);
-    let mut stores = || {
-        let ns = format!("s{}", n.fetch_add(1, Ordering::Relaxed));
-        Ok(Arc::new(Scoped { store: store.clone(), ns }) as Arc<dyn Store>)
-    };
+    let mut stores = throttlekit::postgres::conformance_stores(&server.url).expect("connect");
     let mut total = 0;
     for file in vector_files() {
         let report = conformance::replay_path(&file, &mut stores).expect("a readable vectors file");
@@ -118,7 +61,7 @@ fn every_vectors_file_and_the_random_timelines_decide_as_memory_does() {
     let mut ops = 0;
     for seed in 0..400u64 {
         let memory = timeline::run_timeline(seed, Arc::new(MemoryStore::new()));
-        let on_pg = timeline::run_timeline(seed, Arc::new(Scoped { store: store.clone(), ns: format!("t{seed}") }));
+        let on_pg = timeline::run_timeline(seed, stores().expect("a store"));
         if memory != on_pg {
             let first = memory.lines().zip(on_pg.lines()).position(|(a, b)| a != b).unwrap_or(0);
             panic!("timeline {seed} diverges at line {first}\n--- memory\n{memory}\n--- postgres\n{on_pg}");
@@ -127,6 +70,10 @@ fn every_vectors_file_and_the_random_timelines_decide_as_memory_does() {
         ops += memory.lines().count() - 1;
     }
     assert!(ops > 5_000, "only {ops} ops compared");
+    // Each suite's and timeline's rows went with its store.
+    drop(stores);
+    let out = Command::new("psql").args([&server.url, "-tAc", "SELECT count(*) FROM throttlekit"]).output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "0", "rows left behind");
 }
 
 fn psql(url: &str, sql: &str) {
@@ -342,5 +289,44 @@ fn the_sweeper_deletes_expired_rows_and_one_process_sweeps_at_a_time() {
         // "old" (expired long ago) and "peeked" (a row that reads as no state) go; "live" stays.
         assert_eq!(store.sweep().await.unwrap(), Some(2));
         assert_eq!(limiter.peek_at("live", throttlekit::store::Now::At(now)).await.unwrap().remaining, 9);
+    });
+}
+
+fn psql_value(url: &str, sql: &str) -> String {
+    let out = Command::new("psql").args([url, "-tAc", sql]).output().expect("psql");
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+#[test]
+fn the_server_clock_unlogged_and_asynchronous_commit_options() {
+    let server = PostgresServer::start();
+    runtime().block_on(async {
+        let o = PostgresOptions {
+            table: "fast".into(),
+            unlogged: true,
+            synchronous_commit_off: true,
+            ..options(&server.url)
+        };
+        let store: Arc<dyn Store> = Arc::new(PostgresStore::connect(o).await.expect("connect"));
+        assert_eq!(psql_value(&server.url, "SELECT relpersistence FROM pg_class WHERE relname = 'fast'"), "u");
+
+        // The server's clock decides: a GCRA check's reset is the server's now plus one interval.
+        let limiter = Limiter::builder(Strategy::gcra(1, 1000, None).unwrap())
+            .store(store.clone())
+            .server_clock(true)
+            .build();
+        let ms = || std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
+        let before = ms();
+        let d = limiter.check("k", 1).await.unwrap();
+        let after = ms();
+        assert!(d.allowed && d.reset_at >= before + 1000 && d.reset_at <= after + 1001, "{d:?} {before} {after}");
+        let d = limiter.check("k", 1).await.unwrap();
+        assert!(!d.allowed && d.retry_after_ms > 0 && d.retry_after_ms <= 1000, "{d:?}");
+
+        // A calendar quota's period is computed in Rust: the server clock cannot decide it.
+        let spec = r#"{"kind": "quota", "options": {"limit": 5, "resetCadence": "calendar-day"}}"#;
+        let quota = Limiter::builder(Strategy::from_json(spec).unwrap()).store(store).server_clock(true).build();
+        let e = quota.check("q", 1).await.unwrap_err();
+        assert_eq!(e.code(), ErrorCode::NotImplemented, "{e}");
     });
 }

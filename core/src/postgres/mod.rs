@@ -7,7 +7,9 @@
 pub mod call;
 mod options;
 pub mod schema;
+mod scoped;
 mod store;
 
 pub use options::PostgresOptions;
+pub use scoped::{ScopedStore, conformance_stores};
 pub use store::PostgresStore;

@@ -85,6 +85,8 @@ pub struct Statements {
     pub multi: String,
     /// Deletes one key.
     pub reset: String,
+    /// Deletes every key that starts with `$1` (conformance replays' namespaces).
+    pub delete_prefix: String,
     /// Deletes up to `$2` rows that read as no state at `$1` (the server's epoch ms less a grace):
     /// expired ones, and those a peek or a denial on a new key left.
     pub sweep: String,
@@ -108,6 +110,7 @@ impl Statements {
                  $4::bigint[], $5::smallint, $6::bigint)"
             ),
             reset: format!("DELETE FROM {t} WHERE key = $1"),
+            delete_prefix: format!("DELETE FROM {t} WHERE starts_with(key, $1)"),
             sweep: format!(
                 "DELETE FROM {t} WHERE ctid = ANY(ARRAY(SELECT ctid FROM {t} \
                  WHERE kind = 0 OR deadline < $1 LIMIT $2 FOR UPDATE SKIP LOCKED))"

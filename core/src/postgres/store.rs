@@ -251,6 +251,12 @@ impl Inner {
         Ok(())
     }
 
+    async fn delete_prefix(&self, prefix: &str) -> Result<u64> {
+        let conn = self.conn().await?;
+        let sql = &self.statements.delete_prefix;
+        conn.client.execute(sql, &[&prefix]).await.map_err(|e| pg_error("delete failed", &e))
+    }
+
     /// One sweep, by whichever process takes the advisory lock: `None` when another holds it,
     /// else how many rows it deleted.
     async fn sweep(&self) -> Result<Option<u64>> {
@@ -311,6 +317,12 @@ impl PostgresStore {
     pub async fn sweep(&self) -> Result<Option<u64>> {
         let inner = self.inner.clone();
         self.run(async move { inner.sweep().await }).await
+    }
+
+    /// Deletes every key that starts with `prefix` (without an async runtime); how many.
+    pub fn delete_prefix_blocking(&self, prefix: &str) -> Result<u64> {
+        let (inner, prefix) = (self.inner.clone(), prefix.to_string());
+        self.run_blocking(async move { inner.delete_prefix(&prefix).await })
     }
 
     /// The options the store was built with.
