@@ -16,9 +16,8 @@ use throttlekit::{Limiter, Strategy};
 async fn main() {
     let url = std::env::args().nth(1).expect("usage: postgres_bench URL");
     let seconds: u64 = std::env::args().nth(2).and_then(|s| s.parse().ok()).unwrap_or(5);
-    let store = PostgresStore::connect(PostgresOptions { pool_size: 4, ..PostgresOptions::new(url) })
-        .await
-        .expect("connect");
+    let store =
+        PostgresStore::connect(PostgresOptions { pool_size: 4, ..PostgresOptions::new(url) }).await.expect("connect");
     let limiter =
         Arc::new(Limiter::builder(Strategy::gcra(1_000_000, 1000, None).unwrap()).store(Arc::new(store)).build());
     for inflight in [1usize, 64] {

@@ -12,8 +12,8 @@ mod postgres_server;
 mod timeline;
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::process::Command;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use postgres_server::PostgresServer;
@@ -189,8 +189,9 @@ fn a_paused_or_stopped_server_answers_within_the_timeout_through_the_fail_policy
     let server = PostgresServer::start();
     runtime().block_on(async {
         let timeout = Duration::from_millis(500);
-        let store: Arc<dyn Store> =
-            Arc::new(PostgresStore::connect(PostgresOptions { timeout, ..options(&server.url) }).await.expect("connect"));
+        let store: Arc<dyn Store> = Arc::new(
+            PostgresStore::connect(PostgresOptions { timeout, ..options(&server.url) }).await.expect("connect"),
+        );
         let open = Limiter::builder(Strategy::gcra(100, 1000, None).unwrap())
             .store(store.clone())
             .fail_policy(FailPolicy::FailOpen)
@@ -286,6 +287,11 @@ fn the_sweeper_deletes_expired_rows_and_one_process_sweeps_at_a_time() {
         assert_eq!(store.sweep().await.unwrap(), None);
         let mut other = other;
         other.wait().unwrap();
+        // The other session's backend releases the lock when it has exited, a moment after psql.
+        let held = "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'";
+        while psql_value(&server.url, held) != "0" {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
         // "old" (expired long ago) and "peeked" (a row that reads as no state) go; "live" stays.
         assert_eq!(store.sweep().await.unwrap(), Some(2));
         assert_eq!(limiter.peek_at("live", throttlekit::store::Now::At(now)).await.unwrap().remaining, 9);
@@ -311,10 +317,8 @@ fn the_server_clock_unlogged_and_asynchronous_commit_options() {
         assert_eq!(psql_value(&server.url, "SELECT relpersistence FROM pg_class WHERE relname = 'fast'"), "u");
 
         // The server's clock decides: a GCRA check's reset is the server's now plus one interval.
-        let limiter = Limiter::builder(Strategy::gcra(1, 1000, None).unwrap())
-            .store(store.clone())
-            .server_clock(true)
-            .build();
+        let limiter =
+            Limiter::builder(Strategy::gcra(1, 1000, None).unwrap()).store(store.clone()).server_clock(true).build();
         let ms = || std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
         let before = ms();
         let d = limiter.check("k", 1).await.unwrap();

@@ -6,6 +6,7 @@
 use crate::algorithms::quota::Quota;
 use crate::decision::{Decision, Reservation};
 use crate::error::{Error, Result};
+use crate::lease::Grant;
 use crate::store::{DimensionCall, MultiReply, Now, Reply, Rule, Transform};
 use crate::strategy::Strategy;
 
@@ -20,6 +21,10 @@ pub enum Op {
     Peek = 2,
     /// A shaper's reservation.
     Reserve = 3,
+    /// A lease of credits (the leased mode).
+    Lease = 4,
+    /// A give-back of unspent credits.
+    GiveBack = 5,
 }
 
 /// The parameters of one step statement: `$2` .. `$7` of [`super::schema::Statements::step`].
@@ -31,8 +36,9 @@ pub struct StepCall {
     pub op: Op,
     /// The algorithm's number in `functions.sql`.
     pub algo: i16,
-    /// The algorithm's parameters (derived values computed here, so they are Rust's bits).
-    pub params: [f64; 4],
+    /// The algorithm's four parameters (derived values computed here, so they are Rust's bits),
+    /// then a lease's `want` and lifetime, or a give-back's `reset_at`.
+    pub params: [f64; 6],
     /// Units requested.
     pub cost: i64,
 }
@@ -92,7 +98,9 @@ fn shape(strategy: &Strategy, now: Option<i64>) -> Result<(i16, [f64; 4])> {
         Some(Quota::Rolling(w)) => Ok(sliding(w)),
         Some(Quota::Periodic { limit, cadence, .. }) => {
             let now = now.ok_or_else(|| {
-                Error::not_implemented("the server clock for a calendar or fixed quota on Postgres (use the caller's clock)")
+                Error::not_implemented(
+                    "the server clock for a calendar or fixed quota on Postgres (use the caller's clock)",
+                )
             })?;
             let p = Quota::period(cadence, now);
             Ok((6, [*limit as f64, p.start as f64, p.end as f64, 0.0]))
@@ -114,16 +122,23 @@ pub fn prepare(transform: &Transform<'_>, now: Now) -> Result<StepCall> {
                 now,
                 op: Op::Reserve,
                 algo: 7,
-                params: [t, shaper.max_queue_ms, 0.0, 0.0],
+                params: [t, shaper.max_queue_ms, 0.0, 0.0, 0.0, 0.0],
                 cost: cost_of(cost),
             });
         }
-        Transform::Lease { .. } | Transform::GiveBack { .. } => {
-            return Err(Error::not_implemented("the leased mode on the Postgres store"));
+        Transform::Lease { strategy, cost, want, lifetime_ms } => {
+            let (algo, [a, b, c, d]) = shape(strategy, now)?;
+            let params = [a, b, c, d, cost_of(want) as f64, lifetime_ms as f64];
+            return Ok(StepCall { now, op: Op::Lease, algo, params, cost: cost_of(cost) });
+        }
+        Transform::GiveBack { strategy, units, reset_at } => {
+            let (algo, [a, b, c, d]) = shape(strategy, now)?;
+            let params = [a, b, c, d, 0.0, reset_at as f64];
+            return Ok(StepCall { now, op: Op::GiveBack, algo, params, cost: cost_of(units) });
         }
     };
-    let (algo, params) = shape(strategy, now)?;
-    Ok(StepCall { now, op, algo, params, cost: cost_of(cost) })
+    let (algo, [a, b, c, d]) = shape(strategy, now)?;
+    Ok(StepCall { now, op, algo, params: [a, b, c, d, 0.0, 0.0], cost: cost_of(cost) })
 }
 
 fn field(r: &[i64], i: usize) -> Result<i64> {
@@ -145,6 +160,13 @@ fn decision(r: &[i64]) -> Result<Decision> {
 pub fn read(call: &StepCall, r: &[i64]) -> Result<Reply> {
     match call.op {
         Op::Reserve => Ok(Reply::Reservation(Reservation { accepted: field(r, 0)? == 1, delay_ms: field(r, 1)? })),
+        Op::Lease | Op::GiveBack => Ok(Reply::Grant(Grant {
+            granted: u64::try_from(field(r, 0)?).unwrap_or(0),
+            limit: field(r, 1)?,
+            reset_at: field(r, 2)?,
+            retry_after_ms: field(r, 3)?,
+            expires_in_ms: field(r, 4)?,
+        })),
         _ => Ok(Reply::Decision(decision(r)?)),
     }
 }

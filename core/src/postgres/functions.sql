@@ -12,7 +12,8 @@
 -- the state is gone (`now > deadline`). Floats are IEEE doubles, as in Rust and Lua: every
 -- operation below is in the order of docs/semantics.md, so the decisions are the same bits.
 --
--- op: 0 check, 1 forecast, 2 peek, 3 reserve (shaper). algo and p (the strategy's parameters,
+-- op: 0 check, 1 forecast, 2 peek, 3 reserve (shaper), 4 lease (p[5] want, p[6] lifetime_ms),
+-- 5 give back (cost = the units, p[6] the grant's reset_at), as src/lease/grant.rs. algo and p (the strategy's parameters,
 -- derived values computed once in Rust so they are the same bits):
 --   1 GCRA          p = {t, tau, limit}
 --   2 token bucket  p = {capacity, refill_per_ms}
@@ -22,7 +23,8 @@
 --   6 period        p = {limit, start, end} (a quota's calendar or fixed period, from Rust)
 --   7 shaper        p = {t, max_queue_ms}
 -- r (the reply): {allowed, limit, remaining, reset_at, retry_after_ms} for a decision,
--- {accepted, delay_ms} for a reservation.
+-- {accepted, delay_ms} for a reservation, {granted, limit, reset_at, retry_after_ms,
+-- expires_in_ms} for a lease or a give-back.
 
 CREATE OR REPLACE FUNCTION throttlekit_v1_ceil(v float8) RETURNS bigint
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
@@ -79,6 +81,8 @@ DECLARE
   -- log
   horizon bigint; live_from int; total bigint; rank bigint; seen bigint; i int; placed boolean;
   stamp_o bigint; nx bigint[];
+  -- lease
+  st record; want bigint; units bigint; avail bigint;
 BEGIN
   -- Expiry: a state past its deadline is gone for good, whatever this op decides.
   IF kind <> 0 AND now_i > deadline THEN
@@ -88,6 +92,63 @@ BEGIN
     f := NULL; a := NULL; n := NULL; xs := NULL; deadline := NULL;
   END IF;
   o_kind := kind; o_f := f; o_a := a; o_n := n; o_xs := xs; o_deadline := deadline;
+
+  IF op = 4 THEN
+    -- A lease (grant.rs `lease`): `want` units, else the units still admissible when more than
+    -- `cost`, else `cost`; the largest the strategy admits, committed once.
+    want := p[5]::bigint;
+    SELECT * INTO st FROM throttlekit_v1_step(kind, f, a, n, xs, deadline, now_i, 1::smallint, algo, p, want);
+    units := CASE WHEN st.o_r[1] = 1 THEN want ELSE 0 END;
+    IF units = 0 AND want > cost THEN
+      avail := greatest(st.o_r[3], 0);
+      IF avail > cost AND avail < want THEN
+        SELECT * INTO st FROM throttlekit_v1_step(kind, f, a, n, xs, deadline, now_i, 1::smallint, algo, p, avail);
+        IF st.o_r[1] = 1 THEN units := avail; END IF;
+      END IF;
+      IF units = 0 THEN
+        SELECT * INTO st FROM throttlekit_v1_step(kind, f, a, n, xs, deadline, now_i, 1::smallint, algo, p, cost);
+        IF st.o_r[1] = 1 THEN units := cost; END IF;
+      END IF;
+    END IF;
+    IF units = 0 THEN
+      o_r := ARRAY[0, st.o_r[2], st.o_r[4], st.o_r[5], 0];
+      RETURN;
+    END IF;
+    SELECT * INTO st FROM throttlekit_v1_step(kind, f, a, n, xs, deadline, now_i, 0::smallint, algo, p, units);
+    o_kind := st.o_kind; o_f := st.o_f; o_a := st.o_a; o_n := st.o_n; o_xs := st.o_xs; o_deadline := st.o_deadline;
+    o_r := ARRAY[units, st.o_r[2], st.o_r[4], 0,
+                 greatest(CASE WHEN p[6] = 0 THEN throttlekit_v1_add(st.o_r[4], -now_i) ELSE p[6]::bigint END, 0)];
+    RETURN;
+  END IF;
+
+  IF op = 5 THEN
+    -- A give-back (grant.rs `give_back`) of `cost` units of a grant that resets at p[6].
+    o_r := ARRAY[0, 0, 0, 0, 0];
+    IF algo = 1 AND kind = 1 AND f > now_f THEN
+      new_tat := f - cost::float8 * p[1];
+      IF new_tat < now_f THEN new_tat := now_f; END IF;
+      o_f := new_tat;
+      o_deadline := throttlekit_v1_add(now_i, greatest(throttlekit_v1_ceil(new_tat - now_f), 1));
+      o_r := ARRAY[cost, 0, 0, 0, 0];
+    ELSIF algo = 2 THEN
+      IF kind = 2 THEN
+        tokens := least(p[1], f + greatest(now_f - a::float8, 0.0) * p[2]);
+      ELSE
+        tokens := p[1];
+      END IF;
+      o_kind := 2; o_f := least(p[1], tokens + cost::float8); o_a := now_i; o_n := NULL; o_xs := NULL;
+      o_deadline := throttlekit_v1_add(now_i, greatest(throttlekit_v1_ceil(p[1] / p[2]), 1));
+      o_r := ARRAY[cost, 0, 0, 0, 0];
+    ELSIF (algo = 3 OR algo = 6) AND kind = 3 AND n > 0 THEN
+      SELECT * INTO st FROM throttlekit_v1_step(kind, f, a, n, xs, deadline, now_i, 2::smallint, algo, p, 1);
+      IF st.o_r[4] = p[6]::bigint AND st.o_r[2] - st.o_r[3] = least(n, st.o_r[2]) THEN
+        o_n := greatest(n - cost, 0);
+        o_deadline := throttlekit_v1_add(now_i, greatest(throttlekit_v1_add(p[6]::bigint, -now_i), 1));
+        o_r := ARRAY[cost, 0, 0, 0, 0];
+      END IF;
+    END IF;
+    RETURN;
+  END IF;
 
   IF algo = 1 OR algo = 7 THEN
     -- GCRA (src/algorithms/gcra.rs) and the shaper (leaky_bucket.rs): a TAT.

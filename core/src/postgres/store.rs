@@ -96,7 +96,10 @@ fn pg_error(what: &str, e: &tokio_postgres::Error) -> Error {
         );
     }
     if code == Some(&SqlState::INVALID_PASSWORD) || code == Some(&SqlState::INVALID_AUTHORIZATION_SPECIFICATION) {
-        return Error::store(format!("{what}: authentication failed: {} (check the URL's user and password)", describe(e)));
+        return Error::store(format!(
+            "{what}: authentication failed: {} (check the URL's user and password)",
+            describe(e)
+        ));
     }
     Error::store(format!("{what}: {}", describe(e)))
 }
@@ -127,10 +130,8 @@ fn build_runtime() -> Result<Runtime> {
 impl Inner {
     fn new(options: PostgresOptions) -> Result<Inner> {
         let table = Table::new(&options.table)?;
-        let config: tokio_postgres::Config = options
-            .url
-            .parse()
-            .map_err(|e| Error::config("postgres.url", &format!("is not a Postgres URL: {e}")))?;
+        let config: tokio_postgres::Config =
+            options.url.parse().map_err(|e| Error::config("postgres.url", &format!("is not a Postgres URL: {e}")))?;
         if options.pool_size == 0 || options.pool_size > 1024 {
             return Err(Error::config("postgres.poolSize", "must be in 1..=1024"));
         }
@@ -158,11 +159,16 @@ impl Inner {
         let connecting = self.config.connect(self.tls.clone());
         let (client, connection) = tokio::time::timeout(self.options.connect_timeout, connecting)
             .await
-            .map_err(|_| Error::store(format!("connecting to Postgres timed out after {:?}", self.options.connect_timeout)))?
+            .map_err(|_| {
+                Error::store(format!("connecting to Postgres timed out after {:?}", self.options.connect_timeout))
+            })?
             .map_err(|e| pg_error("connecting to Postgres", &e))?;
         tokio::spawn(connection);
         if self.options.synchronous_commit_off {
-            client.batch_execute("SET synchronous_commit = off").await.map_err(|e| pg_error("SET synchronous_commit", &e))?;
+            client
+                .batch_execute("SET synchronous_commit = off")
+                .await
+                .map_err(|e| pg_error("SET synchronous_commit", &e))?;
         }
         Ok(client)
     }
@@ -300,7 +306,7 @@ impl PostgresStore {
         let inner = Arc::new(Inner::new(options)?);
         let store = PostgresStore { inner, runtime: RwLock::new(Some(build_runtime()?)) };
         let inner = store.inner.clone();
-        store.run(async move { inner.conn().await.map(|_| ()) }).await?;
+        store.run_within(store.connect_budget(), async move { inner.conn().await.map(|_| ()) }).await?;
         store.start_sweeper();
         Ok(store)
     }
@@ -322,7 +328,7 @@ impl PostgresStore {
     /// Deletes every key that starts with `prefix` (without an async runtime); how many.
     pub fn delete_prefix_blocking(&self, prefix: &str) -> Result<u64> {
         let (inner, prefix) = (self.inner.clone(), prefix.to_string());
-        self.run_blocking(async move { inner.delete_prefix(&prefix).await })
+        self.run_blocking(self.inner.options.timeout, async move { inner.delete_prefix(&prefix).await })
     }
 
     /// The options the store was built with.
@@ -331,8 +337,19 @@ impl PostgresStore {
     }
 
     /// Runs `fut` on the store's runtime within the call timeout.
-    async fn run<T: Send + 'static>(&self, fut: impl std::future::Future<Output = Result<T>> + Send + 'static) -> Result<T> {
-        let timeout = self.inner.options.timeout;
+    async fn run<T: Send + 'static>(
+        &self,
+        fut: impl std::future::Future<Output = Result<T>> + Send + 'static,
+    ) -> Result<T> {
+        self.run_within(self.inner.options.timeout, fut).await
+    }
+
+    /// Runs `fut` on the store's runtime within `timeout`.
+    async fn run_within<T: Send + 'static>(
+        &self,
+        timeout: Duration,
+        fut: impl std::future::Future<Output = Result<T>> + Send + 'static,
+    ) -> Result<T> {
         let handle = {
             let rt = self.runtime.read();
             let Some(rt) = rt.as_ref() else { return Err(Error::store("the Postgres store is closed")) };
@@ -351,16 +368,17 @@ impl PostgresStore {
     /// on the store's own runtime thread, which would deadlock).
     fn run_blocking<T: Send + 'static>(
         &self,
+        timeout: Duration,
         fut: impl std::future::Future<Output = Result<T>> + Send + 'static,
     ) -> Result<T> {
-        if tokio::runtime::Handle::try_current().is_ok_and(|h| {
-            self.runtime.read().as_ref().is_some_and(|rt| rt.handle().id() == h.id())
-        }) {
+        if tokio::runtime::Handle::try_current()
+            .is_ok_and(|h| self.runtime.read().as_ref().is_some_and(|rt| rt.handle().id() == h.id()))
+        {
             return Err(Error::not_implemented(
                 "a blocking Postgres call from the store's own runtime (await the async method)",
             ));
         }
-        let timeout = self.inner.options.timeout;
+
         let (tx, rx) = std::sync::mpsc::sync_channel(1);
         {
             let rt = self.runtime.read();
@@ -382,9 +400,14 @@ impl PostgresStore {
         let inner = Arc::new(Inner::new(options)?);
         let store = PostgresStore { inner, runtime: RwLock::new(Some(build_runtime()?)) };
         let inner = store.inner.clone();
-        store.run_blocking(async move { inner.conn().await.map(|_| ()) })?;
+        store.run_blocking(store.connect_budget(), async move { inner.conn().await.map(|_| ()) })?;
         store.start_sweeper();
         Ok(store)
+    }
+
+    /// How long a constructor may take: connecting, then migrating and preparing (calls).
+    fn connect_budget(&self) -> Duration {
+        self.inner.options.connect_timeout + self.inner.options.timeout
     }
 
     fn start_sweeper(&self) {
@@ -437,18 +460,18 @@ impl Store for PostgresStore {
     fn apply_sync(&self, key: &str, now: i64, transform: Transform<'_>) -> Result<Reply> {
         let c = call::prepare(&transform, Now::At(now))?;
         let (inner, key) = (self.inner.clone(), key.to_string());
-        self.run_blocking(async move { inner.step(&key, &c).await })
+        self.run_blocking(self.inner.options.timeout, async move { inner.step(&key, &c).await })
     }
 
     fn apply_multi_sync(&self, rule: Rule, dims: &[DimensionCall<'_>], now: i64) -> Result<MultiReply> {
         let c = call::prepare_multi(rule, dims, Now::At(now))?;
         let inner = self.inner.clone();
-        self.run_blocking(async move { inner.multi(&c).await })
+        self.run_blocking(self.inner.options.timeout, async move { inner.multi(&c).await })
     }
 
     fn reset_sync(&self, key: &str) -> Result<()> {
         let (inner, key) = (self.inner.clone(), key.to_string());
-        self.run_blocking(async move { inner.reset(&key).await })
+        self.run_blocking(self.inner.options.timeout, async move { inner.reset(&key).await })
     }
 
     fn is_sync(&self) -> bool {
