@@ -91,6 +91,8 @@ fn leases_and_give_backs_grant_as_the_in_memory_mirror_does() {
 }
 
 /// `n` leased limiters, each on its own pool, check one key for `run`; admissions per window.
+/// On the server's clock: with callers' clocks a statement delayed past the next window's
+/// first one would reopen its window (docs/postgres.md, "Clocks").
 fn fleet(url: &str, strategy: &Strategy, mode: Mode, n: usize, run: Duration) -> BTreeMap<i64, u64> {
     let threads: Vec<_> = (0..n)
         .map(|_| {
@@ -98,6 +100,7 @@ fn fleet(url: &str, strategy: &Strategy, mode: Mode, n: usize, run: Duration) ->
                 .store(connect(url))
                 .prefix("fleet")
                 .fail_policy(FailPolicy::Raise)
+                .server_clock(true)
                 .mode(mode)
                 .unwrap()
                 .build();

@@ -211,12 +211,18 @@ impl Inner {
         Ok(Conn { client, step, multi, reset })
     }
 
-    /// A live connection of the pool, round robin; a closed one is replaced before use.
+    /// A live connection of the pool, round robin; a closed one is replaced before use (a
+    /// statement is never sent on a connection that may have seen it fail).
     async fn conn(&self) -> Result<Arc<Conn>> {
         if self.closed.load(Ordering::Acquire) {
             return Err(Error::store("the Postgres store is closed"));
         }
-        let slot = &self.slots[self.next.fetch_add(1, Ordering::Relaxed) % self.slots.len()];
+        self.conn_at(self.next.fetch_add(1, Ordering::Relaxed) % self.slots.len()).await
+    }
+
+    /// The connection of slot `i`, connected first when it is missing or closed.
+    async fn conn_at(&self, i: usize) -> Result<Arc<Conn>> {
+        let slot = &self.slots[i];
         if let Some(c) = slot.live() {
             return Ok(c);
         }
@@ -227,6 +233,21 @@ impl Inner {
         let conn = Arc::new(self.connect().await?);
         *slot.conn.lock() = Some(conn.clone());
         Ok(conn)
+    }
+
+    /// Connects every slot of the pool: the first alone (it creates or checks the schema), the
+    /// rest at once. A constructor does this, so calls do not pay for connecting.
+    async fn fill(self: Arc<Self>) -> Result<()> {
+        self.conn_at(0).await?;
+        let mut connecting = tokio::task::JoinSet::new();
+        for i in 1..self.slots.len() {
+            let inner = self.clone();
+            connecting.spawn(async move { inner.conn_at(i).await.map(|_| ()) });
+        }
+        while let Some(done) = connecting.join_next().await {
+            done.map_err(|e| Error::store(format!("connecting failed: {e}")))??;
+        }
+        Ok(())
     }
 
     async fn step(&self, key: &str, c: &StepCall) -> Result<Reply> {
@@ -306,7 +327,7 @@ impl PostgresStore {
         let inner = Arc::new(Inner::new(options)?);
         let store = PostgresStore { inner, runtime: RwLock::new(Some(build_runtime()?)) };
         let inner = store.inner.clone();
-        store.run_within(store.connect_budget(), async move { inner.conn().await.map(|_| ()) }).await?;
+        store.run_within(store.connect_budget(), inner.fill()).await?;
         store.start_sweeper();
         Ok(store)
     }
@@ -400,7 +421,7 @@ impl PostgresStore {
         let inner = Arc::new(Inner::new(options)?);
         let store = PostgresStore { inner, runtime: RwLock::new(Some(build_runtime()?)) };
         let inner = store.inner.clone();
-        store.run_blocking(store.connect_budget(), async move { inner.conn().await.map(|_| ()) })?;
+        store.run_blocking(store.connect_budget(), inner.fill())?;
         store.start_sweeper();
         Ok(store)
     }
