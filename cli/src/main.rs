@@ -24,14 +24,15 @@ type StoreFactory = Box<dyn FnMut() -> throttlekit::Result<Arc<dyn Store>>>;
 const USAGE: &str = "usage:
   throttlekit demo [--out FILE.svg]
   throttlekit serve --config PATH [--grpc-addr A] [--http-addr A] [--store ...] (serve --help for all)
-  throttlekit conformance [--store memory|redis|redis-cluster|redis-sentinel|sqlite] [--redis-url URL[,URL...]]
+  throttlekit conformance [--store memory|redis|redis-cluster|redis-sentinel|sqlite|postgres] [--redis-url URL[,URL...]]
                           [--redis-service-name NAME] [--redis-tls-ca FILE] [--redis-tls-cert FILE]
                           [--redis-tls-key FILE] [--redis-scripting auto|functions|eval]
-                          [--sqlite-path FILE] FILE...
+                          [--sqlite-path FILE] [--postgres-url URL] FILE...
 
   --redis-url takes one URL (redis, the default redis://127.0.0.1:6379), seed nodes
   (redis-cluster) or sentinels (redis-sentinel, with --redis-service-name); rediss:// for TLS.
-  --sqlite-path names the SQLite file (created if missing; its table is emptied before each suite).";
+  --sqlite-path names the SQLite file (created if missing; its table is emptied before each suite).
+  --postgres-url (postgres, a build with the `postgres` feature) takes a libpq-style URL.";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -59,6 +60,7 @@ fn conformance_cmd(args: &[String]) -> Result<bool, String> {
     let mut store = "memory".to_string();
     let mut redis = RedisArgs::default();
     let mut sqlite_path: Option<String> = None;
+    let mut postgres_url = None;
     let mut files = Vec::new();
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -72,6 +74,7 @@ fn conformance_cmd(args: &[String]) -> Result<bool, String> {
             "--redis-tls-key" => redis.tls_key = Some(value(a)?),
             "--redis-scripting" => redis.scripting = Some(value(a)?),
             "--sqlite-path" => sqlite_path = Some(value(a)?),
+            "--postgres-url" => postgres_url = Some(value(a)?),
             f if f.starts_with("--") => return Err(format!("unknown option {f}\n{USAGE}")),
             f => files.push(f.to_string()),
         }
@@ -83,8 +86,11 @@ fn conformance_cmd(args: &[String]) -> Result<bool, String> {
         "memory" => Box::new(|| Ok(Arc::new(MemoryStore::new()) as Arc<dyn Store>)),
         "redis" | "redis-cluster" | "redis-sentinel" => redis_factory(&store, &redis)?,
         "sqlite" => sqlite_factory(sqlite_path.as_deref().ok_or("--store sqlite needs --sqlite-path FILE")?)?,
+        "postgres" => postgres_factory(postgres_url.as_deref().ok_or("--store postgres needs --postgres-url URL")?)?,
         other => {
-            return Err(format!("unknown store {other:?} (memory, redis, redis-cluster, redis-sentinel or sqlite)"));
+            return Err(format!(
+                "unknown store {other:?} (memory, redis, redis-cluster, redis-sentinel, sqlite or postgres)"
+            ));
         }
     };
     let mut total = Report::default();
@@ -144,6 +150,18 @@ fn sqlite_factory(path: &str) -> Result<StoreFactory, String> {
 #[cfg(not(feature = "sqlite"))]
 fn sqlite_factory(_path: &str) -> Result<StoreFactory, String> {
     Err("this build has no sqlite support (build with the `sqlite` feature)".into())
+}
+
+#[cfg(feature = "postgres")]
+fn postgres_factory(url: &str) -> Result<StoreFactory, String> {
+    // One key namespace per suite, its rows deleted with its store.
+    let factory = throttlekit::postgres::conformance_stores(url).map_err(|e| e.to_string())?;
+    Ok(Box::new(factory))
+}
+
+#[cfg(not(feature = "postgres"))]
+fn postgres_factory(_url: &str) -> Result<StoreFactory, String> {
+    Err("this build has no postgres support (build with the `postgres` feature)".into())
 }
 
 #[cfg(not(feature = "redis"))]

@@ -36,6 +36,8 @@ pub mod lease;
 mod limiter;
 pub mod metrics;
 pub mod multi;
+#[cfg(feature = "postgres")]
+pub mod postgres;
 mod rate;
 #[cfg(feature = "redis")]
 pub mod redis;

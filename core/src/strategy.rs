@@ -148,6 +148,33 @@ impl Strategy {
         }
     }
 
+    /// The token-bucket configuration, when this is one (the Postgres store's parameters).
+    #[cfg(feature = "postgres")]
+    pub(crate) fn as_token_bucket(&self) -> Option<&TokenBucket> {
+        match &self.algorithm {
+            Algorithm::TokenBucket(b) => Some(b),
+            _ => None,
+        }
+    }
+
+    /// The sliding-window configuration, when this is one (the Postgres store's parameters).
+    #[cfg(feature = "postgres")]
+    pub(crate) fn as_sliding_window(&self) -> Option<&SlidingWindow> {
+        match &self.algorithm {
+            Algorithm::SlidingWindow(w) => Some(w),
+            _ => None,
+        }
+    }
+
+    /// The quota configuration, when this is one (the Postgres store's parameters).
+    #[cfg(feature = "postgres")]
+    pub(crate) fn as_quota(&self) -> Option<&Quota> {
+        match &self.algorithm {
+            Algorithm::Quota(q) => Some(q),
+            _ => None,
+        }
+    }
+
     /// The sliding-window-log configuration, when this is one (the memory store's log fast path).
     #[inline]
     pub(crate) fn as_sliding_window_log(&self) -> Option<&SlidingWindowLog> {

@@ -1,0 +1,512 @@
+//! [`PostgresStore`]: the driver of the calls of [`super::call`] over tokio-postgres.
+//!
+//! A small pool of connections, each of which pipelines any number of calls (tokio-postgres
+//! sends a statement while earlier ones are still in flight), picked round robin. The store owns
+//! a private tokio runtime that runs the connections and every call, so it works from any
+//! caller (a binding's own runtime, or none) and closing it stops everything.
+//!
+//! A call is sent once. A timeout or a connection lost after the statement was sent is
+//! `store_unavailable`, and the statement is never sent again: it may have committed, and a
+//! resend would charge twice. A connection found closed *before* sending is replaced first.
+
+use std::sync::Arc;
+use std::sync::Weak;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use parking_lot::{Mutex, RwLock};
+use tokio::runtime::Runtime;
+use tokio_postgres::error::SqlState;
+use tokio_postgres::{Client, Statement};
+
+use super::call::{self, StepCall};
+use super::options::PostgresOptions;
+use super::schema::{self, Statements, Table};
+use crate::error::{Error, ErrorCode, Result};
+use crate::store::{BoxFuture, DimensionCall, MultiReply, Now, Reply, Rule, Store, Transform};
+
+/// The advisory lock key of `migrate` (one schema change at a time) and, plus one, of the sweeper
+/// (one sweeping process at a time). Arbitrary; "tk" in ASCII, shifted.
+const MIGRATE_LOCK: i64 = 0x746b_0000_0001;
+const SWEEP_LOCK: i64 = 0x746b_0000_0002;
+
+/// One connection with the store's statements prepared on it.
+struct Conn {
+    client: Client,
+    step: Statement,
+    multi: Statement,
+    reset: Statement,
+}
+
+/// One connection of the pool; `connecting` lets one call at a time replace it, so a burst of
+/// calls on a cold pool opens one connection a slot instead of one a call.
+#[derive(Default)]
+struct Slot {
+    conn: Mutex<Option<Arc<Conn>>>,
+    connecting: tokio::sync::Mutex<()>,
+}
+
+impl Slot {
+    fn live(&self) -> Option<Arc<Conn>> {
+        self.conn.lock().as_ref().filter(|c| !c.client.is_closed()).cloned()
+    }
+}
+
+struct Inner {
+    options: PostgresOptions,
+    table: Table,
+    statements: Statements,
+    config: tokio_postgres::Config,
+    tls: tokio_postgres_rustls::MakeRustlsConnect,
+    slots: Vec<Slot>,
+    next: AtomicUsize,
+    closed: AtomicBool,
+    schema_ready: tokio::sync::OnceCell<()>,
+}
+
+/// A rate-limit store on Postgres (docs/postgres.md): every decision one statement, atomic
+/// under READ COMMITTED, with the same decisions as the memory store and the Redis scripts.
+pub struct PostgresStore {
+    inner: Arc<Inner>,
+    runtime: RwLock<Option<Runtime>>,
+}
+
+/// What a Postgres error says, with its SQLSTATE when the server sent one.
+fn describe(e: &tokio_postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => format!("{} (SQLSTATE {})", db.message(), db.code().code()),
+        None => match std::error::Error::source(e) {
+            Some(src) => format!("{e}: {src}"),
+            None => e.to_string(),
+        },
+    }
+}
+
+/// `store_unavailable` for a failed call or connection, `config_invalid` where the fault is
+/// the configuration (the schema is missing or of another shape).
+fn pg_error(what: &str, e: &tokio_postgres::Error) -> Error {
+    let code = e.code();
+    if code == Some(&SqlState::UNDEFINED_FUNCTION) || code == Some(&SqlState::UNDEFINED_TABLE) {
+        return Error::new(
+            ErrorCode::ConfigInvalid,
+            format!(
+                "postgres.table: {what}: {} (the table or throttlekit's functions are missing: call migrate)",
+                describe(e)
+            ),
+        );
+    }
+    if code == Some(&SqlState::INVALID_PASSWORD) || code == Some(&SqlState::INVALID_AUTHORIZATION_SPECIFICATION) {
+        return Error::store(format!(
+            "{what}: authentication failed: {} (check the URL's user and password)",
+            describe(e)
+        ));
+    }
+    Error::store(format!("{what}: {}", describe(e)))
+}
+
+fn tls() -> Result<tokio_postgres_rustls::MakeRustlsConnect> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in rustls_native_certs::load_native_certs().certs {
+        let _ = roots.add(cert);
+    }
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| Error::store(format!("TLS setup: {e}")))?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Ok(tokio_postgres_rustls::MakeRustlsConnect::new(config))
+}
+
+fn build_runtime() -> Result<Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name("throttlekit-postgres")
+        .enable_all()
+        .build()
+        .map_err(|e| Error::store(format!("could not start the Postgres store's runtime: {e}")))
+}
+
+impl Inner {
+    fn new(options: PostgresOptions) -> Result<Inner> {
+        let table = Table::new(&options.table)?;
+        let config: tokio_postgres::Config =
+            options.url.parse().map_err(|e| Error::config("postgres.url", &format!("is not a Postgres URL: {e}")))?;
+        if options.pool_size == 0 || options.pool_size > 1024 {
+            return Err(Error::config("postgres.poolSize", "must be in 1..=1024"));
+        }
+        if options.timeout.is_zero() || options.connect_timeout.is_zero() {
+            return Err(Error::config("postgres.timeout", "must be > 0"));
+        }
+        if options.sweep_batch < 1 {
+            return Err(Error::config("postgres.sweepBatch", "must be >= 1"));
+        }
+        Ok(Inner {
+            statements: Statements::new(&table),
+            table,
+            config,
+            tls: tls()?,
+            slots: (0..options.pool_size).map(|_| Slot::default()).collect(),
+            next: AtomicUsize::new(0),
+            closed: AtomicBool::new(false),
+            schema_ready: tokio::sync::OnceCell::new(),
+            options,
+        })
+    }
+
+    /// A new connection, its driver spawned on the current (the store's) runtime.
+    async fn client(&self) -> Result<Client> {
+        let connecting = self.config.connect(self.tls.clone());
+        let (client, connection) = tokio::time::timeout(self.options.connect_timeout, connecting)
+            .await
+            .map_err(|_| {
+                Error::store(format!("connecting to Postgres timed out after {:?}", self.options.connect_timeout))
+            })?
+            .map_err(|e| pg_error("connecting to Postgres", &e))?;
+        tokio::spawn(connection);
+        if self.options.synchronous_commit_off {
+            client
+                .batch_execute("SET synchronous_commit = off")
+                .await
+                .map_err(|e| pg_error("SET synchronous_commit", &e))?;
+        }
+        Ok(client)
+    }
+
+    /// Creates the table and the functions, one migration at a time (an advisory lock held for
+    /// the transaction the batch runs in).
+    async fn migrate_on(&self, client: &Client) -> Result<()> {
+        let batch = format!(
+            "SELECT pg_advisory_xact_lock({MIGRATE_LOCK}); {}; {}",
+            self.table.create(self.options.unlogged),
+            schema::FUNCTIONS
+        );
+        client.batch_execute(&batch).await.map_err(|e| pg_error("migrating the schema", &e))
+    }
+
+    /// The table exists with throttlekit's columns (created first when `migrate` is on).
+    async fn ensure_schema(&self, client: &Client) -> Result<()> {
+        if self.options.migrate {
+            self.migrate_on(client).await?;
+        }
+        let rows = client
+            .query(&schema::shape_query(&self.table), &[])
+            .await
+            .map_err(|e| pg_error("reading the table's columns", &e))?;
+        let columns: Vec<(String, String)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
+        schema::check_shape(&self.table, &columns)
+    }
+
+    async fn connect(&self) -> Result<Conn> {
+        let client = self.client().await?;
+        self.schema_ready.get_or_try_init(|| self.ensure_schema(&client)).await?;
+        let prepare = |sql: &str| {
+            let client = &client;
+            let sql = sql.to_string();
+            async move { client.prepare(&sql).await.map_err(|e| pg_error("preparing the statements", &e)) }
+        };
+        let step = prepare(&self.statements.step).await?;
+        let multi = prepare(&self.statements.multi).await?;
+        let reset = prepare(&self.statements.reset).await?;
+        Ok(Conn { client, step, multi, reset })
+    }
+
+    /// A live connection of the pool, round robin; a closed one is replaced before use (a
+    /// statement is never sent on a connection that may have seen it fail).
+    async fn conn(&self) -> Result<Arc<Conn>> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(Error::store("the Postgres store is closed"));
+        }
+        self.conn_at(self.next.fetch_add(1, Ordering::Relaxed) % self.slots.len()).await
+    }
+
+    /// The connection of slot `i`, connected first when it is missing or closed.
+    async fn conn_at(&self, i: usize) -> Result<Arc<Conn>> {
+        let slot = &self.slots[i];
+        if let Some(c) = slot.live() {
+            return Ok(c);
+        }
+        let _connecting = slot.connecting.lock().await;
+        if let Some(c) = slot.live() {
+            return Ok(c);
+        }
+        let conn = Arc::new(self.connect().await?);
+        *slot.conn.lock() = Some(conn.clone());
+        Ok(conn)
+    }
+
+    /// Connects every slot of the pool: the first alone (it creates or checks the schema), the
+    /// rest at once. A constructor does this, so calls do not pay for connecting.
+    async fn fill(self: Arc<Self>) -> Result<()> {
+        self.conn_at(0).await?;
+        let mut connecting = tokio::task::JoinSet::new();
+        for i in 1..self.slots.len() {
+            let inner = self.clone();
+            connecting.spawn(async move { inner.conn_at(i).await.map(|_| ()) });
+        }
+        while let Some(done) = connecting.join_next().await {
+            done.map_err(|e| Error::store(format!("connecting failed: {e}")))??;
+        }
+        Ok(())
+    }
+
+    async fn step(&self, key: &str, c: &StepCall) -> Result<Reply> {
+        let conn = self.conn().await?;
+        let row = conn
+            .client
+            .query_one(&conn.step, &[&key, &c.now, &(c.op as i16), &c.algo, &&c.params[..], &c.cost])
+            .await
+            .map_err(|e| pg_error("the statement failed (not resent: it may have committed)", &e))?;
+        let r: Vec<i64> = row.try_get(0).map_err(|e| pg_error("reading the reply", &e))?;
+        call::read(c, &r)
+    }
+
+    async fn multi(&self, c: &call::MultiCall) -> Result<MultiReply> {
+        let conn = self.conn().await?;
+        let row = conn
+            .client
+            .query_one(&conn.multi, &[&c.keys, &c.algos, &c.params, &c.costs, &c.rule, &c.now])
+            .await
+            .map_err(|e| pg_error("the statement failed (not resent: it may have committed)", &e))?;
+        let r: Vec<i64> = row.try_get(0).map_err(|e| pg_error("reading the reply", &e))?;
+        call::read_multi(c, &r)
+    }
+
+    async fn reset(&self, key: &str) -> Result<()> {
+        let conn = self.conn().await?;
+        conn.client.execute(&conn.reset, &[&key]).await.map_err(|e| pg_error("reset failed", &e))?;
+        Ok(())
+    }
+
+    async fn delete_prefix(&self, prefix: &str) -> Result<u64> {
+        let conn = self.conn().await?;
+        let sql = &self.statements.delete_prefix;
+        conn.client.execute(sql, &[&prefix]).await.map_err(|e| pg_error("delete failed", &e))
+    }
+
+    /// One sweep, by whichever process takes the advisory lock: `None` when another holds it,
+    /// else how many rows it deleted.
+    async fn sweep(&self) -> Result<Option<u64>> {
+        let conn = self.conn().await?;
+        let c = &conn.client;
+        let got: bool = c
+            .query_one("SELECT pg_try_advisory_lock($1)", &[&SWEEP_LOCK])
+            .await
+            .map_err(|e| pg_error("sweep", &e))?
+            .get(0);
+        if !got {
+            return Ok(None);
+        }
+        let grace = self.options.sweep_grace.as_millis() as i64;
+        let deleted = c.execute(&self.statements.sweep, &[&grace, &self.options.sweep_batch]).await;
+        let unlocked = c.execute("SELECT pg_advisory_unlock($1)", &[&SWEEP_LOCK]).await;
+        let deleted = deleted.map_err(|e| pg_error("sweep", &e))?;
+        unlocked.map_err(|e| pg_error("sweep", &e))?;
+        Ok(Some(deleted))
+    }
+}
+
+/// Sweeps every `interval` while the store lives.
+async fn sweeper(inner: Weak<Inner>, interval: Duration) {
+    loop {
+        tokio::time::sleep(interval).await;
+        let Some(inner) = inner.upgrade() else { return };
+        if inner.closed.load(Ordering::Acquire) {
+            return;
+        }
+        // A failed sweep is retried at the next interval; expiry on read keeps decisions right.
+        let _ = tokio::time::timeout(inner.options.timeout * 10, inner.sweep()).await;
+    }
+}
+
+impl PostgresStore {
+    /// Connects one connection (creating the schema when `options.migrate`), checks the table's
+    /// shape, and returns the store. A bad URL or table name and a missing or misshapen table
+    /// are `config_invalid`; an unreachable server or a refused login `store_unavailable`.
+    pub async fn connect(options: PostgresOptions) -> Result<PostgresStore> {
+        let inner = Arc::new(Inner::new(options)?);
+        let store = PostgresStore { inner, runtime: RwLock::new(Some(build_runtime()?)) };
+        let inner = store.inner.clone();
+        store.run_within(store.connect_budget(), inner.fill()).await?;
+        store.start_sweeper();
+        Ok(store)
+    }
+
+    /// Creates (or brings up to date) the table and the functions of `options` and returns:
+    /// the deploy step for stores that run with `migrate` off.
+    pub async fn migrate(options: PostgresOptions) -> Result<()> {
+        let store = PostgresStore::connect(PostgresOptions { migrate: true, sweep_interval: None, ..options }).await?;
+        store.close().await
+    }
+
+    /// One sweep now (the background sweeper runs this every `sweep_interval`): `None` when
+    /// another process is sweeping, else how many rows were deleted.
+    pub async fn sweep(&self) -> Result<Option<u64>> {
+        let inner = self.inner.clone();
+        self.run(async move { inner.sweep().await }).await
+    }
+
+    /// Deletes every key that starts with `prefix` (without an async runtime); how many.
+    pub fn delete_prefix_blocking(&self, prefix: &str) -> Result<u64> {
+        let (inner, prefix) = (self.inner.clone(), prefix.to_string());
+        self.run_blocking(self.inner.options.timeout, async move { inner.delete_prefix(&prefix).await })
+    }
+
+    /// The options the store was built with.
+    pub fn options(&self) -> &PostgresOptions {
+        &self.inner.options
+    }
+
+    /// Runs `fut` on the store's runtime within the call timeout.
+    async fn run<T: Send + 'static>(
+        &self,
+        fut: impl std::future::Future<Output = Result<T>> + Send + 'static,
+    ) -> Result<T> {
+        self.run_within(self.inner.options.timeout, fut).await
+    }
+
+    /// Runs `fut` on the store's runtime within `timeout`.
+    async fn run_within<T: Send + 'static>(
+        &self,
+        timeout: Duration,
+        fut: impl std::future::Future<Output = Result<T>> + Send + 'static,
+    ) -> Result<T> {
+        let handle = {
+            let rt = self.runtime.read();
+            let Some(rt) = rt.as_ref() else { return Err(Error::store("the Postgres store is closed")) };
+            rt.spawn(async move {
+                tokio::time::timeout(timeout, fut).await.unwrap_or_else(|_| {
+                    Err(Error::store(format!(
+                        "the Postgres call timed out after {timeout:?} (not resent: it may have committed)"
+                    )))
+                })
+            })
+        };
+        handle.await.map_err(|_| Error::store("the Postgres store is closed"))?
+    }
+
+    /// [`PostgresStore::run`] for a caller without an async runtime: waits on a channel (never
+    /// on the store's own runtime thread, which would deadlock).
+    fn run_blocking<T: Send + 'static>(
+        &self,
+        timeout: Duration,
+        fut: impl std::future::Future<Output = Result<T>> + Send + 'static,
+    ) -> Result<T> {
+        if tokio::runtime::Handle::try_current()
+            .is_ok_and(|h| self.runtime.read().as_ref().is_some_and(|rt| rt.handle().id() == h.id()))
+        {
+            return Err(Error::not_implemented(
+                "a blocking Postgres call from the store's own runtime (await the async method)",
+            ));
+        }
+
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        {
+            let rt = self.runtime.read();
+            let Some(rt) = rt.as_ref() else { return Err(Error::store("the Postgres store is closed")) };
+            rt.spawn(async move {
+                let out = tokio::time::timeout(timeout, fut).await.unwrap_or_else(|_| {
+                    Err(Error::store(format!(
+                        "the Postgres call timed out after {timeout:?} (not resent: it may have committed)"
+                    )))
+                });
+                let _ = tx.send(out);
+            });
+        }
+        rx.recv().map_err(|_| Error::store("the Postgres store is closed"))?
+    }
+
+    /// [`PostgresStore::connect`] for callers without an async runtime (a binding's constructor).
+    pub fn connect_blocking(options: PostgresOptions) -> Result<PostgresStore> {
+        let inner = Arc::new(Inner::new(options)?);
+        let store = PostgresStore { inner, runtime: RwLock::new(Some(build_runtime()?)) };
+        let inner = store.inner.clone();
+        store.run_blocking(store.connect_budget(), inner.fill())?;
+        store.start_sweeper();
+        Ok(store)
+    }
+
+    /// How long a constructor may take: connecting, then migrating and preparing (calls).
+    fn connect_budget(&self) -> Duration {
+        self.inner.options.connect_timeout + self.inner.options.timeout
+    }
+
+    fn start_sweeper(&self) {
+        if let Some(interval) = self.inner.options.sweep_interval {
+            let weak = Arc::downgrade(&self.inner);
+            if let Some(rt) = self.runtime.read().as_ref() {
+                rt.spawn(sweeper(weak, interval));
+            }
+        }
+    }
+}
+
+impl Drop for PostgresStore {
+    fn drop(&mut self) {
+        if let Some(rt) = self.runtime.write().take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+impl Store for PostgresStore {
+    fn apply<'a>(&'a self, key: &'a str, now: Now, transform: Transform<'a>) -> BoxFuture<'a, Result<Reply>> {
+        Box::pin(async move {
+            let c = call::prepare(&transform, now)?;
+            let (inner, key) = (self.inner.clone(), key.to_string());
+            self.run(async move { inner.step(&key, &c).await }).await
+        })
+    }
+
+    fn apply_multi<'a>(
+        &'a self,
+        rule: Rule,
+        dims: &'a [DimensionCall<'a>],
+        now: Now,
+    ) -> BoxFuture<'a, Result<MultiReply>> {
+        Box::pin(async move {
+            let c = call::prepare_multi(rule, dims, now)?;
+            let inner = self.inner.clone();
+            self.run(async move { inner.multi(&c).await }).await
+        })
+    }
+
+    fn reset<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async move {
+            let (inner, key) = (self.inner.clone(), key.to_string());
+            self.run(async move { inner.reset(&key).await }).await
+        })
+    }
+
+    fn apply_sync(&self, key: &str, now: i64, transform: Transform<'_>) -> Result<Reply> {
+        let c = call::prepare(&transform, Now::At(now))?;
+        let (inner, key) = (self.inner.clone(), key.to_string());
+        self.run_blocking(self.inner.options.timeout, async move { inner.step(&key, &c).await })
+    }
+
+    fn apply_multi_sync(&self, rule: Rule, dims: &[DimensionCall<'_>], now: i64) -> Result<MultiReply> {
+        let c = call::prepare_multi(rule, dims, Now::At(now))?;
+        let inner = self.inner.clone();
+        self.run_blocking(self.inner.options.timeout, async move { inner.multi(&c).await })
+    }
+
+    fn reset_sync(&self, key: &str) -> Result<()> {
+        let (inner, key) = (self.inner.clone(), key.to_string());
+        self.run_blocking(self.inner.options.timeout, async move { inner.reset(&key).await })
+    }
+
+    fn is_sync(&self) -> bool {
+        true
+    }
+
+    fn close(&self) -> BoxFuture<'_, Result<()>> {
+        self.inner.closed.store(true, Ordering::Release);
+        for slot in &self.inner.slots {
+            slot.conn.lock().take();
+        }
+        if let Some(rt) = self.runtime.write().take() {
+            rt.shutdown_background();
+        }
+        Box::pin(std::future::ready(Ok(())))
+    }
+}

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Starts or stops a throwaway Postgres 15 for the Postgres store's tests.
+#
+#   tests/postgres-server.sh start [PIDFILE]   # prints postgres://throttlekit:throttlekit@127.0.0.1:<port>/postgres
+#   tests/postgres-server.sh stop  [PIDFILE]   # stops that server (its postmaster PID, only that one)
+#
+# `initdb` into a fresh temp dir (password auth, scram-sha-256, superuser `throttlekit` with
+# password `throttlekit`), then `postgres` on a free loopback port with no Unix socket outside the
+# data dir, fsync off (a test server: nothing survives it). Postgres refuses to run as root, so
+# as root the server runs as the `postgres` user the Debian package creates. PIDFILE defaults to
+# ${TMPDIR:-/tmp}/throttlekit-postgres.pid and holds "PID DATADIR".
+set -euo pipefail
+cmd=${1:-}
+pidfile=${2:-${TMPDIR:-/tmp}/throttlekit-postgres.pid}
+bin=${POSTGRES_BIN:-/usr/lib/postgresql/15/bin}
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+}
+
+as_owner() {
+  if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
+}
+
+case "$cmd" in
+start)
+  [ -x "$bin/initdb" ] || { echo "postgres not found in $bin (apt-get install -y postgresql-15, or scripts/install-deps.sh)" >&2; exit 1; }
+  dir=$(mktemp -d "${TMPDIR:-/tmp}/throttlekit-pg.XXXXXX")
+  [ "$(id -u)" = 0 ] && chown postgres: "$dir"
+  echo throttlekit >"$dir/pw"
+  [ "$(id -u)" = 0 ] && chown postgres: "$dir/pw"
+  as_owner "$bin/initdb" -D "$dir/data" -U throttlekit --pwfile="$dir/pw" --auth=scram-sha-256 \
+    -E UTF8 --no-sync >"$dir/initdb.log" 2>&1 || { cat "$dir/initdb.log" >&2; exit 1; }
+  for attempt in 1 2 3 4 5 6; do
+    port=$(free_port)
+    as_owner "$bin/postgres" -D "$dir/data" -p "$port" -c listen_addresses=127.0.0.1 \
+      -c unix_socket_directories="$dir" -c fsync=off -c max_connections=200 \
+      >"$dir/postgres.log" 2>&1 &
+    # As root, $! is runuser's PID; the postmaster's own is in postmaster.pid.
+    for _ in $(seq 1 200); do
+      if [ -f "$dir/data/postmaster.pid" ] && grep -q "ready" "$dir/data/postmaster.pid" 2>/dev/null; then
+        pid=$(head -1 "$dir/data/postmaster.pid")
+        echo "$pid $dir" >"$pidfile"
+        echo "postgres://throttlekit:throttlekit@127.0.0.1:$port/postgres"
+        exit 0
+      fi
+      sleep 0.05
+    done
+    echo "postgres did not start on port $port (attempt $attempt; log: $dir/postgres.log)" >&2
+    [ -f "$dir/data/postmaster.pid" ] && kill "$(head -1 "$dir/data/postmaster.pid")" 2>/dev/null || true
+    sleep 0.5
+  done
+  exit 1
+  ;;
+stop)
+  if [ -f "$pidfile" ]; then
+    read -r pid dir <"$pidfile"
+    kill -CONT "$pid" 2>/dev/null || true
+    kill -INT "$pid" 2>/dev/null || true  # fast shutdown
+    for _ in $(seq 1 200); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+    rm -rf "$dir" "$pidfile"
+  fi
+  ;;
+*)
+  echo "usage: $0 start|stop [PIDFILE]" >&2
+  exit 2
+  ;;
+esac
