@@ -21,6 +21,9 @@
 #   adaptive    core/benches/adaptive.rs: the adaptive limiter's acquire + release, 1 thread and
 #               8 threads (criterion-free; ROW lines); and the same through Go (cgo,
 #               bindings-c/go's BenchmarkAdaptiveTryAcquireRelease)
+#   adaptive-bindings  the same acquire + release through Python, Node and Ruby
+#               (bindings-python/bench/adaptive_bench.py, bindings-node/bench/adaptive.js,
+#               bindings-uniffi/ruby/bench/adaptive.rb), after the python and node parts
 #   lease       core/benches/lease.rs: one hot key, 1 and 8 processes, leased (batch 100) and
 #               cached_deny vs strict: decisions/s and Redis commands per 1k decisions
 #   python      bindings-python/bench/bench.py (vs limits 5.x and throttlekit-py 0.5.1)
@@ -230,9 +233,34 @@ else
     not_measured serve "redis-benchmark or bc not installed"
 fi
 
+section "adaptive-bindings: acquire + release through Python, Node and Ruby (the 1 us target)"
+# Go's row is in the adaptive part and the JVM's in the jvm part; these use what the python and
+# node parts built (bench.py's release wheel in bindings-python/bench/.venv-ours, the release
+# addon behind bindings-node/bench/node_modules) and the release uniffi library for Ruby.
+{
+    PY_OURS=$ROOT/bindings-python/bench/.venv-ours/bin/python
+    if [ -x "$PY_OURS" ]; then
+        "$PY_OURS" "$ROOT/bindings-python/bench/adaptive_bench.py" $([ -n "$QUICK" ] && echo 50000) 2>&1
+    else
+        echo "NOT MEASURED: Python adaptive row: the python part built no wheel ($PY_OURS)"
+    fi
+    if [ -d "$ROOT/bindings-node/bench/node_modules/@throttlekit/core" ]; then
+        node "$ROOT/bindings-node/bench/adaptive.js" $([ -n "$QUICK" ] && echo 100000) 2>&1
+    else
+        echo "NOT MEASURED: Node adaptive row: the node part installed no addon"
+    fi
+    if command -v ruby >/dev/null && ruby -e 'require "ffi"' 2>/dev/null \
+        && (cd "$ROOT" && cargo build -q --release -p throttlekit-uniffi >&2); then
+        THROTTLEKIT_LIB=$CARGO_TARGET_DIR/release/libthrottlekit_uniffi.so \
+            ruby "$ROOT/bindings-uniffi/ruby/bench/adaptive.rb" $([ -n "$QUICK" ] && echo 10000) 2>&1
+    else
+        echo "NOT MEASURED: Ruby adaptive row: ruby, ruby-ffi or the release uniffi library is missing"
+    fi
+} | tee "$OUT/adaptive-bindings.log"
+
 section "summary ($(nproc) cores: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'))"
 python3 "$HERE/summarize.py" rust="$OUT/rust.log" redis="$OUT/redis.log" redis-instructions="$OUT/redis-instructions.log" \
     redis-core="$OUT/redis-core.log" \
-    redis-topology="$OUT/redis-topology.log" adaptive="$OUT/adaptive.log" \
+    redis-topology="$OUT/redis-topology.log" adaptive="$OUT/adaptive.log" adaptive-bindings="$OUT/adaptive-bindings.log" \
     python="$OUT/python.log" python-http="$OUT/python-http.log" node="$OUT/node.log" wasm="$OUT/wasm.log" jvm="$OUT/jvm.log" \
     node-http="$OUT/node-http.log" cluster="$OUT/cluster.log" go-http="$OUT/go-http.log"

@@ -5,25 +5,55 @@
 //! Run with `cargo bench -p throttlekit --bench adaptive`; `TK_BENCH_N` sets the operations per
 //! thread (default 2,000,000).
 
+use std::hint::black_box;
+use std::sync::Arc;
 use std::time::Instant;
 
-use throttlekit::concurrency::{AdaptiveConfig, AdaptiveLimiter, AlgorithmKind, Outcome};
+use throttlekit::concurrency::{
+    AdaptiveConfig, AdaptiveLimiter, AlgorithmKind, MonotonicClock, Outcome, Ticks, VirtualClock,
+};
 
-fn limiter() -> AdaptiveLimiter {
+fn config() -> AdaptiveConfig {
     // gradient2 with its defaults, and a limit that never falls below the threads' demand (a
     // preempted thread's round trip is a slow sample): every acquire is granted and every
     // release is a sample (windows close and the limit is updated as in production).
-    let config = AdaptiveConfig {
+    AdaptiveConfig {
         initial_limit: Some(64),
         min_limit: Some(64),
         min_rtt_us: Some(0),
         ..AdaptiveConfig::new(AlgorithmKind::Gradient2)
-    };
-    AdaptiveLimiter::new(config).expect("valid")
+    }
 }
 
 fn run(threads: usize, n: u64) -> f64 {
-    let limiter = limiter();
+    run_on(AdaptiveLimiter::new(config()).expect("valid"), threads, n)
+}
+
+/// The same loop on a virtual clock that a release moves by 1 µs: every decision as above
+/// (the window still closes every 64 samples), without the two monotonic clock reads.
+fn run_virtual(n: u64) -> f64 {
+    let clock = VirtualClock::new(0);
+    let limiter = AdaptiveLimiter::with_clock(config(), Arc::new(clock.clone())).expect("valid");
+    let start = Instant::now();
+    for _ in 0..n {
+        let mut p = limiter.try_acquire(None).expect("ok").permit().expect("granted");
+        clock.advance(1000);
+        p.release(Outcome::Success);
+    }
+    start.elapsed().as_nanos() as f64 / n as f64
+}
+
+/// One monotonic clock read, the kind an acquire + release makes two of.
+fn clock_read(n: u64) -> f64 {
+    let clock = MonotonicClock::default();
+    let start = Instant::now();
+    for _ in 0..n {
+        black_box(clock.now_ns());
+    }
+    start.elapsed().as_nanos() as f64 / n as f64
+}
+
+fn run_on(limiter: AdaptiveLimiter, threads: usize, n: u64) -> f64 {
     let start = Instant::now();
     std::thread::scope(|s| {
         for _ in 0..threads {
@@ -44,7 +74,16 @@ fn main() {
     run(1, n / 10); // warm up
     let one = run(1, n);
     let eight = run(8, n / 4);
-    println!("adaptive acquire+release: 1 thread {one:.1} ns/op; 8 threads {eight:.1} ns/op aggregate");
+    let two = run(2, n / 2);
+    let virt = run_virtual(n);
+    let clock = clock_read(n);
+    println!(
+        "adaptive acquire+release: 1 thread {one:.1} ns/op; 2 threads {two:.1}; 8 threads {eight:.1} ns/op aggregate"
+    );
+    println!(
+        "  breakdown (same run): one monotonic clock read {clock:.1} ns (two per op); on a virtual clock (no clock reads, \
+         one atomic add) {virt:.1} ns/op"
+    );
     println!(
         "ROW\tadaptive acquire + release, uncontended (gradient2)\t100 ns target\t{:.2}\t>=1\t{one:.1} ns per acquire + release",
         100.0 / one
@@ -53,5 +92,9 @@ fn main() {
         "ROW\tadaptive acquire + release, 8 threads (aggregate time per op)\tthe same on 1 thread\t{:.2}\t-\t{eight:.1} ns vs {one:.1} ns per op, {} cores",
         one / eight,
         std::thread::available_parallelism().map_or(1, |n| n.get())
+    );
+    println!(
+        "ROW\tadaptive acquire + release, 2 threads (aggregate time per op)\tthe same on 1 thread\t{:.2}\t-\t{two:.1} ns vs {one:.1} ns per op",
+        one / two
     );
 }

@@ -57,7 +57,12 @@ impl Window {
             let r = ((percentile * ok as f64).ceil() as usize).clamp(1, ok) - 1;
             Some(*self.rtts.select_nth_unstable(r).1 as f64)
         };
-        let latency = if rank < ok { Some(*self.rtts.select_nth_unstable(rank).1 as f64) } else { None };
+        // Without drops both ranks are the same: the selection above already answered.
+        let latency = match self.drops {
+            0 => success_latency,
+            _ if rank < ok => Some(*self.rtts.select_nth_unstable(rank).1 as f64),
+            _ => None,
+        };
         let summary = Summary { latency, success_latency, peak: self.peak };
         self.rtts.clear();
         self.drops = 0;
