@@ -181,3 +181,20 @@ for (const fault of ['hang', 'refuse', 'garbage', 'drop']) {
     }
   })
 }
+
+test('Deno and Bun drive the REST store as Node does', async () => {
+  const { spawnSync } = await import('node:child_process')
+  const { fileURLToPath } = await import('node:url')
+  const probe = fileURLToPath(new URL('./support/rest-probe.mjs', import.meta.url))
+  const bin = fileURLToPath(new URL('../node_modules/.bin/', import.meta.url))
+  const run = (cmd, args, prefix) => {
+    const env = { ...process.env, THROTTLEKIT_REST_URL: front.url, THROTTLEKIT_REST_TOKEN: front.token, PROBE_PREFIX: prefix, DENO_NO_UPDATE_CHECK: '1' }
+    const r = spawnSync(cmd, [...args, probe], { env, encoding: 'utf8' })
+    assert.equal(r.status, 0, `${cmd}: ${r.stderr}`)
+    return JSON.parse(r.stdout)
+  }
+  const want = run(process.execPath, [], `probe-node:${process.pid}`)
+  assert.equal(want.at(-1).fallback, true)
+  assert.deepEqual(run(bin + 'deno', ['run', '--quiet', '--allow-read', '--allow-env', '--allow-net=127.0.0.1'], `probe-deno:${process.pid}`), want)
+  assert.deepEqual(run(bin + 'bun', [], `probe-bun:${process.pid}`), want)
+})

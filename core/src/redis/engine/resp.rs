@@ -104,6 +104,59 @@ pub fn int(frame: &[u8]) -> Option<i64> {
     frame.strip_prefix(b":").and_then(line_int).filter(|(_, rest)| rest.is_empty()).map(|(v, _)| v)
 }
 
+/// The RESP2 reply `frame` as a `redis::Value`, as redis-rs's parser reads it (`+OK` is
+/// `Okay`, another status a `SimpleString`, `$-1` and `*-1` `Nil`), for the replies that are no
+/// plain decision (a multi check's, a reservation's, a lease grant's). `None` for anything else:
+/// bytes that are no complete RESP2 frame, trailing bytes, an error frame (the engine reads those
+/// itself before decoding) or an error inside an array (no script reply holds one).
+///
+/// Why not redis-rs's parser: its `combine` grammar is the largest part of the WebAssembly
+/// module's REST path (about 95 KB of 226 KB gzipped), for replies this small reader covers.
+pub fn value(frame: &[u8]) -> Option<redis::Value> {
+    let (v, rest) = value_at(frame, 0)?;
+    rest.is_empty().then_some(v)
+}
+
+/// Nesting deeper than any script reply is declined rather than recursed into.
+const MAX_DEPTH: usize = 8;
+
+fn value_at(b: &[u8], depth: usize) -> Option<(redis::Value, &[u8])> {
+    use redis::Value;
+    let (&kind, b) = b.split_first()?;
+    let nl = b.windows(2).position(|w| w == b"\r\n")?;
+    let (line, rest) = (&b[..nl], &b[nl + 2..]);
+    match kind {
+        b'+' => {
+            let line = std::str::from_utf8(line).ok()?;
+            Some((if line == "OK" { Value::Okay } else { Value::SimpleString(line.to_string()) }, rest))
+        }
+        b':' => Some((Value::Int(std::str::from_utf8(line).ok()?.trim().parse().ok()?), rest)),
+        b'$' => match length(line).ok()? {
+            -1 => Some((Value::Nil, rest)),
+            n => {
+                let n = n as usize;
+                let payload = rest.get(..n)?;
+                let rest = rest.get(n..)?.strip_prefix(b"\r\n")?;
+                Some((Value::BulkString(payload.to_vec()), rest))
+            }
+        },
+        b'*' if depth < MAX_DEPTH => match length(line).ok()? {
+            -1 => Some((Value::Nil, rest)),
+            n => {
+                let mut items = Vec::with_capacity((n as usize).min(64));
+                let mut rest = rest;
+                for _ in 0..n {
+                    let (v, r) = value_at(rest, depth + 1)?;
+                    items.push(v);
+                    rest = r;
+                }
+                Some((Value::Array(items), rest))
+            }
+        },
+        _ => None,
+    }
+}
+
 /// `[-]digits\r\n` at the start of `b` (1 to 18 digits): the number and what follows.
 fn line_int(b: &[u8]) -> Option<(i64, &[u8])> {
     let (neg, b) = match b.strip_prefix(b"-") {
