@@ -179,7 +179,8 @@ impl Limiter {
     #[wasm_bindgen(js_name = checkMany)]
     pub fn check_many(&self, keys: JsValue, cost: JsValue) -> js_sys::Promise {
         if let Some(link) = &self.rest {
-            return link.many(&self.inner, convert::cost(&cost).and_then(|c| Ok((convert::strings(&keys, "keys")?, c))));
+            return link
+                .many(&self.inner, convert::cost(&cost).and_then(|c| Ok((convert::strings(&keys, "keys")?, c))));
         }
         settled(self.check_many_now(&keys, &cost))
     }

@@ -128,7 +128,8 @@ impl MultiLimiter {
     /// `checkSync` as a Promise.
     pub fn check(&self, keys: JsValue, cost: JsValue) -> js_sys::Promise {
         if let Some(link) = &self.rest {
-            return link.multi(&self.inner, convert::cost(&cost).and_then(|c| Ok((convert::strings(&keys, "keys")?, c))));
+            return link
+                .multi(&self.inner, convert::cost(&cost).and_then(|c| Ok((convert::strings(&keys, "keys")?, c))));
         }
         settled(self.check_now(&keys, &cost))
     }
@@ -147,7 +148,10 @@ impl MultiLimiter {
                 let full = self.inner.full_keys(&keys)?;
                 let mut args: Vec<&[u8]> = vec![b"DEL"];
                 args.extend(full.iter().map(|k| k.as_bytes()));
-                Ok(throttlekit::redis::rest::Request { path: throttlekit::redis::rest::PATH_ONE, body: throttlekit::redis::rest::command_json(&args) })
+                Ok(throttlekit::redis::rest::Request {
+                    path: throttlekit::redis::rest::PATH_ONE,
+                    body: throttlekit::redis::rest::command_json(&args),
+                })
             }));
         }
         settled(self.reset_now(&keys))

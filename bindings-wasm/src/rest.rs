@@ -7,8 +7,8 @@
 use std::sync::Arc;
 
 use js_sys::{Reflect, Uint8Array};
-use throttlekit::redis::rest::{self, Locking, Next, Request};
 use throttlekit::redis::rest::limiter::RestOp;
+use throttlekit::redis::rest::{self, Locking, Next, Request};
 use wasm_bindgen::prelude::*;
 
 use crate::convert::Options;
@@ -71,7 +71,8 @@ impl RedisRestStore {
     #[wasm_bindgen(constructor)]
     pub fn new(options: JsValue) -> Result<RedisRestStore, JsValue> {
         let (url, token, timeout_ms, locking, fetch) = (|| {
-            let o = Options::read(&options, "redisRestStore", &["url", "token", "timeoutMs", "locking", "fetch"], false)?;
+            let o =
+                Options::read(&options, "redisRestStore", &["url", "token", "timeoutMs", "locking", "fetch"], false)?;
             let url = o.string("url")?.ok_or_else(|| config(&o.path("url"), "is required"))?;
             if !(url.starts_with("https://") || url.starts_with("http://")) {
                 return Err(config(&o.path("url"), "must be an http:// or https:// URL"));
@@ -204,7 +205,9 @@ impl RestCall {
                 out.unwrap_or_else(|| Err(throttlekit::Error::store("the REST call was not finished"))).or_throw()?;
                 Ok(JsValue::UNDEFINED)
             }
-            State::Finished => Err(crate::error::to_js(throttlekit::Error::store("the REST call was finished already"))),
+            State::Finished => {
+                Err(crate::error::to_js(throttlekit::Error::store("the REST call was finished already")))
+            }
         }
     }
 }
@@ -234,7 +237,8 @@ impl Link {
     }
 
     fn timeout_ms(&self) -> u32 {
-        Reflect::get(&self.store, &"timeoutMs".into()).ok().and_then(|v| v.as_f64()).unwrap_or(DEFAULT_TIMEOUT_MS) as u32
+        Reflect::get(&self.store, &"timeoutMs".into()).ok().and_then(|v| v.as_f64()).unwrap_or(DEFAULT_TIMEOUT_MS)
+            as u32
     }
 
     fn run(&self, state: CoreResult<State>) -> js_sys::Promise {

@@ -94,7 +94,9 @@ pub fn from_options(o: &Options) -> CoreResult<Arc<dyn Store>> {
     let path = o.path("store");
     match instance::of(v, &path)? {
         Some(Item::Store(s)) => Ok(s),
-        Some(Item::Rest(_)) => Err(config(&path, "must be a MemoryStore (a Shaper does not run on the Redis REST store)")),
+        Some(Item::Rest(_)) => {
+            Err(config(&path, "must be a MemoryStore (a Shaper does not run on the Redis REST store)"))
+        }
         Some(_) => Err(config(&path, "is not a constructed instance")),
         // The Node binding's message: the same options read the same in both builds.
         None => Err(config(&path, "must be a MemoryStore or a RedisStore")),
