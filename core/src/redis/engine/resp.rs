@@ -1,14 +1,16 @@
 //! RESP2, as much of it as the engine speaks: where a reply frame ends (the one scanner every
 //! Rust driver uses), the two plain reply forms read without building a value (an array of
-//! integers, one integer), an error line split into its code and detail, and commands written
+//! integers, one integer), any other reply as a value, an error line split into its code and detail, and commands written
 //! from their arguments.
 //!
 //! Why not redis-rs's parser for the plain forms: its `combine` parser was about 40 % of the
 //! Node addon's time per Redis call (`perf`, docs/bench-bindings.md) and zero-fills 8 KB per
-//! call before parsing, for six small integers. Every frame these readers decline is read by
-//! that parser as before ([`super::decode`]), so what a reply means is unchanged.
+//! call before parsing, for six small integers. Every other reply is read by [`value`], which
+//! reads what that parser reads (property test `the_value_reader_agrees_with_the_parser`) and
+//! keeps the parser out of the WebAssembly module.
 //!
-//! Nothing here depends on redis-rs (but for turning [`Garbage`] into its error): a transport that does not speak RESP (a REST front end
+//! Of redis-rs, only its `Value` type is used here ([`value`] builds one) and its error type
+//! ([`Garbage`] turns into it): a transport that does not speak RESP (a REST front end
 //! answering JSON) writes its reply as RESP with [`write_int`], [`write_array`] and
 //! [`write_error`] and feeds that.
 
