@@ -2,7 +2,9 @@
 # Builds the WebAssembly module (bindings-wasm/build.sh; cached under target/wasm/) and tests it:
 # the conformance vectors replayed under Node, Deno, Bun and workerd with 0 mismatches; the same decisions
 # and the same `config_invalid` codes and messages as the native addon; the host's frozen
-# clock. Deno, Bun and workerd come from npm (bindings-wasm/package.json). Exits non-zero on any failure.
+# clock; the Redis REST store (tests/rest.test.mjs) against tests/restfront/ and a throwaway
+# redis-server, deciding as the native RESP store, through faults, in Node, Deno and Bun. Deno,
+# Bun and workerd come from npm (bindings-wasm/package.json). Exits non-zero on any failure.
 #
 #   bindings-wasm/test.sh
 set -euo pipefail

@@ -1,3 +1,3 @@
 // The WebAssembly build's public API, the native package's in-process classes (docs/edge.md);
 // each entry (node.mjs, workerd.mjs, edge-light.mjs, browser.mjs) instantiates the module first.
-export { Limiter, ManualClock, MemoryStore, MultiLimiter, Shaper, Strategy, errorCodes, version } from './pkg/throttlekit.js'
+export { Limiter, ManualClock, MemoryStore, MultiLimiter, RedisRestStore, Shaper, Strategy, errorCodes, version } from './pkg/throttlekit.js'

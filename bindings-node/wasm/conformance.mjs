@@ -1,5 +1,8 @@
 #!/usr/bin/env node
-// throttlekit-conformance for the WebAssembly build: [--store memory|redis-rest] FILE...
+// throttlekit-conformance for the WebAssembly build:
+//   [--store memory|redis-rest] [--url URL] [--token TOKEN] FILE...
+// (`redis-rest`: an Upstash-protocol REST server, from the flags or THROTTLEKIT_REST_URL and
+// THROTTLEKIT_REST_TOKEN)
 //
 // Replays conformance vectors (conformance-vectors/FORMAT.md) through the WebAssembly build of
 // @throttlekit/core's public API, with the native runner's replay (../lib/conformance.js), and
@@ -19,26 +22,29 @@ const { parse, replay } = require('../lib/conformance.js')
 // runner's `redis`.
 const STORES = {
   memory: async () => undefined,
-  'redis-rest': async () => {
-    const e = new Error('--store redis-rest: the Redis REST store is not in this build yet')
-    e.code = 'not_implemented'
-    throw e
+  'redis-rest': async ({ url, token }) => {
+    url ??= process.env.THROTTLEKIT_REST_URL
+    token ??= process.env.THROTTLEKIT_REST_TOKEN
+    if (!url || !token) usage('--store redis-rest needs --url and --token (or THROTTLEKIT_REST_URL and THROTTLEKIT_REST_TOKEN)')
+    return new tk.RedisRestStore({ url, token, timeoutMs: 5000 })
   },
 }
 
 function usage(message) {
   if (message) console.error(message)
-  console.error('usage: conformance.mjs [--store memory|redis-rest] FILE...')
+  console.error('usage: conformance.mjs [--store memory|redis-rest] [--url URL] [--token TOKEN] FILE...')
   process.exit(2)
 }
 
 async function main(argv) {
   let store = 'memory'
+  const rest = {}
   const files = []
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]
     if (a === '--store') store = argv[++i] ?? usage('--store needs a value')
     else if (a.startsWith('--store=')) store = a.slice('--store='.length)
+    else if (a === '--url' || a === '--token') rest[a.slice(2)] = argv[++i] ?? usage(`${a} needs a value`)
     else if (a.startsWith('--')) usage(`unknown option ${a}`)
     else files.push(a)
   }
@@ -46,7 +52,7 @@ async function main(argv) {
   if (files.length === 0) usage('no vectors file given')
   let subject
   try {
-    subject = await STORES[store]()
+    subject = await STORES[store](rest)
   } catch (e) {
     console.error(`${e.code ?? 'error'}: ${e.message}`)
     process.exit(2)

@@ -23,6 +23,8 @@ pub enum Item {
     Store(Arc<throttlekit::MemoryStore>),
     Clock(throttlekit::ManualClock),
     Strategy(throttlekit::Strategy),
+    /// A `RedisRestStore` (its endpoint stays on the JS object; the core needs its locking).
+    Rest(throttlekit::redis::rest::Locking),
 }
 
 thread_local! {

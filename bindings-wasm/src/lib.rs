@@ -22,6 +22,7 @@ mod error;
 mod instance;
 mod limiter;
 mod multi;
+mod rest;
 mod shaper;
 mod store;
 mod strategy;

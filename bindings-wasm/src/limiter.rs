@@ -7,7 +7,10 @@ use wasm_bindgen::prelude::*;
 
 use crate::convert::{self, Options};
 use crate::error::{CoreResult, OrThrow, settled};
+use crate::rest::{Link, no_sync};
+use crate::store::Backend;
 use crate::{store, strategy};
+use throttlekit::redis::rest::limiter::RestOp;
 
 #[wasm_bindgen(inline_js = "
 export function decision(allowed, limit, remaining, resetAt, retryAfterMs, fallback) {
@@ -59,13 +62,16 @@ pub fn mode_from_options(o: &Options) -> CoreResult<throttlekit::Mode> {
     }
 }
 
-fn build(options: &JsValue) -> CoreResult<throttlekit::Limiter> {
+fn build(options: &JsValue) -> CoreResult<(throttlekit::Limiter, Option<Link>)> {
     let mut allowed = vec!["strategy"];
     allowed.extend(WIRING);
     allowed.extend(["metrics", "mode", "lease"]);
     let o = Options::read(options, "limiter", &allowed, false)?;
     let strategy = strategy::from_js(o.require("strategy")?, &o.path("strategy"))?;
-    let store = store::from_options(&o)?;
+    let (store, rest) = match store::backend_from_options(&o)? {
+        Backend::Memory(s) => (s, None),
+        Backend::Rest(link) => (Arc::new(throttlekit::MemoryStore::new()) as Arc<dyn throttlekit::Store>, Some(link)),
+    };
     let mode = mode_from_options(&o)?;
     let mut b = throttlekit::Limiter::builder(strategy).store(store).clock(store::clock_from_options(&o)?);
     if let Some(prefix) = o.string("prefix")? {
@@ -80,13 +86,15 @@ fn build(options: &JsValue) -> CoreResult<throttlekit::Limiter> {
     if let Some(on) = o.boolean("metrics")? {
         b = b.metrics(on);
     }
-    Ok(b.mode(mode)?.build())
+    Ok((b.mode(mode)?.build(), rest))
 }
 
 /// A rate limiter: one strategy applied per key.
 #[wasm_bindgen]
 pub struct Limiter {
     inner: Arc<throttlekit::Limiter>,
+    /// Set on the Redis REST store: the Promise methods go over the network.
+    rest: Option<Link>,
 }
 
 impl Limiter {
@@ -95,12 +103,19 @@ impl Limiter {
         Ok((convert::string(key, "key")?, cost))
     }
 
+    /// Throws when the store answers only asynchronously.
+    fn sync_ok(&self) -> Result<(), JsValue> {
+        if self.rest.is_some() { Err(no_sync()) } else { Ok(()) }
+    }
+
     fn check_now(&self, key: &JsValue, cost: &JsValue) -> Result<JsValue, JsValue> {
+        self.sync_ok()?;
         let (key, cost) = Limiter::key_and_cost(key, cost).or_throw()?;
         Ok(to_js(&self.inner.check_sync(&key, cost).or_throw()?))
     }
 
     fn check_many_now(&self, keys: &JsValue, cost: &JsValue) -> Result<JsValue, JsValue> {
+        self.sync_ok()?;
         let ds = (|| {
             let cost = convert::cost(cost)?;
             let keys = convert::strings(keys, "keys")?;
@@ -112,16 +127,19 @@ impl Limiter {
     }
 
     fn peek_now(&self, key: &JsValue) -> Result<JsValue, JsValue> {
+        self.sync_ok()?;
         let key = convert::string(key, "key").or_throw()?;
         Ok(to_js(&self.inner.peek_sync(&key).or_throw()?))
     }
 
     fn forecast_now(&self, key: &JsValue, cost: &JsValue) -> Result<JsValue, JsValue> {
+        self.sync_ok()?;
         let (key, cost) = Limiter::key_and_cost(key, cost).or_throw()?;
         Ok(to_js(&self.inner.forecast_sync(&key, cost).or_throw()?))
     }
 
     fn reset_now(&self, key: &JsValue) -> Result<JsValue, JsValue> {
+        self.sync_ok()?;
         let key = convert::string(key, "key").or_throw()?;
         self.inner.reset_sync(&key).or_throw()?;
         Ok(JsValue::UNDEFINED)
@@ -133,7 +151,8 @@ impl Limiter {
     /// A limiter; bad options throw `config_invalid`.
     #[wasm_bindgen(constructor)]
     pub fn new(options: JsValue) -> Result<Limiter, JsValue> {
-        Ok(Limiter { inner: Arc::new(build(&options).or_throw()?) })
+        let (inner, rest) = build(&options).or_throw()?;
+        Ok(Limiter { inner: Arc::new(inner), rest })
     }
 
     /// Checks (and, when allowed, consumes) `cost` units (default 1) for `key`.
@@ -144,6 +163,9 @@ impl Limiter {
 
     /// `checkSync` as a Promise.
     pub fn check(&self, key: JsValue, cost: JsValue) -> js_sys::Promise {
+        if let Some(link) = &self.rest {
+            return link.one(&self.inner, RestOp::Check, Limiter::key_and_cost(&key, &cost));
+        }
         settled(self.check_now(&key, &cost))
     }
 
@@ -156,6 +178,10 @@ impl Limiter {
     /// `checkManySync` as a Promise.
     #[wasm_bindgen(js_name = checkMany)]
     pub fn check_many(&self, keys: JsValue, cost: JsValue) -> js_sys::Promise {
+        if let Some(link) = &self.rest {
+            return link
+                .many(&self.inner, convert::cost(&cost).and_then(|c| Ok((convert::strings(&keys, "keys")?, c))));
+        }
         settled(self.check_many_now(&keys, &cost))
     }
 
@@ -167,6 +193,9 @@ impl Limiter {
 
     /// `peekSync` as a Promise.
     pub fn peek(&self, key: JsValue) -> js_sys::Promise {
+        if let Some(link) = &self.rest {
+            return link.one(&self.inner, RestOp::Peek, convert::string(&key, "key").map(|k| (k, 1)));
+        }
         settled(self.peek_now(&key))
     }
 
@@ -178,6 +207,9 @@ impl Limiter {
 
     /// `forecastSync` as a Promise.
     pub fn forecast(&self, key: JsValue, cost: JsValue) -> js_sys::Promise {
+        if let Some(link) = &self.rest {
+            return link.one(&self.inner, RestOp::Forecast, Limiter::key_and_cost(&key, &cost));
+        }
         settled(self.forecast_now(&key, &cost))
     }
 
@@ -189,10 +221,13 @@ impl Limiter {
 
     /// `resetSync` as a Promise.
     pub fn reset(&self, key: JsValue) -> js_sys::Promise {
+        if let Some(link) = &self.rest {
+            return link.reset(convert::string(&key, "key").and_then(|k| self.inner.rest_reset(&k)));
+        }
         settled(self.reset_now(&key))
     }
 
-    /// Nothing to close on the memory store; resolves at once.
+    /// Nothing to close (the REST store holds no connection); resolves at once.
     pub fn close(&self) -> js_sys::Promise {
         js_sys::Promise::resolve(&JsValue::UNDEFINED)
     }

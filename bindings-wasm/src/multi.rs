@@ -9,6 +9,8 @@ use wasm_bindgen::prelude::*;
 use crate::convert::{self, Options};
 use crate::error::{CoreResult, OrThrow, config, settled};
 use crate::limiter::{self, WIRING};
+use crate::rest::{Link, no_sync};
+use crate::store::Backend;
 use crate::{store, strategy};
 
 fn dimension(v: &JsValue, field: &str) -> CoreResult<throttlekit::Dimension> {
@@ -23,7 +25,7 @@ fn dimension(v: &JsValue, field: &str) -> CoreResult<throttlekit::Dimension> {
     Ok(d)
 }
 
-fn build(options: &JsValue) -> CoreResult<throttlekit::MultiLimiter> {
+fn build(options: &JsValue) -> CoreResult<(throttlekit::MultiLimiter, Option<Link>)> {
     let mut allowed = vec!["rule", "dimensions", "hashTag", "metrics", "mode", "lease"];
     allowed.extend(WIRING);
     let o = Options::read(options, "multiLimiter", &allowed, false)?;
@@ -39,7 +41,10 @@ fn build(options: &JsValue) -> CoreResult<throttlekit::MultiLimiter> {
         .map(|(i, d)| dimension(d, &format!("{dims_path}[{i}]")))
         .collect::<CoreResult<Vec<_>>>()?;
     let mode = limiter::mode_from_options(&o)?;
-    let store = store::from_options(&o)?;
+    let (store, rest) = match store::backend_from_options(&o)? {
+        Backend::Memory(s) => (s, None),
+        Backend::Rest(link) => (Arc::new(throttlekit::MemoryStore::new()) as Arc<dyn throttlekit::Store>, Some(link)),
+    };
     let mut m =
         throttlekit::MultiLimiter::new(rule, dims)?.with_store(store).with_clock(store::clock_from_options(&o)?);
     if let Some(prefix) = o.string("prefix")? {
@@ -57,12 +62,12 @@ fn build(options: &JsValue) -> CoreResult<throttlekit::MultiLimiter> {
     if let Some(on) = o.boolean("metrics")? {
         m = m.with_metrics(on);
     }
-    m.with_mode(mode)
+    Ok((m.with_mode(mode)?, rest))
 }
 
 /// The Node binding's `MultiDecision`: the binding decision's fields, `binding` and every
 /// dimension's decision.
-fn to_js(m: &throttlekit::MultiDecision) -> JsValue {
+pub fn to_js(m: &throttlekit::MultiDecision) -> JsValue {
     let v = limiter::to_js(&m.decision);
     let dims: js_sys::Array = m.dimensions.iter().map(limiter::to_js).collect();
     // Setting properties on a fresh plain object cannot fail.
@@ -75,10 +80,15 @@ fn to_js(m: &throttlekit::MultiDecision) -> JsValue {
 #[wasm_bindgen]
 pub struct MultiLimiter {
     inner: Arc<throttlekit::MultiLimiter>,
+    /// Set on the Redis REST store: the Promise methods go over the network.
+    rest: Option<Link>,
 }
 
 impl MultiLimiter {
     fn check_now(&self, keys: &JsValue, cost: &JsValue) -> Result<JsValue, JsValue> {
+        if self.rest.is_some() {
+            return Err(no_sync());
+        }
         let m = (|| {
             let cost = convert::cost(cost)?;
             let keys = convert::strings(keys, "keys")?;
@@ -90,6 +100,9 @@ impl MultiLimiter {
     }
 
     fn reset_now(&self, keys: &JsValue) -> Result<JsValue, JsValue> {
+        if self.rest.is_some() {
+            return Err(no_sync());
+        }
         let keys = convert::strings(keys, "keys").or_throw()?;
         let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
         self.inner.reset_sync(&keys).or_throw()?;
@@ -102,7 +115,8 @@ impl MultiLimiter {
     /// A multi limiter; bad options throw `config_invalid`.
     #[wasm_bindgen(constructor)]
     pub fn new(options: JsValue) -> Result<MultiLimiter, JsValue> {
-        Ok(MultiLimiter { inner: Arc::new(build(&options).or_throw()?) })
+        let (inner, rest) = build(&options).or_throw()?;
+        Ok(MultiLimiter { inner: Arc::new(inner), rest })
     }
 
     /// Checks `cost` (default 1) against one key per dimension, atomically.
@@ -113,6 +127,10 @@ impl MultiLimiter {
 
     /// `checkSync` as a Promise.
     pub fn check(&self, keys: JsValue, cost: JsValue) -> js_sys::Promise {
+        if let Some(link) = &self.rest {
+            return link
+                .multi(&self.inner, convert::cost(&cost).and_then(|c| Ok((convert::strings(&keys, "keys")?, c))));
+        }
         settled(self.check_now(&keys, &cost))
     }
 
@@ -124,6 +142,18 @@ impl MultiLimiter {
 
     /// `resetSync` as a Promise.
     pub fn reset(&self, keys: JsValue) -> js_sys::Promise {
+        if let Some(link) = &self.rest {
+            return link.reset(convert::strings(&keys, "keys").and_then(|keys| {
+                let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+                let full = self.inner.full_keys(&keys)?;
+                let mut args: Vec<&[u8]> = vec![b"DEL"];
+                args.extend(full.iter().map(|k| k.as_bytes()));
+                Ok(throttlekit::redis::rest::Request {
+                    path: throttlekit::redis::rest::PATH_ONE,
+                    body: throttlekit::redis::rest::command_json(&args),
+                })
+            }));
+        }
         settled(self.reset_now(&keys))
     }
 

@@ -9,6 +9,7 @@ use crate::clock::HostClock;
 use crate::convert::Options;
 use crate::error::{CoreResult, OrThrow, config};
 use crate::instance::{self, Item};
+use crate::rest::Link;
 
 /// The in-process store: state lives in this isolate's memory (see docs/edge.md).
 #[wasm_bindgen]
@@ -68,12 +69,34 @@ impl MemoryStore {
     }
 }
 
-/// The `store` option: a `MemoryStore` (the only store of this build), else a fresh one.
+/// Where a limiter's state lives.
+pub enum Backend {
+    /// In this isolate (a `MemoryStore`).
+    Memory(Arc<dyn Store>),
+    /// On a Redis behind a REST server (a `RedisRestStore`): every check is a request.
+    Rest(Link),
+}
+
+/// The `store` option of a limiter: a `MemoryStore` or a `RedisRestStore`, else a fresh
+/// `MemoryStore`.
+pub fn backend_from_options(o: &Options) -> CoreResult<Backend> {
+    if let Some(v) = o.get("store") {
+        if let Some(Item::Rest(locking)) = instance::of(v, &o.path("store"))? {
+            return Ok(Backend::Rest(Link::new(v.clone(), locking)));
+        }
+    }
+    from_options(o).map(Backend::Memory)
+}
+
+/// The `store` option where only a `MemoryStore` will do (a shaper), else a fresh one.
 pub fn from_options(o: &Options) -> CoreResult<Arc<dyn Store>> {
     let Some(v) = o.get("store") else { return Ok(Arc::new(throttlekit::MemoryStore::new())) };
     let path = o.path("store");
     match instance::of(v, &path)? {
         Some(Item::Store(s)) => Ok(s),
+        Some(Item::Rest(_)) => {
+            Err(config(&path, "must be a MemoryStore (a Shaper does not run on the Redis REST store)"))
+        }
         Some(_) => Err(config(&path, "is not a constructed instance")),
         // The Node binding's message: the same options read the same in both builds.
         None => Err(config(&path, "must be a MemoryStore or a RedisStore")),

@@ -5,16 +5,7 @@ import { test } from 'node:test'
 
 import * as native from '../../bindings-node/index.mjs'
 import * as wasm from '../../bindings-node/wasm/node.mjs'
-
-/** A small deterministic PRNG (mulberry32), so a failure names its seed. */
-function rng(seed) {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed)
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
+import { rng } from './support/rng.mjs'
 
 const SPECS = [
   { kind: 'gcra', options: { limit: 7, periodMs: 1000, burst: 3 } },

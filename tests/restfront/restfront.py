@@ -231,6 +231,9 @@ def main():
     p.add_argument("--fault", choices=["none", "hang", "refuse", "garbage", "drop"], default="none")
     a = p.parse_args()
     Handler.state = State(a.redis_port, a.token, a.fault)
+    # socketserver's default listen backlog is 5: of many connections opened at once (a test's
+    # concurrent checks) the kernel would drop SYNs, which clients resend after 1, 3, 7... s.
+    ThreadingHTTPServer.request_queue_size = 256
     server = ThreadingHTTPServer(("127.0.0.1", a.port), Handler)
     server.daemon_threads = True
     print(f"listening {server.server_address[1]}", flush=True)

@@ -445,7 +445,7 @@ fn address(s: &str) -> Option<(String, u16)> {
 
 /// The outcome of a call's reply frame that is no error: a decision's six integers and a fixed
 /// window's count are read where they lie ([`resp::int_array`], [`resp::int`]); any other
-/// reply through redis-rs's parser. A reply that is not a sane answer to `call` is
+/// reply through [`resp::value`]. A reply that is not a sane answer to `call` is
 /// `store_unavailable`.
 pub fn decode(call: &ScriptCall, frame: &[u8]) -> Result<Outcome> {
     if call.shape == Shape::Decision
@@ -461,14 +461,14 @@ pub fn decode(call: &ScriptCall, frame: &[u8]) -> Result<Outcome> {
     parsed(call, frame)
 }
 
-/// [`decode`] through redis-rs's parser: every reply that is not a plain decision.
+/// [`decode`] through [`resp::value`]: every reply that is not a plain decision. (Error
+/// frames never get here: [`Exchange::feed`] reads them.)
 pub(crate) fn parsed(call: &ScriptCall, frame: &[u8]) -> Result<Outcome> {
-    let value = redis::parse_redis_value(frame)
-        .map_err(|e| Error::store(format!("unreadable reply from {}: {e}", call.script.name)))?;
-    match value {
-        redis::Value::ServerError(e) => Err(Error::store(format!("{} failed: {e}", call.script.name))),
-        v => call::decode_reply(call, &v),
-    }
+    let value = resp::value(frame).ok_or_else(|| {
+        let excerpt: String = String::from_utf8_lossy(frame).chars().take(120).collect();
+        Error::store(format!("unreadable reply from {}: {excerpt:?}", call.script.name))
+    })?;
+    call::decode_reply(call, &value)
 }
 
 /// The error of a call that got no reply within `timeout_ms`.

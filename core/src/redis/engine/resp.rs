@@ -1,14 +1,16 @@
 //! RESP2, as much of it as the engine speaks: where a reply frame ends (the one scanner every
 //! Rust driver uses), the two plain reply forms read without building a value (an array of
-//! integers, one integer), an error line split into its code and detail, and commands written
+//! integers, one integer), any other reply as a value, an error line split into its code and detail, and commands written
 //! from their arguments.
 //!
 //! Why not redis-rs's parser for the plain forms: its `combine` parser was about 40 % of the
 //! Node addon's time per Redis call (`perf`, docs/bench-bindings.md) and zero-fills 8 KB per
-//! call before parsing, for six small integers. Every frame these readers decline is read by
-//! that parser as before ([`super::decode`]), so what a reply means is unchanged.
+//! call before parsing, for six small integers. Every other reply is read by [`value`], which
+//! reads what that parser reads (property test `the_value_reader_agrees_with_the_parser`) and
+//! keeps the parser out of the WebAssembly module.
 //!
-//! Nothing here depends on redis-rs (but for turning [`Garbage`] into its error): a transport that does not speak RESP (a REST front end
+//! Of redis-rs, only its `Value` type is used here ([`value`] builds one) and its error type
+//! ([`Garbage`] turns into it): a transport that does not speak RESP (a REST front end
 //! answering JSON) writes its reply as RESP with [`write_int`], [`write_array`] and
 //! [`write_error`] and feeds that.
 
@@ -102,6 +104,59 @@ pub fn int_array<const N: usize>(frame: &[u8]) -> Option<[i64; N]> {
 /// `WAIT`'s, `DEL`'s).
 pub fn int(frame: &[u8]) -> Option<i64> {
     frame.strip_prefix(b":").and_then(line_int).filter(|(_, rest)| rest.is_empty()).map(|(v, _)| v)
+}
+
+/// The RESP2 reply `frame` as a `redis::Value`, as redis-rs's parser reads it (`+OK` is
+/// `Okay`, another status a `SimpleString`, `$-1` and `*-1` `Nil`), for the replies that are no
+/// plain decision (a multi check's, a reservation's, a lease grant's). `None` for anything else:
+/// bytes that are no complete RESP2 frame, trailing bytes, an error frame (the engine reads those
+/// itself before decoding) or an error inside an array (no script reply holds one).
+///
+/// Why not redis-rs's parser: its `combine` grammar is the largest part of the WebAssembly
+/// module's REST path (about 95 KB of 226 KB gzipped), for replies this small reader covers.
+pub fn value(frame: &[u8]) -> Option<redis::Value> {
+    let (v, rest) = value_at(frame, 0)?;
+    rest.is_empty().then_some(v)
+}
+
+/// Nesting deeper than any script reply is declined rather than recursed into.
+const MAX_DEPTH: usize = 8;
+
+fn value_at(b: &[u8], depth: usize) -> Option<(redis::Value, &[u8])> {
+    use redis::Value;
+    let (&kind, b) = b.split_first()?;
+    let nl = b.windows(2).position(|w| w == b"\r\n")?;
+    let (line, rest) = (&b[..nl], &b[nl + 2..]);
+    match kind {
+        b'+' => {
+            let line = std::str::from_utf8(line).ok()?;
+            Some((if line == "OK" { Value::Okay } else { Value::SimpleString(line.to_string()) }, rest))
+        }
+        b':' => Some((Value::Int(std::str::from_utf8(line).ok()?.trim().parse().ok()?), rest)),
+        b'$' => match length(line).ok()? {
+            -1 => Some((Value::Nil, rest)),
+            n => {
+                let n = n as usize;
+                let payload = rest.get(..n)?;
+                let rest = rest.get(n..)?.strip_prefix(b"\r\n")?;
+                Some((Value::BulkString(payload.to_vec()), rest))
+            }
+        },
+        b'*' if depth < MAX_DEPTH => match length(line).ok()? {
+            -1 => Some((Value::Nil, rest)),
+            n => {
+                let mut items = Vec::with_capacity((n as usize).min(64));
+                let mut rest = rest;
+                for _ in 0..n {
+                    let (v, r) = value_at(rest, depth + 1)?;
+                    items.push(v);
+                    rest = r;
+                }
+                Some((Value::Array(items), rest))
+            }
+        },
+        _ => None,
+    }
 }
 
 /// `[-]digits\r\n` at the start of `b` (1 to 18 digits): the number and what follows.

@@ -570,6 +570,29 @@ proptest! {
         }
     }
 
+    /// The small value reader reads every frame it accepts as redis-rs's parser does, and
+    /// accepts every whole RESP2 frame the parser reads without an error inside.
+    #[test]
+    fn the_value_reader_agrees_with_the_parser(frame in any_frame(), cut in any::<prop::sample::Index>()) {
+        fn has_error(v: &redis::Value) -> bool {
+            match v {
+                redis::Value::ServerError(_) => true,
+                redis::Value::Array(items) => items.iter().any(has_error),
+                _ => false,
+            }
+        }
+        for f in [frame.clone(), frame[..cut.index(frame.len() + 1)].to_vec()] {
+            let parsed = redis::parse_redis_value(&f);
+            match resp::value(&f) {
+                Some(v) => prop_assert_eq!(parsed.ok(), Some(v)),
+                None => {
+                    let whole = resp::frame_len(&f) == Ok(Some(f.len()));
+                    prop_assert!(!(whole && parsed.as_ref().is_ok_and(|v| !has_error(v))), "declined {:?}", String::from_utf8_lossy(&f));
+                }
+            }
+        }
+    }
+
     /// Commands written back to back are framed one at a time, whatever their bytes.
     #[test]
     fn written_commands_frame_one_at_a_time(commands in prop::collection::vec(prop::collection::vec(prop::collection::vec(any::<u8>(), 0..20), 1..6), 1..5)) {

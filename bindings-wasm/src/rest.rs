@@ -1,0 +1,285 @@
+//! The Redis REST store (Upstash's protocol, docs/redis-rest.md): [`RedisRestStore`] holds the
+//! endpoint, and [`RestCall`] is one prepared call of the core (`throttlekit::redis::rest`)
+//! that the JavaScript driver below moves over `fetch`. The core prepares every request and
+//! reads every reply, applies the fail policy and decides; the driver only sends bytes, with
+//! an `AbortSignal` timeout, and never sends a request again after a failure.
+
+use std::sync::Arc;
+
+use js_sys::{Reflect, Uint8Array};
+use throttlekit::redis::rest::limiter::RestOp;
+use throttlekit::redis::rest::{self, Locking, Next, Request};
+use wasm_bindgen::prelude::*;
+
+use crate::convert::Options;
+use crate::error::{CoreResult, OrThrow, config};
+use crate::instance::{self, Item};
+use crate::{limiter, multi};
+
+#[wasm_bindgen(inline_js = "
+export async function drive(store, call) {
+  const f = store.fetch ?? globalThis.fetch
+  for (;;) {
+    const { path, body } = call.request()
+    let res, bytes
+    try {
+      res = await f(store.url + path, {
+        method: 'POST',
+        headers: { Authorization: 'Bearer ' + store.token, 'Content-Type': 'application/json' },
+        body,
+        signal: AbortSignal.timeout(store.timeoutMs),
+      })
+      bytes = new Uint8Array(await res.arrayBuffer())
+    } catch (e) {
+      if (e && (e.name === 'TimeoutError' || e.name === 'AbortError')) call.failTimeout()
+      else call.failTransport(String(e && e.message ? e.message : e))
+      break
+    }
+    if (!call.feed(res.status, bytes)) break
+  }
+  return call.finish()
+}")]
+extern "C" {
+    /// Runs `call` to its end over `store`'s endpoint; resolves with `call.finish()`.
+    fn drive(store: &JsValue, call: RestCall) -> js_sys::Promise;
+}
+
+/// The endpoint of an Upstash-protocol REST server: the URL, the token, the timeout per
+/// request and which script variant to send (`locking`: `'global'` or `'keys'`).
+#[wasm_bindgen]
+pub struct RedisRestStore {
+    url: String,
+    token: String,
+    timeout_ms: u32,
+    fetch: JsValue,
+    id: u32,
+}
+
+impl Drop for RedisRestStore {
+    fn drop(&mut self) {
+        instance::forget(self.id);
+    }
+}
+
+/// The default timeout of one request.
+const DEFAULT_TIMEOUT_MS: f64 = 1000.0;
+
+#[wasm_bindgen]
+impl RedisRestStore {
+    /// `new RedisRestStore({ url, token, timeoutMs = 1000, locking = 'global', fetch })`; bad
+    /// options throw `config_invalid`.
+    #[wasm_bindgen(constructor)]
+    pub fn new(options: JsValue) -> Result<RedisRestStore, JsValue> {
+        let (url, token, timeout_ms, locking, fetch) = (|| {
+            let o =
+                Options::read(&options, "redisRestStore", &["url", "token", "timeoutMs", "locking", "fetch"], false)?;
+            let url = o.string("url")?.ok_or_else(|| config(&o.path("url"), "is required"))?;
+            if !(url.starts_with("https://") || url.starts_with("http://")) {
+                return Err(config(&o.path("url"), "must be an http:// or https:// URL"));
+            }
+            let token = o.string("token")?.ok_or_else(|| config(&o.path("token"), "is required"))?;
+            let timeout = match o.number("timeoutMs")? {
+                None => DEFAULT_TIMEOUT_MS,
+                Some(t) => throttlekit::validate::integer_at_least(&o.path("timeoutMs"), t, 1.0)?,
+            };
+            let locking = match o.string("locking")?.as_deref() {
+                None | Some("global") => Locking::Global,
+                Some("keys") => Locking::Keys,
+                Some(_) => return Err(config(&o.path("locking"), "must be 'global' or 'keys'")),
+            };
+            let fetch = match o.get("fetch") {
+                None => JsValue::UNDEFINED,
+                Some(f) if f.is_function() => f.clone(),
+                Some(_) => return Err(config(&o.path("fetch"), "must be a function")),
+            };
+            Ok((url.trim_end_matches('/').to_owned(), token, timeout.min(u32::MAX as f64) as u32, locking, fetch))
+        })()
+        .or_throw()?;
+        let id = instance::register(Item::Rest(locking));
+        Ok(RedisRestStore { url, token, timeout_ms, fetch, id })
+    }
+
+    /// The instance's id (see instance.rs).
+    #[wasm_bindgen(getter = __tk)]
+    pub fn tk(&self) -> u32 {
+        self.id
+    }
+
+    /// The server's URL (without a trailing `/`).
+    #[wasm_bindgen(getter)]
+    pub fn url(&self) -> String {
+        self.url.clone()
+    }
+
+    /// The Bearer token (sent only in the `Authorization` header).
+    #[wasm_bindgen(getter)]
+    pub fn token(&self) -> String {
+        self.token.clone()
+    }
+
+    /// The timeout of one request, in milliseconds.
+    #[wasm_bindgen(getter, js_name = timeoutMs)]
+    pub fn timeout_ms(&self) -> u32 {
+        self.timeout_ms
+    }
+
+    /// The `fetch` the store sends with (`undefined`: the global one).
+    #[wasm_bindgen(getter)]
+    pub fn fetch(&self) -> JsValue {
+        self.fetch.clone()
+    }
+}
+
+/// Who finishes a call, and into what.
+enum Finish {
+    One(Arc<throttlekit::Limiter>),
+    Many(Arc<throttlekit::Limiter>),
+    Multi(Arc<throttlekit::MultiLimiter>),
+}
+
+/// What is in flight.
+enum State {
+    Script(throttlekit::redis::rest::limiter::RestCall, Finish),
+    /// A reset: `DEL`, and its outcome once answered.
+    Del(Request, Option<CoreResult<()>>),
+    Finished,
+}
+
+/// One prepared REST call (internal: the driver's handle on the core's `RestCall`).
+#[wasm_bindgen]
+pub struct RestCall {
+    state: State,
+    timeout_ms: u32,
+}
+
+#[wasm_bindgen]
+impl RestCall {
+    /// The request to send now: `{ path, body }`.
+    pub fn request(&self) -> JsValue {
+        let r = match &self.state {
+            State::Script(c, _) => c.request(),
+            State::Del(r, _) => r.clone(),
+            State::Finished => Request { path: rest::PATH_ONE, body: String::new() },
+        };
+        let o = js_sys::Object::new();
+        let _ = Reflect::set(&o, &"path".into(), &r.path.into());
+        let _ = Reflect::set(&o, &"body".into(), &r.body.into());
+        o.into()
+    }
+
+    /// Feeds the reply; `true`: send `request()` again (the calls that met NOSCRIPT, with EVAL).
+    pub fn feed(&mut self, status: u16, body: Uint8Array) -> bool {
+        let body = body.to_vec();
+        match &mut self.state {
+            State::Script(c, _) => c.feed(status, &body) == Next::Send,
+            State::Del(_, out) => {
+                *out = Some(rest::finish_del(status, &body));
+                false
+            }
+            State::Finished => false,
+        }
+    }
+
+    /// The request got no reply within the store's timeout.
+    #[wasm_bindgen(js_name = failTimeout)]
+    pub fn fail_timeout(&mut self) {
+        self.fail(rest::timed_out(u64::from(self.timeout_ms)));
+    }
+
+    /// The request failed (refused, reset, aborted): `cause`.
+    #[wasm_bindgen(js_name = failTransport)]
+    pub fn fail_transport(&mut self, cause: String) {
+        self.fail(rest::transport_error(&cause));
+    }
+
+    /// The call's result: a decision, decisions, a multi decision or `undefined` (a reset);
+    /// throws the core's error (the fail policy `raise`, or a failed reset).
+    pub fn finish(&mut self) -> Result<JsValue, JsValue> {
+        match std::mem::replace(&mut self.state, State::Finished) {
+            State::Script(c, Finish::One(l)) => Ok(limiter::to_js(&l.rest_finish(c).or_throw()?)),
+            State::Script(c, Finish::Many(l)) => {
+                Ok(l.rest_finish_many(c).or_throw()?.iter().map(limiter::to_js).collect::<js_sys::Array>().into())
+            }
+            State::Script(c, Finish::Multi(m)) => Ok(multi::to_js(&m.rest_finish(c).or_throw()?)),
+            State::Del(_, out) => {
+                out.unwrap_or_else(|| Err(throttlekit::Error::store("the REST call was not finished"))).or_throw()?;
+                Ok(JsValue::UNDEFINED)
+            }
+            State::Finished => {
+                Err(crate::error::to_js(throttlekit::Error::store("the REST call was finished already")))
+            }
+        }
+    }
+}
+
+impl RestCall {
+    fn fail(&mut self, e: throttlekit::Error) {
+        match &mut self.state {
+            State::Script(c, _) => {
+                c.fail(e);
+            }
+            State::Del(_, out) => *out = Some(Err(e)),
+            State::Finished => {}
+        }
+    }
+}
+
+/// A limiter's link to its REST store: the store object (read by the driver) and its locking.
+#[derive(Clone)]
+pub struct Link {
+    store: JsValue,
+    locking: Locking,
+}
+
+impl Link {
+    pub fn new(store: JsValue, locking: Locking) -> Link {
+        Link { store, locking }
+    }
+
+    fn timeout_ms(&self) -> u32 {
+        Reflect::get(&self.store, &"timeoutMs".into()).ok().and_then(|v| v.as_f64()).unwrap_or(DEFAULT_TIMEOUT_MS)
+            as u32
+    }
+
+    fn run(&self, state: CoreResult<State>) -> js_sys::Promise {
+        match state {
+            Ok(state) => drive(&self.store, RestCall { state, timeout_ms: self.timeout_ms() }),
+            Err(e) => js_sys::Promise::reject(&crate::error::to_js(e)),
+        }
+    }
+
+    /// `check`, `peek` or `forecast` of one key, as a Promise of its decision.
+    pub fn one(&self, l: &Arc<throttlekit::Limiter>, op: RestOp, key: CoreResult<(String, u64)>) -> js_sys::Promise {
+        self.run(key.and_then(|(k, cost)| {
+            Ok(State::Script(l.rest_prepare(op, &k, cost, self.locking)?, Finish::One(l.clone())))
+        }))
+    }
+
+    /// `checkMany`: one `/pipeline`.
+    pub fn many(&self, l: &Arc<throttlekit::Limiter>, keys: CoreResult<(Vec<String>, u64)>) -> js_sys::Promise {
+        self.run(keys.and_then(|(keys, cost)| {
+            let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+            Ok(State::Script(l.rest_prepare_many(&keys, cost, self.locking)?, Finish::Many(l.clone())))
+        }))
+    }
+
+    /// A multi-dimensional check: one call of the fused script.
+    pub fn multi(&self, m: &Arc<throttlekit::MultiLimiter>, keys: CoreResult<(Vec<String>, u64)>) -> js_sys::Promise {
+        self.run(keys.and_then(|(keys, cost)| {
+            let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+            Ok(State::Script(m.rest_prepare(&keys, cost, self.locking)?, Finish::Multi(m.clone())))
+        }))
+    }
+
+    /// `reset`: one `DEL` per request.
+    pub fn reset(&self, request: CoreResult<Request>) -> js_sys::Promise {
+        self.run(request.map(|r| State::Del(r, None)))
+    }
+}
+
+/// The error of a sync method on a REST limiter (every REST call waits on the network).
+pub fn no_sync() -> JsValue {
+    crate::error::to_js(throttlekit::Error::not_implemented(
+        "the sync methods on the Redis REST store (it answers over the network: use the Promise methods)",
+    ))
+}
