@@ -10,6 +10,7 @@ export const {
   Strategy,
   MemoryStore,
   RedisStore,
+  PostgresStore,
   ManualClock,
   RateLimitFields,
   ClientIdentity,

@@ -1,8 +1,9 @@
 'use strict'
 // Replays conformance vectors (conformance-vectors/FORMAT.md) through the public JavaScript API —
 // Limiter, MultiLimiter, Shaper and ManualClock — so a pass proves what a Node caller gets.
-// In-memory suites use the sync methods (checkSync, ...); Redis suites the Promise methods, on
-// a store in deterministic-replay mode so that expiry follows each op's `now`.
+// In-memory suites use the sync methods (checkSync, ...); Redis and Postgres suites the Promise
+// methods, on one shared store (Redis's in deterministic-replay mode so that expiry follows each
+// op's `now`; Postgres judges expiry by the caller's `now` as it is).
 const tk = require('../index.js')
 
 const FIELDS = {
@@ -166,10 +167,11 @@ async function cleanup({ kind, subject }, suite) {
 }
 
 /**
- * Replays a parsed vectors file. `redis`: a RedisStore in deterministic-replay mode, or
+ * Replays a parsed vectors file. `shared` (or its older name `redis`): a RedisStore in
+ * deterministic-replay mode or a PostgresStore, every suite under a namespace of its own; or
  * undefined for a fresh MemoryStore per suite. Returns {passed, failed, failures}.
  */
-async function replay(file, { redis } = {}) {
+async function replay(file, { redis, shared = redis } = {}) {
   const report = { passed: 0, failed: 0, failures: [] }
   const run = `tk-conformance-node:${process.pid}-${Date.now()}`
   let n = 0
@@ -177,12 +179,12 @@ async function replay(file, { redis } = {}) {
     const label = suite.id ?? suite.name ?? `#${index}`
     const ops = suite.ops ?? []
     const clock = new tk.ManualClock(0)
-    // On Redis every suite gets its own namespace, so suites (and other users of the server)
+    // On a shared store every suite gets its own namespace, so suites (and other users of the server)
     // never share keys; key names play no part in any decision.
-    const prefix = redis ? [run, n++, suite.prefix].filter((p) => p !== undefined && p !== '').join(':') : suite.prefix
+    const prefix = shared ? [run, n++, suite.prefix].filter((p) => p !== undefined && p !== '').join(':') : suite.prefix
     let subject
     try {
-      subject = build(suite, redis ?? new tk.MemoryStore(), clock, prefix)
+      subject = build(suite, shared ?? new tk.MemoryStore(), clock, prefix)
     } catch (e) {
       if (suite.expectError !== undefined && e.code === suite.expectError) {
         report.passed += 1
@@ -200,7 +202,7 @@ async function replay(file, { redis } = {}) {
     for (const [i, op] of ops.entries()) {
       let g
       try {
-        g = await runOp(subject, suite, op, clock, !redis)
+        g = await runOp(subject, suite, op, clock, !shared)
       } catch (e) {
         g = got('error', e)
       }
@@ -212,7 +214,7 @@ async function replay(file, { redis } = {}) {
       const want = op.expectError !== undefined ? `error ${op.expectError}` : op.expect !== undefined ? JSON.stringify(op.expect) : 'no error'
       report.failures.push(`${label}: op ${i} (now ${op.now}): expected ${want}, got ${show(g)}`)
     }
-    if (redis) await cleanup(subject, suite)
+    if (shared) await cleanup(subject, suite)
   }
   return report
 }

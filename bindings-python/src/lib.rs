@@ -17,6 +17,8 @@ mod lease;
 mod limiter;
 mod metrics;
 mod multi;
+#[cfg(feature = "postgres")]
+mod postgres;
 mod shaper;
 mod spec;
 mod store;
@@ -43,6 +45,8 @@ fn _throttlekit(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<store::MemoryStore>()?;
     #[cfg(feature = "redis")]
     m.add_class::<store::RedisStore>()?;
+    #[cfg(feature = "postgres")]
+    m.add_class::<postgres::PostgresStore>()?;
     m.add_class::<limiter::Limiter>()?;
     fast_check::install(&m.py().get_type::<limiter::Limiter>())?;
     m.add_class::<multi::Dimension>()?;

@@ -94,7 +94,8 @@ impl StoreArg {
     }
 }
 
-/// The `store=` argument: `None` (a fresh `MemoryStore`), a `MemoryStore` or a `RedisStore`.
+/// The `store=` argument: `None` (a fresh `MemoryStore`), a `MemoryStore`, a `RedisStore` or a
+/// `PostgresStore`.
 pub fn from_arg(obj: Option<&Bound<'_, PyAny>>) -> PyResult<StoreArg> {
     let fresh =
         || StoreArg { store: Arc::new(throttlekit::MemoryStore::new()), server_clock: false, fail_policy: None };
@@ -106,7 +107,11 @@ pub fn from_arg(obj: Option<&Bound<'_, PyAny>>) -> PyResult<StoreArg> {
     if let Ok(r) = obj.cast::<redis::RedisStore>() {
         return Ok(r.get().arg());
     }
-    Err(error::wrong_type("store", "a MemoryStore, a RedisStore or None", obj))
+    #[cfg(feature = "postgres")]
+    if let Ok(p) = obj.cast::<crate::postgres::PostgresStore>() {
+        return Ok(p.get().arg());
+    }
+    Err(error::wrong_type("store", "a MemoryStore, a RedisStore, a PostgresStore or None", obj))
 }
 
 #[cfg(feature = "redis")]

@@ -42,6 +42,11 @@ try:  # The Redis store is a build option of the native module (on by default).
 except ImportError:  # pragma: no cover - only in builds without the `redis` feature
     pass
 
+try:  # So is the Postgres store.
+    from throttlekit._throttlekit import PostgresStore
+except ImportError:  # pragma: no cover - only in builds without the `postgres` feature
+    pass
+
 __all__ = [
     "ERROR_CODES",
     "ClientIdentity",
@@ -57,6 +62,7 @@ __all__ = [
     "MultiDecision",
     "MultiLimiter",
     "OperationNotImplementedError",
+    "PostgresStore",
     "QueueFullError",
     "RateLimitExceededError",
     "RedisStore",

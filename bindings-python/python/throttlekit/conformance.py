@@ -1,9 +1,9 @@
 """Replays conformance-vector files through the public Python API.
 
-    python -m throttlekit.conformance [--store memory|redis|redis-cluster|redis-sentinel]
+    python -m throttlekit.conformance [--store memory|redis|redis-cluster|redis-sentinel|postgres]
         [--redis-url URL[,URL...]] [--redis-service-name NAME] [--redis-tls-ca FILE]
         [--redis-tls-cert FILE] [--redis-tls-key FILE] [--redis-scripting auto|functions|eval]
-        [--api sync|async] FILE...
+        [--postgres-url URL] [--api sync|async] FILE...
 
 The ``--redis-*`` flags are the Rust CLI's: ``--redis-url`` takes one URL (redis), seed nodes
 (redis-cluster) or sentinels (redis-sentinel, with ``--redis-service-name``); ``rediss://`` for
@@ -14,7 +14,9 @@ limiter, or shaper) on a fresh store, driven by a ``ManualClock`` set to every o
 Everything goes through the same classes and methods an application uses, so a pass proves
 what a Python caller gets, including how bad costs are refused. On Redis the store runs in
 deterministic-replay mode (expiry follows ``now``), and each suite gets its own key prefix,
-which stands in for a fresh store without flushing anybody's database.
+which stands in for a fresh store without flushing anybody's database. On Postgres
+(``--postgres-url``, default ``$THROTTLEKIT_POSTGRES_URL``) expiry follows ``now`` as it is, and
+each suite gets its own key prefix too; its keys are reset after it.
 
 HTTP vectors files (``conformance-vectors/http/*.json``, recognised by their top-level
 ``"format": "throttlekit-http/1"``) are replayed too: header cases through core's JSON entry
@@ -122,35 +124,47 @@ class Report:
         self.failures.extend(other.failures)
 
 
-# The runner's --store names and the RedisStore mode each stands for.
-_STORE_MODES = {"memory": None, "redis": "standalone", "redis-cluster": "cluster", "redis-sentinel": "sentinel"}
+# The runner's --store names and the RedisStore mode each stands for (postgres: a PostgresStore).
+_STORE_MODES = {
+    "memory": None, "redis": "standalone", "redis-cluster": "cluster", "redis-sentinel": "sentinel", "postgres": None,
+}
 
 
 class StoreFactory:
-    """Fresh stores for suites: a new MemoryStore each, or one Redis store under fresh prefixes."""
+    """Fresh stores for suites: a new MemoryStore each, or one Redis or Postgres store under
+    fresh prefixes."""
 
-    def __init__(self, kind: str = "memory", redis_url: str | None = None, **redis_options: Any) -> None:
-        """`kind` is memory, or a Redis store: redis, redis-cluster or redis-sentinel. The
-        keyword arguments are `RedisStore`'s connection options (`tls_ca_file=...`)."""
+    def __init__(
+        self, kind: str = "memory", redis_url: str | None = None, postgres_url: str | None = None, **redis_options: Any,
+    ) -> None:
+        """`kind` is memory, a Redis store (redis, redis-cluster or redis-sentinel) or postgres.
+        The keyword arguments are `RedisStore`'s connection options (`tls_ca_file=...`)."""
         if kind not in _STORE_MODES:
             raise ValueError(f"store must be one of {', '.join(_STORE_MODES)}, not {kind!r}")
-        self.kind = "memory" if kind == "memory" else "redis"
-        self._redis: Any = None
+        self.kind = kind if kind in ("memory", "postgres") else "redis"
+        self._shared: Any = None
         self._run = uuid.uuid4().hex[:12]
         self._suites = 0
+        if self.kind == "postgres":
+            from throttlekit import PostgresStore
+
+            url = postgres_url or os.environ.get("THROTTLEKIT_POSTGRES_URL")
+            if not url:
+                raise ValueError("--store postgres needs --postgres-url URL (or $THROTTLEKIT_POSTGRES_URL)")
+            self._shared = PostgresStore(url, sweep_interval_ms=0)
         if self.kind == "redis":
             from throttlekit import RedisStore
 
             url = redis_url or os.environ.get("THROTTLEKIT_REDIS_URL", "redis://127.0.0.1:6379")
-            self._redis = RedisStore(url, mode=_STORE_MODES[kind], deterministic_replay=True, **redis_options)
+            self._shared = RedisStore(url, mode=_STORE_MODES[kind], deterministic_replay=True, **redis_options)
 
     def new(self, prefix: str) -> tuple[Any, str]:
         """A store for one suite and the prefix to use on it."""
-        if self._redis is None:
+        if self._shared is None:
             return MemoryStore(), prefix
         self._suites += 1
         isolated = f"tkconf:{self._run}:{self._suites}"
-        return self._redis, f"{isolated}:{prefix}" if prefix else isolated
+        return self._shared, f"{isolated}:{prefix}" if prefix else isolated
 
 
 def _build(suite: dict[str, Any], primitive: str, store: Any, prefix: str, clock: ManualClock) -> Target:
@@ -257,7 +271,7 @@ def replay_suite(
             report.fail(f"{sid} op {i} ({name} at {op['now']}): expected {expect}, got {fields}")
         else:
             report.ok()
-    if stores.kind == "redis":  # leave nothing behind on a shared server
+    if stores.kind != "memory":  # leave nothing behind on a shared server
         for key in {json.dumps(k) for k in used_keys}:
             target.reset_sync(json.loads(key))
     return report
@@ -371,6 +385,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--redis-tls-cert", default=None, help="PEM client certificate (mutual TLS)")
     parser.add_argument("--redis-tls-key", default=None, help="PEM client key (mutual TLS)")
     parser.add_argument("--redis-scripting", choices=("auto", "functions", "eval"), default=None)
+    parser.add_argument("--postgres-url", default=None, help="postgres://... (default: $THROTTLEKIT_POSTGRES_URL)")
     parser.add_argument("--api", choices=("sync", "async"), default="sync", help="the *_sync methods or the awaitables")
     parser.add_argument("files", nargs="+", metavar="FILE")
     args = parser.parse_args(argv)
@@ -378,6 +393,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         stores = StoreFactory(
             args.store,
             args.redis_url,
+            args.postgres_url,
             **{
                 name: value
                 for name, value in (
@@ -391,7 +407,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             },
         )
         report = replay_files(args.files, stores, args.api == "async")
-    except (VectorFormatError, OSError, json.JSONDecodeError, ThrottleKitError) as e:
+    except (VectorFormatError, OSError, json.JSONDecodeError, ThrottleKitError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     for line in report.failures:
