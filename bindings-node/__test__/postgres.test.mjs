@@ -57,11 +57,11 @@ describe('PostgresStore', () => {
       store,
       prefix: prefix(),
     })
-    assert.ok((await multi.check({ a: 'x', b: 'y' })).allowed)
-    assert.ok((await multi.check({ a: 'x', b: 'y' })).allowed)
-    assert.ok(!(await multi.check({ a: 'x', b: 'y' })).allowed) // a is full
-    assert.ok((await multi.check({ a: 'other', b: 'y' })).allowed) // the denial charged b nothing
-    assert.ok(!(await multi.check({ a: 'third', b: 'y' })).allowed)
+    assert.ok((await multi.check(['x', 'y'])).allowed)
+    assert.ok((await multi.check(['x', 'y'])).allowed)
+    assert.ok(!(await multi.check(['x', 'y'])).allowed) // a is full
+    assert.ok((await multi.check(['other', 'y'])).allowed) // the denial charged b nothing
+    assert.ok(!(await multi.check(['third', 'y'])).allowed)
   })
 
   test('the store carries its limiters\' defaults; closed, the fail policy decides', async () => {

@@ -48,12 +48,12 @@ def test_a_multi_limiter_on_postgres_charges_all_or_nothing(pg_store: tk.Postgre
         [tk.Dimension("a", tk.Strategy.fixed_window(2, 60_000)), tk.Dimension("b", tk.Strategy.fixed_window(3, 60_000))],
         store=pg_store, prefix=prefix,
     )
-    assert multi.check_sync({"a": "x", "b": "y"}).allowed
-    assert multi.check_sync({"a": "x", "b": "y"}).allowed
-    assert not multi.check_sync({"a": "x", "b": "y"}).allowed  # a is full
+    assert multi.check_sync(["x", "y"]).allowed
+    assert multi.check_sync(["x", "y"]).allowed
+    assert not multi.check_sync(["x", "y"]).allowed  # a is full
     # The denied check charged nothing to b: exactly one more fits in its three.
-    assert multi.check_sync({"a": "other", "b": "y"}).allowed
-    assert not multi.check_sync({"a": "third", "b": "y"}).allowed
+    assert multi.check_sync(["other", "y"]).allowed
+    assert not multi.check_sync(["third", "y"]).allowed
 
 
 def test_the_store_carries_its_limiters_defaults(postgres_url: str, prefix: str) -> None:
