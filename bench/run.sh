@@ -26,6 +26,10 @@
 #   python-http bindings-python/bench/http_bench.py: HTTP middleware overhead per request on one
 #               FastAPI app, vs slowapi 0.1.10 (decorator and ASGI middleware)
 #   node        bindings-node/bench/run.sh (vs rate-limiter-flexible 11)
+#   postgres    bindings-node/bench/postgres-run.sh: Node check on PostgresStore vs
+#               rate-limiter-flexible's RateLimiterPostgres (pg), sequential and 64 in flight, and
+#               vs pgbench's bare one-row upsert at 64 clients (the ceiling); one hot key, strict
+#               and leased
 #   jvm         bindings-jvm/bench/run.sh: the JVM library's check vs Guava's RateLimiter (Debian
 #               libguava-java; 1 key, 100k keys, 2 threads), tryAcquire's allocation per call, and
 #               Redis sequential / 64 CompletableFutures vs the Rust peer on the same server
@@ -165,6 +169,15 @@ else
     not_measured node "bindings-node/bench has no run.sh or bench.js yet"
 fi
 
+section "postgres: bindings-node/bench/postgres-run.sh (vs RateLimiterPostgres; the pgbench upsert ceiling)"
+if [ -x /usr/lib/postgresql/15/bin/pgbench ]; then
+    # bindings-node/bench/run.sh (above) installed the pinned peers and built the release addon.
+    SKIP_BUILD=1 ROUNDS=$([ -n "$QUICK" ] && echo 2 || echo 3) "$ROOT/bindings-node/bench/postgres-run.sh" 2>&1 \
+        | tee "$OUT/postgres.log" | tail -5
+else
+    not_measured postgres "postgresql-15 (pgbench) is not installed"
+fi
+
 section "jvm: bindings-jvm/bench/run.sh (vs Guava; Redis vs the Rust peer)"
 if [ -x "$ROOT/bindings-jvm/bench/run.sh" ]; then
     "$ROOT/bindings-jvm/bench/run.sh" $QUICK 2>&1 | tee "$OUT/jvm.log" | grep -v '^ROW' | tail -12
@@ -207,5 +220,5 @@ section "summary ($(nproc) cores: $(grep -m1 'model name' /proc/cpuinfo | cut -d
 python3 "$HERE/summarize.py" rust="$OUT/rust.log" redis="$OUT/redis.log" redis-instructions="$OUT/redis-instructions.log" \
     redis-core="$OUT/redis-core.log" \
     redis-topology="$OUT/redis-topology.log" adaptive="$OUT/adaptive.log" \
-    python="$OUT/python.log" python-http="$OUT/python-http.log" node="$OUT/node.log" jvm="$OUT/jvm.log" \
+    python="$OUT/python.log" python-http="$OUT/python-http.log" node="$OUT/node.log" postgres="$OUT/postgres.log" jvm="$OUT/jvm.log" \
     node-http="$OUT/node-http.log" cluster="$OUT/cluster.log" go-http="$OUT/go-http.log"

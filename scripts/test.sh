@@ -72,6 +72,7 @@ suite "http black-box (python-flask)" tests/http-blackbox.sh python-flask
 suite "http black-box (python-flask-ext)" tests/http-blackbox.sh python-flask-ext
 suite "http black-box (python-django)" tests/http-blackbox.sh python-django
 suite "node" bindings-node/test.sh
+suite "postgres fleet (4 python + 4 node processes: exactly K on a new and an existing key, multi in any order)" tests/postgres-fleet.sh
 suite "http black-box (node-express)" tests/http-blackbox.sh node-express
 suite "http black-box (node-fastify)" tests/http-blackbox.sh node-fastify
 suite "http black-box (node-fetch)" tests/http-blackbox.sh node-fetch
