@@ -10,6 +10,7 @@ need=()
 command -v redis-server >/dev/null || need+=(redis-server)
 # The Postgres store's tests (tests/postgres-server.sh runs initdb and postgres from here; psql for setup).
 [ -x /usr/lib/postgresql/15/bin/initdb ] && command -v psql >/dev/null || need+=(postgresql-15 postgresql-client-15)
+command -v pgrep >/dev/null || need+=(procps)
 command -v redis-cli >/dev/null || need+=(redis-tools)
 command -v redis-benchmark >/dev/null || need+=(redis-tools)
 command -v go >/dev/null || need+=(golang-go)
