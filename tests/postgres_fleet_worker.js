@@ -1,6 +1,6 @@
 'use strict'
 // One Node worker of tests/postgres_fleet.py: waits for the start instant, checks `attempts`
-// times (8 in flight) on one PostgresStore, prints {"admitted": N, "errors": M}.
+// times (8 in flight) on one PostgresStore, prints {"admitted": N, "errors": M, "late": whether it was ready after the start instant}.
 const path = require('node:path')
 const tk = require(path.join(__dirname, '..', 'bindings-node', 'index.js'))
 
@@ -16,6 +16,7 @@ async function main() {
     const lim = new tk.Limiter({ strategy: spec.strategy, store, prefix: spec.prefix, serverClock, failPolicy: 'raise' })
     check = () => lim.check(spec.key)
   }
+  const late = Date.now() > spec.startAt
   await new Promise((resolve) => setTimeout(resolve, Math.max(0, spec.startAt - Date.now())))
   let admitted = 0
   let errors = 0
@@ -33,7 +34,7 @@ async function main() {
   }
   await Promise.all(Array.from({ length: 8 }, lane))
   await store.close()
-  console.log(JSON.stringify({ admitted, errors }))
+  console.log(JSON.stringify({ admitted, errors, late }))
 }
 
 main().catch((e) => {
