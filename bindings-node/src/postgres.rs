@@ -135,7 +135,12 @@ fn parse(options: &Unknown) -> CoreResult<Parsed> {
 impl PostgresStore {
     /// The store and its limiter defaults, for `store::from_options`.
     pub(crate) fn chosen(&self) -> Chosen {
-        Chosen { store: self.inner.clone(), redis: None, server_clock: self.server_clock, fail_policy: self.fail_policy }
+        Chosen {
+            store: self.inner.clone(),
+            redis: None,
+            server_clock: self.server_clock,
+            fail_policy: self.fail_policy,
+        }
     }
 }
 

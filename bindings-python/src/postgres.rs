@@ -195,9 +195,10 @@ impl PostgresStore {
         }
         .options(url)?;
         py.detach(|| {
-            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| {
-                throttlekit::Error::store(format!("cannot start a runtime to migrate: {e}"))
-            })?;
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| throttlekit::Error::store(format!("cannot start a runtime to migrate: {e}")))?;
             rt.block_on(throttlekit::postgres::PostgresStore::migrate(options))
         })
         .py()
