@@ -8,16 +8,17 @@ use std::time::Duration;
 use pyo3::prelude::*;
 use throttlekit::FailPolicy;
 use throttlekit::postgres::PostgresOptions;
+use throttlekit::postgres::PostgresStore as CoreStore;
 
 use crate::error::IntoPyResult;
 use crate::store::StoreArg;
-use crate::validate;
+use crate::validate::{self, given};
 
 /// A Postgres store: every decision is one `INSERT ... ON CONFLICT DO UPDATE`, atomic under
 /// READ COMMITTED, so a fleet of processes shares each limit exactly.
 #[pyclass(frozen, module = "throttlekit")]
 pub struct PostgresStore {
-    inner: Arc<throttlekit::postgres::PostgresStore>,
+    inner: Arc<CoreStore>,
     server_clock: bool,
     fail_policy: Option<FailPolicy>,
 }
@@ -28,16 +29,12 @@ impl PostgresStore {
     }
 }
 
-/// An optional argument that was given (absent and `None` both mean the default).
-fn given<'a, 'py>(o: Option<&'a Bound<'py, PyAny>>) -> Option<&'a Bound<'py, PyAny>> {
-    o.filter(|v| !v.is_none())
-}
-
 fn ms(obj: &Bound<'_, PyAny>, arg: &str) -> PyResult<Duration> {
     Ok(Duration::from_millis(validate::count(obj, arg)?))
 }
 
 /// The keyword arguments of `PostgresStore(...)` that are core's `PostgresOptions`.
+#[derive(Default)]
 struct Args<'a, 'py> {
     table: Option<&'a Bound<'py, PyAny>>,
     migrate: Option<&'a Bound<'py, PyAny>>,
@@ -151,7 +148,7 @@ impl PostgresStore {
             None => false,
         };
         let fail_policy = given(fail_policy).map(validate::fail_policy).transpose()?;
-        let store = py.detach(|| throttlekit::postgres::PostgresStore::connect_blocking(options)).py()?;
+        let store = py.detach(|| CoreStore::connect_blocking(options)).py()?;
         Ok(PostgresStore { inner: Arc::new(store), server_clock, fail_policy })
     }
 
@@ -181,27 +178,10 @@ impl PostgresStore {
         connect_timeout_ms: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
         let url = validate::string(url, "url")?;
-        let options = Args {
-            table,
-            migrate: None,
-            unlogged,
-            synchronous_commit_off: None,
-            pool_size: None,
-            timeout_ms,
-            connect_timeout_ms,
-            sweep_interval_ms: None,
-            sweep_batch: None,
-            sweep_grace_ms: None,
-        }
-        .options(url)?;
-        py.detach(|| {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .map_err(|e| throttlekit::Error::store(format!("cannot start a runtime to migrate: {e}")))?;
-            rt.block_on(throttlekit::postgres::PostgresStore::migrate(options))
-        })
-        .py()
+        let options = Args { table, unlogged, timeout_ms, connect_timeout_ms, ..Args::default() }.options(url)?;
+        // Core's `migrate` (connect with the schema's creation on, close), on the runtime that
+        // drives the awaitables, entered from this thread with the GIL released.
+        py.detach(|| pyo3_async_runtimes::tokio::get_runtime().block_on(CoreStore::migrate(options))).py()
     }
 
     /// Closes the connections (awaitable). Later calls fail with `store_unavailable`.

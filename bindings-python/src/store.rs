@@ -160,10 +160,7 @@ mod redis {
         obj.extract::<std::path::PathBuf>().map_err(|_| error::wrong_type(arg, "a str or an os.PathLike", obj))
     }
 
-    /// An optional argument that was given (absent and `None` both mean the default).
-    fn given<'a, 'py>(o: Option<&'a Bound<'py, PyAny>>) -> Option<&'a Bound<'py, PyAny>> {
-        o.filter(|v| !v.is_none())
-    }
+    use validate::given;
 
     impl Connection<'_, '_> {
         /// The one place Python's arguments become core's `RedisOptions` (`docs/redis.md`):

@@ -124,3 +124,9 @@ def test_bad_options_are_coded_errors(kwargs: dict[str, object], error: type[Exc
     with pytest.raises(error) as e:
         tk.PostgresStore("postgres://u:p@127.0.0.1:1/db", **kwargs)  # type: ignore[arg-type]
     assert getattr(e.value, "code", None) == "config_invalid"
+
+
+def test_migrate_with_a_wrong_password_is_store_unavailable(postgres_url: str) -> None:
+    bad = postgres_url.replace("throttlekit:throttlekit@", "throttlekit:wrong@")
+    with pytest.raises(tk.StoreUnavailableError):
+        tk.PostgresStore.migrate(bad, table="tk_never")
