@@ -205,20 +205,21 @@ RUST_HTTP=$(cd "$ROOT" && cargo run -q -p throttlekit-cli --bin throttlekit -- c
 [ "$(tail -1 <<<"$C_HTTP")" = "$RUST_HTTP" ] \
     || { echo "C runner reported '$(tail -1 <<<"$C_HTTP")' on the HTTP vectors, the Rust CLI '$RUST_HTTP'" >&2; exit 1; }
 
-step "go test (vectors on memory, Redis, cluster and TLS, the HTTP vectors, Example, unit tests)"
-GO_OUT=$(cd "$HERE/go" && CGO_LDFLAGS="-Wl,-rpath,$LIBDIR" TK_REDIS_URL="$URL_GO" go test -count=1 -v ./... 2>&1) \
+step "go test (vectors on memory, Redis, cluster, TLS and Postgres, the HTTP vectors, Example, unit tests)"
+GO_OUT=$(cd "$HERE/go" && CGO_LDFLAGS="-Wl,-rpath,$LIBDIR" TK_REDIS_URL="$URL_GO" TK_POSTGRES_URL="$PG_URL" go test -count=1 -v ./... 2>&1) \
     || { echo "$GO_OUT"; exit 1; }
 grep -E '^(---|ok|go conformance|go http conformance|go flood)' <<<"$GO_OUT"
 got=$(sed -n "s/^go http conformance: //p" <<<"$GO_OUT")
 [ "$got" = "$RUST_HTTP" ] || { echo "Go HTTP runner reported '$got', the Rust CLI '$RUST_HTTP'" >&2; exit 1; }
-for store in memory redis redis-cluster redis-tls; do
+for store in memory redis redis-cluster redis-tls postgres; do
     got=$(sed -n "s/^go conformance ($store): //p" <<<"$GO_OUT")
     [ "$got" = "$RUST" ] || { echo "Go runner ($store) reported '$got', the Rust CLI '$RUST'" >&2; exit 1; }
 done
 # The Go runner takes the Rust CLI's flags.
 for args in "--store redis-cluster --redis-url $CLUSTER_URLS" \
             "--store redis-sentinel --redis-url $SENTINEL_URLS --redis-service-name tkmain" \
-            "--store redis --redis-url $TLS_URL --redis-tls-ca $TLS_DIR/ca.crt"; do
+            "--store redis --redis-url $TLS_URL --redis-tls-ca $TLS_DIR/ca.crt" \
+            "--store postgres --postgres-url $PG_URL"; do
     # shellcheck disable=SC2086
     OUT=$(cd "$HERE/go" && CGO_LDFLAGS="-Wl,-rpath,$LIBDIR" go test -count=1 -run '^TestConformanceRunner$' -v . -args $args 2>&1) \
         || { echo "$OUT"; exit 1; }

@@ -3,9 +3,11 @@ package throttlekit
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -438,6 +440,39 @@ func TestConformanceRedisTLS(t *testing.T) {
 	replayRedis(t, "redis-tls", url, RedisOptions{TLSCAFile: filepath.Join(dir, "ca.crt"), TimeoutMs: 5000})
 }
 
+// replayPostgres replays every vectors file on one Postgres store per file (the runner resets
+// every key a suite touched after it, as on Redis).
+func replayPostgres(t *testing.T, label, url string) {
+	passed, failed := 0, 0
+	for _, f := range vectorFiles(t) {
+		store, err := ConnectPostgres(url, PostgresOptions{TimeoutMs: 5000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, fl := replay(t, f, func() (*Store, bool) { return store, true })
+		store.Close()
+		passed, failed = passed+p, failed+fl
+	}
+	t.Logf("%s: %d passed, %d failed", label, passed, failed)
+	fmt.Printf("go conformance (%s): %d passed, %d failed\n", label, passed, failed)
+}
+
+func TestConformancePostgres(t *testing.T) {
+	url := os.Getenv("TK_POSTGRES_URL")
+	if url == "" {
+		// Reason: needs a disposable Postgres; bindings-c/test.sh starts one and sets TK_POSTGRES_URL.
+		t.Skip("TK_POSTGRES_URL is not set (bindings-c/test.sh sets it)")
+	}
+	replayPostgres(t, "postgres", url)
+	_, err := ConnectPostgres(strings.Replace(url, "throttlekit:throttlekit@", "throttlekit:wrong@", 1), PostgresOptions{})
+	if !errors.Is(err, ErrStoreUnavailable) {
+		t.Fatalf("a wrong password: %v, want ErrStoreUnavailable", err)
+	}
+	if _, err := ConnectPostgres(url, PostgresOptions{Table: "Bad-Name"}); !errors.Is(err, ErrConfigInvalid) {
+		t.Fatalf("a bad table name: %v, want ErrConfigInvalid", err)
+	}
+}
+
 // The runner: `go test -run TestConformanceRunner -args --store redis-cluster --redis-url
 // URL[,URL...] [--redis-tls-ca FILE] ...` takes the Rust CLI's flags (runner_flags_test.go).
 func TestConformanceRunner(t *testing.T) {
@@ -447,6 +482,10 @@ func TestConformanceRunner(t *testing.T) {
 	}
 	if *runnerStore == "memory" {
 		TestConformanceMemory(t)
+		return
+	}
+	if *runnerStore == "postgres" {
+		replayPostgres(t, "runner postgres", *runnerPostgresURL)
 		return
 	}
 	urls, opts, err := runnerRedisOptions()
