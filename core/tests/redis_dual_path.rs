@@ -12,11 +12,9 @@ mod redis_server;
 #[path = "support/timeline.rs"]
 mod timeline;
 
-use std::fmt::Write as _;
 use std::sync::Arc;
 
 use throttlekit::redis::{RedisOptions, RedisStore, Scripting};
-use throttlekit::spec::{QuotaOptions, ResetCadence};
 use throttlekit::{Dimension, Limiter, ManualClock, MemoryStore, MultiLimiter, Rule, Store, Strategy};
 use timeline::{Rng, run_timeline};
 
