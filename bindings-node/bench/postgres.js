@@ -31,7 +31,10 @@ const seq = (check) => async () => {
 const inFlight = (check, width, key) => async () => {
   let next = 0
   const lane = async () => {
-    while (next < N) await check(key ?? KEYS[next++ % 1000])
+    while (next < N) {
+      const i = next++
+      await check(key ?? KEYS[i % 1000])
+    }
   }
   await Promise.all(Array.from({ length: width }, lane))
 }
@@ -74,7 +77,10 @@ async function main() {
     hotStrict: inFlight((k) => strict.check(k), 8, 'hot'),
     hotLeased: inFlight((k) => leased.check(k), 8, 'hot'),
   }
-  for (const name in runs) await runs[name]() // warm up (connections, statements, JIT)
+  for (const name in runs) {
+    if (process.env.VERBOSE) console.error(`warm-up: ${name}`)
+    await runs[name]() // warm up (connections, statements, JIT)
+  }
   const out = {}
   for (let r = 0; r < ROUNDS; r++) {
     for (const name in runs) {
