@@ -395,13 +395,12 @@ func TestConformanceMemory(t *testing.T) {
 	fmt.Printf("go conformance (memory): %d passed, %d failed\n", passed, failed)
 }
 
-// replayRedis replays every vectors file on one deterministic-replay store per file, connected
-// with urls and opts, and prints the runner's summary line for label.
-func replayRedis(t *testing.T, label, urls string, opts RedisOptions) {
-	opts.DeterministicReplay = true
+// replayEach replays every vectors file on one store per file from connect, and prints the
+// runner's summary line for label.
+func replayEach(t *testing.T, label string, connect func() (*Store, error)) {
 	passed, failed := 0, 0
 	for _, f := range vectorFiles(t) {
-		store, err := ConnectRedis(urls, opts)
+		store, err := connect()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -411,6 +410,13 @@ func replayRedis(t *testing.T, label, urls string, opts RedisOptions) {
 	}
 	t.Logf("%s: %d passed, %d failed", label, passed, failed)
 	fmt.Printf("go conformance (%s): %d passed, %d failed\n", label, passed, failed)
+}
+
+// replayRedis replays every vectors file on one deterministic-replay store per file, connected
+// with urls and opts.
+func replayRedis(t *testing.T, label, urls string, opts RedisOptions) {
+	opts.DeterministicReplay = true
+	replayEach(t, label, func() (*Store, error) { return ConnectRedis(urls, opts) })
 }
 
 func TestConformanceRedis(t *testing.T) {
@@ -443,18 +449,7 @@ func TestConformanceRedisTLS(t *testing.T) {
 // replayPostgres replays every vectors file on one Postgres store per file (the runner resets
 // every key a suite touched after it, as on Redis).
 func replayPostgres(t *testing.T, label, url string) {
-	passed, failed := 0, 0
-	for _, f := range vectorFiles(t) {
-		store, err := ConnectPostgres(url, PostgresOptions{TimeoutMs: 5000})
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, fl := replay(t, f, func() (*Store, bool) { return store, true })
-		store.Close()
-		passed, failed = passed+p, failed+fl
-	}
-	t.Logf("%s: %d passed, %d failed", label, passed, failed)
-	fmt.Printf("go conformance (%s): %d passed, %d failed\n", label, passed, failed)
+	replayEach(t, label, func() (*Store, error) { return ConnectPostgres(url, PostgresOptions{TimeoutMs: 5000}) })
 }
 
 func TestConformancePostgres(t *testing.T) {
