@@ -506,7 +506,7 @@ static void run_file(const char *path, const tk_redis_options *redis) {
         if (r != TK_RESULT_OK) {
             char msg[512];
             tk_last_error_message(msg, sizeof msg, NULL);
-            die("cannot connect to Postgres: %s: %s", tk_result_code(r), msg);
+            die("cannot connect to Postgres (%s): %s", tk_result_code(r), msg);
         }
     }
     int i = 0;
