@@ -336,3 +336,27 @@ fn the_server_clock_unlogged_and_asynchronous_commit_options() {
         assert_eq!(e.code(), ErrorCode::NotImplemented, "{e}");
     });
 }
+
+#[test]
+fn table_names_are_plain_identifiers() {
+    use throttlekit::postgres::schema::Table;
+    for ok in ["throttlekit", "tk_2", "app.limits", "_x"] {
+        assert!(Table::new(ok).is_ok(), "{ok}");
+    }
+    for bad in ["", "9t", "a.b.c", "Tk", "t;drop table x", "t k", "\"t\"", "a.", &"x".repeat(64)] {
+        let e = Table::new(bad).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::ConfigInvalid, "{bad}");
+        assert!(e.message().contains("postgres.table"), "{bad}: {}", e.message());
+    }
+}
+
+#[test]
+fn a_table_of_another_shape_is_named_with_its_columns() {
+    use throttlekit::postgres::schema::{COLUMNS, Table, check_shape};
+    let t = Table::new("tk").unwrap();
+    assert!(check_shape(&t, &[]).unwrap_err().message().contains("does not exist"));
+    let cols: Vec<(String, String)> = COLUMNS.iter().map(|(c, t)| (c.to_string(), t.to_string())).collect();
+    assert!(check_shape(&t, &cols).is_ok());
+    let e = check_shape(&t, &cols[..3]).unwrap_err();
+    assert!(e.message().contains("key text, kind smallint, f double precision"), "{}", e.message());
+}

@@ -4,6 +4,8 @@
 //! cached-deny fleet never more.
 #![cfg(feature = "postgres")]
 
+#[path = "support/fleet.rs"]
+mod fleet;
 #[path = "support/postgres_server.rs"]
 mod postgres_server;
 #[path = "support/timeline.rs"]
@@ -11,7 +13,7 @@ mod timeline;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use postgres_server::PostgresServer;
 use throttlekit::postgres::{PostgresOptions, PostgresStore};
@@ -95,36 +97,19 @@ fn leases_and_give_backs_grant_as_the_in_memory_mirror_does() {
 /// On the server's clock: with callers' clocks a statement delayed past the next window's
 /// first one would reopen its window (docs/postgres.md, "Clocks").
 fn fleet(url: &str, strategy: &Strategy, mode: Mode, n: usize, run: Duration) -> BTreeMap<i64, u64> {
-    let threads: Vec<_> = (0..n)
+    let limiters = (0..n)
         .map(|_| {
-            let limiter = Limiter::builder(strategy.clone())
+            Limiter::builder(strategy.clone())
                 .store(connect(url))
                 .prefix("fleet")
                 .fail_policy(FailPolicy::Raise)
                 .server_clock(true)
                 .mode(mode)
                 .unwrap()
-                .build();
-            std::thread::spawn(move || {
-                let mut per_window = BTreeMap::new();
-                let start = Instant::now();
-                while start.elapsed() < run {
-                    let d = limiter.check_sync("hot", 1).unwrap();
-                    if d.allowed {
-                        *per_window.entry(d.reset_at).or_insert(0u64) += 1;
-                    }
-                }
-                per_window
-            })
+                .build()
         })
         .collect();
-    let mut total = BTreeMap::new();
-    for t in threads {
-        for (w, c) in t.join().unwrap() {
-            *total.entry(w).or_insert(0) += c;
-        }
-    }
-    total
+    fleet::admissions_per_window(limiters, run)
 }
 
 #[test]

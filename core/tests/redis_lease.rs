@@ -4,13 +4,15 @@
 //! policy and never admits through credits a node does not hold.
 #![cfg(feature = "redis")]
 
+#[path = "support/fleet.rs"]
+mod fleet;
 #[path = "support/redis_server.rs"]
 mod redis_server;
 #[path = "support/redis_store.rs"]
 mod redis_store;
 
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use redis_server::RedisServer;
 use redis_store::connect;
@@ -77,36 +79,19 @@ fn lua_leases_and_give_backs_match_the_in_memory_mirror() {
 /// `n` limiters, each on its own connection, hammer one key; returns per window (by the grant's
 /// `reset_at`, the store's window end) the admissions.
 fn fleet(server: &RedisServer, strategy: &Strategy, mode: Mode, n: usize, run: Duration) -> BTreeMap<i64, u64> {
-    let threads: Vec<_> = (0..n)
+    let limiters = (0..n)
         .map(|_| {
             let store = connect(server.url(), TIMEOUT_MS);
-            let limiter = Limiter::builder(strategy.clone())
+            Limiter::builder(strategy.clone())
                 .store(store)
                 .prefix("fleet")
                 .fail_policy(FailPolicy::Raise)
                 .mode(mode)
                 .unwrap()
-                .build();
-            std::thread::spawn(move || {
-                let mut per_window = BTreeMap::new();
-                let start = Instant::now();
-                while start.elapsed() < run {
-                    let d = limiter.check_sync("hot", 1).unwrap();
-                    if d.allowed {
-                        *per_window.entry(d.reset_at).or_insert(0u64) += 1;
-                    }
-                }
-                per_window
-            })
+                .build()
         })
         .collect();
-    let mut total = BTreeMap::new();
-    for t in threads {
-        for (w, c) in t.join().unwrap() {
-            *total.entry(w).or_insert(0) += c;
-        }
-    }
-    total
+    fleet::admissions_per_window(limiters, run)
 }
 
 #[test]

@@ -153,30 +153,3 @@ pub fn check_shape(table: &Table, columns: &[(String, String)]) -> Result<()> {
     }
     Ok(())
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn table_names_are_plain_identifiers() {
-        for ok in ["throttlekit", "tk_2", "app.limits", "_x"] {
-            assert!(Table::new(ok).is_ok(), "{ok}");
-        }
-        for bad in ["", "9t", "a.b.c", "Tk", "t;drop table x", "t k", "\"t\"", "a.", &"x".repeat(64)] {
-            let e = Table::new(bad).unwrap_err();
-            assert_eq!(e.code(), crate::ErrorCode::ConfigInvalid, "{bad}");
-            assert!(e.message().contains("postgres.table"), "{bad}: {}", e.message());
-        }
-    }
-
-    #[test]
-    fn a_table_of_another_shape_is_named_with_its_columns() {
-        let t = Table::new("tk").unwrap();
-        assert!(check_shape(&t, &[]).unwrap_err().message().contains("does not exist"));
-        let cols: Vec<(String, String)> = COLUMNS.iter().map(|(c, t)| (c.to_string(), t.to_string())).collect();
-        assert!(check_shape(&t, &cols).is_ok());
-        let e = check_shape(&t, &cols[..3]).unwrap_err();
-        assert!(e.message().contains("key text, kind smallint, f double precision"), "{}", e.message());
-    }
-}
