@@ -32,6 +32,10 @@
 #   node        bindings-node/bench/run.sh (vs rate-limiter-flexible 11)
 #   wasm        bindings-wasm/bench.mjs: the WebAssembly build's checkSync vs the native addon's in one
 #               Node process, and the module's gzipped size
+#   postgres    bindings-node/bench/postgres-run.sh: Node check on PostgresStore vs
+#               rate-limiter-flexible's RateLimiterPostgres (pg), sequential and 64 in flight, and
+#               vs pgbench's bare one-row upsert at 64 clients (the ceiling); one hot key, strict
+#               and leased
 #   jvm         bindings-jvm/bench/run.sh: the JVM library's check vs Guava's RateLimiter (Debian
 #               libguava-java; 1 key, 100k keys, 2 threads; each side in forked JVMs, then both
 #               in one JVM, interleaved), tryAcquire's allocation per call, and Redis sequential /
@@ -195,6 +199,15 @@ else
     not_measured wasm "bindings-wasm/build.sh failed: $(tail -1 "$OUT/wasm-build.log")"
 fi
 
+section "postgres: bindings-node/bench/postgres-run.sh (vs RateLimiterPostgres; the pgbench upsert ceiling)"
+if [ -x /usr/lib/postgresql/15/bin/pgbench ]; then
+    # bindings-node/bench/run.sh (above) installed the pinned peers and built the release addon.
+    SKIP_BUILD=1 ROUNDS=$([ -n "$QUICK" ] && echo 2 || echo 3) "$ROOT/bindings-node/bench/postgres-run.sh" 2>&1 \
+        | tee "$OUT/postgres.log" | tail -5
+else
+    not_measured postgres "postgresql-15 (pgbench) is not installed"
+fi
+
 section "jvm: bindings-jvm/bench/run.sh (vs Guava; Redis vs the Rust peer)"
 if [ -x "$ROOT/bindings-jvm/bench/run.sh" ]; then
     "$ROOT/bindings-jvm/bench/run.sh" $QUICK 2>&1 | tee "$OUT/jvm.log" | grep -v '^ROW' | tail -20
@@ -262,5 +275,6 @@ section "summary ($(nproc) cores: $(grep -m1 'model name' /proc/cpuinfo | cut -d
 python3 "$HERE/summarize.py" rust="$OUT/rust.log" redis="$OUT/redis.log" redis-instructions="$OUT/redis-instructions.log" \
     redis-core="$OUT/redis-core.log" \
     redis-topology="$OUT/redis-topology.log" adaptive="$OUT/adaptive.log" adaptive-bindings="$OUT/adaptive-bindings.log" \
-    python="$OUT/python.log" python-http="$OUT/python-http.log" node="$OUT/node.log" wasm="$OUT/wasm.log" jvm="$OUT/jvm.log" \
+    python="$OUT/python.log" python-http="$OUT/python-http.log" node="$OUT/node.log" wasm="$OUT/wasm.log" \
+    postgres="$OUT/postgres.log" jvm="$OUT/jvm.log" \
     node-http="$OUT/node-http.log" cluster="$OUT/cluster.log" go-http="$OUT/go-http.log"

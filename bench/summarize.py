@@ -32,6 +32,7 @@ def verdict(ratio: float, target: str) -> str:
 PEERS = {
     "redis-core": "redis-benchmark, same EVALSHA",
     "node": "rate-limiter-flexible (pinned in its bench)",
+    "postgres": "RateLimiterPostgres on pg / pgbench upsert (pinned in bindings-node/bench)",
     "python": "limits 5.x / throttlekit-py 0.5.1",
     "go-http": "golang.org/x/time/rate per-IP middleware (Debian golang-golang-x-time-dev 0.3.0)",
     "python-http": "slowapi 0.1.10 (same FastAPI app)",
@@ -54,6 +55,9 @@ EXPECTED = [
     ("Node Fastify plugin, added time per request over HTTP", r"fastify", "@fastify/rate-limit", ">= 1.5x"),
     ("Node check over Redis, sequential", r"node.*redis.*sequential", "rate-limiter-flexible", ">= 1.1x"),
     ("Node check over Redis, 64 in flight", r"node.*redis.*64 in flight", "rate-limiter-flexible", ">= 1.0x"),
+    ("Node check over Postgres, sequential", r"postgres.*sequential", "RateLimiterPostgres", ">= 1.2x"),
+    ("Node check over Postgres, 64 in flight", r"postgres: .*check, 64 in flight, fixed", "RateLimiterPostgres", ">= 1.5x"),
+    ("Node check over Postgres, 64 in flight, vs the bare upsert", r"postgres.*ceiling", "pgbench one-row upsert", ">= 0.8x"),
     ("Rust 1 key", r"rust directlimiter.*1 limit", "governor direct", ">= 0.8x"),
     ("Rust 100k keys (minimum of 5 runs)", r"rust check_sync.*100k.*1 thread", "governor keyed", ">= 3x"),
     ("Rust async sequential over Redis", r"redis-core", "redis-benchmark, same EVALSHA", ">= 0.9x"),

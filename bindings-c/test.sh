@@ -56,6 +56,7 @@ cleanup() {
     "$ROOT/tests/redis-sentinels.sh" stop "$SENTINEL_DIR" || true
     "$ROOT/tests/redis-sentinels.sh" stop "$SENTINEL_PW_DIR" || true
     "$ROOT/tests/redis-tls.sh" stop "$TLS_DIR" || true
+    "$ROOT/tests/postgres-server.sh" stop "$WORK/postgres.pid" || true
     # Wait for the server to exit: it writes its log into $WORK while shutting down, and an
     # rm racing that write fails with "Directory not empty".
     if [ -n "$REDIS_PID" ]; then
@@ -162,7 +163,7 @@ echo "c flood of $FLOOD keys: baseline ${base} KiB, settled ${settled} KiB, end 
 [ $((end * 50)) -le $((settled * 51)) ] || { echo "resident memory kept growing past the bound" >&2; exit 1; }
 [ "$evictions" -ge $((FLOOD - 917504)) ] || { echo "too few evictions" >&2; exit 1; }
 
-step "C conformance runner: memory (under valgrind), Redis, cluster, Sentinel and TLS"
+step "C conformance runner: memory (under valgrind), Redis, cluster, Sentinel, TLS and Postgres"
 VECTORS=("$ROOT"/conformance-vectors/*.json)
 C_MEM=$("${VALGRIND[@]}" "$WORK/tk-conformance" --store memory "${VECTORS[@]}" | tail -20)
 echo "$C_MEM"
@@ -174,6 +175,16 @@ C_SENTINEL=$("$WORK/tk-conformance" --store redis-sentinel --redis-url "$SENTINE
 echo "sentinel: $C_SENTINEL"
 C_TLS=$("$WORK/tk-conformance" --store redis --redis-url "$TLS_URL" --redis-tls-ca "$TLS_DIR/ca.crt" "${VECTORS[@]}" | tail -20)
 echo "tls: $C_TLS"
+PG_URL=$("$ROOT/tests/postgres-server.sh" start "$WORK/postgres.pid")
+C_PG=$("$WORK/tk-conformance" --store postgres --postgres-url "$PG_URL" "${VECTORS[@]}" | tail -20)
+echo "postgres: $C_PG"
+# A wrong password is the library's store_unavailable, exit status 2.
+set +e
+BAD=$("$WORK/tk-conformance" --store postgres --postgres-url "${PG_URL/throttlekit:throttlekit@/throttlekit:wrong@}" "${VECTORS[0]}" 2>&1)
+status=$?
+set -e
+[ "$status" = 2 ] && grep -q 'store_unavailable' <<<"$BAD" \
+    || { echo "tk-conformance on Postgres with a wrong password should exit 2 with store_unavailable: $status $BAD" >&2; exit 1; }
 # A bad flag combination is the library's config_invalid, exit status 2.
 set +e
 BAD=$("$WORK/tk-conformance" --store redis --redis-url "$URL_C" --redis-tls-ca "$TLS_DIR/ca.crt" "${VECTORS[0]}" 2>&1)
@@ -187,7 +198,7 @@ step "the Rust CLI on the same files: C must report the same totals"
 # same decisions op for op.
 RUST=$(cd "$ROOT" && cargo run -q -p throttlekit-cli --bin throttlekit -- conformance "${VECTORS[@]}" | tail -1)
 echo "rust: $RUST"
-for got in "$(tail -1 <<<"$C_MEM")" "$(tail -1 <<<"$C_REDIS")" "$(tail -1 <<<"$C_CLUSTER")" "$(tail -1 <<<"$C_SENTINEL")" "$(tail -1 <<<"$C_TLS")"; do
+for got in "$(tail -1 <<<"$C_MEM")" "$(tail -1 <<<"$C_REDIS")" "$(tail -1 <<<"$C_CLUSTER")" "$(tail -1 <<<"$C_SENTINEL")" "$(tail -1 <<<"$C_TLS")" "$(tail -1 <<<"$C_PG")"; do
     [ "$got" = "$RUST" ] || { echo "C runner reported '$got', the Rust CLI '$RUST'" >&2; exit 1; }
 done
 
@@ -207,22 +218,23 @@ RUST_ADAPTIVE=$(cd "$ROOT" && cargo run -q -p throttlekit-cli --bin throttlekit 
 [ "$(tail -1 <<<"$C_ADAPTIVE")" = "$RUST_ADAPTIVE" ] \
     || { echo "C runner reported '$(tail -1 <<<"$C_ADAPTIVE")' on the adaptive vectors, the Rust CLI '$RUST_ADAPTIVE'" >&2; exit 1; }
 
-step "go test (vectors on memory, Redis, cluster and TLS, the HTTP vectors, Example, unit tests)"
-GO_OUT=$(cd "$HERE/go" && CGO_LDFLAGS="-Wl,-rpath,$LIBDIR" TK_REDIS_URL="$URL_GO" go test -count=1 -v ./... 2>&1) \
+step "go test (vectors on memory, Redis, cluster, TLS and Postgres, the HTTP vectors, Example, unit tests)"
+GO_OUT=$(cd "$HERE/go" && CGO_LDFLAGS="-Wl,-rpath,$LIBDIR" TK_REDIS_URL="$URL_GO" TK_POSTGRES_URL="$PG_URL" go test -count=1 -v ./... 2>&1) \
     || { echo "$GO_OUT"; exit 1; }
 grep -E '^(---|ok|go conformance|go http conformance|go adaptive conformance|go flood)' <<<"$GO_OUT"
 got=$(sed -n "s/^go http conformance: //p" <<<"$GO_OUT")
 [ "$got" = "$RUST_HTTP" ] || { echo "Go HTTP runner reported '$got', the Rust CLI '$RUST_HTTP'" >&2; exit 1; }
 got=$(sed -n "s/^go adaptive conformance: //p" <<<"$GO_OUT")
 [ "$got" = "$RUST_ADAPTIVE" ] || { echo "Go adaptive runner reported '$got', the Rust CLI '$RUST_ADAPTIVE'" >&2; exit 1; }
-for store in memory redis redis-cluster redis-tls; do
+for store in memory redis redis-cluster redis-tls postgres; do
     got=$(sed -n "s/^go conformance ($store): //p" <<<"$GO_OUT")
     [ "$got" = "$RUST" ] || { echo "Go runner ($store) reported '$got', the Rust CLI '$RUST'" >&2; exit 1; }
 done
 # The Go runner takes the Rust CLI's flags.
 for args in "--store redis-cluster --redis-url $CLUSTER_URLS" \
             "--store redis-sentinel --redis-url $SENTINEL_URLS --redis-service-name tkmain" \
-            "--store redis --redis-url $TLS_URL --redis-tls-ca $TLS_DIR/ca.crt"; do
+            "--store redis --redis-url $TLS_URL --redis-tls-ca $TLS_DIR/ca.crt" \
+            "--store postgres --postgres-url $PG_URL"; do
     # shellcheck disable=SC2086
     OUT=$(cd "$HERE/go" && CGO_LDFLAGS="-Wl,-rpath,$LIBDIR" go test -count=1 -run '^TestConformanceRunner$' -v . -args $args 2>&1) \
         || { echo "$OUT"; exit 1; }

@@ -177,6 +177,24 @@ export declare class MultiLimiter {
   releaseLeases(idleMs?: number): Promise<number>
 }
 
+/** A store on Postgres, shared by every limiter given it (a pool of pipelined connections). */
+export declare class PostgresStore {
+  /**
+   * Connects the pool (within `connectTimeoutMs` + `timeoutMs`), creating the table when
+   * `migrate`. Rejects with `store_unavailable` when Postgres cannot be reached or refuses
+   * the login, `config_invalid` for bad options or a missing table with `migrate: false`.
+   */
+  static connect(options: PostgresStoreOptions): Promise<PostgresStore>
+  /** The table holding the limits. */
+  get table(): string
+  /** The connections kept. */
+  get poolSize(): number
+  /** The call timeout, ms. */
+  get timeoutMs(): number
+  /** Closes the connections; later calls fail with `store_unavailable`. */
+  close(): Promise<void>
+}
+
 /**
  * One admitted request's slot in the limit. Release it once with how the request ended;
  * releasing again does nothing and returns `false`. `using permit = ...` releases it as
@@ -739,6 +757,51 @@ export interface MultiLimiterOptions {
   mode?: 'strict' | 'cachedDeny' | 'leased'
   /** The leased mode's options (`lowWater` must be 0 on a multi limiter). */
   lease?: LeaseOptions
+}
+
+/**
+ * Options of `PostgresStore.connect()`: core's `PostgresOptions` (docs/postgres.md), durations
+ * in ms, plus the defaults of the limiters on the store.
+ */
+export interface PostgresStoreOptions {
+  /**
+   * `postgres://user:password@host:port/db` or libpq's key-value form (`sslmode=require` for
+   * TLS through rustls with the system's roots). Required.
+   */
+  url: string
+  /** The table holding the limits: `name` or `schema.name` (default `'throttlekit'`). */
+  table?: string
+  /**
+   * Create the table and its functions when missing (default true). Off: a missing or
+   * misshapen table rejects with `config_invalid`.
+   */
+  migrate?: boolean
+  /** Create the table `UNLOGGED`: faster writes; a server crash empties it. */
+  unlogged?: boolean
+  /**
+   * `synchronous_commit = off` on the store's connections: a crash can lose the last few
+   * hundred ms of charges.
+   */
+  synchronousCommitOff?: boolean
+  /** Connections kept, each pipelining any number of calls (1–1024, default 4). */
+  poolSize?: number
+  /**
+   * Longest wait for any one call, in ms (default 1000); past it `store_unavailable` and the
+   * fail policy decides. A call that timed out is never resent (it may have committed).
+   */
+  timeoutMs?: number
+  /** Longest wait for connecting, in ms (default 3000). */
+  connectTimeoutMs?: number
+  /** How often the sweeper deletes expired rows, in ms (default 60000; 0: never). */
+  sweepIntervalMs?: number
+  /** Rows one sweep deletes at most (default 1000). */
+  sweepBatch?: number
+  /** How long past its deadline a row stays before the sweeper may delete it, in ms (default 60000). */
+  sweepGraceMs?: number
+  /** Default `serverClock` of limiters on this store: read Postgres's `clock_timestamp()`. */
+  serverClock?: boolean
+  /** Default `failPolicy` of limiters on this store. */
+  failPolicy?: FailPolicy
 }
 
 /** The media type of the bodies below: `application/problem+json`. */

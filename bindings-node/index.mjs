@@ -13,6 +13,7 @@ export const {
   Strategy,
   MemoryStore,
   RedisStore,
+  PostgresStore,
   ManualClock,
   RateLimitFields,
   ClientIdentity,

@@ -20,6 +20,8 @@ apt_install() {
 command -v node >/dev/null && command -v npm >/dev/null || apt_install nodejs npm
 command -v redis-server >/dev/null && command -v redis-cli >/dev/null || apt_install redis-server redis-tools
 command -v openssl >/dev/null || apt_install openssl
+# tests/postgres-server.sh runs initdb and postgres from here (__test__/postgres.test.mjs).
+[ -x /usr/lib/postgresql/15/bin/initdb ] || apt_install postgresql-15
 command -v cargo >/dev/null || { echo "cargo is required (https://rustup.rs)" >&2; exit 1; }
 
 cd "$PKG"

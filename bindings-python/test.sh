@@ -34,6 +34,13 @@ if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null || 
     $SUDO apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq redis-server redis-tools openssl >/dev/null
 fi
+# tests/postgres-server.sh runs initdb and postgres from here (tests/test_postgres.py).
+if [ ! -x /usr/lib/postgresql/15/bin/initdb ]; then
+    step "installing postgresql-15"
+    SUDO=$([ "$(id -u)" = 0 ] || echo sudo)
+    $SUDO apt-get -o DPkg::Lock::Timeout=300 update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get -o DPkg::Lock::Timeout=300 install -y -qq postgresql-15 >/dev/null
+fi
 
 step "maturin develop (debug) -> $CARGO_TARGET_DIR"
 (cd "$ROOT/bindings-python" && VIRTUAL_ENV=$VENV "$VENV/bin/maturin" develop --quiet)

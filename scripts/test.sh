@@ -69,6 +69,7 @@ suite "fault proxy" cargo test -p throttlekit-faultproxy --locked
 suite "redis" env REDIS_RUST_TESTS=0 tests/redis.sh
 suite "postgres (vectors and timelines vs memory, exactly K, multi, faults, bad config; a real Postgres 15)" cargo test -p throttlekit --locked --features postgres --test postgres --test postgres_lease
 suite "serve (grpcio cases on memory/redis/cluster, HTTP, reload, SIGTERM, a real Envoy)" tests/serve.sh
+suite "serve on postgres (the grpcio cases answer as on memory)" tests/serve-postgres.sh
 suite "python" bindings-python/test.sh
 suite "lease fleet (rust + python processes on one key)" tests/lease-fleet.sh
 suite "http black-box (python-fastapi)" tests/http-blackbox.sh python-fastapi
@@ -77,6 +78,7 @@ suite "http black-box (python-flask-ext)" tests/http-blackbox.sh python-flask-ex
 suite "http black-box (python-django)" tests/http-blackbox.sh python-django
 suite "node" bindings-node/test.sh
 suite "wasm (the WebAssembly build: vectors under Node, Deno, Bun and workerd; same decisions and errors as the addon)" bindings-wasm/test.sh
+suite "postgres fleet (4 python + 4 node processes: exactly K on a new and an existing key, multi in any order)" tests/postgres-fleet.sh
 suite "http black-box (node-express)" tests/http-blackbox.sh node-express
 suite "http black-box (node-fastify)" tests/http-blackbox.sh node-fastify
 suite "http black-box (node-fetch)" tests/http-blackbox.sh node-fetch

@@ -3,9 +3,11 @@ package throttlekit
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -393,13 +395,12 @@ func TestConformanceMemory(t *testing.T) {
 	fmt.Printf("go conformance (memory): %d passed, %d failed\n", passed, failed)
 }
 
-// replayRedis replays every vectors file on one deterministic-replay store per file, connected
-// with urls and opts, and prints the runner's summary line for label.
-func replayRedis(t *testing.T, label, urls string, opts RedisOptions) {
-	opts.DeterministicReplay = true
+// replayEach replays every vectors file on one store per file from connect, and prints the
+// runner's summary line for label.
+func replayEach(t *testing.T, label string, connect func() (*Store, error)) {
 	passed, failed := 0, 0
 	for _, f := range vectorFiles(t) {
-		store, err := ConnectRedis(urls, opts)
+		store, err := connect()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -409,6 +410,13 @@ func replayRedis(t *testing.T, label, urls string, opts RedisOptions) {
 	}
 	t.Logf("%s: %d passed, %d failed", label, passed, failed)
 	fmt.Printf("go conformance (%s): %d passed, %d failed\n", label, passed, failed)
+}
+
+// replayRedis replays every vectors file on one deterministic-replay store per file, connected
+// with urls and opts.
+func replayRedis(t *testing.T, label, urls string, opts RedisOptions) {
+	opts.DeterministicReplay = true
+	replayEach(t, label, func() (*Store, error) { return ConnectRedis(urls, opts) })
 }
 
 func TestConformanceRedis(t *testing.T) {
@@ -438,6 +446,28 @@ func TestConformanceRedisTLS(t *testing.T) {
 	replayRedis(t, "redis-tls", url, RedisOptions{TLSCAFile: filepath.Join(dir, "ca.crt"), TimeoutMs: 5000})
 }
 
+// replayPostgres replays every vectors file on one Postgres store per file (the runner resets
+// every key a suite touched after it, as on Redis).
+func replayPostgres(t *testing.T, label, url string) {
+	replayEach(t, label, func() (*Store, error) { return ConnectPostgres(url, PostgresOptions{TimeoutMs: 5000}) })
+}
+
+func TestConformancePostgres(t *testing.T) {
+	url := os.Getenv("TK_POSTGRES_URL")
+	if url == "" {
+		// Reason: needs a disposable Postgres; bindings-c/test.sh starts one and sets TK_POSTGRES_URL.
+		t.Skip("TK_POSTGRES_URL is not set (bindings-c/test.sh sets it)")
+	}
+	replayPostgres(t, "postgres", url)
+	_, err := ConnectPostgres(strings.Replace(url, "throttlekit:throttlekit@", "throttlekit:wrong@", 1), PostgresOptions{})
+	if !errors.Is(err, ErrStoreUnavailable) {
+		t.Fatalf("a wrong password: %v, want ErrStoreUnavailable", err)
+	}
+	if _, err := ConnectPostgres(url, PostgresOptions{Table: "Bad-Name"}); !errors.Is(err, ErrConfigInvalid) {
+		t.Fatalf("a bad table name: %v, want ErrConfigInvalid", err)
+	}
+}
+
 // The runner: `go test -run TestConformanceRunner -args --store redis-cluster --redis-url
 // URL[,URL...] [--redis-tls-ca FILE] ...` takes the Rust CLI's flags (runner_flags_test.go).
 func TestConformanceRunner(t *testing.T) {
@@ -447,6 +477,10 @@ func TestConformanceRunner(t *testing.T) {
 	}
 	if *runnerStore == "memory" {
 		TestConformanceMemory(t)
+		return
+	}
+	if *runnerStore == "postgres" {
+		replayPostgres(t, "runner postgres", *runnerPostgresURL)
 		return
 	}
 	urls, opts, err := runnerRedisOptions()

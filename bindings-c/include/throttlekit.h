@@ -377,7 +377,8 @@ typedef struct tk_shaper tk_shaper;
 /**
  * A state store, shared by any number of limiters, multi limiters and shapers.
  *
- * Ownership: created by `tk_store_memory_new*` or `tk_store_redis_connect*`, released with
+ * Ownership: created by `tk_store_memory_new*`, `tk_store_redis_connect*` or
+ * `tk_store_postgres_connect`, released with
  * `tk_store_free`. Every object built on a store keeps its own reference, so the store handle
  * may be freed as soon as the last object that needs it has been *created*; the state lives
  * until the last of them is freed.
@@ -1620,6 +1621,26 @@ tk_result tk_multi_limiter_release_leases(const tk_multi_limiter *multi,
  * `multi` must be NULL or a live handle from `tk_multi_limiter_new`, not in use elsewhere.
  */
 void tk_multi_limiter_free(tk_multi_limiter *multi);
+
+/**
+ * Connects a pool of `pool_size` connections (`0`: the default, 4) to the Postgres at `url`
+ * (`"postgres://user:password@host:port/db"`, or libpq's key-value form; `sslmode=require` for
+ * TLS through rustls), keeping limits in `table` (`NULL`: `"throttlekit"`; `name` or
+ * `schema.name`), which it creates with its functions when missing. It blocks until connected;
+ * `timeout_ms` (`0`: the default, 1000 ms) bounds every call later (a call that timed out is
+ * never resent: it may have committed). An unreachable server or a refused login is
+ * `TK_RESULT_STORE_UNAVAILABLE`; a library built without Postgres support returns
+ * `TK_RESULT_NOT_IMPLEMENTED`.
+ *
+ * # Safety
+ * `url` must be a NUL-terminated string, `table` NULL or one; `out_store` must be valid for
+ * writes.
+ */
+tk_result tk_store_postgres_connect(const char *url,
+                                    const char *table,
+                                    uint64_t timeout_ms,
+                                    uint32_t pool_size,
+                                    tk_store **out_store);
 
 /**
  * Connects a Redis store as `options` say, blocking until connected or `timeout_ms` passed.

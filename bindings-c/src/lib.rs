@@ -28,6 +28,7 @@ pub mod limiter;
 pub mod metrics;
 pub mod multi;
 mod panic;
+pub mod postgres;
 pub mod redis;
 pub mod result;
 pub mod shaper;

@@ -2,9 +2,10 @@
  * tk-conformance: replays conformance-vector files (conformance-vectors/FORMAT.md) through the
  * public C API of libthrottlekit, and prints one line per mismatch and then "N passed, M failed".
  *
- *   tk-conformance [--store memory|redis|redis-cluster|redis-sentinel] [--redis-url URL[,URL...]]
+ *   tk-conformance [--store memory|redis|redis-cluster|redis-sentinel|postgres] [--redis-url URL[,URL...]]
  *                  [--redis-service-name NAME] [--redis-tls-ca FILE] [--redis-tls-cert FILE]
- *                  [--redis-tls-key FILE] [--redis-scripting auto|functions|eval] FILE...
+ *                  [--redis-tls-key FILE] [--redis-scripting auto|functions|eval]
+ *                  [--postgres-url URL] FILE...
  *
  * The flags are the Rust CLI's: --redis-url takes one URL (redis), seed nodes (redis-cluster)
  * or sentinels (redis-sentinel, with --redis-service-name); rediss:// for TLS, with
@@ -476,6 +477,9 @@ static void run_http_file(const cJSON *root) {
     for (const cJSON *c = k ? k->child : NULL; c; c = c->next) run_http_case(c, 0);
 }
 
+/* --store postgres: the one PostgresStore of a file's suites (tk_store_postgres_connect). */
+static const char *postgres_url = NULL;
+
 static void run_file(const char *path, const tk_redis_options *redis) {
     char *text = read_file(path);
     cJSON *root = cJSON_Parse(text);
@@ -505,6 +509,13 @@ static void run_file(const char *path, const tk_redis_options *redis) {
             tk_last_error_message(msg, sizeof msg, NULL);
             tkc_die("cannot connect to %s: %s", redis->urls, msg);
         }
+    } else if (postgres_url) {
+        tk_result r = tk_store_postgres_connect(postgres_url, NULL, 0, 0, &store);
+        if (r != TK_RESULT_OK) {
+            char msg[512];
+            tk_last_error_message(msg, sizeof msg, NULL);
+            tkc_die("cannot connect to Postgres (%s): %s", tk_result_code(r), msg);
+        }
     }
     int i = 0;
     for (const cJSON *suite = suites->child; suite; suite = suite->next, i++) run_suite(suite, i, store);
@@ -513,9 +524,9 @@ static void run_file(const char *path, const tk_redis_options *redis) {
 }
 
 #define USAGE                                                                                                  \
-    "usage: tk-conformance [--store memory|redis|redis-cluster|redis-sentinel] [--redis-url URL[,URL...]]\n" \
+    "usage: tk-conformance [--store memory|redis|redis-cluster|redis-sentinel|postgres] [--redis-url URL[,URL...]]\n" \
     "       [--redis-service-name NAME] [--redis-tls-ca FILE] [--redis-tls-cert FILE] [--redis-tls-key FILE]\n" \
-    "       [--redis-scripting auto|functions|eval] FILE..."
+    "       [--redis-scripting auto|functions|eval] [--postgres-url URL] FILE..."
 
 /* The value of the flag at argv[*i] (advancing *i), or NULL when argv[*i] is not `name`. */
 static const char *flag(int argc, char **argv, int *i, const char *name) {
@@ -525,7 +536,8 @@ static const char *flag(int argc, char **argv, int *i, const char *name) {
 }
 
 int main(int argc, char **argv) {
-    int redis = 0;
+    int redis = 0, postgres = 0;
+    const char *pg_url = NULL;
     tk_redis_options options = {0};
     options.urls = "redis://127.0.0.1:6379";
     options.deterministic_replay = true;
@@ -534,13 +546,17 @@ int main(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         const char *v;
         if ((v = flag(argc, argv, &i, "--store"))) {
+            redis = postgres = 0;
             if (strcmp(v, "memory") == 0) redis = 0;
+            else if (strcmp(v, "postgres") == 0) postgres = 1;
             else if (strcmp(v, "redis") == 0) redis = 1, options.mode = TK_REDIS_MODE_STANDALONE;
             else if (strcmp(v, "redis-cluster") == 0) redis = 1, options.mode = TK_REDIS_MODE_CLUSTER;
             else if (strcmp(v, "redis-sentinel") == 0) redis = 1, options.mode = TK_REDIS_MODE_SENTINEL;
-            else tkc_die("unknown store \"%s\" (memory, redis, redis-cluster or redis-sentinel)", v);
+            else tkc_die("unknown store \"%s\" (memory, redis, redis-cluster, redis-sentinel or postgres)", v);
         } else if ((v = flag(argc, argv, &i, "--redis-url"))) {
             options.urls = v;
+        } else if ((v = flag(argc, argv, &i, "--postgres-url"))) {
+            pg_url = v;
         } else if ((v = flag(argc, argv, &i, "--redis-service-name"))) {
             options.service_name = v;
         } else if ((v = flag(argc, argv, &i, "--redis-tls-ca"))) {
@@ -561,6 +577,10 @@ int main(int argc, char **argv) {
         }
     }
     if (!nfiles) tkc_die(USAGE);
+    if (postgres) {
+        if (!pg_url) tkc_die("--store postgres needs --postgres-url URL\n%s", USAGE);
+        postgres_url = pg_url;
+    }
     for (int i = 0; i < nfiles; i++) run_file(files[i], redis ? &options : NULL);
     free(files);
     printf("%ld passed, %ld failed\n", tkc_passed, tkc_failed);

@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 'use strict'
-// throttlekit-conformance [--store memory|redis|redis-cluster|redis-sentinel] [--redis-url URL[,URL...]]
+// throttlekit-conformance [--store memory|redis|redis-cluster|redis-sentinel|postgres] [--redis-url URL[,URL...]]
 //                         [--redis-service-name NAME] [--redis-tls-ca FILE] [--redis-tls-cert FILE]
-//                         [--redis-tls-key FILE] [--redis-scripting auto|functions|eval] FILE...
+//                         [--redis-tls-key FILE] [--redis-scripting auto|functions|eval]
+//                         [--postgres-url URL] FILE...
 //
 // Replays conformance vectors (decision vectors, and the HTTP vectors of conformance-vectors/http/)
 // through @throttlekit/core's public API and ends with
@@ -12,19 +13,21 @@
 // (redis-cluster) or sentinels (redis-sentinel, with --redis-service-name); rediss:// for TLS,
 // with --redis-tls-ca naming the CA to trust instead of the system's. Each is one option of
 // RedisStore.connect, which checks them (a bad combination exits 2 with config_invalid).
+// On Postgres (--postgres-url, default $THROTTLEKIT_POSTGRES_URL) every suite gets a namespace
+// of its own on one PostgresStore, its keys reset after it.
 const fs = require('node:fs')
 const path = require('node:path')
 const { parse, replay } = require('../lib/conformance.js')
 const { isHttpVectors, parseHttp, replayHttp } = require('../lib/http-conformance.js')
 const { isAdaptiveVectors, parseAdaptive, replayAdaptive } = require('../lib/adaptive-conformance.js')
-const { RedisStore } = require('../index.js')
+const { RedisStore, PostgresStore } = require('../index.js')
 
 function usage(message) {
   if (message) console.error(message)
   console.error(
-    'usage: throttlekit-conformance [--store memory|redis|redis-cluster|redis-sentinel] [--redis-url URL[,URL...]]\n' +
+    'usage: throttlekit-conformance [--store memory|redis|redis-cluster|redis-sentinel|postgres] [--redis-url URL[,URL...]]\n' +
       '       [--redis-service-name NAME] [--redis-tls-ca FILE] [--redis-tls-cert FILE] [--redis-tls-key FILE]\n' +
-      '       [--redis-scripting auto|functions|eval] FILE...',
+      '       [--redis-scripting auto|functions|eval] [--postgres-url URL] FILE...',
   )
   process.exit(2)
 }
@@ -32,6 +35,7 @@ function usage(message) {
 async function main(argv) {
   let store = 'memory'
   let url = process.env.THROTTLEKIT_REDIS_URL || 'redis://127.0.0.1:6379'
+  let postgresUrl = process.env.THROTTLEKIT_POSTGRES_URL
   const options = {} // RedisStore.connect options named by --redis-* flags
   const flags = {
     '--redis-service-name': 'serviceName',
@@ -51,16 +55,23 @@ async function main(argv) {
     }
     if (name === '--store') store = value()
     else if (name === '--redis-url') url = value()
+    else if (name === '--postgres-url') postgresUrl = value()
     else if (name in flags) options[flags[name]] = value()
     else if (a === '-h' || a === '--help') usage()
     else if (a.startsWith('-')) usage(`unknown option ${a}`)
     else files.push(a)
   }
-  const modes = { memory: null, redis: 'standalone', 'redis-cluster': 'cluster', 'redis-sentinel': 'sentinel' }
-  if (!(store in modes)) usage(`--store must be memory, redis, redis-cluster or redis-sentinel, not ${store}`)
+  const modes = { memory: null, redis: 'standalone', 'redis-cluster': 'cluster', 'redis-sentinel': 'sentinel', postgres: null }
+  if (!(store in modes)) usage(`--store must be memory, redis, redis-cluster, redis-sentinel or postgres, not ${store}`)
   if (files.length === 0) usage('no vectors files given')
+  if (store === 'postgres' && !postgresUrl) usage('--store postgres needs --postgres-url URL (or $THROTTLEKIT_POSTGRES_URL)')
 
-  const redis = modes[store] ? await RedisStore.connect({ urls: url, mode: modes[store], deterministicReplay: true, ...options }) : undefined
+  const shared =
+    store === 'postgres'
+      ? await PostgresStore.connect({ url: postgresUrl, sweepIntervalMs: 0 })
+      : modes[store]
+        ? await RedisStore.connect({ urls: url, mode: modes[store], deterministicReplay: true, ...options })
+        : undefined
   let passed = 0
   let failed = 0
   try {
@@ -72,7 +83,7 @@ async function main(argv) {
         // involve no store: the same on either.
         if (isHttpVectors(text)) report = await replayHttp(parseHttp(text, path.basename(file)))
         else if (isAdaptiveVectors(text)) report = replayAdaptive(parseAdaptive(text, path.basename(file)))
-        else report = await replay(parse(text, path.basename(file)), { redis })
+        else report = await replay(parse(text, path.basename(file)), { shared })
       } catch (e) {
         console.error(`${file}: ${e.message}`)
         failed += 1
@@ -84,7 +95,7 @@ async function main(argv) {
       failed += report.failed
     }
   } finally {
-    if (redis) await redis.close()
+    if (shared) await shared.close()
   }
   console.log(`${passed} passed, ${failed} failed`)
   return failed === 0 ? 0 : 1

@@ -1,8 +1,9 @@
 'use strict'
 // Replays conformance vectors (conformance-vectors/FORMAT.md) through the public JavaScript API —
 // Limiter, MultiLimiter, Shaper and ManualClock — so a pass proves what a Node caller gets.
-// In-memory suites use the sync methods (checkSync, ...); Redis suites the Promise methods, on
-// a store in deterministic-replay mode so that expiry follows each op's `now`.
+// In-memory suites use the sync methods (checkSync, ...); Redis and Postgres suites the Promise
+// methods, on one shared store (Redis's in deterministic-replay mode so that expiry follows each
+// op's `now`; Postgres judges expiry by the caller's `now` as it is).
 // The API under test: the native addon, loaded on first use, unless `replay` is given another
 // build of the same API (the WebAssembly build's runner, bindings-node/wasm/conformance.mjs).
 let native
@@ -169,26 +170,27 @@ async function cleanup({ kind, subject }, suite) {
 }
 
 /**
- * Replays a parsed vectors file. `redis`: a RedisStore in deterministic-replay mode, or
+ * Replays a parsed vectors file. `shared` (or its older name `redis`): a RedisStore in
+ * deterministic-replay mode or a PostgresStore, every suite under a namespace of its own; or
  * undefined for a fresh MemoryStore per suite; `api`: the module to replay through (default: the
  * native addon). Returns {passed, failed, failures}.
  */
-async function replay(file, { redis, api } = {}) {
+async function replay(file, { redis, shared = redis, api } = {}) {
   const tk = api ?? nativeApi()
   const report = { passed: 0, failed: 0, failures: [] }
-  // Only Redis needs the run's namespace (and `process`, which a Worker may not have).
-  const run = redis ? `tk-conformance-node:${process.pid}-${Date.now()}` : ''
+  // Only a shared store needs the run's namespace (and `process`, which a Worker may not have).
+  const run = shared ? `tk-conformance-node:${process.pid}-${Date.now()}` : ''
   let n = 0
   for (const [index, suite] of file.suites.entries()) {
     const label = suite.id ?? suite.name ?? `#${index}`
     const ops = suite.ops ?? []
     const clock = new tk.ManualClock(0)
-    // On Redis every suite gets its own namespace, so suites (and other users of the server)
+    // On a shared store every suite gets its own namespace, so suites (and other users of the server)
     // never share keys; key names play no part in any decision.
-    const prefix = redis ? [run, n++, suite.prefix].filter((p) => p !== undefined && p !== '').join(':') : suite.prefix
+    const prefix = shared ? [run, n++, suite.prefix].filter((p) => p !== undefined && p !== '').join(':') : suite.prefix
     let subject
     try {
-      subject = build(tk, suite, redis ?? new tk.MemoryStore(), clock, prefix)
+      subject = build(tk, suite, shared ?? new tk.MemoryStore(), clock, prefix)
     } catch (e) {
       if (suite.expectError !== undefined && e.code === suite.expectError) {
         report.passed += 1
@@ -206,7 +208,7 @@ async function replay(file, { redis, api } = {}) {
     for (const [i, op] of ops.entries()) {
       let g
       try {
-        g = await runOp(subject, suite, op, clock, !redis)
+        g = await runOp(subject, suite, op, clock, !shared)
       } catch (e) {
         g = got('error', e)
       }
@@ -218,7 +220,7 @@ async function replay(file, { redis, api } = {}) {
       const want = op.expectError !== undefined ? `error ${op.expectError}` : op.expect !== undefined ? JSON.stringify(op.expect) : 'no error'
       report.failures.push(`${label}: op ${i} (now ${op.now}): expected ${want}, got ${show(g)}`)
     }
-    if (redis) await cleanup(subject, suite)
+    if (shared) await cleanup(subject, suite)
   }
   return report
 }

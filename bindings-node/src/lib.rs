@@ -29,6 +29,8 @@ mod http;
 mod limiter;
 mod metrics;
 mod multi;
+#[cfg(feature = "postgres")]
+mod postgres;
 mod promise;
 #[cfg(feature = "redis")]
 mod redis;

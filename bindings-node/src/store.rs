@@ -1,4 +1,5 @@
-//! [`MemoryStore`], and reading a limiter's `store` option (a `MemoryStore` or a `RedisStore`).
+//! [`MemoryStore`], and reading a limiter's `store` option (a `MemoryStore`, a `RedisStore` or a
+//! `PostgresStore`).
 
 use std::sync::Arc;
 
@@ -104,7 +105,11 @@ pub(crate) fn from_options(env: &Env, o: &Options) -> CoreResult<Chosen> {
     if let Some(r) = crate::instance::<crate::redis::RedisStore>(env, v, &path)? {
         return Ok(r.chosen());
     }
-    Err(config(&path, "must be a MemoryStore or a RedisStore"))
+    #[cfg(feature = "postgres")]
+    if let Some(p) = crate::instance::<crate::postgres::PostgresStore>(env, v, &path)? {
+        return Ok(p.chosen());
+    }
+    Err(config(&path, "must be a MemoryStore, a RedisStore or a PostgresStore"))
 }
 
 /// Reads a `clock` option: a `ManualClock`, or absent for the system clock.

@@ -18,6 +18,8 @@ mod lease;
 mod limiter;
 mod metrics;
 mod multi;
+#[cfg(feature = "postgres")]
+mod postgres;
 mod shaper;
 mod spec;
 #[cfg(feature = "sqlite")]
@@ -48,6 +50,8 @@ fn _throttlekit(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<store::RedisStore>()?;
     #[cfg(feature = "sqlite")]
     m.add_class::<sqlite_store::SqliteStore>()?;
+    #[cfg(feature = "postgres")]
+    m.add_class::<postgres::PostgresStore>()?;
     m.add_class::<limiter::Limiter>()?;
     fast_check::install(&m.py().get_type::<limiter::Limiter>())?;
     m.add_class::<multi::Dimension>()?;

@@ -95,7 +95,7 @@ impl StoreArg {
 }
 
 /// The `store=` argument: `None` (a fresh `MemoryStore`), a `MemoryStore`, a `RedisStore` or a
-/// `SqliteStore`.
+/// `SqliteStore` or a `PostgresStore`.
 pub fn from_arg(obj: Option<&Bound<'_, PyAny>>) -> PyResult<StoreArg> {
     let fresh =
         || StoreArg { store: Arc::new(throttlekit::MemoryStore::new()), server_clock: false, fail_policy: None };
@@ -111,7 +111,11 @@ pub fn from_arg(obj: Option<&Bound<'_, PyAny>>) -> PyResult<StoreArg> {
     if let Ok(s) = obj.cast::<crate::sqlite_store::SqliteStore>() {
         return Ok(s.get().arg());
     }
-    Err(error::wrong_type("store", "a MemoryStore, a RedisStore, a SqliteStore or None", obj))
+    #[cfg(feature = "postgres")]
+    if let Ok(p) = obj.cast::<crate::postgres::PostgresStore>() {
+        return Ok(p.get().arg());
+    }
+    Err(error::wrong_type("store", "a MemoryStore, a RedisStore, a SqliteStore, a PostgresStore or None", obj))
 }
 
 #[cfg(feature = "redis")]
@@ -160,10 +164,7 @@ mod redis {
         obj.extract::<std::path::PathBuf>().map_err(|_| error::wrong_type(arg, "a str or an os.PathLike", obj))
     }
 
-    /// An optional argument that was given (absent and `None` both mean the default).
-    fn given<'a, 'py>(o: Option<&'a Bound<'py, PyAny>>) -> Option<&'a Bound<'py, PyAny>> {
-        o.filter(|v| !v.is_none())
-    }
+    use validate::given;
 
     impl Connection<'_, '_> {
         /// The one place Python's arguments become core's `RedisOptions` (`docs/redis.md`):

@@ -195,6 +195,11 @@ pub fn count(obj: &Bound<'_, PyAny>, arg: &str) -> PyResult<u64> {
     }
 }
 
+/// An optional argument that was given (absent and `None` both mean the default).
+pub fn given<'a, 'py>(o: Option<&'a Bound<'py, PyAny>>) -> Option<&'a Bound<'py, PyAny>> {
+    o.filter(|v| !v.is_none())
+}
+
 /// A `bool` flag (ints are refused: `server_clock=1` is more likely a slip than a choice).
 pub fn flag(obj: &Bound<'_, PyAny>, arg: &str) -> PyResult<bool> {
     match obj.cast::<PyBool>() {

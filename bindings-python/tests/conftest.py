@@ -180,3 +180,24 @@ def redis_passworded_sentinel_urls(tmp_path_factory: pytest.TempPathFactory) -> 
         yield urls
     finally:
         _helper("redis-sentinels.sh", "stop", folder)
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """A throwaway Postgres 15 (tests/postgres-server.sh, stopped by PID), or
+    THROTTLEKIT_POSTGRES_URL's server. Skipped, saying why, where Postgres is not installed
+    (test.sh installs it)."""
+    url = os.environ.get("THROTTLEKIT_POSTGRES_URL")
+    if url:
+        yield url
+        return
+    if not Path("/usr/lib/postgresql/15/bin/initdb").exists():
+        pytest.skip("postgresql-15 is not installed (scripts/install-deps.sh installs it)")
+    pidfile = Path(os.environ.get("TMPDIR", "/tmp")) / f"tk-pytest-pg-{uuid.uuid4().hex[:8]}.pid"
+    script = ROOT / "tests" / "postgres-server.sh"
+    out = subprocess.run([str(script), "start", str(pidfile)], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    try:
+        yield out.stdout.strip()
+    finally:
+        subprocess.run([str(script), "stop", str(pidfile)], timeout=60)

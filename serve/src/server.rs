@@ -26,10 +26,12 @@ pub const USAGE: &str = "usage: throttlekit serve --config PATH [options]
   --config PATH            a YAML file or a directory of them (envoyproxy/ratelimit's format)
   --grpc-addr HOST:PORT    gRPC listener (default 0.0.0.0:8081)
   --http-addr HOST:PORT    HTTP listener: /json, /healthcheck, /metrics, /api (default 0.0.0.0:8080)
-  --store memory|redis|redis-cluster|redis-sentinel   (default memory)
+  --store memory|redis|redis-cluster|redis-sentinel|postgres   (default memory)
   --redis-url URL[,URL...] one URL, cluster seeds or sentinels; rediss:// for TLS; user:pass@ for ACL
   --redis-service-name NAME  --redis-tls-ca FILE  --redis-tls-cert FILE  --redis-tls-key FILE
   --redis-scripting auto|functions|eval   --redis-timeout-ms MS (default 500)
+  --postgres-url URL       postgres://user:password@host:port/db (--store postgres; docs/postgres.md)
+  --postgres-timeout-ms MS (default 500)
   --prefix P               key prefix (default tk)
   --headers draft-10|draft-7|draft-6|legacy|none   response_headers_to_add (default none)
   --fail-policy unavailable|allow|deny   when the store cannot answer (default unavailable)
@@ -53,6 +55,8 @@ pub struct Options {
     redis_tls: [Option<String>; 3],
     redis_scripting: Option<String>,
     redis_timeout_ms: u64,
+    postgres_url: Option<String>,
+    postgres_timeout_ms: u64,
     prefix: String,
     headers: Option<Family>,
     fail: FailMode,
@@ -79,6 +83,8 @@ impl Options {
             redis_tls: [None, None, None],
             redis_scripting: None,
             redis_timeout_ms: 500,
+            postgres_url: None,
+            postgres_timeout_ms: 500,
             prefix: "tk".into(),
             headers: None,
             fail: FailMode::Unavailable,
@@ -108,6 +114,8 @@ impl Options {
                 "--redis-tls-key" => o.redis_tls[2] = Some(value()?),
                 "--redis-scripting" => o.redis_scripting = Some(value()?),
                 "--redis-timeout-ms" => o.redis_timeout_ms = num(value()?)?,
+                "--postgres-url" => o.postgres_url = Some(value()?),
+                "--postgres-timeout-ms" => o.postgres_timeout_ms = num(value()?)?,
                 "--prefix" => o.prefix = value()?,
                 "--headers" => {
                     let v = value()?;
@@ -146,8 +154,30 @@ async fn store(o: &Options) -> Result<(Arc<dyn Store>, Option<Binder>), String> 
     match o.store.as_str() {
         "memory" => Ok((Arc::new(MemoryStore::new()), None)),
         "redis" | "redis-cluster" | "redis-sentinel" => redis_store(o).await,
-        other => Err(format!("unknown store {other:?} (memory, redis, redis-cluster or redis-sentinel)")),
+        "postgres" => postgres_store(o).await.map(|s| (s, None)),
+        other => Err(format!("unknown store {other:?} (memory, redis, redis-cluster, redis-sentinel or postgres)")),
     }
+}
+
+/// The Postgres store at `--postgres-url` (its calls run on the store's own runtime: nothing to
+/// bind per gRPC thread).
+#[cfg(feature = "postgres")]
+async fn postgres_store(o: &Options) -> Result<Arc<dyn Store>, String> {
+    use throttlekit::postgres::{PostgresOptions, PostgresStore};
+    let url = o.postgres_url.clone().ok_or("--store postgres needs --postgres-url URL")?;
+    let options = PostgresOptions { timeout: std::time::Duration::from_millis(o.postgres_timeout_ms), ..PostgresOptions::new(url) };
+    // `connect_blocking` on a blocking thread: a failed connect drops the store's own runtime,
+    // which tokio forbids inside an async context.
+    let store = tokio::task::spawn_blocking(move || PostgresStore::connect_blocking(options))
+        .await
+        .map_err(|e| e.to_string())?
+        .map_err(|e| e.to_string())?;
+    Ok(Arc::new(store))
+}
+
+#[cfg(not(feature = "postgres"))]
+async fn postgres_store(_o: &Options) -> Result<Arc<dyn Store>, String> {
+    Err("this build has no postgres support (build with the `postgres` feature)".into())
 }
 
 #[cfg(feature = "redis")]

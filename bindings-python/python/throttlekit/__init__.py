@@ -50,6 +50,10 @@ try:  # So is the SQLite store (on by default).
     from throttlekit._throttlekit import SqliteStore
 except ImportError:  # pragma: no cover - only in builds without the `sqlite` feature
     pass
+try:  # So is the Postgres store.
+    from throttlekit._throttlekit import PostgresStore
+except ImportError:  # pragma: no cover - only in builds without the `postgres` feature
+    pass
 
 __all__ = [
     "ERROR_CODES",
@@ -68,6 +72,7 @@ __all__ = [
     "MultiLimiter",
     "OperationNotImplementedError",
     "Permit",
+    "PostgresStore",
     "QueueFullError",
     "RateLimitExceededError",
     "RedisStore",

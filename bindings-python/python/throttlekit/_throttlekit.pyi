@@ -22,6 +22,7 @@ __all__ = [
     "MultiLimiter",
     "OperationNotImplementedError",
     "Permit",
+    "PostgresStore",
     "QueueFullError",
     "RateLimitExceededError",
     "RedisStore",
@@ -50,7 +51,7 @@ _RedisMode = Literal["standalone", "cluster", "sentinel"]
 _Scripting = Literal["auto", "functions", "eval"]
 _Path = Union[str, "os.PathLike[str]"]
 _Clock = Union[ManualClock, SystemClock, None]
-_Store = Union[MemoryStore, RedisStore, SqliteStore, None]
+_Store = Union[MemoryStore, RedisStore, SqliteStore, PostgresStore, None]
 _StrategyLike = Union[Strategy, dict[str, Any]]
 
 class ThrottleKitError(Exception):
@@ -225,6 +226,39 @@ class SqliteStore:
     def path(self) -> str: ...
     @property
     def table(self) -> str: ...
+
+@final
+class PostgresStore:
+    def __new__(
+        cls,
+        url: str,
+        *,
+        table: str = "throttlekit",
+        migrate: bool = True,
+        unlogged: bool = False,
+        synchronous_commit_off: bool = False,
+        pool_size: int = 4,
+        timeout_ms: int = 1000,
+        connect_timeout_ms: int = 3000,
+        sweep_interval_ms: int = 60000,
+        sweep_batch: int = 1000,
+        sweep_grace_ms: int = 60000,
+        server_clock: bool = False,
+        fail_policy: Optional[_FailPolicy] = None,
+    ) -> PostgresStore: ...
+    @staticmethod
+    def migrate(
+        url: str,
+        *,
+        table: str = "throttlekit",
+        unlogged: bool = False,
+        timeout_ms: int = 1000,
+        connect_timeout_ms: int = 3000,
+    ) -> None: ...
+    @property
+    def table(self) -> str: ...
+    @property
+    def pool_size(self) -> int: ...
     def close(self) -> Awaitable[None]: ...
     def close_sync(self) -> None: ...
 

@@ -1,9 +1,9 @@
 """Replays conformance-vector files through the public Python API.
 
-    python -m throttlekit.conformance [--store memory|redis|redis-cluster|redis-sentinel|sqlite]
+    python -m throttlekit.conformance [--store memory|redis|redis-cluster|redis-sentinel|sqlite|postgres]
         [--redis-url URL[,URL...]] [--redis-service-name NAME] [--redis-tls-ca FILE]
         [--redis-tls-cert FILE] [--redis-tls-key FILE] [--redis-scripting auto|functions|eval]
-        [--sqlite-path FILE] [--api sync|async] FILE...
+        [--sqlite-path FILE] [--postgres-url URL] [--api sync|async] FILE...
 
 The ``--redis-*`` flags are the Rust CLI's: ``--redis-url`` takes one URL (redis), seed nodes
 (redis-cluster) or sentinels (redis-sentinel, with ``--redis-service-name``); ``rediss://`` for
@@ -16,7 +16,9 @@ what a Python caller gets, including how bad costs are refused. On Redis the sto
 deterministic-replay mode (expiry follows ``now``), and each suite gets its own key prefix,
 which stands in for a fresh store without flushing anybody's database. On SQLite
 (``--sqlite-path``, created if missing) the store runs with ``sweep=False`` (expiry follows only
-``now``, as on Redis's replay mode) and each suite gets its own key prefix too.
+``now``, as on Redis's replay mode) and each suite gets its own key prefix too. On Postgres
+(``--postgres-url``, default ``$THROTTLEKIT_POSTGRES_URL``) expiry follows ``now`` as it is, and
+each suite gets its own key prefix too; its keys are reset after it.
 
 HTTP vectors files (``conformance-vectors/http/*.json``, recognised by their top-level
 ``"format": "throttlekit-http/1"``) are replayed too: header cases through core's JSON entry
@@ -128,29 +130,36 @@ class Report:
         self.failures.extend(other.failures)
 
 
-# The runner's --store names and the RedisStore mode each stands for.
+# The runner's --store names and the RedisStore mode each stands for (sqlite and postgres: their
+# own stores).
 _STORE_MODES = {
     "memory": None,
     "redis": "standalone",
     "redis-cluster": "cluster",
     "redis-sentinel": "sentinel",
     "sqlite": None,
+    "postgres": None,
 }
 
 
 class StoreFactory:
-    """Fresh stores for suites: a new MemoryStore each, or one Redis or SQLite store under fresh
-    prefixes."""
+    """Fresh stores for suites: a new MemoryStore each, or one Redis, SQLite or Postgres store
+    under fresh prefixes."""
 
     def __init__(
-        self, kind: str = "memory", redis_url: str | None = None, sqlite_path: str | None = None, **redis_options: Any
+        self,
+        kind: str = "memory",
+        redis_url: str | None = None,
+        sqlite_path: str | None = None,
+        postgres_url: str | None = None,
+        **redis_options: Any,
     ) -> None:
-        """`kind` is memory, a Redis store (redis, redis-cluster or redis-sentinel) or sqlite
-        (with `sqlite_path`). The keyword arguments are `RedisStore`'s connection options
-        (`tls_ca_file=...`)."""
+        """`kind` is memory, a Redis store (redis, redis-cluster or redis-sentinel), sqlite (with
+        `sqlite_path`) or postgres (with `postgres_url` or $THROTTLEKIT_POSTGRES_URL). The keyword
+        arguments are `RedisStore`'s connection options (`tls_ca_file=...`)."""
         if kind not in _STORE_MODES:
             raise ValueError(f"store must be one of {', '.join(_STORE_MODES)}, not {kind!r}")
-        self.kind = kind if kind in ("memory", "sqlite") else "redis"
+        self.kind = kind if kind in ("memory", "sqlite", "postgres") else "redis"
         self._shared: Any = None
         self._run = uuid.uuid4().hex[:12]
         self._suites = 0
@@ -160,6 +169,13 @@ class StoreFactory:
             if sqlite_path is None:
                 raise ValueError("the sqlite store needs sqlite_path")
             self._shared = SqliteStore(sqlite_path, sweep=False)
+        if self.kind == "postgres":
+            from throttlekit import PostgresStore
+
+            url = postgres_url or os.environ.get("THROTTLEKIT_POSTGRES_URL")
+            if not url:
+                raise ValueError("--store postgres needs --postgres-url URL (or $THROTTLEKIT_POSTGRES_URL)")
+            self._shared = PostgresStore(url, sweep_interval_ms=0)
         if self.kind == "redis":
             from throttlekit import RedisStore
 
@@ -279,7 +295,7 @@ def replay_suite(
             report.fail(f"{sid} op {i} ({name} at {op['now']}): expected {expect}, got {fields}")
         else:
             report.ok()
-    if stores.kind == "redis":  # leave nothing behind on a shared server
+    if stores.kind != "memory":  # leave nothing behind on a shared server
         for key in {json.dumps(k) for k in used_keys}:
             target.reset_sync(json.loads(key))
     return report
@@ -396,6 +412,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--redis-tls-key", default=None, help="PEM client key (mutual TLS)")
     parser.add_argument("--redis-scripting", choices=("auto", "functions", "eval"), default=None)
     parser.add_argument("--sqlite-path", default=None, help="the SQLite file (sqlite; created if missing)")
+    parser.add_argument("--postgres-url", default=None, help="postgres://... (default: $THROTTLEKIT_POSTGRES_URL)")
     parser.add_argument("--api", choices=("sync", "async"), default="sync", help="the *_sync methods or the awaitables")
     parser.add_argument("files", nargs="+", metavar="FILE")
     args = parser.parse_args(argv)
@@ -405,7 +422,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         stores = StoreFactory(
             args.store,
             args.redis_url,
-            args.sqlite_path,
+            sqlite_path=args.sqlite_path,
+            postgres_url=args.postgres_url,
             **{
                 name: value
                 for name, value in (
@@ -419,7 +437,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             },
         )
         report = replay_files(args.files, stores, args.api == "async")
-    except (VectorFormatError, OSError, json.JSONDecodeError, ThrottleKitError) as e:
+    except (VectorFormatError, OSError, json.JSONDecodeError, ThrottleKitError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     for line in report.failures:

@@ -1,0 +1,19 @@
+// A throwaway Postgres 15 for the tests: $THROTTLEKIT_POSTGRES_URL if set, else one started with
+// the repository's tests/postgres-server.sh (initdb into a temp dir, a free port) and stopped by PID.
+import { execFileSync } from 'node:child_process'
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+const here = dirname(fileURLToPath(import.meta.url))
+const script = join(here, '..', '..', '..', 'tests', 'postgres-server.sh')
+
+/** Starts Postgres; resolves to {url, stop()}. Fails (never skips) when no server can be had. */
+export async function startPostgres() {
+  if (process.env.THROTTLEKIT_POSTGRES_URL) return { url: process.env.THROTTLEKIT_POSTGRES_URL, stop: async () => {} }
+  const dir = mkdtempSync(join(tmpdir(), 'tk-node-pg-'))
+  const pidfile = join(dir, 'postgres.pid')
+  const url = execFileSync('bash', [script, 'start', pidfile], { encoding: 'utf8' }).trim()
+  return { url, stop: async () => execFileSync('bash', [script, 'stop', pidfile]) }
+}

@@ -1,0 +1,118 @@
+// PostgresStore: the vectors replay on a real Postgres 15 through the conformance runner, limiters
+// decide on it through the Promise and sync methods, bad input is a coded error (docs/postgres.md).
+import assert from 'node:assert/strict'
+import { spawnSync } from 'node:child_process'
+import { readdirSync } from 'node:fs'
+import { createServer } from 'node:net'
+import { dirname, join } from 'node:path'
+import { after, before, describe, test } from 'node:test'
+import { fileURLToPath } from 'node:url'
+
+import tk from '../index.js'
+import { startPostgres } from './helpers/postgres.mjs'
+
+const { Limiter, MultiLimiter, PostgresStore, Strategy } = tk
+const here = dirname(fileURLToPath(import.meta.url))
+const root = join(here, '..', '..')
+const vectors = readdirSync(join(root, 'conformance-vectors')).filter((f) => f.endsWith('.json')).map((f) => join(root, 'conformance-vectors', f))
+
+let pg
+let store
+const prefix = () => `node-pg:${process.pid}:${Math.random().toString(36).slice(2)}`
+
+describe('PostgresStore', () => {
+  before(async () => {
+    pg = await startPostgres()
+    store = await PostgresStore.connect({ url: pg.url, poolSize: 2, timeoutMs: 3000, sweepIntervalMs: 0 })
+  })
+  after(async () => {
+    await store?.close()
+    await pg?.stop()
+  })
+
+  test('the conformance runner replays every vectors file on it: 0 failed', () => {
+    const r = spawnSync(process.execPath, [join(here, '..', 'bin', 'throttlekit-conformance.js'), '--store', 'postgres', '--postgres-url', pg.url, ...vectors], { encoding: 'utf8' })
+    assert.equal(r.status, 0, r.stdout + r.stderr)
+    const m = /(\d+) passed, 0 failed/.exec(r.stdout)
+    assert.ok(m && Number(m[1]) > 100, r.stdout)
+  })
+
+  test('a limiter decides through the Promise and the sync methods', async () => {
+    const lim = new Limiter({ strategy: Strategy.fixedWindow({ limit: 3, windowMs: 60_000 }), store, prefix: prefix() })
+    assert.deepEqual([(await lim.check('k')).allowed, lim.checkSync('k').allowed, (await lim.check('k')).allowed], [true, true, true])
+    const d = await lim.check('k')
+    assert.equal(d.allowed, false)
+    assert.ok(d.retryAfterMs > 0)
+    await lim.reset('k')
+    assert.equal((await lim.check('k')).remaining, 2)
+  })
+
+  test('a multi limiter charges all or nothing', async () => {
+    const multi = new MultiLimiter({
+      rule: 'all',
+      dimensions: [
+        { name: 'a', strategy: Strategy.fixedWindow({ limit: 2, windowMs: 60_000 }) },
+        { name: 'b', strategy: Strategy.fixedWindow({ limit: 3, windowMs: 60_000 }) },
+      ],
+      store,
+      prefix: prefix(),
+    })
+    assert.ok((await multi.check(['x', 'y'])).allowed)
+    assert.ok((await multi.check(['x', 'y'])).allowed)
+    assert.ok(!(await multi.check(['x', 'y'])).allowed) // a is full
+    assert.ok((await multi.check(['other', 'y'])).allowed) // the denial charged b nothing
+    assert.ok(!(await multi.check(['third', 'y'])).allowed)
+  })
+
+  test('the store carries its limiters\' defaults; closed, the fail policy decides', async () => {
+    const s = await PostgresStore.connect({ url: pg.url, poolSize: 1, serverClock: true, failPolicy: 'fail_open', sweepIntervalMs: 0 })
+    assert.equal(s.table, 'throttlekit')
+    assert.equal(s.poolSize, 1)
+    const lim = new Limiter({ strategy: Strategy.gcra({ limit: 1, periodMs: 1000 }), store: s, prefix: prefix() })
+    assert.ok((await lim.check('k')).allowed)
+    await s.close()
+    assert.ok((await lim.check('k')).allowed) // fail_open
+    const strict = new Limiter({ strategy: Strategy.gcra({ limit: 1, periodMs: 1000 }), store: s, failPolicy: 'raise' })
+    await assert.rejects(strict.check('k'), { code: 'store_unavailable' })
+  })
+
+  test('a bad URL is config_invalid', async () => {
+    await assert.rejects(PostgresStore.connect({ url: 'postgres://[nope' }), (e) => e.code === 'config_invalid' && /postgres\.url/.test(e.message))
+  })
+
+  test('a wrong password is store_unavailable naming the authentication', async () => {
+    const bad = pg.url.replace('throttlekit:throttlekit@', 'throttlekit:wrong@')
+    assert.notEqual(bad, pg.url)
+    await assert.rejects(PostgresStore.connect({ url: bad, poolSize: 1 }), (e) => e.code === 'store_unavailable' && /auth/i.test(e.message))
+  })
+
+  test('an unreachable server is store_unavailable within the timeouts', async () => {
+    const port = await new Promise((resolve) => {
+      const s = createServer().listen(0, '127.0.0.1', () => {
+        const p = s.address().port
+        s.close(() => resolve(p))
+      })
+    })
+    const t0 = Date.now()
+    await assert.rejects(PostgresStore.connect({ url: `postgres://u:p@127.0.0.1:${port}/db`, poolSize: 1, connectTimeoutMs: 500, timeoutMs: 500 }), { code: 'store_unavailable' })
+    assert.ok(Date.now() - t0 < 5000)
+  })
+
+  test('a missing table with migrate off is config_invalid', async () => {
+    const table = `tk_node_${process.pid}`
+    await assert.rejects(PostgresStore.connect({ url: pg.url, table, migrate: false, poolSize: 1 }), (e) => e.code === 'config_invalid' && e.message.includes(table))
+  })
+
+  for (const [options, code] of [
+    [{}, 'config_invalid'],
+    [{ url: 'postgres://u:p@127.0.0.1:1/db', table: 'Bad-Name' }, 'config_invalid'],
+    [{ url: 'postgres://u:p@127.0.0.1:1/db', poolSize: 0 }, 'config_invalid'],
+    [{ url: 'postgres://u:p@127.0.0.1:1/db', timeoutMs: 1.5 }, 'config_invalid'],
+    [{ url: 'postgres://u:p@127.0.0.1:1/db', migrate: 'yes' }, 'config_invalid'],
+    [{ url: 'postgres://u:p@127.0.0.1:1/db', nope: 1 }, 'config_invalid'],
+  ]) {
+    test(`refuses ${JSON.stringify(options)} with ${code}`, async () => {
+      await assert.rejects(PostgresStore.connect(options), { code })
+    })
+  }
+})

@@ -1,0 +1,108 @@
+'use strict'
+// @throttlekit/core's PostgresStore against rate-limiter-flexible 11's RateLimiterPostgres (on
+// pg 8, both pinned in package.json), on one throwaway local Postgres 15:
+//
+//   check, sequential and 64 in flight: Limiter#check (a fixed window, 60 s) vs
+//     RateLimiterPostgres#consume (its fixed window, same points and duration), 1000 keys;
+//   the ceiling: pgbench running a bare one-row INSERT ... ON CONFLICT DO UPDATE on 1000 keys
+//     with 64 clients (the least any one-statement store can cost), vs our 64 in flight;
+//   one hot key, 8 in flight: strict and leased (no targets: the row lock serialises strict).
+//
+// Every limit is far above the load, so neither side pays for denials. Each measurement is the
+// best of ROUNDS interleaved rounds; ratios are throttlekit / peer. Run with ./postgres-run.sh
+// (release build, throwaway Postgres), or: PGBENCH=/path/to/pgbench node postgres.js URL
+const { spawnSync } = require('node:child_process')
+const fs = require('node:fs')
+const os = require('node:os')
+const path = require('node:path')
+const { Limiter, PostgresStore, Strategy } = require('@throttlekit/core')
+const { RateLimiterPostgres } = require('rate-limiter-flexible')
+const { Pool } = require('pg')
+
+const KEYS = Array.from({ length: 1000 }, (_, i) => `user:${i}`)
+const ROUNDS = Number(process.env.ROUNDS || 3)
+const N = Number(process.env.N || 5000)
+
+const fmt = (n) => (n >= 1e6 ? `${(n / 1e6).toFixed(2)} M` : `${(n / 1e3).toFixed(1)} k`)
+
+const seq = (check) => async () => {
+  for (let i = 0; i < N; i++) await check(KEYS[i % 1000])
+}
+const inFlight = (check, width, key) => async () => {
+  let next = 0
+  const lane = async () => {
+    while (next < N) {
+      const i = next++
+      await check(key ?? KEYS[i % 1000])
+    }
+  }
+  await Promise.all(Array.from({ length: width }, lane))
+}
+
+/** pgbench's TPS for one upsert per transaction, `clients` connections, `seconds` long. */
+function pgbench(url, clients, seconds) {
+  const bin = process.env.PGBENCH || '/usr/lib/postgresql/15/bin/pgbench'
+  const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'tk-pgbench-')), 'upsert.sql')
+  fs.writeFileSync(
+    file,
+    "\\set k random(0, 999)\nINSERT INTO tk_ceiling (key, n) VALUES ('user:' || :k, 1) ON CONFLICT (key) DO UPDATE SET n = tk_ceiling.n + 1;\n",
+  )
+  const r = spawnSync(bin, ['-n', '-M', 'prepared', '-c', String(clients), '-j', String(os.cpus().length), '-T', String(seconds), '-f', file, url], { encoding: 'utf8' })
+  const m = /tps = ([\d.]+)/.exec(r.stdout)
+  if (!m) throw new Error(`pgbench failed: ${r.stdout}${r.stderr}`)
+  return Number(m[1])
+}
+
+async function main() {
+  const url = process.argv[2] || process.env.THROTTLEKIT_POSTGRES_URL
+  if (!url) throw new Error('usage: node postgres.js POSTGRES_URL (./postgres-run.sh starts a server)')
+  console.log(`node ${process.version}, ${os.cpus().length} CPUs, load ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}, best of ${ROUNDS} rounds of ${N}`)
+  const store = await PostgresStore.connect({ url, sweepIntervalMs: 0 })
+  const fw = new Limiter({ strategy: Strategy.fixedWindow({ limit: 1e12, windowMs: 60_000 }), store, prefix: 'bench-fw' })
+  const strict = new Limiter({ strategy: Strategy.gcra({ limit: 1e9, periodMs: 1000 }), store, prefix: 'bench-hot' })
+  const leased = new Limiter({ strategy: Strategy.gcra({ limit: 1e9, periodMs: 1000 }), store, prefix: 'bench-hot-leased', mode: 'leased' })
+  const pool = new Pool({ connectionString: url, max: 64 })
+  const rl = await new Promise((resolve, reject) => {
+    const limiter = new RateLimiterPostgres({ storeClient: pool, points: 1e9, duration: 60, tableName: 'rlflx', keyPrefix: 'bench-rl' }, (e) => (e ? reject(e) : resolve(limiter)))
+  })
+  await pool.query('CREATE TABLE IF NOT EXISTS tk_ceiling (key text PRIMARY KEY, n bigint NOT NULL)')
+
+  const fwCheck = (k) => fw.check(k)
+  const rlCheck = (k) => rl.consume(k)
+  const runs = {
+    seqFw: seq(fwCheck),
+    seqRl: seq(rlCheck),
+    parFw: inFlight(fwCheck, 64),
+    parRl: inFlight(rlCheck, 64),
+    hotStrict: inFlight((k) => strict.check(k), 8, 'hot'),
+    hotLeased: inFlight((k) => leased.check(k), 8, 'hot'),
+  }
+  for (const name in runs) {
+    if (process.env.VERBOSE) console.error(`warm-up: ${name}`)
+    await runs[name]() // warm up (connections, statements, JIT)
+  }
+  const out = {}
+  for (let r = 0; r < ROUNDS; r++) {
+    for (const name in runs) {
+      const t = process.hrtime.bigint()
+      await runs[name]()
+      out[name] = Math.max(out[name] || 0, N / (Number(process.hrtime.bigint() - t) / 1e9))
+    }
+  }
+  await store.close()
+  await pool.end()
+  const ceiling = Math.max(...Array.from({ length: ROUNDS }, () => pgbench(url, 64, 5)))
+
+  const peer = 'RateLimiterPostgres.consume'
+  const row = (what, ours, theirs, target) =>
+    console.log(`postgres ${what.padEnd(36)} ${fmt(ours)} ops/s   ${peer} ${fmt(theirs)} ops/s   ratio ${(ours / theirs).toFixed(2)}x (target >= ${target}x)`)
+  row('check, sequential, fixed window', out.seqFw, out.seqRl, '1.2')
+  row('check, 64 in flight, fixed window', out.parFw, out.parRl, '1.5')
+  console.log(`postgres ceiling: check, 64 in flight ${fmt(out.parFw)} ops/s   pgbench one-row upsert, 64 clients ${fmt(ceiling)} tps   ratio ${(out.parFw / ceiling).toFixed(2)}x (target >= 0.8x)`)
+  console.log(`postgres one hot key, 8 in flight: strict ${fmt(out.hotStrict)} decisions/s, leased ${fmt(out.hotLeased)} decisions/s (no target)`)
+}
+
+main().catch((e) => {
+  console.error(e)
+  process.exit(1)
+})
