@@ -177,24 +177,6 @@ export declare class MultiLimiter {
   releaseLeases(idleMs?: number): Promise<number>
 }
 
-/** A store on Postgres, shared by every limiter given it (a pool of pipelined connections). */
-export declare class PostgresStore {
-  /**
-   * Connects the pool (within `connectTimeoutMs` + `timeoutMs`), creating the table when
-   * `migrate`. Rejects with `store_unavailable` when Postgres cannot be reached or refuses
-   * the login, `config_invalid` for bad options or a missing table with `migrate: false`.
-   */
-  static connect(options: PostgresStoreOptions): Promise<PostgresStore>
-  /** The table holding the limits. */
-  get table(): string
-  /** The connections kept. */
-  get poolSize(): number
-  /** The call timeout, ms. */
-  get timeoutMs(): number
-  /** Closes the connections; later calls fail with `store_unavailable`. */
-  close(): Promise<void>
-}
-
 /**
  * One admitted request's slot in the limit. Release it once with how the request ended;
  * releasing again does nothing and returns `false`. `using permit = ...` releases it as
@@ -212,6 +194,24 @@ export declare class Permit {
   get granted(): boolean
   /** Whether it was released. */
   get released(): boolean
+}
+
+/** A store on Postgres, shared by every limiter given it (a pool of pipelined connections). */
+export declare class PostgresStore {
+  /**
+   * Connects the pool (within `connectTimeoutMs` + `timeoutMs`), creating the table when
+   * `migrate`. Rejects with `store_unavailable` when Postgres cannot be reached or refuses
+   * the login, `config_invalid` for bad options or a missing table with `migrate: false`.
+   */
+  static connect(options: PostgresStoreOptions): Promise<PostgresStore>
+  /** The table holding the limits. */
+  get table(): string
+  /** The connections kept. */
+  get poolSize(): number
+  /** The call timeout, ms. */
+  get timeoutMs(): number
+  /** Closes the connections; later calls fail with `store_unavailable`. */
+  close(): Promise<void>
 }
 
 /**
