@@ -17,7 +17,7 @@ function install(api) {
   const nativeRelease = proto.__release
   const nativeReleased = proto.__released
   const nativeForget = proto.__forget
-  const registries = new WeakMap()
+  const REGISTRY = Symbol('permits registry')
 
   /**
    * One admitted request's slot in the limit. Release it once with how the request ended;
@@ -75,12 +75,15 @@ function install(api) {
     })
   }
 
-  /** The limiter's registry of permits to forget when collected (the callback holds the limiter). */
+  /**
+   * The limiter's registry of permits to forget when collected, made at its first grant and kept
+   * on it under a module-private symbol (a property load; a WeakMap lookup cost more).
+   */
   function registryOf(limiter) {
-    let r = registries.get(limiter)
+    let r = limiter[REGISTRY]
     if (r === undefined) {
       r = new FinalizationRegistry((id) => nativeForget.call(limiter, id))
-      registries.set(limiter, r)
+      Object.defineProperty(limiter, REGISTRY, { value: r })
     }
     return r
   }
