@@ -1,6 +1,7 @@
 'use strict'
-// @throttlekit/core — the CommonJS entry point. Every export is native (see src/); types are
-// in index.d.ts (generated from the Rust sources; do not edit by hand).
+// @throttlekit/core — the CommonJS entry point. Every export is native (see src/) but `Permit`
+// (lib/adaptive.js); types are in index.d.ts (generated from the Rust sources and the header in
+// scripts/build.js; do not edit by hand).
 const { findBinding, missingAddonMessage } = require('./lib/platform.js')
 
 const file = findBinding()
@@ -107,17 +108,8 @@ class Handle extends Receiver {
   }
 }
 
-// `using permit = limiter.tryAcquire()` (TypeScript 5.2+, or a runtime with explicit resource
-// management): leaving the block releases the permit as `ignore` unless the body released it.
-if (typeof Symbol.dispose === 'symbol') {
-  Object.defineProperty(api.Permit.prototype, Symbol.dispose, {
-    value: function dispose() {
-      this.release('ignore')
-    },
-    writable: true,
-    configurable: true,
-  })
-}
+// AdaptiveLimiter's permits are plain JS objects holding an id (lib/adaptive.js).
+require('./lib/adaptive.js').install(api)
 
 const nativeCheckSync = api.Limiter.prototype.checkSync
 Object.defineProperty(api.Limiter.prototype, 'checkSync', {

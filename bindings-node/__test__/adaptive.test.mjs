@@ -45,6 +45,32 @@ test('Symbol.dispose releases as ignore unless the body released', () => {
   assert.deepEqual([m.inflight, m.ignored, m.succeeded, m.leaked], [0, 1, 1, 0])
 })
 
+test('a permit garbage-collected unreleased counts as ignore and leaked; a forgotten one is released', async () => {
+  const { setFlagsFromString } = await import('node:v8')
+  const { runInNewContext } = await import('node:vm')
+  setFlagsFromString('--expose-gc')
+  const gc = runInNewContext('gc')
+  const limiter = new tk.AdaptiveLimiter({ algorithm: 'fixed', initialLimit: 4 })
+  const kept = limiter.tryAcquire()
+  ;(() => {
+    limiter.tryAcquire() // dropped at once
+    limiter.tryAcquire().release('success') // released, then collected: not a leak
+  })()
+  // The registry's callbacks run in a later task after a collection: collect, yield, look.
+  for (let i = 0; i < 100 && limiter.metrics().leaked === 0; i++) {
+    gc()
+    await new Promise((r) => setTimeout(r, 10))
+  }
+  const m = limiter.metrics()
+  assert.deepEqual([m.inflight, m.leaked, m.ignored, m.succeeded], [1, 1, 1, 1])
+  assert.equal(kept.released, false)
+  kept.__forget() // the conformance runner's `drop`: a leak now
+  assert.equal(kept.released, true)
+  assert.equal(kept.release('success'), false)
+  assert.deepEqual([limiter.inflight(), limiter.metrics().leaked], [0, 2])
+  assert.throws(() => new tk.Permit(), TypeError) // permits come from a limiter only
+})
+
 test('acquire waits without blocking the event loop, then times out with a rejection', async () => {
   const limiter = new tk.AdaptiveLimiter({ algorithm: 'fixed', initialLimit: 1, order: 'lifo' })
   const held = limiter.tryAcquire()

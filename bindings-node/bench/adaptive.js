@@ -18,8 +18,8 @@ function perCallUs(fn, n) {
 const us = perCallUs(() => limiter.tryAcquire().release('success'), N)
 if (limiter.inflight() !== 0) throw new Error(`inflight ${limiter.inflight()} after the loop`)
 // Where the time goes, in the same run: a call with no object made, and tryAcquire and release
-// apart (M permits held on a limiter with room for them, then released; the GC's finalizers of
-// the Permit objects run later, outside both).
+// apart (M permits held on a limiter with room for them, then released; the collected Permits'
+// FinalizationRegistry callbacks run later, outside both).
 const limitUs = perCallUs(() => limiter.limit(), N)
 const M = 1000
 const wide = new AdaptiveLimiter({ algorithm: 'fixed', initialLimit: M, maxLimit: M })

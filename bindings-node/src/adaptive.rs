@@ -1,11 +1,12 @@
-//! [`AdaptiveLimiter`], [`Permit`], [`Rejection`] and [`VirtualClock`]: the core's adaptive
-//! concurrency limiter (`throttlekit::concurrency`) for Node.
+//! [`AdaptiveLimiter`], [`Rejection`] and [`VirtualClock`]: the core's adaptive concurrency
+//! limiter (`throttlekit::concurrency`) for Node. A granted permit crosses napi as a number (its
+//! id in the limiter's table); lib/adaptive.js wraps it in the JS `Permit`.
 //!
 //! Options are the core's JSON form (camelCase, unknown fields refused), read by the core; every
 //! rule (admission, waiting, the limit's update, the round trip on the core's monotonic clock)
 //! is the core's. What is Node's own is the idiom: `tryAcquire` answers at once, `acquire` is a
-//! Promise whose wait is a timer, and index.js gives `Permit` a `[Symbol.dispose]` (releasing as
-//! `ignore` unless released) so `using` works.
+//! Promise whose wait is a timer, and lib/adaptive.js gives `Permit` a `[Symbol.dispose]`
+//! (releasing as `ignore` unless released) so `using` works.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -87,63 +88,25 @@ impl From<core::Rejection> for Rejection {
     }
 }
 
-/// One admitted request's slot in the limit. Release it once with how the request ended;
-/// releasing again does nothing and returns `false`. `using permit = ...` releases it as
-/// `ignore` at the end of the block unless it was released (`[Symbol.dispose]`); a permit
-/// garbage-collected unreleased counts as `ignore` and in `metrics().leaked`.
-#[napi]
-pub struct Permit {
-    /// `None` once `__forget` dropped it.
-    inner: Mutex<Option<core::Permit>>,
+/// The permits granted and not yet released, by id. The JS side's `Permit` (lib/adaptive.js)
+/// holds only its id: handing a number across napi costs far less than a native-backed object
+/// with its own GC finalizer. Ids count up and are never reused, so a stale id (a permit
+/// released, forgotten or collected already) finds nothing and does nothing.
+#[derive(Default)]
+struct Permits {
+    next: u64,
+    held: HashMap<u64, core::Permit>,
 }
 
-#[napi]
-impl Permit {
-    /// Releases with `outcome` (`'success'` by default, `'ignore'` or `'dropped'`); the round trip
-    /// is measured by the core since the grant unless `rttNs` gives it. Returns whether this call
-    /// released the permit.
-    #[napi(ts_args_type = "outcome?: 'success' | 'ignore' | 'dropped', rttNs?: number")]
-    pub fn release(&self, env: &Env, outcome: Unknown, rtt_ns: Unknown) -> napi::Result<bool> {
-        let run = || -> CoreResult<bool> {
-            let outcome = if convert::is_undefined(&outcome) {
-                core::Outcome::Success
-            } else {
-                convert::with_str(&outcome, "outcome", core::Outcome::parse)?
-            };
-            let mut held = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-            let Some(permit) = held.as_mut() else { return Ok(false) };
-            if convert::is_undefined(&rtt_ns) {
-                return Ok(permit.release(outcome));
-            }
-            let ns = convert::number(&rtt_ns, "rttNs")?;
-            if !(ns.is_finite() && ns.fract() == 0.0 && ns.abs() <= 9.007_199_254_740_992e15) {
-                return Err(config("rttNs", "must be an integer within ±2^53"));
-            }
-            permit.release_with_rtt_ns(outcome, ns as i64)
-        };
-        run().or_throw(env)
-    }
+type Table = Arc<Mutex<Permits>>;
 
-    /// Always `true` (a `Rejection`'s is `false`).
-    #[napi(getter)]
-    pub fn granted(&self) -> bool {
-        true
-    }
+fn lock(t: &Table) -> std::sync::MutexGuard<'_, Permits> {
+    t.lock().unwrap_or_else(|e| e.into_inner())
+}
 
-    /// Whether it was released.
-    #[napi(getter)]
-    pub fn released(&self) -> bool {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner()).as_ref().is_none_or(core::Permit::is_released)
-    }
-
-    /// Drops the permit unreleased now, exactly as the garbage collector's finalizer would (a
-    /// leak: `ignore`, counted in `leaked`). For the conformance runner's `drop` events, which
-    /// cannot wait for a collection.
-    #[napi(js_name = "__forget", skip_typescript)]
-    pub fn forget(&self) {
-        let permit = self.inner.lock().unwrap_or_else(|e| e.into_inner()).take();
-        drop(permit);
-    }
+/// An id as a JS number: below 2^53, exactly.
+fn permit_id(v: f64) -> Option<u64> {
+    (v.is_finite() && v.fract() == 0.0 && (0.0..9.007_199_254_740_992e15).contains(&v)).then_some(v as u64)
 }
 
 /// A snapshot of an `AdaptiveLimiter`'s counters and state.
@@ -185,13 +148,21 @@ pub struct AdaptiveMetrics {
 #[napi]
 pub struct AdaptiveLimiter {
     inner: core::AdaptiveLimiter,
+    permits: Table,
 }
 
-type Answer = Either<Permit, Rejection>;
+/// A granted permit's id (lib/adaptive.js wraps it in a `Permit`), or the rejection.
+type Answer = Either<f64, Rejection>;
 
-fn answer(a: core::Admission) -> Answer {
+fn answer(permits: &Table, a: core::Admission) -> Answer {
     match a {
-        core::Admission::Granted(p) => Either::A(Permit { inner: Mutex::new(Some(p)) }),
+        core::Admission::Granted(p) => {
+            let mut t = lock(permits);
+            let id = t.next;
+            t.next += 1;
+            t.held.insert(id, p);
+            Either::A(id as f64)
+        }
         core::Admission::Rejected(r) => Either::B(r.into()),
     }
 }
@@ -221,14 +192,17 @@ impl AdaptiveLimiter {
                 Some(c) => core::AdaptiveLimiter::with_clock(config, Arc::new(c.inner.clone())),
             }
         };
-        Ok(AdaptiveLimiter { inner: build().or_throw(env)? })
+        Ok(AdaptiveLimiter { inner: build().or_throw(env)?, permits: Table::default() })
     }
 
     /// A `Permit` if the limit (and the partition's share, when it is full) has room, else a
     /// `Rejection`; never waits. An unknown partition throws `config_invalid`.
     #[napi(ts_args_type = "partition?: string", ts_return_type = "Permit | Rejection")]
     pub fn try_acquire(&self, env: &Env, partition: Unknown) -> napi::Result<Answer> {
-        self::partition(&partition).and_then(|p| self.inner.try_acquire(p.as_deref())).map(answer).or_throw(env)
+        self::partition(&partition)
+            .and_then(|p| self.inner.try_acquire(p.as_deref()))
+            .map(|a| answer(&self.permits, a))
+            .or_throw(env)
     }
 
     /// Waits up to `timeoutMs` for a permit, in the limiter's order (FIFO or LIFO), without
@@ -251,7 +225,59 @@ impl AdaptiveLimiter {
             Ok((p, Duration::from_millis(ms as u64)))
         })();
         let limiter = self.inner.clone();
-        settle(env, args, move |(p, timeout)| async move { limiter.acquire(p.as_deref(), timeout).await.map(answer) })
+        let permits = self.permits.clone();
+        settle(env, args, move |(p, timeout)| async move {
+            limiter.acquire(p.as_deref(), timeout).await.map(|a| answer(&permits, a))
+        })
+    }
+
+    /// Releases permit `id` with `outcome` (`'success'` by default, `'ignore'` or `'dropped'`);
+    /// the round trip is measured by the core since the grant unless `rttNs` gives it. Whether
+    /// this call released it: `false` when it was released (or forgotten) already.
+    #[napi(js_name = "__release", skip_typescript)]
+    pub fn release(&self, env: &Env, id: f64, outcome: Unknown, rtt_ns: Unknown) -> napi::Result<bool> {
+        let run = || -> CoreResult<bool> {
+            let outcome = if convert::is_undefined(&outcome) {
+                core::Outcome::Success
+            } else {
+                convert::with_str(&outcome, "outcome", core::Outcome::parse)?
+            };
+            let rtt = if convert::is_undefined(&rtt_ns) {
+                None
+            } else {
+                let ns = convert::number(&rtt_ns, "rttNs")?;
+                if !(ns.is_finite() && ns.fract() == 0.0 && ns.abs() <= 9.007_199_254_740_992e15) {
+                    return Err(config("rttNs", "must be an integer within ±2^53"));
+                }
+                Some(ns as i64)
+            };
+            let Some(id) = permit_id(id) else { return Ok(false) };
+            // Taken out before releasing, so the table's lock is not held while the core updates
+            // the limit; put back if the core refuses the round trip (a negative one).
+            let Some(mut permit) = lock(&self.permits).held.remove(&id) else { return Ok(false) };
+            match rtt {
+                None => Ok(permit.release(outcome)),
+                Some(ns) => permit.release_with_rtt_ns(outcome, ns).inspect_err(|_| {
+                    lock(&self.permits).held.insert(id, permit);
+                }),
+            }
+        };
+        run().or_throw(env)
+    }
+
+    /// Whether permit `id` was released (or forgotten).
+    #[napi(js_name = "__released", skip_typescript)]
+    pub fn released(&self, id: f64) -> bool {
+        permit_id(id).is_none_or(|id| !lock(&self.permits).held.contains_key(&id))
+    }
+
+    /// Drops permit `id` unreleased, as a leak (`ignore`, counted in `leaked`): a `Permit` the
+    /// garbage collector took unreleased, or the conformance runner's `drop` event. Nothing
+    /// when it was released already.
+    #[napi(js_name = "__forget", skip_typescript)]
+    pub fn forget(&self, id: f64) {
+        let permit = permit_id(id).and_then(|id| lock(&self.permits).held.remove(&id));
+        drop(permit);
     }
 
     /// The current limit.
