@@ -18,8 +18,10 @@ free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
 }
 
+# setpriv execs the command as the user (no wrapper process left behind): runuser would stay as
+# the postmaster's parent and stop itself when a test SIGSTOPs the postmaster, never to resume.
 as_owner() {
-  if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
+  if [ "$(id -u)" = 0 ]; then setpriv --reuid=postgres --regid=postgres --init-groups -- "$@"; else "$@"; fi
 }
 
 case "$cmd" in
@@ -36,7 +38,7 @@ start)
     as_owner "$bin/postgres" -D "$dir/data" -p "$port" -c listen_addresses=127.0.0.1 \
       -c unix_socket_directories="$dir" -c fsync=off -c max_connections=200 \
       >"$dir/postgres.log" 2>&1 &
-    # As root, $! is runuser's PID; the postmaster's own is in postmaster.pid.
+    # The postmaster's PID is in postmaster.pid once it is ready.
     for _ in $(seq 1 200); do
       if [ -f "$dir/data/postmaster.pid" ] && grep -q "ready" "$dir/data/postmaster.pid" 2>/dev/null; then
         pid=$(head -1 "$dir/data/postmaster.pid")
