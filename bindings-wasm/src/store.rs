@@ -99,7 +99,7 @@ pub fn from_options(o: &Options) -> CoreResult<Arc<dyn Store>> {
         }
         Some(_) => Err(config(&path, "is not a constructed instance")),
         // The Node binding's message: the same options read the same in both builds.
-        None => Err(config(&path, "must be a MemoryStore or a RedisStore")),
+        None => Err(config(&path, "must be a MemoryStore or a RedisRestStore")),
     }
 }
 
