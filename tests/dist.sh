@@ -213,7 +213,7 @@ soname=$(readelf -d "$tree/lib/libthrottlekit.so" | sed -n 's/.*Library soname: 
 glibc_floor "$tree/lib/libthrottlekit.so.$VERSION"
 CFLAGS=(-std=c11 -O1 -Wall -Wextra -Werror)
 # shellcheck disable=SC2046
-notool cc "${CFLAGS[@]}" $(pkg-config --cflags throttlekit) bindings-c/tests/tk_conformance.c \
+notool cc "${CFLAGS[@]}" $(pkg-config --cflags throttlekit) bindings-c/tests/tk_conformance.c bindings-c/tests/tk_conformance_adaptive.c \
     $(pkg-config --libs throttlekit) $(pkg-config --libs libcjson) -Wl,-rpath,"$libdir" -o "$WORK/tk-conformance"
 # shellcheck disable=SC2046
 notool cc "${CFLAGS[@]}" $(pkg-config --cflags throttlekit) bindings-c/tests/test_throttlekit.c \

@@ -165,7 +165,10 @@ async fn store(o: &Options) -> Result<(Arc<dyn Store>, Option<Binder>), String> 
 async fn postgres_store(o: &Options) -> Result<Arc<dyn Store>, String> {
     use throttlekit::postgres::{PostgresOptions, PostgresStore};
     let url = o.postgres_url.clone().ok_or("--store postgres needs --postgres-url URL")?;
-    let options = PostgresOptions { timeout: std::time::Duration::from_millis(o.postgres_timeout_ms), ..PostgresOptions::new(url) };
+    let options = PostgresOptions {
+        timeout: std::time::Duration::from_millis(o.postgres_timeout_ms),
+        ..PostgresOptions::new(url)
+    };
     // `connect_blocking` on a blocking thread: a failed connect drops the store's own runtime,
     // which tokio forbids inside an async context.
     let store = tokio::task::spawn_blocking(move || PostgresStore::connect_blocking(options))
