@@ -240,7 +240,7 @@ jvm=$WORK/jvm
 mkdir -p "$jvm/tools" "$jvm/home" "$jvm/noexec"
 (cd "$jvm" && notool jar --extract --file "$jar_file" native/linux-x86_64/libthrottlekit_jvm.so)
 glibc_floor "$jvm/native/linux-x86_64/libthrottlekit_jvm.so"
-notool javac -d "$jvm/tools" -cp "$jar_file" --release 17 bindings-jvm/conformance/dev/throttlekit/conformance/Conformance.java
+notool javac -d "$jvm/tools" -cp "$jar_file" --release 17 bindings-jvm/conformance/dev/throttlekit/conformance/*.java
 # java.io.tmpdir is a noexec mount (root can mount one; otherwise a directory we cannot write,
 # which defeats the same first choice): the loader must fall back to ~/.cache/throttlekit.
 if mount -t tmpfs -o noexec,size=64m tmpfs "$jvm/noexec" 2>/dev/null; then

@@ -14,7 +14,7 @@
 //! - A refused token is HTTP 401 (or 403); every other status or body is not a reply.
 //!
 //! What each reply means is the engine's (`super::engine`): each `{"result"}` or `{"error"}`
-//! is written as the RESP frame Redis would have sent and fed to [`super::engine::Exchange`],
+//! is written as the RESP frame Redis would have sent and fed to the engine's `Exchange`,
 //! so NOSCRIPT → `EVAL` once, at most once (nothing else is ever sent again), and the error
 //! words are the RESP path's. A call that ends on an HTTP failure, a refused token, a reply
 //! that is not one, or a timeout ends with `store_unavailable`, which the limiter's fail
