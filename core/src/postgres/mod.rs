@@ -11,5 +11,5 @@ mod scoped;
 mod store;
 
 pub use options::PostgresOptions;
-pub use scoped::{ScopedStore, conformance_stores};
+pub use scoped::conformance_stores;
 pub use store::PostgresStore;

@@ -68,7 +68,7 @@ pub mod transport;
 mod wire;
 
 pub use options::{RedisMode, RedisOptions, Scripting, split_urls};
-pub use scoped::{ScopedStore, conformance_stores, conformance_stores_with};
+pub use scoped::{conformance_stores, conformance_stores_with};
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -1,6 +1,6 @@
 //! Fresh, isolated stores on one Redis for the conformance runner: each suite gets its own key
-//! namespace (so a runner pointed at a shared Redis never reads or deletes anyone else's keys),
-//! and the keys a suite wrote are deleted when the next one starts and when it is dropped.
+//! namespace (`store::scoped`), and the keys a suite wrote are deleted when the next one starts
+//! and when it is dropped.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -8,68 +8,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use crate::clock::Clock;
 use crate::error::Result;
 use crate::redis::{RedisOptions, RedisStore};
-use crate::store::{BoxFuture, DimensionCall, MultiReply, Now, Reply, Rule, Store, Transform};
+use crate::store::Store;
+use crate::store::scoped::{ClearNamespace, ScopedStore};
 
-/// A [`RedisStore`] seen through a key namespace: `ns:key` for every key it is handed.
-pub struct ScopedStore {
-    store: Arc<RedisStore>,
-    ns: String,
-}
-
-impl ScopedStore {
-    fn key(&self, key: &str) -> String {
-        format!("{}:{key}", self.ns)
-    }
-}
-
-impl Drop for ScopedStore {
-    fn drop(&mut self) {
-        let _ = self.store.clear_replayed_blocking();
-    }
-}
-
-impl Store for ScopedStore {
-    fn apply<'a>(&'a self, key: &'a str, now: Now, transform: Transform<'a>) -> BoxFuture<'a, Result<Reply>> {
-        let key = self.key(key);
-        Box::pin(async move { self.store.apply(&key, now, transform).await })
-    }
-
-    fn apply_sync(&self, key: &str, now: i64, transform: Transform<'_>) -> Result<Reply> {
-        self.store.apply_sync(&self.key(key), now, transform)
-    }
-
-    fn apply_multi<'a>(
-        &'a self,
-        rule: Rule,
-        dims: &'a [DimensionCall<'a>],
-        now: Now,
-    ) -> BoxFuture<'a, Result<MultiReply>> {
-        Box::pin(async move {
-            let keys: Vec<String> = dims.iter().map(|d| self.key(d.key)).collect();
-            let scoped: Vec<DimensionCall<'_>> =
-                dims.iter().zip(&keys).map(|(d, k)| DimensionCall { key: k, ..*d }).collect();
-            self.store.apply_multi(rule, &scoped, now).await
-        })
-    }
-
-    fn apply_multi_sync(&self, rule: Rule, dims: &[DimensionCall<'_>], now: i64) -> Result<MultiReply> {
-        let keys: Vec<String> = dims.iter().map(|d| self.key(d.key)).collect();
-        let scoped: Vec<DimensionCall<'_>> =
-            dims.iter().zip(&keys).map(|(d, k)| DimensionCall { key: k, ..*d }).collect();
-        self.store.apply_multi_sync(rule, &scoped, now)
-    }
-
-    fn reset<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<()>> {
-        let key = self.key(key);
-        Box::pin(async move { self.store.reset(&key).await })
-    }
-
-    fn reset_sync(&self, key: &str) -> Result<()> {
-        self.store.reset_sync(&self.key(key))
-    }
-
-    fn is_sync(&self) -> bool {
-        true
+impl ClearNamespace for RedisStore {
+    /// Deletes every key written since the last clear (deterministic replay records them).
+    fn clear_namespace(&self, _ns: &str) {
+        let _ = self.clear_replayed_blocking();
     }
 }
 
@@ -89,6 +34,6 @@ pub fn conformance_stores_with(options: RedisOptions) -> Result<impl FnMut() -> 
     Ok(move || {
         store.clear_replayed_blocking()?;
         let n = counter.fetch_add(1, Ordering::Relaxed);
-        Ok(Arc::new(ScopedStore { store: store.clone(), ns: format!("{run}:{n}") }) as Arc<dyn Store>)
+        Ok(Arc::new(ScopedStore::new(store.clone(), format!("{run}:{n}"))) as Arc<dyn Store>)
     })
 }

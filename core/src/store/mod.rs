@@ -18,6 +18,8 @@ use crate::strategy::Strategy;
 
 pub mod memory;
 mod multi_apply;
+#[cfg(any(feature = "redis", feature = "postgres"))]
+pub mod scoped;
 mod shard_lock;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
