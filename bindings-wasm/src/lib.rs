@@ -19,6 +19,7 @@
 mod clock;
 mod convert;
 mod error;
+mod http;
 mod instance;
 mod limiter;
 mod multi;
