@@ -210,7 +210,8 @@ impl FieldsCore {
     }
 }
 
-/// The pending half of a REST check (internal: `settleLater` calls one of its methods).
+/// The pending half of a REST check (internal: `settleLater` calls one of its methods, which
+/// takes it over, so nothing is left for JavaScript to free).
 #[wasm_bindgen]
 pub struct Settler {
     core: Rc<FieldsCore>,
@@ -221,13 +222,13 @@ pub struct Settler {
 #[wasm_bindgen]
 impl Settler {
     /// The check's decision came back.
-    pub fn decided(&self, decision: JsValue) -> Result<JsValue, JsValue> {
+    pub fn decided(self, decision: JsValue) -> Result<JsValue, JsValue> {
         self.core.settle(&self.keys, Ok(decision), self.now).or_throw()
     }
 
     /// The check failed with `error`: a `store_unavailable` goes through core's fail policy;
     /// anything else is the caller's, as it came.
-    pub fn failed(&self, error: JsValue) -> Result<JsValue, JsValue> {
+    pub fn failed(self, error: JsValue) -> Result<JsValue, JsValue> {
         let code = Reflect::get(&error, &"code".into()).ok().and_then(|c| c.as_string());
         if code.as_deref() != Some(throttlekit::ErrorCode::StoreUnavailable.as_str()) || self.core.fail_policy.is_none()
         {
@@ -239,7 +240,12 @@ impl Settler {
 }
 
 fn edge_options(options: &JsValue) -> CoreResult<(HttpEdge, Option<FailPolicy>)> {
-    let o = Options::read(options, "headers", &["family", "policyName", "partitionKeySecret", "failPolicy", "shadow"], true)?;
+    let o = Options::read(
+        options,
+        "headers",
+        &["family", "policyName", "partitionKeySecret", "failPolicy", "shadow"],
+        true,
+    )?;
     let mut h = HeaderOptions::default();
     if let Some(f) = o.string("family")? {
         h.family = core_http::Family::parse(&f)?;

@@ -20,5 +20,5 @@ export DENO_NO_UPDATE_CHECK=1
 # `deno serve` on the loopback address (HOST to listen elsewhere), reading only the package's
 # files; exec'd, so the PID the caller started is the server's.
 serve() {
-  exec "$DENO" serve --quiet --allow-read="$ROOT/bindings-node" --host "${HOST:-127.0.0.1}" --port "$1" server.mjs
+  exec "$DENO" serve --quiet --allow-read="$ROOT/bindings-node,$PWD/node_modules" --host "${HOST:-127.0.0.1}" --port "$1" server.mjs
 }
