@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # Builds the WebAssembly module (bindings-wasm/build.sh; cached under target/wasm/) and tests it:
-# the conformance vectors replayed under Node, Deno, Bun and workerd with 0 mismatches; the same decisions
-# and the same `config_invalid` codes and messages as the native addon; the host's frozen
-# clock; the Redis REST store (tests/rest.test.mjs) against tests/restfront/ and a throwaway
-# redis-server, deciding as the native RESP store, through faults, in Node, Deno and Bun. Deno,
-# Bun and workerd come from npm (bindings-wasm/package.json). Exits non-zero on any failure.
+# the conformance vectors replayed under Node, Deno, Bun, workerd and headless Chromium with 0
+# mismatches; the same decisions and the same `config_invalid` codes and messages as the native
+# addon; the host's frozen clock; the fetch wrapper and the Hono middleware, answering as the
+# native wrapper (tests/http.test.mjs), and the declarations (tests/dts.test.mjs); the Redis REST
+# store (tests/rest.test.mjs) against tests/restfront/ and a throwaway redis-server, deciding as
+# the native RESP store, through faults, in Node, Deno and Bun. Deno, Bun, workerd and Hono come
+# from npm (bindings-wasm/package.json), Chromium from scripts/install-deps.sh. Exits non-zero on
+# any failure.
 #
 #   bindings-wasm/test.sh
 set -euo pipefail
@@ -28,5 +31,7 @@ DENO_NO_UPDATE_CHECK=1 "$deno" run --quiet --allow-read --allow-env "$runner" "$
 "$bun" "$runner" "${vectors[@]}" | tail -n 1 | sed 's/^/bun: /'
 # Inside workerd, the module imported as a Worker imports it (bindings-wasm/workerd/).
 node bindings-wasm/workerd/replay.mjs "${vectors[@]}" | tail -n 1 | sed 's/^/workerd: /'
+# In headless Chromium, the page importing the `browser` entry (bindings-wasm/browser/).
+node bindings-wasm/browser/replay.mjs "${vectors[@]}" | tail -n 1 | sed 's/^/chromium: /'
 
 node --test --test-reporter=dot bindings-wasm/tests/

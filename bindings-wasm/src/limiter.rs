@@ -92,9 +92,9 @@ fn build(options: &JsValue) -> CoreResult<(throttlekit::Limiter, Option<Link>)> 
 /// A rate limiter: one strategy applied per key.
 #[wasm_bindgen]
 pub struct Limiter {
-    inner: Arc<throttlekit::Limiter>,
+    pub(crate) inner: Arc<throttlekit::Limiter>,
     /// Set on the Redis REST store: the Promise methods go over the network.
-    rest: Option<Link>,
+    pub(crate) rest: Option<Link>,
 }
 
 impl Limiter {

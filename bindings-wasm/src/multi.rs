@@ -79,9 +79,9 @@ pub fn to_js(m: &throttlekit::MultiDecision) -> JsValue {
 /// Several dimensions (per user, per IP, ...) decided together under `all` or `any`.
 #[wasm_bindgen]
 pub struct MultiLimiter {
-    inner: Arc<throttlekit::MultiLimiter>,
+    pub(crate) inner: Arc<throttlekit::MultiLimiter>,
     /// Set on the Redis REST store: the Promise methods go over the network.
-    rest: Option<Link>,
+    pub(crate) rest: Option<Link>,
 }
 
 impl MultiLimiter {
