@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use redis_server::RedisServer;
 use redis_store::connect;
-use throttlekit::store::{DimensionCall, DimensionLease, Store};
+use throttlekit::store::{DimensionCall, DimensionLease, Now, Store};
 use throttlekit::{Dimension, FailPolicy, LeaseOptions, MemoryStore, Mode, MultiLimiter, Rule, Strategy};
 
 /// Long enough for a fleet of limiters on one server.
@@ -53,8 +53,8 @@ fn lua_multi_leases_match_the_in_memory_mirror() {
                     DimensionLease { want: 3, lifetime_ms: if i % 3 == 0 { 0 } else { 700 } },
                 ];
                 let now = t0 + i * 10;
-                let a = memory.apply_multi_lease_sync(rule, &dims, &leases, now).unwrap();
-                let b = redis.apply_multi_lease_sync(rule, &dims, &leases, now).unwrap();
+                let a = memory.apply_multi_lease_sync(rule, &dims, &leases, Now::At(now)).unwrap();
+                let b = redis.apply_multi_lease_sync(rule, &dims, &leases, Now::At(now)).unwrap();
                 assert_eq!(a, b, "{rule:?} {} step {i}", s.kind());
             }
         }

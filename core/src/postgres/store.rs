@@ -478,14 +478,14 @@ impl Store for PostgresStore {
         })
     }
 
-    fn apply_sync(&self, key: &str, now: i64, transform: Transform<'_>) -> Result<Reply> {
-        let c = call::prepare(&transform, Now::At(now))?;
+    fn apply_sync(&self, key: &str, now: Now, transform: Transform<'_>) -> Result<Reply> {
+        let c = call::prepare(&transform, now)?;
         let (inner, key) = (self.inner.clone(), key.to_string());
         self.run_blocking(self.inner.options.timeout, async move { inner.step(&key, &c).await })
     }
 
-    fn apply_multi_sync(&self, rule: Rule, dims: &[DimensionCall<'_>], now: i64) -> Result<MultiReply> {
-        let c = call::prepare_multi(rule, dims, Now::At(now))?;
+    fn apply_multi_sync(&self, rule: Rule, dims: &[DimensionCall<'_>], now: Now) -> Result<MultiReply> {
+        let c = call::prepare_multi(rule, dims, now)?;
         let inner = self.inner.clone();
         self.run_blocking(self.inner.options.timeout, async move { inner.multi(&c).await })
     }

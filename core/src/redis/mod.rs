@@ -621,8 +621,7 @@ impl Store for RedisStore {
         Box::pin(async move { single(self.call(call, now).await?) })
     }
 
-    fn apply_sync(&self, key: &str, now: i64, transform: Transform<'_>) -> Result<Reply> {
-        let now = Now::At(now);
+    fn apply_sync(&self, key: &str, now: Now, transform: Transform<'_>) -> Result<Reply> {
         single(self.block_call(call::single(key, now, &transform), now)?)
     }
 
@@ -636,8 +635,7 @@ impl Store for RedisStore {
         Box::pin(async move { multi(self.call(call, now).await?) })
     }
 
-    fn apply_multi_sync(&self, rule: Rule, dims: &[DimensionCall<'_>], now: i64) -> Result<MultiReply> {
-        let now = Now::At(now);
+    fn apply_multi_sync(&self, rule: Rule, dims: &[DimensionCall<'_>], now: Now) -> Result<MultiReply> {
         multi(self.block_call(call::multi(rule, dims, now), now)?)
     }
 
@@ -657,9 +655,8 @@ impl Store for RedisStore {
         rule: Rule,
         dims: &[DimensionCall<'_>],
         leases: &[DimensionLease],
-        now: i64,
+        now: Now,
     ) -> Result<MultiGrant> {
-        let now = Now::At(now);
         multi_grant(self.block_call(call::multi_lease(rule, dims, leases, now), now)?)
     }
 

@@ -275,8 +275,8 @@ impl Store for RestStore {
         Box::pin(async move { self.single(key, now, transform) })
     }
 
-    fn apply_sync(&self, key: &str, now: i64, transform: Transform<'_>) -> Result<Reply> {
-        self.single(key, Now::At(now), transform)
+    fn apply_sync(&self, key: &str, now: Now, transform: Transform<'_>) -> Result<Reply> {
+        self.single(key, now, transform)
     }
 
     fn apply_multi<'a>(
@@ -288,8 +288,8 @@ impl Store for RestStore {
         Box::pin(async move { self.multi(rule, dims, now) })
     }
 
-    fn apply_multi_sync(&self, rule: Rule, dims: &[DimensionCall<'_>], now: i64) -> Result<MultiReply> {
-        self.multi(rule, dims, Now::At(now))
+    fn apply_multi_sync(&self, rule: Rule, dims: &[DimensionCall<'_>], now: Now) -> Result<MultiReply> {
+        self.multi(rule, dims, now)
     }
 
     fn reset<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<()>> {
