@@ -102,3 +102,35 @@ func TestSqliteTwoProcessesShareOneLimit(t *testing.T) {
 		t.Fatalf("two processes admitted %d on a limit of %d", total, limit)
 	}
 }
+
+// TestSqliteDocsShowTestedCode: docs/sqlite.md shows the Go and C constructors verbatim, as
+// ExampleOpenSqlite and the C unit test run them (between their "docs/sqlite.md" markers).
+func TestSqliteDocsShowTestedCode(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/sqlite.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ file, lang, indent string }{
+		{"sqlite_example_test.go", "go", "\t"},
+		{"../tests/test_throttlekit.c", "c", "    "},
+	} {
+		src, err := os.ReadFile(c.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := string(src)
+		begin := strings.Index(text, "// docs/sqlite.md begins\n")
+		end := strings.Index(text, c.indent+"// docs/sqlite.md ends")
+		if begin < 0 || end < begin {
+			t.Fatalf("%s: no docs/sqlite.md markers", c.file)
+		}
+		var lines []string
+		for _, l := range strings.Split(text[begin+len("// docs/sqlite.md begins\n"):end], "\n") {
+			lines = append(lines, strings.TrimPrefix(l, c.indent))
+		}
+		code := "```" + c.lang + "\n" + strings.Join(lines, "\n") + "```"
+		if !strings.Contains(string(doc), code) {
+			t.Errorf("docs/sqlite.md does not show the code of %s verbatim:\n%s", c.file, code)
+		}
+	}
+}

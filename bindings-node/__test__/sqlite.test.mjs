@@ -3,7 +3,7 @@
 // file share one limit exactly, and bad input is a coded error (docs/sqlite.md).
 import assert from 'node:assert/strict'
 import { spawn, spawnSync } from 'node:child_process'
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { after, describe, test } from 'node:test'
@@ -25,6 +25,21 @@ describe('SqliteStore', () => {
     assert.equal(r.status, 0, r.stdout + r.stderr)
     const m = /(\d+) passed, 0 failed/.exec(r.stdout)
     assert.ok(m && Number(m[1]) > 100, r.stdout)
+  })
+
+  test('the constructor docs/sqlite.md shows (verbatim, between the markers) works', async () => {
+    const path = join(dir, 'docs.db')
+    // docs/sqlite.md begins
+    const store = SqliteStore.open({ path, busyTimeoutMs: 2000 }) // a bad path throws config_invalid
+    const limiter = new Limiter({ strategy: Strategy.gcra({ limit: 2, periodMs: 60_000 }), store, prefix: 'api' })
+    const d = await limiter.check('user:42') // or limiter.checkSync('user:42')
+    // docs/sqlite.md ends
+    assert.deepEqual([d.allowed, limiter.checkSync('user:42').allowed, (await limiter.check('user:42')).allowed], [true, true, false])
+    const source = readFileSync(fileURLToPath(import.meta.url), 'utf8')
+    const code = source
+      .slice(source.indexOf('// docs/sqlite.md begins\n') + '// docs/sqlite.md begins\n'.length, source.indexOf('    // docs/sqlite.md ends'))
+      .replace(/^    /gm, '')
+    assert.ok(readFileSync(join(root, 'docs', 'sqlite.md'), 'utf8').includes('```js\n' + code + '```'), `docs/sqlite.md does not show:\n${code}`)
   })
 
   test('a limiter decides through the Promise and the sync methods, and a second store on the file sees its state', async () => {
