@@ -74,7 +74,8 @@ pub unsafe extern "C" fn tk_store_sqlite_open(
         let path = try_arg!(unsafe { string(path, "path") });
         // SAFETY: NULL or valid, by the caller's contract.
         let options = unsafe { options.as_ref() };
-        let table = try_arg!(unsafe { optional_string(options.map_or(std::ptr::null(), |o| o.table), "options.table") });
+        let table =
+            try_arg!(unsafe { optional_string(options.map_or(std::ptr::null(), |o| o.table), "options.table") });
         let o = try_arg!(unsafe { out(out_store, "out_store") });
         let store = try_core!(open(path, table, options));
         into_handle(tk_store { inner: store }, o)
