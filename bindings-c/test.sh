@@ -181,27 +181,22 @@ C_PG=$("$WORK/tk-conformance" --store postgres --postgres-url "$PG_URL" "${VECTO
 echo "postgres: $C_PG"
 C_SQLITE=$("$WORK/tk-conformance" --store sqlite --sqlite-path "$WORK/c-conformance.db" "${VECTORS[@]}" | tail -20)
 echo "sqlite: $C_SQLITE"
-# A directory as the SQLite file is the library's config_invalid, exit status 2.
-set +e
-BAD=$("$WORK/tk-conformance" --store sqlite --sqlite-path "$WORK" "${VECTORS[0]}" 2>&1)
-status=$?
-set -e
-[ "$status" = 2 ] && grep -q 'config_invalid' <<<"$BAD" \
-    || { echo "tk-conformance on a directory as --sqlite-path should exit 2 with config_invalid: $status $BAD" >&2; exit 1; }
-# A wrong password is the library's store_unavailable, exit status 2.
-set +e
-BAD=$("$WORK/tk-conformance" --store postgres --postgres-url "${PG_URL/throttlekit:throttlekit@/throttlekit:wrong@}" "${VECTORS[0]}" 2>&1)
-status=$?
-set -e
-[ "$status" = 2 ] && grep -q 'store_unavailable' <<<"$BAD" \
-    || { echo "tk-conformance on Postgres with a wrong password should exit 2 with store_unavailable: $status $BAD" >&2; exit 1; }
-# A bad flag combination is the library's config_invalid, exit status 2.
-set +e
-BAD=$("$WORK/tk-conformance" --store redis --redis-url "$URL_C" --redis-tls-ca "$TLS_DIR/ca.crt" "${VECTORS[0]}" 2>&1)
-status=$?
-set -e
-[ "$status" = 2 ] && grep -q 'config_invalid' <<<"$BAD" \
-    || { echo "tk-conformance with --redis-tls-ca on redis:// should exit 2 with config_invalid: $status $BAD" >&2; exit 1; }
+# tk-conformance refused: `refused CODE WHAT ARGS...` fails the script unless tk-conformance ARGS
+# exits 2 naming the library's error CODE.
+refused() {
+    local code=$1 what=$2 out status
+    shift 2
+    set +e
+    out=$("$WORK/tk-conformance" "$@" "${VECTORS[0]}" 2>&1)
+    status=$?
+    set -e
+    [ "$status" = 2 ] && grep -q "$code" <<<"$out" \
+        || { echo "tk-conformance $what should exit 2 with $code: $status $out" >&2; exit 1; }
+}
+refused config_invalid "on a directory as --sqlite-path" --store sqlite --sqlite-path "$WORK"
+refused store_unavailable "on Postgres with a wrong password" \
+    --store postgres --postgres-url "${PG_URL/throttlekit:throttlekit@/throttlekit:wrong@}"
+refused config_invalid "with --redis-tls-ca on redis://" --store redis --redis-url "$URL_C" --redis-tls-ca "$TLS_DIR/ca.crt"
 
 step "the Rust CLI on the same files: C must report the same totals"
 # Every runner compares every expected field exactly, so equal totals with 0 failed mean the
