@@ -10,8 +10,9 @@ import { after, describe, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 
 import tk from '../index.js'
+import { assertMultiAllOrNothing } from './helpers/stores.mjs'
 
-const { Limiter, ManualClock, MultiLimiter, Shaper, SqliteStore, Strategy } = tk
+const { Limiter, ManualClock, Shaper, SqliteStore, Strategy } = tk
 const here = dirname(fileURLToPath(import.meta.url))
 const root = join(here, '..', '..')
 const vectors = readdirSync(join(root, 'conformance-vectors')).filter((f) => f.endsWith('.json')).map((f) => join(root, 'conformance-vectors', f))
@@ -61,19 +62,8 @@ describe('SqliteStore', () => {
 
   test('a multi limiter charges all or nothing, a shaper spaces departures', async () => {
     const store = SqliteStore.open({ path: join(dir, 'multi.db') })
-    const multi = new MultiLimiter({
-      rule: 'all',
-      dimensions: [
-        { name: 'a', strategy: Strategy.fixedWindow({ limit: 2, windowMs: 60_000 }) },
-        { name: 'b', strategy: Strategy.fixedWindow({ limit: 3, windowMs: 60_000 }) },
-      ],
-      store,
-    })
-    assert.ok((await multi.check(['x', 'y'])).allowed)
-    assert.ok(multi.checkSync(['x', 'y']).allowed)
-    assert.ok(!(await multi.check(['x', 'y'])).allowed) // a is full
-    assert.ok((await multi.check(['other', 'y'])).allowed) // the denial charged b nothing
-    assert.ok(!(await multi.check(['third', 'y'])).allowed)
+    const multi = await assertMultiAllOrNothing(store, 'p')
+    assert.deepEqual([multi.checkSync(['x2', 'y2']).allowed, multi.checkSync(['x2', 'y2']).allowed, multi.checkSync(['x2', 'y2']).allowed], [true, true, false])
     const clock = new ManualClock(1_000_000)
     const shaper = new Shaper({ ratePerSec: 10, maxQueueMs: 150, store, clock })
     assert.deepEqual([shaper.reserveSync('s').delayMs, (await shaper.reserve('s')).delayMs], [0, 100])
