@@ -36,8 +36,11 @@ fn remaining(direct: &Limiter, key: &str) -> i64 {
 }
 
 /// Runs `call` with the next statement faulted by `fault`; returns what it answered and the
-/// statements the proxy saw meanwhile (after a pause that would catch a late resend).
-fn faulted<T>(proxy: &FaultProxy, fault: Fault, call: impl FnOnce() -> T) -> (T, u64) {
+/// statements the proxy saw meanwhile (after a pause that would catch a late resend). `warm`
+/// (a peek, which charges nothing) first reconnects the pool after the last cut, so the new
+/// connection's prepares are not counted.
+fn faulted<T>(proxy: &FaultProxy, warm: impl Fn(), fault: Fault, call: impl FnOnce() -> T) -> (T, u64) {
+    warm();
     let before = proxy.stats().commands;
     proxy.set(vec![Rule::new(fault).commands(&["BIND"]).times(1)]);
     let started = Instant::now();
@@ -64,29 +67,30 @@ fn a_connection_cut_after_the_statement_was_sent_never_charges_twice() {
     let raise = build(proxied.clone(), FailPolicy::Raise);
     let direct = build(store(&server.url), FailPolicy::Raise);
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let warm = || assert!(raise.peek_sync("warm").is_ok());
 
     assert!(closed.check_sync("k", 1).unwrap().allowed);
     assert_eq!(remaining(&direct, "k"), 9);
 
     // The reply is lost after the server committed: charged exactly once, never resent.
-    let (d, seen) = faulted(&proxy, Fault::DropReply, || closed.check_sync("k", 1).unwrap());
+    let (d, seen) = faulted(&proxy, warm, Fault::DropReply, || closed.check_sync("k", 1).unwrap());
     assert!(!d.allowed && d.fallback, "fail-closed: {d:?}");
     assert_eq!(seen, 1, "one statement reached the proxy: not resent");
     assert_eq!(remaining(&direct, "k"), 8, "charged once by the statement that committed");
 
-    let (d, seen) = faulted(&proxy, Fault::DropReply, || rt.block_on(open.check("k", 1)).unwrap());
+    let (d, seen) = faulted(&proxy, warm, Fault::DropReply, || rt.block_on(open.check("k", 1)).unwrap());
     assert!(d.allowed && d.fallback, "fail-open on the async path: {d:?}");
     assert_eq!(seen, 1);
     assert_eq!(remaining(&direct, "k"), 7);
 
-    let (e, seen) = faulted(&proxy, Fault::DropReply, || raise.check_sync("k", 1).unwrap_err());
+    let (e, seen) = faulted(&proxy, warm, Fault::DropReply, || raise.check_sync("k", 1).unwrap_err());
     assert_eq!(e.code(), ErrorCode::StoreUnavailable, "{e}");
     assert!(e.to_string().contains("not resent"), "{e}");
     assert_eq!(seen, 1);
     assert_eq!(remaining(&direct, "k"), 6);
 
     // Cut while the statement is half sent: the server never runs it, nothing is charged.
-    let (e, seen) = faulted(&proxy, Fault::DropRequest(12), || raise.check_sync("k", 1).unwrap_err());
+    let (e, seen) = faulted(&proxy, warm, Fault::DropRequest(12), || raise.check_sync("k", 1).unwrap_err());
     assert_eq!(e.code(), ErrorCode::StoreUnavailable, "{e}");
     assert_eq!(seen, 1);
     assert_eq!(remaining(&direct, "k"), 6, "a statement that never ran charges nothing");
@@ -102,7 +106,7 @@ fn a_connection_cut_after_the_statement_was_sent_never_charges_twice() {
         .unwrap()
         .with_store(proxied.clone())
         .with_fail_policy(FailPolicy::FailClosed);
-    let (d, seen) = faulted(&proxy, Fault::DropReply, || multi.check_sync(&["x", "y"], 1).unwrap());
+    let (d, seen) = faulted(&proxy, warm, Fault::DropReply, || multi.check_sync(&["x", "y"], 1).unwrap());
     assert!(!d.decision.allowed && d.decision.fallback, "{d:?}");
     assert_eq!(seen, 1);
     let peek = MultiLimiter::new(MultiRule::All, dims()).unwrap().with_store(store(&server.url));
