@@ -45,7 +45,11 @@ fn faulted<T>(proxy: &FaultProxy, warm: impl Fn(), fault: Fault, call: impl FnOn
     proxy.set(vec![Rule::new(fault).commands(&["BIND"]).times(1)]);
     let started = Instant::now();
     let out = call();
-    assert!(started.elapsed() < TIMEOUT + Duration::from_secs(1), "answered within the timeout: {:?}", started.elapsed());
+    assert!(
+        started.elapsed() < TIMEOUT + Duration::from_secs(1),
+        "answered within the timeout: {:?}",
+        started.elapsed()
+    );
     std::thread::sleep(Duration::from_millis(300));
     let seen = proxy.stats().commands - before;
     proxy.clear();
@@ -55,8 +59,9 @@ fn faulted<T>(proxy: &FaultProxy, warm: impl Fn(), fault: Fault, call: impl FnOn
 #[test]
 fn a_connection_cut_after_the_statement_was_sent_never_charges_twice() {
     let server = PostgresServer::start();
-    let proxy = FaultProxy::start_postgres(server.url.split_once('@').unwrap().1.split('/').next().unwrap().parse().unwrap())
-        .expect("the proxy");
+    let proxy =
+        FaultProxy::start_postgres(server.url.split_once('@').unwrap().1.split('/').next().unwrap().parse().unwrap())
+            .expect("the proxy");
     let proxied = store(&through(&server.url, &proxy));
     let window = Strategy::fixed_window(10, 600_000).unwrap();
     let build = |s: Arc<PostgresStore>, policy| {

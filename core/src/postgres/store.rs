@@ -208,10 +208,10 @@ impl Inner {
             let sql = sql.to_string();
             async move { client.prepare(&sql).await.map_err(|e| pg_error("preparing the statements", &e)) }
         };
-        let step = prepare(&self.statements.step).await?;
-        let step_new = prepare(&self.statements.step_new).await?;
-        let multi = prepare(&self.statements.multi).await?;
-        let reset = prepare(&self.statements.reset).await?;
+        // Pipelined: one round trip for all of them.
+        let s = &self.statements;
+        let (step, step_new, multi, reset) =
+            tokio::try_join!(prepare(&s.step), prepare(&s.step_new), prepare(&s.multi), prepare(&s.reset))?;
         Ok(Conn { client, step, step_new, multi, reset })
     }
 
@@ -262,7 +262,8 @@ impl Inner {
         let conn = self.conn().await?;
         let params: [&(dyn tokio_postgres::types::ToSql + Sync); 6] =
             [&key, &c.now, &(c.op as i16), &c.algo, &&c.params[..], &c.cost];
-        let failed = |e: tokio_postgres::Error| pg_error("the statement failed (not resent: it may have committed)", &e);
+        let failed =
+            |e: tokio_postgres::Error| pg_error("the statement failed (not resent: it may have committed)", &e);
         let row = conn.client.query_one(&conn.step, &params).await.map_err(failed)?;
         let r: Option<Vec<i64>> = row.try_get(0).map_err(|e| pg_error("reading the reply", &e))?;
         let r = match r {
@@ -527,7 +528,10 @@ impl Store for PostgresStore {
     ) -> Result<MultiGrant> {
         let c = call::prepare_multi(rule, dims, Some(leases), Now::At(now))?;
         let inner = self.inner.clone();
-        self.run_blocking(self.inner.options.timeout, async move { call::read_multi_lease(&c, &inner.multi(&c).await?) })
+        self.run_blocking(
+            self.inner.options.timeout,
+            async move { call::read_multi_lease(&c, &inner.multi(&c).await?) },
+        )
     }
 
     fn reset_sync(&self, key: &str) -> Result<()> {

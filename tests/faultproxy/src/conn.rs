@@ -32,7 +32,13 @@ fn reset(client: TcpStream) {
     drop(client);
 }
 
-async fn serve(client: TcpStream, upstream: SocketAddr, shared: &Shared, conn_fault: Option<Fault>, protocol: Protocol) {
+async fn serve(
+    client: TcpStream,
+    upstream: SocketAddr,
+    shared: &Shared,
+    conn_fault: Option<Fault>,
+    protocol: Protocol,
+) {
     if conn_fault == Some(Fault::Reset) {
         return reset(client);
     }
