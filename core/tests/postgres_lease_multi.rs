@@ -5,10 +5,11 @@
 //! policy decides.
 #![cfg(feature = "postgres")]
 
+#[path = "support/multi_fleet.rs"]
+mod multi_fleet;
 #[path = "support/postgres_server.rs"]
 mod postgres_server;
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -22,16 +23,6 @@ fn connect(url: &str, timeout: Duration) -> Arc<PostgresStore> {
     Arc::new(PostgresStore::connect_blocking(o).expect("connect"))
 }
 
-fn strategies() -> Vec<Strategy> {
-    vec![
-        Strategy::gcra(20, 1_000, Some(12)).unwrap(),
-        Strategy::token_bucket(12, 20.0).unwrap(),
-        Strategy::fixed_window(20, 1_000).unwrap(),
-        Strategy::sliding_window(20, 1_000, Some(4)).unwrap(),
-        Strategy::sliding_window_log(20, 1_000).unwrap(),
-    ]
-}
-
 #[test]
 fn sql_multi_leases_match_the_in_memory_mirror() {
     let server = PostgresServer::start();
@@ -41,7 +32,7 @@ fn sql_multi_leases_match_the_in_memory_mirror() {
     for rule in [Rule::All, Rule::Any] {
         // Each strategy paired with a tighter fixed window, so both rules meet denials; the
         // third dimension repeats the first's key (each commit sees the ones before it).
-        for (n, s) in strategies().iter().enumerate() {
+        for (n, s) in multi_fleet::strategies().iter().enumerate() {
             let memory = MemoryStore::new();
             let tight = Strategy::fixed_window(7, 1_000).unwrap();
             let keys = [format!("m{n}{rule:?}:a"), format!("m{n}{rule:?}:b")];
@@ -76,7 +67,7 @@ fn sql_multi_leases_match_the_in_memory_mirror() {
         }
     }
     assert!(granted > 50, "the leases granted: {granted}");
-    let call = [DimensionCall { key: "x", strategy: &strategies()[0], cost: 1 }];
+    let call = [DimensionCall { key: "x", strategy: &multi_fleet::strategies()[0], cost: 1 }];
     let e = pg.apply_multi_lease_sync(Rule::All, &call, &[], t0).unwrap_err();
     assert_eq!(e.code(), throttlekit::ErrorCode::ConfigInvalid, "{e}");
 }
@@ -84,53 +75,10 @@ fn sql_multi_leases_match_the_in_memory_mirror() {
 #[test]
 fn a_coupled_multi_fleet_admits_exactly_each_limit_per_window() {
     let server = PostgresServer::start();
-    let (n, run) = (3, Duration::from_millis(3_500));
-    let options = LeaseOptions { batch: 6, window_coupled: true, ..LeaseOptions::default() };
-    let threads: Vec<_> = (0..n)
-        .map(|i| {
-            let dims = vec![
-                Dimension::new("tenant", Strategy::fixed_window(40, 1_000).unwrap()),
-                Dimension::new("user", Strategy::fixed_window(30, 1_000).unwrap()),
-            ];
-            // The server's clock (async path): with callers' clocks a statement delayed past the
-            // next window's first one would reopen its window (docs/postgres.md, "Clocks").
-            let m = MultiLimiter::new(Rule::All, dims)
-                .unwrap()
-                .with_store(connect(&server.url, Duration::from_secs(5)))
-                .with_fail_policy(FailPolicy::Raise)
-                .with_server_clock(true)
-                .with_mode(Mode::Leased(options))
-                .unwrap();
-            std::thread::spawn(move || {
-                let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-                let mut per = BTreeMap::<(i64, &str), u64>::new();
-                let start = Instant::now();
-                let mut k = i;
-                while start.elapsed() < run {
-                    k += 1;
-                    let user = if k % 2 == 0 { "u0" } else { "u1" };
-                    let d = rt.block_on(m.check(&["t", user], 1)).unwrap();
-                    if d.decision.allowed {
-                        // Every dimension's reset_at names its store window.
-                        *per.entry((d.dimensions[0].reset_at, "t")).or_default() += 1;
-                        *per.entry((d.dimensions[1].reset_at, user)).or_default() += 1;
-                    }
-                }
-                per
-            })
-        })
-        .collect();
-    let mut total = BTreeMap::<(i64, &str), u64>::new();
-    for t in threads {
-        for (k, c) in t.join().unwrap() {
-            *total.entry(k).or_default() += c;
-        }
-    }
-    assert!(total.iter().all(|((_, k), c)| *c <= if *k == "t" { 40 } else { 30 }), "{total:?}");
-    let tenant: Vec<u64> = total.iter().filter(|((_, k), _)| *k == "t").map(|(_, c)| *c).collect();
-    assert!(tenant.len() >= 3, "{total:?}");
-    // The inner windows (the first and last are partial): the tenant limit binds (2 × 30 > 40).
-    assert!(tenant[1..tenant.len() - 1].iter().all(|&c| c == 40), "exactly the limit: {total:?}");
+    // The server's clock (async path): with callers' clocks a statement delayed past the next
+    // window's first one would reopen its window (docs/postgres.md, "Clocks").
+    let store = || -> Arc<dyn Store> { connect(&server.url, Duration::from_secs(5)) };
+    multi_fleet::coupled_fleet(store, 1_000, Duration::from_millis(3_500), true);
 }
 
 #[test]
