@@ -79,7 +79,7 @@ pub(crate) struct Connected {
 /// Connects within `timeout` as `plan` says.
 pub(crate) async fn connect(plan: &Plan, timeout: Duration) -> Result<Connected> {
     if plan.tls.is_some() {
-        install_crypto_provider();
+        super::tls::install_crypto_provider();
     }
     match plan.mode {
         RedisMode::Standalone => {
@@ -151,17 +151,6 @@ fn manager_config(timeout: Duration) -> ConnectionManagerConfig {
         .set_max_delay(Duration::from_millis(100))
 }
 
-/// rustls needs one process-wide crypto provider; the redis crate asks for the default. Ring
-/// is the only one compiled in by core, but another crate in the process could enable a
-/// second, after which rustls refuses to guess: installing ring first (if nobody installed one)
-/// keeps that from ever failing a connect.
-fn install_crypto_provider() {
-    if rustls::crypto::CryptoProvider::get_default().is_none() {
-        // Losing the race to another installer is fine: a provider is then in place.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-    }
-}
-
 /// How the blocking paths connect to one node, so that connecting and the call share one
 /// deadline.
 ///
@@ -178,19 +167,20 @@ fn install_crypto_provider() {
 pub(crate) struct Blocking {
     bare: redis::Client,
     handshake: Vec<Vec<u8>>,
-    /// Plain TCP or a Unix socket, speaking RESP2: where [`super::wire::Wire`] connects.
+    /// Plain TCP, TLS or a Unix socket, speaking RESP2: where [`super::wire::Wire`] connects.
     wire: Option<Target>,
 }
 
 impl Blocking {
-    /// For `client`'s node, with its credentials, database, protocol and TLS settings.
-    pub(crate) fn of(client: &redis::Client) -> Blocking {
+    /// For `client`'s node, with its credentials, database and protocol, and `tls` for a
+    /// `rediss://` URL.
+    pub(crate) fn of(client: &redis::Client, tls: Option<&TlsFiles>) -> Blocking {
         let info = client.get_connection_info();
         let settings = info.redis_settings();
         let resp3 = settings.protocol().supports_resp3();
         let handshake =
             if resp3 { resp3_handshake(settings) } else { super::transport::Endpoint::of(info).handshake() };
-        let wire = if resp3 { None } else { Target::of(info.addr()) };
+        let wire = if resp3 { None } else { Target::of(info.addr(), tls.map(|t| &t.config)) };
         // The bare client speaks RESP2 to the crate (so the crate sends no `HELLO`); after our
         // `HELLO 3` the server answers in RESP3, which the crate's parser reads either way
         // (pushes are skipped by the readers: `wire::SyncConn::drive`).
@@ -278,7 +268,7 @@ mod tests {
     use super::*;
 
     fn own(url: &str) -> Option<Target> {
-        Blocking::of(&redis::Client::open(url).unwrap()).own().map(|(target, _)| target.clone())
+        Blocking::of(&redis::Client::open(url).unwrap(), None).own().map(|(target, _)| target.clone())
     }
 
     #[test]
@@ -287,6 +277,7 @@ mod tests {
         #[cfg(unix)]
         assert_eq!(own("redis+unix:///tmp/r.sock"), Some(Target::Unix("/tmp/r.sock".into())));
         assert_eq!(own("redis://127.0.0.1:6390/?protocol=resp3"), None);
+        // A `rediss://` URL without the store's TLS configuration has no target.
         assert_eq!(own("rediss://127.0.0.1:6390/"), None);
     }
 }

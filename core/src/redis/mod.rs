@@ -64,6 +64,7 @@ pub mod scripts;
 mod sentinel;
 mod signals;
 mod socket;
+mod tls;
 pub mod transport;
 mod wire;
 
@@ -464,7 +465,7 @@ impl Inner {
         let connect::Connected { conn, client: client_for_sync, routed, router } =
             connect::connect(&plan, timeout).await?;
         let invoke = choose_invoke(&conn, options.scripting, timeout).await?;
-        let blocking = connect::Blocking::of(&client_for_sync);
+        let blocking = connect::Blocking::of(&client_for_sync, plan.tls.as_ref());
         let direct = if routed {
             None
         } else {

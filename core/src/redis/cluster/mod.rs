@@ -194,7 +194,7 @@ pub(crate) struct Router {
     refreshing: AtomicBool,
     last_refresh: parking_lot::Mutex<Option<Instant>>,
     closed: AtomicBool,
-    /// The sync path's connections are the store's own ([`super::wire`]: plain TCP, RESP2),
+    /// The sync path's connections are the store's own ([`super::wire`]: plain TCP or TLS, RESP2),
     /// which read again after a signal, so a sync call needs no signals held.
     wire: bool,
 }
@@ -217,7 +217,7 @@ impl Router {
             .nodes
             .first()
             .and_then(|n| redis::Client::open(n.clone()).ok())
-            .is_some_and(|c| super::connect::Blocking::of(&c).is_wire());
+            .is_some_and(|c| super::connect::Blocking::of(&c, plan.tls.as_ref()).is_wire());
         let router = Arc::new(Router {
             url,
             seeds,
@@ -245,7 +245,7 @@ impl Router {
         let node = Arc::new(Node {
             id: nodes.len() as u32,
             addr: addr.clone(),
-            blocking: super::connect::Blocking::of(&client),
+            blocking: super::connect::Blocking::of(&client, self.tls.as_ref()),
             client,
             mux: parking_lot::RwLock::new(None),
             ids: AtomicU64::new(0),
