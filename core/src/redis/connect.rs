@@ -26,7 +26,8 @@ pub(crate) enum Conn {
     /// deterministic replay, raw commands). Script calls never take it: they take
     /// [`super::cluster::Router`], which never resends a call that may have reached a server.
     Cluster(ClusterConnection),
-    /// The master of a Sentinel service, looked up again when it stops answering.
+    /// The master of a Sentinel service, looked up again when it stops answering (over the
+    /// store's own async connection).
     Sentinel(Follower),
 }
 
@@ -132,12 +133,6 @@ pub(crate) async fn manager(client: redis::Client, timeout: Duration, what: &str
         .await
         .map_err(|_| Error::store(format!("connecting to {what} timed out after {} ms", timeout.as_millis())))?
         .map_err(|e| Error::store(format!("cannot connect to {what}: {e}")))
-}
-
-/// A self-reconnecting connection to `client`'s node that connects on its first call (within
-/// that call's own timeout): what replaces a connection dropped after a timed-out call.
-pub(crate) fn lazy_manager(client: redis::Client, timeout: Duration) -> Result<ConnectionManager> {
-    ConnectionManager::new_lazy_with_config(client, manager_config(timeout)).map_err(Error::store)
 }
 
 fn manager_config(timeout: Duration) -> ConnectionManagerConfig {
