@@ -19,24 +19,24 @@ use crate::error::{Error, Result};
 /// a handle onto one multiplexed connection, or one per node).
 #[derive(Clone)]
 pub(crate) enum Conn {
-    /// One node, reconnecting itself in the background.
-    Single(ConnectionManager),
+    /// One node over `?protocol=resp3`: redis-rs's, reconnecting itself in the background.
+    Resp3(ConnectionManager),
+    /// One node (the store's own connection, connecting again after a failure), or the master
+    /// of a Sentinel service, looked up again when it stops answering.
+    Single(Follower),
     /// Every master of a cluster, through the redis crate's cluster client: for the commands
     /// that are not script calls (`reset`'s idempotent `DEL`, loading functions on every master,
     /// deterministic replay, raw commands). Script calls never take it: they take
     /// [`super::cluster::Router`], which never resends a call that may have reached a server.
     Cluster(ClusterConnection),
-    /// The master of a Sentinel service, looked up again when it stops answering (over the
-    /// store's own async connection).
-    Sentinel(Follower),
 }
 
 impl ConnectionLike for Conn {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         match self {
+            Conn::Resp3(c) => c.req_packed_command(cmd),
             Conn::Single(c) => c.req_packed_command(cmd),
             Conn::Cluster(c) => c.req_packed_command(cmd),
-            Conn::Sentinel(c) => c.req_packed_command(cmd),
         }
     }
 
@@ -47,17 +47,17 @@ impl ConnectionLike for Conn {
         count: usize,
     ) -> RedisFuture<'a, Vec<Value>> {
         match self {
+            Conn::Resp3(c) => c.req_packed_commands(pipeline, offset, count),
             Conn::Single(c) => c.req_packed_commands(pipeline, offset, count),
             Conn::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
-            Conn::Sentinel(c) => c.req_packed_commands(pipeline, offset, count),
         }
     }
 
     fn get_db(&self) -> i64 {
         match self {
+            Conn::Resp3(c) => c.get_db(),
             Conn::Single(c) => c.get_db(),
             Conn::Cluster(c) => c.get_db(),
-            Conn::Sentinel(c) => c.get_db(),
         }
     }
 }
@@ -85,8 +85,12 @@ pub(crate) async fn connect(plan: &Plan, timeout: Duration) -> Result<Connected>
     match plan.mode {
         RedisMode::Standalone => {
             let client = client_for(plan.nodes[0].clone(), plan.tls.as_ref())?;
-            let conn = manager(client.clone(), timeout, &describe(plan)).await?;
-            Ok(Connected { conn: Conn::Single(conn), client, routed: false, router: None })
+            let conn = if client.get_connection_info().redis_settings().protocol().supports_resp3() {
+                Conn::Resp3(manager(client.clone(), timeout, &describe(plan)).await?)
+            } else {
+                Conn::Single(Follower::fixed(&client, plan.tls.as_ref(), timeout, &describe(plan)).await?)
+            };
+            Ok(Connected { conn, client, routed: false, router: None })
         }
         RedisMode::Cluster => {
             let mut builder = redis::cluster::ClusterClientBuilder::new(plan.nodes.clone())
@@ -108,7 +112,7 @@ pub(crate) async fn connect(plan: &Plan, timeout: Duration) -> Result<Connected>
         }
         RedisMode::Sentinel => {
             let (follower, client) = Follower::connect(plan, timeout).await?;
-            Ok(Connected { conn: Conn::Sentinel(follower), client, routed: true, router: None })
+            Ok(Connected { conn: Conn::Single(follower), client, routed: true, router: None })
         }
     }
 }

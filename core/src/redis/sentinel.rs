@@ -1,5 +1,6 @@
-//! Sentinel mode: the master of a named service, found by asking the sentinels, and found
-//! again when it stops answering. Sentinels and the master are both reached over the store's own
+//! The store's shared async connection to one node ([`Follower`]): the master of a Sentinel
+//! service, found by asking the sentinels and found again when it stops answering, or, in
+//! standalone mode, the one node ([`Follower::fixed`], which only reconnects). Sentinels and the master are both reached over the store's own
 //! async connection ([`super::pipelined::Pipelined`], plain TCP or TLS, RESP2).
 //!
 //! Connecting asks each sentinel in turn `SENTINEL GET-MASTER-ADDR-BY-NAME service` until one
@@ -118,6 +119,33 @@ impl Follower {
         Ok((Follower { shared: Arc::new(shared) }, client))
     }
 
+    /// The one node `client` names (standalone mode), connected within `timeout`: a call that
+    /// finds its connection dropped connects again; there is nothing to look up.
+    pub async fn fixed(client: &redis::Client, tls: Option<&TlsFiles>, timeout: Duration, what: &str) -> Result<Follower> {
+        let (target, login) = own(client, tls)?;
+        let addr = match &target {
+            Target::Tcp(host, port) | Target::Tls(host, port, _) => (host.clone(), *port),
+            #[cfg(unix)]
+            Target::Unix(path) => (path.display().to_string(), 0),
+        };
+        let conn = tokio::time::timeout(timeout, Pipelined::connect(&target, &login, timeout))
+            .await
+            .map_err(|_| Error::store(format!("connecting to {what} timed out after {} ms", timeout.as_millis())))?
+            .map_err(|e| Error::store(format!("cannot connect to {what}: {e}")))?;
+        let master = Master { addr, client: client.clone(), target, login, conn: Some(conn), generation: 0 };
+        let shared = Shared {
+            urls: Vec::new(),
+            service: String::new(),
+            tls: tls.cloned(),
+            auth: None,
+            timeout,
+            current: parking_lot::RwLock::new(master),
+            connecting: tokio::sync::Mutex::new(()),
+            looking: std::sync::atomic::AtomicBool::new(false),
+        };
+        Ok(Follower { shared: Arc::new(shared) })
+    }
+
     /// The current master's connection and its generation, if there is one.
     fn current(&self) -> Option<(Pipelined, u64)> {
         let current = self.shared.current.read();
@@ -165,7 +193,7 @@ impl Follower {
     /// connection if the sentinels name another address.
     fn relocate(&self) {
         use std::sync::atomic::Ordering;
-        if self.shared.looking.swap(true, Ordering::AcqRel) {
+        if self.shared.urls.is_empty() || self.shared.looking.swap(true, Ordering::AcqRel) {
             return;
         }
         let shared = self.shared.clone();
