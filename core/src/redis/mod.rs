@@ -75,7 +75,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
-use redis::aio::{ConnectionLike, MultiplexedConnection};
+use redis::aio::ConnectionLike;
 use redis::{Cmd, Value};
 use tokio::runtime::Runtime;
 
@@ -585,28 +585,13 @@ async fn choose_invoke(conn: &connect::Conn, scripting: Scripting, timeout: Dura
 
 /// An async connection for the direct path, connected from the store's runtime, or for a bound
 /// runtime, from that runtime (its driver task is spawned on the runtime that connects it, and
-/// that runtime's timer bounds the connect): on plain TCP or a Unix socket with RESP2 the store's own
-/// ([`pipelined::Pipelined`]: a decision reply is read where it lies, never built into a
-/// redis-rs value), else redis-rs's multiplexed one.
+/// that runtime's timer bounds the connect): [`pipelined::AsyncConn::open`].
 async fn connect_async(
     blocking: &connect::Blocking,
     client: &redis::Client,
     timeout: Duration,
 ) -> Option<pipelined::AsyncConn> {
-    match blocking.own() {
-        Some((target, handshake)) => {
-            pipelined::Pipelined::connect(target, handshake, timeout).await.ok().map(pipelined::AsyncConn::Own)
-        }
-        None => connect_direct(client, timeout).await.map(pipelined::AsyncConn::Crate),
-    }
-}
-
-/// redis-rs's multiplexed connection ([`connect_async`] where the store's own does not apply).
-/// No response timeout of its own: the caller bounds each call, and the redis crate's timeout
-/// would need a timer on the caller's executor.
-async fn connect_direct(client: &redis::Client, timeout: Duration) -> Option<MultiplexedConnection> {
-    let config = redis::AsyncConnectionConfig::new().set_connection_timeout(Some(timeout)).set_response_timeout(None);
-    tokio::time::timeout(timeout, client.get_multiplexed_async_connection_with_config(&config)).await.ok()?.ok()
+    pipelined::AsyncConn::open(blocking, client, timeout).await.ok()
 }
 
 /// `FUNCTION LOAD REPLACE <library>`: idempotent, so every process may send it.

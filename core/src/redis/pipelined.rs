@@ -490,6 +490,30 @@ impl ConnectionLike for AsyncConn {
 }
 
 impl AsyncConn {
+    /// A connection to `blocking`'s node (`client`'s), connected within `timeout` from the
+    /// runtime that polls this (the driver task is spawned there): the store's own
+    /// ([`Pipelined`]: plain TCP, TLS or a Unix socket, RESP2), or, on `?protocol=resp3`,
+    /// redis-rs's multiplexed one, with no response timeout of its own (the caller bounds each
+    /// call; the crate's timeout would need a timer on the caller's executor).
+    pub(crate) async fn open(
+        blocking: &super::connect::Blocking,
+        client: &redis::Client,
+        timeout: Duration,
+    ) -> RedisResult<AsyncConn> {
+        match blocking.own() {
+            Some((target, login)) => Pipelined::connect(target, login, timeout).await.map(AsyncConn::Own),
+            None => {
+                let config = redis::AsyncConnectionConfig::new()
+                    .set_connection_timeout(Some(timeout))
+                    .set_response_timeout(None);
+                tokio::time::timeout(timeout, client.get_multiplexed_async_connection_with_config(&config))
+                    .await
+                    .map_err(|_| io(ErrorKind::TimedOut, "connecting took the whole timeout"))?
+                    .map(AsyncConn::Crate)
+            }
+        }
+    }
+
     /// The async driver of the engine: sends the exchange's current attempt and feeds it the
     /// attempt's reply frames; the step that ends the attempt ([`Step::Done`], or
     /// [`Step::Again`] for the caller to follow). On the store's own connection the frames come

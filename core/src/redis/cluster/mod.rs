@@ -42,7 +42,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use redis::aio::{ConnectionLike as _, MultiplexedConnection};
+use redis::aio::ConnectionLike as _;
 
 use super::call::{Outcome, ScriptCall};
 use super::engine::{self, Durable, Exchange, Invoke, Rules, Step};
@@ -68,9 +68,9 @@ pub(crate) struct Node {
     client: redis::Client,
     /// How the sync path connects within a call's deadline.
     blocking: super::connect::Blocking,
-    /// The async path's multiplexed connection and its number (`None` until first used, and
-    /// after it failed).
-    mux: parking_lot::RwLock<Option<(MultiplexedConnection, u64)>>,
+    /// The async path's connection from the store's runtime and its number (`None` until first
+    /// used, and after it failed).
+    mux: parking_lot::RwLock<Option<(AsyncConn, u64)>>,
     ids: AtomicU64,
     /// One connect at a time per node.
     connecting: tokio::sync::Mutex<()>,
@@ -91,24 +91,21 @@ enum Via {
 }
 
 impl Node {
-    fn current(&self) -> Option<(MultiplexedConnection, u64)> {
+    fn current(&self) -> Option<(AsyncConn, u64)> {
         self.mux.read().clone()
     }
 
-    /// A new multiplexed connection, within `timeout` (its driver task is spawned on the
-    /// runtime that polls this).
-    async fn open(client: &redis::Client, timeout: Duration, name: &str) -> Result<MultiplexedConnection> {
-        let config =
-            redis::AsyncConnectionConfig::new().set_connection_timeout(Some(timeout)).set_response_timeout(None);
-        tokio::time::timeout(timeout, client.get_multiplexed_async_connection_with_config(&config))
+    /// A new async connection, within `timeout` (its driver task is spawned on the runtime
+    /// that polls this): [`AsyncConn::open`].
+    async fn open(&self, timeout: Duration) -> Result<AsyncConn> {
+        AsyncConn::open(&self.blocking, &self.client, timeout)
             .await
-            .map_err(|_| Error::store(format!("connecting to {name} timed out after {} ms", timeout.as_millis())))?
-            .map_err(|e| Error::store(format!("cannot connect to {name}: {e}")))
+            .map_err(|e| Error::store(format!("cannot connect to {}: {e}", self.name())))
     }
 
-    /// The multiplexed connection, connected now if there is none (on the runtime that polls
-    /// this: its driver task is spawned there).
-    async fn connect(&self, timeout: Duration, closed: &AtomicBool) -> Result<(MultiplexedConnection, u64)> {
+    /// The async connection, connected now if there is none (on the runtime that polls this:
+    /// its driver task is spawned there).
+    async fn connect(&self, timeout: Duration, closed: &AtomicBool) -> Result<(AsyncConn, u64)> {
         let _one = self.connecting.lock().await;
         if let Some(c) = self.current() {
             return Ok(c);
@@ -116,7 +113,7 @@ impl Node {
         if closed.load(Ordering::Acquire) {
             return Err(closed_error());
         }
-        let conn = Node::open(&self.client, timeout, &self.name()).await?;
+        let conn = self.open(timeout).await?;
         let id = self.ids.fetch_add(1, Ordering::Relaxed) + 1;
         if !closed.load(Ordering::Acquire) {
             *self.mux.write() = Some((conn.clone(), id));
@@ -386,7 +383,7 @@ impl Router {
 
     /// `node`'s multiplexed connection; when it has none, one is made on the store's runtime
     /// (nothing is sent before it exists).
-    async fn mux(self: &Arc<Self>, node: &Arc<Node>) -> Result<(MultiplexedConnection, u64)> {
+    async fn mux(self: &Arc<Self>, node: &Arc<Node>) -> Result<(AsyncConn, u64)> {
         if let Some(c) = node.current() {
             return Ok(c);
         }
@@ -422,7 +419,7 @@ impl Router {
             let (mut conn, via) = match own {
                 Some(c) => c,
                 None => match self.mux(&node).await {
-                    Ok((c, id)) => (AsyncConn::Crate(c), Via::Store(id)),
+                    Ok((c, id)) => (c, Via::Store(id)),
                     // Nothing was sent: if the map, read again now, names another master, go
                     // there.
                     Err(e) => match x.unsent(e) {
