@@ -227,14 +227,14 @@ impl Blocking {
         self.wire.is_some()
     }
 
-    /// Where the store's own connections go (plain TCP or a Unix socket, RESP2), and their
+    /// Where the store's own connections go (TCP, TLS or a Unix socket, RESP2), and their
     /// login: also a bound runtime's async connection ([`super::pipelined::Pipelined`]).
     pub(crate) fn own(&self) -> Option<(&Target, &[Vec<u8>])> {
         self.wire.as_ref().map(|target| (target, self.handshake.as_slice()))
     }
 
     /// [`Blocking::connect`] for the sync paths (one node, or each master of a cluster): the
-    /// store's own [`super::wire::Wire`] where it applies (plain TCP or a Unix socket, RESP2),
+    /// store's own [`super::wire::Wire`] where it applies (TCP, TLS or a Unix socket, RESP2),
     /// else redis-rs's connection.
     pub(crate) fn connect_sync(&self, deadline: Instant) -> redis::RedisResult<super::wire::SyncConn> {
         match &self.wire {

@@ -26,7 +26,7 @@
 //!   into the direct connection's channel (whose driver task lives on the store's runtime) and
 //!   awaits the reply under a timer of the store's runtime. Nothing is spawned per call. Only
 //!   while that connection is down (and in deterministic-replay mode) does a call hop to the
-//!   store's runtime, through the self-reconnecting `ConnectionManager`; the first such call
+//!   store's runtime, through the shared connection ([`connect::Conn`]); the first such call
 //!   that succeeds reconnects the direct connection in the background.
 //! - **No hop at all on a tokio runtime**: a call awaited on a tokio runtime gives that runtime
 //!   a connection of its own (`bound.rs`), whose driver task runs on that runtime; once it is up,
@@ -671,7 +671,7 @@ impl Store for RedisStore {
     }
 
     /// Releases every connection at once: the blocking pool, the direct and bound connections,
-    /// the shared one (its reconnecting manager, the cluster client, or the sentinel follower)
+    /// the shared one (the one node's or the Sentinel master's follower, or the cluster client)
     /// and the cluster router's connections to every node; and the store's runtime (its thread
     /// and descriptors), at once or when the last async call in flight ends. A call in flight
     /// keeps its own handle until it answers; every later call fails with `store_unavailable`.

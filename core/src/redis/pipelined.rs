@@ -542,8 +542,8 @@ impl AsyncConn {
     }
 }
 
-/// [`AsyncConn::attempt`] on any redis-rs connection (the multiplexed one, the hop path's
-/// manager): the attempt's commands as a pipeline, each reply written back as the RESP2 frame
+/// [`AsyncConn::attempt`] on any connection that speaks redis-rs's `ConnectionLike` (the
+/// multiplexed one, the shared [`super::connect::Conn`]): the attempt's commands as a pipeline, each reply written back as the RESP2 frame
 /// it stands for and fed to the engine.
 pub(crate) async fn attempt_on<C: ConnectionLike>(conn: &mut C, x: &mut Exchange<'_>) -> RedisResult<Step> {
     let mut p = redis::pipe();

@@ -70,9 +70,9 @@ impl Master {
 
     /// Connects within `timeout`.
     async fn connect(&self, timeout: Duration) -> Result<Pipelined> {
-        Pipelined::connect(&self.target, &self.login, timeout).await.map_err(|e| {
-            Error::store(format!("cannot connect to the master at {}:{}: {e}", self.addr.0, self.addr.1))
-        })
+        Pipelined::connect(&self.target, &self.login, timeout)
+            .await
+            .map_err(|e| Error::store(format!("cannot connect to the master at {}:{}: {e}", self.addr.0, self.addr.1)))
     }
 }
 
@@ -121,7 +121,12 @@ impl Follower {
 
     /// The one node `client` names (standalone mode), connected within `timeout`: a call that
     /// finds its connection dropped connects again; there is nothing to look up.
-    pub async fn fixed(client: &redis::Client, tls: Option<&TlsFiles>, timeout: Duration, what: &str) -> Result<Follower> {
+    pub async fn fixed(
+        client: &redis::Client,
+        tls: Option<&TlsFiles>,
+        timeout: Duration,
+        what: &str,
+    ) -> Result<Follower> {
         let (target, login) = own(client, tls)?;
         let addr = match &target {
             Target::Tcp(host, port) | Target::Tls(host, port, _) => (host.clone(), *port),
@@ -254,9 +259,11 @@ impl Shared {
             return Ok(());
         }
         let mut master = Master::at(&self.urls[0], addr, self.tls.as_ref())?;
-        master.conn = Some(tokio::time::timeout(self.timeout, master.connect(self.timeout)).await.map_err(|_| {
-            Error::store(format!("connecting to {}:{} timed out", master.addr.0, master.addr.1))
-        })??);
+        master.conn = Some(
+            tokio::time::timeout(self.timeout, master.connect(self.timeout))
+                .await
+                .map_err(|_| Error::store(format!("connecting to {}:{} timed out", master.addr.0, master.addr.1)))??,
+        );
         let mut current = self.current.write();
         master.generation = current.generation + 1;
         *current = master;

@@ -23,8 +23,8 @@
 //!   sync path sets its socket timeouts to the time left).
 //! - **On the caller's runtime**: a runtime bound to the store ([`super::bound`]) gets its own
 //!   connection to each master, driven on that runtime, as one standalone node's bound
-//!   connection (the store's own [`super::pipelined::Pipelined`] on plain TCP with RESP2,
-//!   redis-rs's multiplexed one otherwise): a call awaited there writes and reads without
+//!   connection ([`AsyncConn::open`]: the store's own [`super::pipelined::Pipelined`] on RESP2,
+//!   over TCP or TLS, redis-rs's multiplexed one on `?protocol=resp3`): a call awaited there writes and reads without
 //!   crossing to the store's thread (for a binding such as Python's, whose calls complete on its
 //!   own runtime, that was one thread hand-off more per call than on one node). Until a
 //!   runtime's connection to a master is up, and after it failed or a call on it was abandoned,
