@@ -112,7 +112,7 @@ impl Pipelined {
                     tcp.set_nodelay(true)?;
                     let stream = AsyncTls::handshake(config.connection(host)?, tcp).await?;
                     let buf = login(&stream, &super::tls::confirmed(handshake)).await?;
-                    (AsyncSocket::Tls(stream), buf)
+                    (AsyncSocket::Tls(Box::new(stream)), buf)
                 }
                 #[cfg(unix)]
                 Target::Unix(path) => {
@@ -238,7 +238,7 @@ const WRITE_EVERY: usize = 16;
 fn flush_socket(state: &mut State, stream: &AsyncSocket) -> std::io::Result<bool> {
     match stream {
         AsyncSocket::Tcp(s) => flush(state, s),
-        AsyncSocket::Tls(s) => flush(state, s),
+        AsyncSocket::Tls(s) => flush(state, &**s),
         #[cfg(unix)]
         AsyncSocket::Unix(s) => flush(state, s),
     }
@@ -278,7 +278,7 @@ async fn drive(shared: Arc<Shared>, buf: Vec<u8>) {
     let _kill = Kill(shared.clone());
     match &shared.stream {
         AsyncSocket::Tcp(s) => drive_on(&shared, s, buf).await,
-        AsyncSocket::Tls(s) => drive_on(&shared, s, buf).await,
+        AsyncSocket::Tls(s) => drive_on(&shared, &**s, buf).await,
         #[cfg(unix)]
         AsyncSocket::Unix(s) => drive_on(&shared, s, buf).await,
     }

@@ -103,7 +103,7 @@ impl Write for SyncSocket {
 /// tasks under its queue's lock and reads from its own task).
 pub(crate) enum AsyncSocket {
     Tcp(tokio::net::TcpStream),
-    Tls(AsyncTls),
+    Tls(Box<AsyncTls>),
     #[cfg(unix)]
     Unix(tokio::net::UnixStream),
 }

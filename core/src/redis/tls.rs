@@ -204,13 +204,11 @@ impl AsyncTls {
 }
 
 impl super::socket::Io for AsyncTls {
-    fn readable(&self) -> impl std::future::Future<Output = std::io::Result<()>> {
-        async move {
-            if self.buffered.load(Ordering::Acquire) {
-                return Ok(());
-            }
-            self.tcp.readable().await
+    async fn readable(&self) -> std::io::Result<()> {
+        if self.buffered.load(Ordering::Acquire) {
+            return Ok(());
         }
+        self.tcp.readable().await
     }
 
     fn writable(&self) -> impl std::future::Future<Output = std::io::Result<()>> {
