@@ -3,7 +3,9 @@
 # the conformance vectors replayed under Node, Deno, Bun and workerd with 0 mismatches; the same decisions
 # and the same `config_invalid` codes and messages as the native addon; the host's frozen
 # clock; the Redis REST store (tests/rest.test.mjs) against tests/restfront/ and a throwaway
-# redis-server, deciding as the native RESP store, through faults, in Node, Deno and Bun. Deno,
+# redis-server, deciding as the native RESP store, through faults, in Node, Deno and Bun; the
+# Durable Object store inside workerd (tests/durable-object.test.mjs) and the Deno KV store in
+# Deno (tests/deno-kv.test.ts): exactly the limit under concurrent checks, the vectors' decisions. Deno,
 # Bun and workerd come from npm (bindings-wasm/package.json). Exits non-zero on any failure.
 #
 #   bindings-wasm/test.sh
@@ -30,3 +32,7 @@ DENO_NO_UPDATE_CHECK=1 "$deno" run --quiet --allow-read --allow-env "$runner" "$
 node bindings-wasm/workerd/replay.mjs "${vectors[@]}" | tail -n 1 | sed 's/^/workerd: /'
 
 node --test --test-reporter=dot bindings-wasm/tests/
+# The Deno KV store, in Deno (its KV is Deno's own): --unstable-kv for Deno.openKv, write for its
+# files, run for the second process on one file.
+DENO_NO_UPDATE_CHECK=1 "$deno" test --quiet --unstable-kv --allow-read --allow-write --allow-env --allow-run \
+  bindings-wasm/tests/deno-kv.test.ts

@@ -19,6 +19,7 @@
 mod clock;
 mod convert;
 mod error;
+mod held;
 mod instance;
 mod limiter;
 mod multi;
