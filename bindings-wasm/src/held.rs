@@ -150,7 +150,10 @@ impl DurableObjectStore {
             let namespace = o.require("namespace")?.clone();
             let has = |m: &str| Reflect::get(&namespace, &m.into()).is_ok_and(|f| f.is_function());
             if !(has("idFromName") && has("get")) {
-                return Err(config(&o.path("namespace"), "must be a Durable Object namespace (with idFromName and get)"));
+                return Err(config(
+                    &o.path("namespace"),
+                    "must be a Durable Object namespace (with idFromName and get)",
+                ));
             }
             let shards = match o.number("shards")? {
                 None => None,
@@ -369,11 +372,14 @@ fn decision_from_js(v: &JsValue) -> CoreResult<throttlekit::Decision> {
         Reflect::get(v, &name.into()).map_err(|_| throttlekit::Error::store("the object's answer is not a decision"))
     };
     let int = |name: &str| -> CoreResult<i64> {
-        let n = field(name)?.as_f64().ok_or_else(|| throttlekit::Error::store("the object's answer is not a decision"))?;
+        let n =
+            field(name)?.as_f64().ok_or_else(|| throttlekit::Error::store("the object's answer is not a decision"))?;
         Ok(n as i64)
     };
     Ok(throttlekit::Decision {
-        allowed: field("allowed")?.as_bool().ok_or_else(|| throttlekit::Error::store("the object's answer is not a decision"))?,
+        allowed: field("allowed")?
+            .as_bool()
+            .ok_or_else(|| throttlekit::Error::store("the object's answer is not a decision"))?,
         limit: int("limit")?,
         remaining: int("remaining")?,
         reset_at: int("resetAt")?,
@@ -422,9 +428,9 @@ impl Link {
     pub fn many(&self, l: &Arc<throttlekit::Limiter>, keys: &JsValue, cost: &JsValue) -> js_sys::Promise {
         let calls = convert::cost(cost).and_then(|c| l.held_prepare_many(&convert::strings(keys, "keys")?, c));
         match calls {
-            Ok(calls) => {
-                js_sys::Promise::all(&calls.into_iter().map(|c| JsValue::from(self.drive(l, Ok(c)))).collect::<js_sys::Array>())
-            }
+            Ok(calls) => js_sys::Promise::all(
+                &calls.into_iter().map(|c| JsValue::from(self.drive(l, Ok(c)))).collect::<js_sys::Array>(),
+            ),
             Err(e) => js_sys::Promise::reject(&crate::error::to_js(e)),
         }
     }

@@ -10,8 +10,8 @@ use crate::error::{CoreResult, OrThrow, settled};
 use crate::rest::{Link, no_sync};
 use crate::store::Backend;
 use crate::{held, store, strategy};
-use throttlekit::store::held::Op;
 use throttlekit::redis::rest::limiter::RestOp;
+use throttlekit::store::held::Op;
 
 #[wasm_bindgen(inline_js = "
 export function decision(allowed, limit, remaining, resetAt, retryAfterMs, fallback) {

@@ -144,7 +144,9 @@ pub fn shard(full_key: &str, shards: Option<u32>) -> String {
     match shards {
         None | Some(0) => full_key.to_owned(),
         Some(n) => {
-            let h = full_key.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
+            let h = full_key
+                .bytes()
+                .fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
             format!("shard-{}", h % u64::from(n))
         }
     }
@@ -260,7 +262,7 @@ impl Limiter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{ManualClock, MemoryStore, Strategy};
+    use crate::{Clock, ManualClock, MemoryStore, Strategy};
     use std::sync::Arc;
 
     fn strategies() -> Vec<Strategy> {
@@ -294,7 +296,7 @@ mod tests {
             for i in 0..3000 {
                 let jump = rand(100) as i64 - if rand(10) == 0 { 400 } else { 10 };
                 let jump = if rand(50) == 0 { 5000 } else { jump };
-                clock.set(clock.now_ms() + jump).unwrap();
+                clock.set(clock.now_ms() + jump);
                 let now = clock.now_ms();
                 let cost = 1 + rand(3);
                 let op = [Op::Check, Op::Check, Op::Check, Op::Peek, Op::Forecast][rand(5) as usize];
@@ -348,7 +350,11 @@ mod tests {
             unsorted.extend_from_slice(&x.to_le_bytes());
             unsorted.extend_from_slice(&y.to_le_bytes());
         }
-        for bytes in [vec![], vec![1; 25], vec![1; 27], wrong_version, unsorted, { let mut b = encode(&State::Tat(1.0), 5); b[1] = 8; b }] {
+        for bytes in [vec![], vec![1; 25], vec![1; 27], wrong_version, unsorted, {
+            let mut b = encode(&State::Tat(1.0), 5);
+            b[1] = 8;
+            b
+        }] {
             let e = step(&s, Op::Check, 1, 0, Some(&bytes)).unwrap_err();
             assert_eq!(e.code(), crate::ErrorCode::StoreUnavailable, "{bytes:?}");
             assert!(sweepable(&bytes, 0));
@@ -361,7 +367,11 @@ mod tests {
         let put = step(&s, Op::Check, 1, 500, None).unwrap();
         let Write::Put { bytes, deadline, .. } = put.write else { panic!("{put:?}") };
         assert_eq!(deadline, 1000);
-        assert_eq!(step(&s, Op::Check, 1, 1000, Some(&bytes)).unwrap().write, Write::Keep, "a deny at the deadline");
+        assert_eq!(step(&s, Op::Check, 1, 999, Some(&bytes)).unwrap().write, Write::Keep, "a deny writes nothing");
+        assert!(
+            step(&s, Op::Check, 1, 1000, Some(&bytes)).unwrap().decision.allowed,
+            "the next window starts at the deadline"
+        );
         assert_eq!(step(&s, Op::Peek, 1, 1001, Some(&bytes)).unwrap().write, Write::Delete);
         assert!(!sweepable(&bytes, 1000 + GRACE_MS));
         assert!(sweepable(&bytes, 1001 + GRACE_MS));
