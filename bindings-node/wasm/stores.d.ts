@@ -35,8 +35,8 @@ export interface DenoKvStoreOptions {
   /** Prepended to every key: `[...keyPrefix, '<prefix>:<key>']` (default `['throttlekit']`). */
   keyPrefix?: unknown[]
   /**
-   * How many times a decision retries a commit that met a conflict (integer >= 0, default 16);
-   * past that it is `store_unavailable`, through the limiter's fail policy.
+   * How many times a decision retries a commit that met a conflict or a locked KV file (integer
+   * >= 0, default 16); past that it is `store_unavailable`, through the limiter's fail policy.
    */
   maxRetries?: number
 }
@@ -51,6 +51,9 @@ export declare class DenoKvStore {
   get kv(): DenoKvStoreOptions['kv']
   get keyPrefix(): unknown[]
   get maxRetries(): number
-  /** Commits that met a conflict (retried, or given up past `maxRetries`) since the store was made. */
+  /**
+   * Commits that met a conflict or a KV file locked by another process (retried, or given up
+   * past `maxRetries`) since the store was made.
+   */
   get conflicts(): number
 }

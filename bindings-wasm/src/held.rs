@@ -5,7 +5,8 @@
 //!   `ThrottlekitObject` (`@throttlekit/core/durable-object`); one RPC per decision to the object
 //!   that holds the key (`idFromName`), which steps the core on its storage ([`held_step`]);
 //! - [`DenoKvStore`]: a `Deno.Kv`; each decision reads the key, steps the core here and commits
-//!   atomically, checked on the versionstamp, retried on a conflict up to `maxRetries` times.
+//!   atomically, checked on the versionstamp, retried on a conflict up to `maxRetries` times (and
+//!   on a KV file locked by another process, which wrote nothing, after a pause of a few ms).
 //!
 //! The drivers below only move bytes and call the core; a failure of either is
 //! `store_unavailable` through the limiter's fail policy (`Limiter::held_finish`).
@@ -54,18 +55,28 @@ export async function resetObject(store, shard, key) {
   }
 }
 
+// SQLite's busy error, when another process holds a KV file's write lock: nothing was written.
+const LOCKED = /database is locked/
+
 export async function driveKv(store, call) {
   const key = [...store.keyPrefix, call.key]
   try {
     for (let attempt = 1; ; attempt++) {
-      const entry = await store.kv.get(key)
-      const write = call.step(entry.value ?? undefined)
-      if (write === 'keep') break
-      const op = store.kv.atomic().check(entry)
-      if (write === 'put') op.set(key, call.bytes, { expireIn: call.retainMs })
-      else op.delete(key)
-      if ((await op.commit()).ok) break
+      let locked = false
+      try {
+        const entry = await store.kv.get(key)
+        const write = call.step(entry.value ?? undefined)
+        if (write === 'keep') break
+        const op = store.kv.atomic().check(entry)
+        if (write === 'put') op.set(key, call.bytes, { expireIn: call.retainMs })
+        else op.delete(key)
+        if ((await op.commit()).ok) break
+      } catch (e) {
+        if (!LOCKED.test(why(e))) throw e
+        locked = true
+      }
       store.conflicted()
+      if (locked) await new Promise((r) => setTimeout(r, Math.min(attempt, 20)))
       if (attempt > store.maxRetries) {
         call.fail('deno kv: the commit met a conflict ' + attempt + ' times (maxRetries ' + store.maxRetries + ')')
         break
@@ -220,7 +231,7 @@ impl DenoKvStore {
                 return Err(config(&o.path("kv"), "must be a Deno.Kv (from Deno.openKv())"));
             }
             let key_prefix = match o.get("keyPrefix") {
-                None => js_sys::Array::of1(&"throttlekit".into()).into(),
+                None => js_sys::Array::of1(&JsValue::from_str("throttlekit")).into(),
                 Some(p) if js_sys::Array::is_array(p) => p.clone(),
                 Some(_) => return Err(config(&o.path("keyPrefix"), "must be an array (a Deno KV key prefix)")),
             };
@@ -256,7 +267,8 @@ impl DenoKvStore {
         self.max_retries
     }
 
-    /// Commits that met a conflict (and were retried or given up), since the store was made.
+    /// Commits that met a conflict or a file locked by another process (and were retried or
+    /// given up), since the store was made.
     #[wasm_bindgen(getter)]
     pub fn conflicts(&self) -> f64 {
         self.conflicts.get()

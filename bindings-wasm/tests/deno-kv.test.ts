@@ -107,12 +107,12 @@ Deno.test('two processes on one KV file admit exactly 10 between them', async ()
       new Deno.Command(Deno.execPath(), {
         args: ['run', '--quiet', '--unstable-kv', '--allow-read', '--allow-write', '--allow-env', child, `${dir}/kv.sqlite`, '20', String(startAt), JSON.stringify(SPEC)],
         stdout: 'piped',
-        stderr: 'inherit',
+        stderr: 'piped',
         env: { DENO_NO_UPDATE_CHECK: '1' },
       }).output()
     const outs = await Promise.all([run(), run()])
     const reports = outs.map((o) => {
-      assert(o.success, 'the child process failed')
+      assert(o.success, `the child process failed: ${new TextDecoder().decode(o.stderr)}`)
       return JSON.parse(new TextDecoder().decode(o.stdout))
     })
     const decisions = reports.flatMap((r) => r.decisions)

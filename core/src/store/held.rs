@@ -25,7 +25,7 @@ use crate::decision::Decision;
 use crate::error::{Error, Result};
 use crate::limiter::Limiter;
 use crate::state::{Log, Slot, State};
-use crate::store::{Now, Reply, Transform};
+use crate::store::{Now, Transform};
 use crate::strategy::Strategy;
 
 /// How long a host keeps a state past its deadline before its own expiry may drop it (an hour).
