@@ -180,7 +180,7 @@ fn word(bytes: &[u8], at: usize) -> i64 {
 /// The state and deadline `bytes` hold; `store_unavailable` for bytes [`encode`] did not write.
 pub fn decode(bytes: &[u8]) -> Result<(State, i64)> {
     let bad = |why: &str| Error::store(format!("a held state {why}"));
-    if bytes.len() < HEADER || (bytes.len() - HEADER) % 16 != 0 {
+    if bytes.len() < HEADER || !(bytes.len() - HEADER).is_multiple_of(16) {
         return Err(bad(&format!("of {} bytes (not a header and whole 16-byte pairs)", bytes.len())));
     }
     if bytes[0] != VERSION {
