@@ -22,6 +22,8 @@ export declare class ThrottlekitObject {
   decide(request: HeldRequest): Promise<Decision>
   /** Forgets `key`'s state. */
   reset(key: string): Promise<void>
-  /** Drops the states an hour past their deadline. */
+  /** The alarm: a sweep. */
   alarm(): Promise<void>
+  /** Drops the states an hour past their deadline; plans the next sweep while any state is left. */
+  sweep(): Promise<void>
 }

@@ -43,8 +43,13 @@ export class ThrottlekitObject extends DurableObject {
     await this.ctx.storage.delete(key)
   }
 
-  /** Drops the states an hour past their deadline; sweeps again while any state is left. */
+  /** The alarm: a sweep. */
   async alarm() {
+    await this.sweep()
+  }
+
+  /** Drops the states an hour past their deadline; plans the next sweep while any state is left. */
+  async sweep() {
     const storage = this.ctx.storage
     const now = Date.now()
     let kept = 0

@@ -1,7 +1,7 @@
 // The Durable Object store under workerd (workerd/durable.mjs served by support/workerd.mjs):
 // concurrent checks of one key admit exactly the limit; the rate-limit suites of every vectors
 // file replay through the objects with the memory store's decisions (one object per key, and
-// keys spread over a few shards); reset forgets; and the state outlives a restart of workerd
+// keys spread over a few shards); reset forgets; the alarm drops only states long expired; and the state outlives a restart of workerd
 // when the objects' storage is on disk.
 import assert from 'node:assert/strict'
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
@@ -64,6 +64,19 @@ for (const shards of [undefined, 2]) {
     assert.ok(suites > 50 && passed > 1000, `${suites} suites, ${passed} ops`)
   })
 }
+
+test("the object's sweep (its alarm's work) drops the states an hour past their deadline, and only those", async () => {
+  const past = Date.now() - 3 * 3_600_000
+  // Exhausted 3 hours ago: its deadline (1 hour later) passed 2 hours ago.
+  const old = await post(server.url, '/burst', { spec: SPEC, key: 'sweep-old', n: 10, now: past })
+  assert.equal(old.filter((d) => d.allowed).length, 10)
+  await post(server.url, '/burst', { spec: SPEC, key: 'sweep-live', n: 1 })
+  // Read at the old time, the state is there until the sweep.
+  assert.equal((await post(server.url, '/burst', { spec: SPEC, key: 'sweep-old', n: 0, now: past }))[0].remaining, 0)
+  for (const key of ['sweep-old', 'sweep-live']) await post(server.url, '/sweep', { key })
+  assert.equal((await post(server.url, '/burst', { spec: SPEC, key: 'sweep-old', n: 0, now: past }))[0].remaining, 10, 'swept')
+  assert.equal((await post(server.url, '/burst', { spec: SPEC, key: 'sweep-live', n: 0 }))[0].remaining, 9, 'kept')
+})
 
 test('a DurableObjectStore refuses what is not a namespace, and the sync methods', () => {
   assert.throws(() => new wasm.DurableObjectStore({ namespace: {} }), { code: 'config_invalid', message: /durableObjectStore.namespace must be a Durable Object namespace/ })

@@ -1,7 +1,8 @@
 // A Cloudflare Worker with a namespace of `ThrottlekitObject`s (`env.LIMITER`) for the Durable
 // Object store's tests (tests/durable-object.test.mjs, which serves it with workerd):
-//   POST /burst  {spec, key, n, shards}: n checks of `key` at once, through one DurableObjectStore;
-//                answers the decisions (or the first error)
+//   POST /burst  {spec, key, n, shards, now}: n checks of `key` at once (n 0: one peek), through
+//                one DurableObjectStore, at `now` if given; answers the decisions (or the first error)
+//   POST /sweep  {key}: sweeps `key`'s object (its alarm's work) (one object per key)
 //   POST /replay?shards=N  a vectors file: its rate-limit suites replayed through the store (the
 //                multi and shaper suites need a MemoryStore or Redis); answers {passed, failed,
 //                failures, suites}
@@ -18,9 +19,16 @@ export default {
     const url = new URL(request.url)
     try {
       if (url.pathname === '/burst') {
-        const { spec, key, n, shards } = await request.json()
-        const limiter = new tk.Limiter({ strategy: spec, store: store(env, shards), failPolicy: 'raise' })
-        return Response.json(await Promise.all(Array.from({ length: n }, () => limiter.check(key))))
+        const { spec, key, n, shards, now } = await request.json()
+        const clock = now === undefined ? undefined : new tk.ManualClock(now)
+        const limiter = new tk.Limiter({ strategy: spec, store: store(env, shards), failPolicy: 'raise', clock })
+        const op = n === 0 ? () => limiter.peek(key) : () => limiter.check(key)
+        return Response.json(await Promise.all(Array.from({ length: Math.max(n, 1) }, op)))
+      }
+      if (url.pathname === '/sweep') {
+        const { key } = await request.json()
+        await env.LIMITER.get(env.LIMITER.idFromName(key)).sweep()
+        return Response.json({})
       }
       if (url.pathname === '/reset') {
         const { spec, key, shards } = await request.json()
