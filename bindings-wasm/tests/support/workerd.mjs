@@ -12,7 +12,8 @@ const here = import.meta.dirname
 const pkg = resolve(here, '../../../bindings-node')
 const workerd = resolve(here, '../../node_modules/.bin/workerd')
 
-function freePort() {
+/** A free loopback port (also workerd/replay.mjs's). */
+export function freePort() {
   return new Promise((ok, fail) => {
     const s = createServer().listen(0, '127.0.0.1', () => {
       const { port } = s.address()
