@@ -5,9 +5,11 @@
 # addon; the host's frozen clock; the fetch wrapper and the Hono middleware, answering as the
 # native wrapper (tests/http.test.mjs), and the declarations (tests/dts.test.mjs); the Redis REST
 # store (tests/rest.test.mjs) against tests/restfront/ and a throwaway redis-server, deciding as
-# the native RESP store, through faults, in Node, Deno and Bun. Deno, Bun, workerd and Hono come
-# from npm (bindings-wasm/package.json), Chromium from scripts/install-deps.sh. Exits non-zero on
-# any failure.
+# the native RESP store, through faults, in Node, Deno and Bun; the Durable Object store inside
+# workerd (tests/durable-object.test.mjs) and the Deno KV store in Deno (tests/deno-kv.test.ts):
+# exactly the limit under concurrent checks, the vectors' decisions. Deno, Bun, workerd and Hono
+# come from npm (bindings-wasm/package.json), Chromium from scripts/install-deps.sh. Exits
+# non-zero on any failure.
 #
 #   bindings-wasm/test.sh
 set -euo pipefail
@@ -35,3 +37,8 @@ node bindings-wasm/workerd/replay.mjs "${vectors[@]}" | tail -n 1 | sed 's/^/wor
 node bindings-wasm/browser/replay.mjs "${vectors[@]}" | tail -n 1 | sed 's/^/chromium: /'
 
 node --test --test-reporter=dot bindings-wasm/tests/
+# The Deno KV store, in Deno (its KV is Deno's own): --unstable-kv for Deno.openKv, write for its
+# files, run for the second process on one file; --no-check: Deno would check the test against
+# wasm-bindgen's raw glue types (pkg/throttlekit.d.ts), not the package's.
+DENO_NO_UPDATE_CHECK=1 "$deno" test --quiet --no-check --unstable-kv --allow-read --allow-write --allow-env --allow-run \
+  bindings-wasm/tests/deno-kv.test.ts

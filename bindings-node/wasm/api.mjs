@@ -7,3 +7,5 @@ export { ClientIdentity, RateLimitFields, problemBody, unavailableBody } from '.
 // A constant, not core's `problemContentType()`: this module is evaluated before its entry
 // instantiates the WebAssembly module. bindings-wasm/tests/http.test.mjs pins it to core's.
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json'
+// The stores whose state lives in a Durable Object or a Deno KV database (docs/edge.md).
+export { DenoKvStore, DurableObjectStore } from './pkg/throttlekit.js'

@@ -1,10 +1,12 @@
 // The types of the WebAssembly build (@throttlekit/core under the `workerd`, `edge-light`,
 // `deno`, `bun` and `browser` conditions, and @throttlekit/core/wasm): the native package's
-// in-process API (../index.d.ts) and the build's own store, RedisRestStore. Hand-written;
+// in-process API (../index.d.ts) and the build's own stores: RedisRestStore here, and
+// DurableObjectStore and DenoKvStore (./stores.d.ts). Hand-written;
 // bindings-wasm/tests/dts.test.mjs checks that its values are the build's exports, no more and
 // no fewer, and that it type-checks.
 import type { LimiterOptions, MultiLimiterOptions, ShaperOptions } from '../index'
 import { Limiter as NativeLimiter, MultiLimiter as NativeMultiLimiter, Shaper as NativeShaper, MemoryStore } from '../index'
+import type { DenoKvStore, DurableObjectStore } from './stores'
 
 export type * from '../index'
 export {
@@ -19,12 +21,16 @@ export {
   unavailableBody,
   version,
 } from '../index'
+export * from './stores'
 
-/** The stores of the WebAssembly build. */
+/** The stores a multi limiter or a shaper of the WebAssembly build takes. */
 export type EdgeStore = MemoryStore | RedisRestStore
 
-/** `T`'s options with the WebAssembly build's stores. */
-export type WithEdgeStore<T> = Omit<T, 'store'> & { store?: EdgeStore }
+/** The stores a limiter of the WebAssembly build takes: those, and the held-state stores. */
+export type LimiterEdgeStore = EdgeStore | DurableObjectStore | DenoKvStore
+
+/** `T`'s options with the store `S`. */
+export type WithEdgeStore<T, S = EdgeStore> = Omit<T, 'store'> & { store?: S }
 
 /** Options of `new RedisRestStore()`. */
 export interface RedisRestStoreOptions {
@@ -58,9 +64,12 @@ export declare class RedisRestStore {
   get fetch(): typeof fetch | undefined
 }
 
-/** A rate limiter: one strategy applied per key, on a MemoryStore or a RedisRestStore. */
+/**
+ * A rate limiter: one strategy applied per key, on a MemoryStore, a RedisRestStore, a
+ * DurableObjectStore or a DenoKvStore (the last two: the Promise methods only).
+ */
 export declare class Limiter extends NativeLimiter {
-  constructor(options: WithEdgeStore<LimiterOptions>)
+  constructor(options: WithEdgeStore<LimiterOptions, LimiterEdgeStore>)
 }
 
 /** Several dimensions decided together under `all` or `any`. */

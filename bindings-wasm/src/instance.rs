@@ -25,6 +25,8 @@ pub enum Item {
     Strategy(throttlekit::Strategy),
     /// A `RedisRestStore` (its endpoint stays on the JS object; the core needs its locking).
     Rest(throttlekit::redis::rest::Locking),
+    /// A `DurableObjectStore` or a `DenoKvStore` (the handle stays on the JS object).
+    Held(crate::held::Holder),
 }
 
 thread_local! {

@@ -44,6 +44,12 @@ fn build(options: &JsValue) -> CoreResult<(throttlekit::MultiLimiter, Option<Lin
     let (store, rest) = match store::backend_from_options(&o)? {
         Backend::Memory(s) => (s, None),
         Backend::Rest(link) => (Arc::new(throttlekit::MemoryStore::new()) as Arc<dyn throttlekit::Store>, Some(link)),
+        Backend::Held(_) => {
+            return Err(crate::error::config(
+                &o.path("store"),
+                "must be a MemoryStore or a RedisRestStore (a MultiLimiter does not run on a Durable Object or Deno KV store)",
+            ));
+        }
     };
     let mut m =
         throttlekit::MultiLimiter::new(rule, dims)?.with_store(store).with_clock(store::clock_from_options(&o)?);

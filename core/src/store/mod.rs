@@ -16,6 +16,7 @@ use crate::error::{Error, Result};
 use crate::state::{State, Step};
 use crate::strategy::Strategy;
 
+pub mod held;
 pub mod memory;
 mod multi_apply;
 #[cfg(any(feature = "redis", feature = "postgres"))]
