@@ -81,8 +81,8 @@ pub enum Backend {
 /// `MemoryStore`.
 pub fn backend_from_options(o: &Options) -> CoreResult<Backend> {
     if let Some(v) = o.get("store") {
-        if let Some(Item::Rest(locking)) = instance::of(v, &o.path("store"))? {
-            return Ok(Backend::Rest(Link::new(v.clone(), locking)));
+        if let Some(Item::Rest(locking, book)) = instance::of(v, &o.path("store"))? {
+            return Ok(Backend::Rest(Link::new(v.clone(), locking, book)));
         }
     }
     from_options(o).map(Backend::Memory)
@@ -94,7 +94,7 @@ pub fn from_options(o: &Options) -> CoreResult<Arc<dyn Store>> {
     let path = o.path("store");
     match instance::of(v, &path)? {
         Some(Item::Store(s)) => Ok(s),
-        Some(Item::Rest(_)) => {
+        Some(Item::Rest(..)) => {
             Err(config(&path, "must be a MemoryStore (a Shaper does not run on the Redis REST store)"))
         }
         Some(_) => Err(config(&path, "is not a constructed instance")),

@@ -2,7 +2,7 @@
 //! [`Reply`]. No decision logic lives here: options go to the scripts exactly as the spec holds
 //! them, and the scripts derive everything the way the Rust algorithms do.
 
-use redis::{Arg, Cmd, Value};
+use crate::redis::engine::value::{Args, Value};
 
 use crate::decision::{Decision, Reservation};
 use crate::error::{Error, Result};
@@ -51,7 +51,7 @@ pub struct ScriptCall {
     pub keys: Vec<String>,
     /// `ARGV`, already encoded (integers written straight into one buffer, no string per
     /// argument).
-    pub args: Cmd,
+    pub args: Args,
     /// The reply's shape.
     pub shape: Shape,
 }
@@ -100,7 +100,7 @@ const EXACT_INT: f64 = 9_007_199_254_740_992.0;
 /// Appends a number as the scripts read it: Rust's shortest round-trip form (`{v}`), which
 /// `tonumber` parses exactly. Integral values (nearly every option) take the integer formatter,
 /// which prints the same digits without allocating.
-fn num(args: &mut Cmd, v: f64) {
+fn num(args: &mut Args, v: f64) {
     if v.fract() == 0.0 && v.abs() < EXACT_INT && !(v == 0.0 && v.is_sign_negative()) {
         args.arg(v as i64);
     } else {
@@ -110,7 +110,7 @@ fn num(args: &mut Cmd, v: f64) {
 
 /// Appends `now` for ARGV[1]: "0" asks the script to read `TIME`, so an explicit 0 is sent as
 /// "0.0".
-pub fn now_arg(args: &mut Cmd, now: Now) {
+pub fn now_arg(args: &mut Args, now: Now) {
     match now {
         Now::Server => args.arg("0"),
         Now::At(0) => args.arg("0.0"),
@@ -119,11 +119,10 @@ pub fn now_arg(args: &mut Cmd, now: Now) {
 }
 
 /// Appends each of `args` (an ARGV list) to `cmd`.
-pub fn append_args(cmd: &mut Cmd, args: &Cmd) {
-    for a in args.args_iter() {
-        if let Arg::Simple(bytes) = a {
-            cmd.arg(bytes);
-        }
+#[cfg(feature = "redis")]
+pub fn append_args(cmd: &mut redis::Cmd, args: &Args) {
+    for a in args.iter() {
+        cmd.arg(a);
     }
 }
 
@@ -198,7 +197,7 @@ impl Options {
         self.len + usize::from(self.cadence.is_some())
     }
 
-    fn append(&self, args: &mut Cmd) {
+    fn append(&self, args: &mut Args) {
         for (i, &v) in self.nums[..self.len].iter().enumerate() {
             num(args, v);
             if let (0, Some(c)) = (i, self.cadence) {
@@ -219,7 +218,7 @@ pub fn decision_call(strategy: &Strategy, now: Now, counted: Option<u64>) -> Scr
         }
         _ => Shape::Decision,
     };
-    ScriptCall { script: strategy_options(strategy).0, keys: Vec::new(), args: Cmd::new(), shape }
+    ScriptCall { script: strategy_options(strategy).0, keys: Vec::new(), args: Args::new(), shape }
 }
 
 /// The cost of `call` when it was sent in a fixed window's `count` mode (its reply is the
@@ -235,7 +234,7 @@ pub fn counted_cost(call: &ScriptCall) -> Option<u64> {
 /// lease's own arguments.
 fn lease(key: &str, now: Now, strategy: &Strategy, mode: &str, units: u64, arg4: i64, lifetime_ms: i64) -> ScriptCall {
     let (_, kind, options) = strategy_options(strategy);
-    let mut args = Cmd::with_capacity(6 + options.count(), 96);
+    let mut args = Args::with_capacity(6 + options.count(), 96);
     now_arg(&mut args, now);
     args.arg(mode).arg(units).arg(arg4).arg(lifetime_ms).arg(kind);
     options.append(&mut args);
@@ -292,7 +291,7 @@ fn single_call(key: &str, now: Now, transform: &Transform<'_>, multi: bool) -> S
             return lease(key, now, strategy, "return", units, reset_at, 0);
         }
     };
-    let mut args = Cmd::with_capacity(3 + options.count(), 64);
+    let mut args = Args::with_capacity(3 + options.count(), 64);
     now_arg(&mut args, now);
     args.arg(mode).arg(cost);
     options.append(&mut args);
@@ -336,7 +335,7 @@ pub fn multi(rule: Rule, dims: &[DimensionCall<'_>], now: Now) -> ScriptCall {
 
 /// The fused call (multi.lua) for any number of dimensions.
 fn fused(rule: Rule, dims: &[DimensionCall<'_>], now: Now) -> ScriptCall {
-    let mut args = Cmd::with_capacity(3 + dims.len() * 8, 32 + dims.len() * 48);
+    let mut args = Args::with_capacity(3 + dims.len() * 8, 32 + dims.len() * 48);
     now_arg(&mut args, now);
     args.arg(match rule {
         Rule::All => "all",
@@ -525,7 +524,7 @@ pub fn decode(call: &ScriptCall, value: &Value) -> Result<Decoded> {
 
 #[cfg(test)]
 mod tests {
-    use redis::Value;
+    use crate::redis::engine::value::Value;
 
     use super::*;
     use crate::algorithms::fixed_window::FixedWindow;
