@@ -119,7 +119,7 @@ pub fn now_arg(args: &mut Args, now: Now) {
 }
 
 /// Appends each of `args` (an ARGV list) to `cmd`.
-#[cfg(feature = "redis")]
+#[cfg(all(test, feature = "redis"))]
 pub fn append_args(cmd: &mut redis::Cmd, args: &Args) {
     for a in args.iter() {
         cmd.arg(a);
@@ -560,7 +560,7 @@ mod tests {
                 assert_eq!(one.keys, check.keys);
                 // The same ARGV (a fixed window on the caller's clock in `count` mode on both);
                 // the single-key check reads its reply as a decision.
-                assert_eq!(one.args.get_packed_command(), check.args.get_packed_command());
+                assert_eq!(one.args.packed(), check.args.packed());
                 let single_shape = match shape {
                     Shape::WindowCount(w) => Shape::WindowCount(WindowCount { multi: false, ..w }),
                     _ => Shape::Decision,
@@ -568,7 +568,7 @@ mod tests {
                 assert_eq!(check.shape, single_shape);
                 let mode: &[u8] =
                     if matches!(shape, Shape::WindowCount(_)) { b"$5\r\ncount\r\n" } else { b"$5\r\ncheck\r\n" };
-                assert!(check.args.get_packed_command().windows(mode.len()).any(|w| w == mode));
+                assert!(check.args.packed().windows(mode.len()).any(|w| w == mode));
             }
             let one = multi(rule, &dims(&s[..1], &["k"]), Now::At(1_000));
             assert_eq!(one.script.name, SCRIPTS.fixed_window.name);
@@ -630,9 +630,9 @@ mod tests {
         }
         assert_eq!(decision_call(&s, Now::Server, Some(2)).shape, Shape::Decision);
         let call = multi(Rule::All, &dims(std::slice::from_ref(&s), &["k"]), Now::At(now));
-        let packed = String::from_utf8_lossy(&call.args.get_packed_command()).into_owned();
+        let packed = String::from_utf8_lossy(&call.args.packed()).into_owned();
         assert!(packed.contains("$5\r\ncount\r\n"), "{packed}");
-        assert_eq!(packed, String::from_utf8_lossy(&check.args.get_packed_command()));
+        assert_eq!(packed, String::from_utf8_lossy(&check.args.packed()));
         for count in 0..=7u64 {
             let mut slot = Some(crate::state::State::Counter { start: 12_000, count });
             let want = s.check(&mut slot, now, 2, true);
@@ -685,7 +685,7 @@ mod tests {
         for rule in [Rule::All, Rule::Any] {
             let call = multi(rule, &dims(&s, &["k", "j"]), Now::At(now));
             assert!(matches!(call.shape, Shape::WindowCounts(w) if w.n == 2 && w.rule == rule));
-            assert!(call.args.get_packed_command().ends_with(b"$5\r\ncount\r\n"));
+            assert!(call.args.packed().ends_with(b"$5\r\ncount\r\n"));
             for (c0, c1) in [(0, 0), (3, 0), (4, 0), (0, 2), (4, 2), (9, 9)] {
                 let w = |k: usize, count: u64| {
                     let mut slot = Some(crate::state::State::Counter { start: [12_000, 0][k], count });

@@ -42,18 +42,21 @@ impl Args {
         self.ends.len()
     }
 
-    /// No arguments at all.
-    pub fn is_empty(&self) -> bool {
-        self.ends.is_empty()
-    }
-
     /// Each argument's bytes, in order.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = &[u8]> + '_ {
-        self.ends.iter().scan(0, |start, &end| {
-            let a = &self.bytes[*start..end];
-            *start = end;
-            Some(a)
-        })
+        (0..self.ends.len()).map(|i| &self.bytes[if i == 0 { 0 } else { self.ends[i - 1] }..self.ends[i]])
+    }
+
+    /// The arguments as one RESP array of bulk strings (what a test compares).
+    #[cfg(test)]
+    pub fn packed(&self) -> Vec<u8> {
+        let mut out = format!("*{}\r\n", self.len()).into_bytes();
+        for a in self.iter() {
+            out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+            out.extend_from_slice(a);
+            out.extend_from_slice(b"\r\n");
+        }
+        out
     }
 }
 
