@@ -26,7 +26,8 @@ const STORES = {
     url ??= process.env.THROTTLEKIT_REST_URL
     token ??= process.env.THROTTLEKIT_REST_TOKEN
     if (!url || !token) usage('--store redis-rest needs --url and --token (or THROTTLEKIT_REST_URL and THROTTLEKIT_REST_TOKEN)')
-    return new tk.RedisRestStore({ url, token, timeoutMs: 5000 })
+    // Expiry on the vectors' clock, as the native runner's `redis` (it needs tests/restfront/).
+    return new tk.RedisRestStore({ url, token, timeoutMs: 5000, deterministicReplay: true })
   },
 }
 
