@@ -272,9 +272,11 @@ impl Link {
 
     /// `check`, `peek` or `forecast` of one key, as a Promise of its decision.
     pub fn one(&self, l: &Arc<throttlekit::Limiter>, op: RestOp, key: CoreResult<(String, u64)>) -> js_sys::Promise {
-        self.run(key.and_then(|(k, cost)| {
-            Ok(self.script(l.rest_prepare(op, &k, cost, self.locking)?, Finish::One(l.clone())))
-        }))
+        self.run(
+            key.and_then(|(k, cost)| {
+                Ok(self.script(l.rest_prepare(op, &k, cost, self.locking)?, Finish::One(l.clone())))
+            }),
+        )
     }
 
     /// `checkMany`: one `/pipeline`.

@@ -42,9 +42,9 @@
 //! draws the drivers around it.
 
 pub mod resp;
-pub mod value;
 #[cfg(test)]
 mod tests;
+pub mod value;
 
 use std::time::Duration;
 

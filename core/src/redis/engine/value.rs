@@ -186,10 +186,8 @@ mod tests {
         let mut theirs = redis::Cmd::new();
         ours.arg(i64::MIN).arg(u64::MAX).arg(3usize).arg("0.5");
         theirs.arg(i64::MIN).arg(u64::MAX).arg(3usize).arg("0.5");
-        let theirs: Vec<&[u8]> = theirs
-            .args_iter()
-            .filter_map(|a| if let redis::Arg::Simple(b) = a { Some(b) } else { None })
-            .collect();
+        let theirs: Vec<&[u8]> =
+            theirs.args_iter().filter_map(|a| if let redis::Arg::Simple(b) = a { Some(b) } else { None }).collect();
         assert_eq!(ours.iter().collect::<Vec<_>>(), theirs);
     }
 

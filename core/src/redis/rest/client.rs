@@ -221,12 +221,7 @@ impl std::fmt::Debug for RestStore {
 impl RestStore {
     /// A store for `options` (no request is made until the first call).
     pub fn new(options: &RestOptions) -> Result<RestStore> {
-        Ok(RestStore {
-            client: Client::new(options)?,
-            locking: options.locking,
-            ns: None,
-            replay: None,
-        })
+        Ok(RestStore { client: Client::new(options)?, locking: options.locking, ns: None, replay: None })
     }
 
     /// The store's client.

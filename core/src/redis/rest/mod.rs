@@ -209,12 +209,8 @@ impl Batch {
     /// order): `/` for one command, else `/pipeline`.
     pub fn request(&self) -> Request {
         if let Some(r) = &self.replaying {
-            let commands: Vec<Json> = r
-                .replay
-                .commands()
-                .iter()
-                .map(|c| c.iter().map(|a| Json::String(hex(a))).collect::<Json>())
-                .collect();
+            let commands: Vec<Json> =
+                r.replay.commands().iter().map(|c| c.iter().map(|a| Json::String(hex(a))).collect::<Json>()).collect();
             return Request { path: PATH_PIPELINE, body: Json::Array(commands).to_string(), hex: true };
         }
         let mut commands: Vec<String> = Vec::new();
@@ -306,7 +302,6 @@ impl Batch {
     pub(crate) fn outcomes(self) -> impl Iterator<Item = Result<Outcome>> {
         self.outcomes.into_iter().map(|o| o.unwrap_or_else(|| Err(Error::store("the REST call was not finished"))))
     }
-
 }
 
 /// The request that deletes `full_key` (a reset): `["DEL", key]`; its reply goes to
