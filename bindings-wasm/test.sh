@@ -3,7 +3,9 @@
 # the conformance vectors replayed under Node, Deno, Bun and workerd with 0 mismatches; the same decisions
 # and the same `config_invalid` codes and messages as the native addon; the host's frozen
 # clock; the Redis REST store (tests/rest.test.mjs) against tests/restfront/ and a throwaway
-# redis-server, deciding as the native RESP store, through faults, in Node, Deno and Bun. Deno,
+# redis-server, deciding as the native RESP store, through faults, in Node, Deno and Bun; every
+# vectors file on that REST store in deterministic-replay mode with 0 mismatches
+# (tests/rest-replay.test.mjs); the module's gzipped size ceiling (tests/size.test.mjs). Deno,
 # Bun and workerd come from npm (bindings-wasm/package.json). Exits non-zero on any failure.
 #
 #   bindings-wasm/test.sh
