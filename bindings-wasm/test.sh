@@ -5,11 +5,13 @@
 # addon; the host's frozen clock; the fetch wrapper and the Hono middleware, answering as the
 # native wrapper (tests/http.test.mjs), and the declarations (tests/dts.test.mjs); the Redis REST
 # store (tests/rest.test.mjs) against tests/restfront/ and a throwaway redis-server, deciding as
-# the native RESP store, through faults, in Node, Deno and Bun; the Durable Object store inside
-# workerd (tests/durable-object.test.mjs) and the Deno KV store in Deno (tests/deno-kv.test.ts):
-# exactly the limit under concurrent checks, the vectors' decisions. Deno, Bun, workerd and Hono
-# come from npm (bindings-wasm/package.json), Chromium from scripts/install-deps.sh. Exits
-# non-zero on any failure.
+# the native RESP store, through faults, in Node, Deno and Bun; every vectors file on that REST
+# store in deterministic-replay mode with 0 mismatches (tests/rest-replay.test.mjs); the Durable
+# Object store inside workerd (tests/durable-object.test.mjs) and the Deno KV store in Deno
+# (tests/deno-kv.test.ts): exactly the limit under concurrent checks, the vectors' decisions; the
+# module's gzipped size ceiling (tests/size.test.mjs). Deno, Bun, workerd and Hono come from npm
+# (bindings-wasm/package.json), Chromium from scripts/install-deps.sh. Exits non-zero on any
+# failure.
 #
 #   bindings-wasm/test.sh
 set -euo pipefail

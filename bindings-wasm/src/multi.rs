@@ -157,6 +157,7 @@ impl MultiLimiter {
                 Ok(throttlekit::redis::rest::Request {
                     path: throttlekit::redis::rest::PATH_ONE,
                     body: throttlekit::redis::rest::command_json(&args),
+                    hex: false,
                 })
             }));
         }

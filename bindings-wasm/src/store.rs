@@ -84,7 +84,7 @@ pub enum Backend {
 pub fn backend_from_options(o: &Options) -> CoreResult<Backend> {
     if let Some(v) = o.get("store") {
         match instance::of(v, &o.path("store"))? {
-            Some(Item::Rest(locking)) => return Ok(Backend::Rest(Link::new(v.clone(), locking))),
+            Some(Item::Rest(locking, book)) => return Ok(Backend::Rest(Link::new(v.clone(), locking, book))),
             Some(Item::Held(holder)) => return Ok(Backend::Held(crate::held::Link::new(v.clone(), holder))),
             _ => {}
         }
@@ -98,7 +98,7 @@ pub fn from_options(o: &Options) -> CoreResult<Arc<dyn Store>> {
     let path = o.path("store");
     match instance::of(v, &path)? {
         Some(Item::Store(s)) => Ok(s),
-        Some(Item::Rest(_)) => {
+        Some(Item::Rest(..)) => {
             Err(config(&path, "must be a MemoryStore (a Shaper does not run on the Redis REST store)"))
         }
         Some(Item::Held(_)) => {
