@@ -47,12 +47,15 @@ test("docs/adaptive.md's Rack example") do
   assert(Rack::MockRequest.new(app).get("/").status == 200)
 end
 
-test("bad options are config_invalid naming the field") do
+test("bad options are config_invalid naming the field as the keyword is spelled") do
   {
-    "initialLimit" => -> { TK::AdaptiveLimiter.build(initial_limit: 0) },
+    "initial_limit" => -> { TK::AdaptiveLimiter.build(initial_limit: 0) },
+    "initial_limit must be at least 1" => -> { TK::AdaptiveLimiter.build(initial_limit: -3) },
+    "initial_limit must be between min_limit and max_limit" => -> { TK::AdaptiveLimiter.build(initial_limit: 3, max_limit: 2) },
+    "window_min_samples" => -> { TK::AdaptiveLimiter.build(window_min_samples: 0) },
     "partitions" => -> { TK::AdaptiveLimiter.build(partitions: [{ name: "a", percent: 60 }, { name: "b", percent: 50 }]) },
     "backoff" => -> { TK::AdaptiveLimiter.build(algorithm: "vegas", backoff: 0.5) },
-    "minRttUs" => -> { TK::AdaptiveLimiter.build(min_rtt_us: -1) },
+    "min_rtt_us" => -> { TK::AdaptiveLimiter.build(min_rtt_us: -1) },
   }.each do |field, build|
     e = expect_code("config_invalid", &build)
     assert(e.detail.include?(field), "#{field}: #{e.detail}")

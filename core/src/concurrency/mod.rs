@@ -28,7 +28,7 @@ mod waiter;
 mod window;
 
 pub use clock::{MonotonicClock, Ticks, VirtualClock};
-pub use config::{AdaptiveConfig, AlgorithmKind, PartitionConfig, QueueOrder};
+pub use config::{AdaptiveConfig, AlgorithmKind, PartitionConfig, QueueOrder, snake_case_fields};
 pub use limiter::{AdaptiveLimiter, Admission};
 pub use metrics::AdaptiveMetrics;
 pub use outcome::{Outcome, Rejection};
