@@ -127,6 +127,20 @@ test("partitions keep their share when the limit is full") do
   held.each { |p| p.release("ignore") }
 end
 
+test("a permit dropped without a release is swept after GC as ignore and leaked") do
+  l = fixed(3)
+  kept = l.acquire.permit
+  3.times { l.acquire.permit } # never referenced again: two are granted and lost
+  assert(l.acquire.permit.nil?, "the lost permits still hold their slots before any collection")
+  deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + 10
+  while l.inflight > 1 && Process.clock_gettime(Process::CLOCK_MONOTONIC) < deadline
+    GC.start(full_mark: true, immediate_sweep: true)
+  end
+  m = l.metrics
+  assert(m.inflight == 1 && m.leaked == 2 && m.ignored == 2, m.inspect)
+  assert(kept.release("success") == true, "the reachable permit was not swept")
+end
+
 test("the virtual clock measures the round trip") do
   l = TK::AdaptiveLimiter.build(algorithm: "fixed", initial_limit: 1, window_min_samples: 1, virtual_clock: true)
   p = l.acquire.permit
