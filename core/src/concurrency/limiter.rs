@@ -231,7 +231,6 @@ impl AdaptiveLimiter {
         let s = self.inner.state();
         let mut m = AdaptiveMetrics::default();
         for shard in self.inner.shards.iter() {
-            m.acquired += shard.acquired();
             m.rejected += shard.rejected();
             let d = shard.lock();
             m.succeeded += d.succeeded;
@@ -241,6 +240,8 @@ impl AdaptiveLimiter {
             m.short_rtts += d.short_rtts;
         }
         (m.limit, m.inflight) = unpack(self.inner.word.load(SeqCst));
+        // Every grant is released once or still held: counted from those, not on the hot path.
+        m.acquired = m.succeeded + m.dropped + m.ignored + u64::from(m.inflight);
         m.waiting = s.waiters.len() as u32;
         m.windows = s.windows;
         m.baseline_rtt_us = s.baseline.get().map_or(0, |b| (b / 1000.0) as u64);
@@ -289,12 +290,11 @@ impl Inner {
         true
     }
 
-    /// Counts a grant that left `inflight` in flight.
+    /// Notes a grant that left `inflight` in flight (the window's peak).
     fn took(&self, inflight: u32) {
         if inflight > self.peak.load(SeqCst) {
             self.peak.fetch_max(inflight, SeqCst);
         }
-        self.shards[shard::index()].acquired.fetch_add(1, SeqCst);
     }
 
     fn reject(&self) -> Rejection {

@@ -32,8 +32,6 @@ pub(crate) struct ShardData {
 #[repr(align(128))]
 #[derive(Default)]
 pub(crate) struct Shard {
-    /// Permits granted by this shard's threads (bumped without the lock).
-    pub acquired: AtomicU64,
     /// Refusals by this shard's threads.
     pub rejected: AtomicU64,
     data: Mutex<ShardData>,
@@ -42,10 +40,6 @@ pub(crate) struct Shard {
 impl Shard {
     pub(crate) fn lock(&self) -> MutexGuard<'_, ShardData> {
         self.data.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    pub(crate) fn acquired(&self) -> u64 {
-        self.acquired.load(Ordering::Relaxed)
     }
 
     pub(crate) fn rejected(&self) -> u64 {
@@ -61,7 +55,9 @@ pub(crate) fn index() -> usize {
     std::thread_local! {
         static INDEX: usize = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % SHARDS;
     }
-    INDEX.with(|i| *i)
+    // Shard 0 for a release made while the thread's locals are being destroyed (a permit held
+    // in another thread-local).
+    INDEX.try_with(|i| *i).unwrap_or(0)
 }
 
 /// Under loom every model thread runs on one OS thread: the shard follows loom's thread id
