@@ -21,7 +21,8 @@ export {
   unavailableBody,
   version,
 } from '../index'
-export * from './stores'
+export type * from './stores'
+export { DenoKvStore, DurableObjectStore } from './stores'
 
 /** The stores a multi limiter or a shaper of the WebAssembly build takes. */
 export type EdgeStore = MemoryStore | RedisRestStore

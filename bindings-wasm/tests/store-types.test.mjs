@@ -10,7 +10,7 @@ const pkg = fileURLToPath(new URL('../../bindings-node/', import.meta.url))
 
 test('the stores\' declarations type-check (tsc --strict)', () => {
   const tsc = `${pkg}node_modules/typescript/bin/tsc`
-  const args = ['--noEmit', '--strict', '--lib', 'esnext', '--target', 'esnext', '--module', 'nodenext', '--moduleResolution', 'nodenext']
+  const args = ['--noEmit', '--strict', '--lib', 'esnext,dom', '--target', 'esnext', '--module', 'nodenext', '--moduleResolution', 'nodenext']
   const files = ['wasm/stores.d.ts', 'wasm/durable-object.d.ts', 'wasm/index.d.ts']
   const r = spawnSync(process.execPath, [tsc, ...args, ...files], { cwd: pkg, encoding: 'utf8' })
   assert.equal(r.status, 0, r.stdout + r.stderr)
