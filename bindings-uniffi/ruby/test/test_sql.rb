@@ -52,6 +52,18 @@ def admitted(l, key, threads, each)
   q.size
 end
 
+test "Postgres: docs/postgres.md's Ruby example decides (scripts/check-readme.py checks the page shows it)" do
+  url = PG_URL
+  store = Throttlekit::PostgresStore.new(url, pool_size: 4, timeout_ms: 500)
+  limiter = Throttlekit::Limiter.new(Throttlekit::Strategy.gcra(100, 60_000.0, nil),
+                                     Throttlekit::LimiterOptions.new(store: Throttlekit::Store::POSTGRES.new(store: store)))
+  decision = limiter.check_blocking("user:1") # or the async limiter.check("user:1")
+  Throttlekit::PostgresStore.migrate(url, table: "limits") # the deploy step for migrate: false
+  assert decision.allowed && decision.remaining == 99, decision.inspect
+  TK::PostgresStore.new(url, table: "limits", migrate: false).disconnect_blocking
+  store.disconnect_blocking
+end
+
 pg = TK::PostgresStore.new(PG_URL, pool_size: 2, timeout_ms: 3000, sweep_interval_ms: 0)
 PG = TK::Store::POSTGRES.new(store: pg)
 
@@ -140,6 +152,17 @@ test "SQLite: a limiter, a multi limiter and a shaper decide on it" do
   s = TK::SqliteStore.new(File.join(DIR, "a.db"))
   assert s.table == "throttlekit"
   every_kind_decides_on(TK::Store::SQLITE.new(store: s))
+end
+
+test "SQLite: docs/sqlite.md's Ruby example decides, and the state is the file's (scripts/check-readme.py checks the page)" do
+  2.times do |i|
+    path = File.join(DIR, "limits.db")
+    store = Throttlekit::SqliteStore.new(path, busy_timeout_ms: 2000) # created if missing
+    limiter = Throttlekit::Limiter.new(Throttlekit::Strategy.gcra(100, 3_600_000.0, nil),
+                                       Throttlekit::LimiterOptions.new(store: Throttlekit::Store::SQLITE.new(store: store)))
+    decision = limiter.check_blocking("user:42")
+    assert decision.remaining == 99 - i, decision.inspect
+  end
 end
 
 test "SQLite: threads on two stores of one file admit exactly K" do

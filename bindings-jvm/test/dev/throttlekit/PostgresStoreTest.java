@@ -75,6 +75,21 @@ class PostgresStoreTest {
         }
     }
 
+    /** docs/postgres.md's Java example (scripts/check-readme.py checks the page shows these lines). */
+    static Decision docsExample(String url) {
+        try (PostgresStore store = PostgresStore.builder(url).poolSize(4).timeout(Duration.ofMillis(500)).build();
+                Limiter limiter = Limiter.builder(Strategy.gcra(100, Duration.ofMinutes(1))).store(store).build()) {
+            return limiter.check("user:1"); // or limiter.checkAsync("user:1"), a CompletableFuture
+        }
+    }
+
+    @Test
+    void theDocsExampleDecides() {
+        Decision d = docsExample(url);
+        assertTrue(d.allowed());
+        assertEquals(99, d.remaining());
+    }
+
     @Test
     void exactlyKFromManyThreadsOnANewKey() throws Exception {
         try (Limiter l = Limiter.builder(Strategy.fixedWindow(60, Duration.ofHours(1))).store(store).prefix(fresh()).build()) {

@@ -38,6 +38,21 @@ class SqliteStoreTest {
         }
     }
 
+    /** docs/sqlite.md's Java example (scripts/check-readme.py checks the page shows these lines). */
+    static Decision docsExample(Path file) {
+        try (SqliteStore store = SqliteStore.builder(file).busyTimeout(Duration.ofSeconds(2)).build();
+                Limiter limiter = Limiter.builder(Strategy.gcra(100, Duration.ofHours(1))).store(store).build()) {
+            return limiter.check("user:42");
+        }
+    }
+
+    @Test
+    void theDocsExampleDecidesAndKeepsItsStateInTheFile() {
+        Path file = dir.resolve("limits.db");
+        assertEquals(99, docsExample(file).remaining());
+        assertEquals(98, docsExample(file).remaining()); // a new store on the same file
+    }
+
     @Test
     void exactlyKFromManyThreadsOnTwoStoresOfOneFile() throws Exception {
         Path file = dir.resolve("shared.db");
