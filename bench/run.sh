@@ -31,7 +31,8 @@
 #               FastAPI app, vs slowapi 0.1.10 (decorator and ASGI middleware)
 #   node        bindings-node/bench/run.sh (vs rate-limiter-flexible 11)
 #   wasm        bindings-wasm/bench.mjs: the WebAssembly build's checkSync vs the native addon's in one
-#               Node process, and the module's gzipped size
+#               Node process, and the module's gzipped size; bench/rest/run.sh: its RedisRestStore vs
+#               @upstash/ratelimit 2.2 over one REST front end and Redis, sequential and 64 in flight
 #   postgres    bindings-node/bench/postgres-run.sh: Node check on PostgresStore vs
 #               rate-limiter-flexible's RateLimiterPostgres (pg), sequential and 64 in flight, and
 #               vs pgbench's bare one-row upsert at 64 clients (the ceiling); one hot key, strict
@@ -194,7 +195,10 @@ fi
 section "wasm: bindings-wasm/bench.mjs (WebAssembly checkSync vs the native addon's; module size)"
 # After the node part, which built the release addon; the module's build is cached in target/wasm.
 if "$ROOT/bindings-wasm/build.sh" >"$OUT/wasm-build.log" 2>&1; then
-    ROUNDS=$([ -n "$QUICK" ] && echo 2 || echo 5) node "$ROOT/bindings-wasm/bench.mjs" 2>&1 | tee "$OUT/wasm.log" | grep -v '^ROW'
+    {
+        ROUNDS=$([ -n "$QUICK" ] && echo 2 || echo 5) node "$ROOT/bindings-wasm/bench.mjs" 2>&1
+        ROUNDS=$([ -n "$QUICK" ] && echo 1 || echo 3) "$ROOT/bench/rest/run.sh" "$([ -n "$QUICK" ] && echo 500 || echo 2000)" 2>&1
+    } | tee "$OUT/wasm.log" | grep -v '^ROW'
 else
     not_measured wasm "bindings-wasm/build.sh failed: $(tail -1 "$OUT/wasm-build.log")"
 fi

@@ -8,7 +8,8 @@
 #   4. C unit tests (and the two-tier modes' tests/test_lease.c) under valgrind (no leaks, no
 #      errors), on memory and on a disposable Redis,
 #      a 3-master cluster and a TLS server (one of each for the whole script, and a Sentinel setup)
-#   5. tk-conformance on every conformance-vectors/*.json: memory, Redis, cluster, Sentinel, TLS;
+#   5. tk-conformance on every conformance-vectors/*.json: memory, Redis, cluster, Sentinel, TLS,
+#      Postgres, SQLite;
 #      and on the HTTP and adaptive vectors (conformance-vectors/{http,adaptive}/*.json, no store)
 #   6. go test (vectors on every store, the HTTP vectors, Example, unit tests), tkgin (the gin
 #      middleware, against Debian's gin: apt-installs golang-github-gin-gonic-gin-dev), the Go
@@ -163,7 +164,7 @@ echo "c flood of $FLOOD keys: baseline ${base} KiB, settled ${settled} KiB, end 
 [ $((end * 50)) -le $((settled * 51)) ] || { echo "resident memory kept growing past the bound" >&2; exit 1; }
 [ "$evictions" -ge $((FLOOD - 917504)) ] || { echo "too few evictions" >&2; exit 1; }
 
-step "C conformance runner: memory (under valgrind), Redis, cluster, Sentinel, TLS and Postgres"
+step "C conformance runner: memory (under valgrind), Redis, cluster, Sentinel, TLS, Postgres and SQLite"
 VECTORS=("$ROOT"/conformance-vectors/*.json)
 C_MEM=$("${VALGRIND[@]}" "$WORK/tk-conformance" --store memory "${VECTORS[@]}" | tail -20)
 echo "$C_MEM"
@@ -178,27 +179,32 @@ echo "tls: $C_TLS"
 PG_URL=$("$ROOT/tests/postgres-server.sh" start "$WORK/postgres.pid")
 C_PG=$("$WORK/tk-conformance" --store postgres --postgres-url "$PG_URL" "${VECTORS[@]}" | tail -20)
 echo "postgres: $C_PG"
-# A wrong password is the library's store_unavailable, exit status 2.
-set +e
-BAD=$("$WORK/tk-conformance" --store postgres --postgres-url "${PG_URL/throttlekit:throttlekit@/throttlekit:wrong@}" "${VECTORS[0]}" 2>&1)
-status=$?
-set -e
-[ "$status" = 2 ] && grep -q 'store_unavailable' <<<"$BAD" \
-    || { echo "tk-conformance on Postgres with a wrong password should exit 2 with store_unavailable: $status $BAD" >&2; exit 1; }
-# A bad flag combination is the library's config_invalid, exit status 2.
-set +e
-BAD=$("$WORK/tk-conformance" --store redis --redis-url "$URL_C" --redis-tls-ca "$TLS_DIR/ca.crt" "${VECTORS[0]}" 2>&1)
-status=$?
-set -e
-[ "$status" = 2 ] && grep -q 'config_invalid' <<<"$BAD" \
-    || { echo "tk-conformance with --redis-tls-ca on redis:// should exit 2 with config_invalid: $status $BAD" >&2; exit 1; }
+C_SQLITE=$("$WORK/tk-conformance" --store sqlite --sqlite-path "$WORK/c-conformance.db" "${VECTORS[@]}" | tail -20)
+echo "sqlite: $C_SQLITE"
+# tk-conformance refused: `refused CODE WHAT ARGS...` fails the script unless tk-conformance ARGS
+# exits 2 naming the library's error CODE.
+refused() {
+    local code=$1 what=$2 out status
+    shift 2
+    set +e
+    out=$("$WORK/tk-conformance" "$@" "${VECTORS[0]}" 2>&1)
+    status=$?
+    set -e
+    [ "$status" = 2 ] && grep -q "$code" <<<"$out" \
+        || { echo "tk-conformance $what should exit 2 with $code: $status $out" >&2; exit 1; }
+}
+refused config_invalid "on a directory as --sqlite-path" --store sqlite --sqlite-path "$WORK"
+refused store_unavailable "on Postgres with a wrong password" \
+    --store postgres --postgres-url "${PG_URL/throttlekit:throttlekit@/throttlekit:wrong@}"
+refused config_invalid "with --redis-tls-ca on redis://" --store redis --redis-url "$URL_C" --redis-tls-ca "$TLS_DIR/ca.crt"
 
 step "the Rust CLI on the same files: C must report the same totals"
 # Every runner compares every expected field exactly, so equal totals with 0 failed mean the
 # same decisions op for op.
 RUST=$(cd "$ROOT" && cargo run -q -p throttlekit-cli --bin throttlekit -- conformance "${VECTORS[@]}" | tail -1)
 echo "rust: $RUST"
-for got in "$(tail -1 <<<"$C_MEM")" "$(tail -1 <<<"$C_REDIS")" "$(tail -1 <<<"$C_CLUSTER")" "$(tail -1 <<<"$C_SENTINEL")" "$(tail -1 <<<"$C_TLS")" "$(tail -1 <<<"$C_PG")"; do
+for got in "$(tail -1 <<<"$C_MEM")" "$(tail -1 <<<"$C_REDIS")" "$(tail -1 <<<"$C_CLUSTER")" "$(tail -1 <<<"$C_SENTINEL")" "$(tail -1 <<<"$C_TLS")" "$(tail -1 <<<"$C_PG")" \
+           "$(tail -1 <<<"$C_SQLITE")"; do
     [ "$got" = "$RUST" ] || { echo "C runner reported '$got', the Rust CLI '$RUST'" >&2; exit 1; }
 done
 
@@ -218,7 +224,7 @@ RUST_ADAPTIVE=$(cd "$ROOT" && cargo run -q -p throttlekit-cli --bin throttlekit 
 [ "$(tail -1 <<<"$C_ADAPTIVE")" = "$RUST_ADAPTIVE" ] \
     || { echo "C runner reported '$(tail -1 <<<"$C_ADAPTIVE")' on the adaptive vectors, the Rust CLI '$RUST_ADAPTIVE'" >&2; exit 1; }
 
-step "go test (vectors on memory, Redis, cluster, TLS and Postgres, the HTTP vectors, Example, unit tests)"
+step "go test (vectors on memory, Redis, cluster, TLS, Postgres and SQLite, the HTTP vectors, Example, unit tests)"
 GO_OUT=$(cd "$HERE/go" && CGO_LDFLAGS="-Wl,-rpath,$LIBDIR" TK_REDIS_URL="$URL_GO" TK_POSTGRES_URL="$PG_URL" go test -count=1 -v ./... 2>&1) \
     || { echo "$GO_OUT"; exit 1; }
 grep -E '^(---|ok|go conformance|go http conformance|go adaptive conformance|go flood)' <<<"$GO_OUT"
@@ -226,7 +232,7 @@ got=$(sed -n "s/^go http conformance: //p" <<<"$GO_OUT")
 [ "$got" = "$RUST_HTTP" ] || { echo "Go HTTP runner reported '$got', the Rust CLI '$RUST_HTTP'" >&2; exit 1; }
 got=$(sed -n "s/^go adaptive conformance: //p" <<<"$GO_OUT")
 [ "$got" = "$RUST_ADAPTIVE" ] || { echo "Go adaptive runner reported '$got', the Rust CLI '$RUST_ADAPTIVE'" >&2; exit 1; }
-for store in memory redis redis-cluster redis-tls postgres; do
+for store in memory redis redis-cluster redis-tls postgres sqlite; do
     got=$(sed -n "s/^go conformance ($store): //p" <<<"$GO_OUT")
     [ "$got" = "$RUST" ] || { echo "Go runner ($store) reported '$got', the Rust CLI '$RUST'" >&2; exit 1; }
 done
@@ -234,7 +240,8 @@ done
 for args in "--store redis-cluster --redis-url $CLUSTER_URLS" \
             "--store redis-sentinel --redis-url $SENTINEL_URLS --redis-service-name tkmain" \
             "--store redis --redis-url $TLS_URL --redis-tls-ca $TLS_DIR/ca.crt" \
-            "--store postgres --postgres-url $PG_URL"; do
+            "--store postgres --postgres-url $PG_URL" \
+            "--store sqlite --sqlite-path $WORK/go-runner.db"; do
     # shellcheck disable=SC2086
     OUT=$(cd "$HERE/go" && CGO_LDFLAGS="-Wl,-rpath,$LIBDIR" go test -count=1 -run '^TestConformanceRunner$' -v . -args $args 2>&1) \
         || { echo "$OUT"; exit 1; }

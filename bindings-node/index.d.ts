@@ -318,6 +318,27 @@ export declare class Shaper {
 }
 
 /**
+ * A store in one SQLite file: every process of this machine that opens the same file (and
+ * table) shares each limit exactly, each decision one transaction under the file's write lock.
+ */
+export declare class SqliteStore {
+  /**
+   * Opens (creating if missing) the file in WAL mode and its table (unless `migrate: false`).
+   * Throws `config_invalid` for a path that cannot be opened (a missing directory, a
+   * directory, no permission), a read-only file, a file that is not a database, a table of
+   * another shape or a bad option; `store_unavailable` when another process holds the lock
+   * past `busyTimeoutMs`.
+   */
+  static open(options: SqliteStoreOptions): SqliteStore
+  /** The file, as given. */
+  get path(): string
+  /** The table holding the limits. */
+  get table(): string
+  /** Closes the file; later calls fail with `store_unavailable`. */
+  close(): Promise<void>
+}
+
+/**
  * A validated rate-limiting algorithm. Build one with the static constructors or
  * `Strategy.fromSpec`; pass it (or a spec object) as a limiter's `strategy`.
  */
@@ -654,7 +675,7 @@ export interface LimiterOptions {
    */
   strategy: Strategy | StrategySpec
   /** Where state lives (default: a new `MemoryStore`). */
-  store?: MemoryStore | RedisStore
+  store?: MemoryStore | RedisStore | PostgresStore | SqliteStore
   /** The clock (default: the system clock). */
   clock?: ManualClock
   /** Namespaces every key as `prefix:key` (default: none). */
@@ -730,7 +751,7 @@ export interface MultiLimiterOptions {
   /** The dimensions, in the order `keys` are given to `check`. */
   dimensions: Array<DimensionOptions>
   /** Where state lives (default: a new `MemoryStore`). */
-  store?: MemoryStore | RedisStore
+  store?: MemoryStore | RedisStore | PostgresStore | SqliteStore
   /** The clock (default: the system clock). */
   clock?: ManualClock
   /** Namespaces every key (default: none). */
@@ -946,7 +967,7 @@ export interface ShaperOptions {
   /** Longest accepted wait in ms (>= 0); a longer one is refused. */
   maxQueueMs: number
   /** Where state lives (default: a new `MemoryStore`). */
-  store?: MemoryStore | RedisStore
+  store?: MemoryStore | RedisStore | PostgresStore | SqliteStore
   /** The clock (default: the system clock). */
   clock?: ManualClock
   /** Namespaces every key (default: none). */
@@ -980,6 +1001,45 @@ export interface SlidingWindowOptions {
 export interface SlidingWindowSpec {
   kind: 'slidingWindow'
   options: SlidingWindowOptions
+}
+
+/**
+ * Options of `SqliteStore.open()`: core's `SqliteOptions` (docs/sqlite.md), plus the default
+ * fail policy of the limiters on the store.
+ */
+export interface SqliteStoreOptions {
+  /** The database file, created if missing (its directory must exist). Required. */
+  path: string
+  /**
+   * The table holding the limits (default `'throttlekit'`): a letter or `_`, then letters,
+   * digits or `_`. Several tables may share a file.
+   */
+  table?: string
+  /**
+   * How long a call waits for another process's write lock before `store_unavailable` (and
+   * the fail policy), in ms (default 5000).
+   */
+  busyTimeoutMs?: number
+  /**
+   * `'normal'` (default: a commit survives the process crashing) or `'full'` (and a power
+   * loss; each decision waits for the disk).
+   */
+  synchronous?: 'normal' | 'full'
+  /** Create the table when missing (default true). Off: a missing table is `config_invalid`. */
+  migrate?: boolean
+  /**
+   * Refuse full keys (`prefix:key`) longer than this many bytes with `config_invalid`
+   * (default 256).
+   */
+  maxKeyLength?: number
+  /**
+   * Sweep rows long expired every 1024 decisions (default true). Off: an expired row goes
+   * only when its key is next touched, so expiry follows nothing but the callers' clock
+   * (conformance replays).
+   */
+  sweep?: boolean
+  /** Default `failPolicy` of limiters on this store. */
+  failPolicy?: FailPolicy
 }
 
 /** A strategy as data, exactly the conformance vectors' format. */

@@ -14,6 +14,7 @@ export const {
   MemoryStore,
   RedisStore,
   PostgresStore,
+  SqliteStore,
   ManualClock,
   RateLimitFields,
   ClientIdentity,

@@ -14,11 +14,15 @@ eval "$(scripts/wasm-toolchain.sh)"
 out="$root/bindings-node/wasm/pkg"
 target="$root/target/wasm"
 
-# The build-std profile: size first (a Worker's script budget), one codegen unit, LTO, no
-# unwinding (panic = abort: nothing in bindings-wasm panics, see its lib.rs).
+# The build-std profile: size first (a Worker's script budget: opt-level z), one codegen unit,
+# LTO, no unwinding (panic = abort: nothing in bindings-wasm panics, see its lib.rs). The
+# standard library and every crate are built with `-Cpanic=immediate-abort` as well: a panic
+# traps at once instead of formatting a message nobody reads (wasm32-unknown-unknown has no
+# stderr), which drops core's panic and formatting machinery from the module.
 export RUSTC_BOOTSTRAP=1
+export CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS="-Zunstable-options -Cpanic=immediate-abort"
 export CARGO_PROFILE_WASM_INHERITS=release
-export CARGO_PROFILE_WASM_OPT_LEVEL=s
+export CARGO_PROFILE_WASM_OPT_LEVEL=z
 export CARGO_PROFILE_WASM_LTO=true
 export CARGO_PROFILE_WASM_CODEGEN_UNITS=1
 export CARGO_PROFILE_WASM_PANIC=abort

@@ -22,6 +22,8 @@ command -v node >/dev/null || need+=(nodejs)
 command -v npm >/dev/null || need+=(npm)
 command -v cc >/dev/null || need+=(gcc)
 command -v make >/dev/null || need+=(make)
+# Headless Chromium: the WebAssembly build's vectors replayed in a browser (bindings-wasm/test.sh).
+command -v chromium >/dev/null || need+=(chromium)
 
 if [ ${#need[@]} -eq 0 ]; then
   echo "system packages: all present"

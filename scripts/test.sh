@@ -67,7 +67,7 @@ suite "http black-box (go-nethttp)" tests/http-blackbox.sh go-nethttp
 suite "http black-box (go-gin)" tests/http-blackbox.sh go-gin
 suite "fault proxy" cargo test -p throttlekit-faultproxy --locked
 suite "redis" env REDIS_RUST_TESTS=0 tests/redis.sh
-suite "postgres (vectors and timelines vs memory, exactly K, multi, faults, bad config; a real Postgres 15)" cargo test -p throttlekit --locked --features postgres --test postgres --test postgres_lease
+suite "postgres (vectors and timelines vs memory, exactly K, multi, faults, bad config; a real Postgres 15)" cargo test -p throttlekit --locked --features postgres --test postgres --test postgres_lease --test postgres_lease_multi --test postgres_faults
 suite "serve (grpcio cases on memory/redis/cluster, HTTP, reload, SIGTERM, a real Envoy)" tests/serve.sh
 suite "serve on postgres (the grpcio cases answer as on memory)" tests/serve-postgres.sh
 suite "python" bindings-python/test.sh
@@ -77,14 +77,16 @@ suite "http black-box (python-flask)" tests/http-blackbox.sh python-flask
 suite "http black-box (python-flask-ext)" tests/http-blackbox.sh python-flask-ext
 suite "http black-box (python-django)" tests/http-blackbox.sh python-django
 suite "node" bindings-node/test.sh
-suite "wasm (the WebAssembly build: vectors under Node, Deno, Bun and workerd; same decisions and errors as the addon)" bindings-wasm/test.sh
+suite "wasm (the WebAssembly build: vectors under Node, Deno, Bun, workerd and headless Chromium; fetch and Hono middleware; same decisions and errors as the addon)" bindings-wasm/test.sh
 suite "postgres fleet (4 python + 4 node processes: exactly K on a new and an existing key, multi in any order)" tests/postgres-fleet.sh
 suite "http black-box (node-express)" tests/http-blackbox.sh node-express
 suite "http black-box (node-fastify)" tests/http-blackbox.sh node-fastify
 suite "http black-box (node-fetch)" tests/http-blackbox.sh node-fetch
 suite "http black-box (node-koa)" tests/http-blackbox.sh node-koa
 suite "http black-box (node-nestjs)" tests/http-blackbox.sh node-nestjs
-suite "http same bytes (every example vs rust-axum)" tests/http-same-bytes.sh rust-axum go-nethttp go-gin python-fastapi python-flask python-flask-ext python-django node-express node-fastify node-fetch node-koa node-nestjs java-servlet ruby-rack ruby-rails
+suite "http black-box (wasm-fetch)" tests/http-blackbox.sh wasm-fetch
+suite "http black-box (wasm-hono)" tests/http-blackbox.sh wasm-hono
+suite "http same bytes (every example vs rust-axum)" tests/http-same-bytes.sh rust-axum go-nethttp go-gin python-fastapi python-flask python-flask-ext python-django node-express node-fastify node-fetch node-koa node-nestjs wasm-fetch wasm-hono java-servlet ruby-rack ruby-rails
 suite "c and go" bindings-c/test.sh
 suite "uniffi (ruby)" bindings-uniffi/test.sh
 suite "jvm (java, JNI)" bindings-jvm/test.sh

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The REST rows' peer: @upstash/ratelimit (npm, pinned in package.json) over the test REST front
-# end (tests/restfront/restfront.py) in front of a fresh redis-server, both on free loopback
-# ports, stopped by PID on exit. Prints the ROW lines of bench/rest/upstash.js.
+# The REST rows: the WebAssembly build's RedisRestStore and its peer @upstash/ratelimit (npm,
+# pinned in package.json), over one test REST front end (tests/restfront/restfront.py) in front
+# of a fresh redis-server, both on free loopback ports, stopped by PID on exit. Prints the ROW
+# lines of bench/rest/rest.mjs (needs bindings-wasm/build.sh's module).
 #
 #   bench/rest/run.sh [decisions per measurement, default 2000]
 set -euo pipefail
@@ -29,4 +30,4 @@ front_pid=$!
 for _ in $(seq 100); do grep -q listening "$dir/front" 2>/dev/null && break; sleep 0.05; done
 front=$(awk '/listening/{print $2}' "$dir/front")
 [ -n "$front" ] || { echo "the REST front end did not start" >&2; exit 1; }
-node "$HERE/upstash.js" "http://127.0.0.1:$front" bench "$N"
+node "$HERE/rest.mjs" "http://127.0.0.1:$front" bench "$N"

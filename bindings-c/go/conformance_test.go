@@ -483,6 +483,13 @@ func TestConformanceRunner(t *testing.T) {
 		replayPostgres(t, "runner postgres", *runnerPostgresURL)
 		return
 	}
+	if *runnerStore == "sqlite" {
+		if *runnerSqlitePath == "" {
+			t.Fatal("--store sqlite needs --sqlite-path FILE")
+		}
+		replaySqlite(t, "runner sqlite", *runnerSqlitePath)
+		return
+	}
 	urls, opts, err := runnerRedisOptions()
 	if err != nil {
 		t.Fatal(err)

@@ -7,9 +7,9 @@ import "C"
 
 import "runtime"
 
-// Store is where limiter state lives: in process (NewMemoryStore) or on Redis (ConnectRedis).
-// Share one among many limiters; each keeps its own reference, so Close on the Store only
-// releases this handle.
+// Store is where limiter state lives: in process (NewMemoryStore), on Redis (ConnectRedis), on
+// Postgres (ConnectPostgres) or in a SQLite file (OpenSqlite). Share one among many limiters;
+// each keeps its own reference, so Close on the Store only releases this handle.
 type Store struct{ p *C.tk_store }
 
 // NewMemoryStore returns an in-process store with the default bounds: about

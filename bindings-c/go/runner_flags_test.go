@@ -7,13 +7,14 @@ import (
 
 // The conformance runner's flags, spelled as the Rust CLI's (`throttlekit conformance`):
 //
-//	go test -run TestConformanceRunner -args --store memory|redis|redis-cluster|redis-sentinel|postgres \
+//	go test -run TestConformanceRunner -args --store memory|redis|redis-cluster|redis-sentinel|postgres|sqlite \
 //	    [--redis-url URL[,URL...]] [--redis-service-name NAME] [--redis-tls-ca FILE] \
 //	    [--redis-tls-cert FILE] [--redis-tls-key FILE] [--redis-scripting auto|functions|eval] \
-//	    [--postgres-url URL]
+//	    [--postgres-url URL] [--sqlite-path FILE]
 var (
-	runnerStore       = flag.String("store", "", "memory, redis, redis-cluster, redis-sentinel or postgres")
+	runnerStore       = flag.String("store", "", "memory, redis, redis-cluster, redis-sentinel, postgres or sqlite")
 	runnerPostgresURL = flag.String("postgres-url", "", "postgres://user:password@host:port/db (--store postgres)")
+	runnerSqlitePath  = flag.String("sqlite-path", "", "the SQLite file, created if missing (--store sqlite)")
 	runnerURL         = flag.String("redis-url", "redis://127.0.0.1:6379", "one URL, seed nodes or sentinels, comma-separated")
 	runnerServiceName = flag.String("redis-service-name", "", "the Sentinel service (redis-sentinel)")
 	runnerTLSCA       = flag.String("redis-tls-ca", "", "PEM CA file to trust (rediss:// URLs)")

@@ -203,6 +203,33 @@ typedef uint32_t tk_redis_scripting;
 #endif // __cplusplus
 
 /**
+ * How a SQLite store's commits reach the disk (a `uint32_t` in `tk_sqlite_options`, so an
+ * out-of-range number is `TK_RESULT_CONFIG_INVALID`, not undefined behaviour).
+ */
+enum tk_sqlite_synchronous
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * No `fsync` per commit: a commit survives the process crashing, not a power loss (default).
+   */
+  TK_SQLITE_SYNCHRONOUS_NORMAL = 0,
+  /**
+   * The log synced at every commit: a commit survives a power loss; each decision waits for
+   * the disk.
+   */
+  TK_SQLITE_SYNCHRONOUS_FULL = 1,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum tk_sqlite_synchronous tk_sqlite_synchronous;
+#else
+typedef uint32_t tk_sqlite_synchronous;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
  * A limiter's two-tier mode (`tk_limiter_config.mode`, passed as a `uint32_t` so that an
  * out-of-range number is an error, not undefined behaviour).
  */
@@ -377,8 +404,8 @@ typedef struct tk_shaper tk_shaper;
 /**
  * A state store, shared by any number of limiters, multi limiters and shapers.
  *
- * Ownership: created by `tk_store_memory_new*`, `tk_store_redis_connect*` or
- * `tk_store_postgres_connect`, released with
+ * Ownership: created by `tk_store_memory_new*`, `tk_store_redis_connect*`,
+ * `tk_store_postgres_connect` or `tk_store_sqlite_open`, released with
  * `tk_store_free`. Every object built on a store keeps its own reference, so the store handle
  * may be freed as soon as the last object that needs it has been *created*; the state lives
  * until the last of them is freed.
@@ -875,6 +902,45 @@ typedef struct {
    */
   int64_t delay_ms;
 } tk_reservation;
+
+/**
+ * How a SQLite store opens its file: core's `SqliteOptions`, one field each. A
+ * zero-initialised struct (or a NULL pointer) is core's defaults; every NULL string and 0
+ * number keeps the default.
+ *
+ * Ownership: caller-owned, read only during `tk_store_sqlite_open`.
+ */
+typedef struct {
+  /**
+   * The table holding the limits (NULL: `"throttlekit"`): a letter or `_`, then letters,
+   * digits or `_`. Several tables may share a file.
+   */
+  const char *table;
+  /**
+   * How long a call waits for another process's write lock before
+   * `TK_RESULT_STORE_UNAVAILABLE` (and the limiter's fail policy), in ms (0: 5000).
+   */
+  uint64_t busy_timeout_ms;
+  /**
+   * A `tk_sqlite_synchronous` number (0: normal).
+   */
+  uint32_t synchronous;
+  /**
+   * Do not create a missing table: opening fails with `TK_RESULT_CONFIG_INVALID` instead
+   * (schemas managed by migrations). false: create it (the default).
+   */
+  bool no_migrate;
+  /**
+   * Longest full key (`prefix:key`) accepted, in bytes (0: 256).
+   */
+  size_t max_key_length;
+  /**
+   * Do not sweep expired rows in the background of decisions: an expired row goes only when
+   * its key is next touched, so expiry follows nothing but the callers' clock (conformance
+   * replays). false: sweep (the default).
+   */
+  bool no_sweep;
+} tk_sqlite_options;
 
 /**
  * Every result, in the order of their numbers (tests compare it with the header).
@@ -1757,6 +1823,25 @@ tk_result tk_shaper_reset(const tk_shaper *shaper, const char *key);
  * `shaper` must be NULL or a live handle from `tk_shaper_new*`, not in use elsewhere.
  */
 void tk_shaper_free(tk_shaper *shaper);
+
+/**
+ * Opens (creating if missing) the SQLite file at `path` as a store, as `options` say (NULL:
+ * the defaults), in WAL mode, creating its table when missing. Every process of this machine
+ * that opens the same file and table shares each limit exactly; each decision is one
+ * transaction under the file's write lock (docs/sqlite.md). A path that cannot be opened (a
+ * missing directory, a directory, no permission), a read-only file, a file that is not a
+ * database, a table of another shape or a bad option is `TK_RESULT_CONFIG_INVALID` (the last
+ * error names the cause); the lock held by another process past `busy_timeout_ms` while
+ * opening is `TK_RESULT_STORE_UNAVAILABLE`. A library built without SQLite support returns
+ * `TK_RESULT_NOT_IMPLEMENTED`.
+ *
+ * # Safety
+ * `path` must be a NUL-terminated string; `options` NULL or a valid `tk_sqlite_options` whose
+ * `table` is NULL or NUL-terminated; `out_store` must be valid for writes.
+ */
+tk_result tk_store_sqlite_open(const char *path,
+                               const tk_sqlite_options *options,
+                               tk_store **out_store);
 
 /**
  * A new in-memory store with the default bounds: at most about

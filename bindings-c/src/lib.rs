@@ -32,6 +32,7 @@ pub mod postgres;
 pub mod redis;
 pub mod result;
 pub mod shaper;
+pub mod sqlite;
 pub mod store;
 pub mod strategy;
 pub mod validate;

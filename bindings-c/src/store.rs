@@ -1,4 +1,5 @@
-//! [`tk_store`]: where limiter state lives — in process (memory), on Redis or on Postgres.
+//! [`tk_store`]: where limiter state lives — in process (memory), on Redis, on Postgres or in a
+//! SQLite file.
 
 use std::ffi::c_char;
 use std::sync::Arc;
@@ -11,8 +12,8 @@ use crate::result::tk_result;
 
 /// A state store, shared by any number of limiters, multi limiters and shapers.
 ///
-/// Ownership: created by `tk_store_memory_new*`, `tk_store_redis_connect*` or
-/// `tk_store_postgres_connect`, released with
+/// Ownership: created by `tk_store_memory_new*`, `tk_store_redis_connect*`,
+/// `tk_store_postgres_connect` or `tk_store_sqlite_open`, released with
 /// `tk_store_free`. Every object built on a store keeps its own reference, so the store handle
 /// may be freed as soon as the last object that needs it has been *created*; the state lives
 /// until the last of them is freed.

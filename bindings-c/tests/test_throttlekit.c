@@ -3,11 +3,13 @@
  * Run under valgrind (test.sh); with TK_REDIS_URL set, the Redis-store tests run as well.
  * Prints "N passed, M failed" and exits non-zero on any failure.
  */
+#define _POSIX_C_SOURCE 200809L /* mkdtemp */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <throttlekit.h>
 
@@ -585,6 +587,77 @@ static const char *last_error_text(void) {
     return msg;
 }
 
+/* A SQLite file shared by two stores; every bad path and option is a coded result. The code
+ * between the markers is what docs/sqlite.md shows (go/sqlite_test.go checks it is verbatim). */
+static void test_sqlite(void) {
+    current = "sqlite";
+    char dir[] = "/tmp/tk-c-sqlite-XXXXXX", path[64], side[64];
+    if (!mkdtemp(dir)) abort();
+    snprintf(path, sizeof path, "%s/limits.db", dir);
+    // docs/sqlite.md begins
+    tk_sqlite_options options = {.busy_timeout_ms = 2000}; /* zero fields: the defaults */
+    tk_store *store = NULL;
+    if (tk_store_sqlite_open(path, &options, &store) != TK_RESULT_OK) {
+        char msg[256];
+        tk_last_error_message(msg, sizeof msg, NULL); /* "config_invalid: ..." */
+        fprintf(stderr, "%s\n", msg);
+        abort();
+    }
+    tk_strategy *strategy = NULL;
+    tk_strategy_gcra(2, 60000, 0, &strategy); /* 2 a minute */
+    tk_limiter_config config = {.store = store, .prefix = "api"};
+    tk_limiter *limiter = NULL;
+    tk_limiter_new(strategy, &config, &limiter);
+    tk_decision d;
+    tk_limiter_check(limiter, "user:42", 1, &d);
+    // docs/sqlite.md ends
+    CHECK(d.allowed);
+    tk_store *other = NULL; /* another store on the file: the same limits */
+    CHECK_OK(tk_store_sqlite_open(path, NULL, &other));
+    tk_limiter *l2 = NULL;
+    tk_limiter_config config2 = {.store = other, .prefix = "api"};
+    CHECK_OK(tk_limiter_new(strategy, &config2, &l2));
+    CHECK_OK(tk_limiter_check(l2, "user:42", 1, &d));
+    CHECK(d.allowed && d.remaining == 0);
+    CHECK_OK(tk_limiter_check(limiter, "user:42", 1, &d));
+    CHECK(!d.allowed);
+    tk_limiter_free(l2);
+    tk_limiter_free(limiter);
+    tk_strategy_free(strategy);
+    tk_store_free(other);
+    tk_store_free(store);
+
+    tk_store *bad = NULL;
+    CHECK(tk_store_sqlite_open(dir, NULL, &bad) == TK_RESULT_CONFIG_INVALID); /* a directory */
+    CHECK(strstr(last_error_text(), dir) != NULL && bad == NULL);
+    snprintf(side, sizeof side, "%s/missing/x.db", dir);
+    CHECK(tk_store_sqlite_open(side, NULL, &bad) == TK_RESULT_CONFIG_INVALID);
+    snprintf(side, sizeof side, "%s/text.db", dir);
+    FILE *f = fopen(side, "w");
+    if (!f) abort();
+    for (int i = 0; i < 200; i++) fputs("not a database, just text. ", f);
+    fclose(f);
+    CHECK(tk_store_sqlite_open(side, NULL, &bad) == TK_RESULT_CONFIG_INVALID);
+    CHECK(strstr(last_error_text(), "text.db") != NULL);
+    tk_sqlite_options o = {.synchronous = 7};
+    CHECK(tk_store_sqlite_open(path, &o, &bad) == TK_RESULT_CONFIG_INVALID);
+    CHECK(strstr(last_error_text(), "synchronous") != NULL);
+    tk_sqlite_options t = {.table = "Bad-Name"};
+    CHECK(tk_store_sqlite_open(path, &t, &bad) == TK_RESULT_CONFIG_INVALID);
+    tk_sqlite_options m = {.table = "absent", .no_migrate = true};
+    CHECK(tk_store_sqlite_open(path, &m, &bad) == TK_RESULT_CONFIG_INVALID);
+    CHECK(strstr(last_error_text(), "absent") != NULL);
+    CHECK(tk_store_sqlite_open(NULL, NULL, &bad) == TK_RESULT_NULL_PARAMETER);
+    CHECK(tk_store_sqlite_open(path, NULL, NULL) == TK_RESULT_NULL_PARAMETER);
+    CHECK(bad == NULL);
+    const char *files[] = {"limits.db", "limits.db-wal", "limits.db-shm", "text.db"};
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+        snprintf(side, sizeof side, "%s/%s", dir, files[i]);
+        remove(side);
+    }
+    rmdir(dir);
+}
+
 /* Bad options are refused before any socket opens, naming the option. */
 static void test_redis_options_invalid(void) {
     current = "redis_options_invalid";
@@ -1077,6 +1150,7 @@ int main(void) {
     test_shaper();
     test_threads();
     test_redis_unreachable();
+    test_sqlite();
     const char *url = getenv("TK_REDIS_URL");
     if (url && *url) {
         test_redis(url);

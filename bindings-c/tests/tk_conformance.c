@@ -2,10 +2,10 @@
  * tk-conformance: replays conformance-vector files (conformance-vectors/FORMAT.md) through the
  * public C API of libthrottlekit, and prints one line per mismatch and then "N passed, M failed".
  *
- *   tk-conformance [--store memory|redis|redis-cluster|redis-sentinel|postgres] [--redis-url URL[,URL...]]
- *                  [--redis-service-name NAME] [--redis-tls-ca FILE] [--redis-tls-cert FILE]
- *                  [--redis-tls-key FILE] [--redis-scripting auto|functions|eval]
- *                  [--postgres-url URL] FILE...
+ *   tk-conformance [--store memory|redis|redis-cluster|redis-sentinel|postgres|sqlite]
+ *                  [--redis-url URL[,URL...]] [--redis-service-name NAME] [--redis-tls-ca FILE]
+ *                  [--redis-tls-cert FILE] [--redis-tls-key FILE] [--redis-scripting auto|functions|eval]
+ *                  [--postgres-url URL] [--sqlite-path FILE] FILE...
  *
  * The flags are the Rust CLI's: --redis-url takes one URL (redis), seed nodes (redis-cluster)
  * or sentinels (redis-sentinel, with --redis-service-name); rediss:// for TLS, with
@@ -16,7 +16,8 @@
  * cannot turn an assertion off. Each suite runs on a fresh limiter with a manual clock set to
  * each op's `now`. Memory: a fresh store per suite. Redis: one deterministic-replay connection
  * per file, and every key a suite touches is reset before the suite, which is what a fresh
- * store means there. Numbers from JSON go through tk_cost_from_double / tk_now_from_double, so
+ * store means there; Postgres and SQLite (--sqlite-path, created if missing, opened with no
+ * sweep so expiry follows only the ops' `now`) likewise. Numbers from JSON go through tk_cost_from_double / tk_now_from_double, so
  * bad costs are refused by the library, not by this program. HTTP vectors files
  * ("format": "throttlekit-http/1") go through tk_http_headers / tk_http_client_key, adaptive
  * concurrency files ("format": "throttlekit-adaptive/1") through tk_adaptive_* (tk_conformance_adaptive.c).
@@ -479,6 +480,8 @@ static void run_http_file(const cJSON *root) {
 
 /* --store postgres: the one PostgresStore of a file's suites (tk_store_postgres_connect). */
 static const char *postgres_url = NULL;
+/* --store sqlite: the file of the one SqliteStore of a file's suites (tk_store_sqlite_open). */
+static const char *sqlite_path = NULL;
 
 static void run_file(const char *path, const tk_redis_options *redis) {
     char *text = read_file(path);
@@ -516,6 +519,14 @@ static void run_file(const char *path, const tk_redis_options *redis) {
             tk_last_error_message(msg, sizeof msg, NULL);
             tkc_die("cannot connect to Postgres (%s): %s", tk_result_code(r), msg);
         }
+    } else if (sqlite_path) {
+        tk_sqlite_options o = {.no_sweep = true};
+        tk_result r = tk_store_sqlite_open(sqlite_path, &o, &store);
+        if (r != TK_RESULT_OK) {
+            char msg[512];
+            tk_last_error_message(msg, sizeof msg, NULL);
+            tkc_die("cannot open %s (%s): %s", sqlite_path, tk_result_code(r), msg);
+        }
     }
     int i = 0;
     for (const cJSON *suite = suites->child; suite; suite = suite->next, i++) run_suite(suite, i, store);
@@ -524,9 +535,10 @@ static void run_file(const char *path, const tk_redis_options *redis) {
 }
 
 #define USAGE                                                                                                  \
-    "usage: tk-conformance [--store memory|redis|redis-cluster|redis-sentinel|postgres] [--redis-url URL[,URL...]]\n" \
-    "       [--redis-service-name NAME] [--redis-tls-ca FILE] [--redis-tls-cert FILE] [--redis-tls-key FILE]\n" \
-    "       [--redis-scripting auto|functions|eval] [--postgres-url URL] FILE..."
+    "usage: tk-conformance [--store memory|redis|redis-cluster|redis-sentinel|postgres|sqlite]\n"                \
+    "       [--redis-url URL[,URL...]] [--redis-service-name NAME] [--redis-tls-ca FILE] [--redis-tls-cert FILE]\n" \
+    "       [--redis-tls-key FILE] [--redis-scripting auto|functions|eval] [--postgres-url URL]\n"                  \
+    "       [--sqlite-path FILE] FILE..."
 
 /* The value of the flag at argv[*i] (advancing *i), or NULL when argv[*i] is not `name`. */
 static const char *flag(int argc, char **argv, int *i, const char *name) {
@@ -536,8 +548,8 @@ static const char *flag(int argc, char **argv, int *i, const char *name) {
 }
 
 int main(int argc, char **argv) {
-    int redis = 0, postgres = 0;
-    const char *pg_url = NULL;
+    int redis = 0, postgres = 0, sqlite = 0;
+    const char *pg_url = NULL, *sqlite_file = NULL;
     tk_redis_options options = {0};
     options.urls = "redis://127.0.0.1:6379";
     options.deterministic_replay = true;
@@ -546,17 +558,20 @@ int main(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         const char *v;
         if ((v = flag(argc, argv, &i, "--store"))) {
-            redis = postgres = 0;
+            redis = postgres = sqlite = 0;
             if (strcmp(v, "memory") == 0) redis = 0;
             else if (strcmp(v, "postgres") == 0) postgres = 1;
+            else if (strcmp(v, "sqlite") == 0) sqlite = 1;
             else if (strcmp(v, "redis") == 0) redis = 1, options.mode = TK_REDIS_MODE_STANDALONE;
             else if (strcmp(v, "redis-cluster") == 0) redis = 1, options.mode = TK_REDIS_MODE_CLUSTER;
             else if (strcmp(v, "redis-sentinel") == 0) redis = 1, options.mode = TK_REDIS_MODE_SENTINEL;
-            else tkc_die("unknown store \"%s\" (memory, redis, redis-cluster, redis-sentinel or postgres)", v);
+            else tkc_die("unknown store \"%s\" (memory, redis, redis-cluster, redis-sentinel, postgres or sqlite)", v);
         } else if ((v = flag(argc, argv, &i, "--redis-url"))) {
             options.urls = v;
         } else if ((v = flag(argc, argv, &i, "--postgres-url"))) {
             pg_url = v;
+        } else if ((v = flag(argc, argv, &i, "--sqlite-path"))) {
+            sqlite_file = v;
         } else if ((v = flag(argc, argv, &i, "--redis-service-name"))) {
             options.service_name = v;
         } else if ((v = flag(argc, argv, &i, "--redis-tls-ca"))) {
@@ -580,6 +595,10 @@ int main(int argc, char **argv) {
     if (postgres) {
         if (!pg_url) tkc_die("--store postgres needs --postgres-url URL\n%s", USAGE);
         postgres_url = pg_url;
+    }
+    if (sqlite) {
+        if (!sqlite_file) tkc_die("--store sqlite needs --sqlite-path FILE\n%s", USAGE);
+        sqlite_path = sqlite_file;
     }
     for (int i = 0; i < nfiles; i++) run_file(files[i], redis ? &options : NULL);
     free(files);

@@ -10,8 +10,9 @@ import { fileURLToPath } from 'node:url'
 
 import tk from '../index.js'
 import { startPostgres } from './helpers/postgres.mjs'
+import { assertMultiAllOrNothing } from './helpers/stores.mjs'
 
-const { Limiter, MultiLimiter, PostgresStore, Strategy } = tk
+const { Limiter, PostgresStore, Strategy } = tk
 const here = dirname(fileURLToPath(import.meta.url))
 const root = join(here, '..', '..')
 const vectors = readdirSync(join(root, 'conformance-vectors')).filter((f) => f.endsWith('.json')).map((f) => join(root, 'conformance-vectors', f))
@@ -48,20 +49,7 @@ describe('PostgresStore', () => {
   })
 
   test('a multi limiter charges all or nothing', async () => {
-    const multi = new MultiLimiter({
-      rule: 'all',
-      dimensions: [
-        { name: 'a', strategy: Strategy.fixedWindow({ limit: 2, windowMs: 60_000 }) },
-        { name: 'b', strategy: Strategy.fixedWindow({ limit: 3, windowMs: 60_000 }) },
-      ],
-      store,
-      prefix: prefix(),
-    })
-    assert.ok((await multi.check(['x', 'y'])).allowed)
-    assert.ok((await multi.check(['x', 'y'])).allowed)
-    assert.ok(!(await multi.check(['x', 'y'])).allowed) // a is full
-    assert.ok((await multi.check(['other', 'y'])).allowed) // the denial charged b nothing
-    assert.ok(!(await multi.check(['third', 'y'])).allowed)
+    await assertMultiAllOrNothing(store, prefix())
   })
 
   test('the store carries its limiters\' defaults; closed, the fail policy decides', async () => {

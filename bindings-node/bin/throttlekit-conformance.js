@@ -1,9 +1,9 @@
 #!/usr/bin/env node
 'use strict'
-// throttlekit-conformance [--store memory|redis|redis-cluster|redis-sentinel|postgres] [--redis-url URL[,URL...]]
-//                         [--redis-service-name NAME] [--redis-tls-ca FILE] [--redis-tls-cert FILE]
-//                         [--redis-tls-key FILE] [--redis-scripting auto|functions|eval]
-//                         [--postgres-url URL] FILE...
+// throttlekit-conformance [--store memory|redis|redis-cluster|redis-sentinel|postgres|sqlite]
+//                         [--redis-url URL[,URL...]] [--redis-service-name NAME] [--redis-tls-ca FILE]
+//                         [--redis-tls-cert FILE] [--redis-tls-key FILE] [--redis-scripting auto|functions|eval]
+//                         [--postgres-url URL] [--sqlite-path FILE] FILE...
 //
 // Replays conformance vectors (decision vectors, and the HTTP vectors of conformance-vectors/http/)
 // through @throttlekit/core's public API and ends with
@@ -14,20 +14,23 @@
 // with --redis-tls-ca naming the CA to trust instead of the system's. Each is one option of
 // RedisStore.connect, which checks them (a bad combination exits 2 with config_invalid).
 // On Postgres (--postgres-url, default $THROTTLEKIT_POSTGRES_URL) every suite gets a namespace
-// of its own on one PostgresStore, its keys reset after it.
+// of its own on one PostgresStore, its keys reset after it; on SQLite (--sqlite-path, created if
+// missing) likewise on one SqliteStore opened with `sweep: false`, so expiry follows only the ops'
+// `now`.
 const fs = require('node:fs')
 const path = require('node:path')
 const { parse, replay } = require('../lib/conformance.js')
 const { isHttpVectors, parseHttp, replayHttp } = require('../lib/http-conformance.js')
 const { isAdaptiveVectors, parseAdaptive, replayAdaptive } = require('../lib/adaptive-conformance.js')
-const { RedisStore, PostgresStore } = require('../index.js')
+const { RedisStore, PostgresStore, SqliteStore } = require('../index.js')
 
 function usage(message) {
   if (message) console.error(message)
   console.error(
-    'usage: throttlekit-conformance [--store memory|redis|redis-cluster|redis-sentinel|postgres] [--redis-url URL[,URL...]]\n' +
-      '       [--redis-service-name NAME] [--redis-tls-ca FILE] [--redis-tls-cert FILE] [--redis-tls-key FILE]\n' +
-      '       [--redis-scripting auto|functions|eval] [--postgres-url URL] FILE...',
+    'usage: throttlekit-conformance [--store memory|redis|redis-cluster|redis-sentinel|postgres|sqlite]\n' +
+      '       [--redis-url URL[,URL...]] [--redis-service-name NAME] [--redis-tls-ca FILE] [--redis-tls-cert FILE]\n' +
+      '       [--redis-tls-key FILE] [--redis-scripting auto|functions|eval] [--postgres-url URL]\n' +
+      '       [--sqlite-path FILE] FILE...',
   )
   process.exit(2)
 }
@@ -36,6 +39,7 @@ async function main(argv) {
   let store = 'memory'
   let url = process.env.THROTTLEKIT_REDIS_URL || 'redis://127.0.0.1:6379'
   let postgresUrl = process.env.THROTTLEKIT_POSTGRES_URL
+  let sqlitePath
   const options = {} // RedisStore.connect options named by --redis-* flags
   const flags = {
     '--redis-service-name': 'serviceName',
@@ -56,20 +60,24 @@ async function main(argv) {
     if (name === '--store') store = value()
     else if (name === '--redis-url') url = value()
     else if (name === '--postgres-url') postgresUrl = value()
+    else if (name === '--sqlite-path') sqlitePath = value()
     else if (name in flags) options[flags[name]] = value()
     else if (a === '-h' || a === '--help') usage()
     else if (a.startsWith('-')) usage(`unknown option ${a}`)
     else files.push(a)
   }
-  const modes = { memory: null, redis: 'standalone', 'redis-cluster': 'cluster', 'redis-sentinel': 'sentinel', postgres: null }
-  if (!(store in modes)) usage(`--store must be memory, redis, redis-cluster, redis-sentinel or postgres, not ${store}`)
+  const modes = { memory: null, redis: 'standalone', 'redis-cluster': 'cluster', 'redis-sentinel': 'sentinel', postgres: null, sqlite: null }
+  if (!(store in modes)) usage(`--store must be memory, redis, redis-cluster, redis-sentinel, postgres or sqlite, not ${store}`)
   if (files.length === 0) usage('no vectors files given')
   if (store === 'postgres' && !postgresUrl) usage('--store postgres needs --postgres-url URL (or $THROTTLEKIT_POSTGRES_URL)')
+  if (store === 'sqlite' && !sqlitePath) usage('--store sqlite needs --sqlite-path FILE')
 
   const shared =
     store === 'postgres'
       ? await PostgresStore.connect({ url: postgresUrl, sweepIntervalMs: 0 })
-      : modes[store]
+      : store === 'sqlite'
+        ? SqliteStore.open({ path: sqlitePath, sweep: false })
+        : modes[store]
         ? await RedisStore.connect({ urls: url, mode: modes[store], deterministicReplay: true, ...options })
         : undefined
   let passed = 0

@@ -37,6 +37,8 @@ mod redis;
 #[cfg(feature = "redis")]
 mod redis_fast;
 mod shaper;
+#[cfg(feature = "sqlite")]
+mod sqlite;
 mod store;
 mod strategy;
 #[cfg(feature = "redis")]

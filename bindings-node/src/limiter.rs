@@ -42,7 +42,7 @@ pub struct LimiterOptions {
     #[napi(ts_type = "Strategy | StrategySpec")]
     pub strategy: serde_json::Value,
     /// Where state lives (default: a new `MemoryStore`).
-    #[napi(ts_type = "MemoryStore | RedisStore")]
+    #[napi(ts_type = "MemoryStore | RedisStore | PostgresStore | SqliteStore")]
     pub store: Option<serde_json::Value>,
     /// The clock (default: the system clock).
     #[napi(ts_type = "ManualClock")]

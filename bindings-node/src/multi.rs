@@ -39,7 +39,7 @@ pub struct MultiLimiterOptions {
     /// The dimensions, in the order `keys` are given to `check`.
     pub dimensions: Vec<DimensionOptions>,
     /// Where state lives (default: a new `MemoryStore`).
-    #[napi(ts_type = "MemoryStore | RedisStore")]
+    #[napi(ts_type = "MemoryStore | RedisStore | PostgresStore | SqliteStore")]
     pub store: Option<serde_json::Value>,
     /// The clock (default: the system clock).
     #[napi(ts_type = "ManualClock")]

@@ -22,7 +22,7 @@ pub struct ShaperOptions {
     /// Longest accepted wait in ms (>= 0); a longer one is refused.
     pub max_queue_ms: f64,
     /// Where state lives (default: a new `MemoryStore`).
-    #[napi(ts_type = "MemoryStore | RedisStore")]
+    #[napi(ts_type = "MemoryStore | RedisStore | PostgresStore | SqliteStore")]
     pub store: Option<serde_json::Value>,
     /// The clock (default: the system clock).
     #[napi(ts_type = "ManualClock")]

@@ -1,5 +1,5 @@
-//! [`MemoryStore`], and reading a limiter's `store` option (a `MemoryStore`, a `RedisStore` or a
-//! `PostgresStore`).
+//! [`MemoryStore`], and reading a limiter's `store` option (a `MemoryStore`, a `RedisStore`, a
+//! `PostgresStore` or a `SqliteStore`).
 
 use std::sync::Arc;
 
@@ -109,7 +109,11 @@ pub(crate) fn from_options(env: &Env, o: &Options) -> CoreResult<Chosen> {
     if let Some(p) = crate::instance::<crate::postgres::PostgresStore>(env, v, &path)? {
         return Ok(p.chosen());
     }
-    Err(config(&path, "must be a MemoryStore, a RedisStore or a PostgresStore"))
+    #[cfg(feature = "sqlite")]
+    if let Some(s) = crate::instance::<crate::sqlite::SqliteStore>(env, v, &path)? {
+        return Ok(s.chosen());
+    }
+    Err(config(&path, "must be a MemoryStore, a RedisStore, a PostgresStore or a SqliteStore"))
 }
 
 /// Reads a `clock` option: a `ManualClock`, or absent for the system clock.

@@ -26,7 +26,8 @@ const STORES = {
     url ??= process.env.THROTTLEKIT_REST_URL
     token ??= process.env.THROTTLEKIT_REST_TOKEN
     if (!url || !token) usage('--store redis-rest needs --url and --token (or THROTTLEKIT_REST_URL and THROTTLEKIT_REST_TOKEN)')
-    return new tk.RedisRestStore({ url, token, timeoutMs: 5000 })
+    // Expiry on the vectors' clock, as the native runner's `redis` (it needs tests/restfront/).
+    return new tk.RedisRestStore({ url, token, timeoutMs: 5000, deterministicReplay: true })
   },
 }
 
@@ -59,13 +60,22 @@ async function main(argv) {
   }
   let passed = 0
   let failed = 0
+  let notRun = 0
   for (const f of files) {
     const file = parse(readFileSync(f, 'utf8'), f)
+    // A Shaper does not run on the Redis REST store (its constructor says so: config_invalid):
+    // its suites are left out there, and counted.
+    if (store === 'redis-rest') {
+      const shapers = file.suites.filter((s) => s.primitive === 'shaper')
+      notRun += shapers.reduce((n, s) => n + Math.max((s.ops ?? []).length, 1), 0)
+      file.suites = file.suites.filter((s) => s.primitive !== 'shaper')
+    }
     const report = await replay(file, { redis: subject, api: tk })
     for (const line of report.failures) console.log(`FAIL ${f}: ${line}`)
     passed += report.passed
     failed += report.failed
   }
+  if (notRun > 0) console.log(`${notRun} shaper ops not run (a Shaper does not run on the Redis REST store)`)
   console.log(`${passed} passed, ${failed} failed`)
   process.exit(failed === 0 ? 0 : 1)
 }

@@ -63,7 +63,12 @@ pub struct AdaptiveLimiter {
 }
 
 /// The `clock=` argument: `None` (monotonic) or a `VirtualClock`.
-fn build(config: core::AdaptiveConfig, clock: Option<&Bound<'_, PyAny>>) -> PyResult<AdaptiveLimiter> {
+/// The limiter; a `config_invalid` names its field through `names` (as the caller spelled it).
+fn build(
+    config: core::AdaptiveConfig,
+    clock: Option<&Bound<'_, PyAny>>,
+    names: fn(throttlekit::Error) -> throttlekit::Error,
+) -> PyResult<AdaptiveLimiter> {
     let inner = match clock.filter(|c| !c.is_none()) {
         None => core::AdaptiveLimiter::new(config),
         Some(c) => match c.cast::<VirtualClock>() {
@@ -71,7 +76,7 @@ fn build(config: core::AdaptiveConfig, clock: Option<&Bound<'_, PyAny>>) -> PyRe
             Err(_) => return Err(error::wrong_type("clock", "a VirtualClock or None", c)),
         },
     };
-    Ok(AdaptiveLimiter { inner: inner.py()? })
+    Ok(AdaptiveLimiter { inner: inner.map_err(names).py()? })
 }
 
 /// An argument given and not `None`.
@@ -180,7 +185,8 @@ impl AdaptiveLimiter {
             beta: opt_option(beta, "beta")?,
             smoothing: opt_option(smoothing, "smoothing")?,
         };
-        build(config, clock)
+        // Core names its fields in camelCase (its JSON); these were written in snake_case.
+        build(config, clock, core::snake_case_fields)
     }
 
     /// A limiter from core's JSON form (camelCase, unknown fields refused), as in a config file
@@ -192,7 +198,7 @@ impl AdaptiveLimiter {
         text: &Bound<'_, PyAny>,
         clock: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
-        build(core::AdaptiveConfig::from_json(string(text, "text")?).py()?, clock)
+        build(core::AdaptiveConfig::from_json(string(text, "text")?).py()?, clock, std::convert::identity)
     }
 
     /// A `Permit` if the limit (and the partition's share, when it is full) has room, else a

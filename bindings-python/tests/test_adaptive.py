@@ -122,8 +122,12 @@ def test_partitions_share_the_limit_by_percentage() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "field"),
     [
-        ({"initial_limit": 0}, "initialLimit"),
-        ({"min_limit": -1}, "minLimit"),
+        ({"initial_limit": 0}, "initial_limit"),
+        ({"initial_limit": -1}, "initial_limit must be at least 1"),
+        ({"min_limit": -1}, "min_limit"),
+        ({"max_limit": 2, "initial_limit": 3}, "initial_limit must be between min_limit and max_limit"),
+        ({"min_rtt_us": -1}, "min_rtt_us"),
+        ({"window_min_samples": 0}, "window_min_samples"),
         ({"partitions": {"a": 60, "b": 50}}, "partitions"),
         ({"partitions": {"a": -1}}, "partitions[0].percent"),
         ({"algorithm": "tcp"}, "algorithm"),
@@ -135,6 +139,11 @@ def test_bad_options_are_config_invalid_naming_the_field(kwargs: dict, field: st
     with pytest.raises(tk.ConfigInvalidError) as e:
         tk.AdaptiveLimiter(**kwargs)
     assert e.value.code == "config_invalid" and field in str(e.value)
+
+
+def test_the_json_form_names_fields_as_its_json_does() -> None:
+    with pytest.raises(tk.ConfigInvalidError, match="initialLimit"):
+        tk.AdaptiveLimiter.from_json('{"initialLimit": 0}')
 
 
 def test_bad_calls_are_config_invalid() -> None:

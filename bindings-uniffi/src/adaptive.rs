@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use throttlekit::concurrency::{self as core, Admission, Outcome, VirtualClock};
 
+use crate::adaptive_fast::FastPath;
 use crate::error::Result;
 
 /// A refused acquire: the limit was full (or the wait ran out).
@@ -60,6 +61,8 @@ pub struct AdaptiveLimiter {
     inner: core::AdaptiveLimiter,
     /// The virtual clock of a limiter made by `new_virtual`.
     clock: Option<VirtualClock>,
+    /// The Ruby wrapper's integer-only try_acquire and release (`adaptive_fast`).
+    fast: FastPath,
 }
 
 /// One admitted request: release it once with its outcome. Releasing twice is harmless (the
@@ -68,6 +71,10 @@ pub struct AdaptiveLimiter {
 #[derive(uniffi::Object)]
 pub struct AdaptivePermit {
     inner: Mutex<core::Permit>,
+}
+
+fn partition_names(config: &core::AdaptiveConfig) -> Vec<String> {
+    config.partitions.iter().map(|p| p.name.clone()).collect()
 }
 
 fn admission(a: Admission) -> AdaptiveAdmission {
@@ -94,7 +101,9 @@ impl AdaptiveLimiter {
     #[uniffi::constructor]
     pub fn new(config_json: String) -> Result<Arc<Self>> {
         let config = core::AdaptiveConfig::from_json(&config_json)?;
-        Ok(Arc::new(AdaptiveLimiter { inner: core::AdaptiveLimiter::new(config)?, clock: None }))
+        let names = partition_names(&config);
+        let inner = core::AdaptiveLimiter::new(config)?;
+        Ok(Arc::new(AdaptiveLimiter { fast: FastPath::new(inner.clone(), names), inner, clock: None }))
     }
 
     /// Like `new`, on a virtual clock at 0 that moves only with `advance_virtual` (tests, the
@@ -103,8 +112,9 @@ impl AdaptiveLimiter {
     pub fn new_virtual(config_json: String) -> Result<Arc<Self>> {
         let config = core::AdaptiveConfig::from_json(&config_json)?;
         let clock = VirtualClock::new(0);
+        let names = partition_names(&config);
         let inner = core::AdaptiveLimiter::with_clock(config, Arc::new(clock.clone()))?;
-        Ok(Arc::new(AdaptiveLimiter { inner, clock: Some(clock) }))
+        Ok(Arc::new(AdaptiveLimiter { fast: FastPath::new(inner.clone(), names), inner, clock: Some(clock) }))
     }
 
     /// Moves the virtual clock forward `ns`; `not_implemented` on the monotonic clock.
@@ -133,6 +143,12 @@ impl AdaptiveLimiter {
     #[uniffi::method(default(partition = None))]
     pub fn acquire_blocking(&self, timeout_ms: u64, partition: Option<String>) -> Result<AdaptiveAdmission> {
         Ok(admission(self.inner.acquire_blocking(partition.as_deref(), Duration::from_millis(timeout_ms))?))
+    }
+
+    /// The handle of this limiter's fast path (the `tk_rb_adaptive_*` functions): valid while
+    /// this object lives.
+    pub fn fast_path(&self) -> u64 {
+        &self.fast as *const FastPath as usize as u64
     }
 
     /// The current limit.

@@ -8,6 +8,7 @@
 uniffi::setup_scaffolding!("throttlekit");
 
 mod adaptive;
+mod adaptive_fast;
 mod clock;
 mod convert;
 mod error;

@@ -23,8 +23,11 @@ pub enum Item {
     Store(Arc<throttlekit::MemoryStore>),
     Clock(throttlekit::ManualClock),
     Strategy(throttlekit::Strategy),
-    /// A `RedisRestStore` (its endpoint stays on the JS object; the core needs its locking).
-    Rest(throttlekit::redis::rest::Locking),
+    /// A `RedisRestStore` (its endpoint stays on the JS object; the core needs its locking, and
+    /// in deterministic-replay mode its book).
+    Rest(throttlekit::redis::rest::Locking, Option<throttlekit::redis::rest::ReplayBook>),
+    /// A `DurableObjectStore` or a `DenoKvStore` (the handle stays on the JS object).
+    Held(crate::held::Holder),
 }
 
 thread_local! {

@@ -1,5 +1,6 @@
 //! The throttlekit core as WebAssembly (wasm-bindgen): the memory path of `@throttlekit/core`
-//! (`Limiter`, `MultiLimiter`, `Strategy`, `MemoryStore`, `ManualClock`) for runtimes that
+//! (`Limiter`, `MultiLimiter`, `Strategy`, `MemoryStore`, `ManualClock`), the Redis REST store
+//! and the HTTP edge under the fetch and Hono middleware (`http`) for runtimes that
 //! cannot load the native addon — Cloudflare Workers, Deno, Bun, browsers — and for Node when
 //! asked (`@throttlekit/core/wasm`).
 //!
@@ -19,6 +20,8 @@
 mod clock;
 mod convert;
 mod error;
+mod held;
+mod http;
 mod instance;
 mod limiter;
 mod multi;

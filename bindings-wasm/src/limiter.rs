@@ -9,8 +9,9 @@ use crate::convert::{self, Options};
 use crate::error::{CoreResult, OrThrow, settled};
 use crate::rest::{Link, no_sync};
 use crate::store::Backend;
-use crate::{store, strategy};
+use crate::{held, store, strategy};
 use throttlekit::redis::rest::limiter::RestOp;
+use throttlekit::store::held::Op;
 
 #[wasm_bindgen(inline_js = "
 export function decision(allowed, limit, remaining, resetAt, retryAfterMs, fallback) {
@@ -62,15 +63,17 @@ pub fn mode_from_options(o: &Options) -> CoreResult<throttlekit::Mode> {
     }
 }
 
-fn build(options: &JsValue) -> CoreResult<(throttlekit::Limiter, Option<Link>)> {
+fn build(options: &JsValue) -> CoreResult<(throttlekit::Limiter, Option<Link>, Option<held::Link>)> {
     let mut allowed = vec!["strategy"];
     allowed.extend(WIRING);
     allowed.extend(["metrics", "mode", "lease"]);
     let o = Options::read(options, "limiter", &allowed, false)?;
     let strategy = strategy::from_js(o.require("strategy")?, &o.path("strategy"))?;
-    let (store, rest) = match store::backend_from_options(&o)? {
-        Backend::Memory(s) => (s, None),
-        Backend::Rest(link) => (Arc::new(throttlekit::MemoryStore::new()) as Arc<dyn throttlekit::Store>, Some(link)),
+    let unused = || Arc::new(throttlekit::MemoryStore::new()) as Arc<dyn throttlekit::Store>;
+    let (store, rest, held) = match store::backend_from_options(&o)? {
+        Backend::Memory(s) => (s, None, None),
+        Backend::Rest(link) => (unused(), Some(link), None),
+        Backend::Held(link) => (unused(), None, Some(link)),
     };
     let mode = mode_from_options(&o)?;
     let mut b = throttlekit::Limiter::builder(strategy).store(store).clock(store::clock_from_options(&o)?);
@@ -86,15 +89,17 @@ fn build(options: &JsValue) -> CoreResult<(throttlekit::Limiter, Option<Link>)> 
     if let Some(on) = o.boolean("metrics")? {
         b = b.metrics(on);
     }
-    Ok((b.mode(mode)?.build(), rest))
+    Ok((b.mode(mode)?.build(), rest, held))
 }
 
 /// A rate limiter: one strategy applied per key.
 #[wasm_bindgen]
 pub struct Limiter {
-    inner: Arc<throttlekit::Limiter>,
+    pub(crate) inner: Arc<throttlekit::Limiter>,
     /// Set on the Redis REST store: the Promise methods go over the network.
-    rest: Option<Link>,
+    pub(crate) rest: Option<Link>,
+    /// Set on a Durable Object or Deno KV store: the Promise methods go to it.
+    held: Option<held::Link>,
 }
 
 impl Limiter {
@@ -105,6 +110,9 @@ impl Limiter {
 
     /// Throws when the store answers only asynchronously.
     fn sync_ok(&self) -> Result<(), JsValue> {
+        if self.held.is_some() {
+            return Err(held::no_sync());
+        }
         if self.rest.is_some() { Err(no_sync()) } else { Ok(()) }
     }
 
@@ -151,8 +159,8 @@ impl Limiter {
     /// A limiter; bad options throw `config_invalid`.
     #[wasm_bindgen(constructor)]
     pub fn new(options: JsValue) -> Result<Limiter, JsValue> {
-        let (inner, rest) = build(&options).or_throw()?;
-        Ok(Limiter { inner: Arc::new(inner), rest })
+        let (inner, rest, held) = build(&options).or_throw()?;
+        Ok(Limiter { inner: Arc::new(inner), rest, held })
     }
 
     /// Checks (and, when allowed, consumes) `cost` units (default 1) for `key`.
@@ -166,6 +174,9 @@ impl Limiter {
         if let Some(link) = &self.rest {
             return link.one(&self.inner, RestOp::Check, Limiter::key_and_cost(&key, &cost));
         }
+        if let Some(link) = &self.held {
+            return link.one(&self.inner, Op::Check, &key, &cost);
+        }
         settled(self.check_now(&key, &cost))
     }
 
@@ -178,6 +189,9 @@ impl Limiter {
     /// `checkManySync` as a Promise.
     #[wasm_bindgen(js_name = checkMany)]
     pub fn check_many(&self, keys: JsValue, cost: JsValue) -> js_sys::Promise {
+        if let Some(link) = &self.held {
+            return link.many(&self.inner, &keys, &cost);
+        }
         if let Some(link) = &self.rest {
             return link
                 .many(&self.inner, convert::cost(&cost).and_then(|c| Ok((convert::strings(&keys, "keys")?, c))));
@@ -196,6 +210,9 @@ impl Limiter {
         if let Some(link) = &self.rest {
             return link.one(&self.inner, RestOp::Peek, convert::string(&key, "key").map(|k| (k, 1)));
         }
+        if let Some(link) = &self.held {
+            return link.one(&self.inner, Op::Peek, &key, &JsValue::UNDEFINED);
+        }
         settled(self.peek_now(&key))
     }
 
@@ -210,6 +227,9 @@ impl Limiter {
         if let Some(link) = &self.rest {
             return link.one(&self.inner, RestOp::Forecast, Limiter::key_and_cost(&key, &cost));
         }
+        if let Some(link) = &self.held {
+            return link.one(&self.inner, Op::Forecast, &key, &cost);
+        }
         settled(self.forecast_now(&key, &cost))
     }
 
@@ -223,6 +243,9 @@ impl Limiter {
     pub fn reset(&self, key: JsValue) -> js_sys::Promise {
         if let Some(link) = &self.rest {
             return link.reset(convert::string(&key, "key").and_then(|k| self.inner.rest_reset(&k)));
+        }
+        if let Some(link) = &self.held {
+            return link.reset(&self.inner, &key);
         }
         settled(self.reset_now(&key))
     }

@@ -44,6 +44,12 @@ fn build(options: &JsValue) -> CoreResult<(throttlekit::MultiLimiter, Option<Lin
     let (store, rest) = match store::backend_from_options(&o)? {
         Backend::Memory(s) => (s, None),
         Backend::Rest(link) => (Arc::new(throttlekit::MemoryStore::new()) as Arc<dyn throttlekit::Store>, Some(link)),
+        Backend::Held(_) => {
+            return Err(crate::error::config(
+                &o.path("store"),
+                "must be a MemoryStore or a RedisRestStore (a MultiLimiter does not run on a Durable Object or Deno KV store)",
+            ));
+        }
     };
     let mut m =
         throttlekit::MultiLimiter::new(rule, dims)?.with_store(store).with_clock(store::clock_from_options(&o)?);
@@ -79,9 +85,9 @@ pub fn to_js(m: &throttlekit::MultiDecision) -> JsValue {
 /// Several dimensions (per user, per IP, ...) decided together under `all` or `any`.
 #[wasm_bindgen]
 pub struct MultiLimiter {
-    inner: Arc<throttlekit::MultiLimiter>,
+    pub(crate) inner: Arc<throttlekit::MultiLimiter>,
     /// Set on the Redis REST store: the Promise methods go over the network.
-    rest: Option<Link>,
+    pub(crate) rest: Option<Link>,
 }
 
 impl MultiLimiter {
@@ -151,6 +157,7 @@ impl MultiLimiter {
                 Ok(throttlekit::redis::rest::Request {
                     path: throttlekit::redis::rest::PATH_ONE,
                     body: throttlekit::redis::rest::command_json(&args),
+                    hex: false,
                 })
             }));
         }

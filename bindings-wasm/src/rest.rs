@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use js_sys::{Reflect, Uint8Array};
 use throttlekit::redis::rest::limiter::RestOp;
-use throttlekit::redis::rest::{self, Locking, Next, Request};
+use throttlekit::redis::rest::{self, Locking, Next, ReplayBook, Request};
 use wasm_bindgen::prelude::*;
 
 use crate::convert::Options;
@@ -20,12 +20,14 @@ use crate::{limiter, multi};
 export async function drive(store, call) {
   const f = store.fetch ?? globalThis.fetch
   for (;;) {
-    const { path, body } = call.request()
+    const { path, body, hex } = call.request()
+    const headers = { Authorization: 'Bearer ' + store.token, 'Content-Type': 'application/json' }
+    if (hex) headers['Throttlekit-Encoding'] = 'hex'
     let res, bytes
     try {
       res = await f(store.url + path, {
         method: 'POST',
-        headers: { Authorization: 'Bearer ' + store.token, 'Content-Type': 'application/json' },
+        headers,
         body,
         signal: AbortSignal.timeout(store.timeoutMs),
       })
@@ -46,6 +48,9 @@ extern "C" {
 
 /// The endpoint of an Upstash-protocol REST server: the URL, the token, the timeout per
 /// request and which script variant to send (`locking`: `'global'` or `'keys'`).
+/// `deterministicReplay: true` expires keys on the limiter's clock instead of Redis's (the
+/// conformance runner's mode, as the native `RedisStore`'s; it needs the test front end,
+/// tests/restfront/).
 #[wasm_bindgen]
 pub struct RedisRestStore {
     url: String,
@@ -66,13 +71,17 @@ const DEFAULT_TIMEOUT_MS: f64 = 1000.0;
 
 #[wasm_bindgen]
 impl RedisRestStore {
-    /// `new RedisRestStore({ url, token, timeoutMs = 1000, locking = 'global', fetch })`; bad
-    /// options throw `config_invalid`.
+    /// `new RedisRestStore({ url, token, timeoutMs = 1000, locking = 'global', fetch,
+    /// deterministicReplay = false })`; bad options throw `config_invalid`.
     #[wasm_bindgen(constructor)]
     pub fn new(options: JsValue) -> Result<RedisRestStore, JsValue> {
-        let (url, token, timeout_ms, locking, fetch) = (|| {
-            let o =
-                Options::read(&options, "redisRestStore", &["url", "token", "timeoutMs", "locking", "fetch"], false)?;
+        let (url, token, timeout_ms, locking, fetch, replay) = (|| {
+            let o = Options::read(
+                &options,
+                "redisRestStore",
+                &["url", "token", "timeoutMs", "locking", "fetch", "deterministicReplay"],
+                false,
+            )?;
             let url = o.string("url")?.ok_or_else(|| config(&o.path("url"), "is required"))?;
             if !(url.starts_with("https://") || url.starts_with("http://")) {
                 return Err(config(&o.path("url"), "must be an http:// or https:// URL"));
@@ -92,10 +101,12 @@ impl RedisRestStore {
                 Some(f) if f.is_function() => f.clone(),
                 Some(_) => return Err(config(&o.path("fetch"), "must be a function")),
             };
-            Ok((url.trim_end_matches('/').to_owned(), token, timeout.min(u32::MAX as f64) as u32, locking, fetch))
+            let replay = o.boolean("deterministicReplay")?.unwrap_or(false);
+            let timeout_ms = timeout.min(u32::MAX as f64) as u32;
+            Ok((url.trim_end_matches('/').to_owned(), token, timeout_ms, locking, fetch, replay))
         })()
         .or_throw()?;
-        let id = instance::register(Item::Rest(locking));
+        let id = instance::register(Item::Rest(locking, replay.then(ReplayBook::default)));
         Ok(RedisRestStore { url, token, timeout_ms, fetch, id })
     }
 
@@ -159,11 +170,12 @@ impl RestCall {
         let r = match &self.state {
             State::Script(c, _) => c.request(),
             State::Del(r, _) => r.clone(),
-            State::Finished => Request { path: rest::PATH_ONE, body: String::new() },
+            State::Finished => Request { path: rest::PATH_ONE, body: String::new(), hex: false },
         };
         let o = js_sys::Object::new();
         let _ = Reflect::set(&o, &"path".into(), &r.path.into());
         let _ = Reflect::set(&o, &"body".into(), &r.body.into());
+        let _ = Reflect::set(&o, &"hex".into(), &r.hex.into());
         o.into()
     }
 
@@ -224,16 +236,26 @@ impl RestCall {
     }
 }
 
-/// A limiter's link to its REST store: the store object (read by the driver) and its locking.
+/// A limiter's link to its REST store: the store object (read by the driver), its locking
+/// and, in deterministic-replay mode, its book.
 #[derive(Clone)]
 pub struct Link {
     store: JsValue,
     locking: Locking,
+    book: Option<ReplayBook>,
 }
 
 impl Link {
-    pub fn new(store: JsValue, locking: Locking) -> Link {
-        Link { store, locking }
+    pub fn new(store: JsValue, locking: Locking, book: Option<ReplayBook>) -> Link {
+        Link { store, locking, book }
+    }
+
+    /// A prepared call, in the store's replay mode when it has one.
+    fn script(&self, call: rest::limiter::RestCall, finish: Finish) -> State {
+        match &self.book {
+            Some(book) => State::Script(call.replayed(book), finish),
+            None => State::Script(call, finish),
+        }
     }
 
     fn timeout_ms(&self) -> u32 {
@@ -250,16 +272,18 @@ impl Link {
 
     /// `check`, `peek` or `forecast` of one key, as a Promise of its decision.
     pub fn one(&self, l: &Arc<throttlekit::Limiter>, op: RestOp, key: CoreResult<(String, u64)>) -> js_sys::Promise {
-        self.run(key.and_then(|(k, cost)| {
-            Ok(State::Script(l.rest_prepare(op, &k, cost, self.locking)?, Finish::One(l.clone())))
-        }))
+        self.run(
+            key.and_then(|(k, cost)| {
+                Ok(self.script(l.rest_prepare(op, &k, cost, self.locking)?, Finish::One(l.clone())))
+            }),
+        )
     }
 
     /// `checkMany`: one `/pipeline`.
     pub fn many(&self, l: &Arc<throttlekit::Limiter>, keys: CoreResult<(Vec<String>, u64)>) -> js_sys::Promise {
         self.run(keys.and_then(|(keys, cost)| {
             let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
-            Ok(State::Script(l.rest_prepare_many(&keys, cost, self.locking)?, Finish::Many(l.clone())))
+            Ok(self.script(l.rest_prepare_many(&keys, cost, self.locking)?, Finish::Many(l.clone())))
         }))
     }
 
@@ -267,7 +291,7 @@ impl Link {
     pub fn multi(&self, m: &Arc<throttlekit::MultiLimiter>, keys: CoreResult<(Vec<String>, u64)>) -> js_sys::Promise {
         self.run(keys.and_then(|(keys, cost)| {
             let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
-            Ok(State::Script(m.rest_prepare(&keys, cost, self.locking)?, Finish::Multi(m.clone())))
+            Ok(self.script(m.rest_prepare(&keys, cost, self.locking)?, Finish::Multi(m.clone())))
         }))
     }
 

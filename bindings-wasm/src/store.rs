@@ -75,14 +75,18 @@ pub enum Backend {
     Memory(Arc<dyn Store>),
     /// On a Redis behind a REST server (a `RedisRestStore`): every check is a request.
     Rest(Link),
+    /// In a Durable Object or a Deno KV database: every check is an RPC or a commit.
+    Held(crate::held::Link),
 }
 
 /// The `store` option of a limiter: a `MemoryStore` or a `RedisRestStore`, else a fresh
 /// `MemoryStore`.
 pub fn backend_from_options(o: &Options) -> CoreResult<Backend> {
     if let Some(v) = o.get("store") {
-        if let Some(Item::Rest(locking)) = instance::of(v, &o.path("store"))? {
-            return Ok(Backend::Rest(Link::new(v.clone(), locking)));
+        match instance::of(v, &o.path("store"))? {
+            Some(Item::Rest(locking, book)) => return Ok(Backend::Rest(Link::new(v.clone(), locking, book))),
+            Some(Item::Held(holder)) => return Ok(Backend::Held(crate::held::Link::new(v.clone(), holder))),
+            _ => {}
         }
     }
     from_options(o).map(Backend::Memory)
@@ -94,8 +98,11 @@ pub fn from_options(o: &Options) -> CoreResult<Arc<dyn Store>> {
     let path = o.path("store");
     match instance::of(v, &path)? {
         Some(Item::Store(s)) => Ok(s),
-        Some(Item::Rest(_)) => {
+        Some(Item::Rest(..)) => {
             Err(config(&path, "must be a MemoryStore (a Shaper does not run on the Redis REST store)"))
+        }
+        Some(Item::Held(_)) => {
+            Err(config(&path, "must be a MemoryStore (a Shaper does not run on a Durable Object or Deno KV store)"))
         }
         Some(_) => Err(config(&path, "is not a constructed instance")),
         // The Node binding's message: the same options read the same in both builds.

@@ -153,12 +153,12 @@ describe('bad constructor options', () => {
   }
   for (const [name, fn] of Object.entries(bad)) test(name, () => same(name, fn))
   // The one message that differs by build: each names the stores its build has (the native
-  // addon's Redis and Postgres stores, the WebAssembly build's Redis REST store).
+  // addon's Redis, Postgres and SQLite stores, the WebAssembly build's Redis REST store).
   test('store a plain object', async () => {
     const make = (tk) => new tk.Limiter({ strategy: s(tk), store: {} })
     assert.deepEqual(await outcome(make, native), {
       code: 'config_invalid',
-      message: 'limiter.store must be a MemoryStore, a RedisStore or a PostgresStore',
+      message: 'limiter.store must be a MemoryStore, a RedisStore, a PostgresStore or a SqliteStore',
     })
     assert.deepEqual(await outcome(make, wasm), {
       code: 'config_invalid',

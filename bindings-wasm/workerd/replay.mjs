@@ -5,23 +5,15 @@
 //   node bindings-wasm/workerd/replay.mjs FILE...
 import { spawn } from 'node:child_process'
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join, relative, resolve } from 'node:path'
+
+import { freePort } from '../tests/support/workerd.mjs'
 
 const here = import.meta.dirname
 const pkg = resolve(here, '../../bindings-node')
 const workerd = resolve(here, '../node_modules/.bin/workerd')
 
-function freePort() {
-  return new Promise((ok, fail) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address()
-      s.close(() => ok(port))
-    })
-    s.on('error', fail)
-  })
-}
 
 /** Every file under `dir`, as paths relative to the package. */
 function files(dir) {

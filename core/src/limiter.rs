@@ -159,7 +159,10 @@ impl LimiterBuilder {
         self
     }
 
-    /// Whether async calls use the store's clock (Redis `TIME`) instead of the limiter's.
+    /// Whether calls, sync and async, use the store's clock (Redis `TIME`, Postgres
+    /// `clock_timestamp()`) instead of the limiter's: the time a store decides at then only moves
+    /// forward for each key, whatever order the callers' statements reach it in. An explicit
+    /// `now` (`check_sync_at`) still stamps the fail policy's fallback and the local tier.
     pub fn server_clock(mut self, on: bool) -> Self {
         self.server_clock = on;
         self
@@ -318,16 +321,17 @@ impl Limiter {
     #[inline]
     fn sync_apply(&self, key: &str, now: i64, transform: Transform<'_>) -> Result<Decision> {
         self.admit(key, Now::At(now), &transform)?;
+        let at = self.at(now);
         self.with_full_key(key, |full| {
             let reply = match &self.metrics {
                 // Only a store that leaves the process is timed (see `metrics`).
                 Some(m) if self.store.as_memory().is_none() => {
                     let started = Instant::now();
-                    let reply = self.store.apply_sync(full, now, transform);
+                    let reply = self.store.apply_sync(full, at, transform);
                     m.record_latency(started.elapsed());
                     reply
                 }
-                _ => self.store.apply_sync(full, now, transform),
+                _ => self.store.apply_sync(full, at, transform),
             };
             self.sync_finish(reply, now)
         })
@@ -358,6 +362,11 @@ impl Limiter {
     /// The time an async call sends: the limiter's clock, or `Now::Server` for the store's.
     pub(crate) fn now(&self) -> Now {
         Now::reading(self.server_clock, &*self.clock)
+    }
+
+    /// The time a sync call made at local `now` sends: `now`, or `Now::Server` for the store's.
+    pub(crate) fn at(&self, now: i64) -> Now {
+        if self.server_clock { Now::Server } else { Now::At(now) }
     }
 
     /// Checks a request of `cost` for `key` on a sync store (the allocation-free fast path).

@@ -105,19 +105,20 @@ pub async fn apply_calls(
     reply.or_else(|e| fallback_reply(policy, e, first_limit(calls), calls.len(), now.fallback_ms(clock)))
 }
 
-/// [`apply_calls`] without an await (the store's blocking path), at an explicit `now`.
+/// [`apply_calls`] without an await (the store's blocking path).
 pub fn apply_calls_sync(
     store: &dyn Store,
     rule: Rule,
     calls: &[DimensionCall<'_>],
-    now: i64,
+    now: Now,
+    clock: &dyn Clock,
     policy: FailPolicy,
     metrics: Option<&LimiterMetrics>,
 ) -> Result<MultiReply> {
     let timer = StoreTimer::start(metrics, store);
     let reply = store.apply_multi_sync(rule, calls, now);
     timer.stop();
-    reply.or_else(|e| fallback_reply(policy, e, first_limit(calls), calls.len(), now))
+    reply.or_else(|e| fallback_reply(policy, e, first_limit(calls), calls.len(), now.fallback_ms(clock)))
 }
 
 /// The limit a multi call's fallback reports: its first dimension's.
@@ -404,6 +405,11 @@ impl MultiLimiter {
         Ok(self.finish_reply(reply))
     }
 
+    /// The time a call made at local `now` sends: `now`, or `Now::Server` for the store's.
+    fn at(&self, now: i64) -> Now {
+        if self.server_clock { Now::Server } else { Now::At(now) }
+    }
+
     /// Checks one request: `keys` holds one key per dimension, in declaration order.
     pub fn check_sync(&self, keys: &[&str], cost: u64) -> Result<MultiDecision> {
         self.check_sync_at(keys, cost, self.clock.now_ms())
@@ -420,14 +426,16 @@ impl MultiLimiter {
         if let Some(tier) = &self.tier {
             return self.tiered_sync(tier, &full, &calls, cost, now);
         }
-        let reply = apply_calls_sync(&*self.store, self.rule, &calls, now, self.fail_policy, self.metrics.as_deref())?;
+        let (at, clock) = (self.at(now), &*self.clock);
+        let reply =
+            apply_calls_sync(&*self.store, self.rule, &calls, at, clock, self.fail_policy, self.metrics.as_deref())?;
         Ok(self.finish_reply(reply))
     }
 
     /// Checks one request through the store's async path (Redis: one round trip).
     pub async fn check(&self, keys: &[&str], cost: u64) -> Result<MultiDecision> {
         let now = self.clock.now_ms();
-        self.check_at(keys, cost, if self.server_clock { Now::Server } else { Now::At(now) }).await
+        self.check_at(keys, cost, self.at(now)).await
     }
 
     /// [`MultiLimiter::check`] at an explicit time.

@@ -125,8 +125,9 @@ impl Shaper {
     pub fn reserve_sync_at(&self, key: &str, cost: u64, now: i64) -> Result<Reservation> {
         self.observe((|| {
             let full = self.admit(key, cost, Now::At(now))?;
+            let at = if self.server_clock { Now::Server } else { Now::At(now) };
             let timer = self.timer();
-            let reply = self.store.apply_sync(&full, now, Transform::Reserve { shaper: &self.bucket, cost });
+            let reply = self.store.apply_sync(&full, at, Transform::Reserve { shaper: &self.bucket, cost });
             timer.stop();
             reply?.reservation()
         })())

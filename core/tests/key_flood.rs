@@ -156,7 +156,7 @@ impl throttlekit::Store for Recording {
     fn apply_sync(
         &self,
         key: &str,
-        now: i64,
+        now: throttlekit::store::Now,
         t: throttlekit::store::Transform<'_>,
     ) -> throttlekit::Result<throttlekit::store::Reply> {
         self.saw(key);
@@ -175,7 +175,7 @@ impl throttlekit::Store for Recording {
         &self,
         r: throttlekit::Rule,
         d: &[throttlekit::store::DimensionCall<'_>],
-        now: i64,
+        now: throttlekit::store::Now,
     ) -> throttlekit::Result<throttlekit::store::MultiReply> {
         d.iter().for_each(|c| self.saw(c.key));
         self.inner.apply_multi_sync(r, d, now)

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use throttlekit::store::{Reply, Store, Transform};
+use throttlekit::store::{Now, Reply, Store, Transform};
 use throttlekit::{
     Clock, Dimension, ErrorCode, LeaseOptions, ManualClock, MemoryStore, Mode, MultiLimiter, Rule, Strategy,
 };
@@ -29,7 +29,7 @@ fn leased(batch: u64, coupled: bool) -> Mode {
 fn counted(m: &MultiLimiter, store: &MemoryStore, clock: &ManualClock, name: &str, key: &str) -> i64 {
     let dim = m.dimensions().iter().find(|d| d.name == name).unwrap();
     let full = m.dimension_key(name, key);
-    let peek = store.apply_sync(&full, clock.now_ms(), Transform::Peek { strategy: &dim.strategy });
+    let peek = store.apply_sync(&full, Now::At(clock.now_ms()), Transform::Peek { strategy: &dim.strategy });
     let d = peek.and_then(Reply::decision).unwrap();
     d.limit - d.remaining
 }

@@ -37,7 +37,7 @@ impl Store for Remote {
             Err(e) => Box::pin(async { Err(e) }),
         }
     }
-    fn apply_sync(&self, key: &str, now: i64, t: Transform<'_>) -> throttlekit::Result<Reply> {
+    fn apply_sync(&self, key: &str, now: throttlekit::store::Now, t: Transform<'_>) -> throttlekit::Result<Reply> {
         self.check_up()?;
         self.inner.apply_sync(key, now, t)
     }
@@ -52,7 +52,12 @@ impl Store for Remote {
             Err(e) => Box::pin(async { Err(e) }),
         }
     }
-    fn apply_multi_sync(&self, r: Rule, d: &[DimensionCall<'_>], now: i64) -> throttlekit::Result<MultiReply> {
+    fn apply_multi_sync(
+        &self,
+        r: Rule,
+        d: &[DimensionCall<'_>],
+        now: throttlekit::store::Now,
+    ) -> throttlekit::Result<MultiReply> {
         self.check_up()?;
         self.inner.apply_multi_sync(r, d, now)
     }
@@ -258,9 +263,9 @@ fn a_fused_multi_apply_falls_back_per_dimension_and_is_timed() {
         let seen: Vec<(i64, bool, bool)> =
             r.decisions.iter().map(|d| (d.limit, d.fallback, d.reset_at >= 5_000)).collect();
         assert_eq!(seen, vec![(2, true, true); 2], "{policy:?}");
-        assert_eq!(apply_calls_sync(&*remote, Rule::All, &calls, 5_000, policy, None).unwrap(), r);
+        assert_eq!(apply_calls_sync(&*remote, Rule::All, &calls, Now::At(5_000), &clock, policy, None).unwrap(), r);
     }
-    let e = apply_calls_sync(&*remote, Rule::All, &calls, 5_000, FailPolicy::Raise, None).unwrap_err();
+    let e = apply_calls_sync(&*remote, Rule::All, &calls, Now::At(5_000), &clock, FailPolicy::Raise, None).unwrap_err();
     assert_eq!(e.code(), ErrorCode::StoreUnavailable);
     assert_eq!(m.snapshot().latency_count(), 3, "the three calls given the metrics were timed");
 }

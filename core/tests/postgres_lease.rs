@@ -18,7 +18,7 @@ use std::time::Duration;
 use postgres_server::PostgresServer;
 use throttlekit::postgres::{PostgresOptions, PostgresStore};
 use throttlekit::spec::{QuotaOptions, ResetCadence};
-use throttlekit::store::{Reply, Store, Transform};
+use throttlekit::store::{Now, Reply, Store, Transform};
 use throttlekit::{FailPolicy, LeaseOptions, Limiter, MemoryStore, Mode, Strategy};
 use timelines::Rng;
 
@@ -77,8 +77,8 @@ fn leases_and_give_backs_grant_as_the_in_memory_mirror_does() {
                     1 => Transform::Check { strategy: s, cost },
                     _ => Transform::Lease { strategy: s, cost, want: cost + rng.below(9), lifetime_ms },
                 };
-                let a = memory.apply_sync(&key, now, t).expect("memory");
-                let b = pg.apply_sync(&key, now, t).expect("postgres");
+                let a = memory.apply_sync(&key, Now::At(now), t).expect("memory");
+                let b = pg.apply_sync(&key, Now::At(now), t).expect("postgres");
                 assert_eq!(a, b, "seed {seed} {} op {i} {t:?} at {now}", s.kind());
                 if let Reply::Grant(g) = a
                     && g.granted > 0

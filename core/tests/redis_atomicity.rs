@@ -184,6 +184,55 @@ fn the_server_clock_is_redis_time() {
     assert_eq!(zero.reset_at, 60_000);
 }
 
+/// The sync path keeps a server clock too: a limiter, a multi limiter and a shaper whose own
+/// clock reads 0 (1970) decide on Redis's `TIME` when `server_clock` is on, and at 0 when off.
+#[test]
+fn the_sync_path_decides_on_the_server_clock_when_asked() {
+    use throttlekit::{LeakyBucketOptions, ManualClock, Shaper};
+    let server = RedisServer::start();
+    let store = connect(&server.url());
+    let before = throttlekit::Clock::now_ms(&throttlekit::SystemClock);
+    let epoch = Arc::new(ManualClock::new(0));
+    let window = || Strategy::fixed_window(5, 60_000).unwrap();
+    for server_clock in [true, false] {
+        let tag = if server_clock { "server" } else { "caller" };
+        let l = Limiter::builder(window())
+            .store(store.clone())
+            .clock(epoch.clone())
+            .prefix(tag)
+            .server_clock(server_clock)
+            .build();
+        let multi = MultiLimiter::new(Rule::All, vec![Dimension::new("user", window())])
+            .unwrap()
+            .with_store(store.clone())
+            .with_clock(epoch.clone())
+            .with_prefix(tag)
+            .with_server_clock(server_clock);
+        let single = l.check_sync("k", 1).unwrap().reset_at;
+        let dims = multi.check_sync(&["k"], 1).unwrap().dimensions[0].reset_at;
+        if server_clock {
+            for reset in [single, dims] {
+                assert!(reset > before && reset <= before + 61_000 && reset % 60_000 == 0, "{reset} vs {before}");
+            }
+        } else {
+            assert_eq!((single, dims), (60_000, 60_000), "the caller's clock (0) decides");
+        }
+    }
+    // A leaky bucket at 1/s: a departure reserved at 0 makes the next wait 1 s at 0, and none
+    // on Redis's clock, 56 years later.
+    let shaper = |server_clock| {
+        Shaper::new(&LeakyBucketOptions { rate_per_sec: 1.0, max_queue_ms: 10_000.0 })
+            .unwrap()
+            .with_store(store.clone())
+            .with_clock(epoch.clone())
+            .with_server_clock(server_clock)
+    };
+    assert_eq!(shaper(false).reserve_sync("q", 1).unwrap().delay_ms, 0);
+    assert_eq!(shaper(false).reserve_sync("q2", 1).unwrap().delay_ms, 0);
+    assert_eq!(shaper(false).reserve_sync("q2", 1).unwrap().delay_ms, 1000, "the caller's clock (0) decides");
+    assert_eq!(shaper(true).reserve_sync("q", 1).unwrap().delay_ms, 0, "Redis's clock decides");
+}
+
 #[test]
 fn the_async_methods_work_from_an_executor_that_is_not_tokio() {
     let server = RedisServer::start();

@@ -18,7 +18,7 @@ use redis_server::RedisServer;
 use redis_store::connect;
 use throttlekit::lease::Grant;
 use throttlekit::spec::{QuotaOptions, ResetCadence};
-use throttlekit::store::{Reply, Store, Transform};
+use throttlekit::store::{Now, Reply, Store, Transform};
 use throttlekit::{FailPolicy, LeaseOptions, Limiter, MemoryStore, Mode, Strategy};
 
 /// Long enough for a fleet of limiters on one server.
@@ -45,7 +45,7 @@ fn strategies() -> Vec<Strategy> {
 }
 
 fn grant(store: &dyn Store, key: &str, now: i64, t: Transform<'_>) -> Grant {
-    store.apply_sync(key, now, t).and_then(Reply::grant).expect("a grant")
+    store.apply_sync(key, Now::At(now), t).and_then(Reply::grant).expect("a grant")
 }
 
 #[test]

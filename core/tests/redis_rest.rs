@@ -220,7 +220,9 @@ fn noscript_falls_back_to_eval_once() {
 
     // The front end's own protocol: a transaction, and base64 strings (as @upstash/redis asks).
     let post = |path: &'static str, body: &str, extra: &[(&str, &str)]| {
-        let r = client.post(&throttlekit::redis::rest::Request { path, body: body.to_string() }, extra).unwrap();
+        let r = client
+            .post(&throttlekit::redis::rest::Request { path, body: body.to_string(), hex: false }, extra)
+            .unwrap();
         (r.status, serde_json::from_slice::<serde_json::Value>(&r.body).unwrap())
     };
     let (status, v) = post("/multi-exec", r#"[["SET","s","v1"],["INCR","n"],["GET","s"]]"#, &[]);

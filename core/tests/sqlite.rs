@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use proptest::prelude::*;
 use proptest::strategy::Strategy as _;
 use throttlekit::store::sqlite::{SqliteOptions, SqliteStore};
-use throttlekit::store::{DimensionCall, DimensionLease, Transform};
+use throttlekit::store::{DimensionCall, DimensionLease, Now, Transform};
 use throttlekit::{Limiter, MemoryStore, Rule, Store, Strategy};
 
 /// A fresh directory under the system temp dir, removed on drop.
@@ -114,29 +114,37 @@ fn replies(store: &dyn Store, strategies: &[Strategy], ops: &[(i64, Op)]) -> Vec
             let key = |k: &usize| format!("s{n}:k{k}");
             let reply = match op {
                 Op::Check(k, cost) => {
-                    format!("{:?}", store.apply_sync(&key(k), now, Transform::Check { strategy: s, cost: *cost }))
+                    format!(
+                        "{:?}",
+                        store.apply_sync(&key(k), Now::At(now), Transform::Check { strategy: s, cost: *cost })
+                    )
                 }
-                Op::Peek(k) => format!("{:?}", store.apply_sync(&key(k), now, Transform::Peek { strategy: s })),
+                Op::Peek(k) => {
+                    format!("{:?}", store.apply_sync(&key(k), Now::At(now), Transform::Peek { strategy: s }))
+                }
                 Op::Forecast(k, cost) => {
-                    format!("{:?}", store.apply_sync(&key(k), now, Transform::Forecast { strategy: s, cost: *cost }))
+                    format!(
+                        "{:?}",
+                        store.apply_sync(&key(k), Now::At(now), Transform::Forecast { strategy: s, cost: *cost })
+                    )
                 }
                 Op::Reset(k) => format!("{:?}", store.reset_sync(&key(k))),
                 Op::Lease(k, cost, extra) => {
                     let t = Transform::Lease { strategy: s, cost: *cost, want: cost + extra, lifetime_ms: 0 };
-                    format!("{:?}", store.apply_sync(&key(k), now, t))
+                    format!("{:?}", store.apply_sync(&key(k), Now::At(now), t))
                 }
                 Op::Multi(rule, ks, cost) => {
                     let keys: Vec<String> = ks.iter().map(key).collect();
                     let dims: Vec<DimensionCall<'_>> =
                         keys.iter().map(|k| DimensionCall { key: k, strategy: s, cost: *cost }).collect();
-                    format!("{:?}", store.apply_multi_sync(*rule, &dims, now))
+                    format!("{:?}", store.apply_multi_sync(*rule, &dims, Now::At(now)))
                 }
                 Op::MultiLease(rule, ks, cost, extra) => {
                     let keys: Vec<String> = ks.iter().map(key).collect();
                     let dims: Vec<DimensionCall<'_>> =
                         keys.iter().map(|k| DimensionCall { key: k, strategy: s, cost: *cost }).collect();
                     let leases = vec![DimensionLease { want: cost + extra, lifetime_ms: 0 }; dims.len()];
-                    format!("{:?}", store.apply_multi_lease_sync(*rule, &dims, &leases, now))
+                    format!("{:?}", store.apply_multi_lease_sync(*rule, &dims, &leases, Now::At(now)))
                 }
             };
             out.push(format!("{now} {op:?} {reply}"));
@@ -250,7 +258,8 @@ fn multi_applies_in_different_key_orders_from_several_processes_never_deadlock_o
     }
     assert_eq!(per.iter().sum::<u64>(), LIMIT, "{per:?}");
     let used = |k: &str| {
-        let d = store.apply_sync(k, NOW, Transform::Peek { strategy: &strategy() }).unwrap().decision().unwrap();
+        let d =
+            store.apply_sync(k, Now::At(NOW), Transform::Peek { strategy: &strategy() }).unwrap().decision().unwrap();
         LIMIT - d.remaining as u64
     };
     // Every key carries exactly the admitted requests that name it: no partial charge.
@@ -281,7 +290,7 @@ fn child_process_sqlite() {
         let p = (id + call) % PATTERNS.len();
         let dims: Vec<DimensionCall<'_>> =
             PATTERNS[p].iter().map(|k| DimensionCall { key: k, strategy: &s, cost: 1 }).collect();
-        if store.apply_multi_sync(Rule::All, &dims, NOW).unwrap().allowed {
+        if store.apply_multi_sync(Rule::All, &dims, Now::At(NOW)).unwrap().allowed {
             per[p] += 1;
         }
     }

@@ -47,12 +47,15 @@ test("docs/adaptive.md's Rack example") do
   assert(Rack::MockRequest.new(app).get("/").status == 200)
 end
 
-test("bad options are config_invalid naming the field") do
+test("bad options are config_invalid naming the field as the keyword is spelled") do
   {
-    "initialLimit" => -> { TK::AdaptiveLimiter.build(initial_limit: 0) },
+    "initial_limit" => -> { TK::AdaptiveLimiter.build(initial_limit: 0) },
+    "initial_limit must be at least 1" => -> { TK::AdaptiveLimiter.build(initial_limit: -3) },
+    "initial_limit must be between min_limit and max_limit" => -> { TK::AdaptiveLimiter.build(initial_limit: 3, max_limit: 2) },
+    "window_min_samples" => -> { TK::AdaptiveLimiter.build(window_min_samples: 0) },
     "partitions" => -> { TK::AdaptiveLimiter.build(partitions: [{ name: "a", percent: 60 }, { name: "b", percent: 50 }]) },
     "backoff" => -> { TK::AdaptiveLimiter.build(algorithm: "vegas", backoff: 0.5) },
-    "minRttUs" => -> { TK::AdaptiveLimiter.build(min_rtt_us: -1) },
+    "min_rtt_us" => -> { TK::AdaptiveLimiter.build(min_rtt_us: -1) },
   }.each do |field, build|
     e = expect_code("config_invalid", &build)
     assert(e.detail.include?(field), "#{field}: #{e.detail}")
@@ -122,6 +125,20 @@ test("partitions keep their share when the limit is full") do
   assert(held.none?(&:nil?) && l.inflight == 10)
   assert(l.metrics.partitions == { "live" => 8, "batch" => 2 }, l.metrics.partitions.inspect)
   held.each { |p| p.release("ignore") }
+end
+
+test("a permit dropped without a release is swept after GC as ignore and leaked") do
+  l = fixed(3)
+  kept = l.acquire.permit
+  3.times { l.acquire.permit } # never referenced again: two are granted and lost
+  assert(l.acquire.permit.nil?, "the lost permits still hold their slots before any collection")
+  deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + 10
+  while l.inflight > 1 && Process.clock_gettime(Process::CLOCK_MONOTONIC) < deadline
+    GC.start(full_mark: true, immediate_sweep: true)
+  end
+  m = l.metrics
+  assert(m.inflight == 1 && m.leaked == 2 && m.ignored == 2, m.inspect)
+  assert(kept.release("success") == true, "the reachable permit was not swept")
 end
 
 test("the virtual clock measures the round trip") do

@@ -151,6 +151,27 @@ pub(crate) fn check_range(field: &str, v: f64, lo_exclusive: f64, hi_inclusive: 
     Ok(v)
 }
 
+/// A `config_invalid` from this configuration with its field names as Python's and Ruby's
+/// keyword arguments spell them (`initialLimit` → `initial_limit`, `minRttUs` → `min_rtt_us`):
+/// an error names the field the way the caller wrote it. Other errors pass unchanged.
+pub fn snake_case_fields(e: Error) -> Error {
+    if e.code() != crate::ErrorCode::ConfigInvalid {
+        return e;
+    }
+    let mut out = String::with_capacity(e.message().len() + 8);
+    let mut prev = ' ';
+    for c in e.message().chars() {
+        if c.is_ascii_uppercase() && (prev.is_ascii_lowercase() || prev.is_ascii_digit()) {
+            out.push('_');
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.push(c);
+        }
+        prev = c;
+    }
+    Error::new(crate::ErrorCode::ConfigInvalid, out)
+}
+
 impl AdaptiveConfig {
     /// A configuration for `algorithm` with every default.
     pub fn new(algorithm: AlgorithmKind) -> AdaptiveConfig {
@@ -232,5 +253,24 @@ pub(crate) fn option_for(
             Err(Error::config(field, &format!("does not apply to {}", config.algorithm.as_str())))
         }
         other => Ok(other),
+    }
+}
+
+#[cfg(test)]
+mod snake_case_tests {
+    use super::*;
+
+    #[test]
+    fn field_names_become_snake_case_and_prose_stays() {
+        let e = snake_case_fields(Error::config("initialLimit", "must be between minLimit and maxLimit"));
+        assert_eq!(e.message(), "initial_limit must be between min_limit and max_limit");
+        assert_eq!(
+            snake_case_fields(Error::config("minRttUs", "must not be negative")).message(),
+            "min_rtt_us must not be negative"
+        );
+        let e = snake_case_fields(Error::config("partitions[0].percent", "must be in (0, 100]"));
+        assert_eq!(e.message(), "partitions[0].percent must be in (0, 100]");
+        let other = Error::new(crate::ErrorCode::NotImplemented, "noCase");
+        assert_eq!(snake_case_fields(other).message(), "noCase");
     }
 }

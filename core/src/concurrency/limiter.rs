@@ -1,11 +1,13 @@
 //! [`AdaptiveLimiter`]: admission against the limit, and the window that moves it.
 //!
-//! Everything that changes together lives under one lock: the in-flight counts, the open
-//! window, the limit and the waiter queue. An admission is a compare and an increment, a release
-//! a decrement and a push into the window; both hold the lock for tens of nanoseconds, and the
-//! limit's update runs once a window under it too. One lock is what makes "in flight never
-//! exceeds the limit" a plain invariant (the loom model and the 8-thread stress test check it),
-//! also while a window lowers the limit and waiters are handed permits.
+//! The hot path takes no shared lock. The limit and the in-flight count share one atomic word,
+//! so an admission is one compare-and-swap of "in flight + 1, if below the limit" and a limit
+//! the window lowers can never be passed by an admission that raced with it: "in flight never
+//! exceeds the limit" holds at every instant (the loom model and the 8-thread stress test check
+//! it). A release decrements the word and pushes its sample into its thread's shard
+//! ([`super::shard`]); one shared counter says when the window is full. Only the window's close
+//! (once per window of samples), waiting, and partitions (whose shares are read together with
+//! the count) take the limiter's lock.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -18,7 +20,8 @@ use super::metrics::AdaptiveMetrics;
 use super::outcome::{Outcome, Rejection};
 use super::partition::Partitions;
 use super::permit::Permit;
-use super::sync::{Mutex, MutexGuard};
+use super::shard::{self, SHARDS, Shard};
+use super::sync::{AtomicI64, AtomicU32, AtomicU64, Mutex, MutexGuard, Ordering::SeqCst};
 use super::waiter::{Slot, Waiter};
 use super::window::{Baseline, Window};
 use crate::error::{Error, Result};
@@ -64,23 +67,45 @@ impl Admission {
     }
 }
 
+/// The limit (high half) and the in-flight count (low half) of [`Inner::word`].
+fn unpack(word: u64) -> (u32, u32) {
+    ((word >> 32) as u32, word as u32)
+}
+
+fn pack(limit: u32, inflight: u32) -> u64 {
+    (u64::from(limit) << 32) | u64::from(inflight)
+}
+
 pub(super) struct Inner {
     config: Resolved,
     clock: Arc<dyn Ticks>,
+    /// The limit and the in-flight count, changed together by compare-and-swap ([`pack`]).
+    word: AtomicU64,
+    /// Samples of the open window, counted by the releases that pushed them and taken off by the
+    /// close that consumed them (below 0 for a moment when a close drains a sample before its
+    /// release counted it).
+    pending: AtomicI64,
+    /// The highest in-flight count since the window opened.
+    peak: AtomicU32,
+    /// Waiters queued (the queue is under the lock; a release reads this to know it must look).
+    waiting: AtomicU64,
+    /// The retry hint of a rejection: the latest latency (or the baseline), set at each close.
+    retry_after_ms: AtomicU64,
+    shards: Box<[Shard]>,
     state: Mutex<State>,
 }
 
+/// What only the window's close, waiting and partitions change: under the lock.
 struct State {
     estimate: f64,
-    limit: u32,
-    inflight: u32,
     partitions: Partitions,
+    /// The samples drained from the shards, until the window closes.
     window: Window,
     baseline: Baseline,
     slow_start: bool,
     latency_ns: Option<f64>,
     waiters: VecDeque<Waiter>,
-    m: AdaptiveMetrics,
+    windows: u64,
 }
 
 impl AdaptiveLimiter {
@@ -95,17 +120,26 @@ impl AdaptiveLimiter {
         let limit = config.initial_limit;
         let state = State {
             estimate: limit,
-            limit: limit as u32,
-            inflight: 0,
             partitions: Partitions::new(&config.partitions),
             window: Window::default(),
             baseline: Baseline::default(),
             slow_start: config.slow_start,
             latency_ns: None,
             waiters: VecDeque::new(),
-            m: AdaptiveMetrics::default(),
+            windows: 0,
         };
-        Ok(AdaptiveLimiter { inner: Arc::new(Inner { config, clock, state: Mutex::new(state) }) })
+        let inner = Inner {
+            config,
+            clock,
+            word: AtomicU64::new(pack(limit as u32, 0)),
+            pending: AtomicI64::new(0),
+            peak: AtomicU32::new(0),
+            waiting: AtomicU64::new(0),
+            retry_after_ms: AtomicU64::new(1000),
+            shards: (0..SHARDS).map(|_| Shard::default()).collect(),
+            state: Mutex::new(state),
+        };
+        Ok(AdaptiveLimiter { inner: Arc::new(inner) })
     }
 
     /// A permit if the limit (and the partition's share, when it is full) has room, else a
@@ -113,10 +147,9 @@ impl AdaptiveLimiter {
     pub fn try_acquire(&self, partition: Option<&str>) -> Result<Admission> {
         let p = self.inner.partition(partition)?;
         let now = self.inner.clock.now_ns();
-        let mut s = self.inner.state();
-        Ok(match s.admit(p) {
+        Ok(match self.inner.admit(p) {
             true => Admission::Granted(Permit::new(self.inner.clone(), p, now)),
-            false => Admission::Rejected(s.reject()),
+            false => Admission::Rejected(self.inner.reject()),
         })
     }
 
@@ -146,13 +179,18 @@ impl AdaptiveLimiter {
 
     /// Admits now, or queues a waiter (with zero timeout semantics left to the caller).
     fn enqueue(&self, p: Option<usize>) -> std::result::Result<Admission, Arc<Slot>> {
-        let now = self.inner.clock.now_ns();
-        let mut s = self.inner.state();
-        if s.admit(p) {
+        let inner = &*self.inner;
+        let now = inner.clock.now_ns();
+        let mut s = inner.state();
+        if s.admit(inner, p) {
             return Ok(Admission::Granted(Permit::new(self.inner.clone(), p, now)));
         }
         let slot = Arc::new(Slot::default());
         s.waiters.push_back(Waiter { slot: slot.clone(), partition: p });
+        inner.waiting.store(s.waiters.len() as u64, SeqCst);
+        // A release between the admission above and the store saw no waiter and handed its slot
+        // to nobody: look again now that releases will see this one.
+        s.dispatch(inner, now);
         Err(slot)
     }
 
@@ -166,7 +204,9 @@ impl AdaptiveLimiter {
         match s.waiters.iter().position(|w| Arc::ptr_eq(&w.slot, slot)) {
             Some(i) => {
                 s.waiters.remove(i);
-                Admission::Rejected(s.reject())
+                self.inner.waiting.store(s.waiters.len() as u64, SeqCst);
+                drop(s);
+                Admission::Rejected(self.inner.reject())
             }
             // Granted between the deadline and the lock: the permit is ours.
             None => {
@@ -178,21 +218,32 @@ impl AdaptiveLimiter {
 
     /// The current limit.
     pub fn limit(&self) -> u32 {
-        self.inner.state().limit
+        unpack(self.inner.word.load(SeqCst)).0
     }
 
     /// Permits held now.
     pub fn inflight(&self) -> u32 {
-        self.inner.state().inflight
+        unpack(self.inner.word.load(SeqCst)).1
     }
 
-    /// A snapshot of every counter.
+    /// A snapshot of every counter (exact when no other thread is acquiring or releasing).
     pub fn metrics(&self) -> AdaptiveMetrics {
         let s = self.inner.state();
-        let mut m = s.m.clone();
-        m.limit = s.limit;
-        m.inflight = s.inflight;
+        let mut m = AdaptiveMetrics::default();
+        for shard in self.inner.shards.iter() {
+            m.rejected += shard.rejected();
+            let d = shard.lock();
+            m.succeeded += d.succeeded;
+            m.dropped += d.dropped;
+            m.ignored += d.ignored;
+            m.leaked += d.leaked;
+            m.short_rtts += d.short_rtts;
+        }
+        (m.limit, m.inflight) = unpack(self.inner.word.load(SeqCst));
+        // Every grant is released once or still held: counted from those, not on the hot path.
+        m.acquired = m.succeeded + m.dropped + m.ignored + u64::from(m.inflight);
         m.waiting = s.waiters.len() as u32;
+        m.windows = s.windows;
         m.baseline_rtt_us = s.baseline.get().map_or(0, |b| (b / 1000.0) as u64);
         m.latency_us = s.latency_ns.map_or(0, |l| (l / 1000.0) as u64);
         m.slow_start = s.slow_start;
@@ -219,90 +270,172 @@ impl Inner {
         self.clock.now_ns()
     }
 
+    /// Takes a slot if one is free: without the lock unless partitions share the limit or
+    /// requests are waiting (a newcomer does not pass them).
+    fn admit(&self, p: Option<usize>) -> bool {
+        if !self.config.partitions.is_empty() || self.waiting.load(SeqCst) > 0 {
+            return self.state().admit(self, p);
+        }
+        let mut word = self.word.load(SeqCst);
+        loop {
+            let (limit, inflight) = unpack(word);
+            if inflight >= limit {
+                return false;
+            }
+            match self.word.compare_exchange_weak(word, word + 1, SeqCst, SeqCst) {
+                Ok(_) => break self.took(inflight + 1),
+                Err(now) => word = now,
+            }
+        }
+        true
+    }
+
+    /// Notes a grant that left `inflight` in flight (the window's peak).
+    fn took(&self, inflight: u32) {
+        if inflight > self.peak.load(SeqCst) {
+            self.peak.fetch_max(inflight, SeqCst);
+        }
+    }
+
+    fn reject(&self) -> Rejection {
+        self.shards[shard::index()].rejected.fetch_add(1, SeqCst);
+        let (limit, inflight) = unpack(self.word.load(SeqCst));
+        Rejection { limit, inflight, retry_after_ms: self.retry_after_ms.load(SeqCst) }
+    }
+
     /// Ends a permit: one less in flight, a sample for the window, and the freed slot handed to
     /// a waiter. `rtt_ns` is the request's round trip.
     pub(super) fn release(&self, partition: Option<usize>, outcome: Outcome, rtt_ns: u64, leaked: bool) {
-        let mut s = self.state();
-        let s = &mut *s;
-        s.inflight -= 1;
-        s.partitions.add(partition, -1);
-        if leaked {
-            s.m.leaked += 1;
+        // A partition's count is read with the word under the lock, so it changes under it too.
+        let mut locked = partition.map(|_| self.state());
+        if let Some(s) = locked.as_mut() {
+            s.partitions.add(partition, -1);
         }
-        match outcome {
-            Outcome::Ignore => s.m.ignored += 1,
-            Outcome::Dropped => {
-                s.m.dropped += 1;
-                s.window.add_drop();
+        self.word.fetch_sub(1, SeqCst);
+        let sample = {
+            let mut d = self.shards[shard::index()].lock();
+            if leaked {
+                d.leaked += 1;
             }
-            Outcome::Success => {
-                s.m.succeeded += 1;
-                if rtt_ns < self.config.min_rtt_ns {
-                    s.m.short_rtts += 1;
-                } else {
-                    s.window.add_rtt(rtt_ns);
+            match outcome {
+                Outcome::Ignore => {
+                    d.ignored += 1;
+                    false
+                }
+                Outcome::Dropped => {
+                    d.dropped += 1;
+                    d.window.add_drop();
+                    true
+                }
+                Outcome::Success if rtt_ns < self.config.min_rtt_ns => {
+                    d.succeeded += 1;
+                    d.short_rtts += 1;
+                    false
+                }
+                Outcome::Success => {
+                    d.succeeded += 1;
+                    d.window.add_rtt(rtt_ns);
+                    true
                 }
             }
-        }
-        if s.window.samples() >= self.config.window_min_samples.max(s.limit as usize) {
-            s.close_window(&self.config);
-        }
+        };
+        let due = sample && self.pending.fetch_add(1, SeqCst) + 1 >= self.window_size() as i64;
         // The clock is read only when a waiter can be handed the slot: most releases find no
         // waiter, and a clock read is a large share of an uncontended acquire + release.
-        if !s.waiters.is_empty() {
-            s.dispatch(self.config.order, self.now_ns());
+        if due || self.waiting.load(SeqCst) > 0 {
+            let mut s = locked.unwrap_or_else(|| self.state());
+            if due {
+                s.close_if_full(self);
+            }
+            if !s.waiters.is_empty() {
+                s.dispatch(self, self.now_ns());
+            }
         }
+    }
+
+    /// The samples that close a window: `max(window_min_samples, limit)`.
+    fn window_size(&self) -> usize {
+        self.config.window_min_samples.max(unpack(self.word.load(SeqCst)).0 as usize)
+    }
+
+    fn set_limit(&self, limit: u32) {
+        let _ = self.word.fetch_update(SeqCst, SeqCst, |w| Some(pack(limit, unpack(w).1)));
     }
 }
 
 impl State {
-    fn admit(&mut self, p: Option<usize>) -> bool {
-        let window = self.m.windows;
+    /// Takes a slot under the lock (partitions, waiters): the shares are read with the count,
+    /// and the compare-and-swap still guards against a release or a lock-free grant in between.
+    fn admit(&mut self, inner: &Inner, p: Option<usize>) -> bool {
+        let window = self.windows;
         self.partitions.seen(p, window);
-        if !self.partitions.admits(p, self.limit, self.inflight, window) {
-            return false;
+        loop {
+            let word = inner.word.load(SeqCst);
+            let (limit, inflight) = unpack(word);
+            if !self.partitions.admits(p, limit, inflight, window) {
+                return false;
+            }
+            if inner.word.compare_exchange(word, word + 1, SeqCst, SeqCst).is_ok() {
+                self.partitions.add(p, 1);
+                inner.took(inflight + 1);
+                return true;
+            }
         }
-        self.take(p);
-        true
-    }
-
-    fn take(&mut self, p: Option<usize>) {
-        self.inflight += 1;
-        self.partitions.add(p, 1);
-        self.window.peak = self.window.peak.max(self.inflight);
-        self.m.acquired += 1;
-    }
-
-    fn reject(&mut self) -> Rejection {
-        self.m.rejected += 1;
-        let hint = self.latency_ns.or(self.baseline.get()).map_or(1000, |ns| (ns / 1e6).ceil() as u64);
-        Rejection { limit: self.limit, inflight: self.inflight, retry_after_ms: hint.max(1) }
     }
 
     /// Hands free slots to waiters, in order, skipping those whose partition may not take one.
-    fn dispatch(&mut self, order: QueueOrder, now_ns: u64) {
-        while self.inflight < self.limit && !self.waiters.is_empty() {
-            let window = self.m.windows;
+    fn dispatch(&mut self, inner: &Inner, now_ns: u64) {
+        while !self.waiters.is_empty() {
+            let word = inner.word.load(SeqCst);
+            let (limit, inflight) = unpack(word);
+            if inflight >= limit {
+                break;
+            }
+            let window = self.windows;
             let n = self.waiters.len();
             let pick = (0..n)
-                .map(|i| if order == QueueOrder::Fifo { i } else { n - 1 - i })
-                .find(|&i| self.partitions.admits(self.waiters[i].partition, self.limit, self.inflight, window));
-            let Some(i) = pick else { return };
+                .map(|i| if inner.config.order == QueueOrder::Fifo { i } else { n - 1 - i })
+                .find(|&i| self.partitions.admits(self.waiters[i].partition, limit, inflight, window));
+            let Some(i) = pick else { break };
+            if inner.word.compare_exchange(word, word + 1, SeqCst, SeqCst).is_err() {
+                continue;
+            }
             let w = self.waiters.remove(i).expect("index in range");
-            self.take(w.partition);
+            self.partitions.add(w.partition, 1);
+            inner.took(inflight + 1);
             w.slot.grant(now_ns);
         }
+        inner.waiting.store(self.waiters.len() as u64, SeqCst);
+    }
+
+    /// Drains the shards into the window and closes it if it holds a window's samples (another
+    /// release may have closed it first).
+    fn close_if_full(&mut self, inner: &Inner) {
+        for shard in inner.shards.iter() {
+            self.window.absorb(&mut shard.lock().window);
+        }
+        let n = self.window.samples();
+        if n < inner.window_size() {
+            return;
+        }
+        inner.pending.fetch_sub(n as i64, SeqCst);
+        self.close_window(inner);
     }
 
     /// The window is full: summarize it, let the algorithm move the limit, and apply the rules
     /// common to every algorithm (slow start, the in-flight peak cap, the bounds).
-    fn close_window(&mut self, c: &Resolved) {
-        let summary = self.window.close(c.percentile, self.inflight);
-        self.m.windows += 1;
+    fn close_window(&mut self, inner: &Inner) {
+        let c = &inner.config;
+        let inflight = unpack(inner.word.load(SeqCst)).1;
+        self.window.peak = inner.peak.swap(inflight, SeqCst);
+        let summary = self.window.close(c.percentile, inflight);
+        self.windows += 1;
         self.latency_ns = summary.latency;
         if let Some(l) = summary.success_latency {
             self.baseline.observe(l, self.estimate <= c.min_limit);
         }
+        let hint = self.latency_ns.or(self.baseline.get()).map_or(1000, |ns| (ns / 1e6).ceil() as u64);
+        inner.retry_after_ms.store(hint.max(1), SeqCst);
         if c.algorithm.is_fixed() {
             return;
         }
@@ -330,53 +463,77 @@ impl State {
             next = next.min(cap.max(self.estimate));
         }
         self.estimate = next.clamp(c.min_limit, c.max_limit);
-        self.limit = self.estimate as u32;
+        inner.set_limit(self.estimate as u32);
     }
 }
 
 impl std::fmt::Debug for AdaptiveLimiter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let s = self.inner.state();
-        f.debug_struct("AdaptiveLimiter").field("limit", &s.limit).field("inflight", &s.inflight).finish()
+        f.debug_struct("AdaptiveLimiter").field("limit", &self.limit()).field("inflight", &self.inflight()).finish()
     }
 }
 
 /// The loom model (`scripts/loom.sh`): every interleaving of two threads acquiring and releasing
-/// while their releases close one-sample windows that move the limit; no admission ever leaves
-/// more in flight than the limit, and every slot comes back.
+/// while their releases close one-sample windows that move the limit (each thread pushing into
+/// a shard of its own, either one draining both); no admission ever leaves more in flight than
+/// the limit, every slot comes back, and every sample is counted once.
 #[cfg(all(test, loom))]
 mod loom_model {
     use super::*;
+    use crate::concurrency::PartitionConfig;
 
-    fn worker(limiter: &AdaptiveLimiter, rtt_ns: i64) {
+    fn worker(limiter: &AdaptiveLimiter, partition: Option<&str>, rtt_ns: i64) {
         for _ in 0..2 {
-            if let Ok(Admission::Granted(mut p)) = limiter.try_acquire(None) {
-                let s = limiter.inner.state();
-                assert!(s.inflight <= s.limit, "{} in flight, limit {}", s.inflight, s.limit);
-                drop(s);
+            if let Ok(Admission::Granted(mut p)) = limiter.try_acquire(partition) {
+                let (limit, inflight) = unpack(limiter.inner.word.load(SeqCst));
+                assert!(inflight <= limit, "{inflight} in flight, limit {limit}");
                 p.release_with_rtt_ns(Outcome::Success, rtt_ns).expect("valid");
             }
         }
     }
 
-    #[test]
-    fn inflight_never_exceeds_the_limit() {
-        loom::model(|| {
+    fn model(partitions: Vec<PartitionConfig>, mine: Option<&'static str>, theirs: Option<&'static str>) {
+        loom::model(move || {
             let config = AdaptiveConfig {
                 initial_limit: Some(1),
                 max_limit: Some(3),
                 window_min_samples: Some(1),
                 min_rtt_us: Some(0),
+                partitions: partitions.clone(),
                 ..AdaptiveConfig::default()
             };
             let limiter = AdaptiveLimiter::new(config).expect("valid");
             let other = {
                 let l = limiter.clone();
-                loom::thread::spawn(move || worker(&l, 1_000_000))
+                loom::thread::spawn(move || worker(&l, theirs, 1_000_000))
             };
-            worker(&limiter, 9_000_000);
+            worker(&limiter, mine, 9_000_000);
             other.join().unwrap();
             assert_eq!(limiter.inflight(), 0);
+            let m = limiter.metrics();
+            assert_eq!(m.acquired, m.succeeded, "every grant released once");
+            // Every sample is in the open window or was consumed by a close, counted once.
+            let mut s = limiter.inner.state();
+            s.close_if_full(&limiter.inner);
+            let left = limiter.inner.pending.load(SeqCst);
+            assert_eq!(left, s.window.samples() as i64, "samples counted once");
+            assert!(left < limiter.inner.window_size() as i64, "a full window was left open");
         });
+    }
+
+    #[test]
+    fn inflight_never_exceeds_the_limit() {
+        model(Vec::new(), None, None);
+    }
+
+    /// Partitions: admissions under the lock, a partition's release under it, and a release
+    /// without a partition beside them without it.
+    #[test]
+    fn inflight_never_exceeds_the_limit_with_partitions() {
+        let shares = vec![
+            PartitionConfig { name: "live".into(), percent: 50.0 },
+            PartitionConfig { name: "batch".into(), percent: 50.0 },
+        ];
+        model(shares, Some("live"), None);
     }
 }

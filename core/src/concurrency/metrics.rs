@@ -1,6 +1,7 @@
 //! [`AdaptiveMetrics`]: a consistent snapshot of the limiter's counters.
 
-/// Counters since the limiter was built, and its current state, read under one lock.
+/// Counters since the limiter was built, and its current state (exact while no other thread
+/// acquires or releases; the limit and the in-flight count are always read together).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct AdaptiveMetrics {
     /// The current limit.

@@ -21,22 +21,28 @@ mod metrics;
 mod outcome;
 mod partition;
 mod permit;
+mod shard;
 pub mod vectors;
 mod vegas;
 mod waiter;
 mod window;
 
 pub use clock::{MonotonicClock, Ticks, VirtualClock};
-pub use config::{AdaptiveConfig, AlgorithmKind, PartitionConfig, QueueOrder};
+pub use config::{AdaptiveConfig, AlgorithmKind, PartitionConfig, QueueOrder, snake_case_fields};
 pub use limiter::{AdaptiveLimiter, Admission};
 pub use metrics::AdaptiveMetrics;
 pub use outcome::{Outcome, Rejection};
 pub use permit::{Permit, PermitGuard};
 
-/// The limiter's lock: loom's under `--cfg loom`, so the model explores its interleavings.
+/// The limiter's lock and atomics: loom's under `--cfg loom`, so the model explores their
+/// interleavings.
 mod sync {
     #[cfg(loom)]
+    pub(crate) use loom::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering};
+    #[cfg(loom)]
     pub(crate) use loom::sync::{Mutex, MutexGuard};
+    #[cfg(not(loom))]
+    pub(crate) use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering};
     #[cfg(not(loom))]
     pub(crate) use std::sync::{Mutex, MutexGuard};
 }

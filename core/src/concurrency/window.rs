@@ -45,6 +45,12 @@ impl Window {
         self.drops += 1;
     }
 
+    /// Moves `other`'s samples into this window (a shard's, when the window closes).
+    pub(crate) fn absorb(&mut self, other: &mut Window) {
+        self.rtts.append(&mut other.rtts);
+        self.drops += std::mem::take(&mut other.drops);
+    }
+
     /// Closes the window (its samples are cleared, its peak restarts at `inflight`).
     pub(crate) fn close(&mut self, percentile: f64, inflight: u32) -> Summary {
         let n = self.samples();

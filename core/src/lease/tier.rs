@@ -327,7 +327,7 @@ pub(crate) fn check_sync(l: &Limiter, tier: &Tier, key: &str, cost: u64, now: i6
     match tier.local(&full, cost, now) {
         Local::Answer(d) => Ok(d),
         Local::AnswerThenTopUp(d, want) => {
-            let reply = l.store().apply_sync(&full, now, lease_transform(l, tier, 1, want));
+            let reply = l.store().apply_sync(&full, l.at(now), lease_transform(l, tier, 1, want));
             // A top-up asks for credits only: its `cost` 1 is a credit too.
             tier.absorb(&full, 0, now, received(l, now), reply.and_then(Reply::grant).ok());
             Ok(d)
@@ -338,7 +338,7 @@ pub(crate) fn check_sync(l: &Limiter, tier: &Tier, key: &str, cost: u64, now: i6
             Ok(d)
         }
         Local::Lease(want) => {
-            let reply = l.store().apply_sync(&full, now, lease_transform(l, tier, cost, want));
+            let reply = l.store().apply_sync(&full, l.at(now), lease_transform(l, tier, cost, want));
             finish(l, tier, &full, cost, now, received(l, now), reply, now)
         }
     }
@@ -405,7 +405,7 @@ pub(crate) fn release_sync(l: &Limiter, tier: &Tier, idle_ms: Option<i64>) -> Re
     let mut back = 0;
     for h in held {
         let t = Transform::GiveBack { strategy: l.strategy(), units: h.units, reset_at: h.reset_at };
-        back += l.store().apply_sync(&h.key, now, t).and_then(Reply::grant)?.granted;
+        back += l.store().apply_sync(&h.key, l.at(now), t).and_then(Reply::grant)?.granted;
     }
     tier.counters.credits_returned.fetch_add(back, Ordering::Relaxed);
     Ok(back)

@@ -43,7 +43,7 @@ impl MultiLimiter {
             let strategy = &self.dimensions[i].strategy;
             for h in held {
                 let t = crate::store::Transform::GiveBack { strategy, units: h.units, reset_at: h.reset_at };
-                back += self.store.apply_sync(&h.key, self.clock.now_ms(), t).and_then(|r| r.grant())?.granted;
+                back += self.store.apply_sync(&h.key, Now::At(self.clock.now_ms()), t).and_then(|r| r.grant())?.granted;
             }
         }
         tier.count_returned(back);
@@ -99,14 +99,14 @@ impl MultiLimiter {
             MultiLocal::Answer(allowed, decisions) => Ok(self.finish_reply(MultiReply { decisions, allowed })),
             MultiLocal::Strict => {
                 let timer = self.timer();
-                let reply = self.store.apply_multi_sync(self.rule, calls, now);
+                let reply = self.store.apply_multi_sync(self.rule, calls, self.at(now));
                 timer.stop();
                 self.finish_strict(tier, full, cost, now, now, reply)
             }
             MultiLocal::Lease { lacking, reserved } => {
                 let (sub, leases) = self.lease_calls(tier, calls, &lacking);
                 let timer = self.timer();
-                let reply = self.store.apply_multi_lease_sync(self.rule, &sub, &leases, now);
+                let reply = self.store.apply_multi_lease_sync(self.rule, &sub, &leases, self.at(now));
                 timer.stop();
                 let recv_at = self.clock.now_ms().max(now);
                 let lease = Leased { full, cost, costs: &costs, lacking: &lacking, reserved: &reserved };

@@ -7,7 +7,7 @@ use crate::algorithms::quota::Quota;
 use crate::decision::{Decision, Reservation};
 use crate::error::{Error, Result};
 use crate::lease::Grant;
-use crate::store::{DimensionCall, MultiReply, Now, Reply, Rule, Transform};
+use crate::store::{DimensionCall, DimensionLease, MultiGrant, MultiReply, Now, Reply, Rule, Transform};
 use crate::strategy::Strategy;
 
 /// What `throttlekit_v1_step` computes (its `op`).
@@ -58,6 +58,10 @@ pub struct MultiCall {
     pub rule: i16,
     /// As [`StepCall::now`].
     pub now: Option<i64>,
+    /// A multi lease's units asked per dimension (`None`: a check).
+    pub wants: Option<Vec<i64>>,
+    /// A multi lease's credit lifetimes per dimension (ms, 0: until the reset).
+    pub lifetimes: Option<Vec<i64>>,
 }
 
 fn epoch(now: Now) -> Option<i64> {
@@ -171,8 +175,17 @@ pub fn read(call: &StepCall, r: &[i64]) -> Result<Reply> {
     }
 }
 
-/// The statement parameters of a multi-dimensional check.
-pub fn prepare_multi(rule: Rule, dims: &[DimensionCall<'_>], now: Now) -> Result<MultiCall> {
+/// The statement parameters of a multi-dimensional check, or with `leases` (one per dimension)
+/// a multi-dimensional lease.
+pub fn prepare_multi(
+    rule: Rule,
+    dims: &[DimensionCall<'_>],
+    leases: Option<&[DimensionLease]>,
+    now: Now,
+) -> Result<MultiCall> {
+    if leases.is_some_and(|l| l.len() != dims.len()) {
+        return Err(Error::config("leases", "must give one lease per dimension"));
+    }
     let now = epoch(now);
     let mut call = MultiCall {
         keys: Vec::with_capacity(dims.len()),
@@ -184,6 +197,8 @@ pub fn prepare_multi(rule: Rule, dims: &[DimensionCall<'_>], now: Now) -> Result
             Rule::Any => 1,
         },
         now,
+        wants: leases.map(|l| l.iter().map(|l| cost_of(l.want)).collect()),
+        lifetimes: leases.map(|l| l.iter().map(|l| l.lifetime_ms).collect()),
     };
     for d in dims {
         let (algo, params) = shape(d.strategy, now)?;
@@ -198,9 +213,39 @@ pub fn prepare_multi(rule: Rule, dims: &[DimensionCall<'_>], now: Now) -> Result
 /// The multi reply from the statement's returned array: the admission, then five fields a
 /// dimension.
 pub fn read_multi(call: &MultiCall, r: &[i64]) -> Result<MultiReply> {
-    if r.len() != 1 + 5 * call.keys.len() {
+    let n = call.keys.len();
+    if r.len() != 1 + 5 * n + if call.wants.is_some() { 5 * n } else { 0 } {
         return Err(Error::store(format!("a multi reply of {} fields from Postgres", r.len())));
     }
-    let decisions = r[1..].chunks(5).map(decision).collect::<Result<Vec<_>>>()?;
+    let decisions = r[1..1 + 5 * n].chunks(5).map(decision).collect::<Result<Vec<_>>>()?;
     Ok(MultiReply { decisions, allowed: r[0] == 1 })
+}
+
+/// The multi lease reply: [`read_multi`]'s, then what each dimension committed (a dimension
+/// that did not commit grants nothing and carries its planned decision's limit and retry, as
+/// `store::multi_apply` says).
+pub fn read_multi_lease(call: &MultiCall, r: &[i64]) -> Result<MultiGrant> {
+    let reply = read_multi(call, r)?;
+    let n = call.keys.len();
+    let grants = r[1 + 5 * n..]
+        .chunks(5)
+        .zip(&reply.decisions)
+        .map(|(g, d)| match g[0] {
+            0 => Grant {
+                granted: 0,
+                limit: d.limit,
+                reset_at: d.reset_at,
+                retry_after_ms: d.retry_after_ms,
+                expires_in_ms: 0,
+            },
+            _ => Grant {
+                granted: u64::try_from(g[0]).unwrap_or(0),
+                limit: g[1],
+                reset_at: g[2],
+                retry_after_ms: g[3],
+                expires_in_ms: g[4],
+            },
+        })
+        .collect();
+    Ok(MultiGrant { reply, grants })
 }

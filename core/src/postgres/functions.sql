@@ -377,13 +377,20 @@ BEGIN
 END
 $$;
 
--- A multi-dimensional check (src/store/memory/multi_apply.rs): locks every dimension's row in
--- ascending key order (two multi checks cannot deadlock), evaluates every dimension at one
--- `now`, then commits what the rule admits (rule 0 all, 1 any) and writes back the expiry of
--- the rest; one statement, so all of it commits or none does. Dimension i's parameters are
--- p[off[i] .. off[i] + 3]. Returns {admitted, then 5 reply fields per dimension}.
+-- A multi-dimensional check or lease (src/store/multi_apply.rs): locks every dimension's row in
+-- ascending key order (two multi calls cannot deadlock), plans every dimension at one `now`,
+-- then commits what the rule admits (rule 0 all, 1 any) and writes back the expiry of the rest;
+-- one statement, so all of it commits or none does. Dimension i's parameters are
+-- p[4i - 3 .. 4i]. Without `wants`, a check: a dimension plans a forecast of its cost and commits
+-- a check. With `wants` (the units asked, at least the cost) and `lifetimes` (ms, 0: until the
+-- reset), a lease: a dimension plans as `lease::grant::plan` (its want, else the units it still
+-- admits when more than its cost, else its cost) and commits a lease of those units (op 4).
+-- Returns {admitted, then 5 reply fields per dimension}, then for a lease the 5 grant fields per
+-- dimension of what it committed (zeros for a dimension that did not).
+DROP FUNCTION IF EXISTS throttlekit_v1_multi(regclass, text[], smallint[], float8[], bigint[], smallint, bigint);
 CREATE OR REPLACE FUNCTION throttlekit_v1_multi(
-  tbl regclass, keys text[], algos smallint[], p float8[], costs bigint[], rule smallint, now_ms bigint)
+  tbl regclass, keys text[], algos smallint[], p float8[], costs bigint[], rule smallint, now_ms bigint,
+  wants bigint[] DEFAULT NULL, lifetimes bigint[] DEFAULT NULL)
 RETURNS bigint[]
 LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
@@ -394,11 +401,15 @@ DECLARE
   st record;
   pi float8[];
   sel text := 'SELECT kind, f, a, n, xs, deadline FROM %s WHERE key = $1';
-  planned bigint[] := ARRAY[]::bigint[];
   go boolean[];
+  units bigint[];
+  want bigint;
+  avail bigint;
   admitted boolean;
   res bigint[];
+  grants bigint[] := ARRAY[]::bigint[];
   out_ record;
+  alt record;
 BEGIN
   ord := ARRAY(SELECT o FROM unnest(keys) WITH ORDINALITY u(key, o) ORDER BY key COLLATE "C");
   FOREACH i IN ARRAY ord LOOP
@@ -410,11 +421,28 @@ BEGIN
   now_i := coalesce(now_ms, throttlekit_v1_now());
   res := ARRAY[0::bigint];
   go := array_fill(false, ARRAY[k]);
+  units := array_fill(0::bigint, ARRAY[k]);
   FOR i IN 1..k LOOP
     EXECUTE format(sel, tbl) INTO st USING keys[i];
     pi := p[4 * i - 3 : 4 * i];
+    want := CASE WHEN wants IS NULL THEN costs[i] ELSE greatest(wants[i], costs[i]) END;
     SELECT * INTO out_ FROM throttlekit_v1_step(st.kind, st.f, st.a, st.n, st.xs, st.deadline,
-                                                now_i, 1::smallint, algos[i], pi, costs[i]);
+                                                now_i, 1::smallint, algos[i], pi, want);
+    IF out_.o_r[1] = 1 THEN
+      units[i] := want;
+    ELSIF want > costs[i] THEN
+      avail := greatest(out_.o_r[3], 0);
+      IF avail > costs[i] AND avail < want THEN
+        SELECT * INTO alt FROM throttlekit_v1_step(st.kind, st.f, st.a, st.n, st.xs, st.deadline,
+                                                  now_i, 1::smallint, algos[i], pi, avail);
+        IF alt.o_r[1] = 1 THEN units[i] := avail; out_ := alt; END IF;
+      END IF;
+      IF units[i] = 0 THEN
+        SELECT * INTO out_ FROM throttlekit_v1_step(st.kind, st.f, st.a, st.n, st.xs, st.deadline,
+                                                    now_i, 1::smallint, algos[i], pi, costs[i]);
+        IF out_.o_r[1] = 1 THEN units[i] := costs[i]; END IF;
+      END IF;
+    END IF;
     res := res || out_.o_r;
     go[i] := out_.o_r[1] = 1;
   END LOOP;
@@ -427,12 +455,23 @@ BEGIN
   res[1] := admitted::int;
   FOR i IN 1..k LOOP
     EXECUTE format(sel, tbl) INTO st USING keys[i];
-    SELECT * INTO out_ FROM throttlekit_v1_step(st.kind, st.f, st.a, st.n, st.xs, st.deadline, now_i,
-                                                CASE WHEN go[i] THEN 0 ELSE 1 END::smallint,
-                                                algos[i], p[4 * i - 3 : 4 * i], costs[i]);
+    pi := p[4 * i - 3 : 4 * i];
+    IF wants IS NOT NULL AND go[i] THEN
+      SELECT * INTO out_ FROM throttlekit_v1_step(st.kind, st.f, st.a, st.n, st.xs, st.deadline, now_i,
+                                                  4::smallint, algos[i],
+                                                  pi || ARRAY[units[i]::float8, lifetimes[i]::float8], units[i]);
+      grants := grants || out_.o_r;
+    ELSE
+      SELECT * INTO out_ FROM throttlekit_v1_step(st.kind, st.f, st.a, st.n, st.xs, st.deadline, now_i,
+                                                  CASE WHEN go[i] THEN 0 ELSE 1 END::smallint,
+                                                  algos[i], pi, costs[i]);
+      IF wants IS NOT NULL THEN
+        grants := grants || ARRAY[0::bigint, 0, 0, 0, 0];
+      END IF;
+    END IF;
     EXECUTE format('UPDATE %s SET kind = $2, f = $3, a = $4, n = $5, xs = $6, deadline = $7 WHERE key = $1', tbl)
       USING keys[i], out_.o_kind, out_.o_f, out_.o_a, out_.o_n, out_.o_xs, out_.o_deadline;
   END LOOP;
-  RETURN res;
+  RETURN res || grants;
 END
 $$;

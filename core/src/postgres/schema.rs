@@ -77,11 +77,18 @@ impl Table {
 /// The statements of one table.
 #[derive(Clone, Debug)]
 pub struct Statements {
-    /// One key's transition. `$1` key, `$2` now (NULL: the server's clock), `$3` op, `$4` algo,
-    /// `$5` params, `$6` cost; returns `r`.
+    /// One key's transition on a row that exists: `$1` key, `$2` now (NULL: the server's
+    /// clock), `$3` op, `$4` algo, `$5` params, `$6` cost; returns `r`. The transition runs once,
+    /// in `DO UPDATE` on the locked row. When the key has no row, the statement inserts an empty
+    /// one (kind 0: no state, `r` NULL) and decides nothing; the store then sends [`Self::step_new`].
     pub step: String,
-    /// A multi-dimensional check. `$1` keys, `$2` algos, `$3` params, `$4` costs, `$5` rule,
-    /// `$6` now; returns the admission and five fields a dimension.
+    /// One key's transition whether or not its row exists (the same parameters): the `INSERT`'s
+    /// `SELECT` runs the transition on no state for a new key, and `DO UPDATE` runs it on the
+    /// locked row otherwise, so it costs two evaluations where the row exists.
+    pub step_new: String,
+    /// A multi-dimensional check or lease. `$1` keys, `$2` algos, `$3` params, `$4` costs,
+    /// `$5` rule, `$6` now, `$7` a lease's wants and `$8` its lifetimes (NULL: a check); returns
+    /// the admission and five fields a dimension, then a lease's five grant fields a dimension.
     pub multi: String,
     /// Deletes one key.
     pub reset: String,
@@ -97,17 +104,21 @@ impl Statements {
     pub fn new(table: &Table) -> Statements {
         let t = table.name();
         let args = "$2::bigint, $3::smallint, $4::smallint, $5::float8[], $6::bigint";
+        let update = format!(
+            "ON CONFLICT (key) DO UPDATE SET (kind, f, a, n, xs, deadline, r) = \
+             (SELECT * FROM throttlekit_v1_step(s.kind, s.f, s.a, s.n, s.xs, s.deadline, {args})) \
+             RETURNING r"
+        );
         Statements {
-            step: format!(
+            step: format!("INSERT INTO {t} AS s (key) VALUES ($1::text) {update}"),
+            step_new: format!(
                 "INSERT INTO {t} AS s (key, kind, f, a, n, xs, deadline, r) \
                  SELECT $1::text, x.* FROM throttlekit_v1_step(0::smallint, NULL, NULL, NULL, NULL, NULL, {args}) x \
-                 ON CONFLICT (key) DO UPDATE SET (kind, f, a, n, xs, deadline, r) = \
-                 (SELECT * FROM throttlekit_v1_step(s.kind, s.f, s.a, s.n, s.xs, s.deadline, {args})) \
-                 RETURNING r"
+                 {update}"
             ),
             multi: format!(
                 "SELECT throttlekit_v1_multi('{t}'::regclass, $1::text[], $2::smallint[], $3::float8[], \
-                 $4::bigint[], $5::smallint, $6::bigint)"
+                 $4::bigint[], $5::smallint, $6::bigint, $7::bigint[], $8::bigint[])"
             ),
             reset: format!("DELETE FROM {t} WHERE key = $1"),
             delete_prefix: format!("DELETE FROM {t} WHERE starts_with(key, $1)"),

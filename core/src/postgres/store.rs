@@ -23,7 +23,9 @@ use super::call::{self, StepCall};
 use super::options::PostgresOptions;
 use super::schema::{self, Statements, Table};
 use crate::error::{Error, ErrorCode, Result};
-use crate::store::{BoxFuture, DimensionCall, MultiReply, Now, Reply, Rule, Store, Transform};
+use crate::store::{
+    BoxFuture, DimensionCall, DimensionLease, MultiGrant, MultiReply, Now, Reply, Rule, Store, Transform,
+};
 
 /// The advisory lock key of `migrate` (one schema change at a time) and, plus one, of the sweeper
 /// (one sweeping process at a time). Arbitrary; "tk" in ASCII, shifted.
@@ -34,6 +36,7 @@ const SWEEP_LOCK: i64 = 0x746b_0000_0002;
 struct Conn {
     client: Client,
     step: Statement,
+    step_new: Statement,
     multi: Statement,
     reset: Statement,
 }
@@ -205,10 +208,11 @@ impl Inner {
             let sql = sql.to_string();
             async move { client.prepare(&sql).await.map_err(|e| pg_error("preparing the statements", &e)) }
         };
-        let step = prepare(&self.statements.step).await?;
-        let multi = prepare(&self.statements.multi).await?;
-        let reset = prepare(&self.statements.reset).await?;
-        Ok(Conn { client, step, multi, reset })
+        // Pipelined: one round trip for all of them.
+        let s = &self.statements;
+        let (step, step_new, multi, reset) =
+            tokio::try_join!(prepare(&s.step), prepare(&s.step_new), prepare(&s.multi), prepare(&s.reset))?;
+        Ok(Conn { client, step, step_new, multi, reset })
     }
 
     /// A live connection of the pool, round robin; a closed one is replaced before use (a
@@ -250,26 +254,37 @@ impl Inner {
         Ok(())
     }
 
+    /// One key's transition: [`Statements::step`], which decides on an existing row with one
+    /// evaluation of the transition; on a key with no row it only inserted an empty one (no
+    /// state, no reply: nothing was decided or charged), and [`Statements::step_new`] decides.
+    /// That is not a resend: the first statement committed nothing a decision reads.
     async fn step(&self, key: &str, c: &StepCall) -> Result<Reply> {
         let conn = self.conn().await?;
-        let row = conn
-            .client
-            .query_one(&conn.step, &[&key, &c.now, &(c.op as i16), &c.algo, &&c.params[..], &c.cost])
-            .await
-            .map_err(|e| pg_error("the statement failed (not resent: it may have committed)", &e))?;
-        let r: Vec<i64> = row.try_get(0).map_err(|e| pg_error("reading the reply", &e))?;
+        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 6] =
+            [&key, &c.now, &(c.op as i16), &c.algo, &&c.params[..], &c.cost];
+        let failed =
+            |e: tokio_postgres::Error| pg_error("the statement failed (not resent: it may have committed)", &e);
+        let row = conn.client.query_one(&conn.step, &params).await.map_err(failed)?;
+        let r: Option<Vec<i64>> = row.try_get(0).map_err(|e| pg_error("reading the reply", &e))?;
+        let r = match r {
+            Some(r) => r,
+            None => {
+                let row = conn.client.query_one(&conn.step_new, &params).await.map_err(failed)?;
+                row.try_get(0).map_err(|e| pg_error("reading the reply", &e))?
+            }
+        };
         call::read(c, &r)
     }
 
-    async fn multi(&self, c: &call::MultiCall) -> Result<MultiReply> {
+    /// The multi statement's returned array (a check's or a lease's, as `c` says).
+    async fn multi(&self, c: &call::MultiCall) -> Result<Vec<i64>> {
         let conn = self.conn().await?;
         let row = conn
             .client
-            .query_one(&conn.multi, &[&c.keys, &c.algos, &c.params, &c.costs, &c.rule, &c.now])
+            .query_one(&conn.multi, &[&c.keys, &c.algos, &c.params, &c.costs, &c.rule, &c.now, &c.wants, &c.lifetimes])
             .await
             .map_err(|e| pg_error("the statement failed (not resent: it may have committed)", &e))?;
-        let r: Vec<i64> = row.try_get(0).map_err(|e| pg_error("reading the reply", &e))?;
-        call::read_multi(c, &r)
+        row.try_get(0).map_err(|e| pg_error("reading the reply", &e))
     }
 
     async fn reset(&self, key: &str) -> Result<()> {
@@ -465,9 +480,23 @@ impl Store for PostgresStore {
         now: Now,
     ) -> BoxFuture<'a, Result<MultiReply>> {
         Box::pin(async move {
-            let c = call::prepare_multi(rule, dims, now)?;
+            let c = call::prepare_multi(rule, dims, None, now)?;
             let inner = self.inner.clone();
-            self.run(async move { inner.multi(&c).await }).await
+            self.run(async move { call::read_multi(&c, &inner.multi(&c).await?) }).await
+        })
+    }
+
+    fn apply_multi_lease<'a>(
+        &'a self,
+        rule: Rule,
+        dims: &'a [DimensionCall<'a>],
+        leases: &'a [DimensionLease],
+        now: Now,
+    ) -> BoxFuture<'a, Result<MultiGrant>> {
+        Box::pin(async move {
+            let c = call::prepare_multi(rule, dims, Some(leases), now)?;
+            let inner = self.inner.clone();
+            self.run(async move { call::read_multi_lease(&c, &inner.multi(&c).await?) }).await
         })
     }
 
@@ -478,16 +507,31 @@ impl Store for PostgresStore {
         })
     }
 
-    fn apply_sync(&self, key: &str, now: i64, transform: Transform<'_>) -> Result<Reply> {
-        let c = call::prepare(&transform, Now::At(now))?;
+    fn apply_sync(&self, key: &str, now: Now, transform: Transform<'_>) -> Result<Reply> {
+        let c = call::prepare(&transform, now)?;
         let (inner, key) = (self.inner.clone(), key.to_string());
         self.run_blocking(self.inner.options.timeout, async move { inner.step(&key, &c).await })
     }
 
-    fn apply_multi_sync(&self, rule: Rule, dims: &[DimensionCall<'_>], now: i64) -> Result<MultiReply> {
-        let c = call::prepare_multi(rule, dims, Now::At(now))?;
+    fn apply_multi_sync(&self, rule: Rule, dims: &[DimensionCall<'_>], now: Now) -> Result<MultiReply> {
+        let c = call::prepare_multi(rule, dims, None, now)?;
         let inner = self.inner.clone();
-        self.run_blocking(self.inner.options.timeout, async move { inner.multi(&c).await })
+        self.run_blocking(self.inner.options.timeout, async move { call::read_multi(&c, &inner.multi(&c).await?) })
+    }
+
+    fn apply_multi_lease_sync(
+        &self,
+        rule: Rule,
+        dims: &[DimensionCall<'_>],
+        leases: &[DimensionLease],
+        now: Now,
+    ) -> Result<MultiGrant> {
+        let c = call::prepare_multi(rule, dims, Some(leases), now)?;
+        let inner = self.inner.clone();
+        self.run_blocking(
+            self.inner.options.timeout,
+            async move { call::read_multi_lease(&c, &inner.multi(&c).await?) },
+        )
     }
 
     fn reset_sync(&self, key: &str) -> Result<()> {

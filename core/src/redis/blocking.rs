@@ -1,7 +1,7 @@
 //! The sync path, the engine's blocking driver: a sync call does its own write and read on the
 //! calling thread, over a pooled blocking connection, with no hop through the store's runtime (that hop costs ~40% of a
-//! sequential round trip: `docs/performance.md`). On a plain-TCP or Unix-socket RESP2 URL the connection is the
-//! store's own ([`super::wire`]), which reads a decision reply where it lies; otherwise redis-rs's,
+//! sequential round trip: `docs/performance.md`). On a RESP2 URL (TCP, TLS or a Unix socket) the connection is the
+//! store's own ([`super::wire`]), which reads a decision reply where it lies; on `?protocol=resp3` redis-rs's,
 //! with the thread's signals held for the call ([`super::signals`]). A cluster routes the call
 //! from the caller's thread ([`super::cluster`]) over the same kind of connection to each
 //! master, and reads its reply the same way ([`wire::Wire::call`]: only an error frame is

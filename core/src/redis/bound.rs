@@ -246,7 +246,7 @@ impl RedisStore {
         let inner = self.inner.clone();
         let task = handle.spawn(async move {
             // The bound runtime's timer bounds the connect (the store's may be gone by then).
-            // On plain TCP or a Unix socket with RESP2 the store's own ([`Pipelined`]), else redis-rs's.
+            // On RESP2 (TCP, TLS or a Unix socket) the store's own ([`Pipelined`]), else redis-rs's.
             let conn = connect_async(&inner.blocking, &inner.client, inner.timeout).await;
             let id = inner.direct_ids.fetch_add(1, Ordering::Relaxed) + 1;
             let mut slots = inner.bound.write();

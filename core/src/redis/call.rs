@@ -2,7 +2,7 @@
 //! [`Reply`]. No decision logic lives here: options go to the scripts exactly as the spec holds
 //! them, and the scripts derive everything the way the Rust algorithms do.
 
-use redis::{Arg, Cmd, Value};
+use crate::redis::engine::value::{Args, Value};
 
 use crate::decision::{Decision, Reservation};
 use crate::error::{Error, Result};
@@ -51,7 +51,7 @@ pub struct ScriptCall {
     pub keys: Vec<String>,
     /// `ARGV`, already encoded (integers written straight into one buffer, no string per
     /// argument).
-    pub args: Cmd,
+    pub args: Args,
     /// The reply's shape.
     pub shape: Shape,
 }
@@ -100,7 +100,7 @@ const EXACT_INT: f64 = 9_007_199_254_740_992.0;
 /// Appends a number as the scripts read it: Rust's shortest round-trip form (`{v}`), which
 /// `tonumber` parses exactly. Integral values (nearly every option) take the integer formatter,
 /// which prints the same digits without allocating.
-fn num(args: &mut Cmd, v: f64) {
+fn num(args: &mut Args, v: f64) {
     if v.fract() == 0.0 && v.abs() < EXACT_INT && !(v == 0.0 && v.is_sign_negative()) {
         args.arg(v as i64);
     } else {
@@ -110,7 +110,7 @@ fn num(args: &mut Cmd, v: f64) {
 
 /// Appends `now` for ARGV[1]: "0" asks the script to read `TIME`, so an explicit 0 is sent as
 /// "0.0".
-pub fn now_arg(args: &mut Cmd, now: Now) {
+pub fn now_arg(args: &mut Args, now: Now) {
     match now {
         Now::Server => args.arg("0"),
         Now::At(0) => args.arg("0.0"),
@@ -119,11 +119,10 @@ pub fn now_arg(args: &mut Cmd, now: Now) {
 }
 
 /// Appends each of `args` (an ARGV list) to `cmd`.
-pub fn append_args(cmd: &mut Cmd, args: &Cmd) {
-    for a in args.args_iter() {
-        if let Arg::Simple(bytes) = a {
-            cmd.arg(bytes);
-        }
+#[cfg(all(test, feature = "redis"))]
+pub fn append_args(cmd: &mut redis::Cmd, args: &Args) {
+    for a in args.iter() {
+        cmd.arg(a);
     }
 }
 
@@ -198,7 +197,7 @@ impl Options {
         self.len + usize::from(self.cadence.is_some())
     }
 
-    fn append(&self, args: &mut Cmd) {
+    fn append(&self, args: &mut Args) {
         for (i, &v) in self.nums[..self.len].iter().enumerate() {
             num(args, v);
             if let (0, Some(c)) = (i, self.cadence) {
@@ -219,7 +218,7 @@ pub fn decision_call(strategy: &Strategy, now: Now, counted: Option<u64>) -> Scr
         }
         _ => Shape::Decision,
     };
-    ScriptCall { script: strategy_options(strategy).0, keys: Vec::new(), args: Cmd::new(), shape }
+    ScriptCall { script: strategy_options(strategy).0, keys: Vec::new(), args: Args::new(), shape }
 }
 
 /// The cost of `call` when it was sent in a fixed window's `count` mode (its reply is the
@@ -235,7 +234,7 @@ pub fn counted_cost(call: &ScriptCall) -> Option<u64> {
 /// lease's own arguments.
 fn lease(key: &str, now: Now, strategy: &Strategy, mode: &str, units: u64, arg4: i64, lifetime_ms: i64) -> ScriptCall {
     let (_, kind, options) = strategy_options(strategy);
-    let mut args = Cmd::with_capacity(6 + options.count(), 96);
+    let mut args = Args::with_capacity(6 + options.count(), 96);
     now_arg(&mut args, now);
     args.arg(mode).arg(units).arg(arg4).arg(lifetime_ms).arg(kind);
     options.append(&mut args);
@@ -292,7 +291,7 @@ fn single_call(key: &str, now: Now, transform: &Transform<'_>, multi: bool) -> S
             return lease(key, now, strategy, "return", units, reset_at, 0);
         }
     };
-    let mut args = Cmd::with_capacity(3 + options.count(), 64);
+    let mut args = Args::with_capacity(3 + options.count(), 64);
     now_arg(&mut args, now);
     args.arg(mode).arg(cost);
     options.append(&mut args);
@@ -336,7 +335,7 @@ pub fn multi(rule: Rule, dims: &[DimensionCall<'_>], now: Now) -> ScriptCall {
 
 /// The fused call (multi.lua) for any number of dimensions.
 fn fused(rule: Rule, dims: &[DimensionCall<'_>], now: Now) -> ScriptCall {
-    let mut args = Cmd::with_capacity(3 + dims.len() * 8, 32 + dims.len() * 48);
+    let mut args = Args::with_capacity(3 + dims.len() * 8, 32 + dims.len() * 48);
     now_arg(&mut args, now);
     args.arg(match rule {
         Rule::All => "all",
@@ -525,7 +524,7 @@ pub fn decode(call: &ScriptCall, value: &Value) -> Result<Decoded> {
 
 #[cfg(test)]
 mod tests {
-    use redis::Value;
+    use crate::redis::engine::value::Value;
 
     use super::*;
     use crate::algorithms::fixed_window::FixedWindow;
@@ -561,7 +560,7 @@ mod tests {
                 assert_eq!(one.keys, check.keys);
                 // The same ARGV (a fixed window on the caller's clock in `count` mode on both);
                 // the single-key check reads its reply as a decision.
-                assert_eq!(one.args.get_packed_command(), check.args.get_packed_command());
+                assert_eq!(one.args.packed(), check.args.packed());
                 let single_shape = match shape {
                     Shape::WindowCount(w) => Shape::WindowCount(WindowCount { multi: false, ..w }),
                     _ => Shape::Decision,
@@ -569,7 +568,7 @@ mod tests {
                 assert_eq!(check.shape, single_shape);
                 let mode: &[u8] =
                     if matches!(shape, Shape::WindowCount(_)) { b"$5\r\ncount\r\n" } else { b"$5\r\ncheck\r\n" };
-                assert!(check.args.get_packed_command().windows(mode.len()).any(|w| w == mode));
+                assert!(check.args.packed().windows(mode.len()).any(|w| w == mode));
             }
             let one = multi(rule, &dims(&s[..1], &["k"]), Now::At(1_000));
             assert_eq!(one.script.name, SCRIPTS.fixed_window.name);
@@ -631,9 +630,9 @@ mod tests {
         }
         assert_eq!(decision_call(&s, Now::Server, Some(2)).shape, Shape::Decision);
         let call = multi(Rule::All, &dims(std::slice::from_ref(&s), &["k"]), Now::At(now));
-        let packed = String::from_utf8_lossy(&call.args.get_packed_command()).into_owned();
+        let packed = String::from_utf8_lossy(&call.args.packed()).into_owned();
         assert!(packed.contains("$5\r\ncount\r\n"), "{packed}");
-        assert_eq!(packed, String::from_utf8_lossy(&check.args.get_packed_command()));
+        assert_eq!(packed, String::from_utf8_lossy(&check.args.packed()));
         for count in 0..=7u64 {
             let mut slot = Some(crate::state::State::Counter { start: 12_000, count });
             let want = s.check(&mut slot, now, 2, true);
@@ -686,7 +685,7 @@ mod tests {
         for rule in [Rule::All, Rule::Any] {
             let call = multi(rule, &dims(&s, &["k", "j"]), Now::At(now));
             assert!(matches!(call.shape, Shape::WindowCounts(w) if w.n == 2 && w.rule == rule));
-            assert!(call.args.get_packed_command().ends_with(b"$5\r\ncount\r\n"));
+            assert!(call.args.packed().ends_with(b"$5\r\ncount\r\n"));
             for (c0, c1) in [(0, 0), (3, 0), (4, 0), (0, 2), (4, 2), (9, 9)] {
                 let w = |k: usize, count: u64| {
                     let mut slot = Some(crate::state::State::Counter { start: [12_000, 0][k], count });

@@ -19,23 +19,24 @@ use crate::error::{Error, Result};
 /// a handle onto one multiplexed connection, or one per node).
 #[derive(Clone)]
 pub(crate) enum Conn {
-    /// One node, reconnecting itself in the background.
-    Single(ConnectionManager),
+    /// One node over `?protocol=resp3`: redis-rs's, reconnecting itself in the background.
+    Resp3(ConnectionManager),
+    /// One node (the store's own connection, connecting again after a failure), or the master
+    /// of a Sentinel service, looked up again when it stops answering.
+    Single(Follower),
     /// Every master of a cluster, through the redis crate's cluster client: for the commands
     /// that are not script calls (`reset`'s idempotent `DEL`, loading functions on every master,
     /// deterministic replay, raw commands). Script calls never take it: they take
     /// [`super::cluster::Router`], which never resends a call that may have reached a server.
     Cluster(ClusterConnection),
-    /// The master of a Sentinel service, looked up again when it stops answering.
-    Sentinel(Follower),
 }
 
 impl ConnectionLike for Conn {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         match self {
+            Conn::Resp3(c) => c.req_packed_command(cmd),
             Conn::Single(c) => c.req_packed_command(cmd),
             Conn::Cluster(c) => c.req_packed_command(cmd),
-            Conn::Sentinel(c) => c.req_packed_command(cmd),
         }
     }
 
@@ -46,17 +47,17 @@ impl ConnectionLike for Conn {
         count: usize,
     ) -> RedisFuture<'a, Vec<Value>> {
         match self {
+            Conn::Resp3(c) => c.req_packed_commands(pipeline, offset, count),
             Conn::Single(c) => c.req_packed_commands(pipeline, offset, count),
             Conn::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
-            Conn::Sentinel(c) => c.req_packed_commands(pipeline, offset, count),
         }
     }
 
     fn get_db(&self) -> i64 {
         match self {
+            Conn::Resp3(c) => c.get_db(),
             Conn::Single(c) => c.get_db(),
             Conn::Cluster(c) => c.get_db(),
-            Conn::Sentinel(c) => c.get_db(),
         }
     }
 }
@@ -79,13 +80,17 @@ pub(crate) struct Connected {
 /// Connects within `timeout` as `plan` says.
 pub(crate) async fn connect(plan: &Plan, timeout: Duration) -> Result<Connected> {
     if plan.tls.is_some() {
-        install_crypto_provider();
+        super::tls::install_crypto_provider();
     }
     match plan.mode {
         RedisMode::Standalone => {
             let client = client_for(plan.nodes[0].clone(), plan.tls.as_ref())?;
-            let conn = manager(client.clone(), timeout, &describe(plan)).await?;
-            Ok(Connected { conn: Conn::Single(conn), client, routed: false, router: None })
+            let conn = if client.get_connection_info().redis_settings().protocol().supports_resp3() {
+                Conn::Resp3(manager(client.clone(), timeout, &describe(plan)).await?)
+            } else {
+                Conn::Single(Follower::fixed(&client, plan.tls.as_ref(), timeout, &describe(plan)).await?)
+            };
+            Ok(Connected { conn, client, routed: false, router: None })
         }
         RedisMode::Cluster => {
             let mut builder = redis::cluster::ClusterClientBuilder::new(plan.nodes.clone())
@@ -107,7 +112,7 @@ pub(crate) async fn connect(plan: &Plan, timeout: Duration) -> Result<Connected>
         }
         RedisMode::Sentinel => {
             let (follower, client) = Follower::connect(plan, timeout).await?;
-            Ok(Connected { conn: Conn::Sentinel(follower), client, routed: true, router: None })
+            Ok(Connected { conn: Conn::Single(follower), client, routed: true, router: None })
         }
     }
 }
@@ -134,12 +139,6 @@ pub(crate) async fn manager(client: redis::Client, timeout: Duration, what: &str
         .map_err(|e| Error::store(format!("cannot connect to {what}: {e}")))
 }
 
-/// A self-reconnecting connection to `client`'s node that connects on its first call (within
-/// that call's own timeout): what replaces a connection dropped after a timed-out call.
-pub(crate) fn lazy_manager(client: redis::Client, timeout: Duration) -> Result<ConnectionManager> {
-    ConnectionManager::new_lazy_with_config(client, manager_config(timeout)).map_err(Error::store)
-}
-
 fn manager_config(timeout: Duration) -> ConnectionManagerConfig {
     ConnectionManagerConfig::new()
         .set_connection_timeout(Some(timeout))
@@ -149,17 +148,6 @@ fn manager_config(timeout: Duration) -> ConnectionManagerConfig {
         .set_number_of_retries(1)
         .set_min_delay(Duration::from_millis(10))
         .set_max_delay(Duration::from_millis(100))
-}
-
-/// rustls needs one process-wide crypto provider; the redis crate asks for the default. Ring
-/// is the only one compiled in by core, but another crate in the process could enable a
-/// second, after which rustls refuses to guess: installing ring first (if nobody installed one)
-/// keeps that from ever failing a connect.
-fn install_crypto_provider() {
-    if rustls::crypto::CryptoProvider::get_default().is_none() {
-        // Losing the race to another installer is fine: a provider is then in place.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-    }
 }
 
 /// How the blocking paths connect to one node, so that connecting and the call share one
@@ -178,19 +166,20 @@ fn install_crypto_provider() {
 pub(crate) struct Blocking {
     bare: redis::Client,
     handshake: Vec<Vec<u8>>,
-    /// Plain TCP or a Unix socket, speaking RESP2: where [`super::wire::Wire`] connects.
+    /// Plain TCP, TLS or a Unix socket, speaking RESP2: where [`super::wire::Wire`] connects.
     wire: Option<Target>,
 }
 
 impl Blocking {
-    /// For `client`'s node, with its credentials, database, protocol and TLS settings.
-    pub(crate) fn of(client: &redis::Client) -> Blocking {
+    /// For `client`'s node, with its credentials, database and protocol, and `tls` for a
+    /// `rediss://` URL.
+    pub(crate) fn of(client: &redis::Client, tls: Option<&TlsFiles>) -> Blocking {
         let info = client.get_connection_info();
         let settings = info.redis_settings();
         let resp3 = settings.protocol().supports_resp3();
         let handshake =
             if resp3 { resp3_handshake(settings) } else { super::transport::Endpoint::of(info).handshake() };
-        let wire = if resp3 { None } else { Target::of(info.addr()) };
+        let wire = if resp3 { None } else { Target::of(info.addr(), tls.map(|t| &t.config)) };
         // The bare client speaks RESP2 to the crate (so the crate sends no `HELLO`); after our
         // `HELLO 3` the server answers in RESP3, which the crate's parser reads either way
         // (pushes are skipped by the readers: `wire::SyncConn::drive`).
@@ -238,14 +227,14 @@ impl Blocking {
         self.wire.is_some()
     }
 
-    /// Where the store's own connections go (plain TCP or a Unix socket, RESP2), and their
+    /// Where the store's own connections go (TCP, TLS or a Unix socket, RESP2), and their
     /// login: also a bound runtime's async connection ([`super::pipelined::Pipelined`]).
     pub(crate) fn own(&self) -> Option<(&Target, &[Vec<u8>])> {
         self.wire.as_ref().map(|target| (target, self.handshake.as_slice()))
     }
 
     /// [`Blocking::connect`] for the sync paths (one node, or each master of a cluster): the
-    /// store's own [`super::wire::Wire`] where it applies (plain TCP or a Unix socket, RESP2),
+    /// store's own [`super::wire::Wire`] where it applies (TCP, TLS or a Unix socket, RESP2),
     /// else redis-rs's connection.
     pub(crate) fn connect_sync(&self, deadline: Instant) -> redis::RedisResult<super::wire::SyncConn> {
         match &self.wire {
@@ -278,7 +267,7 @@ mod tests {
     use super::*;
 
     fn own(url: &str) -> Option<Target> {
-        Blocking::of(&redis::Client::open(url).unwrap()).own().map(|(target, _)| target.clone())
+        Blocking::of(&redis::Client::open(url).unwrap(), None).own().map(|(target, _)| target.clone())
     }
 
     #[test]
@@ -287,6 +276,7 @@ mod tests {
         #[cfg(unix)]
         assert_eq!(own("redis+unix:///tmp/r.sock"), Some(Target::Unix("/tmp/r.sock".into())));
         assert_eq!(own("redis://127.0.0.1:6390/?protocol=resp3"), None);
+        // A `rediss://` URL without the store's TLS configuration has no target.
         assert_eq!(own("rediss://127.0.0.1:6390/"), None);
     }
 }

@@ -26,7 +26,7 @@
 //!   into the direct connection's channel (whose driver task lives on the store's runtime) and
 //!   awaits the reply under a timer of the store's runtime. Nothing is spawned per call. Only
 //!   while that connection is down (and in deterministic-replay mode) does a call hop to the
-//!   store's runtime, through the self-reconnecting `ConnectionManager`; the first such call
+//!   store's runtime, through the shared connection ([`connect::Conn`]); the first such call
 //!   that succeeds reconnects the direct connection in the background.
 //! - **No hop at all on a tokio runtime**: a call awaited on a tokio runtime gives that runtime
 //!   a connection of its own (`bound.rs`), whose driver task runs on that runtime; once it is up,
@@ -64,6 +64,7 @@ pub mod scripts;
 mod sentinel;
 mod signals;
 mod socket;
+mod tls;
 pub mod transport;
 mod wire;
 
@@ -74,7 +75,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
-use redis::aio::{ConnectionLike, MultiplexedConnection};
+use redis::aio::ConnectionLike;
 use redis::{Cmd, Value};
 use tokio::runtime::Runtime;
 
@@ -464,7 +465,7 @@ impl Inner {
         let connect::Connected { conn, client: client_for_sync, routed, router } =
             connect::connect(&plan, timeout).await?;
         let invoke = choose_invoke(&conn, options.scripting, timeout).await?;
-        let blocking = connect::Blocking::of(&client_for_sync);
+        let blocking = connect::Blocking::of(&client_for_sync, plan.tls.as_ref());
         let direct = if routed {
             None
         } else {
@@ -584,28 +585,13 @@ async fn choose_invoke(conn: &connect::Conn, scripting: Scripting, timeout: Dura
 
 /// An async connection for the direct path, connected from the store's runtime, or for a bound
 /// runtime, from that runtime (its driver task is spawned on the runtime that connects it, and
-/// that runtime's timer bounds the connect): on plain TCP or a Unix socket with RESP2 the store's own
-/// ([`pipelined::Pipelined`]: a decision reply is read where it lies, never built into a
-/// redis-rs value), else redis-rs's multiplexed one.
+/// that runtime's timer bounds the connect): [`pipelined::AsyncConn::open`].
 async fn connect_async(
     blocking: &connect::Blocking,
     client: &redis::Client,
     timeout: Duration,
 ) -> Option<pipelined::AsyncConn> {
-    match blocking.own() {
-        Some((target, handshake)) => {
-            pipelined::Pipelined::connect(target, handshake, timeout).await.ok().map(pipelined::AsyncConn::Own)
-        }
-        None => connect_direct(client, timeout).await.map(pipelined::AsyncConn::Crate),
-    }
-}
-
-/// redis-rs's multiplexed connection ([`connect_async`] where the store's own does not apply).
-/// No response timeout of its own: the caller bounds each call, and the redis crate's timeout
-/// would need a timer on the caller's executor.
-async fn connect_direct(client: &redis::Client, timeout: Duration) -> Option<MultiplexedConnection> {
-    let config = redis::AsyncConnectionConfig::new().set_connection_timeout(Some(timeout)).set_response_timeout(None);
-    tokio::time::timeout(timeout, client.get_multiplexed_async_connection_with_config(&config)).await.ok()?.ok()
+    pipelined::AsyncConn::open(blocking, client, timeout).await.ok()
 }
 
 /// `FUNCTION LOAD REPLACE <library>`: idempotent, so every process may send it.
@@ -621,8 +607,7 @@ impl Store for RedisStore {
         Box::pin(async move { single(self.call(call, now).await?) })
     }
 
-    fn apply_sync(&self, key: &str, now: i64, transform: Transform<'_>) -> Result<Reply> {
-        let now = Now::At(now);
+    fn apply_sync(&self, key: &str, now: Now, transform: Transform<'_>) -> Result<Reply> {
         single(self.block_call(call::single(key, now, &transform), now)?)
     }
 
@@ -636,8 +621,7 @@ impl Store for RedisStore {
         Box::pin(async move { multi(self.call(call, now).await?) })
     }
 
-    fn apply_multi_sync(&self, rule: Rule, dims: &[DimensionCall<'_>], now: i64) -> Result<MultiReply> {
-        let now = Now::At(now);
+    fn apply_multi_sync(&self, rule: Rule, dims: &[DimensionCall<'_>], now: Now) -> Result<MultiReply> {
         multi(self.block_call(call::multi(rule, dims, now), now)?)
     }
 
@@ -657,9 +641,8 @@ impl Store for RedisStore {
         rule: Rule,
         dims: &[DimensionCall<'_>],
         leases: &[DimensionLease],
-        now: i64,
+        now: Now,
     ) -> Result<MultiGrant> {
-        let now = Now::At(now);
         multi_grant(self.block_call(call::multi_lease(rule, dims, leases, now), now)?)
     }
 
@@ -685,7 +668,7 @@ impl Store for RedisStore {
     }
 
     /// Releases every connection at once: the blocking pool, the direct and bound connections,
-    /// the shared one (its reconnecting manager, the cluster client, or the sentinel follower)
+    /// the shared one (the one node's or the Sentinel master's follower, or the cluster client)
     /// and the cluster router's connections to every node; and the store's runtime (its thread
     /// and descriptors), at once or when the last async call in flight ends. A call in flight
     /// keeps its own handle until it answers; every later call fails with `store_unavailable`.

@@ -145,11 +145,13 @@ impl Default for RedisOptions {
     }
 }
 
-/// The TLS material read from the option files, ready for the redis crate.
-#[derive(Clone, Debug, Default)]
+/// The TLS material read from the option files, and the rustls configuration built from it
+/// (the store's own connections': [`super::tls`]).
+#[derive(Clone, Debug)]
 pub(crate) struct TlsFiles {
     pub ca: Option<Vec<u8>>,
     pub client: Option<(Vec<u8>, Vec<u8>)>,
+    pub config: super::tls::TlsConfig,
 }
 
 impl TlsFiles {
@@ -261,7 +263,11 @@ impl RedisOptions {
                 (Some(_), None) => return Err(Error::config("redis.tls_key_file", "is required with tls_cert_file")),
                 (None, Some(_)) => return Err(Error::config("redis.tls_cert_file", "is required with tls_key_file")),
             };
-            Some(TlsFiles { ca, client })
+            let config = super::tls::TlsConfig::new(
+                ca.as_deref(),
+                client.as_ref().map(|(cert, key)| (cert.as_slice(), key.as_slice())),
+            )?;
+            Some(TlsFiles { ca, client, config })
         } else {
             None
         };

@@ -1,4 +1,4 @@
-//! A bound runtime's own connection to a RESP2 node over plain TCP or a Unix socket (one node's, or each master's
+//! A bound runtime's own connection to a RESP2 node over plain TCP, TLS or a Unix socket (one node's, or each master's
 //! of a cluster): the async twin of [`super::wire::Wire`]. Calls queue their packed commands
 //! and wait for their replies; a driver task on the bound runtime writes what is queued (once
 //! the tasks queued with it have run, so that the calls made in one turn share a write:
@@ -38,6 +38,7 @@ use tokio::sync::{Notify, oneshot};
 use super::engine::resp::{self, frame_len};
 use super::engine::{Exchange, Step};
 use super::socket::{AsyncSocket, Io, Target};
+use super::tls::AsyncTls;
 use super::wire::io;
 
 /// The first read buffer; it grows only for a reply that does not fit.
@@ -105,6 +106,13 @@ impl Pipelined {
                     stream.set_nodelay(true)?;
                     let buf = login(&stream, handshake).await?;
                     (AsyncSocket::Tcp(stream), buf)
+                }
+                Target::Tls(host, port, config) => {
+                    let tcp = TcpStream::connect((host.as_str(), *port)).await?;
+                    tcp.set_nodelay(true)?;
+                    let stream = AsyncTls::handshake(config.connection(host)?, tcp).await?;
+                    let buf = login(&stream, &super::tls::confirmed(handshake)).await?;
+                    (AsyncSocket::Tls(Box::new(stream)), buf)
                 }
                 #[cfg(unix)]
                 Target::Unix(path) => {
@@ -230,6 +238,7 @@ const WRITE_EVERY: usize = 16;
 fn flush_socket(state: &mut State, stream: &AsyncSocket) -> std::io::Result<bool> {
     match stream {
         AsyncSocket::Tcp(s) => flush(state, s),
+        AsyncSocket::Tls(s) => flush(state, &**s),
         #[cfg(unix)]
         AsyncSocket::Unix(s) => flush(state, s),
     }
@@ -240,7 +249,7 @@ fn flush<S: Io>(state: &mut State, stream: &S) -> std::io::Result<bool> {
     let mut at = 0;
     let result = loop {
         if at == state.out.len() {
-            break Ok(true);
+            break stream.flushed();
         }
         match stream.try_write(&state.out[at..]) {
             Ok(0) => break Err(std::io::Error::new(ErrorKind::WriteZero, "the socket took no bytes")),
@@ -269,6 +278,7 @@ async fn drive(shared: Arc<Shared>, buf: Vec<u8>) {
     let _kill = Kill(shared.clone());
     match &shared.stream {
         AsyncSocket::Tcp(s) => drive_on(&shared, s, buf).await,
+        AsyncSocket::Tls(s) => drive_on(&shared, &**s, buf).await,
         #[cfg(unix)]
         AsyncSocket::Unix(s) => drive_on(&shared, s, buf).await,
     }
@@ -437,11 +447,14 @@ async fn write_all<S: Io>(s: &S, mut bytes: &[u8]) -> std::io::Result<()> {
             Err(e) => return Err(e),
         }
     }
+    while !s.flushed()? {
+        s.writable().await?;
+    }
     Ok(())
 }
 
-/// A direct-path connection: redis-rs's multiplexed connection (the store's own runtime's, and
-/// a bound runtime's on TLS or RESP3), or a bound runtime's [`Pipelined`].
+/// A direct-path connection: redis-rs's multiplexed connection (on RESP3), or the store's own
+/// [`Pipelined`].
 #[derive(Clone)]
 pub(crate) enum AsyncConn {
     Crate(redis::aio::MultiplexedConnection),
@@ -477,6 +490,30 @@ impl ConnectionLike for AsyncConn {
 }
 
 impl AsyncConn {
+    /// A connection to `blocking`'s node (`client`'s), connected within `timeout` from the
+    /// runtime that polls this (the driver task is spawned there): the store's own
+    /// ([`Pipelined`]: plain TCP, TLS or a Unix socket, RESP2), or, on `?protocol=resp3`,
+    /// redis-rs's multiplexed one, with no response timeout of its own (the caller bounds each
+    /// call; the crate's timeout would need a timer on the caller's executor).
+    pub(crate) async fn open(
+        blocking: &super::connect::Blocking,
+        client: &redis::Client,
+        timeout: Duration,
+    ) -> RedisResult<AsyncConn> {
+        match blocking.own() {
+            Some((target, login)) => Pipelined::connect(target, login, timeout).await.map(AsyncConn::Own),
+            None => {
+                let config = redis::AsyncConnectionConfig::new()
+                    .set_connection_timeout(Some(timeout))
+                    .set_response_timeout(None);
+                tokio::time::timeout(timeout, client.get_multiplexed_async_connection_with_config(&config))
+                    .await
+                    .map_err(|_| io(ErrorKind::TimedOut, "connecting took the whole timeout"))?
+                    .map(AsyncConn::Crate)
+            }
+        }
+    }
+
     /// The async driver of the engine: sends the exchange's current attempt and feeds it the
     /// attempt's reply frames; the step that ends the attempt ([`Step::Done`], or
     /// [`Step::Again`] for the caller to follow). On the store's own connection the frames come
@@ -505,8 +542,8 @@ impl AsyncConn {
     }
 }
 
-/// [`AsyncConn::attempt`] on any redis-rs connection (the multiplexed one, the hop path's
-/// manager): the attempt's commands as a pipeline, each reply written back as the RESP2 frame
+/// [`AsyncConn::attempt`] on any connection that speaks redis-rs's `ConnectionLike` (the
+/// multiplexed one, the shared [`super::connect::Conn`]): the attempt's commands as a pipeline, each reply written back as the RESP2 frame
 /// it stands for and fed to the engine.
 pub(crate) async fn attempt_on<C: ConnectionLike>(conn: &mut C, x: &mut Exchange<'_>) -> RedisResult<Step> {
     let mut p = redis::pipe();

@@ -8,5 +8,6 @@
 mod call;
 mod counts;
 mod engine;
+mod replay;
 pub mod rest;
 pub mod scripts;

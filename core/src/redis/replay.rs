@@ -16,14 +16,16 @@
 //! itself. Redis 7.0 can still drop a key written with a 1 ms TTL between the script and
 //! `PERSIST` when its wall-clock millisecond ticks; that shows as a written key that is gone, and
 //! the call is re-run from the `DUMP` snapshot. Calls are serialised (one client replays).
+//!
+//! The rules live in [`Replay`], with no I/O (as the engine's): it hands out each round trip's
+//! commands and reads their replies. The RESP store drives it over redis-rs ([`run`]); the REST
+//! store, natively and in the WebAssembly build, over `/pipeline` (`super::rest::Batch`).
 
 use std::collections::HashMap;
 
-use redis::Value;
-use redis::aio::ConnectionLike;
-
 use crate::error::{Error, Result};
 use crate::redis::call::{self, Outcome, ScriptCall};
+use crate::redis::engine::value::{Args, Value};
 
 /// How often a call is re-run after Redis dropped a freshly written key.
 const MAX_ATTEMPTS: usize = 8;
@@ -57,79 +59,175 @@ fn int(v: &Value) -> Result<i64> {
     }
 }
 
-/// Runs `call` at `now` with expiry on the caller's clock.
-pub async fn run(book: &mut Book, conn: &mut impl ConnectionLike, call: &ScriptCall, now: i64) -> Result<Outcome> {
-    let keys = &call.keys;
-    let mut expired: Vec<&String> = keys.iter().filter(|k| book.expired(k, now)).collect();
-    let mut snapshot: Vec<Value> = Vec::new();
-    for _ in 0..MAX_ATTEMPTS {
-        let mut p = redis::pipe();
-        for k in &expired {
-            p.cmd("DEL").arg(*k);
+/// One command of a round trip: its arguments, the command's name first.
+pub type Command = Args;
+
+/// `name` and `key`, or `name` alone.
+fn command(name: &str, key: Option<&str>) -> Command {
+    let mut c = Args::new();
+    c.arg(name);
+    if let Some(k) = key {
+        c.arg(k);
+    }
+    c
+}
+
+/// What the last round trip was.
+#[derive(Debug)]
+enum Phase {
+    /// The call, after deleting `expired` (keys whose deadline passed).
+    Call { expired: Vec<String> },
+    /// Putting the keys back as they were before the call (`snapshot`: their `DUMP`s).
+    Restore { snapshot: Vec<Value> },
+}
+
+/// One script call in replay mode: [`Replay::commands`] is the next round trip (send them
+/// pipelined, in order), [`Replay::feed`] its replies, until it gives the outcome.
+#[derive(Debug)]
+pub struct Replay {
+    call: ScriptCall,
+    now: i64,
+    phase: Phase,
+    attempts: usize,
+}
+
+impl Replay {
+    /// `call` at `now`, with `book`'s deadlines.
+    pub fn new(book: &Book, call: ScriptCall, now: i64) -> Replay {
+        let expired = call.keys.iter().filter(|k| book.expired(k, now)).cloned().collect();
+        Replay { call, now, phase: Phase::Call { expired }, attempts: 1 }
+    }
+
+    /// The commands of the next round trip.
+    pub fn commands(&self) -> Vec<Command> {
+        let keys = &self.call.keys;
+        let mut out = Vec::new();
+        match &self.phase {
+            Phase::Call { expired } => {
+                out.extend(expired.iter().map(|k| command("DEL", Some(k))));
+                out.extend(keys.iter().map(|k| command("DUMP", Some(k))));
+                out.push(command("MULTI", None));
+                let mut eval = command("EVAL", None);
+                eval.arg(&self.call.script.source).arg(keys.len());
+                for k in keys {
+                    eval.arg(k);
+                }
+                for a in self.call.args.iter() {
+                    eval.arg(a);
+                }
+                out.push(eval);
+                for k in keys {
+                    out.push(command("PEXPIRETIME", Some(k)));
+                    out.push(command("PERSIST", Some(k)));
+                }
+                out.push(command("EXEC", None));
+            }
+            Phase::Restore { snapshot } => {
+                for (k, dump) in keys.iter().zip(snapshot) {
+                    out.push(command("DEL", Some(k)));
+                    if let Value::BulkString(bytes) = dump {
+                        let mut c = command("RESTORE", Some(k));
+                        c.arg("0").arg(bytes).arg("REPLACE");
+                        out.push(c);
+                    }
+                }
+            }
         }
-        for k in keys {
-            p.cmd("DUMP").arg(k);
-        }
-        p.cmd("MULTI");
-        let mut eval = redis::cmd("EVAL");
-        eval.arg(&call.script.source).arg(keys.len()).arg(keys);
-        call::append_args(&mut eval, &call.args);
-        p.add_command(eval);
-        for k in keys {
-            p.cmd("PEXPIRETIME").arg(k);
-            p.cmd("PERSIST").arg(k);
-        }
-        p.cmd("EXEC");
-        let replies = conn.req_packed_commands(&p, 0, p.len()).await.map_err(Error::store)?;
+        out
+    }
+
+    /// Feeds the replies to [`Replay::commands`], in order: `Some` outcome, or `None` to send
+    /// [`Replay::commands`] again.
+    pub fn feed(&mut self, book: &mut Book, replies: &[Value]) -> Option<Result<Outcome>> {
+        let keys = &self.call.keys;
+        let expired = match &mut self.phase {
+            Phase::Restore { .. } => {
+                if let Some(e) = replies.iter().find(|r| matches!(r, Value::Error(_))) {
+                    return Some(Err(Error::store(format!("replay: restoring the keys failed: {e:?}"))));
+                }
+                self.phase = Phase::Call { expired: Vec::new() };
+                return None;
+            }
+            Phase::Call { expired } => std::mem::take(expired),
+        };
         // The `DEL`s' replies come first, then the `DUMP`s': a snapshot taken from the wrong
         // replies once deleted a live key on a re-run (its "dump" was a `DEL`'s count).
-        let dumps = &replies[expired.len()..expired.len() + keys.len()];
-        for k in expired.drain(..) {
+        let Some(dumps) = replies.get(expired.len()..expired.len() + keys.len()) else {
+            return Some(Err(Error::store(format!("replay: {} replies to the pipeline", replies.len()))));
+        };
+        for k in &expired {
             book.forget(k);
         }
         let Some(Value::Array(exec)) = replies.last() else {
-            return Err(Error::store(format!("replay: the transaction was aborted: {:?}", replies.last())));
+            return Some(Err(Error::store(format!("replay: the transaction was aborted: {:?}", replies.last()))));
         };
-        if let Some(Value::ServerError(e)) = exec.first() {
-            return Err(Error::store(format!("{} failed: {e:?}", call.script.name)));
+        if let Some(Value::Error(e)) = exec.first() {
+            return Some(Err(Error::store(format!("{} failed: {e:?}", self.call.script.name))));
         }
-        let decoded = call::decode(call, exec.first().unwrap_or(&Value::Nil))?;
-        let mut vanished = false;
-        for (i, k) in keys.iter().enumerate() {
-            let expire_time = int(&exec[1 + 2 * i])?;
-            match decoded.ttls[i] {
-                Some(_) if expire_time == -2 => vanished = true,
-                // A period counter adding to its own period's count leaves the key's TTL alone
-                // (core/lua/period_counter.lua, "TTL"): the key already expires at the period's
-                // end, the deadline the book holds for it since the period's first write.
-                Some(ttl) if expire_time == -1 && book.deadlines.get(k) == Some(&now.saturating_add(ttl)) => {}
-                Some(_) if expire_time == -1 => {
-                    return Err(Error::store(format!("{} wrote {k} without a TTL", call.script.name)));
+        let settled = (|| {
+            let decoded = call::decode(&self.call, exec.first().unwrap_or(&Value::Nil))?;
+            let mut vanished = false;
+            for (i, k) in keys.iter().enumerate() {
+                let expire_time = int(exec.get(1 + 2 * i).unwrap_or(&Value::Nil))?;
+                let now = self.now;
+                match decoded.ttls[i] {
+                    Some(_) if expire_time == -2 => vanished = true,
+                    // A period counter adding to its own period's count leaves the key's TTL
+                    // alone (core/lua/period_counter.lua, "TTL"): the key already expires at the
+                    // period's end, the deadline the book holds for it since the period's first
+                    // write.
+                    Some(ttl) if expire_time == -1 && book.deadlines.get(k) == Some(&now.saturating_add(ttl)) => {}
+                    Some(_) if expire_time == -1 => {
+                        return Err(Error::store(format!("{} wrote {k} without a TTL", self.call.script.name)));
+                    }
+                    Some(ttl) => {
+                        book.deadlines.insert(k.clone(), now.saturating_add(ttl));
+                    }
+                    None if expire_time == -2 => book.forget(k),
+                    None => {}
                 }
-                Some(ttl) => {
-                    book.deadlines.insert(k.clone(), now.saturating_add(ttl));
-                }
-                None if expire_time == -2 => book.forget(k),
-                None => {}
+            }
+            Ok((!vanished).then_some(decoded.reply))
+        })();
+        match settled {
+            Ok(Some(reply)) => Some(Ok(reply)),
+            Err(e) => Some(Err(e)),
+            Ok(None) if self.attempts >= MAX_ATTEMPTS => Some(Err(Error::store(format!(
+                "replay: Redis kept expiring a fresh key of {} (clock ticking too fast?)",
+                self.call.script.name
+            )))),
+            // Put the keys back as they were before the call, then run it again.
+            Ok(None) => {
+                self.attempts += 1;
+                self.phase = Phase::Restore { snapshot: dumps.to_vec() };
+                None
             }
         }
-        if !vanished {
-            return Ok(decoded.reply);
-        }
-        // Put the keys back as they were before the call, then run it again.
-        snapshot.clear();
-        snapshot.extend(dumps.iter().cloned());
-        let mut restore = redis::pipe();
-        for (k, dump) in keys.iter().zip(&snapshot) {
-            restore.cmd("DEL").arg(k);
-            if let Value::BulkString(bytes) = dump {
-                restore.cmd("RESTORE").arg(k).arg(0).arg(bytes.as_slice()).arg("REPLACE");
-            }
-        }
-        restore.query_async::<()>(conn).await.map_err(Error::store)?;
     }
-    Err(Error::store(format!(
-        "replay: Redis kept expiring a fresh key of {} (clock ticking too fast?)",
-        call.script.name
-    )))
+}
+
+/// Runs `call` at `now` with expiry on the caller's clock, over a redis-rs connection.
+#[cfg(feature = "redis")]
+pub async fn run(
+    book: &mut Book,
+    conn: &mut impl redis::aio::ConnectionLike,
+    call: &ScriptCall,
+    now: i64,
+) -> Result<Outcome> {
+    let mut replay = Replay::new(book, call.clone(), now);
+    loop {
+        let mut p = redis::pipe();
+        for c in replay.commands() {
+            let mut cmd = redis::Cmd::new();
+            for a in c.iter() {
+                cmd.arg(a);
+            }
+            p.add_command(cmd);
+        }
+        let replies = conn.req_packed_commands(&p, 0, p.len()).await.map_err(Error::store)?;
+        let replies: Vec<Value> = replies.iter().map(Value::from_redis).collect();
+        if let Some(outcome) = replay.feed(book, &replies) {
+            return outcome;
+        }
+    }
 }

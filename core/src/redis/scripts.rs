@@ -55,7 +55,7 @@ pub struct LoadedScript {
 impl LoadedScript {
     fn new(name: &'static str) -> LoadedScript {
         let source = assemble(name);
-        let sha = redis::Script::new(&source).get_hash().to_string();
+        let sha = sha1_hex(&source);
         let main_at = main_at(&source);
         LoadedScript { name, source, sha, function: String::new(), main_at }
     }
@@ -101,7 +101,12 @@ pub static LIBRARY: LazyLock<Library> = LazyLock::new(|| {
 /// 12 hex digits of the SHA1 over every script's SHA1, in order.
 fn library_version(scripts: &Scripts) -> String {
     let all: String = scripts.all().iter().map(|s| s.sha.as_str()).collect();
-    redis::Script::new(&all).get_hash()[..12].to_string()
+    sha1_hex(&all)[..12].to_string()
+}
+
+/// The hex SHA1 of `source`: the name `EVALSHA` and `SCRIPT LOAD` know a script by.
+pub fn sha1_hex(source: &str) -> String {
+    sha1_smol::Sha1::from(source).digest().to_string()
 }
 
 fn source(name: &str) -> &'static str {

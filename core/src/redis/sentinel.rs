@@ -1,5 +1,7 @@
-//! Sentinel mode: the master of a named service, found by asking the sentinels, and found
-//! again when it stops answering.
+//! The store's shared async connection to one node ([`Follower`]): the master of a Sentinel
+//! service, found by asking the sentinels and found again when it stops answering, or, in
+//! standalone mode, the one node ([`Follower::fixed`], which only reconnects). Sentinels and the master are both reached over the store's own
+//! async connection ([`super::pipelined::Pipelined`], plain TCP or TLS, RESP2).
 //!
 //! Connecting asks each sentinel in turn `SENTINEL GET-MASTER-ADDR-BY-NAME service` until one
 //! answers, then connects to that address with the URL's credentials, database and TLS
@@ -7,19 +9,22 @@
 //! or that the old master refuses with `READONLY` (it was demoted to a replica) fails as usual
 //! (the fail policy decides; a call that may have counted is never resent), and starts one
 //! background lookup; when the sentinels name a different address, the next calls go there.
-//! A connection whose call timed out is dropped at once (its late reply must never be read as
-//! another call's, and a master that went silent keeps it silent): the next call connects
-//! again, within its own timeout, to whatever master the sentinels name by then.
+//! A connection whose call failed at the connection level or timed out is dropped at once (its
+//! late reply must never be read as another call's, and a master that went silent keeps it
+//! silent): the next call connects again, within its own timeout, to whatever master the
+//! sentinels name by then.
 //! Sentinels are reached without the URL's credentials (they are the master's).
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use redis::aio::{ConnectionLike, ConnectionManager};
+use redis::aio::ConnectionLike;
 use redis::{Cmd, IntoConnectionInfo, Pipeline, RedisFuture, Value};
 
-use super::connect::{client_for, lazy_manager, manager};
+use super::connect::{Blocking, client_for};
 use super::options::{Plan, TlsFiles, redact};
+use super::pipelined::Pipelined;
+use super::socket::Target;
 use crate::error::{Error, Result};
 
 /// The current master's connection, and how to find the next one. Clones share all of it.
@@ -37,6 +42,8 @@ struct Shared {
     auth: Option<(Option<String>, String)>,
     timeout: Duration,
     current: parking_lot::RwLock<Master>,
+    /// Held while a call connects again, so that calls waiting for a connection share one.
+    connecting: tokio::sync::Mutex<()>,
     /// A lookup is running: failures meanwhile do not start another.
     looking: std::sync::atomic::AtomicBool,
 }
@@ -44,10 +51,37 @@ struct Shared {
 struct Master {
     addr: (String, u16),
     client: redis::Client,
-    /// `None` once a call on it timed out: the next call makes a new one.
-    conn: Option<ConnectionManager>,
-    /// Counts the connections made, so that a late timeout retires only its own.
+    /// Where the store's own connection to it goes, and its login.
+    target: Target,
+    login: Vec<Vec<u8>>,
+    /// `None` once a call on it failed or timed out: the next call makes a new one.
+    conn: Option<Pipelined>,
+    /// Counts the connections made, so that a late failure retires only its own.
     generation: u64,
+}
+
+impl Master {
+    /// The master at `addr`, with `url`'s credentials and database, not connected yet.
+    fn at(url: &url::Url, addr: (String, u16), tls: Option<&TlsFiles>) -> Result<Master> {
+        let client = master_client(url, &addr, tls)?;
+        let (target, login) = own(&client, tls)?;
+        Ok(Master { addr, client, target, login, conn: None, generation: 0 })
+    }
+
+    /// Connects within `timeout`.
+    async fn connect(&self, timeout: Duration) -> Result<Pipelined> {
+        Pipelined::connect(&self.target, &self.login, timeout)
+            .await
+            .map_err(|e| Error::store(format!("cannot connect to the master at {}:{}: {e}", self.addr.0, self.addr.1)))
+    }
+}
+
+/// Where the store's own connection to `client`'s node goes, and its login.
+fn own(client: &redis::Client, tls: Option<&TlsFiles>) -> Result<(Target, Vec<Vec<u8>>)> {
+    Blocking::of(client, tls)
+        .own()
+        .map(|(target, login)| (target.clone(), login.to_vec()))
+        .ok_or_else(|| Error::config("redis.urls", "in sentinel mode must speak RESP2 (no ?protocol=resp3)"))
 }
 
 impl Follower {
@@ -61,10 +95,17 @@ impl Follower {
         let service = plan.service_name.clone().unwrap_or_default();
         let auth = plan.sentinel_auth.clone();
         let addr = lookup(&urls, &service, plan.tls.as_ref(), auth.as_ref(), timeout).await?;
-        let client = master_client(&urls[0], &addr, plan.tls.as_ref())?;
-        let conn =
-            manager(client.clone(), timeout, &format!("the master of {service:?} at {}:{}", addr.0, addr.1)).await?;
-        let master = Master { addr, client: client.clone(), conn: Some(conn), generation: 0 };
+        let mut master = Master::at(&urls[0], addr, plan.tls.as_ref())?;
+        let conn = tokio::time::timeout(timeout, master.connect(timeout)).await.map_err(|_| {
+            Error::store(format!(
+                "connecting to the master of {service:?} at {}:{} timed out after {} ms",
+                master.addr.0,
+                master.addr.1,
+                timeout.as_millis()
+            ))
+        })??;
+        master.conn = Some(conn);
+        let client = master.client.clone();
         let shared = Shared {
             urls,
             service,
@@ -72,36 +113,77 @@ impl Follower {
             auth,
             timeout,
             current: parking_lot::RwLock::new(master),
+            connecting: tokio::sync::Mutex::new(()),
             looking: std::sync::atomic::AtomicBool::new(false),
         };
         Ok((Follower { shared: Arc::new(shared) }, client))
     }
 
-    /// The current master's connection and its generation; a new one (connecting on its first
-    /// call) if the last was dropped after a timeout, and then a lookup too, in case the master
-    /// went silent because it is gone.
-    fn conn(&self) -> redis::RedisResult<(ConnectionManager, u64)> {
-        {
-            let current = self.shared.current.read();
-            if let Some(conn) = &current.conn {
-                return Ok((conn.clone(), current.generation));
-            }
-        }
-        let made = {
-            let mut current = self.shared.current.write();
-            match &current.conn {
-                Some(conn) => return Ok((conn.clone(), current.generation)),
-                None => {
-                    let conn = lazy_manager(current.client.clone(), self.shared.timeout)
-                        .map_err(|e| redis::RedisError::from((redis::ErrorKind::Io, "no connection", e.to_string())))?;
-                    current.generation += 1;
-                    current.conn = Some(conn.clone());
-                    (conn, current.generation)
-                }
-            }
+    /// The one node `client` names (standalone mode), connected within `timeout`: a call that
+    /// finds its connection dropped connects again; there is nothing to look up.
+    pub async fn fixed(
+        client: &redis::Client,
+        tls: Option<&TlsFiles>,
+        timeout: Duration,
+        what: &str,
+    ) -> Result<Follower> {
+        let (target, login) = own(client, tls)?;
+        let addr = match &target {
+            Target::Tcp(host, port) | Target::Tls(host, port, _) => (host.clone(), *port),
+            #[cfg(unix)]
+            Target::Unix(path) => (path.display().to_string(), 0),
         };
+        let conn = tokio::time::timeout(timeout, Pipelined::connect(&target, &login, timeout))
+            .await
+            .map_err(|_| Error::store(format!("connecting to {what} timed out after {} ms", timeout.as_millis())))?
+            .map_err(|e| Error::store(format!("cannot connect to {what}: {e}")))?;
+        let master = Master { addr, client: client.clone(), target, login, conn: Some(conn), generation: 0 };
+        let shared = Shared {
+            urls: Vec::new(),
+            service: String::new(),
+            tls: tls.cloned(),
+            auth: None,
+            timeout,
+            current: parking_lot::RwLock::new(master),
+            connecting: tokio::sync::Mutex::new(()),
+            looking: std::sync::atomic::AtomicBool::new(false),
+        };
+        Ok(Follower { shared: Arc::new(shared) })
+    }
+
+    /// The current master's connection and its generation, if there is one.
+    fn current(&self) -> Option<(Pipelined, u64)> {
+        let current = self.shared.current.read();
+        current.conn.clone().map(|conn| (conn, current.generation))
+    }
+
+    /// The current master's connection and its generation; a new one (connected here, within
+    /// the call's own timeout, which bounds the caller) if the last was dropped after a failure,
+    /// and then a lookup too, in case the master failed because it is gone.
+    async fn conn(&self) -> redis::RedisResult<(Pipelined, u64)> {
+        if let Some(made) = self.current() {
+            return Ok(made);
+        }
+        let _connecting = self.shared.connecting.lock().await;
+        if let Some(made) = self.current() {
+            return Ok(made);
+        }
         self.relocate();
-        Ok(made)
+        let master = {
+            let current = self.shared.current.read();
+            (current.target.clone(), current.login.clone(), current.generation)
+        };
+        let conn = Pipelined::connect(&master.0, &master.1, self.shared.timeout).await?;
+        let mut current = self.shared.current.write();
+        // A lookup may have switched the master meanwhile: its connection wins.
+        if current.generation == master.2 && current.conn.is_none() {
+            current.generation += 1;
+            current.conn = Some(conn);
+        }
+        match &current.conn {
+            Some(conn) => Ok((conn.clone(), current.generation)),
+            None => Err(super::wire::io(std::io::ErrorKind::ConnectionReset, "the connection was retired meanwhile")),
+        }
     }
 
     /// Drops the connection of `generation` (a newer one stays): a call on it timed out.
@@ -116,7 +198,7 @@ impl Follower {
     /// connection if the sentinels name another address.
     fn relocate(&self) {
         use std::sync::atomic::Ordering;
-        if self.shared.looking.swap(true, Ordering::AcqRel) {
+        if self.shared.urls.is_empty() || self.shared.looking.swap(true, Ordering::AcqRel) {
             return;
         }
         let shared = self.shared.clone();
@@ -129,8 +211,9 @@ impl Follower {
     /// Runs `fut` (a request on the current master's connection); on a failure that says the
     /// master is gone or demoted, starts a lookup. The failure is returned as is.
     ///
-    /// A call that times out, or that is abandoned before it answers (the store's own deadline
-    /// fired first), drops the connection it was sent on.
+    /// A call that fails at the connection level (the connection is then dead), times out, or
+    /// is abandoned before it answers (the store's own deadline fired first), drops the
+    /// connection it was sent on.
     async fn watch<T>(
         &self,
         generation: u64,
@@ -138,7 +221,8 @@ impl Follower {
     ) -> redis::RedisResult<T> {
         let mut pending = Pending { follower: self, generation, armed: true };
         let r = fut.await;
-        pending.armed = matches!(&r, Err(e) if e.is_timeout());
+        // A server's error reply leaves the connection in step; any other failure does not.
+        pending.armed = matches!(&r, Err(e) if e.code().is_none());
         drop(pending);
         if let Err(e) = &r
             && (e.is_io_error()
@@ -174,11 +258,15 @@ impl Shared {
         if self.current.read().addr == addr {
             return Ok(());
         }
-        let client = master_client(&self.urls[0], &addr, self.tls.as_ref())?;
-        let conn = manager(client.clone(), self.timeout, &format!("{}:{}", addr.0, addr.1)).await?;
+        let mut master = Master::at(&self.urls[0], addr, self.tls.as_ref())?;
+        master.conn = Some(
+            tokio::time::timeout(self.timeout, master.connect(self.timeout))
+                .await
+                .map_err(|_| Error::store(format!("connecting to {}:{} timed out", master.addr.0, master.addr.1)))??,
+        );
         let mut current = self.current.write();
-        let generation = current.generation + 1;
-        *current = Master { addr, client, conn: Some(conn), generation };
+        master.generation = current.generation + 1;
+        *current = master;
         Ok(())
     }
 }
@@ -207,8 +295,8 @@ async fn lookup(
                 }
                 info = info.set_redis_settings(settings);
             }
-            let client = client_for(info, tls)?;
-            let mut conn = client.get_multiplexed_async_connection().await.map_err(Error::store)?;
+            let (target, login) = own(&client_for(info, tls)?, tls)?;
+            let mut conn = Pipelined::connect(&target, &login, timeout).await.map_err(Error::store)?;
             let reply: Option<(String, u16)> = redis::cmd("SENTINEL")
                 .arg("GET-MASTER-ADDR-BY-NAME")
                 .arg(service)
@@ -238,7 +326,7 @@ pub(crate) fn master_client(url: &url::Url, addr: &(String, u16), tls: Option<&T
 impl ConnectionLike for Follower {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         Box::pin(async move {
-            let (mut conn, generation) = self.conn()?;
+            let (mut conn, generation) = self.conn().await?;
             let r = self.watch(generation, conn.req_packed_command(cmd)).await;
             // A demoted master answers scripts that write with a READONLY server error value.
             if let Ok(Value::ServerError(e)) = &r
@@ -257,7 +345,7 @@ impl ConnectionLike for Follower {
         count: usize,
     ) -> RedisFuture<'a, Vec<Value>> {
         Box::pin(async move {
-            let (mut conn, generation) = self.conn()?;
+            let (mut conn, generation) = self.conn().await?;
             self.watch(generation, conn.req_packed_commands(pipeline, offset, count)).await
         })
     }

@@ -1,29 +1,37 @@
 //! Where the store's own connections go, and the socket each of its drivers opens there: a TCP
-//! host and port, or a Unix socket path (`redis+unix://`), both speaking RESP2.
+//! host and port, TLS over TCP (`rediss://`, [`super::tls`]), or a Unix socket path
+//! (`redis+unix://`), all speaking RESP2.
 //!
 //! The blocking driver ([`super::wire::Wire`]) and the async one ([`super::pipelined::Pipelined`])
-//! read and write through these, so a Unix socket takes the same driver, the same frame scanner
-//! and the same engine as TCP: only opening the socket differs. (TLS and `?protocol=resp3` still
-//! take redis-rs's connections: [`super::connect::Blocking`].)
+//! read and write through these, so TLS and a Unix socket take the same driver, the same frame
+//! scanner and the same engine as TCP: only opening the socket differs. (`?protocol=resp3`
+//! still takes redis-rs's connections: [`super::connect::Blocking`].)
 
 use std::io::{Read, Write};
 use std::time::Duration;
+
+use super::tls::{AsyncTls, SyncTls, TlsConfig};
 
 /// Where a node listens, for the store's own connections.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Target {
     /// A TCP host and port.
     Tcp(String, u16),
+    /// TLS to a TCP host and port, verified as the configuration says.
+    Tls(String, u16, TlsConfig),
     /// A Unix socket's path.
     #[cfg(unix)]
     Unix(std::path::PathBuf),
 }
 
 impl Target {
-    /// The target of `addr`, when the store's own connections can speak to it (not TLS).
-    pub(crate) fn of(addr: &redis::ConnectionAddr) -> Option<Target> {
+    /// The target of `addr` (`tls`: the store's TLS configuration, for a `rediss://` URL).
+    pub(crate) fn of(addr: &redis::ConnectionAddr, tls: Option<&TlsConfig>) -> Option<Target> {
         match addr {
             redis::ConnectionAddr::Tcp(host, port) => Some(Target::Tcp(host.clone(), *port)),
+            redis::ConnectionAddr::TcpTls { host, port, .. } => {
+                tls.map(|config| Target::Tls(host.clone(), *port, config.clone()))
+            }
             #[cfg(unix)]
             redis::ConnectionAddr::Unix(path) => Some(Target::Unix(path.clone())),
             _ => None,
@@ -34,6 +42,7 @@ impl Target {
 /// A blocking socket.
 pub(crate) enum SyncSocket {
     Tcp(std::net::TcpStream),
+    Tls(Box<SyncTls>),
     #[cfg(unix)]
     Unix(std::os::unix::net::UnixStream),
 }
@@ -43,6 +52,7 @@ impl SyncSocket {
     pub(crate) fn set_read_timeout(&self, t: Option<Duration>) -> std::io::Result<()> {
         match self {
             SyncSocket::Tcp(s) => s.set_read_timeout(t),
+            SyncSocket::Tls(s) => s.sock.set_read_timeout(t),
             #[cfg(unix)]
             SyncSocket::Unix(s) => s.set_read_timeout(t),
         }
@@ -52,6 +62,7 @@ impl SyncSocket {
     pub(crate) fn set_write_timeout(&self, t: Option<Duration>) -> std::io::Result<()> {
         match self {
             SyncSocket::Tcp(s) => s.set_write_timeout(t),
+            SyncSocket::Tls(s) => s.sock.set_write_timeout(t),
             #[cfg(unix)]
             SyncSocket::Unix(s) => s.set_write_timeout(t),
         }
@@ -62,6 +73,7 @@ impl Read for SyncSocket {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         match self {
             SyncSocket::Tcp(s) => s.read(buf),
+            SyncSocket::Tls(s) => s.read(buf),
             #[cfg(unix)]
             SyncSocket::Unix(s) => s.read(buf),
         }
@@ -72,13 +84,18 @@ impl Write for SyncSocket {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         match self {
             SyncSocket::Tcp(s) => s.write(buf),
+            SyncSocket::Tls(s) => s.write(buf),
             #[cfg(unix)]
             SyncSocket::Unix(s) => s.write(buf),
         }
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
+        match self {
+            // rustls buffers what `write` took until `flush`.
+            SyncSocket::Tls(s) => s.flush(),
+            _ => Ok(()),
+        }
     }
 }
 
@@ -86,6 +103,7 @@ impl Write for SyncSocket {
 /// tasks under its queue's lock and reads from its own task).
 pub(crate) enum AsyncSocket {
     Tcp(tokio::net::TcpStream),
+    Tls(Box<AsyncTls>),
     #[cfg(unix)]
     Unix(tokio::net::UnixStream),
 }
@@ -103,6 +121,11 @@ pub(crate) trait Io {
     fn try_read(&self, buf: &mut [u8]) -> std::io::Result<usize>;
     /// Writes what the socket takes, without waiting (`WouldBlock` when its buffer is full).
     fn try_write(&self, buf: &[u8]) -> std::io::Result<usize>;
+    /// Sends what an earlier `try_write` took but could not put on the wire yet (TLS records),
+    /// without waiting: `Ok(true)` when nothing is left.
+    fn flushed(&self) -> std::io::Result<bool> {
+        Ok(true)
+    }
 }
 
 macro_rules! io_for {

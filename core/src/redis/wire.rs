@@ -1,6 +1,6 @@
 //! The blocking driver of the engine ([`super::engine`]): [`SyncConn::drive`] sends a call's
 //! attempts and feeds their reply frames to its [`Exchange`], for both sync paths (one node, and
-//! each master of a cluster). Its connection to a RESP2 node over plain TCP or a Unix socket is the store's own
+//! each master of a cluster). Its connection to a RESP2 node over TCP, TLS or a Unix socket is the store's own
 //! [`Wire`]: a socket, one reusable read buffer, and the engine's frame scanner, which finds
 //! where a reply ends without decoding it.
 //!
@@ -16,8 +16,9 @@
 //! becomes a [`Value`] (redis-rs's `parse_redis_value` zero-fills 8 KB per call before
 //! parsing: 16k of a cluster call's 25.7k instructions, docs/redis.md).
 //!
-//! [`Wire`] is used only where it speaks exactly what the crate would: `redis://` over TCP and
-//! `redis+unix://`, with RESP2 (the default). TLS and `?protocol=resp3` keep [`redis::Connection`],
+//! [`Wire`] is used only where it speaks exactly what the crate would: `redis://` over TCP,
+//! `rediss://` (TLS, [`super::tls`]) and `redis+unix://`, with RESP2 (the default).
+//! `?protocol=resp3` keeps [`redis::Connection`],
 //! whose replies the driver writes back as RESP2 frames for the engine. Timeouts are the
 //! socket's: the write and read timeouts bound each `send` and `recv`, and every read after a
 //! call's plain first one is bounded by the time left until the call's deadline.
@@ -55,13 +56,25 @@ impl Wire {
     pub(crate) fn connect(target: &Target, handshake: &[Vec<u8>], deadline: Instant) -> RedisResult<Wire> {
         let stream = match target {
             Target::Tcp(host, port) => SyncSocket::Tcp(connect_tcp(host, *port, deadline)?),
+            Target::Tls(host, port, config) => {
+                let tcp = connect_tcp(host, *port, deadline)?;
+                let t = left(deadline)?;
+                tcp.set_read_timeout(Some(t))?;
+                tcp.set_write_timeout(Some(t))?;
+                let tls = super::tls::handshake_sync(config.connection(host)?, tcp).map_err(timeout_kind)?;
+                SyncSocket::Tls(Box::new(tls))
+            }
             // A local socket connects at once or not at all: no timeout to bound.
             #[cfg(unix)]
             Target::Unix(path) => SyncSocket::Unix(std::os::unix::net::UnixStream::connect(path)?),
         };
+        let handshake = match stream {
+            SyncSocket::Tls(_) => super::tls::confirmed(handshake),
+            _ => std::borrow::Cow::Borrowed(handshake),
+        };
         let mut wire =
             Wire { stream, buf: vec![0; INITIAL], start: 0, end: 0, out: Vec::new(), read_timeout: Duration::ZERO };
-        for command in handshake {
+        for command in handshake.iter() {
             wire.set_timeouts(left(deadline)?)?;
             wire.send(command)?;
             if let Value::ServerError(e) = wire.recv()? {
@@ -88,7 +101,8 @@ impl Wire {
 
     /// Writes `bytes` (a packed command or pipeline) whole.
     pub(crate) fn send(&mut self, bytes: &[u8]) -> RedisResult<()> {
-        Ok(self.stream.write_all(bytes).map_err(timeout_kind)?)
+        // `flush` sends what TLS buffered (nothing to do on a plain socket).
+        Ok(self.stream.write_all(bytes).and_then(|()| self.stream.flush()).map_err(timeout_kind)?)
     }
 
     /// Writes what `pack` puts in the connection's own buffer (kept between calls).
@@ -177,9 +191,9 @@ fn connect_tcp(host: &str, port: u16, deadline: Instant) -> RedisResult<TcpStrea
 
 /// A pooled blocking connection of the sync paths (one node, or each master of a cluster).
 pub(crate) enum SyncConn {
-    /// TLS or RESP3: redis-rs's.
+    /// RESP3: redis-rs's.
     Crate(redis::Connection),
-    /// Plain TCP or a Unix socket, RESP2: the store's own.
+    /// Plain TCP, TLS or a Unix socket, RESP2: the store's own.
     Wire(Wire),
 }
 

@@ -499,11 +499,12 @@ fn run(transform: &Transform<'_>, slot: &mut Option<State>, now: i64) -> Step<Re
 
 impl Store for MemoryStore {
     fn apply<'a>(&'a self, key: &'a str, now: Now, transform: Transform<'a>) -> BoxFuture<'a, Result<Reply>> {
-        Box::pin(std::future::ready(self.apply_sync(key, MemoryStore::resolve(now), transform)))
+        Box::pin(std::future::ready(self.apply_sync(key, now, transform)))
     }
 
     #[inline]
-    fn apply_sync(&self, key: &str, now: i64, transform: Transform<'_>) -> Result<Reply> {
+    fn apply_sync(&self, key: &str, now: Now, transform: Transform<'_>) -> Result<Reply> {
+        let now = MemoryStore::resolve(now);
         self.check_key_length(key.len())?;
         let probe = Probe::new(key.as_bytes());
         let at = self.locate(&probe);
@@ -526,10 +527,11 @@ impl Store for MemoryStore {
         dims: &'a [DimensionCall<'a>],
         now: Now,
     ) -> BoxFuture<'a, Result<MultiReply>> {
-        Box::pin(std::future::ready(self.apply_multi_sync(rule, dims, MemoryStore::resolve(now))))
+        Box::pin(std::future::ready(self.apply_multi_sync(rule, dims, now)))
     }
 
-    fn apply_multi_sync(&self, rule: Rule, dims: &[DimensionCall<'_>], now: i64) -> Result<MultiReply> {
+    fn apply_multi_sync(&self, rule: Rule, dims: &[DimensionCall<'_>], now: Now) -> Result<MultiReply> {
+        let now = MemoryStore::resolve(now);
         self.multi_locked(rule, dims, None, now).map(|g| g.reply)
     }
 
@@ -540,7 +542,7 @@ impl Store for MemoryStore {
         leases: &'a [DimensionLease],
         now: Now,
     ) -> BoxFuture<'a, Result<MultiGrant>> {
-        Box::pin(std::future::ready(self.apply_multi_lease_sync(rule, dims, leases, MemoryStore::resolve(now))))
+        Box::pin(std::future::ready(self.apply_multi_lease_sync(rule, dims, leases, now)))
     }
 
     fn apply_multi_lease_sync(
@@ -548,8 +550,9 @@ impl Store for MemoryStore {
         rule: Rule,
         dims: &[DimensionCall<'_>],
         leases: &[DimensionLease],
-        now: i64,
+        now: Now,
     ) -> Result<MultiGrant> {
+        let now = MemoryStore::resolve(now);
         self.multi_locked(rule, dims, Some(leases), now)
     }
 

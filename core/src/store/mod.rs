@@ -16,6 +16,7 @@ use crate::error::{Error, Result};
 use crate::state::{State, Step};
 use crate::strategy::Strategy;
 
+pub mod held;
 pub mod memory;
 mod multi_apply;
 #[cfg(any(feature = "redis", feature = "postgres"))]
@@ -243,7 +244,7 @@ pub trait Store: Send + Sync + 'static {
     fn apply<'a>(&'a self, key: &'a str, now: Now, transform: Transform<'a>) -> BoxFuture<'a, Result<Reply>>;
 
     /// [`Store::apply`] without I/O, for in-process stores.
-    fn apply_sync(&self, _key: &str, _now: i64, _transform: Transform<'_>) -> Result<Reply> {
+    fn apply_sync(&self, _key: &str, _now: Now, _transform: Transform<'_>) -> Result<Reply> {
         Err(Error::not_implemented("a synchronous apply on this store (use the async methods)"))
     }
 
@@ -256,7 +257,7 @@ pub trait Store: Send + Sync + 'static {
     ) -> BoxFuture<'a, Result<MultiReply>>;
 
     /// [`Store::apply_multi`] without I/O, for in-process stores.
-    fn apply_multi_sync(&self, _rule: Rule, _dims: &[DimensionCall<'_>], _now: i64) -> Result<MultiReply> {
+    fn apply_multi_sync(&self, _rule: Rule, _dims: &[DimensionCall<'_>], _now: Now) -> Result<MultiReply> {
         Err(Error::not_implemented("a synchronous multi apply on this store (use the async methods)"))
     }
 
@@ -278,7 +279,7 @@ pub trait Store: Send + Sync + 'static {
         _rule: Rule,
         _dims: &[DimensionCall<'_>],
         _leases: &[DimensionLease],
-        _now: i64,
+        _now: Now,
     ) -> Result<MultiGrant> {
         Err(Error::not_implemented("a synchronous multi-dimensional lease on this store"))
     }

@@ -51,7 +51,7 @@ impl<S: ClearNamespace> Store for ScopedStore<S> {
         Box::pin(async move { self.store.apply(&key, now, transform).await })
     }
 
-    fn apply_sync(&self, key: &str, now: i64, transform: Transform<'_>) -> Result<Reply> {
+    fn apply_sync(&self, key: &str, now: Now, transform: Transform<'_>) -> Result<Reply> {
         self.store.apply_sync(&self.key(key), now, transform)
     }
 
@@ -67,7 +67,7 @@ impl<S: ClearNamespace> Store for ScopedStore<S> {
         })
     }
 
-    fn apply_multi_sync(&self, rule: Rule, dims: &[DimensionCall<'_>], now: i64) -> Result<MultiReply> {
+    fn apply_multi_sync(&self, rule: Rule, dims: &[DimensionCall<'_>], now: Now) -> Result<MultiReply> {
         let keys = self.keys(dims);
         self.store.apply_multi_sync(rule, &scoped(dims, &keys), now)
     }

@@ -390,10 +390,11 @@ fn ready<T: Send + 'static>(r: Result<T>) -> BoxFuture<'static, Result<T>> {
 
 impl Store for SqliteStore {
     fn apply<'a>(&'a self, key: &'a str, now: Now, transform: Transform<'a>) -> BoxFuture<'a, Result<Reply>> {
-        ready(self.apply_sync(key, SqliteStore::resolve(now), transform))
+        ready(self.apply_sync(key, now, transform))
     }
 
-    fn apply_sync(&self, key: &str, now: i64, transform: Transform<'_>) -> Result<Reply> {
+    fn apply_sync(&self, key: &str, now: Now, transform: Transform<'_>) -> Result<Reply> {
+        let now = SqliteStore::resolve(now);
         crate::key::check_length(key.len(), self.options.max_key_length)?;
         self.try_tx(|tx| {
             self.maybe_sweep(tx, now)?;
@@ -407,10 +408,11 @@ impl Store for SqliteStore {
         dims: &'a [DimensionCall<'a>],
         now: Now,
     ) -> BoxFuture<'a, Result<MultiReply>> {
-        ready(self.apply_multi_sync(rule, dims, SqliteStore::resolve(now)))
+        ready(self.apply_multi_sync(rule, dims, now))
     }
 
-    fn apply_multi_sync(&self, rule: Rule, dims: &[DimensionCall<'_>], now: i64) -> Result<MultiReply> {
+    fn apply_multi_sync(&self, rule: Rule, dims: &[DimensionCall<'_>], now: Now) -> Result<MultiReply> {
+        let now = SqliteStore::resolve(now);
         self.multi(rule, dims, None, now).map(|g| g.reply)
     }
 
@@ -421,7 +423,7 @@ impl Store for SqliteStore {
         leases: &'a [DimensionLease],
         now: Now,
     ) -> BoxFuture<'a, Result<MultiGrant>> {
-        ready(self.apply_multi_lease_sync(rule, dims, leases, SqliteStore::resolve(now)))
+        ready(self.apply_multi_lease_sync(rule, dims, leases, now))
     }
 
     fn apply_multi_lease_sync(
@@ -429,8 +431,9 @@ impl Store for SqliteStore {
         rule: Rule,
         dims: &[DimensionCall<'_>],
         leases: &[DimensionLease],
-        now: i64,
+        now: Now,
     ) -> Result<MultiGrant> {
+        let now = SqliteStore::resolve(now);
         self.multi(rule, dims, Some(leases), now)
     }
 

@@ -10,16 +10,17 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::time::Instant;
 
-use crate::{Fault, Shared, resp};
+use crate::pg::{self, Pg};
+use crate::{Fault, Protocol, Shared, resp};
 
-pub(crate) async fn accept_loop(listener: TcpListener, upstream: SocketAddr, shared: Arc<Shared>) {
+pub(crate) async fn accept_loop(listener: TcpListener, upstream: SocketAddr, shared: Arc<Shared>, protocol: Protocol) {
     loop {
         let Ok((client, _)) = listener.accept().await else { continue };
         let fault = shared.on_connection();
         let shared = shared.clone();
         tokio::spawn(async move {
             shared.live.fetch_add(1, Ordering::Relaxed);
-            serve(client, upstream, &shared, fault).await;
+            serve(client, upstream, &shared, fault, protocol).await;
             shared.live.fetch_sub(1, Ordering::Relaxed);
         });
     }
@@ -31,7 +32,13 @@ fn reset(client: TcpStream) {
     drop(client);
 }
 
-async fn serve(client: TcpStream, upstream: SocketAddr, shared: &Shared, conn_fault: Option<Fault>) {
+async fn serve(
+    client: TcpStream,
+    upstream: SocketAddr,
+    shared: &Shared,
+    conn_fault: Option<Fault>,
+    protocol: Protocol,
+) {
     if conn_fault == Some(Fault::Reset) {
         return reset(client);
     }
@@ -58,6 +65,7 @@ async fn serve(client: TcpStream, upstream: SocketAddr, shared: &Shared, conn_fa
         held: None,
         stall_until: None,
         raw: false,
+        pg: (protocol == Protocol::Postgres).then(Pg::default),
     };
     if let Err(Closed::Reset) = c.run(shared).await {
         reset(c.client);
@@ -86,6 +94,8 @@ struct Conn {
     stall_until: Option<Instant>,
     /// A replication link (`SYNC`/`PSYNC`): its bytes are copied as they are, with no fault.
     raw: bool,
+    /// Postgres's framing instead of RESP's (`FaultProxy::start_postgres`).
+    pg: Option<Pg>,
 }
 
 /// Why a connection ended: closed with a FIN (both sides), or the client is to get an RST.
@@ -166,9 +176,21 @@ impl Conn {
                 self.send_whole(&frame, shared).await?;
                 continue;
             }
-            let Some(len) = resp::frame_len(&self.cbuf) else { return Ok(()) };
+            let len = match &mut self.pg {
+                Some(p) => p.request_len(&self.cbuf),
+                None => resp::frame_len(&self.cbuf),
+            };
+            let Some(len) = len else { return Ok(()) };
             let frame: Vec<u8> = self.cbuf.drain(..len).collect();
-            let name = resp::command_name(&frame);
+            let name = match &self.pg {
+                Some(p) => p.name(&frame),
+                None => resp::command_name(&frame),
+            };
+            if name == pg::STARTUP {
+                // A Postgres connection starting: never counted, never faulted.
+                self.server.write_all(&frame).await?;
+                continue;
+            }
             if name == "SYNC" || name == "PSYNC" {
                 // A replica syncing from its master (a cluster node reaches its master at the
                 // announced, proxied address): the RDB payload that follows is not RESP-framed,
@@ -226,8 +248,13 @@ impl Conn {
 
     /// Forwards every complete reply, swallowing the one a `DropReply` chose and closing.
     async fn forward_replies(&mut self) -> Result<(), Closed> {
-        while let Some(len) = resp::frame_len(&self.sbuf) {
-            if !resp::is_push(&self.sbuf[..len]) {
+        loop {
+            let next = match &mut self.pg {
+                Some(p) => p.reply_len(&self.sbuf),
+                None => resp::frame_len(&self.sbuf).map(|len| (len, !resp::is_push(&self.sbuf[..len]))),
+            };
+            let Some((len, counted)) = next else { break };
+            if counted {
                 if self.drop_reply_at == Some(self.replies) {
                     // The server has executed it and answered: the client never hears.
                     return Err(Closed::Fin);

@@ -1,4 +1,4 @@
-//! A loopback TCP proxy that sits between a Redis client and its server and injects faults, so a
+//! A loopback TCP proxy that sits between a Redis (or Postgres) client and its server and injects faults, so a
 //! test can prove what the client does when the network misbehaves: that every call still
 //! answers within its timeout, and that nothing is executed twice.
 //!
@@ -28,6 +28,7 @@
 
 mod conn;
 pub mod control;
+pub mod pg;
 pub mod resp;
 pub mod stalls;
 
@@ -75,6 +76,14 @@ impl Commands {
 pub enum Select {
     Commands(Commands),
     Connections,
+}
+
+/// The wire protocol a proxy frames: RESP (Redis), or Postgres's (`pg`: a request is every
+/// message up to a `Sync`, named `PARSE`, `BIND` or `QUERY`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Protocol {
+    Resp,
+    Postgres,
 }
 
 /// A fault and what it applies to: the `every`-th, `2·every`-th, ... selected item, at most
@@ -234,6 +243,16 @@ impl FaultProxy {
     /// started with `--cluster-announce-port` set to its route's listen port makes the whole
     /// cluster reachable through the proxy only.
     pub fn start_routes(routes: &[(SocketAddr, SocketAddr)]) -> std::io::Result<FaultProxy> {
+        FaultProxy::start_framing(routes, Protocol::Resp)
+    }
+
+    /// A proxy on a free loopback port in front of a Postgres server: rules select statements
+    /// by the first message of their request (`BIND` for a prepared statement's execution).
+    pub fn start_postgres(upstream: SocketAddr) -> std::io::Result<FaultProxy> {
+        FaultProxy::start_framing(&[("127.0.0.1:0".parse().unwrap(), upstream)], Protocol::Postgres)
+    }
+
+    fn start_framing(routes: &[(SocketAddr, SocketAddr)], protocol: Protocol) -> std::io::Result<FaultProxy> {
         let mut listeners = Vec::new();
         let mut bound = Vec::new();
         for &(listen, upstream) in routes {
@@ -266,7 +285,7 @@ impl FaultProxy {
                             continue;
                         }
                     };
-                    tokio::spawn(conn::accept_loop(listener, upstream, task_shared.clone()));
+                    tokio::spawn(conn::accept_loop(listener, upstream, task_shared.clone(), protocol));
                 }
                 let _ = stop_rx.await;
             });

@@ -3,7 +3,7 @@
 # The adaptive concurrency limiter in Ruby's shapes (docs/adaptive.md): keyword options and a
 # block form over the generated Throttlekit::AdaptiveLimiter. The options are core's (snake_case
 # here, camelCase in core's JSON) and core validates them: a bad one raises
-# Throttlekit::ThrottleKitError with code "config_invalid" naming the field.
+# Throttlekit::ThrottleKitError with code "config_invalid" naming the field as written here.
 #
 #   limiter = Throttlekit::AdaptiveLimiter.build(algorithm: "gradient2")
 #   limiter.acquire do |permit|        # Throttlekit::Rejected when the limit is full
@@ -12,6 +12,7 @@
 #   end
 
 require "json"
+require_relative "adaptive_fast"
 
 module Throttlekit
   # Raised by the block form of AdaptiveLimiter#acquire when no permit was granted; carries
@@ -32,7 +33,16 @@ module Throttlekit
     def self.build(virtual_clock: false, **options)
       json = JSON.generate(camel_case(options))
       virtual_clock ? new_virtual(json) : new(json)
+    rescue ThrottleKitError::ConfigInvalid => e
+      # Core names the fields as its JSON does; the caller wrote them as keywords.
+      raise ThrottleKitError.config_invalid(snake_case(e.detail.delete_prefix("config_invalid: ")))
     end
+
+    # The inverse of camel_case, for the field names in core's messages.
+    def self.snake_case(text)
+      text.gsub(/(?<=[a-z0-9])([A-Z])/) { "_#{Regexp.last_match(1).downcase}" }
+    end
+    private_class_method :snake_case
 
     def self.camel_case(value)
       case value

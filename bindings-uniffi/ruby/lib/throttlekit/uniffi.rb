@@ -3040,6 +3040,10 @@ module UniFFILib
     [:uint64, :uint64, RustCallStatus.by_ref],
     :void
   
+  attach_function :uniffi_throttlekit_uniffi_fn_method_adaptivelimiter_fast_path,
+    [:uint64, RustCallStatus.by_ref],
+    :uint64
+  
   attach_function :uniffi_throttlekit_uniffi_fn_method_adaptivelimiter_inflight,
     [:uint64, RustCallStatus.by_ref],
     :uint32
@@ -3713,6 +3717,10 @@ module UniFFILib
     :uint16
   
   attach_function :uniffi_throttlekit_uniffi_checksum_method_adaptivelimiter_advance_virtual,
+    [],
+    :uint16
+  
+  attach_function :uniffi_throttlekit_uniffi_checksum_method_adaptivelimiter_fast_path,
     [],
     :uint16
   
@@ -5239,6 +5247,10 @@ end
       ::Throttlekit.rust_call_with_error(ThrottleKitError,:uniffi_throttlekit_uniffi_fn_method_adaptivelimiter_advance_virtual,uniffi_clone_handle(),ns)
   end
   
+  def fast_path()
+    result = ::Throttlekit.rust_call(:uniffi_throttlekit_uniffi_fn_method_adaptivelimiter_fast_path,uniffi_clone_handle(),)
+    return result.to_i
+  end
   def inflight()
     result = ::Throttlekit.rust_call(:uniffi_throttlekit_uniffi_fn_method_adaptivelimiter_inflight,uniffi_clone_handle(),)
     return result.to_i

@@ -8,15 +8,14 @@ use std::sync::atomic::Ordering;
 use tokio::runtime::{Handle, Id};
 
 use super::{Node, Router};
-use crate::redis::pipelined::{AsyncConn, Pipelined};
+use crate::redis::pipelined::AsyncConn;
 
 /// A bound runtime's own connection to one node.
 pub(super) struct Local {
     runtime: Id,
     /// The connection and its number (from the node's `ids`), `None` while connecting and after
-    /// it failed or a call on it was abandoned. On plain TCP with RESP2 it is the store's own
-    /// [`Pipelined`], as one node's bound connection is (a decision reply read where it lies, no
-    /// request channel); on TLS or RESP3, redis-rs's multiplexed connection.
+    /// it failed or a call on it was abandoned: [`AsyncConn::open`]'s, as one node's bound
+    /// connection is (on RESP2 the store's own, a decision reply read where it lies).
     conn: Option<(AsyncConn, u64)>,
     /// A connect is under way, or its task never finished: a runtime without IO or timers
     /// panics it there (once per node), and that runtime then keeps the store's connection.
@@ -58,15 +57,12 @@ impl Router {
             }
         }
         let (me, n) = (Arc::downgrade(self), Arc::downgrade(node));
-        let (client, timeout, name) = (node.client.clone(), self.timeout, node.name());
-        let own = node.blocking.own().map(|(target, login)| (target.clone(), login.to_vec()));
+        let timeout = self.timeout;
         drop(handle.spawn(async move {
-            let conn = match own {
-                Some((target, login)) => {
-                    Pipelined::connect(&target, &login, timeout).await.map(AsyncConn::Own).map_err(drop)
-                }
-                None => Node::open(&client, timeout, &name).await.map(AsyncConn::Crate).map_err(drop),
-            };
+            // Held only while the task runs (and connects).
+            let Some(node) = n.upgrade() else { return };
+            let conn = node.open(timeout).await.map_err(drop);
+            drop(node);
             let (Some(me), Some(n)) = (me.upgrade(), n.upgrade()) else { return };
             let id = n.ids.fetch_add(1, Ordering::Relaxed) + 1;
             let mut local = n.local.write();

@@ -23,8 +23,8 @@
 //!   sync path sets its socket timeouts to the time left).
 //! - **On the caller's runtime**: a runtime bound to the store ([`super::bound`]) gets its own
 //!   connection to each master, driven on that runtime, as one standalone node's bound
-//!   connection (the store's own [`super::pipelined::Pipelined`] on plain TCP with RESP2,
-//!   redis-rs's multiplexed one otherwise): a call awaited there writes and reads without
+//!   connection ([`AsyncConn::open`]: the store's own [`super::pipelined::Pipelined`] on RESP2,
+//!   over TCP or TLS, redis-rs's multiplexed one on `?protocol=resp3`): a call awaited there writes and reads without
 //!   crossing to the store's thread (for a binding such as Python's, whose calls complete on its
 //!   own runtime, that was one thread hand-off more per call than on one node). Until a
 //!   runtime's connection to a master is up, and after it failed or a call on it was abandoned,
@@ -42,7 +42,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use redis::aio::{ConnectionLike as _, MultiplexedConnection};
+use redis::aio::ConnectionLike as _;
 
 use super::call::{Outcome, ScriptCall};
 use super::engine::{self, Durable, Exchange, Invoke, Rules, Step};
@@ -68,9 +68,9 @@ pub(crate) struct Node {
     client: redis::Client,
     /// How the sync path connects within a call's deadline.
     blocking: super::connect::Blocking,
-    /// The async path's multiplexed connection and its number (`None` until first used, and
-    /// after it failed).
-    mux: parking_lot::RwLock<Option<(MultiplexedConnection, u64)>>,
+    /// The async path's connection from the store's runtime and its number (`None` until first
+    /// used, and after it failed).
+    mux: parking_lot::RwLock<Option<(AsyncConn, u64)>>,
     ids: AtomicU64,
     /// One connect at a time per node.
     connecting: tokio::sync::Mutex<()>,
@@ -91,24 +91,21 @@ enum Via {
 }
 
 impl Node {
-    fn current(&self) -> Option<(MultiplexedConnection, u64)> {
+    fn current(&self) -> Option<(AsyncConn, u64)> {
         self.mux.read().clone()
     }
 
-    /// A new multiplexed connection, within `timeout` (its driver task is spawned on the
-    /// runtime that polls this).
-    async fn open(client: &redis::Client, timeout: Duration, name: &str) -> Result<MultiplexedConnection> {
-        let config =
-            redis::AsyncConnectionConfig::new().set_connection_timeout(Some(timeout)).set_response_timeout(None);
-        tokio::time::timeout(timeout, client.get_multiplexed_async_connection_with_config(&config))
+    /// A new async connection, within `timeout` (its driver task is spawned on the runtime
+    /// that polls this): [`AsyncConn::open`].
+    async fn open(&self, timeout: Duration) -> Result<AsyncConn> {
+        AsyncConn::open(&self.blocking, &self.client, timeout)
             .await
-            .map_err(|_| Error::store(format!("connecting to {name} timed out after {} ms", timeout.as_millis())))?
-            .map_err(|e| Error::store(format!("cannot connect to {name}: {e}")))
+            .map_err(|e| Error::store(format!("cannot connect to {}: {e}", self.name())))
     }
 
-    /// The multiplexed connection, connected now if there is none (on the runtime that polls
-    /// this: its driver task is spawned there).
-    async fn connect(&self, timeout: Duration, closed: &AtomicBool) -> Result<(MultiplexedConnection, u64)> {
+    /// The async connection, connected now if there is none (on the runtime that polls this:
+    /// its driver task is spawned there).
+    async fn connect(&self, timeout: Duration, closed: &AtomicBool) -> Result<(AsyncConn, u64)> {
         let _one = self.connecting.lock().await;
         if let Some(c) = self.current() {
             return Ok(c);
@@ -116,7 +113,7 @@ impl Node {
         if closed.load(Ordering::Acquire) {
             return Err(closed_error());
         }
-        let conn = Node::open(&self.client, timeout, &self.name()).await?;
+        let conn = self.open(timeout).await?;
         let id = self.ids.fetch_add(1, Ordering::Relaxed) + 1;
         if !closed.load(Ordering::Acquire) {
             *self.mux.write() = Some((conn.clone(), id));
@@ -194,7 +191,7 @@ pub(crate) struct Router {
     refreshing: AtomicBool,
     last_refresh: parking_lot::Mutex<Option<Instant>>,
     closed: AtomicBool,
-    /// The sync path's connections are the store's own ([`super::wire`]: plain TCP, RESP2),
+    /// The sync path's connections are the store's own ([`super::wire`]: plain TCP or TLS, RESP2),
     /// which read again after a signal, so a sync call needs no signals held.
     wire: bool,
 }
@@ -217,7 +214,7 @@ impl Router {
             .nodes
             .first()
             .and_then(|n| redis::Client::open(n.clone()).ok())
-            .is_some_and(|c| super::connect::Blocking::of(&c).is_wire());
+            .is_some_and(|c| super::connect::Blocking::of(&c, plan.tls.as_ref()).is_wire());
         let router = Arc::new(Router {
             url,
             seeds,
@@ -245,7 +242,7 @@ impl Router {
         let node = Arc::new(Node {
             id: nodes.len() as u32,
             addr: addr.clone(),
-            blocking: super::connect::Blocking::of(&client),
+            blocking: super::connect::Blocking::of(&client, self.tls.as_ref()),
             client,
             mux: parking_lot::RwLock::new(None),
             ids: AtomicU64::new(0),
@@ -386,7 +383,7 @@ impl Router {
 
     /// `node`'s multiplexed connection; when it has none, one is made on the store's runtime
     /// (nothing is sent before it exists).
-    async fn mux(self: &Arc<Self>, node: &Arc<Node>) -> Result<(MultiplexedConnection, u64)> {
+    async fn mux(self: &Arc<Self>, node: &Arc<Node>) -> Result<(AsyncConn, u64)> {
         if let Some(c) = node.current() {
             return Ok(c);
         }
@@ -422,7 +419,7 @@ impl Router {
             let (mut conn, via) = match own {
                 Some(c) => c,
                 None => match self.mux(&node).await {
-                    Ok((c, id)) => (AsyncConn::Crate(c), Via::Store(id)),
+                    Ok((c, id)) => (c, Via::Store(id)),
                     // Nothing was sent: if the map, read again now, names another master, go
                     // there.
                     Err(e) => match x.unsent(e) {

@@ -6,6 +6,7 @@
 use std::time::{Duration, Instant};
 
 use super::super::call::{self, ScriptCall};
+use super::super::engine::value::Value;
 use super::super::engine::{Exchange, Invoke, Rules, Step};
 use super::super::wire::{SyncConn, Wire};
 use crate::store::{Now, Transform};
@@ -22,7 +23,7 @@ fn rules() -> Rules {
 /// `Value`, then [`call::decode_reply`].
 fn via_value(call: &ScriptCall, frame: &[u8]) -> String {
     match redis::parse_redis_value(frame) {
-        Ok(v) => format!("{:?}", call::decode_reply(call, &v).map_err(|e| e.code())),
+        Ok(v) => format!("{:?}", call::decode_reply(call, &Value::from_redis(&v)).map_err(|e| e.code())),
         // A frame redis-rs cannot parse (an integer past i64) failed the call the same way.
         Err(_) => format!("{:?}", Err::<(), _>(crate::ErrorCode::StoreUnavailable)),
     }

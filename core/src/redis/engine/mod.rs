@@ -44,6 +44,7 @@
 pub mod resp;
 #[cfg(test)]
 mod tests;
+pub mod value;
 
 use std::time::Duration;
 
@@ -427,13 +428,10 @@ pub fn redirect(rules: Rules, attempt: Attempt, frame: &[u8], script: &str) -> O
 /// Writes one script command: `verb name numkeys keys... args...`.
 fn script(call: &ScriptCall, verb: &[u8], name: &[u8], f: &mut impl FnMut(&[&[u8]])) {
     let mut n = [0; 20];
-    let mut args: Vec<&[u8]> = Vec::with_capacity(3 + call.keys.len() + call.args.args_iter().len());
+    let mut args: Vec<&[u8]> = Vec::with_capacity(3 + call.keys.len() + call.args.len());
     args.extend([verb, name, resp::decimal(call.keys.len() as u64, &mut n)]);
     args.extend(call.keys.iter().map(String::as_bytes));
-    args.extend(call.args.args_iter().filter_map(|a| match a {
-        redis::Arg::Simple(b) => Some(b),
-        _ => None,
-    }));
+    args.extend(call.args.iter());
     f(&args);
 }
 

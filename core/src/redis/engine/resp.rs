@@ -16,6 +16,8 @@
 
 use std::fmt;
 
+use super::value::Value;
+
 /// Bytes that start no RESP2 frame: the stream is out of step and the connection must go.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Garbage(pub String);
@@ -28,6 +30,7 @@ impl fmt::Display for Garbage {
 
 impl std::error::Error for Garbage {}
 
+#[cfg(feature = "redis")]
 impl From<Garbage> for redis::RedisError {
     fn from(g: Garbage) -> redis::RedisError {
         redis::RedisError::from((redis::ErrorKind::Parse, "not a RESP2 reply", g.0))
@@ -106,7 +109,7 @@ pub fn int(frame: &[u8]) -> Option<i64> {
     frame.strip_prefix(b":").and_then(line_int).filter(|(_, rest)| rest.is_empty()).map(|(v, _)| v)
 }
 
-/// The RESP2 reply `frame` as a `redis::Value`, as redis-rs's parser reads it (`+OK` is
+/// The RESP2 reply `frame` as a [`Value`], as redis-rs's parser reads it (`+OK` is
 /// `Okay`, another status a `SimpleString`, `$-1` and `*-1` `Nil`), for the replies that are no
 /// plain decision (a multi check's, a reservation's, a lease grant's). `None` for anything else:
 /// bytes that are no complete RESP2 frame, trailing bytes, an error frame (the engine reads those
@@ -114,7 +117,7 @@ pub fn int(frame: &[u8]) -> Option<i64> {
 ///
 /// Why not redis-rs's parser: its `combine` grammar is the largest part of the WebAssembly
 /// module's REST path (about 95 KB of 226 KB gzipped), for replies this small reader covers.
-pub fn value(frame: &[u8]) -> Option<redis::Value> {
+pub fn value(frame: &[u8]) -> Option<Value> {
     let (v, rest) = value_at(frame, 0)?;
     rest.is_empty().then_some(v)
 }
@@ -122,8 +125,7 @@ pub fn value(frame: &[u8]) -> Option<redis::Value> {
 /// Nesting deeper than any script reply is declined rather than recursed into.
 const MAX_DEPTH: usize = 8;
 
-fn value_at(b: &[u8], depth: usize) -> Option<(redis::Value, &[u8])> {
-    use redis::Value;
+fn value_at(b: &[u8], depth: usize) -> Option<(Value, &[u8])> {
     let (&kind, b) = b.split_first()?;
     let nl = b.windows(2).position(|w| w == b"\r\n")?;
     let (line, rest) = (&b[..nl], &b[nl + 2..]);

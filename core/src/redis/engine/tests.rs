@@ -584,7 +584,7 @@ proptest! {
         for f in [frame.clone(), frame[..cut.index(frame.len() + 1)].to_vec()] {
             let parsed = redis::parse_redis_value(&f);
             match resp::value(&f) {
-                Some(v) => prop_assert_eq!(parsed.ok(), Some(v)),
+                Some(v) => prop_assert_eq!(parsed.ok().map(|p| super::value::Value::from_redis(&p)), Some(v)),
                 None => {
                     let whole = resp::frame_len(&f) == Ok(Some(f.len()));
                     prop_assert!(!(whole && parsed.as_ref().is_ok_and(|v| !has_error(v))), "declined {:?}", String::from_utf8_lossy(&f));

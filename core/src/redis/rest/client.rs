@@ -10,7 +10,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
-use super::{Batch, Locking, Next, Request, headers, timed_out, transport_error};
+use super::{Batch, HEX_ENCODING, Locking, Next, ReplayBook, Request, headers, timed_out, transport_error};
 use crate::error::{Error, Result};
 use crate::redis::call::{self, Outcome};
 use crate::store::{BoxFuture, DimensionCall, MultiReply, Now, Reply, Rule, Store, Transform};
@@ -167,7 +167,9 @@ impl Client {
     /// still in flight.
     pub fn run(&self, batch: &mut Batch) {
         loop {
-            let next = match self.post(&batch.request(), &[]) {
+            let request = batch.request();
+            let extra: &[(&str, &str)] = if request.hex { &[HEX_ENCODING] } else { &[] };
+            let next = match self.post(&request, extra) {
                 Ok(reply) => batch.feed(reply.status, &reply.body),
                 Err(e) => batch.fail(e),
             };
@@ -207,8 +209,7 @@ pub struct RestStore {
     locking: Locking,
     /// Conformance runs: every key as `ns:key`.
     ns: Option<String>,
-    #[cfg(feature = "redis")]
-    replay: Option<parking_lot::Mutex<crate::redis::replay::Book>>,
+    replay: Option<ReplayBook>,
 }
 
 impl std::fmt::Debug for RestStore {
@@ -220,13 +221,7 @@ impl std::fmt::Debug for RestStore {
 impl RestStore {
     /// A store for `options` (no request is made until the first call).
     pub fn new(options: &RestOptions) -> Result<RestStore> {
-        Ok(RestStore {
-            client: Client::new(options)?,
-            locking: options.locking,
-            ns: None,
-            #[cfg(feature = "redis")]
-            replay: None,
-        })
+        Ok(RestStore { client: Client::new(options)?, locking: options.locking, ns: None, replay: None })
     }
 
     /// The store's client.
@@ -253,13 +248,10 @@ impl RestStore {
     }
 
     fn run(&self, call: call::ScriptCall, now: Now) -> Result<Outcome> {
-        #[cfg(feature = "redis")]
-        if let (Some(book), Now::At(at)) = (&self.replay, now) {
-            let batch = Batch::new(vec![call], self.locking);
-            return super::replay::run(&self.client, &mut book.lock(), &batch.calls()[0], at);
-        }
-        let _ = now;
         let mut batch = Batch::new(vec![call], self.locking);
+        if let (Some(book), Now::At(at)) = (&self.replay, now) {
+            batch = batch.replayed(book, at);
+        }
         self.client.run(&mut batch);
         batch.outcomes().next().unwrap_or_else(|| Err(Error::store("an empty REST call")))
     }
@@ -275,8 +267,8 @@ impl Store for RestStore {
         Box::pin(async move { self.single(key, now, transform) })
     }
 
-    fn apply_sync(&self, key: &str, now: i64, transform: Transform<'_>) -> Result<Reply> {
-        self.single(key, Now::At(now), transform)
+    fn apply_sync(&self, key: &str, now: Now, transform: Transform<'_>) -> Result<Reply> {
+        self.single(key, now, transform)
     }
 
     fn apply_multi<'a>(
@@ -288,8 +280,8 @@ impl Store for RestStore {
         Box::pin(async move { self.multi(rule, dims, now) })
     }
 
-    fn apply_multi_sync(&self, rule: Rule, dims: &[DimensionCall<'_>], now: i64) -> Result<MultiReply> {
-        self.multi(rule, dims, Now::At(now))
+    fn apply_multi_sync(&self, rule: Rule, dims: &[DimensionCall<'_>], now: Now) -> Result<MultiReply> {
+        self.multi(rule, dims, now)
     }
 
     fn reset<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<()>> {
@@ -297,9 +289,8 @@ impl Store for RestStore {
     }
 
     fn reset_sync(&self, key: &str) -> Result<()> {
-        #[cfg(feature = "redis")]
         if let Some(book) = &self.replay {
-            book.lock().forget(&self.key(key));
+            book.forget(&self.key(key));
         }
         self.del(key)
     }
@@ -326,7 +317,7 @@ pub fn conformance_stores(options: RestOptions) -> Result<impl FnMut() -> Result
             client: Client::new(&options)?,
             locking: options.locking,
             ns: Some(format!("{run}:{n}")),
-            replay: Some(parking_lot::Mutex::new(Default::default())),
+            replay: Some(Default::default()),
         }) as std::sync::Arc<dyn Store>)
     })
 }
@@ -336,7 +327,7 @@ pub fn conformance_stores(options: RestOptions) -> Result<impl FnMut() -> Result
 impl Drop for RestStore {
     fn drop(&mut self) {
         if let Some(book) = &self.replay {
-            let keys = book.lock().take_keys();
+            let keys = book.take_keys();
             let ns = self.ns.take();
             for k in keys {
                 let _ = self.del(&k);

@@ -19,7 +19,7 @@
 //! `reset` is one request, [`crate::Limiter::rest_reset`], whose reply [`super::finish_del`]
 //! reads.
 
-use super::{Batch, Locking, Next, Request};
+use super::{Batch, Locking, Next, ReplayBook, Request};
 use crate::decision::Decision;
 use crate::error::{Error, Result};
 use crate::limiter::Limiter;
@@ -62,6 +62,16 @@ impl RestCall {
     /// `store_unavailable`: [`super::timed_out`], [`super::transport_error`]).
     pub fn fail(&mut self, error: Error) -> Next {
         self.batch.fail(error)
+    }
+
+    /// The call in deterministic-replay mode (expiry on the caller's clock, for conformance
+    /// runs) with the store's `book`: each call then takes the replay's round trips, one
+    /// `/pipeline` each ([`super::HEX_ENCODING`]). A call on the server's clock is unchanged.
+    pub fn replayed(mut self, book: &ReplayBook) -> RestCall {
+        if let Now::At(at) = self.now {
+            self.batch = self.batch.replayed(book, at);
+        }
+        self
     }
 
     /// The time the call was prepared at.

@@ -35,15 +35,14 @@ pub mod limiter;
 
 #[cfg(not(target_family = "wasm"))]
 pub mod client;
-#[cfg(all(feature = "redis", not(target_family = "wasm")))]
-mod replay;
-
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock};
 
 use serde_json::Value as Json;
 
 use super::call::{Outcome, ScriptCall};
+use super::engine::value::Value;
 use super::engine::{self, Attempt, Exchange, Invoke, Rules, Step, resp};
+use super::replay::{Book, Replay};
 use super::scripts::{LoadedScript, SCRIPTS};
 use crate::error::{Error, Result};
 
@@ -79,7 +78,7 @@ static FLAGGED: LazyLock<Vec<LoadedScript>> = LazyLock::new(|| {
             let source = format!("{KEY_LOCKING_SHEBANG}{}", s.source);
             LoadedScript {
                 name: s.name,
-                sha: redis::Script::new(&source).get_hash().to_string(),
+                sha: super::scripts::sha1_hex(&source),
                 function: s.function.clone(),
                 main_at: s.main_at + KEY_LOCKING_SHEBANG.len(),
                 source,
@@ -110,7 +109,14 @@ pub struct Request {
     pub path: &'static str,
     /// The JSON body.
     pub body: String,
+    /// Sent with [`HEX_ENCODING`] (deterministic replay only).
+    pub hex: bool,
 }
+
+/// The test front end's binary-safe encoding (`tests/restfront/`): every argument and every
+/// string in the reply is hex. Deterministic replay's pipelines carry `DUMP`/`RESTORE`
+/// payloads, which are binary, so they ask for it; the test front end alone speaks it.
+pub const HEX_ENCODING: (&str, &str) = ("Throttlekit-Encoding", "hex");
 
 /// The headers of every request: the Bearer token and the JSON content type.
 pub fn headers(token: &str) -> [(&'static str, String); 2] {
@@ -132,6 +138,40 @@ pub struct Batch {
     calls: Vec<ScriptCall>,
     attempts: Vec<Attempt>,
     outcomes: Vec<Option<Result<Outcome>>>,
+    replaying: Option<Replaying>,
+}
+
+/// Deterministic replay (expiry on the caller's clock, for conformance runs: the RESP store's
+/// mode, `crate::redis::replay`): the calls run one after another, each as the replay's round
+/// trips, every one a `/pipeline` in [`HEX_ENCODING`].
+#[derive(Debug)]
+struct Replaying {
+    book: ReplayBook,
+    now: i64,
+    /// The call in flight and its replay.
+    at: usize,
+    replay: Replay,
+}
+
+/// The deadlines of a store in deterministic-replay mode, on the caller's clock, shared by its
+/// calls (`Default`: an empty one, for a new store).
+#[derive(Clone, Debug, Default)]
+pub struct ReplayBook(Arc<parking_lot::Mutex<Book>>);
+
+impl ReplayBook {
+    fn lock(&self) -> parking_lot::MutexGuard<'_, Book> {
+        self.0.lock()
+    }
+
+    /// Forgets `full_key`'s deadline (it was deleted).
+    pub fn forget(&self, full_key: &str) {
+        self.lock().forget(full_key);
+    }
+
+    /// Every key with a deadline, forgetting them all.
+    pub fn take_keys(&self) -> Vec<String> {
+        self.lock().take_keys()
+    }
 }
 
 impl Batch {
@@ -142,7 +182,18 @@ impl Batch {
             calls: calls.into_iter().map(|c| with_locking(c, locking)).collect(),
             attempts: vec![Attempt::default(); n],
             outcomes: (0..n).map(|_| None).collect(),
+            replaying: None,
         }
+    }
+
+    /// The same calls in deterministic-replay mode at `now` (the caller's clock), with the
+    /// store's `book`.
+    pub(crate) fn replayed(mut self, book: &ReplayBook, now: i64) -> Batch {
+        if let Some(first) = self.calls.first() {
+            let replay = Replay::new(&book.lock(), first.clone(), now);
+            self.replaying = Some(Replaying { book: book.clone(), now, at: 0, replay });
+        }
+        self
     }
 
     /// The calls still in flight.
@@ -157,18 +208,26 @@ impl Batch {
     /// The request for every call still in flight (their current attempts' commands, in
     /// order): `/` for one command, else `/pipeline`.
     pub fn request(&self) -> Request {
+        if let Some(r) = &self.replaying {
+            let commands: Vec<Json> =
+                r.replay.commands().iter().map(|c| c.iter().map(|a| Json::String(hex(a))).collect::<Json>()).collect();
+            return Request { path: PATH_PIPELINE, body: Json::Array(commands).to_string(), hex: true };
+        }
         let mut commands: Vec<String> = Vec::new();
         for i in self.pending() {
             self.exchange(i).commands(|args| commands.push(command_json(args)));
         }
         if commands.len() == 1 {
-            return Request { path: PATH_ONE, body: commands.pop().unwrap_or_default() };
+            return Request { path: PATH_ONE, body: commands.pop().unwrap_or_default(), hex: false };
         }
-        Request { path: PATH_PIPELINE, body: format!("[{}]", commands.join(",")) }
+        Request { path: PATH_PIPELINE, body: format!("[{}]", commands.join(",")), hex: false }
     }
 
     /// Feeds the reply to [`Batch::request`]: its HTTP status and body.
     pub fn feed(&mut self, status: u16, body: &[u8]) -> Next {
+        if self.replaying.is_some() {
+            return self.feed_replay(status, body);
+        }
         let pending: Vec<usize> = self.pending().collect();
         let wanted: usize = pending.iter().map(|&i| self.exchange(i).replies()).sum();
         let frames = match frames(status, body, wanted, wanted != 1) {
@@ -197,6 +256,35 @@ impl Batch {
         self.next()
     }
 
+    fn feed_replay(&mut self, status: u16, body: &[u8]) -> Next {
+        let Some(r) = self.replaying.as_mut() else { return self.next() };
+        let items = serde_json::from_slice::<Vec<Json>>(body).ok().filter(|_| status == 200);
+        let values: Option<Vec<Value>> = items.and_then(|items| {
+            items
+                .iter()
+                .map(|item| match (item.get("result"), item.get("error")) {
+                    (Some(v), None) => json_value(v),
+                    (None, Some(Json::String(e))) => Some(Value::Error(e.clone())),
+                    _ => None,
+                })
+                .collect()
+        });
+        let Some(values) = values else {
+            let text = String::from_utf8_lossy(body);
+            return self.fail(Error::store(format!("replay: HTTP {status}: {}", excerpt(&text))));
+        };
+        let Some(outcome) = r.replay.feed(&mut r.book.lock(), &values) else { return Next::Send };
+        self.outcomes[r.at] = Some(outcome);
+        r.at += 1;
+        match self.calls.get(r.at) {
+            Some(call) => {
+                r.replay = Replay::new(&r.book.lock(), call.clone(), r.now);
+                Next::Send
+            }
+            None => Next::Done,
+        }
+    }
+
     /// Ends every call still in flight with `error` (the request failed or timed out: nothing is
     /// sent again, it may have run).
     pub fn fail(&mut self, error: Error) -> Next {
@@ -214,17 +302,12 @@ impl Batch {
     pub(crate) fn outcomes(self) -> impl Iterator<Item = Result<Outcome>> {
         self.outcomes.into_iter().map(|o| o.unwrap_or_else(|| Err(Error::store("the REST call was not finished"))))
     }
-
-    /// The calls, for a driver that runs them otherwise (deterministic replay).
-    pub(crate) fn calls(&self) -> &[ScriptCall] {
-        &self.calls
-    }
 }
 
 /// The request that deletes `full_key` (a reset): `["DEL", key]`; its reply goes to
 /// [`finish_del`].
 pub fn del(full_key: &str) -> Request {
-    Request { path: PATH_ONE, body: command_json(&[b"DEL", full_key.as_bytes()]) }
+    Request { path: PATH_ONE, body: command_json(&[b"DEL", full_key.as_bytes()]), hex: false }
 }
 
 /// The outcome of [`del`]'s reply: any integer result is success, anything else
@@ -297,27 +380,37 @@ fn item_frame(item: &Json) -> Option<Vec<u8>> {
 /// `{"error": E}` inside an array (a transaction's failed command). Anything else (a fraction,
 /// a boolean, another object) is no Redis reply.
 pub fn write_resp(out: &mut Vec<u8>, v: &Json) -> Option<()> {
-    write_resp_as(out, v, false)
-}
-
-/// [`write_resp`]; with `hex`, every string is the hex of its bytes (the test front end's
-/// binary-safe encoding, which deterministic replay asks for).
-pub(crate) fn write_resp_as(out: &mut Vec<u8>, v: &Json, hex: bool) -> Option<()> {
     match v {
         Json::Number(n) => resp::write_int(out, n.as_i64()?),
-        Json::String(s) if hex => resp::bulk(out, &unhex(s)?),
         Json::String(s) => resp::bulk(out, s.as_bytes()),
         Json::Null => out.extend_from_slice(b"$-1\r\n"),
         Json::Array(items) => {
             resp::write_array(out, items.len());
             for item in items {
-                write_resp_as(out, item, hex)?;
+                write_resp(out, item)?;
             }
         }
         Json::Object(o) if o.len() == 1 => resp::write_error(out, o.get("error")?.as_str()?),
         _ => return None,
     }
     Some(())
+}
+
+/// A reply in [`HEX_ENCODING`] as a [`Value`] (an error inside an array, a transaction's
+/// failed command, as [`Value::Error`]).
+fn json_value(v: &Json) -> Option<Value> {
+    Some(match v {
+        Json::Number(n) => Value::Int(n.as_i64()?),
+        Json::String(s) => Value::BulkString(unhex(s)?),
+        Json::Null => Value::Nil,
+        Json::Array(items) => Value::Array(items.iter().map(json_value).collect::<Option<_>>()?),
+        Json::Object(o) if o.len() == 1 => Value::Error(o.get("error")?.as_str()?.to_string()),
+        _ => return None,
+    })
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn unhex(s: &str) -> Option<Vec<u8>> {

@@ -89,7 +89,7 @@ fn most_keys_sit_within_the_prefetched_buckets() {
     let s = crate::Strategy::gcra(3600, 3_600_000, Some(1_000_000)).unwrap();
     for i in 0..100_000u64 {
         let key = format!("user:{:016x}", i.wrapping_mul(0x9e37_79b9_7f4a_7c15));
-        store.apply_sync(&key, 0, Transform::Check { strategy: &s, cost: 1 }).unwrap();
+        store.apply_sync(&key, Now::At(0), Transform::Check { strategy: &s, cost: 1 }).unwrap();
     }
     // Keys by distance from their home bucket: 0, 1, ..., PREFETCH_ENTRIES or more.
     let mut by_distance = [0usize; PREFETCH_ENTRIES + 1];
@@ -116,10 +116,10 @@ fn keys_of_every_length_are_found_and_distinct() {
     let s = crate::Strategy::fixed_window(5, 1000).unwrap();
     let keys: Vec<String> = (0..60).map(|n| "x".repeat(n)).collect();
     for k in &keys {
-        store.apply_sync(k, 0, Transform::Check { strategy: &s, cost: 2 }).unwrap();
+        store.apply_sync(k, Now::At(0), Transform::Check { strategy: &s, cost: 2 }).unwrap();
     }
     for k in &keys {
-        let d = store.apply_sync(k, 0, Transform::Peek { strategy: &s }).unwrap().decision().unwrap();
+        let d = store.apply_sync(k, Now::At(0), Transform::Peek { strategy: &s }).unwrap().decision().unwrap();
         assert_eq!(d.remaining, 3, "{k:?}");
     }
     assert_eq!(store.len(), keys.len());
@@ -159,7 +159,7 @@ fn the_log_fast_path_decides_and_stores_like_the_generic_transition() {
             }
             1 => {
                 // Another shape on the same key, through the generic path on both sides.
-                let d = store.apply_sync(keys[k], now, Transform::Check { strategy: &other, cost }).unwrap();
+                let d = store.apply_sync(keys[k], Now::At(now), Transform::Check { strategy: &other, cost }).unwrap();
                 let s = other.check(slot, now, cost, true);
                 assert_eq!(d, Reply::Decision(s.reply), "step {step}");
                 if let Some(ttl) = s.ttl_ms {
@@ -167,7 +167,8 @@ fn the_log_fast_path_decides_and_stores_like_the_generic_transition() {
                 }
             }
             _ => {
-                let d = store.apply_sync(keys[k], now, Transform::Check { strategy: &strategy, cost }).unwrap();
+                let d =
+                    store.apply_sync(keys[k], Now::At(now), Transform::Check { strategy: &strategy, cost }).unwrap();
                 let s = strategy.check(slot, now, cost, true);
                 assert_eq!(d, Reply::Decision(s.reply), "step {step}");
                 if let Some(ttl) = s.ttl_ms {
@@ -175,7 +176,7 @@ fn the_log_fast_path_decides_and_stores_like_the_generic_transition() {
                 }
             }
         }
-        let stored = store.apply_sync(keys[k], now, Transform::Peek { strategy: &strategy }).unwrap();
+        let stored = store.apply_sync(keys[k], Now::At(now), Transform::Peek { strategy: &strategy }).unwrap();
         assert_eq!(stored, Reply::Decision(strategy.peek(slot.as_ref(), now)), "step {step}");
     }
 }
@@ -186,7 +187,8 @@ fn the_log_fast_path_decides_and_stores_like_the_generic_transition() {
 fn a_denied_log_check_leaves_no_stateless_entry() {
     let strategy = crate::Strategy::sliding_window_log(2, 100).unwrap();
     let store = MemoryStore::new();
-    let check = |now, cost| store.apply_sync("k", now, Transform::Check { strategy: &strategy, cost }).unwrap();
+    let check =
+        |now, cost| store.apply_sync("k", Now::At(now), Transform::Check { strategy: &strategy, cost }).unwrap();
     assert!(!check(0, 3).decision().unwrap().allowed);
     assert_eq!(store.len(), 0);
     assert!(check(0, 2).decision().unwrap().allowed);
@@ -210,7 +212,7 @@ fn keys_that_lapse_between_visits_are_kept_not_swept() {
     // which comes well within the grace.
     for (i, k) in keys.iter().cycle().take(3 * keys.len()).enumerate() {
         let now = i as i64 / 100;
-        let d = store.apply_sync(k, now, Transform::Check { strategy: &gcra, cost: 1 }).unwrap();
+        let d = store.apply_sync(k, Now::At(now), Transform::Check { strategy: &gcra, cost: 1 }).unwrap();
         assert!(d.decision().unwrap().allowed);
     }
     assert_eq!(store.len(), keys.len());
@@ -224,7 +226,7 @@ fn keys_expired_past_the_grace_are_swept_before_a_table_grows() {
     let mut now = 0;
     for i in 0..200_000 {
         now += 1;
-        store.apply_sync(&format!("flood:{i}"), now, Transform::Check { strategy: &gcra, cost: 1 }).unwrap();
+        store.apply_sync(&format!("flood:{i}"), Now::At(now), Transform::Check { strategy: &gcra, cost: 1 }).unwrap();
     }
     // One key a ms, each live for 1 ms and kept for SWEEP_GRACE_MS more: a shard sweeps when
     // its table fills, so it holds about its share of the last few graces' keys, far from all.
@@ -254,11 +256,12 @@ fn the_limiters_log_check_is_the_store_call_on_the_joined_key() {
             let full = crate::key::join(prefix, key);
             let check = Transform::Check { strategy: &strategy, cost };
             let a = direct.check_log_joined(prefix, key, now, swl, cost).unwrap();
-            let b = generic.apply_sync(&full, now, check).unwrap();
+            let b = generic.apply_sync(&full, Now::At(now), check).unwrap();
             let c = limiter.check_sync_at(key, cost, now).unwrap();
             assert_eq!(Reply::Decision(a), b, "{prefix:?} {key:?} at {now}");
             assert_eq!(a, c, "the limiter, {prefix:?} {key:?} at {now}");
-            let peek = |s: &MemoryStore| s.apply_sync(&full, now, Transform::Peek { strategy: &strategy }).unwrap();
+            let peek =
+                |s: &MemoryStore| s.apply_sync(&full, Now::At(now), Transform::Peek { strategy: &strategy }).unwrap();
             assert_eq!(peek(&direct), peek(&generic), "stored under the joined key");
             assert_eq!(peek(&limited), peek(&generic), "the limiter stored under the joined key");
         }
@@ -267,7 +270,8 @@ fn the_limiters_log_check_is_the_store_call_on_the_joined_key() {
     }
     let (store, long) = (MemoryStore::new(), "k".repeat(300));
     let a = store.check_log_joined("rl", &long, 0, swl, 1).unwrap_err();
-    let b = store.apply_sync(&crate::key::join("rl", &long), 0, Transform::Check { strategy: &strategy, cost: 1 });
+    let b =
+        store.apply_sync(&crate::key::join("rl", &long), Now::At(0), Transform::Check { strategy: &strategy, cost: 1 });
     let b = b.unwrap_err();
     assert_eq!((a.code(), a.message()), (b.code(), b.message()));
     let limiter = crate::Limiter::builder(strategy.clone()).prefix("rl").build();

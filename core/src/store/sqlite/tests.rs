@@ -119,7 +119,7 @@ fn a_lock_held_past_the_busy_timeout_is_store_unavailable_and_the_fail_policy_de
     holder.execute_batch("BEGIN IMMEDIATE").unwrap();
     let started = std::time::Instant::now();
     let t = Transform::Check { strategy: &Strategy::gcra(5, 1000, None).unwrap(), cost: 1 };
-    let err = store.apply_sync("k", 1, t).unwrap_err();
+    let err = store.apply_sync("k", Now::At(1), t).unwrap_err();
     assert_eq!(err.code(), ErrorCode::StoreUnavailable, "{err}");
     assert!(started.elapsed() >= Duration::from_millis(50), "{:?}", started.elapsed());
     let open = Limiter::builder(Strategy::gcra(5, 1000, None).unwrap())
@@ -144,7 +144,7 @@ fn after_close_every_call_is_store_unavailable() {
     let store = SqliteStore::open(dir.file("x.db")).unwrap();
     futures_lite_block_on(store.close()).unwrap();
     let t = Transform::Peek { strategy: &Strategy::gcra(5, 1000, None).unwrap() };
-    assert_eq!(store.apply_sync("k", 1, t).unwrap_err().code(), ErrorCode::StoreUnavailable);
+    assert_eq!(store.apply_sync("k", Now::At(1), t).unwrap_err().code(), ErrorCode::StoreUnavailable);
     assert_eq!(store.reset_sync("k").unwrap_err().code(), ErrorCode::StoreUnavailable);
     futures_lite_block_on(store.close()).unwrap();
 }
@@ -224,7 +224,8 @@ fn the_sweep_deletes_rows_expired_for_longer_than_the_grace_every_1024_applies()
     let path = dir.file("x.db");
     let store = SqliteStore::open(&path).unwrap();
     let s = Strategy::fixed_window(5, 1000).unwrap();
-    let check = |key: &str, now| store.apply_sync(key, now, Transform::Check { strategy: &s, cost: 1 }).unwrap();
+    let check =
+        |key: &str, now| store.apply_sync(key, Now::At(now), Transform::Check { strategy: &s, cost: 1 }).unwrap();
     // 600 rows that expire at 1000 and one that expires later.
     for i in 0..600 {
         check(&format!("old{i}"), 0);
@@ -244,7 +245,7 @@ fn the_sweep_deletes_rows_expired_for_longer_than_the_grace_every_1024_applies()
     // With the sweep off, nothing is deleted but what is touched.
     let off = SqliteStore::with_options(SqliteOptions { sweep: false, ..SqliteOptions::new(&path) }).unwrap();
     for _ in 0..SWEEP_EVERY {
-        off.apply_sync("live", now, Transform::Check { strategy: &s, cost: 0 }).ok();
+        off.apply_sync("live", Now::At(now), Transform::Check { strategy: &s, cost: 0 }).ok();
     }
     assert_eq!(rows(), 602 - SWEEP_BATCH);
 }

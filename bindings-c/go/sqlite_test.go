@@ -1,0 +1,136 @@
+package throttlekit
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// replaySqlite replays every vectors file on one store per file over the SQLite file at path
+// (the runner resets every key a suite touched after it, as on Redis; no sweep, so expiry
+// follows only each op's now).
+func replaySqlite(t *testing.T, label, path string) {
+	replayEach(t, label, func() (*Store, error) { return OpenSqlite(path, SqliteOptions{NoSweep: true}) })
+}
+
+func TestConformanceSqlite(t *testing.T) {
+	replaySqlite(t, "sqlite", filepath.Join(t.TempDir(), "limits.db"))
+}
+
+func TestSqliteBadInputIsCoded(t *testing.T) {
+	dir := t.TempDir()
+	corrupt := filepath.Join(dir, "corrupt.db")
+	if err := os.WriteFile(corrupt, []byte(strings.Repeat("not a database, just text. ", 200)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, path string
+		opts       SqliteOptions
+		want       string // a piece of the message
+	}{
+		{"a directory as path", dir, SqliteOptions{}, dir},
+		{"a path in a missing directory", filepath.Join(dir, "missing", "x.db"), SqliteOptions{}, "missing"},
+		{"a file that is not a database", corrupt, SqliteOptions{}, "corrupt.db"},
+		{"a bad table name", filepath.Join(dir, "ok.db"), SqliteOptions{Table: "Bad-Name"}, "table"},
+		{"an unknown synchronous number", filepath.Join(dir, "ok.db"), SqliteOptions{Synchronous: 7}, "synchronous"},
+		{"a missing table with NoMigrate", filepath.Join(dir, "fresh.db"), SqliteOptions{NoMigrate: true}, "throttlekit"},
+	} {
+		_, err := OpenSqlite(c.path, c.opts)
+		if !errors.Is(err, ErrConfigInvalid) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want ErrConfigInvalid naming %q", c.name, err, c.want)
+		}
+	}
+}
+
+// TestSqliteTwoProcessesShareOneLimit runs two OS processes (this test binary again) checking
+// one key of limit K on one file concurrently: together they admit exactly K.
+func TestSqliteTwoProcessesShareOneLimit(t *testing.T) {
+	const limit, tries = 25, 40
+	if path := os.Getenv("TK_SQLITE_CHILD_PATH"); path != "" {
+		store, err := OpenSqlite(path, SqliteOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		gcra, _ := GCRA(limit, 86_400_000, 0)
+		l, err := NewLimiter(gcra, &Options{Store: store, Prefix: "two"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		admitted := 0
+		for i := 0; i < tries; i++ {
+			d, err := l.Check("shared", 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Allowed {
+				admitted++
+			}
+		}
+		fmt.Printf("ADMITTED %d\n", admitted)
+		return
+	}
+	path := filepath.Join(t.TempDir(), "shared.db")
+	cmds := make([]*exec.Cmd, 2)
+	outs := make([]strings.Builder, 2)
+	for i := range cmds {
+		cmds[i] = exec.Command(os.Args[0], "-test.run", "^TestSqliteTwoProcessesShareOneLimit$", "-test.count=1")
+		cmds[i].Env = append(os.Environ(), "TK_SQLITE_CHILD_PATH="+path)
+		cmds[i].Stdout, cmds[i].Stderr = &outs[i], &outs[i]
+		if err := cmds[i].Start(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	total := 0
+	for i, cmd := range cmds {
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("child %d: %v\n%s", i, err, outs[i].String())
+		}
+		out := outs[i].String()
+		j := strings.Index(out, "ADMITTED ")
+		if j < 0 {
+			t.Fatalf("child %d printed no count: %s", i, out)
+		}
+		var n int
+		fmt.Sscan(out[j+9:], &n)
+		total += n
+	}
+	if total != limit {
+		t.Fatalf("two processes admitted %d on a limit of %d", total, limit)
+	}
+}
+
+// TestSqliteDocsShowTestedCode: docs/sqlite.md shows the Go and C constructors verbatim, as
+// ExampleOpenSqlite and the C unit test run them (between their "docs/sqlite.md" markers).
+func TestSqliteDocsShowTestedCode(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/sqlite.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ file, lang, indent string }{
+		{"sqlite_example_test.go", "go", "\t"},
+		{"../tests/test_throttlekit.c", "c", "    "},
+	} {
+		src, err := os.ReadFile(c.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := string(src)
+		begin := strings.Index(text, "// docs/sqlite.md begins\n")
+		end := strings.Index(text, c.indent+"// docs/sqlite.md ends")
+		if begin < 0 || end < begin {
+			t.Fatalf("%s: no docs/sqlite.md markers", c.file)
+		}
+		var lines []string
+		for _, l := range strings.Split(text[begin+len("// docs/sqlite.md begins\n"):end], "\n") {
+			lines = append(lines, strings.TrimPrefix(l, c.indent))
+		}
+		code := "```" + c.lang + "\n" + strings.Join(lines, "\n") + "```"
+		if !strings.Contains(string(doc), code) {
+			t.Errorf("docs/sqlite.md does not show the code of %s verbatim:\n%s", c.file, code)
+		}
+	}
+}

@@ -1,0 +1,125 @@
+//! At most once on Postgres, behind the fault proxy (tests/faultproxy, Postgres framing): a
+//! connection cut after a statement reached the server (executed and committed, its reply lost)
+//! or while it was still on its way answers `store_unavailable` and the fail policy, and the key
+//! is charged once or not at all: the statement is never sent again, on that connection or on a
+//! new one.
+#![cfg(feature = "postgres")]
+
+#[path = "support/postgres_server.rs"]
+mod postgres_server;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use postgres_server::PostgresServer;
+use throttlekit::postgres::{PostgresOptions, PostgresStore};
+use throttlekit::{Dimension, ErrorCode, FailPolicy, Limiter, MultiLimiter, Rule as MultiRule, Strategy};
+use throttlekit_faultproxy::{Fault, FaultProxy, Rule};
+
+const TIMEOUT: Duration = Duration::from_secs(2);
+
+fn store(url: &str) -> Arc<PostgresStore> {
+    let o = PostgresOptions { timeout: TIMEOUT, sweep_interval: None, pool_size: 1, ..PostgresOptions::new(url) };
+    Arc::new(PostgresStore::connect_blocking(o).expect("connect"))
+}
+
+/// `url` with its host and port replaced by the proxy's.
+fn through(url: &str, proxy: &FaultProxy) -> String {
+    let (head, tail) = url.split_once('@').expect("a URL with credentials");
+    let path = tail.split_once('/').map(|(_, p)| p).unwrap_or("");
+    format!("{head}@{}/{path}", proxy.addr())
+}
+
+/// The key's remaining units read beside the proxy (a peek charges nothing).
+fn remaining(direct: &Limiter, key: &str) -> i64 {
+    direct.peek_sync(key).expect("peek").remaining
+}
+
+/// Runs `call` with the next statement faulted by `fault`; returns what it answered and the
+/// statements the proxy saw meanwhile (after a pause that would catch a late resend). `warm`
+/// (a peek, which charges nothing) first reconnects the pool after the last cut, so the new
+/// connection's prepares are not counted.
+fn faulted<T>(proxy: &FaultProxy, warm: impl Fn(), fault: Fault, call: impl FnOnce() -> T) -> (T, u64) {
+    warm();
+    let before = proxy.stats().commands;
+    proxy.set(vec![Rule::new(fault).commands(&["BIND"]).times(1)]);
+    let started = Instant::now();
+    let out = call();
+    assert!(
+        started.elapsed() < TIMEOUT + Duration::from_secs(1),
+        "answered within the timeout: {:?}",
+        started.elapsed()
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    let seen = proxy.stats().commands - before;
+    proxy.clear();
+    (out, seen)
+}
+
+#[test]
+fn a_connection_cut_after_the_statement_was_sent_never_charges_twice() {
+    let server = PostgresServer::start();
+    let proxy =
+        FaultProxy::start_postgres(server.url.split_once('@').unwrap().1.split('/').next().unwrap().parse().unwrap())
+            .expect("the proxy");
+    let proxied = store(&through(&server.url, &proxy));
+    let window = Strategy::fixed_window(10, 600_000).unwrap();
+    let build = |s: Arc<PostgresStore>, policy| {
+        Limiter::builder(window.clone()).store(s).prefix("cut").fail_policy(policy).build()
+    };
+    let closed = build(proxied.clone(), FailPolicy::FailClosed);
+    let open = build(proxied.clone(), FailPolicy::FailOpen);
+    let raise = build(proxied.clone(), FailPolicy::Raise);
+    let direct = build(store(&server.url), FailPolicy::Raise);
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let warm = || assert!(raise.peek_sync("warm").is_ok());
+
+    assert!(closed.check_sync("k", 1).unwrap().allowed);
+    assert_eq!(remaining(&direct, "k"), 9);
+
+    // The reply is lost after the server committed: charged exactly once, never resent.
+    let (d, seen) = faulted(&proxy, warm, Fault::DropReply, || closed.check_sync("k", 1).unwrap());
+    assert!(!d.allowed && d.fallback, "fail-closed: {d:?}");
+    assert_eq!(seen, 1, "one statement reached the proxy: not resent");
+    assert_eq!(remaining(&direct, "k"), 8, "charged once by the statement that committed");
+
+    let (d, seen) = faulted(&proxy, warm, Fault::DropReply, || rt.block_on(open.check("k", 1)).unwrap());
+    assert!(d.allowed && d.fallback, "fail-open on the async path: {d:?}");
+    assert_eq!(seen, 1);
+    assert_eq!(remaining(&direct, "k"), 7);
+
+    let (e, seen) = faulted(&proxy, warm, Fault::DropReply, || raise.check_sync("k", 1).unwrap_err());
+    assert_eq!(e.code(), ErrorCode::StoreUnavailable, "{e}");
+    assert!(e.to_string().contains("not resent"), "{e}");
+    assert_eq!(seen, 1);
+    assert_eq!(remaining(&direct, "k"), 6);
+
+    // Cut while the statement is half sent: the server never runs it, nothing is charged.
+    let (e, seen) = faulted(&proxy, warm, Fault::DropRequest(12), || raise.check_sync("k", 1).unwrap_err());
+    assert_eq!(e.code(), ErrorCode::StoreUnavailable, "{e}");
+    assert_eq!(seen, 1);
+    assert_eq!(remaining(&direct, "k"), 6, "a statement that never ran charges nothing");
+
+    // A multi check (one statement over both dimensions): once or not at all, on both.
+    let dims = || {
+        vec![
+            Dimension::new("a", Strategy::fixed_window(10, 600_000).unwrap()),
+            Dimension::new("b", Strategy::fixed_window(10, 600_000).unwrap()),
+        ]
+    };
+    let multi = MultiLimiter::new(MultiRule::All, dims())
+        .unwrap()
+        .with_store(proxied.clone())
+        .with_fail_policy(FailPolicy::FailClosed);
+    let (d, seen) = faulted(&proxy, warm, Fault::DropReply, || multi.check_sync(&["x", "y"], 1).unwrap());
+    assert!(!d.decision.allowed && d.decision.fallback, "{d:?}");
+    assert_eq!(seen, 1);
+    let peek = MultiLimiter::new(MultiRule::All, dims()).unwrap().with_store(store(&server.url));
+    let after = peek.check_sync(&["x", "y"], 1).unwrap();
+    assert!(after.dimensions.iter().all(|d| d.remaining == 8), "charged once each: {after:?}");
+
+    // The store goes on after each cut, on a new connection.
+    let d = closed.check_sync("k", 1).unwrap();
+    assert!(d.allowed && !d.fallback && d.remaining == 5, "{d:?}");
+    assert!(proxy.stats().connections >= 6, "each cut closed its connection: {:?}", proxy.stats());
+}
