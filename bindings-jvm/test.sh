@@ -2,12 +2,14 @@
 # Everything CI runs for the JVM library, from a fresh machine:
 #   1. installs what is missing (install-tools.sh: JDK 17, junit5, Guava, Jetty; all Debian)
 #   2. builds the cdylib, the classes and build/throttlekit.jar (build.sh), the tests and tools
-#   3. starts a disposable redis-server (tests/redis-server.sh), stopped by PID on exit
+#   3. starts a disposable redis-server (tests/redis-server.sh) and Postgres 15
+#      (tests/postgres-server.sh), stopped by PID on exit
 #   4. the JUnit 5 tests (Java, the servlet filters' on embedded Jetty, and the Kotlin companion's) through Debian's console launcher,
 #      totals printed as `N passed, M failed`
 #   5. the conformance runner replays every conformance-vectors/*.json on memory and Redis,
 #      blocking and through the futures, then on a cluster, Sentinel, TLS and mutual TLS, and
-#      must report the Rust CLI's totals on each; and the adaptive vectors (conformance-vectors/adaptive)
+#      must report the Rust CLI's totals on each; on Postgres and on SQLite (a temp file); and the
+#      adaptive vectors (conformance-vectors/adaptive)
 #   6. the README's quick start is example/QuickStart.java, and it runs
 # Environment: PROFILE (debug|release, default debug), CARGO_TARGET_DIR.
 set -euo pipefail
@@ -25,6 +27,7 @@ step "build (cdylib, classes, jar, tests, runner)"
 WORK=$(mktemp -d)
 cleanup() {
     "$ROOT/tests/redis-server.sh" stop "$WORK/redis.pid" || true
+    "$ROOT/tests/postgres-server.sh" stop "$WORK/postgres.pid" || true
     "$ROOT/tests/redis-cluster.sh" stop "$WORK/cluster.pids" || true
     "$ROOT/tests/redis-sentinels.sh" stop "$WORK/sentinel" || true
     "$ROOT/tests/redis-sentinels.sh" stop "$WORK/sentinel-pw" || true
@@ -36,6 +39,9 @@ trap cleanup EXIT
 step "start a disposable redis-server"
 URL=$("$ROOT/tests/redis-server.sh" start "$WORK/redis.pid")
 echo "$URL (pid $(cat "$WORK/redis.pid"))"
+step "start a disposable Postgres 15 (PostgresStoreTest and the runner)"
+PG_URL=$("$ROOT/tests/postgres-server.sh" start "$WORK/postgres.pid")
+echo "$PG_URL (pid $(cut -d' ' -f1 "$WORK/postgres.pid"))"
 
 # Sentinels that require a password (sentinelPassword), whose master has a replica (durable charges).
 SENTINEL_PW_URLS=$(SENTINEL_PASSWORD=spw "$ROOT/tests/redis-sentinels.sh" start "$WORK/sentinel-pw")
@@ -47,7 +53,7 @@ J=/usr/share/java
 JETTY=$J/servlet-api.jar:$J/jetty9-server.jar:$J/jetty9-servlet.jar:$J/jetty9-security.jar:$J/jetty9-http.jar:$J/jetty9-io.jar:$J/jetty9-util.jar
 CP=$B/throttlekit.jar:$B/test:$B/kotlin:$K/kotlin-stdlib.jar:$K/kotlinx-coroutines-core-jvm.jar:$B/servlet:$B/servlet-test:$JETTY
 set +e
-java -Dthrottlekit.tmpdir="$WORK/native" -Dthrottlekit.test.redis="$URL" -Dthrottlekit.test.classpath="$CP" \
+java -Dthrottlekit.tmpdir="$WORK/native" -Dthrottlekit.test.redis="$URL" -Dthrottlekit.test.postgres="$PG_URL" -Dthrottlekit.test.classpath="$CP" \
     -Dthrottlekit.test.sentinels.password="$SENTINEL_PW_URLS" \
     -jar /usr/share/java/junit-platform-console-standalone.jar -cp "$CP" --scan-classpath \
     --disable-banner --details=summary --disable-ansi-colors >"$WORK/junit.log" 2>&1
@@ -79,6 +85,10 @@ run_runner "java memory" --store memory
 run_runner "java memory (futures)" --store memory --api async
 run_runner "java redis" --store redis --redis-url "$URL"
 run_runner "java redis (futures)" --store redis --redis-url "$URL" --api async
+
+step "conformance runner: Postgres and SQLite"
+run_runner "java postgres" --store postgres --postgres-url "$PG_URL"
+run_runner "java sqlite" --store sqlite --sqlite-path "$WORK/vectors.db"
 
 step "conformance runner: the adaptive concurrency vectors (no store)"
 ADAPTIVE=("$ROOT"/conformance-vectors/adaptive/*.json)

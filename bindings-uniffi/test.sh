@@ -6,12 +6,12 @@
 #      (the committed sources must match the library); the crate's unit tests
 #   3. builds the gem's library (make ruby)
 #   4. a disposable redis-server (tests/redis-server.sh), a 3-master cluster, two Sentinel setups
-#      and a TLS server (tests/redis-*.sh), started in the background before step 2 and stopped
-#      by PID on exit
+#      and a TLS server (tests/redis-*.sh), and Postgres 15 (tests/postgres-server.sh), started
+#      in the background before step 2 and stopped by PID on exit
 #   5. the runner replays every conformance-vectors/*.json on memory and on Redis (also through
-#      the async API), then on the cluster, Sentinel and TLS with the CLI's store flags, and must
-#      report the Rust CLI's totals
-#   6. the Ruby tests, with Redis, and Throttlekit::Rack's (ruby/test/test_rack.rb); the adaptive
+#      the async API), then on the cluster, Sentinel, TLS, Postgres and SQLite (a temp file) with
+#      the CLI's store flags, and must report the Rust CLI's totals
+#   6. the Ruby tests, with Redis; the SQL stores' (ruby/test/test_sql.rb, with Postgres); Throttlekit::Rack's (ruby/test/test_rack.rb); the adaptive
 #      limiter's and Throttlekit::RackShedder's (ruby/test/test_adaptive.rb), and the runner on
 #      conformance-vectors/adaptive
 #   7. the quick start in README.md is the file run here, against the gem built and installed
@@ -36,6 +36,7 @@ cleanup() {
     "$ROOT/tests/redis-sentinels.sh" stop "$WORK/sentinel" || true
     "$ROOT/tests/redis-sentinels.sh" stop "$WORK/sentinel-pw" || true
     "$ROOT/tests/redis-tls.sh" stop "$WORK/tls" || true
+    "$ROOT/tests/postgres-server.sh" stop "$WORK/postgres.pid" || true
     rm -rf "$WORK" || true
 }
 trap cleanup EXIT
@@ -60,6 +61,7 @@ start_in_background cluster "$ROOT/tests/redis-cluster.sh" start "$WORK/cluster.
 start_in_background sentinel "$ROOT/tests/redis-sentinels.sh" start "$WORK/sentinel"
 start_in_background sentinel-pw env SENTINEL_PASSWORD=spw "$ROOT/tests/redis-sentinels.sh" start "$WORK/sentinel-pw"
 start_in_background tls "$ROOT/tests/redis-tls.sh" start "$WORK/tls"
+start_in_background postgres "$ROOT/tests/postgres-server.sh" start "$WORK/postgres.pid"
 
 step "build the library and regenerate the Ruby sources"
 make -s -C "$HERE" generate PROFILE="$PROFILE"
@@ -115,6 +117,10 @@ started tls TLS_URL
 run_runner "ruby redis-cluster" "$HERE/ruby/tk-conformance" --store redis-cluster --redis-url "$CLUSTER_URLS"
 run_runner "ruby redis-sentinel" "$HERE/ruby/tk-conformance" --store redis-sentinel --redis-url "$SENTINEL_URLS" --redis-service-name tkmain
 run_runner "ruby redis TLS" "$HERE/ruby/tk-conformance" --store redis --redis-url "$TLS_URL" --redis-tls-ca "$WORK/tls/ca.crt"
+step "conformance runner: Postgres and SQLite"
+started postgres PG_URL
+run_runner "ruby postgres" "$HERE/ruby/tk-conformance" --store postgres --postgres-url "$PG_URL"
+run_runner "ruby sqlite" "$HERE/ruby/tk-conformance" --store sqlite --sqlite-path "$WORK/vectors.db"
 # A malformed file is exit status 2 with a message.
 echo '{"suites": [{"id": "x", "ops": [], "bogus": 1}]}' >"$WORK/bad.json"
 for runner in "$HERE/ruby/tk-conformance"; do
@@ -130,6 +136,9 @@ step "Ruby tests (with Redis, a cluster, sentinels, and sentinels that require a
 started sentinel-pw TK_REDIS_SENTINEL_PW_URLS
 export TK_REDIS_SENTINEL_PW_URLS TK_REDIS_CLUSTER_URLS=$CLUSTER_URLS TK_REDIS_SENTINEL_URLS=$SENTINEL_URLS
 ruby "$HERE/ruby/test/test_throttlekit.rb" "$URL"
+
+step "SQL store tests (Throttlekit::PostgresStore on the Postgres above, Throttlekit::SqliteStore on temp files)"
+ruby "$HERE/ruby/test/test_sql.rb" "$PG_URL"
 
 step "Rack middleware tests (Throttlekit::Rack; the fail policy against a redis-server killed by PID)"
 ruby "$HERE/ruby/test/test_rack.rb" --with-redis

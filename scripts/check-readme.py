@@ -14,6 +14,8 @@ Checks:
       Ruby    bindings-uniffi/ruby/example/quickstart.rb (bindings-uniffi/test.sh runs it)
       serve   the config and the request of tests/serve.sh's HTTP door (200, 200, then 429)
 The demo's table and picture are checked against the demo itself by scripts/check-demo.sh.
+Pages under docs/ whose snippets a test runs are checked the same way (DOC_EXCERPTS): each
+```LANG block of the page is an excerpt of the named test sources.
 """
 
 import os
@@ -79,6 +81,34 @@ SECTIONS = {
     "serve": ("yaml", serve_sources),
 }
 
+# docs page -> {code block language: the test sources every such block must be an excerpt of}
+DOC_EXCERPTS = {
+    "docs/postgres.md": {
+        "java": ["bindings-jvm/test/dev/throttlekit/PostgresStoreTest.java"],
+        "ruby": ["bindings-uniffi/ruby/test/test_sql.rb"],
+    },
+    "docs/sqlite.md": {
+        "java": ["bindings-jvm/test/dev/throttlekit/SqliteStoreTest.java"],
+        "ruby": ["bindings-uniffi/ruby/test/test_sql.rb"],
+    },
+}
+
+
+def doc_excerpt_errors():
+    errors = []
+    checked = 0
+    for page, langs in DOC_EXCERPTS.items():
+        text = read(page)
+        for lang, paths in langs.items():
+            snippets = blocks(text, lang)
+            if not snippets:
+                errors.append(f"{page} has no ```{lang} block (its test is {', '.join(paths)})")
+            for snippet in snippets:
+                checked += 1
+                if not excerpt_of(snippet, [read(p) for p in paths]):
+                    errors.append(f"{page}: this {lang} block is not an excerpt of {', '.join(paths)}:\n{snippet}")
+    return errors, checked
+
 
 def main():
     errors = []
@@ -117,11 +147,13 @@ def main():
     body = re.search(r"^body='(.*)'$", read("tests/serve.sh"), re.M)
     if "serve" in seen and not (body and f"-d '{body.group(1)}'" in quick):
         errors.append("README.md's serve request is not the body tests/serve.sh sends to /json")
+    doc_errors, doc_blocks = doc_excerpt_errors()
+    errors += doc_errors
     for e in errors:
         print(e, file=sys.stderr)
     if errors:
         return 1
-    print(f"check-readme: {n} lines; {len(seen)} quick starts, each an excerpt of what its test runs")
+    print(f"check-readme: {n} lines; {len(seen)} quick starts and {doc_blocks} docs/ blocks, each an excerpt of what its test runs")
     return 0
 
 

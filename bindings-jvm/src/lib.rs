@@ -25,6 +25,7 @@ mod multi;
 mod runtime;
 mod scratch;
 mod shaper;
+mod sql;
 mod store;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};

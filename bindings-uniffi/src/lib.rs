@@ -18,6 +18,7 @@ mod limiter;
 mod multi;
 mod records;
 mod shaper;
+mod sql;
 mod store;
 mod strategy;
 
@@ -30,6 +31,7 @@ pub use limiter::{Limiter, LimiterOptions};
 pub use multi::{Dimension, MultiLimiter, MultiLimiterOptions, Rule};
 pub use records::{Decision, MultiDecision, Reservation};
 pub use shaper::{Shaper, ShaperOptions};
+pub use sql::{PostgresStore, PostgresStoreOptions, SqliteStore, SqliteStoreOptions, postgres_migrate_blocking};
 pub use store::{FailPolicy, MemoryStore, RedisStore, RedisStoreOptions, Store};
 pub use strategy::Strategy;
 

@@ -1,5 +1,5 @@
 //! Stores: `MemoryStore` (in process) and `RedisStore` (atomic across a fleet), and `Store`,
-//! the one argument type that names either.
+//! the one argument type that names any store (the SQL stores are `sql`'s).
 //!
 //! A store object is shared by every limiter, multi limiter and shaper it is handed to (keys are
 //! namespaced by their prefixes). `RedisStore` also carries the per-deployment defaults that
@@ -201,11 +201,7 @@ impl RedisStore {
     /// Closes the connections, blocking. Later calls fail with `store_unavailable`. (Not
     /// `close`: Kotlin objects are `AutoCloseable`, whose `close()` frees the handle.)
     pub fn disconnect_blocking(&self) -> Result<()> {
-        // Core's close is async only; a private current-thread runtime drives it (the store's
-        // own runtime must not be blocked on from outside).
-        let runtime =
-            tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(throttlekit::Error::store)?;
-        Ok(runtime.block_on(throttlekit::Store::close(&*self.inner))?)
+        crate::sql::close_blocking(&*self.inner)
     }
 
     /// Closes the connections. Later calls fail with `store_unavailable`.
@@ -221,6 +217,10 @@ pub enum Store {
     Memory { store: Arc<MemoryStore> },
     /// A Redis store (its `server_clock` and `fail_policy` are the limiter's defaults).
     Redis { store: Arc<RedisStore> },
+    /// A Postgres store (its `server_clock` and `fail_policy` are the limiter's defaults).
+    Postgres { store: Arc<crate::sql::PostgresStore> },
+    /// A SQLite store (its `fail_policy` is the limiter's default).
+    Sqlite { store: Arc<crate::sql::SqliteStore> },
 }
 
 /// A store as core takes it, with the defaults it carries.
@@ -248,6 +248,14 @@ impl Resolved {
                 server_clock: store.server_clock,
                 fail_policy: store.fail_policy,
             },
+            Some(Store::Postgres { store }) => Resolved {
+                store: store.inner.clone(),
+                server_clock: store.server_clock,
+                fail_policy: store.fail_policy,
+            },
+            Some(Store::Sqlite { store }) => {
+                Resolved { store: store.inner.clone(), server_clock: false, fail_policy: store.fail_policy }
+            }
         }
     }
 

@@ -22,11 +22,14 @@ module Throttlekit
   # holds the GVL for its whole duration: a `check_blocking` waiting on Redis, or a
   # `schedule_blocking` sleeping until its departure, would stop every other Ruby thread.
   # Prepended before the generated module attaches its functions, this marks the ones that
-  # may wait (the `*_blocking` methods and RedisStore.connect) as blocking, so Ruby-FFI
-  # releases the GVL around them. (A test checks that other threads run meanwhile.)
+  # may wait (the `*_blocking` methods and the constructors of the stores that connect or open
+  # a file) as blocking, so Ruby-FFI releases the GVL around them. (A test checks that other
+  # threads run meanwhile.)
   module ReleaseGvlWhileWaiting
+    WAITING = %w[_blocking _redisstore_connect _postgresstore_new _sqlitestore_new].freeze
+
     def attach_function(name, *rest)
-      if name.to_s.end_with?("_blocking") || name.to_s.end_with?("_redisstore_connect")
+      if name.to_s.end_with?(*WAITING)
         rest << {} if rest.length == 2 # (args, returns) without options
         rest[-1] = rest[-1].merge(blocking: true) if rest[-1].is_a?(Hash)
       end
@@ -75,3 +78,4 @@ module Throttlekit
 end
 
 require_relative "throttlekit/adaptive"
+require_relative "throttlekit/sql"

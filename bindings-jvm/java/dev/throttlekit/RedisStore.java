@@ -115,9 +115,7 @@ public final class RedisStore implements Store {
 
         /** The longest wait for any one call, connecting included (default 1 s); past it, {@code store_unavailable}, never retried. */
         public Builder timeout(Duration timeout) {
-            Object ms = Strategy.fractionalMs("timeout", timeout);
-            if (!(ms instanceof Long)) throw new ConfigInvalidException("timeout must be a whole number of ms", -1);
-            o.put("timeoutMs", ms);
+            o.put("timeoutMs", Strategy.wholeMs("timeout", timeout));
             return this;
         }
 
@@ -151,9 +149,7 @@ public final class RedisStore implements Store {
 
         /** How long the server waits for those replicas (default 100 ms; less than {@link #timeout}). */
         public Builder durableTimeout(Duration timeout) {
-            Object ms = Strategy.fractionalMs("durableTimeout", timeout);
-            if (!(ms instanceof Long)) throw new ConfigInvalidException("durableTimeout must be a whole number of ms", -1);
-            o.put("durableTimeoutMs", ms);
+            o.put("durableTimeoutMs", Strategy.wholeMs("durableTimeout", timeout));
             return this;
         }
 

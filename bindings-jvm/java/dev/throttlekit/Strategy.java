@@ -206,4 +206,10 @@ public final class Strategy {
         }
         return d.getSeconds() * 1000.0 + d.getNano() / 1e6;
     }
+
+    /** A duration in whole ms (a store option); a fraction of a ms is {@code config_invalid}. */
+    static long wholeMs(String name, Duration d) {
+        if (!(fractionalMs(name, d) instanceof Long ms)) throw new ConfigInvalidException(name + " must be a whole number of ms", -1);
+        return ms;
+    }
 }

@@ -526,6 +526,36 @@ private_constant :UniffiHandleMap
     end
   end
 
+  # The Record type PostgresStoreOptions.
+
+  def self.check_lower_TypePostgresStoreOptions(v)
+    RustBuffer.check_lower_Optionalstring(v.table)
+    RustBuffer.check_lower_Optionalbool(v.migrate)
+    RustBuffer.check_lower_Optionalbool(v.unlogged)
+    RustBuffer.check_lower_Optionalbool(v.synchronous_commit_off)
+    RustBuffer.check_lower_Optionali64(v.pool_size)
+    RustBuffer.check_lower_Optionali64(v.timeout_ms)
+    RustBuffer.check_lower_Optionali64(v.connect_timeout_ms)
+    RustBuffer.check_lower_Optionali64(v.sweep_interval_ms)
+    RustBuffer.check_lower_Optionali64(v.sweep_batch)
+    RustBuffer.check_lower_Optionali64(v.sweep_grace_ms)
+    
+    RustBuffer.check_lower_OptionalTypeFailPolicy(v.fail_policy)
+  end
+
+  def self.alloc_from_TypePostgresStoreOptions(v)
+    RustBuffer.allocWithBuilder do |builder|
+      builder.write_TypePostgresStoreOptions(v)
+      return builder.finalize
+    end
+  end
+
+  def consume_into_TypePostgresStoreOptions
+    consumeWithStream do |stream|
+      return stream.read_TypePostgresStoreOptions
+    end
+  end
+
   # The Record type RedisStoreOptions.
 
   def self.check_lower_TypeRedisStoreOptions(v)
@@ -601,6 +631,31 @@ private_constant :UniffiHandleMap
     end
   end
 
+  # The Record type SqliteStoreOptions.
+
+  def self.check_lower_TypeSqliteStoreOptions(v)
+    RustBuffer.check_lower_Optionalstring(v.table)
+    RustBuffer.check_lower_Optionali64(v.busy_timeout_ms)
+    RustBuffer.check_lower_Optionalstring(v.synchronous)
+    RustBuffer.check_lower_Optionalbool(v.migrate)
+    RustBuffer.check_lower_Optionali64(v.max_key_length)
+    RustBuffer.check_lower_Optionalbool(v.sweep)
+    RustBuffer.check_lower_OptionalTypeFailPolicy(v.fail_policy)
+  end
+
+  def self.alloc_from_TypeSqliteStoreOptions(v)
+    RustBuffer.allocWithBuilder do |builder|
+      builder.write_TypeSqliteStoreOptions(v)
+      return builder.finalize
+    end
+  end
+
+  def consume_into_TypeSqliteStoreOptions
+    consumeWithStream do |stream|
+      return stream.read_TypeSqliteStoreOptions
+    end
+  end
+
   # The Record type TierStats.
 
   def self.check_lower_TypeTierStats(v)
@@ -671,6 +726,14 @@ private_constant :UniffiHandleMap
     end
     if v.redis?
         (RedisStore.uniffi_check_lower v.store)
+      return
+    end
+    if v.postgres?
+        (PostgresStore.uniffi_check_lower v.store)
+      return
+    end
+    if v.sqlite?
+        (SqliteStore.uniffi_check_lower v.store)
       return
     end
   end
@@ -1215,6 +1278,13 @@ class RustBufferStream
     return MultiLimiter.uniffi_lift(handle)
   end
 
+  # The Object type PostgresStore.
+
+  def read_TypePostgresStore
+    handle = unpack_from 8, 'Q>'
+    return PostgresStore.uniffi_lift(handle)
+  end
+
   # The Object type RedisStore.
 
   def read_TypeRedisStore
@@ -1227,6 +1297,13 @@ class RustBufferStream
   def read_TypeShaper
     handle = unpack_from 8, 'Q>'
     return Shaper.uniffi_lift(handle)
+  end
+
+  # The Object type SqliteStore.
+
+  def read_TypeSqliteStore
+    handle = unpack_from 8, 'Q>'
+    return SqliteStore.uniffi_lift(handle)
   end
 
   # The Object type Strategy.
@@ -1403,6 +1480,25 @@ class RustBufferStream
     )
   end
 
+  # The Record type PostgresStoreOptions.
+
+  def read_TypePostgresStoreOptions
+    PostgresStoreOptions.new(
+      table: read_Optionalstring,
+      migrate: read_Optionalbool,
+      unlogged: read_Optionalbool,
+      synchronous_commit_off: read_Optionalbool,
+      pool_size: read_Optionali64,
+      timeout_ms: read_Optionali64,
+      connect_timeout_ms: read_Optionali64,
+      sweep_interval_ms: read_Optionali64,
+      sweep_batch: read_Optionali64,
+      sweep_grace_ms: read_Optionali64,
+      server_clock: read_bool,
+      fail_policy: read_OptionalTypeFailPolicy
+    )
+  end
+
   # The Record type RedisStoreOptions.
 
   def read_TypeRedisStoreOptions
@@ -1442,6 +1538,20 @@ class RustBufferStream
       prefix: read_string,
       server_clock: read_Optionalbool,
       metrics: read_bool
+    )
+  end
+
+  # The Record type SqliteStoreOptions.
+
+  def read_TypeSqliteStoreOptions
+    SqliteStoreOptions.new(
+      table: read_Optionalstring,
+      busy_timeout_ms: read_Optionali64,
+      synchronous: read_Optionalstring,
+      migrate: read_Optionalbool,
+      max_key_length: read_Optionali64,
+      sweep: read_Optionalbool,
+      fail_policy: read_OptionalTypeFailPolicy
     )
   end
 
@@ -1513,6 +1623,16 @@ class RustBufferStream
     if variant == 2
         return Store::REDIS.new(
             store: self.read_TypeRedisStore()
+        )
+    end
+    if variant == 3
+        return Store::POSTGRES.new(
+            store: self.read_TypePostgresStore()
+        )
+    end
+    if variant == 4
+        return Store::SQLITE.new(
+            store: self.read_TypeSqliteStore()
         )
     end
     raise InternalError, 'Unexpected variant tag for TypeStore'
@@ -1973,6 +2093,13 @@ class RustBufferBuilder
     pack_into(8, 'Q>', handle)
   end
 
+  # The Object type PostgresStore.
+
+  def write_TypePostgresStore(obj)
+    handle = PostgresStore.uniffi_lower obj
+    pack_into(8, 'Q>', handle)
+  end
+
   # The Object type RedisStore.
 
   def write_TypeRedisStore(obj)
@@ -1984,6 +2111,13 @@ class RustBufferBuilder
 
   def write_TypeShaper(obj)
     handle = Shaper.uniffi_lower obj
+    pack_into(8, 'Q>', handle)
+  end
+
+  # The Object type SqliteStore.
+
+  def write_TypeSqliteStore(obj)
+    handle = SqliteStore.uniffi_lower obj
     pack_into(8, 'Q>', handle)
   end
 
@@ -2135,6 +2269,23 @@ class RustBufferBuilder
     self.write_OptionalTypeLeaseOptions(v.lease)
   end
 
+  # The Record type PostgresStoreOptions.
+
+  def write_TypePostgresStoreOptions(v)
+    self.write_Optionalstring(v.table)
+    self.write_Optionalbool(v.migrate)
+    self.write_Optionalbool(v.unlogged)
+    self.write_Optionalbool(v.synchronous_commit_off)
+    self.write_Optionali64(v.pool_size)
+    self.write_Optionali64(v.timeout_ms)
+    self.write_Optionali64(v.connect_timeout_ms)
+    self.write_Optionali64(v.sweep_interval_ms)
+    self.write_Optionali64(v.sweep_batch)
+    self.write_Optionali64(v.sweep_grace_ms)
+    self.write_bool(v.server_clock)
+    self.write_OptionalTypeFailPolicy(v.fail_policy)
+  end
+
   # The Record type RedisStoreOptions.
 
   def write_TypeRedisStoreOptions(v)
@@ -2169,6 +2320,18 @@ class RustBufferBuilder
     self.write_string(v.prefix)
     self.write_Optionalbool(v.server_clock)
     self.write_bool(v.metrics)
+  end
+
+  # The Record type SqliteStoreOptions.
+
+  def write_TypeSqliteStoreOptions(v)
+    self.write_Optionalstring(v.table)
+    self.write_Optionali64(v.busy_timeout_ms)
+    self.write_Optionalstring(v.synchronous)
+    self.write_Optionalbool(v.migrate)
+    self.write_Optionali64(v.max_key_length)
+    self.write_Optionalbool(v.sweep)
+    self.write_OptionalTypeFailPolicy(v.fail_policy)
   end
 
   # The Record type TierStats.
@@ -2218,6 +2381,14 @@ class RustBufferBuilder
     if v.redis?
       pack_into(4, 'l>', 2)
         self.write_TypeRedisStore(v.store)
+    end
+    if v.postgres?
+      pack_into(4, 'l>', 3)
+        self.write_TypePostgresStore(v.store)
+    end
+    if v.sqlite?
+      pack_into(4, 'l>', 4)
+        self.write_TypeSqliteStore(v.store)
     end
  end
   
@@ -3149,6 +3320,54 @@ module UniFFILib
     [:uint64, RustBuffer.by_value, :int64, RustCallStatus.by_ref],
     RustBuffer.by_value
   
+  attach_function :uniffi_throttlekit_uniffi_fn_clone_postgresstore,
+    [:uint64, RustCallStatus.by_ref],
+    :uint64
+  
+  attach_function :uniffi_throttlekit_uniffi_fn_free_postgresstore,
+    [:uint64, RustCallStatus.by_ref],
+    :void
+  
+  attach_function :uniffi_throttlekit_uniffi_fn_constructor_postgresstore_new,
+    [RustBuffer.by_value, RustBuffer.by_value, RustCallStatus.by_ref],
+    :uint64
+  
+  attach_function :uniffi_throttlekit_uniffi_fn_method_postgresstore_disconnect,
+    [:uint64, ],
+    :uint64
+  
+  attach_function :uniffi_throttlekit_uniffi_fn_method_postgresstore_disconnect_blocking,
+    [:uint64, RustCallStatus.by_ref],
+    :void
+  
+  attach_function :uniffi_throttlekit_uniffi_fn_method_postgresstore_table,
+    [:uint64, RustCallStatus.by_ref],
+    RustBuffer.by_value
+  
+  attach_function :uniffi_throttlekit_uniffi_fn_clone_sqlitestore,
+    [:uint64, RustCallStatus.by_ref],
+    :uint64
+  
+  attach_function :uniffi_throttlekit_uniffi_fn_free_sqlitestore,
+    [:uint64, RustCallStatus.by_ref],
+    :void
+  
+  attach_function :uniffi_throttlekit_uniffi_fn_constructor_sqlitestore_new,
+    [RustBuffer.by_value, RustBuffer.by_value, RustCallStatus.by_ref],
+    :uint64
+  
+  attach_function :uniffi_throttlekit_uniffi_fn_method_sqlitestore_disconnect,
+    [:uint64, ],
+    :uint64
+  
+  attach_function :uniffi_throttlekit_uniffi_fn_method_sqlitestore_disconnect_blocking,
+    [:uint64, RustCallStatus.by_ref],
+    :void
+  
+  attach_function :uniffi_throttlekit_uniffi_fn_method_sqlitestore_table,
+    [:uint64, RustCallStatus.by_ref],
+    RustBuffer.by_value
+  
   attach_function :uniffi_throttlekit_uniffi_fn_clone_memorystore,
     [:uint64, RustCallStatus.by_ref],
     :uint64
@@ -3260,6 +3479,10 @@ module UniFFILib
   attach_function :uniffi_throttlekit_uniffi_fn_func_version,
     [RustCallStatus.by_ref],
     RustBuffer.by_value
+  
+  attach_function :uniffi_throttlekit_uniffi_fn_func_postgres_migrate_blocking,
+    [RustBuffer.by_value, RustBuffer.by_value, RustCallStatus.by_ref],
+    :void
   
   attach_function :ffi_throttlekit_uniffi_rustbuffer_alloc,
     [:uint64, RustCallStatus.by_ref],
@@ -3485,6 +3708,10 @@ module UniFFILib
     [],
     :uint16
   
+  attach_function :uniffi_throttlekit_uniffi_checksum_func_postgres_migrate_blocking,
+    [],
+    :uint16
+  
   attach_function :uniffi_throttlekit_uniffi_checksum_method_adaptivelimiter_acquire_blocking,
     [],
     :uint16
@@ -3705,6 +3932,30 @@ module UniFFILib
     [],
     :uint16
   
+  attach_function :uniffi_throttlekit_uniffi_checksum_method_postgresstore_disconnect,
+    [],
+    :uint16
+  
+  attach_function :uniffi_throttlekit_uniffi_checksum_method_postgresstore_disconnect_blocking,
+    [],
+    :uint16
+  
+  attach_function :uniffi_throttlekit_uniffi_checksum_method_postgresstore_table,
+    [],
+    :uint16
+  
+  attach_function :uniffi_throttlekit_uniffi_checksum_method_sqlitestore_disconnect,
+    [],
+    :uint16
+  
+  attach_function :uniffi_throttlekit_uniffi_checksum_method_sqlitestore_disconnect_blocking,
+    [],
+    :uint16
+  
+  attach_function :uniffi_throttlekit_uniffi_checksum_method_sqlitestore_table,
+    [],
+    :uint16
+  
   attach_function :uniffi_throttlekit_uniffi_checksum_method_memorystore_evictions,
     [],
     :uint16
@@ -3762,6 +4013,14 @@ module UniFFILib
     :uint16
   
   attach_function :uniffi_throttlekit_uniffi_checksum_constructor_shaper_new,
+    [],
+    :uint16
+  
+  attach_function :uniffi_throttlekit_uniffi_checksum_constructor_postgresstore_new,
+    [],
+    :uint16
+  
+  attach_function :uniffi_throttlekit_uniffi_checksum_constructor_sqlitestore_new,
     [],
     :uint16
   
@@ -3973,6 +4232,14 @@ class Store
       instance_of? Store::REDIS
     end
     
+    def postgres?
+      instance_of? Store::POSTGRES
+    end
+    
+    def sqlite?
+      instance_of? Store::SQLITE
+    end
+    
   end
   class REDIS < Store
     
@@ -4001,6 +4268,90 @@ class Store
     
     def redis?
       instance_of? Store::REDIS
+    end
+    
+    def postgres?
+      instance_of? Store::POSTGRES
+    end
+    
+    def sqlite?
+      instance_of? Store::SQLITE
+    end
+    
+  end
+  class POSTGRES < Store
+    
+      attr_reader :store
+    
+    def initialize(store:
+      )
+        @store = store
+    end
+    def to_s
+      "Store::POSTGRES"
+    end
+    def ==(other)
+      return false unless other.respond_to?(:postgres?)
+      return false unless other.postgres?
+        return false if @store != other.store
+      true
+    end
+
+    # For each variant, we have an `NAME?` method for easily checking
+    # whether an instance is that variant.
+    
+    def memory?
+      instance_of? Store::MEMORY
+    end
+    
+    def redis?
+      instance_of? Store::REDIS
+    end
+    
+    def postgres?
+      instance_of? Store::POSTGRES
+    end
+    
+    def sqlite?
+      instance_of? Store::SQLITE
+    end
+    
+  end
+  class SQLITE < Store
+    
+      attr_reader :store
+    
+    def initialize(store:
+      )
+        @store = store
+    end
+    def to_s
+      "Store::SQLITE"
+    end
+    def ==(other)
+      return false unless other.respond_to?(:sqlite?)
+      return false unless other.sqlite?
+        return false if @store != other.store
+      true
+    end
+
+    # For each variant, we have an `NAME?` method for easily checking
+    # whether an instance is that variant.
+    
+    def memory?
+      instance_of? Store::MEMORY
+    end
+    
+    def redis?
+      instance_of? Store::REDIS
+    end
+    
+    def postgres?
+      instance_of? Store::POSTGRES
+    end
+    
+    def sqlite?
+      instance_of? Store::SQLITE
     end
     
   end
@@ -4585,6 +4936,110 @@ class ShaperOptions
   
 end
   
+  # Record type PostgresStoreOptions
+class PostgresStoreOptions
+  attr_reader :table, :migrate, :unlogged, :synchronous_commit_off, :pool_size, :timeout_ms, :connect_timeout_ms, :sweep_interval_ms, :sweep_batch, :sweep_grace_ms, :server_clock, :fail_policy
+
+  def initialize(table: nil, migrate: nil, unlogged: nil, synchronous_commit_off: nil, pool_size: nil, timeout_ms: nil, connect_timeout_ms: nil, sweep_interval_ms: nil, sweep_batch: nil, sweep_grace_ms: nil, server_clock: false, fail_policy: nil)
+    @table = table
+    @migrate = migrate
+    @unlogged = unlogged
+    @synchronous_commit_off = synchronous_commit_off
+    @pool_size = pool_size
+    @timeout_ms = timeout_ms
+    @connect_timeout_ms = connect_timeout_ms
+    @sweep_interval_ms = sweep_interval_ms
+    @sweep_batch = sweep_batch
+    @sweep_grace_ms = sweep_grace_ms
+    @server_clock = server_clock
+    @fail_policy = fail_policy
+  end
+
+  def ==(other)
+    if @table != other.table
+      return false
+    end
+    if @migrate != other.migrate
+      return false
+    end
+    if @unlogged != other.unlogged
+      return false
+    end
+    if @synchronous_commit_off != other.synchronous_commit_off
+      return false
+    end
+    if @pool_size != other.pool_size
+      return false
+    end
+    if @timeout_ms != other.timeout_ms
+      return false
+    end
+    if @connect_timeout_ms != other.connect_timeout_ms
+      return false
+    end
+    if @sweep_interval_ms != other.sweep_interval_ms
+      return false
+    end
+    if @sweep_batch != other.sweep_batch
+      return false
+    end
+    if @sweep_grace_ms != other.sweep_grace_ms
+      return false
+    end
+    if @server_clock != other.server_clock
+      return false
+    end
+    if @fail_policy != other.fail_policy
+      return false
+    end
+
+    true
+  end
+  
+end
+  
+  # Record type SqliteStoreOptions
+class SqliteStoreOptions
+  attr_reader :table, :busy_timeout_ms, :synchronous, :migrate, :max_key_length, :sweep, :fail_policy
+
+  def initialize(table: nil, busy_timeout_ms: nil, synchronous: nil, migrate: nil, max_key_length: nil, sweep: nil, fail_policy: nil)
+    @table = table
+    @busy_timeout_ms = busy_timeout_ms
+    @synchronous = synchronous
+    @migrate = migrate
+    @max_key_length = max_key_length
+    @sweep = sweep
+    @fail_policy = fail_policy
+  end
+
+  def ==(other)
+    if @table != other.table
+      return false
+    end
+    if @busy_timeout_ms != other.busy_timeout_ms
+      return false
+    end
+    if @synchronous != other.synchronous
+      return false
+    end
+    if @migrate != other.migrate
+      return false
+    end
+    if @max_key_length != other.max_key_length
+      return false
+    end
+    if @sweep != other.sweep
+      return false
+    end
+    if @fail_policy != other.fail_policy
+      return false
+    end
+
+    true
+  end
+  
+end
+  
   # Record type RedisStoreOptions
 class RedisStoreOptions
   attr_reader :timeout_ms, :server_clock, :fail_policy, :deterministic_replay, :mode, :service_name, :tls_ca_file, :tls_cert_file, :tls_key_file, :scripting, :durable_replicas, :durable_timeout_ms, :sentinel_password, :sentinel_username
@@ -4697,6 +5152,19 @@ def self.version()
   return result.consume_into_string
 end
 
+
+  
+  
+
+def self.postgres_migrate_blocking(url, options)
+    url = ::Throttlekit::uniffi_utf8(url)
+    
+    
+    options = options
+    RustBuffer.check_lower_TypePostgresStoreOptions(options)
+    
+  ::Throttlekit.rust_call_with_error(ThrottleKitError,:uniffi_throttlekit_uniffi_fn_func_postgres_migrate_blocking,RustBuffer.alloc_from_string(url),RustBuffer.alloc_from_TypePostgresStoreOptions(options))
+end
 
   
 
@@ -5547,6 +6015,166 @@ end
         
     result = ::Throttlekit.rust_call_with_error(ThrottleKitError,:uniffi_throttlekit_uniffi_fn_method_shaper_schedule_blocking,uniffi_clone_handle(),RustBuffer.alloc_from_string(key),cost)
     return result.consume_into_TypeReservation
+  end
+  
+end
+  
+  class PostgresStore
+
+  # A private helper for initializing instances of the class from a raw handle,
+  # bypassing any initialization logic and ensuring they are GC'd properly.
+  def self.uniffi_allocate(handle)
+    inst = allocate
+    inst.instance_variable_set :@handle, handle
+    ObjectSpace.define_finalizer(inst, uniffi_define_finalizer_by_handle(handle, inst.object_id))
+    return inst
+  end
+
+  # A private helper for registering an object finalizer.
+  # N.B. it's important that this does not capture a reference
+  # to the actual instance, only its underlying handle.
+  def self.uniffi_define_finalizer_by_handle(handle, object_id)
+    Proc.new do |_id|
+      ::Throttlekit.rust_call(
+        :uniffi_throttlekit_uniffi_fn_free_postgresstore,
+        handle
+      )
+    end
+  end
+  # A private helper for lowering instances into a raw handle.
+  # This does an explicit typecheck, because accidentally lowering a different type of
+  # object in a place where this type is expected, could lead to memory unsafety.
+  def self.uniffi_check_lower(inst)
+    if !inst.is_a? self
+      raise TypeError.new "Expected a PostgresStore instance, got #{inst}"
+    end
+  end
+
+  def uniffi_clone_handle()
+    return ::Throttlekit.rust_call(
+      :uniffi_throttlekit_uniffi_fn_clone_postgresstore,
+      @handle
+    )
+  end
+
+  def self.uniffi_lower(inst)
+    return inst.uniffi_clone_handle()
+  end
+
+  def self.uniffi_lift(handle)
+    uniffi_allocate handle
+  end
+  def initialize(url, options)
+        url = ::Throttlekit::uniffi_utf8(url)
+        
+        options = options
+        RustBuffer.check_lower_TypePostgresStoreOptions(options)
+    handle = ::Throttlekit.rust_call_with_error(ThrottleKitError,:uniffi_throttlekit_uniffi_fn_constructor_postgresstore_new,RustBuffer.alloc_from_string(url),RustBuffer.alloc_from_TypePostgresStoreOptions(options))
+    @handle = handle
+    ObjectSpace.define_finalizer(self, self.class.uniffi_define_finalizer_by_handle(handle, self.object_id))
+  end
+
+  
+
+  
+  def disconnect()
+    ::Throttlekit.uniffi_rust_call_async(
+      UniFFILib.uniffi_throttlekit_uniffi_fn_method_postgresstore_disconnect(uniffi_clone_handle(),),
+      :ffi_throttlekit_uniffi_rust_future_poll_void,
+      :ffi_throttlekit_uniffi_rust_future_cancel_void,
+      :ffi_throttlekit_uniffi_rust_future_complete_void,
+      :ffi_throttlekit_uniffi_rust_future_free_void,
+      Proc.new { |v| nil },
+    ThrottleKitError
+    )
+  end
+  def disconnect_blocking()
+      ::Throttlekit.rust_call_with_error(ThrottleKitError,:uniffi_throttlekit_uniffi_fn_method_postgresstore_disconnect_blocking,uniffi_clone_handle(),)
+  end
+  
+  def table()
+    result = ::Throttlekit.rust_call(:uniffi_throttlekit_uniffi_fn_method_postgresstore_table,uniffi_clone_handle(),)
+    return result.consume_into_string
+  end
+  
+end
+  
+  class SqliteStore
+
+  # A private helper for initializing instances of the class from a raw handle,
+  # bypassing any initialization logic and ensuring they are GC'd properly.
+  def self.uniffi_allocate(handle)
+    inst = allocate
+    inst.instance_variable_set :@handle, handle
+    ObjectSpace.define_finalizer(inst, uniffi_define_finalizer_by_handle(handle, inst.object_id))
+    return inst
+  end
+
+  # A private helper for registering an object finalizer.
+  # N.B. it's important that this does not capture a reference
+  # to the actual instance, only its underlying handle.
+  def self.uniffi_define_finalizer_by_handle(handle, object_id)
+    Proc.new do |_id|
+      ::Throttlekit.rust_call(
+        :uniffi_throttlekit_uniffi_fn_free_sqlitestore,
+        handle
+      )
+    end
+  end
+  # A private helper for lowering instances into a raw handle.
+  # This does an explicit typecheck, because accidentally lowering a different type of
+  # object in a place where this type is expected, could lead to memory unsafety.
+  def self.uniffi_check_lower(inst)
+    if !inst.is_a? self
+      raise TypeError.new "Expected a SqliteStore instance, got #{inst}"
+    end
+  end
+
+  def uniffi_clone_handle()
+    return ::Throttlekit.rust_call(
+      :uniffi_throttlekit_uniffi_fn_clone_sqlitestore,
+      @handle
+    )
+  end
+
+  def self.uniffi_lower(inst)
+    return inst.uniffi_clone_handle()
+  end
+
+  def self.uniffi_lift(handle)
+    uniffi_allocate handle
+  end
+  def initialize(path, options)
+        path = ::Throttlekit::uniffi_utf8(path)
+        
+        options = options
+        RustBuffer.check_lower_TypeSqliteStoreOptions(options)
+    handle = ::Throttlekit.rust_call_with_error(ThrottleKitError,:uniffi_throttlekit_uniffi_fn_constructor_sqlitestore_new,RustBuffer.alloc_from_string(path),RustBuffer.alloc_from_TypeSqliteStoreOptions(options))
+    @handle = handle
+    ObjectSpace.define_finalizer(self, self.class.uniffi_define_finalizer_by_handle(handle, self.object_id))
+  end
+
+  
+
+  
+  def disconnect()
+    ::Throttlekit.uniffi_rust_call_async(
+      UniFFILib.uniffi_throttlekit_uniffi_fn_method_sqlitestore_disconnect(uniffi_clone_handle(),),
+      :ffi_throttlekit_uniffi_rust_future_poll_void,
+      :ffi_throttlekit_uniffi_rust_future_cancel_void,
+      :ffi_throttlekit_uniffi_rust_future_complete_void,
+      :ffi_throttlekit_uniffi_rust_future_free_void,
+      Proc.new { |v| nil },
+    ThrottleKitError
+    )
+  end
+  def disconnect_blocking()
+      ::Throttlekit.rust_call_with_error(ThrottleKitError,:uniffi_throttlekit_uniffi_fn_method_sqlitestore_disconnect_blocking,uniffi_clone_handle(),)
+  end
+  
+  def table()
+    result = ::Throttlekit.rust_call(:uniffi_throttlekit_uniffi_fn_method_sqlitestore_table,uniffi_clone_handle(),)
+    return result.consume_into_string
   end
   
 end

@@ -1,9 +1,9 @@
 // Replays conformance-vector files through the public Java API:
 //
-//   tk-conformance [--store memory|redis|redis-cluster|redis-sentinel] [--redis-url URL[,URL...]]
-//                  [--redis-service-name NAME] [--redis-tls-ca FILE] [--redis-tls-cert FILE]
-//                  [--redis-tls-key FILE] [--redis-scripting auto|functions|eval]
-//                  [--api blocking|async] FILE...
+//   tk-conformance [--store memory|redis|redis-cluster|redis-sentinel|postgres|sqlite]
+//                  [--redis-url URL[,URL...]] [--redis-service-name NAME] [--redis-tls-ca FILE]
+//                  [--redis-tls-cert FILE] [--redis-tls-key FILE] [--redis-scripting auto|functions|eval]
+//                  [--postgres-url URL] [--sqlite-path FILE] [--api blocking|async] FILE...
 //
 // The store flags are the Rust CLI's. The format is conformance-vectors/FORMAT.md. Each suite
 // gets a fresh limiter (or multi limiter, or shaper) on a fresh store, driven by a ManualClock set
@@ -11,7 +11,9 @@
 // `checkAsync(...).join()` with --api async), so a pass proves what a Java caller gets, including
 // how bad costs are refused (Numbers.costFromDouble, core's rule). On Redis the store runs in
 // deterministic-replay mode and each suite gets its own key prefix, which stands in for a fresh
-// store.
+// store. On Postgres (`--postgres-url`, default $THROTTLEKIT_POSTGRES_URL; the sweeper off)
+// and SQLite (`--sqlite-path`, created if missing; the sweep off, so expiry follows only
+// `now`) each suite gets its own key prefix too, and its keys are reset after it.
 //
 // Prints one line per mismatch (suite id, op index, expected, got) and ends with
 // `N passed, M failed`; exits 0 only when M is 0 (2 when a file or the flags are malformed).
@@ -42,9 +44,10 @@ public final class Conformance {
     private static final Set<String> DECISION_FIELDS = Set.of("allowed", "limit", "remaining", "resetAt", "retryAfterMs");
     private static final Set<String> MULTI_FIELDS = Set.of("allowed", "limit", "remaining", "resetAt", "retryAfterMs", "binding");
     private static final Set<String> SHAPER_EXPECT = Set.of("accepted", "delayMs");
-    private static final String USAGE = "usage: tk-conformance [--store memory|redis|redis-cluster|redis-sentinel] [--redis-url URL[,URL...]]\n"
-            + "       [--redis-service-name NAME] [--redis-tls-ca FILE] [--redis-tls-cert FILE] [--redis-tls-key FILE]\n"
-            + "       [--redis-scripting auto|functions|eval] [--api blocking|async] FILE...";
+    private static final String USAGE = "usage: tk-conformance [--store memory|redis|redis-cluster|redis-sentinel|postgres|sqlite]\n"
+            + "       [--redis-url URL[,URL...]] [--redis-service-name NAME] [--redis-tls-ca FILE] [--redis-tls-cert FILE]\n"
+            + "       [--redis-tls-key FILE] [--redis-scripting auto|functions|eval] [--postgres-url URL] [--sqlite-path FILE]\n"
+            + "       [--api blocking|async] FILE...";
 
     /** A vectors file does not follow FORMAT.md. */
     static final class FormatError extends RuntimeException {
@@ -99,21 +102,21 @@ public final class Conformance {
         }
     }
 
-    /** Fresh stores for suites: a new MemoryStore each, or one Redis store under fresh prefixes. */
+    /** Fresh stores for suites: a new MemoryStore each, or one shared store (Redis, Postgres, SQLite) under fresh prefixes. */
     static final class Stores {
-        final Store redis;
+        final Store shared;
         final String run = UUID.randomUUID().toString().substring(0, 12);
         int suites;
 
-        Stores(Store redis) {
-            this.redis = redis;
+        Stores(Store shared) {
+            this.shared = shared;
         }
 
         Object[] next(String prefix) {
-            if (redis == null) return new Object[] {MemoryStore.create(), prefix};
+            if (shared == null) return new Object[] {MemoryStore.create(), prefix};
             suites++;
             String isolated = "tkconf:" + run + ":" + suites;
-            return new Object[] {redis, prefix.isEmpty() ? isolated : isolated + ":" + prefix};
+            return new Object[] {shared, prefix.isEmpty() ? isolated : isolated + ":" + prefix};
         }
     }
 
@@ -333,7 +336,7 @@ public final class Conformance {
             if (same) report.ok();
             else report.fail(sid + " op " + i + " (" + name + " at " + Json.write(op.get("now")) + "): expected " + Json.write(expect) + ", got " + got);
         }
-        if (stores.redis != null) {
+        if (stores.shared != null) {
             for (Object k : usedKeys) target.reset(k); // leave nothing behind
         }
         target.close();
@@ -381,6 +384,8 @@ public final class Conformance {
         String cert = null;
         String key = null;
         String scripting = null;
+        String postgresUrl = null;
+        String sqlitePath = null;
         List<String> files = new ArrayList<>();
         for (int i = 0; i < args.length; i++) {
             String a = args[i];
@@ -394,6 +399,8 @@ public final class Conformance {
                 case "--redis-tls-cert" -> { cert = v; i++; }
                 case "--redis-tls-key" -> { key = v; i++; }
                 case "--redis-scripting" -> { scripting = v; i++; }
+                case "--postgres-url" -> { postgresUrl = v; i++; }
+                case "--sqlite-path" -> { sqlitePath = v; i++; }
                 case "-h", "--help" -> {
                     System.out.println(USAGE);
                     return;
@@ -407,16 +414,29 @@ public final class Conformance {
                 }
             }
         }
-        if (store == null || api == null || !Set.of("memory", "redis", "redis-cluster", "redis-sentinel").contains(store)
+        if (store == null || api == null || !Set.of("memory", "redis", "redis-cluster", "redis-sentinel", "postgres", "sqlite").contains(store)
                 || !Set.of("blocking", "async").contains(api) || files.isEmpty()) {
             System.err.println(USAGE);
+            System.exit(2);
+        }
+        if (store.equals("sqlite") && sqlitePath == null) {
+            System.err.println("--store sqlite needs --sqlite-path FILE\n" + USAGE);
+            System.exit(2);
+        }
+        if (postgresUrl == null) postgresUrl = System.getenv("THROTTLEKIT_POSTGRES_URL");
+        if (store.equals("postgres") && postgresUrl == null) {
+            System.err.println("--store postgres needs --postgres-url URL (or $THROTTLEKIT_POSTGRES_URL)\n" + USAGE);
             System.exit(2);
         }
         async = api.equals("async");
         Report report;
         try {
-            Store redis = null;
-            if (!store.equals("memory")) {
+            Store shared = null;
+            if (store.equals("postgres")) {
+                shared = PostgresStore.builder(postgresUrl).sweepInterval(java.time.Duration.ZERO).build();
+            } else if (store.equals("sqlite")) {
+                shared = SqliteStore.builder(Path.of(sqlitePath)).sweep(false).build();
+            } else if (!store.equals("memory")) {
                 String urls = url != null ? url : System.getenv().getOrDefault("THROTTLEKIT_REDIS_URL", "redis://127.0.0.1:6379");
                 RedisStore.Builder b = RedisStore.builder(urls).deterministicReplay(true)
                         .mode(store.equals("redis-cluster") ? RedisStore.Mode.CLUSTER : store.equals("redis-sentinel") ? RedisStore.Mode.SENTINEL : RedisStore.Mode.STANDALONE);
@@ -424,10 +444,10 @@ public final class Conformance {
                 if (ca != null) b.tlsCaFile(Path.of(ca));
                 if (cert != null || key != null) b.tlsClientCertificate(Path.of(cert == null ? "" : cert), Path.of(key == null ? "" : key));
                 if (scripting != null) b.scripting(RedisStore.Scripting.valueOf(scripting.toUpperCase()));
-                redis = b.connect();
+                shared = b.connect();
             }
-            report = replayFiles(files, new Stores(redis));
-            if (redis != null) redis.close();
+            report = replayFiles(files, new Stores(shared));
+            if (shared != null) shared.close();
         } catch (FormatError e) {
             System.err.println("error: " + e.getMessage());
             System.exit(2);

@@ -29,6 +29,9 @@ public final class Native {
     public static native long memoryStoreNew(long maxKeys, long maxKeyLength);
     public static native long memoryStoreStat(long h, int which);
     public static native long redisStoreConnect(byte[] config);
+    public static native long postgresStoreConnect(byte[] config);
+    public static native void postgresMigrate(byte[] config);
+    public static native long sqliteStoreOpen(byte[] config);
     public static native void storeClose(long h);
     public static native void storeFree(long h);
     public static native long clockNew(long now);
