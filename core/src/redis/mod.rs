@@ -26,7 +26,7 @@
 //!   into the direct connection's channel (whose driver task lives on the store's runtime) and
 //!   awaits the reply under a timer of the store's runtime. Nothing is spawned per call. Only
 //!   while that connection is down (and in deterministic-replay mode) does a call hop to the
-//!   store's runtime, through the shared connection ([`connect::Conn`]); the first such call
+//!   store's runtime, through the shared connection (`connect::Conn`); the first such call
 //!   that succeeds reconnects the direct connection in the background.
 //! - **No hop at all on a tokio runtime**: a call awaited on a tokio runtime gives that runtime
 //!   a connection of its own (`bound.rs`), whose driver task runs on that runtime; once it is up,
