@@ -34,8 +34,11 @@ async function post(url, path, body) {
 for (const shards of [undefined, 3]) {
   test(`60 concurrent checks of one key admit exactly 10 (shards ${shards ?? 'none'})`, async () => {
     const key = `burst-${shards}`
-    // Four requests at once, each with 15 checks at once: 60 RPCs to one object.
-    const batches = await Promise.all(Array.from({ length: 4 }, () => post(server.url, '/burst', { spec: SPEC, key, n: 15, shards })))
+    // Four requests at once, each with 15 checks at once: 60 RPCs to one object, all at one
+    // instant (each request's frozen clock would differ, and a check stamped earlier may reach
+    // the object later and read one less remaining).
+    const now = Date.now()
+    const batches = await Promise.all(Array.from({ length: 4 }, () => post(server.url, '/burst', { spec: SPEC, key, n: 15, shards, now })))
     const all = batches.flat()
     assert.equal(all.length, 60)
     assert.equal(all.filter((d) => d.allowed).length, 10)
