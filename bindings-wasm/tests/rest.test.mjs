@@ -77,7 +77,8 @@ async function multiTimeline(tk, store, rule, seed) {
 async function shaperTimeline(tk, store, seed) {
   const next = rng(seed)
   const clock = new tk.ManualClock(START)
-  const s = new tk.Shaper({ ratePerSec: 2, maxQueueMs: 3000, store, clock, prefix: `rest-parity-shaper:${process.pid}:${runs++}` })
+  // 50 s a unit: a key's TTL (its queue's length) outlives the run, as the limiters' periods do.
+  const s = new tk.Shaper({ ratePerSec: 0.02, maxQueueMs: 200_000, store, clock, prefix: `rest-parity-shaper:${process.pid}:${runs++}` })
   const out = []
   for (let i = 0; i < 80; i++) {
     clock.advance(Math.floor(next() * 400))
@@ -158,7 +159,7 @@ test('a wrong token is store_unavailable through the fail policy', async () => {
 })
 
 for (const fault of ['hang', 'refuse', 'garbage', 'drop']) {
-  test(`a front end that ${fault}s: store_unavailable through each fail policy, in bounded time`, async () => {
+  test(`a front end that ${fault}s: store_unavailable through each fail policy (a shaper: rejected), in bounded time`, async () => {
     const bad = await startRestFront({ fault, redisPort: front.redisPort })
     try {
       const store = new wasm.RedisRestStore({ url: bad.url, token: bad.token, timeoutMs: 300 })
@@ -186,6 +187,9 @@ for (const fault of ['hang', 'refuse', 'garbage', 'drop']) {
       assert.equal(mr.code, 'store_unavailable')
       const [rr] = await timed(mk('raise').reset('k'))
       assert.equal(rr.code, 'store_unavailable')
+      // A shaper has no fail policy: its reservation rejects.
+      const [sr] = await timed(new wasm.Shaper({ ratePerSec: 5, maxQueueMs: 1000, store }).reserve('k'))
+      assert.equal(sr.code, 'store_unavailable', String(sr))
       for (const t of [t1, t2, t3]) assert.ok(t < 2000, `answered in ${t} ms`)
       if (fault === 'hang') {
         // AbortSignal.timeout counts from the event loop's cached clock (libuv's loop time),
