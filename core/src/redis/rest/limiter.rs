@@ -17,7 +17,8 @@
 //!    `store_unavailable` goes through the limiter's fail policy there, as on every store.
 //!
 //! `reset` is one request, [`crate::Limiter::rest_reset`], whose reply [`super::finish_del`]
-//! reads. A [`crate::Shaper`]'s reservations take the same steps ([`super::shaper`]).
+//! reads. A [`crate::Shaper`]'s reservations take the same steps: [`crate::Shaper::rest_prepare`],
+//! [`crate::Shaper::rest_finish`], [`crate::Shaper::rest_reset`].
 
 use super::{Batch, Locking, Next, ReplayBook, Request};
 use crate::decision::Decision;
