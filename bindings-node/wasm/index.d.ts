@@ -78,7 +78,10 @@ export declare class MultiLimiter extends NativeMultiLimiter {
   constructor(options: WithEdgeStore<MultiLimiterOptions>)
 }
 
-/** A shaper (see ../index.d.ts). */
+/**
+ * A shaper (see ../index.d.ts), on a MemoryStore or a RedisRestStore (the latter: `reserve` and
+ * `reset` only; the sync ones throw `not_implemented`).
+ */
 export declare class Shaper extends NativeShaper {
   constructor(options: WithEdgeStore<ShaperOptions>)
 }

@@ -10,7 +10,6 @@ use crate::convert::{self, Options};
 use crate::error::{CoreResult, OrThrow, config, settled};
 use crate::limiter::{self, WIRING};
 use crate::rest::{Link, no_sync};
-use crate::store::Backend;
 use crate::{store, strategy};
 
 fn dimension(v: &JsValue, field: &str) -> CoreResult<throttlekit::Dimension> {
@@ -41,16 +40,7 @@ fn build(options: &JsValue) -> CoreResult<(throttlekit::MultiLimiter, Option<Lin
         .map(|(i, d)| dimension(d, &format!("{dims_path}[{i}]")))
         .collect::<CoreResult<Vec<_>>>()?;
     let mode = limiter::mode_from_options(&o)?;
-    let (store, rest) = match store::backend_from_options(&o)? {
-        Backend::Memory(s) => (s, None),
-        Backend::Rest(link) => (Arc::new(throttlekit::MemoryStore::new()) as Arc<dyn throttlekit::Store>, Some(link)),
-        Backend::Held(_) => {
-            return Err(crate::error::config(
-                &o.path("store"),
-                "must be a MemoryStore or a RedisRestStore (a MultiLimiter does not run on a Durable Object or Deno KV store)",
-            ));
-        }
-    };
+    let (store, rest) = store::memory_or_rest(&o, "MultiLimiter")?;
     let mut m =
         throttlekit::MultiLimiter::new(rule, dims)?.with_store(store).with_clock(store::clock_from_options(&o)?);
     if let Some(prefix) = o.string("prefix")? {

@@ -14,7 +14,7 @@ use wasm_bindgen::prelude::*;
 use crate::convert::Options;
 use crate::error::{CoreResult, OrThrow, config};
 use crate::instance::{self, Item};
-use crate::{limiter, multi};
+use crate::{limiter, multi, shaper};
 
 #[wasm_bindgen(inline_js = "
 export async function drive(store, call) {
@@ -146,6 +146,7 @@ enum Finish {
     One(Arc<throttlekit::Limiter>),
     Many(Arc<throttlekit::Limiter>),
     Multi(Arc<throttlekit::MultiLimiter>),
+    Shaper(Arc<throttlekit::Shaper>),
 }
 
 /// What is in flight.
@@ -213,6 +214,7 @@ impl RestCall {
                 Ok(l.rest_finish_many(c).or_throw()?.iter().map(limiter::to_js).collect::<js_sys::Array>().into())
             }
             State::Script(c, Finish::Multi(m)) => Ok(multi::to_js(&m.rest_finish(c).or_throw()?)),
+            State::Script(c, Finish::Shaper(s)) => Ok(shaper::to_js(&s.rest_finish(c).or_throw()?)),
             State::Del(_, out) => {
                 out.unwrap_or_else(|| Err(throttlekit::Error::store("the REST call was not finished"))).or_throw()?;
                 Ok(JsValue::UNDEFINED)
@@ -295,13 +297,22 @@ impl Link {
         }))
     }
 
+    /// A shaper's `reserve`: one call of the leaky bucket's script.
+    pub fn reserve(&self, s: &Arc<throttlekit::Shaper>, key: CoreResult<(String, u64)>) -> js_sys::Promise {
+        self.run(
+            key.and_then(|(k, cost)| {
+                Ok(self.script(s.rest_prepare(&k, cost, self.locking)?, Finish::Shaper(s.clone())))
+            }),
+        )
+    }
+
     /// `reset`: one `DEL` per request.
     pub fn reset(&self, request: CoreResult<Request>) -> js_sys::Promise {
         self.run(request.map(|r| State::Del(r, None)))
     }
 }
 
-/// The error of a sync method on a REST limiter (every REST call waits on the network).
+/// The error of a sync method on a REST limiter or shaper (every REST call waits on the network).
 pub fn no_sync() -> JsValue {
     crate::error::to_js(throttlekit::Error::not_implemented(
         "the sync methods on the Redis REST store (it answers over the network: use the Promise methods)",

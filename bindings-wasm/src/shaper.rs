@@ -1,5 +1,7 @@
 //! [`Shaper`]: the leaky bucket as a traffic shaper — the core's `Shaper`. It delays instead of
 //! denying: `reserve` says how long to wait (the caller waits; this build has no `schedule`).
+//! On the Redis REST store its Promise methods go over the network and the sync ones throw
+//! `not_implemented`, as a limiter's do.
 
 use std::sync::Arc;
 
@@ -9,9 +11,10 @@ use wasm_bindgen::prelude::*;
 
 use crate::convert::{self, Options};
 use crate::error::{CoreResult, OrThrow, config, settled};
+use crate::rest::{Link, no_sync};
 use crate::store;
 
-fn build(options: &JsValue) -> CoreResult<throttlekit::Shaper> {
+fn build(options: &JsValue) -> CoreResult<(throttlekit::Shaper, Option<Link>)> {
     let o = Options::read(
         options,
         "shaper",
@@ -23,9 +26,8 @@ fn build(options: &JsValue) -> CoreResult<throttlekit::Shaper> {
     // NaN and infinities have no JSON form; the core's validator gives them their message.
     let spec = serde_json::from_value(json!({ "ratePerSec": finite(rate), "maxQueueMs": finite(max_queue) }))
         .map_err(|e| config("shaper", &format!("is not valid: {e}")))?;
-    let mut s = throttlekit::Shaper::new(&spec)?
-        .with_store(store::from_options(&o)?)
-        .with_clock(store::clock_from_options(&o)?);
+    let (store, rest) = store::memory_or_rest(&o, "Shaper")?;
+    let mut s = throttlekit::Shaper::new(&spec)?.with_store(store).with_clock(store::clock_from_options(&o)?);
     if let Some(prefix) = o.string("prefix")? {
         s = s.with_prefix(prefix);
     }
@@ -35,7 +37,7 @@ fn build(options: &JsValue) -> CoreResult<throttlekit::Shaper> {
     if let Some(on) = o.boolean("metrics")? {
         s = s.with_metrics(on);
     }
-    Ok(s)
+    Ok((s, rest))
 }
 
 fn finite(v: f64) -> f64 {
@@ -46,23 +48,37 @@ fn finite(v: f64) -> f64 {
 #[wasm_bindgen]
 pub struct Shaper {
     inner: Arc<throttlekit::Shaper>,
+    /// Set on the Redis REST store: the Promise methods go over the network.
+    rest: Option<Link>,
+}
+
+/// `r` as the plain `{accepted, delayMs}` object.
+pub fn to_js(r: &throttlekit::Reservation) -> JsValue {
+    let v = js_sys::Object::new();
+    // Setting properties on a fresh plain object cannot fail.
+    let _ = Reflect::set(&v, &"accepted".into(), &r.accepted.into());
+    let _ = Reflect::set(&v, &"delayMs".into(), &JsValue::from_f64(r.delay_ms as f64));
+    v.into()
 }
 
 impl Shaper {
+    fn key_and_cost(key: &JsValue, cost: &JsValue) -> CoreResult<(String, u64)> {
+        let cost = convert::cost(cost)?;
+        Ok((convert::string(key, "key")?, cost))
+    }
+
     fn reserve_now(&self, key: &JsValue, cost: &JsValue) -> Result<JsValue, JsValue> {
-        let r = (|| {
-            let cost = convert::cost(cost)?;
-            self.inner.reserve_sync(&convert::string(key, "key")?, cost)
-        })()
-        .or_throw()?;
-        let v = js_sys::Object::new();
-        // Setting properties on a fresh plain object cannot fail.
-        let _ = Reflect::set(&v, &"accepted".into(), &r.accepted.into());
-        let _ = Reflect::set(&v, &"delayMs".into(), &JsValue::from_f64(r.delay_ms as f64));
-        Ok(v.into())
+        if self.rest.is_some() {
+            return Err(no_sync());
+        }
+        let (key, cost) = Shaper::key_and_cost(key, cost).or_throw()?;
+        Ok(to_js(&self.inner.reserve_sync(&key, cost).or_throw()?))
     }
 
     fn reset_now(&self, key: &JsValue) -> Result<JsValue, JsValue> {
+        if self.rest.is_some() {
+            return Err(no_sync());
+        }
         self.inner.reset_sync(&convert::string(key, "key").or_throw()?).or_throw()?;
         Ok(JsValue::UNDEFINED)
     }
@@ -73,7 +89,8 @@ impl Shaper {
     /// A shaper; bad options throw `config_invalid`.
     #[wasm_bindgen(constructor)]
     pub fn new(options: JsValue) -> Result<Shaper, JsValue> {
-        Ok(Shaper { inner: Arc::new(build(&options).or_throw()?) })
+        let (inner, rest) = build(&options).or_throw()?;
+        Ok(Shaper { inner: Arc::new(inner), rest })
     }
 
     /// Reserves a slot for `cost` units: `{accepted, delayMs}`.
@@ -84,6 +101,9 @@ impl Shaper {
 
     /// `reserveSync` as a Promise.
     pub fn reserve(&self, key: JsValue, cost: JsValue) -> js_sys::Promise {
+        if let Some(link) = &self.rest {
+            return link.reserve(&self.inner, Shaper::key_and_cost(&key, &cost));
+        }
         settled(self.reserve_now(&key, &cost))
     }
 
@@ -95,6 +115,9 @@ impl Shaper {
 
     /// `resetSync` as a Promise.
     pub fn reset(&self, key: JsValue) -> js_sys::Promise {
+        if let Some(link) = &self.rest {
+            return link.reset(convert::string(&key, "key").and_then(|k| self.inner.rest_reset(&k)));
+        }
         settled(self.reset_now(&key))
     }
 }

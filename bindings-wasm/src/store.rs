@@ -79,8 +79,8 @@ pub enum Backend {
     Held(crate::held::Link),
 }
 
-/// The `store` option of a limiter: a `MemoryStore` or a `RedisRestStore`, else a fresh
-/// `MemoryStore`.
+/// The `store` option of a limiter or a shaper: a `MemoryStore`, a `RedisRestStore` or a
+/// held-state store, else a fresh `MemoryStore`.
 pub fn backend_from_options(o: &Options) -> CoreResult<Backend> {
     if let Some(v) = o.get("store") {
         match instance::of(v, &o.path("store"))? {
@@ -92,18 +92,29 @@ pub fn backend_from_options(o: &Options) -> CoreResult<Backend> {
     from_options(o).map(Backend::Memory)
 }
 
-/// The `store` option where only a `MemoryStore` will do (a shaper), else a fresh one.
-pub fn from_options(o: &Options) -> CoreResult<Arc<dyn Store>> {
+/// The `store` option of `who` (a multi limiter or a shaper), which runs on a `MemoryStore` or
+/// a `RedisRestStore` but not on a held-state store: the store to build it with (unused on
+/// REST, where every call is a request) and the REST link.
+pub fn memory_or_rest(o: &Options, who: &str) -> CoreResult<(Arc<dyn Store>, Option<Link>)> {
+    match backend_from_options(o)? {
+        Backend::Memory(s) => Ok((s, None)),
+        Backend::Rest(link) => Ok((Arc::new(throttlekit::MemoryStore::new()), Some(link))),
+        Backend::Held(_) => Err(config(
+            &o.path("store"),
+            &format!(
+                "must be a MemoryStore or a RedisRestStore (a {who} does not run on a Durable Object or Deno KV store)"
+            ),
+        )),
+    }
+}
+
+/// The `store` option when it is a `MemoryStore` (the other stores are
+/// [`backend_from_options`]'s), else a fresh one.
+fn from_options(o: &Options) -> CoreResult<Arc<dyn Store>> {
     let Some(v) = o.get("store") else { return Ok(Arc::new(throttlekit::MemoryStore::new())) };
     let path = o.path("store");
     match instance::of(v, &path)? {
         Some(Item::Store(s)) => Ok(s),
-        Some(Item::Rest(..)) => {
-            Err(config(&path, "must be a MemoryStore (a Shaper does not run on the Redis REST store)"))
-        }
-        Some(Item::Held(_)) => {
-            Err(config(&path, "must be a MemoryStore (a Shaper does not run on a Durable Object or Deno KV store)"))
-        }
         Some(_) => Err(config(&path, "is not a constructed instance")),
         // The Node binding's message: the same options read the same in both builds.
         None => Err(config(&path, "must be a MemoryStore or a RedisRestStore")),

@@ -1,8 +1,8 @@
 // The Redis REST store of the WebAssembly build against the test front end (tests/restfront/)
-// and a throwaway redis-server: the same decisions as the native addon's RESP store and as the
-// memory store on the same timelines, byte for byte; the script variants; and a server that
-// hangs, refuses, answers garbage or drops the connection gives `store_unavailable` through the
-// fail policy — in bounded time, never a silent admit.
+// and a throwaway redis-server: the same decisions (and a Shaper's reservations) as the native
+// addon's RESP store and as the memory store on the same timelines, byte for byte; the script
+// variants; and a server that hangs, refuses, answers garbage or drops the connection gives
+// `store_unavailable` through the fail policy — in bounded time, never a silent admit.
 import assert from 'node:assert/strict'
 import { after, before, test } from 'node:test'
 
@@ -74,6 +74,21 @@ async function multiTimeline(tk, store, rule, seed) {
   return out
 }
 
+async function shaperTimeline(tk, store, seed) {
+  const next = rng(seed)
+  const clock = new tk.ManualClock(START)
+  // 50 s a unit: a key's TTL (its queue's length) outlives the run, as the limiters' periods do.
+  const s = new tk.Shaper({ ratePerSec: 0.02, maxQueueMs: 200_000, store, clock, prefix: `rest-parity-shaper:${process.pid}:${runs++}` })
+  const out = []
+  for (let i = 0; i < 80; i++) {
+    clock.advance(Math.floor(next() * 400))
+    const key = `q${Math.floor(next() * 2)}`
+    if (next() < 0.95) out.push(await s.reserve(key, 1 + Math.floor(next() * 3)))
+    else out.push((await s.reset(key)) ?? 'reset')
+  }
+  return out
+}
+
 const rest = (locking) => new wasm.RedisRestStore({ url: front.url, token: front.token, timeoutMs: 5000, locking })
 
 test('the REST store decides as the native RESP store and the memory store', async () => {
@@ -92,6 +107,11 @@ test('the REST store decides as the native RESP store and the memory store', asy
       assert.deepEqual(await multiTimeline(wasm, rest('global'), rule, 3), want, `multi ${rule}`)
       assert.deepEqual(await multiTimeline(wasm, rest('keys'), rule, 3), want, `multi ${rule} (keys)`)
     }
+    const want = await shaperTimeline(native, resp, 5)
+    assert.ok(want.some((r) => r.accepted && r.delayMs > 0) && want.some((r) => r.accepted === false), 'the timeline queues and refuses')
+    assert.deepEqual(await shaperTimeline(wasm, rest('global'), 5), want, 'shaper (global)')
+    assert.deepEqual(await shaperTimeline(wasm, rest('keys'), 5), want, 'shaper (keys)')
+    assert.deepEqual(await shaperTimeline(wasm, new wasm.MemoryStore(), 5), want, 'shaper (memory)')
   } finally {
     await resp.close?.()
   }
@@ -127,7 +147,9 @@ test('options are checked: config_invalid, and sync methods are not_implemented'
   }
   const l = new wasm.Limiter({ strategy: { kind: 'gcra', options: { limit: 1, periodMs: 1000 } }, store: rest() })
   assert.throws(() => l.checkSync('k'), (e) => e.code === 'not_implemented')
-  assert.throws(() => new wasm.Shaper({ ratePerSec: 1, store: rest() }), (e) => e.code === 'config_invalid')
+  const s = new wasm.Shaper({ ratePerSec: 1, maxQueueMs: 1000, store: rest() })
+  assert.throws(() => s.reserveSync('k'), (e) => e.code === 'not_implemented')
+  assert.throws(() => s.resetSync('k'), (e) => e.code === 'not_implemented')
 })
 
 test('a wrong token is store_unavailable through the fail policy', async () => {
@@ -137,7 +159,7 @@ test('a wrong token is store_unavailable through the fail policy', async () => {
 })
 
 for (const fault of ['hang', 'refuse', 'garbage', 'drop']) {
-  test(`a front end that ${fault}s: store_unavailable through each fail policy, in bounded time`, async () => {
+  test(`a front end that ${fault}s: store_unavailable through each fail policy (a shaper: rejected), in bounded time`, async () => {
     const bad = await startRestFront({ fault, redisPort: front.redisPort })
     try {
       const store = new wasm.RedisRestStore({ url: bad.url, token: bad.token, timeoutMs: 300 })
@@ -165,6 +187,9 @@ for (const fault of ['hang', 'refuse', 'garbage', 'drop']) {
       assert.equal(mr.code, 'store_unavailable')
       const [rr] = await timed(mk('raise').reset('k'))
       assert.equal(rr.code, 'store_unavailable')
+      // A shaper has no fail policy: its reservation rejects.
+      const [sr] = await timed(new wasm.Shaper({ ratePerSec: 5, maxQueueMs: 1000, store }).reserve('k'))
+      assert.equal(sr.code, 'store_unavailable', String(sr))
       for (const t of [t1, t2, t3]) assert.ok(t < 2000, `answered in ${t} ms`)
       if (fault === 'hang') {
         // AbortSignal.timeout counts from the event loop's cached clock (libuv's loop time),

@@ -34,7 +34,7 @@ pub fn timer_chunks(delay_ms: i64) -> impl Iterator<Item = i64> {
 
 /// A leaky-bucket shaper bound to a store, a clock and a prefix.
 pub struct Shaper {
-    bucket: LeakyBucket,
+    pub(crate) bucket: LeakyBucket,
     store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,
     prefix: String,
@@ -99,7 +99,7 @@ impl Shaper {
         self.metrics.as_ref()
     }
 
-    fn observe(&self, result: Result<Reservation>) -> Result<Reservation> {
+    pub(crate) fn observe(&self, result: Result<Reservation>) -> Result<Reservation> {
         if let Some(m) = &self.metrics {
             m.record_reservation(&result);
         }
@@ -135,7 +135,7 @@ impl Shaper {
 
     /// Async [`Shaper::reserve_sync`] (Redis: one round trip).
     pub async fn reserve(&self, key: &str, cost: u64) -> Result<Reservation> {
-        self.reserve_at(key, cost, Now::reading(self.server_clock, &*self.clock)).await
+        self.reserve_at(key, cost, self.now()).await
     }
 
     /// [`Shaper::reserve`] at an explicit time.
@@ -156,7 +156,7 @@ impl Shaper {
     /// A call refused here (a bad argument) is counted as [`Shaper::reserve`] counts it.
     #[cfg(feature = "redis")]
     pub fn prepare(&self, key: &str, cost: u64) -> Result<crate::redis::transport::PreparedCall> {
-        let now = Now::reading(self.server_clock, &*self.clock);
+        let now = self.now();
         let full = self.admit(key, cost, now).map_err(|e| crate::metrics::count_error(self.metrics.as_deref(), e))?;
         let transform = Transform::Reserve { shaper: &self.bucket, cost };
         Ok(crate::redis::transport::PreparedCall::single(&full, now, transform))
@@ -170,6 +170,11 @@ impl Shaper {
         self.observe(call.single_reply(reply).and_then(|r| r.reservation()))
     }
 
+    /// The time of an async reservation: the clock, read once, or Redis's `TIME`.
+    pub(crate) fn now(&self) -> Now {
+        Now::reading(self.server_clock, &*self.clock)
+    }
+
     /// The full store key for `key` (what [`Shaper::reset`] deletes).
     pub fn full_key(&self, key: &str) -> String {
         key::join(&self.prefix, key)
@@ -177,7 +182,7 @@ impl Shaper {
 
     /// What every reservation checks before it reaches the store, in one order (the store's
     /// paths and [`Shaper::prepare`] alike): the cost, the time, the key's length; the full key.
-    fn admit(&self, key: &str, cost: u64, now: Now) -> Result<String> {
+    pub(crate) fn admit(&self, key: &str, cost: u64, now: Now) -> Result<String> {
         validate::cost(cost)?;
         validate::now_at(now)?;
         self.checked_key(key)
@@ -185,7 +190,7 @@ impl Shaper {
 
     /// [`Shaper::full_key`], or `config_invalid` when it is longer than the store accepts (one
     /// rule for every store, see [`key::check_length`]).
-    fn checked_key(&self, key: &str) -> Result<String> {
+    pub(crate) fn checked_key(&self, key: &str) -> Result<String> {
         key::check_length(key::joined_len(&self.prefix, key), self.store.max_key_length())?;
         Ok(self.full_key(key))
     }

@@ -22,7 +22,8 @@ use throttlekit::redis::rest::limiter::{RestCall, RestOp};
 use throttlekit::redis::rest::{Locking, Next, PATH_ONE, PATH_PIPELINE};
 use throttlekit::redis::{RedisOptions, RedisStore};
 use throttlekit::{
-    Clock, Dimension, ErrorCode, FailPolicy, Limiter, ManualClock, MultiLimiter, Rule, Store, Strategy, SystemClock,
+    Clock, Dimension, ErrorCode, FailPolicy, LeakyBucketOptions, Limiter, ManualClock, MultiLimiter, Rule, Shaper,
+    Store, Strategy, SystemClock,
 };
 
 fn vector_files() -> Vec<PathBuf> {
@@ -102,8 +103,8 @@ fn strategies() -> Vec<Strategy> {
 }
 
 /// The calls the JavaScript glue prepares (check, peek, forecast, `check_many` in one
-/// `/pipeline`, multi `all`/`any`) decide exactly as the RESP store does on the same timeline,
-/// on the caller's clock and on Redis's. Periods of a minute: no key expires on Redis's clock
+/// `/pipeline`, multi `all`/`any`, a shaper's reserve and reset) decide exactly as the RESP
+/// store does on the same timeline, on the caller's clock and on Redis's. Periods of a minute: no key expires on Redis's clock
 /// between a REST call and its RESP twin, however loaded the machine.
 #[test]
 fn prepared_rest_calls_decide_as_the_resp_store() {
@@ -181,6 +182,32 @@ fn prepared_rest_calls_decide_as_the_resp_store() {
             assert_eq!(got, want, "{rule:?} step {step}");
         }
     }
+    // A shaper's reservations (the leaky bucket's script), accepted with a delay and refused,
+    // and a reset, against the RESP store. 50 s a unit: every key written lives far longer
+    // than the run (its TTL is its queue's length).
+    let build = |prefix: &str| {
+        Shaper::new(&LeakyBucketOptions { rate_per_sec: 0.02, max_queue_ms: 200_000.0 })
+            .unwrap()
+            .with_store(redis.clone())
+            .with_clock(Arc::new(clock.clone()))
+            .with_prefix(format!("{prefix}shaper"))
+    };
+    let (rest, resp) = (build("rest"), build("resp"));
+    let mut seen = (false, false);
+    for step in 0..24u64 {
+        clock.advance([0, 3_000, 25_000, 500][step as usize % 4]).unwrap();
+        if step == 15 {
+            let reply = client.post(&rest.rest_reset("q").unwrap(), &[]).unwrap();
+            throttlekit::redis::rest::finish_del(reply.status, &reply.body).unwrap();
+            rt.block_on(resp.reset("q")).unwrap();
+        }
+        let call = rest.rest_prepare("q", 1 + step % 3, Locking::Keys).unwrap();
+        let got = rest.rest_finish(drive(&client, call, &mut paths)).unwrap();
+        let want = rt.block_on(resp.reserve("q", 1 + step % 3)).unwrap();
+        assert_eq!(got, want, "shaper step {step}");
+        seen = (seen.0 || (got.accepted && got.delay_ms > 0), seen.1 || !got.accepted);
+    }
+    assert_eq!(seen, (true, true), "the shaper's timeline queues and refuses");
 }
 
 /// With its script flushed, a call sends `EVALSHA`, meets `NOSCRIPT`, sends `EVAL` once and

@@ -17,7 +17,8 @@
 //!    `store_unavailable` goes through the limiter's fail policy there, as on every store.
 //!
 //! `reset` is one request, [`crate::Limiter::rest_reset`], whose reply [`super::finish_del`]
-//! reads.
+//! reads. A [`crate::Shaper`]'s reservations take the same steps: [`crate::Shaper::rest_prepare`],
+//! [`crate::Shaper::rest_finish`], [`crate::Shaper::rest_reset`].
 
 use super::{Batch, Locking, Next, ReplayBook, Request};
 use crate::decision::Decision;
@@ -42,9 +43,9 @@ pub enum RestOp {
 /// One prepared REST call in flight: one script call, or a `check_many`'s several.
 #[derive(Debug)]
 pub struct RestCall {
-    batch: Batch,
-    now: Now,
-    op: RestOp,
+    pub(super) batch: Batch,
+    pub(super) now: Now,
+    pub(super) op: RestOp,
 }
 
 impl RestCall {

@@ -32,6 +32,7 @@
 //! decisions.
 
 pub mod limiter;
+mod shaper;
 
 #[cfg(not(target_family = "wasm"))]
 pub mod client;

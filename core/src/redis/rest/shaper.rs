@@ -1,0 +1,38 @@
+//! A [`Shaper`]'s reservations over REST, prepared and finished by the core as a limiter's
+//! checks are ([`super::limiter`]): the same leaky-bucket script call as on RESP, so the same
+//! reservations. Prepare with [`Shaper::rest_prepare`], drive the [`RestCall`] as a limiter's,
+//! finish with [`Shaper::rest_finish`]; `reset` is [`Shaper::rest_reset`]'s one request.
+
+use super::limiter::{RestCall, RestOp};
+use super::{Batch, Locking, Request};
+use crate::decision::Reservation;
+use crate::error::{Error, Result};
+use crate::redis::call::{self, Outcome};
+use crate::shaper::Shaper;
+use crate::store::Transform;
+
+impl Shaper {
+    /// Prepares a reservation of `cost` units of `key` for the REST store: the cost, the time
+    /// and the key are checked as [`Shaper::reserve`] checks them (a refusal is counted in its
+    /// metrics), the clock is read once, the script call is built on the prefixed key.
+    pub fn rest_prepare(&self, key: &str, cost: u64, locking: Locking) -> Result<RestCall> {
+        let now = self.now();
+        let full =
+            self.admit(key, cost, now).map_err(|e| crate::metrics::count_error(self.metrics().map(|m| &**m), e))?;
+        let call = call::single(&full, now, &Transform::Reserve { shaper: &self.bucket, cost });
+        Ok(RestCall { batch: Batch::new(vec![call], locking), now, op: RestOp::Check })
+    }
+
+    /// The reservation of a call from [`Shaper::rest_prepare`], once it is over: a failed
+    /// request's `store_unavailable` passes through (a shaper has no fail policy).
+    pub fn rest_finish(&self, call: RestCall) -> Result<Reservation> {
+        let outcome = call.batch.outcomes().next().unwrap_or_else(|| Err(Error::store("an empty REST call")));
+        self.observe(outcome.and_then(Outcome::into_single).and_then(|r| r.reservation()))
+    }
+
+    /// `reset` over REST: the request that deletes `key`'s queue; hand its reply to
+    /// [`super::finish_del`].
+    pub fn rest_reset(&self, key: &str) -> Result<Request> {
+        Ok(super::del(&self.checked_key(key)?))
+    }
+}
