@@ -81,7 +81,7 @@ fn own(client: &redis::Client, tls: Option<&TlsFiles>) -> Result<(Target, Vec<Ve
     Blocking::of(client, tls)
         .own()
         .map(|(target, login)| (target.clone(), login.to_vec()))
-        .ok_or_else(|| Error::config("redis.urls", "in sentinel mode must speak RESP2 (no ?protocol=resp3)"))
+        .map_err(|what| Error::config("redis.urls", what))
 }
 
 impl Follower {
