@@ -734,4 +734,40 @@ mod tests {
         });
         let _server = reader.join().unwrap();
     }
+
+    /// A RESP3 push answers no call, wherever it lies: before any call is owed a reply, between
+    /// two calls' replies, among the frames of one call's pipeline, split over reads. Each call
+    /// gets its own frames and the connection stays in step.
+    #[test]
+    fn pushes_are_dropped_wherever_they_lie() {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let (conn, mut server) = pair(&rt);
+        let push = b">3\r\n$7\r\nmessage\r\n$1\r\nc\r\n%1\r\n+a\r\n#t\r\n";
+        server.write_all(push).unwrap();
+        let one = queue(&conn, ping(1));
+        let two = {
+            let conn = conn.clone();
+            let mut call: Call =
+                Box::pin(async move { conn.request(2, |out| out.extend([ping(2), ping(3)].concat())).await });
+            assert!(call.as_mut().poll(&mut Context::from_waker(Waker::noop())).is_pending());
+            call
+        };
+        let mut replies = Vec::new();
+        replies.extend_from_slice(b":1\r\n");
+        replies.extend_from_slice(push);
+        replies.extend_from_slice(b"_\r\n");
+        replies.extend_from_slice(push);
+        replies.extend_from_slice(b",1.5\r\n");
+        replies.extend_from_slice(push);
+        for piece in replies.chunks(3) {
+            server.write_all(piece).unwrap();
+        }
+        rt.block_on(async {
+            assert_eq!(one.await.unwrap(), b":1\r\n");
+            assert_eq!(two.await.unwrap(), b"_\r\n,1.5\r\n");
+        });
+        let three = queue(&conn, ping(4));
+        server.write_all(b":4\r\n").unwrap();
+        assert_eq!(rt.block_on(three).unwrap(), b":4\r\n", "the connection is still in step");
+    }
 }

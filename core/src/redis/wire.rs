@@ -294,3 +294,32 @@ pub(super) fn io(kind: ErrorKind, what: &'static str) -> RedisError {
 fn timeout_kind(e: std::io::Error) -> std::io::Error {
     if e.kind() == ErrorKind::WouldBlock { std::io::Error::new(ErrorKind::TimedOut, e) } else { e }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write as _;
+
+    use super::*;
+    use crate::redis::socket::Target;
+
+    /// A RESP3 push before a reply, split over many reads, is dropped: the next frame is the
+    /// reply, and the one after it the next reply.
+    #[test]
+    fn a_push_before_a_reply_is_dropped() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let server = std::thread::spawn(move || {
+            let (mut s, _) = listener.accept().unwrap();
+            let bytes = b">2\r\n$10\r\ninvalidate\r\n*1\r\n$1\r\nk\r\n*2\r\n:1\r\n#f\r\n>1\r\n_\r\n:7\r\n";
+            for b in bytes {
+                s.write_all(&[*b]).unwrap();
+            }
+            s
+        });
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let mut wire = Wire::connect(&Target::Tcp("127.0.0.1".into(), port), &[], deadline).unwrap();
+        assert_eq!(wire.frame().unwrap(), b"*2\r\n:1\r\n#f\r\n");
+        assert_eq!(wire.frame().unwrap(), b":7\r\n");
+        drop(server.join().unwrap());
+    }
+}
