@@ -421,9 +421,8 @@ fn close_while_an_async_call_waits_lets_that_call_answer() {
 /// its preemption signal to the thread of a cgo call) must not fail the call. A `recv` bounded by
 /// `SO_RCVTIMEO` is never restarted after a handler, even with `SA_RESTART`, so without the
 /// store holding signals for the call this answered `store_unavailable: Interrupted system call`.
-/// The handler still runs: on a plain-TCP RESP2 URL (this one) during the call, whose own
-/// connection reads again after it (`core/src/redis/wire.rs`); on redis-rs's connection (TLS,
-/// RESP3), which holds signals for the call, once the call is over.
+/// The handler still runs, during the call: the store's own connection reads again after it
+/// (`core/src/redis/wire.rs`), on every URL.
 #[test]
 fn a_signal_handled_on_the_callers_thread_mid_call_does_not_fail_the_call() {
     let server = RedisServer::start();

@@ -246,7 +246,7 @@ impl RedisStore {
         let inner = self.inner.clone();
         let task = handle.spawn(async move {
             // The bound runtime's timer bounds the connect (the store's may be gone by then).
-            // On RESP2 (TCP, TLS or a Unix socket) the store's own ([`Pipelined`]), else redis-rs's.
+            // The store's own ([`Pipelined`]: TCP, TLS or a Unix socket).
             let conn = connect_async(&inner.blocking, inner.timeout).await;
             let id = inner.direct_ids.fetch_add(1, Ordering::Relaxed) + 1;
             let mut slots = inner.bound.write();

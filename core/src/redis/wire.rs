@@ -1,6 +1,6 @@
 //! The blocking driver of the engine ([`super::engine`]): [`Wire::drive`] sends a call's
 //! attempts and feeds their reply frames to its [`Exchange`], for both sync paths (one node, and
-//! each master of a cluster). Its connection to a RESP2 node over TCP, TLS or a Unix socket is the store's own
+//! each master of a cluster). Its connection over TCP, TLS or a Unix socket is the store's own
 //! [`Wire`]: a socket, one reusable read buffer, and the engine's frame scanner, which finds
 //! where a reply ends without decoding it.
 //!

@@ -15,7 +15,7 @@ pub(super) struct Local {
     runtime: Id,
     /// The connection and its number (from the node's `ids`), `None` while connecting and after
     /// it failed or a call on it was abandoned: [`Pipelined::open`]'s, as one node's bound
-    /// connection is (on RESP2 the store's own, a decision reply read where it lies).
+    /// connection is (the store's own, a decision reply read where it lies).
     conn: Option<(Pipelined, u64)>,
     /// A connect is under way, or its task never finished: a runtime without IO or timers
     /// panics it there (once per node), and that runtime then keeps the store's connection.
