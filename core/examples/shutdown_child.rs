@@ -29,7 +29,7 @@ fn main() {
         limiter.close().await.expect("closes");
     });
     drop(rt);
-    // `close()` alone leaves the hop path's ConnectionManager connected (see the report in
+    // `close()` alone leaves the hop path's shared connection connected (see the report in
     // docs/hardening.md); releasing the store's last reference shuts its runtime and sockets.
     drop(limiter);
     drop(store);

@@ -38,6 +38,12 @@ fn connect(cluster: &RedisCluster) -> Arc<RedisStore> {
     Arc::new(RedisStore::connect_blocking(options(cluster)).expect("connect to the cluster"))
 }
 
+/// A store whose URLs ask for RESP3 (`HELLO 3` on each of its own connections to a master).
+fn connect_resp3(cluster: &RedisCluster) -> Arc<RedisStore> {
+    let urls = cluster.urls().iter().map(|u| format!("{u}/?protocol=resp3")).collect();
+    Arc::new(RedisStore::connect_blocking(RedisOptions { urls, ..options(cluster) }).expect("connect over RESP3"))
+}
+
 /// A fixed window of an hour: nothing refills during a test.
 fn limiter(store: Arc<RedisStore>) -> Limiter {
     Limiter::builder(Strategy::fixed_window(LIMIT, 3_600_000).unwrap()).store(store).prefix("cl").build()
@@ -118,11 +124,15 @@ fn single_keys_spread_over_every_master_and_each_admits_exactly_its_limit() {
     let shared = connect(&cluster);
     let keys: Vec<String> = (0..50).map(|i| format!("user:{i}")).collect();
     let admitted: Arc<Vec<AtomicU64>> = Arc::new(keys.iter().map(|_| AtomicU64::new(0)).collect());
-    // Four threads, half on the shared store and half on their own connections, each asking
-    // LIMIT + 3 times for every key: exactly LIMIT per key may pass.
+    // Four threads, half on the shared store and half on their own connections (one of them
+    // RESP3), each asking LIMIT + 3 times for every key: exactly LIMIT per key may pass.
     let threads: Vec<_> = (0..4)
         .map(|t| {
-            let store = if t % 2 == 0 { shared.clone() } else { connect(&cluster) };
+            let store = match t {
+                1 => connect(&cluster),
+                3 => connect_resp3(&cluster),
+                _ => shared.clone(),
+            };
             let (keys, admitted) = (keys.clone(), admitted.clone());
             std::thread::spawn(move || {
                 let l = limiter(store);
@@ -141,6 +151,17 @@ fn single_keys_spread_over_every_master_and_each_admits_exactly_its_limit() {
     }
     for (k, n) in keys.iter().zip(admitted.iter()) {
         assert_eq!(n.load(Ordering::Relaxed), LIMIT, "{k}");
+    }
+    // Over RESP3, on a bound runtime's own connection to each master too: every key is spent.
+    let resp3 = connect_resp3(&cluster);
+    for path in Path::both(&resp3) {
+        for k in &keys {
+            assert!(
+                !path.check(&limiter(resp3.clone()), k, 1, NOW).expect("an answer").allowed,
+                "{k} on {}",
+                path.name()
+            );
+        }
     }
     let masters = cluster.master_ports();
     assert_eq!(masters.len(), 3);

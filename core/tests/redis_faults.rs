@@ -289,7 +289,7 @@ fn a_resp3_url_on_a_server_that_never_answers_fails_each_call_within_its_timeout
 }
 
 /// What the RESP3 login sends works: a password (`HELLO 3 AUTH default pw`) and a database
-/// (`SELECT 3`), on the blocking path (the store's own login) and the async one (the crate's).
+/// (`SELECT 3`), on the blocking path and the async one (both the store's own connections).
 #[test]
 fn a_resp3_url_logs_in_and_selects_its_database_on_every_path() {
     let server = RedisServer::start();
@@ -310,6 +310,40 @@ fn a_resp3_url_logs_in_and_selects_its_database_on_every_path() {
     assert_eq!(keys.trim(), "2", "both calls' keys are in database 3");
     let hellos = redis_server::cli(server.port, &["-a", "pw", "--no-auth-warning", "info", "commandstats"]).unwrap();
     assert!(hellos.contains("cmdstat_hello:"), "the connections said HELLO: {hellos}");
+}
+
+/// On a RESP3 connection the server may send pushes no call asked for: here invalidation
+/// messages, once the store's shared connection turns client-side caching on (`CLIENT TRACKING
+/// ON BCAST`: every key written, by anyone, is pushed to it). The pushes are dropped, never read
+/// as a reply: every raw command on that connection gets its own answer, and the limiter's calls
+/// on the other connections keep deciding.
+#[test]
+fn a_resp3_connection_drops_pushes_it_did_not_ask_for() {
+    let server = RedisServer::start();
+    let store = connect(format!("redis://127.0.0.1:{}/?protocol=resp3", server.port), 5000);
+    let raw = |args: &[&str]| {
+        let mut cmd = redis::cmd(args[0]);
+        args[1..].iter().for_each(|a| {
+            cmd.arg(*a);
+        });
+        store.command_blocking(cmd).unwrap()
+    };
+    assert_eq!(raw(&["CLIENT", "TRACKING", "ON", "BCAST"]), redis::Value::Okay);
+    let l = limiter(&store, FailPolicy::Raise);
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    for i in 0..20 {
+        let key = format!("pushed:{i}");
+        assert_eq!(raw(&["SET", &key, &i.to_string()]), redis::Value::Okay);
+        assert!(l.check_sync(&key, 1).unwrap().allowed);
+        assert!(rt.block_on(l.check(&key, 1)).unwrap().allowed);
+        assert_eq!(raw(&["GET", &key]), redis::Value::BulkString(i.to_string().into_bytes()), "call {i}");
+        assert_eq!(raw(&["PING"]), redis::Value::SimpleString("PONG".into()), "call {i}");
+    }
+    // The pushes were sent: a connection of the store tracks keys.
+    let clients = redis_server::cli(server.port, &["client", "list"]).unwrap();
+    let tracking =
+        clients.lines().any(|c| c.split(' ').any(|f| f.strip_prefix("flags=").is_some_and(|v| v.contains('t'))));
+    assert!(tracking, "{clients}");
 }
 
 fn silent_server_case(url_tail: &str) {
@@ -387,9 +421,8 @@ fn close_while_an_async_call_waits_lets_that_call_answer() {
 /// its preemption signal to the thread of a cgo call) must not fail the call. A `recv` bounded by
 /// `SO_RCVTIMEO` is never restarted after a handler, even with `SA_RESTART`, so without the
 /// store holding signals for the call this answered `store_unavailable: Interrupted system call`.
-/// The handler still runs: on a plain-TCP RESP2 URL (this one) during the call, whose own
-/// connection reads again after it (`core/src/redis/wire.rs`); on redis-rs's connection (TLS,
-/// RESP3), which holds signals for the call, once the call is over.
+/// The handler still runs, during the call: the store's own connection reads again after it
+/// (`core/src/redis/wire.rs`), on every URL.
 #[test]
 fn a_signal_handled_on_the_callers_thread_mid_call_does_not_fail_the_call() {
     let server = RedisServer::start();

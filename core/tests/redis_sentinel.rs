@@ -169,7 +169,10 @@ fn passworded_sentinels_need_sentinel_password_and_the_master_keeps_the_urls_cre
     let wrong = RedisOptions { sentinel_password: Some("nope".into()), ..without.clone() };
     assert!(RedisStore::connect_blocking(wrong).is_err());
     let with = RedisOptions { sentinel_password: Some("spw".into()), ..without };
-    one_check_lands_on_the_master(&setup, with, "2");
+    one_check_lands_on_the_master(&setup, with.clone(), "2");
+    // A RESP3 URL: the store's own connections say `HELLO 3 AUTH tk pw` to the master.
+    let resp3 = RedisOptions { urls: with.urls.iter().map(|u| format!("{u}?protocol=resp3")).collect(), ..with };
+    one_check_lands_on_the_master(&setup, resp3, "2");
 }
 
 /// Script and function runs the server on `port` counted (`calls` less `failed_calls`).

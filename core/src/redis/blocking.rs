@@ -1,8 +1,8 @@
 //! The sync path, the engine's blocking driver: a sync call does its own write and read on the
 //! calling thread, over a pooled blocking connection, with no hop through the store's runtime (that hop costs ~40% of a
-//! sequential round trip: `docs/performance.md`). On a RESP2 URL (TCP, TLS or a Unix socket) the connection is the
-//! store's own ([`super::wire`]), which reads a decision reply where it lies; on `?protocol=resp3` redis-rs's,
-//! with the thread's signals held for the call ([`super::signals`]). A cluster routes the call
+//! sequential round trip: `docs/performance.md`). The connection is the store's own
+//! ([`super::wire`]: TCP, TLS or a Unix socket, RESP2 or RESP3), which reads a decision reply
+//! where it lies and reads again after a signal. A cluster routes the call
 //! from the caller's thread ([`super::cluster`]) over the same kind of connection to each
 //! master, and reads its reply the same way ([`wire::Wire::call`]: only an error frame is
 //! decoded into a `Value`, for the redirect rules); Sentinel and deterministic replay hand it
@@ -17,26 +17,22 @@ use std::time::Instant;
 
 use super::call::{Outcome, ScriptCall};
 use super::engine::{self, Exchange, Rules, Step};
-use super::{Inner, RedisStore, block_on, signals, wire};
+use super::{Inner, RedisStore, block_on, wire};
 use crate::error::{Error, Result};
 use crate::store::Now;
 
 impl RedisStore {
     /// A sync call: on the caller's thread over a pooled blocking connection where the topology
-    /// allows one (with the thread's signals held for the call when the connection is
-    /// redis-rs's: [`signals`]), else handed to the store's runtime and waited for.
+    /// allows one (the store's own, which reads again after a signal: no signals held), else
+    /// handed to the store's runtime and waited for.
     pub(super) fn block_call(&self, call: ScriptCall, now: Now) -> Result<Outcome> {
         if let (Some(router), None) = (&self.inner.router, &self.inner.replay) {
             if self.inner.closed.load(Ordering::Acquire) {
                 return Err(Error::store("the Redis store is closed"));
             }
-            // redis-rs's connection cannot read again after a signal; the store's own can.
-            let _held = (!router.is_wire()).then(signals::HeldSignals::hold);
             return router.run_blocking(self.inner.invoke, self.inner.durable, &call);
         }
         if self.inner.replay.is_none() && !self.inner.routed {
-            // redis-rs's connection cannot read again after a signal; the store's own can.
-            let _held = (!self.inner.blocking.is_wire()).then(signals::HeldSignals::hold);
             return self.inner.run_blocking(&call);
         }
         let inner = self.inner.clone();
@@ -51,7 +47,7 @@ impl Inner {
     }
 
     /// A sync call on a pooled blocking connection, driven by the engine
-    /// ([`wire::SyncConn::drive`]): the call's first command, the fallback after a miss, `WAIT`
+    /// ([`wire::Wire::drive`]): the call's first command, the fallback after a miss, `WAIT`
     /// when durable.
     pub(super) fn run_blocking(&self, call: &ScriptCall) -> Result<Outcome> {
         if self.closed.load(Ordering::Acquire) {
@@ -90,7 +86,7 @@ impl Inner {
     /// Returns a blocking connection that answered to the pool; one whose timeouts were
     /// shortened for this call (a new one's handshake, a bounded read) gets the whole timeout
     /// back for its next call.
-    fn pool(&self, mut conn: wire::SyncConn, reset: bool) -> Result<()> {
+    fn pool(&self, mut conn: wire::Wire, reset: bool) -> Result<()> {
         if reset {
             conn.set_timeouts(self.timeout).map_err(Error::store)?;
         }

@@ -30,7 +30,7 @@ use std::sync::{Arc, Weak};
 
 use tokio::runtime::{Handle, Id};
 
-use super::pipelined::AsyncConn;
+use super::pipelined::Pipelined;
 use super::{Direct, Inner, RedisStore, Via, connect_async};
 use crate::error::{Error, Result};
 
@@ -193,7 +193,7 @@ impl RedisStore {
 
     /// The current runtime's own connection if it is bound: `Ok(conn)` when it is up,
     /// `Err(Some(id))` when bound but (re)connecting, `Err(None)` when unbound.
-    pub(super) fn bound_conn(&self) -> std::result::Result<(AsyncConn, Via), Option<tokio::runtime::Id>> {
+    pub(super) fn bound_conn(&self) -> std::result::Result<(Pipelined, Via), Option<tokio::runtime::Id>> {
         if !self.inner.any_bound.load(Ordering::Acquire) {
             return Err(None);
         }
@@ -246,8 +246,8 @@ impl RedisStore {
         let inner = self.inner.clone();
         let task = handle.spawn(async move {
             // The bound runtime's timer bounds the connect (the store's may be gone by then).
-            // On RESP2 (TCP, TLS or a Unix socket) the store's own ([`Pipelined`]), else redis-rs's.
-            let conn = connect_async(&inner.blocking, &inner.client, inner.timeout).await;
+            // The store's own ([`Pipelined`]: TCP, TLS or a Unix socket).
+            let conn = connect_async(&inner.blocking, inner.timeout).await;
             let id = inner.direct_ids.fetch_add(1, Ordering::Relaxed) + 1;
             let mut slots = inner.bound.write();
             if let Some(b) = slots.iter_mut().find(|b| b.runtime == rt) {

@@ -62,7 +62,6 @@ mod runtime;
 mod scoped;
 pub mod scripts;
 mod sentinel;
-mod signals;
 mod socket;
 mod tls;
 pub mod transport;
@@ -132,7 +131,7 @@ struct Inner {
     client: redis::Client,
     /// How a blocking connection is made within the call's deadline.
     blocking: connect::Blocking,
-    idle: parking_lot::Mutex<Vec<wire::SyncConn>>,
+    idle: parking_lot::Mutex<Vec<wire::Wire>>,
     timeout: Duration,
     replay: Option<tokio::sync::Mutex<replay::Book>>,
     closed: AtomicBool,
@@ -140,7 +139,7 @@ struct Inner {
 
 /// The direct path's connection and its number.
 struct Direct {
-    conn: pipelined::AsyncConn,
+    conn: pipelined::Pipelined,
     id: u64,
 }
 
@@ -297,12 +296,12 @@ impl RedisStore {
         outcome
     }
 
-    /// The direct path, the engine's async driver ([`pipelined::AsyncConn::attempt`]): the
+    /// The direct path, the engine's async driver ([`pipelined::Pipelined::attempt`]): the
     /// call's attempts through the connection's channel, awaited on the caller's task under the
     /// call timeout. Nothing is
     /// spawned; the request crosses to the connection's driver on the store's runtime and the
     /// reply wakes the caller directly.
-    async fn run_direct(&self, mut conn: pipelined::AsyncConn, via: Via, call: &ScriptCall) -> Result<Outcome> {
+    async fn run_direct(&self, mut conn: pipelined::Pipelined, via: Via, call: &ScriptCall) -> Result<Outcome> {
         let Some(_in_flight) = self.runtime.call().filter(|_| !self.inner.closed.load(Ordering::Acquire)) else {
             return Err(Error::store("the Redis store is closed"));
         };
@@ -391,7 +390,7 @@ impl RedisStore {
         }
         let inner = self.inner.clone();
         self.runtime.spawn(async move {
-            if let Some(conn) = connect_async(&inner.blocking, &inner.client, inner.timeout).await {
+            if let Some(conn) = connect_async(&inner.blocking, inner.timeout).await {
                 let id = inner.direct_ids.fetch_add(1, Ordering::Relaxed) + 1;
                 let mut slot = inner.direct.write();
                 if slot.is_none() && !inner.closed.load(Ordering::Acquire) {
@@ -466,11 +465,8 @@ impl Inner {
             connect::connect(&plan, timeout).await?;
         let invoke = choose_invoke(&conn, options.scripting, timeout).await?;
         let blocking = connect::Blocking::of(&client_for_sync, plan.tls.as_ref());
-        let direct = if routed {
-            None
-        } else {
-            connect_async(&blocking, &client_for_sync, timeout).await.map(|conn| Direct { conn, id: 1 })
-        };
+        let direct =
+            if routed { None } else { connect_async(&blocking, timeout).await.map(|conn| Direct { conn, id: 1 }) };
         Ok(Inner {
             conn: parking_lot::RwLock::new(Some(conn)),
             router,
@@ -585,13 +581,9 @@ async fn choose_invoke(conn: &connect::Conn, scripting: Scripting, timeout: Dura
 
 /// An async connection for the direct path, connected from the store's runtime, or for a bound
 /// runtime, from that runtime (its driver task is spawned on the runtime that connects it, and
-/// that runtime's timer bounds the connect): [`pipelined::AsyncConn::open`].
-async fn connect_async(
-    blocking: &connect::Blocking,
-    client: &redis::Client,
-    timeout: Duration,
-) -> Option<pipelined::AsyncConn> {
-    pipelined::AsyncConn::open(blocking, client, timeout).await.ok()
+/// that runtime's timer bounds the connect): [`pipelined::Pipelined::open`].
+async fn connect_async(blocking: &connect::Blocking, timeout: Duration) -> Option<pipelined::Pipelined> {
+    pipelined::Pipelined::open(blocking, timeout).await.ok()
 }
 
 /// `FUNCTION LOAD REPLACE <library>`: idempotent, so every process may send it.

@@ -1,5 +1,5 @@
-//! A bound runtime's own connection to a RESP2 node over plain TCP, TLS or a Unix socket (one node's, or each master's
-//! of a cluster): the async twin of [`super::wire::Wire`]. Calls queue their packed commands
+//! The store's own async connection to a node over plain TCP, TLS or a Unix socket, speaking
+//! RESP2 or, on `?protocol=resp3`, RESP3 (one node's, or each master's of a cluster): the async twin of [`super::wire::Wire`]. Calls queue their packed commands
 //! and wait for their replies; a driver task on the bound runtime writes what is queued (once
 //! the tasks queued with it have run, so that the calls made in one turn share a write:
 //! [`behind_the_queue`]; a call that makes [`WRITE_EVERY`] queued in one turn writes them
@@ -19,11 +19,12 @@
 //! the call's first await, and bytes are written only under that lock, from the front of the
 //! queue). A call that stops waiting (its timeout) keeps its place: its reply
 //! is read when it comes and dropped, never handed to the next call. Anything that breaks the
-//! stream (a read or write error, the server closing, bytes that are no RESP2 frame or that no
+//! stream (a read or write error, the server closing, bytes that are no RESP frame or a reply no
 //! call is owed) kills the connection: every waiting call and every later one fails with an IO
 //! error, which retires the connection ([`super::bound`]); nothing is sent again. The driver
 //! ends, closing the socket, when the last handle is dropped (the connection retired, the store
-//! closed) or when its runtime shuts down.
+//! closed) or when its runtime shuts down. A RESP3 push (out-of-band data: the connection
+//! subscribes to nothing) answers no call and is dropped wherever it lies.
 
 use std::collections::VecDeque;
 use std::io::ErrorKind;
@@ -368,8 +369,8 @@ async fn behind_the_queue() {
 }
 
 /// Hands the whole replies at the start of `bytes` to the calls owed them, oldest first;
-/// returns the bytes used. `Err` when the stream is broken: bytes that start no RESP2 frame, or
-/// a reply no call is owed.
+/// returns the bytes used. A push is dropped, never counted as a reply. `Err` when the stream is
+/// broken: bytes that start no RESP frame, or a reply no call is owed.
 fn hand_out(shared: &Shared, bytes: &[u8]) -> std::result::Result<usize, ()> {
     let mut used = 0;
     loop {
@@ -377,25 +378,58 @@ fn hand_out(shared: &Shared, bytes: &[u8]) -> std::result::Result<usize, ()> {
             return Ok(used);
         }
         let mut state = shared.state.lock();
-        let Some(frames) = state.waiting.front().map(|w| w.frames) else { return Err(()) };
+        let Some(frames) = state.waiting.front().map(|w| w.frames) else {
+            // No call is owed a reply: only a push may come.
+            drop(state);
+            match frame_len(&bytes[used..]) {
+                Ok(Some(n)) if resp::is_push(&bytes[used..]) => {
+                    used += n;
+                    continue;
+                }
+                Ok(None) => return Ok(used),
+                _ => return Err(()),
+            }
+        };
         let mut at = used;
-        for _ in 0..frames {
+        let mut pushes = false;
+        let mut got = 0;
+        while got < frames {
             match frame_len(&bytes[at..]) {
-                Ok(Some(n)) => at += n,
+                Ok(Some(n)) => {
+                    if resp::is_push(&bytes[at..]) {
+                        pushes = true;
+                    } else {
+                        got += 1;
+                    }
+                    at += n;
+                }
                 Ok(None) => return Ok(used),
                 Err(_) => return Err(()),
             }
         }
         let waiter = state.waiting.pop_front().expect("a waiter was there");
         drop(state);
+        let reply = if pushes { without_pushes(&bytes[used..at]) } else { bytes[used..at].to_vec() };
         // A call that stopped waiting drops its reply here.
-        let _ = waiter.tx.send(Ok(bytes[used..at].to_vec()));
+        let _ = waiter.tx.send(Ok(reply));
         used = at;
     }
 }
 
-/// Sends `handshake` on a fresh connection, each command answered with anything but an error;
-/// returns the read buffer for the driver.
+/// The whole frames of `bytes` but its pushes.
+fn without_pushes(mut bytes: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(bytes.len());
+    while let Ok(Some(n)) = frame_len(bytes) {
+        if !resp::is_push(bytes) {
+            out.extend_from_slice(&bytes[..n]);
+        }
+        bytes = &bytes[n..];
+    }
+    out
+}
+
+/// Sends `handshake` on a fresh connection, each command answered with anything but an error
+/// (a push on the way is dropped); returns the read buffer for the driver.
 async fn login<S: Io>(stream: &S, handshake: &[Vec<u8>]) -> RedisResult<Vec<u8>> {
     let mut buf = vec![0; INITIAL];
     let mut end = 0;
@@ -403,7 +437,12 @@ async fn login<S: Io>(stream: &S, handshake: &[Vec<u8>]) -> RedisResult<Vec<u8>>
         write_all(stream, command).await?;
         let n = loop {
             if let Some(n) = frame_len(&buf[..end])? {
-                break n;
+                if !resp::is_push(&buf[..n]) {
+                    break n;
+                }
+                buf.copy_within(n..end, 0);
+                end -= n;
+                continue;
             }
             if end == buf.len() {
                 buf.resize(buf.len() * 2, 0);
@@ -453,97 +492,39 @@ async fn write_all<S: Io>(s: &S, mut bytes: &[u8]) -> std::io::Result<()> {
     Ok(())
 }
 
-/// A direct-path connection: redis-rs's multiplexed connection (on RESP3), or the store's own
-/// [`Pipelined`].
-#[derive(Clone)]
-pub(crate) enum AsyncConn {
-    Crate(redis::aio::MultiplexedConnection),
-    Own(Pipelined),
-}
-
-impl ConnectionLike for AsyncConn {
-    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
-        match self {
-            AsyncConn::Crate(c) => c.req_packed_command(cmd),
-            AsyncConn::Own(c) => c.req_packed_command(cmd),
-        }
-    }
-
-    fn req_packed_commands<'a>(
-        &'a mut self,
-        pipeline: &'a Pipeline,
-        offset: usize,
-        count: usize,
-    ) -> RedisFuture<'a, Vec<Value>> {
-        match self {
-            AsyncConn::Crate(c) => c.req_packed_commands(pipeline, offset, count),
-            AsyncConn::Own(c) => c.req_packed_commands(pipeline, offset, count),
-        }
-    }
-
-    fn get_db(&self) -> i64 {
-        match self {
-            AsyncConn::Crate(c) => c.get_db(),
-            AsyncConn::Own(c) => c.get_db(),
-        }
-    }
-}
-
-impl AsyncConn {
-    /// A connection to `blocking`'s node (`client`'s), connected within `timeout` from the
-    /// runtime that polls this (the driver task is spawned there): the store's own
-    /// ([`Pipelined`]: plain TCP, TLS or a Unix socket, RESP2), or, on `?protocol=resp3`,
-    /// redis-rs's multiplexed one, with no response timeout of its own (the caller bounds each
-    /// call; the crate's timeout would need a timer on the caller's executor).
-    pub(crate) async fn open(
-        blocking: &super::connect::Blocking,
-        client: &redis::Client,
-        timeout: Duration,
-    ) -> RedisResult<AsyncConn> {
-        match blocking.own() {
-            Some((target, login)) => Pipelined::connect(target, login, timeout).await.map(AsyncConn::Own),
-            None => {
-                let config = redis::AsyncConnectionConfig::new()
-                    .set_connection_timeout(Some(timeout))
-                    .set_response_timeout(None);
-                tokio::time::timeout(timeout, client.get_multiplexed_async_connection_with_config(&config))
-                    .await
-                    .map_err(|_| io(ErrorKind::TimedOut, "connecting took the whole timeout"))?
-                    .map(AsyncConn::Crate)
-            }
-        }
+impl Pipelined {
+    /// A connection to `blocking`'s node, logged in as its URL says (RESP2, or `HELLO 3` on
+    /// `?protocol=resp3`), connected within `timeout` from the runtime that polls this (the
+    /// driver task is spawned there).
+    pub(crate) async fn open(blocking: &super::connect::Blocking, timeout: Duration) -> RedisResult<Pipelined> {
+        let (target, login) = blocking.own().map_err(|what| io(ErrorKind::InvalidInput, what))?;
+        Pipelined::connect(target, login, timeout).await
     }
 
     /// The async driver of the engine: sends the exchange's current attempt and feeds it the
     /// attempt's reply frames; the step that ends the attempt ([`Step::Done`], or
-    /// [`Step::Again`] for the caller to follow). On the store's own connection the frames come
-    /// back whole and undecoded, and a decision is read where it lies; on redis-rs's, through
-    /// [`attempt_on`]. `Err`: the connection failed after the attempt may have been written.
+    /// [`Step::Again`] for the caller to follow). The frames come back whole and undecoded, and
+    /// a decision is read where it lies. `Err`: the connection failed after the attempt may have been written.
     pub(crate) async fn attempt(&mut self, x: &mut Exchange<'_>) -> RedisResult<Step> {
-        match self {
-            AsyncConn::Own(own) => {
-                let replies = x.replies();
-                let bytes = own.request(replies, |out| x.write(out)).await?;
-                if replies == 1 {
-                    // The driver handed out exactly one whole frame.
-                    return Ok(x.feed(&bytes));
-                }
-                let mut at = 0;
-                loop {
-                    let n = frame_len(&bytes[at..])?.ok_or_else(|| io(ErrorKind::InvalidData, "a partial frame"))?;
-                    match x.feed(&bytes[at..at + n]) {
-                        Step::More => at += n,
-                        step => return Ok(step),
-                    }
-                }
+        let replies = x.replies();
+        let bytes = self.request(replies, |out| x.write(out)).await?;
+        if replies == 1 {
+            // The driver handed out exactly one whole frame.
+            return Ok(x.feed(&bytes));
+        }
+        let mut at = 0;
+        loop {
+            let n = frame_len(&bytes[at..])?.ok_or_else(|| io(ErrorKind::InvalidData, "a partial frame"))?;
+            match x.feed(&bytes[at..at + n]) {
+                Step::More => at += n,
+                step => return Ok(step),
             }
-            AsyncConn::Crate(c) => attempt_on(c, x).await,
         }
     }
 }
 
-/// [`AsyncConn::attempt`] on any connection that speaks redis-rs's `ConnectionLike` (the
-/// multiplexed one, the shared [`super::connect::Conn`]): the attempt's commands as a pipeline, each reply written back as the RESP2 frame
+/// [`Pipelined::attempt`] on any connection that speaks redis-rs's `ConnectionLike` (the
+/// shared [`super::connect::Conn`]): the attempt's commands as a pipeline, each reply written back as the RESP2 frame
 /// it stands for and fed to the engine.
 pub(crate) async fn attempt_on<C: ConnectionLike>(conn: &mut C, x: &mut Exchange<'_>) -> RedisResult<Step> {
     let mut p = redis::pipe();
@@ -752,5 +733,41 @@ mod tests {
             }
         });
         let _server = reader.join().unwrap();
+    }
+
+    /// A RESP3 push answers no call, wherever it lies: before any call is owed a reply, between
+    /// two calls' replies, among the frames of one call's pipeline, split over reads. Each call
+    /// gets its own frames and the connection stays in step.
+    #[test]
+    fn pushes_are_dropped_wherever_they_lie() {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let (conn, mut server) = pair(&rt);
+        let push = b">3\r\n$7\r\nmessage\r\n$1\r\nc\r\n%1\r\n+a\r\n#t\r\n";
+        server.write_all(push).unwrap();
+        let one = queue(&conn, ping(1));
+        let two = {
+            let conn = conn.clone();
+            let mut call: Call =
+                Box::pin(async move { conn.request(2, |out| out.extend([ping(2), ping(3)].concat())).await });
+            assert!(call.as_mut().poll(&mut Context::from_waker(Waker::noop())).is_pending());
+            call
+        };
+        let mut replies = Vec::new();
+        replies.extend_from_slice(b":1\r\n");
+        replies.extend_from_slice(push);
+        replies.extend_from_slice(b"_\r\n");
+        replies.extend_from_slice(push);
+        replies.extend_from_slice(b",1.5\r\n");
+        replies.extend_from_slice(push);
+        for piece in replies.chunks(3) {
+            server.write_all(piece).unwrap();
+        }
+        rt.block_on(async {
+            assert_eq!(one.await.unwrap(), b":1\r\n");
+            assert_eq!(two.await.unwrap(), b"_\r\n,1.5\r\n");
+        });
+        let three = queue(&conn, ping(4));
+        server.write_all(b":4\r\n").unwrap();
+        assert_eq!(rt.block_on(three).unwrap(), b":4\r\n", "the connection is still in step");
     }
 }

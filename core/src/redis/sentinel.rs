@@ -1,7 +1,7 @@
 //! The store's shared async connection to one node ([`Follower`]): the master of a Sentinel
 //! service, found by asking the sentinels and found again when it stops answering, or, in
 //! standalone mode, the one node ([`Follower::fixed`], which only reconnects). Sentinels and the master are both reached over the store's own
-//! async connection ([`super::pipelined::Pipelined`], plain TCP or TLS, RESP2).
+//! async connection ([`super::pipelined::Pipelined`], plain TCP or TLS; the master's in RESP3 on `?protocol=resp3`).
 //!
 //! Connecting asks each sentinel in turn `SENTINEL GET-MASTER-ADDR-BY-NAME service` until one
 //! answers, then connects to that address with the URL's credentials, database and TLS
@@ -81,7 +81,7 @@ fn own(client: &redis::Client, tls: Option<&TlsFiles>) -> Result<(Target, Vec<Ve
     Blocking::of(client, tls)
         .own()
         .map(|(target, login)| (target.clone(), login.to_vec()))
-        .ok_or_else(|| Error::config("redis.urls", "in sentinel mode must speak RESP2 (no ?protocol=resp3)"))
+        .map_err(|what| Error::config("redis.urls", what))
 }
 
 impl Follower {

@@ -1,11 +1,10 @@
 //! Where the store's own connections go, and the socket each of its drivers opens there: a TCP
 //! host and port, TLS over TCP (`rediss://`, [`super::tls`]), or a Unix socket path
-//! (`redis+unix://`), all speaking RESP2.
+//! (`redis+unix://`), speaking RESP2 or RESP3 as the URL says.
 //!
 //! The blocking driver ([`super::wire::Wire`]) and the async one ([`super::pipelined::Pipelined`])
 //! read and write through these, so TLS and a Unix socket take the same driver, the same frame
-//! scanner and the same engine as TCP: only opening the socket differs. (`?protocol=resp3`
-//! still takes redis-rs's connections: [`super::connect::Blocking`].)
+//! scanner and the same engine as TCP: only opening the socket differs.
 
 use std::io::{Read, Write};
 use std::time::Duration;

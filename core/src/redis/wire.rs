@@ -1,6 +1,6 @@
-//! The blocking driver of the engine ([`super::engine`]): [`SyncConn::drive`] sends a call's
+//! The blocking driver of the engine ([`super::engine`]): [`Wire::drive`] sends a call's
 //! attempts and feeds their reply frames to its [`Exchange`], for both sync paths (one node, and
-//! each master of a cluster). Its connection to a RESP2 node over TCP, TLS or a Unix socket is the store's own
+//! each master of a cluster). Its connection over TCP, TLS or a Unix socket is the store's own
 //! [`Wire`]: a socket, one reusable read buffer, and the engine's frame scanner, which finds
 //! where a reply ends without decoding it.
 //!
@@ -16,10 +16,10 @@
 //! becomes a [`Value`] (redis-rs's `parse_redis_value` zero-fills 8 KB per call before
 //! parsing: 16k of a cluster call's 25.7k instructions, docs/redis.md).
 //!
-//! [`Wire`] is used only where it speaks exactly what the crate would: `redis://` over TCP,
-//! `rediss://` (TLS, [`super::tls`]) and `redis+unix://`, with RESP2 (the default).
-//! `?protocol=resp3` keeps [`redis::Connection`],
-//! whose replies the driver writes back as RESP2 frames for the engine. Timeouts are the
+//! [`Wire`] serves every blocking path: `redis://` over TCP, `rediss://` (TLS, [`super::tls`])
+//! and `redis+unix://`, speaking RESP2 or, on `?protocol=resp3`, RESP3 (the login says
+//! `HELLO 3`, [`super::connect::Blocking`]; the engine's reader reads RESP3's replies, and a push
+//! answers no call: [`Wire::frame`] drops it). Timeouts are the
 //! socket's: the write and read timeouts bound each `send` and `recv`, and every read after a
 //! call's plain first one is bounded by the time left until the call's deadline.
 
@@ -36,7 +36,8 @@ use super::socket::{SyncSocket, Target};
 /// The first read buffer; it grows only for a reply that does not fit (an `EVAL` error).
 const INITIAL: usize = 512;
 
-/// A blocking RESP2 connection over TCP or a Unix socket.
+/// A blocking connection over TCP, TLS or a Unix socket, pooled by the sync paths (one node, or
+/// each master of a cluster).
 pub(crate) struct Wire {
     stream: SyncSocket,
     /// Bytes read: `buf[start..end]` is not consumed yet (a later frame of a pipeline).
@@ -115,7 +116,8 @@ impl Wire {
         sent
     }
 
-    /// The next reply frame, whole (its bytes stay valid until the next read).
+    /// The next reply frame, whole (its bytes stay valid until the next read); a RESP3 push on
+    /// the way is dropped (it answers no call: the connection subscribes to nothing).
     ///
     /// A read interrupted by a signal handler (`EINTR`: Linux never restarts a `recv` that has
     /// a socket timeout) is read again, waiting what is left of the read timeout: the bytes
@@ -123,6 +125,16 @@ impl Wire {
     /// why this connection needs no signals held ([`super::signals`]), which saves the two
     /// `rt_sigprocmask` calls per call that redis-rs's connection needs.
     pub(crate) fn frame(&mut self) -> RedisResult<&[u8]> {
+        loop {
+            let (at, n) = self.next_frame()?;
+            if !resp::is_push(&self.buf[at..at + n]) {
+                return Ok(&self.buf[at..at + n]);
+            }
+        }
+    }
+
+    /// Where the next frame lies in the buffer, read whole.
+    fn next_frame(&mut self) -> RedisResult<(usize, usize)> {
         let mut began = None;
         let mut shortened = false;
         let out = loop {
@@ -160,7 +172,7 @@ impl Wire {
         if self.start == self.end {
             (self.start, self.end) = (0, 0);
         }
-        Ok(&self.buf[at..at + out])
+        Ok((at, out))
     }
 
     /// The next reply, decoded by redis-rs's parser (server errors as [`Value::ServerError`]).
@@ -189,33 +201,7 @@ fn connect_tcp(host: &str, port: u16, deadline: Instant) -> RedisResult<TcpStrea
     }
 }
 
-/// A pooled blocking connection of the sync paths (one node, or each master of a cluster).
-pub(crate) enum SyncConn {
-    /// RESP3: redis-rs's.
-    Crate(redis::Connection),
-    /// Plain TCP, TLS or a Unix socket, RESP2: the store's own.
-    Wire(Wire),
-}
-
-impl SyncConn {
-    /// Sets both socket timeouts.
-    pub(crate) fn set_timeouts(&mut self, t: Duration) -> RedisResult<()> {
-        match self {
-            SyncConn::Crate(c) => {
-                c.set_read_timeout(Some(t))?;
-                c.set_write_timeout(Some(t))
-            }
-            SyncConn::Wire(w) => w.set_timeouts(t),
-        }
-    }
-
-    fn set_read_timeout(&mut self, t: Duration) -> RedisResult<()> {
-        match self {
-            SyncConn::Crate(c) => c.set_read_timeout(Some(t)),
-            SyncConn::Wire(w) => w.set_read_timeout(t),
-        }
-    }
-
+impl Wire {
     /// The blocking driver of [`super::engine`]: sends the exchange's current attempt and feeds it its
     /// reply frames until the call is done or asks for another node (a cluster's redirect),
     /// sending the attempts it asks of this node (the fallback after a miss, `TRYAGAIN` after
@@ -228,17 +214,9 @@ impl SyncConn {
     /// must be dropped, never reused).
     pub(crate) fn drive(&mut self, x: &mut Exchange<'_>, deadline: Instant) -> RedisResult<(Step, bool)> {
         let mut bounded = false;
-        let mut frame = Vec::new();
         loop {
             let plain = x.plain() && x.attempt() == Attempt::default();
-            match self {
-                SyncConn::Wire(w) => w.send_with(|out| x.write(out))?,
-                SyncConn::Crate(c) => {
-                    let mut out = Vec::new();
-                    x.write(&mut out);
-                    c.send_packed_command(&out)?;
-                }
-            }
+            self.send_with(|out| x.write(out))?;
             loop {
                 if !plain {
                     let left = deadline.saturating_duration_since(Instant::now());
@@ -248,22 +226,7 @@ impl SyncConn {
                     self.set_read_timeout(left)?;
                     bounded = true;
                 }
-                let step = match self {
-                    SyncConn::Wire(w) => x.feed(w.frame()?),
-                    SyncConn::Crate(c) => {
-                        // redis-rs's connection hands out values: written back as RESP2, the
-                        // frame the engine reads (RESP3 pushes are no replies).
-                        let value = loop {
-                            match c.recv_response()? {
-                                Value::Push { .. } => {}
-                                v => break v,
-                            }
-                        };
-                        frame.clear();
-                        write_value(&mut frame, &value);
-                        x.feed(&frame)
-                    }
-                };
+                let step = x.feed(self.frame()?);
                 match step {
                     Step::More => {}
                     Step::Again { to: To::Same, pause } => {
@@ -330,4 +293,33 @@ pub(super) fn io(kind: ErrorKind, what: &'static str) -> RedisError {
 /// A socket timeout reads as `WouldBlock` on Linux: name it a timeout.
 fn timeout_kind(e: std::io::Error) -> std::io::Error {
     if e.kind() == ErrorKind::WouldBlock { std::io::Error::new(ErrorKind::TimedOut, e) } else { e }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write as _;
+
+    use super::*;
+    use crate::redis::socket::Target;
+
+    /// A RESP3 push before a reply, split over many reads, is dropped: the next frame is the
+    /// reply, and the one after it the next reply.
+    #[test]
+    fn a_push_before_a_reply_is_dropped() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let server = std::thread::spawn(move || {
+            let (mut s, _) = listener.accept().unwrap();
+            let bytes = b">2\r\n$10\r\ninvalidate\r\n*1\r\n$1\r\nk\r\n*2\r\n:1\r\n#f\r\n>1\r\n_\r\n:7\r\n";
+            for b in bytes {
+                s.write_all(&[*b]).unwrap();
+            }
+            s
+        });
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let mut wire = Wire::connect(&Target::Tcp("127.0.0.1".into(), port), &[], deadline).unwrap();
+        assert_eq!(wire.frame().unwrap(), b"*2\r\n:1\r\n#f\r\n");
+        assert_eq!(wire.frame().unwrap(), b":7\r\n");
+        drop(server.join().unwrap());
+    }
 }

@@ -8,15 +8,15 @@ use std::sync::atomic::Ordering;
 use tokio::runtime::{Handle, Id};
 
 use super::{Node, Router};
-use crate::redis::pipelined::AsyncConn;
+use crate::redis::pipelined::Pipelined;
 
 /// A bound runtime's own connection to one node.
 pub(super) struct Local {
     runtime: Id,
     /// The connection and its number (from the node's `ids`), `None` while connecting and after
-    /// it failed or a call on it was abandoned: [`AsyncConn::open`]'s, as one node's bound
-    /// connection is (on RESP2 the store's own, a decision reply read where it lies).
-    conn: Option<(AsyncConn, u64)>,
+    /// it failed or a call on it was abandoned: [`Pipelined::open`]'s, as one node's bound
+    /// connection is (the store's own, a decision reply read where it lies).
+    conn: Option<(Pipelined, u64)>,
     /// A connect is under way, or its task never finished: a runtime without IO or timers
     /// panics it there (once per node), and that runtime then keeps the store's connection.
     connecting: bool,
@@ -24,7 +24,7 @@ pub(super) struct Local {
 
 impl Node {
     /// The runtime `rt`'s own connection to this node, if it is up.
-    pub(super) fn local(&self, rt: Id) -> Option<(AsyncConn, u64)> {
+    pub(super) fn local(&self, rt: Id) -> Option<(Pipelined, u64)> {
         self.local.read().iter().find(|l| l.runtime == rt).and_then(|l| l.conn.clone())
     }
 

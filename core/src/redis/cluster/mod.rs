@@ -23,8 +23,7 @@
 //!   sync path sets its socket timeouts to the time left).
 //! - **On the caller's runtime**: a runtime bound to the store ([`super::bound`]) gets its own
 //!   connection to each master, driven on that runtime, as one standalone node's bound
-//!   connection ([`AsyncConn::open`]: the store's own [`super::pipelined::Pipelined`] on RESP2,
-//!   over TCP or TLS, redis-rs's multiplexed one on `?protocol=resp3`): a call awaited there writes and reads without
+//!   connection ([`Pipelined::open`]: the store's own, over TCP or TLS, RESP2 or RESP3): a call awaited there writes and reads without
 //!   crossing to the store's thread (for a binding such as Python's, whose calls complete on its
 //!   own runtime, that was one thread hand-off more per call than on one node). Until a
 //!   runtime's connection to a master is up, and after it failed or a call on it was abandoned,
@@ -47,7 +46,7 @@ use redis::aio::ConnectionLike as _;
 use super::call::{Outcome, ScriptCall};
 use super::engine::{self, Durable, Exchange, Invoke, Rules, Step};
 use super::options::{Plan, TlsFiles};
-use super::pipelined::AsyncConn;
+use super::pipelined::Pipelined;
 use crate::error::{Error, Result};
 use topology::{Addr, SlotMap, parse_slots};
 
@@ -70,12 +69,12 @@ pub(crate) struct Node {
     blocking: super::connect::Blocking,
     /// The async path's connection from the store's runtime and its number (`None` until first
     /// used, and after it failed).
-    mux: parking_lot::RwLock<Option<(AsyncConn, u64)>>,
+    mux: parking_lot::RwLock<Option<(Pipelined, u64)>>,
     ids: AtomicU64,
     /// One connect at a time per node.
     connecting: tokio::sync::Mutex<()>,
     /// The sync path's idle blocking connections.
-    idle: parking_lot::Mutex<Vec<super::wire::SyncConn>>,
+    idle: parking_lot::Mutex<Vec<super::wire::Wire>>,
     /// Each bound runtime's own connection to this node (see the module docs).
     /// Few: one per binding's runtime.
     local: parking_lot::RwLock<Vec<local::Local>>,
@@ -91,21 +90,21 @@ enum Via {
 }
 
 impl Node {
-    fn current(&self) -> Option<(AsyncConn, u64)> {
+    fn current(&self) -> Option<(Pipelined, u64)> {
         self.mux.read().clone()
     }
 
     /// A new async connection, within `timeout` (its driver task is spawned on the runtime
-    /// that polls this): [`AsyncConn::open`].
-    async fn open(&self, timeout: Duration) -> Result<AsyncConn> {
-        AsyncConn::open(&self.blocking, &self.client, timeout)
+    /// that polls this): [`Pipelined::open`].
+    async fn open(&self, timeout: Duration) -> Result<Pipelined> {
+        Pipelined::open(&self.blocking, timeout)
             .await
             .map_err(|e| Error::store(format!("cannot connect to {}: {e}", self.name())))
     }
 
     /// The async connection, connected now if there is none (on the runtime that polls this:
     /// its driver task is spawned there).
-    async fn connect(&self, timeout: Duration, closed: &AtomicBool) -> Result<(AsyncConn, u64)> {
+    async fn connect(&self, timeout: Duration, closed: &AtomicBool) -> Result<(Pipelined, u64)> {
         let _one = self.connecting.lock().await;
         if let Some(c) = self.current() {
             return Ok(c);
@@ -191,9 +190,6 @@ pub(crate) struct Router {
     refreshing: AtomicBool,
     last_refresh: parking_lot::Mutex<Option<Instant>>,
     closed: AtomicBool,
-    /// The sync path's connections are the store's own ([`super::wire`]: plain TCP or TLS, RESP2),
-    /// which read again after a signal, so a sync call needs no signals held.
-    wire: bool,
 }
 
 impl Router {
@@ -209,12 +205,6 @@ impl Router {
                 _ => None,
             })
             .collect();
-        // Every node shares the seed's scheme, protocol and credentials.
-        let wire = plan
-            .nodes
-            .first()
-            .and_then(|n| redis::Client::open(n.clone()).ok())
-            .is_some_and(|c| super::connect::Blocking::of(&c, plan.tls.as_ref()).is_wire());
         let router = Arc::new(Router {
             url,
             seeds,
@@ -226,7 +216,6 @@ impl Router {
             refreshing: AtomicBool::new(false),
             last_refresh: parking_lot::Mutex::new(None),
             closed: AtomicBool::new(false),
-            wire,
         });
         router.refresh().await?;
         Ok(router)
@@ -383,7 +372,7 @@ impl Router {
 
     /// `node`'s multiplexed connection; when it has none, one is made on the store's runtime
     /// (nothing is sent before it exists).
-    async fn mux(self: &Arc<Self>, node: &Arc<Node>) -> Result<(AsyncConn, u64)> {
+    async fn mux(self: &Arc<Self>, node: &Arc<Node>) -> Result<(Pipelined, u64)> {
         if let Some(c) = node.current() {
             return Ok(c);
         }
@@ -394,7 +383,7 @@ impl Router {
     }
 
     /// Runs `call` on its key's master from the caller's task (the caller bounds it by the
-    /// timeout), driven by the engine ([`AsyncConn::attempt`]): the call's outcome. `local` is
+    /// timeout), driven by the engine ([`Pipelined::attempt`]): the call's outcome. `local` is
     /// the caller's runtime when it is bound to the store: its own connections serve the call
     /// once up. The router's part is where each attempt goes, as in [`Router::run_blocking`].
     pub(crate) async fn run(
@@ -475,14 +464,8 @@ impl Router {
         }
     }
 
-    /// Whether [`Router::run_blocking`] runs on the store's own connections (no signals need
-    /// holding around it).
-    pub(crate) fn is_wire(&self) -> bool {
-        self.wire
-    }
-
     /// [`Router::run`] on the calling thread, on the key's master's pooled blocking connections,
-    /// driven by the engine ([`SyncConn::drive`]): the call's outcome. The router's part is
+    /// driven by the engine ([`super::wire::Wire::drive`]): the call's outcome. The router's part is
     /// where each attempt goes: the slot's master from the map, a redirect's node (a `MOVED`
     /// learnt), or after a connection that could not be made, the map read again.
     pub(crate) fn run_blocking(

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use super::super::call::{self, ScriptCall};
 use super::super::engine::value::Value;
 use super::super::engine::{Exchange, Invoke, Rules, Step};
-use super::super::wire::{SyncConn, Wire};
+use super::super::wire::Wire;
 use crate::store::{Now, Transform};
 
 fn check(strategy: &crate::Strategy, now: Now) -> ScriptCall {
@@ -72,7 +72,7 @@ fn every_frame_that_is_no_error_decodes_as_the_value_route_did_and_odd_ones_are_
     }
 }
 
-/// A master whose reply is bytes no RESP2 reply starts with, or a frame whose integers are not
+/// A master whose reply is bytes no RESP reply starts with, or a frame whose integers are not
 /// integers, fails the call (`store_unavailable`), never a decision or a redirect: the first is
 /// a lost connection to the blocking driver (dropped, never reused: the rest of the reply cannot
 /// be found), the second a whole frame, decoded as redis-rs decodes it.
@@ -83,8 +83,8 @@ fn a_malformed_frame_from_a_socket_is_store_unavailable() {
     let gcra = crate::Strategy::gcra(10, 1000, None).unwrap();
     let (count, six) = (check(&fixed, Now::At(1_500)), check(&gcra, Now::Server));
     let cases: [(&ScriptCall, &'static [u8], bool); 4] = [
-        (&count, b"!5\r\nodd\r\n", true),
-        (&six, b"%1\r\n:1\r\n:2\r\n", true),
+        (&count, b"@5\r\nodd\r\n", true),
+        (&six, b"?1\r\n:1\r\n:2\r\n", true),
         (&count, b":12x\r\n", false),
         (&six, b"*6\r\n:1\r\n:a\r\n:7\r\n:1000\r\n:0\r\n:2000\r\n", false),
     ];
@@ -97,9 +97,8 @@ fn a_malformed_frame_from_a_socket_is_store_unavailable() {
             s.write_all(reply).unwrap();
         });
         let deadline = Instant::now() + Duration::from_secs(30);
-        let mut conn = SyncConn::Wire(
-            Wire::connect(&crate::redis::socket::Target::Tcp("127.0.0.1".into(), port), &[], deadline).unwrap(),
-        );
+        let mut conn =
+            Wire::connect(&crate::redis::socket::Target::Tcp("127.0.0.1".into(), port), &[], deadline).unwrap();
         let got = conn.drive(&mut Exchange::new(call, rules()), deadline);
         server.join().unwrap();
         match (got, lost) {

@@ -44,6 +44,8 @@
 pub mod resp;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_resp3;
 pub mod value;
 
 use std::time::Duration;

@@ -1,7 +1,13 @@
-//! RESP2, as much of it as the engine speaks: where a reply frame ends (the one scanner every
-//! Rust driver uses), the two plain reply forms read without building a value (an array of
-//! integers, one integer), any other reply as a value, an error line split into its code and detail, and commands written
-//! from their arguments.
+//! RESP2 and RESP3, as much of them as the engine speaks: where a reply frame ends (the one
+//! scanner every Rust driver uses), whether a frame is a RESP3 push (which answers no call), the
+//! two plain reply forms read without building a value (an array of integers, one integer), any
+//! other reply as a value, an error split into its code and detail, and commands written from
+//! their arguments.
+//!
+//! RESP3 (a connection that said `HELLO 3`) adds the map `%`, set `~`, null `_`, boolean `#`,
+//! double `,`, big number `(`, verbatim string `=`, blob error `!`, attribute `|` (data about the
+//! reply that follows it) and push `>` (out-of-band data). The reader reads them as RESP2 spells
+//! them ([`value`]), so the engine's rules see one set of replies whatever the protocol.
 //!
 //! Why not redis-rs's parser for the plain forms: its `combine` parser was about 40 % of the
 //! Node addon's time per Redis call (`perf`, docs/bench-bindings.md) and zero-fills 8 KB per
@@ -18,7 +24,7 @@ use std::fmt;
 
 use super::value::Value;
 
-/// Bytes that start no RESP2 frame: the stream is out of step and the connection must go.
+/// Bytes that start no RESP frame: the stream is out of step and the connection must go.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Garbage(pub String);
 
@@ -33,15 +39,17 @@ impl std::error::Error for Garbage {}
 #[cfg(feature = "redis")]
 impl From<Garbage> for redis::RedisError {
     fn from(g: Garbage) -> redis::RedisError {
-        redis::RedisError::from((redis::ErrorKind::Parse, "not a RESP2 reply", g.0))
+        redis::RedisError::from((redis::ErrorKind::Parse, "not a RESP reply", g.0))
     }
 }
 
-/// The length of the RESP2 frame at the start of `b`: `Ok(None)` when more bytes are needed,
-/// an error for a byte that starts no RESP2 frame (the connection is then dropped).
+/// The length of the RESP2 or RESP3 frame at the start of `b`: `Ok(None)` when more bytes are
+/// needed, an error for a byte that starts no frame (the connection is then dropped). An
+/// attribute counts with the reply it describes (both are one frame); a push is a frame of its
+/// own ([`is_push`]).
 pub fn frame_len(b: &[u8]) -> Result<Option<usize>, Garbage> {
     let mut at = 0;
-    // Frames still owed: an array adds its elements.
+    // Frames still owed: an aggregate adds its elements.
     let mut owed: u64 = 1;
     while owed > 0 {
         let Some(&kind) = b.get(at) else { return Ok(None) };
@@ -50,8 +58,8 @@ pub fn frame_len(b: &[u8]) -> Result<Option<usize>, Garbage> {
         at += nl + 2;
         owed -= 1;
         match kind {
-            b'+' | b'-' | b':' => {}
-            b'$' => {
+            b'+' | b'-' | b':' | b'_' | b'#' | b',' | b'(' => {}
+            b'$' | b'=' | b'!' => {
                 let n = length(line)?;
                 if n >= 0 {
                     // The payload and its CRLF.
@@ -61,16 +69,21 @@ pub fn frame_len(b: &[u8]) -> Result<Option<usize>, Garbage> {
                     }
                 }
             }
-            b'*' => {
-                let n = length(line)?;
-                if n > 0 {
-                    owed += n as u64;
-                }
-            }
-            other => return Err(Garbage(format!("not a RESP2 reply: a frame starting with byte {other:#04x}"))),
+            b'*' | b'~' | b'>' => owed += length(line)?.max(0) as u64,
+            b'%' => owed += 2 * length(line)?.max(0) as u64,
+            // Its pairs, then the reply it describes.
+            b'|' => owed += 2 * length(line)?.max(0) as u64 + 1,
+            other => return Err(Garbage(format!("not a RESP reply: a frame starting with byte {other:#04x}"))),
         }
     }
     Ok(Some(at))
+}
+
+/// Whether `frame` is a RESP3 push (`>`): data the server sends on its own (a message of a
+/// subscription, an invalidation), never the reply to a call. A driver drops it on a connection
+/// that subscribes to nothing.
+pub fn is_push(frame: &[u8]) -> bool {
+    frame.first() == Some(&b'>')
 }
 
 /// A `$`/`*` length line: `-1` or a count below 2^40.
@@ -109,11 +122,14 @@ pub fn int(frame: &[u8]) -> Option<i64> {
     frame.strip_prefix(b":").and_then(line_int).filter(|(_, rest)| rest.is_empty()).map(|(v, _)| v)
 }
 
-/// The RESP2 reply `frame` as a [`Value`], as redis-rs's parser reads it (`+OK` is
-/// `Okay`, another status a `SimpleString`, `$-1` and `*-1` `Nil`), for the replies that are no
-/// plain decision (a multi check's, a reservation's, a lease grant's). `None` for anything else:
-/// bytes that are no complete RESP2 frame, trailing bytes, an error frame (the engine reads those
-/// itself before decoding) or an error inside an array (no script reply holds one).
+/// The reply `frame` as a [`Value`], as redis-rs's parser reads it (`+OK` is `Okay`, another
+/// status a `SimpleString`, `$-1` and `*-1` `Nil`), for the replies that are no plain decision
+/// (a multi check's, a reservation's, a lease grant's). RESP3's types read as RESP2 spells
+/// them: null as `Nil`, a map as the array of its pairs, a set as an array, a boolean as 0 or
+/// 1, a double, a big number and a verbatim string (without its format) as the bulk string of
+/// their text, and an attribute as the reply it describes. `None` for anything else: bytes that
+/// are no complete frame, trailing bytes, an error frame (the engine reads those itself before
+/// decoding), an error inside an array (no script reply holds one) or a push.
 ///
 /// Why not redis-rs's parser: its `combine` grammar is the largest part of the WebAssembly
 /// module's REST path (about 95 KB of 226 KB gzipped), for replies this small reader covers.
@@ -129,36 +145,59 @@ fn value_at(b: &[u8], depth: usize) -> Option<(Value, &[u8])> {
     let (&kind, b) = b.split_first()?;
     let nl = b.windows(2).position(|w| w == b"\r\n")?;
     let (line, rest) = (&b[..nl], &b[nl + 2..]);
+    let text = || Some(Value::BulkString(line.to_vec()));
     match kind {
         b'+' => {
             let line = std::str::from_utf8(line).ok()?;
             Some((if line == "OK" { Value::Okay } else { Value::SimpleString(line.to_string()) }, rest))
         }
         b':' => Some((Value::Int(std::str::from_utf8(line).ok()?.trim().parse().ok()?), rest)),
-        b'$' => match length(line).ok()? {
-            -1 => Some((Value::Nil, rest)),
+        b'_' if line.is_empty() => Some((Value::Nil, rest)),
+        b'#' => Some((
+            Value::Int(match line {
+                b"t" => 1,
+                b"f" => 0,
+                _ => return None,
+            }),
+            rest,
+        )),
+        b',' | b'(' => Some((text()?, rest)),
+        b'$' | b'=' => match length(line).ok()? {
+            -1 if kind == b'$' => Some((Value::Nil, rest)),
             n => {
-                let n = n as usize;
+                let n = usize::try_from(n).ok()?;
                 let payload = rest.get(..n)?;
                 let rest = rest.get(n..)?.strip_prefix(b"\r\n")?;
+                // A verbatim string starts with its three-letter format and a colon.
+                let payload = if kind == b'=' { payload.get(4..).filter(|_| payload[3] == b':')? } else { payload };
                 Some((Value::BulkString(payload.to_vec()), rest))
             }
         },
-        b'*' if depth < MAX_DEPTH => match length(line).ok()? {
-            -1 => Some((Value::Nil, rest)),
-            n => {
-                let mut items = Vec::with_capacity((n as usize).min(64));
-                let mut rest = rest;
-                for _ in 0..n {
-                    let (v, r) = value_at(rest, depth + 1)?;
-                    items.push(v);
-                    rest = r;
-                }
+        b'*' | b'~' | b'%' if depth < MAX_DEPTH => match length(line).ok()? {
+            -1 if kind == b'*' => Some((Value::Nil, rest)),
+            n if n >= 0 => {
+                let (items, rest) = items_at(rest, if kind == b'%' { 2 * n } else { n }, depth)?;
                 Some((Value::Array(items), rest))
             }
+            _ => None,
         },
+        b'|' if depth < MAX_DEPTH => {
+            let (_, rest) = items_at(rest, 2 * length(line).ok().filter(|n| *n >= 0)?, depth)?;
+            value_at(rest, depth + 1)
+        }
         _ => None,
     }
+}
+
+/// The `n` values at the start of `b`, one level below `depth`, and what follows them.
+fn items_at(mut b: &[u8], n: i64, depth: usize) -> Option<(Vec<Value>, &[u8])> {
+    let mut items = Vec::with_capacity((n as usize).min(64));
+    for _ in 0..n {
+        let (v, rest) = value_at(b, depth + 1)?;
+        items.push(v);
+        b = rest;
+    }
+    Some((items, b))
 }
 
 /// `[-]digits\r\n` at the start of `b` (1 to 18 digits): the number and what follows.
@@ -176,10 +215,23 @@ fn line_int(b: &[u8]) -> Option<(i64, &[u8])> {
     Some((if neg { -v } else { v }, rest))
 }
 
-/// The code and the detail of an error frame, `-CODE detail\r\n` (the detail may be empty);
-/// `None` for any other frame, an error line not ended where the frame ends included.
+/// The code and the detail of an error frame, `-CODE detail\r\n` or RESP3's blob error
+/// `!len\r\nCODE detail\r\n` (the detail may be empty); `None` for any other frame, an error
+/// not ended where the frame ends included.
 pub fn error(frame: &[u8]) -> Option<(&str, &str)> {
-    let line = frame.strip_prefix(b"-")?.strip_suffix(b"\r\n")?;
+    let line = match frame.split_first()? {
+        (b'-', rest) => rest.strip_suffix(b"\r\n")?,
+        (b'!', rest) => {
+            let nl = rest.windows(2).position(|w| w == b"\r\n")?;
+            let n = usize::try_from(length(&rest[..nl]).ok()?).ok()?;
+            let body = rest[nl + 2..].strip_suffix(b"\r\n")?;
+            if body.len() != n {
+                return None;
+            }
+            body
+        }
+        _ => return None,
+    };
     if line.contains(&b'\r') || line.contains(&b'\n') {
         return None;
     }

@@ -359,8 +359,8 @@ fn frames_end_where_redis_rs_says_they_do() {
 }
 
 #[test]
-fn bytes_that_start_no_resp2_frame_are_an_error() {
-    for f in [&b"%1\r\n"[..], b"x\r\n", b"$abc\r\n", b"*-2\r\n", b"$99999999999999\r\n"] {
+fn bytes_that_start_no_resp_frame_are_an_error() {
+    for f in [&b"?1\r\n"[..], b"x\r\n", b"$abc\r\n", b"*-2\r\n", b"$99999999999999\r\n"] {
         assert!(frame_len(f).is_err(), "{f:?}");
     }
 }

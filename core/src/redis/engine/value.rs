@@ -1,4 +1,4 @@
-//! The engine's own command and reply types: a script's `ARGV` ([`Args`]) and a parsed RESP2
+//! The engine's own command and reply types: a script's `ARGV` ([`Args`]) and a parsed
 //! reply ([`Value`]). The engine, the scripts' calls and the REST mapping need nothing more,
 //! so the `rest` feature alone (the WebAssembly build) links no Redis client library; the
 //! native store converts at its edge ([`Value::from_redis`]).
@@ -108,7 +108,7 @@ macro_rules! int_arg {
 }
 int_arg!(i64, u64, u32, usize);
 
-/// A RESP2 reply, parsed ([`super::resp::value`]).
+/// A reply, parsed ([`super::resp::value`]; RESP3's types as RESP2 spells them).
 #[derive(Clone, PartialEq, Eq)]
 pub enum Value {
     /// `$-1` or `*-1`.
