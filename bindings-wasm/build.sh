@@ -20,7 +20,7 @@ target="$root/target/wasm"
 # traps at once instead of formatting a message nobody reads (wasm32-unknown-unknown has no
 # stderr), which drops core's panic and formatting machinery from the module.
 export RUSTC_BOOTSTRAP=1
-export CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS="-Zunstable-options -Cpanic=immediate-abort"
+export CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS="-Zunstable-options -Cpanic=immediate-abort -Zlocation-detail=none"
 export CARGO_PROFILE_WASM_INHERITS=release
 export CARGO_PROFILE_WASM_OPT_LEVEL=z
 export CARGO_PROFILE_WASM_LTO=true
@@ -29,7 +29,7 @@ export CARGO_PROFILE_WASM_PANIC=abort
 export CARGO_PROFILE_WASM_DEBUG=0
 # wasm-bindgen then warns that it cannot read the module's `target_features` section and falls
 # back to its defaults (the glue keeps JS objects in a table, not as externref), which work.
-export CARGO_PROFILE_WASM_STRIP=true
+export CARGO_PROFILE_WASM_STRIP=${TK_WASM_STRIP:-true}
 CARGO_TARGET_DIR="$target" cargo build --quiet -p throttlekit-wasm --profile wasm \
   --target wasm32-unknown-unknown -Zbuild-std=std,panic_abort 2>&1 \
   | grep -v '^warning: unused config key' >&2 || true
