@@ -34,7 +34,7 @@ pub fn non_negative(field: &str, v: f64) -> Result<f64> {
     Ok(v)
 }
 
-/// A whole number in `[min, 2^53]` (`min` whole as well).
+/// A whole number in `[min, 2^53]`.
 pub fn integer_at_least(field: &str, v: f64, min: f64) -> Result<f64> {
     if !v.is_finite() {
         return Err(Error::config(field, "must be a finite number"));
@@ -43,7 +43,7 @@ pub fn integer_at_least(field: &str, v: f64, min: f64) -> Result<f64> {
         return Err(Error::config(field, "must be an integer"));
     }
     if v < min {
-        return Err(Error::config(field, &format!("must be >= {}", min as i64)));
+        return Err(Error::config(field, &format!("must be >= {min}")));
     }
     if v > MAX_SAFE_INTEGER {
         return Err(Error::config(field, "must be <= 2^53"));
@@ -57,7 +57,7 @@ pub fn integer_in(field: &str, v: f64, min: f64, max: f64) -> Result<f64> {
         return Err(Error::config(field, "must be an integer"));
     }
     if v < min || v > max {
-        return Err(Error::config(field, &format!("must be between {} and {}", min as i64, max as i64)));
+        return Err(Error::config(field, &format!("must be between {min} and {max}")));
     }
     Ok(v)
 }
