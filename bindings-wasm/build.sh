@@ -18,9 +18,10 @@ target="$root/target/wasm"
 # LTO, no unwinding (panic = abort: nothing in bindings-wasm panics, see its lib.rs). The
 # standard library and every crate are built with `-Cpanic=immediate-abort` as well: a panic
 # traps at once instead of formatting a message nobody reads (wasm32-unknown-unknown has no
-# stderr), which drops core's panic and formatting machinery from the module.
+# stderr), which drops core's panic and formatting machinery from the module;
+# `-Zlocation-detail=none` drops the source paths and lines those panics would have named.
 export RUSTC_BOOTSTRAP=1
-export CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS="-Zunstable-options -Cpanic=immediate-abort"
+export CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS="-Zunstable-options -Cpanic=immediate-abort -Zlocation-detail=none"
 export CARGO_PROFILE_WASM_INHERITS=release
 export CARGO_PROFILE_WASM_OPT_LEVEL=z
 export CARGO_PROFILE_WASM_LTO=true
@@ -29,7 +30,10 @@ export CARGO_PROFILE_WASM_PANIC=abort
 export CARGO_PROFILE_WASM_DEBUG=0
 # wasm-bindgen then warns that it cannot read the module's `target_features` section and falls
 # back to its defaults (the glue keeps JS objects in a table, not as externref), which work.
-export CARGO_PROFILE_WASM_STRIP=true
+# `TK_WASM_STRIP=false bindings-wasm/build.sh` keeps the function names in
+# target/wasm/wasm32-unknown-unknown/wasm/throttlekit_wasm.wasm, for a size profile (`twiggy top`,
+# `wasm-opt --func-metrics`); the module it ships is within 0.5% of the stripped build's.
+export CARGO_PROFILE_WASM_STRIP=${TK_WASM_STRIP:-true}
 CARGO_TARGET_DIR="$target" cargo build --quiet -p throttlekit-wasm --profile wasm \
   --target wasm32-unknown-unknown -Zbuild-std=std,panic_abort 2>&1 \
   | grep -v '^warning: unused config key' >&2 || true

@@ -1,7 +1,7 @@
 //! [`Strategy`]: a validated algorithm, built from typed options or from a spec object (the
 //! conformance vectors' `{kind, options}`), parsed and validated by the core.
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value};
 use wasm_bindgen::prelude::*;
 
 use crate::convert;
@@ -35,13 +35,18 @@ fn typed(kind: &str, options: &JsValue) -> Result<Strategy, JsValue> {
         if !options.is_object() {
             return Err(config(kind, "options must be an object"));
         }
-        from_value(json!({ "kind": kind, "options": options }))
+        // Built by hand: `json!` would copy `options` through serde's `to_value`, a second
+        // JSON serializer in the module for this one line.
+        let mut spec = Map::new();
+        spec.insert("kind".to_owned(), Value::String(kind.to_owned()));
+        spec.insert("options".to_owned(), options);
+        from_value(Value::Object(spec))
     })();
     Ok(Strategy::wrap(built.or_throw()?))
 }
 
 /// Parses and validates a spec held as JSON.
-fn from_value(spec: Value) -> CoreResult<throttlekit::Strategy> {
+pub fn from_value(spec: Value) -> CoreResult<throttlekit::Strategy> {
     let spec: throttlekit::StrategySpec =
         serde_json::from_value(spec).map_err(|e| config("strategy", &format!("is not a valid spec: {e}")))?;
     spec.build()
