@@ -1,4 +1,5 @@
-//! [`ShardLock`]: the spin lock around one memory-store shard.
+//! [`ShardLock`]: the spin lock around one memory-store shard (and one adaptive limiter sample
+//! shard, `crate::concurrency::shard`).
 //!
 //! It lives in its own module so that its `unsafe` can be model-checked: built with
 //! `--cfg loom` (see `scripts/loom.sh`), its atomics, spin hint and yield come from `loom`, and
