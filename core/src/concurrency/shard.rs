@@ -6,9 +6,15 @@
 //! the one that closes a window) and bumps one shared counter; the window's owner drains every
 //! shard into the window when the counter says the window is full. The window holds the same
 //! samples as one buffer would, so its percentile, and every decision, is the same.
+//!
+//! Why a spin lock ([`ShardLock`], the memory store's): a shard is held for one push, and only
+//! its own threads and a window's close ever meet on it, so a waiter spins briefly at worst;
+//! its unlock is a plain release store, one locked instruction fewer per release than a
+//! mutex's (about a tenth of an uncontended acquire + release).
 
-use super::sync::{AtomicU64, Mutex, MutexGuard, Ordering};
+use super::sync::{AtomicU64, Ordering};
 use super::window::Window;
+use crate::store::shard_lock::{ShardGuard, ShardLock};
 
 /// Shards per limiter: enough that a machine's threads rarely share one.
 #[cfg(not(loom))]
@@ -30,16 +36,21 @@ pub(crate) struct ShardData {
 
 /// One shard, on cache lines of its own (two threads' shards never share a line).
 #[repr(align(128))]
-#[derive(Default)]
 pub(crate) struct Shard {
     /// Refusals by this shard's threads.
     pub rejected: AtomicU64,
-    data: Mutex<ShardData>,
+    data: ShardLock<ShardData>,
+}
+
+impl Default for Shard {
+    fn default() -> Shard {
+        Shard { rejected: AtomicU64::new(0), data: ShardLock::new(ShardData::default()) }
+    }
 }
 
 impl Shard {
-    pub(crate) fn lock(&self) -> MutexGuard<'_, ShardData> {
-        self.data.lock().unwrap_or_else(|e| e.into_inner())
+    pub(crate) fn lock(&self) -> ShardGuard<'_, ShardData> {
+        self.data.lock()
     }
 
     pub(crate) fn rejected(&self) -> u64 {

@@ -21,7 +21,7 @@ pub mod memory;
 mod multi_apply;
 #[cfg(any(feature = "redis", feature = "postgres"))]
 pub mod scoped;
-mod shard_lock;
+pub(crate) mod shard_lock;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
 

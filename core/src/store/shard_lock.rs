@@ -1,4 +1,5 @@
-//! [`ShardLock`]: the spin lock around one memory-store shard.
+//! [`ShardLock`]: the spin lock around one memory-store shard (and one adaptive limiter sample
+//! shard, `crate::concurrency::shard`).
 //!
 //! It lives in its own module so that its `unsafe` can be model-checked: built with
 //! `--cfg loom` (see `scripts/loom.sh`), its atomics, spin hint and yield come from `loom`, and
@@ -23,7 +24,7 @@ use std::sync::atomic::Ordering;
 /// meetings dominated the two-thread profile. Releasing is a plain release store (no locked
 /// instruction on x86), one atomic fewer per apply than a mutex. A waiter that spins long
 /// (the holder was preempted, or is growing its table) yields its time slice.
-pub(super) struct ShardLock<T> {
+pub(crate) struct ShardLock<T> {
     locked: AtomicBool,
     data: UnsafeCell<T>,
 }
@@ -35,12 +36,12 @@ unsafe impl<T: Send> Sync for ShardLock<T> {}
 const SPINS_BEFORE_YIELD: u32 = 100;
 
 impl<T> ShardLock<T> {
-    pub(super) fn new(data: T) -> ShardLock<T> {
+    pub(crate) fn new(data: T) -> ShardLock<T> {
         ShardLock { locked: AtomicBool::new(false), data: UnsafeCell::new(data) }
     }
 
     #[inline]
-    pub(super) fn lock(&self) -> ShardGuard<'_, T> {
+    pub(crate) fn lock(&self) -> ShardGuard<'_, T> {
         if self.locked.compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
             self.lock_contended();
         }
@@ -71,7 +72,7 @@ impl<T> ShardLock<T> {
 }
 
 /// Access to a locked shard; dropping it unlocks.
-pub(super) struct ShardGuard<'a, T> {
+pub(crate) struct ShardGuard<'a, T> {
     lock: &'a ShardLock<T>,
 }
 
