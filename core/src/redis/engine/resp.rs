@@ -46,7 +46,7 @@ impl From<Garbage> for redis::RedisError {
 /// The length of the RESP2 or RESP3 frame at the start of `b`: `Ok(None)` when more bytes are
 /// needed, an error for a byte that starts no frame (the connection is then dropped). An
 /// attribute counts with the reply it describes (both are one frame); a push is a frame of its
-/// own ([`is_push`]).
+/// own (`is_push`).
 pub fn frame_len(b: &[u8]) -> Result<Option<usize>, Garbage> {
     let mut at = 0;
     // Frames still owed: an aggregate adds its elements.
