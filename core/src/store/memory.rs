@@ -28,7 +28,6 @@ use foldhash::fast::FixedState;
 use hashbrown::HashTable;
 
 use crate::algorithms::gcra::Gcra;
-use crate::clock::{Clock, SystemClock};
 use crate::decision::Decision;
 use crate::error::Result;
 use crate::metrics::LimiterMetrics;
@@ -476,13 +475,6 @@ impl MemoryStore {
             }
         }
     }
-
-    fn resolve(now: Now) -> i64 {
-        match now {
-            Now::At(t) => t,
-            Now::Server => SystemClock.now_ms(),
-        }
-    }
 }
 
 /// [`Transform::run`], with the check (the hot path) inlined here.
@@ -504,7 +496,7 @@ impl Store for MemoryStore {
 
     #[inline]
     fn apply_sync(&self, key: &str, now: Now, transform: Transform<'_>) -> Result<Reply> {
-        let now = MemoryStore::resolve(now);
+        let now = now.in_process_ms();
         self.check_key_length(key.len())?;
         let probe = Probe::new(key.as_bytes());
         let at = self.locate(&probe);
@@ -531,7 +523,7 @@ impl Store for MemoryStore {
     }
 
     fn apply_multi_sync(&self, rule: Rule, dims: &[DimensionCall<'_>], now: Now) -> Result<MultiReply> {
-        let now = MemoryStore::resolve(now);
+        let now = now.in_process_ms();
         self.multi_locked(rule, dims, None, now).map(|g| g.reply)
     }
 
@@ -552,7 +544,7 @@ impl Store for MemoryStore {
         leases: &[DimensionLease],
         now: Now,
     ) -> Result<MultiGrant> {
-        let now = MemoryStore::resolve(now);
+        let now = now.in_process_ms();
         self.multi_locked(rule, dims, Some(leases), now)
     }
 

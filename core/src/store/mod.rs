@@ -48,6 +48,15 @@ impl Now {
         if server_clock { Now::Server } else { Now::At(clock.now_ms()) }
     }
 
+    /// The epoch ms an in-process store (memory, SQLite) decides at: the call's own time, or
+    /// the host's wall clock for `Server` (the process is the store's server).
+    pub fn in_process_ms(self) -> i64 {
+        match self {
+            Now::At(t) => t,
+            Now::Server => crate::clock::SystemClock.now_ms(),
+        }
+    }
+
     /// The epoch ms a fail policy stamps its fallback with when a call at this time failed: the
     /// call's own time, or `clock`'s when the store's clock was to decide.
     pub fn fallback_ms(self, clock: &dyn Clock) -> i64 {

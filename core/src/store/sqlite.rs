@@ -23,7 +23,6 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use rusqlite::{Connection, ErrorCode as SqlCode, OpenFlags, OptionalExtension, TransactionBehavior, params};
 
-use crate::clock::{Clock, SystemClock};
 use crate::error::{Error, Result};
 use crate::state::State;
 use crate::store::multi_apply::{self, DimensionSlots};
@@ -267,13 +266,6 @@ impl SqliteStore {
             .map_err(unavailable)?;
         Ok(())
     }
-
-    fn resolve(now: Now) -> i64 {
-        match now {
-            Now::At(t) => t,
-            Now::Server => SystemClock.now_ms(),
-        }
-    }
 }
 
 /// One key's row inside a transaction: its state and deadline, read and written.
@@ -394,7 +386,7 @@ impl Store for SqliteStore {
     }
 
     fn apply_sync(&self, key: &str, now: Now, transform: Transform<'_>) -> Result<Reply> {
-        let now = SqliteStore::resolve(now);
+        let now = now.in_process_ms();
         crate::key::check_length(key.len(), self.options.max_key_length)?;
         self.try_tx(|tx| {
             self.maybe_sweep(tx, now)?;
@@ -412,7 +404,7 @@ impl Store for SqliteStore {
     }
 
     fn apply_multi_sync(&self, rule: Rule, dims: &[DimensionCall<'_>], now: Now) -> Result<MultiReply> {
-        let now = SqliteStore::resolve(now);
+        let now = now.in_process_ms();
         self.multi(rule, dims, None, now).map(|g| g.reply)
     }
 
@@ -433,7 +425,7 @@ impl Store for SqliteStore {
         leases: &[DimensionLease],
         now: Now,
     ) -> Result<MultiGrant> {
-        let now = SqliteStore::resolve(now);
+        let now = now.in_process_ms();
         self.multi(rule, dims, Some(leases), now)
     }
 
