@@ -168,6 +168,38 @@ fn open_error(path: &Path, e: rusqlite::Error) -> Error {
     }
 }
 
+/// The steps of opening a file, each waited out while another process sets the same file up.
+///
+/// Processes that start together open one new file together: one switches it to WAL and creates
+/// the table while the others read its header. SQLite answers some of those races with
+/// `SQLITE_BUSY` at once, without calling the busy handler (changing the journal mode; a read
+/// that finds the WAL index being rebuilt), so each step is tried again, briefly, until the
+/// busy timeout has passed. Opening changes no limit's state, so trying a step again is safe.
+struct Opening<'a> {
+    path: &'a Path,
+    deadline: std::time::Instant,
+}
+
+impl<'a> Opening<'a> {
+    fn new(path: &'a Path, busy_timeout_ms: u64) -> Opening<'a> {
+        Opening { path, deadline: std::time::Instant::now() + Duration::from_millis(busy_timeout_ms) }
+    }
+
+    fn run<T>(&self, mut step: impl FnMut() -> rusqlite::Result<T>) -> Result<T> {
+        loop {
+            match step() {
+                Err(e)
+                    if matches!(e.sqlite_error_code(), Some(SqlCode::DatabaseBusy | SqlCode::DatabaseLocked))
+                        && std::time::Instant::now() < self.deadline =>
+                {
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+                r => return r.map_err(|e| open_error(self.path, e)),
+            }
+        }
+    }
+}
+
 impl SqliteStore {
     /// Opens (creating if missing) the file at `path` with the default options.
     pub fn open(path: impl Into<PathBuf>) -> Result<SqliteStore> {
@@ -188,15 +220,15 @@ impl SqliteStore {
             return Err(Error::config("sqlitePath", &format!("{} is read-only", path.display())));
         }
         conn.busy_timeout(Duration::from_millis(options.busy_timeout_ms)).map_err(unavailable)?;
+        let wait = Opening::new(path, options.busy_timeout_ms);
         // WAL: readers never block the writer, and a commit appends to the log instead of
         // rewriting pages (docs/sqlite.md, "Durability").
-        let mode: String =
-            conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0)).map_err(|e| open_error(path, e))?;
+        let mode: String = wait.run(|| conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0)))?;
         let sync = match options.synchronous {
             Synchronous::Normal => "NORMAL",
             Synchronous::Full => "FULL",
         };
-        conn.execute_batch(&format!("PRAGMA synchronous = {sync}")).map_err(|e| open_error(path, e))?;
+        wait.run(|| conn.execute_batch(&format!("PRAGMA synchronous = {sync}")))?;
         if !mode.eq_ignore_ascii_case("wal") && !mode.eq_ignore_ascii_case("memory") {
             return Err(Error::config(
                 "sqlitePath",
@@ -204,17 +236,16 @@ impl SqliteStore {
             ));
         }
         let table = options.table.as_str();
-        if !schema::check_shape(&conn, table)? {
+        if !schema::check_shape(table, &wait.run(|| schema::columns(&conn, table))?)? {
             if !options.migrate {
                 return Err(Error::config(
                     "table",
                     &format!("{table:?} does not exist in {} (create it, or open with migrate on)", path.display()),
                 ));
             }
-            conn.execute_batch(&format!("BEGIN IMMEDIATE; {} COMMIT;", schema::create_sql(table)))
-                .map_err(|e| open_error(path, e))?;
+            wait.run(|| conn.execute_batch(&format!("BEGIN IMMEDIATE; {} COMMIT;", schema::create_sql(table))))?;
             // Another process may have created it first with another shape.
-            schema::check_shape(&conn, table)?;
+            schema::check_shape(table, &wait.run(|| schema::columns(&conn, table))?)?;
         }
         Ok(SqliteStore { conn: Mutex::new(Some(conn)), sql: Sql::new(table), options, applies: AtomicU64::new(0) })
     }

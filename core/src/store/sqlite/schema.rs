@@ -43,21 +43,22 @@ pub(super) fn create_sql(name: &str) -> String {
     )
 }
 
-/// Whether the table exists, and `config_invalid` when it exists with another shape.
-pub(super) fn check_shape(conn: &Connection, name: &str) -> Result<bool> {
-    let mut stmt = conn
-        .prepare("SELECT name, upper(type), pk > 0 FROM pragma_table_info(?1) ORDER BY cid")
-        .map_err(super::unavailable)?;
-    let found: Vec<(String, String, bool)> = stmt
-        .query_map([name], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-        .and_then(|rows| rows.collect())
-        .map_err(super::unavailable)?;
+/// The table's columns, none when it does not exist.
+pub(super) fn columns(conn: &Connection, name: &str) -> rusqlite::Result<Vec<Column>> {
+    conn.prepare("SELECT name, upper(type), pk > 0 FROM pragma_table_info(?1) ORDER BY cid")?
+        .query_map([name], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+        .collect()
+}
+
+/// Whether the table exists (it has `found` columns), and `config_invalid` when it exists with
+/// another shape.
+pub(super) fn check_shape(name: &str, found: &[Column]) -> Result<bool> {
     if found.is_empty() {
         return Ok(false);
     }
-    let want: Vec<(String, String, bool)> = COLUMNS.iter().map(|&(n, t, pk)| (n.into(), t.into(), pk)).collect();
+    let want: Vec<Column> = COLUMNS.iter().map(|&(n, t, pk)| (n.into(), t.into(), pk)).collect();
     if found != want {
-        let show = |cols: &[(String, String, bool)]| {
+        let show = |cols: &[Column]| {
             cols.iter()
                 .map(|(n, t, pk)| format!("{n} {t}{}", if *pk { " PRIMARY KEY" } else { "" }))
                 .collect::<Vec<_>>()
@@ -65,11 +66,14 @@ pub(super) fn check_shape(conn: &Connection, name: &str) -> Result<bool> {
         };
         return Err(Error::config(
             "table",
-            &format!("{name:?} exists with another shape: ({}); this store needs ({})", show(&found), show(&want)),
+            &format!("{name:?} exists with another shape: ({}); this store needs ({})", show(found), show(&want)),
         ));
     }
     Ok(true)
 }
+
+/// A column as `pragma_table_info` lists it: name, upper-cased type, part of the primary key.
+pub(super) type Column = (String, String, bool);
 
 #[cfg(test)]
 mod tests {

@@ -249,3 +249,27 @@ fn the_sweep_deletes_rows_expired_for_longer_than_the_grace_every_1024_applies()
     }
     assert_eq!(rows(), 602 - SWEEP_BATCH);
 }
+
+/// Processes that start together open one new file together (`Opening` says why that races).
+#[test]
+fn many_openers_of_one_new_file_all_open_it() {
+    for round in 0..30 {
+        let dir = TempDir::new("race");
+        let path = dir.file("x.db");
+        let barrier = Arc::new(std::sync::Barrier::new(8));
+        let handles: Vec<_> = (0..8)
+            .map(|_| {
+                let (path, barrier) = (path.clone(), barrier.clone());
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    SqliteStore::open(path).map(|_| ())
+                })
+            })
+            .collect();
+        for h in handles {
+            if let Err(e) = h.join().unwrap() {
+                panic!("round {round}: {e}");
+            }
+        }
+    }
+}
