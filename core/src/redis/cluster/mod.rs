@@ -31,6 +31,7 @@
 //!   the runtime's again, in the background. Every rule above is the same on both: the choice of
 //!   connection is all that differs.
 
+mod command;
 mod local;
 mod slot;
 mod topology;
