@@ -656,7 +656,7 @@ impl Store for RedisStore {
     }
 
     /// Releases every connection at once: the blocking pool, the direct and bound connections,
-    /// the shared one (the one node's or the Sentinel master's follower, or the cluster client)
+    /// the shared one (the one node's or the Sentinel master's follower)
     /// and the cluster router's connections to every node; and the store's runtime (its thread
     /// and descriptors), at once or when the last async call in flight ends. A call in flight
     /// keeps its own handle until it answers; every later call fails with `store_unavailable`.

@@ -110,14 +110,17 @@ impl Router {
                 round.iter().for_each(|c| c.write_packed_command(out));
             })
             .await;
-        let split = sent.map_err(Error::store).and_then(|bytes| split(&bytes, frames));
-        match split {
+        let replies = match sent {
+            Ok(bytes) => split(&bytes, frames).ok_or_else(|| "a reply that is not whole RESP frames".to_string()),
+            Err(e) => Err(e.to_string()),
+        };
+        match replies {
             Ok(mut replies) => Ok(replies.split_off(usize::from(asking))),
             // The command may have run: never sent again.
-            Err(e) => {
+            Err(cause) => {
                 node.retire(id);
                 self.refresh_soon();
-                Err(Failed::Sent(Error::store(format!("{}: {}", node.name(), e.message()))))
+                Err(Failed::Sent(Error::store(format!("{}: {cause}", node.name()))))
             }
         }
     }
@@ -140,16 +143,13 @@ impl Failed {
 }
 
 /// `bytes` as `n` whole reply frames.
-fn split(bytes: &[u8], n: usize) -> Result<Vec<Vec<u8>>> {
+fn split(bytes: &[u8], n: usize) -> Option<Vec<Vec<u8>>> {
     let mut out = Vec::with_capacity(n);
     let mut at = 0;
     while out.len() < n {
-        let len = frame_len(&bytes[at..])
-            .ok()
-            .flatten()
-            .ok_or_else(|| Error::store("a reply that is not whole RESP frames"))?;
+        let len = frame_len(&bytes[at..]).ok().flatten()?;
         out.push(bytes[at..at + len].to_vec());
         at += len;
     }
-    Ok(out)
+    Some(out)
 }
