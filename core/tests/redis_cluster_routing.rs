@@ -21,13 +21,13 @@ mod redis_cluster;
 mod redis_server;
 
 use std::collections::HashMap;
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use redis_cluster::{
-    RedisCluster, begin_migration, cli, end_migration, field, keyslot, own_connections_up, owner_and_other,
+    RedisCluster, begin_migration, behind_proxy, cli, end_migration, field, keyslot, own_connections_up,
+    owner_and_other,
 };
 use throttlekit::redis::{RedisMode, RedisOptions, RedisStore};
 use throttlekit::store::{Now, Store};
@@ -57,34 +57,6 @@ fn executions(port: u16) -> u64 {
 
 fn total_executions(cluster: &RedisCluster) -> u64 {
     cluster.nodes.iter().map(|n| executions(n.port)).sum()
-}
-
-/// A fault proxy in front of every node, each node announcing its proxy port: the cluster is
-/// then reachable through the proxy only (its bus stays direct). Waits until every node's
-/// `CLUSTER SLOTS` names proxy ports only.
-fn behind_proxy(cluster: &RedisCluster) -> FaultProxy {
-    let routes: Vec<(SocketAddr, SocketAddr)> = cluster
-        .nodes
-        .iter()
-        .map(|n| ("127.0.0.1:0".parse().unwrap(), format!("127.0.0.1:{}", n.port).parse().unwrap()))
-        .collect();
-    let proxy = FaultProxy::start_routes(&routes).expect("the proxy");
-    for (n, (listen, _)) in cluster.nodes.iter().zip(proxy.routes()) {
-        cli(n.port, &["config", "set", "cluster-announce-ip", "127.0.0.1"]).expect("announce ip");
-        cli(n.port, &["config", "set", "cluster-announce-port", &listen.port().to_string()]).expect("announce port");
-    }
-    let real: Vec<String> = cluster.nodes.iter().map(|n| format!("127.0.0.1:{}@", n.port)).collect();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let announced = cluster.nodes.iter().all(|n| {
-            cli(n.port, &["cluster", "nodes"]).is_some_and(|nodes| !real.iter().any(|r| nodes.contains(r.as_str())))
-        });
-        if announced {
-            return proxy;
-        }
-        assert!(Instant::now() < deadline, "the nodes never announced their proxy ports");
-        std::thread::sleep(Duration::from_millis(100));
-    }
 }
 
 /// A cluster store seeded with `urls`, each call bounded by `timeout_ms`.

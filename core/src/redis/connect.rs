@@ -1,61 +1,108 @@
 //! Opening the connection that matches [`RedisOptions::mode`](super::RedisOptions): one node,
-//! a cluster, or the master that sentinels name. [`Conn`] hides which: every path that is not
-//! the standalone fast path (the hop path, deterministic replay, `reset`, raw commands) sends
-//! through it, so routing by slot, following `MOVED`/`ASK` and following a failover happen in
-//! one place. Every URL, `?protocol=resp3` included, takes the store's own connections to one
-//! node or a Sentinel master; the cluster client is redis-rs's.
+//! a cluster, or the master that sentinels name. [`Conn`] hides which: every command that is
+//! not a script call on a fast path (the hop path, deterministic replay, `reset`, loading the
+//! function library, raw commands) goes through it, so routing by slot, following
+//! `MOVED`/`ASK` and following a failover happen in one place. Every connection is the store's
+//! own: one node's or a Sentinel master's ([`Follower`]), or each master's of a cluster
+//! ([`super::cluster::Router`]).
 
+use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use redis::aio::ConnectionLike;
-use redis::cluster_async::ClusterConnection;
-use redis::{Cmd, Pipeline, RedisFuture, Value};
+use redis::{Cmd, Value};
 
+use super::cluster::{Router, key_slot};
 use super::options::{Plan, RedisMode, TlsFiles, redact};
 use super::sentinel::Follower;
 use super::socket::Target;
 use crate::error::{Error, Result};
 
-/// The store's shared async connection, whatever the topology. Cheap to clone (each variant is
-/// a handle onto one multiplexed connection, or one per node).
+/// The store's shared async connection, whatever the topology. Cheap to clone (a handle onto
+/// one node's connection, or onto the cluster's router).
 #[derive(Clone)]
 pub(crate) enum Conn {
     /// One node (the store's own connection, connecting again after a failure), or the master
     /// of a Sentinel service, looked up again when it stops answering.
     Single(Follower),
-    /// Every master of a cluster, through the redis crate's cluster client: for the commands
-    /// that are not script calls (`reset`'s idempotent `DEL`, loading functions on every master,
-    /// deterministic replay, raw commands). Script calls never take it: they take
-    /// [`super::cluster::Router`], which never resends a call that may have reached a server.
-    Cluster(ClusterConnection),
+    /// Every master of a cluster, through the router's commands ([`Router::command`]): `reset`'s
+    /// `DEL`, loading functions on every master, deterministic replay, raw commands. Script calls
+    /// take [`Router::run`]; neither sends anything again once it may have reached a server.
+    Cluster(Arc<Router>),
 }
 
-impl ConnectionLike for Conn {
-    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+impl Conn {
+    /// The one node's connection, for the hop path's script calls (a cluster's take the router).
+    pub(crate) fn single(&mut self) -> Result<&mut Follower> {
         match self {
-            Conn::Single(c) => c.req_packed_command(cmd),
-            Conn::Cluster(c) => c.req_packed_command(cmd),
+            Conn::Single(f) => Ok(f),
+            Conn::Cluster(_) => Err(Error::store("a cluster's script calls go through its router")),
         }
     }
 
-    fn req_packed_commands<'a>(
-        &'a mut self,
-        pipeline: &'a Pipeline,
-        offset: usize,
-        count: usize,
-    ) -> RedisFuture<'a, Vec<Value>> {
+    /// `round` (commands whose keys all lie in `key`'s slot), pipelined: on the one node, or on
+    /// a cluster on the slot's master (a `MOVED` followed by the whole round, as
+    /// [`Router::command`] says). Each command's reply, server errors as [`Value::ServerError`].
+    pub(crate) async fn round(&mut self, key: &[u8], round: &[Cmd]) -> Result<Vec<Value>> {
         match self {
-            Conn::Single(c) => c.req_packed_commands(pipeline, offset, count),
-            Conn::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
+            Conn::Single(f) => {
+                let mut p = redis::pipe();
+                round.iter().for_each(|c| {
+                    p.add_command(c.clone());
+                });
+                f.req_packed_commands(&p, 0, p.len()).await.map_err(Error::store)
+            }
+            Conn::Cluster(router) => values(router.command(key_slot(key), round).await?),
         }
     }
 
-    fn get_db(&self) -> i64 {
-        match self {
-            Conn::Single(c) => c.get_db(),
-            Conn::Cluster(c) => c.get_db(),
-        }
+    /// One command: on the one node, or on a cluster on the master of `key`'s slot.
+    pub(crate) async fn keyed(&mut self, key: &[u8], cmd: &Cmd) -> Result<Value> {
+        let mut replies = self.round(key, std::slice::from_ref(cmd)).await?;
+        replies.pop().ok_or_else(|| Error::store("no reply"))
     }
+
+    /// A raw command (tests and tools): on a cluster, to the master of its first argument's
+    /// slot (the key of most keyed commands; a keyless command reaches one master).
+    pub(crate) async fn raw(&mut self, cmd: &Cmd) -> Result<Value> {
+        let first = match cmd.args_iter().nth(1) {
+            Some(redis::Arg::Simple(b)) => b,
+            _ => &b""[..],
+        };
+        self.keyed(first, cmd).await
+    }
+
+    /// Deletes `keys`: one `DEL` on one node; on a cluster one per slot, each on its master.
+    pub(crate) async fn delete(&mut self, keys: Vec<String>) -> Result<()> {
+        if let Conn::Single(_) = self {
+            return self.keyed(b"", redis::cmd("DEL").arg(keys)).await.map(drop);
+        }
+        let mut by_slot: BTreeMap<u16, Vec<String>> = BTreeMap::new();
+        for k in keys {
+            by_slot.entry(key_slot(k.as_bytes())).or_default().push(k);
+        }
+        for keys in by_slot.into_values() {
+            if let Value::ServerError(e) = self.keyed(keys[0].as_bytes(), redis::cmd("DEL").arg(&keys)).await? {
+                return Err(Error::store(e.to_string()));
+            }
+        }
+        Ok(())
+    }
+
+    /// `cmd` (keyless and idempotent: `FUNCTION LOAD REPLACE`) on the one node, or on every
+    /// master of a cluster: the first error a master answered, else the first reply.
+    pub(crate) async fn everywhere(&mut self, cmd: &Cmd) -> Result<Value> {
+        let Conn::Cluster(router) = self else { return self.keyed(b"", cmd).await };
+        let replies = values(router.on_every_master(cmd).await?)?;
+        let error = replies.iter().position(|v| matches!(v, Value::ServerError(_)));
+        replies.into_iter().nth(error.unwrap_or(0)).ok_or_else(|| Error::store("the cluster has no master"))
+    }
+}
+
+/// Reply frames read as redis-rs values (server errors as [`Value::ServerError`]).
+fn values(frames: Vec<Vec<u8>>) -> Result<Vec<Value>> {
+    frames.iter().map(|f| redis::parse_redis_value(f).map_err(Error::store)).collect()
 }
 
 /// What connecting produced.
@@ -70,7 +117,7 @@ pub(crate) struct Connected {
     /// now; the standalone fast paths, bound to one address, are not used.
     pub routed: bool,
     /// Cluster: the store's own routing for script calls ([`super::cluster`]).
-    pub router: Option<std::sync::Arc<super::cluster::Router>>,
+    pub router: Option<Arc<Router>>,
 }
 
 /// Connects within `timeout` as `plan` says.
@@ -85,22 +132,9 @@ pub(crate) async fn connect(plan: &Plan, timeout: Duration) -> Result<Connected>
             Ok(Connected { conn, client, routed: false, router: None })
         }
         RedisMode::Cluster => {
-            let mut builder = redis::cluster::ClusterClientBuilder::new(plan.nodes.clone())
-                .connection_timeout(timeout)
-                .response_timeout(timeout);
-            if let Some(tls) = plan.tls.as_ref() {
-                builder = builder.certs(tls.certificates());
-            }
-            let cluster = builder.build().map_err(|e| Error::config("redis.urls", &format!("{e}")))?;
-            let conn = tokio::time::timeout(timeout, cluster.get_async_connection())
-                .await
-                .map_err(|_| {
-                    Error::store(format!("connecting to {} timed out after {} ms", describe(plan), timeout.as_millis()))
-                })?
-                .map_err(|e| Error::store(format!("cannot connect to {}: {e}", describe(plan))))?;
             let client = client_for(plan.nodes[0].clone(), plan.tls.as_ref())?;
-            let router = super::cluster::Router::connect(plan, timeout).await?;
-            Ok(Connected { conn: Conn::Cluster(conn), client, routed: true, router: Some(router) })
+            let router = Router::connect(plan, timeout).await?;
+            Ok(Connected { conn: Conn::Cluster(router.clone()), client, routed: true, router: Some(router) })
         }
         RedisMode::Sentinel => {
             let (follower, client) = Follower::connect(plan, timeout).await?;

@@ -74,7 +74,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
-use redis::aio::ConnectionLike;
 use redis::{Cmd, Value};
 use tokio::runtime::Runtime;
 
@@ -422,22 +421,19 @@ impl RedisStore {
                 return Ok(());
             }
             let mut conn = inner.conn()?;
-            inner
-                .bounded(
-                    async move { conn.req_packed_command(redis::cmd("DEL").arg(keys)).await.map_err(Error::store) },
-                )
-                .await?;
-            Ok(())
+            inner.bounded(async move { conn.delete(keys).await }).await
         })
     }
 
     /// Sends one raw command (tests and tools: `PING`, `SCRIPT FLUSH`, `DBSIZE`, ...), under the
-    /// same timeout as every call.
+    /// same timeout as every call. On a cluster it goes to the master of its first argument's
+    /// slot (the key, for most keyed commands), following `MOVED` and `ASK` (answered before
+    /// anything runs), and is never sent again once it may have reached a server.
     pub fn command_blocking(&self, cmd: Cmd) -> Result<Value> {
         let inner = self.inner.clone();
         block_on(&self.runtime, async move {
             let mut conn = inner.conn()?;
-            inner.bounded(async move { conn.req_packed_command(&cmd).await.map_err(Error::store) }).await
+            inner.bounded(async move { conn.raw(&cmd).await }).await
         })
     }
 }
@@ -529,7 +525,7 @@ impl Inner {
         let mut conn = self.conn()?;
         let mut x = engine::Exchange::new(call, self.rules());
         loop {
-            match pipelined::attempt_on(&mut conn, &mut x).await.map_err(Error::store)? {
+            match pipelined::attempt_on(conn.single()?, &mut x).await.map_err(Error::store)? {
                 engine::Step::Done(outcome) => return outcome,
                 engine::Step::Again { .. } => {}
                 engine::Step::More => return Err(Error::store("the engine asked for a frame it was not given")),
@@ -547,7 +543,7 @@ impl Inner {
                 None => None,
             };
             let mut conn = self.conn()?;
-            conn.req_packed_command(redis::cmd("DEL").arg(&key)).await.map_err(Error::store)?;
+            conn.keyed(key.as_bytes(), redis::cmd("DEL").arg(&key)).await?;
             if let Some(book) = book.as_mut() {
                 book.forget(&key);
             }
@@ -566,10 +562,10 @@ async fn choose_invoke(conn: &connect::Conn, scripting: Scripting, timeout: Dura
         return Ok(engine::Invoke::Scripts);
     }
     let mut conn = conn.clone();
-    let loaded = match tokio::time::timeout(timeout, conn.req_packed_command(&load_library())).await {
+    let loaded = match tokio::time::timeout(timeout, conn.everywhere(&load_library())).await {
         Ok(Ok(Value::ServerError(e))) => Err(e.to_string()),
         Ok(Ok(_)) => Ok(()),
-        Ok(Err(e)) => Err(e.to_string()),
+        Ok(Err(e)) => Err(e.message().to_string()),
         Err(_) => Err(format!("no answer within {} ms", timeout.as_millis())),
     };
     match (loaded, scripting) {
@@ -660,7 +656,7 @@ impl Store for RedisStore {
     }
 
     /// Releases every connection at once: the blocking pool, the direct and bound connections,
-    /// the shared one (the one node's or the Sentinel master's follower, or the cluster client)
+    /// the shared one (the one node's or the Sentinel master's follower)
     /// and the cluster router's connections to every node; and the store's runtime (its thread
     /// and descriptors), at once or when the last async call in flight ends. A call in flight
     /// keeps its own handle until it answers; every later call fails with `store_unavailable`.

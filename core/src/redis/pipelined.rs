@@ -133,7 +133,7 @@ impl Pipelined {
 
     /// Queues what `pack` writes (`frames` commands) and waits for their reply frames, returned
     /// as one buffer.
-    async fn request(&self, frames: usize, pack: impl FnOnce(&mut Vec<u8>)) -> RedisResult<Vec<u8>> {
+    pub(crate) async fn request(&self, frames: usize, pack: impl FnOnce(&mut Vec<u8>)) -> RedisResult<Vec<u8>> {
         let shared = &self.owner.shared;
         let (tx, rx) = oneshot::channel();
         // Whether the driver must write: the queue was empty (nobody has woken it yet), or a

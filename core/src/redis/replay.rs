@@ -18,7 +18,7 @@
 //! the call is re-run from the `DUMP` snapshot. Calls are serialised (one client replays).
 //!
 //! The rules live in [`Replay`], with no I/O (as the engine's): it hands out each round trip's
-//! commands and reads their replies. The RESP store drives it over redis-rs ([`run`]); the REST
+//! commands and reads their replies. The RESP store drives it over its shared connection ([`run`]); the REST
 //! store, natively and in the WebAssembly build, over `/pipeline` (`super::rest::Batch`).
 
 use std::collections::HashMap;
@@ -206,25 +206,32 @@ impl Replay {
     }
 }
 
-/// Runs `call` at `now` with expiry on the caller's clock, over a redis-rs connection.
+/// Runs `call` at `now` with expiry on the caller's clock, each round trip on the store's
+/// shared connection: one node's, or on a cluster the master of the call's slot (every key of
+/// a call lies in one slot), which sends a round again after a `MOVED` only when the node
+/// refused all of it (`connect::Conn::round`).
 #[cfg(feature = "redis")]
-pub async fn run(
+pub(crate) async fn run(
     book: &mut Book,
-    conn: &mut impl redis::aio::ConnectionLike,
+    conn: &mut crate::redis::connect::Conn,
     call: &ScriptCall,
     now: i64,
 ) -> Result<Outcome> {
+    let key = call.keys.first().map_or(&b""[..], |k| k.as_bytes());
     let mut replay = Replay::new(book, call.clone(), now);
     loop {
-        let mut p = redis::pipe();
-        for c in replay.commands() {
-            let mut cmd = redis::Cmd::new();
-            for a in c.iter() {
-                cmd.arg(a);
-            }
-            p.add_command(cmd);
-        }
-        let replies = conn.req_packed_commands(&p, 0, p.len()).await.map_err(Error::store)?;
+        let round: Vec<redis::Cmd> = replay
+            .commands()
+            .iter()
+            .map(|c| {
+                let mut cmd = redis::Cmd::new();
+                c.iter().for_each(|a| {
+                    cmd.arg(a);
+                });
+                cmd
+            })
+            .collect();
+        let replies = conn.round(key, &round).await?;
         let replies: Vec<Value> = replies.iter().map(Value::from_redis).collect();
         if let Some(outcome) = replay.feed(book, &replies) {
             return outcome;

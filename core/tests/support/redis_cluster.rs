@@ -186,3 +186,31 @@ pub fn own_connections_up(
         }
     });
 }
+
+/// A fault proxy in front of every node, each node announcing its proxy port: the cluster is
+/// then reachable through the proxy only (its bus stays direct). Waits until every node's
+/// `CLUSTER SLOTS` names proxy ports only.
+pub fn behind_proxy(cluster: &RedisCluster) -> throttlekit_faultproxy::FaultProxy {
+    let routes: Vec<(std::net::SocketAddr, std::net::SocketAddr)> = cluster
+        .nodes
+        .iter()
+        .map(|n| ("127.0.0.1:0".parse().unwrap(), format!("127.0.0.1:{}", n.port).parse().unwrap()))
+        .collect();
+    let proxy = throttlekit_faultproxy::FaultProxy::start_routes(&routes).expect("the proxy");
+    for (n, (listen, _)) in cluster.nodes.iter().zip(proxy.routes()) {
+        cli(n.port, &["config", "set", "cluster-announce-ip", "127.0.0.1"]).expect("announce ip");
+        cli(n.port, &["config", "set", "cluster-announce-port", &listen.port().to_string()]).expect("announce port");
+    }
+    let real: Vec<String> = cluster.nodes.iter().map(|n| format!("127.0.0.1:{}@", n.port)).collect();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let announced = cluster.nodes.iter().all(|n| {
+            cli(n.port, &["cluster", "nodes"]).is_some_and(|nodes| !real.iter().any(|r| nodes.contains(r.as_str())))
+        });
+        if announced {
+            return proxy;
+        }
+        assert!(Instant::now() < deadline, "the nodes never announced their proxy ports");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}

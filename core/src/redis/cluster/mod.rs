@@ -1,6 +1,8 @@
 //! The cluster's own routing: every script call goes straight to the master that owns its key,
 //! on a multiplexed connection per master (async calls) or a pooled blocking connection per
-//! master (sync calls), as on one standalone node.
+//! master (sync calls), as on one standalone node. The store's other commands (`reset`,
+//! loading the function library, deterministic replay, raw commands) take the same map and
+//! connections ([`command`]).
 //!
 //! Why not the redis crate's cluster client: it resends a request after a connection error,
 //! so a call whose reply was lost after the server ran it was charged twice (issue #19), and
@@ -31,6 +33,7 @@
 //!   the runtime's again, in the background. Every rule above is the same on both: the choice of
 //!   connection is all that differs.
 
+mod command;
 mod local;
 mod slot;
 mod topology;

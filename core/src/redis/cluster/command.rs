@@ -1,0 +1,155 @@
+//! The router's commands that are not script calls: `reset`'s `DEL`, the function library's
+//! `FUNCTION LOAD REPLACE` on every master, deterministic replay's rounds, the replayed keys'
+//! `DEL` and raw commands. Each goes on the store's connection to a master ([`Router::mux`]),
+//! with the routing rules of a script call:
+//!
+//! - **Redirects**: a `MOVED`, `ASK` or `TRYAGAIN` is answered before the command runs, so the
+//!   command goes again where it says ([`engine::redirect`]: `MOVED` learnt, `ASKING` first
+//!   after `ASK`, a pause after `TRYAGAIN`), at most [`engine::MAX_ATTEMPTS`] times in all.
+//!   A round of several commands (replay's) follows a `MOVED` only, and only when its last reply
+//!   is an error: the keys of a round lie in one slot, so the node refused every command of it
+//!   (a transaction answers `EXECABORT`), and what came before the transaction is idempotent
+//!   (`DEL` of expired keys, `DUMP`, `RESTORE ... REPLACE`). `ASKING` covers one command only,
+//!   so a round that meets `ASK` or `TRYAGAIN` gets those replies back (replay fails it).
+//! - **At most once**: a connection that fails after the command may have been written fails
+//!   the command; the connection is retired, the map read again, and nothing is sent again. A
+//!   connection that could not be made (nothing was sent) has the map read at once, and the
+//!   command goes to the slot's new master if a failover gave it one.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use redis::Cmd;
+
+use super::{Node, Router, closed_error};
+use crate::error::{Error, Result};
+use crate::redis::engine::{self, Attempt, Invoke, Rules, To, resp::frame_len};
+
+/// Only the cluster rules matter for a reply that is not a script call's.
+const RULES: Rules = Rules { invoke: Invoke::Scripts, durable: None, cluster: true };
+
+impl Router {
+    /// `round` (one command, or several whose keys all lie in `slot`) on the master of `slot`,
+    /// following redirects as the module docs say: each command's reply frame, in order.
+    pub(crate) async fn command(self: &Arc<Self>, slot: u16, round: &[Cmd]) -> Result<Vec<Vec<u8>>> {
+        // A command has no fallback: a `NOSCRIPT` it gets back is its reply, not a miss to load.
+        let mut attempt = Attempt::default().with_fallback();
+        let mut to = None;
+        loop {
+            let node = match to.take() {
+                Some(n) => n,
+                None => self.owner(slot)?,
+            };
+            let frames = match self.send(&node, attempt.asking(), round).await {
+                Ok(frames) => frames,
+                Err(Failed::Sent(e)) => return Err(e),
+                // Nothing was sent: the map, read again now, may name the slot's new master.
+                Err(Failed::Unsent(e)) => match attempt.rerouted() {
+                    Some(next) if self.moved_after_refresh(slot, &node).await => {
+                        attempt = next.with_fallback();
+                        continue;
+                    }
+                    _ => {
+                        self.refresh_soon();
+                        return Err(e);
+                    }
+                },
+            };
+            let first = &frames[0];
+            if engine::says_map_stale(first) {
+                self.refresh_soon();
+            }
+            let whole_round_refused = frames.len() == 1 || engine::resp::error(&frames[frames.len() - 1]).is_some();
+            match engine::redirect(RULES, attempt, first, "a command") {
+                Some(Ok((next, target, pause))) if whole_round_refused => {
+                    if round.len() > 1 && !matches!(target, To::Moved { .. }) {
+                        return Ok(frames);
+                    }
+                    if !pause.is_zero() {
+                        tokio::time::sleep(pause).await;
+                    }
+                    attempt = next;
+                    to = Some(self.target(&node, target)?);
+                }
+                Some(Err(e)) => return Err(e),
+                _ => return Ok(frames),
+            }
+        }
+    }
+
+    /// `cmd` on every master the slot map names (keyless, idempotent: `FUNCTION LOAD REPLACE`),
+    /// one after the other: each master's reply frame.
+    pub(crate) async fn on_every_master(self: &Arc<Self>, cmd: &Cmd) -> Result<Vec<Vec<u8>>> {
+        let masters = self.map.read().masters.clone();
+        let mut out = Vec::with_capacity(masters.len());
+        for node in masters {
+            let mut frames = self.send(&node, false, std::slice::from_ref(cmd)).await.map_err(Failed::error)?;
+            out.push(frames.pop().expect("one reply frame per command"));
+        }
+        Ok(out)
+    }
+
+    /// Sends `round` to `node` on the store's connection (with `ASKING` first when `asking`):
+    /// one reply frame per command of `round`, or how it failed.
+    async fn send(
+        self: &Arc<Self>,
+        node: &Arc<Node>,
+        asking: bool,
+        round: &[Cmd],
+    ) -> std::result::Result<Vec<Vec<u8>>, Failed> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(Failed::Sent(closed_error()));
+        }
+        let (conn, id) = self.mux(node).await.map_err(Failed::Unsent)?;
+        let frames = round.len() + usize::from(asking);
+        let sent = conn
+            .request(frames, |out| {
+                if asking {
+                    redis::cmd("ASKING").write_packed_command(out);
+                }
+                round.iter().for_each(|c| c.write_packed_command(out));
+            })
+            .await;
+        let replies = match sent {
+            Ok(bytes) => split(&bytes, frames).ok_or_else(|| "a reply that is not whole RESP frames".to_string()),
+            Err(e) => Err(e.to_string()),
+        };
+        match replies {
+            Ok(mut replies) => Ok(replies.split_off(usize::from(asking))),
+            // The command may have run: never sent again.
+            Err(cause) => {
+                node.retire(id);
+                self.refresh_soon();
+                Err(Failed::Sent(Error::store(format!("{}: {cause}", node.name()))))
+            }
+        }
+    }
+}
+
+/// How sending a command failed.
+enum Failed {
+    /// The connection could not be made: nothing was written.
+    Unsent(Error),
+    /// The command may have reached the server (or the store is closed): it is never sent again.
+    Sent(Error),
+}
+
+impl Failed {
+    fn error(self) -> Error {
+        match self {
+            Failed::Unsent(e) | Failed::Sent(e) => e,
+        }
+    }
+}
+
+/// `bytes` as `n` whole reply frames.
+fn split(bytes: &[u8], n: usize) -> Option<Vec<Vec<u8>>> {
+    let mut out = Vec::with_capacity(n);
+    let mut at = 0;
+    while out.len() < n {
+        let len = frame_len(&bytes[at..]).ok().flatten()?;
+        out.push(bytes[at..at + len].to_vec());
+        at += len;
+    }
+    Some(out)
+}
