@@ -458,7 +458,9 @@ impl Limiter {
 mod tests {
     use super::*;
 
-    fn scanned(buf: &[u8], from: usize, max: usize) -> (Vec<(usize, usize, Kind)>, Result<usize, Garbage>) {
+    type Scanned = (Vec<(usize, usize, Kind)>, Result<usize, Garbage>);
+
+    fn scanned(buf: &[u8], from: usize, max: usize) -> Scanned {
         let mut frames = Vec::new();
         let stop = scan(buf, from, max, |s, e, k| frames.push((s, e, k)));
         (frames, stop)
