@@ -56,6 +56,7 @@ const {
   __redisHandle,
   __redisPrepareFast,
   __redisFinishFast,
+  __redisFrames, // lib/redis-transport.js's scanner (it loads the addon itself): kept out of the exports
   ...api
 } = binding
 

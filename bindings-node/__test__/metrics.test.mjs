@@ -203,6 +203,13 @@ describe('every path counts each call once', () => {
     await store.close()
   })
 
+  test("on one node in RESP3 (?protocol=resp3), over the event loop's own socket", async () => {
+    const store = await RedisStore.connect({ url: `${redis.url}/?protocol=resp3`, timeoutMs: 3000 })
+    assert.equal(store.eventLoopTransport, true)
+    await everyPathCountsOnce(store, 'node3')
+    await store.close()
+  })
+
   test("on one node, over the core's connections (deterministic replay)", async () => {
     const store = await RedisStore.connect({ url: redis.url, timeoutMs: 3000, deterministicReplay: true })
     assert.equal(store.eventLoopTransport, false)

@@ -70,6 +70,32 @@ test(`corked calls leave every ${BATCH} calls within a tick, the rest at its end
   assert.deepEqual(answers, Array.from({ length: n }, (_, i) => `${i}::1\r\n`))
 })
 
+test("replies are read by the core's scanner: RESP3 pushes are passed over, a split frame waits for its bytes", async () => {
+  const { t, socket } = recordingTransport()
+  const calls = [0, 1, 2].map((i) => call(t, i))
+  const push = '>3\r\n$10\r\ninvalidate\r\n*1\r\n$1\r\nk\r\n$0\r\n\r\n'
+  const map = '%1\r\n+k\r\n:5\r\n'
+  // A push before the first reply, one inside the second read, and a RESP3 map split across reads.
+  t.onData(socket, Buffer.from(`${push}:7\r\n${push}%1\r\n+k`))
+  t.onData(socket, Buffer.from(`\r\n:5\r\n${push}*2\r\n:1\r\n`))
+  t.onData(socket, Buffer.from(`:2\r\n${push}`))
+  assert.deepEqual(await Promise.all(calls), ['0::7\r\n', `1:${map}`, '2:*2\r\n:1\r\n:2\r\n'])
+  assert.equal(t.buf, null, 'every byte read, the trailing push included')
+})
+
+test('bytes that start no RESP frame drop the connection; the calls on it fail', async () => {
+  const { t, socket } = recordingTransport()
+  let destroyed = null
+  socket.destroy = (e) => {
+    destroyed = e
+    t.lost(socket, 'gone')
+  }
+  const p = t.request({ finish: (frame, error) => `${frame}|${error}`, eval: () => null }, Buffer.from('c'))
+  t.onData(socket, Buffer.from('HTTP/1.1 400 Bad Request\r\n'))
+  assert.match(destroyed.message, /no RESP reply/)
+  assert.equal(await p, 'null|gone')
+})
+
 // A cluster's sockets (lib/redis-cluster.js): a call goes at once only when nothing is due on
 // any of them, and corked calls leave at the end of the event loop's turn (setImmediate), so
 // the calls that several sockets' replies release in one wake-up reach each master in one write.

@@ -64,6 +64,37 @@ describe('the Promise methods on their own socket', () => {
     })
   })
 
+  test('a ?protocol=resp3 URL logs in with HELLO 3 (AUTH inside), as the store does; RESP3 replies decide alike', async () => {
+    await withRedis(['--requirepass', 'pw'], async (redis) => {
+      const store = await RedisStore.connect({ url: `redis://:pw@127.0.0.1:${redis.port}/3?protocol=resp3`, scripting: 'eval' })
+      assert.equal(store.eventLoopTransport, true)
+      const l = new Limiter({ strategy: Strategy.gcra({ limit: 10, periodMs: 3_600_000 }), store, prefix: 'r3' })
+      assert.equal((await l.check('k')).remaining, 9)
+      // Every client of the server speaks RESP3 now: the store's own connection and our socket.
+      const clients = redis.cli('client', 'list').split('\n')
+      assert.ok(clients.length >= 2, clients.join('\n'))
+      for (const c of clients.filter((c) => !/ cmd=client\|list /.test(c))) assert.match(c, / resp=3( |$)/, c)
+      assert.equal(redis.cli('-n', '3', 'exists', 'r3:k'), '1')
+      // NOSCRIPT (a blob or simple error) is still read as the core reads it: one EVAL each.
+      assert.equal(redis.cli('script', 'flush'), 'OK')
+      const ds = await Promise.all([l.check('k'), l.forecast('k'), l.peek('k')])
+      assert.deepEqual(
+        ds.map((d) => d.remaining),
+        [8, 7, 8],
+      )
+      // A multi limiter's and a shaper's replies (arrays of arrays) too.
+      const strategy = Strategy.gcra({ limit: 5, periodMs: 3_600_000 })
+      const m = new MultiLimiter({ rule: 'all', dimensions: [{ name: 'a', strategy }], store, prefix: 'r3m' })
+      assert.deepEqual((await Promise.all([m.check(['x']), m.check(['x'])])).map((d) => d.allowed), [true, true])
+      const sh = new Shaper({ ratePerSec: 10, maxQueueMs: 250, store, prefix: 'r3s' })
+      const rs = await Promise.all([sh.reserve('q'), sh.reserve('q')])
+      assert.deepEqual(rs.map((r) => r.accepted), [true, true])
+      assert.ok(rs[0].delayMs < rs[1].delayMs, JSON.stringify(rs))
+      assert.equal(l.peekSync('k').remaining, 8)
+      await store.close()
+    })
+  })
+
   test('a Unix socket URL, with its database', async () => {
     const sock = path.join(mkdtempSync(path.join(tmpdir(), 'tk-node-sock-')), 'redis.sock')
     await withRedis(['--unixsocket', sock, '--unixsocketperm', '700'], async (redis) => {

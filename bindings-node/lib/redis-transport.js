@@ -8,11 +8,16 @@
 // every call hops from the event loop to a Tokio thread and back, and those two thread switches
 // cost more than the Redis round trip itself.
 //
-// This module only moves bytes. What is sent, and what a reply means, is the core's
-// (`throttlekit::redis::transport`, through src/transport.rs): each request brings its bytes,
-// the bytes to send once after NOSCRIPT (if any), and a `finish(reply, error, timedOut)` that
-// turns the outcome into the Promise's value or throws what it rejects with. The wire rules are
-// the Rust store's:
+// This module only moves bytes and keeps time. What is sent, where a reply ends and what it
+// means are the core's (`throttlekit::redis::transport`, through src/transport.rs and
+// src/redis_fast.rs): the login (AUTH and SELECT, or HELLO 3 on a `?protocol=resp3` URL, as the
+// store's own connections log in), every read split into frames by the core's one RESP scanner
+// (RESP2 or RESP3, pushes dropped; `__redisFrames`, once per read), which also says whether a
+// frame is an error or a missing script; each request brings its bytes, the bytes to send once
+// after NOSCRIPT (if any), and a `finish(reply, error, timedOut)` that turns the outcome into
+// the Promise's value or throws what it rejects with. What stays here is the socket, the order
+// of the replies owed (one slot per command written), the timer and the batching of writes. The
+// wire rules are the Rust store's:
 //
 // Under `scripting: auto` on Redis >= 7 (the store loaded its function library), calls are sent
 // as FCALL, as on every other path; else as EVALSHA.
@@ -26,72 +31,29 @@
 //   after a time-out, nor after a lost connection: it may already have counted. Only a missing script or function (NOSCRIPT, ERR
 //   Function not found) is answered by sending the core's retry, once.
 // - Lazy reconnection: when the connection goes away, every request waiting on it fails as
-//   `store_unavailable`; the next request opens a new connection (AUTH and SELECT first).
+//   `store_unavailable`; the next request opens a new connection (the core's login first).
 // - Idle means unref'd: the socket keeps the process alive only while a request is pending,
 //   and its one timer is unref'd.
 const net = require('node:net')
 
-const CR = 13
+// The addon's one RESP scanner (src/redis_fast.rs `__redisFrames`, the core's `transport::scan`).
+const { __redisFrames } = require(require('./platform.js').findBinding())
 
-/** The end (exclusive) of the RESP2 frame starting at `i` in `b`, -1 if incomplete, -2 if not RESP2. */
-function frameEnd(b, i) {
-  if (i >= b.length) return -1
-  const type = b[i]
-  const cr = b.indexOf(CR, i + 1)
-  if (cr < 0 || cr + 1 >= b.length) return -1
-  const next = cr + 2
-  switch (type) {
-    case 0x2b: // + simple string
-    case 0x2d: // - error
-    case 0x3a: // : integer
-      return next
-    case 0x24: {
-      // $ bulk string
-      const n = int(b, i + 1, cr)
-      if (n < 0) return next
-      const end = next + n + 2
-      return end <= b.length ? end : -1
-    }
-    case 0x2a: {
-      // * array
-      const n = int(b, i + 1, cr)
-      let k = next
-      for (let j = 0; j < n; j++) {
-        k = frameEnd(b, k)
-        if (k < 0) return k
-      }
-      return k
-    }
-    default:
-      return -2
-  }
-}
-
-function int(b, from, to) {
-  let neg = false
-  let n = 0
-  for (let i = from; i < to; i++) {
-    const c = b[i]
-    if (c === 0x2d) neg = true
-    else n = n * 10 + (c - 0x30)
-  }
-  return neg ? -n : n
-}
-
-/** The slot of a handshake command (AUTH, SELECT): an error reply drops the connection. */
+/** The slot of a handshake command (AUTH, SELECT, HELLO): an error reply drops the connection. */
 const HANDSHAKE = { handshake: true }
 /** The slot of a SCRIPT LOAD sent after the handshake: its reply is dropped, errors too. */
 const PRELOAD = { handshake: true }
 
+/** What `__redisFrames` says a frame is (the core's `transport::Kind`). */
+const REPLY = 0
+const MISSING = 2
+
 /**
- * Whether a reply frame is the server's "no such script" (`-NOSCRIPT`) or "no such function"
- * (`-ERR Function not found`), the two replies the core's `transport::is_missing` retries.
+ * Where `__redisFrames` writes what it read: where it stopped, then each frame's start, end and
+ * kind; one array for every socket (a read is consumed before its callback returns).
  */
-function missing(frame) {
-  if (frame[0] !== 0x2d) return false
-  const head = frame.toString('latin1', 0, Math.min(frame.length, 24))
-  return head.startsWith('-NOSCRIPT') || head.startsWith('-ERR Function not found')
-}
+const FRAMES = 256
+const frames = new Uint32Array(1 + 3 * FRAMES)
 
 /**
  * Finishes `r` (once): with its reply, a transport error, or as timed out; the transport that
@@ -388,22 +350,30 @@ class Transport {
     }
     const b = this.buf
     for (;;) {
-      const end = frameEnd(b, this.off)
-      if (end === -1) break
-      if (end === -2 || this.head >= this.fifo.length) {
-        s.destroy(new Error('Redis sent a reply nobody asked for'))
+      const n = __redisFrames(b, this.off, frames)
+      if (n < 0) {
+        s.destroy(new Error('Redis sent bytes that are no RESP reply'))
         return
       }
-      const frame = b.subarray(this.off, end)
-      this.off = end
-      const slot = this.fifo[this.head]
-      this.fifo[this.head++] = undefined
-      if (this.head > 1024 && this.head * 2 > this.fifo.length) {
-        this.fifo = this.fifo.slice(this.head)
-        this.head = 0
+      for (let i = 1; i < 3 * n; i += 3) {
+        if (this.head >= this.fifo.length) {
+          s.destroy(new Error('Redis sent a reply nobody asked for'))
+          return
+        }
+        const frame = b.subarray(frames[i], frames[i + 1])
+        const kind = frames[i + 2]
+        this.off = frames[i + 1]
+        const slot = this.fifo[this.head]
+        this.fifo[this.head++] = undefined
+        if (this.head > 1024 && this.head * 2 > this.fifo.length) {
+          this.fifo = this.fifo.slice(this.head)
+          this.head = 0
+        }
+        this.reply(s, slot, frame, kind)
+        if (s !== this.socket) return
       }
-      this.reply(s, slot, frame)
-      if (s !== this.socket) return
+      this.off = frames[0] // past any push read after the last reply
+      if (n < FRAMES) break
     }
     if (this.off === b.length) this.buf = null
     else if (shared && b === chunk) {
@@ -412,10 +382,11 @@ class Transport {
     }
   }
 
-  reply(s, slot, frame) {
+  /** The reply `frame` of `kind` (the scanner's) came for `slot`. */
+  reply(s, slot, frame, kind) {
     if (slot === PRELOAD) return
     if (slot === HANDSHAKE) {
-      if (frame[0] === 0x2d) s.destroy(new Error(`Redis refused the handshake: ${frame.toString('latin1', 1).trim()}`))
+      if (kind !== REPLY) s.destroy(new Error(`Redis refused the handshake: ${frame.toString('latin1', 1).trim()}`))
       return
     }
     if (slot.done) return // timed out: the late reply is swallowed
@@ -423,13 +394,13 @@ class Transport {
     // script on this node sends the call again (lib/redis-cluster.js); anything else is the
     // call's reply.
     if (this.cluster !== null) {
-      if (frame[0] !== 0x2d || !this.cluster.follow(this, slot, frame)) finish(slot, frame, null, false)
+      if (kind === REPLY || !this.cluster.follow(this, slot, frame)) finish(slot, frame, null, false)
       return
     }
     // The server lacks the script (NOSCRIPT: its cache was emptied) or the function (a
     // flushed or restarted server): send the core's retry once (EVAL, or FUNCTION LOAD REPLACE
     // and FCALL, whose first reply is dropped).
-    if (!slot.retried && missing(frame)) {
+    if (!slot.retried && kind === MISSING) {
       slot.retried = true
       let bytes
       try {
@@ -499,4 +470,4 @@ class Transport {
   }
 }
 
-module.exports = { Transport, frameEnd, finish, BATCH, CLUSTER_BATCH }
+module.exports = { Transport, finish, BATCH, CLUSTER_BATCH }

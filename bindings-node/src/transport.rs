@@ -5,8 +5,10 @@
 //! Every function here is a one-line forward to the core's transport API
 //! (`throttlekit::redis::transport`): the core prepares the call (clock, prefix, script,
 //! arguments, RESP bytes) and finishes it from the reply frame or the transport's error (reply
-//! decoding, fail policy). JavaScript only moves bytes, frames replies and keeps time-outs. None
-//! of these functions is part of the public API (`skip_typescript`; index.js hides them).
+//! decoding, fail policy); the login and the reading of replies into frames are the core's too
+//! (`__redisHandshake` here, `__redisFrames` in redis_fast.rs). JavaScript only moves bytes and
+//! keeps time-outs. None of these functions is part of the public API (`skip_typescript`;
+//! index.js hides them).
 
 // napi-derive leaves out export registration under cfg(test), so the unit-test build sees
 // these functions (and what only they read) as unused.
@@ -106,9 +108,10 @@ pub fn redis_of(env: &Env, limiter: Unknown) -> napi::Result<Option<String>> {
     }))
 }
 
-/// `__redisHandshake(limiter)`: what a new connection sends first: `AUTH` and `SELECT` (whose
-/// failure drops the connection), then `SCRIPT LOAD` of every script, or `FUNCTION LOAD
-/// REPLACE` of the library on a store that runs functions (whose failure does not).
+/// `__redisHandshake(limiter)`: what a new connection sends first: `AUTH` and `SELECT`, or
+/// `HELLO 3` on a `?protocol=resp3` URL (whose failure drops the connection), then `SCRIPT
+/// LOAD` of every script, or `FUNCTION LOAD REPLACE` of the library on a store that runs
+/// functions (whose failure does not).
 #[napi(js_name = "__redisHandshake", skip_typescript)]
 pub fn redis_handshake(env: &Env, limiter: Unknown) -> napi::Result<Buffer> {
     let r = redis_ref(env, &limiter).or_throw(env)?;

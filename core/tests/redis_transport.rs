@@ -355,6 +355,37 @@ fn the_endpoint_is_the_urls_with_its_handshake() {
 }
 
 #[test]
+fn a_resp3_endpoint_logs_in_with_hello_3_and_its_replies_decide_as_the_store_path() {
+    let server = RedisServer::start();
+    assert!(raw_command(server.port, "CONFIG SET requirepass s3cret").unwrap().starts_with("+OK"));
+    let store = store(format!("redis://:s3cret@127.0.0.1:{}/2?protocol=resp3", server.port));
+    let e = store.endpoint();
+    assert!(e.resp3);
+    let mut wire = Wire::open(server.port);
+    // HELLO 3 with AUTH inside, then SELECT: a map, then +OK, each a reply `scan` calls a reply.
+    let login = e.handshake();
+    assert_eq!(login.len(), 2);
+    let replies = wire.frames(&login.concat(), 2);
+    assert_eq!(replies[0][0], b'%', "HELLO 3 answers a map");
+    assert_eq!(replies[1], b"+OK\r\n");
+    for r in &replies {
+        assert_eq!(transport::Kind::of(r), transport::Kind::Reply);
+    }
+    // Calls and a miss over RESP3 decide as the store's own (RESP3) path does.
+    let clock = ManualClock::new(1_000);
+    let l = limiter(&store, &clock, Strategy::gcra(3, 1000, None).unwrap(), "r3", FailPolicy::Raise);
+    let call = l.prepare(Op::Check, "k", 1).unwrap();
+    assert_eq!(l.finish(&call, Ok(&send(&mut wire, &call))).unwrap().remaining, 2);
+    assert_eq!(wire.frames(b"*2\r\n$6\r\nSCRIPT\r\n$5\r\nFLUSH\r\n", 1), [b"+OK\r\n"]);
+    let call = l.prepare(Op::Check, "k", 1).unwrap();
+    let missed = wire.frames(&call.first(false), 1).remove(0);
+    assert_eq!(transport::Kind::of(&missed), transport::Kind::Missing);
+    let reply = wire.frames(&call.retry(false), 1).remove(0);
+    assert_eq!(l.finish(&call, Ok(&reply)).unwrap().remaining, 1);
+    assert_eq!(l.peek_sync("k").unwrap().remaining, 1);
+}
+
+#[test]
 fn a_prepared_call_refuses_a_key_past_the_stores_limit_as_the_store_path_does() {
     let server = RedisServer::start();
     let store = store(server.url());

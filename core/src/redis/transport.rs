@@ -22,8 +22,12 @@
 //!    decides, exactly as on the store's own paths. A timed-out call must never be sent again
 //!    (it may already have counted), and its late reply must be read and dropped.
 //!
-//! A new connection sends [`Endpoint::handshake`] then [`preload_for`], so calls pipelined on
-//! it never meet a miss. It does not route by slot by itself: on a cluster, [`super::routed`]
+//! A new connection sends [`Endpoint::handshake`] (RESP3's `HELLO 3` when the URL asks for it,
+//! as the store's own connections log in) then [`preload_for`], so calls pipelined on it never
+//! meet a miss. The bytes read back go through [`scan`], the engine's one RESP scanner
+//! ([`frame_len`]), which drops RESP3 pushes and says of each reply whether it [`is_missing`]
+//! or refuses (an error): the transport matches replies to what it sent, in order, and nothing
+//! else. It does not route by slot by itself: on a cluster, [`super::routed`]
 //! says which master each call goes to and what a redirect asks for; under Sentinel a binding
 //! uses the store's own calls ([`super::RedisStore::is_routed`], [`super::RedisStore::routes`]).
 //!
@@ -238,6 +242,55 @@ pub fn timed_out(timeout_ms: u64) -> Error {
     engine::timed_out(timeout_ms)
 }
 
+/// What a reply frame is to a binding's transport ([`scan`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Kind {
+    /// Anything but an error: a call's reply, a login command's answer.
+    Reply = 0,
+    /// An error reply (`-`, or RESP3's blob error `!`) other than a miss: a refused login drops
+    /// the connection; for a call it is its reply (the engine decodes it, or on a cluster
+    /// [`super::routed::Routes::follow`] reads it for a redirect).
+    Error = 1,
+    /// The server lacks the call's script or function ([`is_missing`]): send
+    /// [`PreparedCall::retry`] once (on a cluster, [`super::routed::Routes::follow`] decides).
+    Missing = 2,
+}
+
+impl Kind {
+    /// What `frame` (one whole reply frame) is.
+    pub fn of(frame: &[u8]) -> Kind {
+        if resp::error(frame).is_none() {
+            Kind::Reply
+        } else if is_missing(frame) {
+            Kind::Missing
+        } else {
+            Kind::Error
+        }
+    }
+}
+
+/// Reads the complete reply frames of `buf` from byte `from` with [`frame_len`] (the engine's
+/// one scanner), at most `max` of them: hands each one's start, end and [`Kind`] to `each`, in
+/// order, and answers where it stopped (every byte before it is read; the rest waits for more
+/// bytes, or, with `max` frames handed, for the next call). A RESP3 push answers no call and is
+/// passed over. `Err` when the bytes start no RESP frame: the stream is out of step and the
+/// connection must go.
+pub fn scan(buf: &[u8], from: usize, max: usize, mut each: impl FnMut(usize, usize, Kind)) -> Result<usize, Garbage> {
+    let mut at = from;
+    let mut handed = 0;
+    while handed < max && at < buf.len() {
+        let Some(n) = frame_len(&buf[at..])? else { break };
+        let frame = &buf[at..at + n];
+        if !resp::is_push(frame) {
+            each(at, at + n, Kind::of(frame));
+            handed += 1;
+        }
+        at += n;
+    }
+    Ok(at)
+}
+
 /// `DEL key`, RESP-encoded: [`Limiter::reset`] on the wire (its reply is `:n`, or an error).
 pub fn del(full_key: &str) -> Vec<u8> {
     let mut out = Vec::new();
@@ -274,6 +327,8 @@ pub struct Endpoint {
     pub username: Option<String>,
     /// `AUTH` password, if any.
     pub password: Option<String>,
+    /// Whether to speak RESP3 (`?protocol=resp3`): the login is then `HELLO 3`.
+    pub resp3: bool,
 }
 
 impl Endpoint {
@@ -294,11 +349,14 @@ impl Endpoint {
             db: r.db(),
             username: r.username().map(str::to_string),
             password: r.password().map(str::to_string),
+            resp3: r.protocol().supports_resp3(),
         }
     }
 
-    /// The commands to send first on a new connection (`AUTH`, `SELECT`), RESP-encoded, in
-    /// order; each must be answered `+OK`.
+    /// The commands to send first on a new connection, RESP-encoded, in order, one reply each;
+    /// an error reply refuses the connection. In RESP2 `AUTH` (with credentials) and `SELECT`
+    /// (a database other than 0); in RESP3 `HELLO 3 [AUTH user password]` (the default user when
+    /// the URL names none) and `SELECT`, as the store's own connections log in.
     pub fn handshake(&self) -> Vec<Vec<u8>> {
         let command = |args: &[&[u8]]| {
             let mut out = Vec::new();
@@ -306,9 +364,14 @@ impl Endpoint {
             out
         };
         let mut out = Vec::new();
-        match (&self.username, &self.password) {
-            (Some(u), Some(p)) => out.push(command(&[b"AUTH", u.as_bytes(), p.as_bytes()])),
-            (None, Some(p)) => out.push(command(&[b"AUTH", p.as_bytes()])),
+        match (&self.username, &self.password, self.resp3) {
+            (user, Some(p), true) => {
+                let user = user.as_deref().unwrap_or("default");
+                out.push(command(&[b"HELLO", b"3", b"AUTH", user.as_bytes(), p.as_bytes()]));
+            }
+            (_, None, true) => out.push(command(&[b"HELLO", b"3"])),
+            (Some(u), Some(p), false) => out.push(command(&[b"AUTH", u.as_bytes(), p.as_bytes()])),
+            (None, Some(p), false) => out.push(command(&[b"AUTH", p.as_bytes()])),
             _ => {}
         }
         if self.db != 0 {
@@ -388,5 +451,85 @@ impl Limiter {
             Op::Peek => self.observe_read(result, false),
             Op::Forecast => self.observe_read(result, true),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    type Scanned = (Vec<(usize, usize, Kind)>, Result<usize, Garbage>);
+
+    fn scanned(buf: &[u8], from: usize, max: usize) -> Scanned {
+        let mut frames = Vec::new();
+        let stop = scan(buf, from, max, |s, e, k| frames.push((s, e, k)));
+        (frames, stop)
+    }
+
+    #[test]
+    fn scan_hands_whole_frames_in_order_and_stops_at_a_partial_one() {
+        let (one, noscript, error) = (&b":1\r\n"[..], &b"-NOSCRIPT No matching script\r\n"[..], &b"-ERR boom\r\n"[..]);
+        let buf = [one, noscript, error, b"*2\r\n:1\r\n:2"].concat();
+        let (a, b, c) = (one.len(), one.len() + noscript.len(), one.len() + noscript.len() + error.len());
+        let (frames, stop) = scanned(&buf, 0, 64);
+        assert_eq!(frames, vec![(0, a, Kind::Reply), (a, b, Kind::Missing), (b, c, Kind::Error)]);
+        assert_eq!(stop, Ok(c), "the partial array waits for more bytes");
+        // At most `max` frames; the next scan starts where this one stopped.
+        let (frames, stop) = scanned(&buf, 0, 2);
+        assert_eq!((frames.len(), stop), (2, Ok(b)));
+        let (frames, _) = scanned(&buf, b, 64);
+        assert_eq!(frames, vec![(b, c, Kind::Error)]);
+    }
+
+    #[test]
+    fn scan_passes_over_resp3_pushes_and_reads_resp3_errors() {
+        let push = b">3\r\n$10\r\ninvalidate\r\n*1\r\n$1\r\nk\r\n$0\r\n\r\n";
+        let map = b"%1\r\n+server\r\n+redis\r\n";
+        let blob_error = b"!22\r\nERR Function not found\r\n";
+        let buf = [&push[..], map, push, blob_error].concat();
+        let (frames, stop) = scanned(&buf, 0, 64);
+        let at = push.len();
+        let error_at = at + map.len() + push.len();
+        assert_eq!(frames, vec![(at, at + map.len(), Kind::Reply), (error_at, buf.len(), Kind::Missing)]);
+        assert_eq!(stop, Ok(buf.len()));
+        // A push alone is read (its bytes consumed) and hands nothing.
+        assert_eq!(scanned(push, 0, 64), (vec![], Ok(push.len())));
+    }
+
+    #[test]
+    fn scan_refuses_bytes_that_start_no_frame() {
+        let (frames, stop) = scanned(b":1\r\nHTTP/1.1 400\r\n", 0, 64);
+        assert_eq!(frames, vec![(0, 4, Kind::Reply)]);
+        assert!(stop.is_err());
+    }
+
+    fn endpoint(username: Option<&str>, password: Option<&str>, db: i64, resp3: bool) -> Endpoint {
+        Endpoint {
+            host: "h".into(),
+            port: 1,
+            path: None,
+            tls: false,
+            db,
+            username: username.map(Into::into),
+            password: password.map(Into::into),
+            resp3,
+        }
+    }
+
+    #[test]
+    fn the_login_is_auth_and_select_in_resp2_and_hello_3_in_resp3() {
+        let text =
+            |e: Endpoint| e.handshake().iter().map(|c| String::from_utf8_lossy(c).into_owned()).collect::<Vec<_>>();
+        assert!(text(endpoint(None, None, 0, false)).is_empty());
+        assert_eq!(
+            text(endpoint(None, Some("pw"), 2, false)),
+            ["*2\r\n$4\r\nAUTH\r\n$2\r\npw\r\n", "*2\r\n$6\r\nSELECT\r\n$1\r\n2\r\n"]
+        );
+        assert_eq!(text(endpoint(None, None, 0, true)), ["*2\r\n$5\r\nHELLO\r\n$1\r\n3\r\n"]);
+        assert_eq!(
+            text(endpoint(None, Some("pw"), 0, true)),
+            ["*5\r\n$5\r\nHELLO\r\n$1\r\n3\r\n$4\r\nAUTH\r\n$7\r\ndefault\r\n$2\r\npw\r\n"]
+        );
+        assert_eq!(text(endpoint(Some("u"), Some("pw"), 1, true)).len(), 2);
     }
 }
