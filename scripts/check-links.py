@@ -9,7 +9,7 @@ Fails, naming file and line, on:
     top-level entry of the repository is read from the root, one starting with `.` or `..` from
     the file's own directory;
   * a section named after a markdown file's path, `docs/redis.md, "Fixed windows"` or
-    `docs/http.md ("Go: net/http middleware")`, that no heading of that file starts with;
+    `docs/http-go.md ("Go: net/http middleware")`, that no heading of that file starts with;
   * any reference to the files that sit beside the project on the machines it was written on
     (the `shared/` folder, its SEMANTICS/DESIGN/STYLE/BUILDING/HTTP-FIELDS pages): a clone has
     none of them.

@@ -44,16 +44,15 @@ pub unsafe extern "C" fn tk_store_postgres_connect(
 #[cfg(feature = "postgres")]
 fn connect(url: &str, table: Option<&str>, timeout_ms: u64, pool_size: u32) -> throttlekit::Result<Arc<dyn Store>> {
     use throttlekit::postgres::{PostgresOptions, PostgresStore};
-    let mut options = PostgresOptions::new(url);
-    if let Some(t) = table {
-        options.table = t.to_string();
-    }
-    if timeout_ms != 0 {
-        options.timeout = std::time::Duration::from_millis(timeout_ms);
-    }
-    if pool_size != 0 {
-        options.pool_size = pool_size as usize;
-    }
+    use throttlekit::store::sql_options::OptionValue;
+    let options = PostgresOptions::from_pairs(
+        url,
+        [
+            ("table", table.map(|t| OptionValue::Text(t.to_string()))),
+            ("timeout_ms", OptionValue::unless_zero(timeout_ms)),
+            ("pool_size", OptionValue::unless_zero(pool_size.into())),
+        ],
+    )?;
     Ok(Arc::new(PostgresStore::connect_blocking(options)?))
 }
 

@@ -82,21 +82,16 @@ pub unsafe extern "C" fn tk_store_sqlite_open(
     })
 }
 
-/// The one mapping from the C fields to core's `SqliteOptions`.
+/// The C fields as core's option pairs (0 and NULL: core's default), which core maps.
 #[cfg(feature = "sqlite")]
 fn open(path: &str, table: Option<&str>, o: Option<&tk_sqlite_options>) -> throttlekit::Result<Arc<dyn Store>> {
-    use throttlekit::store::sqlite::{SqliteOptions, SqliteStore, Synchronous};
-    let mut options = SqliteOptions::new(path);
-    if let Some(t) = table {
-        options.table = t.to_string();
-    }
+    use throttlekit::store::sql_options::OptionValue;
+    use throttlekit::store::sqlite::{SqliteOptions, SqliteStore};
+    let mut pairs = vec![("table", table.map(|t| OptionValue::Text(t.to_string())))];
     if let Some(o) = o {
-        if o.busy_timeout_ms != 0 {
-            options.busy_timeout_ms = o.busy_timeout_ms;
-        }
-        options.synchronous = match o.synchronous {
-            x if x == tk_sqlite_synchronous::Normal as u32 => Synchronous::Normal,
-            x if x == tk_sqlite_synchronous::Full as u32 => Synchronous::Full,
+        let synchronous = match o.synchronous {
+            x if x == tk_sqlite_synchronous::Normal as u32 => "normal",
+            x if x == tk_sqlite_synchronous::Full as u32 => "full",
             n => {
                 return Err(throttlekit::Error::config(
                     "sqlite.synchronous",
@@ -104,12 +99,15 @@ fn open(path: &str, table: Option<&str>, o: Option<&tk_sqlite_options>) -> throt
                 ));
             }
         };
-        options.migrate = !o.no_migrate;
-        if o.max_key_length != 0 {
-            options.max_key_length = o.max_key_length;
-        }
-        options.sweep = !o.no_sweep;
+        pairs.extend([
+            ("busy_timeout_ms", OptionValue::unless_zero(o.busy_timeout_ms)),
+            ("synchronous", Some(OptionValue::Text(synchronous.to_string()))),
+            ("migrate", Some(OptionValue::Flag(!o.no_migrate))),
+            ("max_key_length", OptionValue::unless_zero(o.max_key_length as u64)),
+            ("sweep", Some(OptionValue::Flag(!o.no_sweep))),
+        ]);
     }
+    let options = SqliteOptions::from_pairs(path, pairs)?;
     Ok(Arc::new(SqliteStore::with_options(options)?))
 }
 

@@ -1,91 +1,67 @@
 //! `PostgresStore` and `SqliteStore` handles: core's SQL stores, configured from the Java
-//! builders' options (JSON, camelCase; absent = core's default). Every check of a value is
-//! core's; this file only maps names.
+//! builders' options (JSON, camelCase; absent = core's default). Core maps every store option
+//! and checks its value.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use jni_sys::{JNIEnv, jbyteArray, jclass, jlong};
 use serde::Deserialize;
+use serde_json::{Map, Value};
 use throttlekit::postgres::{PostgresOptions, PostgresStore};
-use throttlekit::store::sqlite::{SqliteOptions, SqliteStore, Synchronous};
+use throttlekit::store::sql_options::OptionValue;
+use throttlekit::store::sqlite::{SqliteOptions, SqliteStore};
 use throttlekit::{Error, FailPolicy};
 
 use crate::store::StoreHandle;
 use crate::{guard, handle};
 
-/// `PostgresStore.Builder`'s options (durations in whole ms).
+/// `PostgresStore.Builder`'s options: the URL and the limiters' defaults here, every other
+/// option core's to map (`options`).
 #[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 struct PostgresConfig {
     url: String,
-    table: Option<String>,
-    migrate: Option<bool>,
-    unlogged: Option<bool>,
-    synchronous_commit_off: Option<bool>,
-    pool_size: Option<i64>,
-    timeout_ms: Option<i64>,
-    connect_timeout_ms: Option<i64>,
-    sweep_interval_ms: Option<i64>,
-    sweep_batch: Option<i64>,
-    sweep_grace_ms: Option<i64>,
     #[serde(default)]
     server_clock: bool,
     fail_policy: Option<FailPolicy>,
+    #[serde(flatten)]
+    options: Map<String, Value>,
 }
 
-/// `SqliteStore.Builder`'s options.
+/// `SqliteStore.Builder`'s options, as [`PostgresConfig`].
 #[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 struct SqliteConfig {
     path: String,
-    table: Option<String>,
-    busy_timeout_ms: Option<i64>,
-    synchronous: Option<String>,
-    migrate: Option<bool>,
-    max_key_length: Option<i64>,
-    sweep: Option<bool>,
     fail_policy: Option<FailPolicy>,
+    #[serde(flatten)]
+    options: Map<String, Value>,
 }
 
-/// A non-negative count as core takes it (negative: `config_invalid` naming the option).
-fn count(v: i64, name: &str) -> Result<u64, Error> {
-    u64::try_from(v).map_err(|_| Error::config(name, "must be >= 0"))
-}
-
-fn ms(v: i64, name: &str) -> Result<Duration, Error> {
-    Ok(Duration::from_millis(count(v, name)?))
+/// The builder's options as core's `(name, value)` pairs, each named as the builder's method
+/// (`timeoutMs` is `timeout(Duration)`), which is how core's errors name it.
+fn pairs(options: &Map<String, Value>) -> Result<Vec<(&str, Option<OptionValue>)>, Error> {
+    options
+        .iter()
+        .map(|(key, value)| {
+            let name = key.strip_suffix("Ms").unwrap_or(key);
+            let value = match value {
+                Value::Null => None, // absent: core's default
+                Value::String(s) => Some(OptionValue::Text(s.clone())),
+                Value::Bool(b) => Some(OptionValue::Flag(*b)),
+                Value::Number(n) => {
+                    Some(OptionValue::Int(n.as_i64().ok_or_else(|| Error::config(name, "must be an integer"))?))
+                }
+                _ => return Err(Error::config(name, "must be a string, a boolean or an integer")),
+            };
+            Ok((name, value))
+        })
+        .collect()
 }
 
 impl PostgresConfig {
     fn options(&self) -> Result<PostgresOptions, Error> {
-        let mut o = PostgresOptions::new(self.url.clone());
-        if let Some(t) = &self.table {
-            o.table = t.clone();
-        }
-        o.migrate = self.migrate.unwrap_or(o.migrate);
-        o.unlogged = self.unlogged.unwrap_or(o.unlogged);
-        o.synchronous_commit_off = self.synchronous_commit_off.unwrap_or(o.synchronous_commit_off);
-        if let Some(n) = self.pool_size {
-            o.pool_size = usize::try_from(count(n, "poolSize")?).unwrap_or(usize::MAX);
-        }
-        if let Some(t) = self.timeout_ms {
-            o.timeout = ms(t, "timeout")?;
-        }
-        if let Some(t) = self.connect_timeout_ms {
-            o.connect_timeout = ms(t, "connectTimeout")?;
-        }
-        if let Some(t) = self.sweep_interval_ms {
-            // 0 turns the sweeper off (expiry on read still holds).
-            o.sweep_interval = Some(ms(t, "sweepInterval")?).filter(|d| !d.is_zero());
-        }
-        if let Some(n) = self.sweep_batch {
-            o.sweep_batch = i64::try_from(count(n, "sweepBatch")?).unwrap_or(i64::MAX);
-        }
-        if let Some(t) = self.sweep_grace_ms {
-            o.sweep_grace = ms(t, "sweepGrace")?;
-        }
-        Ok(o)
+        PostgresOptions::from_pairs(self.url.clone(), pairs(&self.options)?)
     }
 }
 
@@ -130,24 +106,7 @@ extern "system" fn Java_dev_throttlekit_internal_Native_sqliteStoreOpen(
 ) -> jlong {
     guard(env, || {
         let c: SqliteConfig = unsafe { crate::env::options(env, config, "SqliteStore")? };
-        let mut o = SqliteOptions::new(c.path);
-        if let Some(t) = c.table {
-            o.table = t;
-        }
-        if let Some(t) = c.busy_timeout_ms {
-            o.busy_timeout_ms = count(t, "busyTimeout")?;
-        }
-        if let Some(s) = &c.synchronous {
-            o.synchronous = Synchronous::parse(s)?;
-        }
-        o.migrate = c.migrate.unwrap_or(o.migrate);
-        o.sweep = c.sweep.unwrap_or(o.sweep);
-        if let Some(n) = c.max_key_length {
-            if n < 1 {
-                return Err(Error::config("maxKeyLength", "must be >= 1"));
-            }
-            o.max_key_length = usize::try_from(n).unwrap_or(usize::MAX);
-        }
+        let o = SqliteOptions::from_pairs(c.path, pairs(&c.options)?)?;
         let store = SqliteStore::with_options(o)?;
         Ok(handle::leak(StoreHandle {
             store: Arc::new(store),

@@ -13,6 +13,8 @@ use std::cell::RefCell;
 use napi::bindgen_prelude::{JsValue, Unknown};
 use napi::sys;
 use serde_json::{Map, Number, Value};
+#[cfg(any(feature = "postgres", feature = "sqlite"))]
+use throttlekit::store::sql_options::{OptionKind, OptionValue};
 use throttlekit::validate;
 
 use crate::error::{CoreResult, config};
@@ -245,6 +247,33 @@ impl<'a> Options<'a> {
     /// An optional number option (range checks are the caller's core validator's).
     pub fn number(&self, name: &str) -> CoreResult<Option<f64>> {
         self.get(name).map(|v| number(v, &self.path(name))).transpose()
+    }
+
+    /// The SQL store options `names` as core's `(path, value)` pairs (`postgresStore.poolSize`),
+    /// each read as core's `kind` of it says; core maps them (`PostgresOptions::from_pairs`,
+    /// `SqliteOptions::from_pairs`) and checks the values (a negative count included).
+    #[cfg(any(feature = "postgres", feature = "sqlite"))]
+    pub fn sql_pairs(
+        &self,
+        names: &[&str],
+        kind: fn(&str) -> Option<OptionKind>,
+    ) -> CoreResult<Vec<(String, Option<OptionValue>)>> {
+        let mut pairs = Vec::with_capacity(names.len());
+        for name in names {
+            let path = self.path(name);
+            let value = match (self.get(name), kind(name)) {
+                (None, _) => None,
+                (Some(v), Some(OptionKind::Text)) => Some(OptionValue::Text(string(v, &path)?)),
+                (Some(v), Some(OptionKind::Flag)) => Some(OptionValue::Flag(boolean(v, &path)?)),
+                (Some(v), Some(OptionKind::Count)) => {
+                    let n = validate::integer_at_least(&path, number(v, &path)?, -validate::MAX_SAFE_INTEGER)?;
+                    Some(OptionValue::Int(n as i64))
+                }
+                (Some(_), None) => return Err(config(&path, "is not an option")),
+            };
+            pairs.push((path, value));
+        }
+        Ok(pairs)
     }
 }
 

@@ -3,14 +3,12 @@
 //! own runtime; Promise methods await it from napi's, so the event loop never blocks on Postgres.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use napi::Env;
 use napi::bindgen_prelude::{PromiseRaw, Unknown};
 use napi_derive::napi;
 use throttlekit::FailPolicy;
 use throttlekit::postgres::PostgresOptions;
-use throttlekit::validate::integer_at_least;
 
 use crate::convert::Options;
 use crate::error::{CoreResult, Settled};
@@ -68,67 +66,27 @@ struct Parsed {
     fail_policy: Option<FailPolicy>,
 }
 
-/// The one place `PostgresStore.connect()`'s options become core's `PostgresOptions`: types
-/// checked here, values by core.
+/// `PostgresStore.connect()`'s options that are core's `PostgresOptions` (all but `url` and the
+/// limiters' defaults).
+const OPTIONS: &[&str] = &[
+    "table",
+    "migrate",
+    "unlogged",
+    "synchronousCommitOff",
+    "poolSize",
+    "timeoutMs",
+    "connectTimeoutMs",
+    "sweepIntervalMs",
+    "sweepBatch",
+    "sweepGraceMs",
+];
+
+/// `PostgresStore.connect()`'s options: types checked here, the mapping and values core's.
 fn parse(options: &Unknown) -> CoreResult<Parsed> {
-    let o = Options::read(
-        options,
-        "postgresStore",
-        &[
-            "url",
-            "table",
-            "migrate",
-            "unlogged",
-            "synchronousCommitOff",
-            "poolSize",
-            "timeoutMs",
-            "connectTimeoutMs",
-            "sweepIntervalMs",
-            "sweepBatch",
-            "sweepGraceMs",
-            "serverClock",
-            "failPolicy",
-        ],
-        false,
-    )?;
+    let allowed: Vec<&str> = ["url"].iter().chain(OPTIONS).chain(&["serverClock", "failPolicy"]).copied().collect();
+    let o = Options::read(options, "postgresStore", &allowed, false)?;
     let url = crate::convert::string(o.require("url")?, &o.path("url"))?;
-    let mut p = PostgresOptions::new(url);
-    let ms = |name: &str, min: f64| -> CoreResult<Option<Duration>> {
-        o.number(name)?
-            .map(|v| integer_at_least(&o.path(name), v, min).map(|v| Duration::from_millis(v as u64)))
-            .transpose()
-    };
-    if let Some(t) = o.string("table")? {
-        p.table = t;
-    }
-    if let Some(m) = o.boolean("migrate")? {
-        p.migrate = m;
-    }
-    if let Some(u) = o.boolean("unlogged")? {
-        p.unlogged = u;
-    }
-    if let Some(s) = o.boolean("synchronousCommitOff")? {
-        p.synchronous_commit_off = s;
-    }
-    if let Some(n) = o.number("poolSize")? {
-        p.pool_size = integer_at_least(&o.path("poolSize"), n, 0.0)? as usize;
-    }
-    if let Some(t) = ms("timeoutMs", 0.0)? {
-        p.timeout = t;
-    }
-    if let Some(t) = ms("connectTimeoutMs", 0.0)? {
-        p.connect_timeout = t;
-    }
-    if let Some(t) = ms("sweepIntervalMs", 0.0)? {
-        // 0 turns the sweeper off (expiry on read still holds).
-        p.sweep_interval = Some(t).filter(|d| !d.is_zero());
-    }
-    if let Some(n) = o.number("sweepBatch")? {
-        p.sweep_batch = integer_at_least(&o.path("sweepBatch"), n, 0.0)? as i64;
-    }
-    if let Some(t) = ms("sweepGraceMs", 0.0)? {
-        p.sweep_grace = t;
-    }
+    let p = PostgresOptions::from_pairs(url, o.sql_pairs(OPTIONS, PostgresOptions::kind)?)?;
     Ok(Parsed { options: p, server_clock: o.boolean("serverClock")?, fail_policy: fail_policy_from_options(&o)? })
 }
 

@@ -10,8 +10,7 @@ use napi::Env;
 use napi::bindgen_prelude::{PromiseRaw, Unknown};
 use napi_derive::napi;
 use throttlekit::FailPolicy;
-use throttlekit::store::sqlite::{SqliteOptions, Synchronous};
-use throttlekit::validate::integer_at_least;
+use throttlekit::store::sqlite::SqliteOptions;
 
 use crate::convert::Options;
 use crate::error::{CoreResult, OrThrow, Settled};
@@ -56,34 +55,16 @@ pub struct SqliteStore {
     fail_policy: Option<FailPolicy>,
 }
 
-/// The one place `SqliteStore.open()`'s options become core's `SqliteOptions`: types checked
-/// here, values by core.
+/// `SqliteStore.open()`'s options that are core's `SqliteOptions` (all but `path` and the
+/// limiters' default fail policy).
+const OPTIONS: &[&str] = &["table", "busyTimeoutMs", "synchronous", "migrate", "maxKeyLength", "sweep"];
+
+/// `SqliteStore.open()`'s options: types checked here, the mapping and values core's.
 fn parse(options: &Unknown) -> CoreResult<(SqliteOptions, Option<FailPolicy>)> {
-    let o = Options::read(
-        options,
-        "sqliteStore",
-        &["path", "table", "busyTimeoutMs", "synchronous", "migrate", "maxKeyLength", "sweep", "failPolicy"],
-        false,
-    )?;
-    let mut p = SqliteOptions::new(crate::convert::string(o.require("path")?, &o.path("path"))?);
-    if let Some(t) = o.string("table")? {
-        p.table = t;
-    }
-    if let Some(n) = o.number("busyTimeoutMs")? {
-        p.busy_timeout_ms = integer_at_least(&o.path("busyTimeoutMs"), n, 0.0)? as u64;
-    }
-    if let Some(s) = o.string("synchronous")? {
-        p.synchronous = Synchronous::parse(&s)?;
-    }
-    if let Some(m) = o.boolean("migrate")? {
-        p.migrate = m;
-    }
-    if let Some(n) = o.number("maxKeyLength")? {
-        p.max_key_length = integer_at_least(&o.path("maxKeyLength"), n, 1.0)? as usize;
-    }
-    if let Some(s) = o.boolean("sweep")? {
-        p.sweep = s;
-    }
+    let allowed: Vec<&str> = ["path"].iter().chain(OPTIONS).chain(&["failPolicy"]).copied().collect();
+    let o = Options::read(options, "sqliteStore", &allowed, false)?;
+    let path = crate::convert::string(o.require("path")?, &o.path("path"))?;
+    let p = SqliteOptions::from_pairs(path, o.sql_pairs(OPTIONS, SqliteOptions::kind)?)?;
     Ok((p, fail_policy_from_options(&o)?))
 }
 

@@ -1,9 +1,8 @@
 //! `PostgresStore`: core's Postgres store (docs/postgres.md), every decision one SQL statement,
-//! for fleets that run Postgres and no Redis. Python's keyword arguments map one to one onto
-//! core's `PostgresOptions` (durations in ms); core checks every value.
+//! for fleets that run Postgres and no Redis. Python's keyword arguments are core's
+//! `PostgresOptions` (durations in ms), mapped and checked by core.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use pyo3::prelude::*;
 use throttlekit::FailPolicy;
@@ -29,63 +28,10 @@ impl PostgresStore {
     }
 }
 
-fn ms(obj: &Bound<'_, PyAny>, arg: &str) -> PyResult<Duration> {
-    Ok(Duration::from_millis(validate::count(obj, arg)?))
-}
-
-/// The keyword arguments of `PostgresStore(...)` that are core's `PostgresOptions`.
-#[derive(Default)]
-struct Args<'a, 'py> {
-    table: Option<&'a Bound<'py, PyAny>>,
-    migrate: Option<&'a Bound<'py, PyAny>>,
-    unlogged: Option<&'a Bound<'py, PyAny>>,
-    synchronous_commit_off: Option<&'a Bound<'py, PyAny>>,
-    pool_size: Option<&'a Bound<'py, PyAny>>,
-    timeout_ms: Option<&'a Bound<'py, PyAny>>,
-    connect_timeout_ms: Option<&'a Bound<'py, PyAny>>,
-    sweep_interval_ms: Option<&'a Bound<'py, PyAny>>,
-    sweep_batch: Option<&'a Bound<'py, PyAny>>,
-    sweep_grace_ms: Option<&'a Bound<'py, PyAny>>,
-}
-
-impl Args<'_, '_> {
-    /// The one place Python's arguments become core's `PostgresOptions`: types checked here,
-    /// values by core (`postgres.poolSize`, `postgres.timeout`, ...).
-    fn options(&self, url: &str) -> PyResult<PostgresOptions> {
-        let mut o = PostgresOptions::new(url);
-        if let Some(t) = given(self.table) {
-            o.table = validate::string(t, "table")?.to_owned();
-        }
-        if let Some(m) = given(self.migrate) {
-            o.migrate = validate::flag(m, "migrate")?;
-        }
-        if let Some(u) = given(self.unlogged) {
-            o.unlogged = validate::flag(u, "unlogged")?;
-        }
-        if let Some(s) = given(self.synchronous_commit_off) {
-            o.synchronous_commit_off = validate::flag(s, "synchronous_commit_off")?;
-        }
-        if let Some(n) = given(self.pool_size) {
-            o.pool_size = usize::try_from(validate::count(n, "pool_size")?).unwrap_or(usize::MAX);
-        }
-        if let Some(t) = given(self.timeout_ms) {
-            o.timeout = ms(t, "timeout_ms")?;
-        }
-        if let Some(t) = given(self.connect_timeout_ms) {
-            o.connect_timeout = ms(t, "connect_timeout_ms")?;
-        }
-        if let Some(t) = given(self.sweep_interval_ms) {
-            // 0 turns the sweeper off (expiry on read still holds).
-            o.sweep_interval = Some(ms(t, "sweep_interval_ms")?).filter(|d| !d.is_zero());
-        }
-        if let Some(n) = given(self.sweep_batch) {
-            o.sweep_batch = i64::try_from(validate::count(n, "sweep_batch")?).unwrap_or(i64::MAX);
-        }
-        if let Some(t) = given(self.sweep_grace_ms) {
-            o.sweep_grace = ms(t, "sweep_grace_ms")?;
-        }
-        Ok(o)
-    }
+/// Core's options for `url` from `PostgresStore(...)`'s keyword arguments that are core's
+/// `PostgresOptions` (`None`: the default): types checked here, the mapping and values core's.
+fn options(url: &str, args: &[(&str, Option<&Bound<'_, PyAny>>)]) -> PyResult<PostgresOptions> {
+    PostgresOptions::from_pairs(url, validate::sql_options(args, PostgresOptions::kind)?).py()
 }
 
 #[pymethods]
@@ -130,19 +76,21 @@ impl PostgresStore {
         fail_policy: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let url = validate::string(url, "url")?;
-        let options = Args {
-            table,
-            migrate,
-            unlogged,
-            synchronous_commit_off,
-            pool_size,
-            timeout_ms,
-            connect_timeout_ms,
-            sweep_interval_ms,
-            sweep_batch,
-            sweep_grace_ms,
-        }
-        .options(url)?;
+        let options = options(
+            url,
+            &[
+                ("table", table),
+                ("migrate", migrate),
+                ("unlogged", unlogged),
+                ("synchronous_commit_off", synchronous_commit_off),
+                ("pool_size", pool_size),
+                ("timeout_ms", timeout_ms),
+                ("connect_timeout_ms", connect_timeout_ms),
+                ("sweep_interval_ms", sweep_interval_ms),
+                ("sweep_batch", sweep_batch),
+                ("sweep_grace_ms", sweep_grace_ms),
+            ],
+        )?;
         let server_clock = match given(server_clock) {
             Some(s) => validate::flag(s, "server_clock")?,
             None => false,
@@ -178,7 +126,15 @@ impl PostgresStore {
         connect_timeout_ms: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
         let url = validate::string(url, "url")?;
-        let options = Args { table, unlogged, timeout_ms, connect_timeout_ms, ..Args::default() }.options(url)?;
+        let options = options(
+            url,
+            &[
+                ("table", table),
+                ("unlogged", unlogged),
+                ("timeout_ms", timeout_ms),
+                ("connect_timeout_ms", connect_timeout_ms),
+            ],
+        )?;
         // Core's `migrate` (connect with the schema's creation on, close), on the runtime that
         // drives the awaitables, entered from this thread with the GIL released.
         py.detach(|| pyo3_async_runtimes::tokio::get_runtime().block_on(CoreStore::migrate(options))).py()

@@ -1,11 +1,12 @@
 //! `SqliteStore`: core's SQLite store (one file shared by a machine's processes), configured
-//! from Python's keyword arguments. Every check of the arguments' values is core's.
+//! from Python's keyword arguments. Core maps them and checks every value.
 
 use std::sync::Arc;
 
 use pyo3::prelude::*;
 use throttlekit::FailPolicy;
-use throttlekit::store::sqlite::{SqliteOptions, Synchronous};
+use throttlekit::store::sql_options::OptionValue;
+use throttlekit::store::sqlite::SqliteOptions;
 
 use crate::error::{self, IntoPyResult};
 use crate::store::StoreArg;
@@ -56,33 +57,23 @@ impl SqliteStore {
         sweep: Option<&Bound<'_, PyAny>>,
         fail_policy: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
-        fn given<'py>(o: Option<&Bound<'py, PyAny>>) -> Option<Bound<'py, PyAny>> {
-            o.filter(|v| !v.is_none()).cloned()
-        }
         let path = path
             .extract::<std::path::PathBuf>()
             .map_err(|_| error::wrong_type("path", "a str or an os.PathLike", path))?;
-        let mut o = SqliteOptions::new(path);
-        if let Some(t) = given(table) {
-            o.table = validate::string(&t, "table")?.to_owned();
-        }
-        if let Some(t) = given(busy_timeout_ms) {
-            o.busy_timeout_ms = validate::count(&t, "busy_timeout_ms")?;
-        }
-        if let Some(s) = given(synchronous) {
-            o.synchronous = Synchronous::parse(validate::string(&s, "synchronous")?).py()?;
-        }
-        if let Some(m) = given(migrate) {
-            o.migrate = validate::flag(&m, "migrate")?;
-        }
-        if let Some(s) = given(sweep) {
-            o.sweep = validate::flag(&s, "sweep")?;
-        }
-        o.max_key_length = max_key_length.0;
-        let fail_policy = match given(fail_policy) {
-            Some(f) => Some(validate::fail_policy(&f)?),
-            None => None,
-        };
+        let mut pairs = validate::sql_options(
+            &[
+                ("table", table),
+                ("busy_timeout_ms", busy_timeout_ms),
+                ("synchronous", synchronous),
+                ("migrate", migrate),
+                ("sweep", sweep),
+            ],
+            SqliteOptions::kind,
+        )?;
+        // Checked by its own argument type (`None`: no limit).
+        pairs.push(("max_key_length", Some(OptionValue::Int(i64::try_from(max_key_length.0).unwrap_or(i64::MAX)))));
+        let o = SqliteOptions::from_pairs(path, pairs).py()?;
+        let fail_policy = validate::given(fail_policy).map(validate::fail_policy).transpose()?;
         let store = py.detach(|| throttlekit::store::sqlite::SqliteStore::with_options(o)).py()?;
         Ok(SqliteStore { inner: Arc::new(store), fail_policy })
     }

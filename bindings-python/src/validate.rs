@@ -12,6 +12,8 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyFloat, PyInt, PyString};
 use throttlekit::FailPolicy;
+#[cfg(any(feature = "postgres", feature = "sqlite"))]
+use throttlekit::store::sql_options::{OptionKind, OptionValue};
 use throttlekit::validate::{self as core, MAX_SAFE_INTEGER};
 
 use crate::error::{self, IntoPyResult};
@@ -193,6 +195,30 @@ pub fn count(obj: &Bound<'_, PyAny>, arg: &str) -> PyResult<u64> {
         Number::Float(f) if f.is_finite() && f.fract() == 0.0 && (0.0..=MAX_SAFE_INTEGER).contains(&f) => Ok(f as u64),
         Number::Float(_) => Err(bad()),
     }
+}
+
+/// The SQL store options among a constructor's arguments as core's `(name, value)` pairs, each
+/// read as core's `kind` of it says (a wrong type is `ConfigTypeError` naming the argument, a
+/// negative count `ConfigInvalidError`); absent and `None` both mean core's default. Core maps
+/// the pairs (`PostgresOptions::from_pairs`, `SqliteOptions::from_pairs`).
+#[cfg(any(feature = "postgres", feature = "sqlite"))]
+pub fn sql_options<'n>(
+    args: &[(&'n str, Option<&Bound<'_, PyAny>>)],
+    kind: fn(&str) -> Option<OptionKind>,
+) -> PyResult<Vec<(&'n str, Option<OptionValue>)>> {
+    let mut pairs = Vec::with_capacity(args.len());
+    for &(name, arg) in args {
+        let value = match (given(arg), kind(name)) {
+            (None, _) => None,
+            (Some(v), Some(OptionKind::Text)) => Some(OptionValue::Text(string(v, name)?.to_owned())),
+            (Some(v), Some(OptionKind::Flag)) => Some(OptionValue::Flag(flag(v, name)?)),
+            // <= 2^53, so it fits.
+            (Some(v), Some(OptionKind::Count)) => Some(OptionValue::Int(count(v, name)? as i64)),
+            (Some(_), None) => return Err(throttlekit::Error::config(name, "is not an option")).py(),
+        };
+        pairs.push((name, value));
+    }
+    Ok(pairs)
 }
 
 /// An optional argument that was given (absent and `None` both mean the default).

@@ -1,14 +1,13 @@
 //! The SQL stores: `PostgresStore` (a fleet that runs Postgres and no Redis) and `SqliteStore`
 //! (one machine's processes sharing a file). Their options are core's `PostgresOptions` and
-//! `SqliteOptions` under the same names (durations in ms); core checks every value.
+//! `SqliteOptions` under the same names (durations in ms); core maps and checks every value.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use throttlekit::postgres::PostgresOptions;
-use throttlekit::store::sqlite::{SqliteOptions, Synchronous};
+use throttlekit::store::sql_options::OptionValue;
+use throttlekit::store::sqlite::SqliteOptions;
 
-use crate::ThrottleKitError;
 use crate::error::Result;
 use crate::store::FailPolicy;
 
@@ -60,43 +59,25 @@ pub struct PostgresStoreOptions {
     pub fail_policy: Option<FailPolicy>,
 }
 
-fn count(v: i64, name: &str) -> Result<u64> {
-    u64::try_from(v).map_err(|_| ThrottleKitError::config(name, "must be >= 0"))
-}
-
-fn ms(v: i64, name: &str) -> Result<Duration> {
-    Ok(Duration::from_millis(count(v, name)?))
-}
-
 impl PostgresStoreOptions {
-    /// Core's options for `url`.
+    /// Core's options for `url`: core maps every option (`config_invalid` naming it, as spelled
+    /// here).
     fn core(&self, url: String) -> Result<PostgresOptions> {
-        let mut o = PostgresOptions::new(url);
-        if let Some(t) = &self.table {
-            o.table = t.clone();
-        }
-        o.migrate = self.migrate.unwrap_or(o.migrate);
-        o.unlogged = self.unlogged.unwrap_or(o.unlogged);
-        o.synchronous_commit_off = self.synchronous_commit_off.unwrap_or(o.synchronous_commit_off);
-        if let Some(n) = self.pool_size {
-            o.pool_size = usize::try_from(count(n, "pool_size")?).unwrap_or(usize::MAX);
-        }
-        if let Some(t) = self.timeout_ms {
-            o.timeout = ms(t, "timeout_ms")?;
-        }
-        if let Some(t) = self.connect_timeout_ms {
-            o.connect_timeout = ms(t, "connect_timeout_ms")?;
-        }
-        if let Some(t) = self.sweep_interval_ms {
-            o.sweep_interval = Some(ms(t, "sweep_interval_ms")?).filter(|d| !d.is_zero());
-        }
-        if let Some(n) = self.sweep_batch {
-            o.sweep_batch = i64::try_from(count(n, "sweep_batch")?).unwrap_or(i64::MAX);
-        }
-        if let Some(t) = self.sweep_grace_ms {
-            o.sweep_grace = ms(t, "sweep_grace_ms")?;
-        }
-        Ok(o)
+        Ok(PostgresOptions::from_pairs(
+            url,
+            [
+                ("table", self.table.clone().map(OptionValue::Text)),
+                ("migrate", self.migrate.map(OptionValue::Flag)),
+                ("unlogged", self.unlogged.map(OptionValue::Flag)),
+                ("synchronous_commit_off", self.synchronous_commit_off.map(OptionValue::Flag)),
+                ("pool_size", self.pool_size.map(OptionValue::Int)),
+                ("timeout_ms", self.timeout_ms.map(OptionValue::Int)),
+                ("connect_timeout_ms", self.connect_timeout_ms.map(OptionValue::Int)),
+                ("sweep_interval_ms", self.sweep_interval_ms.map(OptionValue::Int)),
+                ("sweep_batch", self.sweep_batch.map(OptionValue::Int)),
+                ("sweep_grace_ms", self.sweep_grace_ms.map(OptionValue::Int)),
+            ],
+        )?)
     }
 }
 
@@ -204,24 +185,17 @@ impl SqliteStore {
     /// are `config_invalid`.
     #[uniffi::constructor]
     pub fn new(path: String, options: SqliteStoreOptions) -> Result<Arc<Self>> {
-        let mut o = SqliteOptions::new(path);
-        if let Some(t) = options.table {
-            o.table = t;
-        }
-        if let Some(t) = options.busy_timeout_ms {
-            o.busy_timeout_ms = count(t, "busy_timeout_ms")?;
-        }
-        if let Some(s) = &options.synchronous {
-            o.synchronous = Synchronous::parse(s)?;
-        }
-        o.migrate = options.migrate.unwrap_or(o.migrate);
-        o.sweep = options.sweep.unwrap_or(o.sweep);
-        if let Some(n) = options.max_key_length {
-            if n < 1 {
-                return Err(ThrottleKitError::config("max_key_length", "must be >= 1"));
-            }
-            o.max_key_length = usize::try_from(n).unwrap_or(usize::MAX);
-        }
+        let o = SqliteOptions::from_pairs(
+            path,
+            [
+                ("table", options.table.map(OptionValue::Text)),
+                ("busy_timeout_ms", options.busy_timeout_ms.map(OptionValue::Int)),
+                ("synchronous", options.synchronous.map(OptionValue::Text)),
+                ("migrate", options.migrate.map(OptionValue::Flag)),
+                ("max_key_length", options.max_key_length.map(OptionValue::Int)),
+                ("sweep", options.sweep.map(OptionValue::Flag)),
+            ],
+        )?;
         let store = throttlekit::store::sqlite::SqliteStore::with_options(o)?;
         Ok(Arc::new(SqliteStore { inner: Arc::new(store), fail_policy: options.fail_policy.map(Into::into) }))
     }

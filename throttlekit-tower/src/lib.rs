@@ -30,7 +30,8 @@
 //! adaptive concurrency limit are in flight, and answers `503` with `Retry-After` otherwise
 //! (`docs/adaptive.md`).
 //!
-//! `docs/http.md` in the repository describes the fields, and why this is a separate crate.
+//! `docs/http.md` in the repository describes the fields; `docs/http-rust.md` this layer's options,
+//! its tests, and why it is a separate crate.
 #![warn(missing_docs)]
 
 mod adaptive;
@@ -44,7 +45,7 @@ pub use body::ResponseBody;
 pub use config::{LimitedEvent, RateLimitLayer};
 pub use service::RateLimitService;
 
-/// `docs/http.md`'s Rust code blocks compile and run as doctests, so the documentation cannot rot.
-#[doc = include_str!("../../docs/http.md")]
+/// `docs/http-rust.md`'s Rust code blocks compile and run as doctests, so the documentation cannot rot.
+#[doc = include_str!("../../docs/http-rust.md")]
 #[cfg(doctest)]
 pub struct HttpDocDoctests;

@@ -13,7 +13,7 @@ import (
 	"github.com/gin-gonic/gin"
 )
 
-// The quick start of docs/http.md ("Go: gin middleware") and bindings-c/README.md, run: 5
+// The quick start of docs/http-go.md ("Go: gin middleware") and bindings-c/README.md, run: 5
 // requests a minute per client IP on one route group, the sixth denied.
 func Example() {
 	// quick start begins
@@ -50,5 +50,5 @@ func Example() {
 
 // Every doc that shows this package's quick start shows this example's code verbatim.
 func TestDocsShowThisExample(t *testing.T) {
-	testdocs.ShowQuickStart(t, "../../../docs/http.md", "../../README.md")
+	testdocs.ShowQuickStart(t, "../../../docs/http-go.md", "../../README.md")
 }

@@ -12,7 +12,7 @@ import (
 	"example.invalid/throttlekit/go/tkhttp"
 )
 
-// The quick start of docs/http.md ("Go: net/http middleware") and bindings-c/README.md, run
+// The quick start of docs/http-go.md ("Go: net/http middleware") and bindings-c/README.md, run
 // against a real server: TestDocsShowThisExample keeps the docs' copy identical.
 func Example() {
 	// quick start begins
@@ -54,5 +54,5 @@ func Example() {
 
 // Every doc that shows this package's quick start shows this example's code verbatim.
 func TestDocsShowThisExample(t *testing.T) {
-	testdocs.ShowQuickStart(t, "../../../docs/http.md", "../../README.md")
+	testdocs.ShowQuickStart(t, "../../../docs/http-go.md", "../../README.md")
 }

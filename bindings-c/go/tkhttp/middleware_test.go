@@ -1,7 +1,7 @@
 package tkhttp_test
 
 // Real servers (httptest, on loopback ports) and real http.Clients. The exact lines asserted
-// here are docs/http.md's examples; the same rules are pinned by conformance-vectors/http.
+// here are docs/http-go.md's examples; the same rules are pinned by conformance-vectors/http.
 
 import (
 	"encoding/json"

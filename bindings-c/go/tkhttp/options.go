@@ -3,7 +3,7 @@
 // It is a thin adapter. Every decision, header line, client key and problem body comes from
 // the Rust core through the C ABI (throttlekit.HTTPEdge, HTTPHeaders, HTTPProblemBody),
 // so a Go server sends byte for byte what the Rust, Python and Node middleware send for the
-// same decisions. The option names follow the Rust tower layer's (docs/http.md).
+// same decisions. The option names follow the Rust tower layer's (docs/http-rust.md).
 package tkhttp
 
 import (

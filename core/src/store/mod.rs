@@ -22,6 +22,8 @@ mod multi_apply;
 #[cfg(any(feature = "redis", feature = "postgres"))]
 pub mod scoped;
 pub(crate) mod shard_lock;
+#[cfg(any(feature = "postgres", feature = "sqlite"))]
+pub mod sql_options;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
 

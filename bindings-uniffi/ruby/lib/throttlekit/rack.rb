@@ -17,7 +17,7 @@
 #
 # Everything is validated when the app is built (boot), never at the first request: a bad
 # option raises Throttlekit::ThrottleKitError with code "config_invalid" naming the setting.
-# docs/http.md, "Ruby: Rack middleware", has every option.
+# docs/http-ruby.md, "Ruby: Rack middleware", has every option.
 
 require "json"
 require "rack"
