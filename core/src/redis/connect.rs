@@ -162,9 +162,8 @@ pub(crate) fn client_for(info: redis::ConnectionInfo, tls: Option<&TlsFiles>) ->
 /// the time left (the redis crate pipelined its handshake, `CLIENT SETINFO` twice, then `AUTH`
 /// or `HELLO 3`, `SELECT`, and read every reply with a whole timeout of its own: on a server that
 /// accepts connections but never answers a blocking call took about twice `timeout_ms`). The
-/// login is what a binding's own transport sends ([`super::transport::Endpoint::handshake`]),
-/// or, for a URL that asks for RESP3 (`?protocol=resp3`), `HELLO 3` (with `AUTH` when the URL has
-/// credentials) and `SELECT`.
+/// login is what a binding's own transport sends ([`super::transport::Endpoint::handshake`]:
+/// `HELLO 3` for a URL that asks for RESP3, `AUTH` and `SELECT` as the URL says).
 pub(crate) struct Blocking {
     handshake: Vec<Vec<u8>>,
     /// Plain TCP, TLS or a Unix socket; `None` for a `rediss://` URL without the store's TLS
@@ -177,12 +176,7 @@ impl Blocking {
     /// `rediss://` URL.
     pub(crate) fn of(client: &redis::Client, tls: Option<&TlsFiles>) -> Blocking {
         let info = client.get_connection_info();
-        let settings = info.redis_settings();
-        let handshake = if settings.protocol().supports_resp3() {
-            resp3_handshake(settings)
-        } else {
-            super::transport::Endpoint::of(info).handshake()
-        };
+        let handshake = super::transport::Endpoint::of(info).handshake();
         Blocking { handshake, target: Target::of(info.addr(), tls.map(|t| &t.config)) }
     }
 
@@ -201,22 +195,6 @@ impl Blocking {
         let (target, login) = self.own().map_err(|what| super::wire::io(std::io::ErrorKind::InvalidInput, what))?;
         super::wire::Wire::connect(target, login, deadline)
     }
-}
-
-/// The RESP3 login, one command each: `HELLO 3 [AUTH user password]` (the crate's own
-/// spelling: the default user when the URL names none), then `SELECT` for a database other
-/// than 0.
-fn resp3_handshake(settings: &redis::RedisConnectionInfo) -> Vec<Vec<u8>> {
-    let mut hello = redis::cmd("HELLO");
-    hello.arg(3);
-    if let Some(password) = settings.password() {
-        hello.arg("AUTH").arg(settings.username().unwrap_or("default")).arg(password);
-    }
-    let mut out = vec![hello.get_packed_command()];
-    if settings.db() != 0 {
-        out.push(redis::cmd("SELECT").arg(settings.db()).get_packed_command());
-    }
-    out
 }
 
 #[cfg(test)]
