@@ -275,9 +275,9 @@ impl Inner {
         let conn = self.conn().await?;
         let failed =
             |e: tokio_postgres::Error| pg_error("the statement failed (not resent: it may have committed)", &e);
-        if let Some(inline) = Inline::of(c) {
-            let mut params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = vec![&key, &c.now, &c.cost];
-            params.extend(c.params[..inline.params()].iter().map(|p| p as &(dyn tokio_postgres::types::ToSql + Sync)));
+        if let Some((inline, values)) = Inline::bind(c) {
+            let mut params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = vec![&key];
+            params.extend(values.iter().map(|v| &**v as &(dyn tokio_postgres::types::ToSql + Sync)));
             let row = conn.client.query_one(&conn.inline[inline.index()], &params).await.map_err(failed)?;
             let r: Vec<i64> = row.try_get(0).map_err(|e| pg_error("reading the reply", &e))?;
             return call::read(c, &r);
