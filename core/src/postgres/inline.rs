@@ -189,7 +189,7 @@ fn add_now(y: &str) -> String {
 /// Postgres's `float8::bigint`: rounded half to even, an error out of range (`None`).
 fn rint(v: f64) -> Option<i64> {
     let r = v.round_ties_even();
-    (r >= -9_223_372_036_854_775_808.0 && r < 9_223_372_036_854_775_808.0).then_some(r as i64)
+    (-9_223_372_036_854_775_808.0..9_223_372_036_854_775_808.0).contains(&r).then_some(r as i64)
 }
 
 /// Postgres's `float8 * float8` (float.h's `float8_mul`): an error (`None`) where finite
