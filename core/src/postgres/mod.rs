@@ -2,9 +2,10 @@
 //!
 //! Sans-IO like the Redis engine: [`call`] turns a transform into the parameters of one
 //! statement and the returned row into the store's reply; [`schema`] holds the table, the SQL
-//! functions and the statements as text; [`PostgresStore`] is the tokio-postgres driver.
+//! functions and the statements as text (the common checks inline: `inline`); [`PostgresStore`] is the tokio-postgres driver.
 
 pub mod call;
+pub mod inline;
 mod options;
 pub mod schema;
 mod scoped;

@@ -3,8 +3,10 @@
 //! One table of one row per key (docs/postgres.md, "Schema"); the transitions are SQL functions
 //! (`functions.sql`) that read no table, called from the `SET` of an
 //! `INSERT ... ON CONFLICT (key) DO UPDATE`, so the old state is read only through the row the
-//! statement has locked.
+//! statement has locked; the common checks are the same arithmetic as SQL expressions in that
+//! `SET` ([`super::inline`]).
 
+use super::inline::Inline;
 use crate::error::{Error, Result};
 
 /// The functions' source, created by `migrate` (idempotent: `CREATE OR REPLACE`).
@@ -86,6 +88,9 @@ pub struct Statements {
     /// `SELECT` runs the transition on no state for a new key, and `DO UPDATE` runs it on the
     /// locked row otherwise, so it costs two evaluations where the row exists.
     pub step_new: String,
+    /// The inline checks ([`super::inline`]), in the order of [`Inline::ALL`]: one statement and
+    /// one round trip whether or not the key's row exists, no function call.
+    pub inline: [String; 3],
     /// A multi-dimensional check or lease. `$1` keys, `$2` algos, `$3` params, `$4` costs,
     /// `$5` rule, `$6` now, `$7` a lease's wants and `$8` its lifetimes (NULL: a check); returns
     /// the admission and five fields a dimension, then a lease's five grant fields a dimension.
@@ -116,6 +121,7 @@ impl Statements {
                  SELECT $1::text, x.* FROM throttlekit_v1_step(0::smallint, NULL, NULL, NULL, NULL, NULL, {args}) x \
                  {update}"
             ),
+            inline: Inline::ALL.map(|i| i.statement(t)),
             multi: format!(
                 "SELECT throttlekit_v1_multi('{t}'::regclass, $1::text[], $2::smallint[], $3::float8[], \
                  $4::bigint[], $5::smallint, $6::bigint, $7::bigint[], $8::bigint[])"

@@ -20,6 +20,7 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::{Client, Statement};
 
 use super::call::{self, StepCall};
+use super::inline::Inline;
 use super::options::PostgresOptions;
 use super::schema::{self, Statements, Table};
 use crate::error::{Error, ErrorCode, Result};
@@ -37,6 +38,7 @@ struct Conn {
     client: Client,
     step: Statement,
     step_new: Statement,
+    inline: [Statement; 3],
     multi: Statement,
     reset: Statement,
 }
@@ -210,9 +212,17 @@ impl Inner {
         };
         // Pipelined: one round trip for all of them.
         let s = &self.statements;
-        let (step, step_new, multi, reset) =
-            tokio::try_join!(prepare(&s.step), prepare(&s.step_new), prepare(&s.multi), prepare(&s.reset))?;
-        Ok(Conn { client, step, step_new, multi, reset })
+        let [gcra, bucket, window] = &s.inline;
+        let (step, step_new, multi, reset, gcra, bucket, window) = tokio::try_join!(
+            prepare(&s.step),
+            prepare(&s.step_new),
+            prepare(&s.multi),
+            prepare(&s.reset),
+            prepare(gcra),
+            prepare(bucket),
+            prepare(window)
+        )?;
+        Ok(Conn { client, step, step_new, inline: [gcra, bucket, window], multi, reset })
     }
 
     /// A live connection of the pool, round robin; a closed one is replaced before use (a
@@ -258,12 +268,22 @@ impl Inner {
     /// evaluation of the transition; on a key with no row it only inserted an empty one (no
     /// state, no reply: nothing was decided or charged), and [`Statements::step_new`] decides.
     /// That is not a resend: the first statement committed nothing a decision reads.
+    ///
+    /// A check on the caller's clock of GCRA, a token bucket or a fixed window is instead its
+    /// [`Statements::inline`] statement: one round trip on a new key too, no function call.
     async fn step(&self, key: &str, c: &StepCall) -> Result<Reply> {
         let conn = self.conn().await?;
-        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 6] =
-            [&key, &c.now, &(c.op as i16), &c.algo, &&c.params[..], &c.cost];
         let failed =
             |e: tokio_postgres::Error| pg_error("the statement failed (not resent: it may have committed)", &e);
+        if let Some((inline, values)) = Inline::bind(c) {
+            let mut params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = vec![&key];
+            params.extend(values.iter().map(|v| &**v as &(dyn tokio_postgres::types::ToSql + Sync)));
+            let row = conn.client.query_one(&conn.inline[inline.index()], &params).await.map_err(failed)?;
+            let r: Vec<i64> = row.try_get(0).map_err(|e| pg_error("reading the reply", &e))?;
+            return call::read(c, &r);
+        }
+        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 6] =
+            [&key, &c.now, &(c.op as i16), &c.algo, &&c.params[..], &c.cost];
         let row = conn.client.query_one(&conn.step, &params).await.map_err(failed)?;
         let r: Option<Vec<i64>> = row.try_get(0).map_err(|e| pg_error("reading the reply", &e))?;
         let r = match r {

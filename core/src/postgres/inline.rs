@@ -1,0 +1,421 @@
+//! The checks of the common strategies written out as plain SQL expressions in the step
+//! statement itself, without a call to `throttlekit_v1_step`.
+//!
+//! Why: calling a PL/pgSQL function from the `SET` costs the server more than the upsert does
+//! (its interpreter's per-call setup, docs/postgres.md "Numbers"). So a *check* on the *caller's
+//! clock* of a GCRA, a token bucket or a fixed window (the strategies most limiters use) is one
+//! statement
+//!
+//! ```sql
+//! INSERT INTO t AS s (key, kind, f, a, n, xs, deadline, r) VALUES ($1, <the transition on no state>)
+//! ON CONFLICT (key) DO UPDATE SET kind = <the transition on s>, ... RETURNING r
+//! ```
+//!
+//! whose `SET` reads the old state only through `s`, the conflicting row the statement has
+//! locked (no CTE, no subquery: atomic under READ COMMITTED); a new key is decided by the
+//! `VALUES` in the same round trip.
+//!
+//! The statement must stay small: Postgres compiles its expressions afresh at every execution,
+//! so their size, not only the path evaluated, is paid per call. Hence everything that does not
+//! read the row is computed here, in Rust, with Postgres's own operations (its float-to-bigint
+//! rounding, its errors on overflow: where Postgres would raise, the call goes to the function,
+//! which raises the same), and sent as parameters; the SQL keeps only what reads the row. Each
+//! part names the line of `functions.sql` it is, so the decisions are the same bits as the
+//! function's, the memory store's and the Lua scripts'.
+//!
+//! Every other op (peek, forecast, lease, give-back, reservation), the other strategies
+//! (sliding window, log, quota periods: loops over arrays, unreadable as expressions) and the
+//! server's clock (an expression cannot read `clock_timestamp()` once and reuse it) call the
+//! function.
+
+use tokio_postgres::types::ToSql;
+
+use super::call::{Op, StepCall};
+
+/// The strategies whose check is inline, by their algorithm number in `functions.sql`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Inline {
+    /// algo 1.
+    Gcra,
+    /// algo 2.
+    TokenBucket,
+    /// algo 3.
+    FixedWindow,
+}
+
+/// One parameter of an inline statement.
+pub type Param = Box<dyn ToSql + Sync + Send>;
+
+impl Inline {
+    /// Every inline strategy, in the order of [`Inline::index`].
+    pub const ALL: [Inline; 3] = [Inline::Gcra, Inline::TokenBucket, Inline::FixedWindow];
+
+    /// The inline statement that decides `c` and its parameters after the key (`$2` on), if
+    /// one does: a check on the caller's clock of an inline strategy whose parameters Postgres
+    /// would accept.
+    pub fn bind(c: &StepCall) -> Option<(Inline, Vec<Param>)> {
+        let now = c.now?;
+        if c.op != Op::Check || c.cost < 0 {
+            return None;
+        }
+        let p = &c.params;
+        match c.algo {
+            1 => gcra_params(now, c.cost, p[0], p[1], p[2]).map(|v| (Inline::Gcra, v)),
+            2 => token_bucket_params(now, c.cost, p[0], p[1]).map(|v| (Inline::TokenBucket, v)),
+            3 => fixed_window_params(now, c.cost, p[0], p[1]).map(|v| (Inline::FixedWindow, v)),
+            _ => None,
+        }
+    }
+
+    /// The position in [`Inline::ALL`].
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    /// The statement on `table` (a validated name).
+    pub fn statement(self, table: &str) -> String {
+        let new: Vec<String> = self.columns(&NONE).into_iter().map(|(_, v)| v).collect();
+        let set: Vec<String> = self.columns(&ROW).into_iter().map(|(c, v)| format!("{c} = {v}")).collect();
+        format!(
+            "INSERT INTO {table} AS s (key, kind, f, a, n, xs, deadline, r) VALUES ($1::text, {}) \
+             ON CONFLICT (key) DO UPDATE SET {} RETURNING r",
+            new.join(", "),
+            set.join(", ")
+        )
+    }
+
+    /// The transition's allowed outcome on `old`.
+    fn transition(self, old: &Old) -> Transition {
+        match self {
+            Inline::Gcra => gcra(old),
+            Inline::TokenBucket => token_bucket(old),
+            Inline::FixedWindow => fixed_window(old),
+        }
+    }
+
+    /// Every column's new value on `old`: the allowed outcome when allowed; otherwise the old
+    /// state (a denial changes nothing) unless it has expired, which is gone for good (the
+    /// function's "Expiry" lines: kind 0, every state column NULL).
+    fn columns(self, old: &Old) -> [(&'static str, String); 7] {
+        let t = self.transition(old);
+        let allowed = &t.allowed;
+        let gone = format!("({} = 0 OR $2::bigint > {})", old.kind, old.deadline);
+        let keep =
+            |new: &str, col: &str| format!("CASE WHEN {allowed} THEN {new} WHEN {gone} THEN NULL ELSE {col} END");
+        let clear = |col: &str| format!("CASE WHEN {allowed} OR {gone} THEN NULL ELSE {col} END");
+        [
+            (
+                "kind",
+                format!(
+                    "CASE WHEN {allowed} THEN {}::smallint WHEN {gone} THEN 0::smallint ELSE {} END",
+                    t.kind, old.kind
+                ),
+            ),
+            ("f", t.f.as_deref().map_or_else(|| clear(old.f), |f| keep(f, old.f))),
+            ("a", t.a.as_deref().map_or_else(|| clear(old.a), |a| keep(a, old.a))),
+            ("n", t.n.as_deref().map_or_else(|| clear(old.n), |n| keep(n, old.n))),
+            ("xs", clear(old.xs)),
+            ("deadline", keep(&t.deadline, old.deadline)),
+            ("r", format!("CASE WHEN {allowed} THEN {} ELSE {} END", t.allowed_reply, t.denied_reply)),
+        ]
+    }
+}
+
+/// The old state a transition reads: the conflicting row's columns, or a new key's none.
+struct Old {
+    kind: &'static str,
+    f: &'static str,
+    a: &'static str,
+    n: &'static str,
+    xs: &'static str,
+    deadline: &'static str,
+}
+
+const ROW: Old = Old { kind: "s.kind", f: "s.f", a: "s.a", n: "s.n", xs: "s.xs", deadline: "s.deadline" };
+const NONE: Old = Old {
+    kind: "0::smallint",
+    f: "NULL::float8",
+    a: "NULL::bigint",
+    n: "NULL::bigint",
+    xs: "NULL::bigint[]",
+    deadline: "NULL::bigint",
+};
+
+impl Old {
+    /// The old state is of `kind` and has not expired (what the function's state is after its
+    /// "Expiry" lines).
+    fn live(&self, kind: u8) -> String {
+        format!("{} = {kind} AND $2::bigint <= {}", self.kind, self.deadline)
+    }
+}
+
+/// An allowed check's state (`None`: the column is NULL) and both replies, as expressions.
+struct Transition {
+    allowed: String,
+    kind: u8,
+    f: Option<String>,
+    a: Option<String>,
+    n: Option<String>,
+    deadline: String,
+    allowed_reply: String,
+    denied_reply: String,
+}
+
+const MAX: &str = "9223372036854775807";
+
+/// `throttlekit_v1_ceil(v)` (Rust's saturating `as i64` of `ceil(v)`) with `v` written twice,
+/// not four times: `ceil(v)` clamped to [-2^63, 2^63] is exact there (a double that large is an
+/// integer) and 2^63 stands for the saturated maximum; NaN, which Postgres orders above every
+/// number, saturates as in the function.
+fn ceil(v: &str) -> String {
+    round("ceil", v)
+}
+
+/// `throttlekit_v1_floor(v)`, as [`ceil`].
+fn floor(v: &str) -> String {
+    round("floor", v)
+}
+
+fn round(f: &str, v: &str) -> String {
+    let x = format!("least(greatest({f}({v}), -{MAX}::float8), {MAX}::float8)");
+    format!("CASE WHEN {x} >= {MAX}::float8 THEN {MAX} ELSE {x}::bigint END")
+}
+
+/// `throttlekit_v1_add($2, y)`, saturating, with `y` written once (numeric is exact for bigints).
+fn add_now(y: &str) -> String {
+    format!("least(greatest($2::bigint::numeric + {y}, -{MAX} - 1), {MAX})::bigint")
+}
+
+/// Postgres's `float8::bigint`: rounded half to even, an error out of range (`None`).
+fn rint(v: f64) -> Option<i64> {
+    let r = v.round_ties_even();
+    (-9_223_372_036_854_775_808.0..9_223_372_036_854_775_808.0).contains(&r).then_some(r as i64)
+}
+
+/// Postgres's `float8 * float8` (float.h's `float8_mul`): an error (`None`) where finite
+/// operands overflow to an infinity or nonzero ones underflow to zero.
+fn mul(a: f64, b: f64) -> Option<f64> {
+    let r = a * b;
+    let raises = (r.is_infinite() && !a.is_infinite() && !b.is_infinite()) || (r == 0.0 && a != 0.0 && b != 0.0);
+    (!raises).then_some(r)
+}
+
+/// Postgres's `float8 / float8` (`float8_div`): an error (`None`) dividing by zero, and on
+/// overflow or underflow as [`mul`].
+fn div(a: f64, b: f64) -> Option<f64> {
+    if b == 0.0 && !a.is_nan() {
+        return None;
+    }
+    let r = a / b;
+    let raises = (r.is_infinite() && !a.is_infinite()) || (r == 0.0 && a != 0.0 && !b.is_infinite());
+    (!raises).then_some(r)
+}
+
+/// `throttlekit_v1_ceil` in Rust (for parameters that read no row).
+fn ceil_sat(v: f64) -> i64 {
+    if v.is_nan() || v >= 9_223_372_036_854_775_807.0 {
+        i64::MAX
+    } else if v <= -9_223_372_036_854_775_808.0 {
+        i64::MIN
+    } else {
+        v.ceil() as i64
+    }
+}
+
+fn int(v: i64) -> Param {
+    Box::new(v)
+}
+
+fn float(v: f64) -> Param {
+    Box::new(v)
+}
+
+/// GCRA's parameters: `$2` now, `$3` now as a double, `$4` inc (`t * cost`), `$5` t, `$6` tau,
+/// `$7` the limit.
+fn gcra_params(now: i64, cost: i64, t: f64, tau: f64, limit: f64) -> Option<Vec<Param>> {
+    // inc := p[1] * cost::float8; lim := p[3]::bigint.
+    let inc = mul(t, cost as f64)?;
+    Some(vec![int(now), float(now as f64), float(inc), float(t), float(tau), int(rint(limit)?)])
+}
+
+/// `functions.sql`, `IF algo = 1`: GCRA's check (src/algorithms/gcra.rs).
+fn gcra(old: &Old) -> Transition {
+    let (now, inc, t, tau) = ("$3::float8", "$4::float8", "$5::float8", "$6::float8");
+    // stored := CASE WHEN kind = 1 THEN f ELSE now_f END; tat := CASE WHEN stored > now_f
+    // THEN stored ELSE now_f END; new_tat := tat + inc; allow_at := new_tat - p[2].
+    let tat = format!("(CASE WHEN {} AND {f} > {now} THEN {f} ELSE {now} END)", old.live(1), f = old.f);
+    let new_tat = format!("({tat} + {inc})");
+    let allow_at = format!("({new_tat} - {tau})");
+    Transition {
+        allowed: format!("(NOT {now} < {allow_at})"),
+        kind: 1,
+        f: Some(new_tat.clone()),
+        a: None,
+        n: None,
+        deadline: add_now(&format!("greatest({}, 1)", ceil(&format!("{new_tat} - {now}")))),
+        allowed_reply: format!(
+            "ARRAY[1, $7::bigint, greatest({}, 0), {}, 0]",
+            floor(&format!("({tau} - ({new_tat} - {now})) / {t}")),
+            ceil(&new_tat)
+        ),
+        denied_reply: format!(
+            "ARRAY[0, $7::bigint, greatest({}, 0), {}, {}]",
+            floor(&format!("({tau} - ({tat} - {now})) / {t}")),
+            ceil(&tat),
+            ceil(&format!("{allow_at} - {now}"))
+        ),
+    }
+}
+
+/// The token bucket's parameters: `$2` now, `$3` now as a double, `$4` the cost as a double,
+/// `$5` capacity, `$6` refill per ms, `$7` the limit, `$8` an allowed check's deadline.
+fn token_bucket_params(now: i64, cost: i64, capacity: f64, rate: f64) -> Option<Vec<Param>> {
+    // o_deadline := throttlekit_v1_add(now_i, greatest(throttlekit_v1_ceil(p[1] / p[2]), 1)).
+    let life = ceil_sat(div(capacity, rate)?).max(1);
+    let (lim, deadline) = (rint(capacity)?, now.saturating_add(life));
+    Some(vec![int(now), float(now as f64), float(cost as f64), float(capacity), float(rate), int(lim), int(deadline)])
+}
+
+/// `functions.sql`, `IF algo = 2`: the token bucket's check (src/algorithms/token_bucket.rs).
+fn token_bucket(old: &Old) -> Transition {
+    let (now, cost, cap, rate) = ("$3::float8", "$4::float8", "$5::float8", "$6::float8");
+    // tokens := least(p[1], f + greatest(now_f - a::float8, 0.0) * p[2]) on a live bucket, else p[1].
+    let tokens = format!(
+        "(CASE WHEN {} THEN least({cap}, {f} + greatest({now} - {a}::float8, 0.0) * {rate}) ELSE {cap} END)",
+        old.live(2),
+        f = old.f,
+        a = old.a
+    );
+    let left = format!("({tokens} - {cost})");
+    let reset = |v: &str| add_now(&ceil(&format!("({cap} - {v}) / {rate}")));
+    Transition {
+        allowed: format!("({tokens} >= {cost})"),
+        kind: 2,
+        f: Some(left.clone()),
+        a: Some("$2::bigint".into()),
+        n: None,
+        deadline: "$8::bigint".into(),
+        allowed_reply: format!("ARRAY[1, $7::bigint, greatest({}, 0), {}, 0]", floor(&left), reset(&left)),
+        denied_reply: format!(
+            "ARRAY[0, $7::bigint, greatest({}, 0), {}, greatest({}, 1)]",
+            floor(&tokens),
+            reset(&tokens),
+            ceil(&format!("({cost} - {tokens}) / {rate}"))
+        ),
+    }
+}
+
+/// The fixed window's parameters: `$2` now, `$3` the cost, `$4` the limit, `$5` the limit less
+/// the cost, `$6` the window's start, `$7` its end, `$8` the ms to its end (at least 1), `$9` an
+/// allowed check's deadline.
+fn fixed_window_params(now: i64, cost: i64, limit: f64, window_ms: f64) -> Option<Vec<Param>> {
+    // lim := p[1]::bigint; w_start := now_i - (((now_i % p[2]::bigint) + p[2]::bigint) % p[2]::bigint);
+    // w_end := w_start + p[2]::bigint (Postgres raises where these overflow: so does checked).
+    let (lim, w) = (rint(limit)?, rint(window_ms)?);
+    let start = now.checked_sub(now.checked_rem(w)?.checked_add(w)?.checked_rem(w)?)?;
+    let end = start.checked_add(w)?;
+    let until_end = end.checked_sub(now)?.max(1);
+    Some(vec![
+        int(now),
+        int(cost),
+        int(lim),
+        int(lim.checked_sub(cost)?),
+        int(start),
+        int(end),
+        int(until_end),
+        int(now.saturating_add(until_end)),
+    ])
+}
+
+/// `functions.sql`, `IF algo = 3 OR algo = 6` with algo 3: the fixed window's check (an
+/// epoch-aligned window; src/algorithms/period_counter.rs).
+fn fixed_window(old: &Old) -> Transition {
+    // cnt := CASE WHEN kind = 3 AND a = w_start THEN n ELSE 0 END.
+    let count = format!("(CASE WHEN {} AND {} = $6::bigint THEN {} ELSE 0 END)", old.live(3), old.a, old.n);
+    // new_cnt := throttlekit_v1_add(cnt, cost); allowed when new_cnt <= lim. With cost >= 0 and
+    // lim < 2^63 - 1 (a rounded double), that is cnt <= lim - cost, and new_cnt does not
+    // saturate when it holds.
+    Transition {
+        allowed: format!("({count} <= $5::bigint)"),
+        kind: 3,
+        f: None,
+        a: Some("$6::bigint".into()),
+        n: Some(format!("{count} + $3::bigint")),
+        deadline: "$9::bigint".into(),
+        allowed_reply: format!("ARRAY[1, $4::bigint, $5::bigint - {count}, $7::bigint, 0]"),
+        denied_reply: format!("ARRAY[0, $4::bigint, greatest($4::bigint - {count}, 0), $7::bigint, $8::bigint]"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(op: Op, now: Option<i64>, algo: i16, params: [f64; 4], cost: i64) -> StepCall {
+        let [a, b, c, d] = params;
+        StepCall { now, op, algo, params: [a, b, c, d, 0.0, 0.0], cost }
+    }
+
+    #[test]
+    fn the_statements_read_the_old_state_only_through_the_conflicting_row_and_call_no_function() {
+        for (inline, params) in [(Inline::Gcra, 7), (Inline::TokenBucket, 8), (Inline::FixedWindow, 9)] {
+            let sql = inline.statement("tk").to_uppercase();
+            // No CTE or subquery (pecorino's over-admission), no PL/pgSQL call.
+            assert!(!sql.contains("SELECT") && !sql.contains("WITH"), "{inline:?}: {sql}");
+            assert!(!sql.contains("THROTTLEKIT_V1") && !sql.contains(" FROM "), "{inline:?}: {sql}");
+            // Every parameter bound is used, and no other.
+            assert!(sql.contains(&format!("${params}::")), "{inline:?} uses ${params}");
+            assert!(!sql.contains(&format!("${}::", params + 1)), "{inline:?} uses no ${}", params + 1);
+            let good =
+                call(Op::Check, Some(1_765_000_000_000), inline.index() as i16 + 1, [10.0, 1000.0, 10.0, 0.0], 1);
+            let (bound, values) = Inline::bind(&good).expect("inline");
+            assert_eq!((bound, values.len() + 1), (inline, params));
+            // Small: Postgres compiles these expressions at every execution.
+            assert!(sql.len() < 12_000, "{inline:?}: {} bytes", sql.len());
+        }
+    }
+
+    #[test]
+    fn only_checks_on_the_callers_clock_of_the_three_strategies_are_inline() {
+        let p = [10.0, 1000.0, 10.0, 0.0];
+        let of = |op, now, algo| Inline::bind(&call(op, now, algo, p, 1)).map(|(i, _)| i);
+        assert_eq!(of(Op::Check, Some(1), 1), Some(Inline::Gcra));
+        assert_eq!(of(Op::Check, Some(1), 2), Some(Inline::TokenBucket));
+        assert_eq!(of(Op::Check, Some(1), 3), Some(Inline::FixedWindow));
+        assert_eq!(of(Op::Check, None, 1), None, "the server's clock");
+        for algo in 4..=7 {
+            assert_eq!(of(Op::Check, Some(1), algo), None);
+        }
+        for op in [Op::Forecast, Op::Peek, Op::Reserve, Op::Lease, Op::GiveBack] {
+            assert_eq!(of(op, Some(1), 1), None, "{op:?}");
+        }
+        for (i, inline) in Inline::ALL.into_iter().enumerate() {
+            assert_eq!(inline.index(), i);
+        }
+    }
+
+    #[test]
+    fn parameters_postgres_would_refuse_go_to_the_function_which_raises() {
+        let bind = |algo, p, cost| Inline::bind(&call(Op::Check, Some(1_000), algo, p, cost)).map(|(i, _)| i);
+        // A limit past bigint: `p[..]::bigint` raises in the function.
+        assert_eq!(bind(1, [1.0, 10.0, 1e19, 0.0], 1), None);
+        assert_eq!(bind(2, [1e19, 1.0, 0.0, 0.0], 1), None);
+        assert_eq!(bind(3, [1e19, 1000.0, 0.0, 0.0], 1), None);
+        // A zero window or refill rate: division by zero.
+        assert_eq!(bind(3, [10.0, 0.0, 0.0, 0.0], 1), None);
+        assert_eq!(bind(2, [10.0, 0.0, 0.0, 0.0], 1), None);
+        // t * cost overflowing a double: Postgres's float overflow error.
+        assert_eq!(bind(1, [1e300, 1e300, 10.0, 0.0], i64::MAX), None);
+        // The limit less the cost overflowing.
+        assert_eq!(bind(3, [-9.2e18, 1000.0, 0.0, 0.0], i64::MAX), None);
+        // In range: inline, with the rounding of Postgres's float8::bigint.
+        assert_eq!(bind(3, [10.0, 1000.0, 0.0, 0.0], i64::MAX), Some(Inline::FixedWindow));
+        assert_eq!((rint(2.5), rint(3.5), rint(-2.5)), (Some(2), Some(4), Some(-2)));
+        assert_eq!(rint(9_223_372_036_854_775_807.0), None, "2^63");
+        assert_eq!(rint(f64::NAN), None);
+        assert_eq!(
+            (ceil_sat(f64::NAN), ceil_sat(1e300), ceil_sat(-1e300), ceil_sat(1.2)),
+            (i64::MAX, i64::MAX, i64::MIN, 2)
+        );
+    }
+}
