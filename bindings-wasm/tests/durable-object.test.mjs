@@ -1,8 +1,9 @@
 // The Durable Object store under workerd (workerd/durable.mjs served by support/workerd.mjs):
 // concurrent checks of one key admit exactly the limit; the rate-limit suites of every vectors
 // file replay through the objects with the memory store's decisions (one object per key, and
-// keys spread over a few shards); reset forgets; the alarm drops only states long expired; and the state outlives a restart of workerd
-// when the objects' storage is on disk.
+// keys spread over a few shards); reset forgets; the sweep drops only states long expired; the first
+// write plans the alarm, which sweeps when it fires and plans the next while a state is left; and the
+// state outlives a restart of workerd when the objects' storage is on disk.
 import assert from 'node:assert/strict'
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -79,6 +80,52 @@ test("the object's sweep (its alarm's work) drops the states an hour past their 
   for (const key of ['sweep-old', 'sweep-live']) await post(server.url, '/sweep', { key })
   assert.equal((await post(server.url, '/burst', { spec: SPEC, key: 'sweep-old', n: 0, now: past }))[0].remaining, 10, 'swept')
   assert.equal((await post(server.url, '/burst', { spec: SPEC, key: 'sweep-live', n: 0 }))[0].remaining, 9, 'kept')
+})
+
+const GRACE_MS = 3_600_000 // core/src/store/held.rs GRACE_MS: a state is kept this long past its deadline
+
+/** Polls `key`'s alarm until `done(at)` holds (the alarm fires on workerd's own schedule), for 10 s at most. */
+async function alarmUntil(key, done) {
+  const deadline = Date.now() + 10_000
+  for (;;) {
+    const { at } = await post(server.url, '/alarm', { key })
+    if (done(at)) return at
+    assert.ok(Date.now() < deadline, `${key}: the alarm is still ${at}`)
+    await new Promise((r) => setTimeout(r, 20))
+  }
+}
+
+test("the first write plans the object's alarm at the state's retention, and later writes leave it", async () => {
+  const before = Date.now()
+  await post(server.url, '/burst', { spec: SPEC, key: 'alarm-plan', n: 1 })
+  const after = Date.now()
+  const { at } = await post(server.url, '/alarm', { key: 'alarm-plan' })
+  // One check of 10 per hour: the state's deadline is 6 minutes out, kept an hour past it.
+  assert.ok(at >= before + 360_000 + GRACE_MS && at <= after + 360_000 + GRACE_MS, `alarm at now + ${at - after} ms`)
+  await post(server.url, '/burst', { spec: SPEC, key: 'alarm-plan', n: 3 })
+  assert.equal((await post(server.url, '/alarm', { key: 'alarm-plan' })).at, at, 'one alarm, not moved by later writes')
+})
+
+test('the alarm, when it fires, sweeps the expired states and plans the next sweep only while a state is left', async () => {
+  const past = Date.now() - 3 * 3_600_000
+  await post(server.url, '/burst', { spec: SPEC, key: 'alarm-old', n: 10, now: past })
+  await post(server.url, '/burst', { spec: SPEC, key: 'alarm-live', n: 1 })
+  for (const key of ['alarm-old', 'alarm-live']) {
+    const { at } = await post(server.url, '/alarm', { key })
+    assert.ok(at > Date.now() + GRACE_MS, `${key}: a sweep is planned`)
+    await post(server.url, '/alarm', { key, inMs: 20 })
+  }
+  // The old state's object is left empty: no alarm after its sweep.
+  await alarmUntil('alarm-old', (at) => at === null)
+  assert.equal((await post(server.url, '/burst', { spec: SPEC, key: 'alarm-old', n: 0, now: past }))[0].remaining, 10, 'swept')
+  // The live state is kept, and the next sweep is planned a grace period out.
+  const fired = Date.now()
+  const next = await alarmUntil('alarm-live', (at) => at === null || at > fired + GRACE_MS / 2)
+  assert.ok(next !== null && next >= fired - 10_000 + GRACE_MS && next <= Date.now() + GRACE_MS, `next sweep at now + ${next - Date.now()} ms`)
+  assert.equal((await post(server.url, '/burst', { spec: SPEC, key: 'alarm-live', n: 0 }))[0].remaining, 9, 'kept')
+  // A write after a sweep that left nothing plans a sweep again.
+  await post(server.url, '/burst', { spec: SPEC, key: 'alarm-old', n: 1 })
+  assert.ok((await post(server.url, '/alarm', { key: 'alarm-old' })).at > Date.now() + GRACE_MS, 'planned again')
 })
 
 test('a DurableObjectStore refuses what is not a namespace, and the sync methods', () => {

@@ -3,6 +3,8 @@
 //   POST /burst  {spec, key, n, shards, now}: n checks of `key` at once (n 0: one peek), through
 //                one DurableObjectStore, at `now` if given; answers the decisions (or the first error)
 //   POST /sweep  {key}: sweeps `key`'s object (its alarm's work) (one object per key)
+//   POST /alarm  {key, inMs}: `key`'s object's alarm time (null: none), after moving it to `inMs`
+//                from now if given (so a test need not wait the hour a planned sweep waits)
 //   POST /replay?shards=N  a vectors file: its rate-limit suites replayed through the store (the
 //                multi and shaper suites need a MemoryStore or Redis); answers {passed, failed,
 //                failures, suites}
@@ -10,7 +12,15 @@
 import conformance from './lib/conformance.js'
 import * as tk from './wasm/workerd.mjs'
 
-export { ThrottlekitObject } from './wasm/durable-object.mjs'
+import { ThrottlekitObject as Shipped } from './wasm/durable-object.mjs'
+
+/** The package's class, plus a look at (and a hand on) the alarm it plans, for /alarm. */
+export class ThrottlekitObject extends Shipped {
+  async alarmAt(inMs) {
+    if (inMs !== undefined) await this.ctx.storage.setAlarm(Date.now() + inMs)
+    return this.ctx.storage.getAlarm()
+  }
+}
 
 const store = (env, shards) => new tk.DurableObjectStore({ namespace: env.LIMITER, shards: shards ?? undefined })
 
@@ -29,6 +39,10 @@ export default {
         const { key } = await request.json()
         await env.LIMITER.get(env.LIMITER.idFromName(key)).sweep()
         return Response.json({})
+      }
+      if (url.pathname === '/alarm') {
+        const { key, inMs } = await request.json()
+        return Response.json({ at: await env.LIMITER.get(env.LIMITER.idFromName(key)).alarmAt(inMs) })
       }
       if (url.pathname === '/reset') {
         const { spec, key, shards } = await request.json()
