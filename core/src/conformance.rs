@@ -14,7 +14,7 @@ use serde_json::Value;
 use crate::clock::ManualClock;
 use crate::decision::{Decision, Reservation};
 use crate::error::{Error, ErrorCode, Result};
-use crate::limiter::Limiter;
+use crate::limiter::{FailPolicy, Limiter};
 use crate::multi::{Dimension, MultiLimiter};
 use crate::shaper::Shaper;
 use crate::spec::{LeakyBucketOptions, StrategySpec};
@@ -314,7 +314,16 @@ fn build(suite: &Suite, store: Arc<dyn Store>, clock: &ManualClock) -> Result<Su
         Primitive::RateLimit => {
             let spec = suite.strategy.as_ref().ok_or_else(|| Error::config("strategy", "is required"))?;
             let strategy = strategy_from_value(spec)?;
-            let limiter = Limiter::builder(strategy).store(store).clock(clock).prefix(prefix).build();
+            // A store that fails is an error here, with its message (`Got::Error`), never the
+            // store's fail policy: a fallback decision read as a wrong answer with no cause (a
+            // RESP call timed out on a loaded machine and the REST-vs-RESP comparison failed
+            // showing only two decisions, one with `fallback: true`).
+            let limiter = Limiter::builder(strategy)
+                .store(store)
+                .clock(clock)
+                .prefix(prefix)
+                .fail_policy(FailPolicy::Raise)
+                .build();
             Ok(Subject::Limiter(limiter, suite.key.clone().unwrap_or_default()))
         }
         Primitive::Shaper => {

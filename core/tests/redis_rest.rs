@@ -41,6 +41,32 @@ fn options(front: &RestFront, locking: Locking) -> RestOptions {
     RestOptions { locking, timeout_ms: 5_000, ..RestOptions::new(&front.url(), TOKEN) }
 }
 
+/// A call's budget in the comparison below: it compares decisions, not latency, and thousands
+/// of calls (a REST one: a new Python thread and Redis connection each) on a machine at load 20+
+/// meet a slow one. The RESP store's default (1 s) once ran out there: its limiter answered a
+/// fallback decision, and the two runs differed.
+const COMPARE_TIMEOUT_MS: u64 = 20_000;
+
+/// Where two runs of one suite first differ, said in one line: the op, its time and both
+/// answers (a store's error included, with its message), not two dumps of every op.
+fn first_difference(
+    suite: &conformance::Suite,
+    rest: &throttlekit::Result<Vec<Got>>,
+    resp: &throttlekit::Result<Vec<Got>>,
+) -> String {
+    match (rest, resp) {
+        (Ok(a), Ok(b)) => match a.iter().zip(b).position(|(x, y)| x != y) {
+            Some(i) => format!("op {i} (now {}): REST gave {}, RESP gave {}", suite.ops[i].now, a[i], b[i]),
+            None => format!("REST gave {} answers, RESP {}", a.len(), b.len()),
+        },
+        (a, b) => format!(
+            "REST: {}, RESP: {}",
+            a.as_ref().map_or_else(|e| format!("error {e}"), |g| format!("{} answers", g.len())),
+            b.as_ref().map_or_else(|e| format!("error {e}"), |g| format!("{} answers", g.len()))
+        ),
+    }
+}
+
 /// Every suite of every vectors file, replayed on the REST store (deterministic replay, as the
 /// RESP runs do) with each script variant, gives exactly the RESP store's results, and none
 /// fails its expectations.
@@ -48,7 +74,8 @@ fn options(front: &RestFront, locking: Locking) -> RestOptions {
 fn every_vectors_file_decides_on_rest_as_on_resp() {
     let server = redis_server::RedisServer::start();
     let front = RestFront::start(server.port, "none");
-    let mut resp = throttlekit::redis::conformance_stores(&server.url()).expect("connect");
+    let resp_options = RedisOptions { timeout_ms: COMPARE_TIMEOUT_MS, ..RedisOptions::from_urls(&server.url()) };
+    let mut resp = throttlekit::redis::conformance_stores_with(resp_options).expect("connect");
     let mut ops = 0;
     for file in vector_files() {
         let text = std::fs::read_to_string(&file).expect("a readable vectors file");
@@ -57,17 +84,17 @@ fn every_vectors_file_decides_on_rest_as_on_resp() {
         let big = text.len() > 100_000;
         for locking in if big { &[Locking::Global][..] } else { &[Locking::Global, Locking::Keys][..] } {
             let locking = *locking;
-            let mut rest = client::conformance_stores(options(&front, locking)).expect("REST stores");
+            let rest_options = RestOptions { timeout_ms: COMPARE_TIMEOUT_MS, ..options(&front, locking) };
+            let mut rest = client::conformance_stores(rest_options).expect("REST stores");
             if locking == Locking::Global {
                 let report = conformance::replay(&parsed, &mut rest);
-                let failures = report.failures.join("\n");
+                let failures = report.failures.iter().take(20).cloned().collect::<Vec<_>>().join("\n");
                 assert_eq!(report.failed, 0, "{}: {}\n{failures}", file.display(), report.summary());
             }
             for (i, suite) in parsed.suites.iter().enumerate() {
-                let on_rest = rest().and_then(|s| conformance::run_suite(suite, s));
-                let on_resp = resp().and_then(|s| conformance::run_suite(suite, s));
-                let (a, b): (Result<Vec<Got>, _>, Result<Vec<Got>, _>) = (on_rest, on_resp);
-                assert_eq!(a, b, "{} suite {i} ({locking:?})", file.display());
+                let a = rest().and_then(|s| conformance::run_suite(suite, s));
+                let b = resp().and_then(|s| conformance::run_suite(suite, s));
+                assert!(a == b, "{} suite {i} ({locking:?}): {}", file.display(), first_difference(suite, &a, &b));
                 ops += a.map_or(0, |g| g.len());
             }
         }

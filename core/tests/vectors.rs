@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use throttlekit::conformance::{self, Report};
+use throttlekit::store::{BoxFuture, DimensionCall, MultiReply, Now, Reply, Transform};
 use throttlekit::{MemoryStore, Store};
 
 fn vectors_dir() -> PathBuf {
@@ -85,4 +86,50 @@ fn unknown_fields_are_rejected_not_ignored() {
         let e = conformance::parse(text).unwrap_err();
         assert_eq!(e.code(), throttlekit::ErrorCode::ConfigInvalid, "{text}");
     }
+}
+
+/// A store that is always down, saying so.
+struct Down;
+
+fn down() -> throttlekit::Error {
+    throttlekit::Error::store("down for this test")
+}
+
+impl Store for Down {
+    fn apply<'a>(&'a self, _: &'a str, _: Now, _: Transform<'a>) -> BoxFuture<'a, throttlekit::Result<Reply>> {
+        Box::pin(std::future::ready(Err(down())))
+    }
+    fn apply_sync(&self, _: &str, _: Now, _: Transform<'_>) -> throttlekit::Result<Reply> {
+        Err(down())
+    }
+    fn apply_multi<'a>(
+        &'a self,
+        _: throttlekit::Rule,
+        _: &'a [DimensionCall<'a>],
+        _: Now,
+    ) -> BoxFuture<'a, throttlekit::Result<MultiReply>> {
+        Box::pin(std::future::ready(Err(down())))
+    }
+    fn reset<'a>(&'a self, _: &'a str) -> BoxFuture<'a, throttlekit::Result<()>> {
+        Box::pin(std::future::ready(Err(down())))
+    }
+    fn is_sync(&self) -> bool {
+        true
+    }
+}
+
+/// A store that fails is reported with its error, even for a quota (whose limiter fails closed
+/// by default): a fallback decision would read as a wrong answer with no cause.
+#[test]
+fn a_failing_store_is_reported_with_its_error_not_a_fallback_decision() {
+    let text = r#"{"suites": [{"id": "down", "strategy": {"kind": "quota", "options": {"limit": 3, "periodMs": 900, "resetCadence": "fixed"}},
+        "key": "k", "ops": [{"now": 0, "expect": {"allowed": true}}]}]}"#;
+    let file = conformance::parse(text).unwrap();
+    let got = conformance::run_suite(&file.suites[0], Arc::new(Down)).unwrap();
+    assert!(
+        matches!(&got[..], [conformance::Got::Error(throttlekit::ErrorCode::StoreUnavailable, m)] if m.contains("down for this test")),
+        "{got:?}"
+    );
+    let report = conformance::replay(&file, &mut || Ok(Arc::new(Down) as Arc<dyn Store>));
+    assert!(report.failures[0].contains("down for this test"), "{:?}", report.failures);
 }
