@@ -19,13 +19,9 @@ class ScratchTest {
     /** Random keys through {@link Scratch#key}; the first mismatch, or null. */
     static String mismatch(long seed, int rounds) {
         Random r = new Random(seed);
-        char[] odd = "\u00e9\u007f\u0080\u07ff\u0800\u4e2d\uffff\ud83d\ude00\ud800\udc00".toCharArray();
         Scratch s = Scratch.get();
         for (int t = 0; t < rounds; t++) {
-            int n = r.nextInt(40);
-            StringBuilder sb = new StringBuilder();
-            for (int i = 0; i < n; i++) sb.append(r.nextInt(5) == 0 ? odd[r.nextInt(odd.length)] : (char) (' ' + r.nextInt(95)));
-            String k = sb.toString();
+            String k = randomKey(r);
             byte[] want = k.getBytes(StandardCharsets.UTF_8);
             int len = s.key(k);
             if (len != want.length || !Arrays.equals(want, s.keyBytes(len))) return k;
@@ -42,6 +38,41 @@ class ScratchTest {
         String big = "k".repeat(5000) + "\u00e9";
         assertArrayEquals(big.getBytes(StandardCharsets.UTF_8), s.keyBytes(s.key(big)));
         assertNull(mismatch(2, 1000));
+    }
+
+    /** A random key of 0-39 chars, about a fifth of them outside ASCII (surrogate pairs, lone surrogates, 2- and 3-byte chars). */
+    static String randomKey(Random r) {
+        char[] odd = "\u00e9\u007f\u0080\u07ff\u0800\u4e2d\uffff\ud83d\ude00\ud800\udc00".toCharArray();
+        int n = r.nextInt(40);
+        StringBuilder sb = new StringBuilder();
+        for (int i = 0; i < n; i++) sb.append(r.nextInt(5) == 0 ? odd[r.nextInt(odd.length)] : (char) (' ' + r.nextInt(95)));
+        return sb.toString();
+    }
+
+    /**
+     * {@code tryAcquire} (its own native method, which reads only whether it was allowed)
+     * reaches the same key as {@code check} and {@code peek}: on a limiter of one request an
+     * hour, a key's first {@code tryAcquire} passes, and then {@code check} and
+     * {@code tryAcquire} are denied, for random keys of every length and kind, bare and under a
+     * prefix.
+     */
+    @Test
+    void tryAcquireReachesTheSameKeyAsCheck() {
+        for (String prefix : new String[] {"", "p"}) {
+            try (Limiter l = Limiter.builder(Strategy.gcra(1, java.time.Duration.ofHours(1))).prefix(prefix).build()) {
+                Random r = new Random(5);
+                java.util.Set<String> seen = new java.util.HashSet<>();
+                for (int t = 0; t < 20_000; t++) {
+                    String k = randomKey(r);
+                    // Keys are compared as their UTF-8 bytes: a lone surrogate encodes as '?'.
+                    if (!seen.add(new String(k.getBytes(StandardCharsets.UTF_8), StandardCharsets.UTF_8))) continue;
+                    assertTrue(l.peek(k).allowed(), k);
+                    assertTrue(l.tryAcquire(k), k);
+                    assertFalse(l.check(k).allowed(), k);
+                    assertFalse(l.tryAcquire(k), k);
+                }
+            }
+        }
     }
 
     @Test

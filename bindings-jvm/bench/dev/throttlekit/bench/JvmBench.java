@@ -152,6 +152,13 @@ public final class JvmBench {
             SameJvm.rows(keys, quick);
             return;
         }
+        // --forked-only ROW: one forked memory row alone (Forks' row names: one, many, manyTry,
+        // many2, shuffled; to study it).
+        int only = Arrays.asList(args).indexOf("--forked-only");
+        if (only >= 0) {
+            Forks.row(args[only + 1], "forked row " + args[only + 1], "its peer", null, quick);
+            return;
+        }
 
         adaptiveRow(quick);
         // --adaptive-only: that row alone.
