@@ -354,6 +354,26 @@ async fn sweeper(inner: Weak<Inner>, interval: Duration) {
     }
 }
 
+/// What a store waits for on its runtime, for the message when the wait runs out.
+#[derive(Clone, Copy)]
+enum Waiting {
+    /// A call: its statement may have reached the server, so it is never sent again.
+    Call,
+    /// A constructor filling the pool: nothing was decided yet.
+    Connect,
+}
+
+impl Waiting {
+    fn timed_out(self, after: Duration) -> Error {
+        match self {
+            Waiting::Call => {
+                Error::store(format!("the Postgres call timed out after {after:?} (not resent: it may have committed)"))
+            }
+            Waiting::Connect => Error::store(format!("connecting the Postgres pool timed out after {after:?}")),
+        }
+    }
+}
+
 impl PostgresStore {
     /// Connects one connection (creating the schema when `options.migrate`), checks the table's
     /// shape, and returns the store. A bad URL or table name and a missing or misshapen table
@@ -362,7 +382,7 @@ impl PostgresStore {
         let inner = Arc::new(Inner::new(options)?);
         let store = PostgresStore { inner, runtime: RwLock::new(Some(build_runtime()?)) };
         let inner = store.inner.clone();
-        store.run_within(store.connect_budget(), inner.fill()).await?;
+        store.run_within(Waiting::Connect, store.connect_budget(), inner.fill()).await?;
         store.start_sweeper();
         Ok(store)
     }
@@ -384,7 +404,7 @@ impl PostgresStore {
     /// Deletes every key that starts with `prefix` (without an async runtime); how many.
     pub fn delete_prefix_blocking(&self, prefix: &str) -> Result<u64> {
         let (inner, prefix) = (self.inner.clone(), prefix.to_string());
-        self.run_blocking(self.inner.options.timeout, async move { inner.delete_prefix(&prefix).await })
+        self.run_blocking(Waiting::Call, self.inner.options.timeout, async move { inner.delete_prefix(&prefix).await })
     }
 
     /// The options the store was built with.
@@ -397,12 +417,13 @@ impl PostgresStore {
         &self,
         fut: impl std::future::Future<Output = Result<T>> + Send + 'static,
     ) -> Result<T> {
-        self.run_within(self.inner.options.timeout, fut).await
+        self.run_within(Waiting::Call, self.inner.options.timeout, fut).await
     }
 
     /// Runs `fut` on the store's runtime within `timeout`.
     async fn run_within<T: Send + 'static>(
         &self,
+        what: Waiting,
         timeout: Duration,
         fut: impl std::future::Future<Output = Result<T>> + Send + 'static,
     ) -> Result<T> {
@@ -410,11 +431,7 @@ impl PostgresStore {
             let rt = self.runtime.read();
             let Some(rt) = rt.as_ref() else { return Err(Error::store("the Postgres store is closed")) };
             rt.spawn(async move {
-                tokio::time::timeout(timeout, fut).await.unwrap_or_else(|_| {
-                    Err(Error::store(format!(
-                        "the Postgres call timed out after {timeout:?} (not resent: it may have committed)"
-                    )))
-                })
+                tokio::time::timeout(timeout, fut).await.unwrap_or_else(|_| Err(what.timed_out(timeout)))
             })
         };
         handle.await.map_err(|_| Error::store("the Postgres store is closed"))?
@@ -424,6 +441,7 @@ impl PostgresStore {
     /// on the store's own runtime thread, which would deadlock).
     fn run_blocking<T: Send + 'static>(
         &self,
+        what: Waiting,
         timeout: Duration,
         fut: impl std::future::Future<Output = Result<T>> + Send + 'static,
     ) -> Result<T> {
@@ -440,11 +458,7 @@ impl PostgresStore {
             let rt = self.runtime.read();
             let Some(rt) = rt.as_ref() else { return Err(Error::store("the Postgres store is closed")) };
             rt.spawn(async move {
-                let out = tokio::time::timeout(timeout, fut).await.unwrap_or_else(|_| {
-                    Err(Error::store(format!(
-                        "the Postgres call timed out after {timeout:?} (not resent: it may have committed)"
-                    )))
-                });
+                let out = tokio::time::timeout(timeout, fut).await.unwrap_or_else(|_| Err(what.timed_out(timeout)));
                 let _ = tx.send(out);
             });
         }
@@ -456,14 +470,17 @@ impl PostgresStore {
         let inner = Arc::new(Inner::new(options)?);
         let store = PostgresStore { inner, runtime: RwLock::new(Some(build_runtime()?)) };
         let inner = store.inner.clone();
-        store.run_blocking(store.connect_budget(), inner.fill())?;
+        store.run_blocking(Waiting::Connect, store.connect_budget(), inner.fill())?;
         store.start_sweeper();
         Ok(store)
     }
 
-    /// How long a constructor may take: connecting, then migrating and preparing (calls).
+    /// How long a constructor may take: its two phases ([`Inner::fill`]), the first connection
+    /// then the rest together, each connecting (`connect_timeout`) and then migrating or
+    /// preparing (a call's `timeout`). A busy server is slow to start backends, so the rest of
+    /// the pool can take as long as the first did.
     fn connect_budget(&self) -> Duration {
-        self.inner.options.connect_timeout + self.inner.options.timeout
+        2 * (self.inner.options.connect_timeout + self.inner.options.timeout)
     }
 
     fn start_sweeper(&self) {
@@ -530,13 +547,15 @@ impl Store for PostgresStore {
     fn apply_sync(&self, key: &str, now: Now, transform: Transform<'_>) -> Result<Reply> {
         let c = call::prepare(&transform, now)?;
         let (inner, key) = (self.inner.clone(), key.to_string());
-        self.run_blocking(self.inner.options.timeout, async move { inner.step(&key, &c).await })
+        self.run_blocking(Waiting::Call, self.inner.options.timeout, async move { inner.step(&key, &c).await })
     }
 
     fn apply_multi_sync(&self, rule: Rule, dims: &[DimensionCall<'_>], now: Now) -> Result<MultiReply> {
         let c = call::prepare_multi(rule, dims, None, now)?;
         let inner = self.inner.clone();
-        self.run_blocking(self.inner.options.timeout, async move { call::read_multi(&c, &inner.multi(&c).await?) })
+        self.run_blocking(Waiting::Call, self.inner.options.timeout, async move {
+            call::read_multi(&c, &inner.multi(&c).await?)
+        })
     }
 
     fn apply_multi_lease_sync(
@@ -548,15 +567,14 @@ impl Store for PostgresStore {
     ) -> Result<MultiGrant> {
         let c = call::prepare_multi(rule, dims, Some(leases), now)?;
         let inner = self.inner.clone();
-        self.run_blocking(
-            self.inner.options.timeout,
-            async move { call::read_multi_lease(&c, &inner.multi(&c).await?) },
-        )
+        self.run_blocking(Waiting::Call, self.inner.options.timeout, async move {
+            call::read_multi_lease(&c, &inner.multi(&c).await?)
+        })
     }
 
     fn reset_sync(&self, key: &str) -> Result<()> {
         let (inner, key) = (self.inner.clone(), key.to_string());
-        self.run_blocking(self.inner.options.timeout, async move { inner.reset(&key).await })
+        self.run_blocking(Waiting::Call, self.inner.options.timeout, async move { inner.reset(&key).await })
     }
 
     fn is_sync(&self) -> bool {
