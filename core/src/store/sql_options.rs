@@ -59,6 +59,21 @@ fn kind_of(table: &[(&'static str, OptionKind)], name: &str) -> Option<OptionKin
     find(table, name).ok().map(|(_, kind)| kind)
 }
 
+/// `options` with every given (`Some`) value of `pairs` set in order by `set`: both stores'
+/// `from_pairs`.
+fn set_all<T, N: AsRef<str>>(
+    mut options: T,
+    pairs: impl IntoIterator<Item = (N, Option<OptionValue>)>,
+    set: fn(&mut T, &str, OptionValue) -> Result<()>,
+) -> Result<T> {
+    for (name, value) in pairs {
+        if let Some(value) = value {
+            set(&mut options, name.as_ref(), value)?;
+        }
+    }
+    Ok(options)
+}
+
 fn text(name: &str, v: OptionValue) -> Result<String> {
     match v {
         OptionValue::Text(s) => Ok(s),
@@ -89,7 +104,7 @@ fn ms(name: &str, v: OptionValue) -> Result<std::time::Duration> {
 
 #[cfg(feature = "postgres")]
 mod postgres {
-    use super::{OptionKind, OptionValue, count, find, flag, kind_of, ms, text};
+    use super::{OptionKind, OptionValue, count, find, flag, kind_of, ms, set_all, text};
     use crate::error::Result;
     use crate::postgres::PostgresOptions;
 
@@ -140,13 +155,7 @@ mod postgres {
             url: impl Into<String>,
             pairs: impl IntoIterator<Item = (N, Option<OptionValue>)>,
         ) -> Result<PostgresOptions> {
-            let mut options = PostgresOptions::new(url);
-            for (name, value) in pairs {
-                if let Some(value) = value {
-                    options.set(name.as_ref(), value)?;
-                }
-            }
-            Ok(options)
+            set_all(PostgresOptions::new(url), pairs, PostgresOptions::set)
         }
     }
 }
@@ -155,7 +164,7 @@ mod postgres {
 mod sqlite {
     use std::path::PathBuf;
 
-    use super::{OptionKind, OptionValue, count, find, flag, kind_of, text};
+    use super::{OptionKind, OptionValue, count, find, flag, kind_of, set_all, text};
     use crate::error::Result;
     use crate::store::sqlite::{SqliteOptions, Synchronous};
 
@@ -198,13 +207,7 @@ mod sqlite {
             path: impl Into<PathBuf>,
             pairs: impl IntoIterator<Item = (N, Option<OptionValue>)>,
         ) -> Result<SqliteOptions> {
-            let mut options = SqliteOptions::new(path);
-            for (name, value) in pairs {
-                if let Some(value) = value {
-                    options.set(name.as_ref(), value)?;
-                }
-            }
-            Ok(options)
+            set_all(SqliteOptions::new(path), pairs, SqliteOptions::set)
         }
     }
 }
