@@ -5,6 +5,10 @@
 #
 #   bench/run.sh [--quick]
 #   BENCH_SETUP_ONLY=1 bench/run.sh      # only install what the bench needs, measure nothing
+#   BENCH_PARTS='^(redis-core|node|cluster)$' bench/run.sh   # only the parts whose names match
+#                                        # (the summary shows the others as "not measured";
+#                                        # wasm, postgres, node-http and adaptive-bindings use
+#                                        # what the node and python parts built: select those too)
 #
 # Parts (each logs to $OUT/<part>.log; a part that cannot run becomes a "not measured" row):
 #   rust        bench/rust: check_sync on the memory store vs governor 0.10.4 (1 key of a keyed
@@ -64,6 +68,8 @@ mkdir -p "$OUT" "$PEERS"
 rm -f "$OUT"/*.log
 
 section() { printf '\n==== %s ====\n' "$*"; }
+# Whether the part named $1 runs (BENCH_PARTS, an extended regex; every part when unset).
+part() { [[ $1 =~ ${BENCH_PARTS:-.} ]]; }
 not_measured() { echo "NOT MEASURED: $2" >>"$OUT/$1.log"; echo "not measured: $2"; }
 
 section "setup: system packages and the Python build tools"
@@ -90,190 +96,228 @@ else
     BIN=""
 fi
 
-section "rust: check_sync vs governor"
-if [ -n "$BIN" ] && [ -x "$BIN/throttlekit-bench" ]; then
-    "$BIN/throttlekit-bench" $QUICK 2>&1 | tee "$OUT/rust.log" | grep -v '^ROW'
-else
-    not_measured rust "bench/rust did not build"
+if part rust; then
+    section "rust: check_sync vs governor"
+    if [ -n "$BIN" ] && [ -x "$BIN/throttlekit-bench" ]; then
+        "$BIN/throttlekit-bench" $QUICK 2>&1 | tee "$OUT/rust.log" | grep -v '^ROW'
+    else
+        not_measured rust "bench/rust did not build"
+    fi
 fi
 
-section "redis: our scripts vs the original's; check_many of 16"
+# The original's scripts (the redis and redis-instructions parts' peer).
 SCRIPTS_DIR=$PEERS/throttlekit-py-0.5.1/throttlekit/_scripts
-if [ ! -d "$SCRIPTS_DIR" ]; then
+if [ ! -d "$SCRIPTS_DIR" ] && { part redis || part redis-instructions; }; then
     (cd "$PEERS" && python3 -m pip download -q --disable-pip-version-check --no-deps throttlekit-py==0.5.1 -d wheels \
         && python3 -m zipfile -e wheels/throttlekit_py-0.5.1-py3-none-any.whl throttlekit-py-0.5.1) >/dev/null 2>&1
 fi
-if ! command -v redis-server >/dev/null || ! command -v redis-benchmark >/dev/null; then
-    not_measured redis "redis-server / redis-benchmark not installed (apt-get install redis-server)"
-elif [ ! -d "$SCRIPTS_DIR" ]; then
-    not_measured redis "could not download throttlekit-py==0.5.1 from PyPI"
-elif [ -n "$BIN" ]; then
-    "$BIN/redis_scripts" "$SCRIPTS_DIR" $QUICK 2>&1 | tee "$OUT/redis.log" | grep -v '^ROW'
-else
-    not_measured redis "bench/rust did not build"
-fi
 
-section "redis-instructions: bench/redis_instructions.py (callgrind, deterministic)"
-if [ -d "$SCRIPTS_DIR" ]; then
-    command -v valgrind >/dev/null || { SUDO=$([ "$(id -u)" = 0 ] || echo sudo); DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq valgrind >/dev/null 2>&1; }
-    python3 "$HERE/redis_instructions.py" "$SCRIPTS_DIR" --calls $([ -n "$QUICK" ] && echo 1000 || echo 2000) 2>&1 \
-        | tee "$OUT/redis-instructions.log" | grep -v '^ROW'
-else
-    not_measured redis-instructions "could not download throttlekit-py==0.5.1 from PyPI"
-fi
-
-section "redis-core: core/benches/redis.rs"
-if [ -f "$ROOT/core/benches/redis.rs" ] && command -v redis-server >/dev/null; then
-    (cd "$ROOT" && TK_BENCH_ROUNDS=${TK_BENCH_ROUNDS:-$([ -n "$QUICK" ] && echo 3 || echo 5)} \
-        cargo bench -q -p throttlekit --bench redis 2>&1) | tee "$OUT/redis-core.log" | tail -8
-else
-    not_measured redis-core "core/benches/redis.rs is missing (or redis-server is)"
-fi
-
-section "redis-topology: core/benches/redis_topology.rs"
-if command -v redis-server >/dev/null && command -v redis-cli >/dev/null; then
-    (cd "$ROOT" && TK_BENCH_N=${TK_BENCH_N:-$([ -n "$QUICK" ] && echo 5000 || echo 20000)} \
-        cargo bench -q -p throttlekit --bench redis_topology 2>&1) | tee "$OUT/redis-topology.log"
-else
-    not_measured redis-topology "redis-server / redis-cli not installed (apt-get install redis-server)"
-fi
-
-section "lease: core/benches/lease.rs (one hot key: leased and cached_deny vs strict, 1 and 8 processes)"
-if command -v redis-server >/dev/null && command -v redis-cli >/dev/null; then
-    (cd "$ROOT" && TK_BENCH_MS=${TK_BENCH_MS:-$([ -n "$QUICK" ] && echo 1000 || echo 3000)} \
-        cargo bench -q -p throttlekit --bench lease 2>&1) | tee "$OUT/lease.log"
-else
-    not_measured lease "redis-server / redis-cli not installed (apt-get install redis-server)"
-fi
-
-section "adaptive: core/benches/adaptive.rs (acquire + release, 1 and 8 threads)"
-(cd "$ROOT" && TK_BENCH_N=$([ -n "$QUICK" ] && echo 500000 || echo 2000000) \
-    cargo bench -q -p throttlekit --bench adaptive 2>&1) | tee "$OUT/adaptive.log"
-# Through the Go binding (cgo into the release libthrottlekit): the issue's 1 µs per binding.
-GO_PREFIX=$CARGO_TARGET_DIR/go-http-bench-prefix
-if command -v go >/dev/null && make -s -C "$ROOT/bindings-c" install PROFILE=release PREFIX="$GO_PREFIX" >&2; then
-    ns=$(cd "$ROOT/bindings-c/go" && PKG_CONFIG_PATH=$GO_PREFIX/lib/pkgconfig CGO_LDFLAGS="-Wl,-rpath,$GO_PREFIX/lib" \
-        go test -run '^$' -bench '^BenchmarkAdaptiveTryAcquireRelease$' -benchtime "$([ -n "$QUICK" ] && echo 200000 || echo 1000000)x" . \
-        | awk '/^BenchmarkAdaptiveTryAcquireRelease/ {print $3}')
-    if [ -n "$ns" ]; then
-        awk -v ns="$ns" 'BEGIN {printf "ROW\tadaptive acquire + release through Go (cgo)\t1000 ns target\t%.2f\t>=1\t%s ns per TryAcquire + Release\n", 1000 / ns, ns}' \
-            | tee -a "$OUT/adaptive.log"
+if part redis; then
+    section "redis: our scripts vs the original's; check_many of 16"
+    if ! command -v redis-server >/dev/null || ! command -v redis-benchmark >/dev/null; then
+        not_measured redis "redis-server / redis-benchmark not installed (apt-get install redis-server)"
+    elif [ ! -d "$SCRIPTS_DIR" ]; then
+        not_measured redis "could not download throttlekit-py==0.5.1 from PyPI"
+    elif [ -n "$BIN" ]; then
+        "$BIN/redis_scripts" "$SCRIPTS_DIR" $QUICK 2>&1 | tee "$OUT/redis.log" | grep -v '^ROW'
     else
-        echo "NOT MEASURED: the Go adaptive benchmark printed no result" | tee -a "$OUT/adaptive.log"
+        not_measured redis "bench/rust did not build"
     fi
-else
-    echo "NOT MEASURED: go or the release libthrottlekit is missing" | tee -a "$OUT/adaptive.log"
 fi
 
-section "python: bindings-python/bench/bench.py"
-if [ -f "$ROOT/bindings-python/bench/bench.py" ]; then
-    # bench.py builds our wheel with the maturin next to its interpreter (the setup's venv).
-    PATH="$TOOLS_VENV/bin:$PATH" "$TOOLS_VENV/bin/python" "$ROOT/bindings-python/bench/bench.py" $([ -n "$QUICK" ] && echo --seconds 0.5) 2>&1 | tee "$OUT/python.log" | tail -8
-else
-    not_measured python "bindings-python/bench/bench.py does not exist yet"
+if part redis-instructions; then
+    section "redis-instructions: bench/redis_instructions.py (callgrind, deterministic)"
+    if [ -d "$SCRIPTS_DIR" ]; then
+        command -v valgrind >/dev/null || { SUDO=$([ "$(id -u)" = 0 ] || echo sudo); DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq valgrind >/dev/null 2>&1; }
+        python3 "$HERE/redis_instructions.py" "$SCRIPTS_DIR" --calls $([ -n "$QUICK" ] && echo 1000 || echo 2000) 2>&1 \
+            | tee "$OUT/redis-instructions.log" | grep -v '^ROW'
+    else
+        not_measured redis-instructions "could not download throttlekit-py==0.5.1 from PyPI"
+    fi
 fi
 
-section "python-http: bindings-python/bench/http_bench.py"
-if [ -f "$ROOT/bindings-python/bench/http_bench.py" ]; then
-    # Like bench.py: the setup's venv holds maturin (a fresh clone has no .venv; http_bench.py
-    # would otherwise look for maturin beside the system Python and lose its rows).
-    PATH="$TOOLS_VENV/bin:$PATH" "$TOOLS_VENV/bin/python" "$ROOT/bindings-python/bench/http_bench.py" \
-        $([ -n "$QUICK" ] && echo --rounds 3) 2>&1 | tee "$OUT/python-http.log" | tail -4
-else
-    not_measured python-http "bindings-python/bench/http_bench.py does not exist yet"
+if part redis-core; then
+    section "redis-core: core/benches/redis.rs"
+    if [ -f "$ROOT/core/benches/redis.rs" ] && command -v redis-server >/dev/null; then
+        (cd "$ROOT" && TK_BENCH_ROUNDS=${TK_BENCH_ROUNDS:-$([ -n "$QUICK" ] && echo 3 || echo 5)} \
+            cargo bench -q -p throttlekit --bench redis 2>&1) | tee "$OUT/redis-core.log" | tail -8
+    else
+        not_measured redis-core "core/benches/redis.rs is missing (or redis-server is)"
+    fi
 fi
 
-section "node: bindings-node/bench/run.sh"
-if [ -x "$ROOT/bindings-node/bench/run.sh" ]; then
-    "$ROOT/bindings-node/bench/run.sh" 2>&1 | tee "$OUT/node.log" | tail -5
-elif [ -f "$ROOT/bindings-node/bench/bench.js" ]; then
-    node "$ROOT/bindings-node/bench/bench.js" 2>&1 | tee "$OUT/node.log" | tail -5
-else
-    not_measured node "bindings-node/bench has no run.sh or bench.js yet"
+if part redis-topology; then
+    section "redis-topology: core/benches/redis_topology.rs"
+    if command -v redis-server >/dev/null && command -v redis-cli >/dev/null; then
+        (cd "$ROOT" && TK_BENCH_N=${TK_BENCH_N:-$([ -n "$QUICK" ] && echo 5000 || echo 20000)} \
+            cargo bench -q -p throttlekit --bench redis_topology 2>&1) | tee "$OUT/redis-topology.log"
+    else
+        not_measured redis-topology "redis-server / redis-cli not installed (apt-get install redis-server)"
+    fi
 fi
 
-section "wasm: bindings-wasm/bench.mjs (WebAssembly checkSync vs the native addon's; module size)"
-# After the node part, which built the release addon; the module's build is cached in target/wasm.
-if "$ROOT/bindings-wasm/build.sh" >"$OUT/wasm-build.log" 2>&1; then
+if part lease; then
+    section "lease: core/benches/lease.rs (one hot key: leased and cached_deny vs strict, 1 and 8 processes)"
+    if command -v redis-server >/dev/null && command -v redis-cli >/dev/null; then
+        (cd "$ROOT" && TK_BENCH_MS=${TK_BENCH_MS:-$([ -n "$QUICK" ] && echo 1000 || echo 3000)} \
+            cargo bench -q -p throttlekit --bench lease 2>&1) | tee "$OUT/lease.log"
+    else
+        not_measured lease "redis-server / redis-cli not installed (apt-get install redis-server)"
+    fi
+fi
+
+if part adaptive; then
+    section "adaptive: core/benches/adaptive.rs (acquire + release, 1 and 8 threads)"
+    (cd "$ROOT" && TK_BENCH_N=$([ -n "$QUICK" ] && echo 500000 || echo 2000000) \
+        cargo bench -q -p throttlekit --bench adaptive 2>&1) | tee "$OUT/adaptive.log"
+    # Through the Go binding (cgo into the release libthrottlekit): the issue's 1 µs per binding.
+    GO_PREFIX=$CARGO_TARGET_DIR/go-http-bench-prefix
+    if command -v go >/dev/null && make -s -C "$ROOT/bindings-c" install PROFILE=release PREFIX="$GO_PREFIX" >&2; then
+        ns=$(cd "$ROOT/bindings-c/go" && PKG_CONFIG_PATH=$GO_PREFIX/lib/pkgconfig CGO_LDFLAGS="-Wl,-rpath,$GO_PREFIX/lib" \
+            go test -run '^$' -bench '^BenchmarkAdaptiveTryAcquireRelease$' -benchtime "$([ -n "$QUICK" ] && echo 200000 || echo 1000000)x" . \
+            | awk '/^BenchmarkAdaptiveTryAcquireRelease/ {print $3}')
+        if [ -n "$ns" ]; then
+            awk -v ns="$ns" 'BEGIN {printf "ROW\tadaptive acquire + release through Go (cgo)\t1000 ns target\t%.2f\t>=1\t%s ns per TryAcquire + Release\n", 1000 / ns, ns}' \
+                | tee -a "$OUT/adaptive.log"
+        else
+            echo "NOT MEASURED: the Go adaptive benchmark printed no result" | tee -a "$OUT/adaptive.log"
+        fi
+    else
+        echo "NOT MEASURED: go or the release libthrottlekit is missing" | tee -a "$OUT/adaptive.log"
+    fi
+fi
+
+if part python; then
+    section "python: bindings-python/bench/bench.py"
+    if [ -f "$ROOT/bindings-python/bench/bench.py" ]; then
+        # bench.py builds our wheel with the maturin next to its interpreter (the setup's venv).
+        PATH="$TOOLS_VENV/bin:$PATH" "$TOOLS_VENV/bin/python" "$ROOT/bindings-python/bench/bench.py" $([ -n "$QUICK" ] && echo --seconds 0.5) 2>&1 | tee "$OUT/python.log" | tail -8
+    else
+        not_measured python "bindings-python/bench/bench.py does not exist yet"
+    fi
+fi
+
+if part python-http; then
+    section "python-http: bindings-python/bench/http_bench.py"
+    if [ -f "$ROOT/bindings-python/bench/http_bench.py" ]; then
+        # Like bench.py: the setup's venv holds maturin (a fresh clone has no .venv; http_bench.py
+        # would otherwise look for maturin beside the system Python and lose its rows).
+        PATH="$TOOLS_VENV/bin:$PATH" "$TOOLS_VENV/bin/python" "$ROOT/bindings-python/bench/http_bench.py" \
+            $([ -n "$QUICK" ] && echo --rounds 3) 2>&1 | tee "$OUT/python-http.log" | tail -4
+    else
+        not_measured python-http "bindings-python/bench/http_bench.py does not exist yet"
+    fi
+fi
+
+if part node; then
+    section "node: bindings-node/bench/run.sh"
+    if [ -x "$ROOT/bindings-node/bench/run.sh" ]; then
+        "$ROOT/bindings-node/bench/run.sh" 2>&1 | tee "$OUT/node.log" | tail -5
+    elif [ -f "$ROOT/bindings-node/bench/bench.js" ]; then
+        node "$ROOT/bindings-node/bench/bench.js" 2>&1 | tee "$OUT/node.log" | tail -5
+    else
+        not_measured node "bindings-node/bench has no run.sh or bench.js yet"
+    fi
+fi
+
+if part wasm; then
+    section "wasm: bindings-wasm/bench.mjs (WebAssembly checkSync vs the native addon's; module size)"
+    # After the node part, which built the release addon; the module's build is cached in target/wasm.
+    if "$ROOT/bindings-wasm/build.sh" >"$OUT/wasm-build.log" 2>&1; then
+        {
+            ROUNDS=$([ -n "$QUICK" ] && echo 2 || echo 5) node "$ROOT/bindings-wasm/bench.mjs" 2>&1
+            ROUNDS=$([ -n "$QUICK" ] && echo 1 || echo 3) "$ROOT/bench/rest/run.sh" "$([ -n "$QUICK" ] && echo 500 || echo 2000)" 2>&1
+        } | tee "$OUT/wasm.log" | grep -v '^ROW'
+    else
+        not_measured wasm "bindings-wasm/build.sh failed: $(tail -1 "$OUT/wasm-build.log")"
+    fi
+fi
+
+if part postgres; then
+    section "postgres: bindings-node/bench/postgres-run.sh (vs RateLimiterPostgres; the pgbench upsert ceiling)"
+    if [ -x /usr/lib/postgresql/15/bin/pgbench ]; then
+        # bindings-node/bench/run.sh (above) installed the pinned peers and built the release addon.
+        SKIP_BUILD=1 ROUNDS=$([ -n "$QUICK" ] && echo 2 || echo 3) "$ROOT/bindings-node/bench/postgres-run.sh" 2>&1 \
+            | tee "$OUT/postgres.log" | tail -5
+    else
+        not_measured postgres "postgresql-15 (pgbench) is not installed"
+    fi
+fi
+
+if part jvm; then
+    section "jvm: bindings-jvm/bench/run.sh (vs Guava; Redis vs the Rust peer)"
+    if [ -x "$ROOT/bindings-jvm/bench/run.sh" ]; then
+        "$ROOT/bindings-jvm/bench/run.sh" $QUICK 2>&1 | tee "$OUT/jvm.log" | grep -v '^ROW' | tail -20
+    else
+        not_measured jvm "bindings-jvm/bench/run.sh is missing"
+    fi
+fi
+
+if part node-http; then
+    section "node-http: bindings-node/bench/http.js (Express / Fastify vs express-rate-limit / @fastify/rate-limit)"
+    if [ -f "$ROOT/bindings-node/bench/http.js" ]; then
+        # bindings-node/bench/run.sh (above) installed the pinned peers and built the release addon.
+        (cd "$ROOT/bindings-node/bench" && npm install --no-audit --no-fund --loglevel=error --ignore-scripts >/dev/null 2>&1;
+            ROUNDS=$([ -n "$QUICK" ] && echo 2 || echo 5) node http.js) 2>&1 | tee "$OUT/node-http.log" | grep -v '^ROW'
+    else
+        not_measured node-http "bindings-node/bench/http.js does not exist"
+    fi
+fi
+
+if part cluster; then
+    section "cluster: bench/cluster/run.sh (Python and Node over a 3-master cluster vs one standalone server)"
+    if command -v redis-server >/dev/null && command -v redis-cli >/dev/null; then
+        # python_cluster.py builds our wheel with the setup venv's maturin, as bench.py does.
+        PATH="$TOOLS_VENV/bin:$PATH" "$HERE/cluster/run.sh" 2>&1 | tee "$OUT/cluster.log" | grep -v '^ROW' | tail -3
+    else
+        not_measured cluster "redis-server / redis-cli not installed (apt-get install redis-server)"
+    fi
+fi
+
+if part go-http; then
+    section "go-http: bench/go-http/run.sh (tkhttp vs x/time/rate middleware)"
+    if [ -x "$HERE/go-http/run.sh" ]; then
+        "$HERE/go-http/run.sh" $QUICK 2>&1 | tee "$OUT/go-http.log" | tail -5
+    else
+        not_measured go-http "bench/go-http/run.sh is missing"
+    fi
+fi
+
+if part serve; then
+    section "serve: bench/serve/run.sh (ShouldRateLimit over gRPC, memory and Redis)"
+    if command -v redis-benchmark >/dev/null && command -v bc >/dev/null; then
+        "$HERE/serve/run.sh" $QUICK 2>&1 | tee "$OUT/serve.log" | grep -v '^ROW'
+    else
+        not_measured serve "redis-benchmark or bc not installed"
+    fi
+fi
+
+if part adaptive-bindings; then
+    section "adaptive-bindings: acquire + release through Python, Node and Ruby (the 1 us target)"
+    # Go's row is in the adaptive part and the JVM's in the jvm part; these use what the python and
+    # node parts built (bench.py's release wheel in bindings-python/bench/.venv-ours, the release
+    # addon behind bindings-node/bench/node_modules) and the release uniffi library for Ruby.
     {
-        ROUNDS=$([ -n "$QUICK" ] && echo 2 || echo 5) node "$ROOT/bindings-wasm/bench.mjs" 2>&1
-        ROUNDS=$([ -n "$QUICK" ] && echo 1 || echo 3) "$ROOT/bench/rest/run.sh" "$([ -n "$QUICK" ] && echo 500 || echo 2000)" 2>&1
-    } | tee "$OUT/wasm.log" | grep -v '^ROW'
-else
-    not_measured wasm "bindings-wasm/build.sh failed: $(tail -1 "$OUT/wasm-build.log")"
+        PY_OURS=$ROOT/bindings-python/bench/.venv-ours/bin/python
+        if [ -x "$PY_OURS" ]; then
+            "$PY_OURS" "$ROOT/bindings-python/bench/adaptive_bench.py" $([ -n "$QUICK" ] && echo 50000) 2>&1
+        else
+            echo "NOT MEASURED: Python adaptive row: the python part built no wheel ($PY_OURS)"
+        fi
+        if [ -d "$ROOT/bindings-node/bench/node_modules/@throttlekit/core" ]; then
+            node "$ROOT/bindings-node/bench/adaptive.js" $([ -n "$QUICK" ] && echo 100000) 2>&1
+        else
+            echo "NOT MEASURED: Node adaptive row: the node part installed no addon"
+        fi
+        if command -v ruby >/dev/null && ruby -e 'require "ffi"' 2>/dev/null \
+            && (cd "$ROOT" && cargo build -q --release -p throttlekit-uniffi >&2); then
+            THROTTLEKIT_LIB=$CARGO_TARGET_DIR/release/libthrottlekit_uniffi.so \
+                ruby "$ROOT/bindings-uniffi/ruby/bench/adaptive.rb" $([ -n "$QUICK" ] && echo 10000) 2>&1
+        else
+            echo "NOT MEASURED: Ruby adaptive row: ruby, ruby-ffi or the release uniffi library is missing"
+        fi
+    } | tee "$OUT/adaptive-bindings.log"
 fi
-
-section "postgres: bindings-node/bench/postgres-run.sh (vs RateLimiterPostgres; the pgbench upsert ceiling)"
-if [ -x /usr/lib/postgresql/15/bin/pgbench ]; then
-    # bindings-node/bench/run.sh (above) installed the pinned peers and built the release addon.
-    SKIP_BUILD=1 ROUNDS=$([ -n "$QUICK" ] && echo 2 || echo 3) "$ROOT/bindings-node/bench/postgres-run.sh" 2>&1 \
-        | tee "$OUT/postgres.log" | tail -5
-else
-    not_measured postgres "postgresql-15 (pgbench) is not installed"
-fi
-
-section "jvm: bindings-jvm/bench/run.sh (vs Guava; Redis vs the Rust peer)"
-if [ -x "$ROOT/bindings-jvm/bench/run.sh" ]; then
-    "$ROOT/bindings-jvm/bench/run.sh" $QUICK 2>&1 | tee "$OUT/jvm.log" | grep -v '^ROW' | tail -20
-else
-    not_measured jvm "bindings-jvm/bench/run.sh is missing"
-fi
-
-section "node-http: bindings-node/bench/http.js (Express / Fastify vs express-rate-limit / @fastify/rate-limit)"
-if [ -f "$ROOT/bindings-node/bench/http.js" ]; then
-    # bindings-node/bench/run.sh (above) installed the pinned peers and built the release addon.
-    (cd "$ROOT/bindings-node/bench" && npm install --no-audit --no-fund --loglevel=error --ignore-scripts >/dev/null 2>&1;
-        ROUNDS=$([ -n "$QUICK" ] && echo 2 || echo 5) node http.js) 2>&1 | tee "$OUT/node-http.log" | grep -v '^ROW'
-else
-    not_measured node-http "bindings-node/bench/http.js does not exist"
-fi
-
-section "cluster: bench/cluster/run.sh (Python and Node over a 3-master cluster vs one standalone server)"
-if command -v redis-server >/dev/null && command -v redis-cli >/dev/null; then
-    # python_cluster.py builds our wheel with the setup venv's maturin, as bench.py does.
-    PATH="$TOOLS_VENV/bin:$PATH" "$HERE/cluster/run.sh" 2>&1 | tee "$OUT/cluster.log" | grep -v '^ROW' | tail -3
-else
-    not_measured cluster "redis-server / redis-cli not installed (apt-get install redis-server)"
-fi
-
-section "go-http: bench/go-http/run.sh (tkhttp vs x/time/rate middleware)"
-if [ -x "$HERE/go-http/run.sh" ]; then
-    "$HERE/go-http/run.sh" $QUICK 2>&1 | tee "$OUT/go-http.log" | tail -5
-else
-    not_measured go-http "bench/go-http/run.sh is missing"
-fi
-
-section "serve: bench/serve/run.sh (ShouldRateLimit over gRPC, memory and Redis)"
-if command -v redis-benchmark >/dev/null && command -v bc >/dev/null; then
-    "$HERE/serve/run.sh" $QUICK 2>&1 | tee "$OUT/serve.log" | grep -v '^ROW'
-else
-    not_measured serve "redis-benchmark or bc not installed"
-fi
-
-section "adaptive-bindings: acquire + release through Python, Node and Ruby (the 1 us target)"
-# Go's row is in the adaptive part and the JVM's in the jvm part; these use what the python and
-# node parts built (bench.py's release wheel in bindings-python/bench/.venv-ours, the release
-# addon behind bindings-node/bench/node_modules) and the release uniffi library for Ruby.
-{
-    PY_OURS=$ROOT/bindings-python/bench/.venv-ours/bin/python
-    if [ -x "$PY_OURS" ]; then
-        "$PY_OURS" "$ROOT/bindings-python/bench/adaptive_bench.py" $([ -n "$QUICK" ] && echo 50000) 2>&1
-    else
-        echo "NOT MEASURED: Python adaptive row: the python part built no wheel ($PY_OURS)"
-    fi
-    if [ -d "$ROOT/bindings-node/bench/node_modules/@throttlekit/core" ]; then
-        node "$ROOT/bindings-node/bench/adaptive.js" $([ -n "$QUICK" ] && echo 100000) 2>&1
-    else
-        echo "NOT MEASURED: Node adaptive row: the node part installed no addon"
-    fi
-    if command -v ruby >/dev/null && ruby -e 'require "ffi"' 2>/dev/null \
-        && (cd "$ROOT" && cargo build -q --release -p throttlekit-uniffi >&2); then
-        THROTTLEKIT_LIB=$CARGO_TARGET_DIR/release/libthrottlekit_uniffi.so \
-            ruby "$ROOT/bindings-uniffi/ruby/bench/adaptive.rb" $([ -n "$QUICK" ] && echo 10000) 2>&1
-    else
-        echo "NOT MEASURED: Ruby adaptive row: ruby, ruby-ffi or the release uniffi library is missing"
-    fi
-} | tee "$OUT/adaptive-bindings.log"
 
 section "summary ($(nproc) cores: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'))"
 python3 "$HERE/summarize.py" rust="$OUT/rust.log" redis="$OUT/redis.log" redis-instructions="$OUT/redis-instructions.log" \
