@@ -10,7 +10,6 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use redis::aio::ConnectionLike;
 use redis::{Cmd, Value};
 
 use super::cluster::{Router, key_slot};
@@ -51,7 +50,7 @@ impl Conn {
                 round.iter().for_each(|c| {
                     p.add_command(c.clone());
                 });
-                f.req_packed_commands(&p, 0, p.len()).await.map_err(Error::store)
+                f.values(&p).await.map_err(Error::store)
             }
             Conn::Cluster(router) => values(router.command(key_slot(key), round).await?),
         }

@@ -520,12 +520,12 @@ impl Inner {
         }
     }
 
-    /// `call` on the shared connection, driven by the engine ([`pipelined::attempt_on`]).
+    /// `call` on the shared connection, driven by the engine ([`sentinel::Follower::attempt`]).
     async fn eval(&self, call: &ScriptCall) -> Result<Outcome> {
         let mut conn = self.conn()?;
         let mut x = engine::Exchange::new(call, self.rules());
         loop {
-            match pipelined::attempt_on(conn.single()?, &mut x).await.map_err(Error::store)? {
+            match conn.single()?.attempt(&mut x).await.map_err(Error::store)? {
                 engine::Step::Done(outcome) => return outcome,
                 engine::Step::Again { .. } => {}
                 engine::Step::More => return Err(Error::store("the engine asked for a frame it was not given")),

@@ -18,12 +18,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use redis::aio::ConnectionLike;
-use redis::{Cmd, IntoConnectionInfo, Pipeline, RedisFuture, Value};
+use redis::{IntoConnectionInfo, Pipeline, Value};
 
 use super::connect::{Blocking, client_for};
+use super::engine::{Exchange, Step, resp};
 use super::options::{Plan, TlsFiles, redact};
-use super::pipelined::Pipelined;
+use super::pipelined::{Pipelined, feed};
 use super::socket::Target;
 use crate::error::{Error, Result};
 
@@ -50,7 +50,6 @@ struct Shared {
 
 struct Master {
     addr: (String, u16),
-    client: redis::Client,
     /// Where the store's own connection to it goes, and its login.
     target: Target,
     login: Vec<Vec<u8>>,
@@ -61,18 +60,33 @@ struct Master {
 }
 
 impl Master {
-    /// The master at `addr`, with `url`'s credentials and database, not connected yet.
-    fn at(url: &url::Url, addr: (String, u16), tls: Option<&TlsFiles>) -> Result<Master> {
-        let client = master_client(url, &addr, tls)?;
-        let (target, login) = own(&client, tls)?;
-        Ok(Master { addr, client, target, login, conn: None, generation: 0 })
+    /// `client`'s node, with its credentials, database and protocol, connected within
+    /// `timeout` (`what` names it in the errors).
+    async fn connect(client: &redis::Client, tls: Option<&TlsFiles>, timeout: Duration, what: &str) -> Result<Master> {
+        let (target, login) = own(client, tls)?;
+        let addr = match &target {
+            Target::Tcp(host, port) | Target::Tls(host, port, _) => (host.clone(), *port),
+            #[cfg(unix)]
+            Target::Unix(path) => (path.display().to_string(), 0),
+        };
+        let conn = tokio::time::timeout(timeout, Pipelined::connect(&target, &login, timeout))
+            .await
+            .map_err(|_| Error::store(format!("connecting to {what} timed out after {} ms", timeout.as_millis())))?
+            .map_err(|e| Error::store(format!("cannot connect to {what}: {e}")))?;
+        Ok(Master { addr, target, login, conn: Some(conn), generation: 0 })
     }
 
-    /// Connects within `timeout`.
-    async fn connect(&self, timeout: Duration) -> Result<Pipelined> {
-        Pipelined::connect(&self.target, &self.login, timeout)
-            .await
-            .map_err(|e| Error::store(format!("cannot connect to the master at {}:{}: {e}", self.addr.0, self.addr.1)))
+    /// The master at `addr` that the sentinels of `service` named, with `url`'s credentials
+    /// and database, connected within `timeout`.
+    async fn named(
+        url: &url::Url,
+        addr: &(String, u16),
+        service: &str,
+        tls: Option<&TlsFiles>,
+        timeout: Duration,
+    ) -> Result<Master> {
+        let what = format!("the master of {service:?} at {}:{}", addr.0, addr.1);
+        Master::connect(&master_client(url, addr, tls)?, tls, timeout, &what).await
     }
 }
 
@@ -94,29 +108,11 @@ impl Follower {
             .collect::<Result<Vec<_>>>()?;
         let service = plan.service_name.clone().unwrap_or_default();
         let auth = plan.sentinel_auth.clone();
-        let addr = lookup(&urls, &service, plan.tls.as_ref(), auth.as_ref(), timeout).await?;
-        let mut master = Master::at(&urls[0], addr, plan.tls.as_ref())?;
-        let conn = tokio::time::timeout(timeout, master.connect(timeout)).await.map_err(|_| {
-            Error::store(format!(
-                "connecting to the master of {service:?} at {}:{} timed out after {} ms",
-                master.addr.0,
-                master.addr.1,
-                timeout.as_millis()
-            ))
-        })??;
-        master.conn = Some(conn);
-        let client = master.client.clone();
-        let shared = Shared {
-            urls,
-            service,
-            tls: plan.tls.clone(),
-            auth,
-            timeout,
-            current: parking_lot::RwLock::new(master),
-            connecting: tokio::sync::Mutex::new(()),
-            looking: std::sync::atomic::AtomicBool::new(false),
-        };
-        Ok((Follower { shared: Arc::new(shared) }, client))
+        let tls = plan.tls.as_ref();
+        let addr = lookup(&urls, &service, tls, auth.as_ref(), timeout).await?;
+        let master = Master::named(&urls[0], &addr, &service, tls, timeout).await?;
+        let client = master_client(&urls[0], &addr, tls)?;
+        Ok((Follower::new(master, urls, service, tls, auth, timeout), client))
     }
 
     /// The one node `client` names (standalone mode), connected within `timeout`: a call that
@@ -127,28 +123,29 @@ impl Follower {
         timeout: Duration,
         what: &str,
     ) -> Result<Follower> {
-        let (target, login) = own(client, tls)?;
-        let addr = match &target {
-            Target::Tcp(host, port) | Target::Tls(host, port, _) => (host.clone(), *port),
-            #[cfg(unix)]
-            Target::Unix(path) => (path.display().to_string(), 0),
-        };
-        let conn = tokio::time::timeout(timeout, Pipelined::connect(&target, &login, timeout))
-            .await
-            .map_err(|_| Error::store(format!("connecting to {what} timed out after {} ms", timeout.as_millis())))?
-            .map_err(|e| Error::store(format!("cannot connect to {what}: {e}")))?;
-        let master = Master { addr, client: client.clone(), target, login, conn: Some(conn), generation: 0 };
+        let master = Master::connect(client, tls, timeout, what).await?;
+        Ok(Follower::new(master, Vec::new(), String::new(), tls, None, timeout))
+    }
+
+    fn new(
+        master: Master,
+        urls: Vec<url::Url>,
+        service: String,
+        tls: Option<&TlsFiles>,
+        auth: Option<(Option<String>, String)>,
+        timeout: Duration,
+    ) -> Follower {
         let shared = Shared {
-            urls: Vec::new(),
-            service: String::new(),
+            urls,
+            service,
             tls: tls.cloned(),
-            auth: None,
+            auth,
             timeout,
             current: parking_lot::RwLock::new(master),
             connecting: tokio::sync::Mutex::new(()),
             looking: std::sync::atomic::AtomicBool::new(false),
         };
-        Ok(Follower { shared: Arc::new(shared) })
+        Follower { shared: Arc::new(shared) }
     }
 
     /// The current master's connection and its generation, if there is one.
@@ -258,12 +255,7 @@ impl Shared {
         if self.current.read().addr == addr {
             return Ok(());
         }
-        let mut master = Master::at(&self.urls[0], addr, self.tls.as_ref())?;
-        master.conn = Some(
-            tokio::time::timeout(self.timeout, master.connect(self.timeout))
-                .await
-                .map_err(|_| Error::store(format!("connecting to {}:{} timed out", master.addr.0, master.addr.1)))??,
-        );
+        let mut master = Master::named(&self.urls[0], &addr, &self.service, self.tls.as_ref(), self.timeout).await?;
         let mut current = self.current.write();
         master.generation = current.generation + 1;
         *current = master;
@@ -296,13 +288,11 @@ async fn lookup(
                 info = info.set_redis_settings(settings);
             }
             let (target, login) = own(&client_for(info, tls)?, tls)?;
-            let mut conn = Pipelined::connect(&target, &login, timeout).await.map_err(Error::store)?;
-            let reply: Option<(String, u16)> = redis::cmd("SENTINEL")
-                .arg("GET-MASTER-ADDR-BY-NAME")
-                .arg(service)
-                .query_async(&mut conn)
-                .await
-                .map_err(Error::store)?;
+            let conn = Pipelined::connect(&target, &login, timeout).await.map_err(Error::store)?;
+            let frame = conn.frame(redis::cmd("SENTINEL").arg("GET-MASTER-ADDR-BY-NAME").arg(service)).await;
+            let reply = frame.and_then(|f| Ok(redis::parse_redis_value(&f)?.extract_error()?));
+            let reply: Option<(String, u16)> =
+                redis::from_redis_value(reply.map_err(Error::store)?).map_err(Error::store)?;
             reply.ok_or_else(|| Error::store(format!("it monitors no service named {service:?}")))
         };
         match tokio::time::timeout(timeout, ask).await {
@@ -323,34 +313,31 @@ pub(crate) fn master_client(url: &url::Url, addr: &(String, u16), tls: Option<&T
     client_for(info, tls)
 }
 
-impl ConnectionLike for Follower {
-    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
-        Box::pin(async move {
-            let (mut conn, generation) = self.conn().await?;
-            let r = self.watch(generation, conn.req_packed_command(cmd)).await;
-            // A demoted master answers scripts that write with a READONLY server error value.
-            if let Ok(Value::ServerError(e)) = &r
-                && e.code() == "READONLY"
-            {
-                self.relocate();
-            }
-            r
-        })
+impl Follower {
+    /// `x`'s current attempt on the master's connection ([`Pipelined::attempt`]); a reply that
+    /// says `READONLY` (a demoted master answers scripts that write so) starts a lookup.
+    pub(crate) async fn attempt(&self, x: &mut Exchange<'_>) -> redis::RedisResult<Step> {
+        let (conn, generation) = self.conn().await?;
+        let bytes = self.watch(generation, conn.request(x.replies(), |out| x.write(out))).await?;
+        if frames(&bytes).any(|f| resp::error(f).is_some_and(|(code, _)| code == "READONLY")) {
+            self.relocate();
+        }
+        feed(x, &bytes)
     }
 
-    fn req_packed_commands<'a>(
-        &'a mut self,
-        pipeline: &'a Pipeline,
-        offset: usize,
-        count: usize,
-    ) -> RedisFuture<'a, Vec<Value>> {
-        Box::pin(async move {
-            let (mut conn, generation) = self.conn().await?;
-            self.watch(generation, conn.req_packed_commands(pipeline, offset, count)).await
-        })
+    /// `pipeline`'s replies on the master's connection ([`Pipelined::values`]).
+    pub(crate) async fn values(&self, pipeline: &Pipeline) -> redis::RedisResult<Vec<Value>> {
+        let (conn, generation) = self.conn().await?;
+        self.watch(generation, conn.values(pipeline)).await
     }
+}
 
-    fn get_db(&self) -> i64 {
-        self.shared.current.read().client.get_connection_info().redis_settings().db()
-    }
+/// The whole frames at the start of `bytes`.
+fn frames(mut bytes: &[u8]) -> impl Iterator<Item = &[u8]> {
+    std::iter::from_fn(move || {
+        let n = resp::frame_len(bytes).ok()??;
+        let (frame, rest) = bytes.split_at(n);
+        bytes = rest;
+        Some(frame)
+    })
 }

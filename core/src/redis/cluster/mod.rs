@@ -44,8 +44,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use redis::aio::ConnectionLike as _;
-
 use super::call::{Outcome, ScriptCall};
 use super::engine::{self, Durable, Exchange, Invoke, Rules, Step};
 use super::options::{Plan, TlsFiles};
@@ -274,12 +272,12 @@ impl Router {
         for addr in candidates {
             let node = self.node(&addr)?;
             let read = async {
-                let (mut conn, id) = node.connect(self.timeout, &self.closed).await?;
-                let reply =
-                    conn.req_packed_command(&redis::cmd("CLUSTER").arg("SLOTS").clone()).await.map_err(|e| {
-                        node.retire(id);
-                        Error::store(e)
-                    })?;
+                let (conn, id) = node.connect(self.timeout, &self.closed).await?;
+                let frame = conn.frame(redis::cmd("CLUSTER").arg("SLOTS")).await;
+                let reply = frame.and_then(|f| redis::parse_redis_value(&f)).map_err(|e| {
+                    node.retire(id);
+                    Error::store(e)
+                })?;
                 parse_slots(&reply, &addr.0)
                     .filter(|r| !r.is_empty())
                     .ok_or_else(|| Error::store(format!("unreadable CLUSTER SLOTS: {reply:?}")))
