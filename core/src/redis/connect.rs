@@ -40,6 +40,14 @@ impl Conn {
         }
     }
 
+    /// One node's or the Sentinel master's follower (a cluster has none).
+    pub(crate) fn follower(&self) -> Option<&Follower> {
+        match self {
+            Conn::Single(f) => Some(f),
+            Conn::Cluster(_) => None,
+        }
+    }
+
     /// `round` (commands whose keys all lie in `key`'s slot), pipelined: on the one node, or on
     /// a cluster on the slot's master (a `MOVED` followed by the whole round, as
     /// [`Router::command`] says). Each command's reply, server errors as [`Value::ServerError`].

@@ -149,7 +149,7 @@ impl Follower {
     }
 
     /// The current master's connection and its generation, if there is one.
-    fn current(&self) -> Option<(Pipelined, u64)> {
+    pub(crate) fn current(&self) -> Option<(Pipelined, u64)> {
         let current = self.shared.current.read();
         current.conn.clone().map(|conn| (conn, current.generation))
     }
@@ -183,8 +183,9 @@ impl Follower {
         }
     }
 
-    /// Drops the connection of `generation` (a newer one stays): a call on it timed out.
-    fn retire(&self, generation: u64) {
+    /// Drops the connection of `generation` (a newer one stays): a call on it failed or timed
+    /// out.
+    pub(crate) fn retire(&self, generation: u64) {
         let mut current = self.shared.current.write();
         if current.generation == generation {
             current.conn = None;
