@@ -119,13 +119,14 @@ struct Inner {
     any_bound: AtomicBool,
     /// Calls awaited on a tokio runtime bind it ([`RedisStore::bind_runtimes`]).
     auto_bind: AtomicBool,
+    /// The node the fast paths talk to, as its URL says ([`RedisStore::endpoint`]).
+    info: redis::ConnectionInfo,
+    /// How a blocking connection is made within the call's deadline.
+    blocking: connect::Blocking,
     /// Blocking connections for the sync methods: a sync call does its own write and read on
     /// the calling thread, with no hop through the runtime (that hop costs ~40% of a
     /// sequential round trip). A connection that failed or timed out is dropped, never reused,
     /// so a late reply cannot be mistaken for the next call's.
-    client: redis::Client,
-    /// How a blocking connection is made within the call's deadline.
-    blocking: connect::Blocking,
     idle: parking_lot::Mutex<Vec<wire::Wire>>,
     timeout: Duration,
     replay: Option<tokio::sync::Mutex<replay::Book>>,
@@ -220,7 +221,7 @@ impl RedisStore {
     /// connections parse it: for a binding that brings its own transport
     /// ([`transport`]).
     pub fn endpoint(&self) -> transport::Endpoint {
-        transport::Endpoint::of(self.inner.client.get_connection_info())
+        transport::Endpoint::of(&self.inner.info)
     }
 
     /// Whether the store is on a cluster or under Sentinel: its calls are routed to wherever
@@ -441,10 +442,9 @@ impl Inner {
     async fn connect(options: RedisOptions) -> Result<Inner> {
         let timeout = Duration::from_millis(options.timeout_ms.max(1));
         let plan = options.plan()?;
-        let connect::Connected { conn, client: client_for_sync, routed, router } =
-            connect::connect(&plan, timeout).await?;
+        let connect::Connected { conn, info, routed, router } = connect::connect(&plan, timeout).await?;
         let invoke = choose_invoke(&conn, options.scripting, timeout).await?;
-        let blocking = connect::Blocking::of(&client_for_sync, plan.tls.as_ref());
+        let blocking = connect::Blocking::of(&info, plan.tls.as_ref());
         Ok(Inner {
             conn: parking_lot::RwLock::new(Some(conn)),
             router,
@@ -456,7 +456,7 @@ impl Inner {
             any_bound: AtomicBool::new(false),
             auto_bind: AtomicBool::new(true),
             blocking,
-            client: client_for_sync,
+            info,
             idle: parking_lot::Mutex::new(Vec::new()),
             timeout,
             replay: options.deterministic_replay.then(|| tokio::sync::Mutex::new(replay::Book::default())),

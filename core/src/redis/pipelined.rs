@@ -110,7 +110,7 @@ impl Pipelined {
                     let tcp = TcpStream::connect((host.as_str(), *port)).await?;
                     tcp.set_nodelay(true)?;
                     let stream = AsyncTls::handshake(config.connection(host)?, tcp).await?;
-                    let buf = login(&stream, &super::tls::confirmed(handshake)).await?;
+                    let buf = login(&stream, handshake).await?;
                     (AsyncSocket::Tls(Box::new(stream)), buf)
                 }
                 #[cfg(unix)]

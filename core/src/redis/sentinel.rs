@@ -20,11 +20,12 @@ use std::time::Duration;
 
 use redis::{IntoConnectionInfo, Pipeline, Value};
 
-use super::connect::{Blocking, client_for};
+use super::connect::Blocking;
 use super::engine::{Exchange, Step, resp};
-use super::options::{Plan, TlsFiles, redact};
+use super::options::{Plan, redact};
 use super::pipelined::{Pipelined, feed};
 use super::socket::Target;
+use super::tls::TlsConfig;
 use crate::error::{Error, Result};
 
 /// The current master's connection, and how to find the next one. Clones share all of it.
@@ -37,7 +38,7 @@ struct Shared {
     /// The URLs as given (sentinel addresses; user, password and db for the master).
     urls: Vec<url::Url>,
     service: String,
-    tls: Option<TlsFiles>,
+    tls: Option<TlsConfig>,
     /// The sentinels' own user and password, if they require one.
     auth: Option<(Option<String>, String)>,
     timeout: Duration,
@@ -60,10 +61,15 @@ struct Master {
 }
 
 impl Master {
-    /// `client`'s node, with its credentials, database and protocol, connected within
+    /// `info`'s node, with its credentials, database and protocol, connected within
     /// `timeout` (`what` names it in the errors).
-    async fn connect(client: &redis::Client, tls: Option<&TlsFiles>, timeout: Duration, what: &str) -> Result<Master> {
-        let (target, login) = own(client, tls)?;
+    async fn connect(
+        info: &redis::ConnectionInfo,
+        tls: Option<&TlsConfig>,
+        timeout: Duration,
+        what: &str,
+    ) -> Result<Master> {
+        let (target, login) = own(info, tls)?;
         let addr = match &target {
             Target::Tcp(host, port) | Target::Tls(host, port, _) => (host.clone(), *port),
             #[cfg(unix)]
@@ -82,25 +88,25 @@ impl Master {
         url: &url::Url,
         addr: &(String, u16),
         service: &str,
-        tls: Option<&TlsFiles>,
+        tls: Option<&TlsConfig>,
         timeout: Duration,
     ) -> Result<Master> {
         let what = format!("the master of {service:?} at {}:{}", addr.0, addr.1);
-        Master::connect(&master_client(url, addr, tls)?, tls, timeout, &what).await
+        Master::connect(&node_info(url, addr)?, tls, timeout, &what).await
     }
 }
 
-/// Where the store's own connection to `client`'s node goes, and its login.
-fn own(client: &redis::Client, tls: Option<&TlsFiles>) -> Result<(Target, Vec<Vec<u8>>)> {
-    Blocking::of(client, tls)
+/// Where the store's own connection to `info`'s node goes, and its login.
+fn own(info: &redis::ConnectionInfo, tls: Option<&TlsConfig>) -> Result<(Target, Vec<Vec<u8>>)> {
+    Blocking::of(info, tls)
         .own()
         .map(|(target, login)| (target.clone(), login.to_vec()))
         .map_err(|what| Error::config("redis.urls", what))
 }
 
 impl Follower {
-    /// Finds the master and connects to it; also returns a client for that master.
-    pub async fn connect(plan: &Plan, timeout: Duration) -> Result<(Follower, redis::Client)> {
+    /// Finds the master and connects to it; also returns where that master is.
+    pub async fn connect(plan: &Plan, timeout: Duration) -> Result<(Follower, redis::ConnectionInfo)> {
         let urls = plan
             .urls
             .iter()
@@ -111,19 +117,19 @@ impl Follower {
         let tls = plan.tls.as_ref();
         let addr = lookup(&urls, &service, tls, auth.as_ref(), timeout).await?;
         let master = Master::named(&urls[0], &addr, &service, tls, timeout).await?;
-        let client = master_client(&urls[0], &addr, tls)?;
-        Ok((Follower::new(master, urls, service, tls, auth, timeout), client))
+        let info = node_info(&urls[0], &addr)?;
+        Ok((Follower::new(master, urls, service, tls, auth, timeout), info))
     }
 
-    /// The one node `client` names (standalone mode), connected within `timeout`: a call that
+    /// The one node `info` names (standalone mode), connected within `timeout`: a call that
     /// finds its connection dropped connects again; there is nothing to look up.
     pub async fn fixed(
-        client: &redis::Client,
-        tls: Option<&TlsFiles>,
+        info: &redis::ConnectionInfo,
+        tls: Option<&TlsConfig>,
         timeout: Duration,
         what: &str,
     ) -> Result<Follower> {
-        let master = Master::connect(client, tls, timeout, what).await?;
+        let master = Master::connect(info, tls, timeout, what).await?;
         Ok(Follower::new(master, Vec::new(), String::new(), tls, None, timeout))
     }
 
@@ -131,7 +137,7 @@ impl Follower {
         master: Master,
         urls: Vec<url::Url>,
         service: String,
-        tls: Option<&TlsFiles>,
+        tls: Option<&TlsConfig>,
         auth: Option<(Option<String>, String)>,
         timeout: Duration,
     ) -> Follower {
@@ -269,7 +275,7 @@ impl Shared {
 async fn lookup(
     urls: &[url::Url],
     service: &str,
-    tls: Option<&TlsFiles>,
+    tls: Option<&TlsConfig>,
     auth: Option<&(Option<String>, String)>,
     timeout: Duration,
 ) -> Result<(String, u16)> {
@@ -288,7 +294,7 @@ async fn lookup(
                 }
                 info = info.set_redis_settings(settings);
             }
-            let (target, login) = own(&client_for(info, tls)?, tls)?;
+            let (target, login) = own(&info, tls)?;
             let conn = Pipelined::connect(&target, &login, timeout).await.map_err(Error::store)?;
             let frame = conn.frame(redis::cmd("SENTINEL").arg("GET-MASTER-ADDR-BY-NAME").arg(service)).await;
             let reply = frame.and_then(|f| Ok(redis::parse_redis_value(&f)?.extract_error()?));
@@ -305,13 +311,12 @@ async fn lookup(
     Err(Error::store(format!("no sentinel named the master of {service:?} ({})", causes.join("; "))))
 }
 
-/// A client for the master at `addr`, with `url`'s scheme, credentials and database.
-pub(crate) fn master_client(url: &url::Url, addr: &(String, u16), tls: Option<&TlsFiles>) -> Result<redis::Client> {
+/// The node at `addr`, with `url`'s scheme, credentials and database.
+pub(crate) fn node_info(url: &url::Url, addr: &(String, u16)) -> Result<redis::ConnectionInfo> {
     let mut u = url.clone();
     u.set_host(Some(&addr.0)).map_err(|e| Error::store(format!("the sentinels named a bad host {:?}: {e}", addr.0)))?;
     let _ = u.set_port(Some(addr.1));
-    let info = u.as_str().into_connection_info().map_err(Error::store)?;
-    client_for(info, tls)
+    u.as_str().into_connection_info().map_err(Error::store)
 }
 
 impl Follower {

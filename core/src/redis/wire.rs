@@ -69,13 +69,9 @@ impl Wire {
             #[cfg(unix)]
             Target::Unix(path) => SyncSocket::Unix(std::os::unix::net::UnixStream::connect(path)?),
         };
-        let handshake = match stream {
-            SyncSocket::Tls(_) => super::tls::confirmed(handshake),
-            _ => std::borrow::Cow::Borrowed(handshake),
-        };
         let mut wire =
             Wire { stream, buf: vec![0; INITIAL], start: 0, end: 0, out: Vec::new(), read_timeout: Duration::ZERO };
-        for command in handshake.iter() {
+        for command in handshake {
             wire.set_timeouts(left(deadline)?)?;
             wire.send(command)?;
             if let Value::ServerError(e) = wire.recv()? {

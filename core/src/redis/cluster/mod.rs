@@ -46,8 +46,9 @@ use std::time::{Duration, Instant};
 
 use super::call::{Outcome, ScriptCall};
 use super::engine::{self, Durable, Exchange, Invoke, Rules, Step};
-use super::options::{Plan, TlsFiles};
+use super::options::Plan;
 use super::pipelined::Pipelined;
+use super::tls::TlsConfig;
 use crate::error::{Error, Result};
 use topology::{Addr, SlotMap, parse_slots};
 
@@ -65,7 +66,7 @@ pub(crate) struct Node {
     /// number: [`wire`]).
     id: u32,
     addr: Addr,
-    client: redis::Client,
+    info: redis::ConnectionInfo,
     /// How the sync path connects within a call's deadline.
     blocking: super::connect::Blocking,
     /// The async path's connection from the store's runtime and its number (`None` until first
@@ -180,7 +181,7 @@ pub(crate) struct Router {
     /// The first seed's URL: scheme, user and password for every node.
     url: url::Url,
     seeds: Vec<Addr>,
-    tls: Option<TlsFiles>,
+    tls: Option<TlsConfig>,
     timeout: Duration,
     /// The store's runtime: connects and refreshes run there. `None` once closed (a handle
     /// keeps the runtime's driver and its descriptors alive).
@@ -228,12 +229,12 @@ impl Router {
         if let Some(n) = nodes.get(addr) {
             return Ok(n.clone());
         }
-        let client = super::sentinel::master_client(&self.url, addr, self.tls.as_ref())?;
+        let info = super::sentinel::node_info(&self.url, addr)?;
         let node = Arc::new(Node {
             id: nodes.len() as u32,
             addr: addr.clone(),
-            blocking: super::connect::Blocking::of(&client, self.tls.as_ref()),
-            client,
+            blocking: super::connect::Blocking::of(&info, self.tls.as_ref()),
+            info,
             mux: parking_lot::RwLock::new(None),
             ids: AtomicU64::new(0),
             connecting: tokio::sync::Mutex::new(()),
