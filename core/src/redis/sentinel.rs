@@ -297,7 +297,7 @@ async fn lookup(
             let (target, login) = own(&info, tls)?;
             let conn = Pipelined::connect(&target, &login, timeout).await.map_err(Error::store)?;
             let frame = conn.frame(redis::cmd("SENTINEL").arg("GET-MASTER-ADDR-BY-NAME").arg(service)).await;
-            let reply = frame.and_then(|f| Ok(redis::parse_redis_value(&f)?.extract_error()?));
+            let reply = frame.and_then(|f| redis::parse_redis_value(&f)?.extract_error());
             let reply: Option<(String, u16)> =
                 redis::from_redis_value(reply.map_err(Error::store)?).map_err(Error::store)?;
             reply.ok_or_else(|| Error::store(format!("it monitors no service named {service:?}")))
