@@ -92,6 +92,14 @@ impl Outcome {
             _ => Err(Error::store("another reply to a multi call")),
         }
     }
+
+    /// The reply to a multi-dimensional lease (another shape is the store's failure).
+    pub fn into_multi_grant(self) -> Result<MultiGrant> {
+        match self {
+            Outcome::MultiGrant(r) => Ok(r),
+            _ => Err(Error::store("another reply to a multi-dimensional lease")),
+        }
+    }
 }
 
 /// The largest magnitude below which every integral `f64` is an exact integer.

@@ -423,19 +423,14 @@ impl RedisStore {
     }
 }
 
+/// A single-key call's reply ([`transport`] decides with it too).
 fn single(outcome: Outcome) -> Result<Reply> {
     outcome.into_single()
 }
 
+/// A multi call's reply ([`transport`] decides with it too).
 fn multi(outcome: Outcome) -> Result<MultiReply> {
     outcome.into_multi()
-}
-
-fn multi_grant(outcome: Outcome) -> Result<MultiGrant> {
-    match outcome {
-        Outcome::MultiGrant(r) => Ok(r),
-        _ => Err(Error::store("another reply to a multi-dimensional lease")),
-    }
 }
 
 impl Inner {
@@ -565,11 +560,11 @@ fn load_library() -> Cmd {
 impl Store for RedisStore {
     fn apply<'a>(&'a self, key: &'a str, now: Now, transform: Transform<'a>) -> BoxFuture<'a, Result<Reply>> {
         let call = call::single(key, now, &transform);
-        Box::pin(async move { single(self.call(call, now).await?) })
+        Box::pin(async move { self.call(call, now).await?.into_single() })
     }
 
     fn apply_sync(&self, key: &str, now: Now, transform: Transform<'_>) -> Result<Reply> {
-        single(self.block_call(call::single(key, now, &transform), now)?)
+        self.block_call(call::single(key, now, &transform), now)?.into_single()
     }
 
     fn apply_multi<'a>(
@@ -579,11 +574,11 @@ impl Store for RedisStore {
         now: Now,
     ) -> BoxFuture<'a, Result<MultiReply>> {
         let call = call::multi(rule, dims, now);
-        Box::pin(async move { multi(self.call(call, now).await?) })
+        Box::pin(async move { self.call(call, now).await?.into_multi() })
     }
 
     fn apply_multi_sync(&self, rule: Rule, dims: &[DimensionCall<'_>], now: Now) -> Result<MultiReply> {
-        multi(self.block_call(call::multi(rule, dims, now), now)?)
+        self.block_call(call::multi(rule, dims, now), now)?.into_multi()
     }
 
     fn apply_multi_lease<'a>(
@@ -594,7 +589,7 @@ impl Store for RedisStore {
         now: Now,
     ) -> BoxFuture<'a, Result<MultiGrant>> {
         let call = call::multi_lease(rule, dims, leases, now);
-        Box::pin(async move { multi_grant(self.call(call, now).await?) })
+        Box::pin(async move { self.call(call, now).await?.into_multi_grant() })
     }
 
     fn apply_multi_lease_sync(
@@ -604,7 +599,7 @@ impl Store for RedisStore {
         leases: &[DimensionLease],
         now: Now,
     ) -> Result<MultiGrant> {
-        multi_grant(self.block_call(call::multi_lease(rule, dims, leases, now), now)?)
+        self.block_call(call::multi_lease(rule, dims, leases, now), now)?.into_multi_grant()
     }
 
     fn reset<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<()>> {
