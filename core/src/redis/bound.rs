@@ -31,7 +31,7 @@ use std::sync::{Arc, Weak};
 use tokio::runtime::{Handle, Id};
 
 use super::pipelined::Pipelined;
-use super::{Direct, Inner, RedisStore, Via, connect_async};
+use super::{Direct, Inner, RedisStore, Via};
 use crate::error::{Error, Result};
 
 /// A runtime bound to the store, and its connection (`None` while (re)connecting).
@@ -247,8 +247,8 @@ impl RedisStore {
         let task = handle.spawn(async move {
             // The bound runtime's timer bounds the connect (the store's may be gone by then).
             // The store's own ([`Pipelined`]: TCP, TLS or a Unix socket).
-            let conn = connect_async(&inner.blocking, inner.timeout).await;
-            let id = inner.direct_ids.fetch_add(1, Ordering::Relaxed) + 1;
+            let conn = Pipelined::open(&inner.blocking, inner.timeout).await.ok();
+            let id = inner.bound_ids.fetch_add(1, Ordering::Relaxed) + 1;
             let mut slots = inner.bound.write();
             if let Some(b) = slots.iter_mut().find(|b| b.runtime == rt) {
                 b.refreshing = false;

@@ -92,6 +92,14 @@ impl Outcome {
             _ => Err(Error::store("another reply to a multi call")),
         }
     }
+
+    /// The reply to a multi-dimensional lease (another shape is the store's failure).
+    pub fn into_multi_grant(self) -> Result<MultiGrant> {
+        match self {
+            Outcome::MultiGrant(r) => Ok(r),
+            _ => Err(Error::store("another reply to a multi-dimensional lease")),
+        }
+    }
 }
 
 /// The largest magnitude below which every integral `f64` is an exact integer.
@@ -375,44 +383,9 @@ fn ints(call: &ScriptCall, value: &Value) -> Result<Vec<i64>> {
     items.iter().map(|v| if let Value::Int(i) = v { Ok(*i) } else { Err(bad(call.script, value)) }).collect()
 }
 
-/// The first `N` integers of a reply of exactly `N`, without allocating.
-fn fixed<const N: usize>(call: &ScriptCall, value: &Value) -> Result<[i64; N]> {
-    let bad = || bad(call.script, value);
-    let Value::Array(items) = value else { return Err(bad()) };
-    if items.len() != N {
-        return Err(bad());
-    }
-    let mut out = [0; N];
-    for (o, v) in out.iter_mut().zip(items) {
-        let Value::Int(i) = v else { return Err(bad()) };
-        *o = *i;
-    }
-    Ok(out)
-}
-
 /// Decodes the script's reply to `call`, for the caller only (the TTLs are the replay mode's).
 pub fn decode_reply(call: &ScriptCall, value: &Value) -> Result<Outcome> {
-    let bad = || bad(call.script, value);
-    match call.shape {
-        Shape::Decision => fixed::<6>(call, value)
-            .and_then(|f| decision(&f).ok_or_else(bad))
-            .map(|d| Outcome::Single(Reply::Decision(d))),
-        Shape::Reservation => fixed::<3>(call, value)
-            .and_then(|f| reservation(&f).ok_or_else(bad))
-            .map(|r| Outcome::Single(Reply::Reservation(r))),
-        Shape::MultiOfOne => fixed::<6>(call, value)
-            .and_then(|f| decision(&f).ok_or_else(bad))
-            .map(|d| Outcome::Multi(MultiReply { allowed: d.allowed, decisions: vec![d] })),
-        Shape::Multi | Shape::MultiLease => decode(call, value).map(|d| d.reply),
-        Shape::Grant => {
-            fixed::<6>(call, value).and_then(|f| grant(&f).ok_or_else(bad)).map(|g| Outcome::Single(Reply::Grant(g)))
-        }
-        Shape::WindowCount(w) => match value {
-            Value::Int(count) => w.decode(*count).ok_or_else(bad),
-            _ => Err(bad()),
-        },
-        Shape::WindowCounts(w) => w.decide(&ints(call, value)?).map(|(r, _)| Outcome::Multi(r)).ok_or_else(bad),
-    }
+    decode(call, value).map(|d| d.reply)
 }
 
 fn ttl(v: i64) -> Option<i64> {

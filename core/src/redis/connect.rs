@@ -10,13 +10,13 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use redis::aio::ConnectionLike;
 use redis::{Cmd, Value};
 
 use super::cluster::{Router, key_slot};
-use super::options::{Plan, RedisMode, TlsFiles, redact};
+use super::options::{Plan, RedisMode, redact};
 use super::sentinel::Follower;
 use super::socket::Target;
+use super::tls::TlsConfig;
 use crate::error::{Error, Result};
 
 /// The store's shared async connection, whatever the topology. Cheap to clone (a handle onto
@@ -41,6 +41,14 @@ impl Conn {
         }
     }
 
+    /// One node's or the Sentinel master's follower (a cluster has none).
+    pub(crate) fn follower(&self) -> Option<&Follower> {
+        match self {
+            Conn::Single(f) => Some(f),
+            Conn::Cluster(_) => None,
+        }
+    }
+
     /// `round` (commands whose keys all lie in `key`'s slot), pipelined: on the one node, or on
     /// a cluster on the slot's master (a `MOVED` followed by the whole round, as
     /// [`Router::command`] says). Each command's reply, server errors as [`Value::ServerError`].
@@ -51,7 +59,7 @@ impl Conn {
                 round.iter().for_each(|c| {
                     p.add_command(c.clone());
                 });
-                f.req_packed_commands(&p, 0, p.len()).await.map_err(Error::store)
+                f.values(&p).await.map_err(Error::store)
             }
             Conn::Cluster(router) => values(router.command(key_slot(key), round).await?),
         }
@@ -108,11 +116,11 @@ fn values(frames: Vec<Vec<u8>>) -> Result<Vec<Value>> {
 /// What connecting produced.
 pub(crate) struct Connected {
     pub conn: Conn,
-    /// A client for the node the standalone fast paths (blocking, direct, bound, a binding's
-    /// own transport) talk to: the server itself in standalone mode; the master found at
+    /// The node the standalone fast paths (blocking, direct, bound, a binding's own transport)
+    /// talk to: the server itself in standalone mode; the master found at
     /// connect time in sentinel mode, and the first seed in cluster mode, where those fast
     /// paths are off (see [`Connected::routed`]).
-    pub client: redis::Client,
+    pub info: redis::ConnectionInfo,
     /// Cluster and sentinel: every call goes through [`Conn`], which knows where the key lives
     /// now; the standalone fast paths, bound to one address, are not used.
     pub routed: bool,
@@ -127,18 +135,18 @@ pub(crate) async fn connect(plan: &Plan, timeout: Duration) -> Result<Connected>
     }
     match plan.mode {
         RedisMode::Standalone => {
-            let client = client_for(plan.nodes[0].clone(), plan.tls.as_ref())?;
-            let conn = Conn::Single(Follower::fixed(&client, plan.tls.as_ref(), timeout, &describe(plan)).await?);
-            Ok(Connected { conn, client, routed: false, router: None })
+            let info = plan.nodes[0].clone();
+            let conn = Conn::Single(Follower::fixed(&info, plan.tls.as_ref(), timeout, &describe(plan)).await?);
+            Ok(Connected { conn, info, routed: false, router: None })
         }
         RedisMode::Cluster => {
-            let client = client_for(plan.nodes[0].clone(), plan.tls.as_ref())?;
             let router = Router::connect(plan, timeout).await?;
-            Ok(Connected { conn: Conn::Cluster(router.clone()), client, routed: true, router: Some(router) })
+            let info = plan.nodes[0].clone();
+            Ok(Connected { conn: Conn::Cluster(router.clone()), info, routed: true, router: Some(router) })
         }
         RedisMode::Sentinel => {
-            let (follower, client) = Follower::connect(plan, timeout).await?;
-            Ok(Connected { conn: Conn::Single(follower), client, routed: true, router: None })
+            let (follower, info) = Follower::connect(plan, timeout).await?;
+            Ok(Connected { conn: Conn::Single(follower), info, routed: true, router: None })
         }
     }
 }
@@ -146,15 +154,6 @@ pub(crate) async fn connect(plan: &Plan, timeout: Duration) -> Result<Connected>
 /// The options' URLs, passwords hidden, for error messages.
 pub(crate) fn describe(plan: &Plan) -> String {
     plan.urls.iter().map(|u| redact(u)).collect::<Vec<_>>().join(",")
-}
-
-/// A client for one node, with the options' TLS material when the URL is `rediss://`.
-pub(crate) fn client_for(info: redis::ConnectionInfo, tls: Option<&TlsFiles>) -> Result<redis::Client> {
-    let client = match tls {
-        Some(files) => redis::Client::build_with_tls(info, files.certificates()),
-        None => redis::Client::open(info),
-    };
-    client.map_err(|e| Error::config("redis.urls", &format!("cannot build a client: {e}")))
 }
 
 /// Where the store's own connections to one node go and how they log in, so that connecting
@@ -172,12 +171,19 @@ pub(crate) struct Blocking {
 }
 
 impl Blocking {
-    /// For `client`'s node, with its credentials, database and protocol, and `tls` for a
+    /// For `info`'s node, with its credentials, database and protocol, and `tls` for a
     /// `rediss://` URL.
-    pub(crate) fn of(client: &redis::Client, tls: Option<&TlsFiles>) -> Blocking {
-        let info = client.get_connection_info();
-        let handshake = super::transport::Endpoint::of(info).handshake();
-        Blocking { handshake, target: Target::of(info.addr(), tls.map(|t| &t.config)) }
+    pub(crate) fn of(info: &redis::ConnectionInfo, tls: Option<&TlsConfig>) -> Blocking {
+        let mut handshake = super::transport::Endpoint::of(info).handshake();
+        let target = Target::of(info.addr(), tls);
+        // A TLS login is never empty: under TLS 1.3 a server that refuses the client's
+        // certificate (mutual TLS) says so only after the client's side of the handshake is
+        // done, so a connection is known good only once something was answered on it; a
+        // refusal then fails the connect, not the first call.
+        if handshake.is_empty() && matches!(target, Some(Target::Tls(..))) {
+            handshake.push(b"*1\r\n$4\r\nPING\r\n".to_vec());
+        }
+        Blocking { handshake, target }
     }
 
     /// Where the store's own connections go and their login: the blocking ones
@@ -202,7 +208,10 @@ mod tests {
     use super::*;
 
     fn own(url: &str) -> Option<Target> {
-        Blocking::of(&redis::Client::open(url).unwrap(), None).own().ok().map(|(target, _)| target.clone())
+        Blocking::of(&redis::IntoConnectionInfo::into_connection_info(url).unwrap(), None)
+            .own()
+            .ok()
+            .map(|(target, _)| target.clone())
     }
 
     #[test]

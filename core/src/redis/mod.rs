@@ -23,11 +23,11 @@
 //!   runtime, so its futures can be awaited from any executor (Python's and Node's bindings bring
 //!   their own), and its sync methods work from plain threads.
 //! - **No hop on the async path**: an async call runs on the caller's task: it pushes its request
-//!   into the direct connection's channel (whose driver task lives on the store's runtime) and
+//!   into the store's shared connection (whose driver task lives on the store's runtime) and
 //!   awaits the reply under a timer of the store's runtime. Nothing is spawned per call. Only
-//!   while that connection is down (and in deterministic-replay mode) does a call hop to the
-//!   store's runtime, through the shared connection (`connect::Conn`); the first such call
-//!   that succeeds reconnects the direct connection in the background.
+//!   while that connection is down (and under Sentinel, and in deterministic-replay mode) does
+//!   a call hop to the store's runtime, where the shared connection (`connect::Conn`)
+//!   connects again.
 //! - **No hop at all on a tokio runtime**: a call awaited on a tokio runtime gives that runtime
 //!   a connection of its own (`bound.rs`), whose driver task runs on that runtime; once it is up,
 //!   calls awaited there write and read on the caller's runtime, without crossing to the
@@ -91,9 +91,11 @@ thread_local! {
 
 /// The connection and everything a call needs, shared with the tasks on the store's runtime.
 struct Inner {
-    /// The hop path's connection (used on the store's runtime only: its reconnection spawns
-    /// tasks on whatever runtime polls it), routing by slot on a cluster and following the
-    /// master in sentinel mode. `None` once closed.
+    /// The store's shared connection, routing by slot on a cluster and following the master in
+    /// sentinel mode. `None` once closed. On one node it is also the direct path's: a call
+    /// awaited on any executor pushes its request into it ([`sentinel::Follower::current`]);
+    /// only its reconnection, which spawns the connection's driver task, takes the hop onto
+    /// the store's runtime.
     conn: parking_lot::RwLock<Option<connect::Conn>>,
     /// Cluster: where script calls go, from the caller's task or thread
     /// ([`cluster::Router`]).
@@ -107,15 +109,9 @@ struct Inner {
     routed: bool,
     /// `FCALL` or `EVALSHA`, chosen at connect from [`RedisOptions::scripting`].
     invoke: engine::Invoke,
-    /// The direct path's multiplexed connection, `None` while it is (re)connecting. Its driver
-    /// task was spawned on the store's runtime and stays there; a caller only pushes a request
-    /// into its channel and awaits the reply, from whatever executor it runs on.
-    direct: parking_lot::RwLock<Option<Direct>>,
-    /// Numbers each direct connection, so a failure retires the connection that failed and
-    /// never its replacement.
-    direct_ids: AtomicU64,
-    /// A task is (re)connecting the direct connection.
-    refreshing: AtomicBool,
+    /// Numbers each bound runtime's connection, so a failure retires the connection that
+    /// failed and never its replacement.
+    bound_ids: AtomicU64,
     /// Runtimes bound with [`RedisStore::bind_current_runtime`], each with its own connection
     /// (driven on that runtime). Few: one per binding's runtime.
     bound: parking_lot::RwLock<Vec<Bound>>,
@@ -123,20 +119,21 @@ struct Inner {
     any_bound: AtomicBool,
     /// Calls awaited on a tokio runtime bind it ([`RedisStore::bind_runtimes`]).
     auto_bind: AtomicBool,
+    /// The node the fast paths talk to, as its URL says ([`RedisStore::endpoint`]).
+    info: redis::ConnectionInfo,
+    /// How a blocking connection is made within the call's deadline.
+    blocking: connect::Blocking,
     /// Blocking connections for the sync methods: a sync call does its own write and read on
     /// the calling thread, with no hop through the runtime (that hop costs ~40% of a
     /// sequential round trip). A connection that failed or timed out is dropped, never reused,
     /// so a late reply cannot be mistaken for the next call's.
-    client: redis::Client,
-    /// How a blocking connection is made within the call's deadline.
-    blocking: connect::Blocking,
     idle: parking_lot::Mutex<Vec<wire::Wire>>,
     timeout: Duration,
     replay: Option<tokio::sync::Mutex<replay::Book>>,
     closed: AtomicBool,
 }
 
-/// The direct path's connection and its number.
+/// A bound runtime's connection and its number.
 struct Direct {
     conn: pipelined::Pipelined,
     id: u64,
@@ -224,7 +221,7 @@ impl RedisStore {
     /// connections parse it: for a binding that brings its own transport
     /// ([`transport`]).
     pub fn endpoint(&self) -> transport::Endpoint {
-        transport::Endpoint::of(self.inner.client.get_connection_info())
+        transport::Endpoint::of(&self.inner.info)
     }
 
     /// Whether the store is on a cluster or under Sentinel: its calls are routed to wherever
@@ -259,7 +256,7 @@ impl RedisStore {
     }
 
     /// Runs `call`: on the caller's own connection when its runtime is bound, else directly on
-    /// the caller's task when the direct connection is up (the common case), else through a
+    /// the caller's task when the shared connection is up (the common case), else through a
     /// hop to the store's runtime.
     async fn call(&self, call: ScriptCall, now: Now) -> Result<Outcome> {
         let mut rebind = None;
@@ -273,8 +270,7 @@ impl RedisStore {
                 Err(None) => self.bind_automatically(),
                 Err(id) => rebind = id,
             }
-            let direct = self.inner.direct.read().as_ref().map(|d| (d.conn.clone(), d.id));
-            if let Some((conn, id)) = direct {
+            if let Some((conn, id)) = self.shared_conn() {
                 let outcome = self.run_direct(conn, Via::Shared(id), &call).await;
                 if outcome.is_ok()
                     && let Some(rt) = rebind
@@ -285,12 +281,12 @@ impl RedisStore {
             }
         }
         let outcome = self.spawn_call(call, now).await;
-        if outcome.is_ok() && self.inner.replay.is_none() {
-            // Redis answers again: bring the direct connections back.
-            self.refresh_direct();
-            if let Some(rt) = rebind {
-                self.refresh_bound(rt);
-            }
+        // Redis answers again (the hop connected the shared connection again): bring the
+        // runtime's own back.
+        if outcome.is_ok()
+            && let Some(rt) = rebind
+        {
+            self.refresh_bound(rt);
         }
         outcome
     }
@@ -320,7 +316,7 @@ impl RedisStore {
                             // The connection is gone: retire it; the hop path (whose connection
                             // reconnects by itself) serves until Redis answers again.
                             match via {
-                                Via::Shared(id) => self.retire_direct(id),
+                                Via::Shared(generation) => self.retire_shared(generation),
                                 Via::Bound(rt, id) => self.retire_bound(rt, id),
                             }
                         }
@@ -372,32 +368,21 @@ impl RedisStore {
         self.runtime.sleep(self.inner.timeout).ok_or_else(|| Error::store("the Redis store is closed"))
     }
 
-    /// Drops the direct connection numbered `id` (a newer one stays).
-    fn retire_direct(&self, id: u64) {
-        let mut slot = self.inner.direct.write();
-        if slot.as_ref().is_some_and(|d| d.id == id) {
-            *slot = None;
+    /// One node's shared connection and its generation when it is up (a cluster's calls take
+    /// the router, and under Sentinel every call takes the hop, whose lookups spawn tasks).
+    fn shared_conn(&self) -> Option<(pipelined::Pipelined, u64)> {
+        if self.inner.routed {
+            return None;
         }
+        self.inner.conn.read().as_ref()?.follower()?.current()
     }
 
-    /// Connects a new direct connection in the background, on the store's runtime (so that its
-    /// driver task lives there), unless one is up or already connecting.
-    fn refresh_direct(&self) {
-        if self.inner.routed || self.inner.direct.read().is_some() || self.inner.refreshing.swap(true, Ordering::AcqRel)
-        {
-            return;
+    /// Drops the shared connection of `generation` (a newer one stays): the next call hops to
+    /// the store's runtime, which connects again.
+    fn retire_shared(&self, generation: u64) {
+        if let Some(f) = self.inner.conn.read().as_ref().and_then(connect::Conn::follower) {
+            f.retire(generation);
         }
-        let inner = self.inner.clone();
-        self.runtime.spawn(async move {
-            if let Some(conn) = connect_async(&inner.blocking, inner.timeout).await {
-                let id = inner.direct_ids.fetch_add(1, Ordering::Relaxed) + 1;
-                let mut slot = inner.direct.write();
-                if slot.is_none() && !inner.closed.load(Ordering::Acquire) {
-                    *slot = Some(Direct { conn, id });
-                }
-            }
-            inner.refreshing.store(false, Ordering::Release);
-        });
     }
 
     /// Runs `call` on the store's runtime; the returned future may be awaited anywhere.
@@ -438,45 +423,35 @@ impl RedisStore {
     }
 }
 
+/// A single-key call's reply ([`transport`] decides with it too).
 fn single(outcome: Outcome) -> Result<Reply> {
     outcome.into_single()
 }
 
+/// A multi call's reply ([`transport`] decides with it too).
 fn multi(outcome: Outcome) -> Result<MultiReply> {
     outcome.into_multi()
-}
-
-fn multi_grant(outcome: Outcome) -> Result<MultiGrant> {
-    match outcome {
-        Outcome::MultiGrant(r) => Ok(r),
-        _ => Err(Error::store("another reply to a multi-dimensional lease")),
-    }
 }
 
 impl Inner {
     async fn connect(options: RedisOptions) -> Result<Inner> {
         let timeout = Duration::from_millis(options.timeout_ms.max(1));
         let plan = options.plan()?;
-        let connect::Connected { conn, client: client_for_sync, routed, router } =
-            connect::connect(&plan, timeout).await?;
+        let connect::Connected { conn, info, routed, router } = connect::connect(&plan, timeout).await?;
         let invoke = choose_invoke(&conn, options.scripting, timeout).await?;
-        let blocking = connect::Blocking::of(&client_for_sync, plan.tls.as_ref());
-        let direct =
-            if routed { None } else { connect_async(&blocking, timeout).await.map(|conn| Direct { conn, id: 1 }) };
+        let blocking = connect::Blocking::of(&info, plan.tls.as_ref());
         Ok(Inner {
             conn: parking_lot::RwLock::new(Some(conn)),
             router,
             durable: plan.durable,
             routed,
             invoke,
-            direct: parking_lot::RwLock::new(direct),
-            direct_ids: AtomicU64::new(1),
-            refreshing: AtomicBool::new(false),
+            bound_ids: AtomicU64::new(0),
             bound: parking_lot::RwLock::new(Vec::new()),
             any_bound: AtomicBool::new(false),
             auto_bind: AtomicBool::new(true),
             blocking,
-            client: client_for_sync,
+            info,
             idle: parking_lot::Mutex::new(Vec::new()),
             timeout,
             replay: options.deterministic_replay.then(|| tokio::sync::Mutex::new(replay::Book::default())),
@@ -520,12 +495,12 @@ impl Inner {
         }
     }
 
-    /// `call` on the shared connection, driven by the engine ([`pipelined::attempt_on`]).
+    /// `call` on the shared connection, driven by the engine ([`sentinel::Follower::attempt`]).
     async fn eval(&self, call: &ScriptCall) -> Result<Outcome> {
         let mut conn = self.conn()?;
         let mut x = engine::Exchange::new(call, self.rules());
         loop {
-            match pipelined::attempt_on(conn.single()?, &mut x).await.map_err(Error::store)? {
+            match conn.single()?.attempt(&mut x).await.map_err(Error::store)? {
                 engine::Step::Done(outcome) => return outcome,
                 engine::Step::Again { .. } => {}
                 engine::Step::More => return Err(Error::store("the engine asked for a frame it was not given")),
@@ -575,13 +550,6 @@ async fn choose_invoke(conn: &connect::Conn, scripting: Scripting, timeout: Dura
     }
 }
 
-/// An async connection for the direct path, connected from the store's runtime, or for a bound
-/// runtime, from that runtime (its driver task is spawned on the runtime that connects it, and
-/// that runtime's timer bounds the connect): [`pipelined::Pipelined::open`].
-async fn connect_async(blocking: &connect::Blocking, timeout: Duration) -> Option<pipelined::Pipelined> {
-    pipelined::Pipelined::open(blocking, timeout).await.ok()
-}
-
 /// `FUNCTION LOAD REPLACE <library>`: idempotent, so every process may send it.
 fn load_library() -> Cmd {
     let mut c = redis::cmd("FUNCTION");
@@ -592,11 +560,11 @@ fn load_library() -> Cmd {
 impl Store for RedisStore {
     fn apply<'a>(&'a self, key: &'a str, now: Now, transform: Transform<'a>) -> BoxFuture<'a, Result<Reply>> {
         let call = call::single(key, now, &transform);
-        Box::pin(async move { single(self.call(call, now).await?) })
+        Box::pin(async move { self.call(call, now).await?.into_single() })
     }
 
     fn apply_sync(&self, key: &str, now: Now, transform: Transform<'_>) -> Result<Reply> {
-        single(self.block_call(call::single(key, now, &transform), now)?)
+        self.block_call(call::single(key, now, &transform), now)?.into_single()
     }
 
     fn apply_multi<'a>(
@@ -606,11 +574,11 @@ impl Store for RedisStore {
         now: Now,
     ) -> BoxFuture<'a, Result<MultiReply>> {
         let call = call::multi(rule, dims, now);
-        Box::pin(async move { multi(self.call(call, now).await?) })
+        Box::pin(async move { self.call(call, now).await?.into_multi() })
     }
 
     fn apply_multi_sync(&self, rule: Rule, dims: &[DimensionCall<'_>], now: Now) -> Result<MultiReply> {
-        multi(self.block_call(call::multi(rule, dims, now), now)?)
+        self.block_call(call::multi(rule, dims, now), now)?.into_multi()
     }
 
     fn apply_multi_lease<'a>(
@@ -621,7 +589,7 @@ impl Store for RedisStore {
         now: Now,
     ) -> BoxFuture<'a, Result<MultiGrant>> {
         let call = call::multi_lease(rule, dims, leases, now);
-        Box::pin(async move { multi_grant(self.call(call, now).await?) })
+        Box::pin(async move { self.call(call, now).await?.into_multi_grant() })
     }
 
     fn apply_multi_lease_sync(
@@ -631,7 +599,7 @@ impl Store for RedisStore {
         leases: &[DimensionLease],
         now: Now,
     ) -> Result<MultiGrant> {
-        multi_grant(self.block_call(call::multi_lease(rule, dims, leases, now), now)?)
+        self.block_call(call::multi_lease(rule, dims, leases, now), now)?.into_multi_grant()
     }
 
     fn reset<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<()>> {
@@ -655,15 +623,14 @@ impl Store for RedisStore {
         true
     }
 
-    /// Releases every connection at once: the blocking pool, the direct and bound connections,
-    /// the shared one (the one node's or the Sentinel master's follower)
+    /// Releases every connection at once: the blocking pool, the bound connections, the shared
+    /// one (the one node's or the Sentinel master's follower, which the direct path uses too)
     /// and the cluster router's connections to every node; and the store's runtime (its thread
     /// and descriptors), at once or when the last async call in flight ends. A call in flight
     /// keeps its own handle until it answers; every later call fails with `store_unavailable`.
     fn close(&self) -> BoxFuture<'_, Result<()>> {
         self.inner.closed.store(true, Ordering::Release);
         self.inner.idle.lock().clear();
-        *self.inner.direct.write() = None;
         *self.inner.conn.write() = None;
         if let Some(router) = &self.inner.router {
             router.close();

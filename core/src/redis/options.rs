@@ -145,35 +145,15 @@ impl Default for RedisOptions {
     }
 }
 
-/// The TLS material read from the option files, and the rustls configuration built from it
-/// (the store's own connections': [`super::tls`]).
-#[derive(Clone, Debug)]
-pub(crate) struct TlsFiles {
-    pub ca: Option<Vec<u8>>,
-    pub client: Option<(Vec<u8>, Vec<u8>)>,
-    pub config: super::tls::TlsConfig,
-}
-
-impl TlsFiles {
-    pub fn certificates(&self) -> redis::TlsCertificates {
-        redis::TlsCertificates {
-            client_tls: self
-                .client
-                .as_ref()
-                .map(|(cert, key)| redis::ClientTlsConfig { client_cert: cert.clone(), client_key: key.clone() }),
-            root_cert: self.ca.clone(),
-        }
-    }
-}
-
 /// Validated options: what the connecting code needs, already parsed.
 #[derive(Clone, Debug)]
 pub(crate) struct Plan {
     pub mode: RedisMode,
     pub urls: Vec<String>,
     pub nodes: Vec<redis::ConnectionInfo>,
-    /// `Some` for `rediss://` URLs (possibly with no files: system roots, no client cert).
-    pub tls: Option<TlsFiles>,
+    /// `Some` for `rediss://` URLs (possibly with no files: system roots, no client cert): the
+    /// store's own connections' rustls configuration ([`super::tls`]).
+    pub tls: Option<super::tls::TlsConfig>,
     pub service_name: Option<String>,
     /// `Some` when [`RedisOptions::durable_replicas`] is set.
     pub durable: Option<super::engine::Durable>,
@@ -263,11 +243,10 @@ impl RedisOptions {
                 (Some(_), None) => return Err(Error::config("redis.tls_key_file", "is required with tls_cert_file")),
                 (None, Some(_)) => return Err(Error::config("redis.tls_cert_file", "is required with tls_key_file")),
             };
-            let config = super::tls::TlsConfig::new(
+            Some(super::tls::TlsConfig::new(
                 ca.as_deref(),
                 client.as_ref().map(|(cert, key)| (cert.as_slice(), key.as_slice())),
-            )?;
-            Some(TlsFiles { ca, client, config })
+            )?)
         } else {
             None
         };

@@ -11,8 +11,7 @@
 //! (callgrind, `core/benches/redis.rs` `TK_BENCH_ONLY=async`; `docs/performance.md`). Here the
 //! driver only finds where each frame ends ([`super::engine::resp::frame_len`]); a decision reply is
 //! read by the engine's integer reader ([`super::engine::decode`]) on the caller's task, and every other
-//! reply (an error, the fallback's, `WAIT`'s) by redis-rs's parser from the frame, so what a
-//! reply means is unchanged.
+//! reply by the engine's own reader too ([`super::engine::resp`]), as on every path.
 //!
 //! Replies are matched to calls in the order the calls were queued, which is the order their
 //! bytes were written (a command is queued whole, with its waiter, under one lock and before
@@ -31,8 +30,7 @@ use std::io::ErrorKind;
 use std::sync::Arc;
 use std::time::Duration;
 
-use redis::aio::ConnectionLike;
-use redis::{Cmd, Pipeline, RedisError, RedisFuture, RedisResult, Value};
+use redis::{Cmd, Pipeline, RedisError, RedisResult, Value};
 use tokio::net::TcpStream;
 use tokio::sync::{Notify, oneshot};
 
@@ -112,7 +110,7 @@ impl Pipelined {
                     let tcp = TcpStream::connect((host.as_str(), *port)).await?;
                     tcp.set_nodelay(true)?;
                     let stream = AsyncTls::handshake(config.connection(host)?, tcp).await?;
-                    let buf = login(&stream, &super::tls::confirmed(handshake)).await?;
+                    let buf = login(&stream, handshake).await?;
                     (AsyncSocket::Tls(Box::new(stream)), buf)
                 }
                 #[cfg(unix)]
@@ -179,25 +177,6 @@ impl Pipelined {
             at += n;
         }
         Ok(values)
-    }
-}
-
-impl ConnectionLike for Pipelined {
-    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
-        Box::pin(async move { redis::parse_redis_value(&self.frame(cmd).await?) })
-    }
-
-    fn req_packed_commands<'a>(
-        &'a mut self,
-        pipeline: &'a Pipeline,
-        offset: usize,
-        count: usize,
-    ) -> RedisFuture<'a, Vec<Value>> {
-        Box::pin(async move { Ok(self.values(pipeline).await?.into_iter().skip(offset).take(count).collect()) })
-    }
-
-    fn get_db(&self) -> i64 {
-        0
     }
 }
 
@@ -506,76 +485,26 @@ impl Pipelined {
     /// [`Step::Again`] for the caller to follow). The frames come back whole and undecoded, and
     /// a decision is read where it lies. `Err`: the connection failed after the attempt may have been written.
     pub(crate) async fn attempt(&mut self, x: &mut Exchange<'_>) -> RedisResult<Step> {
-        let replies = x.replies();
-        let bytes = self.request(replies, |out| x.write(out)).await?;
-        if replies == 1 {
-            // The driver handed out exactly one whole frame.
-            return Ok(x.feed(&bytes));
-        }
-        let mut at = 0;
-        loop {
-            let n = frame_len(&bytes[at..])?.ok_or_else(|| io(ErrorKind::InvalidData, "a partial frame"))?;
-            match x.feed(&bytes[at..at + n]) {
-                Step::More => at += n,
-                step => return Ok(step),
-            }
-        }
+        let bytes = self.request(x.replies(), |out| x.write(out)).await?;
+        feed(x, &bytes)
     }
 }
 
-/// [`Pipelined::attempt`] on any connection that speaks redis-rs's `ConnectionLike` (the
-/// shared [`super::connect::Conn`]): the attempt's commands as a pipeline, each reply written back as the RESP2 frame
-/// it stands for and fed to the engine.
-pub(crate) async fn attempt_on<C: ConnectionLike>(conn: &mut C, x: &mut Exchange<'_>) -> RedisResult<Step> {
-    let mut p = redis::pipe();
-    x.commands(|args| {
-        // Sized for the whole command up front (grown by reallocation, building it cost a
-        // few allocations per call).
-        let mut c = Cmd::with_capacity(args.len(), args.iter().map(|a| a.len()).sum());
-        args.iter().for_each(|a| {
-            c.arg(*a);
-        });
-        p.add_command(c);
-    });
-    let sent = if p.len() == 1 {
-        conn.req_packed_command(p.cmd_iter().next().expect("one command")).await.map(|v| vec![v])
-    } else {
-        conn.req_packed_commands(&p, 0, p.len()).await
-    };
-    let mut frame = Vec::new();
-    match sent {
-        Ok(values) => {
-            for v in &values {
-                frame.clear();
-                super::wire::write_value(&mut frame, v);
-                match x.feed(&frame) {
-                    Step::More => {}
-                    step => return Ok(step),
-                }
-            }
-        }
-        // redis-rs may hand a server error back as an `Err` carrying its code: it is the call's
-        // reply (the other commands' replies say nothing the engine reads).
-        Err(e) if e.code().is_some() => {
-            let mut error = Vec::new();
-            let line = format!("{} {}", e.code().unwrap_or_default(), e.detail().unwrap_or_default());
-            resp::write_error(&mut error, line.trim_end());
-            let at = x.call_frame();
-            for i in 0..x.replies() {
-                let frame: &[u8] = match i.cmp(&at) {
-                    std::cmp::Ordering::Less => b"+OK\r\n",
-                    std::cmp::Ordering::Equal => &error,
-                    std::cmp::Ordering::Greater => b":0\r\n",
-                };
-                match x.feed(frame) {
-                    Step::More => {}
-                    step => return Ok(step),
-                }
-            }
-        }
-        Err(e) => return Err(e),
+/// Feeds `bytes`, the reply frames of `x`'s current attempt as [`Pipelined::request`] returned
+/// them, to `x`: the step that ends the attempt.
+pub(crate) fn feed(x: &mut Exchange<'_>, bytes: &[u8]) -> RedisResult<Step> {
+    if x.replies() == 1 {
+        // The driver handed out exactly one whole frame.
+        return Ok(x.feed(bytes));
     }
-    Err(io(ErrorKind::InvalidData, "fewer replies than commands"))
+    let mut at = 0;
+    loop {
+        let n = frame_len(&bytes[at..])?.ok_or_else(|| io(ErrorKind::InvalidData, "a partial frame"))?;
+        match x.feed(&bytes[at..at + n]) {
+            Step::More => at += n,
+            step => return Ok(step),
+        }
+    }
 }
 
 #[cfg(test)]

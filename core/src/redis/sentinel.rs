@@ -18,13 +18,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use redis::aio::ConnectionLike;
-use redis::{Cmd, IntoConnectionInfo, Pipeline, RedisFuture, Value};
+use redis::{IntoConnectionInfo, Pipeline, Value};
 
-use super::connect::{Blocking, client_for};
-use super::options::{Plan, TlsFiles, redact};
-use super::pipelined::Pipelined;
+use super::connect::Blocking;
+use super::engine::{Exchange, Step, resp};
+use super::options::{Plan, redact};
+use super::pipelined::{Pipelined, feed};
 use super::socket::Target;
+use super::tls::TlsConfig;
 use crate::error::{Error, Result};
 
 /// The current master's connection, and how to find the next one. Clones share all of it.
@@ -37,7 +38,7 @@ struct Shared {
     /// The URLs as given (sentinel addresses; user, password and db for the master).
     urls: Vec<url::Url>,
     service: String,
-    tls: Option<TlsFiles>,
+    tls: Option<TlsConfig>,
     /// The sentinels' own user and password, if they require one.
     auth: Option<(Option<String>, String)>,
     timeout: Duration,
@@ -50,7 +51,6 @@ struct Shared {
 
 struct Master {
     addr: (String, u16),
-    client: redis::Client,
     /// Where the store's own connection to it goes, and its login.
     target: Target,
     login: Vec<Vec<u8>>,
@@ -61,73 +61,15 @@ struct Master {
 }
 
 impl Master {
-    /// The master at `addr`, with `url`'s credentials and database, not connected yet.
-    fn at(url: &url::Url, addr: (String, u16), tls: Option<&TlsFiles>) -> Result<Master> {
-        let client = master_client(url, &addr, tls)?;
-        let (target, login) = own(&client, tls)?;
-        Ok(Master { addr, client, target, login, conn: None, generation: 0 })
-    }
-
-    /// Connects within `timeout`.
-    async fn connect(&self, timeout: Duration) -> Result<Pipelined> {
-        Pipelined::connect(&self.target, &self.login, timeout)
-            .await
-            .map_err(|e| Error::store(format!("cannot connect to the master at {}:{}: {e}", self.addr.0, self.addr.1)))
-    }
-}
-
-/// Where the store's own connection to `client`'s node goes, and its login.
-fn own(client: &redis::Client, tls: Option<&TlsFiles>) -> Result<(Target, Vec<Vec<u8>>)> {
-    Blocking::of(client, tls)
-        .own()
-        .map(|(target, login)| (target.clone(), login.to_vec()))
-        .map_err(|what| Error::config("redis.urls", what))
-}
-
-impl Follower {
-    /// Finds the master and connects to it; also returns a client for that master.
-    pub async fn connect(plan: &Plan, timeout: Duration) -> Result<(Follower, redis::Client)> {
-        let urls = plan
-            .urls
-            .iter()
-            .map(|u| url::Url::parse(u).map_err(|e| Error::config("redis.urls", &format!("{:?}: {e}", redact(u)))))
-            .collect::<Result<Vec<_>>>()?;
-        let service = plan.service_name.clone().unwrap_or_default();
-        let auth = plan.sentinel_auth.clone();
-        let addr = lookup(&urls, &service, plan.tls.as_ref(), auth.as_ref(), timeout).await?;
-        let mut master = Master::at(&urls[0], addr, plan.tls.as_ref())?;
-        let conn = tokio::time::timeout(timeout, master.connect(timeout)).await.map_err(|_| {
-            Error::store(format!(
-                "connecting to the master of {service:?} at {}:{} timed out after {} ms",
-                master.addr.0,
-                master.addr.1,
-                timeout.as_millis()
-            ))
-        })??;
-        master.conn = Some(conn);
-        let client = master.client.clone();
-        let shared = Shared {
-            urls,
-            service,
-            tls: plan.tls.clone(),
-            auth,
-            timeout,
-            current: parking_lot::RwLock::new(master),
-            connecting: tokio::sync::Mutex::new(()),
-            looking: std::sync::atomic::AtomicBool::new(false),
-        };
-        Ok((Follower { shared: Arc::new(shared) }, client))
-    }
-
-    /// The one node `client` names (standalone mode), connected within `timeout`: a call that
-    /// finds its connection dropped connects again; there is nothing to look up.
-    pub async fn fixed(
-        client: &redis::Client,
-        tls: Option<&TlsFiles>,
+    /// `info`'s node, with its credentials, database and protocol, connected within
+    /// `timeout` (`what` names it in the errors).
+    async fn connect(
+        info: &redis::ConnectionInfo,
+        tls: Option<&TlsConfig>,
         timeout: Duration,
         what: &str,
-    ) -> Result<Follower> {
-        let (target, login) = own(client, tls)?;
+    ) -> Result<Master> {
+        let (target, login) = own(info, tls)?;
         let addr = match &target {
             Target::Tcp(host, port) | Target::Tls(host, port, _) => (host.clone(), *port),
             #[cfg(unix)]
@@ -137,22 +79,83 @@ impl Follower {
             .await
             .map_err(|_| Error::store(format!("connecting to {what} timed out after {} ms", timeout.as_millis())))?
             .map_err(|e| Error::store(format!("cannot connect to {what}: {e}")))?;
-        let master = Master { addr, client: client.clone(), target, login, conn: Some(conn), generation: 0 };
+        Ok(Master { addr, target, login, conn: Some(conn), generation: 0 })
+    }
+
+    /// The master at `addr` that the sentinels of `service` named, with `url`'s credentials
+    /// and database, connected within `timeout`.
+    async fn named(
+        url: &url::Url,
+        addr: &(String, u16),
+        service: &str,
+        tls: Option<&TlsConfig>,
+        timeout: Duration,
+    ) -> Result<Master> {
+        let what = format!("the master of {service:?} at {}:{}", addr.0, addr.1);
+        Master::connect(&node_info(url, addr)?, tls, timeout, &what).await
+    }
+}
+
+/// Where the store's own connection to `info`'s node goes, and its login.
+fn own(info: &redis::ConnectionInfo, tls: Option<&TlsConfig>) -> Result<(Target, Vec<Vec<u8>>)> {
+    Blocking::of(info, tls)
+        .own()
+        .map(|(target, login)| (target.clone(), login.to_vec()))
+        .map_err(|what| Error::config("redis.urls", what))
+}
+
+impl Follower {
+    /// Finds the master and connects to it; also returns where that master is.
+    pub async fn connect(plan: &Plan, timeout: Duration) -> Result<(Follower, redis::ConnectionInfo)> {
+        let urls = plan
+            .urls
+            .iter()
+            .map(|u| url::Url::parse(u).map_err(|e| Error::config("redis.urls", &format!("{:?}: {e}", redact(u)))))
+            .collect::<Result<Vec<_>>>()?;
+        let service = plan.service_name.clone().unwrap_or_default();
+        let auth = plan.sentinel_auth.clone();
+        let tls = plan.tls.as_ref();
+        let addr = lookup(&urls, &service, tls, auth.as_ref(), timeout).await?;
+        let master = Master::named(&urls[0], &addr, &service, tls, timeout).await?;
+        let info = node_info(&urls[0], &addr)?;
+        Ok((Follower::new(master, urls, service, tls, auth, timeout), info))
+    }
+
+    /// The one node `info` names (standalone mode), connected within `timeout`: a call that
+    /// finds its connection dropped connects again; there is nothing to look up.
+    pub async fn fixed(
+        info: &redis::ConnectionInfo,
+        tls: Option<&TlsConfig>,
+        timeout: Duration,
+        what: &str,
+    ) -> Result<Follower> {
+        let master = Master::connect(info, tls, timeout, what).await?;
+        Ok(Follower::new(master, Vec::new(), String::new(), tls, None, timeout))
+    }
+
+    fn new(
+        master: Master,
+        urls: Vec<url::Url>,
+        service: String,
+        tls: Option<&TlsConfig>,
+        auth: Option<(Option<String>, String)>,
+        timeout: Duration,
+    ) -> Follower {
         let shared = Shared {
-            urls: Vec::new(),
-            service: String::new(),
+            urls,
+            service,
             tls: tls.cloned(),
-            auth: None,
+            auth,
             timeout,
             current: parking_lot::RwLock::new(master),
             connecting: tokio::sync::Mutex::new(()),
             looking: std::sync::atomic::AtomicBool::new(false),
         };
-        Ok(Follower { shared: Arc::new(shared) })
+        Follower { shared: Arc::new(shared) }
     }
 
     /// The current master's connection and its generation, if there is one.
-    fn current(&self) -> Option<(Pipelined, u64)> {
+    pub(crate) fn current(&self) -> Option<(Pipelined, u64)> {
         let current = self.shared.current.read();
         current.conn.clone().map(|conn| (conn, current.generation))
     }
@@ -186,8 +189,9 @@ impl Follower {
         }
     }
 
-    /// Drops the connection of `generation` (a newer one stays): a call on it timed out.
-    fn retire(&self, generation: u64) {
+    /// Drops the connection of `generation` (a newer one stays): a call on it failed or timed
+    /// out.
+    pub(crate) fn retire(&self, generation: u64) {
         let mut current = self.shared.current.write();
         if current.generation == generation {
             current.conn = None;
@@ -258,12 +262,7 @@ impl Shared {
         if self.current.read().addr == addr {
             return Ok(());
         }
-        let mut master = Master::at(&self.urls[0], addr, self.tls.as_ref())?;
-        master.conn = Some(
-            tokio::time::timeout(self.timeout, master.connect(self.timeout))
-                .await
-                .map_err(|_| Error::store(format!("connecting to {}:{} timed out", master.addr.0, master.addr.1)))??,
-        );
+        let mut master = Master::named(&self.urls[0], &addr, &self.service, self.tls.as_ref(), self.timeout).await?;
         let mut current = self.current.write();
         master.generation = current.generation + 1;
         *current = master;
@@ -276,7 +275,7 @@ impl Shared {
 async fn lookup(
     urls: &[url::Url],
     service: &str,
-    tls: Option<&TlsFiles>,
+    tls: Option<&TlsConfig>,
     auth: Option<&(Option<String>, String)>,
     timeout: Duration,
 ) -> Result<(String, u16)> {
@@ -295,14 +294,12 @@ async fn lookup(
                 }
                 info = info.set_redis_settings(settings);
             }
-            let (target, login) = own(&client_for(info, tls)?, tls)?;
-            let mut conn = Pipelined::connect(&target, &login, timeout).await.map_err(Error::store)?;
-            let reply: Option<(String, u16)> = redis::cmd("SENTINEL")
-                .arg("GET-MASTER-ADDR-BY-NAME")
-                .arg(service)
-                .query_async(&mut conn)
-                .await
-                .map_err(Error::store)?;
+            let (target, login) = own(&info, tls)?;
+            let conn = Pipelined::connect(&target, &login, timeout).await.map_err(Error::store)?;
+            let frame = conn.frame(redis::cmd("SENTINEL").arg("GET-MASTER-ADDR-BY-NAME").arg(service)).await;
+            let reply = frame.and_then(|f| redis::parse_redis_value(&f)?.extract_error());
+            let reply: Option<(String, u16)> =
+                redis::from_redis_value(reply.map_err(Error::store)?).map_err(Error::store)?;
             reply.ok_or_else(|| Error::store(format!("it monitors no service named {service:?}")))
         };
         match tokio::time::timeout(timeout, ask).await {
@@ -314,43 +311,39 @@ async fn lookup(
     Err(Error::store(format!("no sentinel named the master of {service:?} ({})", causes.join("; "))))
 }
 
-/// A client for the master at `addr`, with `url`'s scheme, credentials and database.
-pub(crate) fn master_client(url: &url::Url, addr: &(String, u16), tls: Option<&TlsFiles>) -> Result<redis::Client> {
+/// The node at `addr`, with `url`'s scheme, credentials and database.
+pub(crate) fn node_info(url: &url::Url, addr: &(String, u16)) -> Result<redis::ConnectionInfo> {
     let mut u = url.clone();
     u.set_host(Some(&addr.0)).map_err(|e| Error::store(format!("the sentinels named a bad host {:?}: {e}", addr.0)))?;
     let _ = u.set_port(Some(addr.1));
-    let info = u.as_str().into_connection_info().map_err(Error::store)?;
-    client_for(info, tls)
+    u.as_str().into_connection_info().map_err(Error::store)
 }
 
-impl ConnectionLike for Follower {
-    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
-        Box::pin(async move {
-            let (mut conn, generation) = self.conn().await?;
-            let r = self.watch(generation, conn.req_packed_command(cmd)).await;
-            // A demoted master answers scripts that write with a READONLY server error value.
-            if let Ok(Value::ServerError(e)) = &r
-                && e.code() == "READONLY"
-            {
-                self.relocate();
-            }
-            r
-        })
+impl Follower {
+    /// `x`'s current attempt on the master's connection ([`Pipelined::attempt`]); a reply that
+    /// says `READONLY` (a demoted master answers scripts that write so) starts a lookup.
+    pub(crate) async fn attempt(&self, x: &mut Exchange<'_>) -> redis::RedisResult<Step> {
+        let (conn, generation) = self.conn().await?;
+        let bytes = self.watch(generation, conn.request(x.replies(), |out| x.write(out))).await?;
+        if frames(&bytes).any(|f| resp::error(f).is_some_and(|(code, _)| code == "READONLY")) {
+            self.relocate();
+        }
+        feed(x, &bytes)
     }
 
-    fn req_packed_commands<'a>(
-        &'a mut self,
-        pipeline: &'a Pipeline,
-        offset: usize,
-        count: usize,
-    ) -> RedisFuture<'a, Vec<Value>> {
-        Box::pin(async move {
-            let (mut conn, generation) = self.conn().await?;
-            self.watch(generation, conn.req_packed_commands(pipeline, offset, count)).await
-        })
+    /// `pipeline`'s replies on the master's connection ([`Pipelined::values`]).
+    pub(crate) async fn values(&self, pipeline: &Pipeline) -> redis::RedisResult<Vec<Value>> {
+        let (conn, generation) = self.conn().await?;
+        self.watch(generation, conn.values(pipeline)).await
     }
+}
 
-    fn get_db(&self) -> i64 {
-        self.shared.current.read().client.get_connection_info().redis_settings().db()
-    }
+/// The whole frames at the start of `bytes`.
+fn frames(mut bytes: &[u8]) -> impl Iterator<Item = &[u8]> {
+    std::iter::from_fn(move || {
+        let n = resp::frame_len(bytes).ok()??;
+        let (frame, rest) = bytes.split_at(n);
+        bytes = rest;
+        Some(frame)
+    })
 }

@@ -87,18 +87,6 @@ impl TlsConfig {
     }
 }
 
-/// The login of a TLS connection: `handshake`, or a `PING` when it is empty. Under TLS 1.3 a
-/// server that refuses the client's certificate (mutual TLS) says so only after the client's
-/// side of the handshake is done, so a connection is known good only once something was
-/// answered on it; a refusal then fails the connect, not the first call.
-pub(crate) fn confirmed(handshake: &[Vec<u8>]) -> std::borrow::Cow<'_, [Vec<u8>]> {
-    if handshake.is_empty() {
-        std::borrow::Cow::Owned(vec![b"*1\r\n$4\r\nPING\r\n".to_vec()])
-    } else {
-        std::borrow::Cow::Borrowed(handshake)
-    }
-}
-
 /// rustls needs one process-wide crypto provider. Ring is the only one compiled in by core, but
 /// another crate in the process could enable a second, after which rustls refuses to guess:
 /// installing ring first (if nobody installed one) keeps that from ever failing a connect.

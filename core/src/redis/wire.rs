@@ -69,13 +69,9 @@ impl Wire {
             #[cfg(unix)]
             Target::Unix(path) => SyncSocket::Unix(std::os::unix::net::UnixStream::connect(path)?),
         };
-        let handshake = match stream {
-            SyncSocket::Tls(_) => super::tls::confirmed(handshake),
-            _ => std::borrow::Cow::Borrowed(handshake),
-        };
         let mut wire =
             Wire { stream, buf: vec![0; INITIAL], start: 0, end: 0, out: Vec::new(), read_timeout: Duration::ZERO };
-        for command in handshake.iter() {
+        for command in handshake {
             wire.set_timeouts(left(deadline)?)?;
             wire.send(command)?;
             if let Value::ServerError(e) = wire.recv()? {
@@ -239,42 +235,6 @@ impl Wire {
                 }
             }
         }
-    }
-}
-
-/// `value` as the RESP2 frame it stands for (RESP3's types as RESP2 spells them: a map as the
-/// array of its pairs, a double or a big number as its text, a boolean as 0 or 1).
-pub(crate) fn write_value(out: &mut Vec<u8>, value: &Value) {
-    match value {
-        Value::Nil => out.extend_from_slice(b"$-1\r\n"),
-        Value::Int(i) => resp::write_int(out, *i),
-        Value::BulkString(b) => resp::bulk(out, b),
-        Value::Array(items) | Value::Set(items) => {
-            resp::write_array(out, items.len());
-            items.iter().for_each(|v| write_value(out, v));
-        }
-        Value::Map(pairs) => {
-            resp::write_array(out, pairs.len() * 2);
-            for (k, v) in pairs {
-                write_value(out, k);
-                write_value(out, v);
-            }
-        }
-        Value::SimpleString(s) => {
-            out.push(b'+');
-            out.extend_from_slice(s.as_bytes());
-            out.extend_from_slice(b"\r\n");
-        }
-        Value::Okay => out.extend_from_slice(b"+OK\r\n"),
-        Value::Attribute { data, .. } => write_value(out, data),
-        Value::Boolean(b) => resp::write_int(out, i64::from(*b)),
-        Value::Double(d) => resp::bulk(out, d.to_string().as_bytes()),
-        Value::VerbatimString { text, .. } => resp::bulk(out, text.as_bytes()),
-        Value::ServerError(e) => match e.details() {
-            Some(d) => resp::write_error(out, &format!("{} {d}", e.code())),
-            None => resp::write_error(out, e.code()),
-        },
-        other => resp::bulk(out, format!("{other:?}").as_bytes()),
     }
 }
 

@@ -44,12 +44,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use redis::aio::ConnectionLike as _;
-
 use super::call::{Outcome, ScriptCall};
 use super::engine::{self, Durable, Exchange, Invoke, Rules, Step};
-use super::options::{Plan, TlsFiles};
+use super::options::Plan;
 use super::pipelined::Pipelined;
+use super::tls::TlsConfig;
 use crate::error::{Error, Result};
 use topology::{Addr, SlotMap, parse_slots};
 
@@ -67,7 +66,7 @@ pub(crate) struct Node {
     /// number: [`wire`]).
     id: u32,
     addr: Addr,
-    client: redis::Client,
+    info: redis::ConnectionInfo,
     /// How the sync path connects within a call's deadline.
     blocking: super::connect::Blocking,
     /// The async path's connection from the store's runtime and its number (`None` until first
@@ -182,7 +181,7 @@ pub(crate) struct Router {
     /// The first seed's URL: scheme, user and password for every node.
     url: url::Url,
     seeds: Vec<Addr>,
-    tls: Option<TlsFiles>,
+    tls: Option<TlsConfig>,
     timeout: Duration,
     /// The store's runtime: connects and refreshes run there. `None` once closed (a handle
     /// keeps the runtime's driver and its descriptors alive).
@@ -230,12 +229,12 @@ impl Router {
         if let Some(n) = nodes.get(addr) {
             return Ok(n.clone());
         }
-        let client = super::sentinel::master_client(&self.url, addr, self.tls.as_ref())?;
+        let info = super::sentinel::node_info(&self.url, addr)?;
         let node = Arc::new(Node {
             id: nodes.len() as u32,
             addr: addr.clone(),
-            blocking: super::connect::Blocking::of(&client, self.tls.as_ref()),
-            client,
+            blocking: super::connect::Blocking::of(&info, self.tls.as_ref()),
+            info,
             mux: parking_lot::RwLock::new(None),
             ids: AtomicU64::new(0),
             connecting: tokio::sync::Mutex::new(()),
@@ -274,12 +273,12 @@ impl Router {
         for addr in candidates {
             let node = self.node(&addr)?;
             let read = async {
-                let (mut conn, id) = node.connect(self.timeout, &self.closed).await?;
-                let reply =
-                    conn.req_packed_command(&redis::cmd("CLUSTER").arg("SLOTS").clone()).await.map_err(|e| {
-                        node.retire(id);
-                        Error::store(e)
-                    })?;
+                let (conn, id) = node.connect(self.timeout, &self.closed).await?;
+                let frame = conn.frame(redis::cmd("CLUSTER").arg("SLOTS")).await;
+                let reply = frame.and_then(|f| redis::parse_redis_value(&f)).map_err(|e| {
+                    node.retire(id);
+                    Error::store(e)
+                })?;
                 parse_slots(&reply, &addr.0)
                     .filter(|r| !r.is_empty())
                     .ok_or_else(|| Error::store(format!("unreadable CLUSTER SLOTS: {reply:?}")))

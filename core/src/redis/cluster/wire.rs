@@ -23,7 +23,7 @@ impl Router {
 
     /// Where node `id` is, with the store's scheme and credentials (as the router connects).
     pub(crate) fn node_info(&self, id: u32) -> Option<redis::ConnectionInfo> {
-        self.by_id(id).map(|n| n.client.get_connection_info().clone())
+        self.by_id(id).map(|n| n.info.clone())
     }
 
     /// What `reply`, read from node `node` for a call sent as `attempt`, asks for
