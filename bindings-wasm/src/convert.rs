@@ -23,11 +23,15 @@ pub fn number(v: &JsValue, field: &str) -> CoreResult<f64> {
 }
 
 /// A request cost: `undefined` means 1; otherwise a number the core accepts as a cost.
+/// `undefined` is asked first: it is the common case, and `is_undefined` is a plain call where
+/// `as_f64` writes its answer through the module's memory.
 #[inline]
 pub fn cost(v: &JsValue) -> CoreResult<u64> {
+    if v.is_undefined() {
+        return Ok(1);
+    }
     match v.as_f64() {
         Some(n) => validate::cost_from_f64(n),
-        None if v.is_undefined() => Ok(1),
         None => Err(config("cost", "must be a positive integer")),
     }
 }

@@ -306,9 +306,7 @@ impl HeldCall {
 
     /// The RPC's argument: `{ op, key, cost, now, strategy }` (`now` null: the object's clock).
     pub fn request(&self) -> Result<JsValue, JsValue> {
-        let spec = serde_json::to_string(self.limiter.strategy().spec())
-            .map_err(|e| config("strategy", &format!("could not be serialized: {e}")))
-            .or_throw()?;
+        let spec = js_sys::JSON::stringify(&crate::strategy::spec_of(self.limiter.strategy()))?;
         let now = match self.call.now {
             throttlekit::store::Now::At(t) => JsValue::from_f64(t as f64),
             throttlekit::store::Now::Server => JsValue::NULL,
@@ -319,7 +317,7 @@ impl HeldCall {
             ("key", JsValue::from_str(&self.call.key)),
             ("cost", JsValue::from_f64(self.call.cost as f64)),
             ("now", now),
-            ("strategy", JsValue::from_str(&spec)),
+            ("strategy", spec.into()),
         ] {
             let _ = Reflect::set(&o, &k.into(), &v);
         }
@@ -480,8 +478,7 @@ fn strategy_of(spec: &str) -> CoreResult<throttlekit::Strategy> {
     }
     // The spec is the text `HeldCall.request` serialized. It is read as a JSON value and then
     // through the same `from_value` path as `Strategy.fromSpec` (strategy.rs), so the module
-    // holds one JSON parser (the REST replies' byte reader) and one set of the specs' derived
-    // deserializers instead of a second, text-reading copy of both (about 20 KB of code).
+    // holds one JSON parser (the REST replies' byte reader) and one spec reader.
     let value = serde_json::from_slice(spec.as_bytes())
         .map_err(|e| config("strategy", &format!("is not a valid spec: {e}")))?;
     let parsed = crate::strategy::from_value(value)?;

@@ -17,25 +17,38 @@ use crate::instance::{self, Item};
 use crate::{limiter, multi, shaper};
 
 #[wasm_bindgen(inline_js = "
+// What a store's requests share, read from the module once per store (each getter is a call
+// into the module and a string copy): the URL, the timeout and the headers.
+const shared = new WeakMap()
+function endpoint(store) {
+  let e = shared.get(store)
+  if (!e) {
+    const headers = { Authorization: 'Bearer ' + store.token, 'Content-Type': 'application/json' }
+    e = { url: store.url, fetch: store.fetch, timeoutMs: store.timeoutMs, headers, hex: { ...headers, 'Throttlekit-Encoding': 'hex' } }
+    shared.set(store, e)
+  }
+  return e
+}
+
 export async function drive(store, call) {
-  const f = store.fetch ?? globalThis.fetch
+  const e = endpoint(store)
+  const f = e.fetch ?? globalThis.fetch
   for (;;) {
     const { path, body, hex } = call.request()
-    const headers = { Authorization: 'Bearer ' + store.token, 'Content-Type': 'application/json' }
-    if (hex) headers['Throttlekit-Encoding'] = 'hex'
+    // A timer cleared once the body is read, not AbortSignal.timeout: its timer outlives the
+    // request until it fires, and it costs several times as much per request.
+    const abort = new AbortController()
+    const timer = setTimeout(() => abort.abort(new DOMException('the request timed out', 'TimeoutError')), e.timeoutMs)
     let res, bytes
     try {
-      res = await f(store.url + path, {
-        method: 'POST',
-        headers,
-        body,
-        signal: AbortSignal.timeout(store.timeoutMs),
-      })
+      res = await f(e.url + path, { method: 'POST', headers: hex ? e.hex : e.headers, body, signal: abort.signal })
       bytes = new Uint8Array(await res.arrayBuffer())
-    } catch (e) {
-      if (e && (e.name === 'TimeoutError' || e.name === 'AbortError')) call.failTimeout()
-      else call.failTransport(String(e && e.message ? e.message : e))
+    } catch (err) {
+      if (err && (err.name === 'TimeoutError' || err.name === 'AbortError')) call.failTimeout()
+      else call.failTransport(String(err && err.message ? err.message : err))
       break
+    } finally {
+      clearTimeout(timer)
     }
     if (!call.feed(res.status, bytes)) break
   }

@@ -6,7 +6,6 @@
 use std::sync::Arc;
 
 use js_sys::Reflect;
-use serde_json::json;
 use wasm_bindgen::prelude::*;
 
 use crate::convert::{self, Options};
@@ -23,9 +22,9 @@ fn build(options: &JsValue) -> CoreResult<(throttlekit::Shaper, Option<Link>)> {
     )?;
     let rate = o.number("ratePerSec")?.ok_or_else(|| config(&o.path("ratePerSec"), "is required"))?;
     let max_queue = o.number("maxQueueMs")?.ok_or_else(|| config(&o.path("maxQueueMs"), "is required"))?;
-    // NaN and infinities have no JSON form; the core's validator gives them their message.
-    let spec = serde_json::from_value(json!({ "ratePerSec": finite(rate), "maxQueueMs": finite(max_queue) }))
-        .map_err(|e| config("shaper", &format!("is not valid: {e}")))?;
+    // NaN and infinities have no JSON form (the Node binding's path through serde): the core's
+    // validator gives them its message for -1. Any other number reads as itself.
+    let spec = throttlekit::LeakyBucketOptions { rate_per_sec: finite(rate), max_queue_ms: finite(max_queue) };
     let (store, rest) = store::memory_or_rest(&o, "Shaper")?;
     let mut s = throttlekit::Shaper::new(&spec)?.with_store(store).with_clock(store::clock_from_options(&o)?);
     if let Some(prefix) = o.string("prefix")? {

@@ -1,7 +1,9 @@
 //! [`Strategy`]: a validated algorithm, built from typed options or from a spec object (the
 //! conformance vectors' `{kind, options}`), parsed and validated by the core.
 
+use js_sys::{Object, Reflect};
 use serde_json::{Map, Value};
+use throttlekit::spec::OptionValue;
 use wasm_bindgen::prelude::*;
 
 use crate::convert;
@@ -45,11 +47,10 @@ fn typed(kind: &str, options: &JsValue) -> Result<Strategy, JsValue> {
     Ok(Strategy::wrap(built.or_throw()?))
 }
 
-/// Parses and validates a spec held as JSON.
+/// Parses and validates a spec held as JSON: the core's hand-written reader, which gives
+/// serde's messages without serde's deserializers in the module (core/src/spec/value.rs).
 pub fn from_value(spec: Value) -> CoreResult<throttlekit::Strategy> {
-    let spec: throttlekit::StrategySpec =
-        serde_json::from_value(spec).map_err(|e| config("strategy", &format!("is not a valid spec: {e}")))?;
-    spec.build()
+    throttlekit::StrategySpec::from_value(&spec)?.build()
 }
 
 /// A strategy given as a `Strategy` instance or as a spec object.
@@ -61,12 +62,26 @@ pub fn from_js(v: &JsValue, field: &str) -> CoreResult<throttlekit::Strategy> {
     }
 }
 
-/// The spec of `s` as a JS object.
-fn spec_of(s: &throttlekit::Strategy) -> Result<JsValue, JsValue> {
-    let text = serde_json::to_string(s.spec())
-        .map_err(|e| config("strategy", &format!("could not be serialized: {e}")))
-        .or_throw()?;
-    js_sys::JSON::parse(&text)
+/// The spec of `s` as a fresh JS object, `{kind, options}` with the options in name order, as
+/// the native addon's (a `serde_json::Value` map is sorted); built from the core's
+/// `option_list`, with no JSON serializer in the module.
+pub fn spec_of(s: &throttlekit::Strategy) -> JsValue {
+    let spec = s.spec();
+    let options = Object::new();
+    let mut list = spec.option_list();
+    list.sort_unstable_by_key(|(name, _)| *name);
+    for (name, v) in list {
+        let v = match v {
+            OptionValue::Number(n) => JsValue::from_f64(n),
+            OptionValue::Name(n) => JsValue::from_str(n),
+        };
+        // Setting properties on a fresh plain object cannot fail.
+        let _ = Reflect::set(&options, &name.into(), &v);
+    }
+    let o = Object::new();
+    let _ = Reflect::set(&o, &"kind".into(), &spec.kind().into());
+    let _ = Reflect::set(&o, &"options".into(), &options);
+    o.into()
 }
 
 #[wasm_bindgen]
@@ -131,13 +146,13 @@ impl Strategy {
 
     /// The spec this strategy was built from (a fresh object each call).
     #[wasm_bindgen(js_name = toSpec)]
-    pub fn to_spec(&self) -> Result<JsValue, JsValue> {
+    pub fn to_spec(&self) -> JsValue {
         spec_of(&self.inner)
     }
 
     /// `toJSON` for `JSON.stringify`: the spec.
     #[wasm_bindgen(js_name = toJSON)]
-    pub fn to_json(&self) -> Result<JsValue, JsValue> {
+    pub fn to_json(&self) -> JsValue {
         spec_of(&self.inner)
     }
 }

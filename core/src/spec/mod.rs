@@ -161,3 +161,6 @@ impl LeakyBucketOptions {
         serde_json::from_str(text).map_err(|e| Error::config("shaper", &format!("is not a valid spec: {e}")))
     }
 }
+
+mod value;
+pub use value::OptionValue;
