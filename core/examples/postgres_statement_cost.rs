@@ -123,10 +123,7 @@ async fn connect(url: &str) -> Client {
 /// `(updates, hot updates)` of `table` so far.
 async fn updates(client: &Client, table: &str) -> (i64, i64) {
     let row = client
-        .query_one(
-            "SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables WHERE relname = $1",
-            &[&table],
-        )
+        .query_one("SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables WHERE relname = $1", &[&table])
         .await
         .expect("stats");
     (row.get(0), row.get(1))
