@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The Postgres server's CPU per statement (docs/postgres.md, "Where the time goes on the server"):
+# The Postgres server's CPU per statement (docs/postgres.md, "Numbers"):
 # builds core's postgres_statement_cost example, starts a throwaway Postgres 15
 # (tests/postgres-server.sh; the example reads the server's processes in /proc, so it must run
 # here), and runs the store's statements and a bare one-row upsert against it. ROUNDS and

@@ -1,6 +1,6 @@
 //! The Postgres server's CPU per statement: the store's statements (sent as the store sends
 //! them: prepared, binary parameters, pipelined) against a bare one-row upsert
-//! (docs/postgres.md, "Where the time goes on the server").
+//! (docs/postgres.md, "Numbers").
 //!
 //!     url=$(tests/postgres-server.sh start /tmp/pg.pid)
 //!     cargo run --release -p throttlekit --features postgres --example postgres_statement_cost -- "$url"
