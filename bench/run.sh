@@ -40,7 +40,8 @@
 #   postgres    bindings-node/bench/postgres-run.sh: Node check on PostgresStore vs
 #               rate-limiter-flexible's RateLimiterPostgres (pg), sequential and 64 in flight, and
 #               vs pgbench's bare one-row upsert at 64 clients (the ceiling); one hot key, strict
-#               and leased
+#               and leased; bench/postgres-cost.sh: the server's CPU per statement (the store's
+#               statements vs the bare upsert) and the share of HOT updates
 #   jvm         bindings-jvm/bench/run.sh: the JVM library's check vs Guava's RateLimiter (Debian
 #               libguava-java; 1 key, 100k keys, 2 threads; each side in forked JVMs, then both
 #               in one JVM, interleaved), tryAcquire's allocation per call, and Redis sequential /
@@ -239,6 +240,7 @@ if part postgres; then
         # bindings-node/bench/run.sh (above) installed the pinned peers and built the release addon.
         SKIP_BUILD=1 ROUNDS=$([ -n "$QUICK" ] && echo 2 || echo 3) "$ROOT/bindings-node/bench/postgres-run.sh" 2>&1 \
             | tee "$OUT/postgres.log" | tail -5
+        ROUNDS=$([ -n "$QUICK" ] && echo 1 || echo 3) "$ROOT/bench/postgres-cost.sh" 2>&1 | tee -a "$OUT/postgres.log" | tail -6
     else
         not_measured postgres "postgresql-15 (pgbench) is not installed"
     fi

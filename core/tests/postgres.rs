@@ -11,6 +11,7 @@ mod postgres_server;
 #[path = "support/timelines.rs"]
 mod timelines;
 
+use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::Command;
 use std::sync::Arc;
@@ -77,6 +78,49 @@ fn every_vectors_file_and_the_random_timelines_decide_as_memory_does() {
     drop(stores);
     let out = Command::new("psql").args([&server.url, "-tAc", "SELECT count(*) FROM throttlekit"]).output().unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "0", "rows left behind");
+}
+
+/// One key checked, peeked and forecast by limiters of different strategies in turn: each
+/// reads the row only under its own kind (the inline checks leave the other kinds' columns as
+/// they found them), so the decisions are memory's.
+fn mixed_timeline(seed: u64, store: Arc<dyn Store>) -> String {
+    let mut rng = timelines::Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+    let mut out = String::new();
+    let mut now = timelines::start_time(&mut rng);
+    let limiters: Vec<(Limiter, i64, i64)> = (0..3)
+        .map(|_| {
+            let (s, period) = timelines::strategy(&mut rng);
+            writeln!(out, "limiter {:?}", s.spec()).ok();
+            let limit = s.limit();
+            (Limiter::builder(s).store(store.clone()).build(), limit, period)
+        })
+        .collect();
+    let key = format!("mixed{seed}");
+    for _ in 0..60 {
+        let (limiter, limit, period) = &limiters[rng.below(3) as usize];
+        now = timelines::step(&mut rng, now, *period);
+        let c = timelines::cost(&mut rng, *limit);
+        match rng.below(10) {
+            0 => writeln!(out, "{now} peek {:?}", limiter.peek_sync_at(&key, now)),
+            1 => writeln!(out, "{now} forecast {c} {:?}", limiter.forecast_sync_at(&key, c, now)),
+            _ => writeln!(out, "{now} check {c} {:?}", limiter.check_sync_at(&key, c, now)),
+        }
+        .ok();
+    }
+    out
+}
+
+#[test]
+fn one_key_under_strategies_in_turn_decides_as_memory_does() {
+    let server = PostgresServer::start();
+    let mut stores = throttlekit::postgres::conformance_stores(&server.url).expect("connect");
+    let mut ops = 0;
+    for seed in 0..60u64 {
+        let memory = mixed_timeline(seed, Arc::new(MemoryStore::new()));
+        let on_pg = mixed_timeline(seed, stores().expect("a store"));
+        ops += timelines::assert_same(seed, &memory, &on_pg, "postgres");
+    }
+    assert!(ops > 3_000, "only {ops} ops compared");
 }
 
 fn psql(url: &str, sql: &str) {

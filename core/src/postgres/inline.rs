@@ -74,13 +74,26 @@ impl Inline {
 
     /// The statement on `table` (a validated name).
     pub fn statement(self, table: &str) -> String {
-        let new: Vec<String> = self.columns(&NONE).into_iter().map(|(_, v)| v).collect();
-        let set: Vec<String> = self.columns(&ROW).into_iter().map(|(c, v)| format!("{c} = {v}")).collect();
+        let t = self.transition(&NONE);
+        let new = |col: &str| {
+            if col == "kind" {
+                return format!("CASE WHEN {} THEN {}::smallint ELSE 0::smallint END", t.allowed, t.kind);
+            }
+            if col == "r" {
+                return flag(&t.allowed);
+            }
+            match t.set.iter().find(|(c, _)| *c == col) {
+                Some((_, v)) => format!("CASE WHEN {} THEN {v} END", t.allowed),
+                None => format!("NULL::{}", type_of(col)),
+            }
+        };
+        let values: Vec<String> = ["kind", "f", "a", "n", "xs", "deadline", "r"].into_iter().map(new).collect();
         format!(
             "INSERT INTO {table} AS s (key, kind, f, a, n, xs, deadline, r) VALUES ($1::text, {}) \
-             ON CONFLICT (key) DO UPDATE SET {} RETURNING r",
-            new.join(", "),
-            set.join(", ")
+             ON CONFLICT (key) DO UPDATE SET {} RETURNING {}",
+            values.join(", "),
+            self.set().join(", "),
+            self.reply()
         )
     }
 
@@ -93,31 +106,49 @@ impl Inline {
         }
     }
 
-    /// Every column's new value on `old`: the allowed outcome when allowed; otherwise the old
-    /// state (a denial changes nothing) unless it has expired, which is gone for good (the
-    /// function's "Expiry" lines: kind 0, every state column NULL).
-    fn columns(self, old: &Old) -> [(&'static str, String); 7] {
-        let t = self.transition(old);
+    /// The `SET` on the conflicting row: an allowed check writes its state and kind; a denied
+    /// one writes back what it found (a denial changes nothing) unless that has expired, which
+    /// is gone for good (the function's "Expiry" lines: kind 0). Either way `r` records whether
+    /// it was allowed, for [`Self::reply`]. The columns this strategy does not use are left as
+    /// they are: every reader (these statements, the function) reads a column only under the
+    /// kind that owns it, and kind 0 reads as no state.
+    fn set(self) -> Vec<String> {
+        let t = self.transition(&ROW);
         let allowed = &t.allowed;
-        let gone = format!("({} = 0 OR $2::bigint > {})", old.kind, old.deadline);
-        let keep =
-            |new: &str, col: &str| format!("CASE WHEN {allowed} THEN {new} WHEN {gone} THEN NULL ELSE {col} END");
-        let clear = |col: &str| format!("CASE WHEN {allowed} OR {gone} THEN NULL ELSE {col} END");
-        [
-            (
-                "kind",
-                format!(
-                    "CASE WHEN {allowed} THEN {}::smallint WHEN {gone} THEN 0::smallint ELSE {} END",
-                    t.kind, old.kind
-                ),
-            ),
-            ("f", t.f.as_deref().map_or_else(|| clear(old.f), |f| keep(f, old.f))),
-            ("a", t.a.as_deref().map_or_else(|| clear(old.a), |a| keep(a, old.a))),
-            ("n", t.n.as_deref().map_or_else(|| clear(old.n), |n| keep(n, old.n))),
-            ("xs", clear(old.xs)),
-            ("deadline", keep(&t.deadline, old.deadline)),
-            ("r", format!("CASE WHEN {allowed} THEN {} ELSE {} END", t.allowed_reply, t.denied_reply)),
-        ]
+        let mut set = vec![format!(
+            "kind = CASE WHEN {allowed} THEN {}::smallint WHEN s.kind = 0 OR $2::bigint > s.deadline \
+             THEN 0::smallint ELSE s.kind END",
+            t.kind
+        )];
+        set.extend(t.set.iter().map(|(c, v)| format!("{c} = CASE WHEN {allowed} THEN {v} ELSE s.{c} END")));
+        set.push(format!("r = {}", flag(allowed)));
+        set
+    }
+
+    /// The reply, computed in `RETURNING` from the row as the statement left it: an allowed
+    /// check's new state, or (denied) the state it found, unchanged or gone; so the old state's
+    /// expressions are not repeated in the `SET`.
+    fn reply(self) -> String {
+        let (allowed, denied) = match self {
+            Inline::Gcra => gcra_reply(),
+            Inline::TokenBucket => token_bucket_reply(),
+            Inline::FixedWindow => fixed_window_reply(),
+        };
+        format!("CASE WHEN s.r[1] = 1 THEN {allowed} ELSE {denied} END")
+    }
+}
+
+/// `r` as an inline check leaves it: `{1}` allowed, `{0}` denied.
+fn flag(allowed: &str) -> String {
+    format!("CASE WHEN {allowed} THEN '{{1}}'::bigint[] ELSE '{{0}}'::bigint[] END")
+}
+
+/// A column's SQL type, for its NULL.
+fn type_of(col: &str) -> &'static str {
+    match col {
+        "f" => "float8",
+        "xs" => "bigint[]",
+        _ => "bigint",
     }
 }
 
@@ -127,19 +158,14 @@ struct Old {
     f: &'static str,
     a: &'static str,
     n: &'static str,
-    xs: &'static str,
     deadline: &'static str,
 }
 
-const ROW: Old = Old { kind: "s.kind", f: "s.f", a: "s.a", n: "s.n", xs: "s.xs", deadline: "s.deadline" };
-const NONE: Old = Old {
-    kind: "0::smallint",
-    f: "NULL::float8",
-    a: "NULL::bigint",
-    n: "NULL::bigint",
-    xs: "NULL::bigint[]",
-    deadline: "NULL::bigint",
-};
+/// The conflicting row in the `SET`; in `RETURNING` the same names read the row as the
+/// statement left it.
+const ROW: Old = Old { kind: "s.kind", f: "s.f", a: "s.a", n: "s.n", deadline: "s.deadline" };
+const NONE: Old =
+    Old { kind: "0::smallint", f: "NULL::float8", a: "NULL::bigint", n: "NULL::bigint", deadline: "NULL::bigint" };
 
 impl Old {
     /// The old state is of `kind` and has not expired (what the function's state is after its
@@ -149,16 +175,13 @@ impl Old {
     }
 }
 
-/// An allowed check's state (`None`: the column is NULL) and both replies, as expressions.
+/// An allowed check: when it is allowed, its kind and the columns it writes (the others of its
+/// kind are NULL in the function; these statements leave them, as no reader of the kind reads
+/// them).
 struct Transition {
     allowed: String,
     kind: u8,
-    f: Option<String>,
-    a: Option<String>,
-    n: Option<String>,
-    deadline: String,
-    allowed_reply: String,
-    denied_reply: String,
+    set: Vec<(&'static str, String)>,
 }
 
 const MAX: &str = "9223372036854775807";
@@ -238,33 +261,44 @@ fn gcra_params(now: i64, cost: i64, t: f64, tau: f64, limit: f64) -> Option<Vec<
     Some(vec![int(now), float(now as f64), float(inc), float(t), float(tau), int(rint(limit)?)])
 }
 
-/// `functions.sql`, `IF algo = 1`: GCRA's check (src/algorithms/gcra.rs).
+/// GCRA's `tat` on `old`: `functions.sql`'s `stored := CASE WHEN kind = 1 THEN f ELSE now_f
+/// END; tat := CASE WHEN stored > now_f THEN stored ELSE now_f END`.
+fn gcra_tat(old: &Old) -> String {
+    format!("(CASE WHEN {} AND {f} > $3::float8 THEN {f} ELSE $3::float8 END)", old.live(1), f = old.f)
+}
+
+/// `functions.sql`, `IF algo = 1`: GCRA's check (src/algorithms/gcra.rs): `new_tat := tat +
+/// inc; allow_at := new_tat - p[2]`, allowed unless `now_f < allow_at`.
 fn gcra(old: &Old) -> Transition {
-    let (now, inc, t, tau) = ("$3::float8", "$4::float8", "$5::float8", "$6::float8");
-    // stored := CASE WHEN kind = 1 THEN f ELSE now_f END; tat := CASE WHEN stored > now_f
-    // THEN stored ELSE now_f END; new_tat := tat + inc; allow_at := new_tat - p[2].
-    let tat = format!("(CASE WHEN {} AND {f} > {now} THEN {f} ELSE {now} END)", old.live(1), f = old.f);
-    let new_tat = format!("({tat} + {inc})");
-    let allow_at = format!("({new_tat} - {tau})");
+    let new_tat = format!("({} + $4::float8)", gcra_tat(old));
     Transition {
-        allowed: format!("(NOT {now} < {allow_at})"),
+        allowed: format!("(NOT $3::float8 < ({new_tat} - $6::float8))"),
         kind: 1,
-        f: Some(new_tat.clone()),
-        a: None,
-        n: None,
-        deadline: add_now(&format!("greatest({}, 1)", ceil(&format!("{new_tat} - {now}")))),
-        allowed_reply: format!(
+        set: vec![
+            ("f", new_tat.clone()),
+            ("deadline", add_now(&format!("greatest({}, 1)", ceil(&format!("{new_tat} - $3::float8"))))),
+        ],
+    }
+}
+
+/// GCRA's replies on the row as the check left it: allowed, `f` is `new_tat`; denied, the
+/// state is the one the check read, so its `tat` is the same.
+fn gcra_reply() -> (String, String) {
+    let (now, inc, t, tau) = ("$3::float8", "$4::float8", "$5::float8", "$6::float8");
+    let tat = gcra_tat(&ROW);
+    (
+        format!(
             "ARRAY[1, $7::bigint, greatest({}, 0), {}, 0]",
-            floor(&format!("({tau} - ({new_tat} - {now})) / {t}")),
-            ceil(&new_tat)
+            floor(&format!("({tau} - (s.f - {now})) / {t}")),
+            ceil("s.f")
         ),
-        denied_reply: format!(
+        format!(
             "ARRAY[0, $7::bigint, greatest({}, 0), {}, {}]",
             floor(&format!("({tau} - ({tat} - {now})) / {t}")),
             ceil(&tat),
-            ceil(&format!("{allow_at} - {now}"))
+            ceil(&format!("(({tat} + {inc}) - {tau}) - {now}"))
         ),
-    }
+    )
 }
 
 /// The token bucket's parameters: `$2` now, `$3` now as a double, `$4` the cost as a double,
@@ -276,33 +310,47 @@ fn token_bucket_params(now: i64, cost: i64, capacity: f64, rate: f64) -> Option<
     Some(vec![int(now), float(now as f64), float(cost as f64), float(capacity), float(rate), int(lim), int(deadline)])
 }
 
-/// `functions.sql`, `IF algo = 2`: the token bucket's check (src/algorithms/token_bucket.rs).
-fn token_bucket(old: &Old) -> Transition {
-    let (now, cost, cap, rate) = ("$3::float8", "$4::float8", "$5::float8", "$6::float8");
-    // tokens := least(p[1], f + greatest(now_f - a::float8, 0.0) * p[2]) on a live bucket, else p[1].
-    let tokens = format!(
-        "(CASE WHEN {} THEN least({cap}, {f} + greatest({now} - {a}::float8, 0.0) * {rate}) ELSE {cap} END)",
+/// The token bucket's tokens on `old`: `tokens := least(p[1], f + greatest(now_f - a::float8,
+/// 0.0) * p[2])` on a live bucket, else `p[1]`.
+fn bucket_tokens(old: &Old) -> String {
+    format!(
+        "(CASE WHEN {} THEN least($5::float8, {f} + greatest($3::float8 - {a}::float8, 0.0) * $6::float8) \
+         ELSE $5::float8 END)",
         old.live(2),
         f = old.f,
         a = old.a
-    );
-    let left = format!("({tokens} - {cost})");
-    let reset = |v: &str| add_now(&ceil(&format!("({cap} - {v}) / {rate}")));
+    )
+}
+
+/// `functions.sql`, `IF algo = 2`: the token bucket's check (src/algorithms/token_bucket.rs).
+fn token_bucket(old: &Old) -> Transition {
+    let tokens = bucket_tokens(old);
     Transition {
-        allowed: format!("({tokens} >= {cost})"),
+        allowed: format!("({tokens} >= $4::float8)"),
         kind: 2,
-        f: Some(left.clone()),
-        a: Some("$2::bigint".into()),
-        n: None,
-        deadline: "$8::bigint".into(),
-        allowed_reply: format!("ARRAY[1, $7::bigint, greatest({}, 0), {}, 0]", floor(&left), reset(&left)),
-        denied_reply: format!(
+        set: vec![
+            ("f", format!("({tokens} - $4::float8)")),
+            ("a", "$2::bigint".into()),
+            ("deadline", "$8::bigint".into()),
+        ],
+    }
+}
+
+/// The token bucket's replies on the row as the check left it: allowed, `f` is what is left;
+/// denied, the state is the one the check read, so its tokens are the same.
+fn token_bucket_reply() -> (String, String) {
+    let (cost, cap, rate) = ("$4::float8", "$5::float8", "$6::float8");
+    let reset = |v: &str| add_now(&ceil(&format!("({cap} - {v}) / {rate}")));
+    let tokens = bucket_tokens(&ROW);
+    (
+        format!("ARRAY[1, $7::bigint, greatest({}, 0), {}, 0]", floor("s.f"), reset("s.f")),
+        format!(
             "ARRAY[0, $7::bigint, greatest({}, 0), {}, greatest({}, 1)]",
             floor(&tokens),
             reset(&tokens),
             ceil(&format!("({cost} - {tokens}) / {rate}"))
         ),
-    }
+    )
 }
 
 /// The fixed window's parameters: `$2` now, `$3` the cost, `$4` the limit, `$5` the limit less
@@ -327,24 +375,38 @@ fn fixed_window_params(now: i64, cost: i64, limit: f64, window_ms: f64) -> Optio
     ])
 }
 
+/// The fixed window's count on `old`: `cnt := CASE WHEN kind = 3 AND a = w_start THEN n ELSE 0
+/// END`.
+fn window_count(old: &Old) -> String {
+    format!("(CASE WHEN {} AND {} = $6::bigint THEN {} ELSE 0 END)", old.live(3), old.a, old.n)
+}
+
 /// `functions.sql`, `IF algo = 3 OR algo = 6` with algo 3: the fixed window's check (an
 /// epoch-aligned window; src/algorithms/period_counter.rs).
 fn fixed_window(old: &Old) -> Transition {
-    // cnt := CASE WHEN kind = 3 AND a = w_start THEN n ELSE 0 END.
-    let count = format!("(CASE WHEN {} AND {} = $6::bigint THEN {} ELSE 0 END)", old.live(3), old.a, old.n);
     // new_cnt := throttlekit_v1_add(cnt, cost); allowed when new_cnt <= lim. With cost >= 0 and
     // lim < 2^63 - 1 (a rounded double), that is cnt <= lim - cost, and new_cnt does not
     // saturate when it holds.
+    let count = window_count(old);
     Transition {
         allowed: format!("({count} <= $5::bigint)"),
         kind: 3,
-        f: None,
-        a: Some("$6::bigint".into()),
-        n: Some(format!("{count} + $3::bigint")),
-        deadline: "$9::bigint".into(),
-        allowed_reply: format!("ARRAY[1, $4::bigint, $5::bigint - {count}, $7::bigint, 0]"),
-        denied_reply: format!("ARRAY[0, $4::bigint, greatest($4::bigint - {count}, 0), $7::bigint, $8::bigint]"),
+        set: vec![
+            ("a", "$6::bigint".into()),
+            ("n", format!("{count} + $3::bigint")),
+            ("deadline", "$9::bigint".into()),
+        ],
     }
+}
+
+/// The fixed window's replies on the row as the check left it: allowed, `n` is the new count,
+/// so the limit less it is `$5 - cnt` (exact: it is at most the limit); denied, the state is
+/// the one the check read, so its count is the same.
+fn fixed_window_reply() -> (String, String) {
+    (
+        "ARRAY[1, $4::bigint, $4::bigint - s.n, $7::bigint, 0]".into(),
+        format!("ARRAY[0, $4::bigint, greatest($4::bigint - {}, 0), $7::bigint, $8::bigint]", window_count(&ROW)),
+    )
 }
 
 #[cfg(test)]
