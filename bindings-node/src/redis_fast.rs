@@ -35,12 +35,8 @@ use crate::limiter::RedisLimiter;
 use crate::transport;
 
 /// The callbacks fast.rs registers beside its own.
-pub(crate) const FUNCTIONS: [(&std::ffi::CStr, Callback); 4] = [
-    (c"__redisHandle", redis_handle),
-    (c"__redisPrepareFast", prepare),
-    (c"__redisFinishFast", finish),
-    (c"__redisFrames", frames),
-];
+pub(crate) const FUNCTIONS: [(&std::ffi::CStr, Callback); 3] =
+    [(c"__redisHandle", redis_handle), (c"__redisPrepareFast", prepare), (c"__redisFinishFast", finish)];
 
 /// Where index.js puts the op of `__redisPrepareFast` (0 check, 1 peek, 2 forecast): the slot
 /// `__fieldsValues` writes its names id to, free during this call.
@@ -223,65 +219,6 @@ const HEAD: usize = 24;
 thread_local! {
     /// Where a call's bytes are encoded before they are copied into the caller's scratch buffer.
     static ENCODED: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
-/// `__redisFrames(bytes, from, out)`: the reply frames of `bytes` (what a socket read, from byte
-/// `from`), read by the core's one RESP scanner (`throttlekit::redis::transport::scan`, RESP2
-/// and RESP3, pushes passed over): writes where the scan stopped to `out[0]` (every byte before
-/// it is read) and each frame's start, end and kind (0 a reply, 1 an error, 2 the server lacks
-/// the script or function: `transport::Kind`) to `out[1 + 3i ..]`, as many as `out` (a
-/// `Uint32Array`) holds, and returns how many; -1 when the bytes start no RESP frame (the
-/// connection must go). Called once per socket read, not per reply.
-unsafe extern "C" fn frames(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
-    guard(env, info, |env, _, argv, _| {
-        let bytes = bytes(env, argv[0], "bytes")?;
-        let mut from = 0u32;
-        // SAFETY: a live value of the current call; a non-number fails with a status.
-        if unsafe { sys::napi_get_value_uint32(env, argv[1], &mut from) } != sys::Status::napi_ok {
-            return Err(config("from", "must be a byte offset"));
-        }
-        let out = u32_array(env, argv[2], "out")?;
-        if out.is_empty() {
-            return Err(config("out", "must hold at least one slot"));
-        }
-        if bytes.len() > u32::MAX as usize {
-            return Err(config("bytes", "must be shorter than 4 GiB"));
-        }
-        let max = (out.len() - 1) / 3;
-        let mut n = 0;
-        let scanned = throttlekit::redis::transport::scan(bytes, from as usize, max, |start, end, kind| {
-            out[1 + 3 * n..4 + 3 * n].copy_from_slice(&[start as u32, end as u32, kind as u32]);
-            n += 1;
-        });
-        match scanned {
-            Ok(stop) => {
-                out[0] = stop as u32;
-                number(env, n as f64)
-            }
-            Err(_) => number(env, -1.0),
-        }
-    })
-}
-
-/// The elements of a `Uint32Array` argument.
-fn u32_array<'a>(env: sys::napi_env, v: sys::napi_value, field: &str) -> CoreResult<&'a mut [u32]> {
-    let mut kind = sys::TypedarrayType::int8_array;
-    let mut len = 0usize;
-    let mut data = ptr::null_mut();
-    let mut buffer = ptr::null_mut();
-    let mut offset = 0usize;
-    // SAFETY: a live value of the current call; anything but a typed array fails with a status.
-    let status =
-        unsafe { sys::napi_get_typedarray_info(env, v, &mut kind, &mut len, &mut data, &mut buffer, &mut offset) };
-    if status != sys::Status::napi_ok || kind != sys::TypedarrayType::uint32_array {
-        return Err(config(field, "must be a Uint32Array"));
-    }
-    if len == 0 {
-        return Ok(&mut []);
-    }
-    // SAFETY: napi gave the array's data (aligned: a Uint32Array's offset is a multiple of 4)
-    // and length; no JS runs while the callback that holds this slice runs.
-    Ok(unsafe { std::slice::from_raw_parts_mut(data.cast::<u32>(), len) })
 }
 
 /// `__redisFinishFast(reply, now, counted)`: `__redisFinish(limiter, op, now, counted, reply)` for

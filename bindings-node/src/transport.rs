@@ -6,7 +6,7 @@
 //! (`throttlekit::redis::transport`): the core prepares the call (clock, prefix, script,
 //! arguments, RESP bytes) and finishes it from the reply frame or the transport's error (reply
 //! decoding, fail policy); the login and the reading of replies into frames are the core's too
-//! (`__redisHandshake` here, `__redisFrames` in redis_fast.rs). JavaScript only moves bytes and
+//! (`__redisHandshake`, and each socket's state, `RedisConn`, here). JavaScript only moves bytes and
 //! keeps time-outs. None of these functions is part of the public API (`skip_typescript`;
 //! index.js hides them).
 
@@ -18,8 +18,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use napi::Env;
-use napi::bindgen_prelude::{Buffer, BufferSlice, External, Float64ArraySlice, Unknown};
+use napi::bindgen_prelude::{Buffer, BufferSlice, External, Float64ArraySlice, Uint32ArraySlice, Unknown};
 use napi_derive::napi;
+use throttlekit::redis::transport::conn::{Conn, Setup};
 use throttlekit::redis::transport::{self, Op, PreparedCall, Ticket};
 use throttlekit::store::Now;
 
@@ -382,4 +383,124 @@ pub fn redis_shaper_del(env: &Env, shaper: Unknown, key: Unknown) -> napi::Resul
         return Ok(None);
     }
     Ok(Some(transport::del(&s.inner.full_key(&key)).into()))
+}
+
+/// One socket's state in the core (`throttlekit::redis::transport::conn`): the replies it owes
+/// and what each one read back means. lib/redis-transport.js keeps the socket, one timer and
+/// its calls' objects by number; this keeps everything else.
+pub struct RedisConn(std::cell::RefCell<Conn>);
+
+impl RedisConn {
+    fn with<T>(&self, f: impl FnOnce(&mut Conn) -> T) -> CoreResult<T> {
+        // Never re-entered: no JavaScript runs while a `__conn*` function holds the cell.
+        self.0.try_borrow_mut().map(|mut c| f(&mut c)).map_err(|_| config("conn", "is busy"))
+    }
+}
+
+/// `__connNew(loginReplies, preloadReplies, retryReplies, timeoutMs, cluster)`: the state of a
+/// new socket, from its endpoint (`__redisOf`'s or `__clusterNode`'s JSON).
+#[napi(js_name = "__connNew", skip_typescript)]
+pub fn conn_new(
+    login_replies: u32,
+    preload_replies: u32,
+    retry_replies: u32,
+    timeout_ms: f64,
+    cluster: bool,
+) -> External<RedisConn> {
+    let setup = Setup {
+        login_replies: login_replies as usize,
+        preload_replies: preload_replies as usize,
+        retry_replies: retry_replies as usize,
+        timeout_ms: timeout_ms as u64,
+        cluster,
+    };
+    External::new(RedisConn(std::cell::RefCell::new(Conn::new(setup))))
+}
+
+/// `__connOpen(conn)`: a new socket, its login and scripts written: how many replies it owes.
+#[napi(js_name = "__connOpen", skip_typescript)]
+pub fn conn_open(env: &Env, conn: &External<RedisConn>) -> napi::Result<u32> {
+    conn.with(|c| c.open() as u32).or_throw(env)
+}
+
+/// `__connSent(conn, id, made, replies)`: call `id`, made at `made` (epoch ms), was written and
+/// owes `replies` replies (its own the last): how many replies the socket owes.
+#[napi(js_name = "__connSent", skip_typescript)]
+pub fn conn_sent(env: &Env, conn: &External<RedisConn>, id: u32, made: f64, replies: u32) -> napi::Result<u32> {
+    conn.with(|c| c.sent(id, made, replies as usize) as u32).or_throw(env)
+}
+
+/// `__connResent(conn, id, made)`: call `id`, answered a retry, was written again (once).
+#[napi(js_name = "__connResent", skip_typescript)]
+pub fn conn_resent(env: &Env, conn: &External<RedisConn>, id: u32, made: f64) -> napi::Result<u32> {
+    conn.with(|c| c.resent(id, made) as u32).or_throw(env)
+}
+
+/// `__connRead(conn, bytes, from, out)`: reads the frames of `bytes` (what the socket read, from
+/// byte `from`): writes where the read stopped to `out[0]`, how many replies are still owed to
+/// `out[1]`, and each frame's verdict (`conn::Action`, the call's number, the frame's start and
+/// end) to `out[2 + 4i ..]`, as many as `out` holds, and returns how many; -1 when the bytes
+/// start no RESP frame (the connection must go). Once per socket read, not per reply.
+#[napi(js_name = "__connRead", skip_typescript)]
+pub fn conn_read(
+    env: &Env,
+    conn: &External<RedisConn>,
+    bytes: BufferSlice,
+    from: u32,
+    mut out: Uint32ArraySlice,
+) -> napi::Result<i32> {
+    // SAFETY: `out` is a Uint32Array lib/redis-transport.js made for this and never hands out;
+    // nothing else views its memory during this call, which is the only time the slice lives.
+    let out = unsafe { out.as_mut() };
+    if out.len() < 6 || bytes.len() > u32::MAX as usize {
+        return Err(config("out", "must hold at least 6 slots, and bytes be shorter than 4 GiB")).or_throw(env);
+    }
+    let max = (out.len() - 2) / 4;
+    let mut n = 0;
+    conn.with(|c| {
+        let read = c.read(&bytes, from as usize, max, |e| {
+            out[2 + 4 * n..6 + 4 * n].copy_from_slice(&[e.action as u32, e.id, e.start as u32, e.end as u32]);
+            n += 1;
+        });
+        out[1] = c.owed() as u32;
+        match read {
+            Ok(stop) => {
+                out[0] = stop as u32;
+                n as i32
+            }
+            Err(_) => -1,
+        }
+    })
+    .or_throw(env)
+}
+
+/// `__connExpire(conn, now)`: the calls past their deadline at `now` (epoch ms), no longer
+/// owed; any means the socket must go (`__connLost` fails the rest).
+#[napi(js_name = "__connExpire", skip_typescript)]
+pub fn conn_expire(env: &Env, conn: &External<RedisConn>, now: f64) -> napi::Result<Vec<u32>> {
+    conn.with(|c| {
+        let mut ids = Vec::new();
+        c.expire(now, |id| ids.push(id));
+        ids
+    })
+    .or_throw(env)
+}
+
+/// `__connLost(conn)`: the socket went away: every call it still owed, in order (each fails
+/// and is never sent again); it owes nothing after.
+#[napi(js_name = "__connLost", skip_typescript)]
+pub fn conn_lost(env: &Env, conn: &External<RedisConn>) -> napi::Result<Vec<u32>> {
+    conn.with(|c| {
+        let mut ids = Vec::new();
+        c.lost(|id| ids.push(id));
+        ids
+    })
+    .or_throw(env)
+}
+
+/// `__connDeadline(conn)`: the earliest deadline of a call owed (epoch ms), for the socket's
+/// one timer; `null` when none is owed.
+#[napi(js_name = "__connDeadline", skip_typescript)]
+pub fn conn_deadline(env: &Env, conn: &External<RedisConn>) -> napi::Result<Option<f64>> {
+    conn.with(|c| c.deadline()).or_throw(env)
 }
