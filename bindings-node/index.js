@@ -60,7 +60,7 @@ const {
   __connNew,
   __connOpen,
   __connSent,
-  __connResent,
+  __connSentAgain,
   __connRead,
   __connExpire,
   __connLost,

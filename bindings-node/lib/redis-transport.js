@@ -37,7 +37,7 @@
 //   and its one timer is unref'd.
 const net = require('node:net')
 
-const { __connNew, __connOpen, __connSent, __connResent, __connRead, __connExpire, __connLost, __connDeadline } = require(
+const { __connNew, __connOpen, __connSent, __connSentAgain, __connRead, __connExpire, __connLost, __connDeadline } = require(
   require('./platform.js').findBinding(),
 )
 
@@ -47,7 +47,7 @@ const RETRY = 1
 const REFUSED = 3
 
 /**
- * Where `__connRead` writes what it read: where it stopped, the replies still owed, then each
+ * Where `__connRead` starts (slot 0) and writes what it read: where it stopped, the replies still owed, then each
  * frame's action, call number, start and end; one array for every socket (a read is consumed
  * before its callback returns).
  */
@@ -256,7 +256,7 @@ class Transport {
     const id = (this.nextId = (this.nextId + 1) >>> 0)
     r.id = id
     this.calls.set(id, r)
-    this.owed = replies === 0 ? __connResent(this.conn, id, r.made) : __connSent(this.conn, id, r.made, replies)
+    this.owed = replies === 1 ? __connSent(this.conn, id, r.made) : __connSentAgain(this.conn, id, r.made, replies)
   }
 
   /**
@@ -356,7 +356,8 @@ class Transport {
     }
     const b = this.buf
     for (;;) {
-      const n = __connRead(this.conn, b, this.off, events)
+      events[0] = this.off
+      const n = __connRead(this.conn, b, events)
       if (n < 0) {
         s.destroy(new Error('Redis sent bytes that are no RESP reply'))
         return

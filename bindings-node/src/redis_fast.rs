@@ -32,11 +32,16 @@ use crate::fast::{
     Callback, Context, IO_COST, IO_HANDLE, IO_KEY_LEN, IO_LEN, IO_NAMES, KEY_BYTES, guard, number, put_decision,
 };
 use crate::limiter::RedisLimiter;
-use crate::transport;
+use crate::transport::{self, RedisConn};
 
 /// The callbacks fast.rs registers beside its own.
-pub(crate) const FUNCTIONS: [(&std::ffi::CStr, Callback); 3] =
-    [(c"__redisHandle", redis_handle), (c"__redisPrepareFast", prepare), (c"__redisFinishFast", finish)];
+pub(crate) const FUNCTIONS: [(&std::ffi::CStr, Callback); 5] = [
+    (c"__redisHandle", redis_handle),
+    (c"__redisPrepareFast", prepare),
+    (c"__redisFinishFast", finish),
+    (c"__connSent", conn_sent),
+    (c"__connRead", conn_read),
+];
 
 /// Where index.js puts the op of `__redisPrepareFast` (0 check, 1 peek, 2 forecast): the slot
 /// `__fieldsValues` writes its names id to, free during this call.
@@ -246,4 +251,96 @@ unsafe extern "C" fn finish(env: sys::napi_env, info: sys::napi_callback_info) -
         put_decision(io, &d);
         Ok(ptr::null_mut())
     })
+}
+
+/// The socket state of a `__connNew` external (`conn`), or `config_invalid` for anything else.
+fn conn<'a>(env: sys::napi_env, v: sys::napi_value) -> CoreResult<&'a RedisConn> {
+    use napi::bindgen_prelude::{External, FromNapiRef};
+    // SAFETY: a live value of the current call; napi-rs checks that it is an `External` it made
+    // of this very type (anything else is an error), and the external lives at least as long
+    // as this call, the only time the reference is used.
+    unsafe { External::<RedisConn>::from_napi_ref(env, v) }
+        .map(|e| &**e)
+        .map_err(|_| config("conn", "must be a socket's state"))
+}
+
+/// A JS number argument.
+fn f64_arg(env: sys::napi_env, v: sys::napi_value, field: &str) -> CoreResult<f64> {
+    let mut n = f64::NAN;
+    // SAFETY: a live value of the current call; a non-number fails with a status.
+    if unsafe { sys::napi_get_value_double(env, v, &mut n) } != sys::Status::napi_ok {
+        return Err(config(field, "must be a number"));
+    }
+    Ok(n)
+}
+
+/// `__connSent(conn, id, made)`: call `id` (a u32), made at `made` (epoch ms), was written and
+/// owes one reply: returns how many replies the socket owes. A raw callback, as
+/// `__redisPrepareFast`: it runs once per call (`__connSentAgain` sends of more replies).
+unsafe extern "C" fn conn_sent(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
+    guard(env, info, |env, _, argv, _| {
+        let c = conn(env, argv[0])?;
+        let id = f64_arg(env, argv[1], "id")?;
+        let made = f64_arg(env, argv[2], "made")?;
+        if !(0.0..=f64::from(u32::MAX)).contains(&id) {
+            return Err(config("id", "must be a u32"));
+        }
+        number(env, c.with(|c| c.sent(id as u32, made, 1))? as f64)
+    })
+}
+
+/// `__connRead(conn, bytes, out)`: reads the frames of `bytes` (what the socket read) from byte
+/// `out[0]`: writes where the read stopped to `out[0]`, how many replies are still owed to
+/// `out[1]`, and each frame's verdict (`conn::Action`, the call's number, the frame's start and
+/// end) to `out[2 + 4i ..]`, as many as `out` (a `Uint32Array`) holds, and returns how many;
+/// -1 when the bytes start no RESP frame (the connection must go). Once per socket read, not
+/// per reply.
+unsafe extern "C" fn conn_read(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
+    guard(env, info, |env, _, argv, _| {
+        let c = conn(env, argv[0])?;
+        let bytes = bytes(env, argv[1], "bytes")?;
+        let out = u32_array(env, argv[2], "out")?;
+        if out.len() < 6 || bytes.len() > u32::MAX as usize {
+            return Err(config("out", "must hold 6 slots or more, and bytes be shorter than 4 GiB"));
+        }
+        let max = (out.len() - 2) / 4;
+        let from = out[0] as usize;
+        let mut n = 0;
+        let read = c.with(|c| {
+            let read = c.read(bytes, from, max, |e| {
+                out[2 + 4 * n..6 + 4 * n].copy_from_slice(&[e.action as u32, e.id, e.start as u32, e.end as u32]);
+                n += 1;
+            });
+            out[1] = c.owed() as u32;
+            read
+        })?;
+        match read {
+            Ok(stop) => {
+                out[0] = stop as u32;
+                number(env, n as f64)
+            }
+            Err(_) => number(env, -1.0),
+        }
+    })
+}
+
+/// The elements of a `Uint32Array` argument.
+fn u32_array<'a>(env: sys::napi_env, v: sys::napi_value, field: &str) -> CoreResult<&'a mut [u32]> {
+    let mut kind = sys::TypedarrayType::int8_array;
+    let mut len = 0usize;
+    let mut data = ptr::null_mut();
+    let mut buffer = ptr::null_mut();
+    let mut offset = 0usize;
+    // SAFETY: a live value of the current call; anything but a typed array fails with a status.
+    let status =
+        unsafe { sys::napi_get_typedarray_info(env, v, &mut kind, &mut len, &mut data, &mut buffer, &mut offset) };
+    if status != sys::Status::napi_ok || kind != sys::TypedarrayType::uint32_array {
+        return Err(config(field, "must be a Uint32Array"));
+    }
+    if len == 0 {
+        return Ok(&mut []);
+    }
+    // SAFETY: napi gave the array's data (aligned: a Uint32Array's offset is a multiple of 4)
+    // and length; no JS runs while the callback that holds this slice runs.
+    Ok(unsafe { std::slice::from_raw_parts_mut(data.cast::<u32>(), len) })
 }

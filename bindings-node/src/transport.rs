@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use napi::Env;
-use napi::bindgen_prelude::{Buffer, BufferSlice, External, Float64ArraySlice, Uint32ArraySlice, Unknown};
+use napi::bindgen_prelude::{Buffer, BufferSlice, External, Float64ArraySlice, Unknown};
 use napi_derive::napi;
 use throttlekit::redis::transport::conn::{Conn, Setup};
 use throttlekit::redis::transport::{self, Op, PreparedCall, Ticket};
@@ -391,7 +391,7 @@ pub fn redis_shaper_del(env: &Env, shaper: Unknown, key: Unknown) -> napi::Resul
 pub struct RedisConn(std::cell::RefCell<Conn>);
 
 impl RedisConn {
-    fn with<T>(&self, f: impl FnOnce(&mut Conn) -> T) -> CoreResult<T> {
+    pub(crate) fn with<T>(&self, f: impl FnOnce(&mut Conn) -> T) -> CoreResult<T> {
         // Never re-entered: no JavaScript runs while a `__conn*` function holds the cell.
         self.0.try_borrow_mut().map(|mut c| f(&mut c)).map_err(|_| config("conn", "is busy"))
     }
@@ -423,55 +423,17 @@ pub fn conn_open(env: &Env, conn: &External<RedisConn>) -> napi::Result<u32> {
     conn.with(|c| c.open() as u32).or_throw(env)
 }
 
-/// `__connSent(conn, id, made, replies)`: call `id`, made at `made` (epoch ms), was written and
-/// owes `replies` replies (its own the last): how many replies the socket owes.
-#[napi(js_name = "__connSent", skip_typescript)]
-pub fn conn_sent(env: &Env, conn: &External<RedisConn>, id: u32, made: f64, replies: u32) -> napi::Result<u32> {
-    conn.with(|c| c.sent(id, made, replies as usize) as u32).or_throw(env)
-}
-
-/// `__connResent(conn, id, made)`: call `id`, answered a retry, was written again (once).
-#[napi(js_name = "__connResent", skip_typescript)]
-pub fn conn_resent(env: &Env, conn: &External<RedisConn>, id: u32, made: f64) -> napi::Result<u32> {
-    conn.with(|c| c.resent(id, made) as u32).or_throw(env)
-}
-
-/// `__connRead(conn, bytes, from, out)`: reads the frames of `bytes` (what the socket read, from
-/// byte `from`): writes where the read stopped to `out[0]`, how many replies are still owed to
-/// `out[1]`, and each frame's verdict (`conn::Action`, the call's number, the frame's start and
-/// end) to `out[2 + 4i ..]`, as many as `out` holds, and returns how many; -1 when the bytes
-/// start no RESP frame (the connection must go). Once per socket read, not per reply.
-#[napi(js_name = "__connRead", skip_typescript)]
-pub fn conn_read(
-    env: &Env,
-    conn: &External<RedisConn>,
-    bytes: BufferSlice,
-    from: u32,
-    mut out: Uint32ArraySlice,
-) -> napi::Result<i32> {
-    // SAFETY: `out` is a Uint32Array lib/redis-transport.js made for this and never hands out;
-    // nothing else views its memory during this call, which is the only time the slice lives.
-    let out = unsafe { out.as_mut() };
-    if out.len() < 6 || bytes.len() > u32::MAX as usize {
-        return Err(config("out", "must hold at least 6 slots, and bytes be shorter than 4 GiB")).or_throw(env);
-    }
-    let max = (out.len() - 2) / 4;
-    let mut n = 0;
-    conn.with(|c| {
-        let read = c.read(&bytes, from as usize, max, |e| {
-            out[2 + 4 * n..6 + 4 * n].copy_from_slice(&[e.action as u32, e.id, e.start as u32, e.end as u32]);
-            n += 1;
-        });
-        out[1] = c.owed() as u32;
-        match read {
-            Ok(stop) => {
-                out[0] = stop as u32;
-                n as i32
-            }
-            Err(_) => -1,
-        }
-    })
-    .or_throw(env)
+/// `__connSentAgain(conn, id, made, replies)`: call `id`, made at `made` (epoch ms), was
+/// written as an attempt that owes `replies` replies (its own the last; a cluster's `ASKING`
+/// first), or, with `replies` 0, as its fallback after a miss (once): how many replies the
+/// socket owes. (A call's first send owes one: `__connSent`, redis_fast.rs.)
+#[napi(js_name = "__connSentAgain", skip_typescript)]
+pub fn conn_sent_again(env: &Env, conn: &External<RedisConn>, id: u32, made: f64, replies: u32) -> napi::Result<u32> {
+    conn.with(|c| match replies {
+        0 => c.resent(id, made),
+        r => c.sent(id, made, r as usize),
+    } as u32)
+        .or_throw(env)
 }
 
 /// `__connExpire(conn, now)`: the calls past their deadline at `now` (epoch ms), no longer
