@@ -13,12 +13,12 @@
 //!
 //! - **In order**: a connection owes one reply per command written, answered in order. The
 //!   login ([`Conn::open`]: `AUTH`, `SELECT` or `HELLO 3`) comes first, and an error reply to
-//!   it refuses the connection ([`Event::Refused`]); the scripts loaded after it owe replies
+//!   it refuses the connection ([`Action::Refused`]); the scripts loaded after it owe replies
 //!   that are read and dropped, errors too (a failed load only costs the call its fallback).
 //! - **At most once**: only a reply that says the server lacks the call's script or function
-//!   ([`super::Kind::Missing`]) asks for the call again ([`Event::Retry`]), once
+//!   ([`super::Kind::Missing`]) asks for the call again ([`Action::Retry`]), once
 //!   ([`Conn::resent`]); on a cluster every error reply goes to the routes first
-//!   ([`Event::Follow`], [`super::super::routed::Routes::follow`]). A call whose connection
+//!   ([`Action::Follow`], [`super::super::routed::Routes::follow`]). A call whose connection
 //!   failed or timed out after it was written fails and is never sent again ([`Conn::lost`]).
 //! - **Bounded**: a call's deadline is `timeout_ms` after it was made ([`Conn::sent`]); past
 //!   it [`Conn::expire`] times it out, and the connection must go (a server that stopped
@@ -42,7 +42,7 @@ pub struct Setup {
     pub retry_replies: usize,
     /// How long a call may wait for its reply, from when it was made, ms.
     pub timeout_ms: u64,
-    /// A cluster master's socket: error replies go to the routes ([`Event::Follow`]).
+    /// A cluster master's socket: error replies go to the routes ([`Action::Follow`]).
     pub cluster: bool,
 }
 
@@ -227,7 +227,10 @@ mod tests {
     const SETUP: Setup =
         Setup { login_replies: 1, preload_replies: 2, retry_replies: 2, timeout_ms: 100, cluster: false };
 
-    fn read(c: &mut Conn, buf: &[u8]) -> (Vec<(Action, u32, &'static str)>, Result<usize, Garbage>) {
+    /// Each verdict of a read (its action, call and frame's text), and where the read stopped.
+    type Read = (Vec<(Action, u32, &'static str)>, Result<usize, Garbage>);
+
+    fn read(c: &mut Conn, buf: &[u8]) -> Read {
         let mut out = Vec::new();
         let stop = c.read(buf, 0, 64, |e| {
             let text: &'static str = String::from_utf8_lossy(&buf[e.start..e.end]).into_owned().leak();
