@@ -804,7 +804,7 @@ mod tests {
         s.feed(&row_reply(None), &mut done).unwrap();
         assert_eq!(done.len(), 3);
         assert!(done[2].reply.is_err());
-        assert!(s.take_output().len() > 0 && s.owed() == 0);
+        assert!(!s.take_output().is_empty() && s.owed() == 0);
     }
 
     #[test]
