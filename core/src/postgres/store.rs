@@ -391,6 +391,11 @@ impl PostgresStore {
         self.run_blocking(Waiting::Call, self.inner.options.timeout, async move { inner.delete_prefix(&prefix).await })
     }
 
+    /// Whether [`Store::close`] was called (a binding's own sockets stop carrying its calls).
+    pub fn is_closed(&self) -> bool {
+        self.inner.closed.load(Ordering::Acquire)
+    }
+
     /// The options the store was built with.
     pub fn options(&self) -> &PostgresOptions {
         &self.inner.options
