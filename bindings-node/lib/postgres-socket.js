@@ -106,9 +106,16 @@ module.exports = function install(api) {
       if (out !== null) this.write(out)
     }
 
-    /** Queues `bytes`: the writes of one tick leave together (one `writev`). */
+    /**
+     * Queues `bytes`. A call made while nothing else is owed on the socket (the sequential case)
+     * is written at once; otherwise the writes of one tick leave together (one `writev`).
+     */
     write(bytes) {
       const s = this.socket
+      if (!this.corked && this.calls.size <= 1) {
+        s.write(bytes)
+        return
+      }
       if (!this.corked) {
         this.corked = true
         s.cork()
