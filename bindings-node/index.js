@@ -282,6 +282,10 @@ function prepare(h, op, key, cost, fd = -1) {
   }
 }
 
+// A Limiter's Promise calls on a PostgresStore take Node's own sockets (lib/postgres-socket.js),
+// installed first so that the Redis methods below fall back to them.
+require('./lib/postgres-socket.js')(api)
+
 const L = api.Limiter.prototype
 const native = { check: L.check, peek: L.peek, forecast: L.forecast, checkMany: L.checkMany, reset: L.reset, close: L.close }
 const OP = { check: 0, peek: 1, forecast: 2 }

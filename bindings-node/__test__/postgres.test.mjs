@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url'
 
 import tk from '../index.js'
 import { startPostgres } from './helpers/postgres.mjs'
+import { startProxy } from './helpers/faultproxy.mjs'
 import { assertMultiAllOrNothing } from './helpers/stores.mjs'
 
 const { Limiter, PostgresStore, Strategy } = tk
@@ -19,6 +20,8 @@ const vectors = readdirSync(join(root, 'conformance-vectors')).filter((f) => f.e
 
 let pg
 let store
+/** For tests: the Postgres socket pool a limiter's Promise calls take (null: the store's own connections). */
+const socketOf = tk[Symbol.for('throttlekit.postgresSocket')]
 const prefix = () => `node-pg:${process.pid}:${Math.random().toString(36).slice(2)}`
 
 describe('PostgresStore', () => {
@@ -46,6 +49,66 @@ describe('PostgresStore', () => {
     assert.ok(d.retryAfterMs > 0)
     await lim.reset('k')
     assert.equal((await lim.check('k')).remaining, 2)
+  })
+
+  test('a limiter\'s Promise calls take Node\'s own sockets and are counted in its metrics', async () => {
+    const lim = new Limiter({ strategy: Strategy.tokenBucket({ capacity: 5, refillPerSec: 0.001 }), store, prefix: prefix(), metrics: true })
+    const n = 12
+    const decisions = await Promise.all(Array.from({ length: n }, () => lim.check('k')))
+    // Exactly the capacity, whichever of the pool's sockets ran each call first.
+    assert.equal(decisions.filter((d) => d.allowed).length, 5)
+    const many = await lim.checkMany(['a', 'b', 'a'])
+    assert.deepEqual(many.map((d) => d.remaining), [4, 4, 3])
+    assert.equal((await lim.peek('k')).remaining, 0)
+    assert.equal((await lim.forecast('a', 2)).allowed, true)
+    const m = lim.metrics()
+    assert.deepEqual([m.allowed, m.denied, m.peeks, m.forecasts], [8, n - 5, 1, 1])
+    assert.deepEqual(socketOf(lim), { open: 2 }, 'calls in flight spread over the pool (poolSize 2)')
+    const leased = new Limiter({ strategy: Strategy.gcra({ limit: 5, periodMs: 1000 }), store, lease: { batch: 2 } })
+    assert.equal(socketOf(leased), null, 'a tier answers in core')
+    await assert.rejects(lim.check('k', -1), { code: 'config_invalid' })
+  })
+
+  test('a statement whose reply is lost is store_unavailable and charged once, never resent', async () => {
+    const proxy = await startProxy(pg.url)
+    try {
+      const s = await PostgresStore.connect({ url: proxy.url, poolSize: 1, timeoutMs: 3000, connectTimeoutMs: 30_000, sweepIntervalMs: 0 })
+      const p = prefix()
+      const strategy = Strategy.fixedWindow({ limit: 5, windowMs: 3_600_000 })
+      const lim = new Limiter({ strategy, store: s, prefix: p, failPolicy: 'raise' })
+      const direct = new Limiter({ strategy, store, prefix: p })
+      assert.equal((await lim.check('k')).remaining, 4) // logs in, prepares, charges 1
+      proxy.control('set drop_reply scope=BIND times=1')
+      await assert.rejects(lim.check('k'), (e) => e.code === 'store_unavailable' && /not resent/.test(e.message))
+      await new Promise((r) => setTimeout(r, 300)) // a resend would land meanwhile
+      assert.equal((await direct.peek('k')).remaining, 3, 'the lost call committed once')
+      proxy.control('clear')
+      assert.equal((await lim.check('k')).remaining, 2, 'a later call reconnects')
+      await s.close()
+    } finally {
+      proxy.stop()
+    }
+  })
+
+  test('a stopped server: calls answer within the timeout through the fail policy', async () => {
+    const proxy = await startProxy(pg.url)
+    try {
+      const s = await PostgresStore.connect({ url: proxy.url, poolSize: 1, timeoutMs: 400, connectTimeoutMs: 30_000, sweepIntervalMs: 0 })
+      const lim = new Limiter({ strategy: Strategy.gcra({ limit: 5, periodMs: 1000 }), store: s, prefix: prefix(), failPolicy: 'fail_closed', metrics: true })
+      assert.ok((await lim.check('k')).allowed)
+      proxy.control('set blackhole')
+      const t0 = Date.now()
+      const d = await lim.check('k')
+      assert.ok(Date.now() - t0 < 2000, `answered in ${Date.now() - t0} ms`)
+      assert.deepEqual([d.allowed, d.fallback], [false, true])
+      proxy.control('kill')
+      proxy.control('clear')
+      assert.equal((await lim.check('k')).allowed, true, 'a new connection after the loss')
+      assert.equal(lim.metrics().fallbackDenied, 1)
+      await s.close()
+    } finally {
+      proxy.stop()
+    }
   })
 
   test('a multi limiter charges all or nothing', async () => {

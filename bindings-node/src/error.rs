@@ -35,6 +35,11 @@ fn build(env: sys::napi_env, e: &CoreError) -> napi::Result<sys::napi_value> {
     Ok(error)
 }
 
+/// The JS error object for `e`, as a value (a Promise that rejects with it, settled from JS).
+pub(crate) fn value(env: sys::napi_env, e: &CoreError) -> napi::Result<sys::napi_value> {
+    build(env, e)
+}
+
 fn check(status: sys::napi_status) -> napi::Result<()> {
     if status == sys::Status::napi_ok { Ok(()) } else { Err(napi::Error::from_status(Status::from(status))) }
 }

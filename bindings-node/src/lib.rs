@@ -31,6 +31,8 @@ mod metrics;
 mod multi;
 #[cfg(feature = "postgres")]
 mod postgres;
+#[cfg(feature = "postgres")]
+mod postgres_socket;
 mod promise;
 #[cfg(feature = "redis")]
 mod redis;

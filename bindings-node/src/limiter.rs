@@ -141,6 +141,11 @@ pub struct Limiter {
     /// Its store when index.js carries its Promise calls (transport.rs).
     #[cfg_attr(test, allow(dead_code))] // Read by transport.rs's exports only (see there).
     pub(crate) redis: store::RedisSlot,
+    /// Its `PostgresStore`'s socket route when index.js carries its Promise calls
+    /// (postgres_socket.rs).
+    #[cfg(feature = "postgres")]
+    #[cfg_attr(test, allow(dead_code))]
+    pub(crate) postgres: Option<Arc<crate::postgres_socket::Socket>>,
     /// This limiter's entry in its environment's handle table, made by the first `checkSync`
     /// (see handles.rs); dropping the `Limiter` frees it.
     handle: OnceCell<Registration>,
@@ -190,8 +195,29 @@ impl Limiter {
     }
 }
 
-/// The limiter, and its store when index.js carries its Promise calls.
-type Built = (throttlekit::Limiter, store::RedisSlot);
+/// The limiter, and its store when index.js carries its Promise calls (on Redis, and on
+/// Postgres).
+type Built = (throttlekit::Limiter, store::RedisSlot, PostgresSlot);
+
+#[cfg(feature = "postgres")]
+type PostgresSlot = Option<Arc<crate::postgres_socket::Socket>>;
+#[cfg(not(feature = "postgres"))]
+type PostgresSlot = ();
+
+/// The socket route of a limiter on a `PostgresStore` in strict mode (a tier answers in core).
+#[cfg(feature = "postgres")]
+fn postgres_slot(env: &Env, o: &Options, mode: &throttlekit::Mode) -> CoreResult<PostgresSlot> {
+    let Some(v) = o.get("store") else { return Ok(None) };
+    if *mode != throttlekit::Mode::Strict {
+        return Ok(None);
+    }
+    Ok(crate::instance::<crate::postgres::PostgresStore>(env, v, &o.path("store"))?.and_then(|p| p.socket()))
+}
+
+#[cfg(not(feature = "postgres"))]
+fn postgres_slot(_: &Env, _: &Options, _: &throttlekit::Mode) -> CoreResult<PostgresSlot> {
+    Ok(())
+}
 
 fn build(env: &Env, options: &Unknown) -> CoreResult<Built> {
     let mut allowed = vec!["strategy"];
@@ -203,6 +229,7 @@ fn build(env: &Env, options: &Unknown) -> CoreResult<Built> {
     let mode = mode_from_options(&o)?;
     // A tier answers in core: its Promise calls take core's async path, not index.js's socket.
     let redis = if mode == throttlekit::Mode::Strict { chosen.redis } else { None };
+    let postgres = postgres_slot(env, &o, &mode)?;
     let mut b = throttlekit::Limiter::builder(strategy).store(chosen.store);
     if let Some(clock) = store::clock_from_options(env, &o)? {
         b = b.clock(clock);
@@ -219,7 +246,7 @@ fn build(env: &Env, options: &Unknown) -> CoreResult<Built> {
     if let Some(on) = o.boolean("metrics")? {
         b = b.metrics(on);
     }
-    Ok((b.mode(mode)?.build(), redis))
+    Ok((b.mode(mode)?.build(), redis, postgres))
 }
 
 #[napi]
@@ -227,10 +254,12 @@ impl Limiter {
     /// A limiter; see `LimiterOptions`. Bad options throw `config_invalid`.
     #[napi(constructor, ts_args_type = "options: LimiterOptions")]
     pub fn new(env: &Env, options: Unknown) -> napi::Result<Limiter> {
-        let (inner, redis) = build(env, &options).or_throw(env)?;
+        let (inner, redis, _postgres) = build(env, &options).or_throw(env)?;
         Ok(Limiter {
             inner: Arc::new(inner),
             redis,
+            #[cfg(feature = "postgres")]
+            postgres: _postgres,
             handle: OnceCell::new(),
             #[cfg(feature = "redis")]
             redis_handle: OnceCell::new(),

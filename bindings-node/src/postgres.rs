@@ -1,6 +1,8 @@
 //! [`PostgresStore`]: core's Postgres store (docs/postgres.md), every decision one SQL
 //! statement, for fleets that run Postgres and no Redis. The store drives its connections on its
 //! own runtime; Promise methods await it from napi's, so the event loop never blocks on Postgres.
+//! A limiter's `check`, `checkMany`, `peek` and `forecast` instead go over index.js's own
+//! sockets (postgres_socket.rs, lib/postgres-socket.js).
 
 use std::sync::Arc;
 
@@ -12,6 +14,7 @@ use throttlekit::postgres::PostgresOptions;
 
 use crate::convert::Options;
 use crate::error::{CoreResult, Settled};
+use crate::postgres_socket::{Socket, next_id};
 use crate::store::{Chosen, fail_policy_from_options};
 
 /// Options of `PostgresStore.connect()`: core's `PostgresOptions` (docs/postgres.md), durations
@@ -56,6 +59,9 @@ pub struct PostgresStoreOptions {
 #[napi]
 pub struct PostgresStore {
     inner: Arc<throttlekit::postgres::PostgresStore>,
+    /// Where index.js's own sockets connect (lib/postgres-socket.js), `None` when they do not
+    /// (a URL of several hosts).
+    socket: Option<Arc<Socket>>,
     server_clock: Option<bool>,
     fail_policy: Option<FailPolicy>,
 }
@@ -91,6 +97,16 @@ fn parse(options: &Unknown) -> CoreResult<Parsed> {
 }
 
 impl PostgresStore {
+    /// The store's number among index.js's socket pools (0: none).
+    pub(crate) fn id(&self) -> u32 {
+        self.socket.as_ref().map_or(0, |s| s.id)
+    }
+
+    /// The route of a limiter's Promise calls on index.js's sockets.
+    pub(crate) fn socket(&self) -> Option<Arc<Socket>> {
+        self.socket.clone()
+    }
+
     /// The store and its limiter defaults, for `store::from_options`.
     pub(crate) fn chosen(&self) -> Chosen {
         Chosen {
@@ -115,11 +131,9 @@ impl PostgresStore {
                 // On a blocking-pool thread: the store owns a runtime, which tokio forbids
                 // dropping in an async context (a failed connect drops it).
                 Ok(p) => tokio::task::spawn_blocking(move || {
-                    throttlekit::postgres::PostgresStore::connect_blocking(p.options).map(|store| PostgresStore {
-                        inner: Arc::new(store),
-                        server_clock: p.server_clock,
-                        fail_policy: p.fail_policy,
-                    })
+                    let inner = Arc::new(throttlekit::postgres::PostgresStore::connect_blocking(p.options)?);
+                    let socket = Socket::of(next_id(), &inner)?;
+                    Ok(PostgresStore { inner, socket, server_clock: p.server_clock, fail_policy: p.fail_policy })
                 })
                 .await
                 .unwrap_or_else(|e| Err(throttlekit::Error::store(format!("connecting failed: {e}")))),

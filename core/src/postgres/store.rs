@@ -16,14 +16,13 @@ use std::time::Duration;
 
 use parking_lot::{Mutex, RwLock};
 use tokio::runtime::Runtime;
-use tokio_postgres::error::SqlState;
 use tokio_postgres::{Client, Statement};
 
 use super::call::{self, StepCall};
 use super::inline::Inline;
 use super::options::PostgresOptions;
 use super::schema::{self, Statements, Table};
-use crate::error::{Error, ErrorCode, Result};
+use crate::error::{Error, Result};
 use crate::store::{
     BoxFuture, DimensionCall, DimensionLease, MultiGrant, MultiReply, Now, Reply, Rule, Store, Transform,
 };
@@ -76,37 +75,22 @@ pub struct PostgresStore {
     runtime: RwLock<Option<Runtime>>,
 }
 
-/// What a Postgres error says, with its SQLSTATE when the server sent one.
+/// What a client-side Postgres error (not one the server sent) says, with its cause.
 fn describe(e: &tokio_postgres::Error) -> String {
-    match e.as_db_error() {
-        Some(db) => format!("{} (SQLSTATE {})", db.message(), db.code().code()),
-        None => match std::error::Error::source(e) {
-            Some(src) => format!("{e}: {src}"),
-            None => e.to_string(),
-        },
+    match std::error::Error::source(e) {
+        Some(src) => format!("{e}: {src}"),
+        None => e.to_string(),
     }
 }
 
 /// `store_unavailable` for a failed call or connection, `config_invalid` where the fault is
-/// the configuration (the schema is missing or of another shape).
+/// the configuration (the schema is missing or of another shape): the server's errors are
+/// worded as on a binding's own socket ([`super::session::server_error`]).
 fn pg_error(what: &str, e: &tokio_postgres::Error) -> Error {
-    let code = e.code();
-    if code == Some(&SqlState::UNDEFINED_FUNCTION) || code == Some(&SqlState::UNDEFINED_TABLE) {
-        return Error::new(
-            ErrorCode::ConfigInvalid,
-            format!(
-                "postgres.table: {what}: {} (the table or throttlekit's functions are missing: call migrate)",
-                describe(e)
-            ),
-        );
+    match e.as_db_error() {
+        Some(db) => super::session::server_error(what, db.code().code(), db.message()),
+        None => Error::store(format!("{what}: {}", describe(e))),
     }
-    if code == Some(&SqlState::INVALID_PASSWORD) || code == Some(&SqlState::INVALID_AUTHORIZATION_SPECIFICATION) {
-        return Error::store(format!(
-            "{what}: authentication failed: {} (check the URL's user and password)",
-            describe(e)
-        ));
-    }
-    Error::store(format!("{what}: {}", describe(e)))
 }
 
 fn tls() -> Result<tokio_postgres_rustls::MakeRustlsConnect> {
@@ -405,6 +389,11 @@ impl PostgresStore {
     pub fn delete_prefix_blocking(&self, prefix: &str) -> Result<u64> {
         let (inner, prefix) = (self.inner.clone(), prefix.to_string());
         self.run_blocking(Waiting::Call, self.inner.options.timeout, async move { inner.delete_prefix(&prefix).await })
+    }
+
+    /// Whether [`Store::close`] was called (a binding's own sockets stop carrying its calls).
+    pub fn is_closed(&self) -> bool {
+        self.inner.closed.load(Ordering::Acquire)
     }
 
     /// The options the store was built with.

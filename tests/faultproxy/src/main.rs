@@ -4,7 +4,8 @@
 //! `route LISTEN UPSTREAM` per route, then `control ADDR`, then `ready`, and serves the control
 //! protocol (see the library's `control` module) on ADDR, one connection at a time or many.
 //! It runs until its control connection sends `quit` or it is killed (tests kill it by PID).
-//! `--rule "drop_reply scope=scripts every=5"` arms a rule from the start.
+//! `--rule "drop_reply scope=scripts every=5"` arms a rule from the start. `--protocol postgres`
+//! frames Postgres's wire instead of RESP (one route, on a free port).
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpListener};
@@ -13,7 +14,9 @@ use std::sync::Arc;
 use throttlekit_faultproxy::{FaultProxy, control};
 
 fn usage() -> ! {
-    eprintln!("usage: throttlekit-faultproxy --route [LISTEN=]UPSTREAM ... [--control ADDR] [--rule RULE ...]");
+    eprintln!(
+        "usage: throttlekit-faultproxy --route [LISTEN=]UPSTREAM ... [--control ADDR] [--rule RULE ...] [--protocol resp|postgres]"
+    );
     std::process::exit(2);
 }
 
@@ -28,6 +31,7 @@ fn main() {
     let mut routes = Vec::new();
     let mut control_addr: SocketAddr = "127.0.0.1:0".parse().unwrap();
     let mut rules = Vec::new();
+    let mut postgres = false;
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
         let value = args.next().unwrap_or_else(|| usage());
@@ -38,13 +42,22 @@ fn main() {
             }),
             "--control" => control_addr = addr(&value),
             "--rule" => rules.push(value),
+            "--protocol" => match value.as_str() {
+                "resp" => postgres = false,
+                "postgres" => postgres = true,
+                _ => usage(),
+            },
             _ => usage(),
         }
     }
     if routes.is_empty() {
         usage();
     }
-    let proxy = Arc::new(FaultProxy::start_routes(&routes).unwrap_or_else(|e| {
+    if postgres && routes.len() != 1 {
+        usage();
+    }
+    let started = if postgres { FaultProxy::start_postgres(routes[0].1) } else { FaultProxy::start_routes(&routes) };
+    let proxy = Arc::new(started.unwrap_or_else(|e| {
         eprintln!("faultproxy: {e}");
         std::process::exit(1)
     }));

@@ -1,0 +1,360 @@
+'use strict'
+// Node's own Postgres sockets: a Limiter's Promise `check`, `checkMany`, `peek` and `forecast`
+// on a PostgresStore travel on a small pool of `net.Socket`s (TLS through `tls.connect` when the
+// URL's sslmode asks for it and the server agrees) driven by this event loop, instead of hopping
+// to the store's Tokio thread and back (two thread switches cost more than the statement).
+//
+// This module only moves bytes and keeps time. The login (trust, password, md5, SCRAM), the
+// statements prepared on each connection, every call's bytes and the reading of its reply, the
+// fail policy and the metrics are the core's (`throttlekit::postgres::session`,
+// `Limiter::prepare_sql`/`finish_sql`, through src/postgres_socket.rs). The wire rules:
+//
+// - Pipelining: every call is Bind/Execute/Sync, written as it is made (the writes of one tick
+//   leave together); several are in flight per socket and their replies come back in order.
+//   A call goes to the pool's socket with the fewest calls owed (the first on a tie), so
+//   sequential calls keep to one warm socket.
+// - A bounded wait: each call has a deadline `timeoutMs` after it was made (one timer per
+//   socket, for the earliest). Past it, the socket is dropped and every call owed on it fails as
+//   `store_unavailable` through the limiter's fail policy: a silent server cannot hold later
+//   calls. A call is never sent again, after a time-out nor after a lost connection: it may
+//   already have committed.
+// - Lazy reconnection: the next call after a loss opens a new connection (the core's login
+//   first; calls made meanwhile wait in the session and leave once it is ready).
+// - Idle means unref'd: a socket keeps the process alive only while calls are owed on it.
+//
+// What stays on the store's own (tokio) connections: multi limiters, shapers, `reset`, a
+// limiter in a leased or cached-deny mode, `migrate`, the sweeper, and every call of a store
+// whose URL names several hosts (src/postgres.rs says the same).
+const net = require('node:net')
+const tls = require('node:tls')
+
+/**
+ * Routes `api`'s Limiter methods through the sockets (each falls back to the native method when
+ * the limiter's calls do not take them), and removes the `__pg*` natives from `api`'s exports.
+ */
+module.exports = function install(api) {
+  const native = require(require('./platform.js').findBinding())
+  const { __pgOf, __pgSession, __pgSslRequest, __pgTake, __pgCall, __pgCallMany, __pgFeed, __pgAbort, __pgStoreId } = native
+  for (const k of Object.keys(api)) if (k.startsWith('__pg')) delete api[k]
+  if (api.PostgresStore === undefined) return
+
+  /** The executor of every call's Promise hands out its resolving functions (no closure per call). */
+  const captured = { resolve: null, reject: null }
+  function capture(resolve, reject) {
+    captured.resolve = resolve
+    captured.reject = reject
+  }
+
+  /** One connection: its socket, the core's session, the calls owed on it by number. */
+  class Conn {
+    constructor(pool) {
+      this.pool = pool
+      this.socket = null
+      this.session = null
+      this.calls = new Map() // request number -> {resolve, reject, deadline}
+      this.timer = null
+      this.timerAt = Infinity
+      this.corked = false
+      this.onTimer = () => this.expire()
+    }
+
+    /** Opens the socket and starts the login (SSLRequest first unless sslmode=disable). */
+    open(limiter) {
+      const e = this.pool.endpoint
+      this.session = __pgSession(limiter)
+      const s = e.unix ? net.connect({ path: e.host }) : net.connect({ host: e.host, port: e.port })
+      s.setNoDelay(true)
+      this.socket = s
+      const lost = (err) => this.lose(s, `the Postgres connection was lost${err ? `: ${err.message}` : ''} (not resent: it may have committed)`)
+      s.on('error', lost)
+      s.on('close', () => lost(null))
+      if (e.tls === 'disable') {
+        this.start(s)
+        return
+      }
+      s.write(__pgSslRequest())
+      s.once('data', (answer) => {
+        if (this.socket !== s) return
+        if (answer[0] === 0x53 /* S */) {
+          s.removeAllListeners('data')
+          const t = tls.connect({ socket: s, servername: net.isIP(e.host) ? undefined : e.host })
+          t.setNoDelay?.(true)
+          this.socket = t
+          t.on('error', (err) => this.lose(t, `the Postgres TLS connection failed: ${err.message} (not resent: it may have committed)`))
+          t.on('close', () => this.lose(t, 'the Postgres connection was lost (not resent: it may have committed)'))
+          t.once('secureConnect', () => this.start(t))
+        } else if (e.tls === 'require') {
+          this.lose(s, 'the Postgres server refused TLS and the URL says sslmode=require')
+          s.destroy()
+        } else {
+          this.start(s)
+        }
+      })
+    }
+
+    /** The login's first bytes, then whatever the session says. */
+    start(s) {
+      if (this.socket !== s) return
+      s.on('data', (bytes) => this.read(s, bytes))
+      this.flush()
+      if (this.calls.size === 0) s.unref()
+    }
+
+    /** Writes what the session has for the socket. */
+    flush() {
+      const out = __pgTake(this.session)
+      if (out !== null) this.write(out)
+    }
+
+    /**
+     * Queues `bytes`. A call made while nothing else is owed on the socket (the sequential case)
+     * is written at once; otherwise the writes of one tick leave together (one `writev`).
+     */
+    write(bytes) {
+      const s = this.socket
+      if (!this.corked && this.calls.size <= 1) {
+        s.write(bytes)
+        return
+      }
+      if (!this.corked) {
+        this.corked = true
+        s.cork()
+        process.nextTick(() => {
+          this.corked = false
+          s.uncork()
+        })
+      }
+      s.write(bytes)
+    }
+
+    read(s, bytes) {
+      if (this.socket !== s) return
+      const done = __pgFeed(this.session, bytes)
+      this.settle(done)
+      if (done[0]) {
+        this.drop(s)
+        return
+      }
+      this.flush()
+    }
+
+    /** Settles `[fatal, id, value, ...]` (a decision, or the error its Promise rejects with). */
+    settle(done) {
+      for (let i = 1; i < done.length; i += 2) {
+        const r = this.calls.get(done[i])
+        if (r === undefined) continue
+        this.calls.delete(done[i])
+        this.pool.pending--
+        const v = done[i + 1]
+        if (v instanceof Error) r.reject(v)
+        else r.resolve(v)
+      }
+      if (this.calls.size === 0 && this.socket !== null) this.socket.unref()
+    }
+
+    /** The connection is gone: every call owed on it fails (never resent); the next call reconnects. */
+    lose(s, reason) {
+      if (this.socket !== s) return
+      this.abort(reason)
+      this.drop(s)
+    }
+
+    /** Forgets the socket and its session (whose calls were settled) and closes it. */
+    drop(s) {
+      if (this.socket === s) {
+        this.socket = null
+        this.session = null
+      }
+      s.destroy()
+    }
+
+    /** Fails every call owed, with `reason`. */
+    abort(reason) {
+      if (this.session !== null) this.settle(__pgAbort(this.session, reason))
+      // Calls whose session went with an earlier socket (none expected): fail them too.
+      for (const [id, r] of this.calls) {
+        this.calls.delete(id)
+        this.pool.pending--
+        const e = new Error(reason)
+        e.code = 'store_unavailable'
+        r.reject(e)
+      }
+    }
+
+    /** A call numbered `id` whose bytes `send(session)` prepares (it throws on bad arguments). */
+    request(limiter, id, deadline) {
+      if (this.socket === null) this.open(limiter)
+      const p = new Promise(capture)
+      this.calls.set(id, { resolve: captured.resolve, reject: captured.reject, deadline })
+      this.pool.pending++
+      if (this.calls.size === 1) this.socket.ref()
+      if (deadline < this.timerAt) this.arm(deadline)
+      return p
+    }
+
+    arm(deadline) {
+      if (this.timer !== null) clearTimeout(this.timer)
+      this.timerAt = deadline
+      this.timer = setTimeout(this.onTimer, Math.max(1, deadline - Date.now()))
+      this.timer.unref()
+    }
+
+    /** A call past its deadline drops the connection and fails every call owed on it. */
+    expire() {
+      this.timer = null
+      this.timerAt = Infinity
+      const now = Date.now()
+      let next = Infinity
+      let expired = false
+      for (const r of this.calls.values()) {
+        if (r.deadline <= now) expired = true
+        else if (r.deadline < next) next = r.deadline
+      }
+      if (expired && this.socket !== null) {
+        const t = this.pool.endpoint.timeoutMs
+        this.abort(`the Postgres call timed out after ${t} ms, or its connection was dropped because a call on it did (not resent: it may have committed)`)
+        this.drop(this.socket)
+        return
+      }
+      if (this.calls.size > 0 && next !== Infinity) this.arm(next)
+    }
+  }
+
+  /** A store's connections. */
+  class Pool {
+    constructor(endpoint) {
+      this.endpoint = endpoint
+      this.conns = []
+      for (let i = 0; i < Math.max(1, endpoint.poolSize); i++) this.conns.push(new Conn(this))
+      this.pending = 0
+      this.nextId = 1
+      this.closed = false
+    }
+
+    /** The connection with the fewest calls owed (the first on a tie). */
+    pick() {
+      let best = this.conns[0]
+      if (this.pending === 0) return best
+      for (let i = 1; i < this.conns.length; i++) if (this.conns[i].calls.size < best.calls.size) best = this.conns[i]
+      return best
+    }
+
+    call(limiter, op, key, cost) {
+      const c = this.pick()
+      const id = this.nextId++
+      if (this.nextId > 0xfffffff0) this.nextId = 1
+      if (c.socket === null) c.open(limiter)
+      const bytes = __pgCall(c.session, limiter, op, key, cost, id) // throws on bad arguments
+      const p = c.request(limiter, id, Date.now() + this.endpoint.timeoutMs)
+      if (bytes !== null) c.write(bytes)
+      return p
+    }
+
+    callMany(limiter, keys, cost) {
+      const c = this.pick()
+      const first = this.nextId
+      if (c.socket === null) c.open(limiter)
+      const bytes = __pgCallMany(c.session, limiter, keys, cost, first) // throws on bad arguments
+      this.nextId += keys.length
+      const deadline = Date.now() + this.endpoint.timeoutMs
+      const ps = []
+      for (let i = 0; i < keys.length; i++) ps.push(c.request(limiter, first + i, deadline))
+      if (bytes !== null) c.write(bytes)
+      return Promise.all(ps)
+    }
+
+    close() {
+      this.closed = true
+      for (const c of this.conns) {
+        c.abort('the Postgres store is closed')
+        if (c.socket !== null) c.drop(c.socket)
+      }
+    }
+  }
+
+  const pools = new Map() // store number -> Pool
+  const limiterPools = new WeakMap() // Limiter -> Pool | null
+
+  /** The pool a limiter's Promise calls take, or null (the native methods answer). */
+  function poolOf(limiter) {
+    if (typeof limiter !== 'object' || limiter === null) return null
+    let p = limiterPools.get(limiter)
+    if (p === undefined) {
+      let json = null
+      try {
+        json = __pgOf(limiter)
+      } catch {
+        json = null // not a Limiter: the native method throws its own error
+      }
+      p = null
+      if (json !== null) {
+        const endpoint = JSON.parse(json)
+        p = pools.get(endpoint.id)
+        if (p === undefined) {
+          p = new Pool(endpoint)
+          pools.set(endpoint.id, p)
+        }
+      }
+      limiterPools.set(limiter, p)
+    }
+    return p === null || p.closed ? null : p
+  }
+
+  // For tests only: how many of the pool's sockets are open for a limiter, or null when its
+  // Promise calls take the store's own connections.
+  Object.defineProperty(api, Symbol.for('throttlekit.postgresSocket'), {
+    value: (limiter) => {
+      const p = poolOf(limiter)
+      return p === null ? null : { open: p.conns.filter((c) => c.socket !== null).length }
+    },
+  })
+
+  const L = api.Limiter.prototype
+  const OP = { check: 0, peek: 1, forecast: 2 }
+  for (const name of ['check', 'peek', 'forecast']) {
+    const op = OP[name]
+    const fallback = L[name]
+    Object.defineProperty(L, name, {
+      value: {
+        [name](key, cost) {
+          const p = poolOf(this)
+          if (p === null) return fallback.apply(this, arguments)
+          try {
+            return p.call(this, op, key, cost)
+          } catch (e) {
+            return Promise.reject(e)
+          }
+        },
+      }[name],
+      writable: true,
+      configurable: true,
+    })
+  }
+  const nativeCheckMany = L.checkMany
+  Object.defineProperty(L, 'checkMany', {
+    value: function checkMany(keys, cost) {
+      const p = poolOf(this)
+      if (p === null) return nativeCheckMany.apply(this, arguments)
+      try {
+        return p.callMany(this, keys, cost)
+      } catch (e) {
+        return Promise.reject(e)
+      }
+    },
+    writable: true,
+    configurable: true,
+  })
+  const nativeClose = api.PostgresStore.prototype.close
+  Object.defineProperty(api.PostgresStore.prototype, 'close', {
+    value: function close() {
+      let id = null
+      try {
+        id = __pgStoreId(this)
+      } catch {}
+      if (id !== null) pools.get(id)?.close()
+      return nativeClose.apply(this, arguments)
+    },
+    writable: true,
+    configurable: true,
+  })
+}
