@@ -10,18 +10,17 @@
 mod postgres_server;
 #[path = "support/timelines.rs"]
 mod timelines;
+#[path = "support/vectors.rs"]
+mod vectors;
 
 use std::fmt::Write as _;
-use std::path::PathBuf;
 use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use postgres_server::PostgresServer;
 use throttlekit::postgres::{PostgresOptions, PostgresStore};
-use throttlekit::{
-    Dimension, ErrorCode, FailPolicy, Limiter, MemoryStore, MultiLimiter, Rule, Store, Strategy, conformance,
-};
+use throttlekit::{Dimension, ErrorCode, FailPolicy, Limiter, MemoryStore, MultiLimiter, Rule, Store, Strategy};
 
 /// Connecting gets 30 s: these tests time calls, not connecting, and a new backend of the
 /// freshly started test server took 0.9-2.5 s at load 20 on 2 cores (psql alike: ~1 s alone,
@@ -35,36 +34,11 @@ fn options(url: &str) -> PostgresOptions {
     }
 }
 
-fn vector_files() -> Vec<PathBuf> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../conformance-vectors");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .expect("conformance-vectors/")
-        .map(|e| e.expect("a directory entry").path())
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .collect();
-    files.sort();
-    files
-}
-
 #[test]
 fn every_vectors_file_and_the_random_timelines_decide_as_memory_does() {
     let server = PostgresServer::start();
     let mut stores = throttlekit::postgres::conformance_stores(&server.url).expect("connect");
-    let mut total = 0;
-    for file in vector_files() {
-        let report = conformance::replay_path(&file, &mut stores).expect("a readable vectors file");
-        let memory = conformance::replay_path(&file, &mut || Ok(Arc::new(MemoryStore::new()) as Arc<dyn Store>))
-            .expect("a readable vectors file");
-        assert!(
-            report.failed == memory.failed && report.passed == memory.passed,
-            "{}: {} on Postgres, {} on memory\n{}",
-            file.display(),
-            report.summary(),
-            memory.summary(),
-            report.failures.iter().take(20).cloned().collect::<Vec<_>>().join("\n")
-        );
-        total += report.passed;
-    }
+    let total = vectors::replay_every_file_as_memory(&mut stores, "on Postgres");
     assert!(total > 100, "only {total} ops replayed");
 
     let mut ops = 0;

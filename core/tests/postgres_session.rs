@@ -9,10 +9,11 @@
 mod postgres_server;
 #[path = "support/timelines.rs"]
 mod timelines;
+#[path = "support/vectors.rs"]
+mod vectors;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -25,7 +26,7 @@ use throttlekit::postgres::session::{Done, Endpoint, Session, Tls};
 use throttlekit::postgres::{PostgresOptions, PostgresStore};
 use throttlekit::store::scoped::{ClearNamespace, ScopedStore};
 use throttlekit::store::{BoxFuture, DimensionCall, MultiReply, Now, Reply, Rule, Transform};
-use throttlekit::{ErrorCode, Limiter, MemoryStore, Result, Store, Strategy, conformance};
+use throttlekit::{ErrorCode, Limiter, MemoryStore, Result, Store, Strategy};
 
 /// One socket and its session, driven to completion call by call.
 struct Conn {
@@ -141,17 +142,6 @@ fn options(url: &str) -> PostgresOptions {
     }
 }
 
-fn vector_files() -> Vec<PathBuf> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../conformance-vectors");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .expect("conformance-vectors/")
-        .map(|e| e.expect("a directory entry").path())
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .collect();
-    files.sort();
-    files
-}
-
 #[test]
 fn every_vectors_file_and_the_random_timelines_decide_through_the_session_as_memory_does() {
     let server = PostgresServer::start();
@@ -163,21 +153,7 @@ fn every_vectors_file_and_the_random_timelines_decide_through_the_session_as_mem
         let ns = format!("session-test:{}", counter.fetch_add(1, Ordering::Relaxed));
         Ok(Arc::new(ScopedStore::new(store.clone(), ns)) as Arc<dyn Store>)
     };
-    let mut total = 0;
-    for file in vector_files() {
-        let report = conformance::replay_path(&file, &mut stores).expect("a readable vectors file");
-        let memory = conformance::replay_path(&file, &mut || Ok(Arc::new(MemoryStore::new()) as Arc<dyn Store>))
-            .expect("a readable vectors file");
-        assert!(
-            report.failed == memory.failed && report.passed == memory.passed,
-            "{}: {} through the session, {} on memory\n{}",
-            file.display(),
-            report.summary(),
-            memory.summary(),
-            report.failures.iter().take(20).cloned().collect::<Vec<_>>().join("\n")
-        );
-        total += report.passed;
-    }
+    let total = vectors::replay_every_file_as_memory(&mut stores, "through the session");
     assert!(total > 100, "only {total} ops replayed");
     let mut ops = 0;
     for seed in 0..200u64 {

@@ -16,8 +16,9 @@ mod redis_cluster;
 mod redis_server;
 #[path = "support/signal.rs"]
 mod signal;
+#[path = "support/vectors.rs"]
+mod vectors;
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -85,24 +86,12 @@ fn dbsize(port: u16) -> u64 {
     cli(port, &["dbsize"]).and_then(|s| s.trim().parse().ok()).expect("DBSIZE")
 }
 
-fn vector_files() -> Vec<PathBuf> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../conformance-vectors");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .expect("conformance-vectors/")
-        .map(|e| e.expect("a directory entry").path())
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .collect();
-    files.sort();
-    assert!(!files.is_empty());
-    files
-}
-
 #[test]
 fn every_vectors_file_replays_on_a_cluster_with_no_mismatch() {
     let cluster = RedisCluster::start(3, 0);
     let mut stores = throttlekit::redis::conformance_stores_with(options(&cluster)).expect("connect");
     let mut total = 0;
-    for file in vector_files() {
+    for file in vectors::files() {
         let report = conformance::replay_path(&file, &mut stores).expect("a readable vectors file");
         assert!(
             report.failed == 0,

@@ -10,8 +10,9 @@
 mod redis_server;
 #[path = "support/restfront.rs"]
 mod restfront;
+#[path = "support/vectors.rs"]
+mod vectors;
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -25,17 +26,6 @@ use throttlekit::{
     Clock, Dimension, ErrorCode, FailPolicy, LeakyBucketOptions, Limiter, ManualClock, MultiLimiter, Rule, Shaper,
     Store, Strategy, SystemClock,
 };
-
-fn vector_files() -> Vec<PathBuf> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../conformance-vectors");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .expect("conformance-vectors/")
-        .map(|e| e.expect("a directory entry").path())
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .collect();
-    files.sort();
-    files
-}
 
 fn options(front: &RestFront, locking: Locking) -> RestOptions {
     RestOptions { locking, timeout_ms: 5_000, ..RestOptions::new(&front.url(), TOKEN) }
@@ -77,7 +67,7 @@ fn every_vectors_file_decides_on_rest_as_on_resp() {
     let resp_options = RedisOptions { timeout_ms: COMPARE_TIMEOUT_MS, ..RedisOptions::from_urls(&server.url()) };
     let mut resp = throttlekit::redis::conformance_stores_with(resp_options).expect("connect");
     let mut ops = 0;
-    for file in vector_files() {
+    for file in vectors::files() {
         let text = std::fs::read_to_string(&file).expect("a readable vectors file");
         let Ok(parsed) = conformance::parse(&text) else { continue }; // HTTP and adaptive vectors need no store
         // The key-locking variant differs by its first line only: the smaller files suffice.

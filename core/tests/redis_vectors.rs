@@ -5,31 +5,20 @@
 
 #[path = "support/redis_server.rs"]
 mod redis_server;
+#[path = "support/vectors.rs"]
+mod vectors;
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use throttlekit::conformance;
 use throttlekit::{MemoryStore, Store};
-
-fn vector_files() -> Vec<PathBuf> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../conformance-vectors");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .expect("conformance-vectors/")
-        .map(|e| e.expect("a directory entry").path())
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
-        .collect();
-    files.sort();
-    assert!(!files.is_empty(), "no vectors found in {}", dir.display());
-    files
-}
 
 #[test]
 fn every_vectors_file_replays_on_redis_with_no_mismatch() {
     let server = redis_server::RedisServer::start();
     let mut stores = throttlekit::redis::conformance_stores(&server.url()).expect("connect");
     let mut total_ops = 0;
-    for file in vector_files() {
+    for file in vectors::files() {
         let report = conformance::replay_path(&file, &mut stores).expect("a readable vectors file");
         assert!(
             report.failed == 0,
@@ -51,7 +40,7 @@ fn every_vectors_file_replays_on_redis_with_no_mismatch() {
 fn the_conformance_stores_leave_no_key_behind() {
     let server = redis_server::RedisServer::start();
     let mut stores = throttlekit::redis::conformance_stores(&server.url()).expect("connect");
-    for file in vector_files() {
+    for file in vectors::files() {
         conformance::replay_path(&file, &mut stores).expect("a readable vectors file");
     }
     drop(stores);
