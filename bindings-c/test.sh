@@ -236,14 +236,16 @@ for store in memory redis redis-cluster redis-tls postgres sqlite; do
     got=$(sed -n "s/^go conformance ($store): //p" <<<"$GO_OUT")
     [ "$got" = "$RUST" ] || { echo "Go runner ($store) reported '$got', the Rust CLI '$RUST'" >&2; exit 1; }
 done
-# The Go runner takes the Rust CLI's flags.
+# The Go runner takes the Rust CLI's flags: its test binary built once, then run per store
+# (what `go test -run ... -args` does, without a compile and link each time).
+(cd "$HERE/go" && CGO_LDFLAGS="-Wl,-rpath,$LIBDIR" go test -c -o "$WORK/go-runner.test" .)
 for args in "--store redis-cluster --redis-url $CLUSTER_URLS" \
             "--store redis-sentinel --redis-url $SENTINEL_URLS --redis-service-name tkmain" \
             "--store redis --redis-url $TLS_URL --redis-tls-ca $TLS_DIR/ca.crt" \
             "--store postgres --postgres-url $PG_URL" \
             "--store sqlite --sqlite-path $WORK/go-runner.db"; do
     # shellcheck disable=SC2086
-    OUT=$(cd "$HERE/go" && CGO_LDFLAGS="-Wl,-rpath,$LIBDIR" go test -count=1 -run '^TestConformanceRunner$' -v . -args $args 2>&1) \
+    OUT=$(cd "$HERE/go" && "$WORK/go-runner.test" -test.run '^TestConformanceRunner$' -test.v $args 2>&1) \
         || { echo "$OUT"; exit 1; }
     got=$(sed -n 's/^go conformance (runner [a-z-]*): //p' <<<"$OUT")
     echo "go runner $args: $got"

@@ -43,7 +43,7 @@ if [ ! -x /usr/lib/postgresql/15/bin/initdb ]; then
 fi
 
 step "maturin develop (debug) -> $CARGO_TARGET_DIR"
-(cd "$ROOT/bindings-python" && VIRTUAL_ENV=$VENV "$VENV/bin/maturin" develop --quiet)
+"$ROOT/bindings-python/develop.sh" "$VENV"
 
 step "pytest"
 cd "$ROOT/bindings-python"

@@ -2,6 +2,7 @@
 """What `make test` compiles, per cargo invocation, without compiling anything.
 
     scripts/build-units.py          # needs the nightly toolchain (cargo's --unit-graph)
+    scripts/build-units.py -v       # also names the workspace's units each invocation adds
 
 For each cargo build that scripts/test.sh's suites run (in order; the list below mirrors them),
 prints how many compile units it needs and how many no earlier invocation already compiled into
@@ -33,8 +34,10 @@ INVOCATIONS = [
     ("http (go-nethttp)", "build -p throttlekit-c --locked"),
     ("fault proxy", "test -p throttlekit-faultproxy --locked --no-run"),
     ("serve", "test -p throttlekit-serve --locked --no-run"),
+    ("postgres", "test -p throttlekit --locked --features postgres,sqlite --test postgres --test postgres_lease --test postgres_lease_multi --test postgres_faults --test postgres_session --no-run"),
+    ("serve on postgres", "build -p throttlekit-cli --locked --features postgres --bin throttlekit"),
     ("python (maturin develop)", "build -p throttlekit-python --locked --lib"),
-    ("lease fleet", "build -p throttlekit --locked --example lease_worker"),
+    ("lease fleet", "build -p throttlekit --locked --features sqlite --example lease_worker"),
     ("node", "build -p throttlekit-node --locked"),
     ("apart:c and go (header, cbindgen)", "build -p throttlekit-c --locked --features header"),
     ("uniffi", "build -p throttlekit-uniffi --locked --features bindgen"),
@@ -43,11 +46,15 @@ INVOCATIONS = [
     ("dist (zig: C, Node, JVM)", f"build --locked {DIST} -p throttlekit-c -p throttlekit-node -p throttlekit-jvm"),
     ("dist (maturin: wheel, linked as the above)", f"build --locked {DIST} -p throttlekit-python --lib"),
     ("apart:dist (the unpacked .crate)", "build -p throttlekit --locked --lib"),
-    ("shutdown", "build -p throttlekit --locked --example shutdown_child"),
+    ("shutdown", "build -p throttlekit --locked --features sqlite --example shutdown_child"),
+    ("adaptive service", "build -p throttlekit-tower --locked --example adaptive_service"),
     ("faults", "build -p throttlekit-faultproxy --locked --bin throttlekit-faultproxy --example driver"),
     ("lint (loom)", "rustc -p throttlekit --lib --profile test --features loom --locked"),
     ("lint (clippy)", "check --workspace --all-targets --locked"),
 ]
+
+
+VERBOSE = "-v" in sys.argv
 
 
 def unit_keys(units):
@@ -87,6 +94,10 @@ def main() -> int:
                     seen[k] = (suite, u)
         total += new
         print(f"{new:5d} new of {len(units):4d}  {suite}")
+        if VERBOSE:
+            mine = sorted({f'{u["pkg_id"].split("#")[0].split("/")[-1]}:{u["target"]["name"]}:{u["mode"]}' for u, k in zip(units, unit_keys(units)) if seen.get(k, (None,))[0] == suite and "file://" in u["pkg_id"]})
+            if mine:
+                print("        workspace:", " ".join(mine))
     print(f"{total:5d} compile units in all (the asan suite's nightly build not counted)")
     variants = collections.Counter()
     for suite, u in seen.values():

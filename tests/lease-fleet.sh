@@ -10,7 +10,7 @@ if ! "$VENV/bin/python" -c 'import throttlekit' 2>/dev/null; then
   "$VENV/bin/python" -m pip install -q --disable-pip-version-check "maturin>=1.9,<2"
   (cd bindings-python && VIRTUAL_ENV=$VENV "$VENV/bin/maturin" develop --quiet)
 fi
-cargo build --locked -q -p throttlekit --example lease_worker
+cargo build --locked -q -p throttlekit --features sqlite --example lease_worker
 pidfile=$(mktemp -u)
 url=$(tests/redis-server.sh start "$pidfile")
 trap 'tests/redis-server.sh stop "$pidfile"' EXIT

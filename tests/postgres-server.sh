@@ -10,6 +10,7 @@
 # as root the server runs as the `postgres` user the Debian package creates. PIDFILE defaults to
 # ${TMPDIR:-/tmp}/throttlekit-postgres.pid and holds "PID DATADIR".
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/wait-exit.sh"
 cmd=${1:-}
 pidfile=${2:-${TMPDIR:-/tmp}/throttlekit-postgres.pid}
 bin=${POSTGRES_BIN:-/usr/lib/postgresql/15/bin}
@@ -59,7 +60,7 @@ stop)
     read -r pid dir <"$pidfile"
     kill -CONT "$pid" 2>/dev/null || true
     kill -INT "$pid" 2>/dev/null || true  # fast shutdown
-    for _ in $(seq 1 200); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+    wait_exit "$pid" 200 || true
     rm -rf "$dir" "$pidfile"
   fi
   ;;

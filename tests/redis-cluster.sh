@@ -11,6 +11,7 @@
 # as started only when the PID answering INFO on that port is the one we started; a cluster
 # that does not form is torn down and started again on fresh ports.
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/wait-exit.sh"
 cmd=${1:-}
 pidfile=${2:-${TMPDIR:-/tmp}/throttlekit-redis-cluster.pids}
 masters=3
@@ -66,7 +67,7 @@ stop_pids() {
   while read -r pid; do
     [ -n "$pid" ] || continue
     kill "$pid" 2>/dev/null || true
-    for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+    wait_exit "$pid" || true
   done <"$pidfile"
   rm -f "$pidfile"
 }

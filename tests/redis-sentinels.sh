@@ -12,6 +12,7 @@
 # DIR holds each process's config, log and a "pids" file. Start returns once every sentinel
 # knows the master's replica and the two other sentinels, and the replica's link is up.
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/wait-exit.sh"
 cmd=${1:-}
 dir=${2:?usage: $0 start|stop DIR}
 service=tkmain
@@ -70,7 +71,7 @@ stop_all() {
     while read -r pid; do
       [ -n "$pid" ] || continue
       kill "$pid" 2>/dev/null || true
-      for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+      wait_exit "$pid" || true
     done <"$dir/pids"
   fi
   rm -rf "$dir"

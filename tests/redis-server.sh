@@ -7,6 +7,7 @@
 # PIDFILE defaults to ${TMPDIR:-/tmp}/throttlekit-redis.pid. The server listens on a free
 # loopback port, with no persistence (--save '' --appendonly no).
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/wait-exit.sh"
 cmd=${1:-}
 pidfile=${2:-${TMPDIR:-/tmp}/throttlekit-redis.pid}
 # A loopback port nobody holds right now.
@@ -50,7 +51,7 @@ stop)
   if [ -f "$pidfile" ]; then
     pid=$(cat "$pidfile")
     kill "$pid" 2>/dev/null || true
-    for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+    wait_exit "$pid" || true
     rm -f "$pidfile"
   fi
   ;;

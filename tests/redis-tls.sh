@@ -10,6 +10,7 @@
 # name). MUTUAL=1 in the environment makes the server require a client certificate. The server
 # also listens in plaintext on a second port (printed on stderr) for the helpers' own checks.
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/wait-exit.sh"
 cmd=${1:-}
 dir=${2:?usage: $0 start|stop DIR}
 
@@ -72,7 +73,7 @@ stop)
   if [ -f "$dir/redis.pid" ]; then
     pid=$(cat "$dir/redis.pid")
     kill "$pid" 2>/dev/null || true
-    for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+    wait_exit "$pid" || true
   fi
   rm -rf "$dir"
   ;;

@@ -16,7 +16,7 @@ trap cleanup EXIT
 URL=$("$ROOT/tests/redis-server.sh" start "$WORK/redis.pid")
 
 echo "== rust"
-cargo build -q --locked -p throttlekit --example shutdown_child
+cargo build -q --locked -p throttlekit --features sqlite --example shutdown_child
 python3 tests/shutdown_check.py "$URL" -- "${CARGO_TARGET_DIR:-$ROOT/target}/debug/examples/shutdown_child"
 echo "== python"
 (cd bindings-python && python3 ../tests/shutdown_check.py "$URL" -- "${VENV:-$ROOT/.venv}/bin/python" tests/shutdown_child.py)

@@ -4,7 +4,7 @@
 # checkout and the PACKAGEs from PyPI, then sets $PYTHON. The build is the debug profile that
 # bindings-python/test.sh also builds, so in `make test` it reuses that build instead of
 # compiling the crate again; EXAMPLE_PROFILE=release builds an optimised one. Idempotent: the package is
-# rebuilt only when a Rust or Python source of it (or of core) is newer than the last build.
+# rebuilt only when a source of it (or of core) is newer than the last build (bindings-python/develop.sh).
 # Its output goes to stderr, so a caller's stdout stays the server's.
 set -euo pipefail
 HTTP_EXAMPLES=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -19,13 +19,8 @@ command -v cargo >/dev/null || { echo "the python examples build throttlekit fro
     "$EXAMPLE_VENV/bin/python" -m pip show -q "${req%%[<>=]*}" >/dev/null 2>&1 || missing+=("$req")
   done
   [ ${#missing[@]} -eq 0 ] || "$EXAMPLE_VENV/bin/python" -m pip install -q --disable-pip-version-check "${missing[@]}"
-  stamp=$EXAMPLE_VENV/.throttlekit-built-${EXAMPLE_PROFILE:-debug}
-  if [ ! -f "$stamp" ] || [ -n "$(find "$ROOT/core/src" "$ROOT/core/lua" "$ROOT/bindings-python/src" \
-       "$ROOT/bindings-python/python" "$ROOT/bindings-python/Cargo.toml" -newer "$stamp" -print -quit)" ]; then
-    profile=()
-    [ "${EXAMPLE_PROFILE:-debug}" = release ] && profile=(--release)
-    (cd "$ROOT/bindings-python" && VIRTUAL_ENV=$EXAMPLE_VENV "$EXAMPLE_VENV/bin/maturin" develop ${profile[@]+"${profile[@]}"} --quiet)
-    touch "$stamp"
-  fi
+  profile=()
+  [ "${EXAMPLE_PROFILE:-debug}" = release ] && profile=(--release)
+  "$ROOT/bindings-python/develop.sh" "$EXAMPLE_VENV" ${profile[@]+"${profile[@]}"}
 } >&2
 PYTHON=$EXAMPLE_VENV/bin/python

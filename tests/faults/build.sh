@@ -24,7 +24,7 @@ echo "== python extension (maturin develop, debug)"
 VENV=${VENV:-$ROOT/.venv}
 [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
 [ -x "$VENV/bin/maturin" ] || "$VENV/bin/python" -m pip install -q --disable-pip-version-check "maturin>=1.9,<2"
-(cd "$ROOT/bindings-python" && VIRTUAL_ENV=$VENV "$VENV/bin/maturin" develop --quiet)
+"$ROOT/bindings-python/develop.sh" "$VENV"
 export TK_DRIVER_PYTHON=$VENV/bin/python
 
 echo "== node addon (debug)"
