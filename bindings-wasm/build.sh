@@ -30,10 +30,11 @@ export CARGO_PROFILE_WASM_PANIC=abort
 export CARGO_PROFILE_WASM_DEBUG=0
 # wasm-bindgen then warns that it cannot read the module's `target_features` section and falls
 # back to its defaults (the glue keeps JS objects in a table, not as externref), which work.
-# `TK_WASM_STRIP=false bindings-wasm/build.sh` keeps the function names in
-# target/wasm/wasm32-unknown-unknown/wasm/throttlekit_wasm.wasm, for a size profile (`twiggy top`,
-# `wasm-opt --func-metrics`); the module it ships is within 0.5% of the stripped build's.
-export CARGO_PROFILE_WASM_STRIP=${TK_WASM_STRIP:-true}
+# The linked module keeps its function names (target/wasm/wasm32-unknown-unknown/wasm/
+# throttlekit_wasm.wasm), for a size profile (`twiggy top`, `wasm-opt --func-metrics`); wasm-opt
+# drops them from the module the package ships. One setting for both: a profile setting changed
+# between builds would rebuild the standard library.
+export CARGO_PROFILE_WASM_STRIP=false
 CARGO_TARGET_DIR="$target" cargo build --quiet -p throttlekit-wasm --profile wasm \
   --target wasm32-unknown-unknown -Zbuild-std=std,panic_abort 2>&1 \
   | grep -v '^warning: unused config key' >&2 || true

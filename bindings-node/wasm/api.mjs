@@ -1,6 +1,7 @@
 // The WebAssembly build's public API, the native package's in-process classes (docs/edge.md);
 // each entry (node.mjs, workerd.mjs, edge-light.mjs, browser.mjs) instantiates the module first.
-export { Limiter, ManualClock, MemoryStore, MultiLimiter, RedisRestStore, Shaper, Strategy, errorCodes, version } from './pkg/throttlekit.js'
+export { Limiter } from './fast.mjs'
+export { ManualClock, MemoryStore, MultiLimiter, RedisRestStore, Shaper, Strategy, errorCodes, version } from './pkg/throttlekit.js'
 // The HTTP edge (docs/http.md), as the native package exports it: what @throttlekit/core/fetch
 // and @throttlekit/core/hono are built on.
 export { ClientIdentity, RateLimitFields, problemBody, unavailableBody } from './pkg/throttlekit.js'

@@ -2,8 +2,9 @@
 // its bundler compiles a `.wasm?module` import at build time, as Workers require.
 import module from './pkg/throttlekit_bg.wasm?module'
 
+import { attach } from './fast.mjs'
 import { initSync } from './pkg/throttlekit.js'
 
-initSync({ module })
+attach(initSync({ module }))
 
 export * from './api.mjs'

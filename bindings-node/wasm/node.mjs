@@ -4,8 +4,9 @@
 // (docs/edge.md).
 import { readFileSync } from 'node:fs'
 
+import { attach } from './fast.mjs'
 import { initSync } from './pkg/throttlekit.js'
 
-initSync({ module: readFileSync(new URL('./pkg/throttlekit_bg.wasm', import.meta.url)) })
+attach(initSync({ module: readFileSync(new URL('./pkg/throttlekit_bg.wasm', import.meta.url)) }))
 
 export * from './api.mjs'

@@ -3,8 +3,9 @@
 // the bundler (wrangler) or workerd's module list turns into a compiled WebAssembly.Module.
 import module from './pkg/throttlekit_bg.wasm'
 
+import { attach } from './fast.mjs'
 import { initSync } from './pkg/throttlekit.js'
 
-initSync({ module })
+attach(initSync({ module }))
 
 export * from './api.mjs'

@@ -20,6 +20,7 @@
 mod clock;
 mod convert;
 mod error;
+mod fast;
 mod held;
 mod http;
 mod instance;

@@ -63,7 +63,10 @@ pub fn mode_from_options(o: &Options) -> CoreResult<throttlekit::Mode> {
     }
 }
 
-fn build(options: &JsValue) -> CoreResult<(throttlekit::Limiter, Option<Link>, Option<held::Link>)> {
+/// The core limiter, its store's links, and whether its clock is the host's.
+type Built = (throttlekit::Limiter, Option<Link>, Option<held::Link>, bool);
+
+fn build(options: &JsValue) -> CoreResult<Built> {
     let mut allowed = vec!["strategy"];
     allowed.extend(WIRING);
     allowed.extend(["metrics", "mode", "lease"]);
@@ -89,7 +92,7 @@ fn build(options: &JsValue) -> CoreResult<(throttlekit::Limiter, Option<Link>, O
     if let Some(on) = o.boolean("metrics")? {
         b = b.metrics(on);
     }
-    Ok((b.mode(mode)?.build(), rest, held))
+    Ok((b.mode(mode)?.build(), rest, held, o.get("clock").is_none()))
 }
 
 /// A rate limiter: one strategy applied per key.
@@ -100,6 +103,8 @@ pub struct Limiter {
     pub(crate) rest: Option<Link>,
     /// Set on a Durable Object or Deno KV store: the Promise methods go to it.
     held: Option<held::Link>,
+    /// Whether the clock is the host's (no `ManualClock`): the fast path reads it in JavaScript.
+    host_clock: bool,
 }
 
 impl Limiter {
@@ -159,8 +164,8 @@ impl Limiter {
     /// A limiter; bad options throw `config_invalid`.
     #[wasm_bindgen(constructor)]
     pub fn new(options: JsValue) -> Result<Limiter, JsValue> {
-        let (inner, rest, held) = build(&options).or_throw()?;
-        Ok(Limiter { inner: Arc::new(inner), rest, held })
+        let (inner, rest, held, host_clock) = build(&options).or_throw()?;
+        Ok(Limiter { inner: Arc::new(inner), rest, held, host_clock })
     }
 
     /// Checks (and, when allowed, consumes) `cost` units (default 1) for `key`.
@@ -265,6 +270,17 @@ impl Limiter {
     #[wasm_bindgen(getter)]
     pub fn prefix(&self) -> String {
         self.inner.prefix().to_owned()
+    }
+
+    /// Internal: the handle `tk_limiter` takes (fast.rs), or 0 when the store answers only
+    /// asynchronously (REST, Durable Object, Deno KV: wasm-bindgen's path handles those). Valid
+    /// while this limiter is not freed.
+    #[wasm_bindgen(getter, js_name = __fastHandle)]
+    pub fn fast_handle(&self) -> u32 {
+        if self.rest.is_some() || self.held.is_some() {
+            return 0;
+        }
+        Arc::as_ptr(&self.inner) as u32 | if self.host_clock { crate::fast::HOST_CLOCK } else { 0 }
     }
 
     /// The fail policy in effect.

@@ -27,7 +27,7 @@ function modules(dir) {
   const at = (path) => JSON.stringify(relative(dir, path))
   const list = [`(name = "worker.mjs", esModule = embed ${at(join(here, 'worker.mjs'))})`]
   list.push(`(name = "lib/conformance.js", commonJsModule = embed ${at(join(pkg, 'lib/conformance.js'))})`)
-  for (const f of ['wasm/workerd.mjs', 'wasm/api.mjs', ...files(join(pkg, 'wasm/pkg'))]) {
+  for (const f of ['wasm/workerd.mjs', 'wasm/api.mjs', 'wasm/fast.mjs', ...files(join(pkg, 'wasm/pkg'))]) {
     const path = at(join(pkg, f))
     if (f.endsWith('.wasm')) list.push(`(name = "${f}", wasm = embed ${path})`)
     else if (f.endsWith('.js') || f.endsWith('.mjs')) list.push(`(name = "${f}", esModule = embed ${path})`)

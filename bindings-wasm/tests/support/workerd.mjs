@@ -30,7 +30,7 @@ function modules(dir, main) {
   const built = readdirSync(join(pkg, 'wasm/pkg'), { recursive: true, withFileTypes: true })
     .filter((d) => d.isFile())
     .map((d) => relative(pkg, join(d.parentPath, d.name)))
-  for (const f of ['wasm/workerd.mjs', 'wasm/api.mjs', 'wasm/durable-object.mjs', ...built]) {
+  for (const f of ['wasm/workerd.mjs', 'wasm/api.mjs', 'wasm/fast.mjs', 'wasm/durable-object.mjs', ...built]) {
     if (f.endsWith('.wasm')) list.push(`(name = "${f}", wasm = embed ${at(join(pkg, f))})`)
     else if (f.endsWith('.js') || f.endsWith('.mjs')) list.push(`(name = "${f}", esModule = embed ${at(join(pkg, f))})`)
   }

@@ -53,6 +53,7 @@ mod cluster;
 mod connect;
 mod counts;
 mod engine;
+mod lua_min;
 mod options;
 mod pipelined;
 mod replay;

@@ -8,6 +8,7 @@
 mod call;
 mod counts;
 mod engine;
+mod lua_min;
 mod replay;
 pub mod rest;
 pub mod scripts;

@@ -15,20 +15,22 @@
 use std::collections::HashSet;
 use std::sync::LazyLock;
 
-/// Every file in `core/lua/`, by name.
+use super::lua_min::lua_source;
+
+/// Every file in `core/lua/`, by name (without comments in the WebAssembly build: `lua_min`).
 const SOURCES: &[(&str, &str)] = &[
-    ("lib.lua", include_str!("../../lua/lib.lua")),
-    ("gcra.lua", include_str!("../../lua/gcra.lua")),
-    ("token_bucket.lua", include_str!("../../lua/token_bucket.lua")),
-    ("period_counter.lua", include_str!("../../lua/period_counter.lua")),
-    ("fixed_window.lua", include_str!("../../lua/fixed_window.lua")),
-    ("sliding_window.lua", include_str!("../../lua/sliding_window.lua")),
-    ("sliding_window_log.lua", include_str!("../../lua/sliding_window_log.lua")),
-    ("calendar.lua", include_str!("../../lua/calendar.lua")),
-    ("quota.lua", include_str!("../../lua/quota.lua")),
-    ("leaky_bucket.lua", include_str!("../../lua/leaky_bucket.lua")),
-    ("multi.lua", include_str!("../../lua/multi.lua")),
-    ("lease.lua", include_str!("../../lua/lease.lua")),
+    ("lib.lua", lua_source!("../../lua/lib.lua")),
+    ("gcra.lua", lua_source!("../../lua/gcra.lua")),
+    ("token_bucket.lua", lua_source!("../../lua/token_bucket.lua")),
+    ("period_counter.lua", lua_source!("../../lua/period_counter.lua")),
+    ("fixed_window.lua", lua_source!("../../lua/fixed_window.lua")),
+    ("sliding_window.lua", lua_source!("../../lua/sliding_window.lua")),
+    ("sliding_window_log.lua", lua_source!("../../lua/sliding_window_log.lua")),
+    ("calendar.lua", lua_source!("../../lua/calendar.lua")),
+    ("quota.lua", lua_source!("../../lua/quota.lua")),
+    ("leaky_bucket.lua", lua_source!("../../lua/leaky_bucket.lua")),
+    ("multi.lua", lua_source!("../../lua/multi.lua")),
+    ("lease.lua", lua_source!("../../lua/lease.lua")),
 ];
 
 const INCLUDE: &str = "-- #include ";
