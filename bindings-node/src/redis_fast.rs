@@ -32,14 +32,15 @@ use crate::fast::{
     Callback, Context, IO_COST, IO_HANDLE, IO_KEY_LEN, IO_LEN, IO_NAMES, KEY_BYTES, guard, number, put_decision,
 };
 use crate::limiter::RedisLimiter;
-use crate::transport;
+use crate::transport::{self, RedisConn};
 
 /// The callbacks fast.rs registers beside its own.
-pub(crate) const FUNCTIONS: [(&std::ffi::CStr, Callback); 4] = [
+pub(crate) const FUNCTIONS: [(&std::ffi::CStr, Callback); 5] = [
     (c"__redisHandle", redis_handle),
     (c"__redisPrepareFast", prepare),
     (c"__redisFinishFast", finish),
-    (c"__redisFrames", frames),
+    (c"__connSent", conn_sent),
+    (c"__connRead", conn_read),
 ];
 
 /// Where index.js puts the op of `__redisPrepareFast` (0 check, 1 peek, 2 forecast): the slot
@@ -225,35 +226,95 @@ thread_local! {
     static ENCODED: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
-/// `__redisFrames(bytes, from, out)`: the reply frames of `bytes` (what a socket read, from byte
-/// `from`), read by the core's one RESP scanner (`throttlekit::redis::transport::scan`, RESP2
-/// and RESP3, pushes passed over): writes where the scan stopped to `out[0]` (every byte before
-/// it is read) and each frame's start, end and kind (0 a reply, 1 an error, 2 the server lacks
-/// the script or function: `transport::Kind`) to `out[1 + 3i ..]`, as many as `out` (a
-/// `Uint32Array`) holds, and returns how many; -1 when the bytes start no RESP frame (the
-/// connection must go). Called once per socket read, not per reply.
-unsafe extern "C" fn frames(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
+/// `__redisFinishFast(reply, now, counted)`: `__redisFinish(limiter, op, now, counted, reply)` for
+/// a reply frame, for the limiter whose Redis handle is in the handle slot and the call's op in
+/// the op slot (as for `__redisPrepareFast`), `now` and `counted` the call's ticket as
+/// `__redisPrepareFast` wrote it: the decision in slots 0-5 (allowed,
+/// limit, remaining, resetAt, retryAfterMs, fallback), or what the Promise rejects with thrown.
+unsafe extern "C" fn finish(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
+    guard(env, info, |env, context, argv, _| {
+        // SAFETY: `slots` points at IO_LEN f64s (checked by `bind_io`), used on this thread
+        // only, and no JS runs while this slice lives.
+        let io = unsafe { std::slice::from_raw_parts_mut(slots(context)?, IO_LEN) };
+        let table = context.redis.try_borrow().map_err(|_| config("this", "is busy"))?;
+        let l = table.get(io[IO_HANDLE]).ok_or_else(|| config("this", "is not a Limiter"))?;
+        let [mut now, mut counted] = [f64::NAN; 2];
+        // SAFETY: live values of the current call; a non-number fails with a status.
+        if unsafe { sys::napi_get_value_double(env, argv[1], &mut now) } != sys::Status::napi_ok
+            || unsafe { sys::napi_get_value_double(env, argv[2], &mut counted) } != sys::Status::napi_ok
+        {
+            return Err(config("now", "must be a number"));
+        }
+        let reply = bytes(env, argv[0], "reply")?;
+        let op = transport::op(io[IO_OP] as u32);
+        let d = l.inner.finish_ticket(transport::ticket_from_js(op, now, counted), Ok(reply))?;
+        put_decision(io, &d);
+        Ok(ptr::null_mut())
+    })
+}
+
+/// The socket state of a `__connNew` external (`conn`), or `config_invalid` for anything else.
+fn conn<'a>(env: sys::napi_env, v: sys::napi_value) -> CoreResult<&'a RedisConn> {
+    use napi::bindgen_prelude::{External, FromNapiRef};
+    // SAFETY: a live value of the current call; napi-rs checks that it is an `External` it made
+    // of this very type (anything else is an error), and the external lives at least as long
+    // as this call, the only time the reference is used.
+    unsafe { External::<RedisConn>::from_napi_ref(env, v) }
+        .map(|e| &**e)
+        .map_err(|_| config("conn", "must be a socket's state"))
+}
+
+/// A JS number argument.
+fn f64_arg(env: sys::napi_env, v: sys::napi_value, field: &str) -> CoreResult<f64> {
+    let mut n = f64::NAN;
+    // SAFETY: a live value of the current call; a non-number fails with a status.
+    if unsafe { sys::napi_get_value_double(env, v, &mut n) } != sys::Status::napi_ok {
+        return Err(config(field, "must be a number"));
+    }
+    Ok(n)
+}
+
+/// `__connSent(conn, id, made)`: call `id` (a u32), made at `made` (epoch ms), was written and
+/// owes one reply: returns how many replies the socket owes. A raw callback, as
+/// `__redisPrepareFast`: it runs once per call (`__connSentAgain` sends of more replies).
+unsafe extern "C" fn conn_sent(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
     guard(env, info, |env, _, argv, _| {
-        let bytes = bytes(env, argv[0], "bytes")?;
-        let mut from = 0u32;
-        // SAFETY: a live value of the current call; a non-number fails with a status.
-        if unsafe { sys::napi_get_value_uint32(env, argv[1], &mut from) } != sys::Status::napi_ok {
-            return Err(config("from", "must be a byte offset"));
+        let c = conn(env, argv[0])?;
+        let id = f64_arg(env, argv[1], "id")?;
+        let made = f64_arg(env, argv[2], "made")?;
+        if !(0.0..=f64::from(u32::MAX)).contains(&id) {
+            return Err(config("id", "must be a u32"));
         }
+        number(env, c.with(|c| c.sent(id as u32, made, 1))? as f64)
+    })
+}
+
+/// `__connRead(conn, bytes, out)`: reads the frames of `bytes` (what the socket read) from byte
+/// `out[0]`: writes where the read stopped to `out[0]`, how many replies are still owed to
+/// `out[1]`, and each frame's verdict (`conn::Action`, the call's number, the frame's start and
+/// end) to `out[2 + 4i ..]`, as many as `out` (a `Uint32Array`) holds, and returns how many;
+/// -1 when the bytes start no RESP frame (the connection must go). Once per socket read, not
+/// per reply.
+unsafe extern "C" fn conn_read(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
+    guard(env, info, |env, _, argv, _| {
+        let c = conn(env, argv[0])?;
+        let bytes = bytes(env, argv[1], "bytes")?;
         let out = u32_array(env, argv[2], "out")?;
-        if out.is_empty() {
-            return Err(config("out", "must hold at least one slot"));
+        if out.len() < 6 || bytes.len() > u32::MAX as usize {
+            return Err(config("out", "must hold 6 slots or more, and bytes be shorter than 4 GiB"));
         }
-        if bytes.len() > u32::MAX as usize {
-            return Err(config("bytes", "must be shorter than 4 GiB"));
-        }
-        let max = (out.len() - 1) / 3;
+        let max = (out.len() - 2) / 4;
+        let from = out[0] as usize;
         let mut n = 0;
-        let scanned = throttlekit::redis::transport::scan(bytes, from as usize, max, |start, end, kind| {
-            out[1 + 3 * n..4 + 3 * n].copy_from_slice(&[start as u32, end as u32, kind as u32]);
-            n += 1;
-        });
-        match scanned {
+        let read = c.with(|c| {
+            let read = c.read(bytes, from, max, |e| {
+                out[2 + 4 * n..6 + 4 * n].copy_from_slice(&[e.action as u32, e.id, e.start as u32, e.end as u32]);
+                n += 1;
+            });
+            out[1] = c.owed() as u32;
+            read
+        })?;
+        match read {
             Ok(stop) => {
                 out[0] = stop as u32;
                 number(env, n as f64)
@@ -282,31 +343,4 @@ fn u32_array<'a>(env: sys::napi_env, v: sys::napi_value, field: &str) -> CoreRes
     // SAFETY: napi gave the array's data (aligned: a Uint32Array's offset is a multiple of 4)
     // and length; no JS runs while the callback that holds this slice runs.
     Ok(unsafe { std::slice::from_raw_parts_mut(data.cast::<u32>(), len) })
-}
-
-/// `__redisFinishFast(reply, now, counted)`: `__redisFinish(limiter, op, now, counted, reply)` for
-/// a reply frame, for the limiter whose Redis handle is in the handle slot and the call's op in
-/// the op slot (as for `__redisPrepareFast`), `now` and `counted` the call's ticket as
-/// `__redisPrepareFast` wrote it: the decision in slots 0-5 (allowed,
-/// limit, remaining, resetAt, retryAfterMs, fallback), or what the Promise rejects with thrown.
-unsafe extern "C" fn finish(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
-    guard(env, info, |env, context, argv, _| {
-        // SAFETY: `slots` points at IO_LEN f64s (checked by `bind_io`), used on this thread
-        // only, and no JS runs while this slice lives.
-        let io = unsafe { std::slice::from_raw_parts_mut(slots(context)?, IO_LEN) };
-        let table = context.redis.try_borrow().map_err(|_| config("this", "is busy"))?;
-        let l = table.get(io[IO_HANDLE]).ok_or_else(|| config("this", "is not a Limiter"))?;
-        let [mut now, mut counted] = [f64::NAN; 2];
-        // SAFETY: live values of the current call; a non-number fails with a status.
-        if unsafe { sys::napi_get_value_double(env, argv[1], &mut now) } != sys::Status::napi_ok
-            || unsafe { sys::napi_get_value_double(env, argv[2], &mut counted) } != sys::Status::napi_ok
-        {
-            return Err(config("now", "must be a number"));
-        }
-        let reply = bytes(env, argv[0], "reply")?;
-        let op = transport::op(io[IO_OP] as u32);
-        let d = l.inner.finish_ticket(transport::ticket_from_js(op, now, counted), Ok(reply))?;
-        put_decision(io, &d);
-        Ok(ptr::null_mut())
-    })
 }

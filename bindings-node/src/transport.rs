@@ -6,7 +6,7 @@
 //! (`throttlekit::redis::transport`): the core prepares the call (clock, prefix, script,
 //! arguments, RESP bytes) and finishes it from the reply frame or the transport's error (reply
 //! decoding, fail policy); the login and the reading of replies into frames are the core's too
-//! (`__redisHandshake` here, `__redisFrames` in redis_fast.rs). JavaScript only moves bytes and
+//! (`__redisHandshake`, and each socket's state, `RedisConn`, here). JavaScript only moves bytes and
 //! keeps time-outs. None of these functions is part of the public API (`skip_typescript`;
 //! index.js hides them).
 
@@ -20,6 +20,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use napi::Env;
 use napi::bindgen_prelude::{Buffer, BufferSlice, External, Float64ArraySlice, Unknown};
 use napi_derive::napi;
+use throttlekit::redis::transport::conn::{Conn, Setup};
 use throttlekit::redis::transport::{self, Op, PreparedCall, Ticket};
 use throttlekit::store::Now;
 
@@ -382,4 +383,86 @@ pub fn redis_shaper_del(env: &Env, shaper: Unknown, key: Unknown) -> napi::Resul
         return Ok(None);
     }
     Ok(Some(transport::del(&s.inner.full_key(&key)).into()))
+}
+
+/// One socket's state in the core (`throttlekit::redis::transport::conn`): the replies it owes
+/// and what each one read back means. lib/redis-transport.js keeps the socket, one timer and
+/// its calls' objects by number; this keeps everything else.
+pub struct RedisConn(std::cell::RefCell<Conn>);
+
+impl RedisConn {
+    pub(crate) fn with<T>(&self, f: impl FnOnce(&mut Conn) -> T) -> CoreResult<T> {
+        // Never re-entered: no JavaScript runs while a `__conn*` function holds the cell.
+        self.0.try_borrow_mut().map(|mut c| f(&mut c)).map_err(|_| config("conn", "is busy"))
+    }
+}
+
+/// `__connNew(loginReplies, preloadReplies, retryReplies, timeoutMs, cluster)`: the state of a
+/// new socket, from its endpoint (`__redisOf`'s or `__clusterNode`'s JSON).
+#[napi(js_name = "__connNew", skip_typescript)]
+pub fn conn_new(
+    login_replies: u32,
+    preload_replies: u32,
+    retry_replies: u32,
+    timeout_ms: f64,
+    cluster: bool,
+) -> External<RedisConn> {
+    let setup = Setup {
+        login_replies: login_replies as usize,
+        preload_replies: preload_replies as usize,
+        retry_replies: retry_replies as usize,
+        timeout_ms: timeout_ms as u64,
+        cluster,
+    };
+    External::new(RedisConn(std::cell::RefCell::new(Conn::new(setup))))
+}
+
+/// `__connOpen(conn)`: a new socket, its login and scripts written: how many replies it owes.
+#[napi(js_name = "__connOpen", skip_typescript)]
+pub fn conn_open(env: &Env, conn: &External<RedisConn>) -> napi::Result<u32> {
+    conn.with(|c| c.open() as u32).or_throw(env)
+}
+
+/// `__connSentAgain(conn, id, made, replies)`: call `id`, made at `made` (epoch ms), was
+/// written as an attempt that owes `replies` replies (its own the last; a cluster's `ASKING`
+/// first), or, with `replies` 0, as its fallback after a miss (once): how many replies the
+/// socket owes. (A call's first send owes one: `__connSent`, redis_fast.rs.)
+#[napi(js_name = "__connSentAgain", skip_typescript)]
+pub fn conn_sent_again(env: &Env, conn: &External<RedisConn>, id: u32, made: f64, replies: u32) -> napi::Result<u32> {
+    conn.with(|c| match replies {
+        0 => c.resent(id, made),
+        r => c.sent(id, made, r as usize),
+    } as u32)
+        .or_throw(env)
+}
+
+/// `__connExpire(conn, now)`: the calls past their deadline at `now` (epoch ms), no longer
+/// owed; any means the socket must go (`__connLost` fails the rest).
+#[napi(js_name = "__connExpire", skip_typescript)]
+pub fn conn_expire(env: &Env, conn: &External<RedisConn>, now: f64) -> napi::Result<Vec<u32>> {
+    conn.with(|c| {
+        let mut ids = Vec::new();
+        c.expire(now, |id| ids.push(id));
+        ids
+    })
+    .or_throw(env)
+}
+
+/// `__connLost(conn)`: the socket went away: every call it still owed, in order (each fails
+/// and is never sent again); it owes nothing after.
+#[napi(js_name = "__connLost", skip_typescript)]
+pub fn conn_lost(env: &Env, conn: &External<RedisConn>) -> napi::Result<Vec<u32>> {
+    conn.with(|c| {
+        let mut ids = Vec::new();
+        c.lost(|id| ids.push(id));
+        ids
+    })
+    .or_throw(env)
+}
+
+/// `__connDeadline(conn)`: the earliest deadline of a call owed (epoch ms), for the socket's
+/// one timer; `null` when none is owed.
+#[napi(js_name = "__connDeadline", skip_typescript)]
+pub fn conn_deadline(env: &Env, conn: &External<RedisConn>) -> napi::Result<Option<f64>> {
+    conn.with(|c| c.deadline()).or_throw(env)
 }
