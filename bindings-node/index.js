@@ -60,7 +60,6 @@ const {
   __connNew,
   __connOpen,
   __connSent,
-  __connSentAgain,
   __connRead,
   __connExpire,
   __connLost,

@@ -423,17 +423,29 @@ pub fn conn_open(env: &Env, conn: &External<RedisConn>) -> napi::Result<u32> {
     conn.with(|c| c.open() as u32).or_throw(env)
 }
 
-/// `__connSentAgain(conn, id, made, replies)`: call `id`, made at `made` (epoch ms), was
-/// written as an attempt that owes `replies` replies (its own the last; a cluster's `ASKING`
-/// first), or, with `replies` 0, as its fallback after a miss (once): how many replies the
-/// socket owes. (A call's first send owes one: `__connSent`, redis_fast.rs.)
-#[napi(js_name = "__connSentAgain", skip_typescript)]
-pub fn conn_sent_again(env: &Env, conn: &External<RedisConn>, id: u32, made: f64, replies: u32) -> napi::Result<u32> {
-    conn.with(|c| match replies {
-        0 => c.resent(id, made),
-        r => c.sent(id, made, r as usize),
-    } as u32)
-        .or_throw(env)
+/// Records in `c` the calls lib/redis-transport.js wrote since it last told the core: `sends`
+/// holds three numbers per call, in the order written: its number (a u32), when it was made
+/// (epoch ms: its deadline is `timeoutMs` later) and the replies it owes, its own the last (a
+/// cluster's `ASKING` first), or 0 for its fallback after a miss (once).
+pub(crate) fn record(c: &mut Conn, sends: &[f64]) {
+    for s in sends.chunks_exact(3) {
+        let (id, made) = (s[0] as u32, s[1]);
+        match s[2] as usize {
+            0 => c.resent(id, made),
+            replies => c.sent(id, made, replies),
+        };
+    }
+}
+
+/// `__connSent(conn, io, n)`: records the `n` sends noted in the socket's `io` from slot 3
+/// ([`record`]; the layout is `__connRead`'s, redis_fast.rs), when the core must know them before
+/// the socket's next read (its timer fired, it went away, or `io` has no room for more);
+/// `__connRead` records them otherwise.
+#[napi(js_name = "__connSent", skip_typescript)]
+pub fn conn_sent(env: &Env, conn: &External<RedisConn>, io: Float64ArraySlice, n: u32) -> napi::Result<()> {
+    let sent =
+        io.get(3..3 + 3 * n as usize).ok_or_else(|| config("io", "holds fewer sends than said")).or_throw(env)?;
+    conn.with(|c| record(c, sent)).or_throw(env)
 }
 
 /// `__connExpire(conn, now)`: the calls past their deadline at `now` (epoch ms), no longer
