@@ -60,6 +60,7 @@ const {
   __connNew,
   __connOpen,
   __connSent,
+  __connFailed,
   __connRead,
   __connExpire,
   __connLost,

@@ -14,7 +14,9 @@
 // socket's state is a core `Conn` (`throttlekit::redis::transport::conn`, the `__conn*`
 // functions): the replies owed, in order (the login's, AUTH and SELECT or HELLO 3 on a
 // `?protocol=resp3` URL, and the scripts' loads first), each call's deadline, and, once per
-// read, what every frame in it asks for (`__connRead`): finish a call with it, send a call's
+// read (one native call, which also records the sends noted since the last: Transport#track),
+// what every frame in it asks for (`__connRead`): finish a call with it (a limiter's check,
+// peek or forecast comes back decided by that same call), send a call's
 // fallback once after NOSCRIPT or a missing function, ask the cluster's routes about an error
 // (lib/redis-cluster.js), or drop the connection (a refused login, a reply nobody asked for,
 // bytes that are no RESP). Each request brings its bytes, its fallback's (`eval()`), and a
@@ -37,7 +39,7 @@
 //   and its one timer is unref'd.
 const net = require('node:net')
 
-const { __connNew, __connOpen, __connSent, __connRead, __connExpire, __connLost, __connDeadline } = require(
+const { __connNew, __connOpen, __connSent, __connFailed, __connRead, __connExpire, __connLost, __connDeadline } = require(
   require('./platform.js').findBinding(),
 )
 
@@ -45,6 +47,10 @@ const { __connNew, __connOpen, __connSent, __connRead, __connExpire, __connLost,
 const FOLLOW = 2
 const RETRY = 1
 const REFUSED = 3
+const UNASKED = 4
+/** ... and what it says of a limiter's check, peek or forecast it decided (src/redis_fast.rs). */
+const DECIDED = 5
+const FAILED = 6
 
 /**
  * How many sends a socket notes (Transport#track) before the core records them: they go with
@@ -54,15 +60,19 @@ const REFUSED = 3
  */
 const SENDS = 128
 
-/** How many frames' verdicts one `__connRead` hands back at most. */
+/** How many frames' verdicts one `__connRead` hands back at most, and the numbers in each. */
 const EVENTS = 256
+const EVENT = 10
+
+/** The numbers of a send noted in `io` (Transport#track, src/transport.rs `record`). */
+const SEND = 7
 
 /**
  * Where the verdicts start in a socket's `io` (Transport#io, `__connRead`'s one array): after
  * where to read from (then where the read stopped), how many sends are noted (then how many
- * replies are owed), this offset itself, and the sends, three numbers each.
+ * replies are owed), this offset itself, and the sends.
  */
-const EVENTS_AT = 3 + 3 * SENDS
+const EVENTS_AT = 3 + SEND * SENDS
 
 /**
  * Finishes `r` (once): with its reply, a transport error, or as timed out; the transport that
@@ -82,6 +92,35 @@ function finish(r, frame, error, timedOut) {
     return
   }
   r.resolve(value)
+}
+
+/**
+ * Settles `r` (once) with the decision `__connRead` made from its reply, at `io[k..k + 6]`
+ * (as ScriptRequest#finish builds it from `__redisFinishFast`'s slots).
+ */
+function decided(r, io, k) {
+  if (r.done) return
+  r.done = true
+  const owner = r.owner
+  r.owner = null
+  if (owner != null) owner.release()
+  const d = { allowed: io[k] === 1, limit: io[k + 1], remaining: io[k + 2], resetAt: io[k + 3], retryAfterMs: io[k + 4] }
+  if (io[k + 5] === 1) d.fallback = true
+  r.resolve(d)
+}
+
+/** Rejects `r` (once) with what `__connRead` failed it with (call `id` of `conn`). */
+function failed(r, conn, id) {
+  if (r.done) return
+  r.done = true
+  const owner = r.owner
+  r.owner = null
+  if (owner != null) owner.release()
+  try {
+    __connFailed(conn, id)
+  } catch (e) {
+    r.reject(e)
+  }
 }
 
 /**
@@ -139,7 +178,7 @@ class Transport {
     this.handshake = handshake
     this.timeoutMs = endpoint.timeoutMs
     this.conn = __connNew(endpoint.handshakeReplies, endpoint.preloadReplies, endpoint.retryReplies, endpoint.timeoutMs, cluster !== null)
-    this.io = new Float64Array(EVENTS_AT + 4 * EVENTS) // `__connRead`'s, and the sends noted (Transport#track)
+    this.io = new Float64Array(EVENTS_AT + EVENT * EVENTS) // `__connRead`'s, and the sends noted (Transport#track)
     this.io[2] = EVENTS_AT
     this.nSends = 0
     // The calls owed, by number: call `id` is at `calls[(id - base) >>> 0]` (numbers are given
@@ -281,9 +320,19 @@ class Transport {
       k = 0
     }
     const io = this.io
-    io[3 + 3 * k] = id
-    io[4 + 3 * k] = r.made
-    io[5 + 3 * k] = replies
+    const at = 3 + SEND * k
+    io[at] = id
+    io[at + 1] = r.made
+    io[at + 2] = replies
+    // A limiter's check, peek or forecast (a ScriptRequest): what decides it from its reply
+    // during the read that brings it (`__connRead`), as ScriptRequest#finish would.
+    if (r.h === undefined) io[at + 3] = -1
+    else {
+      io[at + 3] = r.h
+      io[at + 4] = r.op
+      io[at + 5] = r.now
+      io[at + 6] = r.counted
+    }
     this.nSends = k + 1
     this.owed += replies === 0 ? this.endpoint.retryReplies : replies
   }
@@ -428,17 +477,27 @@ class Transport {
         return
       }
       this.owed = io[1]
-      for (let i = EVENTS_AT; i < EVENTS_AT + 4 * n; i += 4) {
+      for (let i = EVENTS_AT; i < EVENTS_AT + EVENT * n; i += EVENT) {
         const action = io[i]
+        if (action === DECIDED) {
+          const r = this.take(io[i + 1])
+          this.off = io[i + 3]
+          if (r !== undefined) decided(r, io, i + 4)
+          continue
+        }
         const frame = b.subarray(io[i + 2], io[i + 3])
-        if (action >= REFUSED) {
+        if (action === REFUSED || action === UNASKED) {
           const why = action === REFUSED ? `Redis refused the handshake: ${frame.toString('latin1', 1).trim()}` : 'Redis sent a reply nobody asked for'
           s.destroy(new Error(why))
           return
         }
-        const r = this.take(io[i + 1])
+        const id = io[i + 1]
+        const r = this.take(id)
         this.off = io[i + 3]
-        if (r !== undefined) this.reply(r, action, frame)
+        if (r !== undefined) {
+          if (action === FAILED) failed(r, this.conn, id)
+          else this.reply(r, action, frame)
+        }
         if (s !== this.socket) return
       }
       this.off = io[0] // past any push read after the last reply

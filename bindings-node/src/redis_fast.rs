@@ -25,6 +25,7 @@ use std::ptr;
 
 use napi::sys;
 use throttlekit::redis::transport::Op;
+use throttlekit::redis::transport::conn::Action;
 use throttlekit::validate;
 
 use crate::error::{CoreResult, config};
@@ -32,7 +33,7 @@ use crate::fast::{
     Callback, Context, IO_COST, IO_HANDLE, IO_KEY_LEN, IO_LEN, IO_NAMES, KEY_BYTES, guard, number, put_decision,
 };
 use crate::limiter::RedisLimiter;
-use crate::transport::{self, RedisConn};
+use crate::transport::{self, RedisConn, Socket};
 
 /// The callbacks fast.rs registers beside its own.
 pub(crate) const FUNCTIONS: [(&std::ffi::CStr, Callback); 4] = [
@@ -263,19 +264,34 @@ fn conn<'a>(env: sys::napi_env, v: sys::napi_value) -> CoreResult<&'a RedisConn>
         .map_err(|_| config("conn", "must be a socket's state"))
 }
 
+/// How many numbers a frame's verdict takes in a socket's `io` (`__connRead`): the action, the
+/// call's number, the frame's start and end, then a decision's six slots (as `put_decision`).
+const EVENT: usize = 10;
+
+/// `__connRead`'s verdict for a call the read decided: its decision is in the verdict's last six
+/// slots (the core's `conn::Action`s are 0-4).
+const DECIDED: f64 = 5.0;
+
+/// `__connRead`'s verdict for a call the read finished with an error: `__connFailed` throws it.
+const FAILED: f64 = 6.0;
+
 /// `__connRead(conn, bytes, io)`: first records the calls the socket wrote since its last read,
 /// then reads the frames of `bytes` (what the socket read). `io`, the socket's own
 /// `Float64Array`, holds on the way in where to start reading (`io[0]`), how many sends to
-/// record (`io[1]`, three numbers each from `io[3]`: `transport::record`) and where the
-/// verdicts go (`io[2]`); on the way out, where the read stopped (`io[0]`), how many replies
-/// are still owed (`io[1]`) and each frame's verdict (`conn::Action`, the call's number, the
-/// frame's start and end) from `io[io[2]]` on, four numbers each, as many as `io` holds. Returns
-/// how many verdicts; -1 when the bytes start no RESP frame (the connection must go).
+/// record (`io[1]`, `transport::SEND` numbers each from `io[3]`: `transport::record`) and where
+/// the verdicts go (`io[2]`); on the way out, where the read stopped (`io[0]`), how many replies
+/// are still owed (`io[1]`) and each frame's verdict from `io[io[2]]` on, [`EVENT`] numbers each,
+/// as many as `io` holds. A verdict is the core's (`conn::Action`, the call's number, the
+/// frame's start and end), except that a limiter's check, peek or forecast answered by its
+/// reply is decided here, as `__redisFinishFast` decides it: [`DECIDED`] with the decision, or
+/// [`FAILED`]. Returns how many verdicts; -1 when the bytes start no RESP frame (the connection
+/// must go).
 ///
-/// Once per socket read, not per reply nor per call: a call's send costs no native call of its
-/// own (one `__connSent` per call measured 13-22 % off the 64-in-flight row).
+/// Once per socket read, not per reply nor per call: a call's send and its decision cost no
+/// native call of their own (one `__connSent` per call measured 13-22 % off the 64-in-flight
+/// row).
 unsafe extern "C" fn conn_read(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
-    guard(env, info, |env, _, argv, _| {
+    guard(env, info, |env, context, argv, _| {
         let c = conn(env, argv[0])?;
         let bytes = bytes(env, argv[1], "bytes")?;
         let io = typed_array::<f64>(env, argv[2], sys::TypedarrayType::float64_array, "io")?;
@@ -283,26 +299,41 @@ unsafe extern "C" fn conn_read(env: sys::napi_env, info: sys::napi_callback_info
             return Err(config("bytes", "must be shorter than 4 GiB"));
         }
         let at = io.get(2).map_or(0, |&at| at as usize);
-        let sends = 3 + 3 * io[1] as usize;
-        if at < sends || io.len() < at + 4 {
+        let sends = 3 + transport::SEND * io[1] as usize;
+        if at < sends || io.len() < at + EVENT {
             return Err(config("io", "must hold the sends it counts and room for a verdict after them"));
         }
+        let table = context.redis.try_borrow().map_err(|_| config("this", "is busy"))?;
         let (head, events) = io.split_at_mut(at);
-        let max = events.len() / 4;
+        let max = events.len() / EVENT;
         let from = head[0] as usize;
         let mut n = 0;
-        let read = c.with(|c| {
-            transport::record(c, &head[3..sends]);
-            let read = c.read(bytes, from, max, |e| {
-                events[4 * n..4 * n + 4].copy_from_slice(&[
-                    f64::from(e.action as u32),
-                    f64::from(e.id),
-                    e.start as f64,
-                    e.end as f64,
-                ]);
+        let read = c.with(|s| {
+            transport::record(s, &head[3..sends]);
+            let (conn, tags, failed) = s.parts();
+            let read = conn.read(bytes, from, max, |e| {
+                let v = &mut events[EVENT * n..EVENT * (n + 1)];
+                v[..4].copy_from_slice(&[f64::from(e.action as u32), f64::from(e.id), e.start as f64, e.end as f64]);
                 n += 1;
+                if e.action == Action::Refused || e.action == Action::Unasked {
+                    return;
+                }
+                let tag = Socket::tag(tags, e.id);
+                let Some(t) = tag.filter(|t| e.action == Action::Reply && t.handle >= 0.0) else { return };
+                let Some(l) = table.get(t.handle) else { return };
+                let ticket = transport::ticket_from_js(transport::op(t.op), t.now, t.counted);
+                match l.inner.finish_ticket(ticket, Ok(&bytes[e.start..e.end])) {
+                    Ok(d) => {
+                        v[0] = DECIDED;
+                        put_decision(&mut v[4..], &d);
+                    }
+                    Err(err) => {
+                        v[0] = FAILED;
+                        failed.push((e.id, err));
+                    }
+                }
             });
-            head[1] = c.owed() as f64;
+            head[1] = conn.owed() as f64;
             read
         })?;
         match read {
