@@ -56,7 +56,15 @@ const {
   __redisHandle,
   __redisPrepareFast,
   __redisFinishFast,
-  __redisFrames, // lib/redis-transport.js's scanner (it loads the addon itself): kept out of the exports
+  // lib/redis-transport.js's socket state (it loads the addon itself): kept out of the exports
+  __connNew,
+  __connOpen,
+  __connSent,
+  __connFailed,
+  __connRead,
+  __connExpire,
+  __connLost,
+  __connDeadline,
   ...api
 } = binding
 

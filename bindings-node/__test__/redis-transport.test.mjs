@@ -416,6 +416,33 @@ describe('the Promise methods on their own socket', () => {
     })
   })
 
+  test("an error reply is decided in the read as the native method decides it: the fail policy's error or fallback", async () => {
+    await withRedis([], async (redis) => {
+      const store = await RedisStore.connect({ url: redis.url })
+      const strategy = Strategy.fixedWindow({ limit: 10, windowMs: 60000 })
+      const l = new Limiter({ strategy, store, prefix: 'wt', failPolicy: 'raise' })
+      const open = new Limiter({ strategy, store, prefix: 'wt', failPolicy: 'fail_open' })
+      assert.equal((await l.check('k')).remaining, 9)
+      // Every script call now meets an error reply (OOM: Redis refuses writes past maxmemory).
+      redis.cli('config', 'set', 'maxmemory', '1')
+      assert.throws(() => l.checkSync('k'), (e) => e.code === 'store_unavailable' && /OOM/.test(e.message))
+      // Several in flight: every reply decided in the read that brings them, each rejected.
+      const results = await Promise.allSettled([l.check('k'), l.check('k'), l.check('k')])
+      for (const r of results) {
+        assert.equal(r.status, 'rejected')
+        assert.equal(r.reason.code, 'store_unavailable')
+        assert.match(r.reason.message, /OOM/)
+      }
+      const d = await open.check('k')
+      assert.equal(d.fallback, true)
+      assert.equal(d.allowed, true)
+      redis.cli('config', 'set', 'maxmemory', '0')
+      // The socket stays in step: the next replies answer the next calls.
+      assert.deepEqual((await Promise.all([l.check('k'), l.check('k')])).map((x) => x.remaining), [8, 7])
+      await store.close()
+    })
+  })
+
   test('closing: later calls are store_unavailable, through the fail policy', async () => {
     await withRedis([], async (redis) => {
       const store = await RedisStore.connect({ url: redis.url })

@@ -97,7 +97,7 @@ class ClusterTransport {
       r.owner = null
       r.hop = 0
       r.slot = slot
-      r.deadline = Date.now() + this.timeoutMs
+      r.made = Date.now()
       if (this.closed) return finish(r, null, 'the Redis store is closed', false)
       // No master serves the slot now (a failover): fails as the core's own path does (the core
       // is reading the map again).
@@ -145,7 +145,7 @@ class ClusterTransport {
    * `message`. Bounded by `r`'s deadline.
    */
   unsent(t, r, message) {
-    const left = r.deadline - Date.now()
+    const left = r.made + this.timeoutMs - Date.now()
     if (left <= 0 || this.closed) return finish(r, null, this.closed ? 'the Redis store is closed' : null, !this.closed)
     const timer = setTimeout(() => finish(r, null, null, true), left)
     const fail = () => {

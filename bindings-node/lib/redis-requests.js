@@ -30,9 +30,9 @@ module.exports = function requests(natives) {
       this.resolve = null
       this.reject = null
       this.done = false
-      this.retried = false
       this.owner = null
-      this.deadline = 0
+      this.made = 0
+      this.id = 0
       this.hop = 0
       this.slot = 0
     }

@@ -8,52 +8,71 @@
 // every call hops from the event loop to a Tokio thread and back, and those two thread switches
 // cost more than the Redis round trip itself.
 //
-// This module only moves bytes and keeps time. What is sent, where a reply ends and what it
-// means are the core's (`throttlekit::redis::transport`, through src/transport.rs and
-// src/redis_fast.rs): the login (AUTH and SELECT, or HELLO 3 on a `?protocol=resp3` URL, as the
-// store's own connections log in), every read split into frames by the core's one RESP scanner
-// (RESP2 or RESP3, pushes dropped; `__redisFrames`, once per read), which also says whether a
-// frame is an error or a missing script; each request brings its bytes, the bytes to send once
-// after NOSCRIPT (if any), and a `finish(reply, error, timedOut)` that turns the outcome into
-// the Promise's value or throws what it rejects with. What stays here is the socket, the order
-// of the replies owed (one slot per command written), the timer and the batching of writes. The
-// wire rules are the Rust store's:
+// This module only moves bytes and keeps time. What is sent, where a reply ends, what it means
+// and which call it answers are the core's: each call's bytes come from the core
+// (`throttlekit::redis::transport`, through src/transport.rs and src/redis_fast.rs), and each
+// socket's state is a core `Conn` (`throttlekit::redis::transport::conn`, the `__conn*`
+// functions): the replies owed, in order (the login's, AUTH and SELECT or HELLO 3 on a
+// `?protocol=resp3` URL, and the scripts' loads first), each call's deadline, and, once per
+// read (one native call, which also records the sends noted since the last: Transport#track),
+// what every frame in it asks for (`__connRead`): finish a call with it (a limiter's check,
+// peek or forecast comes back decided by that same call), send a call's
+// fallback once after NOSCRIPT or a missing function, ask the cluster's routes about an error
+// (lib/redis-cluster.js), or drop the connection (a refused login, a reply nobody asked for,
+// bytes that are no RESP). Each request brings its bytes, its fallback's (`eval()`), and a
+// `finish(reply, error, timedOut)` that turns the outcome into the Promise's value or throws
+// what it rejects with. What stays here is the socket, the calls' objects by number, one timer
+// per socket (armed at the core's earliest deadline) and the batching of writes:
 //
 // Under `scripting: auto` on Redis >= 7 (the store loaded its function library), calls are sent
 // as FCALL, as on every other path; else as EVALSHA.
 //
 // - Pipelining: requests are written as they come (coalesced while replies are due, see
 //   `write`) and answered in order, so un-awaited calls run on Redis in the order they were made.
-// - A bounded wait: each request has a deadline `timeoutMs` after it was made (one timer serves
-//   them all, armed for the earliest); past it the request is finished as timed out (the
-//   limiter's fail policy decides) and the connection is dropped, failing the requests still
-//   waiting on it, so a silent server cannot hold later calls. A request is never sent again
-//   after a time-out, nor after a lost connection: it may already have counted. Only a missing script or function (NOSCRIPT, ERR
-//   Function not found) is answered by sending the core's retry, once.
-// - Lazy reconnection: when the connection goes away, every request waiting on it fails as
+// - A bounded wait: a call past its deadline (`timeoutMs` after it was made) is finished as
+//   timed out (the limiter's fail policy decides) and the connection is dropped, failing the
+//   calls still owed on it, so a silent server cannot hold later calls. A call is never sent
+//   again after a time-out, nor after a lost connection: it may already have counted.
+// - Lazy reconnection: when the connection goes away, every call owed on it fails as
 //   `store_unavailable`; the next request opens a new connection (the core's login first).
 // - Idle means unref'd: the socket keeps the process alive only while a request is pending,
 //   and its one timer is unref'd.
 const net = require('node:net')
 
-// The addon's one RESP scanner (src/redis_fast.rs `__redisFrames`, the core's `transport::scan`).
-const { __redisFrames } = require(require('./platform.js').findBinding())
+const { __connNew, __connOpen, __connSent, __connFailed, __connRead, __connExpire, __connLost, __connDeadline } = require(
+  require('./platform.js').findBinding(),
+)
 
-/** The slot of a handshake command (AUTH, SELECT, HELLO): an error reply drops the connection. */
-const HANDSHAKE = { handshake: true }
-/** The slot of a SCRIPT LOAD sent after the handshake: its reply is dropped, errors too. */
-const PRELOAD = { handshake: true }
-
-/** What `__redisFrames` says a frame is (the core's `transport::Kind`). */
-const REPLY = 0
-const MISSING = 2
+/** What `__connRead` says a frame asks for (the core's `conn::Action`). */
+const FOLLOW = 2
+const RETRY = 1
+const REFUSED = 3
+const UNASKED = 4
+/** ... and what it says of a limiter's check, peek or forecast it decided (src/redis_fast.rs). */
+const DECIDED = 5
+const FAILED = 6
 
 /**
- * Where `__redisFrames` writes what it read: where it stopped, then each frame's start, end and
- * kind; one array for every socket (a read is consumed before its callback returns).
+ * How many sends a socket notes (Transport#track) before the core records them: they go with
+ * the next read's one native call (`__connRead`), or with `__connSent` when this many are
+ * waiting, or when the core must know them first (the timer, a lost connection). Why not one
+ * native call per send: that cost the 64-in-flight row 13-22 %.
  */
-const FRAMES = 256
-const frames = new Uint32Array(1 + 3 * FRAMES)
+const SENDS = 128
+
+/** How many frames' verdicts one `__connRead` hands back at most, and the numbers in each. */
+const EVENTS = 256
+const EVENT = 10
+
+/** The numbers of a send noted in `io` (Transport#track, src/transport.rs `record`). */
+const SEND = 7
+
+/**
+ * Where the verdicts start in a socket's `io` (Transport#io, `__connRead`'s one array): after
+ * where to read from (then where the read stopped), how many sends are noted (then how many
+ * replies are owed), this offset itself, and the sends.
+ */
+const EVENTS_AT = 3 + SEND * SENDS
 
 /**
  * Finishes `r` (once): with its reply, a transport error, or as timed out; the transport that
@@ -73,6 +92,35 @@ function finish(r, frame, error, timedOut) {
     return
   }
   r.resolve(value)
+}
+
+/**
+ * Settles `r` (once) with the decision `__connRead` made from its reply, at `io[k..k + 6]`
+ * (as ScriptRequest#finish builds it from `__redisFinishFast`'s slots).
+ */
+function decided(r, io, k) {
+  if (r.done) return
+  r.done = true
+  const owner = r.owner
+  r.owner = null
+  if (owner != null) owner.release()
+  const d = { allowed: io[k] === 1, limit: io[k + 1], remaining: io[k + 2], resetAt: io[k + 3], retryAfterMs: io[k + 4] }
+  if (io[k + 5] === 1) d.fallback = true
+  r.resolve(d)
+}
+
+/** Rejects `r` (once) with what `__connRead` failed it with (call `id` of `conn`). */
+function failed(r, conn, id) {
+  if (r.done) return
+  r.done = true
+  const owner = r.owner
+  r.owner = null
+  if (owner != null) owner.release()
+  try {
+    __connFailed(conn, id)
+  } catch (e) {
+    r.reject(e)
+  }
 }
 
 /**
@@ -116,10 +164,10 @@ function uncork(t, s) {
 
 class Transport {
   /**
-   * @param endpoint {host, port, path, timeoutMs, handshakeReplies} (from the core)
-   * @param handshake the AUTH/SELECT bytes a new connection sends first
+   * @param endpoint {host, port, path, timeoutMs, handshakeReplies, preloadReplies, retryReplies} (from the core)
+   * @param handshake the login and preload bytes a new connection sends first
    * @param cluster the ClusterTransport this socket serves one master of (lib/redis-cluster.js),
-   *   which reads every error reply for a redirect; null on a standalone store
+   *   which the core's routes answer every error reply through; null on a standalone store
    * @param nodeId the core's number of that master
    */
   constructor(endpoint, handshake, cluster = null, nodeId = 0) {
@@ -129,9 +177,18 @@ class Transport {
     this.timerAt = 0
     this.handshake = handshake
     this.timeoutMs = endpoint.timeoutMs
+    this.conn = __connNew(endpoint.handshakeReplies, endpoint.preloadReplies, endpoint.retryReplies, endpoint.timeoutMs, cluster !== null)
+    this.io = new Float64Array(EVENTS_AT + EVENT * EVENTS) // `__connRead`'s, and the sends noted (Transport#track)
+    this.io[2] = EVENTS_AT
+    this.nSends = 0
+    // The calls owed, by number: call `id` is at `calls[(id - base) >>> 0]` (numbers are given
+    // in order, wrapping at 2^32) until its reply, timeout or loss takes it (Transport#take).
+    this.calls = []
+    this.base = 0
+    this.head = 0 // calls before it are all taken
+    this.nextId = 0
+    this.owed = 0 // replies the socket owes (the core's count, as its last answer said)
     this.socket = null
-    this.fifo = [] // one slot per command on the wire, in order: a Request or HANDSHAKE
-    this.head = 0
     this.buf = null
     this.off = 0
     this.pending = 0
@@ -152,20 +209,19 @@ class Transport {
     r.resolve = captured.resolve
     r.reject = captured.reject
     r.done = false
-    r.retried = false
     r.owner = this
     this.pending++
     if (this.cluster !== null) this.cluster.pending++
     if (this.closed) {
-      this.settle(r, null, 'the Redis store is closed', false)
+      finish(r, null, 'the Redis store is closed', false)
       return p
     }
-    r.deadline = Date.now() + this.timeoutMs
+    r.made = Date.now()
     if (this.timer === null) this.arm(this.timeoutMs)
     if (this.pending === 1 && this.socket !== null) this.socket.ref()
     try {
-      if (bytes === null) this.fifo.push(r) // written already (Transport#direct)
-      else this.write(bytes, r)
+      if (bytes === null) this.track(r, 1) // written already (Transport#direct)
+      else this.write(bytes, r, 1)
     } catch (e) {
       r.reject(e) // as a throw inside the executor did
     }
@@ -175,7 +231,7 @@ class Transport {
   /**
    * The descriptor of this socket when a call made now may be written to it directly (by the
    * core's prepare, src/redis_fast.rs `send_now`, before `request`), else -1: only when the call
-   * would go at once anyway (no reply due, so `write` would not cork it), the connection is
+   * would go at once anyway (no reply owed, so `write` would not cork it), the connection is
    * made and not destroyed (so the descriptor is still this socket's), and nothing of ours is
    * queued on it (so the bytes keep their order). Standalone sockets only. A call sent whole
    * this way is then handed to `request` with `null` for its bytes; whatever the send left
@@ -183,7 +239,7 @@ class Transport {
    */
   direct() {
     const s = this.socket
-    if (this.fd < 0 || s === null || this.head !== this.fifo.length || this.corked || this.closed) return -1
+    if (this.fd < 0 || s === null || this.owed !== 0 || this.corked || this.closed) return -1
     if (s.destroyed || s.connecting || s.writableLength !== 0) return -1
     return this.fd
   }
@@ -200,31 +256,32 @@ class Transport {
   }
 
   /**
-   * Finishes every request past its deadline as timed out, then drops the connection it was on,
-   * as every other path does (docs/redis.md, "At most once"): a server that stopped answering
-   * would otherwise time out every later call too. The requests still waiting on it fail as
-   * `store_unavailable`; none is sent again, since each may already have counted.
+   * The timer fired: the core times out every call past its deadline, and then the connection
+   * goes, as on every other path (docs/redis.md, "At most once"): a server that stopped
+   * answering would otherwise time out every later call too. The calls still owed on it fail
+   * as `store_unavailable`; none is sent again, since each may already have counted.
    */
   expire() {
     this.timer = null
     const now = Date.now()
-    let next = Infinity
-    let timedOut = false
-    for (let i = this.head; i < this.fifo.length; i++) {
-      const r = this.fifo[i]
-      if (r === undefined || r === HANDSHAKE || r === PRELOAD || r.done) continue
-      if (r.deadline <= now) {
-        this.settle(r, null, null, true)
-        timedOut = true
-      } else if (r.deadline < next) next = r.deadline
+    this.record()
+    const expired = __connExpire(this.conn, now)
+    for (const id of expired) {
+      const r = this.take(id)
+      if (r !== undefined) finish(r, null, null, true)
     }
-    if (timedOut && this.cluster !== null) this.cluster.lost()
-    if (timedOut && this.socket !== null) {
+    if (expired.length > 0) {
+      if (this.cluster !== null) this.cluster.lost()
       const s = this.socket
-      this.lost(s, 'the Redis connection was dropped: a call on it timed out')
-      s.destroy()
+      if (s !== null) {
+        this.lost(s, 'the Redis connection was dropped: a call on it timed out')
+        s.destroy()
+      }
     }
-    if (this.pending > 0 && next !== Infinity) this.arm(Math.max(1, next - now))
+    if (this.pending === 0) return
+    this.record()
+    const next = __connDeadline(this.conn)
+    if (next !== null) this.arm(Math.max(1, next - now))
   }
 
   /**
@@ -237,25 +294,88 @@ class Transport {
     this.pending++
     this.cluster.pending++
     if (this.closed) return finish(r, null, 'the Redis store is closed', false)
-    const left = r.deadline - Date.now()
+    const left = r.made + this.timeoutMs - Date.now()
     if (left <= 0) return finish(r, null, null, true)
     if (this.timer === null) this.arm(left)
-    else if (r.deadline < this.timerAt) {
+    else if (r.made + this.timeoutMs < this.timerAt) {
       clearTimeout(this.timer)
       this.arm(left)
     }
     if (this.pending === 1 && this.socket !== null) this.socket.ref()
-    if (this.socket === null) this.connect()
-    for (let i = 1; i < replies; i++) this.fifo.push(PRELOAD)
-    this.write(bytes, r)
+    this.write(bytes, r, replies)
   }
 
   /**
-   * Queues `bytes` on the connection. A call made while the server has nothing of ours to
-   * answer (every reply in: the sequential case, and the first call of a tick after a batch of
-   * replies) is written at once. A call made while replies are still due is corked, and the
-   * corked calls leave together: every `BATCH` of them, and the rest at the end of the tick
-   * (`process.nextTick`), in one `writev` each.
+   * Notes that `r` was written (as its `replies`-reply attempt; 0: its fallback after a miss),
+   * under the next number, for the core to record with the next read (see SENDS).
+   */
+  track(r, replies) {
+    const id = this.nextId
+    this.nextId = (id + 1) >>> 0
+    r.id = id
+    this.calls.push(r)
+    let k = this.nSends
+    if (k === SENDS) {
+      this.record()
+      k = 0
+    }
+    const io = this.io
+    const at = 3 + SEND * k
+    io[at] = id
+    io[at + 1] = r.made
+    io[at + 2] = replies
+    // A limiter's check, peek or forecast (a ScriptRequest): what decides it from its reply
+    // during the read that brings it (`__connRead`), as ScriptRequest#finish would.
+    if (r.h === undefined) io[at + 3] = -1
+    else {
+      io[at + 3] = r.h
+      io[at + 4] = r.op
+      io[at + 5] = r.now
+      io[at + 6] = r.counted
+    }
+    this.nSends = k + 1
+    this.owed += replies === 0 ? this.endpoint.retryReplies : replies
+  }
+
+  /** Has the core record the sends noted since it last did (Transport#track). */
+  record() {
+    if (this.nSends === 0) return
+    const n = this.nSends
+    this.nSends = 0
+    __connSent(this.conn, this.io, n)
+  }
+
+  /** The call numbered `id`, which the socket no longer owes (undefined if taken already). */
+  take(id) {
+    const calls = this.calls
+    const i = (id - this.base) >>> 0
+    const r = calls[i]
+    if (r === undefined) return undefined
+    calls[i] = undefined
+    let head = this.head
+    while (head < calls.length && calls[head] === undefined) head++
+    if (head > 1024 && head * 2 > calls.length) {
+      this.calls = calls.slice(head)
+      this.base = (this.base + head) >>> 0
+      head = 0
+    }
+    this.head = head
+    return r
+  }
+
+  /** Forgets every call (the socket went away: the core owes none of them now). */
+  forget() {
+    this.calls = []
+    this.base = this.nextId
+    this.head = 0
+  }
+
+  /**
+   * Queues `bytes` on the connection, for `r` (`replies` as Transport#track). A call made while
+   * the server has nothing of ours to answer (every reply in: the sequential case, and the
+   * first call of a tick after a batch of replies) is written at once. A call made while
+   * replies are still due is corked, and the corked calls leave together: every `BATCH` of
+   * them, and the rest at the end of the tick (`process.nextTick`), in one `writev` each.
    *
    * Why both: on loopback each `write` runs the whole TCP send path and wakes the server, which
    * was most of the client's time per call under load (perf: `LibuvStreamWrap::DoTryWrite` 31 %,
@@ -273,12 +393,12 @@ class Transport {
    * the end of the event loop's turn (after the I/O callbacks of every socket the wake-up found
    * readable), every `CLUSTER_BATCH` calls at most.
    */
-  write(bytes, slot) {
+  write(bytes, r, replies) {
     const s = this.socket ?? this.connect()
     const cluster = this.cluster
     // Nothing due: on a cluster, nothing due on any of its sockets (the sequential case).
-    const idle = cluster === null ? this.head === this.fifo.length : cluster.pending === 1
-    this.fifo.push(slot)
+    const idle = cluster === null ? this.owed === 0 : cluster.pending === 1
+    this.track(r, replies)
     if (this.corked) {
       s.write(bytes)
       if (++this.batched === (cluster === null ? BATCH : CLUSTER_BATCH)) {
@@ -318,19 +438,16 @@ class Transport {
     this.socket = s
     this.fd = -1
     this.corked = false // a tick's cork belongs to the socket it was set on
-    this.fifo = []
-    this.head = 0
     this.buf = null
     let failure = null
     s.on('error', (e) => {
       failure = e
     })
     s.on('close', () => this.lost(s, failure ? `the Redis connection failed: ${failure.message}` : 'the Redis connection closed'))
-    // AUTH, SELECT, then every script loaded, so that calls pipelined on a fresh connection
+    // The login, then every script loaded, so that calls pipelined on a fresh connection
     // never meet NOSCRIPT (whose EVAL resend would run them after calls made later).
     s.write(this.handshake)
-    for (let i = 0; i < ep.handshakeReplies; i++) this.fifo.push(HANDSHAKE)
-    for (let i = 0; i < ep.preloadReplies; i++) this.fifo.push(PRELOAD)
+    this.owed = __connOpen(this.conn)
     if (this.pending === 0) s.unref()
     return s
   }
@@ -350,30 +467,41 @@ class Transport {
     }
     const b = this.buf
     for (;;) {
-      const n = __redisFrames(b, this.off, frames)
+      const io = this.io
+      io[0] = this.off
+      io[1] = this.nSends
+      this.nSends = 0
+      const n = __connRead(this.conn, b, io)
       if (n < 0) {
         s.destroy(new Error('Redis sent bytes that are no RESP reply'))
         return
       }
-      for (let i = 1; i < 3 * n; i += 3) {
-        if (this.head >= this.fifo.length) {
-          s.destroy(new Error('Redis sent a reply nobody asked for'))
+      this.owed = io[1]
+      for (let i = EVENTS_AT; i < EVENTS_AT + EVENT * n; i += EVENT) {
+        const action = io[i]
+        if (action === DECIDED) {
+          const r = this.take(io[i + 1])
+          this.off = io[i + 3]
+          if (r !== undefined) decided(r, io, i + 4)
+          continue
+        }
+        const frame = b.subarray(io[i + 2], io[i + 3])
+        if (action === REFUSED || action === UNASKED) {
+          const why = action === REFUSED ? `Redis refused the handshake: ${frame.toString('latin1', 1).trim()}` : 'Redis sent a reply nobody asked for'
+          s.destroy(new Error(why))
           return
         }
-        const frame = b.subarray(frames[i], frames[i + 1])
-        const kind = frames[i + 2]
-        this.off = frames[i + 1]
-        const slot = this.fifo[this.head]
-        this.fifo[this.head++] = undefined
-        if (this.head > 1024 && this.head * 2 > this.fifo.length) {
-          this.fifo = this.fifo.slice(this.head)
-          this.head = 0
+        const id = io[i + 1]
+        const r = this.take(id)
+        this.off = io[i + 3]
+        if (r !== undefined) {
+          if (action === FAILED) failed(r, this.conn, id)
+          else this.reply(r, action, frame)
         }
-        this.reply(s, slot, frame, kind)
         if (s !== this.socket) return
       }
-      this.off = frames[0] // past any push read after the last reply
-      if (n < FRAMES) break
+      this.off = io[0] // past any push read after the last reply
+      if (n < EVENTS) break
     }
     if (this.off === b.length) this.buf = null
     else if (shared && b === chunk) {
@@ -382,44 +510,21 @@ class Transport {
     }
   }
 
-  /** The reply `frame` of `kind` (the scanner's) came for `slot`. */
-  reply(s, slot, frame, kind) {
-    if (slot === PRELOAD) return
-    if (slot === HANDSHAKE) {
-      if (kind !== REPLY) s.destroy(new Error(`Redis refused the handshake: ${frame.toString('latin1', 1).trim()}`))
+  /** The core says `frame` is for `r`: its reply, a miss to answer with its fallback, or (a cluster) an error for the routes. */
+  reply(r, action, frame) {
+    if (r.done) return
+    if (action === FOLLOW) {
+      if (!this.cluster.follow(this, r, frame)) finish(r, frame, null, false)
       return
     }
-    if (slot.done) return // timed out: the late reply is swallowed
-    // On a cluster every error reply goes to the core first: a redirect, a pause or a missing
-    // script on this node sends the call again (lib/redis-cluster.js); anything else is the
-    // call's reply.
-    if (this.cluster !== null) {
-      if (kind === REPLY || !this.cluster.follow(this, slot, frame)) finish(slot, frame, null, false)
-      return
-    }
-    // The server lacks the script (NOSCRIPT: its cache was emptied) or the function (a
-    // flushed or restarted server): send the core's retry once (EVAL, or FUNCTION LOAD REPLACE
-    // and FCALL, whose first reply is dropped).
-    if (!slot.retried && kind === MISSING) {
-      slot.retried = true
-      let bytes
+    if (action === RETRY) {
+      let bytes = null
       try {
-        bytes = slot.eval()
-      } catch (e) {
-        bytes = null
-      }
-      if (bytes !== null) {
-        for (let i = 1; i < this.endpoint.retryReplies; i++) this.fifo.push(PRELOAD)
-        this.write(bytes, slot)
-        return
-      }
+        bytes = r.eval()
+      } catch {}
+      if (bytes !== null) return this.write(bytes, r, 0)
     }
-    this.settle(slot, frame, null, false)
-  }
-
-  /** Finishes `r` (once): with its reply, a transport error, or as timed out. */
-  settle(r, frame, error, timedOut) {
-    finish(r, frame, error, timedOut)
+    finish(r, frame, null, false)
   }
 
   /** One request fewer on this socket (finished, or sent on to another node). */
@@ -433,30 +538,32 @@ class Transport {
     }
   }
 
-  /** The connection `s` is gone: every request on it fails; the next request reconnects. */
+  /** The connection `s` is gone: every call owed on it fails; the next request reconnects. */
   lost(s, message) {
     if (s !== this.socket) return
     this.socket = null
     this.fd = -1
-    const slots = this.fifo
-    const head = this.head
-    this.fifo = []
-    this.head = 0
     this.buf = null
+    this.owed = 0
+    this.record()
+    const ids = __connLost(this.conn)
     // On a cluster, a connection that was never made wrote nothing: the core may name another
     // master for those calls (a failover). Anything else may have reached the server: it fails
     // and is never sent again.
     const unsent = this.cluster !== null && s.tkConnected !== true
     let failed = false
-    for (let i = head; i < slots.length; i++) {
-      const slot = slots[i]
-      if (slot === undefined || slot === HANDSHAKE || slot === PRELOAD || slot.done) continue
+    const calls = this.calls
+    const base = this.base
+    this.forget()
+    for (const id of ids) {
+      const r = calls[(id - base) >>> 0]
+      if (r === undefined || r.done) continue
       if (unsent) {
-        slot.owner = null
+        r.owner = null
         this.release()
-        this.cluster.unsent(this, slot, message)
+        this.cluster.unsent(this, r, message)
       } else {
-        finish(slot, null, message, false)
+        finish(r, null, message, false)
         failed = true
       }
     }

@@ -6,7 +6,7 @@
 //! (`throttlekit::redis::transport`): the core prepares the call (clock, prefix, script,
 //! arguments, RESP bytes) and finishes it from the reply frame or the transport's error (reply
 //! decoding, fail policy); the login and the reading of replies into frames are the core's too
-//! (`__redisHandshake` here, `__redisFrames` in redis_fast.rs). JavaScript only moves bytes and
+//! (`__redisHandshake`, and each socket's state, `RedisConn`, here). JavaScript only moves bytes and
 //! keeps time-outs. None of these functions is part of the public API (`skip_typescript`;
 //! index.js hides them).
 
@@ -14,12 +14,14 @@
 // these functions (and what only they read) as unused.
 #![cfg_attr(test, allow(dead_code))]
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use napi::Env;
 use napi::bindgen_prelude::{Buffer, BufferSlice, External, Float64ArraySlice, Unknown};
 use napi_derive::napi;
+use throttlekit::redis::transport::conn::{Conn, Setup};
 use throttlekit::redis::transport::{self, Op, PreparedCall, Ticket};
 use throttlekit::store::Now;
 
@@ -382,4 +384,173 @@ pub fn redis_shaper_del(env: &Env, shaper: Unknown, key: Unknown) -> napi::Resul
         return Ok(None);
     }
     Ok(Some(transport::del(&s.inner.full_key(&key)).into()))
+}
+
+/// One socket's state in the core (`throttlekit::redis::transport::conn`): the replies it owes
+/// and what each one read back means. lib/redis-transport.js keeps the socket, one timer and
+/// its calls' objects by number; this keeps everything else.
+pub struct RedisConn(std::cell::RefCell<Socket>);
+
+/// What [`RedisConn`] holds: the core's `Conn`, and what the binding needs to decide a call
+/// from its reply during the read that brings it (redis_fast.rs, `__connRead`).
+pub(crate) struct Socket {
+    pub(crate) conn: Conn,
+    /// One per call recorded, in the order written (as the replies come), until its reply,
+    /// resend or loss: the limiter's check, peek or forecast it is, if any.
+    tags: VecDeque<Tag>,
+    /// Calls whose reply the read finished with an error (its fail policy said so), by number,
+    /// until `__connFailed` throws it.
+    failed: Vec<(u32, throttlekit::Error)>,
+}
+
+/// A recorded call: its number and, for a limiter's check, peek or forecast, what finishes it
+/// (as `__redisFinishFast` is told: the limiter's Redis handle, the op and the ticket).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Tag {
+    id: u32,
+    /// The limiter's Redis handle; negative for any other call (JS finishes it).
+    pub(crate) handle: f64,
+    pub(crate) op: u32,
+    pub(crate) now: f64,
+    pub(crate) counted: f64,
+}
+
+impl Socket {
+    /// The tag of call `id`, whose frame the read just matched: the tags before it are of
+    /// calls that got no reply (a resend's first send), in order, and go with it.
+    pub(crate) fn tag(tags: &mut VecDeque<Tag>, id: u32) -> Option<Tag> {
+        while let Some(t) = tags.pop_front() {
+            if t.id == id {
+                return Some(t);
+            }
+        }
+        None
+    }
+
+    /// The parts a read borrows apart: the connection, the tags and the failures.
+    pub(crate) fn parts(&mut self) -> (&mut Conn, &mut VecDeque<Tag>, &mut Vec<(u32, throttlekit::Error)>) {
+        (&mut self.conn, &mut self.tags, &mut self.failed)
+    }
+
+    /// Forgets the tags and failures of the calls the connection no longer owes (lost, or a
+    /// new socket).
+    fn clear(&mut self) {
+        self.tags.clear();
+        self.failed.clear();
+    }
+}
+
+impl RedisConn {
+    pub(crate) fn with<T>(&self, f: impl FnOnce(&mut Socket) -> T) -> CoreResult<T> {
+        // Never re-entered: no JavaScript runs while a `__conn*` function holds the cell.
+        self.0.try_borrow_mut().map(|mut c| f(&mut c)).map_err(|_| config("conn", "is busy"))
+    }
+}
+
+/// `__connNew(loginReplies, preloadReplies, retryReplies, timeoutMs, cluster)`: the state of a
+/// new socket, from its endpoint (`__redisOf`'s or `__clusterNode`'s JSON).
+#[napi(js_name = "__connNew", skip_typescript)]
+pub fn conn_new(
+    login_replies: u32,
+    preload_replies: u32,
+    retry_replies: u32,
+    timeout_ms: f64,
+    cluster: bool,
+) -> External<RedisConn> {
+    let setup = Setup {
+        login_replies: login_replies as usize,
+        preload_replies: preload_replies as usize,
+        retry_replies: retry_replies as usize,
+        timeout_ms: timeout_ms as u64,
+        cluster,
+    };
+    External::new(RedisConn(std::cell::RefCell::new(Socket {
+        conn: Conn::new(setup),
+        tags: VecDeque::new(),
+        failed: Vec::new(),
+    })))
+}
+
+/// `__connOpen(conn)`: a new socket, its login and scripts written: how many replies it owes.
+#[napi(js_name = "__connOpen", skip_typescript)]
+pub fn conn_open(env: &Env, conn: &External<RedisConn>) -> napi::Result<u32> {
+    conn.with(|s| {
+        s.clear();
+        s.conn.open() as u32
+    })
+    .or_throw(env)
+}
+
+/// How many numbers a call's send takes in a socket's `io` ([`record`]).
+pub(crate) const SEND: usize = 7;
+
+/// Records in `s` the calls lib/redis-transport.js wrote since it last told the core: `sends`
+/// holds [`SEND`] numbers per call, in the order written: its number (a u32), when it was made
+/// (epoch ms: its deadline is `timeoutMs` later), the replies it owes, its own the last (a
+/// cluster's `ASKING` first), or 0 for its fallback after a miss (once); then, for a limiter's
+/// check, peek or forecast, its limiter's Redis handle, op and ticket (`now`, `counted`, as
+/// [`ticket_from_js`] reads them), else -1 and three zeros.
+pub(crate) fn record(s: &mut Socket, sends: &[f64]) {
+    for v in sends.chunks_exact(SEND) {
+        let (id, made) = (v[0] as u32, v[1]);
+        match v[2] as usize {
+            0 => s.conn.resent(id, made),
+            replies => s.conn.sent(id, made, replies),
+        };
+        s.tags.push_back(Tag { id, handle: v[3], op: v[4] as u32, now: v[5], counted: v[6] });
+    }
+}
+
+/// `__connSent(conn, io, n)`: records the `n` sends noted in the socket's `io` from slot 3
+/// ([`record`]; the layout is `__connRead`'s, redis_fast.rs), when the core must know them before
+/// the socket's next read (its timer fired, it went away, or `io` has no room for more);
+/// `__connRead` records them otherwise.
+#[napi(js_name = "__connSent", skip_typescript)]
+pub fn conn_sent(env: &Env, conn: &External<RedisConn>, io: Float64ArraySlice, n: u32) -> napi::Result<()> {
+    let sent =
+        io.get(3..3 + SEND * n as usize).ok_or_else(|| config("io", "holds fewer sends than said")).or_throw(env)?;
+    conn.with(|s| record(s, sent)).or_throw(env)
+}
+
+/// `__connFailed(conn, id)`: throws what call `id`'s Promise rejects with, when the read that
+/// brought its reply finished it with an error (`__connRead`'s verdict 6).
+#[napi(js_name = "__connFailed", skip_typescript)]
+pub fn conn_failed(env: &Env, conn: &External<RedisConn>, id: u32) -> napi::Result<()> {
+    let e = conn.with(|s| s.failed.iter().position(|(i, _)| *i == id).map(|at| s.failed.swap_remove(at).1));
+    match e.or_throw(env)? {
+        Some(e) => Err(e).or_throw(env),
+        None => Err(config("id", "names no failed call")).or_throw(env),
+    }
+}
+
+/// `__connExpire(conn, now)`: the calls past their deadline at `now` (epoch ms), no longer
+/// owed; any means the socket must go (`__connLost` fails the rest).
+#[napi(js_name = "__connExpire", skip_typescript)]
+pub fn conn_expire(env: &Env, conn: &External<RedisConn>, now: f64) -> napi::Result<Vec<u32>> {
+    conn.with(|s| {
+        let mut ids = Vec::new();
+        s.conn.expire(now, |id| ids.push(id));
+        ids
+    })
+    .or_throw(env)
+}
+
+/// `__connLost(conn)`: the socket went away: every call it still owed, in order (each fails
+/// and is never sent again); it owes nothing after.
+#[napi(js_name = "__connLost", skip_typescript)]
+pub fn conn_lost(env: &Env, conn: &External<RedisConn>) -> napi::Result<Vec<u32>> {
+    conn.with(|s| {
+        let mut ids = Vec::new();
+        s.conn.lost(|id| ids.push(id));
+        s.clear();
+        ids
+    })
+    .or_throw(env)
+}
+
+/// `__connDeadline(conn)`: the earliest deadline of a call owed (epoch ms), for the socket's
+/// one timer; `null` when none is owed.
+#[napi(js_name = "__connDeadline", skip_typescript)]
+pub fn conn_deadline(env: &Env, conn: &External<RedisConn>) -> napi::Result<Option<f64>> {
+    conn.with(|s| s.conn.deadline()).or_throw(env)
 }

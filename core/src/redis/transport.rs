@@ -24,15 +24,17 @@
 //!
 //! A new connection sends [`Endpoint::handshake`] (RESP3's `HELLO 3` when the URL asks for it,
 //! as the store's own connections log in) then [`preload_for`], so calls pipelined on it never
-//! meet a miss. The bytes read back go through [`scan`], the engine's one RESP scanner
-//! ([`frame_len`]), which drops RESP3 pushes and says of each reply whether it [`is_missing`]
-//! or refuses (an error): the transport matches replies to what it sent, in order, and nothing
-//! else. It does not route by slot by itself: on a cluster, [`super::routed`]
+//! meet a miss. A socket's state is a [`conn::Conn`]: the replies it owes, in order, each
+//! call's deadline, and what every frame read back asks for (read by the engine's one RESP
+//! scanner, [`frame_len`], RESP3 pushes dropped): the binding keeps the socket, a timer and its
+//! calls by number, and nothing else. It does not route by slot by itself: on a cluster, [`super::routed`]
 //! says which master each call goes to and what a redirect asks for; under Sentinel a binding
 //! uses the store's own calls ([`super::RedisStore::is_routed`], [`super::RedisStore::routes`]).
 //!
 //! Nothing here does I/O or reads a clock other than the limiter's own (once, in
 //! [`crate::Limiter::prepare`]).
+
+pub mod conn;
 
 use redis::ConnectionAddr;
 
@@ -242,7 +244,7 @@ pub fn timed_out(timeout_ms: u64) -> Error {
     engine::timed_out(timeout_ms)
 }
 
-/// What a reply frame is to a binding's transport ([`scan`]).
+/// What a reply frame is to a binding's transport ([`conn::Conn::read`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
 pub enum Kind {
@@ -268,27 +270,6 @@ impl Kind {
             Kind::Error
         }
     }
-}
-
-/// Reads the complete reply frames of `buf` from byte `from` with [`frame_len`] (the engine's
-/// one scanner), at most `max` of them: hands each one's start, end and [`Kind`] to `each`, in
-/// order, and answers where it stopped (every byte before it is read; the rest waits for more
-/// bytes, or, with `max` frames handed, for the next call). A RESP3 push answers no call and is
-/// passed over. `Err` when the bytes start no RESP frame: the stream is out of step and the
-/// connection must go.
-pub fn scan(buf: &[u8], from: usize, max: usize, mut each: impl FnMut(usize, usize, Kind)) -> Result<usize, Garbage> {
-    let mut at = from;
-    let mut handed = 0;
-    while handed < max && at < buf.len() {
-        let Some(n) = frame_len(&buf[at..])? else { break };
-        let frame = &buf[at..at + n];
-        if !resp::is_push(frame) {
-            each(at, at + n, Kind::of(frame));
-            handed += 1;
-        }
-        at += n;
-    }
-    Ok(at)
 }
 
 /// `DEL key`, RESP-encoded: [`Limiter::reset`] on the wire (its reply is `:n`, or an error).
@@ -457,51 +438,6 @@ impl Limiter {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    type Scanned = (Vec<(usize, usize, Kind)>, Result<usize, Garbage>);
-
-    fn scanned(buf: &[u8], from: usize, max: usize) -> Scanned {
-        let mut frames = Vec::new();
-        let stop = scan(buf, from, max, |s, e, k| frames.push((s, e, k)));
-        (frames, stop)
-    }
-
-    #[test]
-    fn scan_hands_whole_frames_in_order_and_stops_at_a_partial_one() {
-        let (one, noscript, error) = (&b":1\r\n"[..], &b"-NOSCRIPT No matching script\r\n"[..], &b"-ERR boom\r\n"[..]);
-        let buf = [one, noscript, error, b"*2\r\n:1\r\n:2"].concat();
-        let (a, b, c) = (one.len(), one.len() + noscript.len(), one.len() + noscript.len() + error.len());
-        let (frames, stop) = scanned(&buf, 0, 64);
-        assert_eq!(frames, vec![(0, a, Kind::Reply), (a, b, Kind::Missing), (b, c, Kind::Error)]);
-        assert_eq!(stop, Ok(c), "the partial array waits for more bytes");
-        // At most `max` frames; the next scan starts where this one stopped.
-        let (frames, stop) = scanned(&buf, 0, 2);
-        assert_eq!((frames.len(), stop), (2, Ok(b)));
-        let (frames, _) = scanned(&buf, b, 64);
-        assert_eq!(frames, vec![(b, c, Kind::Error)]);
-    }
-
-    #[test]
-    fn scan_passes_over_resp3_pushes_and_reads_resp3_errors() {
-        let push = b">3\r\n$10\r\ninvalidate\r\n*1\r\n$1\r\nk\r\n$0\r\n\r\n";
-        let map = b"%1\r\n+server\r\n+redis\r\n";
-        let blob_error = b"!22\r\nERR Function not found\r\n";
-        let buf = [&push[..], map, push, blob_error].concat();
-        let (frames, stop) = scanned(&buf, 0, 64);
-        let at = push.len();
-        let error_at = at + map.len() + push.len();
-        assert_eq!(frames, vec![(at, at + map.len(), Kind::Reply), (error_at, buf.len(), Kind::Missing)]);
-        assert_eq!(stop, Ok(buf.len()));
-        // A push alone is read (its bytes consumed) and hands nothing.
-        assert_eq!(scanned(push, 0, 64), (vec![], Ok(push.len())));
-    }
-
-    #[test]
-    fn scan_refuses_bytes_that_start_no_frame() {
-        let (frames, stop) = scanned(b":1\r\nHTTP/1.1 400\r\n", 0, 64);
-        assert_eq!(frames, vec![(0, 4, Kind::Reply)]);
-        assert!(stop.is_err());
-    }
 
     fn endpoint(username: Option<&str>, password: Option<&str>, db: i64, resp3: bool) -> Endpoint {
         Endpoint {
