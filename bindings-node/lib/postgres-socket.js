@@ -55,23 +55,66 @@ module.exports = function install(api) {
       this.timer = null
       this.timerAt = Infinity
       this.corked = false
+      this.buffer = null // what a plain socket reads into (`onread`), kept across reconnections
       this.onTimer = () => this.expire()
     }
 
-    /** Opens the socket and starts the login (SSLRequest first unless sslmode=disable). */
+    /**
+     * Opens the socket and starts the login (SSLRequest first unless sslmode=disable). A
+     * connection that may stay plain reads through `onread` into one buffer of its own: no
+     * Buffer, stream push and 'data' event per read. Where the server answers the SSLRequest
+     * with TLS, that socket is dropped unread and one that tls.connect can wrap is opened
+     * (`openTls`; the session has sent nothing yet).
+     */
     open(limiter) {
       const e = this.pool.endpoint
       this.session = __pgSession(limiter)
-      const s = e.unix ? net.connect({ path: e.host }) : net.connect({ host: e.host, port: e.port })
+      if (e.tls === 'require') {
+        this.openTls(e)
+        return
+      }
+      if (this.buffer === null) this.buffer = Buffer.allocUnsafe(65536)
+      let answer = e.tls === 'prefer' // the SSLRequest's one-byte answer comes first
+      const s = this.connect(e, {
+        buffer: this.buffer,
+        callback: (n, buf) => {
+          if (this.socket !== s) return false
+          if (answer) {
+            answer = false
+            if (buf[0] === 0x53 /* S */) {
+              this.socket = null
+              s.destroy()
+              this.openTls(e)
+              return false
+            }
+            this.start(s, false)
+            if (n > 1) this.read(s, buf.subarray(1, n))
+            return true
+          }
+          this.read(s, buf.subarray(0, n))
+          return true
+        },
+      })
+      if (answer) s.write(__pgSslRequest())
+      else this.start(s, false)
+    }
+
+    /** A socket to the endpoint (reading through `onread` when given), as the connection's. */
+    connect(e, onread) {
+      const options = e.unix ? { path: e.host } : { host: e.host, port: e.port }
+      if (onread !== null) options.onread = onread
+      const s = net.connect(options)
       s.setNoDelay(true)
       this.socket = s
       const lost = (err) => this.lose(s, `the Postgres connection was lost${err ? `: ${err.message}` : ''} (not resent: it may have committed)`)
       s.on('error', lost)
       s.on('close', () => lost(null))
-      if (e.tls === 'disable') {
-        this.start(s)
-        return
-      }
+      return s
+    }
+
+    /** A connection that asks for TLS on a stream socket (tls.connect wraps it when offered). */
+    openTls(e) {
+      const s = this.connect(e, null)
       s.write(__pgSslRequest())
       s.once('data', (answer) => {
         if (this.socket !== s) return
@@ -82,20 +125,20 @@ module.exports = function install(api) {
           this.socket = t
           t.on('error', (err) => this.lose(t, `the Postgres TLS connection failed: ${err.message} (not resent: it may have committed)`))
           t.on('close', () => this.lose(t, 'the Postgres connection was lost (not resent: it may have committed)'))
-          t.once('secureConnect', () => this.start(t))
+          t.once('secureConnect', () => this.start(t, true))
         } else if (e.tls === 'require') {
           this.lose(s, 'the Postgres server refused TLS and the URL says sslmode=require')
           s.destroy()
         } else {
-          this.start(s)
+          this.start(s, true)
         }
       })
     }
 
-    /** The login's first bytes, then whatever the session says. */
-    start(s) {
+    /** The login's first bytes, then whatever the session says; a stream socket's reads too. */
+    start(s, stream) {
       if (this.socket !== s) return
-      s.on('data', (bytes) => this.read(s, bytes))
+      if (stream) s.on('data', (bytes) => this.read(s, bytes))
       this.flush()
       if (this.calls.size === 0) s.unref()
     }

@@ -36,11 +36,19 @@ struct Case {
     params: fn(i64) -> Vec<Box<dyn ToSql + Sync + Send>>,
 }
 
-fn inline_params(algo: i16, params: [f64; 4]) -> impl Fn(i64) -> Vec<Box<dyn ToSql + Sync + Send>> {
+/// The parameters of a check of `cost` as the store binds them, for the inline statement `want`.
+fn inline_params(
+    want: Inline,
+    algo: i16,
+    params: [f64; 4],
+    cost: i64,
+) -> impl Fn(i64) -> Vec<Box<dyn ToSql + Sync + Send>> {
     move |now| {
         let [a, b, c, d] = params;
-        let call = StepCall { now: Some(now), op: Op::Check, algo, params: [a, b, c, d, 0.0, 0.0], cost: 1 };
-        Inline::bind(&call).expect("an inline check").1
+        let call = StepCall { now: Some(now), op: Op::Check, algo, params: [a, b, c, d, 0.0, 0.0], cost };
+        let (inline, values) = Inline::bind(&call).expect("an inline check");
+        assert_eq!(inline, want, "the statement the store sends");
+        values
     }
 }
 
@@ -59,22 +67,28 @@ fn cases(s: &Statements) -> Vec<Case> {
             params: |_| vec![],
         },
         Case {
-            name: "fixed window, inline",
+            name: "fixed window, inline, cost 1",
+            sql: s.inline[Inline::FixedWindowUnit.index()].clone(),
+            table: TABLE,
+            params: |now| inline_params(Inline::FixedWindowUnit, 3, WINDOW, 1)(now),
+        },
+        Case {
+            name: "fixed window, inline, cost 2",
             sql: s.inline[Inline::FixedWindow.index()].clone(),
             table: TABLE,
-            params: |now| inline_params(3, WINDOW)(now),
+            params: |now| inline_params(Inline::FixedWindow, 3, WINDOW, 2)(now),
         },
         Case {
             name: "GCRA, inline",
             sql: s.inline[Inline::Gcra.index()].clone(),
             table: TABLE,
-            params: |now| inline_params(1, GCRA)(now),
+            params: |now| inline_params(Inline::Gcra, 1, GCRA, 1)(now),
         },
         Case {
             name: "token bucket, inline",
             sql: s.inline[Inline::TokenBucket.index()].clone(),
             table: TABLE,
-            params: |now| inline_params(2, BUCKET)(now),
+            params: |now| inline_params(Inline::TokenBucket, 2, BUCKET, 1)(now),
         },
         Case {
             name: "GCRA, throttlekit_v1_step",

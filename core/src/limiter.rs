@@ -364,6 +364,12 @@ impl Limiter {
         Now::reading(self.server_clock, &*self.clock)
     }
 
+    /// [`Limiter::now`] with the system clock read directly, never through its ticker thread
+    /// (`clock::wall_ms`): for a call that waits for a round trip.
+    pub(crate) fn now_unticked(&self) -> Now {
+        if self.system_clock && !self.server_clock { Now::At(crate::clock::wall_ms()) } else { self.now() }
+    }
+
     /// The time a sync call made at local `now` sends: `now`, or `Now::Server` for the store's.
     pub(crate) fn at(&self, now: i64) -> Now {
         if self.server_clock { Now::Server } else { Now::At(now) }

@@ -41,6 +41,12 @@ pub enum Inline {
     TokenBucket,
     /// algo 3.
     FixedWindow,
+    /// algo 3 at a cost of 0 or 1 within the limit (what nearly every fixed window is asked):
+    /// then a denial finds the current window's live count and leaves it as it is, and its
+    /// remaining is 0, so the statement writes only when it admits (`DO UPDATE ... WHERE`) and a
+    /// denial returns no row ([`Inline::no_row`]). Its `SET` reads the count twice, not seven
+    /// times, and a denial writes no new row version.
+    FixedWindowUnit,
 }
 
 /// One parameter of an inline statement.
@@ -48,7 +54,7 @@ pub type Param = Box<dyn ToSql + Sync + Send>;
 
 impl Inline {
     /// Every inline strategy, in the order of [`Inline::index`].
-    pub const ALL: [Inline; 3] = [Inline::Gcra, Inline::TokenBucket, Inline::FixedWindow];
+    pub const ALL: [Inline; 4] = [Inline::Gcra, Inline::TokenBucket, Inline::FixedWindow, Inline::FixedWindowUnit];
 
     /// The inline statement that decides `c` and its parameters after the key (`$2` on), if
     /// one does: a check on the caller's clock of an inline strategy whose parameters Postgres
@@ -62,7 +68,10 @@ impl Inline {
         match c.algo {
             1 => gcra_params(now, c.cost, p[0], p[1], p[2]).map(|v| (Inline::Gcra, v)),
             2 => token_bucket_params(now, c.cost, p[0], p[1]).map(|v| (Inline::TokenBucket, v)),
-            3 => fixed_window_params(now, c.cost, p[0], p[1]).map(|v| (Inline::FixedWindow, v)),
+            3 => match unit_window_params(now, c.cost, p[0], p[1]) {
+                Some(v) => Some((Inline::FixedWindowUnit, v)),
+                None => fixed_window_params(now, c.cost, p[0], p[1]).map(|v| (Inline::FixedWindow, v)),
+            },
             _ => None,
         }
     }
@@ -72,8 +81,21 @@ impl Inline {
         self as usize
     }
 
+    /// The reply of call `c` when its statement returned no row: a denial, for
+    /// [`Inline::FixedWindowUnit`] (`None` for the others, whose statements always return one).
+    pub fn no_row(self, c: &StepCall) -> Option<Vec<i64>> {
+        if self != Inline::FixedWindowUnit {
+            return None;
+        }
+        let w = window(c.now?, c.cost, c.params[0], c.params[1])?;
+        Some(vec![0, w.lim, 0, w.end, w.until_end])
+    }
+
     /// The statement on `table` (a validated name).
     pub fn statement(self, table: &str) -> String {
+        if self == Inline::FixedWindowUnit {
+            return unit_window_statement(table);
+        }
         let t = self.transition(&NONE);
         let new = |col: &str| {
             if col == "kind" {
@@ -102,7 +124,7 @@ impl Inline {
         match self {
             Inline::Gcra => gcra(old),
             Inline::TokenBucket => token_bucket(old),
-            Inline::FixedWindow => fixed_window(old),
+            Inline::FixedWindow | Inline::FixedWindowUnit => fixed_window(old),
         }
     }
 
@@ -132,7 +154,7 @@ impl Inline {
         let (allowed, denied) = match self {
             Inline::Gcra => gcra_reply(),
             Inline::TokenBucket => token_bucket_reply(),
-            Inline::FixedWindow => fixed_window_reply(),
+            Inline::FixedWindow | Inline::FixedWindowUnit => fixed_window_reply(),
         };
         format!("CASE WHEN s.r[1] = 1 THEN {allowed} ELSE {denied} END")
     }
@@ -357,22 +379,71 @@ fn token_bucket_reply() -> (String, String) {
 /// the cost, `$6` the window's start, `$7` its end, `$8` the ms to its end (at least 1), `$9` an
 /// allowed check's deadline.
 fn fixed_window_params(now: i64, cost: i64, limit: f64, window_ms: f64) -> Option<Vec<Param>> {
+    let w = window(now, cost, limit, window_ms)?;
+    Some(vec![
+        int(now),
+        int(cost),
+        int(w.lim),
+        int(w.room),
+        int(w.start),
+        int(w.end),
+        int(w.until_end),
+        int(w.deadline),
+    ])
+}
+
+/// What a fixed window's check computes before it reads the row.
+struct Window {
+    lim: i64,
+    /// The limit less the cost: a count up to it admits.
+    room: i64,
+    start: i64,
+    end: i64,
+    until_end: i64,
+    /// An allowed check's deadline.
+    deadline: i64,
+}
+
+fn window(now: i64, cost: i64, limit: f64, window_ms: f64) -> Option<Window> {
     // lim := p[1]::bigint; w_start := now_i - (((now_i % p[2]::bigint) + p[2]::bigint) % p[2]::bigint);
     // w_end := w_start + p[2]::bigint (Postgres raises where these overflow: so does checked).
     let (lim, w) = (rint(limit)?, rint(window_ms)?);
     let start = now.checked_sub(now.checked_rem(w)?.checked_add(w)?.checked_rem(w)?)?;
     let end = start.checked_add(w)?;
     let until_end = end.checked_sub(now)?.max(1);
-    Some(vec![
-        int(now),
-        int(cost),
-        int(lim),
-        int(lim.checked_sub(cost)?),
-        int(start),
-        int(end),
-        int(until_end),
-        int(now.saturating_add(until_end)),
-    ])
+    let room = lim.checked_sub(cost)?;
+    Some(Window { lim, room, start, end, until_end, deadline: now.saturating_add(until_end) })
+}
+
+/// [`Inline::FixedWindowUnit`]'s parameters, when it decides the call (a cost of 0 or 1 and
+/// room for it): `$2` now, `$3` the cost, `$4` the limit, `$5` the limit less the cost, `$6`
+/// the window's start, `$7` its end, `$8` an allowed check's deadline.
+fn unit_window_params(now: i64, cost: i64, limit: f64, window_ms: f64) -> Option<Vec<Param>> {
+    let w = window(now, cost, limit, window_ms)?;
+    if cost > 1 || w.room < 0 {
+        return None;
+    }
+    Some(vec![int(now), int(cost), int(w.lim), int(w.room), int(w.start), int(w.end), int(w.deadline)])
+}
+
+/// [`Inline::FixedWindowUnit`]'s statement: [`fixed_window`]'s transition, written where it
+/// admits only. With a cost of at most 1 and room for it (`$5 >= 0`, checked in Rust), a
+/// denial reads a count above `$5`, so a live row of this window (kind 3, `a = $6`) whose
+/// count is at least the limit: the function would write it back unchanged and answer
+/// remaining `greatest(limit - count, 0) = 0`. So the `WHERE` skips the write (the row stays
+/// locked to the statement's end, as for any `DO UPDATE`) and the denial's reply is made in
+/// Rust from no row ([`Inline::no_row`]). A new key is admitted by the `VALUES` (count 0 is
+/// within `$5`); `r` is not written (nothing reads it after this statement: the others write
+/// it before reading).
+fn unit_window_statement(table: &str) -> String {
+    let count = window_count(&ROW);
+    format!(
+        "INSERT INTO {table} AS s (key, kind, a, n, deadline) \
+         VALUES ($1::text, 3::smallint, $6::bigint, $3::bigint, $8::bigint) \
+         ON CONFLICT (key) DO UPDATE SET kind = 3::smallint, a = $6::bigint, n = {count} + $3::bigint, \
+         deadline = $8::bigint WHERE {count} <= $5::bigint \
+         RETURNING ARRAY[1, $4::bigint, $4::bigint - s.n, $7::bigint, 0]"
+    )
 }
 
 /// The fixed window's count on `old`: `cnt := CASE WHEN kind = 3 AND a = w_start THEN n ELSE 0
@@ -420,7 +491,12 @@ mod tests {
 
     #[test]
     fn the_statements_read_the_old_state_only_through_the_conflicting_row_and_call_no_function() {
-        for (inline, params) in [(Inline::Gcra, 7), (Inline::TokenBucket, 8), (Inline::FixedWindow, 9)] {
+        for (inline, params, cost) in [
+            (Inline::Gcra, 7, 1),
+            (Inline::TokenBucket, 8, 1),
+            (Inline::FixedWindow, 9, 2),
+            (Inline::FixedWindowUnit, 8, 1),
+        ] {
             let sql = inline.statement("tk").to_uppercase();
             // No CTE or subquery (pecorino's over-admission), no PL/pgSQL call.
             assert!(!sql.contains("SELECT") && !sql.contains("WITH"), "{inline:?}: {sql}");
@@ -428,8 +504,13 @@ mod tests {
             // Every parameter bound is used, and no other.
             assert!(sql.contains(&format!("${params}::")), "{inline:?} uses ${params}");
             assert!(!sql.contains(&format!("${}::", params + 1)), "{inline:?} uses no ${}", params + 1);
-            let good =
-                call(Op::Check, Some(1_765_000_000_000), inline.index() as i16 + 1, [10.0, 1000.0, 10.0, 0.0], 1);
+            let good = call(
+                Op::Check,
+                Some(1_765_000_000_000),
+                inline.index().min(2) as i16 + 1,
+                [10.0, 1000.0, 10.0, 0.0],
+                cost,
+            );
             let (bound, values) = Inline::bind(&good).expect("inline");
             assert_eq!((bound, values.len() + 1), (inline, params));
             // Small: Postgres compiles these expressions at every execution.
@@ -443,7 +524,7 @@ mod tests {
         let of = |op, now, algo| Inline::bind(&call(op, now, algo, p, 1)).map(|(i, _)| i);
         assert_eq!(of(Op::Check, Some(1), 1), Some(Inline::Gcra));
         assert_eq!(of(Op::Check, Some(1), 2), Some(Inline::TokenBucket));
-        assert_eq!(of(Op::Check, Some(1), 3), Some(Inline::FixedWindow));
+        assert_eq!(of(Op::Check, Some(1), 3), Some(Inline::FixedWindowUnit));
         assert_eq!(of(Op::Check, None, 1), None, "the server's clock");
         for algo in 4..=7 {
             assert_eq!(of(Op::Check, Some(1), algo), None);
@@ -453,6 +534,16 @@ mod tests {
         }
         for (i, inline) in Inline::ALL.into_iter().enumerate() {
             assert_eq!(inline.index(), i);
+        }
+    }
+
+    #[test]
+    fn only_the_unit_window_reads_no_row_as_a_denial_at_remaining_zero() {
+        // The window [1000, 2000) at 1500, limit 10.
+        let c = call(Op::Check, Some(1_500), 3, [10.0, 1000.0, 0.0, 0.0], 1);
+        assert_eq!(Inline::FixedWindowUnit.no_row(&c), Some(vec![0, 10, 0, 2_000, 500]));
+        for i in [Inline::Gcra, Inline::TokenBucket, Inline::FixedWindow] {
+            assert_eq!(i.no_row(&c), None, "{i:?}");
         }
     }
 
@@ -472,6 +563,11 @@ mod tests {
         assert_eq!(bind(3, [-9.2e18, 1000.0, 0.0, 0.0], i64::MAX), None);
         // In range: inline, with the rounding of Postgres's float8::bigint.
         assert_eq!(bind(3, [10.0, 1000.0, 0.0, 0.0], i64::MAX), Some(Inline::FixedWindow));
+        // The unit statement only where a denial's remaining is 0 and a new key is admitted.
+        assert_eq!(bind(3, [10.0, 1000.0, 0.0, 0.0], 0), Some(Inline::FixedWindowUnit));
+        assert_eq!(bind(3, [10.0, 1000.0, 0.0, 0.0], 1), Some(Inline::FixedWindowUnit));
+        assert_eq!(bind(3, [10.0, 1000.0, 0.0, 0.0], 2), Some(Inline::FixedWindow));
+        assert_eq!(bind(3, [0.0, 1000.0, 0.0, 0.0], 1), Some(Inline::FixedWindow), "no room");
         assert_eq!((rint(2.5), rint(3.5), rint(-2.5)), (Some(2), Some(4), Some(-2)));
         assert_eq!(rint(9_223_372_036_854_775_807.0), None, "2^63");
         assert_eq!(rint(f64::NAN), None);

@@ -90,7 +90,7 @@ pub struct Statements {
     pub step_new: String,
     /// The inline checks ([`super::inline`]), in the order of [`Inline::ALL`]: one statement and
     /// one round trip whether or not the key's row exists, no function call.
-    pub inline: [String; 3],
+    pub inline: [String; 4],
     /// A multi-dimensional check or lease. `$1` keys, `$2` algos, `$3` params, `$4` costs,
     /// `$5` rule, `$6` now, `$7` a lease's wants and `$8` its lifetimes (NULL: a check); returns
     /// the admission and five fields a dimension, then a lease's five grant fields a dimension.

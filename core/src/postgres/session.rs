@@ -126,10 +126,11 @@ enum Prepared {
 }
 
 impl Prepared {
-    const ALL: [Prepared; 5] = [
+    const ALL: [Prepared; 6] = [
         Prepared::Inline(Inline::Gcra),
         Prepared::Inline(Inline::TokenBucket),
         Prepared::Inline(Inline::FixedWindow),
+        Prepared::Inline(Inline::FixedWindowUnit),
         Prepared::Step,
         Prepared::StepNew,
     ];
@@ -137,13 +138,13 @@ impl Prepared {
     fn index(self) -> usize {
         match self {
             Prepared::Inline(i) => i.index(),
-            Prepared::Step => 3,
-            Prepared::StepNew => 4,
+            Prepared::Step => 4,
+            Prepared::StepNew => 5,
         }
     }
 
     fn name(self) -> &'static str {
-        ["tk0", "tk1", "tk2", "tk3", "tk4"][self.index()]
+        ["tk0", "tk1", "tk2", "tk3", "tk4", "tk5"][self.index()]
     }
 
     fn sql(self, s: &Statements) -> &str {
@@ -511,7 +512,15 @@ impl<T> Session<T> {
                         // No row yet: nothing was decided; the call goes as step_new (module text).
                         return self.send(Owed { statement: Prepared::StepNew, ..o });
                     }
-                    (None, _) => Err(Error::store("the statement returned no reply")),
+                    (None, None) => match o.statement {
+                        // A denial of the statement that writes only when it admits.
+                        Prepared::Inline(i) => match i.no_row(&o.call) {
+                            Some(r) => call::read(&o.call, &r),
+                            None => Err(Error::store("the statement returned no reply")),
+                        },
+                        _ => Err(Error::store("the statement returned no reply")),
+                    },
+                    (None, Some(None)) => Err(Error::store("the statement returned no reply")),
                 };
                 done.push(Done { token: o.token, call: o.call, reply });
                 Ok(())

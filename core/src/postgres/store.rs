@@ -37,7 +37,7 @@ struct Conn {
     client: Client,
     step: Statement,
     step_new: Statement,
-    inline: [Statement; 3],
+    inline: [Statement; 4],
     multi: Statement,
     reset: Statement,
 }
@@ -196,17 +196,18 @@ impl Inner {
         };
         // Pipelined: one round trip for all of them.
         let s = &self.statements;
-        let [gcra, bucket, window] = &s.inline;
-        let (step, step_new, multi, reset, gcra, bucket, window) = tokio::try_join!(
+        let [gcra, bucket, window, unit_window] = &s.inline;
+        let (step, step_new, multi, reset, gcra, bucket, window, unit_window) = tokio::try_join!(
             prepare(&s.step),
             prepare(&s.step_new),
             prepare(&s.multi),
             prepare(&s.reset),
             prepare(gcra),
             prepare(bucket),
-            prepare(window)
+            prepare(window),
+            prepare(unit_window)
         )?;
-        Ok(Conn { client, step, step_new, inline: [gcra, bucket, window], multi, reset })
+        Ok(Conn { client, step, step_new, inline: [gcra, bucket, window, unit_window], multi, reset })
     }
 
     /// A live connection of the pool, round robin; a closed one is replaced before use (a
@@ -262,8 +263,12 @@ impl Inner {
         if let Some((inline, values)) = Inline::bind(c) {
             let mut params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = vec![&key];
             params.extend(values.iter().map(|v| &**v as &(dyn tokio_postgres::types::ToSql + Sync)));
-            let row = conn.client.query_one(&conn.inline[inline.index()], &params).await.map_err(failed)?;
-            let r: Vec<i64> = row.try_get(0).map_err(|e| pg_error("reading the reply", &e))?;
+            let row = conn.client.query_opt(&conn.inline[inline.index()], &params).await.map_err(failed)?;
+            let r: Vec<i64> = match row {
+                Some(row) => row.try_get(0).map_err(|e| pg_error("reading the reply", &e))?,
+                // A denial of the statement that writes only when it admits.
+                None => inline.no_row(c).ok_or_else(|| Error::store("the statement returned no reply"))?,
+            };
             return call::read(c, &r);
         }
         let params: [&(dyn tokio_postgres::types::ToSql + Sync); 6] =

@@ -65,6 +65,10 @@ fn session(url: &str) -> Session<u32> {
     Session::new(endpoint, Statements::new(&Table::new("tk").unwrap()), false).unwrap()
 }
 
+/// The unit fixed window's inline statement's parameter types (`inline::unit_window_params`).
+const WINDOW: [Type; 8] =
+    [Type::TEXT, Type::INT8, Type::INT8, Type::INT8, Type::INT8, Type::INT8, Type::INT8, Type::INT8];
+
 const STEP: [Type; 6] = [Type::TEXT, Type::INT8, Type::INT2, Type::INT2, Type::FLOAT8_ARRAY, Type::INT8];
 
 /// The types the server describes each prepared statement with (GCRA's inline statement's
@@ -76,6 +80,7 @@ fn descriptions() -> Vec<u8> {
         out.extend(msg(b'1', b""));
         out.extend(param_description(match p {
             Prepared::Inline(Inline::Gcra) => &gcra[..],
+            Prepared::Inline(Inline::FixedWindowUnit) => &WINDOW[..],
             Prepared::Step | Prepared::StepNew => &STEP[..],
             Prepared::Inline(_) => &[Type::TEXT],
         }));
@@ -99,6 +104,10 @@ fn ready_session() -> Session<u32> {
 
 fn gcra_check(now: i64) -> StepCall {
     StepCall { now: Some(now), op: call::Op::Check, algo: 1, params: [100.0, 1000.0, 10.0, 0.0, 0.0, 0.0], cost: 1 }
+}
+
+fn window_check(now: i64) -> StepCall {
+    StepCall { now: Some(now), op: call::Op::Check, algo: 3, params: [10.0, 1000.0, 0.0, 0.0, 0.0, 0.0], cost: 1 }
 }
 
 fn sliding_check(now: i64) -> StepCall {
@@ -200,7 +209,7 @@ fn once_logged_in_every_statement_is_parsed_and_described_in_one_round_trip() {
     s.feed(&[auth(0, b""), msg(b'S', b"server_version\x0015\0"), msg(b'K', &[0; 8]), ready()].concat(), &mut done)
         .unwrap();
     let tags: Vec<u8> = frontend_messages(&s.take_output()).iter().map(|m| m.0).collect();
-    assert_eq!(tags, [[b'P', b'D'].repeat(5), vec![b'S']].concat());
+    assert_eq!(tags, [[b'P', b'D'].repeat(6), vec![b'S']].concat());
     assert!(!s.is_ready() && s.owed() == 1);
     s.feed(&descriptions(), &mut done).unwrap();
     assert!(s.is_ready());
@@ -230,19 +239,40 @@ fn replies_come_back_in_order_and_are_read_by_the_stores_reader() {
 }
 
 #[test]
+fn the_unit_window_statement_answers_a_denial_with_no_row_and_no_other_statement_may() {
+    let mut s = ready_session();
+    let mut done = Vec::new();
+    s.call(1, "a".into(), window_check(1_500)).unwrap();
+    s.call(2, "b".into(), window_check(1_500)).unwrap();
+    s.call(3, "c".into(), gcra_check(1_500)).unwrap();
+    let out = frontend_messages(&s.take_output());
+    assert!(out[0].1.starts_with(b"\0tk3\0"), "the unit window statement");
+    // Admitted: its row; denied: no row, only the command's end (the `WHERE` skipped the write).
+    let no_row = [msg(b'2', b""), msg(b'C', b"INSERT 0 0\0"), ready()].concat();
+    s.feed(&[row_reply(Some(&[1, 10, 9, 2_000, 0])), no_row.clone(), no_row].concat(), &mut done).unwrap();
+    let got: Vec<Result<Decision>> = done.drain(..).map(|d| d.reply.and_then(|r| r.decision())).collect();
+    let (a, b) = (got[0].as_ref().unwrap(), got[1].as_ref().unwrap());
+    assert_eq!((a.allowed, a.limit, a.remaining, a.reset_at, a.retry_after_ms), (true, 10, 9, 2_000, 0));
+    // The window [1000, 2000) at 1500: remaining 0 (a count past the room), 500 ms to its end.
+    assert_eq!((b.allowed, b.limit, b.remaining, b.reset_at, b.retry_after_ms), (false, 10, 0, 2_000, 500));
+    let e = got[2].as_ref().unwrap_err();
+    assert!(e.code() == ErrorCode::StoreUnavailable && e.message().contains("no reply"), "{e}");
+}
+
+#[test]
 fn a_step_on_a_new_key_goes_again_as_step_new_and_nothing_else_is_resent() {
     let mut s = ready_session();
     let mut done = Vec::new();
     s.call(1, "new".into(), sliding_check(1_000)).unwrap();
     s.call(2, "gcra".into(), gcra_check(1_000)).unwrap();
     let out = frontend_messages(&s.take_output());
-    assert!(out[0].1.starts_with(b"\0tk3\0"), "the step statement");
-    // step answers NULL: the call goes as step_new (tk4), owed after the GCRA call.
+    assert!(out[0].1.starts_with(b"\0tk4\0"), "the step statement");
+    // step answers NULL: the call goes as step_new (tk5), owed after the GCRA call.
     s.feed(&row_reply(None), &mut done).unwrap();
     assert!(done.is_empty());
     let out = frontend_messages(&s.take_output());
     assert_eq!(out.iter().map(|m| m.0).collect::<Vec<_>>(), [b'B', b'E', b'S']);
-    assert!(out[0].1.starts_with(b"\0tk4\0"));
+    assert!(out[0].1.starts_with(b"\0tk5\0"));
     // The GCRA call's error is its own; the step_new reply decides the first call.
     s.feed(&[error_response("40P01", "deadlock detected"), ready()].concat(), &mut done).unwrap();
     s.feed(&row_reply(Some(&[1, 10, 9, 1_100, 0])), &mut done).unwrap();
