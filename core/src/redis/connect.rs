@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use redis::{Cmd, Value};
 
@@ -187,19 +187,12 @@ impl Blocking {
     }
 
     /// Where the store's own connections go and their login: the blocking ones
-    /// ([`Blocking::connect_sync`]) and the async ones ([`super::pipelined::Pipelined::open`]).
+    /// ([`super::wire::Pool`]) and the async ones ([`super::pipelined::Pipelined::open`]).
     pub(crate) fn own(&self) -> std::result::Result<(&Target, &[Vec<u8>]), &'static str> {
         self.target
             .as_ref()
             .map(|target| (target, self.handshake.as_slice()))
             .ok_or("a rediss:// URL needs the store's TLS configuration")
-    }
-
-    /// A blocking connection ([`super::wire::Wire`]), logged in, by `deadline`; its socket
-    /// timeouts are left at the time left, for the call that follows.
-    pub(crate) fn connect_sync(&self, deadline: Instant) -> redis::RedisResult<super::wire::Wire> {
-        let (target, login) = self.own().map_err(|what| super::wire::io(std::io::ErrorKind::InvalidInput, what))?;
-        super::wire::Wire::connect(target, login, deadline)
     }
 }
 

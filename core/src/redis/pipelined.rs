@@ -484,7 +484,7 @@ impl Pipelined {
     /// attempt's reply frames; the step that ends the attempt ([`Step::Done`], or
     /// [`Step::Again`] for the caller to follow). The frames come back whole and undecoded, and
     /// a decision is read where it lies. `Err`: the connection failed after the attempt may have been written.
-    pub(crate) async fn attempt(&mut self, x: &mut Exchange<'_>) -> RedisResult<Step> {
+    pub(crate) async fn attempt(&self, x: &mut Exchange<'_>) -> RedisResult<Step> {
         let bytes = self.request(x.replies(), |out| x.write(out)).await?;
         feed(x, &bytes)
     }

@@ -100,9 +100,10 @@ impl Router {
         if self.closed.load(Ordering::Acquire) {
             return Err(Failed::Sent(closed_error()));
         }
-        let (conn, id) = self.mux(node).await.map_err(Failed::Unsent)?;
+        let taken = self.mux(node).await.map_err(Failed::Unsent)?;
         let frames = round.len() + usize::from(asking);
-        let sent = conn
+        let sent = taken
+            .conn
             .request(frames, |out| {
                 if asking {
                     redis::cmd("ASKING").write_packed_command(out);
@@ -118,7 +119,7 @@ impl Router {
             Ok(mut replies) => Ok(replies.split_off(usize::from(asking))),
             // The command may have run: never sent again.
             Err(cause) => {
-                node.retire(id);
+                taken.retire();
                 self.refresh_soon();
                 Err(Failed::Sent(Error::store(format!("{}: {cause}", node.name()))))
             }
