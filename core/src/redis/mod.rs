@@ -242,28 +242,22 @@ impl RedisStore {
     /// the caller's task when the shared connection is up (the common case), else through a
     /// hop to the store's runtime.
     async fn call(&self, call: ScriptCall, now: Now) -> Result<Outcome> {
-        let mut rebind = None;
         if let (Some(router), None) = (&self.inner.router, &self.inner.replay) {
             let local = self.local_runtime();
-            return self.run_routed(router, local.as_ref(), &call).await;
+            return self.timed(router.run(self.inner.invoke, self.inner.durable, &call, local.as_ref())).await;
         }
+        let mut rebind = None;
         if self.inner.replay.is_none() {
             match self.bound_conn() {
                 Ok((taken, auto)) => return self.run_direct(taken, auto, &call).await,
                 Err(None) => self.bind_automatically(),
                 Err(id) => rebind = id,
             }
-            if let Some(taken) = self.shared_conn() {
-                let outcome = self.run_direct(taken, false, &call).await;
-                if outcome.is_ok()
-                    && let Some(rt) = rebind
-                {
-                    self.refresh_bound(rt);
-                }
-                return outcome;
-            }
         }
-        let outcome = self.spawn_call(call, now).await;
+        let outcome = match self.shared_conn() {
+            Some(taken) if self.inner.replay.is_none() => self.run_direct(taken, false, &call).await,
+            _ => self.spawn_call(call, now).await,
+        };
         // Redis answers again (the hop connected the shared connection again): bring the
         // runtime's own back.
         if outcome.is_ok()
@@ -276,62 +270,46 @@ impl RedisStore {
 
     /// The direct path, the engine's async driver ([`pipelined::Pipelined::attempt`]): the
     /// call's attempts through the connection's channel, awaited on the caller's task under the
-    /// call timeout. Nothing is
-    /// spawned; the request crosses to the connection's driver on the store's runtime and the
-    /// reply wakes the caller directly. `auto`: on a runtime a call bound, whose connection a
-    /// timeout retires ([`bound`]).
+    /// call timeout. Nothing is spawned; the request crosses to the connection's driver on the
+    /// store's runtime and the reply wakes the caller directly. `auto`: on a runtime a call
+    /// bound, whose connection a timeout retires ([`bound`]).
     async fn run_direct(&self, taken: Taken, auto: bool, call: &ScriptCall) -> Result<Outcome> {
-        let Some(_in_flight) = self.runtime.call().filter(|_| !self.inner.closed.load(Ordering::Acquire)) else {
-            return Err(Error::store("the Redis store is closed"));
-        };
-        let deadline = self.deadline()?;
-        let work = async {
+        self.timed(async {
+            let guard = auto.then(|| taken.guard());
             let mut x = engine::Exchange::new(call, self.inner.rules());
-            loop {
+            let sent = loop {
                 match taken.conn.attempt(&mut x).await {
-                    Ok(engine::Step::Done(outcome)) => return outcome,
                     // One node: the fallback after a miss, on the same connection.
                     Ok(engine::Step::Again { .. }) => {}
-                    Ok(engine::Step::More) => {
-                        return Err(Error::store("the engine asked for a frame it was not given"));
+                    sent => break sent,
+                }
+            };
+            if let Some(guard) = guard {
+                guard.disarm();
+            }
+            match sent {
+                Ok(engine::Step::Done(outcome)) => outcome,
+                Ok(_) => Err(Error::store("the engine asked for a frame it was not given")),
+                Err(e) => {
+                    if e.is_io_error() || e.is_connection_dropped() || e.is_unrecoverable_error() {
+                        // The connection is gone: retire it; the hop path (whose connection
+                        // reconnects by itself) serves until Redis answers again.
+                        taken.retire();
                     }
-                    Err(e) => {
-                        if e.is_io_error() || e.is_connection_dropped() || e.is_unrecoverable_error() {
-                            // The connection is gone: retire it; the hop path (whose connection
-                            // reconnects by itself) serves until Redis answers again.
-                            taken.retire();
-                        }
-                        return Err(Error::store(e));
-                    }
+                    Err(Error::store(e))
                 }
             }
-        };
-        tokio::select! {
-            biased;
-            r = work => r,
-            () = deadline => {
-                if auto {
-                    taken.retire();
-                }
-                Err(self.inner.timed_out())
-            }
-        }
+        })
+        .await
     }
 
-    /// A cluster call, routed to its key's master from the caller's task
-    /// ([`cluster::Router::run`]; on `local`'s own connections when the caller's runtime is
-    /// bound), under the call timeout.
-    async fn run_routed(
-        &self,
-        router: &Arc<cluster::Router>,
-        local: Option<&tokio::runtime::Handle>,
-        call: &ScriptCall,
-    ) -> Result<Outcome> {
+    /// `work`, awaited on the caller's task, under the call timeout on the store's timer; not
+    /// started once the store is closed.
+    async fn timed<T>(&self, work: impl Future<Output = Result<T>>) -> Result<T> {
         let Some(_in_flight) = self.runtime.call().filter(|_| !self.inner.closed.load(Ordering::Acquire)) else {
             return Err(Error::store("the Redis store is closed"));
         };
         let deadline = self.deadline()?;
-        let work = router.run(self.inner.invoke, self.inner.durable, call, local);
         tokio::select! {
             biased;
             r = work => r,
