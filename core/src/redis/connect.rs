@@ -53,16 +53,11 @@ impl Conn {
     /// a cluster on the slot's master (a `MOVED` followed by the whole round, as
     /// [`Router::command`] says). Each command's reply, server errors as [`Value::ServerError`].
     pub(crate) async fn round(&mut self, key: &[u8], round: &[Cmd]) -> Result<Vec<Value>> {
-        match self {
-            Conn::Single(f) => {
-                let mut p = redis::pipe();
-                round.iter().for_each(|c| {
-                    p.add_command(c.clone());
-                });
-                f.values(&p).await.map_err(Error::store)
-            }
-            Conn::Cluster(router) => values(router.command(key_slot(key), round).await?),
-        }
+        let frames = match self {
+            Conn::Single(f) => f.round(round).await.map_err(Error::store)?,
+            Conn::Cluster(router) => router.command(key_slot(key), round).await?,
+        };
+        values(frames)
     }
 
     /// One command: on the one node, or on a cluster on the master of `key`'s slot.

@@ -19,7 +19,7 @@ use std::io::ErrorKind;
 use std::sync::Arc;
 use std::time::Duration;
 
-use redis::{IntoConnectionInfo, Pipeline, Value};
+use redis::{Cmd, IntoConnectionInfo};
 
 use super::connect::Blocking;
 use super::engine::{Exchange, Step, resp};
@@ -298,25 +298,15 @@ impl Follower {
     pub(crate) async fn attempt(&self, x: &mut Exchange<'_>) -> redis::RedisResult<Step> {
         let taken = self.conn().await?;
         let bytes = self.watch(&taken, taken.conn.request(x.replies(), |out| x.write(out))).await?;
-        if frames(&bytes).any(|f| resp::error(f).is_some_and(|(code, _)| code == "READONLY")) {
+        if resp::frames(&bytes).any(|f| resp::error(f).is_some_and(|(code, _)| code == "READONLY")) {
             self.relocate();
         }
         feed(x, &bytes)
     }
 
-    /// `pipeline`'s replies on the master's connection ([`Pipelined::values`]).
-    pub(crate) async fn values(&self, pipeline: &Pipeline) -> redis::RedisResult<Vec<Value>> {
+    /// `round`'s reply frames on the master's connection ([`Pipelined::round`]).
+    pub(crate) async fn round(&self, round: &[Cmd]) -> redis::RedisResult<Vec<Vec<u8>>> {
         let taken = self.conn().await?;
-        self.watch(&taken, taken.conn.values(pipeline)).await
+        self.watch(&taken, taken.conn.round(round)).await
     }
-}
-
-/// The whole frames at the start of `bytes`.
-fn frames(mut bytes: &[u8]) -> impl Iterator<Item = &[u8]> {
-    std::iter::from_fn(move || {
-        let n = resp::frame_len(bytes).ok()??;
-        let (frame, rest) = bytes.split_at(n);
-        bytes = rest;
-        Some(frame)
-    })
 }

@@ -23,7 +23,7 @@ use redis::Cmd;
 
 use super::{Node, Router, closed_error};
 use crate::error::{Error, Result};
-use crate::redis::engine::{self, Attempt, Invoke, Rules, To, resp::frame_len};
+use crate::redis::engine::{self, Attempt, Invoke, Rules, To, resp};
 
 /// Only the cluster rules matter for a reply that is not a script call's.
 const RULES: Rules = Rules { invoke: Invoke::Scripts, durable: None, cluster: true };
@@ -112,7 +112,9 @@ impl Router {
             })
             .await;
         let replies = match sent {
-            Ok(bytes) => split(&bytes, frames).ok_or_else(|| "a reply that is not whole RESP frames".to_string()),
+            Ok(bytes) => Some(resp::frames(&bytes).map(<[u8]>::to_vec).collect::<Vec<_>>())
+                .filter(|replies| replies.len() == frames)
+                .ok_or_else(|| "a reply that is not whole RESP frames".to_string()),
             Err(e) => Err(e.to_string()),
         };
         match replies {
@@ -141,16 +143,4 @@ impl Failed {
             Failed::Unsent(e) | Failed::Sent(e) => e,
         }
     }
-}
-
-/// `bytes` as `n` whole reply frames.
-fn split(bytes: &[u8], n: usize) -> Option<Vec<Vec<u8>>> {
-    let mut out = Vec::with_capacity(n);
-    let mut at = 0;
-    while out.len() < n {
-        let len = frame_len(&bytes[at..]).ok().flatten()?;
-        out.push(bytes[at..at + len].to_vec());
-        at += len;
-    }
-    Some(out)
 }
