@@ -86,7 +86,9 @@ fn the_store_finds_the_master_through_the_sentinels_and_follows_a_failover() {
 fn one_check_lands_on_the_master(setup: &SentinelSetup, options: RedisOptions, db: &str) {
     let store = Arc::new(RedisStore::connect_blocking(options).expect("connect through the sentinels"));
     assert!(store.is_routed());
-    let l = throttlekit::Limiter::builder(throttlekit::Strategy::gcra(5, 1000, None).unwrap())
+    // 5 a minute: the key lives 12 s, so `dbsize` still finds it on a loaded machine (at 5 a
+    // second it lived 200 ms, and a slow `redis-cli` start found it expired).
+    let l = throttlekit::Limiter::builder(throttlekit::Strategy::gcra(5, 60_000, None).unwrap())
         .store(store.clone())
         .fail_policy(throttlekit::FailPolicy::Raise)
         .build();

@@ -4,7 +4,7 @@
 //! ([`super::wire`]: TCP, TLS or a Unix socket, RESP2 or RESP3), which reads a decision reply
 //! where it lies and reads again after a signal. A cluster routes the call
 //! from the caller's thread ([`super::cluster`]) over the same kind of connection to each
-//! master, and reads its reply the same way ([`wire::Wire::call`]: only an error frame is
+//! master, and reads its reply the same way ([`wire::Pool::drive`]: only an error frame is
 //! decoded into a `Value`, for the redirect rules); Sentinel and deterministic replay hand it
 //! to the store's runtime and wait.
 //!
@@ -47,50 +47,25 @@ impl Inner {
     }
 
     /// A sync call on a pooled blocking connection, driven by the engine
-    /// ([`wire::Wire::drive`]): the call's first command, the fallback after a miss, `WAIT`
+    /// ([`wire::Pool::drive`]): the call's first command, the fallback after a miss, `WAIT`
     /// when durable.
     pub(super) fn run_blocking(&self, call: &ScriptCall) -> Result<Outcome> {
         if self.closed.load(Ordering::Acquire) {
             return Err(engine::closed());
         }
         let started = Instant::now();
-        let deadline = started + self.timeout;
-        let timed_out = |e: redis::RedisError| {
-            if e.is_timeout() || started.elapsed() >= self.timeout {
-                engine::timed_out_because(self.timeout.as_millis() as u64, &e)
-            } else {
-                engine::lost(&e)
-            }
-        };
-        let popped = self.idle.lock().pop();
-        let (mut conn, fresh) = match popped {
-            Some(c) => (c, false),
-            // One deadline for the whole call: the new connection's handshake spends part of
-            // it, and the call gets what is left, not a whole timeout of its own (a silent
-            // server used to take twice: see [`connect::Blocking`]).
-            None => (self.blocking.connect_sync(deadline).map_err(timed_out)?, true),
-        };
-        match conn.drive(&mut Exchange::new(call, self.rules()), deadline) {
-            // The whole reply was read: the connection is in step, whatever it said.
-            Ok((Step::Done(outcome), bounded)) => {
-                self.pool(conn, fresh || bounded)?;
-                outcome
-            }
+        match self.pool.drive(&mut Exchange::new(call, self.rules()), started + self.timeout) {
+            Ok(Step::Done(outcome)) => outcome,
             // One node follows no redirect: the engine ends such a call itself.
-            Ok((step, _)) => Err(Error::store(format!("{}: unexpected {step:?} on one node", call.script.name))),
-            // Dropped with the connection: a call that may have counted is never sent again.
-            Err(e) => Err(timed_out(e)),
+            Ok(step) => Err(Error::store(format!("{}: unexpected {step:?} on one node", call.script.name))),
+            // A call that may have counted is never sent again.
+            Err(wire::Lost::Unsent(e) | wire::Lost::Sent(e)) => {
+                if e.is_timeout() || started.elapsed() >= self.timeout {
+                    Err(engine::timed_out_because(self.timeout.as_millis() as u64, &e))
+                } else {
+                    Err(engine::lost(&e))
+                }
+            }
         }
-    }
-
-    /// Returns a blocking connection that answered to the pool; one whose timeouts were
-    /// shortened for this call (a new one's handshake, a bounded read) gets the whole timeout
-    /// back for its next call.
-    fn pool(&self, mut conn: wire::Wire, reset: bool) -> Result<()> {
-        if reset {
-            conn.set_timeouts(self.timeout).map_err(Error::store)?;
-        }
-        self.idle.lock().push(conn);
-        Ok(())
     }
 }

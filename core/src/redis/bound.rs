@@ -30,15 +30,16 @@ use std::sync::{Arc, Weak};
 
 use tokio::runtime::{Handle, Id};
 
+use super::held::{Held, Taken};
 use super::pipelined::Pipelined;
-use super::{Direct, Inner, RedisStore, Via};
+use super::{Inner, RedisStore};
 use crate::error::{Error, Result};
 
-/// A runtime bound to the store, and its connection (`None` while (re)connecting).
+/// A runtime bound to the store, and its connection (empty while (re)connecting).
 pub(super) struct Bound {
     pub(super) runtime: Id,
     pub(super) handle: Handle,
-    pub(super) conn: Option<Direct>,
+    pub(super) conn: Held,
     pub(super) refreshing: bool,
     /// Bound by a call, not by `bind_current_runtime`: a timeout retires its connection.
     pub(super) auto: bool,
@@ -48,7 +49,7 @@ pub(super) struct Bound {
 
 impl Bound {
     pub(super) fn new(handle: Handle, auto: bool) -> Bound {
-        Bound { runtime: handle.id(), handle, conn: None, refreshing: false, auto, failed: false }
+        Bound { runtime: handle.id(), handle, conn: Held::default(), refreshing: false, auto, failed: false }
     }
 }
 
@@ -172,7 +173,7 @@ impl RedisStore {
     pub fn bound_connection_ready(&self) -> bool {
         let Ok(handle) = tokio::runtime::Handle::try_current() else { return false };
         let id = handle.id();
-        self.inner.bound.read().iter().any(|b| b.runtime == id && b.conn.is_some())
+        self.inner.bound.read().iter().any(|b| b.runtime == id && b.conn.is_up())
     }
 
     /// How many runtimes are bound to the store now (tests, tools).
@@ -191,42 +192,18 @@ impl RedisStore {
         }
     }
 
-    /// The current runtime's own connection if it is bound: `Ok(conn)` when it is up,
-    /// `Err(Some(id))` when bound but (re)connecting, `Err(None)` when unbound.
-    pub(super) fn bound_conn(&self) -> std::result::Result<(Pipelined, Via), Option<tokio::runtime::Id>> {
+    /// The current runtime's own connection if it is bound: `Ok` when it is up (and whether a
+    /// call bound the runtime), `Err(Some(id))` when bound but (re)connecting, `Err(None)` when
+    /// unbound.
+    pub(super) fn bound_conn(&self) -> std::result::Result<(Taken, bool), Option<tokio::runtime::Id>> {
         if !self.inner.any_bound.load(Ordering::Acquire) {
             return Err(None);
         }
         let Ok(handle) = tokio::runtime::Handle::try_current() else { return Err(None) };
         let id = handle.id();
         let slots = self.inner.bound.read();
-        match slots.iter().find(|b| b.runtime == id) {
-            Some(Bound { conn: Some(d), .. }) => Ok((d.conn.clone(), Via::Bound(id, d.id))),
-            Some(_) => Err(Some(id)),
-            None => Err(None),
-        }
-    }
-
-    /// Drops the bound runtime `rt`'s connection numbered `id` (a newer one stays).
-    pub(super) fn retire_bound(&self, rt: tokio::runtime::Id, id: u64) {
-        let mut slots = self.inner.bound.write();
-        if let Some(b) = slots.iter_mut().find(|b| b.runtime == rt)
-            && b.conn.as_ref().is_some_and(|d| d.id == id)
-        {
-            b.conn = None;
-        }
-    }
-
-    /// Drops the connection numbered `id` of the runtime `rt` if a call bound it (the module doc:
-    /// its runtime may not be driven).
-    pub(super) fn retire_auto_bound(&self, rt: tokio::runtime::Id, id: u64) {
-        let mut slots = self.inner.bound.write();
-        if let Some(b) = slots.iter_mut().find(|b| b.runtime == rt)
-            && b.auto
-            && b.conn.as_ref().is_some_and(|d| d.id == id)
-        {
-            b.conn = None;
-        }
+        let b = slots.iter().find(|b| b.runtime == id).ok_or(None)?;
+        b.conn.take().map(|taken| (taken, b.auto)).ok_or(Some(id))
     }
 
     /// Connects the bound runtime `rt`'s own connection in the background, on that runtime (so
@@ -237,7 +214,7 @@ impl RedisStore {
         let handle = {
             let mut slots = self.inner.bound.write();
             let Some(b) = slots.iter_mut().find(|b| b.runtime == rt) else { return };
-            if b.conn.is_some() || b.refreshing || b.failed || self.inner.closed.load(Ordering::Acquire) {
+            if b.conn.is_up() || b.refreshing || b.failed || self.inner.closed.load(Ordering::Acquire) {
                 return;
             }
             b.refreshing = true;
@@ -247,16 +224,14 @@ impl RedisStore {
         let task = handle.spawn(async move {
             // The bound runtime's timer bounds the connect (the store's may be gone by then).
             // The store's own ([`Pipelined`]: TCP, TLS or a Unix socket).
-            let conn = Pipelined::open(&inner.blocking, inner.timeout).await.ok();
-            let id = inner.bound_ids.fetch_add(1, Ordering::Relaxed) + 1;
+            let conn = Pipelined::open(inner.pool.blocking(), inner.timeout).await.ok();
             let mut slots = inner.bound.write();
             if let Some(b) = slots.iter_mut().find(|b| b.runtime == rt) {
                 b.refreshing = false;
                 if let Some(conn) = conn
-                    && b.conn.is_none()
                     && !inner.closed.load(Ordering::Acquire)
                 {
-                    b.conn = Some(Direct { conn, id });
+                    b.conn.hold(conn);
                 }
             }
         });

@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use redis::{Cmd, Value};
 
@@ -53,16 +53,11 @@ impl Conn {
     /// a cluster on the slot's master (a `MOVED` followed by the whole round, as
     /// [`Router::command`] says). Each command's reply, server errors as [`Value::ServerError`].
     pub(crate) async fn round(&mut self, key: &[u8], round: &[Cmd]) -> Result<Vec<Value>> {
-        match self {
-            Conn::Single(f) => {
-                let mut p = redis::pipe();
-                round.iter().for_each(|c| {
-                    p.add_command(c.clone());
-                });
-                f.values(&p).await.map_err(Error::store)
-            }
-            Conn::Cluster(router) => values(router.command(key_slot(key), round).await?),
-        }
+        let frames = match self {
+            Conn::Single(f) => f.round(round).await.map_err(Error::store)?,
+            Conn::Cluster(router) => router.command(key_slot(key), round).await?,
+        };
+        values(frames)
     }
 
     /// One command: on the one node, or on a cluster on the master of `key`'s slot.
@@ -187,19 +182,12 @@ impl Blocking {
     }
 
     /// Where the store's own connections go and their login: the blocking ones
-    /// ([`Blocking::connect_sync`]) and the async ones ([`super::pipelined::Pipelined::open`]).
+    /// ([`super::wire::Pool`]) and the async ones ([`super::pipelined::Pipelined::open`]).
     pub(crate) fn own(&self) -> std::result::Result<(&Target, &[Vec<u8>]), &'static str> {
         self.target
             .as_ref()
             .map(|target| (target, self.handshake.as_slice()))
             .ok_or("a rediss:// URL needs the store's TLS configuration")
-    }
-
-    /// A blocking connection ([`super::wire::Wire`]), logged in, by `deadline`; its socket
-    /// timeouts are left at the time left, for the call that follows.
-    pub(crate) fn connect_sync(&self, deadline: Instant) -> redis::RedisResult<super::wire::Wire> {
-        let (target, login) = self.own().map_err(|what| super::wire::io(std::io::ErrorKind::InvalidInput, what))?;
-        super::wire::Wire::connect(target, login, deadline)
     }
 }
 

@@ -53,6 +53,7 @@ mod cluster;
 mod connect;
 mod counts;
 mod engine;
+mod held;
 mod lua_min;
 mod options;
 mod pipelined;
@@ -72,7 +73,7 @@ pub use options::{RedisMode, RedisOptions, Scripting, split_urls};
 pub use scoped::{conformance_stores, conformance_stores_with};
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use redis::{Cmd, Value};
@@ -110,9 +111,6 @@ struct Inner {
     routed: bool,
     /// `FCALL` or `EVALSHA`, chosen at connect from [`RedisOptions::scripting`].
     invoke: engine::Invoke,
-    /// Numbers each bound runtime's connection, so a failure retires the connection that
-    /// failed and never its replacement.
-    bound_ids: AtomicU64,
     /// Runtimes bound with [`RedisStore::bind_current_runtime`], each with its own connection
     /// (driven on that runtime). Few: one per binding's runtime.
     bound: parking_lot::RwLock<Vec<Bound>>,
@@ -122,32 +120,17 @@ struct Inner {
     auto_bind: AtomicBool,
     /// The node the fast paths talk to, as its URL says ([`RedisStore::endpoint`]).
     info: redis::ConnectionInfo,
-    /// How a blocking connection is made within the call's deadline.
-    blocking: connect::Blocking,
     /// Blocking connections for the sync methods: a sync call does its own write and read on
     /// the calling thread, with no hop through the runtime (that hop costs ~40% of a
-    /// sequential round trip). A connection that failed or timed out is dropped, never reused,
-    /// so a late reply cannot be mistaken for the next call's.
-    idle: parking_lot::Mutex<Vec<wire::Wire>>,
+    /// sequential round trip). Its login is every connection's to the node.
+    pool: wire::Pool,
     timeout: Duration,
     replay: Option<tokio::sync::Mutex<replay::Book>>,
     closed: AtomicBool,
 }
 
-/// A bound runtime's connection and its number.
-struct Direct {
-    conn: pipelined::Pipelined,
-    id: u64,
-}
-
 use bound::Bound;
-
-/// The connection a direct call went through, so that a failure retires that one only.
-#[derive(Clone, Copy)]
-enum Via {
-    Shared(u64),
-    Bound(tokio::runtime::Id, u64),
-}
+use held::Taken;
 
 /// A [`Store`] on Redis. Cheap to share behind an `Arc`; one multiplexed connection serves
 /// every limiter using it, pipelining concurrent calls.
@@ -260,28 +243,22 @@ impl RedisStore {
     /// the caller's task when the shared connection is up (the common case), else through a
     /// hop to the store's runtime.
     async fn call(&self, call: ScriptCall, now: Now) -> Result<Outcome> {
-        let mut rebind = None;
         if let (Some(router), None) = (&self.inner.router, &self.inner.replay) {
             let local = self.local_runtime();
-            return self.run_routed(router, local.as_ref(), &call).await;
+            return self.timed(router.run(self.inner.invoke, self.inner.durable, &call, local.as_ref())).await;
         }
+        let mut rebind = None;
         if self.inner.replay.is_none() {
             match self.bound_conn() {
-                Ok((conn, via)) => return self.run_direct(conn, via, &call).await,
+                Ok((taken, auto)) => return self.run_direct(taken, auto, &call).await,
                 Err(None) => self.bind_automatically(),
                 Err(id) => rebind = id,
             }
-            if let Some((conn, id)) = self.shared_conn() {
-                let outcome = self.run_direct(conn, Via::Shared(id), &call).await;
-                if outcome.is_ok()
-                    && let Some(rt) = rebind
-                {
-                    self.refresh_bound(rt);
-                }
-                return outcome;
-            }
         }
-        let outcome = self.spawn_call(call, now).await;
+        let outcome = match self.shared_conn() {
+            Some(taken) if self.inner.replay.is_none() => self.run_direct(taken, false, &call).await,
+            _ => self.spawn_call(call, now).await,
+        };
         // Redis answers again (the hop connected the shared connection again): bring the
         // runtime's own back.
         if outcome.is_ok()
@@ -294,64 +271,46 @@ impl RedisStore {
 
     /// The direct path, the engine's async driver ([`pipelined::Pipelined::attempt`]): the
     /// call's attempts through the connection's channel, awaited on the caller's task under the
-    /// call timeout. Nothing is
-    /// spawned; the request crosses to the connection's driver on the store's runtime and the
-    /// reply wakes the caller directly.
-    async fn run_direct(&self, mut conn: pipelined::Pipelined, via: Via, call: &ScriptCall) -> Result<Outcome> {
-        let Some(_in_flight) = self.runtime.call().filter(|_| !self.inner.closed.load(Ordering::Acquire)) else {
-            return Err(Error::store("the Redis store is closed"));
-        };
-        let deadline = self.deadline()?;
-        let work = async {
+    /// call timeout. Nothing is spawned; the request crosses to the connection's driver on the
+    /// store's runtime and the reply wakes the caller directly. `auto`: on a runtime a call
+    /// bound, whose connection a timeout retires ([`bound`]).
+    async fn run_direct(&self, taken: Taken, auto: bool, call: &ScriptCall) -> Result<Outcome> {
+        self.timed(async {
+            let guard = auto.then(|| taken.guard());
             let mut x = engine::Exchange::new(call, self.inner.rules());
-            loop {
-                match conn.attempt(&mut x).await {
-                    Ok(engine::Step::Done(outcome)) => return outcome,
+            let sent = loop {
+                match taken.conn.attempt(&mut x).await {
                     // One node: the fallback after a miss, on the same connection.
                     Ok(engine::Step::Again { .. }) => {}
-                    Ok(engine::Step::More) => {
-                        return Err(Error::store("the engine asked for a frame it was not given"));
+                    sent => break sent,
+                }
+            };
+            if let Some(guard) = guard {
+                guard.disarm();
+            }
+            match sent {
+                Ok(engine::Step::Done(outcome)) => outcome,
+                Ok(_) => Err(Error::store("the engine asked for a frame it was not given")),
+                Err(e) => {
+                    if e.is_io_error() || e.is_connection_dropped() || e.is_unrecoverable_error() {
+                        // The connection is gone: retire it; the hop path (whose connection
+                        // reconnects by itself) serves until Redis answers again.
+                        taken.retire();
                     }
-                    Err(e) => {
-                        if e.is_io_error() || e.is_connection_dropped() || e.is_unrecoverable_error() {
-                            // The connection is gone: retire it; the hop path (whose connection
-                            // reconnects by itself) serves until Redis answers again.
-                            match via {
-                                Via::Shared(generation) => self.retire_shared(generation),
-                                Via::Bound(rt, id) => self.retire_bound(rt, id),
-                            }
-                        }
-                        return Err(Error::store(e));
-                    }
+                    Err(Error::store(e))
                 }
             }
-        };
-        tokio::select! {
-            biased;
-            r = work => r,
-            () = deadline => {
-                if let Via::Bound(rt, id) = via {
-                    self.retire_auto_bound(rt, id);
-                }
-                Err(self.inner.timed_out())
-            }
-        }
+        })
+        .await
     }
 
-    /// A cluster call, routed to its key's master from the caller's task
-    /// ([`cluster::Router::run`]; on `local`'s own connections when the caller's runtime is
-    /// bound), under the call timeout.
-    async fn run_routed(
-        &self,
-        router: &Arc<cluster::Router>,
-        local: Option<&tokio::runtime::Handle>,
-        call: &ScriptCall,
-    ) -> Result<Outcome> {
+    /// `work`, awaited on the caller's task, under the call timeout on the store's timer; not
+    /// started once the store is closed.
+    async fn timed<T>(&self, work: impl Future<Output = Result<T>>) -> Result<T> {
         let Some(_in_flight) = self.runtime.call().filter(|_| !self.inner.closed.load(Ordering::Acquire)) else {
             return Err(Error::store("the Redis store is closed"));
         };
         let deadline = self.deadline()?;
-        let work = router.run(self.inner.invoke, self.inner.durable, call, local);
         tokio::select! {
             biased;
             r = work => r,
@@ -371,19 +330,11 @@ impl RedisStore {
 
     /// One node's shared connection and its generation when it is up (a cluster's calls take
     /// the router, and under Sentinel every call takes the hop, whose lookups spawn tasks).
-    fn shared_conn(&self) -> Option<(pipelined::Pipelined, u64)> {
+    fn shared_conn(&self) -> Option<Taken> {
         if self.inner.routed {
             return None;
         }
         self.inner.conn.read().as_ref()?.follower()?.current()
-    }
-
-    /// Drops the shared connection of `generation` (a newer one stays): the next call hops to
-    /// the store's runtime, which connects again.
-    fn retire_shared(&self, generation: u64) {
-        if let Some(f) = self.inner.conn.read().as_ref().and_then(connect::Conn::follower) {
-            f.retire(generation);
-        }
     }
 
     /// Runs `call` on the store's runtime; the returned future may be awaited anywhere.
@@ -440,20 +391,18 @@ impl Inner {
         let plan = options.plan()?;
         let connect::Connected { conn, info, routed, router } = connect::connect(&plan, timeout).await?;
         let invoke = choose_invoke(&conn, options.scripting, timeout).await?;
-        let blocking = connect::Blocking::of(&info, plan.tls.as_ref());
+        let pool = wire::Pool::new(connect::Blocking::of(&info, plan.tls.as_ref()), timeout);
         Ok(Inner {
             conn: parking_lot::RwLock::new(Some(conn)),
             router,
             durable: plan.durable,
             routed,
             invoke,
-            bound_ids: AtomicU64::new(0),
             bound: parking_lot::RwLock::new(Vec::new()),
             any_bound: AtomicBool::new(false),
             auto_bind: AtomicBool::new(true),
-            blocking,
+            pool,
             info,
-            idle: parking_lot::Mutex::new(Vec::new()),
             timeout,
             replay: options.deterministic_replay.then(|| tokio::sync::Mutex::new(replay::Book::default())),
             closed: AtomicBool::new(false),
@@ -631,13 +580,13 @@ impl Store for RedisStore {
     /// keeps its own handle until it answers; every later call fails with `store_unavailable`.
     fn close(&self) -> BoxFuture<'_, Result<()>> {
         self.inner.closed.store(true, Ordering::Release);
-        self.inner.idle.lock().clear();
+        self.inner.pool.clear();
         *self.inner.conn.write() = None;
         if let Some(router) = &self.inner.router {
             router.close();
         }
         for b in self.inner.bound.write().iter_mut() {
-            b.conn = None;
+            b.conn.clear();
         }
         // Its thread and descriptors too, now or when the last async call in flight ends
         // ([`runtime`]).

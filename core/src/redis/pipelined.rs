@@ -30,7 +30,7 @@ use std::io::ErrorKind;
 use std::sync::Arc;
 use std::time::Duration;
 
-use redis::{Cmd, Pipeline, RedisError, RedisResult, Value};
+use redis::{Cmd, RedisError, RedisResult, Value};
 use tokio::net::TcpStream;
 use tokio::sync::{Notify, oneshot};
 
@@ -164,19 +164,10 @@ impl Pipelined {
         self.request(1, |out| cmd.write_packed_command(out)).await
     }
 
-    /// A pipeline's replies, decoded by redis-rs's parser (server errors as
-    /// [`Value::ServerError`]).
-    pub(crate) async fn values(&self, pipeline: &Pipeline) -> RedisResult<Vec<Value>> {
-        let frames = pipeline.len();
-        let bytes = self.request(frames, |out| out.extend_from_slice(&pipeline.get_packed_pipeline())).await?;
-        let mut values = Vec::with_capacity(frames);
-        let mut at = 0;
-        while at < bytes.len() {
-            let n = frame_len(&bytes[at..])?.ok_or_else(|| io(ErrorKind::InvalidData, "a partial frame"))?;
-            values.push(redis::parse_redis_value(&bytes[at..at + n])?);
-            at += n;
-        }
-        Ok(values)
+    /// `round`'s commands, pipelined: one reply frame each, undecoded.
+    pub(crate) async fn round(&self, round: &[Cmd]) -> RedisResult<Vec<Vec<u8>>> {
+        let bytes = self.request(round.len(), |out| round.iter().for_each(|c| c.write_packed_command(out))).await?;
+        Ok(resp::frames(&bytes).map(<[u8]>::to_vec).collect())
     }
 }
 
@@ -484,7 +475,7 @@ impl Pipelined {
     /// attempt's reply frames; the step that ends the attempt ([`Step::Done`], or
     /// [`Step::Again`] for the caller to follow). The frames come back whole and undecoded, and
     /// a decision is read where it lies. `Err`: the connection failed after the attempt may have been written.
-    pub(crate) async fn attempt(&mut self, x: &mut Exchange<'_>) -> RedisResult<Step> {
+    pub(crate) async fn attempt(&self, x: &mut Exchange<'_>) -> RedisResult<Step> {
         let bytes = self.request(x.replies(), |out| x.write(out)).await?;
         feed(x, &bytes)
     }
@@ -497,14 +488,13 @@ pub(crate) fn feed(x: &mut Exchange<'_>, bytes: &[u8]) -> RedisResult<Step> {
         // The driver handed out exactly one whole frame.
         return Ok(x.feed(bytes));
     }
-    let mut at = 0;
-    loop {
-        let n = frame_len(&bytes[at..])?.ok_or_else(|| io(ErrorKind::InvalidData, "a partial frame"))?;
-        match x.feed(&bytes[at..at + n]) {
-            Step::More => at += n,
+    for frame in resp::frames(bytes) {
+        match x.feed(frame) {
+            Step::More => {}
             step => return Ok(step),
         }
     }
+    Err(io(ErrorKind::InvalidData, "a partial frame"))
 }
 
 #[cfg(test)]

@@ -15,13 +15,15 @@
 //! sentinels name by then.
 //! Sentinels are reached without the URL's credentials (they are the master's).
 
+use std::io::ErrorKind;
 use std::sync::Arc;
 use std::time::Duration;
 
-use redis::{IntoConnectionInfo, Pipeline, Value};
+use redis::{Cmd, IntoConnectionInfo};
 
 use super::connect::Blocking;
 use super::engine::{Exchange, Step, resp};
+use super::held::{Held, Taken};
 use super::options::{Plan, redact};
 use super::pipelined::{Pipelined, feed};
 use super::socket::Target;
@@ -42,7 +44,11 @@ struct Shared {
     /// The sentinels' own user and password, if they require one.
     auth: Option<(Option<String>, String)>,
     timeout: Duration,
+    /// Where the master is now.
     current: parking_lot::RwLock<Master>,
+    /// Its connection: empty once a call on it failed or timed out, and the next call makes a
+    /// new one.
+    held: Held,
     /// Held while a call connects again, so that calls waiting for a connection share one.
     connecting: tokio::sync::Mutex<()>,
     /// A lookup is running: failures meanwhile do not start another.
@@ -54,21 +60,17 @@ struct Master {
     /// Where the store's own connection to it goes, and its login.
     target: Target,
     login: Vec<Vec<u8>>,
-    /// `None` once a call on it failed or timed out: the next call makes a new one.
-    conn: Option<Pipelined>,
-    /// Counts the connections made, so that a late failure retires only its own.
-    generation: u64,
 }
 
 impl Master {
-    /// `info`'s node, with its credentials, database and protocol, connected within
-    /// `timeout` (`what` names it in the errors).
+    /// `info`'s node, with its credentials, database and protocol, and a connection to it made
+    /// within `timeout` (`what` names it in the errors).
     async fn connect(
         info: &redis::ConnectionInfo,
         tls: Option<&TlsConfig>,
         timeout: Duration,
         what: &str,
-    ) -> Result<Master> {
+    ) -> Result<(Master, Pipelined)> {
         let (target, login) = own(info, tls)?;
         let addr = match &target {
             Target::Tcp(host, port) | Target::Tls(host, port, _) => (host.clone(), *port),
@@ -79,7 +81,7 @@ impl Master {
             .await
             .map_err(|_| Error::store(format!("connecting to {what} timed out after {} ms", timeout.as_millis())))?
             .map_err(|e| Error::store(format!("cannot connect to {what}: {e}")))?;
-        Ok(Master { addr, target, login, conn: Some(conn), generation: 0 })
+        Ok((Master { addr, target, login }, conn))
     }
 
     /// The master at `addr` that the sentinels of `service` named, with `url`'s credentials
@@ -90,7 +92,7 @@ impl Master {
         service: &str,
         tls: Option<&TlsConfig>,
         timeout: Duration,
-    ) -> Result<Master> {
+    ) -> Result<(Master, Pipelined)> {
         let what = format!("the master of {service:?} at {}:{}", addr.0, addr.1);
         Master::connect(&node_info(url, addr)?, tls, timeout, &what).await
     }
@@ -134,7 +136,7 @@ impl Follower {
     }
 
     fn new(
-        master: Master,
+        (master, conn): (Master, Pipelined),
         urls: Vec<url::Url>,
         service: String,
         tls: Option<&TlsConfig>,
@@ -148,54 +150,43 @@ impl Follower {
             auth,
             timeout,
             current: parking_lot::RwLock::new(master),
+            held: Held::default(),
             connecting: tokio::sync::Mutex::new(()),
             looking: std::sync::atomic::AtomicBool::new(false),
         };
+        shared.held.hold(conn);
         Follower { shared: Arc::new(shared) }
     }
 
-    /// The current master's connection and its generation, if there is one.
-    pub(crate) fn current(&self) -> Option<(Pipelined, u64)> {
-        let current = self.shared.current.read();
-        current.conn.clone().map(|conn| (conn, current.generation))
+    /// The current master's connection, if there is one.
+    pub(crate) fn current(&self) -> Option<Taken> {
+        self.shared.held.take()
     }
 
-    /// The current master's connection and its generation; a new one (connected here, within
-    /// the call's own timeout, which bounds the caller) if the last was dropped after a failure,
-    /// and then a lookup too, in case the master failed because it is gone.
-    async fn conn(&self) -> redis::RedisResult<(Pipelined, u64)> {
-        if let Some(made) = self.current() {
-            return Ok(made);
+    /// The current master's connection; a new one (connected here, within the call's own
+    /// timeout, which bounds the caller) if the last was dropped after a failure, and then a
+    /// lookup too, in case the master failed because it is gone.
+    async fn conn(&self) -> redis::RedisResult<Taken> {
+        if let Some(taken) = self.current() {
+            return Ok(taken);
         }
         let _connecting = self.shared.connecting.lock().await;
-        if let Some(made) = self.current() {
-            return Ok(made);
+        if let Some(taken) = self.current() {
+            return Ok(taken);
         }
         self.relocate();
-        let master = {
+        let (target, login) = {
             let current = self.shared.current.read();
-            (current.target.clone(), current.login.clone(), current.generation)
+            (current.target.clone(), current.login.clone())
         };
-        let conn = Pipelined::connect(&master.0, &master.1, self.shared.timeout).await?;
-        let mut current = self.shared.current.write();
+        let conn = Pipelined::connect(&target, &login, self.shared.timeout).await?;
         // A lookup may have switched the master meanwhile: its connection wins.
-        if current.generation == master.2 && current.conn.is_none() {
-            current.generation += 1;
-            current.conn = Some(conn);
+        if self.shared.current.read().target != target {
+            return self
+                .current()
+                .ok_or_else(|| super::wire::io(ErrorKind::ConnectionReset, "the master moved meanwhile"));
         }
-        match &current.conn {
-            Some(conn) => Ok((conn.clone(), current.generation)),
-            None => Err(super::wire::io(std::io::ErrorKind::ConnectionReset, "the connection was retired meanwhile")),
-        }
-    }
-
-    /// Drops the connection of `generation` (a newer one stays): a call on it failed or timed
-    /// out.
-    pub(crate) fn retire(&self, generation: u64) {
-        let mut current = self.shared.current.write();
-        if current.generation == generation {
-            current.conn = None;
-        }
+        Ok(self.shared.held.hold(conn))
     }
 
     /// Looks the master up again in the background, unless a lookup is running; switches the
@@ -218,16 +209,13 @@ impl Follower {
     /// A call that fails at the connection level (the connection is then dead), times out, or
     /// is abandoned before it answers (the store's own deadline fired first), drops the
     /// connection it was sent on.
-    async fn watch<T>(
-        &self,
-        generation: u64,
-        fut: impl Future<Output = redis::RedisResult<T>>,
-    ) -> redis::RedisResult<T> {
-        let mut pending = Pending { follower: self, generation, armed: true };
+    async fn watch<T>(&self, taken: &Taken, fut: impl Future<Output = redis::RedisResult<T>>) -> redis::RedisResult<T> {
+        let guard = taken.guard();
         let r = fut.await;
         // A server's error reply leaves the connection in step; any other failure does not.
-        pending.armed = matches!(&r, Err(e) if e.code().is_none());
-        drop(pending);
+        if !matches!(&r, Err(e) if e.code().is_none()) {
+            guard.disarm();
+        }
         if let Err(e) = &r
             && (e.is_io_error()
                 || e.is_connection_dropped()
@@ -241,31 +229,16 @@ impl Follower {
     }
 }
 
-/// Retires its connection when dropped armed: the call on it timed out or was abandoned.
-struct Pending<'a> {
-    follower: &'a Follower,
-    generation: u64,
-    armed: bool,
-}
-
-impl Drop for Pending<'_> {
-    fn drop(&mut self) {
-        if self.armed {
-            self.follower.retire(self.generation);
-        }
-    }
-}
-
 impl Shared {
     async fn relocate(&self) -> Result<()> {
         let addr = lookup(&self.urls, &self.service, self.tls.as_ref(), self.auth.as_ref(), self.timeout).await?;
         if self.current.read().addr == addr {
             return Ok(());
         }
-        let mut master = Master::named(&self.urls[0], &addr, &self.service, self.tls.as_ref(), self.timeout).await?;
-        let mut current = self.current.write();
-        master.generation = current.generation + 1;
-        *current = master;
+        let (master, conn) =
+            Master::named(&self.urls[0], &addr, &self.service, self.tls.as_ref(), self.timeout).await?;
+        *self.current.write() = master;
+        self.held.replace(conn);
         Ok(())
     }
 }
@@ -323,27 +296,17 @@ impl Follower {
     /// `x`'s current attempt on the master's connection ([`Pipelined::attempt`]); a reply that
     /// says `READONLY` (a demoted master answers scripts that write so) starts a lookup.
     pub(crate) async fn attempt(&self, x: &mut Exchange<'_>) -> redis::RedisResult<Step> {
-        let (conn, generation) = self.conn().await?;
-        let bytes = self.watch(generation, conn.request(x.replies(), |out| x.write(out))).await?;
-        if frames(&bytes).any(|f| resp::error(f).is_some_and(|(code, _)| code == "READONLY")) {
+        let taken = self.conn().await?;
+        let bytes = self.watch(&taken, taken.conn.request(x.replies(), |out| x.write(out))).await?;
+        if resp::frames(&bytes).any(|f| resp::error(f).is_some_and(|(code, _)| code == "READONLY")) {
             self.relocate();
         }
         feed(x, &bytes)
     }
 
-    /// `pipeline`'s replies on the master's connection ([`Pipelined::values`]).
-    pub(crate) async fn values(&self, pipeline: &Pipeline) -> redis::RedisResult<Vec<Value>> {
-        let (conn, generation) = self.conn().await?;
-        self.watch(generation, conn.values(pipeline)).await
+    /// `round`'s reply frames on the master's connection ([`Pipelined::round`]).
+    pub(crate) async fn round(&self, round: &[Cmd]) -> redis::RedisResult<Vec<Vec<u8>>> {
+        let taken = self.conn().await?;
+        self.watch(&taken, taken.conn.round(round)).await
     }
-}
-
-/// The whole frames at the start of `bytes`.
-fn frames(mut bytes: &[u8]) -> impl Iterator<Item = &[u8]> {
-    std::iter::from_fn(move || {
-        let n = resp::frame_len(bytes).ok()??;
-        let (frame, rest) = bytes.split_at(n);
-        bytes = rest;
-        Some(frame)
-    })
 }

@@ -29,6 +29,7 @@ use std::time::{Duration, Instant};
 
 use redis::{RedisError, RedisResult, Value};
 
+use super::connect::Blocking;
 use super::engine::resp::{self, frame_len};
 use super::engine::{Attempt, Exchange, Step, To};
 use super::socket::{SyncSocket, Target};
@@ -235,6 +236,65 @@ impl Wire {
                 }
             }
         }
+    }
+}
+
+/// The blocking connections of the sync path to one node (one node's, or each master's of a
+/// cluster), each serving one call at a time. A connection that answered, whatever it said, is
+/// in step and goes back; one that failed or timed out is dropped, never reused, so a late reply
+/// cannot be read as the next call's.
+pub(crate) struct Pool {
+    blocking: Blocking,
+    idle: parking_lot::Mutex<Vec<Wire>>,
+    /// The whole call timeout, which a connection back in the pool gets for its next call.
+    timeout: Duration,
+}
+
+/// How a call on a [`Pool`] failed.
+pub(crate) enum Lost {
+    /// No connection could be made: nothing was sent.
+    Unsent(RedisError),
+    /// The connection failed or timed out after the call may have been written: it is never
+    /// sent again.
+    Sent(RedisError),
+}
+
+impl Pool {
+    pub(crate) fn new(blocking: Blocking, timeout: Duration) -> Pool {
+        Pool { blocking, idle: parking_lot::Mutex::new(Vec::new()), timeout }
+    }
+
+    /// Where the node is and how the store's connections log in (the async ones too).
+    pub(crate) fn blocking(&self) -> &Blocking {
+        &self.blocking
+    }
+
+    /// Drops every idle connection.
+    pub(crate) fn clear(&self) {
+        self.idle.lock().clear();
+    }
+
+    /// `x` on an idle connection, or on a new one made by `deadline` ([`Wire::drive`]): the
+    /// step that ends it on this node. One deadline covers the whole call: a new connection's
+    /// handshake spends part of it, and the call gets what is left (a silent server used to
+    /// take twice: see [`Blocking`]).
+    pub(crate) fn drive(&self, x: &mut Exchange<'_>, deadline: Instant) -> Result<Step, Lost> {
+        let popped = self.idle.lock().pop();
+        let (mut conn, fresh) = match popped {
+            Some(c) => (c, false),
+            None => {
+                let (target, login) =
+                    self.blocking.own().map_err(|what| Lost::Unsent(io(ErrorKind::InvalidInput, what)))?;
+                (Wire::connect(target, login, deadline).map_err(Lost::Unsent)?, true)
+            }
+        };
+        let (step, bounded) = conn.drive(x, deadline).map_err(Lost::Sent)?;
+        // Timeouts shortened for this call (a new connection's, a bounded read) are set back to
+        // the whole timeout; a connection where that fails is dropped.
+        if !(fresh || bounded) || conn.set_timeouts(self.timeout).is_ok() {
+            self.idle.lock().push(conn);
+        }
+        Ok(step)
     }
 }
 

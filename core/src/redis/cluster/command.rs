@@ -23,7 +23,7 @@ use redis::Cmd;
 
 use super::{Node, Router, closed_error};
 use crate::error::{Error, Result};
-use crate::redis::engine::{self, Attempt, Invoke, Rules, To, resp::frame_len};
+use crate::redis::engine::{self, Attempt, Invoke, Rules, To, resp};
 
 /// Only the cluster rules matter for a reply that is not a script call's.
 const RULES: Rules = Rules { invoke: Invoke::Scripts, durable: None, cluster: true };
@@ -100,9 +100,10 @@ impl Router {
         if self.closed.load(Ordering::Acquire) {
             return Err(Failed::Sent(closed_error()));
         }
-        let (conn, id) = self.mux(node).await.map_err(Failed::Unsent)?;
+        let taken = self.mux(node).await.map_err(Failed::Unsent)?;
         let frames = round.len() + usize::from(asking);
-        let sent = conn
+        let sent = taken
+            .conn
             .request(frames, |out| {
                 if asking {
                     redis::cmd("ASKING").write_packed_command(out);
@@ -111,14 +112,16 @@ impl Router {
             })
             .await;
         let replies = match sent {
-            Ok(bytes) => split(&bytes, frames).ok_or_else(|| "a reply that is not whole RESP frames".to_string()),
+            Ok(bytes) => Some(resp::frames(&bytes).map(<[u8]>::to_vec).collect::<Vec<_>>())
+                .filter(|replies| replies.len() == frames)
+                .ok_or_else(|| "a reply that is not whole RESP frames".to_string()),
             Err(e) => Err(e.to_string()),
         };
         match replies {
             Ok(mut replies) => Ok(replies.split_off(usize::from(asking))),
             // The command may have run: never sent again.
             Err(cause) => {
-                node.retire(id);
+                taken.retire();
                 self.refresh_soon();
                 Err(Failed::Sent(Error::store(format!("{}: {cause}", node.name()))))
             }
@@ -140,16 +143,4 @@ impl Failed {
             Failed::Unsent(e) | Failed::Sent(e) => e,
         }
     }
-}
-
-/// `bytes` as `n` whole reply frames.
-fn split(bytes: &[u8], n: usize) -> Option<Vec<Vec<u8>>> {
-    let mut out = Vec::with_capacity(n);
-    let mut at = 0;
-    while out.len() < n {
-        let len = frame_len(&bytes[at..]).ok().flatten()?;
-        out.push(bytes[at..at + len].to_vec());
-        at += len;
-    }
-    Some(out)
 }

@@ -8,15 +8,15 @@ use std::sync::atomic::Ordering;
 use tokio::runtime::{Handle, Id};
 
 use super::{Node, Router};
-use crate::redis::pipelined::Pipelined;
+use crate::redis::held::{Held, Taken};
 
 /// A bound runtime's own connection to one node.
 pub(super) struct Local {
     runtime: Id,
-    /// The connection and its number (from the node's `ids`), `None` while connecting and after
-    /// it failed or a call on it was abandoned: [`Pipelined::open`]'s, as one node's bound
-    /// connection is (the store's own, a decision reply read where it lies).
-    conn: Option<(Pipelined, u64)>,
+    /// The connection, empty while connecting and after it failed or a call on it was
+    /// abandoned: [`crate::redis::pipelined::Pipelined::open`]'s, as one node's bound connection is (the store's own, a
+    /// decision reply read where it lies).
+    conn: Held,
     /// A connect is under way, or its task never finished: a runtime without IO or timers
     /// panics it there (once per node), and that runtime then keeps the store's connection.
     connecting: bool,
@@ -24,18 +24,8 @@ pub(super) struct Local {
 
 impl Node {
     /// The runtime `rt`'s own connection to this node, if it is up.
-    pub(super) fn local(&self, rt: Id) -> Option<(Pipelined, u64)> {
-        self.local.read().iter().find(|l| l.runtime == rt).and_then(|l| l.conn.clone())
-    }
-
-    /// Drops the runtime `rt`'s connection numbered `id` (a newer one stays).
-    pub(super) fn retire_local(&self, rt: Id, id: u64) {
-        let mut local = self.local.write();
-        if let Some(l) = local.iter_mut().find(|l| l.runtime == rt)
-            && l.conn.as_ref().is_some_and(|(_, i)| *i == id)
-        {
-            l.conn = None;
-        }
+    pub(super) fn local(&self, rt: Id) -> Option<Taken> {
+        self.local.read().iter().find(|l| l.runtime == rt).and_then(|l| l.conn.take())
     }
 }
 
@@ -51,9 +41,9 @@ impl Router {
         {
             let mut local = node.local.write();
             match local.iter_mut().find(|l| l.runtime == rt) {
-                Some(l) if l.conn.is_some() || l.connecting => return,
+                Some(l) if l.conn.is_up() || l.connecting => return,
                 Some(l) => l.connecting = true,
-                None => local.push(Local { runtime: rt, conn: None, connecting: true }),
+                None => local.push(Local { runtime: rt, conn: Held::default(), connecting: true }),
             }
         }
         let (me, n) = (Arc::downgrade(self), Arc::downgrade(node));
@@ -64,15 +54,13 @@ impl Router {
             let conn = node.open(timeout).await.map_err(drop);
             drop(node);
             let (Some(me), Some(n)) = (me.upgrade(), n.upgrade()) else { return };
-            let id = n.ids.fetch_add(1, Ordering::Relaxed) + 1;
             let mut local = n.local.write();
             if let Some(l) = local.iter_mut().find(|l| l.runtime == rt) {
                 l.connecting = false;
                 if let Ok(conn) = conn
-                    && l.conn.is_none()
                     && !me.closed.load(Ordering::Acquire)
                 {
-                    l.conn = Some((conn, id));
+                    l.conn.hold(conn);
                 }
             }
         }));

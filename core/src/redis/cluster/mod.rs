@@ -41,14 +41,16 @@ pub(crate) mod wire;
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use super::call::{Outcome, ScriptCall};
 use super::engine::{self, Durable, Exchange, Invoke, Rules, Step};
+use super::held::{Held, Taken};
 use super::options::Plan;
 use super::pipelined::Pipelined;
 use super::tls::TlsConfig;
+use super::wire::{Lost, Pool};
 use crate::error::{Error, Result};
 use topology::{Addr, SlotMap, parse_slots};
 
@@ -67,108 +69,50 @@ pub(crate) struct Node {
     id: u32,
     addr: Addr,
     info: redis::ConnectionInfo,
-    /// How the sync path connects within a call's deadline.
-    blocking: super::connect::Blocking,
-    /// The async path's connection from the store's runtime and its number (`None` until first
-    /// used, and after it failed).
-    mux: parking_lot::RwLock<Option<(Pipelined, u64)>>,
-    ids: AtomicU64,
+    /// The async path's connection from the store's runtime (empty until first used, and after
+    /// it failed).
+    mux: Held,
     /// One connect at a time per node.
     connecting: tokio::sync::Mutex<()>,
-    /// The sync path's idle blocking connections.
-    idle: parking_lot::Mutex<Vec<super::wire::Wire>>,
+    /// The sync path's blocking connections.
+    pool: Pool,
     /// Each bound runtime's own connection to this node (see the module docs).
     /// Few: one per binding's runtime.
     local: parking_lot::RwLock<Vec<local::Local>>,
 }
 
-/// Which connection an attempt went through, so that a failure retires that one only.
-#[derive(Clone, Copy)]
-enum Via {
-    /// The store's own, driven on the store's runtime.
-    Store(u64),
-    /// The caller's runtime's own.
-    Local(tokio::runtime::Id, u64),
-}
-
 impl Node {
-    fn current(&self) -> Option<(Pipelined, u64)> {
-        self.mux.read().clone()
-    }
-
     /// A new async connection, within `timeout` (its driver task is spawned on the runtime
     /// that polls this): [`Pipelined::open`].
     async fn open(&self, timeout: Duration) -> Result<Pipelined> {
-        Pipelined::open(&self.blocking, timeout)
+        Pipelined::open(self.pool.blocking(), timeout)
             .await
             .map_err(|e| Error::store(format!("cannot connect to {}: {e}", self.name())))
     }
 
     /// The async connection, connected now if there is none (on the runtime that polls this:
     /// its driver task is spawned there).
-    async fn connect(&self, timeout: Duration, closed: &AtomicBool) -> Result<(Pipelined, u64)> {
+    async fn connect(&self, timeout: Duration, closed: &AtomicBool) -> Result<Taken> {
         let _one = self.connecting.lock().await;
-        if let Some(c) = self.current() {
+        if let Some(c) = self.mux.take() {
             return Ok(c);
         }
+        let conn = self.open(timeout).await?;
         if closed.load(Ordering::Acquire) {
             return Err(closed_error());
         }
-        let conn = self.open(timeout).await?;
-        let id = self.ids.fetch_add(1, Ordering::Relaxed) + 1;
-        if !closed.load(Ordering::Acquire) {
-            *self.mux.write() = Some((conn.clone(), id));
-        }
-        Ok((conn, id))
-    }
-
-    /// Drops the multiplexed connection numbered `id` (a newer one stays).
-    fn retire(&self, id: u64) {
-        let mut slot = self.mux.write();
-        if slot.as_ref().is_some_and(|(_, i)| *i == id) {
-            *slot = None;
-        }
-    }
-
-    /// Drops the connection an attempt went through (a newer one stays).
-    fn retire_via(&self, via: Via) {
-        match via {
-            Via::Store(id) => self.retire(id),
-            Via::Local(rt, id) => self.retire_local(rt, id),
-        }
+        Ok(self.mux.hold(conn))
     }
 
     /// Drops every connection (close, or the node is no longer a master).
     fn release(&self) {
-        *self.mux.write() = None;
-        self.idle.lock().clear();
+        self.mux.clear();
+        self.pool.clear();
         self.local.write().clear();
     }
 
     fn name(&self) -> String {
         format!("{}:{}", self.addr.0, self.addr.1)
-    }
-}
-
-/// Retires a node's multiplexed connection when dropped armed: a call abandoned while it waits
-/// for its reply (the caller's timeout dropped its future).
-struct RetireOnDrop<'a> {
-    node: &'a Node,
-    via: Via,
-    armed: bool,
-}
-
-impl RetireOnDrop<'_> {
-    fn disarm(mut self) {
-        self.armed = false;
-    }
-}
-
-impl Drop for RetireOnDrop<'_> {
-    fn drop(&mut self) {
-        if self.armed {
-            self.node.retire_via(self.via);
-        }
     }
 }
 
@@ -233,12 +177,10 @@ impl Router {
         let node = Arc::new(Node {
             id: nodes.len() as u32,
             addr: addr.clone(),
-            blocking: super::connect::Blocking::of(&info, self.tls.as_ref()),
+            pool: Pool::new(super::connect::Blocking::of(&info, self.tls.as_ref()), self.timeout),
             info,
-            mux: parking_lot::RwLock::new(None),
-            ids: AtomicU64::new(0),
+            mux: Held::default(),
             connecting: tokio::sync::Mutex::new(()),
-            idle: parking_lot::Mutex::new(Vec::new()),
             local: parking_lot::RwLock::new(Vec::new()),
         });
         nodes.insert(addr.clone(), node.clone());
@@ -273,10 +215,10 @@ impl Router {
         for addr in candidates {
             let node = self.node(&addr)?;
             let read = async {
-                let (conn, id) = node.connect(self.timeout, &self.closed).await?;
-                let frame = conn.frame(redis::cmd("CLUSTER").arg("SLOTS")).await;
+                let taken = node.connect(self.timeout, &self.closed).await?;
+                let frame = taken.conn.frame(redis::cmd("CLUSTER").arg("SLOTS")).await;
                 let reply = frame.and_then(|f| redis::parse_redis_value(&f)).map_err(|e| {
-                    node.retire(id);
+                    taken.retire();
                     Error::store(e)
                 })?;
                 parse_slots(&reply, &addr.0)
@@ -374,8 +316,8 @@ impl Router {
 
     /// `node`'s multiplexed connection; when it has none, one is made on the store's runtime
     /// (nothing is sent before it exists).
-    async fn mux(self: &Arc<Self>, node: &Arc<Node>) -> Result<(Pipelined, u64)> {
-        if let Some(c) = node.current() {
+    async fn mux(self: &Arc<Self>, node: &Arc<Node>) -> Result<Taken> {
+        if let Some(c) = node.mux.take() {
             return Ok(c);
         }
         let runtime = self.runtime().ok_or_else(closed_error)?;
@@ -406,11 +348,11 @@ impl Router {
                 Some(n) => n,
                 None => self.owner(slot)?,
             };
-            let own = local.and_then(|h| node.local(h.id()).map(|(c, id)| (c, Via::Local(h.id(), id))));
-            let (mut conn, via) = match own {
-                Some(c) => c,
+            let own = local.and_then(|h| node.local(h.id()));
+            let (taken, on_store) = match own {
+                Some(c) => (c, false),
                 None => match self.mux(&node).await {
-                    Ok((c, id)) => (c, Via::Store(id)),
+                    Ok(c) => (c, true),
                     // Nothing was sent: if the map, read again now, names another master, go
                     // there.
                     Err(e) => match x.unsent(e) {
@@ -429,12 +371,12 @@ impl Router {
             // The caller bounds this future by the timeout and drops it when that fires: the
             // guard then retires the connection, as a lost reply does below, so a master that
             // stopped answering is reconnected to by the next call rather than holding it too.
-            let guard = RetireOnDrop { node: &node, via, armed: true };
-            let sent = conn.attempt(&mut x).await;
+            let guard = taken.guard();
+            let sent = taken.conn.attempt(&mut x).await;
             guard.disarm();
             // The node answered on the store's connection: the caller's runtime connects its own
             // (the first call there, or the first that succeeds after its own failed).
-            if let (Some(h), Via::Store(_), true) = (local, via, sent.is_ok()) {
+            if let (Some(h), true, true) = (local, on_store, sent.is_ok()) {
                 self.connect_local(&node, h);
             }
             match sent {
@@ -458,7 +400,7 @@ impl Router {
                 Ok(Step::More) => return Err(Error::store("the engine asked for a frame it was not given")),
                 // The request may have reached the server: never sent again.
                 Err(e) => {
-                    node.retire_via(via);
+                    taken.retire();
                     self.refresh_soon();
                     return Err(Error::store(e));
                 }
@@ -467,7 +409,7 @@ impl Router {
     }
 
     /// [`Router::run`] on the calling thread, on the key's master's pooled blocking connections,
-    /// driven by the engine ([`super::wire::Wire::drive`]): the call's outcome. The router's part is
+    /// driven by the engine ([`Pool::drive`]): the call's outcome. The router's part is
     /// where each attempt goes: the slot's master from the map, a redirect's node (a `MOVED`
     /// learnt), or after a connection that could not be made, the map read again.
     pub(crate) fn run_blocking(
@@ -493,65 +435,39 @@ impl Router {
                 Some(n) => n,
                 None => self.owner(slot)?,
             };
-            let popped = node.idle.lock().pop();
-            let (mut conn, fresh) = match popped {
-                Some(c) => (c, false),
-                // Its socket timeouts are the time left: the handshake spent part of the call's
-                // deadline, the call gets the rest.
-                None => match node.blocking.connect_sync(deadline) {
-                    Ok(c) => (c, true),
-                    Err(e) => {
-                        let error = || {
-                            if e.is_timeout() {
-                                engine::timed_out_because(ms, &e)
-                            } else {
-                                Error::store(format!("{}: {e}", node.name()))
-                            }
-                        };
-                        // Nothing was sent: if the map, read again now, names another master,
-                        // go there.
-                        match x.unsent(error()) {
-                            Step::Again { .. } if self.moved_after_refresh_blocking(slot, &node, started) => continue,
-                            Step::Done(Err(e)) => {
-                                self.refresh_soon();
-                                return Err(e);
-                            }
-                            _ => {
-                                self.refresh_soon();
-                                return Err(error());
-                            }
-                        }
+            let error = |e: redis::RedisError| {
+                if e.is_timeout() || started.elapsed() >= self.timeout {
+                    engine::timed_out_because(ms, &e)
+                } else {
+                    Error::store(format!("{}: {e}", node.name()))
+                }
+            };
+            match node.pool.drive(&mut x, deadline) {
+                Ok(Step::Again { to: next, .. }) => to = Some(self.target(&node, next)?),
+                Ok(Step::Done(outcome)) => {
+                    if x.map_stale() {
+                        self.refresh_soon();
+                    }
+                    return outcome;
+                }
+                Ok(Step::More) => return Err(Error::store("the engine asked for a frame it was not given")),
+                // Nothing was sent: if the map, read again now, names another master, go there.
+                Err(Lost::Unsent(e)) => match x.unsent(error(e)) {
+                    Step::Again { .. } if self.moved_after_refresh_blocking(slot, &node, started) => continue,
+                    Step::Done(Err(e)) => {
+                        self.refresh_soon();
+                        return Err(e);
+                    }
+                    _ => {
+                        self.refresh_soon();
+                        return Err(Error::store(format!("{}: no connection", node.name())));
                     }
                 },
-            };
-            match conn.drive(&mut x, deadline) {
-                Ok((step, bounded)) => {
-                    // Answered (whatever it said): the connection is in step, and may serve the
-                    // next call, with a whole timeout of its own.
-                    if fresh || bounded {
-                        conn.set_timeouts(self.timeout).map_err(Error::store)?;
-                    }
-                    node.idle.lock().push(conn);
-                    match step {
-                        Step::Again { to: next, .. } => to = Some(self.target(&node, next)?),
-                        Step::Done(outcome) => {
-                            if x.map_stale() {
-                                self.refresh_soon();
-                            }
-                            return outcome;
-                        }
-                        Step::More => return Err(Error::store("the engine asked for a frame it was not given")),
-                    }
-                }
                 // Dropped with the connection: a call that may have counted is never resent,
                 // and its late reply can never be read as the next call's.
-                Err(e) => {
+                Err(Lost::Sent(e)) => {
                     self.refresh_soon();
-                    return Err(if e.is_timeout() || started.elapsed() >= self.timeout {
-                        engine::timed_out_because(ms, &e)
-                    } else {
-                        Error::store(e)
-                    });
+                    return Err(error(e));
                 }
             }
         }

@@ -43,6 +43,16 @@ impl From<Garbage> for redis::RedisError {
     }
 }
 
+/// The whole frames at the start of `bytes`, in order (none past a partial frame or garbage).
+pub fn frames(mut bytes: &[u8]) -> impl Iterator<Item = &[u8]> {
+    std::iter::from_fn(move || {
+        let n = frame_len(bytes).ok()??;
+        let (frame, rest) = bytes.split_at(n);
+        bytes = rest;
+        Some(frame)
+    })
+}
+
 /// The length of the RESP2 or RESP3 frame at the start of `b`: `Ok(None)` when more bytes are
 /// needed, an error for a byte that starts no frame (the connection is then dropped). An
 /// attribute counts with the reply it describes (both are one frame); a push is a frame of its
