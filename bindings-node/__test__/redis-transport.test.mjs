@@ -425,13 +425,16 @@ describe('the Promise methods on their own socket', () => {
       assert.equal((await l.check('k')).remaining, 9)
       // Every script call now meets an error reply (OOM: Redis refuses writes past maxmemory).
       redis.cli('config', 'set', 'maxmemory', '1')
-      assert.throws(() => l.checkSync('k'), (e) => e.code === 'store_unavailable' && /OOM/.test(e.message))
-      // Several in flight: every reply decided in the read that brings them, each rejected.
+      let sync
+      assert.throws(() => l.checkSync('k'), (e) => (sync = e).code === 'store_unavailable')
+      assert.match(sync.message, /fixed_window\.lua failed: OOM /)
+      // Several in flight: every reply decided in the read that brings them, each rejected with
+      // the native method's words.
       const results = await Promise.allSettled([l.check('k'), l.check('k'), l.check('k')])
       for (const r of results) {
         assert.equal(r.status, 'rejected')
         assert.equal(r.reason.code, 'store_unavailable')
-        assert.match(r.reason.message, /OOM/)
+        assert.equal(r.reason.message, sync.message)
       }
       const d = await open.check('k')
       assert.equal(d.fallback, true)

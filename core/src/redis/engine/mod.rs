@@ -341,16 +341,10 @@ impl<'c> Exchange<'c> {
             Some(Err(e)) => return Held::Outcome(Err(e)),
             None => {}
         }
-        if frame.first() != Some(&b'-') {
-            return Held::Outcome(decode(self.call, frame));
+        if let Some((code, _)) = resp::error(frame) {
+            self.map_stale = self.rules.cluster && stale(code);
         }
-        Held::Outcome(Err(match resp::error(frame) {
-            Some((code, detail)) => {
-                self.map_stale = self.rules.cluster && stale(code);
-                Error::store(format!("{name} failed: {code} {detail}"))
-            }
-            None => Error::store(format!("unreadable reply from {name}: {:?}", String::from_utf8_lossy(frame))),
-        }))
+        Held::Outcome(decode(self.call, frame))
     }
 
     /// `WAIT`'s reply: enough replicas acknowledged the call's writes.
@@ -443,11 +437,14 @@ fn address(s: &str) -> Option<(String, u16)> {
     Some((host.to_string(), port.parse().ok()?))
 }
 
-/// The outcome of a call's reply frame that is no error: a decision's six integers and a fixed
-/// window's count are read where they lie ([`resp::int_array`], [`resp::int`]); any other
-/// reply through [`resp::value`]. A reply that is not a sane answer to `call` is
-/// `store_unavailable`.
+/// The outcome of a call's reply frame: a decision's six integers and a fixed window's count
+/// are read where they lie ([`resp::int_array`], [`resp::int`]); any other reply through
+/// [`resp::value`]. A server's error reply, and a reply that is not a sane answer to `call`,
+/// are `store_unavailable` (the engine's redirects were read before: [`Exchange::feed`]).
 pub fn decode(call: &ScriptCall, frame: &[u8]) -> Result<Outcome> {
+    if frame.first() == Some(&b'-') {
+        return Err(server_error(call.script.name, frame));
+    }
     if call.shape == Shape::Decision
         && let Some(d) = resp::int_array::<6>(frame).as_ref().and_then(|f| call::decision(f))
     {
@@ -461,8 +458,16 @@ pub fn decode(call: &ScriptCall, frame: &[u8]) -> Result<Outcome> {
     parsed(call, frame)
 }
 
-/// [`decode`] through [`resp::value`]: every reply that is not a plain decision. (Error
-/// frames never get here: [`Exchange::feed`] reads them.)
+/// A server's error reply to `name`'s call: `store_unavailable` naming the script and the
+/// server's error, the same words whichever driver read it.
+fn server_error(name: &str, frame: &[u8]) -> Error {
+    match resp::error(frame) {
+        Some((code, detail)) => Error::store(format!("{name} failed: {code} {detail}")),
+        None => Error::store(format!("unreadable reply from {name}: {:?}", String::from_utf8_lossy(frame))),
+    }
+}
+
+/// [`decode`] through [`resp::value`]: every reply that is not a plain decision or an error.
 pub(crate) fn parsed(call: &ScriptCall, frame: &[u8]) -> Result<Outcome> {
     let value = resp::value(frame).ok_or_else(|| {
         let excerpt: String = String::from_utf8_lossy(frame).chars().take(120).collect();
