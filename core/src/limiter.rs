@@ -366,6 +366,7 @@ impl Limiter {
 
     /// [`Limiter::now`] with the system clock read directly, never through its ticker thread
     /// (`clock::wall_ms`): for a call that waits for a round trip.
+    #[cfg(feature = "postgres")]
     pub(crate) fn now_unticked(&self) -> Now {
         if self.system_clock && !self.server_clock { Now::At(crate::clock::wall_ms()) } else { self.now() }
     }

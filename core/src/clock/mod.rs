@@ -62,6 +62,7 @@ fn read_and_start_ticker() -> i64 {
 /// wait for a network round trip anyway (a binding's own Postgres socket), where the read's
 /// ~30 ns are nothing and a ticker thread waking 1,000 times a second takes CPU from the two
 /// processes the round trip waits for.
+#[cfg(feature = "postgres")]
 pub(crate) fn wall_ms() -> i64 {
     wall_ns().div_euclid(1_000_000)
 }
