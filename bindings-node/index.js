@@ -3,6 +3,7 @@
 // (lib/adaptive.js); types are in index.d.ts (generated from the Rust sources and the header in
 // scripts/build.js; do not edit by hand).
 const { findBinding, missingAddonMessage } = require('./lib/platform.js')
+const { decisionAt } = require('./lib/decision-slots.js')
 
 const file = findBinding()
 if (file === null) {
@@ -133,9 +134,7 @@ Object.defineProperty(api.Limiter.prototype, 'checkSync', {
     } else {
       __checkSync(key, cost) // not a number: throws config_invalid
     }
-    const d = { allowed: io[0] === 1, limit: io[1], remaining: io[2], resetAt: io[3], retryAfterMs: io[4] }
-    if (io[5] === 1) d.fallback = true
-    return d
+    return decisionAt(io, 0)
   },
   writable: true,
   configurable: true,
@@ -508,9 +507,7 @@ const ACTIONS = Object.freeze(['forward', 'shadow', 'deny', 'unavailable'])
 const STATUSES = Object.freeze([0, 0, 429, 503])
 /** The decision the last `__fieldsCheck` wrote in `io`, as an object (read it at once). */
 function fieldsDecision() {
-  const decision = { allowed: io[0] === 1, limit: io[1], remaining: io[2], resetAt: io[3], retryAfterMs: io[4] }
-  if (io[5] === 1) decision.fallback = true
-  return decision
+  return decisionAt(io, 0)
 }
 Object.defineProperty(api.RateLimitFields.prototype, 'checkSync', {
   value: function checkSync(key, cost) {

@@ -5,6 +5,8 @@
 // their own names, with its shared `io` slots and `decided` array. (Out of index.js to keep
 // that file short.)
 
+const { decisionAt } = require('./decision-slots.js')
+
 module.exports = function requests(natives) {
   const { io, decided, __redisEval, __clusterFollow, __clusterHopBytes, __redisFinish, __redisFinishFast } = natives
   const { __redisFinishDel, __redisMultiBytes, __redisMultiFinish, __redisShaperFinish } = natives
@@ -55,16 +57,12 @@ module.exports = function requests(natives) {
       if (reply === null) {
         // No reply (the connection failed, or the call timed out): the fail policy's path.
         __redisFinish(this.limiter, this.op, this.now, this.counted, reply, error, timedOut ? this.t.timeoutMs : undefined, decided)
-        const d = { allowed: decided[0] === 1, limit: decided[1], remaining: decided[2], resetAt: decided[3], retryAfterMs: decided[4] }
-        if (decided[5] === 1) d.fallback = true
-        return d
+        return decisionAt(decided, 0)
       }
       io[6] = this.h
       io[9] = this.op
       __redisFinishFast(reply, this.now, this.counted)
-      const d = { allowed: io[0] === 1, limit: io[1], remaining: io[2], resetAt: io[3], retryAfterMs: io[4] }
-      if (io[5] === 1) d.fallback = true
-      return d
+      return decisionAt(io, 0)
     }
   }
 

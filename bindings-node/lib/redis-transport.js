@@ -38,6 +38,7 @@
 // - Idle means unref'd: the socket keeps the process alive only while a request is pending,
 //   and its one timer is unref'd.
 const net = require('node:net')
+const { decisionAt } = require('./decision-slots.js')
 
 const { __connNew, __connOpen, __connSent, __connFailed, __connRead, __connExpire, __connLost, __connDeadline } = require(
   require('./platform.js').findBinding(),
@@ -75,15 +76,21 @@ const SEND = 7
 const EVENTS_AT = 3 + SEND * SENDS
 
 /**
- * Finishes `r` (once): with its reply, a transport error, or as timed out; the transport that
- * holds it (`r.owner`, none while a cluster call is between nodes) counts it no longer.
+ * Takes `r` for settling, once: false when it was settled already; the transport that holds it
+ * (`r.owner`, none while a cluster call is between nodes) counts it no longer.
  */
-function finish(r, frame, error, timedOut) {
-  if (r.done) return
+function claim(r) {
+  if (r.done) return false
   r.done = true
   const owner = r.owner
   r.owner = null
   if (owner != null) owner.release()
+  return true
+}
+
+/** Finishes `r` (once, `claim`): with its reply, a transport error, or as timed out. */
+function finish(r, frame, error, timedOut) {
+  if (!claim(r)) return
   let value
   try {
     value = r.finish(frame, error, timedOut)
@@ -99,23 +106,13 @@ function finish(r, frame, error, timedOut) {
  * (as ScriptRequest#finish builds it from `__redisFinishFast`'s slots).
  */
 function decided(r, io, k) {
-  if (r.done) return
-  r.done = true
-  const owner = r.owner
-  r.owner = null
-  if (owner != null) owner.release()
-  const d = { allowed: io[k] === 1, limit: io[k + 1], remaining: io[k + 2], resetAt: io[k + 3], retryAfterMs: io[k + 4] }
-  if (io[k + 5] === 1) d.fallback = true
-  r.resolve(d)
+  if (!claim(r)) return
+  r.resolve(decisionAt(io, k))
 }
 
 /** Rejects `r` (once) with what `__connRead` failed it with (call `id` of `conn`). */
 function failed(r, conn, id) {
-  if (r.done) return
-  r.done = true
-  const owner = r.owner
-  r.owner = null
-  if (owner != null) owner.release()
+  if (!claim(r)) return
   try {
     __connFailed(conn, id)
   } catch (e) {

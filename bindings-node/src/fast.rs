@@ -303,12 +303,7 @@ unsafe extern "C" fn check_sync(env: sys::napi_env, info: sys::napi_callback_inf
 /// Writes a decision into the shared buffer's first six slots, where index.js reads it:
 /// allowed, limit, remaining, reset_at, retry_after_ms, fallback (booleans as 0/1).
 pub(crate) fn put_decision(io: &mut [f64], d: &throttlekit::Decision) {
-    io[0] = if d.allowed { 1.0 } else { 0.0 };
-    io[1] = d.limit as f64;
-    io[2] = d.remaining as f64;
-    io[3] = d.reset_at as f64;
-    io[4] = d.retry_after_ms as f64;
-    io[5] = if d.fallback { 1.0 } else { 0.0 };
+    io[..6].copy_from_slice(&crate::http::decided(d));
 }
 
 /// `__fieldsHandle(fields)`: the handle of a `RateLimitFields` (a number), registering it on
@@ -463,7 +458,7 @@ fn fields_call(
     } else {
         convert::with_str_in(&context.key, env, argv[0], "key", &mut check)?
     };
-    io[..6].copy_from_slice(&crate::http::decided(&d));
+    put_decision(io, &d);
     io[IO_ACTION] = f64::from(action.code());
     if values {
         let id = layouts.id();

@@ -247,14 +247,7 @@ pub fn redis_finish(
     let reply = reply.as_deref();
     let ticket = ticket_from_js(self::op(op), now, counted);
     let d = l.inner.finish_ticket(ticket, outcome(reply, error, timeout_ms)).or_throw(env)?;
-    let values = [
-        f64::from(u8::from(d.allowed)),
-        d.limit as f64,
-        d.remaining as f64,
-        d.reset_at as f64,
-        d.retry_after_ms as f64,
-        f64::from(u8::from(d.fallback)),
-    ];
+    let values = crate::http::decided(&d);
     // SAFETY: `out` is a Float64Array index.js made for this and never hands out; nothing else
     // views its memory during this call, which is the only time the slice lives.
     let out = unsafe { out.as_mut() };
