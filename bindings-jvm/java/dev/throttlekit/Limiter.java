@@ -41,10 +41,7 @@ public final class Limiter extends Tiered implements AutoCloseable {
         super(NATIVES);
         Map<String, Object> c = new LinkedHashMap<>();
         c.put("strategy", Json.parse(b.strategy.toJson()));
-        c.put("prefix", b.prefix);
-        if (b.serverClock != null) c.put("serverClock", b.serverClock);
-        if (b.failPolicy != null) c.put("failPolicy", b.failPolicy.wire());
-        c.put("metrics", b.metrics);
+        b.putOptions(c);
         b.putMode(c);
         h = Handles.create(this, Native::limiterNew, c, b.store, b.clock, Native::limiterFree);
         strategy = b.strategy;
@@ -204,53 +201,10 @@ public final class Limiter extends Tiered implements AutoCloseable {
     /** How a limiter is built. */
     public static final class Builder extends Tiered.Builder<Builder> {
         private final Strategy strategy;
-        private Store store;
-        private ManualClock clock;
-        private String prefix = "";
-        private Boolean serverClock;
-        private FailPolicy failPolicy;
-        private boolean metrics;
 
         private Builder(Strategy strategy) {
             if (strategy == null) throw new ConfigInvalidException("strategy must not be null", -1);
             this.strategy = strategy;
-        }
-
-        /** The store (default: a fresh {@link MemoryStore} of its own). */
-        public Builder store(Store store) {
-            this.store = store;
-            return this;
-        }
-
-        /** A manual clock (default: the system clock). */
-        public Builder clock(ManualClock clock) {
-            this.clock = clock;
-            return this;
-        }
-
-        /** Keys are stored as {@code prefix:key} (default none). */
-        public Builder prefix(String prefix) {
-            if (prefix == null) throw new ConfigInvalidException("prefix must not be null", -1);
-            this.prefix = prefix;
-            return this;
-        }
-
-        /** Read time from Redis ({@code TIME}) instead of this host (default: the store's setting). */
-        public Builder serverClock(boolean on) {
-            this.serverClock = on;
-            return this;
-        }
-
-        /** What to answer when the store cannot (default: the store's, else fail-closed for quotas and raise otherwise). */
-        public Builder failPolicy(FailPolicy policy) {
-            this.failPolicy = policy;
-            return this;
-        }
-
-        /** Count checks and time Redis calls, read with {@link Limiter#metrics()} (off by default, free when off). */
-        public Builder metrics(boolean on) {
-            this.metrics = on;
-            return this;
         }
 
         @Override

@@ -35,11 +35,8 @@ public final class MultiLimiter extends Tiered implements AutoCloseable {
         Map<String, Object> c = new LinkedHashMap<>();
         c.put("rule", b.rule.wire());
         c.put("dimensions", b.dimensions);
-        c.put("prefix", b.prefix);
-        if (b.serverClock != null) c.put("serverClock", b.serverClock);
-        if (b.failPolicy != null) c.put("failPolicy", b.failPolicy.wire());
         if (b.hashTag != null) c.put("hashTag", b.hashTag);
-        c.put("metrics", b.metrics);
+        b.putOptions(c);
         b.putMode(c);
         h = Handles.create(this, Native::multiNew, c, b.store, b.clock, Native::multiFree);
         names = List.copyOf(b.names);
@@ -128,13 +125,7 @@ public final class MultiLimiter extends Tiered implements AutoCloseable {
         private final Rule rule;
         private final List<Object> dimensions = new ArrayList<>();
         private final List<String> names = new ArrayList<>();
-        private Store store;
-        private ManualClock clock;
-        private String prefix = "";
-        private Boolean serverClock;
-        private FailPolicy failPolicy;
         private String hashTag;
-        private boolean metrics;
 
         private Builder(Rule rule) {
             if (rule == null) throw new ConfigInvalidException("rule must not be null", -1);
@@ -158,46 +149,9 @@ public final class MultiLimiter extends Tiered implements AutoCloseable {
             return this;
         }
 
-        /** The store (default: a fresh memory store). */
-        public Builder store(Store store) {
-            this.store = store;
-            return this;
-        }
-
-        /** A manual clock (default: the system clock). */
-        public Builder clock(ManualClock clock) {
-            this.clock = clock;
-            return this;
-        }
-
-        /** Keys are stored under {@code prefix}. */
-        public Builder prefix(String prefix) {
-            if (prefix == null) throw new ConfigInvalidException("prefix must not be null", -1);
-            this.prefix = prefix;
-            return this;
-        }
-
-        /** Read time from Redis instead of this host. */
-        public Builder serverClock(boolean on) {
-            this.serverClock = on;
-            return this;
-        }
-
-        /** What to answer when the store cannot. */
-        public Builder failPolicy(FailPolicy policy) {
-            this.failPolicy = policy;
-            return this;
-        }
-
         /** The Redis Cluster hash tag of every key (default: the prefix, or {@code tk}); derive one per tenant to spread load. */
         public Builder hashTag(String tag) {
             this.hashTag = tag;
-            return this;
-        }
-
-        /** Count checks (their combined decisions) and time Redis calls, read with {@link MultiLimiter#metrics()} (off by default). */
-        public Builder metrics(boolean on) {
-            this.metrics = on;
             return this;
         }
 

@@ -23,9 +23,7 @@ public final class Shaper implements AutoCloseable {
         Map<String, Object> c = new LinkedHashMap<>();
         c.put("ratePerSec", finite("ratePerSec", b.ratePerSec));
         c.put("maxQueueMs", b.maxQueueMs);
-        c.put("prefix", b.prefix);
-        if (b.serverClock != null) c.put("serverClock", b.serverClock);
-        c.put("metrics", b.metrics);
+        b.putOptions(c);
         h = Handles.create(this, Native::shaperNew, c, b.store, b.clock, Native::shaperFree);
     }
 
@@ -99,48 +97,17 @@ public final class Shaper implements AutoCloseable {
     }
 
     /** How a shaper is built. */
-    public static final class Builder {
+    public static final class Builder extends Built<Builder> {
         private final double ratePerSec;
         private final Object maxQueueMs;
-        private Store store;
-        private ManualClock clock;
-        private String prefix = "";
-        private Boolean serverClock;
-        private boolean metrics;
 
         private Builder(double ratePerSec, Object maxQueueMs) {
             this.ratePerSec = ratePerSec;
             this.maxQueueMs = maxQueueMs;
         }
 
-        /** The store (default: a fresh memory store). */
-        public Builder store(Store store) {
-            this.store = store;
-            return this;
-        }
-
-        /** A manual clock (default: the system clock). */
-        public Builder clock(ManualClock clock) {
-            this.clock = clock;
-            return this;
-        }
-
-        /** Keys are stored as {@code prefix:key}. */
-        public Builder prefix(String prefix) {
-            if (prefix == null) throw new ConfigInvalidException("prefix must not be null", -1);
-            this.prefix = prefix;
-            return this;
-        }
-
-        /** Read time from Redis instead of this host. */
-        public Builder serverClock(boolean on) {
-            this.serverClock = on;
-            return this;
-        }
-
-        /** Count reservations (accepted as allowed, rejected as denied) and time Redis calls, read with {@link Shaper#metrics()} (off by default). */
-        public Builder metrics(boolean on) {
-            this.metrics = on;
+        @Override
+        Builder self() {
             return this;
         }
 

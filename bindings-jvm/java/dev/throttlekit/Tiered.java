@@ -109,15 +109,19 @@ abstract class Tiered {
         }
     }
 
-    /** A builder's {@code mode} and {@code lease} options; {@code B} is the builder itself. */
-    abstract static class Builder<B extends Builder<B>> {
+    /** A limiter's or multi limiter's builder: its fail policy, {@code mode} and {@code lease} options; {@code B} is the builder itself. */
+    abstract static class Builder<B extends Builder<B>> extends Built<B> {
+        private FailPolicy failPolicy;
         private Mode mode;
         private Lease lease;
 
         Builder() {}
 
-        /** This builder, for chaining. */
-        abstract B self();
+        /** What to answer when the store cannot (default: the store's, else fail-closed for quotas and raise otherwise). */
+        public B failPolicy(FailPolicy policy) {
+            this.failPolicy = policy;
+            return self();
+        }
 
         /**
          * The two-tier mode for hot keys (default {@link Mode#STRICT}); see {@code docs/leasing.md}
@@ -137,8 +141,9 @@ abstract class Tiered {
             return self();
         }
 
-        /** Adds the options that were set to {@code config} (the native half's {@code mode} and {@code lease}). */
+        /** Adds the options that were set to {@code config} (the native half's {@code failPolicy}, {@code mode} and {@code lease}). */
         void putMode(Map<String, Object> config) {
+            if (failPolicy != null) config.put("failPolicy", failPolicy.wire());
             if (mode != null) config.put("mode", mode.wire());
             if (lease != null) config.put("lease", lease.wire());
         }
