@@ -10,14 +10,10 @@
 # as root the server runs as the `postgres` user the Debian package creates. PIDFILE defaults to
 # ${TMPDIR:-/tmp}/throttlekit-postgres.pid and holds "PID DATADIR".
 set -euo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/wait-exit.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/launcher.sh"
 cmd=${1:-}
 pidfile=${2:-${TMPDIR:-/tmp}/throttlekit-postgres.pid}
 bin=${POSTGRES_BIN:-/usr/lib/postgresql/15/bin}
-
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
-}
 
 # setpriv execs the command as the user (no wrapper process left behind): runuser would stay as
 # the postmaster's parent and stop itself when a test SIGSTOPs the postmaster, never to resume.

@@ -11,14 +11,14 @@
 # as started only when the PID answering INFO on that port is the one we started; a cluster
 # that does not form is torn down and started again on fresh ports.
 set -euo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/wait-exit.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/launcher.sh"
 cmd=${1:-}
 pidfile=${2:-${TMPDIR:-/tmp}/throttlekit-redis-cluster.pids}
 masters=3
 replicas=${REPLICAS:-0}
 
 # A loopback port below 55536, free now, whose bus port is free too.
-free_port() {
+free_cluster_port() {
   python3 -c '
 import socket
 while True:
@@ -32,29 +32,21 @@ while True:
     s.close()'
 }
 
-serving_pid() {
-  redis-cli -p "$1" info server 2>/dev/null | tr -d '\r' | sed -n 's/^process_id://p'
-}
-
 # Starts one cluster node; prints "PID PORT" (empty on failure).
 start_node() {
   for attempt in 1 2 3 4 5 6; do
     local port dir pid
-    port=$(free_port)
+    port=$(free_cluster_port)
     dir=$(mktemp -d)
     redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$dir" \
       --protected-mode no --daemonize no --cluster-enabled yes --cluster-config-file nodes.conf \
       --cluster-node-timeout 1000 --cluster-require-full-coverage no --repl-diskless-sync-delay 0 \
       >"$dir/redis.log" 2>&1 &
     pid=$!
-    for _ in $(seq 1 200); do
-      kill -0 "$pid" 2>/dev/null || break
-      if [ "$(serving_pid "$port")" = "$pid" ]; then
-        echo "$pid $port"
-        return 0
-      fi
-      sleep 0.05
-    done
+    if serves "$pid" "$port"; then
+      echo "$pid $port"
+      return 0
+    fi
     echo "cluster node did not serve port $port (attempt $attempt; log: $dir/redis.log)" >&2
     kill "$pid" 2>/dev/null || true
     wait "$pid" 2>/dev/null || true

@@ -12,19 +12,13 @@
 # DIR holds each process's config, log and a "pids" file. Start returns once every sentinel
 # knows the master's replica and the two other sentinels, and the replica's link is up.
 set -euo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/wait-exit.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/launcher.sh"
 cmd=${1:-}
 dir=${2:?usage: $0 start|stop DIR}
 service=tkmain
 auth=()
 [ -z "${SENTINEL_PASSWORD:-}" ] || auth=(-a "$SENTINEL_PASSWORD" --no-auth-warning)
 
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
-}
-serving_pid() { # PORT [redis-cli login args]
-  redis-cli -p "$@" info server 2>/dev/null | tr -d '\r' | sed -n 's/^process_id://p'
-}
 
 # start_process NAME ARGS...: runs `redis-server ARGS... --port P` (P fresh per attempt; NAME's
 # config may use @PORT@) and prints "PID PORT".
@@ -50,15 +44,11 @@ start_process() {
         --protected-mode no --daemonize no --repl-diskless-sync-delay 0 "$@" >"$dir/$name/log" 2>&1 &
     fi
     pid=$!
-    for _ in $(seq 1 200); do
-      kill -0 "$pid" 2>/dev/null || break
-      if [ "$(serving_pid "$port" "${login[@]}")" = "$pid" ]; then
-        echo "$pid" >>"$dir/pids"
-        echo "$pid $port"
-        return 0
-      fi
-      sleep 0.05
-    done
+    if serves "$pid" "$port" "${login[@]}"; then
+      echo "$pid" >>"$dir/pids"
+      echo "$pid $port"
+      return 0
+    fi
     echo "$name did not serve port $port (attempt $attempt; log: $dir/$name/log)" >&2
     kill "$pid" 2>/dev/null || true
     wait "$pid" 2>/dev/null || true

@@ -7,19 +7,9 @@
 # PIDFILE defaults to ${TMPDIR:-/tmp}/throttlekit-redis.pid. The server listens on a free
 # loopback port, with no persistence (--save '' --appendonly no).
 set -euo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/wait-exit.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/launcher.sh"
 cmd=${1:-}
 pidfile=${2:-${TMPDIR:-/tmp}/throttlekit-redis.pid}
-# A loopback port nobody holds right now.
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
-}
-
-# The PID of the redis-server answering on port $1 (empty when none answers).
-serving_pid() {
-  redis-cli -p "$1" info server 2>/dev/null | tr -d '\r' | sed -n 's/^process_id://p'
-}
-
 case "$cmd" in
 start)
   command -v redis-server >/dev/null || { echo "redis-server not found (apt-get install -y redis-server)" >&2; exit 1; }
@@ -32,15 +22,11 @@ start)
     redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$dir" \
       --protected-mode no --daemonize no >"$dir/redis.log" 2>&1 &
     pid=$!
-    for _ in $(seq 1 200); do
-      kill -0 "$pid" 2>/dev/null || break
-      if [ "$(serving_pid "$port")" = "$pid" ]; then
-        echo "$pid" >"$pidfile"
-        echo "redis://127.0.0.1:$port"
-        exit 0
-      fi
-      sleep 0.05
-    done
+    if serves "$pid" "$port"; then
+      echo "$pid" >"$pidfile"
+      echo "redis://127.0.0.1:$port"
+      exit 0
+    fi
     echo "redis-server did not serve port $port (attempt $attempt; log: $dir/redis.log)" >&2
     kill "$pid" 2>/dev/null || true
     wait "$pid" 2>/dev/null || true

@@ -10,16 +10,10 @@
 # name). MUTUAL=1 in the environment makes the server require a client certificate. The server
 # also listens in plaintext on a second port (printed on stderr) for the helpers' own checks.
 set -euo pipefail
-source "$(dirname "${BASH_SOURCE[0]}")/wait-exit.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/launcher.sh"
 cmd=${1:-}
 dir=${2:?usage: $0 start|stop DIR}
 
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
-}
-serving_pid() {
-  redis-cli -p "$1" info server 2>/dev/null | tr -d '\r' | sed -n 's/^process_id://p'
-}
 ca() {
   openssl ecparam -name prime256v1 -genkey -noout -out "$1.key"
   openssl req -x509 -new -key "$1.key" -out "$1.crt" -days 2 -subj "/CN=throttlekit test $1" \
@@ -53,16 +47,12 @@ start)
       --tls-key-file "$dir/server.key" --tls-ca-cert-file "$dir/ca.crt" --tls-auth-clients "$auth" \
       >"$dir/redis.log" 2>&1 &
     pid=$!
-    for _ in $(seq 1 200); do
-      kill -0 "$pid" 2>/dev/null || break
-      if [ "$(serving_pid "$port")" = "$pid" ]; then
-        echo "$pid" >"$dir/redis.pid"
-        echo "plaintext port $port" >&2
-        echo "rediss://127.0.0.1:$tls_port"
-        exit 0
-      fi
-      sleep 0.05
-    done
+    if serves "$pid" "$port"; then
+      echo "$pid" >"$dir/redis.pid"
+      echo "plaintext port $port" >&2
+      echo "rediss://127.0.0.1:$tls_port"
+      exit 0
+    fi
     echo "redis-server did not serve ports $port/$tls_port (attempt $attempt; log: $dir/redis.log)" >&2
     kill "$pid" 2>/dev/null || true
     wait "$pid" 2>/dev/null || true
