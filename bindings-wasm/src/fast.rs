@@ -63,7 +63,11 @@ pub const HOST_CLOCK: u32 = 1;
 /// # Safety
 /// `handle` is a `Limiter.__fastHandle` of a limiter that has not been freed, and
 /// `key_len` is at most [`KEY_CAP`] bytes of UTF-8 just written to the scratch area.
+///
+/// Compiled for speed (`optimize(speed)`, as the core's `Limiter::check_sync_at`), not for size
+/// as the rest of the module: this is the whole path of a memory-store check.
 #[unsafe(no_mangle)]
+#[optimize(speed)]
 pub unsafe extern "C" fn tk_limiter(handle: u32, op: u32, key_len: u32, cost: f64, now: f64) -> u32 {
     let limiter = (handle & !HOST_CLOCK) as *const throttlekit::Limiter;
     // SAFETY: the caller's contract above; nothing else touches the area during the call.

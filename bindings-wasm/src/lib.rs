@@ -16,6 +16,9 @@
 //! Only for wasm32; on a native target the crate is empty.
 #![cfg(target_arch = "wasm32")]
 #![deny(clippy::unwrap_used)]
+// `fast::tk_limiter` is compiled for speed in a module built for size (build.sh always builds
+// with RUSTC_BOOTSTRAP=1).
+#![cfg_attr(target_arch = "wasm32", feature(optimize_attribute))]
 
 mod clock;
 mod convert;

@@ -22,6 +22,10 @@
 //! [`State`]; a [`Store`] applies one transition atomically; a [`Clock`] is injected; a
 //! [`Limiter`] wires the three together with a key prefix. A denied request never consumes.
 #![warn(missing_docs)]
+// The WebAssembly build (bindings-wasm/build.sh, always with RUSTC_BOOTSTRAP=1) compiles the
+// crate for size (`opt-level = "z"`) and marks the memory store's check path
+// `#[optimize(speed)]` (docs/edge.md "Speed"); no other build sees the attribute.
+#![cfg_attr(target_arch = "wasm32", feature(optimize_attribute))]
 
 pub mod algorithms;
 mod clock;

@@ -140,10 +140,27 @@ pub(super) fn inline_words(key: &[u8]) -> [u64; 3] {
 }
 
 /// The 128-bit product of `a` and `b`, its halves xored: the mixing step of foldhash.
+#[cfg(not(target_arch = "wasm32"))]
 #[inline(always)]
 pub(super) fn folded_multiply(a: u64, b: u64) -> u64 {
     let p = (a as u128) * (b as u128);
     (p as u64) ^ ((p >> 64) as u64)
+}
+
+/// foldhash's mixing step for targets without a 64x64->128 multiply: wasm32 has none, and a
+/// `u128` product there is a call to compiler-builtins' `__multi3`. This is foldhash's own
+/// 32-bit fold (what its `FixedState` runs on wasm32 for the long keys too): the four 32x32->64
+/// partial products, the carries replaced by xor, four inline `i64.mul`s. The hash differs from
+/// the 64-bit targets' but is no format: a store's table lives in one process. On HashDoS it
+/// changes nothing: neither fold is keyed by a secret (the seed and the constants are fixed),
+/// so keys can be crafted to collide on either, and what bounds their cost is the store's key
+/// bound (`MemoryLimits::max_keys`).
+#[cfg(target_arch = "wasm32")]
+#[inline(always)]
+pub(super) fn folded_multiply(a: u64, b: u64) -> u64 {
+    let (la, ha) = (a as u32 as u64, a >> 32);
+    let (lb, hb) = (b as u32 as u64, b >> 32);
+    (ha * hb ^ la * lb) ^ (ha * lb ^ la * hb).rotate_right(32)
 }
 
 /// Hash of an inline key's words (meta byte zero). Every bit of the result depends on every
