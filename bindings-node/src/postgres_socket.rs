@@ -341,7 +341,7 @@ fn settled<'e>(
 
 /// `__pgFeed(session, bytes, out)`: reads what the socket received (`null`: nothing new, hand
 /// out what an earlier read left) and answers the calls it completed in `out` (see
-/// [`OUT_HEAD`]). Fatal: the connection is unusable (a failed login, a malformed message):
+/// `OUT_HEAD`). Fatal: the connection is unusable (a failed login, a malformed message):
 /// every call still owed is among the outcomes too, failed; drop the socket once they are all
 /// out.
 #[napi(js_name = "__pgFeed", skip_typescript)]
