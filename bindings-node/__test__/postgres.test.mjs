@@ -69,6 +69,19 @@ describe('PostgresStore', () => {
     await assert.rejects(lim.check('k', -1), { code: 'config_invalid' })
   })
 
+  test('a checkMany larger than one native answer holds decides every key, in order, as single checks do', async () => {
+    // 600 calls: their bytes do not fit the shared scratch buffer (they leave through __pgTake),
+    // and one read can complete more than the 256 outcomes one __pgFeed hands back (the rest follow).
+    const lim = new Limiter({ strategy: Strategy.fixedWindow({ limit: 2, windowMs: 60_000 }), store, prefix: prefix() })
+    const keys = Array.from({ length: 600 }, (_, i) => `k${i % 300}`)
+    const first = await lim.checkMany(keys)
+    assert.deepEqual(first.map((d) => [d.allowed, d.remaining]), keys.map((_, i) => [true, i < 300 ? 1 : 0]))
+    const again = await lim.checkMany(keys)
+    assert.ok(again.every((d) => !d.allowed && d.remaining === 0 && d.retryAfterMs > 0))
+    const single = await lim.check('k7')
+    assert.deepEqual([single.allowed, single.limit, single.remaining, single.resetAt], [false, 2, 0, again[7].resetAt])
+  })
+
   test('a statement whose reply is lost is store_unavailable and charged once, never resent', async () => {
     const proxy = await startProxy(pg.url)
     try {

@@ -27,6 +27,19 @@
 // whose URL names several hosts (src/postgres.rs says the same).
 const net = require('node:net')
 const tls = require('node:tls')
+const { decisionAt } = require('./decision-slots.js')
+
+/** `out`'s layout (src/postgres_socket.rs `OUT_HEAD`): the header's slots, then the outcomes. */
+const OUT_FATAL = 0
+const OUT_COUNT = 1
+const OUT_MORE = 2
+const OUT_TAKE = 3
+const OUT_HEAD = 4
+const OUTCOME = 8
+/** How many outcomes one `__pgFeed` hands back at most (the rest follow in the next). */
+const OUTCOMES = 256
+/** Room for a call's bytes that `__pgCall` did not write to the socket itself. */
+const SCRATCH = 4096
 
 /**
  * Routes `api`'s Limiter methods through the sockets (each falls back to the native method when
@@ -37,6 +50,11 @@ module.exports = function install(api) {
   const { __pgOf, __pgSession, __pgSslRequest, __pgTake, __pgCall, __pgCallMany, __pgFeed, __pgAbort, __pgStoreId } = native
   for (const k of Object.keys(api)) if (k.startsWith('__pg')) delete api[k]
   if (api.PostgresStore === undefined) return
+
+  // What every native call answers in: read and consumed before any other JS runs (settling
+  // a Promise runs no code at once), so one of each serves every socket.
+  const out = new Float64Array(OUT_HEAD + OUTCOME * OUTCOMES)
+  const scratch = Buffer.alloc(SCRATCH)
 
   /** The executor of every call's Promise hands out its resolving functions (no closure per call). */
   const captured = { resolve: null, reject: null }
@@ -56,6 +74,7 @@ module.exports = function install(api) {
       this.timerAt = Infinity
       this.corked = false
       this.buffer = null // what a plain socket reads into (`onread`), kept across reconnections
+      this.fd = -1 // the plain socket's descriptor once connected (Conn#direct), else -1
       this.onTimer = () => this.expire()
     }
 
@@ -106,6 +125,13 @@ module.exports = function install(api) {
       const s = net.connect(options)
       s.setNoDelay(true)
       this.socket = s
+      this.fd = -1
+      if (onread !== null) {
+        s.once('connect', () => {
+          const fd = s._handle?.fd
+          if (this.socket === s && Number.isInteger(fd) && fd >= 0) this.fd = fd
+        })
+      }
       const lost = (err) => this.lose(s, `the Postgres connection was lost${err ? `: ${err.message}` : ''} (not resent: it may have committed)`)
       s.on('error', lost)
       s.on('close', () => lost(null))
@@ -123,6 +149,7 @@ module.exports = function install(api) {
           const t = tls.connect({ socket: s, servername: net.isIP(e.host) ? undefined : e.host })
           t.setNoDelay?.(true)
           this.socket = t
+          this.fd = -1 // its bytes go through TLS
           t.on('error', (err) => this.lose(t, `the Postgres TLS connection failed: ${err.message} (not resent: it may have committed)`))
           t.on('close', () => this.lose(t, 'the Postgres connection was lost (not resent: it may have committed)'))
           t.once('secureConnect', () => this.start(t, true))
@@ -145,8 +172,26 @@ module.exports = function install(api) {
 
     /** Writes what the session has for the socket. */
     flush() {
-      const out = __pgTake(this.session)
-      if (out !== null) this.write(out)
+      const bytes = __pgTake(this.session)
+      if (bytes !== null) this.write(bytes)
+    }
+
+    /**
+     * The descriptor `__pgCall` may write a call to itself (src/postgres_socket.rs `send_now`),
+     * else -1: only when the call would go at once anyway (no call owed, so `write` would not
+     * cork it), on a plain connected socket not destroyed (so the descriptor is still this
+     * socket's), with nothing of ours queued on it (so the bytes keep their order).
+     */
+    direct() {
+      const s = this.socket
+      if (this.fd < 0 || this.corked || this.calls.size !== 0 || s.destroyed || s.connecting || s.writableLength !== 0) return -1
+      return this.fd
+    }
+
+    /** Writes what a native call answered `n` for: `n` bytes of `scratch`, or (-1) `__pgTake`'s. */
+    written(n) {
+      if (n > 0) this.write(Buffer.from(scratch.subarray(0, n)))
+      else if (n < 0) this.flush()
     }
 
     /**
@@ -172,25 +217,32 @@ module.exports = function install(api) {
 
     read(s, bytes) {
       if (this.socket !== s) return
-      const done = __pgFeed(this.session, bytes)
-      this.settle(done)
-      if (done[0]) {
+      const session = this.session
+      this.settle(__pgFeed(session, bytes, out))
+      const fatal = out[OUT_FATAL] === 1
+      while (out[OUT_MORE] === 1) this.settle(__pgFeed(session, null, out))
+      if (fatal) {
         this.drop(s)
         return
       }
-      this.flush()
+      if (out[OUT_TAKE] === 1) this.flush()
     }
 
-    /** Settles `[fatal, id, value, ...]` (a decision, or the error its Promise rejects with). */
-    settle(done) {
-      for (let i = 1; i < done.length; i += 2) {
-        const r = this.calls.get(done[i])
+    /**
+     * Settles the outcomes in `out`: each a decision, or the error at its index in `errors`
+     * that its Promise rejects with.
+     */
+    settle(errors) {
+      const n = out[OUT_COUNT]
+      for (let i = 0, k = OUT_HEAD; i < n; i++, k += OUTCOME) {
+        const id = out[k]
+        const r = this.calls.get(id)
         if (r === undefined) continue
-        this.calls.delete(done[i])
+        this.calls.delete(id)
         this.pool.pending--
-        const v = done[i + 1]
-        if (v instanceof Error) r.reject(v)
-        else r.resolve(v)
+        const e = out[k + 1]
+        if (e >= 0) r.reject(errors[e])
+        else r.resolve(decisionAt(out, k + 2))
       }
       if (this.calls.size === 0 && this.socket !== null) this.socket.unref()
     }
@@ -207,13 +259,18 @@ module.exports = function install(api) {
       if (this.socket === s) {
         this.socket = null
         this.session = null
+        this.fd = -1
       }
       s.destroy()
     }
 
     /** Fails every call owed, with `reason`. */
     abort(reason) {
-      if (this.session !== null) this.settle(__pgAbort(this.session, reason))
+      if (this.session !== null) {
+        const session = this.session
+        this.settle(__pgAbort(session, reason, out))
+        while (out[OUT_MORE] === 1) this.settle(__pgFeed(session, null, out))
+      }
       // Calls whose session went with an earlier socket (none expected): fail them too.
       for (const [id, r] of this.calls) {
         this.calls.delete(id)
@@ -287,9 +344,9 @@ module.exports = function install(api) {
       const id = this.nextId++
       if (this.nextId > 0xfffffff0) this.nextId = 1
       if (c.socket === null) c.open(limiter)
-      const bytes = __pgCall(c.session, limiter, op, key, cost, id) // throws on bad arguments
+      const n = __pgCall(c.session, limiter, op, key, cost, id, scratch, c.direct()) // throws on bad arguments
       const p = c.request(limiter, id, Date.now() + this.endpoint.timeoutMs)
-      if (bytes !== null) c.write(bytes)
+      c.written(n)
       return p
     }
 
@@ -297,12 +354,12 @@ module.exports = function install(api) {
       const c = this.pick()
       const first = this.nextId
       if (c.socket === null) c.open(limiter)
-      const bytes = __pgCallMany(c.session, limiter, keys, cost, first) // throws on bad arguments
+      const n = __pgCallMany(c.session, limiter, keys, cost, first, scratch) // throws on bad arguments
       this.nextId += keys.length
       const deadline = Date.now() + this.endpoint.timeoutMs
       const ps = []
       for (let i = 0; i < keys.length; i++) ps.push(c.request(limiter, first + i, deadline))
-      if (bytes !== null) c.write(bytes)
+      c.written(n)
       return Promise.all(ps)
     }
 

@@ -13,10 +13,11 @@
 // these functions (and what only they read) as unused.
 #![cfg_attr(test, allow(dead_code))]
 
-use std::cell::RefCell;
+use std::cell::{RefCell, RefMut};
+use std::collections::VecDeque;
 use std::sync::Arc;
 
-use napi::bindgen_prelude::{Buffer, BufferSlice, External, ToNapiValue, Unknown};
+use napi::bindgen_prelude::{Buffer, BufferSlice, External, Float64ArraySlice, Unknown};
 use napi::{Env, sys};
 use napi_derive::napi;
 use throttlekit::postgres::call::Op;
@@ -24,7 +25,6 @@ use throttlekit::postgres::schema::{Statements, Table};
 use throttlekit::postgres::session::{Done, Endpoint, Session, Tls};
 
 use crate::convert;
-use crate::decision::Decision;
 use crate::error::{CoreResult, OrThrow, config};
 
 static IDS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
@@ -70,8 +70,28 @@ impl Socket {
 /// A call's token in a session: the JS request's number and the limiter that finishes it.
 type Token = (u32, Arc<throttlekit::Limiter>);
 
-/// One socket's session (JS holds it; only the event loop's thread touches it).
-pub struct PgSession(RefCell<Session<Token>>);
+/// One socket's session (JS holds it; only the event loop's thread touches it), with what it
+/// has for JavaScript that the call which made it could not hand over: bytes to write (for
+/// `__pgTake`) and outcomes past the end of `out` (for the next `__pgFeed`).
+pub struct PgSession {
+    session: RefCell<Session<Token>>,
+    output: RefCell<Vec<u8>>,
+    left: RefCell<VecDeque<Done<Token>>>,
+}
+
+fn busy() -> throttlekit::Error {
+    config("session", "is busy")
+}
+
+impl PgSession {
+    fn session(&self) -> CoreResult<RefMut<'_, Session<Token>>> {
+        self.session.try_borrow_mut().map_err(|_| busy())
+    }
+
+    fn output(&self) -> CoreResult<RefMut<'_, Vec<u8>>> {
+        self.output.try_borrow_mut().map_err(|_| busy())
+    }
+}
 
 fn limiter<'a>(env: &Env, v: &Unknown<'a>) -> CoreResult<&'a crate::limiter::Limiter> {
     crate::instance::<crate::limiter::Limiter>(env, v, "this")?.ok_or_else(|| config("this", "is not a Limiter"))
@@ -109,7 +129,11 @@ pub fn pg_session(env: &Env, limiter: Unknown) -> napi::Result<External<PgSessio
     let s =
         route(env, &limiter).or_throw(env)?.ok_or_else(|| config("this", "takes no Postgres socket")).or_throw(env)?;
     let session = Session::new(s.endpoint.clone(), s.statements.clone(), s.synchronous_commit_off).or_throw(env)?;
-    Ok(External::new(PgSession(RefCell::new(session))))
+    Ok(External::new(PgSession {
+        session: RefCell::new(session),
+        output: RefCell::new(Vec::new()),
+        left: RefCell::new(VecDeque::new()),
+    }))
 }
 
 /// `__pgSslRequest()`: what a socket sends first to ask for TLS.
@@ -118,16 +142,12 @@ pub fn pg_ssl_request() -> Buffer {
     throttlekit::postgres::session::ssl_request().into()
 }
 
-fn busy() -> throttlekit::Error {
-    config("session", "is busy")
-}
-
 /// `__pgTake(session)`: the bytes to write now, or `null`.
 #[napi(js_name = "__pgTake", skip_typescript)]
 pub fn pg_take(env: &Env, session: &External<PgSession>) -> napi::Result<Option<Buffer>> {
-    let mut s = session.0.try_borrow_mut().map_err(|_| busy()).or_throw(env)?;
-    let out = s.take_output();
-    Ok((!out.is_empty()).then(|| out.into()))
+    let mut kept = session.output().or_throw(env)?;
+    kept.extend_from_slice(&session.session().or_throw(env)?.take_output());
+    Ok((!kept.is_empty()).then(|| std::mem::take(&mut *kept).into()))
 }
 
 fn op(code: u32) -> Op {
@@ -138,10 +158,20 @@ fn op(code: u32) -> Op {
     }
 }
 
-/// `__pgCall(session, limiter, op, key, cost, id)`: prepares the limiter's op 0 check, 1 peek
-/// or 2 forecast as request `id` on the session; the bytes to write now (`null` while the
-/// session logs in: they follow). Bad arguments throw the native method's error (counted).
+/// `__pgCall(session, limiter, op, key, cost, id, scratch, fd)`: prepares the limiter's op 0
+/// check, 1 peek or 2 forecast as request `id` on the session. Its bytes (none while the
+/// session logs in: they follow its login) are first written to the socket `fd` when it is
+/// not -1 (`send_now`); what is left is copied to the start of `scratch` and the answer is how
+/// many bytes, or -1 when they do not fit there (then `__pgTake` has them). Bad arguments
+/// throw the native method's error (counted).
+///
+/// Why `scratch` and `fd`: a `Buffer` made here per call (an external backing store, its
+/// finalizer) and net.Socket's write path (the Writable's bookkeeping, a `WriteWrap` per write)
+/// were a good part of what a sequential call spent in Node (perf), while the call goes out
+/// at once anyway when nothing else is owed on the socket, the only time index.js passes its
+/// descriptor (`Conn#direct`).
 #[napi(js_name = "__pgCall", skip_typescript)]
+#[allow(clippy::too_many_arguments)] // one per thing a call needs, as JS passes them
 pub fn pg_call(
     env: &Env,
     session: &External<PgSession>,
@@ -150,7 +180,9 @@ pub fn pg_call(
     key: Unknown,
     cost: Unknown,
     id: u32,
-) -> napi::Result<Option<Buffer>> {
+    mut scratch: BufferSlice,
+    fd: f64,
+) -> napi::Result<i64> {
     let l = self::limiter(env, &limiter).or_throw(env)?;
     let op = self::op(op);
     let (key, cost) = match op {
@@ -159,23 +191,34 @@ pub fn pg_call(
     }
     .or_throw(env)?;
     let c = l.inner.prepare_sql(op, &key, cost).or_throw(env)?;
-    let mut s = session.0.try_borrow_mut().map_err(|_| busy()).or_throw(env)?;
+    let mut s = session.session().or_throw(env)?;
     s.call((id, l.inner.clone()), c.key, c.call).or_throw(env)?;
-    Ok(ready_output(&mut s))
+    hand_over(session, &mut s, &mut scratch, fd).or_throw(env)
 }
 
-/// The bytes to write now: none before the session is ready (the login's bytes leave when the
-/// socket is set up, `__pgTake`; the calls once the session is ready, from `__pgFeed`'s).
-fn ready_output(s: &mut Session<Token>) -> Option<Buffer> {
+/// What `__pgCall` and `__pgCallMany` answer: the session's new bytes (none before it is ready:
+/// the login's leave through `__pgTake`, held calls once it is ready) sent to `fd` as far as
+/// it takes them, the rest in `scratch` (their length), or -1 when that is too small or bytes
+/// kept for `__pgTake` must leave first (then they join those).
+fn hand_over(session: &PgSession, s: &mut Session<Token>, scratch: &mut [u8], fd: f64) -> CoreResult<i64> {
     if !s.is_ready() {
-        return None;
+        return Ok(0);
     }
     let out = s.take_output();
-    (!out.is_empty()).then(|| out.into())
+    let mut kept = session.output()?;
+    if !kept.is_empty() || out.len() > scratch.len() {
+        kept.extend_from_slice(&out);
+        return Ok(-1);
+    }
+    let sent = send_now(fd, &out);
+    let rest = &out[sent..];
+    scratch[..rest.len()].copy_from_slice(rest);
+    Ok(rest.len() as i64)
 }
 
-/// `__pgCallMany(session, limiter, keys, cost, firstId)`: `checkMany`'s checks, one per key at
-/// one clock read, as requests `firstId`, `firstId + 1`, ...; the bytes to write now, or `null`.
+/// `__pgCallMany(session, limiter, keys, cost, firstId, scratch)`: `checkMany`'s checks, one per
+/// key at one clock read, as requests `firstId`, `firstId + 1`, ...; answered as `__pgCall`
+/// (never written by itself).
 #[napi(js_name = "__pgCallMany", skip_typescript)]
 pub fn pg_call_many(
     env: &Env,
@@ -184,74 +227,158 @@ pub fn pg_call_many(
     keys: Unknown,
     cost: Unknown,
     first_id: u32,
-) -> napi::Result<Option<Buffer>> {
+    mut scratch: BufferSlice,
+) -> napi::Result<i64> {
     let l = self::limiter(env, &limiter).or_throw(env)?;
     let (keys, cost) = convert::cost(&cost).and_then(|c| Ok((convert::strings(&keys, "keys")?, c))).or_throw(env)?;
     let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
     let calls = l.inner.prepare_sql_many(&keys, cost).or_throw(env)?;
-    let mut s = session.0.try_borrow_mut().map_err(|_| busy()).or_throw(env)?;
+    let mut s = session.session().or_throw(env)?;
     for (i, c) in calls.into_iter().enumerate() {
         s.call((first_id.wrapping_add(i as u32), l.inner.clone()), c.key, c.call).or_throw(env)?;
     }
-    Ok(ready_output(&mut s))
+    hand_over(session, &mut s, &mut scratch, -1.0).or_throw(env)
 }
 
-/// The outcomes of `done` for JavaScript: `[fatal, id, value, id, value, ...]`, each value a
-/// decision object or the error its Promise rejects with (the limiter's fail policy and
-/// metrics applied by `finish_sql`).
-fn settled(env: &Env, fatal: bool, done: Vec<Done<Token>>) -> napi::Result<Unknown<'_>> {
+/// Writes what it can of `bytes` to the socket `fd` now (one non-blocking `send`) and says how
+/// many bytes went; 0 when `fd` is -1 or not a descriptor, or when the socket takes none now or
+/// fails (index.js then writes them through the socket's stream, which meets the same error
+/// and reports it as it always does). index.js passes its plain socket's descriptor only when
+/// the call would go at once anyway: connected and not destroyed (so the descriptor is still
+/// its own), nothing of ours queued on it (so the bytes keep their order) and no call owed.
+/// `MSG_NOSIGNAL` (std's `send` on Linux): a closed peer is an error, not a signal.
+#[cfg(unix)]
+fn send_now(fd: f64, bytes: &[u8]) -> usize {
+    use std::io::Write;
+    use std::os::fd::FromRawFd;
+    if bytes.is_empty() || !(0.0..=f64::from(i32::MAX)).contains(&fd) || fd.fract() != 0.0 {
+        return 0;
+    }
+    // SAFETY: index.js hands the descriptor of its own open socket (see above); ManuallyDrop
+    // keeps it open, since the socket still owns it. Node sets its sockets non-blocking, so the
+    // send never waits.
+    let socket = std::mem::ManuallyDrop::new(unsafe { std::net::TcpStream::from_raw_fd(fd as i32) });
+    (&*socket).write(bytes).unwrap_or(0)
+}
+
+#[cfg(not(unix))]
+fn send_now(_fd: f64, _bytes: &[u8]) -> usize {
+    0
+}
+
+/// The layout of `out`, the `Float64Array` `__pgFeed` and `__pgAbort` answer in: whether the
+/// connection is unusable, how many outcomes follow, whether more are left for the next
+/// `__pgFeed`, whether `__pgTake` has bytes to write; then the outcomes, each the request's
+/// number, the index of its error in the returned array (-1: none) and the six slots of its
+/// decision (lib/decision-slots.js). Why not an object per decision: napi sets each of its
+/// properties with a new key string (perf: about a tenth of a sequential call's time in Node);
+/// index.js builds it from the slots with one object literal.
+const OUT_FATAL: usize = 0;
+const OUT_COUNT: usize = 1;
+const OUT_MORE: usize = 2;
+const OUT_TAKE: usize = 3;
+const OUT_HEAD: usize = 4;
+const OUTCOME: usize = 8;
+
+/// Writes into `out` the outcomes `session` left from before, then those of `done`, as far as
+/// it has room (the rest stay for the next `__pgFeed`), with `fatal` and whether `__pgTake` has
+/// bytes. The answer: the errors among them (what their Promises reject with, the limiter's
+/// fail policy and metrics applied by `finish_sql` as to a decision), or `null` when none.
+fn settled<'e>(
+    env: &'e Env,
+    session: &PgSession,
+    fatal: bool,
+    done: Vec<Done<Token>>,
+    out: &mut [f64],
+) -> napi::Result<Unknown<'e>> {
+    if out.len() < OUT_HEAD + OUTCOME {
+        return Err(config("out", "has no room for an outcome")).or_throw(env);
+    }
     let raw = env.raw();
-    let mut array = std::ptr::null_mut();
     let check = |status: sys::napi_status| {
         if status == sys::Status::napi_ok { Ok(()) } else { Err(napi::Error::from_status(napi::Status::from(status))) }
     };
-    // SAFETY: `raw` is the live env of this call, on the JS thread; every value made here is
-    // used within it.
-    unsafe {
-        check(sys::napi_create_array_with_length(raw, 1 + 2 * done.len(), &mut array))?;
-        check(sys::napi_set_element(raw, array, 0, bool::to_napi_value(raw, fatal)?))?;
-        for (i, d) in done.into_iter().enumerate() {
-            let (id, l) = d.token;
-            let value = match l.finish_sql(&d.call, d.reply) {
-                Ok(decision) => Decision::to_napi_value(raw, Decision::from(decision))?,
-                Err(e) => crate::error::value(raw, &e)?,
-            };
-            check(sys::napi_set_element(raw, array, 1 + 2 * i as u32, u32::to_napi_value(raw, id)?))?;
-            check(sys::napi_set_element(raw, array, 2 + 2 * i as u32, value))?;
+    let mut left = session.left.try_borrow_mut().map_err(|_| busy()).or_throw(env)?;
+    left.extend(done);
+    let n = left.len().min((out.len() - OUT_HEAD) / OUTCOME);
+    let mut errors: sys::napi_value = std::ptr::null_mut();
+    let mut failed = 0u32;
+    for (i, d) in left.drain(..n).enumerate() {
+        let k = OUT_HEAD + i * OUTCOME;
+        let (id, l) = d.token;
+        out[k] = f64::from(id);
+        match l.finish_sql(&d.call, d.reply) {
+            Ok(decision) => {
+                out[k + 1] = -1.0;
+                out[k + 2..k + OUTCOME].copy_from_slice(&crate::http::decided(&decision));
+            }
+            Err(e) => {
+                // SAFETY: `raw` is the live env of this call, on the JS thread; every value
+                // made here is used within it.
+                unsafe {
+                    if errors.is_null() {
+                        check(sys::napi_create_array(raw, &mut errors))?;
+                    }
+                    check(sys::napi_set_element(raw, errors, failed, crate::error::value(raw, &e)?))?;
+                }
+                out[k + 1] = f64::from(failed);
+                failed += 1;
+            }
         }
-        Ok(Unknown::from_raw_unchecked(raw, array))
+    }
+    out[OUT_FATAL] = f64::from(u8::from(fatal));
+    out[OUT_COUNT] = n as f64;
+    out[OUT_MORE] = f64::from(u8::from(!left.is_empty()));
+    out[OUT_TAKE] = f64::from(u8::from(!session.output().or_throw(env)?.is_empty()));
+    // SAFETY: as above.
+    unsafe {
+        if errors.is_null() {
+            check(sys::napi_get_null(raw, &mut errors))?;
+        }
+        Ok(Unknown::from_raw_unchecked(raw, errors))
     }
 }
 
-/// `__pgFeed(session, bytes)`: reads what the socket received; the calls it completed as
-/// `[fatal, id, value, ...]`. `fatal`: the connection is unusable (a failed login, a malformed
-/// message): every call still owed is in the list too, failed; drop the socket. Bytes to send
-/// after (`__pgTake`) may follow.
+/// `__pgFeed(session, bytes, out)`: reads what the socket received (`null`: nothing new, hand
+/// out what an earlier read left) and answers the calls it completed in `out` (see
+/// `OUT_HEAD`). Fatal: the connection is unusable (a failed login, a malformed message):
+/// every call still owed is among the outcomes too, failed; drop the socket once they are all
+/// out.
 #[napi(js_name = "__pgFeed", skip_typescript)]
-pub fn pg_feed<'e>(env: &'e Env, session: &External<PgSession>, bytes: BufferSlice) -> napi::Result<Unknown<'e>> {
+pub fn pg_feed<'e>(
+    env: &'e Env,
+    session: &External<PgSession>,
+    bytes: Option<BufferSlice>,
+    mut out: Float64ArraySlice,
+) -> napi::Result<Unknown<'e>> {
     let mut done = Vec::new();
-    let fatal = {
-        let mut s = session.0.try_borrow_mut().map_err(|_| busy()).or_throw(env)?;
-        match s.feed(&bytes, &mut done) {
-            Ok(()) => false,
-            Err(e) => {
-                done.extend(s.abort(&e));
-                true
-            }
+    let mut fatal = false;
+    if let Some(bytes) = bytes {
+        let mut s = session.session().or_throw(env)?;
+        if let Err(e) = s.feed(&bytes, &mut done) {
+            done.extend(s.abort(&e));
+            fatal = true;
         }
-    };
-    settled(env, fatal, done)
+        session.output().or_throw(env)?.extend_from_slice(&s.take_output());
+    }
+    // SAFETY: `out` is the Float64Array index.js made for these answers and never hands out;
+    // nothing else views its memory during this call, the only time the slice lives.
+    settled(env, session, fatal, done, unsafe { out.as_mut() })
 }
 
-/// `__pgAbort(session, reason)`: every call still owed, failed as `store_unavailable` with
-/// `reason` (the socket was lost, or a call on it timed out): `[true, id, value, ...]`.
+/// `__pgAbort(session, reason, out)`: every call still owed, failed as `store_unavailable`
+/// with `reason` (the socket was lost, or a call on it timed out), answered as `__pgFeed`'s,
+/// fatal.
 #[napi(js_name = "__pgAbort", skip_typescript)]
-pub fn pg_abort<'e>(env: &'e Env, session: &External<PgSession>, reason: String) -> napi::Result<Unknown<'e>> {
-    let done = {
-        let mut s = session.0.try_borrow_mut().map_err(|_| busy()).or_throw(env)?;
-        s.abort(&throttlekit::Error::store(reason))
-    };
-    settled(env, true, done)
+pub fn pg_abort<'e>(
+    env: &'e Env,
+    session: &External<PgSession>,
+    reason: String,
+    mut out: Float64ArraySlice,
+) -> napi::Result<Unknown<'e>> {
+    let done = session.session().or_throw(env)?.abort(&throttlekit::Error::store(reason));
+    // SAFETY: as in `pg_feed`.
+    settled(env, session, true, done, unsafe { out.as_mut() })
 }
 
 /// `__pgStoreId(store)`: the number of a `PostgresStore` (to close its sockets), else `null`.
