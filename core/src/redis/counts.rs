@@ -107,9 +107,4 @@ impl WindowCount {
             Outcome::Single(Reply::Decision(d))
         }
     }
-
-    /// The outcome for the integer reply `count`, or `None` when it is not one.
-    pub(super) fn decode(&self, count: i64) -> Option<Outcome> {
-        self.decide(count).map(|(d, _)| self.outcome(d))
-    }
 }

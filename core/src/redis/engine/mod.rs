@@ -50,7 +50,7 @@ pub mod value;
 
 use std::time::Duration;
 
-use super::call::{self, Outcome, ScriptCall, Shape};
+use super::call::{self, Outcome, ScriptCall};
 use super::scripts::LIBRARY;
 use crate::error::{Error, Result};
 
@@ -437,25 +437,26 @@ fn address(s: &str) -> Option<(String, u16)> {
     Some((host.to_string(), port.parse().ok()?))
 }
 
-/// The outcome of a call's reply frame: a decision's six integers and a fixed window's count
-/// are read where they lie ([`resp::int_array`], [`resp::int`]); any other reply through
-/// [`resp::value`]. A server's error reply, and a reply that is not a sane answer to `call`,
-/// are `store_unavailable` (the engine's redirects were read before: [`Exchange::feed`]).
+/// The outcome of a call's reply frame, its integers read where they lie ([`resp::ints`]) for
+/// every shape. A server's error reply, and a reply that is not a sane answer to `call`, are
+/// `store_unavailable` (the engine's redirects were read before: [`Exchange::feed`]).
 pub fn decode(call: &ScriptCall, frame: &[u8]) -> Result<Outcome> {
     if frame.first() == Some(&b'-') {
         return Err(server_error(call.script.name, frame));
     }
-    if call.shape == Shape::Decision
-        && let Some(d) = resp::int_array::<6>(frame).as_ref().and_then(|f| call::decision(f))
+    if let Some((array, f)) = resp::ints(frame)
+        && let Some(d) = call::decode_ints(call, array, &f)
     {
-        return Ok(Outcome::Single(crate::store::Reply::Decision(d)));
+        return Ok(d.reply);
     }
-    if let Shape::WindowCount(w) = call.shape
-        && let Some(o) = resp::int(frame).and_then(|c| w.decode(c))
-    {
-        return Ok(o);
-    }
-    parsed(call, frame)
+    // No answer to `call`: the error says what came, as a value when it reads as one.
+    Err(match resp::value(frame) {
+        Some(value) => call::bad(call.script, &value),
+        None => {
+            let excerpt: String = String::from_utf8_lossy(frame).chars().take(120).collect();
+            Error::store(format!("unreadable reply from {}: {excerpt:?}", call.script.name))
+        }
+    })
 }
 
 /// A server's error reply to `name`'s call: `store_unavailable` naming the script and the
@@ -465,15 +466,6 @@ fn server_error(name: &str, frame: &[u8]) -> Error {
         Some((code, detail)) => Error::store(format!("{name} failed: {code} {detail}")),
         None => Error::store(format!("unreadable reply from {name}: {:?}", String::from_utf8_lossy(frame))),
     }
-}
-
-/// [`decode`] through [`resp::value`]: every reply that is not a plain decision or an error.
-pub(crate) fn parsed(call: &ScriptCall, frame: &[u8]) -> Result<Outcome> {
-    let value = resp::value(frame).ok_or_else(|| {
-        let excerpt: String = String::from_utf8_lossy(frame).chars().take(120).collect();
-        Error::store(format!("unreadable reply from {}: {excerpt:?}", call.script.name))
-    })?;
-    call::decode_reply(call, &value)
 }
 
 /// The error of a call that got no reply within `timeout_ms`.

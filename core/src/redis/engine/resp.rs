@@ -1,6 +1,6 @@
 //! RESP2 and RESP3, as much of them as the engine speaks: where a reply frame ends (the one
-//! scanner every Rust driver uses), whether a frame is a RESP3 push (which answers no call), the
-//! two plain reply forms read without building a value (an array of integers, one integer), any
+//! scanner every Rust driver uses), whether a frame is a RESP3 push (which answers no call), a
+//! script's reply read without building a value (one integer or an array of integers), any
 //! other reply as a value, an error split into its code and detail, and commands written from
 //! their arguments.
 //!
@@ -107,23 +107,46 @@ fn length(line: &[u8]) -> Result<i64, Garbage> {
     Ok(line.iter().fold(0i64, |v, c| v * 10 + i64::from(c - b'0')))
 }
 
-/// The integers of `frame` when it is exactly `*N\r\n` and `N` integer replies `:[-]digits\r\n`
-/// (at most 18 digits), the form every decision reply takes; `None` for anything else. For the
-/// frames it accepts, redis-rs's parser reads the same integers (an `i64` parse of the same
-/// digits; test: `the_integer_reader_agrees_with_the_parser`).
-pub fn int_array<const N: usize>(frame: &[u8]) -> Option<[i64; N]> {
-    let rest = frame.strip_prefix(b"*")?;
-    let (n, mut rest) = line_int(rest)?;
-    if n != N as i64 {
-        return None;
+/// Integers read from a reply: on the stack up to eight (a decision allocates nothing).
+pub enum Ints {
+    Few([i64; 8], usize),
+    Many(Vec<i64>),
+}
+
+impl std::ops::Deref for Ints {
+    type Target = [i64];
+    fn deref(&self) -> &[i64] {
+        match self {
+            Ints::Few(a, n) => &a[..*n],
+            Ints::Many(v) => v,
+        }
     }
-    let mut out = [0; N];
-    for o in &mut out {
+}
+
+/// The integers of `frame`, the form of every script reply ours send: `(false, [n])` when it is
+/// exactly one integer reply `:[-]digits\r\n`, `(true, items)` when it is exactly `*N\r\n` and
+/// `N` integer replies; `None` for anything else (a RESP3 type or attribute included: Redis
+/// writes a script's integers and tables as these). redis-rs's parser reads the same integers
+/// (test: `the_integer_reader_agrees_with_the_parser`).
+pub fn ints(frame: &[u8]) -> Option<(bool, Ints)> {
+    if let Some(rest) = frame.strip_prefix(b":") {
+        let (v, rest) = line_int(rest)?;
+        return rest.is_empty().then_some((false, Ints::Few([v, 0, 0, 0, 0, 0, 0, 0], 1)));
+    }
+    let (n, mut rest) = line_int(frame.strip_prefix(b"*")?)?;
+    // Each item takes at least four bytes: a length cannot make a large allocation.
+    let n = usize::try_from(n).ok().filter(|n| *n <= rest.len() / 4)?;
+    let mut out = if n <= 8 { Ints::Few([0; 8], n) } else { Ints::Many(vec![0; n]) };
+    let items = match &mut out {
+        Ints::Few(a, n) => &mut a[..*n],
+        Ints::Many(v) => &mut v[..],
+    };
+    for o in items {
         let (v, r) = line_int(rest.strip_prefix(b":")?)?;
         *o = v;
         rest = r;
     }
-    rest.is_empty().then_some(out)
+    rest.is_empty().then_some((true, out))
 }
 
 /// The integer of `frame` when it is exactly `:[-]digits\r\n` (a fixed window's count reply,
@@ -210,19 +233,20 @@ fn items_at(mut b: &[u8], n: i64, depth: usize) -> Option<(Vec<Value>, &[u8])> {
     Some((items, b))
 }
 
-/// `[-]digits\r\n` at the start of `b` (1 to 18 digits): the number and what follows.
+/// `[-]digits\r\n` at the start of `b`, any `i64`: the number and what follows.
 fn line_int(b: &[u8]) -> Option<(i64, &[u8])> {
     let (neg, b) = match b.strip_prefix(b"-") {
         Some(r) => (true, r),
         None => (false, b),
     };
     let digits = b.iter().take_while(|c| c.is_ascii_digit()).count();
-    if digits == 0 || digits > 18 {
+    if digits == 0 {
         return None;
     }
     let rest = b[digits..].strip_prefix(b"\r\n")?;
-    let v = b[..digits].iter().fold(0i64, |v, c| v * 10 + i64::from(c - b'0'));
-    Some((if neg { -v } else { v }, rest))
+    // Accumulated negative, so that `i64::MIN` fits.
+    let v = b[..digits].iter().try_fold(0i64, |v, c| v.checked_mul(10)?.checked_sub(i64::from(c - b'0')))?;
+    Some((if neg { v } else { v.checked_neg()? }, rest))
 }
 
 /// The code and the detail of an error frame, `-CODE detail\r\n` or RESP3's blob error
