@@ -9,12 +9,12 @@
 //! each attempt, what each reply means, and the fail policy. The transport only moves bytes
 //! and follows what the engine's rules say, as every other driver does:
 //!
-//! 1. Write [`PreparedCall::write_first`] (`FCALL` on a store that runs functions,
-//!    [`super::RedisStore::uses_functions`], else `EVALSHA`). Pipelining is fine; replies come
-//!    back in order.
-//! 2. If the reply [`is_missing`] (the server lost the script or function), write
-//!    [`PreparedCall::retry`] once ([`retry_replies`] replies, the call's last). No other reply
-//!    is ever answered by a resend.
+//! 1. Write [`PreparedCall::write`] with a fresh [`Hop`] (`FCALL` on a store that runs
+//!    functions, [`super::RedisStore::uses_functions`], else `EVALSHA`). Pipelining is fine;
+//!    replies come back in order.
+//! 2. If the reply [`is_missing`] (the server lost the script or function), write it once more
+//!    with [`Hop::with_fallback`] ([`replies`] replies, the call's last). No other reply is ever
+//!    answered by a resend.
 //! 3. Hand the call's reply frame (complete RESP bytes) to [`crate::Limiter::finish`] (or,
 //!    keeping only the call's [`PreparedCall::ticket`], [`crate::Limiter::finish_ticket`]). If
 //!    no reply came within the store's `timeout_ms`, or the connection failed, hand it an
@@ -40,7 +40,9 @@ use redis::ConnectionAddr;
 
 use super::call::{self, Outcome, ScriptCall};
 pub use super::engine::resp::{Garbage, frame_len};
-use super::engine::{self, Attempt, Exchange, Invoke, Rules, resp};
+use super::engine::{self, Exchange, Invoke, Rules, resp};
+pub use super::engine::{lost as transport_error, timed_out};
+pub use super::routed::Hop;
 use super::single;
 use crate::decision::Decision;
 use crate::error::{Error, Result};
@@ -59,8 +61,8 @@ pub enum Op {
     Forecast,
 }
 
-/// One script call, ready for the wire: its bytes come from [`PreparedCall::write_first`] (and
-/// [`PreparedCall::retry`] after a miss), its reply goes to [`Limiter::finish`].
+/// One script call, ready for the wire: its bytes come from [`PreparedCall::write`], its reply
+/// goes to [`Limiter::finish`].
 #[derive(Clone, Debug)]
 pub struct PreparedCall {
     call: ScriptCall,
@@ -152,43 +154,19 @@ impl PreparedCall {
         outcome(&self.call, reply).and_then(super::multi)
     }
 
-    /// The call's first attempt as the store itself sends it
-    /// ([`super::RedisStore::uses_functions`]): `FCALL` when `functions`, else `EVALSHA`,
-    /// appended to `out` (a transport's reusable buffer).
-    pub fn write_first(&self, functions: bool, out: &mut Vec<u8>) {
-        self.exchange(functions, Attempt::default()).write(out);
-    }
-
-    /// [`PreparedCall::write_first`] into a new buffer.
-    pub fn first(&self, functions: bool) -> Vec<u8> {
-        let mut out = Vec::new();
-        self.write_first(functions, &mut out);
-        out
+    /// The call's attempt `hop` as the store itself sends it, appended to `out` (a transport's
+    /// reusable buffer); [`replies`] replies, the call's last. A fresh hop is the first send:
+    /// `FCALL` when `functions` ([`super::RedisStore::uses_functions`]), else `EVALSHA`.
+    /// [`Hop::with_fallback`] is what to send once after a reply that [`is_missing`]: `EVAL`, or
+    /// `FUNCTION LOAD REPLACE` and `FCALL` pipelined. On a cluster [`super::routed`] says the
+    /// hop (`ASKING` first when [`Hop::asking`]).
+    pub fn write(&self, functions: bool, hop: Hop, out: &mut Vec<u8>) {
+        Exchange::at(&self.call, rules(functions), hop).write(out);
     }
 
     /// The slot of the call's (first) key, for [`super::routed::Routes::node`].
     pub fn slot(&self) -> u16 {
         super::routed::slot(self.call.keys.first().map_or("", String::as_str))
-    }
-
-    /// An attempt after the first on a cluster ([`super::routed`]): `ASKING` first when
-    /// `hop.asking()`, then the call's first send, or its fallback when `hop.fallback()`,
-    /// appended to `out`; [`super::routed::hop_replies`] replies, the call's last.
-    pub fn write_hop(&self, functions: bool, hop: super::routed::Hop, out: &mut Vec<u8>) {
-        self.exchange(functions, hop).write(out);
-    }
-
-    /// What to send once after a reply that [`is_missing`]: `EVAL` (one reply), or, when
-    /// `functions`, `FUNCTION LOAD REPLACE` and `FCALL` pipelined (two replies, the call's last;
-    /// [`retry_replies`] says how many).
-    pub fn retry(&self, functions: bool) -> Vec<u8> {
-        let mut out = Vec::new();
-        self.exchange(functions, Attempt::default().with_fallback()).write(&mut out);
-        out
-    }
-
-    fn exchange(&self, functions: bool, attempt: Attempt) -> Exchange<'_> {
-        Exchange::at(&self.call, rules(functions), attempt)
     }
 }
 
@@ -198,9 +176,9 @@ pub(super) fn rules(functions: bool) -> Rules {
     Rules { invoke: if functions { Invoke::Functions } else { Invoke::Scripts }, durable: None, cluster: false }
 }
 
-/// How many replies [`PreparedCall::retry`] gets back (the call's is the last).
-pub fn retry_replies(functions: bool) -> usize {
-    engine::replies(rules(functions), Attempt::default().with_fallback())
+/// How many replies [`PreparedCall::write`] of `hop` gets back (the call's is the last).
+pub fn replies(functions: bool, hop: Hop) -> usize {
+    engine::replies(rules(functions), hop)
 }
 
 /// Whether a reply frame says the server lacks the call's script (`NOSCRIPT`) or function
@@ -233,17 +211,6 @@ pub(super) fn outcome(call: &ScriptCall, reply: Result<&[u8]>) -> Result<Outcome
     super::engine::decode(call, reply?)
 }
 
-/// The `store_unavailable` error for a transport failure (connection refused or lost, ...).
-pub fn transport_error(message: &str) -> Error {
-    engine::lost(&message)
-}
-
-/// The `store_unavailable` error for a call that got no reply within `timeout_ms`: the same
-/// words as the store's own timeout.
-pub fn timed_out(timeout_ms: u64) -> Error {
-    engine::timed_out(timeout_ms)
-}
-
 /// What a reply frame is to a binding's transport ([`conn::Conn::read`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
@@ -255,7 +222,7 @@ pub enum Kind {
     /// [`super::routed::Routes::follow`] reads it for a redirect).
     Error = 1,
     /// The server lacks the call's script or function ([`is_missing`]): send
-    /// [`PreparedCall::retry`] once (on a cluster, [`super::routed::Routes::follow`] decides).
+    /// the call's fallback once (on a cluster, [`super::routed::Routes::follow`] decides).
     Missing = 2,
 }
 

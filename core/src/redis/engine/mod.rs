@@ -468,7 +468,8 @@ fn server_error(name: &str, frame: &[u8]) -> Error {
     }
 }
 
-/// The error of a call that got no reply within `timeout_ms`.
+/// The error of a call that got no reply within `timeout_ms` (`store_unavailable`, the same
+/// words on every path).
 pub fn timed_out(timeout_ms: u64) -> Error {
     Error::store(format!("timed out: Redis did not answer within {timeout_ms} ms"))
 }
@@ -479,8 +480,8 @@ pub fn timed_out_because(timeout_ms: u64, cause: &dyn std::fmt::Display) -> Erro
 }
 
 /// The error of a call whose connection failed (refused, reset, closed) after or before it
-/// was written.
-pub fn lost(cause: &dyn std::fmt::Display) -> Error {
+/// was written (`store_unavailable`).
+pub fn lost<D: std::fmt::Display + ?Sized>(cause: &D) -> Error {
     Error::store(cause.to_string())
 }
 
