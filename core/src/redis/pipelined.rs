@@ -5,13 +5,11 @@
 //! [`behind_the_queue`]; a call that makes [`WRITE_EVERY`] queued in one turn writes them
 //! itself) and hands each reply frame, whole and undecoded, to the oldest call still owed one.
 //!
-//! Why not redis-rs's [`redis::aio::MultiplexedConnection`]: per sequential call its driver
-//! spent 7.3k of the client's 23.2k instructions decoding the reply into a `Value` tree with
-//! its `combine` parser, and about 1.5k more in its request channel and reply hand-off
-//! (callgrind, `core/benches/redis.rs` `TK_BENCH_ONLY=async`; `docs/performance.md`). Here the
-//! driver only finds where each frame ends ([`super::engine::resp::frame_len`]); a decision reply is
-//! read by the engine's integer reader ([`super::engine::decode`]) on the caller's task, and every other
-//! reply by the engine's own reader too ([`super::engine::resp`]), as on every path.
+//! Why not redis-rs's [`redis::aio::MultiplexedConnection`]: it decodes every reply into a
+//! `Value` tree on its driver (docs/performance.md, "Why the Redis drivers are our own"). Here
+//! the driver only finds where each frame ends ([`super::engine::resp::frame_len`]), and the
+//! caller's task reads the reply with the engine's reader ([`super::engine::decode`]), as on
+//! every path.
 //!
 //! Replies are matched to calls in the order the calls were queued, which is the order their
 //! bytes were written (a command is queued whole, with its waiter, under one lock and before
@@ -205,14 +203,10 @@ impl Drop for Kill {
 /// instead of leaving them to the driver.
 ///
 /// Why: the driver runs after every task already queued in the runtime's turn, so on a busy
-/// thread (serve's gRPC thread at 64 streams: hyper hands it a read's worth of requests at once)
-/// all of a turn's calls went out in one write at its end, Redis answered them as one batch,
-/// and the thread, Redis and the load generator took turns instead of overlapping. Measured on
-/// `throttlekit serve`, Redis, one HTTP/2 connection with 64 streams, each process at real-time
-/// priority so the machine's other load could not blur it: the gRPC thread ran 49-66% of the
-/// time and answered 43-47k requests/s; writing every 12-16 calls as they queue, it ran 98%
-/// and answered 73-83k/s (8: ~71k, 32: ~75k, 48: ~60k, 2: ~56k, each write a syscall more).
-/// Fewer calls than this in one turn are written by the driver as before, in one write.
+/// thread (serve's gRPC thread at 64 streams) a turn's calls would all leave in one write at its
+/// end, and the thread, Redis and the load generator would take turns instead of overlapping.
+/// Fewer calls than this in one turn are written by the driver, in one write. (The value
+/// measured best: docs/performance.md.)
 const WRITE_EVERY: usize = 16;
 
 /// Writes what `state` has queued, without waiting: `Ok(true)` when all of it went,
@@ -331,14 +325,10 @@ async fn drive_on<S: Io>(shared: &Shared, stream: &S) -> Option<std::io::Error> 
 ///
 /// Why the driver waits for them before writing: on a multi-thread runtime a task woken by
 /// another task runs next on that worker (tokio's LIFO slot), so the driver, woken by the first
-/// call of a turn, wrote that call alone, then the next, one `write` each, and the server read
-/// them one by one. Measured with 50 tasks in flight on a 2-worker runtime
-/// (`core/benches/redis_topology.rs`, `TK_BENCH_ONLY=loop-par-{single,cluster}`): on a 3-master
-/// cluster each master's server read 5-7 calls per read and the client spent 4.7-5.5 us of CPU
-/// per call; stepping behind the queue first, 15-16 calls per read and 2.6-3.1 us, and the
-/// cluster went from 0.8x to ~1.0x of one node. On one node, 4.1 -> 2.0 us per call.
-/// On a current-thread runtime the driver was already behind the turn's tasks; a sequential
-/// call pays one more poll of the driver task.
+/// call of a turn, would write each call alone and the server would read them one by one;
+/// behind the queue, a turn's calls share a write (docs/performance.md). On a current-thread
+/// runtime the driver was already behind the turn's tasks; a sequential call pays one more poll
+/// of the driver task.
 async fn behind_the_queue() {
     let mut yielded = false;
     std::future::poll_fn(|cx| {

@@ -1,13 +1,11 @@
 //! Calls for a binding that brings its own transport: the binding-owned-socket driver of
 //! the protocol engine (`core/src/redis/engine/`).
 //!
-//! Why: a binding whose runtime is an event loop (Node) pays two thread hops per call when the
-//! Rust store does the I/O (the request crosses to a Tokio thread, the reply crosses back),
-//! which costs more than the Redis round trip itself. Such a binding can instead write the
-//! bytes on its own socket and hand the reply back here. Everything that decides stays in the
-//! core: the script, its keys and arguments, the clock read, the key prefix, the commands of
-//! each attempt, what each reply means, and the fail policy. The transport only moves bytes
-//! and follows what the engine's rules say, as every other driver does:
+//! Why: when the Rust store does the I/O, a binding whose runtime is an event loop (Node) pays
+//! two thread hops per call, more than the round trip itself. Such a binding writes the bytes
+//! on its own socket and hands the reply back here. Everything that decides stays in the core
+//! (the script, keys, arguments, clock read, commands of each attempt, what each reply means,
+//! the fail policy); the transport moves bytes and follows the engine's rules:
 //!
 //! 1. Write [`PreparedCall::write`] with a fresh [`Hop`] (`FCALL` on a store that runs
 //!    functions, [`super::RedisStore::uses_functions`], else `EVALSHA`). Pipelining is fine;
@@ -19,8 +17,8 @@
 //!    keeping only the call's [`PreparedCall::ticket`], [`crate::Limiter::finish_ticket`]). If
 //!    no reply came within the store's `timeout_ms`, or the connection failed, hand it an
 //!    error made with [`transport_error`] (or [`timed_out`]) instead: the limiter's fail policy
-//!    decides, exactly as on the store's own paths. A timed-out call must never be sent again
-//!    (it may already have counted), and its late reply must be read and dropped.
+//!    decides, exactly as on the store's own paths. A timed-out call is never sent again, and
+//!    its late reply is read and dropped ([`conn::Conn`] keeps both rules).
 //!
 //! A new connection sends [`Endpoint::handshake`] (RESP3's `HELLO 3` when the URL asks for it,
 //! as the store's own connections log in) then [`preload_for`], so calls pipelined on it never
@@ -74,13 +72,11 @@ pub struct PreparedCall {
 /// finish it with [`Limiter::finish_ticket`]: the time it was prepared at and, for a
 /// fixed-window check on the caller's clock, the cost it was sent with.
 ///
-/// Why a cost: such a check goes in the script's `count` mode, whose reply is the window's
-/// count alone (~35k instructions inside Redis against ~43k for the six-integer reply,
-/// bench/redis_instructions.py), and the decision is derived from that count, the cost and the
-/// window (the limiter's strategy) by the Rust fixed window. The time alone cannot decode it.
-/// It is `Copy` and two numbers wide, so a transport that keeps per-call state in another
-/// language (Node keeps two `f64`s, [`Ticket::counted`] 0 for none) carries it as cheaply as
-/// the time it carried before. The core makes it; a transport only hands it back.
+/// Why a cost: such a check goes in the script's `count` mode (docs/redis.md), whose reply
+/// is the window's count alone; the decision is derived from that count, the cost and the
+/// window, so the time alone cannot decode it. It is `Copy` and two numbers wide (Node keeps
+/// two `f64`s, [`Ticket::counted`] 0 for none). The core makes it; a transport only hands it
+/// back.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Ticket {
     op: Op,
@@ -182,8 +178,8 @@ pub fn replies(functions: bool, hop: Hop) -> usize {
 }
 
 /// Whether a reply frame says the server lacks the call's script (`NOSCRIPT`) or function
-/// (`ERR Function not found`: flushed, or a restarted server): send [`PreparedCall::retry`],
-/// once. No other reply is ever answered by a resend.
+/// (`ERR Function not found`: flushed, or a restarted server): send the call once more with
+/// [`Hop::with_fallback`]. No other reply is ever answered by a resend.
 pub fn is_missing(reply: &[u8]) -> bool {
     engine::is_missing(reply)
 }

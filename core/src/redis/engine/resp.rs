@@ -9,11 +9,10 @@
 //! reply that follows it) and push `>` (out-of-band data). The reader reads them as RESP2 spells
 //! them ([`value`]), so the engine's rules see one set of replies whatever the protocol.
 //!
-//! Why not redis-rs's parser for the plain forms: its `combine` parser was about 40 % of the
-//! Node addon's time per Redis call (`perf`, docs/bench-bindings.md) and zero-fills 8 KB per
-//! call before parsing, for six small integers. Every other reply is read by [`value`], which
-//! reads what that parser reads (property test `the_value_reader_agrees_with_the_parser`) and
-//! keeps the parser out of the WebAssembly module.
+//! Why not redis-rs's parser: it zero-fills 8 KB per call and builds a `Value` tree for a few
+//! integers, and its grammar would weigh on the WebAssembly module (docs/performance.md, "Why
+//! the Redis drivers are our own"). [`value`] reads what it reads (property test
+//! `the_value_reader_agrees_with_the_parser`).
 //!
 //! Of redis-rs, only its `Value` type is used here ([`value`] builds one) and its error type
 //! ([`Garbage`] turns into it): a transport that does not speak RESP (a REST front end
@@ -163,9 +162,6 @@ pub fn int(frame: &[u8]) -> Option<i64> {
 /// their text, and an attribute as the reply it describes. `None` for anything else: bytes that
 /// are no complete frame, trailing bytes, an error frame (the engine reads those itself before
 /// decoding), an error inside an array (no script reply holds one) or a push.
-///
-/// Why not redis-rs's parser: its `combine` grammar is the largest part of the WebAssembly
-/// module's REST path (about 95 KB of 226 KB gzipped), for replies this small reader covers.
 pub fn value(frame: &[u8]) -> Option<Value> {
     let (v, rest) = value_at(frame, 0)?;
     rest.is_empty().then_some(v)
