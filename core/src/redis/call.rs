@@ -438,37 +438,47 @@ pub fn decode(call: &ScriptCall, value: &Value) -> Result<Decoded> {
             .map(|f| (true, f)),
         _ => None,
     };
-    ints.and_then(|(array, f)| decode_ints(call, array, &f)).ok_or_else(|| bad(call.script, value))
+    let mut ttls = Vec::new();
+    let reply = ints.and_then(|(array, f)| decode_ints(call, array, &f, |t| ttls.push(t)));
+    Ok(Decoded { reply: reply.ok_or_else(|| bad(call.script, value))?, ttls })
 }
 
 /// The reply to `call` from the script's integers (`array`: they came as an array, not as one
-/// integer), or `None` when they are no sane reply of the call's shape.
-pub(super) fn decode_ints(call: &ScriptCall, array: bool, f: &[i64]) -> Option<Decoded> {
-    let one = |reply, ttl| Some(Decoded { reply, ttls: vec![ttl] });
-    match call.shape {
+/// integer), handing `keep` each key's TTL in `KEYS` order (replay's; a decision alone
+/// allocates nothing); `None` when they are no sane reply of the call's shape.
+pub(super) fn decode_ints(
+    call: &ScriptCall,
+    array: bool,
+    f: &[i64],
+    mut keep: impl FnMut(Option<i64>),
+) -> Option<Outcome> {
+    let reply = match call.shape {
         Shape::WindowCount(w) if !array && f.len() == 1 => {
-            let (d, ttl) = w.decide(f[0])?;
-            one(w.outcome(d), ttl)
+            let (d, t) = w.decide(f[0])?;
+            keep(t);
+            return Some(w.outcome(d));
         }
         Shape::WindowCounts(w) if array => {
             let (reply, ttls) = w.decide(f)?;
-            Some(Decoded { reply: Outcome::Multi(reply), ttls })
+            ttls.into_iter().for_each(keep);
+            return Some(Outcome::Multi(reply));
         }
-        _ if !array => None,
-        Shape::Decision if f.len() == 6 => one(Outcome::Single(Reply::Decision(decision(f)?)), ttl(f[5])),
+        _ if !array => return None,
+        Shape::Decision if f.len() == 6 => Outcome::Single(Reply::Decision(decision(f)?)),
         Shape::MultiOfOne if f.len() == 6 => {
             let d = decision(f)?;
-            one(Outcome::Multi(MultiReply { allowed: d.allowed, decisions: vec![d] }), ttl(f[5]))
+            Outcome::Multi(MultiReply { allowed: d.allowed, decisions: vec![d] })
         }
-        Shape::Grant if f.len() == 6 => one(Outcome::Single(Reply::Grant(grant(f)?)), ttl(f[5])),
-        Shape::Reservation if f.len() == 3 => one(Outcome::Single(Reply::Reservation(reservation(f)?)), ttl(f[2])),
+        Shape::Grant if f.len() == 6 => Outcome::Single(Reply::Grant(grant(f)?)),
+        Shape::Reservation if f.len() == 3 => {
+            keep(ttl(f[2]));
+            return Some(Outcome::Single(Reply::Reservation(reservation(f)?)));
+        }
         Shape::Multi if f.len() == 1 + 6 * call.keys.len() && matches!(f[0], 0 | 1) => {
             let dims = f[1..].chunks(6);
             let decisions = dims.clone().map(decision).collect::<Option<Vec<_>>>()?;
-            Some(Decoded {
-                ttls: dims.map(|c| ttl(c[5])).collect(),
-                reply: Outcome::Multi(MultiReply { allowed: f[0] == 1, decisions }),
-            })
+            dims.for_each(|c| keep(ttl(c[5])));
+            return Some(Outcome::Multi(MultiReply { allowed: f[0] == 1, decisions }));
         }
         Shape::MultiLease if f.len() == 1 + 8 * call.keys.len() && matches!(f[0], 0 | 1) => {
             let dims = f[1..].chunks(8);
@@ -485,13 +495,15 @@ pub(super) fn decode_ints(call: &ScriptCall, array: bool, f: &[i64]) -> Option<D
                     })
                 })
                 .collect::<Option<Vec<_>>>()?;
-            Some(Decoded {
-                ttls: dims.map(|c| ttl(c[5])).collect(),
-                reply: Outcome::MultiGrant(MultiGrant { reply: MultiReply { allowed: f[0] == 1, decisions }, grants }),
-            })
+            dims.for_each(|c| keep(ttl(c[5])));
+            let reply = MultiReply { allowed: f[0] == 1, decisions };
+            return Some(Outcome::MultiGrant(MultiGrant { reply, grants }));
         }
-        _ => None,
-    }
+        _ => return None,
+    };
+    // A decision, a multi check of one and a grant: six integers, the TTL last.
+    keep(ttl(f[5]));
+    Some(reply)
 }
 
 #[cfg(test)]

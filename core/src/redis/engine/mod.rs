@@ -445,9 +445,9 @@ pub fn decode(call: &ScriptCall, frame: &[u8]) -> Result<Outcome> {
         return Err(server_error(call.script.name, frame));
     }
     if let Some((array, f)) = resp::ints(frame)
-        && let Some(d) = call::decode_ints(call, array, &f)
+        && let Some(reply) = call::decode_ints(call, array, &f, |_| {})
     {
-        return Ok(d.reply);
+        return Ok(reply);
     }
     // No answer to `call`: the error says what came, as a value when it reads as one.
     Err(match resp::value(frame) {
