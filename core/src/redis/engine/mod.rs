@@ -444,9 +444,7 @@ pub fn decode(call: &ScriptCall, frame: &[u8]) -> Result<Outcome> {
     if frame.first() == Some(&b'-') {
         return Err(server_error(call.script.name, frame));
     }
-    if let Some((array, f)) = resp::ints(frame)
-        && let Some(reply) = call::decode_ints(call, array, &f, |_| {})
-    {
+    if let Some(reply) = resp::ints(frame, |array, f| call::decode_ints(call, array, f, |_| {})) {
         return Ok(reply);
     }
     // No answer to `call`: the error says what came, as a value when it reads as one.

@@ -106,46 +106,33 @@ fn length(line: &[u8]) -> Result<i64, Garbage> {
     Ok(line.iter().fold(0i64, |v, c| v * 10 + i64::from(c - b'0')))
 }
 
-/// Integers read from a reply: on the stack up to eight (a decision allocates nothing).
-pub enum Ints {
-    Few([i64; 8], usize),
-    Many(Vec<i64>),
-}
-
-impl std::ops::Deref for Ints {
-    type Target = [i64];
-    fn deref(&self) -> &[i64] {
-        match self {
-            Ints::Few(a, n) => &a[..*n],
-            Ints::Many(v) => v,
-        }
-    }
-}
-
-/// The integers of `frame`, the form of every script reply ours send: `(false, [n])` when it is
-/// exactly one integer reply `:[-]digits\r\n`, `(true, items)` when it is exactly `*N\r\n` and
-/// `N` integer replies; `None` for anything else (a RESP3 type or attribute included: Redis
-/// writes a script's integers and tables as these). redis-rs's parser reads the same integers
-/// (test: `the_integer_reader_agrees_with_the_parser`).
-pub fn ints(frame: &[u8]) -> Option<(bool, Ints)> {
+/// `then` of the integers of `frame`, the form of every script reply ours send: `(false, [n])`
+/// when it is exactly one integer reply `:[-]digits\r\n`, `(true, items)` when it is exactly
+/// `*N\r\n` and `N` integer replies (on the stack up to eight: a decision allocates nothing);
+/// `None` for anything else (a RESP3 type or attribute included: Redis writes a script's
+/// integers and tables as these). redis-rs's parser reads the same integers (test:
+/// `the_integer_reader_agrees_with_the_parser`).
+pub fn ints<T>(frame: &[u8], then: impl FnOnce(bool, &[i64]) -> Option<T>) -> Option<T> {
     if let Some(rest) = frame.strip_prefix(b":") {
         let (v, rest) = line_int(rest)?;
-        return rest.is_empty().then_some((false, Ints::Few([v, 0, 0, 0, 0, 0, 0, 0], 1)));
+        return if rest.is_empty() { then(false, &[v]) } else { None };
     }
     let (n, mut rest) = line_int(frame.strip_prefix(b"*")?)?;
     // Each item takes at least four bytes: a length cannot make a large allocation.
     let n = usize::try_from(n).ok().filter(|n| *n <= rest.len() / 4)?;
-    let mut out = if n <= 8 { Ints::Few([0; 8], n) } else { Ints::Many(vec![0; n]) };
-    let items = match &mut out {
-        Ints::Few(a, n) => &mut a[..*n],
-        Ints::Many(v) => &mut v[..],
+    let (mut few, mut many) = ([0i64; 8], Vec::new());
+    let items = if n <= few.len() {
+        &mut few[..n]
+    } else {
+        many.resize(n, 0);
+        &mut many[..]
     };
-    for o in items {
+    for o in items.iter_mut() {
         let (v, r) = line_int(rest.strip_prefix(b":")?)?;
         *o = v;
         rest = r;
     }
-    rest.is_empty().then_some((true, out))
+    if rest.is_empty() { then(true, items) } else { None }
 }
 
 /// The integer of `frame` when it is exactly `:[-]digits\r\n` (a fixed window's count reply,

@@ -389,7 +389,7 @@ fn bytes_that_start_no_resp_frame_are_an_error() {
 
 #[test]
 fn the_integer_reader_takes_only_the_plain_form() {
-    let ints = |f: &[u8]| resp::ints(f).map(|(array, items)| (array, items.to_vec()));
+    let ints = |f: &[u8]| resp::ints(f, |array, items| Some((array, items.to_vec())));
     assert_eq!(ints(b"*2\r\n:1\r\n:-20\r\n"), Some((true, vec![1, -20])));
     // Leading zeros are digits: 02 is 2, as redis-rs reads it.
     assert_eq!(ints(b"*02\r\n:1\r\n:2\r\n"), Some((true, vec![1, 2])));
@@ -525,8 +525,8 @@ proptest! {
                 Some(super::value::Value::Array(items)) => items.iter().map(|v| if let super::value::Value::Int(i) = v { Some(*i) } else { None }).collect::<Option<Vec<_>>>().map(|v| (true, v)),
                 _ => None,
             };
-            match resp::ints(&f) {
-                Some((array, items)) => prop_assert_eq!(Some((array, items.to_vec())), as_ints),
+            match resp::ints(&f, |array, items| Some((array, items.to_vec()))) {
+                Some(got) => prop_assert_eq!(Some(got), as_ints),
                 None => {
                     // Declined: no integers, or not written as Redis writes them.
                     if let Some((array, items)) = as_ints {
