@@ -12,7 +12,7 @@
 use napi::Env;
 use napi::bindgen_prelude::{Buffer, BufferSlice, Float64ArraySlice, PromiseRaw, Unknown};
 use napi_derive::napi;
-use throttlekit::redis::routed::{self, Follow, Hop, Routes};
+use throttlekit::redis::routed::{Follow, Hop, Routes};
 use throttlekit::redis::transport;
 
 use crate::error::{CoreResult, OrThrow, Settled, config};
@@ -63,9 +63,7 @@ fn hop_bytes(
     let op = self::op(call.0);
     let (key, cost) = key_and_cost(op, call.1, call.2).or_throw(env)?;
     let prepared = l.inner.prepare_at(op, &key, cost, now_from_js(call.3)).or_throw(env)?;
-    let mut bytes = Vec::new();
-    prepared.write_hop(functions, hop, &mut bytes);
-    Ok((bytes.into(), routed::hop_replies(functions, hop)))
+    Ok((crate::transport::bytes(&prepared, functions, hop), transport::replies(functions, hop)))
 }
 
 /// `__clusterFollow(limiter, op, key, cost, now, node, hop, frame, io)`: what the error reply

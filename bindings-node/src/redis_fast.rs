@@ -171,7 +171,7 @@ fn write(l: &RedisLimiter, op: Op, key: &str, cost: u64, scratch: &mut [u8], fd:
     };
     ENCODED.with_borrow_mut(|tail| {
         tail.clear();
-        call.write_first(functions, tail);
+        call.write(functions, throttlekit::redis::transport::Hop::default(), tail);
         if HEAD + tail.len() > scratch.len() {
             return Ok((-((HEAD + tail.len()) as i64), 0));
         }

@@ -22,7 +22,7 @@ use napi::Env;
 use napi::bindgen_prelude::{Buffer, BufferSlice, External, Float64ArraySlice, Unknown};
 use napi_derive::napi;
 use throttlekit::redis::transport::conn::{Conn, Setup};
-use throttlekit::redis::transport::{self, Op, PreparedCall, Ticket};
+use throttlekit::redis::transport::{self, Hop, Op, PreparedCall, Ticket};
 use throttlekit::store::Now;
 
 use crate::convert;
@@ -56,7 +56,7 @@ impl RedisRef {
             "handshakeReplies": e.handshake().len(),
             "preloadReplies": transport::preload_for(functions).len(),
             "functions": functions,
-            "retryReplies": transport::retry_replies(functions),
+            "retryReplies": transport::replies(functions, Hop::default().with_fallback()),
         })
     }
 }
@@ -183,7 +183,8 @@ pub fn redis_eval(env: &Env, limiter: Unknown, op: u32, key: Unknown, cost: Unkn
     let op = self::op(op);
     let (key, cost) = key_and_cost(op, &key, &cost).or_throw(env)?;
     let functions = l.redis.as_ref().is_some_and(|r| r.store.uses_functions());
-    l.inner.prepare_at(op, &key, cost, now_from_js(now)).map(|c| c.retry(functions).into()).or_throw(env)
+    let call = l.inner.prepare_at(op, &key, cost, now_from_js(now)).or_throw(env)?;
+    Ok(bytes(&call, functions, Hop::default().with_fallback()))
 }
 
 /// `__redisPrepareMany(limiter, keys, cost, scratch)`: `checkMany`'s calls, one check per key
@@ -211,7 +212,7 @@ pub fn redis_prepare_many(
     let calls = l.inner.prepare_many(&keys, cost).or_throw(env)?;
     let ticket = calls.first().map_or(Ticket::new(Op::Check, Now::Server, None), PreparedCall::ticket);
     write_ticket(ticket, &mut scratch[..]);
-    Ok(Some(calls.iter().map(|c| c.first(functions).into()).collect()))
+    Ok(Some(calls.iter().map(|c| bytes(c, functions, Hop::default())).collect()))
 }
 
 /// The transport's outcome: the reply frame, or the transport's error (`timeoutMs` set: the
@@ -300,7 +301,14 @@ pub fn redis_multi_prepare(
 /// once after the server lacked its script or function.
 #[napi(js_name = "__redisMultiBytes", skip_typescript)]
 pub fn redis_multi_bytes(call: &External<PreparedCall>, retry: bool, functions: bool) -> Buffer {
-    if retry { call.retry(functions) } else { call.first(functions) }.into()
+    bytes(call, functions, if retry { Hop::default().with_fallback() } else { Hop::default() })
+}
+
+/// `call`'s attempt `hop` in a buffer of its own (`PreparedCall::write`).
+pub(crate) fn bytes(call: &PreparedCall, functions: bool, hop: Hop) -> Buffer {
+    let mut out = Vec::new();
+    call.write(functions, hop, &mut out);
+    out.into()
 }
 
 /// `__redisMultiFinish(multi, call, reply, error, timeoutMs)`: the multi decision, through the

@@ -21,9 +21,9 @@ mod resp_wire;
 use std::sync::Arc;
 
 use redis_server::RedisServer;
-use resp_wire::Wire;
+use resp_wire::{Wire, send};
 use throttlekit::metrics::MetricsSnapshot;
-use throttlekit::redis::transport::{self, Op, PreparedCall};
+use throttlekit::redis::transport::{self, Op};
 use throttlekit::redis::{RedisMode, RedisOptions, RedisStore};
 use throttlekit::{
     Decision, Dimension, ErrorCode, FailPolicy, LeakyBucketOptions, LeaseOptions, Limiter, ManualClock, Mode,
@@ -48,13 +48,6 @@ fn one_node(server: &RedisServer) -> Arc<RedisStore> {
 fn moved(s: &MetricsSnapshot) -> (u64, u64, u64, u64, u64, u64) {
     let errors = s.errors.iter().map(|e| e.1).sum();
     (s.allowed + s.denied, s.fallback_allowed + s.fallback_denied, s.peeks, s.forecasts, errors, s.latency_count())
-}
-
-/// One call as a binding's own transport sends it: its first bytes, and once more (`EVAL`)
-/// when the server lacks the script.
-fn send(wire: &mut Wire, call: &PreparedCall) -> Vec<u8> {
-    let reply = wire.roundtrip(&call.first(false));
-    if transport::is_missing(&reply) { wire.roundtrip(&call.retry(false)) } else { reply }
 }
 
 /// N checks of a fresh limiter down each path on `store`: (4 allowed, 3 denied) each, nothing

@@ -12,7 +12,7 @@ mod resp_wire;
 use std::sync::Arc;
 
 use redis_server::{RedisServer, raw_command};
-use resp_wire::Wire;
+use resp_wire::{Wire, first, retry, send};
 use throttlekit::redis::transport::{self, Op};
 use throttlekit::redis::{RedisOptions, RedisStore};
 use throttlekit::store::Now;
@@ -28,12 +28,6 @@ fn store(url: String) -> Arc<RedisStore> {
 
 fn limiter(store: &Arc<RedisStore>, clock: &ManualClock, strategy: Strategy, prefix: &str, p: FailPolicy) -> Limiter {
     Limiter::builder(strategy).store(store.clone()).clock(Arc::new(clock.clone())).prefix(prefix).fail_policy(p).build()
-}
-
-/// One call by the transport rules: `EVALSHA`, and `EVAL` once after `NOSCRIPT`.
-fn send(wire: &mut Wire, call: &transport::PreparedCall) -> Vec<u8> {
-    let reply = wire.roundtrip(&call.first(false));
-    if transport::is_missing(&reply) { wire.roundtrip(&call.retry(false)) } else { reply }
 }
 
 fn strategies() -> Vec<Strategy> {
@@ -201,21 +195,21 @@ fn noscript_is_answered_by_the_eval_form() {
     let l = limiter(&store, &clock, Strategy::gcra(2, 1000, None).unwrap(), "noscript", FailPolicy::Raise);
     assert!(raw_command(server.port, "SCRIPT FLUSH").unwrap().starts_with("+OK"));
     let call = l.prepare(Op::Check, "k", 1).unwrap();
-    let first = wire.roundtrip(&call.first(false));
-    assert!(transport::is_missing(&first), "{}", String::from_utf8_lossy(&first));
-    let d = l.finish(&call, Ok(&wire.roundtrip(&call.retry(false)))).unwrap();
+    let missed = wire.roundtrip(&first(&call, false));
+    assert!(transport::is_missing(&missed), "{}", String::from_utf8_lossy(&missed));
+    let d = l.finish(&call, Ok(&wire.roundtrip(&retry(&call, false)))).unwrap();
     assert!(d.allowed);
     assert_eq!(d.remaining, 1);
     // EVAL cached the script again: the next EVALSHA runs.
     let call = l.prepare(Op::Check, "k", 1).unwrap();
-    assert_eq!(l.finish(&call, Ok(&wire.roundtrip(&call.first(false)))).unwrap().remaining, 0);
+    assert_eq!(l.finish(&call, Ok(&wire.roundtrip(&first(&call, false)))).unwrap().remaining, 0);
     // What a new connection sends first loads every script: no NOSCRIPT after a flush.
     assert!(raw_command(server.port, "SCRIPT FLUSH").unwrap().starts_with("+OK"));
     for cmd in transport::preload_for(false) {
         assert_eq!(wire.roundtrip(&cmd)[0], b'$');
     }
     let call = l.prepare(Op::Peek, "k", 1).unwrap();
-    let reply = wire.roundtrip(&call.first(false));
+    let reply = wire.roundtrip(&first(&call, false));
     assert!(!transport::is_missing(&reply));
     assert_eq!(l.finish(&call, Ok(&reply)).unwrap().remaining, 0);
 }
@@ -238,10 +232,10 @@ fn a_fixed_window_count_check_survives_noscript_and_refuses_malformed_replies() 
     for step in 0..5 {
         assert!(raw_command(server.port, "SCRIPT FLUSH").unwrap().starts_with("+OK"));
         let call = ours.prepare(Op::Check, "k", 1).unwrap();
-        let first = wire.roundtrip(&call.first(false));
+        let first = wire.roundtrip(&first(&call, false));
         assert!(transport::is_missing(&first), "{}", String::from_utf8_lossy(&first));
-        assert!(String::from_utf8_lossy(&call.retry(false)).contains("$5\r\ncount\r\n"));
-        let reply = wire.roundtrip(&call.retry(false));
+        assert!(String::from_utf8_lossy(&retry(&call, false)).contains("$5\r\ncount\r\n"));
+        let reply = wire.roundtrip(&retry(&call, false));
         assert_eq!(reply[0], b':', "{}", String::from_utf8_lossy(&reply));
         let got = ours.finish_ticket(call.ticket(), Ok(&reply)).unwrap();
         assert_eq!(got, theirs.check_sync("k", 1).unwrap(), "step {step}");
@@ -254,10 +248,11 @@ fn a_fixed_window_count_check_survives_noscript_and_refuses_malformed_replies() 
     if store.uses_functions() {
         assert!(raw_command(server.port, "FUNCTION FLUSH").unwrap().starts_with("+OK"));
         let call = ours.prepare(Op::Check, "f", 2).unwrap();
-        let first = wire.roundtrip(&call.first(true));
+        let first = wire.roundtrip(&first(&call, true));
         assert!(transport::is_missing(&first), "{}", String::from_utf8_lossy(&first));
-        assert!(String::from_utf8_lossy(&call.retry(true)).contains("$5\r\ncount\r\n"));
-        let replies = wire.frames(&call.retry(true), transport::retry_replies(true));
+        assert!(String::from_utf8_lossy(&retry(&call, true)).contains("$5\r\ncount\r\n"));
+        let replies =
+            wire.frames(&retry(&call, true), transport::replies(true, transport::Hop::default().with_fallback()));
         let reply = replies.last().unwrap();
         assert_eq!(reply[0], b':', "{}", String::from_utf8_lossy(reply));
         let got = ours.finish_ticket(call.ticket(), Ok(reply)).unwrap();
@@ -378,9 +373,9 @@ fn a_resp3_endpoint_logs_in_with_hello_3_and_its_replies_decide_as_the_store_pat
     assert_eq!(l.finish(&call, Ok(&send(&mut wire, &call))).unwrap().remaining, 2);
     assert_eq!(wire.frames(b"*2\r\n$6\r\nSCRIPT\r\n$5\r\nFLUSH\r\n", 1), [b"+OK\r\n"]);
     let call = l.prepare(Op::Check, "k", 1).unwrap();
-    let missed = wire.frames(&call.first(false), 1).remove(0);
+    let missed = wire.frames(&first(&call, false), 1).remove(0);
     assert_eq!(transport::Kind::of(&missed), transport::Kind::Missing);
-    let reply = wire.frames(&call.retry(false), 1).remove(0);
+    let reply = wire.frames(&retry(&call, false), 1).remove(0);
     assert_eq!(l.finish(&call, Ok(&reply)).unwrap().remaining, 1);
     assert_eq!(l.peek_sync("k").unwrap().remaining, 1);
 }

@@ -374,16 +374,12 @@ fn fused_check(rule: Rule, dims: &[DimensionCall<'_>], now: Now) -> ScriptCall {
     call
 }
 
-fn bad(script: &LoadedScript, value: &Value) -> Error {
+pub(super) fn bad(script: &LoadedScript, value: &Value) -> Error {
     Error::store(format!("unexpected reply from {}: {value:?}", script.name))
 }
 
-fn ints(call: &ScriptCall, value: &Value) -> Result<Vec<i64>> {
-    let Value::Array(items) = value else { return Err(bad(call.script, value)) };
-    items.iter().map(|v| if let Value::Int(i) = v { Ok(*i) } else { Err(bad(call.script, value)) }).collect()
-}
-
 /// Decodes the script's reply to `call`, for the caller only (the TTLs are the replay mode's).
+#[cfg(test)]
 pub fn decode_reply(call: &ScriptCall, value: &Value) -> Result<Outcome> {
     decode(call, value).map(|d| d.reply)
 }
@@ -431,48 +427,62 @@ fn reservation(f: &[i64]) -> Option<Reservation> {
     (matches!(f[0], 0 | 1) && f[1] >= 0).then_some(Reservation { accepted: f[0] == 1, delay_ms: f[1] })
 }
 
-/// Decodes the script's reply to `call`.
+/// Decodes the script's reply to `call` read as a value (replay reads it inside `EXEC`'s reply).
 pub fn decode(call: &ScriptCall, value: &Value) -> Result<Decoded> {
-    let bad = || bad(call.script, value);
-    if let (Shape::WindowCount(w), Value::Int(count)) = (call.shape, value) {
-        let (d, ttl) = w.decide(*count).ok_or_else(bad)?;
-        return Ok(Decoded { reply: w.outcome(d), ttls: vec![ttl] });
-    }
-    if let Shape::WindowCounts(w) = call.shape {
-        let (reply, ttls) = w.decide(&ints(call, value)?).ok_or_else(bad)?;
-        return Ok(Decoded { reply: Outcome::Multi(reply), ttls });
-    }
-    let f = ints(call, value)?;
-    match call.shape {
-        Shape::Decision if f.len() == 6 => Ok(Decoded {
-            reply: Outcome::Single(Reply::Decision(decision(&f).ok_or_else(bad)?)),
-            ttls: vec![ttl(f[5])],
-        }),
+    let ints = match value {
+        Value::Int(i) => Some((false, vec![*i])),
+        Value::Array(items) => items
+            .iter()
+            .map(|v| if let Value::Int(i) = v { Some(*i) } else { None })
+            .collect::<Option<Vec<_>>>()
+            .map(|f| (true, f)),
+        _ => None,
+    };
+    let mut ttls = Vec::new();
+    let reply = ints.and_then(|(array, f)| decode_ints(call, array, &f, |t| ttls.push(t)));
+    Ok(Decoded { reply: reply.ok_or_else(|| bad(call.script, value))?, ttls })
+}
+
+/// The reply to `call` from the script's integers (`array`: they came as an array, not as one
+/// integer), handing `keep` each key's TTL in `KEYS` order (replay's; a decision alone
+/// allocates nothing); `None` when they are no sane reply of the call's shape.
+pub(super) fn decode_ints(
+    call: &ScriptCall,
+    array: bool,
+    f: &[i64],
+    mut keep: impl FnMut(Option<i64>),
+) -> Option<Outcome> {
+    let reply = match call.shape {
+        Shape::WindowCount(w) if !array && f.len() == 1 => {
+            let (d, t) = w.decide(f[0])?;
+            keep(t);
+            return Some(w.outcome(d));
+        }
+        Shape::WindowCounts(w) if array => {
+            let (reply, ttls) = w.decide(f)?;
+            ttls.into_iter().for_each(keep);
+            return Some(Outcome::Multi(reply));
+        }
+        _ if !array => return None,
+        Shape::Decision if f.len() == 6 => Outcome::Single(Reply::Decision(decision(f)?)),
         Shape::MultiOfOne if f.len() == 6 => {
-            let d = decision(&f).ok_or_else(bad)?;
-            Ok(Decoded {
-                reply: Outcome::Multi(MultiReply { allowed: d.allowed, decisions: vec![d] }),
-                ttls: vec![ttl(f[5])],
-            })
+            let d = decision(f)?;
+            Outcome::Multi(MultiReply { allowed: d.allowed, decisions: vec![d] })
         }
-        Shape::Grant if f.len() == 6 => {
-            Ok(Decoded { reply: Outcome::Single(Reply::Grant(grant(&f).ok_or_else(bad)?)), ttls: vec![ttl(f[5])] })
+        Shape::Grant if f.len() == 6 => Outcome::Single(Reply::Grant(grant(f)?)),
+        Shape::Reservation if f.len() == 3 => {
+            keep(ttl(f[2]));
+            return Some(Outcome::Single(Reply::Reservation(reservation(f)?)));
         }
-        Shape::Reservation if f.len() == 3 => Ok(Decoded {
-            reply: Outcome::Single(Reply::Reservation(reservation(&f).ok_or_else(bad)?)),
-            ttls: vec![ttl(f[2])],
-        }),
         Shape::Multi if f.len() == 1 + 6 * call.keys.len() && matches!(f[0], 0 | 1) => {
             let dims = f[1..].chunks(6);
-            let decisions = dims.clone().map(decision).collect::<Option<Vec<_>>>().ok_or_else(bad)?;
-            Ok(Decoded {
-                ttls: dims.map(|c| ttl(c[5])).collect(),
-                reply: Outcome::Multi(MultiReply { allowed: f[0] == 1, decisions }),
-            })
+            let decisions = dims.clone().map(decision).collect::<Option<Vec<_>>>()?;
+            dims.for_each(|c| keep(ttl(c[5])));
+            return Some(Outcome::Multi(MultiReply { allowed: f[0] == 1, decisions }));
         }
         Shape::MultiLease if f.len() == 1 + 8 * call.keys.len() && matches!(f[0], 0 | 1) => {
             let dims = f[1..].chunks(8);
-            let decisions = dims.clone().map(decision).collect::<Option<Vec<_>>>().ok_or_else(bad)?;
+            let decisions = dims.clone().map(decision).collect::<Option<Vec<_>>>()?;
             let grants = dims
                 .clone()
                 .map(|c| {
@@ -484,15 +494,16 @@ pub fn decode(call: &ScriptCall, value: &Value) -> Result<Decoded> {
                         expires_in_ms: c[7],
                     })
                 })
-                .collect::<Option<Vec<_>>>()
-                .ok_or_else(bad)?;
-            Ok(Decoded {
-                ttls: dims.map(|c| ttl(c[5])).collect(),
-                reply: Outcome::MultiGrant(MultiGrant { reply: MultiReply { allowed: f[0] == 1, decisions }, grants }),
-            })
+                .collect::<Option<Vec<_>>>()?;
+            dims.for_each(|c| keep(ttl(c[5])));
+            let reply = MultiReply { allowed: f[0] == 1, decisions };
+            return Some(Outcome::MultiGrant(MultiGrant { reply, grants }));
         }
-        _ => Err(bad()),
-    }
+        _ => return None,
+    };
+    // A decision, a multi check of one and a grant: six integers, the TTL last.
+    keep(ttl(f[5]));
+    Some(reply)
 }
 
 #[cfg(test)]

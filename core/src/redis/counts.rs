@@ -10,10 +10,9 @@ use crate::decision::Decision;
 use crate::store::{DimensionCall, MultiReply, Now, Reply, Rule};
 
 /// What turns multi.lua's `count` reply into the multi reply: the call's `now` and rule, and
-/// per dimension its window and cost. Why: keeping and replying six integers per dimension
-/// cost Redis 12.9k of the 148.3k instructions of a three-window call
-/// (bench/redis_instructions.py); the caller that knows `now` derives them all from the
-/// counts, [`FixedWindow::check`] on each count being the memory store's decision on the same
+/// per dimension its window and cost. Why: Redis then keeps and replies one integer per
+/// dimension instead of six (docs/performance.md, "The Redis scripts"); the caller that knows
+/// `now` derives them all from the counts, [`FixedWindow::check`] on each count being the memory store's decision on the same
 /// state and [`crate::multi::commit_set`] its verdict. The script's own verdict must agree, or
 /// the reply is the store's failure.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -71,10 +70,9 @@ impl WindowCounts {
 /// What turns a fixed-window `count` reply into the decision: the check's `now` and cost and
 /// the window's options.
 ///
-/// Why: inside Redis a 6-element reply costs a third of a fixed-window `FCALL` (18.4k
-/// instructions for a function returning six integers against 11.0k for one,
-/// bench/redis_instructions.py), and the caller that knows `now` can derive every field from
-/// the count: the script decides the write with the same comparison (`count + cost <= limit`),
+/// Why: inside Redis a six-integer reply costs a third of a fixed-window `FCALL`
+/// (docs/performance.md, "The Redis scripts"), and the caller that knows `now` can derive every
+/// field from the count: the script decides the write with the same comparison (`count + cost <= limit`),
 /// and [`FixedWindow::check`] on a state holding that count in `now`'s window is, by
 /// construction, the decision the memory store makes on the same state. On the server's clock
 /// the caller does not know `now`, so that check keeps the 6-element reply.
@@ -106,10 +104,5 @@ impl WindowCount {
         } else {
             Outcome::Single(Reply::Decision(d))
         }
-    }
-
-    /// The outcome for the integer reply `count`, or `None` when it is not one.
-    pub(super) fn decode(&self, count: i64) -> Option<Outcome> {
-        self.decide(count).map(|(d, _)| self.outcome(d))
     }
 }

@@ -5,13 +5,11 @@
 //! [`behind_the_queue`]; a call that makes [`WRITE_EVERY`] queued in one turn writes them
 //! itself) and hands each reply frame, whole and undecoded, to the oldest call still owed one.
 //!
-//! Why not redis-rs's [`redis::aio::MultiplexedConnection`]: per sequential call its driver
-//! spent 7.3k of the client's 23.2k instructions decoding the reply into a `Value` tree with
-//! its `combine` parser, and about 1.5k more in its request channel and reply hand-off
-//! (callgrind, `core/benches/redis.rs` `TK_BENCH_ONLY=async`; `docs/performance.md`). Here the
-//! driver only finds where each frame ends ([`super::engine::resp::frame_len`]); a decision reply is
-//! read by the engine's integer reader ([`super::engine::decode`]) on the caller's task, and every other
-//! reply by the engine's own reader too ([`super::engine::resp`]), as on every path.
+//! Why not redis-rs's [`redis::aio::MultiplexedConnection`]: it decodes every reply into a
+//! `Value` tree on its driver (docs/performance.md, "Why the Redis drivers are our own"). Here
+//! the driver only finds where each frame ends ([`super::engine::resp::frame_len`]), and the
+//! caller's task reads the reply with the engine's reader ([`super::engine::decode`]), as on
+//! every path.
 //!
 //! Replies are matched to calls in the order the calls were queued, which is the order their
 //! bytes were written (a command is queued whole, with its waiter, under one lock and before
@@ -76,9 +74,21 @@ struct State {
     dead: bool,
     /// The last handle is gone.
     released: bool,
+    /// Why the stream broke, told to every call it fails (a TLS alert, say, rather than "lost").
+    cause: Option<std::io::Error>,
     /// Writes made (tests).
     #[cfg(test)]
     writes: usize,
+}
+
+impl State {
+    /// The error a call gets once the connection is dead.
+    fn lost(&self) -> RedisError {
+        match &self.cause {
+            Some(e) => std::io::Error::new(e.kind(), e.to_string()).into(),
+            None => io(ErrorKind::ConnectionReset, "the connection was lost"),
+        }
+    }
 }
 
 struct Waiter {
@@ -95,38 +105,40 @@ impl Drop for Owner {
 }
 
 impl Pipelined {
-    /// Connects to `target` and sends `handshake` (each answered with anything but an error),
-    /// all within `timeout`, then starts the driver on the current runtime.
+    /// Connects to `target`, starts the driver on the current runtime and sends `handshake`
+    /// through it, each command answered with anything but an error, all within `timeout`.
     pub(crate) async fn connect(target: &Target, handshake: &[Vec<u8>], timeout: Duration) -> RedisResult<Pipelined> {
         let setup = async {
-            Ok::<_, RedisError>(match target {
+            let stream = match target {
                 Target::Tcp(host, port) => {
                     let stream = TcpStream::connect((host.as_str(), *port)).await?;
                     stream.set_nodelay(true)?;
-                    let buf = login(&stream, handshake).await?;
-                    (AsyncSocket::Tcp(stream), buf)
+                    AsyncSocket::Tcp(stream)
                 }
                 Target::Tls(host, port, config) => {
                     let tcp = TcpStream::connect((host.as_str(), *port)).await?;
                     tcp.set_nodelay(true)?;
-                    let stream = AsyncTls::handshake(config.connection(host)?, tcp).await?;
-                    let buf = login(&stream, handshake).await?;
-                    (AsyncSocket::Tls(Box::new(stream)), buf)
+                    AsyncSocket::Tls(Box::new(AsyncTls::handshake(config.connection(host)?, tcp).await?))
                 }
                 #[cfg(unix)]
-                Target::Unix(path) => {
-                    let stream = tokio::net::UnixStream::connect(path).await?;
-                    let buf = login(&stream, handshake).await?;
-                    (AsyncSocket::Unix(stream), buf)
+                Target::Unix(path) => AsyncSocket::Unix(tokio::net::UnixStream::connect(path).await?),
+            };
+            let shared =
+                Arc::new(Shared { state: parking_lot::Mutex::new(State::default()), wake: Notify::new(), stream });
+            tokio::spawn(drive(shared.clone()));
+            // Dropped on an error or at the timeout, the handle ends the driver.
+            let conn = Pipelined { owner: Arc::new(Owner { shared }) };
+            for command in handshake {
+                let reply = conn.request(1, |out| out.extend_from_slice(command)).await?;
+                if let Value::ServerError(e) = redis::parse_redis_value(&reply)? {
+                    return Err(e.into());
                 }
-            })
+            }
+            Ok::<_, RedisError>(conn)
         };
-        let (stream, buf) = tokio::time::timeout(timeout, setup)
+        tokio::time::timeout(timeout, setup)
             .await
-            .map_err(|_| io(ErrorKind::TimedOut, "connecting took the whole timeout"))??;
-        let shared = Arc::new(Shared { state: parking_lot::Mutex::new(State::default()), wake: Notify::new(), stream });
-        tokio::spawn(drive(shared.clone(), buf));
-        Ok(Pipelined { owner: Arc::new(Owner { shared }) })
+            .map_err(|_| io(ErrorKind::TimedOut, "connecting took the whole timeout"))?
     }
 
     /// Queues what `pack` writes (`frames` commands) and waits for their reply frames, returned
@@ -139,7 +151,7 @@ impl Pipelined {
         let wake = {
             let mut state = shared.state.lock();
             if state.dead {
-                return Err(io(ErrorKind::ConnectionReset, "the connection is closed"));
+                return Err(state.lost());
             }
             let first = state.out.is_empty();
             pack(&mut state.out);
@@ -178,14 +190,11 @@ struct Kill(Arc<Shared>);
 
 impl Drop for Kill {
     fn drop(&mut self) {
-        let waiting = {
-            let mut state = self.0.state.lock();
-            state.dead = true;
-            state.out.clear();
-            std::mem::take(&mut state.waiting)
-        };
-        for w in waiting {
-            let _ = w.tx.send(Err(io(ErrorKind::ConnectionReset, "the connection was lost")));
+        let mut state = self.0.state.lock();
+        state.dead = true;
+        state.out.clear();
+        for w in std::mem::take(&mut state.waiting) {
+            let _ = w.tx.send(Err(state.lost()));
         }
     }
 }
@@ -194,14 +203,10 @@ impl Drop for Kill {
 /// instead of leaving them to the driver.
 ///
 /// Why: the driver runs after every task already queued in the runtime's turn, so on a busy
-/// thread (serve's gRPC thread at 64 streams: hyper hands it a read's worth of requests at once)
-/// all of a turn's calls went out in one write at its end, Redis answered them as one batch,
-/// and the thread, Redis and the load generator took turns instead of overlapping. Measured on
-/// `throttlekit serve`, Redis, one HTTP/2 connection with 64 streams, each process at real-time
-/// priority so the machine's other load could not blur it: the gRPC thread ran 49-66% of the
-/// time and answered 43-47k requests/s; writing every 12-16 calls as they queue, it ran 98%
-/// and answered 73-83k/s (8: ~71k, 32: ~75k, 48: ~60k, 2: ~56k, each write a syscall more).
-/// Fewer calls than this in one turn are written by the driver as before, in one write.
+/// thread (serve's gRPC thread at 64 streams) a turn's calls would all leave in one write at its
+/// end, and the thread, Redis and the load generator would take turns instead of overlapping.
+/// Fewer calls than this in one turn are written by the driver, in one write. (The value
+/// measured best: docs/performance.md.)
 const WRITE_EVERY: usize = 16;
 
 /// Writes what `state` has queued, without waiting: `Ok(true)` when all of it went,
@@ -245,36 +250,38 @@ fn flush<S: Io>(state: &mut State, stream: &S) -> std::io::Result<bool> {
 }
 
 /// The driver: writes what calls queue, reads replies and hands them out in order.
-async fn drive(shared: Arc<Shared>, buf: Vec<u8>) {
+async fn drive(shared: Arc<Shared>) {
     let _kill = Kill(shared.clone());
-    match &shared.stream {
-        AsyncSocket::Tcp(s) => drive_on(&shared, s, buf).await,
-        AsyncSocket::Tls(s) => drive_on(&shared, &**s, buf).await,
+    let cause = match &shared.stream {
+        AsyncSocket::Tcp(s) => drive_on(&shared, s).await,
+        AsyncSocket::Tls(s) => drive_on(&shared, &**s).await,
         #[cfg(unix)]
-        AsyncSocket::Unix(s) => drive_on(&shared, s, buf).await,
-    }
+        AsyncSocket::Unix(s) => drive_on(&shared, s).await,
+    };
+    shared.state.lock().cause = cause;
 }
 
-/// [`drive`] on the socket's own type.
-async fn drive_on<S: Io>(shared: &Shared, stream: &S, mut buf: Vec<u8>) {
+/// [`drive`] on the socket's own type; returns why the stream broke (`None`: the last handle went).
+async fn drive_on<S: Io>(shared: &Shared, stream: &S) -> Option<std::io::Error> {
+    let mut buf = vec![0; INITIAL];
     // `buf[start..end]` is read and not handed out yet.
     let (mut start, mut end) = (0, 0);
     loop {
         tokio::select! {
             biased;
             ready = stream.readable() => {
-                if ready.is_err() {
-                    return;
+                if let Err(e) = ready {
+                    return Some(e);
                 }
                 match stream.try_read(&mut buf[end..]) {
-                    Ok(0) => return,
+                    Ok(0) => return Some(std::io::Error::new(ErrorKind::UnexpectedEof, "the server closed the connection")),
                     Ok(n) => end += n,
                     Err(e) if e.kind() == ErrorKind::WouldBlock => continue,
-                    Err(_) => return,
+                    Err(e) => return Some(e),
                 }
                 match hand_out(shared, &buf[start..end]) {
                     Ok(used) => start += used,
-                    Err(()) => return,
+                    Err(()) => return Some(std::io::Error::new(ErrorKind::InvalidData, "a reply that is no RESP frame, or that no call is owed")),
                 }
                 if start == end {
                     (start, end) = (0, 0);
@@ -293,18 +300,18 @@ async fn drive_on<S: Io>(shared: &Shared, stream: &S, mut buf: Vec<u8>) {
                     let written = {
                         let mut state = shared.state.lock();
                         if state.released {
-                            return;
+                            return None;
                         }
                         flush(&mut state, stream)
                     };
                     match written {
                         Ok(true) => break,
                         Ok(false) => {
-                            if stream.writable().await.is_err() {
-                                return;
+                            if let Err(e) = stream.writable().await {
+                                return Some(e);
                             }
                         }
-                        Err(_) => return,
+                        Err(e) => return Some(e),
                     }
                 }
             }
@@ -318,14 +325,10 @@ async fn drive_on<S: Io>(shared: &Shared, stream: &S, mut buf: Vec<u8>) {
 ///
 /// Why the driver waits for them before writing: on a multi-thread runtime a task woken by
 /// another task runs next on that worker (tokio's LIFO slot), so the driver, woken by the first
-/// call of a turn, wrote that call alone, then the next, one `write` each, and the server read
-/// them one by one. Measured with 50 tasks in flight on a 2-worker runtime
-/// (`core/benches/redis_topology.rs`, `TK_BENCH_ONLY=loop-par-{single,cluster}`): on a 3-master
-/// cluster each master's server read 5-7 calls per read and the client spent 4.7-5.5 us of CPU
-/// per call; stepping behind the queue first, 15-16 calls per read and 2.6-3.1 us, and the
-/// cluster went from 0.8x to ~1.0x of one node. On one node, 4.1 -> 2.0 us per call.
-/// On a current-thread runtime the driver was already behind the turn's tasks; a sequential
-/// call pays one more poll of the driver task.
+/// call of a turn, would write each call alone and the server would read them one by one;
+/// behind the queue, a turn's calls share a write (docs/performance.md). On a current-thread
+/// runtime the driver was already behind the turn's tasks; a sequential call pays one more poll
+/// of the driver task.
 async fn behind_the_queue() {
     let mut yielded = false;
     std::future::poll_fn(|cx| {
@@ -396,70 +399,6 @@ fn without_pushes(mut bytes: &[u8]) -> Vec<u8> {
         bytes = &bytes[n..];
     }
     out
-}
-
-/// Sends `handshake` on a fresh connection, each command answered with anything but an error
-/// (a push on the way is dropped); returns the read buffer for the driver.
-async fn login<S: Io>(stream: &S, handshake: &[Vec<u8>]) -> RedisResult<Vec<u8>> {
-    let mut buf = vec![0; INITIAL];
-    let mut end = 0;
-    for command in handshake {
-        write_all(stream, command).await?;
-        let n = loop {
-            if let Some(n) = frame_len(&buf[..end])? {
-                if !resp::is_push(&buf[..n]) {
-                    break n;
-                }
-                buf.copy_within(n..end, 0);
-                end -= n;
-                continue;
-            }
-            if end == buf.len() {
-                buf.resize(buf.len() * 2, 0);
-            }
-            match read(stream, &mut buf[end..]).await? {
-                0 => return Err(io(ErrorKind::UnexpectedEof, "the server closed the connection")),
-                k => end += k,
-            }
-        };
-        if let Value::ServerError(e) = redis::parse_redis_value(&buf[..n])? {
-            return Err(e.into());
-        }
-        buf.copy_within(n..end, 0);
-        end -= n;
-    }
-    if end > 0 {
-        return Err(io(ErrorKind::InvalidData, "a reply no command asked for"));
-    }
-    Ok(buf)
-}
-
-/// Reads what is there into `buf`, waiting until something is.
-async fn read<S: Io>(s: &S, buf: &mut [u8]) -> std::io::Result<usize> {
-    loop {
-        s.readable().await?;
-        match s.try_read(buf) {
-            Err(e) if e.kind() == ErrorKind::WouldBlock => continue,
-            read => return read,
-        }
-    }
-}
-
-/// Writes all of `bytes`.
-async fn write_all<S: Io>(s: &S, mut bytes: &[u8]) -> std::io::Result<()> {
-    while !bytes.is_empty() {
-        s.writable().await?;
-        match s.try_write(bytes) {
-            Ok(0) => return Err(std::io::Error::new(ErrorKind::WriteZero, "the socket took no bytes")),
-            Ok(n) => bytes = &bytes[n..],
-            Err(e) if e.kind() == ErrorKind::WouldBlock => continue,
-            Err(e) => return Err(e),
-        }
-    }
-    while !s.flushed()? {
-        s.writable().await?;
-    }
-    Ok(())
 }
 
 impl Pipelined {

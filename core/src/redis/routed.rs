@@ -8,13 +8,13 @@
 //! slot (CRC16, hash tags), the slot map read from `CLUSTER SLOTS`, and what a reply means.
 //! The transport follows [`Routes::follow`] and nothing else:
 //!
-//! 1. Send [`super::transport::PreparedCall::write_first`] to [`Routes::node`] of the call's
-//!    [`super::transport::PreparedCall::slot`], with a fresh [`Hop`].
+//! 1. Send [`super::transport::PreparedCall::write`] with a fresh [`Hop`] to [`Routes::node`] of
+//!    the call's [`super::transport::PreparedCall::slot`].
 //! 2. Hand every reply frame to [`Routes::follow`]. [`Follow::Reply`]: the frame is the call's
 //!    (finish it). [`Follow::Again`]: the node refused the call before running it (`MOVED`,
 //!    `ASK`, `TRYAGAIN`, `NOSCRIPT` / function not found): after `pause_ms`, send
-//!    [`super::transport::PreparedCall::write_hop`] to `node`, whose
-//!    [`hop_replies`] replies end with the call's. [`Follow::Fail`]: finish it with that error.
+//!    [`super::transport::PreparedCall::write`] of `hop` to `node`, whose
+//!    [`super::transport::replies`] replies end with the call's. [`Follow::Fail`]: finish it with that error.
 //!    A call takes at most [`MAX_HOPS`] attempts, all within the one `timeout_ms` the transport
 //!    keeps from the call's start.
 //! 3. A connection that could not be made (nothing was written on it): ask
@@ -48,7 +48,7 @@ pub enum Follow {
     Again {
         /// The node to send to.
         node: u32,
-        /// How to send ([`super::transport::PreparedCall::write_hop`]).
+        /// How to send ([`super::transport::PreparedCall::write`]).
         hop: Hop,
         /// How long to wait first (`TRYAGAIN`), ms.
         pause_ms: u64,
@@ -109,11 +109,6 @@ impl Routes {
     }
 }
 
-/// How many replies [`super::transport::PreparedCall::write_hop`] gets back (the call's is the last).
-pub fn hop_replies(functions: bool, hop: Hop) -> usize {
-    super::engine::replies(super::transport::rules(functions), hop)
-}
-
 /// The slot of a full (prefixed) key.
 pub fn slot(full_key: &str) -> u16 {
     super::cluster::key_slot(full_key.as_bytes())
@@ -122,14 +117,15 @@ pub fn slot(full_key: &str) -> u16 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::redis::transport::replies;
 
     #[test]
     fn an_attempts_replies_count_asking_and_the_fallback() {
         let h = |asking: bool, fallback: bool| Hop::from_bits(1 | u32::from(asking) << 8 | u32::from(fallback) << 9);
-        assert_eq!(hop_replies(false, h(false, false)), 1);
-        assert_eq!(hop_replies(true, h(true, false)), 2);
-        assert_eq!(hop_replies(false, h(true, true)), 2); // ASKING, EVAL
-        assert_eq!(hop_replies(true, h(true, true)), 3); // ASKING, FUNCTION LOAD, FCALL
+        assert_eq!(replies(false, h(false, false)), 1);
+        assert_eq!(replies(true, h(true, false)), 2);
+        assert_eq!(replies(false, h(true, true)), 2); // ASKING, EVAL
+        assert_eq!(replies(true, h(true, true)), 3); // ASKING, FUNCTION LOAD, FCALL
     }
 
     #[test]

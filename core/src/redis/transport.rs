@@ -1,26 +1,24 @@
 //! Calls for a binding that brings its own transport: the binding-owned-socket driver of
 //! the protocol engine (`core/src/redis/engine/`).
 //!
-//! Why: a binding whose runtime is an event loop (Node) pays two thread hops per call when the
-//! Rust store does the I/O (the request crosses to a Tokio thread, the reply crosses back),
-//! which costs more than the Redis round trip itself. Such a binding can instead write the
-//! bytes on its own socket and hand the reply back here. Everything that decides stays in the
-//! core: the script, its keys and arguments, the clock read, the key prefix, the commands of
-//! each attempt, what each reply means, and the fail policy. The transport only moves bytes
-//! and follows what the engine's rules say, as every other driver does:
+//! Why: when the Rust store does the I/O, a binding whose runtime is an event loop (Node) pays
+//! two thread hops per call, more than the round trip itself. Such a binding writes the bytes
+//! on its own socket and hands the reply back here. Everything that decides stays in the core
+//! (the script, keys, arguments, clock read, commands of each attempt, what each reply means,
+//! the fail policy); the transport moves bytes and follows the engine's rules:
 //!
-//! 1. Write [`PreparedCall::write_first`] (`FCALL` on a store that runs functions,
-//!    [`super::RedisStore::uses_functions`], else `EVALSHA`). Pipelining is fine; replies come
-//!    back in order.
-//! 2. If the reply [`is_missing`] (the server lost the script or function), write
-//!    [`PreparedCall::retry`] once ([`retry_replies`] replies, the call's last). No other reply
-//!    is ever answered by a resend.
+//! 1. Write [`PreparedCall::write`] with a fresh [`Hop`] (`FCALL` on a store that runs
+//!    functions, [`super::RedisStore::uses_functions`], else `EVALSHA`). Pipelining is fine;
+//!    replies come back in order.
+//! 2. If the reply [`is_missing`] (the server lost the script or function), write it once more
+//!    with [`Hop::with_fallback`] ([`replies`] replies, the call's last). No other reply is ever
+//!    answered by a resend.
 //! 3. Hand the call's reply frame (complete RESP bytes) to [`crate::Limiter::finish`] (or,
 //!    keeping only the call's [`PreparedCall::ticket`], [`crate::Limiter::finish_ticket`]). If
 //!    no reply came within the store's `timeout_ms`, or the connection failed, hand it an
 //!    error made with [`transport_error`] (or [`timed_out`]) instead: the limiter's fail policy
-//!    decides, exactly as on the store's own paths. A timed-out call must never be sent again
-//!    (it may already have counted), and its late reply must be read and dropped.
+//!    decides, exactly as on the store's own paths. A timed-out call is never sent again, and
+//!    its late reply is read and dropped ([`conn::Conn`] keeps both rules).
 //!
 //! A new connection sends [`Endpoint::handshake`] (RESP3's `HELLO 3` when the URL asks for it,
 //! as the store's own connections log in) then [`preload_for`], so calls pipelined on it never
@@ -40,7 +38,9 @@ use redis::ConnectionAddr;
 
 use super::call::{self, Outcome, ScriptCall};
 pub use super::engine::resp::{Garbage, frame_len};
-use super::engine::{self, Attempt, Exchange, Invoke, Rules, resp};
+use super::engine::{self, Exchange, Invoke, Rules, resp};
+pub use super::engine::{lost as transport_error, timed_out};
+pub use super::routed::Hop;
 use super::single;
 use crate::decision::Decision;
 use crate::error::{Error, Result};
@@ -59,8 +59,8 @@ pub enum Op {
     Forecast,
 }
 
-/// One script call, ready for the wire: its bytes come from [`PreparedCall::write_first`] (and
-/// [`PreparedCall::retry`] after a miss), its reply goes to [`Limiter::finish`].
+/// One script call, ready for the wire: its bytes come from [`PreparedCall::write`], its reply
+/// goes to [`Limiter::finish`].
 #[derive(Clone, Debug)]
 pub struct PreparedCall {
     call: ScriptCall,
@@ -72,13 +72,11 @@ pub struct PreparedCall {
 /// finish it with [`Limiter::finish_ticket`]: the time it was prepared at and, for a
 /// fixed-window check on the caller's clock, the cost it was sent with.
 ///
-/// Why a cost: such a check goes in the script's `count` mode, whose reply is the window's
-/// count alone (~35k instructions inside Redis against ~43k for the six-integer reply,
-/// bench/redis_instructions.py), and the decision is derived from that count, the cost and the
-/// window (the limiter's strategy) by the Rust fixed window. The time alone cannot decode it.
-/// It is `Copy` and two numbers wide, so a transport that keeps per-call state in another
-/// language (Node keeps two `f64`s, [`Ticket::counted`] 0 for none) carries it as cheaply as
-/// the time it carried before. The core makes it; a transport only hands it back.
+/// Why a cost: such a check goes in the script's `count` mode (docs/redis.md), whose reply
+/// is the window's count alone; the decision is derived from that count, the cost and the
+/// window, so the time alone cannot decode it. It is `Copy` and two numbers wide (Node keeps
+/// two `f64`s, [`Ticket::counted`] 0 for none). The core makes it; a transport only hands it
+/// back.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Ticket {
     op: Op,
@@ -152,43 +150,19 @@ impl PreparedCall {
         outcome(&self.call, reply).and_then(super::multi)
     }
 
-    /// The call's first attempt as the store itself sends it
-    /// ([`super::RedisStore::uses_functions`]): `FCALL` when `functions`, else `EVALSHA`,
-    /// appended to `out` (a transport's reusable buffer).
-    pub fn write_first(&self, functions: bool, out: &mut Vec<u8>) {
-        self.exchange(functions, Attempt::default()).write(out);
-    }
-
-    /// [`PreparedCall::write_first`] into a new buffer.
-    pub fn first(&self, functions: bool) -> Vec<u8> {
-        let mut out = Vec::new();
-        self.write_first(functions, &mut out);
-        out
+    /// The call's attempt `hop` as the store itself sends it, appended to `out` (a transport's
+    /// reusable buffer); [`replies`] replies, the call's last. A fresh hop is the first send:
+    /// `FCALL` when `functions` ([`super::RedisStore::uses_functions`]), else `EVALSHA`.
+    /// [`Hop::with_fallback`] is what to send once after a reply that [`is_missing`]: `EVAL`, or
+    /// `FUNCTION LOAD REPLACE` and `FCALL` pipelined. On a cluster [`super::routed`] says the
+    /// hop (`ASKING` first when [`Hop::asking`]).
+    pub fn write(&self, functions: bool, hop: Hop, out: &mut Vec<u8>) {
+        Exchange::at(&self.call, rules(functions), hop).write(out);
     }
 
     /// The slot of the call's (first) key, for [`super::routed::Routes::node`].
     pub fn slot(&self) -> u16 {
         super::routed::slot(self.call.keys.first().map_or("", String::as_str))
-    }
-
-    /// An attempt after the first on a cluster ([`super::routed`]): `ASKING` first when
-    /// `hop.asking()`, then the call's first send, or its fallback when `hop.fallback()`,
-    /// appended to `out`; [`super::routed::hop_replies`] replies, the call's last.
-    pub fn write_hop(&self, functions: bool, hop: super::routed::Hop, out: &mut Vec<u8>) {
-        self.exchange(functions, hop).write(out);
-    }
-
-    /// What to send once after a reply that [`is_missing`]: `EVAL` (one reply), or, when
-    /// `functions`, `FUNCTION LOAD REPLACE` and `FCALL` pipelined (two replies, the call's last;
-    /// [`retry_replies`] says how many).
-    pub fn retry(&self, functions: bool) -> Vec<u8> {
-        let mut out = Vec::new();
-        self.exchange(functions, Attempt::default().with_fallback()).write(&mut out);
-        out
-    }
-
-    fn exchange(&self, functions: bool, attempt: Attempt) -> Exchange<'_> {
-        Exchange::at(&self.call, rules(functions), attempt)
     }
 }
 
@@ -198,14 +172,14 @@ pub(super) fn rules(functions: bool) -> Rules {
     Rules { invoke: if functions { Invoke::Functions } else { Invoke::Scripts }, durable: None, cluster: false }
 }
 
-/// How many replies [`PreparedCall::retry`] gets back (the call's is the last).
-pub fn retry_replies(functions: bool) -> usize {
-    engine::replies(rules(functions), Attempt::default().with_fallback())
+/// How many replies [`PreparedCall::write`] of `hop` gets back (the call's is the last).
+pub fn replies(functions: bool, hop: Hop) -> usize {
+    engine::replies(rules(functions), hop)
 }
 
 /// Whether a reply frame says the server lacks the call's script (`NOSCRIPT`) or function
-/// (`ERR Function not found`: flushed, or a restarted server): send [`PreparedCall::retry`],
-/// once. No other reply is ever answered by a resend.
+/// (`ERR Function not found`: flushed, or a restarted server): send the call once more with
+/// [`Hop::with_fallback`]. No other reply is ever answered by a resend.
 pub fn is_missing(reply: &[u8]) -> bool {
     engine::is_missing(reply)
 }
@@ -233,17 +207,6 @@ pub(super) fn outcome(call: &ScriptCall, reply: Result<&[u8]>) -> Result<Outcome
     super::engine::decode(call, reply?)
 }
 
-/// The `store_unavailable` error for a transport failure (connection refused or lost, ...).
-pub fn transport_error(message: &str) -> Error {
-    engine::lost(&message)
-}
-
-/// The `store_unavailable` error for a call that got no reply within `timeout_ms`: the same
-/// words as the store's own timeout.
-pub fn timed_out(timeout_ms: u64) -> Error {
-    engine::timed_out(timeout_ms)
-}
-
 /// What a reply frame is to a binding's transport ([`conn::Conn::read`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
@@ -255,7 +218,7 @@ pub enum Kind {
     /// [`super::routed::Routes::follow`] reads it for a redirect).
     Error = 1,
     /// The server lacks the call's script or function ([`is_missing`]): send
-    /// [`PreparedCall::retry`] once (on a cluster, [`super::routed::Routes::follow`] decides).
+    /// the call's fallback once (on a cluster, [`super::routed::Routes::follow`] decides).
     Missing = 2,
 }
 

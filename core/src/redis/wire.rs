@@ -4,17 +4,10 @@
 //! [`Wire`]: a socket, one reusable read buffer, and the engine's frame scanner, which finds
 //! where a reply ends without decoding it.
 //!
-//! Why not redis-rs's blocking [`redis::Connection`]: per sequential call it spent 13.5k of
-//! the client's 19.6k instructions reading the reply (callgrind, `core/benches/redis.rs`
-//! `TK_BENCH_ONLY=sync`): its `combine` buffered reader zero-fills 8 KB of spare buffer
-//! before every `recv` (6.0k instructions in `memset`), then its `combine` parser builds a
-//! `Value` tree (7.5k) for six small integers. `redis-benchmark -c 1` spends 6.0k instructions
-//! per call in all. Here a decision reply is one `recv` into a buffer kept between calls and
-//! is read by the engine's integer reader ([`super::engine::decode`]), the one every path uses;
-//! an error frame is split by the engine's reader, and only a reply of another shape is decoded
-//! by redis-rs's parser, so what a reply means is unchanged. On a cluster too a decision never
-//! becomes a [`Value`] (redis-rs's `parse_redis_value` zero-fills 8 KB per call before
-//! parsing: 16k of a cluster call's 25.7k instructions, docs/redis.md).
+//! Why not redis-rs's blocking [`redis::Connection`]: it zero-fills a read buffer before every
+//! `recv` and builds a `Value` tree for a few integers (docs/performance.md, "Why the Redis
+//! drivers are our own"). Here a reply is one `recv` into a buffer kept between calls, read by
+//! the engine's reader ([`super::engine::decode`]) as on every path.
 //!
 //! [`Wire`] serves every blocking path: `redis://` over TCP, `rediss://` (TLS, [`super::tls`])
 //! and `redis+unix://`, speaking RESP2 or, on `?protocol=resp3`, RESP3 (the login says

@@ -8,6 +8,28 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
+use throttlekit::redis::transport::{self, Hop, PreparedCall};
+
+/// `call`'s first send (`FCALL` when `functions`, else `EVALSHA`).
+pub fn first(call: &PreparedCall, functions: bool) -> Vec<u8> {
+    let mut out = Vec::new();
+    call.write(functions, Hop::default(), &mut out);
+    out
+}
+
+/// What `call` sends once after the server lacked its script or function.
+pub fn retry(call: &PreparedCall, functions: bool) -> Vec<u8> {
+    let mut out = Vec::new();
+    call.write(functions, Hop::default().with_fallback(), &mut out);
+    out
+}
+
+/// One call as a binding's own transport sends it: `EVALSHA`, and `EVAL` once after `NOSCRIPT`.
+pub fn send(wire: &mut Wire, call: &PreparedCall) -> Vec<u8> {
+    let reply = wire.roundtrip(&first(call, false));
+    if transport::is_missing(&reply) { wire.roundtrip(&retry(call, false)) } else { reply }
+}
+
 /// A socket that writes bytes and reads back exactly one RESP reply frame.
 pub struct Wire(pub TcpStream);
 
@@ -29,7 +51,7 @@ impl Wire {
             let mut at = 0;
             while out.len() < n {
                 // The core's one frame scanner, as every driver finds a reply's end.
-                let Some(len) = throttlekit::redis::transport::frame_len(&got[at..]).expect("RESP") else { break };
+                let Some(len) = transport::frame_len(&got[at..]).expect("RESP") else { break };
                 out.push(got[at..at + len].to_vec());
                 at += len;
             }

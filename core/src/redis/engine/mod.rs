@@ -50,7 +50,7 @@ pub mod value;
 
 use std::time::Duration;
 
-use super::call::{self, Outcome, ScriptCall, Shape};
+use super::call::{self, Outcome, ScriptCall};
 use super::scripts::LIBRARY;
 use crate::error::{Error, Result};
 
@@ -437,25 +437,24 @@ fn address(s: &str) -> Option<(String, u16)> {
     Some((host.to_string(), port.parse().ok()?))
 }
 
-/// The outcome of a call's reply frame: a decision's six integers and a fixed window's count
-/// are read where they lie ([`resp::int_array`], [`resp::int`]); any other reply through
-/// [`resp::value`]. A server's error reply, and a reply that is not a sane answer to `call`,
-/// are `store_unavailable` (the engine's redirects were read before: [`Exchange::feed`]).
+/// The outcome of a call's reply frame, its integers read where they lie ([`resp::ints`]) for
+/// every shape. A server's error reply, and a reply that is not a sane answer to `call`, are
+/// `store_unavailable` (the engine's redirects were read before: [`Exchange::feed`]).
 pub fn decode(call: &ScriptCall, frame: &[u8]) -> Result<Outcome> {
     if frame.first() == Some(&b'-') {
         return Err(server_error(call.script.name, frame));
     }
-    if call.shape == Shape::Decision
-        && let Some(d) = resp::int_array::<6>(frame).as_ref().and_then(|f| call::decision(f))
-    {
-        return Ok(Outcome::Single(crate::store::Reply::Decision(d)));
+    if let Some(reply) = resp::ints(frame, |array, f| call::decode_ints(call, array, f, |_| {})) {
+        return Ok(reply);
     }
-    if let Shape::WindowCount(w) = call.shape
-        && let Some(o) = resp::int(frame).and_then(|c| w.decode(c))
-    {
-        return Ok(o);
-    }
-    parsed(call, frame)
+    // No answer to `call`: the error says what came, as a value when it reads as one.
+    Err(match resp::value(frame) {
+        Some(value) => call::bad(call.script, &value),
+        None => {
+            let excerpt: String = String::from_utf8_lossy(frame).chars().take(120).collect();
+            Error::store(format!("unreadable reply from {}: {excerpt:?}", call.script.name))
+        }
+    })
 }
 
 /// A server's error reply to `name`'s call: `store_unavailable` naming the script and the
@@ -467,16 +466,8 @@ fn server_error(name: &str, frame: &[u8]) -> Error {
     }
 }
 
-/// [`decode`] through [`resp::value`]: every reply that is not a plain decision or an error.
-pub(crate) fn parsed(call: &ScriptCall, frame: &[u8]) -> Result<Outcome> {
-    let value = resp::value(frame).ok_or_else(|| {
-        let excerpt: String = String::from_utf8_lossy(frame).chars().take(120).collect();
-        Error::store(format!("unreadable reply from {}: {excerpt:?}", call.script.name))
-    })?;
-    call::decode_reply(call, &value)
-}
-
-/// The error of a call that got no reply within `timeout_ms`.
+/// The error of a call that got no reply within `timeout_ms` (`store_unavailable`, the same
+/// words on every path).
 pub fn timed_out(timeout_ms: u64) -> Error {
     Error::store(format!("timed out: Redis did not answer within {timeout_ms} ms"))
 }
@@ -487,8 +478,8 @@ pub fn timed_out_because(timeout_ms: u64, cause: &dyn std::fmt::Display) -> Erro
 }
 
 /// The error of a call whose connection failed (refused, reset, closed) after or before it
-/// was written.
-pub fn lost(cause: &dyn std::fmt::Display) -> Error {
+/// was written (`store_unavailable`).
+pub fn lost<D: std::fmt::Display + ?Sized>(cause: &D) -> Error {
     Error::store(cause.to_string())
 }
 

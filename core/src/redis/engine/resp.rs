@@ -1,6 +1,6 @@
 //! RESP2 and RESP3, as much of them as the engine speaks: where a reply frame ends (the one
-//! scanner every Rust driver uses), whether a frame is a RESP3 push (which answers no call), the
-//! two plain reply forms read without building a value (an array of integers, one integer), any
+//! scanner every Rust driver uses), whether a frame is a RESP3 push (which answers no call), a
+//! script's reply read without building a value (one integer or an array of integers), any
 //! other reply as a value, an error split into its code and detail, and commands written from
 //! their arguments.
 //!
@@ -9,11 +9,10 @@
 //! reply that follows it) and push `>` (out-of-band data). The reader reads them as RESP2 spells
 //! them ([`value`]), so the engine's rules see one set of replies whatever the protocol.
 //!
-//! Why not redis-rs's parser for the plain forms: its `combine` parser was about 40 % of the
-//! Node addon's time per Redis call (`perf`, docs/bench-bindings.md) and zero-fills 8 KB per
-//! call before parsing, for six small integers. Every other reply is read by [`value`], which
-//! reads what that parser reads (property test `the_value_reader_agrees_with_the_parser`) and
-//! keeps the parser out of the WebAssembly module.
+//! Why not redis-rs's parser: it zero-fills 8 KB per call and builds a `Value` tree for a few
+//! integers, and its grammar would weigh on the WebAssembly module (docs/performance.md, "Why
+//! the Redis drivers are our own"). [`value`] reads what it reads (property test
+//! `the_value_reader_agrees_with_the_parser`).
 //!
 //! Of redis-rs, only its `Value` type is used here ([`value`] builds one) and its error type
 //! ([`Garbage`] turns into it): a transport that does not speak RESP (a REST front end
@@ -107,23 +106,33 @@ fn length(line: &[u8]) -> Result<i64, Garbage> {
     Ok(line.iter().fold(0i64, |v, c| v * 10 + i64::from(c - b'0')))
 }
 
-/// The integers of `frame` when it is exactly `*N\r\n` and `N` integer replies `:[-]digits\r\n`
-/// (at most 18 digits), the form every decision reply takes; `None` for anything else. For the
-/// frames it accepts, redis-rs's parser reads the same integers (an `i64` parse of the same
-/// digits; test: `the_integer_reader_agrees_with_the_parser`).
-pub fn int_array<const N: usize>(frame: &[u8]) -> Option<[i64; N]> {
-    let rest = frame.strip_prefix(b"*")?;
-    let (n, mut rest) = line_int(rest)?;
-    if n != N as i64 {
-        return None;
+/// `then` of the integers of `frame`, the form of every script reply ours send: `(false, [n])`
+/// when it is exactly one integer reply `:[-]digits\r\n`, `(true, items)` when it is exactly
+/// `*N\r\n` and `N` integer replies (on the stack up to eight: a decision allocates nothing);
+/// `None` for anything else (a RESP3 type or attribute included: Redis writes a script's
+/// integers and tables as these). redis-rs's parser reads the same integers (test:
+/// `the_integer_reader_agrees_with_the_parser`).
+pub fn ints<T>(frame: &[u8], then: impl FnOnce(bool, &[i64]) -> Option<T>) -> Option<T> {
+    if let Some(rest) = frame.strip_prefix(b":") {
+        let (v, rest) = line_int(rest)?;
+        return if rest.is_empty() { then(false, &[v]) } else { None };
     }
-    let mut out = [0; N];
-    for o in &mut out {
+    let (n, mut rest) = line_int(frame.strip_prefix(b"*")?)?;
+    // Each item takes at least four bytes: a length cannot make a large allocation.
+    let n = usize::try_from(n).ok().filter(|n| *n <= rest.len() / 4)?;
+    let (mut few, mut many) = ([0i64; 8], Vec::new());
+    let items = if n <= few.len() {
+        &mut few[..n]
+    } else {
+        many.resize(n, 0);
+        &mut many[..]
+    };
+    for o in items.iter_mut() {
         let (v, r) = line_int(rest.strip_prefix(b":")?)?;
         *o = v;
         rest = r;
     }
-    rest.is_empty().then_some(out)
+    if rest.is_empty() { then(true, items) } else { None }
 }
 
 /// The integer of `frame` when it is exactly `:[-]digits\r\n` (a fixed window's count reply,
@@ -140,9 +149,6 @@ pub fn int(frame: &[u8]) -> Option<i64> {
 /// their text, and an attribute as the reply it describes. `None` for anything else: bytes that
 /// are no complete frame, trailing bytes, an error frame (the engine reads those itself before
 /// decoding), an error inside an array (no script reply holds one) or a push.
-///
-/// Why not redis-rs's parser: its `combine` grammar is the largest part of the WebAssembly
-/// module's REST path (about 95 KB of 226 KB gzipped), for replies this small reader covers.
 pub fn value(frame: &[u8]) -> Option<Value> {
     let (v, rest) = value_at(frame, 0)?;
     rest.is_empty().then_some(v)
@@ -210,19 +216,26 @@ fn items_at(mut b: &[u8], n: i64, depth: usize) -> Option<(Vec<Value>, &[u8])> {
     Some((items, b))
 }
 
-/// `[-]digits\r\n` at the start of `b` (1 to 18 digits): the number and what follows.
+/// `[-]digits\r\n` at the start of `b`, any `i64`: the number and what follows.
 fn line_int(b: &[u8]) -> Option<(i64, &[u8])> {
     let (neg, b) = match b.strip_prefix(b"-") {
         Some(r) => (true, r),
         None => (false, b),
     };
     let digits = b.iter().take_while(|c| c.is_ascii_digit()).count();
-    if digits == 0 || digits > 18 {
+    if digits == 0 {
         return None;
     }
     let rest = b[digits..].strip_prefix(b"\r\n")?;
-    let v = b[..digits].iter().fold(0i64, |v, c| v * 10 + i64::from(c - b'0'));
-    Some((if neg { -v } else { v }, rest))
+    if digits <= 18 {
+        // Cannot overflow: the plain sum, cheaper per digit than the checked one below, for
+        // every integer our scripts send.
+        let v = b[..digits].iter().fold(0i64, |v, c| v * 10 + i64::from(c - b'0'));
+        return Some((if neg { -v } else { v }, rest));
+    }
+    // Accumulated negative, so that `i64::MIN` fits.
+    let v = b[..digits].iter().try_fold(0i64, |v, c| v.checked_mul(10)?.checked_sub(i64::from(c - b'0')))?;
+    Some((if neg { v } else { v.checked_neg()? }, rest))
 }
 
 /// The code and the detail of an error frame, `-CODE detail\r\n` or RESP3's blob error

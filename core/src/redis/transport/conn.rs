@@ -38,7 +38,8 @@ pub struct Setup {
     pub login_replies: usize,
     /// Replies to the scripts loaded after the login ([`super::preload_for`]).
     pub preload_replies: usize,
-    /// Replies to a call's resend after a miss ([`super::retry_replies`]); the call's is the last.
+    /// Replies to a call's resend after a miss ([`super::replies`] of the fallback); the call's
+    /// is the last.
     pub retry_replies: usize,
     /// How long a call may wait for its reply, from when it was made, ms.
     pub timeout_ms: u64,
