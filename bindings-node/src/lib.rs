@@ -38,6 +38,8 @@ mod promise;
 mod redis;
 #[cfg(feature = "redis")]
 mod redis_fast;
+#[cfg(any(feature = "redis", feature = "postgres"))]
+mod send;
 mod shaper;
 #[cfg(feature = "sqlite")]
 mod sqlite;

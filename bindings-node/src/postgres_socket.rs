@@ -26,6 +26,7 @@ use throttlekit::postgres::session::{Done, Endpoint, Session, Tls};
 
 use crate::convert;
 use crate::error::{CoreResult, OrThrow, config};
+use crate::send::send_now;
 
 static IDS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 
@@ -238,32 +239,6 @@ pub fn pg_call_many(
         s.call((first_id.wrapping_add(i as u32), l.inner.clone()), c.key, c.call).or_throw(env)?;
     }
     hand_over(session, &mut s, &mut scratch, -1.0).or_throw(env)
-}
-
-/// Writes what it can of `bytes` to the socket `fd` now (one non-blocking `send`) and says how
-/// many bytes went; 0 when `fd` is -1 or not a descriptor, or when the socket takes none now or
-/// fails (index.js then writes them through the socket's stream, which meets the same error
-/// and reports it as it always does). index.js passes its plain socket's descriptor only when
-/// the call would go at once anyway: connected and not destroyed (so the descriptor is still
-/// its own), nothing of ours queued on it (so the bytes keep their order) and no call owed.
-/// `MSG_NOSIGNAL` (std's `send` on Linux): a closed peer is an error, not a signal.
-#[cfg(unix)]
-fn send_now(fd: f64, bytes: &[u8]) -> usize {
-    use std::io::Write;
-    use std::os::fd::FromRawFd;
-    if bytes.is_empty() || !(0.0..=f64::from(i32::MAX)).contains(&fd) || fd.fract() != 0.0 {
-        return 0;
-    }
-    // SAFETY: index.js hands the descriptor of its own open socket (see above); ManuallyDrop
-    // keeps it open, since the socket still owns it. Node sets its sockets non-blocking, so the
-    // send never waits.
-    let socket = std::mem::ManuallyDrop::new(unsafe { std::net::TcpStream::from_raw_fd(fd as i32) });
-    (&*socket).write(bytes).unwrap_or(0)
-}
-
-#[cfg(not(unix))]
-fn send_now(_fd: f64, _bytes: &[u8]) -> usize {
-    0
 }
 
 /// The layout of `out`, the `Float64Array` `__pgFeed` and `__pgAbort` answer in: whether the

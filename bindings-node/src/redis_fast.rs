@@ -33,6 +33,7 @@ use crate::fast::{
     Callback, Context, IO_COST, IO_HANDLE, IO_KEY_LEN, IO_LEN, IO_NAMES, KEY_BYTES, guard, number, put_decision,
 };
 use crate::limiter::RedisLimiter;
+use crate::send::send_now;
 use crate::transport::{self, RedisConn, Socket};
 
 /// The callbacks fast.rs registers beside its own.
@@ -183,38 +184,6 @@ fn write(l: &RedisLimiter, op: Op, key: &str, cost: u64, scratch: &mut [u8], fd:
         scratch[HEAD + sent..HEAD + tail.len()].copy_from_slice(&tail[sent..]);
         Ok((tail.len() as i64, sent))
     })
-}
-
-/// Writes what it can of `bytes` to the socket `fd` now (one non-blocking `send`), and says how
-/// many bytes went; 0 when `fd` is -1 (not index.js's socket to write to now, or not a Unix
-/// host), or the socket takes none now or fails (index.js then writes them all through the
-/// socket's stream, which meets the same error and reports it as it always did).
-///
-/// Why: a sequential call's time is the client's CPU plus the server's, one after the other
-/// (docs/bench-bindings.md), and net.Socket's write path (the Writable's bookkeeping, a
-/// `WriteWrap` per write, a tick to finish it, a Buffer per call's bytes to hand it) was a
-/// good part of what index.js spent per call. index.js passes a descriptor only when the call
-/// goes at once anyway: its socket is connected and not destroyed (so the descriptor is still
-/// its own), nothing of ours is queued on it (so the bytes keep their order) and every reply is
-/// in (`Transport#direct`). `MSG_NOSIGNAL` (std's `send` on Linux): a closed peer is an error,
-/// not a signal.
-#[cfg(unix)]
-fn send_now(fd: f64, bytes: &[u8]) -> usize {
-    use std::io::Write;
-    use std::os::fd::FromRawFd;
-    if !(0.0..=f64::from(i32::MAX)).contains(&fd) || fd.fract() != 0.0 {
-        return 0;
-    }
-    // SAFETY: index.js hands the descriptor of its own open socket (see above); ManuallyDrop
-    // keeps it open, since the socket still owns it. Node sets its sockets non-blocking, so the
-    // send never waits.
-    let socket = std::mem::ManuallyDrop::new(unsafe { std::net::TcpStream::from_raw_fd(fd as i32) });
-    (&*socket).write(bytes).unwrap_or(0)
-}
-
-#[cfg(not(unix))]
-fn send_now(_fd: f64, _bytes: &[u8]) -> usize {
-    0
 }
 
 /// Where a call's bytes start in `__redisPrepareFast`'s scratch buffer (after its ticket, master
