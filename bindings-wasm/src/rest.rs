@@ -291,8 +291,9 @@ pub struct Link {
 
 impl Link {
     pub fn new(store: JsValue, locking: Locking, book: Option<ReplayBook>) -> Link {
-        let timeout_ms = Reflect::get(&store, &"timeoutMs".into()).ok().and_then(|v| v.as_f64()).unwrap_or(DEFAULT_TIMEOUT_MS)
-            as u32;
+        let timeout_ms =
+            Reflect::get(&store, &"timeoutMs".into()).ok().and_then(|v| v.as_f64()).unwrap_or(DEFAULT_TIMEOUT_MS)
+                as u32;
         Link { store, locking, book, timeout_ms }
     }
 
