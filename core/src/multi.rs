@@ -455,9 +455,9 @@ impl MultiLimiter {
         Ok(self.finish_reply(reply))
     }
 
-    /// Prepares [`MultiLimiter::check`] for a binding's own transport
-    /// ([`crate::redis::transport`]): the fused script call on every dimension's key, at one
-    /// clock read (or Redis's `TIME` on a server-clock limiter).
+    /// Prepares [`MultiLimiter::check`] for a transport other than the store's own
+    /// ([`crate::redis::prepared`]: a binding's socket, the REST store): the fused script call
+    /// on every dimension's key, at one clock read (or Redis's `TIME` on a server-clock limiter).
     /// A limiter in a tiered mode answers in core: `not_implemented` (call [`MultiLimiter::check`]).
     /// A call refused here is counted (by its error) as [`MultiLimiter::check`] counts it.
     #[cfg(any(feature = "redis", feature = "rest"))]

@@ -151,8 +151,9 @@ impl Shaper {
         self.observe(result)
     }
 
-    /// Prepares [`Shaper::reserve`] for a binding's own transport ([`crate::redis::transport`]):
-    /// the script call on the prefixed key, at one clock read (or Redis's `TIME`).
+    /// Prepares [`Shaper::reserve`] for a transport other than the store's own
+    /// ([`crate::redis::prepared`]): the script call on the prefixed key, at one clock read (or
+    /// Redis's `TIME`).
     /// A call refused here (a bad argument) is counted as [`Shaper::reserve`] counts it.
     #[cfg(any(feature = "redis", feature = "rest"))]
     pub fn prepare(&self, key: &str, cost: u64) -> Result<crate::redis::prepared::PreparedCall> {

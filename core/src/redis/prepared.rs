@@ -1,10 +1,10 @@
 //! The prepared call, transport-neutral: what every driver that is not the store's own sends
 //! and finishes. A limiter, multi limiter or shaper *prepares* a call (its entry checks, one
 //! clock read, the script call on the prefixed key); the driver moves it (RESP on a binding's
-//! socket, [`super::transport`]; JSON over HTTP, [`super::rest`]); the engine reads the reply
-//! into an [`Outcome`], and the limiter *finishes* it through its fail policy, counted once in
-//! its metrics. Built with the `rest` feature alone too (the WebAssembly build), so both
-//! transports share one copy.
+//! socket, `redis::transport`, with the `redis` feature; JSON over HTTP, [`super::rest`]);
+//! the engine reads the reply into an outcome, and the limiter *finishes* it through its fail
+//! policy, counted once in its metrics. Built with the `rest` feature alone too (the
+//! WebAssembly build), so both transports share one copy.
 
 use super::call::{self, Outcome, ScriptCall};
 use crate::decision::Decision;
@@ -57,10 +57,10 @@ impl PreparedCall {
 }
 
 impl Limiter {
-    /// Prepares `op` on `key` for a transport other than the store's own
-    /// ([`super::transport`], [`super::rest`]): validates the cost, reads the clock once (or
-    /// asks for Redis's `TIME` on a server-clock limiter) and builds the script call on the
-    /// prefixed key, as [`Limiter::check`] would.
+    /// Prepares `op` on `key` for a transport other than the store's own (`redis::transport`,
+    /// [`super::rest`]): validates the cost, reads the clock once (or asks for Redis's `TIME`
+    /// on a server-clock limiter) and builds the script call on the prefixed key, as
+    /// [`Limiter::check`] would.
     pub fn prepare(&self, op: Op, key: &str, cost: u64) -> Result<PreparedCall> {
         self.prepare_at(op, key, cost, self.now())
     }
