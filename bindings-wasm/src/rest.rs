@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use js_sys::{Reflect, Uint8Array};
+use js_sys::Reflect;
 use throttlekit::redis::rest::limiter::RestOp;
 use throttlekit::redis::rest::{self, Locking, Next, ReplayBook, Request};
 use wasm_bindgen::prelude::*;
@@ -18,41 +18,64 @@ use crate::{limiter, multi, shaper};
 
 #[wasm_bindgen(inline_js = "
 // What a store's requests share, read from the module once per store (each getter is a call
-// into the module and a string copy): the URL, the timeout and the headers.
+// into the module and a string copy): the URL, the timeout, the headers, and the timeout's
+// current round (below).
 const shared = new WeakMap()
 function endpoint(store) {
   let e = shared.get(store)
   if (!e) {
     const headers = { Authorization: 'Bearer ' + store.token, 'Content-Type': 'application/json' }
-    e = { url: store.url, fetch: store.fetch, timeoutMs: store.timeoutMs, headers, hex: { ...headers, 'Throttlekit-Encoding': 'hex' } }
+    const timeoutMs = store.timeoutMs
+    e = { url: store.url, fetch: store.fetch, timeoutMs, slackMs: Math.ceil(timeoutMs / 8), round: null, headers, hex: { ...headers, 'Throttlekit-Encoding': 'hex' } }
     shared.set(store, e)
   }
   return e
 }
 
+// The timeout: requests share one AbortController and one timer per round instead of one each
+// (a controller costs several microseconds in Node, about as much as the rest of the glue). A
+// round aborts at its deadline; a request joins the open round only while the deadline is at
+// least the timeout away, so each request is aborted after timeoutMs to timeoutMs * 9/8 without
+// an answer, and the round's every request then fails with the timeout. A request that ends
+// leaves the timer armed (unref'd where the host allows it: it keeps no process alive); the
+// next round arms its own.
+function join(e) {
+  const now = Date.now()
+  let r = e.round
+  if (r === null || now + e.timeoutMs > r.deadline) {
+    const deadline = now + e.timeoutMs + e.slackMs
+    const abort = new AbortController()
+    const timer = setTimeout(() => abort.abort(new DOMException('the request timed out', 'TimeoutError')), deadline - now)
+    if (typeof timer === 'object' && typeof timer.unref === 'function') timer.unref()
+    else if (typeof Deno === 'object' && typeof Deno.unrefTimer === 'function') Deno.unrefTimer(timer)
+    r = e.round = { deadline, signal: abort.signal }
+  }
+  return r.signal
+}
+
 export async function drive(store, call) {
   const e = endpoint(store)
   const f = e.fetch ?? globalThis.fetch
-  for (;;) {
-    const { path, body, hex } = call.request()
-    // A timer cleared once the body is read, not AbortSignal.timeout: its timer outlives the
-    // request until it fires, and it costs several times as much per request.
-    const abort = new AbortController()
-    const timer = setTimeout(() => abort.abort(new DOMException('the request timed out', 'TimeoutError')), e.timeoutMs)
-    let res, bytes
-    try {
-      res = await f(e.url + path, { method: 'POST', headers: hex ? e.hex : e.headers, body, signal: abort.signal })
-      bytes = new Uint8Array(await res.arrayBuffer())
-    } catch (err) {
-      if (err && (err.name === 'TimeoutError' || err.name === 'AbortError')) call.failTimeout()
-      else call.failTransport(String(err && err.message ? err.message : err))
-      break
-    } finally {
-      clearTimeout(timer)
+  try {
+    for (;;) {
+      // The body as bytes (fetch copies them when it is called), the path and encoding as one number.
+      const body = call.request()
+      const route = call.route()
+      let res, bytes
+      try {
+        res = await f(e.url + ((route & 1) === 0 ? '/' : '/pipeline'), { method: 'POST', headers: (route & 2) === 0 ? e.headers : e.hex, body, signal: join(e) })
+        bytes = new Uint8Array(await res.arrayBuffer())
+      } catch (err) {
+        if (err && (err.name === 'TimeoutError' || err.name === 'AbortError')) call.failTimeout()
+        else call.failTransport(String(err && err.message ? err.message : err))
+        break
+      }
+      if (!call.feed(res.status, bytes)) break
     }
-    if (!call.feed(res.status, bytes)) break
+    return call.finish()
+  } finally {
+    call.free()
   }
-  return call.finish()
 }")]
 extern "C" {
     /// Runs `call` to its end over `store`'s endpoint; resolves with `call.finish()`.
@@ -175,31 +198,35 @@ enum State {
 pub struct RestCall {
     state: State,
     timeout_ms: u32,
+    route: u32,
 }
 
 #[wasm_bindgen]
 impl RestCall {
-    /// The request to send now: `{ path, body }`.
-    pub fn request(&self) -> JsValue {
+    /// The body of the request to send now (its JSON as UTF-8); [`RestCall::route`] then says
+    /// where it goes.
+    pub fn request(&mut self) -> Vec<u8> {
         let r = match &self.state {
             State::Script(c, _) => c.request(),
             State::Del(r, _) => r.clone(),
             State::Finished => Request { path: rest::PATH_ONE, body: String::new(), hex: false },
         };
-        let o = js_sys::Object::new();
-        let _ = Reflect::set(&o, &"path".into(), &r.path.into());
-        let _ = Reflect::set(&o, &"body".into(), &r.body.into());
-        let _ = Reflect::set(&o, &"hex".into(), &r.hex.into());
-        o.into()
+        self.route = u32::from(r.path == rest::PATH_PIPELINE) | (u32::from(r.hex) << 1);
+        r.body.into_bytes()
+    }
+
+    /// Where the last [`RestCall::request`] goes, as one number: bit 0 set for
+    /// [`rest::PATH_PIPELINE`] (else [`rest::PATH_ONE`]), bit 1 for [`rest::HEX_ENCODING`].
+    pub fn route(&self) -> u32 {
+        self.route
     }
 
     /// Feeds the reply; `true`: send `request()` again (the calls that met NOSCRIPT, with EVAL).
-    pub fn feed(&mut self, status: u16, body: Uint8Array) -> bool {
-        let body = body.to_vec();
+    pub fn feed(&mut self, status: u16, body: &[u8]) -> bool {
         match &mut self.state {
-            State::Script(c, _) => c.feed(status, &body) == Next::Send,
+            State::Script(c, _) => c.feed(status, body) == Next::Send,
             State::Del(_, out) => {
-                *out = Some(rest::finish_del(status, &body));
+                *out = Some(rest::finish_del(status, body));
                 false
             }
             State::Finished => false,
@@ -258,11 +285,16 @@ pub struct Link {
     store: JsValue,
     locking: Locking,
     book: Option<ReplayBook>,
+    /// The store's timeout, read once (each read is a call out of the module and back).
+    timeout_ms: u32,
 }
 
 impl Link {
     pub fn new(store: JsValue, locking: Locking, book: Option<ReplayBook>) -> Link {
-        Link { store, locking, book }
+        let timeout_ms =
+            Reflect::get(&store, &"timeoutMs".into()).ok().and_then(|v| v.as_f64()).unwrap_or(DEFAULT_TIMEOUT_MS)
+                as u32;
+        Link { store, locking, book, timeout_ms }
     }
 
     /// A prepared call, in the store's replay mode when it has one.
@@ -273,14 +305,9 @@ impl Link {
         }
     }
 
-    fn timeout_ms(&self) -> u32 {
-        Reflect::get(&self.store, &"timeoutMs".into()).ok().and_then(|v| v.as_f64()).unwrap_or(DEFAULT_TIMEOUT_MS)
-            as u32
-    }
-
     fn run(&self, state: CoreResult<State>) -> js_sys::Promise {
         match state {
-            Ok(state) => drive(&self.store, RestCall { state, timeout_ms: self.timeout_ms() }),
+            Ok(state) => drive(&self.store, RestCall { state, timeout_ms: self.timeout_ms, route: 0 }),
             Err(e) => js_sys::Promise::reject(&crate::error::to_js(e)),
         }
     }

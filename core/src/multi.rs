@@ -455,13 +455,13 @@ impl MultiLimiter {
         Ok(self.finish_reply(reply))
     }
 
-    /// Prepares [`MultiLimiter::check`] for a binding's own transport
-    /// ([`crate::redis::transport`]): the fused script call on every dimension's key, at one
-    /// clock read (or Redis's `TIME` on a server-clock limiter).
+    /// Prepares [`MultiLimiter::check`] for a transport other than the store's own
+    /// ([`crate::redis::prepared`]: a binding's socket, the REST store): the fused script call
+    /// on every dimension's key, at one clock read (or Redis's `TIME` on a server-clock limiter).
     /// A limiter in a tiered mode answers in core: `not_implemented` (call [`MultiLimiter::check`]).
     /// A call refused here is counted (by its error) as [`MultiLimiter::check`] counts it.
-    #[cfg(feature = "redis")]
-    pub fn prepare(&self, keys: &[&str], cost: u64) -> Result<crate::redis::transport::PreparedCall> {
+    #[cfg(any(feature = "redis", feature = "rest"))]
+    pub fn prepare(&self, keys: &[&str], cost: u64) -> Result<crate::redis::prepared::PreparedCall> {
         let now = Now::reading(self.server_clock, &*self.clock);
         let prepared = (|| {
             if self.tier.is_some() {
@@ -469,7 +469,7 @@ impl MultiLimiter {
             }
             let full = self.admit(keys, now)?;
             let calls = self.calls(&full, cost)?;
-            Ok(crate::redis::transport::PreparedCall::multi(self.rule, &calls, now))
+            Ok(crate::redis::prepared::PreparedCall::multi(self.rule, &calls, now))
         })();
         prepared.map_err(|e| crate::metrics::count_error(self.metrics.as_deref(), e))
     }
@@ -478,36 +478,11 @@ impl MultiLimiter {
     /// transport's error, through the fail policy as [`MultiLimiter::check`] applies it.
     #[cfg(feature = "redis")]
     pub fn finish(&self, call: &crate::redis::transport::PreparedCall, reply: Result<&[u8]>) -> Result<MultiDecision> {
-        self.observe(match call.multi_reply(reply) {
-            Ok(r) => Ok(self.finish_reply(r)),
-            Err(e) => self.fallback(e, call.now().fallback_ms(&*self.clock)),
-        })
+        self.finish_multi(call.multi_reply(reply), call.now())
     }
 
-    /// [`MultiLimiter::prepare`] for a transport that builds its own call (the REST store,
-    /// `crate::redis::rest`): `f` gets the rule, every dimension's call and the time, read as
-    /// `prepare` reads it; a refusal is counted as `prepare` counts it.
-    #[cfg(any(feature = "redis", feature = "rest"))]
-    pub(crate) fn with_calls<R>(
-        &self,
-        keys: &[&str],
-        cost: u64,
-        f: impl FnOnce(Rule, &[DimensionCall<'_>], Now) -> R,
-    ) -> Result<R> {
-        let now = Now::reading(self.server_clock, &*self.clock);
-        let made = (|| {
-            if self.tier.is_some() {
-                return Err(Error::not_implemented("prepare on a multi limiter in a tiered mode (use check)"));
-            }
-            let full = self.admit(keys, now)?;
-            let calls = self.calls(&full, cost)?;
-            Ok(f(self.rule, &calls, now))
-        })();
-        made.map_err(|e| crate::metrics::count_error(self.metrics.as_deref(), e))
-    }
-
-    /// [`MultiLimiter::finish`] from a decoded reply (or the call's error) to a call made at
-    /// `now` with [`MultiLimiter::with_calls`].
+    /// [`MultiLimiter::finish`] from a decoded reply (or the call's error) to a call from
+    /// [`MultiLimiter::prepare`] made at `now`, whichever transport carried it.
     #[cfg(any(feature = "redis", feature = "rest"))]
     pub(crate) fn finish_multi(&self, reply: Result<MultiReply>, now: Now) -> Result<MultiDecision> {
         self.observe(match reply {

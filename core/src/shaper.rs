@@ -151,15 +151,16 @@ impl Shaper {
         self.observe(result)
     }
 
-    /// Prepares [`Shaper::reserve`] for a binding's own transport ([`crate::redis::transport`]):
-    /// the script call on the prefixed key, at one clock read (or Redis's `TIME`).
+    /// Prepares [`Shaper::reserve`] for a transport other than the store's own
+    /// ([`crate::redis::prepared`]): the script call on the prefixed key, at one clock read (or
+    /// Redis's `TIME`).
     /// A call refused here (a bad argument) is counted as [`Shaper::reserve`] counts it.
-    #[cfg(feature = "redis")]
-    pub fn prepare(&self, key: &str, cost: u64) -> Result<crate::redis::transport::PreparedCall> {
+    #[cfg(any(feature = "redis", feature = "rest"))]
+    pub fn prepare(&self, key: &str, cost: u64) -> Result<crate::redis::prepared::PreparedCall> {
         let now = self.now();
         let full = self.admit(key, cost, now).map_err(|e| crate::metrics::count_error(self.metrics.as_deref(), e))?;
         let transform = Transform::Reserve { shaper: &self.bucket, cost };
-        Ok(crate::redis::transport::PreparedCall::single(&full, now, transform))
+        Ok(crate::redis::prepared::PreparedCall::single(&full, now, transform))
     }
 
     /// The reservation for a call from [`Shaper::prepare`], from its reply frame or its

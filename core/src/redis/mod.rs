@@ -57,6 +57,7 @@ mod held;
 mod lua_min;
 mod options;
 mod pipelined;
+pub mod prepared;
 mod replay;
 pub mod rest;
 pub mod routed;

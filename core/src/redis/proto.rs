@@ -9,6 +9,7 @@ mod call;
 mod counts;
 mod engine;
 mod lua_min;
+pub mod prepared;
 mod replay;
 pub mod rest;
 pub mod scripts;

@@ -45,28 +45,9 @@ use super::single;
 use crate::decision::Decision;
 use crate::error::{Error, Result};
 use crate::limiter::Limiter;
-use crate::store::{Now, Transform};
-use crate::validate;
+use crate::store::Now;
 
-/// What a prepared single-key call does (the async methods of [`Limiter`] of the same name).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Op {
-    /// [`Limiter::check`]: consumes when allowed.
-    Check,
-    /// [`Limiter::peek`]: current capacity; the cost is ignored.
-    Peek,
-    /// [`Limiter::forecast`]: the decision a check would get, consuming nothing.
-    Forecast,
-}
-
-/// One script call, ready for the wire: its bytes come from [`PreparedCall::write`], its reply
-/// goes to [`Limiter::finish`].
-#[derive(Clone, Debug)]
-pub struct PreparedCall {
-    call: ScriptCall,
-    op: Op,
-    now: Now,
-}
+pub use super::prepared::{Op, PreparedCall};
 
 /// What a transport keeps per single-key call in flight, instead of the [`PreparedCall`], to
 /// finish it with [`Limiter::finish_ticket`]: the time it was prepared at and, for a
@@ -112,36 +93,16 @@ impl Ticket {
 }
 
 impl PreparedCall {
-    /// The time the call was prepared at (`Now::Server`: the script reads Redis's `TIME`).
-    pub fn now(&self) -> Now {
-        self.now
-    }
-
-    /// What the call does (a multi limiter's or a shaper's call says `Check`).
-    pub fn op(&self) -> Op {
-        self.op
-    }
-
     /// What [`Limiter::finish_ticket`] needs of a single-key call (check, peek or forecast) to
     /// finish it without the call itself.
     pub fn ticket(&self) -> Ticket {
         Ticket { op: self.op, now: self.now, counted: call::counted_cost(&self.call) }
     }
 
-    /// A single-key call of any transform ([`crate::Shaper::prepare`]).
-    pub(crate) fn single(full_key: &str, now: Now, transform: Transform<'_>) -> PreparedCall {
-        PreparedCall { call: call::single(full_key, now, &transform), op: Op::Check, now }
-    }
-
     /// A single-key call's reply, decoded (`store_unavailable` for a transport error, a server
     /// error or a malformed reply).
     pub(crate) fn single_reply(&self, reply: Result<&[u8]>) -> Result<crate::store::Reply> {
         outcome(&self.call, reply).and_then(single)
-    }
-
-    /// The fused call of a multi-dimensional check ([`crate::MultiLimiter::prepare`]).
-    pub(crate) fn multi(rule: crate::store::Rule, dims: &[crate::store::DimensionCall<'_>], now: Now) -> PreparedCall {
-        PreparedCall { call: call::multi(rule, dims, now), op: Op::Check, now }
     }
 
     /// A multi call's reply, decoded (`store_unavailable` for a transport error, a server
@@ -326,49 +287,13 @@ impl Endpoint {
 }
 
 impl Limiter {
-    /// Prepares `op` on `key` for a binding's own transport (see [`self`]): validates the cost,
-    /// reads the clock once (or asks for Redis's `TIME` on a server-clock limiter) and builds
-    /// the script call on the prefixed key, as [`Limiter::check`] would.
-    pub fn prepare(&self, op: Op, key: &str, cost: u64) -> Result<PreparedCall> {
-        self.prepare_at(op, key, cost, self.now())
-    }
-
-    /// [`Limiter::prepare`] at an explicit time (several calls at one clock read, as
-    /// [`Limiter::check_many`] makes them).
-    ///
-    /// The limiter's own entry checks (`Limiter::admit`: cost, time, key length) refuse the
-    /// calls its store path refuses, with the same error, which is then the call's outcome and
-    /// counted as such in its metrics (the call goes no further: no finish follows). A
-    /// transport that prepares a call again to resend it (after `NOSCRIPT`, or a redirect)
-    /// passes what succeeded the first time, so it counts nothing.
-    pub fn prepare_at(&self, op: Op, key: &str, cost: u64, now: Now) -> Result<PreparedCall> {
-        let strategy = self.strategy();
-        let transform = match op {
-            Op::Check => Transform::Check { strategy, cost },
-            Op::Forecast => Transform::Forecast { strategy, cost },
-            Op::Peek => Transform::Peek { strategy },
-        };
-        match self.admit(key, now, &transform) {
-            Ok(()) => Ok(PreparedCall { call: call::single(&self.full_key(key), now, &transform), op, now }),
-            Err(e) => Err(self.observe_error(e)),
-        }
-    }
-
-    /// One check per key, all at one clock read, as [`Limiter::check_many`] sends them (a bad
-    /// cost is one error, as there).
-    pub fn prepare_many(&self, keys: &[&str], cost: u64) -> Result<Vec<PreparedCall>> {
-        validate::cost(cost).map_err(|e| self.observe_error(e))?;
-        let now = self.now();
-        keys.iter().map(|k| self.prepare_at(Op::Check, k, cost, now)).collect()
-    }
-
     /// The decision for a prepared call from its transport's outcome: the reply frame, or the
     /// transport's error. A `store_unavailable` (the transport's, a server error, a malformed
     /// reply) goes through the fail policy, as on the store's own path. Counted in the
     /// limiter's metrics as its op, once, as on the store's own path (not timed: the core does
     /// not see when the bytes left).
     pub fn finish(&self, call: &PreparedCall, reply: Result<&[u8]>) -> Result<Decision> {
-        self.decide(call.op, &call.call, call.now, reply)
+        self.decide_reply(call.op, &call.call, call.now, reply)
     }
 
     /// [`Limiter::finish`] for a single-key call (check, peek or forecast: each runs the
@@ -377,24 +302,11 @@ impl Limiter {
     /// reply is on the way.
     pub fn finish_ticket(&self, ticket: Ticket, reply: Result<&[u8]>) -> Result<Decision> {
         let call = call::decision_call(self.strategy(), ticket.now, ticket.counted);
-        self.decide(ticket.op, &call, ticket.now, reply)
+        self.decide_reply(ticket.op, &call, ticket.now, reply)
     }
 
-    fn decide(&self, op: Op, call: &ScriptCall, now: Now, reply: Result<&[u8]>) -> Result<Decision> {
-        let result = match outcome(call, reply).and_then(single).and_then(|r| r.decision()) {
-            Ok(d) => Ok(d),
-            Err(e) => self.fail_policy().fallback(e, self.strategy().limit(), now.fallback_ms(&**self.clock())),
-        };
-        self.observe_op(op, result)
-    }
-
-    /// Counts `result` as `op`'s outcome (metrics on): a check's, a peek's or a forecast's.
-    fn observe_op(&self, op: Op, result: Result<Decision>) -> Result<Decision> {
-        match op {
-            Op::Check => self.observe(result),
-            Op::Peek => self.observe_read(result, false),
-            Op::Forecast => self.observe_read(result, true),
-        }
+    fn decide_reply(&self, op: Op, call: &ScriptCall, now: Now, reply: Result<&[u8]>) -> Result<Decision> {
+        self.decide(op, now, outcome(call, reply))
     }
 }
 

@@ -25,20 +25,10 @@ use crate::decision::Decision;
 use crate::error::{Error, Result};
 use crate::limiter::Limiter;
 use crate::multi::{MultiDecision, MultiLimiter};
-use crate::redis::call::{self, Outcome};
-use crate::store::{Now, Reply, Transform};
-use crate::validate;
-
-/// What a single-key call does (the [`Limiter`] method of the same name).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RestOp {
-    /// A consuming check.
-    Check,
-    /// Current capacity; the cost is ignored.
-    Peek,
-    /// The decision a check would get, consuming nothing.
-    Forecast,
-}
+use crate::redis::call::Outcome;
+pub use crate::redis::prepared::Op as RestOp;
+use crate::redis::prepared::PreparedCall;
+use crate::store::Now;
 
 /// One prepared REST call in flight: one script call, or a `check_many`'s several.
 #[derive(Debug)]
@@ -49,6 +39,13 @@ pub struct RestCall {
 }
 
 impl RestCall {
+    /// The prepared `calls` (made at one clock read, with one op), sent with `locking`'s
+    /// scripts. An empty `check_many` has no call to time: it never reads its `now`.
+    pub(super) fn of(calls: Vec<PreparedCall>, locking: Locking) -> RestCall {
+        let (now, op) = calls.first().map_or((Now::Server, RestOp::Check), |c| (c.now(), c.op()));
+        RestCall { batch: Batch::new(calls.into_iter().map(|c| c.call).collect(), locking), now, op }
+    }
+
     /// The request to send now.
     pub fn request(&self) -> Request {
         self.batch.request()
@@ -82,33 +79,14 @@ impl RestCall {
 }
 
 impl Limiter {
-    /// Prepares `op` on `key` for the REST store (see [`self`]): the cost and the key are
-    /// checked, the clock is read once, the script call is built on the prefixed key.
+    /// Prepares `op` on `key` for the REST store (see [`self`]): [`Limiter::prepare`]'s call.
     pub fn rest_prepare(&self, op: RestOp, key: &str, cost: u64, locking: Locking) -> Result<RestCall> {
-        let now = self.now();
-        let call = self.rest_call(op, key, cost, now)?;
-        Ok(RestCall { batch: Batch::new(vec![call], locking), now, op })
+        Ok(RestCall::of(vec![self.prepare(op, key, cost)?], locking))
     }
 
-    /// Prepares `check_many`: one check per key at one clock read, sent as one `/pipeline`.
+    /// Prepares `check_many`: [`Limiter::prepare_many`]'s calls, sent as one `/pipeline`.
     pub fn rest_prepare_many(&self, keys: &[&str], cost: u64, locking: Locking) -> Result<RestCall> {
-        validate::cost(cost).map_err(|e| self.observe_error(e))?;
-        let now = self.now();
-        let calls = keys.iter().map(|k| self.rest_call(RestOp::Check, k, cost, now)).collect::<Result<Vec<_>>>()?;
-        Ok(RestCall { batch: Batch::new(calls, locking), now, op: RestOp::Check })
-    }
-
-    fn rest_call(&self, op: RestOp, key: &str, cost: u64, now: Now) -> Result<call::ScriptCall> {
-        let strategy = self.strategy();
-        let transform = match op {
-            RestOp::Check => Transform::Check { strategy, cost },
-            RestOp::Forecast => Transform::Forecast { strategy, cost },
-            RestOp::Peek => Transform::Peek { strategy },
-        };
-        match self.admit(key, now, &transform) {
-            Ok(()) => Ok(call::single(&self.full_key(key), now, &transform)),
-            Err(e) => Err(self.observe_error(e)),
-        }
+        Ok(RestCall::of(self.prepare_many(keys, cost)?, locking))
     }
 
     /// The decision of a call from [`Limiter::rest_prepare`], once [`RestCall::feed`] said
@@ -116,14 +94,14 @@ impl Limiter {
     pub fn rest_finish(&self, call: RestCall) -> Result<Decision> {
         let (now, op) = (call.now, call.op);
         let outcome = call.batch.outcomes().next().unwrap_or_else(|| Err(Error::store("an empty REST call")));
-        self.rest_decide(op, now, outcome)
+        self.decide(op, now, outcome)
     }
 
     /// The decisions of a call from [`Limiter::rest_prepare_many`], one per key (each through
     /// the fail policy; `raise` makes the first failure the error, as `check_many` does).
     pub fn rest_finish_many(&self, call: RestCall) -> Result<Vec<Decision>> {
         let now = call.now;
-        call.batch.outcomes().map(|o| self.rest_decide(RestOp::Check, now, o)).collect()
+        call.batch.outcomes().map(|o| self.decide(RestOp::Check, now, o)).collect()
     }
 
     /// `reset` over REST: the request that deletes `key`'s state; hand its reply to
@@ -132,18 +110,6 @@ impl Limiter {
         self.check_key_length(key)?;
         Ok(super::del(&self.full_key(key)))
     }
-
-    fn rest_decide(&self, op: RestOp, now: Now, outcome: Result<Outcome>) -> Result<Decision> {
-        let result = match outcome.and_then(Outcome::into_single).and_then(Reply::decision) {
-            Ok(d) => Ok(d),
-            Err(e) => self.fail_policy().fallback(e, self.strategy().limit(), now.fallback_ms(&**self.clock())),
-        };
-        match op {
-            RestOp::Check => self.observe(result),
-            RestOp::Peek => self.observe_read(result, false),
-            RestOp::Forecast => self.observe_read(result, true),
-        }
-    }
 }
 
 impl MultiLimiter {
@@ -151,11 +117,7 @@ impl MultiLimiter {
     /// dimension's key (atomic: `all` commits every dimension or none, `any` the allowing
     /// ones), at one clock read.
     pub fn rest_prepare(&self, keys: &[&str], cost: u64, locking: Locking) -> Result<RestCall> {
-        self.with_calls(keys, cost, |rule, dims, now| RestCall {
-            batch: Batch::new(vec![call::multi(rule, dims, now)], locking),
-            now,
-            op: RestOp::Check,
-        })
+        Ok(RestCall::of(vec![self.prepare(keys, cost)?], locking))
     }
 
     /// The decision of a call from [`MultiLimiter::rest_prepare`] (a `store_unavailable`

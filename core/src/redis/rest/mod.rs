@@ -214,14 +214,22 @@ impl Batch {
                 r.replay.commands().iter().map(|c| c.iter().map(|a| Json::String(hex(a))).collect::<Json>()).collect();
             return Request { path: PATH_PIPELINE, body: Json::Array(commands).to_string(), hex: true };
         }
-        let mut commands: Vec<String> = Vec::new();
+        // Written straight into one string (no JSON tree): this runs once per decision.
+        let mut body = String::with_capacity(256);
+        let mut n = 0;
         for i in self.pending() {
-            self.exchange(i).commands(|args| commands.push(command_json(args)));
+            self.exchange(i).commands(|args| {
+                body.push(if n == 0 { '[' } else { ',' });
+                write_command(&mut body, args);
+                n += 1;
+            });
         }
-        if commands.len() == 1 {
-            return Request { path: PATH_ONE, body: commands.pop().unwrap_or_default(), hex: false };
+        if n == 1 {
+            body.remove(0);
+            return Request { path: PATH_ONE, body, hex: false };
         }
-        Request { path: PATH_PIPELINE, body: format!("[{}]", commands.join(",")), hex: false }
+        body.push(']');
+        Request { path: PATH_PIPELINE, body, hex: false }
     }
 
     /// Feeds the reply to [`Batch::request`]: its HTTP status and body.
@@ -324,8 +332,46 @@ pub fn finish_del(status: u16, body: &[u8]) -> Result<()> {
 /// A command as a JSON array of strings (an argument that is not UTF-8 is written lossily:
 /// the scripts' own arguments are ASCII, and keys are the caller's strings).
 pub fn command_json(args: &[&[u8]]) -> String {
-    let strings: Vec<Json> = args.iter().map(|a| Json::String(String::from_utf8_lossy(a).into_owned())).collect();
-    Json::Array(strings).to_string()
+    let mut out = String::with_capacity(128);
+    write_command(&mut out, args);
+    out
+}
+
+/// Appends [`command_json`]'s array to `out`.
+fn write_command(out: &mut String, args: &[&[u8]]) {
+    out.push('[');
+    for (i, a) in args.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        write_json_string(out, &String::from_utf8_lossy(a));
+    }
+    out.push(']');
+}
+
+/// Appends `s` as a JSON string: `"` and `\` escaped, control characters as `\u00XX`.
+fn write_json_string(out: &mut String, s: &str) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    out.push('"');
+    let mut from = 0;
+    for (at, b) in s.bytes().enumerate() {
+        if b >= 0x20 && b != b'"' && b != b'\\' {
+            continue;
+        }
+        out.push_str(&s[from..at]);
+        match b {
+            b'"' => out.push_str("\\\""),
+            b'\\' => out.push_str("\\\\"),
+            _ => {
+                out.push_str("\\u00");
+                out.push(HEX[usize::from(b >> 4)] as char);
+                out.push(HEX[usize::from(b & 15)] as char);
+            }
+        }
+        from = at + 1;
+    }
+    out.push_str(&s[from..]);
+    out.push('"');
 }
 
 /// The RESP frames of a reply to `wanted` commands (`pipeline`: sent to [`PATH_PIPELINE`]).

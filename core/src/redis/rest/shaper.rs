@@ -3,24 +3,19 @@
 //! reservations. Prepare with [`Shaper::rest_prepare`], drive the [`RestCall`] as a limiter's,
 //! finish with [`Shaper::rest_finish`]; `reset` is [`Shaper::rest_reset`]'s one request.
 
-use super::limiter::{RestCall, RestOp};
-use super::{Batch, Locking, Request};
+use super::limiter::RestCall;
+use super::{Locking, Request};
 use crate::decision::Reservation;
 use crate::error::{Error, Result};
-use crate::redis::call::{self, Outcome};
+use crate::redis::call::Outcome;
 use crate::shaper::Shaper;
-use crate::store::Transform;
 
 impl Shaper {
-    /// Prepares a reservation of `cost` units of `key` for the REST store: the cost, the time
-    /// and the key are checked as [`Shaper::reserve`] checks them (a refusal is counted in its
-    /// metrics), the clock is read once, the script call is built on the prefixed key.
+    /// Prepares a reservation of `cost` units of `key` for the REST store: [`Shaper::prepare`]'s
+    /// call (the cost, the time and the key checked as [`Shaper::reserve`] checks them, a
+    /// refusal counted in its metrics, the clock read once).
     pub fn rest_prepare(&self, key: &str, cost: u64, locking: Locking) -> Result<RestCall> {
-        let now = self.now();
-        let full =
-            self.admit(key, cost, now).map_err(|e| crate::metrics::count_error(self.metrics().map(|m| &**m), e))?;
-        let call = call::single(&full, now, &Transform::Reserve { shaper: &self.bucket, cost });
-        Ok(RestCall { batch: Batch::new(vec![call], locking), now, op: RestOp::Check })
+        Ok(RestCall::of(vec![self.prepare(key, cost)?], locking))
     }
 
     /// The reservation of a call from [`Shaper::rest_prepare`], once it is over: a failed

@@ -146,3 +146,22 @@ fn json_replies_become_resp_frames() {
         assert!(write_resp(&mut Vec::new(), &bad).is_none(), "{bad}");
     }
 }
+
+proptest::proptest! {
+    /// A command's JSON, written by hand, reads back as the same strings through serde_json
+    /// (quotes, backslashes, control characters, any Unicode, bytes that are not UTF-8 written
+    /// lossily), in one command and in a pipeline.
+    #[test]
+    fn a_commands_json_reads_back_as_its_arguments(args in proptest::collection::vec(proptest::collection::vec(proptest::num::u8::ANY, 0..12), 1..6), text in "\\PC*") {
+        let mut args: Vec<Vec<u8>> = args;
+        args.push(text.into_bytes());
+        args.push(b"a\"b\\c\n\x01\x1f\x7f".to_vec());
+        let refs: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
+        let want: Vec<String> = refs.iter().map(|a| String::from_utf8_lossy(a).into_owned()).collect();
+        let read: Vec<String> = serde_json::from_str(&command_json(&refs)).unwrap();
+        proptest::prop_assert_eq!(&read, &want);
+        let mut pipeline = String::new();
+        write_command(&mut pipeline, &refs);
+        proptest::prop_assert_eq!(pipeline, command_json(&refs));
+    }
+}
