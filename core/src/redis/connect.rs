@@ -20,32 +20,25 @@ use super::tls::TlsConfig;
 use crate::error::{Error, Result};
 
 /// The store's shared async connection, whatever the topology. Cheap to clone (a handle onto
-/// one node's connection, or onto the cluster's router).
+/// the Sentinel master's connection, or onto the router of one node or a cluster).
 #[derive(Clone)]
 pub(crate) enum Conn {
-    /// One node (the store's own connection, connecting again after a failure), or the master
-    /// of a Sentinel service, looked up again when it stops answering.
+    /// The master of a Sentinel service, looked up again when it stops answering.
     Single(Follower),
-    /// Every master of a cluster, through the router's commands ([`Router::command`]): `reset`'s
-    /// `DEL`, loading functions on every master, deterministic replay, raw commands. Script calls
-    /// take [`Router::run`]; neither sends anything again once it may have reached a server.
-    Cluster(Arc<Router>),
+    /// One node or every master of a cluster, through the router's commands
+    /// ([`Router::command`]): `reset`'s `DEL`, loading functions on every master, deterministic
+    /// replay, raw commands. Script calls take [`Router::run`]; neither sends anything again
+    /// once it may have reached a server.
+    Routed(Arc<Router>),
 }
 
 impl Conn {
-    /// The one node's connection, for the hop path's script calls (a cluster's take the router).
+    /// The Sentinel master's connection, for the hop path's script calls (the others take the
+    /// router).
     pub(crate) fn single(&mut self) -> Result<&mut Follower> {
         match self {
             Conn::Single(f) => Ok(f),
-            Conn::Cluster(_) => Err(Error::store("a cluster's script calls go through its router")),
-        }
-    }
-
-    /// One node's or the Sentinel master's follower (a cluster has none).
-    pub(crate) fn follower(&self) -> Option<&Follower> {
-        match self {
-            Conn::Single(f) => Some(f),
-            Conn::Cluster(_) => None,
+            Conn::Routed(_) => Err(Error::store("this store's script calls go through its router")),
         }
     }
 
@@ -55,7 +48,7 @@ impl Conn {
     pub(crate) async fn round(&mut self, key: &[u8], round: &[Cmd]) -> Result<Vec<Value>> {
         let frames = match self {
             Conn::Single(f) => f.round(round).await.map_err(Error::store)?,
-            Conn::Cluster(router) => router.command(key_slot(key), round).await?,
+            Conn::Routed(router) => router.command(key_slot(key), round).await?,
         };
         values(frames)
     }
@@ -78,7 +71,7 @@ impl Conn {
 
     /// Deletes `keys`: one `DEL` on one node; on a cluster one per slot, each on its master.
     pub(crate) async fn delete(&mut self, keys: Vec<String>) -> Result<()> {
-        if let Conn::Single(_) = self {
+        if !matches!(self, Conn::Routed(router) if router.is_cluster()) {
             return self.keyed(b"", redis::cmd("DEL").arg(keys)).await.map(drop);
         }
         let mut by_slot: BTreeMap<u16, Vec<String>> = BTreeMap::new();
@@ -96,7 +89,7 @@ impl Conn {
     /// `cmd` (keyless and idempotent: `FUNCTION LOAD REPLACE`) on the one node, or on every
     /// master of a cluster: the first error a master answered, else the first reply.
     pub(crate) async fn everywhere(&mut self, cmd: &Cmd) -> Result<Value> {
-        let Conn::Cluster(router) = self else { return self.keyed(b"", cmd).await };
+        let Conn::Routed(router) = self else { return self.keyed(b"", cmd).await };
         let replies = values(router.on_every_master(cmd).await?)?;
         let error = replies.iter().position(|v| matches!(v, Value::ServerError(_)));
         replies.into_iter().nth(error.unwrap_or(0)).ok_or_else(|| Error::store("the cluster has no master"))
@@ -129,15 +122,11 @@ pub(crate) async fn connect(plan: &Plan, timeout: Duration) -> Result<Connected>
         super::tls::install_crypto_provider();
     }
     match plan.mode {
-        RedisMode::Standalone => {
-            let info = plan.nodes[0].clone();
-            let conn = Conn::Single(Follower::fixed(&info, plan.tls.as_ref(), timeout, &describe(plan)).await?);
-            Ok(Connected { conn, info, routed: false, router: None })
-        }
-        RedisMode::Cluster => {
+        RedisMode::Standalone | RedisMode::Cluster => {
             let router = Router::connect(plan, timeout).await?;
             let info = plan.nodes[0].clone();
-            Ok(Connected { conn: Conn::Cluster(router.clone()), info, routed: true, router: Some(router) })
+            let routed = router.is_cluster();
+            Ok(Connected { conn: Conn::Routed(router.clone()), info, routed, router: Some(router) })
         }
         RedisMode::Sentinel => {
             let (follower, info) = Follower::connect(plan, timeout).await?;

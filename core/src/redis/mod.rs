@@ -9,11 +9,10 @@
 //!   redirect or a missing script (answered before anything runs) or a connection that could not
 //!   be made is followed by another send (`docs/redis.md`, "At most once").
 //! - **Any topology**: one node, a Redis Cluster, or the master of a Sentinel service; over TLS
-//!   (rustls) or not ([`RedisOptions`], `docs/redis.md`). On a cluster the store routes each
-//!   call itself (`cluster/`: slot computed here, a connection per master, `MOVED`/`ASK`
-//!   followed), with the same sync and async fast paths as on one node, a bound runtime (below)
-//!   included: it gets its own connection to each master. Under Sentinel every call takes the
-//!   hop path below, whose connection follows the master.
+//!   (rustls) or not ([`RedisOptions`], `docs/redis.md`). On one node and on a cluster the store
+//!   routes each call itself (`cluster/`: on a cluster the slot computed here, a connection per
+//!   master, `MOVED`/`ASK` followed). Under Sentinel an async call hops to the store's runtime,
+//!   whose connection follows the master.
 //! - **Durable charges**, opt-in: `WAIT` after each call in the same round trip
 //!   ([`RedisOptions::durable_replicas`]).
 //! - **A bounded wait**: every call answers within `timeout_ms` or fails with
@@ -22,18 +21,15 @@
 //! - **Its own runtime**: the store drives its multiplexed connections on a private tokio
 //!   runtime, so its futures can be awaited from any executor (Python's and Node's bindings bring
 //!   their own), and its sync methods work from plain threads.
-//! - **No hop on the async path**: an async call runs on the caller's task: it pushes its request
-//!   into the store's shared connection (whose driver task lives on the store's runtime) and
-//!   awaits the reply under a timer of the store's runtime. Nothing is spawned per call. Only
-//!   while that connection is down (and under Sentinel, and in deterministic-replay mode) does
-//!   a call hop to the store's runtime, where the shared connection (`connect::Conn`)
-//!   connects again.
-//! - **No hop at all on a tokio runtime**: a call awaited on a tokio runtime gives that runtime
-//!   a connection of its own (`bound.rs`), whose driver task runs on that runtime; once it is up,
-//!   calls awaited there write and read on the caller's runtime, without crossing to the
-//!   store's thread (two wake-ups fewer per call). [`RedisStore::bind_current_runtime`] does
-//!   the same ahead of the first call; [`RedisStore::bind_runtimes`] turns the automatic
-//!   binding off. Calls from any other executor take the paths above.
+//! - **An async call runs on the caller's task**: the router hands it the node's connection,
+//!   whose driver task lives on the store's runtime (only connecting spawns there), and it awaits
+//!   the reply under a timer of the store's runtime. Nothing is spawned per call.
+//! - **On a tokio runtime, no crossing at all**: a call awaited on a tokio runtime gives that
+//!   runtime a connection of its own to the node (to each master of a cluster: `bound.rs`), whose
+//!   driver task runs on that runtime; once it is up, calls awaited there write and read without
+//!   crossing to the store's thread (two wake-ups fewer per call).
+//!   [`RedisStore::bind_current_runtime`] does the same ahead of the first call;
+//!   [`RedisStore::bind_runtimes`] turns the automatic binding off.
 //! - **Or the binding's own transport**: [`transport`] prepares the same calls as bytes and
 //!   decides from the reply bytes, for a binding whose event loop does its own I/O (Node).
 //! - **Clock**: `Now::Server` sends `now = "0"` and the script reads Redis's `TIME`.
@@ -93,44 +89,32 @@ thread_local! {
 
 /// The connection and everything a call needs, shared with the tasks on the store's runtime.
 struct Inner {
-    /// The store's shared connection, routing by slot on a cluster and following the master in
-    /// sentinel mode. `None` once closed. On one node it is also the direct path's: a call
-    /// awaited on any executor pushes its request into it ([`sentinel::Follower::current`]);
-    /// only its reconnection, which spawns the connection's driver task, takes the hop onto
-    /// the store's runtime.
+    /// The store's shared connection for commands that are not script calls on a fast path:
+    /// the router's, or the Sentinel master's follower. `None` once closed.
     conn: parking_lot::RwLock<Option<connect::Conn>>,
-    /// Cluster: where script calls go, from the caller's task or thread
+    /// One node or a cluster: where script calls go, from the caller's task or thread
     /// ([`cluster::Router`]).
     router: Option<Arc<cluster::Router>>,
     /// `WAIT` after every call ([`RedisOptions::durable_replicas`]).
     durable: Option<engine::Durable>,
-    /// Cluster or sentinel: the direct path, the blocking pool and a bound runtime's one
-    /// connection, which talk to one fixed address, stay off. A cluster routes every call
-    /// itself (`router`, with a connection per master for each bound runtime); under Sentinel
-    /// every call takes `conn` (the hop path).
+    /// Cluster or sentinel: a binding's own transport, which talks to one fixed address, stays
+    /// off ([`RedisStore::is_routed`]).
     routed: bool,
     /// `FCALL` or `EVALSHA`, chosen at connect from [`RedisOptions::scripting`].
     invoke: engine::Invoke,
-    /// Runtimes bound with [`RedisStore::bind_current_runtime`], each with its own connection
-    /// (driven on that runtime). Few: one per binding's runtime.
-    bound: parking_lot::RwLock<Vec<Bound>>,
+    /// Runtimes bound with [`RedisStore::bind_current_runtime`] (their connections are the
+    /// router's: [`cluster`]). Few: one per binding's runtime.
+    bound: parking_lot::RwLock<Vec<tokio::runtime::Id>>,
     /// Some runtime is bound (spares unbound stores the runtime lookup).
     any_bound: AtomicBool,
     /// Calls awaited on a tokio runtime bind it ([`RedisStore::bind_runtimes`]).
     auto_bind: AtomicBool,
-    /// The node the fast paths talk to, as its URL says ([`RedisStore::endpoint`]).
+    /// The node a binding's own transport talks to, as its URL says ([`RedisStore::endpoint`]).
     info: redis::ConnectionInfo,
-    /// Blocking connections for the sync methods: a sync call does its own write and read on
-    /// the calling thread, with no hop through the runtime (that hop costs ~40% of a
-    /// sequential round trip). Its login is every connection's to the node.
-    pool: wire::Pool,
     timeout: Duration,
     replay: Option<tokio::sync::Mutex<replay::Book>>,
     closed: AtomicBool,
 }
-
-use bound::Bound;
-use held::Taken;
 
 /// A [`Store`] on Redis. Cheap to share behind an `Arc`; one multiplexed connection serves
 /// every limiter using it, pipelining concurrent calls.
@@ -220,7 +204,7 @@ impl RedisStore {
         if self.inner.replay.is_some() {
             return None;
         }
-        self.inner.router.clone().map(routed::Routes::new)
+        self.inner.router.clone().filter(|r| r.is_cluster()).map(routed::Routes::new)
     }
 
     /// Whether the store runs its scripts as functions (`FCALL`) rather than `EVALSHA`.
@@ -234,74 +218,14 @@ impl RedisStore {
         self.inner.closed.load(Ordering::Acquire)
     }
 
-    /// Under Sentinel: every call takes the store's connection, which follows the master.
-    fn sentinel(&self) -> bool {
-        self.inner.routed && self.inner.router.is_none()
-    }
-
-    /// Runs `call`: on the caller's own connection when its runtime is bound, else directly on
-    /// the caller's task when the shared connection is up (the common case), else through a
-    /// hop to the store's runtime.
+    /// Runs `call`: routed from the caller's task (on one node or a cluster: [`cluster`]), else
+    /// through a hop to the store's runtime (under Sentinel, and in deterministic-replay mode).
     async fn call(&self, call: ScriptCall, now: Now) -> Result<Outcome> {
         if let (Some(router), None) = (&self.inner.router, &self.inner.replay) {
             let local = self.local_runtime();
             return self.timed(router.run(self.inner.invoke, self.inner.durable, &call, local.as_ref())).await;
         }
-        let mut rebind = None;
-        if self.inner.replay.is_none() {
-            match self.bound_conn() {
-                Ok((taken, auto)) => return self.run_direct(taken, auto, &call).await,
-                Err(None) => self.bind_automatically(),
-                Err(id) => rebind = id,
-            }
-        }
-        let outcome = match self.shared_conn() {
-            Some(taken) if self.inner.replay.is_none() => self.run_direct(taken, false, &call).await,
-            _ => self.spawn_call(call, now).await,
-        };
-        // Redis answers again (the hop connected the shared connection again): bring the
-        // runtime's own back.
-        if outcome.is_ok()
-            && let Some(rt) = rebind
-        {
-            self.refresh_bound(rt);
-        }
-        outcome
-    }
-
-    /// The direct path, the engine's async driver ([`pipelined::Pipelined::attempt`]): the
-    /// call's attempts through the connection's channel, awaited on the caller's task under the
-    /// call timeout. Nothing is spawned; the request crosses to the connection's driver on the
-    /// store's runtime and the reply wakes the caller directly. `auto`: on a runtime a call
-    /// bound, whose connection a timeout retires ([`bound`]).
-    async fn run_direct(&self, taken: Taken, auto: bool, call: &ScriptCall) -> Result<Outcome> {
-        self.timed(async {
-            let guard = auto.then(|| taken.guard());
-            let mut x = engine::Exchange::new(call, self.inner.rules());
-            let sent = loop {
-                match taken.conn.attempt(&mut x).await {
-                    // One node: the fallback after a miss, on the same connection.
-                    Ok(engine::Step::Again { .. }) => {}
-                    sent => break sent,
-                }
-            };
-            if let Some(guard) = guard {
-                guard.disarm();
-            }
-            match sent {
-                Ok(engine::Step::Done(outcome)) => outcome,
-                Ok(_) => Err(Error::store("the engine asked for a frame it was not given")),
-                Err(e) => {
-                    if e.is_io_error() || e.is_connection_dropped() || e.is_unrecoverable_error() {
-                        // The connection is gone: retire it; the hop path (whose connection
-                        // reconnects by itself) serves until Redis answers again.
-                        taken.retire();
-                    }
-                    Err(Error::store(e))
-                }
-            }
-        })
-        .await
+        self.spawn_call(call, now).await
     }
 
     /// `work`, awaited on the caller's task, under the call timeout on the store's timer; not
@@ -326,15 +250,6 @@ impl RedisStore {
     /// awake for every call anyway (it drives the connection).
     fn deadline(&self) -> Result<tokio::time::Sleep> {
         self.runtime.sleep(self.inner.timeout).ok_or_else(|| Error::store("the Redis store is closed"))
-    }
-
-    /// One node's shared connection and its generation when it is up (a cluster's calls take
-    /// the router, and under Sentinel every call takes the hop, whose lookups spawn tasks).
-    fn shared_conn(&self) -> Option<Taken> {
-        if self.inner.routed {
-            return None;
-        }
-        self.inner.conn.read().as_ref()?.follower()?.current()
     }
 
     /// Runs `call` on the store's runtime; the returned future may be awaited anywhere.
@@ -391,7 +306,6 @@ impl Inner {
         let plan = options.plan()?;
         let connect::Connected { conn, info, routed, router } = connect::connect(&plan, timeout).await?;
         let invoke = choose_invoke(&conn, options.scripting, timeout).await?;
-        let pool = wire::Pool::new(connect::Blocking::of(&info, plan.tls.as_ref()), timeout);
         Ok(Inner {
             conn: parking_lot::RwLock::new(Some(conn)),
             router,
@@ -401,7 +315,6 @@ impl Inner {
             bound: parking_lot::RwLock::new(Vec::new()),
             any_bound: AtomicBool::new(false),
             auto_bind: AtomicBool::new(true),
-            pool,
             info,
             timeout,
             replay: options.deterministic_replay.then(|| tokio::sync::Mutex::new(replay::Book::default())),
@@ -573,20 +486,16 @@ impl Store for RedisStore {
         true
     }
 
-    /// Releases every connection at once: the blocking pool, the bound connections, the shared
-    /// one (the one node's or the Sentinel master's follower, which the direct path uses too)
-    /// and the cluster router's connections to every node; and the store's runtime (its thread
+    /// Releases every connection at once: the Sentinel master's follower, and the router's
+    /// connections to its node or to every cluster node (blocking, shared and each bound
+    /// runtime's); and the store's runtime (its thread
     /// and descriptors), at once or when the last async call in flight ends. A call in flight
     /// keeps its own handle until it answers; every later call fails with `store_unavailable`.
     fn close(&self) -> BoxFuture<'_, Result<()>> {
         self.inner.closed.store(true, Ordering::Release);
-        self.inner.pool.clear();
         *self.inner.conn.write() = None;
         if let Some(router) = &self.inner.router {
             router.close();
-        }
-        for b in self.inner.bound.write().iter_mut() {
-            b.conn.clear();
         }
         // Its thread and descriptors too, now or when the last async call in flight ends
         // ([`runtime`]).

@@ -1,6 +1,6 @@
-//! The store's shared async connection to one node ([`Follower`]): the master of a Sentinel
-//! service, found by asking the sentinels and found again when it stops answering, or, in
-//! standalone mode, the one node ([`Follower::fixed`], which only reconnects). Sentinels and the master are both reached over the store's own
+//! The store's shared async connection to the master of a Sentinel service ([`Follower`]),
+//! found by asking the sentinels and found again when it stops answering. Sentinels and the
+//! master are both reached over the store's own
 //! async connection ([`super::pipelined::Pipelined`], plain TCP or TLS; the master's in RESP3 on `?protocol=resp3`).
 //!
 //! Connecting asks each sentinel in turn `SENTINEL GET-MASTER-ADDR-BY-NAME service` until one
@@ -121,18 +121,6 @@ impl Follower {
         let master = Master::named(&urls[0], &addr, &service, tls, timeout).await?;
         let info = node_info(&urls[0], &addr)?;
         Ok((Follower::new(master, urls, service, tls, auth, timeout), info))
-    }
-
-    /// The one node `info` names (standalone mode), connected within `timeout`: a call that
-    /// finds its connection dropped connects again; there is nothing to look up.
-    pub async fn fixed(
-        info: &redis::ConnectionInfo,
-        tls: Option<&TlsConfig>,
-        timeout: Duration,
-        what: &str,
-    ) -> Result<Follower> {
-        let master = Master::connect(info, tls, timeout, what).await?;
-        Ok(Follower::new(master, Vec::new(), String::new(), tls, None, timeout))
     }
 
     fn new(

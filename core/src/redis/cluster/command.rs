@@ -60,7 +60,7 @@ impl Router {
                 self.refresh_soon();
             }
             let whole_round_refused = frames.len() == 1 || engine::resp::error(&frames[frames.len() - 1]).is_some();
-            match engine::redirect(RULES, attempt, first, "a command") {
+            match engine::redirect(Rules { cluster: self.cluster, ..RULES }, attempt, first, "a command") {
                 Some(Ok((next, target, pause))) if whole_round_refused => {
                     if round.len() > 1 && !matches!(target, To::Moved { .. }) {
                         return Ok(frames);

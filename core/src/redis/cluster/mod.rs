@@ -1,8 +1,9 @@
-//! The cluster's own routing: every script call goes straight to the master that owns its key,
-//! on a multiplexed connection per master (async calls) or a pooled blocking connection per
-//! master (sync calls), as on one standalone node. The store's other commands (`reset`,
-//! loading the function library, deterministic replay, raw commands) take the same map and
-//! connections ([`command`]).
+//! The store's own routing, on one node and on a cluster: every script call goes straight to the
+//! node (on a cluster, the master that owns its key), on a multiplexed connection per node (async
+//! calls) or a pooled blocking connection per node (sync calls). One node is the degenerate map:
+//! it serves every slot, no slot is computed and nothing is read again. The store's other
+//! commands (`reset`, loading the function library, deterministic replay, raw commands) take the
+//! same map and connections ([`command`]).
 //!
 //! Why not the redis crate's cluster client: it resends a request after a connection error,
 //! so a call whose reply was lost after the server ran it was charged twice (issue #19), and
@@ -24,10 +25,9 @@
 //! - **Bounded**: the caller bounds each call by `timeout_ms` (the async path races a timer; the
 //!   sync path sets its socket timeouts to the time left).
 //! - **On the caller's runtime**: a runtime bound to the store ([`super::bound`]) gets its own
-//!   connection to each master, driven on that runtime, as one standalone node's bound
-//!   connection ([`Pipelined::open`]: the store's own, over TCP or TLS, RESP2 or RESP3): a call awaited there writes and reads without
-//!   crossing to the store's thread (for a binding such as Python's, whose calls complete on its
-//!   own runtime, that was one thread hand-off more per call than on one node). Until a
+//!   connection to each node ([`Pipelined::open`]: the store's own, over TCP or TLS, RESP2 or
+//!   RESP3), driven on that runtime: a call awaited there writes and reads without crossing to
+//!   the store's thread. Until a
 //!   runtime's connection to a master is up, and after it failed or a call on it was abandoned,
 //!   calls take the store's connection to that master, and the first one that succeeds connects
 //!   the runtime's again, in the background. Every rule above is the same on both: the choice of
@@ -120,8 +120,12 @@ fn closed_error() -> Error {
     Error::store("the Redis store is closed")
 }
 
-/// Routes script calls over a cluster (see the module docs). Shared by the store's paths.
+/// Routes script calls over a cluster, or to the one node (see the module docs). Shared by the
+/// store's paths.
 pub(crate) struct Router {
+    /// A cluster (slots computed, `CLUSTER SLOTS` read, redirects followed), or one fixed node
+    /// (every slot its own, nothing to read again).
+    cluster: bool,
     /// The first seed's URL: scheme, user and password for every node.
     url: url::Url,
     seeds: Vec<Addr>,
@@ -139,8 +143,10 @@ pub(crate) struct Router {
 }
 
 impl Router {
-    /// Reads the slot map from the first seed that answers, within `timeout`.
+    /// Reads the slot map from the first seed that answers, within `timeout`; or, for one
+    /// node, connects to it.
     pub(crate) async fn connect(plan: &Plan, timeout: Duration) -> Result<Arc<Router>> {
+        let cluster = plan.mode == super::RedisMode::Cluster;
         let url = url::Url::parse(&plan.urls[0]).map_err(|e| Error::config("redis.urls", &e.to_string()))?;
         let seeds = plan
             .nodes
@@ -152,6 +158,7 @@ impl Router {
             })
             .collect();
         let router = Arc::new(Router {
+            cluster,
             url,
             seeds,
             tls: plan.tls.clone(),
@@ -163,17 +170,66 @@ impl Router {
             last_refresh: parking_lot::Mutex::new(None),
             closed: AtomicBool::new(false),
         });
-        router.refresh().await?;
+        if cluster {
+            router.refresh().await?;
+        } else {
+            router.fix(plan.nodes[0].clone(), &super::connect::describe(plan)).await?;
+        }
         Ok(router)
+    }
+
+    /// One node: `info`'s, serving every slot, connected now (`what` names it in the errors).
+    async fn fix(self: &Arc<Self>, info: redis::ConnectionInfo, what: &str) -> Result<()> {
+        let addr = match info.addr() {
+            redis::ConnectionAddr::Tcp(host, port) | redis::ConnectionAddr::TcpTls { host, port, .. } => {
+                (host.clone(), *port)
+            }
+            #[cfg(unix)]
+            redis::ConnectionAddr::Unix(path) => (path.display().to_string(), 0),
+            #[allow(unreachable_patterns)]
+            _ => return Err(Error::config("redis.urls", "an address the store cannot reach")),
+        };
+        let node = self.add(&addr, info);
+        let all = topology::Range { start: 0, end: (slot::SLOTS - 1) as u16, master: addr };
+        *self.map.write() = Arc::new(SlotMap::build(&[all], |_| node.clone(), |n| &n.addr));
+        match tokio::time::timeout(self.timeout, node.connect(self.timeout, &self.closed)).await {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(e)) => Err(Error::store(format!("cannot connect to {what}: {}", e.message()))),
+            Err(_) => {
+                Err(Error::store(format!("connecting to {what} timed out after {} ms", self.timeout.as_millis())))
+            }
+        }
+    }
+
+    /// Whether this is a cluster's router (else one node's).
+    pub(crate) fn is_cluster(&self) -> bool {
+        self.cluster
+    }
+
+    /// The rules of this router's calls ([`engine`]).
+    fn rules(&self, invoke: Invoke, durable: Option<Durable>) -> Rules {
+        Rules { invoke, durable, cluster: self.cluster }
+    }
+
+    /// The slot `call` routes by (on one node, every call is in slot 0: no CRC16).
+    fn slot_of(&self, key: Option<&String>) -> u16 {
+        if self.cluster { slot::slot(key.map_or(&b""[..], |k| k.as_bytes())) } else { 0 }
     }
 
     /// The node at `addr`, created on first mention.
     fn node(&self, addr: &Addr) -> Result<Arc<Node>> {
-        let mut nodes = self.nodes.lock();
-        if let Some(n) = nodes.get(addr) {
+        if let Some(n) = self.nodes.lock().get(addr) {
             return Ok(n.clone());
         }
-        let info = super::sentinel::node_info(&self.url, addr)?;
+        Ok(self.add(addr, super::sentinel::node_info(&self.url, addr)?))
+    }
+
+    /// The node at `addr`, reached as `info` says, created unless known already.
+    fn add(&self, addr: &Addr, info: redis::ConnectionInfo) -> Arc<Node> {
+        let mut nodes = self.nodes.lock();
+        if let Some(n) = nodes.get(addr) {
+            return n.clone();
+        }
         let node = Arc::new(Node {
             id: nodes.len() as u32,
             addr: addr.clone(),
@@ -184,7 +240,7 @@ impl Router {
             local: parking_lot::RwLock::new(Vec::new()),
         });
         nodes.insert(addr.clone(), node.clone());
-        Ok(node)
+        node
     }
 
     /// The master serving `slot`; none (a failover left it uncovered) fails the call and
@@ -250,6 +306,9 @@ impl Router {
     /// Refreshes the map in the background, unless a refresh is running; at most one per
     /// [`REFRESH_GAP`].
     fn refresh_soon(self: &Arc<Self>) {
+        if !self.cluster {
+            return;
+        }
         let Some(runtime) = self.runtime() else { return };
         if self.closed.load(Ordering::Acquire) || self.refreshing.swap(true, Ordering::AcqRel) {
             return;
@@ -270,6 +329,9 @@ impl Router {
     /// was sent): reads the map again now, unless one was read within [`REFRESH_GAP`], and says
     /// whether `slot` has another master now (a failover the store had not seen yet).
     async fn moved_after_refresh(self: &Arc<Self>, slot: u16, node: &Arc<Node>) -> bool {
+        if !self.cluster {
+            return false;
+        }
         if self.refreshed_lately() {
             return self.moved(slot, node);
         }
@@ -282,6 +344,9 @@ impl Router {
     /// [`Router::moved_after_refresh`] from a plain thread, waiting no longer than the call's
     /// time left.
     fn moved_after_refresh_blocking(self: &Arc<Self>, slot: u16, node: &Arc<Node>, started: Instant) -> bool {
+        if !self.cluster {
+            return false;
+        }
         if self.refreshed_lately() {
             return self.moved(slot, node);
         }
@@ -337,8 +402,8 @@ impl Router {
         call: &ScriptCall,
         local: Option<&tokio::runtime::Handle>,
     ) -> Result<Outcome> {
-        let slot = slot::slot(call.keys.first().map_or(&b""[..], |k| k.as_bytes()));
-        let mut x = Exchange::new(call, Rules { invoke, durable, cluster: true });
+        let slot = self.slot_of(call.keys.first());
+        let mut x = Exchange::new(call, self.rules(invoke, durable));
         let mut to = None;
         loop {
             if self.closed.load(Ordering::Acquire) {
@@ -421,8 +486,8 @@ impl Router {
         let started = Instant::now();
         let deadline = started + self.timeout;
         let ms = self.timeout.as_millis() as u64;
-        let slot = slot::slot(call.keys.first().map_or(&b""[..], |k| k.as_bytes()));
-        let mut x = Exchange::new(call, Rules { invoke, durable, cluster: true });
+        let slot = self.slot_of(call.keys.first());
+        let mut x = Exchange::new(call, self.rules(invoke, durable));
         let mut to = None;
         loop {
             if self.closed.load(Ordering::Acquire) {
