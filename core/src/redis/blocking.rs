@@ -13,30 +13,23 @@
 use std::sync::atomic::Ordering;
 
 use super::call::{Outcome, ScriptCall};
-use super::engine::{self, Rules};
-use super::{Inner, RedisStore, block_on};
+use super::engine;
+use super::{RedisStore, block_on};
 use crate::error::Result;
 use crate::store::Now;
 
 impl RedisStore {
-    /// A sync call: routed on the caller's thread over a pooled blocking connection on one node
-    /// or a cluster (the store's own, which reads again after a signal: no signals held), else
+    /// A sync call: routed on the caller's thread over a pooled blocking connection (the store's
+    /// own, which reads again after a signal: no signals held), else (deterministic replay)
     /// handed to the store's runtime and waited for.
     pub(super) fn block_call(&self, call: ScriptCall, now: Now) -> Result<Outcome> {
-        if let (Some(router), None) = (&self.inner.router, &self.inner.replay) {
+        if self.inner.replay.is_none() {
             if self.inner.closed.load(Ordering::Acquire) {
                 return Err(engine::closed());
             }
-            return router.run_blocking(self.inner.invoke, self.inner.durable, &call);
+            return self.inner.router.run_blocking(self.inner.invoke, self.inner.durable, &call);
         }
         let inner = self.inner.clone();
-        block_on(&self.runtime, async move { inner.run(call, now).await })
-    }
-}
-
-impl Inner {
-    /// The rules of this store's calls on the Sentinel master ([`engine`]).
-    pub(super) fn rules(&self) -> Rules {
-        Rules { invoke: self.invoke, durable: self.durable, cluster: false }
+        block_on(&self.runtime, async move { inner.bounded(inner.replayed(&call, now)).await })
     }
 }

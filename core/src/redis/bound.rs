@@ -43,9 +43,7 @@ impl Drop for Unbind {
     fn drop(&mut self) {
         if let Some(inner) = self.inner.upgrade() {
             inner.bound.write().retain(|b| *b != self.runtime);
-            if let Some(router) = &inner.router {
-                router.unbind(self.runtime);
-            }
+            inner.router.unbind(self.runtime);
         }
     }
 }
@@ -75,8 +73,8 @@ impl RedisStore {
     /// made in the background (on that runtime's next turn); until it is up, and whenever it is
     /// down, calls take the store's connections, as they do for good if it cannot be made there
     /// (no IO driver or timer). The binding ends when the runtime shuts down. Binding again, or
-    /// the store's own runtime, does nothing; so does deterministic-replay mode (it serialises
-    /// every call on the store's runtime). Fails outside a tokio runtime.
+    /// the store's own runtime, does nothing; so does deterministic-replay mode (its rounds take
+    /// the store's connections, one call at a time). Fails outside a tokio runtime.
     pub fn bind_current_runtime(&self) -> Result<()> {
         let handle = tokio::runtime::Handle::try_current()
             .map_err(|_| Error::not_implemented("bind_current_runtime outside a tokio runtime"))?;
@@ -98,8 +96,8 @@ impl RedisStore {
     /// Binds `handle`'s runtime.
     fn bind(&self, handle: tokio::runtime::Handle) {
         let id = handle.id();
-        let Some(router) = self.inner.router.as_ref().filter(|_| self.inner.replay.is_none()) else { return };
-        if self.inner.closed.load(Ordering::Acquire) || self.runtime.id() == Some(id) {
+        let router = &self.inner.router;
+        if self.inner.replay.is_some() || self.inner.closed.load(Ordering::Acquire) || self.runtime.id() == Some(id) {
             return;
         }
         {
@@ -154,9 +152,6 @@ impl RedisStore {
     /// connection to, up now (tests, tools).
     #[doc(hidden)]
     pub fn local_cluster_connections(&self) -> usize {
-        match (&self.inner.router, tokio::runtime::Handle::try_current()) {
-            (Some(router), Ok(handle)) => router.local_connections(handle.id()),
-            _ => 0,
-        }
+        tokio::runtime::Handle::try_current().map_or(0, |h| self.inner.router.local_connections(h.id()))
     }
 }

@@ -9,10 +9,9 @@
 //!   redirect or a missing script (answered before anything runs) or a connection that could not
 //!   be made is followed by another send (`docs/redis.md`, "At most once").
 //! - **Any topology**: one node, a Redis Cluster, or the master of a Sentinel service; over TLS
-//!   (rustls) or not ([`RedisOptions`], `docs/redis.md`). On one node and on a cluster the store
-//!   routes each call itself (`cluster/`: on a cluster the slot computed here, a connection per
-//!   master, `MOVED`/`ASK` followed). Under Sentinel an async call hops to the store's runtime,
-//!   whose connection follows the master.
+//!   (rustls) or not ([`RedisOptions`], `docs/redis.md`). One router routes every call
+//!   (`cluster/`): to the one node, to the master the sentinels name, or on a cluster to the
+//!   key's master (the slot computed here, a connection per master, `MOVED`/`ASK` followed).
 //! - **Durable charges**, opt-in: `WAIT` after each call in the same round trip
 //!   ([`RedisOptions::durable_replicas`]).
 //! - **A bounded wait**: every call answers within `timeout_ms` or fails with
@@ -89,17 +88,11 @@ thread_local! {
 
 /// The connection and everything a call needs, shared with the tasks on the store's runtime.
 struct Inner {
-    /// The store's shared connection for commands that are not script calls on a fast path:
-    /// the router's, or the Sentinel master's follower. `None` once closed.
-    conn: parking_lot::RwLock<Option<connect::Conn>>,
-    /// One node or a cluster: where script calls go, from the caller's task or thread
-    /// ([`cluster::Router`]).
-    router: Option<Arc<cluster::Router>>,
+    /// Where every call and command goes, from the caller's task or thread: one node, a
+    /// cluster's masters, or the Sentinel master ([`cluster::Router`]).
+    router: Arc<cluster::Router>,
     /// `WAIT` after every call ([`RedisOptions::durable_replicas`]).
     durable: Option<engine::Durable>,
-    /// Cluster or sentinel: a binding's own transport, which talks to one fixed address, stays
-    /// off ([`RedisStore::is_routed`]).
-    routed: bool,
     /// `FCALL` or `EVALSHA`, chosen at connect from [`RedisOptions::scripting`].
     invoke: engine::Invoke,
     /// Runtimes bound with [`RedisStore::bind_current_runtime`] (their connections are the
@@ -195,7 +188,7 @@ impl RedisStore {
     /// Whether the store is on a cluster or under Sentinel: its calls are routed to wherever
     /// the key lives now, so a binding's own transport (one fixed address) must not be used.
     pub fn is_routed(&self) -> bool {
-        self.inner.routed
+        self.inner.router.is_routed()
     }
 
     /// A cluster store's routes, for a binding that brings its own sockets ([`routed`]);
@@ -204,7 +197,7 @@ impl RedisStore {
         if self.inner.replay.is_some() {
             return None;
         }
-        self.inner.router.clone().filter(|r| r.is_cluster()).map(routed::Routes::new)
+        Some(self.inner.router.clone()).filter(|r| r.is_cluster()).map(routed::Routes::new)
     }
 
     /// Whether the store runs its scripts as functions (`FCALL`) rather than `EVALSHA`.
@@ -218,14 +211,15 @@ impl RedisStore {
         self.inner.closed.load(Ordering::Acquire)
     }
 
-    /// Runs `call`: routed from the caller's task (on one node or a cluster: [`cluster`]), else
-    /// through a hop to the store's runtime (under Sentinel, and in deterministic-replay mode).
+    /// Runs `call` from the caller's task under the call timeout: routed ([`cluster`]), or in
+    /// deterministic-replay mode as its rounds ([`replay`]).
     async fn call(&self, call: ScriptCall, now: Now) -> Result<Outcome> {
-        if let (Some(router), None) = (&self.inner.router, &self.inner.replay) {
-            let local = self.local_runtime();
-            return self.timed(router.run(self.inner.invoke, self.inner.durable, &call, local.as_ref())).await;
+        if self.inner.replay.is_some() {
+            return self.timed(self.inner.replayed(&call, now)).await;
         }
-        self.spawn_call(call, now).await
+        let local = self.local_runtime();
+        let router = &self.inner.router;
+        self.timed(router.run(self.inner.invoke, self.inner.durable, &call, local.as_ref())).await
     }
 
     /// `work`, awaited on the caller's task, under the call timeout on the store's timer; not
@@ -252,16 +246,6 @@ impl RedisStore {
         self.runtime.sleep(self.inner.timeout).ok_or_else(|| Error::store("the Redis store is closed"))
     }
 
-    /// Runs `call` on the store's runtime; the returned future may be awaited anywhere.
-    fn spawn_call(&self, call: ScriptCall, now: Now) -> impl Future<Output = Result<Outcome>> + Send + 'static {
-        let inner = self.inner.clone();
-        let handle = self.runtime.spawn(async move { inner.run(call, now).await });
-        async move {
-            let handle = handle.ok_or_else(|| Error::store("the Redis store is closed"))?;
-            handle.await.map_err(|e| Error::store(format!("the call was abandoned: {e}")))?
-        }
-    }
-
     /// Deletes every key the deterministic-replay mode has persisted (none in normal mode).
     pub fn clear_replayed_blocking(&self) -> Result<()> {
         let inner = self.inner.clone();
@@ -272,8 +256,8 @@ impl RedisStore {
             if keys.is_empty() {
                 return Ok(());
             }
-            let mut conn = inner.conn()?;
-            inner.bounded(async move { conn.delete(keys).await }).await
+            let router = inner.conn()?;
+            inner.bounded(async move { router.delete(keys).await }).await
         })
     }
 
@@ -284,8 +268,8 @@ impl RedisStore {
     pub fn command_blocking(&self, cmd: Cmd) -> Result<Value> {
         let inner = self.inner.clone();
         block_on(&self.runtime, async move {
-            let mut conn = inner.conn()?;
-            inner.bounded(async move { conn.raw(&cmd).await }).await
+            let router = inner.conn()?;
+            inner.bounded(async move { router.raw(&cmd).await }).await
         })
     }
 }
@@ -304,13 +288,16 @@ impl Inner {
     async fn connect(options: RedisOptions) -> Result<Inner> {
         let timeout = Duration::from_millis(options.timeout_ms.max(1));
         let plan = options.plan()?;
-        let connect::Connected { conn, info, routed, router } = connect::connect(&plan, timeout).await?;
-        let invoke = choose_invoke(&conn, options.scripting, timeout).await?;
+        let router = connect::connect(&plan, timeout).await?;
+        let invoke = choose_invoke(&router, options.scripting, timeout).await?;
+        // Under Sentinel, the master found at connect; else the one node or the first seed.
+        let info = match plan.mode {
+            RedisMode::Sentinel => router.first_info().unwrap_or_else(|| plan.nodes[0].clone()),
+            _ => plan.nodes[0].clone(),
+        };
         Ok(Inner {
-            conn: parking_lot::RwLock::new(Some(conn)),
             router,
             durable: plan.durable,
-            routed,
             invoke,
             bound: parking_lot::RwLock::new(Vec::new()),
             any_bound: AtomicBool::new(false),
@@ -322,9 +309,12 @@ impl Inner {
         })
     }
 
-    /// The shared connection (a handle onto it), unless the store is closed.
-    fn conn(&self) -> Result<connect::Conn> {
-        self.conn.read().clone().ok_or_else(|| Error::store("the Redis store is closed"))
+    /// The router, unless the store is closed.
+    fn conn(&self) -> Result<Arc<cluster::Router>> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(engine::closed());
+        }
+        Ok(self.router.clone())
     }
 
     /// `fut` under the call timeout.
@@ -339,55 +329,30 @@ impl Inner {
         engine::timed_out(self.timeout.as_millis() as u64)
     }
 
-    async fn run(&self, call: ScriptCall, now: Now) -> Result<Outcome> {
-        if self.closed.load(Ordering::Acquire) {
-            return Err(Error::store("the Redis store is closed"));
-        }
-        match &self.replay {
-            None => self.bounded(self.eval(&call)).await,
-            Some(book) => {
-                let Now::At(t) = now else {
-                    return Err(Error::not_implemented("the server clock in deterministic replay mode"));
-                };
-                self.bounded(async {
-                    let mut book = book.lock().await;
-                    replay::run(&mut book, &mut self.conn()?, &call, t).await
-                })
-                .await
-            }
-        }
+    /// `call` in deterministic-replay mode: its rounds, one call at a time ([`replay`]). The
+    /// caller bounds it by the call timeout.
+    async fn replayed(&self, call: &ScriptCall, now: Now) -> Result<Outcome> {
+        let Some(book) = &self.replay else { return Err(Error::store("no deterministic replay on this store")) };
+        let Now::At(t) = now else {
+            return Err(Error::not_implemented("the server clock in deterministic replay mode"));
+        };
+        let router = self.conn()?;
+        let mut book = book.lock().await;
+        replay::run(&mut book, &router, call, t).await
     }
 
-    /// `call` on the shared connection, driven by the engine ([`sentinel::Follower::attempt`]).
-    async fn eval(&self, call: &ScriptCall) -> Result<Outcome> {
-        let mut conn = self.conn()?;
-        let mut x = engine::Exchange::new(call, self.rules());
-        loop {
-            match conn.single()?.attempt(&mut x).await.map_err(Error::store)? {
-                engine::Step::Done(outcome) => return outcome,
-                engine::Step::Again { .. } => {}
-                engine::Step::More => return Err(Error::store("the engine asked for a frame it was not given")),
-            }
+    /// `DEL key` (and the replay book forgets it); the caller bounds it by the call timeout.
+    async fn reset(&self, key: &str) -> Result<()> {
+        let router = self.conn()?;
+        let mut book = match &self.replay {
+            Some(b) => Some(b.lock().await),
+            None => None,
+        };
+        router.keyed(key.as_bytes(), redis::cmd("DEL").arg(key)).await?;
+        if let Some(book) = book.as_mut() {
+            book.forget(key);
         }
-    }
-
-    async fn reset(&self, key: String) -> Result<()> {
-        if self.closed.load(Ordering::Acquire) {
-            return Err(Error::store("the Redis store is closed"));
-        }
-        self.bounded(async {
-            let mut book = match &self.replay {
-                Some(b) => Some(b.lock().await),
-                None => None,
-            };
-            let mut conn = self.conn()?;
-            conn.keyed(key.as_bytes(), redis::cmd("DEL").arg(&key)).await?;
-            if let Some(book) = book.as_mut() {
-                book.forget(&key);
-            }
-            Ok(())
-        })
-        .await
+        Ok(())
     }
 }
 
@@ -395,12 +360,15 @@ impl Inner {
 /// master of a cluster), and use functions if the server took it. A server that refuses
 /// (Redis < 7, or an ACL without `function|load`) means scripts under `auto`, and a
 /// `store_unavailable` naming the refusal under `functions`.
-async fn choose_invoke(conn: &connect::Conn, scripting: Scripting, timeout: Duration) -> Result<engine::Invoke> {
+async fn choose_invoke(
+    router: &Arc<cluster::Router>,
+    scripting: Scripting,
+    timeout: Duration,
+) -> Result<engine::Invoke> {
     if scripting == Scripting::Eval {
         return Ok(engine::Invoke::Scripts);
     }
-    let mut conn = conn.clone();
-    let loaded = match tokio::time::timeout(timeout, conn.everywhere(&load_library())).await {
+    let loaded = match tokio::time::timeout(timeout, router.everywhere(&load_library())).await {
         Ok(Ok(Value::ServerError(e))) => Err(e.to_string()),
         Ok(Ok(_)) => Ok(()),
         Ok(Err(e)) => Err(e.message().to_string()),
@@ -466,19 +434,13 @@ impl Store for RedisStore {
     }
 
     fn reset<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<()>> {
-        let inner = self.inner.clone();
-        let key = key.to_string();
-        let handle = self.runtime.spawn(async move { inner.reset(key).await });
-        Box::pin(async move {
-            let handle = handle.ok_or_else(|| Error::store("the Redis store is closed"))?;
-            handle.await.map_err(|e| Error::store(format!("the call was abandoned: {e}")))?
-        })
+        Box::pin(self.timed(self.inner.reset(key)))
     }
 
     fn reset_sync(&self, key: &str) -> Result<()> {
         let inner = self.inner.clone();
         let key = key.to_string();
-        block_on(&self.runtime, async move { inner.reset(key).await })
+        block_on(&self.runtime, async move { inner.bounded(inner.reset(&key)).await })
     }
 
     /// The sync methods are available (they block on the store's runtime).
@@ -486,17 +448,14 @@ impl Store for RedisStore {
         true
     }
 
-    /// Releases every connection at once: the Sentinel master's follower, and the router's
-    /// connections to its node or to every cluster node (blocking, shared and each bound
-    /// runtime's); and the store's runtime (its thread
+    /// Releases every connection at once: the router's to its node, the Sentinel master or
+    /// every cluster node (blocking, shared and each bound runtime's); and the store's runtime
+    /// (its thread
     /// and descriptors), at once or when the last async call in flight ends. A call in flight
     /// keeps its own handle until it answers; every later call fails with `store_unavailable`.
     fn close(&self) -> BoxFuture<'_, Result<()>> {
         self.inner.closed.store(true, Ordering::Release);
-        *self.inner.conn.write() = None;
-        if let Some(router) = &self.inner.router {
-            router.close();
-        }
+        self.inner.router.close();
         // Its thread and descriptors too, now or when the last async call in flight ends
         // ([`runtime`]).
         self.runtime.close();

@@ -69,7 +69,7 @@ impl Router {
     /// A runtime bound to one node's store connects to it now, in the background (on a
     /// cluster, as its calls first reach each master).
     pub(crate) fn bind_local(self: &Arc<Self>, handle: &Handle) {
-        if self.cluster {
+        if self.is_cluster() {
             return;
         }
         let node = self.map.read().masters.first().cloned();
