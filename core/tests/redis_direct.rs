@@ -1,9 +1,9 @@
-//! The async path without a hop: a call awaited inside a tokio runtime (or any executor) runs on
-//! the caller's task through the direct connection, whose driver lives on the store's runtime.
-//! Every store here has automatic binding off (`bind_runtimes(false)`), or a tokio runtime's calls
-//! would move to a connection of its own (`redis_bound.rs`) and leave this path untested.
-//! It keeps every guarantee of the hop path: bounded by the timeout, EVAL only after NOSCRIPT,
-//! a timed-out call never sent again, reconnection after a restart, no panic on drop.
+//! The async path on the store's shared connection: a call awaited inside a tokio runtime (or any
+//! executor) runs on the caller's task, routed to the one node's connection, whose driver lives
+//! on the store's runtime. Every store here has automatic binding off (`bind_runtimes(false)`),
+//! or a tokio runtime's calls would move to a connection of its own (`redis_bound.rs`) and leave
+//! this path untested. It keeps every guarantee: bounded by the timeout, EVAL only after
+//! NOSCRIPT, a timed-out call never sent again, reconnection after a restart, no panic on drop.
 #![cfg(feature = "redis")]
 
 #[path = "support/executor.rs"]

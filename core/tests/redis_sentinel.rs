@@ -97,14 +97,15 @@ fn one_check_lands_on_the_master(setup: &SentinelSetup, options: RedisOptions, d
     assert!(rt.block_on(l.check("where", 1)).unwrap().allowed);
     let keys = redis_server::cli(setup.master.port, &["-n", db, "dbsize"]).unwrap();
     assert_eq!(keys.trim(), "1", "the key is on the master");
-    // close() releases the follower's connection to the master at once.
+    // close() releases the store's connections to the master at once; `rt`'s own (it was bound
+    // by its call) on that runtime's next turn, where its driver task lives.
     let port = setup.master.port;
     assert!(store_connections(port) >= 1);
     rt.block_on(throttlekit::store::Store::close(&*store)).unwrap();
     let deadline = std::time::Instant::now() + Duration::from_secs(2);
     while store_connections(port) > 0 {
         assert!(std::time::Instant::now() < deadline, "{} connections left after close", store_connections(port));
-        std::thread::sleep(Duration::from_millis(10));
+        rt.block_on(async { tokio::time::sleep(Duration::from_millis(10)).await });
     }
 }
 

@@ -1,149 +1,22 @@
-//! Opening the connection that matches [`RedisOptions::mode`](super::RedisOptions): one node,
-//! a cluster, or the master that sentinels name. [`Conn`] hides which: every command that is
-//! not a script call on a fast path (the hop path, deterministic replay, `reset`, loading the
-//! function library, raw commands) goes through it, so routing by slot, following
-//! `MOVED`/`ASK` and following a failover happen in one place. Every connection is the store's
-//! own: one node's or a Sentinel master's ([`Follower`]), or each master's of a cluster
-//! ([`super::cluster::Router`]).
+//! Opening the store's router as [`RedisOptions::mode`](super::RedisOptions) says (one node, a
+//! cluster, or the master that sentinels name: [`Router`]), and where the store's own
+//! connections to one node go and how they log in ([`Blocking`]).
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use redis::{Cmd, Value};
-
-use super::cluster::{Router, key_slot};
-use super::options::{Plan, RedisMode, redact};
-use super::sentinel::Follower;
+use super::cluster::Router;
+use super::options::{Plan, redact};
 use super::socket::Target;
 use super::tls::TlsConfig;
-use crate::error::{Error, Result};
+use crate::error::Result;
 
-/// The store's shared async connection, whatever the topology. Cheap to clone (a handle onto
-/// one node's connection, or onto the cluster's router).
-#[derive(Clone)]
-pub(crate) enum Conn {
-    /// One node (the store's own connection, connecting again after a failure), or the master
-    /// of a Sentinel service, looked up again when it stops answering.
-    Single(Follower),
-    /// Every master of a cluster, through the router's commands ([`Router::command`]): `reset`'s
-    /// `DEL`, loading functions on every master, deterministic replay, raw commands. Script calls
-    /// take [`Router::run`]; neither sends anything again once it may have reached a server.
-    Cluster(Arc<Router>),
-}
-
-impl Conn {
-    /// The one node's connection, for the hop path's script calls (a cluster's take the router).
-    pub(crate) fn single(&mut self) -> Result<&mut Follower> {
-        match self {
-            Conn::Single(f) => Ok(f),
-            Conn::Cluster(_) => Err(Error::store("a cluster's script calls go through its router")),
-        }
-    }
-
-    /// One node's or the Sentinel master's follower (a cluster has none).
-    pub(crate) fn follower(&self) -> Option<&Follower> {
-        match self {
-            Conn::Single(f) => Some(f),
-            Conn::Cluster(_) => None,
-        }
-    }
-
-    /// `round` (commands whose keys all lie in `key`'s slot), pipelined: on the one node, or on
-    /// a cluster on the slot's master (a `MOVED` followed by the whole round, as
-    /// [`Router::command`] says). Each command's reply, server errors as [`Value::ServerError`].
-    pub(crate) async fn round(&mut self, key: &[u8], round: &[Cmd]) -> Result<Vec<Value>> {
-        let frames = match self {
-            Conn::Single(f) => f.round(round).await.map_err(Error::store)?,
-            Conn::Cluster(router) => router.command(key_slot(key), round).await?,
-        };
-        values(frames)
-    }
-
-    /// One command: on the one node, or on a cluster on the master of `key`'s slot.
-    pub(crate) async fn keyed(&mut self, key: &[u8], cmd: &Cmd) -> Result<Value> {
-        let mut replies = self.round(key, std::slice::from_ref(cmd)).await?;
-        replies.pop().ok_or_else(|| Error::store("no reply"))
-    }
-
-    /// A raw command (tests and tools): on a cluster, to the master of its first argument's
-    /// slot (the key of most keyed commands; a keyless command reaches one master).
-    pub(crate) async fn raw(&mut self, cmd: &Cmd) -> Result<Value> {
-        let first = match cmd.args_iter().nth(1) {
-            Some(redis::Arg::Simple(b)) => b,
-            _ => &b""[..],
-        };
-        self.keyed(first, cmd).await
-    }
-
-    /// Deletes `keys`: one `DEL` on one node; on a cluster one per slot, each on its master.
-    pub(crate) async fn delete(&mut self, keys: Vec<String>) -> Result<()> {
-        if let Conn::Single(_) = self {
-            return self.keyed(b"", redis::cmd("DEL").arg(keys)).await.map(drop);
-        }
-        let mut by_slot: BTreeMap<u16, Vec<String>> = BTreeMap::new();
-        for k in keys {
-            by_slot.entry(key_slot(k.as_bytes())).or_default().push(k);
-        }
-        for keys in by_slot.into_values() {
-            if let Value::ServerError(e) = self.keyed(keys[0].as_bytes(), redis::cmd("DEL").arg(&keys)).await? {
-                return Err(Error::store(e.to_string()));
-            }
-        }
-        Ok(())
-    }
-
-    /// `cmd` (keyless and idempotent: `FUNCTION LOAD REPLACE`) on the one node, or on every
-    /// master of a cluster: the first error a master answered, else the first reply.
-    pub(crate) async fn everywhere(&mut self, cmd: &Cmd) -> Result<Value> {
-        let Conn::Cluster(router) = self else { return self.keyed(b"", cmd).await };
-        let replies = values(router.on_every_master(cmd).await?)?;
-        let error = replies.iter().position(|v| matches!(v, Value::ServerError(_)));
-        replies.into_iter().nth(error.unwrap_or(0)).ok_or_else(|| Error::store("the cluster has no master"))
-    }
-}
-
-/// Reply frames read as redis-rs values (server errors as [`Value::ServerError`]).
-fn values(frames: Vec<Vec<u8>>) -> Result<Vec<Value>> {
-    frames.iter().map(|f| redis::parse_redis_value(f).map_err(Error::store)).collect()
-}
-
-/// What connecting produced.
-pub(crate) struct Connected {
-    pub conn: Conn,
-    /// The node the standalone fast paths (blocking, direct, bound, a binding's own transport)
-    /// talk to: the server itself in standalone mode; the master found at
-    /// connect time in sentinel mode, and the first seed in cluster mode, where those fast
-    /// paths are off (see [`Connected::routed`]).
-    pub info: redis::ConnectionInfo,
-    /// Cluster and sentinel: every call goes through [`Conn`], which knows where the key lives
-    /// now; the standalone fast paths, bound to one address, are not used.
-    pub routed: bool,
-    /// Cluster: the store's own routing for script calls ([`super::cluster`]).
-    pub router: Option<Arc<Router>>,
-}
-
-/// Connects within `timeout` as `plan` says.
-pub(crate) async fn connect(plan: &Plan, timeout: Duration) -> Result<Connected> {
+/// Connects within `timeout` as `plan` says ([`Router::connect`]).
+pub(crate) async fn connect(plan: &Plan, timeout: Duration) -> Result<Arc<Router>> {
     if plan.tls.is_some() {
         super::tls::install_crypto_provider();
     }
-    match plan.mode {
-        RedisMode::Standalone => {
-            let info = plan.nodes[0].clone();
-            let conn = Conn::Single(Follower::fixed(&info, plan.tls.as_ref(), timeout, &describe(plan)).await?);
-            Ok(Connected { conn, info, routed: false, router: None })
-        }
-        RedisMode::Cluster => {
-            let router = Router::connect(plan, timeout).await?;
-            let info = plan.nodes[0].clone();
-            Ok(Connected { conn: Conn::Cluster(router.clone()), info, routed: true, router: Some(router) })
-        }
-        RedisMode::Sentinel => {
-            let (follower, info) = Follower::connect(plan, timeout).await?;
-            Ok(Connected { conn: Conn::Single(follower), info, routed: true, router: None })
-        }
-    }
+    Router::connect(plan, timeout).await
 }
 
 /// The options' URLs, passwords hidden, for error messages.

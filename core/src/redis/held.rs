@@ -53,11 +53,6 @@ impl Held {
         Taken { conn, id, from: self.clone() }
     }
 
-    /// Holds `conn` in place of whatever is held (a Sentinel master that moved).
-    pub(crate) fn replace(&self, conn: Pipelined) {
-        *self.0.conn.write() = Some((conn, self.0.made.fetch_add(1, Ordering::Relaxed) + 1));
-    }
-
     /// Drops the connection held, if any (the store closed, the node is no longer a master).
     pub(crate) fn clear(&self) {
         *self.0.conn.write() = None;

@@ -9,11 +9,9 @@
 //!   redirect or a missing script (answered before anything runs) or a connection that could not
 //!   be made is followed by another send (`docs/redis.md`, "At most once").
 //! - **Any topology**: one node, a Redis Cluster, or the master of a Sentinel service; over TLS
-//!   (rustls) or not ([`RedisOptions`], `docs/redis.md`). On a cluster the store routes each
-//!   call itself (`cluster/`: slot computed here, a connection per master, `MOVED`/`ASK`
-//!   followed), with the same sync and async fast paths as on one node, a bound runtime (below)
-//!   included: it gets its own connection to each master. Under Sentinel every call takes the
-//!   hop path below, whose connection follows the master.
+//!   (rustls) or not ([`RedisOptions`], `docs/redis.md`). One router routes every call
+//!   (`cluster/`): to the one node, to the master the sentinels name, or on a cluster to the
+//!   key's master (the slot computed here, a connection per master, `MOVED`/`ASK` followed).
 //! - **Durable charges**, opt-in: `WAIT` after each call in the same round trip
 //!   ([`RedisOptions::durable_replicas`]).
 //! - **A bounded wait**: every call answers within `timeout_ms` or fails with
@@ -22,18 +20,15 @@
 //! - **Its own runtime**: the store drives its multiplexed connections on a private tokio
 //!   runtime, so its futures can be awaited from any executor (Python's and Node's bindings bring
 //!   their own), and its sync methods work from plain threads.
-//! - **No hop on the async path**: an async call runs on the caller's task: it pushes its request
-//!   into the store's shared connection (whose driver task lives on the store's runtime) and
-//!   awaits the reply under a timer of the store's runtime. Nothing is spawned per call. Only
-//!   while that connection is down (and under Sentinel, and in deterministic-replay mode) does
-//!   a call hop to the store's runtime, where the shared connection (`connect::Conn`)
-//!   connects again.
-//! - **No hop at all on a tokio runtime**: a call awaited on a tokio runtime gives that runtime
-//!   a connection of its own (`bound.rs`), whose driver task runs on that runtime; once it is up,
-//!   calls awaited there write and read on the caller's runtime, without crossing to the
-//!   store's thread (two wake-ups fewer per call). [`RedisStore::bind_current_runtime`] does
-//!   the same ahead of the first call; [`RedisStore::bind_runtimes`] turns the automatic
-//!   binding off. Calls from any other executor take the paths above.
+//! - **An async call runs on the caller's task**: the router hands it the node's connection,
+//!   whose driver task lives on the store's runtime (only connecting spawns there), and it awaits
+//!   the reply under a timer of the store's runtime. Nothing is spawned per call.
+//! - **On a tokio runtime, no crossing at all**: a call awaited on a tokio runtime gives that
+//!   runtime a connection of its own to the node (to each master of a cluster: `bound.rs`), whose
+//!   driver task runs on that runtime; once it is up, calls awaited there write and read without
+//!   crossing to the store's thread (two wake-ups fewer per call).
+//!   [`RedisStore::bind_current_runtime`] does the same ahead of the first call;
+//!   [`RedisStore::bind_runtimes`] turns the automatic binding off.
 //! - **Or the binding's own transport**: [`transport`] prepares the same calls as bytes and
 //!   decides from the reply bytes, for a binding whose event loop does its own I/O (Node).
 //! - **Clock**: `Now::Server` sends `now = "0"` and the script reads Redis's `TIME`.
@@ -94,44 +89,26 @@ thread_local! {
 
 /// The connection and everything a call needs, shared with the tasks on the store's runtime.
 struct Inner {
-    /// The store's shared connection, routing by slot on a cluster and following the master in
-    /// sentinel mode. `None` once closed. On one node it is also the direct path's: a call
-    /// awaited on any executor pushes its request into it ([`sentinel::Follower::current`]);
-    /// only its reconnection, which spawns the connection's driver task, takes the hop onto
-    /// the store's runtime.
-    conn: parking_lot::RwLock<Option<connect::Conn>>,
-    /// Cluster: where script calls go, from the caller's task or thread
-    /// ([`cluster::Router`]).
-    router: Option<Arc<cluster::Router>>,
+    /// Where every call and command goes, from the caller's task or thread: one node, a
+    /// cluster's masters, or the Sentinel master ([`cluster::Router`]).
+    router: Arc<cluster::Router>,
     /// `WAIT` after every call ([`RedisOptions::durable_replicas`]).
     durable: Option<engine::Durable>,
-    /// Cluster or sentinel: the direct path, the blocking pool and a bound runtime's one
-    /// connection, which talk to one fixed address, stay off. A cluster routes every call
-    /// itself (`router`, with a connection per master for each bound runtime); under Sentinel
-    /// every call takes `conn` (the hop path).
-    routed: bool,
     /// `FCALL` or `EVALSHA`, chosen at connect from [`RedisOptions::scripting`].
     invoke: engine::Invoke,
-    /// Runtimes bound with [`RedisStore::bind_current_runtime`], each with its own connection
-    /// (driven on that runtime). Few: one per binding's runtime.
-    bound: parking_lot::RwLock<Vec<Bound>>,
+    /// Runtimes bound with [`RedisStore::bind_current_runtime`] (their connections are the
+    /// router's: [`cluster`]). Few: one per binding's runtime.
+    bound: parking_lot::RwLock<Vec<tokio::runtime::Id>>,
     /// Some runtime is bound (spares unbound stores the runtime lookup).
     any_bound: AtomicBool,
     /// Calls awaited on a tokio runtime bind it ([`RedisStore::bind_runtimes`]).
     auto_bind: AtomicBool,
-    /// The node the fast paths talk to, as its URL says ([`RedisStore::endpoint`]).
+    /// The node a binding's own transport talks to, as its URL says ([`RedisStore::endpoint`]).
     info: redis::ConnectionInfo,
-    /// Blocking connections for the sync methods: a sync call does its own write and read on
-    /// the calling thread, with no hop through the runtime (that hop costs ~40% of a
-    /// sequential round trip). Its login is every connection's to the node.
-    pool: wire::Pool,
     timeout: Duration,
     replay: Option<tokio::sync::Mutex<replay::Book>>,
     closed: AtomicBool,
 }
-
-use bound::Bound;
-use held::Taken;
 
 /// A [`Store`] on Redis. Cheap to share behind an `Arc`; one multiplexed connection serves
 /// every limiter using it, pipelining concurrent calls.
@@ -212,7 +189,7 @@ impl RedisStore {
     /// Whether the store is on a cluster or under Sentinel: its calls are routed to wherever
     /// the key lives now, so a binding's own transport (one fixed address) must not be used.
     pub fn is_routed(&self) -> bool {
-        self.inner.routed
+        self.inner.router.is_routed()
     }
 
     /// A cluster store's routes, for a binding that brings its own sockets ([`routed`]);
@@ -221,7 +198,7 @@ impl RedisStore {
         if self.inner.replay.is_some() {
             return None;
         }
-        self.inner.router.clone().map(routed::Routes::new)
+        Some(self.inner.router.clone()).filter(|r| r.is_cluster()).map(routed::Routes::new)
     }
 
     /// Whether the store runs its scripts as functions (`FCALL`) rather than `EVALSHA`.
@@ -235,74 +212,15 @@ impl RedisStore {
         self.inner.closed.load(Ordering::Acquire)
     }
 
-    /// Under Sentinel: every call takes the store's connection, which follows the master.
-    fn sentinel(&self) -> bool {
-        self.inner.routed && self.inner.router.is_none()
-    }
-
-    /// Runs `call`: on the caller's own connection when its runtime is bound, else directly on
-    /// the caller's task when the shared connection is up (the common case), else through a
-    /// hop to the store's runtime.
+    /// Runs `call` from the caller's task under the call timeout: routed ([`cluster`]), or in
+    /// deterministic-replay mode as its rounds ([`replay`]).
     async fn call(&self, call: ScriptCall, now: Now) -> Result<Outcome> {
-        if let (Some(router), None) = (&self.inner.router, &self.inner.replay) {
-            let local = self.local_runtime();
-            return self.timed(router.run(self.inner.invoke, self.inner.durable, &call, local.as_ref())).await;
+        if self.inner.replay.is_some() {
+            return self.timed(self.inner.replayed(&call, now)).await;
         }
-        let mut rebind = None;
-        if self.inner.replay.is_none() {
-            match self.bound_conn() {
-                Ok((taken, auto)) => return self.run_direct(taken, auto, &call).await,
-                Err(None) => self.bind_automatically(),
-                Err(id) => rebind = id,
-            }
-        }
-        let outcome = match self.shared_conn() {
-            Some(taken) if self.inner.replay.is_none() => self.run_direct(taken, false, &call).await,
-            _ => self.spawn_call(call, now).await,
-        };
-        // Redis answers again (the hop connected the shared connection again): bring the
-        // runtime's own back.
-        if outcome.is_ok()
-            && let Some(rt) = rebind
-        {
-            self.refresh_bound(rt);
-        }
-        outcome
-    }
-
-    /// The direct path, the engine's async driver ([`pipelined::Pipelined::attempt`]): the
-    /// call's attempts through the connection's channel, awaited on the caller's task under the
-    /// call timeout. Nothing is spawned; the request crosses to the connection's driver on the
-    /// store's runtime and the reply wakes the caller directly. `auto`: on a runtime a call
-    /// bound, whose connection a timeout retires ([`bound`]).
-    async fn run_direct(&self, taken: Taken, auto: bool, call: &ScriptCall) -> Result<Outcome> {
-        self.timed(async {
-            let guard = auto.then(|| taken.guard());
-            let mut x = engine::Exchange::new(call, self.inner.rules());
-            let sent = loop {
-                match taken.conn.attempt(&mut x).await {
-                    // One node: the fallback after a miss, on the same connection.
-                    Ok(engine::Step::Again { .. }) => {}
-                    sent => break sent,
-                }
-            };
-            if let Some(guard) = guard {
-                guard.disarm();
-            }
-            match sent {
-                Ok(engine::Step::Done(outcome)) => outcome,
-                Ok(_) => Err(Error::store("the engine asked for a frame it was not given")),
-                Err(e) => {
-                    if e.is_io_error() || e.is_connection_dropped() || e.is_unrecoverable_error() {
-                        // The connection is gone: retire it; the hop path (whose connection
-                        // reconnects by itself) serves until Redis answers again.
-                        taken.retire();
-                    }
-                    Err(Error::store(e))
-                }
-            }
-        })
-        .await
+        let local = self.local_runtime();
+        let router = &self.inner.router;
+        self.timed(router.run(self.inner.invoke, self.inner.durable, &call, local.as_ref())).await
     }
 
     /// `work`, awaited on the caller's task, under the call timeout on the store's timer; not
@@ -329,25 +247,6 @@ impl RedisStore {
         self.runtime.sleep(self.inner.timeout).ok_or_else(|| Error::store("the Redis store is closed"))
     }
 
-    /// One node's shared connection and its generation when it is up (a cluster's calls take
-    /// the router, and under Sentinel every call takes the hop, whose lookups spawn tasks).
-    fn shared_conn(&self) -> Option<Taken> {
-        if self.inner.routed {
-            return None;
-        }
-        self.inner.conn.read().as_ref()?.follower()?.current()
-    }
-
-    /// Runs `call` on the store's runtime; the returned future may be awaited anywhere.
-    fn spawn_call(&self, call: ScriptCall, now: Now) -> impl Future<Output = Result<Outcome>> + Send + 'static {
-        let inner = self.inner.clone();
-        let handle = self.runtime.spawn(async move { inner.run(call, now).await });
-        async move {
-            let handle = handle.ok_or_else(|| Error::store("the Redis store is closed"))?;
-            handle.await.map_err(|e| Error::store(format!("the call was abandoned: {e}")))?
-        }
-    }
-
     /// Deletes every key the deterministic-replay mode has persisted (none in normal mode).
     pub fn clear_replayed_blocking(&self) -> Result<()> {
         let inner = self.inner.clone();
@@ -358,8 +257,8 @@ impl RedisStore {
             if keys.is_empty() {
                 return Ok(());
             }
-            let mut conn = inner.conn()?;
-            inner.bounded(async move { conn.delete(keys).await }).await
+            let router = inner.conn()?;
+            inner.bounded(async move { router.delete(keys).await }).await
         })
     }
 
@@ -370,8 +269,8 @@ impl RedisStore {
     pub fn command_blocking(&self, cmd: Cmd) -> Result<Value> {
         let inner = self.inner.clone();
         block_on(&self.runtime, async move {
-            let mut conn = inner.conn()?;
-            inner.bounded(async move { conn.raw(&cmd).await }).await
+            let router = inner.conn()?;
+            inner.bounded(async move { router.raw(&cmd).await }).await
         })
     }
 }
@@ -390,19 +289,20 @@ impl Inner {
     async fn connect(options: RedisOptions) -> Result<Inner> {
         let timeout = Duration::from_millis(options.timeout_ms.max(1));
         let plan = options.plan()?;
-        let connect::Connected { conn, info, routed, router } = connect::connect(&plan, timeout).await?;
-        let invoke = choose_invoke(&conn, options.scripting, timeout).await?;
-        let pool = wire::Pool::new(connect::Blocking::of(&info, plan.tls.as_ref()), timeout);
+        let router = connect::connect(&plan, timeout).await?;
+        let invoke = choose_invoke(&router, options.scripting, timeout).await?;
+        // Under Sentinel, the master found at connect; else the one node or the first seed.
+        let info = match plan.mode {
+            RedisMode::Sentinel => router.first_info().unwrap_or_else(|| plan.nodes[0].clone()),
+            _ => plan.nodes[0].clone(),
+        };
         Ok(Inner {
-            conn: parking_lot::RwLock::new(Some(conn)),
             router,
             durable: plan.durable,
-            routed,
             invoke,
             bound: parking_lot::RwLock::new(Vec::new()),
             any_bound: AtomicBool::new(false),
             auto_bind: AtomicBool::new(true),
-            pool,
             info,
             timeout,
             replay: options.deterministic_replay.then(|| tokio::sync::Mutex::new(replay::Book::default())),
@@ -410,9 +310,12 @@ impl Inner {
         })
     }
 
-    /// The shared connection (a handle onto it), unless the store is closed.
-    fn conn(&self) -> Result<connect::Conn> {
-        self.conn.read().clone().ok_or_else(|| Error::store("the Redis store is closed"))
+    /// The router, unless the store is closed.
+    fn conn(&self) -> Result<Arc<cluster::Router>> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(engine::closed());
+        }
+        Ok(self.router.clone())
     }
 
     /// `fut` under the call timeout.
@@ -427,55 +330,30 @@ impl Inner {
         engine::timed_out(self.timeout.as_millis() as u64)
     }
 
-    async fn run(&self, call: ScriptCall, now: Now) -> Result<Outcome> {
-        if self.closed.load(Ordering::Acquire) {
-            return Err(Error::store("the Redis store is closed"));
-        }
-        match &self.replay {
-            None => self.bounded(self.eval(&call)).await,
-            Some(book) => {
-                let Now::At(t) = now else {
-                    return Err(Error::not_implemented("the server clock in deterministic replay mode"));
-                };
-                self.bounded(async {
-                    let mut book = book.lock().await;
-                    replay::run(&mut book, &mut self.conn()?, &call, t).await
-                })
-                .await
-            }
-        }
+    /// `call` in deterministic-replay mode: its rounds, one call at a time ([`replay`]). The
+    /// caller bounds it by the call timeout.
+    async fn replayed(&self, call: &ScriptCall, now: Now) -> Result<Outcome> {
+        let Some(book) = &self.replay else { return Err(Error::store("no deterministic replay on this store")) };
+        let Now::At(t) = now else {
+            return Err(Error::not_implemented("the server clock in deterministic replay mode"));
+        };
+        let router = self.conn()?;
+        let mut book = book.lock().await;
+        replay::run(&mut book, &router, call, t).await
     }
 
-    /// `call` on the shared connection, driven by the engine ([`sentinel::Follower::attempt`]).
-    async fn eval(&self, call: &ScriptCall) -> Result<Outcome> {
-        let mut conn = self.conn()?;
-        let mut x = engine::Exchange::new(call, self.rules());
-        loop {
-            match conn.single()?.attempt(&mut x).await.map_err(Error::store)? {
-                engine::Step::Done(outcome) => return outcome,
-                engine::Step::Again { .. } => {}
-                engine::Step::More => return Err(Error::store("the engine asked for a frame it was not given")),
-            }
+    /// `DEL key` (and the replay book forgets it); the caller bounds it by the call timeout.
+    async fn reset(&self, key: &str) -> Result<()> {
+        let router = self.conn()?;
+        let mut book = match &self.replay {
+            Some(b) => Some(b.lock().await),
+            None => None,
+        };
+        router.keyed(key.as_bytes(), redis::cmd("DEL").arg(key)).await?;
+        if let Some(book) = book.as_mut() {
+            book.forget(key);
         }
-    }
-
-    async fn reset(&self, key: String) -> Result<()> {
-        if self.closed.load(Ordering::Acquire) {
-            return Err(Error::store("the Redis store is closed"));
-        }
-        self.bounded(async {
-            let mut book = match &self.replay {
-                Some(b) => Some(b.lock().await),
-                None => None,
-            };
-            let mut conn = self.conn()?;
-            conn.keyed(key.as_bytes(), redis::cmd("DEL").arg(&key)).await?;
-            if let Some(book) = book.as_mut() {
-                book.forget(&key);
-            }
-            Ok(())
-        })
-        .await
+        Ok(())
     }
 }
 
@@ -483,12 +361,15 @@ impl Inner {
 /// master of a cluster), and use functions if the server took it. A server that refuses
 /// (Redis < 7, or an ACL without `function|load`) means scripts under `auto`, and a
 /// `store_unavailable` naming the refusal under `functions`.
-async fn choose_invoke(conn: &connect::Conn, scripting: Scripting, timeout: Duration) -> Result<engine::Invoke> {
+async fn choose_invoke(
+    router: &Arc<cluster::Router>,
+    scripting: Scripting,
+    timeout: Duration,
+) -> Result<engine::Invoke> {
     if scripting == Scripting::Eval {
         return Ok(engine::Invoke::Scripts);
     }
-    let mut conn = conn.clone();
-    let loaded = match tokio::time::timeout(timeout, conn.everywhere(&load_library())).await {
+    let loaded = match tokio::time::timeout(timeout, router.everywhere(&load_library())).await {
         Ok(Ok(Value::ServerError(e))) => Err(e.to_string()),
         Ok(Ok(_)) => Ok(()),
         Ok(Err(e)) => Err(e.message().to_string()),
@@ -554,19 +435,13 @@ impl Store for RedisStore {
     }
 
     fn reset<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<()>> {
-        let inner = self.inner.clone();
-        let key = key.to_string();
-        let handle = self.runtime.spawn(async move { inner.reset(key).await });
-        Box::pin(async move {
-            let handle = handle.ok_or_else(|| Error::store("the Redis store is closed"))?;
-            handle.await.map_err(|e| Error::store(format!("the call was abandoned: {e}")))?
-        })
+        Box::pin(self.timed(self.inner.reset(key)))
     }
 
     fn reset_sync(&self, key: &str) -> Result<()> {
         let inner = self.inner.clone();
         let key = key.to_string();
-        block_on(&self.runtime, async move { inner.reset(key).await })
+        block_on(&self.runtime, async move { inner.bounded(inner.reset(&key)).await })
     }
 
     /// The sync methods are available (they block on the store's runtime).
@@ -574,21 +449,14 @@ impl Store for RedisStore {
         true
     }
 
-    /// Releases every connection at once: the blocking pool, the bound connections, the shared
-    /// one (the one node's or the Sentinel master's follower, which the direct path uses too)
-    /// and the cluster router's connections to every node; and the store's runtime (its thread
+    /// Releases every connection at once: the router's to its node, the Sentinel master or
+    /// every cluster node (blocking, shared and each bound runtime's); and the store's runtime
+    /// (its thread
     /// and descriptors), at once or when the last async call in flight ends. A call in flight
     /// keeps its own handle until it answers; every later call fails with `store_unavailable`.
     fn close(&self) -> BoxFuture<'_, Result<()>> {
         self.inner.closed.store(true, Ordering::Release);
-        self.inner.pool.clear();
-        *self.inner.conn.write() = None;
-        if let Some(router) = &self.inner.router {
-            router.close();
-        }
-        for b in self.inner.bound.write().iter_mut() {
-            b.conn.clear();
-        }
+        self.inner.router.close();
         // Its thread and descriptors too, now or when the last async call in flight ends
         // ([`runtime`]).
         self.runtime.close();

@@ -175,12 +175,6 @@ impl Pipelined {
     pub(crate) async fn frame(&self, cmd: &Cmd) -> RedisResult<Vec<u8>> {
         self.request(1, |out| cmd.write_packed_command(out)).await
     }
-
-    /// `round`'s commands, pipelined: one reply frame each, undecoded.
-    pub(crate) async fn round(&self, round: &[Cmd]) -> RedisResult<Vec<Vec<u8>>> {
-        let bytes = self.request(round.len(), |out| round.iter().for_each(|c| c.write_packed_command(out))).await?;
-        Ok(resp::frames(&bytes).map(<[u8]>::to_vec).collect())
-    }
 }
 
 /// Ends the connection however the driver stops (an error, the last handle gone, its runtime

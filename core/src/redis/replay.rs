@@ -209,11 +209,11 @@ impl Replay {
 /// Runs `call` at `now` with expiry on the caller's clock, each round trip on the store's
 /// shared connection: one node's, or on a cluster the master of the call's slot (every key of
 /// a call lies in one slot), which sends a round again after a `MOVED` only when the node
-/// refused all of it (`connect::Conn::round`).
+/// refused all of it (`Router::round`).
 #[cfg(feature = "redis")]
 pub(crate) async fn run(
     book: &mut Book,
-    conn: &mut crate::redis::connect::Conn,
+    router: &std::sync::Arc<crate::redis::cluster::Router>,
     call: &ScriptCall,
     now: i64,
 ) -> Result<Outcome> {
@@ -231,7 +231,7 @@ pub(crate) async fn run(
                 cmd
             })
             .collect();
-        let replies = conn.round(key, &round).await?;
+        let replies = router.round(key, &round).await?;
         let replies: Vec<Value> = replies.iter().map(Value::from_redis).collect();
         if let Some(outcome) = replay.feed(book, &replies) {
             return outcome;

@@ -19,7 +19,9 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use redis::Cmd;
+use std::collections::BTreeMap;
+
+use redis::{Cmd, Value};
 
 use super::{Node, Router, closed_error};
 use crate::error::{Error, Result};
@@ -60,14 +62,12 @@ impl Router {
                 self.refresh_soon();
             }
             let whole_round_refused = frames.len() == 1 || engine::resp::error(&frames[frames.len() - 1]).is_some();
-            match engine::redirect(RULES, attempt, first, "a command") {
+            match engine::redirect(Rules { cluster: self.is_routed(), ..RULES }, attempt, first, "a command") {
                 Some(Ok((next, target, pause))) if whole_round_refused => {
                     if round.len() > 1 && !matches!(target, To::Moved { .. }) {
                         return Ok(frames);
                     }
-                    if !pause.is_zero() {
-                        tokio::time::sleep(pause).await;
-                    }
+                    self.pause(pause).await?;
                     attempt = next;
                     to = Some(self.target(&node, target)?);
                 }
@@ -127,6 +127,57 @@ impl Router {
             }
         }
     }
+}
+
+/// The store's other commands, as redis-rs values (server errors as [`Value::ServerError`]).
+impl Router {
+    /// `round` (commands whose keys all lie in `key`'s slot), pipelined, on the slot's master.
+    pub(crate) async fn round(self: &Arc<Self>, key: &[u8], round: &[Cmd]) -> Result<Vec<Value>> {
+        values(self.command(self.slot_of(key), round).await?)
+    }
+
+    /// One command, on the master of `key`'s slot.
+    pub(crate) async fn keyed(self: &Arc<Self>, key: &[u8], cmd: &Cmd) -> Result<Value> {
+        let mut replies = self.round(key, std::slice::from_ref(cmd)).await?;
+        replies.pop().ok_or_else(|| Error::store("no reply"))
+    }
+
+    /// A raw command (tests and tools): to the master of its first argument's slot (the key of
+    /// most keyed commands; a keyless command reaches one master).
+    pub(crate) async fn raw(self: &Arc<Self>, cmd: &Cmd) -> Result<Value> {
+        let first = match cmd.args_iter().nth(1) {
+            Some(redis::Arg::Simple(b)) => b,
+            _ => &b""[..],
+        };
+        self.keyed(first, cmd).await
+    }
+
+    /// Deletes `keys`: one `DEL` per slot on a cluster, each on its master; one in all else.
+    pub(crate) async fn delete(self: &Arc<Self>, keys: Vec<String>) -> Result<()> {
+        let mut by_slot: BTreeMap<u16, Vec<String>> = BTreeMap::new();
+        for k in keys {
+            by_slot.entry(self.slot_of(k.as_bytes())).or_default().push(k);
+        }
+        for keys in by_slot.into_values() {
+            if let Value::ServerError(e) = self.keyed(keys[0].as_bytes(), redis::cmd("DEL").arg(&keys)).await? {
+                return Err(Error::store(e.to_string()));
+            }
+        }
+        Ok(())
+    }
+
+    /// `cmd` (keyless and idempotent: `FUNCTION LOAD REPLACE`) on every master: the first error
+    /// a master answered, else the first reply.
+    pub(crate) async fn everywhere(self: &Arc<Self>, cmd: &Cmd) -> Result<Value> {
+        let replies = values(self.on_every_master(cmd).await?)?;
+        let error = replies.iter().position(|v| matches!(v, Value::ServerError(_)));
+        replies.into_iter().nth(error.unwrap_or(0)).ok_or_else(|| Error::store("the cluster has no master"))
+    }
+}
+
+/// Reply frames read as redis-rs values (server errors as [`Value::ServerError`]).
+fn values(frames: Vec<Vec<u8>>) -> Result<Vec<Value>> {
+    frames.iter().map(|f| redis::parse_redis_value(f).map_err(Error::store)).collect()
 }
 
 /// How sending a command failed.

@@ -66,6 +66,18 @@ impl Router {
         }));
     }
 
+    /// A runtime bound to one node's store connects to it now, in the background (on a
+    /// cluster, as its calls first reach each master).
+    pub(crate) fn bind_local(self: &Arc<Self>, handle: &Handle) {
+        if self.is_cluster() {
+            return;
+        }
+        let node = self.map.read().masters.first().cloned();
+        if let Some(node) = node {
+            self.connect_local(&node, handle);
+        }
+    }
+
     /// How many nodes the runtime `rt` has its own connection to, up now.
     pub(crate) fn local_connections(&self, rt: Id) -> usize {
         self.nodes.lock().values().filter(|n| n.local(rt).is_some()).count()

@@ -1,8 +1,9 @@
-//! The cluster's own routing: every script call goes straight to the master that owns its key,
-//! on a multiplexed connection per master (async calls) or a pooled blocking connection per
-//! master (sync calls), as on one standalone node. The store's other commands (`reset`,
-//! loading the function library, deterministic replay, raw commands) take the same map and
-//! connections ([`command`]).
+//! The store's own routing, on one node and on a cluster: every script call goes straight to the
+//! node (on a cluster, the master that owns its key), on a multiplexed connection per node (async
+//! calls) or a pooled blocking connection per node (sync calls). One node is the degenerate map:
+//! it serves every slot, no slot is computed and nothing is read again. The store's other
+//! commands (`reset`, loading the function library, deterministic replay, raw commands) take the
+//! same map and connections ([`command`]).
 //!
 //! Why not the redis crate's cluster client: it resends a request after a connection error,
 //! so a call whose reply was lost after the server ran it was charged twice (issue #19), and
@@ -24,10 +25,9 @@
 //! - **Bounded**: the caller bounds each call by `timeout_ms` (the async path races a timer; the
 //!   sync path sets its socket timeouts to the time left).
 //! - **On the caller's runtime**: a runtime bound to the store ([`super::bound`]) gets its own
-//!   connection to each master, driven on that runtime, as one standalone node's bound
-//!   connection ([`Pipelined::open`]: the store's own, over TCP or TLS, RESP2 or RESP3): a call awaited there writes and reads without
-//!   crossing to the store's thread (for a binding such as Python's, whose calls complete on its
-//!   own runtime, that was one thread hand-off more per call than on one node). Until a
+//!   connection to each node ([`Pipelined::open`]: the store's own, over TCP or TLS, RESP2 or
+//!   RESP3), driven on that runtime: a call awaited there writes and reads without crossing to
+//!   the store's thread. Until a
 //!   runtime's connection to a master is up, and after it failed or a call on it was abandoned,
 //!   calls take the store's connection to that master, and the first one that succeeds connects
 //!   the runtime's again, in the background. Every rule above is the same on both: the choice of
@@ -47,8 +47,9 @@ use std::time::{Duration, Instant};
 use super::call::{Outcome, ScriptCall};
 use super::engine::{self, Durable, Exchange, Invoke, Rules, Step};
 use super::held::{Held, Taken};
-use super::options::Plan;
+use super::options::{Plan, RedisMode, redact};
 use super::pipelined::Pipelined;
+use super::sentinel::lookup;
 use super::tls::TlsConfig;
 use super::wire::{Lost, Pool};
 use crate::error::{Error, Result};
@@ -120,11 +121,13 @@ fn closed_error() -> Error {
     Error::store("the Redis store is closed")
 }
 
-/// Routes script calls over a cluster (see the module docs). Shared by the store's paths.
+/// Routes script calls over a cluster, or to the one node (see the module docs). Shared by the
+/// store's paths.
 pub(crate) struct Router {
-    /// The first seed's URL: scheme, user and password for every node.
+    /// How the map is read: one node, a cluster, or the master the sentinels name.
+    discover: Discover,
+    /// The first URL: scheme, user, password and database for every node.
     url: url::Url,
-    seeds: Vec<Addr>,
     tls: Option<TlsConfig>,
     timeout: Duration,
     /// The store's runtime: connects and refreshes run there. `None` once closed (a handle
@@ -138,22 +141,47 @@ pub(crate) struct Router {
     closed: AtomicBool,
 }
 
+/// Where the router learns who serves each slot.
+enum Discover {
+    /// One node, serving every slot: nothing to read again.
+    Fixed,
+    /// A cluster: `CLUSTER SLOTS`, from the known masters, then these seeds.
+    Cluster { seeds: Vec<Addr> },
+    /// The master of a Sentinel service, serving every slot: asked of each sentinel in turn
+    /// (logging in with `auth`, the sentinels' own credentials, if given).
+    Sentinel { sentinels: Vec<url::Url>, service: String, auth: Option<(Option<String>, String)> },
+}
+
 impl Router {
-    /// Reads the slot map from the first seed that answers, within `timeout`.
+    /// Connects as `plan` says, within `timeout`: reads the slot map from the first seed that
+    /// answers, or the master's address from the first sentinel that answers and connects to
+    /// it, or connects to the one node.
     pub(crate) async fn connect(plan: &Plan, timeout: Duration) -> Result<Arc<Router>> {
-        let url = url::Url::parse(&plan.urls[0]).map_err(|e| Error::config("redis.urls", &e.to_string()))?;
-        let seeds = plan
-            .nodes
-            .iter()
-            .filter_map(|n| match n.addr() {
-                redis::ConnectionAddr::Tcp(h, p) => Some((h.clone(), *p)),
-                redis::ConnectionAddr::TcpTls { host, port, .. } => Some((host.clone(), *port)),
-                _ => None,
-            })
-            .collect();
+        let parse =
+            |u: &String| url::Url::parse(u).map_err(|e| Error::config("redis.urls", &format!("{:?}: {e}", redact(u))));
+        let url = parse(&plan.urls[0])?;
+        let discover = match plan.mode {
+            RedisMode::Standalone => Discover::Fixed,
+            RedisMode::Cluster => Discover::Cluster {
+                seeds: plan
+                    .nodes
+                    .iter()
+                    .filter_map(|n| match n.addr() {
+                        redis::ConnectionAddr::Tcp(h, p) => Some((h.clone(), *p)),
+                        redis::ConnectionAddr::TcpTls { host, port, .. } => Some((host.clone(), *port)),
+                        _ => None,
+                    })
+                    .collect(),
+            },
+            RedisMode::Sentinel => Discover::Sentinel {
+                sentinels: plan.urls.iter().map(parse).collect::<Result<_>>()?,
+                service: plan.service_name.clone().unwrap_or_default(),
+                auth: plan.sentinel_auth.clone(),
+            },
+        };
         let router = Arc::new(Router {
+            discover,
             url,
-            seeds,
             tls: plan.tls.clone(),
             timeout,
             runtime: parking_lot::RwLock::new(Some(tokio::runtime::Handle::current())),
@@ -163,17 +191,99 @@ impl Router {
             last_refresh: parking_lot::Mutex::new(None),
             closed: AtomicBool::new(false),
         });
-        router.refresh().await?;
-        Ok(router)
+        let what = match &router.discover {
+            Discover::Fixed => {
+                let addr = match plan.nodes[0].addr() {
+                    redis::ConnectionAddr::Tcp(host, port) | redis::ConnectionAddr::TcpTls { host, port, .. } => {
+                        (host.clone(), *port)
+                    }
+                    #[cfg(unix)]
+                    redis::ConnectionAddr::Unix(path) => (path.display().to_string(), 0),
+                    #[allow(unreachable_patterns)]
+                    _ => return Err(Error::config("redis.urls", "an address the store cannot reach")),
+                };
+                router.serve_all(router.add(&addr, plan.nodes[0].clone()));
+                Some(super::connect::describe(plan))
+            }
+            Discover::Cluster { .. } => None,
+            Discover::Sentinel { service, .. } => {
+                router.refresh().await?;
+                let master = router.map.read().masters[0].clone();
+                Some(format!("the master of {service:?} at {}", master.name()))
+            }
+        };
+        let Some(what) = what else {
+            router.refresh().await?;
+            return Ok(router);
+        };
+        // One node, or the Sentinel master: connected now, so that a store whose Redis is down
+        // fails at once.
+        let node = router.map.read().masters[0].clone();
+        match tokio::time::timeout(timeout, node.connect(timeout, &router.closed)).await {
+            Ok(Ok(_)) => Ok(router),
+            Ok(Err(e)) => Err(Error::store(format!("cannot connect to {what}: {}", e.message()))),
+            Err(_) => Err(Error::store(format!("connecting to {what} timed out after {} ms", timeout.as_millis()))),
+        }
+    }
+
+    /// `node` serves every slot (one node, or the Sentinel master).
+    fn serve_all(&self, node: Arc<Node>) {
+        let all = topology::Range { start: 0, end: (slot::SLOTS - 1) as u16, master: node.addr.clone() };
+        self.install(SlotMap::build(&[all], |_| node.clone(), |n| &n.addr));
+    }
+
+    /// `map` is the map now; a node that is no longer a master keeps no connection.
+    fn install(&self, map: SlotMap<Node>) {
+        let masters: Vec<Addr> = map.masters.iter().map(|n| n.addr.clone()).collect();
+        *self.map.write() = Arc::new(map);
+        for (a, n) in self.nodes.lock().iter() {
+            if !masters.contains(a) {
+                n.release();
+            }
+        }
+    }
+
+    /// Whether this is a cluster's router (else one node's or the Sentinel master's).
+    pub(crate) fn is_cluster(&self) -> bool {
+        matches!(self.discover, Discover::Cluster { .. })
+    }
+
+    /// Whether calls are routed (a cluster, or the Sentinel master), else go to one fixed node.
+    pub(crate) fn is_routed(&self) -> bool {
+        !matches!(self.discover, Discover::Fixed)
+    }
+
+    /// The rules of this router's calls ([`engine`]): a cluster's and the Sentinel master's
+    /// follow the map (a connection that could not be made has it read again; an error saying
+    /// it is stale, such as a demoted master's `READONLY`, too).
+    fn rules(&self, invoke: Invoke, durable: Option<Durable>) -> Rules {
+        Rules { invoke, durable, cluster: self.is_routed() }
+    }
+
+    /// The slot `call` routes by (one master serves every slot but on a cluster: no CRC16).
+    pub(crate) fn slot_of(&self, key: &[u8]) -> u16 {
+        if self.is_cluster() { slot::slot(key) } else { 0 }
+    }
+
+    /// Where the store's first node is and how it logs in (the first seed of a cluster).
+    pub(crate) fn first_info(&self) -> Option<redis::ConnectionInfo> {
+        self.nodes.lock().values().find(|n| n.id == 0).map(|n| n.info.clone())
     }
 
     /// The node at `addr`, created on first mention.
     fn node(&self, addr: &Addr) -> Result<Arc<Node>> {
-        let mut nodes = self.nodes.lock();
-        if let Some(n) = nodes.get(addr) {
+        if let Some(n) = self.nodes.lock().get(addr) {
             return Ok(n.clone());
         }
-        let info = super::sentinel::node_info(&self.url, addr)?;
+        Ok(self.add(addr, super::sentinel::node_info(&self.url, addr)?))
+    }
+
+    /// The node at `addr`, reached as `info` says, created unless known already.
+    fn add(&self, addr: &Addr, info: redis::ConnectionInfo) -> Arc<Node> {
+        let mut nodes = self.nodes.lock();
+        if let Some(n) = nodes.get(addr) {
+            return n.clone();
+        }
         let node = Arc::new(Node {
             id: nodes.len() as u32,
             addr: addr.clone(),
@@ -184,7 +294,7 @@ impl Router {
             local: parking_lot::RwLock::new(Vec::new()),
         });
         nodes.insert(addr.clone(), node.clone());
-        Ok(node)
+        node
     }
 
     /// The master serving `slot`; none (a failover left it uncovered) fails the call and
@@ -203,10 +313,23 @@ impl Router {
         *map = Arc::new(map.with(slot, node, |n| &n.addr));
     }
 
-    /// Reads `CLUSTER SLOTS` from the known masters, then the seeds, until one answers.
+    /// Reads the map again: the Sentinel master's address, or `CLUSTER SLOTS`.
     async fn refresh(self: &Arc<Self>) -> Result<()> {
+        match &self.discover {
+            Discover::Fixed => Ok(()),
+            Discover::Cluster { seeds } => self.read_slots(seeds).await,
+            Discover::Sentinel { sentinels, service, auth } => {
+                let addr = lookup(sentinels, service, self.tls.as_ref(), auth.as_ref(), self.timeout).await?;
+                self.serve_all(self.node(&addr)?);
+                Ok(())
+            }
+        }
+    }
+
+    /// Reads `CLUSTER SLOTS` from the known masters, then the seeds, until one answers.
+    async fn read_slots(self: &Arc<Self>, seeds: &[Addr]) -> Result<()> {
         let mut candidates: Vec<Addr> = self.map.read().masters.iter().map(|n| n.addr.clone()).collect();
-        for s in &self.seeds {
+        for s in seeds {
             if !candidates.contains(s) {
                 candidates.push(s.clone());
             }
@@ -227,15 +350,11 @@ impl Router {
             };
             match tokio::time::timeout(self.timeout, read).await {
                 Ok(Ok(ranges)) => {
-                    let map = SlotMap::build(&ranges, |a| self.node(a).unwrap_or_else(|_| node.clone()), |n| &n.addr);
-                    let masters: Vec<Addr> = map.masters.iter().map(|n| n.addr.clone()).collect();
-                    *self.map.write() = Arc::new(map);
-                    // A node that is no longer a master keeps no connection.
-                    for (a, n) in self.nodes.lock().iter() {
-                        if !masters.contains(a) {
-                            n.release();
-                        }
-                    }
+                    self.install(SlotMap::build(
+                        &ranges,
+                        |a| self.node(a).unwrap_or_else(|_| node.clone()),
+                        |n| &n.addr,
+                    ));
                     return Ok(());
                 }
                 Ok(Err(e)) => causes.push(format!("{}:{}: {}", addr.0, addr.1, e.message())),
@@ -250,6 +369,9 @@ impl Router {
     /// Refreshes the map in the background, unless a refresh is running; at most one per
     /// [`REFRESH_GAP`].
     fn refresh_soon(self: &Arc<Self>) {
+        if !self.is_routed() {
+            return;
+        }
         let Some(runtime) = self.runtime() else { return };
         if self.closed.load(Ordering::Acquire) || self.refreshing.swap(true, Ordering::AcqRel) {
             return;
@@ -270,6 +392,9 @@ impl Router {
     /// was sent): reads the map again now, unless one was read within [`REFRESH_GAP`], and says
     /// whether `slot` has another master now (a failover the store had not seen yet).
     async fn moved_after_refresh(self: &Arc<Self>, slot: u16, node: &Arc<Node>) -> bool {
+        if !self.is_routed() {
+            return false;
+        }
         if self.refreshed_lately() {
             return self.moved(slot, node);
         }
@@ -282,6 +407,9 @@ impl Router {
     /// [`Router::moved_after_refresh`] from a plain thread, waiting no longer than the call's
     /// time left.
     fn moved_after_refresh_blocking(self: &Arc<Self>, slot: u16, node: &Arc<Node>, started: Instant) -> bool {
+        if !self.is_routed() {
+            return false;
+        }
         if self.refreshed_lately() {
             return self.moved(slot, node);
         }
@@ -314,6 +442,19 @@ impl Router {
         self.map.read().get(slot).is_some_and(|n| !Arc::ptr_eq(n, node))
     }
 
+    /// Waits `pause` (a `TRYAGAIN`'s) on the store's timer: the caller's runtime may have none.
+    async fn pause(&self, pause: Duration) -> Result<()> {
+        if !pause.is_zero() {
+            let sleep = {
+                let runtime = self.runtime().ok_or_else(closed_error)?;
+                let _store = runtime.enter();
+                tokio::time::sleep(pause)
+            };
+            sleep.await;
+        }
+        Ok(())
+    }
+
     /// `node`'s multiplexed connection; when it has none, one is made on the store's runtime
     /// (nothing is sent before it exists).
     async fn mux(self: &Arc<Self>, node: &Arc<Node>) -> Result<Taken> {
@@ -337,8 +478,8 @@ impl Router {
         call: &ScriptCall,
         local: Option<&tokio::runtime::Handle>,
     ) -> Result<Outcome> {
-        let slot = slot::slot(call.keys.first().map_or(&b""[..], |k| k.as_bytes()));
-        let mut x = Exchange::new(call, Rules { invoke, durable, cluster: true });
+        let slot = self.slot_of(call.keys.first().map_or(&b""[..], |k| k.as_bytes()));
+        let mut x = Exchange::new(call, self.rules(invoke, durable));
         let mut to = None;
         loop {
             if self.closed.load(Ordering::Acquire) {
@@ -387,14 +528,7 @@ impl Router {
                     return outcome;
                 }
                 Ok(Step::Again { to: next, pause }) => {
-                    if !pause.is_zero() {
-                        let sleep = {
-                            let runtime = self.runtime().ok_or_else(closed_error)?;
-                            let _store = runtime.enter();
-                            tokio::time::sleep(pause)
-                        };
-                        sleep.await;
-                    }
+                    self.pause(pause).await?;
                     to = Some(self.target(&node, next)?);
                 }
                 Ok(Step::More) => return Err(Error::store("the engine asked for a frame it was not given")),
@@ -421,8 +555,8 @@ impl Router {
         let started = Instant::now();
         let deadline = started + self.timeout;
         let ms = self.timeout.as_millis() as u64;
-        let slot = slot::slot(call.keys.first().map_or(&b""[..], |k| k.as_bytes()));
-        let mut x = Exchange::new(call, Rules { invoke, durable, cluster: true });
+        let slot = self.slot_of(call.keys.first().map_or(&b""[..], |k| k.as_bytes()));
+        let mut x = Exchange::new(call, self.rules(invoke, durable));
         let mut to = None;
         loop {
             if self.closed.load(Ordering::Acquire) {
