@@ -37,10 +37,10 @@ for (const keys of [1, 10_000]) {
   const ns = Math.min(...n)
   const ws = Math.min(...w)
   console.log(`wasm checkSync, ${keys} key(s): ${ws.toFixed(0)} ns vs native ${ns.toFixed(0)} ns: ${(ns / ws).toFixed(2)}x (target >= 0.5x)`)
-  console.log(['ROW', `WebAssembly checkSync, memory, ${keys === 1 ? '1 key' : '10k keys'} (Node)`, 'native addon checkSync, same process', `${(ns / ws).toFixed(2)}x`, '>= 0.5x', `${ws.toFixed(0)} vs ${ns.toFixed(0)} ns`].join('\t'))
+  console.log(['ROW', `WebAssembly checkSync, memory, ${keys === 1 ? '1 key' : '10k keys'} (Node)`, 'native addon checkSync, same process', (ns / ws).toFixed(2), '>=0.5', `${ws.toFixed(0)} vs ${ns.toFixed(0)} ns`].join('\t'))
 }
 
 const bytes = readFileSync(new URL('../bindings-node/wasm/pkg/throttlekit_bg.wasm', import.meta.url))
 const gz = gzipSync(bytes, { level: 9 }).length
 console.log(`wasm module: ${bytes.length} bytes, ${gz} gzipped${gz > 150 * 1024 ? ': OVER the 150 KB budget' : ''}`)
-console.log(['ROW', 'WebAssembly module size, gzipped', '150 KB budget', `${((150 * 1024) / gz).toFixed(2)}x`, '>= 1.0x', `${(gz / 1024).toFixed(1)} KB gzipped, ${(bytes.length / 1024).toFixed(1)} KB raw`].join('\t'))
+console.log(['ROW', 'WebAssembly module size, gzipped', '150 KB budget', ((150 * 1024) / gz).toFixed(2), '>=1.0', `${(gz / 1024).toFixed(1)} KB gzipped, ${(bytes.length / 1024).toFixed(1)} KB raw`].join('\t'))

@@ -84,7 +84,7 @@ for (const [name, [upstashLimiter, strategy]] of Object.entries(ALGORITHMS)) {
     }
     const ratio = best.throttlekit / best.upstash;
     console.log(`rest ${name}, ${label}: throttlekit (WebAssembly) ${best.throttlekit.toFixed(0)}/s vs @upstash/ratelimit ${best.upstash.toFixed(0)}/s: ${ratio.toFixed(2)}x (target >= 1.0x); Node CPU per decision ${cpu.throttlekit.toFixed(0)} vs ${cpu.upstash.toFixed(0)} us`);
-    console.log(["ROW", `WebAssembly RedisRestStore check, ${name}, ${label} (Node, REST front end)`, "@upstash/ratelimit limit(), same front end and Redis", `${ratio.toFixed(2)}x`, ">= 1.0x", `${best.throttlekit.toFixed(0)} vs ${best.upstash.toFixed(0)} decisions/s, Node CPU ${cpu.throttlekit.toFixed(0)} vs ${cpu.upstash.toFixed(0)} us each`].join("\t"));
+    console.log(["ROW", `WebAssembly RedisRestStore check, ${name}, ${label} (Node, REST front end)`, "@upstash/ratelimit limit(), same front end and Redis", ratio.toFixed(2), ">=1.0", `${best.throttlekit.toFixed(0)} vs ${best.upstash.toFixed(0)} decisions/s, Node CPU ${cpu.throttlekit.toFixed(0)} vs ${cpu.upstash.toFixed(0)} us each`].join("\t"));
   }
   const pipelined = new Ratelimit({ redis: autoPipelined, limiter: upstashLimiter, prefix: `${prefix}-upstash-auto`, ephemeralCache: false, analytics: false });
   const auto = await rate(async (key) => (await pipelined.limit(key)).success, 64);
