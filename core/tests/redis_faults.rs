@@ -207,7 +207,7 @@ fn a_slow_script_times_out_and_is_not_replayed() {
     // The server's own count: the timed-out call reached Redis (its bytes were read before the
     // sleep ended, ahead of this later call's) and counted once; it was never sent a second time.
     let d = l.check_sync_at("once", 1, now).unwrap();
-    assert_eq!(d.remaining, 1000 - 3, "the timed-out call counted {} times", 1000 - 2 - d.remaining as i64);
+    assert_eq!(d.remaining, 1000 - 3, "the timed-out call counted {} times", 1000 - 2 - d.remaining);
 }
 
 #[test]
