@@ -198,14 +198,18 @@ describe('Shaper', () => {
   })
 
   test('schedule resolves after the delay', async () => {
-    const s = new Shaper({ ratePerSec: 10, maxQueueMs: 1000 })
-    await s.schedule('k')
+    // The queue's time is a ManualClock's, so the second departure is exactly 100 ms after the
+    // first however long the first await took (on the system clock, a loaded machine could let
+    // the first slot pass before the second reservation and see no delay); the wait itself is
+    // on real timers, measured from before the call.
+    const s = new Shaper({ ratePerSec: 10, maxQueueMs: 1000, clock: new ManualClock(0) })
+    assert.deepEqual(await s.schedule('k'), { accepted: true, delayMs: 0 })
     const t0 = performance.now()
     const r = await s.schedule('k')
     const waited = performance.now() - t0
-    assert.ok(r.accepted)
-    assert.ok(r.delayMs > 50 && r.delayMs <= 100, `delay ${r.delayMs}`)
-    assert.ok(waited >= r.delayMs - 5, `waited ${waited} ms for a ${r.delayMs} ms delay`)
+    assert.deepEqual(r, { accepted: true, delayMs: 100 })
+    // A timer never fires early; 1 ms for the two clocks' rounding.
+    assert.ok(waited >= r.delayMs - 1, `waited ${waited} ms for a ${r.delayMs} ms delay`)
   })
 
   test('schedule rejects queue_full with retryAfterMs', async () => {

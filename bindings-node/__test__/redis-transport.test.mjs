@@ -292,14 +292,26 @@ describe('the Promise methods on their own socket', () => {
         const wait = () => (seen.includes('+OK') ? resolve() : setTimeout(wait, 5))
         wait()
       })
+      let markers = 0
       const modes = async (from) => {
-        await sleep(50) // MONITOR lines arrive after the replies
+        // MONITOR lines come on their own connection, after the replies: a marker sent now runs
+        // after every call already answered, so once its line is in, so are theirs.
+        const marker = `tk-monitor-marker-${++markers}`
+        assert.equal(redis.cli('echo', marker), marker)
+        const deadline = Date.now() + 10_000
+        while (!seen.includes(marker, from)) {
+          assert.ok(Date.now() < deadline, `MONITOR never showed ${marker}`)
+          await sleep(5)
+        }
         return [...seen.slice(from).matchAll(/"(?:FCALL|EVALSHA|EVAL)" "[^"]+" "1" "([^"]+)" "[^"]+" "([a-z]+)"/gi)].map((m) => [m[1], m[2]])
       }
       for (const scripting of ['auto', 'eval']) {
         const store = await RedisStore.connect({ url: redis.url, scripting })
-        const clock = new ManualClock(1_700_000_000_000)
-        const strategy = Strategy.fixedWindow({ limit: 5, windowMs: 1000 })
+        // Redis expires a window's key on its own clock, at the window's end as the ManualClock
+        // has it: a minute's window, stepped 9 s at a time, keeps every key for seconds, so a
+        // loaded machine's pause between two calls cannot expire it early.
+        const clock = new ManualClock(1_700_000_040_000)
+        const strategy = Strategy.fixedWindow({ limit: 5, windowMs: 60_000 })
         const p = `cm-${scripting}`
         const l = new Limiter({ strategy, store, clock, prefix: p })
         const twin = new Limiter({ strategy, store, clock, prefix: `${p}-sync` })
@@ -316,7 +328,7 @@ describe('the Promise methods on their own socket', () => {
           refused += got.allowed ? 0 : 1
           assert.deepEqual(await l.peek('k'), memory.peekSync('k'))
           assert.deepEqual(await l.forecast('k', 2), memory.forecastSync('k', 2))
-          clock.advance(150)
+          clock.advance(9_000)
         }
         assert.ok(refused > 0, 'no refused check to compare')
         assert.deepEqual(await l.checkMany(['x', 'y', 'x'], 2), memory.checkManySync(['x', 'y', 'x'], 2))
@@ -392,18 +404,22 @@ describe('the Promise methods on their own socket', () => {
   test('a shaper shares the socket: reserve, schedule, queue_full, reset, time-outs', async () => {
     await withRedis([], async (redis) => {
       const store = await RedisStore.connect({ url: redis.url, timeoutMs: 200 })
-      const s = new Shaper({ ratePerSec: 10, maxQueueMs: 250, store, prefix: 'sh' })
-      // Un-awaited reservations queue up in call order: 0, 100, 200 ms; then the queue is full.
+      // The queue's time stands still (a ManualClock): on the system clock a loaded machine
+      // could let the queue drain between the awaits below (a schedule accepted, a delay of 0).
+      // Redis still expires the queue's key on its own clock, as far ahead as the queue's tail:
+      // departures a second apart keep it while a loaded machine comes back to the next call.
+      const s = new Shaper({ ratePerSec: 1, maxQueueMs: 2500, store, prefix: 'sh', clock: new ManualClock(Date.now()) })
+      // Un-awaited reservations queue up in call order: 0, 1000, 2000 ms; then the queue is full.
       const rs = await Promise.all([s.reserve('q'), s.reserve('q'), s.reserve('q'), s.reserve('q')])
       assert.deepEqual(rs.map((r) => r.accepted), [true, true, true, false])
-      assert.ok(rs[0].delayMs <= rs[1].delayMs && rs[1].delayMs <= rs[2].delayMs, JSON.stringify(rs))
+      assert.deepEqual(rs.map((r) => r.delayMs), [0, 1000, 2000, 500], JSON.stringify(rs))
       await assert.rejects(s.schedule('q'), (e) => e.code === 'queue_full' && e.retryAfterMs > 0)
       await s.reset('q')
       assert.equal((await s.reserve('q')).delayMs, 0)
       const t = Date.now()
       const r = await s.schedule('q')
-      assert.equal(r.accepted, true)
-      assert.ok(r.delayMs > 0 && Date.now() - t >= r.delayMs - 5, `resolved after ${Date.now() - t} ms for ${r.delayMs}`)
+      assert.deepEqual(r, { accepted: true, delayMs: 1000 })
+      assert.ok(Date.now() - t >= r.delayMs - 5, `resolved after ${Date.now() - t} ms for ${r.delayMs}`)
       await assert.rejects(s.reserve('q', 0), (e) => e.code === 'config_invalid')
       process.kill(redis.pid, 'SIGSTOP')
       try {

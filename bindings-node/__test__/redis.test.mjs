@@ -54,12 +54,15 @@ describe('RedisStore', () => {
   })
 
   test('checkSync, check, peek, forecast, checkMany and reset agree with the memory store', async () => {
-    const clock = new ManualClock(1_700_000_000_000)
-    const strategy = Strategy.slidingWindow({ limit: 4, windowMs: 1000, buckets: 4 })
+    // Redis expires the keys on its own clock, as far ahead as the ManualClock's windows end: a
+    // minute's window, stepped 4.2 s at a time, keeps them for seconds, so a loaded machine's
+    // pause between two calls cannot expire one before the memory store does.
+    const clock = new ManualClock(1_700_000_040_000)
+    const strategy = Strategy.slidingWindow({ limit: 4, windowMs: 60_000, buckets: 4 })
     const onRedis = new Limiter({ strategy, store, clock, prefix: prefix() })
     const inMemory = new Limiter({ strategy, clock })
     for (let i = 0; i < 12; i++) {
-      clock.advance(70)
+      clock.advance(4_200)
       assert.deepEqual(await onRedis.check('k', 1 + (i % 2)), inMemory.checkSync('k', 1 + (i % 2)), `op ${i}`)
       assert.deepEqual(await onRedis.peek('k'), inMemory.peekSync('k'))
       assert.deepEqual(await onRedis.forecast('k', 2), inMemory.forecastSync('k', 2))
@@ -88,9 +91,11 @@ describe('RedisStore', () => {
 
   test('the shaper reserves atomically', async () => {
     // A fixed clock: with the wall clock, later calls would see time pass and shorter delays.
-    const s = new Shaper({ ratePerSec: 100, maxQueueMs: 1000, store, clock: new ManualClock(Date.now()), prefix: prefix() })
+    // Redis expires the queue's key on its own clock at the queue's tail: departures a second
+    // apart (not 10 ms, which a server descheduled between two reservations could outlive).
+    const s = new Shaper({ ratePerSec: 1, maxQueueMs: 60_000, store, clock: new ManualClock(Date.now()), prefix: prefix() })
     const rs = await Promise.all(Array.from({ length: 20 }, () => s.reserve('q')))
-    assert.deepEqual(rs.map((r) => r.delayMs).sort((a, b) => a - b), Array.from({ length: 20 }, (_, i) => i * 10))
+    assert.deepEqual(rs.map((r) => r.delayMs).sort((a, b) => a - b), Array.from({ length: 20 }, (_, i) => i * 1000))
     await s.reset('q')
   })
 

@@ -77,7 +77,10 @@ fn without_a_replica_every_charge_fails_within_its_timeout_and_says_why() {
         let e = out.expect_err("no replica acknowledges");
         assert_eq!(e.code(), ErrorCode::StoreUnavailable);
         assert!(e.message().contains("0 of 1 replicas") && e.message().contains("durable_replicas"), "{e}");
-        assert!(took >= Duration::from_millis(100) && took < Duration::from_millis(TIMEOUT_MS + 100), "{took:?}");
+        // WAIT's own 100 ms at least (a call that waited out its timeout instead would say "timed
+        // out", not name the replicas). The bound is the fleet reports' below, one second past
+        // the timeout: a loaded machine delays a thread by hundreds of milliseconds.
+        assert!(took >= Duration::from_millis(100) && took < Duration::from_millis(TIMEOUT_MS + 1000), "{took:?}");
     }
     assert_eq!(calls(server.port, "wait"), 2);
     assert_eq!(scripts(server.port), 2, "the script ran: charged, not durable");

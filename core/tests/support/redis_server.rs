@@ -76,20 +76,46 @@ pub fn calls(port: u16, cmd: &str) -> u64 {
 }
 
 /// Blocks the server on `port` with `DEBUG SLEEP secs` from a thread of its own, and returns
-/// only once the server is seen blocked (a `PING` on a fresh connection gets no answer within
-/// 50 ms), so a call made next is certain to wait behind the sleep. A fixed pause instead lost
-/// the race on a loaded machine: the call went out before the sleep and succeeded. Join the
-/// handle to wait for the sleep to end.
+/// only once the server is in that sleep, so a call made next is certain to wait behind it.
+/// Join the handle to wait for the sleep to end.
+///
+/// "In that sleep" is read from the kernel: the server's main thread waiting in `nanosleep`
+/// (`/proc/PID/wchan`), which it does for nothing but `DEBUG SLEEP` (idle, it waits in
+/// `epoll_wait`). A fixed pause lost the race on a loaded machine (the call went out before the
+/// sleep and succeeded), and so did the test this replaced, a `PING` unanswered for 50 ms: a
+/// server not scheduled for 50 ms, still to read the `DEBUG SLEEP`, looked blocked too. That
+/// test remains only for a kernel that does not name wait channels (or no `/proc`).
 pub fn block_server(port: u16, secs: u32) -> std::thread::JoinHandle<std::io::Result<String>> {
+    let pid = server_pid(port).expect("the server's PID (INFO server)");
+    // Idle, the server waits in a named channel (`do_epoll_wait`) unless the kernel hides them
+    // (`0`, which a running process shows too: so several readings).
+    let named = (0..200).any(|_| {
+        let named = wchan(pid).is_some_and(|w| w != "0");
+        if !named {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        named
+    });
     let sleeper = std::thread::spawn(move || raw_command(port, &format!("DEBUG SLEEP {secs}")));
-    let deadline = Instant::now() + Duration::from_secs(5);
+    let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         assert!(Instant::now() < deadline, "DEBUG SLEEP never blocked the server on port {port}");
-        if !answers_ping_within(port, Duration::from_millis(50)) {
+        let blocked = if named {
+            wchan(pid).is_some_and(|w| w.contains("nanosleep"))
+        } else {
+            !answers_ping_within(port, Duration::from_millis(50))
+        };
+        if blocked {
             return sleeper;
         }
-        std::thread::sleep(Duration::from_millis(5));
+        std::thread::sleep(Duration::from_millis(1));
     }
+}
+
+/// Where the main thread of process `pid` waits (`/proc/PID/wchan`: a kernel function, or `0`
+/// while it runs); `None` without that file.
+fn wchan(pid: u32) -> Option<String> {
+    std::fs::read_to_string(format!("/proc/{pid}/wchan")).ok().map(|w| w.trim().to_string())
 }
 
 /// Whether the server on `port` answers `PING` within `wait`.
@@ -102,10 +128,11 @@ fn answers_ping_within(port: u16, wait: Duration) -> bool {
     matches!(s.read(&mut buf), Ok(n) if n > 0)
 }
 
-/// Sends one inline command and returns the raw reply (enough for PING and DEBUG).
+/// Sends one inline command and returns the raw reply (enough for PING and DEBUG), waiting for
+/// it up to 10 s (longer than any `DEBUG SLEEP` the tests send).
 pub fn raw_command(port: u16, line: &str) -> std::io::Result<String> {
     let mut s = TcpStream::connect(("127.0.0.1", port))?;
-    s.set_read_timeout(Some(Duration::from_secs(2)))?;
+    s.set_read_timeout(Some(Duration::from_secs(10)))?;
     s.write_all(format!("{line}\r\n").as_bytes())?;
     let mut buf = [0u8; 512];
     let n = s.read(&mut buf)?;
