@@ -85,8 +85,7 @@ pub unsafe extern "C" fn tk_limiter(handle: u32, op: u32, key_len: u32, cost: f6
     // NaN for a limiter on a `ManualClock`, which reads its own.
     let now = (!now.is_nan()).then_some(now as i64);
     let decided = match (op, now) {
-        // The default cost (what fast.mjs passes for `undefined`) skips the validator's call.
-        (0 | 2, _) => (if cost == 1.0 { Ok(1) } else { validate::cost_from_f64(cost) }).and_then(|cost| match (op, now) {
+        (0 | 2, _) => cost_from_f64(cost).and_then(|cost| match (op, now) {
             (0, Some(now)) => limiter.check_sync_at(key, cost, now),
             (0, None) => limiter.check_sync(key, cost),
             (_, Some(now)) => limiter.forecast_sync_at(key, cost, now),
@@ -110,6 +109,13 @@ pub unsafe extern "C" fn tk_limiter(handle: u32, op: u32, key_len: u32, cost: f6
         }
         Err(e) => fail(e),
     }
+}
+
+/// The validated cost: the default (what fast.mjs passes for `undefined`) without the
+/// validator's out-of-line call.
+#[inline(always)]
+fn cost_from_f64(cost: f64) -> throttlekit::Result<u64> {
+    if cost == 1.0 { Ok(1) } else { validate::cost_from_f64(cost) }
 }
 
 fn fail(e: throttlekit::Error) -> u32 {
