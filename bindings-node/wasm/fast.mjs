@@ -14,31 +14,44 @@ const KEY_UNITS = KEY_CAP / 3
 const KEY_AT = 48
 
 let exports
+/** `exports.tk_limiter`, read once: the exports object has hundreds of properties (a dictionary
+ * to V8), so reading it at each call went through the generic LoadIC (about 5 ns a call). */
+let tkLimiter
 let scratch = 0
-let bytes = new Uint8Array(0)
+/** The key's part of the scratch area, and the decision's numbers. Both are empty once the
+ * memory grew (growing detaches the old buffer); `views` then makes them again. */
+let keyBytes = new Uint8Array(0)
 let numbers = new Float64Array(0)
 const encoder = new TextEncoder()
 
 /** Views over the module's memory, made again after it grew (a grown memory detaches the old buffer). */
 function views() {
   const buffer = exports.memory.buffer
-  bytes = new Uint8Array(buffer)
+  keyBytes = new Uint8Array(buffer, scratch + KEY_AT, KEY_CAP)
   numbers = new Float64Array(buffer, scratch, 6)
 }
 
-/** Writes `key` to the scratch area; its length in bytes. */
+/**
+ * Writes `key` to the scratch area as UTF-8 (what fast.rs reads without validating it): ASCII
+ * by a char-code loop, the rest by `encodeInto` from the first other unit on, which writes only
+ * well-formed UTF-8 (a lone surrogate becomes U+FFFD, as wasm-bindgen's own string passing does)
+ * and only whole characters. Returns its length in bytes.
+ */
 function writeKey(key) {
-  if (bytes.byteLength === 0) views()
-  const at = scratch + KEY_AT
+  let out = keyBytes
+  if (out.length === 0) {
+    views()
+    out = keyBytes
+  }
   const n = key.length
   let i = 0
   for (; i < n; i++) {
     const c = key.charCodeAt(i)
     if (c > 0x7f) break
-    bytes[at + i] = c
+    out[i] = c
   }
   if (i === n) return n
-  return i + encoder.encodeInto(key.slice(i), bytes.subarray(at + i, at + KEY_CAP)).written
+  return i + encoder.encodeInto(key.slice(i), out.subarray(i)).written
 }
 
 /** fast.rs's HOST_CLOCK: the limiter reads the host's clock, which is read here. */
@@ -46,12 +59,18 @@ const HOST_CLOCK = 1
 
 /** One operation (fast.rs's `tk_limiter`): the decision, `undefined` for a reset; throws the core's error. */
 function call(handle, op, key, cost) {
+  const len = writeKey(key)
+  // Read at each call, never kept: a Worker freezes `Date.now()` within a request itself.
   const now = (handle & HOST_CLOCK) === 0 || op === 3 ? NaN : Date.now()
-  const status = exports.tk_limiter(handle, op, writeKey(key), cost === undefined ? 1 : cost, now)
+  const status = tkLimiter(handle, op, len, cost === undefined ? 1 : cost, now)
   if (status === 0) {
-    if (numbers.byteLength === 0) views()
-    const d = { allowed: numbers[0] === 1, limit: numbers[1], remaining: numbers[2], resetAt: numbers[3], retryAfterMs: numbers[4] }
-    if (numbers[5] === 1) d.fallback = true
+    let o = numbers
+    if (o.length === 0) {
+      views()
+      o = numbers
+    }
+    const d = { allowed: o[0] === 1, limit: o[1], remaining: o[2], resetAt: o[3], retryAfterMs: o[4] }
+    if (o[5] === 1) d.fallback = true
     return d
   }
   if (status === 1) return undefined
@@ -138,6 +157,7 @@ export class Limiter extends RawLimiter {
  */
 export function attach(wasmExports) {
   exports = wasmExports
+  tkLimiter = exports.tk_limiter
   scratch = exports.tk_scratch()
   views()
 }

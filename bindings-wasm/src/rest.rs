@@ -36,21 +36,32 @@ function endpoint(store) {
 // (a controller costs several microseconds in Node, about as much as the rest of the glue). A
 // round aborts at its deadline; a request joins the open round only while the deadline is at
 // least the timeout away, so each request is aborted after timeoutMs to timeoutMs * 9/8 without
-// an answer, and the round's every request then fails with the timeout. A request that ends
-// leaves the timer armed (unref'd where the host allows it: it keeps no process alive); the
-// next round arms its own.
+// an answer, and the round's every request then fails with the timeout. A round takes at most
+// ROUND requests: Node's fetch leaves each request's abort listener on the signal until the
+// request is garbage-collected, and walks the signal's listeners at each request that joins
+// (undici's getEventListeners and addEventListener: with a round of timeoutMs/8 that was
+// thousands of listeners, 10-30 us a request at 64 in flight). A round whose requests all ended
+// after it closed clears its timer; the timer is unref'd where the host allows it (it keeps no
+// process alive).
+const ROUND = 32
 function join(e) {
   const now = Date.now()
   let r = e.round
-  if (r === null || now + e.timeoutMs > r.deadline) {
+  if (r === null || r.joined === ROUND || now + e.timeoutMs > r.deadline) {
+    if (r !== null && r.pending === 0) clearTimeout(r.timer)
     const deadline = now + e.timeoutMs + e.slackMs
     const abort = new AbortController()
     const timer = setTimeout(() => abort.abort(new DOMException('the request timed out', 'TimeoutError')), deadline - now)
     if (typeof timer === 'object' && typeof timer.unref === 'function') timer.unref()
     else if (typeof Deno === 'object' && typeof Deno.unrefTimer === 'function') Deno.unrefTimer(timer)
-    r = e.round = { deadline, signal: abort.signal }
+    r = e.round = { deadline, signal: abort.signal, timer, joined: 0, pending: 0 }
   }
-  return r.signal
+  r.joined++
+  r.pending++
+  return r
+}
+function leave(e, r) {
+  if (--r.pending === 0 && r !== e.round) clearTimeout(r.timer)
 }
 
 export async function drive(store, call) {
@@ -62,13 +73,16 @@ export async function drive(store, call) {
       const body = call.request()
       const route = call.route()
       let res, bytes
+      const round = join(e)
       try {
-        res = await f(e.url + ((route & 1) === 0 ? '/' : '/pipeline'), { method: 'POST', headers: (route & 2) === 0 ? e.headers : e.hex, body, signal: join(e) })
+        res = await f(e.url + ((route & 1) === 0 ? '/' : '/pipeline'), { method: 'POST', headers: (route & 2) === 0 ? e.headers : e.hex, body, signal: round.signal })
         bytes = new Uint8Array(await res.arrayBuffer())
       } catch (err) {
         if (err && (err.name === 'TimeoutError' || err.name === 'AbortError')) call.failTimeout()
         else call.failTransport(String(err && err.message ? err.message : err))
         break
+      } finally {
+        leave(e, round)
       }
       if (!call.feed(res.status, bytes)) break
     }

@@ -199,6 +199,17 @@ for (const fault of ['hang', 'refuse', 'garbage', 'drop']) {
         // 20 ms of slack for the loop time's lag (above).
         for (const t of [t1, t2, t3]) assert.ok(t >= 280, `a hang ends at the timeout, not before (${t} ms)`)
         assert.match(raised.message, /did not answer within 300 ms/)
+        // 70 at once span three timeout rounds (a round takes at most 32 requests): every
+        // round's timer aborts its requests. A round's timer lost would leave its requests to
+        // undici's own 300 s; 15 s is far from both (100 connections to the hanging front end
+        // took 0.6 to 3.9 s on this 2-core VM at load 20).
+        const hung = new Promise((resolve) => setTimeout(resolve, 15_000, 'hung').unref())
+        const all70 = Promise.all(Array.from({ length: 70 }, (_, i) => mk('raise').check(`k${i}`).catch((e) => e)))
+        // (No lower bound here: 70 fetch calls in one turn lag the loop's clock, which the
+        // rounds' timers count from, by more than the single calls above do.)
+        const all = await Promise.race([all70, hung])
+        assert.notEqual(all, 'hung', 'a request outlived its timeout round by 15 s')
+        assert.ok(all.every((e) => e.code === 'store_unavailable'), String(all.find((e) => e.code !== 'store_unavailable')))
       }
     } finally {
       bad.stop()
