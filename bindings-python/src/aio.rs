@@ -1,81 +1,183 @@
 //! Rust futures as asyncio awaitables, cheaply.
 //!
-//! `pyo3_async_runtimes::future_into_py` hands every result back by taking the GIL on a tokio
-//! thread and calling `loop.call_soon_threadsafe`. Under load that is one GIL handoff and one
-//! loop wake-up per call, and it caps a busy event loop at a few ten thousand awaits a second.
-//! This module does the same job in batches. Each event loop gets one [`Bridge`] with a socket
-//! pair that the loop watches (`loop.add_reader`). A finished future puts its result on a queue
-//! and writes one byte, but only when the queue was empty. The loop thread, which already holds
-//! the GIL, then drains the whole queue into the asyncio futures. Tokio threads never take the
-//! GIL on the success path.
+//! `pyo3_async_runtimes::future_into_py` runs every call as a tokio task and hands each result
+//! back by taking the GIL on a tokio thread and calling `loop.call_soon_threadsafe`: one task,
+//! one GIL handoff and one loop wake-up per call, which caps a busy event loop at a few ten
+//! thousand awaits a second. Here the event loop itself drives the futures. Each loop gets one
+//! [`Bridge`] with a socket pair that the loop watches (`loop.add_reader`). A call's future is
+//! polled on the loop thread, inside the tokio runtime's context, with a waker that puts the
+//! call's number on a queue and, when the queue was empty, has one byte written ([`wake_loop`]). The loop
+//! thread, which already holds the GIL, then polls every woken future and settles the finished
+//! ones. No tokio task is spawned per call and tokio threads never take the GIL: they only run
+//! the connections' drivers, whose replies wake the calls. However many connections the
+//! replies of one batch come back on (a cluster's masters), the loop wakes once for all the
+//! calls woken before it runs.
 //!
 //! A future that is already done on its first poll, as every memory-store call is, becomes a
-//! finished asyncio future at once, without a thread hop. Cancelling the asyncio future does not
-//! abort the Rust work: a check that was already sent may have counted, so its result is simply
-//! dropped.
+//! finished asyncio future at once. Cancelling the asyncio future does not abort the Rust work:
+//! a check that was already sent may have counted, so the future is still driven to its end and
+//! its result dropped. A loop that goes away with calls still under way hands them to the
+//! runtime, which finishes them.
 
 use std::collections::HashMap;
 use std::future::Future;
 use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
+use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Poll, Wake, Waker};
 
 use pyo3::IntoPyObjectExt;
+use pyo3::panic::PanicException;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 
 /// Turns a finished result into a Python object on the loop thread.
 type Deliver = Box<dyn FnOnce(Python<'_>) -> PyResult<Py<PyAny>> + Send>;
 
-/// Results waiting for the loop thread, and the socket that wakes it.
+/// A call's future, as the loop drives it.
+type Call = Pin<Box<dyn Future<Output = Deliver> + Send>>;
+
+/// The numbers of the calls woken since the loop last drained, and the socket that wakes it.
 struct Mailbox {
-    done: Mutex<Vec<(u64, Deliver)>>,
-    wake: UnixStream,
+    woken: Mutex<Vec<u64>>,
+    /// Tells [`wake_loop`] to write the wake-up byte.
+    wake: tokio::sync::Notify,
+    /// The bridge is gone: [`wake_loop`] ends.
+    closed: AtomicBool,
 }
 
 impl Mailbox {
-    fn post(&self, id: u64, deliver: Deliver) {
+    fn post(&self, id: u64) {
         let was_empty = {
-            let mut done = self.done.lock().unwrap_or_else(|e| e.into_inner());
-            done.push((id, deliver));
-            done.len() == 1
+            let mut woken = self.woken.lock().unwrap_or_else(|e| e.into_inner());
+            woken.push(id);
+            woken.len() == 1
         };
         if was_empty {
-            // Non-blocking: if the socket buffer is full, a wake-up is already pending.
-            let _ = (&self.wake).write(&[1]);
+            self.wake.notify_one();
         }
     }
 }
 
-/// One event loop's side of the bridge: its pending asyncio futures and the drain callback.
+/// Writes the loop's wake-up byte each time the mailbox's first call of a batch is posted.
+///
+/// Why a task rather than a write in the waker: a connection's driver wakes every call whose
+/// reply it read in one go, and the byte written at the first of them would wake the loop while
+/// the driver is still handing out the rest. Woken from the driver, this task runs on the same
+/// worker right after the driver's turn (tokio's LIFO slot), so one byte covers the whole read,
+/// and the replies of the other connections read meanwhile.
+async fn wake_loop(mailbox: Arc<Mailbox>, socket: UnixStream) {
+    loop {
+        mailbox.wake.notified().await;
+        if mailbox.closed.load(Ordering::Acquire) {
+            return;
+        }
+        // Non-blocking: if the socket buffer is full, a wake-up is already pending.
+        let _ = (&socket).write(&[1]);
+    }
+}
+
+/// One call's waker: tells the loop that the call can make progress.
+struct CallWaker {
+    id: u64,
+    mailbox: Arc<Mailbox>,
+}
+
+impl Wake for CallWaker {
+    fn wake(self: Arc<Self>) {
+        self.mailbox.post(self.id);
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.mailbox.post(self.id);
+    }
+}
+
+/// A call under way: its future, the waker it is polled with and the asyncio future it settles.
+struct Pending {
+    call: Call,
+    waker: Waker,
+    future: Py<PyAny>,
+}
+
+/// One event loop's side of the bridge: its calls under way and the drain callback.
 #[pyclass(frozen, module = "throttlekit")]
 pub struct Bridge {
     mailbox: Arc<Mailbox>,
     wakeup: UnixStream,
-    pending: Mutex<HashMap<u64, Py<PyAny>>>,
+    /// Touched only on the loop thread (which holds the GIL); the lock makes the class `Sync`.
+    pending: Mutex<HashMap<u64, Pending>>,
     next: AtomicU64,
+}
+
+impl Bridge {
+    /// Polls `call` once; settles its asyncio future when it is done, or keeps it for its next wake.
+    /// A call that panics fails with `PanicException` (as `future_into_py`'s task would), alone.
+    fn poll(&self, py: Python<'_>, id: u64, mut call: Pending) -> PyResult<()> {
+        let polled = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            call.call.as_mut().poll(&mut Context::from_waker(&call.waker))
+        }));
+        match polled {
+            Ok(Poll::Ready(deliver)) => settle(py, call.future.bind(py), deliver(py)),
+            Ok(Poll::Pending) => {
+                self.pending.lock().unwrap_or_else(|e| e.into_inner()).insert(id, call);
+                Ok(())
+            }
+            Err(payload) => {
+                let what = payload
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| payload.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "a call panicked".to_owned());
+                settle(py, call.future.bind(py), Err(PanicException::new_err(what)))
+            }
+        }
+    }
 }
 
 #[pymethods]
 impl Bridge {
-    /// Called by the event loop when the wake-up socket is readable: settles every finished future.
+    /// Called by the event loop when the wake-up socket is readable: polls every woken call and
+    /// settles the finished ones.
     fn drain(&self, py: Python<'_>) -> PyResult<()> {
-        // Empty the socket first, then the queue: a result posted in between either lands in this
+        // Empty the socket first, then the queue: a wake posted in between either lands in this
         // batch or writes a fresh byte, so none is left waiting without a wake-up.
         let mut buf = [0u8; 256];
         while matches!((&self.wakeup).read(&mut buf), Ok(n) if n > 0) {}
-        let done = std::mem::take(&mut *self.mailbox.done.lock().unwrap_or_else(|e| e.into_inner()));
-        for (id, deliver) in done {
-            let future = self.pending.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
-            if let Some(future) = future {
-                settle(py, future.bind(py), deliver(py))?;
+        let woken = std::mem::take(&mut *self.mailbox.woken.lock().unwrap_or_else(|e| e.into_inner()));
+        // Timers and spawns need the runtime's context, as on the first poll.
+        let _context = pyo3_async_runtimes::tokio::get_runtime().enter();
+        let mut failed = Ok(());
+        for id in woken {
+            // Absent: woken twice in one batch and already finished.
+            let call = self.pending.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
+            if let Some(call) = call {
+                // One call's failure to settle must not strand the others of the batch.
+                let result = self.poll(py, id, call);
+                if failed.is_ok() {
+                    failed = result;
+                }
             }
         }
-        Ok(())
+        failed
+    }
+}
+
+impl Drop for Bridge {
+    /// The loop is gone: its calls under way finish on the runtime (a check that was sent may
+    /// have counted, and a connection is not left with a call abandoned half-way).
+    fn drop(&mut self) {
+        self.mailbox.closed.store(true, Ordering::Release);
+        self.mailbox.wake.notify_one();
+        let pending = std::mem::take(&mut *self.pending.lock().unwrap_or_else(|e| e.into_inner()));
+        let runtime = pyo3_async_runtimes::tokio::get_runtime();
+        for (_, call) in pending {
+            drop(runtime.spawn(call.call));
+        }
     }
 }
 
@@ -106,15 +208,14 @@ fn bridge<'py>(event_loop: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Bridge>> {
     wake.set_nonblocking(true)?;
     wakeup.set_nonblocking(true)?;
     let fd = wakeup.as_raw_fd();
-    let bridge = Bound::new(
-        py,
-        Bridge {
-            mailbox: Arc::new(Mailbox { done: Mutex::new(Vec::new()), wake }),
-            wakeup,
-            pending: Mutex::new(HashMap::new()),
-            next: AtomicU64::new(0),
-        },
-    )?;
+    let mailbox = Arc::new(Mailbox {
+        woken: Mutex::new(Vec::new()),
+        wake: tokio::sync::Notify::new(),
+        closed: AtomicBool::new(false),
+    });
+    drop(pyo3_async_runtimes::tokio::get_runtime().spawn(wake_loop(mailbox.clone(), wake)));
+    let bridge =
+        Bound::new(py, Bridge { mailbox, wakeup, pending: Mutex::new(HashMap::new()), next: AtomicU64::new(0) })?;
     event_loop.call_method1("add_reader", (fd, bridge.getattr("drain")?))?;
     event_loop.setattr(BRIDGE_ATTR, &bridge)?;
     Ok(bridge)
@@ -130,32 +231,33 @@ where
         .get_or_try_init(py, || py.import("asyncio")?.getattr("get_running_loop").map(Bound::unbind))?;
     let event_loop = get_loop.bind(py).call0()?;
     let future = event_loop.call_method0(pyo3::intern!(py, "create_future"))?;
-
     let runtime = pyo3_async_runtimes::tokio::get_runtime();
-    let mut fut: Pin<Box<F>> = Box::pin(fut);
-    // One poll here, inside the runtime's context (timers and spawns need it): memory-store
-    // calls finish now and never leave this thread.
-    let first = {
-        let _context = runtime.enter();
-        fut.as_mut().poll(&mut Context::from_waker(Waker::noop()))
-    };
-    if let Poll::Ready(result) = first {
-        settle(py, &future, convert(py, result))?;
-        return Ok(future);
-    }
 
     let Ok(bridge) = bridge(&event_loop) else {
-        // A loop that takes no attributes or readers (exotic loops): the generic path.
+        // A loop that takes no attributes or readers (exotic loops): one poll here, in the
+        // runtime's context (memory-store calls finish now), then the generic path.
+        let mut fut: Pin<Box<F>> = Box::pin(fut);
+        let first = {
+            let _context = runtime.enter();
+            fut.as_mut().poll(&mut Context::from_waker(Waker::noop()))
+        };
+        if let Poll::Ready(result) = first {
+            settle(py, &future, convert(py, result))?;
+            return Ok(future);
+        }
         return pyo3_async_runtimes::tokio::future_into_py(py, fut);
     };
     let bridge = bridge.get();
     let id = bridge.next.fetch_add(1, Ordering::Relaxed);
-    bridge.pending.lock().unwrap_or_else(|e| e.into_inner()).insert(id, future.clone().unbind());
-    let mailbox = bridge.mailbox.clone();
-    runtime.spawn(async move {
+    let call: Call = Box::pin(async move {
         let result = fut.await;
-        mailbox.post(id, Box::new(move |py| convert(py, result)));
+        Box::new(move |py: Python<'_>| convert(py, result)) as Deliver
     });
+    let waker = Waker::from(Arc::new(CallWaker { id, mailbox: bridge.mailbox.clone() }));
+    // The first poll here, inside the runtime's context (timers and spawns need it): a
+    // memory-store call finishes now, a Redis call queues its command.
+    let _context = runtime.enter();
+    bridge.poll(py, id, Pending { call, waker, future: future.clone().unbind() })?;
     Ok(future)
 }
 

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+
+import pytest
 
 import throttlekit as tk
 
@@ -91,3 +94,61 @@ async def test_a_full_queue_raises_from_the_awaitable_too() -> None:
         assert e.retry_after_ms == 1000
     else:
         raise AssertionError("expected QueueFullError")
+
+
+@pytest.fixture(params=["one node", "cluster"])
+def redis_or_cluster(request: pytest.FixtureRequest) -> tk.RedisStore:
+    """One Redis server, then a 3-master cluster (its keys spread over every master)."""
+    if request.param == "cluster":
+        return tk.RedisStore(request.getfixturevalue("redis_cluster_urls"), mode="cluster", timeout_ms=3000)
+    return request.getfixturevalue("redis_store")
+
+
+def _consumed(limiter: tk.Limiter, keys: list[str], burst: int) -> int:
+    return sum(burst - limiter.peek_sync(k).remaining for k in keys)
+
+
+async def test_cancelled_awaits_still_run_and_later_ones_get_their_own_decisions(
+    redis_or_cluster: tk.RedisStore, prefix: str
+) -> None:
+    # The event loop drives the calls itself (aio.rs): a cancelled asyncio future must neither
+    # abort a check that was sent (it may have counted) nor leave a reply for another call.
+    burst = 1000
+    limiter = tk.Limiter(tk.Strategy.gcra(burst, burst * 100_000), store=redis_or_cluster, prefix=prefix)
+    keys = [f"k{i}" for i in range(32)]
+    cancelled = [asyncio.ensure_future(limiter.check(k, 2)) for k in keys]
+    await asyncio.sleep(0)
+    for f in cancelled:
+        f.cancel()
+    decisions = await asyncio.gather(*(limiter.check(k) for k in keys for _ in range(3)))
+    assert all(d.allowed for d in decisions)
+    deadline = time.monotonic() + 5
+    while _consumed(limiter, keys, burst) < len(keys) * 5 and time.monotonic() < deadline:
+        await asyncio.sleep(0.01)
+    assert _consumed(limiter, keys, burst) == len(keys) * 5  # 2 per cancelled check, 1 per later one
+    # Each later call got a reply of its own: a key's three leave three different remainders
+    # (a cluster's first calls may take the store's connection and its later ones the loop
+    # runtime's, so the cancelled check may land before or after them).
+    for i in range(len(keys)):
+        left = {d.remaining for d in decisions[3 * i : 3 * i + 3]}
+        assert len(left) == 3 and left <= set(range(burst - 5, burst)), left
+
+
+def test_calls_under_way_when_their_loop_closes_still_finish(redis_or_cluster: tk.RedisStore, prefix: str) -> None:
+    burst = 1000
+    limiter = tk.Limiter(tk.Strategy.gcra(burst, burst * 100_000), store=redis_or_cluster, prefix=prefix)
+    keys = [f"k{i}" for i in range(32)]
+    loop = asyncio.new_event_loop()
+
+    async def leave_them() -> None:
+        for k in keys:
+            limiter.check(k)  # never awaited
+
+    loop.run_until_complete(leave_them())
+    loop.close()
+    del loop
+    gc.collect()
+    deadline = time.monotonic() + 5
+    while _consumed(limiter, keys, burst) < len(keys) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert _consumed(limiter, keys, burst) == len(keys)
