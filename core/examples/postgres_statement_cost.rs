@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use throttlekit::postgres::call::{Op, StepCall};
-use throttlekit::postgres::inline::{Inline, Param};
+use throttlekit::postgres::inline::Inline;
 use throttlekit::postgres::schema::{Statements, Table};
 use throttlekit::postgres::{PostgresOptions, PostgresStore};
 use tokio_postgres::types::ToSql;
@@ -33,17 +33,22 @@ struct Case {
     name: &'static str,
     sql: String,
     table: &'static str,
-    params: fn(i64) -> Vec<Param>,
+    params: fn(i64) -> Vec<Box<dyn ToSql + Sync + Send>>,
 }
 
 /// The parameters of a check of `cost` as the store binds them, for the inline statement `want`.
-fn inline_params(want: Inline, algo: i16, params: [f64; 4], cost: i64) -> impl Fn(i64) -> Vec<Param> {
+fn inline_params(
+    want: Inline,
+    algo: i16,
+    params: [f64; 4],
+    cost: i64,
+) -> impl Fn(i64) -> Vec<Box<dyn ToSql + Sync + Send>> {
     move |now| {
         let [a, b, c, d] = params;
         let call = StepCall { now: Some(now), op: Op::Check, algo, params: [a, b, c, d, 0.0, 0.0], cost };
         let (inline, values) = Inline::bind(&call).expect("an inline check");
         assert_eq!(inline, want, "the statement the store sends");
-        values
+        values.into_iter().map(|v| Box::new(v) as Box<dyn ToSql + Sync + Send>).collect()
     }
 }
 
@@ -146,7 +151,7 @@ async fn run(clients: &[(Arc<Client>, Statement)], case: &Case, total: usize, no
         for lane in 0..IN_FLIGHT {
             let (client, statement, params) = (client.clone(), statement.clone(), (case.params)(now));
             tasks.spawn(async move {
-                let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p as &(dyn ToSql + Sync)).collect();
+                let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| &**p as &(dyn ToSql + Sync)).collect();
                 for i in 0..per_task {
                     let key = format!("user:{}", (c * IN_FLIGHT + lane + i * CONNECTIONS * IN_FLIGHT) % KEYS);
                     let mut all: Vec<&(dyn ToSql + Sync)> = vec![&key];
