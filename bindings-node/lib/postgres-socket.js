@@ -107,10 +107,10 @@ module.exports = function install(api) {
               return false
             }
             this.start(s, false)
-            if (n > 1) this.read(s, buf.subarray(1, n))
+            if (n > 1) this.read(s, buf.subarray(1, n), n - 1)
             return true
           }
-          this.read(s, buf.subarray(0, n))
+          this.read(s, buf, n)
           return true
         },
       })
@@ -165,7 +165,7 @@ module.exports = function install(api) {
     /** The login's first bytes, then whatever the session says; a stream socket's reads too. */
     start(s, stream) {
       if (this.socket !== s) return
-      if (stream) s.on('data', (bytes) => this.read(s, bytes))
+      if (stream) s.on('data', (bytes) => this.read(s, bytes, bytes.length))
       this.flush()
       if (this.calls.size === 0) s.unref()
     }
@@ -215,12 +215,13 @@ module.exports = function install(api) {
       s.write(bytes)
     }
 
-    read(s, bytes) {
+    /** Feeds the first `n` bytes of `bytes` (a read buffer as it is: no `subarray` per read). */
+    read(s, bytes, n) {
       if (this.socket !== s) return
       const session = this.session
-      this.settle(__pgFeed(session, bytes, out))
+      this.settle(__pgFeed(session, bytes, n, out))
       const fatal = out[OUT_FATAL] === 1
-      while (out[OUT_MORE] === 1) this.settle(__pgFeed(session, null, out))
+      while (out[OUT_MORE] === 1) this.settle(__pgFeed(session, null, 0, out))
       if (fatal) {
         this.drop(s)
         return
@@ -269,7 +270,7 @@ module.exports = function install(api) {
       if (this.session !== null) {
         const session = this.session
         this.settle(__pgAbort(session, reason, out))
-        while (out[OUT_MORE] === 1) this.settle(__pgFeed(session, null, out))
+        while (out[OUT_MORE] === 1) this.settle(__pgFeed(session, null, 0, out))
       }
       // Calls whose session went with an earlier socket (none expected): fail them too.
       for (const [id, r] of this.calls) {

@@ -147,7 +147,7 @@ pub fn pg_ssl_request() -> Buffer {
 #[napi(js_name = "__pgTake", skip_typescript)]
 pub fn pg_take(env: &Env, session: &External<PgSession>) -> napi::Result<Option<Buffer>> {
     let mut kept = session.output().or_throw(env)?;
-    kept.extend_from_slice(&session.session().or_throw(env)?.take_output());
+    session.session().or_throw(env)?.drain_output(|out| kept.extend_from_slice(out));
     Ok((!kept.is_empty()).then(|| std::mem::take(&mut *kept).into()))
 }
 
@@ -205,16 +205,17 @@ fn hand_over(session: &PgSession, s: &mut Session<Token>, scratch: &mut [u8], fd
     if !s.is_ready() {
         return Ok(0);
     }
-    let out = s.take_output();
     let mut kept = session.output()?;
-    if !kept.is_empty() || out.len() > scratch.len() {
-        kept.extend_from_slice(&out);
-        return Ok(-1);
-    }
-    let sent = send_now(fd, &out);
-    let rest = &out[sent..];
-    scratch[..rest.len()].copy_from_slice(rest);
-    Ok(rest.len() as i64)
+    Ok(s.drain_output(|out| {
+        if !kept.is_empty() || out.len() > scratch.len() {
+            kept.extend_from_slice(out);
+            return -1;
+        }
+        let sent = send_now(fd, out);
+        let rest = &out[sent..];
+        scratch[..rest.len()].copy_from_slice(rest);
+        rest.len() as i64
+    }))
 }
 
 /// `__pgCallMany(session, limiter, keys, cost, firstId, scratch)`: `checkMany`'s checks, one per
@@ -314,9 +315,10 @@ fn settled<'e>(
     }
 }
 
-/// `__pgFeed(session, bytes, out)`: reads what the socket received (`null`: nothing new, hand
-/// out what an earlier read left) and answers the calls it completed in `out` (see
-/// `OUT_HEAD`). Fatal: the connection is unusable (a failed login, a malformed message):
+/// `__pgFeed(session, bytes, length, out)`: reads the first `length` bytes of `bytes`, what the
+/// socket received (`null`: nothing new, hand out what an earlier read left), and answers the
+/// calls it completed in `out` (see `OUT_HEAD`). The length is separate so that a socket's
+/// read buffer goes in as it is, with no `subarray` made per read. Fatal: the connection is unusable (a failed login, a malformed message):
 /// every call still owed is among the outcomes too, failed; drop the socket once they are all
 /// out.
 #[napi(js_name = "__pgFeed", skip_typescript)]
@@ -324,17 +326,20 @@ pub fn pg_feed<'e>(
     env: &'e Env,
     session: &External<PgSession>,
     bytes: Option<BufferSlice>,
+    length: u32,
     mut out: Float64ArraySlice,
 ) -> napi::Result<Unknown<'e>> {
     let mut done = Vec::new();
     let mut fatal = false;
     if let Some(bytes) = bytes {
+        let bytes = bytes.get(..length as usize).ok_or_else(|| config("length", "is past the bytes")).or_throw(env)?;
         let mut s = session.session().or_throw(env)?;
-        if let Err(e) = s.feed(&bytes, &mut done) {
+        if let Err(e) = s.feed(bytes, &mut done) {
             done.extend(s.abort(&e));
             fatal = true;
         }
-        session.output().or_throw(env)?.extend_from_slice(&s.take_output());
+        let mut kept = session.output().or_throw(env)?;
+        s.drain_output(|out| kept.extend_from_slice(out));
     }
     // SAFETY: `out` is the Float64Array index.js made for these answers and never hands out;
     // nothing else views its memory during this call, the only time the slice lives.

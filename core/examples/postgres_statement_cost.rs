@@ -48,7 +48,7 @@ fn inline_params(
         let call = StepCall { now: Some(now), op: Op::Check, algo, params: [a, b, c, d, 0.0, 0.0], cost };
         let (inline, values) = Inline::bind(&call).expect("an inline check");
         assert_eq!(inline, want, "the statement the store sends");
-        values
+        values.into_iter().map(|v| Box::new(v) as Box<dyn ToSql + Sync + Send>).collect()
     }
 }
 

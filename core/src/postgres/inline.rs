@@ -28,9 +28,11 @@
 //! server's clock (an expression cannot read `clock_timestamp()` once and reuse it) call the
 //! function.
 
-use tokio_postgres::types::ToSql;
+use fallible_iterator::FallibleIterator;
+use tokio_postgres::types::{FromSql, ToSql, Type};
 
 use super::call::{Op, StepCall};
+use crate::error::{Error, Result};
 
 /// The strategies whose check is inline, by their algorithm number in `functions.sql`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -44,13 +46,50 @@ pub enum Inline {
     /// algo 3 at a cost of 0 or 1 within the limit (what nearly every fixed window is asked):
     /// then a denial finds the current window's live count and leaves it as it is, and its
     /// remaining is 0, so the statement writes only when it admits (`DO UPDATE ... WHERE`) and a
-    /// denial returns no row ([`Inline::no_row`]). Its `SET` reads the count twice, not seven
+    /// denial returns no row ([`Inline::reply`]). Its `SET` reads the count twice, not seven
     /// times, and a denial writes no new row version.
     FixedWindowUnit,
 }
 
-/// One parameter of an inline statement.
-pub type Param = Box<dyn ToSql + Sync + Send>;
+/// One parameter of an inline statement: a `bigint` or a `float8` (a value, not a box: a call
+/// binds up to eight, on every check).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Param {
+    /// A `bigint`.
+    Int(i64),
+    /// A `float8`.
+    Float(f64),
+}
+
+impl ToSql for Param {
+    fn to_sql(
+        &self,
+        ty: &Type,
+        out: &mut bytes::BytesMut,
+    ) -> std::result::Result<tokio_postgres::types::IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        match self {
+            Param::Int(v) => v.to_sql(ty, out),
+            Param::Float(v) => v.to_sql(ty, out),
+        }
+    }
+
+    fn accepts(ty: &Type) -> bool {
+        <i64 as ToSql>::accepts(ty) || <f64 as ToSql>::accepts(ty)
+    }
+
+    /// Checked against the value's own type, so a `float8` never goes where a `bigint` is
+    /// asked (the statements' explicit casts fix each parameter's type).
+    fn to_sql_checked(
+        &self,
+        ty: &Type,
+        out: &mut bytes::BytesMut,
+    ) -> std::result::Result<tokio_postgres::types::IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        match self {
+            Param::Int(v) => v.to_sql_checked(ty, out),
+            Param::Float(v) => v.to_sql_checked(ty, out),
+        }
+    }
+}
 
 impl Inline {
     /// Every inline strategy, in the order of [`Inline::index`].
@@ -81,14 +120,29 @@ impl Inline {
         self as usize
     }
 
-    /// The reply of call `c` when its statement returned no row: a denial, for
-    /// [`Inline::FixedWindowUnit`] (`None` for the others, whose statements always return one).
-    pub fn no_row(self, c: &StepCall) -> Option<Vec<i64>> {
-        if self != Inline::FixedWindowUnit {
-            return None;
+    /// The five fields of call `c`'s reply (allowed, limit, remaining, reset, retry) from what
+    /// its statement returned: `row` is `None` when it returned no row, else the row's one
+    /// column as the server sent it in binary (`None`: SQL NULL). The one decoder of both paths
+    /// (the tokio store's, through [`Column`], and the session's).
+    ///
+    /// [`Inline::FixedWindowUnit`] returns only the new count (`int8`): an allowed check's
+    /// reply is `1, limit, limit - count, end, 0`, and no row is a denial (`0, limit, 0, end, ms
+    /// to the end`), made here from the parameters (what reads no row). The others return the
+    /// reply as a `bigint[]` of five.
+    pub fn reply(self, c: &StepCall, row: Option<Option<&[u8]>>) -> Result<[i64; 5]> {
+        fn column(row: Option<Option<&[u8]>>) -> Result<&[u8]> {
+            row.ok_or_else(|| Error::store("the statement returned no reply"))?
+                .ok_or_else(|| Error::store("the statement returned a NULL reply"))
         }
-        let w = window(c.now?, c.cost, c.params[0], c.params[1])?;
-        Some(vec![0, w.lim, 0, w.end, w.until_end])
+        if self != Inline::FixedWindowUnit {
+            return fields(column(row)?);
+        }
+        let w = window_of(c).ok_or_else(|| Error::store("a fixed window's reply to a call that binds no statement"))?;
+        let Some(raw) = row else { return Ok([0, w.lim, 0, w.end, w.until_end]) };
+        let n = i64::from_sql(&Type::INT8, column(Some(raw))?)
+            .map_err(|e| Error::store(format!("reading the reply: {e}")))?;
+        let remaining = w.lim.checked_sub(n).ok_or_else(|| Error::store(format!("a count of {n} from Postgres")))?;
+        Ok([1, w.lim, remaining, w.end, 0])
     }
 
     /// The statement on `table` (a validated name).
@@ -115,7 +169,7 @@ impl Inline {
              ON CONFLICT (key) DO UPDATE SET {} RETURNING {}",
             values.join(", "),
             self.set().join(", "),
-            self.reply()
+            self.returning()
         )
     }
 
@@ -131,7 +185,7 @@ impl Inline {
     /// The `SET` on the conflicting row: an allowed check writes its state and kind; a denied
     /// one writes back what it found (a denial changes nothing) unless that has expired, which
     /// is gone for good (the function's "Expiry" lines: kind 0). Either way `r` records whether
-    /// it was allowed, for [`Self::reply`]. The columns this strategy does not use are left as
+    /// it was allowed, for [`Self::returning`]. The columns this strategy does not use are left as
     /// they are: every reader (these statements, the function) reads a column only under the
     /// kind that owns it, and kind 0 reads as no state.
     fn set(self) -> Vec<String> {
@@ -150,7 +204,7 @@ impl Inline {
     /// The reply, computed in `RETURNING` from the row as the statement left it: an allowed
     /// check's new state, or (denied) the state it found, unchanged or gone; so the old state's
     /// expressions are not repeated in the `SET`.
-    fn reply(self) -> String {
+    fn returning(self) -> String {
         let (allowed, denied) = match self {
             Inline::Gcra => gcra_reply(),
             Inline::TokenBucket => token_bucket_reply(),
@@ -158,6 +212,46 @@ impl Inline {
         };
         format!("CASE WHEN s.r[1] = 1 THEN {allowed} ELSE {denied} END")
     }
+}
+
+/// One column of a returned row as the server sent it (binary; `None`: SQL NULL), for
+/// [`Inline::reply`], whatever its type: what the tokio store reads a row's column as.
+pub struct Column<'a>(pub Option<&'a [u8]>);
+
+impl<'a> FromSql<'a> for Column<'a> {
+    fn from_sql(_: &Type, raw: &'a [u8]) -> std::result::Result<Self, Box<dyn std::error::Error + Sync + Send>> {
+        Ok(Column(Some(raw)))
+    }
+
+    fn from_sql_null(_: &Type) -> std::result::Result<Self, Box<dyn std::error::Error + Sync + Send>> {
+        Ok(Column(None))
+    }
+
+    fn accepts(_: &Type) -> bool {
+        true
+    }
+}
+
+/// A `bigint[]` reply of five fields (binary), read without building a `Vec`.
+fn fields(raw: &[u8]) -> Result<[i64; 5]> {
+    let bad = |e: &dyn std::fmt::Display| Error::store(format!("reading the reply: {e}"));
+    let array = postgres_protocol::types::array_from_sql(raw).map_err(|e| bad(&e))?;
+    if array.element_type() != Type::INT8.oid() {
+        return Err(bad(&format!("an array of type {}, not bigint", array.element_type())));
+    }
+    let mut out = [0; 5];
+    let mut values = array.values();
+    let mut n = 0;
+    while let Some(v) = values.next().map_err(|e| bad(&e))? {
+        let v = v.ok_or_else(|| bad(&"a NULL field"))?;
+        let slot = out.get_mut(n).ok_or_else(|| bad(&"more than five fields"))?;
+        *slot = postgres_protocol::types::int8_from_sql(v).map_err(|e| bad(&e))?;
+        n += 1;
+    }
+    if n != 5 {
+        return Err(Error::store(format!("a reply of {n} fields from Postgres")));
+    }
+    Ok(out)
 }
 
 /// `r` as an inline check leaves it: `{1}` allowed, `{0}` denied.
@@ -268,11 +362,11 @@ fn ceil_sat(v: f64) -> i64 {
 }
 
 fn int(v: i64) -> Param {
-    Box::new(v)
+    Param::Int(v)
 }
 
 fn float(v: f64) -> Param {
-    Box::new(v)
+    Param::Float(v)
 }
 
 /// GCRA's parameters: `$2` now, `$3` now as a double, `$4` inc (`t * cost`), `$5` t, `$6` tau,
@@ -416,33 +510,43 @@ fn window(now: i64, cost: i64, limit: f64, window_ms: f64) -> Option<Window> {
 }
 
 /// [`Inline::FixedWindowUnit`]'s parameters, when it decides the call (a cost of 0 or 1 and
-/// room for it): `$2` now, `$3` the cost, `$4` the limit, `$5` the limit less the cost, `$6`
-/// the window's start, `$7` its end, `$8` an allowed check's deadline.
+/// room for it): `$2` now, `$3` the cost, `$4` the limit less the cost, `$5` an allowed check's
+/// deadline, `$6` the window's start (where [`window_count`] reads it). The limit and the
+/// window's end are not sent: the reply is made in Rust ([`Inline::reply`]).
 fn unit_window_params(now: i64, cost: i64, limit: f64, window_ms: f64) -> Option<Vec<Param>> {
-    let w = window(now, cost, limit, window_ms)?;
-    if cost > 1 || w.room < 0 {
-        return None;
-    }
-    Some(vec![int(now), int(cost), int(w.lim), int(w.room), int(w.start), int(w.end), int(w.deadline)])
+    let w = unit_window(now, cost, limit, window_ms)?;
+    Some(vec![int(now), int(cost), int(w.room), int(w.deadline), int(w.start)])
+}
+
+/// The window of a [`Inline::FixedWindowUnit`] call: a cost of at most 1 with room for it.
+fn unit_window(now: i64, cost: i64, limit: f64, window_ms: f64) -> Option<Window> {
+    window(now, cost, limit, window_ms).filter(|w| cost <= 1 && w.room >= 0)
+}
+
+/// The window of call `c` (a fixed window's check on the caller's clock).
+fn window_of(c: &StepCall) -> Option<Window> {
+    window(c.now?, c.cost, c.params[0], c.params[1])
 }
 
 /// [`Inline::FixedWindowUnit`]'s statement: [`fixed_window`]'s transition, written where it
-/// admits only. With a cost of at most 1 and room for it (`$5 >= 0`, checked in Rust), a
-/// denial reads a count above `$5`, so a live row of this window (kind 3, `a = $6`) whose
+/// admits only. With a cost of at most 1 and room for it (`$4 >= 0`, checked in Rust), a
+/// denial reads a count above `$4`, so a live row of this window (kind 3, `a = $6`) whose
 /// count is at least the limit: the function would write it back unchanged and answer
 /// remaining `greatest(limit - count, 0) = 0`. So the `WHERE` skips the write (the row stays
 /// locked to the statement's end, as for any `DO UPDATE`) and the denial's reply is made in
-/// Rust from no row ([`Inline::no_row`]). A new key is admitted by the `VALUES` (count 0 is
-/// within `$5`); `r` is not written (nothing reads it after this statement: the others write
-/// it before reading).
+/// Rust from no row ([`Inline::reply`]). A new key is admitted by the `VALUES` (count 0 is
+/// within `$4`); `r` is not written (nothing reads it after this statement: the others write
+/// it before reading). It returns only the new count, a plain `int8`: building the reply's
+/// array in `RETURNING` and sending it cost the server more than the count (docs/postgres.md,
+/// "Numbers"), and the rest of the reply reads no row.
 fn unit_window_statement(table: &str) -> String {
     let count = window_count(&ROW);
     format!(
         "INSERT INTO {table} AS s (key, kind, a, n, deadline) \
-         VALUES ($1::text, 3::smallint, $6::bigint, $3::bigint, $8::bigint) \
+         VALUES ($1::text, 3::smallint, $6::bigint, $3::bigint, $5::bigint) \
          ON CONFLICT (key) DO UPDATE SET kind = 3::smallint, a = $6::bigint, n = {count} + $3::bigint, \
-         deadline = $8::bigint WHERE {count} <= $5::bigint \
-         RETURNING ARRAY[1, $4::bigint, $4::bigint - s.n, $7::bigint, 0]"
+         deadline = $5::bigint WHERE {count} <= $4::bigint \
+         RETURNING s.n"
     )
 }
 
@@ -495,7 +599,7 @@ mod tests {
             (Inline::Gcra, 7, 1),
             (Inline::TokenBucket, 8, 1),
             (Inline::FixedWindow, 9, 2),
-            (Inline::FixedWindowUnit, 8, 1),
+            (Inline::FixedWindowUnit, 6, 1),
         ] {
             let sql = inline.statement("tk").to_uppercase();
             // No CTE or subquery (pecorino's over-admission), no PL/pgSQL call.
@@ -538,13 +642,29 @@ mod tests {
     }
 
     #[test]
-    fn only_the_unit_window_reads_no_row_as_a_denial_at_remaining_zero() {
+    fn only_the_unit_window_reads_no_row_as_a_denial_at_remaining_zero_and_a_count_as_its_admission() {
         // The window [1000, 2000) at 1500, limit 10.
         let c = call(Op::Check, Some(1_500), 3, [10.0, 1000.0, 0.0, 0.0], 1);
-        assert_eq!(Inline::FixedWindowUnit.no_row(&c), Some(vec![0, 10, 0, 2_000, 500]));
+        let unit = Inline::FixedWindowUnit;
+        assert_eq!(unit.reply(&c, None).unwrap(), [0, 10, 0, 2_000, 500]);
+        assert_eq!(unit.reply(&c, Some(Some(&4i64.to_be_bytes()))).unwrap(), [1, 10, 6, 2_000, 0]);
+        assert!(unit.reply(&c, Some(None)).unwrap_err().message().contains("NULL"));
+        assert!(unit.reply(&c, Some(Some(&[1, 2]))).is_err(), "not an int8");
+        let mut five = bytes::BytesMut::new();
+        vec![1i64, 10, 9, 1_100, 0].to_sql(&Type::INT8_ARRAY, &mut five).unwrap();
         for i in [Inline::Gcra, Inline::TokenBucket, Inline::FixedWindow] {
-            assert_eq!(i.no_row(&c), None, "{i:?}");
+            let e = i.reply(&c, None).unwrap_err();
+            assert!(e.message().contains("no reply"), "{i:?}: {e}");
+            assert_eq!(i.reply(&c, Some(Some(&five))).unwrap(), [1, 10, 9, 1_100, 0], "{i:?}");
         }
+        for wrong in [vec![1i64, 2, 3, 4], vec![1, 2, 3, 4, 5, 6]] {
+            let mut raw = bytes::BytesMut::new();
+            wrong.to_sql(&Type::INT8_ARRAY, &mut raw).unwrap();
+            assert!(Inline::Gcra.reply(&c, Some(Some(&raw))).is_err(), "{} fields", wrong.len());
+        }
+        let mut floats = bytes::BytesMut::new();
+        vec![1.0f64; 5].to_sql(&Type::FLOAT8_ARRAY, &mut floats).unwrap();
+        assert!(Inline::Gcra.reply(&c, Some(Some(&floats))).is_err(), "not bigints");
     }
 
     #[test]

@@ -31,7 +31,7 @@ use postgres_protocol::message::{backend::Message, frontend};
 use tokio_postgres::types::{FromSql, ToSql, Type};
 
 use super::call::{self, StepCall};
-use super::inline::Inline;
+use super::inline::{Inline, Param};
 use super::schema::Statements;
 use crate::error::{Error, ErrorCode, Result};
 use crate::store::Reply;
@@ -188,11 +188,20 @@ enum State {
     Ready,
 }
 
-/// A reply being read: the row's `r`, or the error the server sent.
+/// A reply being read: what its row said, or the error the server sent.
 #[derive(Default)]
 struct Reading {
-    row: Option<Option<Vec<i64>>>,
+    row: Option<Row>,
     error: Option<Error>,
+}
+
+/// A row read, decoded as the call owed at the front asked (the row arrives before the
+/// `ReadyForQuery` that ends its reply).
+enum Row {
+    /// An inline statement's five fields ([`Inline::reply`]), or why they could not be read.
+    Inline(Result<[i64; 5]>),
+    /// The step statements' `r`: `None` (SQL NULL) from [`Prepared::Step`] on a key with no row.
+    Step(Option<Vec<i64>>),
 }
 
 /// One connection's protocol state (see the module's text). `T` is the driver's token of a
@@ -295,27 +304,36 @@ impl<T> Session<T> {
 
     /// The bytes to write now (empty when there are none).
     pub fn take_output(&mut self) -> Vec<u8> {
-        self.output.split().to_vec()
+        self.drain_output(<[u8]>::to_vec)
+    }
+
+    /// Hands the bytes to write now (empty when there are none) to `f`, then forgets them: for
+    /// a driver that writes or copies them at once, with no buffer made per call.
+    pub fn drain_output<R>(&mut self, f: impl FnOnce(&[u8]) -> R) -> R {
+        let r = f(&self.output);
+        self.output.clear();
+        r
     }
 
     /// Makes a call of `c` on the full key `key`: its bytes are in [`Session::take_output`] at
     /// once when the session is ready, else once it is.
     pub fn call(&mut self, token: T, key: String, c: StepCall) -> Result<()> {
-        let statement = match Inline::bind(&c) {
-            Some((i, _)) => Prepared::Inline(i),
-            None => Prepared::Step,
+        let (statement, values) = match Inline::bind(&c) {
+            Some((i, values)) => (Prepared::Inline(i), Some(values)),
+            None => (Prepared::Step, None),
         };
         let owed = Owed { token, key, call: c, statement };
         if self.is_ready() {
-            self.send(owed)?;
+            self.send(owed, values)?;
         } else {
             self.held.push(owed);
         }
         Ok(())
     }
 
-    /// Encodes `o`'s `Bind` + `Execute` + `Sync` and owes it a reply.
-    fn send(&mut self, o: Owed<T>) -> Result<()> {
+    /// Encodes `o`'s `Bind` + `Execute` + `Sync` and owes it a reply; an inline statement's
+    /// parameters are `values` when the caller has bound them already.
+    fn send(&mut self, o: Owed<T>, values: Option<Vec<Param>>) -> Result<()> {
         let types = &self.types[o.statement.index()];
         let c = &o.call;
         let encode = |params: &[&(dyn ToSql + Sync)], out: &mut BytesMut| -> Result<()> {
@@ -344,10 +362,12 @@ impl<T> Session<T> {
         let key = o.key.as_str();
         match o.statement {
             Prepared::Inline(_) => {
-                let (_, values) =
-                    Inline::bind(c).ok_or_else(|| Error::store("an inline call that binds no statement"))?;
+                let values = match values {
+                    Some(v) => v,
+                    None => Inline::bind(c).ok_or_else(|| Error::store("an inline call that binds no statement"))?.1,
+                };
                 let mut params: Vec<&(dyn ToSql + Sync)> = vec![&key];
-                params.extend(values.iter().map(|v| &**v as &(dyn ToSql + Sync)));
+                params.extend(values.iter().map(|v| v as &(dyn ToSql + Sync)));
                 encode(&params, &mut self.output)?;
             }
             Prepared::Step | Prepared::StepNew => {
@@ -452,9 +472,14 @@ impl<T> Session<T> {
                 let mut ranges = body.ranges();
                 let first = ranges.next().map_err(protocol)?.ok_or_else(|| protocol("a row of no columns"))?;
                 let raw = first.map(|r| &body.buffer()[r]);
-                let r = <Option<Vec<i64>> as FromSql>::from_sql_nullable(&Type::INT8_ARRAY, raw)
-                    .map_err(|e| Error::store(format!("reading the reply: {e}")))?;
-                self.reading.row = Some(r);
+                let o = self.owed.front().ok_or_else(|| protocol("a row for no call"))?;
+                self.reading.row = Some(match o.statement {
+                    Prepared::Inline(i) => Row::Inline(i.reply(&o.call, Some(raw))),
+                    Prepared::Step | Prepared::StepNew => Row::Step(
+                        <Option<Vec<i64>> as FromSql>::from_sql_nullable(&Type::INT8_ARRAY, raw)
+                            .map_err(|e| Error::store(format!("reading the reply: {e}")))?,
+                    ),
+                });
             }
             Message::ReadyForQuery(_) => return self.ready_for_query(done),
             // BindComplete, CommandComplete, ParseComplete, RowDescription, NoData,
@@ -497,7 +522,7 @@ impl<T> Session<T> {
                     }
                     self.state = State::Ready;
                     for o in std::mem::take(&mut self.held) {
-                        self.send(o)?;
+                        self.send(o, None)?;
                     }
                 }
                 Ok(())
@@ -507,20 +532,18 @@ impl<T> Session<T> {
                 let o = self.owed.pop_front().ok_or_else(|| protocol("a reply to no call"))?;
                 let reply = match (reading.error, reading.row) {
                     (Some(e), _) => Err(e),
-                    (None, Some(Some(r))) => call::read(&o.call, &r),
-                    (None, Some(None)) if o.statement == Prepared::Step => {
+                    (None, Some(Row::Inline(r))) => r.and_then(|r| call::read(&o.call, &r)),
+                    (None, Some(Row::Step(Some(r)))) => call::read(&o.call, &r),
+                    (None, Some(Row::Step(None))) if o.statement == Prepared::Step => {
                         // No row yet: nothing was decided; the call goes as step_new (module text).
-                        return self.send(Owed { statement: Prepared::StepNew, ..o });
+                        return self.send(Owed { statement: Prepared::StepNew, ..o }, None);
                     }
+                    // No row: a denial of the statement that writes only when it admits.
                     (None, None) => match o.statement {
-                        // A denial of the statement that writes only when it admits.
-                        Prepared::Inline(i) => match i.no_row(&o.call) {
-                            Some(r) => call::read(&o.call, &r),
-                            None => Err(Error::store("the statement returned no reply")),
-                        },
+                        Prepared::Inline(i) => i.reply(&o.call, None).and_then(|r| call::read(&o.call, &r)),
                         _ => Err(Error::store("the statement returned no reply")),
                     },
-                    (None, Some(None)) => Err(Error::store("the statement returned no reply")),
+                    (None, Some(Row::Step(None))) => Err(Error::store("the statement returned no reply")),
                 };
                 done.push(Done { token: o.token, call: o.call, reply });
                 Ok(())

@@ -19,7 +19,7 @@ use tokio::runtime::Runtime;
 use tokio_postgres::{Client, Statement};
 
 use super::call::{self, StepCall};
-use super::inline::Inline;
+use super::inline::{Column, Inline};
 use super::options::PostgresOptions;
 use super::schema::{self, Statements, Table};
 use crate::error::{Error, Result};
@@ -262,14 +262,13 @@ impl Inner {
             |e: tokio_postgres::Error| pg_error("the statement failed (not resent: it may have committed)", &e);
         if let Some((inline, values)) = Inline::bind(c) {
             let mut params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = vec![&key];
-            params.extend(values.iter().map(|v| &**v as &(dyn tokio_postgres::types::ToSql + Sync)));
+            params.extend(values.iter().map(|v| v as &(dyn tokio_postgres::types::ToSql + Sync)));
             let row = conn.client.query_opt(&conn.inline[inline.index()], &params).await.map_err(failed)?;
-            let r: Vec<i64> = match row {
-                Some(row) => row.try_get(0).map_err(|e| pg_error("reading the reply", &e))?,
-                // A denial of the statement that writes only when it admits.
-                None => inline.no_row(c).ok_or_else(|| Error::store("the statement returned no reply"))?,
+            let column = match &row {
+                Some(row) => Some(row.try_get::<_, Column>(0).map_err(|e| pg_error("reading the reply", &e))?.0),
+                None => None,
             };
-            return call::read(c, &r);
+            return call::read(c, &inline.reply(c, column)?);
         }
         let params: [&(dyn tokio_postgres::types::ToSql + Sync); 6] =
             [&key, &c.now, &(c.op as i16), &c.algo, &&c.params[..], &c.cost];

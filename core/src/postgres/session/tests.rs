@@ -30,12 +30,19 @@ fn param_description(types: &[Type]) -> Vec<u8> {
 
 /// A call's reply: the row of `r` (`None`: SQL NULL), as the server sends it in binary.
 fn row_reply(r: Option<&[i64]>) -> Vec<u8> {
+    column_reply(r.map(|r| {
+        let mut v = BytesMut::new();
+        r.to_vec().to_sql(&Type::INT8_ARRAY, &mut v).unwrap();
+        v.to_vec()
+    }))
+}
+
+/// A call's reply of one column's binary value (`None`: SQL NULL).
+fn column_reply(value: Option<Vec<u8>>) -> Vec<u8> {
     let mut body = 1i16.to_be_bytes().to_vec();
-    match r {
+    match value {
         None => body.extend_from_slice(&(-1i32).to_be_bytes()),
-        Some(r) => {
-            let mut v = BytesMut::new();
-            r.to_vec().to_sql(&Type::INT8_ARRAY, &mut v).unwrap();
+        Some(v) => {
             body.extend_from_slice(&(v.len() as i32).to_be_bytes());
             body.extend_from_slice(&v);
         }
@@ -66,8 +73,7 @@ fn session(url: &str) -> Session<u32> {
 }
 
 /// The unit fixed window's inline statement's parameter types (`inline::unit_window_params`).
-const WINDOW: [Type; 8] =
-    [Type::TEXT, Type::INT8, Type::INT8, Type::INT8, Type::INT8, Type::INT8, Type::INT8, Type::INT8];
+const WINDOW: [Type; 6] = [Type::TEXT, Type::INT8, Type::INT8, Type::INT8, Type::INT8, Type::INT8];
 
 const STEP: [Type; 6] = [Type::TEXT, Type::INT8, Type::INT2, Type::INT2, Type::FLOAT8_ARRAY, Type::INT8];
 
@@ -247,9 +253,10 @@ fn the_unit_window_statement_answers_a_denial_with_no_row_and_no_other_statement
     s.call(3, "c".into(), gcra_check(1_500)).unwrap();
     let out = frontend_messages(&s.take_output());
     assert!(out[0].1.starts_with(b"\0tk3\0"), "the unit window statement");
-    // Admitted: its row; denied: no row, only the command's end (the `WHERE` skipped the write).
+    // Admitted: its row, the new count; denied: no row, only the command's end (the `WHERE`
+    // skipped the write).
     let no_row = [msg(b'2', b""), msg(b'C', b"INSERT 0 0\0"), ready()].concat();
-    s.feed(&[row_reply(Some(&[1, 10, 9, 2_000, 0])), no_row.clone(), no_row].concat(), &mut done).unwrap();
+    s.feed(&[column_reply(Some(1i64.to_be_bytes().to_vec())), no_row.clone(), no_row].concat(), &mut done).unwrap();
     let got: Vec<Result<Decision>> = done.drain(..).map(|d| d.reply.and_then(|r| r.decision())).collect();
     let (a, b) = (got[0].as_ref().unwrap(), got[1].as_ref().unwrap());
     assert_eq!((a.allowed, a.limit, a.remaining, a.reset_at, a.retry_after_ms), (true, 10, 9, 2_000, 0));
