@@ -65,6 +65,7 @@ mod tls;
 pub mod transport;
 mod wire;
 
+pub use engine::value::Value;
 pub use options::{RedisMode, RedisOptions, Scripting, split_urls};
 pub use scoped::{conformance_stores, conformance_stores_with};
 
@@ -72,7 +73,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use redis::{Cmd, Value};
 use tokio::runtime::Runtime;
 
 use crate::error::{Error, Result};
@@ -104,7 +104,7 @@ struct Inner {
     /// Calls awaited on a tokio runtime bind it ([`RedisStore::bind_runtimes`]).
     auto_bind: AtomicBool,
     /// The node a binding's own transport talks to, as its URL says ([`RedisStore::endpoint`]).
-    info: redis::ConnectionInfo,
+    info: transport::Endpoint,
     timeout: Duration,
     replay: Option<tokio::sync::Mutex<replay::Book>>,
     closed: AtomicBool,
@@ -183,7 +183,7 @@ impl RedisStore {
     /// connections parse it: for a binding that brings its own transport
     /// ([`transport`]).
     pub fn endpoint(&self) -> transport::Endpoint {
-        transport::Endpoint::of(&self.inner.info)
+        self.inner.info.clone()
     }
 
     /// Whether the store is on a cluster or under Sentinel: its calls are routed to wherever
@@ -265,8 +265,13 @@ impl RedisStore {
     /// Sends one raw command (tests and tools: `PING`, `SCRIPT FLUSH`, `DBSIZE`, ...), under the
     /// same timeout as every call. On a cluster it goes to the master of its first argument's
     /// slot (the key, for most keyed commands), following `MOVED` and `ASK` (answered before
-    /// anything runs), and is never sent again once it may have reached a server.
-    pub fn command_blocking(&self, cmd: Cmd) -> Result<Value> {
+    /// anything runs), and is never sent again once it may have reached a server. A server's
+    /// error reply is [`Value::Error`].
+    pub fn command_blocking(&self, args: &[&str]) -> Result<Value> {
+        let mut cmd = engine::value::Args::new();
+        args.iter().for_each(|a| {
+            cmd.arg(*a);
+        });
         let inner = self.inner.clone();
         block_on(&self.runtime, async move {
             let router = inner.conn()?;
@@ -293,7 +298,7 @@ impl Inner {
         let invoke = choose_invoke(&router, options.scripting, timeout).await?;
         // Under Sentinel, the master found at connect; else the one node or the first seed.
         let info = match plan.mode {
-            RedisMode::Sentinel => router.first_info().unwrap_or_else(|| plan.nodes[0].clone()),
+            RedisMode::Sentinel => router.first_endpoint().unwrap_or_else(|| plan.nodes[0].clone()),
             _ => plan.nodes[0].clone(),
         };
         Ok(Inner {
@@ -349,7 +354,9 @@ impl Inner {
             Some(b) => Some(b.lock().await),
             None => None,
         };
-        router.keyed(key.as_bytes(), redis::cmd("DEL").arg(key)).await?;
+        let mut del = engine::value::Args::new();
+        del.arg("DEL").arg(key);
+        router.keyed(key.as_bytes(), &del).await?;
         if let Some(book) = book.as_mut() {
             book.forget(key);
         }
@@ -370,7 +377,7 @@ async fn choose_invoke(
         return Ok(engine::Invoke::Scripts);
     }
     let loaded = match tokio::time::timeout(timeout, router.everywhere(&load_library())).await {
-        Ok(Ok(Value::ServerError(e))) => Err(e.to_string()),
+        Ok(Ok(Value::Error(e))) => Err(e),
         Ok(Ok(_)) => Ok(()),
         Ok(Err(e)) => Err(e.message().to_string()),
         Err(_) => Err(format!("no answer within {} ms", timeout.as_millis())),
@@ -383,9 +390,9 @@ async fn choose_invoke(
 }
 
 /// `FUNCTION LOAD REPLACE <library>`: idempotent, so every process may send it.
-fn load_library() -> Cmd {
-    let mut c = redis::cmd("FUNCTION");
-    c.arg("LOAD").arg("REPLACE").arg(&scripts::LIBRARY.source);
+fn load_library() -> engine::value::Args {
+    let mut c = engine::value::Args::new();
+    c.arg("FUNCTION").arg("LOAD").arg("REPLACE").arg(&scripts::LIBRARY.source);
     c
 }
 

@@ -76,7 +76,7 @@ impl Routes {
 
     /// Where node `node` is and how to log in there (the store's credentials; TLS as the store).
     pub fn endpoint(&self, node: u32) -> Option<Endpoint> {
-        self.router.node_info(node).map(|i| Endpoint::of(&i))
+        self.router.node_info(node)
     }
 
     /// What the reply `frame`, read from `node` for an attempt sent as `hop` says, does next

@@ -45,12 +45,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use super::call::{Outcome, ScriptCall};
+use super::engine::resp;
+use super::engine::value::{Args, Value};
 use super::engine::{self, Durable, Exchange, Invoke, Rules, Step};
 use super::held::{Held, Taken};
-use super::options::{Plan, RedisMode, redact};
+use super::options::{Plan, RedisMode};
 use super::pipelined::Pipelined;
 use super::sentinel::lookup;
 use super::tls::TlsConfig;
+use super::transport::Endpoint;
 use super::wire::{Lost, Pool};
 use crate::error::{Error, Result};
 use topology::{Addr, SlotMap, parse_slots};
@@ -69,7 +72,7 @@ pub(crate) struct Node {
     /// number: [`wire`]).
     id: u32,
     addr: Addr,
-    info: redis::ConnectionInfo,
+    endpoint: Endpoint,
     /// The async path's connection from the store's runtime (empty until first used, and after
     /// it failed).
     mux: Held,
@@ -126,8 +129,8 @@ fn closed_error() -> Error {
 pub(crate) struct Router {
     /// How the map is read: one node, a cluster, or the master the sentinels name.
     discover: Discover,
-    /// The first URL: scheme, user, password and database for every node.
-    url: url::Url,
+    /// The first URL's node: scheme, user, password, database and protocol for every node.
+    first: Endpoint,
     tls: Option<TlsConfig>,
     timeout: Duration,
     /// The store's runtime: connects and refreshes run there. `None` once closed (a handle
@@ -149,7 +152,7 @@ enum Discover {
     Cluster { seeds: Vec<Addr> },
     /// The master of a Sentinel service, serving every slot: asked of each sentinel in turn
     /// (logging in with `auth`, the sentinels' own credentials, if given).
-    Sentinel { sentinels: Vec<url::Url>, service: String, auth: Option<(Option<String>, String)> },
+    Sentinel { sentinels: Vec<Endpoint>, service: String, auth: Option<(Option<String>, String)> },
 }
 
 impl Router {
@@ -157,31 +160,20 @@ impl Router {
     /// answers, or the master's address from the first sentinel that answers and connects to
     /// it, or connects to the one node.
     pub(crate) async fn connect(plan: &Plan, timeout: Duration) -> Result<Arc<Router>> {
-        let parse =
-            |u: &String| url::Url::parse(u).map_err(|e| Error::config("redis.urls", &format!("{:?}: {e}", redact(u))));
-        let url = parse(&plan.urls[0])?;
         let discover = match plan.mode {
             RedisMode::Standalone => Discover::Fixed,
             RedisMode::Cluster => Discover::Cluster {
-                seeds: plan
-                    .nodes
-                    .iter()
-                    .filter_map(|n| match n.addr() {
-                        redis::ConnectionAddr::Tcp(h, p) => Some((h.clone(), *p)),
-                        redis::ConnectionAddr::TcpTls { host, port, .. } => Some((host.clone(), *port)),
-                        _ => None,
-                    })
-                    .collect(),
+                seeds: plan.nodes.iter().filter(|n| n.path.is_none()).map(|n| (n.host.clone(), n.port)).collect(),
             },
             RedisMode::Sentinel => Discover::Sentinel {
-                sentinels: plan.urls.iter().map(parse).collect::<Result<_>>()?,
+                sentinels: plan.nodes.clone(),
                 service: plan.service_name.clone().unwrap_or_default(),
                 auth: plan.sentinel_auth.clone(),
             },
         };
         let router = Arc::new(Router {
             discover,
-            url,
+            first: plan.nodes[0].clone(),
             tls: plan.tls.clone(),
             timeout,
             runtime: parking_lot::RwLock::new(Some(tokio::runtime::Handle::current())),
@@ -193,16 +185,12 @@ impl Router {
         });
         let what = match &router.discover {
             Discover::Fixed => {
-                let addr = match plan.nodes[0].addr() {
-                    redis::ConnectionAddr::Tcp(host, port) | redis::ConnectionAddr::TcpTls { host, port, .. } => {
-                        (host.clone(), *port)
-                    }
-                    #[cfg(unix)]
-                    redis::ConnectionAddr::Unix(path) => (path.display().to_string(), 0),
-                    #[allow(unreachable_patterns)]
-                    _ => return Err(Error::config("redis.urls", "an address the store cannot reach")),
+                let one = &plan.nodes[0];
+                let addr = match &one.path {
+                    Some(path) => (path.clone(), 0),
+                    None => (one.host.clone(), one.port),
                 };
-                router.serve_all(router.add(&addr, plan.nodes[0].clone()));
+                router.serve_all(router.add(&addr, one.clone()));
                 Some(super::connect::describe(plan))
             }
             Discover::Cluster { .. } => None,
@@ -266,20 +254,20 @@ impl Router {
     }
 
     /// Where the store's first node is and how it logs in (the first seed of a cluster).
-    pub(crate) fn first_info(&self) -> Option<redis::ConnectionInfo> {
-        self.nodes.lock().values().find(|n| n.id == 0).map(|n| n.info.clone())
+    pub(crate) fn first_endpoint(&self) -> Option<Endpoint> {
+        self.nodes.lock().values().find(|n| n.id == 0).map(|n| n.endpoint.clone())
     }
 
-    /// The node at `addr`, created on first mention.
-    fn node(&self, addr: &Addr) -> Result<Arc<Node>> {
+    /// The node at `addr`, created on first mention (reached as the first URL's node is).
+    fn node(&self, addr: &Addr) -> Arc<Node> {
         if let Some(n) = self.nodes.lock().get(addr) {
-            return Ok(n.clone());
+            return n.clone();
         }
-        Ok(self.add(addr, super::sentinel::node_info(&self.url, addr)?))
+        self.add(addr, self.first.at(&addr.0, addr.1))
     }
 
-    /// The node at `addr`, reached as `info` says, created unless known already.
-    fn add(&self, addr: &Addr, info: redis::ConnectionInfo) -> Arc<Node> {
+    /// The node at `addr`, reached as `endpoint` says, created unless known already.
+    fn add(&self, addr: &Addr, endpoint: Endpoint) -> Arc<Node> {
         let mut nodes = self.nodes.lock();
         if let Some(n) = nodes.get(addr) {
             return n.clone();
@@ -287,8 +275,8 @@ impl Router {
         let node = Arc::new(Node {
             id: nodes.len() as u32,
             addr: addr.clone(),
-            pool: Pool::new(super::connect::Blocking::of(&info, self.tls.as_ref()), self.timeout),
-            info,
+            pool: Pool::new(super::connect::Blocking::of(&endpoint, self.tls.as_ref()), self.timeout),
+            endpoint,
             mux: Held::default(),
             connecting: tokio::sync::Mutex::new(()),
             local: parking_lot::RwLock::new(Vec::new()),
@@ -320,7 +308,7 @@ impl Router {
             Discover::Cluster { seeds } => self.read_slots(seeds).await,
             Discover::Sentinel { sentinels, service, auth } => {
                 let addr = lookup(sentinels, service, self.tls.as_ref(), auth.as_ref(), self.timeout).await?;
-                self.serve_all(self.node(&addr)?);
+                self.serve_all(self.node(&addr));
                 Ok(())
             }
         }
@@ -336,25 +324,23 @@ impl Router {
         }
         let mut causes = Vec::new();
         for addr in candidates {
-            let node = self.node(&addr)?;
+            let node = self.node(&addr);
             let read = async {
                 let taken = node.connect(self.timeout, &self.closed).await?;
-                let frame = taken.conn.frame(redis::cmd("CLUSTER").arg("SLOTS")).await;
-                let reply = frame.and_then(|f| redis::parse_redis_value(&f)).map_err(|e| {
+                let mut slots = Args::new();
+                slots.arg("CLUSTER").arg("SLOTS");
+                let frame = taken.conn.frame(&slots).await.map_err(|e| {
                     taken.retire();
                     Error::store(e)
                 })?;
+                let reply = resp::value(&frame).unwrap_or(Value::Nil);
                 parse_slots(&reply, &addr.0)
                     .filter(|r| !r.is_empty())
                     .ok_or_else(|| Error::store(format!("unreadable CLUSTER SLOTS: {reply:?}")))
             };
             match tokio::time::timeout(self.timeout, read).await {
                 Ok(Ok(ranges)) => {
-                    self.install(SlotMap::build(
-                        &ranges,
-                        |a| self.node(a).unwrap_or_else(|_| node.clone()),
-                        |n| &n.addr,
-                    ));
+                    self.install(SlotMap::build(&ranges, |a| self.node(a), |n| &n.addr));
                     return Ok(());
                 }
                 Ok(Err(e)) => causes.push(format!("{}:{}: {}", addr.0, addr.1, e.message())),
@@ -569,8 +555,9 @@ impl Router {
                 Some(n) => n,
                 None => self.owner(slot)?,
             };
-            let error = |e: redis::RedisError| {
-                if e.is_timeout() || started.elapsed() >= self.timeout {
+            let error = |e: std::io::Error| {
+                let timeout = matches!(e.kind(), std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock);
+                if timeout || started.elapsed() >= self.timeout {
                     engine::timed_out_because(ms, &e)
                 } else {
                     Error::store(format!("{}: {e}", node.name()))

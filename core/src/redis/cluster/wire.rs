@@ -22,8 +22,8 @@ impl Router {
     }
 
     /// Where node `id` is, with the store's scheme and credentials (as the router connects).
-    pub(crate) fn node_info(&self, id: u32) -> Option<redis::ConnectionInfo> {
-        self.by_id(id).map(|n| n.info.clone())
+    pub(crate) fn node_info(&self, id: u32) -> Option<crate::redis::transport::Endpoint> {
+        self.by_id(id).map(|n| n.endpoint.clone())
     }
 
     /// What `reply`, read from node `node` for a call sent as `attempt`, asks for
@@ -59,12 +59,12 @@ impl Router {
         Ok(match to {
             To::Same | To::Reroute => from.clone(),
             To::Moved { slot, host, port } => {
-                let target = self.node(&addr(host, port))?;
+                let target = self.node(&addr(host, port));
                 self.learn(slot, target.clone());
                 self.refresh_soon();
                 target
             }
-            To::Ask { host, port } => self.node(&addr(host, port))?,
+            To::Ask { host, port } => self.node(&addr(host, port)),
         })
     }
 
