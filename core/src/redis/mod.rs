@@ -148,11 +148,8 @@ fn block_on<T: Send + 'static>(
             "a blocking Redis call from the Redis store's own runtime thread (await the async method)",
         ));
     }
-    let (tx, rx) = std::sync::mpsc::sync_channel(1);
-    if runtime.spawn(async move { tx.send(fut.await) }).is_none() {
-        return Err(Error::store("the Redis store is closed"));
-    }
-    rx.recv().map_err(|_| Error::store("the Redis store's runtime stopped"))?
+    let runtime = runtime.handle().ok_or_else(|| Error::store("the Redis store is closed"))?;
+    runtime::wait_for(runtime, fut, None).ok_or_else(|| Error::store("the Redis store's runtime stopped"))?
 }
 
 impl RedisStore {

@@ -37,10 +37,7 @@ impl Router {
         let mut attempt = Attempt::default().with_fallback();
         let mut to = None;
         loop {
-            let node = match to.take() {
-                Some(n) => n,
-                None => self.owner(slot)?,
-            };
+            let node = self.next_node(&mut to, slot)?;
             let frames = match self.send(&node, attempt.asking(), round).await {
                 Ok(frames) => frames,
                 Err(Failed::Sent(e)) => return Err(e),

@@ -40,6 +40,7 @@ mod topology;
 pub(crate) mod wire;
 
 use std::collections::HashMap;
+use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -378,36 +379,30 @@ impl Router {
     /// was sent): reads the map again now, unless one was read within [`REFRESH_GAP`], and says
     /// whether `slot` has another master now (a failover the store had not seen yet).
     async fn moved_after_refresh(self: &Arc<Self>, slot: u16, node: &Arc<Node>) -> bool {
-        if !self.is_routed() {
-            return false;
+        if let Some((runtime, refresh)) = self.refresh_now() {
+            let _ = runtime.spawn(refresh).await;
         }
-        if self.refreshed_lately() {
-            return self.moved(slot, node);
-        }
-        let Some(runtime) = self.runtime() else { return false };
-        let me = self.clone();
-        let _ = runtime.spawn(async move { me.refresh_and_stamp().await }).await;
         self.moved(slot, node)
     }
 
-    /// [`Router::moved_after_refresh`] from a plain thread, waiting no longer than the call's
-    /// time left.
-    fn moved_after_refresh_blocking(self: &Arc<Self>, slot: u16, node: &Arc<Node>, started: Instant) -> bool {
-        if !self.is_routed() {
-            return false;
+    /// [`Router::moved_after_refresh`] from a plain thread, waiting no longer than `limit` (the
+    /// call's time left).
+    fn moved_after_refresh_blocking(self: &Arc<Self>, slot: u16, node: &Arc<Node>, limit: Duration) -> bool {
+        if let Some((runtime, refresh)) = self.refresh_now() {
+            super::runtime::wait_for(runtime, refresh, Some(limit));
         }
-        if self.refreshed_lately() {
-            return self.moved(slot, node);
-        }
-        let Some(runtime) = self.runtime() else { return false };
-        let (tx, rx) = std::sync::mpsc::sync_channel(1);
-        let me = self.clone();
-        runtime.spawn(async move {
-            me.refresh_and_stamp().await;
-            let _ = tx.send(());
-        });
-        let _ = rx.recv_timeout(self.timeout.saturating_sub(started.elapsed()));
         self.moved(slot, node)
+    }
+
+    /// The refresh a call that could not connect waits for, and the store's runtime to run it
+    /// on; `None` when the map is fixed, was read within [`REFRESH_GAP`], or the store is closed
+    /// (the map as it is answers).
+    fn refresh_now(self: &Arc<Self>) -> Option<(tokio::runtime::Handle, impl Future<Output = ()> + Send + 'static)> {
+        if !self.is_routed() || self.refreshed_lately() {
+            return None;
+        }
+        let me = self.clone();
+        Some((self.runtime()?, async move { me.refresh_and_stamp().await }))
     }
 
     /// The store's runtime, until closed.
@@ -453,6 +448,63 @@ impl Router {
         made.await.map_err(|e| Error::store(format!("the connect was abandoned: {e}")))?
     }
 
+    /// The node a call's next attempt goes to: a redirect's target, else the slot's master; an
+    /// error once the store is closed.
+    fn next_node(self: &Arc<Self>, to: &mut Option<Arc<Node>>, slot: u16) -> Result<Arc<Node>> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(closed_error());
+        }
+        match to.take() {
+            Some(n) => Ok(n),
+            None => self.owner(slot),
+        }
+    }
+
+    /// What the engine's `step` on `node` leaves to do: the call's outcome (`Break`; the map is
+    /// read again in the background when a reply said it is stale), or the node and pause of
+    /// its next attempt (`Continue`: a redirect, a `MOVED` learnt).
+    fn answered(
+        self: &Arc<Self>,
+        x: &Exchange<'_>,
+        node: &Arc<Node>,
+        step: Step,
+    ) -> ControlFlow<Result<Outcome>, (Arc<Node>, Duration)> {
+        match step {
+            Step::Done(outcome) => {
+                if x.map_stale() {
+                    self.refresh_soon();
+                }
+                ControlFlow::Break(outcome)
+            }
+            Step::Again { to, pause } => match self.target(node, to) {
+                Ok(next) => ControlFlow::Continue((next, pause)),
+                Err(e) => ControlFlow::Break(Err(e)),
+            },
+            Step::More => ControlFlow::Break(Err(Error::store("the engine asked for a frame it was not given"))),
+        }
+    }
+
+    /// No connection to `node` could be made (nothing was sent): `Ok` when the engine lets the
+    /// call go to the slot's master if the map, read again, names another one now; else the
+    /// call's error, the map read again in the background.
+    fn unsent(self: &Arc<Self>, x: &mut Exchange<'_>, e: Error, node: &Node) -> Result<()> {
+        match x.unsent(e) {
+            Step::Again { .. } => Ok(()),
+            Step::Done(Err(e)) => {
+                self.refresh_soon();
+                Err(e)
+            }
+            _ => Err(self.no_connection(node)),
+        }
+    }
+
+    /// The error of a call that found no connection to `node`, and no other master for its
+    /// slot; the map is read again in the background.
+    fn no_connection(self: &Arc<Self>, node: &Node) -> Error {
+        self.refresh_soon();
+        Error::store(format!("{}: no connection", node.name()))
+    }
+
     /// Runs `call` on its key's master from the caller's task (the caller bounds it by the
     /// timeout), driven by the engine ([`Pipelined::attempt`]): the call's outcome. `local` is
     /// the caller's runtime when it is bound to the store: its own connections serve the call
@@ -468,13 +520,7 @@ impl Router {
         let mut x = Exchange::new(call, self.rules(invoke, durable));
         let mut to = None;
         loop {
-            if self.closed.load(Ordering::Acquire) {
-                return Err(closed_error());
-            }
-            let node = match to.take() {
-                Some(n) => n,
-                None => self.owner(slot)?,
-            };
+            let node = self.next_node(&mut to, slot)?;
             let own = local.and_then(|h| node.local(h.id()));
             let (taken, on_store) = match own {
                 Some(c) => (c, false),
@@ -482,17 +528,13 @@ impl Router {
                     Ok(c) => (c, true),
                     // Nothing was sent: if the map, read again now, names another master, go
                     // there.
-                    Err(e) => match x.unsent(e) {
-                        Step::Again { .. } if self.moved_after_refresh(slot, &node).await => continue,
-                        Step::Done(Err(e)) => {
-                            self.refresh_soon();
-                            return Err(e);
+                    Err(e) => {
+                        self.unsent(&mut x, e, &node)?;
+                        if self.moved_after_refresh(slot, &node).await {
+                            continue;
                         }
-                        _ => {
-                            self.refresh_soon();
-                            return Err(Error::store(format!("{}: no connection", node.name())));
-                        }
-                    },
+                        return Err(self.no_connection(&node));
+                    }
                 },
             };
             // The caller bounds this future by the timeout and drops it when that fires: the
@@ -506,18 +548,12 @@ impl Router {
             if let (Some(h), true, true) = (local, on_store, sent.is_ok()) {
                 self.connect_local(&node, h);
             }
-            match sent {
-                Ok(Step::Done(outcome)) => {
-                    if x.map_stale() {
-                        self.refresh_soon();
-                    }
-                    return outcome;
-                }
-                Ok(Step::Again { to: next, pause }) => {
+            match sent.map(|step| self.answered(&x, &node, step)) {
+                Ok(ControlFlow::Break(outcome)) => return outcome,
+                Ok(ControlFlow::Continue((next, pause))) => {
                     self.pause(pause).await?;
-                    to = Some(self.target(&node, next)?);
+                    to = Some(next);
                 }
-                Ok(Step::More) => return Err(Error::store("the engine asked for a frame it was not given")),
                 // The request may have reached the server: never sent again.
                 Err(e) => {
                     taken.retire();
@@ -545,16 +581,10 @@ impl Router {
         let mut x = Exchange::new(call, self.rules(invoke, durable));
         let mut to = None;
         loop {
-            if self.closed.load(Ordering::Acquire) {
-                return Err(closed_error());
-            }
             if started.elapsed() >= self.timeout {
                 return Err(engine::timed_out_because(ms, &"redirected too long"));
             }
-            let node = match to.take() {
-                Some(n) => n,
-                None => self.owner(slot)?,
-            };
+            let node = self.next_node(&mut to, slot)?;
             let error = |e: std::io::Error| {
                 let timeout = matches!(e.kind(), std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock);
                 if timeout || started.elapsed() >= self.timeout {
@@ -564,26 +594,19 @@ impl Router {
                 }
             };
             match node.pool.drive(&mut x, deadline) {
-                Ok(Step::Again { to: next, .. }) => to = Some(self.target(&node, next)?),
-                Ok(Step::Done(outcome)) => {
-                    if x.map_stale() {
-                        self.refresh_soon();
-                    }
-                    return outcome;
-                }
-                Ok(Step::More) => return Err(Error::store("the engine asked for a frame it was not given")),
-                // Nothing was sent: if the map, read again now, names another master, go there.
-                Err(Lost::Unsent(e)) => match x.unsent(error(e)) {
-                    Step::Again { .. } if self.moved_after_refresh_blocking(slot, &node, started) => continue,
-                    Step::Done(Err(e)) => {
-                        self.refresh_soon();
-                        return Err(e);
-                    }
-                    _ => {
-                        self.refresh_soon();
-                        return Err(Error::store(format!("{}: no connection", node.name())));
-                    }
+                // A redirect's pause (`TRYAGAIN`'s) was taken by the driver, on this node.
+                Ok(step) => match self.answered(&x, &node, step) {
+                    ControlFlow::Break(outcome) => return outcome,
+                    ControlFlow::Continue((next, _)) => to = Some(next),
                 },
+                // Nothing was sent: if the map, read again now, names another master, go there.
+                Err(Lost::Unsent(e)) => {
+                    self.unsent(&mut x, error(e), &node)?;
+                    if self.moved_after_refresh_blocking(slot, &node, self.timeout.saturating_sub(started.elapsed())) {
+                        continue;
+                    }
+                    return Err(self.no_connection(&node));
+                }
                 // Dropped with the connection: a call that may have counted is never resent,
                 // and its late reply can never be read as the next call's.
                 Err(Lost::Sent(e)) => {
