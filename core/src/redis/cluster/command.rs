@@ -65,7 +65,7 @@ impl Router {
                     }
                     self.pause(pause).await?;
                     attempt = next;
-                    to = Some(self.target(&node, target)?);
+                    to = Some(self.target(&node, target));
                 }
                 Some(Err(e)) => return Err(e),
                 _ => return Ok(frames),

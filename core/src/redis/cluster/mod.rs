@@ -37,7 +37,6 @@ mod command;
 mod local;
 mod slot;
 mod topology;
-pub(crate) mod wire;
 
 use std::collections::HashMap;
 use std::ops::ControlFlow;
@@ -48,7 +47,7 @@ use std::time::{Duration, Instant};
 use super::call::{Outcome, ScriptCall};
 use super::engine::resp;
 use super::engine::value::{Args, Value};
-use super::engine::{self, Durable, Exchange, Invoke, Rules, Step};
+use super::engine::{self, Durable, Exchange, Invoke, Rules, Step, To};
 use super::held::{Held, Taken};
 use super::options::{Plan, RedisMode};
 use super::pipelined::Pipelined;
@@ -70,10 +69,10 @@ const REFRESH_GAP: Duration = Duration::from_millis(100);
 /// One master (or a node a redirect named): its client and connections.
 pub(crate) struct Node {
     /// Its number, in the order nodes were met (a binding's own transport keeps a socket per
-    /// number: [`wire`]).
-    id: u32,
+    /// number: [`super::routed`]).
+    pub(super) id: u32,
     addr: Addr,
-    endpoint: Endpoint,
+    pub(super) endpoint: Endpoint,
     /// The async path's connection from the store's runtime (empty until first used, and after
     /// it failed).
     mux: Held,
@@ -288,12 +287,33 @@ impl Router {
 
     /// The master serving `slot`; none (a failover left it uncovered) fails the call and
     /// refreshes the map.
-    fn owner(self: &Arc<Self>, slot: u16) -> Result<Arc<Node>> {
+    pub(super) fn owner(self: &Arc<Self>, slot: u16) -> Result<Arc<Node>> {
         if let Some(n) = self.map.read().get(slot) {
             return Ok(n.clone());
         }
         self.refresh_soon();
         Err(Error::store(format!("no master serves slot {slot} now (the cluster is failing over?)")))
+    }
+
+    /// Node number `id` (a binding's own transport names nodes by number).
+    pub(super) fn by_id(&self, id: u32) -> Option<Arc<Node>> {
+        self.nodes.lock().values().find(|n| n.id == id).cloned()
+    }
+
+    /// The node the engine's [`To`] names, for a reply from `from`: a `MOVED` is learnt (and
+    /// the map read again in the background); an empty host is `from`'s.
+    pub(super) fn target(self: &Arc<Self>, from: &Arc<Node>, to: To) -> Arc<Node> {
+        let addr = |host: String, port: u16| (if host.is_empty() { from.addr.0.clone() } else { host }, port);
+        match to {
+            To::Same | To::Reroute => from.clone(),
+            To::Moved { slot, host, port } => {
+                let target = self.node(&addr(host, port));
+                self.learn(slot, target.clone());
+                self.refresh_soon();
+                target
+            }
+            To::Ask { host, port } => self.node(&addr(host, port)),
+        }
     }
 
     /// A `MOVED` learnt: `slot` is `node`'s until the next refresh says otherwise.
@@ -355,7 +375,7 @@ impl Router {
 
     /// Refreshes the map in the background, unless a refresh is running; at most one per
     /// [`REFRESH_GAP`].
-    fn refresh_soon(self: &Arc<Self>) {
+    pub(super) fn refresh_soon(self: &Arc<Self>) {
         if !self.is_routed() {
             return;
         }
@@ -378,7 +398,7 @@ impl Router {
     /// After a connection to `node`, the map's master of `slot`, could not be made (so nothing
     /// was sent): reads the map again now, unless one was read within [`REFRESH_GAP`], and says
     /// whether `slot` has another master now (a failover the store had not seen yet).
-    async fn moved_after_refresh(self: &Arc<Self>, slot: u16, node: &Arc<Node>) -> bool {
+    pub(super) async fn moved_after_refresh(self: &Arc<Self>, slot: u16, node: &Arc<Node>) -> bool {
         if let Some((runtime, refresh)) = self.refresh_now() {
             let _ = runtime.spawn(refresh).await;
         }
@@ -476,10 +496,7 @@ impl Router {
                 }
                 ControlFlow::Break(outcome)
             }
-            Step::Again { to, pause } => match self.target(node, to) {
-                Ok(next) => ControlFlow::Continue((next, pause)),
-                Err(e) => ControlFlow::Break(Err(e)),
-            },
+            Step::Again { to, pause } => ControlFlow::Continue((self.target(node, to), pause)),
             Step::More => ControlFlow::Break(Err(Error::store("the engine asked for a frame it was not given"))),
         }
     }
