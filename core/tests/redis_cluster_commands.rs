@@ -19,10 +19,9 @@ mod redis_server;
 
 use std::sync::Arc;
 
-use redis::Value;
 use redis_cluster::{RedisCluster, begin_migration, behind_proxy, cli, end_migration, keyslot, owner_and_other};
 use throttlekit::redis::scripts::LIBRARY;
-use throttlekit::redis::{RedisMode, RedisOptions, RedisStore};
+use throttlekit::redis::{RedisMode, RedisOptions, RedisStore, Value};
 use throttlekit::store::{Now, Store};
 use throttlekit::{ErrorCode, FailPolicy, Limiter, Strategy};
 use throttlekit_faultproxy::{Fault, Rule};
@@ -41,11 +40,7 @@ fn connect(urls: Vec<String>, replay: bool) -> Arc<RedisStore> {
 }
 
 fn raw(store: &RedisStore, args: &[&str]) -> Value {
-    let mut cmd = redis::cmd(args[0]);
-    args[1..].iter().for_each(|a| {
-        cmd.arg(*a);
-    });
-    store.command_blocking(cmd).expect("a raw command")
+    store.command_blocking(args).expect("a raw command")
 }
 
 /// How many times the nodes of `cluster` ran `cmd` (refused calls, `MOVED` and `ASK`, are not
@@ -170,9 +165,7 @@ fn a_command_whose_reply_is_lost_ran_once_and_is_never_sent_again() {
     // A raw INCR.
     let before = ran(&cluster, "incr");
     proxy.set(vec![Rule::new(Fault::DropReply).commands(&["INCR"]).times(1)]);
-    let mut incr = redis::cmd("INCR");
-    incr.arg("lost:incr");
-    let e = store.command_blocking(incr).expect_err("the reply was dropped");
+    let e = store.command_blocking(&["INCR", "lost:incr"]).expect_err("the reply was dropped");
     assert_eq!(e.code(), ErrorCode::StoreUnavailable, "{e}");
     proxy.clear();
     assert_eq!(ran(&cluster, "incr") - before, 1, "INCR ran once, never sent again");

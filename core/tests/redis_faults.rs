@@ -328,23 +328,17 @@ fn a_resp3_url_logs_in_and_selects_its_database_on_every_path() {
 fn a_resp3_connection_drops_pushes_it_did_not_ask_for() {
     let server = RedisServer::start();
     let store = connect(format!("redis://127.0.0.1:{}/?protocol=resp3", server.port), 5000);
-    let raw = |args: &[&str]| {
-        let mut cmd = redis::cmd(args[0]);
-        args[1..].iter().for_each(|a| {
-            cmd.arg(*a);
-        });
-        store.command_blocking(cmd).unwrap()
-    };
-    assert_eq!(raw(&["CLIENT", "TRACKING", "ON", "BCAST"]), redis::Value::Okay);
+    let raw = |args: &[&str]| store.command_blocking(args).unwrap();
+    assert_eq!(raw(&["CLIENT", "TRACKING", "ON", "BCAST"]), throttlekit::redis::Value::Okay);
     let l = limiter(&store, FailPolicy::Raise);
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
     for i in 0..20 {
         let key = format!("pushed:{i}");
-        assert_eq!(raw(&["SET", &key, &i.to_string()]), redis::Value::Okay);
+        assert_eq!(raw(&["SET", &key, &i.to_string()]), throttlekit::redis::Value::Okay);
         assert!(l.check_sync(&key, 1).unwrap().allowed);
         assert!(rt.block_on(l.check(&key, 1)).unwrap().allowed);
-        assert_eq!(raw(&["GET", &key]), redis::Value::BulkString(i.to_string().into_bytes()), "call {i}");
-        assert_eq!(raw(&["PING"]), redis::Value::SimpleString("PONG".into()), "call {i}");
+        assert_eq!(raw(&["GET", &key]), throttlekit::redis::Value::BulkString(i.to_string().into_bytes()), "call {i}");
+        assert_eq!(raw(&["PING"]), throttlekit::redis::Value::SimpleString("PONG".into()), "call {i}");
     }
     // The pushes were sent: a connection of the store tracks keys.
     let clients = redis_server::cli(server.port, &["client", "list"]).unwrap();

@@ -9,6 +9,7 @@ use super::cluster::Router;
 use super::options::{Plan, redact};
 use super::socket::Target;
 use super::tls::TlsConfig;
+use super::transport::Endpoint;
 use crate::error::Result;
 
 /// Connects within `timeout` as `plan` says ([`Router::connect`]).
@@ -39,11 +40,11 @@ pub(crate) struct Blocking {
 }
 
 impl Blocking {
-    /// For `info`'s node, with its credentials, database and protocol, and `tls` for a
+    /// For `endpoint`'s node, with its credentials, database and protocol, and `tls` for a
     /// `rediss://` URL.
-    pub(crate) fn of(info: &redis::ConnectionInfo, tls: Option<&TlsConfig>) -> Blocking {
-        let mut handshake = super::transport::Endpoint::of(info).handshake();
-        let target = Target::of(info.addr(), tls);
+    pub(crate) fn of(endpoint: &Endpoint, tls: Option<&TlsConfig>) -> Blocking {
+        let mut handshake = endpoint.handshake();
+        let target = Target::of(endpoint, tls);
         // A TLS login is never empty: under TLS 1.3 a server that refuses the client's
         // certificate (mutual TLS) says so only after the client's side of the handshake is
         // done, so a connection is known good only once something was answered on it; a
@@ -69,10 +70,7 @@ mod tests {
     use super::*;
 
     fn own(url: &str) -> Option<Target> {
-        Blocking::of(&redis::IntoConnectionInfo::into_connection_info(url).unwrap(), None)
-            .own()
-            .ok()
-            .map(|(target, _)| target.clone())
+        Blocking::of(&Endpoint::parse(url).unwrap(), None).own().ok().map(|(target, _)| target.clone())
     }
 
     #[test]

@@ -150,7 +150,7 @@ impl Default for RedisOptions {
 pub(crate) struct Plan {
     pub mode: RedisMode,
     pub urls: Vec<String>,
-    pub nodes: Vec<redis::ConnectionInfo>,
+    pub nodes: Vec<super::transport::Endpoint>,
     /// `Some` for `rediss://` URLs (possibly with no files: system roots, no client cert): the
     /// store's own connections' rustls configuration ([`super::tls`]).
     pub tls: Option<super::tls::TlsConfig>,
@@ -194,7 +194,7 @@ impl RedisOptions {
             if scheme == "redis+unix" && self.mode != RedisMode::Standalone {
                 return Err(Error::config("redis.urls", "a unix socket URL works in standalone mode only"));
             }
-            if self.mode == RedisMode::Cluster && info.redis_settings().db() != 0 {
+            if self.mode == RedisMode::Cluster && info.db != 0 {
                 return Err(Error::config(
                     "redis.urls",
                     &format!("{} selects a database, but a cluster has only db 0", redact(url)),
@@ -313,8 +313,7 @@ pub(crate) fn redact(url: &str) -> String {
     }
 }
 
-fn parse_url(url: &str) -> Result<(&'static str, redis::ConnectionInfo)> {
-    use redis::IntoConnectionInfo;
+fn parse_url(url: &str) -> Result<(&'static str, super::transport::Endpoint)> {
     let scheme = match url.split_once("://").map(|(s, _)| s) {
         Some("redis") => "redis",
         Some("rediss") => "rediss",
@@ -327,16 +326,15 @@ fn parse_url(url: &str) -> Result<(&'static str, redis::ConnectionInfo)> {
         }
     };
     if url.contains('#') {
-        // The redis crate reads `#insecure` as "skip certificate verification": never offered.
+        // redis-rs read `#insecure` as "skip certificate verification": never offered.
         return Err(Error::config(
             "redis.urls",
             &format!("{:?} has a fragment; certificate verification cannot be turned off", redact(url)),
         ));
     }
-    let info = url
-        .into_connection_info()
+    let endpoint = super::transport::Endpoint::parse(url)
         .map_err(|e| Error::config("redis.urls", &format!("{:?} is not a valid Redis URL: {e}", redact(url))))?;
-    Ok((scheme, info))
+    Ok((scheme, endpoint))
 }
 
 fn read_pem(path: &PathBuf, option: &str, label: &str) -> Result<Vec<u8>> {
@@ -458,5 +456,71 @@ mod tests {
         assert_eq!(redact("redis://u:secret@h:1"), "redis://u:***@h:1");
         let e = RedisOptions::from_urls("redis://u:secret@h:1,redis://u:secret@h:2").validate().unwrap_err();
         assert!(!e.message().contains("secret"), "{e}");
+    }
+
+    /// The store's own URL parser against redis-rs's (the one the store used before), on every
+    /// URL form the suites and the docs use: the same node, credentials, database and protocol,
+    /// and the same URLs refused.
+    #[test]
+    fn urls_parse_as_redis_rs_parses_them() {
+        use super::super::transport::Endpoint;
+        use redis::{ConnectionAddr, IntoConnectionInfo};
+        let theirs = |url: &str| {
+            let info = url.into_connection_info().ok()?;
+            let r = info.redis_settings();
+            let (host, port, path, tls) = match info.addr() {
+                ConnectionAddr::Tcp(h, p) => (h.clone(), *p, None, false),
+                ConnectionAddr::TcpTls { host, port, .. } => (host.clone(), *port, None, true),
+                ConnectionAddr::Unix(p) => (String::new(), 0, Some(p.to_string_lossy().into_owned()), false),
+                _ => unreachable!(),
+            };
+            Some(Endpoint {
+                host,
+                port,
+                path,
+                tls,
+                db: r.db(),
+                username: r.username().map(str::to_string),
+                password: r.password().map(str::to_string),
+                resp3: r.protocol().supports_resp3(),
+            })
+        };
+        let corpus = [
+            "redis://127.0.0.1:6379",
+            "redis://127.0.0.1",
+            "redis://localhost:6390/",
+            "redis://127.0.0.1:6379/2",
+            "redis://h:1/15?protocol=resp3",
+            "redis://h:1/?protocol=3",
+            "redis://h:1/?protocol=resp2",
+            "redis://user:pw@127.0.0.1:6379",
+            "redis://:pw@127.0.0.1:6379/2?protocol=resp3",
+            "redis://user@h:1",
+            "redis://us%40er:p%3Aw%2F%20x@h:1/1",
+            "redis://:%C3%A9t%C3%A9@h:1",
+            "redis://[::1]:6379/3",
+            "redis://[2001:db8::1]",
+            "rediss://localhost",
+            "rediss://u:p@localhost:6380/4?protocol=resp3",
+            "redis+unix:///tmp/r.sock",
+            "redis+unix:///tmp/r.sock?db=3",
+            "redis+unix:///tmp/r.sock?db=1&user=u&pass=p%20w&protocol=resp3",
+            "unix:///var/run/redis/redis.sock",
+            "unix:///tmp/a%20b.sock?db=2",
+            // Refused by both.
+            "redis://h:1/x",
+            "redis+unix:///tmp/r.sock?db=x",
+            "redis://h:1/?protocol=4",
+            "redis://0.0.0.0:6379",
+            "redis://[::]:6379",
+            "redis://",
+            "redis://h:99999",
+            "redis://:%FF@h:1",
+        ];
+        for url in corpus {
+            assert_eq!(Endpoint::parse(url).ok(), theirs(url), "{url}");
+        }
+        let parsed = Endpoint::parse("rediss://u:p@h:6380/4").unwrap();
+        assert_eq!(parsed.at("n2", 7001), Endpoint { host: "n2".into(), port: 7001, ..parsed });
     }
 }

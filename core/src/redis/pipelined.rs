@@ -5,7 +5,7 @@
 //! [`behind_the_queue`]; a call that makes [`WRITE_EVERY`] queued in one turn writes them
 //! itself) and hands each reply frame, whole and undecoded, to the oldest call still owed one.
 //!
-//! Why not redis-rs's [`redis::aio::MultiplexedConnection`]: it decodes every reply into a
+//! Why not redis-rs's `MultiplexedConnection`: it decodes every reply into a
 //! `Value` tree on its driver (docs/performance.md, "Why the Redis drivers are our own"). Here
 //! the driver only finds where each frame ends ([`super::engine::resp::frame_len`]), and the
 //! caller's task reads the reply with the engine's reader ([`super::engine::decode`]), as on
@@ -24,19 +24,19 @@
 //! subscribes to nothing) answers no call and is dropped wherever it lies.
 
 use std::collections::VecDeque;
-use std::io::ErrorKind;
+use std::io::{Error, ErrorKind, Result};
 use std::sync::Arc;
 use std::time::Duration;
 
-use redis::{Cmd, RedisError, RedisResult, Value};
 use tokio::net::TcpStream;
 use tokio::sync::{Notify, oneshot};
 
 use super::engine::resp::{self, frame_len};
+use super::engine::value::Args;
 use super::engine::{Exchange, Step};
 use super::socket::{AsyncSocket, Io, Target};
 use super::tls::AsyncTls;
-use super::wire::io;
+use super::wire::{io, refused};
 
 /// The first read buffer; it grows only for a reply that does not fit.
 const INITIAL: usize = 512;
@@ -83,9 +83,9 @@ struct State {
 
 impl State {
     /// The error a call gets once the connection is dead.
-    fn lost(&self) -> RedisError {
+    fn lost(&self) -> Error {
         match &self.cause {
-            Some(e) => std::io::Error::new(e.kind(), e.to_string()).into(),
+            Some(e) => Error::new(e.kind(), e.to_string()),
             None => io(ErrorKind::ConnectionReset, "the connection was lost"),
         }
     }
@@ -94,7 +94,7 @@ impl State {
 struct Waiter {
     /// Reply frames owed to this call (a pipeline's commands each have one).
     frames: usize,
-    tx: oneshot::Sender<RedisResult<Vec<u8>>>,
+    tx: oneshot::Sender<Result<Vec<u8>>>,
 }
 
 impl Drop for Owner {
@@ -107,7 +107,7 @@ impl Drop for Owner {
 impl Pipelined {
     /// Connects to `target`, starts the driver on the current runtime and sends `handshake`
     /// through it, each command answered with anything but an error, all within `timeout`.
-    pub(crate) async fn connect(target: &Target, handshake: &[Vec<u8>], timeout: Duration) -> RedisResult<Pipelined> {
+    pub(crate) async fn connect(target: &Target, handshake: &[Vec<u8>], timeout: Duration) -> Result<Pipelined> {
         let setup = async {
             let stream = match target {
                 Target::Tcp(host, port) => {
@@ -130,11 +130,11 @@ impl Pipelined {
             let conn = Pipelined { owner: Arc::new(Owner { shared }) };
             for command in handshake {
                 let reply = conn.request(1, |out| out.extend_from_slice(command)).await?;
-                if let Value::ServerError(e) = redis::parse_redis_value(&reply)? {
-                    return Err(e.into());
+                if let Some(e) = refused(&reply) {
+                    return Err(e);
                 }
             }
-            Ok::<_, RedisError>(conn)
+            Ok::<_, Error>(conn)
         };
         tokio::time::timeout(timeout, setup)
             .await
@@ -143,7 +143,7 @@ impl Pipelined {
 
     /// Queues what `pack` writes (`frames` commands) and waits for their reply frames, returned
     /// as one buffer.
-    pub(crate) async fn request(&self, frames: usize, pack: impl FnOnce(&mut Vec<u8>)) -> RedisResult<Vec<u8>> {
+    pub(crate) async fn request(&self, frames: usize, pack: impl FnOnce(&mut Vec<u8>)) -> Result<Vec<u8>> {
         let shared = &self.owner.shared;
         let (tx, rx) = oneshot::channel();
         // Whether the driver must write: the queue was empty (nobody has woken it yet), or a
@@ -172,8 +172,8 @@ impl Pipelined {
     }
 
     /// One command's reply frame, undecoded.
-    pub(crate) async fn frame(&self, cmd: &Cmd) -> RedisResult<Vec<u8>> {
-        self.request(1, |out| cmd.write_packed_command(out)).await
+    pub(crate) async fn frame(&self, command: &Args) -> Result<Vec<u8>> {
+        self.request(1, |out| resp::write_command(out, command.iter())).await
     }
 }
 
@@ -399,7 +399,7 @@ impl Pipelined {
     /// A connection to `blocking`'s node, logged in as its URL says (RESP2, or `HELLO 3` on
     /// `?protocol=resp3`), connected within `timeout` from the runtime that polls this (the
     /// driver task is spawned there).
-    pub(crate) async fn open(blocking: &super::connect::Blocking, timeout: Duration) -> RedisResult<Pipelined> {
+    pub(crate) async fn open(blocking: &super::connect::Blocking, timeout: Duration) -> Result<Pipelined> {
         let (target, login) = blocking.own().map_err(|what| io(ErrorKind::InvalidInput, what))?;
         Pipelined::connect(target, login, timeout).await
     }
@@ -408,7 +408,7 @@ impl Pipelined {
     /// attempt's reply frames; the step that ends the attempt ([`Step::Done`], or
     /// [`Step::Again`] for the caller to follow). The frames come back whole and undecoded, and
     /// a decision is read where it lies. `Err`: the connection failed after the attempt may have been written.
-    pub(crate) async fn attempt(&self, x: &mut Exchange<'_>) -> RedisResult<Step> {
+    pub(crate) async fn attempt(&self, x: &mut Exchange<'_>) -> Result<Step> {
         let bytes = self.request(x.replies(), |out| x.write(out)).await?;
         feed(x, &bytes)
     }
@@ -416,7 +416,7 @@ impl Pipelined {
 
 /// Feeds `bytes`, the reply frames of `x`'s current attempt as [`Pipelined::request`] returned
 /// them, to `x`: the step that ends the attempt.
-pub(crate) fn feed(x: &mut Exchange<'_>, bytes: &[u8]) -> RedisResult<Step> {
+pub(crate) fn feed(x: &mut Exchange<'_>, bytes: &[u8]) -> Result<Step> {
     if x.replies() == 1 {
         // The driver handed out exactly one whole frame.
         return Ok(x.feed(bytes));
@@ -439,7 +439,7 @@ mod tests {
 
     use super::*;
 
-    type Call = Pin<Box<dyn Future<Output = RedisResult<Vec<u8>>>>>;
+    type Call = Pin<Box<dyn Future<Output = Result<Vec<u8>>>>>;
 
     /// A `Pipelined` on a current-thread runtime, connected to a plain listener whose accepted
     /// socket the test reads and writes itself.

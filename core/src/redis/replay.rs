@@ -220,19 +220,7 @@ pub(crate) async fn run(
     let key = call.keys.first().map_or(&b""[..], |k| k.as_bytes());
     let mut replay = Replay::new(book, call.clone(), now);
     loop {
-        let round: Vec<redis::Cmd> = replay
-            .commands()
-            .iter()
-            .map(|c| {
-                let mut cmd = redis::Cmd::new();
-                c.iter().for_each(|a| {
-                    cmd.arg(a);
-                });
-                cmd
-            })
-            .collect();
-        let replies = router.round(key, &round).await?;
-        let replies: Vec<Value> = replies.iter().map(Value::from_redis).collect();
+        let replies = router.round(key, &replay.commands()).await?;
         if let Some(outcome) = replay.feed(book, &replies) {
             return outcome;
         }

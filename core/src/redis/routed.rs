@@ -27,6 +27,7 @@
 use std::sync::Arc;
 
 use super::cluster::Router;
+use super::engine;
 use super::transport::Endpoint;
 use crate::error::{Error, Result};
 
@@ -71,41 +72,57 @@ impl Routes {
     /// The number of the master serving `slot` now; an error (`store_unavailable`) when none
     /// does (a failover in progress: the map is read again in the background).
     pub fn node(&self, slot: u16) -> Result<u32> {
-        self.router.master_of(slot)
+        self.router.owner(slot).map(|n| n.id)
     }
 
     /// Where node `node` is and how to log in there (the store's credentials; TLS as the store).
     pub fn endpoint(&self, node: u32) -> Option<Endpoint> {
-        self.router.node_info(node).map(|i| Endpoint::of(&i))
+        self.router.by_id(node).map(|n| n.endpoint.clone())
     }
 
     /// What the reply `frame`, read from `node` for an attempt sent as `hop` says, does next
-    /// (the engine's rules, `core/src/redis/engine/`).
+    /// (the engine's rules, `core/src/redis/engine/`): a `MOVED` is learnt (and the map read
+    /// again in the background), and an error saying the map is stale has it read again, as on
+    /// the store's own paths.
     pub fn follow(&self, node: u32, hop: Hop, frame: &[u8]) -> Follow {
-        match self.router.wire(node, hop, frame) {
-            Ok(None) => Follow::Reply,
-            Ok(Some((to, hop, pause))) => Follow::Again { node: to, hop, pause_ms: pause.as_millis() as u64 },
-            Err(e) => Follow::Fail(e),
+        let Some(from) = self.router.by_id(node) else { return Follow::Reply };
+        // The scripting mode and durability do not change what a reply asks for.
+        let rules = engine::Rules { cluster: true, ..super::transport::rules(false) };
+        match engine::redirect(rules, hop, frame, "a call") {
+            None => {
+                if engine::says_map_stale(frame) {
+                    self.router.refresh_soon();
+                }
+                Follow::Reply
+            }
+            Some(Err(e)) => Follow::Fail(e),
+            Some(Ok((hop, to, pause))) => {
+                Follow::Again { node: self.router.target(&from, to).id, hop, pause_ms: pause.as_millis() as u64 }
+            }
         }
     }
 
     /// After a connection to `node` could not be made for a call sent as `hop` (nothing was
-    /// written): reads the map again now and names the slot's master if another node serves
-    /// it (a failover), with the hop to send there. `None`: the call fails with the connection's
-    /// error. Only a node the map chose is rerouted from (not a redirect's target), as on the
-    /// store's own path.
+    /// written): reads the map again now (unless it was read within the refresh gap) and names
+    /// the slot's master if another node serves it (a failover not seen yet), with the hop to
+    /// send there. `None`: the call fails with the connection's error. Only a node the map chose
+    /// is rerouted from (not a redirect's target), as on the store's own path.
     pub async fn reroute(&self, slot: u16, node: u32, hop: Hop) -> Option<(u32, Hop)> {
-        let Some(next) = hop.rerouted() else {
-            self.router.lost();
+        let (Some(next), Some(from)) = (hop.rerouted(), self.router.by_id(node)) else {
+            self.router.refresh_soon();
             return None;
         };
-        Some((self.router.reroute(slot, node).await?, next))
+        if self.router.moved_after_refresh(slot, &from).await {
+            return Some((self.router.owner(slot).ok()?.id, next));
+        }
+        self.router.refresh_soon();
+        None
     }
 
     /// A connection failed, or a call timed out, after a call was written: reads the map again
     /// in the background. (The call itself is never sent again.)
     pub fn lost(&self) {
-        self.router.lost();
+        self.router.refresh_soon();
     }
 }
 

@@ -50,6 +50,12 @@ impl OwnedRuntime {
         self.runtime.read().as_ref().map(|r| r.spawn(fut))
     }
 
+    /// A handle to spawn on, while the runtime runs (kept no longer than a call: a handle keeps
+    /// the runtime's driver alive).
+    pub(crate) fn handle(&self) -> Option<tokio::runtime::Handle> {
+        self.runtime.read().as_ref().map(|r| r.handle().clone())
+    }
+
     /// A timer of the runtime; make it only under an [`OwnedRuntime::call`] guard, which keeps
     /// the runtime running until the timer is dropped.
     pub(crate) fn sleep(&self, duration: Duration) -> Option<tokio::time::Sleep> {
@@ -88,6 +94,27 @@ impl OwnedRuntime {
 impl Drop for OwnedRuntime {
     fn drop(&mut self) {
         self.stop();
+    }
+}
+
+/// Runs `fut` on `runtime` and waits for its output on this thread (a plain one, or one inside
+/// another async runtime: it blocks, never panics), at most `limit` when given: `None` when the
+/// runtime dropped the task (it stopped) or the wait ran out.
+pub(crate) fn wait_for<F>(runtime: tokio::runtime::Handle, fut: F, limit: Option<Duration>) -> Option<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+    // The handle goes at once: held through the wait, it would keep a stopped runtime's
+    // driver (its descriptors) until the wait ends.
+    drop(runtime.spawn(async move {
+        let _ = tx.send(fut.await);
+    }));
+    drop(runtime);
+    match limit {
+        Some(limit) => rx.recv_timeout(limit).ok(),
+        None => rx.recv().ok(),
     }
 }
 

@@ -7,67 +7,62 @@
 
 use std::time::Duration;
 
-use redis::IntoConnectionInfo;
-
 use super::connect::Blocking;
+use super::engine::resp;
+use super::engine::value::{Args, Value};
 use super::pipelined::Pipelined;
-use super::socket::Target;
 use super::tls::TlsConfig;
+use super::transport::Endpoint;
 use crate::error::{Error, Result};
-
-/// Where the store's own connection to `info`'s node goes, and its login.
-fn own(info: &redis::ConnectionInfo, tls: Option<&TlsConfig>) -> Result<(Target, Vec<Vec<u8>>)> {
-    Blocking::of(info, tls)
-        .own()
-        .map(|(target, login)| (target.clone(), login.to_vec()))
-        .map_err(|what| Error::config("redis.urls", what))
-}
 
 /// Asks each sentinel in turn for the master's address (logging in with `auth`, the
 /// sentinels' own credentials, if given); the first answer wins.
 pub(crate) async fn lookup(
-    urls: &[url::Url],
+    sentinels: &[Endpoint],
     service: &str,
     tls: Option<&TlsConfig>,
     auth: Option<&(Option<String>, String)>,
     timeout: Duration,
 ) -> Result<(String, u16)> {
     let mut causes = Vec::new();
-    for url in urls {
-        let mut plain = url.clone();
-        let _ = plain.set_username("");
-        let _ = plain.set_password(None);
-        plain.set_path("");
+    for sentinel in sentinels {
+        let (username, password) = match auth {
+            Some((user, password)) => (user.clone(), Some(password.clone())),
+            None => (None, None),
+        };
+        let plain = Endpoint { username, password, db: 0, ..sentinel.clone() };
+        let name = format!("{}://{}:{}", if plain.tls { "rediss" } else { "redis" }, plain.host, plain.port);
         let ask = async {
-            let mut info = plain.as_str().into_connection_info().map_err(Error::store)?;
-            if let Some((user, password)) = auth {
-                let mut settings = info.redis_settings().clone().set_password(password);
-                if let Some(user) = user {
-                    settings = settings.set_username(user);
-                }
-                info = info.set_redis_settings(settings);
+            let blocking = Blocking::of(&plain, tls);
+            let (target, login) = blocking.own().map_err(|what| Error::config("redis.urls", what))?;
+            let conn = Pipelined::connect(target, login, timeout).await.map_err(Error::store)?;
+            let mut command = Args::new();
+            command.arg("SENTINEL").arg("GET-MASTER-ADDR-BY-NAME").arg(service);
+            let frame = conn.frame(&command).await.map_err(Error::store)?;
+            if let Some((code, detail)) = resp::error(&frame) {
+                return Err(Error::store(format!("{code} {detail}")));
             }
-            let (target, login) = own(&info, tls)?;
-            let conn = Pipelined::connect(&target, &login, timeout).await.map_err(Error::store)?;
-            let frame = conn.frame(redis::cmd("SENTINEL").arg("GET-MASTER-ADDR-BY-NAME").arg(service)).await;
-            let reply = frame.and_then(|f| redis::parse_redis_value(&f)?.extract_error());
-            let reply: Option<(String, u16)> =
-                redis::from_redis_value(reply.map_err(Error::store)?).map_err(Error::store)?;
-            reply.ok_or_else(|| Error::store(format!("it monitors no service named {service:?}")))
+            let text = |v: &Value| match v {
+                Value::BulkString(b) => Some(String::from_utf8_lossy(b).into_owned()),
+                Value::SimpleString(s) => Some(s.clone()),
+                _ => None,
+            };
+            match resp::value(&frame) {
+                Some(Value::Nil) => Err(Error::store(format!("it monitors no service named {service:?}"))),
+                Some(Value::Array(a)) if a.len() == 2 => {
+                    match (text(&a[0]), text(&a[1]).and_then(|p| p.parse::<u16>().ok())) {
+                        (Some(host), Some(port)) => Ok((host, port)),
+                        _ => Err(Error::store(format!("an unreadable master address: {a:?}"))),
+                    }
+                }
+                other => Err(Error::store(format!("an unreadable master address: {other:?}"))),
+            }
         };
         match tokio::time::timeout(timeout, ask).await {
             Ok(Ok(addr)) => return Ok(addr),
-            Ok(Err(e)) => causes.push(format!("{}: {}", plain, e.message())),
-            Err(_) => causes.push(format!("{plain}: no answer within {} ms", timeout.as_millis())),
+            Ok(Err(e)) => causes.push(format!("{name}: {}", e.message())),
+            Err(_) => causes.push(format!("{name}: no answer within {} ms", timeout.as_millis())),
         }
     }
     Err(Error::store(format!("no sentinel named the master of {service:?} ({})", causes.join("; "))))
-}
-
-/// The node at `addr`, with `url`'s scheme, credentials and database.
-pub(crate) fn node_info(url: &url::Url, addr: &(String, u16)) -> Result<redis::ConnectionInfo> {
-    let mut u = url.clone();
-    u.set_host(Some(&addr.0)).map_err(|e| Error::store(format!("the sentinels named a bad host {:?}: {e}", addr.0)))?;
-    let _ = u.set_port(Some(addr.1));
-    u.as_str().into_connection_info().map_err(Error::store)
 }

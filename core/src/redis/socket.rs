@@ -10,6 +10,7 @@ use std::io::{Read, Write};
 use std::time::Duration;
 
 use super::tls::{AsyncTls, SyncTls, TlsConfig};
+use super::transport::Endpoint;
 
 /// Where a node listens, for the store's own connections.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -24,16 +25,15 @@ pub(crate) enum Target {
 }
 
 impl Target {
-    /// The target of `addr` (`tls`: the store's TLS configuration, for a `rediss://` URL).
-    pub(crate) fn of(addr: &redis::ConnectionAddr, tls: Option<&TlsConfig>) -> Option<Target> {
-        match addr {
-            redis::ConnectionAddr::Tcp(host, port) => Some(Target::Tcp(host.clone(), *port)),
-            redis::ConnectionAddr::TcpTls { host, port, .. } => {
-                tls.map(|config| Target::Tls(host.clone(), *port, config.clone()))
-            }
+    /// Where `endpoint` is (`tls`: the store's TLS configuration, for a `rediss://` URL).
+    pub(crate) fn of(endpoint: &Endpoint, tls: Option<&TlsConfig>) -> Option<Target> {
+        match (&endpoint.path, endpoint.tls) {
             #[cfg(unix)]
-            redis::ConnectionAddr::Unix(path) => Some(Target::Unix(path.clone())),
-            _ => None,
+            (Some(path), _) => Some(Target::Unix(path.into())),
+            #[cfg(not(unix))]
+            (Some(_), _) => None,
+            (None, true) => tls.map(|config| Target::Tls(endpoint.host.clone(), endpoint.port, config.clone())),
+            (None, false) => Some(Target::Tcp(endpoint.host.clone(), endpoint.port)),
         }
     }
 }

@@ -34,8 +34,6 @@
 
 pub mod conn;
 
-use redis::ConnectionAddr;
-
 use super::call::{self, Outcome, ScriptCall};
 pub use super::engine::resp::{Garbage, frame_len};
 use super::engine::{self, Exchange, Invoke, Rules, resp};
@@ -237,25 +235,66 @@ pub struct Endpoint {
 }
 
 impl Endpoint {
-    pub(super) fn of(info: &redis::ConnectionInfo) -> Endpoint {
-        let r = info.redis_settings();
-        let (host, port, path, tls) = match info.addr() {
-            ConnectionAddr::Tcp(h, p) => (h.clone(), *p, None, false),
-            ConnectionAddr::TcpTls { host, port, .. } => (host.clone(), *port, None, true),
-            ConnectionAddr::Unix(p) => (String::new(), 0, Some(p.to_string_lossy().into_owned()), false),
-            // A future address kind: say so through a path nobody can connect to.
-            _ => (String::new(), 0, Some(String::new()), false),
+    /// Parses a Redis URL: `redis://` or `rediss://` (TLS) with `[user][:password@]host[:port]`
+    /// (port 6379 by default, credentials percent-decoded) and the database as the path
+    /// (`/2`); or `redis+unix://` / `unix://` and a socket path, with `?db=`, `?user=` and
+    /// `?pass=`. `?protocol=resp3` (or `3`) asks for RESP3, `resp2` or `2` for RESP2. The
+    /// answer names what is wrong; the store's options add the URL ([`super::RedisOptions`]).
+    pub fn parse(url: &str) -> std::result::Result<Endpoint, String> {
+        let u = url::Url::parse(url).map_err(|e| e.to_string())?;
+        let query = |name: &str| u.query_pairs().find(|(k, _)| k == name).map(|(_, v)| v.into_owned());
+        let resp3 = match query("protocol").as_deref() {
+            None | Some("2" | "resp2") => false,
+            Some("3" | "resp3") => true,
+            Some(other) => return Err(format!("invalid protocol version {other:?}")),
         };
-        Endpoint {
-            host,
-            port,
-            path,
-            tls,
-            db: r.db(),
-            username: r.username().map(str::to_string),
-            password: r.password().map(str::to_string),
-            resp3: r.protocol().supports_resp3(),
+        let db = |text: Option<&str>| text.map_or(Ok(0), |t| t.parse().map_err(|_| "invalid database number"));
+        let decode = |s: &str| {
+            percent_encoding::percent_decode_str(s)
+                .decode_utf8()
+                .map(|d| d.into_owned())
+                .map_err(|_| "credentials that are not valid UTF-8".to_string())
+        };
+        match u.scheme() {
+            "redis" | "rediss" => {
+                let host = match u.host() {
+                    Some(url::Host::Domain(d)) => d.to_string(),
+                    Some(url::Host::Ipv4(a)) => a.to_string(),
+                    Some(url::Host::Ipv6(a)) => a.to_string(),
+                    None => return Err("missing hostname".into()),
+                };
+                if host == "0.0.0.0" || host == "::" {
+                    return Err("cannot connect to a wildcard address (0.0.0.0 or ::)".into());
+                }
+                Ok(Endpoint {
+                    host,
+                    port: u.port().unwrap_or(6379),
+                    path: None,
+                    tls: u.scheme() == "rediss",
+                    db: db(Some(u.path().trim_matches('/')).filter(|p| !p.is_empty()))?,
+                    username: Some(u.username()).filter(|n| !n.is_empty()).map(decode).transpose()?,
+                    password: u.password().map(decode).transpose()?,
+                    resp3,
+                })
+            }
+            "redis+unix" | "unix" => Ok(Endpoint {
+                host: String::new(),
+                port: 0,
+                path: Some(u.to_file_path().map_err(|()| "missing path")?.to_string_lossy().into_owned()),
+                tls: false,
+                db: db(query("db").as_deref())?,
+                username: query("user"),
+                password: query("pass"),
+                resp3,
+            }),
+            other => Err(format!("{other}:// is no Redis scheme")),
         }
+    }
+
+    /// The node at `host:port`, reached as this one is (TLS, credentials, database and
+    /// protocol): a cluster node a `CLUSTER SLOTS` or a redirect names, a Sentinel master.
+    pub fn at(&self, host: &str, port: u16) -> Endpoint {
+        Endpoint { host: host.to_string(), port, path: None, ..self.clone() }
     }
 
     /// The commands to send first on a new connection, RESP-encoded, in order, one reply each;

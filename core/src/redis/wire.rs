@@ -4,10 +4,10 @@
 //! [`Wire`]: a socket, one reusable read buffer, and the engine's frame scanner, which finds
 //! where a reply ends without decoding it.
 //!
-//! Why not redis-rs's blocking [`redis::Connection`]: it zero-fills a read buffer before every
-//! `recv` and builds a `Value` tree for a few integers (docs/performance.md, "Why the Redis
-//! drivers are our own"). Here a reply is one `recv` into a buffer kept between calls, read by
-//! the engine's reader ([`super::engine::decode`]) as on every path.
+//! Why not redis-rs's blocking `Connection`: it zero-fills a read buffer before every `recv` and
+//! builds a `Value` tree for a few integers (docs/performance.md, "Why the Redis drivers are our
+//! own"). Here a reply is one `recv` into a buffer kept between calls, read by the engine's
+//! reader ([`super::engine::decode`]) as on every path.
 //!
 //! [`Wire`] serves every blocking path: `redis://` over TCP, `rediss://` (TLS, [`super::tls`])
 //! and `redis+unix://`, speaking RESP2 or, on `?protocol=resp3`, RESP3 (the login says
@@ -16,11 +16,9 @@
 //! socket's: the write and read timeouts bound each `send` and `recv`, and every read after a
 //! call's plain first one is bounded by the time left until the call's deadline.
 
-use std::io::{ErrorKind, Read, Write};
+use std::io::{Error, ErrorKind, Read, Result, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
-
-use redis::{RedisError, RedisResult, Value};
 
 use super::connect::Blocking;
 use super::engine::resp::{self, frame_len};
@@ -48,7 +46,7 @@ pub(crate) struct Wire {
 impl Wire {
     /// Connects to `target` by `deadline` and sends `handshake` (each answered `+OK`, or its
     /// error fails the connect), each step bounded by the time left.
-    pub(crate) fn connect(target: &Target, handshake: &[Vec<u8>], deadline: Instant) -> RedisResult<Wire> {
+    pub(crate) fn connect(target: &Target, handshake: &[Vec<u8>], deadline: Instant) -> Result<Wire> {
         let stream = match target {
             Target::Tcp(host, port) => SyncSocket::Tcp(connect_tcp(host, *port, deadline)?),
             Target::Tls(host, port, config) => {
@@ -68,8 +66,8 @@ impl Wire {
         for command in handshake {
             wire.set_timeouts(left(deadline)?)?;
             wire.send(command)?;
-            if let Value::ServerError(e) = wire.recv()? {
-                return Err(e.into());
+            if let Some(e) = refused(wire.frame()?) {
+                return Err(e);
             }
         }
         wire.set_timeouts(left(deadline)?)?;
@@ -77,27 +75,27 @@ impl Wire {
     }
 
     /// Sets both socket timeouts.
-    pub(crate) fn set_timeouts(&mut self, t: Duration) -> RedisResult<()> {
+    pub(crate) fn set_timeouts(&mut self, t: Duration) -> Result<()> {
         self.set_read_timeout(t)?;
         self.stream.set_write_timeout(Some(t))?;
         Ok(())
     }
 
     /// Sets the read timeout.
-    pub(crate) fn set_read_timeout(&mut self, t: Duration) -> RedisResult<()> {
+    pub(crate) fn set_read_timeout(&mut self, t: Duration) -> Result<()> {
         self.stream.set_read_timeout(Some(t))?;
         self.read_timeout = t;
         Ok(())
     }
 
     /// Writes `bytes` (a packed command or pipeline) whole.
-    pub(crate) fn send(&mut self, bytes: &[u8]) -> RedisResult<()> {
+    pub(crate) fn send(&mut self, bytes: &[u8]) -> Result<()> {
         // `flush` sends what TLS buffered (nothing to do on a plain socket).
-        Ok(self.stream.write_all(bytes).and_then(|()| self.stream.flush()).map_err(timeout_kind)?)
+        self.stream.write_all(bytes).and_then(|()| self.stream.flush()).map_err(timeout_kind)
     }
 
     /// Writes what `pack` puts in the connection's own buffer (kept between calls).
-    pub(crate) fn send_with(&mut self, pack: impl FnOnce(&mut Vec<u8>)) -> RedisResult<()> {
+    pub(crate) fn send_with(&mut self, pack: impl FnOnce(&mut Vec<u8>)) -> Result<()> {
         let mut out = std::mem::take(&mut self.out);
         out.clear();
         pack(&mut out);
@@ -114,7 +112,7 @@ impl Wire {
     /// read so far stay in the buffer, so nothing is lost and nothing is sent again. That is
     /// why this connection needs no signals held ([`super::signals`]), which saves the two
     /// `rt_sigprocmask` calls per call that redis-rs's connection needs.
-    pub(crate) fn frame(&mut self) -> RedisResult<&[u8]> {
+    pub(crate) fn frame(&mut self) -> Result<&[u8]> {
         loop {
             let (at, n) = self.next_frame()?;
             if !resp::is_push(&self.buf[at..at + n]) {
@@ -124,7 +122,7 @@ impl Wire {
     }
 
     /// Where the next frame lies in the buffer, read whole.
-    fn next_frame(&mut self) -> RedisResult<(usize, usize)> {
+    fn next_frame(&mut self) -> Result<(usize, usize)> {
         let mut began = None;
         let mut shortened = false;
         let out = loop {
@@ -151,7 +149,7 @@ impl Wire {
                     self.stream.set_read_timeout(Some(left))?;
                     shortened = true;
                 }
-                Err(e) => return Err(timeout_kind(e).into()),
+                Err(e) => return Err(timeout_kind(e)),
             }
         };
         if shortened {
@@ -164,17 +162,11 @@ impl Wire {
         }
         Ok((at, out))
     }
-
-    /// The next reply, decoded by redis-rs's parser (server errors as [`Value::ServerError`]).
-    pub(crate) fn recv(&mut self) -> RedisResult<Value> {
-        let frame = self.frame()?;
-        redis::parse_redis_value(frame)
-    }
 }
 
 /// A TCP connection to `host:port` (its first address that answers) by `deadline`, with
 /// Nagle's delay off.
-fn connect_tcp(host: &str, port: u16, deadline: Instant) -> RedisResult<TcpStream> {
+fn connect_tcp(host: &str, port: u16, deadline: Instant) -> Result<TcpStream> {
     let mut last = None;
     for addr in (host, port).to_socket_addrs()? {
         match TcpStream::connect_timeout(&addr, left(deadline)?) {
@@ -186,7 +178,7 @@ fn connect_tcp(host: &str, port: u16, deadline: Instant) -> RedisResult<TcpStrea
         }
     }
     match last {
-        Some(e) => Err(e.into()),
+        Some(e) => Err(e),
         None => Err(io(ErrorKind::NotFound, "the host resolved to no address")),
     }
 }
@@ -202,7 +194,7 @@ impl Wire {
     /// answer's `true` says the socket's timeouts must be set back before the connection serves
     /// another call. `Err`: the connection failed or timed out after the call was written (it
     /// must be dropped, never reused).
-    pub(crate) fn drive(&mut self, x: &mut Exchange<'_>, deadline: Instant) -> RedisResult<(Step, bool)> {
+    pub(crate) fn drive(&mut self, x: &mut Exchange<'_>, deadline: Instant) -> Result<(Step, bool)> {
         let mut bounded = false;
         loop {
             let plain = x.plain() && x.attempt() == Attempt::default();
@@ -246,10 +238,10 @@ pub(crate) struct Pool {
 /// How a call on a [`Pool`] failed.
 pub(crate) enum Lost {
     /// No connection could be made: nothing was sent.
-    Unsent(RedisError),
+    Unsent(Error),
     /// The connection failed or timed out after the call may have been written: it is never
     /// sent again.
-    Sent(RedisError),
+    Sent(Error),
 }
 
 impl Pool {
@@ -271,7 +263,7 @@ impl Pool {
     /// step that ends it on this node. One deadline covers the whole call: a new connection's
     /// handshake spends part of it, and the call gets what is left (a silent server used to
     /// take twice: see [`Blocking`]).
-    pub(crate) fn drive(&self, x: &mut Exchange<'_>, deadline: Instant) -> Result<Step, Lost> {
+    pub(crate) fn drive(&self, x: &mut Exchange<'_>, deadline: Instant) -> std::result::Result<Step, Lost> {
         let popped = self.idle.lock().pop();
         let (mut conn, fresh) = match popped {
             Some(c) => (c, false),
@@ -292,20 +284,26 @@ impl Pool {
 }
 
 /// The time left until `deadline`, or a timeout error when none is.
-fn left(deadline: Instant) -> RedisResult<Duration> {
+fn left(deadline: Instant) -> Result<Duration> {
     let left = deadline.saturating_duration_since(Instant::now());
     if left.is_zero() { Err(io(ErrorKind::TimedOut, "connecting took the whole timeout")) } else { Ok(left) }
 }
 
-/// An IO error of `kind` saying `what`, as the redis crate's errors carry them (shared with
+/// An IO error of `kind` saying `what` (shared with [`super::pipelined`]).
+pub(super) fn io(kind: ErrorKind, what: &'static str) -> Error {
+    Error::new(kind, what)
+}
+
+/// The error of a login command the server refused (`frame` an error reply: `NOAUTH ...`,
+/// `WRONGPASS ...`), as the server words it; `None` for any other reply (shared with
 /// [`super::pipelined`]).
-pub(super) fn io(kind: ErrorKind, what: &'static str) -> RedisError {
-    std::io::Error::new(kind, what).into()
+pub(super) fn refused(frame: &[u8]) -> Option<Error> {
+    resp::error(frame).map(|(code, detail)| Error::new(ErrorKind::PermissionDenied, format!("{code} {detail}")))
 }
 
 /// A socket timeout reads as `WouldBlock` on Linux: name it a timeout.
-fn timeout_kind(e: std::io::Error) -> std::io::Error {
-    if e.kind() == ErrorKind::WouldBlock { std::io::Error::new(ErrorKind::TimedOut, e) } else { e }
+fn timeout_kind(e: Error) -> Error {
+    if e.kind() == ErrorKind::WouldBlock { Error::new(ErrorKind::TimedOut, e) } else { e }
 }
 
 #[cfg(test)]

@@ -21,10 +21,9 @@ use std::sync::atomic::Ordering;
 
 use std::collections::BTreeMap;
 
-use redis::{Cmd, Value};
-
 use super::{Node, Router, closed_error};
 use crate::error::{Error, Result};
+use crate::redis::engine::value::{Args, Value};
 use crate::redis::engine::{self, Attempt, Invoke, Rules, To, resp};
 
 /// Only the cluster rules matter for a reply that is not a script call's.
@@ -33,15 +32,12 @@ const RULES: Rules = Rules { invoke: Invoke::Scripts, durable: None, cluster: tr
 impl Router {
     /// `round` (one command, or several whose keys all lie in `slot`) on the master of `slot`,
     /// following redirects as the module docs say: each command's reply frame, in order.
-    pub(crate) async fn command(self: &Arc<Self>, slot: u16, round: &[Cmd]) -> Result<Vec<Vec<u8>>> {
+    pub(crate) async fn command(self: &Arc<Self>, slot: u16, round: &[Args]) -> Result<Vec<Vec<u8>>> {
         // A command has no fallback: a `NOSCRIPT` it gets back is its reply, not a miss to load.
         let mut attempt = Attempt::default().with_fallback();
         let mut to = None;
         loop {
-            let node = match to.take() {
-                Some(n) => n,
-                None => self.owner(slot)?,
-            };
+            let node = self.next_node(&mut to, slot)?;
             let frames = match self.send(&node, attempt.asking(), round).await {
                 Ok(frames) => frames,
                 Err(Failed::Sent(e)) => return Err(e),
@@ -69,7 +65,7 @@ impl Router {
                     }
                     self.pause(pause).await?;
                     attempt = next;
-                    to = Some(self.target(&node, target)?);
+                    to = Some(self.target(&node, target));
                 }
                 Some(Err(e)) => return Err(e),
                 _ => return Ok(frames),
@@ -79,7 +75,7 @@ impl Router {
 
     /// `cmd` on every master the slot map names (keyless, idempotent: `FUNCTION LOAD REPLACE`),
     /// one after the other: each master's reply frame.
-    pub(crate) async fn on_every_master(self: &Arc<Self>, cmd: &Cmd) -> Result<Vec<Vec<u8>>> {
+    pub(crate) async fn on_every_master(self: &Arc<Self>, cmd: &Args) -> Result<Vec<Vec<u8>>> {
         let masters = self.map.read().masters.clone();
         let mut out = Vec::with_capacity(masters.len());
         for node in masters {
@@ -95,7 +91,7 @@ impl Router {
         self: &Arc<Self>,
         node: &Arc<Node>,
         asking: bool,
-        round: &[Cmd],
+        round: &[Args],
     ) -> std::result::Result<Vec<Vec<u8>>, Failed> {
         if self.closed.load(Ordering::Acquire) {
             return Err(Failed::Sent(closed_error()));
@@ -106,9 +102,9 @@ impl Router {
             .conn
             .request(frames, |out| {
                 if asking {
-                    redis::cmd("ASKING").write_packed_command(out);
+                    resp::write_command(out, [&b"ASKING"[..]].into_iter());
                 }
-                round.iter().for_each(|c| c.write_packed_command(out));
+                round.iter().for_each(|c| resp::write_command(out, c.iter()));
             })
             .await;
         let replies = match sent {
@@ -129,27 +125,23 @@ impl Router {
     }
 }
 
-/// The store's other commands, as redis-rs values (server errors as [`Value::ServerError`]).
+/// The store's other commands, as the engine's values (server errors as [`Value::Error`]).
 impl Router {
     /// `round` (commands whose keys all lie in `key`'s slot), pipelined, on the slot's master.
-    pub(crate) async fn round(self: &Arc<Self>, key: &[u8], round: &[Cmd]) -> Result<Vec<Value>> {
+    pub(crate) async fn round(self: &Arc<Self>, key: &[u8], round: &[Args]) -> Result<Vec<Value>> {
         values(self.command(self.slot_of(key), round).await?)
     }
 
     /// One command, on the master of `key`'s slot.
-    pub(crate) async fn keyed(self: &Arc<Self>, key: &[u8], cmd: &Cmd) -> Result<Value> {
+    pub(crate) async fn keyed(self: &Arc<Self>, key: &[u8], cmd: &Args) -> Result<Value> {
         let mut replies = self.round(key, std::slice::from_ref(cmd)).await?;
         replies.pop().ok_or_else(|| Error::store("no reply"))
     }
 
     /// A raw command (tests and tools): to the master of its first argument's slot (the key of
     /// most keyed commands; a keyless command reaches one master).
-    pub(crate) async fn raw(self: &Arc<Self>, cmd: &Cmd) -> Result<Value> {
-        let first = match cmd.args_iter().nth(1) {
-            Some(redis::Arg::Simple(b)) => b,
-            _ => &b""[..],
-        };
-        self.keyed(first, cmd).await
+    pub(crate) async fn raw(self: &Arc<Self>, cmd: &Args) -> Result<Value> {
+        self.keyed(cmd.iter().nth(1).unwrap_or_default(), cmd).await
     }
 
     /// Deletes `keys`: one `DEL` per slot on a cluster, each on its master; one in all else.
@@ -159,8 +151,13 @@ impl Router {
             by_slot.entry(self.slot_of(k.as_bytes())).or_default().push(k);
         }
         for keys in by_slot.into_values() {
-            if let Value::ServerError(e) = self.keyed(keys[0].as_bytes(), redis::cmd("DEL").arg(&keys)).await? {
-                return Err(Error::store(e.to_string()));
+            let mut del = Args::new();
+            del.arg("DEL");
+            keys.iter().for_each(|k| {
+                del.arg(k);
+            });
+            if let Value::Error(e) = self.keyed(keys[0].as_bytes(), &del).await? {
+                return Err(Error::store(e));
             }
         }
         Ok(())
@@ -168,16 +165,21 @@ impl Router {
 
     /// `cmd` (keyless and idempotent: `FUNCTION LOAD REPLACE`) on every master: the first error
     /// a master answered, else the first reply.
-    pub(crate) async fn everywhere(self: &Arc<Self>, cmd: &Cmd) -> Result<Value> {
+    pub(crate) async fn everywhere(self: &Arc<Self>, cmd: &Args) -> Result<Value> {
         let replies = values(self.on_every_master(cmd).await?)?;
-        let error = replies.iter().position(|v| matches!(v, Value::ServerError(_)));
+        let error = replies.iter().position(|v| matches!(v, Value::Error(_)));
         replies.into_iter().nth(error.unwrap_or(0)).ok_or_else(|| Error::store("the cluster has no master"))
     }
 }
 
-/// Reply frames read as redis-rs values (server errors as [`Value::ServerError`]).
+/// Reply frames read as the engine's values (server errors as [`Value::Error`]).
 fn values(frames: Vec<Vec<u8>>) -> Result<Vec<Value>> {
-    frames.iter().map(|f| redis::parse_redis_value(f).map_err(Error::store)).collect()
+    frames
+        .iter()
+        .map(|f| {
+            resp::value(f).ok_or_else(|| Error::store(format!("an unreadable reply: {:?}", String::from_utf8_lossy(f))))
+        })
+        .collect()
 }
 
 /// How sending a command failed.

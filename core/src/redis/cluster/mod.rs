@@ -37,20 +37,23 @@ mod command;
 mod local;
 mod slot;
 mod topology;
-pub(crate) mod wire;
 
 use std::collections::HashMap;
+use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use super::call::{Outcome, ScriptCall};
-use super::engine::{self, Durable, Exchange, Invoke, Rules, Step};
+use super::engine::resp;
+use super::engine::value::{Args, Value};
+use super::engine::{self, Durable, Exchange, Invoke, Rules, Step, To};
 use super::held::{Held, Taken};
-use super::options::{Plan, RedisMode, redact};
+use super::options::{Plan, RedisMode};
 use super::pipelined::Pipelined;
 use super::sentinel::lookup;
 use super::tls::TlsConfig;
+use super::transport::Endpoint;
 use super::wire::{Lost, Pool};
 use crate::error::{Error, Result};
 use topology::{Addr, SlotMap, parse_slots};
@@ -66,10 +69,10 @@ const REFRESH_GAP: Duration = Duration::from_millis(100);
 /// One master (or a node a redirect named): its client and connections.
 pub(crate) struct Node {
     /// Its number, in the order nodes were met (a binding's own transport keeps a socket per
-    /// number: [`wire`]).
-    id: u32,
+    /// number: [`super::routed`]).
+    pub(super) id: u32,
     addr: Addr,
-    info: redis::ConnectionInfo,
+    pub(super) endpoint: Endpoint,
     /// The async path's connection from the store's runtime (empty until first used, and after
     /// it failed).
     mux: Held,
@@ -126,8 +129,8 @@ fn closed_error() -> Error {
 pub(crate) struct Router {
     /// How the map is read: one node, a cluster, or the master the sentinels name.
     discover: Discover,
-    /// The first URL: scheme, user, password and database for every node.
-    url: url::Url,
+    /// The first URL's node: scheme, user, password, database and protocol for every node.
+    first: Endpoint,
     tls: Option<TlsConfig>,
     timeout: Duration,
     /// The store's runtime: connects and refreshes run there. `None` once closed (a handle
@@ -149,7 +152,7 @@ enum Discover {
     Cluster { seeds: Vec<Addr> },
     /// The master of a Sentinel service, serving every slot: asked of each sentinel in turn
     /// (logging in with `auth`, the sentinels' own credentials, if given).
-    Sentinel { sentinels: Vec<url::Url>, service: String, auth: Option<(Option<String>, String)> },
+    Sentinel { sentinels: Vec<Endpoint>, service: String, auth: Option<(Option<String>, String)> },
 }
 
 impl Router {
@@ -157,31 +160,20 @@ impl Router {
     /// answers, or the master's address from the first sentinel that answers and connects to
     /// it, or connects to the one node.
     pub(crate) async fn connect(plan: &Plan, timeout: Duration) -> Result<Arc<Router>> {
-        let parse =
-            |u: &String| url::Url::parse(u).map_err(|e| Error::config("redis.urls", &format!("{:?}: {e}", redact(u))));
-        let url = parse(&plan.urls[0])?;
         let discover = match plan.mode {
             RedisMode::Standalone => Discover::Fixed,
             RedisMode::Cluster => Discover::Cluster {
-                seeds: plan
-                    .nodes
-                    .iter()
-                    .filter_map(|n| match n.addr() {
-                        redis::ConnectionAddr::Tcp(h, p) => Some((h.clone(), *p)),
-                        redis::ConnectionAddr::TcpTls { host, port, .. } => Some((host.clone(), *port)),
-                        _ => None,
-                    })
-                    .collect(),
+                seeds: plan.nodes.iter().filter(|n| n.path.is_none()).map(|n| (n.host.clone(), n.port)).collect(),
             },
             RedisMode::Sentinel => Discover::Sentinel {
-                sentinels: plan.urls.iter().map(parse).collect::<Result<_>>()?,
+                sentinels: plan.nodes.clone(),
                 service: plan.service_name.clone().unwrap_or_default(),
                 auth: plan.sentinel_auth.clone(),
             },
         };
         let router = Arc::new(Router {
             discover,
-            url,
+            first: plan.nodes[0].clone(),
             tls: plan.tls.clone(),
             timeout,
             runtime: parking_lot::RwLock::new(Some(tokio::runtime::Handle::current())),
@@ -193,16 +185,12 @@ impl Router {
         });
         let what = match &router.discover {
             Discover::Fixed => {
-                let addr = match plan.nodes[0].addr() {
-                    redis::ConnectionAddr::Tcp(host, port) | redis::ConnectionAddr::TcpTls { host, port, .. } => {
-                        (host.clone(), *port)
-                    }
-                    #[cfg(unix)]
-                    redis::ConnectionAddr::Unix(path) => (path.display().to_string(), 0),
-                    #[allow(unreachable_patterns)]
-                    _ => return Err(Error::config("redis.urls", "an address the store cannot reach")),
+                let one = &plan.nodes[0];
+                let addr = match &one.path {
+                    Some(path) => (path.clone(), 0),
+                    None => (one.host.clone(), one.port),
                 };
-                router.serve_all(router.add(&addr, plan.nodes[0].clone()));
+                router.serve_all(router.add(&addr, one.clone()));
                 Some(super::connect::describe(plan))
             }
             Discover::Cluster { .. } => None,
@@ -266,20 +254,20 @@ impl Router {
     }
 
     /// Where the store's first node is and how it logs in (the first seed of a cluster).
-    pub(crate) fn first_info(&self) -> Option<redis::ConnectionInfo> {
-        self.nodes.lock().values().find(|n| n.id == 0).map(|n| n.info.clone())
+    pub(crate) fn first_endpoint(&self) -> Option<Endpoint> {
+        self.nodes.lock().values().find(|n| n.id == 0).map(|n| n.endpoint.clone())
     }
 
-    /// The node at `addr`, created on first mention.
-    fn node(&self, addr: &Addr) -> Result<Arc<Node>> {
+    /// The node at `addr`, created on first mention (reached as the first URL's node is).
+    fn node(&self, addr: &Addr) -> Arc<Node> {
         if let Some(n) = self.nodes.lock().get(addr) {
-            return Ok(n.clone());
+            return n.clone();
         }
-        Ok(self.add(addr, super::sentinel::node_info(&self.url, addr)?))
+        self.add(addr, self.first.at(&addr.0, addr.1))
     }
 
-    /// The node at `addr`, reached as `info` says, created unless known already.
-    fn add(&self, addr: &Addr, info: redis::ConnectionInfo) -> Arc<Node> {
+    /// The node at `addr`, reached as `endpoint` says, created unless known already.
+    fn add(&self, addr: &Addr, endpoint: Endpoint) -> Arc<Node> {
         let mut nodes = self.nodes.lock();
         if let Some(n) = nodes.get(addr) {
             return n.clone();
@@ -287,8 +275,8 @@ impl Router {
         let node = Arc::new(Node {
             id: nodes.len() as u32,
             addr: addr.clone(),
-            pool: Pool::new(super::connect::Blocking::of(&info, self.tls.as_ref()), self.timeout),
-            info,
+            pool: Pool::new(super::connect::Blocking::of(&endpoint, self.tls.as_ref()), self.timeout),
+            endpoint,
             mux: Held::default(),
             connecting: tokio::sync::Mutex::new(()),
             local: parking_lot::RwLock::new(Vec::new()),
@@ -299,12 +287,33 @@ impl Router {
 
     /// The master serving `slot`; none (a failover left it uncovered) fails the call and
     /// refreshes the map.
-    fn owner(self: &Arc<Self>, slot: u16) -> Result<Arc<Node>> {
+    pub(super) fn owner(self: &Arc<Self>, slot: u16) -> Result<Arc<Node>> {
         if let Some(n) = self.map.read().get(slot) {
             return Ok(n.clone());
         }
         self.refresh_soon();
         Err(Error::store(format!("no master serves slot {slot} now (the cluster is failing over?)")))
+    }
+
+    /// Node number `id` (a binding's own transport names nodes by number).
+    pub(super) fn by_id(&self, id: u32) -> Option<Arc<Node>> {
+        self.nodes.lock().values().find(|n| n.id == id).cloned()
+    }
+
+    /// The node the engine's [`To`] names, for a reply from `from`: a `MOVED` is learnt (and
+    /// the map read again in the background); an empty host is `from`'s.
+    pub(super) fn target(self: &Arc<Self>, from: &Arc<Node>, to: To) -> Arc<Node> {
+        let addr = |host: String, port: u16| (if host.is_empty() { from.addr.0.clone() } else { host }, port);
+        match to {
+            To::Same | To::Reroute => from.clone(),
+            To::Moved { slot, host, port } => {
+                let target = self.node(&addr(host, port));
+                self.learn(slot, target.clone());
+                self.refresh_soon();
+                target
+            }
+            To::Ask { host, port } => self.node(&addr(host, port)),
+        }
     }
 
     /// A `MOVED` learnt: `slot` is `node`'s until the next refresh says otherwise.
@@ -320,7 +329,7 @@ impl Router {
             Discover::Cluster { seeds } => self.read_slots(seeds).await,
             Discover::Sentinel { sentinels, service, auth } => {
                 let addr = lookup(sentinels, service, self.tls.as_ref(), auth.as_ref(), self.timeout).await?;
-                self.serve_all(self.node(&addr)?);
+                self.serve_all(self.node(&addr));
                 Ok(())
             }
         }
@@ -336,25 +345,23 @@ impl Router {
         }
         let mut causes = Vec::new();
         for addr in candidates {
-            let node = self.node(&addr)?;
+            let node = self.node(&addr);
             let read = async {
                 let taken = node.connect(self.timeout, &self.closed).await?;
-                let frame = taken.conn.frame(redis::cmd("CLUSTER").arg("SLOTS")).await;
-                let reply = frame.and_then(|f| redis::parse_redis_value(&f)).map_err(|e| {
+                let mut slots = Args::new();
+                slots.arg("CLUSTER").arg("SLOTS");
+                let frame = taken.conn.frame(&slots).await.map_err(|e| {
                     taken.retire();
                     Error::store(e)
                 })?;
+                let reply = resp::value(&frame).unwrap_or(Value::Nil);
                 parse_slots(&reply, &addr.0)
                     .filter(|r| !r.is_empty())
                     .ok_or_else(|| Error::store(format!("unreadable CLUSTER SLOTS: {reply:?}")))
             };
             match tokio::time::timeout(self.timeout, read).await {
                 Ok(Ok(ranges)) => {
-                    self.install(SlotMap::build(
-                        &ranges,
-                        |a| self.node(a).unwrap_or_else(|_| node.clone()),
-                        |n| &n.addr,
-                    ));
+                    self.install(SlotMap::build(&ranges, |a| self.node(a), |n| &n.addr));
                     return Ok(());
                 }
                 Ok(Err(e)) => causes.push(format!("{}:{}: {}", addr.0, addr.1, e.message())),
@@ -368,7 +375,7 @@ impl Router {
 
     /// Refreshes the map in the background, unless a refresh is running; at most one per
     /// [`REFRESH_GAP`].
-    fn refresh_soon(self: &Arc<Self>) {
+    pub(super) fn refresh_soon(self: &Arc<Self>) {
         if !self.is_routed() {
             return;
         }
@@ -391,37 +398,31 @@ impl Router {
     /// After a connection to `node`, the map's master of `slot`, could not be made (so nothing
     /// was sent): reads the map again now, unless one was read within [`REFRESH_GAP`], and says
     /// whether `slot` has another master now (a failover the store had not seen yet).
-    async fn moved_after_refresh(self: &Arc<Self>, slot: u16, node: &Arc<Node>) -> bool {
-        if !self.is_routed() {
-            return false;
+    pub(super) async fn moved_after_refresh(self: &Arc<Self>, slot: u16, node: &Arc<Node>) -> bool {
+        if let Some((runtime, refresh)) = self.refresh_now() {
+            let _ = runtime.spawn(refresh).await;
         }
-        if self.refreshed_lately() {
-            return self.moved(slot, node);
-        }
-        let Some(runtime) = self.runtime() else { return false };
-        let me = self.clone();
-        let _ = runtime.spawn(async move { me.refresh_and_stamp().await }).await;
         self.moved(slot, node)
     }
 
-    /// [`Router::moved_after_refresh`] from a plain thread, waiting no longer than the call's
-    /// time left.
-    fn moved_after_refresh_blocking(self: &Arc<Self>, slot: u16, node: &Arc<Node>, started: Instant) -> bool {
-        if !self.is_routed() {
-            return false;
+    /// [`Router::moved_after_refresh`] from a plain thread, waiting no longer than `limit` (the
+    /// call's time left).
+    fn moved_after_refresh_blocking(self: &Arc<Self>, slot: u16, node: &Arc<Node>, limit: Duration) -> bool {
+        if let Some((runtime, refresh)) = self.refresh_now() {
+            super::runtime::wait_for(runtime, refresh, Some(limit));
         }
-        if self.refreshed_lately() {
-            return self.moved(slot, node);
-        }
-        let Some(runtime) = self.runtime() else { return false };
-        let (tx, rx) = std::sync::mpsc::sync_channel(1);
-        let me = self.clone();
-        runtime.spawn(async move {
-            me.refresh_and_stamp().await;
-            let _ = tx.send(());
-        });
-        let _ = rx.recv_timeout(self.timeout.saturating_sub(started.elapsed()));
         self.moved(slot, node)
+    }
+
+    /// The refresh a call that could not connect waits for, and the store's runtime to run it
+    /// on; `None` when the map is fixed, was read within [`REFRESH_GAP`], or the store is closed
+    /// (the map as it is answers).
+    fn refresh_now(self: &Arc<Self>) -> Option<(tokio::runtime::Handle, impl Future<Output = ()> + Send + 'static)> {
+        if !self.is_routed() || self.refreshed_lately() {
+            return None;
+        }
+        let me = self.clone();
+        Some((self.runtime()?, async move { me.refresh_and_stamp().await }))
     }
 
     /// The store's runtime, until closed.
@@ -467,6 +468,60 @@ impl Router {
         made.await.map_err(|e| Error::store(format!("the connect was abandoned: {e}")))?
     }
 
+    /// The node a call's next attempt goes to: a redirect's target, else the slot's master; an
+    /// error once the store is closed.
+    fn next_node(self: &Arc<Self>, to: &mut Option<Arc<Node>>, slot: u16) -> Result<Arc<Node>> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(closed_error());
+        }
+        match to.take() {
+            Some(n) => Ok(n),
+            None => self.owner(slot),
+        }
+    }
+
+    /// What the engine's `step` on `node` leaves to do: the call's outcome (`Break`; the map is
+    /// read again in the background when a reply said it is stale), or the node and pause of
+    /// its next attempt (`Continue`: a redirect, a `MOVED` learnt).
+    fn answered(
+        self: &Arc<Self>,
+        x: &Exchange<'_>,
+        node: &Arc<Node>,
+        step: Step,
+    ) -> ControlFlow<Result<Outcome>, (Arc<Node>, Duration)> {
+        match step {
+            Step::Done(outcome) => {
+                if x.map_stale() {
+                    self.refresh_soon();
+                }
+                ControlFlow::Break(outcome)
+            }
+            Step::Again { to, pause } => ControlFlow::Continue((self.target(node, to), pause)),
+            Step::More => ControlFlow::Break(Err(Error::store("the engine asked for a frame it was not given"))),
+        }
+    }
+
+    /// No connection to `node` could be made (nothing was sent): `Ok` when the engine lets the
+    /// call go to the slot's master if the map, read again, names another one now; else the
+    /// call's error, the map read again in the background.
+    fn unsent(self: &Arc<Self>, x: &mut Exchange<'_>, e: Error, node: &Node) -> Result<()> {
+        match x.unsent(e) {
+            Step::Again { .. } => Ok(()),
+            Step::Done(Err(e)) => {
+                self.refresh_soon();
+                Err(e)
+            }
+            _ => Err(self.no_connection(node)),
+        }
+    }
+
+    /// The error of a call that found no connection to `node`, and no other master for its
+    /// slot; the map is read again in the background.
+    fn no_connection(self: &Arc<Self>, node: &Node) -> Error {
+        self.refresh_soon();
+        Error::store(format!("{}: no connection", node.name()))
+    }
+
     /// Runs `call` on its key's master from the caller's task (the caller bounds it by the
     /// timeout), driven by the engine ([`Pipelined::attempt`]): the call's outcome. `local` is
     /// the caller's runtime when it is bound to the store: its own connections serve the call
@@ -482,13 +537,7 @@ impl Router {
         let mut x = Exchange::new(call, self.rules(invoke, durable));
         let mut to = None;
         loop {
-            if self.closed.load(Ordering::Acquire) {
-                return Err(closed_error());
-            }
-            let node = match to.take() {
-                Some(n) => n,
-                None => self.owner(slot)?,
-            };
+            let node = self.next_node(&mut to, slot)?;
             let own = local.and_then(|h| node.local(h.id()));
             let (taken, on_store) = match own {
                 Some(c) => (c, false),
@@ -496,17 +545,13 @@ impl Router {
                     Ok(c) => (c, true),
                     // Nothing was sent: if the map, read again now, names another master, go
                     // there.
-                    Err(e) => match x.unsent(e) {
-                        Step::Again { .. } if self.moved_after_refresh(slot, &node).await => continue,
-                        Step::Done(Err(e)) => {
-                            self.refresh_soon();
-                            return Err(e);
+                    Err(e) => {
+                        self.unsent(&mut x, e, &node)?;
+                        if self.moved_after_refresh(slot, &node).await {
+                            continue;
                         }
-                        _ => {
-                            self.refresh_soon();
-                            return Err(Error::store(format!("{}: no connection", node.name())));
-                        }
-                    },
+                        return Err(self.no_connection(&node));
+                    }
                 },
             };
             // The caller bounds this future by the timeout and drops it when that fires: the
@@ -520,18 +565,12 @@ impl Router {
             if let (Some(h), true, true) = (local, on_store, sent.is_ok()) {
                 self.connect_local(&node, h);
             }
-            match sent {
-                Ok(Step::Done(outcome)) => {
-                    if x.map_stale() {
-                        self.refresh_soon();
-                    }
-                    return outcome;
-                }
-                Ok(Step::Again { to: next, pause }) => {
+            match sent.map(|step| self.answered(&x, &node, step)) {
+                Ok(ControlFlow::Break(outcome)) => return outcome,
+                Ok(ControlFlow::Continue((next, pause))) => {
                     self.pause(pause).await?;
-                    to = Some(self.target(&node, next)?);
+                    to = Some(next);
                 }
-                Ok(Step::More) => return Err(Error::store("the engine asked for a frame it was not given")),
                 // The request may have reached the server: never sent again.
                 Err(e) => {
                     taken.retire();
@@ -559,44 +598,32 @@ impl Router {
         let mut x = Exchange::new(call, self.rules(invoke, durable));
         let mut to = None;
         loop {
-            if self.closed.load(Ordering::Acquire) {
-                return Err(closed_error());
-            }
             if started.elapsed() >= self.timeout {
                 return Err(engine::timed_out_because(ms, &"redirected too long"));
             }
-            let node = match to.take() {
-                Some(n) => n,
-                None => self.owner(slot)?,
-            };
-            let error = |e: redis::RedisError| {
-                if e.is_timeout() || started.elapsed() >= self.timeout {
+            let node = self.next_node(&mut to, slot)?;
+            let error = |e: std::io::Error| {
+                let timeout = matches!(e.kind(), std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock);
+                if timeout || started.elapsed() >= self.timeout {
                     engine::timed_out_because(ms, &e)
                 } else {
                     Error::store(format!("{}: {e}", node.name()))
                 }
             };
             match node.pool.drive(&mut x, deadline) {
-                Ok(Step::Again { to: next, .. }) => to = Some(self.target(&node, next)?),
-                Ok(Step::Done(outcome)) => {
-                    if x.map_stale() {
-                        self.refresh_soon();
-                    }
-                    return outcome;
-                }
-                Ok(Step::More) => return Err(Error::store("the engine asked for a frame it was not given")),
-                // Nothing was sent: if the map, read again now, names another master, go there.
-                Err(Lost::Unsent(e)) => match x.unsent(error(e)) {
-                    Step::Again { .. } if self.moved_after_refresh_blocking(slot, &node, started) => continue,
-                    Step::Done(Err(e)) => {
-                        self.refresh_soon();
-                        return Err(e);
-                    }
-                    _ => {
-                        self.refresh_soon();
-                        return Err(Error::store(format!("{}: no connection", node.name())));
-                    }
+                // A redirect's pause (`TRYAGAIN`'s) was taken by the driver, on this node.
+                Ok(step) => match self.answered(&x, &node, step) {
+                    ControlFlow::Break(outcome) => return outcome,
+                    ControlFlow::Continue((next, _)) => to = Some(next),
                 },
+                // Nothing was sent: if the map, read again now, names another master, go there.
+                Err(Lost::Unsent(e)) => {
+                    self.unsent(&mut x, error(e), &node)?;
+                    if self.moved_after_refresh_blocking(slot, &node, self.timeout.saturating_sub(started.elapsed())) {
+                        continue;
+                    }
+                    return Err(self.no_connection(&node));
+                }
                 // Dropped with the connection: a call that may have counted is never resent,
                 // and its late reply can never be read as the next call's.
                 Err(Lost::Sent(e)) => {

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use redis::Value;
+use crate::redis::engine::value::Value;
 
 use super::slot::SLOTS;
 

@@ -36,9 +36,9 @@ impl fmt::Display for Garbage {
 impl std::error::Error for Garbage {}
 
 #[cfg(feature = "redis")]
-impl From<Garbage> for redis::RedisError {
-    fn from(g: Garbage) -> redis::RedisError {
-        redis::RedisError::from((redis::ErrorKind::Parse, "not a RESP reply", g.0))
+impl From<Garbage> for std::io::Error {
+    fn from(g: Garbage) -> std::io::Error {
+        std::io::Error::new(std::io::ErrorKind::InvalidData, g.0)
     }
 }
 
@@ -146,9 +146,9 @@ pub fn int(frame: &[u8]) -> Option<i64> {
 /// (a multi check's, a reservation's, a lease grant's). RESP3's types read as RESP2 spells
 /// them: null as `Nil`, a map as the array of its pairs, a set as an array, a boolean as 0 or
 /// 1, a double, a big number and a verbatim string (without its format) as the bulk string of
-/// their text, and an attribute as the reply it describes. `None` for anything else: bytes that
-/// are no complete frame, trailing bytes, an error frame (the engine reads those itself before
-/// decoding), an error inside an array (no script reply holds one) or a push.
+/// their text, and an attribute as the reply it describes. An error, alone or inside an array
+/// (a transaction's), is a [`Value::Error`] of its line (a blob error's text). `None` for
+/// anything else: bytes that are no complete frame, trailing bytes, or a push.
 pub fn value(frame: &[u8]) -> Option<Value> {
     let (v, rest) = value_at(frame, 0)?;
     rest.is_empty().then_some(v)
@@ -178,8 +178,14 @@ fn value_at(b: &[u8], depth: usize) -> Option<(Value, &[u8])> {
             rest,
         )),
         b',' | b'(' => Some((text()?, rest)),
-        b'$' | b'=' => match length(line).ok()? {
+        b'-' => Some((Value::Error(std::str::from_utf8(line).ok()?.to_string()), rest)),
+        b'$' | b'=' | b'!' => match length(line).ok()? {
             -1 if kind == b'$' => Some((Value::Nil, rest)),
+            n if kind == b'!' => {
+                let n = usize::try_from(n).ok()?;
+                let text = std::str::from_utf8(rest.get(..n)?).ok()?.to_string();
+                Some((Value::Error(text), rest.get(n..)?.strip_prefix(b"\r\n")?))
+            }
             n => {
                 let n = usize::try_from(n).ok()?;
                 let payload = rest.get(..n)?;

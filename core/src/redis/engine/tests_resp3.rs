@@ -142,7 +142,8 @@ proptest! {
         prop_assert_eq!(resp::error(&bytes), Some(expected));
         let line = format!("-{text}\r\n");
         prop_assert_eq!(resp::error(line.as_bytes()), Some(expected));
-        prop_assert_eq!(resp::value(&bytes), None);
+        prop_assert_eq!(resp::value(&bytes), Some(Value::Error(text.clone())));
+        prop_assert_eq!(resp::value(line.as_bytes()), Some(Value::Error(text)));
     }
 }
 

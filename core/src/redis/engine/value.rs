@@ -1,7 +1,6 @@
 //! The engine's own command and reply types: a script's `ARGV` ([`Args`]) and a parsed
 //! reply ([`Value`]). The engine, the scripts' calls and the REST mapping need nothing more,
-//! so the `rest` feature alone (the WebAssembly build) links no Redis client library; the
-//! native store converts at its edge ([`Value::from_redis`]).
+//! so no build links a Redis client library (redis-rs is the tests' oracle only).
 
 use std::fmt;
 
@@ -108,7 +107,7 @@ macro_rules! int_arg {
 }
 int_arg!(i64, u64, u32, usize);
 
-/// A reply, parsed ([`super::resp::value`]; RESP3's types as RESP2 spells them).
+/// A reply, parsed (by the engine's RESP reader; RESP3's types as RESP2 spells them).
 #[derive(Clone, PartialEq, Eq)]
 pub enum Value {
     /// `$-1` or `*-1`.
@@ -145,10 +144,10 @@ impl fmt::Debug for Value {
     }
 }
 
-#[cfg(feature = "redis")]
+#[cfg(all(test, feature = "redis"))]
 impl Value {
     /// redis-rs's reply as the engine's (a RESP3-only type, which no script returns, as its
-    /// debug text in a bulk string).
+    /// debug text in a bulk string): the tests' oracle.
     pub fn from_redis(v: &redis::Value) -> Value {
         match v {
             redis::Value::Nil => Value::Nil,
@@ -158,7 +157,7 @@ impl Value {
             redis::Value::Okay => Value::Okay,
             redis::Value::SimpleString(s) => Value::SimpleString(s.clone()),
             redis::Value::ServerError(e) => Value::Error(match e.details() {
-                Some(d) => format!("{}: {d}", e.code()),
+                Some(d) => format!("{} {d}", e.code()),
                 None => e.code().to_string(),
             }),
             other => Value::BulkString(format!("{other:?}").into_bytes()),
