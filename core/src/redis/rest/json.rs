@@ -3,16 +3,17 @@
 //!
 //! A reader of its own instead of `serde_json`'s: the WebAssembly build has no other use for a
 //! JSON text parser, and serde_json's (its deserializer, number parsing and error texts) was
-//! about 11 KB of the module. Natively the REST client uses this one too, so both read a reply
-//! the same way. It accepts exactly the JSON grammar (RFC 8259: any value, nested at most
-//! [`MAX_DEPTH`] deep, as serde_json's default), and keeps of a number only what a Redis reply
-//! can be: an integer in `i64`, or not ([`Json::Number`] with no value: a fraction, an exponent
-//! or a larger integer, which no reply is). It differs from serde_json only on a number too
-//! large for an `f64` (`1e400`), which serde_json refuses and this reads as a non-integer:
-//! either way the reply is unreadable.
+//! 10 KB of code and 3.6 KB of data in the module. Natively the REST client uses this one too,
+//! so both read a reply the same way. It accepts exactly the JSON grammar (RFC 8259: any value,
+//! nested at most [`MAX_DEPTH`] deep, as serde_json's default allows), and keeps of a number
+//! only what a Redis reply can be: an integer in `i64`, or not ([`Json::Number`] with no value:
+//! a fraction, an exponent or a larger integer, which no reply is). It differs from serde_json
+//! only on a number too large for an `f64` (`1e400`), which serde_json refuses and this reads
+//! as a non-integer: either way the reply is unreadable.
 
-/// How deep arrays and objects may nest (serde_json's default recursion limit).
-const MAX_DEPTH: usize = 128;
+/// How deep arrays and objects may nest: 127 levels, as serde_json's default recursion limit
+/// (128) admits.
+const MAX_DEPTH: usize = 127;
 
 /// A JSON value, as much of it as a reply can use.
 #[derive(Clone, Debug, PartialEq)]
