@@ -217,7 +217,7 @@ impl Batch {
                 if i > 0 {
                     body.push(',');
                 }
-                let args: Vec<String> = command.iter().map(|a| hex(a)).collect();
+                let args: Vec<String> = command.iter().map(hex).collect();
                 write_command(&mut body, &args.iter().map(|a| a.as_bytes()).collect::<Vec<_>>());
             }
             body.push(']');
