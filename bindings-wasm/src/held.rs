@@ -476,12 +476,15 @@ fn strategy_of(spec: &str) -> CoreResult<throttlekit::Strategy> {
     if let Some(s) = STRATEGIES.with(|m| m.borrow().get(spec).cloned()) {
         return Ok(s);
     }
-    // The spec is the text `HeldCall.request` serialized. It is read as a JSON value and then
-    // through the same `from_value` path as `Strategy.fromSpec` (strategy.rs), so the module
-    // holds one JSON parser (the REST replies' byte reader) and one spec reader.
-    let value = serde_json::from_slice(spec.as_bytes())
-        .map_err(|e| config("strategy", &format!("is not a valid spec: {e}")))?;
-    let parsed = crate::strategy::from_value(value)?;
+    // The spec is the text `HeldCall.request` serialized. The host's `JSON.parse` reads it (the
+    // module holds no JSON text parser but the REST replies' reader, which keeps no fractions),
+    // and it goes through the same conversion and `from_value` path as `Strategy.fromSpec`
+    // (strategy.rs), so there is one spec reader.
+    let value = js_sys::JSON::parse(spec).map_err(|e| {
+        let why = e.dyn_ref::<js_sys::Error>().map_or_else(|| "not JSON".to_owned(), |e| String::from(e.message()));
+        config("strategy", &format!("is not a valid spec: {why}"))
+    })?;
+    let parsed = crate::strategy::from_value(convert::json(&value, "strategy")?)?;
     STRATEGIES.with(|m| {
         let mut m = m.borrow_mut();
         if m.len() >= MAX_STRATEGIES {

@@ -6,6 +6,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::error::{Error, Result};
 
+// wasm32-unknown-unknown has no threads to tick (nor a wall clock: its binding always passes
+// the host's clock), so its build carries no ticker.
+#[cfg(not(all(target_family = "wasm", target_os = "unknown")))]
 mod ticker;
 
 /// A source of epoch milliseconds. A limiter reads it once per call, also for batches.
@@ -38,6 +41,9 @@ pub struct SystemClock;
 impl Clock for SystemClock {
     #[inline]
     fn now_ms(&self) -> i64 {
+        #[cfg(all(target_family = "wasm", target_os = "unknown"))]
+        return wall_ns().div_euclid(1_000_000);
+        #[cfg(not(all(target_family = "wasm", target_os = "unknown")))]
         match ticker::recent_ms() {
             Some(ms) => ms,
             None => read_and_start_ticker(),
@@ -50,6 +56,7 @@ impl Clock for SystemClock {
 }
 
 /// The slow path of [`SystemClock::now_ms`]: no ticker is publishing yet.
+#[cfg(not(all(target_family = "wasm", target_os = "unknown")))]
 #[cold]
 #[inline(never)]
 fn read_and_start_ticker() -> i64 {

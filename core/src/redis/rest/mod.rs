@@ -31,6 +31,9 @@
 //! sends each script with that line first: its own source and SHA1 ([`flagged`]), the same
 //! decisions.
 
+mod json;
+#[cfg(test)]
+mod json_tests;
 pub mod limiter;
 mod shaper;
 
@@ -38,8 +41,7 @@ mod shaper;
 pub mod client;
 use std::sync::{Arc, LazyLock};
 
-use serde_json::Value as Json;
-
+use self::json::Json;
 use super::call::{Outcome, ScriptCall};
 use super::engine::value::Value;
 use super::engine::{self, Attempt, Exchange, Invoke, Rules, Step, resp};
@@ -210,9 +212,16 @@ impl Batch {
     /// order): `/` for one command, else `/pipeline`.
     pub fn request(&self) -> Request {
         if let Some(r) = &self.replaying {
-            let commands: Vec<Json> =
-                r.replay.commands().iter().map(|c| c.iter().map(|a| Json::String(hex(a))).collect::<Json>()).collect();
-            return Request { path: PATH_PIPELINE, body: Json::Array(commands).to_string(), hex: true };
+            let mut body = String::from("[");
+            for (i, command) in r.replay.commands().iter().enumerate() {
+                if i > 0 {
+                    body.push(',');
+                }
+                let args: Vec<String> = command.iter().map(hex).collect();
+                write_command(&mut body, &args.iter().map(|a| a.as_bytes()).collect::<Vec<_>>());
+            }
+            body.push(']');
+            return Request { path: PATH_PIPELINE, body, hex: true };
         }
         // Written straight into one string (no JSON tree): this runs once per decision.
         let mut body = String::with_capacity(256);
@@ -267,7 +276,10 @@ impl Batch {
 
     fn feed_replay(&mut self, status: u16, body: &[u8]) -> Next {
         let Some(r) = self.replaying.as_mut() else { return self.next() };
-        let items = serde_json::from_slice::<Vec<Json>>(body).ok().filter(|_| status == 200);
+        let items = match Json::parse(body).filter(|_| status == 200) {
+            Some(Json::Array(items)) => Some(items),
+            _ => None,
+        };
         let values: Option<Vec<Value>> = items.and_then(|items| {
             items
                 .iter()
@@ -377,7 +389,7 @@ fn write_json_string(out: &mut String, s: &str) {
 /// The RESP frames of a reply to `wanted` commands (`pipeline`: sent to [`PATH_PIPELINE`]).
 fn frames(status: u16, body: &[u8], wanted: usize, pipeline: bool) -> Result<Vec<Vec<u8>>> {
     let text = String::from_utf8_lossy(body);
-    let json: Option<Json> = serde_json::from_slice(body).ok();
+    let json = Json::parse(body);
     let error_of =
         |j: &Option<Json>| j.as_ref().and_then(|j| j.get("error")).and_then(Json::as_str).map(str::to_string);
     match status {
@@ -426,9 +438,9 @@ fn item_frame(item: &Json) -> Option<Vec<u8>> {
 /// Writes a JSON Redis reply as RESP: an integer, a string (bulk), `null` (nil), an array, or
 /// `{"error": E}` inside an array (a transaction's failed command). Anything else (a fraction,
 /// a boolean, another object) is no Redis reply.
-pub fn write_resp(out: &mut Vec<u8>, v: &Json) -> Option<()> {
+fn write_resp(out: &mut Vec<u8>, v: &Json) -> Option<()> {
     match v {
-        Json::Number(n) => resp::write_int(out, n.as_i64()?),
+        Json::Number(n) => resp::write_int(out, (*n)?),
         Json::String(s) => resp::bulk(out, s.as_bytes()),
         Json::Null => out.extend_from_slice(b"$-1\r\n"),
         Json::Array(items) => {
@@ -437,7 +449,7 @@ pub fn write_resp(out: &mut Vec<u8>, v: &Json) -> Option<()> {
                 write_resp(out, item)?;
             }
         }
-        Json::Object(o) if o.len() == 1 => resp::write_error(out, o.get("error")?.as_str()?),
+        Json::Object(o) if o.len() == 1 => resp::write_error(out, v.get("error")?.as_str()?),
         _ => return None,
     }
     Some(())
@@ -447,11 +459,11 @@ pub fn write_resp(out: &mut Vec<u8>, v: &Json) -> Option<()> {
 /// failed command, as [`Value::Error`]).
 fn json_value(v: &Json) -> Option<Value> {
     Some(match v {
-        Json::Number(n) => Value::Int(n.as_i64()?),
+        Json::Number(n) => Value::Int((*n)?),
         Json::String(s) => Value::BulkString(unhex(s)?),
         Json::Null => Value::Nil,
         Json::Array(items) => Value::Array(items.iter().map(json_value).collect::<Option<_>>()?),
-        Json::Object(o) if o.len() == 1 => Value::Error(o.get("error")?.as_str()?.to_string()),
+        Json::Object(o) if o.len() == 1 => Value::Error(v.get("error")?.as_str()?.to_string()),
         _ => return None,
     })
 }
