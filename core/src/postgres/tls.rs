@@ -2,13 +2,13 @@
 //! binding's own socket; docs/postgres.md, "TLS").
 //!
 //! Why here and not in tokio-postgres: its URL parser knows only `disable`, `prefer` and
-//! `require`, and rejects `verify-ca`, `verify-full` and `sslrootcert`. So [`read_url`] takes
+//! `require`, and rejects `verify-ca`, `verify-full` and `sslrootcert`. So `read_url` takes
 //! those two parameters out of the URL (either form) and hands tokio-postgres the rest.
 //!
 //! What each mode verifies is libpq's: `prefer` and `require` encrypt without checking the
 //! certificate (a self-signed or private-CA server connects, as with psql), `verify-ca` checks
 //! the chain and `verify-full` the chain and the host name. Without a chain check the handshake's
-//! signatures are still verified ([`AnyChain`]): the server must hold the key of the certificate
+//! signatures are still verified (`AnyChain`): the server must hold the key of the certificate
 //! it sent.
 
 use std::sync::Arc;
