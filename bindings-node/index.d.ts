@@ -783,8 +783,9 @@ export interface MultiLimiterOptions {
  */
 export interface PostgresStoreOptions {
   /**
-   * `postgres://user:password@host:port/db` or libpq's key-value form (`sslmode=require` for
-   * TLS through rustls with the system's roots). Required.
+   * `postgres://user:password@host:port/db` or libpq's key-value form; libpq's `sslmode`
+   * (`prefer`, the default, and `require` encrypt without verifying; `verify-ca` and
+   * `verify-full` check against `sslrootcert=FILE` or the system's roots). Required.
    */
   url: string
   /** The table holding the limits: `name` or `schema.name` (default `'throttlekit'`). */

@@ -67,7 +67,7 @@ suite "http black-box (go-nethttp)" tests/http-blackbox.sh go-nethttp
 suite "http black-box (go-gin)" tests/http-blackbox.sh go-gin
 suite "fault proxy" cargo test -p throttlekit-faultproxy --locked
 suite "redis" env REDIS_RUST_TESTS=0 tests/redis.sh
-suite "postgres (vectors and timelines vs memory, also through the sans-IO session; exactly K, multi, faults, bad config; a real Postgres 15)" cargo test -p throttlekit --locked --features postgres,sqlite --test postgres --test postgres_lease --test postgres_lease_multi --test postgres_faults --test postgres_session
+suite "postgres (vectors and timelines vs memory, also through the sans-IO session; exactly K, multi, faults, bad config, each sslmode against a private CA; a real Postgres 15)" cargo test -p throttlekit --locked --features postgres,sqlite --test postgres --test postgres_lease --test postgres_lease_multi --test postgres_faults --test postgres_session --test postgres_tls
 suite "serve (grpcio cases on memory/redis/cluster, HTTP, reload, SIGTERM, a real Envoy)" tests/serve.sh
 suite "serve on postgres (the grpcio cases answer as on memory)" tests/serve-postgres.sh
 suite "python" bindings-python/test.sh

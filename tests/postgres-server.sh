@@ -8,9 +8,14 @@
 # password `throttlekit`), then `postgres` on a free loopback port with no Unix socket outside the
 # data dir, fsync off (a test server: nothing survives it). Postgres refuses to run as root, so
 # as root the server runs as the `postgres` user the Debian package creates. PIDFILE defaults to
-# ${TMPDIR:-/tmp}/throttlekit-postgres.pid and holds "PID DATADIR".
+# ${TMPDIR:-/tmp}/throttlekit-postgres.pid and holds "PID DIR".
+#
+# TLS=1 in the environment also turns TLS on (`ssl=on`) with a certificate from a throwaway CA
+# (tests/certs.sh) whose subjectAltName is DNS:localhost only, so 127.0.0.1 is a wrong host
+# name: DIR/tls/ca.crt is that CA, DIR/tls/other-ca.crt one that signed nothing.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/launcher.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/certs.sh"
 cmd=${1:-}
 pidfile=${2:-${TMPDIR:-/tmp}/throttlekit-postgres.pid}
 bin=${POSTGRES_BIN:-/usr/lib/postgresql/15/bin}
@@ -30,10 +35,22 @@ start)
   [ "$(id -u)" = 0 ] && chown postgres: "$dir/pw"
   as_owner "$bin/initdb" -D "$dir/data" -U throttlekit --pwfile="$dir/pw" --auth=scram-sha-256 \
     -E UTF8 --no-sync >"$dir/initdb.log" 2>&1 || { cat "$dir/initdb.log" >&2; exit 1; }
+  tls=()
+  if [ "${TLS:-0}" = 1 ]; then
+    mkdir "$dir/tls"
+    (
+      cd "$dir/tls"
+      ca ca && ca other-ca
+      leaf server 'subjectAltName=DNS:localhost\nextendedKeyUsage=serverAuth\nbasicConstraints=CA:FALSE\n'
+      chmod 600 server.key
+    ) >/dev/null 2>&1 || { echo "openssl failed to make the test certificates" >&2; exit 1; }
+    [ "$(id -u)" = 0 ] && chown -R postgres: "$dir/tls"
+    tls=(-c ssl=on -c ssl_cert_file="$dir/tls/server.crt" -c ssl_key_file="$dir/tls/server.key")
+  fi
   for attempt in 1 2 3 4 5 6; do
     port=$(free_port)
     as_owner "$bin/postgres" -D "$dir/data" -p "$port" -c listen_addresses=127.0.0.1 \
-      -c unix_socket_directories="$dir" -c fsync=off -c max_connections=200 \
+      -c unix_socket_directories="$dir" -c fsync=off -c max_connections=200 "${tls[@]}" \
       >"$dir/postgres.log" 2>&1 &
     # The postmaster's PID is in postmaster.pid once it is ready.
     for _ in $(seq 1 200); do

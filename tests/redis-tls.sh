@@ -11,20 +11,9 @@
 # also listens in plaintext on a second port (printed on stderr) for the helpers' own checks.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/launcher.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/certs.sh"
 cmd=${1:-}
 dir=${2:?usage: $0 start|stop DIR}
-
-ca() {
-  openssl ecparam -name prime256v1 -genkey -noout -out "$1.key"
-  openssl req -x509 -new -key "$1.key" -out "$1.crt" -days 2 -subj "/CN=throttlekit test $1" \
-    -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign
-}
-leaf() { # name extensions
-  openssl ecparam -name prime256v1 -genkey -noout | openssl pkcs8 -topk8 -nocrypt -out "$1.key"
-  openssl req -new -key "$1.key" -out "$1.csr" -subj "/CN=$1"
-  printf '%b' "$2" >"$1.ext"
-  openssl x509 -req -in "$1.csr" -CA ca.crt -CAkey ca.key -CAcreateserial -out "$1.crt" -days 2 -extfile "$1.ext"
-}
 
 case "$cmd" in
 start)

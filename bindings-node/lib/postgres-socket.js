@@ -42,6 +42,19 @@ const OUTCOMES = 256
 const SCRATCH = 4096
 
 /**
+ * tls.connect's certificate checks for the sslmode core read (libpq's meaning): prefer and
+ * require encrypt without checking the certificate, verify-ca checks its chain against
+ * sslrootcert's PEM (`e.ca`; null: Node's roots), verify-full the chain and the host name.
+ */
+function verification(e) {
+  if (e.tls === 'prefer' || e.tls === 'require') return { rejectUnauthorized: false }
+  const checks = { rejectUnauthorized: true }
+  if (e.ca !== null) checks.ca = e.ca
+  if (e.tls === 'verify-ca') checks.checkServerIdentity = () => undefined
+  return checks
+}
+
+/**
  * Routes `api`'s Limiter methods through the sockets (each falls back to the native method when
  * the limiter's calls do not take them), and removes the `__pg*` natives from `api`'s exports.
  */
@@ -88,7 +101,7 @@ module.exports = function install(api) {
     open(limiter) {
       const e = this.pool.endpoint
       this.session = __pgSession(limiter)
-      if (e.tls === 'require') {
+      if (e.tls !== 'prefer' && e.tls !== 'disable') { // require, verify-ca, verify-full
         this.openTls(e)
         return
       }
@@ -146,15 +159,15 @@ module.exports = function install(api) {
         if (this.socket !== s) return
         if (answer[0] === 0x53 /* S */) {
           s.removeAllListeners('data')
-          const t = tls.connect({ socket: s, servername: net.isIP(e.host) ? undefined : e.host })
+          const t = tls.connect({ socket: s, host: e.host, servername: net.isIP(e.host) ? undefined : e.host, ...verification(e) })
           t.setNoDelay?.(true)
           this.socket = t
           this.fd = -1 // its bytes go through TLS
           t.on('error', (err) => this.lose(t, `the Postgres TLS connection failed: ${err.message} (not resent: it may have committed)`))
           t.on('close', () => this.lose(t, 'the Postgres connection was lost (not resent: it may have committed)'))
           t.once('secureConnect', () => this.start(t, true))
-        } else if (e.tls === 'require') {
-          this.lose(s, 'the Postgres server refused TLS and the URL says sslmode=require')
+        } else if (e.tls !== 'prefer') {
+          this.lose(s, `the Postgres server refused TLS and the URL says sslmode=${e.tls}`)
           s.destroy()
         } else {
           this.start(s, true)

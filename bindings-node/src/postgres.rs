@@ -22,8 +22,9 @@ use crate::store::{Chosen, fail_policy_from_options};
 #[napi(object, object_to_js = false)]
 #[allow(dead_code)] // Declares the TypeScript shape; `convert::Options` reads the values.
 pub struct PostgresStoreOptions {
-    /// `postgres://user:password@host:port/db` or libpq's key-value form (`sslmode=require` for
-    /// TLS through rustls with the system's roots). Required.
+    /// `postgres://user:password@host:port/db` or libpq's key-value form; libpq's `sslmode`
+    /// (`prefer`, the default, and `require` encrypt without verifying; `verify-ca` and
+    /// `verify-full` check against `sslrootcert=FILE` or the system's roots). Required.
     pub url: String,
     /// The table holding the limits: `name` or `schema.name` (default `'throttlekit'`).
     pub table: Option<String>,

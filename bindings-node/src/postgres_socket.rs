@@ -22,7 +22,7 @@ use napi::{Env, sys};
 use napi_derive::napi;
 use throttlekit::postgres::call::Op;
 use throttlekit::postgres::schema::{Statements, Table};
-use throttlekit::postgres::session::{Done, Endpoint, Session, Tls};
+use throttlekit::postgres::session::{Done, Endpoint, Session};
 
 use crate::convert;
 use crate::error::{CoreResult, OrThrow, config};
@@ -114,7 +114,10 @@ pub fn pg_of(env: &Env, limiter: Unknown) -> napi::Result<Option<String>> {
             "host": s.endpoint.host,
             "port": s.endpoint.port,
             "unix": s.endpoint.unix,
-            "tls": match s.endpoint.tls { Tls::Disable => "disable", Tls::Prefer => "prefer", Tls::Require => "require" },
+            // The sslmode as core read it (libpq's meaning): ask for TLS, insist, what to verify.
+            "tls": s.endpoint.tls.name(),
+            // verify-ca/verify-full: sslrootcert's PEM (null: the system's roots).
+            "ca": s.endpoint.root_certs.as_deref().map(String::from_utf8_lossy),
             "timeoutMs": s.timeout_ms,
             "connectTimeoutMs": s.connect_timeout_ms,
             "poolSize": s.pool_size,

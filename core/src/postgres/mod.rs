@@ -14,6 +14,7 @@ pub mod schema;
 mod scoped;
 pub mod session;
 mod store;
+pub mod tls;
 
 pub use options::PostgresOptions;
 pub use scoped::conformance_stores;

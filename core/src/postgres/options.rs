@@ -5,8 +5,12 @@ use std::time::Duration;
 /// How a [`super::PostgresStore`] connects and keeps its table (docs/postgres.md, "Options").
 #[derive(Clone, Debug, PartialEq)]
 pub struct PostgresOptions {
-    /// A libpq-style URL or key-value string (`postgres://user:password@host:port/db`,
-    /// `sslmode=require` for TLS through rustls with the system's roots).
+    /// A libpq-style URL or key-value string (`postgres://user:password@host:port/db`). TLS
+    /// through rustls, with libpq's `sslmode`: `disable`; `allow`/`prefer` (the default: TLS
+    /// when offered) and `require` (TLS or no connection) encrypt without verifying the
+    /// certificate; `verify-ca` checks its chain against `sslrootcert=FILE` (PEM; absent or
+    /// `system`: the system's roots), `verify-full` the chain and the host name
+    /// (docs/postgres.md, "TLS").
     pub url: String,
     /// The table: `name` or `schema.name` (lowercase letters, digits, `_`). Default `throttlekit`.
     pub table: String,

@@ -33,11 +33,13 @@ use tokio_postgres::types::{FromSql, ToSql, Type};
 use super::call::{self, StepCall};
 use super::inline::{Inline, Param};
 use super::schema::Statements;
+pub use super::tls::Tls;
 use crate::error::{Error, ErrorCode, Result};
 use crate::store::Reply;
 
-/// Where a session connects and how it logs in, read from a libpq-style URL by tokio-postgres's
-/// own parser (so both paths read a URL the same way).
+/// Where a session connects and how it logs in, read from a libpq-style URL by
+/// [`super::tls`]'s reading (tokio-postgres's parser for all but `sslmode` and `sslrootcert`),
+/// so both paths read a URL the same way.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Endpoint {
     /// The host name or address (TCP), or the Unix socket's full path (`<dir>/.s.PGSQL.<port>`).
@@ -46,8 +48,12 @@ pub struct Endpoint {
     pub port: u16,
     /// `host` is a Unix socket path.
     pub unix: bool,
-    /// `sslmode`: `disable`, `prefer` (the default: TLS when the server offers it) or `require`.
+    /// `sslmode` (libpq's meaning; `Disable` on a Unix socket): whether to ask for TLS, insist
+    /// on it, and what of the certificate to verify.
     pub tls: Tls,
+    /// `sslrootcert`'s PEM, the roots `verify-ca`/`verify-full` check the chain against
+    /// (`None`: the system's).
+    pub root_certs: Option<Vec<u8>>,
     user: String,
     password: Option<Vec<u8>>,
     dbname: Option<String>,
@@ -55,24 +61,12 @@ pub struct Endpoint {
     application_name: Option<String>,
 }
 
-/// The URL's `sslmode`, as the tokio store reads it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Tls {
-    /// Plain TCP.
-    Disable,
-    /// Ask for TLS (`SSLRequest`); plain when the server declines.
-    Prefer,
-    /// Ask for TLS; a server that declines is `store_unavailable`.
-    Require,
-}
-
 impl Endpoint {
-    /// The endpoint of `url`: `config_invalid` (`postgres.url`) when it is not a Postgres URL;
-    /// `None` for what a binding's socket does not do (more than one host: the tokio store
-    /// tries them in turn).
+    /// The endpoint of `url`: `config_invalid` (`postgres.url`) when it is not a Postgres URL,
+    /// has an unknown `sslmode` or an unreadable `sslrootcert`; `None` for what a binding's
+    /// socket does not do (more than one host: the tokio store tries them in turn).
     pub fn parse(url: &str) -> Result<Option<Endpoint>> {
-        let config: tokio_postgres::Config =
-            url.parse().map_err(|e| Error::config("postgres.url", &format!("is not a Postgres URL: {e}")))?;
+        let super::tls::Url { config, tls, root_certs } = super::tls::read_url(url)?;
         let (hosts, ports) = (config.get_hosts(), config.get_ports());
         if hosts.len() > 1 || ports.len() > 1 || !config.get_hostaddrs().is_empty() {
             return Ok(None);
@@ -86,11 +80,6 @@ impl Endpoint {
                 (dir.join(format!(".s.PGSQL.{port}")).to_string_lossy().into_owned(), true)
             }
         };
-        let tls = match config.get_ssl_mode() {
-            tokio_postgres::config::SslMode::Disable => Tls::Disable,
-            tokio_postgres::config::SslMode::Require => Tls::Require,
-            _ => Tls::Prefer,
-        };
         let user = match config.get_user() {
             Some(u) => u.to_string(),
             None => std::env::var("USER").map_err(|_| Error::config("postgres.url", "names no user"))?,
@@ -100,6 +89,7 @@ impl Endpoint {
             port,
             unix,
             tls: if unix { Tls::Disable } else { tls },
+            root_certs,
             user,
             password: config.get_password().map(<[u8]>::to_vec),
             dbname: config.get_dbname().map(str::to_string),

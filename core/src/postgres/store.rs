@@ -93,20 +93,6 @@ fn pg_error(what: &str, e: &tokio_postgres::Error) -> Error {
     }
 }
 
-fn tls() -> Result<tokio_postgres_rustls::MakeRustlsConnect> {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in rustls_native_certs::load_native_certs().certs {
-        let _ = roots.add(cert);
-    }
-    let config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| Error::store(format!("TLS setup: {e}")))?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    Ok(tokio_postgres_rustls::MakeRustlsConnect::new(config))
-}
-
 fn build_runtime() -> Result<Runtime> {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
@@ -119,8 +105,7 @@ fn build_runtime() -> Result<Runtime> {
 impl Inner {
     fn new(options: PostgresOptions) -> Result<Inner> {
         let table = Table::new(&options.table)?;
-        let config: tokio_postgres::Config =
-            options.url.parse().map_err(|e| Error::config("postgres.url", &format!("is not a Postgres URL: {e}")))?;
+        let url = super::tls::read_url(&options.url)?;
         if options.pool_size == 0 || options.pool_size > 1024 {
             return Err(Error::config("postgres.poolSize", "must be in 1..=1024"));
         }
@@ -133,8 +118,11 @@ impl Inner {
         Ok(Inner {
             statements: Statements::new(&table),
             table,
-            config,
-            tls: tls()?,
+            config: url.config,
+            tls: tokio_postgres_rustls::MakeRustlsConnect::new(super::tls::client_config(
+                url.tls,
+                url.root_certs.as_deref(),
+            )?),
             slots: (0..options.pool_size).map(|_| Slot::default()).collect(),
             next: AtomicUsize::new(0),
             closed: AtomicBool::new(false),

@@ -19,12 +19,33 @@ fn script() -> PathBuf {
 
 impl PostgresServer {
     pub fn start() -> PostgresServer {
+        PostgresServer::start_with(false)
+    }
+
+    /// A server with TLS on (`TLS=1`): its certificate is from a throwaway CA ([`Self::tls_file`]
+    /// `ca.crt`) and names `localhost` only.
+    pub fn start_tls() -> PostgresServer {
+        PostgresServer::start_with(true)
+    }
+
+    /// A file of the TLS server's: `ca.crt` (its CA) or `other-ca.crt` (a CA that signed nothing).
+    pub fn tls_file(&self, name: &str) -> PathBuf {
+        let text = std::fs::read_to_string(&self.pidfile).expect("the pidfile");
+        PathBuf::from(text.split_whitespace().nth(1).expect("a dir")).join("tls").join(name)
+    }
+
+    fn start_with(tls: bool) -> PostgresServer {
         let pidfile = std::env::temp_dir().join(format!(
             "throttlekit-pg-{}-{}.pid",
             std::process::id(),
             std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos()
         ));
-        let out = Command::new(script()).arg("start").arg(&pidfile).output().expect("run tests/postgres-server.sh");
+        let out = Command::new(script())
+            .env("TLS", if tls { "1" } else { "0" })
+            .arg("start")
+            .arg(&pidfile)
+            .output()
+            .expect("run tests/postgres-server.sh");
         assert!(
             out.status.success(),
             "could not start Postgres (scripts/install-deps.sh installs postgresql-15): {}",
