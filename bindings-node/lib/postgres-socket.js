@@ -101,7 +101,7 @@ module.exports = function install(api) {
     open(limiter) {
       const e = this.pool.endpoint
       this.session = __pgSession(limiter)
-      if (e.tls !== 'prefer' && e.tls !== 'disable') { // require, verify-ca, verify-full
+      if (e.tlsRequired) {
         this.openTls(e)
         return
       }
@@ -166,7 +166,7 @@ module.exports = function install(api) {
           t.on('error', (err) => this.lose(t, `the Postgres TLS connection failed: ${err.message} (not resent: it may have committed)`))
           t.on('close', () => this.lose(t, 'the Postgres connection was lost (not resent: it may have committed)'))
           t.once('secureConnect', () => this.start(t, true))
-        } else if (e.tls !== 'prefer') {
+        } else if (e.tlsRequired) {
           this.lose(s, `the Postgres server refused TLS and the URL says sslmode=${e.tls}`)
           s.destroy()
         } else {

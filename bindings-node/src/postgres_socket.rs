@@ -116,6 +116,8 @@ pub fn pg_of(env: &Env, limiter: Unknown) -> napi::Result<Option<String>> {
             "unix": s.endpoint.unix,
             // The sslmode as core read it (libpq's meaning): ask for TLS, insist, what to verify.
             "tls": s.endpoint.tls.name(),
+            // A server that declines TLS is refused (require, verify-ca, verify-full).
+            "tlsRequired": s.endpoint.tls.required(),
             // verify-ca/verify-full: sslrootcert's PEM (null: the system's roots).
             "ca": s.endpoint.root_certs.as_deref().map(String::from_utf8_lossy),
             "timeoutMs": s.timeout_ms,
