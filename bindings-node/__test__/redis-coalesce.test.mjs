@@ -96,11 +96,11 @@ test('bytes that start no RESP frame drop the connection; the calls on it fail',
   assert.equal(await p, 'null|gone')
 })
 
-// A cluster's sockets (lib/redis-cluster.js): a call goes at once only when nothing is due on
-// any of them, and corked calls leave at the end of the event loop's turn (setImmediate), so
-// the calls that several sockets' replies release in one wake-up reach each master in one write.
+// A cluster's sockets (lib/redis-cluster.js) follow the same rules, each by the replies its own
+// master owes, except that corked calls that no BATCH sent leave at the end of the event loop's
+// turn (setImmediate), so the calls that several sockets' replies release in one wake-up reach
+// each master in one write.
 const { ClusterTransport } = require('../lib/redis-cluster.js')
-const { CLUSTER_BATCH } = require('../lib/redis-transport.js')
 
 function recordingCluster(masters) {
   const log = []
@@ -118,7 +118,7 @@ function recordingCluster(masters) {
     }
     const t = new Transport({ timeoutMs: 60_000, handshakeReplies: 0, preloadReplies: 0, retryReplies: 1 }, Buffer.alloc(0), c, id)
     t.socket = socket
-    c.nodes.set(id, t)
+    c.nodes[id] = t
     sockets.push(socket)
   }
   return { c, log, sockets }
@@ -127,64 +127,68 @@ function recordingCluster(masters) {
 const clusterCall = (c, i, node) =>
   c.request({ finish: (frame) => `${i}:${frame}`, follow: () => null, eval: () => null }, Buffer.from(`c${i}`), node, 0)
 const turn = () => new Promise((resolve) => setImmediate(resolve))
+const pendingOf = (c) => c.nodes.reduce((n, t) => n + t.pending, 0)
 
 test('on a cluster, sequential calls (nothing due on any master) never cork', async () => {
   const { c, log, sockets } = recordingCluster(3)
   for (let i = 0; i < 6; i++) {
     const p = clusterCall(c, i, i % 3)
-    c.nodes.get(i % 3).onData(sockets[i % 3], replies(1))
+    c.nodes[i % 3].onData(sockets[i % 3], replies(1))
     assert.equal(await p, `${i}::1\r\n`)
   }
   assert.deepEqual(log, ['0 write c0', '1 write c1', '2 write c2', '0 write c3', '1 write c4', '2 write c5'])
-  assert.equal(c.pending, 0)
+  assert.equal(pendingOf(c), 0)
 })
 
-test('on a cluster, calls made while any master owes a reply leave at the end of the turn, one write per master', async () => {
+test('on a cluster, a call to a master that owes nothing goes at once; calls made while it owes replies leave at the end of the turn, one write per master', async () => {
   const { c, log, sockets } = recordingCluster(3)
-  const first = clusterCall(c, 0, 0) // nothing due anywhere: at once
-  // Master 1 owes nothing, but master 0 does: corked, and not flushed at the end of the tick.
-  const calls = [first, clusterCall(c, 1, 1), clusterCall(c, 2, 2), clusterCall(c, 3, 1), clusterCall(c, 4, 0)]
+  // Each master owes nothing for its first call, though the others owe replies: at once.
+  const calls = [clusterCall(c, 0, 0), clusterCall(c, 1, 1), clusterCall(c, 2, 2), clusterCall(c, 3, 1), clusterCall(c, 4, 0)]
   await tick()
-  assert.deepEqual(log, ['0 write c0', '1 cork', '1 write c1', '2 cork', '2 write c2', '1 write c3', '0 cork', '0 write c4'])
+  // Not flushed at the end of the tick.
+  assert.deepEqual(log, ['0 write c0', '1 write c1', '2 write c2', '1 cork', '1 write c3', '0 cork', '0 write c4'])
   await turn()
-  assert.deepEqual(log.slice(8), ['1 uncork', '2 uncork', '0 uncork'])
-  assert.equal(c.pending, 5)
-  // Two masters' replies in one turn (two I/O callbacks, each followed by its continuations):
-  // the calls both release reach each master in one write, at the turn's end.
-  c.nodes.get(1).onData(sockets[1], replies(2))
+  assert.deepEqual(log.slice(7), ['1 uncork', '0 uncork'])
+  assert.equal(pendingOf(c), 5)
+  // Two masters' replies in one turn (two I/O callbacks, each followed by its continuations).
+  // Master 1 answered everything it owed: its next call goes at once, the one after is corked;
+  // master 2 still owes c2 when c5 is made, and c5 when c8 is: both corked, one write.
+  c.nodes[1].onData(sockets[1], replies(2))
   assert.deepEqual(await Promise.all([calls[1], calls[3]]), ['1::1\r\n', '3::1\r\n'])
-  const more = [clusterCall(c, 5, 2), clusterCall(c, 6, 1)]
+  const more = [clusterCall(c, 5, 2), clusterCall(c, 6, 1), clusterCall(c, 7, 1)]
   await tick()
-  c.nodes.get(2).onData(sockets[2], replies(1))
+  c.nodes[2].onData(sockets[2], replies(1))
   assert.equal(await calls[2], '2::1\r\n')
-  more.push(clusterCall(c, 7, 2), clusterCall(c, 8, 1))
+  more.push(clusterCall(c, 8, 2))
   await tick()
-  assert.deepEqual(log.slice(11), ['2 cork', '2 write c5', '1 cork', '1 write c6', '2 write c7', '1 write c8'])
+  assert.deepEqual(log.slice(9), ['2 cork', '2 write c5', '1 write c6', '1 cork', '1 write c7', '2 write c8'])
   await turn()
-  assert.deepEqual(log.slice(17), ['2 uncork', '1 uncork'])
+  assert.deepEqual(log.slice(15), ['2 uncork', '1 uncork'])
   // Every reply in, in order per master; nothing due: the next call goes at once again.
-  c.nodes.get(0).onData(sockets[0], replies(2))
-  c.nodes.get(1).onData(sockets[1], Buffer.from(':6\r\n:8\r\n'))
-  c.nodes.get(2).onData(sockets[2], Buffer.from(':5\r\n:7\r\n'))
+  c.nodes[0].onData(sockets[0], replies(2))
+  c.nodes[1].onData(sockets[1], Buffer.from(':6\r\n:7\r\n'))
+  c.nodes[2].onData(sockets[2], Buffer.from(':5\r\n:8\r\n'))
   assert.deepEqual(await Promise.all([...calls, ...more]), ['0::1\r\n', '1::1\r\n', '2::1\r\n', '3::1\r\n', '4::1\r\n', '5::5\r\n', '6::6\r\n', '7::7\r\n', '8::8\r\n'])
-  assert.equal(c.pending, 0)
+  assert.equal(pendingOf(c), 0)
   const last = clusterCall(c, 9, 2)
-  assert.deepEqual(log.slice(19), ['2 write c9'])
-  c.nodes.get(2).onData(sockets[2], replies(1))
+  assert.deepEqual(log.slice(17), ['2 write c9'])
+  c.nodes[2].onData(sockets[2], replies(1))
   assert.equal(await last, '9::1\r\n')
 })
 
-test(`on a cluster, a master's corked calls leave every ${CLUSTER_BATCH} calls within a turn, the rest at its end`, async () => {
+test(`on a cluster, a master's corked calls leave every ${BATCH} calls within a turn, the rest at its end`, async () => {
   const { c, log, sockets } = recordingCluster(2)
-  const n = 1 + CLUSTER_BATCH + 2
+  const n = 1 + BATCH + 2
   const calls = Array.from({ length: n }, (_, i) => clusterCall(c, i, 1))
   const writes = (from, to) => Array.from({ length: to - from }, (_, k) => `1 write c${from + k}`)
-  assert.deepEqual(log, ['1 write c0', '1 cork', ...writes(1, 1 + CLUSTER_BATCH), '1 uncork', '1 cork', ...writes(1 + CLUSTER_BATCH, n)])
+  assert.deepEqual(log, ['1 write c0', '1 cork', ...writes(1, 1 + BATCH), '1 uncork', '1 cork', ...writes(1 + BATCH, n)])
+  await tick()
+  assert.equal(log.at(-1), `1 write c${n - 1}`, 'the rest waits for the turn')
   await turn()
   assert.equal(log.at(-1), '1 uncork')
-  c.nodes.get(1).onData(sockets[1], replies(n))
+  c.nodes[1].onData(sockets[1], replies(n))
   assert.deepEqual(await Promise.all(calls), Array.from({ length: n }, (_, i) => `${i}::1\r\n`))
-  assert.equal(c.pending, 0)
+  assert.equal(pendingOf(c), 0)
 })
 
 // A standalone socket's sequential calls are written by the native prepare itself
