@@ -96,10 +96,10 @@ test('bytes that start no RESP frame drop the connection; the calls on it fail',
   assert.equal(await p, 'null|gone')
 })
 
-// A cluster's sockets (lib/redis-cluster.js) follow the same rules, each by the replies its own
-// master owes, except that corked calls that no BATCH sent leave at the end of the event loop's
-// turn (setImmediate), so the calls that several sockets' replies release in one wake-up reach
-// each master in one write.
+// A cluster's sockets (lib/redis-cluster.js): a call goes at once only when nothing is due on
+// any of them, corked calls leave every BATCH calls as on one server, and the rest at the end of
+// the event loop's turn (setImmediate), so the calls that several sockets' replies release in
+// one wake-up reach each master in one write.
 const { ClusterTransport } = require('../lib/redis-cluster.js')
 
 function recordingCluster(masters) {
@@ -127,7 +127,6 @@ function recordingCluster(masters) {
 const clusterCall = (c, i, node) =>
   c.request({ finish: (frame) => `${i}:${frame}`, follow: () => null, eval: () => null }, Buffer.from(`c${i}`), node, 0)
 const turn = () => new Promise((resolve) => setImmediate(resolve))
-const pendingOf = (c) => c.nodes.reduce((n, t) => n + t.pending, 0)
 
 test('on a cluster, sequential calls (nothing due on any master) never cork', async () => {
   const { c, log, sockets } = recordingCluster(3)
@@ -137,41 +136,40 @@ test('on a cluster, sequential calls (nothing due on any master) never cork', as
     assert.equal(await p, `${i}::1\r\n`)
   }
   assert.deepEqual(log, ['0 write c0', '1 write c1', '2 write c2', '0 write c3', '1 write c4', '2 write c5'])
-  assert.equal(pendingOf(c), 0)
+  assert.equal(c.pending, 0)
 })
 
-test('on a cluster, a call to a master that owes nothing goes at once; calls made while it owes replies leave at the end of the turn, one write per master', async () => {
+test('on a cluster, calls made while any master owes a reply leave at the end of the turn, one write per master', async () => {
   const { c, log, sockets } = recordingCluster(3)
-  // Each master owes nothing for its first call, though the others owe replies: at once.
-  const calls = [clusterCall(c, 0, 0), clusterCall(c, 1, 1), clusterCall(c, 2, 2), clusterCall(c, 3, 1), clusterCall(c, 4, 0)]
+  const first = clusterCall(c, 0, 0) // nothing due anywhere: at once
+  // Master 1 owes nothing, but master 0 does: corked, and not flushed at the end of the tick.
+  const calls = [first, clusterCall(c, 1, 1), clusterCall(c, 2, 2), clusterCall(c, 3, 1), clusterCall(c, 4, 0)]
   await tick()
-  // Not flushed at the end of the tick.
-  assert.deepEqual(log, ['0 write c0', '1 write c1', '2 write c2', '1 cork', '1 write c3', '0 cork', '0 write c4'])
+  assert.deepEqual(log, ['0 write c0', '1 cork', '1 write c1', '2 cork', '2 write c2', '1 write c3', '0 cork', '0 write c4'])
   await turn()
-  assert.deepEqual(log.slice(7), ['1 uncork', '0 uncork'])
-  assert.equal(pendingOf(c), 5)
-  // Two masters' replies in one turn (two I/O callbacks, each followed by its continuations).
-  // Master 1 answered everything it owed: its next call goes at once, the one after is corked;
-  // master 2 still owes c2 when c5 is made, and c5 when c8 is: both corked, one write.
+  assert.deepEqual(log.slice(8), ['1 uncork', '2 uncork', '0 uncork'])
+  assert.equal(c.pending, 5)
+  // Two masters' replies in one turn (two I/O callbacks, each followed by its continuations):
+  // the calls both release reach each master in one write, at the turn's end.
   c.nodes[1].onData(sockets[1], replies(2))
   assert.deepEqual(await Promise.all([calls[1], calls[3]]), ['1::1\r\n', '3::1\r\n'])
-  const more = [clusterCall(c, 5, 2), clusterCall(c, 6, 1), clusterCall(c, 7, 1)]
+  const more = [clusterCall(c, 5, 2), clusterCall(c, 6, 1)]
   await tick()
   c.nodes[2].onData(sockets[2], replies(1))
   assert.equal(await calls[2], '2::1\r\n')
-  more.push(clusterCall(c, 8, 2))
+  more.push(clusterCall(c, 7, 2), clusterCall(c, 8, 1))
   await tick()
-  assert.deepEqual(log.slice(9), ['2 cork', '2 write c5', '1 write c6', '1 cork', '1 write c7', '2 write c8'])
+  assert.deepEqual(log.slice(11), ['2 cork', '2 write c5', '1 cork', '1 write c6', '2 write c7', '1 write c8'])
   await turn()
-  assert.deepEqual(log.slice(15), ['2 uncork', '1 uncork'])
+  assert.deepEqual(log.slice(17), ['2 uncork', '1 uncork'])
   // Every reply in, in order per master; nothing due: the next call goes at once again.
   c.nodes[0].onData(sockets[0], replies(2))
-  c.nodes[1].onData(sockets[1], Buffer.from(':6\r\n:7\r\n'))
-  c.nodes[2].onData(sockets[2], Buffer.from(':5\r\n:8\r\n'))
+  c.nodes[1].onData(sockets[1], Buffer.from(':6\r\n:8\r\n'))
+  c.nodes[2].onData(sockets[2], Buffer.from(':5\r\n:7\r\n'))
   assert.deepEqual(await Promise.all([...calls, ...more]), ['0::1\r\n', '1::1\r\n', '2::1\r\n', '3::1\r\n', '4::1\r\n', '5::5\r\n', '6::6\r\n', '7::7\r\n', '8::8\r\n'])
-  assert.equal(pendingOf(c), 0)
+  assert.equal(c.pending, 0)
   const last = clusterCall(c, 9, 2)
-  assert.deepEqual(log.slice(17), ['2 write c9'])
+  assert.deepEqual(log.slice(19), ['2 write c9'])
   c.nodes[2].onData(sockets[2], replies(1))
   assert.equal(await last, '9::1\r\n')
 })
@@ -188,7 +186,7 @@ test(`on a cluster, a master's corked calls leave every ${BATCH} calls within a 
   assert.equal(log.at(-1), '1 uncork')
   c.nodes[1].onData(sockets[1], replies(n))
   assert.deepEqual(await Promise.all(calls), Array.from({ length: n }, (_, i) => `${i}::1\r\n`))
-  assert.equal(pendingOf(c), 0)
+  assert.equal(c.pending, 0)
 })
 
 // A standalone socket's sequential calls are written by the native prepare itself

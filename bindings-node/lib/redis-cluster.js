@@ -36,28 +36,31 @@ class ClusterTransport {
     this.nodes = [] // by the core's node number: its Transport
     this.io = new Float64Array(4) // [node, hop, pauseMs, replies] of the next attempt
     this.closed = false
+    this.pending = 0 // calls on all its sockets (Transport#enqueue and #release count them)
     this.corked = [] // [transport, socket, ...]: the sockets corked this turn (flushLater)
     this.onFlush = () => this.flush()
   }
 
   /**
-   * Transport `t` corked its socket `s` (Transport#write: a call made while that master owes
-   * replies; every `BATCH` calls leave at once): uncork it when this turn of the event loop has
-   * run its I/O callbacks (`setImmediate`), with every other socket corked in the turn.
+   * Transport `t` corked its socket `s` (Transport#write: a call made while some master of the
+   * cluster owes replies): uncork it when this turn of the event loop has run its I/O callbacks
+   * (`setImmediate`), with every other socket corked in the turn; every `BATCH` calls corked on
+   * one socket leave at once, as on one server.
    *
    * Why a turn and not a tick, as on one server: the replies of several masters arrive in one
    * wake-up of this thread (one `epoll_wait` that finds several sockets readable), and Node runs
    * each socket's callback, and the Promise continuations it releases, in a tick of its own.
    * Each tick's calls spread over every master, so flushing per tick sent each master a third
-   * of one socket's replies, several times per wake-up, and the servers' CPU per call rose by
-   * a sixth or more (docs/bench-bindings.md, "Clusters"). Flushed per turn, each master gets one
-   * `writev` with the rest of what the wake-up released for it.
+   * of one socket's replies, several times per wake-up, and the servers' CPU per call rose by a
+   * sixth or more (docs/bench-bindings.md, "Clusters"). Flushed per turn, each master gets one
+   * `writev` with what the wake-up released for it. Why a call to a master that owes nothing
+   * still waits while another master owes replies: written at once, it woke that server for
+   * one call, and the servers' CPU per call rose again.
    *
-   * What does not wait for the turn: a call to a master that owes nothing (that server is idle,
-   * and each of the others may be too) and every `BATCH`-th corked call, as on one server.
-   * Holding those for the turn left servers idle while the client settled and prepared a whole
-   * turn's calls: client and servers took turns, and on a quiet 2-core machine the 64-in-flight
-   * rows read 0.71x of one server with every key on one master and 0.86x on three.
+   * Why `BATCH` all the same: without it, a master's calls of a turn left in one write of up to
+   * 64, so client and server took turns (the server idle while the client settled and prepared
+   * a whole turn's calls, the client idle while the server ran them): with every key on one
+   * master the 64-in-flight row read 0.71x of one server at the same CPU per call.
    */
   flushLater(t, s) {
     if (this.corked.length === 0) setImmediate(this.onFlush)

@@ -208,6 +208,7 @@ class Transport {
     r.done = false
     r.owner = this
     this.pending++
+    if (this.cluster !== null) this.cluster.pending++
     if (this.closed) {
       finish(r, null, 'the Redis store is closed', false)
       return p
@@ -288,6 +289,7 @@ class Transport {
   enqueue(r, bytes, replies, now = Date.now()) {
     r.owner = this
     this.pending++
+    this.cluster.pending++
     if (this.closed) return finish(r, null, 'the Redis store is closed', false)
     const left = r.made + this.timeoutMs - now
     if (left <= 0) return finish(r, null, null, true)
@@ -383,13 +385,15 @@ class Transport {
    * and batches of `BATCH` keep the server busy while the client prepares the next batch.
    * Order is kept: corked writes go out in order, after any written before them.
    *
-   * A cluster's socket follows the same rules, each master's socket by its own replies owed,
-   * except that the rest of a batch leaves at the end of the event loop's turn rather than of
-   * the tick (ClusterTransport#flushLater says why).
+   * A cluster's socket differs in two ways (ClusterTransport#flushLater says why): a call goes
+   * at once only when no call is due on any of the cluster's sockets, and the corked calls that
+   * no `BATCH` sent leave at the end of the event loop's turn rather than of the tick.
    */
   write(bytes, r, replies) {
     const s = this.socket ?? this.connect()
-    const idle = this.owed === 0
+    const cluster = this.cluster
+    // Nothing due: on a cluster, nothing due on any of its sockets (the sequential case).
+    const idle = cluster === null ? this.owed === 0 : cluster.pending === 1
     this.track(r, replies)
     if (this.corked) {
       s.write(bytes)
@@ -404,8 +408,8 @@ class Transport {
       this.corked = true
       this.batched = 1
       s.cork()
-      if (this.cluster === null) process.nextTick(uncork, this, s)
-      else this.cluster.flushLater(this, s)
+      if (cluster === null) process.nextTick(uncork, this, s)
+      else cluster.flushLater(this, s)
       s.write(bytes)
     }
   }
@@ -422,8 +426,9 @@ class Transport {
     s.once('connect', () => {
       s.tkConnected = true
       // Where a standalone socket's calls may be written directly (Transport#direct). Not on a
-      // cluster (index.js learns a call's master from the same native call that would write
-      // it) nor where the handle has no descriptor (Windows: -1).
+      // cluster (its calls go at once only when no socket of the cluster is due, and index.js
+      // learns a call's master from the native call that would write it) nor where the handle
+      // has no descriptor (Windows: -1).
       const fd = s._handle?.fd
       if (this.socket === s && this.cluster === null && Number.isInteger(fd) && fd >= 0) this.fd = fd
     })
@@ -521,6 +526,7 @@ class Transport {
 
   /** One request fewer on this socket (finished, or sent on to another node). */
   release() {
+    if (this.cluster !== null) this.cluster.pending--
     if (--this.pending === 0) {
       if (this.socket !== null) {
         if (this.closed) this.socket.destroy()
