@@ -51,16 +51,16 @@ class ClusterTransport {
    * wake-up of this thread (one `epoll_wait` that finds several sockets readable), and Node runs
    * each socket's callback, and the Promise continuations it releases, in a tick of its own.
    * Each tick's calls spread over every master, so flushing per tick sent each master a third
-   * of one socket's replies, several times per wake-up, and the servers' CPU per call rose by a
-   * sixth or more (docs/bench-bindings.md, "Clusters"). Flushed per turn, each master gets one
-   * `writev` with what the wake-up released for it. Why a call to a master that owes nothing
-   * still waits while another master owes replies: written at once, it woke that server for
-   * one call, and the servers' CPU per call rose again.
+   * of one socket's replies, several times per wake-up, and the CPU per call rose by about a
+   * ninth (docs/bench-bindings.md, "Clusters"). Flushed per turn, each master gets one `writev`
+   * with what the wake-up released for it. Why a call to a master that owes nothing still waits
+   * while another master owes replies: written at once, it wakes that server for one call, and
+   * that measured no faster.
    *
    * Why `BATCH` all the same: without it, a master's calls of a turn left in one write of up to
    * 64, so client and server took turns (the server idle while the client settled and prepared
    * a whole turn's calls, the client idle while the server ran them): with every key on one
-   * master the 64-in-flight row read 0.71x of one server at the same CPU per call.
+   * master the 64-in-flight row read 0.71x of one server at about the same CPU per call.
    */
   flushLater(t, s) {
     if (this.corked.length === 0) setImmediate(this.onFlush)
