@@ -97,10 +97,10 @@ test('bytes that start no RESP frame drop the connection; the calls on it fail',
 })
 
 // A cluster's sockets (lib/redis-cluster.js): a call goes at once only when nothing is due on
-// any of them, and corked calls leave at the end of the event loop's turn (setImmediate), so
-// the calls that several sockets' replies release in one wake-up reach each master in one write.
+// any of them, corked calls leave every BATCH calls as on one server, and the rest at the end of
+// the event loop's turn (setImmediate), so the calls that several sockets' replies release in
+// one wake-up reach each master in one write.
 const { ClusterTransport } = require('../lib/redis-cluster.js')
-const { CLUSTER_BATCH } = require('../lib/redis-transport.js')
 
 function recordingCluster(masters) {
   const log = []
@@ -118,7 +118,7 @@ function recordingCluster(masters) {
     }
     const t = new Transport({ timeoutMs: 60_000, handshakeReplies: 0, preloadReplies: 0, retryReplies: 1 }, Buffer.alloc(0), c, id)
     t.socket = socket
-    c.nodes.set(id, t)
+    c.nodes[id] = t
     sockets.push(socket)
   }
   return { c, log, sockets }
@@ -132,7 +132,7 @@ test('on a cluster, sequential calls (nothing due on any master) never cork', as
   const { c, log, sockets } = recordingCluster(3)
   for (let i = 0; i < 6; i++) {
     const p = clusterCall(c, i, i % 3)
-    c.nodes.get(i % 3).onData(sockets[i % 3], replies(1))
+    c.nodes[i % 3].onData(sockets[i % 3], replies(1))
     assert.equal(await p, `${i}::1\r\n`)
   }
   assert.deepEqual(log, ['0 write c0', '1 write c1', '2 write c2', '0 write c3', '1 write c4', '2 write c5'])
@@ -151,11 +151,11 @@ test('on a cluster, calls made while any master owes a reply leave at the end of
   assert.equal(c.pending, 5)
   // Two masters' replies in one turn (two I/O callbacks, each followed by its continuations):
   // the calls both release reach each master in one write, at the turn's end.
-  c.nodes.get(1).onData(sockets[1], replies(2))
+  c.nodes[1].onData(sockets[1], replies(2))
   assert.deepEqual(await Promise.all([calls[1], calls[3]]), ['1::1\r\n', '3::1\r\n'])
   const more = [clusterCall(c, 5, 2), clusterCall(c, 6, 1)]
   await tick()
-  c.nodes.get(2).onData(sockets[2], replies(1))
+  c.nodes[2].onData(sockets[2], replies(1))
   assert.equal(await calls[2], '2::1\r\n')
   more.push(clusterCall(c, 7, 2), clusterCall(c, 8, 1))
   await tick()
@@ -163,26 +163,28 @@ test('on a cluster, calls made while any master owes a reply leave at the end of
   await turn()
   assert.deepEqual(log.slice(17), ['2 uncork', '1 uncork'])
   // Every reply in, in order per master; nothing due: the next call goes at once again.
-  c.nodes.get(0).onData(sockets[0], replies(2))
-  c.nodes.get(1).onData(sockets[1], Buffer.from(':6\r\n:8\r\n'))
-  c.nodes.get(2).onData(sockets[2], Buffer.from(':5\r\n:7\r\n'))
+  c.nodes[0].onData(sockets[0], replies(2))
+  c.nodes[1].onData(sockets[1], Buffer.from(':6\r\n:8\r\n'))
+  c.nodes[2].onData(sockets[2], Buffer.from(':5\r\n:7\r\n'))
   assert.deepEqual(await Promise.all([...calls, ...more]), ['0::1\r\n', '1::1\r\n', '2::1\r\n', '3::1\r\n', '4::1\r\n', '5::5\r\n', '6::6\r\n', '7::7\r\n', '8::8\r\n'])
   assert.equal(c.pending, 0)
   const last = clusterCall(c, 9, 2)
   assert.deepEqual(log.slice(19), ['2 write c9'])
-  c.nodes.get(2).onData(sockets[2], replies(1))
+  c.nodes[2].onData(sockets[2], replies(1))
   assert.equal(await last, '9::1\r\n')
 })
 
-test(`on a cluster, a master's corked calls leave every ${CLUSTER_BATCH} calls within a turn, the rest at its end`, async () => {
+test(`on a cluster, a master's corked calls leave every ${BATCH} calls within a turn, the rest at its end`, async () => {
   const { c, log, sockets } = recordingCluster(2)
-  const n = 1 + CLUSTER_BATCH + 2
+  const n = 1 + BATCH + 2
   const calls = Array.from({ length: n }, (_, i) => clusterCall(c, i, 1))
   const writes = (from, to) => Array.from({ length: to - from }, (_, k) => `1 write c${from + k}`)
-  assert.deepEqual(log, ['1 write c0', '1 cork', ...writes(1, 1 + CLUSTER_BATCH), '1 uncork', '1 cork', ...writes(1 + CLUSTER_BATCH, n)])
+  assert.deepEqual(log, ['1 write c0', '1 cork', ...writes(1, 1 + BATCH), '1 uncork', '1 cork', ...writes(1 + BATCH, n)])
+  await tick()
+  assert.equal(log.at(-1), `1 write c${n - 1}`, 'the rest waits for the turn')
   await turn()
   assert.equal(log.at(-1), '1 uncork')
-  c.nodes.get(1).onData(sockets[1], replies(n))
+  c.nodes[1].onData(sockets[1], replies(n))
   assert.deepEqual(await Promise.all(calls), Array.from({ length: n }, (_, i) => `${i}::1\r\n`))
   assert.equal(c.pending, 0)
 })

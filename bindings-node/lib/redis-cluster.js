@@ -18,7 +18,7 @@
 //   fails (`store_unavailable`, the fail policy decides) and is never sent again; the core
 //   reads the map again in the background. Only a socket that was never connected (nothing
 //   written) lets the core reroute its calls.
-const { Transport, finish } = require('./redis-transport.js')
+const { Transport, finish, promiseOf } = require('./redis-transport.js')
 
 const NO_MASTER = 0xffffffff
 
@@ -33,7 +33,7 @@ class ClusterTransport {
     this.timeoutMs = endpoint.timeoutMs
     this.anchor = anchor
     this.natives = natives
-    this.nodes = new Map() // the core's node number -> Transport
+    this.nodes = [] // by the core's node number: its Transport
     this.io = new Float64Array(4) // [node, hop, pauseMs, replies] of the next attempt
     this.closed = false
     this.pending = 0 // calls on all its sockets (Transport#enqueue and #release count them)
@@ -42,17 +42,25 @@ class ClusterTransport {
   }
 
   /**
-   * Transport `t` corked its socket `s`: uncork it when this turn of the event loop has run its
-   * I/O callbacks (`setImmediate`), with every other socket corked in the turn.
+   * Transport `t` corked its socket `s` (Transport#write: a call made while some master of the
+   * cluster owes replies): uncork it when this turn of the event loop has run its I/O callbacks
+   * (`setImmediate`), with every other socket corked in the turn; every `BATCH` calls corked on
+   * one socket leave at once, as on one server.
    *
    * Why a turn and not a tick, as on one server: the replies of several masters arrive in one
    * wake-up of this thread (one `epoll_wait` that finds several sockets readable), and Node runs
    * each socket's callback, and the Promise continuations it releases, in a tick of its own.
    * Each tick's calls spread over every master, so flushing per tick sent each master a third
-   * of one socket's replies, several times per wake-up: each server woke for about 7-8 calls
-   * (against 13-30 on one server) and the servers' CPU per call rose by half or more
-   * (the round "Cluster calls leave once per turn", listed in docs/bench-history.md). Flushed per turn, each master
-   * gets one `writev` with everything the wake-up released for it.
+   * of one socket's replies, several times per wake-up, and the CPU per call rose by about a
+   * ninth (docs/bench-bindings.md, "Clusters"). Flushed per turn, each master gets one `writev`
+   * with what the wake-up released for it. Why a call to a master that owes nothing still waits
+   * while another master owes replies: written at once, it wakes that server for one call, and
+   * that measured no faster.
+   *
+   * Why `BATCH` all the same: without it, a master's calls of a turn left in one write of up to
+   * 64, so client and server took turns (the server idle while the client settled and prepared
+   * a whole turn's calls, the client idle while the server ran them): with every key on one
+   * master the 64-in-flight row read 0.71x of one server at about the same CPU per call.
    */
   flushLater(t, s) {
     if (this.corked.length === 0) setImmediate(this.onFlush)
@@ -75,12 +83,12 @@ class ClusterTransport {
 
   /** The socket of master `id`, made on first use. */
   node(id) {
-    let t = this.nodes.get(id)
+    let t = this.nodes[id]
     if (t === undefined) {
       const json = this.natives.node(this.anchor, id)
       if (json === null) return null
       t = new Transport(JSON.parse(json), this.natives.handshake(this.anchor, id), this, id)
-      this.nodes.set(id, t)
+      this.nodes[id] = t
     }
     return t
   }
@@ -90,21 +98,27 @@ class ClusterTransport {
    * to master `node` (the core's choice for `slot`); the Promise settles as Transport#request's.
    */
   request(r, bytes, node, slot) {
-    return new Promise((resolve, reject) => {
-      r.resolve = resolve
-      r.reject = reject
-      r.done = false
-      r.owner = null
-      r.hop = 0
-      r.slot = slot
-      r.made = Date.now()
-      if (this.closed) return finish(r, null, 'the Redis store is closed', false)
+    const p = promiseOf(r)
+    r.done = false
+    r.owner = null
+    r.hop = 0
+    r.slot = slot
+    const now = Date.now()
+    r.made = now
+    if (this.closed) {
+      finish(r, null, 'the Redis store is closed', false)
+      return p
+    }
+    try {
       // No master serves the slot now (a failover): fails as the core's own path does (the core
       // is reading the map again).
       const t = node === NO_MASTER ? null : this.node(node)
-      if (t === null) return finish(r, null, `no master serves slot ${slot} now (the cluster is failing over?)`, false)
-      t.enqueue(r, bytes, 1)
-    })
+      if (t === null) finish(r, null, `no master serves slot ${slot} now (the cluster is failing over?)`, false)
+      else t.enqueue(r, bytes, 1, now)
+    } catch (e) {
+      r.reject(e) // as a throw inside the executor did
+    }
+    return p
   }
 
   /**
@@ -183,7 +197,7 @@ class ClusterTransport {
   /** Closes every socket once the requests in flight are answered (or timed out). */
   close() {
     this.closed = true
-    for (const t of this.nodes.values()) t.close()
+    for (const t of this.nodes) if (t !== undefined) t.close()
   }
 }
 

@@ -121,17 +121,11 @@ function failed(r, conn, id) {
 }
 
 /**
- * How many corked calls leave in one `writev` at most (Transport#write): big enough that the
- * system call and the server's wake-up are shared by many calls, small enough that the server
- * starts on them while the client prepares the next batch.
+ * How many corked calls leave in one `writev` at most (Transport#write), on every socket: big
+ * enough that the system call and the server's wake-up are shared by many calls, small enough
+ * that the server starts on them while the client prepares the next batch.
  */
 const BATCH = 16
-
-/**
- * How many corked calls a cluster socket sends in one `writev` at most (Transport#write): its
- * calls leave once per turn of the event loop, so this only splits a turn that sends very many.
- */
-const CLUSTER_BATCH = 64
 
 /**
  * The executor of every request's Promise: it only hands out the resolving functions (read
@@ -142,6 +136,14 @@ const captured = { resolve: null, reject: null }
 function capture(resolve, reject) {
   captured.resolve = resolve
   captured.reject = reject
+}
+
+/** A new Promise that `r.resolve` and `r.reject` settle. */
+function promiseOf(r) {
+  const p = new Promise(capture)
+  r.resolve = captured.resolve
+  r.reject = captured.reject
+  return p
 }
 
 /**
@@ -202,9 +204,7 @@ class Transport {
    * settles with what `r.finish` returns (or rejects with what it throws).
    */
   request(r, bytes) {
-    const p = new Promise(capture)
-    r.resolve = captured.resolve
-    r.reject = captured.reject
+    const p = promiseOf(r)
     r.done = false
     r.owner = this
     this.pending++
@@ -286,12 +286,12 @@ class Transport {
    * redirect or a reroute): `replies` replies come back, the call's last. Its deadline stays the
    * one set when it was made; past it, it is finished as timed out and not written.
    */
-  enqueue(r, bytes, replies) {
+  enqueue(r, bytes, replies, now = Date.now()) {
     r.owner = this
     this.pending++
     this.cluster.pending++
     if (this.closed) return finish(r, null, 'the Redis store is closed', false)
-    const left = r.made + this.timeoutMs - Date.now()
+    const left = r.made + this.timeoutMs - now
     if (left <= 0) return finish(r, null, null, true)
     if (this.timer === null) this.arm(left)
     else if (r.made + this.timeoutMs < this.timerAt) {
@@ -386,9 +386,8 @@ class Transport {
    * Order is kept: corked writes go out in order, after any written before them.
    *
    * A cluster's socket differs in two ways (ClusterTransport#flushLater says why): a call goes
-   * at once only when no call is due on any of the cluster's sockets, and corked calls leave at
-   * the end of the event loop's turn (after the I/O callbacks of every socket the wake-up found
-   * readable), every `CLUSTER_BATCH` calls at most.
+   * at once only when no call is due on any of the cluster's sockets, and the corked calls that
+   * no `BATCH` sent leave at the end of the event loop's turn rather than of the tick.
    */
   write(bytes, r, replies) {
     const s = this.socket ?? this.connect()
@@ -398,7 +397,7 @@ class Transport {
     this.track(r, replies)
     if (this.corked) {
       s.write(bytes)
-      if (++this.batched === (cluster === null ? BATCH : CLUSTER_BATCH)) {
+      if (++this.batched === BATCH) {
         this.batched = 0
         s.uncork()
         s.cork()
@@ -427,8 +426,9 @@ class Transport {
     s.once('connect', () => {
       s.tkConnected = true
       // Where a standalone socket's calls may be written directly (Transport#direct). Not on a
-      // cluster (its calls go at once only when no socket of the cluster is due) nor where
-      // the handle has no descriptor (Windows: -1).
+      // cluster (its calls go at once only when no socket of the cluster is due, and index.js
+      // learns a call's master from the native call that would write it) nor where the handle
+      // has no descriptor (Windows: -1).
       const fd = s._handle?.fd
       if (this.socket === s && this.cluster === null && Number.isInteger(fd) && fd >= 0) this.fd = fd
     })
@@ -574,4 +574,4 @@ class Transport {
   }
 }
 
-module.exports = { Transport, finish, BATCH, CLUSTER_BATCH }
+module.exports = { Transport, finish, promiseOf, BATCH }
