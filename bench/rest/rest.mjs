@@ -1,10 +1,16 @@
 // The REST rows of `make bench`: the WebAssembly build's RedisRestStore against
 // @upstash/ratelimit's limit(), in one Node process, over the same REST front end
 // (tests/restfront) and redis-server: decisions per second, sequential and 64 in flight, per
-// algorithm both offer. The two sides alternate (ROUNDS times each, best kept), so both see the
-// same machine load.
+// algorithm both offer. The two sides alternate (ROUNDS times each, best kept; which side goes
+// first alternates too, so neither always inherits the other's garbage), so both see the same
+// machine load.
 //
 //   node bench/rest/rest.mjs <front end url> <token> [decisions]
+//
+// With REST_FRONT_PID and REDIS_PID (run.sh sets both), each row also prints the CPU time the
+// front end and redis-server spent per decision of each side (/proc/PID/stat): a sequential
+// decision waits on the client, the front end and Redis in turn, so the three say where the
+// time of a row goes.
 //
 // Every decision is one round trip on both sides: the limits are far above what the run spends
 // (nothing is denied, which is checked), @upstash/ratelimit's ephemeralCache is off (it answers
@@ -13,6 +19,8 @@
 // apart, 64 in flight, and printed as a line of its own) and throttlekit's limiter reads the
 // host's clock (no replay mode). Prints summarize.py's `ROW` lines (ratio: throttlekit /
 // @upstash/ratelimit, target >= 1.0x).
+import { readFileSync } from "node:fs";
+
 import { Ratelimit } from "@upstash/ratelimit";
 import { Redis } from "@upstash/redis";
 
@@ -25,6 +33,19 @@ const redis = new Redis({ url, token, enableAutoPipelining: false });
 const autoPipelined = new Redis({ url, token, enableAutoPipelining: true });
 const store = new tk.RedisRestStore({ url, token, timeoutMs: 5000 });
 const LIMIT = 1e9;
+/** The servers' processes, when known: their CPU per decision is printed with each row. */
+const SERVERS = { front: Number(process.env.REST_FRONT_PID) || 0, redis: Number(process.env.REDIS_PID) || 0 };
+const WATCHED = SERVERS.front > 0 && SERVERS.redis > 0;
+
+/**
+ * Process `pid`'s CPU time (user + system) in microseconds, from /proc/PID/stat's utime and
+ * stime (fields 14 and 15, in clock ticks; 100 a second on Linux, so a run of 2000 decisions at
+ * a few hundred microseconds each reads to about 2%).
+ */
+function cpuOf(pid) {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
+  return (Number(fields[11]) + Number(fields[12])) * 10_000;
+}
 
 // The same algorithm on both sides, each one script call per decision. @upstash/ratelimit's
 // sliding window is the two-counter estimate (this window's count and the previous one's,
@@ -45,6 +66,8 @@ const ALGORITHMS = {
 async function rate(decide, inFlight) {
   let next = 0;
   let admitted = 0;
+  const front = WATCHED ? cpuOf(SERVERS.front) : 0;
+  const redisCpu = WATCHED ? cpuOf(SERVERS.redis) : 0;
   const cpu = process.cpuUsage();
   const start = performance.now();
   const worker = async () => {
@@ -59,7 +82,9 @@ async function rate(decide, inFlight) {
   const perSec = total / ((performance.now() - start) / 1000);
   const used = process.cpuUsage(cpu);
   if (admitted !== total) throw new Error(`${total - admitted} denied: the bench expects none`);
-  return { perSec, cpuUs: (used.user + used.system) / total };
+  const frontUs = WATCHED ? (cpuOf(SERVERS.front) - front) / total : NaN;
+  const redisUs = WATCHED ? (cpuOf(SERVERS.redis) - redisCpu) / total : NaN;
+  return { perSec, cpuUs: (used.user + used.system) / total, frontUs, redisUs };
 }
 
 for (const [name, [upstashLimiter, strategy]] of Object.entries(ALGORITHMS)) {
@@ -75,16 +100,25 @@ for (const [name, [upstashLimiter, strategy]] of Object.entries(ALGORITHMS)) {
   for (const [label, inFlight] of [["sequential", 1], ["64 in flight", 64]]) {
     const best = { upstash: 0, throttlekit: 0 };
     const cpu = { upstash: Infinity, throttlekit: Infinity };
+    const front = { upstash: Infinity, throttlekit: Infinity };
+    const redisCpu = { upstash: Infinity, throttlekit: Infinity };
     for (let r = 0; r < ROUNDS; r++) {
-      for (const [side, decide] of Object.entries(sides)) {
-        const m = await rate(decide, inFlight);
+      const order = Object.keys(sides);
+      if (r % 2 === 1) order.reverse();
+      for (const side of order) {
+        const m = await rate(sides[side], inFlight);
         best[side] = Math.max(best[side], m.perSec);
         cpu[side] = Math.min(cpu[side], m.cpuUs);
+        front[side] = Math.min(front[side], m.frontUs);
+        redisCpu[side] = Math.min(redisCpu[side], m.redisUs);
       }
     }
     const ratio = best.throttlekit / best.upstash;
-    console.log(`rest ${name}, ${label}: throttlekit (WebAssembly) ${best.throttlekit.toFixed(0)}/s vs @upstash/ratelimit ${best.upstash.toFixed(0)}/s: ${ratio.toFixed(2)}x (target >= 1.0x); Node CPU per decision ${cpu.throttlekit.toFixed(0)} vs ${cpu.upstash.toFixed(0)} us`);
-    console.log(["ROW", `WebAssembly RedisRestStore check, ${name}, ${label} (Node, REST front end)`, "@upstash/ratelimit limit(), same front end and Redis", ratio.toFixed(2), ">=1.0", `${best.throttlekit.toFixed(0)} vs ${best.upstash.toFixed(0)} decisions/s, Node CPU ${cpu.throttlekit.toFixed(0)} vs ${cpu.upstash.toFixed(0)} us each`].join("\t"));
+    const servers = WATCHED
+      ? `; front end CPU ${front.throttlekit.toFixed(0)} vs ${front.upstash.toFixed(0)} us, redis-server CPU ${redisCpu.throttlekit.toFixed(0)} vs ${redisCpu.upstash.toFixed(0)} us`
+      : "";
+    console.log(`rest ${name}, ${label}: throttlekit (WebAssembly) ${best.throttlekit.toFixed(0)}/s vs @upstash/ratelimit ${best.upstash.toFixed(0)}/s: ${ratio.toFixed(2)}x (target >= 1.0x); Node CPU per decision ${cpu.throttlekit.toFixed(0)} vs ${cpu.upstash.toFixed(0)} us${servers}`);
+    console.log(["ROW", `WebAssembly RedisRestStore check, ${name}, ${label} (Node, REST front end)`, "@upstash/ratelimit limit(), same front end and Redis", ratio.toFixed(2), ">=1.0", `${best.throttlekit.toFixed(0)} vs ${best.upstash.toFixed(0)} decisions/s, Node CPU ${cpu.throttlekit.toFixed(0)} vs ${cpu.upstash.toFixed(0)} us each${servers}`].join("\t"));
   }
   const pipelined = new Ratelimit({ redis: autoPipelined, limiter: upstashLimiter, prefix: `${prefix}-upstash-auto`, ephemeralCache: false, analytics: false });
   const auto = await rate(async (key) => (await pipelined.limit(key)).success, 64);

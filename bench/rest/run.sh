@@ -2,7 +2,8 @@
 # The REST rows: the WebAssembly build's RedisRestStore and its peer @upstash/ratelimit (npm,
 # pinned in package.json), over one test REST front end (tests/restfront/restfront.py) in front
 # of a fresh redis-server, both on free loopback ports, stopped by PID on exit. Prints the ROW
-# lines of bench/rest/rest.mjs (needs bindings-wasm/build.sh's module).
+# lines of bench/rest/rest.mjs (needs bindings-wasm/build.sh's module), each with the CPU time
+# the front end and redis-server spent per decision of each side.
 #
 #   bench/rest/run.sh [decisions per measurement, default 2000]
 set -euo pipefail
@@ -30,4 +31,4 @@ front_pid=$!
 for _ in $(seq 100); do grep -q listening "$dir/front" 2>/dev/null && break; sleep 0.05; done
 front=$(awk '/listening/{print $2}' "$dir/front")
 [ -n "$front" ] || { echo "the REST front end did not start" >&2; exit 1; }
-node "$HERE/rest.mjs" "http://127.0.0.1:$front" bench "$N"
+REST_FRONT_PID=$front_pid REDIS_PID=$redis_pid node "$HERE/rest.mjs" "http://127.0.0.1:$front" bench "$N"
