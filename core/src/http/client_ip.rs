@@ -78,9 +78,10 @@ impl ClientKeyOptions {
         match v {
             Value::Object(m) => {
                 for (key, item) in m {
-                    let at = FIELDS.iter().position(|f| f == key).ok_or_else(|| {
-                        format!("unknown field `{key}`, expected {}", one_of(&FIELDS))
-                    })?;
+                    let at = FIELDS
+                        .iter()
+                        .position(|f| f == key)
+                        .ok_or_else(|| format!("unknown field `{key}`, expected {}", one_of(&FIELDS)))?;
                     options.read_field(at, item)?;
                 }
             }
@@ -109,15 +110,17 @@ impl ClientKeyOptions {
             (0, other) => return Err(invalid_type(other, "a sequence")),
             (1, Value::Number(n)) => {
                 self.ipv6_prefix = match (n.as_u64(), n.as_i64()) {
-                    (Some(u), _) => u8::try_from(u).map_err(|_| format!("invalid value: integer `{u}`, expected u8"))?,
+                    (Some(u), _) => {
+                        u8::try_from(u).map_err(|_| format!("invalid value: integer `{u}`, expected u8"))?
+                    }
                     (None, Some(i)) => return Err(format!("invalid value: integer `{i}`, expected u8")),
                     _ => return Err(invalid_type(item, "u8")),
                 };
             }
             (1, other) => return Err(invalid_type(other, "u8")),
             (_, v) => {
-                self.forwarded_header =
-                    [ForwardedHeader::XForwardedFor, ForwardedHeader::Forwarded][unit_enum(v, &["x-forwarded-for", "forwarded"])?];
+                self.forwarded_header = [ForwardedHeader::XForwardedFor, ForwardedHeader::Forwarded]
+                    [unit_enum(v, &["x-forwarded-for", "forwarded"])?];
             }
         }
         Ok(())
@@ -470,7 +473,7 @@ mod tests {
                 same(json!([a, b]));
                 for (i, first) in names.iter().enumerate() {
                     for second in &names[i + 1..] {
-                        same(map(&[(first, a), (second, b)]));
+                        same(map(&[(*first, a), (*second, b)]));
                     }
                 }
             }
