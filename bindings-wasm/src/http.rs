@@ -367,7 +367,8 @@ impl ClientIdentity {
                     map.insert(name.to_owned(), convert::json(v, &o.path(name))?);
                 }
             }
-            let options: core_http::ClientKeyOptions = serde_json::from_value(serde_json::Value::Object(map))
+            // serde's reading and messages, by hand (see `from_value`): the native binding's.
+            let options = core_http::ClientKeyOptions::from_value(&serde_json::Value::Object(map))
                 .map_err(|e| config("clientIdentity", &format!("options are invalid: {e}")))?;
             let header = match options.forwarded_header {
                 core_http::ForwardedHeader::XForwardedFor => "x-forwarded-for",

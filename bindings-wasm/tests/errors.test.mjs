@@ -170,6 +170,27 @@ describe('bad constructor options', () => {
   }
 })
 
+// The WebAssembly build reads these options by hand (core's ClientKeyOptions::from_value), the
+// native addon through serde: every field's bad values, and two fields wrong at once (serde
+// reports the first in key order), give the same message.
+describe('bad ClientIdentity options', () => {
+  const values = [null, true, 0, 64, 128, 256, -1, 1.5, 1e300, 'forwarded', 'Forwarded', '10.0.0.0/8', [], ['::1', 5], [null], {}, { forwarded: null }, { forwarded: 1 }, { nope: null }]
+  for (const v of values) {
+    for (const field of ['trustedProxies', 'ipv6Prefix', 'forwardedHeader']) {
+      const name = `${field} ${label(v)}`
+      test(name, async () => {
+        const want = await outcome((tk) => new tk.ClientIdentity({ [field]: v }), native)
+        const got = await outcome((tk) => new tk.ClientIdentity({ [field]: v }), wasm)
+        assert.deepEqual(got, want, name)
+      })
+    }
+    test(`ipv6Prefix 300 and forwardedHeader ${label(v)}`, async () => {
+      const make = (tk) => new tk.ClientIdentity({ ipv6Prefix: 300, forwardedHeader: v })
+      assert.deepEqual(await outcome(make, wasm), await outcome(make, native))
+    })
+  }
+})
+
 test('the same stable codes', () => {
   assert.deepEqual(wasm.errorCodes(), native.errorCodes())
   assert.equal(wasm.version(), native.version())

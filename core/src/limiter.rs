@@ -386,9 +386,12 @@ impl Limiter {
     /// [`Limiter::check_sync`] at an explicit `now` (epoch ms).
     ///
     /// In the WebAssembly build, which is otherwise compiled for size, this path (with what it
-    /// inlines: the memory store's GCRA check, its table probe) is compiled for speed.
-    #[inline]
-    #[cfg_attr(target_arch = "wasm32", optimize(speed))]
+    /// inlines: the memory store's GCRA check, its table probe) is compiled for speed, and kept
+    /// out of line: one copy that bindings-wasm's fast path and `check_many_sync` call, where
+    /// `#[inline]` had the binding's crate instantiate it again and `check_many_sync` inline a
+    /// third copy (6 KB each, docs/edge.md "Size").
+    #[cfg_attr(not(target_arch = "wasm32"), inline)]
+    #[cfg_attr(target_arch = "wasm32", inline(never), optimize(speed))]
     pub fn check_sync_at(&self, key: &str, cost: u64, now: i64) -> Result<Decision> {
         if cost.wrapping_sub(1) >= validate::MAX_SAFE_INTEGER as u64
             || now.unsigned_abs() > validate::MAX_SAFE_INTEGER as u64

@@ -63,6 +63,68 @@ impl ClientKeyOptions {
     pub fn from_json(text: &str) -> Result<ClientKeyOptions> {
         serde_json::from_str(text).map_err(|e| Error::config("http.clientKeyOptions", &format!("are invalid: {e}")))
     }
+
+    /// The options from a JSON value, read by hand as serde's derived deserializer reads them
+    /// (`serde_json::from_value`): the same values accepted (a map, or an array of the fields in
+    /// order) and, for any other, serde's message for the same first problem (a map's keys in
+    /// their sorted order). For the WebAssembly build, where the derived code and serde's value
+    /// deserializer were 6 KB of the module (docs/edge.md "Size"); a test holds the two to each
+    /// other over generated values.
+    pub fn from_value(v: &serde_json::Value) -> std::result::Result<ClientKeyOptions, String> {
+        use crate::spec::value::{fewer, invalid_type, one_of};
+        use serde_json::Value;
+        const FIELDS: [&str; 3] = ["trustedProxies", "ipv6Prefix", "forwardedHeader"];
+        let mut options = ClientKeyOptions::default();
+        match v {
+            Value::Object(m) => {
+                for (key, item) in m {
+                    let at = FIELDS
+                        .iter()
+                        .position(|f| f == key)
+                        .ok_or_else(|| format!("unknown field `{key}`, expected {}", one_of(&FIELDS)))?;
+                    options.read_field(at, item)?;
+                }
+            }
+            Value::Array(items) => {
+                for (at, item) in items.iter().take(FIELDS.len()).enumerate() {
+                    options.read_field(at, item)?;
+                }
+                fewer(items.len(), FIELDS.len(), "array")?;
+            }
+            other => return Err(invalid_type(other, "struct ClientKeyOptions")),
+        }
+        Ok(options)
+    }
+
+    /// Field `at` (declaration order) of [`ClientKeyOptions::from_value`].
+    fn read_field(&mut self, at: usize, item: &serde_json::Value) -> std::result::Result<(), String> {
+        use crate::spec::value::{invalid_type, unit_enum};
+        use serde_json::Value;
+        match (at, item) {
+            (0, Value::Array(items)) => {
+                self.trusted_proxies = items
+                    .iter()
+                    .map(|i| i.as_str().map(str::to_owned).ok_or_else(|| invalid_type(i, "a string")))
+                    .collect::<std::result::Result<_, _>>()?;
+            }
+            (0, other) => return Err(invalid_type(other, "a sequence")),
+            (1, Value::Number(n)) => {
+                self.ipv6_prefix = match (n.as_u64(), n.as_i64()) {
+                    (Some(u), _) => {
+                        u8::try_from(u).map_err(|_| format!("invalid value: integer `{u}`, expected u8"))?
+                    }
+                    (None, Some(i)) => return Err(format!("invalid value: integer `{i}`, expected u8")),
+                    _ => return Err(invalid_type(item, "u8")),
+                };
+            }
+            (1, other) => return Err(invalid_type(other, "u8")),
+            (_, v) => {
+                self.forwarded_header = [ForwardedHeader::XForwardedFor, ForwardedHeader::Forwarded]
+                    [unit_enum(v, &["x-forwarded-for", "forwarded"])?];
+            }
+        }
+        Ok(())
+    }
 }
 
 /// A network: an address and a prefix length, with host bits cleared.
@@ -363,5 +425,66 @@ mod tests {
         for bad in ["10.0.0.0/33", "10.0.0.0/", "10.0.0.0/+8", "::/129", "nope", "10.0.0.0/8/8"] {
             assert_eq!(Cidr::parse(bad), None, "{bad}");
         }
+    }
+
+    /// `ClientKeyOptions::from_value` reads as serde does: every combination of good and bad
+    /// values of the three fields (and an unknown one), as a map and in the array form, and
+    /// values that are no struct at all, give the same options or the same message.
+    #[test]
+    fn from_value_reads_as_serde_does() {
+        use serde_json::{Value, json};
+        let values = [
+            json!(null),
+            json!(true),
+            json!(0),
+            json!(1),
+            json!(64),
+            json!(128),
+            json!(255),
+            json!(256),
+            json!(-1),
+            json!(1.5),
+            json!(1e300),
+            json!("x-forwarded-for"),
+            json!("forwarded"),
+            json!("Forwarded"),
+            json!("10.0.0.0/8"),
+            json!([]),
+            json!(["10.0.0.0/8", "::1"]),
+            json!(["10.0.0.0/8", 5]),
+            json!([null]),
+            json!({}),
+            json!({ "forwarded": null }),
+            json!({ "x-forwarded-for": null }),
+            json!({ "forwarded": 1 }),
+            json!({ "nope": null }),
+            json!({ "forwarded": null, "x-forwarded-for": null }),
+        ];
+        let same = |v: Value| {
+            let want = serde_json::from_value::<ClientKeyOptions>(v.clone()).map_err(|e| e.to_string());
+            assert_eq!(ClientKeyOptions::from_value(&v), want, "{v}");
+        };
+        let map = |entries: &[(&str, &Value)]| {
+            Value::Object(entries.iter().map(|(k, v)| ((*k).to_owned(), (*v).clone())).collect())
+        };
+        let names = ["trustedProxies", "ipv6Prefix", "forwardedHeader", "via"];
+        for a in &values {
+            for b in &values {
+                same(json!([a, b]));
+                for (i, first) in names.iter().enumerate() {
+                    for second in &names[i + 1..] {
+                        same(map(&[(*first, a), (*second, b)]));
+                    }
+                }
+            }
+            for c in &values {
+                same(json!([a, values[6], c]));
+                same(map(&[("trustedProxies", a), ("ipv6Prefix", &values[6]), ("forwardedHeader", c)]));
+            }
+            same(a.clone());
+            same(map(&[("ipv6Prefix", a)]));
+            same(json!([a, 64, "forwarded", a]));
+        }
+        same(json!([]));
     }
 }

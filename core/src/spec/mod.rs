@@ -162,5 +162,5 @@ impl LeakyBucketOptions {
     }
 }
 
-mod value;
+pub(crate) mod value;
 pub use value::OptionValue;

@@ -41,7 +41,7 @@ fn unexpected(v: &Value) -> String {
     }
 }
 
-fn invalid_type(v: &Value, expected: &str) -> String {
+pub(crate) fn invalid_type(v: &Value, expected: &str) -> String {
     format!("invalid type: {}, expected {expected}", unexpected(v))
 }
 
@@ -50,7 +50,7 @@ fn invalid_length(n: usize, expected: &str) -> String {
 }
 
 /// serde's `OneOf`: `` `a` ``, `` `a` or `b` ``, `` one of `a`, `b`, `c` ``.
-fn one_of(names: &[&str]) -> String {
+pub(crate) fn one_of(names: &[&str]) -> String {
     let quoted: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
     match quoted.len() {
         1 | 2 => quoted.join(" or "),
@@ -59,7 +59,7 @@ fn one_of(names: &[&str]) -> String {
 }
 
 /// A value array or object must be read whole: serde_json rejects what a visitor left over.
-fn fewer(len: usize, read: usize, what: &str) -> Msg {
+pub(crate) fn fewer(len: usize, read: usize, what: &str) -> Msg {
     if read < len { Err(invalid_length(len, &format!("fewer elements in {what}"))) } else { Ok(()) }
 }
 
@@ -70,7 +70,7 @@ fn variant(name: &str, names: &'static [&'static str]) -> std::result::Result<us
 
 /// A unit variant as serde_json's `deserialize_enum` reads it: a string, or a map of one key
 /// whose value is `null`.
-fn unit_enum(v: &Value, names: &'static [&'static str]) -> std::result::Result<usize, String> {
+pub(crate) fn unit_enum(v: &Value, names: &'static [&'static str]) -> std::result::Result<usize, String> {
     match v {
         Value::String(s) => variant(s, names),
         Value::Object(m) => {

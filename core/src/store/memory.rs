@@ -494,7 +494,10 @@ impl Store for MemoryStore {
         Box::pin(std::future::ready(self.apply_sync(key, now, transform)))
     }
 
-    #[inline]
+    // Not `#[inline]` in the WebAssembly build: an inline method is instantiated again in every
+    // crate that makes the `dyn Store` vtable (bindings-wasm does), with what it inlines
+    // (`Strategy::check`, `Transform::run`): 8 KB of the module twice (docs/edge.md "Size").
+    #[cfg_attr(not(target_arch = "wasm32"), inline)]
     fn apply_sync(&self, key: &str, now: Now, transform: Transform<'_>) -> Result<Reply> {
         let now = now.in_process_ms();
         self.check_key_length(key.len())?;
