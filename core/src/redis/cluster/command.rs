@@ -21,7 +21,7 @@ use std::sync::atomic::Ordering;
 
 use std::collections::BTreeMap;
 
-use super::{Node, Router, closed_error};
+use super::{Node, Router};
 use crate::error::{Error, Result};
 use crate::redis::engine::value::{Args, Value};
 use crate::redis::engine::{self, Attempt, Invoke, Rules, To, resp};
@@ -94,7 +94,7 @@ impl Router {
         round: &[Args],
     ) -> std::result::Result<Vec<Vec<u8>>, Failed> {
         if self.closed.load(Ordering::Acquire) {
-            return Err(Failed::Sent(closed_error()));
+            return Err(Failed::Sent(engine::closed()));
         }
         let taken = self.mux(node).await.map_err(Failed::Unsent)?;
         let frames = round.len() + usize::from(asking);

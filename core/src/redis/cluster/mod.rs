@@ -35,7 +35,7 @@
 
 mod command;
 mod local;
-mod slot;
+pub(super) mod slot;
 mod topology;
 
 use std::collections::HashMap;
@@ -57,11 +57,6 @@ use super::transport::Endpoint;
 use super::wire::{Lost, Pool};
 use crate::error::{Error, Result};
 use topology::{Addr, SlotMap, parse_slots};
-
-/// The slot of `key` (CRC16 of it or its hash tag).
-pub(crate) fn key_slot(key: &[u8]) -> u16 {
-    slot::slot(key)
-}
 
 /// The least time between two background refreshes of the slot map.
 const REFRESH_GAP: Duration = Duration::from_millis(100);
@@ -103,7 +98,7 @@ impl Node {
         }
         let conn = self.open(timeout).await?;
         if closed.load(Ordering::Acquire) {
-            return Err(closed_error());
+            return Err(engine::closed());
         }
         Ok(self.mux.hold(conn))
     }
@@ -118,10 +113,6 @@ impl Node {
     fn name(&self) -> String {
         format!("{}:{}", self.addr.0, self.addr.1)
     }
-}
-
-fn closed_error() -> Error {
-    Error::store("the Redis store is closed")
 }
 
 /// Routes script calls over a cluster, or to the one node (see the module docs). Shared by the
@@ -447,7 +438,7 @@ impl Router {
     async fn pause(&self, pause: Duration) -> Result<()> {
         if !pause.is_zero() {
             let sleep = {
-                let runtime = self.runtime().ok_or_else(closed_error)?;
+                let runtime = self.runtime().ok_or_else(engine::closed)?;
                 let _store = runtime.enter();
                 tokio::time::sleep(pause)
             };
@@ -462,7 +453,7 @@ impl Router {
         if let Some(c) = node.mux.take() {
             return Ok(c);
         }
-        let runtime = self.runtime().ok_or_else(closed_error)?;
+        let runtime = self.runtime().ok_or_else(engine::closed)?;
         let (me, n) = (self.clone(), node.clone());
         let made = runtime.spawn(async move { n.connect(me.timeout, &me.closed).await });
         made.await.map_err(|e| Error::store(format!("the connect was abandoned: {e}")))?
@@ -472,7 +463,7 @@ impl Router {
     /// error once the store is closed.
     fn next_node(self: &Arc<Self>, to: &mut Option<Arc<Node>>, slot: u16) -> Result<Arc<Node>> {
         if self.closed.load(Ordering::Acquire) {
-            return Err(closed_error());
+            return Err(engine::closed());
         }
         match to.take() {
             Some(n) => Ok(n),
