@@ -14,12 +14,7 @@ pub(crate) fn guard(body: impl FnOnce() -> tk_result) -> tk_result {
     match catch_unwind(AssertUnwindSafe(body)) {
         Ok(r) => r,
         Err(payload) => {
-            let text = payload
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| payload.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic payload".to_string());
-            set_last_error(&format!("panic: {text}"));
+            set_last_error(&format!("panic: {}", throttlekit::panic_message(&*payload)));
             tk_result::Panic
         }
     }

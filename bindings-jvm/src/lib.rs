@@ -97,12 +97,7 @@ fn fail_panic<T: Zero>(env: *mut JNIEnv, payload: Box<dyn std::any::Any + Send>)
 
 /// The `internal` exception's message for a caught panic: `panic: ` and the panic's text.
 pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    let text = payload
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "unknown panic payload".to_string());
-    format!("panic: {text}")
+    format!("panic: {}", throttlekit::panic_message(payload))
 }
 
 /// A Java `boolean`.

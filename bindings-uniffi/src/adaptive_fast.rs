@@ -117,8 +117,8 @@ impl Slab {
 
 /// Runs `f` behind a panic boundary; a panic is `on_panic` with its text as the last error.
 fn guarded<T>(on_panic: T, f: impl FnOnce() -> T) -> T {
-    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|_| {
-        fail("internal: a panic in the adaptive fast path");
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|payload| {
+        fail(&format!("internal: a panic in the adaptive fast path: {}", throttlekit::panic_message(&*payload)));
         on_panic
     })
 }

@@ -120,3 +120,25 @@ impl std::error::Error for Error {}
 
 /// `Result` with throttlekit's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// The text of a caught panic (`catch_unwind`'s payload: `panic!`'s `&str` or formatted
+/// `String`), for the bindings' panic boundaries, which report it as their `internal`/`panic`
+/// error instead of unwinding into the host.
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
+    payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("unknown panic payload")
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_panic_payload_reads_as_its_text() {
+        let text = |f: fn()| super::panic_message(&*std::panic::catch_unwind(f).unwrap_err()).to_string();
+        assert_eq!(text(|| panic!("boom")), "boom");
+        assert_eq!(text(|| panic!("{} {}", "formatted", 2)), "formatted 2");
+        assert_eq!(text(|| std::panic::panic_any(7)), "unknown panic payload");
+    }
+}

@@ -55,12 +55,14 @@ pub mod spec;
 mod state;
 pub mod store;
 mod strategy;
+#[cfg(any(feature = "redis", feature = "postgres"))]
+mod tls_roots;
 pub mod validate;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use decision::{Decision, Reservation};
 pub use direct::DirectLimiter;
-pub use error::{Error, ErrorCode, Result};
+pub use error::{Error, ErrorCode, Result, panic_message};
 pub use lease::{LeaseOptions, Mode};
 pub use limiter::{FAIL_CLOSED_RETRY_MS, FailPolicy, Limiter, LimiterBuilder};
 pub use multi::{Dimension, MultiDecision, MultiLimiter};

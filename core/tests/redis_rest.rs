@@ -8,6 +8,8 @@
 
 #[path = "support/redis_server.rs"]
 mod redis_server;
+#[path = "support/rest_client.rs"]
+mod rest_client;
 #[path = "support/restfront.rs"]
 mod restfront;
 #[path = "support/vectors.rs"]
@@ -16,11 +18,11 @@ mod vectors;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use rest_client::{Client, RestOptions, RestStore};
 use restfront::{RestFront, TOKEN};
 use throttlekit::conformance::{self, Got};
-use throttlekit::redis::rest::client::{self, Client, RestOptions, RestStore};
 use throttlekit::redis::rest::limiter::{RestCall, RestOp};
-use throttlekit::redis::rest::{Locking, Next, PATH_ONE, PATH_PIPELINE};
+use throttlekit::redis::rest::{Locking, PATH_ONE, PATH_PIPELINE};
 use throttlekit::redis::{RedisOptions, RedisStore};
 use throttlekit::{
     Clock, Dimension, ErrorCode, FailPolicy, LeakyBucketOptions, Limiter, ManualClock, MultiLimiter, Rule, Shaper,
@@ -75,7 +77,7 @@ fn every_vectors_file_decides_on_rest_as_on_resp() {
         for locking in if big { &[Locking::Global][..] } else { &[Locking::Global, Locking::Keys][..] } {
             let locking = *locking;
             let rest_options = RestOptions { timeout_ms: COMPARE_TIMEOUT_MS, ..options(&front, locking) };
-            let mut rest = client::conformance_stores(rest_options).expect("REST stores");
+            let mut rest = rest_client::conformance_stores(rest_options).expect("REST stores");
             if locking == Locking::Global {
                 let report = conformance::replay(&parsed, &mut rest);
                 let failures = report.failures.iter().take(20).cloned().collect::<Vec<_>>().join("\n");
@@ -95,18 +97,8 @@ fn every_vectors_file_decides_on_rest_as_on_resp() {
 }
 
 /// Drives a prepared call as the JavaScript glue does, over the native client.
-fn drive(client: &Client, mut call: RestCall, paths: &mut Vec<&'static str>) -> RestCall {
-    loop {
-        let request = call.request();
-        paths.push(request.path);
-        let next = match client.post(&request, &[]) {
-            Ok(reply) => call.feed(reply.status, &reply.body),
-            Err(e) => call.fail(e),
-        };
-        if next == Next::Done {
-            return call;
-        }
-    }
+fn drive(client: &Client, call: RestCall, paths: &mut Vec<&'static str>) -> RestCall {
+    client.run(call, paths)
 }
 
 fn strategies() -> Vec<Strategy> {

@@ -219,7 +219,8 @@ pub(crate) fn client_config(tls: Tls, root_certs: Option<&[u8]>) -> Result<rustl
             .dangerous()
             .with_custom_certificate_verifier(Arc::new(AnyChain(provider.signature_verification_algorithms))),
         Tls::VerifyCa | Tls::VerifyFull => {
-            let roots = Arc::new(roots(root_certs)?);
+            let bad = |why: String| Error::config("postgres.url", &format!("sslrootcert {why}"));
+            let roots = Arc::new(crate::tls_roots::load(root_certs, bad)?);
             let chain = WebPkiServerVerifier::builder_with_provider(roots, provider)
                 .build()
                 .map_err(|e| Error::store(format!("TLS setup: {e}")))?;
@@ -231,27 +232,6 @@ pub(crate) fn client_config(tls: Tls, root_certs: Option<&[u8]>) -> Result<rustl
         }
     };
     Ok(config.with_no_client_auth())
-}
-
-/// The trust anchors: `sslrootcert`'s certificates, or the system's.
-fn roots(root_certs: Option<&[u8]>) -> Result<rustls::RootCertStore> {
-    let mut roots = rustls::RootCertStore::empty();
-    match root_certs {
-        Some(pem) => {
-            for cert in CertificateDer::pem_slice_iter(pem) {
-                let cert = cert.map_err(|e| Error::config("postgres.url", &format!("sslrootcert is not PEM: {e}")))?;
-                roots
-                    .add(cert)
-                    .map_err(|e| Error::config("postgres.url", &format!("sslrootcert holds a bad certificate: {e}")))?;
-            }
-        }
-        None => {
-            for cert in rustls_native_certs::load_native_certs().certs {
-                let _ = roots.add(cert);
-            }
-        }
-    }
-    Ok(roots)
 }
 
 /// `prefer`/`require`: any certificate chain, but the handshake's signatures are checked

@@ -17,24 +17,14 @@
 //! - **A bounded wait**: every call answers within `timeout_ms` or fails with
 //!   `store_unavailable` carrying the cause; the limiter's [`crate::FailPolicy`] then decides.
 //!   The connection re-establishes itself in the background after Redis comes back.
-//! - **A sync call runs on the calling thread**: its own write and read over a pooled blocking
-//!   connection to the node (`wire.rs`; a failed or timed-out one is dropped, never reused), with
-//!   no hop through the store's runtime (that hop cost ~40% of a sequential round trip); only
-//!   deterministic replay is handed to the runtime and waited for.
-//! - **Its own runtime**: the store drives its multiplexed connections on a private tokio
-//!   runtime, so its futures can be awaited from any executor (Python's and Node's bindings bring
-//!   their own), and its sync methods work from plain threads.
-//! - **An async call runs on the caller's task**: the router hands it the node's connection,
-//!   whose driver task lives on the store's runtime (only connecting spawns there), and it awaits
-//!   the reply under a timer of the store's runtime. Nothing is spawned per call.
-//! - **On a tokio runtime, no crossing at all**: a call awaited on a tokio runtime gives that
-//!   runtime a connection of its own to the node (to each master of a cluster: `bound.rs`), whose
-//!   driver task runs on that runtime; once it is up, calls awaited there write and read without
-//!   crossing to the store's thread (two wake-ups fewer per call).
-//!   [`RedisStore::bind_current_runtime`] does the same ahead of the first call;
-//!   [`RedisStore::bind_runtimes`] turns the automatic binding off.
-//! - **Or the binding's own transport**: [`transport`] prepares the same calls as bytes and
-//!   decides from the reply bytes, for a binding whose event loop does its own I/O (Node).
+//! - **Three drivers of one engine** (`docs/redis.md`, "How a call travels"): a sync call runs on
+//!   the calling thread over a pooled blocking connection (`wire.rs`; no hop through the store's
+//!   runtime); an async call runs on the caller's task over a pipelined connection
+//!   (`pipelined.rs`; nothing spawned per call), the store's shared one, driven on the store's
+//!   private runtime so that its futures may be awaited from any executor, or a tokio runtime's
+//!   own once that runtime is bound (`bound.rs`, [`RedisStore::bind_current_runtime`]); and a
+//!   binding's own socket ([`transport`]: the same calls as bytes, for an event loop such as
+//!   Node's). Only deterministic replay is handed to the store's runtime and waited for.
 //! - **Clock**: `Now::Server` sends `now = "0"` and the script reads Redis's `TIME`.
 //! - **Deterministic replay** (for conformance vectors and the dual-path proof): Redis expires
 //!   keys on its wall clock, not the caller's; in this mode the store persists every key and
@@ -151,7 +141,7 @@ fn block_on<T: Send + 'static>(
             "a blocking Redis call from the Redis store's own runtime thread (await the async method)",
         ));
     }
-    let runtime = runtime.handle().ok_or_else(|| Error::store("the Redis store is closed"))?;
+    let runtime = runtime.handle().ok_or_else(engine::closed)?;
     runtime::wait_for(runtime, fut, None).ok_or_else(|| Error::store("the Redis store's runtime stopped"))?
 }
 
@@ -227,7 +217,7 @@ impl RedisStore {
     /// started once the store is closed.
     async fn timed<T>(&self, work: impl Future<Output = Result<T>>) -> Result<T> {
         let Some(_in_flight) = self.runtime.call().filter(|_| !self.inner.closed.load(Ordering::Acquire)) else {
-            return Err(Error::store("the Redis store is closed"));
+            return Err(engine::closed());
         };
         let deadline = self.deadline()?;
         tokio::select! {
@@ -244,7 +234,7 @@ impl RedisStore {
     /// under any executor and costs the same here: its driver wakes the store's thread, which is
     /// awake for every call anyway (it drives the connection).
     fn deadline(&self) -> Result<tokio::time::Sleep> {
-        self.runtime.sleep(self.inner.timeout).ok_or_else(|| Error::store("the Redis store is closed"))
+        self.runtime.sleep(self.inner.timeout).ok_or_else(engine::closed)
     }
 
     /// Deletes every key the deterministic-replay mode has persisted (none in normal mode).
@@ -292,16 +282,6 @@ impl RedisStore {
             inner.bounded(async move { router.raw(&cmd).await }).await
         })
     }
-}
-
-/// A single-key call's reply ([`transport`] decides with it too).
-fn single(outcome: Outcome) -> Result<Reply> {
-    outcome.into_single()
-}
-
-/// A multi call's reply ([`transport`] decides with it too).
-fn multi(outcome: Outcome) -> Result<MultiReply> {
-    outcome.into_multi()
 }
 
 impl Inner {

@@ -45,13 +45,14 @@ impl PreparedCall {
         self.op
     }
 
-    /// A single-key call of any transform ([`crate::Shaper::prepare`]).
-    pub(crate) fn single(full_key: &str, now: Now, transform: Transform<'_>) -> PreparedCall {
+    /// A single-key call of any transform, as a store's `apply` makes it
+    /// ([`crate::Shaper::prepare`]; a [`crate::Store`] driven over another transport).
+    pub fn single(full_key: &str, now: Now, transform: Transform<'_>) -> PreparedCall {
         PreparedCall { call: call::single(full_key, now, &transform), op: Op::Check, now }
     }
 
     /// The fused call of a multi-dimensional check ([`crate::MultiLimiter::prepare`]).
-    pub(crate) fn multi(rule: crate::store::Rule, dims: &[crate::store::DimensionCall<'_>], now: Now) -> PreparedCall {
+    pub fn multi(rule: crate::store::Rule, dims: &[crate::store::DimensionCall<'_>], now: Now) -> PreparedCall {
         PreparedCall { call: call::multi(rule, dims, now), op: Op::Check, now }
     }
 }

@@ -128,7 +128,7 @@ impl Routes {
 
 /// The slot of a full (prefixed) key.
 pub fn slot(full_key: &str) -> u16 {
-    super::cluster::key_slot(full_key.as_bytes())
+    super::cluster::slot::slot(full_key.as_bytes())
 }
 
 #[cfg(test)]

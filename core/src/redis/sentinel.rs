@@ -33,9 +33,7 @@ pub(crate) async fn lookup(
         let plain = Endpoint { username, password, db: 0, ..sentinel.clone() };
         let name = format!("{}://{}:{}", if plain.tls { "rediss" } else { "redis" }, plain.host, plain.port);
         let ask = async {
-            let blocking = Blocking::of(&plain, tls);
-            let (target, login) = blocking.own().map_err(|what| Error::config("redis.urls", what))?;
-            let conn = Pipelined::connect(target, login, timeout).await.map_err(Error::store)?;
+            let conn = Pipelined::open(&Blocking::of(&plain, tls), timeout).await.map_err(Error::store)?;
             let mut command = Args::new();
             command.arg("SENTINEL").arg("GET-MASTER-ADDR-BY-NAME").arg(service);
             let frame = conn.frame(&command).await.map_err(Error::store)?;

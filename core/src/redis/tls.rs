@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
-use rustls::{ClientConfig, ClientConnection, RootCertStore};
+use rustls::{ClientConfig, ClientConnection};
 
 use crate::error::{Error, Result};
 
@@ -43,25 +43,7 @@ impl TlsConfig {
     /// parse; `store_unavailable` when the system has no roots to load.
     pub(crate) fn new(ca: Option<&[u8]>, client: Option<(&[u8], &[u8])>) -> Result<TlsConfig> {
         install_crypto_provider();
-        let mut roots = RootCertStore::empty();
-        match ca {
-            Some(pem) => {
-                for cert in CertificateDer::pem_slice_iter(pem) {
-                    let cert = cert.map_err(|e| Error::config("redis.tls_ca_file", &format!("does not parse: {e}")))?;
-                    roots
-                        .add(cert)
-                        .map_err(|e| Error::config("redis.tls_ca_file", &format!("holds a bad certificate: {e}")))?;
-                }
-            }
-            None => {
-                let loaded = rustls_native_certs::load_native_certs();
-                let (added, _) = roots.add_parsable_certificates(loaded.certs);
-                if added == 0 {
-                    let why = loaded.errors.iter().map(|e| e.to_string()).collect::<Vec<_>>().join("; ");
-                    return Err(Error::store(format!("no system root certificates could be loaded ({why})")));
-                }
-            }
-        }
+        let roots = crate::tls_roots::load(ca, |why| Error::config("redis.tls_ca_file", &why))?;
         let builder = ClientConfig::builder().with_root_certificates(roots);
         let config = match client {
             None => builder.with_no_client_auth(),

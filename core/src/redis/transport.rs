@@ -39,7 +39,6 @@ pub use super::engine::resp::{Garbage, frame_len};
 use super::engine::{self, Exchange, Invoke, Rules, resp};
 pub use super::engine::{lost as transport_error, timed_out};
 pub use super::routed::Hop;
-use super::single;
 use crate::decision::Decision;
 use crate::error::{Error, Result};
 use crate::limiter::Limiter;
@@ -100,13 +99,13 @@ impl PreparedCall {
     /// A single-key call's reply, decoded (`store_unavailable` for a transport error, a server
     /// error or a malformed reply).
     pub(crate) fn single_reply(&self, reply: Result<&[u8]>) -> Result<crate::store::Reply> {
-        outcome(&self.call, reply).and_then(single)
+        outcome(&self.call, reply).and_then(Outcome::into_single)
     }
 
     /// A multi call's reply, decoded (`store_unavailable` for a transport error, a server
     /// error or a malformed reply).
     pub(crate) fn multi_reply(&self, reply: Result<&[u8]>) -> Result<crate::store::MultiReply> {
-        outcome(&self.call, reply).and_then(super::multi)
+        outcome(&self.call, reply).and_then(Outcome::into_multi)
     }
 
     /// The call's attempt `hop` as the store itself sends it, appended to `out` (a transport's
@@ -149,15 +148,10 @@ pub fn is_missing(reply: &[u8]) -> bool {
 /// run them after calls made later. (Only a flush while connected can still reorder a pipeline
 /// that way.) A failed load is harmless: the call meets the miss and gets its fallback.
 pub fn preload_for(functions: bool) -> Vec<Vec<u8>> {
-    let command = |args: &[&[u8]]| {
-        let mut out = Vec::new();
-        resp::write_command(&mut out, args.iter().copied());
-        out
-    };
     if functions {
-        return vec![command(&[b"FUNCTION", b"LOAD", b"REPLACE", super::scripts::LIBRARY.source.as_bytes()])];
+        return vec![resp::command(&[b"FUNCTION", b"LOAD", b"REPLACE", super::scripts::LIBRARY.source.as_bytes()])];
     }
-    super::scripts::SCRIPTS.all().iter().map(|s| command(&[b"SCRIPT", b"LOAD", s.source.as_bytes()])).collect()
+    super::scripts::SCRIPTS.all().iter().map(|s| resp::command(&[b"SCRIPT", b"LOAD", s.source.as_bytes()])).collect()
 }
 
 /// The reply decoded as every path decodes it (the engine's `decode`): a server error is
@@ -196,9 +190,7 @@ impl Kind {
 
 /// `DEL key`, RESP-encoded: [`Limiter::reset`] on the wire (its reply is `:n`, or an error).
 pub fn del(full_key: &str) -> Vec<u8> {
-    let mut out = Vec::new();
-    resp::write_command(&mut out, [&b"DEL"[..], full_key.as_bytes()].into_iter());
-    out
+    resp::command(&[b"DEL", full_key.as_bytes()])
 }
 
 /// The outcome of a `DEL` sent for a reset: any integer reply is success.
@@ -302,11 +294,7 @@ impl Endpoint {
     /// (a database other than 0); in RESP3 `HELLO 3 [AUTH user password]` (the default user when
     /// the URL names none) and `SELECT`, as the store's own connections log in.
     pub fn handshake(&self) -> Vec<Vec<u8>> {
-        let command = |args: &[&[u8]]| {
-            let mut out = Vec::new();
-            resp::write_command(&mut out, args.iter().copied());
-            out
-        };
+        let command = resp::command;
         let mut out = Vec::new();
         match (&self.username, &self.password, self.resp3) {
             (user, Some(p), true) => {

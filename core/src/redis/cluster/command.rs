@@ -21,10 +21,11 @@ use std::sync::atomic::Ordering;
 
 use std::collections::BTreeMap;
 
-use super::{Node, Router, closed_error};
+use super::{Node, Router};
 use crate::error::{Error, Result};
 use crate::redis::engine::value::{Args, Value};
 use crate::redis::engine::{self, Attempt, Invoke, Rules, To, resp};
+use crate::redis::wire::Lost;
 
 /// Only the cluster rules matter for a reply that is not a script call's.
 const RULES: Rules = Rules { invoke: Invoke::Scripts, durable: None, cluster: true };
@@ -40,9 +41,9 @@ impl Router {
             let node = self.next_node(&mut to, slot)?;
             let frames = match self.send(&node, attempt.asking(), round).await {
                 Ok(frames) => frames,
-                Err(Failed::Sent(e)) => return Err(e),
+                Err(Lost::Sent(e)) => return Err(e),
                 // Nothing was sent: the map, read again now, may name the slot's new master.
-                Err(Failed::Unsent(e)) => match attempt.rerouted() {
+                Err(Lost::Unsent(e)) => match attempt.rerouted() {
                     Some(next) if self.moved_after_refresh(slot, &node).await => {
                         attempt = next.with_fallback();
                         continue;
@@ -73,18 +74,6 @@ impl Router {
         }
     }
 
-    /// `cmd` on every master the slot map names (keyless, idempotent: `FUNCTION LOAD REPLACE`),
-    /// one after the other: each master's reply frame.
-    pub(crate) async fn on_every_master(self: &Arc<Self>, cmd: &Args) -> Result<Vec<Vec<u8>>> {
-        let masters = self.map.read().masters.clone();
-        let mut out = Vec::with_capacity(masters.len());
-        for node in masters {
-            let mut frames = self.send(&node, false, std::slice::from_ref(cmd)).await.map_err(Failed::error)?;
-            out.push(frames.pop().expect("one reply frame per command"));
-        }
-        Ok(out)
-    }
-
     /// Sends `round` to `node` on the store's connection (with `ASKING` first when `asking`):
     /// one reply frame per command of `round`, or how it failed.
     async fn send(
@@ -92,11 +81,11 @@ impl Router {
         node: &Arc<Node>,
         asking: bool,
         round: &[Args],
-    ) -> std::result::Result<Vec<Vec<u8>>, Failed> {
+    ) -> std::result::Result<Vec<Vec<u8>>, Lost<Error>> {
         if self.closed.load(Ordering::Acquire) {
-            return Err(Failed::Sent(closed_error()));
+            return Err(Lost::Sent(engine::closed()));
         }
-        let taken = self.mux(node).await.map_err(Failed::Unsent)?;
+        let taken = self.mux(node).await.map_err(Lost::Unsent)?;
         let frames = round.len() + usize::from(asking);
         let sent = taken
             .conn
@@ -119,7 +108,7 @@ impl Router {
             Err(cause) => {
                 taken.retire();
                 self.refresh_soon();
-                Err(Failed::Sent(Error::store(format!("{}: {cause}", node.name()))))
+                Err(Lost::Sent(Error::store(format!("{}: {cause}", node.name()))))
             }
         }
     }
@@ -163,10 +152,15 @@ impl Router {
         Ok(())
     }
 
-    /// `cmd` (keyless and idempotent: `FUNCTION LOAD REPLACE`) on every master: the first error
-    /// a master answered, else the first reply.
+    /// `cmd` (keyless and idempotent: `FUNCTION LOAD REPLACE`) on every master the slot map
+    /// names, one after the other: the first error a master answered, else the first reply.
     pub(crate) async fn everywhere(self: &Arc<Self>, cmd: &Args) -> Result<Value> {
-        let replies = values(self.on_every_master(cmd).await?)?;
+        let masters = self.map.read().masters.clone();
+        let mut replies = Vec::with_capacity(masters.len());
+        for node in masters {
+            replies
+                .extend(values(self.send(&node, false, std::slice::from_ref(cmd)).await.map_err(Lost::into_inner)?)?);
+        }
         let error = replies.iter().position(|v| matches!(v, Value::Error(_)));
         replies.into_iter().nth(error.unwrap_or(0)).ok_or_else(|| Error::store("the cluster has no master"))
     }
@@ -180,20 +174,4 @@ fn values(frames: Vec<Vec<u8>>) -> Result<Vec<Value>> {
             resp::value(f).ok_or_else(|| Error::store(format!("an unreadable reply: {:?}", String::from_utf8_lossy(f))))
         })
         .collect()
-}
-
-/// How sending a command failed.
-enum Failed {
-    /// The connection could not be made: nothing was written.
-    Unsent(Error),
-    /// The command may have reached the server (or the store is closed): it is never sent again.
-    Sent(Error),
-}
-
-impl Failed {
-    fn error(self) -> Error {
-        match self {
-            Failed::Unsent(e) | Failed::Sent(e) => e,
-        }
-    }
 }

@@ -11,31 +11,25 @@
 //!
 //! - **Routing**: the slot is computed here ([`slot`]: CRC16, hash tags) and looked up in a map
 //!   read from `CLUSTER SLOTS` ([`topology`]). One round trip per decision on a stable cluster.
-//! - **Redirects**: `MOVED` (the slot moved: the map learns it and refreshes in the background),
-//!   `ASK` (the slot is migrating: `ASKING` and the call, pipelined, to the target) and
-//!   `TRYAGAIN` (a multi-key call during a migration: a short pause) are answered by the node
-//!   before it runs anything, so the call is sent again, at most [`engine::MAX_ATTEMPTS`] times in all.
-//! - **Scripts per node**: `NOSCRIPT` / function not found also come before anything runs: that
-//!   node gets the fallback (`EVAL`, or `FUNCTION LOAD` + `FCALL`).
-//! - **At most once**: a connection that fails after the request may have been written fails
-//!   the call (`store_unavailable`); the connection is retired and the map refreshed, and the
-//!   call is never sent again. A connection that cannot be made (nothing was sent) makes the
-//!   store read the map at once: if the slot has another master now (a failover it had not seen),
-//!   the call goes there; otherwise it fails the same way.
-//! - **Bounded**: the caller bounds each call by `timeout_ms` (the async path races a timer; the
-//!   sync path sets its socket timeouts to the time left).
+//! - **The engine's rules** (`super::engine`): which replies send the call again (`MOVED`
+//!   learnt into the map and refreshed in the background, `ASK`, `TRYAGAIN`, a missing script),
+//!   at most [`engine::MAX_ATTEMPTS`] attempts, and never again once it may have run. The router
+//!   adds where each attempt goes: after a failed connection it retires the connection and reads
+//!   the map again; after one that could not be made (nothing sent) it reads the map at once and
+//!   sends the call to the slot's new master if a failover gave it one. The caller bounds the
+//!   call by `timeout_ms` (the async path races a timer; the sync path sets its socket timeouts).
 //! - **On the caller's runtime**: a runtime bound to the store ([`super::bound`]) gets its own
 //!   connection to each node ([`Pipelined::open`]: the store's own, over TCP or TLS, RESP2 or
 //!   RESP3), driven on that runtime: a call awaited there writes and reads without crossing to
-//!   the store's thread. Until a
-//!   runtime's connection to a master is up, and after it failed or a call on it was abandoned,
-//!   calls take the store's connection to that master, and the first one that succeeds connects
-//!   the runtime's again, in the background. Every rule above is the same on both: the choice of
-//!   connection is all that differs.
+//!   the store's thread. Until a runtime's connection to a master is up, and after it failed or
+//!   a call on it was abandoned, calls take the store's connection to that master, and the first
+//!   one that succeeds connects the runtime's again, in the background. Every rule above is the
+//!   same on both: the choice of connection is all that differs.
 
 mod command;
 mod local;
-mod slot;
+mod refresh;
+pub(super) mod slot;
 mod topology;
 
 use std::collections::HashMap;
@@ -45,26 +39,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use super::call::{Outcome, ScriptCall};
-use super::engine::resp;
-use super::engine::value::{Args, Value};
 use super::engine::{self, Durable, Exchange, Invoke, Rules, Step, To};
 use super::held::{Held, Taken};
 use super::options::{Plan, RedisMode};
 use super::pipelined::Pipelined;
-use super::sentinel::lookup;
 use super::tls::TlsConfig;
 use super::transport::Endpoint;
 use super::wire::{Lost, Pool};
 use crate::error::{Error, Result};
-use topology::{Addr, SlotMap, parse_slots};
-
-/// The slot of `key` (CRC16 of it or its hash tag).
-pub(crate) fn key_slot(key: &[u8]) -> u16 {
-    slot::slot(key)
-}
-
-/// The least time between two background refreshes of the slot map.
-const REFRESH_GAP: Duration = Duration::from_millis(100);
+use topology::{Addr, SlotMap};
 
 /// One master (or a node a redirect named): its client and connections.
 pub(crate) struct Node {
@@ -103,7 +86,7 @@ impl Node {
         }
         let conn = self.open(timeout).await?;
         if closed.load(Ordering::Acquire) {
-            return Err(closed_error());
+            return Err(engine::closed());
         }
         Ok(self.mux.hold(conn))
     }
@@ -118,10 +101,6 @@ impl Node {
     fn name(&self) -> String {
         format!("{}:{}", self.addr.0, self.addr.1)
     }
-}
-
-fn closed_error() -> Error {
-    Error::store("the Redis store is closed")
 }
 
 /// Routes script calls over a cluster, or to the one node (see the module docs). Shared by the
@@ -316,138 +295,16 @@ impl Router {
         }
     }
 
-    /// A `MOVED` learnt: `slot` is `node`'s until the next refresh says otherwise.
-    fn learn(&self, slot: u16, node: Arc<Node>) {
-        let mut map = self.map.write();
-        *map = Arc::new(map.with(slot, node, |n| &n.addr));
-    }
-
-    /// Reads the map again: the Sentinel master's address, or `CLUSTER SLOTS`.
-    async fn refresh(self: &Arc<Self>) -> Result<()> {
-        match &self.discover {
-            Discover::Fixed => Ok(()),
-            Discover::Cluster { seeds } => self.read_slots(seeds).await,
-            Discover::Sentinel { sentinels, service, auth } => {
-                let addr = lookup(sentinels, service, self.tls.as_ref(), auth.as_ref(), self.timeout).await?;
-                self.serve_all(self.node(&addr));
-                Ok(())
-            }
-        }
-    }
-
-    /// Reads `CLUSTER SLOTS` from the known masters, then the seeds, until one answers.
-    async fn read_slots(self: &Arc<Self>, seeds: &[Addr]) -> Result<()> {
-        let mut candidates: Vec<Addr> = self.map.read().masters.iter().map(|n| n.addr.clone()).collect();
-        for s in seeds {
-            if !candidates.contains(s) {
-                candidates.push(s.clone());
-            }
-        }
-        let mut causes = Vec::new();
-        for addr in candidates {
-            let node = self.node(&addr);
-            let read = async {
-                let taken = node.connect(self.timeout, &self.closed).await?;
-                let mut slots = Args::new();
-                slots.arg("CLUSTER").arg("SLOTS");
-                let frame = taken.conn.frame(&slots).await.map_err(|e| {
-                    taken.retire();
-                    Error::store(e)
-                })?;
-                let reply = resp::value(&frame).unwrap_or(Value::Nil);
-                parse_slots(&reply, &addr.0)
-                    .filter(|r| !r.is_empty())
-                    .ok_or_else(|| Error::store(format!("unreadable CLUSTER SLOTS: {reply:?}")))
-            };
-            match tokio::time::timeout(self.timeout, read).await {
-                Ok(Ok(ranges)) => {
-                    self.install(SlotMap::build(&ranges, |a| self.node(a), |n| &n.addr));
-                    return Ok(());
-                }
-                Ok(Err(e)) => causes.push(format!("{}:{}: {}", addr.0, addr.1, e.message())),
-                Err(_) => {
-                    causes.push(format!("{}:{}: no answer within {} ms", addr.0, addr.1, self.timeout.as_millis()))
-                }
-            }
-        }
-        Err(Error::store(format!("no cluster node answered CLUSTER SLOTS ({})", causes.join("; "))))
-    }
-
-    /// Refreshes the map in the background, unless a refresh is running; at most one per
-    /// [`REFRESH_GAP`].
-    pub(super) fn refresh_soon(self: &Arc<Self>) {
-        if !self.is_routed() {
-            return;
-        }
-        let Some(runtime) = self.runtime() else { return };
-        if self.closed.load(Ordering::Acquire) || self.refreshing.swap(true, Ordering::AcqRel) {
-            return;
-        }
-        let wait = self.last_refresh.lock().map_or(Duration::ZERO, |t| REFRESH_GAP.saturating_sub(t.elapsed()));
-        let me = self.clone();
-        runtime.spawn(async move {
-            if !wait.is_zero() {
-                tokio::time::sleep(wait).await;
-            }
-            let _ = me.refresh().await;
-            *me.last_refresh.lock() = Some(Instant::now());
-            me.refreshing.store(false, Ordering::Release);
-        });
-    }
-
-    /// After a connection to `node`, the map's master of `slot`, could not be made (so nothing
-    /// was sent): reads the map again now, unless one was read within [`REFRESH_GAP`], and says
-    /// whether `slot` has another master now (a failover the store had not seen yet).
-    pub(super) async fn moved_after_refresh(self: &Arc<Self>, slot: u16, node: &Arc<Node>) -> bool {
-        if let Some((runtime, refresh)) = self.refresh_now() {
-            let _ = runtime.spawn(refresh).await;
-        }
-        self.moved(slot, node)
-    }
-
-    /// [`Router::moved_after_refresh`] from a plain thread, waiting no longer than `limit` (the
-    /// call's time left).
-    fn moved_after_refresh_blocking(self: &Arc<Self>, slot: u16, node: &Arc<Node>, limit: Duration) -> bool {
-        if let Some((runtime, refresh)) = self.refresh_now() {
-            super::runtime::wait_for(runtime, refresh, Some(limit));
-        }
-        self.moved(slot, node)
-    }
-
-    /// The refresh a call that could not connect waits for, and the store's runtime to run it
-    /// on; `None` when the map is fixed, was read within [`REFRESH_GAP`], or the store is closed
-    /// (the map as it is answers).
-    fn refresh_now(self: &Arc<Self>) -> Option<(tokio::runtime::Handle, impl Future<Output = ()> + Send + 'static)> {
-        if !self.is_routed() || self.refreshed_lately() {
-            return None;
-        }
-        let me = self.clone();
-        Some((self.runtime()?, async move { me.refresh_and_stamp().await }))
-    }
-
     /// The store's runtime, until closed.
     fn runtime(&self) -> Option<tokio::runtime::Handle> {
         self.runtime.read().clone()
-    }
-
-    fn refreshed_lately(&self) -> bool {
-        self.last_refresh.lock().is_some_and(|t| t.elapsed() < REFRESH_GAP)
-    }
-
-    async fn refresh_and_stamp(self: &Arc<Self>) {
-        let _ = self.refresh().await;
-        *self.last_refresh.lock() = Some(Instant::now());
-    }
-
-    fn moved(&self, slot: u16, node: &Arc<Node>) -> bool {
-        self.map.read().get(slot).is_some_and(|n| !Arc::ptr_eq(n, node))
     }
 
     /// Waits `pause` (a `TRYAGAIN`'s) on the store's timer: the caller's runtime may have none.
     async fn pause(&self, pause: Duration) -> Result<()> {
         if !pause.is_zero() {
             let sleep = {
-                let runtime = self.runtime().ok_or_else(closed_error)?;
+                let runtime = self.runtime().ok_or_else(engine::closed)?;
                 let _store = runtime.enter();
                 tokio::time::sleep(pause)
             };
@@ -462,7 +319,7 @@ impl Router {
         if let Some(c) = node.mux.take() {
             return Ok(c);
         }
-        let runtime = self.runtime().ok_or_else(closed_error)?;
+        let runtime = self.runtime().ok_or_else(engine::closed)?;
         let (me, n) = (self.clone(), node.clone());
         let made = runtime.spawn(async move { n.connect(me.timeout, &me.closed).await });
         made.await.map_err(|e| Error::store(format!("the connect was abandoned: {e}")))?
@@ -472,7 +329,7 @@ impl Router {
     /// error once the store is closed.
     fn next_node(self: &Arc<Self>, to: &mut Option<Arc<Node>>, slot: u16) -> Result<Arc<Node>> {
         if self.closed.load(Ordering::Acquire) {
-            return Err(closed_error());
+            return Err(engine::closed());
         }
         match to.take() {
             Some(n) => Ok(n),

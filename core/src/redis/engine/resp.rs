@@ -268,6 +268,13 @@ pub fn error(frame: &[u8]) -> Option<(&str, &str)> {
     Some(line.split_once(' ').unwrap_or((line, "")))
 }
 
+/// One command, RESP-encoded on its own (a login, a preload, a reset's `DEL`).
+pub fn command(args: &[&[u8]]) -> Vec<u8> {
+    let mut out = Vec::new();
+    write_command(&mut out, args.iter().copied());
+    out
+}
+
 /// Appends one command, `*n` then each argument as a bulk string.
 pub fn write_command<'a>(out: &mut Vec<u8>, args: impl ExactSizeIterator<Item = &'a [u8]>) {
     header(out, b'*', args.len());

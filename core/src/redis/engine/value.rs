@@ -49,12 +49,8 @@ impl Args {
     /// The arguments as one RESP array of bulk strings (what a test compares).
     #[cfg(test)]
     pub fn packed(&self) -> Vec<u8> {
-        let mut out = format!("*{}\r\n", self.len()).into_bytes();
-        for a in self.iter() {
-            out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
-            out.extend_from_slice(a);
-            out.extend_from_slice(b"\r\n");
-        }
+        let mut out = Vec::new();
+        super::resp::write_command(&mut out, self.iter());
         out
     }
 }

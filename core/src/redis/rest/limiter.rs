@@ -1,5 +1,5 @@
 //! A limiter's checks over REST, prepared and finished by the core: what the JavaScript glue
-//! of the WebAssembly build calls, and what [`super::client`] drives natively.
+//! of the WebAssembly build calls (the native tests drive it over a small HTTP client).
 //!
 //! 1. Prepare: [`crate::Limiter::rest_prepare`] (check, peek or forecast of one key),
 //!    [`crate::Limiter::rest_prepare_many`] (`check_many`: one `/pipeline`) or
@@ -28,7 +28,7 @@ use crate::multi::{MultiDecision, MultiLimiter};
 use crate::redis::call::Outcome;
 pub use crate::redis::prepared::Op as RestOp;
 use crate::redis::prepared::PreparedCall;
-use crate::store::Now;
+use crate::store::{MultiReply, Now, Reply};
 
 /// One prepared REST call in flight: one script call, or a `check_many`'s several.
 #[derive(Debug)]
@@ -41,7 +41,7 @@ pub struct RestCall {
 impl RestCall {
     /// The prepared `calls` (made at one clock read, with one op), sent with `locking`'s
     /// scripts. An empty `check_many` has no call to time: it never reads its `now`.
-    pub(super) fn of(calls: Vec<PreparedCall>, locking: Locking) -> RestCall {
+    pub fn of(calls: Vec<PreparedCall>, locking: Locking) -> RestCall {
         let (now, op) = calls.first().map_or((Now::Server, RestOp::Check), |c| (c.now(), c.op()));
         RestCall { batch: Batch::new(calls.into_iter().map(|c| c.call).collect(), locking), now, op }
     }
@@ -76,6 +76,22 @@ impl RestCall {
     pub fn now(&self) -> Now {
         self.now
     }
+
+    /// The first call's outcome (a call never sent: `store_unavailable`).
+    pub(super) fn outcome(self) -> Result<Outcome> {
+        self.batch.outcomes().next().unwrap_or_else(|| Err(Error::store("an empty REST call")))
+    }
+
+    /// The store's reply to a single-key call ([`PreparedCall::single`]), for a [`crate::Store`]
+    /// driven over REST: no fail policy, no metrics (the limiter over the store applies them).
+    pub fn into_reply(self) -> Result<Reply> {
+        self.outcome().and_then(Outcome::into_single)
+    }
+
+    /// The store's reply to a fused multi-dimensional call ([`PreparedCall::multi`]).
+    pub fn into_multi_reply(self) -> Result<MultiReply> {
+        self.outcome().and_then(Outcome::into_multi)
+    }
 }
 
 impl Limiter {
@@ -93,8 +109,7 @@ impl Limiter {
     /// [`Next::Done`] (or the call failed): a `store_unavailable` through the fail policy.
     pub fn rest_finish(&self, call: RestCall) -> Result<Decision> {
         let (now, op) = (call.now, call.op);
-        let outcome = call.batch.outcomes().next().unwrap_or_else(|| Err(Error::store("an empty REST call")));
-        self.decide(op, now, outcome)
+        self.decide(op, now, call.outcome())
     }
 
     /// The decisions of a call from [`Limiter::rest_prepare_many`], one per key (each through
@@ -124,7 +139,6 @@ impl MultiLimiter {
     /// through the fail policy).
     pub fn rest_finish(&self, call: RestCall) -> Result<MultiDecision> {
         let now = call.now;
-        let outcome = call.batch.outcomes().next().unwrap_or_else(|| Err(Error::store("an empty REST call")));
-        self.finish_multi(outcome.and_then(Outcome::into_multi), now)
+        self.finish_multi(call.into_multi_reply(), now)
     }
 }

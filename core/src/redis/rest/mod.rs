@@ -1,6 +1,7 @@
 //! The Redis store over the Upstash REST protocol: the engine's script calls as HTTP requests
 //! and the JSON replies fed back to the engine. No I/O here (sans-IO, as the engine): a driver
-//! (JavaScript's `fetch` in the WebAssembly build, [`client`] natively) only moves bytes.
+//! (JavaScript's `fetch` in the WebAssembly build; natively, the tests' small HTTP client,
+//! `core/tests/support/rest_client.rs`) only moves bytes.
 //!
 //! The protocol (Upstash's REST API, which the test front end `tests/restfront/` also speaks):
 //!
@@ -36,9 +37,6 @@ mod json;
 mod json_tests;
 pub mod limiter;
 mod shaper;
-
-#[cfg(not(target_family = "wasm"))]
-pub mod client;
 use std::sync::{Arc, LazyLock};
 
 use self::json::Json;

@@ -6,8 +6,7 @@
 use super::limiter::RestCall;
 use super::{Locking, Request};
 use crate::decision::Reservation;
-use crate::error::{Error, Result};
-use crate::redis::call::Outcome;
+use crate::error::Result;
 use crate::shaper::Shaper;
 
 impl Shaper {
@@ -21,8 +20,7 @@ impl Shaper {
     /// The reservation of a call from [`Shaper::rest_prepare`], once it is over: a failed
     /// request's `store_unavailable` passes through (a shaper has no fail policy).
     pub fn rest_finish(&self, call: RestCall) -> Result<Reservation> {
-        let outcome = call.batch.outcomes().next().unwrap_or_else(|| Err(Error::store("an empty REST call")));
-        self.observe(outcome.and_then(Outcome::into_single).and_then(|r| r.reservation()))
+        self.observe(call.into_reply().and_then(|r| r.reservation()))
     }
 
     /// `reset` over REST: the request that deletes `key`'s queue; hand its reply to

@@ -1,19 +1,23 @@
-//! A native driver of the REST protocol: a blocking HTTP/1.1 client over a `TcpStream` (plain
-//! `http://`; no TLS, no dependency), and [`RestStore`], a [`Store`] on it. For tests (the
-//! REST path against a real Redis behind `tests/restfront/`) and for Rust programs that reach
-//! a REST Redis through a local proxy; the WebAssembly build's driver is JavaScript's `fetch`.
+//! A native driver of the REST protocol for the tests (the REST path against a real Redis
+//! behind `tests/restfront/`): a blocking HTTP/1.1 client over a `TcpStream` (plain `http://`;
+//! no TLS, no dependency), and [`RestStore`], a [`Store`] on it, built on the same public
+//! prepared calls ([`RestCall`]) as the WebAssembly build's driver, JavaScript's `fetch`.
 //!
 //! Every request is bounded by the store's `timeout_ms` (connect, write and read); a request
-//! that fails or times out after it was written is never sent again ([`super::Batch::fail`]).
+//! that fails or times out after it was written is never sent again ([`RestCall::fail`]).
+#![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
-use super::{Batch, HEX_ENCODING, Locking, Next, ReplayBook, Request, headers, timed_out, transport_error};
-use crate::error::{Error, Result};
-use crate::redis::call::{self, Outcome};
-use crate::store::{BoxFuture, DimensionCall, MultiReply, Now, Reply, Rule, Store, Transform};
+use throttlekit::redis::prepared::PreparedCall;
+use throttlekit::redis::rest::limiter::RestCall;
+use throttlekit::redis::rest::{
+    self, HEX_ENCODING, Locking, Next, ReplayBook, Request, headers, timed_out, transport_error,
+};
+use throttlekit::store::{BoxFuture, DimensionCall, MultiReply, Now, Reply, Rule, Store, Transform};
+use throttlekit::{Error, Result};
 
 /// Where and how a [`RestStore`] (or [`Client`]) reaches the REST server.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -163,18 +167,19 @@ impl Client {
         Ok(HttpReply { status, body })
     }
 
-    /// Sends `batch`'s requests until every call is over; a failed request ends the calls
-    /// still in flight.
-    pub fn run(&self, batch: &mut Batch) {
+    /// Sends `call`'s requests until every call in it is over, each path into `paths`; a failed
+    /// request ends the calls still in flight.
+    pub fn run(&self, mut call: RestCall, paths: &mut Vec<&'static str>) -> RestCall {
         loop {
-            let request = batch.request();
+            let request = call.request();
+            paths.push(request.path);
             let extra: &[(&str, &str)] = if request.hex { &[HEX_ENCODING] } else { &[] };
             let next = match self.post(&request, extra) {
-                Ok(reply) => batch.feed(reply.status, &reply.body),
-                Err(e) => batch.fail(e),
+                Ok(reply) => call.feed(reply.status, &reply.body),
+                Err(e) => call.fail(e),
             };
             if next == Next::Done {
-                return;
+                return call;
             }
         }
     }
@@ -203,7 +208,7 @@ fn read_exact_by(reader: &mut BufReader<TcpStream>, buf: &mut [u8], deadline: In
 /// A [`Store`] on a REST Redis: every apply is one script call over [`Client`] (`EVALSHA`,
 /// then `EVAL` once after `NOSCRIPT`), decoded by the engine as on RESP. Its sync methods
 /// block the calling thread for at most `timeout_ms` per request; its async ones do the same
-/// inside the future (a store for tests and simple programs, not for an event loop).
+/// inside the future.
 pub struct RestStore {
     client: Client,
     locking: Locking,
@@ -237,28 +242,27 @@ impl RestStore {
     }
 
     fn single(&self, key: &str, now: Now, transform: Transform<'_>) -> Result<Reply> {
-        self.run(call::single(&self.key(key), now, &transform), now).and_then(Outcome::into_single)
+        self.run(PreparedCall::single(&self.key(key), now, transform)).into_reply()
     }
 
     fn multi(&self, rule: Rule, dims: &[DimensionCall<'_>], now: Now) -> Result<MultiReply> {
         let keys: Vec<_> = dims.iter().map(|d| self.key(d.key)).collect();
         let dims: Vec<DimensionCall<'_>> =
             dims.iter().zip(&keys).map(|(d, k)| DimensionCall { key: k, ..*d }).collect();
-        self.run(call::multi(rule, &dims, now), now).and_then(Outcome::into_multi)
+        self.run(PreparedCall::multi(rule, &dims, now)).into_multi_reply()
     }
 
-    fn run(&self, call: call::ScriptCall, now: Now) -> Result<Outcome> {
-        let mut batch = Batch::new(vec![call], self.locking);
-        if let (Some(book), Now::At(at)) = (&self.replay, now) {
-            batch = batch.replayed(book, at);
+    fn run(&self, call: PreparedCall) -> RestCall {
+        let mut call = RestCall::of(vec![call], self.locking);
+        if let Some(book) = &self.replay {
+            call = call.replayed(book);
         }
-        self.client.run(&mut batch);
-        batch.outcomes().next().unwrap_or_else(|| Err(Error::store("an empty REST call")))
+        self.client.run(call, &mut Vec::new())
     }
 
     fn del(&self, key: &str) -> Result<()> {
-        let reply = self.client.post(&super::del(&self.key(key)), &[])?;
-        super::finish_del(reply.status, &reply.body)
+        let reply = self.client.post(&rest::del(&self.key(key)), &[])?;
+        rest::finish_del(reply.status, &reply.body)
     }
 }
 
@@ -301,14 +305,13 @@ impl Store for RestStore {
 }
 
 /// A factory of fresh deterministic-replay REST stores (expiry on the caller's clock, as
-/// [`crate::redis::conformance_stores`] does on RESP), each in its own key namespace: what a
-/// conformance run on the REST path replays every vectors file on.
-#[cfg(feature = "redis")]
+/// `throttlekit::redis::conformance_stores` does on RESP), each in its own key namespace: what
+/// a conformance run on the REST path replays every vectors file on.
 pub fn conformance_stores(options: RestOptions) -> Result<impl FnMut() -> Result<std::sync::Arc<dyn Store>>> {
     let run = format!(
         "throttlekit-rest-conformance:{}-{}",
         std::process::id(),
-        crate::clock::Clock::now_ms(&crate::SystemClock)
+        throttlekit::Clock::now_ms(&throttlekit::SystemClock)
     );
     let mut n = 0u64;
     Ok(move || {
@@ -323,7 +326,6 @@ pub fn conformance_stores(options: RestOptions) -> Result<impl FnMut() -> Result
 }
 
 /// A conformance store deletes the keys it wrote (their full names, namespace included).
-#[cfg(feature = "redis")]
 impl Drop for RestStore {
     fn drop(&mut self) {
         if let Some(book) = &self.replay {
