@@ -13,6 +13,16 @@
 //! replies of one batch come back on (a cluster's masters), the loop wakes once for all the
 //! calls woken before it runs.
 //!
+//! The loop also writes its calls' commands itself: the calls of a loop turn are polled inside
+//! the bridge's [`Batch`], so they wake no connection driver, and the turn's first call that
+//! queued a command schedules [`Bridge::write`] (`call_soon`), which runs after the turn's
+//! callbacks and sends each connection's commands in one write (a drain writes what its polls
+//! queued at its end). Why: a driver woken from the loop thread ran on a Tokio worker while the
+//! loop was still making the turn's calls, wrote the first few alone and was woken again by the
+//! next; on a cluster each master then read its share of a turn in several small writes, and
+//! both the client (a thread wake-up per write) and the servers (a read and a wake-up per write)
+//! paid per write.
+//!
 //! A future that is already done on its first poll, as every memory-store call is, becomes a
 //! finished asyncio future at once. Cancelling the asyncio future does not abort the Rust work:
 //! a check that was already sent may have counted, so the future is still driven to its end and
@@ -34,6 +44,8 @@ use pyo3::IntoPyObjectExt;
 use pyo3::panic::PanicException;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
+#[cfg(feature = "redis")]
+use throttlekit::redis::Batch;
 
 /// Turns a finished result into a Python object on the loop thread.
 type Deliver = Box<dyn FnOnce(Python<'_>) -> PyResult<Py<PyAny>> + Send>;
@@ -112,15 +124,25 @@ pub struct Bridge {
     /// Touched only on the loop thread (which holds the GIL); the lock makes the class `Sync`.
     pending: Mutex<HashMap<u64, Pending>>,
     next: AtomicU64,
+    /// The connections the loop's calls queued commands on since the last write: written once
+    /// each, by [`Bridge::write`] at the turn's end (see the module docs).
+    batch: Mutex<Batch>,
+    /// A [`Bridge::write`] is scheduled on the loop.
+    write_scheduled: AtomicBool,
 }
 
 impl Bridge {
     /// Polls `call` once; settles its asyncio future when it is done, or keeps it for its next wake.
     /// A call that panics fails with `PanicException` (as `future_into_py`'s task would), alone.
+    /// Commands it queues are held in the bridge's batch.
     fn poll(&self, py: Python<'_>, id: u64, mut call: Pending) -> PyResult<()> {
-        let polled = std::panic::catch_unwind(AssertUnwindSafe(|| {
-            call.call.as_mut().poll(&mut Context::from_waker(&call.waker))
-        }));
+        let mut batch = self.batch.lock().unwrap_or_else(|e| e.into_inner());
+        let polled = batch.hold(|| {
+            std::panic::catch_unwind(AssertUnwindSafe(|| {
+                call.call.as_mut().poll(&mut Context::from_waker(&call.waker))
+            }))
+        });
+        drop(batch);
         match polled {
             Ok(Poll::Ready(deliver)) => settle(py, call.future.bind(py), deliver(py)),
             Ok(Poll::Pending) => {
@@ -163,7 +185,16 @@ impl Bridge {
                 }
             }
         }
+        // What the polls sent again (a redirect, a script loaded) leaves now.
+        self.batch.lock().unwrap_or_else(|e| e.into_inner()).write();
         failed
+    }
+
+    /// Scheduled with `call_soon` by a turn's first call that queued a command: runs once the
+    /// turn's callbacks have, and writes each connection's commands of the turn at once.
+    fn write(&self) {
+        self.write_scheduled.store(false, Ordering::Relaxed);
+        self.batch.lock().unwrap_or_else(|e| e.into_inner()).write();
     }
 }
 
@@ -214,8 +245,17 @@ fn bridge<'py>(event_loop: &Bound<'py, PyAny>) -> PyResult<Bound<'py, Bridge>> {
         closed: AtomicBool::new(false),
     });
     drop(pyo3_async_runtimes::tokio::get_runtime().spawn(wake_loop(mailbox.clone(), wake)));
-    let bridge =
-        Bound::new(py, Bridge { mailbox, wakeup, pending: Mutex::new(HashMap::new()), next: AtomicU64::new(0) })?;
+    let bridge = Bound::new(
+        py,
+        Bridge {
+            mailbox,
+            wakeup,
+            pending: Mutex::new(HashMap::new()),
+            next: AtomicU64::new(0),
+            batch: Mutex::new(Batch::default()),
+            write_scheduled: AtomicBool::new(false),
+        },
+    )?;
     event_loop.call_method1("add_reader", (fd, bridge.getattr("drain")?))?;
     event_loop.setattr(BRIDGE_ATTR, &bridge)?;
     Ok(bridge)
@@ -247,7 +287,8 @@ where
         }
         return pyo3_async_runtimes::tokio::future_into_py(py, fut);
     };
-    let bridge = bridge.get();
+    let bound = bridge;
+    let bridge = bound.get();
     let id = bridge.next.fetch_add(1, Ordering::Relaxed);
     let call: Call = Box::pin(async move {
         let result = fut.await;
@@ -258,7 +299,32 @@ where
     // memory-store call finishes now, a Redis call queues its command.
     let _context = runtime.enter();
     bridge.poll(py, id, Pending { call, waker, future: future.clone().unbind() })?;
+    // The turn's first call that queued a command has the turn's commands written after it.
+    if !bridge.write_scheduled.load(Ordering::Relaxed)
+        && !bridge.batch.lock().unwrap_or_else(|e| e.into_inner()).is_empty()
+    {
+        bridge.write_scheduled.store(true, Ordering::Relaxed);
+        event_loop.call_method1(pyo3::intern!(py, "call_soon"), (bound.getattr(pyo3::intern!(py, "write"))?,))?;
+    }
     Ok(future)
+}
+
+/// Without the Redis store no call queues a command: nothing is held.
+#[cfg(not(feature = "redis"))]
+#[derive(Default)]
+struct Batch;
+
+#[cfg(not(feature = "redis"))]
+impl Batch {
+    fn hold<R>(&mut self, f: impl FnOnce() -> R) -> R {
+        f()
+    }
+
+    fn is_empty(&self) -> bool {
+        true
+    }
+
+    fn write(&mut self) {}
 }
 
 fn convert<T: for<'a> IntoPyObject<'a>>(py: Python<'_>, result: PyResult<T>) -> PyResult<Py<PyAny>> {

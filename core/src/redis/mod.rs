@@ -35,6 +35,7 @@
 //! [`crate::MultiLimiter`] builds them as `prefix:{tag}:name:key`.
 
 pub mod acl;
+mod batch;
 mod bound;
 mod call;
 mod cluster;
@@ -58,6 +59,7 @@ mod tls;
 pub mod transport;
 mod wire;
 
+pub use batch::Batch;
 pub use engine::value::Value;
 pub use options::{RedisMode, RedisOptions, Scripting, split_urls};
 pub use scoped::{conformance_stores, conformance_stores_with};

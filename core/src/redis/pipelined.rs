@@ -52,18 +52,18 @@ struct Owner {
     shared: Arc<Shared>,
 }
 
-struct Shared {
-    state: parking_lot::Mutex<State>,
+pub(super) struct Shared {
+    pub(super) state: parking_lot::Mutex<State>,
     /// Wakes the driver: bytes were queued, or the last handle went.
-    wake: Notify,
+    pub(super) wake: Notify,
     /// The socket. Bytes are written only under `state`'s lock, from the front of `out`, so
     /// whoever writes (a call, inline, or the driver) keeps them in queue order; only the
     /// driver reads.
-    stream: AsyncSocket,
+    pub(super) stream: AsyncSocket,
 }
 
 #[derive(Default)]
-struct State {
+pub(super) struct State {
     /// Packed commands queued and not yet written.
     out: Vec<u8>,
     /// Calls queued since bytes were last written.
@@ -71,9 +71,12 @@ struct State {
     /// Calls owed replies, oldest first (a call that stopped waiting keeps its place).
     waiting: VecDeque<Waiter>,
     /// The stream broke or the driver ended: no call is queued any more.
-    dead: bool,
+    pub(super) dead: bool,
     /// The last handle is gone.
-    released: bool,
+    pub(super) released: bool,
+    /// A thread's [`Batch`](super::batch::Batch) holds what is queued: it writes it, and the
+    /// driver was not woken.
+    held: bool,
     /// Why the stream broke, told to every call it fails (a TLS alert, say, rather than "lost").
     cause: Option<std::io::Error>,
     /// Writes made (tests).
@@ -147,7 +150,10 @@ impl Pipelined {
         let shared = &self.owner.shared;
         let (tx, rx) = oneshot::channel();
         // Whether the driver must write: the queue was empty (nobody has woken it yet), or a
-        // write made here did not take everything.
+        // write made here did not take everything. The first case is left to this thread's open
+        // [`Batch`](super::batch::Batch), if it has one: it writes at its turn's end; so is a
+        // queue another thread's batch holds (else the driver writes it now: that thread's turn
+        // may be long, or its loop stopped).
         let wake = {
             let mut state = shared.state.lock();
             if state.dead {
@@ -161,8 +167,11 @@ impl Pipelined {
                 // Enough calls queued in this turn: write them now, so that the server starts
                 // on them while later calls are still being made ([`WRITE_EVERY`]).
                 !matches!(flush_socket(&mut state, &shared.stream), Ok(true))
+            } else if first || state.held {
+                state.held = super::batch::held(&self.owner.shared);
+                !state.held
             } else {
-                first
+                false
             }
         };
         if wake {
@@ -205,7 +214,7 @@ const WRITE_EVERY: usize = 16;
 
 /// Writes what `state` has queued, without waiting: `Ok(true)` when all of it went,
 /// `Ok(false)` when the socket's buffer is full (the rest stays queued, in order).
-fn flush_socket(state: &mut State, stream: &AsyncSocket) -> std::io::Result<bool> {
+pub(super) fn flush_socket(state: &mut State, stream: &AsyncSocket) -> std::io::Result<bool> {
     match stream {
         AsyncSocket::Tcp(s) => flush(state, s),
         AsyncSocket::Tls(s) => flush(state, &**s),
@@ -216,6 +225,8 @@ fn flush_socket(state: &mut State, stream: &AsyncSocket) -> std::io::Result<bool
 
 /// [`flush_socket`] on the socket's own type.
 fn flush<S: Io>(state: &mut State, stream: &S) -> std::io::Result<bool> {
+    // Whoever writes now finishes the queue (or has the driver finish it).
+    state.held = false;
     let mut at = 0;
     let result = loop {
         if at == state.out.len() {
@@ -431,7 +442,7 @@ pub(crate) fn feed(x: &mut Exchange<'_>, bytes: &[u8]) -> Result<Step> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use std::future::Future;
     use std::io::{Read, Write};
     use std::pin::Pin;
@@ -439,11 +450,11 @@ mod tests {
 
     use super::*;
 
-    type Call = Pin<Box<dyn Future<Output = Result<Vec<u8>>>>>;
+    pub(crate) type Call = Pin<Box<dyn Future<Output = Result<Vec<u8>>>>>;
 
     /// A `Pipelined` on a current-thread runtime, connected to a plain listener whose accepted
     /// socket the test reads and writes itself.
-    fn pair(rt: &tokio::runtime::Runtime) -> (Pipelined, std::net::TcpStream) {
+    pub(crate) fn pair(rt: &tokio::runtime::Runtime) -> (Pipelined, std::net::TcpStream) {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let conn = rt
@@ -453,7 +464,7 @@ mod tests {
     }
 
     /// Queues a call that sends `bytes` (polled once, so it queues without the runtime running).
-    fn queue(conn: &Pipelined, bytes: Vec<u8>) -> Call {
+    pub(crate) fn queue(conn: &Pipelined, bytes: Vec<u8>) -> Call {
         let conn = conn.clone();
         let mut call: Call = Box::pin(async move { conn.request(1, |out| out.extend_from_slice(&bytes)).await });
         assert!(call.as_mut().poll(&mut Context::from_waker(Waker::noop())).is_pending());
@@ -461,7 +472,7 @@ mod tests {
     }
 
     /// Whatever the server side can read right now, without waiting.
-    fn readable_now(server: &mut std::net::TcpStream) -> Vec<u8> {
+    pub(crate) fn readable_now(server: &mut std::net::TcpStream) -> Vec<u8> {
         server.set_nonblocking(true).unwrap();
         let mut got = Vec::new();
         let mut buf = [0u8; 4096];
@@ -477,7 +488,7 @@ mod tests {
         got
     }
 
-    fn ping(i: usize) -> Vec<u8> {
+    pub(crate) fn ping(i: usize) -> Vec<u8> {
         let arg = i.to_string();
         format!("*2\r\n$4\r\nECHO\r\n${}\r\n{arg}\r\n", arg.len()).into_bytes()
     }
