@@ -150,11 +150,7 @@ impl Bridge {
                 Ok(())
             }
             Err(payload) => {
-                let what = payload
-                    .downcast_ref::<&str>()
-                    .map(|s| s.to_string())
-                    .or_else(|| payload.downcast_ref::<String>().cloned())
-                    .unwrap_or_else(|| "a call panicked".to_owned());
+                let what = throttlekit::panic_message(&*payload).to_owned();
                 settle(py, call.future.bind(py), Err(PanicException::new_err(what)))
             }
         }

@@ -234,12 +234,7 @@ pub unsafe fn boundary<R>(failed: R, body: impl FnOnce(Python<'_>) -> PyResult<R
         Ok(Ok(value)) => return value,
         Ok(Err(err)) => err,
         Err(payload) => {
-            let msg = payload
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_else(|| "panic from Rust code".to_owned());
-            PanicException::new_err((msg,))
+            PanicException::new_err((throttlekit::panic_message(&*payload).to_owned(),))
         }
     };
     err.restore(py);
