@@ -90,7 +90,56 @@ fn main() {
         r
     };
     let mut rows: [Vec<(f64, f64)>; 6] = Default::default();
-    // `TK_BENCH_ONLY=async|hop|sync` runs only that sequential loop (for `perf stat`, `strace`).
+    // `TK_BENCH_ONLY=inflight`: `n` checks with 50 in flight on the bound current-thread runtime
+    // alone, printing where the time goes (CPU per call of this process and of redis-server, and
+    // calls per server read: the batches the server sees), numbers a busy machine blurs less
+    // than the rate.
+    if std::env::var("TK_BENCH_ONLY").as_deref() == Ok("inflight") {
+        let cpu = |pid: &str| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let f: Vec<&str> = stat.rsplit_once(')').map_or("", |(_, r)| r).split_whitespace().collect();
+            // utime + stime, in ticks of 10 ms (USER_HZ 100).
+            f.get(11).and_then(|u| u.parse::<f64>().ok()).unwrap_or(0.0)
+                + f.get(12).and_then(|s| s.parse::<f64>().ok()).unwrap_or(0.0)
+        };
+        let reads = || {
+            let out = Command::new("redis-cli").args(["-p", &server.port.to_string(), "info", "stats"]).output();
+            let text = out.map(|o| String::from_utf8_lossy(&o.stdout).into_owned()).unwrap_or_default();
+            text.lines()
+                .find_map(|l| l.strip_prefix("total_reads_processed:"))
+                .and_then(|v| v.trim().parse::<f64>().ok())
+                .unwrap_or(0.0)
+        };
+        let pid = server.pid().to_string();
+        let (c0, s0, r0, start) = (cpu("self"), cpu(&pid), reads(), Instant::now());
+        rt.block_on(async {
+            let tasks: Vec<_> = (0..IN_FLIGHT)
+                .map(|_| {
+                    let l = limiter.clone();
+                    tokio::spawn(async move {
+                        for _ in 0..n / IN_FLIGHT {
+                            l.check_at("k", 1, Now::At(NOW)).await.unwrap();
+                        }
+                    })
+                })
+                .collect();
+            for t in tasks {
+                t.await.unwrap();
+            }
+        });
+        let secs = start.elapsed().as_secs_f64();
+        let (c1, s1, r1) = (cpu("self"), cpu(&pid), reads());
+        let per = |ticks: f64| ticks * 10_000.0 / n as f64;
+        println!(
+            "inflight: {:.0} checks/s; CPU per call: client {:.2} us, server {:.2} us; {:.1} calls per server read",
+            n as f64 / secs,
+            per(c1 - c0),
+            per(s1 - s0),
+            n as f64 / (r1 - r0).max(1.0)
+        );
+        return;
+    }
+    // `TK_BENCH_ONLY=async|hop|sync` runs only that sequential loop (for `strace`, callgrind).
     if let Ok(only @ ("async" | "hop" | "sync")) = std::env::var("TK_BENCH_ONLY").as_deref() {
         let run = || {
             let start = Instant::now();

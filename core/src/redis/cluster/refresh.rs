@@ -99,9 +99,17 @@ impl Router {
     /// After a connection to `node`, the map's master of `slot`, could not be made (so nothing
     /// was sent): reads the map again now, unless one was read within [`REFRESH_GAP`], and says
     /// whether `slot` has another master now (a failover the store had not seen yet).
+    ///
+    /// The refresh is spawned in the statement that makes it, so that across the await this
+    /// future (a part of every call's [`Router::run`] future) holds only its `JoinHandle`: an
+    /// `if let` on [`Router::refresh_now`] kept the whole refresh's state (connects, TLS
+    /// handshakes) in every call's future (4.7 KB against 0.6 KB, in a debug build), which
+    /// each call moved into its box: about half the client's instructions per call with 50 in
+    /// flight (callgrind, `core/benches/redis.rs` `TK_BENCH_ONLY=inflight`).
     pub(in crate::redis) async fn moved_after_refresh(self: &Arc<Self>, slot: u16, node: &Arc<Node>) -> bool {
-        if let Some((runtime, refresh)) = self.refresh_now() {
-            let _ = runtime.spawn(refresh).await;
+        let refreshing = self.refresh_now().map(|(runtime, refresh)| runtime.spawn(refresh));
+        if let Some(refreshing) = refreshing {
+            let _ = refreshing.await;
         }
         self.moved(slot, node)
     }
