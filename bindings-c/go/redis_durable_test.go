@@ -13,6 +13,20 @@ import (
 // core's answers come back. The semantics are core's (core/tests/redis_durable.rs,
 // redis_sentinel.rs); these tests prove the mapping against real servers.
 
+// thisMinute is a clock standing still at the start of the current minute, for tests that count
+// a minute's window across slow steps (a connection, a replica's acknowledgement): on the system
+// clock a minute boundary between two checks would start the count over. Redis expires the
+// window's key on its own clock at the window's end, a whole minute away.
+func thisMinute(t *testing.T) *Clock {
+	t.Helper()
+	now := time.Now().UnixMilli()
+	clock, err := NewManualClock(now - now%60_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return clock
+}
+
 func fixedLimiter(t *testing.T, store *Store, prefix string, policy FailPolicy) *Limiter {
 	t.Helper()
 	s, err := FixedWindow(3, 60000)
@@ -20,7 +34,7 @@ func fixedLimiter(t *testing.T, store *Store, prefix string, policy FailPolicy) 
 		t.Fatal(err)
 	}
 	defer s.Close()
-	l, err := NewLimiter(s, &Options{Store: store, Prefix: prefix, FailPolicy: policy})
+	l, err := NewLimiter(s, &Options{Store: store, Prefix: prefix, FailPolicy: policy, Clock: thisMinute(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

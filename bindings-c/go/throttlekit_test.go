@@ -237,13 +237,15 @@ func TestMutualTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer strategy.Close()
+	// Each check connects anew (a TLS handshake): one minute's window for all of them.
+	clock := thisMinute(t)
 	check := func(opts RedisOptions) (Decision, error) {
 		store, err := ConnectRedis(url, opts)
 		if err != nil {
 			return Decision{}, err
 		}
 		defer store.Close()
-		l, err := NewLimiter(strategy, &Options{Store: store, Prefix: "go-mtls"})
+		l, err := NewLimiter(strategy, &Options{Store: store, Prefix: "go-mtls", Clock: clock})
 		if err != nil {
 			return Decision{}, err
 		}

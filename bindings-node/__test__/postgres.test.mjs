@@ -13,7 +13,7 @@ import { startPostgres } from './helpers/postgres.mjs'
 import { startProxy } from './helpers/faultproxy.mjs'
 import { assertMultiAllOrNothing } from './helpers/stores.mjs'
 
-const { Limiter, PostgresStore, Strategy } = tk
+const { Limiter, ManualClock, PostgresStore, Strategy } = tk
 const here = dirname(fileURLToPath(import.meta.url))
 const root = join(here, '..', '..')
 const vectors = readdirSync(join(root, 'conformance-vectors')).filter((f) => f.endsWith('.json')).map((f) => join(root, 'conformance-vectors', f))
@@ -23,6 +23,12 @@ let store
 /** For tests: the Postgres socket pool a limiter's Promise calls take (null: the store's own connections). */
 const socketOf = tk[Symbol.for('throttlekit.postgresSocket')]
 const prefix = () => `node-pg:${process.pid}:${Math.random().toString(36).slice(2)}`
+/**
+ * A clock that stands still, for tests that count a window's checks across round trips (and
+ * reconnections): on the system clock a window boundary between two checks would start the count
+ * over. Postgres judges expiry by the caller's `now`, on read.
+ */
+const still = () => new ManualClock(Date.now())
 
 describe('PostgresStore', () => {
   before(async () => {
@@ -42,7 +48,7 @@ describe('PostgresStore', () => {
   })
 
   test('a limiter decides through the Promise and the sync methods', async () => {
-    const lim = new Limiter({ strategy: Strategy.fixedWindow({ limit: 3, windowMs: 60_000 }), store, prefix: prefix() })
+    const lim = new Limiter({ strategy: Strategy.fixedWindow({ limit: 3, windowMs: 60_000 }), store, clock: still(), prefix: prefix() })
     assert.deepEqual([(await lim.check('k')).allowed, lim.checkSync('k').allowed, (await lim.check('k')).allowed], [true, true, true])
     const d = await lim.check('k')
     assert.equal(d.allowed, false)
@@ -72,7 +78,7 @@ describe('PostgresStore', () => {
   test('a checkMany larger than one native answer holds decides every key, in order, as single checks do', async () => {
     // 600 calls: their bytes do not fit the shared scratch buffer (they leave through __pgTake),
     // and one read can complete more than the 256 outcomes one __pgFeed hands back (the rest follow).
-    const lim = new Limiter({ strategy: Strategy.fixedWindow({ limit: 2, windowMs: 60_000 }), store, prefix: prefix() })
+    const lim = new Limiter({ strategy: Strategy.fixedWindow({ limit: 2, windowMs: 60_000 }), store, clock: still(), prefix: prefix() })
     const keys = Array.from({ length: 600 }, (_, i) => `k${i % 300}`)
     const first = await lim.checkMany(keys)
     assert.deepEqual(first.map((d) => [d.allowed, d.remaining]), keys.map((_, i) => [true, i < 300 ? 1 : 0]))
@@ -88,8 +94,9 @@ describe('PostgresStore', () => {
       const s = await PostgresStore.connect({ url: proxy.url, poolSize: 1, timeoutMs: 3000, connectTimeoutMs: 30_000, sweepIntervalMs: 0 })
       const p = prefix()
       const strategy = Strategy.fixedWindow({ limit: 5, windowMs: 3_600_000 })
-      const lim = new Limiter({ strategy, store: s, prefix: p, failPolicy: 'raise' })
-      const direct = new Limiter({ strategy, store, prefix: p })
+      const clock = still()
+      const lim = new Limiter({ strategy, store: s, clock, prefix: p, failPolicy: 'raise' })
+      const direct = new Limiter({ strategy, store, clock, prefix: p })
       assert.equal((await lim.check('k')).remaining, 4) // logs in, prepares, charges 1
       proxy.control('set drop_reply scope=BIND times=1')
       await assert.rejects(lim.check('k'), (e) => e.code === 'store_unavailable' && /not resent/.test(e.message))

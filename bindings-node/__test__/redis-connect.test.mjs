@@ -17,6 +17,12 @@ const vectorsDir = join(here, '..', '..', 'conformance-vectors')
 const vectors = readdirSync(vectorsDir).filter((f) => f.endsWith('.json')).map((f) => join(vectorsDir, f))
 const runner = join(here, '..', 'bin', 'throttlekit-conformance.js')
 const ns = `tk-node-connect:${process.pid}:${Date.now()}`
+/**
+ * The fixed windows below are a day long: they run on the system clock (Redis expires keys on its
+ * own), and a window boundary between two checks of a test would start the count over. A test
+ * of a few seconds meets one with a probability of about 1 in 20,000.
+ */
+const DAY = 86_400_000
 
 let cluster
 let sentinels
@@ -70,7 +76,7 @@ describe('RedisStore.connect', () => {
     assert.equal(store.mode, 'cluster')
     assert.equal(store.url, cluster.urls)
     assert.equal(store.eventLoopTransport, true) // one event-loop socket per master, routed by the core
-    const l = new Limiter({ strategy: Strategy.fixedWindow({ limit: 3, windowMs: 60_000 }), store, prefix: `${ns}:c` })
+    const l = new Limiter({ strategy: Strategy.fixedWindow({ limit: 3, windowMs: DAY }), store, prefix: `${ns}:c` })
     const keys = Array.from({ length: 30 }, (_, i) => `user:${i}`) // slots of all three masters
     const ds = await Promise.all(keys.flatMap((k) => Array.from({ length: 5 }, () => l.check(k))))
     assert.equal(ds.filter((d) => d.allowed).length, 3 * keys.length)
@@ -79,8 +85,8 @@ describe('RedisStore.connect', () => {
     const m = new MultiLimiter({
       rule: 'all',
       dimensions: [
-        { name: 'a', strategy: Strategy.fixedWindow({ limit: 2, windowMs: 60_000 }) },
-        { name: 'b', strategy: Strategy.fixedWindow({ limit: 5, windowMs: 60_000 }) },
+        { name: 'a', strategy: Strategy.fixedWindow({ limit: 2, windowMs: DAY }) },
+        { name: 'b', strategy: Strategy.fixedWindow({ limit: 5, windowMs: DAY }) },
       ],
       store,
       prefix: `${ns}:m`,
@@ -94,7 +100,7 @@ describe('RedisStore.connect', () => {
   test('TLS verifies against tlsCaFile; another CA is store_unavailable naming the certificate', async () => {
     const store = await RedisStore.connect({ url: tls.url, tlsCaFile: join(tls.dir, 'ca.crt'), timeoutMs: 5000 })
     assert.equal(store.eventLoopTransport, false) // verified by the core's rustls
-    const l = new Limiter({ strategy: Strategy.fixedWindow({ limit: 1, windowMs: 60_000 }), store, prefix: `${ns}:t` })
+    const l = new Limiter({ strategy: Strategy.fixedWindow({ limit: 1, windowMs: DAY }), store, prefix: `${ns}:t` })
     assert.equal((await l.check('k')).allowed, true)
     assert.equal((await l.check('k')).allowed, false)
     await store.close()
@@ -109,7 +115,7 @@ describe('RedisStore.connect', () => {
     const store = await RedisStore.connect({ urls: sentinels.urls, mode: 'sentinel', serviceName: 'tkmain', timeoutMs: 5000 })
     assert.equal(store.mode, 'sentinel')
     assert.equal(store.eventLoopTransport, false)
-    const l = new Limiter({ strategy: Strategy.fixedWindow({ limit: 2, windowMs: 60_000 }), store, prefix: `${ns}:s` })
+    const l = new Limiter({ strategy: Strategy.fixedWindow({ limit: 2, windowMs: DAY }), store, prefix: `${ns}:s` })
     const ds = await Promise.all([l.check('k'), l.check('k'), l.check('k')])
     assert.deepEqual(ds.map((d) => d.allowed).sort(), [false, true, true])
     await store.close()
@@ -120,7 +126,7 @@ describe('RedisStore.connect', () => {
     try {
       const files = { tlsCaFile: join(mtls.dir, 'ca.crt'), tlsCertFile: join(mtls.dir, 'client.crt'), tlsKeyFile: join(mtls.dir, 'client.key') }
       const store = await RedisStore.connect({ url: mtls.url, ...files, timeoutMs: 5000 })
-      const strategy = Strategy.fixedWindow({ limit: 1, windowMs: 60_000 })
+      const strategy = Strategy.fixedWindow({ limit: 1, windowMs: DAY })
       const l = new Limiter({ strategy, store, prefix: `${ns}:mtls` })
       assert.deepEqual([(await l.check('k')).allowed, (await l.check('k')).allowed], [true, false])
       await store.close()
@@ -195,7 +201,7 @@ describe('an ACL user', () => {
       const url = `redis://${user}:${password}@127.0.0.1:${port}`
       const store = await RedisStore.connect({ url, timeoutMs: 5000 })
       assert.equal(store.eventLoopTransport, true) // AUTH in the event-loop socket's handshake
-      const strategy = Strategy.fixedWindow({ limit: 2, windowMs: 60_000 })
+      const strategy = Strategy.fixedWindow({ limit: 2, windowMs: DAY })
       const l = new Limiter({ strategy, store, prefix })
       const ds = await Promise.all([l.check('k'), l.check('k'), l.check('k')])
       assert.deepEqual(ds.map((d) => d.allowed).sort(), [false, true, true])
@@ -218,7 +224,7 @@ describe('an ACL user', () => {
     try {
       const store = await RedisStore.connect({ url: `redis://${user}:${password}@127.0.0.1:${port}`, scripting: 'functions', timeoutMs: 5000 })
       assert.equal(store.eventLoopTransport, false) // the event-loop socket would send EVALSHA
-      const l = new Limiter({ strategy: Strategy.fixedWindow({ limit: 2, windowMs: 60_000 }), store, prefix })
+      const l = new Limiter({ strategy: Strategy.fixedWindow({ limit: 2, windowMs: DAY }), store, prefix })
       const ds = await Promise.all([l.check('k'), l.check('k'), l.check('k')])
       assert.deepEqual(ds.map((d) => d.allowed).sort(), [false, true, true])
       await l.reset('k')

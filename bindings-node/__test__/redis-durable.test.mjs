@@ -10,7 +10,10 @@ import { Limiter, RedisStore, Strategy } from '../index.mjs'
 import { spawnRedis, startRedisSentinels } from './helpers/redis.mjs'
 
 const ns = `tk-node-durable:${process.pid}:${Date.now()}`
-const strategy = Strategy.fixedWindow({ limit: 3, windowMs: 60_000 })
+// A day's window on the system clock: a window boundary between a test's checks (around a
+// sentinel's failover or a replica's acknowledgement) would start the count over; a test of a few
+// seconds meets one with a probability of about 1 in 20,000.
+const strategy = Strategy.fixedWindow({ limit: 3, windowMs: 86_400_000 })
 
 let lonely
 let sentinels

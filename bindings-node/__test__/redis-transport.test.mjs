@@ -19,6 +19,13 @@ import { spawnRedis } from './helpers/redis.mjs'
 const run = promisify(execFile)
 const entry = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'index.js')
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
+/**
+ * A day: the windows and periods of tests that count checks on the system clock (Redis expires
+ * keys on its own) across a frozen or restarted server. A window boundary between two checks
+ * would start the count over; a test of a few seconds meets one with a probability of about 1 in
+ * 20,000.
+ */
+const DAY = 86_400_000
 
 /** `INFO commandstats` as {command: {calls, failed}} (names as Redis spells them: fcall, evalsha, function|load). */
 function commandStats(redis) {
@@ -235,7 +242,7 @@ describe('the Promise methods on their own socket', () => {
   test('check, peek and forecast read keys and costs as checkSync does, and count alike (src/redis_fast.rs)', async () => {
     await withRedis([], async (redis) => {
       const store = await RedisStore.connect({ url: redis.url })
-      const l = new Limiter({ strategy: Strategy.fixedWindow({ limit: 100, windowMs: 600000 }), store, prefix: 'args' })
+      const l = new Limiter({ strategy: Strategy.fixedWindow({ limit: 100, windowMs: DAY }), store, prefix: 'args' })
       const outcome = async (f) => {
         try {
           const d = await f()
@@ -353,7 +360,7 @@ describe('the Promise methods on their own socket', () => {
   test('un-awaited calls run in the order they were made', async () => {
     await withRedis([], async (redis) => {
       const store = await RedisStore.connect({ url: redis.url })
-      const l = new Limiter({ strategy: Strategy.fixedWindow({ limit: 5, windowMs: 600000 }), store, prefix: 'ord' })
+      const l = new Limiter({ strategy: Strategy.fixedWindow({ limit: 5, windowMs: DAY }), store, prefix: 'ord' })
       const calls = []
       for (let i = 0; i < 7; i++) calls.push(l.check('k'))
       calls.push(l.reset('k'))
@@ -373,7 +380,7 @@ describe('the Promise methods on their own socket', () => {
   test('a multi limiter shares the socket: in order with limiters, NOSCRIPT, time-outs, reset', async () => {
     await withRedis([], async (redis) => {
       const store = await RedisStore.connect({ url: redis.url, timeoutMs: 200 })
-      const strategy = Strategy.fixedWindow({ limit: 3, windowMs: 600000 })
+      const strategy = Strategy.fixedWindow({ limit: 3, windowMs: DAY })
       const m = new MultiLimiter({ rule: 'all', dimensions: [{ name: 'a', strategy }, { name: 'b', strategy }], store, prefix: 'mt' })
       const l = new Limiter({ strategy, store, prefix: 'mt' })
       const mOpen = new MultiLimiter({ rule: 'all', dimensions: [{ name: 'a', strategy }], store, prefix: 'mt', failPolicy: 'fail_open' })
@@ -435,7 +442,7 @@ describe('the Promise methods on their own socket', () => {
   test("an error reply is decided in the read as the native method decides it: the fail policy's error or fallback", async () => {
     await withRedis([], async (redis) => {
       const store = await RedisStore.connect({ url: redis.url })
-      const strategy = Strategy.fixedWindow({ limit: 10, windowMs: 60000 })
+      const strategy = Strategy.fixedWindow({ limit: 10, windowMs: DAY })
       const l = new Limiter({ strategy, store, prefix: 'wt', failPolicy: 'raise' })
       const open = new Limiter({ strategy, store, prefix: 'wt', failPolicy: 'fail_open' })
       assert.equal((await l.check('k')).remaining, 9)
@@ -489,10 +496,12 @@ describe('the Promise methods on their own socket', () => {
 
   test('an idle socket does not keep the process alive; a pending call does', async () => {
     await withRedis([], async (redis) => {
+      // An hour's period (one credit back every 12 minutes): the second check counts 3 however
+      // long a loaded machine holds the child between the two.
       const script = `
         const tk = require(${JSON.stringify(entry)})
         tk.RedisStore.connect({ url: ${JSON.stringify(redis.url)} }).then((store) => {
-          const l = new tk.Limiter({ strategy: tk.Strategy.gcra({ limit: 5, periodMs: 1000 }), store, prefix: 'life' })
+          const l = new tk.Limiter({ strategy: tk.Strategy.gcra({ limit: 5, periodMs: 3_600_000 }), store, prefix: 'life' })
           l.check('k').then((d) => { console.log('checked', d.remaining); l.check('k').then((d) => console.log('again', d.remaining)) })
         })`
       const t = Date.now()

@@ -14,6 +14,13 @@ from conftest import VECTORS
 from throttlekit.conformance import StoreFactory, replay_files
 
 
+def still() -> tk.ManualClock:
+    """A clock that stands still at the present, for tests that count a window's checks: on the
+    system clock a window boundary between two checks would start the count over. Postgres judges
+    expiry by the caller's `now`, on read."""
+    return tk.ManualClock(tk.SystemClock().now_ms())
+
+
 @pytest.fixture(scope="module")
 def pg_store(postgres_url: str) -> tk.PostgresStore:
     return tk.PostgresStore(postgres_url, pool_size=2, timeout_ms=3000, sweep_interval_ms=0)
@@ -28,7 +35,7 @@ def test_vectors_on_postgres(path: Path, api: str, postgres_url: str) -> None:
 
 
 def test_a_limiter_on_postgres_decides_sync_and_async(pg_store: tk.PostgresStore, prefix: str) -> None:
-    lim = tk.Limiter(tk.Strategy.fixed_window(3, 60_000), store=pg_store, prefix=prefix)
+    lim = tk.Limiter(tk.Strategy.fixed_window(3, 60_000), store=pg_store, clock=still(), prefix=prefix)
     assert [lim.check_sync("k").allowed for _ in range(3)] == [True, True, True]
 
     async def fourth() -> tk.Decision:
@@ -46,7 +53,7 @@ def test_a_multi_limiter_on_postgres_charges_all_or_nothing(pg_store: tk.Postgre
     multi = tk.MultiLimiter(
         "all",
         [tk.Dimension("a", tk.Strategy.fixed_window(2, 60_000)), tk.Dimension("b", tk.Strategy.fixed_window(3, 60_000))],
-        store=pg_store, prefix=prefix,
+        store=pg_store, clock=still(), prefix=prefix,
     )
     assert multi.check_sync(["x", "y"]).allowed
     assert multi.check_sync(["x", "y"]).allowed

@@ -20,6 +20,11 @@ import throttlekit as tk
 from conftest import PACKAGE, ROOT, VECTORS
 from throttlekit.conformance import StoreFactory, replay_files
 
+# The fixed windows below are a day long: they run on the system clock (Redis expires keys on its
+# own), and a window boundary between two checks of a test would start the count over. A test of
+# a few seconds meets one with a probability of about 1 in 20,000.
+DAY = 86_400_000
+
 
 def cli(*args: str) -> tuple[int, int]:
     """Runs `python -m throttlekit.conformance` on every vectors file; (passed, failed)."""
@@ -60,7 +65,7 @@ def test_the_runner_replays_every_vectors_file_through_sentinels(redis_sentinel_
 def test_a_sentinel_store_finds_the_master(redis_sentinel_urls: str, prefix: str) -> None:
     store = tk.RedisStore(redis_sentinel_urls, mode="sentinel", service_name="tkmain", timeout_ms=5000)
     assert store.mode == "sentinel"
-    limiter = tk.Limiter(tk.Strategy.fixed_window(2, 60_000), store=store, prefix=prefix)
+    limiter = tk.Limiter(tk.Strategy.fixed_window(2, DAY), store=store, prefix=prefix)
     assert [limiter.check_sync("k").allowed for _ in range(3)] == [True, True, False]
     with pytest.raises(tk.StoreUnavailableError):  # no such service: the sentinels know no master
         tk.RedisStore(redis_sentinel_urls, mode="sentinel", service_name="nosuch", timeout_ms=2000)
@@ -70,7 +75,7 @@ def test_a_cluster_store_shares_each_limit_over_every_master(redis_cluster_urls:
     seeds = redis_cluster_urls.split(",")
     store = tk.RedisStore(seeds, mode="cluster", timeout_ms=5000)  # a list works like the comma string
     assert store.mode == "cluster" and store.url == redis_cluster_urls
-    limiter = tk.Limiter(tk.Strategy.fixed_window(3, 60_000), store=store, prefix=prefix)
+    limiter = tk.Limiter(tk.Strategy.fixed_window(3, DAY), store=store, prefix=prefix)
     keys = [f"user:{i}" for i in range(30)]  # 30 keys fall in slots of all three masters
     admitted = sum(limiter.check_sync(k).allowed for k in keys for _ in range(5))
     assert admitted == 3 * len(keys)
@@ -80,8 +85,8 @@ def test_a_cluster_store_shares_each_limit_over_every_master(redis_cluster_urls:
         return sum(d.allowed for d in results)
 
     assert asyncio.run(concurrently()) == 3 * 10
-    multi = tk.MultiLimiter("all", [tk.Dimension("a", tk.Strategy.fixed_window(2, 60_000)),
-                                    tk.Dimension("b", tk.Strategy.fixed_window(5, 60_000))],
+    multi = tk.MultiLimiter("all", [tk.Dimension("a", tk.Strategy.fixed_window(2, DAY)),
+                                    tk.Dimension("b", tk.Strategy.fixed_window(5, DAY))],
                             store=store, prefix=prefix)
     assert [multi.check_sync(["x", "y"]).decision.allowed for _ in range(3)] == [True, True, False]
 
@@ -89,7 +94,7 @@ def test_a_cluster_store_shares_each_limit_over_every_master(redis_cluster_urls:
 def test_tls_verifies_against_the_given_ca(redis_tls: tuple[str, Path], prefix: str) -> None:
     url, pki = redis_tls
     store = tk.RedisStore(url, tls_ca_file=pki / "ca.crt", timeout_ms=5000)  # an os.PathLike works too
-    limiter = tk.Limiter(tk.Strategy.fixed_window(1, 60_000), store=store, prefix=prefix)
+    limiter = tk.Limiter(tk.Strategy.fixed_window(1, DAY), store=store, prefix=prefix)
     assert limiter.check_sync("k").allowed and not limiter.check_sync("k").allowed
 
     async def awaited() -> bool:
@@ -111,10 +116,10 @@ def test_mutual_tls_needs_the_client_certificate(redis_mutual_tls: tuple[str, Pa
     url, pki = redis_mutual_tls
     store = tk.RedisStore(url, tls_ca_file=pki / "ca.crt", tls_cert_file=pki / "client.crt",
                           tls_key_file=pki / "client.key", timeout_ms=5000)
-    limiter = tk.Limiter(tk.Strategy.fixed_window(1, 60_000), store=store, prefix=prefix)
+    limiter = tk.Limiter(tk.Strategy.fixed_window(1, DAY), store=store, prefix=prefix)
     assert limiter.check_sync("k").allowed and not limiter.check_sync("k").allowed
     with pytest.raises(tk.StoreUnavailableError):  # the server refuses a client without one
-        tk.Limiter(tk.Strategy.fixed_window(1, 60_000), prefix=prefix,
+        tk.Limiter(tk.Strategy.fixed_window(1, DAY), prefix=prefix,
                    store=tk.RedisStore(url, tls_ca_file=pki / "ca.crt", timeout_ms=5000)).check_sync("k")
 
 
@@ -166,7 +171,7 @@ def test_an_acl_user_with_the_documented_rules_is_enough(redis_url: str, prefix:
                    check=True, capture_output=True, timeout=30)
     try:
         store = tk.RedisStore(f"redis://{user}:{password}@127.0.0.1:{port}", timeout_ms=5000)
-        limiter = tk.Limiter(tk.Strategy.fixed_window(2, 60_000), store=store, prefix=prefix)
+        limiter = tk.Limiter(tk.Strategy.fixed_window(2, DAY), store=store, prefix=prefix)
         assert [limiter.check_sync("k").allowed for _ in range(3)] == [True, True, False]
 
         async def awaited() -> bool:
@@ -174,7 +179,7 @@ def test_an_acl_user_with_the_documented_rules_is_enough(redis_url: str, prefix:
 
         assert asyncio.run(awaited()) is False
         limiter.reset_sync("k")
-        outside = tk.Limiter(tk.Strategy.fixed_window(2, 60_000), store=store, prefix="not-granted")
+        outside = tk.Limiter(tk.Strategy.fixed_window(2, DAY), store=store, prefix="not-granted")
         with pytest.raises(tk.StoreUnavailableError):  # NOPERM: the key is outside the pattern
             outside.check_sync("k")
         with pytest.raises(tk.StoreUnavailableError):

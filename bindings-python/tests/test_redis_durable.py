@@ -14,9 +14,14 @@ from conftest import RedisServer
 
 import throttlekit as tk
 
+# A day's window on the system clock: a window boundary between a test's checks (around a
+# sentinel's failover or a replica's acknowledgement) would start the count over; a test of a few
+# seconds meets one with a probability of about 1 in 20,000.
+DAY = 86_400_000
+
 
 def limiter(store: tk.RedisStore, prefix: str) -> tk.Limiter:
-    return tk.Limiter(tk.Strategy.fixed_window(1000, 60_000), store=store, prefix=prefix, fail_policy="raise")
+    return tk.Limiter(tk.Strategy.fixed_window(1000, DAY), store=store, prefix=prefix, fail_policy="raise")
 
 
 def test_without_a_replica_a_durable_charge_is_store_unavailable_within_its_timeout(prefix: str) -> None:
@@ -38,7 +43,7 @@ def test_without_a_replica_a_durable_charge_is_store_unavailable_within_its_time
         with pytest.raises(tk.StoreUnavailableError):
             asyncio.run(awaited())
         # fail_open admits on the same failure: the fail policy decides, as for any outage.
-        opened = tk.Limiter(tk.Strategy.fixed_window(1000, 60_000), store=store, prefix=prefix,
+        opened = tk.Limiter(tk.Strategy.fixed_window(1000, DAY), store=store, prefix=prefix,
                             fail_policy="fail_open")
         d = opened.check_sync("k")
         assert d.allowed and d.fallback
@@ -58,7 +63,7 @@ def test_passworded_sentinels_need_sentinel_password_and_a_durable_charge_is_adm
     # generous WAIT timeout: on a loaded machine the acknowledgement can take a while.
     store = tk.RedisStore(urls, mode="sentinel", service_name="tkmain", timeout_ms=5000,
                           sentinel_password="spw", durable_replicas=1, durable_timeout_ms=4000)
-    l = tk.Limiter(tk.Strategy.fixed_window(3, 60_000), store=store, prefix=prefix, fail_policy="raise")
+    l = tk.Limiter(tk.Strategy.fixed_window(3, DAY), store=store, prefix=prefix, fail_policy="raise")
     assert [l.check_sync("k").allowed for _ in range(4)] == [True, True, True, False]
 
     async def awaited() -> bool:
@@ -68,7 +73,7 @@ def test_passworded_sentinels_need_sentinel_password_and_a_durable_charge_is_adm
     # The default user spelled out is the same login.
     named = tk.RedisStore(urls, mode="sentinel", service_name="tkmain", timeout_ms=5000,
                           sentinel_username="default", sentinel_password="spw")
-    assert tk.Limiter(tk.Strategy.fixed_window(3, 60_000), store=named, prefix=prefix).check_sync("k").allowed is False
+    assert tk.Limiter(tk.Strategy.fixed_window(3, DAY), store=named, prefix=prefix).check_sync("k").allowed is False
 
 
 @pytest.mark.parametrize(

@@ -44,8 +44,10 @@ fn check_sync_and_check_agree_decision_for_decision() {
 fn prefixes_isolate_limiters_on_one_store() {
     let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
     let s = Strategy::fixed_window(1, 60_000).unwrap();
-    let a = Limiter::builder(s.clone()).store(store.clone()).prefix("a").build();
-    let b = Limiter::builder(s).store(store).prefix("b").build();
+    // Time stands still: on the system clock a minute boundary between a's checks would admit both.
+    let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(1_000));
+    let a = Limiter::builder(s.clone()).store(store.clone()).clock(clock.clone()).prefix("a").build();
+    let b = Limiter::builder(s).store(store).clock(clock).prefix("b").build();
     assert!(a.check_sync("k", 1).unwrap().allowed);
     assert!(b.check_sync("k", 1).unwrap().allowed, "another prefix is another keyspace");
     assert!(!a.check_sync("k", 1).unwrap().allowed);
@@ -184,7 +186,12 @@ fn a_bounded_memory_store_evicts_the_least_recently_used() {
 #[test]
 fn n_threads_on_one_key_admit_exactly_k() {
     for _ in 0..5 {
-        let l = Arc::new(Limiter::builder(Strategy::fixed_window(1000, 3_600_000).unwrap()).build());
+        // Time stands still: on the system clock an hour boundary mid-round would admit more.
+        let l = Arc::new(
+            Limiter::builder(Strategy::fixed_window(1000, 3_600_000).unwrap())
+                .clock(Arc::new(ManualClock::new(1_000)))
+                .build(),
+        );
         let admitted = AtomicUsize::new(0);
         std::thread::scope(|s| {
             for _ in 0..8 {
@@ -207,7 +214,8 @@ fn multi_all_on_memory_is_atomic_across_threads() {
         Dimension::new("ip", Strategy::fixed_window(300, 3_600_000).unwrap()),
         Dimension::new("user", Strategy::fixed_window(1000, 3_600_000).unwrap()),
     ];
-    let m = Arc::new(MultiLimiter::new(Rule::All, dims).unwrap());
+    // Time stands still: on the system clock an hour boundary mid-test would admit more.
+    let m = Arc::new(MultiLimiter::new(Rule::All, dims).unwrap().with_clock(Arc::new(ManualClock::new(1_000))));
     let admitted = AtomicUsize::new(0);
     std::thread::scope(|s| {
         for _ in 0..4 {
@@ -267,7 +275,9 @@ fn manual_clock_advances_only_forward_and_sets_anywhere() {
 
 #[test]
 fn a_denied_decision_can_become_a_rate_limit_exceeded_error() {
-    let l = Limiter::new(Strategy::fixed_window(1, 60_000).unwrap());
+    // Time stands still: on the system clock a minute boundary between the checks would admit both.
+    let l =
+        Limiter::builder(Strategy::fixed_window(1, 60_000).unwrap()).clock(Arc::new(ManualClock::new(1_000))).build();
     assert!(l.check_sync("k", 1).unwrap().or_exceeded().is_ok());
     let e = l.check_sync("k", 1).unwrap().or_exceeded().unwrap_err();
     assert_eq!(e.code(), ErrorCode::RateLimitExceeded);

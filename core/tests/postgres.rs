@@ -20,7 +20,10 @@ use std::time::{Duration, Instant};
 
 use postgres_server::PostgresServer;
 use throttlekit::postgres::{PostgresOptions, PostgresStore};
-use throttlekit::{Dimension, ErrorCode, FailPolicy, Limiter, MemoryStore, MultiLimiter, Rule, Store, Strategy};
+use throttlekit::{
+    Clock, Dimension, ErrorCode, FailPolicy, Limiter, ManualClock, MemoryStore, MultiLimiter, Rule, Store, Strategy,
+    SystemClock,
+};
 
 /// Connecting gets 30 s: these tests time calls, not connecting, and a new backend of the
 /// freshly started test server took 0.9-2.5 s at load 20 on 2 cores (psql alike: ~1 s alone,
@@ -102,15 +105,31 @@ fn psql(url: &str, sql: &str) {
     assert!(out.status.success(), "psql {sql}: {}", String::from_utf8_lossy(&out.stderr));
 }
 
+/// A clock standing still at the present, for tests that count a window's admissions across
+/// many round trips (or a paused server): on the system clock a window boundary (or a GCRA
+/// interval) passing mid-test would hand out credit again. The store judges expiry by the
+/// caller's `now`.
+fn still() -> Arc<dyn Clock> {
+    Arc::new(ManualClock::new(SystemClock.now_ms()))
+}
+
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread().worker_threads(4).enable_all().build().unwrap()
 }
 
 /// `tasks` tasks over `stores` stores (separate pools) check `key` `each` times; the admissions.
-async fn admitted(stores: &[Arc<dyn Store>], strategy: &Strategy, key: &str, tasks: usize, each: usize) -> usize {
+async fn admitted(
+    stores: &[Arc<dyn Store>],
+    strategy: &Strategy,
+    clock: &Arc<dyn Clock>,
+    key: &str,
+    tasks: usize,
+    each: usize,
+) -> usize {
     let mut handles = Vec::new();
     for t in 0..tasks {
-        let limiter = Limiter::builder(strategy.clone()).store(stores[t % stores.len()].clone()).build();
+        let limiter =
+            Limiter::builder(strategy.clone()).store(stores[t % stores.len()].clone()).clock(clock.clone()).build();
         let key = key.to_string();
         handles.push(tokio::spawn(async move {
             let mut n = 0;
@@ -142,14 +161,15 @@ fn exactly_k_admitted_under_concurrency_on_a_new_and_an_existing_key() {
             Strategy::gcra(50, 3_600_000, None).unwrap(),
             Strategy::sliding_window_log(50, 3_600_000).unwrap(),
         ] {
+            let clock = still();
             // A key nobody has touched: 64 tasks race to create its row.
             let fresh = format!("new-{}", strategy.kind());
-            assert_eq!(admitted(&stores, &strategy, &fresh, 64, 4).await, 50, "{}", strategy.kind());
+            assert_eq!(admitted(&stores, &strategy, &clock, &fresh, 64, 4).await, 50, "{}", strategy.kind());
             // A key that exists with 10 units spent: 40 more.
             let old = format!("old-{}", strategy.kind());
-            let limiter = Limiter::builder(strategy.clone()).store(stores[0].clone()).build();
+            let limiter = Limiter::builder(strategy.clone()).store(stores[0].clone()).clock(clock.clone()).build();
             assert!(limiter.check(&old, 10).await.unwrap().allowed);
-            assert_eq!(admitted(&stores, &strategy, &old, 64, 4).await, 40, "{}", strategy.kind());
+            assert_eq!(admitted(&stores, &strategy, &clock, &old, 64, 4).await, 40, "{}", strategy.kind());
         }
     });
 }
@@ -161,6 +181,7 @@ fn multi_checks_over_overlapping_dimensions_in_either_order_neither_deadlock_nor
         let store: Arc<dyn Store> = Arc::new(PostgresStore::connect(options(&server.url)).await.expect("connect"));
         let tight = Strategy::fixed_window(30, 3_600_000).unwrap();
         let loose = Strategy::fixed_window(1000, 3_600_000).unwrap();
+        let clock = still();
         let mut handles = Vec::new();
         for t in 0..8 {
             let dims = if t % 2 == 0 {
@@ -168,7 +189,7 @@ fn multi_checks_over_overlapping_dimensions_in_either_order_neither_deadlock_nor
             } else {
                 vec![Dimension::new("b", loose.clone()), Dimension::new("a", tight.clone())]
             };
-            let multi = MultiLimiter::new(Rule::All, dims).unwrap().with_store(store.clone());
+            let multi = MultiLimiter::new(Rule::All, dims).unwrap().with_store(store.clone()).with_clock(clock.clone());
             handles.push(tokio::spawn(async move {
                 let mut n = 0;
                 for _ in 0..20 {
@@ -187,7 +208,7 @@ fn multi_checks_over_overlapping_dimensions_in_either_order_neither_deadlock_nor
         // Both dimensions were charged exactly the admitted units: "b" allowed every check, but
         // only the admitted ones committed.
         let peek = |s: &Strategy, key: &str| {
-            let limiter = Limiter::builder(s.clone()).store(store.clone()).build();
+            let limiter = Limiter::builder(s.clone()).store(store.clone()).clock(clock.clone()).build();
             let key = key.to_string();
             async move { limiter.peek(&key).await.unwrap().remaining }
         };
@@ -214,8 +235,17 @@ fn a_paused_or_stopped_server_answers_within_the_timeout_through_the_fail_policy
             PostgresStore::connect(PostgresOptions { timeout, ..options(&server.url) }).await.expect("connect"),
         );
         let window = Strategy::fixed_window(100, 3_600_000).unwrap();
-        let open = Limiter::builder(window.clone()).store(store.clone()).fail_policy(FailPolicy::FailOpen).build();
-        let closed = Limiter::builder(window.clone()).store(store.clone()).fail_policy(FailPolicy::FailClosed).build();
+        let clock = still();
+        let open = Limiter::builder(window.clone())
+            .store(store.clone())
+            .clock(clock.clone())
+            .fail_policy(FailPolicy::FailOpen)
+            .build();
+        let closed = Limiter::builder(window.clone())
+            .store(store.clone())
+            .clock(clock.clone())
+            .fail_policy(FailPolicy::FailClosed)
+            .build();
         assert!(!open.check("k", 1).await.unwrap().fallback);
 
         let pids = server_pids(server.pid());
@@ -340,15 +370,23 @@ fn the_server_clock_unlogged_and_asynchronous_commit_options() {
         assert_eq!(psql_value(&server.url, "SELECT relpersistence FROM pg_class WHERE relname = 'fast'"), "u");
 
         // The server's clock decides: a GCRA check's reset is the server's now plus one interval.
-        let limiter =
-            Limiter::builder(Strategy::gcra(1, 1000, None).unwrap()).store(store.clone()).server_clock(true).build();
+        // An hour's interval: with a second's, a loaded machine pausing a second between the two
+        // checks would let the second one through.
+        const PERIOD: i64 = 3_600_000;
+        let limiter = Limiter::builder(Strategy::gcra(1, PERIOD as u64, None).unwrap())
+            .store(store.clone())
+            .server_clock(true)
+            .build();
         let ms = || std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
         let before = ms();
         let d = limiter.check("k", 1).await.unwrap();
         let after = ms();
-        assert!(d.allowed && d.reset_at >= before + 1000 && d.reset_at <= after + 1001, "{d:?} {before} {after}");
+        assert!(
+            d.allowed && d.reset_at >= before + PERIOD && d.reset_at <= after + PERIOD + 1,
+            "{d:?} {before} {after}"
+        );
         let d = limiter.check("k", 1).await.unwrap();
-        assert!(!d.allowed && d.retry_after_ms > 0 && d.retry_after_ms <= 1000, "{d:?}");
+        assert!(!d.allowed && d.retry_after_ms > 0 && d.retry_after_ms <= PERIOD, "{d:?}");
 
         // A calendar quota's period is computed in Rust: the server clock cannot decide it.
         let spec = r#"{"kind": "quota", "options": {"limit": 5, "resetCadence": "calendar-day"}}"#;

@@ -13,7 +13,10 @@ use std::time::{Duration, Instant};
 
 use postgres_server::PostgresServer;
 use throttlekit::postgres::{PostgresOptions, PostgresStore};
-use throttlekit::{Dimension, ErrorCode, FailPolicy, Limiter, MultiLimiter, Rule as MultiRule, Strategy};
+use throttlekit::{
+    Clock, Dimension, ErrorCode, FailPolicy, Limiter, ManualClock, MultiLimiter, Rule as MultiRule, Strategy,
+    SystemClock,
+};
 use throttlekit_faultproxy::{Fault, FaultProxy, Rule};
 
 /// A call's budget, reconnecting included: the warming peek after each cut opens a new
@@ -74,8 +77,12 @@ fn a_connection_cut_after_the_statement_was_sent_never_charges_twice() {
             .expect("the proxy");
     let proxied = store(&through(&server.url, &proxy));
     let window = Strategy::fixed_window(10, 600_000).unwrap();
+    // Time stands still: the test counts one window's charges across cuts and reconnections
+    // (seconds each on a loaded machine), and on the system clock a window boundary between two
+    // of them would start the count over. Postgres judges expiry by the caller's `now`.
+    let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(SystemClock.now_ms()));
     let build = |s: Arc<PostgresStore>, policy| {
-        Limiter::builder(window.clone()).store(s).prefix("cut").fail_policy(policy).build()
+        Limiter::builder(window.clone()).store(s).clock(clock.clone()).prefix("cut").fail_policy(policy).build()
     };
     let closed = build(proxied.clone(), FailPolicy::FailClosed);
     let open = build(proxied.clone(), FailPolicy::FailOpen);
@@ -122,11 +129,13 @@ fn a_connection_cut_after_the_statement_was_sent_never_charges_twice() {
     let multi = MultiLimiter::new(MultiRule::All, dims())
         .unwrap()
         .with_store(proxied.clone())
+        .with_clock(clock.clone())
         .with_fail_policy(FailPolicy::FailClosed);
     let (d, seen) = faulted(&proxy, warm, Fault::DropReply, || multi.check_sync(&["x", "y"], 1).unwrap());
     assert!(!d.decision.allowed && d.decision.fallback, "{d:?}");
     assert_eq!(seen, 1);
-    let peek = MultiLimiter::new(MultiRule::All, dims()).unwrap().with_store(store(&server.url));
+    let peek =
+        MultiLimiter::new(MultiRule::All, dims()).unwrap().with_store(store(&server.url)).with_clock(clock.clone());
     let after = peek.check_sync(&["x", "y"], 1).unwrap();
     assert!(after.dimensions.iter().all(|d| d.remaining == 8), "charged once each: {after:?}");
 

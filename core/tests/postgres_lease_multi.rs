@@ -16,7 +16,10 @@ use std::time::{Duration, Instant};
 use postgres_server::PostgresServer;
 use throttlekit::postgres::{PostgresOptions, PostgresStore};
 use throttlekit::store::{DimensionCall, DimensionLease, Now, Store};
-use throttlekit::{Dimension, FailPolicy, LeaseOptions, MemoryStore, Mode, MultiLimiter, Rule, Strategy};
+use throttlekit::{
+    Clock, Dimension, FailPolicy, LeaseOptions, ManualClock, MemoryStore, Mode, MultiLimiter, Rule, Strategy,
+    SystemClock,
+};
 
 fn connect(url: &str, timeout: Duration) -> Arc<PostgresStore> {
     let o = PostgresOptions { timeout, sweep_interval: None, pool_size: 2, ..PostgresOptions::new(url) };
@@ -89,9 +92,12 @@ fn the_async_path_and_a_stopped_server_on_postgres() {
         Dimension::new("user", Strategy::gcra(100, 60_000, None).unwrap()),
     ];
     let options = LeaseOptions { batch: 5, ..LeaseOptions::default() };
+    // Time stands still: the held credits belong to one window, and on the system clock a minute
+    // boundary while the server stops would end them. Postgres judges expiry by the caller's `now`.
     let m = MultiLimiter::new(Rule::All, dims)
         .unwrap()
         .with_store(connect(&server.url, Duration::from_millis(1_000)))
+        .with_clock(Arc::new(ManualClock::new(SystemClock.now_ms())))
         .with_fail_policy(FailPolicy::FailClosed)
         .with_mode(Mode::Leased(options))
         .unwrap();

@@ -19,7 +19,7 @@ use redis_store::connect;
 use throttlekit::lease::Grant;
 use throttlekit::spec::{QuotaOptions, ResetCadence};
 use throttlekit::store::{Now, Reply, Store, Transform};
-use throttlekit::{FailPolicy, LeaseOptions, Limiter, MemoryStore, Mode, Strategy};
+use throttlekit::{Clock, FailPolicy, LeaseOptions, Limiter, ManualClock, MemoryStore, Mode, Strategy, SystemClock};
 
 /// Long enough for a fleet of limiters on one server.
 const TIMEOUT_MS: u64 = 1_000;
@@ -112,9 +112,15 @@ fn a_dead_store_follows_the_fail_policy_and_held_credits_stay_spendable() {
     let mut server = RedisServer::start();
     let s = Strategy::fixed_window(100, 60_000).unwrap();
     let options = LeaseOptions { batch: 5, window_coupled: true, ..LeaseOptions::default() };
+    // Time stands still at the start of the current minute: the held credits belong to one
+    // window, and on the system clock a minute boundary while the server stops would end them.
+    // Redis expires the window's key on its own clock at the window's end: a whole minute away.
+    let now = SystemClock.now_ms();
+    let clock: std::sync::Arc<dyn Clock> = std::sync::Arc::new(ManualClock::new(now - now % 60_000));
     let make = |policy| {
         Limiter::builder(s.clone())
             .store(connect(server.url(), TIMEOUT_MS))
+            .clock(clock.clone())
             .fail_policy(policy)
             .mode(Mode::Leased(options))
             .unwrap()

@@ -16,7 +16,10 @@ use std::time::Duration;
 use redis_server::RedisServer;
 use redis_store::connect;
 use throttlekit::store::{DimensionCall, DimensionLease, Now, Store};
-use throttlekit::{Dimension, FailPolicy, LeaseOptions, MemoryStore, Mode, MultiLimiter, Rule, Strategy};
+use throttlekit::{
+    Clock, Dimension, FailPolicy, LeaseOptions, ManualClock, MemoryStore, Mode, MultiLimiter, Rule, Strategy,
+    SystemClock,
+};
 
 /// Long enough for a fleet of limiters on one server.
 const TIMEOUT_MS: u64 = 1_000;
@@ -68,9 +71,14 @@ fn the_async_path_and_a_dead_store_on_redis() {
         Dimension::new("user", Strategy::gcra(100, 60_000, None).unwrap()),
     ];
     let options = LeaseOptions { batch: 5, ..LeaseOptions::default() };
+    // Time stands still at the start of the current minute: the held credits belong to one
+    // window, and on the system clock a minute boundary while the server stops would end them.
+    // Redis expires the window's key on its own clock at the window's end: a whole minute away.
+    let now = SystemClock.now_ms();
     let m = MultiLimiter::new(Rule::All, dims)
         .unwrap()
         .with_store(connect(server.url(), TIMEOUT_MS))
+        .with_clock(Arc::new(ManualClock::new(now - now % 60_000)))
         .with_fail_policy(FailPolicy::FailClosed)
         .with_mode(Mode::Leased(options))
         .unwrap();

@@ -192,7 +192,10 @@ fn noscript_is_answered_by_the_eval_form() {
     let store = store(server.url());
     let mut wire = Wire::open(server.port);
     let clock = ManualClock::new(1_000_000);
-    let l = limiter(&store, &clock, Strategy::gcra(2, 1000, None).unwrap(), "noscript", FailPolicy::Raise);
+    // A minute's period: Redis expires the key on its own clock when the credits are back (here
+    // a whole period after the checks), and with a second's, a loaded machine pausing a second
+    // around the flush below lost the key before the peek.
+    let l = limiter(&store, &clock, Strategy::gcra(2, 60_000, None).unwrap(), "noscript", FailPolicy::Raise);
     assert!(raw_command(server.port, "SCRIPT FLUSH").unwrap().starts_with("+OK"));
     let call = l.prepare(Op::Check, "k", 1).unwrap();
     let missed = wire.roundtrip(&first(&call, false));
@@ -224,8 +227,11 @@ fn a_fixed_window_count_check_survives_noscript_and_refuses_malformed_replies() 
     let server = RedisServer::start();
     let store = store(server.url());
     let mut wire = Wire::open(server.port);
-    let clock = ManualClock::new(1_700_000_000_000);
-    let strategy = Strategy::fixed_window(3, 1000).unwrap();
+    // A minute's window, the clock standing at its start: Redis expires the window's key on its
+    // own clock at the window's end, and with a second's window five steps of a flush and four
+    // round trips each on a loaded machine could outlast the key (a fresh count, admitted).
+    let clock = ManualClock::new(1_700_000_040_000);
+    let strategy = Strategy::fixed_window(3, 60_000).unwrap();
     let ours = limiter(&store, &clock, strategy.clone(), "cnt-own", FailPolicy::Raise);
     let theirs = limiter(&store, &clock, strategy.clone(), "cnt-store", FailPolicy::Raise);
     let memory = Limiter::builder(strategy.clone()).clock(Arc::new(clock.clone())).build();

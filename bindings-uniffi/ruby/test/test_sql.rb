@@ -23,10 +23,17 @@ def limiter(store, strategy, **options)
   TK::Limiter.new(strategy, TK::LimiterOptions.new(store: store, prefix: fresh, **options))
 end
 
+# A clock standing still at the present, for checks that count a window or space a queue: on the
+# system clock a minute boundary between two checks would start the count over, and a loaded
+# machine's pause between two reservations would drain the queue. Both stores judge expiry by the
+# caller's now.
+def still = TK::ManualClock.new((Time.now.to_r * 1000).to_i)
+
 # Every kind of limiter decides on `store`: a limiter (blocking and async), a multi limiter that
 # charges all or nothing, a shaper that queues.
 def every_kind_decides_on(store)
-  l = limiter(store, TK::Strategy.fixed_window(3, 60_000))
+  clock = still
+  l = limiter(store, TK::Strategy.fixed_window(3, 60_000), clock: clock)
   assert l.check_blocking("k").allowed && l.check("k").allowed && l.check_blocking("k").allowed
   d = l.check_blocking("k")
   assert !d.allowed && d.retry_after_ms.positive?, d.inspect
@@ -34,12 +41,12 @@ def every_kind_decides_on(store)
   assert l.check_blocking("k").remaining == 2
   dims = [TK::Dimension.new(name: "a", strategy: TK::Strategy.fixed_window(2, 60_000)),
           TK::Dimension.new(name: "b", strategy: TK::Strategy.fixed_window(3, 60_000))]
-  m = TK::MultiLimiter.new(TK::Rule::ALL, dims, TK::MultiLimiterOptions.new(store: store, prefix: fresh))
+  m = TK::MultiLimiter.new(TK::Rule::ALL, dims, TK::MultiLimiterOptions.new(store: store, clock: clock, prefix: fresh))
   2.times { assert m.check_blocking(%w[x y]).decision.allowed }
   assert !m.check_blocking(%w[x y]).decision.allowed # a is full
   assert m.check_blocking(%w[other y]).decision.allowed # the denial charged b nothing
   assert !m.check_blocking(%w[third y]).decision.allowed
-  sh = TK::Shaper.new(10.0, 250.0, TK::ShaperOptions.new(store: store, prefix: fresh))
+  sh = TK::Shaper.new(10.0, 250.0, TK::ShaperOptions.new(store: store, clock: clock, prefix: fresh))
   first = sh.reserve_blocking("q")
   second = sh.reserve_blocking("q")
   assert first.accepted && first.delay_ms.zero? && second.accepted && second.delay_ms.positive?, [first, second].inspect
@@ -73,7 +80,7 @@ test "Postgres: a limiter, a multi limiter and a shaper decide on it" do
 end
 
 test "Postgres: 6 threads on a new key admit exactly K" do
-  l = limiter(PG, TK::Strategy.fixed_window(60, 3_600_000))
+  l = limiter(PG, TK::Strategy.fixed_window(60, 3_600_000), clock: still)
   got = admitted(l, "hot", 6, 20)
   assert got == 60, "admitted #{got}"
 end
@@ -117,7 +124,7 @@ test "Postgres: a missing table with migrate off is config_invalid until migrate
   assert e.to_s.include?(table), e.to_s
   TK::PostgresStore.migrate(PG_URL, table: table)
   s = TK::PostgresStore.new(PG_URL, table: table, migrate: false, pool_size: 1, sweep_interval_ms: 0)
-  l = limiter(TK::Store::POSTGRES.new(store: s), TK::Strategy.fixed_window(1, 60_000))
+  l = limiter(TK::Store::POSTGRES.new(store: s), TK::Strategy.fixed_window(1, 60_000), clock: still)
   assert l.check_blocking("k").allowed && !l.check_blocking("k").allowed
   s.disconnect_blocking
 end
@@ -168,8 +175,9 @@ end
 test "SQLite: threads on two stores of one file admit exactly K" do
   path = File.join(DIR, "shared.db")
   strategy = TK::Strategy.fixed_window(50, 3_600_000)
-  a = TK::Limiter.new(strategy, TK::LimiterOptions.new(store: TK::Store::SQLITE.new(store: TK::SqliteStore.new(path))))
-  b = TK::Limiter.new(strategy, TK::LimiterOptions.new(store: TK::Store::SQLITE.new(store: TK::SqliteStore.new(path))))
+  clock = still
+  a = TK::Limiter.new(strategy, TK::LimiterOptions.new(store: TK::Store::SQLITE.new(store: TK::SqliteStore.new(path)), clock: clock))
+  b = TK::Limiter.new(strategy, TK::LimiterOptions.new(store: TK::Store::SQLITE.new(store: TK::SqliteStore.new(path)), clock: clock))
   got = [a, b].map { |l| Thread.new { admitted(l, "hot", 3, 20) } }.sum(&:value)
   assert got == 50, "admitted #{got}"
 end

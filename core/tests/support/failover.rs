@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use throttlekit::{FailPolicy, Limiter, Strategy};
+use throttlekit::{Clock, FailPolicy, Limiter, ManualClock, Strategy, SystemClock};
 
 /// What one failover run measured.
 #[derive(Debug, Default)]
@@ -61,10 +61,18 @@ pub fn run_with(
     kill: impl FnOnce(),
 ) -> FailoverReport {
     const LIMIT: u64 = 1 << 40;
+    const HOUR: i64 = 3_600_000;
+    // Time stands still at the start of the current hour: the counts are compared with one
+    // window's admissions, and on the system clock an hour boundary during the run (tens of
+    // seconds) would start them over. Redis expires the keys on its own clock at the window's
+    // end: a whole hour away.
+    let now = SystemClock.now_ms();
+    let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(now - now % HOUR));
     let limiter = |policy, store: &Arc<dyn throttlekit::Store>| {
         Arc::new(
-            Limiter::builder(Strategy::fixed_window(LIMIT, 3_600_000).unwrap())
+            Limiter::builder(Strategy::fixed_window(LIMIT, HOUR as u64).unwrap())
                 .store(store.clone())
+                .clock(clock.clone())
                 .prefix("failover")
                 .fail_policy(policy)
                 .build(),

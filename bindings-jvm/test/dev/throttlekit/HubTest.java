@@ -49,7 +49,8 @@ class HubTest {
     @Test
     void manyChainsFromSeveralThreadsCompleteInBatchesAndAdmitExactlyK() throws Exception {
         try (RedisStore redis = RedisStore.builder(redis()).connect();
-                Limiter l = Limiter.builder(Strategy.fixedWindow(1000, Duration.ofHours(1))).store(redis).prefix(fresh()).build()) {
+                Limiter l = Limiter.builder(Strategy.fixedWindow(1000, Duration.ofHours(1))).store(redis).clock(RedisTest.thisHour())
+                        .prefix(fresh()).build()) {
             AtomicInteger allowed = new AtomicInteger(), completions = new AtomicInteger();
             List<CompletableFuture<Void>> ends = new ArrayList<>();
             List<Thread> starters = new ArrayList<>();

@@ -164,8 +164,10 @@ class LeaseTest {
         String url = url();
         try (RedisStore redis = RedisStore.builder(url).timeout(Duration.ofSeconds(2)).connect();
                 Limiter strict = Limiter.builder(Strategy.fixedWindow(10_000, HOUR)).store(redis).prefix(fresh()).build();
-                Limiter leased = Limiter.builder(Strategy.fixedWindow(10_000, HOUR)).store(redis).prefix(fresh())
-                        .lease(Lease.builder().batch(50).windowCoupled(true).build()).build()) {
+                // On a clock standing still at the hour's start: on the system clock an hour
+                // boundary mid-test would end the window-coupled leases early (one lease more).
+                Limiter leased = Limiter.builder(Strategy.fixedWindow(10_000, HOUR)).store(redis).clock(RedisTest.thisHour())
+                        .prefix(fresh()).lease(Lease.builder().batch(50).windowCoupled(true).build()).build()) {
             long c0 = scriptCalls(url);
             for (int i = 0; i < 200; i++) assertTrue(strict.check("hot").allowed());
             long strictCalls = scriptCalls(url) - c0;
@@ -268,7 +270,10 @@ class LeaseTest {
     void cachedDenyOnRedisSkipsTheStoreForRepeatedDenials() throws Exception {
         String url = url();
         try (RedisStore redis = RedisStore.builder(url).connect();
-                Limiter l = Limiter.builder(Strategy.fixedWindow(1, HOUR)).store(redis).prefix(fresh()).mode(Mode.CACHED_DENY).build()) {
+                // On a clock standing still at the hour's start: on the system clock an hour
+                // boundary mid-test would end the cached denial (and admit again).
+                Limiter l = Limiter.builder(Strategy.fixedWindow(1, HOUR)).store(redis).clock(RedisTest.thisHour()).prefix(fresh())
+                        .mode(Mode.CACHED_DENY).build()) {
             assertTrue(l.check("k").allowed());
             long c0 = scriptCalls(url);
             List<CompletableFuture<Decision>> denied = new ArrayList<>();

@@ -180,6 +180,9 @@ class MultiLeaseTest {
                         .dimension("tenant", Strategy.fixedWindow(10_000, HOUR)).store(redis).prefix(LeaseTest.fresh()).build();
                 MultiLimiter leased = MultiLimiter.builder(Rule.ALL).dimension("ip", Strategy.fixedWindow(10_000, HOUR))
                         .dimension("tenant", Strategy.fixedWindow(10_000, HOUR)).store(redis).prefix(LeaseTest.fresh())
+                        // On a clock standing still at the hour's start: on the system clock an hour
+                        // boundary mid-test would end the window-coupled leases early (one lease more).
+                        .clock(RedisTest.thisHour())
                         .lease(Lease.builder().batch(50).windowCoupled(true).build()).build()) {
             long c0 = LeaseTest.scriptCalls(url);
             for (int i = 0; i < 200; i++) assertTrue(strict.check(KEYS).allowed());

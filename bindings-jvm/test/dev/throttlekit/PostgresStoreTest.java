@@ -45,9 +45,20 @@ class PostgresStoreTest {
         assertEquals(0, p.waitFor(), "psql: " + out);
     }
 
+    /**
+     * A clock standing still at the present, for tests that count a window's checks or space a
+     * queue's departures: on the system clock a minute boundary between two checks would start
+     * the count over, and a loaded machine's pause between two reservations would drain the
+     * queue. Postgres judges expiry by the caller's {@code now}.
+     */
+    static ManualClock still() {
+        return new ManualClock(System.currentTimeMillis());
+    }
+
     @Test
     void limiterMultiAndShaperDecideOnIt() {
-        try (Limiter l = Limiter.builder(Strategy.fixedWindow(3, Duration.ofMinutes(1))).store(store).prefix(fresh()).build()) {
+        ManualClock clock = still();
+        try (Limiter l = Limiter.builder(Strategy.fixedWindow(3, Duration.ofMinutes(1))).store(store).clock(clock).prefix(fresh()).build()) {
             assertTrue(l.check("k").allowed());
             assertTrue(l.checkAsync("k").join().allowed());
             assertTrue(l.tryAcquire("k"));
@@ -58,14 +69,14 @@ class PostgresStoreTest {
             assertEquals(2, l.check("k").remaining());
         }
         try (MultiLimiter m = MultiLimiter.builder(Rule.ALL).dimension("a", Strategy.fixedWindow(2, Duration.ofMinutes(1)))
-                .dimension("b", Strategy.fixedWindow(3, Duration.ofMinutes(1))).store(store).prefix(fresh()).build()) {
+                .dimension("b", Strategy.fixedWindow(3, Duration.ofMinutes(1))).store(store).clock(clock).prefix(fresh()).build()) {
             assertTrue(m.check(List.of("x", "y")).allowed());
             assertTrue(m.check(List.of("x", "y")).allowed());
             assertFalse(m.check(List.of("x", "y")).allowed()); // a is full
             assertTrue(m.check(List.of("other", "y")).allowed()); // the denial charged b nothing
             assertFalse(m.check(List.of("third", "y")).allowed());
         }
-        try (Shaper s = Shaper.builder(10, Duration.ofMillis(250)).store(store).prefix(fresh()).build()) {
+        try (Shaper s = Shaper.builder(10, Duration.ofMillis(250)).store(store).clock(clock).prefix(fresh()).build()) {
             Reservation first = s.reserve("k", 1);
             assertTrue(first.accepted());
             assertEquals(0, first.delayMs());
@@ -92,7 +103,7 @@ class PostgresStoreTest {
 
     @Test
     void exactlyKFromManyThreadsOnANewKey() throws Exception {
-        try (Limiter l = Limiter.builder(Strategy.fixedWindow(60, Duration.ofHours(1))).store(store).prefix(fresh()).build()) {
+        try (Limiter l = Limiter.builder(Strategy.fixedWindow(60, Duration.ofHours(1))).store(store).clock(still()).prefix(fresh()).build()) {
             // The key does not exist yet: the threads race to insert its row.
             assertEquals(60, ConcurrencyTest.admitted(l, "hot", 6, 20));
         }
@@ -147,7 +158,7 @@ class PostgresStoreTest {
         ConfigInvalidException e = assertThrows(ConfigInvalidException.class, b::build);
         assertTrue(e.getMessage().contains(table), e.getMessage());
         b.migrateSchema();
-        try (PostgresStore s = b.build(); Limiter l = Limiter.builder(Strategy.fixedWindow(1, Duration.ofMinutes(1))).store(s).build()) {
+        try (PostgresStore s = b.build(); Limiter l = Limiter.builder(Strategy.fixedWindow(1, Duration.ofMinutes(1))).store(s).clock(still()).build()) {
             assertTrue(l.check("k").allowed());
             assertFalse(l.check("k").allowed());
         }

@@ -30,6 +30,22 @@ class RedisTest {
         return "jvmtest:" + UUID.randomUUID();
     }
 
+    /** The start of the current hour on the system clock, epoch ms. */
+    static long hourStart() {
+        long now = System.currentTimeMillis();
+        return now - now % 3_600_000;
+    }
+
+    /**
+     * A clock standing still at the start of the current hour, for tests that count an hour's
+     * window across many calls (threads, processes): on the system clock an hour boundary mid-test
+     * would start the count over. Redis expires a window's key on its own clock at the window's
+     * end, a whole hour away.
+     */
+    static ManualClock thisHour() {
+        return new ManualClock(hourStart());
+    }
+
     @Test
     void blockingAndFutureChecksShareOneLimit() throws Exception {
         try (RedisStore redis = RedisStore.builder(url).timeout(Duration.ofSeconds(2)).connect();
@@ -51,7 +67,7 @@ class RedisTest {
     @Test
     void sixtyFourFuturesInFlightAdmitExactlyK() throws Exception {
         try (RedisStore redis = RedisStore.builder(url).connect();
-                Limiter l = Limiter.builder(Strategy.fixedWindow(100, Duration.ofHours(1))).store(redis).prefix(fresh()).build()) {
+                Limiter l = Limiter.builder(Strategy.fixedWindow(100, Duration.ofHours(1))).store(redis).clock(thisHour()).prefix(fresh()).build()) {
             List<CompletableFuture<Decision>> inFlight = new ArrayList<>();
             for (int i = 0; i < 256; i++) inFlight.add(l.checkAsync("hot"));
             CompletableFuture.allOf(inFlight.toArray(CompletableFuture[]::new)).get();
@@ -62,7 +78,7 @@ class RedisTest {
     @Test
     void exactlyKFromManyThreads() throws Exception {
         try (RedisStore redis = RedisStore.builder(url).connect();
-                Limiter l = Limiter.builder(Strategy.fixedWindow(150, Duration.ofHours(1))).store(redis).prefix(fresh()).build()) {
+                Limiter l = Limiter.builder(Strategy.fixedWindow(150, Duration.ofHours(1))).store(redis).clock(thisHour()).prefix(fresh()).build()) {
             assertEquals(150, ConcurrencyTest.admitted(l, "shared", 6, 50));
         }
     }
@@ -70,11 +86,13 @@ class RedisTest {
     @Test
     void exactlyKFromSeveralJvmProcesses() throws Exception {
         String prefix = fresh();
+        // One hour's window for every process, whenever each starts (seconds apart on a loaded machine).
+        String hour = Long.toString(hourStart());
         String java = System.getProperty("java.home") + File.separator + "bin" + File.separator + "java";
         List<Process> procs = new ArrayList<>();
         for (int i = 0; i < 3; i++) {
             procs.add(new ProcessBuilder(java, "-Dthrottlekit.library.path=" + System.getProperty("throttlekit.library.path", ""),
-                    "-cp", System.getProperty("throttlekit.test.classpath", System.getProperty("java.class.path")), Worker.class.getName(), url, prefix, "40")
+                    "-cp", System.getProperty("throttlekit.test.classpath", System.getProperty("java.class.path")), Worker.class.getName(), url, prefix, "40", hour)
                     .redirectError(ProcessBuilder.Redirect.INHERIT).start());
         }
         int total = 0;
@@ -86,11 +104,12 @@ class RedisTest {
         assertEquals(50, total, "3 processes x 40 attempts on a limit of 50");
     }
 
-    /** One process of {@link #exactlyKFromSeveralJvmProcesses}: prints how many it got. */
+    /** One process of {@link #exactlyKFromSeveralJvmProcesses}: prints how many it got (args: URL, prefix, attempts, the hour's start). */
     public static final class Worker {
         public static void main(String[] args) {
             try (RedisStore redis = RedisStore.builder(args[0]).connect();
-                    Limiter l = Limiter.builder(Strategy.fixedWindow(50, Duration.ofHours(1))).store(redis).prefix(args[1]).build()) {
+                    Limiter l = Limiter.builder(Strategy.fixedWindow(50, Duration.ofHours(1))).store(redis)
+                            .clock(new ManualClock(Long.parseLong(args[3]))).prefix(args[1]).build()) {
                 int ok = 0;
                 for (int i = 0; i < Integer.parseInt(args[2]); i++) if (l.tryAcquire("shared")) ok++;
                 System.out.println(ok);
@@ -103,7 +122,9 @@ class RedisTest {
         try (RedisStore redis = RedisStore.builder(url).connect();
                 MultiLimiter m = MultiLimiter.builder(Rule.ALL).dimension("ip", Strategy.fixedWindow(1, Duration.ofHours(1)))
                         .dimension("user", Strategy.fixedWindow(5, Duration.ofHours(1))).store(redis).prefix(fresh()).build();
-                Shaper s = Shaper.builder(10, Duration.ofSeconds(1)).store(redis).prefix(fresh()).build()) {
+                // Departures 10 s apart: the second reservation waits unless a loaded machine
+                // pauses 10 s between the two (at 10 a second, a 100 ms pause drained the queue).
+                Shaper s = Shaper.builder(0.1, Duration.ofSeconds(60)).store(redis).prefix(fresh()).build()) {
             assertTrue(m.checkAsync(List.of("1.1.1.1", "u"), 1).get().allowed());
             MultiDecision d = m.check(List.of("1.1.1.1", "u"));
             assertFalse(d.allowed());

@@ -20,11 +20,14 @@ class SqliteStoreTest {
 
     @Test
     void limiterMultiAndShaperDecideOnIt() {
+        // Time stands still: on the system clock a minute boundary between two checks would start
+        // the count over, and a loaded machine's pause between the reservations would drain the queue.
+        ManualClock clock = new ManualClock(System.currentTimeMillis());
         try (SqliteStore s = SqliteStore.builder(dir.resolve("a.db")).build();
-                Limiter l = Limiter.builder(Strategy.fixedWindow(2, Duration.ofMinutes(1))).store(s).prefix("l").build();
+                Limiter l = Limiter.builder(Strategy.fixedWindow(2, Duration.ofMinutes(1))).store(s).clock(clock).prefix("l").build();
                 MultiLimiter m = MultiLimiter.builder(Rule.ALL).dimension("a", Strategy.fixedWindow(1, Duration.ofMinutes(1)))
-                        .dimension("b", Strategy.fixedWindow(2, Duration.ofMinutes(1))).store(s).prefix("m").build();
-                Shaper sh = Shaper.builder(10, Duration.ofMillis(250)).store(s).prefix("s").build()) {
+                        .dimension("b", Strategy.fixedWindow(2, Duration.ofMinutes(1))).store(s).clock(clock).prefix("m").build();
+                Shaper sh = Shaper.builder(10, Duration.ofMillis(250)).store(s).clock(clock).prefix("s").build()) {
             assertTrue(l.check("k").allowed());
             assertTrue(l.checkAsync("k").join().allowed());
             assertFalse(l.check("k").allowed());
@@ -56,10 +59,12 @@ class SqliteStoreTest {
     @Test
     void exactlyKFromManyThreadsOnTwoStoresOfOneFile() throws Exception {
         Path file = dir.resolve("shared.db");
+        // Time stands still: on the system clock an hour boundary mid-test would admit more.
+        ManualClock clock = new ManualClock(System.currentTimeMillis());
         try (SqliteStore a = SqliteStore.builder(file).build();
                 SqliteStore b = SqliteStore.builder(file).build();
-                Limiter la = Limiter.builder(Strategy.fixedWindow(50, Duration.ofHours(1))).store(a).build();
-                Limiter lb = Limiter.builder(Strategy.fixedWindow(50, Duration.ofHours(1))).store(b).build()) {
+                Limiter la = Limiter.builder(Strategy.fixedWindow(50, Duration.ofHours(1))).store(a).clock(clock).build();
+                Limiter lb = Limiter.builder(Strategy.fixedWindow(50, Duration.ofHours(1))).store(b).clock(clock).build()) {
             int[] got = new int[2];
             Thread ta = new Thread(() -> got[0] = admitted(la));
             Thread tb = new Thread(() -> got[1] = admitted(lb));
