@@ -3,7 +3,7 @@
 //! stay `f64` until the core's validators decide what is acceptable.
 
 use js_sys::{Array, Object, Reflect};
-use serde_json::{Map, Number, Value};
+use throttlekit::spec::{Data, Num};
 use throttlekit::validate;
 use wasm_bindgen::{JsCast, JsValue};
 
@@ -135,35 +135,35 @@ fn own_entries(v: &JsValue, field: &str) -> CoreResult<Vec<(String, JsValue)>> {
         .collect()
 }
 
-/// Plain data (objects, arrays, strings, finite numbers, booleans, null) as JSON, for the
-/// core's serde-described specs; NaN, infinities, BigInts, functions and symbols are
-/// `config_invalid` naming the path.
-pub fn json(v: &JsValue, field: &str) -> CoreResult<Value> {
+/// Plain data (objects, arrays, strings, finite numbers, booleans, null) as the core's
+/// [`Data`], for its spec and options readers; NaN, infinities, BigInts, functions and symbols
+/// are `config_invalid` naming the path.
+pub fn json(v: &JsValue, field: &str) -> CoreResult<Data> {
     json_at(v, field, 0)
 }
 
-fn json_at(v: &JsValue, field: &str, depth: usize) -> CoreResult<Value> {
+fn json_at(v: &JsValue, field: &str, depth: usize) -> CoreResult<Data> {
     if depth > MAX_DEPTH {
         return Err(config(field, "nests too deeply"));
     }
     if v.is_null() {
-        Ok(Value::Null)
+        Ok(Data::Null)
     } else if let Some(b) = v.as_bool() {
-        Ok(Value::Bool(b))
+        Ok(Data::Bool(b))
     } else if let Some(s) = v.as_string() {
-        Ok(Value::String(s))
+        Ok(Data::String(s))
     } else if let Some(n) = v.as_f64() {
         if !n.is_finite() {
             return Err(config(field, "must be a finite number"));
         }
-        // Whole numbers stay integers so that specs read back (`toSpec`) look as written.
-        if n.fract() == 0.0 && n.abs() <= validate::MAX_SAFE_INTEGER {
-            Ok(Value::Number(Number::from(n as i64)))
+        // Whole numbers are integers, as serde_json reads them from a JSON text.
+        Ok(Data::Number(if n.fract() == 0.0 && n.abs() <= validate::MAX_SAFE_INTEGER {
+            if n >= 0.0 { Num::PosInt(n as u64) } else { Num::NegInt(n as i64) }
         } else {
-            Number::from_f64(n).map(Value::Number).ok_or_else(|| config(field, "must be a finite number"))
-        }
+            Num::Float(n)
+        }))
     } else if Array::is_array(v) {
-        Ok(Value::Array(
+        Ok(Data::Array(
             array(v, field)?
                 .iter()
                 .enumerate()
@@ -175,15 +175,15 @@ fn json_at(v: &JsValue, field: &str, depth: usize) -> CoreResult<Value> {
     } else if v.is_undefined() {
         Err(config(field, "is required"))
     } else if v.is_object() && !v.is_function() {
-        let mut map = Map::new();
+        let mut members = Vec::new();
         for (name, item) in own_entries(v, field)? {
             if item.is_undefined() {
                 continue;
             }
             let child = json_at(&item, &format!("{field}.{name}"), depth + 1)?;
-            map.insert(name, child);
+            members.push((name, child));
         }
-        Ok(Value::Object(map))
+        Ok(Data::object(members))
     } else {
         Err(config(field, "must be plain data (objects, arrays, strings, numbers, booleans)"))
     }

@@ -13,6 +13,7 @@ use js_sys::{Array, Reflect};
 use throttlekit::FailPolicy;
 use throttlekit::http::{self as core_http, Action, HeaderOptions, HttpEdge};
 use throttlekit::redis::rest::limiter::RestOp;
+use throttlekit::spec::Data;
 use wasm_bindgen::convert::TryFromJsValue;
 use wasm_bindgen::prelude::*;
 
@@ -361,14 +362,14 @@ impl ClientIdentity {
         (|| {
             const NAMES: [&str; 3] = ["trustedProxies", "ipv6Prefix", "forwardedHeader"];
             let o = Options::read(&options, "clientIdentity", &NAMES, true)?;
-            let mut map = serde_json::Map::new();
+            let mut members = Vec::new();
             for name in NAMES {
                 if let Some(v) = o.get(name) {
-                    map.insert(name.to_owned(), convert::json(v, &o.path(name))?);
+                    members.push((name.to_owned(), convert::json(v, &o.path(name))?));
                 }
             }
             // serde's reading and messages, by hand (see `from_value`): the native binding's.
-            let options = core_http::ClientKeyOptions::from_value(&serde_json::Value::Object(map))
+            let options = core_http::ClientKeyOptions::from_value(&Data::object(members))
                 .map_err(|e| config("clientIdentity", &format!("options are invalid: {e}")))?;
             let header = match options.forwarded_header {
                 core_http::ForwardedHeader::XForwardedFor => "x-forwarded-for",

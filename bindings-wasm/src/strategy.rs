@@ -2,8 +2,7 @@
 //! conformance vectors' `{kind, options}`), parsed and validated by the core.
 
 use js_sys::{Object, Reflect};
-use serde_json::{Map, Value};
-use throttlekit::spec::OptionValue;
+use throttlekit::spec::{Data, OptionValue};
 use wasm_bindgen::prelude::*;
 
 use crate::convert;
@@ -34,22 +33,20 @@ impl Strategy {
 fn typed(kind: &str, options: &JsValue) -> Result<Strategy, JsValue> {
     let built = (|| {
         let options = convert::json(options, kind)?;
-        if !options.is_object() {
+        if !matches!(options, Data::Object(_)) {
             return Err(config(kind, "options must be an object"));
         }
-        // Built by hand: `json!` would copy `options` through serde's `to_value`, a second
-        // JSON serializer in the module for this one line.
-        let mut spec = Map::new();
-        spec.insert("kind".to_owned(), Value::String(kind.to_owned()));
-        spec.insert("options".to_owned(), options);
-        from_value(Value::Object(spec))
+        from_value(Data::object(vec![
+            ("kind".to_owned(), Data::String(kind.to_owned())),
+            ("options".to_owned(), options),
+        ]))
     })();
     Ok(Strategy::wrap(built.or_throw()?))
 }
 
-/// Parses and validates a spec held as JSON: the core's hand-written reader, which gives
+/// Parses and validates a spec held as JSON data: the core's hand-written reader, which gives
 /// serde's messages without serde's deserializers in the module (core/src/spec/value.rs).
-pub fn from_value(spec: Value) -> CoreResult<throttlekit::Strategy> {
+pub fn from_value(spec: Data) -> CoreResult<throttlekit::Strategy> {
     throttlekit::StrategySpec::from_value(&spec)?.build()
 }
 
@@ -63,7 +60,7 @@ pub fn from_js(v: &JsValue, field: &str) -> CoreResult<throttlekit::Strategy> {
 }
 
 /// The spec of `s` as a fresh JS object, `{kind, options}` with the options in name order, as
-/// the native addon's (a `serde_json::Value` map is sorted); built from the core's
+/// the native addon's (serde_json's map is sorted); built from the core's
 /// `option_list`, with no JSON serializer in the module.
 pub fn spec_of(s: &throttlekit::Strategy) -> JsValue {
     let spec = s.spec();

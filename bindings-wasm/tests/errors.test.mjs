@@ -102,6 +102,20 @@ describe('bad strategies', () => {
     'quota weekStartsOn 7': (tk) => tk.Strategy.quota({ limit: 1, resetCadence: 'calendar-week', weekStartsOn: 7 }),
     'quota fixed without periodMs': (tk) => tk.Strategy.quota({ limit: 1, resetCadence: 'fixed' }),
     'quota rolling buckets 0': (tk) => tk.Strategy.quota({ limit: 1, resetCadence: 'rolling', periodMs: 1000, buckets: 0 }),
+    // The bounds in these messages are printed as integers, not by Rust's float formatter.
+    'quota offset below range': (tk) => tk.Strategy.quota({ limit: 1, resetCadence: 'calendar-day', offsetMinutes: -841 }),
+    'quota weekStartsOn -1': (tk) => tk.Strategy.quota({ limit: 1, resetCadence: 'calendar-week', weekStartsOn: -1 }),
+    'quota anchor past 2^53': (tk) => tk.Strategy.quota({ limit: 1, resetCadence: 'fixed', periodMs: 1000, anchor: 2 ** 54 }),
+    // How the spec reader names a value it did not expect (a float, a negative integer, a map)
+    // and in which order it meets an object's keys (sorted, whatever order they were written in).
+    'quota cadence a float': (tk) => tk.Strategy.quota({ limit: 1, resetCadence: 2.5 }),
+    'quota cadence a tiny float': (tk) => tk.Strategy.quota({ limit: 1, resetCadence: 1e-7 }),
+    'quota cadence a negative integer': (tk) => tk.Strategy.quota({ limit: 1, resetCadence: -3 }),
+    'quota cadence a map of two': (tk) => tk.Strategy.quota({ limit: 1, resetCadence: { rolling: null, fixed: null } }),
+    'quota cadence a map with a value': (tk) => tk.Strategy.quota({ limit: 1, resetCadence: { fixed: 1 } }),
+    'gcra options out of order': (tk) => tk.Strategy.gcra({ periodMs: 'x', limit: 'y' }),
+    'spec keys out of order': (tk) => tk.Strategy.fromSpec({ options: { limit: 1, periodMs: 1 }, kind: 'gcra', aaa: 1 }),
+    'spec array form, a string option': (tk) => tk.Strategy.fromSpec(['gcra', [1.5, 'x']]),
     'spec kind unknown': (tk) => tk.Strategy.fromSpec({ kind: 'leaky', options: {} }),
     'spec without options': (tk) => tk.Strategy.fromSpec({ kind: 'gcra' }),
     'spec extra field': (tk) => tk.Strategy.fromSpec({ kind: 'gcra', options: { limit: 1, periodMs: 1 }, extra: 1 }),

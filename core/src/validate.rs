@@ -34,7 +34,7 @@ pub fn non_negative(field: &str, v: f64) -> Result<f64> {
     Ok(v)
 }
 
-/// A whole number in `[min, 2^53]`.
+/// A whole number in `[min, 2^53]` (`min` a whole number).
 pub fn integer_at_least(field: &str, v: f64, min: f64) -> Result<f64> {
     if !v.is_finite() {
         return Err(Error::config(field, "must be a finite number"));
@@ -43,12 +43,19 @@ pub fn integer_at_least(field: &str, v: f64, min: f64) -> Result<f64> {
         return Err(Error::config(field, "must be an integer"));
     }
     if v < min {
-        return Err(Error::config(field, &format!("must be >= {min}")));
+        return Err(Error::config(field, &format!("must be >= {}", whole(min))));
     }
     if v > MAX_SAFE_INTEGER {
         return Err(Error::config(field, "must be <= 2^53"));
     }
     Ok(v)
+}
+
+/// A whole-number bound as a message prints it: as an integer, the digits `f64`'s `Display`
+/// prints for it, without the float formatter (which the WebAssembly module would carry for
+/// these messages alone).
+fn whole(bound: f64) -> i64 {
+    bound as i64
 }
 
 /// A whole number in `[min, max]` (both within ±2^53).
@@ -57,7 +64,7 @@ pub fn integer_in(field: &str, v: f64, min: f64, max: f64) -> Result<f64> {
         return Err(Error::config(field, "must be an integer"));
     }
     if v < min || v > max {
-        return Err(Error::config(field, &format!("must be between {min} and {max}")));
+        return Err(Error::config(field, &format!("must be between {} and {}", whole(min), whole(max))));
     }
     Ok(v)
 }

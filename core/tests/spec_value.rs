@@ -7,6 +7,7 @@ use proptest::prelude::*;
 use serde_json::{Map, Number, Value, json};
 use throttlekit::Error;
 use throttlekit::StrategySpec;
+use throttlekit::spec::Data;
 
 /// serde's outcome, worded as `from_value`'s.
 fn serde_read(v: &Value) -> Result<StrategySpec, String> {
@@ -15,7 +16,7 @@ fn serde_read(v: &Value) -> Result<StrategySpec, String> {
 }
 
 fn hand_read(v: &Value) -> Result<StrategySpec, String> {
-    StrategySpec::from_value(v).map_err(|e| e.to_string())
+    StrategySpec::from_value(&Data::from(v)).map_err(|e| e.to_string())
 }
 
 fn same(v: &Value) {

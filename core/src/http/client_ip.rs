@@ -11,6 +11,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::spec::Data;
 
 /// Which forwarding header the trusted proxies write. Only that one is read: a proxy that
 /// appends to one header passes the other through from the client untouched, so reading both
@@ -64,19 +65,18 @@ impl ClientKeyOptions {
         serde_json::from_str(text).map_err(|e| Error::config("http.clientKeyOptions", &format!("are invalid: {e}")))
     }
 
-    /// The options from a JSON value, read by hand as serde's derived deserializer reads them
+    /// The options from JSON data, read by hand as serde's derived deserializer reads them
     /// (`serde_json::from_value`): the same values accepted (a map, or an array of the fields in
     /// order) and, for any other, serde's message for the same first problem (a map's keys in
     /// their sorted order). For the WebAssembly build, where the derived code and serde's value
     /// deserializer were 6 KB of the module (docs/edge.md "Size"); a test holds the two to each
     /// other over generated values.
-    pub fn from_value(v: &serde_json::Value) -> std::result::Result<ClientKeyOptions, String> {
+    pub fn from_value(v: &Data) -> std::result::Result<ClientKeyOptions, String> {
         use crate::spec::value::{fewer, invalid_type, one_of};
-        use serde_json::Value;
         const FIELDS: [&str; 3] = ["trustedProxies", "ipv6Prefix", "forwardedHeader"];
         let mut options = ClientKeyOptions::default();
         match v {
-            Value::Object(m) => {
+            Data::Object(m) => {
                 for (key, item) in m {
                     let at = FIELDS
                         .iter()
@@ -85,7 +85,7 @@ impl ClientKeyOptions {
                     options.read_field(at, item)?;
                 }
             }
-            Value::Array(items) => {
+            Data::Array(items) => {
                 for (at, item) in items.iter().take(FIELDS.len()).enumerate() {
                     options.read_field(at, item)?;
                 }
@@ -97,18 +97,17 @@ impl ClientKeyOptions {
     }
 
     /// Field `at` (declaration order) of [`ClientKeyOptions::from_value`].
-    fn read_field(&mut self, at: usize, item: &serde_json::Value) -> std::result::Result<(), String> {
+    fn read_field(&mut self, at: usize, item: &Data) -> std::result::Result<(), String> {
         use crate::spec::value::{invalid_type, unit_enum};
-        use serde_json::Value;
         match (at, item) {
-            (0, Value::Array(items)) => {
+            (0, Data::Array(items)) => {
                 self.trusted_proxies = items
                     .iter()
                     .map(|i| i.as_str().map(str::to_owned).ok_or_else(|| invalid_type(i, "a string")))
                     .collect::<std::result::Result<_, _>>()?;
             }
             (0, other) => return Err(invalid_type(other, "a sequence")),
-            (1, Value::Number(n)) => {
+            (1, Data::Number(n)) => {
                 self.ipv6_prefix = match (n.as_u64(), n.as_i64()) {
                     (Some(u), _) => {
                         u8::try_from(u).map_err(|_| format!("invalid value: integer `{u}`, expected u8"))?
@@ -462,7 +461,7 @@ mod tests {
         ];
         let same = |v: Value| {
             let want = serde_json::from_value::<ClientKeyOptions>(v.clone()).map_err(|e| e.to_string());
-            assert_eq!(ClientKeyOptions::from_value(&v), want, "{v}");
+            assert_eq!(ClientKeyOptions::from_value(&Data::from(&v)), want, "{v}");
         };
         let map = |entries: &[(&str, &Value)]| {
             Value::Object(entries.iter().map(|(k, v)| ((*k).to_owned(), (*v).clone())).collect())

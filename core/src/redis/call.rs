@@ -6,6 +6,7 @@ use crate::redis::engine::value::{Args, Value};
 
 use crate::decision::{Decision, Reservation};
 use crate::error::{Error, Result};
+use crate::redis::float_text;
 use crate::redis::scripts::{LoadedScript, SCRIPTS};
 use crate::spec::{QuotaOptions, ResetCadence, StrategySpec};
 use crate::store::{DimensionCall, DimensionLease, MultiGrant, MultiReply, Now, Reply, Rule, Transform};
@@ -105,14 +106,14 @@ impl Outcome {
 /// The largest magnitude below which every integral `f64` is an exact integer.
 const EXACT_INT: f64 = 9_007_199_254_740_992.0;
 
-/// Appends a number as the scripts read it: Rust's shortest round-trip form (`{v}`), which
-/// `tonumber` parses exactly. Integral values (nearly every option) take the integer formatter,
-/// which prints the same digits without allocating.
+/// Appends a number as the scripts read it: Rust's shortest round-trip form (`{v}`, written by
+/// [`float_text::display`]), which `tonumber` parses exactly. Integral values (nearly every
+/// option) take the integer formatter, which prints the same digits without allocating.
 fn num(args: &mut Args, v: f64) {
     if v.fract() == 0.0 && v.abs() < EXACT_INT && !(v == 0.0 && v.is_sign_negative()) {
         args.arg(v as i64);
     } else {
-        args.arg(format!("{v}"));
+        args.arg(float_text::display(v));
     }
 }
 

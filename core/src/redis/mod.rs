@@ -42,6 +42,7 @@ mod cluster;
 mod connect;
 mod counts;
 mod engine;
+mod float_text;
 mod held;
 mod lua_min;
 mod options;

@@ -8,6 +8,7 @@
 mod call;
 mod counts;
 mod engine;
+mod float_text;
 mod lua_min;
 pub mod prepared;
 mod replay;

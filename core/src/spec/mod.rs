@@ -162,5 +162,7 @@ impl LeakyBucketOptions {
     }
 }
 
+mod data;
 pub(crate) mod value;
+pub use data::{Data, Num};
 pub use value::OptionValue;

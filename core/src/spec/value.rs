@@ -1,17 +1,19 @@
-//! [`StrategySpec`] read from and written to a `serde_json::Value` by hand, for the WebAssembly
-//! build (bindings-wasm/), where serde's derived deserializers and serializer were a quarter of
-//! the module's code.
+//! [`StrategySpec`] read from [`Data`] and written to a `serde_json::Value` by hand, for the
+//! WebAssembly build (bindings-wasm/), where serde's derived deserializers and serializer were a
+//! quarter of the module's code.
 //!
 //! The reader is serde's: it accepts exactly what `serde_json::from_value::<StrategySpec>`
 //! accepts (the adjacently tagged `{kind, options}` object and its `[kind, options]` array form,
 //! each options struct as an object or as an array of its fields in order, a `resetCadence` as a
 //! string or a single-key map) and fails with the same message at the same first problem (keys
 //! in the map's order, which is sorted). `core/tests/spec_value.rs` holds the two to each other
-//! over generated values, valid and not, so they cannot drift; the writer equals
-//! `serde_json::to_value`. The native bindings keep serde (their JSON-text errors name a line and
-//! column).
+//! over generated values (read through [`Data::from`]), valid and not, so they cannot drift; the
+//! writer equals `serde_json::to_value`. The native bindings keep serde (their JSON-text errors
+//! name a line and column).
 
 use serde_json::{Map, Number, Value};
+
+use super::data::{Data, Num};
 
 use super::{
     GcraOptions, QuotaOptions, ResetCadence, SlidingWindowOptions, StrategySpec, TokenBucketOptions, WindowOptions,
@@ -26,22 +28,20 @@ const CADENCES: &[&str] = &["calendar-month", "calendar-week", "calendar-day", "
 
 /// How serde_json names a value it did not expect (`serde::de::Unexpected`, with its `null`
 /// and its float format).
-fn unexpected(v: &Value) -> String {
+fn unexpected(v: &Data) -> String {
     match v {
-        Value::Null => "null".to_owned(),
-        Value::Bool(b) => format!("boolean `{b}`"),
-        Value::Number(n) => match (n.as_u64(), n.as_i64()) {
-            (Some(u), _) => format!("integer `{u}`"),
-            (None, Some(i)) => format!("integer `{i}`"),
-            _ => format!("floating point `{}`", zmij::Buffer::new().format(n.as_f64().unwrap_or_default())),
-        },
-        Value::String(s) => format!("string {s:?}"),
-        Value::Array(_) => "sequence".to_owned(),
-        Value::Object(_) => "map".to_owned(),
+        Data::Null => "null".to_owned(),
+        Data::Bool(b) => format!("boolean `{b}`"),
+        Data::Number(Num::PosInt(u)) => format!("integer `{u}`"),
+        Data::Number(Num::NegInt(i)) => format!("integer `{i}`"),
+        Data::Number(Num::Float(f)) => format!("floating point `{}`", zmij::Buffer::new().format(*f)),
+        Data::String(s) => format!("string {s:?}"),
+        Data::Array(_) => "sequence".to_owned(),
+        Data::Object(_) => "map".to_owned(),
     }
 }
 
-pub(crate) fn invalid_type(v: &Value, expected: &str) -> String {
+pub(crate) fn invalid_type(v: &Data, expected: &str) -> String {
     format!("invalid type: {}, expected {expected}", unexpected(v))
 }
 
@@ -70,10 +70,10 @@ fn variant(name: &str, names: &'static [&'static str]) -> std::result::Result<us
 
 /// A unit variant as serde_json's `deserialize_enum` reads it: a string, or a map of one key
 /// whose value is `null`.
-pub(crate) fn unit_enum(v: &Value, names: &'static [&'static str]) -> std::result::Result<usize, String> {
+pub(crate) fn unit_enum(v: &Data, names: &'static [&'static str]) -> std::result::Result<usize, String> {
     match v {
-        Value::String(s) => variant(s, names),
-        Value::Object(m) => {
+        Data::String(s) => variant(s, names),
+        Data::Object(m) => {
             let mut entries = m.iter();
             match (entries.next(), entries.next()) {
                 (Some((name, value)), None) => {
@@ -102,10 +102,10 @@ enum Got {
     Cadence(ResetCadence),
 }
 
-fn field(v: &Value, ty: Ty) -> std::result::Result<Option<Got>, String> {
+fn field(v: &Data, ty: Ty) -> std::result::Result<Option<Got>, String> {
     match (ty, v) {
-        (Ty::OptF64, Value::Null) => Ok(None),
-        (Ty::F64 | Ty::OptF64, Value::Number(n)) => Ok(Some(Got::F64(n.as_f64().unwrap_or_default()))),
+        (Ty::OptF64, Data::Null) => Ok(None),
+        (Ty::F64 | Ty::OptF64, Data::Number(n)) => Ok(Some(Got::F64(n.as_f64()))),
         (Ty::F64 | Ty::OptF64, other) => Err(invalid_type(other, "f64")),
         (Ty::Cadence, v) => {
             let at = unit_enum(v, CADENCES)?;
@@ -123,10 +123,10 @@ fn field(v: &Value, ty: Ty) -> std::result::Result<Option<Got>, String> {
 
 /// A `deny_unknown_fields` struct of `fields` (declaration order) named `name`, from a map or
 /// from an array of its fields in order (serde's two forms).
-fn fields(v: &Value, name: &str, fields: &[(&'static str, Ty)]) -> std::result::Result<Vec<Option<Got>>, String> {
+fn fields(v: &Data, name: &str, fields: &[(&'static str, Ty)]) -> std::result::Result<Vec<Option<Got>>, String> {
     let mut got = vec![None; fields.len()];
     match v {
-        Value::Object(m) => {
+        Data::Object(m) => {
             for (key, item) in m {
                 let Some(at) = fields.iter().position(|(n, _)| n == key) else {
                     let names: Vec<&str> = fields.iter().map(|(n, _)| *n).collect();
@@ -141,7 +141,7 @@ fn fields(v: &Value, name: &str, fields: &[(&'static str, Ty)]) -> std::result::
                 return Err(format!("missing field `{missing}`"));
             }
         }
-        Value::Array(items) => {
+        Data::Array(items) => {
             for (at, (_, ty)) in fields.iter().enumerate() {
                 match items.get(at) {
                     Some(item) => got[at] = field(item, *ty)?,
@@ -164,9 +164,9 @@ fn f64_at(got: &[Option<Got>], at: usize) -> Option<f64> {
 }
 
 /// The options of kind `kind` (an index into [`KINDS`]).
-fn options(kind: usize, v: &Value) -> std::result::Result<StrategySpec, String> {
+fn options(kind: usize, v: &Data) -> std::result::Result<StrategySpec, String> {
     use Ty::{Cadence, F64, OptF64};
-    let window = |v: &Value| -> std::result::Result<WindowOptions, String> {
+    let window = |v: &Data| -> std::result::Result<WindowOptions, String> {
         let g = fields(v, "WindowOptions", &[("limit", F64), ("windowMs", F64)])?;
         Ok(WindowOptions { limit: f64_at(&g, 0).unwrap_or_default(), window_ms: f64_at(&g, 1).unwrap_or_default() })
     };
@@ -224,9 +224,9 @@ fn options(kind: usize, v: &Value) -> std::result::Result<StrategySpec, String> 
 const SPEC: &str = "adjacently tagged enum StrategySpec";
 
 /// The spec as `serde_json::from_value` reads it, with its message on failure.
-fn read(v: &Value) -> std::result::Result<StrategySpec, String> {
+fn read(v: &Data) -> std::result::Result<StrategySpec, String> {
     match v {
-        Value::Object(m) => {
+        Data::Object(m) => {
             // Sorted keys: an unknown key before `kind` fails first, then `kind`, then `options`.
             // (`options` before `kind` means no `kind`: serde buffers it, then finds no tag.)
             let mut kind = None;
@@ -245,9 +245,9 @@ fn read(v: &Value) -> std::result::Result<StrategySpec, String> {
                 (None, _) => Err("missing field `kind`".to_owned()),
             }
         }
-        Value::Array(items) => {
+        Data::Array(items) => {
             let kind = match items.first() {
-                Some(Value::String(s)) => variant(s, KINDS)?,
+                Some(Data::String(s)) => variant(s, KINDS)?,
                 Some(other) => return Err(invalid_type(other, "variant identifier")),
                 None => return Err(invalid_length(0, SPEC)),
             };
@@ -275,7 +275,7 @@ impl StrategySpec {
     /// Parses a spec from JSON data, exactly as `serde_json::from_value` would (the same
     /// accepted forms, the same `is not a valid spec: ...` messages), without serde's
     /// deserializers. Malformed specs are `config_invalid`; ranges are [`StrategySpec::build`]'s.
-    pub fn from_value(v: &Value) -> Result<StrategySpec> {
+    pub fn from_value(v: &Data) -> Result<StrategySpec> {
         read(v).map_err(|e| Error::config("strategy", &format!("is not a valid spec: {e}")))
     }
 
