@@ -37,9 +37,14 @@ export CARGO_PROFILE_WASM_DEBUG=0
 export CARGO_PROFILE_WASM_STRIP=false
 # The standard library's `optimize_for_size`: its smaller sorts, integer formatting and float
 # parsing (nothing on a check's path).
-CARGO_TARGET_DIR="$target" cargo build --quiet -p throttlekit-wasm --profile wasm \
-  --target wasm32-unknown-unknown -Zbuild-std=std,panic_abort -Zbuild-std-features=optimize_for_size 2>&1 \
-  | grep -v '^warning: unused config key' >&2 || true
+# A failed build stops here (a module left by an earlier build would otherwise be packed and
+# its size reported as this one's).
+if ! CARGO_TARGET_DIR="$target" cargo build --quiet -p throttlekit-wasm --profile wasm \
+  --target wasm32-unknown-unknown -Zbuild-std=std,panic_abort -Zbuild-std-features=optimize_for_size \
+  2> >(grep -v '^warning: unused config key' >&2); then
+  echo "bindings-wasm: cargo build failed (above)" >&2
+  exit 1
+fi
 wasm="$target/wasm32-unknown-unknown/wasm/throttlekit_wasm.wasm"
 [ -s "$wasm" ] || { echo "bindings-wasm: the build made no $wasm" >&2; exit 1; }
 
