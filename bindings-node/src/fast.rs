@@ -173,7 +173,8 @@ pub(crate) fn guard(
         }
         Err(payload) => {
             // The panic's own text goes with it (a NUL in it would end the C string early).
-            let text = format!("throttlekit: internal panic (please report): {}", throttlekit::panic_message(&*payload));
+            let text =
+                format!("throttlekit: internal panic (please report): {}", throttlekit::panic_message(&*payload));
             let text = std::ffi::CString::new(text.replace('\0', " ")).unwrap_or_default();
             // SAFETY: as above; `text` outlives the call, which copies it.
             unsafe { sys::napi_throw_error(env, c"panic".as_ptr(), text.as_ptr()) };

@@ -233,9 +233,7 @@ pub unsafe fn boundary<R>(failed: R, body: impl FnOnce(Python<'_>) -> PyResult<R
     let err = match catch_unwind(AssertUnwindSafe(|| body(py))) {
         Ok(Ok(value)) => return value,
         Ok(Err(err)) => err,
-        Err(payload) => {
-            PanicException::new_err((throttlekit::panic_message(&*payload).to_owned(),))
-        }
+        Err(payload) => PanicException::new_err((throttlekit::panic_message(&*payload).to_owned(),)),
     };
     err.restore(py);
     failed
