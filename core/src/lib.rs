@@ -35,6 +35,7 @@ mod decision;
 mod direct;
 mod error;
 pub mod http;
+mod json_text;
 pub mod key;
 pub mod lease;
 mod limiter;

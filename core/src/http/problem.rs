@@ -47,31 +47,10 @@ pub fn internal_error_body(code: &str) -> String {
     )
 }
 
-/// `s` as a JSON string, escaped as serde_json escapes it: `"` and `\`, the short escapes of
-/// backspace, form feed, newline, carriage return and tab, `\u00xx` (lowercase) for the other
-/// control characters, everything else as is.
+/// `s` as a JSON string, escaped as serde_json escapes it.
 fn json_string(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => {
-                const HEX: &[u8; 16] = b"0123456789abcdef";
-                out.push_str("\\u00");
-                out.push(char::from(HEX[(c as usize) >> 4]));
-                out.push(char::from(HEX[(c as usize) & 0xf]));
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
+    crate::json_text::write_string(&mut out, s);
     out
 }
 

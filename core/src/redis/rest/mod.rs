@@ -354,34 +354,9 @@ fn write_command(out: &mut String, args: &[&[u8]]) {
         if i > 0 {
             out.push(',');
         }
-        write_json_string(out, &String::from_utf8_lossy(a));
+        crate::json_text::write_string(out, &String::from_utf8_lossy(a));
     }
     out.push(']');
-}
-
-/// Appends `s` as a JSON string: `"` and `\` escaped, control characters as `\u00XX`.
-fn write_json_string(out: &mut String, s: &str) {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    out.push('"');
-    let mut from = 0;
-    for (at, b) in s.bytes().enumerate() {
-        if b >= 0x20 && b != b'"' && b != b'\\' {
-            continue;
-        }
-        out.push_str(&s[from..at]);
-        match b {
-            b'"' => out.push_str("\\\""),
-            b'\\' => out.push_str("\\\\"),
-            _ => {
-                out.push_str("\\u00");
-                out.push(HEX[usize::from(b >> 4)] as char);
-                out.push(HEX[usize::from(b & 15)] as char);
-            }
-        }
-        from = at + 1;
-    }
-    out.push_str(&s[from..]);
-    out.push('"');
 }
 
 /// The RESP frames of a reply to `wanted` commands (`pipeline`: sent to [`PATH_PIPELINE`]).
