@@ -244,14 +244,17 @@ impl Batch {
         if self.replaying.is_some() {
             return self.feed_replay(status, body);
         }
-        let pending: Vec<usize> = self.pending().collect();
-        let wanted: usize = pending.iter().map(|&i| self.exchange(i).replies()).sum();
+        let wanted: usize = self.pending().map(|i| self.exchange(i).replies()).sum();
         let frames = match frames(status, body, wanted, wanted != 1) {
             Ok(frames) => frames,
             Err(e) => return self.fail(e),
         };
         let mut frames = frames.into_iter();
-        for i in pending {
+        // The calls still in flight, in order: a call's outcome is set only at its own turn.
+        for i in 0..self.calls.len() {
+            if self.outcomes[i].is_some() {
+                continue;
+            }
             let n = self.exchange(i).replies();
             let mut exchange = Exchange::at(&self.calls[i], RULES, self.attempts[i]);
             for frame in frames.by_ref().take(n) {
@@ -347,28 +350,40 @@ pub fn command_json(args: &[&[u8]]) -> String {
     out
 }
 
-/// Appends [`command_json`]'s array to `out`.
+/// Appends [`command_json`]'s array to `out`. Once per decision: an argument with nothing to
+/// escape (the command's name, the SHA1, the numbers, most keys) is copied whole, compiled for
+/// speed in the WebAssembly build (which is compiled for size: the escaper's byte-at-a-time loop
+/// was the largest piece of a REST decision's time in the module, a `--cpu-prof` of `check`).
+#[cfg_attr(target_arch = "wasm32", optimize(speed))]
 fn write_command(out: &mut String, args: &[&[u8]]) {
     out.push('[');
     for (i, a) in args.iter().enumerate() {
         if i > 0 {
             out.push(',');
         }
-        crate::json_text::write_string(out, &String::from_utf8_lossy(a));
+        match std::str::from_utf8(a) {
+            Ok(plain) if a.iter().all(|&b| b >= 0x20 && b != b'"' && b != b'\\') => {
+                out.push('"');
+                out.push_str(plain);
+                out.push('"');
+            }
+            _ => crate::json_text::write_string(out, &String::from_utf8_lossy(a)),
+        }
     }
     out.push(']');
 }
 
 /// The RESP frames of a reply to `wanted` commands (`pipeline`: sent to [`PATH_PIPELINE`]).
 fn frames(status: u16, body: &[u8], wanted: usize, pipeline: bool) -> Result<Vec<Vec<u8>>> {
-    let text = String::from_utf8_lossy(body);
+    // The body as text only for an error's words (not on a reply's way).
+    let text = || String::from_utf8_lossy(body);
     let json = Json::parse(body);
     let error_of =
         |j: &Option<Json>| j.as_ref().and_then(|j| j.get("error")).and_then(Json::as_str).map(str::to_string);
     match status {
         200 => {}
         401 | 403 => {
-            let why = error_of(&json).unwrap_or_else(|| excerpt(&text));
+            let why = error_of(&json).unwrap_or_else(|| excerpt(&text()));
             return Err(Error::store(format!("the REST server refused the token (HTTP {status}): {why}")));
         }
         // One command's error reply (`NOSCRIPT`, a script error): fed to the engine.
@@ -378,28 +393,31 @@ fn frames(status: u16, body: &[u8], wanted: usize, pipeline: bool) -> Result<Vec
                 resp::write_error(&mut frame, &e);
                 return Ok(vec![frame]);
             }
-            return Err(unreadable(status, &text));
+            return Err(unreadable(status, &text()));
         }
         _ => {
-            let why = error_of(&json).unwrap_or_else(|| excerpt(&text));
+            let why = error_of(&json).unwrap_or_else(|| excerpt(&text()));
             return Err(Error::store(format!("the REST server answered HTTP {status}: {why}")));
         }
     }
-    let Some(json) = json else { return Err(unreadable(status, &text)) };
-    let items: Vec<&Json> = match (&json, pipeline) {
-        (Json::Array(items), true) => items.iter().collect(),
-        (item, false) => vec![item],
-        _ => return Err(unreadable(status, &text)),
+    let Some(json) = json else { return Err(unreadable(status, &text())) };
+    let items: &[Json] = match (&json, pipeline) {
+        (Json::Array(items), true) => items,
+        (item, false) => std::slice::from_ref(item),
+        _ => return Err(unreadable(status, &text())),
     };
     if items.len() != wanted {
         return Err(Error::store(format!("the REST server answered {} replies to {wanted} commands", items.len())));
     }
-    items.into_iter().map(|item| item_frame(item).ok_or_else(|| unreadable(status, &text))).collect()
+    // Each frame sized for its reply at once (a RESP frame is about as long as its JSON).
+    let room = body.len() / wanted.max(1) + 16;
+    items.iter().map(|item| item_frame(item, room).ok_or_else(|| unreadable(status, &text()))).collect()
 }
 
-/// `{"result": R}` or `{"error": E}` as the RESP frame Redis would have sent.
-fn item_frame(item: &Json) -> Option<Vec<u8>> {
-    let mut out = Vec::new();
+/// `{"result": R}` or `{"error": E}` as the RESP frame Redis would have sent (`room`: the
+/// bytes to reserve for it).
+fn item_frame(item: &Json, room: usize) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(room);
     match (item.get("result"), item.get("error")) {
         (Some(r), None) => write_resp(&mut out, r)?,
         (None, Some(Json::String(e))) => resp::write_error(&mut out, e),
