@@ -79,7 +79,7 @@ static FLAGGED: LazyLock<Vec<LoadedScript>> = LazyLock::new(|| {
             let source = format!("{KEY_LOCKING_SHEBANG}{}", s.source);
             LoadedScript {
                 name: s.name,
-                sha: super::scripts::sha1_hex(&source),
+                sha: super::scripts::prefixed_sha(s.name, KEY_LOCKING_SHEBANG, &s.source),
                 function: s.function.clone(),
                 main_at: s.main_at + KEY_LOCKING_SHEBANG.len(),
                 source,
