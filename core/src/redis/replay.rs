@@ -33,7 +33,9 @@ const MAX_ATTEMPTS: usize = 8;
 /// Deadlines on the caller's clock, per key the store persisted.
 #[derive(Debug, Default)]
 pub struct Book {
-    deadlines: HashMap<String, i64>,
+    /// Hashed with foldhash's fixed-seed hasher (the memory store's): std's SipHash would be in
+    /// the WebAssembly module for this map alone.
+    deadlines: HashMap<String, i64, foldhash::fast::FixedState>,
 }
 
 impl Book {

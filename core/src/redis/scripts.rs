@@ -12,7 +12,6 @@
 //! header and that section only, so Redis does not re-create functions it would never call on
 //! every `EVALSHA` (see core/lua/lib.lua, "Standalone mains").
 
-use std::collections::HashSet;
 use std::sync::LazyLock;
 
 use super::lua_min::lua_source;
@@ -166,8 +165,7 @@ pub fn assemble(name: &str) -> String {
 /// [`assemble`] from the files `source` gives.
 pub(super) fn assemble_from<'a>(name: &str, source: Lookup<'a>) -> String {
     let mut out = String::new();
-    let mut seen = HashSet::new();
-    seen.insert(name.to_string());
+    let mut seen = vec![name.to_string()];
     let text = source(name);
     match text.lines().position(|l| l.trim_end() == STANDALONE) {
         // The header (the leading comment block up to the first include), then the standalone
@@ -193,12 +191,13 @@ fn main_at(source: &str) -> usize {
 
 /// Appends `text` to `out`, expanding includes; a fragment (`whole == false`) loses its leading
 /// comment header and its `-- #main` section.
-fn splice<'a>(text: &str, whole: bool, seen: &mut HashSet<String>, out: &mut String, source: Lookup<'a>) {
+fn splice<'a>(text: &str, whole: bool, seen: &mut Vec<String>, out: &mut String, source: Lookup<'a>) {
     let mut in_header = !whole;
     for line in text.lines() {
         if let Some(name) = line.strip_prefix(INCLUDE) {
             let name = name.trim();
-            if seen.insert(name.to_string()) {
+            if !seen.iter().any(|s| s == name) {
+                seen.push(name.to_string());
                 splice(source(name), false, seen, out, source);
             }
             in_header = false;
