@@ -63,7 +63,7 @@ pub(crate) struct MultiTier {
     /// One tier per dimension, in declaration order (its entries are locked in that order).
     dims: Vec<Tier>,
     max_keys: usize,
-    denials: parking_lot::Mutex<super::KeyMap<Denied>>,
+    denials: crate::lock::Lock<super::KeyMap<Denied>>,
     counters: Counters,
 }
 
@@ -102,7 +102,7 @@ impl MultiTier {
             rule,
             dims: strategies.iter().map(|s| Tier::new(mode, s)).collect(),
             max_keys: max_keys.max(1),
-            denials: parking_lot::Mutex::new(super::KeyMap::default()),
+            denials: crate::lock::Lock::new(super::KeyMap::default()),
             counters: Counters::default(),
         }
     }

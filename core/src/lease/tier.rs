@@ -94,9 +94,9 @@ pub(crate) struct Tier {
     mode: Mode,
     pub(super) lifetime_ms: i64,
     max_keys: usize,
-    pub(super) entries: parking_lot::Mutex<super::KeyMap<Entry>>,
+    pub(super) entries: crate::lock::Lock<super::KeyMap<Entry>>,
     /// Credits of evicted keys, given back at the next release (at most `max_keys`).
-    pending: parking_lot::Mutex<Vec<Held>>,
+    pending: crate::lock::Lock<Vec<Held>>,
     pub(super) counters: Counters,
 }
 
@@ -112,8 +112,8 @@ impl Tier {
             mode,
             lifetime_ms: grant::lifetime_ms(strategy, coupled),
             max_keys: max_keys.max(1),
-            entries: parking_lot::Mutex::new(super::KeyMap::default()),
-            pending: parking_lot::Mutex::new(Vec::new()),
+            entries: crate::lock::Lock::new(super::KeyMap::default()),
+            pending: crate::lock::Lock::new(Vec::new()),
             counters: Counters::default(),
         }
     }

@@ -75,6 +75,7 @@ impl LoadedScript {
 /// registered function runs the main alone, with the helpers as upvalues. Function names are
 /// global on a server, so they carry the library's version (a hash of every script): two
 /// throttlekit versions in one fleet each load their own library and never replace the other's.
+#[cfg(feature = "redis")]
 #[derive(Debug)]
 pub struct Library {
     /// `throttlekit_<version>`.
@@ -83,7 +84,8 @@ pub struct Library {
     pub source: String,
 }
 
-/// The library, generated on first use.
+/// The library, generated on first use (the RESP store's: see `engine::Invoke::Functions`).
+#[cfg(feature = "redis")]
 pub static LIBRARY: LazyLock<Library> = LazyLock::new(|| {
     let version = library_version(&SCRIPTS);
     let name = format!("throttlekit_{version}");

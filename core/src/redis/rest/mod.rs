@@ -157,10 +157,10 @@ struct Replaying {
 /// The deadlines of a store in deterministic-replay mode, on the caller's clock, shared by its
 /// calls (`Default`: an empty one, for a new store).
 #[derive(Clone, Debug, Default)]
-pub struct ReplayBook(Arc<parking_lot::Mutex<Book>>);
+pub struct ReplayBook(Arc<crate::lock::Lock<Book>>);
 
 impl ReplayBook {
-    fn lock(&self) -> parking_lot::MutexGuard<'_, Book> {
+    fn lock(&self) -> crate::lock::LockGuard<'_, Book> {
         self.0.lock()
     }
 
