@@ -2,10 +2,11 @@
 //! build embeds the stripped Lua (`lua_min`), and with these it carries no SHA1 code (4.7 KB of
 //! code). The native builds compute theirs from the text at start-up (`scripts::sha1_hex`).
 //!
-//! The test below assembles the stripped sources as that build does, hashes them and fails on
-//! any difference, printing the table to paste here: a change to `core/lua/` or to the
-//! assembly must come with this table. The REST tests (bindings-wasm/tests/rest.test.mjs) would
-//! catch a stale entry too (every call would fall back to `EVAL`).
+//! The test below assembles the stripped sources as that build does (the same `lua_min` walk
+//! and `scripts::assemble_from`), hashes them and fails on any difference, printing the table
+//! to paste here: a change to `core/lua/` or to the assembly must come with this table. (A stale
+//! entry would not fail a decision, only cost it: Redis answers `NOSCRIPT` and the store sends
+//! the source with `EVAL`, on every call.)
 // The native builds read the table only from the test below.
 #![cfg_attr(not(any(target_arch = "wasm32", test)), allow(dead_code))]
 
