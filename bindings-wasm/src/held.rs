@@ -15,6 +15,7 @@ use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use foldhash::fast::FixedState;
 use js_sys::{Reflect, Uint8Array};
 use throttlekit::store::held::{self, Op, Write};
 use wasm_bindgen::prelude::*;
@@ -466,7 +467,7 @@ pub fn no_sync() -> JsValue {
 
 thread_local! {
     /// The strategies the object was asked to decide with, by spec (a few per limiter).
-    static STRATEGIES: RefCell<HashMap<String, throttlekit::Strategy>> = RefCell::new(HashMap::new());
+    static STRATEGIES: RefCell<HashMap<String, throttlekit::Strategy, FixedState>> = RefCell::new(HashMap::default());
 }
 
 /// The most specs [`STRATEGIES`] keeps (emptied when full: a rebuild costs one parse).

@@ -12,6 +12,7 @@ use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use foldhash::fast::FixedState;
 use js_sys::Reflect;
 use wasm_bindgen::JsValue;
 
@@ -32,7 +33,7 @@ pub enum Item {
 
 thread_local! {
     static NEXT: Cell<u32> = const { Cell::new(1) };
-    static ITEMS: RefCell<HashMap<u32, Item>> = RefCell::new(HashMap::new());
+    static ITEMS: RefCell<HashMap<u32, Item, FixedState>> = RefCell::new(HashMap::default());
 }
 
 /// Registers `item`; the owner calls [`forget`] when it is dropped.

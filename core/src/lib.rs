@@ -39,6 +39,7 @@ mod json_text;
 pub mod key;
 pub mod lease;
 mod limiter;
+mod lock;
 pub mod metrics;
 pub mod multi;
 #[cfg(feature = "postgres")]

@@ -35,6 +35,14 @@ pub(crate) use tier::{Tier, check_async, check_sync, release, release_sync};
 use crate::error::{Error, Result};
 use crate::strategy::Strategy;
 
+/// A tier's map by key (its credits, its cached denials). The WebAssembly build hashes the keys
+/// with foldhash's fixed-seed hasher, as the memory store does, instead of std's SipHash, which
+/// these maps would bring into the module; the native builds keep std's hasher.
+#[cfg(not(target_arch = "wasm32"))]
+pub(crate) type KeyMap<V> = std::collections::HashMap<String, V>;
+#[cfg(target_arch = "wasm32")]
+pub(crate) type KeyMap<V> = std::collections::HashMap<String, V, foldhash::fast::FixedState>;
+
 /// How many keys a tier remembers by default (credits or a cached denial per key).
 pub const DEFAULT_MAX_KEYS: usize = 10_000;
 

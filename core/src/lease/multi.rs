@@ -19,7 +19,6 @@
 //! The functions here are the multi counterparts of the model's actions (`model.rs`):
 //! [`MultiTier::local`] is `Spend`/`CachedDeny`/`SendLease`, [`MultiTier::absorb`] is `Deliver`.
 
-use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 
 use crate::decision::Decision;
@@ -64,7 +63,7 @@ pub(crate) struct MultiTier {
     /// One tier per dimension, in declaration order (its entries are locked in that order).
     dims: Vec<Tier>,
     max_keys: usize,
-    denials: parking_lot::Mutex<HashMap<String, Denied>>,
+    denials: crate::lock::Lock<super::KeyMap<Denied>>,
     counters: Counters,
 }
 
@@ -103,7 +102,7 @@ impl MultiTier {
             rule,
             dims: strategies.iter().map(|s| Tier::new(mode, s)).collect(),
             max_keys: max_keys.max(1),
-            denials: parking_lot::Mutex::new(HashMap::new()),
+            denials: crate::lock::Lock::new(super::KeyMap::default()),
             counters: Counters::default(),
         }
     }

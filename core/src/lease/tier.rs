@@ -6,7 +6,6 @@
 //! back). One lease per key is in flight per node at a time; a request that finds one in
 //! flight takes the strict path, which never over-admits.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::decision::Decision;
@@ -95,9 +94,9 @@ pub(crate) struct Tier {
     mode: Mode,
     pub(super) lifetime_ms: i64,
     max_keys: usize,
-    pub(super) entries: parking_lot::Mutex<HashMap<String, Entry>>,
+    pub(super) entries: crate::lock::Lock<super::KeyMap<Entry>>,
     /// Credits of evicted keys, given back at the next release (at most `max_keys`).
-    pending: parking_lot::Mutex<Vec<Held>>,
+    pending: crate::lock::Lock<Vec<Held>>,
     pub(super) counters: Counters,
 }
 
@@ -113,8 +112,8 @@ impl Tier {
             mode,
             lifetime_ms: grant::lifetime_ms(strategy, coupled),
             max_keys: max_keys.max(1),
-            entries: parking_lot::Mutex::new(HashMap::new()),
-            pending: parking_lot::Mutex::new(Vec::new()),
+            entries: crate::lock::Lock::new(super::KeyMap::default()),
+            pending: crate::lock::Lock::new(Vec::new()),
             counters: Counters::default(),
         }
     }
@@ -290,7 +289,7 @@ impl Tier {
 
     /// Makes room for one key: drops up to a few spent entries, else one entry with credits
     /// (parked to be given back).
-    pub(super) fn evict_if_full(&self, map: &mut HashMap<String, Entry>, now: i64) {
+    pub(super) fn evict_if_full(&self, map: &mut super::KeyMap<Entry>, now: i64) {
         if map.len() < self.max_keys {
             return;
         }

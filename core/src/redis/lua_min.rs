@@ -99,6 +99,15 @@ macro_rules! lua_source {
 }
 pub(crate) use lua_source;
 
+/// [`strip`] at run time (its length is only known once computed): the WebAssembly build's text
+/// of `lua`, for the tests here and of its script SHA1s (`script_shas`).
+#[cfg(test)]
+pub fn stripped(lua: &str) -> String {
+    let mut out = vec![0; stripped_len(lua)];
+    assert_eq!(walk(lua.as_bytes(), &mut out, true), out.len());
+    String::from_utf8(out).expect("UTF-8")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -117,13 +126,6 @@ mod tests {
         include_str!("../../lua/multi.lua"),
         include_str!("../../lua/lease.lua"),
     ];
-
-    /// `strip` at run time (its length is only known once computed).
-    fn stripped(lua: &str) -> String {
-        let mut out = vec![0; stripped_len(lua)];
-        assert_eq!(walk(lua.as_bytes(), &mut out, true), out.len());
-        String::from_utf8(out).expect("UTF-8")
-    }
 
     #[test]
     fn keeps_code_and_directives_and_drops_comments_blanks_and_indentation() {

@@ -53,6 +53,7 @@ pub mod rest;
 pub mod routed;
 mod runtime;
 mod scoped;
+mod script_shas;
 pub mod scripts;
 mod sentinel;
 mod socket;

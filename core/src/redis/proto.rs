@@ -13,4 +13,5 @@ mod lua_min;
 pub mod prepared;
 mod replay;
 pub mod rest;
+mod script_shas;
 pub mod scripts;

@@ -33,7 +33,9 @@ const MAX_ATTEMPTS: usize = 8;
 /// Deadlines on the caller's clock, per key the store persisted.
 #[derive(Debug, Default)]
 pub struct Book {
-    deadlines: HashMap<String, i64>,
+    /// Hashed with foldhash's fixed-seed hasher (the memory store's): std's SipHash would be in
+    /// the WebAssembly module for this map alone.
+    deadlines: HashMap<String, i64, foldhash::fast::FixedState>,
 }
 
 impl Book {
@@ -159,7 +161,13 @@ impl Replay {
             book.forget(k);
         }
         let Some(Value::Array(exec)) = replies.last() else {
-            return Some(Err(Error::store(format!("replay: the transaction was aborted: {:?}", replies.last()))));
+            // `{:?}` of the `Option`, spelled out: its `Debug` would be in the WebAssembly module
+            // for this message alone.
+            let last = match replies.last() {
+                Some(v) => format!("Some({v:?})"),
+                None => "None".to_string(),
+            };
+            return Some(Err(Error::store(format!("replay: the transaction was aborted: {last}"))));
         };
         if let Some(Value::Error(e)) = exec.first() {
             return Some(Err(Error::store(format!("{} failed: {e:?}", self.call.script.name))));

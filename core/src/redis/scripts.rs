@@ -12,13 +12,12 @@
 //! header and that section only, so Redis does not re-create functions it would never call on
 //! every `EVALSHA` (see core/lua/lib.lua, "Standalone mains").
 
-use std::collections::HashSet;
 use std::sync::LazyLock;
 
 use super::lua_min::lua_source;
 
 /// Every file in `core/lua/`, by name (without comments in the WebAssembly build: `lua_min`).
-const SOURCES: &[(&str, &str)] = &[
+pub(super) const SOURCES: &[(&str, &str)] = &[
     ("lib.lua", lua_source!("../../lua/lib.lua")),
     ("gcra.lua", lua_source!("../../lua/gcra.lua")),
     ("token_bucket.lua", lua_source!("../../lua/token_bucket.lua")),
@@ -57,7 +56,7 @@ pub struct LoadedScript {
 impl LoadedScript {
     fn new(name: &'static str) -> LoadedScript {
         let source = assemble(name);
-        let sha = sha1_hex(&source);
+        let sha = script_sha(name, &source);
         let main_at = main_at(&source);
         LoadedScript { name, source, sha, function: String::new(), main_at }
     }
@@ -76,6 +75,7 @@ impl LoadedScript {
 /// registered function runs the main alone, with the helpers as upvalues. Function names are
 /// global on a server, so they carry the library's version (a hash of every script): two
 /// throttlekit versions in one fleet each load their own library and never replace the other's.
+#[cfg(feature = "redis")]
 #[derive(Debug)]
 pub struct Library {
     /// `throttlekit_<version>`.
@@ -84,7 +84,8 @@ pub struct Library {
     pub source: String,
 }
 
-/// The library, generated on first use.
+/// The library, generated on first use (the RESP store's: see `engine::Invoke::Functions`).
+#[cfg(feature = "redis")]
 pub static LIBRARY: LazyLock<Library> = LazyLock::new(|| {
     let version = library_version(&SCRIPTS);
     let name = format!("throttlekit_{version}");
@@ -101,12 +102,48 @@ pub static LIBRARY: LazyLock<Library> = LazyLock::new(|| {
 });
 
 /// 12 hex digits of the SHA1 over every script's SHA1, in order.
+#[cfg(not(target_arch = "wasm32"))]
 fn library_version(scripts: &Scripts) -> String {
     let all: String = scripts.all().iter().map(|s| s.sha.as_str()).collect();
     sha1_hex(&all)[..12].to_string()
 }
 
+/// The WebAssembly build's library version: [`super::script_shas::LIBRARY_VERSION`].
+#[cfg(target_arch = "wasm32")]
+fn library_version(_scripts: &Scripts) -> String {
+    super::script_shas::LIBRARY_VERSION.to_string()
+}
+
+/// The SHA1 of the script `name`, whose assembled text is `source`.
+#[cfg(not(target_arch = "wasm32"))]
+fn script_sha(_name: &str, source: &str) -> String {
+    sha1_hex(source)
+}
+
+/// The WebAssembly build's SHA1 of the script `name`: its entry in [`super::script_shas::SHAS`]
+/// (the module carries no SHA1 code).
+#[cfg(target_arch = "wasm32")]
+fn script_sha(name: &str, _source: &str) -> String {
+    super::script_shas::of(name).0.to_string()
+}
+
+/// The SHA1 of the script `name` with `prefix` (the REST store's key-locking shebang) before its
+/// text `source`: [`sha1_hex`] of both, or the WebAssembly build's table entry.
+pub fn prefixed_sha(name: &str, prefix: &str, source: &str) -> String {
+    #[cfg(target_arch = "wasm32")]
+    {
+        let _ = (prefix, source);
+        super::script_shas::of(name).1.to_string()
+    }
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        let _ = name;
+        sha1_hex(&format!("{prefix}{source}"))
+    }
+}
+
 /// The hex SHA1 of `source`: the name `EVALSHA` and `SCRIPT LOAD` know a script by.
+#[cfg(not(target_arch = "wasm32"))]
 pub fn sha1_hex(source: &str) -> String {
     sha1_smol::Sha1::from(source).digest().to_string()
 }
@@ -119,11 +156,18 @@ fn source(name: &str) -> &'static str {
         .unwrap_or_else(|| panic!("core/lua/{name} is not embedded (scripts.rs SOURCES)"))
 }
 
+/// A file of `core/lua/` by name, from [`SOURCES`] or (the SHA table's test) another set.
+pub(super) type Lookup<'a> = &'a dyn Fn(&str) -> &'a str;
+
 /// `name` with its includes spliced in (each fragment once).
 pub fn assemble(name: &str) -> String {
+    assemble_from(name, &source)
+}
+
+/// [`assemble`] from the files `source` gives.
+pub(super) fn assemble_from<'a>(name: &str, source: Lookup<'a>) -> String {
     let mut out = String::new();
-    let mut seen = HashSet::new();
-    seen.insert(name.to_string());
+    let mut seen = vec![name.to_string()];
     let text = source(name);
     match text.lines().position(|l| l.trim_end() == STANDALONE) {
         // The header (the leading comment block up to the first include), then the standalone
@@ -131,9 +175,9 @@ pub fn assemble(name: &str) -> String {
         Some(at) => {
             let header = text.lines().take_while(|l| l.starts_with("--") && !l.starts_with(INCLUDE));
             let kept: Vec<&str> = header.chain(text.lines().skip(at)).collect();
-            splice(&(kept.join("\n") + "\n"), true, &mut seen, &mut out);
+            splice(&(kept.join("\n") + "\n"), true, &mut seen, &mut out, source);
         }
-        None => splice(text, true, &mut seen, &mut out),
+        None => splice(text, true, &mut seen, &mut out, source),
     }
     out
 }
@@ -149,13 +193,14 @@ fn main_at(source: &str) -> usize {
 
 /// Appends `text` to `out`, expanding includes; a fragment (`whole == false`) loses its leading
 /// comment header and its `-- #main` section.
-fn splice(text: &str, whole: bool, seen: &mut HashSet<String>, out: &mut String) {
+fn splice<'a>(text: &str, whole: bool, seen: &mut Vec<String>, out: &mut String, source: Lookup<'a>) {
     let mut in_header = !whole;
     for line in text.lines() {
         if let Some(name) = line.strip_prefix(INCLUDE) {
             let name = name.trim();
-            if seen.insert(name.to_string()) {
-                splice(source(name), false, seen, out);
+            if !seen.iter().any(|s| s == name) {
+                seen.push(name.to_string());
+                splice(source(name), false, seen, out, source);
             }
             in_header = false;
             continue;

@@ -51,11 +51,21 @@ fn invalid_length(n: usize, expected: &str) -> String {
 
 /// serde's `OneOf`: `` `a` ``, `` `a` or `b` ``, `` one of `a`, `b`, `c` ``.
 pub(crate) fn one_of(names: &[&str]) -> String {
-    let quoted: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
-    match quoted.len() {
-        1 | 2 => quoted.join(" or "),
-        _ => format!("one of {}", quoted.join(", ")),
+    // Written out rather than joined: `[String]::join` would be the WebAssembly module's only
+    // instance of it.
+    let (mut out, separator) = match names.len() {
+        1 | 2 => (String::new(), " or "),
+        _ => (String::from("one of "), ", "),
+    };
+    for (i, n) in names.iter().enumerate() {
+        if i > 0 {
+            out.push_str(separator);
+        }
+        out.push('`');
+        out.push_str(n);
+        out.push('`');
     }
+    out
 }
 
 /// A value array or object must be read whole: serde_json rejects what a visitor left over.

@@ -51,6 +51,7 @@ pub mod value;
 use std::time::Duration;
 
 use super::call::{self, Outcome, ScriptCall};
+#[cfg(feature = "redis")]
 use super::scripts::LIBRARY;
 use crate::error::{Error, Result};
 
@@ -63,7 +64,9 @@ pub const TRYAGAIN_PAUSE: Duration = Duration::from_millis(10);
 /// How the store runs its scripts, chosen once at connect.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Invoke {
-    /// `FCALL` on the loaded library.
+    /// `FCALL` on the loaded library. Only the RESP store's (the `redis` feature): the REST
+    /// protocol has no `FUNCTION`, so the WebAssembly build carries no library to load.
+    #[cfg(feature = "redis")]
     Functions,
     /// `EVALSHA` / `EVAL`.
     Scripts,
@@ -272,8 +275,10 @@ impl<'c> Exchange<'c> {
         }
         let call = self.call;
         match (self.attempt.fallback, self.rules.invoke) {
+            #[cfg(feature = "redis")]
             (false, Invoke::Functions) => script(call, b"FCALL", call.script.function.as_bytes(), &mut f),
             (false, Invoke::Scripts) => script(call, b"EVALSHA", call.script.sha.as_bytes(), &mut f),
+            #[cfg(feature = "redis")]
             (true, Invoke::Functions) => {
                 f(&[b"FUNCTION", b"LOAD", b"REPLACE", LIBRARY.source.as_bytes()]);
                 script(call, b"FCALL", call.script.function.as_bytes(), &mut f);
@@ -365,6 +370,7 @@ impl<'c> Exchange<'c> {
 /// fallback), the call's, `WAIT`'s.
 pub fn replies(rules: Rules, attempt: Attempt) -> usize {
     let call = match (attempt.fallback, rules.invoke) {
+        #[cfg(feature = "redis")]
         (true, Invoke::Functions) => 2,
         _ => 1,
     };

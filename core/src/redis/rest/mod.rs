@@ -79,7 +79,7 @@ static FLAGGED: LazyLock<Vec<LoadedScript>> = LazyLock::new(|| {
             let source = format!("{KEY_LOCKING_SHEBANG}{}", s.source);
             LoadedScript {
                 name: s.name,
-                sha: super::scripts::sha1_hex(&source),
+                sha: super::scripts::prefixed_sha(s.name, KEY_LOCKING_SHEBANG, &s.source),
                 function: s.function.clone(),
                 main_at: s.main_at + KEY_LOCKING_SHEBANG.len(),
                 source,
@@ -157,10 +157,10 @@ struct Replaying {
 /// The deadlines of a store in deterministic-replay mode, on the caller's clock, shared by its
 /// calls (`Default`: an empty one, for a new store).
 #[derive(Clone, Debug, Default)]
-pub struct ReplayBook(Arc<parking_lot::Mutex<Book>>);
+pub struct ReplayBook(Arc<crate::lock::Lock<Book>>);
 
 impl ReplayBook {
-    fn lock(&self) -> parking_lot::MutexGuard<'_, Book> {
+    fn lock(&self) -> crate::lock::LockGuard<'_, Book> {
         self.0.lock()
     }
 
