@@ -192,8 +192,9 @@ fn pushes_are_dropped_wherever_they_lie() {
     assert_eq!(rt.block_on(three).unwrap(), b":4\r\n", "the connection is still in step");
 }
 
-/// What the server side reads within a few seconds, until it has `want` bytes.
-fn read_until(server: &mut std::net::TcpStream, want: usize) -> Vec<u8> {
+/// What the server side reads within a few seconds, until it has `want` bytes (`batch.rs`'s tests
+/// have the same as `read_len`).
+pub(crate) fn read_until(server: &mut std::net::TcpStream, want: usize) -> Vec<u8> {
     let mut got = readable_now(server);
     let deadline = std::time::Instant::now() + Duration::from_secs(5);
     while got.len() < want && std::time::Instant::now() < deadline {
