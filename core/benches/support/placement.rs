@@ -214,7 +214,7 @@ pub struct Duel {
 
 impl Duel {
     pub fn round(&mut self, round: usize, ours: impl FnOnce() -> Sample, peer: impl FnOnce() -> Sample) {
-        let (o, p) = if round % 2 == 0 {
+        let (o, p) = if round.is_multiple_of(2) {
             let o = ours();
             (o, peer())
         } else {
@@ -260,7 +260,7 @@ pub fn median(mut v: Vec<f64>) -> f64 {
     if n == 0 {
         return f64::NAN;
     }
-    if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 }
+    if !n.is_multiple_of(2) { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 }
 }
 
 /// (max - min) / median.
