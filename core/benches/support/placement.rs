@@ -8,8 +8,8 @@
 //! on one vCPU, 3.3k across two, `redis-benchmark` and ours alike, each process then charged
 //! 40-50 us of CPU a call). Left to the scheduler, which of the two a run gets is chosen anew for
 //! every process started (each `redis-benchmark` run) and whenever it rebalances: the rounds of
-//! one quiet run of the sequential async row read 0.80-1.37x of `redis-benchmark`, and here
-//! 0.89-2.95x. So by default the servers and every client (ours with all its threads,
+//! one quiet run of the sequential async row read 0.80-1.37x of `redis-benchmark` (AMD), and
+//! 0.89-2.95x on the loaded Intel guest. So by default the servers and every client (ours with all its threads,
 //! `redis-benchmark`, the raw redis-rs reference) share one vCPU, the same for both sides of
 //! every ratio: a call costs the client's work, the server's and two context switches, and the
 //! host is out of the loop. `TK_BENCH_PIN=S,C` puts the servers on CPU S and the clients on CPU C
