@@ -11,10 +11,10 @@
 //! one quiet run of the sequential async row read 0.80-1.37x of `redis-benchmark` (AMD), and
 //! 0.89-2.95x on the loaded Intel guest. So by default the servers and every client (ours with
 //! all its threads, `redis-benchmark`, the raw redis-rs reference) share one vCPU, the same for
-//! both sides of every ratio: a call costs the client's work, the server's and two context switches, and the
-//! host is out of the loop. `TK_BENCH_PIN=S,C` puts the servers on CPU S and the clients on CPU C
-//! (`S,S`, the default's form, uses the last CPU this process may use); `TK_BENCH_PIN=off` leaves
-//! placement to the scheduler, as the rows were measured before.
+//! both sides of every ratio: a call costs the client's work, the server's and two context
+//! switches, and the host is out of the loop. `TK_BENCH_PIN=S,C` puts the servers on CPU S and
+//! the clients on CPU C (the default is `L,L`, L the last CPU this process may use);
+//! `TK_BENCH_PIN=off` leaves placement to the scheduler, as the rows were measured before.
 //!
 //! Why CPU per call beside the rates: on a machine shared with other work the rates move with
 //! the neighbours, while the CPU a call costs each process moves much less. Ours is this
