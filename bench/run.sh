@@ -19,7 +19,9 @@
 #               check_many of 16 vs redis-benchmark -P 16
 #   redis-instructions  bench/redis_instructions.py: the same scripts' instructions per call
 #               inside the server (valgrind callgrind), the row a loaded machine cannot blur
-#   redis-core  core/benches/redis.rs (the Redis store's own bench vs redis-benchmark)
+#   redis-core  core/benches/redis.rs (the Redis store's own bench vs redis-benchmark: paired
+#               rounds, servers and clients pinned to one CPU, CPU per call of each side;
+#               TK_BENCH_PIN=off leaves placement to the scheduler)
 #   redis-topology  core/benches/redis_topology.rs: FCALL vs EVALSHA server time per call, and
 #               cluster (3 masters) throughput next to one standalone server
 #   adaptive    core/benches/adaptive.rs: the adaptive limiter's acquire + release, 1 thread and
@@ -141,7 +143,7 @@ if part redis-core; then
     section "redis-core: core/benches/redis.rs"
     if [ -f "$ROOT/core/benches/redis.rs" ] && command -v redis-server >/dev/null; then
         (cd "$ROOT" && TK_BENCH_ROUNDS=${TK_BENCH_ROUNDS:-$([ -n "$QUICK" ] && echo 3 || echo 5)} \
-            cargo bench -q -p throttlekit --bench redis 2>&1) | tee "$OUT/redis-core.log" | tail -8
+            cargo bench -q -p throttlekit --bench redis 2>&1) | tee "$OUT/redis-core.log" | grep -v '^ROW' | tail -14
     else
         not_measured redis-core "core/benches/redis.rs is missing (or redis-server is)"
     fi

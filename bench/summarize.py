@@ -60,7 +60,7 @@ EXPECTED = [
     ("Node check over Postgres, 64 in flight, vs the bare upsert", r"postgres.*ceiling", "pgbench one-row upsert", ">= 0.8x"),
     ("Rust 1 key", r"rust directlimiter.*1 limit", "governor direct", ">= 0.8x"),
     ("Rust 100k keys (minimum of 5 runs)", r"rust check_sync.*100k.*1 thread", "governor keyed", ">= 3x"),
-    ("Rust async sequential over Redis", r"redis-core", "redis-benchmark, same EVALSHA", ">= 0.9x"),
+    ("Rust async sequential over Redis", r"redis-core: sequential async check", "redis-benchmark, same EVALSHA", ">= 0.9x"),
     ("Redis server time per call, every script", r"server time per call.*check script", "the original's scripts", "<= 1.0x"),
     ("Python HTTP middleware rows", r"python-http", "slowapi", "measured"),
     ("Node checkSync on a RedisStore", r"checksync.*redis|redis.*checksync", "Node check on the same store", "<= 1.2x time"),

@@ -6,15 +6,20 @@
 //! sequentially over one connection (sync `check_sync`, and async `check().await` from a
 //! current-thread tokio runtime), and with 50 checks in flight on one multiplexed connection.
 //! `redis-benchmark` running the identical `EVALSHA` (same script, key and arguments) with 1 and
-//! 50 clients gives the ceiling; the ratios are what this bench is for. The measurements run in
-//! interleaved rounds, each next to its ceiling, so a noisy neighbour skews a round's rate and its
-//! ceiling alike; the report is the median over rounds. `TK_BENCH_N` sets the checks per
-//! measurement (default 50000), `TK_BENCH_ROUNDS` the rounds (default 5). The async rows run
+//! 50 clients gives the ceiling; the ratios are what this bench is for. Each row is measured in
+//! paired rounds: its own `redis-benchmark` run right before or after it (who goes first
+//! alternates), after one warm-up round that is not counted; the row's ratio is the median of
+//! the rounds' ratios. The servers run on one CPU and every client, ours and `redis-benchmark`,
+//! on another, and each row prints the CPU per call of both clients and of the server
+//! (`support/placement.rs` says why). `TK_BENCH_N` sets the calls per side per round (default
+//! 20000), `TK_BENCH_ROUNDS` the rounds (default 5), `TK_BENCH_PIN` the CPUs. The async rows run
 //! twice: as a program gets them (the runtime binds itself to the store on its first call, so
 //! its calls never cross to the store's thread), and with that binding turned off
 //! (`RedisStore::bind_runtimes(false)`: every call hands its request to the store's thread and
 //! its reply back, the path of any executor that is not tokio).
 
+#[path = "support/placement.rs"]
+mod placement;
 #[path = "../tests/support/redis_server.rs"]
 mod redis_server;
 
@@ -30,24 +35,15 @@ use throttlekit::{Limiter, Strategy};
 const NOW: i64 = 1_800_000_000_000;
 const IN_FLIGHT: usize = 50;
 
-fn redis_benchmark(port: u16, clients: usize, n: usize) -> f64 {
-    let sha = &SCRIPTS.gcra.sha;
-    let out = Command::new("redis-benchmark")
-        .args(["-h", "127.0.0.1", "-p", &port.to_string(), "-n", &n.to_string(), "-c", &clients.to_string(), "--csv"])
-        .args(["EVALSHA", sha, "1", "bench:k", &NOW.to_string(), "check", "1", "1000000000", "1000", "1000000000"])
-        .output()
-        .expect("redis-benchmark (apt-get install redis-tools)");
-    let text = String::from_utf8_lossy(&out.stdout);
-    let line = text.lines().find(|l| l.contains("EVALSHA")).unwrap_or_else(|| panic!("no result in {text}"));
-    line.split(',')
-        .nth(1)
-        .and_then(|f| f.trim_matches('"').parse().ok())
-        .unwrap_or_else(|| panic!("cannot parse {line}"))
-}
-
 fn main() {
-    let n: usize = std::env::var("TK_BENCH_N").ok().and_then(|v| v.parse().ok()).unwrap_or(50_000);
+    let n: usize = std::env::var("TK_BENCH_N").ok().and_then(|v| v.parse().ok()).unwrap_or(20_000);
     let server = redis_server::RedisServer::start();
+    // Every server on one CPU, every client on the other, before the store starts its threads
+    // (they inherit the mask, as redis-benchmark does): `support/placement.rs`.
+    let place = placement::Placement::from_env();
+    place.pin_server(server.pid());
+    place.pin_clients();
+    let servers = vec![server.pid()];
     let store = Arc::new(
         // EVALSHA, like the redis-benchmark ceiling it is compared with (FCALL has its own
         // rows in benches/redis_topology.rs).
@@ -70,7 +66,7 @@ fn main() {
     }
 
     let rounds: usize = std::env::var("TK_BENCH_ROUNDS").ok().and_then(|v| v.parse().ok()).unwrap_or(5);
-    let per = (n / rounds).max(IN_FLIGHT);
+    let per = n.max(IN_FLIGHT);
     // The runtime a program awaits on: its first call binds it to the store (its own connection,
     // made in the background; the warm-up waits until it is up).
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
@@ -83,13 +79,12 @@ fn main() {
     // A runtime left unbound (`bind_runtimes(false)` while it runs): every call crosses to the
     // store's thread and back.
     let hop = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    let on_hop = |f: &dyn Fn() -> f64| {
+    let on_hop = |f: &dyn Fn() -> placement::Sample| {
         store.bind_runtimes(false);
         let r = f();
         store.bind_runtimes(true);
         r
     };
-    let mut rows: [Vec<(f64, f64)>; 6] = Default::default();
     // `TK_BENCH_ONLY=inflight`: `n` checks with 50 in flight on the bound current-thread runtime
     // alone, printing where the time goes (CPU per call of this process and of redis-server, and
     // calls per server read: the batches the server sees), numbers a busy machine blurs less
@@ -156,92 +151,144 @@ fn main() {
             }
             n as f64 / start.elapsed().as_secs_f64()
         };
-        let rate = if only == "hop" { on_hop(&run) } else { run() };
+        let rate = if only == "hop" {
+            on_hop(&|| placement::Sample { rate: run(), ..Default::default() }).rate
+        } else {
+            run()
+        };
         println!("{only} sequential: {rate:.0} checks/s");
         return;
     }
-    for _ in 0..rounds {
-        let start = Instant::now();
-        for _ in 0..per {
-            limiter.check_sync_at("k", 1, NOW).unwrap();
-        }
-        let sync_seq = per as f64 / start.elapsed().as_secs_f64();
-        let ceiling_seq = redis_benchmark(server.port, 1, per);
-
-        let async_seq = rt.block_on(async {
-            let start = Instant::now();
-            for _ in 0..per {
-                limiter.check_at("k", 1, Now::At(NOW)).await.unwrap();
+    // Every row: ours and redis-benchmark back to back in each round, who goes first
+    // alternating; round 0 is a warm-up, not counted (it fills the caches, faults the server's
+    // pages in, and wakes a CPU that idled while the store connected).
+    let peer = placement::RedisBenchmark {
+        port: server.port,
+        server_pids: servers.clone(),
+        command: [
+            "EVALSHA",
+            &SCRIPTS.gcra.sha,
+            "1",
+            "bench:k",
+            &NOW.to_string(),
+            "check",
+            "1",
+            "1000000000",
+            "1000",
+            "1000000000",
+        ]
+        .map(String::from)
+        .to_vec(),
+    };
+    let (fixed_1, fixed_50) = (peer.fixed(1), peer.fixed(IN_FLIGHT));
+    let raw_conn = rt.block_on(async {
+        redis::Client::open(server.url()).unwrap().get_multiplexed_async_connection().await.unwrap()
+    });
+    let mut raw_cmd = redis::cmd("EVALSHA");
+    raw_cmd
+        .arg(&SCRIPTS.gcra.sha)
+        .arg(1)
+        .arg("bench:k")
+        .arg(NOW)
+        .arg("check")
+        .arg(1)
+        .arg(1_000_000_000)
+        .arg(1000)
+        .arg(1_000_000_000);
+    let in_flight_on = |rt: &tokio::runtime::Runtime| {
+        rt.block_on(async {
+            let tasks: Vec<_> = (0..IN_FLIGHT)
+                .map(|_| {
+                    let l = limiter.clone();
+                    tokio::spawn(async move {
+                        for _ in 0..per / IN_FLIGHT {
+                            l.check_at("k", 1, Now::At(NOW)).await.unwrap();
+                        }
+                    })
+                })
+                .collect();
+            for t in tasks {
+                t.await.unwrap();
             }
-            per as f64 / start.elapsed().as_secs_f64()
-        });
-
-        let hop_seq = on_hop(&|| {
-            hop.block_on(async {
-                let start = Instant::now();
-                for _ in 0..per {
-                    limiter.check_at("k", 1, Now::At(NOW)).await.unwrap();
-                }
-                per as f64 / start.elapsed().as_secs_f64()
-            })
-        });
-        let in_flight_on = |rt: &tokio::runtime::Runtime| {
-            rt.block_on(async {
-                let start = Instant::now();
-                let tasks: Vec<_> = (0..IN_FLIGHT)
-                    .map(|_| {
-                        let l = limiter.clone();
-                        tokio::spawn(async move {
-                            for _ in 0..per / IN_FLIGHT {
-                                l.check_at("k", 1, Now::At(NOW)).await.unwrap();
+        })
+    };
+    let flight = per / IN_FLIGHT * IN_FLIGHT;
+    let mut duels: [placement::Duel; 6] = Default::default();
+    for round in 0..=rounds {
+        let sequential = || peer.measure(1, per, fixed_1);
+        let parallel = || peer.measure(IN_FLIGHT, flight, fixed_50);
+        let mut rows: [placement::Duel; 6] = Default::default();
+        rows[0].round(
+            round,
+            || {
+                placement::ours(per, &servers, || {
+                    for _ in 0..per {
+                        limiter.check_sync_at("k", 1, NOW).unwrap();
+                    }
+                })
+            },
+            sequential,
+        );
+        rows[1].round(
+            round,
+            || {
+                placement::ours(per, &servers, || {
+                    rt.block_on(async {
+                        for _ in 0..per {
+                            limiter.check_at("k", 1, Now::At(NOW)).await.unwrap();
+                        }
+                    })
+                })
+            },
+            sequential,
+        );
+        rows[2].round(round, || placement::ours(flight, &servers, || in_flight_on(&rt)), parallel);
+        rows[3].round(
+            round,
+            || {
+                placement::ours(per, &servers, || {
+                    rt.block_on(async {
+                        let mut c = raw_conn.clone();
+                        for _ in 0..per {
+                            let _: redis::Value = c.send_packed_command(&raw_cmd).await.unwrap();
+                        }
+                    })
+                })
+            },
+            sequential,
+        );
+        rows[4].round(
+            round,
+            || {
+                on_hop(&|| {
+                    placement::ours(per, &servers, || {
+                        hop.block_on(async {
+                            for _ in 0..per {
+                                limiter.check_at("k", 1, Now::At(NOW)).await.unwrap();
                             }
                         })
                     })
-                    .collect();
-                for t in tasks {
-                    t.await.unwrap();
-                }
-                (per / IN_FLIGHT * IN_FLIGHT) as f64 / start.elapsed().as_secs_f64()
-            })
-        };
-        let in_flight = in_flight_on(&rt);
-        let hop_in_flight = on_hop(&|| in_flight_on(&hop));
-        let raw = rt.block_on(async {
-            let client = redis::Client::open(server.url()).unwrap();
-            let mut c = client.get_multiplexed_async_connection().await.unwrap();
-            let mut cmd = redis::cmd("EVALSHA");
-            cmd.arg(&SCRIPTS.gcra.sha)
-                .arg(1)
-                .arg("bench:k")
-                .arg(NOW)
-                .arg("check")
-                .arg(1)
-                .arg(1_000_000_000)
-                .arg(1000)
-                .arg(1_000_000_000);
-            let start = Instant::now();
-            for _ in 0..per {
-                let _: redis::Value = c.send_packed_command(&cmd).await.unwrap();
+                })
+            },
+            sequential,
+        );
+        rows[5].round(round, || on_hop(&|| placement::ours(flight, &servers, || in_flight_on(&hop))), parallel);
+        if round > 0 {
+            for (all, this) in duels.iter_mut().zip(rows) {
+                all.ours.extend(this.ours);
+                all.peer.extend(this.peer);
             }
-            per as f64 / start.elapsed().as_secs_f64()
-        });
-        rows[3].push((raw, ceiling_seq));
-        let ceiling_50 = redis_benchmark(server.port, IN_FLIGHT, per * 2);
-        rows[0].push((sync_seq, ceiling_seq));
-        rows[1].push((async_seq, ceiling_seq));
-        rows[2].push((in_flight, ceiling_50));
-        rows[4].push((hop_seq, ceiling_seq));
-        rows[5].push((hop_in_flight, ceiling_50));
+        }
     }
     println!(
-        "redis-server {}",
-        String::from_utf8_lossy(&Command::new("redis-server").arg("--version").output().unwrap().stdout).trim()
+        "redis-server {}; {}",
+        String::from_utf8_lossy(&Command::new("redis-server").arg("--version").output().unwrap().stdout).trim(),
+        place.describe()
     );
     println!(
-        "{:<44} {:>12} {:>12} {:>7}   ({rounds} rounds of {per}; medians; ratio per round)",
-        "", "checks/s", "ceiling", "ratio"
+        "{rounds} paired rounds of {per} calls a side (after one warm-up round); ratio: ours / redis-benchmark's calls/s"
     );
-    for ((name, target), row) in [
+    for ((name, target), duel) in [
         ("sequential, one connection (check_sync)", 0.9),
         ("sequential async check (the default)", 0.9),
         ("50 in flight, one multiplexed connection", 0.7),
@@ -250,20 +297,15 @@ fn main() {
         ("50 in flight, runtime not bound (hop)", 0.7),
     ]
     .into_iter()
-    .zip(rows)
+    .zip(&duels)
     {
-        let rate = median(row.iter().map(|r| r.0).collect());
-        let ceiling = median(row.iter().map(|r| r.1).collect());
-        let ratios: Vec<f64> = row.iter().map(|r| r.0 / r.1).collect();
-        let list = ratios.iter().map(|r| format!("{r:.2}")).collect::<Vec<_>>().join(" ");
+        let peer = if name.starts_with("50") { "redis-benchmark -c 50" } else { "redis-benchmark -c 1" };
+        println!("{name:<44} {:>6.2}x  (target >= {target}x)", duel.ratio());
+        println!("    {}", duel.detail(peer));
         println!(
-            "{name:<44} {rate:>12.0} {ceiling:>12.0} {:>6.2}x  (target >= {target}x)  [{list}]",
-            median(ratios.clone())
+            "ROW\tredis-core: {name}\tredis-benchmark, same EVALSHA\t{:.2}\t>={target}\t{}",
+            duel.ratio(),
+            duel.detail(peer)
         );
     }
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
 }

@@ -19,6 +19,8 @@
 //! Prints `ROW` lines for `bench/summarize.py`. `TK_BENCH_N` sets the calls per measurement
 //! (default 20000).
 
+#[path = "support/placement.rs"]
+mod placement;
 #[path = "../tests/support/redis_cluster.rs"]
 mod redis_cluster;
 #[path = "../tests/support/redis_server.rs"]
@@ -88,18 +90,12 @@ fn functions_vs_scripts(n: usize) {
     }
 }
 
-/// (sequential check_sync/s, 50-in-flight async checks/s) on `store`.
-fn throughput(store: Arc<RedisStore>, n: usize) -> (f64, f64) {
-    let l = gcra(store);
-    for i in 0..IN_FLIGHT {
-        l.check_sync_at(&format!("k{i}"), 1, NOW).unwrap(); // warm up every node
-    }
-    let start = Instant::now();
+/// Sequential `check_sync` on `l` over [`IN_FLIGHT`] keys (so a cluster's calls visit every
+/// master): `n` calls.
+fn sequential_calls(l: &Limiter, n: usize) {
     for i in 0..n {
         l.check_sync_at(&format!("k{}", i % IN_FLIGHT), 1, NOW).unwrap();
     }
-    let seq = n as f64 / start.elapsed().as_secs_f64();
-    (seq, in_flight(&l, n, &runtime()))
 }
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -145,8 +141,8 @@ fn gcra_evalsha(key: &str) -> redis::Cmd {
 
 /// The machine's floor for a sequential client: raw redis-rs blocking connections, one per
 /// node in `ports`, each key's `EVALSHA` sent to the node that owns it (found by asking), with
-/// no routing logic at all. Checks/s.
-fn raw_sequential(ports: &[u16], n: usize) -> f64 {
+/// no routing logic at all: the loop's rate and CPU per call (`servers`' too).
+fn raw_sequential(ports: &[u16], n: usize, servers: &[u32]) -> placement::Sample {
     let mut conns: Vec<redis::Connection> = ports
         .iter()
         .map(|p| {
@@ -161,66 +157,108 @@ fn raw_sequential(ports: &[u16], n: usize) -> f64 {
         .map(|k| conns.iter_mut().position(|c| redis::cmd("EXISTS").arg(k).query::<i64>(c).is_ok()).expect("an owner"))
         .collect();
     let cmds: Vec<redis::Cmd> = keys.iter().map(|k| gcra_evalsha(k)).collect();
-    let start = Instant::now();
-    for i in 0..n {
-        let k = i % IN_FLIGHT;
-        let _: redis::Value = cmds[k].query(&mut conns[owner[k]]).unwrap();
-    }
-    n as f64 / start.elapsed().as_secs_f64()
+    placement::ours(n, servers, || {
+        for i in 0..n {
+            let k = i % IN_FLIGHT;
+            let _: redis::Value = cmds[k].query(&mut conns[owner[k]]).unwrap();
+        }
+    })
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
-}
-
-/// Cluster against one standalone server, in interleaved rounds (a noisy neighbour skews both
-/// sides of a round alike); medians of the per-round ratios. Also the floor: the same ratio for
-/// raw redis-rs connections with no routing at all (on a 2-core machine, three server processes
-/// woken in turn cost more than one kept busy; that is the machine, not the client).
+/// Cluster against one standalone server, in paired rounds (`support/placement.rs`: each
+/// round measures both back to back, who goes first alternating, after a warm-up round not
+/// counted; every server and this process pinned to one CPU; the CPU per call of the client and
+/// of the servers printed beside the rates); medians of the per-round ratios. Each store's
+/// async calls run on one runtime kept for the whole run, bound to both stores and with its own
+/// connections to every node up before the first round, so no round measures a runtime binding
+/// itself. Also the floor: the same ratio for raw redis-rs connections with no routing at all
+/// (three server processes woken in turn cost more than one kept busy; that is the machine, not
+/// the client).
 fn cluster_throughput(n: usize) {
-    let rounds: usize = std::env::var("TK_BENCH_ROUNDS").ok().and_then(|v| v.parse().ok()).unwrap_or(3);
+    let rounds: usize = std::env::var("TK_BENCH_ROUNDS").ok().and_then(|v| v.parse().ok()).unwrap_or(5);
     let server = RedisServer::start();
     let cluster = redis_cluster::RedisCluster::start(3, 0);
+    let place = placement::Placement::from_env();
+    let single_pids = vec![server.pid()];
+    let cluster_pids: Vec<u32> = cluster.nodes.iter().map(RedisServer::pid).collect();
+    for &pid in single_pids.iter().chain(&cluster_pids) {
+        place.pin_server(pid);
+    }
+    place.pin_clients();
     // EVALSHA on every side, like the raw floor.
     let eval = RedisOptions { scripting: Scripting::Eval, ..RedisOptions::default() };
-    let single = store(RedisOptions { urls: vec![server.url()], ..eval.clone() });
-    let routed = store(RedisOptions { urls: cluster.urls(), mode: RedisMode::Cluster, ..eval });
+    let single_store = store(RedisOptions { urls: vec![server.url()], ..eval.clone() });
+    let routed_store = store(RedisOptions { urls: cluster.urls(), mode: RedisMode::Cluster, ..eval });
+    let (single, routed) = (gcra(single_store.clone()), gcra(routed_store.clone()));
     let masters = cluster.master_ports();
-    let (mut seq, mut par, mut raw, mut ours_vs_raw) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    let mut last = String::new();
-    for _ in 0..rounds {
-        let (s_seq, s_par) = throughput(single.clone(), n);
-        let (c_seq, c_par) = throughput(routed.clone(), n);
-        let (r_single, r_cluster) = (raw_sequential(&[server.port], n), raw_sequential(&masters, n));
-        seq.push(c_seq / s_seq);
-        par.push(c_par / s_par);
-        raw.push(r_cluster / r_single);
-        ours_vs_raw.push(c_seq / r_cluster);
-        last = format!(
-            "last round: sequential {c_seq:.0} vs {s_seq:.0}, {IN_FLIGHT} in flight {c_par:.0} vs {s_par:.0}, raw {r_cluster:.0} vs {r_single:.0} checks/s"
-        );
+    let rt = runtime();
+    for (l, s, nodes) in [(&single, &single_store, 1), (&routed, &routed_store, masters.len())] {
+        sequential_calls(l, IN_FLIGHT);
+        let deadline = Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            // Binds the runtime to the store; on a cluster its calls reach, and so connect it to, every master.
+            in_flight(l, IN_FLIGHT, &rt);
+            if rt.block_on(async { s.local_cluster_connections() }) >= nodes {
+                break;
+            }
+            assert!(Instant::now() < deadline, "the runtime's own connections never came up");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
     }
-    let list = |v: &[f64]| v.iter().map(|r| format!("{r:.2}")).collect::<Vec<_>>().join(" ");
+    let (mut seq, mut par, mut raw) = (placement::Duel::default(), Default::default(), placement::Duel::default());
+    for round in 0..=rounds {
+        let mut this = [placement::Duel::default(), Default::default(), Default::default()];
+        this[0].round(
+            round,
+            || placement::ours(n, &cluster_pids, || sequential_calls(&routed, n)),
+            || placement::ours(n, &single_pids, || sequential_calls(&single, n)),
+        );
+        let flight = n / IN_FLIGHT * IN_FLIGHT;
+        this[1].round(
+            round,
+            || {
+                placement::ours(flight, &cluster_pids, || {
+                    in_flight(&routed, n, &rt);
+                })
+            },
+            || {
+                placement::ours(flight, &single_pids, || {
+                    in_flight(&single, n, &rt);
+                })
+            },
+        );
+        this[2].round(
+            round,
+            || raw_sequential(&masters, n, &cluster_pids),
+            || raw_sequential(&[server.port], n, &single_pids),
+        );
+        if round > 0 {
+            for (all, one) in [&mut seq, &mut par, &mut raw].into_iter().zip(this) {
+                all.ours.extend(one.ours);
+                all.peer.extend(one.peer);
+            }
+        }
+    }
+    // Our sequential calls against the raw floor's, on the cluster, from the same rounds.
+    let ours_vs_raw = placement::median(seq.ours.iter().zip(&raw.ours).map(|(o, r)| o.rate / r.rate).collect());
+    let how = format!("{rounds} paired rounds of {n} calls a side after a warm-up round; {}", place.describe());
     println!(
-        "ROW\tredis cluster (3 masters), sequential check_sync\tone standalone server, same\t{:.2}\t>=0.9\tmedian of {rounds} rounds [{}]; {last}",
-        median(seq.clone()),
-        list(&seq)
+        "ROW\tredis cluster (3 masters), sequential check_sync\tone standalone server, same\t{:.2}\t>=0.9\t{}; {how}",
+        seq.ratio(),
+        seq.detail("one node")
     );
     println!(
-        "ROW\tredis cluster (3 masters), {IN_FLIGHT} in flight\tone standalone server, same\t{:.2}\t>=0.9\tmedian of {rounds} rounds [{}]",
-        median(par.clone()),
-        list(&par)
+        "ROW\tredis cluster (3 masters), {IN_FLIGHT} in flight\tone standalone server, same\t{:.2}\t>=0.9\t{}; one 2-worker runtime bound to both stores",
+        par.ratio(),
+        par.detail("one node")
     );
     println!(
-        "ROW\tfloor: raw redis-rs EVALSHA, sequential, each key to its master (no routing)\tthe same on one standalone server\t{:.2}\t-\tmedian of {rounds} rounds [{}]",
-        median(raw.clone()),
-        list(&raw)
+        "ROW\tfloor: raw redis-rs EVALSHA, sequential, each key to its master (no routing)\tthe same on one standalone server\t{:.2}\t-\t{}",
+        raw.ratio(),
+        raw.detail("one node")
     );
     println!(
-        "ROW\tredis cluster (3 masters), sequential check_sync (routing overhead)\traw redis-rs EVALSHA to each key's master, same run\t{:.2}\t>=0.9\tmedian of {rounds} rounds [{}]",
-        median(ours_vs_raw.clone()),
-        list(&ours_vs_raw)
+        "ROW\tredis cluster (3 masters), sequential check_sync (routing overhead)\traw redis-rs EVALSHA to each key's master, same run\t{ours_vs_raw:.2}\t>=0.9\tmedian of the same {rounds} rounds"
     );
 }
 
@@ -284,7 +322,7 @@ fn one_loop(what: &str, n: usize) {
             if what == "single" {
                 sequential(store(RedisOptions { urls: vec![server.url()], ..eval }), n);
             } else {
-                raw_sequential(&[server.port], n);
+                raw_sequential(&[server.port], n, &[]);
             }
         }
         _ => {
@@ -292,7 +330,7 @@ fn one_loop(what: &str, n: usize) {
             if what == "cluster" {
                 sequential(store(RedisOptions { urls: cluster.urls(), mode: RedisMode::Cluster, ..eval }), n);
             } else {
-                raw_sequential(&cluster.master_ports(), n);
+                raw_sequential(&cluster.master_ports(), n, &[]);
             }
         }
     }

@@ -137,7 +137,24 @@ macro_rules! io_for {
                 <$t>::writable(self)
             }
             fn try_read(&self, buf: &mut [u8]) -> std::io::Result<usize> {
-                <$t>::try_read(self, buf)
+                // A read shorter than the buffer drained the socket (a stream socket under
+                // epoll), so its read readiness is cleared here, as tokio's own `poll_read`
+                // clears it: the driver's next `readable()` then waits for the next reply
+                // instead of trying a read that answers `WouldBlock` (a `recvfrom` more per
+                // sequential call). An event that came after the read keeps the readiness
+                // (tokio clears only the readiness this read saw).
+                let (len, mut short) = (buf.len(), 0);
+                let read = <$t>::try_io(self, tokio::io::Interest::READABLE, || match <$t>::try_read(self, buf) {
+                    Ok(n) if n > 0 && n < len => {
+                        short = n;
+                        Err(std::io::ErrorKind::WouldBlock.into())
+                    }
+                    other => other,
+                });
+                match read {
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock && short > 0 => Ok(short),
+                    other => other,
+                }
             }
             fn try_write(&self, buf: &[u8]) -> std::io::Result<usize> {
                 <$t>::try_write(self, buf)
