@@ -8,10 +8,17 @@ Reuses bindings-python/bench/bench.py's machinery: a release wheel of this check
 (`tests/redis-server.sh`) and a private cluster (`tests/redis-cluster.sh`), stops both by PID.
 Prints `ROW` lines for `bench/summarize.py` (ratio: cluster over standalone; target >= 0.9).
 
-After the rows, one more asyncio x64 run per side reports CPU per call (wall time on a shared
-machine says little): the client process's (`getrusage`, every thread) and the servers'
+After the rows, asyncio x64 runs (`--cpu-repeats`, 3 by default, each side in turn; the medians
+are printed) report CPU per call, which says more than wall time on a shared machine: the
+client process's (`getrusage`, every thread), split into the event loop's thread and the rest
+(the Tokio workers that read the replies; `/proc/self/task/*/schedstat`), and the servers'
 (`/proc/PID/schedstat` of the PIDs in the helpers' pid files), with the servers' reads per 1k
-calls (Redis `total_reads_processed`: how many writes a master's share of the calls came in).
+calls (Redis `total_reads_processed`: how many reads a master's share of the calls came in) and
+their scripts' time per call (`INFO commandstats`, the `FCALL`/`EVALSHA`/`EVAL` time: running the
+decision itself, apart from reading and writing; Redis times it by the wall clock, so a server
+descheduled mid-script counts the wait too). A third side, the cluster with every key on
+one master (a hash tag), separates what cluster mode costs from what spreading the calls over
+three server processes on the machine's cores costs.
 
 Each row is several rounds, each measuring both sides back to back (which side goes first
 alternates), and reports the median of the rounds' ratios with their spread: on a shared 2-core
@@ -43,26 +50,35 @@ def async_call(i): return check(KEYS_[i % 1000])
 
 
 CPU_PROBE = """
-import asyncio, json, re, resource, socket, sys, time
-URL, MODE, SECONDS, PIDS = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4].split(",")
+import asyncio, json, os, re, resource, socket, sys, time
+URL, MODE, SECONDS, PIDS, TAG = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4].split(","), sys.argv[5]
 import throttlekit as tk
 store = tk.RedisStore(URL, mode=MODE, server_clock=True)
 limiter = tk.Limiter(tk.Strategy.gcra(1_000_000, 1000, burst=1_000_000), store=store, prefix="bench-cl")
-KEYS_ = [f"user:{i}" for i in range(1000)]
+KEYS_ = [f"{TAG}user:{i}" for i in range(1000)]
 
 def servers_ns():
     return sum(int(open(f"/proc/{p}/schedstat").read().split()[0]) for p in PIDS)
 
-def reads():
-    total = 0
+def loop_thread_ns():
+    return int(open(f"/proc/self/task/{os.getpid()}/schedstat").read().split()[0])
+
+def info(section):
     for url in URL.split(","):
         with socket.create_connection(("127.0.0.1", int(url.rsplit(":", 1)[1]))) as s:
-            s.sendall(b"INFO stats\\r\\n")
+            s.sendall(b"INFO " + section + b"\\r\\n")
             buf = b""
-            while b"io_threaded_writes_processed" not in buf:
+            while not re.match(rb"\\$(\\d+)\\r\\n", buf) or len(buf) < int(buf[1:buf.index(b"\\r")]) + len(buf[:buf.index(b"\\n") + 1]):
                 buf += s.recv(65536)
-        total += int(re.search(rb"total_reads_processed:(\\d+)", buf).group(1))
-    return total
+        yield buf
+
+def reads():
+    return sum(int(re.search(rb"total_reads_processed:(\\d+)", b).group(1)) for b in info(b"stats"))
+
+def script_us():
+    # The decision's own run on the servers: FCALL, EVALSHA or EVAL, as the store's scripting uses.
+    return sum(int(u) for b in info(b"commandstats")
+               for u in re.findall(rb"cmdstat_(?:fcall|evalsha|eval):calls=\\d+,usec=(\\d+)", b))
 
 async def run(in_flight=64):
     n = 0
@@ -75,33 +91,52 @@ async def run(in_flight=64):
     deadline = time.perf_counter() + 0.3
     await asyncio.gather(*(worker(w) for w in range(in_flight)))  # warm up
     n = 0
-    r0, s0, q0 = resource.getrusage(resource.RUSAGE_SELF), servers_ns(), reads()
+    q0, x0 = reads(), script_us()
+    r0, l0, s0 = resource.getrusage(resource.RUSAGE_SELF), loop_thread_ns(), servers_ns()
     deadline = time.perf_counter() + SECONDS
     await asyncio.gather(*(worker(w) for w in range(in_flight)))
-    r1, s1, q1 = resource.getrusage(resource.RUSAGE_SELF), servers_ns(), reads()
+    r1, l1, s1 = resource.getrusage(resource.RUSAGE_SELF), loop_thread_ns(), servers_ns()
+    q1, x1 = reads(), script_us()
     client = r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime
-    # The INFO connections' own reads (one per server) are not the calls'.
-    return {"client_us": client / n * 1e6, "servers_us": (s1 - s0) / 1e3 / n,
-            "reads_per_1k": (q1 - q0 - len(URL.split(","))) / n * 1e3}
+    # The INFO connections' own reads (one per server and INFO) are not the calls'.
+    return {"client_us": client / n * 1e6, "loop_us": (l1 - l0) / 1e3 / n, "servers_us": (s1 - s0) / 1e3 / n,
+            "reads_per_1k": (q1 - q0 - 2 * len(URL.split(","))) / n * 1e3, "script_us": (x1 - x0) / n}
 
 print(json.dumps(asyncio.run(run())))
 """
 
 
-def cpu_per_call(python: Path, url: str, mode: str, pidfile: Path, seconds: float) -> dict[str, float]:
-    """CPU_PROBE's numbers for one side (asyncio x64)."""
+def cpu_per_call(python: Path, url: str, mode: str, pidfile: Path, seconds: float, tag: str = "") -> dict[str, float]:
+    """CPU_PROBE's numbers for one side (asyncio x64); `tag` prefixes every key (a hash tag puts
+    them all on one master)."""
     pids = ",".join(pidfile.read_text().split())
-    out = subprocess.run([str(python), "-c", CPU_PROBE, url, mode, str(seconds), pids], capture_output=True,
+    out = subprocess.run([str(python), "-c", CPU_PROBE, url, mode, str(seconds), pids, tag], capture_output=True,
                          text=True, check=False, cwd=ROOT)
     if out.returncode != 0:
         raise SystemExit(f"benchmark process failed:\n{out.stderr}")
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def report_cpu(python: Path, sides: dict[str, str], pidfiles: dict[str, Path], seconds: float, repeats: int) -> None:
+    """The CPU split of asyncio x64 per side: `repeats` runs of each side in turn, medians printed."""
+    probes = {"one server": ("standalone", ""), "3 masters": ("cluster", ""),
+              "3 masters, every key on one": ("cluster", "{one}")}
+    runs: dict[str, list[dict[str, float]]] = {label: [] for label in probes}
+    for _ in range(repeats):
+        for label, (side, tag) in probes.items():
+            runs[label].append(cpu_per_call(python, sides[side], side, pidfiles[side], seconds, tag))
+    for label, rs in runs.items():
+        med = {k: statistics.median(r[k] for r in rs) for k in rs[0]}
+        print(f"asyncio x64 CPU per call, {label} (median of {repeats}): client {med['client_us']:.2f} us "
+              f"(event loop thread {med['loop_us']:.2f}), servers {med['servers_us']:.2f} us "
+              f"(scripts' wall time {med['script_us']:.2f}), server reads per 1k calls {med['reads_per_1k']:.0f}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--seconds", type=float, default=2.0, help="measuring time per side and round")
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--cpu-repeats", type=int, default=3, help="asyncio x64 CPU-split runs per side")
     args = parser.parse_args()
     ours = bench.venv("ours", [])
     subprocess.run([str(ours), "-m", "pip", "install", "-q", "--disable-pip-version-check", "--force-reinstall",
@@ -127,10 +162,7 @@ def main() -> int:
                   f"{statistics.median(ratios):.2f}\t>=0.9\t{c:,.0f} vs {s:,.0f} checks/s (medians of "
                   f"{args.rounds} rounds; ratio {min(ratios):.2f}-{max(ratios):.2f})")
         pidfiles = {"standalone": tmp / "single", "cluster": tmp / "cluster"}
-        cpu = {side: cpu_per_call(ours, sides[side], side, pidfiles[side], args.seconds) for side in sides}
-        print("asyncio x64 CPU per call: " + "; ".join(
-            f"{side}: client {c['client_us']:.2f} us, servers {c['servers_us']:.2f} us, "
-            f"server reads per 1k calls {c['reads_per_1k']:.0f}" for side, c in cpu.items()))
+        report_cpu(ours, sides, pidfiles, args.seconds, args.cpu_repeats)
     finally:
         subprocess.run([str(helpers / "redis-cluster.sh"), "stop", str(tmp / "cluster")], check=False)
         subprocess.run([str(helpers / "redis-server.sh"), "stop", str(tmp / "single")], check=False)
