@@ -213,7 +213,7 @@ impl RedisStore {
         }
         let local = self.local_runtime();
         let router = &self.inner.router;
-        self.timed(router.run(self.inner.invoke, self.inner.durable, &call, local.as_ref())).await
+        self.timed(router.run(cluster::Via::Task(local.as_ref()), self.inner.invoke, self.inner.durable, &call)).await
     }
 
     /// `work`, awaited on the caller's task, under the call timeout on the store's timer; not
@@ -226,7 +226,7 @@ impl RedisStore {
         tokio::select! {
             biased;
             r = work => r,
-            () = deadline => Err(self.inner.timed_out()),
+            () = deadline => Err(engine::timed_out(self.inner.timeout.as_millis() as u64)),
         }
     }
 
@@ -322,14 +322,7 @@ impl Inner {
 
     /// `fut` under the call timeout.
     async fn bounded<T>(&self, fut: impl Future<Output = Result<T>>) -> Result<T> {
-        match tokio::time::timeout(self.timeout, fut).await {
-            Ok(r) => r,
-            Err(_) => Err(self.timed_out()),
-        }
-    }
-
-    fn timed_out(&self) -> Error {
-        engine::timed_out(self.timeout.as_millis() as u64)
+        engine::within(self.timeout, fut).await
     }
 
     /// `call` in deterministic-replay mode: its rounds, one call at a time ([`replay`]). The
@@ -373,11 +366,10 @@ async fn choose_invoke(
     if scripting == Scripting::Eval {
         return Ok(engine::Invoke::Scripts);
     }
-    let loaded = match tokio::time::timeout(timeout, router.everywhere(&load_library())).await {
-        Ok(Ok(Value::Error(e))) => Err(e),
-        Ok(Ok(_)) => Ok(()),
-        Ok(Err(e)) => Err(e.message().to_string()),
-        Err(_) => Err(format!("no answer within {} ms", timeout.as_millis())),
+    let loaded = match engine::within(timeout, router.everywhere(&load_library())).await {
+        Ok(Value::Error(e)) => Err(e),
+        Ok(_) => Ok(()),
+        Err(e) => Err(e.message().to_string()),
     };
     match (loaded, scripting) {
         (Ok(()), _) => Ok(engine::Invoke::Functions),

@@ -11,7 +11,7 @@
 //!
 //! [`Wire`] serves every blocking path: `redis://` over TCP, `rediss://` (TLS, [`super::tls`])
 //! and `redis+unix://`, speaking RESP2 or, on `?protocol=resp3`, RESP3 (the login says
-//! `HELLO 3`, [`super::connect::Blocking`]; the engine's reader reads RESP3's replies, and a push
+//! `HELLO 3`, [`super::connect::Dial`]; the engine's reader reads RESP3's replies, and a push
 //! answers no call: [`Wire::frame`] drops it). Timeouts are the
 //! socket's: the write and read timeouts bound each `send` and `recv`, and every read after a
 //! call's plain first one is bounded by the time left until the call's deadline.
@@ -20,7 +20,7 @@ use std::io::{Error, ErrorKind, Read, Result, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
-use super::connect::Blocking;
+use super::connect::Dial;
 use super::engine::resp::{self, frame_len};
 use super::engine::{Attempt, Exchange, Step, To};
 use super::socket::{SyncSocket, Target};
@@ -229,7 +229,7 @@ impl Wire {
 /// in step and goes back; one that failed or timed out is dropped, never reused, so a late reply
 /// cannot be read as the next call's.
 pub(crate) struct Pool {
-    blocking: Blocking,
+    dial: Dial,
     idle: parking_lot::Mutex<Vec<Wire>>,
     /// The whole call timeout, which a connection back in the pool gets for its next call.
     timeout: Duration,
@@ -255,13 +255,13 @@ impl<E> Lost<E> {
 }
 
 impl Pool {
-    pub(crate) fn new(blocking: Blocking, timeout: Duration) -> Pool {
-        Pool { blocking, idle: parking_lot::Mutex::new(Vec::new()), timeout }
+    pub(crate) fn new(dial: Dial, timeout: Duration) -> Pool {
+        Pool { dial, idle: parking_lot::Mutex::new(Vec::new()), timeout }
     }
 
     /// Where the node is and how the store's connections log in (the async ones too).
-    pub(crate) fn blocking(&self) -> &Blocking {
-        &self.blocking
+    pub(crate) fn dial(&self) -> &Dial {
+        &self.dial
     }
 
     /// Drops every idle connection.
@@ -272,14 +272,14 @@ impl Pool {
     /// `x` on an idle connection, or on a new one made by `deadline` ([`Wire::drive`]): the
     /// step that ends it on this node. One deadline covers the whole call: a new connection's
     /// handshake spends part of it, and the call gets what is left (a silent server used to
-    /// take twice: see [`Blocking`]).
+    /// take twice: see [`Dial`]).
     pub(crate) fn drive(&self, x: &mut Exchange<'_>, deadline: Instant) -> std::result::Result<Step, Lost> {
         let popped = self.idle.lock().pop();
         let (mut conn, fresh) = match popped {
             Some(c) => (c, false),
             None => {
                 let (target, login) =
-                    self.blocking.own().map_err(|what| Lost::Unsent(io(ErrorKind::InvalidInput, what)))?;
+                    self.dial.own().map_err(|what| Lost::Unsent(io(ErrorKind::InvalidInput, what)))?;
                 (Wire::connect(target, login, deadline).map_err(Lost::Unsent)?, true)
             }
         };
