@@ -25,6 +25,9 @@ use super::engine::resp::{self, frame_len};
 use super::engine::{Attempt, Exchange, Step, To};
 use super::socket::{SyncSocket, Target};
 
+/// What a connect that ran out of time says.
+const CONNECTING: &str = "connecting took the whole timeout";
+
 /// The first read buffer; it grows only for a reply that does not fit (an `EVAL` error).
 const INITIAL: usize = 512;
 
@@ -51,7 +54,7 @@ impl Wire {
             Target::Tcp(host, port) => SyncSocket::Tcp(connect_tcp(host, *port, deadline)?),
             Target::Tls(host, port, config) => {
                 let tcp = connect_tcp(host, *port, deadline)?;
-                let t = left(deadline)?;
+                let t = left(deadline, CONNECTING)?;
                 tcp.set_read_timeout(Some(t))?;
                 tcp.set_write_timeout(Some(t))?;
                 let tls = super::tls::handshake_sync(config.connection(host)?, tcp).map_err(timeout_kind)?;
@@ -64,13 +67,13 @@ impl Wire {
         let mut wire =
             Wire { stream, buf: vec![0; INITIAL], start: 0, end: 0, out: Vec::new(), read_timeout: Duration::ZERO };
         for command in handshake {
-            wire.set_timeouts(left(deadline)?)?;
+            wire.set_timeouts(left(deadline, CONNECTING)?)?;
             wire.send(command)?;
             if let Some(e) = refused(wire.frame()?) {
                 return Err(e);
             }
         }
-        wire.set_timeouts(left(deadline)?)?;
+        wire.set_timeouts(left(deadline, CONNECTING)?)?;
         Ok(wire)
     }
 
@@ -169,7 +172,7 @@ impl Wire {
 fn connect_tcp(host: &str, port: u16, deadline: Instant) -> Result<TcpStream> {
     let mut last = None;
     for addr in (host, port).to_socket_addrs()? {
-        match TcpStream::connect_timeout(&addr, left(deadline)?) {
+        match TcpStream::connect_timeout(&addr, left(deadline, CONNECTING)?) {
             Ok(s) => {
                 s.set_nodelay(true)?;
                 return Ok(s);
@@ -201,11 +204,7 @@ impl Wire {
             self.send_with(|out| x.write(out))?;
             loop {
                 if !plain {
-                    let left = deadline.saturating_duration_since(Instant::now());
-                    if left.is_zero() {
-                        return Err(io(ErrorKind::TimedOut, "no reply within the call's timeout"));
-                    }
-                    self.set_read_timeout(left)?;
+                    self.set_read_timeout(left(deadline, "no reply within the call's timeout")?)?;
                     bounded = true;
                 }
                 let step = x.feed(self.frame()?);
@@ -293,10 +292,10 @@ impl Pool {
     }
 }
 
-/// The time left until `deadline`, or a timeout error when none is.
-fn left(deadline: Instant) -> Result<Duration> {
+/// The time left until `deadline`, or a timeout error saying `what` when none is.
+fn left(deadline: Instant, what: &'static str) -> Result<Duration> {
     let left = deadline.saturating_duration_since(Instant::now());
-    if left.is_zero() { Err(io(ErrorKind::TimedOut, "connecting took the whole timeout")) } else { Ok(left) }
+    if left.is_zero() { Err(io(ErrorKind::TimedOut, what)) } else { Ok(left) }
 }
 
 /// An IO error of `kind` saying `what` (shared with [`super::pipelined`]).
