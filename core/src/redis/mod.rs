@@ -213,7 +213,7 @@ impl RedisStore {
         }
         let local = self.local_runtime();
         let router = &self.inner.router;
-        self.timed(router.run(cluster::Via::Task(local.as_ref()), self.inner.invoke, self.inner.durable, &call)).await
+        self.timed(router.run(self.inner.invoke, self.inner.durable, &call, local.as_ref())).await
     }
 
     /// `work`, awaited on the caller's task, under the call timeout on the store's timer; not

@@ -33,6 +33,7 @@ pub(super) mod slot;
 mod topology;
 
 use std::collections::HashMap;
+use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -120,15 +121,6 @@ pub(crate) struct Router {
     refreshing: AtomicBool,
     last_refresh: parking_lot::Mutex<Option<Instant>>,
     closed: AtomicBool,
-}
-
-/// Which path a call takes ([`Router::run`]): the caller's task, with its runtime when that is
-/// bound to the store (its own connections serve the call once up); or the calling thread,
-/// since `started`.
-#[derive(Clone, Copy)]
-pub(crate) enum Via<'a> {
-    Task(Option<&'a tokio::runtime::Handle>),
-    Thread { started: Instant },
 }
 
 /// Where the router learns who serves each slot.
@@ -344,141 +336,39 @@ impl Router {
         }
     }
 
-    /// [`Router::run`] on the calling thread, on the key's master's pooled blocking connections
-    /// ([`Pool::drive`]), within the timeout from now: one poll of the same body, which on
-    /// [`Via::Thread`] waits on nothing but this thread's own blocking I/O.
-    pub(crate) fn run_blocking(
+    /// What the engine's `step` on `node` leaves to do: the call's outcome (`Break`; the map is
+    /// read again in the background when a reply said it is stale), or the node and pause of
+    /// its next attempt (`Continue`: a redirect, a `MOVED` learnt).
+    fn answered(
         self: &Arc<Self>,
-        invoke: Invoke,
-        durable: Option<Durable>,
-        call: &ScriptCall,
-    ) -> Result<Outcome> {
-        let run = std::pin::pin!(self.run(Via::Thread { started: Instant::now() }, invoke, durable, call));
-        match run.poll(&mut std::task::Context::from_waker(std::task::Waker::noop())) {
-            std::task::Poll::Ready(outcome) => outcome,
-            std::task::Poll::Pending => Err(Error::store("the blocking call waited on a future")),
-        }
-    }
-
-    /// Runs `call` on its key's master, [`Via`] the caller's task (which bounds it by the
-    /// timeout: [`Pipelined::attempt`]) or thread ([`Router::run_blocking`]): the call's
-    /// outcome. The router's part is where each attempt goes: the slot's master from the map, a
-    /// redirect's node (a `MOVED` learnt), or, after a connection that could not be made, the
-    /// slot's master if the map, read again now, names another one; the engine's is what each
-    /// reply means.
-    pub(crate) async fn run(
-        self: &Arc<Self>,
-        via: Via<'_>,
-        invoke: Invoke,
-        durable: Option<Durable>,
-        call: &ScriptCall,
-    ) -> Result<Outcome> {
-        let slot = self.slot_of(call.keys.first().map_or(&b""[..], |k| k.as_bytes()));
-        let mut x = Exchange::new(call, self.rules(invoke, durable));
-        let mut to = None;
-        loop {
-            if let Via::Thread { started } = via
-                && started.elapsed() >= self.timeout
-            {
-                return Err(engine::timed_out_because(self.timeout.as_millis() as u64, &"redirected too long"));
-            }
-            let node = self.next_node(&mut to, slot)?;
-            let sent = match via {
-                Via::Task(local) => self.on_task(&node, &mut x, local).await,
-                Via::Thread { started } => self.on_thread(&node, &mut x, started),
-            };
-            match sent {
-                Ok(Step::Done(outcome)) => {
-                    if x.map_stale() {
-                        self.refresh_soon();
-                    }
-                    return outcome;
-                }
-                Ok(Step::Again { to: next, pause }) => {
-                    // On a thread the driver took a `TRYAGAIN`'s pause, on this node.
-                    if let Via::Task(_) = via {
-                        self.pause(pause).await?;
-                    }
-                    to = Some(self.target(&node, next));
-                }
-                Ok(Step::More) => return Err(Error::store("the engine asked for a frame it was not given")),
-                // Nothing was sent: if the map, read again now, names another master, go there.
-                Err(Lost::Unsent(e)) => {
-                    match x.unsent(e) {
-                        Step::Again { .. } => {}
-                        Step::Done(Err(e)) => {
-                            self.refresh_soon();
-                            return Err(e);
-                        }
-                        _ => return Err(self.no_connection(&node)),
-                    }
-                    let moved = match via {
-                        Via::Task(_) => self.moved_after_refresh(slot, &node).await,
-                        Via::Thread { started } => self.moved_after_refresh_blocking(
-                            slot,
-                            &node,
-                            self.timeout.saturating_sub(started.elapsed()),
-                        ),
-                    };
-                    if !moved {
-                        return Err(self.no_connection(&node));
-                    }
-                }
-                // Dropped with the connection: a call that may have counted is never resent,
-                // and its late reply can never be read as the next call's.
-                Err(Lost::Sent(e)) => {
-                    self.refresh_soon();
-                    return Err(e);
-                }
-            }
-        }
-    }
-
-    /// One attempt on `node` from the caller's task: on the caller's runtime's own connection
-    /// when it is bound and has one up, else on the store's (made on the store's runtime when
-    /// there is none; nothing is sent before it exists).
-    async fn on_task(
-        self: &Arc<Self>,
+        x: &Exchange<'_>,
         node: &Arc<Node>,
-        x: &mut Exchange<'_>,
-        local: Option<&tokio::runtime::Handle>,
-    ) -> std::result::Result<Step, Lost<Error>> {
-        let (taken, on_store) = match local.and_then(|h| node.local(h.id())) {
-            Some(c) => (c, false),
-            None => (self.mux(node).await.map_err(Lost::Unsent)?, true),
-        };
-        // The caller bounds this future by the timeout and drops it when that fires: the guard
-        // then retires the connection, as a lost reply does below, so a master that stopped
-        // answering is reconnected to by the next call rather than holding it too.
-        let guard = taken.guard();
-        let sent = taken.conn.attempt(x).await;
-        guard.disarm();
-        // The node answered on the store's connection: the caller's runtime connects its own
-        // (the first call there, or the first that succeeds after its own failed).
-        if let (Some(h), true, true) = (local, on_store, sent.is_ok()) {
-            self.connect_local(node, h);
+        step: Step,
+    ) -> ControlFlow<Result<Outcome>, (Arc<Node>, Duration)> {
+        match step {
+            Step::Done(outcome) => {
+                if x.map_stale() {
+                    self.refresh_soon();
+                }
+                ControlFlow::Break(outcome)
+            }
+            Step::Again { to, pause } => ControlFlow::Continue((self.target(node, to), pause)),
+            Step::More => ControlFlow::Break(Err(Error::store("the engine asked for a frame it was not given"))),
         }
-        sent.map_err(|e| {
-            taken.retire();
-            Lost::Sent(Error::store(e))
-        })
     }
 
-    /// One attempt on `node` from the calling thread, on a pooled blocking connection, by the
-    /// deadline the timeout sets from `started` (a silent socket's error is the timeout's).
-    fn on_thread(&self, node: &Node, x: &mut Exchange<'_>, started: Instant) -> std::result::Result<Step, Lost<Error>> {
-        let error = |e: std::io::Error| {
-            let timeout = matches!(e.kind(), std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock);
-            if timeout || started.elapsed() >= self.timeout {
-                engine::timed_out_because(self.timeout.as_millis() as u64, &e)
-            } else {
-                Error::store(format!("{}: {e}", node.name()))
+    /// No connection to `node` could be made (nothing was sent): `Ok` when the engine lets the
+    /// call go to the slot's master if the map, read again, names another one now; else the
+    /// call's error, the map read again in the background.
+    fn unsent(self: &Arc<Self>, x: &mut Exchange<'_>, e: Error, node: &Node) -> Result<()> {
+        match x.unsent(e) {
+            Step::Again { .. } => Ok(()),
+            Step::Done(Err(e)) => {
+                self.refresh_soon();
+                Err(e)
             }
-        };
-        node.pool.drive(x, started + self.timeout).map_err(|lost| match lost {
-            Lost::Unsent(e) => Lost::Unsent(error(e)),
-            Lost::Sent(e) => Lost::Sent(error(e)),
-        })
+            _ => Err(self.no_connection(node)),
+        }
     }
 
     /// The error of a call that found no connection to `node`, and no other master for its
@@ -486,6 +376,118 @@ impl Router {
     fn no_connection(self: &Arc<Self>, node: &Node) -> Error {
         self.refresh_soon();
         Error::store(format!("{}: no connection", node.name()))
+    }
+
+    /// Runs `call` on its key's master from the caller's task (the caller bounds it by the
+    /// timeout), driven by the engine ([`Pipelined::attempt`]): the call's outcome. `local` is
+    /// the caller's runtime when it is bound to the store: its own connections serve the call
+    /// once up. The router's part is where each attempt goes, as in [`Router::run_blocking`].
+    pub(crate) async fn run(
+        self: &Arc<Self>,
+        invoke: Invoke,
+        durable: Option<Durable>,
+        call: &ScriptCall,
+        local: Option<&tokio::runtime::Handle>,
+    ) -> Result<Outcome> {
+        let slot = self.slot_of(call.keys.first().map_or(&b""[..], |k| k.as_bytes()));
+        let mut x = Exchange::new(call, self.rules(invoke, durable));
+        let mut to = None;
+        loop {
+            let node = self.next_node(&mut to, slot)?;
+            let own = local.and_then(|h| node.local(h.id()));
+            let (taken, on_store) = match own {
+                Some(c) => (c, false),
+                None => match self.mux(&node).await {
+                    Ok(c) => (c, true),
+                    // Nothing was sent: if the map, read again now, names another master, go
+                    // there.
+                    Err(e) => {
+                        self.unsent(&mut x, e, &node)?;
+                        if self.moved_after_refresh(slot, &node).await {
+                            continue;
+                        }
+                        return Err(self.no_connection(&node));
+                    }
+                },
+            };
+            // The caller bounds this future by the timeout and drops it when that fires: the
+            // guard then retires the connection, as a lost reply does below, so a master that
+            // stopped answering is reconnected to by the next call rather than holding it too.
+            let guard = taken.guard();
+            let sent = taken.conn.attempt(&mut x).await;
+            guard.disarm();
+            // The node answered on the store's connection: the caller's runtime connects its own
+            // (the first call there, or the first that succeeds after its own failed).
+            if let (Some(h), true, true) = (local, on_store, sent.is_ok()) {
+                self.connect_local(&node, h);
+            }
+            match sent.map(|step| self.answered(&x, &node, step)) {
+                Ok(ControlFlow::Break(outcome)) => return outcome,
+                Ok(ControlFlow::Continue((next, pause))) => {
+                    self.pause(pause).await?;
+                    to = Some(next);
+                }
+                // The request may have reached the server: never sent again.
+                Err(e) => {
+                    taken.retire();
+                    self.refresh_soon();
+                    return Err(Error::store(e));
+                }
+            }
+        }
+    }
+
+    /// [`Router::run`] on the calling thread, on the key's master's pooled blocking connections,
+    /// driven by the engine ([`Pool::drive`]): the call's outcome. The router's part is
+    /// where each attempt goes: the slot's master from the map, a redirect's node (a `MOVED`
+    /// learnt), or after a connection that could not be made, the map read again.
+    pub(crate) fn run_blocking(
+        self: &Arc<Self>,
+        invoke: Invoke,
+        durable: Option<Durable>,
+        call: &ScriptCall,
+    ) -> Result<Outcome> {
+        let started = Instant::now();
+        let deadline = started + self.timeout;
+        let ms = self.timeout.as_millis() as u64;
+        let slot = self.slot_of(call.keys.first().map_or(&b""[..], |k| k.as_bytes()));
+        let mut x = Exchange::new(call, self.rules(invoke, durable));
+        let mut to = None;
+        loop {
+            if started.elapsed() >= self.timeout {
+                return Err(engine::timed_out_because(ms, &"redirected too long"));
+            }
+            let node = self.next_node(&mut to, slot)?;
+            let error = |e: std::io::Error| {
+                let timeout = matches!(e.kind(), std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock);
+                if timeout || started.elapsed() >= self.timeout {
+                    engine::timed_out_because(ms, &e)
+                } else {
+                    Error::store(format!("{}: {e}", node.name()))
+                }
+            };
+            match node.pool.drive(&mut x, deadline) {
+                // A redirect's pause (`TRYAGAIN`'s) was taken by the driver, on this node.
+                Ok(step) => match self.answered(&x, &node, step) {
+                    ControlFlow::Break(outcome) => return outcome,
+                    ControlFlow::Continue((next, _)) => to = Some(next),
+                },
+                // Nothing was sent: if the map, read again now, names another master, go there.
+                Err(Lost::Unsent(e)) => {
+                    self.unsent(&mut x, error(e), &node)?;
+                    if self.moved_after_refresh_blocking(slot, &node, self.timeout.saturating_sub(started.elapsed())) {
+                        continue;
+                    }
+                    return Err(self.no_connection(&node));
+                }
+                // Dropped with the connection: a call that may have counted is never resent,
+                // and its late reply can never be read as the next call's.
+                Err(Lost::Sent(e)) => {
+                    self.refresh_soon();
+                    return Err(error(e));
+                }
+            }
+        }
     }
 
     /// Drops every connection at once; later calls fail as closed.

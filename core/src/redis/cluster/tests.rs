@@ -124,8 +124,13 @@ fn future_size<A, B, C, D, E, F>(_: fn(A, B, C, D, E) -> F) -> usize {
 #[test]
 fn a_calls_future_holds_no_cold_paths_state() {
     type Run<'a> = &'a std::sync::Arc<super::Router>;
-    let size = future_size::<Run<'_>, super::Via<'_>, Invoke, Option<super::super::engine::Durable>, &ScriptCall, _>(
-        super::Router::run,
-    );
+    let size = future_size::<
+        Run<'_>,
+        Invoke,
+        Option<super::super::engine::Durable>,
+        &ScriptCall,
+        Option<&tokio::runtime::Handle>,
+        _,
+    >(super::Router::run);
     assert!(size <= 1024, "Router::run's future is {size} bytes");
 }
