@@ -3,7 +3,8 @@
 //! else the system's roots. A PEM that does not parse or holds a bad certificate is
 //! `config_invalid` (in the store's words: `bad` names its option); a system without a single
 //! loadable root is `store_unavailable`, said before any connect rather than as an unknown
-//! issuer at every handshake.
+//! issuer at every handshake. [`read_pem`] reads the files those options and Redis's client
+//! certificate and key name.
 
 use rustls::RootCertStore;
 use rustls::pki_types::CertificateDer;
@@ -32,4 +33,25 @@ pub(crate) fn load(pem: Option<&[u8]>, bad: impl Fn(String) -> Error) -> Result<
         }
     }
     Ok(roots)
+}
+
+/// The PEM file at `path`, read whole: for `CERTIFICATE`, certificates that parse, at least one;
+/// for another `label` (`PRIVATE KEY`), at least one block naming it (the TLS configuration
+/// parses it). `bad` turns a problem (`which cannot be read: ...`, `which is not PEM: ...`,
+/// `which holds no PEM CERTIFICATE`) into the store's `config_invalid`.
+pub(crate) fn read_pem(path: &std::path::Path, label: &str, bad: impl Fn(String) -> Error) -> Result<Vec<u8>> {
+    let pem = std::fs::read(path).map_err(|e| bad(format!("which cannot be read: {e}")))?;
+    let found = if label == "CERTIFICATE" {
+        let certs = CertificateDer::pem_slice_iter(&pem)
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .map_err(|e| bad(format!("which is not PEM: {e}")))?;
+        !certs.is_empty()
+    } else {
+        let text = String::from_utf8_lossy(&pem);
+        text.contains("-----BEGIN") && text.contains(label)
+    };
+    if !found {
+        return Err(bad(format!("which holds no PEM {label}")));
+    }
+    Ok(pem)
 }

@@ -17,7 +17,6 @@ use rustls::DigitallySignedStruct;
 use rustls::client::WebPkiServerVerifier;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::{WebPkiSupportedAlgorithms, verify_tls12_signature, verify_tls13_signature};
-use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 
 use crate::error::{Error, Result};
@@ -94,7 +93,9 @@ pub(crate) fn read_url(url: &str) -> Result<Url> {
     };
     let root_certs = match root.as_deref() {
         None | Some("system") => None,
-        Some(path) => Some(read_roots(path)?),
+        Some(path) => Some(crate::tls_roots::read_pem(path.as_ref(), "CERTIFICATE", |why| {
+            Error::config("postgres.url", &format!("has sslrootcert={path}, {why}"))
+        })?),
     };
     config.ssl_mode(match tls {
         Tls::Disable => tokio_postgres::config::SslMode::Disable,
@@ -102,19 +103,6 @@ pub(crate) fn read_url(url: &str) -> Result<Url> {
         _ => tokio_postgres::config::SslMode::Require,
     });
     Ok(Url { config, tls, root_certs })
-}
-
-/// The file's PEM, with at least one certificate in it.
-fn read_roots(path: &str) -> Result<Vec<u8>> {
-    let bad = |why: String| Error::config("postgres.url", &format!("has sslrootcert={path}, {why}"));
-    let pem = std::fs::read(path).map_err(|e| bad(format!("which cannot be read: {e}")))?;
-    let certs = CertificateDer::pem_slice_iter(&pem)
-        .collect::<std::result::Result<Vec<_>, _>>()
-        .map_err(|e| bad(format!("which is not PEM: {e}")))?;
-    if certs.is_empty() {
-        return Err(bad("which holds no certificate".into()));
-    }
-    Ok(pem)
 }
 
 /// `url` without `sslmode` and `sslrootcert`, and their values (the last of each).

@@ -227,7 +227,7 @@ impl RedisStore {
         tokio::select! {
             biased;
             r = work => r,
-            () = deadline => Err(self.inner.timed_out()),
+            () = deadline => Err(engine::timed_out(self.inner.timeout.as_millis() as u64)),
         }
     }
 
@@ -323,14 +323,7 @@ impl Inner {
 
     /// `fut` under the call timeout.
     async fn bounded<T>(&self, fut: impl Future<Output = Result<T>>) -> Result<T> {
-        match tokio::time::timeout(self.timeout, fut).await {
-            Ok(r) => r,
-            Err(_) => Err(self.timed_out()),
-        }
-    }
-
-    fn timed_out(&self) -> Error {
-        engine::timed_out(self.timeout.as_millis() as u64)
+        engine::within(self.timeout, fut).await
     }
 
     /// `call` in deterministic-replay mode: its rounds, one call at a time ([`replay`]). The
@@ -374,11 +367,10 @@ async fn choose_invoke(
     if scripting == Scripting::Eval {
         return Ok(engine::Invoke::Scripts);
     }
-    let loaded = match tokio::time::timeout(timeout, router.everywhere(&load_library())).await {
-        Ok(Ok(Value::Error(e))) => Err(e),
-        Ok(Ok(_)) => Ok(()),
-        Ok(Err(e)) => Err(e.message().to_string()),
-        Err(_) => Err(format!("no answer within {} ms", timeout.as_millis())),
+    let loaded = match engine::within(timeout, router.everywhere(&load_library())).await {
+        Ok(Value::Error(e)) => Err(e),
+        Ok(_) => Ok(()),
+        Err(e) => Err(e.message().to_string()),
     };
     match (loaded, scripting) {
         (Ok(()), _) => Ok(engine::Invoke::Functions),

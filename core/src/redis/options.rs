@@ -150,7 +150,7 @@ impl Default for RedisOptions {
 pub(crate) struct Plan {
     pub mode: RedisMode,
     pub urls: Vec<String>,
-    pub nodes: Vec<super::transport::Endpoint>,
+    pub nodes: Vec<super::connect::Endpoint>,
     /// `Some` for `rediss://` URLs (possibly with no files: system roots, no client cert): the
     /// store's own connections' rustls configuration ([`super::tls`]).
     pub tls: Option<super::tls::TlsConfig>,
@@ -313,7 +313,7 @@ pub(crate) fn redact(url: &str) -> String {
     }
 }
 
-fn parse_url(url: &str) -> Result<(&'static str, super::transport::Endpoint)> {
+fn parse_url(url: &str) -> Result<(&'static str, super::connect::Endpoint)> {
     let scheme = match url.split_once("://").map(|(s, _)| s) {
         Some("redis") => "redis",
         Some("rediss") => "rediss",
@@ -332,19 +332,14 @@ fn parse_url(url: &str) -> Result<(&'static str, super::transport::Endpoint)> {
             &format!("{:?} has a fragment; certificate verification cannot be turned off", redact(url)),
         ));
     }
-    let endpoint = super::transport::Endpoint::parse(url)
+    let endpoint = super::connect::Endpoint::parse(url)
         .map_err(|e| Error::config("redis.urls", &format!("{:?} is not a valid Redis URL: {e}", redact(url))))?;
     Ok((scheme, endpoint))
 }
 
-fn read_pem(path: &PathBuf, option: &str, label: &str) -> Result<Vec<u8>> {
-    let bytes =
-        std::fs::read(path).map_err(|e| Error::config(option, &format!("cannot be read ({}): {e}", path.display())))?;
-    let text = String::from_utf8_lossy(&bytes);
-    if !text.contains("-----BEGIN") || !text.contains(label) {
-        return Err(Error::config(option, &format!("({}) holds no PEM {label}", path.display())));
-    }
-    Ok(bytes)
+/// `path`'s PEM ([`crate::tls_roots::read_pem`]), its problems `option`'s.
+fn read_pem(path: &std::path::Path, option: &str, label: &str) -> Result<Vec<u8>> {
+    crate::tls_roots::read_pem(path, label, |why| Error::config(option, &format!("is {}, {why}", path.display())))
 }
 
 #[cfg(test)]
@@ -463,7 +458,7 @@ mod tests {
     /// and the same URLs refused.
     #[test]
     fn urls_parse_as_redis_rs_parses_them() {
-        use super::super::transport::Endpoint;
+        use super::super::connect::Endpoint;
         use redis::{ConnectionAddr, IntoConnectionInfo};
         let theirs = |url: &str| {
             let info = url.into_connection_info().ok()?;

@@ -15,8 +15,8 @@
 //!    `ASK`, `TRYAGAIN`, `NOSCRIPT` / function not found): after `pause_ms`, send
 //!    [`super::transport::PreparedCall::write`] of `hop` to `node`, whose
 //!    [`super::transport::replies`] replies end with the call's. [`Follow::Fail`]: finish it with that error.
-//!    A call takes at most [`MAX_HOPS`] attempts, all within the one `timeout_ms` the transport
-//!    keeps from the call's start.
+//!    A call takes at most the engine's `MAX_ATTEMPTS` attempts (as on the store's own paths),
+//!    all within the one `timeout_ms` the transport keeps from the call's start.
 //! 3. A connection that could not be made (nothing was written on it): ask
 //!    [`Routes::reroute`]; a node number means the map now names another master for the slot
 //!    (a failover): send there. Otherwise the call fails with the connection's error.
@@ -27,13 +27,9 @@
 use std::sync::Arc;
 
 use super::cluster::Router;
+use super::connect::Endpoint;
 use super::engine;
-use super::transport::Endpoint;
 use crate::error::{Error, Result};
-
-/// Attempts one call may take (the first, redirects, pauses and reroutes), as on the store's
-/// own paths (the engine, `core/src/redis/engine/`).
-pub const MAX_HOPS: u8 = super::engine::MAX_ATTEMPTS;
 
 /// Where a call is in its route: attempts so far, and how the next is sent (`ASKING` first,
 /// the fallback). A binding keeps it as a number ([`Hop::bits`], [`Hop::from_bits`]; a fresh
@@ -146,11 +142,11 @@ mod tests {
     }
 
     #[test]
-    fn a_call_takes_at_most_max_hops_attempts_and_reroutes_only_from_the_maps_choice() {
-        // The first attempt is 0; each reroute is one more, MAX_HOPS in all.
+    fn a_call_takes_at_most_max_attempts_and_reroutes_only_from_the_maps_choice() {
+        // The first attempt is 0; each reroute is one more, MAX_ATTEMPTS in all.
         let mut hop = Hop::default();
-        for _ in 1..MAX_HOPS {
-            hop = hop.rerouted().expect("within MAX_HOPS");
+        for _ in 1..engine::MAX_ATTEMPTS {
+            hop = hop.rerouted().expect("within MAX_ATTEMPTS");
         }
         assert_eq!(hop.rerouted(), None);
         assert_eq!(Hop::from_bits(1 << 10).rerouted(), None, "a redirect's target is not rerouted from");

@@ -7,12 +7,12 @@
 
 use std::time::Duration;
 
-use super::connect::Blocking;
+use super::connect::Dial;
+use super::connect::Endpoint;
 use super::engine::resp;
 use super::engine::value::{Args, Value};
 use super::pipelined::Pipelined;
 use super::tls::TlsConfig;
-use super::transport::Endpoint;
 use crate::error::{Error, Result};
 
 /// Asks each sentinel in turn for the master's address (logging in with `auth`, the
@@ -33,7 +33,7 @@ pub(crate) async fn lookup(
         let plain = Endpoint { username, password, db: 0, ..sentinel.clone() };
         let name = format!("{}://{}:{}", if plain.tls { "rediss" } else { "redis" }, plain.host, plain.port);
         let ask = async {
-            let conn = Pipelined::open(&Blocking::of(&plain, tls), timeout).await.map_err(Error::store)?;
+            let conn = Pipelined::open(&Dial::of(&plain, tls), timeout).await.map_err(Error::store)?;
             let mut command = Args::new();
             command.arg("SENTINEL").arg("GET-MASTER-ADDR-BY-NAME").arg(service);
             let frame = conn.frame(&command).await.map_err(Error::store)?;
@@ -56,10 +56,9 @@ pub(crate) async fn lookup(
                 other => Err(Error::store(format!("an unreadable master address: {other:?}"))),
             }
         };
-        match tokio::time::timeout(timeout, ask).await {
-            Ok(Ok(addr)) => return Ok(addr),
-            Ok(Err(e)) => causes.push(format!("{name}: {}", e.message())),
-            Err(_) => causes.push(format!("{name}: no answer within {} ms", timeout.as_millis())),
+        match super::engine::within(timeout, ask).await {
+            Ok(addr) => return Ok(addr),
+            Err(e) => causes.push(format!("{name}: {}", e.message())),
         }
     }
     Err(Error::store(format!("no sentinel named the master of {service:?} ({})", causes.join("; "))))

@@ -9,8 +9,8 @@
 use std::io::{Read, Write};
 use std::time::Duration;
 
+use super::connect::Endpoint;
 use super::tls::{AsyncTls, SyncTls, TlsConfig};
-use super::transport::Endpoint;
 
 /// Where a node listens, for the store's own connections.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -11,7 +11,7 @@
 //!
 //! [`Wire`] serves every blocking path: `redis://` over TCP, `rediss://` (TLS, [`super::tls`])
 //! and `redis+unix://`, speaking RESP2 or, on `?protocol=resp3`, RESP3 (the login says
-//! `HELLO 3`, [`super::connect::Blocking`]; the engine's reader reads RESP3's replies, and a push
+//! `HELLO 3`, [`super::connect::Dial`]; the engine's reader reads RESP3's replies, and a push
 //! answers no call: [`Wire::frame`] drops it). Timeouts are the
 //! socket's: the write and read timeouts bound each `send` and `recv`, and every read after a
 //! call's plain first one is bounded by the time left until the call's deadline.
@@ -20,10 +20,13 @@ use std::io::{Error, ErrorKind, Read, Result, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
-use super::connect::Blocking;
+use super::connect::Dial;
 use super::engine::resp::{self, frame_len};
 use super::engine::{Attempt, Exchange, Step, To};
 use super::socket::{SyncSocket, Target};
+
+/// What a connect that ran out of time says.
+const CONNECTING: &str = "connecting took the whole timeout";
 
 /// The first read buffer; it grows only for a reply that does not fit (an `EVAL` error).
 const INITIAL: usize = 512;
@@ -51,7 +54,7 @@ impl Wire {
             Target::Tcp(host, port) => SyncSocket::Tcp(connect_tcp(host, *port, deadline)?),
             Target::Tls(host, port, config) => {
                 let tcp = connect_tcp(host, *port, deadline)?;
-                let t = left(deadline)?;
+                let t = left(deadline, CONNECTING)?;
                 tcp.set_read_timeout(Some(t))?;
                 tcp.set_write_timeout(Some(t))?;
                 let tls = super::tls::handshake_sync(config.connection(host)?, tcp).map_err(timeout_kind)?;
@@ -64,13 +67,13 @@ impl Wire {
         let mut wire =
             Wire { stream, buf: vec![0; INITIAL], start: 0, end: 0, out: Vec::new(), read_timeout: Duration::ZERO };
         for command in handshake {
-            wire.set_timeouts(left(deadline)?)?;
+            wire.set_timeouts(left(deadline, CONNECTING)?)?;
             wire.send(command)?;
             if let Some(e) = refused(wire.frame()?) {
                 return Err(e);
             }
         }
-        wire.set_timeouts(left(deadline)?)?;
+        wire.set_timeouts(left(deadline, CONNECTING)?)?;
         Ok(wire)
     }
 
@@ -169,7 +172,7 @@ impl Wire {
 fn connect_tcp(host: &str, port: u16, deadline: Instant) -> Result<TcpStream> {
     let mut last = None;
     for addr in (host, port).to_socket_addrs()? {
-        match TcpStream::connect_timeout(&addr, left(deadline)?) {
+        match TcpStream::connect_timeout(&addr, left(deadline, CONNECTING)?) {
             Ok(s) => {
                 s.set_nodelay(true)?;
                 return Ok(s);
@@ -201,11 +204,7 @@ impl Wire {
             self.send_with(|out| x.write(out))?;
             loop {
                 if !plain {
-                    let left = deadline.saturating_duration_since(Instant::now());
-                    if left.is_zero() {
-                        return Err(io(ErrorKind::TimedOut, "no reply within the call's timeout"));
-                    }
-                    self.set_read_timeout(left)?;
+                    self.set_read_timeout(left(deadline, "no reply within the call's timeout")?)?;
                     bounded = true;
                 }
                 let step = x.feed(self.frame()?);
@@ -229,7 +228,7 @@ impl Wire {
 /// in step and goes back; one that failed or timed out is dropped, never reused, so a late reply
 /// cannot be read as the next call's.
 pub(crate) struct Pool {
-    blocking: Blocking,
+    dial: Dial,
     idle: parking_lot::Mutex<Vec<Wire>>,
     /// The whole call timeout, which a connection back in the pool gets for its next call.
     timeout: Duration,
@@ -255,13 +254,13 @@ impl<E> Lost<E> {
 }
 
 impl Pool {
-    pub(crate) fn new(blocking: Blocking, timeout: Duration) -> Pool {
-        Pool { blocking, idle: parking_lot::Mutex::new(Vec::new()), timeout }
+    pub(crate) fn new(dial: Dial, timeout: Duration) -> Pool {
+        Pool { dial, idle: parking_lot::Mutex::new(Vec::new()), timeout }
     }
 
     /// Where the node is and how the store's connections log in (the async ones too).
-    pub(crate) fn blocking(&self) -> &Blocking {
-        &self.blocking
+    pub(crate) fn dial(&self) -> &Dial {
+        &self.dial
     }
 
     /// Drops every idle connection.
@@ -272,14 +271,14 @@ impl Pool {
     /// `x` on an idle connection, or on a new one made by `deadline` ([`Wire::drive`]): the
     /// step that ends it on this node. One deadline covers the whole call: a new connection's
     /// handshake spends part of it, and the call gets what is left (a silent server used to
-    /// take twice: see [`Blocking`]).
+    /// take twice: see [`Dial`]).
     pub(crate) fn drive(&self, x: &mut Exchange<'_>, deadline: Instant) -> std::result::Result<Step, Lost> {
         let popped = self.idle.lock().pop();
         let (mut conn, fresh) = match popped {
             Some(c) => (c, false),
             None => {
                 let (target, login) =
-                    self.blocking.own().map_err(|what| Lost::Unsent(io(ErrorKind::InvalidInput, what)))?;
+                    self.dial.own().map_err(|what| Lost::Unsent(io(ErrorKind::InvalidInput, what)))?;
                 (Wire::connect(target, login, deadline).map_err(Lost::Unsent)?, true)
             }
         };
@@ -293,10 +292,10 @@ impl Pool {
     }
 }
 
-/// The time left until `deadline`, or a timeout error when none is.
-fn left(deadline: Instant) -> Result<Duration> {
+/// The time left until `deadline`, or a timeout error saying `what` when none is.
+fn left(deadline: Instant, what: &'static str) -> Result<Duration> {
     let left = deadline.saturating_duration_since(Instant::now());
-    if left.is_zero() { Err(io(ErrorKind::TimedOut, "connecting took the whole timeout")) } else { Ok(left) }
+    if left.is_zero() { Err(io(ErrorKind::TimedOut, what)) } else { Ok(left) }
 }
 
 /// An IO error of `kind` saying `what` (shared with [`super::pipelined`]).

@@ -39,12 +39,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use super::call::{Outcome, ScriptCall};
+use super::connect::Endpoint;
 use super::engine::{self, Durable, Exchange, Invoke, Rules, Step, To};
 use super::held::{Held, Taken};
 use super::options::{Plan, RedisMode};
 use super::pipelined::Pipelined;
 use super::tls::TlsConfig;
-use super::transport::Endpoint;
 use super::wire::{Lost, Pool};
 use crate::error::{Error, Result};
 use topology::{Addr, SlotMap};
@@ -72,7 +72,7 @@ impl Node {
     /// A new async connection, within `timeout` (its driver task is spawned on the runtime
     /// that polls this): [`Pipelined::open`].
     async fn open(&self, timeout: Duration) -> Result<Pipelined> {
-        Pipelined::open(self.pool.blocking(), timeout)
+        Pipelined::open(self.pool.dial(), timeout)
             .await
             .map_err(|e| Error::store(format!("cannot connect to {}: {e}", self.name())))
     }
@@ -186,10 +186,9 @@ impl Router {
         // One node, or the Sentinel master: connected now, so that a store whose Redis is down
         // fails at once.
         let node = router.map.read().masters[0].clone();
-        match tokio::time::timeout(timeout, node.connect(timeout, &router.closed)).await {
-            Ok(Ok(_)) => Ok(router),
-            Ok(Err(e)) => Err(Error::store(format!("cannot connect to {what}: {}", e.message()))),
-            Err(_) => Err(Error::store(format!("connecting to {what} timed out after {} ms", timeout.as_millis()))),
+        match engine::within(timeout, node.connect(timeout, &router.closed)).await {
+            Ok(_) => Ok(router),
+            Err(e) => Err(Error::store(format!("cannot connect to {what}: {}", e.message()))),
         }
     }
 
@@ -254,7 +253,7 @@ impl Router {
         let node = Arc::new(Node {
             id: nodes.len() as u32,
             addr: addr.clone(),
-            pool: Pool::new(super::connect::Blocking::of(&endpoint, self.tls.as_ref()), self.timeout),
+            pool: Pool::new(super::connect::Dial::of(&endpoint, self.tls.as_ref()), self.timeout),
             endpoint,
             mux: Held::default(),
             connecting: tokio::sync::Mutex::new(()),

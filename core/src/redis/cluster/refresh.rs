@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 use super::topology::{Addr, SlotMap, parse_slots};
 use super::{Discover, Node, Router};
 use crate::error::{Error, Result};
-use crate::redis::engine::resp;
 use crate::redis::engine::value::{Args, Value};
+use crate::redis::engine::{self, resp};
 use crate::redis::sentinel::lookup;
 
 /// The least time between two background refreshes of the slot map.
@@ -60,15 +60,12 @@ impl Router {
                     .filter(|r| !r.is_empty())
                     .ok_or_else(|| Error::store(format!("unreadable CLUSTER SLOTS: {reply:?}")))
             };
-            match tokio::time::timeout(self.timeout, read).await {
-                Ok(Ok(ranges)) => {
+            match engine::within(self.timeout, read).await {
+                Ok(ranges) => {
                     self.install(SlotMap::build(&ranges, |a| self.node(a), |n| &n.addr));
                     return Ok(());
                 }
-                Ok(Err(e)) => causes.push(format!("{}:{}: {}", addr.0, addr.1, e.message())),
-                Err(_) => {
-                    causes.push(format!("{}:{}: no answer within {} ms", addr.0, addr.1, self.timeout.as_millis()))
-                }
+                Err(e) => causes.push(format!("{}:{}: {}", addr.0, addr.1, e.message())),
             }
         }
         Err(Error::store(format!("no cluster node answered CLUSTER SLOTS ({})", causes.join("; "))))

@@ -478,6 +478,13 @@ pub fn timed_out(timeout_ms: u64) -> Error {
     Error::store(format!("timed out: Redis did not answer within {timeout_ms} ms"))
 }
 
+/// `work`, or [`timed_out`] when it gives no answer within `timeout` (on the current runtime's
+/// timer): the one bound of the store's async commands (connects, map and master lookups,
+/// loading the library, the store runtime's own calls).
+pub async fn within<T>(timeout: std::time::Duration, work: impl Future<Output = Result<T>>) -> Result<T> {
+    tokio::time::timeout(timeout, work).await.unwrap_or_else(|_| Err(timed_out(timeout.as_millis() as u64)))
+}
+
 /// [`timed_out`], naming what the connection said.
 pub fn timed_out_because(timeout_ms: u64, cause: &dyn std::fmt::Display) -> Error {
     Error::store(format!("timed out: Redis did not answer within {timeout_ms} ms ({cause})"))
