@@ -174,9 +174,6 @@ impl Dial {
     }
 }
 
-/// [`Dial`]'s former name, which `pipelined.rs` still says (to go with that file's next edit).
-pub(crate) use Dial as Blocking;
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -418,11 +418,11 @@ fn without_pushes(mut bytes: &[u8]) -> Vec<u8> {
 }
 
 impl Pipelined {
-    /// A connection to `blocking`'s node, logged in as its URL says (RESP2, or `HELLO 3` on
+    /// A connection to `dial`'s node, logged in as its URL says (RESP2, or `HELLO 3` on
     /// `?protocol=resp3`), connected within `timeout` from the runtime that polls this (the
     /// driver task is spawned there).
-    pub(crate) async fn open(blocking: &super::connect::Blocking, timeout: Duration) -> Result<Pipelined> {
-        let (target, login) = blocking.own().map_err(|what| io(ErrorKind::InvalidInput, what))?;
+    pub(crate) async fn open(dial: &super::connect::Dial, timeout: Duration) -> Result<Pipelined> {
+        let (target, login) = dial.own().map_err(|what| io(ErrorKind::InvalidInput, what))?;
         Pipelined::connect(target, login, timeout).await
     }
 
