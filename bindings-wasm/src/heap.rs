@@ -11,8 +11,8 @@
 //! from the top of the heap, which grows the memory by whole 64 KiB pages. Memory is never
 //! returned to the host (a WebAssembly memory cannot shrink) and a freed block serves only its
 //! own class, so the heap is at most the sum over the classes of the most bytes each class held
-//! at once: a store that frees its keys reuses their blocks (`tests/memory.test.mjs` holds a
-//! store's memory still over many rounds of new keys). A `realloc` within the block's class
+//! at once: a store that frees its keys reuses their blocks (`bindings-wasm/tests/memory.test.mjs`
+//! holds a store's memory still over many rounds of new keys). A `realloc` within the class
 //! (a string or vector growing into its spare quarter) keeps the block.
 //!
 //! One thread only: wasm32-unknown-unknown without the `atomics` feature has no threads, so the
@@ -49,8 +49,7 @@ pub struct Allocator(UnsafeCell<Heap>);
 unsafe impl Sync for Allocator {}
 
 #[global_allocator]
-static ALLOCATOR: Allocator =
-    Allocator(UnsafeCell::new(Heap { free: [ptr::null_mut(); CLASSES], top: 0, end: 0 }));
+static ALLOCATOR: Allocator = Allocator(UnsafeCell::new(Heap { free: [ptr::null_mut(); CLASSES], top: 0, end: 0 }));
 
 /// The size class of `layout` and its block size in bytes, or `None` past 1 GiB. A size of `u`
 /// granules is rounded up to `m << e` with `m` in 5..=8 (`m` in 1..=8 when `e` is 0), the class
