@@ -56,8 +56,8 @@ static ALLOCATOR: Allocator = Allocator(UnsafeCell::new(Heap { free: [ptr::null_
 /// being `4e + m - 1`: 0..=7 for 1..=8 granules, then four classes per power of two.
 #[inline]
 fn class(layout: Layout) -> Option<(usize, usize)> {
-    // `Layout` keeps the size at most `isize::MAX`: adding 15 cannot overflow.
-    let granules = (layout.size().max(layout.align()).max(1) + GRANULE - 1) / GRANULE;
+    // `Layout` keeps the size at most `isize::MAX`: rounding up cannot overflow.
+    let granules = layout.size().max(layout.align()).max(1).div_ceil(GRANULE);
     if granules > MAX_GRANULES {
         return None;
     }
@@ -77,7 +77,7 @@ unsafe impl GlobalAlloc for Allocator {
         let head = heap.free[c];
         // Every block is 16-byte aligned; a rarer larger alignment takes a listed block only
         // when it happens to satisfy it.
-        if !head.is_null() && head as usize & (align - 1) == 0 {
+        if !head.is_null() && (head as usize) & (align - 1) == 0 {
             // SAFETY: a listed block is free and at least 16 bytes: its first word is the next.
             heap.free[c] = unsafe { *(head as *mut *mut u8) };
             return head;
