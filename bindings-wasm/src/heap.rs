@@ -5,7 +5,7 @@
 //!
 //! Every block has a size class: its size rounded up to a multiple of 16 bytes, then to one of
 //! four steps per power of two (16, 32, .., 128, then 160, 192, 224, 256, 320, ..), so a block
-//! is at most a quarter larger than asked for (up to 128 bytes, only to the 16). A freed block
+//! is at most a quarter larger than asked for (up to 128 bytes, to a multiple of 16). A freed block
 //! goes onto its class's free list and the next allocation of that class takes it back, in
 //! constant time, with no search, split or merge; a class with no free block takes a fresh one
 //! from the top of the heap, which grows the memory by whole 64 KiB pages. Memory is never
