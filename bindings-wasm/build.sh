@@ -57,7 +57,9 @@ rm -rf "$out.tmp" && mkdir -p "$out.tmp"
 # only where the add would wrap into the first 1 KB of memory, which this module never uses:
 # wasm-ld lays it out stack first (the stack grows down from 1 MiB to 0, the data and the heap
 # sit above), so the first KB is reached only by a stack 1 MiB deep, already overflowing.
-"$WASM_OPT" -Os --low-memory-unused --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
+# `--precompute-propagate` between two `-Os` passes propagates constants through locals that
+# the first pass left: 0.2 KB gzipped.
+"$WASM_OPT" -Os --precompute-propagate -Os --low-memory-unused --enable-bulk-memory --enable-nontrapping-float-to-int --enable-sign-ext \
   --enable-mutable-globals --enable-reference-types --enable-multivalue \
   --strip-producers --strip-target-features \
   "$out.tmp/throttlekit_bg.wasm" -o "$out.tmp/throttlekit_bg.wasm"

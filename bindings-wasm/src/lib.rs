@@ -24,6 +24,7 @@ mod clock;
 mod convert;
 mod error;
 mod fast;
+mod heap;
 mod held;
 mod http;
 mod instance;

@@ -1,14 +1,14 @@
 // The shipped module's size ceiling, gzipped (level 9): a build that grows past it fails here.
-// The target is 150 KB (the issue's budget; a Worker's script may be 3 MB on the free plan),
-// reported against that target by `make bench` (bindings-wasm/bench.mjs); the ceiling is the
-// size the module has now (156,644 B by Node's zlib) plus less than half a KB, and comes down
-// as the module does.
+// The target is 150 KB, 153,600 B (the issue's budget; a Worker's script may be 3 MB on the free
+// plan), reported against that target by `make bench` (bindings-wasm/bench.mjs); the ceiling is
+// the size the module has now (152,491 B by Node's zlib) plus less than half a KB, under the
+// target, and comes down as the module does.
 import assert from 'node:assert/strict'
 import { readFileSync } from 'node:fs'
 import { test } from 'node:test'
 import { gzipSync } from 'node:zlib'
 
-const CEILING = 157_100
+const CEILING = 152_900
 
 test('the release module stays under its gzipped size ceiling', () => {
   const bytes = readFileSync(new URL('../../bindings-node/wasm/pkg/throttlekit_bg.wasm', import.meta.url))

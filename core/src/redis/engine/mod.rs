@@ -92,6 +92,20 @@ pub struct Rules {
     pub cluster: bool,
 }
 
+impl Rules {
+    /// `WAIT` after each call. Never in a build without the `redis` feature (the WebAssembly
+    /// module), whose only rules are the REST store's: the compiler then drops the `WAIT` code.
+    fn durable(self) -> Option<Durable> {
+        if cfg!(feature = "redis") { self.durable } else { None }
+    }
+
+    /// A cluster. Never without the `redis` feature, as [`Rules::durable`]: the redirects'
+    /// reading (`MOVED`, `ASK`, `TRYAGAIN`) is dropped there.
+    fn cluster(self) -> bool {
+        cfg!(feature = "redis") && self.cluster
+    }
+}
+
 /// Where a call is in its route: attempts so far, and how the current one is sent. `Copy` and
 /// one `u32` wide ([`Attempt::bits`]), so a transport in another language keeps it as a number.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -248,7 +262,7 @@ impl<'c> Exchange<'c> {
     /// Whether the current attempt is the plain one: the call's first command alone, with no
     /// `ASKING`, fallback or `WAIT` (every call on a stable node).
     pub fn plain(&self) -> bool {
-        !self.attempt.asking && !self.attempt.fallback && self.rules.durable.is_none()
+        !self.attempt.asking && !self.attempt.fallback && self.rules.durable().is_none()
     }
 
     /// How many reply frames the current attempt gets back.
@@ -259,7 +273,7 @@ impl<'c> Exchange<'c> {
     /// Which of the current attempt's reply frames is the call's own (`ASKING`'s and `FUNCTION
     /// LOAD`'s come before it, `WAIT`'s after).
     pub fn call_frame(&self) -> usize {
-        self.replies() - 1 - usize::from(self.rules.durable.is_some())
+        self.replies() - 1 - usize::from(self.rules.durable().is_some())
     }
 
     /// The current attempt's commands, RESP-encoded, appended to `out`.
@@ -285,7 +299,7 @@ impl<'c> Exchange<'c> {
             }
             (true, Invoke::Scripts) => script(call, b"EVAL", call.script.source.as_bytes(), &mut f),
         }
-        if let Some(d) = self.rules.durable {
+        if let Some(d) = self.rules.durable() {
             let (mut r, mut t) = ([0; 20], [0; 20]);
             f(&[b"WAIT", resp::decimal(u64::from(d.replicas), &mut r), resp::decimal(d.timeout_ms, &mut t)]);
         }
@@ -302,7 +316,7 @@ impl<'c> Exchange<'c> {
         }
         if at == call_at {
             let held = self.read(frame);
-            if self.rules.durable.is_none() {
+            if self.rules.durable().is_none() {
                 return self.settle(held);
             }
             self.held = Some(held);
@@ -319,7 +333,7 @@ impl<'c> Exchange<'c> {
     /// The connection for the current attempt could not be made, so nothing was written:
     /// `cause` ends the call, unless a cluster's slot map may name another master now.
     pub fn unsent(&mut self, cause: Error) -> Step {
-        match self.attempt.rerouted().filter(|_| self.rules.cluster) {
+        match self.attempt.rerouted().filter(|_| self.rules.cluster()) {
             Some(a) => self.again(a, To::Reroute, Duration::ZERO),
             None => Step::Done(Err(cause)),
         }
@@ -347,14 +361,14 @@ impl<'c> Exchange<'c> {
             None => {}
         }
         if let Some((code, _)) = resp::error(frame) {
-            self.map_stale = self.rules.cluster && stale(code);
+            self.map_stale = self.rules.cluster() && stale(code);
         }
         Held::Outcome(decode(self.call, frame))
     }
 
     /// `WAIT`'s reply: enough replicas acknowledged the call's writes.
     fn durable(&self, frame: &[u8]) -> Result<()> {
-        let Some(d) = self.rules.durable else { return Ok(()) };
+        let Some(d) = self.rules.durable() else { return Ok(()) };
         match resp::int(frame) {
             Some(n) if n >= i64::from(d.replicas) => Ok(()),
             Some(n) => Err(Error::store(format!(
@@ -374,7 +388,7 @@ pub fn replies(rules: Rules, attempt: Attempt) -> usize {
         (true, Invoke::Functions) => 2,
         _ => 1,
     };
-    usize::from(attempt.asking) + call + usize::from(rules.durable.is_some())
+    usize::from(attempt.asking) + call + usize::from(rules.durable().is_some())
 }
 
 /// Whether a reply frame says the node lacks the call's script (`NOSCRIPT`) or function (`ERR
@@ -410,18 +424,18 @@ pub fn redirect(rules: Rules, attempt: Attempt, frame: &[u8], script: &str) -> O
     let (attempt, to, pause) = match code {
         // A miss answered to the fallback itself ends the call: it is never sent a third time.
         _ if missing(code, detail) && !a.fallback => (next(a.asking, true, false), To::Same, Duration::ZERO),
-        "MOVED" if rules.cluster => {
+        "MOVED" if rules.cluster() => {
             let mut words = detail.split_whitespace();
             let slot = words.next().and_then(|s| s.parse().ok())?;
             let (host, port) = words.next().and_then(address)?;
             (next(false, a.fallback, true), To::Moved { slot, host, port }, Duration::ZERO)
         }
-        "ASK" if rules.cluster => {
+        "ASK" if rules.cluster() => {
             let (host, port) = detail.split_whitespace().nth(1).and_then(address)?;
             (next(true, a.fallback, true), To::Ask { host, port }, Duration::ZERO)
         }
         // Same node, still `ASKING` if it was.
-        "TRYAGAIN" if rules.cluster => (next(a.asking, a.fallback, false), To::Same, TRYAGAIN_PAUSE),
+        "TRYAGAIN" if rules.cluster() => (next(a.asking, a.fallback, false), To::Same, TRYAGAIN_PAUSE),
         _ => return None,
     };
     Some(attempt.map(|a| (a, to, pause)))
