@@ -82,23 +82,37 @@ unsafe impl GlobalAlloc for Allocator {
             heap.free[c] = unsafe { *(head as *mut *mut u8) };
             return head;
         }
-        let mut start = (heap.top + align - 1) & !(align - 1);
-        if start + size > heap.end {
-            // Enough fresh pages for the block at any alignment (at most 1 GiB + 1 GiB).
-            let pages = (size + align).div_ceil(PAGE);
-            let old = wasm32::memory_grow(0, pages);
-            if old == usize::MAX {
-                return ptr::null_mut();
+        // Addresses are 32 bits wide and a memory may reach 4 GiB: every sum near the top is
+        // checked, so a heap near the end of the address space fails (null) instead of wrapping
+        // to a block at a low address that other data holds.
+        let fits = |top: usize, end: usize| {
+            let start = top.checked_add(align - 1)? & !(align - 1);
+            (start.checked_add(size)? <= end).then_some(start)
+        };
+        let start = match fits(heap.top, heap.end) {
+            Some(start) => start,
+            None => {
+                // Enough fresh pages for the block at any alignment (at most 1 GiB + 1 GiB).
+                let pages = (size + align).div_ceil(PAGE);
+                let old = wasm32::memory_grow(0, pages);
+                if old == usize::MAX {
+                    return ptr::null_mut();
+                }
+                let base = old * PAGE;
+                // The memory grew from the heap's end unless this is the heap's first growth
+                // (the memory below is the module's data and stack).
+                if base != heap.end {
+                    heap.top = base;
+                }
+                // A memory of the whole 4 GiB ends one past the last address: the last byte is
+                // given up rather than the end wrapping to 0.
+                heap.end = base.saturating_add(pages * PAGE);
+                match fits(heap.top, heap.end) {
+                    Some(start) => start,
+                    None => return ptr::null_mut(),
+                }
             }
-            let base = old * PAGE;
-            // The memory grew from the heap's end unless this is the heap's first growth (the
-            // memory below is the module's data and stack).
-            if base != heap.end {
-                heap.top = base;
-            }
-            heap.end = base + pages * PAGE;
-            start = (heap.top + align - 1) & !(align - 1);
-        }
+        };
         heap.top = start + size;
         start as *mut u8
     }
