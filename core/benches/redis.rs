@@ -165,36 +165,13 @@ fn main() {
     let peer = placement::RedisBenchmark {
         port: server.port,
         server_pids: servers.clone(),
-        command: [
-            "EVALSHA",
-            &SCRIPTS.gcra.sha,
-            "1",
-            "bench:k",
-            &NOW.to_string(),
-            "check",
-            "1",
-            "1000000000",
-            "1000",
-            "1000000000",
-        ]
-        .map(String::from)
-        .to_vec(),
+        command: placement::gcra_evalsha(&SCRIPTS.gcra.sha, "bench:k", NOW),
     };
     let (fixed_1, fixed_50) = (peer.fixed(1), peer.fixed(IN_FLIGHT));
     let raw_conn = rt.block_on(async {
         redis::Client::open(server.url()).unwrap().get_multiplexed_async_connection().await.unwrap()
     });
-    let mut raw_cmd = redis::cmd("EVALSHA");
-    raw_cmd
-        .arg(&SCRIPTS.gcra.sha)
-        .arg(1)
-        .arg("bench:k")
-        .arg(NOW)
-        .arg("check")
-        .arg(1)
-        .arg(1_000_000_000)
-        .arg(1000)
-        .arg(1_000_000_000);
+    let raw_cmd = placement::command(&peer.command);
     let in_flight_on = |rt: &tokio::runtime::Runtime| {
         rt.block_on(async {
             let tasks: Vec<_> = (0..IN_FLIGHT)

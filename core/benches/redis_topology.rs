@@ -124,21 +124,6 @@ fn in_flight(l: &Arc<Limiter>, n: usize, rt: &tokio::runtime::Runtime) -> f64 {
     })
 }
 
-/// The GCRA `EVALSHA` the store sends for `key` (as `redis.rs` sends it to redis-benchmark).
-fn gcra_evalsha(key: &str) -> redis::Cmd {
-    let mut cmd = redis::cmd("EVALSHA");
-    cmd.arg(&SCRIPTS.gcra.sha)
-        .arg(1)
-        .arg(key)
-        .arg(NOW)
-        .arg("check")
-        .arg(1)
-        .arg(1_000_000_000)
-        .arg(1000)
-        .arg(1_000_000_000);
-    cmd
-}
-
 /// The machine's floor for a sequential client: raw redis-rs blocking connections, one per
 /// node in `ports`, each key's `EVALSHA` sent to the node that owns it (found by asking), with
 /// no routing logic at all: the loop's rate and CPU per call (`servers`' too).
@@ -156,7 +141,8 @@ fn raw_sequential(ports: &[u16], n: usize, servers: &[u32]) -> placement::Sample
         .iter()
         .map(|k| conns.iter_mut().position(|c| redis::cmd("EXISTS").arg(k).query::<i64>(c).is_ok()).expect("an owner"))
         .collect();
-    let cmds: Vec<redis::Cmd> = keys.iter().map(|k| gcra_evalsha(k)).collect();
+    let cmds: Vec<redis::Cmd> =
+        keys.iter().map(|k| placement::command(&placement::gcra_evalsha(&SCRIPTS.gcra.sha, k, NOW))).collect();
     placement::ours(n, servers, || {
         for i in 0..n {
             let k = i % IN_FLIGHT;

@@ -269,3 +269,20 @@ pub fn spread(v: &[f64]) -> f64 {
     let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     (hi - lo) / median(v.to_vec())
 }
+
+/// The GCRA check every Redis row sends (`EVALSHA` of `sha` on `key` at `now`, a limit no call
+/// reaches), word by word: `redis-benchmark`'s arguments as they are, redis-rs's through
+/// [`command`], so ours, the peer and the raw reference send the same bytes.
+pub fn gcra_evalsha(sha: &str, key: &str, now: i64) -> Vec<String> {
+    let now = now.to_string();
+    ["EVALSHA", sha, "1", key, &now, "check", "1", "1000000000", "1000", "1000000000"].map(String::from).to_vec()
+}
+
+/// `words` as a redis-rs command.
+pub fn command(words: &[String]) -> redis::Cmd {
+    let mut cmd = redis::cmd(&words[0]);
+    for word in &words[1..] {
+        cmd.arg(word);
+    }
+    cmd
+}
