@@ -102,10 +102,9 @@ pub(super) fn held(shared: &Arc<Shared>) -> bool {
 #[cfg(test)]
 mod tests {
     use std::io::Write;
-    use std::time::{Duration, Instant};
 
     use super::Batch;
-    use crate::redis::pipelined::tests::{Call, pair, ping, queue, readable_now};
+    use crate::redis::pipelined::tests::{Call, pair, ping, queue, read_until, readable_now};
 
     /// Lets the current-thread runtime run its tasks (a woken driver would write) a few turns.
     fn run_tasks(rt: &tokio::runtime::Runtime) {
@@ -114,16 +113,6 @@ mod tests {
                 tokio::task::yield_now().await;
             }
         });
-    }
-
-    /// Reads from `server` until `len` bytes came (or fails after 10 s).
-    fn read_len(server: &mut std::net::TcpStream, len: usize) -> Vec<u8> {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        let mut got = Vec::new();
-        while got.len() < len && Instant::now() < deadline {
-            got.extend(readable_now(server));
-        }
-        got
     }
 
     /// Calls queued on two connections inside a batch wake neither driver: nothing is written
@@ -146,8 +135,8 @@ mod tests {
         let (even, odd): (Vec<usize>, Vec<usize>) = (0..5).partition(|i| i % 2 == 0);
         let expected_one: Vec<u8> = even.iter().copied().flat_map(ping).collect();
         let expected_two: Vec<u8> = odd.iter().copied().flat_map(ping).collect();
-        assert_eq!(read_len(&mut server_one, expected_one.len()), expected_one);
-        assert_eq!(read_len(&mut server_two, expected_two.len()), expected_two);
+        assert_eq!(read_until(&mut server_one, expected_one.len()), expected_one);
+        assert_eq!(read_until(&mut server_two, expected_two.len()), expected_two);
         for i in 0..5 {
             let server = if i % 2 == 0 { &mut server_one } else { &mut server_two };
             server.write_all(format!(":{i}\r\n").as_bytes()).unwrap();
@@ -160,7 +149,7 @@ mod tests {
         // Outside a batch a call wakes its driver, as before.
         let three = queue(&one, ping(9));
         run_tasks(&rt);
-        assert_eq!(read_len(&mut server_one, ping(9).len()), ping(9));
+        assert_eq!(read_until(&mut server_one, ping(9).len()), ping(9));
         server_one.write_all(b":9\r\n").unwrap();
         assert_eq!(rt.block_on(three).unwrap(), b":9\r\n");
     }
@@ -187,7 +176,7 @@ mod tests {
         second.join().unwrap();
         run_tasks(&rt);
         let expected: Vec<u8> = [ping(1), ping(2)].concat();
-        assert_eq!(read_len(&mut server, expected.len()), expected, "the driver wrote both");
+        assert_eq!(read_until(&mut server, expected.len()), expected, "the driver wrote both");
         server.write_all(b":1\r\n:2\r\n").unwrap();
         assert_eq!(rt.block_on(first).unwrap(), b":1\r\n");
         batch.write();
@@ -202,7 +191,7 @@ mod tests {
         let call = batch.hold(|| queue(&conn, ping(1)));
         drop(batch);
         run_tasks(&rt);
-        assert_eq!(read_len(&mut server, ping(1).len()), ping(1));
+        assert_eq!(read_until(&mut server, ping(1).len()), ping(1));
         server.write_all(b":1\r\n").unwrap();
         assert_eq!(rt.block_on(call).unwrap(), b":1\r\n");
     }
