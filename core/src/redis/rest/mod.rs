@@ -255,8 +255,8 @@ impl Batch {
             if self.outcomes[i].is_some() {
                 continue;
             }
-            let n = self.exchange(i).replies();
             let mut exchange = Exchange::at(&self.calls[i], RULES, self.attempts[i]);
+            let n = exchange.replies();
             for frame in frames.by_ref().take(n) {
                 match exchange.feed(&frame) {
                     Step::More => {}
