@@ -4,11 +4,12 @@ RedisStore and makes limiter calls when told to.
     python driver.py URLS MODE TIMEOUT_MS
 
 reads one JSON command per line on stdin and answers one JSON line on stdout (`run`, `reopen`,
-`close`, `quit`: `main` below; `run`'s fields: `run`; harness.py's `Driver` sends them for
+`collect`, `close`, `quit`: `main` below; `run`'s fields: `run`; harness.py's `Driver` sends them for
 prove.py, chaos.py and soak.py). Every language's driver speaks
 the same protocol, so the orchestrators treat them alike.
 """
 
+import gc
 import json
 import sys
 import threading
@@ -120,6 +121,10 @@ def main() -> None:
         elif cmd["cmd"] == "reopen":
             store.close_sync()
             store = open_retrying(urls, mode, timeout_ms)
+            reply = {"ok": True}
+        elif cmd["cmd"] == "collect":
+            # Before soak.py samples this process's memory: garbage counts only once retained.
+            gc.collect()
             reply = {"ok": True}
         elif cmd["cmd"] == "close":
             store.close_sync()

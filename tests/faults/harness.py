@@ -214,9 +214,9 @@ def driver_command(lang: str, urls: str, mode: str, timeout_ms: int) -> list:
     if lang == "python":
         return [paths["python"], str(here / "driver.py"), urls, mode, str(timeout_ms)]
     if lang == "node":
-        return ["node", str(here / "driver.mjs"), urls, mode, str(timeout_ms), "async"]
+        return ["node", "--expose-gc", str(here / "driver.mjs"), urls, mode, str(timeout_ms), "async"]
     if lang == "node-sync":
-        return ["node", str(here / "driver.mjs"), urls, mode, str(timeout_ms), "sync"]
+        return ["node", "--expose-gc", str(here / "driver.mjs"), urls, mode, str(timeout_ms), "sync"]
     if lang == "go":
         return [paths["go"], urls, mode, str(timeout_ms)]
     if lang == "rust":

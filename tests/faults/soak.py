@@ -1,8 +1,8 @@
 """Soak: steady load from Rust, Python, Node and Go on one Redis behind the fault proxy, with a
 fault switched on or off every few seconds, for N seconds (SOAK_SECONDS; `make soak` 600, CI 60).
-Each driver's store is closed and reopened between rounds. It samples every driver process's
-resident memory, open file descriptors and threads, fits a least-squares slope to each after a
-warm-up, and fails when one grows (thresholds below); at the end every store is closed and the
+Each driver's store is closed and reopened between rounds. It then has each driver collect its
+garbage and samples every driver process's resident memory, open file descriptors and threads,
+fits a least-squares slope to each after a warm-up, and fails when one grows (thresholds below); at the end every store is closed and the
 server must hold no connection from the drivers (CLIENT LIST).
 
     python3 soak.py [--seconds 60] [--seed N] [--json OUT]
@@ -114,6 +114,10 @@ def main() -> int:
                 for code, n in r["codes"].items():
                     tot["codes"][code] = tot["codes"].get(code, 0) + n
                 d.call({"cmd": "reopen"}, 30)
+                # A garbage-collected runtime's resident memory rises and falls by megabytes
+                # between collections (Node's by up to 5 MB over a minute here, against a limit of
+                # 8): sample after a collection, so the slope measures what stays.
+                d.call({"cmd": "collect"}, 30)
                 samples[d.lang].append((t, sample(d.proc.pid)))
         for d in drivers:
             d.call({"cmd": "close"}, 30)

@@ -178,6 +178,8 @@ fn main() {
                 store = s;
                 json!({"ok": true})
             }),
+            // Rust frees as it goes: nothing waits for a collector before soak.py samples memory.
+            Some("collect") => Ok(json!({"ok": true})),
             Some("close") => close(&store).map(|_| json!({"ok": true})),
             Some("quit") => return,
             other => Err(format!("unknown command {other:?}")),

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"runtime/debug"
 	"sort"
 	"strconv"
 	"strings"
@@ -240,6 +241,11 @@ func main() {
 			} else {
 				reply = map[string]bool{"ok": true}
 			}
+		case "collect":
+			// Before soak.py samples this process's memory: garbage counts only once retained,
+			// and FreeOSMemory returns the freed heap to the system after a collection.
+			debug.FreeOSMemory()
+			reply = map[string]bool{"ok": true}
 		case "close":
 			store.Close()
 			reply = map[string]bool{"ok": true}
