@@ -23,8 +23,13 @@ SUITES=${SUITES:-}
 passed=0
 failed=0
 failures=()
+failure_logs=()
 skipped=()
 times=()
+# Each suite's output is kept too, so a failed one's last lines can be printed again beside the
+# summary: CI reports only the end of the log, which the per-suite times fill.
+LOGS=$(mktemp -d)
+trap 'rm -rf "$LOGS"' EXIT
 
 suite() {
   local name=$1
@@ -36,13 +41,16 @@ suite() {
   echo
   echo "=== $name: $*"
   local start=$SECONDS
-  if "$@"; then
+  # tee through a process substitution, which the script does not wait for: a process a suite
+  # leaves behind holding its output cannot hold the run.
+  if "$@" > >(tee "$LOGS/${#times[@]}") 2>&1; then
     passed=$((passed + 1))
     echo "=== $name: ok ($((SECONDS - start)) s)"
     times+=("$((SECONDS - start)) s  $name")
   else
     failed=$((failed + 1))
     failures+=("$name")
+    failure_logs+=("$LOGS/${#times[@]}")
     echo "=== $name: FAILED ($((SECONDS - start)) s)"
     times+=("$((SECONDS - start)) s  $name (FAILED)")
   fi
@@ -56,7 +64,7 @@ suite "core" cargo test -p throttlekit --locked --features sqlite
 suite "redis rest (the REST protocol half builds without networking: --features rest alone)" cargo check -p throttlekit --locked --no-default-features --features rest
 suite "core metrics facade" cargo test -p throttlekit --locked --features metrics --test metrics
 suite "cli (the CLI's own tests: the demo)" cargo test -p throttlekit-cli --locked
-suite "vectors (CLI, memory)" bash -c 'cargo run -q -p throttlekit-cli --locked -- conformance conformance-vectors/*.json | tail -n 4'
+suite "vectors (CLI, memory)" bash -c 'set -o pipefail; cargo run -q -p throttlekit-cli --locked -- conformance conformance-vectors/*.json | tail -n 4'
 suite "vectors (CLI, sqlite)" bash -c 'set -o pipefail; f=$(mktemp -d)/v.db; cargo run -q -p throttlekit-cli --locked -- conformance --store sqlite --sqlite-path "$f" conformance-vectors/*.json | tail -n 4; s=$?; rm -rf "$(dirname "$f")"; exit $s'
 suite "vectors (CLI, adaptive concurrency)" bash -c 'set -o pipefail; cargo run -q -p throttlekit-cli --locked -- conformance conformance-vectors/adaptive/*.json | tail -n 2'
 suite "http vectors (CLI)" bash -c 'set -o pipefail; cargo run -q -p throttlekit-cli --locked -- conformance conformance-vectors/http/*.json | tail -n 2'
@@ -110,6 +118,10 @@ if [ ${#times[@]} -gt 0 ]; then
   printf '  %s\n' "${times[@]}"
 fi
 [ ${#skipped[@]} -eq 0 ] || echo "skipped (SUITES='$SUITES'): ${#skipped[@]} suites"
+for i in "${!failures[@]}"; do
+  echo "--- the last lines of ${failures[$i]}:"
+  tail -n 12 "${failure_logs[$i]}"
+done
 [ ${#failures[@]} -eq 0 ] || echo "failed suites: ${failures[*]}"
 echo "total: $SECONDS s"
 echo "suites: $passed passed, $failed failed"
