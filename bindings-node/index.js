@@ -447,7 +447,12 @@ if (nativeStoreClose !== undefined) {
       try {
         id = __redisStoreId(this)
       } catch {}
-      if (id !== null) transports.get(id)?.close()
+      if (id !== null) {
+        // Its socket goes from the map at once (a Limiter that still holds it keeps it, closed):
+        // a process that opens and closes stores all day must not keep every one it closed.
+        transports.get(id)?.close()
+        transports.delete(id)
+      }
       return nativeStoreClose.apply(this, arguments)
     },
     writable: true,

@@ -96,12 +96,13 @@ fn shaper<'a>(env: &Env, v: &Unknown<'a>) -> CoreResult<&'a Shaper> {
     crate::instance::<Shaper>(env, v, "this")?.ok_or_else(|| config("this", "is not a Shaper"))
 }
 
-/// `__redisOf(limiterOrMulti)`: `null` unless its Promise calls go over index.js's socket;
-/// else, as JSON, the store's number, where to connect (parsed from its URL by the core, as its
+/// `__redisOf(limiterOrMulti)`: `null` unless its Promise calls go over index.js's socket (never
+/// once its store is closed: the native method answers those calls, and index.js does not open a
+/// socket for a closed store that it has forgotten); else, as JSON, the store's number, where to connect (parsed from its URL by the core, as its
 /// own connections parse it), the call timeout and how many handshake replies to expect.
 #[napi(js_name = "__redisOf", skip_typescript)]
 pub fn redis_of(env: &Env, limiter: Unknown) -> napi::Result<Option<String>> {
-    let r = redis_ref(env, &limiter).or_throw(env)?;
+    let r = redis_ref(env, &limiter).or_throw(env)?.filter(|r| !r.store.is_closed());
     Ok(r.map(|r| {
         let mut json = r.socket_json(&r.store.endpoint());
         json["id"] = r.id.into();

@@ -152,7 +152,8 @@ def main() -> int:
         cells = []
         for what in ("rss_kb", "fds", "threads"):
             s = slope([(t, v[what]) for t, v in measured])
-            row[what] = {"first": pts[0][1][what], "last": pts[-1][1][what], "slope_per_min": round(s * 60, 2)}
+            row[what] = {"first": pts[0][1][what], "last": pts[-1][1][what], "slope_per_min": round(s * 60, 2),
+                         "series": [[round(t, 1), v[what]] for t, v in pts]}
             if len(measured) >= 4 and s * span > MAX_GROWTH[what]:
                 grew = f"{lang}: {what} grew {s * span:.1f} over {span:.0f} s (limit {MAX_GROWTH[what]})"
                 if (lang, what) in KNOWN:
