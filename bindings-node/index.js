@@ -551,6 +551,9 @@ Object.defineProperty(module.exports, Symbol.for('throttlekit.fieldsParts'), {
     decision: fieldsDecision,
   }),
 })
+// For tests only: how many stores' sockets index.js holds (one per open store that made a Promise
+// call; a closed store's leaves at once).
+Object.defineProperty(module.exports, Symbol.for('throttlekit.socketsHeld'), { value: () => transports.size })
 // For tests only: the napi-rs method the fast path replaces, and the fast path's internals
 // (never the shared buffer itself). `call` writes a raw handle and cost, as checkSync would.
 Object.defineProperty(module.exports, Symbol.for('throttlekit.nativeCheckSync'), { value: nativeCheckSync })
