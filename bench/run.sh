@@ -229,7 +229,7 @@ if part wasm; then
     if "$ROOT/bindings-wasm/build.sh" >"$OUT/wasm-build.log" 2>&1; then
         {
             ROUNDS=$([ -n "$QUICK" ] && echo 2 || echo 5) node "$ROOT/bindings-wasm/bench.mjs" 2>&1
-            ROUNDS=$([ -n "$QUICK" ] && echo 1 || echo 3) "$ROOT/bench/rest/run.sh" "$([ -n "$QUICK" ] && echo 500 || echo 2000)" 2>&1
+            ROUNDS=$([ -n "$QUICK" ] && echo 1 || echo 5) "$ROOT/bench/rest/run.sh" "$([ -n "$QUICK" ] && echo 500 || echo 2000)" 2>&1
         } | tee "$OUT/wasm.log" | grep -v '^ROW'
     else
         not_measured wasm "bindings-wasm/build.sh failed: $(tail -1 "$OUT/wasm-build.log")"

@@ -1,9 +1,11 @@
 // The REST rows of `make bench`: the WebAssembly build's RedisRestStore against
 // @upstash/ratelimit's limit(), in one Node process, over the same REST front end
 // (tests/restfront) and redis-server: decisions per second, sequential and 64 in flight, per
-// algorithm both offer. The two sides alternate (ROUNDS times each, best kept; which side goes
-// first alternates too, so neither always inherits the other's garbage), so both see the same
-// machine load.
+// algorithm both offer. Each row: one discarded round of each side, then ROUNDS paired rounds
+// (default 5), each measuring both sides back to back with the first of the two alternating (so
+// neither always inherits the other's garbage); the row's ratio is the median of the rounds'
+// ratios, printed with their spread. run.sh pins the processes (TK_BENCH_PIN), the same for
+// both sides: they run in this one process.
 //
 //   node bench/rest/rest.mjs <front end url> <token> [decisions]
 //
@@ -28,7 +30,9 @@ import * as tk from "../../bindings-node/wasm/node.mjs";
 
 const [url, token, n = "2000"] = process.argv.slice(2);
 const total = Number(n);
-const ROUNDS = Number(process.env.ROUNDS ?? 3);
+const ROUNDS = Number(process.env.ROUNDS ?? 5);
+/** Where run.sh placed the processes (TK_BENCH_PIN), for the rows. */
+const PLACEMENT = process.env.REST_BENCH_PLACEMENT ?? "placement unknown";
 const redis = new Redis({ url, token, enableAutoPipelining: false });
 const autoPipelined = new Redis({ url, token, enableAutoPipelining: true });
 const store = new tk.RedisRestStore({ url, token, timeoutMs: 5000 });
@@ -87,6 +91,13 @@ async function rate(decide, inFlight) {
   return { perSec, cpuUs: (used.user + used.system) / total, frontUs, redisUs };
 }
 
+/** The median of `xs` (the mean of the middle two for an even count). */
+function median(xs) {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+}
+
 for (const [name, [upstashLimiter, strategy]] of Object.entries(ALGORITHMS)) {
   const prefix = `bench-${name}-${process.pid}`;
   const rl = new Ratelimit({ redis, limiter: upstashLimiter, prefix: `${prefix}-upstash`, ephemeralCache: false, analytics: false });
@@ -98,27 +109,29 @@ for (const [name, [upstashLimiter, strategy]] of Object.entries(ALGORITHMS)) {
   // Warm-up: the scripts get cached (EVALSHA thereafter), connections opened.
   for (const decide of Object.values(sides)) for (let i = 0; i < 50; i++) await decide(`warm${i % 4}`);
   for (const [label, inFlight] of [["sequential", 1], ["64 in flight", 64]]) {
-    const best = { upstash: 0, throttlekit: 0 };
-    const cpu = { upstash: Infinity, throttlekit: Infinity };
-    const front = { upstash: Infinity, throttlekit: Infinity };
-    const redisCpu = { upstash: Infinity, throttlekit: Infinity };
+    // A discarded round of each side first (the JIT's tiers, undici's connection pool at this
+    // concurrency), then ROUNDS paired rounds: each round measures both sides back to back, the
+    // first of the two alternating, and its ratio is of those two runs (the machine's load in a
+    // round is shared by both). The row reports the median ratio and the spread of the rounds'.
+    for (const decide of Object.values(sides)) await rate(decide, inFlight);
+    const runs = { upstash: [], throttlekit: [] };
+    const ratios = [];
     for (let r = 0; r < ROUNDS; r++) {
       const order = Object.keys(sides);
       if (r % 2 === 1) order.reverse();
-      for (const side of order) {
-        const m = await rate(sides[side], inFlight);
-        best[side] = Math.max(best[side], m.perSec);
-        cpu[side] = Math.min(cpu[side], m.cpuUs);
-        front[side] = Math.min(front[side], m.frontUs);
-        redisCpu[side] = Math.min(redisCpu[side], m.redisUs);
-      }
+      for (const side of order) runs[side].push(await rate(sides[side], inFlight));
+      ratios.push(runs.throttlekit[r].perSec / runs.upstash[r].perSec);
     }
-    const ratio = best.throttlekit / best.upstash;
+    const med = (side, field) => median(runs[side].map((m) => m[field]));
+    const ratio = median(ratios);
+    const spread = `rounds ${Math.min(...ratios).toFixed(2)}-${Math.max(...ratios).toFixed(2)}x`;
     const servers = WATCHED
-      ? `; front end CPU ${front.throttlekit.toFixed(0)} vs ${front.upstash.toFixed(0)} us, redis-server CPU ${redisCpu.throttlekit.toFixed(0)} vs ${redisCpu.upstash.toFixed(0)} us`
+      ? `; front end CPU ${med("throttlekit", "frontUs").toFixed(0)} vs ${med("upstash", "frontUs").toFixed(0)} us, redis-server CPU ${med("throttlekit", "redisUs").toFixed(0)} vs ${med("upstash", "redisUs").toFixed(0)} us`
       : "";
-    console.log(`rest ${name}, ${label}: throttlekit (WebAssembly) ${best.throttlekit.toFixed(0)}/s vs @upstash/ratelimit ${best.upstash.toFixed(0)}/s: ${ratio.toFixed(2)}x (target >= 1.0x); Node CPU per decision ${cpu.throttlekit.toFixed(0)} vs ${cpu.upstash.toFixed(0)} us${servers}`);
-    console.log(["ROW", `WebAssembly RedisRestStore check, ${name}, ${label} (Node, REST front end)`, "@upstash/ratelimit limit(), same front end and Redis", ratio.toFixed(2), ">=1.0", `${best.throttlekit.toFixed(0)} vs ${best.upstash.toFixed(0)} decisions/s, Node CPU ${cpu.throttlekit.toFixed(0)} vs ${cpu.upstash.toFixed(0)} us each${servers}`].join("\t"));
+    const rates = `${med("throttlekit", "perSec").toFixed(0)} vs ${med("upstash", "perSec").toFixed(0)}`;
+    const cpu = `Node CPU per decision ${med("throttlekit", "cpuUs").toFixed(0)} vs ${med("upstash", "cpuUs").toFixed(0)} us`;
+    console.log(`rest ${name}, ${label}: throttlekit (WebAssembly) vs @upstash/ratelimit ${rates} decisions/s: ${ratio.toFixed(2)}x (target >= 1.0x), median of ${ROUNDS} paired rounds (${spread}); ${cpu}${servers}`);
+    console.log(["ROW", `WebAssembly RedisRestStore check, ${name}, ${label} (Node, REST front end)`, "@upstash/ratelimit limit(), same front end and Redis", ratio.toFixed(2), ">=1.0", `${rates} decisions/s (medians of ${ROUNDS} paired rounds, ${spread}; ${PLACEMENT}), ${cpu}${servers}`].join("\t"));
   }
   const pipelined = new Ratelimit({ redis: autoPipelined, limiter: upstashLimiter, prefix: `${prefix}-upstash-auto`, ephemeralCache: false, analytics: false });
   const auto = await rate(async (key) => (await pipelined.limit(key)).success, 64);

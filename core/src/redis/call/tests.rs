@@ -192,3 +192,15 @@ fn a_fused_fixed_window_count_reply_decodes_as_the_rule_commits() {
     let leases = [DimensionLease { want: 3, lifetime_ms: 0 }; 2];
     assert_eq!(multi_lease(Rule::All, &dims(&s, &["k", "j"]), &leases, Now::At(now)).shape, Shape::MultiLease);
 }
+
+#[test]
+fn a_kept_fraction_text_is_the_text_of_the_value_sent() {
+    // `num` keeps the last fraction's text: each value still gets its own, in any order.
+    let mut args = Args::new();
+    for v in [0.5, 16_666_666.666_666_666, 0.5, 0.25, 0.25, -0.5, 3.0] {
+        num(&mut args, v);
+    }
+    let texts: Vec<&[u8]> = args.iter().collect();
+    let want: [&[u8]; 7] = [b"0.5", b"16666666.666666666", b"0.5", b"0.25", b"0.25", b"-0.5", b"3"];
+    assert_eq!(texts, want);
+}
