@@ -14,7 +14,7 @@
 // for comparison the hop path and the cluster on one master. ROUNDS and CALLS as bench.js.
 'use strict'
 const path = require('node:path')
-const { pidsOf, duel, ratios, ratioText, sideText, median } = require(path.join(__dirname, '../../bindings-node/bench/duel.js'))
+const { pidsOf, duel, ratios, ratioText, cpuRatioText, sideText, median } = require(path.join(__dirname, '../../bindings-node/bench/duel.js'))
 
 const N = Number(process.env.CALLS || 20_000)
 const ROUNDS = Number(process.env.ROUNDS || 7)
@@ -72,7 +72,7 @@ async function main() {
     const row = ['ROW', `node redis cluster (3 masters), ${label}`, 'the same on one standalone server',
       ratio.toFixed(2), '>=0.9', `${median(d.cluster.map((s) => s.rate)).toFixed(0)} vs ${median(d.single.map((s) => s.rate)).toFixed(0)} checks/s`]
     console.log(row.join('\t'))
-    console.log(`  cluster / standalone ${ratioText(d, 'cluster', 'single')}`)
+    console.log(`  cluster / standalone ${ratioText(d, 'cluster', 'single')}; ${cpuRatioText(d, 'cluster', 'single')}`)
     console.log(`  standalone ${sideText(d, 'single')}; cluster ${sideText(d, 'cluster')}`)
     console.log(`  hop path (one standalone server through core's connections, the path cluster calls took before): ${sideText(d, 'hop')}; ` +
       `${ratioText(d, 'hop', 'single')} of the event-loop socket`)
@@ -81,7 +81,8 @@ async function main() {
     if (baseDir) {
       console.log(`  baseline build (${baseDir}): standalone ${sideText(d, 'baseSingle')}; cluster ${sideText(d, 'baseCluster')}; ` +
         `its cluster / standalone ${ratioText(d, 'baseCluster', 'baseSingle')}`)
-      console.log(`  this build / baseline: standalone ${ratioText(d, 'single', 'baseSingle')}; cluster ${ratioText(d, 'cluster', 'baseCluster')}`)
+      console.log(`  this build / baseline: standalone ${ratioText(d, 'single', 'baseSingle')}, ${cpuRatioText(d, 'single', 'baseSingle')}; ` +
+        `cluster ${ratioText(d, 'cluster', 'baseCluster')}, ${cpuRatioText(d, 'cluster', 'baseCluster')}`)
     }
   }
   for (const s of Object.values(sides)) await s.close()

@@ -19,7 +19,7 @@ const { Limiter, RedisStore, Strategy } = require('@throttlekit/core')
 const { RateLimiterMemory, RateLimiterRedis } = require('rate-limiter-flexible')
 const Redis = require('ioredis')
 const path = require('node:path')
-const { pidsOf, duel, ratioText, sideText } = require('./duel.js')
+const { pidsOf, duel, ratioText, cpuRatioText, sideText } = require('./duel.js')
 
 const KEYS = Array.from({ length: 1000 }, (_, i) => `user:${i}`)
 const ROUNDS = Number(process.env.ROUNDS || 7)
@@ -127,10 +127,10 @@ async function redis(url, pids, out) {
     if (baseLimiter) sides.baseline = shape((k) => baseLimiter.check(k))
     const d = await duel(sides, opts)
     out(`redis   ${what}  ratio ${ratioText(d, 'ours', 'peer')}${tail}`)
-    out(`          ours ${sideText(d, 'ours')}; ${peer} ${sideText(d, 'peer')}`)
+    out(`          ours ${sideText(d, 'ours')}; ${peer} ${sideText(d, 'peer')}; ${cpuRatioText(d, 'ours', 'peer')}`)
     if (baseLimiter) {
       out(`          this build / baseline build (${process.env.TK_BENCH_BASELINE}) ${ratioText(d, 'ours', 'baseline')}; ` +
-        `baseline / ${peer} ${ratioText(d, 'baseline', 'peer')}`)
+        `${cpuRatioText(d, 'ours', 'baseline')}; baseline / ${peer} ${ratioText(d, 'baseline', 'peer')}`)
       out(`          baseline ${sideText(d, 'baseline')}`)
     }
   }
@@ -139,7 +139,7 @@ async function redis(url, pids, out) {
   for (const [what, limiter] of [['fixed window', fw], ['GCRA', gcra]]) {
     const d = await duel({ check: seq((k) => limiter.check(k)), checkSync: sync(limiter) }, opts)
     out(`redis   checkSync vs check, sequential, ${what}  ratio (checkSync time / check time) ${ratioText(d, 'check', 'checkSync')} (target <= 1.2x)`)
-    out(`          checkSync ${sideText(d, 'checkSync')}; check ${sideText(d, 'check')}`)
+    out(`          checkSync ${sideText(d, 'checkSync')}; check ${sideText(d, 'check')}; checkSync ${cpuRatioText(d, 'checkSync', 'check')}`)
   }
   // Not a ratio row: how close each side comes to a bare round trip (its rate / PING's).
   const d = await duel({ ping: seq(() => client.ping()), ours: seq((k) => fw.check(k)), peer: seq(rlCheck) }, opts)

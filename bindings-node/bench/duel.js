@@ -82,6 +82,16 @@ function ratioText(d, a, b) {
   return `${median(r).toFixed(2)}x, median of ${r.length} paired rounds [${r.map((x) => x.toFixed(2)).join(' ')}], spread ${(100 * spread).toFixed(0)}%`
 }
 
+/**
+ * "1.30x by CPU per call (client + servers)": the median over the rounds of side `b`'s CPU per
+ * call (client plus servers) over side `a`'s, the ratio of `a`'s rate over `b`'s when both are
+ * pinned to one CPU and nothing else runs there; on a loaded machine much steadier than the rates.
+ */
+function cpuRatioText(d, a, b) {
+  const cpu = (s) => s.client + (Number.isNaN(s.server) ? 0 : s.server)
+  return `${median(d[a].map((s, i) => cpu(d[b][i]) / cpu(s))).toFixed(2)}x by CPU per call (client + servers)`
+}
+
 /** "8.7 k calls/s, CPU per call client 52.1 + server 20.3 us" (medians over the rounds). */
 function sideText(d, name) {
   const m = (f) => median(d[name].map(f))
@@ -92,4 +102,4 @@ function sideText(d, name) {
   return `${rateText} calls/s, CPU per call ${cpu}`
 }
 
-module.exports = { pidsOf, duel, ratios, ratioText, sideText, median }
+module.exports = { pidsOf, duel, ratios, ratioText, cpuRatioText, sideText, median }
