@@ -95,7 +95,6 @@ async function redis(url, pids, out) {
     const b = require(path.resolve(process.env.TK_BENCH_BASELINE))
     const bstore = await connect(b.RedisStore)
     base = {
-      store: bstore,
       fw: new b.Limiter({ strategy: b.Strategy.fixedWindow(fwOptions), store: bstore, prefix: 'bench-fw-base' }),
       gcra: new b.Limiter({ strategy: b.Strategy.gcra(gcraOptions), store: bstore, prefix: 'bench-tk-base' }),
     }
@@ -139,7 +138,7 @@ async function redis(url, pids, out) {
   for (const [what, limiter] of [['fixed window', fw], ['GCRA', gcra]]) {
     const d = await duel({ check: seq((k) => limiter.check(k)), checkSync: sync(limiter) }, opts)
     out(`redis   checkSync vs check, sequential, ${what}  ratio (checkSync time / check time) ${ratioText(d, 'check', 'checkSync')} (target <= 1.2x)`)
-    out(`          checkSync ${sideText(d, 'checkSync')}; check ${sideText(d, 'check')}; checkSync ${cpuRatioText(d, 'checkSync', 'check')}`)
+    out(`          checkSync ${sideText(d, 'checkSync')}; check ${sideText(d, 'check')}; checkSync / check ${cpuRatioText(d, 'check', 'checkSync')}`)
   }
   // Not a ratio row: how close each side comes to a bare round trip (its rate / PING's).
   const d = await duel({ ping: seq(() => client.ping()), ours: seq((k) => fw.check(k)), peer: seq(rlCheck) }, opts)
