@@ -215,7 +215,7 @@ fi
 if part node; then
     section "node: bindings-node/bench/run.sh"
     if [ -x "$ROOT/bindings-node/bench/run.sh" ]; then
-        "$ROOT/bindings-node/bench/run.sh" 2>&1 | tee "$OUT/node.log" | tail -5
+        "$ROOT/bindings-node/bench/run.sh" 2>&1 | tee "$OUT/node.log" | grep -E '^(memory|redis)'
     elif [ -f "$ROOT/bindings-node/bench/bench.js" ]; then
         node "$ROOT/bindings-node/bench/bench.js" 2>&1 | tee "$OUT/node.log" | tail -5
     else

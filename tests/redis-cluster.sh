@@ -6,7 +6,10 @@
 #   tests/redis-cluster.sh stop  [PIDFILE]   # kills those PIDs (only those) and removes the file
 #
 # PIDFILE (default ${TMPDIR:-/tmp}/throttlekit-redis-cluster.pids) holds one PID per line.
-# REPLICAS=1 in the environment gives every master a replica (6 nodes). Each node gets a fresh
+# REPLICAS=1 in the environment gives every master a replica (6 nodes). NODE_TIMEOUT_MS sets
+# cluster-node-timeout (default 1000, so failover tests fail over quickly; the benches raise it:
+# a node starved of CPU past it on a loaded machine is marked failed and the cluster goes down
+# mid-run). Each node gets a fresh
 # free loopback port below 55536 whose cluster bus port (port + 10000) is free too, and counts
 # as started only when the PID answering INFO on that port is the one we started; a cluster
 # that does not form is torn down and started again on fresh ports.
@@ -40,7 +43,7 @@ start_node() {
     dir=$(mktemp -d)
     redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$dir" \
       --protected-mode no --daemonize no --cluster-enabled yes --cluster-config-file nodes.conf \
-      --cluster-node-timeout 1000 --cluster-require-full-coverage no --repl-diskless-sync-delay 0 \
+      --cluster-node-timeout "${NODE_TIMEOUT_MS:-1000}" --cluster-require-full-coverage no --repl-diskless-sync-delay 0 \
       >"$dir/redis.log" 2>&1 &
     pid=$!
     if serves "$pid" "$port"; then

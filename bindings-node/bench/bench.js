@@ -9,18 +9,24 @@
 //           time, target <= 1.2x); and ioredis PING, the floor of a sequential round trip.
 //
 // Both sides admit every request (limits far above the load), so neither pays for denials.
-// Each measurement is the best of several interleaved rounds; ratios are throttlekit / peer.
-// Run with ./run.sh (release build, throwaway Redis), or: node bench.js REDIS_URL
+// Memory: the best of a few interleaved rounds. Redis: paired rounds, the median of their ratios,
+// with the CPU per call of client and server (duel.js). Ratios are throttlekit / peer.
+// Run with ./run.sh (release build, throwaway Redis, placement.sh's pinning), or:
+//   REDIS_PIDFILE=FILE node bench.js REDIS_URL
+// Environment: ROUNDS (paired rounds a Redis row, default 7), CALLS (calls a run, 20000),
+// MEMORY=0 (skip the memory row), TK_BENCH_BASELINE (see `redis`).
 const { Limiter, RedisStore, Strategy } = require('@throttlekit/core')
 const { RateLimiterMemory, RateLimiterRedis } = require('rate-limiter-flexible')
 const Redis = require('ioredis')
+const path = require('node:path')
+const { pidsOf, duel, ratioText, cpuRatioText, sideText } = require('./duel.js')
 
 const KEYS = Array.from({ length: 1000 }, (_, i) => `user:${i}`)
-const ROUNDS = Number(process.env.ROUNDS || 5)
+const ROUNDS = Number(process.env.ROUNDS || 7)
 
 async function best(name, fn, ops) {
   let top = 0
-  for (let r = 0; r < ROUNDS; r++) {
+  for (let r = 0; r < 3; r++) {
     const t = process.hrtime.bigint()
     await fn()
     const s = Number(process.hrtime.bigint() - t) / 1e9
@@ -61,17 +67,38 @@ async function memory() {
  * default strategy) is printed beside them without a target: at a limit this far above the load
  * its TAT is never more than 1 ms ahead, so every call writes a key that expires 1 ms later and
  * the next call on it finds it gone (Redis deletes and recreates a key per call), work the peer's
- * counter never does. The PING row is the floor of any sequential Node client here: one write,
+ * counter never does. The PING side is the floor of any sequential Node client here: one write,
  * one wake-up each way, no script.
+ *
+ * Each row is a duel (duel.js): paired rounds, who goes first rotating, the median of the
+ * rounds' ratios, the CPU per call of this process and of the server (REDIS_PIDFILE). With
+ * TK_BENCH_BASELINE=DIR (another build's bindings-node directory, its addon built), that build's
+ * check is a third side of the check rows, same store server, same rounds: an A/B of two builds
+ * on one machine at one time.
  */
-async function redis(url) {
-  const N = 20_000
-  const store = await RedisStore.connect({ url })
-  const fw = new Limiter({ strategy: Strategy.fixedWindow({ limit: 1e12, windowMs: 60_000 }), store, prefix: 'bench-fw' })
-  const gcra = new Limiter({ strategy: Strategy.gcra({ limit: 1e12, periodMs: 1000 }), store, prefix: 'bench-tk' })
+async function redis(url, pids, out) {
+  const N = Number(process.env.CALLS || 20_000)
+  const rounds = ROUNDS
+  const fwOptions = { limit: 1e12, windowMs: 60_000 }
+  const gcraOptions = { limit: 1e12, periodMs: 1000 }
+  // Calls wait up to 30 s (default 1 s): on a loaded shared machine a process pinned to one CPU
+  // can stall past 1 s, and a bench measures rates, not the fail policy (ioredis waits forever).
+  const connect = (Store) => Store.connect({ url, timeoutMs: 30_000 })
+  const store = await connect(RedisStore)
+  const fw = new Limiter({ strategy: Strategy.fixedWindow(fwOptions), store, prefix: 'bench-fw' })
+  const gcra = new Limiter({ strategy: Strategy.gcra(gcraOptions), store, prefix: 'bench-tk' })
   const client = new Redis(url, { enableOfflineQueue: true, lazyConnect: false })
   await client.ping()
   const rl = new RateLimiterRedis({ storeClient: client, points: 1e12, duration: 60, keyPrefix: 'bench-rl' })
+  let base = null
+  if (process.env.TK_BENCH_BASELINE) {
+    const b = require(path.resolve(process.env.TK_BENCH_BASELINE))
+    const bstore = await connect(b.RedisStore)
+    base = {
+      fw: new b.Limiter({ strategy: b.Strategy.fixedWindow(fwOptions), store: bstore, prefix: 'bench-fw-base' }),
+      gcra: new b.Limiter({ strategy: b.Strategy.gcra(gcraOptions), store: bstore, prefix: 'bench-tk-base' }),
+    }
+  }
   const seq = (check) => async () => {
     for (let i = 0; i < N; i++) await check(KEYS[i % 1000])
   }
@@ -85,60 +112,56 @@ async function redis(url) {
   const sync = (limiter) => async () => {
     for (let i = 0; i < N; i++) if (!limiter.checkSync(KEYS[i % 1000]).allowed) throw new Error('throttlekit denied')
   }
-  const fwCheck = (k) => fw.check(k)
-  const gcraCheck = (k) => gcra.check(k)
   const rlCheck = (k) => rl.consume(k)
-  // checkSync: a blocking round trip on the core's own connection; check: the event loop's socket.
-  const runs = {
-    seqFw: seq(fwCheck),
-    seqRl: seq(rlCheck),
-    seqGcra: seq(gcraCheck),
-    syncFw: sync(fw),
-    syncGcra: sync(gcra),
-    ping: seq(() => client.ping()),
-    parFw: inFlight(fwCheck, 64),
-    parRl: inFlight(rlCheck, 64),
-    parGcra: inFlight(gcraCheck, 64),
-  }
-  for (const name in runs) await runs[name]() // warm up (script loading, connections, JIT)
-  // Rounds interleaved, so a neighbour's load spreads over every side alike; best round each.
-  const out = {}
-  for (let r = 0; r < ROUNDS; r++) {
-    for (const name in runs) {
-      const t = process.hrtime.bigint()
-      await runs[name]()
-      const rate = N / (Number(process.hrtime.bigint() - t) / 1e9)
-      out[name] = Math.max(out[name] || 0, rate)
+  const opts = { calls: N, rounds, pids }
+  const peer = 'RateLimiterRedis.consume'
+  const rows = [
+    ['check, sequential, fixed window', fw, seq, base && base.fw, ' (target >= 1.1x)'],
+    ['check, 64 in flight, fixed window', fw, (c) => inFlight(c, 64), base && base.fw, ' (target >= 1.0x)'],
+    ['GCRA check, sequential (default strategy)', gcra, seq, base && base.gcra, " (no target: not the peer's algorithm)"],
+    ['GCRA check, 64 in flight (default strategy)', gcra, (c) => inFlight(c, 64), base && base.gcra, " (no target: not the peer's algorithm)"],
+  ]
+  for (const [what, limiter, shape, baseLimiter, tail] of rows) {
+    const sides = { ours: shape((k) => limiter.check(k)), peer: shape(rlCheck) }
+    if (baseLimiter) sides.baseline = shape((k) => baseLimiter.check(k))
+    const d = await duel(sides, opts)
+    out(`redis   ${what}  ratio ${ratioText(d, 'ours', 'peer')}${tail}`)
+    out(`          ours ${sideText(d, 'ours')}; ${peer} ${sideText(d, 'peer')}; ${cpuRatioText(d, 'ours', 'peer')}`)
+    if (baseLimiter) {
+      out(`          this build / baseline build (${process.env.TK_BENCH_BASELINE}) ${ratioText(d, 'ours', 'baseline')}; ` +
+        `${cpuRatioText(d, 'ours', 'baseline')}; baseline / ${peer} ${ratioText(d, 'baseline', 'peer')}`)
+      out(`          baseline ${sideText(d, 'baseline')}`)
     }
   }
+  // checkSync (a blocking round trip on the core's own connection) against check (the event
+  // loop's socket): time ratios, checkSync's time over check's, so the target reads "<=".
+  for (const [what, limiter] of [['fixed window', fw], ['GCRA', gcra]]) {
+    const d = await duel({ check: seq((k) => limiter.check(k)), checkSync: sync(limiter) }, opts)
+    out(`redis   checkSync vs check, sequential, ${what}  ratio (checkSync time / check time) ${ratioText(d, 'check', 'checkSync')} (target <= 1.2x)`)
+    out(`          checkSync ${sideText(d, 'checkSync')}; check ${sideText(d, 'check')}; checkSync / check ${cpuRatioText(d, 'check', 'checkSync')}`)
+  }
+  // Not a ratio row: how close each side comes to a bare round trip (its rate / PING's).
+  const d = await duel({ ping: seq(() => client.ping()), ours: seq((k) => fw.check(k)), peer: seq(rlCheck) }, opts)
+  out(`redis   floor: ioredis PING, sequential, ${sideText(d, 'ping')}`)
+  out(`          fixed window check / PING ${ratioText(d, 'ours', 'ping')}; ${peer} / PING ${ratioText(d, 'peer', 'ping')}`)
   await fw.close()
+  if (base) await base.fw.close()
   client.disconnect()
-  return out
 }
 
 async function main() {
   const url = process.argv[2] || process.env.THROTTLEKIT_REDIS_URL
-  console.log(`node ${process.version}, ${require('node:os').cpus().length} CPUs, best of ${ROUNDS} rounds`)
-  const m = await memory()
-  console.log(`memory  checkSync            ${fmt(m.tk)} ops/s   RateLimiterMemory.consume ${fmt(m.rl)} ops/s   ratio ${(m.tk / m.rl).toFixed(2)}x (target >= 3x)`)
+  const out = (line) => console.log(line)
+  console.log(`node ${process.version}, ${require('node:os').cpus().length} CPUs, ${ROUNDS} rounds; ${process.env.TK_BENCH_PLACEMENT || 'placement: as started'}`)
+  if (process.env.MEMORY !== '0') {
+    const m = await memory()
+    console.log(`memory  checkSync            ${fmt(m.tk)} ops/s   RateLimiterMemory.consume ${fmt(m.rl)} ops/s   ratio ${(m.tk / m.rl).toFixed(2)}x (target >= 3x)`)
+  }
   if (!url) {
     console.log('redis   skipped: pass a Redis URL (./run.sh starts one)')
     return
   }
-  const r = await redis(url)
-  const peer = 'RateLimiterRedis.consume'
-  const row = (what, ours, theirs, tail) =>
-    console.log(`redis   ${what.padEnd(44)} ${fmt(ours)} ops/s   ${peer} ${fmt(theirs)} ops/s   ratio ${(ours / theirs).toFixed(2)}x${tail}`)
-  row('check, sequential, fixed window', r.seqFw, r.seqRl, ' (target >= 1.1x)')
-  row('check, 64 in flight, fixed window', r.parFw, r.parRl, ' (target >= 1.0x)')
-  row('GCRA check, sequential (default strategy)', r.seqGcra, r.seqRl, ' (no target: not the peer\'s algorithm)')
-  row('GCRA check, 64 in flight (default strategy)', r.parGcra, r.parRl, ' (no target: not the peer\'s algorithm)')
-  // Time ratios (ours / reference), so the target reads "<=".
-  console.log(`redis   checkSync vs check, sequential, fixed window  ${fmt(r.syncFw)} ops/s   check ${fmt(r.seqFw)} ops/s   checkSync time / check time ${(r.seqFw / r.syncFw).toFixed(2)}x (target <= 1.2x)`)
-  console.log(`redis   checkSync vs check, sequential, GCRA          ${fmt(r.syncGcra)} ops/s   check ${fmt(r.seqGcra)} ops/s   checkSync time / check time ${(r.seqGcra / r.syncGcra).toFixed(2)}x (target <= 1.2x)`)
-  // Not a ratio row: how close each side comes to a bare round trip (its rate / PING's).
-  const pct = (v) => `${((100 * v) / r.ping).toFixed(0)} %`
-  console.log(`redis   floor: ioredis PING, sequential ${fmt(r.ping)} ops/s; fixed window check at ${pct(r.seqFw)} of it, GCRA check ${pct(r.seqGcra)}, ${peer} ${pct(r.seqRl)}`)
+  await redis(url, pidsOf(process.env.REDIS_PIDFILE), out)
 }
 
 main().catch((e) => {
