@@ -52,7 +52,8 @@
 #               added time per request vs express-rate-limit 8 / @fastify/rate-limit 11 (in
 #               process, CPU time on Node's own request objects; and over sockets)
 #   cluster     bench/cluster/run.sh: Python check_sync and Node check over a 3-master cluster vs
-#               the same binding on one standalone server
+#               the same binding on one standalone server (Python's part placed as redis-core's:
+#               TK_BENCH_PIN)
 #   serve       bench/serve/run.sh: `throttlekit serve` ShouldRateLimit throughput and p50/p99 at 1
 #               and 64 streams, 1 and 3 descriptors, memory and Redis (vs redis-benchmark EVALSHA)
 #   go-http     bench/go-http/run.sh: tkhttp's cost per request vs a golang.org/x/time/rate

@@ -20,6 +20,14 @@ descheduled mid-script counts the wait too). A third side, the cluster with ever
 one master (a hash tag), separates what cluster mode costs from what spreading the calls over
 three server processes on the machine's cores costs.
 
+Placement is the Rust Redis benches' (`core/benches/support/placement.rs`, which says why):
+by default every server and every measuring process (the client, all its threads) share one
+CPU, the same for both sides, so a row's rate follows the client's and the servers' work per
+call added up and no call pays a cross-vCPU hand-off (40-50 us of CPU each on the 2-vCPU guests).
+`TK_BENCH_PIN=S,C` puts the servers on CPU S and the clients on CPU C; `TK_BENCH_PIN=off`
+leaves placement to the scheduler (the three masters and the client then spread over the
+cores, and what a row measures moves with where the scheduler puts them and what else runs).
+
 Each row is several rounds, each measuring both sides back to back (which side goes first
 alternates), and reports the median of the rounds' ratios with their spread: on a shared 2-core
 machine one pair of 2-second runs is at the mercy of whatever else ran in those seconds.
@@ -29,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -106,6 +115,34 @@ print(json.dumps(asyncio.run(run())))
 """
 
 
+def placement() -> tuple[int, int] | None:
+    """The (servers' CPU, clients' CPU) from `TK_BENCH_PIN`, as placement.rs reads it; `None`: unpinned."""
+    value = os.environ.get("TK_BENCH_PIN", "")
+    if value == "off":
+        return None
+    if value:
+        cpus = [int(c) for c in value.split(",") if c.strip()]
+        if len(cpus) != 2:
+            raise SystemExit(f"TK_BENCH_PIN={value}: want `off` or SERVER_CPU,CLIENT_CPU")
+        return cpus[0], cpus[1]
+    last = max(os.sched_getaffinity(0))
+    return last, last
+
+
+def pin_process(pid: int, cpu: int) -> None:
+    """Every thread of `pid` on `cpu` (threads it starts later inherit the mask)."""
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        os.sched_setaffinity(int(tid), {cpu})
+
+
+def describe(place: tuple[int, int] | None) -> str:
+    if place is None:
+        return "not pinned (TK_BENCH_PIN=off)"
+    if place[0] == place[1]:
+        return f"servers and clients pinned to CPU {place[0]} (TK_BENCH_PIN)"
+    return f"servers pinned to CPU {place[0]}, clients to CPU {place[1]} (TK_BENCH_PIN)"
+
+
 def cpu_per_call(python: Path, url: str, mode: str, pidfile: Path, seconds: float, tag: str = "") -> dict[str, float]:
     """CPU_PROBE's numbers for one side (asyncio x64); `tag` prefixes every key (a hash tag puts
     them all on one master)."""
@@ -148,7 +185,16 @@ def main() -> int:
     seeds = subprocess.run([str(helpers / "redis-cluster.sh"), "start", str(tmp / "cluster")], check=True,
                            capture_output=True, text=True).stdout.strip()
     sides = {"standalone": single, "cluster": seeds}
+    place = placement()
     try:
+        if place is not None:
+            for pidfile in (tmp / "single", tmp / "cluster"):
+                for pid in pidfile.read_text().split():
+                    pin_process(int(pid), place[0])
+            # This process's measuring children inherit its mask.
+            pin_process(os.getpid(), place[1])
+        print(f"placement: {describe(place)}")
+        where = "unpinned" if place is None else "pinned"
         for mode, label in (("sync", "sequential check_sync"), ("async", "asyncio x64 await check")):
             rates: dict[str, list[float]] = {"standalone": [], "cluster": []}
             for r in range(args.rounds):
@@ -160,7 +206,7 @@ def main() -> int:
             c, s = statistics.median(rates["cluster"]), statistics.median(rates["standalone"])
             print(f"ROW\tpython redis cluster (3 masters), {label}\tthe same on one standalone server\t"
                   f"{statistics.median(ratios):.2f}\t>=0.9\t{c:,.0f} vs {s:,.0f} checks/s (medians of "
-                  f"{args.rounds} rounds; ratio {min(ratios):.2f}-{max(ratios):.2f})")
+                  f"{args.rounds} rounds; ratio {min(ratios):.2f}-{max(ratios):.2f}; {where})")
         pidfiles = {"standalone": tmp / "single", "cluster": tmp / "cluster"}
         report_cpu(ours, sides, pidfiles, args.seconds, args.cpu_repeats)
     finally:

@@ -1,6 +1,6 @@
 //! The async driver's tests: calls queued in one turn share a write, a write the socket cannot
-//! take whole is finished in order, pushes are dropped wherever they lie, and a sequential call
-//! is written by its caller. Helpers here serve [`super::super::batch`]'s tests too.
+//! take whole is finished in order, pushes are dropped wherever they lie, a reply larger than the
+//! read buffer is handed out whole, and a sequential call is written by its caller. Helpers here serve [`super::super::batch`]'s tests too.
 
 use std::future::Future;
 use std::io::{Read, Write};
@@ -190,6 +190,32 @@ fn pushes_are_dropped_wherever_they_lie() {
     let three = queue(&conn, ping(4));
     server.write_all(b":4\r\n").unwrap();
     assert_eq!(rt.block_on(three).unwrap(), b":4\r\n", "the connection is still in step");
+}
+
+/// A reply larger than the read buffer, arriving in pieces, is handed out whole once its last
+/// byte is in (the buffer grows for it), and the replies around it go to their own calls.
+#[test]
+fn a_reply_larger_than_the_read_buffer_is_handed_out_whole() {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let (conn, mut server) = pair(&rt);
+    let calls: Vec<Call> = (0..3).map(|i| queue(&conn, ping(i))).collect();
+    let big = "x".repeat(INITIAL * 2 + 7);
+    let long = format!("${}\r\n{big}\r\n", big.len()).into_bytes();
+    let replies = [b":0\r\n".to_vec(), long.clone(), b":2\r\n".to_vec()].concat();
+    for piece in replies.chunks(INITIAL / 3) {
+        server.write_all(piece).unwrap();
+    }
+    let got: Vec<Vec<u8>> = rt.block_on(async {
+        let mut got = Vec::new();
+        for call in calls {
+            got.push(call.await.unwrap());
+        }
+        got
+    });
+    assert_eq!(got, [b":0\r\n".to_vec(), long, b":2\r\n".to_vec()]);
+    let next = queue(&conn, ping(3));
+    server.write_all(b":3\r\n").unwrap();
+    assert_eq!(rt.block_on(next).unwrap(), b":3\r\n", "the connection is still in step");
 }
 
 /// What the server side reads until it has `want` bytes, or 10 s passed (a bound for a failing
