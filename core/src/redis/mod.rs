@@ -214,7 +214,8 @@ impl RedisStore {
         }
         let local = self.local_runtime();
         let router = &self.inner.router;
-        self.timed(router.run(self.inner.invoke, self.inner.durable, &call, local.as_ref())).await
+        let (slot, x) = router.exchange(self.inner.invoke, self.inner.durable, &call);
+        self.timed(router.run(slot, x, local.as_ref())).await
     }
 
     /// `work`, awaited on the caller's task, under the call timeout on the store's timer; not

@@ -43,7 +43,7 @@
 
 pub mod resp;
 #[cfg(test)]
-mod tests;
+pub(super) mod tests;
 #[cfg(test)]
 mod tests_resp3;
 pub mod value;
@@ -204,7 +204,7 @@ pub enum To {
 
 /// What the driver does next.
 #[derive(Debug)]
-pub enum Step {
+pub enum Step<O = Outcome> {
     /// Feed the attempt's next reply frame.
     More,
     /// Send the next attempt ([`Exchange::write`] now writes it) to `to`, after `pause`.
@@ -215,7 +215,45 @@ pub enum Step {
         pause: Duration,
     },
     /// The call is over: its outcome, or a `store_unavailable` for the fail policy.
-    Done(Result<Outcome>),
+    Done(Result<O>),
+}
+
+/// What the async driver and the router send and feed: a script call's [`Exchange`], or the
+/// router's round of other commands (`cluster/command.rs`), which follows the same redirects.
+#[cfg(feature = "redis")]
+pub(crate) trait Driven {
+    /// What the exchange ends with.
+    type Out;
+    /// How many reply frames the current attempt gets back.
+    fn replies(&self) -> usize;
+    /// The current attempt's commands, RESP-encoded, appended to `out`.
+    fn write(&self, out: &mut Vec<u8>);
+    /// Feeds the current attempt's next reply frame.
+    fn feed(&mut self, frame: &[u8]) -> Step<Self::Out>;
+    /// Nothing was written: [`Exchange::unsent`].
+    fn unsent(&mut self, cause: Error) -> Step<Self::Out>;
+    /// Whether the exchange ended on an error that says the slot map is stale.
+    fn map_stale(&self) -> bool;
+}
+
+#[cfg(feature = "redis")]
+impl Driven for Exchange<'_> {
+    type Out = Outcome;
+    fn replies(&self) -> usize {
+        Exchange::replies(self)
+    }
+    fn write(&self, out: &mut Vec<u8>) {
+        Exchange::write(self, out);
+    }
+    fn feed(&mut self, frame: &[u8]) -> Step {
+        Exchange::feed(self, frame)
+    }
+    fn unsent(&mut self, cause: Error) -> Step {
+        Exchange::unsent(self, cause)
+    }
+    fn map_stale(&self) -> bool {
+        Exchange::map_stale(self)
+    }
 }
 
 /// What an attempt's call frame said, held until the attempt's last frame (`WAIT`'s) is read.
