@@ -293,7 +293,7 @@ impl Inner {
     async fn connect(options: RedisOptions) -> Result<Inner> {
         let timeout = Duration::from_millis(options.timeout_ms.max(1));
         let plan = options.plan()?;
-        let router = connect::connect(&plan, timeout).await?;
+        let router = cluster::Router::connect(&plan, timeout).await?;
         let invoke = choose_invoke(&router, options.scripting, timeout).await?;
         // Under Sentinel, the master found at connect; else the one node or the first seed.
         let info = match plan.mode {

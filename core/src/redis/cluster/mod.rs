@@ -3,7 +3,7 @@
 //! calls) or a pooled blocking connection per node (sync calls). One node is the degenerate map:
 //! it serves every slot, no slot is computed and nothing is read again. The store's other
 //! commands (`reset`, loading the function library, deterministic replay, raw commands) take the
-//! same map and connections ([`command`]).
+//! same map, connections and loop ([`command`]).
 //!
 //! Why not the redis crate's cluster client: it resends a request after a connection error,
 //! so a call whose reply was lost after the server ran it was charged twice (issue #19), and
@@ -139,6 +139,9 @@ impl Router {
     /// answers, or the master's address from the first sentinel that answers and connects to
     /// it, or connects to the one node.
     pub(crate) async fn connect(plan: &Plan, timeout: Duration) -> Result<Arc<Router>> {
+        if plan.tls.is_some() {
+            super::tls::install_crypto_provider();
+        }
         let discover = match plan.mode {
             RedisMode::Standalone => Discover::Fixed,
             RedisMode::Cluster => Discover::Cluster {
@@ -170,7 +173,8 @@ impl Router {
                     None => (one.host.clone(), one.port),
                 };
                 router.serve_all(router.add(&addr, one.clone()));
-                Some(super::connect::describe(plan))
+                // The URLs, passwords hidden.
+                Some(plan.urls.iter().map(|u| super::options::redact(u)).collect::<Vec<_>>().join(","))
             }
             Discover::Cluster { .. } => None,
             Discover::Sentinel { service, .. } => {
