@@ -141,14 +141,6 @@ pub fn now_arg(args: &mut Args, now: Now) {
     };
 }
 
-/// Appends each of `args` (an ARGV list) to `cmd`.
-#[cfg(all(test, feature = "redis"))]
-pub fn append_args(cmd: &mut redis::Cmd, args: &Args) {
-    for a in args.iter() {
-        cmd.arg(a);
-    }
-}
-
 fn cadence(c: ResetCadence) -> &'static str {
     match c {
         ResetCadence::CalendarMonth => "calendar-month",

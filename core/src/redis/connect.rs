@@ -1,30 +1,9 @@
-//! Opening the store's router as [`RedisOptions::mode`](super::RedisOptions) says (one node, a
-//! cluster, or the master that sentinels name: [`Router`]), and where the store's own
-//! connections to one node go and how they log in ([`Endpoint`], parsed from a URL; [`Dial`], ready
-//! to connect).
+//! Where the store's own connections to one node go and how they log in ([`Endpoint`], parsed
+//! from a URL; [`Dial`], ready to connect).
 
-use std::sync::Arc;
-use std::time::Duration;
-
-use super::cluster::Router;
 use super::engine::resp;
-use super::options::{Plan, redact};
 use super::socket::Target;
 use super::tls::TlsConfig;
-use crate::error::Result;
-
-/// Connects within `timeout` as `plan` says ([`Router::connect`]).
-pub(crate) async fn connect(plan: &Plan, timeout: Duration) -> Result<Arc<Router>> {
-    if plan.tls.is_some() {
-        super::tls::install_crypto_provider();
-    }
-    Router::connect(plan, timeout).await
-}
-
-/// The options' URLs, passwords hidden, for error messages.
-pub(crate) fn describe(plan: &Plan) -> String {
-    plan.urls.iter().map(|u| redact(u)).collect::<Vec<_>>().join(",")
-}
 
 /// Where a store connects and how it logs in ([`super::RedisStore::endpoint`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -136,11 +115,10 @@ impl Endpoint {
 
 /// Where the store's own connections to one node go and how they log in, so that connecting
 /// and the call share one deadline: each login command is sent alone and its reply read within
-/// the time left (the redis crate pipelined its handshake, `CLIENT SETINFO` twice, then `AUTH`
-/// or `HELLO 3`, `SELECT`, and read every reply with a whole timeout of its own: on a server that
-/// accepts connections but never answers a blocking call took about twice `timeout_ms`). The
-/// login is what a binding's own transport sends ([`Endpoint::handshake`]:
-/// `HELLO 3` for a URL that asks for RESP3, `AUTH` and `SELECT` as the URL says).
+/// the time left (a server that accepts connections but never answers costs a call its
+/// `timeout_ms`, not a timeout per login reply). The login is what a binding's own transport
+/// sends ([`Endpoint::handshake`]: `HELLO 3` for a URL that asks for RESP3, `AUTH` and `SELECT`
+/// as the URL says).
 pub(crate) struct Dial {
     handshake: Vec<Vec<u8>>,
     /// Plain TCP, TLS or a Unix socket; `None` for a `rediss://` URL without the store's TLS

@@ -214,7 +214,8 @@ impl RedisStore {
         }
         let local = self.local_runtime();
         let router = &self.inner.router;
-        self.timed(router.run(self.inner.invoke, self.inner.durable, &call, local.as_ref())).await
+        let (slot, x) = router.exchange(self.inner.invoke, self.inner.durable, &call);
+        self.timed(router.run(slot, x, local.as_ref())).await
     }
 
     /// `work`, awaited on the caller's task, under the call timeout on the store's timer; not
@@ -292,7 +293,7 @@ impl Inner {
     async fn connect(options: RedisOptions) -> Result<Inner> {
         let timeout = Duration::from_millis(options.timeout_ms.max(1));
         let plan = options.plan()?;
-        let router = connect::connect(&plan, timeout).await?;
+        let router = cluster::Router::connect(&plan, timeout).await?;
         let invoke = choose_invoke(&router, options.scripting, timeout).await?;
         // Under Sentinel, the master found at connect; else the one node or the first seed.
         let info = match plan.mode {

@@ -33,7 +33,7 @@ use tokio::sync::{Notify, oneshot};
 
 use super::engine::resp::{self, frame_len};
 use super::engine::value::Args;
-use super::engine::{Exchange, Step};
+use super::engine::{Driven, Step};
 use super::socket::{AsyncSocket, Io, Target};
 use super::tls::AsyncTls;
 use super::wire::{io, refused};
@@ -436,7 +436,7 @@ impl Pipelined {
     /// attempt's reply frames; the step that ends the attempt ([`Step::Done`], or
     /// [`Step::Again`] for the caller to follow). The frames come back whole and undecoded, and
     /// a decision is read where it lies. `Err`: the connection failed after the attempt may have been written.
-    pub(crate) async fn attempt(&self, x: &mut Exchange<'_>) -> Result<Step> {
+    pub(crate) async fn attempt<X: Driven>(&self, x: &mut X) -> Result<Step<X::Out>> {
         let bytes = self.request(x.replies(), |out| x.write(out)).await?;
         feed(x, &bytes)
     }
@@ -444,7 +444,7 @@ impl Pipelined {
 
 /// Feeds `bytes`, the reply frames of `x`'s current attempt as [`Pipelined::request`] returned
 /// them, to `x`: the step that ends the attempt.
-pub(crate) fn feed(x: &mut Exchange<'_>, bytes: &[u8]) -> Result<Step> {
+fn feed<X: Driven>(x: &mut X, bytes: &[u8]) -> Result<Step<X::Out>> {
     if x.replies() == 1 {
         // The driver handed out exactly one whole frame.
         return Ok(x.feed(bytes));

@@ -234,23 +234,13 @@ pub(crate) struct Pool {
     timeout: Duration,
 }
 
-/// How a call or command failed, for the at-most-once rule: a [`Pool`]'s calls (an IO error),
-/// and the router's commands (`cluster/command.rs`).
-pub(crate) enum Lost<E = Error> {
+/// How a [`Pool`]'s call failed, for the at-most-once rule.
+pub(crate) enum Lost {
     /// No connection could be made: nothing was sent.
-    Unsent(E),
-    /// The connection failed or timed out after the call may have been written (or the store
-    /// is closed): it is never sent again.
-    Sent(E),
-}
-
-impl<E> Lost<E> {
-    /// The error, whichever way it failed.
-    pub(crate) fn into_inner(self) -> E {
-        match self {
-            Lost::Unsent(e) | Lost::Sent(e) => e,
-        }
-    }
+    Unsent(Error),
+    /// The connection failed or timed out after the call may have been written: it is never
+    /// sent again.
+    Sent(Error),
 }
 
 impl Pool {

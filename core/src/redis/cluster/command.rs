@@ -1,7 +1,7 @@
 //! The router's commands that are not script calls: `reset`'s `DEL`, the function library's
 //! `FUNCTION LOAD REPLACE` on every master, deterministic replay's rounds, the replayed keys'
-//! `DEL` and raw commands. Each goes on the store's connection to a master ([`Router::mux`]),
-//! with the routing rules of a script call:
+//! `DEL` and raw commands. A round of them is an exchange ([`Round`]) that [`Router::run`]
+//! drives as it drives a script call, on the store's connection to the master of its slot:
 //!
 //! - **Redirects**: a `MOVED`, `ASK` or `TRYAGAIN` is answered before the command runs, so the
 //!   command goes again where it says ([`engine::redirect`]: `MOVED` learnt, `ASKING` first
@@ -11,114 +11,91 @@
 //!   (a transaction answers `EXECABORT`), and what came before the transaction is idempotent
 //!   (`DEL` of expired keys, `DUMP`, `RESTORE ... REPLACE`). `ASKING` covers one command only,
 //!   so a round that meets `ASK` or `TRYAGAIN` gets those replies back (replay fails it).
-//! - **At most once**: a connection that fails after the command may have been written fails
-//!   the command; the connection is retired, the map read again, and nothing is sent again. A
-//!   connection that could not be made (nothing was sent) has the map read at once, and the
-//!   command goes to the slot's new master if a failover gave it one.
-
-use std::sync::Arc;
-use std::sync::atomic::Ordering;
+//! - **At most once**: as a script call's ([`Router::run`]). A command has no fallback: a
+//!   `NOSCRIPT` it gets back is its reply, not a miss to load.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
-use super::{Node, Router};
+use super::Router;
 use crate::error::{Error, Result};
 use crate::redis::engine::value::{Args, Value};
-use crate::redis::engine::{self, Attempt, Invoke, Rules, To, resp};
-use crate::redis::wire::Lost;
+use crate::redis::engine::{self, Attempt, Driven, Invoke, Rules, Step, To, resp};
 
-/// Only the cluster rules matter for a reply that is not a script call's.
-const RULES: Rules = Rules { invoke: Invoke::Scripts, durable: None, cluster: true };
+/// A round of commands (one, or several whose keys all lie in one slot) as the engine's
+/// exchange: its reply frames, in order, once no redirect asks for another attempt.
+struct Round<'a> {
+    commands: &'a [Args],
+    rules: Rules,
+    attempt: Attempt,
+    /// The current attempt's reply frames so far (`ASKING`'s first).
+    frames: Vec<Vec<u8>>,
+    map_stale: bool,
+}
 
-impl Router {
-    /// `round` (one command, or several whose keys all lie in `slot`) on the master of `slot`,
-    /// following redirects as the module docs say: each command's reply frame, in order.
-    pub(crate) async fn command(self: &Arc<Self>, slot: u16, round: &[Args]) -> Result<Vec<Vec<u8>>> {
-        // A command has no fallback: a `NOSCRIPT` it gets back is its reply, not a miss to load.
-        let mut attempt = Attempt::default().with_fallback();
-        let mut to = None;
-        loop {
-            let node = self.next_node(&mut to, slot)?;
-            let frames = match self.send(&node, attempt.asking(), round).await {
-                Ok(frames) => frames,
-                Err(Lost::Sent(e)) => return Err(e),
-                // Nothing was sent: the map, read again now, may name the slot's new master.
-                Err(Lost::Unsent(e)) => match attempt.rerouted() {
-                    Some(next) if self.moved_after_refresh(slot, &node).await => {
-                        attempt = next.with_fallback();
-                        continue;
-                    }
-                    _ => {
-                        self.refresh_soon();
-                        return Err(e);
-                    }
-                },
-            };
-            let first = &frames[0];
-            if engine::says_map_stale(first) {
-                self.refresh_soon();
+impl Driven for Round<'_> {
+    type Out = Vec<Vec<u8>>;
+
+    fn replies(&self) -> usize {
+        usize::from(self.attempt.asking()) + self.commands.len()
+    }
+
+    fn write(&self, out: &mut Vec<u8>) {
+        if self.attempt.asking() {
+            resp::write_command(out, [&b"ASKING"[..]].into_iter());
+        }
+        self.commands.iter().for_each(|c| resp::write_command(out, c.iter()));
+    }
+
+    fn feed(&mut self, frame: &[u8]) -> Step<Vec<Vec<u8>>> {
+        self.frames.push(frame.to_vec());
+        if self.frames.len() < self.replies() {
+            return Step::More;
+        }
+        let mut frames = std::mem::take(&mut self.frames);
+        frames.drain(..usize::from(self.attempt.asking()));
+        let first = &frames[0];
+        self.map_stale = engine::says_map_stale(first);
+        let whole_round_refused = frames.len() == 1 || resp::error(&frames[frames.len() - 1]).is_some();
+        match engine::redirect(self.rules, self.attempt, first, "a command") {
+            Some(Ok((next, to, pause)))
+                if whole_round_refused && (frames.len() == 1 || matches!(to, To::Moved { .. })) =>
+            {
+                self.attempt = next;
+                Step::Again { to, pause }
             }
-            let whole_round_refused = frames.len() == 1 || engine::resp::error(&frames[frames.len() - 1]).is_some();
-            match engine::redirect(Rules { cluster: self.is_routed(), ..RULES }, attempt, first, "a command") {
-                Some(Ok((next, target, pause))) if whole_round_refused => {
-                    if round.len() > 1 && !matches!(target, To::Moved { .. }) {
-                        return Ok(frames);
-                    }
-                    self.pause(pause).await?;
-                    attempt = next;
-                    to = Some(self.target(&node, target));
-                }
-                Some(Err(e)) => return Err(e),
-                _ => return Ok(frames),
-            }
+            Some(Err(e)) => Step::Done(Err(e)),
+            _ => Step::Done(Ok(frames)),
         }
     }
 
-    /// Sends `round` to `node` on the store's connection (with `ASKING` first when `asking`):
-    /// one reply frame per command of `round`, or how it failed.
-    async fn send(
-        self: &Arc<Self>,
-        node: &Arc<Node>,
-        asking: bool,
-        round: &[Args],
-    ) -> std::result::Result<Vec<Vec<u8>>, Lost<Error>> {
-        if self.closed.load(Ordering::Acquire) {
-            return Err(Lost::Sent(engine::closed()));
-        }
-        let taken = self.mux(node).await.map_err(Lost::Unsent)?;
-        let frames = round.len() + usize::from(asking);
-        let sent = taken
-            .conn
-            .request(frames, |out| {
-                if asking {
-                    resp::write_command(out, [&b"ASKING"[..]].into_iter());
-                }
-                round.iter().for_each(|c| resp::write_command(out, c.iter()));
-            })
-            .await;
-        let replies = match sent {
-            Ok(bytes) => Some(resp::frames(&bytes).map(<[u8]>::to_vec).collect::<Vec<_>>())
-                .filter(|replies| replies.len() == frames)
-                .ok_or_else(|| "a reply that is not whole RESP frames".to_string()),
-            Err(e) => Err(e.to_string()),
-        };
-        match replies {
-            Ok(mut replies) => Ok(replies.split_off(usize::from(asking))),
-            // The command may have run: never sent again.
-            Err(cause) => {
-                taken.retire();
-                self.refresh_soon();
-                Err(Lost::Sent(Error::store(format!("{}: {cause}", node.name()))))
+    fn unsent(&mut self, cause: Error) -> Step<Vec<Vec<u8>>> {
+        match self.attempt.rerouted().filter(|_| self.rules.cluster) {
+            Some(next) => {
+                self.attempt = next;
+                Step::Again { to: To::Reroute, pause: std::time::Duration::ZERO }
             }
+            None => Step::Done(Err(cause)),
         }
+    }
+
+    fn map_stale(&self) -> bool {
+        self.map_stale
     }
 }
 
 /// The store's other commands, as the engine's values (server errors as [`Value::Error`]).
 impl Router {
     /// `round` (commands whose keys all lie in `key`'s slot), pipelined, on the slot's master.
-    pub(crate) async fn round(self: &Arc<Self>, key: &[u8], round: &[Args]) -> Result<Vec<Value>> {
-        values(self.command(self.slot_of(key), round).await?)
+    pub(crate) async fn round(self: &Arc<Self>, key: &[u8], commands: &[Args]) -> Result<Vec<Value>> {
+        let round = Round {
+            commands,
+            rules: self.rules(Invoke::Scripts, None),
+            attempt: Attempt::default().with_fallback(),
+            frames: Vec::new(),
+            map_stale: false,
+        };
+        values(self.run(self.slot_of(key), round, None).await?)
     }
 
     /// One command, on the master of `key`'s slot.
@@ -153,13 +130,19 @@ impl Router {
     }
 
     /// `cmd` (keyless and idempotent: `FUNCTION LOAD REPLACE`) on every master the slot map
-    /// names, one after the other: the first error a master answered, else the first reply.
+    /// names, one after the other, following no redirect: the first error a master answered,
+    /// else the first reply.
     pub(crate) async fn everywhere(self: &Arc<Self>, cmd: &Args) -> Result<Value> {
         let masters = self.map.read().masters.clone();
         let mut replies = Vec::with_capacity(masters.len());
         for node in masters {
-            replies
-                .extend(values(self.send(&node, false, std::slice::from_ref(cmd)).await.map_err(Lost::into_inner)?)?);
+            let taken = self.mux(&node).await?;
+            let frame = taken.conn.frame(cmd).await.map_err(|e| {
+                taken.retire();
+                self.refresh_soon();
+                Error::store(format!("{}: {e}", node.name()))
+            })?;
+            replies.extend(values(vec![frame])?);
         }
         let error = replies.iter().position(|v| matches!(v, Value::Error(_)));
         replies.into_iter().nth(error.unwrap_or(0)).ok_or_else(|| Error::store("the cluster has no master"))

@@ -3,7 +3,7 @@
 //! calls) or a pooled blocking connection per node (sync calls). One node is the degenerate map:
 //! it serves every slot, no slot is computed and nothing is read again. The store's other
 //! commands (`reset`, loading the function library, deterministic replay, raw commands) take the
-//! same map and connections ([`command`]).
+//! same map, connections and loop ([`command`]).
 //!
 //! Why not the redis crate's cluster client: it resends a request after a connection error,
 //! so a call whose reply was lost after the server ran it was charged twice (issue #19), and
@@ -40,7 +40,7 @@ use std::time::{Duration, Instant};
 
 use super::call::{Outcome, ScriptCall};
 use super::connect::Endpoint;
-use super::engine::{self, Durable, Exchange, Invoke, Rules, Step, To};
+use super::engine::{self, Driven, Durable, Exchange, Invoke, Rules, Step, To};
 use super::held::{Held, Taken};
 use super::options::{Plan, RedisMode};
 use super::pipelined::Pipelined;
@@ -139,6 +139,9 @@ impl Router {
     /// answers, or the master's address from the first sentinel that answers and connects to
     /// it, or connects to the one node.
     pub(crate) async fn connect(plan: &Plan, timeout: Duration) -> Result<Arc<Router>> {
+        if plan.tls.is_some() {
+            super::tls::install_crypto_provider();
+        }
         let discover = match plan.mode {
             RedisMode::Standalone => Discover::Fixed,
             RedisMode::Cluster => Discover::Cluster {
@@ -170,7 +173,8 @@ impl Router {
                     None => (one.host.clone(), one.port),
                 };
                 router.serve_all(router.add(&addr, one.clone()));
-                Some(super::connect::describe(plan))
+                // The URLs, passwords hidden.
+                Some(plan.urls.iter().map(|u| super::options::redact(u)).collect::<Vec<_>>().join(","))
             }
             Discover::Cluster { .. } => None,
             Discover::Sentinel { service, .. } => {
@@ -339,12 +343,12 @@ impl Router {
     /// What the engine's `step` on `node` leaves to do: the call's outcome (`Break`; the map is
     /// read again in the background when a reply said it is stale), or the node and pause of
     /// its next attempt (`Continue`: a redirect, a `MOVED` learnt).
-    fn answered(
+    fn answered<X: Driven>(
         self: &Arc<Self>,
-        x: &Exchange<'_>,
+        x: &X,
         node: &Arc<Node>,
-        step: Step,
-    ) -> ControlFlow<Result<Outcome>, (Arc<Node>, Duration)> {
+        step: Step<X::Out>,
+    ) -> ControlFlow<Result<X::Out>, (Arc<Node>, Duration)> {
         match step {
             Step::Done(outcome) => {
                 if x.map_stale() {
@@ -360,7 +364,7 @@ impl Router {
     /// No connection to `node` could be made (nothing was sent): `Ok` when the engine lets the
     /// call go to the slot's master if the map, read again, names another one now; else the
     /// call's error, the map read again in the background.
-    fn unsent(self: &Arc<Self>, x: &mut Exchange<'_>, e: Error, node: &Node) -> Result<()> {
+    fn unsent<X: Driven>(self: &Arc<Self>, x: &mut X, e: Error, node: &Node) -> Result<()> {
         match x.unsent(e) {
             Step::Again { .. } => Ok(()),
             Step::Done(Err(e)) => {
@@ -378,19 +382,29 @@ impl Router {
         Error::store(format!("{}: no connection", node.name()))
     }
 
-    /// Runs `call` on its key's master from the caller's task (the caller bounds it by the
-    /// timeout), driven by the engine ([`Pipelined::attempt`]): the call's outcome. `local` is
-    /// the caller's runtime when it is bound to the store: its own connections serve the call
-    /// once up. The router's part is where each attempt goes, as in [`Router::run_blocking`].
-    pub(crate) async fn run(
-        self: &Arc<Self>,
+    /// The exchange of `call` under this router's rules ([`Router::run`] drives it), and the
+    /// slot it routes by.
+    pub(crate) fn exchange<'c>(
+        &self,
         invoke: Invoke,
         durable: Option<Durable>,
-        call: &ScriptCall,
-        local: Option<&tokio::runtime::Handle>,
-    ) -> Result<Outcome> {
+        call: &'c ScriptCall,
+    ) -> (u16, Exchange<'c>) {
         let slot = self.slot_of(call.keys.first().map_or(&b""[..], |k| k.as_bytes()));
-        let mut x = Exchange::new(call, self.rules(invoke, durable));
+        (slot, Exchange::new(call, self.rules(invoke, durable)))
+    }
+
+    /// Runs `x` (a script call's [`Exchange`], or a round of other commands: [`command`]) on
+    /// the master of `slot` from the caller's task (the caller bounds it by the timeout),
+    /// driven by the engine ([`Pipelined::attempt`]): its outcome. `local` is the caller's
+    /// runtime when it is bound to the store: its own connections serve the call once up. The
+    /// router's part is where each attempt goes, as in [`Router::run_blocking`].
+    pub(crate) async fn run<X: Driven>(
+        self: &Arc<Self>,
+        slot: u16,
+        mut x: X,
+        local: Option<&tokio::runtime::Handle>,
+    ) -> Result<X::Out> {
         let mut to = None;
         loop {
             let node = self.next_node(&mut to, slot)?;
@@ -450,8 +464,7 @@ impl Router {
         let started = Instant::now();
         let deadline = started + self.timeout;
         let ms = self.timeout.as_millis() as u64;
-        let slot = self.slot_of(call.keys.first().map_or(&b""[..], |k| k.as_bytes()));
-        let mut x = Exchange::new(call, self.rules(invoke, durable));
+        let (slot, mut x) = self.exchange(invoke, durable, call);
         let mut to = None;
         loop {
             if started.elapsed() >= self.timeout {

@@ -6,7 +6,6 @@
 use std::time::{Duration, Instant};
 
 use super::super::call::{self, ScriptCall};
-use super::super::engine::value::Value;
 use super::super::engine::{Exchange, Invoke, Rules, Step};
 use super::super::wire::Wire;
 use crate::store::{Now, Transform};
@@ -23,7 +22,10 @@ fn rules() -> Rules {
 /// `Value`, then [`call::decode_reply`].
 fn via_value(call: &ScriptCall, frame: &[u8]) -> String {
     match redis::parse_redis_value(frame) {
-        Ok(v) => format!("{:?}", call::decode_reply(call, &Value::from_redis(&v)).map_err(|e| e.code())),
+        Ok(v) => format!(
+            "{:?}",
+            call::decode_reply(call, &super::super::engine::tests::from_redis(&v)).map_err(|e| e.code())
+        ),
         // A frame redis-rs cannot parse (an integer past i64) failed the call the same way.
         Err(_) => format!("{:?}", Err::<(), _>(crate::ErrorCode::StoreUnavailable)),
     }
@@ -111,8 +113,8 @@ fn a_malformed_frame_from_a_socket_is_store_unavailable() {
     }
 }
 
-/// The size of the future an async fn of five arguments returns.
-fn future_size<A, B, C, D, E, F>(_: fn(A, B, C, D, E) -> F) -> usize {
+/// The size of the future an async fn of four arguments returns.
+fn future_size<A, B, C, D, F>(_: fn(A, B, C, D) -> F) -> usize {
     std::mem::size_of::<F>()
 }
 
@@ -124,13 +126,8 @@ fn future_size<A, B, C, D, E, F>(_: fn(A, B, C, D, E) -> F) -> usize {
 #[test]
 fn a_calls_future_holds_no_cold_paths_state() {
     type Run<'a> = &'a std::sync::Arc<super::Router>;
-    let size = future_size::<
-        Run<'_>,
-        Invoke,
-        Option<super::super::engine::Durable>,
-        &ScriptCall,
-        Option<&tokio::runtime::Handle>,
-        _,
-    >(super::Router::run);
+    let size = future_size::<Run<'_>, u16, Exchange<'_>, Option<&tokio::runtime::Handle>, _>(
+        super::Router::run::<Exchange<'_>>,
+    );
     assert!(size <= 1024, "Router::run's future is {size} bytes");
 }

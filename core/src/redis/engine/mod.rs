@@ -13,7 +13,7 @@
 //!    is a [`Step`]: [`Step::More`] (feed the attempt's next frame), [`Step::Done`] (the call's
 //!    outcome, or its coded failure), or [`Step::Again`] (send the next attempt, to where
 //!    [`To`] says, after `pause`).
-//! 3. If the connection could not be made (nothing was written), ask [`Exchange::unsent`]; if
+//! 3. If the connection could not be made (nothing was written), ask [`Driven::unsent`]; if
 //!    it failed or timed out after the call was written, the call is over: [`lost`] or
 //!    [`timed_out`] is its error, and the connection is dropped (a late reply must never be
 //!    read as another call's).
@@ -32,7 +32,7 @@
 //! - **Redirects**: `ASKING` rides before the call after `ASK`; `MOVED` names the slot's new
 //!   master for the router above to learn; `TRYAGAIN` pauses [`TRYAGAIN_PAUSE`]. An error that
 //!   says the slot map is stale (`CLUSTERDOWN`, `READONLY`, `MASTERDOWN`) ends the call and
-//!   [`Exchange::map_stale`] says so.
+//!   [`Driven::map_stale`] says so.
 //! - **Durable replicas**: `WAIT replicas timeout` pipelined after the call (and after its
 //!   fallback); fewer acknowledgements than asked fail the call (`store_unavailable`) although
 //!   the master counted it, because a failover now could lose that charge.
@@ -43,7 +43,7 @@
 
 pub mod resp;
 #[cfg(test)]
-mod tests;
+pub(super) mod tests;
 #[cfg(test)]
 mod tests_resp3;
 pub mod value;
@@ -204,7 +204,7 @@ pub enum To {
 
 /// What the driver does next.
 #[derive(Debug)]
-pub enum Step {
+pub enum Step<O = Outcome> {
     /// Feed the attempt's next reply frame.
     More,
     /// Send the next attempt ([`Exchange::write`] now writes it) to `to`, after `pause`.
@@ -215,7 +215,50 @@ pub enum Step {
         pause: Duration,
     },
     /// The call is over: its outcome, or a `store_unavailable` for the fail policy.
-    Done(Result<Outcome>),
+    Done(Result<O>),
+}
+
+/// What the async driver and the router send and feed: a script call's [`Exchange`], or the
+/// router's round of other commands (`cluster/command.rs`), which follows the same redirects.
+#[cfg(feature = "redis")]
+pub(crate) trait Driven {
+    /// What the exchange ends with.
+    type Out;
+    /// How many reply frames the current attempt gets back.
+    fn replies(&self) -> usize;
+    /// The current attempt's commands, RESP-encoded, appended to `out`.
+    fn write(&self, out: &mut Vec<u8>);
+    /// Feeds the current attempt's next reply frame.
+    fn feed(&mut self, frame: &[u8]) -> Step<Self::Out>;
+    /// The connection for the current attempt could not be made, so nothing was written:
+    /// `cause` ends the call, unless a cluster's slot map may name another master now.
+    fn unsent(&mut self, cause: Error) -> Step<Self::Out>;
+    /// Whether the exchange ended on an error that says the slot map is stale (`CLUSTERDOWN`,
+    /// `READONLY`, `MASTERDOWN`): a router reads the map again.
+    fn map_stale(&self) -> bool;
+}
+
+#[cfg(feature = "redis")]
+impl Driven for Exchange<'_> {
+    type Out = Outcome;
+    fn replies(&self) -> usize {
+        Exchange::replies(self)
+    }
+    fn write(&self, out: &mut Vec<u8>) {
+        Exchange::write(self, out);
+    }
+    fn feed(&mut self, frame: &[u8]) -> Step {
+        Exchange::feed(self, frame)
+    }
+    fn unsent(&mut self, cause: Error) -> Step {
+        match self.attempt.rerouted().filter(|_| self.rules.cluster()) {
+            Some(a) => self.again(a, To::Reroute, Duration::ZERO),
+            None => Step::Done(Err(cause)),
+        }
+    }
+    fn map_stale(&self) -> bool {
+        self.map_stale
+    }
 }
 
 /// What an attempt's call frame said, held until the attempt's last frame (`WAIT`'s) is read.
@@ -251,12 +294,6 @@ impl<'c> Exchange<'c> {
     /// The current attempt.
     pub fn attempt(&self) -> Attempt {
         self.attempt
-    }
-
-    /// Whether the call ended on an error that says the slot map is stale (`CLUSTERDOWN`,
-    /// `READONLY`, `MASTERDOWN`): a router reads the map again.
-    pub fn map_stale(&self) -> bool {
-        self.map_stale
     }
 
     /// Whether the current attempt is the plain one: the call's first command alone, with no
@@ -327,15 +364,6 @@ impl<'c> Exchange<'c> {
             Some(held) => self.settle(held),
             // More frames than the attempt gets: the driver is out of step.
             None => Step::Done(Err(Error::store(format!("{}: a reply no command asked for", self.call.script.name)))),
-        }
-    }
-
-    /// The connection for the current attempt could not be made, so nothing was written:
-    /// `cause` ends the call, unless a cluster's slot map may name another master now.
-    pub fn unsent(&mut self, cause: Error) -> Step {
-        match self.attempt.rerouted().filter(|_| self.rules.cluster()) {
-            Some(a) => self.again(a, To::Reroute, Duration::ZERO),
-            None => Step::Done(Err(cause)),
         }
     }
 

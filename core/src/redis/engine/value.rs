@@ -146,27 +146,6 @@ impl fmt::Debug for Value {
     }
 }
 
-#[cfg(all(test, feature = "redis"))]
-impl Value {
-    /// redis-rs's reply as the engine's (a RESP3-only type, which no script returns, as its
-    /// debug text in a bulk string): the tests' oracle.
-    pub fn from_redis(v: &redis::Value) -> Value {
-        match v {
-            redis::Value::Nil => Value::Nil,
-            redis::Value::Int(i) => Value::Int(*i),
-            redis::Value::BulkString(b) => Value::BulkString(b.clone()),
-            redis::Value::Array(items) => Value::Array(items.iter().map(Value::from_redis).collect()),
-            redis::Value::Okay => Value::Okay,
-            redis::Value::SimpleString(s) => Value::SimpleString(s.clone()),
-            redis::Value::ServerError(e) => Value::Error(match e.details() {
-                Some(d) => format!("{} {d}", e.code()),
-                None => e.code().to_string(),
-            }),
-            other => Value::BulkString(format!("{other:?}").into_bytes()),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -217,6 +196,6 @@ mod tests {
         let ours = super::super::resp::value(frame).unwrap();
         let theirs = redis::parse_redis_value(frame).unwrap();
         assert_eq!(format!("{ours:?}"), format!("{theirs:?}"));
-        assert_eq!(Value::from_redis(&theirs), ours);
+        assert_eq!(super::super::tests::from_redis(&theirs), ours);
     }
 }
