@@ -13,7 +13,9 @@ are printed) report CPU per call, which says more than wall time on a shared mac
 client process's (`getrusage`, every thread), split into the event loop's thread and the rest
 (the Tokio workers that read the replies; `/proc/self/task/*/schedstat`), and the servers'
 (`/proc/PID/schedstat` of the PIDs in the helpers' pid files), with the servers' reads per 1k
-calls (Redis `total_reads_processed`: how many reads a master's share of the calls came in) and
+calls (Redis `total_reads_processed`: how many reads a master's share of the calls came in), the
+event loop's sleeps per 1k calls (its thread's voluntary context switches: how many loop turns
+a wake-up began) and
 their scripts' time per call (`INFO commandstats`, the `FCALL`/`EVALSHA`/`EVAL` time: running the
 decision itself, apart from reading and writing; Redis times it by the wall clock, so a server
 descheduled mid-script counts the wait too). A third side, the cluster with every key on
@@ -72,6 +74,12 @@ def servers_ns():
 def loop_thread_ns():
     return int(open(f"/proc/self/task/{os.getpid()}/schedstat").read().split()[0])
 
+def loop_sleeps():
+    # The event loop thread's voluntary context switches: each is a sleep (in the selector)
+    # between loop turns that a wake-up then ends.
+    status = open(f"/proc/self/task/{os.getpid()}/status").read()
+    return int(re.search(r"voluntary_ctxt_switches:\s+(\d+)", status).group(1))
+
 def info(section):
     for url in URL.split(","):
         with socket.create_connection(("127.0.0.1", int(url.rsplit(":", 1)[1]))) as s:
@@ -101,15 +109,16 @@ async def run(in_flight=64):
     await asyncio.gather(*(worker(w) for w in range(in_flight)))  # warm up
     n = 0
     q0, x0 = reads(), script_us()
-    r0, l0, s0 = resource.getrusage(resource.RUSAGE_SELF), loop_thread_ns(), servers_ns()
+    r0, l0, s0, w0 = resource.getrusage(resource.RUSAGE_SELF), loop_thread_ns(), servers_ns(), loop_sleeps()
     deadline = time.perf_counter() + SECONDS
     await asyncio.gather(*(worker(w) for w in range(in_flight)))
-    r1, l1, s1 = resource.getrusage(resource.RUSAGE_SELF), loop_thread_ns(), servers_ns()
+    r1, l1, s1, w1 = resource.getrusage(resource.RUSAGE_SELF), loop_thread_ns(), servers_ns(), loop_sleeps()
     q1, x1 = reads(), script_us()
     client = r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime
     # The INFO connections' own reads (one per server and INFO) are not the calls'.
     return {"client_us": client / n * 1e6, "loop_us": (l1 - l0) / 1e3 / n, "servers_us": (s1 - s0) / 1e3 / n,
-            "reads_per_1k": (q1 - q0 - 2 * len(URL.split(","))) / n * 1e3, "script_us": (x1 - x0) / n}
+            "reads_per_1k": (q1 - q0 - 2 * len(URL.split(","))) / n * 1e3, "script_us": (x1 - x0) / n,
+            "loop_sleeps_per_1k": (w1 - w0) / n * 1e3}
 
 print(json.dumps(asyncio.run(run())))
 """
@@ -166,7 +175,8 @@ def report_cpu(python: Path, sides: dict[str, str], pidfiles: dict[str, Path], s
         med = {k: statistics.median(r[k] for r in rs) for k in rs[0]}
         print(f"asyncio x64 CPU per call, {label} (median of {repeats}): client {med['client_us']:.2f} us "
               f"(event loop thread {med['loop_us']:.2f}), servers {med['servers_us']:.2f} us "
-              f"(scripts' wall time {med['script_us']:.2f}), server reads per 1k calls {med['reads_per_1k']:.0f}")
+              f"(scripts' wall time {med['script_us']:.2f}), server reads per 1k calls {med['reads_per_1k']:.0f}, "
+              f"event loop sleeps per 1k calls {med['loop_sleeps_per_1k']:.0f}")
 
 
 def main() -> int:
