@@ -2,11 +2,11 @@
 // `checkSync`, `peekSync`, `forecastSync`, `resetSync` and their Promise forms write the key's
 // UTF-8 bytes into a fixed scratch area of the module's memory (or leave them there when the key
 // is the one last written), call one export with numbers only, read the decision's numbers back
-// from the area and build the decision object here. A
-// call with any other argument (a key that is not a string, a cost that is neither undefined
-// nor a number, a key past the area), a limiter whose store answers asynchronously, or a freed
-// limiter takes wasm-bindgen's methods unchanged: the same errors, the same decisions. `Limiter`
-// here is the package's (api.mjs exports it); `attach` gives it the instantiated module.
+// from the area and build the decision object here. A call with any other argument (a key that
+// is not a string, a cost that is neither undefined nor a number, a key past the area), a
+// limiter whose store answers asynchronously, or a freed limiter takes wasm-bindgen's methods
+// unchanged: the same errors, the same decisions. `Limiter` here is the package's (api.mjs
+// exports it); `attach` gives it the instantiated module.
 import { Limiter as RawLimiter, __takeError } from './pkg/throttlekit.js'
 
 /** bindings-wasm/src/fast.rs's KEY_CAP; a key of more UTF-16 units than a third of it may not fit. */
