@@ -1,11 +1,12 @@
 // The typed fast path of a memory-store Limiter (the JavaScript half of bindings-wasm/src/fast.rs):
 // `checkSync`, `peekSync`, `forecastSync`, `resetSync` and their Promise forms write the key's
-// UTF-8 bytes into a fixed scratch area of the module's memory, call one export with numbers
-// only, read the decision's numbers back from the area and build the decision object here. A
-// call with any other argument (a key that is not a string, a cost that is neither undefined
-// nor a number, a key past the area), a limiter whose store answers asynchronously, or a freed
-// limiter takes wasm-bindgen's methods unchanged: the same errors, the same decisions. `Limiter`
-// here is the package's (api.mjs exports it); `attach` gives it the instantiated module.
+// UTF-8 bytes into a fixed scratch area of the module's memory (or leave them there when the key
+// is the one last written), call one export with numbers only, read the decision's numbers back
+// from the area and build the decision object here. A call with any other argument (a key that
+// is not a string, a cost that is neither undefined nor a number, a key past the area), a
+// limiter whose store answers asynchronously, or a freed limiter takes wasm-bindgen's methods
+// unchanged: the same errors, the same decisions. `Limiter` here is the package's (api.mjs
+// exports it); `attach` gives it the instantiated module.
 import { Limiter as RawLimiter, __takeError } from './pkg/throttlekit.js'
 
 /** bindings-wasm/src/fast.rs's KEY_CAP; a key of more UTF-16 units than a third of it may not fit. */
@@ -23,6 +24,8 @@ let scratch = 0
 let keyBytes = new Uint8Array(0)
 let numbers = new Float64Array(0)
 const encoder = new TextEncoder()
+/** The key whose UTF-8 bytes the scratch area holds, and their length (see `writeKey`). */
+const last = { key: undefined, len: 0 }
 
 /** Views over the module's memory, made again after it grew (a grown memory detaches the old buffer). */
 function views() {
@@ -38,6 +41,9 @@ function views() {
  * and only whole characters. Returns its length in bytes.
  */
 function writeKey(key) {
+  // The area still holds the last key written (nothing else writes there, and a grown memory
+  // keeps its bytes): a limiter checked on one key again and again writes nothing.
+  if (key === last.key) return last.len
   let out = keyBytes
   if (out.length === 0) {
     views()
@@ -50,8 +56,10 @@ function writeKey(key) {
     if (c > 0x7f) break
     out[i] = c
   }
-  if (i === n) return n
-  return i + encoder.encodeInto(key.slice(i), out.subarray(i)).written
+  if (i !== n) i += encoder.encodeInto(key.slice(i), out.subarray(i)).written
+  last.key = key
+  last.len = i
+  return i
 }
 
 /** fast.rs's HOST_CLOCK: the limiter reads the host's clock, which is read here. */
@@ -159,5 +167,6 @@ export function attach(wasmExports) {
   exports = wasmExports
   tkLimiter = exports.tk_limiter
   scratch = exports.tk_scratch()
+  last.key = undefined
   views()
 }

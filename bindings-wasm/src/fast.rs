@@ -4,10 +4,12 @@
 //! wasm-bindgen's own shims cost several times the core's decision: the key and the cost come
 //! in as `JsValue`s read through calls back into JavaScript, and the decision goes out as an
 //! object built by another call. Here nothing but numbers crosses: JavaScript writes the key's
-//! UTF-8 bytes into [`SCRATCH`] (a fixed area of this module's memory), calls [`tk_limiter`]
-//! with the limiter's handle, the operation and the cost, and reads the decision's five numbers
-//! and its fallback flag back from the same area; it builds the decision object itself. An
-//! error is kept here and handed over as the usual JS error by `__takeError`.
+//! UTF-8 bytes into [`SCRATCH`] (a fixed area of this module's memory; a key equal to the last
+//! one written finds its bytes there already, as nothing else writes the area), calls
+//! [`tk_limiter`] with the limiter's handle, the operation and the cost, and reads the
+//! decision's five numbers and its fallback flag back from the same area; it builds the
+//! decision object itself. An error is kept here and handed over as the usual JS error by
+//! `__takeError`.
 //!
 //! Only well-typed calls come here (a string key, an `undefined` or number cost): every other
 //! argument takes wasm-bindgen's path, which gives the `config_invalid` messages. A cost that is
@@ -62,8 +64,9 @@ pub const HOST_CLOCK: u32 = 1;
 ///
 /// # Safety
 /// `handle` is a `Limiter.__fastHandle` of a limiter that has not been freed, and the first
-/// `key_len` bytes of the scratch area's key are UTF-8 just written there (not validated
-/// again: a `key_len` past [`KEY_CAP`] is refused, invalid UTF-8 is undefined behaviour).
+/// `key_len` bytes of the scratch area's key are this call's key as UTF-8, written there by
+/// fast.mjs for this call or left there by the last call on the same key (not validated again:
+/// a `key_len` past [`KEY_CAP`] is refused, invalid UTF-8 is undefined behaviour).
 ///
 /// Compiled for speed (`optimize(speed)`, as the core's `Limiter::check_sync_at`), not for size
 /// as the rest of the module: this is the whole path of a memory-store check.

@@ -59,6 +59,26 @@ test('every cost shape: the same decisions and errors as the native addon', () =
   }
 })
 
+test('the last key kept in the scratch area serves only that key', () => {
+  // fast.mjs writes a key's bytes only when it differs from the last key written: a key checked
+  // after another of the same length, after a prefix of itself, after the same text in another
+  // string, after a key that took wasm-bindgen's path or failed, and on two limiters, must each
+  // be decided on its own bytes.
+  const [w, n] = pair()
+  const [w2, n2] = pair()
+  const sameText = ['user:', '7'].join('')
+  const sequence = ['user:7', 'user:8', 'user:7', sameText, 'user:', 'user:78', 'user:7', 'ключ', 'ключи', 'ключ',
+    'x'.repeat(1025), 'x'.repeat(1024), 'x'.repeat(1025), 'user:7', 'user:8', 'user:8']
+  for (const [i, key] of sequence.entries()) {
+    for (const [lw, ln] of [[w, n], [w2, n2], [w, n]]) {
+      assert.deepEqual(outcome(() => lw.checkSync(key)), outcome(() => ln.checkSync(key)), `${i}: checkSync(${key.slice(0, 12)})`)
+    }
+    // A failed call between two calls on one key.
+    assert.deepEqual(outcome(() => w.checkSync(key, -1)), outcome(() => n.checkSync(key, -1)))
+    assert.deepEqual(outcome(() => w.peekSync(key)), outcome(() => n.peekSync(key)), `${i}: peekSync(${key.slice(0, 12)})`)
+  }
+})
+
 test('non-string keys take wasm-bindgen path and fail as the native addon', () => {
   const [w, n] = pair()
   for (const key of [undefined, null, 1, {}, ['a'], Symbol('s')]) {
