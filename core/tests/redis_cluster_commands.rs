@@ -2,7 +2,8 @@
 //! on a real 3-master cluster:
 //!
 //! - **Every master** gets the function library at connect (`FUNCTION LOAD REPLACE`).
-//! - **By slot**: `reset`'s `DEL` and raw commands run on the key's master; a slot moved behind
+//! - **By slot**: `reset`'s `DEL` and raw commands run on the key's master (a script call's
+//!   first key, not its SHA, straight away: no `MOVED`); a slot moved behind
 //!   the store's back is followed (`MOVED`), a migrating one with `ASKING` (`ASK`), and the
 //!   command runs once, on the right node.
 //! - **Deterministic replay**: a round refused whole by a node that lost the slot goes again to
@@ -107,6 +108,53 @@ fn the_library_reaches_every_master_and_commands_reach_each_keys_master() {
     assert_eq!(cluster.calls(to, "asking") - asking, 1);
     end_migration(&cluster, slot, &to_id, to);
     assert_eq!(get(to, "ask:set"), "here");
+}
+
+/// How many times the nodes of `cluster` refused `cmd` before running it (`MOVED`, `ASK`:
+/// `INFO commandstats`' `rejected_calls=`).
+fn refused(cluster: &RedisCluster, cmd: &str) -> u64 {
+    let refused_on = |port: u16| {
+        let stats = cli(port, &["info", "commandstats"]).unwrap_or_default();
+        redis_cluster::field(&stats, &format!("cmdstat_{cmd}"))
+            .and_then(|v| v.split(',').find_map(|kv| kv.strip_prefix("rejected_calls=").and_then(|n| n.parse().ok())))
+            .unwrap_or(0)
+    };
+    cluster.nodes.iter().map(|n| refused_on(n.port)).sum()
+}
+
+#[test]
+fn raw_commands_go_to_their_keys_master_wherever_the_key_stands() {
+    let cluster = RedisCluster::start(3, 0);
+    let store = connect(cluster.urls(), false);
+    let owner = |key: &str| owner_and_other(&cluster, keyslot(&cluster, key)).0.1;
+    let script = "return redis.call('GET', KEYS[1])";
+    let sha = match raw(&store, &["SCRIPT", "LOAD", script]) {
+        Value::BulkString(b) => String::from_utf8(b).unwrap(),
+        other => panic!("SCRIPT LOAD answered {other:?}"),
+    };
+    for port in cluster.master_ports() {
+        cli(port, &["script", "load", script]).expect("the script on every master");
+    }
+    // A key whose master is not the master of the slot its command's first argument hashes to
+    // (the script's SHA, the subcommand).
+    let key = (0..)
+        .map(|i| format!("route:{i}"))
+        .find(|k| owner(k) != owner(&sha) && owner(k) != owner("ENCODING") && owner(k) != owner(script))
+        .unwrap();
+    assert_eq!(raw(&store, &["SET", &key, "v"]), Value::Okay);
+    assert_eq!(raw(&store, &["HSET", "route:h", "f", "w"]), Value::Int(1));
+    let cases: [(&str, Vec<&str>, Value); 5] = [
+        ("get", vec!["GET", &key], Value::BulkString(b"v".to_vec())),
+        ("hget", vec!["HGET", "route:h", "f"], Value::BulkString(b"w".to_vec())),
+        ("evalsha", vec!["EVALSHA", &sha, "1", &key], Value::BulkString(b"v".to_vec())),
+        ("eval", vec!["EVAL", script, "1", &key], Value::BulkString(b"v".to_vec())),
+        ("object|encoding", vec!["OBJECT", "ENCODING", &key], Value::BulkString(b"embstr".to_vec())),
+    ];
+    for (stat, args, want) in cases {
+        let before = refused(&cluster, stat);
+        assert_eq!(raw(&store, &args), want, "{args:?}");
+        assert_eq!(refused(&cluster, stat) - before, 0, "{args:?} went straight to its key's master (no MOVED)");
+    }
 }
 
 #[test]

@@ -146,10 +146,10 @@ impl Router {
         replies.pop().ok_or_else(|| Error::store("no reply"))
     }
 
-    /// A raw command (tests and tools): to the master of its first argument's slot (the key of
-    /// most keyed commands; a keyless command reaches one master).
+    /// A raw command (tests and tools): to the master of its key's slot ([`routing_key`]); a
+    /// keyless command reaches one master.
     pub(crate) async fn raw(self: &Arc<Self>, cmd: &Args) -> Result<Value> {
-        self.keyed(cmd.iter().nth(1).unwrap_or_default(), cmd).await
+        self.keyed(routing_key(cmd), cmd).await
     }
 
     /// Deletes `keys`: one `DEL` per slot on a cluster, each on its master; one in all else.
@@ -188,6 +188,24 @@ impl Router {
         }
         let error = replies.iter().position(|v| matches!(v, Value::Error(_)));
         replies.into_iter().nth(error.unwrap_or(0)).ok_or_else(|| Error::store("the cluster has no master"))
+    }
+}
+
+/// The key a raw command routes by: the first key of a script call (`EVAL`, `EVALSHA`, `FCALL`
+/// and their `_RO` forms: `verb script numkeys key...`; none when `numkeys` is 0), the key after
+/// the subcommand of `OBJECT`, `MEMORY USAGE` and `XINFO`, else the first argument (the key of
+/// most keyed commands). A command routed by another argument would still reach its key's master,
+/// one `MOVED` later, and have the map read again for nothing.
+fn routing_key(cmd: &Args) -> &[u8] {
+    let verb = cmd.iter().next().unwrap_or_default().to_ascii_uppercase();
+    let arg = |i: usize| cmd.iter().nth(i).unwrap_or_default();
+    match verb.as_slice() {
+        b"EVAL" | b"EVALSHA" | b"EVAL_RO" | b"EVALSHA_RO" | b"FCALL" | b"FCALL_RO" => {
+            let keyed = std::str::from_utf8(arg(2)).ok().and_then(|n| n.parse::<u64>().ok()).is_some_and(|n| n > 0);
+            if keyed { arg(3) } else { b"" }
+        }
+        b"OBJECT" | b"MEMORY" | b"XINFO" => arg(2),
+        _ => arg(1),
     }
 }
 
