@@ -32,7 +32,7 @@ struct Round<'a> {
     commands: &'a [Args],
     rules: Rules,
     attempt: Attempt,
-    /// The current attempt's reply frames so far (`ASKING`'s first).
+    /// The current attempt's reply frames so far (`ASKING`'s among them).
     frames: Vec<Vec<u8>>,
     map_stale: bool,
 }
