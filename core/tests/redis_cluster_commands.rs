@@ -157,15 +157,20 @@ fn raw_commands_go_to_their_keys_master_wherever_the_key_stands() {
     }
 }
 
+/// A limiter on the replaying `store` whose failures are errors (prefix `replay`).
+fn replay_limiter(store: &Arc<RedisStore>) -> Limiter {
+    Limiter::builder(Strategy::gcra(10, 60_000, None).unwrap())
+        .store(store.clone())
+        .fail_policy(FailPolicy::Raise)
+        .prefix("replay")
+        .build()
+}
+
 #[test]
 fn replay_rounds_follow_moved_and_its_keys_are_deleted_on_every_master() {
     let cluster = RedisCluster::start(3, 0);
     let store = connect(cluster.urls(), true);
-    let l = Limiter::builder(Strategy::gcra(10, 60_000, None).unwrap())
-        .store(store.clone())
-        .fail_policy(FailPolicy::Raise)
-        .prefix("replay")
-        .build();
+    let l = replay_limiter(&store);
     for i in 0..40 {
         assert!(l.check_sync_at(&format!("k{i}"), 1, NOW).unwrap().allowed);
     }
@@ -192,11 +197,7 @@ fn replay_rounds_follow_moved_and_its_keys_are_deleted_on_every_master() {
 fn replay_rounds_follow_ask_to_a_migrating_slots_target() {
     let cluster = RedisCluster::start(3, 0);
     let store = connect(cluster.urls(), true);
-    let l = Limiter::builder(Strategy::gcra(10, 60_000, None).unwrap())
-        .store(store.clone())
-        .fail_policy(FailPolicy::Raise)
-        .prefix("replay")
-        .build();
+    let l = replay_limiter(&store);
     // `replay:ask` lands on the source before the migration starts; `replay:ask2` never does.
     let before = l.check_sync_at("ask", 1, NOW).expect("a stable slot");
     let slot = keyslot(&cluster, "replay:ask");
