@@ -5,7 +5,9 @@
 #   tests/redis-server.sh stop  [PIDFILE]   # kills that PID (only that one) and removes the file
 #
 # PIDFILE defaults to ${TMPDIR:-/tmp}/throttlekit-redis.pid. The server listens on a free
-# loopback port, with no persistence (--save '' --appendonly no).
+# loopback port, with no persistence (--save '' --appendonly no), and DEBUG allowed from local
+# connections (tests/serve.sh holds a call in flight with DEBUG SLEEP; off by default since
+# Redis 7, it was refused there and the test had no call in flight).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/launcher.sh"
 cmd=${1:-}
@@ -20,7 +22,7 @@ start)
     port=$(free_port)
     dir=$(mktemp -d)
     redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$dir" \
-      --protected-mode no --daemonize no >"$dir/redis.log" 2>&1 &
+      --protected-mode no --enable-debug-command local --daemonize no >"$dir/redis.log" 2>&1 &
     pid=$!
     if serves "$pid" "$port"; then
       echo "$pid" >"$pidfile"

@@ -112,11 +112,13 @@ stop_pid "$SERVE_PID"
 
 # SIGTERM: a call in flight when the signal lands is still answered, then the process exits 0.
 # The client connects first and says so (a Python start-up can take a second on a loaded
-# machine); Redis is then made to sleep 2 s, and only then is the call sent, so it is surely in
-# flight when the signal arrives 0.5 s later.
+# machine); Redis is then put to sleep, and only then is the call sent; the signal goes once the
+# call waits in Redis's receive queue. Each step is read from the kernel, not guessed from a
+# pause: fixed pauses (0.2 s for the sleep to start, 0.5 s for the call to arrive) raced a
+# loaded machine.
 sed -i 's/, typo: 1//' "$WORK/http/a.yaml"
 start_serve "$WORK/term.log" --config "$WORK/http" --store redis --redis-url "$redis_url" \
-  --redis-timeout-ms 4000 --timeout-ms 5000 --prefix "term$RANDOM"
+  --redis-timeout-ms 10000 --timeout-ms 12000 --drain-ms 10000 --prefix "term$RANDOM"
 pids+=("$SERVE_PID")
 cat >"$WORK/one_call.py" <<'PYEOF'
 import os, sys, time, grpc
@@ -130,18 +132,26 @@ if len(sys.argv) > 3:  # connected: say so, then wait for the go-ahead file
     print("ready", flush=True)
     while not os.path.exists(sys.argv[3]):
         time.sleep(0.01)
-print(rls_pb2.RateLimitResponse.Code.Name(stub.ShouldRateLimit(req, timeout=10).overall_code))
+print(rls_pb2.RateLimitResponse.Code.Name(stub.ShouldRateLimit(req, timeout=20).overall_code))
 PYEOF
 [ "$("$PY" "$WORK/one_call.py" "$SERVE_GRPC" warm)" = OK ] || fail "warm-up call"
 "$PY" "$WORK/one_call.py" "$SERVE_GRPC" inflight "$WORK/go" >"$WORK/inflight.out" 2>&1 &
 client=$!
 for _ in $(seq 1 600); do grep -q ready "$WORK/inflight.out" && break; sleep 0.05; done
 grep -q ready "$WORK/inflight.out" || fail "the in-flight client never connected: $(cat "$WORK/inflight.out")"
-redis-cli -u "$redis_url" DEBUG SLEEP 2 >/dev/null &
+# Redis in DEBUG SLEEP: its main thread waits in nanosleep (/proc/PID/wchan), which it does for
+# nothing else (idle, it waits in epoll_wait).
+redis_pid=$(cat "$WORK/redis.pid")
+redis_port=${redis_url##*:}
+redis-cli -u "$redis_url" DEBUG SLEEP 5 >/dev/null &
 sleeper=$!
-sleep 0.2
+for _ in $(seq 1 200); do grep -q nanosleep "/proc/$redis_pid/wchan" && break; sleep 0.05; done
+grep -q nanosleep "/proc/$redis_pid/wchan" || fail "DEBUG SLEEP never blocked Redis"
 touch "$WORK/go"
-sleep 0.5
+# In flight: serve's request waits, unread, in the receive queue of a connection to Redis.
+queued() { ss -Htn state established "( sport = :$redis_port )" | awk '$1 > 0 { n++ } END { exit n == 0 }'; }
+for _ in $(seq 1 200); do queued && break; sleep 0.05; done
+queued || fail "the call never reached Redis while it slept"
 kill -TERM "$SERVE_PID"
 wait "$client" || fail "the in-flight call failed: $(cat "$WORK/inflight.out")"
 [ "$(tail -n 1 "$WORK/inflight.out")" = OK ] || fail "in-flight call answered $(cat "$WORK/inflight.out")"

@@ -105,9 +105,10 @@ func (l *AdaptiveLimiter) AdvanceVirtual(d time.Duration) error {
 	return err
 }
 
-// admit is TryAcquire (timeoutMs < 0) or AcquireTimeout: one cgo call, no closure (the hot
-// path), on one OS thread so that a failure's message is this call's.
-func (l *AdaptiveLimiter) admit(partition string, timeoutMs int64) (*Permit, *Rejection, error) {
+// admit is TryAcquire (timeoutMs < 0), AcquireTimeout, or (cancel not nil) Acquire's wait that
+// cancel ends: one cgo call, no closure (the hot path), on one OS thread so that a failure's
+// message is this call's.
+func (l *AdaptiveLimiter) admit(partition string, timeoutMs int64, cancel *C.tk_cancel) (*Permit, *Rejection, error) {
 	cpart := optString(partition)
 	defer free(cpart)
 	var p *C.tk_adaptive_permit
@@ -115,7 +116,9 @@ func (l *AdaptiveLimiter) admit(partition string, timeoutMs int64) (*Permit, *Re
 	var err error
 	runtime.LockOSThread()
 	var res C.tk_result
-	if timeoutMs < 0 {
+	if cancel != nil {
+		res = C.tk_adaptive_acquire_cancellable(l.p, cpart, C.uint64_t(timeoutMs), cancel, &p, &r)
+	} else if timeoutMs < 0 {
 		res = C.tk_adaptive_try_acquire(l.p, cpart, &p, &r)
 	} else {
 		res = C.tk_adaptive_acquire(l.p, cpart, C.uint64_t(timeoutMs), &p, &r)
@@ -139,25 +142,29 @@ func (l *AdaptiveLimiter) admit(partition string, timeoutMs int64) (*Permit, *Re
 // TryAcquire asks for a permit without waiting: a permit, or a nil permit and the rejection.
 // partition "" is none; an unknown one is ErrConfigInvalid.
 func (l *AdaptiveLimiter) TryAcquire(partition string) (*Permit, *Rejection, error) {
-	return l.admit(partition, -1)
+	return l.admit(partition, -1, nil)
 }
 
 // AcquireTimeout waits up to timeout for a permit (in the configured FIFO or LIFO order),
 // blocking the calling goroutine's thread; running out is a rejection.
 func (l *AdaptiveLimiter) AcquireTimeout(partition string, timeout time.Duration) (*Permit, *Rejection, error) {
-	ms := timeout.Milliseconds()
-	if ms < 0 {
-		ms = 0
+	return l.admit(partition, millis(timeout), nil)
+}
+
+func millis(d time.Duration) int64 {
+	if ms := d.Milliseconds(); ms > 0 {
+		return ms
 	}
-	return l.admit(partition, ms)
+	return 0
 }
 
 // maxWait bounds a wait whose context has no deadline (the C call needs a timeout).
 const maxWait = 24 * time.Hour
 
-// Acquire waits for a permit until ctx's deadline (core's rejection when it passes). If ctx is
-// cancelled first, Acquire returns ctx.Err() at once; the wait it started runs on in the
-// background and releases any permit it is later granted as Ignore.
+// Acquire waits for a permit until ctx's deadline (core's rejection when it passes). A ctx
+// already cancelled returns ctx.Err() without asking; one cancelled during the wait returns
+// ctx.Err() at once, and the wait leaves the limiter's queue with it (it holds no place, thread
+// or permit afterwards: a permit granted just before the cancel is released as Ignore).
 func (l *AdaptiveLimiter) Acquire(ctx context.Context, partition string) (*Permit, *Rejection, error) {
 	timeout := maxWait
 	if d, ok := ctx.Deadline(); ok {
@@ -169,31 +176,36 @@ func (l *AdaptiveLimiter) Acquire(ctx context.Context, partition string) (*Permi
 	if ctx.Done() == nil {
 		return l.AcquireTimeout(partition, timeout)
 	}
-	type answer struct {
-		p   *Permit
-		r   *Rejection
-		err error
+	var cancel *C.tk_cancel
+	if err := call(func() C.tk_result { return C.tk_cancel_new(&cancel) }); err != nil {
+		return nil, nil, err
 	}
-	ch := make(chan answer, 1)
+	defer C.tk_cancel_free(cancel)
+	// A cancel ends the library's wait; a deadline does not: the wait ends at the same
+	// deadline with core's own answer (a rejection, counted).
+	ended := make(chan struct{})
+	fired := make(chan bool, 1)
 	go func() {
-		p, r, err := l.AcquireTimeout(partition, timeout)
-		ch <- answer{p, r, err}
-	}()
-	select {
-	case a := <-ch:
-		return a.p, a.r, a.err
-	case <-ctx.Done():
-		if ctx.Err() == context.DeadlineExceeded {
-			a := <-ch // the library's wait ends at the same deadline, with its own answer
-			return a.p, a.r, a.err
-		}
-		go func() {
-			if a := <-ch; a.p != nil {
-				a.p.Release(Ignore)
+		select {
+		case <-ctx.Done():
+			if ctx.Err() == context.Canceled {
+				C.tk_cancel_fire(cancel)
+				fired <- true
+				return
 			}
-		}()
+		case <-ended:
+		}
+		fired <- false
+	}()
+	p, r, err := l.admit(partition, millis(timeout), cancel)
+	close(ended)
+	if <-fired {
+		if p != nil {
+			p.Release(Ignore)
+		}
 		return nil, nil, ctx.Err()
 	}
+	return p, r, err
 }
 
 // Limit is the current limit.

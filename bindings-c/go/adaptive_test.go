@@ -136,23 +136,54 @@ func TestAdaptiveAcquireWaitsAndTimesOut(t *testing.T) {
 	if err != nil || q != nil || rej == nil || rej.Limit != 1 {
 		t.Fatalf("deadline: want core's rejection, got %v %+v %v", q, rej, err)
 	}
-	ctx3, cancel3 := context.WithCancel(context.Background())
-	go func() {
-		time.Sleep(20 * time.Millisecond)
-		cancel3()
-	}()
-	q, _, err = l.Acquire(ctx3, "")
-	if q != nil || !errors.Is(err, context.Canceled) {
-		t.Fatalf("cancel: want context.Canceled, got %v %v", q, err)
-	}
-	// The abandoned wait is granted the next free slot and gives it back as Ignore.
 	p.Release(Success)
-	deadline := time.Now().Add(5 * time.Second)
-	for l.Metrics().Ignored < 2 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
+}
+
+func TestAdaptiveAcquireCancelledLeavesTheQueueAndTakesNoPermit(t *testing.T) {
+	l := newFixed(t, 1)
+	// Already cancelled: ctx.Err() without asking, even with room.
+	done, cancelDone := context.WithCancel(context.Background())
+	cancelDone()
+	if p, r, err := l.Acquire(done, ""); p != nil || r != nil || !errors.Is(err, context.Canceled) {
+		t.Fatalf("a cancelled ctx: want context.Canceled, got %v %+v %v", p, r, err)
 	}
-	if m := l.Metrics(); m.Inflight != 0 || m.Ignored != 2 {
-		t.Fatalf("the abandoned wait's permit: %+v", m)
+	if m := l.Metrics(); m.Acquired != 0 || m.Inflight != 0 || m.Waiting != 0 {
+		t.Fatalf("a cancelled ctx took something: %+v", m)
+	}
+
+	// Cancelled while waiting (no deadline: the wait could last a day): ctx.Err() at once, and
+	// the waiter leaves the queue with it: no place held, and the freed slot goes to no one.
+	held, _, _ := l.TryAcquire("")
+	ctx, cancel := context.WithCancel(context.Background())
+	type answer struct {
+		p   *Permit
+		err error
+	}
+	ch := make(chan answer, 1)
+	go func() {
+		p, _, err := l.Acquire(ctx, "")
+		ch <- answer{p, err}
+	}()
+	for l.Metrics().Waiting == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	a := <-ch
+	if a.p != nil || !errors.Is(a.err, context.Canceled) {
+		t.Fatalf("cancel: want context.Canceled, got %v %v", a.p, a.err)
+	}
+	if m := l.Metrics(); m.Waiting != 0 || m.Rejected != 0 {
+		t.Fatalf("the cancelled wait is still queued, or counted as the limiter's refusal: %+v", m)
+	}
+	held.Release(Success)
+	if m := l.Metrics(); m.Inflight != 0 || m.Acquired != 1 || m.Ignored != 0 {
+		t.Fatalf("the freed slot went to the cancelled wait: %+v", m)
+	}
+	// And the limiter serves the next caller.
+	if p, _, err := l.TryAcquire(""); err != nil || p == nil {
+		t.Fatalf("after the cancel: %v %v", p, err)
+	} else {
+		p.Release(Success)
 	}
 }
 

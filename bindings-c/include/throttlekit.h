@@ -351,6 +351,18 @@ typedef struct tk_adaptive tk_adaptive;
 typedef struct tk_adaptive_permit tk_adaptive_permit;
 
 /**
+ * Ends a `tk_adaptive_acquire_cancellable` wait from another thread: a binding whose caller gave
+ * up (Go's `context` cancelled) has its waiter leave the queue at once, instead of holding its
+ * place and a thread until a grant or the timeout. One wait at a time; once fired it stays fired.
+ *
+ * Ownership: created by `tk_cancel_new`, released with `tk_cancel_free` (after the wait it
+ * serves has returned).
+ *
+ * Thread safety: every function except `tk_cancel_free` may be called concurrently.
+ */
+typedef struct tk_cancel tk_cancel;
+
+/**
  * A clock: the system's wall clock, or a manual clock that moves only when told to (for tests
  * and simulations).
  *
@@ -1011,6 +1023,47 @@ tk_result tk_adaptive_acquire(const tk_adaptive *limiter,
                               uint64_t timeout_ms,
                               tk_adaptive_permit **out_permit,
                               tk_adaptive_rejection *out_rejection);
+
+/**
+ * Like `tk_adaptive_acquire`, but `tk_cancel_fire(cancel)` from another thread ends the wait at
+ * once: the waiter leaves the queue and the answer is a NULL permit with a rejection that the
+ * metrics do not count (the caller gave up; the limiter refused nothing). A cancel fired before
+ * the call takes no permit, even with room. A permit granted just before the cancel is the
+ * caller's (release it as `TK_OUTCOME_IGNORE`).
+ *
+ * # Safety
+ * As for `tk_adaptive_try_acquire`; `cancel` a live handle.
+ */
+tk_result tk_adaptive_acquire_cancellable(const tk_adaptive *limiter,
+                                          const char *partition,
+                                          uint64_t timeout_ms,
+                                          const tk_cancel *cancel,
+                                          tk_adaptive_permit **out_permit,
+                                          tk_adaptive_rejection *out_rejection);
+
+/**
+ * A cancel, not fired, for `tk_adaptive_acquire_cancellable`.
+ *
+ * # Safety
+ * `out_cancel` valid for writes.
+ */
+tk_result tk_cancel_new(tk_cancel **out_cancel);
+
+/**
+ * Fires `cancel`: the wait it serves returns now, and a later one does not start.
+ *
+ * # Safety
+ * `cancel` must be a live handle.
+ */
+tk_result tk_cancel_fire(const tk_cancel *cancel);
+
+/**
+ * Releases a cancel handle; NULL is a no-op.
+ *
+ * # Safety
+ * `cancel` must be NULL or a live handle, no wait or fire in progress on it.
+ */
+void tk_cancel_free(tk_cancel *cancel);
 
 /**
  * Releases the permit with `outcome` (a `tk_outcome`), its round trip measured by the limiter's

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use throttlekit::concurrency::{
-    AdaptiveConfig, AdaptiveLimiter, AdaptiveMetrics, Admission, Outcome, Permit, Rejection, VirtualClock,
+    AdaptiveConfig, AdaptiveLimiter, AdaptiveMetrics, Admission, Cancel, Outcome, Permit, Rejection, VirtualClock,
 };
 
 use crate::args::{borrow, free_handle, get, into_handle, optional_string, out, string, try_arg, try_core};
@@ -63,6 +63,18 @@ pub struct tk_adaptive {
 /// releasing twice is harmless (the second call reports `released == false`).
 pub struct tk_adaptive_permit {
     inner: Mutex<Permit>,
+}
+
+/// Ends a `tk_adaptive_acquire_cancellable` wait from another thread: a binding whose caller gave
+/// up (Go's `context` cancelled) has its waiter leave the queue at once, instead of holding its
+/// place and a thread until a grant or the timeout. One wait at a time; once fired it stays fired.
+///
+/// Ownership: created by `tk_cancel_new`, released with `tk_cancel_free` (after the wait it
+/// serves has returned).
+///
+/// Thread safety: every function except `tk_cancel_free` may be called concurrently.
+pub struct tk_cancel {
+    inner: Cancel,
 }
 
 /// A refused acquire: the limit was full (or the wait timed out).
@@ -269,6 +281,67 @@ pub unsafe extern "C" fn tk_adaptive_acquire(
         let o = try_arg!(unsafe { out(out_permit, "out_permit") });
         admit(l.inner.acquire_blocking(partition, Duration::from_millis(timeout_ms)), o, out_rejection)
     })
+}
+
+/// Like `tk_adaptive_acquire`, but `tk_cancel_fire(cancel)` from another thread ends the wait at
+/// once: the waiter leaves the queue and the answer is a NULL permit with a rejection that the
+/// metrics do not count (the caller gave up; the limiter refused nothing). A cancel fired before
+/// the call takes no permit, even with room. A permit granted just before the cancel is the
+/// caller's (release it as `TK_OUTCOME_IGNORE`).
+///
+/// # Safety
+/// As for `tk_adaptive_try_acquire`; `cancel` a live handle.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tk_adaptive_acquire_cancellable(
+    limiter: *const tk_adaptive,
+    partition: *const c_char,
+    timeout_ms: u64,
+    cancel: *const tk_cancel,
+    out_permit: *mut *mut tk_adaptive_permit,
+    out_rejection: *mut tk_adaptive_rejection,
+) -> tk_result {
+    guard(|| {
+        let l = try_arg!(unsafe { borrow(limiter, "limiter") });
+        let partition = try_arg!(unsafe { optional_string(partition, "partition") });
+        let c = try_arg!(unsafe { borrow(cancel, "cancel") });
+        let o = try_arg!(unsafe { out(out_permit, "out_permit") });
+        let timeout = Duration::from_millis(timeout_ms);
+        admit(l.inner.acquire_blocking_cancellable(partition, timeout, &c.inner), o, out_rejection)
+    })
+}
+
+/// A cancel, not fired, for `tk_adaptive_acquire_cancellable`.
+///
+/// # Safety
+/// `out_cancel` valid for writes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tk_cancel_new(out_cancel: *mut *mut tk_cancel) -> tk_result {
+    guard(|| {
+        let o = try_arg!(unsafe { out(out_cancel, "out_cancel") });
+        into_handle(tk_cancel { inner: Cancel::new() }, o)
+    })
+}
+
+/// Fires `cancel`: the wait it serves returns now, and a later one does not start.
+///
+/// # Safety
+/// `cancel` must be a live handle.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tk_cancel_fire(cancel: *const tk_cancel) -> tk_result {
+    guard(|| {
+        let c = try_arg!(unsafe { borrow(cancel, "cancel") });
+        c.inner.cancel();
+        tk_result::Ok
+    })
+}
+
+/// Releases a cancel handle; NULL is a no-op.
+///
+/// # Safety
+/// `cancel` must be NULL or a live handle, no wait or fire in progress on it.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn tk_cancel_free(cancel: *mut tk_cancel) {
+    guard_void(|| unsafe { free_handle(cancel) })
 }
 
 /// Shared body of the releases.

@@ -40,7 +40,9 @@ pub mod validate;
 #[cfg(test)]
 mod ffi_properties;
 
-pub use adaptive::{tk_adaptive, tk_adaptive_permit, tk_adaptive_rejection, tk_adaptive_snapshot, tk_outcome};
+pub use adaptive::{
+    tk_adaptive, tk_adaptive_permit, tk_adaptive_rejection, tk_adaptive_snapshot, tk_cancel, tk_outcome,
+};
 pub use clock::tk_clock;
 pub use config::tk_fail_policy;
 pub use decision::{tk_decision, tk_reservation};

@@ -2,7 +2,8 @@
  * The adaptive concurrency limiter through the C ABI (tk_adaptive_*, docs/adaptive.md): bad
  * options name their field, a full limit is a rejection with the limit and in-flight count,
  * releasing twice is harmless, a freed unreleased permit is a leak, acquire waits and times out,
- * a waiter on another thread gets a released slot, and partitions are enforced. Run under
+ * a waiter on another thread gets a released slot, a cancellable wait fired from another thread
+ * leaves the queue at once, and partitions are enforced. Run under
  * valgrind by test.sh. Prints "N passed, M failed" and exits non-zero on any failure.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -183,6 +184,55 @@ static void test_acquire_waits(void) {
     tk_adaptive_free(l);
 }
 
+struct waiter {
+    tk_adaptive *limiter;
+    tk_cancel *cancel;
+    tk_adaptive_permit *permit;
+    tk_adaptive_rejection rejection;
+    tk_result result;
+};
+
+static void *wait_cancellable(void *arg) {
+    struct waiter *w = arg;
+    w->result = tk_adaptive_acquire_cancellable(w->limiter, NULL, 600000, w->cancel, &w->permit, &w->rejection);
+    return NULL;
+}
+
+static void test_cancellable_wait(void) {
+    current = "cancellable wait";
+    tk_adaptive *l = adaptive("{\"algorithm\":\"fixed\",\"initialLimit\":1}");
+    tk_adaptive_permit *held = NULL, *p = NULL;
+    CHECK_OK(tk_adaptive_try_acquire(l, NULL, &held, NULL));
+    struct waiter w = {l, NULL, NULL, {0}, TK_RESULT_OK};
+    CHECK_OK(tk_cancel_new(&w.cancel));
+    pthread_t th;
+    pthread_create(&th, NULL, wait_cancellable, &w);
+    /* Fired once the waiter is queued: its 10-minute wait returns now, with no permit. */
+    tk_adaptive_snapshot m = {0};
+    do {
+        CHECK_OK(tk_adaptive_metrics(l, &m));
+    } while (m.waiting == 0);
+    CHECK_OK(tk_cancel_fire(w.cancel));
+    pthread_join(th, NULL);
+    CHECK(w.result == TK_RESULT_OK && w.permit == NULL && w.rejection.limit == 1);
+    CHECK_OK(tk_adaptive_metrics(l, &m));
+    CHECK(m.waiting == 0 && m.rejected == 0);
+    /* The freed slot goes to no one; a fired cancel takes no permit even with room. */
+    CHECK_OK(tk_adaptive_permit_release(held, TK_OUTCOME_SUCCESS, NULL));
+    tk_adaptive_permit_free(held);
+    CHECK_OK(tk_adaptive_acquire_cancellable(l, NULL, 1000, w.cancel, &p, NULL));
+    CHECK(p == NULL);
+    uint32_t n = 1;
+    CHECK_OK(tk_adaptive_inflight(l, &n));
+    CHECK(n == 0);
+    CHECK(tk_adaptive_acquire_cancellable(l, NULL, 1000, NULL, &p, NULL) == TK_RESULT_NULL_PARAMETER);
+    CHECK(tk_cancel_fire(NULL) == TK_RESULT_NULL_PARAMETER);
+    CHECK(tk_cancel_new(NULL) == TK_RESULT_NULL_PARAMETER);
+    tk_cancel_free(w.cancel);
+    tk_cancel_free(NULL);
+    tk_adaptive_free(l);
+}
+
 static void test_partitions(void) {
     current = "partitions";
     tk_adaptive *l = adaptive("{\"algorithm\":\"fixed\",\"initialLimit\":10,"
@@ -241,6 +291,7 @@ int main(void) {
     test_try_acquire_and_release();
     test_virtual_clock_measures_rtt();
     test_acquire_waits();
+    test_cancellable_wait();
     test_partitions();
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;

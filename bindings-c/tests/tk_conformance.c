@@ -513,7 +513,10 @@ static void run_file(const char *path, const tk_redis_options *redis) {
             tkc_die("cannot connect to %s: %s", redis->urls, msg);
         }
     } else if (postgres_url) {
-        tk_result r = tk_store_postgres_connect(postgres_url, NULL, 0, 0, &store);
+        /* A 30 s call timeout, as the Node and Python runners: a replay checks decisions, not
+         * latency, and a call's timeout covers a new connection's login, which a loaded machine
+         * held past the 1 s default. */
+        tk_result r = tk_store_postgres_connect(postgres_url, NULL, 30000, 0, &store);
         if (r != TK_RESULT_OK) {
             char msg[512];
             tk_last_error_message(msg, sizeof msg, NULL);

@@ -78,11 +78,11 @@ test('acquire waits without blocking the event loop, then times out with a rejec
   let settled = false
   const waiting = limiter.acquire({ timeoutMs: 5000 })
   waiting.then(() => (settled = true))
-  // A timer fires while the acquire is pending: the wait did not block the loop (a blocked
-  // thread would have held it for the whole 5 s).
-  await new Promise((r) => setTimeout(r, 30))
+  // Timers fire while the acquire is pending, until it is queued (on the runtime's thread, which
+  // a loaded machine may run late: a fixed 30 ms pause lost that race): the wait did not block
+  // the loop (a blocked thread would have held it for the whole 5 s).
+  await until(() => limiter.metrics().waiting === 1)
   assert.ok(!settled && Date.now() - started < 4000)
-  assert.equal(limiter.metrics().waiting, 1)
   held.release()
   const p = await waiting
   assert.ok(p.granted)

@@ -33,7 +33,9 @@ const still = () => new ManualClock(Date.now())
 describe('PostgresStore', () => {
   before(async () => {
     pg = await startPostgres()
-    store = await PostgresStore.connect({ url: pg.url, poolSize: 2, timeoutMs: 3000, sweepIntervalMs: 0 })
+    // 30 s to connect: the logins are not under test, and a loaded machine held them past the
+    // 3 s default (the tests of connect's own bound set theirs).
+    store = await PostgresStore.connect({ url: pg.url, poolSize: 2, timeoutMs: 3000, connectTimeoutMs: 30_000, sweepIntervalMs: 0 })
   })
   after(async () => {
     await store?.close()

@@ -72,12 +72,13 @@ async function main(argv) {
   if (store === 'postgres' && !postgresUrl) usage('--store postgres needs --postgres-url URL (or $THROTTLEKIT_POSTGRES_URL)')
   if (store === 'sqlite' && !sqlitePath) usage('--store sqlite needs --sqlite-path FILE')
 
-  // On Postgres, a 30 s call timeout: a replay checks decisions, not latency, and a call's
-  // timeout covers a new connection's login (a SCRAM exchange, a backend forked), which a loaded
-  // machine held past the 1 s default, failing a vector with store_unavailable.
+  // On Postgres, 30 s to connect and per call: a replay checks decisions, not latency, and both
+  // bounds cover new connections' logins (a SCRAM exchange, a backend forked: the pool's four at
+  // connect), which a loaded machine held past the defaults (3 s to connect, 1 s a call), failing
+  // the run with store_unavailable.
   const shared =
     store === 'postgres'
-      ? await PostgresStore.connect({ url: postgresUrl, sweepIntervalMs: 0, timeoutMs: 30_000 })
+      ? await PostgresStore.connect({ url: postgresUrl, sweepIntervalMs: 0, timeoutMs: 30_000, connectTimeoutMs: 30_000 })
       : store === 'sqlite'
         ? SqliteStore.open({ path: sqlitePath, sweep: false })
         : modes[store]

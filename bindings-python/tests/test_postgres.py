@@ -23,7 +23,9 @@ def still() -> tk.ManualClock:
 
 @pytest.fixture(scope="module")
 def pg_store(postgres_url: str) -> tk.PostgresStore:
-    return tk.PostgresStore(postgres_url, pool_size=2, timeout_ms=3000, sweep_interval_ms=0)
+    # 30 s to connect: the logins are not under test, and a loaded machine can hold them past the
+    # 3 s default (the test of connect's own bound sets its own).
+    return tk.PostgresStore(postgres_url, pool_size=2, timeout_ms=3000, connect_timeout_ms=30_000, sweep_interval_ms=0)
 
 
 @pytest.mark.parametrize("api", ["sync", "async"])

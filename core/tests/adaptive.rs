@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use throttlekit::ErrorCode;
 use throttlekit::concurrency::{
-    AdaptiveConfig, AdaptiveLimiter, Admission, AlgorithmKind, Outcome, PartitionConfig, QueueOrder, VirtualClock,
+    AdaptiveConfig, AdaptiveLimiter, Admission, AlgorithmKind, Cancel, Outcome, PartitionConfig, QueueOrder,
+    VirtualClock,
 };
 
 fn fixed(limit: i64) -> AdaptiveConfig {
@@ -158,6 +159,80 @@ async fn an_async_wait_times_out_with_a_rejection_and_leaves_the_queue() {
     held.release(Outcome::Success);
     let mut p = waiter.await.unwrap().expect("ok").permit().expect("handed the freed permit");
     assert_eq!(limiter.inflight(), 1);
+    p.release(Outcome::Success);
+}
+
+/// Polls `fut` once: it must be waiting.
+async fn poll_once<F: std::future::Future>(fut: std::pin::Pin<&mut F>) {
+    tokio::select! {
+        biased;
+        _ = fut => panic!("the limit is full: the acquire must wait"),
+        () = std::future::ready(()) => {}
+    }
+}
+
+#[tokio::test]
+async fn an_async_wait_dropped_before_its_grant_leaves_the_queue_and_takes_no_permit() {
+    let limiter = AdaptiveLimiter::new(fixed(1)).expect("valid");
+    let mut held = limiter.try_acquire(None).expect("ok").permit().expect("granted");
+    // Dropped while queued (a tower service future dropped with its request, a select! arm).
+    let mut waiting = Box::pin(limiter.acquire(None, Duration::from_secs(60)));
+    poll_once(waiting.as_mut()).await;
+    assert_eq!(limiter.metrics().waiting, 1);
+    drop(waiting);
+    assert_eq!(limiter.metrics().waiting, 0, "the dropped wait left the queue");
+    held.release(Outcome::Success);
+    assert_eq!(limiter.inflight(), 0, "the freed permit went to no one");
+    let m = limiter.metrics();
+    assert_eq!((m.acquired, m.rejected, m.ignored, m.leaked), (1, 0, 0, 0), "{m:?}");
+
+    // Dropped after its grant but before it was polled again: the permit is given back as
+    // `ignore` (not `leaked`: nothing was forgotten by the caller).
+    let mut held = limiter.try_acquire(None).expect("ok").permit().expect("granted");
+    let mut granted = Box::pin(limiter.acquire(None, Duration::from_secs(60)));
+    poll_once(granted.as_mut()).await;
+    held.release(Outcome::Success);
+    assert_eq!(limiter.inflight(), 1, "handed to the waiter");
+    drop(granted);
+    assert_eq!(limiter.inflight(), 0, "given back");
+    let m = limiter.metrics();
+    assert_eq!((m.acquired, m.ignored, m.leaked, m.waiting), (3, 1, 0, 0), "{m:?}");
+}
+
+#[test]
+fn a_blocking_wait_cancelled_from_another_thread_returns_at_once_and_takes_no_permit() {
+    let limiter = AdaptiveLimiter::new(fixed(1)).expect("valid");
+    let mut held = limiter.try_acquire(None).expect("ok").permit().expect("granted");
+    let cancel = Cancel::new();
+    let (l, c) = (limiter.clone(), cancel.clone());
+    let waiter = std::thread::spawn(move || l.acquire_blocking_cancellable(None, Duration::from_secs(600), &c));
+    while limiter.metrics().waiting == 0 {
+        std::thread::yield_now();
+    }
+    cancel.cancel();
+    match waiter.join().unwrap().expect("ok") {
+        Admission::Rejected(r) => assert_eq!((r.limit, r.inflight), (1, 1)),
+        Admission::Granted(_) => panic!("the limit is full"),
+    }
+    assert!(cancel.is_cancelled());
+    let m = limiter.metrics();
+    assert_eq!((m.waiting, m.rejected), (0, 0), "left the queue; a cancel is not the limiter's refusal");
+    held.release(Outcome::Success);
+    assert_eq!(limiter.inflight(), 0, "the freed permit went to no one");
+
+    // Cancelled before the call: no permit even with room, and no wait.
+    let c = Cancel::new();
+    c.cancel();
+    assert!(limiter.acquire_blocking_cancellable(None, Duration::from_secs(600), &c).expect("ok").permit().is_none());
+    assert_eq!(limiter.inflight(), 0);
+
+    // Not cancelled: as `acquire_blocking`.
+    let c = Cancel::new();
+    let mut p =
+        limiter.acquire_blocking_cancellable(None, Duration::from_secs(1), &c).expect("ok").permit().expect("room");
+    let late = limiter.acquire_blocking_cancellable(None, Duration::from_millis(10), &c).expect("ok");
+    assert!(late.permit().is_none(), "timed out");
+    assert_eq!(limiter.metrics().rejected, 1, "a timeout is a rejection");
     p.release(Outcome::Success);
 }
 

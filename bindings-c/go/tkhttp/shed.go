@@ -1,6 +1,8 @@
 package tkhttp
 
 import (
+	"context"
+	"errors"
 	"net/http"
 	"strconv"
 	"time"
@@ -31,7 +33,8 @@ func WithPartition(f func(*http.Request) string) ShedOption {
 }
 
 // WithShedWait waits up to d for a permit (in the limiter's FIFO or LIFO order) before
-// shedding.
+// shedding. A request whose client goes away during the wait leaves the queue at once and is
+// not answered (AdaptiveLimiter.Acquire on the request's context).
 func WithShedWait(d time.Duration) ShedOption {
 	return func(s *Shedder) { s.wait = d }
 }
@@ -94,7 +97,12 @@ func (s *Shedder) Handler(next http.Handler) http.Handler {
 		var rejection *throttlekit.Rejection
 		var err error
 		if s.wait > 0 {
-			permit, rejection, err = s.limiter.AcquireTimeout(partition, s.wait)
+			ctx, cancel := context.WithTimeout(r.Context(), s.wait)
+			permit, rejection, err = s.limiter.Acquire(ctx, partition)
+			cancel()
+			if err != nil && errors.Is(err, context.Canceled) {
+				return // the client went away: no one to answer
+			}
 		} else {
 			permit, rejection, err = s.limiter.TryAcquire(partition)
 		}

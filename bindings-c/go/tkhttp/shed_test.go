@@ -1,11 +1,13 @@
 package tkhttp_test
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -133,5 +135,49 @@ func TestShedderPartitionAndWait(t *testing.T) {
 	}
 	if _, err := tkhttp.NewShedder(nil); !errors.Is(err, throttlekit.ErrConfigInvalid) {
 		t.Fatalf("nil limiter: %v", err)
+	}
+}
+
+// A request whose client goes away while it waits for a permit leaves the limiter's queue at
+// once (it held its place, and a thread, for the whole shed wait before), and the freed permit
+// goes to no one.
+func TestShedderWaitEndsWhenTheClientGoesAway(t *testing.T) {
+	l := adaptive(t, `{"algorithm":"fixed","initialLimit":1}`)
+	h, err := tkhttp.NewShedder(l, tkhttp.WithShedWait(20*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reached atomic.Bool
+	srv := httptest.NewServer(h.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { reached.Store(true) })))
+	defer srv.Close()
+	held, _, _ := l.TryAcquire("")
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL, nil)
+	done := make(chan error, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		done <- err
+	}()
+	for l.Metrics().Waiting == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the client's request: %v", err)
+	}
+	// The server sees the connection close and cancels the request's context: the wait ends.
+	deadline := time.Now().Add(10 * time.Second)
+	for l.Metrics().Waiting != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the gone client's wait is still queued: %+v", l.Metrics())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	held.Release(throttlekit.Success)
+	if m := l.Metrics(); m.Inflight != 0 || m.Acquired != 1 || reached.Load() {
+		t.Fatalf("the freed permit went to the gone client: %+v (handler reached: %v)", m, reached.Load())
 	}
 }

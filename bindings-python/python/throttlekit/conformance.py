@@ -175,7 +175,10 @@ class StoreFactory:
             url = postgres_url or os.environ.get("THROTTLEKIT_POSTGRES_URL")
             if not url:
                 raise ValueError("--store postgres needs --postgres-url URL (or $THROTTLEKIT_POSTGRES_URL)")
-            self._shared = PostgresStore(url, sweep_interval_ms=0)
+            # 30 s to connect and per call: a replay checks decisions, not latency, and both
+            # bounds cover new connections' logins (a SCRAM exchange, a backend forked), which a
+            # loaded machine held past the defaults (3 s, 1 s), failing the run.
+            self._shared = PostgresStore(url, sweep_interval_ms=0, timeout_ms=30_000, connect_timeout_ms=30_000)
         if self.kind == "redis":
             from throttlekit import RedisStore
 

@@ -22,7 +22,7 @@ use super::partition::Partitions;
 use super::permit::Permit;
 use super::shard::{self, SHARDS, Shard};
 use super::sync::{AtomicI64, AtomicU32, AtomicU64, Mutex, MutexGuard, Ordering::SeqCst};
-use super::waiter::{Slot, Waiter};
+use super::waiter::{Cancel, Queued, Slot, Waiter};
 use super::window::{Baseline, Window};
 use crate::error::{Error, Result};
 
@@ -161,7 +161,12 @@ impl AdaptiveLimiter {
             Ok(admission) => return Ok(admission),
             Err(slot) => slot,
         };
-        let granted = tokio::time::timeout(timeout, slot.granted()).await.ok();
+        // Dropped while waiting (a `select!` arm, a service future dropped with its request),
+        // the waiter leaves the queue, or gives back the permit it was granted meanwhile: else
+        // the grant would hold a slot of the limit that no permit ever releases.
+        let queued = Queued { limiter: self, partition: p, slot: Some(slot) };
+        let granted = tokio::time::timeout(timeout, queued.slot().granted()).await.ok();
+        let (p, slot) = queued.settled();
         Ok(self.settle(p, &slot, granted))
     }
 
@@ -174,6 +179,37 @@ impl AdaptiveLimiter {
             Err(slot) => slot,
         };
         let granted = slot.wait_until(deadline);
+        Ok(self.settle(p, &slot, granted))
+    }
+
+    /// [`acquire_blocking`](Self::acquire_blocking) that `cancel`, fired from another thread,
+    /// ends at once: the waiter leaves the queue and the answer is a rejection that the metrics
+    /// do not count (the caller gave up; the limiter refused nothing). Fired before the call, it
+    /// takes no permit even with room. A grant that beat the cancel is the caller's permit (a
+    /// binding gives it back as `ignore`).
+    pub fn acquire_blocking_cancellable(
+        &self,
+        partition: Option<&str>,
+        timeout: Duration,
+        cancel: &Cancel,
+    ) -> Result<Admission> {
+        let p = self.inner.partition(partition)?;
+        if cancel.is_cancelled() {
+            return Ok(Admission::Rejected(self.inner.rejection()));
+        }
+        let deadline = Instant::now() + timeout;
+        let slot = match self.enqueue(p) {
+            Ok(admission) => return Ok(admission),
+            Err(slot) => slot,
+        };
+        let granted = if cancel.watch(&slot) { slot.wait_until(deadline) } else { slot.granted_at() };
+        cancel.unwatch();
+        if granted.is_none() && cancel.is_cancelled() {
+            return Ok(match self.leave(p, &slot) {
+                Some(permit) => Admission::Granted(permit),
+                None => Admission::Rejected(self.inner.rejection()),
+            });
+        }
         Ok(self.settle(p, &slot, granted))
     }
 
@@ -194,25 +230,34 @@ impl AdaptiveLimiter {
         Err(slot)
     }
 
+    /// A wait that ended early: leaves the queue (`None`), or the permit it was granted
+    /// meanwhile.
+    pub(super) fn leave(&self, p: Option<usize>, slot: &Arc<Slot>) -> Option<Permit> {
+        let mut s = self.inner.state();
+        match s.waiters.iter().position(|w| Arc::ptr_eq(&w.slot, slot)) {
+            Some(i) => {
+                s.waiters.remove(i);
+                self.inner.waiting.store(s.waiters.len() as u64, SeqCst);
+                None
+            }
+            None => {
+                drop(s);
+                let at = slot.granted_at().expect("a waiter leaves the queue only when granted");
+                Some(Permit::new(self.inner.clone(), p, at))
+            }
+        }
+    }
+
     /// After a wait: a permit if the slot was granted (even just after the deadline), else
     /// leaves the queue and returns a rejection.
     fn settle(&self, p: Option<usize>, slot: &Arc<Slot>, granted: Option<u64>) -> Admission {
         if let Some(at) = granted {
             return Admission::Granted(Permit::new(self.inner.clone(), p, at));
         }
-        let mut s = self.inner.state();
-        match s.waiters.iter().position(|w| Arc::ptr_eq(&w.slot, slot)) {
-            Some(i) => {
-                s.waiters.remove(i);
-                self.inner.waiting.store(s.waiters.len() as u64, SeqCst);
-                drop(s);
-                Admission::Rejected(self.inner.reject())
-            }
+        match self.leave(p, slot) {
             // Granted between the deadline and the lock: the permit is ours.
-            None => {
-                let at = slot.granted_at().expect("a waiter leaves the queue only when granted");
-                Admission::Granted(Permit::new(self.inner.clone(), p, at))
-            }
+            Some(permit) => Admission::Granted(permit),
+            None => Admission::Rejected(self.inner.reject()),
         }
     }
 
@@ -299,6 +344,11 @@ impl Inner {
 
     fn reject(&self) -> Rejection {
         self.shards[shard::index()].rejected.fetch_add(1, SeqCst);
+        self.rejection()
+    }
+
+    /// The rejection's numbers now, not counted (a cancelled wait's answer).
+    fn rejection(&self) -> Rejection {
         let (limit, inflight) = unpack(self.word.load(SeqCst));
         Rejection { limit, inflight, retry_after_ms: self.retry_after_ms.load(SeqCst) }
     }

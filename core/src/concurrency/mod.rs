@@ -33,6 +33,7 @@ pub use limiter::{AdaptiveLimiter, Admission};
 pub use metrics::AdaptiveMetrics;
 pub use outcome::{Outcome, Rejection};
 pub use permit::{Permit, PermitGuard};
+pub use waiter::Cancel;
 
 /// The limiter's lock and atomics: loom's under `--cfg loom`, so the model explores their
 /// interleavings.

@@ -3,7 +3,8 @@
 //! The limiter hands a freed permit straight to a waiter (the in-flight count never drops in
 //! between, so no newcomer can take it first) while it holds its lock; a waiter whose deadline
 //! passes takes the same lock to leave the queue, so a waiter is either still queued or granted,
-//! never both and never lost.
+//! never both and never lost. A wait that ends early (a dropped future, a [`Cancel`]) takes that
+//! lock too: it leaves the queue, or gives back the permit it was granted meanwhile.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -11,13 +12,17 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::task::{Context, Poll, Waker};
 use std::time::Instant;
 
+use super::limiter::AdaptiveLimiter;
 use super::lock;
+use super::outcome::Outcome;
 
 #[derive(Default)]
 struct SlotState {
     /// The grant's time on the limiter's clock (the permit's round trip starts there).
     granted_at: Option<u64>,
     waker: Option<Waker>,
+    /// A [`Cancel`] fired: a blocking wait returns now.
+    cancelled: bool,
 }
 
 /// One waiter's slot.
@@ -45,7 +50,13 @@ impl Slot {
         lock(&self.state).granted_at
     }
 
-    /// Blocks until granted or `deadline`; the grant time if granted.
+    /// Ends a blocking wait now ([`Slot::wait_until`] returns).
+    fn cancel(&self) {
+        lock(&self.state).cancelled = true;
+        self.ready.notify_one();
+    }
+
+    /// Blocks until granted, `deadline` or a cancel; the grant time if granted.
     pub(crate) fn wait_until(&self, deadline: Instant) -> Option<u64> {
         let mut s = lock(&self.state);
         loop {
@@ -53,7 +64,7 @@ impl Slot {
                 return Some(at);
             }
             let now = Instant::now();
-            if now >= deadline {
+            if now >= deadline || s.cancelled {
                 return None;
             }
             s = self.ready.wait_timeout(s, deadline - now).unwrap_or_else(|e| e.into_inner()).0;
@@ -86,8 +97,97 @@ impl Future for Granted {
     }
 }
 
+/// An async waiter in the queue until [`Queued::settled`]: dropped before that (its future
+/// dropped), it leaves the queue, or releases the permit it was granted as `ignore`.
+pub(crate) struct Queued<'l> {
+    pub limiter: &'l AdaptiveLimiter,
+    pub partition: Option<usize>,
+    pub slot: Option<Arc<Slot>>,
+}
+
+impl Queued<'_> {
+    pub fn slot(&self) -> &Arc<Slot> {
+        self.slot.as_ref().expect("a queued waiter has its slot until settled")
+    }
+
+    /// The wait ended (granted or timed out): the caller settles it.
+    pub fn settled(mut self) -> (Option<usize>, Arc<Slot>) {
+        (self.partition, self.slot.take().expect("settled once"))
+    }
+}
+
+impl Drop for Queued<'_> {
+    fn drop(&mut self) {
+        if let Some(slot) = self.slot.take()
+            && let Some(mut permit) = self.limiter.leave(self.partition, &slot)
+        {
+            permit.release(Outcome::Ignore);
+        }
+    }
+}
+
 /// A queued waiter.
 pub(crate) struct Waiter {
     pub slot: Arc<Slot>,
     pub partition: Option<usize>,
+}
+
+/// Ends a blocking wait from another thread ([`super::AdaptiveLimiter::acquire_blocking_cancellable`]):
+/// a binding whose caller gave up (Go's `context` cancelled) has the waiter leave the queue at once,
+/// rather than hold its place, and a thread, until a grant or the deadline. One `Cancel` serves
+/// one wait at a time; once fired it stays fired.
+#[derive(Clone, Default)]
+pub struct Cancel {
+    state: Arc<Mutex<CancelState>>,
+}
+
+#[derive(Default)]
+struct CancelState {
+    fired: bool,
+    /// The wait in progress.
+    slot: Option<Arc<Slot>>,
+}
+
+impl Cancel {
+    /// Not fired.
+    pub fn new() -> Cancel {
+        Cancel::default()
+    }
+
+    /// Fires: the wait in progress returns now, and a later one does not start.
+    pub fn cancel(&self) {
+        let slot = {
+            let mut s = lock(&self.state);
+            s.fired = true;
+            s.slot.take()
+        };
+        if let Some(slot) = slot {
+            slot.cancel();
+        }
+    }
+
+    /// Whether it fired.
+    pub fn is_cancelled(&self) -> bool {
+        lock(&self.state).fired
+    }
+
+    /// Watches `slot`'s wait: `false` (the wait must not start) if already fired.
+    pub(crate) fn watch(&self, slot: &Arc<Slot>) -> bool {
+        let mut s = lock(&self.state);
+        if !s.fired {
+            s.slot = Some(slot.clone());
+        }
+        !s.fired
+    }
+
+    /// The wait ended.
+    pub(crate) fn unwatch(&self) {
+        lock(&self.state).slot = None;
+    }
+}
+
+impl std::fmt::Debug for Cancel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cancel").field("fired", &self.is_cancelled()).finish()
+    }
 }

@@ -272,8 +272,10 @@ impl RedisStore {
     }
 
     /// Sends one raw command (tests and tools: `PING`, `SCRIPT FLUSH`, `DBSIZE`, ...), under the
-    /// same timeout as every call. On a cluster it goes to the master of its first argument's
-    /// slot (the key, for most keyed commands), following `MOVED` and `ASK` (answered before
+    /// same timeout as every call. On a cluster it goes to the master of its key's slot: the
+    /// first argument (`GET k`, `HGET h f`), a script call's first key (`EVALSHA sha 1 k`,
+    /// `EVAL`, `FCALL`), the key after `OBJECT`'s, `MEMORY USAGE`'s or `XINFO`'s subcommand; a
+    /// keyless command reaches one master. It follows `MOVED` and `ASK` (answered before
     /// anything runs), and is never sent again once it may have reached a server. A server's
     /// error reply is [`Value::Error`].
     pub fn command_blocking(&self, args: &[&str]) -> Result<Value> {

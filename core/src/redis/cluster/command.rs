@@ -6,11 +6,15 @@
 //! - **Redirects**: a `MOVED`, `ASK` or `TRYAGAIN` is answered before the command runs, so the
 //!   command goes again where it says ([`engine::redirect`]: `MOVED` learnt, `ASKING` first
 //!   after `ASK`, a pause after `TRYAGAIN`), at most [`engine::MAX_ATTEMPTS`] times in all.
-//!   A round of several commands (replay's) follows a `MOVED` only, and only when its last reply
-//!   is an error: the keys of a round lie in one slot, so the node refused every command of it
-//!   (a transaction answers `EXECABORT`), and what came before the transaction is idempotent
-//!   (`DEL` of expired keys, `DUMP`, `RESTORE ... REPLACE`). `ASKING` covers one command only,
-//!   so a round that meets `ASK` or `TRYAGAIN` gets those replies back (replay fails it).
+//!   A round of several commands (replay's) goes again only when its last reply is an error
+//!   (its transaction answered `EXECABORT`, or `EXEC` itself was redirected: nothing in it ran),
+//!   where its first redirect says: what came before the transaction is idempotent (`DEL` of
+//!   expired keys, `DUMP`, `RESTORE ... REPLACE`), so running it again is harmless. That first
+//!   redirect need not be the first reply: on a migrating slot's source, a `DEL` of an expired
+//!   key that was still there runs, and the rest of the round, its key gone, answers `ASK`.
+//!   `ASKING` covers the one command after it, but a transaction keeps it from `MULTI` to
+//!   `EXEC`: after `ASK`, the round sends `ASKING` before each of its commands outside a
+//!   transaction and before each `MULTI` ([`Round::asking_before`]).
 //! - **At most once**: as a script call's ([`Router::run`]). A command has no fallback: a
 //!   `NOSCRIPT` it gets back is its reply, not a miss to load.
 
@@ -28,23 +32,51 @@ struct Round<'a> {
     commands: &'a [Args],
     rules: Rules,
     attempt: Attempt,
-    /// The current attempt's reply frames so far (`ASKING`'s first).
+    /// The current attempt's reply frames so far (`ASKING`'s among them).
     frames: Vec<Vec<u8>>,
     map_stale: bool,
+}
+
+impl Round<'_> {
+    /// Whether the current attempt sends `ASKING` before command `i`: after `ASK`, before each
+    /// command outside a transaction and before its `MULTI`, never between `MULTI` and `EXEC`
+    /// (the server would queue it, and `EXEC` would answer it too).
+    fn asking_before(&self, i: usize) -> bool {
+        if !self.attempt.asking() {
+            return false;
+        }
+        let mut in_multi = false;
+        for c in &self.commands[..i] {
+            let name = c.iter().next().unwrap_or_default();
+            if name.eq_ignore_ascii_case(b"MULTI") {
+                in_multi = true;
+            } else if name.eq_ignore_ascii_case(b"EXEC") || name.eq_ignore_ascii_case(b"DISCARD") {
+                in_multi = false;
+            }
+        }
+        !in_multi
+    }
+
+    /// How many `ASKING`s the current attempt sends.
+    fn askings(&self) -> usize {
+        (0..self.commands.len()).filter(|&i| self.asking_before(i)).count()
+    }
 }
 
 impl Driven for Round<'_> {
     type Out = Vec<Vec<u8>>;
 
     fn replies(&self) -> usize {
-        usize::from(self.attempt.asking()) + self.commands.len()
+        self.askings() + self.commands.len()
     }
 
     fn write(&self, out: &mut Vec<u8>) {
-        if self.attempt.asking() {
-            resp::write_command(out, [&b"ASKING"[..]].into_iter());
+        for (i, c) in self.commands.iter().enumerate() {
+            if self.asking_before(i) {
+                resp::write_command(out, [&b"ASKING"[..]].into_iter());
+            }
+            resp::write_command(out, c.iter());
         }
-        self.commands.iter().for_each(|c| resp::write_command(out, c.iter()));
     }
 
     fn feed(&mut self, frame: &[u8]) -> Step<Vec<Vec<u8>>> {
@@ -52,20 +84,30 @@ impl Driven for Round<'_> {
         if self.frames.len() < self.replies() {
             return Step::More;
         }
-        let mut frames = std::mem::take(&mut self.frames);
-        frames.drain(..usize::from(self.attempt.asking()));
-        let first = &frames[0];
-        self.map_stale = engine::says_map_stale(first);
-        let whole_round_refused = frames.len() == 1 || resp::error(&frames[frames.len() - 1]).is_some();
-        match engine::redirect(self.rules, self.attempt, first, "a command") {
-            Some(Ok((next, to, pause)))
-                if whole_round_refused && (frames.len() == 1 || matches!(to, To::Moved { .. })) =>
-            {
+        // The commands' own replies, `ASKING`'s `OK`s dropped.
+        let mut all = std::mem::take(&mut self.frames).into_iter();
+        let mut frames = Vec::with_capacity(self.commands.len());
+        for i in 0..self.commands.len() {
+            if self.asking_before(i) {
+                all.next();
+            }
+            frames.extend(all.next());
+        }
+        let Some(last) = frames.last() else { return Step::Done(Ok(frames)) };
+        self.map_stale = engine::says_map_stale(&frames[0]);
+        // One command refused, or a round whose last reply is an error (see the module docs):
+        // its first redirect, wherever it is, says where it goes again.
+        if frames.len() > 1 && resp::error(last).is_none() {
+            return Step::Done(Ok(frames));
+        }
+        let redirect = frames.iter().find_map(|f| engine::redirect(self.rules, self.attempt, f, "a command"));
+        match redirect {
+            Some(Ok((next, to, pause))) => {
                 self.attempt = next;
                 Step::Again { to, pause }
             }
             Some(Err(e)) => Step::Done(Err(e)),
-            _ => Step::Done(Ok(frames)),
+            None => Step::Done(Ok(frames)),
         }
     }
 
@@ -104,10 +146,10 @@ impl Router {
         replies.pop().ok_or_else(|| Error::store("no reply"))
     }
 
-    /// A raw command (tests and tools): to the master of its first argument's slot (the key of
-    /// most keyed commands; a keyless command reaches one master).
+    /// A raw command (tests and tools): to the master of its key's slot ([`routing_key`]); a
+    /// keyless command reaches one master.
     pub(crate) async fn raw(self: &Arc<Self>, cmd: &Args) -> Result<Value> {
-        self.keyed(cmd.iter().nth(1).unwrap_or_default(), cmd).await
+        self.keyed(routing_key(cmd), cmd).await
     }
 
     /// Deletes `keys`: one `DEL` per slot on a cluster, each on its master; one in all else.
@@ -146,6 +188,24 @@ impl Router {
         }
         let error = replies.iter().position(|v| matches!(v, Value::Error(_)));
         replies.into_iter().nth(error.unwrap_or(0)).ok_or_else(|| Error::store("the cluster has no master"))
+    }
+}
+
+/// The key a raw command routes by: the first key of a script call (`EVAL`, `EVALSHA`, `FCALL`
+/// and their `_RO` forms: `verb script numkeys key...`; none when `numkeys` is 0), the key after
+/// the subcommand of `OBJECT`, `MEMORY USAGE` and `XINFO`, else the first argument (the key of
+/// most keyed commands). A command routed by another argument would still reach its key's master,
+/// one `MOVED` later, and have the map read again for nothing.
+fn routing_key(cmd: &Args) -> &[u8] {
+    let verb = cmd.iter().next().unwrap_or_default().to_ascii_uppercase();
+    let arg = |i: usize| cmd.iter().nth(i).unwrap_or_default();
+    match verb.as_slice() {
+        b"EVAL" | b"EVALSHA" | b"EVAL_RO" | b"EVALSHA_RO" | b"FCALL" | b"FCALL_RO" => {
+            let keyed = std::str::from_utf8(arg(2)).ok().and_then(|n| n.parse::<u64>().ok()).is_some_and(|n| n > 0);
+            if keyed { arg(3) } else { b"" }
+        }
+        b"OBJECT" | b"MEMORY" | b"XINFO" => arg(2),
+        _ => arg(1),
     }
 }
 
