@@ -131,3 +131,166 @@ fn a_calls_future_holds_no_cold_paths_state() {
     );
     assert!(size <= 1024, "Router::run's future is {size} bytes");
 }
+
+/// A fake cluster node on a loopback port: each command it reads (arguments, upper-cased first)
+/// is counted by name and answered by `answer` (`None`: never answered, the connection held;
+/// no bytes: the connection closed).
+struct FakeNode {
+    port: u16,
+    seen: std::sync::Arc<parking_lot::Mutex<Vec<String>>>,
+    accepted: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl FakeNode {
+    fn start(answer: impl Fn(&[String], &[String]) -> Option<Vec<u8>> + Send + Sync + 'static) -> FakeNode {
+        use std::io::{BufRead as _, Read as _, Write as _};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let seen = std::sync::Arc::new(parking_lot::Mutex::new(Vec::new()));
+        let accepted = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let (log, answer, count) = (seen.clone(), std::sync::Arc::new(answer), accepted.clone());
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { return };
+                count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let (log, answer) = (log.clone(), answer.clone());
+                std::thread::spawn(move || {
+                    let mut out = stream.try_clone().unwrap();
+                    let mut r = std::io::BufReader::new(stream);
+                    let mut line = String::new();
+                    let mut read_line = |r: &mut std::io::BufReader<std::net::TcpStream>| {
+                        line.clear();
+                        r.read_line(&mut line).ok().filter(|n| *n > 0)?;
+                        Some(line.trim_end().to_string())
+                    };
+                    while let Some(head) = read_line(&mut r) {
+                        let n: usize = head.strip_prefix('*').and_then(|n| n.parse().ok()).expect("an array");
+                        let mut args = Vec::new();
+                        for _ in 0..n {
+                            let len: usize = read_line(&mut r).and_then(|l| l[1..].parse().ok()).expect("a bulk");
+                            let mut arg = vec![0; len + 2];
+                            r.read_exact(&mut arg).unwrap();
+                            args.push(String::from_utf8_lossy(&arg[..len]).into_owned());
+                        }
+                        args[0] = args[0].to_uppercase();
+                        let before = log.lock().clone();
+                        log.lock().push(args[0].clone());
+                        match answer(&args, &before) {
+                            Some(reply) if reply.is_empty() => return,
+                            Some(reply) => out.write_all(&reply).unwrap(),
+                            // Held: the rest of this connection is never answered.
+                            None => std::thread::sleep(Duration::from_secs(3600)),
+                        }
+                    }
+                });
+            }
+        });
+        FakeNode { port, seen, accepted }
+    }
+
+    /// Connections accepted so far.
+    fn connections(&self) -> usize {
+        self.accepted.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    fn count(&self, command: &str) -> usize {
+        self.seen.lock().iter().filter(|c| *c == command).count()
+    }
+}
+
+/// `CLUSTER SLOTS` naming the node on `a` as the master of `slot`, and `b` of every other.
+fn slots_reply(slot: u16, a: u16, b: u16) -> Vec<u8> {
+    let range =
+        |start: u16, end: u16, port: u16| format!("*3\r\n:{start}\r\n:{end}\r\n*2\r\n$9\r\n127.0.0.1\r\n:{port}\r\n");
+    let mut ranges = vec![range(slot, slot, a)];
+    if slot > 0 {
+        ranges.push(range(0, slot - 1, b));
+    }
+    if slot < 16383 {
+        ranges.push(range(slot + 1, 16383, b));
+    }
+    format!("*{}\r\n{}", ranges.len(), ranges.concat()).into_bytes()
+}
+
+/// After a `MOVED`, the next call goes straight to the slot's new master, though nothing else
+/// has changed the map: the `MOVED` learnt moves the slot. Node A serves key `k`'s slot and node
+/// B every other; once both serve calls on the runtime's own connections, A answers a script call
+/// with `MOVED` to B, and never answers the map's refresh that the `MOVED` starts (so only the
+/// `MOVED` learnt can have moved the slot; a router that did not learn it would send the next
+/// call to A again). Calls are awaited on the runtime (its own connections) and from a plain
+/// caller (the store's). Then B drops the connection a call was sent on: the next call does not
+/// take it again (the call retired it), and the runtime connects to B again.
+#[test]
+fn after_a_moved_the_next_call_goes_to_the_new_master_and_a_retired_connection_is_not_taken_again() {
+    use std::sync::atomic::{AtomicBool, AtomicU16, Ordering};
+    let slot = super::slot::slot(b"k");
+    let other = ["j", "x", "y"].into_iter().find(|k| super::slot::slot(k.as_bytes()) != slot).unwrap();
+    let ports = std::sync::Arc::new((AtomicU16::new(0), AtomicU16::new(0)));
+    let moved = std::sync::Arc::new(AtomicBool::new(false));
+    let drop_next = std::sync::Arc::new(AtomicBool::new(false));
+    let d = drop_next.clone();
+    let b = FakeNode::start(move |args, _| match args[0].as_str() {
+        "FCALL" if d.swap(false, Ordering::SeqCst) => Some(Vec::new()),
+        "FCALL" => Some(b":1\r\n".to_vec()),
+        other => panic!("B was sent {other}"),
+    });
+    let (p, m) = (ports.clone(), moved.clone());
+    let a = FakeNode::start(move |args, _| match (args[0].as_str(), m.load(Ordering::SeqCst)) {
+        ("CLUSTER", false) => Some(slots_reply(slot, p.0.load(Ordering::SeqCst), p.1.load(Ordering::SeqCst))),
+        ("CLUSTER", true) => None,
+        ("FCALL", false) => Some(b":1\r\n".to_vec()),
+        ("FCALL", true) => Some(format!("-MOVED {slot} 127.0.0.1:{}\r\n", p.1.load(Ordering::SeqCst)).into_bytes()),
+        (other, _) => panic!("A was sent {other}"),
+    });
+    ports.0.store(a.port, Ordering::SeqCst);
+    ports.1.store(b.port, Ordering::SeqCst);
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let plan = crate::redis::RedisOptions {
+        urls: vec![format!("redis://127.0.0.1:{}", a.port)],
+        mode: crate::redis::RedisMode::Cluster,
+        ..Default::default()
+    }
+    .plan()
+    .unwrap();
+    let router = rt.block_on(super::Router::connect(&plan, Duration::from_secs(2))).unwrap();
+    let fixed = crate::Strategy::fixed_window(10, 1000).unwrap();
+    let run = |key: &str, local: bool| {
+        let call = call::single(key, Now::At(1_500), &Transform::Check { strategy: &fixed, cost: 3 });
+        rt.block_on(async {
+            let (s, x) = router.exchange(Invoke::Functions, None, &call);
+            let handle = tokio::runtime::Handle::current();
+            let out = router.run(s, x, local.then_some(&handle)).await.map(|_| ()).map_err(|e| e.to_string());
+            // Lets a connect started by the call run.
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            out
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while router.local_connections(rt.handle().id()) < 2 {
+        assert!(Instant::now() < deadline, "the runtime's own connections never came up");
+        for (key, local) in [("k", true), (other, true), ("k", false), (other, false)] {
+            assert_eq!(run(key, local), Ok(()));
+        }
+    }
+    moved.store(true, Ordering::SeqCst);
+    let (a0, b0) = (a.count("FCALL"), b.count("FCALL"));
+    assert_eq!(run("k", true), Ok(()), "the MOVED is followed");
+    assert_eq!((a.count("FCALL") - a0, b.count("FCALL") - b0), (1, 1));
+    for (i, local) in [true, true, false, true].into_iter().enumerate() {
+        assert_eq!(run("k", local), Ok(()), "call {i} after the MOVED");
+        assert_eq!((a.count("FCALL") - a0, b.count("FCALL") - b0), (1, 2 + i), "call {i} went to B alone");
+    }
+    assert_eq!(router.local_connections(rt.handle().id()), 2, "B's own connection is up");
+    drop_next.store(true, Ordering::SeqCst);
+    assert!(run("k", true).is_err(), "a call whose connection closed fails (never sent again)");
+    assert_eq!(router.local_connections(rt.handle().id()), 1, "and retires it");
+    let accepted = b.connections();
+    assert_eq!(run("k", true), Ok(()), "the next call takes the store's connection");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while router.local_connections(rt.handle().id()) < 2 {
+        assert!(Instant::now() < deadline, "the runtime never connected to B again");
+        assert_eq!(run("k", true), Ok(()));
+    }
+    assert!(b.connections() > accepted, "a new connection");
+    router.close();
+}
