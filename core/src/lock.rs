@@ -5,7 +5,10 @@
 //! recursive lock does not return: parking_lot's would wait forever, std's traps.
 
 #[cfg(not(target_arch = "wasm32"))]
-pub(crate) use parking_lot::{Mutex as Lock, MutexGuard as LockGuard};
+pub(crate) use parking_lot::Mutex as Lock;
+/// Named by the REST store's replay book alone (`redis::rest`).
+#[cfg(all(not(target_arch = "wasm32"), feature = "rest"))]
+pub(crate) use parking_lot::MutexGuard as LockGuard;
 
 /// The WebAssembly build's mutex: std's, with parking_lot's `lock` (no poisoning to handle: a
 /// panic there aborts).
