@@ -14,7 +14,7 @@
 //!   key that was still there runs, and the rest of the round, its key gone, answers `ASK`.
 //!   `ASKING` covers the one command after it, but a transaction keeps it from `MULTI` to
 //!   `EXEC`: after `ASK`, the round sends `ASKING` before each of its commands outside a
-//!   transaction and before each `MULTI` ([`Round::asking_before`]).
+//!   transaction and before each `MULTI` ([`Round::askings`]).
 //! - **At most once**: as a script call's ([`Router::run`]). A command has no fallback: a
 //!   `NOSCRIPT` it gets back is its reply, not a miss to load.
 
@@ -38,28 +38,22 @@ struct Round<'a> {
 }
 
 impl Round<'_> {
-    /// Whether the current attempt sends `ASKING` before command `i`: after `ASK`, before each
-    /// command outside a transaction and before its `MULTI`, never between `MULTI` and `EXEC`
-    /// (the server would queue it, and `EXEC` would answer it too).
-    fn asking_before(&self, i: usize) -> bool {
-        if !self.attempt.asking() {
-            return false;
-        }
+    /// For each command, in order, whether the current attempt sends `ASKING` before it: after
+    /// `ASK`, before each command outside a transaction and before its `MULTI`, never between
+    /// `MULTI` and `EXEC` (the server would queue it, and `EXEC` would answer it too).
+    fn askings(&self) -> impl Iterator<Item = bool> + '_ {
+        let asking = self.attempt.asking();
         let mut in_multi = false;
-        for c in &self.commands[..i] {
+        self.commands.iter().map(move |c| {
+            let before = asking && !in_multi;
             let name = c.iter().next().unwrap_or_default();
             if name.eq_ignore_ascii_case(b"MULTI") {
                 in_multi = true;
             } else if name.eq_ignore_ascii_case(b"EXEC") || name.eq_ignore_ascii_case(b"DISCARD") {
                 in_multi = false;
             }
-        }
-        !in_multi
-    }
-
-    /// How many `ASKING`s the current attempt sends.
-    fn askings(&self) -> usize {
-        (0..self.commands.len()).filter(|&i| self.asking_before(i)).count()
+            before
+        })
     }
 }
 
@@ -67,12 +61,12 @@ impl Driven for Round<'_> {
     type Out = Vec<Vec<u8>>;
 
     fn replies(&self) -> usize {
-        self.askings() + self.commands.len()
+        self.askings().filter(|&a| a).count() + self.commands.len()
     }
 
     fn write(&self, out: &mut Vec<u8>) {
-        for (i, c) in self.commands.iter().enumerate() {
-            if self.asking_before(i) {
+        for (c, asking) in self.commands.iter().zip(self.askings()) {
+            if asking {
                 resp::write_command(out, [&b"ASKING"[..]].into_iter());
             }
             resp::write_command(out, c.iter());
@@ -87,8 +81,8 @@ impl Driven for Round<'_> {
         // The commands' own replies, `ASKING`'s `OK`s dropped.
         let mut all = std::mem::take(&mut self.frames).into_iter();
         let mut frames = Vec::with_capacity(self.commands.len());
-        for i in 0..self.commands.len() {
-            if self.asking_before(i) {
+        for asking in self.askings() {
+            if asking {
                 all.next();
             }
             frames.extend(all.next());
