@@ -167,7 +167,10 @@ fn bound_calls_reconnect_after_a_restart() {
 
 #[test]
 fn calls_from_other_executors_still_work_while_a_runtime_is_bound() {
-    let Setup { server: _server, store, l, rt: bound } = Setup::new().bound();
+    // Nothing here waits for a timeout: a bound of 30 s, not the file's 300 ms, so that a call
+    // that a loaded machine holds a while (a release build beside it) still gets its answer.
+    let Setup { server: _server, store, l, rt: bound } =
+        Setup::with(current_thread(), |plain| RedisOptions { timeout_ms: 30_000, ..plain }).bound();
     let l = Arc::new(l);
     bound.block_on(l.check_at("k", 1, Now::At(NOW))).unwrap();
     // Another tokio runtime, unbound (its calls take the store's connections).
