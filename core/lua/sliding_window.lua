@@ -31,9 +31,19 @@ local function sliding_window_view(key, now, w, buckets)
   if len <= 64 then
     -- One HMGET of the window's slots, oldest tick first; a key of another type answers with an
     -- error table, which reads as empty.
-    local fields = {}
-    for t = c - buckets, c do fields[#fields + 1] = t % len end
-    local values = redis.pcall('HMGET', key, unpack(fields))
+    local values
+    if len == 2 and c < 4503599627370496 and -4503599627370496 < c then
+      -- One bucket, |c| < 2^52: the fields are the text of (c - 1) % 2 and c % 2 (see the main).
+      if (c - 1) % 2 == 0 then
+        values = redis.pcall('HMGET', key, '0', '1')
+      else
+        values = redis.pcall('HMGET', key, '1', '0')
+      end
+    else
+      local fields = {}
+      for t = c - buckets, c do fields[#fields + 1] = t % len end
+      values = redis.pcall('HMGET', key, unpack(fields))
+    end
     oldest = sliding_window_slot(values[1], c - buckets)
     for j = 2, len do sum = sum + sliding_window_slot(values[j], c - buckets + j - 1) end
     current = sliding_window_slot(values[len], c)
@@ -76,12 +86,14 @@ local function sliding_window_decide(key, now, cost, a, i)
 end
 
 local function sliding_window_commit(key, tick, count, len, ttl)
-  local field, value = tick % len, string.format('%d', tick) .. ':' .. string.format('%d', count)
+  -- One format for "tick:count", and the TTL as text below 1e15: the main says why.
+  local field, value, px = tick % len, string.format('%d:%d', tick, count), ttl
+  if ttl < 1e15 then px = string.format('%d', ttl) end
   if type(redis.pcall('HSET', key, field, value)) == 'table' then
     redis.call('DEL', key) -- WRONGTYPE: replace the key of another type
     redis.call('HSET', key, field, value)
   end
-  redis.call('PEXPIRE', key, ttl)
+  redis.call('PEXPIRE', key, px)
   return ttl
 end
 
@@ -108,15 +120,19 @@ local first = c - buckets
 -- The window's slots, oldest tick first (`values[j]` is tick first + j - 1's slot); a key of
 -- another type answers HMGET with an error table, which reads as empty.
 local oldest, current, sum = 0, 0, 0
+-- The current tick's field, c % len: a number, or with one bucket its text.
+local field
 if len <= 64 then
   local values
   if len == 2 and c < 4503599627370496 and -4503599627370496 < c then
     -- One bucket, ticks first and c = first + 1 exactly (|c| < 2^52): the fields are 0 and 1,
-    -- sent as the strings Redis makes of the numbers 0 and 1 (x % 2 is never -0), which saves
-    -- the server two number-to-text conversions (a tenth of the call's instructions on 7.0).
+    -- sent as the text Redis makes of the numbers 0 and 1 (x % 2 is never -0), which saves the
+    -- server its number-to-text conversions (printf's %.17g on Redis 7.0).
     if first % 2 == 0 then
+      field = '1'
       values = redis.pcall('HMGET', key, '0', '1')
     else
+      field = '0'
       values = redis.pcall('HMGET', key, '1', '0')
     end
   else
@@ -185,11 +201,15 @@ local ttl = -1
 if mode == 'check' then
   ttl = math.ceil(window_ms + w)
   if ttl < 1 then ttl = 1 end
-  local field, value = c % len, string.format('%d', c) .. ':' .. string.format('%d', current + cost)
+  if not field then field = c % len end
+  -- One format for "tick:count" (the same text as two and a concatenation); the TTL as text
+  -- when it is below 1e15, where %d writes what Redis makes of the number (integral: a ceil).
+  local value, px = string.format('%d:%d', c, current + cost), ttl
+  if ttl < 1e15 then px = string.format('%d', ttl) end
   if type(redis.pcall('HSET', key, field, value)) == 'table' then
     redis.call('DEL', key) -- WRONGTYPE: replace the key of another type
     redis.call('HSET', key, field, value)
   end
-  redis.call('PEXPIRE', key, ttl)
+  redis.call('PEXPIRE', key, px)
 end
 return { 1, limit, remaining, reset_at, 0, ttl }
