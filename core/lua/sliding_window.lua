@@ -102,10 +102,10 @@ end
 
 -- #main standalone
 -- The single-key entry point, straight-line on purpose: the single-key script is this header and
--- this section only (see lib.lua, "Standalone mains"), so EVALSHA builds none of the six closures
--- above on every call. The same arithmetic as sliding_window_view, _decide, _retry and _commit,
--- which multi.lua runs, operation for operation (and in their words: the WebAssembly build
--- embeds both, and repeated text costs it little once compressed).
+-- this section only (see lib.lua, "Standalone mains"), so EVALSHA builds none of the closures
+-- above (nor lib.lua's read_now) on every call. The same arithmetic as sliding_window_view,
+-- _decide, _retry and _commit, which multi.lua runs, operation for operation, and in their
+-- words (the WebAssembly build embeds both: repeated text costs it little once compressed).
 local key, now, mode = KEYS[1], ARGV[1], ARGV[2]
 if now == '0' then
   local t = redis.call('TIME')
