@@ -30,13 +30,13 @@
 -- Redis 7.0 hides the libraries at load time (`local floor = math.floor` there fails the load:
 -- "nonexistent global variable 'math'").
 --
--- Standalone mains (gcra, token_bucket, fixed_window, sliding_window_log): Redis runs a script's
--- whole body on every EVALSHA, so each `local function` in it is a closure built per call. A
--- file whose main section opens with `-- #main standalone` has a straight-line main that calls
--- none of the file's functions; its single-key script is its header and that section only (the
--- functions stay for multi.lua). Such a main repeats its functions' arithmetic operation for
--- operation, so the two paths decide alike (core/tests/redis_dual_path.rs checks both against
--- the in-memory store). In it, for speed, and each exactly equal to what it replaces:
+-- Standalone mains (gcra, token_bucket, fixed_window, sliding_window, sliding_window_log): Redis
+-- runs a script's whole body on every EVALSHA, so each `local function` in it is a closure built
+-- per call. A file whose main section opens with `-- #main standalone` has a straight-line main
+-- that calls none of the file's functions; its single-key script is its header and that section
+-- only (the functions stay for multi.lua). Such a main repeats its functions' arithmetic
+-- operation for operation, so the two paths decide alike (core/tests/redis_dual_path.rs checks
+-- both against the in-memory store). In it, for speed, and each exactly equal to what it replaces:
 --   * numeric ARGV are coerced by arithmetic (`ARGV[5] / ARGV[4]`, `ARGV[4] * 1`) instead of
 --     tonumber(): both convert with the same luaO_str2d, and x * 1 == x for every double
 --     (-0, inf and NaN included); tonumber() of a string parses it twice. A value compared or
