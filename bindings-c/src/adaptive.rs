@@ -275,12 +275,7 @@ pub unsafe extern "C" fn tk_adaptive_acquire(
     out_permit: *mut *mut tk_adaptive_permit,
     out_rejection: *mut tk_adaptive_rejection,
 ) -> tk_result {
-    guard(|| {
-        let l = try_arg!(unsafe { borrow(limiter, "limiter") });
-        let partition = try_arg!(unsafe { optional_string(partition, "partition") });
-        let o = try_arg!(unsafe { out(out_permit, "out_permit") });
-        admit(l.inner.acquire_blocking(partition, Duration::from_millis(timeout_ms)), o, out_rejection)
-    })
+    unsafe { acquire_blocking(limiter, partition, timeout_ms, None, out_permit, out_rejection) }
 }
 
 /// Like `tk_adaptive_acquire`, but `tk_cancel_fire(cancel)` from another thread ends the wait at
@@ -300,13 +295,33 @@ pub unsafe extern "C" fn tk_adaptive_acquire_cancellable(
     out_permit: *mut *mut tk_adaptive_permit,
     out_rejection: *mut tk_adaptive_rejection,
 ) -> tk_result {
+    unsafe { acquire_blocking(limiter, partition, timeout_ms, Some(cancel), out_permit, out_rejection) }
+}
+
+/// Shared body of the blocking acquires (`cancel`: `Some` for the cancellable one, whose NULL
+/// handle is `TK_RESULT_NULL_PARAMETER`).
+///
+/// # Safety
+/// As for `tk_adaptive_acquire_cancellable`.
+unsafe fn acquire_blocking(
+    limiter: *const tk_adaptive,
+    partition: *const c_char,
+    timeout_ms: u64,
+    cancel: Option<*const tk_cancel>,
+    out_permit: *mut *mut tk_adaptive_permit,
+    out_rejection: *mut tk_adaptive_rejection,
+) -> tk_result {
     guard(|| {
         let l = try_arg!(unsafe { borrow(limiter, "limiter") });
         let partition = try_arg!(unsafe { optional_string(partition, "partition") });
-        let c = try_arg!(unsafe { borrow(cancel, "cancel") });
+        let cancel = try_arg!(cancel.map(|c| unsafe { borrow(c, "cancel") }).transpose());
         let o = try_arg!(unsafe { out(out_permit, "out_permit") });
         let timeout = Duration::from_millis(timeout_ms);
-        admit(l.inner.acquire_blocking_cancellable(partition, timeout, &c.inner), o, out_rejection)
+        let admission = match cancel {
+            Some(c) => l.inner.acquire_blocking_cancellable(partition, timeout, &c.inner),
+            None => l.inner.acquire_blocking(partition, timeout),
+        };
+        admit(admission, o, out_rejection)
     })
 }
 

@@ -236,6 +236,56 @@ fn a_blocking_wait_cancelled_from_another_thread_returns_at_once_and_takes_no_pe
     p.release(Outcome::Success);
 }
 
+/// Cancelled waiters leave the queue from where they stand (its head, its middle): the others
+/// keep their order, served as if the cancelled had never queued, whichever blocking acquire
+/// they called; and a cancel counts no rejection.
+#[test]
+fn cancelled_waiters_leave_the_others_served_in_order() {
+    for (order, expected) in [(QueueOrder::Fifo, [1, 3]), (QueueOrder::Lifo, [3, 1])] {
+        let limiter = AdaptiveLimiter::new(AdaptiveConfig { order, ..fixed(1) }).expect("valid");
+        let mut holder = limiter.try_acquire(None).expect("ok").permit().expect("granted");
+        let served = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let cancels: Vec<Cancel> = (0..4).map(|_| Cancel::new()).collect();
+        let mut threads = Vec::new();
+        for (i, cancel) in cancels.iter().enumerate() {
+            let (l, c, served) = (limiter.clone(), cancel.clone(), served.clone());
+            threads.push(std::thread::spawn(move || {
+                // The last waiter has no cancel: both blocking acquires share one queue.
+                let timeout = Duration::from_secs(30);
+                let admission = if i == 3 {
+                    l.acquire_blocking(None, timeout)
+                } else {
+                    l.acquire_blocking_cancellable(None, timeout, &c)
+                };
+                let Some(mut p) = admission.expect("ok").permit() else { return false };
+                served.lock().unwrap().push(i);
+                p.release(Outcome::Success);
+                true
+            }));
+            // Queue them in order: wait until this one is waiting.
+            while limiter.metrics().waiting < i as u32 + 1 {
+                std::thread::yield_now();
+            }
+        }
+        // 0 is the head of a FIFO queue and its tail in LIFO; 2 stands inside it in both.
+        cancels[0].cancel();
+        cancels[2].cancel();
+        let mut threads: Vec<_> = threads.into_iter().map(Some).collect();
+        for i in [0, 2] {
+            assert!(!threads[i].take().unwrap().join().unwrap(), "{order:?}: cancelled {i} took no permit");
+        }
+        let m = limiter.metrics();
+        assert_eq!((m.waiting, m.rejected), (2, 0), "{order:?}: left the queue, and no refusal counted");
+        holder.release(Outcome::Success);
+        for t in threads.into_iter().flatten() {
+            assert!(t.join().unwrap(), "{order:?}: a waiter behind the cancelled ones was served");
+        }
+        assert_eq!(*served.lock().unwrap(), expected, "{order:?}");
+        let m = limiter.metrics();
+        assert_eq!((m.acquired, m.rejected, m.waiting, m.inflight), (3, 0, 0, 0), "{order:?}: {m:?}");
+    }
+}
+
 #[test]
 fn partitions_keep_their_share_only_when_the_limit_is_full() {
     let parts = vec![

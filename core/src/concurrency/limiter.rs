@@ -167,19 +167,12 @@ impl AdaptiveLimiter {
         let queued = Queued { limiter: self, partition: p, slot: Some(slot) };
         let granted = tokio::time::timeout(timeout, queued.slot().granted()).await.ok();
         let (p, slot) = queued.settled();
-        Ok(self.settle(p, &slot, granted))
+        Ok(self.settle(p, &slot, granted, false))
     }
 
     /// [`acquire`](Self::acquire) for a thread that may block (sync callers and bindings).
     pub fn acquire_blocking(&self, partition: Option<&str>, timeout: Duration) -> Result<Admission> {
-        let p = self.inner.partition(partition)?;
-        let deadline = Instant::now() + timeout;
-        let slot = match self.enqueue(p) {
-            Ok(admission) => return Ok(admission),
-            Err(slot) => slot,
-        };
-        let granted = slot.wait_until(deadline);
-        Ok(self.settle(p, &slot, granted))
+        self.wait_blocking(partition, timeout, None)
     }
 
     /// [`acquire_blocking`](Self::acquire_blocking) that `cancel`, fired from another thread,
@@ -193,8 +186,13 @@ impl AdaptiveLimiter {
         timeout: Duration,
         cancel: &Cancel,
     ) -> Result<Admission> {
+        self.wait_blocking(partition, timeout, Some(cancel))
+    }
+
+    /// The one body of the blocking acquires: a wait without a `cancel` is one that never fires.
+    fn wait_blocking(&self, partition: Option<&str>, timeout: Duration, cancel: Option<&Cancel>) -> Result<Admission> {
         let p = self.inner.partition(partition)?;
-        if cancel.is_cancelled() {
+        if cancel.is_some_and(Cancel::is_cancelled) {
             return Ok(Admission::Rejected(self.inner.rejection()));
         }
         let deadline = Instant::now() + timeout;
@@ -202,15 +200,11 @@ impl AdaptiveLimiter {
             Ok(admission) => return Ok(admission),
             Err(slot) => slot,
         };
-        let granted = if cancel.watch(&slot) { slot.wait_until(deadline) } else { slot.granted_at() };
-        cancel.unwatch();
-        if granted.is_none() && cancel.is_cancelled() {
-            return Ok(match self.leave(p, &slot) {
-                Some(permit) => Admission::Granted(permit),
-                None => Admission::Rejected(self.inner.rejection()),
-            });
-        }
-        Ok(self.settle(p, &slot, granted))
+        let granted = match cancel {
+            Some(c) => c.wait(&slot, deadline),
+            None => slot.wait_until(deadline),
+        };
+        Ok(self.settle(p, &slot, granted, cancel.is_some_and(Cancel::is_cancelled)))
     }
 
     /// Admits now, or queues a waiter (with zero timeout semantics left to the caller).
@@ -248,15 +242,17 @@ impl AdaptiveLimiter {
         }
     }
 
-    /// After a wait: a permit if the slot was granted (even just after the deadline), else
-    /// leaves the queue and returns a rejection.
-    fn settle(&self, p: Option<usize>, slot: &Arc<Slot>, granted: Option<u64>) -> Admission {
+    /// After a wait: a permit if the slot was granted (even just after the deadline or the
+    /// cancel), else leaves the queue and returns a rejection, counted unless the wait was
+    /// `cancelled` (the caller gave up; the limiter refused nothing).
+    fn settle(&self, p: Option<usize>, slot: &Arc<Slot>, granted: Option<u64>, cancelled: bool) -> Admission {
         if let Some(at) = granted {
             return Admission::Granted(Permit::new(self.inner.clone(), p, at));
         }
         match self.leave(p, slot) {
-            // Granted between the deadline and the lock: the permit is ours.
+            // Granted between the deadline (or the cancel) and the lock: the permit is ours.
             Some(permit) => Admission::Granted(permit),
+            None if cancelled => Admission::Rejected(self.inner.rejection()),
             None => Admission::Rejected(self.inner.reject()),
         }
     }

@@ -171,18 +171,19 @@ impl Cancel {
         lock(&self.state).fired
     }
 
-    /// Watches `slot`'s wait: `false` (the wait must not start) if already fired.
-    pub(crate) fn watch(&self, slot: &Arc<Slot>) -> bool {
-        let mut s = lock(&self.state);
-        if !s.fired {
-            s.slot = Some(slot.clone());
-        }
-        !s.fired
-    }
-
-    /// The wait ended.
-    pub(crate) fn unwatch(&self) {
+    /// [`Slot::wait_until`] that this ends when it fires; fired already, it does not block (the
+    /// slot's grant, if any, is still read).
+    pub(crate) fn wait(&self, slot: &Arc<Slot>, deadline: Instant) -> Option<u64> {
+        let watching = {
+            let mut s = lock(&self.state);
+            if !s.fired {
+                s.slot = Some(slot.clone());
+            }
+            !s.fired
+        };
+        let granted = if watching { slot.wait_until(deadline) } else { slot.granted_at() };
         lock(&self.state).slot = None;
+        granted
     }
 }
 
