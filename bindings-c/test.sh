@@ -6,7 +6,8 @@
 #   3. `make install PREFIX=$tmp`, then builds everything below ONLY from the installed header,
 #      .so and throttlekit.pc (pkg-config), as a downstream user would
 #   4. C unit tests (and the two-tier modes' tests/test_lease.c) under valgrind (no leaks, no
-#      errors), on memory and on a disposable Redis (tests/test_postgres.c on the Postgres of 5),
+#      errors), on memory and on a disposable Redis (tests/test_postgres.c, the Postgres store's
+#      options, on the Postgres of step 5),
 #      a 3-master cluster and a TLS server (one of each for the whole script, and a Sentinel setup)
 #   5. tk-conformance on every conformance-vectors/*.json: memory, Redis, cluster, Sentinel, TLS,
 #      Postgres, SQLite;

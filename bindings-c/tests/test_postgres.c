@@ -55,6 +55,13 @@ static void psql(const char *sql, char *out, size_t len) {
     out[strcspn(out, "\n")] = '\0';
 }
 
+/* `table`'s relpersistence: "u" for UNLOGGED, "p" for a logged table, "" for no table. */
+static void persistence(const char *table, char *out, size_t len) {
+    char sql[256];
+    snprintf(sql, sizeof sql, "SELECT relpersistence FROM pg_class WHERE relname = '%s'", table);
+    psql(sql, out, len);
+}
+
 /* A table name of this run (tests share the server with earlier runs of the suite). */
 static void fresh_table(const char *what, char *out, size_t len) {
     snprintf(out, len, "tk_c_%s_%ld_%d", what, (long)time(NULL), (int)getpid());
@@ -107,9 +114,7 @@ static void test_every_option_is_accepted_and_decides(void) {
     CHECK(check_at(store, "k", 1001, &d) == 0);
     /* The table was created UNLOGGED (relpersistence 'u'; a logged table is 'p'). */
     char got[64];
-    char sql[256];
-    snprintf(sql, sizeof sql, "SELECT relpersistence FROM pg_class WHERE relname = '%s'", table);
-    psql(sql, got, sizeof got);
+    persistence(table, got, sizeof got);
     CHECK(strcmp(got, "u") == 0);
     tk_store_free(store);
 
@@ -118,8 +123,7 @@ static void test_every_option_is_accepted_and_decides(void) {
     store = NULL;
     CHECK_OK(tk_store_postgres_connect(url, table, 0, 1, &store));
     CHECK(check_at(store, "k", 1000, &d) == 1);
-    snprintf(sql, sizeof sql, "SELECT relpersistence FROM pg_class WHERE relname = '%s'", table);
-    psql(sql, got, sizeof got);
+    persistence(table, got, sizeof got);
     CHECK(strcmp(got, "p") == 0);
     tk_store_free(store);
 }
@@ -137,9 +141,8 @@ static void test_no_migrate_fails_until_the_migrate_step(void) {
     /* The deploy step creates it (unlogged, as asked), and the store connects. */
     o.unlogged = true;
     CHECK_OK(tk_postgres_migrate(&o));
-    char got[64], sql[256];
-    snprintf(sql, sizeof sql, "SELECT relpersistence FROM pg_class WHERE relname = '%s'", table);
-    psql(sql, got, sizeof got);
+    char got[64];
+    persistence(table, got, sizeof got);
     CHECK(strcmp(got, "u") == 0);
     CHECK_OK(tk_store_postgres_connect_with(&o, &store));
     tk_decision d;
