@@ -6,7 +6,8 @@
 #   3. `make install PREFIX=$tmp`, then builds everything below ONLY from the installed header,
 #      .so and throttlekit.pc (pkg-config), as a downstream user would
 #   4. C unit tests (and the two-tier modes' tests/test_lease.c) under valgrind (no leaks, no
-#      errors), on memory and on a disposable Redis,
+#      errors), on memory and on a disposable Redis (tests/test_postgres.c, the Postgres store's
+#      options, on the Postgres of step 5),
 #      a 3-master cluster and a TLS server (one of each for the whole script, and a Sentinel setup)
 #   5. tk-conformance on every conformance-vectors/*.json: memory, Redis, cluster, Sentinel, TLS,
 #      Postgres, SQLite;
@@ -90,6 +91,9 @@ gcc $CFLAGS $(pkg-config --cflags throttlekit) "$HERE/tests/tk_conformance.c" "$
 gcc $CFLAGS $(pkg-config --cflags throttlekit) "$HERE/tests/test_throttlekit.c" \
     "$LIBDIR/libthrottlekit.a" $(pkg-config --libs-only-l --static throttlekit | sed 's/-lthrottlekit//') \
     -o "$WORK/test_throttlekit_static"
+# shellcheck disable=SC2046
+gcc $CFLAGS $(pkg-config --cflags throttlekit) "$HERE/tests/test_postgres.c" \
+    $(pkg-config --libs throttlekit) -Wl,-rpath,"$LIBDIR" -o "$WORK/test_postgres"
 # shellcheck disable=SC2046
 gcc $CFLAGS $(pkg-config --cflags throttlekit) "$HERE/tests/test_adaptive.c" \
     $(pkg-config --libs throttlekit) -lpthread -Wl,-rpath,"$LIBDIR" -o "$WORK/test_adaptive"
@@ -177,6 +181,8 @@ echo "sentinel: $C_SENTINEL"
 C_TLS=$("$WORK/tk-conformance" --store redis --redis-url "$TLS_URL" --redis-tls-ca "$TLS_DIR/ca.crt" "${VECTORS[@]}" | tail -20)
 echo "tls: $C_TLS"
 PG_URL=$("$ROOT/tests/postgres-server.sh" start "$WORK/postgres.pid")
+# The Postgres store's options (tk_postgres_options, the migrate step), under valgrind.
+TK_POSTGRES_URL="$PG_URL" "${VALGRIND[@]}" "$WORK/test_postgres"
 C_PG=$("$WORK/tk-conformance" --store postgres --postgres-url "$PG_URL" "${VECTORS[@]}" | tail -20)
 echo "postgres: $C_PG"
 C_SQLITE=$("$WORK/tk-conformance" --store sqlite --sqlite-path "$WORK/c-conformance.db" "${VECTORS[@]}" | tail -20)

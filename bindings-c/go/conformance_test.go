@@ -449,7 +449,7 @@ func TestConformanceRedisTLS(t *testing.T) {
 // replayPostgres replays every vectors file on one Postgres store per file (the runner resets
 // every key a suite touched after it, as on Redis).
 func replayPostgres(t *testing.T, label, url string) {
-	replayEach(t, label, func() (*Store, error) { return ConnectPostgres(url, PostgresOptions{TimeoutMs: 5000}) })
+	replayEach(t, label, func() (*Store, error) { return ConnectPostgres(url, PostgresOptions{TimeoutMs: 5000, NoSweep: true}) })
 }
 
 func TestConformancePostgres(t *testing.T) {

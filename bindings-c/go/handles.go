@@ -160,34 +160,6 @@ func ConnectRedis(urls string, opts RedisOptions) (*Store, error) {
 	return newStore(p), nil
 }
 
-// PostgresOptions are the Postgres store's options (docs/postgres.md); zero values are the defaults.
-type PostgresOptions struct {
-	// Table holds the limits: "name" or "schema.name" (empty: "throttlekit"). The store creates
-	// it and its functions when missing.
-	Table string
-	// TimeoutMs bounds every call (0: the default, 1000 ms); a call that timed out is never
-	// resent (it may have committed).
-	TimeoutMs uint64
-	// PoolSize is the number of connections kept, each pipelining any number of calls (0: 4).
-	PoolSize uint32
-}
-
-// ConnectPostgres connects to Postgres at url ("postgres://user:password@host:port/db", or
-// libpq's key-value form; sslmode=require for TLS). An unreachable server or a refused login is
-// ErrStoreUnavailable; a bad URL or table ErrConfigInvalid.
-func ConnectPostgres(url string, opts PostgresOptions) (*Store, error) {
-	u, table := cString(url), optString(opts.Table)
-	defer free(u)
-	defer free(table)
-	var p *C.tk_store
-	if err := call(func() C.tk_result {
-		return C.tk_store_postgres_connect(u, table, C.uint64_t(opts.TimeoutMs), C.uint32_t(opts.PoolSize), &p)
-	}); err != nil {
-		return nil, err
-	}
-	return newStore(p), nil
-}
-
 func newStore(p *C.tk_store) *Store {
 	s := &Store{p}
 	runtime.SetFinalizer(s, (*Store).Close)

@@ -106,31 +106,46 @@ func TestSqliteTwoProcessesShareOneLimit(t *testing.T) {
 // TestSqliteDocsShowTestedCode: docs/sqlite.md shows the Go and C constructors verbatim, as
 // ExampleOpenSqlite and the C unit test run them (between their "docs/sqlite.md" markers).
 func TestSqliteDocsShowTestedCode(t *testing.T) {
-	doc, err := os.ReadFile("../../docs/sqlite.md")
+	docsShowTestedCode(t, "docs/sqlite.md", "sqlite_example_test.go", "../tests/test_throttlekit.c")
+}
+
+// TestPostgresDocsShowTestedCode: docs/postgres.md shows the Go and C examples verbatim, as
+// TestPostgresDocsExample and the C Postgres test run them.
+func TestPostgresDocsShowTestedCode(t *testing.T) {
+	docsShowTestedCode(t, "docs/postgres.md", "postgres_docs_test.go", "../tests/test_postgres.c")
+}
+
+// docsShowTestedCode fails unless the repository's doc shows, as a Go block and a C block, the
+// lines between the "// DOC begins" and "// DOC ends" markers of goFile and cFile verbatim
+// (less the code's indent).
+func docsShowTestedCode(t *testing.T, doc, goFile, cFile string) {
+	t.Helper()
+	text, err := os.ReadFile("../../" + doc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct{ file, lang, indent string }{
-		{"sqlite_example_test.go", "go", "\t"},
-		{"../tests/test_throttlekit.c", "c", "    "},
+		{goFile, "go", "\t"},
+		{cFile, "c", "    "},
 	} {
 		src, err := os.ReadFile(c.file)
 		if err != nil {
 			t.Fatal(err)
 		}
-		text := string(src)
-		begin := strings.Index(text, "// docs/sqlite.md begins\n")
-		end := strings.Index(text, c.indent+"// docs/sqlite.md ends")
+		code := string(src)
+		begins := "// " + doc + " begins\n"
+		begin := strings.Index(code, begins)
+		end := strings.Index(code, c.indent+"// "+doc+" ends")
 		if begin < 0 || end < begin {
-			t.Fatalf("%s: no docs/sqlite.md markers", c.file)
+			t.Fatalf("%s: no %s markers", c.file, doc)
 		}
 		var lines []string
-		for _, l := range strings.Split(text[begin+len("// docs/sqlite.md begins\n"):end], "\n") {
+		for _, l := range strings.Split(code[begin+len(begins):end], "\n") {
 			lines = append(lines, strings.TrimPrefix(l, c.indent))
 		}
-		code := "```" + c.lang + "\n" + strings.Join(lines, "\n") + "```"
-		if !strings.Contains(string(doc), code) {
-			t.Errorf("docs/sqlite.md does not show the code of %s verbatim:\n%s", c.file, code)
+		block := "```" + c.lang + "\n" + strings.Join(lines, "\n") + "```"
+		if !strings.Contains(string(text), block) {
+			t.Errorf("%s does not show the code of %s verbatim:\n%s", doc, c.file, block)
 		}
 	}
 }

@@ -1,6 +1,8 @@
 // Package throttlekit is the Go binding of throttlekit: rate limiting (GCRA, token bucket,
 // fixed and sliding windows, sliding-window log, calendar quotas), a leaky-bucket shaper and
-// multi-dimensional all/any limits, in memory or atomically on Redis.
+// multi-dimensional all/any limits, in memory, in a SQLite file (OpenSqlite) or atomically on
+// Redis (ConnectRedis) or Postgres (ConnectPostgres; MigratePostgres is its deploy step for
+// PostgresOptions.NoMigrate).
 //
 // Every decision is made by the Rust core through libthrottlekit (the C ABI, found with
 // pkg-config); this package only converts types, so Go decides exactly as Rust, C, Python and

@@ -417,7 +417,7 @@ typedef struct tk_shaper tk_shaper;
  * A state store, shared by any number of limiters, multi limiters and shapers.
  *
  * Ownership: created by `tk_store_memory_new*`, `tk_store_redis_connect*`,
- * `tk_store_postgres_connect` or `tk_store_sqlite_open`, released with
+ * `tk_store_postgres_connect*` or `tk_store_sqlite_open`, released with
  * `tk_store_free`. Every object built on a store keeps its own reference, so the store handle
  * may be freed as soon as the last object that needs it has been *created*; the state lives
  * until the last of them is freed.
@@ -801,6 +801,85 @@ typedef struct {
    */
   const tk_lease_options *lease;
 } tk_multi_limiter_config;
+
+/**
+ * How a Postgres store connects and keeps its table: core's `PostgresOptions`, one field each
+ * (docs/postgres.md, "Options"). A zero-initialised struct plus `url` is core's defaults; every
+ * NULL string, 0 number and false flag keeps the default, so the two options whose default is
+ * on are spelled as their negation (`no_migrate`, `no_sweep`).
+ *
+ * Ownership: caller-owned, read only during `tk_store_postgres_connect_with` or
+ * `tk_postgres_migrate` (the store copies what it keeps).
+ */
+typedef struct {
+  /**
+   * `"postgres://user:password@host:port/db"`, or libpq's key-value form; `sslmode` as libpq
+   * reads it (`require`, `verify-full` with `sslrootcert=FILE`: docs/postgres.md, "TLS").
+   * Required.
+   */
+  const char *url;
+  /**
+   * The table holding the limits (NULL: `"throttlekit"`): `name` or `schema.name`, lowercase
+   * letters, digits and `_`.
+   */
+  const char *table;
+  /**
+   * Do not create a missing table and its functions on connect: a missing or misshapen table
+   * is then `TK_RESULT_CONFIG_INVALID`, and `tk_postgres_migrate` is the deploy step that
+   * creates it. false: create them (the default).
+   */
+  bool no_migrate;
+  /**
+   * Create the table `UNLOGGED` (no WAL: faster writes; a server crash empties it and
+   * replicas never see it). Only when the table is created here.
+   */
+  bool unlogged;
+  /**
+   * `SET synchronous_commit = off` on the store's connections: a server crash can lose the
+   * last few hundred ms of charges.
+   */
+  bool synchronous_commit_off;
+  /**
+   * Connections kept, each pipelining any number of calls (0: 4; at most 1024).
+   */
+  uint32_t pool_size;
+  /**
+   * The longest wait for any one call, in ms (0: 1000); past it the call is
+   * `TK_RESULT_STORE_UNAVAILABLE` and the limiter's fail policy decides. A call that timed
+   * out is never resent: it may have committed.
+   */
+  uint64_t timeout_ms;
+  /**
+   * The longest wait for one connection, in ms (0: 3000). Connecting the pool may take twice
+   * `connect_timeout_ms + timeout_ms`.
+   */
+  uint64_t connect_timeout_ms;
+  /**
+   * How often the sweeper deletes expired rows, in ms (0: 60000). Ignored with `no_sweep`.
+   */
+  uint64_t sweep_interval_ms;
+  /**
+   * Run no sweeper: expired rows stay until their key is next touched (expiry is judged on
+   * read either way). false: sweep (the default).
+   */
+  bool no_sweep;
+  /**
+   * How many rows one sweep deletes at most (0: 1000).
+   */
+  uint64_t sweep_batch;
+  /**
+   * How long past its deadline, by the server's clock, a row stays before the sweeper may
+   * delete it, in ms (0: 60000): room for callers whose clocks run behind the server's.
+   */
+  uint64_t sweep_grace_ms;
+  /**
+   * Limiters, multi limiters and shapers built on this store read time from Postgres
+   * (`clock_timestamp()`, after the row lock) instead of their clock: the clock for a fleet
+   * on windowed strategies (docs/postgres.md, "Clocks"). Their `_at` calls then ignore
+   * `now`. false: each caller's own clock (the default).
+   */
+  bool server_clock;
+} tk_postgres_options;
 
 /**
  * How a Redis store connects. A zero-initialised struct plus `urls` is a standalone,
@@ -1742,14 +1821,37 @@ tk_result tk_multi_limiter_release_leases(const tk_multi_limiter *multi,
 void tk_multi_limiter_free(tk_multi_limiter *multi);
 
 /**
- * Connects a pool of `pool_size` connections (`0`: the default, 4) to the Postgres at `url`
- * (`"postgres://user:password@host:port/db"`, or libpq's key-value form; `sslmode=require` for
- * TLS through rustls), keeping limits in `table` (`NULL`: `"throttlekit"`; `name` or
- * `schema.name`), which it creates with its functions when missing. It blocks until connected;
- * `timeout_ms` (`0`: the default, 1000 ms) bounds every call later (a call that timed out is
- * never resent: it may have committed). An unreachable server or a refused login is
- * `TK_RESULT_STORE_UNAVAILABLE`; a library built without Postgres support returns
- * `TK_RESULT_NOT_IMPLEMENTED`.
+ * Connects a Postgres store as `options` say: fills the pool, creating the table and its
+ * functions when missing (unless `no_migrate`), and checks the table's shape. It blocks until
+ * connected, at most twice `connect_timeout_ms + timeout_ms`. A bad option, or with
+ * `no_migrate` a missing or misshapen table, is `TK_RESULT_CONFIG_INVALID` (the last error
+ * names the option or the table); an unreachable server, a refused login or a connection past
+ * its timeout is `TK_RESULT_STORE_UNAVAILABLE`. A library built without Postgres support
+ * returns `TK_RESULT_NOT_IMPLEMENTED`.
+ *
+ * # Safety
+ * `options` must point to a valid `tk_postgres_options` whose strings are NULL or
+ * NUL-terminated; `out_store` must be valid for writes.
+ */
+tk_result tk_store_postgres_connect_with(const tk_postgres_options *options, tk_store **out_store);
+
+/**
+ * Creates (or brings up to date) the table and functions `options` name (`url`, `table`,
+ * `unlogged`, the timeouts; `no_migrate` and the sweeper's fields are ignored), then
+ * disconnects, blocking: the deploy step for stores connected with `no_migrate`. Errors as
+ * `tk_store_postgres_connect_with`'s.
+ *
+ * # Safety
+ * As `tk_store_postgres_connect_with`'s `options`.
+ */
+tk_result tk_postgres_migrate(const tk_postgres_options *options);
+
+/**
+ * Connects a pool of `pool_size` connections (`0`: the default, 4) to the Postgres at `url`,
+ * keeping limits in `table` (`NULL`: `"throttlekit"`), created with its functions when
+ * missing; `timeout_ms` (`0`: the default, 1000 ms) bounds every call. The short form of
+ * `tk_store_postgres_connect_with` (no migrate step, unlogged tables, the sweeper, the server's
+ * clock), whose zero-initialised options with these four fields it equals; errors as its.
  *
  * # Safety
  * `url` must be a NUL-terminated string, `table` NULL or one; `out_store` must be valid for

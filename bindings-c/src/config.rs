@@ -44,6 +44,8 @@ pub(crate) fn fail_policy(n: u32) -> Result<Option<FailPolicy>, tk_result> {
 /// The shared parts of a config, borrowed out of C memory and resolved.
 pub(crate) struct Common {
     pub store: Option<Arc<dyn Store>>,
+    /// The store's default of the server's clock (false without a store).
+    pub server_clock: bool,
     pub clock: Option<Arc<dyn Clock>>,
     pub prefix: String,
 }
@@ -57,8 +59,10 @@ pub(crate) unsafe fn common(
     clock: *const tk_clock,
     prefix: *const c_char,
 ) -> Result<Common, tk_result> {
-    let store = if store.is_null() { None } else { Some(unsafe { borrow(store, "store") }?.inner.clone()) };
+    let store = if store.is_null() { None } else { Some(unsafe { borrow(store, "store") }?) };
+    let server_clock = store.is_some_and(|s| s.server_clock);
+    let store = store.map(|s| s.inner.clone());
     let clock = if clock.is_null() { None } else { Some(unsafe { borrow(clock, "clock") }?.inner.clone()) };
     let prefix = unsafe { optional_string(prefix, "prefix") }?.unwrap_or("").to_string();
-    Ok(Common { store, clock, prefix })
+    Ok(Common { store, server_clock, clock, prefix })
 }

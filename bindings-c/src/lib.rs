@@ -51,6 +51,7 @@ pub use lease::{tk_lease_options, tk_mode, tk_tier_stats};
 pub use limiter::{tk_limiter, tk_limiter_config};
 pub use metrics::tk_metrics;
 pub use multi::{tk_dimension, tk_multi_limiter, tk_multi_limiter_config, tk_rule};
+pub use postgres::tk_postgres_options;
 pub use redis::{tk_redis_mode, tk_redis_options, tk_redis_scripting};
 pub use result::{tk_last_error_message, tk_result, tk_result_message};
 pub use shaper::{tk_shaper, tk_shaper_config};

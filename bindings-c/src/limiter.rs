@@ -79,7 +79,7 @@ pub unsafe extern "C" fn tk_limiter_new(
             if let Some(k) = shared.clock {
                 builder = builder.clock(k);
             }
-            builder = builder.prefix(shared.prefix);
+            builder = builder.prefix(shared.prefix).server_clock(shared.server_clock);
             if let Some(p) = try_arg!(fail_policy(c.fail_policy)) {
                 builder = builder.fail_policy(p);
             }

@@ -126,7 +126,7 @@ pub unsafe extern "C" fn tk_multi_limiter_new(
             if let Some(k) = shared.clock {
                 clock = k;
             }
-            multi = multi.with_clock(clock.clone()).with_prefix(shared.prefix);
+            multi = multi.with_clock(clock.clone()).with_prefix(shared.prefix).with_server_clock(shared.server_clock);
             if let Some(p) = try_arg!(fail_policy(c.fail_policy)) {
                 multi = multi.with_fail_policy(p);
             }

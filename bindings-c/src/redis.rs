@@ -101,7 +101,7 @@ pub unsafe extern "C" fn tk_store_redis_connect_with(
         let out_store = try_arg!(unsafe { out(out_store, "out_store") });
         let fields = try_arg!(unsafe { Fields::read(o) });
         let store = try_core!(connect(fields));
-        into_handle(tk_store { inner: store }, out_store)
+        into_handle(tk_store { inner: store, server_clock: false }, out_store)
     })
 }
 

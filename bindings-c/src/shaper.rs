@@ -54,7 +54,7 @@ unsafe fn build(options: &LeakyBucketOptions, config: *const tk_shaper_config, o
             shaper = shaper.with_clock(k);
         }
         // After the prefix: the metrics are labelled with it.
-        shaper = shaper.with_prefix(shared.prefix).with_metrics(c.metrics);
+        shaper = shaper.with_prefix(shared.prefix).with_server_clock(shared.server_clock).with_metrics(c.metrics);
     }
     into_handle(tk_shaper { inner: shaper }, o)
 }

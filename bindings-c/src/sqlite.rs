@@ -78,7 +78,7 @@ pub unsafe extern "C" fn tk_store_sqlite_open(
             try_arg!(unsafe { optional_string(options.map_or(std::ptr::null(), |o| o.table), "options.table") });
         let o = try_arg!(unsafe { out(out_store, "out_store") });
         let store = try_core!(open(path, table, options));
-        into_handle(tk_store { inner: store }, o)
+        into_handle(tk_store { inner: store, server_clock: false }, o)
     })
 }
 

@@ -13,7 +13,7 @@ use crate::result::tk_result;
 /// A state store, shared by any number of limiters, multi limiters and shapers.
 ///
 /// Ownership: created by `tk_store_memory_new*`, `tk_store_redis_connect*`,
-/// `tk_store_postgres_connect` or `tk_store_sqlite_open`, released with
+/// `tk_store_postgres_connect*` or `tk_store_sqlite_open`, released with
 /// `tk_store_free`. Every object built on a store keeps its own reference, so the store handle
 /// may be freed as soon as the last object that needs it has been *created*; the state lives
 /// until the last of them is freed.
@@ -22,6 +22,9 @@ use crate::result::tk_result;
 /// be the handle's last use).
 pub struct tk_store {
     pub(crate) inner: Arc<dyn Store>,
+    /// The default of limiters, multi limiters and shapers built on the store: read time from
+    /// the store's server (`tk_postgres_options.server_clock`; false for every other store).
+    pub(crate) server_clock: bool,
 }
 
 /// The default key bound of `tk_store_memory_new` (about 110 MB resident at the bound; why this
@@ -46,7 +49,7 @@ const _: () = assert!(TK_MEMORY_DEFAULT_MAX_KEY_LENGTH == MemoryLimits::DEFAULT_
 pub unsafe extern "C" fn tk_store_memory_new(out_store: *mut *mut tk_store) -> tk_result {
     guard(|| {
         let o = try_arg!(unsafe { out(out_store, "out_store") });
-        into_handle(tk_store { inner: Arc::new(MemoryStore::new()) }, o)
+        into_handle(tk_store { inner: Arc::new(MemoryStore::new()), server_clock: false }, o)
     })
 }
 
@@ -61,7 +64,7 @@ pub unsafe extern "C" fn tk_store_memory_new_bounded(max_keys: usize, out_store:
     guard(|| {
         let o = try_arg!(unsafe { out(out_store, "out_store") });
         let store = try_core!(MemoryStore::with_max_keys(max_keys));
-        into_handle(tk_store { inner: Arc::new(store) }, o)
+        into_handle(tk_store { inner: Arc::new(store), server_clock: false }, o)
     })
 }
 
@@ -79,7 +82,7 @@ pub unsafe extern "C" fn tk_store_memory_new_with_limits(
     guard(|| {
         let o = try_arg!(unsafe { out(out_store, "out_store") });
         let store = try_core!(MemoryStore::with_limits(MemoryLimits { max_keys, max_key_length }));
-        into_handle(tk_store { inner: Arc::new(store) }, o)
+        into_handle(tk_store { inner: Arc::new(store), server_clock: false }, o)
     })
 }
 
@@ -125,7 +128,7 @@ pub unsafe extern "C" fn tk_store_redis_connect(
         let o = try_arg!(unsafe { out(out_store, "out_store") });
         let store =
             try_core!(crate::redis::connect(crate::redis::Fields::url_only(url, timeout_ms, deterministic_replay)));
-        into_handle(tk_store { inner: store }, o)
+        into_handle(tk_store { inner: store, server_clock: false }, o)
     })
 }
 

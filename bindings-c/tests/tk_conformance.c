@@ -478,7 +478,7 @@ static void run_http_file(const cJSON *root) {
     for (const cJSON *c = k ? k->child : NULL; c; c = c->next) run_http_case(c, 0);
 }
 
-/* --store postgres: the one PostgresStore of a file's suites (tk_store_postgres_connect). */
+/* --store postgres: the one PostgresStore of a file's suites (tk_store_postgres_connect_with). */
 static const char *postgres_url = NULL;
 /* --store sqlite: the file of the one SqliteStore of a file's suites (tk_store_sqlite_open). */
 static const char *sqlite_path = NULL;
@@ -513,10 +513,13 @@ static void run_file(const char *path, const tk_redis_options *redis) {
             tkc_die("cannot connect to %s: %s", redis->urls, msg);
         }
     } else if (postgres_url) {
-        /* A 30 s call timeout, as the Node and Python runners: a replay checks decisions, not
+        /* 30 s timeouts, as the Node and Python runners: a replay checks decisions, not
          * latency, and a call's timeout covers a new connection's login, which a loaded machine
-         * held past the 1 s default. */
-        tk_result r = tk_store_postgres_connect(postgres_url, NULL, 30000, 0, &store);
+         * held past the 1 s default. No sweeper: it judges expiry by the server's clock, and the
+         * vectors' rows live on their own clock. */
+        tk_postgres_options o = {
+            .url = postgres_url, .timeout_ms = 30000, .connect_timeout_ms = 30000, .no_sweep = true};
+        tk_result r = tk_store_postgres_connect_with(&o, &store);
         if (r != TK_RESULT_OK) {
             char msg[512];
             tk_last_error_message(msg, sizeof msg, NULL);

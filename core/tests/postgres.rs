@@ -327,7 +327,9 @@ fn the_sweeper_deletes_expired_rows_and_one_process_sweeps_at_a_time() {
         let store = Arc::new(PostgresStore::connect(options(&server.url)).await.expect("connect"));
         let limiter = Limiter::builder(Strategy::gcra(10, 1000, None).unwrap()).store(store.clone()).build();
         let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
-        limiter.check_at("old", 1, throttlekit::store::Now::At(1_000)).await.unwrap();
+        // Expired in 2001: its deadline is past the grace (60 s) as a number too, so only a
+        // sweep that compares it with the server's clock less the grace deletes it.
+        limiter.check_at("old", 1, throttlekit::store::Now::At(1_000_000_000_000)).await.unwrap();
         limiter.check_at("live", 1, throttlekit::store::Now::At(now)).await.unwrap();
         limiter.peek("peeked").await.unwrap();
         // Another session holds the sweep lock: this store does not sweep.

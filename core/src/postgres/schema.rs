@@ -99,8 +99,8 @@ pub struct Statements {
     pub reset: String,
     /// Deletes every key that starts with `$1` (conformance replays' namespaces).
     pub delete_prefix: String,
-    /// Deletes up to `$2` rows that read as no state at `$1` (the server's epoch ms less a grace):
-    /// expired ones, and those a peek or a denial on a new key left.
+    /// Deletes up to `$2` rows that read as no state by the server's clock less a grace of `$1`
+    /// ms: expired ones, and those a peek or a denial on a new key left.
     pub sweep: String,
 }
 
@@ -130,7 +130,7 @@ impl Statements {
             delete_prefix: format!("DELETE FROM {t} WHERE starts_with(key, $1)"),
             sweep: format!(
                 "DELETE FROM {t} WHERE ctid = ANY(ARRAY(SELECT ctid FROM {t} \
-                 WHERE kind = 0 OR deadline < $1 LIMIT $2 FOR UPDATE SKIP LOCKED))"
+                 WHERE kind = 0 OR deadline < throttlekit_v1_now() - $1 LIMIT $2 FOR UPDATE SKIP LOCKED))"
             ),
         }
     }

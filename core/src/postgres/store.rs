@@ -366,8 +366,16 @@ impl PostgresStore {
     /// Creates (or brings up to date) the table and the functions of `options` and returns:
     /// the deploy step for stores that run with `migrate` off.
     pub async fn migrate(options: PostgresOptions) -> Result<()> {
-        let store = PostgresStore::connect(PostgresOptions { migrate: true, sweep_interval: None, ..options }).await?;
+        let store = PostgresStore::connect(migrating(options)).await?;
         store.close().await
+    }
+
+    /// [`PostgresStore::migrate`] for callers without an async runtime (the C ABI's deploy step).
+    pub fn migrate_blocking(options: PostgresOptions) -> Result<()> {
+        let store = PostgresStore::connect_blocking(migrating(options))?;
+        // `close` does its work before it returns its (ready) future.
+        drop(store.close());
+        Ok(())
     }
 
     /// One sweep now (the background sweeper runs this every `sweep_interval`): `None` when
@@ -472,6 +480,12 @@ impl PostgresStore {
             }
         }
     }
+}
+
+/// `options` for [`PostgresStore::migrate`]: creating the schema, and no sweeper for the moment
+/// the store lives.
+fn migrating(options: PostgresOptions) -> PostgresOptions {
+    PostgresOptions { migrate: true, sweep_interval: None, ..options }
 }
 
 impl Drop for PostgresStore {
