@@ -332,18 +332,25 @@ fn the_sweeper_deletes_expired_rows_and_one_process_sweeps_at_a_time() {
         limiter.check_at("old", 1, throttlekit::store::Now::At(1_000_000_000_000)).await.unwrap();
         limiter.check_at("live", 1, throttlekit::store::Now::At(now)).await.unwrap();
         limiter.peek("peeked").await.unwrap();
-        // Another session holds the sweep lock: this store does not sweep.
-        let other = Command::new("psql")
-            .args([&server.url, "-qc", "SELECT pg_advisory_lock(128002910322690); SELECT pg_sleep(3)"])
+        // Another session holds the sweep lock: this store does not sweep. The session holds it
+        // until this test ends it (no sleep of its own to outlast), and the sweep runs only once
+        // the lock shows as granted (psql's start-up took over 800 ms on a loaded machine).
+        let mut other = Command::new("psql")
+            .args([&server.url, "-qc", "SELECT pg_advisory_lock(128002910322690); SELECT pg_sleep(600)"])
             .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
             .spawn()
             .unwrap();
-        tokio::time::sleep(Duration::from_millis(800)).await;
+        let held = "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted";
+        while psql_value(&server.url, held) != "1" {
+            assert!(other.try_wait().unwrap().is_none(), "the session holding the lock exited early");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
         assert_eq!(store.sweep().await.unwrap(), None);
-        let mut other = other;
+        let ended = "SELECT count(pg_terminate_backend(pid)) FROM pg_locks WHERE locktype = 'advisory'";
+        assert_eq!(psql_value(&server.url, ended), "1");
         other.wait().unwrap();
         // The other session's backend releases the lock when it has exited, a moment after psql.
-        let held = "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'";
         while psql_value(&server.url, held) != "0" {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
