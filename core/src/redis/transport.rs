@@ -161,34 +161,6 @@ pub(super) fn outcome(call: &ScriptCall, reply: Result<&[u8]>) -> Result<Outcome
     super::engine::decode(call, reply?)
 }
 
-/// What a reply frame is to a binding's transport ([`conn::Conn::read`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u8)]
-pub enum Kind {
-    /// Anything but an error: a call's reply, a login command's answer.
-    Reply = 0,
-    /// An error reply (`-`, or RESP3's blob error `!`) other than a miss: a refused login drops
-    /// the connection; for a call it is its reply (the engine decodes it, or on a cluster
-    /// [`super::routed::Routes::follow`] reads it for a redirect).
-    Error = 1,
-    /// The server lacks the call's script or function ([`is_missing`]): send
-    /// the call's fallback once (on a cluster, [`super::routed::Routes::follow`] decides).
-    Missing = 2,
-}
-
-impl Kind {
-    /// What `frame` (one whole reply frame) is.
-    pub fn of(frame: &[u8]) -> Kind {
-        if resp::error(frame).is_none() {
-            Kind::Reply
-        } else if is_missing(frame) {
-            Kind::Missing
-        } else {
-            Kind::Error
-        }
-    }
-}
-
 /// `DEL key`, RESP-encoded: [`Limiter::reset`] on the wire (its reply is `:n`, or an error).
 pub fn del(full_key: &str) -> Vec<u8> {
     resp::command(&[b"DEL", full_key.as_bytes()])
