@@ -103,11 +103,6 @@ impl Conn {
         Conn { setup, owed: VecDeque::new() }
     }
 
-    /// What the connection was made with.
-    pub fn setup(&self) -> Setup {
-        self.setup
-    }
-
     /// A new socket, on which the login and the scripts were just written: forgets whatever
     /// the last one owed (fail it first with [`Conn::lost`]) and owes their replies. Answers
     /// how many replies are owed.
