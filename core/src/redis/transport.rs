@@ -121,7 +121,7 @@ impl PreparedCall {
 
     /// The slot of the call's (first) key, for [`super::routed::Routes::node`].
     pub fn slot(&self) -> u16 {
-        super::routed::slot(self.call.keys.first().map_or("", String::as_str))
+        super::cluster::slot::slot(self.call.keys.first().map_or(&b""[..], |k| k.as_bytes()))
     }
 }
 
