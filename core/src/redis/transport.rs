@@ -150,7 +150,7 @@ pub fn is_missing(reply: &[u8]) -> bool {
 /// that way.) A failed load is harmless: the call meets the miss and gets its fallback.
 pub fn preload_for(functions: bool) -> Vec<Vec<u8>> {
     if functions {
-        return vec![resp::command(&[b"FUNCTION", b"LOAD", b"REPLACE", super::scripts::LIBRARY.source.as_bytes()])];
+        return vec![resp::command(&super::scripts::LIBRARY.load_command())];
     }
     super::scripts::SCRIPTS.all().iter().map(|s| resp::command(&[b"SCRIPT", b"LOAD", s.source.as_bytes()])).collect()
 }
