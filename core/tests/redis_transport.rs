@@ -63,7 +63,7 @@ fn prepared_bytes_and_replies_decide_as_the_store_path() {
             let got = if step % 2 == 0 {
                 ours.finish(&call, Ok(&reply)).unwrap()
             } else {
-                let ticket = transport::Ticket::new(call.ticket().op(), call.ticket().now(), call.ticket().counted());
+                let ticket = transport::Ticket::new(call.op(), call.ticket().now(), call.ticket().counted());
                 ours.finish_ticket(ticket, Ok(&reply)).unwrap()
             };
             let (want, mem) = match op {
@@ -290,7 +290,7 @@ fn a_fixed_window_count_check_survives_noscript_and_refuses_malformed_replies() 
         assert!(d.allowed && d.fallback, "{what}");
     }
     // The six-integer reply is read only by a ticket that counts nothing, and the reverse.
-    let plain = transport::Ticket::new(call.ticket().op(), call.ticket().now(), None);
+    let plain = transport::Ticket::new(call.op(), call.ticket().now(), None);
     assert_eq!(ours.finish_ticket(plain, Ok(b":0\r\n")).unwrap_err().code(), ErrorCode::StoreUnavailable);
     let d = ours.finish_ticket(call.ticket(), Ok(b":0\r\n")).unwrap();
     assert_eq!((d.allowed, d.remaining), (true, 2));

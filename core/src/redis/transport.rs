@@ -73,11 +73,6 @@ impl Ticket {
         Ticket { op, now, counted }
     }
 
-    /// What the call does: its decision is counted as that (a check, a peek or a forecast).
-    pub fn op(&self) -> Op {
-        self.op
-    }
-
     /// The time the call was prepared at.
     pub fn now(&self) -> Now {
         self.now
