@@ -382,10 +382,12 @@ async fn choose_invoke(
     }
 }
 
-/// `FUNCTION LOAD REPLACE <library>`: idempotent, so every process may send it.
+/// `FUNCTION LOAD REPLACE <library>` ([`scripts::Library::load_command`]).
 fn load_library() -> engine::value::Args {
     let mut c = engine::value::Args::new();
-    c.arg("FUNCTION").arg("LOAD").arg("REPLACE").arg(&scripts::LIBRARY.source);
+    scripts::LIBRARY.load_command().into_iter().for_each(|a| {
+        c.arg(a);
+    });
     c
 }
 

@@ -122,11 +122,6 @@ impl Routes {
     }
 }
 
-/// The slot of a full (prefixed) key.
-pub fn slot(full_key: &str) -> u16 {
-    super::cluster::slot::slot(full_key.as_bytes())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -84,6 +84,15 @@ pub struct Library {
     pub source: String,
 }
 
+#[cfg(feature = "redis")]
+impl Library {
+    /// `FUNCTION LOAD REPLACE <library>`, as arguments: idempotent, so every process, every
+    /// new connection and every fallback after a miss may send it.
+    pub(crate) fn load_command(&self) -> [&[u8]; 4] {
+        [b"FUNCTION", b"LOAD", b"REPLACE", self.source.as_bytes()]
+    }
+}
+
 /// The library, generated on first use (the RESP store's: see `engine::Invoke::Functions`).
 #[cfg(feature = "redis")]
 pub static LIBRARY: LazyLock<Library> = LazyLock::new(|| {

@@ -72,7 +72,7 @@ impl TlsConfig {
 /// rustls needs one process-wide crypto provider. Ring is the only one compiled in by core, but
 /// another crate in the process could enable a second, after which rustls refuses to guess:
 /// installing ring first (if nobody installed one) keeps that from ever failing a connect.
-pub(crate) fn install_crypto_provider() {
+fn install_crypto_provider() {
     if rustls::crypto::CryptoProvider::get_default().is_none() {
         // Losing the race to another installer is fine: a provider is then in place.
         let _ = rustls::crypto::ring::default_provider().install_default();

@@ -73,11 +73,6 @@ impl Ticket {
         Ticket { op, now, counted }
     }
 
-    /// What the call does: its decision is counted as that (a check, a peek or a forecast).
-    pub fn op(&self) -> Op {
-        self.op
-    }
-
     /// The time the call was prepared at.
     pub fn now(&self) -> Now {
         self.now
@@ -121,7 +116,7 @@ impl PreparedCall {
 
     /// The slot of the call's (first) key, for [`super::routed::Routes::node`].
     pub fn slot(&self) -> u16 {
-        super::routed::slot(self.call.keys.first().map_or("", String::as_str))
+        super::cluster::slot::slot(self.call.keys.first().map_or(&b""[..], |k| k.as_bytes()))
     }
 }
 
@@ -150,7 +145,7 @@ pub fn is_missing(reply: &[u8]) -> bool {
 /// that way.) A failed load is harmless: the call meets the miss and gets its fallback.
 pub fn preload_for(functions: bool) -> Vec<Vec<u8>> {
     if functions {
-        return vec![resp::command(&[b"FUNCTION", b"LOAD", b"REPLACE", super::scripts::LIBRARY.source.as_bytes()])];
+        return vec![resp::command(&super::scripts::LIBRARY.load_command())];
     }
     super::scripts::SCRIPTS.all().iter().map(|s| resp::command(&[b"SCRIPT", b"LOAD", s.source.as_bytes()])).collect()
 }
@@ -159,34 +154,6 @@ pub fn preload_for(functions: bool) -> Vec<Vec<u8>> {
 /// `store_unavailable` naming the script, anything malformed too.
 pub(super) fn outcome(call: &ScriptCall, reply: Result<&[u8]>) -> Result<Outcome> {
     super::engine::decode(call, reply?)
-}
-
-/// What a reply frame is to a binding's transport ([`conn::Conn::read`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u8)]
-pub enum Kind {
-    /// Anything but an error: a call's reply, a login command's answer.
-    Reply = 0,
-    /// An error reply (`-`, or RESP3's blob error `!`) other than a miss: a refused login drops
-    /// the connection; for a call it is its reply (the engine decodes it, or on a cluster
-    /// [`super::routed::Routes::follow`] reads it for a redirect).
-    Error = 1,
-    /// The server lacks the call's script or function ([`is_missing`]): send
-    /// the call's fallback once (on a cluster, [`super::routed::Routes::follow`] decides).
-    Missing = 2,
-}
-
-impl Kind {
-    /// What `frame` (one whole reply frame) is.
-    pub fn of(frame: &[u8]) -> Kind {
-        if resp::error(frame).is_none() {
-            Kind::Reply
-        } else if is_missing(frame) {
-            Kind::Missing
-        } else {
-            Kind::Error
-        }
-    }
 }
 
 /// `DEL key`, RESP-encoded: [`Limiter::reset`] on the wire (its reply is `:n`, or an error).

@@ -113,8 +113,8 @@ impl Wire {
     /// A read interrupted by a signal handler (`EINTR`: Linux never restarts a `recv` that has
     /// a socket timeout) is read again, waiting what is left of the read timeout: the bytes
     /// read so far stay in the buffer, so nothing is lost and nothing is sent again. That is
-    /// why this connection needs no signals held ([`super::signals`]), which saves the two
-    /// `rt_sigprocmask` calls per call that redis-rs's connection needs.
+    /// why this connection needs no signals held, which saves the two `rt_sigprocmask` calls
+    /// per call that redis-rs's connection needs.
     pub(crate) fn frame(&mut self) -> Result<&[u8]> {
         loop {
             let (at, n) = self.next_frame()?;

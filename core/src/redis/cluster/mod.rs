@@ -139,9 +139,6 @@ impl Router {
     /// answers, or the master's address from the first sentinel that answers and connects to
     /// it, or connects to the one node.
     pub(crate) async fn connect(plan: &Plan, timeout: Duration) -> Result<Arc<Router>> {
-        if plan.tls.is_some() {
-            super::tls::install_crypto_provider();
-        }
         let discover = match plan.mode {
             RedisMode::Standalone => Discover::Fixed,
             RedisMode::Cluster => Discover::Cluster {

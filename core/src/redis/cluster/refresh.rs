@@ -87,8 +87,7 @@ impl Router {
             if !wait.is_zero() {
                 tokio::time::sleep(wait).await;
             }
-            let _ = me.refresh().await;
-            *me.last_refresh.lock() = Some(Instant::now());
+            me.refresh_and_stamp().await;
             me.refreshing.store(false, Ordering::Release);
         });
     }

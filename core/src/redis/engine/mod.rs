@@ -331,7 +331,7 @@ impl<'c> Exchange<'c> {
             (false, Invoke::Scripts) => script(call, b"EVALSHA", call.script.sha.as_bytes(), &mut f),
             #[cfg(feature = "redis")]
             (true, Invoke::Functions) => {
-                f(&[b"FUNCTION", b"LOAD", b"REPLACE", LIBRARY.source.as_bytes()]);
+                f(&LIBRARY.load_command());
                 script(call, b"FCALL", call.script.function.as_bytes(), &mut f);
             }
             (true, Invoke::Scripts) => script(call, b"EVAL", call.script.source.as_bytes(), &mut f),

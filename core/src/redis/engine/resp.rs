@@ -14,10 +14,8 @@
 //! the Redis drivers are our own"). [`value`] reads what it reads (property test
 //! `the_value_reader_agrees_with_the_parser`).
 //!
-//! Of redis-rs, only its `Value` type is used here ([`value`] builds one) and its error type
-//! ([`Garbage`] turns into it): a transport that does not speak RESP (a REST front end
-//! answering JSON) writes its reply as RESP with [`write_int`], [`write_array`] and
-//! [`write_error`] and feeds that.
+//! A transport that does not speak RESP (a REST front end answering JSON) writes its reply as
+//! RESP with [`write_int`], [`write_array`] and [`write_error`] and feeds that.
 
 use std::fmt;
 

@@ -42,7 +42,10 @@ use std::sync::{Arc, LazyLock};
 use self::json::Json;
 use super::call::{Outcome, ScriptCall};
 use super::engine::value::Value;
-use super::engine::{self, Attempt, Exchange, Invoke, Rules, Step, resp};
+use super::engine::{Attempt, Exchange, Invoke, Rules, Step, resp};
+/// A request that got no reply within `timeout_ms`, or that failed (refused, reset, closed,
+/// aborted): the RESP store's errors, in its words (as `redis::transport` exports them).
+pub use super::engine::{lost as transport_error, timed_out};
 use super::replay::{Book, Replay};
 use super::scripts::{LoadedScript, SCRIPTS};
 use crate::error::{Error, Result};
@@ -477,16 +480,6 @@ fn excerpt(text: &str) -> String {
 
 fn unreadable(status: u16, text: &str) -> Error {
     Error::store(format!("unreadable reply from the REST server (HTTP {status}): {}", excerpt(text)))
-}
-
-/// The error of a request that got no reply within `timeout_ms` (the RESP store's words).
-pub fn timed_out(timeout_ms: u64) -> Error {
-    engine::timed_out(timeout_ms)
-}
-
-/// The error of a request that failed (refused, reset, closed, aborted).
-pub fn transport_error(cause: &str) -> Error {
-    engine::lost(&cause)
 }
 
 #[cfg(test)]

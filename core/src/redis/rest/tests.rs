@@ -2,7 +2,7 @@ use serde_json::{Value as Tree, json};
 
 use super::*;
 use crate::error::ErrorCode;
-use crate::redis::call;
+use crate::redis::{call, engine};
 use crate::store::{Now, Reply, Transform};
 use crate::{Decision, Strategy};
 

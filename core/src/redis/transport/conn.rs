@@ -16,7 +16,7 @@
 //!   it refuses the connection ([`Action::Refused`]); the scripts loaded after it owe replies
 //!   that are read and dropped, errors too (a failed load only costs the call its fallback).
 //! - **At most once**: only a reply that says the server lacks the call's script or function
-//!   ([`super::Kind::Missing`]) asks for the call again ([`Action::Retry`]), once
+//!   ([`super::is_missing`]) asks for the call again ([`Action::Retry`]), once
 //!   ([`Conn::resent`]); on a cluster every error reply goes to the routes first
 //!   ([`Action::Follow`], [`super::super::routed::Routes::follow`]). A call whose connection
 //!   failed or timed out after it was written fails and is never sent again ([`Conn::lost`]).
@@ -28,7 +28,7 @@
 
 use std::collections::VecDeque;
 
-use super::{Garbage, Kind, frame_len};
+use super::{Garbage, frame_len, is_missing};
 use crate::redis::engine::resp;
 
 /// What a connection's calls need from their store, fixed when the socket is made.
@@ -103,11 +103,6 @@ impl Conn {
         Conn { setup, owed: VecDeque::new() }
     }
 
-    /// What the connection was made with.
-    pub fn setup(&self) -> Setup {
-        self.setup
-    }
-
     /// A new socket, on which the login and the scripts were just written: forgets whatever
     /// the last one owed (fail it first with [`Conn::lost`]) and owes their replies. Answers
     /// how many replies are owed.
@@ -176,16 +171,17 @@ impl Conn {
                 each(event(Action::Unasked, 0));
                 return Ok(at);
             };
-            let kind = Kind::of(frame);
+            // An error reply (`-`, or RESP3's blob error `!`); a miss is one.
+            let error = resp::error(frame).is_some();
             match owed {
                 Owed::Dropped => continue,
-                Owed::Login if kind == Kind::Reply => continue,
+                Owed::Login if !error => continue,
                 Owed::Login => {
                     each(event(Action::Refused, 0));
                     return Ok(at);
                 }
-                Owed::Call { id, .. } if kind != Kind::Reply && self.setup.cluster => each(event(Action::Follow, id)),
-                Owed::Call { id, retried: false, .. } if kind == Kind::Missing => each(event(Action::Retry, id)),
+                Owed::Call { id, .. } if error && self.setup.cluster => each(event(Action::Follow, id)),
+                Owed::Call { id, retried: false, .. } if is_missing(frame) => each(event(Action::Retry, id)),
                 Owed::Call { id, .. } => each(event(Action::Reply, id)),
             }
             handed += 1;
