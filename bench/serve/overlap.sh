@@ -56,17 +56,24 @@ grpc_sched() {
   done | sort -n | tail -1
 }
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# CPU ticks of each gRPC thread, "N M" in thread order: whether the kernel's SO_REUSEPORT hash
+# gave the connections one thread each or both to one.
+grpc_ticks() {
+  for t in /proc/"$SERVE_PID"/task/*; do
+    case "$(cat "$t/comm")" in tk-grpc-*) echo "$(cat "$t/comm") $(awk '{print $14 + $15}' "$t/stat")" ;; esac
+  done | sort | cut -d' ' -f2 | tr '\n' ' '
+}
 h2() {
   ${FIFO:+chrt -f 10} h2load -c "$CONNS" -t 1 -m $((64 / CONNS)) -D "$1" -d "$W/body1" \
     -H 'content-type: application/grpc' -H 'te: trailers' \
     "http://$SERVE_GRPC/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit"
 }
 h2 1 >/dev/null # warm-up
-g0=$(grpc_sched); s0=$(ticks "$SERVE_PID")
+g0=$(grpc_sched); s0=$(ticks "$SERVE_PID"); gt0=$(grpc_ticks)
 if [ -n "$rpid" ]; then r0=$(cat "/proc/$rpid/schedstat"); rt0=$(ticks "$rpid"); fi
 TIMEFORMAT='%U %S'
 { time h2 "$SECS" >"$W/h2.out"; } 2>"$W/time"
-g1=$(grpc_sched); s1=$(ticks "$SERVE_PID")
+g1=$(grpc_sched); s1=$(ticks "$SERVE_PID"); gt1=$(grpc_ticks)
 if [ -n "$rpid" ]; then r1=$(cat "/proc/$rpid/schedstat"); rt1=$(ticks "$rpid"); fi
 n=$(sed -n 's/^requests: \([0-9]*\) total.*/\1/p' "$W/h2.out")
 read -r hu hs <"$W/time"
@@ -80,4 +87,6 @@ if [ -n "$rpid" ]; then
   read -r ra1 _ <<<"$r1"
   line="$line redis_running=$(share "$ra0" "$ra1") redis_us=$(echo "scale=1; ($rt1 - $rt0) * 10000 / $n" | bc)"
 fi
-echo "$line"
+# Each gRPC thread's CPU ticks over the run ("a/b").
+split=$(paste -d' ' <(echo "$gt0" | tr ' ' '\n') <(echo "$gt1" | tr ' ' '\n') | awk 'NF == 2 { printf "%s%d", s, $2 - $1; s = "/" }')
+echo "$line grpc_threads_ticks=$split"

@@ -21,8 +21,9 @@ pub struct WindowCounts {
     pub now: i64,
     /// The rule.
     pub rule: Rule,
-    /// How many dimensions (`dims[..n]`).
-    pub n: usize,
+    /// How many dimensions (`dims[..n]`; a byte, as this shape rides in every call's future:
+    /// `RedisStore::call`).
+    pub n: u8,
     /// Per dimension: its window and its cost.
     pub dims: [(FixedWindow, u64); WindowCounts::MAX],
 }
@@ -37,8 +38,12 @@ impl WindowCounts {
         if dims.len() > Self::MAX {
             return None;
         }
-        let mut out =
-            WindowCounts { now, rule, n: dims.len(), dims: [(FixedWindow { limit: 1, window_ms: 1 }, 0); Self::MAX] };
+        let mut out = WindowCounts {
+            now,
+            rule,
+            n: dims.len() as u8,
+            dims: [(FixedWindow { limit: 1, window_ms: 1 }, 0); Self::MAX],
+        };
         for (o, d) in out.dims.iter_mut().zip(dims) {
             *o = (*d.strategy.as_fixed_window()?, d.cost);
         }
@@ -48,12 +53,13 @@ impl WindowCounts {
     /// The multi reply and the TTL written per key, from the script's integers; `None` when they
     /// are not a count reply to this call.
     pub(super) fn decide(&self, f: &[i64]) -> Option<(MultiReply, Vec<Option<i64>>)> {
-        if f.len() != self.n + 1 || !matches!(f[0], 0 | 1) {
+        let n = usize::from(self.n);
+        if f.len() != n + 1 || !matches!(f[0], 0 | 1) {
             return None;
         }
-        let mut decisions = Vec::with_capacity(self.n);
-        let mut ttls = Vec::with_capacity(self.n);
-        for (&(window, cost), &count) in self.dims[..self.n].iter().zip(&f[1..]) {
+        let mut decisions = Vec::with_capacity(n);
+        let mut ttls = Vec::with_capacity(n);
+        for (&(window, cost), &count) in self.dims[..n].iter().zip(&f[1..]) {
             let step = window.check_found(u64::try_from(count).ok()?, self.now, cost);
             decisions.push(step.reply);
             ttls.push(step.ttl_ms);

@@ -435,7 +435,9 @@ impl Router {
             match sent.map(|step| self.answered(&x, &node, step)) {
                 Ok(ControlFlow::Break(outcome)) => return outcome,
                 Ok(ControlFlow::Continue((next, pause))) => {
-                    self.pause(pause).await?;
+                    // Boxed: a `TRYAGAIN` is rare, and its timer's state would add to every
+                    // call's future (`RedisStore::call`).
+                    Box::pin(self.pause(pause)).await?;
                     to = Some(next);
                 }
                 // The request may have reached the server: never sent again.

@@ -238,6 +238,27 @@ pub(crate) trait Driven {
     fn map_stale(&self) -> bool;
 }
 
+/// An exchange driven through a reference: the caller keeps it, and the future that drives it
+/// holds 8 bytes, not a second copy (`RedisStore::call`: every async call boxes that future).
+impl<X: Driven + ?Sized> Driven for &mut X {
+    type Out = X::Out;
+    fn replies(&self) -> usize {
+        (**self).replies()
+    }
+    fn write(&self, out: &mut Vec<u8>) {
+        (**self).write(out);
+    }
+    fn feed(&mut self, frame: &[u8]) -> Step<Self::Out> {
+        (**self).feed(frame)
+    }
+    fn unsent(&mut self, cause: Error) -> Step<Self::Out> {
+        (**self).unsent(cause)
+    }
+    fn map_stale(&self) -> bool {
+        (**self).map_stale()
+    }
+}
+
 #[cfg(feature = "redis")]
 impl Driven for Exchange<'_> {
     type Out = Outcome;
