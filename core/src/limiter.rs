@@ -315,6 +315,7 @@ impl Limiter {
             validate::cost(cost)?;
         }
         validate::now_at(now)?;
+        self.strategy.check_tick(now)?;
         self.check_key_length(key)
     }
 

@@ -368,6 +368,9 @@ impl MultiLimiter {
     /// per dimension, each within the store's length); their full keys.
     fn admit(&self, keys: &[&str], now: Now) -> Result<Vec<String>> {
         validate::now_at(now)?;
+        for d in &self.dimensions {
+            d.strategy.check_tick(now)?;
+        }
         self.full_keys(keys)
     }
 

@@ -10,6 +10,7 @@ use crate::decision::Decision;
 use crate::error::Result;
 use crate::spec::{GcraOptions, QuotaOptions, SlidingWindowOptions, StrategySpec, TokenBucketOptions, WindowOptions};
 use crate::state::{State, Step};
+use crate::store::Now;
 
 /// A validated rate-limiting algorithm. Build one from a [`StrategySpec`] or with the typed
 /// constructors ([`Strategy::gcra`], ...), which produce a spec and validate it the same way.
@@ -181,6 +182,21 @@ impl Strategy {
         match &self.algorithm {
             Algorithm::SlidingWindowLog(l) => Some(l),
             _ => None,
+        }
+    }
+
+    /// `config_invalid` naming `now` when a sliding window's (or rolling quota's) tick at `now`
+    /// leaves ±2^53 (see `SlidingWindow::check_tick`); the server's clock is Redis's. Every
+    /// other algorithm is exact across `validate::now`'s range: one match, no arithmetic.
+    #[inline]
+    pub(crate) fn check_tick(&self, now: Now) -> Result<()> {
+        let window = match &self.algorithm {
+            Algorithm::SlidingWindow(w) | Algorithm::Quota(Quota::Rolling(w)) => w,
+            _ => return Ok(()),
+        };
+        match now {
+            Now::At(t) => window.check_tick(t),
+            Now::Server => Ok(()),
         }
     }
 
