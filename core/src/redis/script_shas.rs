@@ -21,7 +21,7 @@ pub const SHAS: [(&str, &str, &str); 9] = [
     ("quota.lua", "ca06e665ec51b0ea585d31c8bd5eb9cfbd69eeca", "ee1f1db8d54c3491354485f391b18dec5e8101c8"),
     ("leaky_bucket.lua", "4a8c49f92d2b130f41da1e2046cfa28bc7c63786", "ead3640f42b71f435db404f048714076b73cdc56"),
     ("multi.lua", "6f095ae66c7859099fcf0fdd4658820d375b7693", "aac50361f67f32d90bb94b9d33c18824cb8c8717"),
-    ("lease.lua", "5b14498f27fb99e46c573a9e8d69f08f9011dc63", "c6cf2f4d61b218f29c1441e19af1f4da6f56f0a7"),
+    ("lease.lua", "ff9697aa5725780189017de14f49fbd64a7b7971", "da6861de84970102a7908f62915a09255ded0eb8"),
 ];
 
 /// The Functions library's version: the first 12 hex digits of the SHA1 of every script's SHA1
