@@ -190,14 +190,11 @@ impl Strategy {
     /// other algorithm is exact across `validate::now`'s range: one match, no arithmetic.
     #[inline]
     pub(crate) fn check_tick(&self, now: Now) -> Result<()> {
-        let window = match &self.algorithm {
-            Algorithm::SlidingWindow(w) | Algorithm::Quota(Quota::Rolling(w)) => w,
-            _ => return Ok(()),
-        };
-        match now {
-            Now::At(t) => window.check_tick(t),
-            Now::Server => Ok(()),
+        if let (Algorithm::SlidingWindow(w) | Algorithm::Quota(Quota::Rolling(w)), Now::At(t)) = (&self.algorithm, now)
+        {
+            return w.check_tick(t);
         }
+        Ok(())
     }
 
     /// The pure transition: decides a request of `cost` at `now` against the key's state in
