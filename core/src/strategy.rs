@@ -185,11 +185,13 @@ impl Strategy {
         }
     }
 
-    /// `config_invalid` naming `now` when a sliding window's (or rolling quota's) tick at `now`
-    /// leaves ±2^53 (see `SlidingWindow::check_tick`); the server's clock is Redis's. Every
-    /// other algorithm is exact across `validate::now`'s range: one match, no arithmetic.
-    #[inline]
-    pub(crate) fn check_tick(&self, now: Now) -> Result<()> {
+    /// The time of a call, checked: `validate::now_at`, then, for a sliding window (or a rolling
+    /// quota), its tick at `now` within ±2^53 (see `SlidingWindow::check_tick`; the server's
+    /// clock is Redis's). Out of line: one copy, called by every path that reaches a store
+    /// (the memory store's inlined GCRA path checks its `now` itself).
+    #[inline(never)]
+    pub(crate) fn check_now(&self, now: Now) -> Result<()> {
+        crate::validate::now_at(now)?;
         if let (Algorithm::SlidingWindow(w) | Algorithm::Quota(Quota::Rolling(w)), Now::At(t)) = (&self.algorithm, now)
         {
             return w.check_tick(t);
