@@ -23,7 +23,8 @@ local function sliding_window_view(key, now, w, buckets)
   local len = buckets + 1
   local oldest, current, sum = 0, 0, 0
   -- values[j]: the slot of tick c - buckets + j - 1 (a key of another type answers with an
-  -- error table: empty); field: the current tick's, c % len, as text with one bucket.
+  -- error table: empty); field: the current tick's, c % len, as text with one bucket. The loops
+  -- count offsets, not ticks: a tick past 2^53 is its own successor (a loop that never ends).
   local values, field
   if len == 2 and c < 4503599627370496 and -4503599627370496 < c then
     -- One bucket and |c| < 2^52 (exact ticks): the fields are the text Redis makes of the
@@ -35,14 +36,14 @@ local function sliding_window_view(key, now, w, buckets)
     end
   elseif len <= 64 then
     local fields = {}
-    for t = c - buckets, c do fields[#fields + 1] = t % len end
+    for j = 0, buckets do fields[j + 1] = (c - buckets + j) % len end
     values = redis.pcall('HMGET', key, unpack(fields))
   else
     local all = redis.pcall('HGETALL', key)
     local slots = {}
     for j = 1, #all, 2 do slots[all[j]] = all[j + 1] end
     values = {}
-    for t = c - buckets, c do values[t - c + buckets + 1] = slots[string.format('%d', t % len)] end
+    for j = 0, buckets do values[j + 1] = slots[string.format('%d', (c - buckets + j) % len)] end
   end
   -- A slot "tick:count" counts for its exact tick only: the oldest weighted, the rest summed.
   for j = 1, len do
@@ -135,14 +136,14 @@ if len == 2 and c < 4503599627370496 and -4503599627370496 < c then
   end
 elseif len <= 64 then
   local fields = {}
-  for t = c - buckets, c do fields[#fields + 1] = t % len end
+  for j = 0, buckets do fields[j + 1] = (c - buckets + j) % len end
   values = redis.pcall('HMGET', key, unpack(fields))
 else
   local all = redis.pcall('HGETALL', key)
   local slots = {}
   for j = 1, #all, 2 do slots[all[j]] = all[j + 1] end
   values = {}
-  for t = c - buckets, c do values[t - c + buckets + 1] = slots[string.format('%d', t % len)] end
+  for j = 0, buckets do values[j + 1] = slots[string.format('%d', (c - buckets + j) % len)] end
 end
 -- A slot "tick:count" counts for its exact tick only: the oldest weighted, the rest summed.
 for j = 1, len do

@@ -314,7 +314,7 @@ impl Limiter {
         if let Transform::Check { cost, .. } | Transform::Forecast { cost, .. } = *transform {
             validate::cost(cost)?;
         }
-        validate::now_at(now)?;
+        self.strategy.check_now(now)?;
         self.check_key_length(key)
     }
 

@@ -367,7 +367,10 @@ impl MultiLimiter {
     /// (the store's paths and [`MultiLimiter::prepare`] alike): the time, then the keys (one
     /// per dimension, each within the store's length); their full keys.
     fn admit(&self, keys: &[&str], now: Now) -> Result<Vec<String>> {
-        validate::now_at(now)?;
+        // Every dimension checks the time (a rule needs one at least): its tick, if it has one.
+        for d in &self.dimensions {
+            d.strategy.check_now(now)?;
+        }
         self.full_keys(keys)
     }
 

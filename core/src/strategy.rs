@@ -10,6 +10,7 @@ use crate::decision::Decision;
 use crate::error::Result;
 use crate::spec::{GcraOptions, QuotaOptions, SlidingWindowOptions, StrategySpec, TokenBucketOptions, WindowOptions};
 use crate::state::{State, Step};
+use crate::store::Now;
 
 /// A validated rate-limiting algorithm. Build one from a [`StrategySpec`] or with the typed
 /// constructors ([`Strategy::gcra`], ...), which produce a spec and validate it the same way.
@@ -182,6 +183,20 @@ impl Strategy {
             Algorithm::SlidingWindowLog(l) => Some(l),
             _ => None,
         }
+    }
+
+    /// The time of a call, checked: `validate::now_at`, then, for a sliding window (or a rolling
+    /// quota), its tick at `now` within ±2^53 (see `SlidingWindow::check_tick`; the server's
+    /// clock is Redis's). Out of line: one copy, called by every path that reaches a store
+    /// (the memory store's inlined GCRA path checks its `now` itself).
+    #[inline(never)]
+    pub(crate) fn check_now(&self, now: Now) -> Result<()> {
+        crate::validate::now_at(now)?;
+        if let (Algorithm::SlidingWindow(w) | Algorithm::Quota(Quota::Rolling(w)), Now::At(t)) = (&self.algorithm, now)
+        {
+            return w.check_tick(t);
+        }
+        Ok(())
     }
 
     /// The pure transition: decides a request of `cost` at `now` against the key's state in

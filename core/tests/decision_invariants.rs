@@ -79,10 +79,29 @@ fn well_formed(d: &Decision, now: i64, persisted: bool) -> Result<(), TestCaseEr
 
 const MAX_SAFE: u64 = 9_007_199_254_740_992;
 
-/// A result: a well-formed decision, or `config_invalid` for a cost out of `1..=2^53` or a
-/// time out of ±2^53 (and for nothing else).
-fn judge(r: throttlekit::Result<Decision>, cost: Option<u64>, now: i64, persisted: bool) -> Result<(), TestCaseError> {
-    let valid = cost.is_none_or(|c| (1..=MAX_SAFE).contains(&c)) && now.unsigned_abs() <= MAX_SAFE;
+/// Whether a sliding window's tick at `now` stays within 2^53 (docs/semantics.md, "Numbers"):
+/// `|floor(now / w)| + buckets < 2^53`, `w = windowMs / buckets`. Other strategies: always.
+fn tick_within(s: &throttlekit::Strategy, now: i64) -> bool {
+    match s.spec() {
+        throttlekit::StrategySpec::SlidingWindow(o) => {
+            let b = o.buckets.unwrap_or(10.0);
+            (now as f64 / (o.window_ms / b)).floor().abs() + b < MAX_SAFE as f64
+        }
+        _ => true,
+    }
+}
+
+/// A result: a well-formed decision, or `config_invalid` for a cost out of `1..=2^53`, a time
+/// out of ±2^53 or a sliding-window tick past 2^53 (and for nothing else).
+fn judge(
+    r: throttlekit::Result<Decision>,
+    s: &throttlekit::Strategy,
+    cost: Option<u64>,
+    now: i64,
+    persisted: bool,
+) -> Result<(), TestCaseError> {
+    let valid =
+        cost.is_none_or(|c| (1..=MAX_SAFE).contains(&c)) && now.unsigned_abs() <= MAX_SAFE && tick_within(s, now);
     match r {
         Ok(d) => {
             prop_assert!(valid, "cost {:?} at {} accepted", cost, now);
@@ -104,15 +123,15 @@ proptest! {
         s in any_strategy(), start in any_time(), ops in prop::collection::vec((any_time(), any_op()), 1..60),
     ) {
         let clock = ManualClock::new(start.clamp(-9_007_199_254_740_992, 9_007_199_254_740_992));
-        let l = Limiter::builder(s).clock(Arc::new(clock.clone())).build();
+        let l = Limiter::builder(s.clone()).clock(Arc::new(clock.clone())).build();
         let mut now = start;
         for (dt, op) in ops {
             // Steps may leave the clock's range: the explicit-now calls take any i64.
             now = if dt.unsigned_abs() > 1 << 62 { dt } else { now.saturating_add(dt) };
             match op {
-                Op::Check(c) => judge(l.check_sync_at("k", c, now), Some(c), now, true)?,
-                Op::Peek => judge(l.peek_sync_at("k", now), None, now, false)?,
-                Op::Forecast(c) => judge(l.forecast_sync_at("k", c, now), Some(c), now, false)?,
+                Op::Check(c) => judge(l.check_sync_at("k", c, now), &s, Some(c), now, true)?,
+                Op::Peek => judge(l.peek_sync_at("k", now), &s, None, now, false)?,
+                Op::Forecast(c) => judge(l.forecast_sync_at("k", c, now), &s, Some(c), now, false)?,
                 Op::Reset => l.reset_sync("k").unwrap(),
             }
         }
@@ -124,12 +143,14 @@ proptest! {
         steps in prop::collection::vec((any_time(), any_cost()), 1..40),
     ) {
         let rule = if any { Rule::Any } else { Rule::All };
+        let ticks = (a.clone(), b.clone());
         let m = MultiLimiter::new(rule, vec![Dimension::new("a", a), Dimension::new("b", b).cost_multiplier(mult)]).unwrap();
         let mut now = 1_700_000_000_000i64;
         for (dt, cost) in steps {
             now = if dt.unsigned_abs() > 1 << 62 { dt } else { now.saturating_add(dt) };
             // A dimension's cost is the request's times its multiplier, within 2^53 too.
-            let valid = (1..=MAX_SAFE).contains(&cost) && cost.saturating_mul(mult) <= MAX_SAFE && now.unsigned_abs() <= MAX_SAFE;
+            let valid = (1..=MAX_SAFE).contains(&cost) && cost.saturating_mul(mult) <= MAX_SAFE && now.unsigned_abs() <= MAX_SAFE
+                && tick_within(&ticks.0, now) && tick_within(&ticks.1, now);
             match m.check_sync_at(&["x", "y"], cost, now) {
                 Ok(md) => {
                     prop_assert!(valid, "cost {} at {} accepted", cost, now);
@@ -152,11 +173,11 @@ proptest! {
         s in any_strategy(), keys in prop::collection::vec((0u16..200, 1u64..4, 0i64..50), 1..300),
     ) {
         let store = Arc::new(MemoryStore::with_max_keys(8).unwrap());
-        let l = Limiter::builder(s).store(store.clone()).build();
+        let l = Limiter::builder(s.clone()).store(store.clone()).build();
         let mut now = 1_700_000_000_000i64;
         for (k, cost, dt) in keys {
             now += dt;
-            judge(l.check_sync_at(&format!("key-{k}"), cost, now), Some(cost), now, true)?;
+            judge(l.check_sync_at(&format!("key-{k}"), cost, now), &s, Some(cost), now, true)?;
             prop_assert!(store.len() <= 8);
         }
     }

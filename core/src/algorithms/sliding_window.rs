@@ -63,6 +63,19 @@ impl SlidingWindow {
         self.limit as i64
     }
 
+    /// `config_invalid` naming `now` unless every tick the window reads or writes at `now`,
+    /// `c - buckets ..= c + 1` with `c = floor(now / w)`, lies within ±2^53: beyond, `t + 1 == t`
+    /// in Lua's doubles (a ring loop that never ends blocks the whole Redis server) and `c` no
+    /// longer fits an `i64` tick. Checked by the limiters before any store is called, so every
+    /// store refuses the same calls.
+    #[inline]
+    pub(crate) fn check_tick(&self, now: i64) -> Result<()> {
+        if (now as f64 / self.w).floor().abs() + self.buckets as f64 >= validate::MAX_SAFE_INTEGER {
+            return Err(crate::Error::config("now", "must be within ±2^53 ticks of windowMs / buckets"));
+        }
+        Ok(())
+    }
+
     fn ring_len(&self) -> i64 {
         self.buckets as i64 + 1
     }

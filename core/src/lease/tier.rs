@@ -322,6 +322,7 @@ fn lease_transform<'a>(l: &'a Limiter, tier: &Tier, cost: u64, want: u64) -> Tra
 
 /// A sync check through the tier (the limiter validated `cost` and `now`).
 pub(crate) fn check_sync(l: &Limiter, tier: &Tier, key: &str, cost: u64, now: i64) -> Result<Decision> {
+    l.strategy().check_now(crate::store::Now::At(now))?;
     let full = l.full_key(key);
     match tier.local(&full, cost, now) {
         Local::Answer(d) => Ok(d),
@@ -347,7 +348,7 @@ pub(crate) fn check_sync(l: &Limiter, tier: &Tier, key: &str, cost: u64, now: i6
 pub(crate) async fn check_async(l: &Limiter, tier: &Tier, key: &str, cost: u64) -> Result<Decision> {
     let full = l.full_key(key);
     let sent_at = l.clock().now_ms();
-    crate::validate::now(sent_at)?;
+    l.strategy().check_now(crate::store::Now::At(sent_at))?;
     match tier.local(&full, cost, sent_at) {
         Local::Answer(d) => Ok(d),
         Local::AnswerThenTopUp(d, want) => {

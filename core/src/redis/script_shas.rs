@@ -16,17 +16,17 @@ pub const SHAS: [(&str, &str, &str); 9] = [
     ("gcra.lua", "928b24d41e35357cdc941a14df94937291486994", "b32a909eff76bbf846ef10521d15deb4c8cae27d"),
     ("token_bucket.lua", "3036a582d9cb5014363582fbc2b9ae44f4e1a039", "2216c783ae4dbe59b0af0d5672fcb6eaea3a64b2"),
     ("fixed_window.lua", "a0f914202dc8b86ecadc0112f96363bb3c9e12bb", "e8fe9592f9d4d3e87dd7d54b91df0cc582ac2e15"),
-    ("sliding_window.lua", "06b4b2d84ba63e557226d8200bc00f5d81954914", "3278b918411a3e58ae4009a3640258c74991c5f3"),
+    ("sliding_window.lua", "1c7b991d9dfb4b5dd9a295e551a2ca953d8d2fe1", "a608b2cbfd49534f557c3e5475989c2513521787"),
     ("sliding_window_log.lua", "93f9fc411f91e7041e05b345672e8f93b0879a0d", "efdd5c2f3d1056edba770187923167bfd8b9705a"),
     ("quota.lua", "ca06e665ec51b0ea585d31c8bd5eb9cfbd69eeca", "ee1f1db8d54c3491354485f391b18dec5e8101c8"),
     ("leaky_bucket.lua", "4a8c49f92d2b130f41da1e2046cfa28bc7c63786", "ead3640f42b71f435db404f048714076b73cdc56"),
-    ("multi.lua", "8b4678a57aab9a47641b587e02db8e7537343986", "5ab33bc14c4002097c11ed39face8ac61fd346d0"),
-    ("lease.lua", "5b14498f27fb99e46c573a9e8d69f08f9011dc63", "c6cf2f4d61b218f29c1441e19af1f4da6f56f0a7"),
+    ("multi.lua", "6f095ae66c7859099fcf0fdd4658820d375b7693", "aac50361f67f32d90bb94b9d33c18824cb8c8717"),
+    ("lease.lua", "ff9697aa5725780189017de14f49fbd64a7b7971", "da6861de84970102a7908f62915a09255ded0eb8"),
 ];
 
 /// The Functions library's version: the first 12 hex digits of the SHA1 of every script's SHA1
 /// in order (`scripts::library_version`).
-pub const LIBRARY_VERSION: &str = "5ea4478d209a";
+pub const LIBRARY_VERSION: &str = "3805fcdc46f2";
 
 /// The SHA1s of the script `name` (one of [`SHAS`]): plain and with the key-locking shebang.
 pub fn of(name: &str) -> (&'static str, &'static str) {
