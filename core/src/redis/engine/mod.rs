@@ -240,6 +240,7 @@ pub(crate) trait Driven {
 
 /// An exchange driven through a reference: the caller keeps it, and the future that drives it
 /// holds 8 bytes, not a second copy (`RedisStore::call`: every async call boxes that future).
+#[cfg(feature = "redis")]
 impl<X: Driven + ?Sized> Driven for &mut X {
     type Out = X::Out;
     fn replies(&self) -> usize {
