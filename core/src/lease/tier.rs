@@ -320,7 +320,8 @@ fn lease_transform<'a>(l: &'a Limiter, tier: &Tier, cost: u64, want: u64) -> Tra
     Transform::Lease { strategy: l.strategy(), cost, want, lifetime_ms: tier.lifetime_ms }
 }
 
-/// A sync check through the tier (the limiter validated `cost` and `now`).
+/// A sync check through the tier (the limiter validated `cost` and `now`'s range; the
+/// strategy's own bound on `now`, a sliding window's tick, is checked here, before the tier).
 pub(crate) fn check_sync(l: &Limiter, tier: &Tier, key: &str, cost: u64, now: i64) -> Result<Decision> {
     l.strategy().check_now(crate::store::Now::At(now))?;
     let full = l.full_key(key);
