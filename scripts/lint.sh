@@ -9,6 +9,9 @@ scripts/check-readme.py
 scripts/check-adaptive-docs.py
 cargo fmt --all --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
+# The fuzz targets live outside the workspace with a lock file of their own: it must still resolve
+# as committed (a core dependency added or bumped without it fails here, not at `make fuzz`).
+cargo metadata --manifest-path fuzz/Cargo.toml --format-version 1 --locked > /dev/null
 # The docs: a broken or private intra-doc link is an error. Seconds after clippy, whose
 # dependency metadata rustdoc reuses.
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked
