@@ -16,22 +16,10 @@
 
 #include <throttlekit.h>
 
-static int passed, failed;
-static const char *current;
+#include "check.h"
+
 static const char *url;
 static tk_clock *epoch; /* a manual clock at 0, never advanced */
-
-#define CHECK(cond)                                                                    \
-    do {                                                                               \
-        if (cond) {                                                                    \
-            passed++;                                                                  \
-        } else {                                                                       \
-            failed++;                                                                  \
-            fprintf(stderr, "FAIL %s (%s:%d): %s\n", current, __FILE__, __LINE__, #cond); \
-        }                                                                              \
-    } while (0)
-
-#define CHECK_OK(call) CHECK((call) == TK_RESULT_OK)
 
 static int64_t wall_ms(void) {
     struct timespec t;
