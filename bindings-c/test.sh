@@ -5,8 +5,9 @@
 #   2. builds libthrottlekit (debug) and regenerates include/throttlekit.h, failing on a diff
 #   3. `make install PREFIX=$tmp`, then builds everything below ONLY from the installed header,
 #      .so and throttlekit.pc (pkg-config), as a downstream user would
-#   4. C unit tests (and the two-tier modes' tests/test_lease.c) under valgrind (no leaks, no
-#      errors), on memory and on a disposable Redis (tests/test_postgres.c, the Postgres store's
+#   4. C unit tests (and the two-tier modes' tests/test_lease.c, the server clock's
+#      tests/test_redis_clock.c) under valgrind (no leaks, no errors), on memory and on a
+#      disposable Redis (tests/test_postgres.c, the Postgres store's
 #      options, on the Postgres of step 5),
 #      a 3-master cluster and a TLS server (one of each for the whole script, and a Sentinel setup)
 #   5. tk-conformance on every conformance-vectors/*.json: memory, Redis, cluster, Sentinel, TLS,
@@ -92,6 +93,9 @@ gcc $CFLAGS $(pkg-config --cflags throttlekit) "$HERE/tests/test_throttlekit.c" 
     "$LIBDIR/libthrottlekit.a" $(pkg-config --libs-only-l --static throttlekit | sed 's/-lthrottlekit//') \
     -o "$WORK/test_throttlekit_static"
 # shellcheck disable=SC2046
+gcc $CFLAGS $(pkg-config --cflags throttlekit) "$HERE/tests/test_redis_clock.c" \
+    $(pkg-config --libs throttlekit) -Wl,-rpath,"$LIBDIR" -o "$WORK/test_redis_clock"
+# shellcheck disable=SC2046
 gcc $CFLAGS $(pkg-config --cflags throttlekit) "$HERE/tests/test_postgres.c" \
     $(pkg-config --libs throttlekit) -Wl,-rpath,"$LIBDIR" -o "$WORK/test_postgres"
 # shellcheck disable=SC2046
@@ -135,6 +139,8 @@ TK_REDIS_URL="$URL_C" "$WORK/test_throttlekit_static" | tail -1
 # The two-tier modes (docs/leasing.md): bad options, a fleet of 3 on one key, cached denials,
 # the multi limiter's modes.
 TK_REDIS_URL="$URL_C" "${VALGRIND[@]}" "$WORK/test_lease"
+# tk_redis_options.server_clock: limiters, multi limiters and shapers on Redis's clock.
+TK_REDIS_URL="$URL_C" "${VALGRIND[@]}" "$WORK/test_redis_clock"
 # Adaptive concurrency (docs/adaptive.md): options, rejections, releases, waiting, partitions.
 "${VALGRIND[@]}" "$WORK/test_adaptive"
 

@@ -127,6 +127,12 @@ type RedisOptions struct {
 	SentinelPassword string
 	// SentinelUsername is the sentinels' ACL user for SentinelPassword (empty: their default user).
 	SentinelUsername string
+	// ServerClock makes the limiters, multi limiters and shapers built on the store decide at
+	// Redis's time (TIME, read by each script) instead of their clock's: the time a store
+	// decides at then only moves forward for each key, whatever order callers reach it in (the
+	// clock for a fleet whose clocks disagree). Their ...At calls' now then stamps only the fail
+	// policy's fallback. false: each caller's own clock (the default).
+	ServerClock bool
 }
 
 // ConnectRedis connects to Redis at urls: one URL (e.g. "redis://127.0.0.1:6379/0",
@@ -153,6 +159,7 @@ func ConnectRedis(urls string, opts RedisOptions) (*Store, error) {
 	o.deterministic_replay = C.bool(opts.DeterministicReplay)
 	o.durable_replicas = C.uint32_t(opts.DurableReplicas)
 	o.durable_timeout_ms = C.uint64_t(opts.DurableTimeoutMs)
+	o.server_clock = C.bool(opts.ServerClock)
 	var p *C.tk_store
 	if err := call(func() C.tk_result { return C.tk_store_redis_connect_with(&o, &p) }); err != nil {
 		return nil, err

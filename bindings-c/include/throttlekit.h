@@ -950,6 +950,15 @@ typedef struct {
    * Sentinel mode: the sentinels' ACL user for `sentinel_password` (NULL: their default user).
    */
   const char *sentinel_username;
+  /**
+   * Limiters, multi limiters and shapers built on this store decide at Redis's time (`TIME`,
+   * read by each script) instead of their clock's: the time a store decides at then only
+   * moves forward for each key, whatever order callers reach it in (the clock for a fleet
+   * whose clocks disagree; docs/bindings-redis.md). Their `_at` calls' `now` then stamps only
+   * the fail policy's fallback. false: each caller's own clock (the default; last in the
+   * struct, so a zero-initialised one keeps it off).
+   */
+  bool server_clock;
 } tk_redis_options;
 
 /**

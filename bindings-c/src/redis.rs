@@ -80,6 +80,13 @@ pub struct tk_redis_options {
     pub sentinel_password: *const c_char,
     /// Sentinel mode: the sentinels' ACL user for `sentinel_password` (NULL: their default user).
     pub sentinel_username: *const c_char,
+    /// Limiters, multi limiters and shapers built on this store decide at Redis's time (`TIME`,
+    /// read by each script) instead of their clock's: the time a store decides at then only
+    /// moves forward for each key, whatever order callers reach it in (the clock for a fleet
+    /// whose clocks disagree; docs/bindings-redis.md). Their `_at` calls' `now` then stamps only
+    /// the fail policy's fallback. false: each caller's own clock (the default; last in the
+    /// struct, so a zero-initialised one keeps it off).
+    pub server_clock: bool,
 }
 
 /// Connects a Redis store as `options` say, blocking until connected or `timeout_ms` passed.
@@ -101,7 +108,7 @@ pub unsafe extern "C" fn tk_store_redis_connect_with(
         let out_store = try_arg!(unsafe { out(out_store, "out_store") });
         let fields = try_arg!(unsafe { Fields::read(o) });
         let store = try_core!(connect(fields));
-        into_handle(tk_store { inner: store, server_clock: false }, out_store)
+        into_handle(tk_store { inner: store, server_clock: o.server_clock }, out_store)
     })
 }
 

@@ -23,7 +23,8 @@ use crate::result::tk_result;
 pub struct tk_store {
     pub(crate) inner: Arc<dyn Store>,
     /// The default of limiters, multi limiters and shapers built on the store: read time from
-    /// the store's server (`tk_postgres_options.server_clock`; false for every other store).
+    /// the store's server (`tk_redis_options.server_clock`, `tk_postgres_options.server_clock`;
+    /// false for every other store).
     pub(crate) server_clock: bool,
 }
 

@@ -16,20 +16,7 @@
 
 #include <throttlekit.h>
 
-static int passed, failed;
-static const char *current;
-
-#define CHECK(cond)                                                                    \
-    do {                                                                               \
-        if (cond) {                                                                    \
-            passed++;                                                                  \
-        } else {                                                                       \
-            failed++;                                                                  \
-            fprintf(stderr, "FAIL %s (%s:%d): %s\n", current, __FILE__, __LINE__, #cond); \
-        }                                                                              \
-    } while (0)
-
-#define CHECK_OK(call) CHECK((call) == TK_RESULT_OK)
+#include "check.h"
 
 static char last[512];
 static const char *last_error_text(void) {

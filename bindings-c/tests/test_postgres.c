@@ -18,21 +18,9 @@
 
 #include <throttlekit.h>
 
-static int passed, failed;
-static const char *current;
+#include "check.h"
+
 static const char *url;
-
-#define CHECK(cond)                                                                    \
-    do {                                                                               \
-        if (cond) {                                                                    \
-            passed++;                                                                  \
-        } else {                                                                       \
-            failed++;                                                                  \
-            fprintf(stderr, "FAIL %s (%s:%d): %s\n", current, __FILE__, __LINE__, #cond); \
-        }                                                                              \
-    } while (0)
-
-#define CHECK_OK(call) CHECK((call) == TK_RESULT_OK)
 
 /* The last error's message contains `part`. */
 static int last_error_has(const char *part) {
