@@ -54,6 +54,10 @@ const {
   __fieldsCheck,
   __fieldsValues,
   __fieldsNames,
+  __adaptiveHandle,
+  __adaptiveTryAcquire,
+  __adaptiveRelease,
+  __adaptiveForget,
   __redisHandle,
   __redisPrepareFast,
   __redisFinishFast,
@@ -119,7 +123,14 @@ class Handle extends Receiver {
 }
 
 // AdaptiveLimiter's permits are plain JS objects holding an id (lib/adaptive.js).
-require('./lib/adaptive.js').install(api)
+// tryAcquire and release go through `io` (src/adaptive_fast.rs).
+require('./lib/adaptive.js').install(api, {
+  io,
+  handle: __adaptiveHandle,
+  tryAcquire: __adaptiveTryAcquire,
+  release: __adaptiveRelease,
+  forget: __adaptiveForget,
+})
 
 const nativeCheckSync = api.Limiter.prototype.checkSync
 Object.defineProperty(api.Limiter.prototype, 'checkSync', {

@@ -79,6 +79,9 @@ pub(crate) struct Context {
     handles: handles::Shared,
     /// The `RateLimitFields` of `__fieldsCheck`, by handle (as `handles` for `Limiter`s).
     fields: handles::Shared<FieldsCore>,
+    /// The `AdaptiveLimiter`s of `__adaptiveTryAcquire` and `__adaptiveRelease`, by handle
+    /// (adaptive_fast.rs).
+    pub(crate) adaptive: handles::Shared<crate::adaptive::AdaptiveCore>,
     /// The limiters whose Promise calls index.js carries over its socket, by handle
     /// (redis_fast.rs).
     #[cfg(feature = "redis")]
@@ -101,8 +104,9 @@ pub fn register(exports: Object, env: Env) -> napi::Result<()> {
         (c"__fieldsValues", fields_values),
         (c"__fieldsNames", fields_names),
     ];
+    let functions = functions.into_iter().chain(crate::adaptive_fast::FUNCTIONS);
     #[cfg(feature = "redis")]
-    let functions = functions.into_iter().chain(crate::redis_fast::FUNCTIONS);
+    let functions = functions.chain(crate::redis_fast::FUNCTIONS);
     for (name, cb) in functions {
         let data = Box::into_raw(Box::new(context.clone()));
         let mut f = ptr::null_mut();
