@@ -1,4 +1,5 @@
 'use strict'
+const { handleField } = require('./handle-field.js')
 // The JS side of AdaptiveLimiter's permits (src/adaptive.rs). The native tryAcquire and acquire
 // answer a granted permit with a number, its id in the limiter's table of held permits; this
 // module wraps it in a plain JS `Permit`. A napi class instance per permit (an object made
@@ -134,38 +135,19 @@ function install(api, fast) {
 
   function wrap(limiter, answer) {
     if (typeof answer !== 'number') return answer
-    return grant(limiter, AdaptiveHandle.of(limiter), answer)
+    return grant(limiter, handleOf(limiter), answer)
   }
 
-  // An AdaptiveLimiter's handle (src/handles.rs) lives in a private field of its JS object,
-  // stamped on by the constructor-return trick, as index.js does for a Limiter's: private fields
-  // are own-only and load as fast as a property. The native side checks every handle anyway.
-  class Receiver {
-    constructor(o) {
-      return o
-    }
-  }
-  class AdaptiveHandle extends Receiver {
-    #id
-    constructor(o, id) {
-      super(o)
-      this.#id = id
-    }
-
-    static of(o) {
-      if (typeof o === 'object' && o !== null && #id in o) return o.#id
-      const id = fastHandle(o) // throws config_invalid unless `o` is a constructed AdaptiveLimiter
-      new AdaptiveHandle(o, id)
-      return id
-    }
-  }
+  // An AdaptiveLimiter's handle (src/handles.rs), kept in a private field of its JS object;
+  // fastHandle throws config_invalid unless its argument is a constructed AdaptiveLimiter.
+  const handleOf = handleField(fastHandle)
 
   Object.defineProperty(proto, 'tryAcquire', {
     value: function tryAcquire(partition) {
       if (partition !== undefined && partition !== null && typeof partition !== 'string') {
         return wrap(this, nativeTryAcquire.call(this, partition)) // throws config_invalid
       }
-      const handle = AdaptiveHandle.of(this)
+      const handle = handleOf(this)
       io[6] = handle
       if (partition === undefined || partition === null) fastTryAcquire()
       else fastTryAcquire(partition)

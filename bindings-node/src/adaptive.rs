@@ -248,15 +248,7 @@ impl AdaptiveLimiter {
 
     /// The handle of this limiter in `table`, registering it on first use.
     pub(crate) fn handle(&self, table: &handles::Shared<AdaptiveCore>) -> CoreResult<f64> {
-        if self.handle.get().is_none() {
-            let r = Registration::new(table, self.core.clone())?;
-            // Cannot fail: the cell was empty and nothing in between touched it.
-            let _ = self.handle.set(r);
-        }
-        match self.handle.get() {
-            Some(r) if r.is_in(table) => Ok(r.handle()),
-            _ => Err(config("this", "belongs to another thread's environment")),
-        }
+        handles::handle_in(&self.handle, table, || self.core.clone())
     }
 
     /// A `Permit` if the limit (and the partition's share, when it is full) has room, else a

@@ -21,7 +21,6 @@
 use std::ffi::CStr;
 use std::ptr;
 
-use napi::bindgen_prelude::{TypeTag, validate_type_tag};
 use napi::sys;
 use throttlekit::concurrency::Outcome;
 
@@ -130,19 +129,7 @@ fn io(context: &Context) -> CoreResult<&mut [f64]> {
     Ok(unsafe { std::slice::from_raw_parts_mut(io, IO_LEN) })
 }
 
-/// The `AdaptiveLimiter` wrapped by `value`: napi's type tag proves the wrapped pointer is one.
+/// The `AdaptiveLimiter` wrapped by `value`; anything else is `config_invalid`.
 fn adaptive<'a>(env: sys::napi_env, value: sys::napi_value) -> CoreResult<&'a AdaptiveLimiter> {
-    let mut p = ptr::null_mut();
-    // SAFETY: a live value of the current call; non-objects and unwrapped objects fail.
-    let unwrapped = unsafe { sys::napi_unwrap(env, value, &mut p) } == sys::Status::napi_ok;
-    if !unwrapped
-        || p.is_null()
-        // SAFETY: as above.
-        || unsafe { validate_type_tag(env, value, &AdaptiveLimiter::type_tag(), "AdaptiveLimiter") }.is_err()
-    {
-        return Err(config("this", "must be an AdaptiveLimiter"));
-    }
-    // SAFETY: the tag proves napi-rs wrapped an `AdaptiveLimiter` at `p`; `value` keeps it
-    // alive for the duration of this call.
-    Ok(unsafe { &*p.cast::<AdaptiveLimiter>() })
+    fast::unwrap_tagged(env, value, "AdaptiveLimiter").ok_or_else(|| config("this", "must be an AdaptiveLimiter"))
 }
