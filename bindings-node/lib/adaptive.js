@@ -1,5 +1,4 @@
 'use strict'
-const { handleField } = require('./handle-field.js')
 // The JS side of AdaptiveLimiter's permits (src/adaptive.rs). The native tryAcquire and acquire
 // answer a granted permit with a number, its id in the limiter's table of held permits; this
 // module wraps it in a plain JS `Permit`. A napi class instance per permit (an object made
@@ -16,11 +15,12 @@ const { handleField } = require('./handle-field.js')
 // `metrics().leaked`): one FinalizationRegistry per limiter forgets the ids of its collected
 // permits. Registering is the only cost on the hot path: release does not unregister, because
 // ids are never reused and forgetting a released id does nothing.
+const { handleField } = require('./handle-field.js')
 
 /**
  * Replaces `AdaptiveLimiter#tryAcquire` and `#acquire` on `api` and sets `api.Permit`. `fast` is
- * index.js's shared buffer `io` and the native `handle`, `tryAcquire` and `release` functions
- * of src/adaptive_fast.rs.
+ * index.js's shared buffer `io` and the native `handle`, `tryAcquire`, `release` and `forget`
+ * functions of src/adaptive_fast.rs.
  */
 function install(api, fast) {
   const { io } = fast
