@@ -54,6 +54,10 @@ const {
   __fieldsCheck,
   __fieldsValues,
   __fieldsNames,
+  __adaptiveHandle,
+  __adaptiveTryAcquire,
+  __adaptiveRelease,
+  __adaptiveForget,
   __redisHandle,
   __redisPrepareFast,
   __redisFinishFast,
@@ -94,38 +98,26 @@ function copyKey(key) {
   return any < 0x80 ? key.length : -1
 }
 
-// A limiter's handle (src/handles.rs) lives in a private field of its JS object, stamped on by
-// the constructor-return trick: private fields are own-only (an object whose prototype is a
-// limiter has none), cannot be read or written outside this module, and load as fast as a
-// property. The native side checks every handle anyway; this only spares it napi_unwrap.
-class Receiver {
-  constructor(o) {
-    return o
-  }
-}
-class Handle extends Receiver {
-  #id
-  constructor(o, id) {
-    super(o)
-    this.#id = id
-  }
-
-  static of(o) {
-    if (typeof o === 'object' && o !== null && #id in o) return o.#id
-    const id = __handle(o) // throws config_invalid unless `o` is a constructed Limiter
-    new Handle(o, id)
-    return id
-  }
-}
+// A limiter's handle (src/handles.rs), kept in a private field of its JS object.
+// __handle throws config_invalid unless its argument is a constructed Limiter.
+const { handleField } = require('./lib/handle-field.js')
+const handleOf = handleField(__handle)
 
 // AdaptiveLimiter's permits are plain JS objects holding an id (lib/adaptive.js).
-require('./lib/adaptive.js').install(api)
+// tryAcquire and release go through `io` (src/adaptive_fast.rs).
+require('./lib/adaptive.js').install(api, {
+  io,
+  handle: __adaptiveHandle,
+  tryAcquire: __adaptiveTryAcquire,
+  release: __adaptiveRelease,
+  forget: __adaptiveForget,
+})
 
 const nativeCheckSync = api.Limiter.prototype.checkSync
 Object.defineProperty(api.Limiter.prototype, 'checkSync', {
   value: function checkSync(key, cost) {
     const n = copyKey(key)
-    io[6] = Handle.of(this)
+    io[6] = handleOf(this)
     io[8] = n
     if (cost === undefined || typeof cost === 'number') {
       io[7] = cost === undefined ? 1 : cost
@@ -468,29 +460,16 @@ if (nativeStoreClose !== undefined) {
 // receiver of another class.
 const nativeFieldsCheckSync = api.RateLimitFields.prototype.checkSync
 // The fields' handle (src/handles.rs, a table of its own) lives in a private field as a
-// limiter's does; a field of its own name, so a limiter's handle is never taken for one.
-class FieldsHandle extends Receiver {
-  #fid
-  constructor(o, id) {
-    super(o)
-    this.#fid = id
-  }
-
-  /** The handle of `o`, or null when `o` is not a RateLimitFields. */
-  static of(o) {
-    if (typeof o === 'object' && o !== null && #fid in o) return o.#fid
-    const id = __fieldsHandle(o)
-    if (id !== null) new FieldsHandle(o, id)
-    return id
-  }
-}
+// limiter's does; a field of its own, so a limiter's handle is never taken for one. Null (and
+// nothing kept) when the object is not a RateLimitFields.
+const fieldsHandleOf = handleField(__fieldsHandle)
 /**
  * One fields call through `native` (`__fieldsCheck` or `__fieldsValues`): the key and cost go in
  * `io`, and its answer comes back; null when `fields` is not a RateLimitFields.
  */
 function fieldsCall(native, fields, key, cost) {
   const n = copyKey(key)
-  const id = FieldsHandle.of(fields)
+  const id = fieldsHandleOf(fields)
   if (id === null) return null
   io[6] = id
   io[8] = n

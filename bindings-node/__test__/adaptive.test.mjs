@@ -115,6 +115,76 @@ test('bad input is config_invalid naming the field', async () => {
   assert.equal(p.release(), true)
 })
 
+test('tryAcquire and release decide the same through the shared buffer as through the native methods', () => {
+  // A release with a named outcome and no round trip takes the shared buffer (src/adaptive_fast.rs);
+  // one given `rttNs` takes the native method. On a virtual clock both see the same round trip, so
+  // two limiters driven by the same timeline, one each way, must agree on every counter.
+  const options = { algorithm: 'gradient2', initialLimit: 8, minLimit: 2, windowMinSamples: 4, minRttUs: 0 }
+  const clocks = [new tk.VirtualClock(), new tk.VirtualClock()]
+  const [fast, native] = clocks.map((c) => new tk.AdaptiveLimiter(options, c))
+  const outcomes = ['success', 'dropped', 'ignore', undefined]
+  let seed = 7 // xorshift32: every outcome and branch comes up
+  const next = (n) => {
+    seed ^= seed << 13
+    seed ^= seed >>> 17
+    seed ^= seed << 5
+    return (seed >>> 0) % n
+  }
+  const held = []
+  for (let step = 0; step < 400; step++) {
+    if (held.length === 0 || next(3) > 0) {
+      const a = fast.tryAcquire()
+      const b = native.tryAcquire()
+      assert.equal(a.granted, b.granted, `step ${step}`)
+      if (a.granted) held.push([a, b, clocks[0].nowNs()])
+      else assert.deepEqual(a, b)
+    } else {
+      const [a, b, at] = held.splice(next(held.length), 1)[0]
+      const outcome = outcomes[next(outcomes.length)]
+      assert.equal(a.release(outcome), true)
+      assert.equal(b.release(outcome, clocks[1].nowNs() - at), true)
+      assert.equal(a.release(outcome), false) // twice: nothing, on either path
+      assert.equal(b.release(outcome, 1), false)
+    }
+    const ns = 1_000 * (1 + next(5_000))
+    for (const c of clocks) c.advance(ns)
+    assert.deepEqual(fast.metrics(), native.metrics(), `step ${step}`)
+  }
+  const m = fast.metrics()
+  assert.ok(m.windows > 5 && m.rejected > 0 && m.succeeded > 0 && m.dropped > 0 && m.ignored > 0, JSON.stringify(m))
+})
+
+test('each permit releases in its own limiter, whatever its id', () => {
+  // Ids count from 0 in every limiter: the permit carries its limiter's handle as well.
+  const a = new tk.AdaptiveLimiter({ algorithm: 'fixed', initialLimit: 2 })
+  const b = new tk.AdaptiveLimiter({ algorithm: 'fixed', initialLimit: 2 })
+  const pa = a.tryAcquire()
+  const pb = b.tryAcquire()
+  assert.equal(pa.release('dropped'), true)
+  assert.deepEqual([a.inflight(), b.inflight(), a.metrics().dropped, b.metrics().dropped], [0, 1, 1, 0])
+  assert.equal(pb.released, false)
+  pb.release()
+  assert.deepEqual([b.inflight(), b.metrics().succeeded], [0, 1])
+})
+
+test('a partition goes through the shared buffer as a string; anything else is config_invalid', () => {
+  const limiter = new tk.AdaptiveLimiter({ algorithm: 'fixed', initialLimit: 2, partitions: [{ name: 'live', percent: 50 }] })
+  const p = limiter.tryAcquire('live')
+  assert.deepEqual([p.granted, limiter.metrics().partitions.live], [true, 1])
+  const q = limiter.tryAcquire(null) // as undefined: no partition
+  assert.equal(q.granted, true)
+  for (const bad of [42, {}, ['live'], true]) {
+    assert.throws(() => limiter.tryAcquire(bad), (e) => e.code === 'config_invalid' && /partition/.test(e.message))
+  }
+  const tryAcquire = tk.AdaptiveLimiter.prototype.tryAcquire
+  for (const notALimiter of [{}, null, new tk.VirtualClock(), Object.create(limiter)]) {
+    assert.throws(() => tryAcquire.call(notALimiter), (e) => e.code === 'config_invalid' && /AdaptiveLimiter/.test(e.message))
+  }
+  p.release()
+  q.release()
+  assert.equal(limiter.inflight(), 0)
+})
+
 /** Resolves once `check()` is true, polling; fails after 10 s. */
 async function until(check) {
   const deadline = Date.now() + 10_000

@@ -7,7 +7,12 @@
 //! is the core's. What is Node's own is the idiom: `tryAcquire` answers at once, `acquire` is a
 //! Promise whose wait is a timer, and lib/adaptive.js gives `Permit` a `[Symbol.dispose]`
 //! (releasing as `ignore` unless released) so `using` works.
+//!
+//! The methods here are the typed API and the general path; `tryAcquire` with no partition or a
+//! string one, and `release` with a named outcome and no round trip, take adaptive_fast.rs's
+//! raw callbacks instead (lib/adaptive.js decides). Both run the same [`AdaptiveCore`] calls.
 
+use std::cell::OnceCell;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -20,6 +25,7 @@ use throttlekit::concurrency as core;
 
 use crate::convert::{self, Options};
 use crate::error::{CoreResult, OrThrow, Settled, config, settle};
+use crate::handles::{self, Registration};
 
 /// A monotonic clock that moves only when told to (nanoseconds), for replaying exact timelines.
 #[napi]
@@ -98,15 +104,63 @@ struct Permits {
     held: HashMap<u64, core::Permit>,
 }
 
-type Table = Arc<Mutex<Permits>>;
-
-fn lock(t: &Table) -> std::sync::MutexGuard<'_, Permits> {
-    t.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 /// An id as a JS number: below 2^53, exactly.
 fn permit_id(v: f64) -> Option<u64> {
     (v.is_finite() && v.fract() == 0.0 && (0.0..9.007_199_254_740_992e15).contains(&v)).then_some(v as u64)
+}
+
+/// One limiter and its held permits: what the napi class and the fast path (adaptive_fast.rs,
+/// by handle) share.
+pub(crate) struct AdaptiveCore {
+    limiter: core::AdaptiveLimiter,
+    permits: Mutex<Permits>,
+}
+
+impl AdaptiveCore {
+    fn permits(&self) -> std::sync::MutexGuard<'_, Permits> {
+        self.permits.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A granted permit's id (now in the table), or the rejection.
+    pub(crate) fn admit(&self, a: core::Admission) -> Result<u64, core::Rejection> {
+        match a {
+            core::Admission::Granted(p) => {
+                let mut t = self.permits();
+                let id = t.next;
+                t.next += 1;
+                t.held.insert(id, p);
+                Ok(id)
+            }
+            core::Admission::Rejected(r) => Err(r),
+        }
+    }
+
+    /// `tryAcquire`: the core's answer, a granted permit put in the table.
+    pub(crate) fn try_acquire(&self, partition: Option<&str>) -> CoreResult<Result<u64, core::Rejection>> {
+        self.limiter.try_acquire(partition).map(|a| self.admit(a))
+    }
+
+    /// Releases permit `id` (a JS number) with `outcome`, and the round trip `rtt_ns` when
+    /// given; whether this call released it (`false` for an id not held: released, forgotten
+    /// or never granted).
+    pub(crate) fn release(&self, id: f64, outcome: core::Outcome, rtt_ns: Option<i64>) -> CoreResult<bool> {
+        let Some(id) = permit_id(id) else { return Ok(false) };
+        // Taken out before releasing, so the table's lock is not held while the core updates
+        // the limit; put back if the core refuses the round trip (a negative one).
+        let Some(mut permit) = self.permits().held.remove(&id) else { return Ok(false) };
+        match rtt_ns {
+            None => Ok(permit.release(outcome)),
+            Some(ns) => permit.release_with_rtt_ns(outcome, ns).inspect_err(|_| {
+                self.permits().held.insert(id, permit);
+            }),
+        }
+    }
+
+    /// Drops permit `id` (a JS number) unreleased, as a leak; nothing when it is not held.
+    pub(crate) fn forget(&self, id: f64) {
+        let permit = permit_id(id).and_then(|id| self.permits().held.remove(&id));
+        drop(permit);
+    }
 }
 
 /// A snapshot of an `AdaptiveLimiter`'s counters and state.
@@ -147,23 +201,19 @@ pub struct AdaptiveMetrics {
 /// A concurrency limit that follows the service's latency (docs/adaptive.md).
 #[napi]
 pub struct AdaptiveLimiter {
-    inner: core::AdaptiveLimiter,
-    permits: Table,
+    core: Arc<AdaptiveCore>,
+    /// This limiter's entry in its environment's table (adaptive_fast.rs), made by the first
+    /// `__adaptiveHandle`; dropping the `AdaptiveLimiter` frees it.
+    handle: OnceCell<Registration<AdaptiveCore>>,
 }
 
 /// A granted permit's id (lib/adaptive.js wraps it in a `Permit`), or the rejection.
 type Answer = Either<f64, Rejection>;
 
-fn answer(permits: &Table, a: core::Admission) -> Answer {
+fn answer(a: Result<u64, core::Rejection>) -> Answer {
     match a {
-        core::Admission::Granted(p) => {
-            let mut t = lock(permits);
-            let id = t.next;
-            t.next += 1;
-            t.held.insert(id, p);
-            Either::A(id as f64)
-        }
-        core::Admission::Rejected(r) => Either::B(r.into()),
+        Ok(id) => Either::A(id as f64),
+        Err(r) => Either::B(r.into()),
     }
 }
 
@@ -192,17 +242,20 @@ impl AdaptiveLimiter {
                 Some(c) => core::AdaptiveLimiter::with_clock(config, Arc::new(c.inner.clone())),
             }
         };
-        Ok(AdaptiveLimiter { inner: build().or_throw(env)?, permits: Table::default() })
+        let core = AdaptiveCore { limiter: build().or_throw(env)?, permits: Mutex::default() };
+        Ok(AdaptiveLimiter { core: Arc::new(core), handle: OnceCell::new() })
+    }
+
+    /// The handle of this limiter in `table`, registering it on first use.
+    pub(crate) fn handle(&self, table: &handles::Shared<AdaptiveCore>) -> CoreResult<f64> {
+        handles::handle_in(&self.handle, table, || self.core.clone())
     }
 
     /// A `Permit` if the limit (and the partition's share, when it is full) has room, else a
     /// `Rejection`; never waits. An unknown partition throws `config_invalid`.
     #[napi(ts_args_type = "partition?: string", ts_return_type = "Permit | Rejection")]
     pub fn try_acquire(&self, env: &Env, partition: Unknown) -> napi::Result<Answer> {
-        self::partition(&partition)
-            .and_then(|p| self.inner.try_acquire(p.as_deref()))
-            .map(|a| answer(&self.permits, a))
-            .or_throw(env)
+        self::partition(&partition).and_then(|p| self.core.try_acquire(p.as_deref())).map(answer).or_throw(env)
     }
 
     /// Waits up to `timeoutMs` for a permit, in the limiter's order (FIFO or LIFO), without
@@ -224,10 +277,9 @@ impl AdaptiveLimiter {
             };
             Ok((p, Duration::from_millis(ms as u64)))
         })();
-        let limiter = self.inner.clone();
-        let permits = self.permits.clone();
+        let core = self.core.clone();
         settle(env, args, move |(p, timeout)| async move {
-            limiter.acquire(p.as_deref(), timeout).await.map(|a| answer(&permits, a))
+            core.limiter.acquire(p.as_deref(), timeout).await.map(|a| answer(core.admit(a)))
         })
     }
 
@@ -251,16 +303,7 @@ impl AdaptiveLimiter {
                 }
                 Some(ns as i64)
             };
-            let Some(id) = permit_id(id) else { return Ok(false) };
-            // Taken out before releasing, so the table's lock is not held while the core updates
-            // the limit; put back if the core refuses the round trip (a negative one).
-            let Some(mut permit) = lock(&self.permits).held.remove(&id) else { return Ok(false) };
-            match rtt {
-                None => Ok(permit.release(outcome)),
-                Some(ns) => permit.release_with_rtt_ns(outcome, ns).inspect_err(|_| {
-                    lock(&self.permits).held.insert(id, permit);
-                }),
-            }
+            self.core.release(id, outcome, rtt)
         };
         run().or_throw(env)
     }
@@ -268,34 +311,25 @@ impl AdaptiveLimiter {
     /// Whether permit `id` was released (or forgotten).
     #[napi(js_name = "__released", skip_typescript)]
     pub fn released(&self, id: f64) -> bool {
-        permit_id(id).is_none_or(|id| !lock(&self.permits).held.contains_key(&id))
-    }
-
-    /// Drops permit `id` unreleased, as a leak (`ignore`, counted in `leaked`): a `Permit` the
-    /// garbage collector took unreleased, or the conformance runner's `drop` event. Nothing
-    /// when it was released already.
-    #[napi(js_name = "__forget", skip_typescript)]
-    pub fn forget(&self, id: f64) {
-        let permit = permit_id(id).and_then(|id| lock(&self.permits).held.remove(&id));
-        drop(permit);
+        permit_id(id).is_none_or(|id| !self.core.permits().held.contains_key(&id))
     }
 
     /// The current limit.
     #[napi]
     pub fn limit(&self) -> u32 {
-        self.inner.limit()
+        self.core.limiter.limit()
     }
 
     /// Permits held now.
     #[napi]
     pub fn inflight(&self) -> u32 {
-        self.inner.inflight()
+        self.core.limiter.inflight()
     }
 
     /// A snapshot of every counter.
     #[napi]
     pub fn metrics(&self) -> AdaptiveMetrics {
-        let m = self.inner.metrics();
+        let m = self.core.limiter.metrics();
         AdaptiveMetrics {
             limit: m.limit,
             inflight: m.inflight,

@@ -79,6 +79,9 @@ pub(crate) struct Context {
     handles: handles::Shared,
     /// The `RateLimitFields` of `__fieldsCheck`, by handle (as `handles` for `Limiter`s).
     fields: handles::Shared<FieldsCore>,
+    /// The `AdaptiveLimiter`s of `__adaptiveTryAcquire` and `__adaptiveRelease`, by handle
+    /// (adaptive_fast.rs).
+    pub(crate) adaptive: handles::Shared<crate::adaptive::AdaptiveCore>,
     /// The limiters whose Promise calls index.js carries over its socket, by handle
     /// (redis_fast.rs).
     #[cfg(feature = "redis")]
@@ -101,8 +104,9 @@ pub fn register(exports: Object, env: Env) -> napi::Result<()> {
         (c"__fieldsValues", fields_values),
         (c"__fieldsNames", fields_names),
     ];
+    let functions = functions.into_iter().chain(crate::adaptive_fast::FUNCTIONS);
     #[cfg(feature = "redis")]
-    let functions = functions.into_iter().chain(crate::redis_fast::FUNCTIONS);
+    let functions = functions.chain(crate::redis_fast::FUNCTIONS);
     for (name, cb) in functions {
         let data = Box::into_raw(Box::new(context.clone()));
         let mut f = ptr::null_mut();
@@ -502,21 +506,9 @@ fn string(env: sys::napi_env, s: &str) -> CoreResult<sys::napi_value> {
     Ok(v)
 }
 
-/// The `RateLimitFields` wrapped by `value`, as `limiter` finds a `Limiter` (None: not one).
+/// The `RateLimitFields` wrapped by `value` (None: not one).
 fn fields<'a>(env: sys::napi_env, value: sys::napi_value) -> Option<&'a RateLimitFields> {
-    let mut p = ptr::null_mut();
-    // SAFETY: a live value of the current call; non-objects and unwrapped objects fail.
-    let unwrapped = unsafe { sys::napi_unwrap(env, value, &mut p) } == sys::Status::napi_ok;
-    // SAFETY: as above.
-    if !unwrapped
-        || p.is_null()
-        || unsafe { validate_type_tag(env, value, &RateLimitFields::type_tag(), "RateLimitFields") }.is_err()
-    {
-        return None;
-    }
-    // SAFETY: the tag proves napi-rs wrapped a `RateLimitFields` at `p`; `value` keeps it alive
-    // for the duration of this call.
-    Some(unsafe { &*p.cast::<RateLimitFields>() })
+    unwrap_tagged(env, value, "RateLimitFields")
 }
 
 pub(crate) fn null(env: sys::napi_env) -> CoreResult<sys::napi_value> {
@@ -557,14 +549,21 @@ pub(crate) fn number(env: sys::napi_env, n: f64) -> CoreResult<sys::napi_value> 
 /// The `Limiter` wrapped by `value`: napi's type tag proves the wrapped pointer is one (so
 /// `checkSync.call({})` or another class's instance is `config_invalid`, never a bad cast).
 pub(crate) fn limiter<'a>(env: sys::napi_env, value: sys::napi_value) -> CoreResult<&'a Limiter> {
+    unwrap_tagged(env, value, "Limiter").ok_or_else(|| config("this", "must be a Limiter"))
+}
+
+/// The napi-rs class instance of type `T` (named `name`) that `value` wraps, or `None`: napi's
+/// type tag proves the wrapped pointer is a `T`, so an object of another class, or none, is
+/// never cast.
+pub(crate) fn unwrap_tagged<'a, T: TypeTag>(env: sys::napi_env, value: sys::napi_value, name: &str) -> Option<&'a T> {
     let mut p = ptr::null_mut();
     // SAFETY: a live value of the current call; non-objects and unwrapped objects fail.
     let unwrapped = unsafe { sys::napi_unwrap(env, value, &mut p) } == sys::Status::napi_ok;
     // SAFETY: as above.
-    if !unwrapped || p.is_null() || unsafe { validate_type_tag(env, value, &Limiter::type_tag(), "Limiter") }.is_err() {
-        return Err(config("this", "must be a Limiter"));
+    if !unwrapped || p.is_null() || unsafe { validate_type_tag(env, value, &T::type_tag(), name) }.is_err() {
+        return None;
     }
-    // SAFETY: the tag proves napi-rs wrapped a `Limiter` at `p`; `value` keeps it alive for
-    // the duration of this call.
-    Ok(unsafe { &*p.cast::<Limiter>() })
+    // SAFETY: the tag proves napi-rs wrapped a `T` at `p`; `value` keeps it alive for the
+    // duration of this call.
+    Some(unsafe { &*p.cast::<T>() })
 }

@@ -17,7 +17,7 @@
 //! registered it is finalized (its [`Registration`] drops), so creating and dropping limiters
 //! does not grow the table.
 
-use std::cell::RefCell;
+use std::cell::{OnceCell, RefCell};
 use std::rc::Rc;
 use std::sync::Arc;
 
@@ -125,6 +125,25 @@ impl<T> Registration<T> {
     /// Whether this entry is in `table` (a `Limiter` belongs to the environment that made it).
     pub fn is_in(&self, table: &Shared<T>) -> bool {
         Rc::ptr_eq(&self.table, table)
+    }
+}
+
+/// The handle in `table` of the object whose entry `cell` keeps, listing `entry()` there on
+/// first use; `config_invalid` when the entry is in another environment's table (an object
+/// belongs to the environment that made it).
+pub fn handle_in<T>(
+    cell: &OnceCell<Registration<T>>,
+    table: &Shared<T>,
+    entry: impl FnOnce() -> Arc<T>,
+) -> CoreResult<f64> {
+    if cell.get().is_none() {
+        let r = Registration::new(table, entry())?;
+        // Cannot fail: the cell was empty and nothing in between touched it.
+        let _ = cell.set(r);
+    }
+    match cell.get() {
+        Some(r) if r.is_in(table) => Ok(r.handle()),
+        _ => Err(config("this", "belongs to another thread's environment")),
     }
 }
 

@@ -450,15 +450,7 @@ impl RateLimitFields {
     /// The handle of these fields in `table`, registering them on first use (as
     /// `Limiter::handle` does).
     pub(crate) fn handle(&self, table: &handles::Shared<FieldsCore>) -> CoreResult<f64> {
-        if self.handle.get().is_none() {
-            let r = Registration::new(table, self.core.clone())?;
-            // Cannot fail: the cell was empty and nothing in between touched it.
-            let _ = self.handle.set(r);
-        }
-        match self.handle.get() {
-            Some(r) if r.is_in(table) => Ok(r.handle()),
-            _ => Err(config("this", "belongs to another thread's environment")),
-        }
+        handles::handle_in(&self.handle, table, || self.core.clone())
     }
 }
 

@@ -18,6 +18,7 @@ use napi::bindgen_prelude::{JavaScriptClassExt, TypeTag, Unknown, validate_type_
 use napi_derive::napi;
 
 mod adaptive;
+mod adaptive_fast;
 mod clock;
 mod cluster;
 mod convert;

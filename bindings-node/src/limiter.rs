@@ -15,7 +15,7 @@ use napi_derive::napi;
 
 use crate::convert::{self, Options};
 use crate::decision::Decision;
-use crate::error::{CoreResult, OrThrow, Settled, config, settle};
+use crate::error::{CoreResult, OrThrow, Settled, settle};
 use crate::handles::{self, Registration};
 use crate::metrics::LimiterMetrics;
 use crate::store;
@@ -166,15 +166,7 @@ pub(crate) struct RedisLimiter {
 impl Limiter {
     /// The handle of this limiter in `table`, registering it on first use.
     pub(crate) fn handle(&self, table: &handles::Shared) -> CoreResult<f64> {
-        if self.handle.get().is_none() {
-            let r = Registration::new(table, self.inner.clone())?;
-            // Cannot fail: the cell was empty and nothing in between touched it.
-            let _ = self.handle.set(r);
-        }
-        match self.handle.get() {
-            Some(r) if r.is_in(table) => Ok(r.handle()),
-            _ => Err(config("this", "belongs to another thread's environment")),
-        }
+        handles::handle_in(&self.handle, table, || self.inner.clone())
     }
 
     /// The handle of this limiter in `table` of Redis limiters, registering it on first use;
@@ -182,16 +174,8 @@ impl Limiter {
     #[cfg(feature = "redis")]
     pub(crate) fn redis_handle(&self, table: &handles::Shared<RedisLimiter>) -> CoreResult<Option<f64>> {
         let Some(redis) = &self.redis else { return Ok(None) };
-        if self.redis_handle.get().is_none() {
-            let entry = RedisLimiter { inner: self.inner.clone(), redis: redis.clone() };
-            let r = Registration::new(table, Arc::new(entry))?;
-            // Cannot fail: the cell was empty and nothing in between touched it.
-            let _ = self.redis_handle.set(r);
-        }
-        match self.redis_handle.get() {
-            Some(r) if r.is_in(table) => Ok(Some(r.handle())),
-            _ => Err(config("this", "belongs to another thread's environment")),
-        }
+        let entry = || Arc::new(RedisLimiter { inner: self.inner.clone(), redis: redis.clone() });
+        handles::handle_in(&self.redis_handle, table, entry).map(Some)
     }
 }
 
