@@ -192,6 +192,14 @@ impl Strategy {
     #[inline(never)]
     pub(crate) fn check_now(&self, now: Now) -> Result<()> {
         crate::validate::now_at(now)?;
+        self.check_tick(now)
+    }
+
+    /// The second half of [`Strategy::check_now`], for a `now` already through
+    /// `validate::now_at`: a sliding window's (or a rolling quota's) tick within ±2^53; nothing
+    /// for the other algorithms. A multi-limiter checks its `now` once, then this per dimension.
+    #[inline]
+    pub(crate) fn check_tick(&self, now: Now) -> Result<()> {
         if let (Algorithm::SlidingWindow(w) | Algorithm::Quota(Quota::Rolling(w)), Now::At(t)) = (&self.algorithm, now)
         {
             return w.check_tick(t);

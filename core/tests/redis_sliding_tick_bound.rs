@@ -94,6 +94,15 @@ fn assert_all_refused(store: impl Fn() -> Arc<dyn Store>) {
         let m = multi(strategy, store());
         assert_refused(label, m.check_sync_at(&["ip", "u"], 1, now));
     }
+    // Past ±2^53 the time itself is refused (the multi checks it once, then each tick), on a
+    // multi of GCRA and a sliding window as on the window alone.
+    for now in [TWO_53 + 1, -TWO_53 - 1, i64::MAX, i64::MIN] {
+        let label = &format!("now = {now}");
+        let e = multi(w_tenth(), store()).check_sync_at(&["ip", "u"], 1, now).expect_err(label);
+        assert_eq!(e.message(), "now must be within ±2^53 epoch milliseconds", "{label}");
+        let e = limiter(w_tenth(), store()).check_sync_at("k", 1, now).expect_err(label);
+        assert_eq!(e.message(), "now must be within ±2^53 epoch milliseconds", "{label}");
+    }
 }
 
 #[test]
