@@ -60,14 +60,22 @@ cf_ops = [
     op(75714, D(False, 50, 0, 180000, 1)),
     op(75715, D(True, 50, 0, 180000, 0)),
 ]
-suites.append({"id": "slidingWindow/cloudflare-s1", "comment": cf,
-               "strategy": {"kind": "slidingWindow", "options": {"limit": 50, "windowMs": 60000, "buckets": 1}},
-               "key": "k", "ops": cf_ops})
-suites.append({"id": "quota/rolling-is-the-sliding-window",
-               "comment": "A rolling quota is the sliding window with windowMs = periodMs: the Cloudflare timeline "
-               "above gives the same decisions. " + cf,
-               "strategy": {"kind": "quota", "options": {"limit": 50, "resetCadence": "rolling", "periodMs": 60000, "buckets": 1}},
-               "key": "k", "ops": cf_ops})
+
+
+def sliding_and_rolling(sw_id, quota_id, quota_comment, comment, limit, window_ms, buckets, ops):
+    """A sliding-window suite and the rolling quota's twin: the same window under periodMs, the same ops."""
+    suites.append({"id": sw_id, "comment": comment,
+                   "strategy": {"kind": "slidingWindow", "options": {"limit": limit, "windowMs": window_ms, "buckets": buckets}},
+                   "key": "k", "ops": ops})
+    suites.append({"id": quota_id, "comment": quota_comment + comment,
+                   "strategy": {"kind": "quota", "options": {"limit": limit, "resetCadence": "rolling", "periodMs": window_ms,
+                                                             "buckets": buckets}},
+                   "key": "k", "ops": ops})
+
+
+sliding_and_rolling("slidingWindow/cloudflare-s1", "quota/rolling-is-the-sliding-window",
+                    "A rolling quota is the sliding window with windowMs = periodMs: the Cloudflare timeline "
+                    "above gives the same decisions. ", cf, 50, 60000, 1, cf_ops)
 
 suites.append({
     "id": "slidingWindowLog/seed-001-timeline",
@@ -268,14 +276,9 @@ narrow = ("The narrowest bucket allowed: windowMs 1 in 1000 buckets, w = 1/1000 
           "window: 1 <= 2, remaining 1, resetAt ceil(2001*0.001 + 1) = ceil(3.001) = 4.")
 narrow_ops = [op(0, D(True, 2, 1, 2, 0)), op(0, D(True, 2, 0, 2, 0)), op(0, D(False, 2, 0, 2, 1)),
               op(1, D(False, 2, 0, 3, 1)), op(2, D(True, 2, 1, 4, 0))]
-suites.append({"id": "slidingWindow/narrowest-bucket", "comment": narrow,
-               "strategy": {"kind": "slidingWindow", "options": {"limit": 2, "windowMs": 1, "buckets": 1000}},
-               "key": "k", "ops": narrow_ops})
-suites.append({"id": "quota/rolling-narrowest-bucket",
-               "comment": "The rolling quota's narrowest bucket, periodMs 1 in 1000 buckets: the "
-               "slidingWindow/narrowest-bucket timeline, decided the same. " + narrow,
-               "strategy": {"kind": "quota", "options": {"limit": 2, "resetCadence": "rolling", "periodMs": 1, "buckets": 1000}},
-               "key": "k", "ops": narrow_ops})
+sliding_and_rolling("slidingWindow/narrowest-bucket", "quota/rolling-narrowest-bucket",
+                    "The rolling quota's narrowest bucket, periodMs 1 in 1000 buckets: the "
+                    "slidingWindow/narrowest-bucket timeline, decided the same. ", narrow, 2, 1, 1000, narrow_ops)
 
 bad = [
     ("gcra/limit-zero", {"kind": "gcra", "options": {"limit": 0, "periodMs": 1000}}),

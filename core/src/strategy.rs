@@ -198,7 +198,8 @@ impl Strategy {
     /// The second half of [`Strategy::check_now`], for a `now` already through
     /// `validate::now_at`: a sliding window's (or a rolling quota's) tick within ±2^53; nothing
     /// for the other algorithms. A multi-limiter checks its `now` once, then this per dimension.
-    #[inline]
+    /// Out of line, like `check_now`: one copy (the WebAssembly module is size-bound).
+    #[inline(never)]
     pub(crate) fn check_tick(&self, now: Now) -> Result<()> {
         if let (Algorithm::SlidingWindow(w) | Algorithm::Quota(Quota::Rolling(w)), Now::At(t)) = (&self.algorithm, now)
         {
