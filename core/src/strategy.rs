@@ -211,7 +211,7 @@ impl Strategy {
     /// The pure transition: decides a request of `cost` at `now` against the key's state in
     /// `slot`, and writes the new state there iff the request is allowed and `commit` is true.
     ///
-    /// A `now` past ±2^53 is decided as at ±2^53 ([`in_domain`]); the limiters refuse it before
+    /// A `now` past ±2^53 is decided as at ±2^53 (`in_domain`); the limiters refuse it before
     /// they get here.
     #[inline]
     pub fn check(&self, slot: &mut Option<State>, now: i64, cost: u64, commit: bool) -> Step<Decision> {
