@@ -846,7 +846,10 @@ export interface QuotaOptions {
   offsetMinutes?: number
   /** First day of a calendar week: 0 = Sunday … 6 = Saturday (default 1, Monday). */
   weekStartsOn?: number
-  /** Sub-buckets of a `rolling` quota (integer >= 1, default 10). */
+  /**
+   * Sub-buckets of a `rolling` quota (integer from 1 to 1000000 and to `1000 * periodMs`,
+   * each bucket at least 1 microsecond; default 10).
+   */
   buckets?: number
 }
 
@@ -994,7 +997,10 @@ export interface SlidingWindowOptions {
   limit: number
   /** Window length in ms (integer >= 1). */
   windowMs: number
-  /** Sub-buckets (integer >= 1, default 10). */
+  /**
+   * Sub-buckets (integer from 1 to 1000000 and to `1000 * windowMs`, each bucket at least
+   * 1 microsecond; default 10).
+   */
   buckets?: number
 }
 

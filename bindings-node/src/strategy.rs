@@ -53,7 +53,8 @@ pub struct SlidingWindowOptions {
     pub limit: f64,
     /// Window length in ms (integer >= 1).
     pub window_ms: f64,
-    /// Sub-buckets (integer >= 1, default 10).
+    /// Sub-buckets (integer from 1 to 1000000 and to `1000 * windowMs`, each bucket at least
+    /// 1 microsecond; default 10).
     pub buckets: Option<f64>,
 }
 
@@ -74,7 +75,8 @@ pub struct QuotaOptions {
     pub offset_minutes: Option<f64>,
     /// First day of a calendar week: 0 = Sunday … 6 = Saturday (default 1, Monday).
     pub week_starts_on: Option<f64>,
-    /// Sub-buckets of a `rolling` quota (integer >= 1, default 10).
+    /// Sub-buckets of a `rolling` quota (integer from 1 to 1000000 and to `1000 * periodMs`,
+    /// each bucket at least 1 microsecond; default 10).
     pub buckets: Option<f64>,
 }
 

@@ -60,14 +60,22 @@ cf_ops = [
     op(75714, D(False, 50, 0, 180000, 1)),
     op(75715, D(True, 50, 0, 180000, 0)),
 ]
-suites.append({"id": "slidingWindow/cloudflare-s1", "comment": cf,
-               "strategy": {"kind": "slidingWindow", "options": {"limit": 50, "windowMs": 60000, "buckets": 1}},
-               "key": "k", "ops": cf_ops})
-suites.append({"id": "quota/rolling-is-the-sliding-window",
-               "comment": "A rolling quota is the sliding window with windowMs = periodMs: the Cloudflare timeline "
-               "above gives the same decisions. " + cf,
-               "strategy": {"kind": "quota", "options": {"limit": 50, "resetCadence": "rolling", "periodMs": 60000, "buckets": 1}},
-               "key": "k", "ops": cf_ops})
+
+
+def sliding_and_rolling(sw_id, quota_id, quota_comment, comment, limit, window_ms, buckets, ops):
+    """A sliding-window suite and the rolling quota's twin: the same window under periodMs, the same ops."""
+    suites.append({"id": sw_id, "comment": comment,
+                   "strategy": {"kind": "slidingWindow", "options": {"limit": limit, "windowMs": window_ms, "buckets": buckets}},
+                   "key": "k", "ops": ops})
+    suites.append({"id": quota_id, "comment": quota_comment + comment,
+                   "strategy": {"kind": "quota", "options": {"limit": limit, "resetCadence": "rolling", "periodMs": window_ms,
+                                                             "buckets": buckets}},
+                   "key": "k", "ops": ops})
+
+
+sliding_and_rolling("slidingWindow/cloudflare-s1", "quota/rolling-is-the-sliding-window",
+                    "A rolling quota is the sliding window with windowMs = periodMs: the Cloudflare timeline "
+                    "above gives the same decisions. ", cf, 50, 60000, 1, cf_ops)
 
 suites.append({
     "id": "slidingWindowLog/seed-001-timeline",
@@ -257,6 +265,21 @@ suites.append({
     "ops": [op(0, D(True, 1, 0, 1000, 0)), op(1000, D(True, 1, 0, 2000, 0)), op(500, D(False, 1, 0, 2000, 1500))],
 })
 
+narrow = ("The narrowest bucket allowed: windowMs 1 in 1000 buckets, w = 1/1000 = 0.001 ms (1 microsecond; "
+          "1001 buckets is config_invalid). Limit 2, the window ticks c-1000 (weighted) ..= c. Op 0 at 0: c = 0, "
+          "empty: 1 <= 2, remaining 1, resetAt ceil((0+1)*0.001 + 1) = ceil(1.001) = 2. Op 1 at 0: tick 0 holds 1, "
+          "1+1 = 2 <= 2, remaining 0, resetAt 2. Op 2 at 0: 2+1 = 3 > 2, denied, remaining 0; D = 1, the oldest "
+          "tick (-1000) is empty, so the wait is the next tick: ceil((0+1)*0.001 - 0) = ceil(0.001) = 1. Op 3 at 1: "
+          "c = floor(1/0.001) = 1000, elapsed 1 - 1000*0.001 = 0, weight 1: tick 0 is the oldest, weighted in full: "
+          "estimate 2, +1 = 3 > 2, denied, remaining 0, resetAt ceil(1001*0.001 + 1) = ceil(2.001) = 3; D = 1 <= "
+          "2*1, so retryAfterMs = ceil(1*0.001/2) = ceil(0.0005) = 1. Op 4 at 2: c = 2000, tick 0 has left the "
+          "window: 1 <= 2, remaining 1, resetAt ceil(2001*0.001 + 1) = ceil(3.001) = 4.")
+narrow_ops = [op(0, D(True, 2, 1, 2, 0)), op(0, D(True, 2, 0, 2, 0)), op(0, D(False, 2, 0, 2, 1)),
+              op(1, D(False, 2, 0, 3, 1)), op(2, D(True, 2, 1, 4, 0))]
+sliding_and_rolling("slidingWindow/narrowest-bucket", "quota/rolling-narrowest-bucket",
+                    "The rolling quota's narrowest bucket, periodMs 1 in 1000 buckets: the "
+                    "slidingWindow/narrowest-bucket timeline, decided the same. ", narrow, 2, 1, 1000, narrow_ops)
+
 bad = [
     ("gcra/limit-zero", {"kind": "gcra", "options": {"limit": 0, "periodMs": 1000}}),
     ("gcra/limit-negative", {"kind": "gcra", "options": {"limit": -1, "periodMs": 1000}}),
@@ -273,6 +296,10 @@ bad = [
     ("fixedWindow/window-fractional", {"kind": "fixedWindow", "options": {"limit": 1, "windowMs": 1.5}}),
     ("slidingWindow/buckets-zero", {"kind": "slidingWindow", "options": {"limit": 1, "windowMs": 1000, "buckets": 0}}),
     ("slidingWindow/buckets-fractional", {"kind": "slidingWindow", "options": {"limit": 1, "windowMs": 1000, "buckets": 2.5}}),
+    # Every bucket at least 1 microsecond wide (buckets <= 1000 * windowMs): narrower ticks pass 2^53 at
+    # today's clock, where Redis's own clock would decide them inexactly.
+    ("slidingWindow/buckets-narrower-than-a-microsecond", {"kind": "slidingWindow", "options": {"limit": 1, "windowMs": 1, "buckets": 1001}}),
+    ("quota/rolling-buckets-narrower-than-a-microsecond", {"kind": "quota", "options": {"limit": 1, "resetCadence": "rolling", "periodMs": 1, "buckets": 1001}}),
     ("slidingWindowLog/limit-zero", {"kind": "slidingWindowLog", "options": {"limit": 0, "windowMs": 1000}}),
     ("quota/offset-above-840", {"kind": "quota", "options": {"limit": 1, "resetCadence": "calendar-day", "offsetMinutes": 841}}),
     ("quota/offset-below-minus-840", {"kind": "quota", "options": {"limit": 1, "resetCadence": "calendar-day", "offsetMinutes": -841}}),

@@ -367,9 +367,11 @@ impl MultiLimiter {
     /// (the store's paths and [`MultiLimiter::prepare`] alike): the time, then the keys (one
     /// per dimension, each within the store's length); their full keys.
     fn admit(&self, keys: &[&str], now: Now) -> Result<Vec<String>> {
-        // Every dimension checks the time (a rule needs one at least): its tick, if it has one.
+        // The time once, then each dimension's tick, if it has one (`Strategy::check_now` in two
+        // halves: the same errors in the same order as every dimension checking it whole).
+        validate::now_at(now)?;
         for d in &self.dimensions {
-            d.strategy.check_now(now)?;
+            d.strategy.check_tick(now)?;
         }
         self.full_keys(keys)
     }

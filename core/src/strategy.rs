@@ -192,6 +192,15 @@ impl Strategy {
     #[inline(never)]
     pub(crate) fn check_now(&self, now: Now) -> Result<()> {
         crate::validate::now_at(now)?;
+        self.check_tick(now)
+    }
+
+    /// The second half of [`Strategy::check_now`], for a `now` already through
+    /// `validate::now_at`: a sliding window's (or a rolling quota's) tick within ±2^53; nothing
+    /// for the other algorithms. A multi-limiter checks its `now` once, then this per dimension.
+    /// Out of line, like `check_now`: one copy (the WebAssembly module is size-bound).
+    #[inline(never)]
+    pub(crate) fn check_tick(&self, now: Now) -> Result<()> {
         if let (Algorithm::SlidingWindow(w) | Algorithm::Quota(Quota::Rolling(w)), Now::At(t)) = (&self.algorithm, now)
         {
             return w.check_tick(t);
@@ -201,8 +210,12 @@ impl Strategy {
 
     /// The pure transition: decides a request of `cost` at `now` against the key's state in
     /// `slot`, and writes the new state there iff the request is allowed and `commit` is true.
+    ///
+    /// A `now` past ±2^53 is decided as at ±2^53 (`in_domain`); the limiters refuse it before
+    /// they get here.
     #[inline]
     pub fn check(&self, slot: &mut Option<State>, now: i64, cost: u64, commit: bool) -> Step<Decision> {
+        let now = in_domain(now);
         dispatch!(self, a => a.check(slot, now, cost, commit))
     }
 
@@ -217,6 +230,19 @@ impl Strategy {
     /// Current capacity at `now` without consuming: `allowed` says whether a cost-1 request
     /// would pass, `remaining` how many units would.
     pub fn peek(&self, state: Option<&State>, now: i64) -> Decision {
+        let now = in_domain(now);
         dispatch!(self, a => a.peek(state, now))
     }
+}
+
+/// `now` clamped to ±2^53, the domain every algorithm's arithmetic is exact in and cannot
+/// overflow (`validate::now`), so that the raw transition never panics, whatever `i64` its
+/// caller passes: the limiters refuse such a `now` (`Strategy::check_now`), a direct caller of
+/// [`Strategy::check`] may not. Within the domain it changes nothing; a sliding window's tick
+/// there stays within the `i64` range because every bucket is at least 1 microsecond wide
+/// (`SlidingWindow::with_field_prefix`). Checked by `core/tests/raw_transition.rs`.
+#[inline]
+fn in_domain(now: i64) -> i64 {
+    const BOUND: i64 = crate::validate::MAX_SAFE_INTEGER as i64;
+    now.clamp(-BOUND, BOUND)
 }

@@ -4,7 +4,9 @@
 //! never ended, blocking the whole Redis server (BUSY for every client), and the memory store's
 //! `i64` ticks saturated and overflowed. Every store now gets the same answer: `config_invalid`
 //! naming `now`, before any store is called; and the Lua loops end whatever the tick (the
-//! server's clock is Redis's, which core does not see).
+//! server's clock is Redis's, which core does not see). On that clock the construction rule
+//! (`buckets <= 1000 * windowMs`, each bucket at least 1 microsecond) keeps ticks below 2^53
+//! until the year 2255.
 
 use std::sync::Arc;
 
@@ -25,9 +27,10 @@ fn w_tenth() -> Strategy {
     Strategy::sliding_window(10, 1, Some(10)).unwrap()
 }
 
-/// w = 1e-6 ms: c is ±1e6 * now, past the `i64` range at now = ±2^53.
+/// w = 1e-3 ms, the narrowest bucket a sliding window may have: c is ±1000 * now, near the
+/// `i64` range (±9.2e18) at now = ±2^53.
 fn w_micro() -> Strategy {
-    Strategy::sliding_window(10, 1, Some(1_000_000)).unwrap()
+    Strategy::sliding_window(10, 1000, Some(1_000_000)).unwrap()
 }
 
 /// A rolling quota of w = 0.1 ms: the same window under the quota's name.
@@ -52,8 +55,8 @@ fn refused() -> Vec<(&'static str, Strategy, i64)> {
         ("w = 1 at -2^53", w_one(), -TWO_53),
         ("w = 0.1 at 2^53 / 10 + 1", w_tenth(), TWO_53 / 10 + 1),
         ("w = 0.1 at 2^53 - 1", w_tenth(), TWO_53 - 1),
-        ("w = 1e-6 at 2^53", w_micro(), TWO_53),
-        ("w = 1e-6 at -2^53", w_micro(), -TWO_53),
+        ("w = 1e-3 at 2^53", w_micro(), TWO_53),
+        ("w = 1e-3 at -2^53", w_micro(), -TWO_53),
         ("rolling quota w = 0.1 at 2^53 - 1", rolling_tenth(), TWO_53 - 1),
     ]
 }
@@ -91,12 +94,21 @@ fn assert_all_refused(store: impl Fn() -> Arc<dyn Store>) {
         let m = multi(strategy, store());
         assert_refused(label, m.check_sync_at(&["ip", "u"], 1, now));
     }
+    // Past ±2^53 the time itself is refused (the multi checks it once, then each tick), on a
+    // multi of GCRA and a sliding window as on the window alone.
+    for now in [TWO_53 + 1, -TWO_53 - 1, i64::MAX, i64::MIN] {
+        let label = &format!("now = {now}");
+        let e = multi(w_tenth(), store()).check_sync_at(&["ip", "u"], 1, now).expect_err(label);
+        assert_eq!(e.message(), "now must be within ±2^53 epoch milliseconds", "{label}");
+        let e = limiter(w_tenth(), store()).check_sync_at("k", 1, now).expect_err(label);
+        assert_eq!(e.message(), "now must be within ±2^53 epoch milliseconds", "{label}");
+    }
 }
 
 #[test]
 fn memory_refuses_ticks_past_2_53_without_panicking() {
-    // Before: w = 1e-6 at -2^53 saturated the tick to i64::MIN and `tick - buckets` overflowed
-    // (a panic in a debug build, a silent wrap in release).
+    // Before: w = 1e-6 (then constructible) at -2^53 saturated the tick to i64::MIN and
+    // `tick - buckets` overflowed (a panic in a debug build, a silent wrap in release).
     assert_all_refused(|| Arc::new(throttlekit::MemoryStore::new()));
 }
 
@@ -149,12 +161,17 @@ mod redis {
     }
 
     #[test]
-    fn redis_scripts_end_on_the_servers_clock_past_2_53() {
+    fn redis_scripts_decide_the_narrowest_bucket_on_the_servers_clock() {
         // On the server's clock core sees no `now`: the script computes c. w = 1e-4 ms at a real
-        // time puts c near 1.8e16, past 2^53; the ring loops count offsets, so they end.
+        // time would put c near 1.8e16, past 2^53, so that config is refused at construction;
+        // the narrowest bucket allowed, w = 1e-3 ms, puts c near 1.8e15, exact. (The ring loops
+        // count offsets, so they would end whatever the tick.)
+        let e = Strategy::sliding_window(10, 1, Some(10_000)).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::ConfigInvalid, "{e:?}");
+        assert!(e.message().starts_with("slidingWindow.buckets "), "{}", e.message());
         let server = RedisServer::start();
         let store = redis_store::connect(server.url(), TIMEOUT_MS);
-        let s = Strategy::sliding_window(10, 1, Some(10_000)).unwrap();
+        let s = Strategy::sliding_window(10, 1, Some(1_000)).unwrap();
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         let l = limiter(s.clone(), store.clone());
         let d = rt.block_on(l.check_at("server", 1, Now::Server)).expect("the single-key script returns");

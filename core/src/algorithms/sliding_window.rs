@@ -35,7 +35,8 @@ struct View {
 }
 
 impl SlidingWindow {
-    /// Validates `options`: `limit`, `windowMs` and `buckets` integers >= 1.
+    /// Validates `options`: `limit`, `windowMs` and `buckets` integers >= 1, `buckets` at most
+    /// 1000000 and at most `1000 * windowMs`.
     pub fn new(options: &SlidingWindowOptions) -> Result<SlidingWindow> {
         SlidingWindow::with_field_prefix("slidingWindow", options.limit, options.window_ms, options.buckets)
     }
@@ -54,6 +55,15 @@ impl SlidingWindow {
             validate::integer_at_least(&format!("{prefix}.buckets"), buckets.unwrap_or(DEFAULT_BUCKETS as f64), 1.0)?;
         if buckets > 1_000_000.0 {
             return Err(crate::Error::config(&format!("{prefix}.buckets"), "must be <= 1000000"));
+        }
+        // Every bucket at least one microsecond wide: then `c = floor(now / w)` stays below 2^53
+        // until the year 2255 on any clock, Redis's own included (`serverClock`, where core sees
+        // no `now` to refuse per call and the scripts would decide on an inexact tick).
+        if buckets > 1000.0 * window_ms {
+            return Err(crate::Error::config(
+                &format!("{prefix}.buckets"),
+                &format!("must be <= 1000 * {field} (each bucket at least 1 microsecond)"),
+            ));
         }
         Ok(SlidingWindow { limit, window_ms, buckets: buckets as u64, w: window_ms / buckets })
     }
@@ -182,5 +192,46 @@ impl SlidingWindow {
             retry_after_ms: if allowed { 0 } else { self.retry_after(&view, now, 1.0) },
             fallback: false,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ErrorCode;
+
+    fn refusal(prefix: &str, window_ms: f64, buckets: f64) -> String {
+        let e = SlidingWindow::with_field_prefix(prefix, 1.0, window_ms, Some(buckets)).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::ConfigInvalid);
+        e.message().to_string()
+    }
+
+    #[test]
+    fn every_bucket_is_at_least_one_microsecond_wide() {
+        // 1000 buckets in 1 ms: 1 microsecond each, the narrowest allowed.
+        assert!(SlidingWindow::with_field_prefix("slidingWindow", 1.0, 1.0, Some(1000.0)).is_ok());
+        assert!(SlidingWindow::with_field_prefix("quota", 1.0, 1.0, Some(1000.0)).is_ok());
+        assert_eq!(
+            refusal("slidingWindow", 1.0, 1001.0),
+            "slidingWindow.buckets must be <= 1000 * windowMs (each bucket at least 1 microsecond)"
+        );
+        assert_eq!(
+            refusal("quota", 7.0, 7001.0),
+            "quota.buckets must be <= 1000 * periodMs (each bucket at least 1 microsecond)"
+        );
+        // The older rule still holds where the new one would allow more.
+        assert_eq!(refusal("slidingWindow", 10_000.0, 1_000_001.0), "slidingWindow.buckets must be <= 1000000");
+    }
+
+    #[test]
+    fn the_narrowest_bucket_ticks_within_2_53_until_2255() {
+        // 2^53 microseconds after the epoch is in the year 2255 (2^53 / 1000 ms is 2255-06-05):
+        // on any clock up to then, Redis's included, the tick is exact.
+        let w = SlidingWindow::with_field_prefix("slidingWindow", 1.0, 1.0, Some(1000.0)).unwrap();
+        let year_2255: i64 = 9_000_000_000_000; // 2255-03-14
+        assert!(w.check_tick(year_2255).is_ok());
+        assert!(w.check_tick(-year_2255).is_ok());
+        // 2^53 microseconds (2255-06-05) is where a call's own bound starts refusing.
+        assert!(w.check_tick(9_007_199_254_740).is_err());
     }
 }

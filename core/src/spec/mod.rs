@@ -70,7 +70,8 @@ pub struct SlidingWindowOptions {
     pub limit: f64,
     /// Window length in ms (integer >= 1).
     pub window_ms: f64,
-    /// Sub-buckets per window (integer >= 1, default 10; 1 is the two-counter estimator).
+    /// Sub-buckets per window (integer from 1 to 1000000 and to `1000 * windowMs`, each bucket at
+    /// least 1 microsecond; default 10; 1 is the two-counter estimator).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub buckets: Option<f64>,
 }
@@ -115,7 +116,8 @@ pub struct QuotaOptions {
     /// First day of a calendar week: 0 = Sunday … 6 = Saturday (default 1, Monday).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub week_starts_on: Option<f64>,
-    /// Sub-buckets of a `rolling` quota (integer >= 1, default 10).
+    /// Sub-buckets of a `rolling` quota (integer from 1 to 1000000 and to `1000 * periodMs`,
+    /// each bucket at least 1 microsecond; default 10).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub buckets: Option<f64>,
 }
