@@ -215,7 +215,7 @@ impl Strategy {
     /// they get here.
     #[inline]
     pub fn check(&self, slot: &mut Option<State>, now: i64, cost: u64, commit: bool) -> Step<Decision> {
-        let now = in_domain(now);
+        let now = crate::validate::in_domain(now);
         dispatch!(self, a => a.check(slot, now, cost, commit))
     }
 
@@ -230,19 +230,7 @@ impl Strategy {
     /// Current capacity at `now` without consuming: `allowed` says whether a cost-1 request
     /// would pass, `remaining` how many units would.
     pub fn peek(&self, state: Option<&State>, now: i64) -> Decision {
-        let now = in_domain(now);
+        let now = crate::validate::in_domain(now);
         dispatch!(self, a => a.peek(state, now))
     }
-}
-
-/// `now` clamped to ±2^53, the domain every algorithm's arithmetic is exact in and cannot
-/// overflow (`validate::now`), so that the raw transition never panics, whatever `i64` its
-/// caller passes: the limiters refuse such a `now` (`Strategy::check_now`), a direct caller of
-/// [`Strategy::check`] may not. Within the domain it changes nothing; a sliding window's tick
-/// there stays within the `i64` range because every bucket is at least 1 microsecond wide
-/// (`SlidingWindow::with_field_prefix`). Checked by `core/tests/raw_transition.rs`.
-#[inline]
-fn in_domain(now: i64) -> i64 {
-    const BOUND: i64 = crate::validate::MAX_SAFE_INTEGER as i64;
-    now.clamp(-BOUND, BOUND)
 }

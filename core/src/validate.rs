@@ -93,6 +93,18 @@ pub fn cost_from_f64(v: f64) -> Result<u64> {
     Ok(v as u64)
 }
 
+/// `now` clamped to ±2^53, the domain of [`now`], for the paths that take a time with no way to
+/// refuse it: the raw transition (`Strategy::check`, `peek`) and an in-process store's
+/// `apply_sync` called directly (`store::Now::in_process_ms`). The limiters refuse such a `now`
+/// before either; a direct caller may not, and past the domain the arithmetic would overflow
+/// (a panic in a debug build). Within it this changes nothing. Checked by
+/// `core/tests/raw_transition.rs`.
+#[inline]
+pub(crate) fn in_domain(now: i64) -> i64 {
+    const BOUND: i64 = MAX_SAFE_INTEGER as i64;
+    now.clamp(-BOUND, BOUND)
+}
+
 /// An epoch-millisecond timestamp that arrived as a float: a whole number within ±2^53.
 pub fn now_from_f64(v: f64) -> Result<i64> {
     if !v.is_finite() || v.fract() != 0.0 || v.abs() > MAX_SAFE_INTEGER {

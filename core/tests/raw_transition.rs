@@ -2,10 +2,12 @@
 //! and whatever state an earlier call at another `now` left. The limiters refuse a `now` past
 //! ±2^53 (and a sliding window's tick past it) before they call it, but a caller of the raw
 //! transition may not: in a debug build (`cargo test` builds one) an arithmetic overflow would
-//! panic, and in release it would wrap silently.
+//! panic, and in release it would wrap silently. The same holds for an in-process store's
+//! `Store::apply_sync`, whose caller may pass any time too.
 
 use proptest::prelude::*;
-use throttlekit::Strategy as Algorithm;
+use throttlekit::store::{Now, Transform};
+use throttlekit::{MemoryStore, Store, Strategy as Algorithm};
 
 /// Every algorithm and quota cadence, from tiny to huge parameters, as JSON specs.
 fn any_strategy() -> impl Strategy<Value = Algorithm> {
@@ -93,5 +95,33 @@ fn the_narrowest_bucket_at_the_ends_of_time() {
         let d = s.check(&mut slot, now, 1, true).reply;
         // A window far from 0 no longer holds the unit admitted at 0.
         assert!(d.allowed && d.remaining == 9, "{now}: {d:?}");
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(500))]
+
+    /// An in-process store takes its time from a direct caller of `Store::apply_sync` too, which
+    /// the limiters' checks do not cover: any `i64` decides (as at ±2^53 past it) without a
+    /// panic, on every path of the memory store (its inlined GCRA and log paths included) and
+    /// for every transform a limiter sends.
+    #[test]
+    fn the_memory_store_never_panics(
+        strategy in any_strategy(),
+        first in any_now(),
+        second in any_now(),
+        cost in any_cost(),
+    ) {
+        let store = MemoryStore::new();
+        for now in [first, second, first] {
+            for transform in [
+                Transform::Check { strategy: &strategy, cost },
+                Transform::Forecast { strategy: &strategy, cost },
+                Transform::Peek { strategy: &strategy },
+            ] {
+                let reply = store.apply_sync("k", Now::At(now), transform);
+                prop_assert!(reply.is_ok(), "{:?} at {}: {:?}", strategy.spec(), now, reply);
+            }
+        }
     }
 }

@@ -51,10 +51,12 @@ impl Now {
     }
 
     /// The epoch ms an in-process store (memory, SQLite) decides at: the call's own time, or
-    /// the host's wall clock for `Server` (the process is the store's server).
+    /// the host's wall clock for `Server` (the process is the store's server). A time past
+    /// ±2^53 decides as at ±2^53 (`validate::in_domain`): the limiters refuse it first, but a
+    /// direct caller of `Store::apply_sync` may not.
     pub fn in_process_ms(self) -> i64 {
         match self {
-            Now::At(t) => t,
+            Now::At(t) => crate::validate::in_domain(t),
             Now::Server => crate::clock::SystemClock.now_ms(),
         }
     }
