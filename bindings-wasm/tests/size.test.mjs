@@ -1,11 +1,12 @@
 // The shipped module's size ceiling, gzipped (level 9): a build that grows past it fails here.
 // The target is 150 KB, 153,600 B (the issue's budget; a Worker's script may be 3 MB on the free
 // plan), reported against that target by `make bench` (bindings-wasm/bench.mjs); the ceiling is
-// the size the module has now (153,172 B by Node's zlib) plus less than half a KB, under the
+// the size the module has now (153,190 B by Node's zlib) plus less than half a KB, under the
 // target, and comes down as the module does. (Raised by 200 B for the sliding window's tick
 // bound, `Strategy::check_now`: 184 B gzipped, refusing what used to hang a Redis server; by
 // 150 B for the bucket-width rule and `Strategy::check`'s clamp of `now` to ±2^53, which keeps
-// the raw transition from overflowing: 145 B gzipped.)
+// the raw transition from overflowing: 145 B gzipped, and 18 B more when the in-process stores
+// took the same clamp.)
 import assert from 'node:assert/strict'
 import { readFileSync } from 'node:fs'
 import { test } from 'node:test'
