@@ -59,27 +59,27 @@ unsafe extern "C" fn handle(env: sys::napi_env, info: sys::napi_callback_info) -
 unsafe extern "C" fn try_acquire(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
     guard(env, info, |env, context, argv, argc| {
         let io = io(context)?;
-        let table = context.adaptive.try_borrow().map_err(|_| config("this", "is busy"))?;
-        let limiter = table.get(io[IO_HANDLE]).ok_or_else(|| config("this", "must be an AdaptiveLimiter"))?;
-        let answer = if argc == 0 {
-            limiter.try_acquire(None)?
-        } else {
-            convert::with_str_in(&context.key, env, argv[0], "partition", |p| limiter.try_acquire(Some(p)))?
-        };
-        match answer {
-            Ok(id) => {
-                io[0] = 1.0;
-                io[1] = id as f64;
+        with_limiter(context, io[IO_HANDLE], |limiter| {
+            let answer = if argc == 0 {
+                limiter.try_acquire(None)?
+            } else {
+                convert::with_str_in(&context.key, env, argv[0], "partition", |p| limiter.try_acquire(Some(p)))?
+            };
+            match answer {
+                Ok(id) => {
+                    io[0] = 1.0;
+                    io[1] = id as f64;
+                }
+                Err(r) => {
+                    io[0] = 0.0;
+                    io[1] = f64::from(r.limit);
+                    io[2] = f64::from(r.inflight);
+                    io[3] = r.retry_after_ms as f64;
+                    io[4] = r.retry_after_secs() as f64;
+                }
             }
-            Err(r) => {
-                io[0] = 0.0;
-                io[1] = f64::from(r.limit);
-                io[2] = f64::from(r.inflight);
-                io[3] = r.retry_after_ms as f64;
-                io[4] = r.retry_after_secs() as f64;
-            }
-        }
-        Ok(ptr::null_mut())
+            Ok(ptr::null_mut())
+        })
     })
 }
 
@@ -95,10 +95,10 @@ unsafe extern "C" fn release(env: sys::napi_env, info: sys::napi_callback_info) 
             2.0 => Outcome::Dropped,
             _ => return Err(config("outcome", "must be success, ignore or dropped")),
         };
-        let table = context.adaptive.try_borrow().map_err(|_| config("this", "is busy"))?;
-        let limiter = table.get(io[IO_HANDLE]).ok_or_else(|| config("this", "must be an AdaptiveLimiter"))?;
-        io[0] = if limiter.release(io[IO_PERMIT], outcome, None)? { 1.0 } else { 0.0 };
-        Ok(ptr::null_mut())
+        with_limiter(context, io[IO_HANDLE], |limiter| {
+            io[0] = if limiter.release(io[IO_PERMIT], outcome, None)? { 1.0 } else { 0.0 };
+            Ok(ptr::null_mut())
+        })
     })
 }
 
@@ -110,10 +110,10 @@ unsafe extern "C" fn release(env: sys::napi_env, info: sys::napi_callback_info) 
 unsafe extern "C" fn forget(env: sys::napi_env, info: sys::napi_callback_info) -> sys::napi_value {
     guard(env, info, |_, context, _, _| {
         let io = io(context)?;
-        let table = context.adaptive.try_borrow().map_err(|_| config("this", "is busy"))?;
-        let limiter = table.get(io[IO_HANDLE]).ok_or_else(|| config("this", "must be an AdaptiveLimiter"))?;
-        limiter.forget(io[IO_PERMIT]);
-        Ok(ptr::null_mut())
+        with_limiter(context, io[IO_HANDLE], |limiter| {
+            limiter.forget(io[IO_PERMIT]);
+            Ok(ptr::null_mut())
+        })
     })
 }
 
@@ -127,6 +127,17 @@ fn io(context: &Context) -> CoreResult<&mut [f64]> {
     // SAFETY: `io` points at IO_LEN f64s (checked by `bind_io`), used on this thread only, and
     // no JS runs while the callback that asked for it (the slice's only user) runs.
     Ok(unsafe { std::slice::from_raw_parts_mut(io, IO_LEN) })
+}
+
+/// Runs `f` on the limiter whose handle is `handle` (`config_invalid` when there is none), with
+/// the handle table borrowed for the call: the one lookup the three hot callbacks share.
+fn with_limiter<R>(
+    context: &Context,
+    handle: f64,
+    f: impl FnOnce(&crate::adaptive::AdaptiveCore) -> CoreResult<R>,
+) -> CoreResult<R> {
+    let table = context.adaptive.try_borrow().map_err(|_| config("this", "is busy"))?;
+    f(table.get(handle).ok_or_else(|| config("this", "must be an AdaptiveLimiter"))?)
 }
 
 /// The `AdaptiveLimiter` wrapped by `value`; anything else is `config_invalid`.
